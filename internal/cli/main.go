@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/objects"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
+var Version = "dev"
+
+const usage = `haproxy-k8s-sync keeps HAProxy in sync with Kubernetes Services.
+
+Usage:
+  haproxy-k8s-sync run     [flags]   watch the cluster and drive HAProxy
+  haproxy-k8s-sync render  -f FILE   print the haproxy.cfg that run would produce for these objects
+  haproxy-k8s-sync init    [flags]   write a minimal haproxy.cfg so HAProxy can start before the first sync
+  haproxy-k8s-sync version
+
+Run "haproxy-k8s-sync COMMAND -h" for a command's flags. Every flag can also
+be set with an environment variable: HAPROXY_K8S_SYNC_ + the flag name in
+upper case with - as _ (a flag on the command line wins).
+`
+
+// Main runs the command line and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) < 2 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[1] {
+	case "run":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err = runCmd(ctx, args[2:], os.Getenv, stderr)
+	case "render":
+		err = renderCmd(args[2:], os.Getenv, stdin, stdout, stderr)
+	case "init":
+		err = initCmd(args[2:], os.Getenv, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "haproxy-k8s-sync", Version)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[1], usage)
+		return 2
+	}
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	return 1
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func (s *shape) renderOptions() render.Options {
+	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn}
+}
+
+type fileList []string
+
+func (l *fileList) String() string     { return fmt.Sprint(*l) }
+func (l *fileList) Set(v string) error { *l = append(*l, v); return nil }
+
+// renderCmd prints the config for objects read from files; problems with
+// single objects go to stderr and the rest still renders.
+func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlagSet("render", stderr)
+	var s shape
+	s.register(fs)
+	var files fileList
+	fs.Var(&files, "f", "file of Kubernetes objects (YAML or JSON, multi-document or List; - for stdin); repeatable")
+	if err := parse(fs, args, getenv, &s); err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return errors.New("render: at least one -f FILE is needed")
+	}
+	opts, err := s.desiredOptions()
+	if err != nil {
+		return err
+	}
+	var set objects.Set
+	for _, f := range files {
+		var r io.Reader = stdin
+		if f != "-" {
+			fh, err := os.Open(f)
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			r = fh
+		}
+		got, errs := objects.Load(r, f)
+		for _, e := range errs {
+			fmt.Fprintln(stderr, "warning:", e)
+		}
+		set.Merge(got)
+	}
+	res := desired.Compute(desired.Input{Services: set.Services, Slices: set.EndpointSlices, Nodes: set.Nodes}, opts)
+	for _, p := range res.Problems {
+		fmt.Fprintf(stderr, "warning: Service %s/%s: %s: %s\n", p.Service.Namespace, p.Service.Name, p.Reason, p.Message)
+	}
+	layout, _ := plan.Assign(res.Config, nil, true)
+	_, err = stdout.Write(render.Config(res.Config, layout, s.renderOptions()))
+	return err
+}
+
+// initCmd writes a config with no Services, and the directories HAProxy
+// needs for its socket and state file.
+func initCmd(args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := newFlagSet("init", stderr)
+	var s shape
+	s.register(fs)
+	path := fs.String("haproxy-config", "/etc/haproxy/haproxy.cfg", "where to write the config")
+	force := fs.Bool("force", false, "overwrite an existing config")
+	if err := parse(fs, args, getenv, &s); err != nil {
+		return err
+	}
+	if _, err := os.Stat(*path); err == nil && !*force {
+		return fmt.Errorf("%s exists; use --force to overwrite", *path)
+	}
+	for _, dir := range []string{filepath.Dir(s.stats), filepath.Dir(s.stateFile), filepath.Dir(*path)} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(*path, render.Empty(s.renderOptions()), 0o644)
+}

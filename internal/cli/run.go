@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+)
+
+type runFlags struct {
+	shape
+	kube                    kubeclient.Options
+	config, bin, master     string
+	apply                   string
+	resync, minReload       time.Duration
+	persist, syncTimeout    time.Duration
+	logLevel, logFormat     string
+}
+
+// runCmd is `run`: the controller.
+func runCmd(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := newFlagSet("run", stderr)
+	var f runFlags
+	f.shape.register(fs)
+	fs.StringVar(&f.kube.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+	fs.StringVar(&f.kube.APIServer, "api-server", "", "kube-apiserver URL (with --token-file for hosts outside the cluster)")
+	fs.StringVar(&f.kube.TokenFile, "token-file", "", "file holding a bearer token (re-read when it changes)")
+	fs.StringVar(&f.kube.CAFile, "ca-file", "", "CA bundle of the kube-apiserver's serving certificate")
+	fs.StringVar(&f.config, "haproxy-config", "/etc/haproxy/haproxy.cfg", "haproxy.cfg this controller owns")
+	fs.StringVar(&f.bin, "haproxy-bin", "haproxy", "haproxy binary, used to check configs")
+	fs.StringVar(&f.master, "master-socket", "/run/haproxy-k8s-sync/master.sock", "HAProxy master CLI socket (haproxy -W -S PATH)")
+	fs.StringVar(&f.apply, "apply", driver.ModeHybrid, "hybrid: servers through the Runtime API, reload only for structure; reload: reload on every change (baseline)")
+	fs.DurationVar(&f.resync, "resync-period", 30*time.Second, "re-read HAProxy's state and re-apply this often")
+	fs.DurationVar(&f.minReload, "min-reload-interval", 500*time.Millisecond, "structural changes arriving closer than this share one reload")
+	fs.DurationVar(&f.persist, "persist-interval", time.Second, "at most one write of the config and server-state files per interval after runtime changes")
+	fs.DurationVar(&f.syncTimeout, "cache-sync-timeout", 5*time.Minute, "give up if the informer caches have not synced by then")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	if err := parse(fs, args, getenv, &f.shape); err != nil {
+		return err
+	}
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	dopts, err := f.desiredOptions()
+	if err != nil {
+		return err
+	}
+	if f.apply != driver.ModeHybrid && f.apply != driver.ModeReload {
+		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
+	}
+	cfg, err := kubeclient.Config(f.kube)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	bc := record.NewBroadcaster(record.WithContext(ctx))
+	defer bc.Shutdown()
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "haproxy-k8s-sync"})
+
+	drv := driver.NewHAProxy(driver.Options{
+		ConfigPath:        f.config,
+		Binary:            f.bin,
+		MasterSocket:      f.master,
+		Render:            f.renderOptions(),
+		Mode:              f.apply,
+		MinReloadInterval: f.minReload,
+		Logger:            log,
+	})
+	defer drv.Close()
+	go drv.Run(ctx, f.persist)
+
+	ns := ""
+	if dopts.Service != "" {
+		ns, _, _ = strings.Cut(dopts.Service, "/")
+	}
+	ctl := controller.New(source.New(client, ns), drv, recorder, controller.Options{
+		Desired:      dopts,
+		ResyncPeriod: f.resync,
+		SyncTimeout:  f.syncTimeout,
+		Logger:       log,
+	})
+	go drv.Watch(ctx, time.Second, ctl.Trigger)
+	log.Info("starting", "version", Version, "apply", f.apply, "config", f.config, "targets", dopts.Targets)
+	return ctl.Run(ctx)
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: want text or json, got %q", format)
+}

@@ -1,0 +1,187 @@
+// Package controller runs the loop: informer events → one work item →
+// desired state from the whole cache → driver. Retries go only through the
+// rate-limited workqueue.
+package controller
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+)
+
+// syncKey is the single work item: every pass recomputes the whole world.
+const syncKey = "sync"
+
+// Invalidator is implemented by drivers that cache what HAProxy runs.
+type Invalidator interface{ Invalidate() }
+
+// Options configure the controller.
+type Options struct {
+	Desired      desired.Options
+	ResyncPeriod time.Duration // re-read HAProxy's state and re-apply this often
+	SyncTimeout  time.Duration // how long to wait for informer caches
+	Logger       *slog.Logger
+}
+
+// Controller keeps one HAProxy in sync with the cluster.
+type Controller struct {
+	opts     Options
+	src      *source.Source
+	drv      driver.Driver
+	recorder record.EventRecorder
+	queue    workqueue.TypedRateLimitingInterface[string]
+	log      *slog.Logger
+
+	lastGood map[string]settings.Settings
+	reported map[string]string // "ns/name/reason" → message last emitted
+}
+
+// New wires a controller. recorder may be nil (no Events).
+func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, opts Options) *Controller {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SyncTimeout == 0 {
+		opts.SyncTimeout = 5 * time.Minute
+	}
+	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second)
+	return &Controller{
+		opts:     opts,
+		src:      src,
+		drv:      drv,
+		recorder: recorder,
+		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "haproxy-k8s-sync"}),
+		log:      opts.Logger,
+		lastGood: make(map[string]settings.Settings),
+		reported: make(map[string]string),
+	}
+}
+
+// Trigger asks for a pass.
+func (c *Controller) Trigger() { c.queue.Add(syncKey) }
+
+// Run starts the informers, waits for their caches and processes passes
+// until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if err := c.src.OnChange(c.Trigger); err != nil {
+		return err
+	}
+	if err := c.src.Start(ctx, c.opts.SyncTimeout); err != nil {
+		return err
+	}
+	c.log.Info("caches synced")
+	c.Trigger()
+	go c.resync(ctx)
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	for c.processNext(ctx) {
+	}
+	return ctx.Err()
+}
+
+func (c *Controller) resync(ctx context.Context) {
+	if c.opts.ResyncPeriod <= 0 {
+		return
+	}
+	t := time.NewTicker(c.opts.ResyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if inv, ok := c.drv.(Invalidator); ok {
+				inv.Invalidate()
+			}
+			c.Trigger()
+		}
+	}
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	res, err := c.sync(ctx)
+	switch {
+	case errors.Is(err, driver.ErrDeferred):
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, res.RetryAfter)
+	case err != nil:
+		c.log.Error("sync failed; will retry", "err", err, "retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// sync is one pass: snapshot → desired → driver.
+func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
+	if !c.src.Synced() {
+		return driver.Result{}, errors.New("informer caches not synced")
+	}
+	start := time.Now()
+	svcs, eps, nodes := c.src.Snapshot()
+	d := desired.Compute(desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood}, c.opts.Desired)
+	c.lastGood = d.Good
+	c.report(d.Problems)
+	parse := time.Since(start)
+
+	res, err := c.drv.Apply(ctx, d.Config)
+	attrs := []any{
+		"services", d.Selected, "frontends", len(d.Config.Frontends),
+		"parse", parse, "render", res.Render, "check", res.Check, "write", res.Write,
+		"reload", res.Reload, "runtime", res.Runtime, "ops", res.Ops, "total", time.Since(start),
+	}
+	if res.Reloaded {
+		attrs = append(attrs, "reloaded", true, "reasons", res.Reasons)
+	}
+	if err != nil && !errors.Is(err, driver.ErrDeferred) {
+		attrs = append(attrs, "err", err)
+	}
+	if res.Reloaded || res.Ops > 0 || err != nil {
+		c.log.Info("update", attrs...)
+	} else {
+		c.log.Debug("update", attrs...)
+	}
+	return res, err
+}
+
+// report emits a Warning Event and a log line for each new or changed
+// problem, once; problems that went away are forgotten.
+func (c *Controller) report(problems []desired.Problem) {
+	seen := make(map[string]bool, len(problems))
+	for _, p := range problems {
+		k := p.Service.Namespace + "/" + p.Service.Name + "/" + p.Reason
+		seen[k] = true
+		if c.reported[k] == p.Message {
+			continue
+		}
+		c.reported[k] = p.Message
+		c.log.Warn("service problem", "service", p.Service.Namespace+"/"+p.Service.Name, "reason", p.Reason, "message", p.Message)
+		if c.recorder != nil {
+			c.recorder.Event(p.Service, corev1.EventTypeWarning, p.Reason, p.Message)
+		}
+	}
+	for k := range c.reported {
+		if !seen[k] {
+			delete(c.reported, k)
+		}
+	}
+}

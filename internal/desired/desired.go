@@ -1,0 +1,217 @@
+// Package desired computes, from Kubernetes objects, the HAProxy model that
+// should run. Compute is a pure function of its input: the controller calls
+// it with the whole world on every pass, and `render` calls it offline.
+package desired
+
+import (
+	"cmp"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// DefaultClass is the spec.loadBalancerClass this controller owns by default.
+const DefaultClass = "haproxy-k8s-sync.io/lb"
+
+// ExcludeLabel takes a node out of every load balancer when present.
+const ExcludeLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+// Targets selects what servers point at.
+const (
+	TargetNodes = "nodes" // node InternalIP : nodePort
+	TargetPods  = "pods"  // endpoint address : target port
+)
+
+// Options are the controller-wide choices that shape the model.
+type Options struct {
+	Class     string           // loadBalancerClass to take
+	ClassLess bool             // also take LoadBalancer Services without a class
+	Service   string           // "namespace/name": single-Service mode when set
+	Backend   string           // single-Service mode: backend name instead of the generated one
+	Targets   string           // TargetNodes or TargetPods
+	Binds     []netip.Addr     // listen addresses; none means all
+	Defaults  settings.Settings // settings before annotations
+}
+
+// Input is the world one pass looks at.
+type Input struct {
+	Services []*corev1.Service
+	Slices   []*discoveryv1.EndpointSlice
+	Nodes    []*corev1.Node
+	// LastGood holds, per "namespace/name", the settings of the last pass
+	// in which the Service's annotations were valid.
+	LastGood map[string]settings.Settings
+}
+
+// Event reasons of Problems.
+const (
+	ReasonInvalidAnnotation   = "InvalidAnnotation"
+	ReasonPortConflict        = "PortConflict"
+	ReasonUnsupportedProtocol = "UnsupportedProtocol"
+	ReasonNoNodePort          = "NoNodePort"
+)
+
+// Problem is something wrong with one Service, to report as an Event.
+type Problem struct {
+	Service *corev1.Service
+	Reason  string
+	Message string
+}
+
+// Result is the outcome of one pass.
+type Result struct {
+	Config   model.Config
+	Good     map[string]settings.Settings // the next pass's LastGood
+	Problems []Problem
+	Selected int // Services taken
+}
+
+// backendName is what a single-Service backend override must look like.
+var backendName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
+
+// ValidBackendName reports whether n may be used as a backend name.
+func ValidBackendName(n string) bool { return backendName.MatchString(n) }
+
+// Compute builds the model for in.
+func Compute(in Input, opts Options) Result {
+	res := Result{Good: make(map[string]settings.Settings)}
+	nodes := nodeAddrs(in.Nodes)
+	bySvc := slicesByService(in.Slices)
+
+	svcs := make([]*corev1.Service, 0, len(in.Services))
+	for _, s := range in.Services {
+		if selected(s, opts) {
+			svcs = append(svcs, s)
+		}
+	}
+	// Earlier Services win port conflicts.
+	slices.SortFunc(svcs, func(a, b *corev1.Service) int {
+		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Compare(key(a), key(b))
+	})
+	res.Selected = len(svcs)
+
+	claimed := make(map[int32]string)
+	for _, svc := range svcs {
+		k := key(svc)
+		set, errs := settings.Apply(opts.Defaults, svc.Annotations)
+		if len(errs) > 0 {
+			last, ok := in.LastGood[k]
+			msg := joinErrors(errs)
+			if !ok {
+				res.Problems = append(res.Problems, Problem{svc, ReasonInvalidAnnotation, msg + "; the Service is not configured until this is fixed"})
+				continue
+			}
+			res.Problems = append(res.Problems, Problem{svc, ReasonInvalidAnnotation, msg + "; keeping the last good settings"})
+			set = last
+		}
+		res.Good[k] = set
+		for _, p := range svc.Spec.Ports {
+			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+				res.Problems = append(res.Problems, Problem{svc, ReasonUnsupportedProtocol,
+					"port " + portLabel(p) + ": protocol " + string(p.Protocol) + " is not supported yet; only TCP ports are load balanced"})
+				continue
+			}
+			if owner, taken := claimed[p.Port]; taken {
+				res.Problems = append(res.Problems, Problem{svc, ReasonPortConflict,
+					"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
+				continue
+			}
+			servers, ok := serversFor(svc, p, set, opts.Targets, nodes, bySvc[k])
+			if !ok {
+				res.Problems = append(res.Problems, Problem{svc, ReasonNoNodePort,
+					"port " + portLabel(p) + " has no nodePort; set the backend-port annotation or use --targets=pods"})
+				continue
+			}
+			claimed[p.Port] = k
+			fe, be := proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1)
+			be.Servers = servers
+			res.Config.Frontends = append(res.Config.Frontends, fe)
+			res.Config.Backends = append(res.Config.Backends, be)
+		}
+	}
+	slices.SortFunc(res.Config.Frontends, func(a, b model.Frontend) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(res.Config.Backends, func(a, b model.Backend) int { return cmp.Compare(a.Name, b.Name) })
+	return res
+}
+
+func key(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
+
+func portLabel(p corev1.ServicePort) string {
+	if p.Name != "" {
+		return p.Name + " (" + strconv.Itoa(int(p.Port)) + ")"
+	}
+	return strconv.Itoa(int(p.Port))
+}
+
+func joinErrors(errs []error) string {
+	var s string
+	for i, e := range errs {
+		if i > 0 {
+			s += "; "
+		}
+		s += e.Error()
+	}
+	return s
+}
+
+// selected tells whether this controller takes the Service.
+func selected(s *corev1.Service, opts Options) bool {
+	if opts.Service != "" {
+		return key(s) == opts.Service
+	}
+	switch s.Spec.Type {
+	case corev1.ServiceTypeLoadBalancer:
+		if c := s.Spec.LoadBalancerClass; c != nil {
+			return *c == opts.Class
+		}
+		return opts.ClassLess || s.Annotations[settings.EnabledAnnotation] == "true"
+	case corev1.ServiceTypeNodePort:
+		return s.Annotations[settings.EnabledAnnotation] == "true"
+	}
+	return false
+}
+
+func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool) (model.Frontend, model.Backend) {
+	suffix := svc.Namespace + "_" + svc.Name + "_" + strconv.Itoa(int(p.Port))
+	beName := "be_" + suffix
+	if opts.Service != "" && opts.Backend != "" {
+		beName = opts.Backend
+		if multi {
+			beName += "_" + strconv.Itoa(int(p.Port))
+		}
+	}
+	fe := model.Frontend{
+		Name:          "fe_" + suffix,
+		Service:       key(svc),
+		AcceptProxy:   set.AcceptProxy,
+		MaxConn:       set.MaxConn,
+		TimeoutClient: set.TimeoutClient,
+		Backend:       beName,
+	}
+	if len(opts.Binds) == 0 {
+		fe.Binds = []model.Bind{{Port: uint16(p.Port)}}
+	}
+	for _, a := range opts.Binds {
+		fe.Binds = append(fe.Binds, model.Bind{Addr: a, Port: uint16(p.Port)})
+	}
+	be := model.Backend{
+		Name:           beName,
+		Service:        key(svc),
+		Balance:        set.Balance,
+		Check:          model.Check{Enabled: set.Check, Inter: set.CheckInterval, Rise: set.Rise, Fall: set.Fall},
+		SendProxyV2:    set.SendProxyV2,
+		TimeoutConnect: set.TimeoutConnect,
+		TimeoutServer:  set.TimeoutServer,
+	}
+	return fe, be
+}

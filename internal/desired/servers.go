@@ -1,0 +1,176 @@
+package desired
+
+import (
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// nodeAddrs maps each eligible node (Ready, not excluded) to its InternalIP,
+// preferring IPv4.
+func nodeAddrs(nodes []*corev1.Node) map[string]netip.Addr {
+	out := make(map[string]netip.Addr, len(nodes))
+	for _, n := range nodes {
+		if _, excluded := n.Labels[ExcludeLabel]; excluded || !nodeReady(n) {
+			continue
+		}
+		var best netip.Addr
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP {
+				continue
+			}
+			ip, err := netip.ParseAddr(a.Address)
+			if err != nil {
+				continue
+			}
+			if !best.IsValid() || (ip.Is4() && !best.Is4()) {
+				best = ip.Unmap()
+			}
+		}
+		if best.IsValid() {
+			out[n.Name] = best
+		}
+	}
+	return out
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*discoveryv1.EndpointSlice {
+	out := make(map[string][]*discoveryv1.EndpointSlice)
+	for _, s := range in {
+		name := s.Labels[discoveryv1.LabelServiceName]
+		if name == "" {
+			continue
+		}
+		k := s.Namespace + "/" + name
+		out[k] = append(out[k], s)
+	}
+	return out
+}
+
+// endpointState is what an endpoint contributes: a server in service, a
+// server that drains, or nothing.
+type endpointState int
+
+const (
+	epGone endpointState = iota
+	epDrain
+	epReady
+)
+
+func stateOf(e discoveryv1.Endpoint) endpointState {
+	c := e.Conditions
+	// A nil condition means "unknown", which the API says to read as true
+	// (for terminating: false).
+	ready := c.Ready == nil || *c.Ready
+	serving := c.Serving == nil || *c.Serving
+	terminating := c.Terminating != nil && *c.Terminating
+	switch {
+	case ready && !terminating:
+		return epReady
+	case serving && terminating:
+		return epDrain
+	case ready:
+		return epReady
+	}
+	return epGone
+}
+
+// serversFor lists the servers of one Service port. ok is false when the
+// port cannot be reached (no nodePort in node mode and no override).
+func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, targets string,
+	nodes map[string]netip.Addr, eps []*discoveryv1.EndpointSlice) ([]model.Server, bool) {
+	best := make(map[netip.AddrPort]model.Server)
+	add := func(a netip.Addr, port uint16, st endpointState) {
+		if st == epGone {
+			return
+		}
+		k := netip.AddrPortFrom(a, port)
+		if old, ok := best[k]; ok && !old.Drain {
+			return // a ready endpoint wins over a draining one
+		}
+		best[k] = model.Server{Addr: a, Port: port, Drain: st == epDrain}
+	}
+	if targets == TargetPods {
+		for _, sl := range eps {
+			port, found := slicePort(sl, p)
+			if set.BackendPort != 0 {
+				port, found = set.BackendPort, true
+			}
+			if !found || sl.AddressType == discoveryv1.AddressTypeFQDN {
+				continue
+			}
+			for _, e := range sl.Endpoints {
+				if len(e.Addresses) == 0 {
+					continue
+				}
+				if a, err := netip.ParseAddr(e.Addresses[0]); err == nil {
+					add(a.Unmap(), port, stateOf(e))
+				}
+			}
+		}
+		return sorted(best), true
+	}
+	port := uint16(p.NodePort)
+	if set.BackendPort != 0 {
+		port = set.BackendPort
+	}
+	if port == 0 {
+		return nil, false
+	}
+	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		for _, sl := range eps {
+			for _, e := range sl.Endpoints {
+				if e.NodeName == nil {
+					continue
+				}
+				if a, ok := nodes[*e.NodeName]; ok {
+					add(a, port, stateOf(e))
+				}
+			}
+		}
+		return sorted(best), true
+	}
+	for _, a := range nodes {
+		add(a, port, epReady)
+	}
+	return sorted(best), true
+}
+
+// slicePort finds the slice port that serves Service port p: matched by
+// name, as the endpoint-slice controller names them.
+func slicePort(sl *discoveryv1.EndpointSlice, p corev1.ServicePort) (uint16, bool) {
+	for _, sp := range sl.Ports {
+		name := ""
+		if sp.Name != nil {
+			name = *sp.Name
+		}
+		if name == p.Name && sp.Port != nil && *sp.Port > 0 && *sp.Port < 65536 &&
+			(sp.Protocol == nil || *sp.Protocol == corev1.ProtocolTCP) {
+			return uint16(*sp.Port), true
+		}
+	}
+	return 0, false
+}
+
+func sorted(m map[netip.AddrPort]model.Server) []model.Server {
+	out := make([]model.Server, 0, len(m))
+	for _, s := range m {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b model.Server) int { return a.Key().Compare(b.Key()) })
+	return out
+}

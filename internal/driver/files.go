@@ -1,0 +1,39 @@
+package driver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// writeAtomic replaces path with data: a temporary file in the same
+// directory, synced, checked by validate (when not nil) and only then
+// renamed over path. A rejected file never replaces path.
+func writeAtomic(path string, data []byte, validate func(tmp string) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err = tmp.Write(data); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if validate != nil {
+		if err := validate(tmp.Name()); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

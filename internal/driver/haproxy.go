@@ -1,0 +1,311 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// Apply modes.
+const (
+	// ModeHybrid changes servers through the Runtime API and reloads only
+	// for structural changes.
+	ModeHybrid = "hybrid"
+	// ModeReload renders and reloads for every change, as template-based
+	// controllers do. It exists as a baseline for benchmarks.
+	ModeReload = "reload"
+)
+
+// Options configure the HAProxy driver.
+type Options struct {
+	ConfigPath        string // haproxy.cfg that HAProxy loads
+	Binary            string // haproxy binary, for `haproxy -c`
+	MasterSocket      string
+	Render            render.Options // StatsSocket and StateFile are used too
+	Mode              string
+	MinReloadInterval time.Duration // bursts of structural changes coalesce into one reload per interval
+	ReloadTimeout     time.Duration
+	Logger            *slog.Logger
+}
+
+// HAProxy drives one HAProxy in master-worker mode through its master CLI,
+// its worker admin socket and its config file.
+type HAProxy struct {
+	opts   Options
+	rt     *haproxy.Runtime
+	master *haproxy.Master
+	log    *slog.Logger
+
+	mu         sync.Mutex
+	known      bool         // the fields below reflect the running HAProxy
+	hash       string       // structure hash the running config carries
+	pid        string       // worker PID that reported it
+	running    model.Config // last desired model applied (for reload reasons)
+	layout     model.Layout // slot assignment in force
+	actual     plan.Runtime // slot states in force
+	lastReload time.Time
+	written    []byte // bytes last written to ConfigPath
+	desired    model.Config
+	persist    chan struct{}
+}
+
+// NewHAProxy returns a driver; Start must run for on-disk persistence.
+func NewHAProxy(opts Options) *HAProxy {
+	if opts.Mode == "" {
+		opts.Mode = ModeHybrid
+	}
+	if opts.ReloadTimeout == 0 {
+		opts.ReloadTimeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &HAProxy{
+		opts:    opts,
+		rt:      haproxy.NewRuntime(opts.Render.StatsSocket),
+		master:  haproxy.NewMaster(opts.MasterSocket),
+		log:     opts.Logger,
+		persist: make(chan struct{}, 1),
+	}
+}
+
+// Invalidate forgets what the driver believes HAProxy runs: the next Apply
+// reads it back from HAProxy first. Used on resync and when HAProxy may have
+// restarted behind the controller's back.
+func (d *HAProxy) Invalidate() {
+	d.mu.Lock()
+	d.known = false
+	d.mu.Unlock()
+}
+
+// Close releases the runtime connection.
+func (d *HAProxy) Close() error { return d.rt.Close() }
+
+// Apply implements Driver.
+func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var res Result
+	if !d.known {
+		if err := d.readBack(ctx); err != nil {
+			return res, err
+		}
+	}
+	t := time.Now()
+	layout, exhausted := plan.Assign(cfg, d.layout, false)
+	hash := render.StructureHash(cfg, layout, d.opts.Render)
+	res.Render = time.Since(t)
+
+	var reasons []string
+	switch {
+	case hash != d.hash:
+		reasons = d.structureReasons(cfg)
+	case len(exhausted) > 0:
+		reasons = []string{"server slots exhausted in " + strings.Join(exhausted, ", ")}
+	case d.opts.Mode == ModeReload && !d.sameServers(layout):
+		reasons = []string{"servers changed (apply mode reload)"}
+	}
+	if len(reasons) > 0 {
+		if wait := d.opts.MinReloadInterval - time.Since(d.lastReload); wait > 0 {
+			// Coalesce: apply what the runtime can now, reload later.
+			ops, _ := plan.Ops(layout, d.actual)
+			err := d.execOps(ctx, ops, &res)
+			res.RetryAfter = wait
+			if err == nil {
+				err = ErrDeferred
+			}
+			return res, err
+		}
+		return res, d.reload(ctx, cfg, reasons, &res)
+	}
+	ops, missing := plan.Ops(layout, d.actual)
+	if len(missing) > 0 {
+		d.known = false
+		return res, fmt.Errorf("runtime state lacks %d slots (first %s): %w", len(missing), missing[0], haproxy.ErrCommand)
+	}
+	if err := d.execOps(ctx, ops, &res); err != nil {
+		return res, err
+	}
+	d.layout, d.running, d.desired = layout, cfg, cfg
+	d.schedulePersist()
+	return res, nil
+}
+
+func (d *HAProxy) structureReasons(cfg model.Config) []string {
+	if d.running.Frontends == nil && d.running.Backends == nil && d.hash != "" {
+		return []string{"running config " + d.hash + " differs from desired"}
+	}
+	r := plan.Reasons(d.running, cfg)
+	if len(r) == 0 {
+		r = []string{"server slots resized"}
+	}
+	return r
+}
+
+func (d *HAProxy) sameServers(layout model.Layout) bool {
+	if len(layout) != len(d.layout) {
+		return false
+	}
+	for be, slots := range layout {
+		old := d.layout[be]
+		if len(old) != len(slots) {
+			return false
+		}
+		for i := range slots {
+			if slots[i] != old[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// reload renders cfg with resized slots, validates and writes it, reloads
+// HAProxy and then corrects any slot the state file restored differently.
+func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string, res *Result) error {
+	res.Reasons = reasons
+	t := time.Now()
+	layout, _ := plan.Assign(cfg, d.layout, true)
+	text := render.Config(cfg, layout, d.opts.Render)
+	hash := render.StructureHash(cfg, layout, d.opts.Render)
+	res.Render += time.Since(t)
+
+	old, _ := os.ReadFile(d.opts.ConfigPath)
+	t = time.Now()
+	if err := d.saveState(ctx); err != nil {
+		d.log.Warn("could not save server state before reload", "err", err)
+	}
+	err := writeAtomic(d.opts.ConfigPath, text, func(tmp string) error {
+		c := time.Now()
+		defer func() { res.Check = time.Since(c) }()
+		return haproxy.Check(ctx, d.opts.Binary, tmp)
+	})
+	res.Write = time.Since(t) - res.Check
+	if err != nil {
+		return err
+	}
+	d.written = text
+
+	t = time.Now()
+	rctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
+	err = d.master.Reload(rctx)
+	cancel()
+	res.Reload = time.Since(t)
+	d.lastReload = time.Now()
+	d.rt.Reset()
+	if err != nil {
+		// The old workers keep serving the old config: put it back on disk
+		// so the file always matches what runs.
+		if old != nil {
+			if werr := writeAtomic(d.opts.ConfigPath, old, nil); werr != nil {
+				d.log.Error("could not restore previous config", "err", werr)
+			}
+			d.written = old
+		}
+		d.known = false
+		return fmt.Errorf("reload (%s): %w", strings.Join(reasons, "; "), err)
+	}
+	res.Reloaded = true
+	if err := d.waitHash(ctx, hash); err != nil {
+		d.known = false
+		return err
+	}
+	d.hash, d.running, d.layout, d.desired = hash, cfg, layout, cfg
+	// The state file may have restored states that no longer hold.
+	ops, missing := plan.Ops(layout, d.actual)
+	if len(missing) > 0 {
+		d.known = false
+		return fmt.Errorf("after reload, runtime lacks %s: %w", missing[0], haproxy.ErrCommand)
+	}
+	if err := d.execOps(ctx, ops, res); err != nil {
+		return err
+	}
+	d.schedulePersist()
+	return nil
+}
+
+// waitHash polls the new worker until it reports the expected structure
+// and reads its slot states.
+func (d *HAProxy) waitHash(ctx context.Context, hash string) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
+	defer cancel()
+	for i := 0; ; i++ {
+		info, err := d.rt.ShowInfo(ctx)
+		if err == nil && info["Description"] == render.DescriptionPrefix+hash {
+			d.pid = info["Pid"]
+			return d.readSlots(ctx)
+		}
+		d.rt.Reset()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("new worker did not report config %s: %w", hash, errors.Join(err, haproxy.ErrUnavailable))
+		case <-time.After(time.Duration(min(i+1, 20)) * 5 * time.Millisecond):
+		}
+	}
+}
+
+// readBack learns what HAProxy runs: its structure hash and slot states.
+func (d *HAProxy) readBack(ctx context.Context) error {
+	info, err := d.rt.ShowInfo(ctx)
+	if err != nil {
+		return fmt.Errorf("read running state: %w", err)
+	}
+	d.hash = strings.TrimPrefix(info["Description"], render.DescriptionPrefix)
+	d.pid = info["Pid"]
+	d.running = model.Config{}
+	if err := d.readSlots(ctx); err != nil {
+		return err
+	}
+	d.known = true
+	return nil
+}
+
+// readSlots reads every slot's state and rebuilds the layout from it: a
+// slot in maintenance is free, any other slot holds the server it points at.
+func (d *HAProxy) readSlots(ctx context.Context) error {
+	states, err := d.rt.ShowServersState(ctx)
+	if err != nil {
+		return fmt.Errorf("read server states: %w", err)
+	}
+	rt := make(plan.Runtime)
+	layout := make(model.Layout)
+	for _, s := range states {
+		m := rt[s.Backend]
+		if m == nil {
+			m = make(map[string]plan.Actual)
+			rt[s.Backend] = m
+		}
+		a := plan.Actual{Server: model.Server{Addr: s.Addr, Port: s.Port, Drain: s.Drain()}, Maint: s.Maint()}
+		m[s.Server] = a
+		layout[s.Backend] = append(layout[s.Backend], model.Slot{Name: s.Server, Used: !a.Maint, Server: a.Server})
+	}
+	d.actual, d.layout = rt, layout
+	return nil
+}
+
+// saveState writes the runtime server states to the state file that a
+// reload or restart loads.
+func (d *HAProxy) saveState(ctx context.Context) error {
+	if d.opts.Render.StateFile == "" {
+		return nil
+	}
+	out, err := d.rt.Exec(ctx, []string{"show servers state"})
+	if err != nil {
+		return err
+	}
+	return writeAtomic(d.opts.Render.StateFile, []byte(out[0]+"\n"), nil)
+}
+
+// written reports whether the on-disk config already has these bytes.
+func (d *HAProxy) upToDate(text []byte) bool { return bytes.Equal(d.written, text) }

@@ -1,0 +1,110 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// commands turns plan operations into Runtime API commands.
+func commands(ops []plan.Op) []string {
+	out := make([]string, 0, len(ops))
+	for _, o := range ops {
+		target := o.Backend + "/" + o.Slot
+		switch o.Kind {
+		case plan.SetAddr:
+			out = append(out, "set server "+target+" addr "+o.Server.Addr.String()+" port "+strconv.Itoa(int(o.Server.Port)))
+		case plan.Ready:
+			out = append(out, "set server "+target+" state ready")
+		case plan.Drain:
+			out = append(out, "set server "+target+" state drain")
+		case plan.Maint:
+			out = append(out, "set server "+target+" state maint")
+		}
+	}
+	return out
+}
+
+// answerOK tells whether a runtime answer to a `set server` means success:
+// state changes answer nothing, address changes describe the change.
+func answerOK(answer string) bool {
+	return answer == "" || strings.HasPrefix(answer, "IP changed") ||
+		strings.HasPrefix(answer, "no need to change") || strings.HasPrefix(answer, "port changed")
+}
+
+// execOps sends ops in one pipelined batch and records them as applied. Any
+// failure leaves the runtime state unknown, so the next pass reads it back.
+func (d *HAProxy) execOps(ctx context.Context, ops []plan.Op, res *Result) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	t := time.Now()
+	defer func() { res.Runtime += time.Since(t) }()
+	cmds := commands(ops)
+	answers, err := d.rt.Exec(ctx, cmds)
+	if err != nil {
+		d.known = false
+		return fmt.Errorf("runtime API: %w", err)
+	}
+	res.Ops += len(cmds)
+	for i, a := range answers {
+		if !answerOK(a) {
+			d.known = false
+			return fmt.Errorf("runtime API %q: %s: %w", cmds[i], a, haproxy.ErrCommand)
+		}
+	}
+	d.actual.Apply(ops)
+	return nil
+}
+
+func (d *HAProxy) schedulePersist() {
+	select {
+	case d.persist <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the config file and the server-state file in step with what
+// runs, so that a restart of HAProxy comes back to the same state. Writes
+// are coalesced: at most one per interval. It returns when ctx ends.
+func (d *HAProxy) Run(ctx context.Context, interval time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.persist:
+		}
+		d.flush(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+func (d *HAProxy) flush(ctx context.Context) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.known {
+		return
+	}
+	text := render.Config(d.desired, d.layout, d.opts.Render)
+	if !d.upToDate(text) {
+		// Only server lines differ from the validated config that runs.
+		if err := writeAtomic(d.opts.ConfigPath, text, nil); err != nil {
+			d.log.Error("could not persist config", "err", err)
+			return
+		}
+		d.written = text
+	}
+	if err := d.saveState(ctx); err != nil {
+		d.log.Warn("could not persist server state", "err", err)
+	}
+}

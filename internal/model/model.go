@@ -1,0 +1,89 @@
+// Package model is the small, validated description of what HAProxy should
+// run: frontends, backends and their servers. It is produced by the desired
+// package from Kubernetes objects and consumed by the plan and render
+// packages. Every string in it is either a fixed keyword or a name built from
+// Kubernetes DNS labels, so nothing here can carry HAProxy syntax.
+package model
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// Config is the whole desired HAProxy state. Frontends and Backends are
+// sorted by Name.
+type Config struct {
+	Frontends []Frontend
+	Backends  []Backend
+}
+
+// Bind is one listen address of a frontend. An invalid (zero) Addr means all
+// addresses.
+type Bind struct {
+	Addr netip.Addr
+	Port uint16
+}
+
+// Frontend is one listening proxy.
+type Frontend struct {
+	Name          string
+	Service       string // "namespace/name", for messages only
+	Binds         []Bind
+	AcceptProxy   bool
+	MaxConn       int           // 0: HAProxy's default
+	TimeoutClient time.Duration // 0: the defaults section's value
+	Backend       string
+}
+
+// Check holds the health-check settings of a backend's servers.
+type Check struct {
+	Enabled bool
+	Inter   time.Duration
+	Rise    int
+	Fall    int
+}
+
+// Backend is one pool of servers.
+type Backend struct {
+	Name           string
+	Service        string // "namespace/name", for messages only
+	Balance        string // roundrobin, leastconn, source, first, random
+	Check          Check
+	SendProxyV2    bool
+	TimeoutConnect time.Duration
+	TimeoutServer  time.Duration
+	Servers        []Server // sorted by Addr, then Port
+}
+
+// Server is one endpoint of a backend.
+type Server struct {
+	Addr  netip.Addr
+	Port  uint16
+	Drain bool // serving but terminating: no new connections
+}
+
+// Key identifies a server independently of its state.
+func (s Server) Key() netip.AddrPort { return netip.AddrPortFrom(s.Addr, s.Port) }
+
+// Structure returns a copy of b without servers: the part of a backend that
+// can only change through a reload.
+func (b Backend) Structure() Backend {
+	b.Servers = nil
+	return b
+}
+
+// Slot is one named server line of a backend. Backends carry a few more
+// slots than servers so that servers can come and go through the Runtime
+// API without a reload. A slot that is not Used is in maintenance.
+type Slot struct {
+	Name   string
+	Used   bool
+	Server Server
+}
+
+// Layout maps a backend name to its slots, in order.
+type Layout map[string][]Slot
+
+// SlotName is the name of the i-th (0-based) slot of a backend.
+func SlotName(i int) string { return "s" + strconv.Itoa(i+1) }

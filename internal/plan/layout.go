@@ -1,0 +1,103 @@
+// Package plan compares what HAProxy should run with what it runs and
+// decides how to get there: which server slot each server takes, whether a
+// reload is unavoidable, and which Runtime API operations apply the rest.
+// Everything here is pure.
+package plan
+
+import (
+	"net/netip"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// MinSlots is the smallest number of slots a backend gets.
+const MinSlots = 4
+
+// SlotsFor is the number of slots a backend with n servers is given when it
+// is (re)sized: n plus a quarter of headroom (at least two), rounded up to a
+// multiple of four.
+func SlotsFor(n int) int {
+	head := n / 4
+	if head < 2 {
+		head = 2
+	}
+	s := (n + head + 3) / 4 * 4
+	if s < MinSlots {
+		s = MinSlots
+	}
+	return s
+}
+
+// Assign places the servers of every desired backend into slots, keeping
+// each server that already had a slot in prev in that same slot (so its
+// health and connections survive). With resize false, a backend keeps its
+// slot count and Assign reports the backends whose servers no longer fit.
+// With resize true (a reload is happening anyway), a backend is sized to fit
+// its servers with headroom; it grows as needed and sheds free slots only
+// past its last used one, so no server ever moves.
+func Assign(desired model.Config, prev model.Layout, resize bool) (next model.Layout, exhausted []string) {
+	next = make(model.Layout, len(desired.Backends))
+	for _, be := range desired.Backends {
+		old := prev[be.Name]
+		size := len(old)
+		if old == nil || resize {
+			size = SlotsFor(len(be.Servers))
+		}
+		slots, ok := assignBackend(be.Servers, old, size, resize)
+		if !ok {
+			exhausted = append(exhausted, be.Name)
+		}
+		next[be.Name] = slots
+	}
+	return next, exhausted
+}
+
+func assignBackend(servers []model.Server, old []model.Slot, size int, grow bool) ([]model.Slot, bool) {
+	want := make(map[netip.AddrPort]model.Server, len(servers))
+	for _, s := range servers {
+		want[s.Key()] = s
+	}
+	// Keep servers in the slots they had; the last kept slot bounds shrinking.
+	kept := make([]model.Slot, len(old))
+	last := -1
+	for i, sl := range old {
+		kept[i] = model.Slot{Name: model.SlotName(i)}
+		if !sl.Used {
+			continue
+		}
+		if s, ok := want[sl.Server.Key()]; ok {
+			kept[i].Used, kept[i].Server = true, s
+			delete(want, s.Key())
+			last = i
+		}
+	}
+	if size < last+1 {
+		size = last + 1
+	}
+	slots := make([]model.Slot, size)
+	for i := range slots {
+		if i < len(kept) {
+			slots[i] = kept[i]
+		} else {
+			slots[i] = model.Slot{Name: model.SlotName(i)}
+		}
+	}
+	// Fill free slots with the new servers, in the desired (sorted) order.
+	next := 0
+	for _, s := range servers {
+		if _, isNew := want[s.Key()]; !isNew {
+			continue
+		}
+		for next < len(slots) && slots[next].Used {
+			next++
+		}
+		if next == len(slots) {
+			if !grow {
+				return slots, false
+			}
+			slots = append(slots, model.Slot{Name: model.SlotName(len(slots))})
+		}
+		slots[next].Used, slots[next].Server = true, s
+	}
+	return slots, true
+}

@@ -1,0 +1,153 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// OpKind is one kind of Runtime API change to a slot.
+type OpKind int
+
+const (
+	// SetAddr points a slot at Addr:Port.
+	SetAddr OpKind = iota
+	// Ready puts a slot into service.
+	Ready
+	// Drain stops new connections to a slot; existing ones continue.
+	Drain
+	// Maint takes a slot out of service.
+	Maint
+)
+
+func (k OpKind) String() string {
+	return [...]string{"addr", "ready", "drain", "maint"}[k]
+}
+
+// Op is one Runtime API operation on one slot.
+type Op struct {
+	Kind    OpKind
+	Backend string
+	Slot    string
+	Server  model.Server // for SetAddr
+}
+
+// Actual is what HAProxy reports for one slot.
+type Actual struct {
+	Server model.Server // address and port; Drain set when in drain
+	Maint  bool
+}
+
+// Runtime maps backend → slot name → state, as read from HAProxy.
+type Runtime map[string]map[string]Actual
+
+// Ops lists the operations that bring the runtime state to the layout, in
+// a stable order. missing names slots of the layout that HAProxy does not
+// have: the running structure is not the one expected, and only a reload
+// can fix that.
+func Ops(layout model.Layout, rt Runtime) (ops []Op, missing []string) {
+	names := make([]string, 0, len(layout))
+	for name := range layout {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, be := range names {
+		actual := rt[be]
+		for _, sl := range layout[be] {
+			a, ok := actual[sl.Name]
+			if !ok {
+				missing = append(missing, be+"/"+sl.Name)
+				continue
+			}
+			ops = appendSlotOps(ops, be, sl, a)
+		}
+	}
+	return ops, missing
+}
+
+func appendSlotOps(ops []Op, be string, sl model.Slot, a Actual) []Op {
+	op := func(k OpKind) Op { return Op{Kind: k, Backend: be, Slot: sl.Name, Server: sl.Server} }
+	if !sl.Used {
+		if !a.Maint {
+			ops = append(ops, op(Maint))
+		}
+		return ops
+	}
+	if a.Server.Key() != sl.Server.Key() {
+		ops = append(ops, op(SetAddr))
+	}
+	switch {
+	case sl.Server.Drain && (a.Maint || !a.Server.Drain):
+		ops = append(ops, op(Drain))
+	case !sl.Server.Drain && (a.Maint || a.Server.Drain):
+		ops = append(ops, op(Ready))
+	}
+	return ops
+}
+
+// Apply returns rt updated as if ops had succeeded.
+func (rt Runtime) Apply(ops []Op) {
+	for _, o := range ops {
+		m := rt[o.Backend]
+		if m == nil {
+			m = map[string]Actual{}
+			rt[o.Backend] = m
+		}
+		a := m[o.Slot]
+		switch o.Kind {
+		case SetAddr:
+			a.Server.Addr, a.Server.Port = o.Server.Addr, o.Server.Port
+		case Ready:
+			a.Maint, a.Server.Drain = false, false
+		case Drain:
+			a.Maint, a.Server.Drain = false, true
+		case Maint:
+			a.Maint, a.Server.Drain = true, false
+		}
+		m[o.Slot] = a
+	}
+}
+
+// Reasons explains, in a few words each, why the structure of desired
+// differs from running: which frontends and backends were added, removed
+// or changed. It is only used to log why a reload happens.
+func Reasons(running, desired model.Config) []string {
+	var out []string
+	diff := func(kind string, old, new map[string]any) {
+		for n, v := range new {
+			o, ok := old[n]
+			switch {
+			case !ok:
+				out = append(out, kind+" added "+n)
+			case fmt.Sprint(o) != fmt.Sprint(v):
+				out = append(out, kind+" changed "+n)
+			}
+		}
+		for n := range old {
+			if _, ok := new[n]; !ok {
+				out = append(out, kind+" removed "+n)
+			}
+		}
+	}
+	diff("frontend", frontends(running), frontends(desired))
+	diff("backend", backends(running), backends(desired))
+	sort.Strings(out)
+	return out
+}
+
+func frontends(c model.Config) map[string]any {
+	m := make(map[string]any, len(c.Frontends))
+	for _, f := range c.Frontends {
+		m[f.Name] = f
+	}
+	return m
+}
+
+func backends(c model.Config) map[string]any {
+	m := make(map[string]any, len(c.Backends))
+	for _, b := range c.Backends {
+		m[b.Name] = b.Structure()
+	}
+	return m
+}

@@ -1,0 +1,151 @@
+package plan
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+func srv(a string, port uint16) model.Server {
+	return model.Server{Addr: netip.MustParseAddr(a), Port: port}
+}
+
+func cfgWith(servers ...model.Server) model.Config {
+	return model.Config{Backends: []model.Backend{{Name: "be", Balance: "roundrobin", Servers: servers}}}
+}
+
+func used(layout model.Layout) map[string]string {
+	out := map[string]string{}
+	for _, s := range layout["be"] {
+		if s.Used {
+			out[s.Name] = s.Server.Key().String()
+		}
+	}
+	return out
+}
+
+func TestSlotsFor(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{{0, 4}, {1, 4}, {2, 4}, {3, 8}, {5, 8}, {6, 8}, {7, 12}, {20, 28}, {100, 128}} {
+		if got := SlotsFor(tc.n); got != tc.want {
+			t.Errorf("SlotsFor(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestAssign(t *testing.T) {
+	a, b, c, d := srv("10.0.0.1", 80), srv("10.0.0.2", 80), srv("10.0.0.3", 80), srv("10.0.0.4", 80)
+	prev, _ := Assign(cfgWith(a, b, c), nil, false)
+	tests := []struct {
+		name      string
+		servers   []model.Server
+		resize    bool
+		want      map[string]string
+		size      int
+		exhausted bool
+	}{
+		{"unchanged", []model.Server{a, b, c}, false, map[string]string{"s1": "10.0.0.1:80", "s2": "10.0.0.2:80", "s3": "10.0.0.3:80"}, 8, false},
+		{"removed keeps others in place", []model.Server{a, c}, false, map[string]string{"s1": "10.0.0.1:80", "s3": "10.0.0.3:80"}, 8, false},
+		{"added takes a free slot", []model.Server{b, d}, false, map[string]string{"s2": "10.0.0.2:80", "s1": "10.0.0.4:80"}, 8, false},
+		{"shrink on resize stops at the last used slot", []model.Server{c}, true, map[string]string{"s3": "10.0.0.3:80"}, 4, false},
+		{"shrink to headroom", []model.Server{a}, true, map[string]string{"s1": "10.0.0.1:80"}, 4, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			next, ex := Assign(cfgWith(tc.servers...), prev, tc.resize)
+			if got := used(next); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("slots = %v, want %v", got, tc.want)
+			}
+			if len(next["be"]) != tc.size {
+				t.Errorf("size = %d, want %d", len(next["be"]), tc.size)
+			}
+			if (len(ex) > 0) != tc.exhausted {
+				t.Errorf("exhausted = %v", ex)
+			}
+		})
+	}
+}
+
+func TestAssignExhaustion(t *testing.T) {
+	var many []model.Server
+	for i := 1; i <= 9; i++ {
+		many = append(many, srv("10.0.0."+string(rune('0'+i)), 80))
+	}
+	prev, _ := Assign(cfgWith(many[:2]...), nil, false) // 4 slots
+	if _, ex := Assign(cfgWith(many...), prev, false); !reflect.DeepEqual(ex, []string{"be"}) {
+		t.Fatalf("exhausted = %v, want [be]", ex)
+	}
+	next, ex := Assign(cfgWith(many...), prev, true)
+	if len(ex) != 0 || len(next["be"]) != SlotsFor(9) || len(used(next)) != 9 {
+		t.Fatalf("resize: exhausted %v, %d slots, %d used", ex, len(next["be"]), len(used(next)))
+	}
+	if used(next)["s1"] != used(prev)["s1"] || used(next)["s2"] != used(prev)["s2"] {
+		t.Errorf("existing servers moved: %v vs %v", used(next), used(prev))
+	}
+}
+
+func TestOps(t *testing.T) {
+	a, b := srv("10.0.0.1", 80), srv("10.0.0.2", 81)
+	drain := b
+	drain.Drain = true
+	layout := model.Layout{"be": {
+		{Name: "s1", Used: true, Server: a},
+		{Name: "s2", Used: true, Server: drain},
+		{Name: "s3"},
+		{Name: "s4", Used: true, Server: b},
+	}}
+	rt := Runtime{"be": {
+		"s1": {Server: a},                             // in place: nothing
+		"s2": {Server: b},                             // ready → drain
+		"s3": {Server: a},                             // serving a removed server → maint
+		"s4": {Server: srv("127.0.0.1", 1), Maint: true}, // free slot takes b
+	}}
+	ops, missing := Ops(layout, rt)
+	want := []Op{
+		{Kind: Drain, Backend: "be", Slot: "s2", Server: drain},
+		{Kind: Maint, Backend: "be", Slot: "s3"},
+		{Kind: SetAddr, Backend: "be", Slot: "s4", Server: b},
+		{Kind: Ready, Backend: "be", Slot: "s4", Server: b},
+	}
+	if !reflect.DeepEqual(ops, want) || len(missing) != 0 {
+		t.Fatalf("ops = %+v missing %v\nwant %+v", ops, missing, want)
+	}
+	rt.Apply(ops)
+	if again, _ := Ops(layout, rt); len(again) != 0 {
+		t.Fatalf("after Apply, ops = %+v, want none", again)
+	}
+	delete(rt["be"], "s4")
+	if _, missing := Ops(layout, rt); !reflect.DeepEqual(missing, []string{"be/s4"}) {
+		t.Fatalf("missing = %v", missing)
+	}
+}
+
+func TestReasons(t *testing.T) {
+	old := model.Config{
+		Frontends: []model.Frontend{{Name: "fe_a", Backend: "be_a"}, {Name: "fe_b", Backend: "be_b"}},
+		Backends:  []model.Backend{{Name: "be_a", Balance: "roundrobin"}, {Name: "be_b", Balance: "roundrobin"}},
+	}
+	next := model.Config{
+		Frontends: []model.Frontend{{Name: "fe_a", Backend: "be_a"}, {Name: "fe_c", Backend: "be_c"}},
+		Backends: []model.Backend{
+			{Name: "be_a", Balance: "leastconn", Servers: []model.Server{srv("10.0.0.1", 1)}},
+			{Name: "be_c", Balance: "roundrobin"},
+		},
+	}
+	want := []string{"backend added be_c", "backend changed be_a", "backend removed be_b", "frontend added fe_c", "frontend removed fe_b"}
+	if got := Reasons(old, next); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Reasons = %v\nwant %v", got, want)
+	}
+	// Servers alone are not a structural reason.
+	if got := Reasons(next, cfgServers(next)); len(got) != 0 {
+		t.Fatalf("server-only change gave reasons %v", got)
+	}
+}
+
+func cfgServers(c model.Config) model.Config {
+	out := c
+	out.Backends = append([]model.Backend(nil), c.Backends...)
+	out.Backends[0].Servers = []model.Server{srv("10.9.9.9", 9)}
+	return out
+}

@@ -1,0 +1,101 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func ap(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func sample() model.Config {
+	return model.Config{
+		Frontends: []model.Frontend{
+			{Name: "fe_default_web_80", Binds: []model.Bind{{Port: 18080}}, Backend: "be_default_web_80", TimeoutClient: time.Minute},
+			{Name: "fe_prod_db_5432", Binds: []model.Bind{{Addr: ap("127.0.0.1"), Port: 15432}, {Addr: ap("::1"), Port: 15432}},
+				AcceptProxy: true, MaxConn: 2000, TimeoutClient: 30 * time.Minute, Backend: "be_prod_db_5432"},
+		},
+		Backends: []model.Backend{
+			{Name: "be_default_web_80", Balance: "roundrobin", Check: model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 3},
+				TimeoutConnect: 5 * time.Second, TimeoutServer: time.Minute,
+				Servers: []model.Server{{Addr: ap("10.0.0.1"), Port: 30080}, {Addr: ap("10.0.0.2"), Port: 30080, Drain: true}}},
+			{Name: "be_prod_db_5432", Balance: "source", Check: model.Check{Enabled: true, Inter: 500 * time.Millisecond, Rise: 1, Fall: 2},
+				SendProxyV2: true, TimeoutConnect: 3 * time.Second, TimeoutServer: time.Hour,
+				Servers: []model.Server{{Addr: ap("fd00::5"), Port: 31000}}},
+		},
+	}
+}
+
+var opts = Options{StatsSocket: "/run/hks/admin.sock", StateFile: "/var/lib/hks/server-state", MaxConn: 50000}
+
+func TestGolden(t *testing.T) {
+	layout, _ := plan.Assign(sample(), nil, true)
+	cases := map[string][]byte{
+		"empty.cfg":  Empty(opts),
+		"sample.cfg": Config(sample(), layout, opts),
+	}
+	for name, got := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("testdata", name)
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from golden file; run go test ./internal/render -update and review the diff.\ngot:\n%s", name, got)
+			}
+			// The real HAProxy must accept what we render.
+			bin, err := exec.LookPath("haproxy")
+			if err != nil {
+				t.Fatalf("haproxy not installed (make deps): %v", err)
+			}
+			if out, err := exec.Command(bin, "-c", "-q", "-f", path).CombinedOutput(); err != nil {
+				t.Errorf("haproxy -c rejected %s: %v\n%s", name, err, out)
+			}
+		})
+	}
+}
+
+func TestStructureHash(t *testing.T) {
+	cfg := sample()
+	layout, _ := plan.Assign(cfg, nil, true)
+	h := StructureHash(cfg, layout, opts)
+
+	// Moving servers between slots or draining is not structure.
+	moved := sample()
+	moved.Backends[0].Servers = []model.Server{{Addr: ap("10.0.0.9"), Port: 30080}}
+	ml, _ := plan.Assign(moved, layout, false)
+	if got := StructureHash(moved, ml, opts); got != h {
+		t.Errorf("server change altered the structure hash")
+	}
+	// Settings and slot counts are structure.
+	changed := sample()
+	changed.Backends[0].Balance = "leastconn"
+	if StructureHash(changed, layout, opts) == h {
+		t.Errorf("balance change kept the structure hash")
+	}
+	bigger, _ := plan.Assign(cfg, nil, true)
+	bigger["be_default_web_80"] = append(bigger["be_default_web_80"], model.Slot{Name: "s99"})
+	if StructureHash(cfg, bigger, opts) == h {
+		t.Errorf("slot count change kept the structure hash")
+	}
+	if !strings.Contains(string(Config(cfg, layout, opts)), "description "+DescriptionPrefix+h+"\n") {
+		t.Errorf("config does not carry its structure hash")
+	}
+}

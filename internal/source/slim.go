@@ -1,0 +1,86 @@
+package source
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// Slim is the informers' transform: it replaces each object by a copy that
+// holds only what the desired package reads (and what an Event needs), so
+// the caches stay small at tens of thousands of objects.
+func Slim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return &corev1.Service{
+			TypeMeta:   o.TypeMeta,
+			ObjectMeta: slimMeta(o.ObjectMeta, ourAnnotations(o.Annotations), nil),
+			Spec: corev1.ServiceSpec{
+				Type:                  o.Spec.Type,
+				Ports:                 o.Spec.Ports,
+				LoadBalancerClass:     o.Spec.LoadBalancerClass,
+				ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy,
+			},
+		}, nil
+	case *discoveryv1.EndpointSlice:
+		eps := make([]discoveryv1.Endpoint, len(o.Endpoints))
+		for i, e := range o.Endpoints {
+			eps[i] = discoveryv1.Endpoint{Addresses: e.Addresses, Conditions: e.Conditions, NodeName: e.NodeName}
+		}
+		svc := o.Labels[discoveryv1.LabelServiceName]
+		return &discoveryv1.EndpointSlice{
+			TypeMeta:    o.TypeMeta,
+			ObjectMeta:  slimMeta(o.ObjectMeta, nil, map[string]string{discoveryv1.LabelServiceName: svc}),
+			AddressType: o.AddressType,
+			Endpoints:   eps,
+			Ports:       o.Ports,
+		}, nil
+	case *corev1.Node:
+		var lbl map[string]string
+		if v, ok := o.Labels[desired.ExcludeLabel]; ok {
+			lbl = map[string]string{desired.ExcludeLabel: v}
+		}
+		var conds []corev1.NodeCondition
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				conds = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+			}
+		}
+		return &corev1.Node{
+			TypeMeta:   o.TypeMeta,
+			ObjectMeta: slimMeta(o.ObjectMeta, nil, lbl),
+			Status:     corev1.NodeStatus{Addresses: o.Status.Addresses, Conditions: conds},
+		}, nil
+	}
+	return obj, nil // tombstones and anything else pass through
+}
+
+func slimMeta(m metav1.ObjectMeta, ann, lbl map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:              m.Name,
+		Namespace:         m.Namespace,
+		UID:               m.UID,
+		ResourceVersion:   m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp,
+		Annotations:       ann,
+		Labels:            lbl,
+	}
+}
+
+func ourAnnotations(a map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range a {
+		if strings.HasPrefix(k, settings.Prefix) {
+			if out == nil {
+				out = make(map[string]string)
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
