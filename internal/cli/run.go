@@ -30,6 +30,12 @@ type runFlags struct {
 	logLevel, logFormat     string
 }
 
+// Run is the `run` command with explicit context and environment, for
+// tests and embedding: it returns when ctx ends or on a fatal error.
+func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	return runCmd(ctx, args, getenv, stderr)
+}
+
 // runCmd is `run`: the controller.
 func runCmd(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := newFlagSet("run", stderr)

@@ -242,7 +242,7 @@ func (d *HAProxy) waitHash(ctx context.Context, hash string) error {
 	defer cancel()
 	for i := 0; ; i++ {
 		info, err := d.rt.ShowInfo(ctx)
-		if err == nil && info["Description"] == render.DescriptionPrefix+hash {
+		if err == nil && info["description"] == render.DescriptionPrefix+hash {
 			d.pid = info["Pid"]
 			return d.readSlots(ctx)
 		}
@@ -261,7 +261,7 @@ func (d *HAProxy) readBack(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read running state: %w", err)
 	}
-	d.hash = strings.TrimPrefix(info["Description"], render.DescriptionPrefix)
+	d.hash = strings.TrimPrefix(info["description"], render.DescriptionPrefix)
 	d.pid = info["Pid"]
 	d.running = model.Config{}
 	if err := d.readSlots(ctx); err != nil {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
@@ -31,13 +29,6 @@ func commands(ops []plan.Op) []string {
 	return out
 }
 
-// answerOK tells whether a runtime answer to a `set server` means success:
-// state changes answer nothing, address changes describe the change.
-func answerOK(answer string) bool {
-	return answer == "" || strings.HasPrefix(answer, "IP changed") ||
-		strings.HasPrefix(answer, "no need to change") || strings.HasPrefix(answer, "port changed")
-}
-
 // execOps sends ops in one pipelined batch and records them as applied. Any
 // failure leaves the runtime state unknown, so the next pass reads it back.
 func (d *HAProxy) execOps(ctx context.Context, ops []plan.Op, res *Result) error {
@@ -47,18 +38,11 @@ func (d *HAProxy) execOps(ctx context.Context, ops []plan.Op, res *Result) error
 	t := time.Now()
 	defer func() { res.Runtime += time.Since(t) }()
 	cmds := commands(ops)
-	answers, err := d.rt.Exec(ctx, cmds)
-	if err != nil {
+	if _, err := d.rt.ExecChecked(ctx, cmds); err != nil {
 		d.known = false
 		return fmt.Errorf("runtime API: %w", err)
 	}
 	res.Ops += len(cmds)
-	for i, a := range answers {
-		if !answerOK(a) {
-			d.known = false
-			return fmt.Errorf("runtime API %q: %s: %w", cmds[i], a, haproxy.ErrCommand)
-		}
-	}
 	d.actual.Apply(ops)
 	return nil
 }

@@ -1,0 +1,336 @@
+// Package objects loads Services, EndpointSlices and Nodes from YAML or JSON
+// files, for rendering a configuration offline (without an API server).
+package objects
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// Error classes; test with errors.Is.
+var (
+	// ErrRead: the input could not be read; loading stopped there.
+	ErrRead = errors.New("cannot read input")
+	// ErrSyntax: a document is not valid YAML or JSON.
+	ErrSyntax = errors.New("invalid YAML or JSON")
+	// ErrDecode: a document or item is not a well-formed object of its kind.
+	ErrDecode = errors.New("cannot decode object")
+	// ErrVersion: a known kind in an API version this package does not read.
+	ErrVersion = errors.New("unsupported API version")
+)
+
+// Set holds the loaded objects, in input order.
+type Set struct {
+	Services       []*corev1.Service
+	EndpointSlices []*discoveryv1.EndpointSlice
+	Nodes          []*corev1.Node
+}
+
+// Merge appends the objects of o to s. It does not deduplicate.
+func (s *Set) Merge(o Set) {
+	s.Services = append(s.Services, o.Services...)
+	s.EndpointSlices = append(s.EndpointSlices, o.EndpointSlices...)
+	s.Nodes = append(s.Nodes, o.Nodes...)
+}
+
+// Error locates a document or item that could not be loaded.
+type Error struct {
+	Source          string // as given to Load
+	Doc             int    // 1-based document index in the stream
+	Item            []int  // 0-based indexes into nested lists' items, outermost first
+	Kind            string // when known
+	Namespace, Name string
+	Class           error // ErrRead, ErrSyntax, ErrDecode or ErrVersion
+	Err             error // the underlying cause, may be nil
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Source)
+	if e.Doc > 0 {
+		b.WriteString(": document " + strconv.Itoa(e.Doc))
+	}
+	for _, i := range e.Item {
+		b.WriteString(", item " + strconv.Itoa(i))
+	}
+	if e.Kind != "" || e.Name != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Kind)
+		if e.Name != "" {
+			if e.Kind != "" {
+				b.WriteByte(' ')
+			}
+			if e.Namespace != "" {
+				b.WriteString(e.Namespace + "/")
+			}
+			b.WriteString(e.Name)
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(": " + e.Class.Error())
+	if e.Err != nil {
+		b.WriteString(": " + e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap exposes both the class and the cause to errors.Is and errors.As.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Class}
+	}
+	return []error{e.Class, e.Err}
+}
+
+// header is the part of any object needed to route and name it.
+type header struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+// wanted reports whether kind is read by this package (or may contain such).
+func wanted(kind string) bool {
+	switch kind {
+	case "Service", "Node", "EndpointSlice":
+		return true
+	}
+	return strings.HasSuffix(kind, "List")
+}
+
+// Load reads a stream of YAML documents separated by "---", or a stream of
+// JSON values, and collects the Services, EndpointSlices and Nodes in it.
+// Lists (kind List, as printed by kubectl, or typed lists such as
+// ServiceList) are walked recursively, and so are top-level JSON/YAML arrays.
+// Objects of other kinds are ignored. A document or item that cannot be
+// decoded yields an *Error naming source, document index, item path and,
+// when known, kind, namespace and name; loading continues with the rest,
+// except after a read error or broken JSON stream, after which it stops.
+func Load(r io.Reader, source string) (Set, []error) {
+	l := &loader{source: source}
+	br := bufio.NewReader(r)
+	if isJSON(br) {
+		l.loadJSON(br)
+	} else {
+		l.loadYAML(br)
+	}
+	return l.set, l.errs
+}
+
+type loader struct {
+	source string
+	set    Set
+	errs   []error
+}
+
+// isJSON peeks at the first non-blank byte: '{' or '[' starts a JSON stream.
+func isJSON(br *bufio.Reader) bool {
+	for n := 1; ; n++ {
+		b, err := br.Peek(n)
+		if len(b) < n {
+			return false
+		}
+		switch c := b[n-1]; c {
+		case ' ', '\t', '\r', '\n':
+			if err != nil {
+				return false
+			}
+			continue
+		case '{', '[':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (l *loader) loadJSON(r io.Reader) {
+	dec := json.NewDecoder(r)
+	for doc := 1; ; doc++ {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			// A JSON decoder cannot resynchronise after a syntax error.
+			class := ErrSyntax
+			var syn *json.SyntaxError
+			if !errors.As(err, &syn) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				class = ErrRead
+			}
+			l.errs = append(l.errs, &Error{Source: l.source, Doc: doc, Class: class, Err: err})
+			return
+		}
+		l.value(raw, doc, nil, nil)
+	}
+}
+
+func (l *loader) loadYAML(br *bufio.Reader) {
+	yr := utilyaml.NewYAMLReader(br)
+	for doc := 1; ; doc++ {
+		data, err := yr.Read()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			var syn utilyaml.YAMLSyntaxError
+			if errors.As(err, &syn) { // bad "---" line; the reader carries on
+				l.errs = append(l.errs, &Error{Source: l.source, Doc: doc, Class: ErrSyntax, Err: err})
+				continue
+			}
+			l.errs = append(l.errs, &Error{Source: l.source, Doc: doc, Class: ErrRead, Err: err})
+			return
+		}
+		js, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			l.errs = append(l.errs, &Error{Source: l.source, Doc: doc, Class: ErrSyntax, Err: err})
+			continue
+		}
+		l.value(js, doc, nil, nil)
+	}
+}
+
+// value handles one JSON value: an object, an array of values, or null
+// (an empty document or item). inherit is the kind and version implied by an
+// enclosing typed list, for items that do not state their own.
+func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header) {
+	fail := func(h *header, class, err error) {
+		e := &Error{Source: l.source, Doc: doc, Item: path, Class: class, Err: err}
+		if h != nil {
+			e.Kind, e.Namespace, e.Name = h.Kind, h.Metadata.Namespace, h.Metadata.Name
+		}
+		l.errs = append(l.errs, e)
+	}
+	trimmed := bytes.TrimSpace(raw)
+	switch {
+	case len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")):
+		return
+	case trimmed[0] == '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(trimmed, &items); err != nil {
+			fail(nil, ErrDecode, err)
+			return
+		}
+		l.items(items, doc, path, nil)
+		return
+	case trimmed[0] != '{':
+		fail(nil, ErrDecode, errors.New("not an object"))
+		return
+	}
+
+	var h header
+	if err := json.Unmarshal(trimmed, &h); err != nil {
+		// Salvage what identifies the object, for the message, and stay
+		// silent about kinds this package does not read anyway.
+		var loose struct {
+			Kind     json.RawMessage `json:"kind"`
+			Metadata json.RawMessage `json:"metadata"`
+		}
+		_ = json.Unmarshal(trimmed, &loose)
+		h = header{}
+		_ = json.Unmarshal(loose.Kind, &h.Kind)
+		_ = json.Unmarshal(loose.Metadata, &h.Metadata)
+		if h.Kind == "" && inherit != nil {
+			h.Kind = inherit.Kind
+		}
+		if wanted(h.Kind) {
+			fail(&h, ErrDecode, err)
+		}
+		return
+	}
+	if h.Kind == "" && inherit != nil {
+		h.Kind, h.APIVersion = inherit.Kind, inherit.APIVersion
+	}
+
+	if base, ok := strings.CutSuffix(h.Kind, "List"); ok {
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(trimmed, &list); err != nil {
+			fail(&h, ErrDecode, err)
+			return
+		}
+		var in *header
+		if base != "" {
+			in = &header{Kind: base, APIVersion: h.APIVersion}
+		}
+		l.items(list.Items, doc, path, in)
+		return
+	}
+
+	if h.APIVersion == "" { // hand-written files: assume the usual version
+		switch h.Kind {
+		case "Service", "Node":
+			h.APIVersion = "v1"
+		case "EndpointSlice":
+			h.APIVersion = discoveryv1.GroupName + "/v1"
+		}
+	}
+	switch group, version := splitAPIVersion(h.APIVersion); {
+	case h.Kind == "Service" && group == "":
+		if version != "v1" {
+			fail(&h, ErrVersion, fmt.Errorf("want v1, got %q", h.APIVersion))
+			return
+		}
+		var o corev1.Service
+		if err := json.Unmarshal(trimmed, &o); err != nil {
+			fail(&h, ErrDecode, err)
+			return
+		}
+		o.Kind, o.APIVersion = h.Kind, "v1"
+		l.set.Services = append(l.set.Services, &o)
+	case h.Kind == "Node" && group == "":
+		if version != "v1" {
+			fail(&h, ErrVersion, fmt.Errorf("want v1, got %q", h.APIVersion))
+			return
+		}
+		var o corev1.Node
+		if err := json.Unmarshal(trimmed, &o); err != nil {
+			fail(&h, ErrDecode, err)
+			return
+		}
+		o.Kind, o.APIVersion = h.Kind, "v1"
+		l.set.Nodes = append(l.set.Nodes, &o)
+	case h.Kind == "EndpointSlice" && group == discoveryv1.GroupName:
+		if version != "v1" {
+			fail(&h, ErrVersion, fmt.Errorf("want %s/v1, got %q", discoveryv1.GroupName, h.APIVersion))
+			return
+		}
+		var o discoveryv1.EndpointSlice
+		if err := json.Unmarshal(trimmed, &o); err != nil {
+			fail(&h, ErrDecode, err)
+			return
+		}
+		o.Kind, o.APIVersion = h.Kind, discoveryv1.GroupName+"/v1"
+		l.set.EndpointSlices = append(l.set.EndpointSlices, &o)
+	}
+}
+
+func (l *loader) items(items []json.RawMessage, doc int, path []int, inherit *header) {
+	for i, item := range items {
+		l.value(item, doc, append(path[:len(path):len(path)], i), inherit)
+	}
+}
+
+// splitAPIVersion splits "group/version"; a bare version is the core group.
+func splitAPIVersion(av string) (group, version string) {
+	if i := strings.LastIndexByte(av, '/'); i >= 0 {
+		return av[:i], av[i+1:]
+	}
+	return "", av
+}

@@ -1,0 +1,259 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+var bg = context.Background()
+
+// Endpoints move between nodes under a Local policy while traffic flows:
+// the backend follows through the Runtime API, with no reload and no failed
+// connection; a terminating endpoint drains its node first.
+func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
+	e := newEnv(t)
+	np := nodePort()
+	for i, n := range []string{"n1", "n2", "n3"} {
+		e.addNode(n, i+1, true, np)
+	}
+	port := int32(haproxytest.FreePort(t))
+	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true}); err != nil {
+		t.Fatal(err)
+	}
+	setEndpoints := func(eps ...lab.Endpoint) {
+		t.Helper()
+		if err := lab.ApplySlice(bg, e.client, lab.SliceFor(ns, "web", 8080, eps)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := func(i int, node string) lab.Endpoint {
+		return lab.Endpoint{IP: fmt.Sprintf("10.244.0.%d", i), Node: node, Ready: true}
+	}
+	setEndpoints(pod(1, "n1"))
+	e.startController()
+	e.eventually("traffic reaches n1", serves(port, "n1"))
+	before := e.reloads()
+
+	stop := make(chan struct{})
+	type result struct {
+		total, failed int
+		err           error
+	}
+	done := make(chan result)
+	go func() {
+		tot, f, err := load(port, 50000, stop)
+		done <- result{tot, f, err}
+	}()
+
+	setEndpoints(pod(1, "n1"), pod(2, "n2"))
+	e.eventually("scale up to n1,n2", serves(port, "n1", "n2"))
+	setEndpoints(pod(1, "n1"), pod(2, "n2"), pod(3, "n3"))
+	e.eventually("scale up to n1,n2,n3", serves(port, "n1", "n2", "n3"))
+	// n3's pod terminates but still serves: n3 drains (no new connections).
+	term := pod(3, "n3")
+	term.Ready, term.Terminating = false, true
+	setEndpoints(pod(1, "n1"), pod(2, "n2"), term)
+	e.eventually("n3 drains", serves(port, "n1", "n2"))
+	e.eventually("n3 in drain in the runtime", func() error {
+		out, err := e.runtime.Exec(bg, []string{"show servers state be_default_web_" + fmt.Sprint(port)})
+		if err != nil {
+			return err
+		}
+		// srv_admin_state bit 0x08 = forced drain
+		for _, l := range strings.Split(out[0], "\n") {
+			f := strings.Fields(l)
+			if len(f) > 6 && f[4] == fmt.Sprintf("127.%d.0.3", e.subnet) {
+				if st, err := strconv.Atoi(f[6]); err == nil && st&8 != 0 {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("no drained server for n3 in:\n%s", out[0])
+	})
+	setEndpoints(pod(1, "n1"), pod(2, "n2"))
+	setEndpoints(pod(2, "n2"))
+	e.eventually("scale down to n2", serves(port, "n2"))
+	close(stop)
+	r := <-done
+
+	if got := e.reloads(); got != before {
+		t.Errorf("endpoint churn caused %d reloads, want 0", got-before)
+	}
+	if r.failed != 0 || r.total < 10 {
+		t.Errorf("load: %d connections, %d failed (first: %v)", r.total, r.failed, r.err)
+	}
+	t.Logf("load: %d connections, %d failed, reloads %d", r.total, r.failed, e.reloads()-before)
+}
+
+// With the Cluster policy every eligible node serves; nodes that go
+// NotReady or get the exclude label leave, and come back, without reloads.
+// The controller runs as on a plain Linux host: API URL + token file + CA.
+func TestClusterPolicyFollowsNodes(t *testing.T) {
+	e := newEnv(t)
+	np := nodePort()
+	for i, n := range []string{"n1", "n2", "n3"} {
+		e.addNode(n, i+1, true, np)
+	}
+	port := int32(haproxytest.FreePort(t))
+	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "api", Port: port, NodePort: np}); err != nil {
+		t.Fatal(err)
+	}
+	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.kube.TokenPath, "--ca-file", e.kube.CAPath)
+	e.eventually("all nodes serve", serves(port, "n1", "n2", "n3"))
+	before := e.reloads()
+
+	if err := lab.SetNodeReady(bg, e.client, "n2", false); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("NotReady n2 leaves", serves(port, "n1", "n3"))
+	if err := lab.SetNodeExcluded(bg, e.client, "n3", true); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("excluded n3 leaves", serves(port, "n1"))
+	if err := lab.SetNodeReady(bg, e.client, "n2", true); err != nil {
+		t.Fatal(err)
+	}
+	e.addNode("n4", 4, true, np)
+	e.eventually("n2 back, n4 added", serves(port, "n1", "n2", "n4"))
+	if got := e.reloads(); got != before {
+		t.Errorf("node churn caused %d reloads, want 0", got-before)
+	}
+}
+
+// An invalid annotation produces a Warning Event and the Service keeps its
+// last good configuration; nothing of the value reaches haproxy.cfg.
+func TestInvalidAnnotationKeepsLastGood(t *testing.T) {
+	e := newEnv(t)
+	np := nodePort()
+	e.addNode("n1", 1, true, np)
+	port := int32(haproxytest.FreePort(t))
+	_, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "db", Port: port, NodePort: np,
+		Annotations: map[string]string{"haproxy-k8s-sync.io/balance": "leastconn"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startController()
+	e.eventually("db serves", serves(port, "n1"))
+	e.eventually("leastconn in config", func() error { return contains(e.config(), "balance leastconn") })
+
+	svc, err := e.client.CoreV1().Services(ns).Get(bg, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Annotations["haproxy-k8s-sync.io/balance"] = "roundrobin\nlisten evil\n  bind :1"
+	if _, err := e.client.CoreV1().Services(ns).Update(bg, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("InvalidAnnotation event", e.event("db", "InvalidAnnotation"))
+	cfg := e.config()
+	if strings.Contains(cfg, "evil") || !strings.Contains(cfg, "balance leastconn") {
+		t.Fatalf("config after invalid annotation:\n%s", cfg)
+	}
+	if err := serves(port, "n1")(); err != nil {
+		t.Fatalf("service broken by invalid annotation: %v", err)
+	}
+	// A valid value is applied again.
+	svc, _ = e.client.CoreV1().Services(ns).Get(bg, "db", metav1.GetOptions{})
+	svc.Annotations["haproxy-k8s-sync.io/balance"] = "source"
+	if _, err := e.client.CoreV1().Services(ns).Update(bg, svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("source in config", func() error { return contains(e.config(), "balance source") })
+	e.eventually("db serves after fix", serves(port, "n1"))
+}
+
+// Two Services want the same port: the later one gets an Event and the
+// earlier keeps serving. A UDP port is skipped with an Event.
+func TestPortConflictAndUDP(t *testing.T) {
+	e := newEnv(t)
+	np := nodePort()
+	e.addNode("n1", 1, true, np, np+1)
+	port := int32(haproxytest.FreePort(t))
+	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "first", Port: port, NodePort: np}); err != nil {
+		t.Fatal(err)
+	}
+	e.startController()
+	e.eventually("first serves", serves(port, "n1"))
+	svc, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "second", Port: port, NodePort: np + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("PortConflict event", e.event("second", "PortConflict"))
+	if err := serves(port, "n1")(); err != nil {
+		t.Fatal(err)
+	}
+	_ = svc
+	udp, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "dns", Port: 53, NodePort: np + 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp.Spec.Ports[0].Protocol = "UDP"
+	if _, err := e.client.CoreV1().Services(ns).Update(bg, udp, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("UnsupportedProtocol event", e.event("dns", "UnsupportedProtocol"))
+}
+
+// Killing HAProxy (restarted by its supervisor) or the controller converges
+// back with no manual step, and the file on disk always describes what runs.
+func TestRestartsConverge(t *testing.T) {
+	e := newEnv(t)
+	np := nodePort()
+	for i, n := range []string{"n1", "n2", "n3"} {
+		e.addNode(n, i+1, true, np)
+	}
+	port := int32(haproxytest.FreePort(t))
+	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(i int, node string) lab.Endpoint {
+		return lab.Endpoint{IP: fmt.Sprintf("10.244.0.%d", i), Node: node, Ready: true}
+	}
+	apply := func(eps ...lab.Endpoint) {
+		t.Helper()
+		if err := lab.ApplySlice(bg, e.client, lab.SliceFor(ns, "web", 8080, eps)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(pod(1, "n1"))
+	e.startController()
+	e.eventually("n1 serves", serves(port, "n1"))
+	apply(pod(1, "n1"), pod(2, "n2"))
+	e.eventually("n1,n2 serve", serves(port, "n1", "n2"))
+
+	// HAProxy dies and its supervisor restarts it from the file on disk.
+	e.hap.Kill(t)
+	e.hap.Restart(t)
+	e.eventually("after HAProxy restart", serves(port, "n1", "n2"))
+	apply(pod(2, "n2"), pod(3, "n3"))
+	e.eventually("changes after HAProxy restart", serves(port, "n2", "n3"))
+
+	// The controller dies; changes happen; a new controller converges.
+	e.stopController()
+	apply(pod(1, "n1"), pod(3, "n3"))
+	e.startController()
+	e.eventually("after controller restart", serves(port, "n1", "n3"))
+
+	// The file on disk is the running config: restarting HAProxy from it
+	// alone (controller stopped) serves the same.
+	e.eventually("config persisted", func() error {
+		return contains(e.config(), fmt.Sprintf("127.%d.0.3:%d", e.subnet, np))
+	})
+	e.stopController()
+	e.hap.Kill(t)
+	e.hap.Restart(t)
+	e.eventually("HAProxy alone from disk", serves(port, "n1", "n3"))
+	if _, err := os.Stat(filepath.Join(e.dir, "state")); err != nil {
+		t.Errorf("server state file: %v", err)
+	}
+}

@@ -1,0 +1,254 @@
+// Package e2e runs haproxy-k8s-sync against a real kube-apiserver + etcd and
+// a real HAProxy in master-worker mode, with loopback addresses standing in
+// for nodes, and sends real traffic through it.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+const (
+	converge = 20 * time.Second // deadline for every eventually
+	ns       = "default"
+)
+
+type env struct {
+	t       *testing.T
+	kube    *kubeapi.Server
+	client  kubernetes.Interface
+	hap     *haproxytest.Process
+	master  *haproxy.Master
+	runtime *haproxy.Runtime
+	dir     string
+	cfgPath string
+	subnet  int // nodes live at 127.<subnet>.0.x
+	nodes   map[string]*lab.NodeServer
+
+	ctlCancel context.CancelFunc
+	ctlDone   chan error
+	ctlLog    *syncBuffer
+	ctlArgs   []string
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newEnv starts the apiserver and an HAProxy that runs the config `init`
+// writes. The controller is started separately.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, kube: kubeapi.Start(t), dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}}
+	e.client = e.kube.Client(t)
+	e.subnet = 100 + rand.IntN(100)
+	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")
+	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", e.cfgPath,
+		"--stats-socket", haproxytest.StatsSocketPath(e.dir), "--state-file", filepath.Join(e.dir, "state")},
+		nil, os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("init exited %d", code)
+	}
+	e.hap = haproxytest.Start(t, e.dir, e.cfgPath)
+	e.master = haproxy.NewMaster(e.hap.MasterSocket)
+	e.runtime = haproxy.NewRuntime(e.hap.StatsSocket)
+	t.Cleanup(func() { e.runtime.Close() })
+	return e
+}
+
+// controllerArgs are the flags of every test controller; extra ones follow.
+func (e *env) controllerArgs(extra ...string) []string {
+	return append([]string{
+		"--kubeconfig", e.kube.KubeconfigPath,
+		"--haproxy-config", e.cfgPath,
+		"--haproxy-bin", haproxytest.Bin(),
+		"--master-socket", e.hap.MasterSocket,
+		"--stats-socket", e.hap.StatsSocket,
+		"--state-file", filepath.Join(e.dir, "state"),
+		"--bind-address", "127.0.0.1",
+		"--default-check-interval", "100ms", "--default-rise", "1", "--default-fall", "1",
+		"--resync-period", "3s", "--min-reload-interval", "100ms", "--persist-interval", "50ms",
+		"--log-level", "debug",
+	}, extra...)
+}
+
+func (e *env) startController(extra ...string) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	e.ctlCancel, e.ctlDone, e.ctlLog = cancel, make(chan error, 1), &syncBuffer{}
+	args := e.controllerArgs(extra...)
+	go func() { e.ctlDone <- cli.Run(ctx, args, func(string) string { return "" }, e.ctlLog) }()
+	e.t.Cleanup(e.stopController)
+}
+
+func (e *env) stopController() {
+	if e.ctlCancel == nil {
+		return
+	}
+	e.ctlCancel()
+	select {
+	case <-e.ctlDone:
+	case <-time.After(10 * time.Second):
+		e.t.Errorf("controller did not stop")
+	}
+	e.ctlCancel = nil
+	if e.t.Failed() {
+		e.t.Logf("controller log:\n%s", e.ctlLog.String())
+	}
+}
+
+// addNode creates a Node at 127.<subnet>.0.<i> listening on ports.
+func (e *env) addNode(name string, i int, ready bool, ports ...int32) {
+	e.t.Helper()
+	ip := fmt.Sprintf("127.%d.0.%d", e.subnet, i)
+	ns := lab.NewNodeServer(name, ip)
+	for _, p := range ports {
+		if err := ns.Listen(int(p)); err != nil {
+			e.t.Fatalf("node %s: %v", name, err)
+		}
+	}
+	e.nodes[name] = ns
+	e.t.Cleanup(ns.Close)
+	if err := lab.CreateNode(context.Background(), e.client, name, ip, ready); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// nodePort picks a node port in the apiserver's default range.
+func nodePort() int32 { return int32(30000 + rand.IntN(2700)) }
+
+// eventually polls cond until it returns nil or the deadline passes.
+func (e *env) eventually(what string, cond func() error) {
+	e.t.Helper()
+	deadline := time.Now().Add(converge)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not synchronisation
+	}
+	e.t.Fatalf("%s: not reached within %s: %v", what, converge, err)
+}
+
+// serves reports nil when connections to the frontend on port reach
+// exactly the nodes in want.
+func serves(port int32, want ...string) func() error {
+	return func() error {
+		seen := map[string]bool{}
+		for i := 0; i < 3*len(want)+2; i++ {
+			name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+			if err != nil {
+				if len(want) == 0 {
+					return nil
+				}
+				return err
+			}
+			seen[name] = true
+		}
+		got := make([]string, 0, len(seen))
+		for n := range seen {
+			got = append(got, n)
+		}
+		sort.Strings(got)
+		w := slices.Clone(want)
+		sort.Strings(w)
+		if !slices.Equal(got, w) {
+			return fmt.Errorf("served by %v, want %v", got, w)
+		}
+		return nil
+	}
+}
+
+func (e *env) reloads() int {
+	e.t.Helper()
+	p, err := e.master.ShowProc(context.Background())
+	if err != nil {
+		e.t.Fatalf("show proc: %v", err)
+	}
+	return p.Reloads
+}
+
+// event returns nil once the Service has an Event with reason.
+func (e *env) event(svc, reason string) func() error {
+	return func() error {
+		evs, err := e.client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + svc})
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for _, ev := range evs.Items {
+			if ev.Reason == reason && ev.Type == "Warning" {
+				return nil
+			}
+			seen = append(seen, ev.Reason)
+		}
+		return fmt.Errorf("no %s event on %s (have %v)", reason, svc, seen)
+	}
+}
+
+func (e *env) config() string {
+	b, err := os.ReadFile(e.cfgPath)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// load runs sequential connections through port until stop is closed (at
+// most max of them) and reports how many were made and how many failed.
+func load(port int32, max int, stop <-chan struct{}) (total, failed int, firstErr error) {
+	for total < max {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		total++
+		if _, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second); err != nil {
+			failed++
+			if firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return
+}
+
+func contains(s, sub string) error {
+	if !strings.Contains(s, sub) {
+		return fmt.Errorf("%q not found", sub)
+	}
+	return nil
+}
