@@ -22,12 +22,12 @@ import (
 
 type runFlags struct {
 	shape
-	kube                    kubeclient.Options
-	config, bin, master     string
-	apply                   string
-	resync, minReload       time.Duration
-	persist, syncTimeout    time.Duration
-	logLevel, logFormat     string
+	kube                 kubeclient.Options
+	config, bin, master  string
+	apply                string
+	resync, minReload    time.Duration
+	persist, syncTimeout time.Duration
+	logLevel, logFormat  string
 }
 
 // Run is the `run` command with explicit context and environment, for

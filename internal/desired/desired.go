@@ -31,12 +31,12 @@ const (
 
 // Options are the controller-wide choices that shape the model.
 type Options struct {
-	Class     string           // loadBalancerClass to take
-	ClassLess bool             // also take LoadBalancer Services without a class
-	Service   string           // "namespace/name": single-Service mode when set
-	Backend   string           // single-Service mode: backend name instead of the generated one
-	Targets   string           // TargetNodes or TargetPods
-	Binds     []netip.Addr     // listen addresses; none means all
+	Class     string            // loadBalancerClass to take
+	ClassLess bool              // also take LoadBalancer Services without a class
+	Service   string            // "namespace/name": single-Service mode when set
+	Backend   string            // single-Service mode: backend name instead of the generated one
+	Targets   string            // TargetNodes or TargetPods
+	Binds     []netip.Addr      // listen addresses; none means all
 	Defaults  settings.Settings // settings before annotations
 }
 

@@ -57,7 +57,9 @@ func annotate(k, v string) svcOpt {
 	}
 }
 
-func local(s *corev1.Service) { s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }
+func local(s *corev1.Service) {
+	s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+}
 
 type ep struct {
 	ip, node                    string
@@ -86,7 +88,7 @@ func slice(ns, svcName string, port int32, eps ...ep) *discoveryv1.EndpointSlice
 var nodes = []*corev1.Node{
 	node("n1", "10.0.0.1", true, nil),
 	node("n2", "10.0.0.2", true, nil),
-	node("n3", "10.0.0.3", false, nil),                                 // not ready
+	node("n3", "10.0.0.3", false, nil),                                // not ready
 	node("n4", "10.0.0.4", true, map[string]string{ExcludeLabel: ""}), // excluded
 }
 
@@ -211,8 +213,8 @@ func TestCompute(t *testing.T) {
 			problems: []string{"dns:UnsupportedProtocol"},
 		},
 		{
-			name: "invalid annotation without a last good config: left out",
-			in:   Input{Nodes: nodes[:1], Services: []*corev1.Service{svc("default", "web", 0, annotate("balance", "roundrobin\nlisten x"))}},
+			name:     "invalid annotation without a last good config: left out",
+			in:       Input{Nodes: nodes[:1], Services: []*corev1.Service{svc("default", "web", 0, annotate("balance", "roundrobin\nlisten x"))}},
 			want:     map[string]string{},
 			problems: []string{"web:InvalidAnnotation"},
 		},

@@ -96,9 +96,9 @@ func TestOps(t *testing.T) {
 		{Name: "s4", Used: true, Server: b},
 	}}
 	rt := Runtime{"be": {
-		"s1": {Server: a},                             // in place: nothing
-		"s2": {Server: b},                             // ready → drain
-		"s3": {Server: a},                             // serving a removed server → maint
+		"s1": {Server: a},                                // in place: nothing
+		"s2": {Server: b},                                // ready → drain
+		"s3": {Server: a},                                // serving a removed server → maint
 		"s4": {Server: srv("127.0.0.1", 1), Maint: true}, // free slot takes b
 	}}
 	ops, missing := Ops(layout, rt)

@@ -19,9 +19,9 @@ import (
 type Source struct {
 	factory     informers.SharedInformerFactory
 	nodeFactory informers.SharedInformerFactory
-	services cache.SharedIndexInformer
-	slices   cache.SharedIndexInformer
-	nodes    cache.SharedIndexInformer
+	services    cache.SharedIndexInformer
+	slices      cache.SharedIndexInformer
+	nodes       cache.SharedIndexInformer
 }
 
 // New builds the informers. With namespace set (single-Service mode),
