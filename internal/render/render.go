@@ -126,6 +126,10 @@ func build(cfg model.Config, layout model.Layout, opts Options, hash string, ske
 			switch {
 			case skeleton:
 				w("\tserver", s.Name)
+			case s.Used && s.Server.Drain:
+				// No config keyword drains a server: the Runtime API and the
+				// server-state file carry it. The comment tells the reader.
+				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port), "# drain")
 			case s.Used:
 				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port))
 			default:

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./internal/cli -update, then review):\n%s", name, got)
+	}
+}
+
+func TestRenderCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := renderCmd([]string{"-f", "testdata/cluster.yaml", "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state"},
+		env(nil), nil, &out, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "cluster.cfg", out.Bytes())
+	stderr := errb.String()
+	for _, want := range []string{
+		"Service default/broken",                        // undecodable object named
+		"annotation haproxy-k8s-sync.io/timeout-client", // invalid annotation named
+		"UnsupportedProtocol",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(out.String(), "listen x") || strings.Contains(out.String(), "evil") {
+		t.Errorf("invalid Service reached the config")
+	}
+	if bin, err := exec.LookPath("haproxy"); err == nil {
+		p := filepath.Join(t.TempDir(), "h.cfg")
+		os.WriteFile(p, out.Bytes(), 0o644)
+		if o, err := exec.Command(bin, "-c", "-f", p).CombinedOutput(); err != nil {
+			t.Errorf("haproxy -c: %v\n%s", err, o)
+		}
+	} else {
+		t.Fatalf("haproxy not installed (make deps)")
+	}
+}
+
+func TestRenderStdinAndSingleServiceLegacyEnv(t *testing.T) {
+	in, err := os.Open("testdata/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var out, errb bytes.Buffer
+	legacy := env(map[string]string{
+		"INGRESS_NAMESPACE": "ingress-nginx", "INGRESS_SERVICE_NAME": "ingress",
+		"HAPROXY_BACKEND_NAME": "be_ingress_https", "HAPROXY_BACKEND_PORT": "32443", "HAPROXY_SEND_PROXY_V2": "true",
+	})
+	if err := renderCmd([]string{"-f", "-"}, legacy, in, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	cfg := out.String()
+	for _, want := range []string{"backend be_ingress_https\n", "server s1 192.0.2.10:32443\n", "send-proxy-v2", "bind :8443\n"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q:\n%s", want, cfg)
+		}
+	}
+	if strings.Contains(cfg, "be_default_web") {
+		t.Errorf("single-Service mode rendered other Services")
+	}
+}
+
+func TestPrecedenceFlagOverEnv(t *testing.T) {
+	fs := newFlagSet("t", &bytes.Buffer{})
+	var s shape
+	s.register(fs)
+	resync := fs.Duration("resync-period", time.Minute, "")
+	e := env(map[string]string{
+		"HAPROXY_K8S_SYNC_BIND_ADDRESS":    "127.0.0.1",
+		"HAPROXY_K8S_SYNC_TARGETS":         "pods",
+		"HAPROXY_K8S_SYNC_DEFAULT_BALANCE": "source",
+		"HAPROXY_K8S_SYNC_DEFAULT_RISE":    "5",
+		"RESYNC_PERIOD":                    "10s",
+	})
+	if err := parse(fs, []string{"--targets", "nodes", "--default-rise", "7"}, e, &s); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.desiredOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Targets != "nodes" || len(o.Binds) != 1 || o.Binds[0].String() != "127.0.0.1" {
+		t.Errorf("options %+v", o)
+	}
+	if s.defaults.Balance != "source" || s.defaults.Rise != 7 || *resync != 10*time.Second {
+		t.Errorf("defaults %+v resync %v", s.defaults, *resync)
+	}
+}
+
+func TestBadFlagsAreClearErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--targets", "everything"},
+		{"--service", "no-slash"},
+		{"--backend-name", "be x"},
+		{"--bind-address", "not-an-ip"},
+		{"--default-balance", "roundrobin\nlisten x"},
+	} {
+		fs := newFlagSet("t", &bytes.Buffer{})
+		var s shape
+		s.register(fs)
+		err := parse(fs, args, env(nil), &s)
+		if err == nil {
+			_, err = s.desiredOptions()
+		}
+		if err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+func TestInitWritesValidConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "etc", "haproxy.cfg")
+	args := []string{"--haproxy-config", cfg, "--stats-socket", filepath.Join(dir, "run", "admin.sock"), "--state-file", filepath.Join(dir, "lib", "state")}
+	if err := initCmd(args, env(nil), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := initCmd(args, env(nil), &bytes.Buffer{}); err == nil {
+		t.Errorf("init overwrote an existing config without --force")
+	}
+	if o, err := exec.Command("haproxy", "-c", "-f", cfg).CombinedOutput(); err != nil {
+		t.Errorf("haproxy -c: %v\n%s", err, o)
+	}
+}
