@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -256,4 +257,48 @@ func TestRestartsConverge(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(e.dir, "state")); err != nil {
 		t.Errorf("server state file: %v", err)
 	}
+}
+
+// A reload that HAProxy rejects (the new worker cannot bind a port that
+// another process holds) keeps the old workers serving, puts the previous
+// file back, and is retried until it succeeds.
+func TestFailedReloadKeepsServingAndRetries(t *testing.T) {
+	e := newEnv(t)
+	np := nodePort()
+	e.addNode("n1", 1, true, np, np+1)
+	port := int32(haproxytest.FreePort(t))
+	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "good", Port: port, NodePort: np}); err != nil {
+		t.Fatal(err)
+	}
+	e.startController()
+	e.eventually("good serves", serves(port, "n1"))
+
+	// Another process holds the port the next Service wants.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	busyPort := int32(busy.Addr().(*net.TCPAddr).Port)
+	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "late", Port: busyPort, NodePort: np + 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("a failed reload", func() error {
+		p, err := e.master.ShowProc(bg)
+		if err != nil {
+			return err
+		}
+		if p.Failed == 0 {
+			return fmt.Errorf("no failed reload yet (%+v)", p)
+		}
+		return nil
+	})
+	if err := serves(port, "n1")(); err != nil {
+		t.Fatalf("old workers stopped serving after a failed reload: %v", err)
+	}
+	if strings.Contains(e.config(), fmt.Sprintf("fe_default_late_%d", busyPort)) {
+		t.Errorf("the rejected config stayed on disk")
+	}
+	busy.Close()
+	e.eventually("retry succeeds once the port is free", serves(busyPort, "n1"))
+	e.eventually("good still serves", serves(port, "n1"))
 }
