@@ -36,7 +36,7 @@ const (
 // serviceIP is the first address of serviceCIDR: the ClusterIP of
 // default/kubernetes, which the serving certificate also names.
 const (
-	serviceCIDR = "10.0.0.0/24"
+	serviceCIDR = "10.0.0.0/16"
 	serviceIP   = "10.0.0.1"
 )
 

@@ -2,7 +2,7 @@
 // built from the Go module proxy by hack/testbin.sh, for tests and for
 // local demo or benchmark programs.
 //
-// The pair listens on loopback only, on free ports, with fresh credentials:
+// The pair listens on loopback (by default) on free ports, with fresh credentials:
 // a self-signed serving CA and certificate, a static admin bearer token in
 // group system:masters, and service-account keys, all generated in Go.
 // Authorization is Node,RBAC, so tests can also check that a least-privilege
@@ -15,7 +15,7 @@
 // (HostIP finds one) the apiserver maintains default/kubernetes itself.
 //
 // Nothing runs controllers: EndpointSlices of other Services,
-// ServiceAccount tokens secrets, garbage collection and namespace deletion
+// ServiceAccount token Secrets, garbage collection and namespace deletion
 // need kube-controller-manager, which this package does not start. Tests
 // create the objects they need. The ServiceAccount admission plugin is
 // disabled so Pods can be created without a default ServiceAccount.

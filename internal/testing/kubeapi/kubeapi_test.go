@@ -2,8 +2,8 @@ package kubeapi
 
 import (
 	"context"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -26,16 +25,13 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestServer runs the apiserver advertising a host address, so that it
-// maintains default/kubernetes itself, and round-trips the objects the
-// controller reads.
+// TestServer runs the loopback-only apiserver and round-trips the objects
+// the controller reads. (Tests send traffic to loopback only, so the
+// host-address mode, where the apiserver maintains default/kubernetes
+// itself, is not exercised here.)
 func TestServer(t *testing.T) {
-	hostIP, err := HostIP()
-	if err != nil {
-		t.Skipf("needs a non-loopback address: %v", err)
-	}
 	begin := time.Now()
-	s := StartWithOptions(t, Options{AdvertiseAddress: hostIP})
+	s := Start(t)
 	t.Logf("start-up took %v", time.Since(begin))
 	c := s.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -90,8 +86,8 @@ func TestServer(t *testing.T) {
 	if np := svc.Spec.Ports[0].NodePort; np < 30000 || np > 32767 {
 		t.Errorf("nodePort %d not allocated from the default range", np)
 	}
-	if ip := svc.Spec.ClusterIP; !strings.HasPrefix(ip, "10.0.0.") {
-		t.Errorf("clusterIP %q not from %s", ip, serviceCIDR)
+	if ip, err := netip.ParseAddr(svc.Spec.ClusterIP); err != nil || !netip.MustParsePrefix(serviceCIDR).Contains(ip) {
+		t.Errorf("clusterIP %q not from %s", svc.Spec.ClusterIP, serviceCIDR)
 	}
 
 	ready := true
@@ -142,39 +138,6 @@ func TestServer(t *testing.T) {
 	if len(slices.Items) != 1 || slices.Items[0].Endpoints[0].Addresses[0] != "10.244.1.10" ||
 		*slices.Items[0].Endpoints[0].NodeName != "node-a" || *slices.Items[0].Ports[0].Port != 8080 {
 		t.Errorf("endpointslices = %+v", slices.Items)
-	}
-
-	// The apiserver maintains default/kubernetes itself, pointing at us.
-	var apiSlice *discoveryv1.EndpointSlice
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		es, err := c.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		apiSlice = es
-		return len(es.Endpoints) > 0, nil
-	})
-	if err != nil {
-		t.Fatalf("default/kubernetes EndpointSlice: %v", err)
-	}
-	if got := apiSlice.Endpoints[0].Addresses[0]; got != hostIP {
-		t.Errorf("default/kubernetes endpoint address = %s, want %s", got, hostIP)
-	}
-	if got, want := *apiSlice.Ports[0].Port, s.port(t); got != want {
-		t.Errorf("default/kubernetes endpoint port = %d, want %d", got, want)
-	}
-	// The published endpoint answers, with a certificate valid for it.
-	hc := &http.Client{Transport: mustTransport(t, s)}
-	resp, err := hc.Get("https://" + net.JoinHostPort(hostIP, strconv.Itoa(int(*apiSlice.Ports[0].Port))) + "/readyz")
-	if err != nil {
-		t.Fatalf("published endpoint: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("published endpoint /readyz: %s", resp.Status)
 	}
 }
 

@@ -1,0 +1,73 @@
+# haproxy-k8s-sync: build, test and demo targets.
+#
+# Tests run against a real kube-apiserver and etcd built from the Go module
+# proxy (hack/testbin.sh; minutes on a machine's first run, then cached in
+# $${XDG_CACHE_HOME:-$$HOME/.cache}/haproxy-k8s-sync/testbin) and a real
+# HAProxy (Debian's haproxy package; `make deps` installs it).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO ?= go
+TESTFLAGS ?=
+TEST_TIMEOUT ?= 20m
+PKGS ?= ./...
+
+# Sizes for the benchmark, passed as flags only when set:
+#   make bench SERVICES=500 ENDPOINTS=20 NODES=50 CHANGES=1000
+SERVICES ?=
+CHANGES ?=
+ENDPOINTS ?=
+NODES ?=
+BENCHFLAGS ?=
+DEMOFLAGS ?=
+SIZEFLAGS = $(if $(SERVICES),-services=$(SERVICES)) $(if $(CHANGES),-changes=$(CHANGES)) \
+	$(if $(ENDPOINTS),-endpoints=$(ENDPOINTS)) $(if $(NODES),-nodes=$(NODES))
+
+# Debian installs haproxy in /usr/sbin, often missing from a user's PATH.
+export PATH := $(PATH):/usr/sbin:/usr/local/sbin
+
+# Runs hack/testbin.sh (building the binaries if needed) and exports the
+# directory it prints for the command that follows in the same recipe line.
+WITH_TESTBIN = HKS_TESTBIN_DIR="$$(hack/testbin.sh | tail -n 1)"; export HKS_TESTBIN_DIR;
+
+.PHONY: build test vet testbin deps demo bench clean
+
+build:
+	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
+
+# The kube-apiserver and etcd binaries for tests.
+testbin:
+	hack/testbin.sh
+
+# HAProxy from Debian, if it is not installed yet. /usr/sbin is checked too:
+# it is often not on a non-root user's PATH.
+deps:
+	@if command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; then \
+		echo "haproxy: $$(command -v haproxy || echo /usr/sbin/haproxy)"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy; \
+	fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+test: deps
+	$(WITH_TESTBIN) \
+	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR"; \
+	$(GO) vet $(PKGS); \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+
+# Placeholders: the programs under hack/demo and hack/bench are written
+# separately. Both may start a kube-apiserver through internal/testing/kubeapi.
+demo: deps
+	$(WITH_TESTBIN) $(GO) run ./hack/demo $(DEMOFLAGS)
+
+bench: deps
+	$(WITH_TESTBIN) $(GO) run ./hack/bench $(SIZEFLAGS) $(BENCHFLAGS)
+
+clean:
+	rm -rf bin

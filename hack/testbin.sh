@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# testbin.sh makes sure a real kube-apiserver and etcd, built from the Go
+# module in hack/testbin, exist on this machine, and prints the directory that
+# holds them as the last line of stdout. Progress goes to stderr.
+#
+# The binaries live outside the repository, in
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin/<key>
+# where <key> hashes hack/testbin's go.mod, go.sum and *.go files (plus the
+# target GOOS/GOARCH). A fresh clone on the same machine reuses the build; any
+# change to the module or to the build flags below builds again. Concurrent callers build only once: the
+# build for a key runs under flock(1).
+#
+# Environment:
+#   HKS_TESTBIN_CACHE  overrides the cache root (default above).
+#   GO                 the go command to use (default: go).
+set -euo pipefail
+
+GO=${GO:-go}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+src="$root/hack/testbin"
+cache_root=${HKS_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin}
+
+log() { printf 'testbin: %s\n' "$*" >&2; }
+
+[[ -f "$src/go.mod" ]] || { log "no module at $src"; exit 1; }
+
+# kube-apiserver reports the version of k8s.io/kubernetes from go.mod on
+# /version, as a released binary would (unstamped it says v0.0.0-master).
+kver=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v[0-9]/ { print $2; exit }' "$src/go.mod")
+[[ -n "$kver" ]] || { log "k8s.io/kubernetes not required in $src/go.mod"; exit 1; }
+kminor=${kver#v*.}
+kminor=${kminor%%.*}
+kmajor=${kver#v}
+kmajor=${kmajor%%.*}
+vpkg=k8s.io/component-base/version
+ldflags="-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=$kmajor -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean"
+
+# The key: content of every input file, named by its path relative to the
+# module, in a stable order, plus the platform the binaries are built for.
+key=$(
+	cd "$src"
+	{
+		find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) -print0 |
+			LC_ALL=C sort -z | xargs -0 sha256sum
+		"$GO" env GOOS GOARCH
+		echo "$ldflags"
+	} | sha256sum | cut -c1-16
+)
+dir="$cache_root/$key"
+
+complete() {
+	[[ -f "$dir/.complete" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]
+}
+
+if ! complete; then
+	mkdir -p "$cache_root"
+	if command -v flock >/dev/null 2>&1; then
+		exec 9>"$cache_root/.lock-$key"
+		if ! flock -n 9; then
+			log "another process is building $dir; waiting for it"
+			flock 9
+		fi
+	else
+		log "flock(1) not found: building without a lock"
+	fi
+	# Someone else may have finished the build while we waited.
+	if ! complete; then
+		tmp=$(mktemp -d "$cache_root/.build-$key.XXXXXX")
+		trap 'rm -rf "$tmp"' EXIT
+		log "building kube-apiserver and etcd into $dir (several minutes on a cold cache)"
+		start=$SECONDS
+		(cd "$src" && "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" ./kube-apiserver ./etcd) >&2
+		touch "$tmp/.complete"
+		rm -rf "$dir"
+		mv "$tmp" "$dir"
+		trap - EXIT
+		log "built in $((SECONDS - start))s"
+	fi
+fi
+
+echo "$dir"
