@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -28,6 +29,8 @@ type runFlags struct {
 	resync, minReload    time.Duration
 	persist, syncTimeout time.Duration
 	logLevel, logFormat  string
+	pprof                string
+	publish              stringList
 }
 
 // Run is the `run` command with explicit context and environment, for
@@ -53,8 +56,10 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.DurationVar(&f.minReload, "min-reload-interval", 500*time.Millisecond, "structural changes arriving closer than this share one reload")
 	fs.DurationVar(&f.persist, "persist-interval", time.Second, "at most one write of the config and server-state files per interval after runtime changes")
 	fs.DurationVar(&f.syncTimeout, "cache-sync-timeout", 5*time.Minute, "give up if the informer caches have not synced by then")
+	fs.Var(&f.publish, "publish-address", "address written to .status.loadBalancer.ingress of the LoadBalancer Services served (repeatable or comma-separated; default none)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.StringVar(&f.pprof, "pprof-address", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; off when empty")
 	if err := parse(fs, args, getenv, &f.shape); err != nil {
 		return err
 	}
@@ -68,6 +73,11 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	}
 	if f.apply != driver.ModeHybrid && f.apply != driver.ModeReload {
 		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
+	}
+	if f.pprof != "" {
+		if err := servePprof(ctx, f.pprof, log); err != nil {
+			return err
+		}
 	}
 	cfg, err := kubeclient.Config(f.kube)
 	if err != nil {
@@ -94,6 +104,14 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	defer drv.Close()
 	go drv.Run(ctx, f.persist)
 
+	pub := &controller.Publisher{Client: client}
+	for _, a := range f.publish {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return fmt.Errorf("--publish-address: %w", err)
+		}
+		pub.Addresses = append(pub.Addresses, ip)
+	}
 	ns := ""
 	if dopts.Service != "" {
 		ns, _, _ = strings.Cut(dopts.Service, "/")
@@ -102,6 +120,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
+		Publisher:    pub,
 		Logger:       log,
 	})
 	go drv.Watch(ctx, time.Second, ctl.Trigger)

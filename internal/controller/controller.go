@@ -30,6 +30,7 @@ type Options struct {
 	Desired      desired.Options
 	ResyncPeriod time.Duration // re-read HAProxy's state and re-apply this often
 	SyncTimeout  time.Duration // how long to wait for informer caches
+	Publisher    *Publisher    // writes LoadBalancer status; nil: never
 	Logger       *slog.Logger
 }
 
@@ -144,6 +145,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	parse := time.Since(start)
 
 	res, err := c.drv.Apply(ctx, d.Config)
+	if err == nil {
+		err = c.opts.Publisher.Publish(ctx, d.Configured)
+	}
 	attrs := []any{
 		"services", d.Selected, "frontends", len(d.Config.Frontends),
 		"parse", parse, "render", res.Render, "check", res.Check, "write", res.Write,

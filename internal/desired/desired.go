@@ -71,6 +71,9 @@ type Result struct {
 	Good     map[string]settings.Settings // the next pass's LastGood
 	Problems []Problem
 	Selected int // Services taken
+	// Configured lists the Services with at least one frontend, in the
+	// order they were considered.
+	Configured []*corev1.Service
 }
 
 // backendName is what a single-Service backend override must look like.
@@ -115,6 +118,7 @@ func Compute(in Input, opts Options) Result {
 			set = last
 		}
 		res.Good[k] = set
+		configured := false
 		for _, p := range svc.Spec.Ports {
 			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
 				res.Problems = append(res.Problems, Problem{svc, ReasonUnsupportedProtocol,
@@ -137,6 +141,10 @@ func Compute(in Input, opts Options) Result {
 			be.Servers = servers
 			res.Config.Frontends = append(res.Config.Frontends, fe)
 			res.Config.Backends = append(res.Config.Backends, be)
+			configured = true
+		}
+		if configured {
+			res.Configured = append(res.Configured, svc)
 		}
 	}
 	slices.SortFunc(res.Config.Frontends, func(a, b model.Frontend) int { return cmp.Compare(a.Name, b.Name) })

@@ -26,6 +26,7 @@ func Slim(obj any) (any, error) {
 				LoadBalancerClass:     o.Spec.LoadBalancerClass,
 				ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy,
 			},
+			Status: corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer},
 		}, nil
 	case *discoveryv1.EndpointSlice:
 		eps := make([]discoveryv1.Endpoint, len(o.Endpoints))
