@@ -98,7 +98,8 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 
 // With the Cluster policy every eligible node serves; nodes that go
 // NotReady or get the exclude label leave, and come back, without reloads.
-// The controller runs as on a plain Linux host: API URL + token file + CA.
+// The controller runs as on a plain Linux host: API URL + token file + CA,
+// with the token of the ServiceAccount of deploy/rbac.yaml (least privilege).
 func TestClusterPolicyFollowsNodes(t *testing.T) {
 	e := newEnv(t)
 	np := nodePort()
@@ -109,7 +110,7 @@ func TestClusterPolicyFollowsNodes(t *testing.T) {
 	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "api", Port: port, NodePort: np}); err != nil {
 		t.Fatal(err)
 	}
-	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.kube.TokenPath, "--ca-file", e.kube.CAPath)
+	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.rbacTokenFile(), "--ca-file", e.kube.CAPath)
 	e.eventually("all nodes serve", serves(port, "n1", "n2", "n3"))
 	before := e.reloads()
 
@@ -117,6 +118,16 @@ func TestClusterPolicyFollowsNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually("NotReady n2 leaves", serves(port, "n1", "n3"))
+	// Events are allowed too: a UDP port is reported on the Service.
+	udp, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "udp", Port: 53, NodePort: np + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp.Spec.Ports[0].Protocol = "UDP"
+	if _, err := e.client.CoreV1().Services(ns).Update(bg, udp, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("Event written with the shipped RBAC", e.event("udp", "UnsupportedProtocol"))
 	if err := lab.SetNodeExcluded(bg, e.client, "n3", true); err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,12 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
@@ -251,4 +255,60 @@ func contains(s, sub string) error {
 		return fmt.Errorf("%q not found", sub)
 	}
 	return nil
+}
+
+// rbacTokenFile applies deploy/rbac.yaml and returns a file holding a token
+// of its ServiceAccount, so the controller runs with exactly the
+// permissions we ship.
+func (e *env) rbacTokenFile() string {
+	e.t.Helper()
+	raw, err := os.ReadFile("../../deploy/rbac.yaml")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var saNS, saName string
+	for _, doc := range strings.Split(string(raw), "\n---\n") {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct{ Name, Namespace string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			e.t.Fatal(err)
+		}
+		switch meta.Kind {
+		case "ServiceAccount":
+			var sa corev1.ServiceAccount
+			mustYAML(e.t, doc, &sa)
+			saNS, saName = sa.Namespace, sa.Name
+			_, _ = e.client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sa.Namespace}}, metav1.CreateOptions{})
+			_, err = e.client.CoreV1().ServiceAccounts(sa.Namespace).Create(bg, &sa, metav1.CreateOptions{})
+		case "ClusterRole":
+			var r rbacv1.ClusterRole
+			mustYAML(e.t, doc, &r)
+			_, err = e.client.RbacV1().ClusterRoles().Create(bg, &r, metav1.CreateOptions{})
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			mustYAML(e.t, doc, &b)
+			_, err = e.client.RbacV1().ClusterRoleBindings().Create(bg, &b, metav1.CreateOptions{})
+		}
+		if err != nil {
+			e.t.Fatalf("apply %s: %v", meta.Kind, err)
+		}
+	}
+	tr, err := e.client.CoreV1().ServiceAccounts(saNS).CreateToken(bg, saName, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("token request: %v", err)
+	}
+	path := filepath.Join(e.dir, "token")
+	if err := os.WriteFile(path, []byte(tr.Status.Token), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	return path
+}
+
+func mustYAML(t *testing.T, doc string, into any) {
+	t.Helper()
+	if err := yaml.Unmarshal([]byte(doc), into); err != nil {
+		t.Fatal(err)
+	}
 }
