@@ -205,6 +205,17 @@ func TestPortConflictAndUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = svc
+	// When the older Service goes away, the later one gets the port.
+	if err := e.client.CoreV1().Services(ns).Delete(bg, "first", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("second takes the port", func() error {
+		return contains(e.config(), fmt.Sprintf("frontend fe_default_second_%d\n", port))
+	})
+	if strings.Contains(e.config(), "fe_default_first_") {
+		t.Errorf("deleted Service still in the config")
+	}
+	e.eventually("second serves", serves(port, "n1"))
 	udp, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "dns", Port: 53, NodePort: np + 2})
 	if err != nil {
 		t.Fatal(err)
