@@ -28,18 +28,8 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 		e.addNode(n, i+1, true, np)
 	}
 	port := int32(haproxytest.FreePort(t))
-	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true}); err != nil {
-		t.Fatal(err)
-	}
-	setEndpoints := func(eps ...lab.Endpoint) {
-		t.Helper()
-		if err := lab.ApplySlice(bg, e.client, lab.SliceFor(ns, "web", 8080, eps)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pod := func(i int, node string) lab.Endpoint {
-		return lab.Endpoint{IP: fmt.Sprintf("10.244.0.%d", i), Node: node, Ready: true}
-	}
+	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true})
+	setEndpoints := func(eps ...lab.Endpoint) { e.setEndpoints("web", eps...) }
 	setEndpoints(pod(1, "n1"))
 	e.startController()
 	e.eventually("traffic reaches n1", serves(port, "n1"))
@@ -107,9 +97,7 @@ func TestClusterPolicyFollowsNodes(t *testing.T) {
 		e.addNode(n, i+1, true, np)
 	}
 	port := int32(haproxytest.FreePort(t))
-	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "api", Port: port, NodePort: np}); err != nil {
-		t.Fatal(err)
-	}
+	e.createService(lab.Service{Namespace: ns, Name: "api", Port: port, NodePort: np})
 	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.rbacTokenFile(), "--ca-file", e.kube.CAPath)
 	e.eventually("all nodes serve", serves(port, "n1", "n2", "n3"))
 	before := e.reloads()
@@ -119,14 +107,7 @@ func TestClusterPolicyFollowsNodes(t *testing.T) {
 	}
 	e.eventually("NotReady n2 leaves", serves(port, "n1", "n3"))
 	// Events are allowed too: a UDP port is reported on the Service.
-	udp, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "udp", Port: 53, NodePort: np + 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	udp.Spec.Ports[0].Protocol = "UDP"
-	if _, err := e.client.CoreV1().Services(ns).Update(bg, udp, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.createUDPService(lab.Service{Namespace: ns, Name: "udp", Port: 53, NodePort: np + 1})
 	e.eventually("Event written with the shipped RBAC", e.event("udp", "UnsupportedProtocol"))
 	if err := lab.SetNodeExcluded(bg, e.client, "n3", true); err != nil {
 		t.Fatal(err)
@@ -191,20 +172,14 @@ func TestPortConflictAndUDP(t *testing.T) {
 	np := nodePort()
 	e.addNode("n1", 1, true, np, np+1)
 	port := int32(haproxytest.FreePort(t))
-	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "first", Port: port, NodePort: np}); err != nil {
-		t.Fatal(err)
-	}
+	e.createService(lab.Service{Namespace: ns, Name: "first", Port: port, NodePort: np})
 	e.startController()
 	e.eventually("first serves", serves(port, "n1"))
-	svc, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "second", Port: port, NodePort: np + 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.createService(lab.Service{Namespace: ns, Name: "second", Port: port, NodePort: np + 1})
 	e.eventually("PortConflict event", e.event("second", "PortConflict"))
 	if err := serves(port, "n1")(); err != nil {
 		t.Fatal(err)
 	}
-	_ = svc
 	// When the older Service goes away, the later one gets the port.
 	if err := e.client.CoreV1().Services(ns).Delete(bg, "first", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -216,14 +191,7 @@ func TestPortConflictAndUDP(t *testing.T) {
 		t.Errorf("deleted Service still in the config")
 	}
 	e.eventually("second serves", serves(port, "n1"))
-	udp, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "dns", Port: 53, NodePort: np + 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	udp.Spec.Ports[0].Protocol = "UDP"
-	if _, err := e.client.CoreV1().Services(ns).Update(bg, udp, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.createUDPService(lab.Service{Namespace: ns, Name: "dns", Port: 53, NodePort: np + 2})
 	e.eventually("UnsupportedProtocol event", e.event("dns", "UnsupportedProtocol"))
 }
 
@@ -236,18 +204,8 @@ func TestRestartsConverge(t *testing.T) {
 		e.addNode(n, i+1, true, np)
 	}
 	port := int32(haproxytest.FreePort(t))
-	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true}); err != nil {
-		t.Fatal(err)
-	}
-	pod := func(i int, node string) lab.Endpoint {
-		return lab.Endpoint{IP: fmt.Sprintf("10.244.0.%d", i), Node: node, Ready: true}
-	}
-	apply := func(eps ...lab.Endpoint) {
-		t.Helper()
-		if err := lab.ApplySlice(bg, e.client, lab.SliceFor(ns, "web", 8080, eps)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true})
+	apply := func(eps ...lab.Endpoint) { e.setEndpoints("web", eps...) }
 	apply(pod(1, "n1"))
 	e.startController()
 	e.eventually("n1 serves", serves(port, "n1"))
@@ -289,9 +247,7 @@ func TestFailedReloadKeepsServingAndRetries(t *testing.T) {
 	np := nodePort()
 	e.addNode("n1", 1, true, np, np+1)
 	port := int32(haproxytest.FreePort(t))
-	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "good", Port: port, NodePort: np}); err != nil {
-		t.Fatal(err)
-	}
+	e.createService(lab.Service{Namespace: ns, Name: "good", Port: port, NodePort: np})
 	e.startController()
 	e.eventually("good serves", serves(port, "n1"))
 
@@ -301,9 +257,7 @@ func TestFailedReloadKeepsServingAndRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	busyPort := int32(busy.Addr().(*net.TCPAddr).Port)
-	if _, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "late", Port: busyPort, NodePort: np + 1}); err != nil {
-		t.Fatal(err)
-	}
+	e.createService(lab.Service{Namespace: ns, Name: "late", Port: busyPort, NodePort: np + 1})
 	e.eventually("a failed reload", func() error {
 		p, err := e.master.ShowProc(bg)
 		if err != nil {

@@ -312,3 +312,35 @@ func mustYAML(t *testing.T, doc string, into any) {
 		t.Fatal(err)
 	}
 }
+
+func (e *env) createService(s lab.Service) {
+	e.t.Helper()
+	if _, err := lab.CreateService(bg, e.client, s); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// createUDPService creates s with its port switched to UDP.
+func (e *env) createUDPService(s lab.Service) {
+	e.t.Helper()
+	svc, err := lab.CreateService(bg, e.client, s)
+	if err == nil {
+		svc.Spec.Ports[0].Protocol = corev1.ProtocolUDP
+		_, err = e.client.CoreV1().Services(ns).Update(bg, svc, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) setEndpoints(svc string, eps ...lab.Endpoint) {
+	e.t.Helper()
+	if err := lab.ApplySlice(bg, e.client, lab.SliceFor(ns, svc, 8080, eps)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// pod is a ready endpoint on node.
+func pod(i int, node string) lab.Endpoint {
+	return lab.Endpoint{IP: fmt.Sprintf("10.244.0.%d", i), Node: node, Ready: true}
+}
