@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -121,6 +122,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
 		Publisher:    pub,
+		LastGoodPath: filepath.Join(filepath.Dir(f.stateFile), "last-good-settings.json"),
 		Logger:       log,
 	})
 	go drv.Watch(ctx, time.Second, ctl.Trigger)

@@ -31,6 +31,7 @@ type Options struct {
 	ResyncPeriod time.Duration // re-read HAProxy's state and re-apply this often
 	SyncTimeout  time.Duration // how long to wait for informer caches
 	Publisher    *Publisher    // writes LoadBalancer status; nil: never
+	LastGoodPath string        // file keeping last valid settings across restarts; "": memory only
 	Logger       *slog.Logger
 }
 
@@ -44,6 +45,8 @@ type Controller struct {
 	log      *slog.Logger
 
 	lastGood map[string]settings.Settings
+	memo     desired.Memo // per-Service work kept between passes (passes are serial)
+	store    lastGoodStore
 	reported map[string]string // "ns/name/reason" → message last emitted
 }
 
@@ -64,6 +67,7 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "haproxy-k8s-sync"}),
 		log:      opts.Logger,
 		lastGood: make(map[string]settings.Settings),
+		store:    lastGoodStore{opts.LastGoodPath},
 		reported: make(map[string]string),
 	}
 }
@@ -78,6 +82,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.src.OnChange(c.Trigger); err != nil {
 		return err
 	}
+	lg, err := c.store.load()
+	if err != nil {
+		c.log.Warn("ignoring unreadable last good settings", "err", err)
+	}
+	c.lastGood = lg
 	if err := c.src.Start(ctx, c.opts.SyncTimeout); err != nil {
 		return err
 	}
@@ -139,7 +148,10 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	}
 	start := time.Now()
 	svcs, eps, nodes := c.src.Snapshot()
-	d := desired.Compute(desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood}, c.opts.Desired)
+	d := desired.Compute(desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood, Memo: &c.memo}, c.opts.Desired)
+	if err := c.store.save(c.lastGood, d.Good); err != nil {
+		c.log.Warn("could not save last good settings", "err", err)
+	}
 	c.lastGood = d.Good
 	c.report(d.Problems)
 	parse := time.Since(start)

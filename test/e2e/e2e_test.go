@@ -155,6 +155,20 @@ func TestInvalidAnnotationKeepsLastGood(t *testing.T) {
 	if err := serves(port, "n1")(); err != nil {
 		t.Fatalf("service broken by invalid annotation: %v", err)
 	}
+	// The last good settings survive a controller restart.
+	e.stopController()
+	e.startController()
+	e.eventually("first pass of the new controller", func() error {
+		log := e.ctlLog.String()
+		if err := contains(log, "reason=InvalidAnnotation"); err != nil {
+			return err
+		}
+		return contains(log, "msg=update")
+	})
+	e.eventually("still served after restart", serves(port, "n1"))
+	if cfg := e.config(); !strings.Contains(cfg, "balance leastconn") || !strings.Contains(cfg, "frontend fe_default_db_") {
+		t.Fatalf("last good settings lost over a controller restart:\n%s", cfg)
+	}
 	// A valid value is applied again.
 	svc, _ = e.client.CoreV1().Services(ns).Get(bg, "db", metav1.GetOptions{})
 	svc.Annotations["haproxy-k8s-sync.io/balance"] = "source"
