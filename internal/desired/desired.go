@@ -48,6 +48,9 @@ type Input struct {
 	// LastGood holds, per "namespace/name", the settings of the last pass
 	// in which the Service's annotations were valid.
 	LastGood map[string]settings.Settings
+	// Memo, when set, saves work between passes; it does not change the
+	// result. The caller keeps it from one pass to the next.
+	Memo *Memo
 }
 
 // Event reasons of Problems.
@@ -84,30 +87,50 @@ func ValidBackendName(n string) bool { return backendName.MatchString(n) }
 
 // Compute builds the model for in.
 func Compute(in Input, opts Options) Result {
-	res := Result{Good: make(map[string]settings.Settings)}
+	memo := in.Memo
 	nodes := nodeAddrs(in.Nodes)
+	changedNodes := memo.begin(opts, nodes)
+	defer memo.end()
 	bySvc := slicesByService(in.Slices)
 
-	svcs := make([]*corev1.Service, 0, len(in.Services))
+	type candidate struct {
+		svc *corev1.Service
+		key string
+	}
+	svcs := make([]candidate, 0, len(in.Services))
 	for _, s := range in.Services {
 		if selected(s, opts) {
-			svcs = append(svcs, s)
+			svcs = append(svcs, candidate{s, key(s)})
 		}
 	}
 	// Earlier Services win port conflicts.
-	slices.SortFunc(svcs, func(a, b *corev1.Service) int {
-		if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+	slices.SortFunc(svcs, func(a, b candidate) int {
+		if c := a.svc.CreationTimestamp.Time.Compare(b.svc.CreationTimestamp.Time); c != 0 {
 			return c
 		}
-		return cmp.Compare(key(a), key(b))
+		return cmp.Compare(a.key, b.key)
 	})
+	res := Result{Good: make(map[string]settings.Settings, len(svcs))}
 	res.Selected = len(svcs)
 
 	claimed := make(map[int32]string)
-	for _, svc := range svcs {
-		k := key(svc)
-		set, errs := settings.Apply(opts.Defaults, svc.Annotations)
+	for _, cand := range svcs {
+		svc, k := cand.svc, cand.key
+		eps := bySvc[k]
+		e := memo.entry(svc, eps, changedNodes)
+		var set settings.Settings
+		var errs []error
+		if e != nil && e.ready {
+			set = e.set
+		} else {
+			set, errs = settings.Apply(opts.Defaults, svc.Annotations)
+			if e != nil && len(errs) == 0 {
+				e.init(set, len(svc.Spec.Ports))
+			}
+		}
 		if len(errs) > 0 {
+			memo.drop(svc)
+			e = nil
 			last, ok := in.LastGood[k]
 			msg := joinErrors(errs)
 			if !ok {
@@ -119,7 +142,7 @@ func Compute(in Input, opts Options) Result {
 		}
 		res.Good[k] = set
 		configured := false
-		for _, p := range svc.Spec.Ports {
+		for i, p := range svc.Spec.Ports {
 			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
 				res.Problems = append(res.Problems, Problem{svc, ReasonUnsupportedProtocol,
 					"port " + portLabel(p) + ": protocol " + string(p.Protocol) + " is not supported yet; only TCP ports are load balanced"})
@@ -130,14 +153,32 @@ func Compute(in Input, opts Options) Result {
 					"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
 				continue
 			}
-			servers, ok := serversFor(svc, p, set, opts.Targets, nodes, bySvc[k])
+			var servers []model.Server
+			var ok bool
+			if e != nil && e.ports[i].haveServers {
+				servers, ok = e.ports[i].servers, e.ports[i].ok
+			} else {
+				servers, ok = serversFor(svc, p, set, opts.Targets, nodes, eps)
+				if e != nil {
+					e.ports[i].haveServers, e.ports[i].servers, e.ports[i].ok = true, servers, ok
+				}
+			}
 			if !ok {
 				res.Problems = append(res.Problems, Problem{svc, ReasonNoNodePort,
 					"port " + portLabel(p) + " has no nodePort; set the backend-port annotation or use --targets=pods"})
 				continue
 			}
 			claimed[p.Port] = k
-			fe, be := proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1)
+			var fe model.Frontend
+			var be model.Backend
+			if e != nil && e.ports[i].haveProxies {
+				fe, be = e.ports[i].fe, e.ports[i].be
+			} else {
+				fe, be = proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1)
+				if e != nil {
+					e.ports[i].haveProxies, e.ports[i].fe, e.ports[i].be = true, fe, be
+				}
+			}
 			be.Servers = servers
 			res.Config.Frontends = append(res.Config.Frontends, fe)
 			res.Config.Backends = append(res.Config.Backends, be)

@@ -47,6 +47,12 @@ type HAProxy struct {
 	master *haproxy.Master
 	log    *slog.Logger
 
+	// stateRT is a second worker connection for persisting the server
+	// states: dumping every server at tens of thousands of them takes a
+	// while, and must not hold up the runtime changes sent through rt.
+	stateRT *haproxy.Runtime
+	stateMu sync.Mutex // serialises writes of the state file
+
 	mu         sync.Mutex
 	known      bool         // the fields below reflect the running HAProxy
 	hash       string       // structure hash the running config carries
@@ -57,7 +63,11 @@ type HAProxy struct {
 	lastReload time.Time
 	written    []byte // bytes last written to ConfigPath
 	desired    model.Config
-	persist    chan struct{}
+	gen        uint64          // counts changes of desired, layout and written
+	hashes     render.HashMemo // used under mu
+	// flushHashes is used by the persisting goroutine only.
+	flushHashes render.HashMemo
+	persist     chan struct{}
 }
 
 // NewHAProxy returns a driver; Start must run for on-disk persistence.
@@ -74,6 +84,7 @@ func NewHAProxy(opts Options) *HAProxy {
 	return &HAProxy{
 		opts:    opts,
 		rt:      haproxy.NewRuntime(opts.Render.StatsSocket),
+		stateRT: haproxy.NewRuntime(opts.Render.StatsSocket),
 		master:  haproxy.NewMaster(opts.MasterSocket),
 		log:     opts.Logger,
 		persist: make(chan struct{}, 1),
@@ -90,7 +101,10 @@ func (d *HAProxy) Invalidate() {
 }
 
 // Close releases the runtime connection.
-func (d *HAProxy) Close() error { return d.rt.Close() }
+func (d *HAProxy) Close() error {
+	_ = d.stateRT.Close()
+	return d.rt.Close()
+}
 
 // Apply implements Driver.
 func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
@@ -104,7 +118,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 	}
 	t := time.Now()
 	layout, exhausted := plan.Assign(cfg, d.layout, false)
-	hash := render.StructureHash(cfg, layout, d.opts.Render)
+	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
 	res.Render = time.Since(t)
 
 	var reasons []string
@@ -119,8 +133,13 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 	if len(reasons) > 0 {
 		if wait := d.opts.MinReloadInterval - time.Since(d.lastReload); wait > 0 {
 			// Coalesce: apply what the runtime can now, reload later.
-			ops, _ := plan.Ops(layout, d.actual)
-			err := d.execOps(ctx, ops, &res)
+			// The reload mode (the baseline) changes nothing without a
+			// reload.
+			var err error
+			if d.opts.Mode != ModeReload {
+				ops, _ := plan.Ops(layout, d.actual)
+				err = d.execOps(ctx, ops, &res)
+			}
 			res.RetryAfter = wait
 			if err == nil {
 				err = ErrDeferred
@@ -138,6 +157,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		return res, err
 	}
 	d.layout, d.running, d.desired = layout, cfg, cfg
+	d.gen++
 	d.schedulePersist()
 	return res, nil
 }
@@ -177,13 +197,24 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	res.Reasons = reasons
 	t := time.Now()
 	layout, _ := plan.Assign(cfg, d.layout, true)
-	text := render.Config(cfg, layout, d.opts.Render)
-	hash := render.StructureHash(cfg, layout, d.opts.Render)
+	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
+	text := render.ConfigWithHash(cfg, layout, d.opts.Render, hash)
 	res.Render += time.Since(t)
 
 	old, _ := os.ReadFile(d.opts.ConfigPath)
 	t = time.Now()
-	if err := d.saveState(ctx); err != nil {
+	// Hold the state file until the new worker runs: a concurrent flush
+	// must not overwrite it with what the old worker reports afterwards.
+	d.stateMu.Lock()
+	stateLocked := true
+	unlockState := func() {
+		if stateLocked {
+			stateLocked = false
+			d.stateMu.Unlock()
+		}
+	}
+	defer unlockState()
+	if err := d.saveStateLocked(ctx); err != nil {
 		d.log.Warn("could not save server state before reload", "err", err)
 	}
 	err := writeAtomic(d.opts.ConfigPath, text, func(tmp string) error {
@@ -196,6 +227,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		return err
 	}
 	d.written = text
+	d.gen++
 
 	t = time.Now()
 	rctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
@@ -204,6 +236,8 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	res.Reload = time.Since(t)
 	d.lastReload = time.Now()
 	d.rt.Reset()
+	d.stateRT.Reset()
+	unlockState()
 	if err != nil {
 		// The old workers keep serving the old config: put it back on disk
 		// so the file always matches what runs.
@@ -222,6 +256,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		return err
 	}
 	d.hash, d.running, d.layout, d.desired = hash, cfg, layout, cfg
+	d.gen++
 	// The state file may have restored states that no longer hold.
 	ops, missing := plan.Ops(layout, d.actual)
 	if len(missing) > 0 {
@@ -291,6 +326,7 @@ func (d *HAProxy) readSlots(ctx context.Context) error {
 		layout[s.Backend] = append(layout[s.Backend], model.Slot{Name: s.Server, Used: !a.Maint, Server: a.Server})
 	}
 	d.actual, d.layout = rt, layout
+	d.gen++
 	return nil
 }
 
@@ -300,7 +336,16 @@ func (d *HAProxy) saveState(ctx context.Context) error {
 	if d.opts.Render.StateFile == "" {
 		return nil
 	}
-	out, err := d.rt.Exec(ctx, []string{"show servers state"})
+	d.stateMu.Lock()
+	defer d.stateMu.Unlock()
+	return d.saveStateLocked(ctx)
+}
+
+func (d *HAProxy) saveStateLocked(ctx context.Context) error {
+	if d.opts.Render.StateFile == "" {
+		return nil
+	}
+	out, err := d.stateRT.Exec(ctx, []string{"show servers state"})
 	if err != nil {
 		return err
 	}

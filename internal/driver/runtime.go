@@ -73,21 +73,37 @@ func (d *HAProxy) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// flush renders outside the driver's lock, so that passes are not held up
+// at tens of thousands of servers, and writes only if nothing changed
+// meanwhile (otherwise a newer flush follows).
 func (d *HAProxy) flush(ctx context.Context) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if !d.known {
+		d.mu.Unlock()
 		return
 	}
-	text := render.Config(d.desired, d.layout, d.opts.Render)
+	cfg, layout, gen := d.desired, d.layout, d.gen
+	d.mu.Unlock()
+
+	text := render.ConfigWithHash(cfg, layout, d.opts.Render, d.flushHashes.StructureHash(cfg, layout, d.opts.Render))
+
+	d.mu.Lock()
+	if !d.known || d.gen != gen {
+		d.mu.Unlock()
+		d.schedulePersist()
+		return
+	}
 	if !d.upToDate(text) {
 		// Only server lines differ from the validated config that runs.
 		if err := writeAtomic(d.opts.ConfigPath, text, nil); err != nil {
+			d.mu.Unlock()
 			d.log.Error("could not persist config", "err", err)
 			return
 		}
 		d.written = text
+		d.gen++
 	}
+	d.mu.Unlock()
 	if err := d.saveState(ctx); err != nil {
 		d.log.Warn("could not persist server state", "err", err)
 	}

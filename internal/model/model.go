@@ -7,6 +7,7 @@ package model
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -65,6 +66,20 @@ type Server struct {
 
 // Key identifies a server independently of its state.
 func (s Server) Key() netip.AddrPort { return netip.AddrPortFrom(s.Addr, s.Port) }
+
+// Equal reports whether f and g are the same frontend, field by field.
+func (f Frontend) Equal(g Frontend) bool {
+	return f.Name == g.Name && f.Service == g.Service && f.AcceptProxy == g.AcceptProxy &&
+		f.MaxConn == g.MaxConn && f.TimeoutClient == g.TimeoutClient && f.Backend == g.Backend &&
+		slices.Equal(f.Binds, g.Binds)
+}
+
+// SameStructure reports whether b and c are equal but for their servers:
+// whether Structure() of both would be equal.
+func (b Backend) SameStructure(c Backend) bool {
+	return b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
+		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer
+}
 
 // Structure returns a copy of b without servers: the part of a backend that
 // can only change through a reload.

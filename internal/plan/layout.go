@@ -6,6 +6,7 @@ package plan
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -53,6 +54,14 @@ func Assign(desired model.Config, prev model.Layout, resize bool) (next model.La
 }
 
 func assignBackend(servers []model.Server, old []model.Slot, size int, grow bool) ([]model.Slot, bool) {
+	if !grow && size == len(old) && unchanged(servers, old) {
+		// What the general case below would build, slot for slot.
+		return old, true
+	}
+	return assignSlots(servers, old, size, grow)
+}
+
+func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) ([]model.Slot, bool) {
 	want := make(map[netip.AddrPort]model.Server, len(servers))
 	for _, s := range servers {
 		want[s.Key()] = s
@@ -100,4 +109,53 @@ func assignBackend(servers []model.Server, old []model.Slot, size int, grow bool
 		slots[next].Used, slots[next].Server = true, s
 	}
 	return slots, true
+}
+
+// unchanged reports whether old already is the assignment of servers: its
+// slots are named in order, its used slots hold exactly servers (state
+// included) and its free slots are zero. Passes that change nothing in a
+// backend, the vast majority, then reuse its slots as they are.
+func unchanged(servers []model.Server, old []model.Slot) bool {
+	used := 0
+	for i, sl := range old {
+		if !isSlotName(sl.Name, i) {
+			return false
+		}
+		if !sl.Used {
+			if sl.Server != (model.Server{}) {
+				return false
+			}
+			continue
+		}
+		used++
+		k := sl.Server.Key()
+		j, found := slices.BinarySearchFunc(servers, k, func(s model.Server, k netip.AddrPort) int { return s.Key().Compare(k) })
+		if !found || servers[j] != sl.Server {
+			return false
+		}
+	}
+	if used != len(servers) {
+		return false
+	}
+	for i := 1; i < len(servers); i++ {
+		if servers[i-1].Key().Compare(servers[i].Key()) >= 0 {
+			return false // not strictly sorted: let the general case decide
+		}
+	}
+	return true
+}
+
+// isSlotName reports whether name == model.SlotName(i), without allocating.
+func isSlotName(name string, i int) bool {
+	if len(name) < 2 || name[0] != 's' {
+		return false
+	}
+	n := 0
+	for _, c := range name[1:] {
+		if c < '0' || c > '9' || (n == 0 && c == '0') {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n == i+1
 }

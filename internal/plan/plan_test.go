@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"reflect"
 	"testing"
 
@@ -148,4 +150,63 @@ func cfgServers(c model.Config) model.Config {
 	out.Backends = append([]model.Backend(nil), c.Backends...)
 	out.Backends[0].Servers = []model.Server{srv("10.9.9.9", 9)}
 	return out
+}
+
+// The shortcut for unchanged backends gives what the general case gives.
+func TestAssignShortcutMatchesGeneralCase(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := []model.Server{srv("10.0.0.1", 80), srv("10.0.0.2", 80), srv("10.0.0.3", 80), srv("10.0.0.3", 81), srv("10.0.0.4", 80)}
+	pick := func() []model.Server {
+		var out []model.Server
+		for _, s := range pool {
+			if rng.IntN(2) == 0 {
+				s.Drain = rng.IntN(4) == 0
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	shortcuts := 0
+	for range 5000 {
+		prev, _ := Assign(cfgWith(pick()...), nil, false)
+		old := prev["be"]
+		if rng.IntN(3) == 0 { // sometimes the desired servers of the same pass
+			var same []model.Server
+			for _, sl := range old {
+				if sl.Used {
+					same = append(same, sl.Server)
+				}
+			}
+			slices.SortFunc(same, func(a, b model.Server) int { return a.Key().Compare(b.Key()) })
+			if rng.IntN(2) == 0 && len(same) > 1 {
+				same[0], same[1] = same[1], same[0]
+			}
+			if rng.IntN(4) == 0 && len(same) > 0 {
+				same = append(same, same[0])
+			}
+			old[0].Server = model.Server{}
+			if rng.IntN(2) == 0 && !old[0].Used {
+				old[0].Server = srv("10.9.9.9", 9)
+			}
+			next := same
+			if unchanged(next, old) {
+				shortcuts++
+			}
+			want, wok := assignSlots(next, old, len(old), false)
+			got, gok := assignBackend(next, old, len(old), false)
+			if !reflect.DeepEqual(got, want) || gok != wok {
+				t.Fatalf("servers %v old %v: shortcut %v %v, general %v %v", next, old, got, gok, want, wok)
+			}
+			continue
+		}
+		next := pick()
+		want, wok := assignSlots(next, old, len(old), false)
+		got, gok := assignBackend(next, old, len(old), false)
+		if !reflect.DeepEqual(got, want) || gok != wok {
+			t.Fatalf("servers %v old %v: shortcut %v %v, general %v %v", next, old, got, gok, want, wok)
+		}
+	}
+	if shortcuts == 0 {
+		t.Fatal("the shortcut was never taken")
+	}
 }

@@ -35,6 +35,13 @@ func Config(cfg model.Config, layout model.Layout, opts Options) []byte {
 	return build(cfg, layout, opts, StructureHash(cfg, layout, opts), false)
 }
 
+// ConfigWithHash is Config for a caller that already knows
+// StructureHash(cfg, layout, opts) (from a HashMemo): it renders once
+// instead of twice.
+func ConfigWithHash(cfg model.Config, layout model.Layout, opts Options, hash string) []byte {
+	return build(cfg, layout, opts, hash, false)
+}
+
 // StructureHash identifies everything in the config that can only change
 // through a reload: sections, settings and slot names, but not which server
 // a slot points at or its state.

@@ -1,0 +1,110 @@
+package desired
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// A Memo never changes the result: random changes to Services, slices and
+// nodes (each a new object, as informers deliver them), with and without
+// the Memo, give equal Results.
+func TestMemoGivesTheSameResult(t *testing.T) {
+	for _, targets := range []string{TargetNodes, TargetPods} {
+		t.Run(targets, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			opts := defaults()
+			opts.Targets = targets
+			const nSvc, nNodes = 24, 6
+			mkNode := func(i int) *corev1.Node {
+				var lbl map[string]string
+				if rng.IntN(5) == 0 {
+					lbl = map[string]string{ExcludeLabel: ""}
+				}
+				return node(fmt.Sprint("n", i), fmt.Sprintf("10.0.0.%d", 1+rng.IntN(8)), rng.IntN(6) != 0, lbl)
+			}
+			mkSvc := func(i int) *corev1.Service {
+				var o []svcOpt
+				if rng.IntN(2) == 0 {
+					o = append(o, local)
+				}
+				switch rng.IntN(6) {
+				case 0:
+					o = append(o, annotate("balance", "leastconn"))
+				case 1:
+					o = append(o, annotate("balance", "bogus"))
+				case 2:
+					o = append(o, annotate("backend-port", "8443"))
+				}
+				s := svc("ns", fmt.Sprint("s", i), rng.IntN(10), o...)
+				s.Spec.Ports[0].Port = int32(80 + rng.IntN(20))
+				s.Spec.Ports[0].NodePort = int32(30000 + i)
+				if rng.IntN(4) == 0 {
+					s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "b", Port: int32(200 + rng.IntN(20)), NodePort: int32(31000 + i), Protocol: corev1.ProtocolTCP})
+				}
+				return s
+			}
+			mkSlice := func(i int) *discoveryv1.EndpointSlice {
+				var eps []ep
+				for j := range rng.IntN(4) {
+					r := rng.IntN(3)
+					eps = append(eps, ep{ip: fmt.Sprintf("192.168.%d.%d", i, j), node: fmt.Sprint("n", rng.IntN(nNodes+1)),
+						ready: r == 0, serving: r < 2, terminating: r == 1})
+				}
+				return slice("ns", fmt.Sprint("s", i), 8080, eps...)
+			}
+			svcs := make([]*corev1.Service, nSvc)
+			sls := make([]*discoveryv1.EndpointSlice, nSvc)
+			nodes := make([]*corev1.Node, nNodes)
+			for i := range nSvc {
+				svcs[i], sls[i] = mkSvc(i), mkSlice(i)
+			}
+			for i := range nNodes {
+				nodes[i] = mkNode(i)
+			}
+			var memo Memo
+			var lastGood map[string]settings.Settings
+			for step := range 400 {
+				switch rng.IntN(5) {
+				case 0:
+					i := rng.IntN(nSvc)
+					svcs[i] = mkSvc(i)
+				case 1, 2:
+					i := rng.IntN(nSvc)
+					sls[i] = mkSlice(i)
+				case 3:
+					i := rng.IntN(nNodes)
+					nodes[i] = mkNode(i)
+				}
+				in := Input{LastGood: lastGood}
+				for i := range nSvc {
+					if (i+step)%11 != 0 { // Services come and go
+						in.Services = append(in.Services, svcs[i])
+					}
+					in.Slices = append(in.Slices, sls[i])
+				}
+				for i := range nNodes {
+					if (i+step)%7 != 0 {
+						in.Nodes = append(in.Nodes, nodes[i])
+					}
+				}
+				want := Compute(in, opts)
+				in.Memo = &memo
+				got := Compute(in, opts)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: with memo\n%+v\nwithout\n%+v", step, got, want)
+				}
+				lastGood = want.Good
+			}
+			if len(memo.entries) == 0 {
+				t.Fatal("memo holds nothing")
+			}
+		})
+	}
+}

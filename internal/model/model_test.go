@@ -1,0 +1,62 @@
+package model
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+)
+
+// setField gives field i of the struct v points to a non-zero value.
+func setField(t *testing.T, v reflect.Value, i int) {
+	t.Helper()
+	f := v.Elem().Field(i)
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString("x")
+	case reflect.Bool:
+		f.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		f.SetInt(7)
+	case reflect.Struct:
+		if f.Type() == reflect.TypeOf(Check{}) {
+			f.Set(reflect.ValueOf(Check{Enabled: true}))
+			return
+		}
+		t.Fatalf("unhandled struct field %s", v.Elem().Type().Field(i).Name)
+	case reflect.Slice:
+		switch f.Type() {
+		case reflect.TypeOf([]Bind{}):
+			f.Set(reflect.ValueOf([]Bind{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 1}}))
+		case reflect.TypeOf([]Server{}):
+			f.Set(reflect.ValueOf([]Server{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 1}}))
+		default:
+			t.Fatalf("unhandled slice field %s", v.Elem().Type().Field(i).Name)
+		}
+	default:
+		t.Fatalf("unhandled field %s of kind %s", v.Elem().Type().Field(i).Name, f.Kind())
+	}
+}
+
+// Every field counts in Frontend.Equal: a field added later without
+// updating Equal fails here.
+func TestFrontendEqualCoversEveryField(t *testing.T) {
+	for i := range reflect.TypeOf(Frontend{}).NumField() {
+		var g Frontend
+		setField(t, reflect.ValueOf(&g), i)
+		if (Frontend{}).Equal(g) || g.Equal(Frontend{}) {
+			t.Errorf("Equal ignores field %s", reflect.TypeOf(g).Field(i).Name)
+		}
+	}
+}
+
+// Every field but Servers counts in Backend.SameStructure.
+func TestBackendSameStructureCoversEveryField(t *testing.T) {
+	for i := range reflect.TypeOf(Backend{}).NumField() {
+		var c Backend
+		setField(t, reflect.ValueOf(&c), i)
+		name := reflect.TypeOf(c).Field(i).Name
+		if got, want := (Backend{}).SameStructure(c), name == "Servers"; got != want {
+			t.Errorf("SameStructure after changing %s = %v, want %v", name, got, want)
+		}
+	}
+}

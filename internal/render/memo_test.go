@@ -1,0 +1,47 @@
+package render
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+func TestHashMemo(t *testing.T) {
+	srv := func(a string) model.Server { return model.Server{Addr: netip.MustParseAddr(a), Port: 30000} }
+	cfg := func(balance string, servers ...model.Server) model.Config {
+		return model.Config{
+			Frontends: []model.Frontend{{Name: "fe_a", Backend: "be_a", Binds: []model.Bind{{Port: 80}}}},
+			Backends:  []model.Backend{{Name: "be_a", Balance: balance, Servers: servers}},
+		}
+	}
+	layout := func(n int, servers ...model.Server) model.Layout {
+		slots := make([]model.Slot, n)
+		for i := range slots {
+			slots[i].Name = model.SlotName(i)
+			if i < len(servers) {
+				slots[i].Used, slots[i].Server = true, servers[i]
+			}
+		}
+		return model.Layout{"be_a": slots}
+	}
+	opts := Options{StatsSocket: "/s"}
+	var m HashMemo
+	steps := []struct {
+		cfg    model.Config
+		layout model.Layout
+		opts   Options
+	}{
+		{cfg("roundrobin", srv("10.0.0.1")), layout(4, srv("10.0.0.1")), opts},
+		{cfg("roundrobin", srv("10.0.0.2")), layout(4, srv("10.0.0.2")), opts},                      // servers only
+		{cfg("leastconn", srv("10.0.0.2")), layout(4, srv("10.0.0.2")), opts},                       // setting
+		{cfg("leastconn", srv("10.0.0.2")), layout(8, srv("10.0.0.2")), opts},                       // slots
+		{cfg("leastconn", srv("10.0.0.2")), layout(8, srv("10.0.0.2")), Options{StatsSocket: "/t"}}, // options
+		{model.Config{}, nil, opts},
+	}
+	for i, s := range steps {
+		if got, want := m.StructureHash(s.cfg, s.layout, s.opts), StructureHash(s.cfg, s.layout, s.opts); got != want {
+			t.Fatalf("step %d: memo hash %s, want %s", i, got, want)
+		}
+	}
+}
