@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
@@ -37,7 +38,7 @@ func (s lastGoodStore) load() (map[string]settings.Settings, error) {
 
 // save writes m if it differs from old.
 func (s lastGoodStore) save(old, m map[string]settings.Settings) error {
-	if s.path == "" || maps.Equal(old, m) {
+	if s.path == "" || sameMap(old, m) || maps.Equal(old, m) {
 		return nil
 	}
 	b, err := json.Marshal(m)
@@ -56,4 +57,10 @@ func (s lastGoodStore) save(old, m map[string]settings.Settings) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), s.path)
+}
+
+// sameMap reports whether a and b are the same map object (the desired
+// package hands back the previous Good map when nothing changed).
+func sameMap[K comparable, V any](a, b map[K]V) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }

@@ -89,37 +89,58 @@ func ValidBackendName(n string) bool { return backendName.MatchString(n) }
 func Compute(in Input, opts Options) Result {
 	memo := in.Memo
 	nodes := nodeAddrs(in.Nodes)
-	changedNodes := memo.begin(opts, nodes)
+	memo.begin(opts, nodes)
 	defer memo.end()
-	bySvc := slicesByService(in.Slices)
+	bySvc := memo.slicesByService(in.Slices)
 
-	type candidate struct {
-		svc *corev1.Service
-		key string
-	}
-	svcs := make([]candidate, 0, len(in.Services))
-	for _, s := range in.Services {
-		if selected(s, opts) {
-			svcs = append(svcs, candidate{s, key(s)})
+	svcs, ok := memo.candidates(in.Services)
+	if !ok {
+		svcs = make([]candidate, 0, len(in.Services))
+		for _, s := range in.Services {
+			if selected(s, opts) {
+				svcs = append(svcs, candidate{s, key(s)})
+			}
 		}
+		// Earlier Services win port conflicts.
+		slices.SortFunc(svcs, func(a, b candidate) int {
+			if c := a.svc.CreationTimestamp.Time.Compare(b.svc.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.key, b.key)
+		})
+		memo.setCandidates(in.Services, svcs)
 	}
-	// Earlier Services win port conflicts.
-	slices.SortFunc(svcs, func(a, b candidate) int {
-		if c := a.svc.CreationTimestamp.Time.Compare(b.svc.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.key, b.key)
-	})
-	res := Result{Good: make(map[string]settings.Settings, len(svcs))}
+	// With the same Services as the last pass, all of them memoised then,
+	// Good is the last pass's map and the frontends are the last pass's
+	// (they depend only on the Services and their settings).
+	reuseGood := ok && memo.goodAllMemo && memo.good != nil
+	allMemo := true
+	res := Result{}
+	if reuseGood {
+		res.Good = memo.good
+	} else {
+		res.Good = make(map[string]settings.Settings, len(svcs))
+	}
 	res.Selected = len(svcs)
 
+	ports := 0
+	for _, c := range svcs {
+		ports += len(c.svc.Spec.Ports)
+	}
+	if !reuseGood {
+		res.Config.Frontends = make([]model.Frontend, 0, ports)
+	}
+	res.Config.Backends = make([]model.Backend, 0, ports)
 	claimed := make(map[int32]string)
 	for _, cand := range svcs {
 		svc, k := cand.svc, cand.key
 		eps := bySvc[k]
-		e := memo.entry(svc, eps, changedNodes)
+		e := memo.entry(svc, eps)
 		var set settings.Settings
 		var errs []error
+		if e == nil || !e.ready {
+			allMemo = false
+		}
 		if e != nil && e.ready {
 			set = e.set
 		} else {
@@ -140,7 +161,9 @@ func Compute(in Input, opts Options) Result {
 			res.Problems = append(res.Problems, Problem{svc, ReasonInvalidAnnotation, msg + "; keeping the last good settings"})
 			set = last
 		}
-		res.Good[k] = set
+		if !reuseGood {
+			res.Good[k] = set
+		}
 		configured := false
 		for i, p := range svc.Spec.Ports {
 			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
@@ -160,6 +183,10 @@ func Compute(in Input, opts Options) Result {
 			} else {
 				servers, ok = serversFor(svc, p, set, opts.Targets, nodes, eps)
 				if e != nil {
+					if !e.tracked {
+						memo.track(e, svc, eps)
+						e.tracked = true
+					}
 					e.ports[i].haveServers, e.ports[i].servers, e.ports[i].ok = true, servers, ok
 				}
 			}
@@ -180,7 +207,9 @@ func Compute(in Input, opts Options) Result {
 				}
 			}
 			be.Servers = servers
-			res.Config.Frontends = append(res.Config.Frontends, fe)
+			if !reuseGood {
+				res.Config.Frontends = append(res.Config.Frontends, fe)
+			}
 			res.Config.Backends = append(res.Config.Backends, be)
 			configured = true
 		}
@@ -188,9 +217,73 @@ func Compute(in Input, opts Options) Result {
 			res.Configured = append(res.Configured, svc)
 		}
 	}
-	slices.SortFunc(res.Config.Frontends, func(a, b model.Frontend) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortFunc(res.Config.Backends, func(a, b model.Backend) int { return cmp.Compare(a.Name, b.Name) })
+	if len(res.Config.Backends) == 0 { // one frontend per backend
+		res.Config.Frontends, res.Config.Backends = nil, nil // as when nothing was appended
+	}
+	var feOrder, beOrder *sortCache
+	if memo != nil {
+		feOrder, beOrder = &memo.feOrder, &memo.beOrder
+	}
+	if reuseGood {
+		res.Config.Frontends = memo.frontends
+	} else {
+		res.Config.Frontends = sortedByName(res.Config.Frontends, func(f *model.Frontend) string { return f.Name }, feOrder)
+	}
+	res.Config.Backends = sortedByName(res.Config.Backends, func(b *model.Backend) string { return b.Name }, beOrder)
+	if memo != nil {
+		memo.good, memo.goodAllMemo = res.Good, allMemo
+		memo.frontends = res.Config.Frontends
+	}
 	return res
+}
+
+// sortedByName sorts by name, as slices.SortFunc with cmp.Compare on the
+// names would (names are unique), but moves indices instead of the large
+// structs, and returns the input itself when it is already sorted. With a
+// cache, the order found for the same sequence of names is reused.
+func sortedByName[T any](in []T, name func(*T) string, cache *sortCache) []T {
+	sorted := true
+	for i := 1; i < len(in) && sorted; i++ {
+		sorted = name(&in[i-1]) <= name(&in[i])
+	}
+	if sorted {
+		return in
+	}
+	var idx []int32
+	if cache != nil && len(cache.names) == len(in) {
+		idx = cache.perm
+		for i := range in {
+			if name(&in[i]) != cache.names[i] {
+				idx = nil
+				break
+			}
+		}
+	}
+	if idx == nil {
+		idx = make([]int32, len(in))
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(name(&in[a]), name(&in[b])) })
+		if cache != nil {
+			cache.names = make([]string, len(in))
+			for i := range in {
+				cache.names[i] = name(&in[i])
+			}
+			cache.perm = idx
+		}
+	}
+	out := make([]T, len(in))
+	for i, j := range idx {
+		out[i] = in[j]
+	}
+	return out
+}
+
+// candidate is a selected Service and its "namespace/name".
+type candidate struct {
+	svc *corev1.Service
+	key string
 }
 
 func key(s *corev1.Service) string { return s.Namespace + "/" + s.Name }

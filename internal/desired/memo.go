@@ -28,6 +28,156 @@ type Memo struct {
 	pass    uint64
 	nodes   map[string]netip.Addr // eligible nodes of the last pass
 	entries map[*corev1.Service]*memoEntry
+
+	services map[*corev1.Service]struct{} // Input.Services of the last pass
+	sorted   []candidate                  // what Compute selected and sorted from them
+
+	feOrder, beOrder sortCache // how the last frontends and backends were sorted
+
+	good        map[string]settings.Settings // Result.Good of the last pass
+	goodAllMemo bool                         // every Service of that pass had a memoised entry
+	frontends   []model.Frontend             // Result.Config.Frontends of the last pass
+
+	// The EndpointSlices grouped by Service, kept up to date from one pass
+	// to the next by looking only at slices that came or went.
+	sliceKeys map[*discoveryv1.EndpointSlice]*sliceRef
+	bySvc     map[string][]*discoveryv1.EndpointSlice
+
+	// byNode lists the entries whose servers depend on a node ("": on
+	// every node), to forget their servers when the node changes.
+	byNode map[string]map[*memoEntry]struct{}
+}
+
+type sliceRef struct {
+	key  string // "namespace/service", or "" for a slice of no Service
+	pass uint64
+}
+
+// slicesByService is slicesByService(in), maintained incrementally. The
+// order of a Service's slices may differ from in's, which does not change
+// the servers computed from them.
+func (m *Memo) slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*discoveryv1.EndpointSlice {
+	if m == nil {
+		return slicesByService(in)
+	}
+	if m.sliceKeys == nil {
+		m.sliceKeys = make(map[*discoveryv1.EndpointSlice]*sliceRef, len(in))
+		m.bySvc = make(map[string][]*discoveryv1.EndpointSlice, len(in))
+	}
+	for _, s := range in {
+		if r, ok := m.sliceKeys[s]; ok {
+			r.pass = m.pass
+			continue
+		}
+		r := &sliceRef{pass: m.pass}
+		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
+			r.key = s.Namespace + "/" + name
+			m.bySvc[r.key] = append(slices.Clip(m.bySvc[r.key]), s)
+		}
+		m.sliceKeys[s] = r
+	}
+	if len(m.sliceKeys) > len(in) {
+		for s, r := range m.sliceKeys {
+			if r.pass == m.pass {
+				continue
+			}
+			delete(m.sliceKeys, s)
+			if r.key == "" {
+				continue
+			}
+			rest := slices.DeleteFunc(slices.Clone(m.bySvc[r.key]), func(x *discoveryv1.EndpointSlice) bool { return x == s })
+			if len(rest) == 0 {
+				delete(m.bySvc, r.key)
+			} else {
+				m.bySvc[r.key] = rest
+			}
+		}
+	}
+	return m.bySvc
+}
+
+// track records which nodes the servers of e, just computed, depend on.
+func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*discoveryv1.EndpointSlice) {
+	if m == nil {
+		return
+	}
+	m.untrack(e)
+	switch {
+	case m.opts.Targets == TargetPods:
+	case svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal:
+		e.nodes = append(e.nodes, "") // every eligible node serves
+	default:
+		for _, sl := range eps {
+			for _, ep := range sl.Endpoints {
+				if ep.NodeName != nil && !slices.Contains(e.nodes, *ep.NodeName) {
+					e.nodes = append(e.nodes, *ep.NodeName)
+				}
+			}
+		}
+	}
+	if m.byNode == nil {
+		m.byNode = make(map[string]map[*memoEntry]struct{})
+	}
+	for _, n := range e.nodes {
+		set := m.byNode[n]
+		if set == nil {
+			set = make(map[*memoEntry]struct{})
+			m.byNode[n] = set
+		}
+		set[e] = struct{}{}
+	}
+}
+
+func (m *Memo) untrack(e *memoEntry) {
+	for _, n := range e.nodes {
+		delete(m.byNode[n], e)
+		if len(m.byNode[n]) == 0 {
+			delete(m.byNode, n)
+		}
+	}
+	e.nodes = e.nodes[:0]
+}
+
+func (e *memoEntry) forgetServers() {
+	e.tracked = false
+	for i := range e.ports {
+		e.ports[i].haveServers = false
+		e.ports[i].servers = nil
+	}
+}
+
+// sortCache remembers the order sortedByName found for a sequence of names.
+type sortCache struct {
+	names []string
+	perm  []int32
+}
+
+// candidates returns the selected and sorted Services of the last pass if
+// svcs are the same objects (in any order).
+func (m *Memo) candidates(svcs []*corev1.Service) ([]candidate, bool) {
+	if m == nil || m.services == nil || len(svcs) != len(m.services) {
+		return nil, false
+	}
+	for _, s := range svcs {
+		if _, ok := m.services[s]; !ok {
+			return nil, false
+		}
+	}
+	return m.sorted, true
+}
+
+func (m *Memo) setCandidates(svcs []*corev1.Service, sorted []candidate) {
+	if m == nil {
+		return
+	}
+	m.services = make(map[*corev1.Service]struct{}, len(svcs))
+	for _, s := range svcs {
+		m.services[s] = struct{}{}
+	}
+	if len(m.services) != len(svcs) {
+		m.services = nil // duplicates: never reuse
+	}
+	m.sorted = sorted
 }
 
 type memoEntry struct {
@@ -36,6 +186,9 @@ type memoEntry struct {
 	set    settings.Settings
 	slices []*discoveryv1.EndpointSlice
 	ports  []memoPort // by index in Spec.Ports
+	nodes  []string   // what the servers depend on, as tracked in Memo.byNode
+	// tracked: nodes describes the servers held in ports.
+	tracked bool
 }
 
 type memoPort struct {
@@ -52,16 +205,21 @@ func sameOptions(a, b Options) bool {
 		a.Targets == b.Targets && a.Defaults == b.Defaults && slices.Equal(a.Binds, b.Binds)
 }
 
-// begin starts a pass: it forgets everything if the options changed and
-// returns the nodes whose eligibility or address changed since the last one.
-func (m *Memo) begin(opts Options, nodes map[string]netip.Addr) (changed map[string]bool) {
+// begin starts a pass: it forgets everything if the options changed, and
+// the servers of the entries that depend on a node whose eligibility or
+// address changed since the last pass.
+func (m *Memo) begin(opts Options, nodes map[string]netip.Addr) {
 	if m == nil {
-		return nil
+		return
 	}
+	var changed map[string]bool
 	if !m.hasOpts || !sameOptions(m.opts, opts) {
 		m.opts, m.hasOpts = opts, true
 		m.entries = nil
 		m.nodes = nil
+		m.services, m.sorted = nil, nil
+		m.good, m.frontends = nil, nil
+		m.byNode = nil
 	}
 	if m.entries == nil {
 		m.entries = make(map[*corev1.Service]*memoEntry)
@@ -84,7 +242,16 @@ func (m *Memo) begin(opts Options, nodes map[string]netip.Addr) (changed map[str
 		}
 	}
 	m.nodes = nodes
-	return changed
+	if len(changed) > 0 {
+		for e := range m.byNode[""] {
+			e.forgetServers()
+		}
+		for name := range changed {
+			for e := range m.byNode[name] {
+				e.forgetServers()
+			}
+		}
+	}
 }
 
 // end drops the entries of Services the pass did not see.
@@ -94,6 +261,7 @@ func (m *Memo) end() {
 	}
 	for svc, e := range m.entries {
 		if e.pass != m.pass {
+			m.untrack(e)
 			delete(m.entries, svc)
 		}
 	}
@@ -101,7 +269,7 @@ func (m *Memo) end() {
 
 // entry returns the Service's entry, with its servers forgotten if they may
 // have changed; nil without a Memo.
-func (m *Memo) entry(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, changed map[string]bool) *memoEntry {
+func (m *Memo) entry(svc *corev1.Service, eps []*discoveryv1.EndpointSlice) *memoEntry {
 	if m == nil {
 		return nil
 	}
@@ -111,11 +279,8 @@ func (m *Memo) entry(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, chan
 		m.entries[svc] = e
 	}
 	e.pass = m.pass
-	if e.ready && (!slices.Equal(e.slices, eps) || m.dependsOn(svc, eps, changed)) {
-		for i := range e.ports {
-			e.ports[i].haveServers = false
-			e.ports[i].servers = nil
-		}
+	if e.ready && !slices.Equal(e.slices, eps) {
+		e.forgetServers()
 	}
 	e.slices = append(e.slices[:0], eps...)
 	return e
@@ -123,27 +288,13 @@ func (m *Memo) entry(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, chan
 
 // drop forgets a Service (its annotations are invalid).
 func (m *Memo) drop(svc *corev1.Service) {
-	if m != nil {
+	if m == nil {
+		return
+	}
+	if e := m.entries[svc]; e != nil {
+		m.untrack(e)
 		delete(m.entries, svc)
 	}
-}
-
-// dependsOn reports whether the servers of svc may depend on a changed node.
-func (m *Memo) dependsOn(svc *corev1.Service, eps []*discoveryv1.EndpointSlice, changed map[string]bool) bool {
-	if len(changed) == 0 || m.opts.Targets == TargetPods {
-		return false
-	}
-	if svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
-		return true // every eligible node serves
-	}
-	for _, sl := range eps {
-		for _, e := range sl.Endpoints {
-			if e.NodeName != nil && changed[*e.NodeName] {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func (e *memoEntry) init(set settings.Settings, ports int) {

@@ -16,8 +16,12 @@ import (
 // nodes (each a new object, as informers deliver them), with and without
 // the Memo, give equal Results.
 func TestMemoGivesTheSameResult(t *testing.T) {
-	for _, targets := range []string{TargetNodes, TargetPods} {
-		t.Run(targets, func(t *testing.T) {
+	for _, tc := range []struct {
+		targets string
+		invalid bool // some Services have invalid annotations
+	}{{TargetNodes, true}, {TargetPods, true}, {TargetNodes, false}} {
+		targets := tc.targets
+		t.Run(fmt.Sprint(targets, tc.invalid), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			opts := defaults()
 			opts.Targets = targets
@@ -38,7 +42,9 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				case 0:
 					o = append(o, annotate("balance", "leastconn"))
 				case 1:
-					o = append(o, annotate("balance", "bogus"))
+					if tc.invalid {
+						o = append(o, annotate("balance", "bogus"))
+					}
 				case 2:
 					o = append(o, annotate("backend-port", "8443"))
 				}
@@ -69,9 +75,11 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				nodes[i] = mkNode(i)
 			}
 			var memo Memo
+			reused := 0
+			var prevGood map[string]settings.Settings
 			var lastGood map[string]settings.Settings
 			for step := range 400 {
-				switch rng.IntN(5) {
+				switch rng.IntN(8) {
 				case 0:
 					i := rng.IntN(nSvc)
 					svcs[i] = mkSvc(i)
@@ -84,7 +92,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				}
 				in := Input{LastGood: lastGood}
 				for i := range nSvc {
-					if (i+step)%11 != 0 { // Services come and go
+					if (i+step/5)%11 != 0 { // Services come and go
 						in.Services = append(in.Services, svcs[i])
 					}
 					in.Slices = append(in.Slices, sls[i])
@@ -97,6 +105,10 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				want := Compute(in, opts)
 				in.Memo = &memo
 				got := Compute(in, opts)
+				if prevGood != nil && reflect.ValueOf(got.Good).UnsafePointer() == reflect.ValueOf(prevGood).UnsafePointer() {
+					reused++
+				}
+				prevGood = got.Good
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d: with memo\n%+v\nwithout\n%+v", step, got, want)
 				}
@@ -104,6 +116,9 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 			}
 			if len(memo.entries) == 0 {
 				t.Fatal("memo holds nothing")
+			}
+			if !tc.invalid && reused == 0 {
+				t.Fatal("the last pass's results were never reused")
 			}
 		})
 	}

@@ -10,12 +10,29 @@ import (
 // directory, synced, checked by validate (when not nil) and only then
 // renamed over path. A rejected file never replaces path.
 func writeAtomic(path string, data []byte, validate func(tmp string) error) error {
+	return writeAtomicFunc(path, func(f *os.File) error { _, err := f.Write(data); return err }, validate)
+}
+
+// writeAtomicString is writeAtomic of the concatenated parts, without
+// building them into one (a server-state dump is megabytes).
+func writeAtomicString(path string, parts ...string) error {
+	return writeAtomicFunc(path, func(f *os.File) error {
+		for _, p := range parts {
+			if _, err := f.WriteString(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil)
+}
+
+func writeAtomicFunc(path string, write func(*os.File) error, validate func(tmp string) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err = tmp.Write(data); err == nil {
+	if err = write(tmp); err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {

@@ -47,10 +47,10 @@ type HAProxy struct {
 	master *haproxy.Master
 	log    *slog.Logger
 
-	// stateRT is a second worker connection for persisting the server
-	// states: dumping every server at tens of thousands of them takes a
-	// while, and must not hold up the runtime changes sent through rt.
-	stateRT *haproxy.Runtime
+	// Whole dumps of the server states ("show servers state", megabytes
+	// at tens of thousands of servers) go over a connection of their own,
+	// closed afterwards: they do not hold up runtime changes sent through
+	// rt, and the buffer that received them is not kept.
 	stateMu sync.Mutex // serialises writes of the state file
 
 	mu         sync.Mutex
@@ -63,7 +63,12 @@ type HAProxy struct {
 	lastReload time.Time
 	written    []byte // bytes last written to ConfigPath
 	desired    model.Config
-	gen        uint64          // counts changes of desired, layout and written
+	gen        uint64 // counts changes of desired, layout and written
+	// assigned: layout is what plan.Assign gave for desired.
+	assigned bool
+	// consistent: actual holds what layout says for every backend, so a
+	// backend whose slots did not change needs no operation.
+	consistent bool
 	hashes     render.HashMemo // used under mu
 	// flushHashes is used by the persisting goroutine only.
 	flushHashes render.HashMemo
@@ -84,7 +89,6 @@ func NewHAProxy(opts Options) *HAProxy {
 	return &HAProxy{
 		opts:    opts,
 		rt:      haproxy.NewRuntime(opts.Render.StatsSocket),
-		stateRT: haproxy.NewRuntime(opts.Render.StatsSocket),
 		master:  haproxy.NewMaster(opts.MasterSocket),
 		log:     opts.Logger,
 		persist: make(chan struct{}, 1),
@@ -102,7 +106,6 @@ func (d *HAProxy) Invalidate() {
 
 // Close releases the runtime connection.
 func (d *HAProxy) Close() error {
-	_ = d.stateRT.Close()
 	return d.rt.Close()
 }
 
@@ -117,7 +120,13 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		}
 	}
 	t := time.Now()
-	layout, exhausted := plan.Assign(cfg, d.layout, false)
+	var layout model.Layout
+	var exhausted []string
+	if d.assigned {
+		layout, exhausted = plan.AssignFrom(cfg, d.desired, d.layout, false)
+	} else {
+		layout, exhausted = plan.Assign(cfg, d.layout, false)
+	}
 	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
 	res.Render = time.Since(t)
 
@@ -139,6 +148,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 			if d.opts.Mode != ModeReload {
 				ops, _ := plan.Ops(layout, d.actual)
 				err = d.execOps(ctx, ops, &res)
+				d.consistent = false // actual now follows layout, not d.layout
 			}
 			res.RetryAfter = wait
 			if err == nil {
@@ -148,7 +158,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		}
 		return res, d.reload(ctx, cfg, reasons, &res)
 	}
-	ops, missing := plan.Ops(layout, d.actual)
+	ops, missing := plan.Ops(d.changed(layout), d.actual)
 	if len(missing) > 0 {
 		d.known = false
 		return res, fmt.Errorf("runtime state lacks %d slots (first %s): %w", len(missing), missing[0], haproxy.ErrCommand)
@@ -157,9 +167,29 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		return res, err
 	}
 	d.layout, d.running, d.desired = layout, cfg, cfg
+	d.assigned, d.consistent = true, true
 	d.gen++
 	d.schedulePersist()
 	return res, nil
+}
+
+// changed returns the part of layout that may need operations: all of it,
+// or, while actual is known to match d.layout, the backends whose slots are
+// not the very same slice as in d.layout (plan.AssignFrom keeps the slice of
+// every backend it leaves alone). The operations are those plan.Ops would
+// list for the whole layout.
+func (d *HAProxy) changed(layout model.Layout) model.Layout {
+	if !d.consistent {
+		return layout
+	}
+	out := make(model.Layout)
+	for be, slots := range layout {
+		old, ok := d.layout[be]
+		if !ok || len(old) != len(slots) || (len(slots) > 0 && &old[0] != &slots[0]) {
+			out[be] = slots
+		}
+	}
+	return out
 }
 
 func (d *HAProxy) structureReasons(cfg model.Config) []string {
@@ -214,7 +244,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		}
 	}
 	defer unlockState()
-	if err := d.saveStateLocked(ctx); err != nil {
+	if err := d.saveStateLocked(ctx, layout); err != nil {
 		d.log.Warn("could not save server state before reload", "err", err)
 	}
 	err := writeAtomic(d.opts.ConfigPath, text, func(tmp string) error {
@@ -236,7 +266,6 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	res.Reload = time.Since(t)
 	d.lastReload = time.Now()
 	d.rt.Reset()
-	d.stateRT.Reset()
 	unlockState()
 	if err != nil {
 		// The old workers keep serving the old config: put it back on disk
@@ -256,6 +285,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		return err
 	}
 	d.hash, d.running, d.layout, d.desired = hash, cfg, layout, cfg
+	d.assigned, d.consistent = true, false
 	d.gen++
 	// The state file may have restored states that no longer hold.
 	ops, missing := plan.Ops(layout, d.actual)
@@ -266,6 +296,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if err := d.execOps(ctx, ops, res); err != nil {
 		return err
 	}
+	d.consistent = true
 	d.schedulePersist()
 	return nil
 }
@@ -309,25 +340,57 @@ func (d *HAProxy) readBack(ctx context.Context) error {
 // readSlots reads every slot's state and rebuilds the layout from it: a
 // slot in maintenance is free, any other slot holds the server it points at.
 func (d *HAProxy) readSlots(ctx context.Context) error {
-	states, err := d.rt.ShowServersState(ctx)
+	out, err := d.dumpStates(ctx)
+	if err != nil {
+		return fmt.Errorf("read server states: %w", err)
+	}
+	states, err := haproxy.ParseServersState(out)
 	if err != nil {
 		return fmt.Errorf("read server states: %w", err)
 	}
 	rt := make(plan.Runtime)
 	layout := make(model.Layout)
+	// The names point into HAProxy's whole answer (megabytes at tens of
+	// thousands of servers): copy them, so that the answer is not kept
+	// alive by the maps. Slot names repeat across backends: share them.
+	slotNames := make(map[string]string)
+	var backend string
+	var m map[string]plan.Actual
 	for _, s := range states {
-		m := rt[s.Backend]
-		if m == nil {
-			m = make(map[string]plan.Actual)
-			rt[s.Backend] = m
+		if s.Backend != backend {
+			if m = rt[s.Backend]; m == nil {
+				backend = strings.Clone(s.Backend)
+				m = make(map[string]plan.Actual)
+				rt[backend] = m
+			} else {
+				backend = s.Backend
+			}
+		}
+		name, ok := slotNames[s.Server]
+		if !ok {
+			name = strings.Clone(s.Server)
+			slotNames[name] = name
 		}
 		a := plan.Actual{Server: model.Server{Addr: s.Addr, Port: s.Port, Drain: s.Drain()}, Maint: s.Maint()}
-		m[s.Server] = a
-		layout[s.Backend] = append(layout[s.Backend], model.Slot{Name: s.Server, Used: !a.Maint, Server: a.Server})
+		m[name] = a
+		layout[backend] = append(layout[backend], model.Slot{Name: name, Used: !a.Maint, Server: a.Server})
 	}
 	d.actual, d.layout = rt, layout
+	// The layout read back is the runtime state itself.
+	d.assigned, d.consistent = false, true
 	d.gen++
 	return nil
+}
+
+// dumpStates returns "show servers state" read over a connection of its own.
+func (d *HAProxy) dumpStates(ctx context.Context) (string, error) {
+	rt := haproxy.NewRuntime(d.opts.Render.StatsSocket)
+	defer rt.Close()
+	out, err := rt.ExecChecked(ctx, []string{"show servers state"})
+	if err != nil {
+		return "", err
+	}
+	return out[0], nil
 }
 
 // saveState writes the runtime server states to the state file that a
@@ -338,18 +401,23 @@ func (d *HAProxy) saveState(ctx context.Context) error {
 	}
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
-	return d.saveStateLocked(ctx)
+	return d.saveStateLocked(ctx, nil)
 }
 
-func (d *HAProxy) saveStateLocked(ctx context.Context) error {
+// saveStateLocked writes the state file; with next set (before a reload to
+// that layout) only the slots that keep their server carry their state.
+func (d *HAProxy) saveStateLocked(ctx context.Context, next model.Layout) error {
 	if d.opts.Render.StateFile == "" {
 		return nil
 	}
-	out, err := d.stateRT.Exec(ctx, []string{"show servers state"})
+	text, err := d.dumpStates(ctx)
 	if err != nil {
 		return err
 	}
-	return writeAtomic(d.opts.Render.StateFile, []byte(out[0]+"\n"), nil)
+	if next != nil {
+		text = keepUnchanged(text, next)
+	}
+	return writeAtomicString(d.opts.Render.StateFile, text, "\n")
 }
 
 // written reports whether the on-disk config already has these bytes.

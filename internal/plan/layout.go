@@ -5,6 +5,7 @@
 package plan
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -51,6 +52,65 @@ func Assign(desired model.Config, prev model.Layout, resize bool) (next model.La
 		next[be.Name] = slots
 	}
 	return next, exhausted
+}
+
+// AssignFrom is Assign(desired, prev, resize) for a prev that is the
+// layout Assign returned for prevDesired (with any resize) without
+// reporting an exhausted backend. A backend whose
+// servers are the very same slice in both configs (the desired package's
+// Memo hands out the same slice while nothing changes) keeps its slots
+// without comparing them server by server.
+func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize bool) (next model.Layout, exhausted []string) {
+	if resize || len(desired.Backends) != len(prevDesired.Backends) {
+		return Assign(desired, prev, resize)
+	}
+	// Start from a copy of prev (cheaper than building the map anew) when
+	// it has exactly the desired backends, which is the common case.
+	same := len(prev) == len(desired.Backends)
+	if same {
+		next = maps.Clone(prev)
+	} else {
+		next = make(model.Layout, len(desired.Backends))
+	}
+	found := 0
+	for i, be := range desired.Backends {
+		old, ok := prev[be.Name]
+		if ok {
+			found++
+		}
+		pb := prevDesired.Backends[i]
+		if old != nil && pb.Name == be.Name && sameSlice(pb.Servers, be.Servers) {
+			// Assign would find old unchanged: it was built from these
+			// servers, all of which it holds.
+			if !same {
+				next[be.Name] = old
+			}
+			continue
+		}
+		size := len(old)
+		if old == nil {
+			size = SlotsFor(len(be.Servers))
+		}
+		slots, ok := assignBackend(be.Servers, old, size, false)
+		if !ok {
+			exhausted = append(exhausted, be.Name)
+		}
+		next[be.Name] = slots
+	}
+	if same && found != len(prev) {
+		// prev had backends that are not desired (and desired names
+		// repeat): drop what the copy kept of them.
+		for name := range next {
+			if !slices.ContainsFunc(desired.Backends, func(b model.Backend) bool { return b.Name == name }) {
+				delete(next, name)
+			}
+		}
+	}
+	return next, exhausted
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func assignBackend(servers []model.Server, old []model.Slot, size int, grow bool) ([]model.Slot, bool) {

@@ -3,8 +3,8 @@ package plan
 import (
 	"math/rand/v2"
 	"net/netip"
-	"slices"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -208,5 +208,50 @@ func TestAssignShortcutMatchesGeneralCase(t *testing.T) {
 	}
 	if shortcuts == 0 {
 		t.Fatal("the shortcut was never taken")
+	}
+}
+
+// AssignFrom gives what Assign gives, when servers slices are shared
+// between passes as the desired package's Memo shares them.
+func TestAssignFromMatchesAssign(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	pool := []model.Server{srv("10.0.0.1", 80), srv("10.0.0.2", 80), srv("10.0.0.3", 80), srv("10.0.0.4", 80), srv("10.0.0.5", 80),
+		srv("10.0.0.6", 80), srv("10.0.0.7", 80), srv("10.0.0.8", 80), srv("10.0.0.9", 80)}
+	pick := func() []model.Server {
+		var out []model.Server
+		for _, s := range pool {
+			if rng.IntN(3) == 0 {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	names := []string{"a", "b", "c"}
+	var prevCfg model.Config
+	for _, n := range names {
+		prevCfg.Backends = append(prevCfg.Backends, model.Backend{Name: n, Servers: pick()})
+	}
+	prev, _ := Assign(prevCfg, nil, false)
+	for range 2000 {
+		var cfg model.Config
+		for i, n := range names {
+			servers := prevCfg.Backends[i].Servers // the same slice
+			if rng.IntN(3) == 0 {
+				servers = pick()
+			}
+			if n == "c" && rng.IntN(4) == 0 {
+				n = "d" // another backend set of the same size
+			}
+			cfg.Backends = append(cfg.Backends, model.Backend{Name: n, Servers: servers})
+		}
+		want, wex := Assign(cfg, prev, false)
+		got, gex := AssignFrom(cfg, prevCfg, prev, false)
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gex, wex) {
+			t.Fatalf("AssignFrom %v %v, Assign %v %v", got, gex, want, wex)
+		}
+		if len(wex) > 0 {
+			want, _ = Assign(cfg, prev, true) // what a reload does
+		}
+		prevCfg, prev = cfg, want
 	}
 }

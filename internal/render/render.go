@@ -4,11 +4,11 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
 	"strconv"
-	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -57,7 +57,7 @@ func Empty(opts Options) []byte {
 }
 
 func build(cfg model.Config, layout model.Layout, opts Options, hash string, skeleton bool) []byte {
-	var b strings.Builder
+	var b bytes.Buffer // its bytes are the result: no final copy
 	b.Grow(256 + 200*len(cfg.Frontends) + 300*len(cfg.Backends))
 	w := func(parts ...string) {
 		for i, p := range parts {
@@ -144,7 +144,7 @@ func build(cfg model.Config, layout model.Layout, opts Options, hash string, ske
 			}
 		}
 	}
-	return []byte(b.String())
+	return b.Bytes()
 }
 
 func defaultServer(be model.Backend) string {

@@ -1,0 +1,238 @@
+// Command bench measures haproxy-k8s-sync end to end against a real
+// kube-apiserver (with etcd), a real HAProxy in master-worker mode and node
+// stand-ins on loopback addresses: initial sync, change-to-route latency,
+// reloads, hitlessness under load and cost, in hybrid mode and, as a
+// baseline, in reload-on-every-change mode. Run it with `make bench`.
+//
+// Everything stays on loopback: nodes are 127.<subnet>.0.x, frontends bind
+// 127.0.0.1. The last line of the output is one JSON object.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// burstSize is how many Services the burst step adds at once.
+const burstSize = 100
+
+type config struct {
+	services, endpoints, nodes, changes int
+	baseline                            bool
+	baselineChanges                     int
+	healthChecks                        string
+	probe, loadRate                     int
+	minReload, persist, syncTimeout     time.Duration
+	feBase, npBase, subnet              int
+	dir                                 string
+	keep                                bool
+	seed                                uint64
+	pprof                               string
+	ctlEnv, ctlBin                      string
+}
+
+func main() {
+	var c config
+	var loadTarget string
+	var loadDur time.Duration
+	var loadMax int
+	flag.IntVar(&c.services, "services", 1000, "LoadBalancer Services (S)")
+	flag.IntVar(&c.endpoints, "endpoints", 5, "endpoints per Service (E), each on a different node")
+	flag.IntVar(&c.nodes, "nodes", 20, "nodes (N), at 127.<subnet>.0.1..N")
+	flag.IntVar(&c.changes, "changes", 500, "single-object changes whose latency is measured (C)")
+	flag.BoolVar(&c.baseline, "baseline", true, "also run every step with --apply=reload (the baseline)")
+	flag.IntVar(&c.baselineChanges, "baseline-changes", 0, "changes in the baseline run (0: same as -changes)")
+	flag.StringVar(&c.healthChecks, "health-checks", "auto", "true, false, or auto: on when S*E <= 10000 (each checked server costs HAProxy a file descriptor)")
+	flag.IntVar(&c.probe, "probe", 8, "Services whose nodePorts the node stand-ins listen on; they are probed and loaded")
+	flag.IntVar(&c.loadRate, "load-rate", 400, "connections per second of the load process")
+	flag.DurationVar(&c.minReload, "min-reload-interval", 100*time.Millisecond, "controller --min-reload-interval")
+	flag.DurationVar(&c.persist, "persist-interval", time.Second, "controller --persist-interval")
+	flag.DurationVar(&c.syncTimeout, "sync-timeout", 10*time.Minute, "give up waiting for a sync after this")
+	flag.IntVar(&c.feBase, "frontend-base", 20000, "Service i listens on 127.0.0.1:frontend-base+i")
+	flag.IntVar(&c.npBase, "nodeport-base", 30000, "Service i has nodePort nodeport-base+i")
+	flag.IntVar(&c.subnet, "subnet", 0, "nodes live in 127.<subnet>.0.0/16 (0: random 100-199)")
+	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary one)")
+	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, configs)")
+	flag.Uint64Var(&c.seed, "seed", 1, "seed of the change sequence (the same in both modes)")
+	flag.StringVar(&c.pprof, "controller-pprof", "", "pass --pprof-address to the controller (e.g. 127.0.0.1:6060)")
+	flag.StringVar(&c.ctlBin, "controller-bin", "", "use this controller binary instead of building ./cmd/haproxy-k8s-sync (to compare versions)")
+	flag.StringVar(&c.ctlEnv, "controller-env", "", "extra environment of the controller, comma-separated KEY=VALUE (e.g. GOMEMLIMIT=100MiB)")
+	// The load process (this binary re-executed); not for direct use.
+	flag.StringVar(&loadTarget, "load-target", "", "internal: run as the load process against these addresses")
+	flag.DurationVar(&loadDur, "load-duration", time.Hour, "internal: load process time limit")
+	flag.IntVar(&loadMax, "load-max", 1000000, "internal: load process connection limit")
+	flag.Parse()
+	if loadTarget != "" {
+		os.Exit(runLoad(loadTarget, c.loadRate, loadDur, loadMax))
+	}
+	if err := run(c); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.services < 10:
+		return fmt.Errorf("-services must be at least 10")
+	case c.endpoints < 1 || c.endpoints > 14:
+		return fmt.Errorf("-endpoints must be 1..14")
+	case c.nodes < c.endpoints || c.nodes > 250:
+		return fmt.Errorf("-nodes must be between -endpoints and 250")
+	case c.changes < 1:
+		return fmt.Errorf("-changes must be positive")
+	case c.services > 30000:
+		return fmt.Errorf("at most 30000 Services")
+	case c.npBase+nodePortSpan(c.services) > 65535 || c.feBase+c.services+burstSize > 65535:
+		return fmt.Errorf("too many Services for the port bases")
+	}
+	c.probe = min(c.probe, c.services-extraNodes)
+	if c.baselineChanges <= 0 {
+		c.baselineChanges = c.changes
+	}
+	if c.subnet == 0 {
+		c.subnet = 100 + rand.IntN(100)
+	}
+	return nil
+}
+
+// nodePortSpan is the size of the apiserver's nodePort range: every Service
+// takes one nodePort, and one more for its healthCheckNodePort.
+func nodePortSpan(services int) int { return 2*(services+burstSize) + 200 }
+
+func (c *config) checks() bool {
+	if b, err := strconv.ParseBool(c.healthChecks); err == nil {
+		return b
+	}
+	return c.services*c.endpoints <= 10000
+}
+
+// freePorts verifies that the frontend ports are free on 127.0.0.1.
+func freeRange(from, n int) error {
+	for p := from; p < from+n; p++ {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return fmt.Errorf("frontend port %d is not free (choose another -frontend-base): %w", p, err)
+		}
+		l.Close()
+	}
+	return nil
+}
+
+type bench struct {
+	cfg    config
+	w      *world
+	kube   *kubeapi.Server
+	ctlBin string
+	dir    string
+	nodes  []*lab.NodeServer
+}
+
+func run(c config) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir := c.dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "hks-bench-")
+		if err != nil {
+			return err
+		}
+		dir = d
+	}
+	if !c.keep {
+		defer os.RemoveAll(dir)
+	}
+	dir, _ = filepath.Abs(dir)
+	if err := freeRange(c.feBase, c.services+burstSize); err != nil {
+		return err
+	}
+	b := &bench{cfg: c, dir: dir}
+	logf("work directory %s (logs kept with -keep)", dir)
+	logf("size: %d Services x %d endpoints on %d nodes (127.%d.0.x), %d changes; health checks %v",
+		c.services, c.endpoints, c.nodes, c.subnet, c.changes, c.checks())
+
+	var err error
+	if b.ctlBin = c.ctlBin; b.ctlBin == "" {
+		if b.ctlBin, err = buildController(dir); err != nil {
+			return err
+		}
+	}
+	t := time.Now()
+	kube, stopKube, err := kubeapi.StartProcessWithOptions(filepath.Join(dir, "kube"), kubeapi.Options{
+		// Room for a nodePort and a healthCheckNodePort (Local policy) per
+		// Service, and a cluster IP per Service.
+		APIServerArgs: []string{fmt.Sprintf("--service-node-port-range=%d-%d", c.npBase, c.npBase+nodePortSpan(c.services)),
+			"--service-cluster-ip-range=172.20.0.0/16"},
+	})
+	if err != nil {
+		return err
+	}
+	defer stopKube()
+	b.kube = kube
+	client, err := kubernetes.NewForConfig(kube.Config)
+	if err != nil {
+		return err
+	}
+	logf("kube-apiserver ready in %s", since(t))
+	b.w = newWorld(client, c)
+
+	// Node stand-ins listen only on the nodePorts of the probed Services:
+	// one listener per node and Service would exceed the open-file limit.
+	for n := range c.nodes {
+		ns := lab.NewNodeServer(nodeName(n), b.w.nodeIP(n))
+		for i := range c.probe {
+			if err := ns.Listen(c.npBase + i); err != nil {
+				return err
+			}
+		}
+		b.nodes = append(b.nodes, ns)
+		defer ns.Close()
+	}
+	t = time.Now()
+	if err := b.w.createNodes(ctx); err != nil {
+		return err
+	}
+	if err := b.w.createServices(ctx, 0, c.services); err != nil {
+		return err
+	}
+	logf("created %d nodes, %d Services and EndpointSlices (%d endpoints) in %s; nodes listen on the nodePorts of %d probed Services",
+		c.nodes, c.services, c.services*c.endpoints, since(t), c.probe)
+
+	res, err := b.runMode(ctx, "hybrid", c.changes)
+	if err != nil {
+		return fmt.Errorf("hybrid: %w", err)
+	}
+	if c.baseline {
+		if res.Baseline, err = b.runMode(ctx, "reload", c.baselineChanges); err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+	}
+	printTable(os.Stdout, res)
+	js, _ := json.Marshal(res)
+	fmt.Println(string(js))
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Printf("%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// result is one mode's numbers; the JSON field names are the report's.
+type result struct {
+	Services      int     `json:"services"`
+	Endpoints     int     `json:"endpoints"`
+	Changes       int     `json:"changes"`
+	P50           float64 `json:"latency_p50_ms"`
+	P90           float64 `json:"latency_p90_ms"`
+	P99           float64 `json:"latency_p99_ms"`
+	Max           float64 `json:"latency_max_ms"`
+	ReloadsChurn  int     `json:"reloads_churn"`
+	ReloadsBurst  int     `json:"reloads_burst"`
+	BurstSync     float64 `json:"burst_sync_s"`
+	Connections   int     `json:"connections"`
+	Failed        int     `json:"failed_connections"`
+	ControllerRSS float64 `json:"controller_rss_mib"`
+	ControllerCPU float64 `json:"controller_cpu_s"`
+	HAProxyRSS    float64 `json:"haproxy_rss_mib"`
+	InitialSync   float64 `json:"initial_sync_s"`
+	HealthChecks  bool    `json:"health_checks"`
+	Mode          string  `json:"mode"`
+	Baseline      *result `json:"baseline,omitempty"`
+}
+
+// runMode runs every step against a fresh HAProxy and controller.
+func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result, error) {
+	c, w := b.cfg, b.w
+	logf("=== mode %s ===", mode)
+	dir := filepath.Join(b.dir, mode)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	h, err := startHAProxy(b.ctlBin, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer h.stop(syscall.SIGTERM, 10*time.Second)
+	obs := newObserver(h)
+	defer obs.close()
+	res := &result{Mode: mode, Services: c.services, Endpoints: c.services * c.endpoints, Changes: changes, HealthChecks: c.checks()}
+
+	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--haproxy-config", h.cfg, "--haproxy-bin", haproxyBin(),
+		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state, "--bind-address", "127.0.0.1",
+		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
+		"--min-reload-interval", c.minReload.String(), "--persist-interval", c.persist.String(), "--log-level", "info"}
+	if c.pprof != "" {
+		args = append(args, "--pprof-address", c.pprof)
+	}
+	start := time.Now()
+	var env []string
+	if c.ctlEnv != "" {
+		env = strings.Split(c.ctlEnv, ",")
+		logf("controller environment: %s", c.ctlEnv)
+	}
+	ctl, err := startProc("controller", filepath.Join(dir, "controller.log"), nil, b.ctlBin, append(env, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.stop(syscall.SIGTERM, 10*time.Second)
+
+	// 1. Initial sync.
+	want := make(map[string]map[netip.AddrPort]bool, c.services)
+	for i := range c.services {
+		want[w.backend(i)] = w.expected(i)
+	}
+	seen, err := obs.waitAll(ctx, want, c.syncTimeout, func(ok, total int) { logf("  initial sync: %d/%d backends", ok, total) })
+	if err != nil {
+		return nil, fmt.Errorf("initial sync: %w (controller log %s)", err, ctl.log)
+	}
+	res.InitialSync = seen.Sub(start).Seconds()
+	logf("initial sync: every server of %d backends in HAProxy %.2fs after the controller started", c.services, res.InitialSync)
+	var targets []string
+	for i := range c.probe {
+		addr := "127.0.0.1:" + strconv.Itoa(c.feBase+i)
+		if err := probe(addr, 10*time.Second); err != nil {
+			return nil, fmt.Errorf("probe of Service %d: %w", i, err)
+		}
+		targets = append(targets, addr)
+	}
+	logf("probes through HAProxy to %d Services succeed", c.probe)
+
+	// 4. Load from a separate process during churn and burst.
+	load, err := startLoad(dir, targets, c.loadRate, c.syncTimeout*2, c.loadRate*3600)
+	if err != nil {
+		return nil, err
+	}
+	defer load.stop(syscall.SIGKILL, time.Second)
+
+	// 2+3. Churn.
+	r0, err := obs.reloads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lat, err := b.churn(ctx, obs, changes, mode == "reload")
+	if err != nil {
+		return nil, err
+	}
+	r1, err := obs.reloads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.ReloadsChurn = r1 - r0
+	s := sortedCopy(lat)
+	res.P50, res.P90, res.P99, res.Max = percentile(s, .50), percentile(s, .90), percentile(s, .99), ms(s[len(s)-1])
+	logf("churn: %d changes, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d reloads",
+		changes, res.P50, res.P90, res.P99, res.Max, res.ReloadsChurn)
+
+	// 3. Burst: 100 Services at once.
+	t := time.Now()
+	if err := w.createServices(ctx, c.services, c.services+burstSize); err != nil {
+		return nil, err
+	}
+	created := time.Since(t)
+	wantBurst := make(map[string]map[netip.AddrPort]bool, burstSize)
+	for i := c.services; i < c.services+burstSize; i++ {
+		wantBurst[w.backend(i)] = w.expected(i)
+	}
+	seen, err = obs.waitAll(ctx, wantBurst, c.syncTimeout, nil)
+	if err != nil {
+		return nil, fmt.Errorf("burst: %w", err)
+	}
+	res.BurstSync = seen.Sub(t).Seconds()
+	time.Sleep(c.minReload + 2*time.Second) // let trailing reloads happen and be counted
+	r2, err := obs.reloads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.ReloadsBurst = r2 - r1
+	logf("burst: %d Services created in %s, all served %.2fs after the first write, %d reloads",
+		burstSize, created.Round(time.Millisecond), res.BurstSync, res.ReloadsBurst)
+
+	lr, err := load.finish()
+	if err != nil {
+		return nil, err
+	}
+	res.Connections, res.Failed = lr.Total, lr.Failed
+	logf("load: %d connections, %d failed %s", lr.Total, lr.Failed, lr.FirstErr)
+
+	// 5. Cost.
+	_, hwm := procStatus(ctl.pid())
+	res.ControllerRSS = float64(hwm) / 1024
+	res.ControllerCPU = cpuSeconds(ctl.pid())
+	res.HAProxyRSS = obs.rssMiB(ctx)
+	logf("cost: controller peak RSS %.1f MiB, CPU %.2f s; HAProxy master+worker RSS %.1f MiB",
+		res.ControllerRSS, res.ControllerCPU, res.HAProxyRSS)
+
+	// Clean up for the next mode.
+	ctl.stop(syscall.SIGTERM, 10*time.Second)
+	h.stop(syscall.SIGTERM, 10*time.Second)
+	if err := w.deleteServices(ctx, c.services, c.services+burstSize); err != nil {
+		return nil, err
+	}
+	if err := w.restore(ctx); err != nil {
+		return nil, err
+	}
+	w.settle(ctx)
+	return res, nil
+}
+
+// churn makes n single-object changes one after the other, each timed from
+// the return of its API write until HAProxy's runtime state shows it in
+// the backend of a Service it affects. The sequence cycles through: an
+// endpoint goes not ready, comes back; a node gets the exclude label, loses
+// it; a node is added, deleted.
+func (b *bench) churn(ctx context.Context, obs *observer, n int, fresh bool) ([]time.Duration, error) {
+	w := b.w
+	rng := rand.New(rand.NewPCG(b.cfg.seed, 7))
+	lat := make([]time.Duration, 0, n)
+	kinds := []string{"endpoint not ready", "endpoint ready", "node excluded", "node included", "node added", "node deleted"}
+	byKind := make([][]time.Duration, len(kinds))
+	var s, j, node, m int
+	for k := range n {
+		var err error
+		witness := 0
+		switch k % 6 {
+		case 0:
+			s, j = rng.IntN(w.S), rng.IntN(w.E)
+			err, witness = w.setReady(ctx, s, j, false), s
+		case 1:
+			err, witness = w.setReady(ctx, s, j, true), s
+		case 2:
+			s, j = rng.IntN(w.S), rng.IntN(w.E)
+			node = (s + j) % w.N
+			err, witness = w.setExcluded(ctx, node, true), s
+		case 3:
+			err, witness = w.setExcluded(ctx, node, false), s
+		case 4:
+			m = (k / 6) % extraNodes
+			err, witness = w.setExtra(ctx, m, true), w.S-1-m
+		case 5:
+			err, witness = w.setExtra(ctx, m, false), w.S-1-m
+		}
+		if err != nil {
+			return nil, fmt.Errorf("change %d: %w", k, err)
+		}
+		written := time.Now()
+		seen, err := obs.waitBackend(ctx, w.backend(witness), w.expected(witness), fresh, 60*time.Second)
+		if err != nil {
+			return nil, fmt.Errorf("change %d not applied: %w", k, err)
+		}
+		lat = append(lat, seen.Sub(written))
+		byKind[k%6] = append(byKind[k%6], seen.Sub(written))
+		if (k+1)%100 == 0 || k+1 == n {
+			st := sortedCopy(lat)
+			logf("  %d/%d changes: p50 %.1f ms, p99 %.1f ms", k+1, n, percentile(st, .5), percentile(st, .99))
+		}
+	}
+	for i, name := range kinds {
+		if st := sortedCopy(byKind[i]); len(st) > 0 {
+			logf("  %-18s %4d changes: p50 %7.1f ms, p99 %7.1f ms, max %7.1f ms", name, len(st), percentile(st, .5), percentile(st, .99), ms(st[len(st)-1]))
+		}
+	}
+	return lat, nil
+}
+
+func probe(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		_, err := lab.Probe(addr, time.Second)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func printTable(out io.Writer, r *result) {
+	rows := []struct {
+		name string
+		f    func(*result) float64
+		unit string
+	}{
+		{"initial sync", func(r *result) float64 { return r.InitialSync }, "s"},
+		{"latency p50", func(r *result) float64 { return r.P50 }, "ms"},
+		{"latency p90", func(r *result) float64 { return r.P90 }, "ms"},
+		{"latency p99", func(r *result) float64 { return r.P99 }, "ms"},
+		{"latency max", func(r *result) float64 { return r.Max }, "ms"},
+		{"reloads (churn)", func(r *result) float64 { return float64(r.ReloadsChurn) }, ""},
+		{"reloads (burst of 100)", func(r *result) float64 { return float64(r.ReloadsBurst) }, ""},
+		{"burst served", func(r *result) float64 { return r.BurstSync }, "s"},
+		{"connections", func(r *result) float64 { return float64(r.Connections) }, ""},
+		{"failed connections", func(r *result) float64 { return float64(r.Failed) }, ""},
+		{"controller peak RSS", func(r *result) float64 { return r.ControllerRSS }, "MiB"},
+		{"controller CPU", func(r *result) float64 { return r.ControllerCPU }, "s"},
+		{"HAProxy RSS", func(r *result) float64 { return r.HAProxyRSS }, "MiB"},
+	}
+	fmt.Fprintf(out, "\n%d Services, %d endpoints, health checks %v; changes: hybrid %d", r.Services, r.Endpoints, r.HealthChecks, r.Changes)
+	if r.Baseline != nil {
+		fmt.Fprintf(out, ", reload %d", r.Baseline.Changes)
+	}
+	fmt.Fprintf(out, "\n%-24s %12s", "", "hybrid")
+	if r.Baseline != nil {
+		fmt.Fprintf(out, " %12s %16s", "reload", "reload/hybrid")
+	}
+	fmt.Fprintln(out)
+	for _, row := range rows {
+		v := row.f(r)
+		fmt.Fprintf(out, "%-24s %12s", row.name, num(v, row.unit))
+		if r.Baseline != nil {
+			bv := row.f(r.Baseline)
+			ratio := "-"
+			if v != 0 {
+				ratio = strconv.FormatFloat(bv/v, 'f', 2, 64) + "x"
+			}
+			fmt.Fprintf(out, " %12s %16s", num(bv, row.unit), ratio)
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintln(out)
+}
+
+func num(v float64, unit string) string {
+	if unit == "" {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + " " + unit
+}
