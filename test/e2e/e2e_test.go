@@ -285,9 +285,14 @@ func TestFailedReloadKeepsServingAndRetries(t *testing.T) {
 	if err := serves(port, "n1")(); err != nil {
 		t.Fatalf("old workers stopped serving after a failed reload: %v", err)
 	}
-	if strings.Contains(e.config(), fmt.Sprintf("fe_default_late_%d", busyPort)) {
-		t.Errorf("the rejected config stayed on disk")
-	}
+	// The controller puts the previous file back after each failed reload
+	// (without that, the rejected config would stay on disk for good).
+	e.eventually("the rejected config is taken back off disk", func() error {
+		if strings.Contains(e.config(), fmt.Sprintf("fe_default_late_%d", busyPort)) {
+			return fmt.Errorf("the rejected config is on disk")
+		}
+		return nil
+	})
 	busy.Close()
 	e.eventually("retry succeeds once the port is free", serves(busyPort, "n1"))
 	e.eventually("good still serves", serves(port, "n1"))
