@@ -281,8 +281,9 @@ func TestFrontendSettingsAndBinds(t *testing.T) {
 	}
 }
 
-func BenchmarkCompute(b *testing.B) {
-	const n = 10000
+// bigInput is n Services of the Local policy on 20 nodes, each with the
+// endpoints eps(i) gives.
+func bigInput(n int, eps func(i int) []ep) Input {
 	var in Input
 	for i := 0; i < 20; i++ {
 		in.Nodes = append(in.Nodes, node(fmt.Sprint("n", i), fmt.Sprintf("10.0.1.%d", i), true, nil))
@@ -291,12 +292,20 @@ func BenchmarkCompute(b *testing.B) {
 		s := svc("default", fmt.Sprint("svc", i), i, local)
 		s.Spec.Ports[0].Port = int32(20000 + i)
 		in.Services = append(in.Services, s)
+		in.Slices = append(in.Slices, slice("default", fmt.Sprint("svc", i), 8080, eps(i)...))
+	}
+	return in
+}
+
+func BenchmarkCompute(b *testing.B) {
+	const n = 10000
+	in := bigInput(n, func(i int) []ep {
 		var eps []ep
 		for j := 0; j < 5; j++ {
 			eps = append(eps, ep{ip: fmt.Sprintf("192.168.%d.%d", i%250, j), node: fmt.Sprint("n", (i+j)%20), ready: true, serving: true})
 		}
-		in.Slices = append(in.Slices, slice("default", fmt.Sprint("svc", i), 8080, eps...))
-	}
+		return eps
+	})
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r := Compute(in, defaults())
@@ -310,18 +319,12 @@ func BenchmarkCompute(b *testing.B) {
 // a Memo, one EndpointSlice replaced between passes.
 func BenchmarkComputeMemo(b *testing.B) {
 	const n = 10000
-	var in Input
-	for i := 0; i < 20; i++ {
-		in.Nodes = append(in.Nodes, node(fmt.Sprint("n", i), fmt.Sprintf("10.0.1.%d", i), true, nil))
-	}
-	for i := 0; i < n; i++ {
-		s := svc("default", fmt.Sprint("svc", i), i, local)
-		s.Spec.Ports[0].Port = int32(20000 + i)
-		in.Services = append(in.Services, s)
-		in.Slices = append(in.Slices, slice("default", fmt.Sprint("svc", i), 8080,
-			ep{ip: "192.168.0.1", node: fmt.Sprint("n", i%20), ready: true, serving: true},
-			ep{ip: "192.168.0.2", node: fmt.Sprint("n", (i+1)%20), ready: true, serving: true}))
-	}
+	in := bigInput(n, func(i int) []ep {
+		return []ep{
+			{ip: "192.168.0.1", node: fmt.Sprint("n", i%20), ready: true, serving: true},
+			{ip: "192.168.0.2", node: fmt.Sprint("n", (i+1)%20), ready: true, serving: true},
+		}
+	})
 	in.Memo = &Memo{}
 	Compute(in, defaults())
 	b.ResetTimer()

@@ -1,21 +1,15 @@
 package render
 
 import (
-	"bytes"
-	"flag"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func ap(s string) netip.Addr { return netip.MustParseAddr(s) }
 
@@ -47,27 +41,8 @@ func TestGolden(t *testing.T) {
 	}
 	for name, got := range cases {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join("testdata", name)
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from golden file; run go test ./internal/render -update and review the diff.\ngot:\n%s", name, got)
-			}
-			// The real HAProxy must accept what we render.
-			bin, err := exec.LookPath("haproxy")
-			if err != nil {
-				t.Fatalf("haproxy not installed (make deps): %v", err)
-			}
-			if out, err := exec.Command(bin, "-c", "-q", "-f", path).CombinedOutput(); err != nil {
-				t.Errorf("haproxy -c rejected %s: %v\n%s", name, err, out)
-			}
+			golden.Assert(t, name, got)
+			golden.HAProxyAccepts(t, got) // the real HAProxy must accept what we render
 		})
 	}
 }

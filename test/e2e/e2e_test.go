@@ -23,10 +23,7 @@ var bg = context.Background()
 // connection; a terminating endpoint drains its node first.
 func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 	e := newEnv(t)
-	np := nodePort()
-	for i, n := range []string{"n1", "n2", "n3"} {
-		e.addNode(n, i+1, true, np)
-	}
+	np := e.threeNodes()
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true})
 	setEndpoints := func(eps ...lab.Endpoint) { e.setEndpoints("web", eps...) }
@@ -92,10 +89,7 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 // with the token of the ServiceAccount of deploy/rbac.yaml (least privilege).
 func TestClusterPolicyFollowsNodes(t *testing.T) {
 	e := newEnv(t)
-	np := nodePort()
-	for i, n := range []string{"n1", "n2", "n3"} {
-		e.addNode(n, i+1, true, np)
-	}
+	np := e.threeNodes()
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "api", Port: port, NodePort: np})
 	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.rbacTokenFile(), "--ca-file", e.kube.CAPath)
@@ -213,10 +207,7 @@ func TestPortConflictAndUDP(t *testing.T) {
 // back with no manual step, and the file on disk always describes what runs.
 func TestRestartsConverge(t *testing.T) {
 	e := newEnv(t)
-	np := nodePort()
-	for i, n := range []string{"n1", "n2", "n3"} {
-		e.addNode(n, i+1, true, np)
-	}
+	np := e.threeNodes()
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true})
 	apply := func(eps ...lab.Endpoint) { e.setEndpoints("web", eps...) }

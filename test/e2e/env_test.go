@@ -344,3 +344,14 @@ func (e *env) setEndpoints(svc string, eps ...lab.Endpoint) {
 func pod(i int, node string) lab.Endpoint {
 	return lab.Endpoint{IP: fmt.Sprintf("10.244.0.%d", i), Node: node, Ready: true}
 }
+
+// threeNodes adds Ready nodes n1..n3 that answer on one node port, and
+// returns that port.
+func (e *env) threeNodes() int32 {
+	e.t.Helper()
+	np := nodePort()
+	for i, n := range []string{"n1", "n2", "n3"} {
+		e.addNode(n, i+1, true, np)
+	}
+	return np
+}
