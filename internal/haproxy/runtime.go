@@ -1,7 +1,6 @@
 package haproxy
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -225,33 +224,22 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 
 	werr := make(chan error, 1)
-	size := 0
-	for _, c := range cmds {
-		size += len(c) + 1
-	}
-	if size <= inlineWriteMax {
+	payload := joinCommands(cmds)
+	if len(payload) <= inlineWriteMax {
 		// Small batches fit in the socket buffer: write them inline and
 		// save a goroutine hand-off per call.
-		buf := make([]byte, 0, size)
-		for _, c := range cmds {
-			buf = append(append(buf, c...), '\n')
-		}
-		_, err := conn.Write(buf)
+		_, err := conn.Write(payload)
 		werr <- err
 	} else {
 		go func() {
-			bw := bufio.NewWriterSize(conn, 64<<10)
-			for _, c := range cmds {
-				_, _ = bw.WriteString(c)
-				_ = bw.WriteByte('\n')
-			}
-			werr <- bw.Flush()
+			_, err := conn.Write(payload)
+			werr <- err
 		}()
 	}
 
 	ans := make([]Answer, 0, len(cmds))
 	var rerr error
-	if size <= inlineWriteMax {
+	if len(payload) <= inlineWriteMax {
 		if err := <-werr; err != nil {
 			stop()
 			return nil, fmt.Errorf("write: %w", err)
@@ -289,4 +277,36 @@ func parseAnswer(text string) Answer {
 		return Answer{Text: strings.TrimSpace(text[5:]), Severity: int(text[1] - '0')}
 	}
 	return Answer{Text: text, Severity: -1}
+}
+
+// lineMax bounds one request line of commands joined with ';'. HAProxy
+// reads a whole line into its request buffer (tune.bufsize, 16 kB by
+// default, part of it reserved), so lines stay well below that.
+const lineMax = 4 << 10
+
+// joinCommands lays cmds out as request lines of commands joined with ';'.
+// HAProxy runs the parts of a line one after the other and, in prompt mode,
+// ends each part's answer with its own prompt, so the one-answer-per-command
+// framing holds; it parses one line per wake-up, so joining cuts the cost
+// per command several times over one command per line.
+func joinCommands(cmds []string) []byte {
+	size := 0
+	for _, c := range cmds {
+		size += len(c) + 1
+	}
+	buf := make([]byte, 0, size)
+	line := 0
+	for _, c := range cmds {
+		if line > 0 && line+1+len(c) > lineMax {
+			buf = append(buf, '\n')
+			line = 0
+		}
+		if line > 0 {
+			buf = append(buf, ';')
+			line++
+		}
+		buf = append(buf, c...)
+		line += len(c)
+	}
+	return append(buf, '\n')
 }

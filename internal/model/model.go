@@ -90,7 +90,8 @@ func (b Backend) Structure() Backend {
 
 // Slot is one named server line of a backend. Backends carry a few more
 // slots than servers so that servers can come and go through the Runtime
-// API without a reload. A slot that is not Used is in maintenance.
+// API without a reload. A slot that is not Used is in maintenance; its
+// Server then holds at most the address it last pointed at (never Drain).
 type Slot struct {
 	Name   string
 	Used   bool

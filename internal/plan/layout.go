@@ -127,10 +127,14 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) 
 		want[s.Key()] = s
 	}
 	// Keep servers in the slots they had; the last kept slot bounds shrinking.
+	// A free slot remembers the address it last pointed at (HAProxy keeps
+	// it in maintenance there), so that a server coming back, say after its
+	// node was excluded for a while, returns to it and needs no address
+	// change.
 	kept := make([]model.Slot, len(old))
 	last := -1
 	for i, sl := range old {
-		kept[i] = model.Slot{Name: model.SlotName(i)}
+		kept[i] = model.Slot{Name: model.SlotName(i), Server: lastAddr(sl.Server)}
 		if !sl.Used {
 			continue
 		}
@@ -151,7 +155,18 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) 
 			slots[i] = model.Slot{Name: model.SlotName(i)}
 		}
 	}
-	// Fill free slots with the new servers, in the desired (sorted) order.
+	// New servers first return to a free slot that last pointed at them,
+	if len(want) > 0 {
+		for i := range slots {
+			if sl := &slots[i]; !sl.Used && sl.Server.Addr.IsValid() {
+				if s, ok := want[sl.Server.Key()]; ok {
+					sl.Used, sl.Server = true, s
+					delete(want, s.Key())
+				}
+			}
+		}
+	}
+	// then fill free slots in the desired (sorted) order.
 	next := 0
 	for _, s := range servers {
 		if _, isNew := want[s.Key()]; !isNew {
@@ -173,7 +188,7 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) 
 
 // unchanged reports whether old already is the assignment of servers: its
 // slots are named in order, its used slots hold exactly servers (state
-// included) and its free slots are zero. Passes that change nothing in a
+// included) and its free slots hold at most an address. Passes that change nothing in a
 // backend, the vast majority, then reuse its slots as they are.
 func unchanged(servers []model.Server, old []model.Slot) bool {
 	used := 0
@@ -182,8 +197,8 @@ func unchanged(servers []model.Server, old []model.Slot) bool {
 			return false
 		}
 		if !sl.Used {
-			if sl.Server != (model.Server{}) {
-				return false
+			if sl.Server.Drain {
+				return false // assignSlots keeps only the address of a free slot
 			}
 			continue
 		}
@@ -218,4 +233,9 @@ func isSlotName(name string, i int) bool {
 		n = n*10 + int(c-'0')
 	}
 	return n == i+1
+}
+
+// lastAddr is what a slot freed from s remembers: its address and port.
+func lastAddr(s model.Server) model.Server {
+	return model.Server{Addr: s.Addr, Port: s.Port}
 }

@@ -255,3 +255,38 @@ func TestAssignFromMatchesAssign(t *testing.T) {
 		prevCfg, prev = cfg, want
 	}
 }
+
+// A server that goes away and comes back returns to the slot it had, which
+// HAProxy keeps pointing at it in maintenance: only its state changes.
+func TestAssignReturningServerKeepsItsSlot(t *testing.T) {
+	a, b, c, d := srv("10.0.0.1", 80), srv("10.0.0.2", 80), srv("10.0.0.3", 80), srv("10.0.0.4", 80)
+	l1, _ := Assign(cfgWith(a, b, c), nil, false)
+	rt := Runtime{"be": {}}
+	for _, sl := range l1["be"] {
+		rt["be"][sl.Name] = Actual{Maint: true} // as rendered: free slots disabled
+	}
+	ops, _ := Ops(l1, rt)
+	rt.Apply(ops)
+	l2, _ := Assign(cfgWith(b, c), l1, false) // a leaves s1
+	ops2, _ := Ops(l2, rt)
+	rt.Apply(ops2)
+	l3, _ := Assign(cfgWith(b), l2, false) // c leaves s3
+	ops3, _ := Ops(l3, rt)
+	rt.Apply(ops3)
+	l4, _ := Assign(cfgWith(b, c, d), l3, false) // c returns, d is new
+	if got, want := used(l4), map[string]string{"s1": "10.0.0.4:80", "s2": "10.0.0.2:80", "s3": "10.0.0.3:80"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("slots = %v, want %v", got, want)
+	}
+	ops4, _ := Ops(l4, rt)
+	want := []Op{
+		{Kind: SetAddr, Backend: "be", Slot: "s1", Server: d},
+		{Kind: Ready, Backend: "be", Slot: "s1", Server: d},
+		{Kind: Ready, Backend: "be", Slot: "s3", Server: c},
+	}
+	if !reflect.DeepEqual(ops4, want) {
+		t.Fatalf("ops = %+v, want %+v", ops4, want)
+	}
+	if next, _ := Assign(cfgWith(b, c, d), l4, false); !reflect.DeepEqual(next, l4) {
+		t.Fatalf("a second pass moved servers: %v vs %v", next, l4)
+	}
+}
