@@ -90,10 +90,16 @@ func Compute(in Input, opts Options) Result {
 	memo := in.Memo
 	nodes := nodeAddrs(in.Nodes)
 	memo.begin(opts, nodes)
-	defer memo.end()
 	bySvc := memo.slicesByService(in.Slices)
 
 	svcs, ok := memo.candidates(in.Services)
+	if ok {
+		if res, fast := memo.serversOnly(opts, bySvc); fast {
+			return res
+		}
+	}
+	defer memo.end()
+	defer memo.clearDirty()
 	if !ok {
 		svcs = make([]candidate, 0, len(in.Services))
 		for _, s := range in.Services {
@@ -132,6 +138,7 @@ func Compute(in Input, opts Options) Result {
 	}
 	res.Config.Backends = make([]model.Backend, 0, ports)
 	claimed := make(map[int32]string)
+	valid := true // every Service's annotations are valid
 	for _, cand := range svcs {
 		svc, k := cand.svc, cand.key
 		eps := bySvc[k]
@@ -150,6 +157,7 @@ func Compute(in Input, opts Options) Result {
 			}
 		}
 		if len(errs) > 0 {
+			valid = false
 			memo.drop(svc)
 			e = nil
 			last, ok := in.LastGood[k]
@@ -233,6 +241,7 @@ func Compute(in Input, opts Options) Result {
 	if memo != nil {
 		memo.good, memo.goodAllMemo = res.Good, allMemo
 		memo.frontends = res.Config.Frontends
+		memo.remember(res, svcs, valid)
 	}
 	return res
 }

@@ -46,6 +46,14 @@ type Memo struct {
 	// byNode lists the entries whose servers depend on a node ("": on
 	// every node), to forget their servers when the node changes.
 	byNode map[string]map[*memoEntry]struct{}
+
+	// For passes that change only servers (fast.go): the last Result, the
+	// selected Services by key, and what changed since the last pass.
+	last       lastResult
+	byKey      map[string]*corev1.Service
+	dirtyKeys  map[string]struct{}          // Services whose slices came or went
+	dirtySvcs  map[*corev1.Service]struct{} // Services whose servers a node change forgot
+	fastPasses int                          // passes served by serversOnly (for tests)
 }
 
 type sliceRef struct {
@@ -73,6 +81,7 @@ func (m *Memo) slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*di
 		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
 			r.key = s.Namespace + "/" + name
 			m.bySvc[r.key] = append(slices.Clip(m.bySvc[r.key]), s)
+			m.markDirty(r.key)
 		}
 		m.sliceKeys[s] = r
 	}
@@ -85,6 +94,7 @@ func (m *Memo) slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*di
 			if r.key == "" {
 				continue
 			}
+			m.markDirty(r.key)
 			rest := slices.DeleteFunc(slices.Clone(m.bySvc[r.key]), func(x *discoveryv1.EndpointSlice) bool { return x == s })
 			if len(rest) == 0 {
 				delete(m.bySvc, r.key)
@@ -181,6 +191,7 @@ func (m *Memo) setCandidates(svcs []*corev1.Service, sorted []candidate) {
 }
 
 type memoEntry struct {
+	svc    *corev1.Service
 	pass   uint64 // last pass that saw the Service
 	ready  bool   // set and ports hold results
 	set    settings.Settings
@@ -220,6 +231,8 @@ func (m *Memo) begin(opts Options, nodes map[string]netip.Addr) {
 		m.services, m.sorted = nil, nil
 		m.good, m.frontends = nil, nil
 		m.byNode = nil
+		m.last, m.byKey = lastResult{}, nil
+		m.clearDirty()
 	}
 	if m.entries == nil {
 		m.entries = make(map[*corev1.Service]*memoEntry)
@@ -245,10 +258,12 @@ func (m *Memo) begin(opts Options, nodes map[string]netip.Addr) {
 	if len(changed) > 0 {
 		for e := range m.byNode[""] {
 			e.forgetServers()
+			m.markEntryDirty(e)
 		}
 		for name := range changed {
 			for e := range m.byNode[name] {
 				e.forgetServers()
+				m.markEntryDirty(e)
 			}
 		}
 	}
@@ -278,7 +293,7 @@ func (m *Memo) entry(svc *corev1.Service, eps []*discoveryv1.EndpointSlice) *mem
 		e = &memoEntry{}
 		m.entries[svc] = e
 	}
-	e.pass = m.pass
+	e.pass, e.svc = m.pass, svc
 	if e.ready && !slices.Equal(e.slices, eps) {
 		e.forgetServers()
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
@@ -78,6 +79,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 			reused := 0
 			var prevGood map[string]settings.Settings
 			var lastGood map[string]settings.Settings
+			var prevBackends []model.Backend
 			for step := range 400 {
 				switch rng.IntN(8) {
 				case 0:
@@ -105,6 +107,9 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				want := Compute(in, opts)
 				in.Memo = &memo
 				got := Compute(in, opts)
+				checkChanges(t, step, got.Config, prevBackends)
+				prevBackends = got.Config.Backends
+				got.Config.Changes = nil
 				if prevGood != nil && reflect.ValueOf(got.Good).UnsafePointer() == reflect.ValueOf(prevGood).UnsafePointer() {
 					reused++
 				}
@@ -120,6 +125,36 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 			if !tc.invalid && reused == 0 {
 				t.Fatal("the last pass's results were never reused")
 			}
+			if !tc.invalid && memo.fastPasses == 0 {
+				t.Fatal("no pass changed only servers")
+			}
 		})
+	}
+}
+
+// checkChanges verifies the contract of Config.Changes: derived from the
+// previous pass's Backends, exactly the listed backends' servers differ.
+func checkChanges(t *testing.T, step int, cfg model.Config, prev []model.Backend) {
+	t.Helper()
+	ch := cfg.Changes
+	if ch == nil {
+		return
+	}
+	if len(ch.Base) != len(prev) || len(prev) == 0 || &ch.Base[0] != &prev[0] {
+		t.Fatalf("step %d: Changes.Base is not the previous pass's Backends", step)
+	}
+	listed := map[int]bool{}
+	for _, i := range ch.Backends {
+		listed[i] = true
+	}
+	for i := range cfg.Backends {
+		b, p := cfg.Backends[i], prev[i]
+		p.Servers, b.Servers = nil, nil
+		if !reflect.DeepEqual(b, p) {
+			t.Fatalf("step %d: backend %d changed beyond its servers", step, i)
+		}
+		if differ := !reflect.DeepEqual(cfg.Backends[i].Servers, prev[i].Servers); differ && !listed[i] {
+			t.Fatalf("step %d: backend %s changed but is not listed", step, cfg.Backends[i].Name)
+		}
 	}
 }

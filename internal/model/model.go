@@ -17,6 +17,18 @@ import (
 type Config struct {
 	Frontends []Frontend
 	Backends  []Backend
+	// Changes, when set, says how this Config was derived: it is the
+	// Config whose Backends array is Changes.Base, but for the servers of
+	// the listed backends. Consumers may use it to skip comparing the
+	// rest; ignoring it is always correct.
+	Changes *Changes
+}
+
+// Changes describes a Config derived from another by replacing the
+// servers of a few backends.
+type Changes struct {
+	Base     []Backend // the Backends array of the Config derived from
+	Backends []int     // indices in Backends (and Base) whose servers changed, ascending
 }
 
 // Bind is one listen address of a frontend. An invalid (zero) Addr means all

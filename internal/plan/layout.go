@@ -239,3 +239,33 @@ func isSlotName(name string, i int) bool {
 func lastAddr(s model.Server) model.Server {
 	return model.Server{Addr: s.Addr, Port: s.Port}
 }
+
+// AssignChanged is AssignFrom(desired, prevDesired, prev, false) for a
+// desired Config derived from prevDesired (desired.Changes.Base is
+// prevDesired.Backends): only the listed backends are assigned again, the
+// others keep their slots. ok is false when desired carries no usable
+// Changes or a listed backend no longer fits its slots; the caller then
+// takes the general path.
+func AssignChanged(desired, prevDesired model.Config, prev model.Layout) (next model.Layout, ok bool) {
+	ch := desired.Changes
+	if ch == nil || !sameSlice(ch.Base, prevDesired.Backends) || len(desired.Backends) != len(prevDesired.Backends) {
+		return nil, false
+	}
+	next = maps.Clone(prev)
+	for _, i := range ch.Backends {
+		if i < 0 || i >= len(desired.Backends) {
+			return nil, false
+		}
+		be := desired.Backends[i]
+		old, found := prev[be.Name]
+		if !found || prevDesired.Backends[i].Name != be.Name {
+			return nil, false
+		}
+		slots, fits := assignBackend(be.Servers, old, len(old), false)
+		if !fits {
+			return nil, false
+		}
+		next[be.Name] = slots
+	}
+	return next, true
+}

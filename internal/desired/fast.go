@@ -1,0 +1,155 @@
+package desired
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// lastResult is what a pass that changes only servers starts from: the
+// parts of the last Result that depend on the Services alone.
+type lastResult struct {
+	valid      bool
+	backends   []model.Backend
+	beIndex    map[string]int32 // backend name → index in backends
+	problems   []Problem
+	configured []*corev1.Service
+	selected   int
+}
+
+// remember keeps res for the next pass; valid: every selected Service had
+// valid annotations (and so a memo entry).
+func (m *Memo) remember(res Result, svcs []candidate, valid bool) {
+	if m == nil {
+		return
+	}
+	m.last = lastResult{
+		valid:      valid,
+		backends:   res.Config.Backends,
+		problems:   res.Problems,
+		configured: res.Configured,
+		selected:   res.Selected,
+	}
+	if !m.last.valid {
+		m.byKey, m.last.beIndex = nil, nil
+		return
+	}
+	m.last.beIndex = make(map[string]int32, len(res.Config.Backends))
+	for i, b := range res.Config.Backends {
+		m.last.beIndex[b.Name] = int32(i)
+	}
+	m.byKey = make(map[string]*corev1.Service, len(svcs))
+	for _, c := range svcs {
+		m.byKey[c.key] = c.svc
+	}
+}
+
+// markDirty records that the servers of the Service with this key may
+// have changed (its EndpointSlices came or went).
+func (m *Memo) markDirty(key string) {
+	if key == "" {
+		return
+	}
+	if m.dirtyKeys == nil {
+		m.dirtyKeys = make(map[string]struct{})
+	}
+	m.dirtyKeys[key] = struct{}{}
+}
+
+// markEntryDirty records that e's servers were forgotten (a node changed).
+func (m *Memo) markEntryDirty(e *memoEntry) {
+	if e.svc == nil {
+		return
+	}
+	if m.dirtySvcs == nil {
+		m.dirtySvcs = make(map[*corev1.Service]struct{})
+	}
+	m.dirtySvcs[e.svc] = struct{}{}
+}
+
+func (m *Memo) clearDirty() {
+	if m != nil {
+		clear(m.dirtyKeys)
+		clear(m.dirtySvcs)
+	}
+}
+
+// serversOnly is the pass for a world whose Services are the objects of
+// the last pass, all of them with valid annotations: the frontends, the
+// backends but for their servers, Good, Problems and Configured are the
+// last pass's. Only the servers of the Services whose slices or nodes
+// changed are recomputed; the Backends array is copied only if one of them
+// changed, and Config.Changes lists them. It reports false when the last
+// pass cannot serve as the base.
+func (m *Memo) serversOnly(opts Options, bySvc map[string][]*discoveryv1.EndpointSlice) (Result, bool) {
+	if m == nil || !m.last.valid || m.good == nil {
+		return Result{}, false
+	}
+	for k := range m.dirtyKeys {
+		if svc := m.byKey[k]; svc != nil {
+			if e := m.entries[svc]; e != nil {
+				e.svc = svc
+				m.markEntryDirty(e)
+			}
+		}
+	}
+	base := m.last.backends
+	backends := base
+	var changed []int
+	for svc := range m.dirtySvcs {
+		if e := m.entries[svc]; e == nil || !e.ready {
+			return Result{}, false // cannot happen while last.valid; be safe
+		}
+		k := key(svc)
+		eps := bySvc[k]
+		e := m.entry(svc, eps)
+		for i, p := range svc.Spec.Ports {
+			mp := &e.ports[i]
+			if !mp.haveProxies {
+				continue // never configured
+			}
+			j, ok := m.last.beIndex[mp.be.Name]
+			if !ok {
+				continue // not configured in the last pass
+			}
+			if !mp.haveServers {
+				servers, ok := serversFor(svc, p, e.set, opts.Targets, m.nodes, eps)
+				if !e.tracked {
+					m.track(e, svc, eps)
+					e.tracked = true
+				}
+				mp.haveServers, mp.servers, mp.ok = true, servers, ok
+			}
+			if sameSlice(mp.servers, backends[j].Servers) {
+				continue
+			}
+			if len(changed) == 0 {
+				backends = slices.Clone(base)
+			}
+			backends[j].Servers = mp.servers
+			changed = append(changed, int(j))
+		}
+	}
+	m.clearDirty()
+	res := Result{
+		Config:     model.Config{Frontends: m.frontends, Backends: backends},
+		Good:       m.good,
+		Problems:   m.last.problems,
+		Selected:   m.last.selected,
+		Configured: m.last.configured,
+	}
+	if len(changed) > 0 {
+		slices.Sort(changed)
+		res.Config.Changes = &model.Changes{Base: base, Backends: changed}
+	}
+	m.last.backends = backends
+	m.fastPasses++
+	return res, true
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
