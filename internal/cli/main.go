@@ -117,7 +117,7 @@ func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdou
 		}
 		set.Merge(got)
 	}
-	res := desired.Compute(desired.Input{Services: set.Services, Slices: set.EndpointSlices, Nodes: set.Nodes}, opts)
+	res := desired.Compute(desired.Input{Services: set.Services, Slices: desired.SlicesOf(set.EndpointSlices), Nodes: set.Nodes}, opts)
 	for _, p := range res.Problems {
 		fmt.Fprintf(stderr, "warning: Service %s/%s: %s: %s\n", p.Service.Namespace, p.Service.Name, p.Reason, p.Message)
 	}

@@ -29,6 +29,7 @@ type runFlags struct {
 	apply                string
 	resync, minReload    time.Duration
 	persist, syncTimeout time.Duration
+	persistMax           time.Duration
 	logLevel, logFormat  string
 	pprof                string
 	publish              stringList
@@ -55,7 +56,8 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.apply, "apply", driver.ModeHybrid, "hybrid: servers through the Runtime API, reload only for structure; reload: reload on every change (baseline)")
 	fs.DurationVar(&f.resync, "resync-period", 30*time.Second, "re-read HAProxy's state and re-apply this often")
 	fs.DurationVar(&f.minReload, "min-reload-interval", 500*time.Millisecond, "structural changes arriving closer than this share one reload")
-	fs.DurationVar(&f.persist, "persist-interval", time.Second, "at most one write of the config and server-state files per interval after runtime changes")
+	fs.DurationVar(&f.persist, "persist-interval", time.Second, "write the config and server-state files once changes have been quiet this long")
+	fs.DurationVar(&f.persistMax, "persist-max-delay", 30*time.Second, "write the config and server-state files at the latest this long after the first change not yet written, even while changes keep coming")
 	fs.DurationVar(&f.syncTimeout, "cache-sync-timeout", 5*time.Minute, "give up if the informer caches have not synced by then")
 	fs.Var(&f.publish, "publish-address", "address written to .status.loadBalancer.ingress of the LoadBalancer Services served (repeatable or comma-separated; default none)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -103,7 +105,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		Logger:            log,
 	})
 	defer drv.Close()
-	go drv.Run(ctx, f.persist)
+	go drv.Run(ctx, f.persist, f.persistMax)
 
 	pub := &controller.Publisher{Client: client}
 	for _, a := range f.publish {

@@ -25,10 +25,17 @@ const syncKey = "sync"
 // Invalidator is implemented by drivers that cache what HAProxy runs.
 type Invalidator interface{ Invalidate() }
 
+// Verifier is implemented by drivers that can check what HAProxy runs
+// against what they cache without holding up passes; drift reports that
+// something differed (the next pass corrects it).
+type Verifier interface {
+	Verify(ctx context.Context) (drift bool, err error)
+}
+
 // Options configure the controller.
 type Options struct {
 	Desired      desired.Options
-	ResyncPeriod time.Duration // re-read HAProxy's state and re-apply this often
+	ResyncPeriod time.Duration // verify HAProxy's state and re-apply this often
 	SyncTimeout  time.Duration // how long to wait for informer caches
 	Publisher    *Publisher    // writes LoadBalancer status; nil: never
 	LastGoodPath string        // file keeping last valid settings across restarts; "": memory only
@@ -102,6 +109,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// resync, every ResyncPeriod, has the driver check HAProxy's state (a
+// Verifier does it alongside passes; otherwise an Invalidator forgets it,
+// and the next pass reads it back) and then asks for a pass, whatever the
+// check found: the pass re-applies the desired state from the informer
+// caches, which corrects any drift, and costs little when nothing changed.
+// A ticker that fires during a long check skips its missed ticks.
 func (c *Controller) resync(ctx context.Context) {
 	if c.opts.ResyncPeriod <= 0 {
 		return
@@ -113,11 +126,26 @@ func (c *Controller) resync(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if inv, ok := c.drv.(Invalidator); ok {
-				inv.Invalidate()
-			}
+			c.verify(ctx)
 			c.Trigger()
 		}
+	}
+}
+
+func (c *Controller) verify(ctx context.Context) {
+	switch drv := c.drv.(type) {
+	case Verifier:
+		vctx, cancel := context.WithTimeout(ctx, c.opts.ResyncPeriod)
+		defer cancel()
+		start := time.Now()
+		drift, err := drv.Verify(vctx)
+		if err != nil {
+			c.log.Warn("could not verify HAProxy's state; re-applying anyway", "err", err)
+			return
+		}
+		c.log.Debug("verified HAProxy's state", "drift", drift, "took", time.Since(start))
+	case Invalidator:
+		drv.Invalidate()
 	}
 }
 

@@ -2,7 +2,10 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,5 +55,55 @@ func TestSyncRefusesUnsyncedCache(t *testing.T) {
 	}
 	if drv.calls != 0 {
 		t.Fatalf("driver called %d times", drv.calls)
+	}
+}
+
+// verifyingDriver counts Verify calls; drift is what they report.
+type verifyingDriver struct {
+	countingDriver
+	mu       sync.Mutex
+	verifies int
+	drift    bool
+}
+
+func (d *verifyingDriver) Verify(context.Context) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.verifies++
+	return d.drift, nil
+}
+
+func (d *verifyingDriver) Invalidate() { panic("resync must verify, not invalidate") }
+
+// Every resync period the driver verifies HAProxy's state and a pass
+// follows, drift or not.
+func TestResyncVerifiesThenTriggers(t *testing.T) {
+	for _, drift := range []bool{false, true} {
+		t.Run(fmt.Sprint("drift=", drift), func(t *testing.T) {
+			drv := &verifyingDriver{drift: drift}
+			c := New(nil, drv, nil, Options{ResyncPeriod: 10 * time.Millisecond})
+			defer c.queue.ShutDown()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go c.resync(ctx)
+			got := make(chan string, 1)
+			go func() {
+				key, _ := c.queue.Get() // until a pass is asked for, or shutdown
+				got <- key
+			}()
+			select {
+			case key := <-got:
+				if key != syncKey {
+					t.Fatalf("queue gave %q", key)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no pass asked for")
+			}
+			drv.mu.Lock()
+			defer drv.mu.Unlock()
+			if drv.verifies == 0 {
+				t.Fatal("a pass was asked for before any Verify")
+			}
+		})
 	}
 }

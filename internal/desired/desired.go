@@ -11,7 +11,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -43,7 +42,7 @@ type Options struct {
 // Input is the world one pass looks at.
 type Input struct {
 	Services []*corev1.Service
-	Slices   []*discoveryv1.EndpointSlice
+	Slices   []*Slice
 	Nodes    []*corev1.Node
 	// LastGood holds, per "namespace/name", the settings of the last pass
 	// in which the Service's annotations were valid.

@@ -66,7 +66,7 @@ type ep struct {
 	ready, serving, terminating bool
 }
 
-func slice(ns, svcName string, port int32, eps ...ep) *discoveryv1.EndpointSlice {
+func slice(ns, svcName string, port int32, eps ...ep) *Slice {
 	name := "http"
 	proto := corev1.ProtocolTCP
 	s := &discoveryv1.EndpointSlice{
@@ -82,7 +82,7 @@ func slice(ns, svcName string, port int32, eps ...ep) *discoveryv1.EndpointSlice
 			Conditions: discoveryv1.EndpointConditions{Ready: &e.ready, Serving: &e.serving, Terminating: &e.terminating},
 		})
 	}
-	return s
+	return SliceOf(s)
 }
 
 var nodes = []*corev1.Node{
@@ -137,7 +137,7 @@ func TestCompute(t *testing.T) {
 		{
 			name: "local policy: only nodes with ready endpoints, terminating ones drain",
 			in: Input{Services: []*corev1.Service{svc("default", "web", 0, local)}, Nodes: nodes,
-				Slices: []*discoveryv1.EndpointSlice{slice("default", "web", 8080,
+				Slices: []*Slice{slice("default", "web", 8080,
 					ep{ip: "192.168.0.1", node: "n2", ready: false, serving: true, terminating: true},
 					ep{ip: "192.168.0.2", node: "n1", ready: false, serving: false},
 					ep{ip: "192.168.0.3", node: "n4", ready: true, serving: true}, // excluded node
@@ -147,7 +147,7 @@ func TestCompute(t *testing.T) {
 		{
 			name: "local policy: a ready endpoint beats a draining one on the same node",
 			in: Input{Services: []*corev1.Service{svc("default", "web", 0, local)}, Nodes: nodes,
-				Slices: []*discoveryv1.EndpointSlice{slice("default", "web", 8080,
+				Slices: []*Slice{slice("default", "web", 8080,
 					ep{ip: "192.168.0.1", node: "n1", ready: false, serving: true, terminating: true},
 					ep{ip: "192.168.0.2", node: "n1", ready: true, serving: true},
 				)}},
@@ -156,7 +156,7 @@ func TestCompute(t *testing.T) {
 		{
 			name: "pods targets use endpoint addresses and target ports",
 			in: Input{Services: []*corev1.Service{svc("default", "web", 0)}, Nodes: nodes,
-				Slices: []*discoveryv1.EndpointSlice{slice("default", "web", 8080,
+				Slices: []*Slice{slice("default", "web", 8080,
 					ep{ip: "192.168.0.1", node: "n1", ready: true, serving: true},
 					ep{ip: "192.168.0.2", node: "n1", serving: true, terminating: true},
 					ep{ip: "192.168.0.3", node: "n1"},

@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -84,7 +83,7 @@ func (m *Memo) clearDirty() {
 // changed are recomputed; the Backends array is copied only if one of them
 // changed, and Config.Changes lists them. It reports false when the last
 // pass cannot serve as the base.
-func (m *Memo) serversOnly(opts Options, bySvc map[string][]*discoveryv1.EndpointSlice) (Result, bool) {
+func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, bool) {
 	if m == nil || !m.last.valid || m.good == nil {
 		return Result{}, false
 	}

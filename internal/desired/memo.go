@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -40,8 +39,8 @@ type Memo struct {
 
 	// The EndpointSlices grouped by Service, kept up to date from one pass
 	// to the next by looking only at slices that came or went.
-	sliceKeys map[*discoveryv1.EndpointSlice]*sliceRef
-	bySvc     map[string][]*discoveryv1.EndpointSlice
+	sliceKeys map[*Slice]*sliceRef
+	bySvc     map[string][]*Slice
 
 	// byNode lists the entries whose servers depend on a node ("": on
 	// every node), to forget their servers when the node changes.
@@ -64,13 +63,13 @@ type sliceRef struct {
 // slicesByService is slicesByService(in), maintained incrementally. The
 // order of a Service's slices may differ from in's, which does not change
 // the servers computed from them.
-func (m *Memo) slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*discoveryv1.EndpointSlice {
+func (m *Memo) slicesByService(in []*Slice) map[string][]*Slice {
 	if m == nil {
 		return slicesByService(in)
 	}
 	if m.sliceKeys == nil {
-		m.sliceKeys = make(map[*discoveryv1.EndpointSlice]*sliceRef, len(in))
-		m.bySvc = make(map[string][]*discoveryv1.EndpointSlice, len(in))
+		m.sliceKeys = make(map[*Slice]*sliceRef, len(in))
+		m.bySvc = make(map[string][]*Slice, len(in))
 	}
 	for _, s := range in {
 		if r, ok := m.sliceKeys[s]; ok {
@@ -78,8 +77,8 @@ func (m *Memo) slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*di
 			continue
 		}
 		r := &sliceRef{pass: m.pass}
-		if name := s.Labels[discoveryv1.LabelServiceName]; name != "" {
-			r.key = s.Namespace + "/" + name
+		if s.Service != "" {
+			r.key = s.Namespace + "/" + s.Service
 			m.bySvc[r.key] = append(slices.Clip(m.bySvc[r.key]), s)
 			m.markDirty(r.key)
 		}
@@ -95,7 +94,7 @@ func (m *Memo) slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*di
 				continue
 			}
 			m.markDirty(r.key)
-			rest := slices.DeleteFunc(slices.Clone(m.bySvc[r.key]), func(x *discoveryv1.EndpointSlice) bool { return x == s })
+			rest := slices.DeleteFunc(slices.Clone(m.bySvc[r.key]), func(x *Slice) bool { return x == s })
 			if len(rest) == 0 {
 				delete(m.bySvc, r.key)
 			} else {
@@ -107,7 +106,7 @@ func (m *Memo) slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*di
 }
 
 // track records which nodes the servers of e, just computed, depend on.
-func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*discoveryv1.EndpointSlice) {
+func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*Slice) {
 	if m == nil {
 		return
 	}
@@ -119,8 +118,8 @@ func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*discoveryv1.Endpo
 	default:
 		for _, sl := range eps {
 			for _, ep := range sl.Endpoints {
-				if ep.NodeName != nil && !slices.Contains(e.nodes, *ep.NodeName) {
-					e.nodes = append(e.nodes, *ep.NodeName)
+				if ep.Node != "" && !slices.Contains(e.nodes, ep.Node) {
+					e.nodes = append(e.nodes, ep.Node)
 				}
 			}
 		}
@@ -195,7 +194,7 @@ type memoEntry struct {
 	pass   uint64 // last pass that saw the Service
 	ready  bool   // set and ports hold results
 	set    settings.Settings
-	slices []*discoveryv1.EndpointSlice
+	slices []*Slice
 	ports  []memoPort // by index in Spec.Ports
 	nodes  []string   // what the servers depend on, as tracked in Memo.byNode
 	// tracked: nodes describes the servers held in ports.
@@ -284,7 +283,7 @@ func (m *Memo) end() {
 
 // entry returns the Service's entry, with its servers forgotten if they may
 // have changed; nil without a Memo.
-func (m *Memo) entry(svc *corev1.Service, eps []*discoveryv1.EndpointSlice) *memoEntry {
+func (m *Memo) entry(svc *corev1.Service, eps []*Slice) *memoEntry {
 	if m == nil {
 		return nil
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -57,7 +56,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				}
 				return s
 			}
-			mkSlice := func(i int) *discoveryv1.EndpointSlice {
+			mkSlice := func(i int) *Slice {
 				var eps []ep
 				for j := range rng.IntN(4) {
 					r := rng.IntN(3)
@@ -67,7 +66,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				return slice("ns", fmt.Sprint("s", i), 8080, eps...)
 			}
 			svcs := make([]*corev1.Service, nSvc)
-			sls := make([]*discoveryv1.EndpointSlice, nSvc)
+			sls := make([]*Slice, nSvc)
 			nodes := make([]*corev1.Node, nNodes)
 			for i := range nSvc {
 				svcs[i], sls[i] = mkSvc(i), mkSlice(i)

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -48,53 +47,24 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-func slicesByService(in []*discoveryv1.EndpointSlice) map[string][]*discoveryv1.EndpointSlice {
-	out := make(map[string][]*discoveryv1.EndpointSlice)
+func slicesByService(in []*Slice) map[string][]*Slice {
+	out := make(map[string][]*Slice)
 	for _, s := range in {
-		name := s.Labels[discoveryv1.LabelServiceName]
-		if name == "" {
+		if s.Service == "" {
 			continue
 		}
-		k := s.Namespace + "/" + name
+		k := s.Namespace + "/" + s.Service
 		out[k] = append(out[k], s)
 	}
 	return out
 }
 
-// endpointState is what an endpoint contributes: a server in service, a
-// server that drains, or nothing.
-type endpointState int
-
-const (
-	epGone endpointState = iota
-	epDrain
-	epReady
-)
-
-func stateOf(e discoveryv1.Endpoint) endpointState {
-	c := e.Conditions
-	// A nil condition means "unknown", which the API says to read as true
-	// (for terminating: false).
-	ready := c.Ready == nil || *c.Ready
-	serving := c.Serving == nil || *c.Serving
-	terminating := c.Terminating != nil && *c.Terminating
-	switch {
-	case ready && !terminating:
-		return epReady
-	case serving && terminating:
-		return epDrain
-	case ready:
-		return epReady
-	}
-	return epGone
-}
-
 // serversFor lists the servers of one Service port. ok is false when the
 // port cannot be reached (no nodePort in node mode and no override).
 func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, targets string,
-	nodes map[string]netip.Addr, eps []*discoveryv1.EndpointSlice) ([]model.Server, bool) {
+	nodes map[string]netip.Addr, eps []*Slice) ([]model.Server, bool) {
 	best := make(map[netip.AddrPort]model.Server)
-	add := func(a netip.Addr, port uint16, st endpointState) {
+	add := func(a netip.Addr, port uint16, st EndpointState) {
 		if st == epGone {
 			return
 		}
@@ -110,15 +80,12 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 			if set.BackendPort != 0 {
 				port, found = set.BackendPort, true
 			}
-			if !found || sl.AddressType == discoveryv1.AddressTypeFQDN {
+			if !found || sl.FQDN {
 				continue
 			}
 			for _, e := range sl.Endpoints {
-				if len(e.Addresses) == 0 {
-					continue
-				}
-				if a, err := netip.ParseAddr(e.Addresses[0]); err == nil {
-					add(a.Unmap(), port, stateOf(e))
+				if e.Addr.IsValid() {
+					add(e.Addr, port, e.State)
 				}
 			}
 		}
@@ -134,11 +101,11 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 		for _, sl := range eps {
 			for _, e := range sl.Endpoints {
-				if e.NodeName == nil {
+				if e.Node == "" {
 					continue
 				}
-				if a, ok := nodes[*e.NodeName]; ok {
-					add(a, port, stateOf(e))
+				if a, ok := nodes[e.Node]; ok {
+					add(a, port, e.State)
 				}
 			}
 		}
@@ -152,15 +119,10 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 
 // slicePort finds the slice port that serves Service port p: matched by
 // name, as the endpoint-slice controller names them.
-func slicePort(sl *discoveryv1.EndpointSlice, p corev1.ServicePort) (uint16, bool) {
+func slicePort(sl *Slice, p corev1.ServicePort) (uint16, bool) {
 	for _, sp := range sl.Ports {
-		name := ""
-		if sp.Name != nil {
-			name = *sp.Name
-		}
-		if name == p.Name && sp.Port != nil && *sp.Port > 0 && *sp.Port < 65536 &&
-			(sp.Protocol == nil || *sp.Protocol == corev1.ProtocolTCP) {
-			return uint16(*sp.Port), true
+		if sp.Name == p.Name && sp.Port > 0 && sp.Port < 65536 && sp.TCP {
+			return uint16(sp.Port), true
 		}
 	}
 	return 0, false

@@ -13,19 +13,8 @@ func writeAtomic(path string, data []byte, validate func(tmp string) error) erro
 	return writeAtomicFunc(path, func(f *os.File) error { _, err := f.Write(data); return err }, validate)
 }
 
-// writeAtomicString is writeAtomic of the concatenated parts, without
-// building them into one (a server-state dump is megabytes).
-func writeAtomicString(path string, parts ...string) error {
-	return writeAtomicFunc(path, func(f *os.File) error {
-		for _, p := range parts {
-			if _, err := f.WriteString(p); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, nil)
-}
-
+// writeAtomicFunc is writeAtomic with write filling the temporary file, so
+// that large contents (a server-state dump) can stream into it.
 func writeAtomicFunc(path string, write func(*os.File) error, validate func(tmp string) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {

@@ -73,6 +73,8 @@ type HAProxy struct {
 	// flushHashes is used by the persisting goroutine only.
 	flushHashes render.HashMemo
 	persist     chan struct{}
+	fastApplies int // passes applied by applyServers (for tests)
+	verify      verifyState
 }
 
 // NewHAProxy returns a driver; Start must run for on-disk persistence.
@@ -96,8 +98,9 @@ func NewHAProxy(opts Options) *HAProxy {
 }
 
 // Invalidate forgets what the driver believes HAProxy runs: the next Apply
-// reads it back from HAProxy first. Used on resync and when HAProxy may have
-// restarted behind the controller's back.
+// reads it back from HAProxy first, holding up that pass for a whole dump.
+// Used when HAProxy may have restarted behind the controller's back; the
+// periodic resync uses Verify, which reads alongside passes.
 func (d *HAProxy) Invalidate() {
 	d.mu.Lock()
 	d.known = false
@@ -118,6 +121,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		if err := d.readBack(ctx); err != nil {
 			return res, err
 		}
+	}
+	if done, err := d.applyServers(ctx, cfg, &res); done {
+		return res, err
 	}
 	t := time.Now()
 	var layout model.Layout
@@ -330,94 +336,70 @@ func (d *HAProxy) readBack(ctx context.Context) error {
 	d.hash = strings.TrimPrefix(info["description"], render.DescriptionPrefix)
 	d.pid = info["Pid"]
 	d.running = model.Config{}
-	if err := d.readSlots(ctx); err != nil {
+	foreign, err := d.readSlotStates(ctx)
+	if err != nil {
 		return err
+	}
+	if len(foreign) > 0 {
+		// The config carries a structure hash, yet these backends' servers
+		// are not the slots render writes (hand-edited, or another tool's):
+		// their slots are missing from the state read, and only a reload
+		// gives them back. A hash no config has makes the next pass reload.
+		d.log.Warn("backends whose servers this controller did not render; reloading",
+			"backends", len(foreign), "first", foreign[0], "hash", d.hash)
+		d.hash = foreignHash
 	}
 	d.known = true
 	return nil
 }
 
-// readSlots reads every slot's state and rebuilds the layout from it: a
-// slot in maintenance is free, any other slot holds the server it points at.
+// foreignHash stands for the structure hash of a running config that is
+// not one this controller rendered. It differs from every real hash (and
+// reads as the reason of the reload it causes).
+const foreignHash = "(not rendered by this controller)"
+
+// readSlots is readSlotStates for the worker of a config just loaded,
+// which this controller rendered: a backend it did not render is an error.
 func (d *HAProxy) readSlots(ctx context.Context) error {
-	out, err := d.dumpStates(ctx)
+	foreign, err := d.readSlotStates(ctx)
+	if err == nil && len(foreign) > 0 {
+		err = fmt.Errorf("read server states: backend %s has servers not rendered by this controller: %w", foreign[0], haproxy.ErrCommand)
+	}
+	return err
+}
+
+// readSlotStates reads every slot's state and rebuilds the layout from it:
+// a slot in maintenance is free, any other slot holds the server it points
+// at. It returns the backends left out because their servers are not slots
+// s1, s2, ... in order (see plan.RuntimeBuilder).
+func (d *HAProxy) readSlotStates(ctx context.Context) (foreign []string, err error) {
+	rt, foreign, err := d.dumpStates(ctx)
 	if err != nil {
-		return fmt.Errorf("read server states: %w", err)
+		return nil, fmt.Errorf("read server states: %w", err)
 	}
-	states, err := haproxy.ParseServersState(out)
-	if err != nil {
-		return fmt.Errorf("read server states: %w", err)
-	}
-	rt := make(plan.Runtime)
-	layout := make(model.Layout)
-	// The names point into HAProxy's whole answer (megabytes at tens of
-	// thousands of servers): copy them, so that the answer is not kept
-	// alive by the maps. Slot names repeat across backends: share them.
-	slotNames := make(map[string]string)
-	var backend string
-	var m map[string]plan.Actual
-	for _, s := range states {
-		if s.Backend != backend {
-			if m = rt[s.Backend]; m == nil {
-				backend = strings.Clone(s.Backend)
-				m = make(map[string]plan.Actual)
-				rt[backend] = m
-			} else {
-				backend = s.Backend
-			}
-		}
-		name, ok := slotNames[s.Server]
-		if !ok {
-			name = strings.Clone(s.Server)
-			slotNames[name] = name
-		}
-		a := plan.Actual{Server: model.Server{Addr: s.Addr, Port: s.Port, Drain: s.Drain()}, Maint: s.Maint()}
-		m[name] = a
-		layout[backend] = append(layout[backend], model.Slot{Name: name, Used: !a.Maint, Server: a.Server})
-	}
-	d.actual, d.layout = rt, layout
+	d.actual, d.layout = rt, rt.Layout()
 	// The layout read back is the runtime state itself.
 	d.assigned, d.consistent = false, true
 	d.gen++
-	return nil
+	// A Verify reading meanwhile holds older news than this.
+	d.verify.reads++
+	return foreign, nil
 }
 
-// dumpStates returns "show servers state" read over a connection of its own.
-func (d *HAProxy) dumpStates(ctx context.Context) (string, error) {
-	rt := haproxy.NewRuntime(d.opts.Render.StatsSocket)
-	defer rt.Close()
-	out, err := rt.ExecChecked(ctx, []string{"show servers state"})
-	if err != nil {
-		return "", err
-	}
-	return out[0], nil
-}
-
-// saveState writes the runtime server states to the state file that a
-// reload or restart loads.
-func (d *HAProxy) saveState(ctx context.Context) error {
-	if d.opts.Render.StateFile == "" {
+// dumpStates reads every slot's state over a connection of its own, row
+// by row: the dump (megabytes at tens of thousands of servers) is never
+// held whole, so reading back costs little beyond the resulting state.
+func (d *HAProxy) dumpStates(ctx context.Context) (plan.Runtime, []string, error) {
+	var b plan.RuntimeBuilder
+	err := haproxy.ScanServersState(ctx, d.opts.Render.StatsSocket, func(s haproxy.ServerState) error {
+		b.Add(s.Backend, s.Server, actualOf(s))
 		return nil
-	}
-	d.stateMu.Lock()
-	defer d.stateMu.Unlock()
-	return d.saveStateLocked(ctx, nil)
-}
-
-// saveStateLocked writes the state file; with next set (before a reload to
-// that layout) only the slots that keep their server carry their state.
-func (d *HAProxy) saveStateLocked(ctx context.Context, next model.Layout) error {
-	if d.opts.Render.StateFile == "" {
-		return nil
-	}
-	text, err := d.dumpStates(ctx)
+	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if next != nil {
-		text = keepUnchanged(text, next)
-	}
-	return writeAtomicString(d.opts.Render.StateFile, text, "\n")
+	rt, foreign := b.Finish()
+	return rt, foreign, nil
 }
 
 // written reports whether the on-disk config already has these bytes.

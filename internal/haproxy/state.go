@@ -67,15 +67,46 @@ func (r *Runtime) ShowServersState(ctx context.Context) ([]ServerState, error) {
 // ParseServersState parses the output of "show servers state" (format 1).
 // Columns are located by the names in the "#" header line.
 func ParseServersState(out string) ([]ServerState, error) {
-	line, rest, _ := strings.Cut(out, "\n")
-	if strings.TrimSpace(line) != "1" {
-		return nil, fmt.Errorf("%w: show servers state: unsupported format version %q", ErrCommand, line)
+	version, rest, _ := strings.Cut(out, "\n")
+	header, rest, _ := strings.Cut(rest, "\n")
+	cols, err := parseStateHead(version, header)
+	if err != nil {
+		return nil, err
 	}
-	line, rest, _ = strings.Cut(rest, "\n")
-	if !strings.HasPrefix(line, "#") {
-		return nil, fmt.Errorf("%w: show servers state: missing header", ErrCommand)
+	out2 := make([]ServerState, 0, strings.Count(rest, "\n")+1)
+	var fieldBuf [32]string // stack storage: no write barriers per field
+	for lineNo := 3; rest != ""; lineNo++ {
+		var line string
+		line, rest, _ = strings.Cut(rest, "\n")
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		s, err := cols.parseRow(line, lineNo, fieldBuf[:0])
+		if err != nil {
+			return nil, err
+		}
+		out2 = append(out2, s)
 	}
-	cols := strings.Fields(strings.TrimPrefix(line, "#"))
+	return out2, nil
+}
+
+// stateColumns locates, in a row of "show servers state", the columns a
+// ServerState is made of.
+type stateColumns struct {
+	be, srv, addr, op, adm, port int
+	max                          int // the largest of them
+}
+
+// parseStateHead checks the version line (format 1 only) and locates the
+// columns by their names in the "#" header line.
+func parseStateHead(version, header string) (stateColumns, error) {
+	if strings.TrimSpace(version) != "1" {
+		return stateColumns{}, fmt.Errorf("%w: show servers state: unsupported format version %q", ErrCommand, version)
+	}
+	if !strings.HasPrefix(header, "#") {
+		return stateColumns{}, fmt.Errorf("%w: show servers state: missing header", ErrCommand)
+	}
+	cols := strings.Fields(strings.TrimPrefix(header, "#"))
 	idx := map[string]int{"be_name": -1, "srv_name": -1, "srv_addr": -1, "srv_op_state": -1, "srv_admin_state": -1, "srv_port": -1}
 	maxIdx := 0
 	for i, c := range cols {
@@ -86,46 +117,42 @@ func ParseServersState(out string) ([]ServerState, error) {
 	}
 	for name, i := range idx {
 		if i < 0 {
-			return nil, fmt.Errorf("%w: show servers state: no %s column", ErrCommand, name)
+			return stateColumns{}, fmt.Errorf("%w: show servers state: no %s column", ErrCommand, name)
 		}
 	}
-	iBe, iSrv, iAddr, iOp, iAdm, iPort := idx["be_name"], idx["srv_name"], idx["srv_addr"], idx["srv_op_state"], idx["srv_admin_state"], idx["srv_port"]
+	return stateColumns{be: idx["be_name"], srv: idx["srv_name"], addr: idx["srv_addr"], op: idx["srv_op_state"],
+		adm: idx["srv_admin_state"], port: idx["srv_port"], max: maxIdx}, nil
+}
 
-	out2 := make([]ServerState, 0, strings.Count(rest, "\n")+1)
-	var fieldBuf [32]string // stack storage: no write barriers per field
-	fields := fieldBuf[:0]
-	for lineNo := 3; rest != ""; lineNo++ {
-		line, rest, _ = strings.Cut(rest, "\n")
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		fields = splitFields(fields[:0], line)
-		if len(fields) <= maxIdx {
-			return nil, fmt.Errorf("%w: show servers state: line %d: %d fields, want > %d", ErrCommand, lineNo, len(fields), maxIdx)
-		}
-		s := ServerState{Backend: fields[iBe], Server: fields[iSrv]}
-		var err error
-		if a := fields[iAddr]; a != "-" {
-			if s.Addr, err = netip.ParseAddr(a); err != nil {
-				return nil, fmt.Errorf("%w: show servers state: line %d: %w", ErrCommand, lineNo, err)
-			}
-		}
-		if p := fields[iPort]; p != "-" {
-			n, err := strconv.ParseUint(p, 10, 16)
-			if err != nil {
-				return nil, fmt.Errorf("%w: show servers state: line %d: port: %w", ErrCommand, lineNo, err)
-			}
-			s.Port = uint16(n)
-		}
-		if s.OpState, err = strconv.Atoi(fields[iOp]); err != nil {
-			return nil, fmt.Errorf("%w: show servers state: line %d: op state: %w", ErrCommand, lineNo, err)
-		}
-		if s.AdminState, err = strconv.Atoi(fields[iAdm]); err != nil {
-			return nil, fmt.Errorf("%w: show servers state: line %d: admin state: %w", ErrCommand, lineNo, err)
-		}
-		out2 = append(out2, s)
+// parseRow parses one server line (line number lineNo, for messages), using
+// fields as scratch space. The Backend and Server strings of the result are
+// substrings of line.
+func (c *stateColumns) parseRow(line string, lineNo int, fields []string) (ServerState, error) {
+	fields = splitFields(fields, line)
+	if len(fields) <= c.max {
+		return ServerState{}, fmt.Errorf("%w: show servers state: line %d: %d fields, want > %d", ErrCommand, lineNo, len(fields), c.max)
 	}
-	return out2, nil
+	s := ServerState{Backend: fields[c.be], Server: fields[c.srv]}
+	var err error
+	if a := fields[c.addr]; a != "-" {
+		if s.Addr, err = netip.ParseAddr(a); err != nil {
+			return ServerState{}, fmt.Errorf("%w: show servers state: line %d: %w", ErrCommand, lineNo, err)
+		}
+	}
+	if p := fields[c.port]; p != "-" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return ServerState{}, fmt.Errorf("%w: show servers state: line %d: port: %w", ErrCommand, lineNo, err)
+		}
+		s.Port = uint16(n)
+	}
+	if s.OpState, err = strconv.Atoi(fields[c.op]); err != nil {
+		return ServerState{}, fmt.Errorf("%w: show servers state: line %d: op state: %w", ErrCommand, lineNo, err)
+	}
+	if s.AdminState, err = strconv.Atoi(fields[c.adm]); err != nil {
+		return ServerState{}, fmt.Errorf("%w: show servers state: line %d: admin state: %w", ErrCommand, lineNo, err)
+	}
+	return s, nil
 }
 
 // splitFields appends the space-separated fields of line to dst without

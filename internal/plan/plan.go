@@ -39,8 +39,12 @@ type Actual struct {
 	Maint  bool
 }
 
-// Runtime maps backend → slot name → state, as read from HAProxy.
-type Runtime map[string]map[string]Actual
+// Runtime maps a backend to the states of its slots, in order: element i
+// is the slot named model.SlotName(i). Slots are always named so (the
+// render package writes them in that order), which lets the state of
+// tens of thousands of slots live in one slice per backend instead of one
+// map per backend.
+type Runtime map[string][]Actual
 
 // Ops lists the operations that bring the runtime state to the layout, in
 // a stable order. missing names slots of the layout that HAProxy does not
@@ -54,13 +58,14 @@ func Ops(layout model.Layout, rt Runtime) (ops []Op, missing []string) {
 	sort.Strings(names)
 	for _, be := range names {
 		actual := rt[be]
-		for _, sl := range layout[be] {
-			a, ok := actual[sl.Name]
-			if !ok {
+		for i, sl := range layout[be] {
+			// A slot that is not the i-th by name cannot be found by
+			// index: treat it as absent rather than guess.
+			if i >= len(actual) || !isSlotName(sl.Name, i) {
 				missing = append(missing, be+"/"+sl.Name)
 				continue
 			}
-			ops = appendSlotOps(ops, be, sl, a)
+			ops = appendSlotOps(ops, be, sl, actual[i])
 		}
 	}
 	return ops, missing
@@ -86,15 +91,22 @@ func appendSlotOps(ops []Op, be string, sl model.Slot, a Actual) []Op {
 	return ops
 }
 
-// Apply returns rt updated as if ops had succeeded.
+// Apply returns rt updated as if ops had succeeded. An operation on a slot
+// past the end of its backend's states extends them (with zero states for
+// any slot in between); one on a slot whose name is not a slot name
+// (model.SlotName) is ignored: Ops never lists such a slot.
 func (rt Runtime) Apply(ops []Op) {
 	for _, o := range ops {
-		m := rt[o.Backend]
-		if m == nil {
-			m = map[string]Actual{}
-			rt[o.Backend] = m
+		i, ok := SlotIndex(o.Slot)
+		if !ok {
+			continue
 		}
-		a := m[o.Slot]
+		s := rt[o.Backend]
+		if i >= len(s) {
+			s = append(s, make([]Actual, i+1-len(s))...)
+			rt[o.Backend] = s
+		}
+		a := &s[i]
 		switch o.Kind {
 		case SetAddr:
 			a.Server.Addr, a.Server.Port = o.Server.Addr, o.Server.Port
@@ -105,7 +117,6 @@ func (rt Runtime) Apply(ops []Op) {
 		case Maint:
 			a.Maint, a.Server.Drain = true, false
 		}
-		m[o.Slot] = a
 	}
 }
 

@@ -98,10 +98,10 @@ func TestOps(t *testing.T) {
 		{Name: "s4", Used: true, Server: b},
 	}}
 	rt := Runtime{"be": {
-		"s1": {Server: a},                                // in place: nothing
-		"s2": {Server: b},                                // ready → drain
-		"s3": {Server: a},                                // serving a removed server → maint
-		"s4": {Server: srv("127.0.0.1", 1), Maint: true}, // free slot takes b
+		{Server: a}, // s1 in place: nothing
+		{Server: b}, // s2 ready → drain
+		{Server: a}, // s3 serving a removed server → maint
+		{Server: srv("127.0.0.1", 1), Maint: true}, // s4 free slot takes b
 	}}
 	ops, missing := Ops(layout, rt)
 	want := []Op{
@@ -117,9 +117,44 @@ func TestOps(t *testing.T) {
 	if again, _ := Ops(layout, rt); len(again) != 0 {
 		t.Fatalf("after Apply, ops = %+v, want none", again)
 	}
-	delete(rt["be"], "s4")
+	rt["be"] = rt["be"][:3]
 	if _, missing := Ops(layout, rt); !reflect.DeepEqual(missing, []string{"be/s4"}) {
 		t.Fatalf("missing = %v", missing)
+	}
+}
+
+// Slots are found by index: a layout slot that is not named after its
+// index, or beyond the states HAProxy reported, is missing.
+func TestOpsMissing(t *testing.T) {
+	a := srv("10.0.0.1", 80)
+	rt := Runtime{"be": {{Server: a}, {Maint: true}}, "other": {{Server: a}}}
+	tests := []struct {
+		name   string
+		layout model.Layout
+		want   []string
+	}{
+		{"all present", model.Layout{"be": {{Name: "s1", Used: true, Server: a}, {Name: "s2"}}}, nil},
+		{"beyond the states", model.Layout{"be": {{Name: "s1", Used: true, Server: a}, {Name: "s2"}, {Name: "s3"}}}, []string{"be/s3"}},
+		{"misnamed slot", model.Layout{"be": {{Name: "s2", Used: true, Server: a}, {Name: "s1"}}}, []string{"be/s2", "be/s1"}},
+		{"unknown backend", model.Layout{"new": {{Name: "s1"}}, "other": {{Name: "s1", Used: true, Server: a}}}, []string{"new/s1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, missing := Ops(tc.layout, rt)
+			if !reflect.DeepEqual(missing, tc.want) || len(ops) != 0 {
+				t.Fatalf("ops %+v missing %v, want no ops and missing %v", ops, missing, tc.want)
+			}
+		})
+	}
+}
+
+func TestRuntimeApplyExtends(t *testing.T) {
+	a := srv("10.0.0.1", 80)
+	rt := Runtime{}
+	rt.Apply([]Op{{Kind: SetAddr, Backend: "be", Slot: "s3", Server: a}, {Kind: Ready, Backend: "be", Slot: "s3"}, {Kind: Maint, Backend: "be", Slot: "bogus"}})
+	want := Runtime{"be": {{}, {}, {Server: a}}}
+	if !reflect.DeepEqual(rt, want) {
+		t.Fatalf("rt = %+v, want %+v", rt, want)
 	}
 }
 
@@ -261,9 +296,9 @@ func TestAssignFromMatchesAssign(t *testing.T) {
 func TestAssignReturningServerKeepsItsSlot(t *testing.T) {
 	a, b, c, d := srv("10.0.0.1", 80), srv("10.0.0.2", 80), srv("10.0.0.3", 80), srv("10.0.0.4", 80)
 	l1, _ := Assign(cfgWith(a, b, c), nil, false)
-	rt := Runtime{"be": {}}
-	for _, sl := range l1["be"] {
-		rt["be"][sl.Name] = Actual{Maint: true} // as rendered: free slots disabled
+	rt := Runtime{"be": make([]Actual, len(l1["be"]))}
+	for i := range rt["be"] {
+		rt["be"][i] = Actual{Maint: true} // as rendered: free slots disabled
 	}
 	ops, _ := Ops(l1, rt)
 	rt.Apply(ops)

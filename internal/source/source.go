@@ -9,10 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 )
 
 // Source is the informer-backed view of the cluster.
@@ -80,12 +81,12 @@ func (s *Source) Synced() bool {
 
 // Snapshot lists the cached objects. They are shared with the cache: callers
 // must not modify them.
-func (s *Source) Snapshot() (svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice, nodes []*corev1.Node) {
+func (s *Source) Snapshot() (svcs []*corev1.Service, eps []*desired.Slice, nodes []*corev1.Node) {
 	for _, o := range s.services.GetStore().List() {
 		svcs = append(svcs, o.(*corev1.Service))
 	}
 	for _, o := range s.slices.GetStore().List() {
-		eps = append(eps, o.(*discoveryv1.EndpointSlice))
+		eps = append(eps, o.(*desired.Slice))
 	}
 	for _, o := range s.nodes.GetStore().List() {
 		nodes = append(nodes, o.(*corev1.Node))

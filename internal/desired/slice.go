@@ -1,0 +1,123 @@
+package desired
+
+import (
+	"net/netip"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Slice is what the desired state reads of an EndpointSlice, in a form
+// that costs a fraction of the API object: at tens of thousands of
+// EndpointSlices the informer cache holds these instead (see
+// source.Slim). Addresses are parsed and endpoint conditions reduced to
+// one state once, when the object arrives, not on every pass.
+type Slice struct {
+	// ObjectMeta carries only Name, Namespace, UID and ResourceVersion:
+	// enough for the informer's keys.
+	metav1.ObjectMeta
+	Service   string // the kubernetes.io/service-name label; "" for none
+	FQDN      bool   // addressType FQDN: no address can be a server
+	Endpoints []Endpoint
+	Ports     []SlicePort
+}
+
+// Endpoint is one endpoint of a Slice.
+type Endpoint struct {
+	Addr  netip.Addr // the first address; invalid when unparsable or FQDN
+	Node  string     // nodeName; "" when unset
+	State EndpointState
+}
+
+// SlicePort is one port of a Slice.
+type SlicePort struct {
+	Name string
+	Port int32 // 0 when unset
+	TCP  bool  // protocol TCP (or unset)
+}
+
+// EndpointState is what an endpoint contributes: a server in service, a
+// server that drains, or nothing.
+type EndpointState uint8
+
+const (
+	epGone EndpointState = iota
+	epDrain
+	epReady
+)
+
+// SliceOf converts an EndpointSlice. Node names are shared between slices.
+func SliceOf(s *discoveryv1.EndpointSlice) *Slice {
+	out := &Slice{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Service:    s.Labels[discoveryv1.LabelServiceName],
+		FQDN:       s.AddressType == discoveryv1.AddressTypeFQDN,
+		Endpoints:  make([]Endpoint, len(s.Endpoints)),
+	}
+	for i, e := range s.Endpoints {
+		ep := Endpoint{State: stateOf(e)}
+		if len(e.Addresses) > 0 && !out.FQDN {
+			if a, err := netip.ParseAddr(e.Addresses[0]); err == nil {
+				ep.Addr = a.Unmap()
+			}
+		}
+		if e.NodeName != nil {
+			ep.Node = intern(*e.NodeName)
+		}
+		out.Endpoints[i] = ep
+	}
+	if len(s.Ports) > 0 {
+		out.Ports = make([]SlicePort, len(s.Ports))
+		for i, p := range s.Ports {
+			sp := SlicePort{TCP: p.Protocol == nil || *p.Protocol == corev1.ProtocolTCP}
+			if p.Name != nil {
+				sp.Name = *p.Name
+			}
+			if p.Port != nil {
+				sp.Port = *p.Port
+			}
+			out.Ports[i] = sp
+		}
+	}
+	return out
+}
+
+// SlicesOf converts EndpointSlices.
+func SlicesOf(in []*discoveryv1.EndpointSlice) []*Slice {
+	out := make([]*Slice, len(in))
+	for i, s := range in {
+		out[i] = SliceOf(s)
+	}
+	return out
+}
+
+func stateOf(e discoveryv1.Endpoint) EndpointState {
+	c := e.Conditions
+	// A nil condition means "unknown", which the API says to read as true
+	// (for terminating: false).
+	ready := c.Ready == nil || *c.Ready
+	serving := c.Serving == nil || *c.Serving
+	terminating := c.Terminating != nil && *c.Terminating
+	switch {
+	case ready && !terminating:
+		return epReady
+	case serving && terminating:
+		return epDrain
+	case ready:
+		return epReady
+	}
+	return epGone
+}
+
+// names interns node names: a cluster has few nodes and many endpoints.
+var names sync.Map
+
+func intern(s string) string {
+	if v, ok := names.Load(s); ok {
+		return v.(string)
+	}
+	v, _ := names.LoadOrStore(s, s)
+	return v.(string)
+}

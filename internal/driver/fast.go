@@ -1,0 +1,52 @@
+package driver
+
+import (
+	"context"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// applyServers is Apply for a config that differs from the one last
+// applied only in the servers of the backends cfg.Changes lists (the
+// desired package's passes after endpoint and node changes): it assigns
+// and operates on those backends alone, instead of comparing tens of
+// thousands of backends and hashing the structure again. It reports false,
+// having changed nothing, when cfg does not qualify; Apply then takes the
+// general path, which gives the same outcome.
+func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Result) (bool, error) {
+	if cfg.Changes == nil || d.opts.Mode != ModeHybrid || !d.known || !d.assigned || !d.consistent ||
+		!sameSlice(cfg.Frontends, d.desired.Frontends) {
+		return false, nil
+	}
+	t := time.Now()
+	layout, ok := plan.AssignChanged(cfg, d.desired, d.layout)
+	if !ok {
+		return false, nil
+	}
+	changed := make(model.Layout, len(cfg.Changes.Backends))
+	for _, i := range cfg.Changes.Backends {
+		name := cfg.Backends[i].Name
+		changed[name] = layout[name]
+	}
+	res.Render = time.Since(t)
+	ops, missing := plan.Ops(changed, d.actual)
+	if len(missing) > 0 {
+		return false, nil // the general path reports it
+	}
+	if err := d.execOps(ctx, ops, res); err != nil {
+		return true, err
+	}
+	// The structure (frontends, backend settings, slot counts) is the one
+	// running: the hash stays.
+	d.layout, d.running, d.desired = layout, cfg, cfg
+	d.gen++
+	d.fastApplies++
+	d.schedulePersist()
+	return true, nil
+}
+
+func sameSlice[T any](a, b []T) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}

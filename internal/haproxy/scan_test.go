@@ -1,0 +1,123 @@
+package haproxy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+)
+
+// startBackends runs haproxy with n backends be0..be<n-1> of slots servers
+// each, s1 pointing at 10.0.x.y:8080 and the rest disabled.
+func startBackends(t testing.TB, n, slots int) *haproxytest.Process {
+	t.Helper()
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString(haproxytest.MinimalConfig(dir))
+	for i := range n {
+		fmt.Fprintf(&b, "\nbackend be%d\n    server s1 10.0.%d.%d:8080\n", i, i/256%256, i%256)
+		for s := 2; s <= slots; s++ {
+			fmt.Fprintf(&b, "    server s%d 127.0.0.1:1 disabled\n", s)
+		}
+	}
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return haproxytest.Start(t, dir, path)
+}
+
+func scanAll(t testing.TB, socket string) []ServerState {
+	t.Helper()
+	var rows []ServerState
+	if err := ScanServersState(testCtx(t), socket, func(s ServerState) error {
+		rows = append(rows, s)
+		return nil
+	}); err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	return rows
+}
+
+// The scan yields what "show servers state" through the prompt-mode client
+// parses to, including states changed at runtime.
+func TestScanServersStateMatchesParse(t *testing.T) {
+	l := startLB(t, "")
+	l.useSlot(t, "s2", greeter(t, "x"))
+	if _, err := l.rt.ExecChecked(testCtx(t), []string{"set server be/s3 state drain"}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := l.rt.ShowServersState(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := scanAll(t, l.proc.StatsSocket)
+	if len(got) != 4 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("scan\n%+v\nparse\n%+v", got, want)
+	}
+}
+
+// Rows of a large dump come in order, with names that do not point into
+// the read buffer, and the scan allocates a small fraction of the dump.
+func TestScanServersStateLarge(t *testing.T) {
+	const backends, slots = 2000, 8
+	p := startBackends(t, backends, slots)
+	rows := scanAll(t, p.StatsSocket)
+	if len(rows) != backends*slots {
+		t.Fatalf("%d rows, want %d", len(rows), backends*slots)
+	}
+	for i, r := range rows {
+		be, srv := fmt.Sprintf("be%d", i/slots), fmt.Sprintf("s%d", i%slots+1)
+		if r.Backend != be || r.Server != srv {
+			t.Fatalf("row %d is %s/%s, want %s/%s", i, r.Backend, r.Server, be, srv)
+		}
+		if i%slots > 0 && unsafe.StringData(r.Backend) != unsafe.StringData(rows[i-1].Backend) {
+			t.Fatalf("row %d: backend name not shared with the previous row", i)
+		}
+		if i >= slots && unsafe.StringData(r.Server) != unsafe.StringData(rows[i-slots].Server) {
+			t.Fatalf("row %d: server name not shared across backends", i)
+		}
+	}
+
+	prt := NewRuntime(p.StatsSocket)
+	defer prt.Close()
+	dump, err := prt.ExecChecked(testCtx(t), []string{"show servers state"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n := 0
+	if err := ScanServersState(ctx, p.StatsSocket, func(ServerState) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("dump %d bytes, %d rows: scan allocated %d bytes in %d objects", len(dump[0]), n, alloc, after.Mallocs-before.Mallocs)
+	if limit := uint64(len(dump[0]) / 8); alloc > limit {
+		t.Fatalf("scan allocated %d bytes, want at most %d (an eighth of the dump)", alloc, limit)
+	}
+}
+
+func TestScanServersStateErrors(t *testing.T) {
+	l := startLB(t, "")
+	stop := errors.New("stop")
+	calls := 0
+	err := ScanServersState(testCtx(t), l.proc.StatsSocket, func(ServerState) error { calls++; return stop })
+	if err != stop || calls != 1 {
+		t.Fatalf("callback error: got %v after %d calls, want it as is after 1", err, calls)
+	}
+	err = ScanServersState(testCtx(t), filepath.Join(t.TempDir(), "none.sock"), func(ServerState) error { return nil })
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("missing socket: %v, want ErrUnavailable", err)
+	}
+}
