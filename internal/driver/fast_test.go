@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -16,24 +14,14 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // Passes that change only some backends' servers (Config.Changes set) take
 // the fast path, and HAProxy ends up with exactly the desired servers, in
 // the slots the general assignment would give, without a reload.
 func TestApplyServersOnly(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := haproxytest.Start(t, dir, cfgPath)
-	d := NewHAProxy(Options{
-		ConfigPath: cfgPath, Binary: haproxytest.Bin(), MasterSocket: p.MasterSocket,
-		Render: render.Options{StatsSocket: p.StatsSocket, StateFile: filepath.Join(dir, "server-state")},
-	})
-	defer d.Close()
+	lb := startLab(t)
+	p, d := lb.p, lb.d
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

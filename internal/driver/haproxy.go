@@ -3,7 +3,6 @@ package driver
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -305,101 +304,6 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.consistent = true
 	d.schedulePersist()
 	return nil
-}
-
-// waitHash polls the new worker until it reports the expected structure
-// and reads its slot states.
-func (d *HAProxy) waitHash(ctx context.Context, hash string) error {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
-	defer cancel()
-	for i := 0; ; i++ {
-		info, err := d.rt.ShowInfo(ctx)
-		if err == nil && info["description"] == render.DescriptionPrefix+hash {
-			d.pid = info["Pid"]
-			return d.readSlots(ctx)
-		}
-		d.rt.Reset()
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("new worker did not report config %s: %w", hash, errors.Join(err, haproxy.ErrUnavailable))
-		case <-time.After(time.Duration(min(i+1, 20)) * 5 * time.Millisecond):
-		}
-	}
-}
-
-// readBack learns what HAProxy runs: its structure hash and slot states.
-func (d *HAProxy) readBack(ctx context.Context) error {
-	info, err := d.rt.ShowInfo(ctx)
-	if err != nil {
-		return fmt.Errorf("read running state: %w", err)
-	}
-	d.hash = strings.TrimPrefix(info["description"], render.DescriptionPrefix)
-	d.pid = info["Pid"]
-	d.running = model.Config{}
-	foreign, err := d.readSlotStates(ctx)
-	if err != nil {
-		return err
-	}
-	if len(foreign) > 0 {
-		// The config carries a structure hash, yet these backends' servers
-		// are not the slots render writes (hand-edited, or another tool's):
-		// their slots are missing from the state read, and only a reload
-		// gives them back. A hash no config has makes the next pass reload.
-		d.log.Warn("backends whose servers this controller did not render; reloading",
-			"backends", len(foreign), "first", foreign[0], "hash", d.hash)
-		d.hash = foreignHash
-	}
-	d.known = true
-	return nil
-}
-
-// foreignHash stands for the structure hash of a running config that is
-// not one this controller rendered. It differs from every real hash (and
-// reads as the reason of the reload it causes).
-const foreignHash = "(not rendered by this controller)"
-
-// readSlots is readSlotStates for the worker of a config just loaded,
-// which this controller rendered: a backend it did not render is an error.
-func (d *HAProxy) readSlots(ctx context.Context) error {
-	foreign, err := d.readSlotStates(ctx)
-	if err == nil && len(foreign) > 0 {
-		err = fmt.Errorf("read server states: backend %s has servers not rendered by this controller: %w", foreign[0], haproxy.ErrCommand)
-	}
-	return err
-}
-
-// readSlotStates reads every slot's state and rebuilds the layout from it:
-// a slot in maintenance is free, any other slot holds the server it points
-// at. It returns the backends left out because their servers are not slots
-// s1, s2, ... in order (see plan.RuntimeBuilder).
-func (d *HAProxy) readSlotStates(ctx context.Context) (foreign []string, err error) {
-	rt, foreign, err := d.dumpStates(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read server states: %w", err)
-	}
-	d.actual, d.layout = rt, rt.Layout()
-	// The layout read back is the runtime state itself.
-	d.assigned, d.consistent = false, true
-	d.gen++
-	// A Verify reading meanwhile holds older news than this.
-	d.verify.reads++
-	return foreign, nil
-}
-
-// dumpStates reads every slot's state over a connection of its own, row
-// by row: the dump (megabytes at tens of thousands of servers) is never
-// held whole, so reading back costs little beyond the resulting state.
-func (d *HAProxy) dumpStates(ctx context.Context) (plan.Runtime, []string, error) {
-	var b plan.RuntimeBuilder
-	err := haproxy.ScanServersState(ctx, d.opts.Render.StatsSocket, func(s haproxy.ServerState) error {
-		b.Add(s.Backend, s.Server, actualOf(s))
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	rt, foreign := b.Finish()
-	return rt, foreign, nil
 }
 
 // written reports whether the on-disk config already has these bytes.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,32 +16,19 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // persistLab is a real HAProxy, started on a minimal config, and a driver
 // for it; the driver's first Apply reloads into a config it rendered.
 type persistLab struct {
-	p        *haproxytest.Process
-	d        *HAProxy
-	cfgPath  string
+	*lab
 	statePth string
 }
 
 func startPersistLab(t testing.TB) *persistLab {
 	t.Helper()
-	dir := t.TempDir()
-	l := &persistLab{cfgPath: filepath.Join(dir, "haproxy.cfg"), statePth: filepath.Join(dir, "server-state")}
-	if err := os.WriteFile(l.cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l.p = haproxytest.Start(t, dir, l.cfgPath)
-	l.d = NewHAProxy(Options{
-		ConfigPath: l.cfgPath, Binary: haproxytest.Bin(), MasterSocket: l.p.MasterSocket,
-		Render: render.Options{StatsSocket: l.p.StatsSocket, StateFile: l.statePth},
-	})
-	t.Cleanup(func() { _ = l.d.Close() })
-	return l
+	l := startLab(t)
+	return &persistLab{lab: l, statePth: l.statePath}
 }
 
 func persistCtx(t testing.TB) context.Context {

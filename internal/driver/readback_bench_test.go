@@ -4,32 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // benchDriver applies 10,000 backends of six servers (eight slots each,
 // 80,000 slots) to a real HAProxy.
 func benchDriver(b *testing.B) (*HAProxy, model.Config) {
 	b.Helper()
-	dir := b.TempDir()
-	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	p := haproxytest.Start(b, dir, path)
-	d := NewHAProxy(Options{
-		ConfigPath: path, Binary: haproxytest.Bin(), MasterSocket: p.MasterSocket, ReloadTimeout: time.Minute,
-		Render: render.Options{StatsSocket: p.StatsSocket},
-	})
-	b.Cleanup(func() { _ = d.Close() })
+	d := startLab(b).d
 	var cfg model.Config
 	for i := range 10000 {
 		var servers []model.Server

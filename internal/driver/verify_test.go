@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // verifyLab is a real HAProxy driven by a driver that applied cfg, plus a
@@ -43,17 +41,8 @@ func verifyServers(be, n int) []model.Server {
 // startVerifyLab applies backends be_0.. of three servers (eight slots).
 func startVerifyLab(t *testing.T, backends int) *verifyLab {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := haproxytest.Start(t, dir, path)
-	d := NewHAProxy(Options{
-		ConfigPath: path, Binary: haproxytest.Bin(), MasterSocket: p.MasterSocket,
-		Render: render.Options{StatsSocket: p.StatsSocket, StateFile: filepath.Join(dir, "server-state")},
-	})
-	t.Cleanup(func() { _ = d.Close() })
+	lb := startLab(t)
+	p, d, path := lb.p, lb.d, lb.cfgPath
 	ctrl := haproxy.NewRuntime(p.StatsSocket)
 	t.Cleanup(func() { _ = ctrl.Close() })
 	l := &verifyLab{t: t, p: p, d: d, ctrl: ctrl, path: path}

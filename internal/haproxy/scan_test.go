@@ -121,3 +121,29 @@ func TestScanServersStateErrors(t *testing.T) {
 		t.Fatalf("missing socket: %v, want ErrUnavailable", err)
 	}
 }
+
+// ScanServersState shares the framing checks of WriteServersState: an
+// answer cut short is ErrUnavailable, a line too long ErrCommand.
+func TestScanServersStateCutShort(t *testing.T) {
+	const head = "1\n# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state srv_uweight srv_iweight srv_time_since_last_change srv_check_status srv_check_result srv_check_health srv_check_state srv_agent_state bk_f_forced_id srv_f_forced_id srv_fqdn srv_port\n"
+	const row = "1 be 1 s1 127.0.0.1 2 0 1 1 0 6 3 4 6 0 0 0 - 8080\n"
+	for name, tc := range map[string]struct {
+		answer string
+		rows   int
+		want   error
+	}{
+		"complete":      {head + row + "\n", 1, nil},
+		"no end":        {head + row, 1, ErrUnavailable},
+		"half a line":   {head + row[:10], 0, ErrUnavailable},
+		"nothing":       {"", 0, ErrUnavailable},
+		"line too long": {head + strings.Repeat("x", dumpBufSize+1) + "\n\n", 0, ErrCommand},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rows := 0
+			err := ScanServersState(testCtx(t), playback(t, tc.answer), func(ServerState) error { rows++; return nil })
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) || rows != tc.rows {
+				t.Fatalf("got %v after %d rows, want %v after %d", err, rows, tc.want, tc.rows)
+			}
+		})
+	}
+}

@@ -193,7 +193,7 @@ func TestWriteServersStateCutShort(t *testing.T) {
 		"version only":    {"1\n", ErrUnavailable},
 		"wrong version":   {"2\n# be_name\n\n", ErrCommand},
 		"no header":       {"1\nbe s1\n\n", ErrCommand},
-		"line too long":   {head + strings.Repeat("x", stateFileBufSize+1) + "\n\n", ErrCommand},
+		"line too long":   {head + strings.Repeat("x", dumpBufSize+1) + "\n\n", ErrCommand},
 		"blank mid-dump":  {head + "1 be s1 127.0.0.1 1\n\n1 be s2 127.0.0.1 1\n\n", nil},
 		"blank then cut":  {head + "\n1 be s2 127.0.0.1 1\n", ErrUnavailable},
 		"header, no line": {head + "\n", nil},
