@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
@@ -56,7 +57,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	defer obs.close()
 	res := &result{Mode: mode, Services: c.services, Endpoints: c.services * c.endpoints, Changes: changes, HealthChecks: c.checks()}
 
-	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--haproxy-config", h.cfg, "--haproxy-bin", haproxyBin(),
+	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--haproxy-config", h.cfg, "--haproxy-bin", haproxytest.Bin(),
 		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state, "--bind-address", "127.0.0.1",
 		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
 		"--min-reload-interval", c.minReload.String(), "--persist-interval", c.persist.String(), "--log-level", "info"}

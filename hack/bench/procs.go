@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 )
 
 // proc is a child process in its own process group, its output in a log file.
@@ -92,16 +93,6 @@ func buildController(dir string) (string, error) {
 	return out, nil
 }
 
-func haproxyBin() string {
-	if b := os.Getenv("HAPROXY_BIN"); b != "" {
-		return b
-	}
-	if b, err := exec.LookPath("haproxy"); err == nil {
-		return b
-	}
-	return "/usr/sbin/haproxy"
-}
-
 // haproxyProc is an HAProxy in master-worker mode started from the config
 // `haproxy-k8s-sync init` wrote.
 type haproxyProc struct {
@@ -116,7 +107,7 @@ func startHAProxy(ctlBin, dir string) (*haproxyProc, error) {
 	if out, err := init.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("init: %v: %s", err, out)
 	}
-	p, err := startProc("haproxy", filepath.Join(dir, "haproxy.log"), nil, haproxyBin(), "-W", "-S", h.master, "-f", h.cfg)
+	p, err := startProc("haproxy", filepath.Join(dir, "haproxy.log"), nil, haproxytest.Bin(), "-W", "-S", h.master, "-f", h.cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,25 +48,8 @@ type env struct {
 
 	ctlCancel context.CancelFunc
 	ctlDone   chan error
-	ctlLog    *syncBuffer
+	ctlLog    *haproxytest.LockedBuffer
 	ctlArgs   []string
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newEnv starts the apiserver and an HAProxy that runs the config `init`
@@ -110,7 +91,7 @@ func (e *env) controllerArgs(extra ...string) []string {
 func (e *env) startController(extra ...string) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	e.ctlCancel, e.ctlDone, e.ctlLog = cancel, make(chan error, 1), &syncBuffer{}
+	e.ctlCancel, e.ctlDone, e.ctlLog = cancel, make(chan error, 1), &haproxytest.LockedBuffer{}
 	args := e.controllerArgs(extra...)
 	go func() { e.ctlDone <- cli.Run(ctx, args, func(string) string { return "" }, e.ctlLog) }()
 	e.t.Cleanup(e.stopController)

@@ -31,7 +31,7 @@ type Process struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the master has exited
-	out     *lockedBuffer
+	out     *LockedBuffer
 	cleanup bool
 }
 
@@ -100,7 +100,7 @@ func Start(t testing.TB, dir, cfgPath string) *Process {
 func (p *Process) launch(t testing.TB) {
 	t.Helper()
 	p.mu.Lock()
-	out := &lockedBuffer{}
+	out := &LockedBuffer{}
 	cmd := exec.Command(Bin(), "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
 	cmd.Dir = p.Dir
 	cmd.Stdout, cmd.Stderr = out, out
@@ -270,18 +270,20 @@ func oneShot(path, cmd string) (string, error) {
 	return string(b), err
 }
 
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer safe for one writer (a child process's
+// output) and concurrent readers.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
