@@ -53,6 +53,7 @@ type Memo struct {
 	dirtyKeys  map[string]struct{}          // Services whose slices came or went
 	dirtySvcs  map[*corev1.Service]struct{} // Services whose servers a node change forgot
 	fastPasses int                          // passes served by serversOnly (for tests)
+	scratch    []string                     // track's node list, reused
 }
 
 type sliceRef struct {
@@ -110,20 +111,28 @@ func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*Slice) {
 	if m == nil {
 		return
 	}
-	m.untrack(e)
+	nodes := m.scratch[:0]
 	switch {
 	case m.opts.Targets == TargetPods:
 	case svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal:
-		e.nodes = append(e.nodes, "") // every eligible node serves
+		nodes = append(nodes, "") // every eligible node serves
 	default:
 		for _, sl := range eps {
 			for _, ep := range sl.Endpoints {
-				if ep.Node != "" && !slices.Contains(e.nodes, ep.Node) {
-					e.nodes = append(e.nodes, ep.Node)
+				if ep.Node != "" && !slices.Contains(nodes, ep.Node) {
+					nodes = append(nodes, ep.Node)
 				}
 			}
 		}
 	}
+	m.scratch = nodes
+	if slices.Equal(nodes, e.nodes) {
+		// Already indexed so (the usual case when a node changed: the
+		// endpoints still run where they ran).
+		return
+	}
+	m.untrack(e)
+	e.nodes = append(e.nodes, nodes...)
 	if m.byNode == nil {
 		m.byNode = make(map[string]map[*memoEntry]struct{})
 	}

@@ -17,7 +17,7 @@ func TestSliceOf(t *testing.T) {
 		ObjectMeta:  metav1.ObjectMeta{Namespace: "ns", Name: "web-x", ResourceVersion: "7", Labels: map[string]string{discoveryv1.LabelServiceName: "web", "other": "dropped"}, Annotations: map[string]string{"a": "b"}},
 		AddressType: discoveryv1.AddressTypeIPv6,
 		Endpoints: []discoveryv1.Endpoint{
-			{Addresses: []string{"::ffff:10.0.0.1"}, NodeName: &node},                                                          // nil conditions: ready
+			{Addresses: []string{"::ffff:10.0.0.1"}, NodeName: &node},                                                                  // nil conditions: ready
 			{Addresses: []string{"fd00::2"}, Conditions: discoveryv1.EndpointConditions{Ready: &no, Serving: &yes, Terminating: &yes}}, // draining
 			{Addresses: []string{"not-an-ip"}, Conditions: discoveryv1.EndpointConditions{Ready: &no, Serving: &no}},                   // gone
 			{},

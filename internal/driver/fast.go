@@ -40,6 +40,7 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Resul
 	}
 	// The structure (frontends, backend settings, slot counts) is the one
 	// running: the hash stays.
+	cfg.Changes = nil // not needed any more; it holds the previous Backends
 	d.layout, d.running, d.desired = layout, cfg, cfg
 	d.gen++
 	d.fastApplies++

@@ -1,8 +1,8 @@
 package driver
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"log/slog"
 	"os"
@@ -60,7 +60,7 @@ type HAProxy struct {
 	layout     model.Layout // slot assignment in force
 	actual     plan.Runtime // slot states in force
 	lastReload time.Time
-	written    []byte // bytes last written to ConfigPath
+	written    [sha256.Size]byte // digest of the bytes last written to ConfigPath (megabytes at scale: not kept)
 	desired    model.Config
 	gen        uint64 // counts changes of desired, layout and written
 	// assigned: layout is what plan.Assign gave for desired.
@@ -124,6 +124,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 	if done, err := d.applyServers(ctx, cfg, &res); done {
 		return res, err
 	}
+	// Only applyServers reads Changes; kept in d.desired it would hold the
+	// previous Backends array alive.
+	cfg.Changes = nil
 	t := time.Now()
 	var layout model.Layout
 	var exhausted []string
@@ -261,7 +264,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if err != nil {
 		return err
 	}
-	d.written = text
+	d.written = sha256.Sum256(text)
 	d.gen++
 
 	t = time.Now()
@@ -279,7 +282,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 			if werr := writeAtomic(d.opts.ConfigPath, old, nil); werr != nil {
 				d.log.Error("could not restore previous config", "err", werr)
 			}
-			d.written = old
+			d.written = sha256.Sum256(old)
 		}
 		d.known = false
 		return fmt.Errorf("reload (%s): %w", strings.Join(reasons, "; "), err)
@@ -306,5 +309,5 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	return nil
 }
 
-// written reports whether the on-disk config already has these bytes.
-func (d *HAProxy) upToDate(text []byte) bool { return bytes.Equal(d.written, text) }
+// upToDate reports whether the on-disk config already has these bytes.
+func (d *HAProxy) upToDate(text []byte) bool { return d.written == sha256.Sum256(text) }

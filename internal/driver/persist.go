@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"time"
 
@@ -62,7 +63,7 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 			d.log.Error("could not persist config", "err", err)
 			return true
 		}
-		d.written = text
+		d.written = sha256.Sum256(text)
 		d.gen++
 		wroteConfig = true
 	}

@@ -228,9 +228,13 @@ func TestRunDebouncesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := " 10.0.0.1:30000\n"
-	persistEventually(t, 5*time.Second, "config written", func() error {
+	persistEventually(t, 5*time.Second, "config and state file written", func() error {
 		if b, _ := os.ReadFile(l.cfgPath); strings.Contains(string(b), gone) {
 			return errors.New("config still has the server that left")
+		}
+		// The flush writes the state file after the config.
+		if fi, err := os.Stat(l.statePth); err != nil || !fi.ModTime().After(start) {
+			return errors.New("state file not rewritten yet")
 		}
 		return nil
 	})

@@ -114,4 +114,17 @@ type Slot struct {
 type Layout map[string][]Slot
 
 // SlotName is the name of the i-th (0-based) slot of a backend.
-func SlotName(i int) string { return "s" + strconv.Itoa(i+1) }
+func SlotName(i int) string {
+	if i >= 0 && i < len(slotNames) {
+		return slotNames[i] // shared: layouts hold tens of thousands of slots
+	}
+	return "s" + strconv.Itoa(i+1)
+}
+
+var slotNames = func() []string {
+	out := make([]string, 256)
+	for i := range out {
+		out[i] = "s" + strconv.Itoa(i+1)
+	}
+	return out
+}()
