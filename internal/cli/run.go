@@ -54,7 +54,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.bin, "haproxy-bin", "haproxy", "haproxy binary, used to check configs")
 	fs.StringVar(&f.master, "master-socket", "/run/haproxy-k8s-sync/master.sock", "HAProxy master CLI socket (haproxy -W -S PATH)")
 	fs.StringVar(&f.apply, "apply", driver.ModeHybrid, "hybrid: servers through the Runtime API, reload only for structure; reload: reload on every change (baseline)")
-	fs.DurationVar(&f.resync, "resync-period", 30*time.Second, "re-read HAProxy's state and re-apply this often")
+	fs.DurationVar(&f.resync, "resync-period", 30*time.Second, "compare HAProxy's state with what was applied this often (off the pass lock) and correct drift")
 	fs.DurationVar(&f.minReload, "min-reload-interval", 500*time.Millisecond, "structural changes arriving closer than this share one reload")
 	fs.DurationVar(&f.persist, "persist-interval", time.Second, "write the config and server-state files once changes have been quiet this long")
 	fs.DurationVar(&f.persistMax, "persist-max-delay", 30*time.Second, "write the config and server-state files at the latest this long after the first change not yet written, even while changes keep coming")

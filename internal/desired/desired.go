@@ -141,7 +141,7 @@ func Compute(in Input, opts Options) Result {
 	for _, cand := range svcs {
 		svc, k := cand.svc, cand.key
 		eps := bySvc[k]
-		e := memo.entry(svc, eps)
+		e := memo.entry(svc, k, eps)
 		var set settings.Settings
 		var errs []error
 		if e == nil || !e.ready {

@@ -13,7 +13,6 @@ import (
 type lastResult struct {
 	valid      bool
 	backends   []model.Backend
-	beIndex    map[string]int32 // backend name → index in backends
 	problems   []Problem
 	configured []*corev1.Service
 	selected   int
@@ -33,16 +32,28 @@ func (m *Memo) remember(res Result, svcs []candidate, valid bool) {
 		selected:   res.Selected,
 	}
 	if !m.last.valid {
-		m.byKey, m.last.beIndex = nil, nil
+		m.byKey = nil
 		return
 	}
-	m.last.beIndex = make(map[string]int32, len(res.Config.Backends))
+	index := make(map[string]int32, len(res.Config.Backends))
 	for i, b := range res.Config.Backends {
-		m.last.beIndex[b.Name] = int32(i)
+		index[b.Name] = int32(i)
 	}
 	m.byKey = make(map[string]*corev1.Service, len(svcs))
 	for _, c := range svcs {
 		m.byKey[c.key] = c.svc
+		e := m.entries[c.svc]
+		if e == nil || !e.ready { // cannot happen when valid; be safe
+			m.last.valid, m.byKey = false, nil
+			return
+		}
+		for i := range e.ports {
+			mp := &e.ports[i]
+			mp.idx = -1
+			if j, ok := index[mp.be.Name]; ok && mp.haveProxies {
+				mp.idx = j
+			}
+		}
 	}
 }
 
@@ -102,16 +113,13 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 		if e := m.entries[svc]; e == nil || !e.ready {
 			return Result{}, false // cannot happen while last.valid; be safe
 		}
-		k := key(svc)
+		k := m.entries[svc].key
 		eps := bySvc[k]
-		e := m.entry(svc, eps)
+		e := m.entry(svc, k, eps)
 		for i, p := range svc.Spec.Ports {
 			mp := &e.ports[i]
-			if !mp.haveProxies {
-				continue // never configured
-			}
-			j, ok := m.last.beIndex[mp.be.Name]
-			if !ok {
+			j := mp.idx
+			if j < 0 || !mp.haveProxies || int(j) >= len(backends) || backends[j].Name != mp.be.Name {
 				continue // not configured in the last pass
 			}
 			if !mp.haveServers {

@@ -200,6 +200,7 @@ func (m *Memo) setCandidates(svcs []*corev1.Service, sorted []candidate) {
 
 type memoEntry struct {
 	svc    *corev1.Service
+	key    string // "namespace/name"
 	pass   uint64 // last pass that saw the Service
 	ready  bool   // set and ports hold results
 	set    settings.Settings
@@ -211,6 +212,7 @@ type memoEntry struct {
 }
 
 type memoPort struct {
+	idx         int32 // index of the backend in the last Result (-1: not configured)
 	haveServers bool
 	servers     []model.Server
 	ok          bool
@@ -292,7 +294,7 @@ func (m *Memo) end() {
 
 // entry returns the Service's entry, with its servers forgotten if they may
 // have changed; nil without a Memo.
-func (m *Memo) entry(svc *corev1.Service, eps []*Slice) *memoEntry {
+func (m *Memo) entry(svc *corev1.Service, key string, eps []*Slice) *memoEntry {
 	if m == nil {
 		return nil
 	}
@@ -301,7 +303,7 @@ func (m *Memo) entry(svc *corev1.Service, eps []*Slice) *memoEntry {
 		e = &memoEntry{}
 		m.entries[svc] = e
 	}
-	e.pass, e.svc = m.pass, svc
+	e.pass, e.svc, e.key = m.pass, svc, key
 	if e.ready && !slices.Equal(e.slices, eps) {
 		e.forgetServers()
 	}

@@ -63,16 +63,11 @@ func slicesByService(in []*Slice) map[string][]*Slice {
 // port cannot be reached (no nodePort in node mode and no override).
 func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, targets string,
 	nodes map[string]netip.Addr, eps []*Slice) ([]model.Server, bool) {
-	best := make(map[netip.AddrPort]model.Server)
+	var best []model.Server // deduplicated by sorted()
 	add := func(a netip.Addr, port uint16, st EndpointState) {
-		if st == epGone {
-			return
+		if st != epGone {
+			best = append(best, model.Server{Addr: a, Port: port, Drain: st == epDrain})
 		}
-		k := netip.AddrPortFrom(a, port)
-		if old, ok := best[k]; ok && !old.Drain {
-			return // a ready endpoint wins over a draining one
-		}
-		best[k] = model.Server{Addr: a, Port: port, Drain: st == epDrain}
 	}
 	if targets == TargetPods {
 		for _, sl := range eps {
@@ -128,11 +123,26 @@ func slicePort(sl *Slice, p corev1.ServicePort) (uint16, bool) {
 	return 0, false
 }
 
-func sorted(m map[netip.AddrPort]model.Server) []model.Server {
-	out := make([]model.Server, 0, len(m))
-	for _, s := range m {
-		out = append(out, s)
+// sorted sorts servers by address and port and keeps one per address and
+// port: in service if any endpoint behind it is (a ready endpoint wins over
+// a draining one). It works in place, without a map: this runs for every
+// Service a node change touches.
+func sorted(servers []model.Server) []model.Server {
+	slices.SortFunc(servers, func(a, b model.Server) int {
+		if c := a.Key().Compare(b.Key()); c != 0 {
+			return c
+		}
+		if a.Drain == b.Drain {
+			return 0
+		}
+		if !a.Drain {
+			return -1
+		}
+		return 1
+	})
+	servers = slices.CompactFunc(servers, func(a, b model.Server) bool { return a.Key() == b.Key() })
+	if servers == nil {
+		return []model.Server{}
 	}
-	slices.SortFunc(out, func(a, b model.Server) int { return a.Key().Compare(b.Key()) })
-	return out
+	return slices.Clip(servers)
 }

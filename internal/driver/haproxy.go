@@ -56,6 +56,7 @@ type HAProxy struct {
 	known      bool         // the fields below reflect the running HAProxy
 	hash       string       // structure hash the running config carries
 	pid        string       // worker PID that reported it
+	pidEpoch   uint64       // counts updates of pid by the driver (see Watch)
 	running    model.Config // last desired model applied (for reload reasons)
 	layout     model.Layout // slot assignment in force
 	actual     plan.Runtime // slot states in force

@@ -25,6 +25,8 @@ func (d *HAProxy) waitHash(ctx context.Context, hash string) error {
 		info, err := d.rt.ShowInfo(ctx)
 		if err == nil && info["description"] == render.DescriptionPrefix+hash {
 			d.pid = info["Pid"]
+			d.pidEpoch++
+			d.pidEpoch++
 			return d.readSlots(ctx)
 		}
 		d.rt.Reset()
@@ -44,6 +46,7 @@ func (d *HAProxy) readBack(ctx context.Context) error {
 	}
 	d.hash = strings.TrimPrefix(info["description"], render.DescriptionPrefix)
 	d.pid = info["Pid"]
+	d.pidEpoch++
 	d.running = model.Config{}
 	foreign, err := d.readSlotStates(ctx)
 	if err != nil {
