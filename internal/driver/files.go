@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,4 +43,36 @@ func writeAtomicFunc(path string, write func(*os.File) error, validate func(tmp 
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// keepPrevious keeps the config file in force under another name (a hard
+// link: no copy of megabytes) while a new one replaces it; restore(true)
+// puts it back, restore(false) drops the copy. Without hard links it
+// falls back to keeping the bytes in memory.
+func (d *HAProxy) keepPrevious() (restore func(putBack bool)) {
+	path := d.opts.ConfigPath
+	prev := path + ".prev"
+	_ = os.Remove(prev)
+	if err := os.Link(path, prev); err == nil {
+		return func(putBack bool) {
+			if !putBack {
+				_ = os.Remove(prev)
+				return
+			}
+			if err := os.Rename(prev, path); err != nil {
+				d.log.Error("could not restore previous config", "err", err)
+			}
+			d.written = [sha256.Size]byte{} // unknown: the next flush rewrites it
+		}
+	}
+	old, err := os.ReadFile(path)
+	return func(putBack bool) {
+		if !putBack || err != nil {
+			return
+		}
+		if werr := writeAtomic(path, old, nil); werr != nil {
+			d.log.Error("could not restore previous config", "err", werr)
+		}
+		d.written = sha256.Sum256(old)
+	}
 }

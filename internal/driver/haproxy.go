@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -240,7 +239,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	text := render.ConfigWithHash(cfg, layout, d.opts.Render, hash)
 	res.Render += time.Since(t)
 
-	old, _ := os.ReadFile(d.opts.ConfigPath)
+	restore := d.keepPrevious()
 	t = time.Now()
 	// Hold the state file until the new worker runs: a concurrent flush
 	// must not overwrite it with what the old worker reports afterwards.
@@ -263,6 +262,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	})
 	res.Write = time.Since(t) - res.Check
 	if err != nil {
+		restore(false)
 		return err
 	}
 	d.written = sha256.Sum256(text)
@@ -279,16 +279,12 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if err != nil {
 		// The old workers keep serving the old config: put it back on disk
 		// so the file always matches what runs.
-		if old != nil {
-			if werr := writeAtomic(d.opts.ConfigPath, old, nil); werr != nil {
-				d.log.Error("could not restore previous config", "err", werr)
-			}
-			d.written = sha256.Sum256(old)
-		}
+		restore(true)
 		d.known = false
 		return fmt.Errorf("reload (%s): %w", strings.Join(reasons, "; "), err)
 	}
 	res.Reloaded = true
+	restore(false)
 	if err := d.waitHash(ctx, hash); err != nil {
 		d.known = false
 		return err

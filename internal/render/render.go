@@ -4,6 +4,7 @@
 package render
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -32,22 +33,27 @@ const DescriptionPrefix = "hks:"
 
 // Config renders the complete haproxy.cfg.
 func Config(cfg model.Config, layout model.Layout, opts Options) []byte {
-	return build(cfg, layout, opts, StructureHash(cfg, layout, opts), false)
+	return render(cfg, layout, opts, StructureHash(cfg, layout, opts))
 }
 
 // ConfigWithHash is Config for a caller that already knows
 // StructureHash(cfg, layout, opts) (from a HashMemo): it renders once
 // instead of twice.
 func ConfigWithHash(cfg model.Config, layout model.Layout, opts Options, hash string) []byte {
-	return build(cfg, layout, opts, hash, false)
+	return render(cfg, layout, opts, hash)
 }
 
 // StructureHash identifies everything in the config that can only change
 // through a reload: sections, settings and slot names, but not which server
 // a slot points at or its state.
 func StructureHash(cfg model.Config, layout model.Layout, opts Options) string {
-	sum := sha256.Sum256(build(cfg, layout, opts, "", true))
-	return hex.EncodeToString(sum[:8])
+	// The skeleton goes straight into the hash: megabytes at tens of
+	// thousands of backends, never held.
+	h := sha256.New()
+	bw := bufio.NewWriterSize(h, 32<<10)
+	build(bw, cfg, layout, opts, "", true)
+	_ = bw.Flush() // a hash never fails to write
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // Empty renders a config with no Services: what `init` writes so HAProxy
@@ -56,9 +62,22 @@ func Empty(opts Options) []byte {
 	return Config(model.Config{}, nil, opts)
 }
 
-func build(cfg model.Config, layout model.Layout, opts Options, hash string, skeleton bool) []byte {
-	var b bytes.Buffer // its bytes are the result: no final copy
+// writer is what build writes to: a bytes.Buffer for a config, a
+// bufio.Writer over a hash for the structure hash.
+type writer interface {
+	WriteString(string) (int, error)
+	WriteByte(byte) error
+}
+
+// render builds the config into one buffer whose bytes are the result.
+func render(cfg model.Config, layout model.Layout, opts Options, hash string) []byte {
+	var b bytes.Buffer
 	b.Grow(256 + 200*len(cfg.Frontends) + 300*len(cfg.Backends))
+	build(&b, cfg, layout, opts, hash, false)
+	return b.Bytes() // no final copy
+}
+
+func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash string, skeleton bool) {
 	w := func(parts ...string) {
 		for i, p := range parts {
 			if i > 0 {
@@ -144,7 +163,6 @@ func build(cfg model.Config, layout model.Layout, opts Options, hash string, ske
 			}
 		}
 	}
-	return b.Bytes()
 }
 
 func defaultServer(be model.Backend) string {
