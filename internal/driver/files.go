@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // writeAtomic replaces path with data: a temporary file in the same
@@ -15,13 +18,29 @@ func writeAtomic(path string, data []byte, validate func(tmp string) error) erro
 }
 
 // writeAtomicFunc is writeAtomic with write filling the temporary file, so
-// that large contents (a server-state dump) can stream into it.
+// that large contents (a server-state dump, a config) can stream into it.
 func writeAtomicFunc(path string, write func(*os.File) error, validate func(tmp string) error) error {
+	tmp, err := writeTemp(path, write)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // no-op after a successful rename
+	if validate != nil {
+		if err := validate(tmp); err != nil {
+			return err
+		}
+	}
+	return commitTemp(tmp, path)
+}
+
+// writeTemp writes, through write, a synced temporary file beside path and
+// returns its name; the caller renames it over path (commitTemp) or
+// removes it.
+func writeTemp(path string, write func(*os.File) error) (string, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return "", fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
 	if err = write(tmp); err == nil {
 		err = tmp.Sync()
 	}
@@ -32,17 +51,29 @@ func writeAtomicFunc(path string, write func(*os.File) error, validate func(tmp 
 		err = os.Chmod(tmp.Name(), 0o644)
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		_ = os.Remove(tmp.Name())
+		return "", fmt.Errorf("write %s: %w", path, err)
 	}
-	if validate != nil {
-		if err := validate(tmp.Name()); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	return tmp.Name(), nil
+}
+
+func commitTemp(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeConfig renders cfg with layout into a temporary file beside the
+// config and returns its name and the digest of its bytes.
+func (d *HAProxy) writeConfig(cfg model.Config, layout model.Layout, hash string) (tmp string, digest [sha256.Size]byte, err error) {
+	tmp, err = writeTemp(d.opts.ConfigPath, func(f *os.File) error {
+		var werr error
+		digest, werr = render.WriteConfig(f, cfg, layout, d.opts.Render, hash)
+		return werr
+	})
+	return tmp, digest, err
 }
 
 // keepPrevious keeps the config file in force under another name (a hard

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -236,11 +237,15 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	t := time.Now()
 	layout, _ := plan.Assign(cfg, d.layout, true)
 	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
-	text := render.ConfigWithHash(cfg, layout, d.opts.Render, hash)
 	res.Render += time.Since(t)
 
-	restore := d.keepPrevious()
 	t = time.Now()
+	tmp, digest, err := d.writeConfig(cfg, layout, hash)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // no-op once renamed
+	restore := d.keepPrevious()
 	// Hold the state file until the new worker runs: a concurrent flush
 	// must not overwrite it with what the old worker reports afterwards.
 	d.stateMu.Lock()
@@ -255,17 +260,18 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if err := d.saveStateLocked(ctx, layout); err != nil {
 		d.log.Warn("could not save server state before reload", "err", err)
 	}
-	err := writeAtomic(d.opts.ConfigPath, text, func(tmp string) error {
-		c := time.Now()
-		defer func() { res.Check = time.Since(c) }()
-		return haproxy.Check(ctx, d.opts.Binary, tmp)
-	})
+	c := time.Now()
+	err = haproxy.Check(ctx, d.opts.Binary, tmp)
+	res.Check = time.Since(c)
+	if err == nil {
+		err = commitTemp(tmp, d.opts.ConfigPath)
+	}
 	res.Write = time.Since(t) - res.Check
 	if err != nil {
 		restore(false)
 		return err
 	}
-	d.written = sha256.Sum256(text)
+	d.written = digest
 	d.gen++
 
 	t = time.Now()
@@ -305,6 +311,3 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.schedulePersist()
 	return nil
 }
-
-// upToDate reports whether the on-disk config already has these bytes.
-func (d *HAProxy) upToDate(text []byte) bool { return d.written == sha256.Sum256(text) }

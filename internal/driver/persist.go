@@ -2,13 +2,11 @@ package driver
 
 import (
 	"context"
-	"crypto/sha256"
 	"os"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // The config file and the server-state file only matter when HAProxy
@@ -46,8 +44,13 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 	d.mu.Unlock()
 
 	t := time.Now()
-	text := render.ConfigWithHash(cfg, layout, d.opts.Render, d.flushHashes.StructureHash(cfg, layout, d.opts.Render))
+	tmp, digest, err := d.writeConfig(cfg, layout, d.flushHashes.StructureHash(cfg, layout, d.opts.Render))
 	rendered := time.Since(t)
+	if err != nil {
+		d.log.Error("could not persist config", "err", err)
+		return true
+	}
+	defer os.Remove(tmp) // no-op once renamed
 
 	d.mu.Lock()
 	if !d.known || d.gen != gen {
@@ -56,14 +59,14 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 		return false
 	}
 	wroteConfig := false
-	if !d.upToDate(text) {
+	if digest != d.written {
 		// Only server lines differ from the validated config that runs.
-		if err := writeAtomic(d.opts.ConfigPath, text, nil); err != nil {
+		if err := commitTemp(tmp, d.opts.ConfigPath); err != nil {
 			d.mu.Unlock()
 			d.log.Error("could not persist config", "err", err)
 			return true
 		}
-		d.written = sha256.Sum256(text)
+		d.written = digest
 		d.gen++
 		wroteConfig = true
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"time"
 )
 
 // promptSep ends every answer in prompt mode: the output (possibly empty)
@@ -15,6 +16,11 @@ type answerReader struct {
 	r          io.Reader
 	buf        []byte
 	start, end int
+	// pace, when set, is waited before each read: HAProxy sends the
+	// answers of a large batch a few bytes at a time as it works through
+	// it, and reading each as it comes would wake the controller thousands
+	// of times, taking CPU from HAProxy while it applies the batch.
+	pace time.Duration
 }
 
 func newAnswerReader(r io.Reader) *answerReader {
@@ -47,6 +53,9 @@ func (a *answerReader) next() (string, error) {
 				copy(nb, a.buf[:a.end])
 				a.buf = nb
 			}
+		}
+		if a.pace > 0 {
+			time.Sleep(a.pace)
 		}
 		n, err := a.r.Read(a.buf[a.end:])
 		a.end += n

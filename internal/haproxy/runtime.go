@@ -239,6 +239,10 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 
 	ans := make([]Answer, 0, len(cmds))
 	var rerr error
+	if len(cmds) >= paceMin {
+		r.rd.pace = paceEvery
+		defer func() { r.rd.pace = 0 }()
+	}
 	if len(payload) <= inlineWriteMax {
 		if err := <-werr; err != nil {
 			stop()
@@ -278,6 +282,15 @@ func parseAnswer(text string) Answer {
 	}
 	return Answer{Text: text, Severity: -1}
 }
+
+// Batches of at least paceMin commands have their answers read every
+// paceEvery instead of as they trickle in (see answerReader.pace): for
+// 2,500 commands, tens of reads instead of up to 2,500. HAProxy applies the
+// commands whether or not their answers have been read.
+const (
+	paceMin   = 256
+	paceEvery = time.Millisecond
+)
 
 // lineMax bounds one request line of commands joined with ';'. HAProxy
 // reads a whole line into its request buffer (tune.bufsize, 16 kB by

@@ -258,3 +258,35 @@ func TestExecConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// Commands travel joined with ';' in lines of up to lineMax bytes, and the
+// answers of large batches are read paced: every answer still belongs to
+// its command, wherever lines break.
+func TestExecJoinedBatchAttributesErrors(t *testing.T) {
+	l := startLB(t, "")
+	const n = 3 * paceMin
+	cmds := make([]string, n)
+	bad := map[int]bool{0: true, 97: true, n / 2: true, n - 1: true}
+	for i := range cmds {
+		cmds[i] = fmt.Sprintf("set server be/s%d weight %d", i%4+1, i%200+1)
+		if bad[i] {
+			cmds[i] = fmt.Sprintf("set server be/nosuch%d weight 1", i)
+		}
+	}
+	if lines := strings.Count(string(joinCommands(cmds)), "\n"); lines < 2 {
+		t.Fatalf("batch fits one line (%d): the test needs several", lines)
+	}
+	ans, err := l.rt.ExecChecked(testCtx(t), cmds)
+	if !errors.Is(err, ErrCommand) || len(ans) != n {
+		t.Fatalf("err %v, %d answers", err, len(ans))
+	}
+	for i, a := range ans {
+		if want := bad[i]; want != (a == "No such server.") || (!want && a != "") {
+			t.Fatalf("answer %d to %q: %q", i, cmds[i], a)
+		}
+	}
+	got, _ := l.rt.Exec(testCtx(t), []string{"get weight be/s2"})
+	if w := fmt.Sprint((n-3)%200 + 1); !strings.HasPrefix(got[0], w+" ") {
+		t.Fatalf("be/s2 weight %q, want the last set (%s)", got[0], w)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/netip"
 	"strconv"
 
@@ -67,6 +68,20 @@ func Empty(opts Options) []byte {
 type writer interface {
 	WriteString(string) (int, error)
 	WriteByte(byte) error
+}
+
+// WriteConfig is ConfigWithHash written to w (through a buffer), without
+// holding the text, which is megabytes at tens of thousands of Services.
+// It returns the SHA-256 digest of what it wrote.
+func WriteConfig(w io.Writer, cfg model.Config, layout model.Layout, opts Options, hash string) (digest [sha256.Size]byte, err error) {
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, h), 64<<10)
+	build(bw, cfg, layout, opts, hash, false)
+	if err := bw.Flush(); err != nil {
+		return digest, err
+	}
+	h.Sum(digest[:0])
+	return digest, nil
 }
 
 // render builds the config into one buffer whose bytes are the result.
