@@ -26,7 +26,6 @@ func (d *HAProxy) waitHash(ctx context.Context, hash string) error {
 		if err == nil && info["description"] == render.DescriptionPrefix+hash {
 			d.pid = info["Pid"]
 			d.pidEpoch++
-			d.pidEpoch++
 			return d.readSlots(ctx)
 		}
 		d.rt.Reset()
@@ -48,7 +47,7 @@ func (d *HAProxy) readBack(ctx context.Context) error {
 	d.pid = info["Pid"]
 	d.pidEpoch++
 	d.running = model.Config{}
-	foreign, err := d.readSlotStates(ctx)
+	foreign, err := d.readSlotStates(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -73,25 +72,30 @@ const foreignHash = "(not rendered by this controller)"
 // readSlots is readSlotStates for the worker of a config just loaded,
 // which this controller rendered: a backend it did not render is an error.
 func (d *HAProxy) readSlots(ctx context.Context) error {
-	foreign, err := d.readSlotStates(ctx)
+	foreign, err := d.readSlotStates(ctx, false)
 	if err == nil && len(foreign) > 0 {
 		err = fmt.Errorf("read server states: backend %s has servers not rendered by this controller: %w", foreign[0], haproxy.ErrCommand)
 	}
 	return err
 }
 
-// readSlotStates reads every slot's state and rebuilds the layout from it:
-// a slot in maintenance is free, any other slot holds the server it points
-// at. It returns the backends left out because their servers are not slots
+// readSlotStates reads every slot's state. With withLayout it also
+// rebuilds the layout from it (a slot in maintenance is free, any other
+// slot holds the server it points at); without, the caller sets the layout
+// it just loaded (a reload) and the next operations bring the slots to it.
+// It returns the backends left out because their servers are not slots
 // s1, s2, ... in order (see plan.RuntimeBuilder).
-func (d *HAProxy) readSlotStates(ctx context.Context) (foreign []string, err error) {
+func (d *HAProxy) readSlotStates(ctx context.Context, withLayout bool) (foreign []string, err error) {
 	rt, foreign, err := d.dumpStates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read server states: %w", err)
 	}
-	d.actual, d.layout = rt, rt.Layout()
-	// The layout read back is the runtime state itself.
-	d.assigned, d.consistent = false, true
+	d.actual = rt
+	if withLayout {
+		// The layout read back is the runtime state itself.
+		d.layout = rt.Layout()
+		d.assigned, d.consistent = false, true
+	}
 	d.gen++
 	// A Verify reading meanwhile holds older news than this.
 	d.verify.reads++
