@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
@@ -36,27 +38,54 @@ func (s lastGoodStore) load() (map[string]settings.Settings, error) {
 	return m, nil
 }
 
-// save writes m if it differs from old.
+// save writes m if it differs from old. Entries are encoded one by one
+// into the file: at 10,000 Services the map is megabytes of JSON, and
+// json.Marshal of the whole map would hold all of it (twice, while its
+// buffer grows) on every pass that changes a Service.
 func (s lastGoodStore) save(old, m map[string]settings.Settings) error {
 	if s.path == "" || sameMap(old, m) || maps.Equal(old, m) {
 		return nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".last-good-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err = tmp.Write(b); err == nil {
-		err = tmp.Close()
+	w := bufio.NewWriterSize(tmp, 32<<10)
+	err = writeJSONMap(w, m)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), s.path)
+}
+
+// writeJSONMap writes m as one JSON object, keys sorted (as json.Marshal
+// would), encoding one entry at a time.
+func writeJSONMap[V any](w *bufio.Writer, m map[string]V) error {
+	w.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return err
+		}
+		vb, err := json.Marshal(m[k])
+		if err != nil {
+			return err
+		}
+		w.Write(kb)
+		w.WriteByte(':')
+		w.Write(vb)
+	}
+	return w.WriteByte('}')
 }
 
 // sameMap reports whether a and b are the same map object (the desired

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -122,43 +121,39 @@ func (rt Runtime) Apply(ops []Op) {
 
 // Reasons explains, in a few words each, why the structure of desired
 // differs from running: which frontends and backends were added, removed
-// or changed. It is only used to log why a reload happens.
+// or changed. It is only used to log why a reload happens, but runs on
+// every reload, so it compares fields rather than printing whole configs.
 func Reasons(running, desired model.Config) []string {
 	var out []string
-	diff := func(kind string, old, new map[string]any) {
-		for n, v := range new {
-			o, ok := old[n]
-			switch {
-			case !ok:
-				out = append(out, kind+" added "+n)
-			case fmt.Sprint(o) != fmt.Sprint(v):
-				out = append(out, kind+" changed "+n)
-			}
-		}
-		for n := range old {
-			if _, ok := new[n]; !ok {
-				out = append(out, kind+" removed "+n)
-			}
-		}
-	}
-	diff("frontend", frontends(running), frontends(desired))
-	diff("backend", backends(running), backends(desired))
+	out = diff(out, "frontend", running.Frontends, desired.Frontends,
+		func(f *model.Frontend) string { return f.Name }, func(a, b *model.Frontend) bool { return a.Equal(*b) })
+	out = diff(out, "backend", running.Backends, desired.Backends,
+		func(b *model.Backend) string { return b.Name }, func(a, b *model.Backend) bool { return a.SameStructure(*b) })
 	sort.Strings(out)
 	return out
 }
 
-func frontends(c model.Config) map[string]any {
-	m := make(map[string]any, len(c.Frontends))
-	for _, f := range c.Frontends {
-		m[f.Name] = f
+func diff[T any](out []string, kind string, old, new []T, name func(*T) string, same func(a, b *T) bool) []string {
+	index := make(map[string]int, len(old))
+	for i := range old {
+		index[name(&old[i])] = i
 	}
-	return m
-}
-
-func backends(c model.Config) map[string]any {
-	m := make(map[string]any, len(c.Backends))
-	for _, b := range c.Backends {
-		m[b.Name] = b.Structure()
+	seen := make(map[string]bool, len(new))
+	for i := range new {
+		n := name(&new[i])
+		seen[n] = true
+		j, ok := index[n]
+		switch {
+		case !ok:
+			out = append(out, kind+" added "+n)
+		case !same(&old[j], &new[i]):
+			out = append(out, kind+" changed "+n)
+		}
 	}
-	return m
+	for i := range old {
+		if n := name(&old[i]); !seen[n] {
+			out = append(out, kind+" removed "+n)
+		}
+	}
+	return out
 }
