@@ -42,6 +42,7 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Resul
 	// running: the hash stays.
 	cfg.Changes = nil // not needed any more; it holds the previous Backends
 	d.layout, d.running, d.desired = layout, cfg, cfg
+	d.hashes.Rebase(cfg, layout, d.hash)
 	d.gen++
 	d.fastApplies++
 	d.schedulePersist()

@@ -70,8 +70,6 @@ type HAProxy struct {
 	// backend whose slots did not change needs no operation.
 	consistent bool
 	hashes     render.HashMemo // used under mu
-	// flushHashes is used by the persisting goroutine only.
-	flushHashes render.HashMemo
 	persist     chan struct{}
 	fastApplies int // passes applied by applyServers (for tests)
 	verify      verifyState

@@ -7,6 +7,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // The config file and the server-state file only matter when HAProxy
@@ -44,7 +45,9 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 	d.mu.Unlock()
 
 	t := time.Now()
-	tmp, digest, err := d.writeConfig(cfg, layout, d.flushHashes.StructureHash(cfg, layout, d.opts.Render))
+	// No HashMemo here: one would keep this pass's config and layout alive
+	// until the next flush, tens of seconds later; hashing streams.
+	tmp, digest, err := d.writeConfig(cfg, layout, render.StructureHash(cfg, layout, d.opts.Render))
 	rendered := time.Since(t)
 	if err != nil {
 		d.log.Error("could not persist config", "err", err)

@@ -62,3 +62,14 @@ func sameStructure(a, b model.Config, la, lb model.Layout) bool {
 	}
 	return true
 }
+
+// Rebase makes m refer to cfg and layout instead of the config and layout
+// it last hashed, for a caller that knows cfg and layout have the
+// structure whose hash is hash (the driver after a pass that changed only
+// servers): the old ones are then no longer kept alive by m. It does
+// nothing if m's last hash is another.
+func (m *HashMemo) Rebase(cfg model.Config, layout model.Layout, hash string) {
+	if m.valid && m.hash == hash {
+		m.cfg, m.layout = cfg, layout
+	}
+}

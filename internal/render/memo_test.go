@@ -45,3 +45,24 @@ func TestHashMemo(t *testing.T) {
 		}
 	}
 }
+
+// Rebase swaps the references the memo keeps only for the hash it holds.
+func TestHashMemoRebase(t *testing.T) {
+	a := model.Config{Backends: []model.Backend{{Name: "be_a", Balance: "roundrobin"}}}
+	la := model.Layout{"be_a": {{Name: "s1"}}}
+	b := model.Config{Backends: []model.Backend{{Name: "be_a", Balance: "roundrobin", Servers: []model.Server{{Port: 1}}}}}
+	lb := model.Layout{"be_a": {{Name: "s1", Used: true}}}
+	var m HashMemo
+	h := m.StructureHash(a, la, Options{})
+	m.Rebase(b, lb, "another")
+	if &m.cfg.Backends[0] != &a.Backends[0] {
+		t.Fatal("rebased despite another hash")
+	}
+	m.Rebase(b, lb, h)
+	if &m.cfg.Backends[0] != &b.Backends[0] || len(m.layout["be_a"]) == 0 || !m.layout["be_a"][0].Used {
+		t.Fatal("not rebased")
+	}
+	if got := m.StructureHash(b, lb, Options{}); got != h {
+		t.Fatalf("hash after rebase %s, want %s", got, h)
+	}
+}
