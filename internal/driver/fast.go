@@ -21,14 +21,9 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Resul
 		return false, nil
 	}
 	t := time.Now()
-	layout, ok := plan.AssignChanged(cfg, d.desired, d.layout)
+	changed, ok := plan.AssignChanged(cfg, d.desired, d.layout)
 	if !ok {
 		return false, nil
-	}
-	changed := make(model.Layout, len(cfg.Changes.Backends))
-	for _, i := range cfg.Changes.Backends {
-		name := cfg.Backends[i].Name
-		changed[name] = layout[name]
 	}
 	res.Render = time.Since(t)
 	ops, missing := plan.Ops(changed, d.actual)
@@ -41,8 +36,14 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Resul
 	// The structure (frontends, backend settings, slot counts) is the one
 	// running: the hash stays.
 	cfg.Changes = nil // not needed any more; it holds the previous Backends
-	d.layout, d.running, d.desired = layout, cfg, cfg
-	d.hashes.Rebase(cfg, layout, d.hash)
+	// d.layout is updated in place (a copy of 10,000 entries per pass was
+	// the driver's largest allocation): it is read only under d.mu, and
+	// flush copies it before rendering outside the lock.
+	for name, slots := range changed {
+		d.layout[name] = slots
+	}
+	d.running, d.desired = cfg, cfg
+	d.hashes.Rebase(cfg, d.layout, d.hash)
 	d.gen++
 	d.fastApplies++
 	d.schedulePersist()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // Passes that change only some backends' servers (Config.Changes set) take
@@ -49,6 +51,12 @@ func TestApplyServersOnly(t *testing.T) {
 	if _, err := d.Apply(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
+	// Persistence runs meanwhile: it must copy the layout that server-only
+	// passes update in place (run with -race).
+	pctx, stop := context.WithCancel(ctx)
+	persisted := make(chan struct{})
+	go func() { d.Run(pctx, time.Millisecond, 5*time.Millisecond); close(persisted) }()
+	defer func() { stop(); <-persisted }()
 	for step := range 40 {
 		prev := cfg
 		next := model.Config{Frontends: prev.Frontends, Backends: slices.Clone(prev.Backends)}
@@ -74,6 +82,19 @@ func TestApplyServersOnly(t *testing.T) {
 		}
 		assertServing(t, ctx, p.StatsSocket, next)
 		cfg = next
+	}
+	// The file on disk catches up with the last pass.
+	want := render.ConfigWithHash(cfg, d.layout, d.opts.Render, d.hash)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _ := os.ReadFile(lb.cfgPath)
+		if string(got) == string(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("persisted config never matched the last pass:\n%s", got)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"maps"
 	"os"
 	"time"
 
@@ -41,7 +42,8 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 		d.mu.Unlock()
 		return true
 	}
-	cfg, layout, gen := d.desired, d.layout, d.gen
+	// A copy: server-only passes update d.layout in place.
+	cfg, layout, gen := d.desired, maps.Clone(d.layout), d.gen
 	d.mu.Unlock()
 
 	t := time.Now()

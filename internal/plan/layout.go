@@ -242,16 +242,16 @@ func lastAddr(s model.Server) model.Server {
 
 // AssignChanged is AssignFrom(desired, prevDesired, prev, false) for a
 // desired Config derived from prevDesired (desired.Changes.Base is
-// prevDesired.Backends): only the listed backends are assigned again, the
-// others keep their slots. ok is false when desired carries no usable
-// Changes or a listed backend no longer fits its slots; the caller then
-// takes the general path.
-func AssignChanged(desired, prevDesired model.Config, prev model.Layout) (next model.Layout, ok bool) {
+// prevDesired.Backends): only the listed backends are assigned again; it
+// returns their new slots alone (every other backend keeps its slots in
+// prev). ok is false when desired carries no usable Changes or a listed
+// backend no longer fits its slots; the caller then takes the general path.
+func AssignChanged(desired, prevDesired model.Config, prev model.Layout) (changed model.Layout, ok bool) {
 	ch := desired.Changes
 	if ch == nil || !sameSlice(ch.Base, prevDesired.Backends) || len(desired.Backends) != len(prevDesired.Backends) {
 		return nil, false
 	}
-	next = maps.Clone(prev)
+	changed = make(model.Layout, len(ch.Backends))
 	for _, i := range ch.Backends {
 		if i < 0 || i >= len(desired.Backends) {
 			return nil, false
@@ -265,7 +265,7 @@ func AssignChanged(desired, prevDesired model.Config, prev model.Layout) (next m
 		if !fits {
 			return nil, false
 		}
-		next[be.Name] = slots
+		changed[be.Name] = slots
 	}
-	return next, true
+	return changed, true
 }

@@ -23,6 +23,11 @@ type Source struct {
 	services    cache.SharedIndexInformer
 	slices      cache.SharedIndexInformer
 	nodes       cache.SharedIndexInformer
+
+	// Snapshot's buffers, reused from pass to pass.
+	svcBuf   []*corev1.Service
+	sliceBuf []*desired.Slice
+	nodeBuf  []*corev1.Node
 }
 
 // New builds the informers. With namespace set (single-Service mode),
@@ -80,16 +85,26 @@ func (s *Source) Synced() bool {
 }
 
 // Snapshot lists the cached objects. They are shared with the cache: callers
-// must not modify them.
+// must not modify them. The slices are reused by the next call (a pass
+// snapshots tens of thousands of objects, many times a second): callers
+// must not keep them past the pass. Passes are serial.
 func (s *Source) Snapshot() (svcs []*corev1.Service, eps []*desired.Slice, nodes []*corev1.Node) {
-	for _, o := range s.services.GetStore().List() {
-		svcs = append(svcs, o.(*corev1.Service))
+	s.svcBuf = listInto(s.svcBuf, s.services)
+	s.sliceBuf = listInto(s.sliceBuf, s.slices)
+	s.nodeBuf = listInto(s.nodeBuf, s.nodes)
+	return s.svcBuf, s.sliceBuf, s.nodeBuf
+}
+
+// listInto lists the informer's objects into buf, reusing its storage; the
+// tail left from a longer list is cleared so it keeps no object alive.
+func listInto[T any](buf []T, inf cache.SharedIndexInformer) []T {
+	old := len(buf)
+	buf = buf[:0]
+	for _, o := range inf.GetStore().List() {
+		buf = append(buf, o.(T))
 	}
-	for _, o := range s.slices.GetStore().List() {
-		eps = append(eps, o.(*desired.Slice))
+	if len(buf) < old {
+		clear(buf[len(buf):old])
 	}
-	for _, o := range s.nodes.GetStore().List() {
-		nodes = append(nodes, o.(*corev1.Node))
-	}
-	return svcs, eps, nodes
+	return buf
 }
