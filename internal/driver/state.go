@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -44,7 +45,7 @@ func keepUnchanged(header string, next model.Layout) func(line []byte) bool {
 	var fields [][]byte
 	var scratch [64]byte
 	return func(line []byte) bool {
-		fields = appendFields(fields[:0], line)
+		fields = haproxy.AppendFields(fields[:0], line)
 		if len(fields) <= need {
 			return true
 		}
@@ -82,25 +83,4 @@ func findSlot(slots []model.Slot, name []byte) *model.Slot {
 		}
 	}
 	return nil
-}
-
-// appendFields appends the fields of line separated by ASCII white space
-// (what strings.Fields splits HAProxy's ASCII output on), as sub-slices of
-// line.
-func appendFields(dst [][]byte, line []byte) [][]byte {
-	start := -1
-	for i, c := range line {
-		if c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f' {
-			if start >= 0 {
-				dst = append(dst, line[start:i])
-				start = -1
-			}
-		} else if start < 0 {
-			start = i
-		}
-	}
-	if start >= 0 {
-		dst = append(dst, line[start:])
-	}
-	return dst
 }

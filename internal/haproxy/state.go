@@ -128,7 +128,7 @@ func parseStateHead(version, header string) (stateColumns, error) {
 // fields as scratch space. The Backend and Server strings of the result are
 // substrings of line.
 func (c *stateColumns) parseRow(line string, lineNo int, fields []string) (ServerState, error) {
-	fields = splitFields(fields, line)
+	fields = AppendFields(fields, line)
 	if len(fields) <= c.max {
 		return ServerState{}, fmt.Errorf("%w: show servers state: line %d: %d fields, want > %d", ErrCommand, lineNo, len(fields), c.max)
 	}
@@ -155,12 +155,14 @@ func (c *stateColumns) parseRow(line string, lineNo int, fields []string) (Serve
 	return s, nil
 }
 
-// splitFields appends the space-separated fields of line to dst without
-// allocating new strings.
-func splitFields(dst []string, line string) []string {
+// AppendFields appends the fields of line separated by ASCII white space
+// (what strings.Fields splits HAProxy's ASCII output on) to dst, as
+// sub-slices of line: nothing is copied, for the rows of dumps of tens of
+// thousands of servers.
+func AppendFields[T string | []byte](dst []T, line T) []T {
 	start := -1
 	for i := 0; i < len(line); i++ {
-		if c := line[i]; c == ' ' || c == '\t' || c == '\r' {
+		if c := line[i]; c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f' {
 			if start >= 0 {
 				dst = append(dst, line[start:i])
 				start = -1
