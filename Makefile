@@ -57,8 +57,8 @@ vet:
 
 test: deps
 	$(WITH_TESTBIN) \
-	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR"; \
-	$(GO) vet $(PKGS); \
+	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
+	$(GO) vet $(PKGS) && \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 # Placeholders: the programs under hack/demo and hack/bench are written
