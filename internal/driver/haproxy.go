@@ -68,8 +68,8 @@ type HAProxy struct {
 	assigned bool
 	// consistent: actual holds what layout says for every backend, so a
 	// backend whose slots did not change needs no operation.
-	consistent bool
-	hashes     render.HashMemo // used under mu
+	consistent  bool
+	hashes      render.HashMemo // used under mu
 	persist     chan struct{}
 	fastApplies int // passes applied by applyServers (for tests)
 	verify      verifyState
