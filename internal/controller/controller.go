@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,9 @@ type Controller struct {
 	memo     desired.Memo // per-Service work kept between passes (passes are serial)
 	store    lastGoodStore
 	reported map[string]string // "ns/name/reason" → message last emitted
+	// pending: something changed since the current pass took its snapshot,
+	// so a newer pass will follow; the driver may stop a long batch early.
+	pending atomic.Bool
 }
 
 // New wires a controller. recorder may be nil (no Events).
@@ -80,7 +84,10 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 }
 
 // Trigger asks for a pass.
-func (c *Controller) Trigger() { c.queue.Add(syncKey) }
+func (c *Controller) Trigger() {
+	c.pending.Store(true)
+	c.queue.Add(syncKey)
+}
 
 // Run starts the informers, waits for their caches and processes passes
 // until ctx ends.
@@ -175,6 +182,8 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		return driver.Result{}, errors.New("informer caches not synced")
 	}
 	start := time.Now()
+	c.pending.Store(false)
+	ctx = driver.WithPreempt(ctx, c.pending.Load)
 	svcs, eps, nodes := c.src.Snapshot()
 	d := desired.Compute(desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood, Memo: &c.memo}, c.opts.Desired)
 	if err := c.store.save(c.lastGood, d.Good); err != nil {

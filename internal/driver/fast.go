@@ -16,23 +16,42 @@ import (
 // having changed nothing, when cfg does not qualify; Apply then takes the
 // general path, which gives the same outcome.
 func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Result) (bool, error) {
-	if cfg.Changes == nil || d.opts.Mode != ModeHybrid || !d.known || !d.assigned || !d.consistent ||
+	if d.opts.Mode != ModeHybrid || !d.known || !d.assigned || !d.consistent ||
 		!sameSlice(cfg.Frontends, d.desired.Frontends) {
 		return false, nil
 	}
 	t := time.Now()
-	changed, ok := plan.AssignChanged(cfg, d.desired, d.layout)
-	if !ok {
+	var changed model.Layout
+	switch {
+	case cfg.Changes != nil:
+		var ok bool
+		if changed, ok = plan.AssignChanged(cfg, d.desired, d.layout); !ok {
+			return false, nil
+		}
+	case sameSlice(cfg.Backends, d.desired.Backends) && len(d.unsent) > 0:
+		changed = model.Layout{} // nothing new: only what a preempted pass left
+	default:
 		return false, nil
+	}
+	// Backends a preempted pass left behind are planned again too.
+	for name := range d.unsent {
+		if _, ok := changed[name]; !ok {
+			if slots, ok := d.layout[name]; ok {
+				changed[name] = slots
+			}
+		}
 	}
 	res.Render = time.Since(t)
 	ops, missing := plan.Ops(changed, d.actual)
 	if len(missing) > 0 {
 		return false, nil // the general path reports it
 	}
-	if err := d.execOps(ctx, ops, res); err != nil {
+	unsent, err := d.execOpsPreemptible(ctx, ops, res)
+	if err != nil {
 		return true, err
 	}
+	d.unsent = nil
+	d.markUnsent(unsent)
 	// The structure (frontends, backend settings, slot counts) is the one
 	// running: the hash stays.
 	cfg.Changes = nil // not needed any more; it holds the previous Backends

@@ -68,8 +68,11 @@ type HAProxy struct {
 	assigned bool
 	// consistent: actual holds what layout says for every backend, so a
 	// backend whose slots did not change needs no operation.
-	consistent  bool
-	hashes      render.HashMemo // used under mu
+	consistent bool
+	hashes     render.HashMemo // used under mu
+	// unsent: backends whose operations a preempted server-only pass did
+	// not send; actual and layout differ there (see preempt.go).
+	unsent      map[string]struct{}
 	persist     chan struct{}
 	fastApplies int // passes applied by applyServers (for tests)
 	verify      verifyState
@@ -126,6 +129,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 	// Only applyServers reads Changes; kept in d.desired it would hold the
 	// previous Backends array alive.
 	cfg.Changes = nil
+	if len(d.unsent) > 0 {
+		d.consistent = false // plan every backend, the ones left behind too
+	}
 	t := time.Now()
 	var layout model.Layout
 	var exhausted []string
@@ -174,7 +180,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		return res, err
 	}
 	d.layout, d.running, d.desired = layout, cfg, cfg
-	d.assigned, d.consistent = true, true
+	d.assigned, d.consistent, d.unsent = true, true, nil
 	d.gen++
 	d.schedulePersist()
 	return res, nil
@@ -305,7 +311,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if err := d.execOps(ctx, ops, res); err != nil {
 		return err
 	}
-	d.consistent = true
+	d.consistent, d.unsent = true, nil
 	d.schedulePersist()
 	return nil
 }

@@ -94,7 +94,7 @@ func (d *HAProxy) readSlotStates(ctx context.Context, withLayout bool) (foreign 
 	if withLayout {
 		// The layout read back is the runtime state itself.
 		d.layout = rt.Layout()
-		d.assigned, d.consistent = false, true
+		d.assigned, d.consistent, d.unsent = false, true, nil
 	}
 	d.gen++
 	// A Verify reading meanwhile holds older news than this.

@@ -1,0 +1,67 @@
+package driver
+
+import (
+	"context"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// A pass that changes thousands of servers (a node excluded at 10,000
+// Services) keeps HAProxy busy for tens of milliseconds. When a newer
+// change arrives meanwhile, finishing the old batch first only delays it,
+// and may be moot (the node comes back). Server-only passes therefore send
+// their operations in chunks and stop between chunks when the caller says
+// a newer pass is waiting; the operations not sent are planned again, from
+// what HAProxy actually runs, by that next pass.
+
+type preemptKey struct{}
+
+// WithPreempt returns a context telling Apply that newer reports whether
+// a newer pass is waiting. Without it, Apply never stops early.
+func WithPreempt(ctx context.Context, newer func() bool) context.Context {
+	return context.WithValue(ctx, preemptKey{}, newer)
+}
+
+func preempted(ctx context.Context) bool {
+	newer, _ := ctx.Value(preemptKey{}).(func() bool)
+	return newer != nil && newer()
+}
+
+// opsChunk is the number of operations sent per round trip by a pass that
+// may be preempted: a few milliseconds of HAProxy's time.
+const opsChunk = 500
+
+// execOpsPreemptible is execOps in chunks of opsChunk, checking between
+// chunks whether a newer pass waits. It returns the operations it did not
+// send (none unless preempted).
+func (d *HAProxy) execOpsPreemptible(ctx context.Context, ops []plan.Op, res *Result) ([]plan.Op, error) {
+	if _, ok := ctx.Value(preemptKey{}).(func() bool); !ok || len(ops) <= opsChunk {
+		return nil, d.execOps(ctx, ops, res)
+	}
+	for i := 0; i < len(ops); i += opsChunk {
+		if i > 0 && preempted(ctx) {
+			return ops[i:], nil
+		}
+		if err := d.execOps(ctx, ops[i:min(i+opsChunk, len(ops))], res); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// markUnsent records the backends whose operations a preempted pass did
+// not send: d.layout holds what they should run, d.actual what they run,
+// and the next server-only pass plans them again.
+func (d *HAProxy) markUnsent(unsent []plan.Op) {
+	if len(unsent) == 0 {
+		return
+	}
+	if d.unsent == nil {
+		d.unsent = make(map[string]struct{})
+	}
+	for _, o := range unsent {
+		d.unsent[o.Backend] = struct{}{}
+	}
+	d.log.Info("newer change waiting: rest of the batch left to the next pass",
+		"ops_left", len(unsent), "backends_left", len(d.unsent))
+}
