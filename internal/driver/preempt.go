@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
@@ -27,26 +29,30 @@ func preempted(ctx context.Context) bool {
 	return newer != nil && newer()
 }
 
-// opsChunk is the number of operations sent per round trip by a pass that
-// may be preempted: a few milliseconds of HAProxy's time.
-const opsChunk = 500
+// opsWindow is how many operations a pass that may be preempted keeps
+// sent but unanswered: a few milliseconds of HAProxy's time, so HAProxy
+// never waits for the controller, and a newer pass waits at most that.
+const opsWindow = 500
 
-// execOpsPreemptible is execOps in chunks of opsChunk, checking between
-// chunks whether a newer pass waits. It returns the operations it did not
+// execOpsPreemptible is execOps with a window (see Runtime.ExecCheckedUntil),
+// stopping when a newer pass waits. It returns the operations it did not
 // send (none unless preempted).
 func (d *HAProxy) execOpsPreemptible(ctx context.Context, ops []plan.Op, res *Result) ([]plan.Op, error) {
-	if _, ok := ctx.Value(preemptKey{}).(func() bool); !ok || len(ops) <= opsChunk {
+	if _, ok := ctx.Value(preemptKey{}).(func() bool); !ok || len(ops) <= opsWindow {
 		return nil, d.execOps(ctx, ops, res)
 	}
-	for i := 0; i < len(ops); i += opsChunk {
-		if i > 0 && preempted(ctx) {
-			return ops[i:], nil
-		}
-		if err := d.execOps(ctx, ops[i:min(i+opsChunk, len(ops))], res); err != nil {
-			return nil, err
-		}
+	t := time.Now()
+	defer func() { res.Runtime += time.Since(t) }()
+	cmds := commands(ops)
+	d.verify.touch(ops) // all of them: conservative if some are not sent
+	ans, err := d.rt.ExecCheckedUntil(ctx, cmds, opsWindow, func() bool { return preempted(ctx) })
+	if err != nil {
+		d.known = false
+		return nil, fmt.Errorf("runtime API: %w", err)
 	}
-	return nil, nil
+	res.Ops += len(ans)
+	d.actual.Apply(ops[:len(ans)])
+	return ops[len(ans):], nil
 }
 
 // markUnsent records the backends whose operations a preempted pass did

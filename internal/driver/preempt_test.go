@@ -43,8 +43,8 @@ func TestApplyServersPreempted(t *testing.T) {
 			if err != nil || res.Reloaded {
 				t.Fatalf("preempted pass: reloaded %v, %v", res.Reloaded, err)
 			}
-			if res.Ops != opsChunk || len(d.unsent) == 0 {
-				t.Fatalf("preempted pass sent %d operations, left %d backends; want one chunk of %d", res.Ops, len(d.unsent), opsChunk)
+			if res.Ops != opsWindow || len(d.unsent) == 0 {
+				t.Fatalf("preempted pass sent %d operations, left %d backends; want one window of %d", res.Ops, len(d.unsent), opsWindow)
 			}
 
 			after := model.Config{Backends: want.Backends} // the next pass's desired

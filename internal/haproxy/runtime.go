@@ -85,6 +85,12 @@ func (r *Runtime) ExecChecked(ctx context.Context, cmds []string) ([]string, err
 	if err != nil {
 		return nil, err
 	}
+	return checkAnswers(cmds, ans)
+}
+
+// checkAnswers returns the answers' texts and an error joining the first
+// few *CommandError values for the answers that report errors.
+func checkAnswers(cmds []string, ans []Answer) ([]string, error) {
 	const maxReported = 16
 	out := make([]string, len(ans))
 	var errs []error
