@@ -130,7 +130,7 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 				}
 				mp.haveServers, mp.servers, mp.ok = true, servers, ok
 			}
-			if sameSlice(mp.servers, backends[j].Servers) {
+			if model.SameSlice(mp.servers, backends[j].Servers) {
 				continue
 			}
 			if len(changed) == 0 {
@@ -155,8 +155,4 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 	m.last.backends = backends
 	m.fastPasses++
 	return res, true
-}
-
-func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

@@ -17,7 +17,7 @@ import (
 // general path, which gives the same outcome.
 func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Result) (bool, error) {
 	if d.opts.Mode != ModeHybrid || !d.known || !d.assigned || !d.consistent ||
-		!sameSlice(cfg.Frontends, d.desired.Frontends) {
+		!model.SameSlice(cfg.Frontends, d.desired.Frontends) {
 		return false, nil
 	}
 	t := time.Now()
@@ -28,7 +28,7 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Resul
 		if changed, ok = plan.AssignChanged(cfg, d.desired, d.layout); !ok {
 			return false, nil
 		}
-	case sameSlice(cfg.Backends, d.desired.Backends) && len(d.unsent) > 0:
+	case model.SameSlice(cfg.Backends, d.desired.Backends) && len(d.unsent) > 0:
 		changed = model.Layout{} // nothing new: only what a preempted pass left
 	default:
 		return false, nil
@@ -67,8 +67,4 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Resul
 	d.fastApplies++
 	d.schedulePersist()
 	return true, nil
-}
-
-func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

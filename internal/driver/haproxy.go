@@ -198,7 +198,7 @@ func (d *HAProxy) changed(layout model.Layout) model.Layout {
 	out := make(model.Layout)
 	for be, slots := range layout {
 		old, ok := d.layout[be]
-		if !ok || len(old) != len(slots) || (len(slots) > 0 && &old[0] != &slots[0]) {
+		if !ok || !model.SameSlice(old, slots) {
 			out[be] = slots
 		}
 	}

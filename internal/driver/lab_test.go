@@ -10,19 +10,19 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
-// lab is a real master-worker HAProxy, started from a minimal config, and
+// testLab is a real master-worker HAProxy, started from a minimal config, and
 // a hybrid driver for it with a server-state file.
-type lab struct {
+type testLab struct {
 	p         *haproxytest.Process
 	d         *HAProxy
 	cfgPath   string
 	statePath string
 }
 
-func startLab(t testing.TB) *lab {
+func startLab(t testing.TB) *testLab {
 	t.Helper()
 	dir := t.TempDir()
-	l := &lab{cfgPath: filepath.Join(dir, "haproxy.cfg"), statePath: filepath.Join(dir, "server-state")}
+	l := &testLab{cfgPath: filepath.Join(dir, "haproxy.cfg"), statePath: filepath.Join(dir, "server-state")}
 	if err := os.WriteFile(l.cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -16,19 +14,20 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
 // persistLab is a real HAProxy, started on a minimal config, and a driver
 // for it; the driver's first Apply reloads into a config it rendered.
 type persistLab struct {
-	*lab
+	*testLab
 	statePth string
 }
 
 func startPersistLab(t testing.TB) *persistLab {
 	t.Helper()
 	l := startLab(t)
-	return &persistLab{lab: l, statePth: l.statePath}
+	return &persistLab{testLab: l, statePth: l.statePath}
 }
 
 func persistCtx(t testing.TB) context.Context {
@@ -137,7 +136,12 @@ func TestStateFileBeforeReloadLetsReusedSlotServe(t *testing.T) {
 	ctx := persistCtx(t)
 	fePort := haproxytest.FreePort(t)
 	dead := haproxytest.FreePort(t) // nothing listens there
-	live := persistGreeter(t, "hello\n")
+	live := haproxytest.FreePort(t)
+	node := lab.NewNodeServer("hello", "127.0.0.1")
+	if err := node.Listen(live); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(node.Close)
 	local := netip.MustParseAddr("127.0.0.1")
 	check := model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 50, Fall: 1}
 	cfg := model.Config{
@@ -178,8 +182,8 @@ func TestStateFileBeforeReloadLetsReusedSlotServe(t *testing.T) {
 		t.Fatalf("right after the reload: %v", err)
 	}
 	persistEventually(t, 3*time.Second, "traffic to the live server", func() error {
-		got, err := persistDial(fePort)
-		if err == nil && got != "hello\n" {
+		got, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", fePort), time.Second)
+		if err == nil && got != "hello" {
 			err = fmt.Errorf("got %q", got)
 		}
 		return err
@@ -282,41 +286,6 @@ func persistEventually(t testing.TB, within time.Duration, what string, cond fun
 		}
 		<-time.After(10 * time.Millisecond)
 	}
-}
-
-// persistGreeter is a TCP server on 127.0.0.1 that writes msg and closes.
-func persistGreeter(t testing.TB, msg string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, msg)
-			_ = c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func persistDial(port int) (string, error) {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	b, err := io.ReadAll(c)
-	if err == nil && len(b) == 0 {
-		err = errors.New("closed without data")
-	}
-	return string(b), err
 }
 
 // BenchmarkSaveState measures one save of the state file before a reload

@@ -2,8 +2,6 @@ package driver
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
@@ -34,25 +32,15 @@ func preempted(ctx context.Context) bool {
 // never waits for the controller, and a newer pass waits at most that.
 const opsWindow = 500
 
-// execOpsPreemptible is execOps with a window (see Runtime.ExecCheckedUntil),
-// stopping when a newer pass waits. It returns the operations it did not
-// send (none unless preempted).
+// execOpsPreemptible is execOps that stops sending when a newer pass
+// waits. It returns the operations it did not send (none unless preempted).
 func (d *HAProxy) execOpsPreemptible(ctx context.Context, ops []plan.Op, res *Result) ([]plan.Op, error) {
-	if _, ok := ctx.Value(preemptKey{}).(func() bool); !ok || len(ops) <= opsWindow {
-		return nil, d.execOps(ctx, ops, res)
+	var stop func() bool
+	if _, ok := ctx.Value(preemptKey{}).(func() bool); ok {
+		stop = func() bool { return preempted(ctx) }
 	}
-	t := time.Now()
-	defer func() { res.Runtime += time.Since(t) }()
-	cmds := commands(ops)
-	d.verify.touch(ops) // all of them: conservative if some are not sent
-	ans, err := d.rt.ExecCheckedUntil(ctx, cmds, opsWindow, func() bool { return preempted(ctx) })
-	if err != nil {
-		d.known = false
-		return nil, fmt.Errorf("runtime API: %w", err)
-	}
-	res.Ops += len(ans)
-	d.actual.Apply(ops[:len(ans)])
-	return ops[len(ans):], nil
+	sent, err := d.sendOps(ctx, ops, res, stop)
+	return ops[sent:], err
 }
 
 // markUnsent records the backends whose operations a preempted pass did

@@ -31,18 +31,33 @@ func commands(ops []plan.Op) []string {
 // execOps sends ops in one pipelined batch and records them as applied. Any
 // failure leaves the runtime state unknown, so the next pass reads it back.
 func (d *HAProxy) execOps(ctx context.Context, ops []plan.Op, res *Result) error {
+	_, err := d.sendOps(ctx, ops, res, nil)
+	return err
+}
+
+// sendOps is execOps that, given stop, keeps at most opsWindow operations
+// in flight and sends no more once stop says true (see preempt.go). It
+// returns how many operations were sent and recorded.
+func (d *HAProxy) sendOps(ctx context.Context, ops []plan.Op, res *Result, stop func() bool) (int, error) {
 	if len(ops) == 0 {
-		return nil
+		return 0, nil
 	}
 	t := time.Now()
 	defer func() { res.Runtime += time.Since(t) }()
 	cmds := commands(ops)
-	d.verify.touch(ops)
-	if _, err := d.rt.ExecChecked(ctx, cmds); err != nil {
-		d.known = false
-		return fmt.Errorf("runtime API: %w", err)
+	d.verify.touch(ops) // all of them: conservative when stopped early
+	var ans []string
+	var err error
+	if stop == nil || len(ops) <= opsWindow {
+		ans, err = d.rt.ExecChecked(ctx, cmds)
+	} else {
+		ans, err = d.rt.ExecCheckedUntil(ctx, cmds, opsWindow, stop)
 	}
-	res.Ops += len(cmds)
-	d.actual.Apply(ops)
-	return nil
+	if err != nil {
+		d.known = false
+		return 0, fmt.Errorf("runtime API: %w", err)
+	}
+	res.Ops += len(ans)
+	d.actual.Apply(ops[:len(ans)])
+	return len(ans), nil
 }

@@ -79,11 +79,8 @@ func (d *HAProxy) Verify(ctx context.Context) (drift bool, err error) {
 		d.verify.touched = nil
 		d.mu.Unlock()
 	}()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, verifyTimeout)
-		defer cancel()
-	}
+	ctx, cancel := haproxy.WithDefaultTimeout(ctx, verifyTimeout)
+	defer cancel()
 
 	t := time.Now()
 	seen, err := d.readRunning(ctx)

@@ -39,10 +39,7 @@ type dump struct {
 // dumpTimeout when ctx has no deadline) until close. Errors wrap
 // ErrUnavailable. The caller must close the dump.
 func openDump(ctx context.Context, socketPath, cmd string) (*dump, error) {
-	cancel := context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok {
-		ctx, cancel = context.WithTimeout(ctx, dumpTimeout)
-	}
+	ctx, cancel := WithDefaultTimeout(ctx, dumpTimeout)
 	var dialer net.Dialer
 	conn, err := dialer.DialContext(ctx, "unix", socketPath)
 	if err != nil {

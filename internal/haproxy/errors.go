@@ -4,8 +4,10 @@
 package haproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Every error returned by this package wraps one of them
@@ -38,4 +40,14 @@ func (e *CommandError) Unwrap() error { return ErrCommand }
 
 func unavailable(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+}
+
+// WithDefaultTimeout returns ctx bounded by d when it has no deadline of
+// its own (a call must not hang on a stuck HAProxy), and ctx as is
+// otherwise. The cancel function must be called either way.
+func WithDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
 }

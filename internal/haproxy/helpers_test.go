@@ -170,3 +170,28 @@ func atoi(t testing.TB, s string) int {
 	}
 	return n
 }
+
+// startSlots runs haproxy with backends be0..be<n-1> of slots s1..s<m>:
+// the first half of each backend's slots point at distinct addresses and
+// serve (no checks, so their state holds still), the rest are disabled.
+func startSlots(t testing.TB, backends, slots int) *haproxytest.Process {
+	t.Helper()
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString(haproxytest.MinimalConfig(dir))
+	for i := range backends {
+		fmt.Fprintf(&b, "\nbackend be%d\n", i)
+		for j := 1; j <= slots; j++ {
+			if j <= slots/2 {
+				fmt.Fprintf(&b, "    server s%d 127.0.%d.%d:%d\n", j, i/250, i%250+1, 30000+j)
+			} else {
+				fmt.Fprintf(&b, "    server s%d 127.0.0.1:1 disabled\n", j)
+			}
+		}
+	}
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return haproxytest.Start(t, dir, path)
+}

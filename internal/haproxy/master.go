@@ -51,11 +51,8 @@ func (m *Master) command(ctx context.Context, cmd string) (string, bool, error) 
 	if err := validCommand(cmd); err != nil {
 		return "", false, fmt.Errorf("%w: %q: %w", ErrCommand, cmd, err)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, defaultMasterTimeout)
-		defer cancel()
-	}
+	ctx, cancel := WithDefaultTimeout(ctx, defaultMasterTimeout)
+	defer cancel()
 	// "reload" must never be sent twice: once written, any failure is final.
 	f := strings.Fields(cmd)
 	idempotent := f[0] != "reload"
@@ -194,11 +191,8 @@ func ParseProc(out string) (Proc, error) {
 // It polls "show proc" every few milliseconds until ctx ends (10s when ctx
 // has no deadline).
 func (m *Master) Reload(ctx context.Context) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, defaultMasterTimeout)
-		defer cancel()
-	}
+	ctx, cancel := WithDefaultTimeout(ctx, defaultMasterTimeout)
+	defer cancel()
 	start := time.Now()
 	before, err := m.ShowProc(ctx)
 	if err != nil {

@@ -112,6 +112,13 @@ func checkAnswers(cmds []string, ans []Answer) ([]string, error) {
 
 // ExecAnswers is Exec returning answers with their severities.
 func (r *Runtime) ExecAnswers(ctx context.Context, cmds []string) ([]Answer, error) {
+	return r.exec(ctx, cmds, func() ([]Answer, error) { return r.roundTripLocked(ctx, cmds) })
+}
+
+// exec validates cmds and runs roundTrip under the lock on a connected
+// Runtime, retrying once on a fresh connection when a reused one yields no
+// answer at all.
+func (r *Runtime) exec(ctx context.Context, cmds []string, roundTrip func() ([]Answer, error)) ([]Answer, error) {
 	for i, c := range cmds {
 		if err := validCommand(c); err != nil {
 			return nil, fmt.Errorf("%w: command %d %q: %w", ErrCommand, i, c, err)
@@ -132,7 +139,13 @@ func (r *Runtime) ExecAnswers(ctx context.Context, cmds []string) ([]Answer, err
 				return nil, err
 			}
 		}
-		ans, err := r.roundTripLocked(ctx, cmds)
+		if len(cmds) >= paceMin {
+			r.rd.pace = paceEvery
+		}
+		ans, err := roundTrip()
+		if r.rd != nil {
+			r.rd.pace = 0
+		}
 		if err == nil {
 			return ans, nil
 		}
@@ -190,10 +203,7 @@ func (r *Runtime) dropLocked() {
 }
 
 func (r *Runtime) connectLocked(ctx context.Context) error {
-	hctx, cancel := ctx, context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok {
-		hctx, cancel = context.WithTimeout(ctx, defaultHandshakeTimeout)
-	}
+	hctx, cancel := WithDefaultTimeout(ctx, defaultHandshakeTimeout)
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(hctx, "unix", r.path)
@@ -245,10 +255,6 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 
 	ans := make([]Answer, 0, len(cmds))
 	var rerr error
-	if len(cmds) >= paceMin {
-		r.rd.pace = paceEvery
-		defer func() { r.rd.pace = 0 }()
-	}
 	if len(payload) <= inlineWriteMax {
 		if err := <-werr; err != nil {
 			stop()

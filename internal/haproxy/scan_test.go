@@ -3,36 +3,13 @@ package haproxy
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
-
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 )
-
-// startBackends runs haproxy with n backends be0..be<n-1> of slots servers
-// each, s1 pointing at 10.0.x.y:8080 and the rest disabled.
-func startBackends(t testing.TB, n, slots int) *haproxytest.Process {
-	t.Helper()
-	dir := t.TempDir()
-	var b strings.Builder
-	b.WriteString(haproxytest.MinimalConfig(dir))
-	for i := range n {
-		fmt.Fprintf(&b, "\nbackend be%d\n    server s1 10.0.%d.%d:8080\n", i, i/256%256, i%256)
-		for s := 2; s <= slots; s++ {
-			fmt.Fprintf(&b, "    server s%d 127.0.0.1:1 disabled\n", s)
-		}
-	}
-	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return haproxytest.Start(t, dir, path)
-}
 
 func scanAll(t testing.TB, socket string) []ServerState {
 	t.Helper()
@@ -68,7 +45,7 @@ func TestScanServersStateMatchesParse(t *testing.T) {
 // the read buffer, and the scan allocates a small fraction of the dump.
 func TestScanServersStateLarge(t *testing.T) {
 	const backends, slots = 2000, 8
-	p := startBackends(t, backends, slots)
+	p := startSlots(t, backends, slots)
 	rows := scanAll(t, p.StatsSocket)
 	if len(rows) != backends*slots {
 		t.Fatalf("%d rows, want %d", len(rows), backends*slots)

@@ -2,9 +2,7 @@ package haproxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"time"
 )
 
@@ -17,41 +15,10 @@ import (
 // prefix of cmds (all of them unless stopped), checked as ExecChecked
 // checks them.
 func (r *Runtime) ExecCheckedUntil(ctx context.Context, cmds []string, window int, stop func() bool) ([]string, error) {
-	for i, c := range cmds {
-		if err := validCommand(c); err != nil {
-			return nil, fmt.Errorf("%w: command %d %q: %w", ErrCommand, i, c, err)
-		}
-	}
-	if len(cmds) == 0 {
-		return nil, nil
-	}
 	window = max(window, 1)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil, unavailable("exec", net.ErrClosed)
-	}
-	var ans []Answer
-	for attempt := 0; ; attempt++ {
-		reused := r.conn != nil
-		if !reused {
-			if err := r.connectLocked(ctx); err != nil {
-				return nil, err
-			}
-		}
-		var err error
-		ans, err = r.windowLocked(ctx, cmds, window, stop)
-		if err == nil {
-			break
-		}
-		r.dropLocked()
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("%w: exec: %w", ErrUnavailable, errors.Join(ctxErr, err))
-		}
-		if reused && len(ans) == 0 && attempt == 0 {
-			continue // stale connection, as in ExecAnswers
-		}
-		return nil, unavailable(fmt.Sprintf("exec (%d/%d answers)", len(ans), len(cmds)), err)
+	ans, err := r.exec(ctx, cmds, func() ([]Answer, error) { return r.windowLocked(ctx, cmds, window, stop) })
+	if err != nil {
+		return nil, err
 	}
 	return checkAnswers(cmds, ans)
 }
@@ -65,10 +32,6 @@ func (r *Runtime) windowLocked(ctx context.Context, cmds []string, window int, s
 	}
 	cancelled := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer cancelled()
-	if len(cmds) >= paceMin {
-		r.rd.pace = paceEvery
-		defer func() { r.rd.pace = 0 }()
-	}
 	ans := make([]Answer, 0, len(cmds))
 	sent, stopped := 0, false
 	for len(ans) < sent || (sent < len(cmds) && !stopped) {

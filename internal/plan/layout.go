@@ -79,7 +79,7 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 			found++
 		}
 		pb := prevDesired.Backends[i]
-		if old != nil && pb.Name == be.Name && sameSlice(pb.Servers, be.Servers) {
+		if old != nil && pb.Name == be.Name && model.SameSlice(pb.Servers, be.Servers) {
 			// Assign would find old unchanged: it was built from these
 			// servers, all of which it holds.
 			if !same {
@@ -107,10 +107,6 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 		}
 	}
 	return next, exhausted
-}
-
-func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func assignBackend(servers []model.Server, old []model.Slot, size int, grow bool) ([]model.Slot, bool) {
@@ -248,7 +244,7 @@ func lastAddr(s model.Server) model.Server {
 // backend no longer fits its slots; the caller then takes the general path.
 func AssignChanged(desired, prevDesired model.Config, prev model.Layout) (changed model.Layout, ok bool) {
 	ch := desired.Changes
-	if ch == nil || !sameSlice(ch.Base, prevDesired.Backends) || len(desired.Backends) != len(prevDesired.Backends) {
+	if ch == nil || !model.SameSlice(ch.Base, prevDesired.Backends) || len(desired.Backends) != len(prevDesired.Backends) {
 		return nil, false
 	}
 	changed = make(model.Layout, len(ch.Backends))

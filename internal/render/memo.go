@@ -36,7 +36,7 @@ func sameStructure(a, b model.Config, la, lb model.Layout) bool {
 	if len(a.Frontends) != len(b.Frontends) || len(a.Backends) != len(b.Backends) {
 		return false
 	}
-	if len(a.Frontends) == 0 || &a.Frontends[0] != &b.Frontends[0] { // else the same frontends
+	if !model.SameSlice(a.Frontends, b.Frontends) {
 		for i := range a.Frontends {
 			if !a.Frontends[i].Equal(b.Frontends[i]) {
 				return false
@@ -51,7 +51,7 @@ func sameStructure(a, b model.Config, la, lb model.Layout) bool {
 		if len(sa) != len(sb) {
 			return false
 		}
-		if len(sa) > 0 && &sa[0] == &sb[0] {
+		if model.SameSlice(sa, sb) {
 			continue // the same slots (the plan package reuses them)
 		}
 		for j := range sa {
