@@ -37,6 +37,9 @@ type Options struct {
 	Targets   string            // TargetNodes or TargetPods
 	Binds     []netip.Addr      // listen addresses; none means all
 	Defaults  settings.Settings // settings before annotations
+	// TrackNodes lets the servers of Services without health checks
+	// follow their node's state (model.Backend.TrackNodes) in node mode.
+	TrackNodes bool
 }
 
 // Input is the world one pass looks at.
@@ -188,7 +191,7 @@ func Compute(in Input, opts Options) Result {
 			if e != nil && e.ports[i].haveServers {
 				servers, ok = e.ports[i].servers, e.ports[i].ok
 			} else {
-				servers, ok = serversFor(svc, p, set, opts.Targets, nodes, eps)
+				servers, ok = serversFor(svc, p, set, opts, nodes, eps)
 				if e != nil {
 					if !e.tracked {
 						memo.track(e, svc, eps)
@@ -237,6 +240,7 @@ func Compute(in Input, opts Options) Result {
 		res.Config.Frontends = sortedByName(res.Config.Frontends, func(f *model.Frontend) string { return f.Name }, feOrder)
 	}
 	res.Config.Backends = sortedByName(res.Config.Backends, func(b *model.Backend) string { return b.Name }, beOrder)
+	res.Config.Backends = withNodes(res.Config.Backends, nodes, memo)
 	if memo != nil {
 		memo.good, memo.goodAllMemo = res.Good, allMemo
 		memo.frontends = res.Config.Frontends
@@ -362,6 +366,7 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		SendProxyV2:    set.SendProxyV2,
 		TimeoutConnect: set.TimeoutConnect,
 		TimeoutServer:  set.TimeoutServer,
+		TrackNodes:     tracksNodes(set, opts),
 	}
 	return fe, be
 }

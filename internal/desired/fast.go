@@ -2,6 +2,7 @@ package desired
 
 import (
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,6 +17,7 @@ type lastResult struct {
 	problems   []Problem
 	configured []*corev1.Service
 	selected   int
+	nodesAt    int // index of the model.NodesBackend in backends, or -1
 }
 
 // remember keeps res for the next pass; valid: every selected Service had
@@ -30,6 +32,7 @@ func (m *Memo) remember(res Result, svcs []candidate, valid bool) {
 		problems:   res.Problems,
 		configured: res.Configured,
 		selected:   res.Selected,
+		nodesAt:    nodesIndex(res.Config.Backends),
 	}
 	if !m.last.valid {
 		m.byKey = nil
@@ -123,7 +126,7 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 				continue // not configured in the last pass
 			}
 			if !mp.haveServers {
-				servers, ok := serversFor(svc, p, e.set, opts.Targets, m.nodes, eps)
+				servers, ok := serversFor(svc, p, e.set, opts, m.nodes, eps)
 				if !e.tracked {
 					m.track(e, svc, eps)
 					e.tracked = true
@@ -138,6 +141,15 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 			}
 			backends[j].Servers = mp.servers
 			changed = append(changed, int(j))
+		}
+	}
+	if i := m.last.nodesAt; i >= 0 && i < len(backends) && backends[i].Name == model.NodesBackend {
+		if nb := nodesBackend(m.nodes, backends[i].Servers); !model.SameSlice(nb.Servers, backends[i].Servers) {
+			if len(changed) == 0 {
+				backends = slices.Clone(base)
+			}
+			backends[i].Servers = nb.Servers
+			changed = append(changed, i)
 		}
 	}
 	m.clearDirty()
@@ -155,4 +167,30 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 	m.last.backends = backends
 	m.fastPasses++
 	return res, true
+}
+
+// withNodes adds the model.NodesBackend to the sorted backends when one of
+// them tracks nodes. It reuses the servers of the memo's last one when
+// they are the same.
+func withNodes(backends []model.Backend, nodes map[string]nodeInfo, m *Memo) []model.Backend {
+	if !slices.ContainsFunc(backends, func(b model.Backend) bool { return b.TrackNodes }) {
+		return backends
+	}
+	var last []model.Server
+	if m != nil {
+		if i := m.last.nodesAt; i >= 0 && i < len(m.last.backends) && m.last.backends[i].Name == model.NodesBackend {
+			last = m.last.backends[i].Servers
+		}
+	}
+	i, _ := slices.BinarySearchFunc(backends, model.NodesBackend, func(b model.Backend, n string) int { return strings.Compare(b.Name, n) })
+	return slices.Insert(backends, i, nodesBackend(nodes, last))
+}
+
+// nodesIndex is the index of the model.NodesBackend in backends, or -1.
+func nodesIndex(backends []model.Backend) int {
+	i, ok := slices.BinarySearchFunc(backends, model.NodesBackend, func(b model.Backend, n string) int { return strings.Compare(b.Name, n) })
+	if !ok {
+		return -1
+	}
+	return i
 }

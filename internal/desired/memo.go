@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +24,7 @@ type Memo struct {
 	opts    Options
 	hasOpts bool
 	pass    uint64
-	nodes   map[string]netip.Addr // eligible nodes of the last pass
+	nodes   map[string]nodeInfo // nodes with an address in the last pass
 	entries map[*corev1.Service]*memoEntry
 
 	services map[*corev1.Service]struct{} // Input.Services of the last pass
@@ -223,13 +222,13 @@ type memoPort struct {
 
 func sameOptions(a, b Options) bool {
 	return a.Class == b.Class && a.ClassLess == b.ClassLess && a.Service == b.Service && a.Backend == b.Backend &&
-		a.Targets == b.Targets && a.Defaults == b.Defaults && slices.Equal(a.Binds, b.Binds)
+		a.Targets == b.Targets && a.TrackNodes == b.TrackNodes && a.Defaults == b.Defaults && slices.Equal(a.Binds, b.Binds)
 }
 
 // begin starts a pass: it forgets everything if the options changed, and
 // the servers of the entries that depend on a node whose eligibility or
 // address changed since the last pass.
-func (m *Memo) begin(opts Options, nodes map[string]netip.Addr) {
+func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 	if m == nil {
 		return
 	}

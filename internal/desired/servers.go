@@ -10,14 +10,20 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
-// nodeAddrs maps each eligible node (Ready, not excluded) to its InternalIP,
-// preferring IPv4.
-func nodeAddrs(nodes []*corev1.Node) map[string]netip.Addr {
-	out := make(map[string]netip.Addr, len(nodes))
+// nodeInfo is what the servers of a node need: its InternalIP and whether it
+// may serve (Ready and not excluded).
+type nodeInfo struct {
+	addr netip.Addr
+	up   bool
+}
+
+// nodeAddrs maps each node with an InternalIP to it (preferring IPv4) and
+// to whether it is eligible (Ready, not excluded).
+func nodeAddrs(nodes []*corev1.Node) map[string]nodeInfo {
+	out := make(map[string]nodeInfo, len(nodes))
 	for _, n := range nodes {
-		if _, excluded := n.Labels[ExcludeLabel]; excluded || !nodeReady(n) {
-			continue
-		}
+		_, excluded := n.Labels[ExcludeLabel]
+		up := !excluded && nodeReady(n)
 		var best netip.Addr
 		for _, a := range n.Status.Addresses {
 			if a.Type != corev1.NodeInternalIP {
@@ -32,7 +38,7 @@ func nodeAddrs(nodes []*corev1.Node) map[string]netip.Addr {
 			}
 		}
 		if best.IsValid() {
-			out[n.Name] = best
+			out[n.Name] = nodeInfo{best, up}
 		}
 	}
 	return out
@@ -59,17 +65,38 @@ func slicesByService(in []*Slice) map[string][]*Slice {
 	return out
 }
 
+// tracksNodes reports whether the servers of a Service with these
+// settings follow their node's state in HAProxy (model.Backend.TrackNodes).
+func tracksNodes(set settings.Settings, opts Options) bool {
+	return opts.TrackNodes && opts.Targets != TargetPods && !set.Check
+}
+
+// nodesBackend is the model.NodesBackend for these nodes: a server per
+// node address, in maintenance while the node is not eligible. It reuses
+// last when that has the same servers.
+func nodesBackend(nodes map[string]nodeInfo, last []model.Server) model.Backend {
+	servers := make([]model.Server, 0, len(nodes))
+	for _, n := range nodes {
+		servers = append(servers, model.Server{Addr: n.addr, Maint: !n.up})
+	}
+	servers = sorted(servers)
+	if slices.Equal(servers, last) {
+		servers = last
+	}
+	return model.Backend{Name: model.NodesBackend, Servers: servers}
+}
+
 // serversFor lists the servers of one Service port. ok is false when the
 // port cannot be reached (no nodePort in node mode and no override).
-func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, targets string,
-	nodes map[string]netip.Addr, eps []*Slice) ([]model.Server, bool) {
+func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options,
+	nodes map[string]nodeInfo, eps []*Slice) ([]model.Server, bool) {
 	var best []model.Server // deduplicated by sorted()
 	add := func(a netip.Addr, port uint16, st EndpointState) {
 		if st != epGone {
 			best = append(best, model.Server{Addr: a, Port: port, Drain: st == epDrain})
 		}
 	}
-	if targets == TargetPods {
+	if opts.Targets == TargetPods {
 		for _, sl := range eps {
 			port, found := slicePort(sl, p)
 			if set.BackendPort != 0 {
@@ -93,21 +120,33 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 	if port == 0 {
 		return nil, false
 	}
+	// A server on a node that may not serve is left out, or, when it
+	// follows its node, kept in maintenance: the node's own state then
+	// takes it out of service.
+	track := tracksNodes(set, opts)
+	addNode := func(n nodeInfo, st EndpointState) {
+		if n.up || track {
+			add(n.addr, port, st)
+			if !n.up && len(best) > 0 {
+				best[len(best)-1].Maint = true
+			}
+		}
+	}
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 		for _, sl := range eps {
 			for _, e := range sl.Endpoints {
 				if e.Node == "" {
 					continue
 				}
-				if a, ok := nodes[e.Node]; ok {
-					add(a, port, e.State)
+				if n, ok := nodes[e.Node]; ok {
+					addNode(n, e.State)
 				}
 			}
 		}
 		return sorted(best), true
 	}
-	for _, a := range nodes {
-		add(a, port, epReady)
+	for _, n := range nodes {
+		addNode(n, epReady)
 	}
 	return sorted(best), true
 }
@@ -125,20 +164,23 @@ func slicePort(sl *Slice, p corev1.ServicePort) (uint16, bool) {
 
 // sorted sorts servers by address and port and keeps one per address and
 // port: in service if any endpoint behind it is (a ready endpoint wins over
-// a draining one). It works in place, without a map: this runs for every
-// Service a node change touches.
+// a draining one, and either over one in maintenance). It works in place,
+// without a map: this runs for every Service a node change touches.
 func sorted(servers []model.Server) []model.Server {
+	rank := func(s model.Server) int {
+		switch {
+		case s.Maint:
+			return 2
+		case s.Drain:
+			return 1
+		}
+		return 0
+	}
 	slices.SortFunc(servers, func(a, b model.Server) int {
 		if c := a.Key().Compare(b.Key()); c != 0 {
 			return c
 		}
-		if a.Drain == b.Drain {
-			return 0
-		}
-		if !a.Drain {
-			return -1
-		}
-		return 1
+		return rank(a) - rank(b)
 	})
 	servers = slices.CompactFunc(servers, func(a, b model.Server) bool { return a.Key() == b.Key() })
 	if servers == nil {

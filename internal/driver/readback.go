@@ -92,8 +92,11 @@ func (d *HAProxy) readSlotStates(ctx context.Context, withLayout bool) (foreign 
 	}
 	d.actual = rt
 	if withLayout {
-		// The layout read back is the runtime state itself.
+		// The layout read back is the runtime state itself, with the
+		// slots' bindings to nodes from the config file (the Runtime API
+		// does not show them).
 		d.layout = rt.Layout()
+		restoreTracks(d.layout, d.opts.ConfigPath, d.hash, d.log)
 		d.assigned, d.consistent, d.unsent = false, true, nil
 	}
 	d.gen++

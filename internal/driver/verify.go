@@ -195,7 +195,9 @@ func adoptStates(actual, seen plan.Runtime, skip map[string]bool) (n int, first,
 	return n, first, ""
 }
 
-// actualOf is the slot state a row of "show servers state" describes.
+// actualOf is the slot state a row of "show servers state" describes: the
+// slot's own state. What a slot that follows its node inherits from the
+// model.NodesBackend is the node slot's state, planned there.
 func actualOf(s haproxy.ServerState) plan.Actual {
-	return plan.Actual{Server: model.Server{Addr: s.Addr, Port: s.Port, Drain: s.Drain()}, Maint: s.Maint()}
+	return plan.Actual{Server: model.Server{Addr: s.Addr, Port: s.Port, Drain: s.OwnDrain()}, Maint: s.OwnMaint()}
 }

@@ -52,6 +52,15 @@ func (s ServerState) Maint() bool { return s.AdminState&adminMaintMask != 0 }
 // Drain reports whether any drain bit is set.
 func (s ServerState) Drain() bool { return s.AdminState&adminDrainMask != 0 }
 
+// OwnMaint is Maint without what a tracking server inherits from the
+// server it tracks: the state set on this server itself.
+func (s ServerState) OwnMaint() bool {
+	return s.AdminState&(adminMaintMask&^AdminInheritedMaint) != 0
+}
+
+// OwnDrain is Drain without what a tracking server inherits.
+func (s ServerState) OwnDrain() bool { return s.AdminState&AdminForcedDrain != 0 }
+
 // Up reports whether the server is running (op state 2).
 func (s ServerState) Up() bool { return s.OpState == OpRunning }
 

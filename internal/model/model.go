@@ -66,14 +66,30 @@ type Backend struct {
 	SendProxyV2    bool
 	TimeoutConnect time.Duration
 	TimeoutServer  time.Duration
-	Servers        []Server // sorted by Addr, then Port
+	// TrackNodes: each server follows the state of its node, kept in the
+	// NodesBackend (HAProxy's "track"), so that a node going out of
+	// service or back is one Runtime API command for every backend at
+	// once. Only for servers that point at nodes and are not
+	// health-checked (HAProxy cannot both check and track a server).
+	TrackNodes bool
+	Servers    []Server // sorted by Addr, then Port
 }
+
+// NodesBackend is the backend whose servers stand for the nodes, one per
+// node with an address, for the backends with TrackNodes to follow. No
+// frontend uses it. Its name cannot be a Service's backend name: those
+// start with a letter or digit.
+const NodesBackend = "_nodes"
 
 // Server is one endpoint of a backend.
 type Server struct {
 	Addr  netip.Addr
 	Port  uint16
 	Drain bool // serving but terminating: no new connections
+	// Maint: the server stays in its backend but out of service: its node
+	// is not Ready or is excluded. Only in the NodesBackend and in
+	// backends with TrackNodes; elsewhere such servers are left out.
+	Maint bool
 }
 
 // Key identifies a server independently of its state.
@@ -90,7 +106,8 @@ func (f Frontend) Equal(g Frontend) bool {
 // whether Structure() of both would be equal.
 func (b Backend) SameStructure(c Backend) bool {
 	return b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
-		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer
+		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
+		b.TrackNodes == c.TrackNodes
 }
 
 // Structure returns a copy of b without servers: the part of a backend that
@@ -103,12 +120,25 @@ func (b Backend) Structure() Backend {
 // Slot is one named server line of a backend. Backends carry a few more
 // slots than servers so that servers can come and go through the Runtime
 // API without a reload. A slot that is not Used is in maintenance; its
-// Server then holds at most the address it last pointed at (never Drain).
+// Server then holds at most the address it last pointed at (never Drain
+// or Maint).
+//
+// In a backend with TrackNodes, Track names the slot of the NodesBackend
+// whose state this slot follows ("" for none). It is part of the
+// configuration: a slot keeps it until the next reload, and may only take
+// servers of that node meanwhile. A slot with no Track holds a server of
+// any node, and then carries the node's state itself (Server.Maint).
 type Slot struct {
 	Name   string
 	Used   bool
 	Server Server
+	Track  string
 }
+
+// WantMaint reports whether the slot must be in maintenance of its own:
+// free, or holding a server out of service that does not follow its node
+// (a slot that follows inherits the node's maintenance instead).
+func (s Slot) WantMaint() bool { return !s.Used || (s.Server.Maint && s.Track == "") }
 
 // Layout maps a backend name to its slots, in order.
 type Layout map[string][]Slot

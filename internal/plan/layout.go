@@ -37,19 +37,32 @@ func SlotsFor(n int) int {
 // With resize true (a reload is happening anyway), a backend is sized to fit
 // its servers with headroom; it grows as needed and sheds free slots only
 // past its last used one, so no server ever moves.
+//
+// The slots of a backend with TrackNodes follow the NodesBackend's slot of
+// their server's node (model.Slot.Track); with resize, every used slot is
+// bound so and every free slot is left unbound.
 func Assign(desired model.Config, prev model.Layout, resize bool) (next model.Layout, exhausted []string) {
 	next = make(model.Layout, len(desired.Backends))
-	for _, be := range desired.Backends {
-		old := prev[be.Name]
-		size := len(old)
-		if old == nil || resize {
-			size = SlotsFor(len(be.Servers))
+	var nodes binder
+	for _, first := range []bool{true, false} { // the NodesBackend first: the others bind to its slots
+		for _, be := range desired.Backends {
+			if (be.Name == model.NodesBackend) != first {
+				continue
+			}
+			old := prev[be.Name]
+			size := len(old)
+			if old == nil || resize {
+				size = SlotsFor(len(be.Servers))
+			}
+			slots, ok := assignBackend(be.Servers, old, size, resize, nodes.For(be))
+			if !ok {
+				exhausted = append(exhausted, be.Name)
+			}
+			next[be.Name] = slots
+			if first {
+				nodes = newBinder(slots)
+			}
 		}
-		slots, ok := assignBackend(be.Servers, old, size, resize)
-		if !ok {
-			exhausted = append(exhausted, be.Name)
-		}
-		next[be.Name] = slots
 	}
 	return next, exhausted
 }
@@ -73,29 +86,38 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 		next = make(model.Layout, len(desired.Backends))
 	}
 	found := 0
-	for i, be := range desired.Backends {
-		old, ok := prev[be.Name]
-		if ok {
-			found++
-		}
-		pb := prevDesired.Backends[i]
-		if old != nil && pb.Name == be.Name && model.SameSlice(pb.Servers, be.Servers) {
-			// Assign would find old unchanged: it was built from these
-			// servers, all of which it holds.
-			if !same {
-				next[be.Name] = old
+	var nodes binder
+	for _, first := range []bool{true, false} { // the NodesBackend first: the others bind to its slots
+		for i, be := range desired.Backends {
+			if (be.Name == model.NodesBackend) != first {
+				continue
 			}
-			continue
+			old, ok := prev[be.Name]
+			if ok {
+				found++
+			}
+			pb := prevDesired.Backends[i]
+			if old != nil && pb.Name == be.Name && model.SameSlice(pb.Servers, be.Servers) {
+				// Assign would find old unchanged: it was built from these
+				// servers, all of which it holds.
+				if !same {
+					next[be.Name] = old
+				}
+			} else {
+				size := len(old)
+				if old == nil {
+					size = SlotsFor(len(be.Servers))
+				}
+				slots, ok := assignBackend(be.Servers, old, size, false, nodes.For(be))
+				if !ok {
+					exhausted = append(exhausted, be.Name)
+				}
+				next[be.Name] = slots
+			}
+			if first {
+				nodes = newBinder(next[be.Name])
+			}
 		}
-		size := len(old)
-		if old == nil {
-			size = SlotsFor(len(be.Servers))
-		}
-		slots, ok := assignBackend(be.Servers, old, size, false)
-		if !ok {
-			exhausted = append(exhausted, be.Name)
-		}
-		next[be.Name] = slots
 	}
 	if same && found != len(prev) {
 		// prev had backends that are not desired (and desired names
@@ -109,15 +131,15 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 	return next, exhausted
 }
 
-func assignBackend(servers []model.Server, old []model.Slot, size int, grow bool) ([]model.Slot, bool) {
-	if !grow && size == len(old) && unchanged(servers, old) {
+func assignBackend(servers []model.Server, old []model.Slot, size int, grow bool, bind binder) ([]model.Slot, bool) {
+	if !grow && size == len(old) && unchanged(servers, old, bind) {
 		// What the general case below would build, slot for slot.
 		return old, true
 	}
-	return assignSlots(servers, old, size, grow)
+	return assignSlots(servers, old, size, grow, bind)
 }
 
-func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) ([]model.Slot, bool) {
+func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, bind binder) ([]model.Slot, bool) {
 	want := make(map[netip.AddrPort]model.Server, len(servers))
 	for _, s := range servers {
 		want[s.Key()] = s
@@ -127,14 +149,17 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) 
 	// it in maintenance there), so that a server coming back, say after its
 	// node was excluded for a while, returns to it and needs no address
 	// change.
+	// A slot bound to a node keeps its binding (it is configuration)
+	// unless a reload happens anyway (grow); it keeps its server only if
+	// the server's node is still the one it follows.
 	kept := make([]model.Slot, len(old))
 	last := -1
 	for i, sl := range old {
-		kept[i] = model.Slot{Name: model.SlotName(i), Server: lastAddr(sl.Server)}
+		kept[i] = model.Slot{Name: model.SlotName(i), Server: lastAddr(sl.Server), Track: sl.Track}
 		if !sl.Used {
 			continue
 		}
-		if s, ok := want[sl.Server.Key()]; ok {
+		if s, ok := want[sl.Server.Key()]; ok && bind.fits(sl, s) {
 			kept[i].Used, kept[i].Server = true, s
 			delete(want, s.Key())
 			last = i
@@ -155,17 +180,26 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) 
 	if len(want) > 0 {
 		for i := range slots {
 			if sl := &slots[i]; !sl.Used && sl.Server.Addr.IsValid() {
-				if s, ok := want[sl.Server.Key()]; ok {
+				if s, ok := want[sl.Server.Key()]; ok && (grow || bind.fits(*sl, s)) {
 					sl.Used, sl.Server = true, s
 					delete(want, s.Key())
 				}
 			}
 		}
 	}
-	// then fill free slots in the desired (sorted) order.
+	// then fill free slots in the desired (sorted) order: without a
+	// reload, a slot bound to the server's node first, then an unbound one.
 	next := 0
 	for _, s := range servers {
 		if _, isNew := want[s.Key()]; !isNew {
+			continue
+		}
+		if !grow && bind.m != nil {
+			i := bind.freeSlot(slots, s)
+			if i < 0 {
+				return slots, false
+			}
+			slots[i].Used, slots[i].Server = true, s
 			continue
 		}
 		for next < len(slots) && slots[next].Used {
@@ -179,6 +213,14 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) 
 		}
 		slots[next].Used, slots[next].Server = true, s
 	}
+	if grow {
+		for i := range slots {
+			slots[i].Track = ""
+			if slots[i].Used {
+				slots[i].Track = bind.slotOf(slots[i].Server)
+			}
+		}
+	}
 	return slots, true
 }
 
@@ -186,17 +228,20 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool) 
 // slots are named in order, its used slots hold exactly servers (state
 // included) and its free slots hold at most an address. Passes that change nothing in a
 // backend, the vast majority, then reuse its slots as they are.
-func unchanged(servers []model.Server, old []model.Slot) bool {
+func unchanged(servers []model.Server, old []model.Slot, bind binder) bool {
 	used := 0
 	for i, sl := range old {
 		if !isSlotName(sl.Name, i) {
 			return false
 		}
 		if !sl.Used {
-			if sl.Server.Drain {
+			if sl.Server.Drain || sl.Server.Maint {
 				return false // assignSlots keeps only the address of a free slot
 			}
 			continue
+		}
+		if !bind.fits(sl, sl.Server) {
+			return false
 		}
 		used++
 		k := sl.Server.Key()
@@ -248,20 +293,29 @@ func AssignChanged(desired, prevDesired model.Config, prev model.Layout) (change
 		return nil, false
 	}
 	changed = make(model.Layout, len(ch.Backends))
-	for _, i := range ch.Backends {
-		if i < 0 || i >= len(desired.Backends) {
-			return nil, false
+	nodes := newBinder(prev[model.NodesBackend])
+	for _, first := range []bool{true, false} { // the NodesBackend first: the others bind to its slots
+		for _, i := range ch.Backends {
+			if i < 0 || i >= len(desired.Backends) {
+				return nil, false
+			}
+			be := desired.Backends[i]
+			if (be.Name == model.NodesBackend) != first {
+				continue
+			}
+			old, found := prev[be.Name]
+			if !found || prevDesired.Backends[i].Name != be.Name {
+				return nil, false
+			}
+			slots, fits := assignBackend(be.Servers, old, len(old), false, nodes.For(be))
+			if !fits {
+				return nil, false
+			}
+			changed[be.Name] = slots
+			if first {
+				nodes = newBinder(slots)
+			}
 		}
-		be := desired.Backends[i]
-		old, found := prev[be.Name]
-		if !found || prevDesired.Backends[i].Name != be.Name {
-			return nil, false
-		}
-		slots, fits := assignBackend(be.Servers, old, len(old), false)
-		if !fits {
-			return nil, false
-		}
-		changed[be.Name] = slots
 	}
 	return changed, true
 }

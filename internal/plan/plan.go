@@ -72,9 +72,12 @@ func Ops(layout model.Layout, rt Runtime) (ops []Op, missing []string) {
 
 func appendSlotOps(ops []Op, be string, sl model.Slot, a Actual) []Op {
 	op := func(k OpKind) Op { return Op{Kind: k, Backend: be, Slot: sl.Name, Server: sl.Server} }
-	if !sl.Used {
+	if sl.WantMaint() {
 		if !a.Maint {
 			ops = append(ops, op(Maint))
+		}
+		if sl.Used && a.Server.Key() != sl.Server.Key() {
+			ops = append(ops, op(SetAddr)) // after: the old address gets no new connection
 		}
 		return ops
 	}

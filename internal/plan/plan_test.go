@@ -224,19 +224,19 @@ func TestAssignShortcutMatchesGeneralCase(t *testing.T) {
 				old[0].Server = srv("10.9.9.9", 9)
 			}
 			next := same
-			if unchanged(next, old) {
+			if unchanged(next, old, binder{}) {
 				shortcuts++
 			}
-			want, wok := assignSlots(next, old, len(old), false)
-			got, gok := assignBackend(next, old, len(old), false)
+			want, wok := assignSlots(next, old, len(old), false, binder{})
+			got, gok := assignBackend(next, old, len(old), false, binder{})
 			if !reflect.DeepEqual(got, want) || gok != wok {
 				t.Fatalf("servers %v old %v: shortcut %v %v, general %v %v", next, old, got, gok, want, wok)
 			}
 			continue
 		}
 		next := pick()
-		want, wok := assignSlots(next, old, len(old), false)
-		got, gok := assignBackend(next, old, len(old), false)
+		want, wok := assignSlots(next, old, len(old), false, binder{})
+		got, gok := assignBackend(next, old, len(old), false, binder{})
 		if !reflect.DeepEqual(got, want) || gok != wok {
 			t.Fatalf("servers %v old %v: shortcut %v %v, general %v %v", next, old, got, gok, want, wok)
 		}

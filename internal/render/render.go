@@ -150,7 +150,17 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
-		w("\tbalance", be.Balance)
+		if be.Name == model.NodesBackend {
+			// No traffic goes here: a server per node, for the servers of
+			// backends with TrackNodes to follow ("track"). HAProxy tracks
+			// only a server with a check or an agent: an agent that never
+			// answers (port 1 on loopback, privileged, nothing listens)
+			// leaves the node up, as only an agent's answer can take a
+			// server down. Its state comes from the Runtime API.
+			w("\tdefault-server agent-check agent-addr 127.0.0.1 agent-port 1 agent-inter 1h")
+		} else {
+			w("\tbalance", be.Balance)
+		}
 		if be.Balance == "source" {
 			w("\thash-type consistent")
 		}
@@ -164,17 +174,23 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			w("\tdefault-server" + ds)
 		}
 		for _, s := range layout[be.Name] {
+			track := ""
+			if s.Track != "" {
+				track = " track " + model.NodesBackend + "/" + s.Track
+			}
 			switch {
 			case skeleton:
-				w("\tserver", s.Name)
+				w("\tserver", s.Name+track)
+			case s.WantMaint() && s.Used:
+				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port), "disabled"+track)
 			case s.Used && s.Server.Drain:
 				// No config keyword drains a server: the Runtime API and the
 				// server-state file carry it. The comment tells the reader.
-				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port), "# drain")
+				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port)+track, "# drain")
 			case s.Used:
-				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port))
+				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port)+track)
 			default:
-				w("\tserver", s.Name, FreeSlotAddr, "disabled")
+				w("\tserver", s.Name, FreeSlotAddr, "disabled"+track)
 			}
 		}
 	}

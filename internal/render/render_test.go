@@ -31,6 +31,36 @@ func sample() model.Config {
 	}
 }
 
+// tracked is a config whose backends follow their nodes: node 10.0.0.2
+// is down, and 10.0.0.3 joined after the last reload (its server sits in
+// a slot that follows no node, in maintenance of its own while its node is
+// down).
+func tracked() (model.Config, model.Layout) {
+	nodes := func(down3 bool) model.Backend {
+		return model.Backend{Name: model.NodesBackend, Servers: []model.Server{
+			{Addr: ap("10.0.0.1")}, {Addr: ap("10.0.0.2"), Maint: true}, {Addr: ap("10.0.0.3"), Maint: down3}}}
+	}
+	web := func(servers ...model.Server) model.Backend {
+		return model.Backend{Name: "be_default_web_80", Balance: "roundrobin", TrackNodes: true, Servers: servers}
+	}
+	cfg := model.Config{
+		Frontends: []model.Frontend{{Name: "fe_default_web_80", Binds: []model.Bind{{Port: 18080}}, Backend: "be_default_web_80"}},
+		Backends: []model.Backend{nodes(false), web(
+			model.Server{Addr: ap("10.0.0.1"), Port: 30080, Drain: true}, model.Server{Addr: ap("10.0.0.2"), Port: 30080, Maint: true})},
+	}
+	cfg.Backends[0].Servers = cfg.Backends[0].Servers[:2]
+	layout, _ := plan.Assign(cfg, nil, true)
+	later := cfg
+	later.Backends = []model.Backend{nodes(true), web(
+		model.Server{Addr: ap("10.0.0.1"), Port: 30080, Drain: true}, model.Server{Addr: ap("10.0.0.2"), Port: 30080, Maint: true},
+		model.Server{Addr: ap("10.0.0.3"), Port: 30080, Maint: true})}
+	next, exhausted := plan.Assign(later, layout, false)
+	if len(exhausted) > 0 {
+		panic("tracked sample does not fit")
+	}
+	return later, next
+}
+
 var opts = Options{StatsSocket: "/run/hks/admin.sock", StateFile: "/var/lib/hks/server-state", MaxConn: 50000}
 
 func TestGolden(t *testing.T) {
@@ -39,6 +69,8 @@ func TestGolden(t *testing.T) {
 		"empty.cfg":  Empty(opts),
 		"sample.cfg": Config(sample(), layout, opts),
 	}
+	tc, tl := tracked()
+	cases["tracked.cfg"] = Config(tc, tl, opts)
 	for name, got := range cases {
 		t.Run(name, func(t *testing.T) {
 			golden.Assert(t, name, got)
