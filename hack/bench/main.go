@@ -36,6 +36,7 @@ type config struct {
 	baseline                            bool
 	baselineChanges                     int
 	healthChecks                        string
+	trackNodes                          bool
 	probe, loadRate                     int
 	minReload, persist, syncTimeout     time.Duration
 	feBase, npBase, subnet              int
@@ -57,6 +58,7 @@ func main() {
 	flag.IntVar(&c.changes, "changes", 500, "single-object changes whose latency is measured (C)")
 	flag.BoolVar(&c.baseline, "baseline", true, "also run every step with --apply=reload (the baseline)")
 	flag.IntVar(&c.baselineChanges, "baseline-changes", 0, "changes in the baseline run (0: same as -changes)")
+	flag.BoolVar(&c.trackNodes, "track-nodes", true, "the controller's --track-nodes: unchecked servers follow their node")
 	flag.StringVar(&c.healthChecks, "health-checks", "auto", "true, false, or auto: on when S*E <= 10000 (each checked server costs HAProxy a file descriptor)")
 	flag.IntVar(&c.probe, "probe", 8, "Services whose nodePorts the node stand-ins listen on; they are probed and loaded")
 	flag.IntVar(&c.loadRate, "load-rate", 400, "connections per second of the load process")

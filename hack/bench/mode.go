@@ -60,6 +60,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--haproxy-config", h.cfg, "--haproxy-bin", haproxytest.Bin(),
 		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state, "--bind-address", "127.0.0.1",
 		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
+		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
 		"--min-reload-interval", c.minReload.String(), "--persist-interval", c.persist.String(), "--log-level", "info"}
 	if c.pprof != "" {
 		args = append(args, "--pprof-address", c.pprof)

@@ -232,7 +232,8 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 	if m == nil {
 		return
 	}
-	var changed map[string]bool
+	var changed map[string]bool // address changed, or the node came or went
+	var flipped map[string]bool // only eligibility changed
 	if !m.hasOpts || !sameOptions(m.opts, opts) {
 		m.opts, m.hasOpts = opts, true
 		m.entries = nil
@@ -248,11 +249,18 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 	}
 	m.pass++
 	for name, a := range nodes {
-		if old, ok := m.nodes[name]; !ok || old != a {
+		old, ok := m.nodes[name]
+		switch {
+		case !ok || old.addr != a.addr:
 			if changed == nil {
 				changed = make(map[string]bool)
 			}
 			changed[name] = true
+		case old.up != a.up:
+			if flipped == nil {
+				flipped = make(map[string]bool)
+			}
+			flipped[name] = true
 		}
 	}
 	for name := range m.nodes {
@@ -264,16 +272,27 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 		}
 	}
 	m.nodes = nodes
-	if len(changed) > 0 {
-		for e := range m.byNode[""] {
+	// The servers of Services that follow their nodes do not depend on
+	// the nodes' eligibility (tracksNodes): only the NodesBackend does.
+	forget := func(e *memoEntry, onlyEligibility bool) {
+		if !onlyEligibility || !tracksNodes(e.set, m.opts) {
 			e.forgetServers()
 			m.markEntryDirty(e)
 		}
-		for name := range changed {
-			for e := range m.byNode[name] {
-				e.forgetServers()
-				m.markEntryDirty(e)
-			}
+	}
+	if len(changed) > 0 || len(flipped) > 0 {
+		for e := range m.byNode[""] {
+			forget(e, len(changed) == 0)
+		}
+	}
+	for name := range changed {
+		for e := range m.byNode[name] {
+			forget(e, false)
+		}
+	}
+	for name := range flipped {
+		for e := range m.byNode[name] {
+			forget(e, true)
 		}
 	}
 }

@@ -19,12 +19,14 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 	for _, tc := range []struct {
 		targets string
 		invalid bool // some Services have invalid annotations
-	}{{TargetNodes, true}, {TargetPods, true}, {TargetNodes, false}} {
+		track   bool // TrackNodes, and some Services without checks
+	}{{TargetNodes, true, false}, {TargetPods, true, false}, {TargetNodes, false, false}, {TargetNodes, true, true}, {TargetNodes, false, true}} {
 		targets := tc.targets
-		t.Run(fmt.Sprint(targets, tc.invalid), func(t *testing.T) {
+		t.Run(fmt.Sprint(targets, tc.invalid, tc.track), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			opts := defaults()
 			opts.Targets = targets
+			opts.TrackNodes = tc.track
 			const nSvc, nNodes = 24, 6
 			mkNode := func(i int) *corev1.Node {
 				var lbl map[string]string
@@ -47,6 +49,9 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 					}
 				case 2:
 					o = append(o, annotate("backend-port", "8443"))
+				}
+				if tc.track && rng.IntN(3) != 0 {
+					o = append(o, annotate("check", "false"))
 				}
 				s := svc("ns", fmt.Sprint("s", i), rng.IntN(10), o...)
 				s.Spec.Ports[0].Port = int32(80 + rng.IntN(20))

@@ -120,16 +120,14 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 	if port == 0 {
 		return nil, false
 	}
-	// A server on a node that may not serve is left out, or, when it
-	// follows its node, kept in maintenance: the node's own state then
-	// takes it out of service.
+	// A server on a node that may not serve is left out, unless it
+	// follows its node: the node's server in the NodesBackend then takes
+	// it out of service, and its backend does not change with the node's
+	// state.
 	track := tracksNodes(set, opts)
 	addNode := func(n nodeInfo, st EndpointState) {
 		if n.up || track {
 			add(n.addr, port, st)
-			if !n.up && len(best) > 0 {
-				best[len(best)-1].Maint = true
-			}
 		}
 	}
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {

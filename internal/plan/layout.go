@@ -87,7 +87,11 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 	}
 	found := 0
 	var nodes binder
+	var flipped map[netip.Addr]bool // nodes whose state changed
 	for _, first := range []bool{true, false} { // the NodesBackend first: the others bind to its slots
+		if !first {
+			flipped = flippedNodes(prev[model.NodesBackend], next[model.NodesBackend])
+		}
 		for i, be := range desired.Backends {
 			if (be.Name == model.NodesBackend) != first {
 				continue
@@ -97,7 +101,8 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 				found++
 			}
 			pb := prevDesired.Backends[i]
-			if old != nil && pb.Name == be.Name && model.SameSlice(pb.Servers, be.Servers) {
+			if old != nil && pb.Name == be.Name && model.SameSlice(pb.Servers, be.Servers) &&
+				!(be.TrackNodes && flipped != nil && hasLoose(old, flipped)) {
 				// Assign would find old unchanged: it was built from these
 				// servers, all of which it holds.
 				if !same {
@@ -221,6 +226,7 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 			}
 		}
 	}
+	bind.setMaint(slots)
 	return slots, true
 }
 
@@ -240,13 +246,20 @@ func unchanged(servers []model.Server, old []model.Slot, bind binder) bool {
 			}
 			continue
 		}
-		if !bind.fits(sl, sl.Server) {
+		if !bind.fits(sl, sl.Server) || bind.stale(sl) {
 			return false
 		}
 		used++
 		k := sl.Server.Key()
 		j, found := slices.BinarySearchFunc(servers, k, func(s model.Server, k netip.AddrPort) int { return s.Key().Compare(k) })
-		if !found || servers[j] != sl.Server {
+		if !found {
+			return false
+		}
+		have := sl.Server
+		if bind.m != nil {
+			have.Maint = servers[j].Maint // setMaint's to decide: checked by stale above
+		}
+		if servers[j] != have {
 			return false
 		}
 	}
@@ -314,6 +327,25 @@ func AssignChanged(desired, prevDesired model.Config, prev model.Layout) (change
 			changed[be.Name] = slots
 			if first {
 				nodes = newBinder(slots)
+			}
+		}
+	}
+	// A node's state changes no backend that follows it, but for the
+	// servers of that node in slots that follow no node: those backends
+	// are assigned again too.
+	if slots, ok := changed[model.NodesBackend]; ok {
+		if flipped := flippedNodes(prev[model.NodesBackend], slots); flipped != nil {
+			for _, be := range desired.Backends {
+				if _, done := changed[be.Name]; done || !be.TrackNodes {
+					continue
+				}
+				if old := prev[be.Name]; hasLoose(old, flipped) {
+					again, fits := assignBackend(be.Servers, old, len(old), false, nodes.For(be))
+					if !fits {
+						return nil, false
+					}
+					changed[be.Name] = again
+				}
 			}
 		}
 	}

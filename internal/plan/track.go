@@ -7,21 +7,92 @@ import (
 )
 
 // binder answers, for a backend with TrackNodes, which slot of the
-// model.NodesBackend a server's node has: the slot holding the node's
-// address. Its zero value binds nothing (a backend without TrackNodes).
+// model.NodesBackend a server's node has (the slot holding the node's
+// address) and whether the node is out of service. Its zero value binds
+// nothing (a backend without TrackNodes).
 type binder struct {
-	m map[netip.Addr]string // node address -> NodesBackend slot name
+	m    map[netip.Addr]string // node address -> NodesBackend slot name
+	down map[netip.Addr]bool   // node address -> in maintenance
 }
 
 // newBinder indexes the slots of the NodesBackend.
 func newBinder(nodeSlots []model.Slot) binder {
-	b := binder{m: make(map[netip.Addr]string, len(nodeSlots))}
+	b := binder{m: make(map[netip.Addr]string, len(nodeSlots)), down: make(map[netip.Addr]bool)}
 	for _, sl := range nodeSlots {
 		if sl.Used {
 			b.m[sl.Server.Addr] = sl.Name
+			if sl.Server.Maint {
+				b.down[sl.Server.Addr] = true
+			}
 		}
 	}
 	return b
+}
+
+// setMaint gives the used slots of a backend with TrackNodes their own
+// maintenance: a slot that follows its node has none of its own (it
+// inherits the node's), one that follows no node carries its node's.
+func (b binder) setMaint(slots []model.Slot) {
+	if b.m == nil {
+		return
+	}
+	for i := range slots {
+		if sl := &slots[i]; sl.Used {
+			sl.Server.Maint = sl.Track == "" && b.down[sl.Server.Addr]
+		}
+	}
+}
+
+// stale reports whether sl, of a backend with TrackNodes, holds a server
+// in a slot that follows no node and carries a state other than its
+// node's.
+func (b binder) stale(sl model.Slot) bool {
+	return b.m != nil && sl.Used && sl.Track == "" && sl.Server.Maint != b.down[sl.Server.Addr]
+}
+
+// flippedNodes lists the node addresses whose state differs between two
+// versions of the NodesBackend's slots (came, went, or in and out of
+// maintenance).
+func flippedNodes(old, new []model.Slot) map[netip.Addr]bool {
+	state := func(slots []model.Slot) map[netip.Addr]bool {
+		m := make(map[netip.Addr]bool, len(slots))
+		for _, sl := range slots {
+			if sl.Used {
+				m[sl.Server.Addr] = sl.Server.Maint
+			}
+		}
+		return m
+	}
+	o, n := state(old), state(new)
+	var out map[netip.Addr]bool
+	for a, down := range n {
+		if was, ok := o[a]; !ok || was != down {
+			if out == nil {
+				out = make(map[netip.Addr]bool)
+			}
+			out[a] = true
+		}
+	}
+	for a := range o {
+		if _, ok := n[a]; !ok {
+			if out == nil {
+				out = make(map[netip.Addr]bool)
+			}
+			out[a] = true
+		}
+	}
+	return out
+}
+
+// hasLoose reports whether slots hold a server of one of nodes in a slot
+// that follows no node: such a slot carries its node's state itself.
+func hasLoose(slots []model.Slot, nodes map[netip.Addr]bool) bool {
+	for _, sl := range slots {
+		if sl.Used && sl.Track == "" && nodes[sl.Server.Addr] {
+			return true
+		}
+	}
+	return false
 }
 
 // For is b for a backend with TrackNodes, the zero binder otherwise.

@@ -55,7 +55,7 @@ func sameStructure(a, b model.Config, la, lb model.Layout) bool {
 			continue // the same slots (the plan package reuses them)
 		}
 		for j := range sa {
-			if sa[j].Name != sb[j].Name {
+			if sa[j].Name != sb[j].Name || sa[j].Track != sb[j].Track {
 				return false
 			}
 		}

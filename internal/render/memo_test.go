@@ -38,12 +38,24 @@ func TestHashMemo(t *testing.T) {
 		{cfg("leastconn", srv("10.0.0.2")), layout(8, srv("10.0.0.2")), opts},                       // slots
 		{cfg("leastconn", srv("10.0.0.2")), layout(8, srv("10.0.0.2")), Options{StatsSocket: "/t"}}, // options
 		{model.Config{}, nil, opts},
+		{cfg("leastconn", srv("10.0.0.2")), layout(8, srv("10.0.0.2")), opts},
+		{cfg("leastconn", srv("10.0.0.2")), withTrack(layout(8, srv("10.0.0.2"))), opts}, // a slot follows a node
 	}
 	for i, s := range steps {
 		if got, want := m.StructureHash(s.cfg, s.layout, s.opts), StructureHash(s.cfg, s.layout, s.opts); got != want {
 			t.Fatalf("step %d: memo hash %s, want %s", i, got, want)
 		}
 	}
+}
+
+// withTrack binds the first slot of every backend to a node.
+func withTrack(l model.Layout) model.Layout {
+	for be, slots := range l {
+		slots = append([]model.Slot(nil), slots...)
+		slots[0].Track = "s1"
+		l[be] = slots
+	}
+	return l
 }
 
 // Rebase swaps the references the memo keeps only for the hash it holds.

@@ -46,14 +46,14 @@ func tracked() (model.Config, model.Layout) {
 	cfg := model.Config{
 		Frontends: []model.Frontend{{Name: "fe_default_web_80", Binds: []model.Bind{{Port: 18080}}, Backend: "be_default_web_80"}},
 		Backends: []model.Backend{nodes(false), web(
-			model.Server{Addr: ap("10.0.0.1"), Port: 30080, Drain: true}, model.Server{Addr: ap("10.0.0.2"), Port: 30080, Maint: true})},
+			model.Server{Addr: ap("10.0.0.1"), Port: 30080, Drain: true}, model.Server{Addr: ap("10.0.0.2"), Port: 30080})},
 	}
 	cfg.Backends[0].Servers = cfg.Backends[0].Servers[:2]
 	layout, _ := plan.Assign(cfg, nil, true)
 	later := cfg
 	later.Backends = []model.Backend{nodes(true), web(
-		model.Server{Addr: ap("10.0.0.1"), Port: 30080, Drain: true}, model.Server{Addr: ap("10.0.0.2"), Port: 30080, Maint: true},
-		model.Server{Addr: ap("10.0.0.3"), Port: 30080, Maint: true})}
+		model.Server{Addr: ap("10.0.0.1"), Port: 30080, Drain: true}, model.Server{Addr: ap("10.0.0.2"), Port: 30080},
+		model.Server{Addr: ap("10.0.0.3"), Port: 30080})}
 	next, exhausted := plan.Assign(later, layout, false)
 	if len(exhausted) > 0 {
 		panic("tracked sample does not fit")
