@@ -87,7 +87,7 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 	}
 	found := 0
 	var nodes binder
-	var flipped map[netip.Addr]bool // nodes whose state changed
+	var flipped map[netip.Addr]bool             // nodes whose state changed
 	for _, first := range []bool{true, false} { // the NodesBackend first: the others bind to its slots
 		if !first {
 			flipped = flippedNodes(prev[model.NodesBackend], next[model.NodesBackend])
