@@ -86,9 +86,11 @@ type Server struct {
 	Addr  netip.Addr
 	Port  uint16
 	Drain bool // serving but terminating: no new connections
-	// Maint: the server stays in its backend but out of service: its node
-	// is not Ready or is excluded. Only in the NodesBackend and in
-	// backends with TrackNodes; elsewhere such servers are left out.
+	// Maint: the server stays but out of service, because its node is not
+	// Ready or is excluded. Set in the NodesBackend (by the desired
+	// package) and on the slots of backends with TrackNodes that follow
+	// no node (by the plan). Elsewhere such servers are left out, and a
+	// slot that follows its node inherits the node's state instead.
 	Maint bool
 }
 

@@ -87,12 +87,22 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 // NotReady or get the exclude label leave, and come back, without reloads.
 // The controller runs as on a plain Linux host: API URL + token file + CA,
 // with the token of the ServiceAccount of deploy/rbac.yaml (least privilege).
+// Without health checks the servers follow their nodes (--track-nodes): a
+// node that joined after the last reload sits in a slot that follows no
+// node, and still leaves when excluded.
 func TestClusterPolicyFollowsNodes(t *testing.T) {
+	for _, checks := range []bool{true, false} {
+		t.Run(fmt.Sprint("checks=", checks), func(t *testing.T) { clusterPolicyFollowsNodes(t, checks) })
+	}
+}
+
+func clusterPolicyFollowsNodes(t *testing.T, checks bool) {
 	e := newEnv(t)
 	np := e.threeNodes()
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "api", Port: port, NodePort: np})
-	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.rbacTokenFile(), "--ca-file", e.kube.CAPath)
+	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.rbacTokenFile(), "--ca-file", e.kube.CAPath,
+		"--default-check="+fmt.Sprint(checks))
 	e.eventually("all nodes serve", serves(port, "n1", "n2", "n3"))
 	before := e.reloads()
 
@@ -112,6 +122,19 @@ func TestClusterPolicyFollowsNodes(t *testing.T) {
 	}
 	e.addNode("n4", 4, true, np)
 	e.eventually("n2 back, n4 added", serves(port, "n1", "n2", "n4"))
+	if err := lab.SetNodeExcluded(bg, e.client, "n4", true); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("excluded n4 leaves", serves(port, "n1", "n2"))
+	if !checks {
+		cfg, err := os.ReadFile(e.cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(cfg), "track _nodes/") {
+			t.Errorf("no server follows its node in the config:\n%s", cfg)
+		}
+	}
 	if got := e.reloads(); got != before {
 		t.Errorf("node churn caused %d reloads, want 0", got-before)
 	}
