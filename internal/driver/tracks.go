@@ -29,7 +29,7 @@ func restoreTracks(layout model.Layout, path, hash string, log *slog.Logger) {
 	type bound struct {
 		be    string
 		slot  int
-		track string
+		track uint16
 	}
 	var found []bound
 	matches := false
@@ -50,9 +50,10 @@ func restoreTracks(layout model.Layout, path, hash string, log *slog.Logger) {
 					continue
 				}
 				t, ok := strings.CutPrefix(fields[i+1], model.NodesBackend+"/")
+				node, okNode := plan.SlotIndex(t)
 				slot, okSlot := plan.SlotIndex(fields[1])
-				if ok && okSlot {
-					found = append(found, bound{be, slot, t})
+				if ok && okNode && okSlot && node < 1<<16-1 {
+					found = append(found, bound{be, slot, uint16(node + 1)})
 				}
 				break
 			}

@@ -125,22 +125,24 @@ func (b Backend) Structure() Backend {
 // Server then holds at most the address it last pointed at (never Drain
 // or Maint).
 //
-// In a backend with TrackNodes, Track names the slot of the NodesBackend
-// whose state this slot follows ("" for none). It is part of the
+// In a backend with TrackNodes, Track is 1 + the index of the slot of the
+// NodesBackend whose state this slot follows (0 for none: a small number
+// next to Used costs the Slot no space, which matters at tens of
+// thousands of slots). It is part of the
 // configuration: a slot keeps it until the next reload, and may only take
 // servers of that node meanwhile. A slot with no Track holds a server of
 // any node, and then carries the node's state itself (Server.Maint).
 type Slot struct {
 	Name   string
 	Used   bool
+	Track  uint16
 	Server Server
-	Track  string
 }
 
 // WantMaint reports whether the slot must be in maintenance of its own:
 // free, or holding a server out of service that does not follow its node
 // (a slot that follows inherits the node's maintenance instead).
-func (s Slot) WantMaint() bool { return !s.Used || (s.Server.Maint && s.Track == "") }
+func (s Slot) WantMaint() bool { return !s.Used || (s.Server.Maint && s.Track == 0) }
 
 // Layout maps a backend name to its slots, in order.
 type Layout map[string][]Slot

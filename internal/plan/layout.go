@@ -220,7 +220,7 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 	}
 	if grow {
 		for i := range slots {
-			slots[i].Track = ""
+			slots[i].Track = 0
 			if slots[i].Used {
 				slots[i].Track = bind.slotOf(slots[i].Server)
 			}

@@ -11,16 +11,16 @@ import (
 // address) and whether the node is out of service. Its zero value binds
 // nothing (a backend without TrackNodes).
 type binder struct {
-	m    map[netip.Addr]string // node address -> NodesBackend slot name
+	m    map[netip.Addr]uint16 // node address -> 1 + index of its NodesBackend slot
 	down map[netip.Addr]bool   // node address -> in maintenance
 }
 
 // newBinder indexes the slots of the NodesBackend.
 func newBinder(nodeSlots []model.Slot) binder {
-	b := binder{m: make(map[netip.Addr]string, len(nodeSlots)), down: make(map[netip.Addr]bool)}
-	for _, sl := range nodeSlots {
+	b := binder{m: make(map[netip.Addr]uint16, len(nodeSlots)), down: make(map[netip.Addr]bool)}
+	for i, sl := range nodeSlots {
 		if sl.Used {
-			b.m[sl.Server.Addr] = sl.Name
+			b.m[sl.Server.Addr] = uint16(i + 1)
 			if sl.Server.Maint {
 				b.down[sl.Server.Addr] = true
 			}
@@ -38,7 +38,7 @@ func (b binder) setMaint(slots []model.Slot) {
 	}
 	for i := range slots {
 		if sl := &slots[i]; sl.Used {
-			sl.Server.Maint = sl.Track == "" && b.down[sl.Server.Addr]
+			sl.Server.Maint = sl.Track == 0 && b.down[sl.Server.Addr]
 		}
 	}
 }
@@ -47,7 +47,7 @@ func (b binder) setMaint(slots []model.Slot) {
 // in a slot that follows no node and carries a state other than its
 // node's.
 func (b binder) stale(sl model.Slot) bool {
-	return b.m != nil && sl.Used && sl.Track == "" && sl.Server.Maint != b.down[sl.Server.Addr]
+	return b.m != nil && sl.Used && sl.Track == 0 && sl.Server.Maint != b.down[sl.Server.Addr]
 }
 
 // flippedNodes lists the node addresses whose state differs between two
@@ -88,7 +88,7 @@ func flippedNodes(old, new []model.Slot) map[netip.Addr]bool {
 // that follows no node: such a slot carries its node's state itself.
 func hasLoose(slots []model.Slot, nodes map[netip.Addr]bool) bool {
 	for _, sl := range slots {
-		if sl.Used && sl.Track == "" && nodes[sl.Server.Addr] {
+		if sl.Used && sl.Track == 0 && nodes[sl.Server.Addr] {
 			return true
 		}
 	}
@@ -103,17 +103,17 @@ func (b binder) For(be model.Backend) binder {
 	return b
 }
 
-// slotOf is the NodesBackend slot of s's node, "" when it has none.
-func (b binder) slotOf(s model.Server) string {
+// slotOf is the model.Slot.Track of s's node, 0 when it has no slot.
+func (b binder) slotOf(s model.Server) uint16 {
 	if b.m == nil {
-		return ""
+		return 0
 	}
 	return b.m[s.Addr]
 }
 
 // fits reports whether slot sl may hold s: it follows no node, or s's.
 func (b binder) fits(sl model.Slot, s model.Server) bool {
-	return sl.Track == "" || (b.m != nil && sl.Track == b.slotOf(s))
+	return sl.Track == 0 || (b.m != nil && sl.Track == b.slotOf(s))
 }
 
 // freeSlot is the first free slot bound to s's node, else the first free
@@ -124,9 +124,9 @@ func (b binder) freeSlot(slots []model.Slot, s model.Server) int {
 	for i, sl := range slots {
 		switch {
 		case sl.Used:
-		case want != "" && sl.Track == want:
+		case want != 0 && sl.Track == want:
 			return i
-		case sl.Track == "" && unbound < 0:
+		case sl.Track == 0 && unbound < 0:
 			unbound = i
 		}
 	}

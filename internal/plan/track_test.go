@@ -35,7 +35,11 @@ func slotsOf(slots []model.Slot) []string {
 				addr += "(maint)"
 			}
 		}
-		out = append(out, fmt.Sprintf("%s:%s/%s", s.Name, addr, s.Track))
+		track := ""
+		if s.Track != 0 {
+			track = model.SlotName(int(s.Track) - 1)
+		}
+		out = append(out, fmt.Sprintf("%s:%s/%s", s.Name, addr, track))
 	}
 	return out
 }
@@ -133,9 +137,9 @@ func TestAssignNodeSlotReused(t *testing.T) {
 		t.Fatalf("exhausted: %v", ex)
 	}
 	for _, sl := range back["be"] {
-		if sl.Used && sl.Server.Addr == b.Addr && sl.Track != "" {
+		if sl.Used && sl.Server.Addr == b.Addr && sl.Track != 0 {
 			if ns := newBinder(back[model.NodesBackend]).slotOf(b); sl.Track != ns {
-				t.Errorf("%s holds node 2's server but follows _nodes/%s (node 2 is _nodes/%s)", sl.Name, sl.Track, ns)
+				t.Errorf("%s holds node 2's server but follows _nodes slot %d (node 2 is %d)", sl.Name, sl.Track, ns)
 			}
 		}
 	}

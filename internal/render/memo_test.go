@@ -52,7 +52,7 @@ func TestHashMemo(t *testing.T) {
 func withTrack(l model.Layout) model.Layout {
 	for be, slots := range l {
 		slots = append([]model.Slot(nil), slots...)
-		slots[0].Track = "s1"
+		slots[0].Track = 1
 		l[be] = slots
 	}
 	return l

@@ -175,8 +175,8 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		}
 		for _, s := range layout[be.Name] {
 			track := ""
-			if s.Track != "" {
-				track = " track " + model.NodesBackend + "/" + s.Track
+			if s.Track != 0 {
+				track = " track " + model.NodesBackend + "/" + model.SlotName(int(s.Track)-1)
 			}
 			switch {
 			case skeleton:
