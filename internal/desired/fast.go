@@ -182,15 +182,20 @@ func withNodes(backends []model.Backend, nodes map[string]nodeInfo, m *Memo) []m
 			last = m.last.backends[i].Servers
 		}
 	}
-	i, _ := slices.BinarySearchFunc(backends, model.NodesBackend, func(b model.Backend, n string) int { return strings.Compare(b.Name, n) })
+	i, _ := nodesSearch(backends)
 	return slices.Insert(backends, i, nodesBackend(nodes, last))
 }
 
 // nodesIndex is the index of the model.NodesBackend in backends, or -1.
 func nodesIndex(backends []model.Backend) int {
-	i, ok := slices.BinarySearchFunc(backends, model.NodesBackend, func(b model.Backend, n string) int { return strings.Compare(b.Name, n) })
-	if !ok {
-		return -1
+	if i, ok := nodesSearch(backends); ok {
+		return i
 	}
-	return i
+	return -1
+}
+
+// nodesSearch finds where the model.NodesBackend is, or goes, in the
+// backends sorted by name.
+func nodesSearch(backends []model.Backend) (int, bool) {
+	return slices.BinarySearchFunc(backends, model.NodesBackend, func(b model.Backend, n string) int { return strings.Compare(b.Name, n) })
 }

@@ -44,24 +44,20 @@ func SlotsFor(n int) int {
 func Assign(desired model.Config, prev model.Layout, resize bool) (next model.Layout, exhausted []string) {
 	next = make(model.Layout, len(desired.Backends))
 	var nodes binder
-	for _, first := range []bool{true, false} { // the NodesBackend first: the others bind to its slots
-		for _, be := range desired.Backends {
-			if (be.Name == model.NodesBackend) != first {
-				continue
-			}
-			old := prev[be.Name]
-			size := len(old)
-			if old == nil || resize {
-				size = SlotsFor(len(be.Servers))
-			}
-			slots, ok := assignBackend(be.Servers, old, size, resize, nodes.For(be))
-			if !ok {
-				exhausted = append(exhausted, be.Name)
-			}
-			next[be.Name] = slots
-			if first {
-				nodes = newBinder(slots)
-			}
+	for i := range nodesFirst(desired.Backends, nil) {
+		be := desired.Backends[i]
+		old := prev[be.Name]
+		size := len(old)
+		if old == nil || resize {
+			size = SlotsFor(len(be.Servers))
+		}
+		slots, ok := assignBackend(be.Servers, old, size, resize, nodes.For(be))
+		if !ok {
+			exhausted = append(exhausted, be.Name)
+		}
+		next[be.Name] = slots
+		if be.Name == model.NodesBackend {
+			nodes = newBinder(slots)
 		}
 	}
 	return next, exhausted
@@ -87,41 +83,35 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 	}
 	found := 0
 	var nodes binder
-	var flipped map[netip.Addr]bool             // nodes whose state changed
-	for _, first := range []bool{true, false} { // the NodesBackend first: the others bind to its slots
-		if !first {
-			flipped = flippedNodes(prev[model.NodesBackend], next[model.NodesBackend])
+	var flipped map[netip.Addr]bool // nodes whose state changed
+	for i := range nodesFirst(desired.Backends, nil) {
+		be := desired.Backends[i]
+		old, ok := prev[be.Name]
+		if ok {
+			found++
 		}
-		for i, be := range desired.Backends {
-			if (be.Name == model.NodesBackend) != first {
-				continue
+		pb := prevDesired.Backends[i]
+		if old != nil && pb.Name == be.Name && model.SameSlice(pb.Servers, be.Servers) &&
+			!(be.TrackNodes && flipped != nil && hasLoose(old, flipped)) {
+			// Assign would find old unchanged: it was built from these
+			// servers, all of which it holds.
+			if !same {
+				next[be.Name] = old
 			}
-			old, ok := prev[be.Name]
-			if ok {
-				found++
+		} else {
+			size := len(old)
+			if old == nil {
+				size = SlotsFor(len(be.Servers))
 			}
-			pb := prevDesired.Backends[i]
-			if old != nil && pb.Name == be.Name && model.SameSlice(pb.Servers, be.Servers) &&
-				!(be.TrackNodes && flipped != nil && hasLoose(old, flipped)) {
-				// Assign would find old unchanged: it was built from these
-				// servers, all of which it holds.
-				if !same {
-					next[be.Name] = old
-				}
-			} else {
-				size := len(old)
-				if old == nil {
-					size = SlotsFor(len(be.Servers))
-				}
-				slots, ok := assignBackend(be.Servers, old, size, false, nodes.For(be))
-				if !ok {
-					exhausted = append(exhausted, be.Name)
-				}
-				next[be.Name] = slots
+			slots, ok := assignBackend(be.Servers, old, size, false, nodes.For(be))
+			if !ok {
+				exhausted = append(exhausted, be.Name)
 			}
-			if first {
-				nodes = newBinder(next[be.Name])
-			}
+			next[be.Name] = slots
+		}
+		if be.Name == model.NodesBackend {
+			nodes = newBinder(next[be.Name])
+			flipped = flippedNodes(prev[be.Name], next[be.Name])
 		}
 	}
 	if same && found != len(prev) {
@@ -307,27 +297,24 @@ func AssignChanged(desired, prevDesired model.Config, prev model.Layout) (change
 	}
 	changed = make(model.Layout, len(ch.Backends))
 	nodes := newBinder(prev[model.NodesBackend])
-	for _, first := range []bool{true, false} { // the NodesBackend first: the others bind to its slots
-		for _, i := range ch.Backends {
-			if i < 0 || i >= len(desired.Backends) {
-				return nil, false
-			}
-			be := desired.Backends[i]
-			if (be.Name == model.NodesBackend) != first {
-				continue
-			}
-			old, found := prev[be.Name]
-			if !found || prevDesired.Backends[i].Name != be.Name {
-				return nil, false
-			}
-			slots, fits := assignBackend(be.Servers, old, len(old), false, nodes.For(be))
-			if !fits {
-				return nil, false
-			}
-			changed[be.Name] = slots
-			if first {
-				nodes = newBinder(slots)
-			}
+	for _, i := range ch.Backends {
+		if i < 0 || i >= len(desired.Backends) {
+			return nil, false
+		}
+	}
+	for i := range nodesFirst(desired.Backends, ch.Backends) {
+		be := desired.Backends[i]
+		old, found := prev[be.Name]
+		if !found || prevDesired.Backends[i].Name != be.Name {
+			return nil, false
+		}
+		slots, fits := assignBackend(be.Servers, old, len(old), false, nodes.For(be))
+		if !fits {
+			return nil, false
+		}
+		changed[be.Name] = slots
+		if be.Name == model.NodesBackend {
+			nodes = newBinder(slots)
 		}
 	}
 	// A node's state changes no backend that follows it, but for the

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"iter"
 	"net/netip"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -131,4 +132,31 @@ func (b binder) freeSlot(slots []model.Slot, s model.Server) int {
 		}
 	}
 	return unbound
+}
+
+// nodesFirst yields the indices of backends (only those in idx, when idx
+// is not nil), the NodesBackend's first: the slots of the others are bound
+// to its slots, which must be assigned by then. The indices must be valid.
+func nodesFirst(backends []model.Backend, idx []int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		n, at := len(backends), func(k int) int { return k }
+		if idx != nil {
+			n, at = len(idx), func(k int) int { return idx[k] }
+		}
+		first := -1
+		for k := range n {
+			if backends[at(k)].Name == model.NodesBackend {
+				first = k
+				if !yield(at(k)) {
+					return
+				}
+				break
+			}
+		}
+		for k := range n {
+			if k != first && !yield(at(k)) {
+				return
+			}
+		}
+	}
 }
