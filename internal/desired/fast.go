@@ -143,8 +143,8 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 			changed = append(changed, int(j))
 		}
 	}
-	if i := m.last.nodesAt; i >= 0 && i < len(backends) && backends[i].Name == model.NodesBackend {
-		if nb := nodesBackend(m.nodes, backends[i].Servers); !model.SameSlice(nb.Servers, backends[i].Servers) {
+	if i, last, ok := m.lastNodes(); ok {
+		if nb := nodesBackend(m.nodes, last); !model.SameSlice(nb.Servers, last) {
 			if len(changed) == 0 {
 				backends = slices.Clone(base)
 			}
@@ -176,14 +176,22 @@ func withNodes(backends []model.Backend, nodes map[string]nodeInfo, m *Memo) []m
 	if !slices.ContainsFunc(backends, func(b model.Backend) bool { return b.TrackNodes }) {
 		return backends
 	}
-	var last []model.Server
-	if m != nil {
-		if i := m.last.nodesAt; i >= 0 && i < len(m.last.backends) && m.last.backends[i].Name == model.NodesBackend {
-			last = m.last.backends[i].Servers
-		}
-	}
+	_, last, _ := m.lastNodes()
 	i, _ := nodesSearch(backends)
 	return slices.Insert(backends, i, nodesBackend(nodes, last))
+}
+
+// lastNodes is the index and the servers of the model.NodesBackend in the
+// last Result; ok is false when it had none.
+func (m *Memo) lastNodes() (i int, servers []model.Server, ok bool) {
+	if m == nil {
+		return -1, nil, false
+	}
+	i = m.last.nodesAt
+	if i < 0 || i >= len(m.last.backends) || m.last.backends[i].Name != model.NodesBackend {
+		return -1, nil, false
+	}
+	return i, m.last.backends[i].Servers, true
 }
 
 // nodesIndex is the index of the model.NodesBackend in backends, or -1.

@@ -18,7 +18,8 @@ import (
 // new one, never modified in place. An entry is keyed by the Service object
 // and remembers the EndpointSlice objects it was computed from; it is
 // reused only while the Service object is the same, its slices are the same
-// objects and no node it depends on changed (address or eligibility).
+// objects and no node it depends on changed (its address, or its
+// eligibility unless the Service's servers follow their nodes).
 // Services whose annotations are invalid are never memoised.
 type Memo struct {
 	opts    Options
@@ -226,8 +227,9 @@ func sameOptions(a, b Options) bool {
 }
 
 // begin starts a pass: it forgets everything if the options changed, and
-// the servers of the entries that depend on a node whose eligibility or
-// address changed since the last pass.
+// the servers of the entries that depend on a node whose address changed
+// (or that came or went) since the last pass, or whose eligibility changed
+// (but for entries whose servers follow their nodes: see tracksNodes).
 func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 	if m == nil {
 		return
