@@ -68,13 +68,17 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 					eps = append(eps, ep{ip: fmt.Sprintf("192.168.%d.%d", i, j), node: fmt.Sprint("n", rng.IntN(nNodes+1)),
 						ready: r == 0, serving: r < 2, terminating: r == 1})
 				}
-				return slice("ns", fmt.Sprint("s", i), 8080, eps...)
+				// The shapes the endpoint-slice controller writes: the
+				// Service's ports, one of them, another number for a
+				// named targetPort, or none (Pods lacking the port).
+				shapes := [][]sport{{tcp("http", 8080)}, {tcp("http", 8080), tcp("b", 8081)}, {tcp("b", 8081)}, {tcp("http", 9090)}, nil}
+				return realSliceIn("ns", fmt.Sprint("s", i), fmt.Sprint(rng.IntN(1000)), shapes[rng.IntN(len(shapes))], eps...)
 			}
 			svcs := make([]*corev1.Service, nSvc)
-			sls := make([]*Slice, nSvc)
+			sls := make([]*Slice, 2*nSvc) // two slices per Service
 			nodes := make([]*corev1.Node, nNodes)
 			for i := range nSvc {
-				svcs[i], sls[i] = mkSvc(i), mkSlice(i)
+				svcs[i], sls[i], sls[nSvc+i] = mkSvc(i), mkSlice(i), mkSlice(i)
 			}
 			for i := range nNodes {
 				nodes[i] = mkNode(i)
@@ -90,8 +94,8 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 					i := rng.IntN(nSvc)
 					svcs[i] = mkSvc(i)
 				case 1, 2:
-					i := rng.IntN(nSvc)
-					sls[i] = mkSlice(i)
+					i := rng.IntN(2 * nSvc)
+					sls[i] = mkSlice(i % nSvc)
 				case 3:
 					i := rng.IntN(nNodes)
 					nodes[i] = mkNode(i)
@@ -101,7 +105,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 					if (i+step/5)%11 != 0 { // Services come and go
 						in.Services = append(in.Services, svcs[i])
 					}
-					in.Slices = append(in.Slices, sls[i])
+					in.Slices = append(in.Slices, sls[i], sls[nSvc+i])
 				}
 				for i := range nNodes {
 					if (i+step)%7 != 0 {

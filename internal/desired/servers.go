@@ -131,9 +131,17 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 		}
 	}
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		// As kube-proxy counts them: a node serves port p only if it hosts
+		// an endpoint of a slice that carries p by name. The controller
+		// puts Pods lacking a named targetPort in slices without that port
+		// (often with no ports at all), and kube-proxy on their node drops
+		// the Service's traffic.
 		for _, sl := range eps {
+			if _, found := slicePort(sl, p); !found || sl.FQDN {
+				continue
+			}
 			for _, e := range sl.Endpoints {
-				if e.Node == "" {
+				if e.Node == "" || !e.Addr.IsValid() {
 					continue
 				}
 				if n, ok := nodes[e.Node]; ok {
@@ -150,7 +158,8 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 }
 
 // slicePort finds the slice port that serves Service port p: matched by
-// name, as the endpoint-slice controller names them.
+// name ("" for an unnamed port), TCP, with a port number, as kube-proxy
+// matches them.
 func slicePort(sl *Slice, p corev1.ServicePort) (uint16, bool) {
 	for _, sp := range sl.Ports {
 		if sp.Name == p.Name && sp.Port > 0 && sp.Port < 65536 && sp.TCP {

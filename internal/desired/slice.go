@@ -34,7 +34,7 @@ type Endpoint struct {
 // SlicePort is one port of a Slice.
 type SlicePort struct {
 	Name string
-	Port int32 // 0 when unset
+	Port int32 // 0 when unset, or when the name is unset
 	TCP  bool  // protocol TCP (or unset)
 }
 
@@ -72,11 +72,10 @@ func SliceOf(s *discoveryv1.EndpointSlice) *Slice {
 		out.Ports = make([]SlicePort, len(s.Ports))
 		for i, p := range s.Ports {
 			sp := SlicePort{TCP: p.Protocol == nil || *p.Protocol == corev1.ProtocolTCP}
-			if p.Name != nil {
-				sp.Name = *p.Name
-			}
-			if p.Port != nil {
-				sp.Port = *p.Port
+			// A port without a name (nil, not "") is ignored, as kube-proxy
+			// ignores it: Port 0 never matches a Service port.
+			if p.Name != nil && p.Port != nil {
+				sp.Name, sp.Port = *p.Name, *p.Port
 			}
 			out.Ports[i] = sp
 		}
