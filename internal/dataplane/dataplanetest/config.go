@@ -1,0 +1,346 @@
+package dataplanetest
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"strconv"
+)
+
+// configuration serves /v3/services/haproxy/configuration/...
+func (s *Server) configuration(w http.ResponseWriter, r *http.Request, seg []string, body Object) {
+	q := r.URL.Query()
+	if len(seg) == 1 && seg[0] == "version" && r.Method == http.MethodGet {
+		v := s.version
+		if t := s.txs[q.Get("transaction_id")]; t != nil {
+			v = t.version
+		}
+		s.reply(w, http.StatusOK, v)
+		return
+	}
+	if r.Method == http.MethodGet {
+		c := s.cfg
+		if id := q.Get("transaction_id"); id != "" {
+			t := s.txs[id]
+			if t == nil {
+				s.fail(w, errf(http.StatusNotFound, "transaction %s does not exist", id))
+				return
+			}
+			c = t.cfg
+		}
+		out, e := read(c, seg, q.Get("full_section") == "true")
+		if e != nil {
+			s.fail(w, e)
+			return
+		}
+		s.reply(w, http.StatusOK, out)
+		return
+	}
+	op, e := mutation(r.Method, seg, body)
+	if e != nil {
+		s.fail(w, e)
+		return
+	}
+	s.write(w, r, op)
+}
+
+// read answers a GET on a configuration path of c.
+func read(c *config, seg []string, full bool) (any, *apiErr) {
+	if len(seg) == 0 {
+		return nil, errf(http.StatusNotFound, "not found")
+	}
+	kind := seg[0]
+	var sections *list
+	var children map[string]*list
+	child := ""
+	switch kind {
+	case "backends":
+		sections, children, child = c.backends, c.servers, "servers"
+	case "frontends":
+		sections, children, child = c.frontends, c.binds, "binds"
+	default:
+		return nil, errf(http.StatusNotFound, "path not found")
+	}
+	withChildren := func(name string, o Object) Object {
+		if !full {
+			return o
+		}
+		o = maps.Clone(o)
+		m := map[string]any{}
+		for _, ch := range children[name].all() {
+			m[ch["name"].(string)] = ch
+		}
+		o[child] = m
+		if kind == "backends" && len(c.templates[name]) > 0 {
+			t := map[string]any{}
+			for _, tp := range c.templates[name] {
+				t[tp["prefix"].(string)] = tp
+			}
+			o["server_templates"] = t
+		}
+		return o
+	}
+	if len(seg) == 1 {
+		out := []Object{}
+		for _, name := range sections.names {
+			out = append(out, withChildren(name, sections.m[name]))
+		}
+		return out, nil
+	}
+	name := seg[1]
+	o, ok := sections.get(name)
+	if !ok {
+		return nil, errf(http.StatusNotFound, "%s %s not found", kind[:len(kind)-1], name)
+	}
+	if len(seg) == 2 {
+		return withChildren(name, o), nil
+	}
+	if kind == "backends" && seg[2] == "server_templates" && len(seg) == 3 {
+		return c.templates[name], nil
+	}
+	if seg[2] != child {
+		return nil, errf(http.StatusNotFound, "path not found")
+	}
+	if len(seg) == 3 {
+		all := children[name].all()
+		if len(all) == 0 {
+			return nil, nil // the real API sends null for an empty list
+		}
+		return all, nil
+	}
+	ch, ok := children[name].get(seg[3])
+	if !ok {
+		return nil, errf(http.StatusNotFound, "%s %s not found in %s", child[:len(child)-1], seg[3], name)
+	}
+	return ch, nil
+}
+
+// op changes a configuration; it returns the object to echo, and whether
+// the change is one the API applies live (a server's address, port,
+// weight or maintenance only).
+type op func(c *config) (echo Object, live *liveServer, e *apiErr)
+
+// liveServer is a server change the API makes at runtime without reload.
+type liveServer struct {
+	backend string
+	server  Object
+}
+
+var liveFields = map[string]bool{"address": true, "port": true, "weight": true, "maintenance": true}
+
+func mutation(method string, seg []string, body Object) (op, *apiErr) {
+	if len(seg) < 1 || (seg[0] != "backends" && seg[0] != "frontends") {
+		return nil, errf(http.StatusNotFound, "path not found")
+	}
+	section, schema, child, childSchema := "backend", "backend", "servers", "server"
+	if seg[0] == "frontends" {
+		section, schema, child, childSchema = "frontend", "frontend", "binds", "bind"
+	}
+	sets := func(c *config) (*list, map[string]*list) {
+		if section == "backend" {
+			return c.backends, c.servers
+		}
+		return c.frontends, c.binds
+	}
+	need := func(sch string) *apiErr {
+		if method == http.MethodDelete {
+			return nil
+		}
+		if body == nil {
+			return errf(http.StatusBadRequest, "missing request body")
+		}
+		if err := validate(sch, body); err != nil {
+			return &apiErr{http.StatusUnprocessableEntity, err.Error()}
+		}
+		return nil
+	}
+	switch {
+	case len(seg) == 1 && method == http.MethodPost, len(seg) == 2 && method != http.MethodPost:
+		if e := need(schema); e != nil {
+			return nil, e
+		}
+		return func(c *config) (Object, *liveServer, *apiErr) {
+			secs, ch := sets(c)
+			name := ""
+			if len(seg) == 2 {
+				name = seg[1]
+			} else {
+				name, _ = body["name"].(string)
+			}
+			_, exists := secs.get(name)
+			switch method {
+			case http.MethodPost:
+				if exists {
+					return nil, nil, errf(http.StatusConflict, "%s %s already exists", section, name)
+				}
+				secs.put(name, body)
+				ch[name] = newList()
+			case http.MethodPut:
+				if !exists {
+					return nil, nil, errf(http.StatusNotFound, "%s %s does not exist", section, name)
+				}
+				if body["name"] != name {
+					return nil, nil, errf(http.StatusBadRequest, "name in the body (%v) differs from %s", body["name"], name)
+				}
+				secs.put(name, body) // the whole section; children stay
+			case http.MethodDelete:
+				if !exists {
+					return nil, nil, errf(http.StatusNotFound, "%s %s does not exist", section, name)
+				}
+				secs.del(name)
+				delete(ch, name)
+				delete(c.templates, name)
+			}
+			return body, nil, nil
+		}, nil
+	case len(seg) == 3 && seg[2] == child && method == http.MethodPost, len(seg) == 4 && seg[2] == child && method != http.MethodPost:
+		if e := need(childSchema); e != nil {
+			return nil, e
+		}
+		parent := seg[1]
+		return func(c *config) (Object, *liveServer, *apiErr) {
+			secs, ch := sets(c)
+			if _, ok := secs.get(parent); !ok {
+				return nil, nil, errf(http.StatusBadRequest, "parent %s %s does not exist", section, parent)
+			}
+			items := ch[parent]
+			name := ""
+			if len(seg) == 4 {
+				name = seg[3]
+			} else {
+				name, _ = body["name"].(string)
+			}
+			old, exists := items.get(name)
+			switch method {
+			case http.MethodPost:
+				if exists {
+					return nil, nil, errf(http.StatusConflict, "%s %s already exists in %s", childSchema, name, parent)
+				}
+				items.put(name, body)
+			case http.MethodPut:
+				if !exists {
+					return nil, nil, errf(http.StatusNotFound, "%s %s does not exist in %s", childSchema, name, parent)
+				}
+				if body["name"] != name {
+					return nil, nil, errf(http.StatusBadRequest, "name in the body (%v) differs from %s", body["name"], name)
+				}
+				items.put(name, body)
+				if section == "backend" && onlyLive(old, body) {
+					return body, &liveServer{backend: parent, server: body}, nil
+				}
+			case http.MethodDelete:
+				if !exists {
+					return nil, nil, errf(http.StatusNotFound, "%s %s does not exist in %s", childSchema, name, parent)
+				}
+				items.del(name)
+			}
+			return body, nil, nil
+		}, nil
+	}
+	return nil, errf(http.StatusNotFound, "path not found")
+}
+
+// onlyLive reports whether a and b differ only in fields the API changes
+// at runtime.
+func onlyLive(a, b Object) bool {
+	for k := range merged(a, b) {
+		if liveFields[k] {
+			continue
+		}
+		if fmt.Sprint(a[k]) != fmt.Sprint(b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func merged(a, b Object) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// write runs op inside the transaction named by the query, or outside any
+// against the version it names.
+func (s *Server) write(w http.ResponseWriter, r *http.Request, f op) {
+	q := r.URL.Query()
+	if id := q.Get("transaction_id"); id != "" {
+		t := s.txs[id]
+		if t == nil {
+			s.fail(w, errf(http.StatusNotFound, "transaction %s does not exist", id))
+			return
+		}
+		if t.status != "in_progress" {
+			s.fail(w, errf(http.StatusBadRequest, "transaction %s is not in progress (%s)", id, t.status))
+			return
+		}
+		echo, _, e := f(t.cfg)
+		if e != nil {
+			s.fail(w, e) // the transaction is not spoiled
+			return
+		}
+		s.writes++
+		s.reply(w, http.StatusAccepted, echoOrNil(r, echo))
+		return
+	}
+	vs := q.Get("version")
+	if vs == "" {
+		s.fail(w, errf(http.StatusBadRequest, "version or transaction not specified"))
+		return
+	}
+	v, err := strconv.ParseInt(vs, 10, 64)
+	if err != nil {
+		s.fail(w, errf(http.StatusBadRequest, "version: %v", err))
+		return
+	}
+	if v != s.version {
+		s.fail(w, errf(http.StatusConflict, "version mismatch: version in configuration file is %d, given version is %d", s.version, v))
+		return
+	}
+	next := s.cfg.clone()
+	echo, live, e := f(next)
+	if e != nil {
+		s.fail(w, e)
+		return
+	}
+	if err := next.check(); err != nil {
+		s.fail(w, errf(http.StatusBadRequest, "validation error: %v", err))
+		return
+	}
+	s.cfg = next
+	s.version++
+	s.writes++
+	switch {
+	case live != nil:
+		s.applyLive(live)
+		s.reply(w, http.StatusOK, echo)
+	case q.Get("force_reload") == "true":
+		s.reloadNow()
+		s.reply(w, forcedStatus(r.Method), echoOrNil(r, echo))
+	default:
+		w.Header().Set("Reload-Id", s.scheduleReload())
+		s.reply(w, http.StatusAccepted, echoOrNil(r, echo))
+	}
+}
+
+func echoOrNil(r *http.Request, o Object) any {
+	if r.Method == http.MethodDelete {
+		return nil
+	}
+	return o
+}
+
+func forcedStatus(method string) int {
+	switch method {
+	case http.MethodPost:
+		return http.StatusCreated
+	case http.MethodDelete:
+		return http.StatusNoContent
+	}
+	return http.StatusOK
+}

@@ -1,0 +1,221 @@
+package dataplanetest
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// rtServer is the live state of one server in the running HAProxy.
+type rtServer struct {
+	id      int
+	address string
+	port    int64
+	admin   string // ready, drain, maint
+}
+
+// resetRuntime gives every server of the running config the state its
+// configuration says: a reload forgets runtime changes.
+func (s *Server) resetRuntime() {
+	s.runtime = map[string]map[string]*rtServer{}
+	for _, be := range s.running.backends.names {
+		m := map[string]*rtServer{}
+		for i, o := range s.running.servers[be].all() {
+			m[o["name"].(string)] = fromConfig(i+1, o)
+		}
+		s.runtime[be] = m
+	}
+}
+
+func fromConfig(id int, o Object) *rtServer {
+	rs := &rtServer{id: id, admin: "ready"}
+	rs.address, _ = o["address"].(string)
+	rs.port, _ = toInt(o["port"])
+	if o["maintenance"] == "enabled" {
+		rs.admin = "maint"
+	}
+	return rs
+}
+
+// applyLive is the API changing a server at runtime after writing it to
+// the configuration (no reload).
+func (s *Server) applyLive(l *liveServer) {
+	name := l.server["name"].(string)
+	rs := s.runtime[l.backend][name]
+	if rs == nil {
+		return
+	}
+	n := fromConfig(rs.id, l.server)
+	if n.admin == "ready" && rs.admin == "drain" {
+		n.admin = "drain"
+	}
+	*rs = *n
+	// The running configuration now has this server as written.
+	if srvs := s.running.servers[l.backend]; srvs != nil {
+		if _, ok := srvs.get(name); ok {
+			srvs.put(name, cloneObject(l.server))
+		}
+	}
+}
+
+func (rs *rtServer) json(name string) map[string]any {
+	op := "up"
+	if rs.admin == "maint" {
+		op = "down"
+	}
+	return map[string]any{"name": name, "id": strconv.Itoa(rs.id), "address": rs.address, "port": rs.port,
+		"admin_state": rs.admin, "operational_state": op}
+}
+
+// runtimeEndpoint serves /v3/services/haproxy/runtime/backends/{b}/servers[/{s}].
+func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []string, body Object) {
+	if len(seg) < 3 || seg[0] != "backends" || seg[2] != "servers" || len(seg) > 4 {
+		s.fail(w, errf(http.StatusNotFound, "path not found"))
+		return
+	}
+	srvs, ok := s.runtime[seg[1]]
+	if !ok {
+		s.fail(w, errf(http.StatusNotFound, "backend %s not found", seg[1]))
+		return
+	}
+	if len(seg) == 3 {
+		if r.Method != http.MethodGet {
+			s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
+			return
+		}
+		out := []map[string]any{}
+		for _, name := range s.running.servers[seg[1]].names {
+			if rs := srvs[name]; rs != nil {
+				out = append(out, rs.json(name))
+			}
+		}
+		s.reply(w, http.StatusOK, out)
+		return
+	}
+	rs := srvs[seg[3]]
+	if rs == nil {
+		s.fail(w, errf(http.StatusNotFound, "server %s not found in %s", seg[3], seg[1]))
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		s.reply(w, http.StatusOK, rs.json(seg[3]))
+	case http.MethodPut:
+		st, _ := body["admin_state"].(string)
+		if st != "ready" && st != "drain" && st != "maint" {
+			s.fail(w, errf(http.StatusUnprocessableEntity, "admin_state in body should be one of [ready maint drain]"))
+			return
+		}
+		rs.admin = st
+		s.writes++
+		s.reply(w, http.StatusOK, rs.json(seg[3]))
+	default:
+		s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
+	}
+}
+
+// ServerState is what HAProxy runs for one server.
+type ServerState struct {
+	Name    string
+	Address string
+	Port    int64
+	Admin   string // ready, drain, maint
+}
+
+func (st ServerState) String() string {
+	return fmt.Sprintf("%s=%s:%d(%s)", st.Name, st.Address, st.Port, st.Admin)
+}
+
+// Running lists what HAProxy runs for backend: its servers and their live
+// state, in configuration order; ok is false when it runs no such backend.
+func (s *Server) Running(backend string) (out []ServerState, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	srvs, ok := s.runtime[backend]
+	if !ok {
+		return nil, false
+	}
+	for _, name := range s.running.servers[backend].names {
+		if rs := srvs[name]; rs != nil {
+			out = append(out, ServerState{name, rs.address, rs.port, rs.admin})
+		}
+	}
+	return out, true
+}
+
+// Load sets the configuration HAProxy was started with (not a reload):
+// backends with their servers and server templates, frontends with their
+// binds. Each entry of backends is {"backend": Object, "servers":
+// []Object, "templates": []Object}; of frontends {"frontend": Object,
+// "binds": []Object}.
+func (s *Server) Load(backends []Section, frontends []Section) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range backends {
+		name := b.Object["name"].(string)
+		s.cfg.backends.put(name, cloneObject(b.Object))
+		l := newList()
+		for _, o := range b.Children {
+			l.put(o["name"].(string), cloneObject(o))
+		}
+		s.cfg.servers[name] = l
+		s.cfg.templates[name] = b.Templates
+	}
+	for _, f := range frontends {
+		name := f.Object["name"].(string)
+		s.cfg.frontends.put(name, cloneObject(f.Object))
+		l := newList()
+		for _, o := range f.Children {
+			l.put(o["name"].(string), cloneObject(o))
+		}
+		s.cfg.binds[name] = l
+	}
+	s.version++
+	s.running = s.cfg.clone()
+	s.resetRuntime()
+}
+
+// Section is a frontend or backend with its binds or servers.
+type Section struct {
+	Object    Object
+	Children  []Object
+	Templates []Object // backends: server templates
+}
+
+// Backend returns the configuration the API holds for a backend: the
+// section, its servers and its server templates.
+func (s *Server) Backend(name string) (Section, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.cfg.backends.get(name)
+	if !ok {
+		return Section{}, false
+	}
+	return Section{Object: cloneObject(o), Children: s.cfg.servers[name].clone().all(), Templates: s.cfg.templates[name]}, true
+}
+
+// Frontend returns the configuration the API holds for a frontend.
+func (s *Server) Frontend(name string) (Section, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.cfg.frontends.get(name)
+	if !ok {
+		return Section{}, false
+	}
+	return Section{Object: cloneObject(o), Children: s.cfg.binds[name].clone().all()}, true
+}
+
+// Names lists the frontends and backends the API holds.
+func (s *Server) Names() (frontends, backends []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.cfg.frontends.names...), append([]string(nil), s.cfg.backends.names...)
+}
+
+// BumpVersion is another writer changing the configuration: the version
+// moves on (as after a live server change made by someone else).
+func (s *Server) BumpVersion() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version++
+}
