@@ -61,7 +61,8 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state, "--bind-address", "127.0.0.1",
 		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
 		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
-		"--min-reload-interval", c.minReload.String(), "--persist-interval", c.persist.String(), "--log-level", "info"}
+		"--min-reload-interval", c.minReload.String(), "--persist-interval", c.persist.String(), "--log-level", "info",
+		"--metrics-address", "127.0.0.1:0"}
 	if c.pprof != "" {
 		args = append(args, "--pprof-address", c.pprof)
 	}

@@ -33,6 +33,7 @@ type runFlags struct {
 	logLevel, logFormat  string
 	pprof                string
 	publish              stringList
+	metrics              metricsFlags
 }
 
 // Run is the `run` command with explicit context and environment, for
@@ -63,6 +64,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.pprof, "pprof-address", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; off when empty")
+	f.metrics.register(fs)
 	if err := parse(fs, args, getenv, &f.shape); err != nil {
 		return err
 	}
@@ -119,6 +121,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if dopts.Service != "" {
 		ns, _, _ = strings.Cut(dopts.Service, "/")
 	}
+	inst := f.metrics.instance("haproxy")
 	ctl := controller.New(source.New(client, ns), drv, recorder, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
@@ -126,7 +129,12 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		Publisher:    pub,
 		LastGoodPath: filepath.Join(filepath.Dir(f.stateFile), "last-good-settings.json"),
 		Logger:       log,
+		Metrics:      inst,
 	})
+	ready := &readiness{synced: ctl.Synced, inst: inst, socket: f.stats}
+	if err := f.metrics.serve(ctx, ready.ready, log); err != nil {
+		return err
+	}
 	go drv.Watch(ctx, time.Second, ctl.Trigger)
 	log.Info("starting", "version", Version, "apply", f.apply, "config", f.config, "targets", dopts.Targets)
 	return ctl.Run(ctx)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
@@ -41,6 +42,7 @@ type Options struct {
 	Publisher    *Publisher    // writes LoadBalancer status; nil: never
 	LastGoodPath string        // file keeping last valid settings across restarts; "": memory only
 	Logger       *slog.Logger
+	Metrics      *metrics.Instance // nil: no metrics
 }
 
 // Controller keeps one HAProxy in sync with the cluster.
@@ -151,6 +153,9 @@ func (c *Controller) verify(ctx context.Context) {
 			return
 		}
 		c.log.Debug("verified HAProxy's state", "drift", drift, "took", time.Since(start))
+		if drift {
+			c.opts.Metrics.Drift()
+		}
 	case Invalidator:
 		drv.Invalidate()
 	}
@@ -208,6 +213,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	if err != nil && !errors.Is(err, driver.ErrDeferred) {
 		attrs = append(attrs, "err", err)
 	}
+	c.record(d, res, parse, time.Since(start), err)
 	if res.Reloaded || res.Ops > 0 || err != nil {
 		c.log.Info("update", attrs...)
 	} else {

@@ -32,6 +32,7 @@ type Result struct {
 	Runtime    time.Duration
 	Reloaded   bool
 	Reasons    []string // why it reloaded
-	Ops        int      // Runtime API operations sent
+	Ops        int      // Runtime API operations sent and applied
+	OpsFailed  int      // Runtime API operations of batches that failed
 	RetryAfter time.Duration
 }

@@ -55,6 +55,7 @@ func (d *HAProxy) sendOps(ctx context.Context, ops []plan.Op, res *Result, stop 
 	}
 	if err != nil {
 		d.known = false
+		res.OpsFailed += len(cmds)
 		return 0, fmt.Errorf("runtime API: %w", err)
 	}
 	res.Ops += len(ans)

@@ -85,6 +85,7 @@ func (e *env) controllerArgs(extra ...string) []string {
 		"--default-check-interval", "100ms", "--default-rise", "1", "--default-fall", "1",
 		"--resync-period", "3s", "--min-reload-interval", "100ms", "--persist-interval", "50ms",
 		"--log-level", "debug",
+		"--metrics-address", "", // tests run side by side: one that scrapes passes its own address
 	}, extra...)
 }
 
