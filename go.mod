@@ -3,6 +3,7 @@ module github.com/haproxy-k8s-sync/haproxy-k8s-sync
 go 1.26.0
 
 require (
+	github.com/distribution/reference v0.6.0
 	github.com/prometheus/client_golang v1.23.2
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -29,6 +30,7 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.66.1 // indirect

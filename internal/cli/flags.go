@@ -27,6 +27,7 @@ type shape struct {
 	defaults                         settings.Settings
 	stats, stateFile                 string
 	maxConn                          int
+	monitor                          netip.AddrPort
 }
 
 type stringList []string
@@ -53,6 +54,7 @@ func (s *shape) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.stats, "stats-socket", "/run/haproxy-k8s-sync/admin.sock", "HAProxy worker admin socket (written into the config)")
 	fs.StringVar(&s.stateFile, "state-file", "/var/lib/haproxy-k8s-sync/server-state", "HAProxy server-state-file (written into the config)")
 	fs.IntVar(&s.maxConn, "global-maxconn", 0, "global maxconn of HAProxy (0: HAProxy's default)")
+	fs.TextVar(&s.monitor, "monitor-address", netip.AddrPort{}, "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
 	settings.RegisterFlags(fs, &s.defaults)
 }
 

@@ -25,6 +25,8 @@ const usage = `haproxy-k8s-sync keeps HAProxy in sync with Kubernetes Services.
 Usage:
   haproxy-k8s-sync run     [flags]   watch the cluster and drive HAProxy
   haproxy-k8s-sync render  -f FILE   print the haproxy.cfg that run would produce for these objects
+  haproxy-k8s-sync render static-pod [flags]
+                                     the node-local kube-apiserver proxy: static pod manifest and haproxy.cfg
   haproxy-k8s-sync init    [flags]   write a minimal haproxy.cfg so HAProxy can start before the first sync
   haproxy-k8s-sync version
 
@@ -46,6 +48,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer stop()
 		err = runCmd(ctx, args[2:], os.Getenv, stderr)
 	case "render":
+		if len(args) > 2 && args[2] == "static-pod" {
+			err = staticPodCmd(args[3:], os.Getenv, stdout, stderr)
+			break
+		}
 		err = renderCmd(args[2:], os.Getenv, stdin, stdout, stderr)
 	case "init":
 		err = initCmd(args[2:], os.Getenv, stderr)
@@ -74,7 +80,7 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 }
 
 func (s *shape) renderOptions() render.Options {
-	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn}
+	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Monitor: s.monitor}
 }
 
 type fileList []string
@@ -134,16 +140,24 @@ func initCmd(args []string, getenv func(string) string, stderr io.Writer) error 
 	s.register(fs)
 	path := fs.String("haproxy-config", "/etc/haproxy/haproxy.cfg", "where to write the config")
 	force := fs.Bool("force", false, "overwrite an existing config")
+	from := fs.String("from", "", "copy this config instead of writing one with no Services (the seed of render static-pod --live)")
 	if err := parse(fs, args, getenv, &s); err != nil {
 		return err
 	}
 	if _, err := os.Stat(*path); err == nil && !*force {
 		return fmt.Errorf("%s exists; use --force to overwrite", *path)
 	}
+	cfg := render.Empty(s.renderOptions())
+	if *from != "" {
+		var err error
+		if cfg, err = os.ReadFile(*from); err != nil {
+			return err
+		}
+	}
 	for _, dir := range []string{filepath.Dir(s.stats), filepath.Dir(s.stateFile), filepath.Dir(*path)} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return err
 		}
 	}
-	return os.WriteFile(*path, render.Empty(s.renderOptions()), 0o644)
+	return os.WriteFile(*path, cfg, 0o644)
 }

@@ -21,6 +21,9 @@ type Options struct {
 	StatsSocket string // worker admin socket path
 	StateFile   string // server-state-file path
 	MaxConn     int    // global maxconn; 0 leaves HAProxy's default
+	// Monitor, when valid, is where a frontend answers GET /healthz with
+	// 200 while HAProxy runs (a liveness probe's target).
+	Monitor netip.AddrPort
 }
 
 // FreeSlotAddr is where an unused slot points. It is never contacted: free
@@ -129,6 +132,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	if opts.StateFile != "" {
 		w("\tload-server-state-from-file global")
 	}
+	writeMonitor(w, opts)
 	for _, f := range cfg.Frontends {
 		w("")
 		w("frontend", f.Name)
