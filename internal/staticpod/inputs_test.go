@@ -9,8 +9,8 @@ import (
 func TestPool(t *testing.T) {
 	for _, tc := range []struct {
 		name, data, desc string
-		ann             map[string]string
-		err             bool
+		ann              map[string]string
+		err              bool
 	}{
 		{name: "NodePool YAML", data: "apiVersion: hypershift.openshift.io/v1beta1\nkind: NodePool\nmetadata:\n  name: a\n  namespace: clusters\n  annotations:\n    " + ImageAnnotation + ": x:1\nspec: {replicas: 3}\n",
 			desc: "NodePool clusters/a", ann: map[string]string{ImageAnnotation: "x:1"}},
