@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/staticpod"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+)
+
+// `render static-pod`: the real apiserver accepts both manifests (server-
+// side dry run), and HAProxy started as the manifest says, on the config
+// it names, answers its liveness probe and carries a real client's
+// requests to the apiserver.
+func TestStaticPodProxiesTheAPIServer(t *testing.T) {
+	kube := kubeapi.Start(t)
+	client := kube.Client(t)
+	apiURL, err := url.Parse(kube.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Addresses of our own in 127.85.0.0/16, ports from the kernel.
+	ip := fmt.Sprintf("127.85.%d.%d", 1+rand.IntN(250), 1+rand.IntN(250))
+	listen, monitor := freeAddr(t, ip), freeAddr(t, ip)
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release.yaml")
+	if err := os.WriteFile(release, []byte("haproxy-router: docker.io/library/haproxy:2.6\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	render := func(out string, extra ...string) *corev1.Pod {
+		t.Helper()
+		args := append([]string{"haproxy-k8s-sync", "render", "static-pod", "-o", out, "--config-dir", out,
+			"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", apiURL.Host,
+			"--release-images", release}, extra...)
+		var stderr bytes.Buffer
+		if code := cli.Main(args, nil, os.Stdout, &stderr); code != 0 {
+			t.Fatalf("render static-pod exited %d: %s", code, stderr.String())
+		}
+		raw, err := os.ReadFile(filepath.Join(out, staticpod.ManifestFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pod corev1.Pod
+		if err := yaml.UnmarshalStrict(raw, &pod); err != nil {
+			t.Fatalf("manifest is not a v1.Pod: %v", err)
+		}
+		if _, err := client.CoreV1().Pods(pod.Namespace).Create(bg, &pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatalf("apiserver rejects the static pod %v: %v", extra, err)
+		}
+		return &pod
+	}
+	render(filepath.Join(dir, "live"), "--live", "--live-kubeconfig", "/etc/kubernetes/apiserver-proxy.kubeconfig")
+	pod := render(filepath.Join(dir, "plain"))
+
+	hap := pod.Spec.Containers[0]
+	startAsManifest(t, hap)
+	probe := hap.LivenessProbe.HTTPGet
+	probeURL := "http://" + net.JoinHostPort(probe.Host, probe.Port.String()) + probe.Path
+	(&env{t: t}).eventually("liveness probe answers 200", func() error {
+		resp, err := http.Get(probeURL)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	})
+
+	cfg := rest.CopyConfig(kube.Config)
+	cfg.Host = "https://" + listen
+	cfg.TLSClientConfig.ServerName = "localhost" // the apiserver's certificate, seen through the proxy
+	through, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if _, err := through.CoreV1().Namespaces().Get(bg, "kube-system", metav1.GetOptions{}); err != nil {
+			t.Fatalf("request %d through the proxy: %v", i, err)
+		}
+	}
+}
+
+// startAsManifest runs the container's command with its arguments, the
+// haproxy binary being the one tests use, and stops it at the end.
+func startAsManifest(t *testing.T, c corev1.Container) {
+	t.Helper()
+	if len(c.Command) != 1 || c.Command[0] != "haproxy" {
+		t.Fatalf("unexpected command %v", c.Command)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(haproxytest.Bin(), c.Args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("haproxy output:\n%s", out.String())
+		}
+	})
+}
+
+// freeAddr is ip:port with a port that was free on ip a moment ago.
+func freeAddr(t *testing.T, ip string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return net.JoinHostPort(ip, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+}
