@@ -128,4 +128,5 @@ func legacy(getenv func(string) string, fs *flag.FlagSet) {
 			_ = fs.Set("resync-period", v)
 		}
 	}
+	legacyDataplane(getenv, fs)
 }

@@ -34,6 +34,7 @@ type runFlags struct {
 	pprof                string
 	publish              stringList
 	metrics              metricsFlags
+	dp                   dataplaneFlags
 }
 
 // Run is the `run` command with explicit context and environment, for
@@ -65,6 +66,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.pprof, "pprof-address", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; off when empty")
 	f.metrics.register(fs)
+	f.dp.register(fs)
 	if err := parse(fs, args, getenv, &f.shape); err != nil {
 		return err
 	}
@@ -78,6 +80,10 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	}
 	if f.apply != driver.ModeHybrid && f.apply != driver.ModeReload {
 		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
+	}
+	useDataplane, err := f.dp.selected()
+	if err != nil {
+		return err
 	}
 	if f.pprof != "" {
 		if err := servePprof(ctx, f.pprof, log); err != nil {
@@ -97,17 +103,26 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	recorder := bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "haproxy-k8s-sync"})
 
-	drv := driver.NewHAProxy(driver.Options{
-		ConfigPath:        f.config,
-		Binary:            f.bin,
-		MasterSocket:      f.master,
-		Render:            f.renderOptions(),
-		Mode:              f.apply,
-		MinReloadInterval: f.minReload,
-		Logger:            log,
-	})
-	defer drv.Close()
-	go drv.Run(ctx, f.persist, f.persistMax)
+	var drv driver.Driver
+	var watch func(context.Context, time.Duration, func())
+	if useDataplane {
+		if drv, err = f.dp.newDriver(&dopts, getenv, log, recorder); err != nil {
+			return err
+		}
+	} else {
+		hd := driver.NewHAProxy(driver.Options{
+			ConfigPath:        f.config,
+			Binary:            f.bin,
+			MasterSocket:      f.master,
+			Render:            f.renderOptions(),
+			Mode:              f.apply,
+			MinReloadInterval: f.minReload,
+			Logger:            log,
+		})
+		defer hd.Close()
+		go hd.Run(ctx, f.persist, f.persistMax)
+		drv, watch = hd, hd.Watch
+	}
 
 	pub := &controller.Publisher{Client: client}
 	for _, a := range f.publish {
@@ -121,7 +136,11 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if dopts.Service != "" {
 		ns, _, _ = strings.Cut(dopts.Service, "/")
 	}
-	inst := f.metrics.instance("haproxy")
+	instName := driverHAProxy
+	if useDataplane {
+		instName = driverDataplane
+	}
+	inst := f.metrics.instance(instName)
 	ctl := controller.New(source.New(client, ns), drv, recorder, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
@@ -135,8 +154,12 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if err := f.metrics.serve(ctx, ready.ready, log); err != nil {
 		return err
 	}
-	go drv.Watch(ctx, time.Second, ctl.Trigger)
-	log.Info("starting", "version", Version, "apply", f.apply, "config", f.config, "targets", dopts.Targets)
+	if watch != nil {
+		go watch(ctx, time.Second, ctl.Trigger)
+		log.Info("starting", "version", Version, "apply", f.apply, "config", f.config, "targets", dopts.Targets)
+	} else {
+		log.Info("starting", "version", Version, "driver", driverDataplane, "dataplane", redactURL(f.dp.url), "backend", dopts.Backend, "targets", dopts.Targets)
+	}
 	return ctl.Run(ctx)
 }
 

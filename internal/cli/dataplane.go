@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/dpdriver"
+)
+
+// Drivers of `run --driver`.
+const (
+	driverHAProxy   = "haproxy"
+	driverDataplane = "dataplane"
+)
+
+// Environment variables of the older Data Plane API sync controller. The
+// secrets among them are read only from the environment (or files), never
+// from flags, so they cannot show in --help or a process listing.
+const (
+	envDataplaneURL      = "HAPROXY_DATAPLANE_URL"
+	envDataplaneUser     = "HAPROXY_DATAPLANE_USERNAME"
+	envDataplanePassword = "HAPROXY_DATAPLANE_PASSWORD"
+	envDataplaneToken    = "HAPROXY_DATAPLANE_TOKEN"
+)
+
+// dataplaneFlags select and configure the Data Plane API driver.
+type dataplaneFlags struct {
+	driver                             string
+	url, user, passwordFile, tokenFile string
+	caFile                             string
+	insecure, createBackend            bool
+	timeout                            time.Duration
+}
+
+func (f *dataplaneFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.driver, "driver", "", "haproxy: the local HAProxy through its sockets and config file; dataplane: through the HAProxy Data Plane API v3 (default: dataplane when --dataplane-url or HAPROXY_DATAPLANE_URL is set, else haproxy)")
+	fs.StringVar(&f.url, "dataplane-url", "", "Data Plane API base URL, e.g. http://haproxy:5555 (env HAPROXY_DATAPLANE_URL)")
+	fs.StringVar(&f.user, "dataplane-username", "", "Data Plane API basic-auth user (env HAPROXY_DATAPLANE_USERNAME)")
+	fs.StringVar(&f.passwordFile, "dataplane-password-file", "", "file holding the basic-auth password (or env HAPROXY_DATAPLANE_PASSWORD)")
+	fs.StringVar(&f.tokenFile, "dataplane-token-file", "", "file holding a bearer token, instead of basic auth (or env HAPROXY_DATAPLANE_TOKEN)")
+	fs.StringVar(&f.caFile, "dataplane-ca-file", "", "CA bundle of the Data Plane API's certificate (https)")
+	fs.BoolVar(&f.insecure, "dataplane-insecure-skip-verify", false, "do not verify the Data Plane API's certificate (logged as a warning)")
+	fs.DurationVar(&f.timeout, "dataplane-timeout", 10*time.Second, "timeout of each Data Plane API request")
+	fs.BoolVar(&f.createBackend, "dataplane-create-backend", false, "single-Service mode: create the backend when haproxy.cfg lacks it (default: report it and wait)")
+}
+
+// legacyDataplane maps the older controller's non-secret variables onto
+// the flags (an explicit HAPROXY_K8S_SYNC_* variable or flag wins). Its
+// URL variable also brings its defaults: one Service, ingress-nginx in
+// INGRESS_NAMESPACE (default ingress-nginx), even when
+// INGRESS_SERVICE_NAME is not set.
+func legacyDataplane(getenv func(string) string, fs *flag.FlagSet) {
+	for env, name := range map[string]string{envDataplaneURL: "dataplane-url", envDataplaneUser: "dataplane-username"} {
+		if v := getenv(env); v != "" && fs.Lookup(name) != nil {
+			_ = fs.Set(name, v)
+		}
+	}
+	if getenv(envDataplaneURL) == "" || fs.Lookup("service") == nil || fs.Lookup("service").Value.String() != "" {
+		return
+	}
+	ns := getenv("INGRESS_NAMESPACE")
+	if ns == "" {
+		ns = "ingress-nginx"
+	}
+	_ = fs.Set("service", ns+"/ingress-nginx")
+}
+
+// selected reports whether the Data Plane API driver is the one to use.
+func (f *dataplaneFlags) selected() (bool, error) {
+	switch f.driver {
+	case "":
+		return f.url != "", nil
+	case driverDataplane:
+		if f.url == "" {
+			return false, errors.New("--driver=dataplane needs --dataplane-url (or HAPROXY_DATAPLANE_URL)")
+		}
+		return true, nil
+	case driverHAProxy:
+		return false, nil
+	}
+	return false, fmt.Errorf("--driver: want haproxy or dataplane, got %q", f.driver)
+}
+
+// secret returns the content of file, else the environment variable's.
+func secret(file, env string, getenv func(string) string) (string, error) {
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("reading the secret file: %w", err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return getenv(env), nil
+}
+
+// newDriver builds the Data Plane API driver and adapts the model options
+// to it: servers carry their node's state themselves (no _nodes backend),
+// and in single-Service mode the backend is the operator's, named as the
+// older controller named it (HAPROXY_BACKEND_NAME, default the Service's
+// name).
+func (f *dataplaneFlags) newDriver(dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dpdriver.Driver, error) {
+	pw, err := secret(f.passwordFile, envDataplanePassword, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("--dataplane-password-file: %w", err)
+	}
+	tok, err := secret(f.tokenFile, envDataplaneToken, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("--dataplane-token-file: %w", err)
+	}
+	if tok != "" && f.user != "" {
+		return nil, errors.New("Data Plane API: give a username and password, or a token, not both")
+	}
+	c, err := dataplane.New(dataplane.Options{URL: f.url, Username: f.user, Password: pw, Token: tok, CAFile: f.caFile,
+		InsecureSkipVerify: f.insecure, Timeout: f.timeout, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	dopts.TrackNodes = false
+	opts := dpdriver.Options{Client: c, CreateBackend: f.createBackend, Logger: log}
+	if dopts.Service != "" {
+		ns, name, _ := strings.Cut(dopts.Service, "/")
+		if dopts.Backend == "" {
+			dopts.Backend = name
+		}
+		opts.Seed = dopts.Backend
+		svc := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
+		opts.OnBackendMissing = func(be string) {
+			msg := fmt.Sprintf("backend %q does not exist in HAProxy's configuration: create it in haproxy.cfg, or run with --dataplane-create-backend", be)
+			log.Error("backend missing", "backend", be, "service", dopts.Service)
+			if recorder != nil {
+				recorder.Event(svc, corev1.EventTypeWarning, "BackendMissing", msg)
+			}
+		}
+	}
+	return dpdriver.New(opts), nil
+}
+
+// redactURL drops credentials from a URL for the log.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable URL)"
+}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDataplaneSelectionAndLegacyEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		env         map[string]string
+		args        []string
+		dataplane   bool
+		service     string
+		backend     string
+		errContains string
+	}{
+		{name: "nothing: the HAProxy driver", dataplane: false},
+		{name: "the seed's URL alone: its defaults", env: map[string]string{"HAPROXY_DATAPLANE_URL": "http://h:5555"},
+			dataplane: true, service: "ingress-nginx/ingress-nginx", backend: "ingress-nginx"},
+		{name: "the seed's environment", env: map[string]string{"HAPROXY_DATAPLANE_URL": "http://h:5555", "INGRESS_NAMESPACE": "ing",
+			"INGRESS_SERVICE_NAME": "front", "HAPROXY_BACKEND_NAME": "be_ingress_https"},
+			dataplane: true, service: "ing/front", backend: "be_ingress_https"},
+		{name: "service name defaults to the Service", env: map[string]string{"HAPROXY_DATAPLANE_URL": "http://h:5555", "INGRESS_SERVICE_NAME": "front"},
+			dataplane: true, service: "ingress-nginx/front", backend: "front"},
+		{name: "our URL variable: every Service", env: map[string]string{"HAPROXY_K8S_SYNC_DATAPLANE_URL": "http://h:5555"}, dataplane: true},
+		{name: "driver named haproxy wins", env: map[string]string{"HAPROXY_DATAPLANE_URL": "http://h:5555", "HAPROXY_K8S_SYNC_DRIVER": "haproxy"},
+			dataplane: false, service: "ingress-nginx/ingress-nginx"},
+		{name: "dataplane without URL", args: []string{"--driver=dataplane"}, errContains: "needs --dataplane-url"},
+		{name: "unknown driver", args: []string{"--driver=nginx"}, errContains: "want haproxy or dataplane"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("run", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			var f runFlags
+			f.shape.register(fs)
+			fs.DurationVar(&f.resync, "resync-period", 0, "")
+			f.dp.register(fs)
+			if err := parse(fs, tc.args, func(k string) string { return tc.env[k] }, &f.shape); err != nil {
+				t.Fatal(err)
+			}
+			got, err := f.dp.selected()
+			if tc.errContains != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errContains) {
+					t.Fatalf("err %v, want %q", err, tc.errContains)
+				}
+				return
+			}
+			if err != nil || got != tc.dataplane {
+				t.Fatalf("dataplane=%v err=%v, want %v", got, err, tc.dataplane)
+			}
+			dopts, err := f.desiredOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dopts.Service != tc.service {
+				t.Errorf("service %q, want %q", dopts.Service, tc.service)
+			}
+			if !got {
+				return
+			}
+			if _, err := f.dp.newDriver(&dopts, func(k string) string { return tc.env[k] }, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if dopts.Backend != tc.backend || dopts.TrackNodes {
+				t.Errorf("backend %q trackNodes %v, want %q and false", dopts.Backend, dopts.TrackNodes, tc.backend)
+			}
+		})
+	}
+}
+
+// Secrets never reach --help, errors or logs.
+func TestDataplaneSecretsStayHidden(t *testing.T) {
+	const pw, tok = "hunter2-password-value", "tok-secret-value"
+	env := map[string]string{"HAPROXY_DATAPLANE_URL": "http://user:" + pw + "@127.81.0.9:1", "HAPROXY_DATAPLANE_PASSWORD": pw,
+		"HAPROXY_DATAPLANE_USERNAME": "admin", "HAPROXY_DATAPLANE_TOKEN": tok}
+	var out bytes.Buffer
+	err := Run(context.Background(), []string{"-h"}, func(k string) string { return env[k] }, &out)
+	if err == nil || strings.Contains(out.String(), pw) || strings.Contains(out.String(), tok) {
+		t.Errorf("--help: err=%v, output shows a secret:\n%s", err, out.String())
+	}
+	for _, args := range [][]string{nil, {"--dataplane-token-file", filepath.Join(t.TempDir(), "missing")}} {
+		out.Reset()
+		kube := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(kube, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.81.0.9:1'}}]\ncontexts: [{name: c, context: {cluster: c}}]\ncurrent-context: c\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := Run(context.Background(), append([]string{"--kubeconfig", kube}, args...), func(k string) string { return env[k] }, &out)
+		if err == nil {
+			t.Fatal("want an error (credentials in the URL, or both a password and a token)")
+		}
+		if msg := err.Error() + out.String(); strings.Contains(msg, pw) || strings.Contains(msg, tok) {
+			t.Errorf("a secret leaked: %s", msg)
+		}
+	}
+}
