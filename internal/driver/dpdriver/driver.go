@@ -46,9 +46,7 @@ type Options struct {
 	// ReloadPoll is how often a reload's status is read (100ms);
 	// ReloadTimeout bounds the wait (2m).
 	ReloadPoll, ReloadTimeout time.Duration
-	// Observe, when set, receives every pass (for metrics).
-	Observe func(Pass)
-	Logger  *slog.Logger
+	Logger                    *slog.Logger
 }
 
 // Pass describes one Apply.
@@ -105,8 +103,8 @@ func (d *Driver) Apply(ctx context.Context, cfg model.Config) (driver.Result, er
 	res.Write, res.Check, res.Reload, res.Runtime, res.Ops = p.Tx, p.Commit, p.Reload, p.Runtime, p.Writes
 	attrs := []any{"read", p.Read, "tx", p.Tx, "commit", p.Commit, "reload", p.Reload, "runtime", p.Runtime,
 		"total", p.Total, "writes", p.Writes}
-	if p.Reloaded {
-		attrs = append(attrs, "reloaded", true, "reasons", reasons)
+	if len(reasons) > 0 {
+		attrs = append(attrs, "reloaded", p.Reloaded, "reasons", reasons)
 	}
 	if err != nil {
 		attrs = append(attrs, "err", err)
@@ -115,9 +113,6 @@ func (d *Driver) Apply(ctx context.Context, cfg model.Config) (driver.Result, er
 		d.log.Info("dataplane pass", attrs...)
 	} else {
 		d.log.Debug("dataplane pass", attrs...)
-	}
-	if d.opts.Observe != nil {
-		d.opts.Observe(p)
 	}
 	return res, err
 }
@@ -230,8 +225,8 @@ func (d *Driver) transact(ctx context.Context, have *state, changes []change, p 
 	}
 	committed = true
 	p.Writes++
-	p.Reloaded = true
 	if resp.ReloadID == "" {
+		p.Reloaded = true
 		return nil // a forced reload, already done
 	}
 	t = time.Now()
@@ -239,6 +234,7 @@ func (d *Driver) transact(ctx context.Context, have *state, changes []change, p 
 	defer cancel()
 	err = d.c.WaitReload(rctx, resp.ReloadID, d.opts.ReloadPoll)
 	p.Reload = time.Since(t)
+	p.Reloaded = err == nil
 	return err
 }
 
