@@ -41,7 +41,8 @@ build:
 testbin:
 	hack/testbin.sh
 
-# HAProxy from Debian, if it is not installed yet. /usr/sbin is checked too:
+# HAProxy from Debian, if it is not installed yet, and promtool (Debian's
+# prometheus package, its server never started) for the metrics test. /usr/sbin is checked too:
 # it is often not on a non-root user's PATH.
 deps:
 	@if command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; then \
@@ -51,6 +52,7 @@ deps:
 		$$sudo apt-get update; \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy; \
 	fi
+	@hack/promtool.sh
 
 vet:
 	$(GO) vet $(PKGS)
