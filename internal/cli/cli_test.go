@@ -126,3 +126,43 @@ func TestInitWritesValidConfig(t *testing.T) {
 	}
 	golden.HAProxyAccepts(t, b)
 }
+
+// A document that cannot be parsed at all makes render exit non-zero after
+// printing what did render; objects that parse but are invalid do not.
+func TestRenderExitsNonZeroOnUnparsableInput(t *testing.T) {
+	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: ok, namespace: default}\n" +
+		"spec: {type: LoadBalancer, loadBalancerClass: haproxy-k8s-sync.io/lb, ports: [{name: http, port: 81, nodePort: 30081, protocol: TCP}]}\n"
+	const invalidSvc = "apiVersion: v1\nkind: Service\nmetadata: {name: bad, namespace: default}\nspec: {ports: \"not a list\"}\n"
+	tests := []struct {
+		name, input string
+		code        int
+	}{
+		{"valid", svc, 0},
+		{"an object that parses but is invalid", svc + "---\n" + invalidSvc, 0},
+		{"invalid YAML", svc + "---\nkind: [unclosed\n", 1},
+		{"binary garbage", svc + "---\n\x00\x01\x02\xff\xfe garbage\x00\n", 1},
+		{"JSON cut short", `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"`, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "in.yaml")
+			if err := os.WriteFile(path, []byte(tc.input), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			code := Main([]string{"haproxy-k8s-sync", "render", "-f", path}, nil, &out, &errb)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, errb.String())
+			}
+			if strings.HasPrefix(tc.input, svc) && !strings.Contains(out.String(), "be_default_ok_81") {
+				t.Errorf("what parsed was not rendered:\n%s", out.String())
+			}
+			if tc.code != 0 && !strings.Contains(errb.String(), "could not be parsed") {
+				t.Errorf("stderr does not say why:\n%s", errb.String())
+			}
+			if tc.code == 0 && strings.Contains(errb.String(), "error:") {
+				t.Errorf("stderr reports an error:\n%s", errb.String())
+			}
+		})
+	}
+}

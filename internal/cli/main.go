@@ -89,7 +89,9 @@ func (l *fileList) String() string     { return fmt.Sprint(*l) }
 func (l *fileList) Set(v string) error { *l = append(*l, v); return nil }
 
 // renderCmd prints the config for objects read from files; problems with
-// single objects go to stderr and the rest still renders.
+// single objects go to stderr and the rest still renders. A document that
+// cannot be read or parsed at all also makes it fail (after printing what
+// did render), so a script writing the output to haproxy.cfg notices.
 func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlagSet("render", stderr)
 	var s shape
@@ -107,6 +109,7 @@ func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdou
 		return err
 	}
 	var set objects.Set
+	unparsed := 0
 	for _, f := range files {
 		var r io.Reader = stdin
 		if f != "-" {
@@ -120,6 +123,9 @@ func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdou
 		got, errs := objects.Load(r, f)
 		for _, e := range errs {
 			fmt.Fprintln(stderr, "warning:", e)
+			if errors.Is(e, objects.ErrSyntax) || errors.Is(e, objects.ErrRead) {
+				unparsed++
+			}
 		}
 		set.Merge(got)
 	}
@@ -128,8 +134,13 @@ func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdou
 		fmt.Fprintf(stderr, "warning: Service %s/%s: %s: %s\n", p.Service.Namespace, p.Service.Name, p.Reason, p.Message)
 	}
 	layout, _ := plan.Assign(res.Config, nil, true)
-	_, err = stdout.Write(render.Config(res.Config, layout, s.renderOptions()))
-	return err
+	if _, err = stdout.Write(render.Config(res.Config, layout, s.renderOptions())); err != nil {
+		return err
+	}
+	if unparsed > 0 {
+		return fmt.Errorf("render: %w: %d document(s) could not be parsed (see the warnings); the config above lacks them", objects.ErrSyntax, unparsed)
+	}
+	return nil
 }
 
 // initCmd writes a config with no Services, and the directories HAProxy
