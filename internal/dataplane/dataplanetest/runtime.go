@@ -145,9 +145,7 @@ func (s *Server) Running(backend string) (out []ServerState, ok bool) {
 
 // Load sets the configuration HAProxy was started with (not a reload):
 // backends with their servers and server templates, frontends with their
-// binds. Each entry of backends is {"backend": Object, "servers":
-// []Object, "templates": []Object}; of frontends {"frontend": Object,
-// "binds": []Object}.
+// binds.
 func (s *Server) Load(backends []Section, frontends []Section) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
