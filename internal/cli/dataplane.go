@@ -32,6 +32,9 @@ const (
 	envDataplaneUser     = "HAPROXY_DATAPLANE_USERNAME"
 	envDataplanePassword = "HAPROXY_DATAPLANE_PASSWORD"
 	envDataplaneToken    = "HAPROXY_DATAPLANE_TOKEN"
+	// legacyProbeAddress serves /healthz and /readyz where the older
+	// controller's Deployment probes them (containerPort 8080).
+	legacyProbeAddress = ":8080"
 )
 
 // dataplaneFlags select and configure the Data Plane API driver.
@@ -57,16 +60,24 @@ func (f *dataplaneFlags) register(fs *flag.FlagSet) {
 
 // legacyDataplane maps the older controller's non-secret variables onto
 // the flags (an explicit HAPROXY_K8S_SYNC_* variable or flag wins). Its
-// URL variable also brings its defaults: one Service, ingress-nginx in
+// URL variable also brings its defaults: /healthz and /readyz on :8080
+// (where its Deployment's probes look), and one Service, ingress-nginx in
 // INGRESS_NAMESPACE (default ingress-nginx), even when
-// INGRESS_SERVICE_NAME is not set.
+// INGRESS_SERVICE_NAME is not set. Its WORKER_COUNT has no equivalent
+// (passes are serialised) and is ignored.
 func legacyDataplane(getenv func(string) string, fs *flag.FlagSet) {
 	for env, name := range map[string]string{envDataplaneURL: "dataplane-url", envDataplaneUser: "dataplane-username"} {
 		if v := getenv(env); v != "" && fs.Lookup(name) != nil {
 			_ = fs.Set(name, v)
 		}
 	}
-	if getenv(envDataplaneURL) == "" || fs.Lookup("service") == nil || fs.Lookup("service").Value.String() != "" {
+	if getenv(envDataplaneURL) == "" {
+		return
+	}
+	if fs.Lookup("metrics-address") != nil {
+		_ = fs.Set("metrics-address", legacyProbeAddress)
+	}
+	if fs.Lookup("service") == nil || fs.Lookup("service").Value.String() != "" {
 		return
 	}
 	ns := getenv("INGRESS_NAMESPACE")

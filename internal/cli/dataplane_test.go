@@ -100,3 +100,34 @@ func TestDataplaneSecretsStayHidden(t *testing.T) {
 		}
 	}
 }
+
+func TestDataplaneLegacyProbesAndResync(t *testing.T) {
+	newFS := func() (*flag.FlagSet, *runFlags) {
+		fs := flag.NewFlagSet("run", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f := &runFlags{}
+		f.shape.register(fs)
+		fs.DurationVar(&f.resync, "resync-period", 0, "")
+		f.metrics.register(fs)
+		f.dp.register(fs)
+		return fs, f
+	}
+	fs, f := newFS()
+	env := map[string]string{"HAPROXY_DATAPLANE_URL": "http://h:5555", "RESYNC_PERIOD": "45s", "WORKER_COUNT": "2"}
+	if err := parse(fs, nil, func(k string) string { return env[k] }, &f.shape); err != nil {
+		t.Fatal(err)
+	}
+	if f.metrics.addr != ":8080" || f.resync.String() != "45s" {
+		t.Errorf("probes on %q (want :8080, where the old Deployment probes), resync %s", f.metrics.addr, f.resync)
+	}
+	fs, f = newFS()
+	env["HAPROXY_K8S_SYNC_METRICS_ADDRESS"] = "127.0.0.1:9999"
+	if err := parse(fs, nil, func(k string) string { return env[k] }, &f.shape); err != nil || f.metrics.addr != "127.0.0.1:9999" {
+		t.Errorf("our variable does not win: %q %v", f.metrics.addr, err)
+	}
+	fs, f = newFS()
+	env["RESYNC_PERIOD"] = "30"
+	if err := parse(fs, nil, func(k string) string { return env[k] }, &f.shape); err == nil || !strings.Contains(err.Error(), "RESYNC_PERIOD") {
+		t.Errorf("invalid RESYNC_PERIOD: %v, want an error naming it", err)
+	}
+}

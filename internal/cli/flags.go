@@ -91,8 +91,10 @@ func parse(fs *flag.FlagSet, args []string, getenv func(string) string, s *shape
 	if err := settings.FromEnv(&s.defaults, getenv); err != nil {
 		return err
 	}
-	legacy(getenv, fs)
 	var errs []error
+	if err := legacy(getenv, fs); err != nil {
+		errs = append(errs, err)
+	}
 	fs.VisitAll(func(f *flag.Flag) {
 		name := EnvPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if strings.HasPrefix(f.Name, settings.FlagPrefix) {
@@ -112,7 +114,7 @@ func parse(fs *flag.FlagSet, args []string, getenv func(string) string, s *shape
 
 // legacy maps the environment of the older single-Service sync controller
 // onto our flags, so it can be replaced without changing its Deployment.
-func legacy(getenv func(string) string, fs *flag.FlagSet) {
+func legacy(getenv func(string) string, fs *flag.FlagSet) error {
 	if name := getenv("INGRESS_SERVICE_NAME"); name != "" && fs.Lookup("service") != nil {
 		ns := getenv("INGRESS_NAMESPACE")
 		if ns == "" {
@@ -124,9 +126,11 @@ func legacy(getenv func(string) string, fs *flag.FlagSet) {
 		_ = fs.Set("backend-name", v)
 	}
 	if v := getenv("RESYNC_PERIOD"); v != "" && fs.Lookup("resync-period") != nil {
-		if _, err := time.ParseDuration(v); err == nil {
-			_ = fs.Set("resync-period", v)
+		if _, err := time.ParseDuration(v); err != nil {
+			return fmt.Errorf("environment variable RESYNC_PERIOD: %w", err)
 		}
+		_ = fs.Set("resync-period", v)
 	}
 	legacyDataplane(getenv, fs)
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,7 @@ func TestDataplaneSeedEnvironment(t *testing.T) {
 	kube := kubeapi.Start(t)
 	client := kube.Client(t)
 	const ingNS, backend = "ingress-nginx", "be_ingress_https"
+	probe := fmt.Sprintf("127.81.20.200:%d", freeLoopbackPort(t, "127.81.20.200"))
 	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": "pw-e2e"}})
 	api.Load([]dataplanetest.Section{{
 		Object: dataplane.Object{"name": backend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"},
@@ -60,8 +63,21 @@ func TestDataplaneSeedEnvironment(t *testing.T) {
 		"HAPROXY_BACKEND_PORT":        "30443",
 		"HAPROXY_SEND_PROXY_V2":       "true",
 		"RESYNC_PERIOD":               "1s",
+		// The pod's :8080 (the old Deployment's probes), on loopback here.
+		"HAPROXY_K8S_SYNC_METRICS_ADDRESS": probe,
 	}
 	log := runSeedController(t, env)
+	waitFor(t, log, "/readyz answers 200", func() error {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("readyz: %d", resp.StatusCode)
+		}
+		return nil
+	})
 
 	want := set3("127.81.20.1:30443", "127.81.20.2:30443", "127.81.20.3:30443")
 	waitFor(t, log, "every node serves", func() error { return servingIs(api, backend, want) })
@@ -113,10 +129,11 @@ func TestDataplaneSeedBackendMissing(t *testing.T) {
 	}
 	createIngressService(t, client, "default")
 	log := runSeedController(t, map[string]string{
-		"HAPROXY_K8S_SYNC_KUBECONFIG": kube.KubeconfigPath,
-		"INGRESS_NAMESPACE":           "default",
-		"INGRESS_SERVICE_NAME":        "ingress-nginx",
-		"HAPROXY_DATAPLANE_URL":       api.URL,
+		"HAPROXY_K8S_SYNC_KUBECONFIG":      kube.KubeconfigPath,
+		"INGRESS_NAMESPACE":                "default",
+		"INGRESS_SERVICE_NAME":             "ingress-nginx",
+		"HAPROXY_DATAPLANE_URL":            api.URL,
+		"HAPROXY_K8S_SYNC_METRICS_ADDRESS": "127.81.21.200:0",
 	})
 	waitFor(t, log, "BackendMissing event", func() error {
 		evs, err := client.CoreV1().Events("default").List(bg, metav1.ListOptions{FieldSelector: "involvedObject.name=ingress-nginx"})
@@ -160,7 +177,9 @@ func runSeedController(t *testing.T, env map[string]string) *haproxytest.LockedB
 	ctx, cancel := context.WithCancel(context.Background())
 	log := &haproxytest.LockedBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- cli.Run(ctx, []string{"--log-level", "debug"}, func(k string) string { return env[k] }, log) }()
+	go func() {
+		done <- cli.Run(ctx, []string{"--log-level", "debug"}, func(k string) string { return env[k] }, log)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -208,4 +227,14 @@ func set3(s ...string) map[string]bool {
 		m[x] = true
 	}
 	return m
+}
+
+func freeLoopbackPort(t *testing.T, ip string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
