@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -32,7 +31,7 @@ type runFlags struct {
 	persistMax           time.Duration
 	logLevel, logFormat  string
 	pprof                string
-	publish              stringList
+	status               statusFlags
 	metrics              metricsFlags
 	dp                   dataplaneFlags
 }
@@ -61,7 +60,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.DurationVar(&f.persist, "persist-interval", time.Second, "write the config and server-state files once changes have been quiet this long")
 	fs.DurationVar(&f.persistMax, "persist-max-delay", 30*time.Second, "write the config and server-state files at the latest this long after the first change not yet written, even while changes keep coming")
 	fs.DurationVar(&f.syncTimeout, "cache-sync-timeout", 5*time.Minute, "give up if the informer caches have not synced by then")
-	fs.Var(&f.publish, "publish-address", "address written to .status.loadBalancer.ingress of the LoadBalancer Services served (repeatable or comma-separated; default none)")
+	f.status.register(fs)
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.pprof, "pprof-address", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; off when empty")
@@ -124,14 +123,6 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		drv, watch = hd, hd.Watch
 	}
 
-	pub := &controller.Publisher{Client: client}
-	for _, a := range f.publish {
-		ip, err := netip.ParseAddr(a)
-		if err != nil {
-			return fmt.Errorf("--publish-address: %w", err)
-		}
-		pub.Addresses = append(pub.Addresses, ip)
-	}
 	ns := ""
 	if dopts.Service != "" {
 		ns, _, _ = strings.Cut(dopts.Service, "/")
@@ -141,7 +132,19 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		instName = driverDataplane
 	}
 	inst := f.metrics.instance(instName)
-	ctl := controller.New(source.New(client, ns), drv, recorder, controller.Options{
+	src := source.New(client, ns)
+	addrs, err := f.status.addresses()
+	if err != nil {
+		return err
+	}
+	sclient, err := statusClient(cfg)
+	if err != nil {
+		return err
+	}
+	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
+		Addresses: addrs, QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log})
+	events, gate := f.status.recorder(recorder)
+	ctl := controller.New(src, drv, events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
@@ -152,6 +155,9 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	})
 	ready := &readiness{synced: ctl.Synced, inst: inst, socket: f.stats}
 	if err := f.metrics.serve(ctx, ready.ready, log); err != nil {
+		return err
+	}
+	if err := f.status.start(ctx, cfg, gate, pub, ctl.Trigger, log); err != nil {
 		return err
 	}
 	if watch != nil {

@@ -39,7 +39,7 @@ type Options struct {
 	Desired      desired.Options
 	ResyncPeriod time.Duration // verify HAProxy's state and re-apply this often
 	SyncTimeout  time.Duration // how long to wait for informer caches
-	Publisher    *Publisher    // writes LoadBalancer status; nil: never
+	Publisher    *Publisher    // told which Services are served (it writes their status on its own); nil: never
 	LastGoodPath string        // file keeping last valid settings across restarts; "": memory only
 	Logger       *slog.Logger
 	Metrics      *metrics.Instance // nil: no metrics
@@ -200,7 +200,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 
 	res, err := c.drv.Apply(ctx, d.Config)
 	if err == nil {
-		err = c.opts.Publisher.Publish(ctx, d.Configured)
+		c.opts.Publisher.Served(d.Configured)
 	}
 	attrs := []any{
 		"services", d.Selected, "frontends", len(d.Config.Frontends),
@@ -225,6 +225,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 // report emits a Warning Event and a log line for each new or changed
 // problem, once; problems that went away are forgotten.
 func (c *Controller) report(problems []desired.Problem) {
+	if l, ok := c.recorder.(interface{ Leading() bool }); ok && !l.Leading() {
+		return // the leader reports; this replica reports what remains once it leads
+	}
 	seen := make(map[string]bool, len(problems))
 	for _, p := range problems {
 		k := p.Service.Namespace + "/" + p.Service.Name + "/" + p.Reason

@@ -3,58 +3,269 @@ package controller
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
-	"slices"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
 )
 
-// Publisher writes the load balancer's addresses into
-// .status.loadBalancer.ingress of the LoadBalancer Services it serves, so
-// `kubectl get svc` shows an EXTERNAL-IP and tools waiting for it proceed.
-type Publisher struct {
-	Client    kubernetes.Interface
-	Addresses []netip.Addr
+// ServiceLister reads Services from the informer cache.
+type ServiceLister interface {
+	Service(namespace, name string) (*corev1.Service, bool)
+	Services() []*corev1.Service
 }
 
-// Publish patches every LoadBalancer Service in svcs whose status differs.
-// svcs come from the informer cache and are not modified.
-func (p *Publisher) Publish(ctx context.Context, svcs []*corev1.Service) error {
-	if p == nil || len(p.Addresses) == 0 {
+// PublisherOptions configure a Publisher.
+type PublisherOptions struct {
+	Addresses []netip.Addr
+	QPS       float32 // status writes per second; <= 0: unlimited
+	Burst     int
+	Workers   int // concurrent writes (default 4)
+	Logger    *slog.Logger
+}
+
+// Publisher writes the load balancer's addresses into
+// .status.loadBalancer.ingress of the LoadBalancer Services this controller
+// serves (ipMode Proxy: kube-proxy must send in-cluster traffic for the
+// address through HAProxy, not straight to the pods), and clears them when
+// a Service stops being served. It works in its own goroutines with its own
+// rate limit, never inside a pass: a pass only hands over the list of
+// served Services (Served), which costs a pointer comparison when nothing
+// changed.
+type Publisher struct {
+	client  kubernetes.Interface
+	lister  ServiceLister
+	opts    PublisherOptions
+	want    []corev1.LoadBalancerIngress
+	limiter flowcontrol.RateLimiter
+	log     *slog.Logger
+
+	mu     sync.Mutex
+	known  bool                          // Served was called at least once
+	last   []*corev1.Service             // the list of the last Served call
+	served map[types.NamespacedName]bool // derived from last, by Run
+	// wrote: the resourceVersion each Service had when we last patched
+	// it; while the cache still shows that version, our write is in
+	// flight through the watch and the Service is not queued again.
+	wrote map[types.NamespacedName]string
+	wake  chan struct{}
+}
+
+// NewPublisher returns a Publisher; nil when there is no address to publish.
+func NewPublisher(client kubernetes.Interface, lister ServiceLister, opts PublisherOptions) *Publisher {
+	if len(opts.Addresses) == 0 {
 		return nil
 	}
-	want := make([]corev1.LoadBalancerIngress, len(p.Addresses))
-	ips := make([]string, len(p.Addresses))
-	for i, a := range p.Addresses {
-		want[i] = corev1.LoadBalancerIngress{IP: a.String()}
-		ips[i] = a.String()
+	if opts.Workers <= 0 {
+		opts.Workers = 4
 	}
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"loadBalancer": map[string]any{"ingress": want}}})
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	p := &Publisher{client: client, lister: lister, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), wrote: map[types.NamespacedName]string{}}
+	p.want = ingressFor(opts.Addresses)
+	if opts.QPS > 0 {
+		p.limiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, max(opts.Burst, 1))
+	}
+	return p
+}
+
+func ingressFor(addrs []netip.Addr) []corev1.LoadBalancerIngress {
+	proxy := corev1.LoadBalancerIPModeProxy
+	out := make([]corev1.LoadBalancerIngress, len(addrs))
+	for i, a := range addrs {
+		out[i] = corev1.LoadBalancerIngress{IP: a.String(), IPMode: &proxy}
+	}
+	return out
+}
+
+// Served records which Services HAProxy now serves (a pass's
+// desired.Result.Configured; not modified, not kept past the call unless it
+// differs from the last one). It never blocks.
+func (p *Publisher) Served(svcs []*corev1.Service) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	same := p.known && len(svcs) == len(p.last)
+	for i := 0; same && i < len(svcs); i++ {
+		same = svcs[i] == p.last[i]
+	}
+	if !same {
+		p.known, p.last = true, append([]*corev1.Service(nil), svcs...)
+	}
+	p.mu.Unlock()
+	if !same {
+		p.poke()
+	}
+}
+
+func (p *Publisher) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run writes statuses until ctx ends. Under leader election it runs only
+// while this replica leads; each start re-examines every Service.
+func (p *Publisher) Run(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](100*time.Millisecond, 30*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "haproxy-k8s-sync-status"})
+	var wg sync.WaitGroup
+	for range p.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p.processNext(ctx, q) {
+			}
+		}()
+	}
+	p.poke() // a new leader looks at every Service
+	for {
+		select {
+		case <-ctx.Done():
+			q.ShutDown()
+			wg.Wait()
+			return
+		case <-p.wake:
+			p.enqueueChanges(q)
+		}
+	}
+}
+
+// enqueueChanges compares the status of every cached Service with what it
+// should be and queues those that differ.
+func (p *Publisher) enqueueChanges(q workqueue.TypedRateLimitingInterface[types.NamespacedName]) {
+	p.mu.Lock()
+	if !p.known {
+		p.mu.Unlock()
+		return // no pass has finished yet: nothing is known to be served
+	}
+	served := make(map[types.NamespacedName]bool, len(p.last))
+	for _, s := range p.last {
+		served[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = true
+	}
+	p.served = served
+	p.mu.Unlock()
+	for _, s := range p.lister.Services() {
+		k := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+		if _, write := p.desiredStatus(s, served[k]); write && !p.inFlight(k, s.ResourceVersion) {
+			q.Add(k)
+		}
+	}
+}
+
+// inFlight reports whether we patched k when it had resourceVersion rv
+// (the cache has not seen our write yet).
+func (p *Publisher) inFlight(k types.NamespacedName, rv string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.wrote[k]
+	if ok && w != rv {
+		delete(p.wrote, k)
+	}
+	return ok && w == rv
+}
+
+// desiredStatus says what s's ingress should be and whether a write is
+// needed: our addresses if we serve it; empty if we do not but it carries
+// exactly what we write (we wrote it: the Service left us, by class,
+// annotation, type or selection); otherwise leave it alone (another load
+// balancer's status).
+func (p *Publisher) desiredStatus(s *corev1.Service, served bool) ([]corev1.LoadBalancerIngress, bool) {
+	have := s.Status.LoadBalancer.Ingress
+	if served && s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+		return p.want, !sameIngress(have, p.want)
+	}
+	return nil, len(have) > 0 && sameIngress(have, p.want)
+}
+
+func (p *Publisher) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.NamespacedName]) bool {
+	k, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(k)
+	err := p.write(ctx, k)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		q.Forget(k)
+	case apierrors.IsConflict(err):
+		q.AddRateLimited(k) // the cache is behind; the retry reads it again
+	default:
+		p.log.Warn("could not write LoadBalancer status; will retry", "service", k.String(), "err", err, "retries", q.NumRequeues(k))
+		q.AddRateLimited(k)
+	}
+	return true
+}
+
+// write patches one Service's status if it still differs, decided on the
+// current cache. The patch names the cached resourceVersion: a Service
+// changed meanwhile (another controller wrote its own status) is not
+// overwritten, the write is retried on the newer object.
+func (p *Publisher) write(ctx context.Context, k types.NamespacedName) error {
+	s, ok := p.lister.Service(k.Namespace, k.Name)
+	if !ok {
+		return nil // deleted: nothing to clear
+	}
+	p.mu.Lock()
+	served := p.served[k]
+	p.mu.Unlock()
+	want, needed := p.desiredStatus(s, served)
+	if !needed || p.inFlight(k, s.ResourceVersion) {
+		return nil
+	}
+	if want == nil {
+		want = []corev1.LoadBalancerIngress{}
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": s.ResourceVersion},
+		"status":   map[string]any{"loadBalancer": map[string]any{"ingress": want}},
+	})
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, s := range svcs {
-		if s.Spec.Type != corev1.ServiceTypeLoadBalancer || sameIPs(s.Status.LoadBalancer.Ingress, ips) {
-			continue
-		}
-		_, err := p.Client.CoreV1().Services(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
-		if err != nil {
-			errs = append(errs, fmt.Errorf("publish status of %s/%s: %w", s.Namespace, s.Name, err))
+	if p.limiter != nil {
+		if err := p.limiter.Wait(ctx); err != nil {
+			return err
 		}
 	}
-	return errors.Join(errs...)
+	_, err = p.client.CoreV1().Services(k.Namespace).Patch(ctx, k.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("status of %s: %w", k, err)
+	}
+	p.mu.Lock()
+	p.wrote[k] = s.ResourceVersion
+	p.mu.Unlock()
+	return nil
 }
 
-func sameIPs(ing []corev1.LoadBalancerIngress, ips []string) bool {
-	got := make([]string, 0, len(ing))
-	for _, i := range ing {
-		got = append(got, i.IP)
+func sameIngress(a, b []corev1.LoadBalancerIngress) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	return slices.Equal(got, ips)
+	for i := range a {
+		if a[i].IP != b[i].IP || a[i].Hostname != "" || len(a[i].Ports) > 0 || (a[i].IPMode == nil) != (b[i].IPMode == nil) ||
+			(a[i].IPMode != nil && *a[i].IPMode != *b[i].IPMode) {
+			return false
+		}
+	}
+	return true
 }

@@ -272,6 +272,14 @@ func (e *env) rbacTokenFile() string {
 			var b rbacv1.ClusterRoleBinding
 			mustYAML(e.t, doc, &b)
 			_, err = e.client.RbacV1().ClusterRoleBindings().Create(bg, &b, metav1.CreateOptions{})
+		case "Role":
+			var r rbacv1.Role
+			mustYAML(e.t, doc, &r)
+			_, err = e.client.RbacV1().Roles(r.Namespace).Create(bg, &r, metav1.CreateOptions{})
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			mustYAML(e.t, doc, &b)
+			_, err = e.client.RbacV1().RoleBindings(b.Namespace).Create(bg, &b, metav1.CreateOptions{})
 		}
 		if err != nil {
 			e.t.Fatalf("apply %s: %v", meta.Kind, err)

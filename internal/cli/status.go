@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/leader"
+)
+
+// statusFlags: LoadBalancer status and leader election (what one replica
+// of many does for the cluster).
+type statusFlags struct {
+	publish               stringList
+	qps                   float64
+	burst                 int
+	elect                 bool
+	leNamespace, leName   string
+	lease, renew, retryLE time.Duration
+}
+
+func (s *statusFlags) register(fs *flag.FlagSet) {
+	fs.Var(&s.publish, "publish-address", "address written to .status.loadBalancer.ingress (ipMode Proxy) of the LoadBalancer Services served (repeatable or comma-separated; default none; needs services/status patch)")
+	fs.Float64Var(&s.qps, "status-qps", 50, "at most this many LoadBalancer status writes per second (their own limit, apart from the passes; <= 0: unlimited)")
+	fs.IntVar(&s.burst, "status-burst", 100, "burst of --status-qps")
+	fs.BoolVar(&s.elect, "leader-elect", false, "elect one replica (a coordination.k8s.io Lease) to write LoadBalancer status and Events; every replica drives its own HAProxy")
+	fs.StringVar(&s.leNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the Pod's namespace in a cluster, haproxy-k8s-sync outside)")
+	fs.StringVar(&s.leName, "leader-election-name", "haproxy-k8s-sync", "name of the Lease")
+	fs.DurationVar(&s.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader that stopped renewing keeps the Lease")
+	fs.DurationVar(&s.renew, "leader-election-renew-deadline", 10*time.Second, "the leader gives up if it could not renew for this long")
+	fs.DurationVar(&s.retryLE, "leader-election-retry-period", 2*time.Second, "how often to try to acquire or renew the Lease")
+}
+
+func (s *statusFlags) addresses() ([]netip.Addr, error) {
+	var out []netip.Addr
+	for _, a := range s.publish {
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return nil, fmt.Errorf("--publish-address: %w", err)
+		}
+		out = append(out, ip)
+	}
+	return out, nil
+}
+
+// recorder gates Events: with --leader-elect only the leader emits them.
+func (s *statusFlags) recorder(rec record.EventRecorder) (record.EventRecorder, *leader.Gate) {
+	if !s.elect {
+		return rec, leader.Always()
+	}
+	g := &leader.Gate{}
+	return leader.Recorder{EventRecorder: rec, Gate: g}, g
+}
+
+// start runs the publisher: with --leader-elect only while this replica
+// leads (the gate open), otherwise always. trigger asks the controller for
+// a pass, so a new leader reports the problems that remain.
+func (s *statusFlags) start(ctx context.Context, cfg *rest.Config, gate *leader.Gate, pub *controller.Publisher, trigger func(), log *slog.Logger) error {
+	if !s.elect {
+		go pub.Run(ctx)
+		return nil
+	}
+	ns := s.leNamespace
+	if ns == "" {
+		ns = leader.InClusterNamespace()
+	}
+	if ns == "" {
+		ns = "haproxy-k8s-sync"
+	}
+	lcfg := rest.CopyConfig(cfg)
+	lcfg.Timeout = max(s.renew/2, time.Second)
+	lclient, err := kubernetes.NewForConfig(rest.AddUserAgent(lcfg, "leader-election"))
+	if err != nil {
+		return err
+	}
+	opts := leader.Options{Namespace: ns, Name: s.leName, LeaseDuration: s.lease, RenewDeadline: s.renew, RetryPeriod: s.retryLE, Logger: log}
+	go func() {
+		err := leader.Run(ctx, lclient, gate, opts, func(lctx context.Context) {
+			trigger()
+			pub.Run(lctx)
+			<-lctx.Done()
+		})
+		if err != nil {
+			log.Error("leader election stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// statusClient is a client of its own for status writes: the Publisher
+// limits them (--status-qps), not the client shared with the informers.
+func statusClient(cfg *rest.Config) (kubernetes.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = -1, 0
+	return kubernetes.NewForConfig(rest.AddUserAgent(c, "status"))
+}
