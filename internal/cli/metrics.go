@@ -85,6 +85,9 @@ type readiness struct {
 	synced func() bool
 	inst   *metrics.Instance
 	socket string // worker admin socket
+	// probe, when set, replaces the socket probe (the Data Plane API
+	// driver asks the API).
+	probe func(context.Context) error
 
 	mu      sync.Mutex
 	checked time.Time // last successful probe of the socket
@@ -107,10 +110,17 @@ func (r *readiness) ready(ctx context.Context) error {
 	if time.Since(r.checked) < probeTTL {
 		return nil
 	}
-	rt := haproxy.NewRuntime(r.socket)
-	defer rt.Close()
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	if r.probe != nil {
+		if err := r.probe(pctx); err != nil {
+			return fmt.Errorf("last pass did not apply and the Data Plane API is unreachable: %w", err)
+		}
+		r.checked = time.Now()
+		return nil
+	}
+	rt := haproxy.NewRuntime(r.socket)
+	defer rt.Close()
 	if _, err := rt.ShowInfo(pctx); err != nil {
 		return fmt.Errorf("last pass did not apply and HAProxy is unreachable: %w", err)
 	}

@@ -154,6 +154,9 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		Metrics:      inst,
 	})
 	ready := &readiness{synced: ctl.Synced, inst: inst, socket: f.stats}
+	if p, ok := drv.(interface{ Ping(context.Context) error }); ok {
+		ready.probe = p.Ping
+	}
 	if err := f.metrics.serve(ctx, ready.ready, log); err != nil {
 		return err
 	}

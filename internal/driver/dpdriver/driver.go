@@ -91,6 +91,12 @@ func (d *Driver) Invalidate() {
 	d.mu.Unlock()
 }
 
+// Ping reports whether the API answers (a read of the version).
+func (d *Driver) Ping(ctx context.Context) error {
+	_, err := d.c.Version(ctx)
+	return err
+}
+
 // Apply makes the API's configuration match cfg.
 func (d *Driver) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	d.mu.Lock()
