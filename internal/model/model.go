@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -55,6 +56,43 @@ type Check struct {
 	Inter   time.Duration
 	Rise    int
 	Fall    int
+	HTTP    HTTPCheck // zero: a TCP connect check
+}
+
+// HTTPCheck makes a health check an HTTP GET that must answer 200, over
+// TLS when SSL is set. The zero value is no HTTP check. Paths are checked
+// with ValidCheckPath and ValidFilePath by whoever builds the model.
+type HTTPCheck struct {
+	Path string // request path, e.g. /readyz; "" for none
+	SSL  bool   // check over TLS (HAProxy's check-ssl)
+	// CAFile verifies the server's certificate; empty with SSL means no
+	// verification (the producer decides when that is allowed).
+	CAFile string
+	// CertFile is a PEM file holding the client certificate and its key
+	// that the check presents; "" for none.
+	CertFile string
+}
+
+// ValidCheckPath reports whether p is an absolute URL path made only of
+// unreserved characters and slashes: nothing HAProxy could read as syntax.
+func ValidCheckPath(p string) bool {
+	return strings.HasPrefix(p, "/") && len(p) <= 256 && onlyChars(p, "/-._~")
+}
+
+// ValidFilePath reports whether p is an absolute file path of letters,
+// digits and /-._ only (no spaces, quotes or # that HAProxy would parse).
+func ValidFilePath(p string) bool {
+	return strings.HasPrefix(p, "/") && len(p) <= 1024 && !strings.Contains(p, "/../") &&
+		!strings.HasSuffix(p, "/..") && onlyChars(p, "/-._")
+}
+
+func onlyChars(s, extra string) bool {
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && !strings.ContainsRune(extra, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Backend is one pool of servers.

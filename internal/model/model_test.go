@@ -60,3 +60,31 @@ func TestBackendSameStructureCoversEveryField(t *testing.T) {
 		}
 	}
 }
+
+func TestValidPaths(t *testing.T) {
+	for _, c := range []struct {
+		in          string
+		check, file bool
+	}{
+		{"/readyz", true, true},
+		{"/livez/ping", true, true},
+		{"/etc/kubernetes/pki/ca.crt", true, true},
+		{"/a~b", true, false},
+		{"readyz", false, false},
+		{"", false, false},
+		{"/readyz verify none", false, false},
+		{"/x\n\tserver evil 1.2.3.4:80", false, false},
+		{"/x#comment", false, false},
+		{"/x?y=1", false, false},
+		{"/etc/../root", true, false},
+		{"/etc/..", true, false},
+		{"/a'b", false, false},
+	} {
+		if got := ValidCheckPath(c.in); got != c.check {
+			t.Errorf("ValidCheckPath(%q) = %v, want %v", c.in, got, c.check)
+		}
+		if got := ValidFilePath(c.in); got != c.file {
+			t.Errorf("ValidFilePath(%q) = %v, want %v", c.in, got, c.file)
+		}
+	}
+}

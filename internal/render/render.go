@@ -174,6 +174,10 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if be.TimeoutServer > 0 {
 			w("\ttimeout server", settings.FormatDuration(be.TimeoutServer))
 		}
+		if be.Check.Enabled && be.Check.HTTP.Path != "" {
+			w("\toption httpchk GET", be.Check.HTTP.Path)
+			w("\thttp-check expect status 200")
+		}
 		if ds := defaultServer(be); ds != "" {
 			w("\tdefault-server" + ds)
 		}
@@ -212,6 +216,17 @@ func defaultServer(be model.Backend) string {
 		}
 		if be.Check.Fall > 0 {
 			s += " fall " + strconv.Itoa(be.Check.Fall)
+		}
+		if h := be.Check.HTTP; h.SSL {
+			s += " check-ssl"
+			if h.CAFile != "" {
+				s += " verify required ca-file " + h.CAFile
+			} else {
+				s += " verify none"
+			}
+			if h.CertFile != "" {
+				s += " crt " + h.CertFile
+			}
 		}
 	}
 	if be.SendProxyV2 {

@@ -1,7 +1,17 @@
 package render
 
 import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +71,52 @@ func tracked() (model.Config, model.Layout) {
 	return later, next
 }
 
+// httpChecked is a kube-apiserver load balancer: one frontend, one
+// backend whose servers are health-checked with an HTTP request.
+func httpChecked(h model.HTTPCheck) model.Config {
+	return model.Config{
+		Frontends: []model.Frontend{{Name: "apiserver", Binds: []model.Bind{{Port: 6443}}, Backend: "apiserver", TimeoutClient: time.Hour}},
+		Backends: []model.Backend{{Name: "apiserver", Balance: "roundrobin", TimeoutServer: time.Hour,
+			Check:   model.Check{Enabled: true, Inter: time.Second, Rise: 2, Fall: 2, HTTP: h},
+			Servers: []model.Server{{Addr: ap("192.0.2.1"), Port: 6443}, {Addr: ap("192.0.2.2"), Port: 6443}}}},
+	}
+}
+
+// withRealFiles replaces the CA and client certificate paths of
+// httpChecked configs with files that exist: a self-signed certificate
+// and a certificate + key PEM, as HAProxy wants them.
+func withRealFiles(t *testing.T, cfg []byte) []byte {
+	if !bytes.Contains(cfg, []byte("/etc/kubernetes/pki/ca.crt")) {
+		return cfg
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	dir := t.TempDir()
+	ca, both := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "client.pem")
+	if err := os.WriteFile(ca, certPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(both, append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg = bytes.ReplaceAll(cfg, []byte("/etc/kubernetes/pki/ca.crt"), []byte(ca))
+	return bytes.ReplaceAll(cfg, []byte("/var/lib/hks/check-client.pem"), []byte(both))
+}
+
 var opts = Options{StatsSocket: "/run/hks/admin.sock", StateFile: "/var/lib/hks/server-state", MaxConn: 50000}
 
 func TestGolden(t *testing.T) {
@@ -71,10 +127,21 @@ func TestGolden(t *testing.T) {
 	}
 	tc, tl := tracked()
 	cases["tracked.cfg"] = Config(tc, tl, opts)
+	for name, h := range map[string]model.HTTPCheck{
+		"httpcheck-verify.cfg":   {Path: "/readyz", SSL: true, CAFile: "/etc/kubernetes/pki/ca.crt", CertFile: "/var/lib/hks/check-client.pem"},
+		"httpcheck-noverify.cfg": {Path: "/readyz", SSL: true},
+		"httpcheck-plain.cfg":    {Path: "/healthz"},
+	} {
+		hc := httpChecked(h)
+		hl, _ := plan.Assign(hc, nil, true)
+		cases[name] = Config(hc, hl, opts)
+	}
 	for name, got := range cases {
 		t.Run(name, func(t *testing.T) {
 			golden.Assert(t, name, got)
-			golden.HAProxyAccepts(t, got) // the real HAProxy must accept what we render
+			// The real HAProxy must accept what we render; it reads the
+			// files a config names, so those are made for real.
+			golden.HAProxyAccepts(t, withRealFiles(t, got))
 		})
 	}
 }
