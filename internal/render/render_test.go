@@ -2,16 +2,7 @@ package render
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +10,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
 func ap(s string) netip.Addr { return netip.MustParseAddr(s) }
@@ -83,36 +75,9 @@ func httpChecked(h model.HTTPCheck) model.Config {
 }
 
 // withRealFiles replaces the CA and client certificate paths of
-// httpChecked configs with files that exist: a self-signed certificate
-// and a certificate + key PEM, as HAProxy wants them.
+// httpChecked configs with files that exist.
 func withRealFiles(t *testing.T, cfg []byte) []byte {
-	if !bytes.Contains(cfg, []byte("/etc/kubernetes/pki/ca.crt")) {
-		return cfg
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	dir := t.TempDir()
-	ca, both := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "client.pem")
-	if err := os.WriteFile(ca, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(both, append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ca, both := testcert.Files(t)
 	cfg = bytes.ReplaceAll(cfg, []byte("/etc/kubernetes/pki/ca.crt"), []byte(ca))
 	return bytes.ReplaceAll(cfg, []byte("/var/lib/hks/check-client.pem"), []byte(both))
 }
