@@ -34,6 +34,7 @@ type runFlags struct {
 	status               statusFlags
 	metrics              metricsFlags
 	dp                   dataplaneFlags
+	mode                 string
 }
 
 // Run is the `run` command with explicit context and environment, for
@@ -66,12 +67,21 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.pprof, "pprof-address", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; off when empty")
 	f.metrics.register(fs)
 	f.dp.register(fs)
+	fs.StringVar(&f.mode, "mode", modeServices, "services: load-balance Services; apiserver: load-balance the kube-apiservers (docs/apiserver.md)")
+	apiFlags := registerAPIServerFlags(fs)
 	if err := parse(fs, args, getenv, &f.shape); err != nil {
 		return err
 	}
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
+	}
+	switch f.mode {
+	case modeServices:
+	case modeAPIServer:
+		return runAPIServer(ctx, &f, apiFlags, log)
+	default:
+		return fmt.Errorf("--mode: want %s or %s, got %q", modeServices, modeAPIServer, f.mode)
 	}
 	dopts, err := f.desiredOptions()
 	if err != nil {

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
+)
+
+// Modes of `run`.
+const (
+	modeServices  = "services"
+	modeAPIServer = "apiserver"
+)
+
+// apiserverFlags are the flags of `run --mode=apiserver` (see
+// docs/apiserver.md).
+type apiserverFlags struct {
+	listen            stringList
+	sources           string
+	bootstrap         stringList
+	port              int
+	configMap         string
+	stateFile         string
+	caFile            string
+	certFile, keyFile string
+	insecure, noCheck bool
+	inter             time.Duration
+	rise, fall        int
+}
+
+func registerAPIServerFlags(fs *flag.FlagSet) *apiserverFlags {
+	a := &apiserverFlags{}
+	fs.Var(&a.listen, "listen", "apiserver mode: address the frontend listens on, :PORT or IP:PORT (repeatable; default :6443)")
+	fs.StringVar(&a.sources, "apiserver-sources", apiserver.DefaultSources, "apiserver mode: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static); the first non-empty one wins")
+	fs.Var(&a.bootstrap, "bootstrap-servers", "apiserver mode: static list HOST:PORT or HOST, comma-separated (source static; served before the cluster answers)")
+	fs.IntVar(&a.port, "apiserver-port", 6443, "apiserver mode: port of the apiservers for the nodes source and for entries without one")
+	fs.StringVar(&a.configMap, "apiserver-configmap", "", "apiserver mode: NAMESPACE/NAME of the ConfigMap of the configmap source (key servers: HOST:PORT or HOST per line)")
+	fs.StringVar(&a.stateFile, "apiserver-state-file", "/var/lib/haproxy-k8s-sync/apiservers.json", "apiserver mode: the last list applied, served after a restart while the API is unreachable")
+	fs.StringVar(&a.caFile, "apiserver-ca-file", "", "apiserver mode: CA bundle the /readyz health check verifies the apiservers with")
+	fs.BoolVar(&a.insecure, "apiserver-check-insecure-skip-verify", false, "apiserver mode: health check without verifying the apiservers' certificates (verify none)")
+	fs.StringVar(&a.certFile, "apiserver-check-cert", "", "apiserver mode: client certificate the health check presents (when anonymous auth is off)")
+	fs.StringVar(&a.keyFile, "apiserver-check-key", "", "apiserver mode: key of --apiserver-check-cert")
+	fs.BoolVar(&a.noCheck, "apiserver-check-disable", false, "apiserver mode: no health checks (not recommended: a dead apiserver gets connections until its lease expires)")
+	fs.DurationVar(&a.inter, "apiserver-check-inter", apiserver.DefaultInter, "apiserver mode: health check interval")
+	fs.IntVar(&a.rise, "apiserver-check-rise", apiserver.DefaultRise, "apiserver mode: successful checks before a server is up")
+	fs.IntVar(&a.fall, "apiserver-check-fall", apiserver.DefaultFall, "apiserver mode: failed checks before a server is down")
+	return a
+}
+
+// options validates the flags into the loop's options.
+func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
+	var o apiserver.Options
+	var err error
+	if o.Sources, err = apiserver.ParseSources(a.sources); err != nil {
+		return o, fmt.Errorf("--apiserver-sources: %w", err)
+	}
+	if a.port < 1 || a.port > 65535 {
+		return o, fmt.Errorf("--apiserver-port: %d out of range", a.port)
+	}
+	o.Port = uint16(a.port)
+	if o.Static, err = apiserver.ParseServers(strings.Join(a.bootstrap, "\n"), o.Port); err != nil {
+		return o, fmt.Errorf("--bootstrap-servers: %w", err)
+	}
+	if a.configMap != "" {
+		ns, name, ok := strings.Cut(a.configMap, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return o, fmt.Errorf("--apiserver-configmap: want NAMESPACE/NAME, got %q", a.configMap)
+		}
+		o.ConfigMapNamespace, o.ConfigMapName = ns, name
+	} else if slices.Contains(o.Sources, apiserver.SourceConfigMap) {
+		return o, errors.New("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
+	}
+	o.StateFile = a.stateFile
+	check := apiserver.CheckOptions{Inter: a.inter, Rise: a.rise, Fall: a.fall, CAFile: a.caFile,
+		InsecureSkipVerify: a.insecure, Disabled: a.noCheck}
+	if (a.certFile == "") != (a.keyFile == "") {
+		return o, errors.New("--apiserver-check-cert and --apiserver-check-key go together")
+	}
+	if a.certFile != "" && !a.noCheck {
+		// HAProxy wants certificate and key in one file: written next to
+		// the state file, private.
+		check.ClientCertPEM = filepath.Join(filepath.Dir(a.stateFile), "apiserver-check-client.pem")
+		if err := apiserver.WriteClientPEM(a.certFile, a.keyFile, check.ClientCertPEM); err != nil {
+			return o, fmt.Errorf("--apiserver-check-cert: %w", err)
+		}
+	}
+	listen := []string(a.listen)
+	if len(listen) == 0 {
+		listen = []string{":6443"}
+	}
+	if o.Shape, err = apiserver.NewShape(listen, check); err != nil {
+		return o, err
+	}
+	if a.insecure && !a.noCheck {
+		log.Warn("health checks do not verify the apiservers' certificates (--apiserver-check-insecure-skip-verify); give --apiserver-ca-file instead")
+	}
+	if a.noCheck {
+		log.Warn("health checks are off (--apiserver-check-disable): a dead apiserver gets connections until its lease expires")
+	}
+	return o, nil
+}
+
+// runAPIServer is `run --mode=apiserver`: the same HAProxy driver as the
+// Service mode, fed by the apiserver loop.
+func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog.Logger) error {
+	if f.apply != driver.ModeHybrid && f.apply != driver.ModeReload {
+		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
+	}
+	opts, err := a.options(log)
+	if err != nil {
+		return err
+	}
+	opts.ResyncPeriod = f.resync
+	opts.Logger = log
+	connect := func(ctx context.Context) (kubernetes.Interface, error) {
+		cfg, err := kubeclient.Config(f.kube)
+		if err != nil {
+			return nil, err
+		}
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		// /version answers any client, authenticated or not: the API is up.
+		if err := client.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+			return nil, err
+		}
+		return client, nil
+	}
+	drv := driver.NewHAProxy(driver.Options{
+		ConfigPath:        f.config,
+		Binary:            f.bin,
+		MasterSocket:      f.master,
+		Render:            f.renderOptions(),
+		Mode:              f.apply,
+		MinReloadInterval: f.minReload,
+		Logger:            log,
+	})
+	defer drv.Close()
+	go drv.Run(ctx, f.persist, f.persistMax)
+	loop := apiserver.New(drv, connect, opts)
+	go drv.Watch(ctx, time.Second, loop.Trigger)
+	log.Info("starting", "version", Version, "mode", modeAPIServer, "sources", opts.Sources, "listen", []string(a.listen),
+		"bootstrap", apiserver.FormatServers(opts.Static), "config", f.config)
+	return loop.Run(ctx)
+}
