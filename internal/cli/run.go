@@ -33,6 +33,7 @@ type runFlags struct {
 	pprof                string
 	status               statusFlags
 	metrics              metricsFlags
+	statsPage            statsFlags
 	dp                   dataplaneFlags
 	mode                 string
 }
@@ -66,6 +67,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.StringVar(&f.pprof, "pprof-address", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; off when empty")
 	f.metrics.register(fs)
+	f.statsPage.register(fs)
 	f.dp.register(fs)
 	fs.StringVar(&f.mode, "mode", modeServices, "services: load-balance Services; apiserver: load-balance the kube-apiservers (docs/apiserver.md)")
 	apiFlags := registerAPIServerFlags(fs)
@@ -119,11 +121,15 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 			return err
 		}
 	} else {
+		ropts := f.renderOptions()
+		if err := f.statsPage.resolve(&ropts, log); err != nil {
+			return err
+		}
 		hd := driver.NewHAProxy(driver.Options{
 			ConfigPath:        f.config,
 			Binary:            f.bin,
 			MasterSocket:      f.master,
-			Render:            f.renderOptions(),
+			Render:            ropts,
 			Mode:              f.apply,
 			MinReloadInterval: f.minReload,
 			Logger:            log,
@@ -172,6 +178,9 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	}
 	if err := f.status.start(ctx, cfg, gate, pub, ctl.Trigger, log); err != nil {
 		return err
+	}
+	if hd, ok := drv.(*driver.HAProxy); ok {
+		go f.statsPage.watch(ctx, 2*time.Second, hd, ctl.Trigger, log)
 	}
 	if watch != nil {
 		go watch(ctx, time.Second, ctl.Trigger)

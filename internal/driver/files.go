@@ -67,12 +67,17 @@ func commitTemp(tmp, path string) error {
 
 // writeConfig renders cfg with layout into a temporary file beside the
 // config and returns its name and the digest of its bytes.
-func (d *HAProxy) writeConfig(cfg model.Config, layout model.Layout, hash string) (tmp string, digest [sha256.Size]byte, err error) {
+func (d *HAProxy) writeConfig(cfg model.Config, layout model.Layout, opts render.Options, hash string) (tmp string, digest [sha256.Size]byte, err error) {
 	tmp, err = writeTemp(d.opts.ConfigPath, func(f *os.File) error {
 		var werr error
-		digest, werr = render.WriteConfig(f, cfg, layout, d.opts.Render, hash)
+		digest, werr = render.WriteConfig(f, cfg, layout, opts, hash)
 		return werr
 	})
+	if err == nil {
+		if err = protectConfig(tmp, opts); err != nil {
+			_ = os.Remove(tmp)
+		}
+	}
 	return tmp, digest, err
 }
 

@@ -74,7 +74,8 @@ type HAProxy struct {
 	// not send; actual and layout differ there (see preempt.go).
 	unsent      map[string]struct{}
 	persist     chan struct{}
-	fastApplies int // passes applied by applyServers (for tests)
+	fastApplies int    // passes applied by applyServers (for tests)
+	optsReason  string // why SetStatsPage changed the render options, until a reload applies them
 	verify      verifyState
 }
 
@@ -210,6 +211,9 @@ func (d *HAProxy) structureReasons(cfg model.Config) []string {
 		return []string{"running config " + d.hash + " differs from desired"}
 	}
 	r := plan.Reasons(d.running, cfg)
+	if d.optsReason != "" {
+		r = append(r, d.optsReason)
+	}
 	if len(r) == 0 {
 		r = []string{"server slots resized"}
 	}
@@ -244,7 +248,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	res.Render += time.Since(t)
 
 	t = time.Now()
-	tmp, digest, err := d.writeConfig(cfg, layout, hash)
+	tmp, digest, err := d.writeConfig(cfg, layout, d.opts.Render, hash)
 	if err != nil {
 		return err
 	}
@@ -294,6 +298,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		return fmt.Errorf("reload (%s): %w", strings.Join(reasons, "; "), err)
 	}
 	res.Reloaded = true
+	d.optsReason = ""
 	restore(false)
 	if err := d.waitHash(ctx, hash); err != nil {
 		d.known = false

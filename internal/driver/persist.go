@@ -42,14 +42,20 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 		d.mu.Unlock()
 		return true
 	}
+	if d.optsReason != "" {
+		// The options changed and a reload will write the file: until
+		// then it describes what runs.
+		d.mu.Unlock()
+		return true
+	}
 	// A copy: server-only passes update d.layout in place.
-	cfg, layout, gen := d.desired, maps.Clone(d.layout), d.gen
+	cfg, layout, gen, opts := d.desired, maps.Clone(d.layout), d.gen, d.opts.Render
 	d.mu.Unlock()
 
 	t := time.Now()
 	// No HashMemo here: one would keep this pass's config and layout alive
 	// until the next flush, tens of seconds later; hashing streams.
-	tmp, digest, err := d.writeConfig(cfg, layout, render.StructureHash(cfg, layout, d.opts.Render))
+	tmp, digest, err := d.writeConfig(cfg, layout, opts, render.StructureHash(cfg, layout, opts))
 	rendered := time.Since(t)
 	if err != nil {
 		d.log.Error("could not persist config", "err", err)

@@ -24,6 +24,10 @@ type Options struct {
 	// Monitor, when valid, is where a frontend answers GET /healthz with
 	// 200 while HAProxy runs (a liveness probe's target).
 	Monitor netip.AddrPort
+	// Stats, when its Port is set, is where HAProxy serves its stats page
+	// and Prometheus exporter (see writeStats); StatsAuth protects them.
+	Stats     model.Bind
+	StatsAuth StatsAuth
 }
 
 // FreeSlotAddr is where an unused slot points. It is never contacted: free
@@ -133,6 +137,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		w("\tload-server-state-from-file global")
 	}
 	writeMonitor(w, opts)
+	writeStats(w, opts)
 	for _, f := range cfg.Frontends {
 		w("")
 		w("frontend", f.Name)

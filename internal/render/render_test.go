@@ -101,6 +101,12 @@ func TestGolden(t *testing.T) {
 		hl, _ := plan.Assign(hc, nil, true)
 		cases[name] = Config(hc, hl, opts)
 	}
+	stats := opts
+	stats.Stats = model.Bind{Addr: ap("127.0.0.1"), Port: 8404}
+	cases["stats.cfg"] = Config(sample(), layout, stats)
+	stats.Stats = model.Bind{Port: 8404}
+	stats.StatsAuth = StatsAuth{User: "ops", Password: "s3cret-pa55:word"}
+	cases["stats-auth.cfg"] = Config(sample(), layout, stats)
 	for name, got := range cases {
 		t.Run(name, func(t *testing.T) {
 			golden.Assert(t, name, got)
@@ -136,5 +142,33 @@ func TestStructureHash(t *testing.T) {
 	}
 	if !strings.Contains(string(Config(cfg, layout, opts)), "description "+DescriptionPrefix+h+"\n") {
 		t.Errorf("config does not carry its structure hash")
+	}
+}
+
+func TestStatsAuthValidate(t *testing.T) {
+	for _, tc := range []struct {
+		user, password string
+		ok             bool
+	}{
+		{"ops", "s3cret-pa55:word", true},
+		{"ops.team_1", "([{<!%&*+,./:;=>?@^_|~-}]>)", true},
+		{"", "s3cret-pa55", false},
+		{"ops:x", "s3cret-pa55", false},
+		{"ops", "short", false},
+		{"ops", "with space", false},
+		{"ops", "hash#comment", false},
+		{"ops", "dollar${HOME}", false},
+		{"ops", `quote"d-password`, false},
+		{"ops", `back\slash-password`, false},
+		{"ops", "line\nbreak-password", false},
+		{"ops", "tab\tseparated-password", false},
+	} {
+		err := StatsAuth{tc.user, tc.password}.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("Validate(%q, %q) = %v, want ok %v", tc.user, tc.password, err, tc.ok)
+		}
+		if err != nil && strings.Contains(err.Error(), tc.password) && tc.password != "" {
+			t.Errorf("error %q contains the password", err)
+		}
 	}
 }
