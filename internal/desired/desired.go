@@ -40,6 +40,11 @@ type Options struct {
 	// TrackNodes lets the servers of Services without health checks
 	// follow their node's state (model.Backend.TrackNodes) in node mode.
 	TrackNodes bool
+	// UDP: UDP ports become model.Config.UDP (the kernel's load
+	// balancer). Otherwise they are skipped with an UnsupportedProtocol
+	// problem that gives UDPOff as the reason.
+	UDP    bool
+	UDPOff string
 }
 
 // Input is the world one pass looks at.
@@ -61,6 +66,7 @@ const (
 	ReasonPortConflict        = "PortConflict"
 	ReasonUnsupportedProtocol = "UnsupportedProtocol"
 	ReasonNoNodePort          = "NoNodePort"
+	ReasonUnsupportedBalance  = "UnsupportedBalance"
 )
 
 // Problem is something wrong with one Service, to report as an Event.
@@ -97,7 +103,7 @@ func Compute(in Input, opts Options) Result {
 	svcs, ok := memo.candidates(in.Services)
 	if ok {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
-			return res
+			return withUDP(res, svcs, opts, nodes, bySvc)
 		}
 	}
 	defer memo.end()
@@ -176,6 +182,9 @@ func Compute(in Input, opts Options) Result {
 		}
 		configured := false
 		for i, p := range svc.Spec.Ports {
+			if p.Protocol == corev1.ProtocolUDP {
+				continue // the UDP part of the model: withUDP
+			}
 			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
 				res.Problems = append(res.Problems, Problem{svc, ReasonUnsupportedProtocol,
 					"port " + portLabel(p) + ": protocol " + string(p.Protocol) + " is not supported yet; only TCP ports are load balanced"})
@@ -246,7 +255,7 @@ func Compute(in Input, opts Options) Result {
 		memo.frontends = res.Config.Frontends
 		memo.remember(res, svcs, valid)
 	}
-	return res
+	return withUDP(res, svcs, opts, nodes, bySvc)
 }
 
 // sortedByName sorts by name, as slices.SortFunc with cmp.Compare on the

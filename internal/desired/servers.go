@@ -158,11 +158,12 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 }
 
 // slicePort finds the slice port that serves Service port p: matched by
-// name ("" for an unnamed port), TCP, with a port number, as kube-proxy
-// matches them.
+// name ("" for an unnamed port), protocol (TCP or UDP, as the Service
+// port's), with a port number, as kube-proxy matches them.
 func slicePort(sl *Slice, p corev1.ServicePort) (uint16, bool) {
+	udp := p.Protocol == corev1.ProtocolUDP
 	for _, sp := range sl.Ports {
-		if sp.Name == p.Name && sp.Port > 0 && sp.Port < 65536 && sp.TCP {
+		if sp.Name == p.Name && sp.Port > 0 && sp.Port < 65536 && ((udp && sp.UDP) || (!udp && sp.TCP)) {
 			return uint16(sp.Port), true
 		}
 	}

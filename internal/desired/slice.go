@@ -36,6 +36,7 @@ type SlicePort struct {
 	Name string
 	Port int32 // 0 when unset, or when the name is unset
 	TCP  bool  // protocol TCP (or unset)
+	UDP  bool  // protocol UDP
 }
 
 // EndpointState is what an endpoint contributes: a server in service, a
@@ -71,7 +72,8 @@ func SliceOf(s *discoveryv1.EndpointSlice) *Slice {
 	if len(s.Ports) > 0 {
 		out.Ports = make([]SlicePort, len(s.Ports))
 		for i, p := range s.Ports {
-			sp := SlicePort{TCP: p.Protocol == nil || *p.Protocol == corev1.ProtocolTCP}
+			sp := SlicePort{TCP: p.Protocol == nil || *p.Protocol == corev1.ProtocolTCP,
+				UDP: p.Protocol != nil && *p.Protocol == corev1.ProtocolUDP}
 			// A port without a name (nil, not "") is ignored, as kube-proxy
 			// ignores it: Port 0 never matches a Service port.
 			if p.Name != nil && p.Port != nil {

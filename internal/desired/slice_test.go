@@ -33,7 +33,7 @@ func TestSliceOf(t *testing.T) {
 			{State: epGone},
 			{State: epReady},
 		},
-		Ports: []SlicePort{{Name: "http", Port: 8080, TCP: true}, {}},
+		Ports: []SlicePort{{Name: "http", Port: 8080, TCP: true}, {UDP: true}},
 	}
 	if got := SliceOf(in); !reflect.DeepEqual(got, want) {
 		t.Fatalf("SliceOf = %+v\nwant %+v", got, want)

@@ -23,6 +23,9 @@ type Config struct {
 	// the listed backends. Consumers may use it to skip comparing the
 	// rest; ignoring it is always correct.
 	Changes *Changes
+	// UDP holds the UDP ports, sorted by Name, for the kernel's load
+	// balancer (the nftables driver). The HAProxy driver ignores it.
+	UDP []UDPService
 }
 
 // Changes describes a Config derived from another by replacing the

@@ -1,0 +1,106 @@
+package desired
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// withUDP adds the UDP part of the model to res: one model.UDPService per
+// UDP port of the selected Services, with the same servers as a TCP port
+// would have (eligible nodes' InternalIP:nodePort under either
+// externalTrafficPolicy, or the endpoints with --targets=pods) and the
+// same settings (res.Good). It is computed afresh on every pass, fast or
+// not: there are few UDP ports, and this keeps the memo to TCP.
+//
+// res may share its Problems and Configured with the memo: they are
+// copied before anything is added.
+func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeInfo, bySvc map[string][]*Slice) Result {
+	var (
+		udp        []model.UDPService
+		problems   []Problem
+		configured []*corev1.Service
+		claimed    map[int32]string
+	)
+	// UDP servers never follow a node through HAProxy: a node that may
+	// not serve is left out.
+	sopts := opts
+	sopts.TrackNodes = false
+	for _, c := range svcs {
+		if !slices.ContainsFunc(c.svc.Spec.Ports, isUDP) {
+			continue
+		}
+		set, ok := res.Good[c.key]
+		if !ok {
+			continue // never had valid annotations: reported, left out
+		}
+		added := false
+		for _, p := range c.svc.Spec.Ports {
+			if !isUDP(p) {
+				continue
+			}
+			if !opts.UDP {
+				problems = append(problems, Problem{c.svc, ReasonUnsupportedProtocol,
+					"port " + portLabel(p) + ": protocol UDP is not load balanced: " + opts.UDPOff})
+				continue
+			}
+			if set.Balance != model.BalanceRoundRobin && set.Balance != model.BalanceSource {
+				problems = append(problems, Problem{c.svc, ReasonUnsupportedBalance,
+					"port " + portLabel(p) + ": balance " + set.Balance + " is not available for UDP (roundrobin or source); this port is not configured"})
+				continue
+			}
+			if owner, taken := claimed[p.Port]; taken {
+				problems = append(problems, Problem{c.svc, ReasonPortConflict,
+					"UDP port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
+				continue
+			}
+			servers, ok := serversFor(c.svc, p, set, sopts, nodes, bySvc[c.key])
+			if !ok {
+				problems = append(problems, Problem{c.svc, ReasonNoNodePort,
+					"port " + portLabel(p) + " has no nodePort; set the backend-port annotation or use --targets=pods"})
+				continue
+			}
+			if claimed == nil {
+				claimed = make(map[int32]string)
+			}
+			claimed[p.Port] = c.key
+			udp = append(udp, udpService(c, p, set.Balance, opts, servers))
+			added = true
+		}
+		if added && !slices.Contains(res.Configured, c.svc) {
+			configured = append(configured, c.svc)
+		}
+	}
+	slices.SortFunc(udp, func(a, b model.UDPService) int { return cmp.Compare(a.Name, b.Name) })
+	res.Config.UDP = udp
+	if len(problems) > 0 {
+		res.Problems = slices.Concat(res.Problems, problems)
+	}
+	if len(configured) > 0 {
+		res.Configured = slices.Concat(res.Configured, configured)
+	}
+	return res
+}
+
+func isUDP(p corev1.ServicePort) bool { return p.Protocol == corev1.ProtocolUDP }
+
+func udpService(c candidate, p corev1.ServicePort, balance string, opts Options, servers []model.Server) model.UDPService {
+	u := model.UDPService{
+		Name:    "udp_" + c.svc.Namespace + "_" + c.svc.Name + "_" + strconv.Itoa(int(p.Port)),
+		Service: c.key,
+		Balance: balance,
+		Probe:   opts.Targets != TargetPods,
+		Servers: servers,
+	}
+	if len(opts.Binds) == 0 {
+		u.Binds = []model.Bind{{Port: uint16(p.Port)}}
+	}
+	for _, a := range opts.Binds {
+		u.Binds = append(u.Binds, model.Bind{Addr: a, Port: uint16(p.Port)})
+	}
+	return u
+}
