@@ -1,0 +1,185 @@
+package nft
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// readBack reads what the table holds, so that a controller that starts
+// (again) changes only what differs from the model: elements that should
+// stay are not touched. Whatever it cannot read as ours is rewritten by
+// the first batch (an unexpected chain content makes its rules replaced).
+// Draining servers cannot be told apart from removed ones: their
+// conntrack entries are left alone.
+func (d *Driver) readBack() (exists bool, applied map[string]Service, base bool, err error) {
+	tables, err := d.conn.ListTablesOfFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return false, nil, false, err
+	}
+	found := false
+	for _, t := range tables {
+		found = found || t.Name == Table
+	}
+	out := map[string]Service{}
+	if !found {
+		return false, out, false, nil
+	}
+	chains, err := d.conn.ListChainsOfTableFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return true, nil, false, err
+	}
+	for _, c := range chains {
+		if c.Table.Name == Table && c.Name != chainPre && c.Name != chainPost {
+			out[c.Name] = Service{Name: c.Name}
+		}
+	}
+	for _, m := range []string{mapAny, mapAddr4, mapAddr6} {
+		els, err := d.elementsOf(m)
+		if err != nil {
+			continue // missing: created by the first batch
+		}
+		for _, e := range els {
+			s, ok := out[verdictChain(e)]
+			if !ok {
+				continue
+			}
+			if m == mapAny && len(e.Key) >= 2 {
+				s.Any, s.Port = true, uint16(e.Key[0])<<8|uint16(e.Key[1])
+			} else if ap, ok := parseAddrPort(e.Key); ok {
+				s.Addrs, s.Port = append(s.Addrs, ap.Addr()), ap.Port()
+			}
+			out[s.Name] = s
+		}
+	}
+	for name, s := range out {
+		s.V4 = d.readServers(serverMap(name, false))
+		s.V6 = d.readServers(serverMap(name, true))
+		s.Balance, s.stale = d.readBalance(name, len(s.V4), len(s.V6))
+		slices.SortFunc(s.Addrs, netip.Addr.Compare)
+		out[name] = s
+	}
+	return true, out, d.baseInPlace(), nil
+}
+
+// baseInPlace reports whether the fixed rules are the ones queueBase
+// writes (checked by the sets they use) and the fixed sets exist.
+func (d *Driver) baseInPlace() bool {
+	for _, m := range []string{setPorts, mapAny, mapAddr4, mapAddr6} {
+		if _, err := d.conn.GetSetByName(table, m); err != nil {
+			return false
+		}
+	}
+	pre, post := baseChains()
+	rules, err := d.conn.GetRules(table, pre)
+	if err != nil || len(rules) != 3 {
+		return false
+	}
+	for i, want := range []string{mapAddr4, mapAddr6, mapAny} {
+		if !slices.ContainsFunc(rules[i].Exprs, func(e expr.Any) bool {
+			l, ok := e.(*expr.Lookup)
+			return ok && l.SetName == want
+		}) {
+			return false
+		}
+	}
+	// The library cannot decode the rule of the postrouting chain (it
+	// reads the u8 conntrack direction as a u32): check it by count when
+	// it can, by the chain's existence otherwise.
+	if rules, err := d.conn.GetRules(table, post); err == nil {
+		return len(rules) == 1 && slices.ContainsFunc(rules[0].Exprs, func(e expr.Any) bool { _, ok := e.(*expr.Masq); return ok })
+	}
+	_, err = d.conn.ListChain(table, chainPost)
+	return err == nil
+}
+
+// elementsOf reads a set's elements (through the set as the kernel
+// describes it, which tells how to decode them).
+func (d *Driver) elementsOf(name string) ([]nftables.SetElement, error) {
+	s, err := d.conn.GetSetByName(table, name)
+	if err != nil {
+		return nil, err
+	}
+	return d.conn.GetSetElements(s)
+}
+
+func (d *Driver) readServers(m *nftables.Set) []netip.AddrPort {
+	els, err := d.elementsOf(m.Name)
+	if err != nil {
+		return nil
+	}
+	var out []netip.AddrPort
+	for _, e := range els {
+		i, ok := parseIndexKey(e.Key)
+		ap, ok2 := parseAddrPort(e.Val)
+		if !ok || !ok2 || i >= ruleSetMax {
+			continue
+		}
+		for len(out) <= i {
+			out = append(out, netip.AddrPort{}) // a hole: filled by the next batch
+		}
+		out[i] = ap
+	}
+	return out
+}
+
+// readBalance tells the balance of a port's chain, and stale when its
+// rules are not exactly what serviceRuleExprs writes for n4 and n6
+// servers (the next batch replaces them).
+func (d *Driver) readBalance(name string, n4, n6 int) (balance string, stale bool) {
+	rules, err := d.conn.GetRules(table, serviceChain(name))
+	if err != nil {
+		return "", true
+	}
+	dnats := 0
+	want := map[uint32]int{unix.NFPROTO_IPV4: n4, unix.NFPROTO_IPV6: n6}
+	for _, r := range rules {
+		var mod uint32
+		var b string
+		for _, e := range r.Exprs {
+			switch x := e.(type) {
+			case *expr.Numgen:
+				mod, b = x.Modulus, model.BalanceRoundRobin
+			case *expr.Hash:
+				mod, b = x.Modulus, model.BalanceSource
+			case *expr.NAT:
+				if b == "" || int(mod) != want[x.Family] || (balance != "" && balance != b) {
+					return "", true
+				}
+				balance, dnats = b, dnats+1
+			}
+		}
+	}
+	expected := 0
+	for _, n := range want {
+		if n > 0 {
+			expected++
+		}
+	}
+	return balance, dnats != expected || len(rules) != expected+1
+}
+
+// verdictChain is the chain of a verdict-map element ("goto CHAIN"). The
+// library leaves the verdict undecoded in Val when reading: nested
+// attributes, NFTA_VERDICT_CODE then NFTA_VERDICT_CHAIN.
+func verdictChain(e nftables.SetElement) string {
+	if e.VerdictData != nil {
+		return e.VerdictData.Chain
+	}
+	ad, err := netlink.NewAttributeDecoder(e.Val)
+	if err != nil {
+		return ""
+	}
+	for ad.Next() {
+		if ad.Type() == unix.NFTA_VERDICT_CHAIN {
+			return ad.String()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,124 @@
+package nft
+
+import (
+	"net/netip"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+)
+
+func ap(s string) netip.AddrPort { return netip.MustParseAddrPort(s) }
+
+func TestKeepIndices(t *testing.T) {
+	a, b, c, d := ap("198.51.100.1:1"), ap("198.51.100.2:1"), ap("198.51.100.3:1"), ap("198.51.100.4:1")
+	tests := []struct {
+		name      string
+		old, want []netip.AddrPort
+		out       []netip.AddrPort
+	}{
+		{"first time: sorted order", nil, []netip.AddrPort{a, b, c}, []netip.AddrPort{a, b, c}},
+		{"one replaced: the others keep their index", []netip.AddrPort{a, b, c}, []netip.AddrPort{a, c, d}, []netip.AddrPort{a, d, c}},
+		{"one removed from the middle: the last moves into the gap", []netip.AddrPort{a, b, c}, []netip.AddrPort{a, c}, []netip.AddrPort{a, c}},
+		{"one added: takes the new index", []netip.AddrPort{c, a}, []netip.AddrPort{a, b, c}, []netip.AddrPort{c, a, b}},
+		{"all gone", []netip.AddrPort{a}, nil, []netip.AddrPort{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := keepIndices(tt.old, tt.want); !slices.Equal(got, tt.out) {
+				t.Errorf("keepIndices = %v, want %v", got, tt.out)
+			}
+		})
+	}
+}
+
+// udpModel is the golden model: the seed's WireGuard on every local
+// address (roundrobin, one node draining, one down by its probe), and a
+// DNS port on two addresses with source hashing over both families.
+func udpModel() []model.UDPService {
+	a := netip.MustParseAddr
+	return []model.UDPService{
+		{Name: "udp_kube-system_dns_53", Service: "kube-system/dns", Balance: model.BalanceSource,
+			Binds: []model.Bind{{Addr: a("192.0.2.1"), Port: 53}, {Addr: a("2001:db8::1"), Port: 53}},
+			Servers: []model.Server{{Addr: a("10.244.1.5"), Port: 5353}, {Addr: a("2001:db8:1::5"), Port: 5353}}},
+		{Name: "udp_vpn_wireguard_51820", Service: "vpn/wireguard", Balance: model.BalanceRoundRobin, Probe: true,
+			Binds: []model.Bind{{Port: 51820}},
+			Servers: []model.Server{{Addr: a("192.168.1.11"), Port: 31820}, {Addr: a("192.168.1.12"), Port: 31820},
+				{Addr: a("192.168.1.13"), Port: 31820, Drain: true}, {Addr: a("192.168.1.14"), Port: 31820}}},
+	}
+}
+
+func down(a netip.Addr) bool { return a == netip.MustParseAddr("192.168.1.14") }
+
+func TestRenderGolden(t *testing.T) {
+	out := Render(Plan(udpModel(), nil, down))
+	golden.Assert(t, "ruleset.nft", out)
+	nftAccepts(t, out)
+}
+
+// nftAccepts checks a ruleset with `nft -c -f` inside a network namespace
+// of its own (nft -c still talks to the kernel).
+func nftAccepts(t *testing.T, ruleset []byte) {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft command (apt-get install nftables; make deps)")
+	}
+	lab := netlab.New(t, 0)
+	cmd := exec.Command("ip", "netns", "exec", lab.LB, "nft", "-c", "-f", "-")
+	cmd.Stdin = strings.NewReader(string(ruleset))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft -c -f rejects the ruleset: %v\n%s\n%s", err, out, ruleset)
+	}
+}
+
+// What the driver programs through netlink is what Render writes: both
+// listed back by nft, after `nft -f` of the rendered text in one
+// namespace and the driver's batches in another.
+func TestRenderMatchesKernel(t *testing.T) {
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft command")
+	}
+	text := netlab.New(t, 0)
+	cmd := exec.Command("ip", "netns", "exec", text.LB, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(string(Render(Plan(udpModel(), nil, down))))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft -f: %v: %s", err, out)
+	}
+	kernel := netlab.New(t, 0)
+	d := newDriver(t, kernel, Health{Kind: "none"})
+	u := udpModel()
+	u[1].Servers = u[1].Servers[:3] // what the probe took out, without a prober
+	apply(t, d, u...)
+	if got, want := normalize(listTable(t, kernel)), normalize(listTable(t, text)); got != want {
+		t.Errorf("the driver's table:\n%s\ndiffers from the rendered one:\n%s", got, want)
+	}
+}
+
+// normalize makes the listing of the two tables comparable: nft keeps
+// the `typeof` of a map written in text, the driver declares its type
+// (the same 32 bits).
+var (
+	typeofV4 = regexp.MustCompile(`typeof numgen inc mod 1 : ip daddr \. udp dport`)
+	typeofV6 = regexp.MustCompile(`typeof numgen inc mod 1 : ip6 daddr \. udp dport`)
+	markKey  = regexp.MustCompile(`0x0*([0-9a-f]+) :`)
+)
+
+// The order of the chains is their order of creation: blocks are sorted.
+func normalize(s string) string {
+	s = typeofV4.ReplaceAllString(s, "type mark : ipv4_addr . inet_service")
+	s = typeofV6.ReplaceAllString(s, "type mark : ipv6_addr . inet_service")
+	s = markKey.ReplaceAllString(s, "$1 :")
+	s = strings.TrimSpace(s)
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "table inet "+Table+" {"), "}")
+	blocks := strings.Split(s, "\n\n")
+	for i := range blocks {
+		blocks[i] = strings.TrimSpace(blocks[i])
+	}
+	slices.Sort(blocks)
+	return strings.Join(blocks, "\n\n")
+}
