@@ -44,7 +44,7 @@ func udpModel() []model.UDPService {
 	a := netip.MustParseAddr
 	return []model.UDPService{
 		{Name: "udp_kube-system_dns_53", Service: "kube-system/dns", Balance: model.BalanceSource,
-			Binds: []model.Bind{{Addr: a("192.0.2.1"), Port: 53}, {Addr: a("2001:db8::1"), Port: 53}},
+			Binds:   []model.Bind{{Addr: a("192.0.2.1"), Port: 53}, {Addr: a("2001:db8::1"), Port: 53}},
 			Servers: []model.Server{{Addr: a("10.244.1.5"), Port: 5353}, {Addr: a("2001:db8:1::5"), Port: 5353}}},
 		{Name: "udp_vpn_wireguard_51820", Service: "vpn/wireguard", Balance: model.BalanceRoundRobin, Probe: true,
 			Binds: []model.Bind{{Port: 51820}},
