@@ -53,6 +53,13 @@ deps:
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy; \
 	fi
 	@hack/promtool.sh
+	@if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then \
+		echo "nft: $$(command -v nft || echo /usr/sbin/nft)"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; \
+	fi
 
 vet:
 	$(GO) vet $(PKGS)

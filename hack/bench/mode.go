@@ -62,7 +62,8 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
 		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
 		"--min-reload-interval", c.minReload.String(), "--persist-interval", c.persist.String(), "--log-level", "info",
-		"--metrics-address", "127.0.0.1:0"}
+		"--metrics-address", "127.0.0.1:0",
+		"--udp=off"} // never the host's nftables
 	if c.pprof != "" {
 		args = append(args, "--pprof-address", c.pprof)
 	}

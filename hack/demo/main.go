@@ -109,7 +109,8 @@ func run(wait bool, bin string) error {
 	args := []string{"--kubeconfig", kube.KubeconfigPath, "--haproxy-config", cfg, "--haproxy-bin", bin,
 		"--master-socket", hap.MasterSocket, "--stats-socket", stats, "--state-file", state,
 		"--bind-address", "127.0.0.1", "--default-check-interval", "500ms", "--default-fall", "2", "--default-rise", "2",
-		"--metrics-address", "127.0.0.1:0"}
+		"--metrics-address", "127.0.0.1:0",
+		"--udp=off"} // never the host's nftables
 	go func() {
 		if err := cli.Run(cctx, args, func(string) string { return "" }, os.Stderr); err != nil && cctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "controller:", err)

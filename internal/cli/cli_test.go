@@ -15,7 +15,7 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func TestRenderCommand(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := renderCmd([]string{"-f", "testdata/cluster.yaml", "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state"},
+	err := renderCmd([]string{"-f", "testdata/cluster.yaml", "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state", "--output", "haproxy"},
 		env(nil), nil, &out, &errb)
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +25,7 @@ func TestRenderCommand(t *testing.T) {
 	for _, want := range []string{
 		"Service default/broken",                        // undecodable object named
 		"annotation haproxy-k8s-sync.io/timeout-client", // invalid annotation named
-		"UnsupportedProtocol",
+		"UnsupportedBalance", // a UDP port with balance leastconn
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

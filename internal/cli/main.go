@@ -28,6 +28,7 @@ Usage:
   haproxy-k8s-sync render static-pod [flags]
                                      the node-local kube-apiserver proxy: static pod manifest and haproxy.cfg
   haproxy-k8s-sync init    [flags]   write a minimal haproxy.cfg so HAProxy can start before the first sync
+  haproxy-k8s-sync cleanup --udp     delete the nftables table of the UDP ports (a normal stop leaves it)
   haproxy-k8s-sync version
 
 Run "haproxy-k8s-sync COMMAND -h" for a command's flags. Every flag can also
@@ -55,6 +56,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = renderCmd(args[2:], os.Getenv, stdin, stdout, stderr)
 	case "init":
 		err = initCmd(args[2:], os.Getenv, stderr)
+	case "cleanup":
+		err = cleanupCmd(args[2:], os.Getenv, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "haproxy-k8s-sync", Version)
 	case "-h", "--help", "help":
@@ -98,7 +101,11 @@ func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdou
 	s.register(fs)
 	var files fileList
 	fs.Var(&files, "f", "file of Kubernetes objects (YAML or JSON, multi-document or List; - for stdin); repeatable")
+	output := fs.String("output", outputAll, "all: haproxy.cfg, then the nftables ruleset of the UDP ports if any; haproxy; nftables")
 	if err := parse(fs, args, getenv, &s); err != nil {
+		return err
+	}
+	if err := validOutput(*output); err != nil {
 		return err
 	}
 	if len(files) == 0 {
@@ -108,6 +115,7 @@ func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdou
 	if err != nil {
 		return err
 	}
+	opts.UDP = true // as run with --udp=nftables
 	var set objects.Set
 	unparsed := 0
 	for _, f := range files {
@@ -133,9 +141,16 @@ func renderCmd(args []string, getenv func(string) string, stdin io.Reader, stdou
 	for _, p := range res.Problems {
 		fmt.Fprintf(stderr, "warning: Service %s/%s: %s: %s\n", p.Service.Namespace, p.Service.Name, p.Reason, p.Message)
 	}
-	layout, _ := plan.Assign(res.Config, nil, true)
-	if _, err = stdout.Write(render.Config(res.Config, layout, s.renderOptions())); err != nil {
-		return err
+	if *output != outputNFTables {
+		layout, _ := plan.Assign(res.Config, nil, true)
+		if _, err = stdout.Write(render.Config(res.Config, layout, s.renderOptions())); err != nil {
+			return err
+		}
+	}
+	if *output == outputNFTables || (*output == outputAll && len(res.Config.UDP) > 0) {
+		if err := renderUDP(stdout, res.Config.UDP); err != nil {
+			return err
+		}
 	}
 	if unparsed > 0 {
 		return fmt.Errorf("render: %w: %d document(s) could not be parsed (see the warnings); the config above lacks them", objects.ErrSyntax, unparsed)

@@ -36,6 +36,7 @@ type runFlags struct {
 	statsPage            statsFlags
 	dp                   dataplaneFlags
 	mode                 string
+	udp                  udpFlags
 }
 
 // Run is the `run` command with explicit context and environment, for
@@ -71,6 +72,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	f.dp.register(fs)
 	fs.StringVar(&f.mode, "mode", modeServices, "services: load-balance Services; apiserver: load-balance the kube-apiservers (docs/apiserver.md)")
 	apiFlags := registerAPIServerFlags(fs)
+	f.udp.register(fs)
 	if err := parse(fs, args, getenv, &f.shape); err != nil {
 		return err
 	}
@@ -93,6 +95,10 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
 	}
 	useDataplane, err := f.dp.selected()
+	if err != nil {
+		return err
+	}
+	udp, err := f.udp.setup(ctx, &dopts, log)
 	if err != nil {
 		return err
 	}
@@ -160,7 +166,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log})
 	events, gate := f.status.recorder(recorder)
-	ctl := controller.New(src, drv, events, controller.Options{
+	ctl := controller.New(src, compose(drv, udp), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,

@@ -364,3 +364,12 @@ func Cleanup(netnsPath string) error {
 	conn.DelTable(table)
 	return conn.Flush()
 }
+
+// Invalidate forgets what the table holds: the next pass reads it back
+// and corrects whatever changed behind the controller's back. The
+// controller calls it every --resync-period.
+func (d *Driver) Invalidate() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.applied = nil
+}

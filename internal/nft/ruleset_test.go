@@ -58,22 +58,7 @@ func down(a netip.Addr) bool { return a == netip.MustParseAddr("192.168.1.14") }
 func TestRenderGolden(t *testing.T) {
 	out := Render(Plan(udpModel(), nil, down))
 	golden.Assert(t, "ruleset.nft", out)
-	nftAccepts(t, out)
-}
-
-// nftAccepts checks a ruleset with `nft -c -f` inside a network namespace
-// of its own (nft -c still talks to the kernel).
-func nftAccepts(t *testing.T, ruleset []byte) {
-	t.Helper()
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("no nft command (apt-get install nftables; make deps)")
-	}
-	lab := netlab.New(t, 0)
-	cmd := exec.Command("ip", "netns", "exec", lab.LB, "nft", "-c", "-f", "-")
-	cmd.Stdin = strings.NewReader(string(ruleset))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("nft -c -f rejects the ruleset: %v\n%s\n%s", err, out, ruleset)
-	}
+	netlab.NFTAccepts(t, out)
 }
 
 // What the driver programs through netlink is what Render writes: both

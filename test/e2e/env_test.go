@@ -86,6 +86,7 @@ func (e *env) controllerArgs(extra ...string) []string {
 		"--resync-period", "3s", "--min-reload-interval", "100ms", "--persist-interval", "50ms",
 		"--log-level", "debug",
 		"--metrics-address", "", // tests run side by side: one that scrapes passes its own address
+		"--udp=off", // the kernel's UDP path only in network namespaces (udp_test.go)
 	}, extra...)
 }
 

@@ -254,3 +254,19 @@ func Eventually(ctx context.Context, timeout time.Duration, fn func() error) err
 		}
 	}
 }
+
+// NFTAccepts fails t unless `nft -c -f` accepts ruleset, checked inside a
+// network namespace of its own (nft -c still asks the kernel); it skips
+// the test when nft is not installed (make deps installs it).
+func NFTAccepts(t testing.TB, ruleset []byte) {
+	t.Helper()
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft command (apt-get install nftables; make deps)")
+	}
+	l := New(t, 0)
+	cmd := exec.Command("ip", "netns", "exec", l.LB, "nft", "-c", "-f", "-")
+	cmd.Stdin = strings.NewReader(string(ruleset))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft -c -f rejects the ruleset: %v\n%s\n%s", err, out, ruleset)
+	}
+}

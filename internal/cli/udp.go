@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/nft"
+)
+
+// UDP modes.
+const (
+	udpNFTables = "nftables"
+	udpOff      = "off"
+)
+
+// udpFlags are the flags of the kernel's UDP load balancing (docs/udp.md).
+type udpFlags struct {
+	mode     string // "" (auto), nftables or off
+	health   string
+	interval time.Duration
+	netns    string
+	forward  string // require or enable
+}
+
+func (u *udpFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&u.mode, "udp", "", "UDP ports: 'nftables' (the kernel load balances them through the table inet "+nft.Table+") or 'off' (skipped with an Event); default nftables when the controller has CAP_NET_ADMIN and IP forwarding allows it, otherwise off with an Event saying why")
+	fs.StringVar(&u.health, "udp-health", nft.DefaultHealth, "how nodes serving UDP ports are probed: http:PORT[/PATH] (200 is healthy; default kube-proxy's healthz), tcp:PORT, or none")
+	fs.DurationVar(&u.interval, "udp-health-interval", 2*time.Second, "probe interval; a node leaves after 2 failed probes and returns after 2 good ones")
+	fs.StringVar(&u.netns, "udp-netns", "", "network namespace (a path, e.g. /run/netns/lb) holding the UDP data path; default the controller's own")
+	fs.StringVar(&u.forward, "udp-ip-forward", "require", "'require': fail (or, without --udp, skip UDP) when IP forwarding is off; 'enable': turn it on (the documented deployment: a dedicated load-balancer host)")
+}
+
+// setup decides whether UDP ports go to the kernel and opens the driver
+// if so (nil otherwise); dopts says which, and why not, for the Events.
+func (u *udpFlags) setup(ctx context.Context, dopts *desired.Options, log *slog.Logger) (*nft.Driver, error) {
+	if u.forward != "require" && u.forward != "enable" {
+		return nil, fmt.Errorf("--udp-ip-forward: want require or enable, got %q", u.forward)
+	}
+	h, err := nft.ParseHealth(u.health, u.interval)
+	if err != nil {
+		return nil, err
+	}
+	skip := func(why string) (*nft.Driver, error) {
+		dopts.UDP, dopts.UDPOff = false, why
+		log.Info("UDP ports are not load balanced", "reason", why)
+		return nil, nil
+	}
+	switch u.mode {
+	case udpOff:
+		return skip("UDP load balancing is off (--udp=off)")
+	case "", udpNFTables:
+	default:
+		return nil, fmt.Errorf("--udp: want nftables or off, got %q", u.mode)
+	}
+	if !nft.HasNetAdmin() {
+		if u.mode == udpNFTables {
+			return nil, errors.New("--udp=nftables needs CAP_NET_ADMIN")
+		}
+		return skip("the controller lacks CAP_NET_ADMIN, which the kernel's UDP load balancing needs (see docs/udp.md)")
+	}
+	d, err := nft.New(ctx, nft.Options{NetNS: u.netns, EnableForwarding: u.forward == "enable", Health: h, Logger: log})
+	if err != nil {
+		if u.mode == udpNFTables {
+			return nil, fmt.Errorf("--udp=nftables: %w", err)
+		}
+		return skip(err.Error())
+	}
+	dopts.UDP = true
+	log.Info("UDP ports are load balanced by the kernel", "table", "inet "+nft.Table, "health", u.health)
+	return d, nil
+}
+
+// compose is the controller's driver: HAProxy for TCP, and the kernel for
+// UDP when it is on.
+func compose(hap driver.Driver, udp *nft.Driver) driver.Driver {
+	if udp == nil {
+		return hap
+	}
+	return driver.Fanout{hap, udp}
+}
+
+// Render outputs.
+const (
+	outputAll      = "all"      // haproxy.cfg, then the nftables ruleset when there are UDP ports
+	outputHAProxy  = "haproxy"  // haproxy.cfg only
+	outputNFTables = "nftables" // the nftables ruleset only (nft -f syntax)
+)
+
+func validOutput(o string) error {
+	switch o {
+	case outputAll, outputHAProxy, outputNFTables:
+		return nil
+	}
+	return fmt.Errorf("--output: want all, haproxy or nftables, got %q", o)
+}
+
+// renderUDP writes the ruleset of the UDP ports.
+func renderUDP(w io.Writer, udp []model.UDPService) error {
+	_, err := w.Write(nft.Render(nft.Plan(udp, nil, nil)))
+	return err
+}
+
+// cleanupCmd is `cleanup --udp`: it deletes the controller's nftables
+// table (a normal stop leaves it in place, so traffic keeps flowing).
+func cleanupCmd(args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := newFlagSet("cleanup", stderr)
+	var s shape
+	udp := fs.Bool("udp", false, "delete the nftables table inet "+nft.Table)
+	netns := fs.String("udp-netns", "", "network namespace (path) holding the table; default this process's own")
+	if err := parse(fs, args, getenv, &s); err != nil {
+		return err
+	}
+	if !*udp {
+		return errors.New("cleanup: say what to remove (--udp)")
+	}
+	return nft.Cleanup(*netns)
+}

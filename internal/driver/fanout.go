@@ -1,0 +1,57 @@
+package driver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Fanout hands the whole model to several drivers, one per data path
+// (HAProxy for TCP, the kernel for UDP), each applying its own part. The
+// first driver's Result leads (its timings and reload); the others add
+// their operations and time. Every driver is applied even when one
+// fails; the errors are joined (errors.Is still finds ErrDeferred).
+type Fanout []Driver
+
+// Apply applies cfg with every driver.
+func (f Fanout) Apply(ctx context.Context, cfg model.Config) (Result, error) {
+	var res Result
+	var errs []error
+	for i, d := range f {
+		r, err := d.Apply(ctx, cfg)
+		if i == 0 {
+			res = r
+		} else {
+			res.Ops += r.Ops
+			res.Runtime += r.Runtime
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// Verify verifies the drivers that can (drift if any found some), and
+// has the drivers that cache what they applied without verifying forget
+// it.
+func (f Fanout) Verify(ctx context.Context) (bool, error) {
+	drift := false
+	var errs []error
+	for _, d := range f {
+		switch v := d.(type) {
+		case interface {
+			Verify(context.Context) (bool, error)
+		}:
+			dr, err := v.Verify(ctx)
+			drift = drift || dr
+			if err != nil {
+				errs = append(errs, err)
+			}
+		case interface{ Invalidate() }:
+			v.Invalidate()
+		}
+	}
+	return drift, errors.Join(errs...)
+}
