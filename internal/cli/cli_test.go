@@ -25,7 +25,7 @@ func TestRenderCommand(t *testing.T) {
 	for _, want := range []string{
 		"Service default/broken",                        // undecodable object named
 		"annotation haproxy-k8s-sync.io/timeout-client", // invalid annotation named
-		"UnsupportedBalance", // a UDP port with balance leastconn
+		"UnsupportedBalance",                            // a UDP port with balance leastconn
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
