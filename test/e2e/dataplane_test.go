@@ -171,7 +171,7 @@ func runSeedController(t *testing.T, env map[string]string) *haproxytest.LockedB
 	log := &haproxytest.LockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- cli.Run(ctx, []string{"--log-level", "debug"}, func(k string) string { return env[k] }, log)
+		done <- cli.Run(ctx, []string{"--log-level", "debug", "--udp=off"}, func(k string) string { return env[k] }, log)
 	}()
 	t.Cleanup(func() {
 		cancel()
