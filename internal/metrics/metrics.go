@@ -1,9 +1,11 @@
 // Package metrics holds the controller's Prometheus metrics, all named
 // haproxy_k8s_sync_*, in a registry owned by the process (never the
 // global default registry). Every driver reports through an Instance, so
-// each series carries an "instance" label naming the driver (haproxy,
-// dataplane, apiserver...). Methods of a nil *Instance do nothing: code
-// that runs without metrics needs no checks.
+// each series carries a "driver" label naming the driver instance
+// (haproxy, dataplane, apiserver...). The label is not called "instance":
+// Prometheus gives that name to the scrape target and would rename ours
+// exported_instance. Methods of a nil *Instance do nothing: code that
+// runs without metrics needs no checks.
 package metrics
 
 import (
@@ -71,30 +73,30 @@ type Registry struct {
 // process metrics, and the client-go workqueue metrics.
 func New(opts Options) *Registry {
 	r := &Registry{reg: prometheus.NewRegistry(), perService: opts.PerService}
-	inst := []string{"instance"}
+	inst := []string{"driver"}
 	durations := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 	r.passDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "pass_duration_seconds",
 		Help:    "Duration of a pass (snapshot, desired state, apply), by outcome.",
 		Buckets: durations,
-	}, []string{"instance", "outcome"})
+	}, []string{"driver", "outcome"})
 	r.phaseDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "phase_duration_seconds",
 		Help:    "Duration of each phase of a pass that ran it (parse, render, check, write, reload, runtime).",
 		Buckets: durations,
-	}, []string{"instance", "phase"})
-	r.reloads = counter("reloads_total", "HAProxy reloads that succeeded, by the first reason of each.", "instance", "reason")
-	r.reloadFails = counter("reload_failures_total", "Reloads that failed (config rejected, reload failed or timed out), by the first reason of each.", "instance", "reason")
+	}, []string{"driver", "phase"})
+	r.reloads = counter("reloads_total", "HAProxy reloads that succeeded, by the first reason of each.", "driver", "reason")
+	r.reloadFails = counter("reload_failures_total", "Reloads that failed (config rejected, reload failed or timed out), by the first reason of each.", "driver", "reason")
 	r.cmdsSent = counter("runtime_commands_total", "Runtime API commands sent to HAProxy.", inst...)
 	r.cmdsFailed = counter("runtime_command_failures_total", "Runtime API commands of batches that failed (rejected by HAProxy, or the socket failed).", inst...)
 	r.drift = counter("resync_drift_corrections_total", "Periodic resyncs that found HAProxy's state differing from what was applied (the next pass corrects it).", inst...)
 	r.served = gauge("services_served", "Services with at least one frontend.", inst...)
-	r.refused = gauge("services_refused", "Services with a problem in the last pass, by reason (InvalidAnnotation includes Services kept on their last good settings).", "instance", "reason")
+	r.refused = gauge("services_refused", "Services with a problem in the last pass, by reason (InvalidAnnotation includes Services kept on their last good settings).", "driver", "reason")
 	r.frontends = gauge("frontends", "Frontends in the desired configuration.", inst...)
 	r.backends = gauge("backends", "Service backends in the desired configuration (the _nodes backend not counted).", inst...)
-	r.servers = gauge("servers", "Servers in the desired configuration, by state (ready, drain, maint).", "instance", "state")
+	r.servers = gauge("servers", "Servers in the desired configuration, by state (ready, drain, maint).", "driver", "state")
 	r.lastSuccess = gauge("last_success_timestamp_seconds", "Unix time of the end of the last pass that applied the desired state.", inst...)
-	r.svcServers = gauge("service_servers", "Servers of each Service's backends by state (only with per-Service metrics on).", "instance", "namespace", "service", "state")
+	r.svcServers = gauge("service_servers", "Servers of each Service's backends by state (only with per-Service metrics on).", "driver", "namespace", "service", "state")
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "build_info", Help: "Build information; always 1.",
 		ConstLabels: prometheus.Labels{"version": opts.Version, "goversion": runtime.Version()},
@@ -130,7 +132,7 @@ func (r *Registry) Handler() http.Handler {
 }
 
 // Instance returns the recorder of one driver; name becomes the value of
-// the "instance" label. The series of every label value that alerts need
+// the "driver" label. The series of every label value that alerts need
 // (outcomes, phases, refusal reasons, server states) exist from the start
 // with zero values.
 func (r *Registry) Instance(name string) *Instance {

@@ -69,38 +69,38 @@ func TestInstanceRecords(t *testing.T) {
 	want := `
 # HELP haproxy_k8s_sync_servers Servers in the desired configuration, by state (ready, drain, maint).
 # TYPE haproxy_k8s_sync_servers gauge
-haproxy_k8s_sync_servers{instance="haproxy",state="drain"} 1
-haproxy_k8s_sync_servers{instance="haproxy",state="maint"} 1
-haproxy_k8s_sync_servers{instance="haproxy",state="ready"} 1
+haproxy_k8s_sync_servers{driver="haproxy",state="drain"} 1
+haproxy_k8s_sync_servers{driver="haproxy",state="maint"} 1
+haproxy_k8s_sync_servers{driver="haproxy",state="ready"} 1
 # HELP haproxy_k8s_sync_backends Service backends in the desired configuration (the _nodes backend not counted).
 # TYPE haproxy_k8s_sync_backends gauge
-haproxy_k8s_sync_backends{instance="haproxy"} 2
+haproxy_k8s_sync_backends{driver="haproxy"} 2
 # HELP haproxy_k8s_sync_reloads_total HAProxy reloads that succeeded, by the first reason of each.
 # TYPE haproxy_k8s_sync_reloads_total counter
-haproxy_k8s_sync_reloads_total{instance="haproxy",reason="frontend_added"} 1
+haproxy_k8s_sync_reloads_total{driver="haproxy",reason="frontend_added"} 1
 # HELP haproxy_k8s_sync_reload_failures_total Reloads that failed (config rejected, reload failed or timed out), by the first reason of each.
 # TYPE haproxy_k8s_sync_reload_failures_total counter
-haproxy_k8s_sync_reload_failures_total{instance="haproxy",reason="backend_changed"} 1
+haproxy_k8s_sync_reload_failures_total{driver="haproxy",reason="backend_changed"} 1
 # HELP haproxy_k8s_sync_runtime_commands_total Runtime API commands sent to HAProxy.
 # TYPE haproxy_k8s_sync_runtime_commands_total counter
-haproxy_k8s_sync_runtime_commands_total{instance="haproxy"} 7
+haproxy_k8s_sync_runtime_commands_total{driver="haproxy"} 7
 # HELP haproxy_k8s_sync_runtime_command_failures_total Runtime API commands of batches that failed (rejected by HAProxy, or the socket failed).
 # TYPE haproxy_k8s_sync_runtime_command_failures_total counter
-haproxy_k8s_sync_runtime_command_failures_total{instance="haproxy"} 2
+haproxy_k8s_sync_runtime_command_failures_total{driver="haproxy"} 2
 # HELP haproxy_k8s_sync_services_refused Services with a problem in the last pass, by reason (InvalidAnnotation includes Services kept on their last good settings).
 # TYPE haproxy_k8s_sync_services_refused gauge
-haproxy_k8s_sync_services_refused{instance="haproxy",reason="InvalidAnnotation"} 0
-haproxy_k8s_sync_services_refused{instance="haproxy",reason="NoNodePort"} 0
-haproxy_k8s_sync_services_refused{instance="haproxy",reason="PortConflict"} 1
-haproxy_k8s_sync_services_refused{instance="haproxy",reason="UnsupportedProtocol"} 0
+haproxy_k8s_sync_services_refused{driver="haproxy",reason="InvalidAnnotation"} 0
+haproxy_k8s_sync_services_refused{driver="haproxy",reason="NoNodePort"} 0
+haproxy_k8s_sync_services_refused{driver="haproxy",reason="PortConflict"} 1
+haproxy_k8s_sync_services_refused{driver="haproxy",reason="UnsupportedProtocol"} 0
 # HELP haproxy_k8s_sync_service_servers Servers of each Service's backends by state (only with per-Service metrics on).
 # TYPE haproxy_k8s_sync_service_servers gauge
-haproxy_k8s_sync_service_servers{instance="haproxy",namespace="default",service="a",state="drain"} 0
-haproxy_k8s_sync_service_servers{instance="haproxy",namespace="default",service="a",state="maint"} 1
-haproxy_k8s_sync_service_servers{instance="haproxy",namespace="default",service="a",state="ready"} 1
-haproxy_k8s_sync_service_servers{instance="haproxy",namespace="other",service="b",state="drain"} 1
-haproxy_k8s_sync_service_servers{instance="haproxy",namespace="other",service="b",state="maint"} 0
-haproxy_k8s_sync_service_servers{instance="haproxy",namespace="other",service="b",state="ready"} 0
+haproxy_k8s_sync_service_servers{driver="haproxy",namespace="default",service="a",state="drain"} 0
+haproxy_k8s_sync_service_servers{driver="haproxy",namespace="default",service="a",state="maint"} 1
+haproxy_k8s_sync_service_servers{driver="haproxy",namespace="default",service="a",state="ready"} 1
+haproxy_k8s_sync_service_servers{driver="haproxy",namespace="other",service="b",state="drain"} 1
+haproxy_k8s_sync_service_servers{driver="haproxy",namespace="other",service="b",state="maint"} 0
+haproxy_k8s_sync_service_servers{driver="haproxy",namespace="other",service="b",state="ready"} 0
 `
 	names := []string{"haproxy_k8s_sync_servers", "haproxy_k8s_sync_backends", "haproxy_k8s_sync_reloads_total",
 		"haproxy_k8s_sync_reload_failures_total", "haproxy_k8s_sync_runtime_commands_total",

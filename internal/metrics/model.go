@@ -73,7 +73,7 @@ func (i *Instance) Model(cfg model.Config) {
 		i.r.servers.WithLabelValues(i.name, st).Set(counts[k])
 	}
 	if i.r.perService {
-		i.r.svcServers.DeletePartialMatch(prometheus.Labels{"instance": i.name})
+		i.r.svcServers.DeletePartialMatch(prometheus.Labels{"driver": i.name})
 		for svc, sc := range perSvc {
 			ns, name, _ := strings.Cut(svc, "/")
 			for k, st := range ServerStates {

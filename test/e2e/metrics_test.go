@@ -40,7 +40,7 @@ func TestMetricsCountWhatHappens(t *testing.T) {
 	e.eventually("/healthz", httpStatus("http://"+addr+"/healthz", 200))
 	e.eventually("/readyz", httpStatus("http://"+addr+"/readyz", 200))
 	m := &scraper{url: "http://" + addr + "/metrics"}
-	e.eventually("a first pass applied", m.atLeast(`haproxy_k8s_sync_pass_duration_seconds{instance="haproxy",outcome="applied"}`, 1))
+	e.eventually("a first pass applied", m.atLeast(`haproxy_k8s_sync_pass_duration_seconds{driver="haproxy",outcome="applied"}`, 1))
 
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true})
@@ -48,46 +48,46 @@ func TestMetricsCountWhatHappens(t *testing.T) {
 	e.eventually("web serves", serves(port, "n1"))
 	// The first reload after a start replaces a config the controller
 	// did not render; the next one adds a frontend.
-	e.eventually("the first reload counted", m.atLeast(`haproxy_k8s_sync_reloads_total{instance="haproxy",reason="config_differs"}`, 1))
+	e.eventually("the first reload counted", m.atLeast(`haproxy_k8s_sync_reloads_total{driver="haproxy",reason="config_differs"}`, 1))
 	port2 := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "api", Port: port2, NodePort: np + 1})
 	e.eventually("api serves", serves(port2, "n1", "n2", "n3"))
-	e.eventually("the reload counted as frontend_added", m.equal(`haproxy_k8s_sync_reloads_total{instance="haproxy",reason="frontend_added"}`, 1))
+	e.eventually("the reload counted as frontend_added", m.equal(`haproxy_k8s_sync_reloads_total{driver="haproxy",reason="frontend_added"}`, 1))
 
 	reloads := m.sum(t, "haproxy_k8s_sync_reloads_total")
-	cmds := m.value(t, `haproxy_k8s_sync_runtime_commands_total{instance="haproxy"}`)
+	cmds := m.value(t, `haproxy_k8s_sync_runtime_commands_total{driver="haproxy"}`)
 	e.setEndpoints("web", pod(1, "n1"), pod(2, "n2"))
 	e.eventually("web serves from two nodes", serves(port, "n1", "n2"))
-	e.eventually("runtime commands counted", m.atLeast(`haproxy_k8s_sync_runtime_commands_total{instance="haproxy"}`, cmds+1))
-	e.eventually("servers by state", m.equal(`haproxy_k8s_sync_servers{instance="haproxy",state="ready"}`, 2+3))
+	e.eventually("runtime commands counted", m.atLeast(`haproxy_k8s_sync_runtime_commands_total{driver="haproxy"}`, cmds+1))
+	e.eventually("servers by state", m.equal(`haproxy_k8s_sync_servers{driver="haproxy",state="ready"}`, 2+3))
 	if got := m.sum(t, "haproxy_k8s_sync_reloads_total"); got != reloads {
 		t.Errorf("reloads went from %v to %v for an endpoint change", reloads, got)
 	}
-	if got := m.value(t, `haproxy_k8s_sync_runtime_command_failures_total{instance="haproxy"}`); got != 0 {
+	if got := m.value(t, `haproxy_k8s_sync_runtime_command_failures_total{driver="haproxy"}`); got != 0 {
 		t.Errorf("runtime command failures: %v", got)
 	}
 
 	e.createService(lab.Service{Namespace: ns, Name: "second", Port: port, NodePort: np + 2})
 	e.createUDPService(lab.Service{Namespace: ns, Name: "dns", Port: 53, NodePort: np + 3})
-	e.eventually("PortConflict counted", m.equal(`haproxy_k8s_sync_services_refused{instance="haproxy",reason="PortConflict"}`, 1))
-	e.eventually("UnsupportedProtocol counted", m.equal(`haproxy_k8s_sync_services_refused{instance="haproxy",reason="UnsupportedProtocol"}`, 1))
+	e.eventually("PortConflict counted", m.equal(`haproxy_k8s_sync_services_refused{driver="haproxy",reason="PortConflict"}`, 1))
+	e.eventually("UnsupportedProtocol counted", m.equal(`haproxy_k8s_sync_services_refused{driver="haproxy",reason="UnsupportedProtocol"}`, 1))
 	for series, want := range map[string]float64{
-		`haproxy_k8s_sync_services_served{instance="haproxy"}`:                               2,
-		`haproxy_k8s_sync_frontends{instance="haproxy"}`:                                     2,
-		`haproxy_k8s_sync_services_refused{instance="haproxy",reason="NoNodePort"}`:          0,
-		`haproxy_k8s_sync_reload_failures_total{instance="haproxy",reason="frontend_added"}`: 0,
+		`haproxy_k8s_sync_services_served{driver="haproxy"}`:                               2,
+		`haproxy_k8s_sync_frontends{driver="haproxy"}`:                                     2,
+		`haproxy_k8s_sync_services_refused{driver="haproxy",reason="NoNodePort"}`:          0,
+		`haproxy_k8s_sync_reload_failures_total{driver="haproxy",reason="frontend_added"}`: 0,
 	} {
 		if got := m.value(t, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
 	for _, series := range []string{
-		`haproxy_k8s_sync_phase_duration_seconds{instance="haproxy",phase="check"}`,
-		`haproxy_k8s_sync_phase_duration_seconds{instance="haproxy",phase="reload"}`,
-		`haproxy_k8s_sync_phase_duration_seconds{instance="haproxy",phase="runtime"}`,
-		`haproxy_k8s_sync_phase_duration_seconds{instance="haproxy",phase="parse"}`,
+		`haproxy_k8s_sync_phase_duration_seconds{driver="haproxy",phase="check"}`,
+		`haproxy_k8s_sync_phase_duration_seconds{driver="haproxy",phase="reload"}`,
+		`haproxy_k8s_sync_phase_duration_seconds{driver="haproxy",phase="runtime"}`,
+		`haproxy_k8s_sync_phase_duration_seconds{driver="haproxy",phase="parse"}`,
 		`haproxy_k8s_sync_workqueue_adds_total{name="haproxy-k8s-sync"}`,
-		`haproxy_k8s_sync_last_success_timestamp_seconds{instance="haproxy"}`,
+		`haproxy_k8s_sync_last_success_timestamp_seconds{driver="haproxy"}`,
 	} {
 		if got := m.value(t, series); got <= 0 {
 			t.Errorf("%s = %v, want > 0", series, got)
