@@ -16,6 +16,7 @@ PKGS ?= ./...
 
 # Sizes for the benchmark, passed as flags only when set:
 #   make bench SERVICES=500 ENDPOINTS=20 NODES=50 CHANGES=1000
+# DRIVER=dataplane measures the Data Plane API driver against its test server.
 SERVICES ?=
 CHANGES ?=
 ENDPOINTS ?=
@@ -76,7 +77,7 @@ demo: deps
 	$(WITH_TESTBIN) $(GO) run ./hack/demo $(DEMOFLAGS)
 
 bench: deps
-	$(WITH_TESTBIN) $(GO) run ./hack/bench $(SIZEFLAGS) $(BENCHFLAGS)
+	$(WITH_TESTBIN) $(GO) run ./hack/bench $(SIZEFLAGS) $(if $(DRIVER),-driver=$(DRIVER)) $(BENCHFLAGS)
 
 clean:
 	rm -rf bin

@@ -45,6 +45,8 @@ type config struct {
 	seed                                uint64
 	pprof                               string
 	ctlEnv, ctlBin                      string
+	driver                              string
+	dpReloadDelay                       time.Duration
 }
 
 func main() {
@@ -74,6 +76,8 @@ func main() {
 	flag.StringVar(&c.pprof, "controller-pprof", "", "pass --pprof-address to the controller (e.g. 127.0.0.1:6060)")
 	flag.StringVar(&c.ctlBin, "controller-bin", "", "use this controller binary instead of building ./cmd/haproxy-k8s-sync (to compare versions)")
 	flag.StringVar(&c.ctlEnv, "controller-env", "", "extra environment of the controller, comma-separated KEY=VALUE (e.g. GOMEMLIMIT=100MiB)")
+	flag.StringVar(&c.driver, "driver", "haproxy", "haproxy: a real HAProxy, hybrid mode and the reload baseline; dataplane: the Data Plane API driver against the in-memory test server")
+	flag.DurationVar(&c.dpReloadDelay, "dataplane-reload-delay", time.Second, "the test server's reload_delay (driver dataplane)")
 	// The load process (this binary re-executed); not for direct use.
 	flag.StringVar(&loadTarget, "load-target", "", "internal: run as the load process against these addresses")
 	flag.DurationVar(&loadDur, "load-duration", time.Hour, "internal: load process time limit")
@@ -98,6 +102,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-nodes must be between -endpoints and 250")
 	case c.changes < 1:
 		return fmt.Errorf("-changes must be positive")
+	case c.driver != "haproxy" && c.driver != "dataplane":
+		return fmt.Errorf("-driver: want haproxy or dataplane")
 	case c.services > 30000:
 		return fmt.Errorf("at most 30000 Services")
 	case c.npBase+nodePortSpan(c.services) > 65535 || c.feBase+c.services+burstSize > 65535:
@@ -218,6 +224,16 @@ func run(c config) error {
 	logf("created %d nodes, %d Services and EndpointSlices (%d endpoints) in %s; nodes listen on the nodePorts of %d probed Services",
 		c.nodes, c.services, c.services*c.endpoints, since(t), c.probe)
 
+	if c.driver == "dataplane" {
+		res, err := b.runDataplane(ctx, c.changes)
+		if err != nil {
+			return fmt.Errorf("dataplane: %w", err)
+		}
+		printTable(os.Stdout, res)
+		js, _ := json.Marshal(res)
+		fmt.Println(string(js))
+		return nil
+	}
 	res, err := b.runMode(ctx, "hybrid", c.changes)
 	if err != nil {
 		return fmt.Errorf("hybrid: %w", err)

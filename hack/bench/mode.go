@@ -183,7 +183,12 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 // the backend of a Service it affects. The sequence cycles through: an
 // endpoint goes not ready, comes back; a node gets the exclude label, loses
 // it; a node is added, deleted.
-func (b *bench) churn(ctx context.Context, obs *observer, n int, fresh bool) ([]time.Duration, error) {
+// backendWaiter waits until a backend runs exactly the servers wanted.
+type backendWaiter interface {
+	waitBackend(ctx context.Context, be string, want map[netip.AddrPort]bool, fresh bool, timeout time.Duration) (time.Time, error)
+}
+
+func (b *bench) churn(ctx context.Context, obs backendWaiter, n int, fresh bool) ([]time.Duration, error) {
 	w := b.w
 	rng := rand.New(rand.NewPCG(b.cfg.seed, 7))
 	lat := make([]time.Duration, 0, n)
@@ -265,11 +270,11 @@ func printTable(out io.Writer, r *result) {
 		{"controller CPU", func(r *result) float64 { return r.ControllerCPU }, "s"},
 		{"HAProxy RSS", func(r *result) float64 { return r.HAProxyRSS }, "MiB"},
 	}
-	fmt.Fprintf(out, "\n%d Services, %d endpoints, health checks %v; changes: hybrid %d", r.Services, r.Endpoints, r.HealthChecks, r.Changes)
+	fmt.Fprintf(out, "\n%d Services, %d endpoints, health checks %v; changes: %s %d", r.Services, r.Endpoints, r.HealthChecks, r.Mode, r.Changes)
 	if r.Baseline != nil {
 		fmt.Fprintf(out, ", reload %d", r.Baseline.Changes)
 	}
-	fmt.Fprintf(out, "\n%-24s %12s", "", "hybrid")
+	fmt.Fprintf(out, "\n%-24s %12s", "", r.Mode)
 	if r.Baseline != nil {
 		fmt.Fprintf(out, " %12s %16s", "reload", "reload/hybrid")
 	}

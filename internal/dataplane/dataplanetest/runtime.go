@@ -189,7 +189,7 @@ func (s *Server) Backend(name string) (Section, bool) {
 	if !ok {
 		return Section{}, false
 	}
-	return Section{Object: cloneObject(o), Children: s.cfg.servers[name].clone().all(), Templates: s.cfg.templates[name]}, true
+	return Section{Object: cloneObject(o), Children: cloneAll(s.cfg.servers[name].all()), Templates: cloneAll(s.cfg.templates[name])}, true
 }
 
 // Frontend returns the configuration the API holds for a frontend.
@@ -200,7 +200,7 @@ func (s *Server) Frontend(name string) (Section, bool) {
 	if !ok {
 		return Section{}, false
 	}
-	return Section{Object: cloneObject(o), Children: s.cfg.binds[name].clone().all()}, true
+	return Section{Object: cloneObject(o), Children: cloneAll(s.cfg.binds[name].all())}, true
 }
 
 // Names lists the frontends and backends the API holds.
@@ -216,4 +216,12 @@ func (s *Server) BumpVersion() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.version++
+}
+
+func cloneAll(objs []Object) []Object {
+	out := make([]Object, len(objs))
+	for i, o := range objs {
+		out[i] = cloneObject(o)
+	}
+	return out
 }

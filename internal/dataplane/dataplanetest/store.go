@@ -3,6 +3,7 @@ package dataplanetest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -46,12 +47,10 @@ func (l *list) all() []Object {
 	return out
 }
 
+// clone copies the list. Stored objects are never changed in place (a
+// write replaces them), so the copies share them.
 func (l *list) clone() *list {
-	c := &list{names: slices.Clone(l.names), m: make(map[string]Object, len(l.m))}
-	for k, v := range l.m {
-		c.m[k] = cloneObject(v)
-	}
-	return c
+	return &list{names: slices.Clone(l.names), m: maps.Clone(l.m)}
 }
 
 // config is the whole configuration the API manages (what it writes to
@@ -69,17 +68,12 @@ func newConfig() *config {
 }
 
 func (c *config) clone() *config {
-	n := &config{frontends: c.frontends.clone(), binds: map[string]*list{}, backends: c.backends.clone(), servers: map[string]*list{}, templates: map[string][]Object{}}
+	n := &config{frontends: c.frontends.clone(), binds: map[string]*list{}, backends: c.backends.clone(), servers: map[string]*list{}, templates: maps.Clone(c.templates)}
 	for k, v := range c.binds {
 		n.binds[k] = v.clone()
 	}
 	for k, v := range c.servers {
 		n.servers[k] = v.clone()
-	}
-	for k, v := range c.templates {
-		for _, t := range v {
-			n.templates[k] = append(n.templates[k], cloneObject(t))
-		}
 	}
 	return n
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
@@ -123,11 +124,61 @@ func (d *Driver) read(ctx context.Context, version int64) (*state, error) {
 	return st, nil
 }
 
-// same reports whether two JSON values are equal (numbers by value).
+// same reports whether two JSON values are equal, numbers by value
+// (json.Number as read, int64 as built), maps key by key.
 func same(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !same(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !same(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case string, bool, nil:
+		return a == b
+	}
+	if n, ok := number(a); ok {
+		m, ok := number(b)
+		return ok && n == m
+	}
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// number is a JSON number as a string in its shortest form.
+func number(v any) (string, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		if i, err := n.Int64(); err == nil {
+			return strconv.FormatInt(i, 10), true
+		}
+		return n.String(), true
+	case int64:
+		return strconv.FormatInt(n, 10), true
+	case int:
+		return strconv.Itoa(n), true
+	case float64:
+		return strconv.FormatFloat(n, 'f', -1, 64), true
+	}
+	return "", false
 }
 
 // liveFields are the server fields the API changes without a reload when

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
+)
+
+// The Data Plane API mode (-driver=dataplane) runs the controller with
+// --driver=dataplane against the in-memory Data Plane API test server,
+// which runs inside this process: no HAProxy, so no probes, load or
+// HAProxy cost; change-to-route latency is until the test server's
+// runtime state of the backend shows the change, and reloads are the
+// test server's.
+
+// dpObserver reads what the test server's HAProxy runs.
+type dpObserver struct{ s *dataplanetest.Server }
+
+func (o dpObserver) state(be string) map[netip.AddrPort]bool {
+	states, _ := o.s.Running(be)
+	out := make(map[netip.AddrPort]bool, len(states))
+	for _, st := range states {
+		if st.Admin == "maint" {
+			continue
+		}
+		if a, err := netip.ParseAddr(st.Address); err == nil {
+			out[netip.AddrPortFrom(a, uint16(st.Port))] = true
+		}
+	}
+	return out
+}
+
+func (o dpObserver) waitBackend(ctx context.Context, be string, want map[netip.AddrPort]bool, _ bool, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		got := o.state(be)
+		now := time.Now()
+		if maps.Equal(got, want) {
+			return now, nil
+		}
+		if now.After(deadline) || ctx.Err() != nil {
+			return now, fmt.Errorf("%s: have %v, want %v", be, keys(got), keys(want))
+		}
+		time.Sleep(500 * time.Microsecond) // poll interval
+	}
+}
+
+func (o dpObserver) waitAll(ctx context.Context, want map[string]map[netip.AddrPort]bool, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok := 0
+		for be, w := range want {
+			if maps.Equal(o.state(be), w) {
+				ok++
+			}
+		}
+		now := time.Now()
+		if ok == len(want) {
+			return now, nil
+		}
+		if now.After(deadline) || ctx.Err() != nil {
+			return now, fmt.Errorf("%d of %d backends as expected after %s", ok, len(want), timeout)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+}
+
+// cleanups stands in for a testing.T's Cleanup.
+type cleanups []func()
+
+func (c *cleanups) Cleanup(f func()) { *c = append(*c, f) }
+
+func (c *cleanups) run() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+}
+
+func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) {
+	c, w := b.cfg, b.w
+	logf("=== mode dataplane (test server, reload delay %s) ===", c.dpReloadDelay)
+	dir := filepath.Join(b.dir, "dataplane")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var cl cleanups
+	defer cl.run()
+	const user, pass = "bench", "bench-password"
+	api := dataplanetest.Start(&cl, dataplanetest.Options{Users: map[string]string{user: pass}, ReloadDelay: c.dpReloadDelay})
+	obs := dpObserver{api}
+	pwFile := filepath.Join(dir, "password")
+	if err := os.WriteFile(pwFile, []byte(pass), 0o600); err != nil {
+		return nil, err
+	}
+	res := &result{Mode: "dataplane", Services: c.services, Endpoints: c.services * c.endpoints, Changes: changes, HealthChecks: c.checks()}
+	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--driver=dataplane", "--dataplane-url", api.URL,
+		"--dataplane-username", user, "--dataplane-password-file", pwFile, "--bind-address", "127.0.0.1",
+		"--state-file", filepath.Join(dir, "state"), "--default-check=" + strconv.FormatBool(c.checks()),
+		"--log-level", "info", "--metrics-address", "127.0.0.1:0"}
+	start := time.Now()
+	ctl, err := startProc("controller", filepath.Join(dir, "controller.log"), nil, b.ctlBin, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer ctl.stop(syscall.SIGTERM, 10*time.Second)
+
+	want := make(map[string]map[netip.AddrPort]bool, c.services)
+	for i := range c.services {
+		want[w.backend(i)] = w.expected(i)
+	}
+	seen, err := obs.waitAll(ctx, want, c.syncTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("initial sync: %w (controller log %s)", err, ctl.log)
+	}
+	res.InitialSync = seen.Sub(start).Seconds()
+	logf("initial sync: every server of %d backends running %.2fs after the controller started", c.services, res.InitialSync)
+
+	r0 := api.Reloads()
+	lat, err := b.churn(ctx, obs, changes, false)
+	if err != nil {
+		return nil, err
+	}
+	res.ReloadsChurn = api.Reloads() - r0
+	s := sortedCopy(lat)
+	res.P50, res.P90, res.P99, res.Max = percentile(s, .50), percentile(s, .90), percentile(s, .99), ms(s[len(s)-1])
+	logf("churn: %d changes, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d reloads",
+		changes, res.P50, res.P90, res.P99, res.Max, res.ReloadsChurn)
+
+	r1 := api.Reloads()
+	t := time.Now()
+	if err := w.createServices(ctx, c.services, c.services+burstSize); err != nil {
+		return nil, err
+	}
+	wantBurst := make(map[string]map[netip.AddrPort]bool, burstSize)
+	for i := c.services; i < c.services+burstSize; i++ {
+		wantBurst[w.backend(i)] = w.expected(i)
+	}
+	if seen, err = obs.waitAll(ctx, wantBurst, c.syncTimeout); err != nil {
+		return nil, fmt.Errorf("burst: %w", err)
+	}
+	res.BurstSync = seen.Sub(t).Seconds()
+	time.Sleep(c.dpReloadDelay + 2*time.Second) // let trailing reloads happen and be counted
+	res.ReloadsBurst = api.Reloads() - r1
+	logf("burst: %d Services served %.2fs after the first write, %d reloads", burstSize, res.BurstSync, res.ReloadsBurst)
+
+	_, hwm := procStatus(ctl.pid())
+	res.ControllerRSS = float64(hwm) / 1024
+	res.ControllerCPU = cpuSeconds(ctl.pid())
+	logf("cost: controller peak RSS %.1f MiB, CPU %.2f s", res.ControllerRSS, res.ControllerCPU)
+	ctl.stop(syscall.SIGTERM, 10*time.Second)
+	if err := w.deleteServices(ctx, c.services, c.services+burstSize); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
