@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# testbin.sh makes sure a real kube-apiserver and etcd, built from the Go
-# module in hack/testbin, exist on this machine, and prints the directory that
-# holds them as the last line of stdout. Progress goes to stderr.
+# testbin.sh makes sure a real kube-apiserver, kube-controller-manager and
+# etcd, built from the Go module in hack/testbin, and kwok (installed from the
+# Go module proxy at $kwok_version below) exist on this machine, and prints the
+# directory that holds them as the last line of stdout. Progress goes to stderr.
 #
 # The binaries live outside the repository, in
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin/<key>
 # where <key> hashes hack/testbin's go.mod, go.sum and *.go files (plus the
-# target GOOS/GOARCH). A fresh clone on the same machine reuses the build; any
+# target GOOS/GOARCH and the kwok version). A fresh clone on the same machine reuses the build; any
 # change to the module or to the build flags below builds again. Concurrent callers build only once: the
 # build for a key runs under flock(1).
 #
@@ -33,6 +34,10 @@ kminor=${kminor%%.*}
 kmajor=${kver#v}
 kmajor=${kmajor%%.*}
 vpkg=k8s.io/component-base/version
+# kwok makes fake Nodes and Pods behave (Ready, terminating) for the
+# controller-manager; it is its own module, installed with go install.
+kwok_version=v0.8.0
+
 ldflags="-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=$kmajor -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean"
 
 # The key: content of every input file, named by its path relative to the
@@ -44,12 +49,14 @@ key=$(
 			LC_ALL=C sort -z | xargs -0 sha256sum
 		"$GO" env GOOS GOARCH
 		echo "$ldflags"
+		echo "kwok $kwok_version"
 	} | sha256sum | cut -c1-16
 )
 dir="$cache_root/$key"
 
 complete() {
-	[[ -f "$dir/.complete" && -x "$dir/kube-apiserver" && -x "$dir/etcd" ]]
+	[[ -f "$dir/.complete" && -x "$dir/kube-apiserver" && -x "$dir/etcd" &&
+		-x "$dir/kube-controller-manager" && -x "$dir/kwok" ]]
 }
 
 if ! complete; then
@@ -67,9 +74,12 @@ if ! complete; then
 	if ! complete; then
 		tmp=$(mktemp -d "$cache_root/.build-$key.XXXXXX")
 		trap 'rm -rf "$tmp"' EXIT
-		log "building kube-apiserver and etcd into $dir (several minutes on a cold cache)"
+		log "building kube-apiserver, kube-controller-manager, etcd and kwok into $dir (several minutes on a cold cache)"
 		start=$SECONDS
-		(cd "$src" && "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" ./kube-apiserver ./etcd) >&2
+		(cd "$src" && "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" \
+			./kube-apiserver ./kube-controller-manager ./etcd) >&2
+		# Outside the module dir so that hack/testbin's go.mod does not apply.
+		(cd "$tmp" && GOBIN="$tmp" GOFLAGS= "$GO" install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$kwok_version") >&2
 		touch "$tmp/.complete"
 		rm -rf "$dir"
 		mv "$tmp" "$dir"

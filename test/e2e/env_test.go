@@ -56,7 +56,13 @@ type env struct {
 // writes. The controller is started separately.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, kube: kubeapi.Start(t), dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}}
+	return newEnvOn(t, kubeapi.Start(t))
+}
+
+// newEnvOn is newEnv on a running apiserver (shared by several envs).
+func newEnvOn(t *testing.T, kube *kubeapi.Server) *env {
+	t.Helper()
+	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}}
 	e.client = e.kube.Client(t)
 	e.subnet = 100 + rand.IntN(100)
 	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")

@@ -14,11 +14,14 @@
 // Options.AdvertiseAddress set to a non-loopback address of this machine
 // (HostIP finds one) the apiserver maintains default/kubernetes itself.
 //
-// Nothing runs controllers: EndpointSlices of other Services,
+// By default nothing runs controllers: EndpointSlices of other Services,
 // ServiceAccount token Secrets, garbage collection and namespace deletion
-// need kube-controller-manager, which this package does not start. Tests
-// create the objects they need. The ServiceAccount admission plugin is
-// disabled so Pods can be created without a default ServiceAccount.
+// need kube-controller-manager. Tests create the objects they need. The
+// ServiceAccount admission plugin is disabled so Pods can be created without
+// a default ServiceAccount. With Options.Controllers, kube-controller-manager
+// (the controllers in Controllers) and kwok (fake Nodes and Pods, moved by
+// the stages in kwok-stages.yaml) run too, so Deployments make Pods and the
+// real endpoint-slice controller writes their EndpointSlices (cluster.go).
 package kubeapi
 
 import (
@@ -85,8 +88,10 @@ type Server struct {
 	// EtcdURL is the etcd client URL (http://127.0.0.1:<port>).
 	EtcdURL string
 
-	etcd      *process
-	apiserver *process
+	etcd              *process
+	apiserver         *process
+	controllerManager *process // with Options.Controllers
+	kwok              *process // with Options.Controllers
 }
 
 // Options change how the apiserver runs. The zero value is the default.
@@ -102,6 +107,13 @@ type Options struct {
 	// APIServerArgs are extra kube-apiserver flags, appended last (a
 	// repeated flag overrides the earlier one).
 	APIServerArgs []string
+	// Controllers also runs kube-controller-manager and kwok (see
+	// cluster.go); Start returns once the controller-manager works.
+	Controllers bool
+	// ControllerManagerArgs are extra kube-controller-manager flags, e.g.
+	// --max-endpoints-per-slice=N to see several slices per Service with
+	// few Pods.
+	ControllerManagerArgs []string
 }
 
 // Start runs etcd and kube-apiserver in t.TempDir() and waits until the
@@ -168,6 +180,8 @@ func StartProcessWithOptions(dir string, opts Options) (s *Server, stop func(), 
 			// The apiserver first, so it does not log etcd errors while
 			// shutting down. Its graceful shutdown takes over a second
 			// and nothing it holds outlives the test: kill it.
+			s.kwok.kill()
+			s.controllerManager.kill()
 			s.apiserver.kill()
 			s.etcd.stop()
 		})
@@ -199,7 +213,12 @@ func StartProcessWithOptions(dir string, opts Options) (s *Server, stop func(), 
 		Burst:           2000,
 	}
 	s.KubeconfigPath = filepath.Join(dir, "kubeconfig")
-	err = writeKubeconfig(s.KubeconfigPath, s.URL, caPEM, creds.adminToken)
+	if err = writeKubeconfig(s.KubeconfigPath, s.URL, caPEM, creds.adminToken); err != nil {
+		return
+	}
+	if opts.Controllers {
+		err = s.startControllers(bins, opts.ControllerManagerArgs)
+	}
 	return s, stop, err
 }
 
@@ -222,10 +241,11 @@ func (s *Server) ConfigForToken(token string) *rest.Config {
 	return c
 }
 
-// LogTail returns the last n lines of the etcd and kube-apiserver logs.
+// LogTail returns the last n lines of the etcd and kube-apiserver logs (and
+// of kube-controller-manager and kwok when they run).
 func (s *Server) LogTail(n int) string {
 	var b strings.Builder
-	for _, p := range []*process{s.etcd, s.apiserver} {
+	for _, p := range []*process{s.etcd, s.apiserver, s.controllerManager, s.kwok} {
 		if p != nil {
 			fmt.Fprintf(&b, "--- last %d lines of %s ---\n%s", n, p.logPath, tailFile(p.logPath, n))
 		}
