@@ -80,6 +80,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if err != nil {
 		return err
 	}
+	routeKlog(log)
 	switch f.mode {
 	case modeServices:
 	case modeAPIServer:
