@@ -69,6 +69,7 @@ func ParseHealth(s string, interval time.Duration) (Health, error) {
 // changed. New addresses start healthy: the node is eligible already.
 type prober struct {
 	h       Health
+	check   func(ctx context.Context, a netip.Addr) bool // one probe
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
 	changed func()
 	client  *http.Client
@@ -89,6 +90,7 @@ func newProber(h Health, dial func(ctx context.Context, network, addr string) (n
 	}
 	p := &prober{h: h, dial: dial, changed: changed, nodes: map[netip.Addr]*nodeState{}}
 	p.client = &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true}}
+	p.check = p.probe
 	return p
 }
 
@@ -129,7 +131,7 @@ func (p *prober) loop(ctx context.Context, a netip.Addr) {
 	t := time.NewTicker(p.h.Interval)
 	defer t.Stop()
 	for {
-		ok := p.probe(ctx, a)
+		ok := p.check(ctx, a)
 		if ctx.Err() != nil {
 			return
 		}

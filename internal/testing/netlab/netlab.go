@@ -22,7 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // LBAddr is the load balancer's address on the client side.
@@ -269,4 +271,39 @@ func NFTAccepts(t testing.TB, ruleset []byte) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("nft -c -f rejects the ruleset: %v\n%s\n%s", err, out, ruleset)
 	}
+}
+
+// UDPFlowsTo counts the UDP conntrack entries of namespace ns whose reply
+// comes from a (flows DNATed to a server at a).
+func UDPFlowsTo(ns string, a netip.Addr) (int, error) {
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	nl, err := netlink.NewHandleAt(h, unix.NETLINK_NETFILTER)
+	if err != nil {
+		return 0, err
+	}
+	defer nl.Close()
+	flows, err := nl.ConntrackTableList(netlink.ConntrackTable, unix.AF_INET)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, f := range flows {
+		if r, ok := netip.AddrFromSlice(f.Reverse.SrcIP); ok && r.Unmap() == a && f.Forward.Protocol == unix.IPPROTO_UDP {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ListTable is `nft list table inet NAME` in namespace ns.
+func (l *Lab) ListTable(ns, name string) (string, error) {
+	out, err := l.Exec(ns, "nft", "list", "table", "inet", name)
+	if err != nil {
+		return "", fmt.Errorf("nft list table: %w: %s", err, out)
+	}
+	return out, nil
 }
