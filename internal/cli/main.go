@@ -28,6 +28,7 @@ Usage:
   haproxy-k8s-sync render static-pod [flags]
                                      the node-local kube-apiserver proxy: static pod manifest and haproxy.cfg
   haproxy-k8s-sync init    [flags]   write a minimal haproxy.cfg so HAProxy can start before the first sync
+  haproxy-k8s-sync status  [-o json] what the running HAProxy serves per Service port (exit 1: down or out of sync)
   haproxy-k8s-sync cleanup --udp     delete the nftables table of the UDP ports (a normal stop leaves it)
   haproxy-k8s-sync version
 
@@ -56,6 +57,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = renderCmd(args[2:], os.Getenv, stdin, stdout, stderr)
 	case "init":
 		err = initCmd(args[2:], os.Getenv, stderr)
+	case "status":
+		err = statusCmd(context.Background(), args[2:], os.Getenv, stdout, stderr)
 	case "cleanup":
 		err = cleanupCmd(args[2:], os.Getenv, stderr)
 	case "version":

@@ -1,0 +1,220 @@
+// Package status reports what a running HAProxy serves for each Service
+// port, from the config file the controller wrote and HAProxy's Runtime
+// API: the rows of `haproxy-k8s-sync status`.
+package status
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// Row is one Service port.
+type Row struct {
+	Service  string   `json:"service"` // namespace/name, from the frontend's name ("" when it does not follow fe_NS_NAME_PORT)
+	Frontend string   `json:"frontend"`
+	Listen   []string `json:"listen"` // bind addresses
+	Backend  string   `json:"backend"`
+	Up       int      `json:"up"`          // in service (health checks pass, or none)
+	Draining int      `json:"draining"`    // drain: existing connections only
+	Down     int      `json:"down"`        // health checks fail
+	Maint    int      `json:"maintenance"` // node out of service
+	// LastChange is how long ago a server of the backend last changed
+	// state (HAProxy's lastchg); -1 when it has no server.
+	LastChange time.Duration `json:"lastChangeSeconds"`
+}
+
+// Report is the whole status.
+type Report struct {
+	FileHash    string `json:"fileHash"`    // structure hash in the config file
+	RunningHash string `json:"runningHash"` // structure hash HAProxy reports
+	InSync      bool   `json:"inSync"`
+	Rows        []Row  `json:"services"`
+}
+
+// Healthy reports whether the report gives no reason for concern: HAProxy
+// runs the file's structure, no server is down and every backend with
+// servers has one up.
+func (r Report) Healthy() bool {
+	if !r.InSync {
+		return false
+	}
+	for _, row := range r.Rows {
+		if row.Down > 0 || (row.Up == 0 && row.Draining+row.Maint > 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// ErrUnreadable classifies a config file that is missing or not one the
+// controller wrote.
+var ErrUnreadable = errors.New("status: config file unreadable")
+
+// Collect reads the config file at cfgPath and asks the HAProxy whose
+// worker admin socket is at socket.
+func Collect(ctx context.Context, cfgPath, socket string) (Report, error) {
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return Report{}, fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	file := parseConfig(raw)
+	rt := haproxy.NewRuntime(socket)
+	defer rt.Close()
+	ctx, cancel := haproxy.WithDefaultTimeout(ctx, 10*time.Second)
+	defer cancel()
+	info, err := rt.ShowInfo(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	stat, err := rt.Exec(ctx, []string{"show stat -1 4 -1"})
+	if err != nil {
+		return Report{}, err
+	}
+	servers, err := parseStat(stat[0])
+	if err != nil {
+		return Report{}, err
+	}
+	return build(file, strings.TrimPrefix(info["description"], render.DescriptionPrefix), servers), nil
+}
+
+// fileConfig is what status needs from haproxy.cfg.
+type fileConfig struct {
+	hash      string
+	frontends []frontend
+	used      map[string][]string // backend → servers that point somewhere (not free slots)
+}
+
+type frontend struct {
+	name, backend string
+	binds         []string
+}
+
+// parseConfig reads the sections the controller renders; it needs no
+// more than their fixed shape (see internal/render).
+func parseConfig(raw []byte) fileConfig {
+	fc := fileConfig{used: map[string][]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var fe *frontend
+	be := ""
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch {
+		case f[0] == "frontend" && len(f) == 2:
+			fc.frontends = append(fc.frontends, frontend{name: f[1]})
+			fe, be = &fc.frontends[len(fc.frontends)-1], ""
+		case f[0] == "backend" && len(f) == 2:
+			fe, be = nil, f[1]
+			fc.used[be] = fc.used[be][:0:0]
+		case f[0] == "global" || f[0] == "defaults" || f[0] == "userlist":
+			fe, be = nil, ""
+		case f[0] == "description" && len(f) == 2:
+			fc.hash = strings.TrimPrefix(f[1], render.DescriptionPrefix)
+		case fe != nil && f[0] == "bind" && len(f) >= 2:
+			fe.binds = append(fe.binds, f[1])
+		case fe != nil && f[0] == "default_backend" && len(f) == 2:
+			fe.backend = f[1]
+		case be != "" && f[0] == "server" && len(f) >= 3 && f[2] != render.FreeSlotAddr:
+			fc.used[be] = append(fc.used[be], f[1])
+		}
+	}
+	return fc
+}
+
+type serverStat struct {
+	status  string
+	lastchg time.Duration
+}
+
+// parseStat reads `show stat` CSV: backend/server → status and last change.
+func parseStat(text string) (map[string]serverStat, error) {
+	r := csv.NewReader(strings.NewReader(strings.TrimPrefix(text, "# ")))
+	r.FieldsPerRecord = -1
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("show stat: %w", err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	for _, c := range []string{"pxname", "svname", "status", "lastchg"} {
+		if _, ok := col[c]; !ok {
+			return nil, fmt.Errorf("show stat: no %s column", c)
+		}
+	}
+	out := map[string]serverStat{}
+	for {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("show stat: %w", err)
+		}
+		if len(rec) <= col["lastchg"] {
+			continue
+		}
+		secs, _ := strconv.Atoi(rec[col["lastchg"]])
+		out[rec[col["pxname"]]+"/"+rec[col["svname"]]] = serverStat{status: rec[col["status"]], lastchg: time.Duration(secs) * time.Second}
+	}
+}
+
+func build(fc fileConfig, running string, servers map[string]serverStat) Report {
+	rep := Report{FileHash: fc.hash, RunningHash: running, InSync: fc.hash != "" && fc.hash == running}
+	for _, fe := range fc.frontends {
+		if strings.HasPrefix(fe.name, "_") { // _stats, _monitor: not Services
+			continue
+		}
+		row := Row{Service: serviceOf(fe.name), Frontend: fe.name, Listen: fe.binds, Backend: fe.backend, LastChange: -1}
+		for _, s := range fc.used[fe.backend] {
+			st, ok := servers[fe.backend+"/"+s]
+			if !ok {
+				row.Down++ // in the file, not running: out of sync
+				continue
+			}
+			switch {
+			case strings.HasPrefix(st.status, "MAINT"): // MAINT (via _nodes/s1), MAINT(resolution)
+				row.Maint++
+			case strings.HasPrefix(st.status, "DRAIN"):
+				row.Draining++
+			case strings.HasPrefix(st.status, "DOWN"):
+				row.Down++
+			default: // UP, "no check", NOLB, and transitions (UP 1/3)
+				row.Up++
+			}
+			if row.LastChange < 0 || st.lastchg < row.LastChange {
+				row.LastChange = st.lastchg
+			}
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	sort.Slice(rep.Rows, func(i, j int) bool { return rep.Rows[i].Frontend < rep.Rows[j].Frontend })
+	return rep
+}
+
+// serviceOf reads namespace/name from fe_NS_NAME_PORT: Kubernetes names
+// have no '_'.
+func serviceOf(fe string) string {
+	p := strings.Split(fe, "_")
+	if len(p) != 4 || p[0] != "fe" {
+		return ""
+	}
+	return p[1] + "/" + p[2]
+}
