@@ -45,7 +45,9 @@ const (
 	DefaultFall  = 2
 )
 
-// NewShape validates the listen address and the check options.
+// NewShape validates the listen address and the check options. The check
+// is HTTPS GET /readyz, verified with the CA file, or unverified only when
+// InsecureSkipVerify allows it; with neither it is a TCP connect check.
 func NewShape(listen []string, c CheckOptions) (Shape, error) {
 	s := Shape{TimeoutClient: time.Hour, TimeoutServer: time.Hour}
 	if len(listen) == 0 {
@@ -67,6 +69,15 @@ func NewShape(listen []string, c CheckOptions) (Shape, error) {
 	if c.Rise < 1 || c.Rise > 100 || c.Fall < 1 || c.Fall > 100 {
 		return s, fmt.Errorf("%w check rise %d / fall %d: want 1 to 100", ErrInvalid, c.Rise, c.Fall)
 	}
+	s.Check = model.Check{Enabled: true, Inter: c.Inter, Rise: c.Rise, Fall: c.Fall}
+	if c.CAFile == "" && !c.InsecureSkipVerify {
+		// Nothing to verify the apiservers with, and no leave to skip
+		// verification: a TCP connect check (the caller warns).
+		if c.ClientCertPEM != "" {
+			return s, fmt.Errorf("%w: a client certificate for the health check needs the CA file (or insecure-skip-verify)", ErrInvalid)
+		}
+		return s, nil
+	}
 	h := model.HTTPCheck{Path: ReadyzPath, SSL: true}
 	switch {
 	case c.CAFile != "" && c.InsecureSkipVerify:
@@ -76,8 +87,6 @@ func NewShape(listen []string, c CheckOptions) (Shape, error) {
 			return s, fmt.Errorf("%w CA file %q: want an absolute path of letters, digits and /-._", ErrInvalid, c.CAFile)
 		}
 		h.CAFile = c.CAFile
-	case !c.InsecureSkipVerify:
-		return s, fmt.Errorf("%w: the health check verifies the apiservers' certificates: give their CA file, or allow insecure-skip-verify", ErrInvalid)
 	}
 	if c.ClientCertPEM != "" {
 		if !model.ValidFilePath(c.ClientCertPEM) {
@@ -85,7 +94,7 @@ func NewShape(listen []string, c CheckOptions) (Shape, error) {
 		}
 		h.CertFile = c.ClientCertPEM
 	}
-	s.Check = model.Check{Enabled: true, Inter: c.Inter, Rise: c.Rise, Fall: c.Fall, HTTP: h}
+	s.Check.HTTP = h
 	return s, nil
 }
 

@@ -29,7 +29,8 @@ func TestNewShape(t *testing.T) {
 		{name: "defaults", listen: []string{":6443"}, check: defaults()},
 		{name: "address and port", listen: []string{"192.0.2.100:8443", "[2001:db8::1]:8443"}, check: defaults()},
 		{name: "insecure", listen: []string{":6443"}, check: with(func(c *CheckOptions) { c.CAFile, c.InsecureSkipVerify = "", true })},
-		{name: "no CA and not insecure", listen: []string{":6443"}, check: with(func(c *CheckOptions) { c.CAFile = "" }), err: "give their CA file"},
+		{name: "no CA and not insecure: TCP check", listen: []string{":6443"}, check: with(func(c *CheckOptions) { c.CAFile = "" })},
+		{name: "client certificate without CA", listen: []string{":6443"}, check: with(func(c *CheckOptions) { c.CAFile, c.ClientCertPEM = "", "/x.pem" }), err: "needs the CA file"},
 		{name: "CA and insecure", listen: []string{":6443"}, check: with(func(c *CheckOptions) { c.InsecureSkipVerify = true }), err: "exclude each other"},
 		{name: "CA path injection", listen: []string{":6443"}, check: with(func(c *CheckOptions) { c.CAFile = "/ca.crt verify none" }), err: "CA file"},
 		{name: "relative CA", listen: []string{":6443"}, check: with(func(c *CheckOptions) { c.CAFile = "ca.crt" }), err: "CA file"},
@@ -55,6 +56,10 @@ func TestNewShape(t *testing.T) {
 			}
 			if len(s.Listen) != len(c.listen) || s.Check.Enabled == c.check.Disabled {
 				t.Fatalf("shape %+v", s)
+			}
+			// /readyz over TLS exactly when there is a CA or leave to skip verification.
+			if want := c.check.CAFile != "" || c.check.InsecureSkipVerify; (s.Check.HTTP.Path == ReadyzPath && s.Check.HTTP.SSL) != want {
+				t.Fatalf("HTTP check %+v, want one: %v", s.Check.HTTP, want)
 			}
 		})
 	}

@@ -107,6 +107,9 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
 	if a.insecure && !a.noCheck {
 		log.Warn("health checks do not verify the apiservers' certificates (--apiserver-check-insecure-skip-verify); give --apiserver-ca-file instead")
 	}
+	if a.caFile == "" && !a.insecure && !a.noCheck {
+		log.Warn("no --apiserver-ca-file: health checks are TCP connects, not GET /readyz (give the apiservers' CA, or --apiserver-check-insecure-skip-verify)")
+	}
 	if a.noCheck {
 		log.Warn("health checks are off (--apiserver-check-disable): a dead apiserver gets connections until its lease expires")
 	}

@@ -25,7 +25,6 @@ func TestAPIServerFlagErrors(t *testing.T) {
 		{"injection in bootstrap", []string{"--bootstrap-servers", "192.0.2.1:6443 backup"}, nil, "--bootstrap-servers"},
 		{"configmap source without name", []string{"--apiserver-sources", "configmap"}, nil, "--apiserver-configmap"},
 		{"bad configmap name", []string{"--apiserver-configmap", "Kube_System/x"}, nil, "--apiserver-configmap"},
-		{"no CA, not insecure", nil, nil, "CA file"},
 		{"bad listen", []string{"--apiserver-check-insecure-skip-verify", "--listen", "6443"}, nil, "--listen"},
 		{"cert without key", []string{"--apiserver-ca-file", ca, "--apiserver-check-cert", both}, nil, "go together"},
 		{"cert and key not a pair", []string{"--apiserver-ca-file", ca, "--apiserver-check-cert", both, "--apiserver-check-key", ca}, nil, "client certificate"},
