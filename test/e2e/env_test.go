@@ -251,7 +251,13 @@ func contains(s, sub string) error {
 // permissions we ship.
 func (e *env) rbacTokenFile() string {
 	e.t.Helper()
-	raw, err := os.ReadFile("../../deploy/rbac.yaml")
+	return e.rbacTokenFileFrom("../../deploy/rbac.yaml")
+}
+
+// rbacTokenFileFrom is rbacTokenFile for another shipped RBAC file.
+func (e *env) rbacTokenFileFrom(file string) string {
+	e.t.Helper()
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 // is generated fresh for every server; ECDSA P-256 keys keep that cheap.
 type credentials struct {
 	caFile        string // serving CA certificate (PEM); what clients trust
+	caKeyFile     string // its key, to issue client certificates (ClientCert)
 	certFile      string // serving certificate (PEM), signed by the CA
 	keyFile       string // serving key
 	saKeyFile     string // service-account signing key (private, PEM)
@@ -40,12 +41,13 @@ const (
 	serviceIP   = "10.0.0.1"
 )
 
-func writeCredentials(dir string, advertise net.IP) (*credentials, error) {
+func writeCredentials(dir string, advertise net.IP, extraIPs ...net.IP) (*credentials, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	c := &credentials{
 		caFile:        filepath.Join(dir, "ca.crt"),
+		caKeyFile:     filepath.Join(dir, "ca.key"),
 		certFile:      filepath.Join(dir, "apiserver.crt"),
 		keyFile:       filepath.Join(dir, "apiserver.key"),
 		saKeyFile:     filepath.Join(dir, "sa.key"),
@@ -93,7 +95,7 @@ func writeCredentials(dir string, advertise net.IP) (*credentials, error) {
 			"kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local",
 		},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP), advertise},
+		IPAddresses: append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceIP), advertise}, extraIPs...),
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {
@@ -116,6 +118,7 @@ func writeCredentials(dir string, advertise net.IP) (*credentials, error) {
 		data []byte
 	}{
 		{c.caFile, pemBlock("CERTIFICATE", caDER)},
+		{c.caKeyFile, ecKeyPEM(caKey)},
 		{c.certFile, pemBlock("CERTIFICATE", srvDER)},
 		{c.keyFile, ecKeyPEM(srvKey)},
 		{c.saKeyFile, ecKeyPEM(saKey)},

@@ -302,11 +302,22 @@ func (s *Server) startEtcd(bin string) error {
 // startAPIServer runs kube-apiserver on a free loopback port and waits for
 // /readyz and for the default namespace.
 func (s *Server) startAPIServer(bin string, c *credentials, advertise net.IP, extra []string) error {
+	return s.startAPIServerOn(bin, c, advertise, nil, 0, extra)
+}
+
+// startAPIServerOn is startAPIServer listening on bindIP (nil: loopback,
+// or every address when advertising a non-loopback one) and on port (0: a
+// free one), reached there for readiness.
+func (s *Server) startAPIServerOn(bin string, c *credentials, advertise, bindIP net.IP, port int, extra []string) error {
 	bind, reconciler := "127.0.0.1", "none"
 	if !advertise.IsLoopback() {
 		// Reachable at the published address, and the apiserver can
 		// publish it.
 		bind, reconciler = "0.0.0.0", "lease"
+	}
+	host := "127.0.0.1"
+	if bindIP != nil {
+		bind, host = bindIP.String(), bindIP.String()
 	}
 	pool := x509.NewCertPool()
 	caPEM, err := os.ReadFile(c.caFile)
@@ -321,11 +332,14 @@ func (s *Server) startAPIServer(bin string, c *credentials, advertise net.IP, ex
 	defer hc.CloseIdleConnections()
 
 	return retryPorts("kube-apiserver", func(attempt int) (*process, error) {
-		ports, err := freePorts(1)
-		if err != nil {
-			return nil, err
+		ports := []int{port}
+		if port == 0 {
+			var err error
+			if ports, err = freePorts(1); err != nil {
+				return nil, err
+			}
 		}
-		url := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+		url := "https://" + net.JoinHostPort(host, strconv.Itoa(ports[0]))
 		args := []string{
 			"--etcd-servers=" + s.EtcdURL,
 			"--bind-address=" + bind,

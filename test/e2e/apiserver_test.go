@@ -1,0 +1,410 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+)
+
+// Addresses inside the test's own network namespace: apiservers on
+// .1-.5, the load balancer on .100, all on port 6443.
+const (
+	lbAddr   = "192.0.2.100"
+	apiPort  = 6443
+	leaseMax = 60 * time.Second // a killed apiserver's lease: 15 s TTL + a 10 s reconcile, with room
+)
+
+var memberAddrs = []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5"}
+
+func apiAddr(a string) string { return fmt.Sprintf("%s:%d", a, apiPort) }
+
+// apiLB is a control plane of real kube-apiservers sharing one etcd,
+// HAProxy in front of them, and the controller in apiserver mode.
+type apiLB struct {
+	*env
+	cluster   *kubeapi.Cluster
+	apiState  string // --apiserver-state-file
+	checkCert string
+	checkKey  string
+}
+
+func newAPILB(t *testing.T) *apiLB {
+	t.Helper()
+	dir := t.TempDir()
+	cluster, err := kubeapi.StartCluster(filepath.Join(dir, "cluster"), apiPort, append(slices.Clone(memberAddrs), lbAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(cluster.LogTail(30))
+		}
+		cluster.Stop()
+	})
+	a := &apiLB{env: &env{t: t, dir: dir, cfgPath: filepath.Join(dir, "haproxy.cfg")}, cluster: cluster,
+		apiState: filepath.Join(dir, "apiservers.json")}
+	// The health checks present a client certificate: anonymous
+	// requests are refused by the apiservers of these tests.
+	if a.checkCert, a.checkKey, err = cluster.ClientCert("haproxy-k8s-sync-check"); err != nil {
+		t.Fatal(err)
+	}
+	a.startHAProxy()
+	return a
+}
+
+// startHAProxy runs HAProxy on the config `init` writes (no frontend):
+// as on a fresh host, HAProxy starts before anything else.
+func (a *apiLB) startHAProxy() {
+	a.t.Helper()
+	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--force", "--haproxy-config", a.cfgPath,
+		"--stats-socket", haproxytest.StatsSocketPath(a.dir), "--state-file", filepath.Join(a.dir, "state")},
+		nil, os.Stdout, os.Stderr); code != 0 {
+		a.t.Fatalf("init exited %d", code)
+	}
+	a.hap = haproxytest.Start(a.t, a.dir, a.cfgPath)
+	a.master = haproxy.NewMaster(a.hap.MasterSocket)
+	if a.runtime != nil {
+		a.runtime.Close()
+	}
+	a.runtime = haproxy.NewRuntime(a.hap.StatsSocket)
+	a.t.Cleanup(func() { a.runtime.Close() })
+}
+
+func (a *apiLB) member(addr string) {
+	a.t.Helper()
+	begin := time.Now()
+	if _, err := a.cluster.StartMember(addr, "--anonymous-auth=false"); err != nil {
+		a.t.Fatal(err)
+	}
+	a.t.Logf("apiserver %s ready in %v", addr, time.Since(begin).Round(time.Millisecond))
+}
+
+// apiControllerArgs: the controller reaches the API through the load
+// balancer it drives, with the given credentials flags.
+func (a *apiLB) apiControllerArgs(creds []string, extra ...string) []string {
+	args := []string{
+		"--mode", "apiserver",
+		"--haproxy-config", a.cfgPath,
+		"--haproxy-bin", haproxytest.Bin(),
+		"--master-socket", a.hap.MasterSocket,
+		"--stats-socket", a.hap.StatsSocket,
+		"--state-file", filepath.Join(a.dir, "state"),
+		"--apiserver-state-file", a.apiState,
+		"--listen", apiAddr(lbAddr),
+		"--apiserver-ca-file", a.cluster.CAPath,
+		"--apiserver-check-cert", a.checkCert,
+		"--apiserver-check-key", a.checkKey,
+		"--min-reload-interval", "100ms",
+		"--persist-interval", "100ms",
+		"--resync-period", "5s",
+		"--log-level", "debug",
+	}
+	return append(append(args, creds...), extra...)
+}
+
+func (a *apiLB) adminCreds() []string {
+	return []string{"--api-server", "https://" + apiAddr(lbAddr), "--token-file", a.cluster.TokenPath, "--ca-file", a.cluster.CAPath}
+}
+
+func (a *apiLB) runController(args []string) {
+	a.t.Helper()
+	a.ctlLog = &haproxytest.LockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	a.ctlCancel, a.ctlDone = cancel, make(chan error, 1)
+	go func() { a.ctlDone <- cli.Run(ctx, args, func(string) string { return "" }, a.ctlLog) }()
+	a.t.Cleanup(a.stopController)
+}
+
+// backend returns the apiserver backend's servers in service (not in
+// maintenance): address → up.
+func (a *apiLB) backend() (map[string]bool, error) {
+	// A connection of its own each time: a persistent one would stay
+	// with the worker of before a reload.
+	rt := haproxy.NewRuntime(a.hap.StatsSocket)
+	defer rt.Close()
+	st, err := rt.ShowServersState(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, s := range st {
+		if s.Backend == apiserver.Name && !s.Maint() {
+			out[fmt.Sprintf("%s:%d", s.Addr, s.Port)] = s.Up()
+		}
+	}
+	return out, nil
+}
+
+// serving returns nil once the backend has exactly want in service, all
+// up (or, with up false, whatever their health).
+func (a *apiLB) serving(up bool, want ...string) func() error {
+	return func() error {
+		got, err := a.backend()
+		if err != nil {
+			return err
+		}
+		var names []string
+		for k, isUp := range got {
+			if up && !isUp {
+				return fmt.Errorf("%s not up yet (%v)", k, got)
+			}
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		w := slices.Clone(want)
+		sort.Strings(w)
+		if !slices.Equal(names, w) {
+			return fmt.Errorf("backend has %v, want %v", got, w)
+		}
+		return nil
+	}
+}
+
+func (a *apiLB) within(d time.Duration, what string, cond func() error) time.Duration {
+	a.t.Helper()
+	begin := time.Now()
+	var err error
+	for time.Since(begin) < d {
+		if err = cond(); err == nil {
+			return time.Since(begin)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval, not synchronisation
+	}
+	a.t.Fatalf("%s: not within %v: %v\ncontroller log:\n%s", what, d, err, tail(a.ctlLog.String(), 40))
+	return 0
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clientLoop is a real client working through the load balancer until
+// stopped: GET requests one after the other.
+type clientLoop struct {
+	ok, failed atomic.Int64
+	mu         sync.Mutex
+	errs       []string
+	stop       context.CancelFunc
+	done       chan struct{}
+}
+
+func startClientLoop(t *testing.T, cfg *rest.Config) *clientLoop {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &clientLoop{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for ctx.Err() == nil {
+			rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+			_, err := c.CoreV1().Namespaces().Get(rctx, "default", metav1.GetOptions{})
+			rcancel()
+			switch {
+			case ctx.Err() != nil:
+			case err != nil:
+				l.failed.Add(1)
+				l.mu.Lock()
+				l.errs = append(l.errs, err.Error())
+				l.mu.Unlock()
+			default:
+				l.ok.Add(1)
+			}
+		}
+	}()
+	t.Cleanup(l.end)
+	return l
+}
+
+func (l *clientLoop) end() { l.stop(); <-l.done }
+
+func (l *clientLoop) check(t *testing.T, name string) {
+	t.Helper()
+	l.end()
+	t.Logf("client %s: %d requests, %d failed", name, l.ok.Load()+l.failed.Load(), l.failed.Load())
+	if l.ok.Load() == 0 {
+		t.Errorf("client %s: no request succeeded", name)
+	}
+	if n := l.failed.Load(); n > 0 {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		t.Errorf("client %s: %d requests failed: %v", name, n, l.errs[:min(len(l.errs), 5)])
+	}
+}
+
+// lbConfigs are two admin clients through the load balancer: client-go
+// as it comes (one HTTP/2 connection, GETs retried on a broken
+// connection), and one opening a new connection for every request, so
+// that every server, the one about to die included, keeps getting new
+// connections.
+func (a *apiLB) lbConfigs() (pooled, fresh *rest.Config) {
+	a.t.Helper()
+	pooled = a.cluster.Config("https://" + apiAddr(lbAddr))
+	caPEM, err := os.ReadFile(a.cluster.CAPath)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	fresh = &rest.Config{Host: pooled.Host, BearerToken: pooled.BearerToken, QPS: 1000, Burst: 2000,
+		Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	return pooled, fresh
+}
+
+// Three apiservers behind HAProxy, driven by the controller running with
+// exactly the shipped RBAC and reaching the API through HAProxy itself.
+// Kill one: no client request fails, HAProxy marks it down, and the
+// controller removes it once its lease leaves the EndpointSlice. Start
+// another: it joins with no reload.
+func TestAPIServerFailover(t *testing.T) {
+	if !inNetns(t, append(slices.Clone(memberAddrs), lbAddr)...) {
+		return
+	}
+	a := newAPILB(t)
+	for _, m := range memberAddrs[:3] {
+		a.member(m)
+	}
+	client, err := kubernetes.NewForConfig(a.cluster.Config(a.cluster.URL(memberAddrs[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.client = client
+	token := a.rbacTokenFileFrom("../../deploy/apiserver/rbac.yaml")
+	// Bootstrap list: the first apiserver only; the rest come from the
+	// default/kubernetes EndpointSlice.
+	a.runController(a.apiControllerArgs([]string{"--api-server", "https://" + apiAddr(lbAddr), "--token-file", token, "--ca-file", a.cluster.CAPath},
+		"--bootstrap-servers", apiAddr(memberAddrs[0])))
+	three := []string{apiAddr(memberAddrs[0]), apiAddr(memberAddrs[1]), apiAddr(memberAddrs[2])}
+	a.within(converge+leaseMax, "the EndpointSlice's three apiservers up", a.serving(true, three...))
+	a.within(converge, "the log says which source", func() error { return contains(a.ctlLog.String(), "source=endpointslice") })
+	reloads := a.reloads()
+
+	pooled, fresh := a.lbConfigs()
+	clients := map[string]*clientLoop{"client-go": startClientLoop(t, pooled), "new connection per request": startClientLoop(t, fresh)}
+	a.within(converge, "clients working", func() error {
+		for n, c := range clients {
+			if c.ok.Load() < 20 {
+				return fmt.Errorf("%s: %d requests so far", n, c.ok.Load())
+			}
+		}
+		return nil
+	})
+
+	// Kill one: HAProxy marks it down (health checks), then it leaves
+	// the backend (its lease expires from the EndpointSlice).
+	victim := memberAddrs[0]
+	a.cluster.Kill(victim)
+	down := a.within(converge, "HAProxy marks the killed apiserver down", func() error {
+		got, err := a.backend()
+		if err != nil {
+			return err
+		}
+		if got[apiAddr(victim)] {
+			return fmt.Errorf("%s still up", victim)
+		}
+		return nil
+	})
+	t.Logf("killed apiserver marked down after %v", down.Round(time.Millisecond))
+	gone := a.within(leaseMax, "the controller removes the killed apiserver", a.serving(true, three[1:]...))
+	t.Logf("killed apiserver removed after another %v (its lease expired)", gone.Round(time.Millisecond))
+
+	// Start another: it joins through the Runtime API, no reload.
+	a.member(memberAddrs[3])
+	joined := a.within(converge, "the new apiserver up in the backend", a.serving(true, three[1], three[2], apiAddr(memberAddrs[3])))
+	t.Logf("new apiserver served %v after it was ready", joined.Round(time.Millisecond))
+	if got := a.reloads(); got != reloads {
+		t.Errorf("HAProxy reloaded %d times for server changes, want 0", got-reloads)
+	}
+	for n, c := range clients {
+		c.check(t, n)
+	}
+	if strings.Contains(a.ctlLog.String(), "forbidden") {
+		t.Errorf("the shipped RBAC is not enough:\n%s", tail(a.ctlLog.String(), 40))
+	}
+}
+
+// Bootstrap: HAProxy and the controller start with --bootstrap-servers
+// before any apiserver runs; once they run, traffic flows and the
+// controller follows the cluster's list. Restarted with HAProxy (a
+// reboot) while every apiserver is down, it serves the list it kept.
+func TestAPIServerBootstrap(t *testing.T) {
+	if !inNetns(t, append(slices.Clone(memberAddrs), lbAddr)...) {
+		return
+	}
+	a := newAPILB(t)
+	// .5 never runs: the cluster's list will not have it.
+	bootstrap := apiAddr(memberAddrs[0]) + "," + apiAddr(memberAddrs[1]) + "," + apiAddr(memberAddrs[4])
+	a.runController(a.apiControllerArgs(a.adminCreds(), "--bootstrap-servers", bootstrap))
+	a.within(converge, "HAProxy serves the bootstrap list before any apiserver exists",
+		a.serving(false, apiAddr(memberAddrs[0]), apiAddr(memberAddrs[1]), apiAddr(memberAddrs[4])))
+	a.within(converge, "the controller waits for the API", func() error {
+		return contains(a.ctlLog.String(), "kube-apiserver not reachable yet")
+	})
+
+	a.member(memberAddrs[0])
+	a.member(memberAddrs[1])
+	a.member(memberAddrs[2]) // not in the bootstrap list
+	pooled, _ := a.lbConfigs()
+	c := startClientLoop(t, pooled)
+	cluster := []string{apiAddr(memberAddrs[0]), apiAddr(memberAddrs[1]), apiAddr(memberAddrs[2])}
+	a.within(converge+leaseMax, "the controller follows the cluster's list", a.serving(true, cluster...))
+	a.within(converge, "requests through the load balancer", func() error {
+		if c.ok.Load() < 10 {
+			return fmt.Errorf("%d requests so far", c.ok.Load())
+		}
+		return nil
+	})
+	c.check(t, "client-go")
+	a.within(converge, "the list kept on disk", func() error {
+		got, err := apiserver.LoadState(a.apiState)
+		if err != nil {
+			return err
+		}
+		if got.Source != apiserver.SourceEndpointSlice || len(got.Servers) != 3 {
+			return fmt.Errorf("state file has %+v", got)
+		}
+		return nil
+	})
+
+	// Every apiserver down, the controller and HAProxy restarted from
+	// scratch (a reboot: the config `init` writes, no frontend). The
+	// bootstrap flag now names another server: the kept list wins.
+	a.stopController()
+	for _, m := range memberAddrs[:3] {
+		a.cluster.Kill(m)
+	}
+	a.hap.Kill(t)
+	a.startHAProxy()
+	a.runController(a.apiControllerArgs(a.adminCreds(), "--bootstrap-servers", apiAddr(memberAddrs[4])))
+	a.within(converge, "the kept list served while the API is down", a.serving(false, cluster...))
+	a.within(converge, "the controller keeps trying the API", func() error {
+		return contains(a.ctlLog.String(), "kube-apiserver not reachable yet")
+	})
+}

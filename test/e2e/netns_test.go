@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+)
+
+// envNetns is set in a test binary re-run inside a network namespace.
+const envNetns = "HKS_E2E_NETNS"
+
+// inNetns runs the calling test again, alone, in a network namespace it
+// creates (loopback up, an interface of its own holding addrs, /24 each), and
+// reports false: the caller returns and the outcome is that run's. Inside
+// the namespace it reports true and the test does its work there, so
+// every address it uses, 192.0.2.0/24 included, is its own and no packet
+// reaches the host's interfaces. Needs root and ip(8); skips without.
+func inNetns(t *testing.T, addrs ...string) bool {
+	t.Helper()
+	if os.Getenv(envNetns) != "" {
+		return true
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create a network namespace")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip(8) (iproute2)")
+	}
+	// The binaries are found (or built) once, out here.
+	bins, err := kubeapi.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("hks-e2e-%d-%d", os.Getpid(), rand.IntN(1_000_000))
+	ip := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	ip("netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	ip("-n", name, "link", "set", "lo", "up")
+	// A dummy interface where the kernel has the module; else a veth
+	// pair with both ends in the namespace (the module is often built in).
+	if exec.Command("ip", "-n", name, "link", "add", "hks0", "type", "dummy").Run() != nil {
+		ip("-n", name, "link", "add", "hks0", "type", "veth", "peer", "name", "hks1")
+		ip("-n", name, "link", "set", "hks1", "up")
+	}
+	ip("-n", name, "link", "set", "hks0", "up")
+	for _, a := range addrs {
+		ip("-n", name, "addr", "add", a+"/24", "dev", "hks0")
+	}
+	args := []string{"netns", "exec", name, os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.timeout", "6m"}
+	cmd := exec.Command("ip", args...)
+	cmd.Env = append(os.Environ(), envNetns+"="+name, kubeapi.EnvBinDir+"="+bins)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s in network namespace %s: %v", t.Name(), name, err)
+	}
+	return false
+}
