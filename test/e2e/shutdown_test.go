@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// controllerBinary builds cmd/haproxy-k8s-sync into a directory of t.
+func controllerBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "haproxy-k8s-sync")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/haproxy-k8s-sync").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// `run` stops within a few seconds on SIGTERM and on SIGINT, exits 0,
+// leaves no process of its own behind, and leaves HAProxy serving as it is.
+func TestRunStopsPromptlyOnSignals(t *testing.T) {
+	bin := controllerBinary(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			e := newEnv(t)
+			np := e.threeNodes()
+			port := int32(haproxytest.FreePort(t))
+			e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np})
+			log := &haproxytest.LockedBuffer{}
+			cmd := exec.Command(bin, append([]string{"run"}, e.controllerArgs()...)...)
+			cmd.Stdout, cmd.Stderr = log, log
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				if t.Failed() {
+					t.Logf("controller log:\n%s", log.String())
+				}
+			})
+			e.eventually("web serves", serves(port, "n1", "n2", "n3"))
+			master := e.hap.MasterPID()
+			reloads := e.reloads()
+
+			start := time.Now()
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("exit after %v: %v", sig, err)
+				}
+				t.Logf("stopped %v after the signal", time.Since(start).Round(time.Millisecond))
+			case <-time.After(5 * time.Second):
+				t.Fatalf("still running 5s after %v", sig)
+			}
+			// Nothing of the controller's process group survives.
+			if err := syscall.Kill(-cmd.Process.Pid, 0); !errors.Is(err, syscall.ESRCH) {
+				t.Errorf("a process of the controller's group survived (kill -0: %v)", err)
+			}
+			// HAProxy goes on serving as it was: same master, no reload.
+			if err := serves(port, "n1", "n2", "n3")(); err != nil {
+				t.Errorf("HAProxy after the controller stopped: %v", err)
+			}
+			if got := e.hap.MasterPID(); got != master {
+				t.Errorf("HAProxy master %d, was %d", got, master)
+			}
+			if got := e.reloads(); got != reloads {
+				t.Errorf("reloads %d, was %d: stopping reloaded HAProxy", got, reloads)
+			}
+		})
+	}
+}
