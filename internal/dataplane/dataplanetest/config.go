@@ -136,9 +136,18 @@ func mutation(method string, seg []string, body Object) (op, *apiErr) {
 	if seg[0] == "frontends" {
 		section, schema, child, childSchema = "frontend", "frontend", "binds", "bind"
 	}
-	sets := func(c *config) (*list, map[string]*list) {
+	// sets returns the sections and children of c; with own, the
+	// sections list is c's own copy (copies of a config share lists until
+	// they change them).
+	sets := func(c *config, own bool) (*list, map[string]*list) {
 		if section == "backend" {
+			if own {
+				c.backends = c.backends.clone()
+			}
 			return c.backends, c.servers
+		}
+		if own {
+			c.frontends = c.frontends.clone()
 		}
 		return c.frontends, c.binds
 	}
@@ -160,7 +169,7 @@ func mutation(method string, seg []string, body Object) (op, *apiErr) {
 			return nil, e
 		}
 		return func(c *config) (Object, *liveServer, *apiErr) {
-			secs, ch := sets(c)
+			secs, ch := sets(c, true)
 			name := ""
 			if len(seg) == 2 {
 				name = seg[1]
@@ -199,11 +208,12 @@ func mutation(method string, seg []string, body Object) (op, *apiErr) {
 		}
 		parent := seg[1]
 		return func(c *config) (Object, *liveServer, *apiErr) {
-			secs, ch := sets(c)
+			secs, ch := sets(c, false)
 			if _, ok := secs.get(parent); !ok {
 				return nil, nil, errf(http.StatusBadRequest, "parent %s %s does not exist", section, parent)
 			}
-			items := ch[parent]
+			items := ch[parent].clone()
+			ch[parent] = items
 			name := ""
 			if len(seg) == 4 {
 				name = seg[3]
@@ -308,7 +318,12 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, f op) {
 		s.fail(w, e)
 		return
 	}
-	if err := next.check(); err != nil {
+	check := next.check
+	if live != nil {
+		// Only the server changed: only its address can be wrong.
+		check = func() error { return checkServer(live.server) }
+	}
+	if err := check(); err != nil {
 		s.fail(w, errf(http.StatusBadRequest, "validation error: %v", err))
 		return
 	}

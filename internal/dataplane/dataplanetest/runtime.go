@@ -53,7 +53,9 @@ func (s *Server) applyLive(l *liveServer) {
 	// The running configuration now has this server as written.
 	if srvs := s.running.servers[l.backend]; srvs != nil {
 		if _, ok := srvs.get(name); ok {
+			srvs = srvs.clone() // shared with other copies of the config
 			srvs.put(name, cloneObject(l.server))
+			s.running.servers[l.backend] = srvs
 		}
 	}
 }
@@ -149,6 +151,7 @@ func (s *Server) Running(backend string) (out []ServerState, ok bool) {
 func (s *Server) Load(backends []Section, frontends []Section) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.cfg.backends, s.cfg.frontends = s.cfg.backends.clone(), s.cfg.frontends.clone()
 	for _, b := range backends {
 		name := b.Object["name"].(string)
 		s.cfg.backends.put(name, cloneObject(b.Object))

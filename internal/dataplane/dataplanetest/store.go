@@ -68,14 +68,9 @@ func newConfig() *config {
 }
 
 func (c *config) clone() *config {
-	n := &config{frontends: c.frontends.clone(), binds: map[string]*list{}, backends: c.backends.clone(), servers: map[string]*list{}, templates: maps.Clone(c.templates)}
-	for k, v := range c.binds {
-		n.binds[k] = v.clone()
-	}
-	for k, v := range c.servers {
-		n.servers[k] = v.clone()
-	}
-	return n
+	// Lists are shared: a change clones the list it makes (see mutation).
+	return &config{frontends: c.frontends, binds: maps.Clone(c.binds), backends: c.backends,
+		servers: maps.Clone(c.servers), templates: maps.Clone(c.templates)}
 }
 
 func cloneObject(o Object) Object {
@@ -101,11 +96,18 @@ func (c *config) check() error {
 	}
 	for _, name := range c.backends.names {
 		for _, s := range c.servers[name].all() {
-			addr, _ := s["address"].(string)
-			if _, err := netip.ParseAddr(addr); err != nil {
-				return fmt.Errorf("parsing [haproxy.cfg] : 'server %s' : could not resolve address '%s'.", s["name"], addr)
+			if err := checkServer(s); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+func checkServer(s Object) error {
+	addr, _ := s["address"].(string)
+	if _, err := netip.ParseAddr(addr); err != nil {
+		return fmt.Errorf("parsing [haproxy.cfg] : 'server %s' : could not resolve address '%s'.", s["name"], addr)
 	}
 	return nil
 }

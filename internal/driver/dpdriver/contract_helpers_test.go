@@ -190,3 +190,7 @@ func (h *hook) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func dataplaneClient(url string) (*dataplane.Client, error) {
+	return dataplane.New(dataplane.Options{URL: url, Timeout: 10 * time.Second})
+}

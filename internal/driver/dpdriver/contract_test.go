@@ -265,3 +265,33 @@ func TestContractCredentials(t *testing.T) {
 		}
 	})
 }
+
+func TestContractDrainThroughRuntime(t *testing.T) {
+	run(t, func(t *testing.T, a *api) {
+		d := a.driver(Options{Seed: seedBackend})
+		cfg := seedCfg("127.81.10.1:30080", "127.81.10.2:30080")
+		apply(t, d, cfg)
+		r0 := a.reloads(t)
+		draining := seedCfg("127.81.10.1:30080", "127.81.10.2:30080")
+		draining.Backends[0].Servers[1].Drain = true
+		apply(t, d, draining)
+		states := map[string]string{}
+		rs, err := a.c.RuntimeServers(context.Background(), seedBackend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			states[fmt.Sprint(r["address"])] = fmt.Sprint(r["admin_state"])
+		}
+		if states["127.81.10.2"] != "drain" || states["127.81.10.1"] != "ready" {
+			t.Errorf("runtime states %v, want 127.81.10.2 in drain", states)
+		}
+		apply(t, d, cfg)
+		if got := a.serving(t, seedBackend); !maps.Equal(got, set("127.81.10.1:30080", "127.81.10.2:30080")) {
+			t.Errorf("after the drain ended serving %v", got)
+		}
+		if a.reloads(t) != r0 {
+			t.Errorf("drain reloaded")
+		}
+	})
+}

@@ -15,6 +15,7 @@ type change struct {
 	obj    Object
 	live   bool // a server PUT the API applies without reload outside a transaction
 	what   string
+	parent string // a child's section
 }
 
 func sortByName(objs []Object) {
@@ -50,6 +51,9 @@ func diffSections(out []change, have, want map[string]*section, kind, all string
 	children func(string) string, child func(string, string) string) []change {
 	for _, name := range sortedKeys(want) {
 		w, h := want[name], have[name]
+		if w == h {
+			continue // clean: nothing of it changed
+		}
 		if h == nil {
 			out = append(out, change{method: "POST", path: all, obj: w.base, what: kind + " " + name + " added"})
 			h = &section{}
@@ -70,7 +74,7 @@ func diffSections(out []change, have, want map[string]*section, kind, all string
 				out = append(out, change{method: "POST", path: children(name), obj: c, what: kind + " " + name + ": " + cn + " added"})
 			case !same(o, c):
 				out = append(out, change{method: "PUT", path: child(name, cn), obj: c, live: kind == "backend" && onlyLive(o, c),
-					what: kind + " " + name + ": " + cn + " changed"})
+					what: kind + " " + name + ": " + cn + " changed", parent: name})
 			}
 		}
 	}

@@ -67,6 +67,12 @@ type Driver struct {
 	view    *state          // what the API holds of our objects, at view.version; nil: read it
 	drained map[string]bool // backend/slot put in drain at runtime since the last reload
 	missing bool
+	// What the last pass applied: the selected model, its slots, and the
+	// view it left (while d.view is still that view, the sections whose
+	// model did not change are known to be as wanted).
+	applied   model.Config
+	layout    model.Layout
+	appliedOn *state
 }
 
 // New returns a driver; it makes no request.
@@ -154,14 +160,20 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 		}
 		d.missing = false
 	}
-	prev := layoutFrom(have, sel)
+	var clean map[string]bool
+	if d.appliedOn != nil && d.appliedOn == have {
+		clean = cleanSections(sel, d.applied)
+	}
+	d.appliedOn = nil // until this pass succeeds
+	prev := layoutFrom(have, sel, d.layout, clean)
 	layout, exhausted := plan.Assign(sel, prev, false)
-	want, drain := d.target(have, sel, layout)
+	want, drain := d.target(have, sel, layout, clean)
 	changes := diff(have, want)
 	if structural(changes) || len(exhausted) > 0 {
 		// A reload happens anyway: every backend gets its size anew.
+		clean = nil
 		layout, _ = plan.Assign(sel, prev, true)
-		want, drain = d.target(have, sel, layout)
+		want, drain = d.target(have, sel, layout, nil)
 		changes = diff(have, want)
 	}
 	var reasons []string
@@ -190,8 +202,11 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 		}
 	}
 	t = time.Now()
-	err = d.drain(ctx, want, drain, changes, p)
+	err = d.drain(ctx, want, drain, changes, clean, p)
 	p.Runtime += time.Since(t)
+	if err == nil {
+		d.applied, d.layout, d.appliedOn = sel, layout, d.view
+	}
 	return driver.Result{}, reasons, err
 }
 
@@ -286,7 +301,7 @@ func (d *Driver) live(ctx context.Context, have *state, changes []change, p *Pas
 		} else {
 			have.version++
 		}
-		have.replaceChild(c.obj, c.path)
+		have.replaceChild(c.parent, c.obj)
 		if resp.Status != 200 {
 			// The API reloaded after all (it did not take the change as
 			// live): the runtime states it kept are gone.
@@ -299,12 +314,15 @@ func (d *Driver) live(ctx context.Context, have *state, changes []change, p *Pas
 
 // drain puts servers in drain (or back) through the runtime endpoints:
 // HAProxy's configuration has no keyword for it.
-func (d *Driver) drain(ctx context.Context, want *state, drain map[string]bool, changes []change, p *Pass) error {
+func (d *Driver) drain(ctx context.Context, want *state, drain map[string]bool, changes []change, clean map[string]bool, p *Pass) error {
 	touched := map[string]bool{}
 	for _, c := range changes {
 		touched[c.path] = true
 	}
 	for be, sec := range want.backends {
+		if clean[be] {
+			continue // its servers, so their drain, did not change
+		}
 		for _, o := range sec.children {
 			name, _ := o["name"].(string)
 			key := be + "/" + name
@@ -347,16 +365,12 @@ func (d *Driver) do(ctx context.Context, c change, w dataplane.Write) error {
 	return err
 }
 
-// replaceChild records a server written at path in the cached state.
-func (s *state) replaceChild(obj Object, path string) {
-	for be, sec := range s.backends {
+// replaceChild records a server of backend written in the cached state.
+func (s *state) replaceChild(backend string, obj Object) {
+	if sec := s.backends[backend]; sec != nil {
 		name, _ := obj["name"].(string)
-		if dataplane.ServerPath(be, name) != path {
-			continue
-		}
 		if _, i := sec.child(name); i >= 0 {
 			sec.children[i] = obj
 		}
-		return
 	}
 }

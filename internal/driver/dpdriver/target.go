@@ -110,11 +110,19 @@ func toInt(v any) (int64, bool) {
 
 // target is the state the driver wants: have with the owned fields of
 // every owned object set from cfg, and the servers in layout.
-func (d *Driver) target(have *state, cfg model.Config, layout model.Layout) (*state, map[string]bool) {
+//
+// The sections named in clean are known to be as wanted already (nothing
+// of them changed since the last pass that wrote them): want shares
+// have's, and diff skips them.
+func (d *Driver) target(have *state, cfg model.Config, layout model.Layout, clean map[string]bool) (*state, map[string]bool) {
 	want := &state{backends: map[string]*section{}, frontends: map[string]*section{}}
 	drain := map[string]bool{}
 	for _, b := range cfg.Backends {
 		h := have.backends[b.Name]
+		if clean[b.Name] && h != nil {
+			want.backends[b.Name] = h
+			continue
+		}
 		var base Object
 		if h != nil {
 			base = maps.Clone(h.base)
@@ -153,6 +161,10 @@ func (d *Driver) target(have *state, cfg model.Config, layout model.Layout) (*st
 		want.backends[b.Name] = sec
 	}
 	for _, f := range cfg.Frontends {
+		if h := have.frontends[f.Name]; clean[f.Name] && h != nil {
+			want.frontends[f.Name] = h
+			continue
+		}
 		var base Object
 		if h := have.frontends[f.Name]; h != nil {
 			base = maps.Clone(h.base)
@@ -223,10 +235,15 @@ func setOrDelete(o map[string]any, k string, v any, set bool) {
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
-// layoutFrom reads the current slots of the backends cfg names.
-func layoutFrom(have *state, cfg model.Config) model.Layout {
-	l := model.Layout{}
+// layoutFrom reads the current slots of the backends cfg names, taking
+// those of the clean ones from known.
+func layoutFrom(have *state, cfg model.Config, known model.Layout, clean map[string]bool) model.Layout {
+	l := make(model.Layout, len(cfg.Backends))
 	for _, b := range cfg.Backends {
+		if slots, ok := known[b.Name]; ok && clean[b.Name] {
+			l[b.Name] = slots
+			continue
+		}
 		if h := have.backends[b.Name]; h != nil {
 			if slots := layoutOf(h); slots != nil {
 				l[b.Name] = slots
@@ -234,4 +251,30 @@ func layoutFrom(have *state, cfg model.Config) model.Layout {
 		}
 	}
 	return l
+}
+
+// cleanSections names the sections of cfg that are as the last pass left
+// them: the same servers (the very same slice: the desired package hands
+// it out again while nothing changes) and settings as in applied.
+func cleanSections(cfg, applied model.Config) map[string]bool {
+	clean := make(map[string]bool, len(cfg.Backends)+len(cfg.Frontends))
+	prev := make(map[string]int, len(applied.Backends))
+	for i, b := range applied.Backends {
+		prev[b.Name] = i
+	}
+	for _, b := range cfg.Backends {
+		if i, ok := prev[b.Name]; ok && applied.Backends[i].SameStructure(b) && model.SameSlice(applied.Backends[i].Servers, b.Servers) {
+			clean[b.Name] = true
+		}
+	}
+	fes := make(map[string]int, len(applied.Frontends))
+	for i, f := range applied.Frontends {
+		fes[f.Name] = i
+	}
+	for _, f := range cfg.Frontends {
+		if i, ok := fes[f.Name]; ok && applied.Frontends[i].Equal(f) {
+			clean[f.Name] = true
+		}
+	}
+	return clean
 }
