@@ -28,6 +28,7 @@ type shape struct {
 	stats, stateFile                 string
 	maxConn                          int
 	monitor                          netip.AddrPort
+	nodeCheck                        nodeCheck
 }
 
 type stringList []string
@@ -55,12 +56,17 @@ func (s *shape) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.stateFile, "state-file", "/var/lib/haproxy-k8s-sync/server-state", "HAProxy server-state-file (written into the config)")
 	fs.IntVar(&s.maxConn, "global-maxconn", 0, "global maxconn of HAProxy (0: HAProxy's default)")
 	fs.TextVar(&s.monitor, "monitor-address", netip.AddrPort{}, "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
+	s.nodeCheck.register(fs)
 	settings.RegisterFlags(fs, &s.defaults)
 }
 
 // desiredOptions validates the shape flags.
 func (s *shape) desiredOptions() (desired.Options, error) {
 	o := desired.Options{Class: s.class, ClassLess: s.classLess, Service: s.service, Backend: s.backend, Targets: s.targets, Defaults: s.defaults, TrackNodes: s.trackNodes}
+	var err error
+	if o.NodeCheck, err = s.nodeCheck.check(); err != nil {
+		return o, err
+	}
 	if s.targets != desired.TargetNodes && s.targets != desired.TargetPods {
 		return o, fmt.Errorf("--targets: want nodes or pods, got %q", s.targets)
 	}

@@ -45,6 +45,10 @@ type Options struct {
 	// problem that gives UDPOff as the reason.
 	UDP    bool
 	UDPOff string
+	// NodeCheck is the health check of each node's server in the
+	// model.NodesBackend (disabled: none); the servers that follow their
+	// node go down with it.
+	NodeCheck model.Check
 }
 
 // Input is the world one pass looks at.
@@ -249,7 +253,7 @@ func Compute(in Input, opts Options) Result {
 		res.Config.Frontends = sortedByName(res.Config.Frontends, func(f *model.Frontend) string { return f.Name }, feOrder)
 	}
 	res.Config.Backends = sortedByName(res.Config.Backends, func(b *model.Backend) string { return b.Name }, beOrder)
-	res.Config.Backends = withNodes(res.Config.Backends, nodes, memo)
+	res.Config.Backends = withNodes(res.Config.Backends, nodes, opts.NodeCheck, memo)
 	if memo != nil {
 		memo.good, memo.goodAllMemo = res.Good, allMemo
 		memo.frontends = res.Config.Frontends

@@ -144,7 +144,7 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 		}
 	}
 	if i, last, ok := m.lastNodes(); ok {
-		if nb := nodesBackend(m.nodes, last); !model.SameSlice(nb.Servers, last) {
+		if nb := nodesBackend(m.nodes, last, opts.NodeCheck); !model.SameSlice(nb.Servers, last) {
 			if len(changed) == 0 {
 				backends = slices.Clone(base)
 			}
@@ -172,13 +172,13 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 // withNodes adds the model.NodesBackend to the sorted backends when one of
 // them tracks nodes. It reuses the servers of the memo's last one when
 // they are the same.
-func withNodes(backends []model.Backend, nodes map[string]nodeInfo, m *Memo) []model.Backend {
+func withNodes(backends []model.Backend, nodes map[string]nodeInfo, check model.Check, m *Memo) []model.Backend {
 	if !slices.ContainsFunc(backends, func(b model.Backend) bool { return b.TrackNodes }) {
 		return backends
 	}
 	_, last, _ := m.lastNodes()
 	i, _ := nodesSearch(backends)
-	return slices.Insert(backends, i, nodesBackend(nodes, last))
+	return slices.Insert(backends, i, nodesBackend(nodes, last, check))
 }
 
 // lastNodes is the index and the servers of the model.NodesBackend in the

@@ -72,9 +72,9 @@ func tracksNodes(set settings.Settings, opts Options) bool {
 }
 
 // nodesBackend is the model.NodesBackend for these nodes: a server per
-// node address, in maintenance while the node is not eligible. It reuses
-// last when that has the same servers.
-func nodesBackend(nodes map[string]nodeInfo, last []model.Server) model.Backend {
+// node address, in maintenance while the node is not eligible, checked
+// with check. It reuses last when that has the same servers.
+func nodesBackend(nodes map[string]nodeInfo, last []model.Server, check model.Check) model.Backend {
 	servers := make([]model.Server, 0, len(nodes))
 	for _, n := range nodes {
 		servers = append(servers, model.Server{Addr: n.addr, Maint: !n.up})
@@ -83,7 +83,7 @@ func nodesBackend(nodes map[string]nodeInfo, last []model.Server) model.Backend 
 	if slices.Equal(servers, last) {
 		servers = last
 	}
-	return model.Backend{Name: model.NodesBackend, Servers: servers}
+	return model.Backend{Name: model.NodesBackend, Servers: servers, Check: check}
 }
 
 // serversFor lists the servers of one Service port. ok is false when the

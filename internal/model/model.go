@@ -60,6 +60,7 @@ type Check struct {
 	Rise    int
 	Fall    int
 	HTTP    HTTPCheck // zero: a TCP connect check
+	Port    uint16    // the port checked; 0: the server's own
 }
 
 // HTTPCheck makes a health check an HTTP GET that must answer 200, over

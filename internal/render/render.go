@@ -159,7 +159,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
-		if be.Name == model.NodesBackend {
+		if be.Name == model.NodesBackend && !be.Check.Enabled {
 			// No traffic goes here: a server per node, for the servers of
 			// backends with TrackNodes to follow ("track"). HAProxy tracks
 			// only a server with a check or an agent: an agent that never
@@ -167,6 +167,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			// leaves the node up, as only an agent's answer can take a
 			// server down. Its state comes from the Runtime API.
 			w("\tdefault-server agent-check agent-addr 127.0.0.1 agent-port 1 agent-inter 1h")
+		} else if be.Name == model.NodesBackend {
+			// The node check (--node-check): each node is checked once
+			// here, and every server following it goes down with it.
 		} else {
 			w("\tbalance", be.Balance)
 		}
@@ -221,6 +224,9 @@ func defaultServer(be model.Backend) string {
 		}
 		if be.Check.Fall > 0 {
 			s += " fall " + strconv.Itoa(be.Check.Fall)
+		}
+		if be.Check.Port > 0 {
+			s += " port " + strconv.Itoa(int(be.Check.Port))
 		}
 		if h := be.Check.HTTP; h.SSL {
 			s += " check-ssl"

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,13 @@ func TestGolden(t *testing.T) {
 	}
 	tc, tl := tracked()
 	cases["tracked.cfg"] = Config(tc, tl, opts)
+	// The same with the node check (--node-check): HTTP and TCP.
+	for name, h := range map[string]model.HTTPCheck{"tracked-nodecheck-http.cfg": {Path: "/healthz"}, "tracked-nodecheck-tcp.cfg": {}} {
+		nc := tc
+		nc.Backends = slices.Clone(tc.Backends)
+		nc.Backends[0].Check = model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: h}
+		cases[name] = Config(nc, tl, opts)
+	}
 	for name, h := range map[string]model.HTTPCheck{
 		"httpcheck-verify.cfg":   {Path: "/readyz", SSL: true, CAFile: "/etc/kubernetes/pki/ca.crt", CertFile: "/var/lib/hks/check-client.pem"},
 		"httpcheck-noverify.cfg": {Path: "/readyz", SSL: true},

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// nodeCheck holds the flags of the node-level health check: one check per
+// node, on its server in the _nodes backend, that the servers following
+// their node (--track-nodes, Services without checks of their own) inherit.
+type nodeCheck struct {
+	spec       string
+	inter      time.Duration
+	rise, fall int
+}
+
+func (n *nodeCheck) register(fs *flag.FlagSet) {
+	fs.StringVar(&n.spec, "node-check", "none", "health check of each node, inherited by the servers that follow their node (Services with check=false): "+
+		"'http:PORT/PATH' (GET must answer 200; kube-proxy's is http:10256/healthz, 503 while the node is drained or deleted), 'tcp:PORT', or 'none'")
+	fs.DurationVar(&n.inter, "node-check-interval", 2*time.Second, "interval of the node check")
+	fs.IntVar(&n.rise, "node-check-rise", 2, "successful node checks before a node is up again")
+	fs.IntVar(&n.fall, "node-check-fall", 2, "failed node checks before a node and every server following it is down")
+}
+
+// check validates the flags into the check of the _nodes backend.
+func (n *nodeCheck) check() (model.Check, error) {
+	if n.spec == "none" || n.spec == "" {
+		return model.Check{}, nil
+	}
+	c := model.Check{Enabled: true, Inter: n.inter, Rise: n.rise, Fall: n.fall}
+	if n.inter < 100*time.Millisecond || n.inter > time.Hour {
+		return c, fmt.Errorf("--node-check-interval: want 100ms to 1h, got %v", n.inter)
+	}
+	if n.rise < 1 || n.rise > 100 || n.fall < 1 || n.fall > 100 {
+		return c, fmt.Errorf("--node-check-rise and --node-check-fall: want 1 to 100, got %d and %d", n.rise, n.fall)
+	}
+	kind, rest, _ := strings.Cut(n.spec, ":")
+	port, path := rest, ""
+	if kind == "http" {
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			port, path = rest[:i], rest[i:]
+		}
+		if !model.ValidCheckPath(path) {
+			return c, fmt.Errorf("--node-check: %q: want http:PORT/PATH with a plain absolute path", n.spec)
+		}
+		c.HTTP.Path = path
+	} else if kind != "tcp" {
+		return c, fmt.Errorf("--node-check: %q: want http:PORT/PATH, tcp:PORT or none", n.spec)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || p == 0 {
+		return c, fmt.Errorf("--node-check: %q: bad port %q", n.spec, port)
+	}
+	c.Port = uint16(p)
+	return c, nil
+}

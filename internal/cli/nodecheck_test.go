@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+func TestNodeCheckFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    model.Check
+		wantErr string
+	}{
+		{args: nil, want: model.Check{}},
+		{args: []string{"--node-check=none"}, want: model.Check{}},
+		{args: []string{"--node-check=http:10256/healthz"},
+			want: model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: model.HTTPCheck{Path: "/healthz"}}},
+		{args: []string{"--node-check=tcp:10250", "--node-check-interval=500ms", "--node-check-rise=1", "--node-check-fall=3"},
+			want: model.Check{Enabled: true, Inter: 500 * time.Millisecond, Rise: 1, Fall: 3, Port: 10250}},
+		{args: []string{"--node-check=http:10256"}, wantErr: "want http:PORT/PATH"},
+		{args: []string{"--node-check=http:10256/healthz\n\tlisten x"}, wantErr: "want http:PORT/PATH"},
+		{args: []string{"--node-check=http:10256/a b"}, wantErr: "want http:PORT/PATH"},
+		{args: []string{"--node-check=tcp:0"}, wantErr: "bad port"},
+		{args: []string{"--node-check=tcp:70000"}, wantErr: "bad port"},
+		{args: []string{"--node-check=udp:53"}, wantErr: "want http:PORT/PATH, tcp:PORT or none"},
+		{args: []string{"--node-check=tcp:10256", "--node-check-interval=1ms"}, wantErr: "--node-check-interval"},
+		{args: []string{"--node-check=tcp:10256", "--node-check-fall=0"}, wantErr: "--node-check-fall"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			fs := newFlagSet("t", &bytes.Buffer{})
+			var s shape
+			s.register(fs)
+			if err := parse(fs, tc.args, env(nil), &s); err != nil {
+				t.Fatal(err)
+			}
+			o, err := s.desiredOptions()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.NodeCheck != tc.want {
+				t.Errorf("NodeCheck = %+v, want %+v", o.NodeCheck, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// With --node-check, each node is checked once, on its server in the
+// _nodes backend, and the servers that follow their node (a Service with
+// check=false) leave with it: a node whose kube-proxy /healthz answers 503
+// gets no new connections within about fall x interval, with no reload
+// and nothing for the controller to do (no Kubernetes object changed), and
+// comes back when it answers 200 again. Retries with redispatch keep every
+// connection of a load running meanwhile.
+func TestNodeCheckMovesTraffic(t *testing.T) {
+	e := newEnv(t)
+	e.subnet = 83 // this test's nodes: 127.83.0.1-2
+	np := nodePort()
+	health := map[string]*lab.HealthServer{}
+	for i, n := range []string{"n1", "n2"} {
+		e.addNode(n, i+1, true, np)
+		h, err := lab.NewHealthServer(fmt.Sprintf("127.%d.0.%d:10256", e.subnet, i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Close)
+		health[n] = h
+	}
+	port := int32(haproxytest.FreePort(t))
+	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np,
+		Annotations: map[string]string{settings.Prefix + "check": "false"}})
+	e.startController("--node-check=http:10256/healthz", "--node-check-interval=200ms",
+		"--node-check-rise=1", "--node-check-fall=2")
+	e.eventually("both nodes serve", serves(port, "n1", "n2"))
+	if err := contains(e.config(), "default-server check inter 200ms rise 1 fall 2 port 10256"); err != nil {
+		t.Fatalf("the _nodes backend is not checked: %v", err)
+	}
+	before := e.reloads()
+
+	stop := make(chan struct{})
+	type result struct {
+		total, failed int
+		err           error
+	}
+	done := make(chan result)
+	go func() {
+		tot, f, err := load(port, 50000, stop)
+		done <- result{tot, f, err}
+	}()
+	health["n2"].SetHealthy(false)
+	start := time.Now()
+	n2 := fmt.Sprintf("127.%d.0.2", e.subnet)
+	e.eventually("n2's server of web down", func() error {
+		rt := haproxy.NewRuntime(e.hap.StatsSocket) // not a connection to a worker before a reload
+		defer rt.Close()
+		st, err := rt.ShowServersState(bg)
+		if err != nil {
+			return err
+		}
+		for _, s := range st {
+			if s.Backend == fmt.Sprintf("be_%s_web_%d", ns, port) && s.Addr.String() == n2 && s.Up() {
+				return fmt.Errorf("still up: %+v", s)
+			}
+		}
+		return nil
+	})
+	t.Logf("n2 out of service %v after its /healthz answered 503 (check every 200ms, fall 2)", time.Since(start).Round(time.Millisecond))
+	e.eventually("traffic to n1 only", serves(port, "n1"))
+	health["n2"].SetHealthy(true)
+	e.eventually("n2 back", serves(port, "n1", "n2"))
+	close(stop)
+	r := <-done
+
+	if got := e.reloads(); got != before {
+		t.Errorf("the node check caused %d reloads, want 0", got-before)
+	}
+	if r.failed != 0 || r.total < 10 {
+		t.Errorf("load: %d connections, %d failed (first: %v)", r.total, r.failed, r.err)
+	}
+	t.Logf("load: %d connections, %d failed", r.total, r.failed)
+}
