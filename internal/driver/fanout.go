@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -10,25 +11,29 @@ import (
 // Fanout hands the whole model to several drivers, one per data path
 // (HAProxy for TCP, the kernel for UDP), each applying its own part. The
 // first driver's Result leads (its timings and reload); the others add
-// their operations and time. Every driver is applied even when one
-// fails; the errors are joined (errors.Is still finds ErrDeferred).
+// their operations and time. The drivers run side by side (one data path
+// never waits for another's reload), each one even when another fails;
+// the errors are joined (errors.Is still finds ErrDeferred). The model is
+// only read.
 type Fanout []Driver
 
 // Apply applies cfg with every driver.
 func (f Fanout) Apply(ctx context.Context, cfg model.Config) (Result, error) {
-	var res Result
-	var errs []error
+	results := make([]Result, len(f))
+	errs := make([]error, len(f))
+	var wg sync.WaitGroup
 	for i, d := range f {
-		r, err := d.Apply(ctx, cfg)
+		wg.Go(func() { results[i], errs[i] = d.Apply(ctx, cfg) })
+	}
+	wg.Wait()
+	var res Result
+	for i, r := range results {
 		if i == 0 {
 			res = r
-		} else {
-			res.Ops += r.Ops
-			res.Runtime += r.Runtime
+			continue
 		}
-		if err != nil {
-			errs = append(errs, err)
-		}
+		res.Ops += r.Ops
+		res.Runtime += r.Runtime
 	}
 	return res, errors.Join(errs...)
 }
