@@ -40,6 +40,9 @@ func ServerPath(backend, server string) string {
 	return ServersPath(backend) + "/" + url.PathEscape(server)
 }
 
+// ServerTemplatesPath is the path of a backend's server templates.
+func ServerTemplatesPath(backend string) string { return BackendPath(backend) + "/server_templates" }
+
 // BindsPath is the path of a frontend's binds.
 func BindsPath(frontend string) string { return FrontendPath(frontend) + "/binds" }
 

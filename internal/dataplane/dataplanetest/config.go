@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -200,6 +201,22 @@ func mutation(method string, seg []string, body Object) (op, *apiErr) {
 				delete(ch, name)
 				delete(c.templates, name)
 			}
+			return body, nil, nil
+		}, nil
+	case section == "backend" && len(seg) == 3 && seg[2] == "server_templates" && method == http.MethodPost:
+		if e := need("server_template"); e != nil {
+			return nil, e
+		}
+		return func(c *config) (Object, *liveServer, *apiErr) {
+			if _, ok := c.backends.get(seg[1]); !ok {
+				return nil, nil, errf(http.StatusBadRequest, "parent backend %s does not exist", seg[1])
+			}
+			for _, t := range c.templates[seg[1]] {
+				if t["prefix"] == body["prefix"] {
+					return nil, nil, errf(http.StatusConflict, "server template %v already exists in %s", body["prefix"], seg[1])
+				}
+			}
+			c.templates[seg[1]] = append(slices.Clone(c.templates[seg[1]]), body)
 			return body, nil, nil
 		}, nil
 	case len(seg) == 3 && seg[2] == child && method == http.MethodPost, len(seg) == 4 && seg[2] == child && method != http.MethodPost:

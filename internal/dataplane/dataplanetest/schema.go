@@ -69,6 +69,12 @@ var schemas = map[string]struct {
 		"maxconn":         nullInt,
 		"client_timeout":  duration,
 	}},
+	"server_template": {[]string{"prefix", "num_or_range", "fqdn"}, merge(serverParams, map[string]field{
+		"prefix":       {kind: "string", pattern: noSpace},
+		"num_or_range": {kind: "string"},
+		"fqdn":         {kind: "string"},
+		"port":         {kind: "int", min: 1, max: 65535},
+	})},
 	"bind": {[]string{"name"}, map[string]field{
 		"name":         {kind: "string", pattern: noSpace},
 		"address":      {kind: "string", pattern: noSpace},
