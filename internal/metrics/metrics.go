@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // Namespace prefixes every metric name.
@@ -62,11 +64,11 @@ type Registry struct {
 	drift         *prometheus.CounterVec
 	served        *prometheus.GaugeVec
 	refused       *prometheus.GaugeVec
-	frontends     *prometheus.GaugeVec
-	backends      *prometheus.GaugeVec
-	servers       *prometheus.GaugeVec
 	lastSuccess   *prometheus.GaugeVec
-	svcServers    *prometheus.GaugeVec
+	model         *modelCollector
+
+	mu        sync.Mutex
+	instances []*Instance
 }
 
 // New returns a Registry with the controller's metrics, Go runtime and
@@ -92,22 +94,16 @@ func New(opts Options) *Registry {
 	r.drift = counter("resync_drift_corrections_total", "Periodic resyncs that found HAProxy's state differing from what was applied (the next pass corrects it).", inst...)
 	r.served = gauge("services_served", "Services with at least one frontend.", inst...)
 	r.refused = gauge("services_refused", "Services with a problem in the last pass, by reason (InvalidAnnotation includes Services kept on their last good settings).", "driver", "reason")
-	r.frontends = gauge("frontends", "Frontends in the desired configuration.", inst...)
-	r.backends = gauge("backends", "Service backends in the desired configuration (the _nodes backend not counted).", inst...)
-	r.servers = gauge("servers", "Servers in the desired configuration, by state (ready, drain, maint).", "driver", "state")
 	r.lastSuccess = gauge("last_success_timestamp_seconds", "Unix time of the end of the last pass that applied the desired state.", inst...)
-	r.svcServers = gauge("service_servers", "Servers of each Service's backends by state (only with per-Service metrics on).", "driver", "namespace", "service", "state")
+	r.model = newModelCollector(r)
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "build_info", Help: "Build information; always 1.",
 		ConstLabels: prometheus.Labels{"version": opts.Version, "goversion": runtime.Version()},
 	})
 	build.Set(1)
 	r.reg.MustRegister(r.passDuration, r.phaseDuration, r.reloads, r.reloadFails, r.cmdsSent, r.cmdsFailed,
-		r.drift, r.served, r.refused, r.frontends, r.backends, r.servers, r.lastSuccess, build,
+		r.drift, r.served, r.refused, r.model, r.lastSuccess, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if r.perService {
-		r.reg.MustRegister(r.svcServers)
-	}
 	registerWorkqueue(r.reg)
 	return r
 }
@@ -145,10 +141,11 @@ func (r *Registry) Instance(name string) *Instance {
 	for _, rs := range RefusalReasons {
 		r.refused.WithLabelValues(name, rs)
 	}
-	for _, s := range ServerStates {
-		r.servers.WithLabelValues(name, s)
-	}
-	return &Instance{r: r, name: name}
+	in := &Instance{r: r, name: name}
+	r.mu.Lock()
+	r.instances = append(r.instances, in)
+	r.mu.Unlock()
+	return in
 }
 
 // Instance records what one driver does. Its methods are safe for
@@ -159,6 +156,7 @@ type Instance struct {
 
 	mu          sync.Mutex
 	lastOutcome string
+	model       model.Config // last desired model, counted when scraped
 }
 
 // Pass records a pass of the given outcome and duration; an applied pass
