@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -56,7 +57,11 @@ type Options struct {
 	ConfigDir string         // host directory of haproxy.cfg, mounted read-only at the same path
 	Listen    netip.AddrPort // where HAProxy listens (for NET_BIND_SERVICE below 1024)
 	Monitor   netip.AddrPort // HAProxy's monitor frontend: the liveness probe's target
-	Live      *Live          // nil: HAProxy alone, the config changes with the manifest
+	// CAFile, when set, is a file on the node that the config names (the
+	// CA that HAProxy's health checks verify the apiservers with): mounted
+	// read-only at the same path into every container.
+	CAFile string
+	Live   *Live // nil: HAProxy alone, the config changes with the manifest
 }
 
 // Live adds the controller beside HAProxy: `haproxy-k8s-sync run` with
@@ -91,6 +96,9 @@ func Pod(o Options) (*corev1.Pod, error) {
 	configPath := path.Join(o.ConfigDir, ConfigFile)
 	haproxyCfg := configPath
 	mounts := []corev1.VolumeMount{{Name: "config", MountPath: o.ConfigDir, ReadOnly: true}}
+	if o.CAFile != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: "apiserver-ca", MountPath: o.CAFile, ReadOnly: true})
+	}
 	args := []string{"-W", "-f", haproxyCfg}
 	if o.Live != nil {
 		haproxyCfg = LiveConfig
@@ -142,19 +150,21 @@ func Pod(o Options) (*corev1.Pod, error) {
 				Path: o.ConfigDir, Type: new(corev1.HostPathDirectory)}}}},
 		},
 	}
+	if o.CAFile != "" {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "apiserver-ca", VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: o.CAFile, Type: new(corev1.HostPathFile)}}})
+	}
 	if o.Live != nil {
-		addLive(pod, o, configPath)
+		addLive(pod, o, configPath, mounts)
 	}
 	return pod, nil
 }
 
 // addLive adds the seed init container, the controller and their volumes.
-func addLive(pod *corev1.Pod, o Options, seed string) {
+// shared are the mounts of the HAProxy container, which the controller
+// needs too: it checks the configs it writes.
+func addLive(pod *corev1.Pod, o Options, seed string, shared []corev1.VolumeMount) {
 	l := o.Live
-	shared := []corev1.VolumeMount{
-		{Name: "config", MountPath: o.ConfigDir, ReadOnly: true},
-		{Name: "run", MountPath: RunDir},
-	}
 	pod.Spec.InitContainers = []corev1.Container{{
 		Name:  "seed",
 		Image: l.Image,
@@ -162,7 +172,7 @@ func addLive(pod *corev1.Pod, o Options, seed string) {
 		// before the controller has reached any apiserver.
 		Args: []string{"init", "--force", "--from=" + seed, "--haproxy-config=" + LiveConfig,
 			"--stats-socket=" + StatsSocket, "--state-file=" + StateFile},
-		VolumeMounts:             shared,
+		VolumeMounts:             slices.Clone(shared),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}}
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{
@@ -175,7 +185,7 @@ func addLive(pod *corev1.Pod, o Options, seed string) {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
 		},
-		VolumeMounts: append(shared,
+		VolumeMounts: append(slices.Clone(shared),
 			corev1.VolumeMount{Name: "state", MountPath: LiveStateDir},
 			corev1.VolumeMount{Name: "kubeconfig", MountPath: l.Kubeconfig, ReadOnly: true}),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -195,6 +205,9 @@ func (o Options) validate() error {
 	}
 	if !path.IsAbs(o.ConfigDir) {
 		return fmt.Errorf("%w: config directory %q: want an absolute path on the node", ErrInvalid, o.ConfigDir)
+	}
+	if o.CAFile != "" && !path.IsAbs(o.CAFile) {
+		return fmt.Errorf("%w: CA file %q: want an absolute path on the node", ErrInvalid, o.CAFile)
 	}
 	if !o.Monitor.IsValid() || o.Monitor.Port() == 0 {
 		return fmt.Errorf("%w: the liveness probe needs a monitor address", ErrInvalid)
