@@ -1,16 +1,24 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/staticpod"
 )
 
@@ -22,7 +30,12 @@ type staticPodFlags struct {
 	sharedIngress, live bool
 	syncImage           string
 	liveKubeconfig      string
-	stateDir            string
+	stateDir, runDir    string
+	kubeconfig          string
+	sources, configMap  string
+	port                int
+	caFile              string
+	insecure            bool
 }
 
 // staticPodCmd is `render static-pod`: the node-local kube-apiserver proxy
@@ -32,7 +45,13 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	var f staticPodFlags
 	f.monitor = netip.MustParseAddrPort("127.0.0.1:9444")
 	fs.StringVar(&f.listen, "listen", "", "node-local IP:PORT HAProxy listens on for the apiservers, e.g. 172.20.0.1:6443 (required)")
-	fs.StringVar(&f.bootstrap, "bootstrap-servers", "", "apiservers IP:PORT,... (required)")
+	fs.StringVar(&f.bootstrap, "bootstrap-servers", "", "apiservers IP:PORT or IP, comma-separated (source static)")
+	fs.IntVar(&f.port, "apiserver-port", 6443, "port of the apiservers for entries without one, and for the nodes source")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read the apiservers from the cluster now, from --apiserver-sources (default: --bootstrap-servers only)")
+	fs.StringVar(&f.sources, "apiserver-sources", apiserver.DefaultSources, "with --kubeconfig or --live: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static)")
+	fs.StringVar(&f.configMap, "apiserver-configmap", "", "NAMESPACE/NAME of the ConfigMap of the configmap source (key servers)")
+	fs.StringVar(&f.caFile, "apiserver-ca-file", "", "CA file on the node that HAProxy's /readyz health checks verify the apiservers with (mounted read-only)")
+	fs.BoolVar(&f.insecure, "apiserver-check-insecure-skip-verify", false, "health checks without verifying the apiservers' certificates (instead of --apiserver-ca-file)")
 	fs.TextVar(&f.monitor, "monitor-address", f.monitor, "IP:PORT of HAProxy's monitor-uri /healthz, the liveness probe's target")
 	fs.StringVar(&f.out, "o", "", "write "+staticpod.ManifestFile+" and "+staticpod.ConfigFile+" into this directory (default: the manifest to stdout)")
 	fs.StringVar(&f.configDir, "config-dir", "/etc/kubernetes/kube-apiserver-proxy", "directory of haproxy.cfg on the node, mounted read-only into the pod")
@@ -44,6 +63,7 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.StringVar(&f.syncImage, "sync-image", "haproxy-k8s-sync:"+Version, "with --live: the haproxy-k8s-sync image")
 	fs.StringVar(&f.liveKubeconfig, "live-kubeconfig", "", "with --live: kubeconfig file on the node for the controller (RBAC of run --mode=apiserver)")
 	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/haproxy-k8s-sync/kube-apiserver-proxy", "with --live: node directory where the controller keeps the last apiserver list across restarts")
+	fs.StringVar(&f.runDir, "run-dir", staticpod.DefaultRunDir, "with --live: directory inside the pod (an emptyDir) for HAProxy's sockets and the config the controller owns")
 	var env shape // no shape flags here: only for the environment variables of the flags
 	if err := parse(fs, args, getenv, &env); err != nil {
 		return err
@@ -54,17 +74,22 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	}
 	fmt.Fprintf(stderr, "haproxy image %s (from %s)\n", img.Ref, img.Source)
 
-	listen, servers, err := f.endpoints()
+	shape, src, err := f.apiservers(stderr)
 	if err != nil {
 		return err
 	}
-	cfg := staticpod.Config(proxyModel(listen, servers), f.monitor, f.live)
-	opts := staticpod.Options{Image: img, Config: cfg, ConfigDir: f.configDir, Listen: listen, Monitor: f.monitor}
+	var run staticpod.RunDir
+	if f.live {
+		run = staticpod.RunDir(f.runDir)
+	}
+	cfg := staticpod.Config(shape.Config(src.Static), f.monitor, run)
+	listen := netip.AddrPortFrom(shape.Listen[0].Addr, shape.Listen[0].Port)
+	opts := staticpod.Options{Image: img, Config: cfg, ConfigDir: f.configDir, Listen: listen, Monitor: f.monitor, CAFile: f.caFile}
 	if f.live {
 		if f.liveKubeconfig == "" {
 			return errors.New("--live needs --live-kubeconfig: the controller's kubeconfig on the node")
 		}
-		opts.Live = &staticpod.Live{Image: f.syncImage, Kubeconfig: f.liveKubeconfig, StateDir: f.stateDir, Args: f.runArgs(listen, servers)}
+		opts.Live = &staticpod.Live{Image: f.syncImage, Kubeconfig: f.liveKubeconfig, StateDir: f.stateDir, RunDir: run, Args: f.runArgs(src, run)}
 	}
 	pod, err := staticpod.Pod(opts)
 	if err != nil {
@@ -117,64 +142,92 @@ func (f *staticPodFlags) image(getenv func(string) string) (staticpod.Image, err
 	return staticpod.ResolveImage(in)
 }
 
-func (f *staticPodFlags) endpoints() (netip.AddrPort, []netip.AddrPort, error) {
-	listen, err := netip.ParseAddrPort(f.listen)
-	if err != nil || listen.Port() == 0 {
-		return listen, nil, fmt.Errorf("--listen %q: want the node-local IP:PORT, e.g. 172.20.0.1:6443", f.listen)
+// apiservers validates the apiserver flags and finds the servers: the
+// bootstrap list, or with --kubeconfig what the sources yield now. The
+// returned Sources hold the servers chosen in Static.
+func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserver.Shape, staticpod.Sources, error) {
+	var src staticpod.Sources
+	if f.listen == "" {
+		return apiserver.Shape{}, src, errors.New("--listen: give the node-local IP:PORT, e.g. 172.20.0.1:6443")
 	}
-	var servers []netip.AddrPort
-	for _, s := range strings.Split(f.bootstrap, ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
+	shape, err := apiserver.NewShape([]string{f.listen}, apiserver.CheckOptions{
+		Inter: apiserver.DefaultInter, Rise: apiserver.DefaultRise, Fall: apiserver.DefaultFall,
+		CAFile: f.caFile, InsecureSkipVerify: f.insecure})
+	if err != nil {
+		return shape, src, err
+	}
+	if f.port < 1 || f.port > 65535 {
+		return shape, src, fmt.Errorf("--apiserver-port: %d out of range", f.port)
+	}
+	src.Port = uint16(f.port)
+	if src.Order, err = apiserver.ParseSources(f.sources); err != nil {
+		return shape, src, fmt.Errorf("--apiserver-sources: %w", err)
+	}
+	if src.Static, err = apiserver.ParseServers(strings.ReplaceAll(f.bootstrap, ",", "\n"), src.Port); err != nil {
+		return shape, src, fmt.Errorf("--bootstrap-servers: %w", err)
+	}
+	if f.configMap != "" {
+		ns, name, ok := strings.Cut(f.configMap, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return shape, src, fmt.Errorf("--apiserver-configmap: want NAMESPACE/NAME, got %q", f.configMap)
 		}
-		ap, err := netip.ParseAddrPort(s)
-		if err != nil || ap.Port() == 0 {
-			return listen, nil, fmt.Errorf("--bootstrap-servers: %q: want IP:PORT", s)
+		src.ConfigMapNamespace, src.ConfigMapName = ns, name
+	} else if slices.Contains(src.Order, apiserver.SourceConfigMap) {
+		return shape, src, errors.New("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
+	}
+	if f.kubeconfig == "" {
+		if len(src.Static) == 0 {
+			return shape, src, errors.New("--bootstrap-servers: at least one apiserver is needed (or --kubeconfig to read them from the cluster)")
 		}
-		servers = append(servers, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+		return shape, src, nil
 	}
-	if len(servers) == 0 {
-		return listen, nil, errors.New("--bootstrap-servers: at least one apiserver IP:PORT is needed")
+	cfg, err := kubeclient.Config(kubeclient.Options{Kubeconfig: f.kubeconfig})
+	if err != nil {
+		return shape, src, err
 	}
-	return netip.AddrPortFrom(listen.Addr().Unmap(), listen.Port()), servers, nil
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return shape, src, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	choice, err := staticpod.Discover(ctx, client, src)
+	if err != nil {
+		return shape, src, err
+	}
+	fmt.Fprintf(stderr, "apiservers %s (from source %s)\n", strings.Join(apiserver.FormatServers(choice.Servers), ","), choice.Source)
+	src.Static = choice.Servers
+	return shape, src, nil
 }
 
-// runArgs are the arguments of the live variant's controller.
-func (f *staticPodFlags) runArgs(listen netip.AddrPort, servers []netip.AddrPort) []string {
-	list := make([]string, len(servers))
-	for i, s := range servers {
-		list[i] = s.String()
-	}
-	return []string{
+// runArgs are the arguments of the live variant's controller: the
+// apiserver mode with this pod's sockets, the servers rendered as its
+// static source, and the same health checks.
+func (f *staticPodFlags) runArgs(src staticpod.Sources, run staticpod.RunDir) []string {
+	args := []string{
 		"run", "--mode=apiserver",
 		"--kubeconfig=" + f.liveKubeconfig,
-		"--haproxy-config=" + staticpod.LiveConfig,
-		"--master-socket=" + staticpod.MasterSocket,
-		"--stats-socket=" + staticpod.StatsSocket,
-		"--state-file=" + staticpod.StateFile,
+		"--haproxy-config=" + run.Config(),
+		"--master-socket=" + run.MasterSocket(),
+		"--stats-socket=" + run.StatsSocket(),
+		"--state-file=" + run.StateFile(),
 		"--monitor-address=" + f.monitor.String(),
-		"--listen=" + listen.String(),
-		"--bootstrap-servers=" + strings.Join(list, ","),
-		"--apiserver-state-file=" + staticpod.LiveStateDir + "/apiservers",
+		"--listen=" + f.listen,
+		"--apiserver-sources=" + strings.Join(src.Order, ","),
+		"--bootstrap-servers=" + strings.Join(apiserver.FormatServers(src.Static), ","),
+		"--apiserver-port=" + strconv.Itoa(int(src.Port)),
+		"--apiserver-state-file=" + path.Join(f.stateDir, "apiservers.json"),
 	}
-}
-
-// proxyModel is one TCP frontend on listen and one backend with the
-// apiservers, health-checked by TCP connect.
-func proxyModel(listen netip.AddrPort, servers []netip.AddrPort) model.Config {
-	be := model.Backend{
-		Name: "apiserver", Service: "kube-apiserver", Balance: "roundrobin",
-		Check:          model.Check{Enabled: true, Inter: time.Second, Rise: 2, Fall: 2},
-		TimeoutConnect: 3 * time.Second, TimeoutServer: time.Hour,
+	if src.ConfigMapName != "" {
+		args = append(args, "--apiserver-configmap="+src.ConfigMapNamespace+"/"+src.ConfigMapName)
 	}
-	for _, s := range servers {
-		be.Servers = append(be.Servers, model.Server{Addr: s.Addr(), Port: s.Port()})
+	if f.caFile != "" {
+		args = append(args, "--apiserver-ca-file="+f.caFile)
 	}
-	return model.Config{
-		Frontends: []model.Frontend{{Name: "apiserver", Service: "kube-apiserver",
-			Binds: []model.Bind{{Addr: listen.Addr(), Port: listen.Port()}}, TimeoutClient: time.Hour, Backend: "apiserver"}},
-		Backends: []model.Backend{be},
+	if f.insecure {
+		args = append(args, "--apiserver-check-insecure-skip-verify")
 	}
+	return args
 }
 
 // writeAtomic writes data to a temporary file beside path and renames it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,9 +14,15 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/staticpod"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
-var staticPodBase = []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.10:6443, 10.0.0.11:6443,10.0.0.12:6443"}
+var staticPodBase = []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.10:6443, 10.0.0.11,10.0.0.12:6443",
+	"--apiserver-check-insecure-skip-verify"}
+
+// nodeCA is a CA path on the node: render takes it as given; haproxy -c,
+// which reads it, gets a real file in its place.
+const nodeCA = "/etc/kubernetes/pki/ca.crt"
 
 // runStaticPod runs `render static-pod` writing into a new directory and
 // returns the manifest, the config and stderr.
@@ -49,23 +56,27 @@ func TestStaticPodGolden(t *testing.T) {
 	if err := os.WriteFile(release, []byte("haproxy-router: quay.io/release/haproxy-router@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	ca, _ := testcert.Files(t)
 	for _, tc := range []struct {
 		name    string
 		args    []string
 		source  string
 		wantCfg []string
 	}{
-		{"plain", []string{"--release-images", release}, "release payload component haproxy-router",
-			[]string{"bind 172.20.0.1:6443", "server s1 10.0.0.10:6443", "monitor-uri /healthz"}},
-		{"live", []string{"--pool", "testdata/staticpod/pool.yaml", "--live", "--live-kubeconfig", "/etc/kubernetes/apiserver-proxy.kubeconfig"},
+		{"plain", append(slices.Clone(staticPodBase), "--release-images", release), "release payload component haproxy-router",
+			[]string{"bind 172.20.0.1:6443", "server s1 10.0.0.10:6443", "server s2 10.0.0.11:6443", "monitor-uri /healthz",
+				"option httpchk GET /readyz", "check-ssl verify none"}},
+		{"live", []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.10:6443,10.0.0.11:6443",
+			"--apiserver-ca-file", nodeCA, "--apiserver-sources", "configmap,static", "--apiserver-configmap", "kube-system/apiservers",
+			"--pool", "testdata/staticpod/pool.yaml", "--live", "--live-kubeconfig", "/etc/kubernetes/apiserver-proxy.kubeconfig"},
 			"annotation haproxy-k8s-sync.io/haproxy-image on NodePool clusters/workers",
-			[]string{"stats socket " + staticpod.StatsSocket, "server-state-file " + staticpod.StateFile}},
+			[]string{"stats socket /run/haproxy-k8s-sync/admin.sock", "server-state-file /run/haproxy-k8s-sync/server-state", "verify required ca-file " + nodeCA}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pod, manifest, cfg, stderr := runStaticPod(t, env(nil), append(staticPodBase, tc.args...)...)
+			pod, manifest, cfg, stderr := runStaticPod(t, env(nil), tc.args...)
 			golden.Assert(t, "staticpod/"+tc.name+".yaml", manifest)
 			golden.Assert(t, "staticpod/"+tc.name+".cfg", cfg)
-			golden.HAProxyAccepts(t, cfg)
+			golden.HAProxyAccepts(t, bytes.ReplaceAll(cfg, []byte(nodeCA), []byte(ca)))
 			for _, want := range tc.wantCfg {
 				if !bytes.Contains(cfg, []byte(want)) {
 					t.Errorf("config lacks %q", want)
@@ -107,7 +118,7 @@ func TestStaticPodHashFollowsConfigAndImage(t *testing.T) {
 	if again := hash(shared, append(staticPodBase, "--shared-ingress")...); again != base {
 		t.Errorf("same input, different hash: %s, %s", base, again)
 	}
-	otherServers := hash(shared, "--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.10:6443", "--shared-ingress")
+	otherServers := hash(shared, "--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.10:6443", "--shared-ingress", "--apiserver-check-insecure-skip-verify")
 	otherImage := hash(env(map[string]string{staticpod.SharedIngressEnv: "quay.io/a/haproxy:2"}), append(staticPodBase, "--shared-ingress")...)
 	if otherServers == base || otherImage == base {
 		t.Errorf("hash did not change: base %s, other servers %s, other image %s", base, otherServers, otherImage)
@@ -152,9 +163,13 @@ func TestStaticPodErrors(t *testing.T) {
 		wantErr error
 		want    string
 	}{
-		{"no listen", []string{"--bootstrap-servers", "10.0.0.1:6443", "--shared-ingress"}, nil, "--listen"},
-		{"no servers", []string{"--listen", "172.20.0.1:6443", "--shared-ingress"}, nil, "--bootstrap-servers"},
-		{"server without port", []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.1", "--shared-ingress"}, nil, `"10.0.0.1"`},
+		{"no listen", []string{"--bootstrap-servers", "10.0.0.1:6443", "--shared-ingress", "--apiserver-check-insecure-skip-verify"}, nil, "--listen"},
+		{"no servers", []string{"--listen", "172.20.0.1:6443", "--shared-ingress", "--apiserver-check-insecure-skip-verify"}, nil, "--bootstrap-servers"},
+		{"server is a host name", []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "api.example.com:6443", "--shared-ingress", "--apiserver-check-insecure-skip-verify"}, nil, "api.example.com"},
+		{"neither CA nor insecure", []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.1", "--shared-ingress"}, nil, "CA file"},
+		{"CA path HAProxy would misread", append(slices.Clone(staticPodBase[:4]), "--shared-ingress", "--apiserver-ca-file", "/etc/ca file.crt"), nil, "CA file"},
+		{"configmap source without a ConfigMap", append(slices.Clone(staticPodBase), "--shared-ingress", "--apiserver-sources", "configmap,static"), nil, "--apiserver-configmap"},
+		{"unknown source", append(slices.Clone(staticPodBase), "--shared-ingress", "--apiserver-sources", "dns"), nil, "dns"},
 		{"invalid image in pool", append(staticPodBase, "--pool", badPool, "--shared-ingress"), staticpod.ErrInvalidImage, "annotation haproxy-k8s-sync.io/haproxy-image on NodePool x"},
 		{"pool not an object", append(staticPodBase, "--pool", notObject, "--shared-ingress"), staticpod.ErrInvalid, "no kind"},
 		{"pool with two objects", append(staticPodBase, "--pool", twoObjects, "--shared-ingress"), staticpod.ErrInvalid, "more than one object"},

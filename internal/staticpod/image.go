@@ -1,8 +1,9 @@
 // Package staticpod builds the node-local kube-apiserver proxy: a static
 // pod manifest (a typed corev1.Pod) and the haproxy.cfg it runs, and
-// chooses the pod's HAProxy image by a fixed precedence. Everything here is
-// pure: the command line (internal/cli) reads files and the environment and
-// writes the results.
+// chooses the pod's HAProxy image by a fixed precedence. Everything here
+// but Discover (which reads the cluster through a client) is pure: the
+// command line (internal/cli) reads files and the environment and writes
+// the results.
 package staticpod
 
 import (

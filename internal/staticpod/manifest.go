@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // Names of the files `render static-pod` writes, and of the pod.
@@ -35,16 +37,27 @@ const (
 	ImageSourceAnnotation = "haproxy-k8s-sync.io/image-source"
 )
 
-// Paths inside the pod's containers (the live variant's shared volumes).
-const (
-	RunDir        = "/run/haproxy-k8s-sync"
-	MasterSocket  = RunDir + "/master.sock"
-	StatsSocket   = RunDir + "/admin.sock"
-	StateFile     = RunDir + "/server-state"
-	LiveConfig    = RunDir + "/haproxy.cfg"
-	LiveStateDir  = "/var/lib/haproxy-k8s-sync"
-	monitorPeriod = 10
-)
+// DefaultRunDir is where, inside the pod, the live variant keeps
+// HAProxy's sockets, the server-state file and the config the controller
+// owns: an emptyDir both containers share.
+const DefaultRunDir = "/run/haproxy-k8s-sync"
+
+// RunDir names the files of the live variant's shared directory.
+type RunDir string
+
+// MasterSocket is HAProxy's master CLI (haproxy -S).
+func (d RunDir) MasterSocket() string { return path.Join(string(d), "master.sock") }
+
+// StatsSocket is the worker's admin socket (in the config).
+func (d RunDir) StatsSocket() string { return path.Join(string(d), "admin.sock") }
+
+// StateFile is HAProxy's server-state file (in the config).
+func (d RunDir) StateFile() string { return path.Join(string(d), "server-state") }
+
+// Config is the config HAProxy runs, copied from the seed at pod start.
+func (d RunDir) Config() string { return path.Join(string(d), ConfigFile) }
+
+const monitorPeriod = 10
 
 // ErrInvalid classifies bad options.
 var ErrInvalid = errors.New("invalid static pod option")
@@ -73,7 +86,8 @@ type Live struct {
 	Image      string   // haproxy-k8s-sync image
 	Args       []string // arguments of `haproxy-k8s-sync` (run ...), built by the caller
 	Kubeconfig string   // kubeconfig file on the node, mounted read-only at the same path
-	StateDir   string   // node directory kept across pod restarts, mounted at LiveStateDir
+	StateDir   string   // node directory kept across pod restarts, mounted at the same path
+	RunDir     RunDir   // the shared emptyDir inside the pod
 }
 
 // Hash is the value of HashAnnotation: the first 16 hex digits of the
@@ -101,9 +115,10 @@ func Pod(o Options) (*corev1.Pod, error) {
 	}
 	args := []string{"-W", "-f", haproxyCfg}
 	if o.Live != nil {
-		haproxyCfg = LiveConfig
-		mounts = append(mounts, corev1.VolumeMount{Name: "run", MountPath: RunDir})
-		args = []string{"-W", "-S", MasterSocket + ",mode,600", "-f", haproxyCfg}
+		run := o.Live.RunDir
+		haproxyCfg = run.Config()
+		mounts = append(mounts, corev1.VolumeMount{Name: "run", MountPath: string(run)})
+		args = []string{"-W", "-S", run.MasterSocket() + ",mode,600", "-f", haproxyCfg}
 	}
 	hap := corev1.Container{
 		Name:         "haproxy",
@@ -170,8 +185,8 @@ func addLive(pod *corev1.Pod, o Options, seed string, shared []corev1.VolumeMoun
 		Image: l.Image,
 		// HAProxy starts on the rendered config (the bootstrap servers)
 		// before the controller has reached any apiserver.
-		Args: []string{"init", "--force", "--from=" + seed, "--haproxy-config=" + LiveConfig,
-			"--stats-socket=" + StatsSocket, "--state-file=" + StateFile},
+		Args: []string{"init", "--force", "--from=" + seed, "--haproxy-config=" + l.RunDir.Config(),
+			"--stats-socket=" + l.RunDir.StatsSocket(), "--state-file=" + l.RunDir.StateFile()},
 		VolumeMounts:             slices.Clone(shared),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}}
@@ -186,7 +201,7 @@ func addLive(pod *corev1.Pod, o Options, seed string, shared []corev1.VolumeMoun
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
 		},
 		VolumeMounts: append(slices.Clone(shared),
-			corev1.VolumeMount{Name: "state", MountPath: LiveStateDir},
+			corev1.VolumeMount{Name: "state", MountPath: l.StateDir},
 			corev1.VolumeMount{Name: "kubeconfig", MountPath: l.Kubeconfig, ReadOnly: true}),
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	})
@@ -218,6 +233,9 @@ func (o Options) validate() error {
 		}
 		if !path.IsAbs(l.Kubeconfig) || !path.IsAbs(l.StateDir) {
 			return fmt.Errorf("%w: the live variant needs absolute node paths of a kubeconfig and a state directory", ErrInvalid)
+		}
+		if !model.ValidFilePath(string(l.RunDir)) {
+			return fmt.Errorf("%w: run directory %q: want an absolute path of letters, digits and /-._", ErrInvalid, l.RunDir)
 		}
 	}
 	return nil

@@ -17,7 +17,7 @@ func podOptions() Options {
 }
 
 func TestPodValidation(t *testing.T) {
-	live := &Live{Image: "haproxy-k8s-sync:1", Kubeconfig: "/etc/k.conf", StateDir: "/var/lib/x"}
+	live := &Live{Image: "haproxy-k8s-sync:1", Kubeconfig: "/etc/k.conf", StateDir: "/var/lib/x", RunDir: DefaultRunDir}
 	for _, tc := range []struct {
 		name string
 		mod  func(*Options)
@@ -28,6 +28,7 @@ func TestPodValidation(t *testing.T) {
 		{"relative CA file", func(o *Options) { o.CAFile = "ca.crt" }, ErrInvalid},
 		{"no monitor", func(o *Options) { o.Monitor = netip.AddrPort{} }, ErrInvalid},
 		{"live with a relative kubeconfig", func(o *Options) { l := *live; l.Kubeconfig = "k.conf"; o.Live = &l }, ErrInvalid},
+		{"live with a run directory HAProxy would misread", func(o *Options) { l := *live; l.RunDir = "/run/a b"; o.Live = &l }, ErrInvalid},
 		{"live with a bad image", func(o *Options) { l := *live; l.Image = "a b"; o.Live = &l }, ErrInvalidImage},
 		{"live", func(o *Options) { o.Live = live }, nil},
 	} {
@@ -47,7 +48,7 @@ func TestPodDetails(t *testing.T) {
 	o.Listen = netip.MustParseAddrPort("[fd00::1]:443")
 	o.Monitor = netip.MustParseAddrPort("[::]:9444")
 	o.CAFile = "/etc/kubernetes/pki/ca.crt"
-	o.Live = &Live{Image: "haproxy-k8s-sync:1", Kubeconfig: "/etc/k.conf", StateDir: "/var/lib/x"}
+	o.Live = &Live{Image: "haproxy-k8s-sync:1", Kubeconfig: "/etc/k.conf", StateDir: "/var/lib/x", RunDir: DefaultRunDir}
 	pod, err := Pod(o)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func TestPodDetails(t *testing.T) {
 		t.Error("hash annotation is not Hash(o)")
 	}
 	o2 := o
-	o2.Live = &Live{Image: "haproxy-k8s-sync:2", Kubeconfig: "/etc/k.conf", StateDir: "/var/lib/x"}
+	o2.Live = &Live{Image: "haproxy-k8s-sync:2", Kubeconfig: "/etc/k.conf", StateDir: "/var/lib/x", RunDir: DefaultRunDir}
 	if Hash(o2) == Hash(o) {
 		t.Error("the controller's image does not change the hash")
 	}

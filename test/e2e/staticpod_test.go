@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -50,7 +52,7 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 		t.Helper()
 		args := append([]string{"haproxy-k8s-sync", "render", "static-pod", "-o", out, "--config-dir", out,
 			"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", apiURL.Host,
-			"--release-images", release}, extra...)
+			"--release-images", release, "--apiserver-ca-file", kube.CAPath}, extra...)
 		var stderr bytes.Buffer
 		if code := cli.Main(args, nil, os.Stdout, &stderr); code != 0 {
 			t.Fatalf("render static-pod exited %d: %s", code, stderr.String())
@@ -99,6 +101,95 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 			t.Fatalf("request %d through the proxy: %v", i, err)
 		}
 	}
+	t.Run("servers read from the cluster", func(t *testing.T) { staticPodSources(t, kube) })
+}
+
+// With --kubeconfig, render reads the apiservers from the sources in
+// their order, as run --mode=apiserver chooses them; a source with invalid
+// content fails the render and nothing is written.
+func staticPodSources(t *testing.T, kube *kubeapi.Server) {
+	client := kube.Client(t)
+	render := func(sources string) (string, error) {
+		out := t.TempDir()
+		var stderr bytes.Buffer
+		err := staticPodRender([]string{"-o", out, "--kubeconfig", kube.KubeconfigPath, "--apiserver-sources", sources,
+			"--apiserver-configmap", "kube-system/apiservers", "--bootstrap-servers", "192.0.2.1"}, &stderr)
+		if err != nil {
+			if files, _ := os.ReadDir(out); len(files) != 0 {
+				t.Errorf("a failed render wrote %d files", len(files))
+			}
+			return "", err
+		}
+		cfg, err := os.ReadFile(filepath.Join(out, staticpod.ConfigFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var servers []string
+		for _, line := range strings.Split(string(cfg), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "server" {
+				servers = append(servers, f[2])
+			}
+		}
+		return strings.Join(servers, ",") + " " + strings.TrimSpace(stderr.String()), nil
+	}
+	step := func(what, sources, want string) {
+		t.Helper()
+		got, err := render(sources)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if !strings.HasPrefix(got, want+" ") || !strings.Contains(got, "from source") {
+			t.Errorf("%s: got %q, want servers %s", what, got, want)
+		}
+	}
+	all := "endpointslice,nodes,configmap,static"
+	step("empty cluster: the static list", all, "192.0.2.1:6443")
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp1", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
+		Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.11"}}}}
+	if _, err := client.CoreV1().Nodes().Create(bg, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("control-plane node", all, "192.0.2.11:6443")
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "apiservers"},
+		Data: map[string]string{"servers": "192.0.2.21:7443\n192.0.2.22\n"}}
+	if _, err := client.CoreV1().ConfigMaps(cm.Namespace).Create(bg, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("nodes before configmap", all, "192.0.2.11:6443")
+	step("configmap first", "configmap,nodes,static", "192.0.2.21:7443,192.0.2.22:6443")
+
+	port, name := int32(6443), "https"
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: "default", Name: "kubernetes", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"192.0.2.31"}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port}},
+	}
+	if _, err := client.DiscoveryV1().EndpointSlices("default").Create(bg, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	step("endpointslice first", all, "192.0.2.31:6443")
+
+	cm.Data["servers"] = "192.0.2.21:7443\nnot-an-address; global\n"
+	if _, err := client.CoreV1().ConfigMaps(cm.Namespace).Update(bg, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := render("configmap,static"); err == nil || !strings.Contains(err.Error(), "configmap") {
+		t.Errorf("invalid ConfigMap: got %q, error %v", got, err)
+	}
+}
+
+// staticPodRender runs render static-pod with the options every render of
+// these tests shares.
+func staticPodRender(args []string, stderr *bytes.Buffer) error {
+	args = append([]string{"haproxy-k8s-sync", "render", "static-pod", "--listen", "127.85.0.1:6443",
+		"--apiserver-check-insecure-skip-verify", "--shared-ingress"}, args...)
+	if code := cli.Main(args, nil, os.Stdout, stderr); code != 0 {
+		return fmt.Errorf("exit %d: %s", code, stderr.String())
+	}
+	return nil
 }
 
 // startAsManifest runs the container's command with its arguments, the
