@@ -156,6 +156,9 @@ func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserver.Shape, staticpo
 	if err != nil {
 		return shape, src, err
 	}
+	if f.caFile == "" && !f.insecure {
+		fmt.Fprintln(stderr, "warning: no --apiserver-ca-file: health checks are TCP connects, not GET /readyz (give the apiservers' CA file on the node, or --apiserver-check-insecure-skip-verify)")
+	}
 	if f.port < 1 || f.port > 65535 {
 		return shape, src, fmt.Errorf("--apiserver-port: %d out of range", f.port)
 	}

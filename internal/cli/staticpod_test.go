@@ -125,6 +125,18 @@ func TestStaticPodHashFollowsConfigAndImage(t *testing.T) {
 	}
 }
 
+// Without a CA (nor leave to skip verification) the checks are TCP
+// connects, as in run --mode=apiserver, and the command warns.
+func TestStaticPodTCPCheckWarns(t *testing.T) {
+	_, _, cfg, stderr := runStaticPod(t, env(nil), "--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.1", "--shared-ingress")
+	if !strings.Contains(stderr, "warning: no --apiserver-ca-file") {
+		t.Errorf("no warning on stderr: %q", stderr)
+	}
+	if !bytes.Contains(cfg, []byte("default-server check inter 1s rise 2 fall 2\n")) || bytes.Contains(cfg, []byte("httpchk")) {
+		t.Errorf("not a TCP check:\n%s", cfg)
+	}
+}
+
 func TestStaticPodStdout(t *testing.T) {
 	var out, errb bytes.Buffer
 	getenv := env(map[string]string{staticpod.SharedIngressEnv: "  "})
@@ -166,7 +178,6 @@ func TestStaticPodErrors(t *testing.T) {
 		{"no listen", []string{"--bootstrap-servers", "10.0.0.1:6443", "--shared-ingress", "--apiserver-check-insecure-skip-verify"}, nil, "--listen"},
 		{"no servers", []string{"--listen", "172.20.0.1:6443", "--shared-ingress", "--apiserver-check-insecure-skip-verify"}, nil, "--bootstrap-servers"},
 		{"server is a host name", []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "api.example.com:6443", "--shared-ingress", "--apiserver-check-insecure-skip-verify"}, nil, "api.example.com"},
-		{"neither CA nor insecure", []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.1", "--shared-ingress"}, nil, "CA file"},
 		{"CA path HAProxy would misread", append(slices.Clone(staticPodBase[:4]), "--shared-ingress", "--apiserver-ca-file", "/etc/ca file.crt"), nil, "CA file"},
 		{"configmap source without a ConfigMap", append(slices.Clone(staticPodBase), "--shared-ingress", "--apiserver-sources", "configmap,static"), nil, "--apiserver-configmap"},
 		{"unknown source", append(slices.Clone(staticPodBase), "--shared-ingress", "--apiserver-sources", "dns"), nil, "dns"},
