@@ -43,27 +43,33 @@ func (n nsHandle) close() {
 }
 
 // do runs fn on an OS thread that is in the namespace. Sockets and
-// /proc/sys files opened there stay in it.
+// /proc/sys files opened there stay in it. fn runs on a goroutine of its
+// own, locked to its thread: should the thread fail to return to its
+// namespace, it ends with that goroutine instead of serving others.
 func (n nsHandle) do(fn func() error) error {
 	if n.f == nil {
 		return fn()
 	}
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	if err := netns.Set(netns.NsHandle(n.fd())); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	err = fn()
-	if netns.Set(orig) == nil {
-		runtime.UnlockOSThread() // otherwise the thread ends with the goroutine
-	}
-	return err
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- err
+			return // the thread ends with the goroutine
+		}
+		defer orig.Close()
+		if err := netns.Set(netns.NsHandle(n.fd())); err != nil {
+			errc <- err
+			return
+		}
+		err = fn()
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
 }
 
 // dial connects from inside the namespace.

@@ -118,7 +118,7 @@ func (d *Driver) readServers(m *nftables.Set) []netip.AddrPort {
 	for _, e := range els {
 		i, ok := parseIndexKey(e.Key)
 		ap, ok2 := parseAddrPort(e.Val)
-		if !ok || !ok2 || i >= ruleSetMax {
+		if !ok || !ok2 || i >= maxServers {
 			continue
 		}
 		for len(out) <= i {

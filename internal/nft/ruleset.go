@@ -41,7 +41,7 @@ const (
 	mapAddr6   = "dispatch6"   // IPv6 address . port : goto chain
 	suffixV4   = "_v4"         // a port's map of IPv4 servers: index : addr . port
 	suffixV6   = "_v6"
-	ruleSetMax = 1 << 16 // most servers one port may have (an index is 16 bits here)
+	maxServers = 1 << 16 // most servers of one family a port may have
 )
 
 // Service is what the table holds for one UDP port.
@@ -106,8 +106,8 @@ func Plan(udp []model.UDPService, prev map[string]Service, down func(netip.Addr)
 // keepIndices orders want (sorted) so that a server of old keeps its
 // index when that index still exists; the others fill the gaps in order.
 func keepIndices(old, want []netip.AddrPort) []netip.AddrPort {
-	if len(want) > ruleSetMax {
-		want = want[:ruleSetMax]
+	if len(want) > maxServers {
+		want = want[:maxServers]
 	}
 	out := make([]netip.AddrPort, len(want))
 	taken := make(map[netip.AddrPort]bool, len(want))

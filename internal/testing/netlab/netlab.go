@@ -116,30 +116,35 @@ func (l *Lab) Exec(ns string, args ...string) (string, error) {
 }
 
 // Do runs fn on an OS thread inside the namespace: sockets opened there
-// stay in it.
+// stay in it. fn runs on a goroutine of its own, locked to its thread,
+// which ends with it should it fail to return to its namespace.
 func Do(ns string, fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer orig.Close()
-	h, err := netns.GetFromName(ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	defer h.Close()
-	if err := netns.Set(h); err != nil {
-		runtime.UnlockOSThread()
-		return err
-	}
-	err = fn()
-	if netns.Set(orig) == nil {
-		runtime.UnlockOSThread()
-	}
-	return err
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		h, err := netns.GetFromName(ns)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			errc <- err
+			return
+		}
+		err = fn()
+		if netns.Set(orig) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
 }
 
 // Echo runs a UDP server on port in every node that answers each
