@@ -32,6 +32,9 @@ export PATH := $(PATH):/usr/sbin:/usr/local/sbin
 # Runs hack/testbin.sh (building the binaries if needed) and exports the
 # directory it prints for the command that follows in the same recipe line.
 WITH_TESTBIN = HKS_TESTBIN_DIR="$$(hack/testbin.sh | tail -n 1)"; export HKS_TESTBIN_DIR;
+# The same for helm and kustomize (hack/tools.sh), which the tests of the
+# Helm chart and of the kustomize bases under deploy/ run.
+WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
 .PHONY: build test vet testbin deps demo bench clean
 
@@ -66,7 +69,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 test: deps
-	$(WITH_TESTBIN) \
+	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
 	$(GO) vet $(PKGS) && \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)

@@ -2,49 +2,57 @@ package e2e
 
 import (
 	"os"
-	"strings"
+	"slices"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
-
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 )
 
-// The shipped DaemonSet is one the apiserver accepts (a server-side dry
-// run validates it fully: containers, env from resource fields, volumes).
-func TestDeployDaemonSetIsValid(t *testing.T) {
+// Every kustomize base under deploy/ renders (kustomize build), matches its
+// golden file, and every object is accepted by a real kube-apiserver (a
+// server-side dry run validates it fully: containers, env from resource
+// fields, volumes, probes). The Data Plane API mode's files also work the
+// older controller's way: kubectl apply -f configmap.yaml -f rbac.yaml -f
+// deployment.yaml.
+func TestKustomizeBases(t *testing.T) {
+	kustomize := tool(t, "kustomize")
 	kube := kubeapi.Start(t)
-	client := kube.Client(t)
-	raw, err := os.ReadFile("../../deploy/daemonset.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, doc := range strings.Split(string(raw), "\n---\n") {
-		var meta struct{ Kind string }
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatal(err)
-		}
-		switch meta.Kind {
-		case "Namespace":
-			var n corev1.Namespace
-			mustYAML(t, doc, &n)
-			if _, err := client.CoreV1().Namespaces().Create(bg, &n, metav1.CreateOptions{}); err != nil {
+	for _, tc := range []struct {
+		name, dir string
+		want      []string // kinds
+	}{
+		{"dataplane", "../../deploy", []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "ServiceAccount"}},
+		{"services", "../../deploy/services", []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "Role", "RoleBinding", "ServiceAccount"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(t, kustomize, "build", tc.dir)
+			if err != nil {
 				t.Fatal(err)
 			}
-		case "DaemonSet":
-			var ds appsv1.DaemonSet
-			mustYAML(t, doc, &ds)
-			if _, err := client.AppsV1().DaemonSets(ds.Namespace).Create(bg, &ds, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-				t.Fatalf("apiserver rejects the DaemonSet: %v", err)
+			golden.Assert(t, "kustomize-"+tc.name+".yaml", out)
+			objs := objects(t, out)
+			if got := kinds(objs); !slices.Equal(got, tc.want) {
+				t.Errorf("kinds %v, want %v", got, tc.want)
 			}
-			found = true
+			if skipped := dryRun(t, kube, objs); len(skipped) > 0 {
+				t.Errorf("kinds the apiserver does not know: %v", skipped)
+			}
+		})
+	}
+	t.Run("seed-files", func(t *testing.T) {
+		var all []byte
+		for _, f := range []string{"configmap.yaml", "rbac.yaml", "deployment.yaml"} {
+			b, err := os.ReadFile("../../deploy/" + f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(append(all, b...), "\n---\n"...)
 		}
-	}
-	if !found {
-		t.Fatal("no DaemonSet in deploy/daemonset.yaml")
-	}
+		objs := objects(t, all)
+		find(t, objs, "Deployment", "haproxy-k8s-sync")
+		if skipped := dryRun(t, kube, objs); len(skipped) > 0 {
+			t.Errorf("kinds the apiserver does not know: %v", skipped)
+		}
+	})
 }

@@ -86,7 +86,7 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 // With the Cluster policy every eligible node serves; nodes that go
 // NotReady or get the exclude label leave, and come back, without reloads.
 // The controller runs as on a plain Linux host: API URL + token file + CA,
-// with the token of the ServiceAccount of deploy/rbac.yaml (least privilege).
+// with the token of the ServiceAccount of deploy/services/rbac.yaml (least privilege).
 // Without health checks the servers follow their nodes (--track-nodes): a
 // node that joined after the last reload sits in a slot that follows no
 // node, and still leaves when excluded.

@@ -246,12 +246,12 @@ func contains(s, sub string) error {
 	return nil
 }
 
-// rbacTokenFile applies deploy/rbac.yaml and returns a file holding a token
+// rbacTokenFile applies deploy/services/rbac.yaml (the Services mode) and returns a file holding a token
 // of its ServiceAccount, so the controller runs with exactly the
 // permissions we ship.
 func (e *env) rbacTokenFile() string {
 	e.t.Helper()
-	return e.rbacTokenFileFrom("../../deploy/rbac.yaml")
+	return e.rbacTokenFileFrom("../../deploy/services/rbac.yaml")
 }
 
 // rbacTokenFileFrom is rbacTokenFile for another shipped RBAC file.

@@ -56,7 +56,7 @@ func (e *env) updateService(name string, mutate func(*corev1.Service)) {
 	}
 }
 
-// With the token of deploy/rbac.yaml's ServiceAccount, --publish-address
+// With the token of deploy/services/rbac.yaml's ServiceAccount, --publish-address
 // writes the addresses with ipMode Proxy into the status of the
 // LoadBalancer Services served, clears them when a Service stops being
 // ours (annotation removed, type changed), and leaves another load

@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+)
+
+const chart = "../../charts/haproxy-k8s-sync"
+
+// find returns the one rendered object of kind (and name, if not empty).
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s rendered", kind, name)
+	return nil
+}
+
+func kinds(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetKind())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// container returns the named container of a workload's pod template.
+func container(t *testing.T, w *unstructured.Unstructured, name string, initc bool) map[string]any {
+	t.Helper()
+	field := "containers"
+	if initc {
+		field = "initContainers"
+	}
+	cs, _, _ := unstructured.NestedSlice(w.Object, "spec", "template", "spec", field)
+	for _, c := range cs {
+		if m := c.(map[string]any); m["name"] == name {
+			return m
+		}
+	}
+	t.Fatalf("%s has no container %s", w.GetName(), name)
+	return nil
+}
+
+func args(c map[string]any) []string {
+	var out []string
+	for _, a := range c["args"].([]any) {
+		out = append(out, fmt.Sprint(a))
+	}
+	return out
+}
+
+func hasAll(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%s: %q missing in %q", what, w, got)
+		}
+	}
+}
+
+// Every mode of the chart renders, passes `helm lint`, matches its golden
+// file and is accepted by a real kube-apiserver (server-side dry run of
+// every object); the seed's exact command renders a Deployment running the
+// Data Plane API driver for that backend.
+func TestHelmChartModes(t *testing.T) {
+	helm := tool(t, "helm")
+	kube := kubeapi.Start(t)
+	cases := []struct {
+		name  string
+		set   []string
+		check func(t *testing.T, objs []*unstructured.Unstructured)
+	}{
+		{"services-daemonset", nil, func(t *testing.T, objs []*unstructured.Unstructured) {
+			ds := find(t, objs, "DaemonSet", "")
+			if hn, _, _ := unstructured.NestedBool(ds.Object, "spec", "template", "spec", "hostNetwork"); !hn {
+				t.Error("DaemonSet not on the host network")
+			}
+			init := container(t, ds, "init", true)
+			if a := args(init); a[0] != "init" {
+				t.Errorf("init container runs %q", a)
+			}
+			hap := container(t, ds, "haproxy", false)
+			if _, ok := hap["livenessProbe"]; !ok {
+				t.Error("no liveness probe on HAProxy")
+			}
+			sync := container(t, ds, "sync", false)
+			hasAll(t, "sync args", args(sync), "run", "--leader-elect", "--master-socket=/run/haproxy-k8s-sync/master.sock", "--metrics-address=:9742")
+			rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "").Object, "rules")
+			if strings.Contains(fmt.Sprint(rules), "services/status") {
+				t.Error("services/status granted without publish addresses")
+			}
+		}},
+		{"services-deployment", []string{"services.kind=Deployment", "services.hostNetwork=false", "services.publishAddresses={192.0.2.10}",
+			"podDisruptionBudget.enabled=true", "metrics.serviceMonitor.enabled=true", "extraArgs={--default-balance=leastconn}", "leaderElection.enabled=false"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				d := find(t, objs, "Deployment", "")
+				sync := container(t, d, "sync", false)
+				hasAll(t, "sync args", args(sync), "--publish-address=192.0.2.10", "--default-balance=leastconn", "--monitor-address=0.0.0.0:8404")
+				if slices.Contains(args(sync), "--leader-elect") {
+					t.Error("leader election on although disabled")
+				}
+				rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "").Object, "rules")
+				if !strings.Contains(fmt.Sprint(rules), "services/status") {
+					t.Error("services/status not granted with publish addresses")
+				}
+				find(t, objs, "PodDisruptionBudget", "")
+				find(t, objs, "ServiceMonitor", "")
+				for _, o := range objs {
+					if o.GetKind() == "Role" {
+						t.Error("a Lease Role without leader election")
+					}
+				}
+			}},
+		// The seed's exact command (release haproxy-sync).
+		{"seed-dataplane", []string{"env.haproxy.dataplaneURL=http://haproxy:5555", "env.haproxy.backendName=be_ingress_https"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				d := find(t, objs, "Deployment", "")
+				sync := container(t, d, "sync", false)
+				hasAll(t, "sync args", args(sync), "run", "--driver=dataplane")
+				cm := find(t, objs, "ConfigMap", "")
+				data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+				if data["HAPROXY_DATAPLANE_URL"] != "http://haproxy:5555" || data["HAPROXY_BACKEND_NAME"] != "be_ingress_https" {
+					t.Errorf("ConfigMap data %v", data)
+				}
+				if !strings.Contains(fmt.Sprint(sync["envFrom"]), cm.GetName()) {
+					t.Errorf("the Deployment does not read ConfigMap %s: %v", cm.GetName(), sync["envFrom"])
+				}
+				if slices.Contains(kinds(objs), "Secret") || slices.Contains(kinds(objs), "DaemonSet") {
+					t.Errorf("unexpected objects: %v", kinds(objs))
+				}
+			}},
+		{"dataplane-secret", []string{"mode=dataplane", "env.haproxy.dataplaneURL=https://haproxy:5555", "env.haproxy.dataplaneUsername=admin",
+			"env.haproxy.dataplanePassword=s3cret", "env.haproxy.backendPort=30443", "env.haproxy.sendProxyV2=true"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				s := find(t, objs, "Secret", "")
+				if !strings.Contains(fmt.Sprint(s.Object["stringData"]), "s3cret") {
+					t.Error("password not in the chart's Secret")
+				}
+				cm := find(t, objs, "ConfigMap", "")
+				if strings.Contains(fmt.Sprint(cm.Object), "s3cret") {
+					t.Error("password in the ConfigMap")
+				}
+			}},
+		{"dataplane-existing-secret", []string{"env.haproxy.dataplaneURL=http://haproxy:5555", "env.existingSecret=dpapi"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				if slices.Contains(kinds(objs), "Secret") {
+					t.Error("a Secret rendered although an existing one is named")
+				}
+				sync := container(t, find(t, objs, "Deployment", ""), "sync", false)
+				if !strings.Contains(fmt.Sprint(sync["env"]), "dpapi") {
+					t.Errorf("env does not read Secret dpapi: %v", sync["env"])
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sets []string
+			for _, s := range tc.set {
+				sets = append(sets, "--set", s)
+			}
+			if _, err := run(t, helm, append([]string{"lint", "--strict", chart}, sets...)...); err != nil {
+				t.Fatalf("helm lint: %v", err)
+			}
+			out, err := run(t, helm, append([]string{"template", "haproxy-sync", chart, "--namespace", "ingress-nginx"}, sets...)...)
+			if err != nil {
+				t.Fatalf("helm template: %v", err)
+			}
+			golden.Assert(t, "chart-"+tc.name+".yaml", out)
+			objs := objects(t, out)
+			tc.check(t, objs)
+			if skipped := dryRun(t, kube, objs); len(skipped) > 0 {
+				t.Logf("not served by a bare apiserver, checked above only: %v", skipped)
+			}
+		})
+	}
+}
+
+// values.schema.json rejects unknown and ill-typed values before anything
+// renders.
+func TestHelmChartSchemaRejects(t *testing.T) {
+	helm := tool(t, "helm")
+	for _, set := range []string{
+		"replicas=3",                             // unknown (top level)
+		"services.hostnetwork=true",              // unknown (misspelt)
+		"services.kind=StatefulSet",              // not a workload the chart knows
+		"metrics.port=http",                      // ill-typed
+		"services.publishAddresses={lb.example}", // not an IP
+		"mode=apiserver",                         // no such mode (yet)
+		"env.haproxy.backendName=be x",           // not a backend name
+		"extraArgs={oops}",                       // not a flag
+		"mode=dataplane",                         // dataplane without its URL
+	} {
+		t.Run(set, func(t *testing.T) {
+			out, err := run(t, helm, "template", "x", chart, "--set", set)
+			if err == nil {
+				t.Fatalf("accepted; rendered:\n%s", out)
+			}
+			if !strings.Contains(err.Error(), "schema") && !strings.Contains(err.Error(), "needs") {
+				t.Errorf("error does not name the schema: %v", err)
+			}
+		})
+	}
+}
