@@ -295,3 +295,76 @@ func TestContractDrainThroughRuntime(t *testing.T) {
 		}
 	})
 }
+
+// Every Service through the API: sections created with the HAProxy
+// driver's names and settings, changed in one transaction, deleted when
+// the Service goes; the operator's sections are never touched.
+func TestContractEveryServiceSections(t *testing.T) {
+	run(t, func(t *testing.T, a *api) {
+		ctx := context.Background()
+		d := a.driver(Options{})
+		port := uint16(freeTCPPort(t))
+		cfg := classCfg("127.81.11.1", port, "be_default_web_80", "127.81.11.2:30080", "127.81.11.3:30080")
+		cfg.Frontends[0].AcceptProxy = true
+		operator, _, err := a.c.Get(ctx, dataplane.BackendPath(seedBackend), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fes0, bes0 := names(t, a, dataplane.FrontendsPath), names(t, a, dataplane.BackendsPath)
+		apply(t, d, cfg)
+		be, _, err := a.c.Get(ctx, dataplane.BackendPath("be_default_web_80"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !same(be["balance"], map[string]any{"algorithm": "roundrobin"}) || !same(be["server_timeout"], 60000) || !same(be["connect_timeout"], 5000) ||
+			!same(be["default_server"], map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3}) {
+			t.Errorf("backend %v", be)
+		}
+		fe, _, err := a.c.Get(ctx, dataplane.FrontendPath("fe_default_web_80"), "")
+		if err != nil || fe["default_backend"] != "be_default_web_80" || fe["mode"] != "tcp" {
+			t.Errorf("frontend %v (%v)", fe, err)
+		}
+		binds, _, err := a.c.List(ctx, dataplane.BindsPath("fe_default_web_80"), "")
+		if err != nil || len(binds) != 1 || binds[0]["address"] != "127.81.11.1" || !same(binds[0]["port"], int64(port)) || binds[0]["accept_proxy"] != true {
+			t.Errorf("binds %v (%v)", binds, err)
+		}
+		// A resync: nothing written.
+		v := a.version(t)
+		d.Invalidate()
+		if res, err := d.Apply(ctx, cfg); err != nil || res.Ops != 0 || a.version(t) != v {
+			t.Errorf("resync: ops %d err %v", res.Ops, err)
+		}
+		// A setting: one transaction, one reload.
+		r0 := a.reloads(t)
+		cfg.Backends[0].TimeoutServer = 2 * time.Minute
+		res, err := d.Apply(ctx, cfg)
+		if err != nil || !res.Reloaded {
+			t.Fatalf("setting change: %v, reloaded %v", err, res.Reloaded)
+		}
+		if r := a.reloads(t) - r0; r != 1 {
+			t.Errorf("a setting change made %d reloads, want 1", r)
+		}
+		// The Service goes: its sections go, the operator's stay as they were.
+		apply(t, d, model.Config{})
+		fes, bes := names(t, a, dataplane.FrontendsPath), names(t, a, dataplane.BackendsPath)
+		if !maps.Equal(fes, fes0) || !maps.Equal(bes, bes0) {
+			t.Errorf("after the Service went: frontends %v backends %v, want %v %v", fes, bes, fes0, bes0)
+		}
+		if after, _, err := a.c.Get(ctx, dataplane.BackendPath(seedBackend), ""); err != nil || !same(after, operator) {
+			t.Errorf("the operator's backend changed: %v → %v (%v)", operator, after, err)
+		}
+	})
+}
+
+func names(t *testing.T, a *api, path string) map[string]bool {
+	t.Helper()
+	objs, _, err := a.c.List(context.Background(), path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, o := range objs {
+		out[fmt.Sprint(o["name"])] = true
+	}
+	return out
+}

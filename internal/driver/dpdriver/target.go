@@ -182,10 +182,14 @@ func (d *Driver) target(have *state, cfg model.Config, layout model.Layout, clea
 				addr = bd.Addr.String()
 				name = netip.AddrPortFrom(bd.Addr, bd.Port).String()
 			}
-			o := Object{"name": name, "address": addr, "port": int64(bd.Port)}
-			if f.AcceptProxy {
-				o["accept_proxy"] = true
+			o := Object{"name": name}
+			if h := have.frontends[f.Name]; h != nil {
+				if old, _ := h.child(name); old != nil {
+					o = maps.Clone(old) // fields the API adds stay as read
+				}
 			}
+			o["address"], o["port"] = addr, int64(bd.Port)
+			setOrDelete(o, "accept_proxy", true, f.AcceptProxy)
 			sec.children = append(sec.children, o)
 		}
 		want.frontends[f.Name] = sec
