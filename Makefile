@@ -16,6 +16,7 @@ PKGS ?= ./...
 
 # Sizes for the benchmark, passed as flags only when set:
 #   make bench SERVICES=500 ENDPOINTS=20 NODES=50 CHANGES=1000
+# CHECKS=node: servers follow their node, each node checked once (--node-check).
 # DRIVER=dataplane measures the Data Plane API driver against its test server.
 SERVICES ?=
 CHANGES ?=
@@ -24,7 +25,7 @@ NODES ?=
 BENCHFLAGS ?=
 DEMOFLAGS ?=
 SIZEFLAGS = $(if $(SERVICES),-services=$(SERVICES)) $(if $(CHANGES),-changes=$(CHANGES)) \
-	$(if $(ENDPOINTS),-endpoints=$(ENDPOINTS)) $(if $(NODES),-nodes=$(NODES))
+	$(if $(ENDPOINTS),-endpoints=$(ENDPOINTS)) $(if $(NODES),-nodes=$(NODES)) $(if $(CHECKS),-health-checks=$(CHECKS))
 
 # Debian installs haproxy in /usr/sbin, often missing from a user's PATH.
 export PATH := $(PATH):/usr/sbin:/usr/local/sbin

@@ -31,6 +31,10 @@ import (
 // burstSize is how many Services the burst step adds at once.
 const burstSize = 100
 
+// nodeCheckPort is where the node stand-ins answer /healthz with -health-checks=node
+// (kube-proxy's port).
+const nodeCheckPort = 10256
+
 type config struct {
 	services, endpoints, nodes, changes int
 	baseline                            bool
@@ -61,7 +65,7 @@ func main() {
 	flag.BoolVar(&c.baseline, "baseline", true, "also run every step with --apply=reload (the baseline)")
 	flag.IntVar(&c.baselineChanges, "baseline-changes", 0, "changes in the baseline run (0: same as -changes)")
 	flag.BoolVar(&c.trackNodes, "track-nodes", true, "the controller's --track-nodes: unchecked servers follow their node")
-	flag.StringVar(&c.healthChecks, "health-checks", "auto", "true, false, or auto: on when S*E <= 10000 (each checked server costs HAProxy a file descriptor)")
+	flag.StringVar(&c.healthChecks, "health-checks", "auto", "true, false, auto (on when S*E <= 10000: each checked server costs HAProxy a file descriptor), or node: servers unchecked, following their node, and each node checked once (--node-check on the stand-ins' /healthz)")
 	flag.IntVar(&c.probe, "probe", 8, "Services whose nodePorts the node stand-ins listen on; they are probed and loaded")
 	flag.IntVar(&c.loadRate, "load-rate", 400, "connections per second of the load process")
 	flag.DurationVar(&c.minReload, "min-reload-interval", 100*time.Millisecond, "controller --min-reload-interval")
@@ -123,7 +127,13 @@ func (c *config) validate() error {
 // takes one nodePort, and one more for its healthCheckNodePort.
 func nodePortSpan(services int) int { return 2*(services+burstSize) + 200 }
 
+// nodeChecks: -health-checks=node, one check per node (--node-check).
+func (c *config) nodeChecks() bool { return c.healthChecks == "node" }
+
 func (c *config) checks() bool {
+	if c.nodeChecks() {
+		return false
+	}
 	if b, err := strconv.ParseBool(c.healthChecks); err == nil {
 		return b
 	}
@@ -213,6 +223,13 @@ func run(c config) error {
 		}
 		b.nodes = append(b.nodes, ns)
 		defer ns.Close()
+		if c.nodeChecks() { // kube-proxy's /healthz
+			h, err := lab.NewHealthServer(b.w.nodeIP(n) + ":" + strconv.Itoa(nodeCheckPort))
+			if err != nil {
+				return err
+			}
+			defer h.Close()
+		}
 	}
 	t = time.Now()
 	if err := b.w.createNodes(ctx); err != nil {

@@ -36,6 +36,7 @@ type result struct {
 	HAProxyRSS    float64 `json:"haproxy_rss_mib"`
 	InitialSync   float64 `json:"initial_sync_s"`
 	HealthChecks  bool    `json:"health_checks"`
+	NodeChecks    int     `json:"node_checks"` // checks HAProxy runs for --node-check: one per node
 	Mode          string  `json:"mode"`
 	Baseline      *result `json:"baseline,omitempty"`
 }
@@ -66,6 +67,10 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		"--udp=off"} // never the host's nftables
 	if c.pprof != "" {
 		args = append(args, "--pprof-address", c.pprof)
+	}
+	if c.nodeChecks() {
+		args = append(args, "--node-check=http:"+strconv.Itoa(nodeCheckPort)+"/healthz")
+		res.NodeChecks = c.nodes
 	}
 	start := time.Now()
 	var env []string
@@ -270,7 +275,7 @@ func printTable(out io.Writer, r *result) {
 		{"controller CPU", func(r *result) float64 { return r.ControllerCPU }, "s"},
 		{"HAProxy RSS", func(r *result) float64 { return r.HAProxyRSS }, "MiB"},
 	}
-	fmt.Fprintf(out, "\n%d Services, %d endpoints, health checks %v; changes: %s %d", r.Services, r.Endpoints, r.HealthChecks, r.Mode, r.Changes)
+	fmt.Fprintf(out, "\n%d Services, %d endpoints, health checks %v, node checks %d; changes: %s %d", r.Services, r.Endpoints, r.HealthChecks, r.NodeChecks, r.Mode, r.Changes)
 	if r.Baseline != nil {
 		fmt.Fprintf(out, ", reload %d", r.Baseline.Changes)
 	}
