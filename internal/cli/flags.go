@@ -67,6 +67,9 @@ func (s *shape) desiredOptions() (desired.Options, error) {
 	if o.NodeCheck, err = s.nodeCheck.check(); err != nil {
 		return o, err
 	}
+	if o.LocalHealthCheck, err = s.nodeCheck.localHealthCheck(); err != nil {
+		return o, err
+	}
 	if s.targets != desired.TargetNodes && s.targets != desired.TargetPods {
 		return o, fmt.Errorf("--targets: want nodes or pods, got %q", s.targets)
 	}

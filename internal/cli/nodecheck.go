@@ -14,7 +14,7 @@ import (
 // node, on its server in the _nodes backend, that the servers following
 // their node (--track-nodes, Services without checks of their own) inherit.
 type nodeCheck struct {
-	spec       string
+	spec, local string
 	inter      time.Duration
 	rise, fall int
 }
@@ -25,6 +25,19 @@ func (n *nodeCheck) register(fs *flag.FlagSet) {
 	fs.DurationVar(&n.inter, "node-check-interval", 2*time.Second, "interval of the node check")
 	fs.IntVar(&n.rise, "node-check-rise", 2, "successful node checks before a node is up again")
 	fs.IntVar(&n.fall, "node-check-fall", 2, "failed node checks before a node and every server following it is down")
+	fs.StringVar(&n.local, "local-check", "service-port", "what checks the servers of externalTrafficPolicy Local Services in node mode (with checks on): "+
+		"'service-port' (their own nodePort) or 'health-check-node-port' (kube-proxy's spec.healthCheckNodePort, GET / answers 200 while the node has a ready local endpoint, as cloud load balancers check)")
+}
+
+// localHealthCheck validates --local-check.
+func (n *nodeCheck) localHealthCheck() (bool, error) {
+	switch n.local {
+	case "service-port":
+		return false, nil
+	case "health-check-node-port":
+		return true, nil
+	}
+	return false, fmt.Errorf("--local-check: want service-port or health-check-node-port, got %q", n.local)
 }
 
 // check validates the flags into the check of the _nodes backend.

@@ -29,6 +29,7 @@ func TestNodeCheckFlags(t *testing.T) {
 		{args: []string{"--node-check=udp:53"}, wantErr: "want http:PORT/PATH, tcp:PORT or none"},
 		{args: []string{"--node-check=tcp:10256", "--node-check-interval=1ms"}, wantErr: "--node-check-interval"},
 		{args: []string{"--node-check=tcp:10256", "--node-check-fall=0"}, wantErr: "--node-check-fall"},
+		{args: []string{"--local-check=healthcheck"}, wantErr: "--local-check: want service-port or health-check-node-port"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -50,6 +51,9 @@ func TestNodeCheckFlags(t *testing.T) {
 			}
 			if o.NodeCheck != tc.want {
 				t.Errorf("NodeCheck = %+v, want %+v", o.NodeCheck, tc.want)
+			}
+			if o.LocalHealthCheck {
+				t.Errorf("LocalHealthCheck on by default")
 			}
 		})
 	}

@@ -49,6 +49,12 @@ type Options struct {
 	// model.NodesBackend (disabled: none); the servers that follow their
 	// node go down with it.
 	NodeCheck model.Check
+	// LocalHealthCheck checks the servers of Local Services in node mode
+	// (those with checks) on kube-proxy's per-Service health check,
+	// spec.healthCheckNodePort (GET / answers 200 while the node has a
+	// ready local endpoint), instead of their own port, as cloud load
+	// balancers do. A backend-port setting keeps the own port.
+	LocalHealthCheck bool
 }
 
 // Input is the world one pass looks at.
@@ -380,6 +386,12 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		TimeoutConnect: set.TimeoutConnect,
 		TimeoutServer:  set.TimeoutServer,
 		TrackNodes:     tracksNodes(set, opts),
+	}
+	if opts.LocalHealthCheck && set.Check && set.BackendPort == 0 && opts.Targets == TargetNodes &&
+		svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
+		svc.Spec.HealthCheckNodePort > 0 && svc.Spec.HealthCheckNodePort < 65536 {
+		be.Check.Port = uint16(svc.Spec.HealthCheckNodePort)
+		be.Check.HTTP.Path = "/"
 	}
 	return fe, be
 }

@@ -224,7 +224,7 @@ type memoPort struct {
 func sameOptions(a, b Options) bool {
 	return a.Class == b.Class && a.ClassLess == b.ClassLess && a.Service == b.Service && a.Backend == b.Backend &&
 		a.Targets == b.Targets && a.TrackNodes == b.TrackNodes && a.Defaults == b.Defaults && slices.Equal(a.Binds, b.Binds) &&
-		a.NodeCheck == b.NodeCheck
+		a.NodeCheck == b.NodeCheck && a.LocalHealthCheck == b.LocalHealthCheck
 }
 
 // begin starts a pass: it forgets everything if the options changed, and

@@ -40,3 +40,43 @@ func TestNodeCheckOnNodesBackend(t *testing.T) {
 		t.Fatalf("after turning it off: %+v", got)
 	}
 }
+
+// With LocalHealthCheck, the servers of a checked Local Service in node mode
+// are checked on its healthCheckNodePort with GET /; nothing else changes.
+func TestLocalHealthCheck(t *testing.T) {
+	hc := func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 32100 }
+	tests := []struct {
+		name    string
+		svc     *corev1.Service
+		targets string
+		off     bool // LocalHealthCheck off
+		want    model.Check
+	}{
+		{name: "local", svc: svc("default", "web", 0, local, hc),
+			want: model.Check{Enabled: true, Port: 32100, HTTP: model.HTTPCheck{Path: "/"}}},
+		{name: "option off", svc: svc("default", "web", 0, local, hc), off: true, want: model.Check{Enabled: true}},
+		{name: "cluster policy", svc: svc("default", "web", 0), want: model.Check{Enabled: true}},
+		{name: "no healthCheckNodePort", svc: svc("default", "web", 0, local), want: model.Check{Enabled: true}},
+		{name: "checks off", svc: svc("default", "web", 0, local, hc, annotate("check", "false")), want: model.Check{}},
+		{name: "backend-port keeps its own port", svc: svc("default", "web", 0, local, hc, annotate("backend-port", "31000")), want: model.Check{Enabled: true}},
+		{name: "pod targets", svc: svc("default", "web", 0, local, hc), targets: TargetPods, want: model.Check{Enabled: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := defaults()
+			o.LocalHealthCheck = !tc.off
+			if tc.targets != "" {
+				o.Targets = tc.targets
+			}
+			r := Compute(Input{Services: []*corev1.Service{tc.svc}, Nodes: nodes}, o)
+			if len(r.Config.Backends) != 1 {
+				t.Fatalf("backends: %+v", r.Config.Backends)
+			}
+			got := r.Config.Backends[0].Check
+			got.Inter, got.Rise, got.Fall = 0, 0, 0
+			if got != tc.want {
+				t.Errorf("check = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -242,7 +242,9 @@ func defaultServer(be model.Backend) string {
 	}
 	if be.SendProxyV2 {
 		s += " send-proxy-v2"
-		if be.Check.Enabled {
+		// A check of another port (Check.Port) is not of the service
+		// that reads the PROXY header.
+		if be.Check.Enabled && be.Check.Port == 0 {
 			s += " check-send-proxy"
 		}
 	}

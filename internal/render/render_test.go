@@ -109,6 +109,12 @@ func TestGolden(t *testing.T) {
 		hl, _ := plan.Assign(hc, nil, true)
 		cases[name] = Config(hc, hl, opts)
 	}
+	// A Local Service checked on its healthCheckNodePort: the check sends
+	// no PROXY header (kube-proxy's health server would not read it).
+	lc := httpChecked(model.HTTPCheck{Path: "/"})
+	lc.Backends[0].Check.Port, lc.Backends[0].SendProxyV2 = 32100, true
+	ll, _ := plan.Assign(lc, nil, true)
+	cases["localcheck.cfg"] = Config(lc, ll, opts)
 	stats := opts
 	stats.Stats = model.Bind{Addr: ap("127.0.0.1"), Port: 8404}
 	cases["stats.cfg"] = Config(sample(), layout, stats)

@@ -26,6 +26,7 @@ func Slim(obj any) (any, error) {
 				Ports:                 o.Spec.Ports,
 				LoadBalancerClass:     o.Spec.LoadBalancerClass,
 				ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy,
+				HealthCheckNodePort:   o.Spec.HealthCheckNodePort, // --local-check
 			},
 			Status: corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer},
 		}, nil

@@ -16,7 +16,8 @@ import (
 // check=false) leave with it: a node whose kube-proxy /healthz answers 503
 // gets no new connections within about fall x interval, with no reload
 // and nothing for the controller to do (no Kubernetes object changed), and
-// comes back when it answers 200 again. Retries with redispatch keep every
+// comes back when it answers 200 again; a node that dies (ports and
+// /healthz gone) leaves likewise. Retries with redispatch keep every
 // connection of a load running meanwhile.
 func TestNodeCheckMovesTraffic(t *testing.T) {
 	e := newEnv(t)
@@ -53,27 +54,23 @@ func TestNodeCheckMovesTraffic(t *testing.T) {
 		tot, f, err := load(port, 50000, stop)
 		done <- result{tot, f, err}
 	}()
+	n2 := fmt.Sprintf("127.%d.0.2", e.subnet)
+	n2Down := e.serverDown(fmt.Sprintf("be_%s_web_%d", ns, port), n2)
 	health["n2"].SetHealthy(false)
 	start := time.Now()
-	n2 := fmt.Sprintf("127.%d.0.2", e.subnet)
-	e.eventually("n2's server of web down", func() error {
-		rt := haproxy.NewRuntime(e.hap.StatsSocket) // not a connection to a worker before a reload
-		defer rt.Close()
-		st, err := rt.ShowServersState(bg)
-		if err != nil {
-			return err
-		}
-		for _, s := range st {
-			if s.Backend == fmt.Sprintf("be_%s_web_%d", ns, port) && s.Addr.String() == n2 && s.Up() {
-				return fmt.Errorf("still up: %+v", s)
-			}
-		}
-		return nil
-	})
+	e.eventually("n2's server of web down", n2Down)
 	t.Logf("n2 out of service %v after its /healthz answered 503 (check every 200ms, fall 2)", time.Since(start).Round(time.Millisecond))
 	e.eventually("traffic to n1 only", serves(port, "n1"))
 	health["n2"].SetHealthy(true)
 	e.eventually("n2 back", serves(port, "n1", "n2"))
+
+	// The node dies: its ports and its /healthz stop answering.
+	e.nodes["n2"].Close()
+	health["n2"].Close()
+	start = time.Now()
+	e.eventually("dead n2's server of web down", n2Down)
+	t.Logf("dead n2 out of service %v after it died", time.Since(start).Round(time.Millisecond))
+	e.eventually("traffic to n1 only", serves(port, "n1"))
 	close(stop)
 	r := <-done
 
@@ -84,4 +81,70 @@ func TestNodeCheckMovesTraffic(t *testing.T) {
 		t.Errorf("load: %d connections, %d failed (first: %v)", r.total, r.failed, r.err)
 	}
 	t.Logf("load: %d connections, %d failed", r.total, r.failed)
+}
+
+// serverDown returns nil once no server of backend at addr is up.
+func (e *env) serverDown(backend, addr string) func() error {
+	return func() error {
+		rt := haproxy.NewRuntime(e.hap.StatsSocket) // not a connection to a worker before a reload
+		defer rt.Close()
+		st, err := rt.ShowServersState(bg)
+		if err != nil {
+			return err
+		}
+		for _, s := range st {
+			if s.Backend == backend && s.Addr.String() == addr && s.Up() {
+				return fmt.Errorf("still up: %+v", s)
+			}
+		}
+		return nil
+	}
+}
+
+// With --local-check=health-check-node-port, the servers of a Local
+// Service are checked on kube-proxy's per-Service health check
+// (healthCheckNodePort, GET /): a node whose health check answers 503 (its
+// kube-proxy sees no local endpoint) is taken out by HAProxy itself, with
+// no reload, and comes back with 200.
+func TestLocalHealthCheckNodePort(t *testing.T) {
+	e := newEnv(t)
+	e.subnet = 83 // this test's nodes: 127.83.0.11-12
+	np := nodePort()
+	e.addNode("n1", 11, true, np)
+	e.addNode("n2", 12, true, np)
+	port := int32(haproxytest.FreePort(t))
+	svc, err := lab.CreateService(bg, e.client, lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcnp := svc.Spec.HealthCheckNodePort
+	if hcnp == 0 {
+		t.Fatal("no healthCheckNodePort allocated")
+	}
+	health := map[string]*lab.HealthServer{}
+	for i, n := range []string{"n1", "n2"} {
+		h, err := lab.NewHealthServer(fmt.Sprintf("127.%d.0.%d:%d", e.subnet, 11+i, hcnp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Close)
+		health[n] = h
+	}
+	e.setEndpoints("web", pod(1, "n1"), pod(2, "n2"))
+	e.startController("--local-check=health-check-node-port")
+	e.eventually("both nodes serve", serves(port, "n1", "n2"))
+	for _, want := range []string{"option httpchk GET /\n", fmt.Sprintf(" port %d", hcnp)} {
+		if err := contains(e.config(), want); err != nil {
+			t.Fatalf("not checked on the healthCheckNodePort: %v", err)
+		}
+	}
+	before := e.reloads()
+	health["n2"].SetHealthy(false)
+	e.eventually("n2's server down", e.serverDown(fmt.Sprintf("be_%s_web_%d", ns, port), fmt.Sprintf("127.%d.0.12", e.subnet)))
+	e.eventually("traffic to n1 only", serves(port, "n1"))
+	health["n2"].SetHealthy(true)
+	e.eventually("n2 back", serves(port, "n1", "n2"))
+	if got := e.reloads(); got != before {
+		t.Errorf("%d reloads, want 0", got-before)
+	}
 }

@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// HealthServer stands in for kube-proxy's health endpoint on a node
-// (GET /healthz on :10256): 200 while healthy, 503 otherwise (kube-proxy
-// answers 503 while its node is drained or deleted).
+// HealthServer stands in for kube-proxy's health endpoints on a node
+// (GET /healthz on :10256, GET / on a Service's healthCheckNodePort): it
+// answers any GET with 200 while healthy, 503 otherwise (kube-proxy answers
+// 503 while its node is drained or deleted, or has no local endpoint).
 type HealthServer struct {
 	healthy atomic.Bool
 	srv     *http.Server
@@ -26,7 +27,7 @@ func NewHealthServer(addr string) (*HealthServer, error) {
 	h := &HealthServer{done: make(chan struct{})}
 	h.healthy.Store(true)
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, _ *http.Request) {
 		if h.healthy.Load() {
 			w.WriteHeader(http.StatusOK)
 			return
