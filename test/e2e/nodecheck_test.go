@@ -21,12 +21,12 @@ import (
 // connection of a load running meanwhile.
 func TestNodeCheckMovesTraffic(t *testing.T) {
 	e := newEnv(t)
-	e.subnet = 83 // this test's nodes: 127.83.0.1-2
+	e.subnet = 83 // this test's nodes: 127.83.0.21-22
 	np := nodePort()
 	health := map[string]*lab.HealthServer{}
 	for i, n := range []string{"n1", "n2"} {
-		e.addNode(n, i+1, true, np)
-		h, err := lab.NewHealthServer(fmt.Sprintf("127.%d.0.%d:10256", e.subnet, i+1))
+		e.addNode(n, 21+i, true, np)
+		h, err := lab.NewHealthServer(fmt.Sprintf("127.%d.0.%d:10256", e.subnet, 21+i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestNodeCheckMovesTraffic(t *testing.T) {
 		tot, f, err := load(port, 50000, stop)
 		done <- result{tot, f, err}
 	}()
-	n2 := fmt.Sprintf("127.%d.0.2", e.subnet)
+	n2 := fmt.Sprintf("127.%d.0.22", e.subnet)
 	n2Down := e.serverDown(fmt.Sprintf("be_%s_web_%d", ns, port), n2)
 	health["n2"].SetHealthy(false)
 	start := time.Now()
