@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,6 +86,13 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
 		return o, errors.New("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
 	}
 	o.StateFile = a.stateFile
+	if f := missingFile(a.caFile, a.certFile, a.keyFile); f != "" && !a.noCheck {
+		// Before kubeadm init the CA and certificates do not exist yet:
+		// serve with TCP checks; a restart once they exist turns
+		// GET /readyz on.
+		log.Warn("a health-check file does not exist (yet): TCP checks until a restart", "file", f)
+		a.caFile, a.certFile, a.keyFile, a.insecure = "", "", "", false
+	}
 	check := apiserver.CheckOptions{Inter: a.inter, Rise: a.rise, Fall: a.fall, CAFile: a.caFile,
 		InsecureSkipVerify: a.insecure, Disabled: a.noCheck}
 	if (a.certFile == "") != (a.keyFile == "") {
@@ -159,4 +168,15 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 	log.Info("starting", "version", Version, "mode", modeAPIServer, "sources", opts.Sources, "listen", []string(a.listen),
 		"bootstrap", apiserver.FormatServers(opts.Static), "config", f.config)
 	return loop.Run(ctx)
+}
+
+// missingFile returns the first of the given paths (empty ones skipped)
+// that does not exist.
+func missingFile(paths ...string) string {
+	for _, p := range paths {
+		if _, err := os.Stat(p); p != "" && errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+	}
+	return ""
 }

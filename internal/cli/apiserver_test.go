@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
@@ -41,5 +43,26 @@ func TestAPIServerFlagErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// Before kubeadm init the CA file does not exist: the mode starts with TCP
+// checks instead of failing; with the file, it checks GET /readyz.
+func TestAPIServerCheckFilesNotThereYet(t *testing.T) {
+	ca, _ := testcert.Files(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, c := range []struct {
+		ca    string
+		https bool
+	}{{ca + ".missing", false}, {ca, true}} {
+		a := &apiserverFlags{sources: apiserver.DefaultSources, port: 6443, stateFile: t.TempDir() + "/s.json", caFile: c.ca,
+			inter: apiserver.DefaultInter, rise: 2, fall: 2}
+		o, err := a.options(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := o.Shape.Check.HTTP.SSL; got != c.https {
+			t.Errorf("CA %s: HTTPS check %v, want %v", c.ca, got, c.https)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -42,14 +43,23 @@ func apiAddr(a string) string { return fmt.Sprintf("%s:%d", a, apiPort) }
 // apiLB is a control plane of real kube-apiservers sharing one etcd,
 // HAProxy in front of them, and the controller in apiserver mode.
 type apiLB struct {
-	*env
+	t         testing.TB
+	dir       string
+	cfgPath   string
+	hap       *haproxytest.Process
+	master    *haproxy.Master
+	client    kubernetes.Interface
+	ctlCancel context.CancelFunc
+	ctlDone   chan error
+	ctlLog    *haproxytest.LockedBuffer
+
 	cluster   *kubeapi.Cluster
 	apiState  string // --apiserver-state-file
 	checkCert string
 	checkKey  string
 }
 
-func newAPILB(t *testing.T) *apiLB {
+func newAPILB(t testing.TB) *apiLB {
 	t.Helper()
 	dir := t.TempDir()
 	cluster, err := kubeapi.StartCluster(filepath.Join(dir, "cluster"), apiPort, append(slices.Clone(memberAddrs), lbAddr))
@@ -62,7 +72,7 @@ func newAPILB(t *testing.T) *apiLB {
 		}
 		cluster.Stop()
 	})
-	a := &apiLB{env: &env{t: t, dir: dir, cfgPath: filepath.Join(dir, "haproxy.cfg")}, cluster: cluster,
+	a := &apiLB{t: t, dir: dir, cfgPath: filepath.Join(dir, "haproxy.cfg"), cluster: cluster,
 		apiState: filepath.Join(dir, "apiservers.json")}
 	// The health checks present a client certificate: anonymous
 	// requests are refused by the apiservers of these tests.
@@ -84,11 +94,31 @@ func (a *apiLB) startHAProxy() {
 	}
 	a.hap = haproxytest.Start(a.t, a.dir, a.cfgPath)
 	a.master = haproxy.NewMaster(a.hap.MasterSocket)
-	if a.runtime != nil {
-		a.runtime.Close()
+}
+
+func (a *apiLB) reloads() int {
+	a.t.Helper()
+	p, err := a.master.ShowProc(context.Background())
+	if err != nil {
+		a.t.Fatalf("show proc: %v", err)
 	}
-	a.runtime = haproxy.NewRuntime(a.hap.StatsSocket)
-	a.t.Cleanup(func() { a.runtime.Close() })
+	return p.Reloads
+}
+
+func (a *apiLB) stopController() {
+	if a.ctlCancel == nil {
+		return
+	}
+	a.ctlCancel()
+	select {
+	case <-a.ctlDone:
+	case <-time.After(10 * time.Second):
+		a.t.Errorf("controller did not stop")
+	}
+	a.ctlCancel = nil
+	if a.t.Failed() {
+		a.t.Logf("controller log:\n%s", a.ctlLog.String())
+	}
 }
 
 func (a *apiLB) member(addr string) {
@@ -207,13 +237,14 @@ func tail(s string, n int) string {
 // stopped: GET requests one after the other.
 type clientLoop struct {
 	ok, failed atomic.Int64
+	slowest    atomic.Int64 // nanoseconds of the slowest request
 	mu         sync.Mutex
 	errs       []string
 	stop       context.CancelFunc
 	done       chan struct{}
 }
 
-func startClientLoop(t *testing.T, cfg *rest.Config) *clientLoop {
+func startClientLoop(t testing.TB, cfg *rest.Config) *clientLoop {
 	t.Helper()
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -225,7 +256,11 @@ func startClientLoop(t *testing.T, cfg *rest.Config) *clientLoop {
 		defer close(l.done)
 		for ctx.Err() == nil {
 			rctx, rcancel := context.WithTimeout(ctx, 15*time.Second)
+			begin := time.Now()
 			_, err := c.CoreV1().Namespaces().Get(rctx, "default", metav1.GetOptions{})
+			if d := int64(time.Since(begin)); d > l.slowest.Load() {
+				l.slowest.Store(d)
+			}
 			rcancel()
 			switch {
 			case ctx.Err() != nil:
@@ -245,7 +280,7 @@ func startClientLoop(t *testing.T, cfg *rest.Config) *clientLoop {
 
 func (l *clientLoop) end() { l.stop(); <-l.done }
 
-func (l *clientLoop) check(t *testing.T, name string) {
+func (l *clientLoop) check(t testing.TB, name string) {
 	t.Helper()
 	l.end()
 	t.Logf("client %s: %d requests, %d failed", name, l.ok.Load()+l.failed.Load(), l.failed.Load())
@@ -296,7 +331,17 @@ func TestAPIServerFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.client = client
-	token := a.rbacTokenFileFrom("../../deploy/apiserver/rbac.yaml")
+	token := (&env{t: t, client: client, dir: a.dir}).rbacTokenFileFrom("../../deploy/apiserver/rbac.yaml")
+	// The shipped DaemonSet is one the apiserver accepts (server-side dry run).
+	raw, err := os.ReadFile("../../deploy/apiserver/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds appsv1.DaemonSet
+	mustYAML(t, string(raw), &ds)
+	if _, err := client.AppsV1().DaemonSets(ds.Namespace).Create(bg, &ds, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatalf("apiserver rejects deploy/apiserver/daemonset.yaml: %v", err)
+	}
 	// Bootstrap list: the first apiserver only; the rest come from the
 	// default/kubernetes EndpointSlice.
 	a.runController(a.apiControllerArgs([]string{"--api-server", "https://" + apiAddr(lbAddr), "--token-file", token, "--ca-file", a.cluster.CAPath},

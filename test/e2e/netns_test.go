@@ -20,7 +20,7 @@ const envNetns = "HKS_E2E_NETNS"
 // the namespace it reports true and the test does its work there, so
 // every address it uses, 192.0.2.0/24 included, is its own and no packet
 // reaches the host's interfaces. Needs root and ip(8); skips without.
-func inNetns(t *testing.T, addrs ...string) bool {
+func inNetns(t testing.TB, addrs ...string) bool {
 	t.Helper()
 	if os.Getenv(envNetns) != "" {
 		return true
@@ -56,7 +56,10 @@ func inNetns(t *testing.T, addrs ...string) bool {
 	for _, a := range addrs {
 		ip("-n", name, "addr", "add", a+"/24", "dev", "hks0")
 	}
-	args := []string{"netns", "exec", name, os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.timeout", "6m"}
+	args := []string{"netns", "exec", name, os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.timeout", "10m"}
+	if _, ok := t.(*testing.B); ok {
+		args = []string{"netns", "exec", name, os.Args[0], "-test.run", "^$", "-test.bench", "^" + t.Name() + "$", "-test.benchtime", "1x", "-test.v", "-test.timeout", "10m"}
+	}
 	cmd := exec.Command("ip", args...)
 	cmd.Env = append(os.Environ(), envNetns+"="+name, kubeapi.EnvBinDir+"="+bins)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
