@@ -37,7 +37,7 @@ WITH_TESTBIN = HKS_TESTBIN_DIR="$$(hack/testbin.sh | tail -n 1)"; export HKS_TES
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test vet testbin deps demo bench clean
+.PHONY: build test vet testbin deps demo bench bench-apiserver clean
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
@@ -82,6 +82,10 @@ demo: deps
 
 bench: deps
 	$(WITH_TESTBIN) $(GO) run ./hack/bench $(SIZEFLAGS) $(if $(DRIVER),-driver=$(DRIVER)) $(BENCHFLAGS)
+
+# kube-apiserver failover and join times (root: a network namespace).
+bench-apiserver: deps
+	$(WITH_TESTBIN) $(GO) test -count=1 -run '^$$' -bench BenchmarkAPIServerFailover -benchtime 1x ./test/e2e/
 
 clean:
 	rm -rf bin
