@@ -77,11 +77,15 @@ test: deps
 
 # Placeholders: the programs under hack/demo and hack/bench are written
 # separately. Both may start a kube-apiserver through internal/testing/kubeapi.
+# Built, then exec'd (not `go run`): the program itself gets make's SIGINT
+# and SIGTERM, and stops every process it started.
 demo: deps
-	$(WITH_TESTBIN) $(GO) run ./hack/demo $(DEMOFLAGS)
+	$(GO) build -o bin/demo ./hack/demo
+	$(WITH_TESTBIN) exec bin/demo $(DEMOFLAGS)
 
 bench: deps
-	$(WITH_TESTBIN) $(GO) run ./hack/bench $(SIZEFLAGS) $(if $(DRIVER),-driver=$(DRIVER)) $(BENCHFLAGS)
+	$(GO) build -o bin/bench ./hack/bench
+	$(WITH_TESTBIN) exec bin/bench $(SIZEFLAGS) $(if $(DRIVER),-driver=$(DRIVER)) $(BENCHFLAGS)
 
 # kube-apiserver failover and join times (root: a network namespace).
 bench-apiserver: deps

@@ -146,7 +146,11 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		return nil, fmt.Errorf("burst: %w", err)
 	}
 	res.BurstSync = seen.Sub(t).Seconds()
-	time.Sleep(c.minReload + 2*time.Second) // let trailing reloads happen and be counted
+	select { // let trailing reloads happen and be counted
+	case <-time.After(c.minReload + 2*time.Second):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	r2, err := obs.reloads(ctx)
 	if err != nil {
 		return nil, err

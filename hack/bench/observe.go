@@ -75,6 +75,9 @@ func (o *observer) waitBackend(ctx context.Context, be string, want map[netip.Ad
 		if err == nil && maps.Equal(got, want) {
 			return now, nil
 		}
+		if ctx.Err() != nil {
+			return now, ctx.Err() // stopped (SIGINT, SIGTERM): not a timeout to wait for
+		}
 		if now.After(deadline) {
 			if err != nil {
 				return now, fmt.Errorf("%s: %w", be, err)
@@ -114,6 +117,9 @@ func (o *observer) waitAll(ctx context.Context, want map[string]map[netip.AddrPo
 		if progress != nil && now.Sub(lastReport) > 2*time.Second {
 			progress(ok, len(want))
 			lastReport = now
+		}
+		if ctx.Err() != nil {
+			return now, ctx.Err()
 		}
 		if now.After(deadline) {
 			if err != nil {

@@ -47,7 +47,7 @@ func startProc(name, logPath string, stdout io.Writer, bin string, args ...strin
 	if stdout != nil {
 		cmd.Stdout = stdout
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -209,7 +209,7 @@ func startLoad(dir string, targets []string, rate int, dur time.Duration, maxCon
 	if err != nil {
 		return nil, err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -233,4 +233,10 @@ func (l *loadProc) finish() (loadResult, error) {
 		return r, fmt.Errorf("load process output %q: %w (log %s)", line, err, l.log)
 	}
 	return r, nil
+}
+
+// childAttr puts a child in its own process group (stopped as a group) and
+// has the kernel kill it if the benchmark dies without stopping it.
+func childAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

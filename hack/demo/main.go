@@ -48,6 +48,7 @@ func run(wait bool, bin string) error {
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(dir) // runs last, once everything started in it stopped
 	step("starting a real kube-apiserver + etcd (files in %s)", dir)
 	kube, stopKube, err := kubeapi.StartProcess(filepath.Join(dir, "kube"))
 	if err != nil {

@@ -31,7 +31,7 @@ func StartHAProxy(bin, dir, cfgPath, statsSocket string) (*HAProxy, error) {
 	defer log.Close()
 	h.cmd = exec.Command(bin, "-W", "-S", h.MasterSocket, "-f", cfgPath)
 	h.cmd.Stdout, h.cmd.Stderr = log, log
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL} // never outlives its starter
 	if err := h.cmd.Start(); err != nil {
 		return nil, err
 	}
