@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -32,7 +34,8 @@ import (
 // `render static-pod`: the real apiserver accepts both manifests (server-
 // side dry run), and HAProxy started as the manifest says, on the config
 // it names, answers its liveness probe and carries a real client's
-// requests to the apiserver.
+// requests to the apiserver, none failing while one of its two servers
+// is dead.
 func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 	kube := kubeapi.Start(t)
 	client := kube.Client(t)
@@ -42,7 +45,8 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 	}
 	// Addresses of our own in 127.85.0.0/16, ports from the kernel.
 	ip := fmt.Sprintf("127.85.%d.%d", 1+rand.IntN(250), 1+rand.IntN(250))
-	listen, monitor := freeAddr(t, ip), freeAddr(t, ip)
+	// dead is an apiserver that does not answer: nothing listens there.
+	listen, monitor, dead := freeAddr(t, ip), freeAddr(t, ip), freeAddr(t, ip)
 	dir := t.TempDir()
 	release := filepath.Join(dir, "release.yaml")
 	if err := os.WriteFile(release, []byte("haproxy-router: docker.io/library/haproxy:2.6\n"), 0o644); err != nil {
@@ -51,7 +55,7 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 	render := func(out string, extra ...string) *corev1.Pod {
 		t.Helper()
 		args := append([]string{"haproxy-k8s-sync", "render", "static-pod", "-o", out, "--config-dir", out,
-			"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", apiURL.Host,
+			"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", apiURL.Host + "," + dead,
 			"--release-images", release, "--apiserver-ca-file", kube.CAPath}, extra...)
 		var stderr bytes.Buffer
 		if code := cli.Main(args, nil, os.Stdout, &stderr); code != 0 {
@@ -96,9 +100,31 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 20 {
+	for i := range 10 {
 		if _, err := through.CoreV1().Namespaces().Get(bg, "kube-system", metav1.GetOptions{}); err != nil {
 			t.Fatalf("request %d through the proxy: %v", i, err)
+		}
+	}
+	// A connection per request, so round robin sends half of them to the
+	// dead apiserver until HAProxy's checks mark it down: none fails, a
+	// refused connection is retried on the other server (retries, option
+	// redispatch).
+	ca, err := os.ReadFile(kube.CAPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	fresh := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
+	for i := range 40 {
+		resp, err := fresh.Get("https://" + listen + "/readyz")
+		if err != nil {
+			t.Fatalf("connection %d through the proxy: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("connection %d through the proxy: status %d", i, resp.StatusCode)
 		}
 	}
 	t.Run("servers read from the cluster", func(t *testing.T) { staticPodSources(t, kube) })
