@@ -3,6 +3,7 @@ package nft
 import (
 	"net/netip"
 	"os/exec"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -106,4 +107,46 @@ func normalize(s string) string {
 	}
 	slices.Sort(blocks)
 	return strings.Join(blocks, "\n\n")
+}
+
+func TestPlan(t *testing.T) {
+	a := netip.MustParseAddr
+	srv := func(addr string, drain, maint bool) model.Server {
+		return model.Server{Addr: a(addr), Port: 31820, Drain: drain, Maint: maint}
+	}
+	u := model.UDPService{Name: "udp_a_b_1", Balance: model.BalanceSource, Probe: true,
+		Binds: []model.Bind{{Addr: a("2001:db8::1"), Port: 1}, {Addr: a("192.0.2.1"), Port: 1}, {Addr: a("192.0.2.1"), Port: 1}},
+		Servers: []model.Server{srv("198.51.100.1", false, false), srv("198.51.100.2", true, false),
+			srv("198.51.100.3", false, true), srv("198.51.100.4", false, false), srv("2001:db8::5", false, false)}}
+	downOn4 := func(x netip.Addr) bool { return x == a("198.51.100.4") }
+	tests := []struct {
+		name string
+		in   model.UDPService
+		down func(netip.Addr) bool
+		want Service
+	}{
+		{"addresses sorted and unique; drain kept apart, maint left out; families apart; probe filters",
+			u, downOn4,
+			Service{Name: "udp_a_b_1", Port: 1, Balance: model.BalanceSource,
+				Addrs: []netip.Addr{a("192.0.2.1"), a("2001:db8::1")},
+				V4:    []netip.AddrPort{ap("198.51.100.1:31820")}, V6: []netip.AddrPort{ap("[2001:db8::5]:31820")},
+				Drain: []netip.AddrPort{ap("198.51.100.2:31820")}}},
+		{"pods are not probed; a zero address means any local address",
+			func() model.UDPService {
+				v := u
+				v.Probe, v.Binds = false, []model.Bind{{Port: 1}}
+				return v
+			}(), downOn4,
+			Service{Name: "udp_a_b_1", Port: 1, Any: true, Balance: model.BalanceSource,
+				V4: []netip.AddrPort{ap("198.51.100.1:31820"), ap("198.51.100.4:31820")}, V6: []netip.AddrPort{ap("[2001:db8::5]:31820")},
+				Drain: []netip.AddrPort{ap("198.51.100.2:31820")}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Plan([]model.UDPService{tt.in}, nil, tt.down)
+			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
+				t.Errorf("Plan = %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
 }
