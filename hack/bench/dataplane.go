@@ -11,31 +11,66 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 )
 
 // The Data Plane API mode (-driver=dataplane) runs the controller with
 // --driver=dataplane against the in-memory Data Plane API test server,
-// which runs inside this process: no HAProxy, so no probes, load or
-// HAProxy cost; change-to-route latency is until the test server's
-// runtime state of the backend shows the change, and reloads are the
-// test server's.
+// which runs inside this process, or against a real API when
+// HKS_DATAPLANE_URL (HKS_DATAPLANE_USERNAME, HKS_DATAPLANE_PASSWORD) is
+// set. No probes, load or HAProxy cost; change-to-route latency is until
+// the runtime state of the backend (test server, or the API's runtime
+// endpoint) shows the change; reloads are those the API reports.
 
-// dpObserver reads what the test server's HAProxy runs.
-type dpObserver struct{ s *dataplanetest.Server }
+// dpObserver reads what HAProxy runs: from the test server in this
+// process, or through a real API's runtime endpoints.
+type dpObserver struct {
+	state   func(be string) map[netip.AddrPort]bool
+	reloads func() int
+}
 
-func (o dpObserver) state(be string) map[netip.AddrPort]bool {
-	states, _ := o.s.Running(be)
-	out := make(map[netip.AddrPort]bool, len(states))
-	for _, st := range states {
-		if st.Admin == "maint" {
-			continue
-		}
-		if a, err := netip.ParseAddr(st.Address); err == nil {
-			out[netip.AddrPortFrom(a, uint16(st.Port))] = true
-		}
+func testServerObserver(s *dataplanetest.Server) dpObserver {
+	return dpObserver{
+		state: func(be string) map[netip.AddrPort]bool {
+			states, _ := s.Running(be)
+			out := make(map[netip.AddrPort]bool, len(states))
+			for _, st := range states {
+				if a, err := netip.ParseAddr(st.Address); err == nil && st.Admin != "maint" {
+					out[netip.AddrPortFrom(a, uint16(st.Port))] = true
+				}
+			}
+			return out
+		},
+		reloads: s.Reloads,
 	}
-	return out
+}
+
+func apiObserver(c *dataplane.Client) dpObserver {
+	return dpObserver{
+		state: func(be string) map[netip.AddrPort]bool {
+			rs, _ := c.RuntimeServers(context.Background(), be)
+			out := make(map[netip.AddrPort]bool, len(rs))
+			for _, r := range rs {
+				a, err := netip.ParseAddr(fmt.Sprint(r["address"]))
+				port, perr := strconv.Atoi(fmt.Sprint(r["port"]))
+				if err == nil && perr == nil && r["admin_state"] != "maint" {
+					out[netip.AddrPortFrom(a, uint16(port))] = true
+				}
+			}
+			return out
+		},
+		reloads: func() int {
+			rs, _ := c.Reloads(context.Background())
+			n := 0
+			for _, r := range rs {
+				if r.Status != dataplane.ReloadInProgress {
+					n++
+				}
+			}
+			return n
+		},
+	}
 }
 
 func (o dpObserver) waitBackend(ctx context.Context, be string, want map[netip.AddrPort]bool, _ bool, timeout time.Duration) (time.Time, error) {
@@ -86,22 +121,34 @@ func (c *cleanups) run() {
 
 func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) {
 	c, w := b.cfg, b.w
-	logf("=== mode dataplane (test server, reload delay %s) ===", c.dpReloadDelay)
+	logf("=== mode dataplane ===")
 	dir := filepath.Join(b.dir, "dataplane")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var cl cleanups
 	defer cl.run()
-	const user, pass = "bench", "bench-password"
-	api := dataplanetest.Start(&cl, dataplanetest.Options{Users: map[string]string{user: pass}, ReloadDelay: c.dpReloadDelay})
-	obs := dpObserver{api}
+	url, user, pass := os.Getenv("HKS_DATAPLANE_URL"), os.Getenv("HKS_DATAPLANE_USERNAME"), os.Getenv("HKS_DATAPLANE_PASSWORD")
+	var obs dpObserver
+	if url != "" {
+		client, err := dataplane.New(dataplane.Options{URL: url, Username: user, Password: pass})
+		if err != nil {
+			return nil, err
+		}
+		obs = apiObserver(client)
+		logf("against the real Data Plane API at HKS_DATAPLANE_URL")
+	} else {
+		user, pass = "bench", "bench-password"
+		api := dataplanetest.Start(&cl, dataplanetest.Options{Users: map[string]string{user: pass}, ReloadDelay: c.dpReloadDelay})
+		url, obs = api.URL, testServerObserver(api)
+		logf("against the in-process test server (HKS_DATAPLANE_URL not set)")
+	}
 	pwFile := filepath.Join(dir, "password")
 	if err := os.WriteFile(pwFile, []byte(pass), 0o600); err != nil {
 		return nil, err
 	}
 	res := &result{Mode: "dataplane", Services: c.services, Endpoints: c.services * c.endpoints, Changes: changes, HealthChecks: c.checks()}
-	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--driver=dataplane", "--dataplane-url", api.URL,
+	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--driver=dataplane", "--dataplane-url", url,
 		"--dataplane-username", user, "--dataplane-password-file", pwFile, "--bind-address", "127.0.0.1",
 		"--state-file", filepath.Join(dir, "state"), "--default-check=" + strconv.FormatBool(c.checks()),
 		"--log-level", "info", "--metrics-address", "127.0.0.1:0"}
@@ -123,18 +170,18 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 	res.InitialSync = seen.Sub(start).Seconds()
 	logf("initial sync: every server of %d backends running %.2fs after the controller started", c.services, res.InitialSync)
 
-	r0 := api.Reloads()
+	r0 := obs.reloads()
 	lat, err := b.churn(ctx, obs, changes, false)
 	if err != nil {
 		return nil, err
 	}
-	res.ReloadsChurn = api.Reloads() - r0
+	res.ReloadsChurn = obs.reloads() - r0
 	s := sortedCopy(lat)
 	res.P50, res.P90, res.P99, res.Max = percentile(s, .50), percentile(s, .90), percentile(s, .99), ms(s[len(s)-1])
 	logf("churn: %d changes, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d reloads",
 		changes, res.P50, res.P90, res.P99, res.Max, res.ReloadsChurn)
 
-	r1 := api.Reloads()
+	r1 := obs.reloads()
 	t := time.Now()
 	if err := w.createServices(ctx, c.services, c.services+burstSize); err != nil {
 		return nil, err
@@ -148,7 +195,7 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 	}
 	res.BurstSync = seen.Sub(t).Seconds()
 	time.Sleep(c.dpReloadDelay + 2*time.Second) // let trailing reloads happen and be counted
-	res.ReloadsBurst = api.Reloads() - r1
+	res.ReloadsBurst = obs.reloads() - r1
 	logf("burst: %d Services served %.2fs after the first write, %d reloads", burstSize, res.BurstSync, res.ReloadsBurst)
 
 	_, hwm := procStatus(ctl.pid())

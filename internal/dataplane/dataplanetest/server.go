@@ -56,6 +56,7 @@ type Server struct {
 	seq       int
 	listeners map[string]net.Listener
 	writes    int // requests that changed something
+	closed    bool
 }
 
 type tx struct {
@@ -92,6 +93,7 @@ func (s *Server) Close() {
 	s.http.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closed = true
 	for k, l := range s.listeners {
 		l.Close()
 		delete(s.listeners, k)

@@ -109,7 +109,7 @@ func (s *Server) scheduleReload() string {
 	time.AfterFunc(s.opts.ReloadDelay, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.pending == rl {
+		if s.pending == rl && !s.closed {
 			s.execute(rl)
 		}
 	})
