@@ -22,6 +22,9 @@ const (
 	keyConnect = "connect"
 )
 
+// syncReport is how often caches that have not synced are reported.
+const syncReport = 30 * time.Second
+
 // Options configure the loop.
 type Options struct {
 	Sources            []string // preference order (ParseSources)
@@ -165,10 +168,22 @@ func (l *Loop) tryConnect(ctx context.Context) error {
 	}
 	l.log.Info("connected to the kube-apiserver; waiting for caches", "after_attempts", l.connFails+1)
 	go func() {
-		if w.waitSynced(ctx) {
-			l.watch.Store(w)
-			l.log.Info("caches synced")
-			l.Trigger()
+		// Caches that do not sync (RBAC refusing a source, say) are
+		// reported every half minute; the bootstrap list keeps serving.
+		for waited := time.Duration(0); ; waited += syncReport {
+			wctx, cancel := context.WithTimeout(ctx, syncReport)
+			synced := w.waitSynced(wctx)
+			cancel()
+			switch {
+			case synced:
+				l.watch.Store(w)
+				l.log.Info("caches synced")
+				l.Trigger()
+				return
+			case ctx.Err() != nil:
+				return
+			}
+			l.log.Warn("caches not synced yet (is every source allowed by RBAC?); serving the last known list", "waited", waited+syncReport)
 		}
 	}()
 	return nil
