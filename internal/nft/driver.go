@@ -96,7 +96,12 @@ func (d *Driver) Apply(ctx context.Context, cfg model.Config) (driver.Result, er
 
 // healthChanged re-applies the last desired state when a node's probe
 // state flips.
-func (d *Driver) healthChanged() {
+func (d *Driver) healthChanged(a netip.Addr, down bool) {
+	if down {
+		d.log.Warn("UDP: node failing its health probe leaves the UDP ports", "node", a, "probe", d.opts.Health.Kind, "port", d.opts.Health.Port)
+	} else {
+		d.log.Info("UDP: node passing its health probe again returns to the UDP ports", "node", a)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, err := d.sync(); err != nil {

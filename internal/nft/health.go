@@ -71,7 +71,7 @@ type prober struct {
 	h       Health
 	check   func(ctx context.Context, a netip.Addr) bool // one probe
 	dial    func(ctx context.Context, network, addr string) (net.Conn, error)
-	changed func()
+	changed func(a netip.Addr, down bool)
 	client  *http.Client
 
 	mu    sync.Mutex
@@ -84,7 +84,7 @@ type nodeState struct {
 	stop       context.CancelFunc
 }
 
-func newProber(h Health, dial func(ctx context.Context, network, addr string) (net.Conn, error), changed func()) *prober {
+func newProber(h Health, dial func(ctx context.Context, network, addr string) (net.Conn, error), changed func(netip.Addr, bool)) *prober {
 	if h.Kind == "none" || h.Kind == "" {
 		return nil
 	}
@@ -136,7 +136,7 @@ func (p *prober) loop(ctx context.Context, a netip.Addr) {
 			return
 		}
 		p.mu.Lock()
-		n, flipped := p.nodes[a], false
+		n, flipped, down := p.nodes[a], false, false
 		if n != nil {
 			if ok {
 				n.oks, n.fails = n.oks+1, 0
@@ -148,10 +148,11 @@ func (p *prober) loop(ctx context.Context, a netip.Addr) {
 			if flipped {
 				n.down = !n.down
 			}
+			down = n.down
 		}
 		p.mu.Unlock()
 		if flipped {
-			p.changed()
+			p.changed(a, down)
 		}
 		select {
 		case <-ctx.Done():

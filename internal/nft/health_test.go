@@ -43,7 +43,7 @@ func TestProberRiseFall(t *testing.T) {
 	var flips []int // probe count at each state change
 	done := make(chan struct{})
 	p := newProber(Health{Kind: "tcp", Port: 1, Interval: time.Millisecond}, nil, nil)
-	p.changed = func() {
+	p.changed = func(netip.Addr, bool) {
 		mu.Lock()
 		flips = append(flips, probes)
 		mu.Unlock()
