@@ -34,7 +34,7 @@ type staticPodFlags struct {
 	kubeconfig          string
 	sources, configMap  string
 	port                int
-	caFile              string
+	caFile, pem         string
 	insecure            bool
 }
 
@@ -51,6 +51,7 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.StringVar(&f.sources, "apiserver-sources", apiserver.DefaultSources, "with --kubeconfig or --live: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static)")
 	fs.StringVar(&f.configMap, "apiserver-configmap", "", "NAMESPACE/NAME of the ConfigMap of the configmap source (key servers)")
 	fs.StringVar(&f.caFile, "apiserver-ca-file", "", "CA file on the node that HAProxy's /readyz health checks verify the apiservers with (mounted read-only)")
+	fs.StringVar(&f.pem, "apiserver-check-pem", "", "PEM file on the node holding the client certificate and key the /readyz health checks present (e.g. /var/lib/kubelet/pki/kubelet-client-current.pem), for clusters without anonymous access; not with --live yet")
 	fs.BoolVar(&f.insecure, "apiserver-check-insecure-skip-verify", false, "health checks without verifying the apiservers' certificates (instead of --apiserver-ca-file)")
 	fs.TextVar(&f.monitor, "monitor-address", f.monitor, "IP:PORT of HAProxy's monitor-uri /healthz, the liveness probe's target")
 	fs.StringVar(&f.out, "o", "", "write "+staticpod.ManifestFile+" and "+staticpod.ConfigFile+" into this directory (default: the manifest to stdout)")
@@ -84,10 +85,21 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	}
 	cfg := staticpod.Config(shape.Config(src.Static), f.monitor, run)
 	listen := netip.AddrPortFrom(shape.Listen[0].Addr, shape.Listen[0].Port)
-	opts := staticpod.Options{Image: img, Config: cfg, ConfigDir: f.configDir, Listen: listen, Monitor: f.monitor, CAFile: f.caFile}
+	opts := staticpod.Options{Image: img, Config: cfg, ConfigDir: f.configDir, Listen: listen, Monitor: f.monitor}
+	if f.caFile != "" {
+		opts.Files = append(opts.Files, staticpod.NodeFile{Name: "apiserver-ca", Path: f.caFile})
+	}
+	if f.pem != "" {
+		opts.Files = append(opts.Files, staticpod.NodeFile{Name: "apiserver-check-pem", Path: f.pem})
+	}
 	if f.live {
 		if f.liveKubeconfig == "" {
 			return errors.New("--live needs --live-kubeconfig: the controller's kubeconfig on the node")
+		}
+		if f.pem != "" {
+			// The controller joins its own certificate and key into a
+			// file beside its state; the seed cannot name that file yet.
+			return errors.New("--apiserver-check-pem: not supported with --live yet")
 		}
 		opts.Live = &staticpod.Live{Image: f.syncImage, Kubeconfig: f.liveKubeconfig, StateDir: f.stateDir, RunDir: run, Args: f.runArgs(src, run)}
 	}
@@ -152,7 +164,7 @@ func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserver.Shape, staticpo
 	}
 	shape, err := apiserver.NewShape([]string{f.listen}, apiserver.CheckOptions{
 		Inter: apiserver.DefaultInter, Rise: apiserver.DefaultRise, Fall: apiserver.DefaultFall,
-		CAFile: f.caFile, InsecureSkipVerify: f.insecure})
+		CAFile: f.caFile, InsecureSkipVerify: f.insecure, ClientCertPEM: f.pem})
 	if err != nil {
 		return shape, src, err
 	}

@@ -137,6 +137,26 @@ func TestStaticPodTCPCheckWarns(t *testing.T) {
 	}
 }
 
+// A client certificate for the checks (clusters without anonymous
+// /readyz): named in the config, mounted read-only; HAProxy loads it.
+func TestStaticPodClientCert(t *testing.T) {
+	const nodePEM = "/var/lib/kubelet/pki/kubelet-client-current.pem"
+	ca, both := testcert.Files(t)
+	pod, _, cfg, _ := runStaticPod(t, env(nil), "--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.1",
+		"--shared-ingress", "--apiserver-ca-file", nodeCA, "--apiserver-check-pem", nodePEM)
+	if !bytes.Contains(cfg, []byte("ca-file "+nodeCA+" crt "+nodePEM+"\n")) {
+		t.Errorf("config does not present the certificate:\n%s", cfg)
+	}
+	golden.HAProxyAccepts(t, bytes.ReplaceAll(bytes.ReplaceAll(cfg, []byte(nodeCA), []byte(ca)), []byte(nodePEM), []byte(both)))
+	found := false
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		found = found || (m.MountPath == nodePEM && m.ReadOnly)
+	}
+	if !found {
+		t.Error("the PEM is not mounted read-only")
+	}
+}
+
 func TestStaticPodStdout(t *testing.T) {
 	var out, errb bytes.Buffer
 	getenv := env(map[string]string{staticpod.SharedIngressEnv: "  "})
@@ -187,6 +207,8 @@ func TestStaticPodErrors(t *testing.T) {
 		{"release without the component", append(staticPodBase, "--release-images", release), staticpod.ErrNoImage, "release payload component haproxy-router (not set)"},
 		{"release not a map", append(staticPodBase, "--release-images", badRelease), staticpod.ErrInvalid, "--release-images"},
 		{"nothing found", staticPodBase, staticpod.ErrNoImage, "no --release-images"},
+		{"client certificate without a CA", []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.1", "--shared-ingress", "--apiserver-check-pem", "/p.pem"}, nil, "CA file"},
+		{"client certificate with --live", append(slices.Clone(staticPodBase), "--shared-ingress", "--apiserver-check-pem", "/p.pem", "--live", "--live-kubeconfig", "/k"), nil, "not supported with --live"},
 		{"live without kubeconfig", append(staticPodBase, "--shared-ingress", "--live"), nil, "--live-kubeconfig"},
 		{"live with an invalid sync image", append(staticPodBase, "--shared-ingress", "--live", "--live-kubeconfig", "/k", "--sync-image", "UPPER:x"), staticpod.ErrInvalidImage, "controller image"},
 	} {

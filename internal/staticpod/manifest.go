@@ -70,11 +70,11 @@ type Options struct {
 	ConfigDir string         // host directory of haproxy.cfg, mounted read-only at the same path
 	Listen    netip.AddrPort // where HAProxy listens (for NET_BIND_SERVICE below 1024)
 	Monitor   netip.AddrPort // HAProxy's monitor frontend: the liveness probe's target
-	// CAFile, when set, is a file on the node that the config names (the
-	// CA that HAProxy's health checks verify the apiservers with): mounted
-	// read-only at the same path into every container.
-	CAFile string
-	Live   *Live // nil: HAProxy alone, the config changes with the manifest
+	// Files are files on the node that the config names (the CA the
+	// health checks verify the apiservers with, their client certificate):
+	// mounted read-only at the same path into every container.
+	Files []NodeFile
+	Live  *Live // nil: HAProxy alone, the config changes with the manifest
 }
 
 // Live adds the controller beside HAProxy: `haproxy-k8s-sync run` with
@@ -89,6 +89,9 @@ type Live struct {
 	StateDir   string   // node directory kept across pod restarts, mounted at the same path
 	RunDir     RunDir   // the shared emptyDir inside the pod
 }
+
+// NodeFile is a file on the node, mounted as the volume Name.
+type NodeFile struct{ Name, Path string }
 
 // Hash is the value of HashAnnotation: the first 16 hex digits of the
 // SHA-256 of the images and the config.
@@ -110,8 +113,8 @@ func Pod(o Options) (*corev1.Pod, error) {
 	configPath := path.Join(o.ConfigDir, ConfigFile)
 	haproxyCfg := configPath
 	mounts := []corev1.VolumeMount{{Name: "config", MountPath: o.ConfigDir, ReadOnly: true}}
-	if o.CAFile != "" {
-		mounts = append(mounts, corev1.VolumeMount{Name: "apiserver-ca", MountPath: o.CAFile, ReadOnly: true})
+	for _, f := range o.Files {
+		mounts = append(mounts, corev1.VolumeMount{Name: f.Name, MountPath: f.Path, ReadOnly: true})
 	}
 	args := []string{"-W", "-f", haproxyCfg}
 	if o.Live != nil {
@@ -165,9 +168,9 @@ func Pod(o Options) (*corev1.Pod, error) {
 				Path: o.ConfigDir, Type: new(corev1.HostPathDirectory)}}}},
 		},
 	}
-	if o.CAFile != "" {
-		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "apiserver-ca", VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: o.CAFile, Type: new(corev1.HostPathFile)}}})
+	for _, f := range o.Files {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: f.Name, VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: f.Path, Type: new(corev1.HostPathFile)}}})
 	}
 	if o.Live != nil {
 		addLive(pod, o, configPath, mounts)
@@ -221,8 +224,10 @@ func (o Options) validate() error {
 	if !path.IsAbs(o.ConfigDir) {
 		return fmt.Errorf("%w: config directory %q: want an absolute path on the node", ErrInvalid, o.ConfigDir)
 	}
-	if o.CAFile != "" && !path.IsAbs(o.CAFile) {
-		return fmt.Errorf("%w: CA file %q: want an absolute path on the node", ErrInvalid, o.CAFile)
+	for _, f := range o.Files {
+		if !path.IsAbs(f.Path) || f.Name == "" {
+			return fmt.Errorf("%w: file %q for %s: want an absolute path on the node", ErrInvalid, f.Path, f.Name)
+		}
 	}
 	if !o.Monitor.IsValid() || o.Monitor.Port() == 0 {
 		return fmt.Errorf("%w: the liveness probe needs a monitor address", ErrInvalid)

@@ -25,7 +25,7 @@ func TestPodValidation(t *testing.T) {
 	}{
 		{"no image", func(o *Options) { o.Image = Image{} }, ErrInvalid},
 		{"relative config dir", func(o *Options) { o.ConfigDir = "etc/x" }, ErrInvalid},
-		{"relative CA file", func(o *Options) { o.CAFile = "ca.crt" }, ErrInvalid},
+		{"relative CA file", func(o *Options) { o.Files = []NodeFile{{"apiserver-ca", "ca.crt"}} }, ErrInvalid},
 		{"no monitor", func(o *Options) { o.Monitor = netip.AddrPort{} }, ErrInvalid},
 		{"live with a relative kubeconfig", func(o *Options) { l := *live; l.Kubeconfig = "k.conf"; o.Live = &l }, ErrInvalid},
 		{"live with a run directory HAProxy would misread", func(o *Options) { l := *live; l.RunDir = "/run/a b"; o.Live = &l }, ErrInvalid},
@@ -47,7 +47,8 @@ func TestPodDetails(t *testing.T) {
 	o := podOptions()
 	o.Listen = netip.MustParseAddrPort("[fd00::1]:443")
 	o.Monitor = netip.MustParseAddrPort("[::]:9444")
-	o.CAFile = "/etc/kubernetes/pki/ca.crt"
+	ca := "/etc/kubernetes/pki/ca.crt"
+	o.Files = []NodeFile{{"apiserver-ca", ca}}
 	o.Live = &Live{Image: "haproxy-k8s-sync:1", Kubeconfig: "/etc/k.conf", StateDir: "/var/lib/x", RunDir: DefaultRunDir}
 	pod, err := Pod(o)
 	if err != nil {
@@ -61,7 +62,7 @@ func TestPodDetails(t *testing.T) {
 		t.Errorf("probe host %q for a monitor on every address, want ::1", h)
 	}
 	for _, c := range append(pod.Spec.Containers, pod.Spec.InitContainers...) {
-		if !mounted(c, o.CAFile) {
+		if !mounted(c, ca) {
 			t.Errorf("container %s does not mount the CA file read-only", c.Name)
 		}
 	}
