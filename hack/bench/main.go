@@ -110,7 +110,7 @@ func (c *config) validate() error {
 		return fmt.Errorf("-driver: want haproxy or dataplane")
 	case c.services > 30000:
 		return fmt.Errorf("at most 30000 Services")
-	case c.npBase+nodePortSpan(c.services) > 65535 || c.feBase+c.services+burstSize > 65535:
+	case c.npBase+nodePortSpan(c.services) > 65535 || c.feBase+c.services+burstSize+1 > 65535:
 		return fmt.Errorf("too many Services for the port bases")
 	}
 	c.probe = min(c.probe, c.services-extraNodes)
@@ -125,7 +125,7 @@ func (c *config) validate() error {
 
 // nodePortSpan is the size of the apiserver's nodePort range: every Service
 // takes one nodePort, and one more for its healthCheckNodePort.
-func nodePortSpan(services int) int { return 2*(services+burstSize) + 200 }
+func nodePortSpan(services int) int { return 2*(services+burstSize+1) + 200 }
 
 // nodeChecks: -health-checks=node, one check per node (--node-check).
 func (c *config) nodeChecks() bool { return c.healthChecks == "node" }
@@ -179,7 +179,7 @@ func run(c config) error {
 		defer os.RemoveAll(dir)
 	}
 	dir, _ = filepath.Abs(dir)
-	if err := freeRange(c.feBase, c.services+burstSize); err != nil {
+	if err := freeRange(c.feBase, c.services+burstSize+1); err != nil {
 		return err
 	}
 	b := &bench{cfg: c, dir: dir}

@@ -29,6 +29,7 @@ type result struct {
 	ReloadsChurn  int     `json:"reloads_churn"`
 	ReloadsBurst  int     `json:"reloads_burst"`
 	BurstSync     float64 `json:"burst_sync_s"`
+	SingleSync    float64 `json:"single_sync_s"` // one new Service, creation to served
 	Connections   int     `json:"connections"`
 	Failed        int     `json:"failed_connections"`
 	ControllerRSS float64 `json:"controller_rss_mib"`
@@ -131,14 +132,30 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	logf("churn: %d changes, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d reloads",
 		changes, res.P50, res.P90, res.P99, res.Max, res.ReloadsChurn)
 
-	// 3. Burst: 100 Services at once.
+	// 3a. One new Service: from its creation to its servers in HAProxy.
 	t := time.Now()
-	if err := w.createServices(ctx, c.services, c.services+burstSize); err != nil {
+	if err := w.createServices(ctx, c.services, c.services+1); err != nil {
+		return nil, err
+	}
+	seen, err = obs.waitAll(ctx, map[string]map[netip.AddrPort]bool{w.backend(c.services): w.expected(c.services)}, c.syncTimeout, nil)
+	if err != nil {
+		return nil, fmt.Errorf("single Service: %w", err)
+	}
+	res.SingleSync = seen.Sub(t).Seconds()
+	logf("one new Service served %.2fs after its creation", res.SingleSync)
+	if r1, err = obs.reloads(ctx); err != nil { // the burst's reloads count from here
+		return nil, err
+	}
+
+	// 3b. Burst: 100 Services at once.
+	t = time.Now()
+	first := c.services + 1
+	if err := w.createServices(ctx, first, first+burstSize); err != nil {
 		return nil, err
 	}
 	created := time.Since(t)
 	wantBurst := make(map[string]map[netip.AddrPort]bool, burstSize)
-	for i := c.services; i < c.services+burstSize; i++ {
+	for i := first; i < first+burstSize; i++ {
 		wantBurst[w.backend(i)] = w.expected(i)
 	}
 	seen, err = obs.waitAll(ctx, wantBurst, c.syncTimeout, nil)
@@ -177,7 +194,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	// Clean up for the next mode.
 	ctl.stop(syscall.SIGTERM, 10*time.Second)
 	h.stop(syscall.SIGTERM, 10*time.Second)
-	if err := w.deleteServices(ctx, c.services, c.services+burstSize); err != nil {
+	if err := w.deleteServices(ctx, c.services, c.services+1+burstSize); err != nil {
 		return nil, err
 	}
 	if err := w.restore(ctx); err != nil {
@@ -273,6 +290,7 @@ func printTable(out io.Writer, r *result) {
 		{"reloads (churn)", func(r *result) float64 { return float64(r.ReloadsChurn) }, ""},
 		{"reloads (burst of 100)", func(r *result) float64 { return float64(r.ReloadsBurst) }, ""},
 		{"burst served", func(r *result) float64 { return r.BurstSync }, "s"},
+		{"one new Service served", func(r *result) float64 { return r.SingleSync }, "s"},
 		{"connections", func(r *result) float64 { return float64(r.Connections) }, ""},
 		{"failed connections", func(r *result) float64 { return float64(r.Failed) }, ""},
 		{"controller peak RSS", func(r *result) float64 { return r.ControllerRSS }, "MiB"},
