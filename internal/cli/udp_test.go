@@ -2,9 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
@@ -45,5 +50,39 @@ func TestRenderOutputFlag(t *testing.T) {
 	var out, errb bytes.Buffer
 	if err := renderCmd([]string{"-f", "testdata/udp.yaml", "--output", "yaml"}, env(nil), nil, &out, &errb); err == nil || !strings.Contains(err.Error(), "--output") {
 		t.Errorf("bad --output: %v", err)
+	}
+}
+
+// The UDP flags: off skips with a reason for the Event; bad values are
+// errors before anything starts.
+func TestUDPFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		flags   udpFlags
+		err     string
+		skipped string
+	}{
+		{name: "off", flags: udpFlags{mode: "off", health: "none", interval: time.Second, forward: "require"}, skipped: "--udp=off"},
+		{name: "bad mode", flags: udpFlags{mode: "ipvs", health: "none", interval: time.Second, forward: "require"}, err: "--udp:"},
+		{name: "bad health", flags: udpFlags{mode: "off", health: "udp:53", interval: time.Second, forward: "require"}, err: "--udp-health"},
+		{name: "bad forward", flags: udpFlags{mode: "off", health: "none", interval: time.Second, forward: "yes"}, err: "--udp-ip-forward"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var o desired.Options
+			d, err := tt.flags.setup(context.Background(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			switch {
+			case tt.err != "":
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("err = %v, want one naming %s", err, tt.err)
+				}
+			case err != nil || d != nil || o.UDP || !strings.Contains(o.UDPOff, tt.skipped):
+				t.Errorf("setup = %v, %v; options UDP=%v UDPOff=%q", d, err, o.UDP, o.UDPOff)
+			}
+		})
+	}
+	var errb bytes.Buffer
+	if err := cleanupCmd(nil, env(nil), &errb); err == nil {
+		t.Errorf("cleanup without --udp: no error")
 	}
 }
