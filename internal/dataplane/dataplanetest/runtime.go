@@ -3,6 +3,7 @@ package dataplanetest
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 )
 
@@ -18,6 +19,7 @@ type rtServer struct {
 // configuration says: a reload forgets runtime changes.
 func (s *Server) resetRuntime() {
 	s.runtime = map[string]map[string]*rtServer{}
+	s.rtAdded = map[string][]string{}
 	for _, be := range s.running.backends.names {
 		m := map[string]*rtServer{}
 		for i, o := range s.running.servers[be].all() {
@@ -81,17 +83,34 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 		return
 	}
 	if len(seg) == 3 {
-		if r.Method != http.MethodGet {
-			s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
-			return
-		}
-		out := []map[string]any{}
-		for _, name := range s.running.servers[seg[1]].names {
-			if rs := srvs[name]; rs != nil {
-				out = append(out, rs.json(name))
+		switch r.Method {
+		case http.MethodGet:
+			out := []map[string]any{}
+			for _, name := range s.runtimeNames(seg[1]) {
+				out = append(out, srvs[name].json(name))
 			}
+			s.reply(w, http.StatusOK, out)
+		case http.MethodPost:
+			// A dynamic server: it starts in maintenance, and the next
+			// reload forgets it (it is not in the configuration).
+			name, _ := body["name"].(string)
+			addr, _ := body["address"].(string)
+			port, _ := toInt(body["port"])
+			if name == "" || addr == "" {
+				s.fail(w, errf(http.StatusUnprocessableEntity, "name and address in body are required"))
+				return
+			}
+			if srvs[name] != nil {
+				s.fail(w, errf(http.StatusConflict, "server %s already exists in %s", name, seg[1]))
+				return
+			}
+			srvs[name] = &rtServer{id: len(srvs) + 1, address: addr, port: port, admin: "maint"}
+			s.rtAdded[seg[1]] = append(s.rtAdded[seg[1]], name)
+			s.writes++
+			s.reply(w, http.StatusCreated, srvs[name].json(name))
+		default:
+			s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
 		}
-		s.reply(w, http.StatusOK, out)
 		return
 	}
 	rs := srvs[seg[3]]
@@ -102,6 +121,10 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 	switch r.Method {
 	case http.MethodGet:
 		s.reply(w, http.StatusOK, rs.json(seg[3]))
+	case http.MethodDelete:
+		delete(srvs, seg[3]) // even a server in service
+		s.writes++
+		s.reply(w, http.StatusNoContent, nil)
 	case http.MethodPut:
 		st, _ := body["admin_state"].(string)
 		if st != "ready" && st != "drain" && st != "maint" {
@@ -137,12 +160,24 @@ func (s *Server) Running(backend string) (out []ServerState, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	for _, name := range s.running.servers[backend].names {
-		if rs := srvs[name]; rs != nil {
-			out = append(out, ServerState{name, rs.address, rs.port, rs.admin})
-		}
+	for _, name := range s.runtimeNames(backend) {
+		rs := srvs[name]
+		out = append(out, ServerState{name, rs.address, rs.port, rs.admin})
 	}
 	return out, true
+}
+
+// runtimeNames lists the servers HAProxy runs in backend: those of the
+// running configuration, then those added at runtime, less those deleted.
+func (s *Server) runtimeNames(backend string) []string {
+	var out []string
+	srvs := s.runtime[backend]
+	for _, name := range append(slices.Clone(s.running.servers[backend].names), s.rtAdded[backend]...) {
+		if srvs[name] != nil {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Load sets the configuration HAProxy was started with (not a reload):

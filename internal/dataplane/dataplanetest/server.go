@@ -50,6 +50,7 @@ type Server struct {
 	cfg       *config // what the API holds (and writes to haproxy.cfg)
 	running   *config // what HAProxy runs: the config of the last good reload
 	runtime   map[string]map[string]*rtServer
+	rtAdded   map[string][]string // backend → servers added at runtime
 	txs       map[string]*tx
 	reloads   []*reload
 	pending   *reload
@@ -81,7 +82,7 @@ func Start(t interface{ Cleanup(func()) }, opts Options) *Server {
 		opts.MaxOpen = 20
 	}
 	s := &Server{opts: opts, version: 1, cfg: newConfig(), running: newConfig(),
-		runtime: map[string]map[string]*rtServer{}, txs: map[string]*tx{}, listeners: map[string]net.Listener{}}
+		runtime: map[string]map[string]*rtServer{}, rtAdded: map[string][]string{}, txs: map[string]*tx{}, listeners: map[string]net.Listener{}}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.http.URL
 	t.Cleanup(s.Close)

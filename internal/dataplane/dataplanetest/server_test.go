@@ -271,10 +271,22 @@ func TestRuntimeServers(t *testing.T) {
 	if rs, _ := c.s.Running("be_ingress"); rs[0].Admin != "drain" || c.s.Reloads() != 0 || c.s.Version() != v {
 		t.Errorf("runtime change: %v, reloads %d", rs, c.s.Reloads())
 	}
-	// The next reload undoes it.
+	c.want("add", first(c.do("POST", "runtime/backends/be_ingress/servers", Object{"name": "dyn", "address": "127.81.30.7", "port": 80})), 201)
+	c.want("add again", first(c.do("POST", "runtime/backends/be_ingress/servers", Object{"name": "dyn", "address": "127.81.30.7", "port": 80})), 409)
+	if rs, _ := c.s.Running("be_ingress"); len(rs) != 2 || rs[1].Admin != "maint" {
+		t.Errorf("a server added at runtime: %v, want it in maintenance", rs)
+	}
+	if sec, _ := c.s.Backend("be_ingress"); len(sec.Children) != 1 {
+		t.Errorf("a runtime change reached the configuration: %v", sec.Children)
+	}
+	// The next reload undoes all of it.
 	c.do("PUT", "transactions/"+c.open(), nil)
 	c.waitReloads(1)
-	if rs, _ := c.s.Running("be_ingress"); rs[0].Admin != "ready" {
+	if rs, _ := c.s.Running("be_ingress"); len(rs) != 1 || rs[0].Admin != "ready" {
 		t.Errorf("after a reload: %v", rs)
+	}
+	c.want("delete in service", first(c.do("DELETE", "runtime/backends/be_ingress/servers/s1", nil)), 204)
+	if rs, _ := c.s.Running("be_ingress"); len(rs) != 0 {
+		t.Errorf("after a runtime delete: %v", rs)
 	}
 }
