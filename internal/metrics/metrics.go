@@ -156,7 +156,8 @@ type Instance struct {
 
 	mu          sync.Mutex
 	lastOutcome string
-	model       model.Config // last desired model, counted when scraped
+	model       model.Config    // last desired model, counted when scraped
+	reasons     map[string]bool // refusal reasons exported so far
 }
 
 // Pass records a pass of the given outcome and duration; an applied pass

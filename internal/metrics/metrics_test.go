@@ -54,7 +54,8 @@ func TestInstanceRecords(t *testing.T) {
 	in.Reload([]string{"backend changed be_a"}, false)
 	in.RuntimeCommands(7, 2)
 	in.Drift()
-	in.Services(3, map[string]int{"PortConflict": 1})
+	in.Services(3, map[string]int{"PortConflict": 1, "SomethingNew": 2})
+	in.Services(3, map[string]int{"PortConflict": 1}) // SomethingNew went away: 0
 
 	n1, n2 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	in.Model(model.Config{
@@ -92,6 +93,7 @@ haproxy_k8s_sync_runtime_command_failures_total{driver="haproxy"} 2
 haproxy_k8s_sync_services_refused{driver="haproxy",reason="InvalidAnnotation"} 0
 haproxy_k8s_sync_services_refused{driver="haproxy",reason="NoNodePort"} 0
 haproxy_k8s_sync_services_refused{driver="haproxy",reason="PortConflict"} 1
+haproxy_k8s_sync_services_refused{driver="haproxy",reason="SomethingNew"} 0
 haproxy_k8s_sync_services_refused{driver="haproxy",reason="UnsupportedProtocol"} 0
 # HELP haproxy_k8s_sync_service_servers Servers of each Service's backends by state (only with per-Service metrics on).
 # TYPE haproxy_k8s_sync_service_servers gauge

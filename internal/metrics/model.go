@@ -165,10 +165,18 @@ func (i *Instance) Services(served int, refused map[string]int) {
 		return
 	}
 	i.r.served.WithLabelValues(i.name).Set(float64(served))
-	for _, rs := range RefusalReasons {
-		i.r.refused.WithLabelValues(i.name, rs).Set(float64(refused[rs]))
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.reasons == nil {
+		i.reasons = make(map[string]bool)
+		for _, rs := range RefusalReasons {
+			i.reasons[rs] = true
+		}
 	}
-	for rs, n := range refused {
-		i.r.refused.WithLabelValues(i.name, rs).Set(float64(n))
+	for rs := range refused {
+		i.reasons[rs] = true // a reason this package does not list yet
+	}
+	for rs := range i.reasons { // every reason ever seen: back to 0 when gone
+		i.r.refused.WithLabelValues(i.name, rs).Set(float64(refused[rs]))
 	}
 }
