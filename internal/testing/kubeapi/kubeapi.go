@@ -13,6 +13,8 @@
 // 127.0.0.1, the default/kubernetes Service has no endpoints; with
 // Options.AdvertiseAddress set to a non-loopback address of this machine
 // (HostIP finds one) the apiserver maintains default/kubernetes itself.
+// Several apiservers of one cluster (one etcd, shared credentials, each on
+// its own address and the same port): StartCluster (controlplane.go).
 //
 // By default nothing runs controllers: EndpointSlices of other Services,
 // ServiceAccount token Secrets, garbage collection and namespace deletion
