@@ -100,10 +100,16 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 	l.saved = saved
 	l.boot = saved
-	if len(l.boot.Servers) > 0 {
+	static := Choice{Source: SourceStatic, Servers: l.opts.Static}
+	useStatic := slices.Contains(l.opts.Sources, SourceStatic)
+	switch {
+	case saved.Source == SourceStatic && useStatic && len(static.Servers) > 0:
+		// The kept list came from the flag: the flag as it is now wins.
+		l.boot = static
+	case len(l.boot.Servers) > 0:
 		l.boot.Source = SourceStateFile
-	} else if slices.Contains(l.opts.Sources, SourceStatic) {
-		l.boot = Choice{Source: SourceStatic, Servers: l.opts.Static}
+	case useStatic:
+		l.boot = static
 	}
 	l.Trigger()
 	if usesAPI(l.opts.Sources) && l.connect != nil {

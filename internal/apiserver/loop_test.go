@@ -231,3 +231,22 @@ func TestLoopConfigMap(t *testing.T) {
 	}
 	eventually(t, "the fixed list", func() bool { return slices.Equal(h.drv.last(), aps("192.0.2.23:6443")) })
 }
+
+// A kept list that came from --bootstrap-servers gives way to the flag as
+// it is now: the operator changed it.
+func TestLoopStaticStateFollowsTheFlag(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "apiservers.json")
+	if err := SaveState(state, Choice{Source: SourceStatic, Servers: aps("192.0.2.31:6443")}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now := aps("192.0.2.32:6443")
+	h := start(t, Options{Sources: []string{SourceEndpointSlice, SourceStatic}, Static: now, StateFile: state}, (&gate{}).connect)
+	eventually(t, "the flag's list", func() bool { return slices.Equal(h.drv.last(), now) })
+	eventually(t, "the state file", func() bool {
+		c, err := LoadState(state)
+		return err == nil && slices.Equal(c.Servers, now)
+	})
+	if got := h.drv.all(); !slices.Equal(got[0], now) {
+		t.Fatalf("first applied %v, want %v", got[0], now)
+	}
+}
