@@ -120,6 +120,13 @@ func TestLocalCountsSlicesCarryingThePort(t *testing.T) {
 		nodes: map[string]string{"be_default_web_80": "10.0.0.1:30080~ 10.0.0.2:30080"},
 		pods:  map[string]string{"be_default_web_80": "192.168.0.1:8080~ 192.168.0.2:8080 192.168.0.4:8080~"},
 	}, {
+		name: "ready and terminating (publishNotReadyAddresses) counts as ready, as kube-proxy reads it",
+		slices: []*Slice{
+			realSlice("web", "a1", []sport{tcp("http", 8080)}, ep{ip: "192.168.0.1", node: "n1", ready: true, serving: true, terminating: true}),
+		},
+		nodes: map[string]string{"be_default_web_80": "10.0.0.1:30080"},
+		pods:  map[string]string{"be_default_web_80": "192.168.0.1:8080"},
+	}, {
 		name: "a ready endpoint in a slice without the port does not undrain its node",
 		slices: []*Slice{
 			realSlice("web", "a1", []sport{tcp("http", 8080)}, termOn("192.168.0.1", "n1")),

@@ -101,13 +101,14 @@ func stateOf(e discoveryv1.Endpoint) EndpointState {
 	ready := c.Ready == nil || *c.Ready
 	serving := c.Serving == nil || *c.Serving
 	terminating := c.Terminating != nil && *c.Terminating
+	// As kube-proxy reads them: ready wins, even while terminating (the
+	// controller writes that only for publishNotReadyAddresses Services);
+	// else a serving, terminating endpoint drains.
 	switch {
-	case ready && !terminating:
+	case ready:
 		return epReady
 	case serving && terminating:
 		return epDrain
-	case ready:
-		return epReady
 	}
 	return epGone
 }
