@@ -70,6 +70,10 @@ func (s *statsFlags) resolve(opts *render.Options, log *slog.Logger) error {
 			return fmt.Errorf("--stats-address %s is not a loopback address: give --stats-auth-file, or --stats-public to serve the page without authentication", s.addr)
 		}
 	}
+	if m := opts.Monitor; m.IsValid() && m.Port() == s.bind.Port &&
+		(!s.bind.Addr.IsValid() || m.Addr().IsUnspecified() || m.Addr() == s.bind.Addr) {
+		return fmt.Errorf("--stats-address %s and --monitor-address %s would listen on the same address: give the stats page another port", s.addr, m)
+	}
 	opts.Stats, opts.StatsAuth = s.bind, s.auth
 	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,7 @@ func TestStatsFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		flags    statsFlags
+		monitor  string // --monitor-address
 		wantBind string // bind rendered, "" when off
 		wantErr  string
 		wantWarn bool
@@ -46,10 +48,15 @@ func TestStatsFlags(t *testing.T) {
 		{name: "file without address", flags: statsFlags{authFile: good}, wantErr: "needs --stats-address"},
 		{name: "bad port", flags: statsFlags{addr: ":http"}, wantErr: "invalid port"},
 		{name: "host name", flags: statsFlags{addr: "localhost:8404"}, wantErr: "want an IP address"},
+		{name: "the monitor's address", flags: statsFlags{addr: ":8404"}, monitor: "127.0.0.1:8404", wantErr: "same address"},
+		{name: "beside the monitor", flags: statsFlags{addr: ":8405"}, monitor: "127.0.0.1:8404", wantBind: "127.0.0.1:8405"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			var opts render.Options
+			if tc.monitor != "" {
+				opts.Monitor = netip.MustParseAddrPort(tc.monitor)
+			}
 			f := tc.flags
 			err := f.resolve(&opts, slog.New(slog.NewTextHandler(&logs, nil)))
 			if tc.wantErr != "" {
