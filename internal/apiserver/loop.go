@@ -62,11 +62,12 @@ type Loop struct {
 	watch atomic.Pointer[watcher] // set once connected; used when synced
 
 	// Used by passes only (serial).
-	boot      Choice // served until the caches sync: the state file's list, else the static one
-	current   Choice // last applied
-	saved     Choice // what the state file holds
-	lastWhy   string // last reason for keeping a list, logged once
-	connFails int
+	boot       Choice // served until the caches sync: the state file's list, else the static one
+	current    Choice // last applied
+	saved      Choice // what the state file holds
+	lastWhy    string // last reason for keeping a list, logged once
+	warnedNone bool   // "no apiserver known yet" logged
+	connFails  int
 }
 
 // New wires a loop. connect may be nil when no source needs the API.
@@ -209,7 +210,12 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	}
 	l.report(d)
 	if len(d.Servers) == 0 {
-		return driver.Result{}, nil // nothing known yet: HAProxy keeps what it runs
+		// Nothing known yet: HAProxy keeps what it runs.
+		if !l.warnedNone {
+			l.warnedNone = true
+			l.log.Warn("no apiserver known yet: nothing to serve until a source has one (--bootstrap-servers serves before the cluster answers)")
+		}
+		return driver.Result{}, nil
 	}
 	start := time.Now()
 	res, err := l.drv.Apply(ctx, l.opts.Shape.Config(d.Servers))
