@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
@@ -62,9 +65,44 @@ func inNetns(t testing.TB, addrs ...string) bool {
 	}
 	cmd := exec.Command("ip", args...)
 	cmd.Env = append(os.Environ(), envNetns+"="+name, kubeapi.EnvBinDir+"="+bins)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
+	// Indented, so the inner run's "--- PASS" lines are not read as the
+	// outer test's by go test -json.
+	out := &indent{w: os.Stdout}
+	cmd.Stdout, cmd.Stderr = out, out
+	err = cmd.Run()
+	out.flush()
+	if err != nil {
 		t.Fatalf("%s in network namespace %s: %v", t.Name(), name, err)
 	}
 	return false
+}
+
+// indent writes each line with a leading "    netns| ".
+type indent struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+func (i *indent) Write(p []byte) (int, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.buf = append(i.buf, p...)
+	for {
+		n := bytes.IndexByte(i.buf, '\n')
+		if n < 0 {
+			return len(p), nil
+		}
+		fmt.Fprintf(i.w, "    netns| %s\n", i.buf[:n])
+		i.buf = i.buf[n+1:]
+	}
+}
+
+func (i *indent) flush() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if len(i.buf) > 0 {
+		fmt.Fprintf(i.w, "    netns| %s\n", i.buf)
+		i.buf = nil
+	}
 }
