@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // Names of the files `render static-pod` writes, and of the pod.
@@ -137,7 +138,7 @@ func Pod(o Options) (*corev1.Pod, error) {
 			ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
 				Host: probeHost(o.Monitor.Addr()),
 				Port: intstr.FromInt32(int32(o.Monitor.Port())),
-				Path: "/healthz",
+				Path: render.MonitorURI,
 			}},
 			PeriodSeconds:    monitorPeriod,
 			TimeoutSeconds:   2,
