@@ -104,8 +104,9 @@ func (l *Loop) Run(ctx context.Context) error {
 	static := Choice{Source: SourceStatic, Servers: l.opts.Static}
 	useStatic := slices.Contains(l.opts.Sources, SourceStatic)
 	switch {
-	case saved.Source == SourceStatic && useStatic && len(static.Servers) > 0:
-		// The kept list came from the flag: the flag as it is now wins.
+	case useStatic && len(static.Servers) > 0 && (saved.Source == SourceStatic || !usesAPI(l.opts.Sources)):
+		// The kept list came from the flag, or the flag is the only
+		// source: the flag as it is now wins.
 		l.boot = static
 	case len(l.boot.Servers) > 0:
 		l.boot.Source = SourceStateFile

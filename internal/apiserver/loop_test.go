@@ -249,4 +249,16 @@ func TestLoopStaticStateFollowsTheFlag(t *testing.T) {
 	if got := h.drv.all(); !slices.Equal(got[0], now) {
 		t.Fatalf("first applied %v, want %v", got[0], now)
 	}
+	h.stop()
+
+	// A list kept from the cluster, and now static is the only source:
+	// the flag, since nothing would ever replace the kept list.
+	if err := SaveState(state, Choice{Source: SourceEndpointSlice, Servers: aps("192.0.2.1:6443")}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h = start(t, Options{Sources: []string{SourceStatic}, Static: now, StateFile: state}, nil)
+	eventually(t, "the flag's list", func() bool { return slices.Equal(h.drv.last(), now) })
+	if got := h.drv.all(); !slices.Equal(got[0], now) {
+		t.Fatalf("static only: first applied %v, want %v", got[0], now)
+	}
 }
