@@ -32,6 +32,7 @@ type runFlags struct {
 	logLevel, logFormat  string
 	pprof                string
 	status               statusFlags
+	instances            instanceList
 	metrics              metricsFlags
 	statsPage            statsFlags
 	dp                   dataplaneFlags
@@ -73,6 +74,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.mode, "mode", modeServices, "services: load-balance Services; apiserver: load-balance the kube-apiservers (docs/apiserver.md)")
 	apiFlags := registerAPIServerFlags(fs)
 	f.udp.register(fs)
+	fs.Var(&f.instances, "instance", "several local HAProxy instances, each reconciled on its own: name=NAME,config=PATH,master=PATH,stats=PATH,state=PATH (repeatable; replaces --haproxy-config, --master-socket, --stats-socket, --state-file)")
 	if err := parse(fs, args, getenv, &f.shape); err != nil {
 		return err
 	}
@@ -127,6 +129,10 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		if drv, err = f.dp.newDriver(&dopts, getenv, log, recorder); err != nil {
 			return err
 		}
+	} else if len(f.instances) > 0 {
+		var closeAll func()
+		drv, watch, closeAll = f.instancesDriver(ctx, f.renderOptions(), log)
+		defer closeAll()
 	} else {
 		ropts := f.renderOptions()
 		if err := f.statsPage.resolve(&ropts, log); err != nil {

@@ -73,7 +73,7 @@ func createServices(b *testing.B, client kubernetes.Interface, n int) {
 					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%05d", i)},
 					Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class,
 						AllocateLoadBalancerNodePorts: &no,
-						Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
+						Ports:                         []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
 				}, metav1.CreateOptions{})
 				if err != nil {
 					errs <- err

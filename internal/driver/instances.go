@@ -1,0 +1,170 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Instance is one HAProxy (or any Driver) among several the controller
+// keeps in sync, with the name its log lines carry.
+type Instance struct {
+	Name   string
+	Driver Driver
+}
+
+// Instances keeps several HAProxy instances in sync, each on its own: Apply
+// only hands the model over and returns; every instance has its own worker,
+// its own workqueue with its own retry backoff, and takes the newest model
+// when it is free. A dead or slow instance never delays the others, and
+// catches up with the newest model when it comes back.
+type Instances struct {
+	insts []*instance
+	log   *slog.Logger
+}
+
+type instance struct {
+	Instance
+	queue workqueue.TypedRateLimitingInterface[string]
+	log   *slog.Logger
+
+	mu   sync.Mutex
+	next *model.Config // newest model not yet taken by the worker
+	last *model.Config // model of the last attempt (retried on failure)
+}
+
+// NewInstances returns the fan-out over insts. Run must be running for
+// anything to be applied.
+func NewInstances(insts []Instance, log *slog.Logger) *Instances {
+	if log == nil {
+		log = slog.Default()
+	}
+	m := &Instances{log: log}
+	for _, in := range insts {
+		rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second)
+		m.insts = append(m.insts, &instance{
+			Instance: in,
+			queue:    workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "instance-" + in.Name}),
+			log:      log.With("instance", in.Name),
+		})
+	}
+	return m
+}
+
+// Apply hands cfg to every instance. It never blocks on an instance and
+// never fails: each instance reports and retries its own errors.
+func (m *Instances) Apply(_ context.Context, cfg model.Config) (Result, error) {
+	for _, in := range m.insts {
+		in.mu.Lock()
+		c := cfg
+		if in.next != nil {
+			// The instance skipped a model: Changes describes the step
+			// from that one, not from what the instance runs.
+			c.Changes = nil
+		}
+		in.next = &c
+		in.mu.Unlock()
+		in.queue.Add("apply")
+	}
+	return Result{}, nil
+}
+
+// Run runs every instance's worker until ctx ends.
+func (m *Instances) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, in := range m.insts {
+		wg.Go(func() {
+			for in.processNext(ctx) {
+			}
+		})
+		go func() {
+			<-ctx.Done()
+			in.queue.ShutDown()
+		}()
+	}
+	wg.Wait()
+}
+
+func (in *instance) processNext(ctx context.Context) bool {
+	key, quit := in.queue.Get()
+	if quit {
+		return false
+	}
+	defer in.queue.Done(key)
+	in.mu.Lock()
+	cfg, failed := in.next, in.last
+	in.next = nil
+	if cfg == nil {
+		cfg = failed // a retry
+	}
+	if cfg != nil && failed != nil {
+		// After a failure Changes no longer describes the step from what
+		// the instance runs: apply the model whole.
+		c := *cfg
+		c.Changes = nil
+		cfg = &c
+	}
+	in.last = cfg
+	in.mu.Unlock()
+	if cfg == nil {
+		in.queue.Forget(key)
+		return true
+	}
+	start := time.Now()
+	res, err := in.Driver.Apply(ctx, *cfg)
+	switch {
+	case errors.Is(err, ErrDeferred):
+		in.queue.Forget(key)
+		in.queue.AddAfter(key, res.RetryAfter)
+	case err != nil:
+		if ctx.Err() == nil {
+			in.log.Error("instance update failed; will retry", "err", err, "retries", in.queue.NumRequeues(key))
+			in.queue.AddRateLimited(key)
+		}
+	default:
+		in.mu.Lock()
+		in.last = nil
+		in.mu.Unlock()
+		in.queue.Forget(key)
+		if res.Reloaded || res.Ops > 0 {
+			in.log.Info("instance update", "ops", res.Ops, "reloaded", res.Reloaded, "total", time.Since(start))
+		}
+	}
+	return true
+}
+
+// Verify verifies every instance that can, side by side (drift if any
+// found some); instances that cannot are told to forget what they cache.
+func (m *Instances) Verify(ctx context.Context) (bool, error) {
+	drift := make([]bool, len(m.insts))
+	errs := make([]error, len(m.insts))
+	var wg sync.WaitGroup
+	for i, in := range m.insts {
+		wg.Go(func() {
+			switch v := in.Driver.(type) {
+			case interface {
+				Verify(context.Context) (bool, error)
+			}:
+				drift[i], errs[i] = v.Verify(ctx)
+				if errs[i] != nil {
+					errs[i] = errors.Join(errors.New("instance "+in.Name), errs[i])
+				}
+			case interface{ Invalidate() }:
+				v.Invalidate()
+			}
+		})
+	}
+	wg.Wait()
+	for _, d := range drift {
+		if d {
+			return true, errors.Join(errs...)
+		}
+	}
+	return false, errors.Join(errs...)
+}

@@ -1,0 +1,96 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// recDriver records the models applied; while down it fails, while
+// blocked it hangs until released.
+type recDriver struct {
+	mu      sync.Mutex
+	applied []string
+	down    bool
+	block   chan struct{}
+}
+
+func (d *recDriver) Apply(ctx context.Context, cfg model.Config) (Result, error) {
+	d.mu.Lock()
+	block, down := d.block, d.down
+	d.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		}
+	}
+	if down {
+		return Result{}, errors.New("connection refused")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.applied = append(d.applied, cfg.Frontends[0].Name)
+	return Result{}, nil
+}
+
+func (d *recDriver) last() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.applied) == 0 {
+		return ""
+	}
+	return d.applied[len(d.applied)-1]
+}
+
+func cfgNamed(n string) model.Config {
+	return model.Config{Frontends: []model.Frontend{{Name: n}}, Changes: &model.Changes{}}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5s", what)
+		}
+		time.Sleep(time.Millisecond) // poll interval
+	}
+}
+
+// A hung instance and a failing one never hold up a healthy one; both
+// converge on the newest model once they are back.
+func TestInstancesAreIndependent(t *testing.T) {
+	healthy := &recDriver{}
+	hung := &recDriver{block: make(chan struct{})}
+	failing := &recDriver{down: true}
+	m := NewInstances([]Instance{{"healthy", healthy}, {"hung", hung}, {"failing", failing}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+
+	for _, n := range []string{"a", "b", "c"} {
+		start := time.Now()
+		if _, err := m.Apply(ctx, cfgNamed(n)); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("Apply took %v with a hung instance", d)
+		}
+		waitUntil(t, "healthy instance applies "+n, func() bool { return healthy.last() == n })
+	}
+	if hung.last() != "" || failing.last() != "" {
+		t.Fatalf("hung %q, failing %q applied something", hung.last(), failing.last())
+	}
+	failing.mu.Lock()
+	failing.down = false
+	failing.mu.Unlock()
+	close(hung.block)
+	waitUntil(t, "failing instance converges on c", func() bool { return failing.last() == "c" })
+	waitUntil(t, "hung instance converges on c", func() bool { return hung.last() == "c" })
+}
