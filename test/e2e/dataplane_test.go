@@ -52,8 +52,13 @@ func TestDataplaneSeedEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The shipped RBAC of this mode (deploy/rbac.yaml), nothing more: the
+	// controller runs with its ServiceAccount's token.
+	token := (&env{t: t, client: client, dir: t.TempDir()}).rbacTokenFileFrom("../../deploy/rbac.yaml")
 	env := map[string]string{
-		"HAPROXY_K8S_SYNC_KUBECONFIG": kube.KubeconfigPath, // stands in for the in-cluster config
+		"HAPROXY_K8S_SYNC_API_SERVER": kube.URL, // stands in for the in-cluster config
+		"HAPROXY_K8S_SYNC_TOKEN_FILE": token,
+		"HAPROXY_K8S_SYNC_CA_FILE":    kube.CAPath,
 		"INGRESS_NAMESPACE":           ingNS,
 		"INGRESS_SERVICE_NAME":        "ingress-nginx",
 		"HAPROXY_DATAPLANE_URL":       api.URL,
@@ -104,6 +109,9 @@ func TestDataplaneSeedEnvironment(t *testing.T) {
 	}
 	if got := api.Reloads(); got != before {
 		t.Errorf("node churn and resyncs caused %d reloads, want 0", got-before)
+	}
+	if strings.Contains(log.String(), "forbidden") {
+		t.Errorf("a request was forbidden with the shipped RBAC:\n%s", log.String())
 	}
 }
 
