@@ -37,10 +37,22 @@ WITH_TESTBIN = HKS_TESTBIN_DIR="$$(hack/testbin.sh | tail -n 1)"; export HKS_TES
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test vet testbin deps demo bench bench-apiserver clean
+.PHONY: build test vet testbin deps demo bench bench-apiserver clean image
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
+
+# The OCI image without a container daemon (go-containerregistry, module
+# hack/image): scratch base, the static binary built as the Dockerfile
+# builds it, non-root, entrypoint haproxy-k8s-sync, command run. No HAProxy
+# inside: for the Data Plane API mode (the sidecar mode needs the
+# Dockerfile's image, which has haproxy for `haproxy -c`).
+VERSION ?= dev
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w -X github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli.Version=$(VERSION)" -o bin/image/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
+	cd hack/image && $(GO) build -o ../../bin/image/build-image .
+	bin/image/build-image -binary bin/image/haproxy-k8s-sync -tag haproxy-k8s-sync:$(VERSION) -o bin/haproxy-k8s-sync-image.tar
+	@echo "bin/haproxy-k8s-sync-image.tar: docker load -i, podman load -i, or crane push"
 
 # The kube-apiserver and etcd binaries for tests.
 testbin:

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"debug/elf"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,5 +53,37 @@ func TestDockerfileBuildsStaticBinary(t *testing.T) {
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "v0.0.0-test") {
 		t.Errorf("version: %v %s", err, out)
+	}
+
+	// `make image`'s builder (go-containerregistry, no daemon) puts that
+	// binary into an OCI image: scratch, non-root, entrypoint and command
+	// as the Dockerfile's.
+	tool := filepath.Join(t.TempDir(), "build-image")
+	build := exec.Command("go", "build", "-o", tool, ".")
+	build.Dir = "../../hack/image"
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building hack/image: %v\n%s", err, out)
+	}
+	tarPath := filepath.Join(t.TempDir(), "image.tar")
+	if out, err := exec.Command(tool, "-binary", bin, "-tag", "haproxy-k8s-sync:test", "-o", tarPath).CombinedOutput(); err != nil {
+		t.Fatalf("build-image: %v\n%s", err, out)
+	}
+	out, err = exec.Command(tool, "-inspect", tarPath).Output()
+	if err != nil {
+		t.Fatalf("build-image -inspect: %v", err)
+	}
+	var img struct {
+		Entrypoint, Cmd []string
+		User, OS        string
+		Files           map[string]int64
+	}
+	if err := json.Unmarshal(out, &img); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(img.Entrypoint, " ") != "haproxy-k8s-sync" || strings.Join(img.Cmd, " ") != "run" || img.User != "65532:65532" || img.OS != "linux" {
+		t.Errorf("image config: %+v", img)
+	}
+	if mode, ok := img.Files["usr/local/bin/haproxy-k8s-sync"]; !ok || mode&0o111 == 0 {
+		t.Errorf("the binary is not in the image, executable: %v", img.Files)
 	}
 }
