@@ -15,8 +15,8 @@ import (
 // their node (--track-nodes, Services without checks of their own) inherit.
 type nodeCheck struct {
 	spec, local string
-	inter      time.Duration
-	rise, fall int
+	inter       time.Duration
+	rise, fall  int
 }
 
 func (n *nodeCheck) register(fs *flag.FlagSet) {
