@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/netnsrun"
 )
 
 // nsHandle is a network namespace the driver works in; fd -1 is the
@@ -42,34 +43,12 @@ func (n nsHandle) close() {
 	}
 }
 
-// do runs fn on an OS thread that is in the namespace. Sockets and
-// /proc/sys files opened there stay in it. fn runs on a goroutine of its
-// own, locked to its thread: should the thread fail to return to its
-// namespace, it ends with that goroutine instead of serving others.
+// do runs fn on an OS thread that is in the namespace (netnsrun.Do).
 func (n nsHandle) do(fn func() error) error {
 	if n.f == nil {
 		return fn()
 	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return // the thread ends with the goroutine
-		}
-		defer orig.Close()
-		if err := netns.Set(netns.NsHandle(n.fd())); err != nil {
-			errc <- err
-			return
-		}
-		err = fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
+	return netnsrun.Do(netns.NsHandle(n.fd()), fn)
 }
 
 // dial connects from inside the namespace.

@@ -16,7 +16,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,6 +24,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/netnsrun"
 )
 
 // LBAddr is the load balancer's address on the client side.
@@ -115,36 +116,15 @@ func (l *Lab) Exec(ns string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// Do runs fn on an OS thread inside the namespace: sockets opened there
-// stay in it. fn runs on a goroutine of its own, locked to its thread,
-// which ends with it should it fail to return to its namespace.
+// Do runs fn on an OS thread inside the namespace (netnsrun.Do): sockets
+// opened there stay in it.
 func Do(ns string, fn func() error) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			errc <- err
-			return
-		}
-		err = fn()
-		if netns.Set(orig) == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- err
-	}()
-	return <-errc
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return netnsrun.Do(h, fn)
 }
 
 // Echo runs a UDP server on port in every node that answers each
