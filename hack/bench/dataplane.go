@@ -159,11 +159,7 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 	}
 	defer ctl.stop(syscall.SIGTERM, 10*time.Second)
 
-	want := make(map[string]map[netip.AddrPort]bool, c.services)
-	for i := range c.services {
-		want[w.backend(i)] = w.expected(i)
-	}
-	seen, err := obs.waitAll(ctx, want, c.syncTimeout)
+	seen, err := obs.waitAll(ctx, w.expectedRange(0, c.services), c.syncTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("initial sync: %w (controller log %s)", err, ctl.log)
 	}
@@ -176,21 +172,14 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 		return nil, err
 	}
 	res.ReloadsChurn = obs.reloads() - r0
-	s := sortedCopy(lat)
-	res.P50, res.P90, res.P99, res.Max = percentile(s, .50), percentile(s, .90), percentile(s, .99), ms(s[len(s)-1])
-	logf("churn: %d changes, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d reloads",
-		changes, res.P50, res.P90, res.P99, res.Max, res.ReloadsChurn)
+	res.setChurn(lat)
 
 	r1 := obs.reloads()
 	t := time.Now()
 	if err := w.createServices(ctx, c.services, c.services+burstSize); err != nil {
 		return nil, err
 	}
-	wantBurst := make(map[string]map[netip.AddrPort]bool, burstSize)
-	for i := c.services; i < c.services+burstSize; i++ {
-		wantBurst[w.backend(i)] = w.expected(i)
-	}
-	if seen, err = obs.waitAll(ctx, wantBurst, c.syncTimeout); err != nil {
+	if seen, err = obs.waitAll(ctx, w.expectedRange(c.services, c.services+burstSize), c.syncTimeout); err != nil {
 		return nil, fmt.Errorf("burst: %w", err)
 	}
 	res.BurstSync = seen.Sub(t).Seconds()

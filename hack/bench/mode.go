@@ -86,11 +86,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	defer ctl.stop(syscall.SIGTERM, 10*time.Second)
 
 	// 1. Initial sync.
-	want := make(map[string]map[netip.AddrPort]bool, c.services)
-	for i := range c.services {
-		want[w.backend(i)] = w.expected(i)
-	}
-	seen, err := obs.waitAll(ctx, want, c.syncTimeout, func(ok, total int) { logf("  initial sync: %d/%d backends", ok, total) })
+	seen, err := obs.waitAll(ctx, w.expectedRange(0, c.services), c.syncTimeout, func(ok, total int) { logf("  initial sync: %d/%d backends", ok, total) })
 	if err != nil {
 		return nil, fmt.Errorf("initial sync: %w (controller log %s)", err, ctl.log)
 	}
@@ -127,17 +123,14 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		return nil, err
 	}
 	res.ReloadsChurn = r1 - r0
-	s := sortedCopy(lat)
-	res.P50, res.P90, res.P99, res.Max = percentile(s, .50), percentile(s, .90), percentile(s, .99), ms(s[len(s)-1])
-	logf("churn: %d changes, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d reloads",
-		changes, res.P50, res.P90, res.P99, res.Max, res.ReloadsChurn)
+	res.setChurn(lat)
 
 	// 3a. One new Service: from its creation to its servers in HAProxy.
 	t := time.Now()
 	if err := w.createServices(ctx, c.services, c.services+1); err != nil {
 		return nil, err
 	}
-	seen, err = obs.waitAll(ctx, map[string]map[netip.AddrPort]bool{w.backend(c.services): w.expected(c.services)}, c.syncTimeout, nil)
+	seen, err = obs.waitAll(ctx, w.expectedRange(c.services, c.services+1), c.syncTimeout, nil)
 	if err != nil {
 		return nil, fmt.Errorf("single Service: %w", err)
 	}
@@ -154,11 +147,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		return nil, err
 	}
 	created := time.Since(t)
-	wantBurst := make(map[string]map[netip.AddrPort]bool, burstSize)
-	for i := first; i < first+burstSize; i++ {
-		wantBurst[w.backend(i)] = w.expected(i)
-	}
-	seen, err = obs.waitAll(ctx, wantBurst, c.syncTimeout, nil)
+	seen, err = obs.waitAll(ctx, w.expectedRange(first, first+burstSize), c.syncTimeout, nil)
 	if err != nil {
 		return nil, fmt.Errorf("burst: %w", err)
 	}

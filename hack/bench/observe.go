@@ -177,3 +177,12 @@ func sortedCopy(d []time.Duration) []time.Duration {
 	slices.Sort(s)
 	return s
 }
+
+// setChurn records the churn's latency percentiles (lat: one per change)
+// and logs them with its reloads.
+func (r *result) setChurn(lat []time.Duration) {
+	s := sortedCopy(lat)
+	r.P50, r.P90, r.P99, r.Max = percentile(s, .50), percentile(s, .90), percentile(s, .99), ms(s[len(s)-1])
+	logf("churn: %d changes, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d reloads",
+		r.Changes, r.P50, r.P90, r.P99, r.Max, r.ReloadsChurn)
+}

@@ -83,6 +83,15 @@ func (w *world) sliceOf(i int) *discoveryv1.EndpointSlice {
 	return lab.SliceFor(ns, svcName(i), 8080, eps)
 }
 
+// expectedRange is what expected says for Services from to to-1, by backend.
+func (w *world) expectedRange(from, to int) map[string]map[netip.AddrPort]bool {
+	want := make(map[string]map[netip.AddrPort]bool, to-from)
+	for i := from; i < to; i++ {
+		want[w.backend(i)] = w.expected(i)
+	}
+	return want
+}
+
 // expected is the set of servers (addr:port, not in maintenance) Service
 // i's backend must have.
 func (w *world) expected(i int) map[netip.AddrPort]bool {
