@@ -239,6 +239,31 @@ func load(port int32, max int, stop <-chan struct{}) (total, failed int, firstEr
 	return
 }
 
+type loadResult struct {
+	total, failed int
+	err           error
+}
+
+// startLoad runs load through port in the background (50,000 connections
+// at most) until the function it returns is called; that function fails
+// the test unless at least 10 connections were made and none failed.
+func (e *env) startLoad(port int32) (stop func() loadResult) {
+	stopc := make(chan struct{})
+	done := make(chan loadResult)
+	go func() {
+		tot, f, err := load(port, 50000, stopc)
+		done <- loadResult{tot, f, err}
+	}()
+	return func() loadResult {
+		close(stopc)
+		r := <-done
+		if r.failed != 0 || r.total < 10 {
+			e.t.Errorf("load: %d connections, %d failed (first: %v)", r.total, r.failed, r.err)
+		}
+		return r
+	}
+}
+
 func contains(s, sub string) error {
 	if !strings.Contains(s, sub) {
 		return fmt.Errorf("%q not found", sub)
