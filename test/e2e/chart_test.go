@@ -152,6 +152,24 @@ func TestHelmChartModes(t *testing.T) {
 					t.Error("password in the ConfigMap")
 				}
 			}},
+		{"apiserver", []string{"mode=apiserver", "apiserver.bootstrapServers={192.0.2.1:6443,192.0.2.2:6443}"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				ds := find(t, objs, "DaemonSet", "")
+				sync := container(t, ds, "sync", false)
+				hasAll(t, "sync args", args(sync), "run", "--mode=apiserver", "--listen=:8443", "--bootstrap-servers=192.0.2.1:6443,192.0.2.2:6443")
+				if slices.Contains(args(sync), "--leader-elect") {
+					t.Error("leader election in the apiserver mode")
+				}
+				sel, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "template", "spec", "nodeSelector")
+				if _, ok := sel["node-role.kubernetes.io/control-plane"]; !ok {
+					t.Errorf("not on control-plane nodes: %v", sel)
+				}
+				rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "").Object, "rules")
+				if strings.Contains(fmt.Sprint(rules), "services") || strings.Contains(fmt.Sprint(rules), "events") {
+					t.Errorf("apiserver mode granted more than Nodes: %v", rules)
+				}
+				find(t, objs, "Role", "haproxy-sync-haproxy-k8s-sync-endpointslices")
+			}},
 		{"dataplane-existing-secret", []string{"env.haproxy.dataplaneURL=http://haproxy:5555", "env.existingSecret=dpapi"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				if slices.Contains(kinds(objs), "Secret") {
@@ -196,7 +214,8 @@ func TestHelmChartSchemaRejects(t *testing.T) {
 		"services.kind=StatefulSet",              // not a workload the chart knows
 		"metrics.port=http",                      // ill-typed
 		"services.publishAddresses={lb.example}", // not an IP
-		"mode=apiserver",                         // no such mode (yet)
+		"mode=bogus",                             // no such mode
+		"apiserver.sources={dns}",                // no such source
 		"env.haproxy.backendName=be x",           // not a backend name
 		"extraArgs={oops}",                       // not a flag
 		"mode=dataplane",                         // dataplane without its URL

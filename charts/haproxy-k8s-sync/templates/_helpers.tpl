@@ -57,7 +57,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- else }}
 - --metrics-address=
 {{- end }}
-{{- if .Values.leaderElection.enabled }}
+{{- if and .Values.leaderElection.enabled (eq (include "hks.mode" .) "services") }}
 - --leader-elect
 - --leader-election-namespace=$(POD_NAMESPACE)
 - --leader-election-name={{ include "hks.fullname" . }}
