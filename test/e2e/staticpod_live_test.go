@@ -16,7 +16,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
@@ -53,18 +52,7 @@ func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
 		"--shared-ingress", "--live", "--live-kubeconfig", kube.KubeconfigPath, "--run-dir", run, "--state-dir", state,
 		"--apiserver-sources", "configmap,static", "--apiserver-configmap", "kube-system/apiservers",
 		"--apiserver-ca-file", kube.CAPath}
-	var stderr bytes.Buffer
-	if code := cli.Main(args, nil, os.Stdout, &stderr); code != 0 {
-		t.Fatalf("render static-pod exited %d: %s", code, stderr.String())
-	}
-	raw, err := os.ReadFile(filepath.Join(nodeDir, staticpod.ManifestFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pod corev1.Pod
-	if err := yaml.UnmarshalStrict(raw, &pod); err != nil {
-		t.Fatal(err)
-	}
+	pod := renderStaticPod(t, nodeDir, args)
 	cfgBefore, _ := os.ReadFile(filepath.Join(nodeDir, staticpod.ConfigFile))
 
 	// The kubelet creates the emptyDir and the DirectoryOrCreate hostPath.

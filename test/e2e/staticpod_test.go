@@ -57,22 +57,11 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 		args := append([]string{"haproxy-k8s-sync", "render", "static-pod", "-o", out, "--config-dir", out,
 			"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", apiURL.Host + "," + dead,
 			"--release-images", release, "--apiserver-ca-file", kube.CAPath}, extra...)
-		var stderr bytes.Buffer
-		if code := cli.Main(args, nil, os.Stdout, &stderr); code != 0 {
-			t.Fatalf("render static-pod exited %d: %s", code, stderr.String())
-		}
-		raw, err := os.ReadFile(filepath.Join(out, staticpod.ManifestFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var pod corev1.Pod
-		if err := yaml.UnmarshalStrict(raw, &pod); err != nil {
-			t.Fatalf("manifest is not a v1.Pod: %v", err)
-		}
-		if _, err := client.CoreV1().Pods(pod.Namespace).Create(bg, &pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		pod := renderStaticPod(t, out, args)
+		if _, err := client.CoreV1().Pods(pod.Namespace).Create(bg, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Fatalf("apiserver rejects the static pod %v: %v", extra, err)
 		}
-		return &pod
+		return pod
 	}
 	render(filepath.Join(dir, "live"), "--live", "--live-kubeconfig", "/etc/kubernetes/apiserver-proxy.kubeconfig")
 	pod := render(filepath.Join(dir, "plain"))
@@ -205,6 +194,25 @@ func staticPodSources(t *testing.T, kube *kubeapi.Server) {
 	if got, err := render("configmap,static"); err == nil || !strings.Contains(err.Error(), "configmap") {
 		t.Errorf("invalid ConfigMap: got %q, error %v", got, err)
 	}
+}
+
+// renderStaticPod runs args (a render static-pod into dir) and returns the
+// manifest it wrote.
+func renderStaticPod(t *testing.T, dir string, args []string) *corev1.Pod {
+	t.Helper()
+	var stderr bytes.Buffer
+	if code := cli.Main(args, nil, os.Stdout, &stderr); code != 0 {
+		t.Fatalf("render static-pod exited %d: %s", code, stderr.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, staticpod.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict(raw, &pod); err != nil {
+		t.Fatalf("manifest is not a v1.Pod: %v", err)
+	}
+	return &pod
 }
 
 // staticPodRender runs render static-pod with the options every render of
