@@ -102,11 +102,13 @@ func TestHelmChartModes(t *testing.T) {
 			}
 		}},
 		{"services-deployment", []string{"services.kind=Deployment", "services.hostNetwork=false", "services.publishAddresses={192.0.2.10}",
-			"podDisruptionBudget.enabled=true", "metrics.serviceMonitor.enabled=true", "extraArgs={--default-balance=leastconn}", "leaderElection.enabled=false"},
+			"podDisruptionBudget.enabled=true", "metrics.serviceMonitor.enabled=true", "extraArgs={--default-balance=leastconn}", "leaderElection.enabled=false",
+			"stats.enabled=true", "stats.authSecret=hks-stats"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				d := find(t, objs, "Deployment", "")
 				sync := container(t, d, "sync", false)
-				hasAll(t, "sync args", args(sync), "--publish-address=192.0.2.10", "--default-balance=leastconn", "--monitor-address=0.0.0.0:8404")
+				hasAll(t, "sync args", args(sync), "--publish-address=192.0.2.10", "--default-balance=leastconn", "--monitor-address=0.0.0.0:8404",
+					"--stats-address=:8405", "--stats-auth-file=/etc/haproxy-k8s-sync/stats/auth")
 				if slices.Contains(args(sync), "--leader-elect") {
 					t.Error("leader election on although disabled")
 				}
