@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
 // Work items. A pass recomputes the whole list; connecting is retried
@@ -38,6 +39,7 @@ type Options struct {
 	// RetryMax caps the backoff of connecting and of failed passes.
 	RetryMax time.Duration
 	Logger   *slog.Logger
+	Metrics  *metrics.Instance // nil: no metrics
 }
 
 // Connect builds a client and checks that the API answers. It is retried
@@ -59,7 +61,8 @@ type Loop struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	log     *slog.Logger
 
-	watch atomic.Pointer[watcher] // set once connected; used when synced
+	watch   atomic.Pointer[watcher] // set once connected; used when synced
+	serving atomic.Bool             // a pass has handed HAProxy a non-empty list
 
 	// Used by passes only (serial).
 	boot       Choice // served until the caches sync: the state file's list, else the static one
@@ -87,6 +90,11 @@ func New(drv driver.Driver, connect Connect, opts Options) *Loop {
 		log:     opts.Logger,
 	}
 }
+
+// Known reports whether a list of apiservers is known: a pass has handed
+// one to the driver (whether or not it applied). Until then HAProxy has
+// nothing to serve (for /readyz).
+func (l *Loop) Known() bool { return l.serving.Load() }
 
 // Trigger asks for a pass.
 func (l *Loop) Trigger() { l.queue.Add(keySync) }
@@ -219,7 +227,10 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		return driver.Result{}, nil
 	}
 	start := time.Now()
-	res, err := l.drv.Apply(ctx, l.opts.Shape.Config(d.Servers))
+	cfg := l.opts.Shape.Config(d.Servers)
+	res, err := l.drv.Apply(ctx, cfg)
+	l.opts.Metrics.Applied(cfg, res, err, 0, time.Since(start))
+	l.serving.Store(true)
 	if res.Reloaded || res.Ops > 0 || (err != nil && !errors.Is(err, driver.ErrDeferred)) {
 		l.log.Info("update", "source", d.Source, "servers", len(d.Servers), "reload", res.Reload,
 			"runtime", res.Runtime, "ops", res.Ops, "total", time.Since(start), "reloaded", res.Reloaded, "err", err)
@@ -272,8 +283,10 @@ func (l *Loop) resync(ctx context.Context) {
 		case <-t.C:
 			if v, ok := l.drv.(Verifier); ok {
 				vctx, cancel := context.WithTimeout(ctx, l.opts.ResyncPeriod)
-				if _, err := v.Verify(vctx); err != nil {
+				if drift, err := v.Verify(vctx); err != nil {
 					l.log.Warn("could not verify HAProxy's state; re-applying anyway", "err", err)
+				} else if drift {
+					l.opts.Metrics.Drift()
 				}
 				cancel()
 			}

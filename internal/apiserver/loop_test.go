@@ -73,6 +73,7 @@ func kubernetesSlice(addrs ...string) *discoveryv1.EndpointSlice {
 
 type harness struct {
 	drv    *recorder
+	loop   *Loop
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -91,6 +92,7 @@ func start(t *testing.T, opts Options, connect Connect) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	l := New(h.drv, connect, opts)
+	h.loop = l
 	go func() { h.done <- l.Run(ctx) }()
 	t.Cleanup(h.stop)
 	return h

@@ -25,6 +25,8 @@ import (
 const (
 	modeServices  = "services"
 	modeAPIServer = "apiserver"
+
+	driverAPIServer = "apiserver" // the driver label of this mode's metrics
 )
 
 // apiserverFlags are the flags of `run --mode=apiserver` (see
@@ -152,18 +154,33 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 		}
 		return client, nil
 	}
+	ropts := f.renderOptions()
+	if err := f.statsPage.resolve(&ropts, log); err != nil {
+		return err
+	}
 	drv := driver.NewHAProxy(driver.Options{
 		ConfigPath:        f.config,
 		Binary:            f.bin,
 		MasterSocket:      f.master,
-		Render:            f.renderOptions(),
+		Render:            ropts,
 		Mode:              f.apply,
 		MinReloadInterval: f.minReload,
 		Logger:            log,
 	})
 	defer drv.Close()
 	go drv.Run(ctx, f.persist, f.persistMax)
+	// The registry first: the loop's workqueue takes its metrics when
+	// it is created.
+	opts.Metrics = f.metrics.instance(driverAPIServer)
 	loop := apiserver.New(drv, connect, opts)
+	// Ready once HAProxy has a list to serve, whether or not the API
+	// answers: serving the bootstrap or kept list before the cluster
+	// exists is this mode's job (docs/apiserver.md).
+	ready := &readiness{synced: loop.Known, notSynced: "no apiserver known yet", inst: opts.Metrics, socket: f.stats}
+	if err := f.metrics.serve(ctx, ready.ready, log); err != nil {
+		return err
+	}
+	go f.statsPage.watch(ctx, 2*time.Second, drv, loop.Trigger, log)
 	go drv.Watch(ctx, time.Second, loop.Trigger)
 	log.Info("starting", "version", Version, "mode", modeAPIServer, "sources", opts.Sources, "listen", []string(a.listen),
 		"bootstrap", apiserver.FormatServers(opts.Static), "config", f.config)

@@ -82,7 +82,8 @@ func (m *metricsFlags) serve(ctx context.Context, ready func(context.Context) er
 // while HAProxy serves; one that cannot reach HAProxy and cannot apply is
 // not.
 type readiness struct {
-	synced func() bool
+	synced    func() bool
+	notSynced string // the reason while synced() is false; default: the informer caches
 	inst   *metrics.Instance
 	socket string // worker admin socket
 	// probe, when set, replaces the socket probe (the Data Plane API
@@ -99,6 +100,9 @@ const probeTTL = 2 * time.Second
 
 func (r *readiness) ready(ctx context.Context) error {
 	if !r.synced() {
+		if r.notSynced != "" {
+			return errors.New(r.notSynced)
+		}
 		return errors.New("informer caches not synced")
 	}
 	switch r.inst.LastOutcome() {

@@ -1,12 +1,10 @@
 package controller
 
 import (
-	"errors"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
 // Synced reports whether every informer cache has synced (for /readyz).
@@ -20,26 +18,7 @@ func (c *Controller) record(d desired.Result, res driver.Result, parse, total ti
 	if m == nil {
 		return
 	}
-	outcome := metrics.OutcomeApplied
-	switch {
-	case errors.Is(err, driver.ErrDeferred):
-		outcome = metrics.OutcomeDeferred
-	case err != nil:
-		outcome = metrics.OutcomeError
-	}
-	m.Pass(outcome, total)
-	m.Phase(metrics.PhaseParse, parse)
-	m.Phase(metrics.PhaseRender, res.Render)
-	m.Phase(metrics.PhaseCheck, res.Check)
-	m.Phase(metrics.PhaseWrite, res.Write)
-	m.Phase(metrics.PhaseReload, res.Reload)
-	m.Phase(metrics.PhaseRuntime, res.Runtime)
-	// A driver sets Reasons when it tries a reload: Reloaded says
-	// whether the reload itself succeeded.
-	if len(res.Reasons) > 0 {
-		m.Reload(res.Reasons, res.Reloaded)
-	}
-	m.RuntimeCommands(res.Ops+res.OpsFailed, res.OpsFailed)
+	m.Applied(d.Config, res, err, parse, total)
 	refused := make(map[string]int, 4)
 	seen := make(map[string]bool, len(d.Problems))
 	for _, p := range d.Problems {
@@ -50,5 +29,4 @@ func (c *Controller) record(d desired.Result, res driver.Result, parse, total ti
 		}
 	}
 	m.Services(len(d.Configured), refused)
-	m.Model(d.Config)
 }

@@ -1,0 +1,45 @@
+package metrics
+
+import (
+	"errors"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Outcome is the outcome label of a pass that ended with err.
+func Outcome(err error) string {
+	switch {
+	case errors.Is(err, driver.ErrDeferred):
+		return OutcomeDeferred
+	case err != nil:
+		return OutcomeError
+	}
+	return OutcomeApplied
+}
+
+// Applied records one pass that handed cfg to a driver: its outcome
+// (from err) and duration, the phases the driver ran (parse is the
+// caller's own phase, 0 when it has none), the reload it made or tried,
+// the Runtime API commands, and the size of cfg. Every loop that drives
+// HAProxy (Services, apiservers) records its passes through it.
+func (i *Instance) Applied(cfg model.Config, res driver.Result, err error, parse, total time.Duration) {
+	if i == nil {
+		return
+	}
+	i.Pass(Outcome(err), total)
+	i.Phase(PhaseParse, parse)
+	i.Phase(PhaseRender, res.Render)
+	i.Phase(PhaseCheck, res.Check)
+	i.Phase(PhaseWrite, res.Write)
+	i.Phase(PhaseReload, res.Reload)
+	i.Phase(PhaseRuntime, res.Runtime)
+	// A driver sets Reasons when it tries a reload: Reloaded says
+	// whether the reload itself succeeded.
+	if len(res.Reasons) > 0 {
+		i.Reload(res.Reasons, res.Reloaded)
+	}
+	i.RuntimeCommands(res.Ops+res.OpsFailed, res.OpsFailed)
+	i.Model(cfg)
+}
