@@ -19,6 +19,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // Modes of `run`.
@@ -40,6 +41,7 @@ type apiserverFlags struct {
 	stateFile         string
 	caFile            string
 	certFile, keyFile string
+	pemFile           string
 	insecure, noCheck bool
 	inter             time.Duration
 	rise, fall        int
@@ -57,6 +59,7 @@ func registerAPIServerFlags(fs *flag.FlagSet) *apiserverFlags {
 	fs.BoolVar(&a.insecure, "apiserver-check-insecure-skip-verify", false, "apiserver mode: health check without verifying the apiservers' certificates (verify none)")
 	fs.StringVar(&a.certFile, "apiserver-check-cert", "", "apiserver mode: client certificate the health check presents (when anonymous auth is off)")
 	fs.StringVar(&a.keyFile, "apiserver-check-key", "", "apiserver mode: key of --apiserver-check-cert")
+	fs.StringVar(&a.pemFile, "apiserver-check-pem", "", "apiserver mode: one PEM file holding the client certificate and key the health check presents, named as it is in the config (instead of --apiserver-check-cert and --apiserver-check-key)")
 	fs.BoolVar(&a.noCheck, "apiserver-check-disable", false, "apiserver mode: no health checks (not recommended: a dead apiserver gets connections until its lease expires)")
 	fs.DurationVar(&a.inter, "apiserver-check-inter", apiserver.DefaultInter, "apiserver mode: health check interval")
 	fs.IntVar(&a.rise, "apiserver-check-rise", apiserver.DefaultRise, "apiserver mode: successful checks before a server is up")
@@ -88,17 +91,26 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
 		return o, errors.New("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
 	}
 	o.StateFile = a.stateFile
-	if f := missingFile(a.caFile, a.certFile, a.keyFile); f != "" && !a.noCheck {
+	if (a.certFile == "") != (a.keyFile == "") {
+		return o, errors.New("--apiserver-check-cert and --apiserver-check-key go together")
+	}
+	if a.pemFile != "" && a.certFile != "" {
+		return o, errors.New("--apiserver-check-pem replaces --apiserver-check-cert and --apiserver-check-key: give one or the other")
+	}
+	if a.pemFile != "" && !model.ValidFilePath(a.pemFile) {
+		return o, fmt.Errorf("--apiserver-check-pem: %q: want an absolute path of letters, digits and /-._", a.pemFile)
+	}
+	if f := missingFile(a.caFile, a.certFile, a.keyFile, a.pemFile); f != "" && !a.noCheck {
 		// Before kubeadm init the CA and certificates do not exist yet:
 		// serve with TCP checks; a restart once they exist turns
 		// GET /readyz on.
 		log.Warn("a health-check file does not exist (yet): TCP checks until a restart", "file", f)
-		a.caFile, a.certFile, a.keyFile, a.insecure = "", "", "", false
+		a.caFile, a.certFile, a.keyFile, a.pemFile, a.insecure = "", "", "", "", false
 	}
 	check := apiserver.CheckOptions{Inter: a.inter, Rise: a.rise, Fall: a.fall, CAFile: a.caFile,
 		InsecureSkipVerify: a.insecure, Disabled: a.noCheck}
-	if (a.certFile == "") != (a.keyFile == "") {
-		return o, errors.New("--apiserver-check-cert and --apiserver-check-key go together")
+	if a.pemFile != "" && !a.noCheck {
+		check.ClientCertPEM = a.pemFile // HAProxy reads it as it is
 	}
 	if a.certFile != "" && !a.noCheck {
 		// HAProxy wants certificate and key in one file: written next to

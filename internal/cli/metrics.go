@@ -84,8 +84,8 @@ func (m *metricsFlags) serve(ctx context.Context, ready func(context.Context) er
 type readiness struct {
 	synced    func() bool
 	notSynced string // the reason while synced() is false; default: the informer caches
-	inst   *metrics.Instance
-	socket string // worker admin socket
+	inst      *metrics.Instance
+	socket    string // worker admin socket
 	// probe, when set, replaces the socket probe (the Data Plane API
 	// driver asks the API).
 	probe func(context.Context) error

@@ -22,6 +22,11 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/staticpod"
 )
 
+// defaultStaticPodMetrics is the live controller's metrics address: on
+// loopback, and not run's :9742, which a Services controller on the same
+// node's network may hold.
+const defaultStaticPodMetrics = "127.0.0.1:9743"
+
 type staticPodFlags struct {
 	listen, bootstrap   string
 	monitor             netip.AddrPort
@@ -36,6 +41,7 @@ type staticPodFlags struct {
 	port                int
 	caFile, pem         string
 	insecure            bool
+	metricsAddr         string
 }
 
 // staticPodCmd is `render static-pod`: the node-local kube-apiserver proxy
@@ -51,7 +57,7 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.StringVar(&f.sources, "apiserver-sources", apiserver.DefaultSources, "with --kubeconfig or --live: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static)")
 	fs.StringVar(&f.configMap, "apiserver-configmap", "", "NAMESPACE/NAME of the ConfigMap of the configmap source (key servers)")
 	fs.StringVar(&f.caFile, "apiserver-ca-file", "", "CA file on the node that HAProxy's /readyz health checks verify the apiservers with (mounted read-only)")
-	fs.StringVar(&f.pem, "apiserver-check-pem", "", "PEM file on the node holding the client certificate and key the /readyz health checks present (e.g. /var/lib/kubelet/pki/kubelet-client-current.pem), for clusters without anonymous access; not with --live yet")
+	fs.StringVar(&f.pem, "apiserver-check-pem", "", "PEM file on the node holding the client certificate and key the /readyz health checks present (e.g. /var/lib/kubelet/pki/kubelet-client-current.pem), for clusters without anonymous access; with --live the controller's checks present it too")
 	fs.BoolVar(&f.insecure, "apiserver-check-insecure-skip-verify", false, "health checks without verifying the apiservers' certificates (instead of --apiserver-ca-file)")
 	fs.TextVar(&f.monitor, "monitor-address", f.monitor, "IP:PORT of HAProxy's monitor-uri /healthz, the liveness probe's target")
 	fs.StringVar(&f.out, "o", "", "write "+staticpod.ManifestFile+" and "+staticpod.ConfigFile+" into this directory (default: the manifest to stdout)")
@@ -64,6 +70,7 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.StringVar(&f.syncImage, "sync-image", "haproxy-k8s-sync:"+Version, "with --live: the haproxy-k8s-sync image")
 	fs.StringVar(&f.liveKubeconfig, "live-kubeconfig", "", "with --live: kubeconfig file on the node for the controller (RBAC of run --mode=apiserver)")
 	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/haproxy-k8s-sync/kube-apiserver-proxy", "with --live: node directory where the controller keeps the last apiserver list across restarts")
+	fs.StringVar(&f.metricsAddr, "metrics-address", defaultStaticPodMetrics, "with --live: where the controller serves /metrics, /healthz and /readyz on the node's network (host network); off when empty")
 	fs.StringVar(&f.runDir, "run-dir", staticpod.DefaultRunDir, "with --live: directory inside the pod (an emptyDir) for HAProxy's sockets and the config the controller owns")
 	var env shape // no shape flags here: only for the environment variables of the flags
 	if err := parse(fs, args, getenv, &env); err != nil {
@@ -96,10 +103,10 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 		if f.liveKubeconfig == "" {
 			return errors.New("--live needs --live-kubeconfig: the controller's kubeconfig on the node")
 		}
-		if f.pem != "" {
-			// The controller joins its own certificate and key into a
-			// file beside its state; the seed cannot name that file yet.
-			return errors.New("--apiserver-check-pem: not supported with --live yet")
+		if f.metricsAddr != "" {
+			if _, err := netip.ParseAddrPort(f.metricsAddr); err != nil {
+				return fmt.Errorf("--metrics-address: want IP:PORT (the pod shares the node's network): %w", err)
+			}
 		}
 		opts.Live = &staticpod.Live{Image: f.syncImage, Kubeconfig: f.liveKubeconfig, StateDir: f.stateDir, RunDir: run, Args: f.runArgs(src, run)}
 	}
@@ -232,6 +239,9 @@ func (f *staticPodFlags) runArgs(src staticpod.Sources, run staticpod.RunDir) []
 		"--bootstrap-servers=" + strings.Join(apiserver.FormatServers(src.Static), ","),
 		"--apiserver-port=" + strconv.Itoa(int(src.Port)),
 		"--apiserver-state-file=" + path.Join(f.stateDir, "apiservers.json"),
+		// Explicit: the pod is on the host network, where run's default
+		// (:9742, every address) is the Services controller's.
+		"--metrics-address=" + f.metricsAddr,
 	}
 	if src.ConfigMapName != "" {
 		args = append(args, "--apiserver-configmap="+src.ConfigMapNamespace+"/"+src.ConfigMapName)
@@ -241,6 +251,11 @@ func (f *staticPodFlags) runArgs(src staticpod.Sources, run staticpod.RunDir) []
 	}
 	if f.insecure {
 		args = append(args, "--apiserver-check-insecure-skip-verify")
+	}
+	if f.pem != "" {
+		// The same file the seed config names: the controller's configs
+		// name it too, so taking the seed over needs no reload.
+		args = append(args, "--apiserver-check-pem="+f.pem)
 	}
 	return args
 }

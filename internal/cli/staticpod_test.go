@@ -157,6 +157,43 @@ func TestStaticPodClientCert(t *testing.T) {
 	}
 }
 
+// With --live the controller presents the same PEM: its run flags name
+// the file the seed config names, mounted read-only into every container;
+// its metrics listen where the render flags say, loopback by default.
+func TestStaticPodLiveClientCertAndMetrics(t *testing.T) {
+	const nodePEM = "/var/lib/kubelet/pki/kubelet-client-current.pem"
+	for _, tc := range []struct {
+		name, want string
+		args       []string
+	}{
+		{"default", "--metrics-address=" + defaultStaticPodMetrics, nil},
+		{"given", "--metrics-address=10.0.0.5:9100", []string{"--metrics-address", "10.0.0.5:9100"}},
+		{"off", "--metrics-address=", []string{"--metrics-address", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.1", "--shared-ingress",
+				"--apiserver-ca-file", nodeCA, "--apiserver-check-pem", nodePEM, "--live", "--live-kubeconfig", "/k"}, tc.args...)
+			pod, _, cfg, _ := runStaticPod(t, env(nil), args...)
+			if !bytes.Contains(cfg, []byte("ca-file "+nodeCA+" crt "+nodePEM+"\n")) {
+				t.Errorf("seed config does not present the certificate:\n%s", cfg)
+			}
+			sync := pod.Spec.Containers[1]
+			for _, want := range []string{"--apiserver-check-pem=" + nodePEM, tc.want} {
+				if !slices.Contains(sync.Args, want) {
+					t.Errorf("sync args %q lack %q", sync.Args, want)
+				}
+			}
+			mounted := false
+			for _, m := range sync.VolumeMounts {
+				mounted = mounted || (m.MountPath == nodePEM && m.ReadOnly)
+			}
+			if !mounted {
+				t.Error("the PEM is not mounted read-only into the sync container")
+			}
+		})
+	}
+}
+
 func TestStaticPodStdout(t *testing.T) {
 	var out, errb bytes.Buffer
 	getenv := env(map[string]string{staticpod.SharedIngressEnv: "  "})
@@ -208,7 +245,7 @@ func TestStaticPodErrors(t *testing.T) {
 		{"release not a map", append(staticPodBase, "--release-images", badRelease), staticpod.ErrInvalid, "--release-images"},
 		{"nothing found", staticPodBase, staticpod.ErrNoImage, "no --release-images"},
 		{"client certificate without a CA", []string{"--listen", "172.20.0.1:6443", "--bootstrap-servers", "10.0.0.1", "--shared-ingress", "--apiserver-check-pem", "/p.pem"}, nil, "CA file"},
-		{"client certificate with --live", append(slices.Clone(staticPodBase), "--shared-ingress", "--apiserver-check-pem", "/p.pem", "--live", "--live-kubeconfig", "/k"), nil, "not supported with --live"},
+		{"metrics address without IP", append(slices.Clone(staticPodBase), "--shared-ingress", "--live", "--live-kubeconfig", "/k", "--metrics-address", ":9743"), nil, "--metrics-address"},
 		{"live without kubeconfig", append(staticPodBase, "--shared-ingress", "--live"), nil, "--live-kubeconfig"},
 		{"live with an invalid sync image", append(staticPodBase, "--shared-ingress", "--live", "--live-kubeconfig", "/k", "--sync-image", "UPPER:x"), staticpod.ErrInvalidImage, "controller image"},
 	} {

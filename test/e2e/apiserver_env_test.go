@@ -148,6 +148,7 @@ func (a *apiLB) apiControllerArgs(creds []string, extra ...string) []string {
 		"--persist-interval", "100ms",
 		"--resync-period", "5s",
 		"--log-level", "debug",
+		"--metrics-address", "", // restarted controllers: never two on one port (TestAPIServerModeMetrics scrapes)
 	}
 	return append(append(args, creds...), extra...)
 }

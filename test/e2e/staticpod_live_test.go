@@ -38,7 +38,7 @@ func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	ip := fmt.Sprintf("127.85.%d.%d", 1+rand.IntN(250), 1+rand.IntN(250))
-	listen, monitor, extra := freeAddr(t, ip), freeAddr(t, ip), freeAddr(t, ip)
+	listen, monitor, extra, metricsAddr := freeAddr(t, ip), freeAddr(t, ip), freeAddr(t, ip), freeAddr(t, ip)
 	dir := t.TempDir()
 	nodeDir := filepath.Join(dir, "node") // --config-dir and -o: the node's files
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "apiservers"},
@@ -51,7 +51,7 @@ func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
 		"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", apiURL.Host,
 		"--shared-ingress", "--live", "--live-kubeconfig", kube.KubeconfigPath, "--run-dir", run, "--state-dir", state,
 		"--apiserver-sources", "configmap,static", "--apiserver-configmap", "kube-system/apiservers",
-		"--apiserver-ca-file", kube.CAPath}
+		"--apiserver-ca-file", kube.CAPath, "--metrics-address", metricsAddr}
 	pod := renderStaticPod(t, nodeDir, args)
 	cfgBefore, _ := os.ReadFile(filepath.Join(nodeDir, staticpod.ConfigFile))
 
@@ -123,6 +123,7 @@ func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
 		}
 	}
 	e.eventually("the seed's server", servers(apiURL.Host))
+	e.eventually("the controller's /readyz on the rendered address", httpStatus("http://"+metricsAddr+"/readyz", 200))
 
 	// An apiserver joins the cluster's list, then leaves it.
 	for _, list := range [][]string{{apiURL.Host, extra}, {apiURL.Host}} {
