@@ -1,8 +1,12 @@
 package apiserver
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -57,4 +61,42 @@ haproxy_k8s_sync_frontends{driver="apiserver"} 1
 			t.Errorf("no %s series of the apiserver loop", name)
 		}
 	}
+}
+
+// drifting is a driver whose every verification finds drift.
+type drifting struct{ recorder }
+
+func (d *drifting) Verify(context.Context) (bool, error) { return true, nil }
+
+// A resync that finds HAProxy's state differing counts as a drift
+// correction, as in the Service mode.
+func TestLoopMetricsDrift(t *testing.T) {
+	reg := metrics.New(metrics.Options{Version: "test"})
+	inst := reg.Instance("apiserver")
+	s, err := NewShape([]string{":6443"}, defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := New(&drifting{}, nil, Options{Sources: []string{SourceStatic}, Static: aps("192.0.2.31:6443"), Shape: s, Port: 6443,
+		ResyncPeriod: 20 * time.Millisecond, Metrics: inst, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	eventually(t, "a drift correction counted", func() bool {
+		mfs, err := reg.Gatherer().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "haproxy_k8s_sync_resync_drift_corrections_total" {
+				for _, m := range mf.GetMetric() {
+					if m.GetCounter().GetValue() >= 1 {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
 }
