@@ -311,7 +311,6 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, f op) {
 			s.fail(w, e) // the transaction is not spoiled
 			return
 		}
-		s.writes++
 		s.reply(w, http.StatusAccepted, echoOrNil(r, echo))
 		return
 	}
@@ -346,7 +345,6 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, f op) {
 	}
 	s.cfg = next
 	s.version++
-	s.writes++
 	switch {
 	case live != nil:
 		s.applyLive(live)

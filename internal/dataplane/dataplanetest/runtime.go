@@ -106,7 +106,6 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 			}
 			srvs[name] = &rtServer{id: len(srvs) + 1, address: addr, port: port, admin: "maint"}
 			s.rtAdded[seg[1]] = append(s.rtAdded[seg[1]], name)
-			s.writes++
 			s.reply(w, http.StatusCreated, srvs[name].json(name))
 		default:
 			s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
@@ -123,7 +122,6 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 		s.reply(w, http.StatusOK, rs.json(seg[3]))
 	case http.MethodDelete:
 		delete(srvs, seg[3]) // even a server in service
-		s.writes++
 		s.reply(w, http.StatusNoContent, nil)
 	case http.MethodPut:
 		st, _ := body["admin_state"].(string)
@@ -132,7 +130,6 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 			return
 		}
 		rs.admin = st
-		s.writes++
 		s.reply(w, http.StatusOK, rs.json(seg[3]))
 	default:
 		s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
@@ -230,30 +227,11 @@ func (s *Server) Backend(name string) (Section, bool) {
 	return Section{Object: cloneObject(o), Children: cloneAll(s.cfg.servers[name].all()), Templates: cloneAll(s.cfg.templates[name])}, true
 }
 
-// Frontend returns the configuration the API holds for a frontend.
-func (s *Server) Frontend(name string) (Section, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, ok := s.cfg.frontends.get(name)
-	if !ok {
-		return Section{}, false
-	}
-	return Section{Object: cloneObject(o), Children: cloneAll(s.cfg.binds[name].all())}, true
-}
-
 // Names lists the frontends and backends the API holds.
 func (s *Server) Names() (frontends, backends []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.cfg.frontends.names...), append([]string(nil), s.cfg.backends.names...)
-}
-
-// BumpVersion is another writer changing the configuration: the version
-// moves on (as after a live server change made by someone else).
-func (s *Server) BumpVersion() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.version++
 }
 
 func cloneAll(objs []Object) []Object {

@@ -56,7 +56,6 @@ type Server struct {
 	pending   *reload
 	seq       int
 	listeners map[string]net.Listener
-	writes    int // requests that changed something
 	closed    bool
 }
 
@@ -203,14 +202,6 @@ func (s *Server) Version() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.version
-}
-
-// Writes counts the requests that changed the configuration or the
-// runtime state (including opening, committing and deleting transactions).
-func (s *Server) Writes() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writes
 }
 
 // OpenTransactions counts the transactions in progress.

@@ -36,7 +36,6 @@ func (s *Server) transactions(w http.ResponseWriter, r *http.Request, seg []stri
 			}
 			t := &tx{id: newID(), status: "in_progress", version: v, cfg: s.cfg.clone()}
 			s.txs[t.id] = t
-			s.writes++
 			s.reply(w, http.StatusCreated, t.json())
 		default:
 			s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
@@ -53,7 +52,6 @@ func (s *Server) transactions(w http.ResponseWriter, r *http.Request, seg []stri
 		s.reply(w, http.StatusOK, t.json())
 	case http.MethodDelete:
 		delete(s.txs, t.id)
-		s.writes++
 		s.reply(w, http.StatusNoContent, nil)
 	case http.MethodPut:
 		s.commit(w, r, t)
@@ -84,7 +82,6 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, t *tx) {
 	// Committed: even an empty transaction bumps the version and reloads.
 	s.cfg = t.cfg
 	s.version++
-	s.writes++
 	delete(s.txs, t.id)
 	t.status = "success"
 	if r.URL.Query().Get("force_reload") == "true" {

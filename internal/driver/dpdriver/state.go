@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -36,22 +35,6 @@ type state struct {
 	version   int64
 	backends  map[string]*section
 	frontends map[string]*section
-}
-
-func (s *state) clone() *state {
-	c := &state{version: s.version, backends: map[string]*section{}, frontends: map[string]*section{}}
-	cp := func(m map[string]*section, into map[string]*section) {
-		for k, v := range m {
-			ch := make([]Object, len(v.children))
-			for i, o := range v.children {
-				ch[i] = maps.Clone(o)
-			}
-			into[k] = &section{base: maps.Clone(v.base), children: ch}
-		}
-	}
-	cp(s.backends, c.backends)
-	cp(s.frontends, c.frontends)
-	return c
 }
 
 // owned is the name pattern of the frontends and backends the driver owns
