@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/staticpod"
 )
@@ -128,10 +129,10 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	}
 	// The config first: a kubelet watching DIR sees the manifest only once
 	// the config it names is complete.
-	if err := writeAtomic(filepath.Join(f.out, staticpod.ConfigFile), cfg); err != nil {
+	if err := atomicfile.Write(filepath.Join(f.out, staticpod.ConfigFile), cfg, 0o644); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(f.out, staticpod.ManifestFile), manifest)
+	return atomicfile.Write(filepath.Join(f.out, staticpod.ManifestFile), manifest, 0o644)
 }
 
 // image reads the pool object and release payload and applies the
@@ -258,25 +259,4 @@ func (f *staticPodFlags) runArgs(src staticpod.Sources, run staticpod.RunDir) []
 		args = append(args, "--apiserver-check-pem="+f.pem)
 	}
 	return args
-}
-
-// writeAtomic writes data to a temporary file beside path and renames it.
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

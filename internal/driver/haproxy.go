@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
@@ -272,7 +273,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	err = haproxy.Check(ctx, d.opts.Binary, tmp)
 	res.Check = time.Since(c)
 	if err == nil {
-		err = commitTemp(tmp, d.opts.ConfigPath)
+		err = atomicfile.Commit(tmp, d.opts.ConfigPath)
 	}
 	res.Write = time.Since(t) - res.Check
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -72,7 +73,7 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 	wroteConfig := false
 	if digest != d.written {
 		// Only server lines differ from the validated config that runs.
-		if err := commitTemp(tmp, d.opts.ConfigPath); err != nil {
+		if err := atomicfile.Commit(tmp, d.opts.ConfigPath); err != nil {
 			d.mu.Unlock()
 			d.log.Error("could not persist config", "err", err)
 			return true
@@ -114,9 +115,9 @@ func (d *HAProxy) saveStateLocked(ctx context.Context, next model.Layout) error 
 	if next != nil {
 		filter = func(header string) func([]byte) bool { return keepUnchanged(header, next) }
 	}
-	return writeAtomicFunc(d.opts.Render.StateFile, func(f *os.File) error {
+	return atomicfile.WriteFunc(d.opts.Render.StateFile, 0o644, func(f *os.File) error {
 		return haproxy.WriteServersState(ctx, d.opts.Render.StatsSocket, f, filter)
-	}, nil)
+	})
 }
 
 // debounce calls flush after kicks: once kicks have been quiet for quiet,

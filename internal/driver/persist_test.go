@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -319,10 +320,10 @@ func BenchmarkSaveState(b *testing.B) {
 				b.Fatal(err)
 			}
 			text := legacyKeepUnchanged(out[0], next)
-			err = writeAtomicFunc(l.statePth, func(f *os.File) error {
+			err = atomicfile.WriteFunc(l.statePth, 0o644, func(f *os.File) error {
 				_, err := f.WriteString(text + "\n")
 				return err
-			}, nil)
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
