@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,6 +90,13 @@ func TestAPIServerModeMetrics(t *testing.T) {
 	}
 	if n := m.sum(t, "haproxy_k8s_sync_build_info"); n != 1 {
 		t.Errorf("build_info: %v", n)
+	}
+	if promtool, err := exec.LookPath("promtool"); err == nil { // make deps installs it; TestMetricsCountWhatHappens requires it
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(m.scrape(t))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
 	}
 
 	// --stats-address: HAProxy's page lists the apiserver backend.
