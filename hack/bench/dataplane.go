@@ -183,7 +183,9 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 		return nil, fmt.Errorf("burst: %w", err)
 	}
 	res.BurstSync = seen.Sub(t).Seconds()
-	time.Sleep(c.dpReloadDelay + 2*time.Second) // let trailing reloads happen and be counted
+	if err := pause(ctx, c.dpReloadDelay+2*time.Second); err != nil { // let trailing reloads happen and be counted
+		return nil, err
+	}
 	res.ReloadsBurst = obs.reloads() - r1
 	logf("burst: %d Services served %.2fs after the first write, %d reloads", burstSize, res.BurstSync, res.ReloadsBurst)
 

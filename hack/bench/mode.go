@@ -152,10 +152,8 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		return nil, fmt.Errorf("burst: %w", err)
 	}
 	res.BurstSync = seen.Sub(t).Seconds()
-	select { // let trailing reloads happen and be counted
-	case <-time.After(c.minReload + 2*time.Second):
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := pause(ctx, c.minReload+2*time.Second); err != nil { // let trailing reloads happen and be counted
+		return nil, err
 	}
 	r2, err := obs.reloads(ctx)
 	if err != nil {

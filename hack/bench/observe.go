@@ -186,3 +186,13 @@ func (r *result) setChurn(lat []time.Duration) {
 	logf("churn: %d changes, p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d reloads",
 		r.Changes, r.P50, r.P90, r.P99, r.Max, r.ReloadsChurn)
 }
+
+// pause waits d, or less when ctx ends (the benchmark was signalled).
+func pause(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
