@@ -9,12 +9,11 @@
 // identity is enough (see ConfigForToken).
 //
 // Loopback addresses are invalid in Endpoints and EndpointSlices (the
-// apiserver rejects 127.0.0.0/8 and ::1 in both). So by default, advertising
-// 127.0.0.1, the default/kubernetes Service has no endpoints; with
-// Options.AdvertiseAddress set to a non-loopback address of this machine
-// (HostIP finds one) the apiserver maintains default/kubernetes itself.
+// apiserver rejects 127.0.0.0/8 and ::1 in both). So a Server, advertising
+// 127.0.0.1, leaves the default/kubernetes Service without endpoints.
 // Several apiservers of one cluster (one etcd, shared credentials, each on
-// its own address and the same port): StartCluster (controlplane.go).
+// its own non-loopback address and the same port, which default/kubernetes
+// lists): StartCluster (controlplane.go).
 //
 // By default nothing runs controllers: EndpointSlices of other Services,
 // ServiceAccount token Secrets, garbage collection and namespace deletion
@@ -27,31 +26,17 @@
 package kubeapi
 
 import (
-	"bytes"
-	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
-	"sigs.k8s.io/yaml"
 )
 
 // EnvBinDir names the environment variable that points at a directory
@@ -98,14 +83,6 @@ type Server struct {
 
 // Options change how the apiserver runs. The zero value is the default.
 type Options struct {
-	// AdvertiseAddress is the address the apiserver publishes as the
-	// endpoint of default/kubernetes. Empty means 127.0.0.1: the apiserver
-	// listens on loopback only and, loopback being invalid in Endpoints,
-	// default/kubernetes gets no endpoints (the endpoint reconciler is off).
-	// A non-loopback address of this machine (see HostIP) makes the
-	// apiserver listen on all interfaces and maintain default/kubernetes
-	// with <AdvertiseAddress>:<port>, reachable from local HAProxy.
-	AdvertiseAddress string
 	// APIServerArgs are extra kube-apiserver flags, appended last (a
 	// repeated flag overrides the earlier one).
 	APIServerArgs []string
@@ -154,12 +131,9 @@ func StartProcess(dir string) (s *Server, stop func(), err error) {
 
 // StartProcessWithOptions is StartProcess with Options.
 func StartProcessWithOptions(dir string, opts Options) (s *Server, stop func(), err error) {
+	// Loopback only; default/kubernetes gets no endpoints (the endpoint
+	// reconciler is off).
 	advertise := net.IPv4(127, 0, 0, 1)
-	if opts.AdvertiseAddress != "" {
-		if advertise = net.ParseIP(opts.AdvertiseAddress); advertise == nil {
-			return nil, nil, fmt.Errorf("kubeapi: bad AdvertiseAddress %q", opts.AdvertiseAddress)
-		}
-	}
 	bins, err := BinDir()
 	if err != nil {
 		return nil, nil, err
@@ -253,269 +227,4 @@ func (s *Server) LogTail(n int) string {
 		}
 	}
 	return b.String()
-}
-
-// startEtcd runs etcd on two free loopback ports and waits for /health.
-func (s *Server) startEtcd(bin string) error {
-	dataDir := filepath.Join(s.Dir, "etcd")
-	return retryPorts("etcd", func(attempt int) (*process, error) {
-		ports, err := freePorts(2)
-		if err != nil {
-			return nil, err
-		}
-		client := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-		peer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-		// A failed attempt may have left a half-initialised member behind.
-		if err := os.RemoveAll(dataDir); err != nil {
-			return nil, err
-		}
-		p, err := startProcess("etcd", bin, filepath.Join(s.Dir, logName("etcd", attempt)),
-			"--name=kubeapi",
-			"--data-dir="+dataDir,
-			"--listen-client-urls="+client,
-			"--advertise-client-urls="+client,
-			"--listen-peer-urls="+peer,
-			"--initial-advertise-peer-urls="+peer,
-			"--initial-cluster=kubeapi="+peer,
-			"--initial-cluster-state=new",
-			// Test data is thrown away: no need to wait for the disk.
-			"--unsafe-no-fsync",
-			"--quota-backend-bytes="+strconv.Itoa(8<<30),
-			"--log-level=warn",
-		)
-		if err != nil {
-			return nil, err
-		}
-		s.etcd = p
-		s.EtcdURL = client
-		hc := &http.Client{Timeout: 2 * time.Second}
-		return p, p.waitUntil(etcdReadyTimeout, func() bool {
-			resp, err := hc.Get(client + "/health")
-			if err != nil {
-				return false
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK && bytes.Contains(body, []byte(`"true"`))
-		})
-	})
-}
-
-// startAPIServer runs kube-apiserver on a free loopback port and waits for
-// /readyz and for the default namespace.
-func (s *Server) startAPIServer(bin string, c *credentials, advertise net.IP, extra []string) error {
-	return s.startAPIServerOn(bin, c, advertise, nil, 0, extra)
-}
-
-// startAPIServerOn is startAPIServer listening on bindIP (nil: loopback,
-// or every address when advertising a non-loopback one) and on port (0: a
-// free one), reached there for readiness.
-func (s *Server) startAPIServerOn(bin string, c *credentials, advertise, bindIP net.IP, port int, extra []string) error {
-	bind, reconciler := "127.0.0.1", "none"
-	if !advertise.IsLoopback() {
-		// Reachable at the published address, and the apiserver can
-		// publish it.
-		bind, reconciler = "0.0.0.0", "lease"
-	}
-	host := "127.0.0.1"
-	if bindIP != nil {
-		bind, host = bindIP.String(), bindIP.String()
-	}
-	pool := x509.NewCertPool()
-	caPEM, err := os.ReadFile(c.caFile)
-	if err != nil {
-		return err
-	}
-	pool.AppendCertsFromPEM(caPEM)
-	hc := &http.Client{
-		Timeout:   5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-	}
-	defer hc.CloseIdleConnections()
-
-	return retryPorts("kube-apiserver", func(attempt int) (*process, error) {
-		ports := []int{port}
-		if port == 0 {
-			var err error
-			if ports, err = freePorts(1); err != nil {
-				return nil, err
-			}
-		}
-		url := "https://" + net.JoinHostPort(host, strconv.Itoa(ports[0]))
-		args := []string{
-			"--etcd-servers=" + s.EtcdURL,
-			"--bind-address=" + bind,
-			"--advertise-address=" + advertise.String(),
-			// With a loopback advertise address the reconciler can only
-			// fail (every 10 s, in the log): Endpoints reject loopback.
-			"--endpoint-reconciler-type=" + reconciler,
-			"--secure-port=" + strconv.Itoa(ports[0]),
-			"--cert-dir=" + filepath.Join(s.Dir, "apiserver-certs"),
-			"--tls-cert-file=" + c.certFile,
-			"--tls-private-key-file=" + c.keyFile,
-			"--token-auth-file=" + c.tokenFile,
-			"--authorization-mode=Node,RBAC",
-			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file=" + c.saPubFile,
-			"--service-account-signing-key-file=" + c.saKeyFile,
-			"--service-cluster-ip-range=" + serviceCIDR,
-			// Without kube-controller-manager no default ServiceAccount
-			// exists, and this plugin would reject every Pod.
-			"--disable-admission-plugins=ServiceAccount",
-			"--profiling=false",
-		}
-		args = append(args, extra...)
-		p, err := startProcess("kube-apiserver", bin, filepath.Join(s.Dir, logName("kube-apiserver", attempt)), args...)
-		if err != nil {
-			return nil, err
-		}
-		s.apiserver = p
-		s.URL = url
-		get := func(path string) int {
-			req, err := http.NewRequest(http.MethodGet, url+path, nil)
-			if err != nil {
-				return 0
-			}
-			req.Header.Set("Authorization", "Bearer "+c.adminToken)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return 0
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode
-		}
-		// /readyz does not cover the bootstrap controller creating the
-		// default namespace and the default/kubernetes Service; tests
-		// use them right away.
-		return p, p.waitUntil(apiserverReadyTimeout, func() bool {
-			return get("/readyz") == http.StatusOK &&
-				get("/api/v1/namespaces/default/services/kubernetes") == http.StatusOK
-		})
-	})
-}
-
-func writeKubeconfig(path, url string, caPEM []byte, token string) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["kubeapi"] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: caPEM}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["kubeapi"] = &clientcmdapi.Context{Cluster: "kubeapi", AuthInfo: "admin"}
-	cfg.CurrentContext = "kubeapi"
-	// What clientcmd.WriteToFile does, without the flag-parsing
-	// dependencies of package clientcmd.
-	js, err := kruntime.Encode(clientcmdlatest.Codec, cfg)
-	if err != nil {
-		return err
-	}
-	y, err := yaml.JSONToYAML(js)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, y, 0o600)
-}
-
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
-// BinDir returns the directory holding kube-apiserver and etcd: $HKS_TESTBIN_DIR
-// if set, else the one hack/testbin.sh prints (building the binaries on the
-// first use on a machine, which takes minutes). The answer is cached for
-// the life of the process.
-func BinDir() (string, error) {
-	binOnce.Do(func() {
-		binDir, binErr = findBinDir()
-		if binErr != nil {
-			return
-		}
-		for _, b := range []string{"kube-apiserver", "etcd"} {
-			if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
-				binErr = fmt.Errorf("kubeapi: %s missing in %s: %w", b, binDir, err)
-				return
-			}
-		}
-	})
-	return binDir, binErr
-}
-
-func findBinDir() (string, error) {
-	if d := os.Getenv(EnvBinDir); d != "" {
-		return d, nil
-	}
-	script, err := findScript()
-	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Stderr = os.Stderr // build progress
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("kubeapi: %s: %w (set %s to skip it)", script, err, EnvBinDir)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	dir := strings.TrimSpace(lines[len(lines)-1])
-	if dir == "" {
-		return "", fmt.Errorf("kubeapi: %s printed no directory", script)
-	}
-	return dir, nil
-}
-
-const testbinModule = "github.com/haproxy-k8s-sync/haproxy-k8s-sync/hack/testbin"
-
-// findScript locates hack/testbin.sh: next to this source file when the
-// build kept source paths, else in the working directory or a parent.
-func findScript() (string, error) {
-	const rel = "hack/testbin.sh"
-	var tried []string
-	// Only our own repository's script: hack/testbin/go.mod must name it.
-	ours := func(root string) bool {
-		mod, err := os.ReadFile(filepath.Join(root, "hack", "testbin", "go.mod"))
-		if err != nil || !bytes.Contains(mod, []byte(testbinModule)) {
-			return false
-		}
-		_, err = os.Stat(filepath.Join(root, rel))
-		return err == nil
-	}
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", "..", ".."))
-		if ours(root) {
-			return filepath.Join(root, rel), nil
-		}
-		tried = append(tried, root)
-	}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; ; d = filepath.Dir(d) {
-			if ours(d) {
-				return filepath.Join(d, rel), nil
-			}
-			tried = append(tried, d)
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	return "", errors.New("kubeapi: cannot find " + rel + " (looked under " + strings.Join(tried, ", ") + "); set " + EnvBinDir)
-}
-
-// HostIP returns a non-loopback, non-link-local IPv4 address of this
-// machine, for Options.AdvertiseAddress.
-func HostIP() (string, error) {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", err
-	}
-	for _, a := range addrs {
-		n, ok := a.(*net.IPNet)
-		if !ok {
-			continue
-		}
-		if ip := n.IP.To4(); ip != nil && ip.IsGlobalUnicast() {
-			return ip.String(), nil
-		}
-	}
-	return "", errors.New("kubeapi: no non-loopback IPv4 address on this machine")
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -239,20 +237,6 @@ func TestOutOfClusterFiles(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("anonymous /readyz: %s", resp.Status)
 	}
-}
-
-// port is the apiserver's secure port, from s.URL.
-func (s *Server) port(t *testing.T) int32 {
-	t.Helper()
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := strconv.Atoi(u.Port())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int32(p)
 }
 
 // mustTransport trusts the server's CA and sends no credentials.
