@@ -59,33 +59,16 @@ complete() {
 		-x "$dir/kube-controller-manager" && -x "$dir/kwok" ]]
 }
 
-if ! complete; then
-	mkdir -p "$cache_root"
-	if command -v flock >/dev/null 2>&1; then
-		exec 9>"$cache_root/.lock-$key"
-		if ! flock -n 9; then
-			log "another process is building $dir; waiting for it"
-			flock 9
-		fi
-	else
-		log "flock(1) not found: building without a lock"
-	fi
-	# Someone else may have finished the build while we waited.
-	if ! complete; then
-		tmp=$(mktemp -d "$cache_root/.build-$key.XXXXXX")
-		trap 'rm -rf "$tmp"' EXIT
-		log "building kube-apiserver, kube-controller-manager, etcd and kwok into $dir (several minutes on a cold cache)"
-		start=$SECONDS
-		(cd "$src" && "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" \
-			./kube-apiserver ./kube-controller-manager ./etcd) >&2
-		# Outside the module dir so that hack/testbin's go.mod does not apply.
-		(cd "$tmp" && GOBIN="$tmp" GOFLAGS= "$GO" install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$kwok_version") >&2
-		touch "$tmp/.complete"
-		rm -rf "$dir"
-		mv "$tmp" "$dir"
-		trap - EXIT
-		log "built in $((SECONDS - start))s"
-	fi
-fi
+build() {
+	local tmp=$1
+	(cd "$src" && "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" \
+		./kube-apiserver ./kube-controller-manager ./etcd) >&2
+	# Outside the module dir so that hack/testbin's go.mod does not apply.
+	(cd "$tmp" && GOBIN="$tmp" GOFLAGS= "$GO" install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$kwok_version") >&2
+}
+
+# shellcheck source=lib/cachebuild.sh
+. "$root/hack/lib/cachebuild.sh"
+cached_build "$dir" complete build "kube-apiserver, kube-controller-manager, etcd and kwok"
 
 echo "$dir"

@@ -33,25 +33,12 @@ complete() {
 	[[ -f "$dir/.complete" && -x "$dir/helm" && -x "$dir/kustomize" ]]
 }
 
-if ! complete; then
-	mkdir -p "$cache_root"
-	exec 9>"$cache_root/.lock-$key"
-	if ! flock -n 9; then
-		log "another process is building $dir; waiting for it"
-		flock 9
-	fi
-	if ! complete; then
-		tmp=$(mktemp -d "$cache_root/.build-$key.XXXXXX")
-		trap 'rm -rf "$tmp"' EXIT
-		log "building helm and kustomize into $dir (a few minutes on a cold cache)"
-		start=$SECONDS
-		(cd "$src" && "$GO" build -trimpath -o "$tmp/" helm.sh/helm/v3/cmd/helm sigs.k8s.io/kustomize/kustomize/v5) >&2
-		touch "$tmp/.complete"
-		rm -rf "$dir"
-		mv "$tmp" "$dir"
-		trap - EXIT
-		log "built in $((SECONDS - start))s"
-	fi
-fi
+build() {
+	(cd "$src" && "$GO" build -trimpath -o "$1/" helm.sh/helm/v3/cmd/helm sigs.k8s.io/kustomize/kustomize/v5) >&2
+}
+
+# shellcheck source=lib/cachebuild.sh
+. "$root/hack/lib/cachebuild.sh"
+cached_build "$dir" complete build "helm and kustomize"
 
 echo "$dir"

@@ -1,0 +1,38 @@
+# cachebuild.sh, sourced by hack/testbin.sh and hack/tools.sh: build once
+# per machine into a cache directory, under flock(1) so that concurrent
+# callers build only once. The caller defines log().
+
+# cached_build DIR CHECK BUILD WHAT: unless CHECK (a command) says DIR is
+# complete, runs BUILD TMP in a fresh temporary directory beside DIR, marks
+# it complete (.complete) and moves it to DIR. WHAT names the build in the
+# progress lines (stderr).
+cached_build() {
+	local dir=$1 check=$2 build=$3 what=$4
+	"$check" && return 0
+	local root key
+	root=$(dirname "$dir")
+	key=$(basename "$dir")
+	mkdir -p "$root"
+	if command -v flock >/dev/null 2>&1; then
+		exec 9>"$root/.lock-$key"
+		if ! flock -n 9; then
+			log "another process is building $dir; waiting for it"
+			flock 9
+		fi
+	else
+		log "flock(1) not found: building without a lock"
+	fi
+	# Someone else may have finished the build while we waited.
+	"$check" && return 0
+	local tmp start=$SECONDS
+	tmp=$(mktemp -d "$root/.build-$key.XXXXXX")
+	# shellcheck disable=SC2064 # expanded now: tmp is local
+	trap "rm -rf '$tmp'" EXIT
+	log "building $what into $dir (several minutes on a cold cache)"
+	"$build" "$tmp"
+	touch "$tmp/.complete"
+	rm -rf "$dir"
+	mv "$tmp" "$dir"
+	trap - EXIT
+	log "built in $((SECONDS - start))s"
+}
