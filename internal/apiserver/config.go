@@ -3,8 +3,6 @@ package apiserver
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -101,18 +99,15 @@ func NewShape(listen []string, c CheckOptions) (Shape, error) {
 // ParseListen parses --listen: ":PORT" (all addresses), "IP:PORT" or
 // "[IPv6]:PORT".
 func ParseListen(l string) (model.Bind, error) {
-	if port, ok := strings.CutPrefix(l, ":"); ok {
-		p, err := strconv.ParseUint(port, 10, 16)
-		if err != nil || p == 0 {
-			return model.Bind{}, fmt.Errorf("%w --listen %q: bad port", ErrInvalid, l)
-		}
-		return model.Bind{Port: uint16(p)}, nil
+	b, err := model.ParseBind(l)
+	if err == nil && b.Addr.Zone() != "" {
+		err = fmt.Errorf("want an IP address without a zone, got %q", b.Addr)
 	}
-	ap, err := netip.ParseAddrPort(l)
-	if err != nil || ap.Port() == 0 || ap.Addr().Zone() != "" {
-		return model.Bind{}, fmt.Errorf("%w --listen %q: want :PORT, IP:PORT or [IPv6]:PORT", ErrInvalid, l)
+	if err != nil {
+		return model.Bind{}, fmt.Errorf("%w --listen %q: %v", ErrInvalid, l, err)
 	}
-	return model.Bind{Addr: ap.Addr().Unmap(), Port: ap.Port()}, nil
+	b.Addr = b.Addr.Unmap()
+	return b, nil
 }
 
 // Config is the model for a list of apiservers: one frontend, one backend.

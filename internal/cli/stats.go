@@ -7,10 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -43,19 +41,9 @@ func (s *statsFlags) resolve(opts *render.Options, log *slog.Logger) error {
 		}
 		return nil
 	}
-	host, port, err := net.SplitHostPort(s.addr)
-	if err != nil {
+	var err error
+	if s.bind, err = model.ParseBind(s.addr); err != nil {
 		return fmt.Errorf("--stats-address: %w", err)
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || p == 0 {
-		return fmt.Errorf("--stats-address: invalid port %q", port)
-	}
-	s.bind.Port = uint16(p)
-	if host != "" {
-		if s.bind.Addr, err = netip.ParseAddr(host); err != nil {
-			return fmt.Errorf("--stats-address: want an IP address, got %q", host)
-		}
 	}
 	if s.authFile != "" {
 		if err := s.read(log); err != nil {
