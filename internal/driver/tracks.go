@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"bufio"
 	"log/slog"
 	"os"
 	"strings"
@@ -33,17 +32,11 @@ func restoreTracks(layout model.Layout, path, hash string, log *slog.Logger) {
 	}
 	var found []bound
 	matches := false
-	be := ""
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+	err = render.ScanConfig(f, func(section, be string, fields []string) {
 		switch {
 		case len(fields) == 2 && fields[0] == "description":
 			matches = fields[1] == render.DescriptionPrefix+hash
-		case len(fields) == 2 && fields[0] == "backend":
-			be = fields[1]
-		case len(fields) >= 5 && fields[0] == "server" && be != "":
+		case section == "backend" && len(fields) >= 5 && fields[0] == "server":
 			// server <slot> <addr> [disabled] track <NodesBackend>/<slot> [# drain]
 			for i := 3; i+1 < len(fields); i++ {
 				if fields[i] != "track" {
@@ -58,10 +51,10 @@ func restoreTracks(layout model.Layout, path, hash string, log *slog.Logger) {
 				break
 			}
 		}
-	}
-	if sc.Err() != nil || !matches {
+	})
+	if err != nil || !matches {
 		log.Debug("slot bindings to nodes not recovered from the config file; the next pass reloads if any backend tracks nodes",
-			"path", path, "error", sc.Err())
+			"path", path, "error", err)
 		return
 	}
 	for _, b := range found {

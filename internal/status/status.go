@@ -4,7 +4,6 @@
 package status
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/csv"
@@ -106,34 +105,23 @@ type frontend struct {
 // more than their fixed shape (see internal/render).
 func parseConfig(raw []byte) fileConfig {
 	fc := fileConfig{used: map[string][]string{}}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var fe *frontend
-	be := ""
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
+	_ = render.ScanConfig(bytes.NewReader(raw), func(section, name string, f []string) {
 		switch {
-		case f[0] == "frontend" && len(f) == 2:
-			fc.frontends = append(fc.frontends, frontend{name: f[1]})
-			fe, be = &fc.frontends[len(fc.frontends)-1], ""
-		case f[0] == "backend" && len(f) == 2:
-			fe, be = nil, f[1]
-			fc.used[be] = fc.used[be][:0:0]
-		case f[0] == "global" || f[0] == "defaults" || f[0] == "userlist":
-			fe, be = nil, ""
 		case f[0] == "description" && len(f) == 2:
 			fc.hash = strings.TrimPrefix(f[1], render.DescriptionPrefix)
-		case fe != nil && f[0] == "bind" && len(f) >= 2:
+		case section == "frontend" && f[0] == "frontend":
+			fc.frontends = append(fc.frontends, frontend{name: name})
+		case section == "frontend" && f[0] == "bind" && len(f) >= 2:
+			fe := &fc.frontends[len(fc.frontends)-1]
 			fe.binds = append(fe.binds, f[1])
-		case fe != nil && f[0] == "default_backend" && len(f) == 2:
-			fe.backend = f[1]
-		case be != "" && f[0] == "server" && len(f) >= 3 && f[2] != render.FreeSlotAddr:
-			fc.used[be] = append(fc.used[be], f[1])
+		case section == "frontend" && f[0] == "default_backend" && len(f) == 2:
+			fc.frontends[len(fc.frontends)-1].backend = f[1]
+		case section == "backend" && f[0] == "backend":
+			fc.used[name] = fc.used[name][:0:0]
+		case section == "backend" && f[0] == "server" && len(f) >= 3 && f[2] != render.FreeSlotAddr:
+			fc.used[name] = append(fc.used[name], f[1])
 		}
-	}
+	})
 	return fc
 }
 
