@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
@@ -62,6 +63,15 @@ func (l *instanceList) Set(v string) error {
 	return nil
 }
 
+// driverInstances is the "driver" label of the controller's own passes
+// with --instance: they only hand the model to the instances, each of
+// which reports its attempts under instanceMetricsName.
+const driverInstances = "instances"
+
+// instanceMetricsName is the "driver" label of one --instance: its kind
+// and its name (haproxy/a), so each instance has its own series.
+func instanceMetricsName(kind, name string) string { return kind + "/" + name }
+
 // instancesDriver builds one HAProxy driver per --instance behind a
 // driver.Instances: each is reconciled on its own (own worker, retries and
 // backoff). It returns the driver and the watch of every instance's
@@ -77,7 +87,11 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, lo
 			Mode: f.apply, MinReloadInterval: f.minReload, Logger: log.With("instance", s.name),
 		})
 		go hd.Run(ctx, f.persist, f.persistMax)
-		insts = append(insts, driver.Instance{Name: s.name, Driver: hd})
+		rec := f.metrics.instance(instanceMetricsName(driverHAProxy, s.name))
+		insts = append(insts, driver.Instance{Name: s.name, Driver: hd, Drift: rec.Drift,
+			Observe: func(cfg model.Config, res driver.Result, err error, took time.Duration) {
+				rec.Applied(cfg, res, err, 0, took)
+			}})
 		hds = append(hds, hd)
 	}
 	m := driver.NewInstances(insts, log)

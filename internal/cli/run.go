@@ -159,6 +159,8 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	instName := driverHAProxy
 	if useDataplane {
 		instName = driverDataplane
+	} else if len(f.instances) > 0 {
+		instName = driverInstances
 	}
 	inst := f.metrics.instance(instName)
 	src := source.New(client, ns)

@@ -17,6 +17,13 @@ import (
 type Instance struct {
 	Name   string
 	Driver Driver
+	// Observe, when set, is told of every attempt of this instance: the
+	// model, the driver's result and error, and how long Apply took (the
+	// instance's own metrics).
+	Observe func(cfg model.Config, res Result, err error, took time.Duration)
+	// Drift, when set, is called when a resync finds this instance's
+	// state differing from what was applied.
+	Drift func()
 }
 
 // Instances keeps several HAProxy instances in sync, each on its own: Apply
@@ -118,6 +125,9 @@ func (in *instance) processNext(ctx context.Context) bool {
 	}
 	start := time.Now()
 	res, err := in.Driver.Apply(ctx, *cfg)
+	if in.Observe != nil && ctx.Err() == nil {
+		in.Observe(*cfg, res, err, time.Since(start))
+	}
 	switch {
 	case errors.Is(err, ErrDeferred):
 		in.queue.Forget(key)
@@ -152,6 +162,9 @@ func (m *Instances) Verify(ctx context.Context) (bool, error) {
 				Verify(context.Context) (bool, error)
 			}:
 				drift[i], errs[i] = v.Verify(ctx)
+				if drift[i] && in.Drift != nil {
+					in.Drift()
+				}
 				if errs[i] != nil {
 					errs[i] = errors.Join(errors.New("instance "+in.Name), errs[i])
 				}

@@ -69,7 +69,7 @@ func TestInstancesAreIndependent(t *testing.T) {
 	healthy := &recDriver{}
 	hung := &recDriver{block: make(chan struct{})}
 	failing := &recDriver{down: true}
-	m := NewInstances([]Instance{{"healthy", healthy}, {"hung", hung}, {"failing", failing}}, nil)
+	m := NewInstances([]Instance{{Name: "healthy", Driver: healthy}, {Name: "hung", Driver: hung}, {Name: "failing", Driver: failing}}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go m.Run(ctx)
@@ -93,4 +93,46 @@ func TestInstancesAreIndependent(t *testing.T) {
 	close(hung.block)
 	waitUntil(t, "failing instance converges on c", func() bool { return failing.last() == "c" })
 	waitUntil(t, "hung instance converges on c", func() bool { return hung.last() == "c" })
+}
+
+// Each instance reports its own attempts: the failing one's errors are
+// observed under its name only, the healthy one's successes under its.
+func TestInstancesObserveEachOnItsOwn(t *testing.T) {
+	var mu sync.Mutex
+	fails, oks := map[string]int{}, map[string]int{}
+	observe := func(name string) func(model.Config, Result, error, time.Duration) {
+		return func(_ model.Config, _ Result, err error, _ time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				fails[name]++
+			} else {
+				oks[name]++
+			}
+		}
+	}
+	count := func(m map[string]int, name string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return m[name]
+	}
+	healthy, failing := &recDriver{}, &recDriver{down: true}
+	m := NewInstances([]Instance{
+		{Name: "healthy", Driver: healthy, Observe: observe("healthy")},
+		{Name: "failing", Driver: failing, Observe: observe("failing")},
+	}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	if _, err := m.Apply(ctx, cfgNamed("a")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the failing instance's retries observed", func() bool { return count(fails, "failing") >= 2 })
+	waitUntil(t, "the healthy instance's attempt observed", func() bool { return count(oks, "healthy") == 1 })
+	if n := count(fails, "healthy"); n != 0 {
+		t.Errorf("healthy instance observed %d failures", n)
+	}
+	if n := count(oks, "failing"); n != 0 {
+		t.Errorf("failing instance observed %d successes", n)
+	}
 }

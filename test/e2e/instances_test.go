@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,11 +84,20 @@ func TestInstanceDownDoesNotHoldUpOthers(t *testing.T) {
 	inst := func(name, dir, cfg string, hap *haproxytest.Process) string {
 		return fmt.Sprintf("name=%s,config=%s,master=%s,stats=%s,state=%s", name, cfg, hap.MasterSocket, hap.StatsSocket, filepath.Join(dir, "state"))
 	}
-	e.startController("--instance", inst("b", dirB, cfgB, hapB), "--instance", inst("a", e.dir, e.cfgPath, e.hap))
+	maddr := instancesMetricsAddr(t)
+	e.startController("--instance", inst("b", dirB, cfgB, hapB), "--instance", inst("a", e.dir, e.cfgPath, e.hap), "--metrics-address", maddr)
+	m := &scraper{url: "http://" + maddr + "/metrics"}
 	be := fmt.Sprintf("be_default_web_%d", port)
 	addr := func(i int) string { return fmt.Sprintf("127.%d.0.%d", e.subnet, i) }
 	e.eventually("instance a serves n1", inUse(e.hap.StatsSocket, be, addr(1)))
 	e.eventually("instance b serves n1", inUse(hapB.StatsSocket, be, addr(1)))
+
+	pass := func(inst, outcome string) string {
+		return fmt.Sprintf(`haproxy_k8s_sync_pass_duration_seconds{driver="haproxy/%s",outcome="%s"}`, inst, outcome)
+	}
+	e.eventually("instance a's own series", m.atLeast(pass("a", "applied"), 1))
+	e.eventually("instance b's own series", m.atLeast(pass("b", "applied"), 1))
+	okA := m.value(t, pass("a", "applied"))
 
 	hapB.Kill(t)
 	steps := []struct {
@@ -103,6 +114,18 @@ func TestInstanceDownDoesNotHoldUpOthers(t *testing.T) {
 		e.eventually(fmt.Sprintf("step %d: instance a follows while b is down", i), inUse(e.hap.StatsSocket, be, s.want...))
 		t.Logf("step %d: instance a followed in %v with b down", i, time.Since(start).Round(time.Millisecond))
 	}
+	// The failures are b's alone: counted under its label, not a's.
+	e.eventually("b's failed attempts counted under b", m.atLeast(pass("b", "error"), 1))
+	e.eventually("b's retries in its own workqueue", m.atLeast(`haproxy_k8s_sync_workqueue_retries_total{name="instance-b"}`, 1))
+	if v := m.value(t, `haproxy_k8s_sync_workqueue_retries_total{name="instance-a"}`); v != 0 {
+		t.Errorf("instance a's workqueue retried %v times while only b was down", v)
+	}
+	if v := m.value(t, pass("a", "error")); v != 0 {
+		t.Errorf("instance a counted %v failed attempts while only b was down", v)
+	}
+	if v := m.value(t, pass("a", "applied")); v <= okA {
+		t.Errorf("instance a's applied attempts did not move (%v, before b went down %v)", v, okA)
+	}
 	hapB.Restart(t)
 	// b may have been killed while the controller waited for its reload
 	// to be confirmed: that attempt fails only at the master CLI's
@@ -117,4 +140,16 @@ func TestInstanceDownDoesNotHoldUpOthers(t *testing.T) {
 	if !strings.Contains(e.ctlLog.String(), "instance=b") {
 		t.Error("the failures of instance b were not logged under its name")
 	}
+}
+
+// instancesMetricsAddr is a free address for the controller's metrics in
+// this test's loopback range.
+func instancesMetricsAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", fmt.Sprintf("127.88.%d.%d:0", rand.IntN(250)+1, rand.IntN(250)+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
