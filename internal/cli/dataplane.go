@@ -121,18 +121,31 @@ func secret(file, env string, getenv func(string) string) (string, error) {
 // older controller named it (HAPROXY_BACKEND_NAME, default the Service's
 // name).
 func (f *dataplaneFlags) newDriver(dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dpdriver.Driver, error) {
-	pw, err := secret(f.passwordFile, envDataplanePassword, getenv)
+	return f.newDriverAt(dpTarget{url: f.url, user: f.user, passwordFile: f.passwordFile, tokenFile: f.tokenFile}, dopts, getenv, log, recorder)
+}
+
+// dpTarget is one Data Plane API: its URL and credentials (files, else
+// the environment).
+type dpTarget struct {
+	url, user, passwordFile, tokenFile string
+}
+
+// newDriverAt is newDriver for the API at t, with the other --dataplane-*
+// flags (CA, timeout, backend creation). Several drivers may be built on
+// the same dopts: adapting it is idempotent.
+func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dpdriver.Driver, error) {
+	pw, err := secret(t.passwordFile, envDataplanePassword, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("--dataplane-password-file: %w", err)
 	}
-	tok, err := secret(f.tokenFile, envDataplaneToken, getenv)
+	tok, err := secret(t.tokenFile, envDataplaneToken, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("--dataplane-token-file: %w", err)
 	}
-	if tok != "" && f.user != "" {
+	if tok != "" && t.user != "" {
 		return nil, errors.New("Data Plane API: give a username and password, or a token, not both")
 	}
-	c, err := dataplane.New(dataplane.Options{URL: f.url, Username: f.user, Password: pw, Token: tok, CAFile: f.caFile,
+	c, err := dataplane.New(dataplane.Options{URL: t.url, Username: t.user, Password: pw, Token: tok, CAFile: f.caFile,
 		InsecureSkipVerify: f.insecure, Timeout: f.timeout, Logger: log})
 	if err != nil {
 		return nil, err

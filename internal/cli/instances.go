@@ -2,23 +2,31 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
+	"k8s.io/client-go/tools/record"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
-// instanceSpec is one --instance: a local HAProxy of its own.
+// instanceSpec is one --instance: a local HAProxy of its own (config,
+// master, stats, state), or a Data Plane API (dataplane-url, with its own
+// credentials or the --dataplane-* ones).
 type instanceSpec struct {
 	name, config, master, stats, state string
+	dp                                 dpTarget // dp.url set: a Data Plane API
 }
 
 // instanceList is the repeatable --instance flag:
-// name=NAME,config=PATH,master=PATH,stats=PATH,state=PATH.
+// name=NAME,config=PATH,master=PATH,stats=PATH,state=PATH or
+// name=NAME,dataplane-url=URL[,username=U][,password-file=PATH][,token-file=PATH].
 type instanceList []instanceSpec
 
 func (l *instanceList) String() string {
@@ -34,7 +42,7 @@ func (l *instanceList) Set(v string) error {
 	for _, kv := range strings.Split(v, ",") {
 		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok || val == "" {
-			return fmt.Errorf("want KEY=VALUE, got %q", kv)
+			return fmt.Errorf("want KEY=VALUE, got a %q without a value", k)
 		}
 		switch k {
 		case "name":
@@ -47,12 +55,29 @@ func (l *instanceList) Set(v string) error {
 			s.stats = val
 		case "state":
 			s.state = val
+		case "dataplane-url":
+			s.dp.url = val
+		case "username":
+			s.dp.user = val
+		case "password-file":
+			s.dp.passwordFile = val
+		case "token-file":
+			s.dp.tokenFile = val
 		default:
-			return fmt.Errorf("unknown key %q (want name, config, master, stats, state)", k)
+			return fmt.Errorf("unknown key %q (want name, config, master, stats, state; or name, dataplane-url, username, password-file, token-file)", k)
 		}
 	}
-	if s.config == "" || s.master == "" || s.stats == "" || s.state == "" {
-		return fmt.Errorf("%q: config, master, stats and state are required", v)
+	files := s.config != "" || s.master != "" || s.stats != "" || s.state != ""
+	creds := s.dp.user != "" || s.dp.passwordFile != "" || s.dp.tokenFile != ""
+	switch {
+	case s.dp.url != "" && files:
+		return fmt.Errorf("instance %q: a Data Plane API instance (dataplane-url) takes no config, master, stats or state", s.name)
+	case s.dp.url == "" && creds:
+		return fmt.Errorf("instance %q: username, password-file and token-file are for a Data Plane API instance (dataplane-url)", s.name)
+	case s.dp.url == "" && (s.config == "" || s.master == "" || s.stats == "" || s.state == ""):
+		return fmt.Errorf("instance %q: config, master, stats and state are required (or dataplane-url)", s.name)
+	case strings.Contains(s.name, "/"):
+		return fmt.Errorf("instance %q: a name without /", s.name)
 	}
 	for _, o := range *l {
 		if o.name == s.name {
@@ -61,6 +86,32 @@ func (l *instanceList) Set(v string) error {
 	}
 	*l = append(*l, s)
 	return nil
+}
+
+// check rejects what --instance does not combine with: a Data Plane API
+// given by --dataplane-url or --driver (give it as an instance), and the
+// stats page (one address cannot serve several HAProxy's pages).
+func (l instanceList) check(useDataplane bool, statsAddr string) error {
+	if len(l) == 0 {
+		return nil
+	}
+	if useDataplane {
+		return errors.New("--instance with --dataplane-url or --driver=dataplane: give the Data Plane API as an instance, --instance name=NAME,dataplane-url=URL (the other --dataplane-* flags apply to it)")
+	}
+	if statsAddr != "" {
+		return errors.New("--stats-address with --instance is not supported yet: every HAProxy would bind the same address; run without --stats-address (docs/instances.md)")
+	}
+	return nil
+}
+
+// dataplane reports whether any instance is a Data Plane API.
+func (l instanceList) dataplane() bool {
+	for _, s := range l {
+		if s.dp.url != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // driverInstances is the "driver" label of the controller's own passes
@@ -72,27 +123,53 @@ const driverInstances = "instances"
 // and its name (haproxy/a), so each instance has its own series.
 func instanceMetricsName(kind, name string) string { return kind + "/" + name }
 
-// instancesDriver builds one HAProxy driver per --instance behind a
+// instancesDriver builds one driver per --instance behind a
 // driver.Instances: each is reconciled on its own (own worker, retries and
-// backoff). It returns the driver and the watch of every instance's
-// worker PID.
-func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, log *slog.Logger) (driver.Driver, func(context.Context, time.Duration, func()), func()) {
+// backoff, metrics). A local HAProxy gets the HAProxy driver; a Data
+// Plane API the Data Plane API driver, built as --dataplane-url's is (the
+// model then carries every server's node state itself, for every
+// instance: the Data Plane API driver does not track nodes). It returns
+// the driver, the watch of every local HAProxy's worker PID, and what
+// closes them.
+func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (driver.Driver, func(context.Context, time.Duration, func()), func(), error) {
 	var insts []driver.Instance
 	var hds []*driver.HAProxy
+	closeAll := func() {
+		for _, hd := range hds {
+			hd.Close()
+		}
+	}
 	for _, s := range f.instances {
-		ro := ropts
-		ro.StatsSocket, ro.StateFile = s.stats, s.state
-		hd := driver.NewHAProxy(driver.Options{
-			ConfigPath: s.config, Binary: f.bin, MasterSocket: s.master, Render: ro,
-			Mode: f.apply, MinReloadInterval: f.minReload, Logger: log.With("instance", s.name),
-		})
-		go hd.Run(ctx, f.persist, f.persistMax)
-		rec := f.metrics.instance(instanceMetricsName(driverHAProxy, s.name))
-		insts = append(insts, driver.Instance{Name: s.name, Driver: hd, Drift: rec.Drift,
+		ilog := log.With("instance", s.name)
+		var d driver.Driver
+		kind := driverHAProxy
+		if s.dp.url != "" {
+			t := s.dp
+			if t.user == "" && t.passwordFile == "" && t.tokenFile == "" {
+				t.user, t.passwordFile, t.tokenFile = f.dp.user, f.dp.passwordFile, f.dp.tokenFile
+			}
+			dd, err := f.dp.newDriverAt(t, dopts, getenv, ilog, recorder)
+			if err != nil {
+				closeAll()
+				return nil, nil, nil, fmt.Errorf("--instance %s: %w", s.name, err)
+			}
+			d, kind = dd, driverDataplane
+		} else {
+			ro := ropts
+			ro.StatsSocket, ro.StateFile = s.stats, s.state
+			hd := driver.NewHAProxy(driver.Options{
+				ConfigPath: s.config, Binary: f.bin, MasterSocket: s.master, Render: ro,
+				Mode: f.apply, MinReloadInterval: f.minReload, Logger: ilog,
+			})
+			go hd.Run(ctx, f.persist, f.persistMax)
+			hds = append(hds, hd)
+			d = hd
+		}
+		rec := f.metrics.instance(instanceMetricsName(kind, s.name))
+		insts = append(insts, driver.Instance{Name: s.name, Driver: d, Drift: rec.Drift,
 			Observe: func(cfg model.Config, res driver.Result, err error, took time.Duration) {
 				rec.Applied(cfg, res, err, 0, took)
 			}})
-		hds = append(hds, hd)
 	}
 	m := driver.NewInstances(insts, log)
 	go m.Run(ctx)
@@ -101,10 +178,5 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, lo
 			go hd.Watch(ctx, every, trigger)
 		}
 	}
-	closeAll := func() {
-		for _, hd := range hds {
-			hd.Close()
-		}
-	}
-	return m, watch, closeAll
+	return m, watch, closeAll, nil
 }

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestInstanceFlag(t *testing.T) {
+	local := "config=/c,master=/m,stats=/s,state=/st"
+	for _, tc := range []struct {
+		name        string
+		values      []string
+		errContains string
+		dataplane   bool
+	}{
+		{name: "two local HAProxy", values: []string{"name=a," + local, "name=b," + local}},
+		{name: "a Data Plane API among them", values: []string{"name=a," + local, "name=c,dataplane-url=http://127.88.0.1:5555"}, dataplane: true},
+		{name: "own credentials", values: []string{"name=c,dataplane-url=http://127.88.0.1:5555,username=u,password-file=/pw"}, dataplane: true},
+		{name: "a local HAProxy needs its files", values: []string{"name=a,config=/c"}, errContains: "config, master, stats and state are required"},
+		{name: "an API takes no files", values: []string{"name=c,dataplane-url=http://h,config=/c"}, errContains: "takes no config"},
+		{name: "credentials only for an API", values: []string{"name=a,token-file=/t," + local}, errContains: "are for a Data Plane API instance"},
+		{name: "name twice", values: []string{"name=a," + local, "name=a," + local}, errContains: "given twice"},
+		{name: "a name with a slash", values: []string{"name=a/b," + local}, errContains: "without /"},
+		{name: "unknown key", values: []string{"name=a,socket=/x"}, errContains: `unknown key "socket"`},
+		{name: "no value", values: []string{"name=a,config"}, errContains: "without a value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l instanceList
+			var err error
+			for _, v := range tc.values {
+				if err = l.Set(v); err != nil {
+					break
+				}
+			}
+			switch {
+			case tc.errContains == "" && err != nil:
+				t.Fatalf("rejected: %v", err)
+			case tc.errContains != "" && (err == nil || !strings.Contains(err.Error(), tc.errContains)):
+				t.Fatalf("error %v, want one containing %q", err, tc.errContains)
+			case err == nil && l.dataplane() != tc.dataplane:
+				t.Errorf("dataplane() = %v, want %v", l.dataplane(), tc.dataplane)
+			}
+		})
+	}
+}
+
+// What --instance does not combine with is refused at start, before
+// anything connects anywhere.
+func TestInstanceRejectedCombinations(t *testing.T) {
+	inst := "--instance=name=a,config=/c,master=/m,stats=/s,state=/st"
+	for _, tc := range []struct {
+		args        []string
+		errContains string
+	}{
+		{[]string{inst, "--stats-address", "127.88.0.1:8404"}, "--stats-address with --instance is not supported"},
+		{[]string{inst, "--dataplane-url", "http://127.88.0.1:5555"}, "give the Data Plane API as an instance"},
+		{[]string{inst, "--driver", "dataplane", "--dataplane-url", "http://127.88.0.1:5555"}, "give the Data Plane API as an instance"},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // nothing may run: the flags are refused first
+		err := Run(ctx, append(tc.args, "--metrics-address", ""), func(string) string { return "" }, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.errContains) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.errContains)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// One controller, a local HAProxy and a Data Plane API (the test server
+// standing in for it) as two --instance: both follow the Service's nodes,
+// each reports under its own metrics label. Single-Service mode: the
+// API's backend is the operator's, so the two never bind the same port.
+func TestInstancesMixHAProxyAndDataplane(t *testing.T) {
+	e := newEnv(t)
+	np := e.threeNodes()
+	const backend = "be_web_ops"
+	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": "pw-instances"}})
+	api.Load([]dataplanetest.Section{{
+		Object:    dataplane.Object{"name": backend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}},
+		Templates: []dataplane.Object{{"prefix": "web", "num_or_range": "5", "fqdn": "127.0.0.1", "port": 65535, "maintenance": "enabled"}},
+	}}, nil)
+	pw := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pw, []byte("pw-instances\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	port := int32(haproxytest.FreePort(t))
+	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np})
+	e.setEndpoints("web", pod(1, "n1"))
+	maddr := instancesMetricsAddr(t)
+	e.startController("--service", ns+"/web", "--backend-name", backend,
+		"--instance", fmt.Sprintf("name=a,config=%s,master=%s,stats=%s,state=%s", e.cfgPath, e.hap.MasterSocket, e.hap.StatsSocket, filepath.Join(e.dir, "state")),
+		"--instance", "name=c,dataplane-url="+api.URL+",username=admin,password-file="+pw,
+		"--metrics-address", maddr)
+	node := func(i int) string { return fmt.Sprintf("127.%d.0.%d:%d", e.subnet, i, np) }
+
+	e.eventually("HAProxy a serves every node", serves(port, "n1", "n2", "n3"))
+	e.eventually("API c serves every node", func() error { return servingIs(api, backend, set3(node(1), node(2), node(3))) })
+
+	if err := lab.SetNodeExcluded(bg, e.client, "n2", true); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("HAProxy a drops excluded n2", serves(port, "n1", "n3"))
+	e.eventually("API c drops excluded n2", func() error { return servingIs(api, backend, set3(node(1), node(3))) })
+
+	m := &scraper{url: "http://" + maddr + "/metrics"}
+	e.eventually("a's attempts under haproxy/a", m.atLeast(`haproxy_k8s_sync_pass_duration_seconds{driver="haproxy/a",outcome="applied"}`, 2))
+	e.eventually("c's attempts under dataplane/c", m.atLeast(`haproxy_k8s_sync_pass_duration_seconds{driver="dataplane/c",outcome="applied"}`, 2))
+	if strings.Contains(e.ctlLog.String(), "pw-instances") {
+		t.Error("the Data Plane API password was logged")
+	}
+}
