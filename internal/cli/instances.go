@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,11 +22,13 @@ import (
 // credentials or the --dataplane-* ones).
 type instanceSpec struct {
 	name, config, master, stats, state string
-	dp                                 dpTarget // dp.url set: a Data Plane API
+	statsPage                          string      // [IP]:PORT of its stats page, "" for none
+	page                               *statsFlags // statsPage resolved by check
+	dp                                 dpTarget    // dp.url set: a Data Plane API
 }
 
 // instanceList is the repeatable --instance flag:
-// name=NAME,config=PATH,master=PATH,stats=PATH,state=PATH or
+// name=NAME,config=PATH,master=PATH,stats=PATH,state=PATH[,stats-page=ADDR] or
 // name=NAME,dataplane-url=URL[,username=U][,password-file=PATH][,token-file=PATH].
 type instanceList []instanceSpec
 
@@ -55,6 +58,8 @@ func (l *instanceList) Set(v string) error {
 			s.stats = val
 		case "state":
 			s.state = val
+		case "stats-page":
+			s.statsPage = val
 		case "dataplane-url":
 			s.dp.url = val
 		case "username":
@@ -64,14 +69,14 @@ func (l *instanceList) Set(v string) error {
 		case "token-file":
 			s.dp.tokenFile = val
 		default:
-			return fmt.Errorf("unknown key %q (want name, config, master, stats, state; or name, dataplane-url, username, password-file, token-file)", k)
+			return fmt.Errorf("unknown key %q (want name, config, master, stats, state, stats-page; or name, dataplane-url, username, password-file, token-file)", k)
 		}
 	}
-	files := s.config != "" || s.master != "" || s.stats != "" || s.state != ""
+	files := s.config != "" || s.master != "" || s.stats != "" || s.state != "" || s.statsPage != ""
 	creds := s.dp.user != "" || s.dp.passwordFile != "" || s.dp.tokenFile != ""
 	switch {
 	case s.dp.url != "" && files:
-		return fmt.Errorf("instance %q: a Data Plane API instance (dataplane-url) takes no config, master, stats or state", s.name)
+		return fmt.Errorf("instance %q: a Data Plane API instance (dataplane-url) takes no config, master, stats, state or stats-page", s.name)
 	case s.dp.url == "" && creds:
 		return fmt.Errorf("instance %q: username, password-file and token-file are for a Data Plane API instance (dataplane-url)", s.name)
 	case s.dp.url == "" && (s.config == "" || s.master == "" || s.stats == "" || s.state == ""):
@@ -83,6 +88,9 @@ func (l *instanceList) Set(v string) error {
 		if o.name == s.name {
 			return fmt.Errorf("instance name %q given twice", s.name)
 		}
+		if s.statsPage != "" && o.statsPage == s.statsPage {
+			return fmt.Errorf("instances %q and %q: the same stats-page %s", o.name, s.name, s.statsPage)
+		}
 	}
 	*l = append(*l, s)
 	return nil
@@ -90,16 +98,33 @@ func (l *instanceList) Set(v string) error {
 
 // check rejects what --instance does not combine with: a Data Plane API
 // given by --dataplane-url or --driver (give it as an instance), and the
-// stats page (one address cannot serve several HAProxy's pages).
-func (l instanceList) check(useDataplane bool, statsAddr string) error {
+// shared stats page address (one address cannot serve several HAProxy's
+// pages: each instance names its own, stats-page=). It resolves each
+// instance's stats page with the shared --stats-auth-file and
+// --stats-public, before anything starts.
+func (l instanceList) check(useDataplane bool, shared statsFlags, ropts render.Options, log *slog.Logger) error {
 	if len(l) == 0 {
 		return nil
 	}
 	if useDataplane {
 		return errors.New("--instance with --dataplane-url or --driver=dataplane: give the Data Plane API as an instance, --instance name=NAME,dataplane-url=URL (the other --dataplane-* flags apply to it)")
 	}
-	if statsAddr != "" {
-		return errors.New("--stats-address with --instance is not supported yet: every HAProxy would bind the same address; run without --stats-address (docs/instances.md)")
+	if shared.addr != "" {
+		return errors.New("--stats-address with --instance: every HAProxy would bind the same address; give each instance its own, --instance ...,stats-page=[IP]:PORT (--stats-auth-file and --stats-public apply to every instance)")
+	}
+	if shared.authFile != "" && !slices.ContainsFunc(l, func(s instanceSpec) bool { return s.statsPage != "" }) {
+		return errors.New("--stats-auth-file with --instance needs an instance with a stats-page")
+	}
+	for i, s := range l {
+		if s.statsPage == "" {
+			continue
+		}
+		page := shared
+		page.addr = s.statsPage
+		if err := page.resolve(&ropts, log.With("instance", s.name)); err != nil {
+			return fmt.Errorf("--instance %s: stats-page: %w", s.name, err)
+		}
+		l[i].page = &page
 	}
 	return nil
 }
@@ -123,6 +148,14 @@ const driverInstances = "instances"
 // and its name (haproxy/a), so each instance has its own series.
 func instanceMetricsName(kind, name string) string { return kind + "/" + name }
 
+// pageOf is the stats page of the hd-th local HAProxy, whose auth file
+// is watched.
+type pageOf struct {
+	page *statsFlags
+	hd   int
+	log  *slog.Logger
+}
+
 // instancesDriver builds one driver per --instance behind a
 // driver.Instances: each is reconciled on its own (own worker, retries and
 // backoff, metrics). A local HAProxy gets the HAProxy driver; a Data
@@ -134,6 +167,7 @@ func instanceMetricsName(kind, name string) string { return kind + "/" + name }
 func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (driver.Driver, func(context.Context, time.Duration, func()), func(), error) {
 	var insts []driver.Instance
 	var hds []*driver.HAProxy
+	var pages []pageOf
 	closeAll := func() {
 		for _, hd := range hds {
 			hd.Close()
@@ -157,6 +191,10 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 		} else {
 			ro := ropts
 			ro.StatsSocket, ro.StateFile = s.stats, s.state
+			if s.page != nil {
+				ro.Stats, ro.StatsAuth = s.page.bind, s.page.auth
+				pages = append(pages, pageOf{s.page, len(hds), ilog})
+			}
 			hd := driver.NewHAProxy(driver.Options{
 				ConfigPath: s.config, Binary: f.bin, MasterSocket: s.master, Render: ro,
 				Mode: f.apply, MinReloadInterval: f.minReload, Logger: ilog,
@@ -176,6 +214,9 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 	watch := func(ctx context.Context, every time.Duration, trigger func()) {
 		for _, hd := range hds {
 			go hd.Watch(ctx, every, trigger)
+		}
+		for _, p := range pages {
+			go p.page.watch(ctx, 2*time.Second, hds[p.hd], trigger, p.log)
 		}
 	}
 	return m, watch, closeAll, nil

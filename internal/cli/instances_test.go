@@ -21,6 +21,9 @@ func TestInstanceFlag(t *testing.T) {
 		{name: "a local HAProxy needs its files", values: []string{"name=a,config=/c"}, errContains: "config, master, stats and state are required"},
 		{name: "an API takes no files", values: []string{"name=c,dataplane-url=http://h,config=/c"}, errContains: "takes no config"},
 		{name: "credentials only for an API", values: []string{"name=a,token-file=/t," + local}, errContains: "are for a Data Plane API instance"},
+		{name: "own stats pages", values: []string{"name=a,stats-page=127.88.0.1:8404," + local, "name=b,stats-page=127.88.0.2:8404," + local}},
+		{name: "one stats page twice", values: []string{"name=a,stats-page=127.88.0.1:8404," + local, "name=b,stats-page=127.88.0.1:8404," + local}, errContains: "the same stats-page"},
+		{name: "an API has no stats page here", values: []string{"name=c,dataplane-url=http://h,stats-page=127.88.0.1:8404"}, errContains: "takes no config"},
 		{name: "name twice", values: []string{"name=a," + local, "name=a," + local}, errContains: "given twice"},
 		{name: "a name with a slash", values: []string{"name=a/b," + local}, errContains: "without /"},
 		{name: "unknown key", values: []string{"name=a,socket=/x"}, errContains: `unknown key "socket"`},
@@ -54,7 +57,9 @@ func TestInstanceRejectedCombinations(t *testing.T) {
 		args        []string
 		errContains string
 	}{
-		{[]string{inst, "--stats-address", "127.88.0.1:8404"}, "--stats-address with --instance is not supported"},
+		{[]string{inst, "--stats-address", "127.88.0.1:8404"}, "give each instance its own, --instance ...,stats-page="},
+		{[]string{inst, "--stats-auth-file", "/nonexistent"}, "needs an instance with a stats-page"},
+		{[]string{inst + ",stats-page=192.0.2.1:8404"}, "is not a loopback address"},
 		{[]string{inst, "--dataplane-url", "http://127.88.0.1:5555"}, "give the Data Plane API as an instance"},
 		{[]string{inst, "--driver", "dataplane", "--dataplane-url", "http://127.88.0.1:5555"}, "give the Data Plane API as an instance"},
 	} {

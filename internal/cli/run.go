@@ -74,7 +74,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.mode, "mode", modeServices, "services: load-balance Services; apiserver: load-balance the kube-apiservers (docs/apiserver.md)")
 	apiFlags := registerAPIServerFlags(fs)
 	f.udp.register(fs)
-	fs.Var(&f.instances, "instance", "several HAProxy instances, each reconciled on its own: name=NAME,config=PATH,master=PATH,stats=PATH,state=PATH (a local HAProxy; replaces --haproxy-config, --master-socket, --stats-socket, --state-file) or name=NAME,dataplane-url=URL[,username=U][,password-file=PATH][,token-file=PATH] (a Data Plane API); repeatable")
+	fs.Var(&f.instances, "instance", "several HAProxy instances, each reconciled on its own: name=NAME,config=PATH,master=PATH,stats=PATH,state=PATH[,stats-page=[IP]:PORT] (a local HAProxy; replaces --haproxy-config, --master-socket, --stats-socket, --state-file) or name=NAME,dataplane-url=URL[,username=U][,password-file=PATH][,token-file=PATH] (a Data Plane API); repeatable")
 	if err := parse(fs, args, getenv, &f.shape); err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if err != nil {
 		return err
 	}
-	if err := f.instances.check(useDataplane, f.statsPage.addr); err != nil {
+	if err := f.instances.check(useDataplane, f.statsPage, f.renderOptions(), log); err != nil {
 		return err
 	}
 	udp, err := f.udp.setup(ctx, &dopts, log)

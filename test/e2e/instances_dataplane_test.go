@@ -15,7 +15,8 @@ import (
 
 // One controller, a local HAProxy and a Data Plane API (the test server
 // standing in for it) as two --instance: both follow the Service's nodes,
-// each reports under its own metrics label. Single-Service mode: the
+// each reports under its own metrics label; the local HAProxy serves its
+// own stats page (stats-page=). Single-Service mode: the
 // API's backend is the operator's, so the two never bind the same port.
 func TestInstancesMixHAProxyAndDataplane(t *testing.T) {
 	e := newEnv(t)
@@ -34,15 +35,17 @@ func TestInstancesMixHAProxyAndDataplane(t *testing.T) {
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np})
 	e.setEndpoints("web", pod(1, "n1"))
-	maddr := instancesMetricsAddr(t)
+	maddr, page := instancesMetricsAddr(t), instancesMetricsAddr(t)
 	e.startController("--service", ns+"/web", "--backend-name", backend,
-		"--instance", fmt.Sprintf("name=a,config=%s,master=%s,stats=%s,state=%s", e.cfgPath, e.hap.MasterSocket, e.hap.StatsSocket, filepath.Join(e.dir, "state")),
+		"--instance", fmt.Sprintf("name=a,config=%s,master=%s,stats=%s,state=%s,stats-page=%s", e.cfgPath, e.hap.MasterSocket, e.hap.StatsSocket, filepath.Join(e.dir, "state"), page),
 		"--instance", "name=c,dataplane-url="+api.URL+",username=admin,password-file="+pw,
 		"--metrics-address", maddr)
 	node := func(i int) string { return fmt.Sprintf("127.%d.0.%d:%d", e.subnet, i, np) }
 
 	e.eventually("HAProxy a serves every node", serves(port, "n1", "n2", "n3"))
 	e.eventually("API c serves every node", func() error { return servingIs(api, backend, set3(node(1), node(2), node(3))) })
+
+	e.eventually("HAProxy a serves its own stats page", httpStatus("http://"+page+"/stats;csv", 200))
 
 	if err := lab.SetNodeExcluded(bg, e.client, "n2", true); err != nil {
 		t.Fatal(err)
