@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/tools/record"
@@ -164,7 +165,8 @@ type pageOf struct {
 // instance: the Data Plane API driver does not track nodes). It returns
 // the driver, the watch of every local HAProxy's worker PID, and what
 // closes them.
-func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (driver.Driver, func(context.Context, time.Duration, func()), func(), error) {
+func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*builtInstances, error) {
+	b := &builtInstances{}
 	var insts []driver.Instance
 	var hds []*driver.HAProxy
 	var pages []pageOf
@@ -176,6 +178,7 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 	for _, s := range f.instances {
 		ilog := log.With("instance", s.name)
 		var d driver.Driver
+		var ready *readiness
 		kind := driverHAProxy
 		if s.dp.url != "" {
 			t := s.dp
@@ -185,9 +188,10 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 			dd, err := f.dp.newDriverAt(t, dopts, getenv, ilog, recorder)
 			if err != nil {
 				closeAll()
-				return nil, nil, nil, fmt.Errorf("--instance %s: %w", s.name, err)
+				return nil, fmt.Errorf("--instance %s: %w", s.name, err)
 			}
 			d, kind = dd, driverDataplane
+			ready = &readiness{probe: dd.Ping}
 		} else {
 			ro := ropts
 			ro.StatsSocket, ro.StateFile = s.stats, s.state
@@ -202,8 +206,11 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 			go hd.Run(ctx, f.persist, f.persistMax)
 			hds = append(hds, hd)
 			d = hd
+			ready = &readiness{socket: s.stats}
 		}
 		rec := f.metrics.instance(instanceMetricsName(kind, s.name))
+		ready.inst, ready.synced = rec, func() bool { return true } // the caches: instancesReady's
+		b.names, b.ready = append(b.names, s.name), append(b.ready, ready)
 		insts = append(insts, driver.Instance{Name: s.name, Driver: d, Drift: rec.Drift,
 			Observe: func(cfg model.Config, res driver.Result, err error, took time.Duration) {
 				rec.Applied(cfg, res, err, 0, took)
@@ -211,7 +218,8 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 	}
 	m := driver.NewInstances(insts, log)
 	go m.Run(ctx)
-	watch := func(ctx context.Context, every time.Duration, trigger func()) {
+	b.drv, b.close = m, closeAll
+	b.watch = func(ctx context.Context, every time.Duration, trigger func()) {
 		for _, hd := range hds {
 			go hd.Watch(ctx, every, trigger)
 		}
@@ -219,5 +227,38 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 			go p.page.watch(ctx, 2*time.Second, hds[p.hd], trigger, p.log)
 		}
 	}
-	return m, watch, closeAll, nil
+	return b, nil
+}
+
+// builtInstances is what instancesDriver built.
+type builtInstances struct {
+	drv   driver.Driver
+	watch func(context.Context, time.Duration, func())
+	close func()
+	names []string
+	ready []*readiness // of each instance, in names' order
+}
+
+// readyFunc is /readyz with --instance: the informer caches have synced,
+// and every instance is ready by the rule of a single HAProxy (its last
+// attempt applied or deferred, else it answers: its admin socket, or the
+// Data Plane API). The instances are probed side by side; the error names
+// each one that is not ready.
+func (b *builtInstances) readyFunc(synced func() bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if !synced() {
+			return errors.New("informer caches not synced")
+		}
+		errs := make([]error, len(b.ready))
+		var wg sync.WaitGroup
+		for i, r := range b.ready {
+			wg.Go(func() {
+				if err := r.ready(ctx); err != nil {
+					errs[i] = fmt.Errorf("instance %s: %w", b.names[i], err)
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 }

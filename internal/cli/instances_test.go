@@ -3,8 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
 func TestInstanceFlag(t *testing.T) {
@@ -69,5 +73,54 @@ func TestInstanceRejectedCombinations(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.errContains) {
 			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.errContains)
 		}
+	}
+}
+
+// /readyz with --instance: the caches first, then every instance by the
+// single-HAProxy rule; the error names the instances that are not ready.
+func TestInstancesReadiness(t *testing.T) {
+	reg := metrics.New(metrics.Options{})
+	noSocket := filepath.Join(t.TempDir(), "admin.sock")
+	yes := func() bool { return true }
+	inst := func(name, outcome string) *readiness {
+		rec := reg.Instance(name)
+		rec.Pass(outcome, time.Millisecond)
+		return &readiness{synced: yes, inst: rec, socket: noSocket}
+	}
+	for _, tc := range []struct {
+		name     string
+		synced   bool
+		outcomes []string // of instances a, b
+		want     []string // parts of the error; none: ready
+		notWant  string
+	}{
+		{"caches not synced", false, []string{metrics.OutcomeApplied, metrics.OutcomeApplied}, []string{"informer caches not synced"}, ""},
+		{"every instance applied", true, []string{metrics.OutcomeApplied, metrics.OutcomeDeferred}, nil, ""},
+		{"b failed and is unreachable", true, []string{metrics.OutcomeApplied, metrics.OutcomeError}, []string{"instance b", "HAProxy is unreachable"}, "instance a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &builtInstances{names: []string{"a", "b"}, ready: []*readiness{
+				inst(strings.ReplaceAll(tc.name, " ", "_")+"_a", tc.outcomes[0]),
+				inst(strings.ReplaceAll(tc.name, " ", "_")+"_b", tc.outcomes[1]),
+			}}
+			err := b.readyFunc(func() bool { return tc.synced })(context.Background())
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("not ready: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ready, want an error containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("error %q names %q", err, tc.notWant)
+			}
+		})
 	}
 }

@@ -128,16 +128,17 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 
 	var drv driver.Driver
 	var watch func(context.Context, time.Duration, func())
+	var insts *builtInstances
 	if useDataplane {
 		if drv, err = f.dp.newDriver(&dopts, getenv, log, recorder); err != nil {
 			return err
 		}
 	} else if len(f.instances) > 0 {
-		var closeAll func()
-		if drv, watch, closeAll, err = f.instancesDriver(ctx, f.renderOptions(), &dopts, getenv, log, recorder); err != nil {
+		if insts, err = f.instancesDriver(ctx, f.renderOptions(), &dopts, getenv, log, recorder); err != nil {
 			return err
 		}
-		defer closeAll()
+		defer insts.close()
+		drv, watch = insts.drv, insts.watch
 	} else {
 		ropts := f.renderOptions()
 		if err := f.statsPage.resolve(&ropts, log); err != nil {
@@ -193,7 +194,11 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if p, ok := drv.(interface{ Ping(context.Context) error }); ok {
 		ready.probe = p.Ping
 	}
-	if err := f.metrics.serve(ctx, ready.ready, log); err != nil {
+	readyFn := ready.ready
+	if insts != nil {
+		readyFn = insts.readyFunc(ctl.Synced)
+	}
+	if err := f.metrics.serve(ctx, readyFn, log); err != nil {
 		return err
 	}
 	if err := f.status.start(ctx, cfg, gate, pub, ctl.Trigger, log); err != nil {

@@ -114,6 +114,8 @@ func TestInstanceDownDoesNotHoldUpOthers(t *testing.T) {
 		e.eventually(fmt.Sprintf("step %d: instance a follows while b is down", i), inUse(e.hap.StatsSocket, be, s.want...))
 		t.Logf("step %d: instance a followed in %v with b down", i, time.Since(start).Round(time.Millisecond))
 	}
+	// /readyz: not ready while b neither applies nor answers.
+	e.eventually("/readyz 503 while b is down", httpStatus("http://"+maddr+"/readyz", 503))
 	// The failures are b's alone: counted under its label, not a's.
 	e.eventually("b's failed attempts counted under b", m.atLeast(pass("b", "error"), 1))
 	e.eventually("b's retries in its own workqueue", m.atLeast(`haproxy_k8s_sync_workqueue_retries_total{name="instance-b"}`, 1))
@@ -137,6 +139,7 @@ func TestInstanceDownDoesNotHoldUpOthers(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // poll interval
 	}
+	e.eventually("/readyz 200 once b is back", httpStatus("http://"+maddr+"/readyz", 200))
 	if !strings.Contains(e.ctlLog.String(), "instance=b") {
 		t.Error("the failures of instance b were not logged under its name")
 	}
