@@ -207,10 +207,14 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if hd, ok := drv.(*driver.HAProxy); ok {
 		go f.statsPage.watch(ctx, 2*time.Second, hd, ctl.Trigger, log)
 	}
-	if watch != nil {
+	switch {
+	case insts != nil:
+		go watch(ctx, time.Second, ctl.Trigger)
+		log.Info("starting", "version", Version, "apply", f.apply, "instances", f.instances.String(), "targets", dopts.Targets)
+	case watch != nil:
 		go watch(ctx, time.Second, ctl.Trigger)
 		log.Info("starting", "version", Version, "apply", f.apply, "config", f.config, "targets", dopts.Targets)
-	} else {
+	default:
 		log.Info("starting", "version", Version, "driver", driverDataplane, "dataplane", redactURL(f.dp.url), "backend", dopts.Backend, "targets", dopts.Targets)
 	}
 	return ctl.Run(ctx)
