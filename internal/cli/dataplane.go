@@ -48,6 +48,13 @@ type dataplaneFlags struct {
 
 func (f *dataplaneFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.driver, "driver", "", "haproxy: the local HAProxy through its sockets and config file; dataplane: through the HAProxy Data Plane API v3 (default: dataplane when --dataplane-url or HAPROXY_DATAPLANE_URL is set, else haproxy)")
+	f.registerAPI(fs)
+	fs.BoolVar(&f.createBackend, "dataplane-create-backend", false, "single-Service mode: create the backend when haproxy.cfg lacks it (default: report it and wait)")
+}
+
+// registerAPI registers the flags that reach a Data Plane API (URL,
+// credentials, TLS, timeout): run's and status's.
+func (f *dataplaneFlags) registerAPI(fs *flag.FlagSet) {
 	fs.StringVar(&f.url, "dataplane-url", "", "Data Plane API base URL, e.g. http://haproxy:5555 (env HAPROXY_DATAPLANE_URL)")
 	fs.StringVar(&f.user, "dataplane-username", "", "Data Plane API basic-auth user (env HAPROXY_DATAPLANE_USERNAME)")
 	fs.StringVar(&f.passwordFile, "dataplane-password-file", "", "file holding the basic-auth password (or env HAPROXY_DATAPLANE_PASSWORD)")
@@ -55,7 +62,6 @@ func (f *dataplaneFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.caFile, "dataplane-ca-file", "", "CA bundle of the Data Plane API's certificate (https)")
 	fs.BoolVar(&f.insecure, "dataplane-insecure-skip-verify", false, "do not verify the Data Plane API's certificate (logged as a warning)")
 	fs.DurationVar(&f.timeout, "dataplane-timeout", 10*time.Second, "timeout of each Data Plane API request")
-	fs.BoolVar(&f.createBackend, "dataplane-create-backend", false, "single-Service mode: create the backend when haproxy.cfg lacks it (default: report it and wait)")
 }
 
 // legacyDataplane maps the older controller's non-secret variables onto
@@ -134,19 +140,7 @@ type dpTarget struct {
 // flags (CA, timeout, backend creation). Several drivers may be built on
 // the same dopts: adapting it is idempotent.
 func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dpdriver.Driver, error) {
-	pw, err := secret(t.passwordFile, envDataplanePassword, getenv)
-	if err != nil {
-		return nil, fmt.Errorf("--dataplane-password-file: %w", err)
-	}
-	tok, err := secret(t.tokenFile, envDataplaneToken, getenv)
-	if err != nil {
-		return nil, fmt.Errorf("--dataplane-token-file: %w", err)
-	}
-	if tok != "" && t.user != "" {
-		return nil, errors.New("Data Plane API: give a username and password, or a token, not both")
-	}
-	c, err := dataplane.New(dataplane.Options{URL: t.url, Username: t.user, Password: pw, Token: tok, CAFile: f.caFile,
-		InsecureSkipVerify: f.insecure, Timeout: f.timeout, Logger: log})
+	c, err := f.client(t, getenv, log)
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +162,24 @@ func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts *desired.Options, getenv 
 		}
 	}
 	return dpdriver.New(opts), nil
+}
+
+// client is a client of the API at t, with the credentials of t (files,
+// else the environment) and the --dataplane-* CA, TLS and timeout flags.
+func (f *dataplaneFlags) client(t dpTarget, getenv func(string) string, log *slog.Logger) (*dataplane.Client, error) {
+	pw, err := secret(t.passwordFile, envDataplanePassword, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("--dataplane-password-file: %w", err)
+	}
+	tok, err := secret(t.tokenFile, envDataplaneToken, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("--dataplane-token-file: %w", err)
+	}
+	if tok != "" && t.user != "" {
+		return nil, errors.New("Data Plane API: give a username and password, or a token, not both")
+	}
+	return dataplane.New(dataplane.Options{URL: t.url, Username: t.user, Password: pw, Token: tok, CAFile: f.caFile,
+		InsecureSkipVerify: f.insecure, Timeout: f.timeout, Logger: log})
 }
 
 // redactURL drops credentials from a URL for the log.

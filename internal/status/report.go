@@ -29,6 +29,9 @@ func (r Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if r.Source == SourceDataplane {
+		return r.writeProblems(w)
+	}
 	_, err := fmt.Fprintf(w, "config file structure %s, running %s: %s\n", orNone(r.FileHash), orNone(r.RunningHash), map[bool]string{true: "in sync", false: "OUT OF SYNC"}[r.InSync])
 	return err
 }
@@ -46,6 +49,9 @@ func (r Report) WriteJSON(w io.Writer) error {
 	}{Report: r, Healthy: r.Healthy(), Rows: make([]row, len(r.Rows))}
 	for i, x := range r.Rows {
 		out.Rows[i] = row{Row: x, LastChange: x.LastChange.Seconds()}
+		if x.LastChange < 0 {
+			out.Rows[i].LastChange = -1 // unknown
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -64,4 +70,21 @@ func orNone(h string) string {
 		return "(none)"
 	}
 	return h
+}
+
+// writeProblems ends a Data Plane API report: in sync, or why not.
+func (r Report) writeProblems(w io.Writer) error {
+	if r.InSync {
+		_, err := fmt.Fprintln(w, "Data Plane API: in sync (no open transaction, every server runs as configured)")
+		return err
+	}
+	if _, err := fmt.Fprintln(w, "Data Plane API: OUT OF SYNC"); err != nil {
+		return err
+	}
+	for _, p := range r.Problems {
+		if _, err := fmt.Fprintln(w, "  "+p); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -37,10 +37,13 @@ type Row struct {
 
 // Report is the whole status.
 type Report struct {
-	FileHash    string `json:"fileHash"`    // structure hash in the config file
-	RunningHash string `json:"runningHash"` // structure hash HAProxy reports
+	Source      string `json:"source,omitempty"`      // "" (the stats socket and config file) or SourceDataplane
+	FileHash    string `json:"fileHash,omitempty"`    // structure hash in the config file
+	RunningHash string `json:"runningHash,omitempty"` // structure hash HAProxy reports
 	InSync      bool   `json:"inSync"`
-	Rows        []Row  `json:"services"`
+	// Problems say why a Data Plane API report is not in sync.
+	Problems []string `json:"outOfSync,omitempty"`
+	Rows     []Row    `json:"services"`
 }
 
 // Healthy reports whether the report gives no reason for concern: HAProxy
