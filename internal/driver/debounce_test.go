@@ -10,15 +10,17 @@ import (
 // arms is handed to the test (the loop waits for that), and fires only when
 // the test moves the clock past it, so each step is deterministic.
 type debounceHarness struct {
-	t       *testing.T
-	start   time.Time
-	now     time.Time // read by the loop only while the test waits on it
-	kicks   chan struct{}
-	armed   chan fakeTimer
-	flushes chan time.Time // when each flush ran
-	results chan bool      // what the flush reports
-	timer   *fakeTimer     // latest armed, not fired
-	done    chan struct{}
+	t        *testing.T
+	start    time.Time
+	now      time.Time // read by the loop only while the test waits on it
+	kicks    chan struct{}
+	armed    chan fakeTimer
+	flushes  chan time.Time // when each flush ran
+	results  chan bool      // what the flush reports
+	timer    *fakeTimer     // latest armed, not fired
+	flushErr error          // the context's error as the latest flush saw it
+	cancel   func()         // ends the loop's context
+	done     chan struct{}
 }
 
 type fakeTimer struct {
@@ -33,7 +35,7 @@ func newDebounceHarness(t *testing.T, quiet, maxDelay time.Duration) *debounceHa
 	}
 	h.now = h.start
 	b := debounce{
-		quiet: quiet, maxDelay: maxDelay,
+		quiet: quiet, maxDelay: maxDelay, final: 5 * time.Second,
 		now: func() time.Time { return h.now },
 		after: func(d time.Duration) <-chan time.Time {
 			ft := fakeTimer{at: h.now.Add(d), c: make(chan time.Time, 1)}
@@ -42,9 +44,11 @@ func newDebounceHarness(t *testing.T, quiet, maxDelay time.Duration) *debounceHa
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
 	go func() {
 		defer close(h.done)
-		b.run(ctx, h.kicks, func(context.Context) bool {
+		b.run(ctx, h.kicks, func(ctx context.Context) bool {
+			h.flushErr = ctx.Err()
 			h.flushes <- h.now
 			return <-h.results
 		})
@@ -166,6 +170,72 @@ func TestDebounce(t *testing.T) {
 		if attempts[i] != want[i] {
 			t.Fatalf("attempts at %v, want %v", attempts, want)
 		}
+	}
+}
+
+// stop ends the loop's context and answers the flushes it makes on the
+// way out with results; it returns how many there were.
+func (h *debounceHarness) stop(results ...bool) int {
+	h.t.Helper()
+	h.cancel()
+	n := 0
+	for {
+		select {
+		case <-h.flushes:
+			if h.flushErr != nil {
+				h.t.Fatalf("final flush %d ran with an ended context: %v", n+1, h.flushErr)
+			}
+			if n >= len(results) {
+				h.t.Fatalf("final flush %d, want %d", n+1, len(results))
+			}
+			h.results <- results[n]
+			n++
+		case <-h.done:
+			return n
+		case <-time.After(5 * time.Second):
+			h.t.Fatal("debounce loop did not stop")
+		}
+	}
+}
+
+// When its context ends, the loop writes what is due before it returns
+// (a controller that stops leaves files that describe what runs), and
+// only then.
+func TestDebounceFlushesWhatIsDueWhenStopped(t *testing.T) {
+	const quiet, maxDelay = 50 * time.Millisecond, 300 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		pending func(h *debounceHarness)
+		results []bool // what each final flush reports
+		want    int    // final flushes
+	}{
+		{"nothing ever changed", func(*debounceHarness) {}, nil, 0},
+		{"everything written", func(h *debounceHarness) {
+			h.kick()
+			h.advance(quiet, true)
+		}, nil, 0},
+		{"a change within the quiet period", func(h *debounceHarness) {
+			h.kick()
+			h.advance(quiet/2, true)
+		}, []bool{true}, 1},
+		{"a flush that found a change", func(h *debounceHarness) {
+			h.kick()
+			h.advance(quiet, false)
+		}, []bool{true}, 1},
+		{"final flush that finds a change is tried again", func(h *debounceHarness) {
+			h.kick()
+		}, []bool{false, true}, 2},
+		{"final attempts are bounded", func(h *debounceHarness) {
+			h.kick()
+		}, []bool{false, false, false, false}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newDebounceHarness(t, quiet, maxDelay)
+			tc.pending(h)
+			if got := h.stop(tc.results...); got != tc.want {
+				t.Errorf("%d final flushes, want %d", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -27,11 +27,18 @@ func (d *HAProxy) schedulePersist() {
 // Run keeps the config file and the server-state file in step with what
 // runs, so that a restart of HAProxy comes back to the same state. After a
 // change it writes once changes have been quiet for quiet, and at the
-// latest maxDelay after the first change not yet written. It returns when
-// ctx ends.
+// latest maxDelay after the first change not yet written. When ctx ends it
+// writes what is still due (within finalFlushTimeout) and returns: a
+// controller that stops leaves files that describe what runs. The caller
+// ends ctx once passes have stopped and waits for Run to return.
 func (d *HAProxy) Run(ctx context.Context, quiet, maxDelay time.Duration) {
-	debounce{quiet: quiet, maxDelay: maxDelay, now: time.Now, after: time.After}.run(ctx, d.persist, d.flush)
+	debounce{quiet: quiet, maxDelay: maxDelay, final: finalFlushTimeout, now: time.Now, after: time.After}.run(ctx, d.persist, d.flush)
 }
+
+// finalFlushTimeout bounds the write of what is due when Run stops: a
+// render and a state dump, well under a second at tens of thousands of
+// servers, and short enough for a prompt exit on SIGTERM.
+const finalFlushTimeout = 3 * time.Second
 
 // flush renders outside the driver's lock, so that passes are not held up
 // at tens of thousands of servers, and writes only if nothing changed
@@ -124,16 +131,19 @@ func (d *HAProxy) saveStateLocked(ctx context.Context, next model.Layout) error 
 // and at the latest maxDelay after the first kick not yet flushed. A flush
 // that reports false (something changed while it ran) is still due; while
 // overdue, attempts come at most one per quiet period, so that a stream of
-// changes does not turn into back-to-back renders. now and after are the
-// clock, replaced in tests.
+// changes does not turn into back-to-back renders. When ctx ends, what is
+// due is flushed at once, with a context of its own bounded by final. now
+// and after are the clock, replaced in tests.
 type debounce struct {
 	quiet, maxDelay time.Duration
+	final           time.Duration
 	now             func() time.Time
 	after           func(time.Duration) <-chan time.Time
 }
 
 func (b debounce) run(ctx context.Context, kicks <-chan struct{}, flush func(context.Context) bool) {
 	var p pending
+	defer func() { b.stop(ctx, kicks, p, flush) }()
 	for {
 		if p.first.IsZero() {
 			select {
@@ -160,6 +170,27 @@ func (b debounce) run(ctx context.Context, kicks <-chan struct{}, flush func(con
 			now := b.now()
 			p.kick(now)
 			p.retry = now.Add(b.quiet)
+		}
+	}
+}
+
+// stop flushes what is due when run ends: a pending change, or a kick
+// that came with the end of ctx. A flush that reports false (a change came
+// while it ran) is tried again, a few times while the final context lasts.
+func (b debounce) stop(ctx context.Context, kicks <-chan struct{}, p pending, flush func(context.Context) bool) {
+	select {
+	case <-kicks:
+		p.kick(b.now())
+	default:
+	}
+	if p.first.IsZero() {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.final)
+	defer cancel()
+	for i := 0; i < 3 && fctx.Err() == nil; i++ {
+		if flush(fctx) {
+			return
 		}
 	}
 }
