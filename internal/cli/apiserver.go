@@ -180,7 +180,7 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 		Logger:            log,
 	})
 	defer drv.Close()
-	go drv.Run(ctx, f.persist, f.persistMax)
+	defer persist(drv, f.persist, f.persistMax)()
 	// The registry first: the loop's workqueue takes its metrics when
 	// it is created.
 	opts.Metrics = f.metrics.instance(driverAPIServer)

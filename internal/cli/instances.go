@@ -170,7 +170,11 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 	var insts []driver.Instance
 	var hds []*driver.HAProxy
 	var pages []pageOf
+	var stops []func()
 	closeAll := func() {
+		for _, stop := range stops {
+			stop()
+		}
 		for _, hd := range hds {
 			hd.Close()
 		}
@@ -203,7 +207,7 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 				ConfigPath: s.config, Binary: f.bin, MasterSocket: s.master, Render: ro,
 				Mode: f.apply, MinReloadInterval: f.minReload, Logger: ilog,
 			})
-			go hd.Run(ctx, f.persist, f.persistMax)
+			stops = append(stops, persist(hd, f.persist, f.persistMax))
 			hds = append(hds, hd)
 			d = hd
 			ready = &readiness{socket: s.stats}

@@ -154,7 +154,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 			Logger:            log,
 		})
 		defer hd.Close()
-		go hd.Run(ctx, f.persist, f.persistMax)
+		defer persist(hd, f.persist, f.persistMax)()
 		drv, watch = hd, hd.Watch
 	}
 

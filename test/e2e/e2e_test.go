@@ -240,11 +240,9 @@ func TestRestartsConverge(t *testing.T) {
 	e.startController()
 	e.eventually("after controller restart", serves(port, "n1", "n3"))
 
-	// The file on disk is the running config: restarting HAProxy from it
-	// alone (controller stopped) serves the same.
-	e.eventually("config persisted", func() error {
-		return contains(e.config(), fmt.Sprintf("127.%d.0.3:%d", e.subnet, np))
-	})
+	// The file on disk is the running config once the controller has
+	// stopped (it writes what is due): restarting HAProxy from it alone
+	// serves the same.
 	e.stopController()
 	e.hap.Kill(t)
 	e.hap.Restart(t)
