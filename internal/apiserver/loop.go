@@ -150,15 +150,8 @@ func (l *Loop) processNext(ctx context.Context) bool {
 		return true
 	}
 	res, err := l.sync(ctx)
-	switch {
-	case errors.Is(err, driver.ErrDeferred):
-		l.queue.Forget(key)
-		l.queue.AddAfter(key, res.RetryAfter)
-	case err != nil:
+	if driver.Requeue(l.queue, key, res, err) {
 		l.log.Error("apiserver pass failed; will retry", "err", err, "retries", l.queue.NumRequeues(key))
-		l.queue.AddRateLimited(key)
-	default:
-		l.queue.Forget(key)
 	}
 	return true
 }

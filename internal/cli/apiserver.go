@@ -166,19 +166,10 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 		}
 		return client, nil
 	}
-	ropts := f.renderOptions()
-	if err := f.statsPage.resolve(&ropts, log); err != nil {
+	drv, err := f.haproxyDriver(log)
+	if err != nil {
 		return err
 	}
-	drv := driver.NewHAProxy(driver.Options{
-		ConfigPath:        f.config,
-		Binary:            f.bin,
-		MasterSocket:      f.master,
-		Render:            ropts,
-		Mode:              f.apply,
-		MinReloadInterval: f.minReload,
-		Logger:            log,
-	})
 	defer drv.Close()
 	defer persist(drv, f.persist, f.persistMax)()
 	// The registry first: the loop's workqueue takes its metrics when

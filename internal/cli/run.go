@@ -140,19 +140,10 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		defer insts.close()
 		drv, watch = insts.drv, insts.watch
 	} else {
-		ropts := f.renderOptions()
-		if err := f.statsPage.resolve(&ropts, log); err != nil {
+		hd, err := f.haproxyDriver(log)
+		if err != nil {
 			return err
 		}
-		hd := driver.NewHAProxy(driver.Options{
-			ConfigPath:        f.config,
-			Binary:            f.bin,
-			MasterSocket:      f.master,
-			Render:            ropts,
-			Mode:              f.apply,
-			MinReloadInterval: f.minReload,
-			Logger:            log,
-		})
 		defer hd.Close()
 		defer persist(hd, f.persist, f.persistMax)()
 		drv, watch = hd, hd.Watch
@@ -233,4 +224,22 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format: want text or json, got %q", format)
+}
+
+// haproxyDriver is the driver of the one local HAProxy that run's flags
+// name (config file, master socket, stats page); the caller closes it.
+func (f *runFlags) haproxyDriver(log *slog.Logger) (*driver.HAProxy, error) {
+	ropts := f.renderOptions()
+	if err := f.statsPage.resolve(&ropts, log); err != nil {
+		return nil, err
+	}
+	return driver.NewHAProxy(driver.Options{
+		ConfigPath:        f.config,
+		Binary:            f.bin,
+		MasterSocket:      f.master,
+		Render:            ropts,
+		Mode:              f.apply,
+		MinReloadInterval: f.minReload,
+		Logger:            log,
+	}), nil
 }

@@ -168,15 +168,8 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	res, err := c.sync(ctx)
-	switch {
-	case errors.Is(err, driver.ErrDeferred):
-		c.queue.Forget(key)
-		c.queue.AddAfter(key, res.RetryAfter)
-	case err != nil:
+	if driver.Requeue(c.queue, key, res, err) {
 		c.log.Error("sync failed; will retry", "err", err, "retries", c.queue.NumRequeues(key))
-		c.queue.AddRateLimited(key)
-	default:
-		c.queue.Forget(key)
 	}
 	return true
 }

@@ -128,20 +128,16 @@ func (in *instance) processNext(ctx context.Context) bool {
 	if in.Observe != nil && ctx.Err() == nil {
 		in.Observe(*cfg, res, err, time.Since(start))
 	}
+	if err != nil && !errors.Is(err, ErrDeferred) && ctx.Err() != nil {
+		return true // stopping: no retry
+	}
 	switch {
-	case errors.Is(err, ErrDeferred):
-		in.queue.Forget(key)
-		in.queue.AddAfter(key, res.RetryAfter)
-	case err != nil:
-		if ctx.Err() == nil {
-			in.log.Error("instance update failed; will retry", "err", err, "retries", in.queue.NumRequeues(key))
-			in.queue.AddRateLimited(key)
-		}
-	default:
+	case Requeue(in.queue, key, res, err):
+		in.log.Error("instance update failed; will retry", "err", err, "retries", in.queue.NumRequeues(key))
+	case err == nil:
 		in.mu.Lock()
 		in.last = nil
 		in.mu.Unlock()
-		in.queue.Forget(key)
 		if res.Reloaded || res.Ops > 0 {
 			in.log.Info("instance update", "ops", res.Ops, "reloaded", res.Reloaded, "total", time.Since(start))
 		}
