@@ -47,12 +47,6 @@ type Options struct {
 // token file is not written yet, while every apiserver is down.
 type Connect func(ctx context.Context) (kubernetes.Interface, error)
 
-// Verifier is implemented by drivers that can compare what HAProxy runs
-// with what they applied, alongside passes.
-type Verifier interface {
-	Verify(ctx context.Context) (drift bool, err error)
-}
-
 // Loop keeps HAProxy's apiserver backend on the preferred source's list.
 type Loop struct {
 	opts    Options
@@ -125,7 +119,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	if usesAPI(l.opts.Sources) && l.connect != nil {
 		l.queue.Add(keyConnect)
 	}
-	go l.resync(ctx)
+	go driver.Resync(ctx, l.drv, l.opts.ResyncPeriod, l.log, l.opts.Metrics.Drift, l.Trigger)
 	go func() {
 		<-ctx.Done()
 		l.queue.ShutDown()
@@ -261,29 +255,3 @@ func (l *Loop) report(d Decision) {
 }
 
 func sameChoice(a, b Choice) bool { return a.Source == b.Source && slices.Equal(a.Servers, b.Servers) }
-
-// resync has the driver check HAProxy's state, then asks for a pass.
-func (l *Loop) resync(ctx context.Context) {
-	if l.opts.ResyncPeriod <= 0 {
-		return
-	}
-	t := time.NewTicker(l.opts.ResyncPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if v, ok := l.drv.(Verifier); ok {
-				vctx, cancel := context.WithTimeout(ctx, l.opts.ResyncPeriod)
-				if drift, err := v.Verify(vctx); err != nil {
-					l.log.Warn("could not verify HAProxy's state; re-applying anyway", "err", err)
-				} else if drift {
-					l.opts.Metrics.Drift()
-				}
-				cancel()
-			}
-			l.Trigger()
-		}
-	}
-}

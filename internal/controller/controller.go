@@ -24,16 +24,6 @@ import (
 // syncKey is the single work item: every pass recomputes the whole world.
 const syncKey = "sync"
 
-// Invalidator is implemented by drivers that cache what HAProxy runs.
-type Invalidator interface{ Invalidate() }
-
-// Verifier is implemented by drivers that can check what HAProxy runs
-// against what they cache without holding up passes; drift reports that
-// something differed (the next pass corrects it).
-type Verifier interface {
-	Verify(ctx context.Context) (drift bool, err error)
-}
-
 // Options configure the controller.
 type Options struct {
 	Desired      desired.Options
@@ -108,7 +98,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("caches synced")
 	c.Trigger()
-	go c.resync(ctx)
+	go driver.Resync(ctx, c.drv, c.opts.ResyncPeriod, c.log, c.opts.Metrics.Drift, c.Trigger)
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
@@ -116,49 +106,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	for c.processNext(ctx) {
 	}
 	return ctx.Err()
-}
-
-// resync, every ResyncPeriod, has the driver check HAProxy's state (a
-// Verifier does it alongside passes; otherwise an Invalidator forgets it,
-// and the next pass reads it back) and then asks for a pass, whatever the
-// check found: the pass re-applies the desired state from the informer
-// caches, which corrects any drift, and costs little when nothing changed.
-// A ticker that fires during a long check skips its missed ticks.
-func (c *Controller) resync(ctx context.Context) {
-	if c.opts.ResyncPeriod <= 0 {
-		return
-	}
-	t := time.NewTicker(c.opts.ResyncPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			c.verify(ctx)
-			c.Trigger()
-		}
-	}
-}
-
-func (c *Controller) verify(ctx context.Context) {
-	switch drv := c.drv.(type) {
-	case Verifier:
-		vctx, cancel := context.WithTimeout(ctx, c.opts.ResyncPeriod)
-		defer cancel()
-		start := time.Now()
-		drift, err := drv.Verify(vctx)
-		if err != nil {
-			c.log.Warn("could not verify HAProxy's state; re-applying anyway", "err", err)
-			return
-		}
-		c.log.Debug("verified HAProxy's state", "drift", drift, "took", time.Since(start))
-		if drift {
-			c.opts.Metrics.Drift()
-		}
-	case Invalidator:
-		drv.Invalidate()
-	}
 }
 
 func (c *Controller) processNext(ctx context.Context) bool {

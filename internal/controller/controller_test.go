@@ -85,7 +85,7 @@ func TestResyncVerifiesThenTriggers(t *testing.T) {
 			defer c.queue.ShutDown()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			go c.resync(ctx)
+			go driver.Resync(ctx, c.drv, c.opts.ResyncPeriod, c.log, c.opts.Metrics.Drift, c.Trigger)
 			got := make(chan string, 1)
 			go func() {
 				key, _ := c.queue.Get() // until a pass is asked for, or shutdown

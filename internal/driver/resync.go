@@ -1,0 +1,61 @@
+package driver
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Invalidator is implemented by drivers that cache what HAProxy runs.
+type Invalidator interface{ Invalidate() }
+
+// Verifier is implemented by drivers that can check what HAProxy runs
+// against what they cache without holding up passes; drift reports that
+// something differed (the next pass corrects it).
+type Verifier interface {
+	Verify(ctx context.Context) (drift bool, err error)
+}
+
+// Resync runs until ctx ends: every period it has drv check HAProxy's
+// state (a Verifier does it alongside passes; otherwise an Invalidator
+// forgets it, and the next pass reads it back), calls drift when the check
+// found any, and then trigger, whatever the check found: the pass that
+// follows re-applies the desired state, which corrects any drift and costs
+// little when nothing changed. A ticker that fires during a long check
+// skips its missed ticks. A period <= 0 turns it off.
+func Resync(ctx context.Context, drv Driver, period time.Duration, log *slog.Logger, drift, trigger func()) {
+	if period <= 0 {
+		return
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			verify(ctx, drv, period, log, drift)
+			trigger()
+		}
+	}
+}
+
+func verify(ctx context.Context, drv Driver, timeout time.Duration, log *slog.Logger, drift func()) {
+	switch d := drv.(type) {
+	case Verifier:
+		vctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		start := time.Now()
+		found, err := d.Verify(vctx)
+		if err != nil {
+			log.Warn("could not verify HAProxy's state; re-applying anyway", "err", err)
+			return
+		}
+		log.Debug("verified HAProxy's state", "drift", found, "took", time.Since(start))
+		if found {
+			drift()
+		}
+	case Invalidator:
+		d.Invalidate()
+	}
+}
