@@ -9,6 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 func TestDataplaneSelectionAndLegacyEnv(t *testing.T) {
@@ -71,6 +77,11 @@ func TestDataplaneSelectionAndLegacyEnv(t *testing.T) {
 			if dopts.Backend != tc.backend || dopts.TrackNodes {
 				t.Errorf("backend %q trackNodes %v, want %q and false", dopts.Backend, dopts.TrackNodes, tc.backend)
 			}
+			// The default check (auto) keeps the servers checked by
+			// themselves: there is no _nodes backend to follow.
+			if be := dataplaneBackend(t, dopts); !be.Check.Enabled || be.TrackNodes {
+				t.Errorf("Data Plane API backend with the default check: %+v, want checked by itself", be)
+			}
 		})
 	}
 }
@@ -130,4 +141,26 @@ func TestDataplaneLegacyProbesAndResync(t *testing.T) {
 	if err := parse(fs, nil, func(k string) string { return env[k] }, &f.shape); err == nil || !strings.Contains(err.Error(), "RESYNC_PERIOD") {
 		t.Errorf("invalid RESYNC_PERIOD: %v, want an error naming it", err)
 	}
+}
+
+// dataplaneBackend computes the backend of one Service with default
+// settings, as the Data Plane API driver would get it.
+func dataplaneBackend(t *testing.T, o desired.Options) model.Backend {
+	t.Helper()
+	ns, name, ok := strings.Cut(o.Service, "/")
+	if !ok {
+		ns, name = "default", "web"
+	}
+	class := o.Class
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{
+		Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class,
+		Ports: []corev1.ServicePort{{Port: 443, NodePort: 30443, Protocol: corev1.ProtocolTCP}}}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{
+		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.1"}},
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	r := desired.Compute(desired.Input{Services: []*corev1.Service{svc}, Nodes: []*corev1.Node{n}}, o)
+	if len(r.Config.Backends) != 1 {
+		t.Fatalf("backends %+v", r.Config.Backends)
+	}
+	return r.Config.Backends[0]
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +45,42 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 				t.Fatalf("load = %v, %v; want %v", back, err, m)
 			}
 		})
+	}
+}
+
+// A last-good file written before the check setting became auto|true|false
+// holds "Check" as a JSON boolean: it loads, each boolean as the same
+// explicit choice, and is written back in the new form.
+func TestLastGoodStoreLoadsOlderFile(t *testing.T) {
+	s := lastGoodStore{path: filepath.Join(t.TempDir(), "last-good.json")}
+	old := `{"ns/a":{"Balance":"roundrobin","Check":true,"CheckInterval":2000000000,"Rise":2,"Fall":3,"SendProxyV2":false,"AcceptProxy":false,"TimeoutConnect":5000000000,"TimeoutClient":60000000000,"TimeoutServer":60000000000,"MaxConn":0,"BackendPort":0},` +
+		`"ns/b":{"Balance":"leastconn","Check":false,"CheckInterval":2000000000,"Rise":2,"Fall":3,"SendProxyV2":true,"AcceptProxy":false,"TimeoutConnect":5000000000,"TimeoutClient":60000000000,"TimeoutServer":60000000000,"MaxConn":0,"BackendPort":0}}`
+	if err := os.WriteFile(s.path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := settings.Defaults(), settings.Defaults()
+	a.Check = settings.CheckTrue
+	b.Check, b.Balance, b.SendProxyV2 = settings.CheckFalse, "leastconn", true
+	want := map[string]settings.Settings{"ns/a": a, "ns/b": b}
+	if !maps.Equal(got, want) {
+		t.Fatalf("load = %+v\nwant %+v", got, want)
+	}
+	got["ns/c"] = settings.Defaults()
+	if err := s.save(want, got); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := os.ReadFile(s.path)
+	for _, w := range []string{`"Check":"true"`, `"Check":"false"`, `"Check":"auto"`} {
+		if !strings.Contains(string(b2), w) {
+			t.Errorf("saved file lacks %s:\n%s", w, b2)
+		}
+	}
+	back, err := s.load()
+	if err != nil || !maps.Equal(back, got) {
+		t.Fatalf("reload = %+v, %v", back, err)
 	}
 }

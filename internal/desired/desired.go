@@ -37,8 +37,9 @@ type Options struct {
 	Targets   string            // TargetNodes or TargetPods
 	Binds     []netip.Addr      // listen addresses; none means all
 	Defaults  settings.Settings // settings before annotations
-	// TrackNodes lets the servers of Services without health checks
-	// follow their node's state (model.Backend.TrackNodes) in node mode.
+	// TrackNodes lets the servers of Services without a check of their
+	// own (see ownCheck) follow their node's state
+	// (model.Backend.TrackNodes) in node mode.
 	TrackNodes bool
 	// UDP: UDP ports become model.Config.UDP (the kernel's load
 	// balancer). Otherwise they are skipped with an UnsupportedProtocol
@@ -47,10 +48,11 @@ type Options struct {
 	UDPOff string
 	// NodeCheck is the health check of each node's server in the
 	// model.NodesBackend (disabled: none); the servers that follow their
-	// node go down with it.
+	// node go down with it. With TrackNodes, it makes the servers of
+	// Services with check auto follow their node (ownCheck).
 	NodeCheck model.Check
 	// LocalHealthCheck checks the servers of Local Services in node mode
-	// (those with checks) on kube-proxy's per-Service health check,
+	// (check true or auto) on kube-proxy's per-Service health check,
 	// spec.healthCheckNodePort (GET / answers 200 while the node has a
 	// ready local endpoint), instead of their own port, as cloud load
 	// balancers do. A backend-port setting keeps the own port.
@@ -381,16 +383,14 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		Name:           beName,
 		Service:        key(svc),
 		Balance:        set.Balance,
-		Check:          model.Check{Enabled: set.Check, Inter: set.CheckInterval, Rise: set.Rise, Fall: set.Fall},
+		Check:          model.Check{Enabled: ownCheck(svc, set, opts), Inter: set.CheckInterval, Rise: set.Rise, Fall: set.Fall},
 		SendProxyV2:    set.SendProxyV2,
 		TimeoutConnect: set.TimeoutConnect,
 		TimeoutServer:  set.TimeoutServer,
-		TrackNodes:     tracksNodes(set, opts),
+		TrackNodes:     tracksNodes(svc, set, opts),
 	}
-	if opts.LocalHealthCheck && set.Check && set.BackendPort == 0 && opts.Targets == TargetNodes &&
-		svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal &&
-		svc.Spec.HealthCheckNodePort > 0 && svc.Spec.HealthCheckNodePort < 65536 {
-		be.Check.Port = uint16(svc.Spec.HealthCheckNodePort)
+	if hc := healthCheckNodePort(svc, set, opts); be.Check.Enabled && hc != 0 {
+		be.Check.Port = hc
 		be.Check.HTTP.Path = "/"
 	}
 	return fe, be

@@ -278,7 +278,7 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 	// The servers of Services that follow their nodes do not depend on
 	// the nodes' eligibility (tracksNodes): only the NodesBackend does.
 	forget := func(e *memoEntry, onlyEligibility bool) {
-		if !onlyEligibility || !tracksNodes(e.set, m.opts) {
+		if !onlyEligibility || !tracksNodes(e.svc, e.set, m.opts) {
 			e.forgetServers()
 			m.markEntryDirty(e)
 		}

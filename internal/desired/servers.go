@@ -65,12 +65,6 @@ func slicesByService(in []*Slice) map[string][]*Slice {
 	return out
 }
 
-// tracksNodes reports whether the servers of a Service with these
-// settings follow their node's state in HAProxy (model.Backend.TrackNodes).
-func tracksNodes(set settings.Settings, opts Options) bool {
-	return opts.TrackNodes && opts.Targets != TargetPods && !set.Check
-}
-
 // nodesBackend is the model.NodesBackend for these nodes: a server per
 // node address, in maintenance while the node is not eligible, checked
 // with check. It reuses last when that has the same servers.
@@ -124,7 +118,7 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 	// follows its node: the node's server in the NodesBackend then takes
 	// it out of service, and its backend does not change with the node's
 	// state.
-	track := tracksNodes(set, opts)
+	track := tracksNodes(svc, set, opts)
 	addNode := func(n nodeInfo, st EndpointState) {
 		if n.up || track {
 			add(n.addr, port, st)

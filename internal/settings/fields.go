@@ -31,7 +31,18 @@ var fields = []field{
 		},
 		get: func(s *Settings) string { return s.Balance },
 	},
-	boolField("check", "health-check the servers", func(s *Settings) *bool { return &s.Check }),
+	{
+		name: "check", isBool: true, // a bare --default-check is true
+		usage: "health check of each server on its own port: auto (in node mode, the servers follow their node and its --node-check when there is one; checked by themselves otherwise), true or false",
+		set: func(s *Settings, v string) error {
+			m, err := ParseCheckMode(v)
+			if err == nil {
+				s.Check = m
+			}
+			return err
+		},
+		get: func(s *Settings) string { return s.Check.String() },
+	},
 	durationField("check-interval", "interval between health checks",
 		100*time.Millisecond, time.Hour, func(s *Settings) *time.Duration { return &s.CheckInterval }),
 	intField("rise", "consecutive successful checks to mark a server up",

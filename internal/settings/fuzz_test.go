@@ -13,7 +13,7 @@ var haproxyToken = regexp.MustCompile(`^[a-z0-9]+$`)
 func rendered(s Settings) map[string]string {
 	return map[string]string{
 		"balance":         s.Balance,
-		"check":           strconv.FormatBool(s.Check),
+		"check":           s.Check.String(),
 		"check-interval":  FormatDuration(s.CheckInterval),
 		"rise":            strconv.Itoa(s.Rise),
 		"fall":            strconv.Itoa(s.Fall),
@@ -32,7 +32,7 @@ func rendered(s Settings) map[string]string {
 func FuzzApply(f *testing.F) {
 	seeds := [][2]string{
 		{"balance", "leastconn"}, {"balance", "roundrobin\nserver x 1.2.3.4:80"},
-		{"check", "false"}, {"check", "true#"},
+		{"check", "false"}, {"check", "true#"}, {"check", "auto"}, {"check", "Auto"}, {"check", "auto\n"},
 		{"check-interval", "500ms"}, {"check-interval", "2s\nlisten x"}, {"check-interval", "1.5s"},
 		{"check-interval", "9999999h"}, {"rise", "100"}, {"rise", "-1"}, {"fall", "3;"},
 		{"send-proxy-v2", "true"}, {"accept-proxy", "true"},

@@ -35,7 +35,7 @@ var balances = []string{"roundrobin", "leastconn", "source", "first", "random"}
 // Settings are the tunables of one Service's frontend and backend.
 type Settings struct {
 	Balance        string        // roundrobin|leastconn|source|first|random
-	Check          bool          // health-check the servers
+	Check          CheckMode     // auto|true|false: servers checked by themselves
 	CheckInterval  time.Duration // 100ms..1h
 	Rise, Fall     int           // 1..100
 	SendProxyV2    bool          // send PROXY v2 to servers
@@ -51,7 +51,7 @@ type Settings struct {
 func Defaults() Settings {
 	return Settings{
 		Balance:        "roundrobin",
-		Check:          true,
+		Check:          CheckAuto,
 		CheckInterval:  2 * time.Second,
 		Rise:           2,
 		Fall:           3,

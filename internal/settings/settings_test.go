@@ -19,8 +19,9 @@ func TestApplyValid(t *testing.T) {
 		{"balance", "source", func(s *Settings) { s.Balance = "source" }},
 		{"balance", "first", func(s *Settings) { s.Balance = "first" }},
 		{"balance", "random", func(s *Settings) { s.Balance = "random" }},
-		{"check", "false", func(s *Settings) { s.Check = false }},
-		{"check", "true", func(s *Settings) {}},
+		{"check", "false", func(s *Settings) { s.Check = CheckFalse }},
+		{"check", "true", func(s *Settings) { s.Check = CheckTrue }},
+		{"check", "auto", func(s *Settings) {}},
 		{"check-interval", "100ms", func(s *Settings) { s.CheckInterval = 100 * time.Millisecond }},
 		{"check-interval", "5s", func(s *Settings) { s.CheckInterval = 5 * time.Second }},
 		{"check-interval", "1h", func(s *Settings) { s.CheckInterval = time.Hour }},
@@ -125,6 +126,9 @@ func TestApplyInvalid(t *testing.T) {
 		{"check", "1"},                      //
 		{"check", "yes"},                    //
 		{"check", "true\n"},                 //
+		{"check", "Auto"},                   //
+		{"check", "auto "},                  //
+		{"check", ""},                       //
 		{"send-proxy-v2", "on"},             //
 		{"accept-proxy", ""},                //
 	}

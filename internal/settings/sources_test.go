@@ -56,7 +56,7 @@ func TestFromEnv(t *testing.T) {
 			"HAPROXY_K8S_SYNC_DEFAULT_BACKEND_PORT":    "8443",
 		}, want: func(s *Settings) {
 			*s = Settings{
-				Balance: "leastconn", CheckInterval: 5 * time.Second, Rise: 4, Fall: 6,
+				Balance: "leastconn", Check: CheckFalse, CheckInterval: 5 * time.Second, Rise: 4, Fall: 6,
 				SendProxyV2: true, AcceptProxy: true, TimeoutConnect: 3 * time.Second,
 				TimeoutClient: 2 * time.Minute, TimeoutServer: 3 * time.Minute, MaxConn: 5000, BackendPort: 8443,
 			}
@@ -121,9 +121,12 @@ func TestFlags(t *testing.T) {
 		{name: "bare booleans", args: []string{"--default-send-proxy-v2", "-default-accept-proxy"},
 			want: func(s *Settings) { s.SendProxyV2, s.AcceptProxy = true, true }},
 		{name: "explicit false", args: []string{"--default-check=false"},
-			want: func(s *Settings) { s.Check = false }},
-		{name: "strict bool", args: []string{"--default-check=1"},
-			wantErr: `invalid boolean value "1" for -default-check: want true or false`},
+			want: func(s *Settings) { s.Check = CheckFalse }},
+		{name: "bare check is true", args: []string{"--default-check"},
+			want: func(s *Settings) { s.Check = CheckTrue }},
+		{name: "check auto", args: []string{"--default-check=true", "--default-check=auto"}},
+		{name: "strict check", args: []string{"--default-check=1"},
+			wantErr: `invalid boolean value "1" for -default-check: want auto, true or false`},
 		{name: "strict duration", args: []string{"--default-timeout-client=1.5s"},
 			wantErr: `invalid value "1.5s" for flag -default-timeout-client: want a duration like 500ms, 2s or 1m`},
 		{name: "injection", args: []string{"--default-balance=source\nlisten x"},

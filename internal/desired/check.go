@@ -1,0 +1,69 @@
+package desired
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// This file decides how the servers of a Service are health-checked. There
+// are three kinds of checks (docs/health-checks.md):
+//
+//   - the node check (Options.NodeCheck): one per node, on its server in
+//     the model.NodesBackend, inherited by every server that follows its
+//     node (model.Backend.TrackNodes);
+//   - kube-proxy's per-Service health check of a Local Service
+//     (spec.healthCheckNodePort, Options.LocalHealthCheck), checked on
+//     each server;
+//   - the server's own port, checked on each server.
+//
+// HAProxy refuses "check" and "track" on the same server: a server either
+// follows its node or is checked by itself ("own check"), never both.
+
+// ownCheck reports whether the servers of svc, whose settings are set, are
+// health-checked by themselves, on their own port or on the Service's
+// healthCheckNodePort (see healthCheckNodePort). The check setting decides,
+// and for auto:
+//   - pod targets: checked by themselves (the pod's port; there is no node
+//     to follow);
+//   - node targets with --local-check=health-check-node-port and a Local
+//     Service that has a healthCheckNodePort: checked there, as cloud load
+//     balancers check;
+//   - node targets otherwise: they follow their node when nodes are
+//     tracked and checked (Options.TrackNodes and NodeCheck.Enabled), and
+//     inherit its check; else they are checked by themselves, as before
+//     the node check existed.
+func ownCheck(svc *corev1.Service, set settings.Settings, opts Options) bool {
+	switch set.Check {
+	case settings.CheckTrue:
+		return true
+	case settings.CheckFalse:
+		return false
+	}
+	if opts.Targets == TargetPods || healthCheckNodePort(svc, set, opts) != 0 {
+		return true
+	}
+	return !(opts.TrackNodes && opts.NodeCheck.Enabled)
+}
+
+// tracksNodes reports whether the servers of svc follow their node's state
+// in HAProxy (model.Backend.TrackNodes): in node mode, with --track-nodes,
+// when they have no check of their own.
+func tracksNodes(svc *corev1.Service, set settings.Settings, opts Options) bool {
+	return opts.TrackNodes && opts.Targets != TargetPods && !ownCheck(svc, set, opts)
+}
+
+// healthCheckNodePort is the port of kube-proxy's per-Service health check
+// (GET / answers 200 while the node has a ready endpoint of svc) that checks
+// svc's servers when they have a check of their own, or 0 for their own
+// port: it applies with --local-check=health-check-node-port, in node mode,
+// to Local Services that have one, unless a backend-port setting sends the
+// traffic elsewhere.
+func healthCheckNodePort(svc *corev1.Service, set settings.Settings, opts Options) uint16 {
+	hc := svc.Spec.HealthCheckNodePort
+	if !opts.LocalHealthCheck || opts.Targets != TargetNodes || set.BackendPort != 0 ||
+		svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal || hc <= 0 || hc >= 65536 {
+		return 0
+	}
+	return uint16(hc)
+}
