@@ -115,7 +115,7 @@ func Compute(in Input, opts Options) Result {
 	svcs, ok := memo.candidates(in.Services)
 	if ok {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
-			return withUDP(res, svcs, opts, nodes, bySvc)
+			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc)
 		}
 	}
 	defer memo.end()
@@ -267,7 +267,7 @@ func Compute(in Input, opts Options) Result {
 		memo.frontends = res.Config.Frontends
 		memo.remember(res, svcs, valid)
 	}
-	return withUDP(res, svcs, opts, nodes, bySvc)
+	return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc)
 }
 
 // sortedByName sorts by name, as slices.SortFunc with cmp.Compare on the

@@ -30,6 +30,7 @@ type Memo struct {
 
 	services map[*corev1.Service]struct{} // Input.Services of the last pass
 	sorted   []candidate                  // what Compute selected and sorted from them
+	udp      []candidate                  // udpCandidates(sorted)
 
 	feOrder, beOrder sortCache // how the last frontends and backends were sorted
 
@@ -195,7 +196,16 @@ func (m *Memo) setCandidates(svcs []*corev1.Service, sorted []candidate) {
 	if len(m.services) != len(svcs) {
 		m.services = nil // duplicates: never reuse
 	}
-	m.sorted = sorted
+	m.sorted, m.udp = sorted, udpCandidates(sorted)
+}
+
+// udpCandidates is udpCandidates(svcs), from the memo when svcs are the
+// candidates it holds (a pass over the same Services: no walk over them).
+func (m *Memo) udpCandidates(svcs []candidate) []candidate {
+	if m != nil && len(svcs) > 0 && len(svcs) == len(m.sorted) && &svcs[0] == &m.sorted[0] {
+		return m.udp
+	}
+	return udpCandidates(svcs)
 }
 
 type memoEntry struct {
@@ -241,7 +251,7 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 		m.opts, m.hasOpts = opts, true
 		m.entries = nil
 		m.nodes = nil
-		m.services, m.sorted = nil, nil
+		m.services, m.sorted, m.udp = nil, nil, nil
 		m.good, m.frontends = nil, nil
 		m.byNode = nil
 		m.last, m.byKey = lastResult{}, nil

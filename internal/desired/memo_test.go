@@ -20,13 +20,15 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 		targets string
 		invalid bool // some Services have invalid annotations
 		track   bool // TrackNodes, and some Services without checks
-	}{{TargetNodes, true, false}, {TargetPods, true, false}, {TargetNodes, false, false}, {TargetNodes, true, true}, {TargetNodes, false, true}} {
+		udp     bool // some second ports are UDP, and Options.UDP
+	}{{TargetNodes, true, false, false}, {TargetPods, true, false, true}, {TargetNodes, false, false, false}, {TargetNodes, true, true, true}, {TargetNodes, false, true, false}} {
 		targets := tc.targets
-		t.Run(fmt.Sprint(targets, tc.invalid, tc.track), func(t *testing.T) {
+		t.Run(fmt.Sprint(targets, tc.invalid, tc.track, tc.udp), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			opts := defaults()
 			opts.Targets = targets
 			opts.TrackNodes = tc.track
+			opts.UDP = tc.udp
 			const nSvc, nNodes = 24, 6
 			mkNode := func(i int) *corev1.Node {
 				var lbl map[string]string
@@ -57,7 +59,11 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				s.Spec.Ports[0].Port = int32(80 + rng.IntN(20))
 				s.Spec.Ports[0].NodePort = int32(30000 + i)
 				if rng.IntN(4) == 0 {
-					s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "b", Port: int32(200 + rng.IntN(20)), NodePort: int32(31000 + i), Protocol: corev1.ProtocolTCP})
+					proto := corev1.ProtocolTCP
+					if tc.udp && rng.IntN(2) == 0 {
+						proto = corev1.ProtocolUDP
+					}
+					s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "b", Port: int32(200 + rng.IntN(20)), NodePort: int32(31000 + i), Protocol: proto})
 				}
 				return s
 			}
@@ -84,7 +90,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				nodes[i] = mkNode(i)
 			}
 			var memo Memo
-			reused := 0
+			reused, udpSeen := 0, 0
 			var prevGood map[string]settings.Settings
 			var lastGood map[string]settings.Settings
 			var prevBackends []model.Backend
@@ -122,6 +128,9 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 					reused++
 				}
 				prevGood = got.Good
+				if len(got.Config.UDP) > 0 {
+					udpSeen++
+				}
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d: with memo\n%+v\nwithout\n%+v", step, got, want)
 				}
@@ -129,6 +138,9 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 			}
 			if len(memo.entries) == 0 {
 				t.Fatal("memo holds nothing")
+			}
+			if tc.udp && udpSeen == 0 {
+				t.Fatal("no pass had a UDP port")
 			}
 			if !tc.invalid && reused == 0 {
 				t.Fatal("the last pass's results were never reused")

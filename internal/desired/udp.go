@@ -11,7 +11,8 @@ import (
 )
 
 // withUDP adds the UDP part of the model to res: one model.UDPService per
-// UDP port of the selected Services, with the same servers as a TCP port
+// UDP port of the selected Services (svcs: those of them with a UDP port,
+// see udpCandidates), with the same servers as a TCP port
 // would have (eligible nodes' InternalIP:nodePort under either
 // externalTrafficPolicy, or the endpoints with --targets=pods) and the
 // same settings (res.Good). It is computed afresh on every pass, fast or
@@ -31,9 +32,6 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 	sopts := opts
 	sopts.TrackNodes = false
 	for _, c := range svcs {
-		if !slices.ContainsFunc(c.svc.Spec.Ports, isUDP) {
-			continue
-		}
 		set, ok := res.Good[c.key]
 		if !ok {
 			continue // never had valid annotations: reported, left out
@@ -87,6 +85,17 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 }
 
 func isUDP(p corev1.ServicePort) bool { return p.Protocol == corev1.ProtocolUDP }
+
+// udpCandidates are the candidates with a UDP port, in their order.
+func udpCandidates(svcs []candidate) []candidate {
+	var out []candidate
+	for _, c := range svcs {
+		if slices.ContainsFunc(c.svc.Spec.Ports, isUDP) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 func udpService(c candidate, p corev1.ServicePort, balance string, opts Options, servers []model.Server) model.UDPService {
 	u := model.UDPService{
