@@ -51,6 +51,9 @@ type config struct {
 	ctlEnv, ctlBin                      string
 	driver                              string
 	dpReloadDelay                       time.Duration
+	nodeInter                           time.Duration // --node-check-interval
+	nodeRise, nodeFall                  int
+	deaths                              int // node-death rounds of each kind
 }
 
 func main() {
@@ -81,6 +84,10 @@ func main() {
 	flag.StringVar(&c.ctlBin, "controller-bin", "", "use this controller binary instead of building ./cmd/haproxy-k8s-sync (to compare versions)")
 	flag.StringVar(&c.ctlEnv, "controller-env", "", "extra environment of the controller, comma-separated KEY=VALUE (e.g. GOMEMLIMIT=100MiB)")
 	flag.StringVar(&c.driver, "driver", "haproxy", "haproxy: a real HAProxy, hybrid mode and the reload baseline; dataplane: the Data Plane API driver against the in-memory test server")
+	flag.DurationVar(&c.nodeInter, "node-check-interval", 2*time.Second, "with -health-checks=node: the controller's --node-check-interval")
+	flag.IntVar(&c.nodeRise, "node-check-rise", 2, "with -health-checks=node: --node-check-rise")
+	flag.IntVar(&c.nodeFall, "node-check-fall", 2, "with -health-checks=node: --node-check-fall")
+	flag.IntVar(&c.deaths, "node-deaths", 3, "with -health-checks=node: after the burst, under load, take this many nodes out and back, each way (dead: ports and /healthz closed; 503: /healthz answers 503), hybrid mode only; 0: none")
 	flag.DurationVar(&c.dpReloadDelay, "dataplane-reload-delay", time.Second, "the test server's reload_delay (driver dataplane)")
 	// The load process (this binary re-executed); not for direct use.
 	flag.StringVar(&loadTarget, "load-target", "", "internal: run as the load process against these addresses")
@@ -108,6 +115,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-changes must be positive")
 	case c.driver != "haproxy" && c.driver != "dataplane":
 		return fmt.Errorf("-driver: want haproxy or dataplane")
+	case c.nodeInter <= 0 || c.nodeRise < 1 || c.nodeFall < 1 || c.deaths < 0:
+		return fmt.Errorf("-node-check-interval, -node-check-rise, -node-check-fall must be positive, -node-deaths not negative")
 	case c.services > 30000:
 		return fmt.Errorf("at most 30000 Services")
 	case c.npBase+nodePortSpan(c.services) > 65535 || c.feBase+c.services+burstSize+1 > 65535:
@@ -159,6 +168,7 @@ type bench struct {
 	ctlBin string
 	dir    string
 	nodes  []*lab.NodeServer
+	health []*lab.HealthServer // the nodes' /healthz with -health-checks=node
 }
 
 func run(c config) error {
@@ -228,9 +238,14 @@ func run(c config) error {
 			if err != nil {
 				return err
 			}
-			defer h.Close()
+			b.health = append(b.health, h)
 		}
 	}
+	defer func() { // the node-death phase replaces some
+		for _, h := range b.health {
+			h.Close()
+		}
+	}()
 	t = time.Now()
 	if err := b.w.createNodes(ctx); err != nil {
 		return err

@@ -19,27 +19,28 @@ import (
 
 // result is one mode's numbers; the JSON field names are the report's.
 type result struct {
-	Services      int     `json:"services"`
-	Endpoints     int     `json:"endpoints"`
-	Changes       int     `json:"changes"`
-	P50           float64 `json:"latency_p50_ms"`
-	P90           float64 `json:"latency_p90_ms"`
-	P99           float64 `json:"latency_p99_ms"`
-	Max           float64 `json:"latency_max_ms"`
-	ReloadsChurn  int     `json:"reloads_churn"`
-	ReloadsBurst  int     `json:"reloads_burst"`
-	BurstSync     float64 `json:"burst_sync_s"`
-	SingleSync    float64 `json:"single_sync_s"` // one new Service, creation to served
-	Connections   int     `json:"connections"`
-	Failed        int     `json:"failed_connections"`
-	ControllerRSS float64 `json:"controller_rss_mib"`
-	ControllerCPU float64 `json:"controller_cpu_s"`
-	HAProxyRSS    float64 `json:"haproxy_rss_mib"`
-	InitialSync   float64 `json:"initial_sync_s"`
-	HealthChecks  bool    `json:"health_checks"`
-	NodeChecks    int     `json:"node_checks"` // checks HAProxy runs for --node-check: one per node
-	Mode          string  `json:"mode"`
-	Baseline      *result `json:"baseline,omitempty"`
+	Services      int          `json:"services"`
+	Endpoints     int          `json:"endpoints"`
+	Changes       int          `json:"changes"`
+	P50           float64      `json:"latency_p50_ms"`
+	P90           float64      `json:"latency_p90_ms"`
+	P99           float64      `json:"latency_p99_ms"`
+	Max           float64      `json:"latency_max_ms"`
+	ReloadsChurn  int          `json:"reloads_churn"`
+	ReloadsBurst  int          `json:"reloads_burst"`
+	BurstSync     float64      `json:"burst_sync_s"`
+	SingleSync    float64      `json:"single_sync_s"` // one new Service, creation to served
+	Connections   int          `json:"connections"`
+	Failed        int          `json:"failed_connections"`
+	ControllerRSS float64      `json:"controller_rss_mib"`
+	ControllerCPU float64      `json:"controller_cpu_s"`
+	HAProxyRSS    float64      `json:"haproxy_rss_mib"`
+	InitialSync   float64      `json:"initial_sync_s"`
+	HealthChecks  bool         `json:"health_checks"`
+	NodeChecks    int          `json:"node_checks"` // checks HAProxy runs for --node-check: one per node
+	Mode          string       `json:"mode"`
+	NodeDeath     *deathResult `json:"node_death,omitempty"` // -health-checks=node: nodes taken out under load
+	Baseline      *result      `json:"baseline,omitempty"`
 }
 
 // runMode runs every step against a fresh HAProxy and controller.
@@ -70,7 +71,8 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		args = append(args, "--pprof-address", c.pprof)
 	}
 	if c.nodeChecks() {
-		args = append(args, "--node-check=http:"+strconv.Itoa(nodeCheckPort)+"/healthz")
+		args = append(args, "--node-check=http:"+strconv.Itoa(nodeCheckPort)+"/healthz", "--node-check-interval="+c.nodeInter.String(),
+			"--node-check-rise="+strconv.Itoa(c.nodeRise), "--node-check-fall="+strconv.Itoa(c.nodeFall))
 		res.NodeChecks = c.nodes
 	}
 	start := time.Now()
@@ -177,6 +179,13 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	res.HAProxyRSS = obs.rssMiB(ctx)
 	logf("cost: controller peak RSS %.1f MiB, CPU %.2f s; HAProxy master+worker RSS %.1f MiB",
 		res.ControllerRSS, res.ControllerCPU, res.HAProxyRSS)
+
+	// 6. Node death (hybrid only: HAProxy alone acts, the controller has nothing to do).
+	if c.nodeChecks() && c.deaths > 0 && mode == "hybrid" {
+		if res.NodeDeath, err = b.nodeDeaths(ctx, obs, ctl, targets, dir); err != nil {
+			return nil, err
+		}
+	}
 
 	// Clean up for the next mode.
 	ctl.stop(syscall.SIGTERM, 10*time.Second)
@@ -307,6 +316,9 @@ func printTable(out io.Writer, r *result) {
 		fmt.Fprintln(out)
 	}
 	fmt.Fprintln(out)
+	if r.NodeDeath != nil {
+		printDeath(out, r.NodeDeath)
+	}
 }
 
 func num(v float64, unit string) string {
