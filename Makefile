@@ -16,7 +16,8 @@ PKGS ?= ./...
 
 # Sizes for the benchmark, passed as flags only when set:
 #   make bench SERVICES=500 ENDPOINTS=20 NODES=50 CHANGES=1000
-# CHECKS=node: servers follow their node, each node checked once (--node-check).
+# CHECKS=node: servers follow their node, each node checked once (--node-check);
+# then nodes die and drain under load (-node-deaths, in BENCHFLAGS).
 # DRIVER=dataplane measures the Data Plane API driver against its test server.
 SERVICES ?=
 CHANGES ?=
