@@ -25,7 +25,10 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Resul
 	switch {
 	case cfg.Changes != nil:
 		var ok bool
-		if changed, ok = plan.AssignChanged(cfg, d.desired, d.layout); !ok {
+		if d.loose == nil {
+			d.loose = plan.LooseOf(d.desired, d.layout)
+		}
+		if changed, ok = plan.AssignChanged(cfg, d.desired, d.layout, d.loose); !ok {
 			return false, nil
 		}
 	case model.SameSlice(cfg.Backends, d.desired.Backends) && len(d.unsent) > 0:
@@ -52,6 +55,9 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *Resul
 	}
 	d.unsent = nil
 	d.markUnsent(unsent)
+	if d.loose != nil {
+		d.loose.Update(cfg, changed)
+	}
 	// The structure (frontends, backend settings, slot counts) is the one
 	// running: the hash stays.
 	cfg.Changes = nil // not needed any more; it holds the previous Backends

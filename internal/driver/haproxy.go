@@ -60,6 +60,7 @@ type HAProxy struct {
 	pidEpoch   uint64       // counts updates of pid by the driver (see Watch)
 	running    model.Config // last desired model applied (for reload reasons)
 	layout     model.Layout // slot assignment in force
+	loose      plan.Loose   // of desired in layout; nil: to be built (applyServers)
 	actual     plan.Runtime // slot states in force
 	lastReload time.Time
 	written    [sha256.Size]byte // digest of the bytes last written to ConfigPath (megabytes at scale: not kept)
@@ -181,7 +182,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 	if err := d.execOps(ctx, ops, &res); err != nil {
 		return res, err
 	}
-	d.layout, d.running, d.desired = layout, cfg, cfg
+	d.layout, d.running, d.desired, d.loose = layout, cfg, cfg, nil
 	d.assigned, d.consistent, d.unsent = true, true, nil
 	d.gen++
 	d.schedulePersist()
@@ -305,7 +306,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		d.known = false
 		return err
 	}
-	d.hash, d.running, d.layout, d.desired = hash, cfg, layout, cfg
+	d.hash, d.running, d.layout, d.desired, d.loose = hash, cfg, layout, cfg, nil
 	d.assigned, d.consistent = true, false
 	d.gen++
 	// The state file may have restored states that no longer hold.

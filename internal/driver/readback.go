@@ -95,7 +95,7 @@ func (d *HAProxy) readSlotStates(ctx context.Context, withLayout bool) (foreign 
 		// The layout read back is the runtime state itself, with the
 		// slots' bindings to nodes from the config file (the Runtime API
 		// does not show them).
-		d.layout = rt.Layout()
+		d.layout, d.loose = rt.Layout(), nil
 		restoreTracks(d.layout, d.opts.ConfigPath, d.hash, d.log)
 		d.assigned, d.consistent, d.unsent = false, true, nil
 	}

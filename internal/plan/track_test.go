@@ -201,7 +201,7 @@ func TestAssignChangedFollowsNodes(t *testing.T) {
 	next.Changes = &model.Changes{Base: prevCfg.Backends, Backends: []int{0, 1}}
 	next.Backends = append([]model.Backend(nil), next.Backends...)
 	prevCfg.Backends = next.Changes.Base
-	changed, ok := AssignChanged(next, prevCfg, prev)
+	changed, ok := AssignChanged(next, prevCfg, prev, LooseOf(prevCfg, prev))
 	if !ok {
 		t.Fatal("AssignChanged refused")
 	}
