@@ -43,6 +43,7 @@ type config struct {
 	trackNodes                          bool
 	probe, loadRate                     int
 	minReload, persist, syncTimeout     time.Duration
+	reloadSettle                        time.Duration
 	feBase, npBase, subnet              int
 	dir                                 string
 	keep                                bool
@@ -72,6 +73,7 @@ func main() {
 	flag.IntVar(&c.probe, "probe", 8, "Services whose nodePorts the node stand-ins listen on; they are probed and loaded")
 	flag.IntVar(&c.loadRate, "load-rate", 400, "connections per second of the load process")
 	flag.DurationVar(&c.minReload, "min-reload-interval", 100*time.Millisecond, "controller --min-reload-interval")
+	flag.DurationVar(&c.reloadSettle, "reload-settle", 300*time.Millisecond, "controller --reload-settle")
 	flag.DurationVar(&c.persist, "persist-interval", time.Second, "controller --persist-interval")
 	flag.DurationVar(&c.syncTimeout, "sync-timeout", 10*time.Minute, "give up waiting for a sync after this")
 	flag.IntVar(&c.feBase, "frontend-base", 20000, "Service i listens on 127.0.0.1:frontend-base+i")

@@ -29,7 +29,8 @@ type result struct {
 	ReloadsChurn  int          `json:"reloads_churn"`
 	ReloadsBurst  int          `json:"reloads_burst"`
 	BurstSync     float64      `json:"burst_sync_s"`
-	SingleSync    float64      `json:"single_sync_s"` // one new Service, creation to served
+	SingleSync    float64      `json:"single_sync_s"`  // one new Service, creation to served
+	SingleReloads int          `json:"single_reloads"` // the reloads it took
 	Connections   int          `json:"connections"`
 	Failed        int          `json:"failed_connections"`
 	ControllerRSS float64      `json:"controller_rss_mib"`
@@ -64,7 +65,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state, "--bind-address", "127.0.0.1",
 		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
 		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
-		"--min-reload-interval", c.minReload.String(), "--persist-interval", c.persist.String(), "--log-level", "info",
+		"--min-reload-interval", c.minReload.String(), "--reload-settle", c.reloadSettle.String(), "--persist-interval", c.persist.String(), "--log-level", "info",
 		"--metrics-address", "127.0.0.1:0",
 		"--udp=off"} // never the host's nftables
 	if c.pprof != "" {
@@ -127,7 +128,9 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	res.ReloadsChurn = r1 - r0
 	res.setChurn(lat)
 
-	// 3a. One new Service: from its creation to its servers in HAProxy.
+	// 3a. One new Service: from its creation to its servers in HAProxy,
+	// the reloads it took and the phases of the passes it caused.
+	mark := logMark(ctl.log)
 	t := time.Now()
 	if err := w.createServices(ctx, c.services, c.services+1); err != nil {
 		return nil, err
@@ -137,9 +140,18 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		return nil, fmt.Errorf("single Service: %w", err)
 	}
 	res.SingleSync = seen.Sub(t).Seconds()
-	logf("one new Service served %.2fs after its creation", res.SingleSync)
+	r0 = r1
 	if r1, err = obs.reloads(ctx); err != nil { // the burst's reloads count from here
 		return nil, err
+	}
+	res.SingleReloads = r1 - r0
+	logf("one new Service served %.2fs after its creation, %d reloads", res.SingleSync, res.SingleReloads)
+	ups, err := reloadUpdates(ctx, ctl.log, mark, res.SingleReloads, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range ups {
+		logf("  update: %s", u)
 	}
 
 	// 3b. Burst: 100 Services at once.
@@ -287,6 +299,7 @@ func printTable(out io.Writer, r *result) {
 		{"reloads (burst of 100)", func(r *result) float64 { return float64(r.ReloadsBurst) }, ""},
 		{"burst served", func(r *result) float64 { return r.BurstSync }, "s"},
 		{"one new Service served", func(r *result) float64 { return r.SingleSync }, "s"},
+		{"reloads (one Service)", func(r *result) float64 { return float64(r.SingleReloads) }, ""},
 		{"connections", func(r *result) float64 { return float64(r.Connections) }, ""},
 		{"failed connections", func(r *result) float64 { return float64(r.Failed) }, ""},
 		{"controller peak RSS", func(r *result) float64 { return r.ControllerRSS }, "MiB"},

@@ -205,7 +205,7 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 			}
 			hd := driver.NewHAProxy(driver.Options{
 				ConfigPath: s.config, Binary: f.bin, MasterSocket: s.master, Render: ro,
-				Mode: f.apply, MinReloadInterval: f.minReload, Logger: ilog,
+				Mode: f.apply, MinReloadInterval: f.minReload, ReloadSettle: f.reloadSettle, Logger: ilog,
 			})
 			stops = append(stops, persist(hd, f.persist, f.persistMax))
 			hds = append(hds, hd)

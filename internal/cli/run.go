@@ -27,6 +27,7 @@ type runFlags struct {
 	config, bin, master  string
 	apply                string
 	resync, minReload    time.Duration
+	reloadSettle         time.Duration
 	persist, syncTimeout time.Duration
 	persistMax           time.Duration
 	logLevel, logFormat  string
@@ -61,6 +62,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.apply, "apply", driver.ModeHybrid, "hybrid: servers through the Runtime API, reload only for structure; reload: reload on every change (baseline)")
 	fs.DurationVar(&f.resync, "resync-period", 30*time.Second, "compare HAProxy's state with what was applied this often (off the pass lock) and correct drift")
 	fs.DurationVar(&f.minReload, "min-reload-interval", 500*time.Millisecond, "structural changes arriving closer than this share one reload")
+	fs.DurationVar(&f.reloadSettle, "reload-settle", 300*time.Millisecond, "a reload wanted after a quiet spell waits this long, so that changes written together (a new Service and its EndpointSlices) share it; server changes never wait")
 	fs.DurationVar(&f.persist, "persist-interval", time.Second, "write the config and server-state files once changes have been quiet this long")
 	fs.DurationVar(&f.persistMax, "persist-max-delay", 30*time.Second, "write the config and server-state files at the latest this long after the first change not yet written, even while changes keep coming")
 	fs.DurationVar(&f.syncTimeout, "cache-sync-timeout", 5*time.Minute, "give up if the informer caches have not synced by then")
@@ -240,6 +242,7 @@ func (f *runFlags) haproxyDriver(log *slog.Logger) (*driver.HAProxy, error) {
 		Render:            ropts,
 		Mode:              f.apply,
 		MinReloadInterval: f.minReload,
+		ReloadSettle:      f.reloadSettle,
 		Logger:            log,
 	}), nil
 }

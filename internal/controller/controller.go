@@ -51,6 +51,9 @@ type Controller struct {
 	// pending: something changed since the current pass took its snapshot,
 	// so a newer pass will follow; the driver may stop a long batch early.
 	pending atomic.Bool
+	// changed: when the first change not yet taken by a pass was seen
+	// (Unix nanoseconds); a reload waits until that is --reload-settle old.
+	changed atomic.Int64
 }
 
 // New wires a controller. recorder may be nil (no Events).
@@ -77,7 +80,9 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 
 // Trigger asks for a pass.
 func (c *Controller) Trigger() {
-	c.pending.Store(true)
+	if c.pending.CompareAndSwap(false, true) {
+		c.changed.Store(time.Now().UnixNano())
+	}
 	c.queue.Add(syncKey)
 }
 
@@ -127,7 +132,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		return driver.Result{}, errors.New("informer caches not synced")
 	}
 	start := time.Now()
-	c.pending.Store(false)
+	if c.pending.Swap(false) {
+		ctx = driver.WithChanged(ctx, time.Unix(0, c.changed.Load()))
+	}
 	ctx = driver.WithPreempt(ctx, c.pending.Load)
 	svcs, eps, nodes := c.src.Snapshot()
 	d := desired.Compute(desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood, Memo: &c.memo}, c.opts.Desired)

@@ -107,3 +107,44 @@ func TestResyncVerifiesThenTriggers(t *testing.T) {
 		})
 	}
 }
+
+// changeDriver records the change time each pass carries.
+type changeDriver struct{ seen []time.Time }
+
+func (d *changeDriver) Apply(ctx context.Context, _ model.Config) (driver.Result, error) {
+	d.seen = append(d.seen, driver.ChangedAt(ctx))
+	return driver.Result{}, nil
+}
+
+// A pass tells the driver when the first change it carries was seen (the
+// reload settle time counts from there), and a pass with no new change
+// tells it nothing.
+func TestPassCarriesFirstChangeTime(t *testing.T) {
+	drv := &changeDriver{}
+	src := source.New(fake.NewSimpleClientset(), "")
+	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults()}})
+	defer c.queue.ShutDown()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := src.Start(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	c.Trigger()
+	after := time.Now()
+	c.Trigger() // a later change of the same pass
+	for range 2 {
+		if _, err := c.sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(drv.seen) != 2 {
+		t.Fatalf("%d passes", len(drv.seen))
+	}
+	if first := drv.seen[0]; first.Before(before.Truncate(0)) || first.After(after) {
+		t.Errorf("first pass carries %v, want the first trigger's time in [%v, %v]", first, before, after)
+	}
+	if !drv.seen[1].IsZero() {
+		t.Errorf("a pass with no new change carries %v, want none", drv.seen[1])
+	}
+}

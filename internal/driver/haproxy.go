@@ -35,6 +35,7 @@ type Options struct {
 	Render            render.Options // StatsSocket and StateFile are used too
 	Mode              string
 	MinReloadInterval time.Duration // bursts of structural changes coalesce into one reload per interval
+	ReloadSettle      time.Duration // a reload waits until its first change is this old, for changes written with it (gate.go)
 	ReloadTimeout     time.Duration
 	Logger            *slog.Logger
 }
@@ -63,6 +64,8 @@ type HAProxy struct {
 	loose      plan.Loose   // of desired in layout; nil: to be built (applyServers)
 	actual     plan.Runtime // slot states in force
 	lastReload time.Time
+	gate       reloadGate        // when a wanted reload may start
+	now        func() time.Time  // the gate's clock (replaced in tests)
 	written    [sha256.Size]byte // digest of the bytes last written to ConfigPath (megabytes at scale: not kept)
 	desired    model.Config
 	gen        uint64 // counts changes of desired, layout and written
@@ -98,6 +101,8 @@ func NewHAProxy(opts Options) *HAProxy {
 		master:  haproxy.NewMaster(opts.MasterSocket),
 		log:     opts.Logger,
 		persist: make(chan struct{}, 1),
+		gate:    reloadGate{minInterval: opts.MinReloadInterval, settle: opts.ReloadSettle},
+		now:     time.Now,
 	}
 }
 
@@ -127,6 +132,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		}
 	}
 	if done, err := d.applyServers(ctx, cfg, &res); done {
+		d.gate.none()
 		return res, err
 	}
 	// Only applyServers reads Changes; kept in d.desired it would hold the
@@ -156,7 +162,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		reasons = []string{"servers changed (apply mode reload)"}
 	}
 	if len(reasons) > 0 {
-		if wait := d.opts.MinReloadInterval - time.Since(d.lastReload); wait > 0 {
+		if wait := d.gate.wait(d.now(), ChangedAt(ctx)); wait > 0 {
 			// Coalesce: apply what the runtime can now, reload later.
 			// The reload mode (the baseline) changes nothing without a
 			// reload.
@@ -174,6 +180,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		}
 		return res, d.reload(ctx, cfg, reasons, &res)
 	}
+	d.gate.none()
 	ops, missing := plan.Ops(d.changed(layout), d.actual)
 	if len(missing) > 0 {
 		d.known = false
@@ -290,6 +297,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	cancel()
 	res.Reload = time.Since(t)
 	d.lastReload = time.Now()
+	d.gate.reloaded(d.now())
 	d.rt.Reset()
 	unlockState()
 	if err != nil {
