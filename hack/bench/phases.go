@@ -15,6 +15,7 @@ import (
 // with the time of each phase (log/slog text format):
 //   msg=update services=10001 ... parse=187ms render=90ms check=1.9s
 //   write=291ms reload=4.0s runtime=0s ops=0 total=6.8s reloaded=true reasons="[...]"
+// (a pass that held a reload back says reload_in=300ms instead).
 
 // update is one such line.
 type update struct {
@@ -45,6 +46,12 @@ func (u update) String() string {
 	var b strings.Builder
 	for _, k := range phaseNames {
 		fmt.Fprintf(&b, "%s %s  ", k, roundDur(u.fields[k]))
+	}
+	if n := u.fields["ops"]; n != "" && n != "0" {
+		b.WriteString("ops " + n + "  ")
+	}
+	if r := u.fields["reload_in"]; r != "" {
+		b.WriteString("reload deferred " + roundDur(r) + "  ")
 	}
 	if r := u.fields["reasons"]; r != "" {
 		if len(r) > 120 {

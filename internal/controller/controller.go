@@ -157,7 +157,10 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	if res.Reloaded {
 		attrs = append(attrs, "reloaded", true, "reasons", res.Reasons)
 	}
-	if err != nil && !errors.Is(err, driver.ErrDeferred) {
+	switch {
+	case errors.Is(err, driver.ErrDeferred):
+		attrs = append(attrs, "reload_in", res.RetryAfter)
+	case err != nil:
 		attrs = append(attrs, "err", err)
 	}
 	c.record(d, res, parse, time.Since(start), err)

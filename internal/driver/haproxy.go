@@ -257,12 +257,6 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	res.Render += time.Since(t)
 
 	t = time.Now()
-	tmp, digest, err := d.writeConfig(cfg, layout, d.opts.Render, hash)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp) // no-op once renamed
-	restore := d.keepPrevious()
 	// Hold the state file until the new worker runs: a concurrent flush
 	// must not overwrite it with what the old worker reports afterwards.
 	d.stateMu.Lock()
@@ -274,12 +268,32 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		}
 	}
 	defer unlockState()
-	if err := d.saveStateLocked(ctx, layout); err != nil {
-		d.log.Warn("could not save server state before reload", "err", err)
+	// The state dump (megabytes at tens of thousands of servers, HAProxy's
+	// work and ours) runs while the new file is rendered and `haproxy -c`
+	// checks it, another process: the reload waits for the longer of the
+	// two, not their sum.
+	saved := make(chan error, 1)
+	go func() { saved <- d.saveStateLocked(ctx, layout) }()
+	waitSaved := func() {
+		if saved == nil {
+			return
+		}
+		if err := <-saved; err != nil {
+			d.log.Warn("could not save server state before reload", "err", err)
+		}
+		saved = nil
 	}
+	defer waitSaved()
+	tmp, digest, err := d.writeConfig(cfg, layout, d.opts.Render, hash)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // no-op once renamed
+	restore := d.keepPrevious()
 	c := time.Now()
 	err = haproxy.Check(ctx, d.opts.Binary, tmp)
 	res.Check = time.Since(c)
+	waitSaved()
 	if err == nil {
 		err = atomicfile.Commit(tmp, d.opts.ConfigPath)
 	}
