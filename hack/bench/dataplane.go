@@ -151,6 +151,7 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--driver=dataplane", "--dataplane-url", url,
 		"--dataplane-username", user, "--dataplane-password-file", pwFile, "--bind-address", "127.0.0.1",
 		"--state-file", filepath.Join(dir, "state"), "--default-check=" + strconv.FormatBool(c.checks()),
+		"--node-check=none", // the Data Plane API driver follows no node
 		"--log-level", "info", "--metrics-address", "127.0.0.1:0"}
 	start := time.Now()
 	ctl, err := startProc("controller", filepath.Join(dir, "controller.log"), nil, b.ctlBin, args...)

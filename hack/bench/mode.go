@@ -75,6 +75,10 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		args = append(args, "--node-check=http:"+strconv.Itoa(nodeCheckPort)+"/healthz", "--node-check-interval="+c.nodeInter.String(),
 			"--node-check-rise="+strconv.Itoa(c.nodeRise), "--node-check-fall="+strconv.Itoa(c.nodeFall))
 		res.NodeChecks = c.nodes
+	} else {
+		// Explicit: the stand-ins answer no /healthz here, and the
+		// controller's default node check would take every node down.
+		args = append(args, "--node-check=none")
 	}
 	start := time.Now()
 	var env []string

@@ -71,8 +71,9 @@ func run(wait bool, bin string) error {
 	}
 	defer hap.Stop()
 
-	step("three nodes: n1..n3 with InternalIPs 127.77.0.1..3, each answering on nodePort %d with its name", nodePort)
+	step("three nodes: n1..n3 with InternalIPs 127.77.0.1..3, each answering on nodePort %d with its name, and kube-proxy's /healthz on :10256", nodePort)
 	nodes := map[string]*lab.NodeServer{}
+	health := map[string]*lab.HealthServer{}
 	for i, name := range []string{"n1", "n2", "n3"} {
 		ip := fmt.Sprintf("127.77.0.%d", i+1)
 		n := lab.NewNodeServer(name, ip)
@@ -81,6 +82,12 @@ func run(wait bool, bin string) error {
 		}
 		defer n.Close()
 		nodes[name] = n
+		h, err := lab.NewHealthServer(ip + ":10256") // the default --node-check
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		health[name] = h
 		if err := lab.CreateNode(ctx, client, name, ip, true); err != nil {
 			return err
 		}
@@ -126,8 +133,9 @@ func run(wait bool, bin string) error {
 	}
 	reloads := reloadCount(ctx, hap.MasterSocket)
 
-	step("node n2 fails: its NodePorts stop answering and it turns NotReady")
+	step("node n2 fails: its NodePorts and /healthz stop answering and it turns NotReady")
 	nodes["n2"].Close()
+	health["n2"].Close()
 	if err := lab.SetNodeReady(ctx, client, "n2", false); err != nil {
 		return err
 	}

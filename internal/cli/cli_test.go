@@ -52,7 +52,7 @@ func TestRenderStdinAndSingleServiceLegacyEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := out.String()
-	for _, want := range []string{"backend be_ingress_https\n", "server s1 192.0.2.10:32443\n", "send-proxy-v2", "bind :8443\n"} {
+	for _, want := range []string{"backend be_ingress_https\n", "server s1 192.0.2.10:32443 track _nodes/s1\n", "send-proxy-v2", "bind :8443\n"} {
 		if !strings.Contains(cfg, want) {
 			t.Errorf("config lacks %q:\n%s", want, cfg)
 		}

@@ -3,10 +3,12 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -19,14 +21,35 @@ type nodeCheck struct {
 	rise, fall  int
 }
 
+// DefaultNodeCheck is the default of --node-check: kube-proxy's health
+// endpoint, which answers 200 while the node's kube-proxy is healthy and
+// 503 while the node is drained or deleted (KEP-3836).
+const DefaultNodeCheck = "http:10256/healthz"
+
 func (n *nodeCheck) register(fs *flag.FlagSet) {
-	fs.StringVar(&n.spec, "node-check", "none", "health check of each node, inherited by the servers that follow their node (Services with check=false): "+
-		"'http:PORT/PATH' (GET must answer 200; kube-proxy's is http:10256/healthz, 503 while the node is drained or deleted), 'tcp:PORT', or 'none'")
+	fs.StringVar(&n.spec, "node-check", DefaultNodeCheck, "health check of each node, inherited by the servers that follow their node (node mode, Services with check auto or false): "+
+		"'http:PORT/PATH' (GET must answer 200; kube-proxy's is http:10256/healthz, 503 while the node is drained or deleted), 'tcp:PORT', or 'none'. "+
+		"Every node must answer it, or all of them go down: without kube-proxy's /healthz, use tcp:PORT or none (none: servers with check auto are checked by themselves, as before)")
 	fs.DurationVar(&n.inter, "node-check-interval", 2*time.Second, "interval of the node check")
 	fs.IntVar(&n.rise, "node-check-rise", 2, "successful node checks before a node is up again")
 	fs.IntVar(&n.fall, "node-check-fall", 2, "failed node checks before a node and every server following it is down")
-	fs.StringVar(&n.local, "local-check", "service-port", "what checks the servers of externalTrafficPolicy Local Services in node mode (with checks on): "+
-		"'service-port' (their own nodePort) or 'health-check-node-port' (kube-proxy's spec.healthCheckNodePort, GET / answers 200 while the node has a ready local endpoint, as cloud load balancers check)")
+	fs.StringVar(&n.local, "local-check", "service-port", "what checks the servers of externalTrafficPolicy Local Services in node mode: "+
+		"'service-port' (the node check they follow, or their own nodePort with check true or without a node check) or 'health-check-node-port' (kube-proxy's spec.healthCheckNodePort on each server, with check auto or true: GET / answers 200 while the node has a ready local endpoint, as cloud load balancers check)")
+}
+
+// logStart says, once at start, which node check is in effect: a node
+// check nothing answers takes every node down, so it must be easy to see.
+func (n *nodeCheck) logStart(log *slog.Logger, o desired.Options) {
+	switch {
+	case !o.NodeCheck.Enabled:
+		log.Info("node check: none; servers with check auto are checked by themselves, on their own port")
+	case o.Targets == desired.TargetPods || !o.TrackNodes:
+		log.Info("node check: not used (servers do not follow their node here: --targets=pods, --track-nodes=false or the Data Plane API); servers with check auto are checked by themselves",
+			"node-check", n.spec)
+	default:
+		log.Info("node check: servers with check auto follow their node and its check; every node must answer it, or its servers go down (no kube-proxy /healthz there: --node-check=tcp:PORT or none)",
+			"node-check", n.spec, "interval", n.inter, "rise", n.rise, "fall", n.fall)
+	}
 }
 
 // localHealthCheck validates --local-check.

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -15,7 +17,8 @@ func TestNodeCheckFlags(t *testing.T) {
 		want    model.Check
 		wantErr string
 	}{
-		{args: nil, want: model.Check{}},
+		{args: nil, // kube-proxy's /healthz by default
+			want: model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: model.HTTPCheck{Path: "/healthz"}}},
 		{args: []string{"--node-check=none"}, want: model.Check{}},
 		{args: []string{"--node-check=http:10256/healthz"},
 			want: model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: model.HTTPCheck{Path: "/healthz"}}},
@@ -54,6 +57,43 @@ func TestNodeCheckFlags(t *testing.T) {
 			}
 			if o.LocalHealthCheck {
 				t.Errorf("LocalHealthCheck on by default")
+			}
+		})
+	}
+}
+
+// The controller says once at start which node check is in effect.
+func TestNodeCheckLogStart(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		adapt func(*desired.Options)
+		want  string
+	}{
+		{want: `msg="node check: servers with check auto follow their node and its check; every node must answer it` +
+			`, or its servers go down (no kube-proxy /healthz there: --node-check=tcp:PORT or none)" node-check=http:10256/healthz interval=2s rise=2 fall=2`},
+		{args: []string{"--node-check=tcp:10250", "--node-check-fall=3"}, want: "node-check=tcp:10250 interval=2s rise=2 fall=3"},
+		{args: []string{"--node-check=none"}, want: `msg="node check: none; servers with check auto are checked by themselves, on their own port"`},
+		{args: []string{"--targets=pods"}, want: `msg="node check: not used`},
+		{adapt: func(o *desired.Options) { o.TrackNodes = false }, want: `msg="node check: not used`}, // as the Data Plane API driver
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			fs := newFlagSet("t", &bytes.Buffer{})
+			var s shape
+			s.register(fs)
+			if err := parse(fs, tc.args, env(nil), &s); err != nil {
+				t.Fatal(err)
+			}
+			o, err := s.desiredOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.adapt != nil {
+				tc.adapt(&o)
+			}
+			var out bytes.Buffer
+			s.nodeCheck.logStart(slog.New(slog.NewTextHandler(&out, nil)), o)
+			if strings.Count(out.String(), "\n") != 1 || !strings.Contains(out.String(), tc.want) {
+				t.Errorf("logged %q, want one line with %q", out.String(), tc.want)
 			}
 		})
 	}

@@ -210,6 +210,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	default:
 		log.Info("starting", "version", Version, "driver", driverDataplane, "dataplane", redactURL(f.dp.url), "backend", dopts.Backend, "targets", dopts.Targets)
 	}
+	f.nodeCheck.logStart(log, dopts)
 	return ctl.Run(ctx)
 }
 

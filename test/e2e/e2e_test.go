@@ -74,22 +74,23 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 // NotReady or get the exclude label leave, and come back, without reloads.
 // The controller runs as on a plain Linux host: API URL + token file + CA,
 // with the token of the ServiceAccount of deploy/services/rbac.yaml (least privilege).
-// Without health checks the servers follow their nodes (--track-nodes): a
-// node that joined after the last reload sits in a slot that follows no
-// node, and still leaves when excluded.
+// Without health checks of their own (check auto, the default, with the
+// default node check; or check false) the servers follow their nodes
+// (--track-nodes): a node that joined after the last reload sits in a slot
+// that follows no node, and still leaves when excluded.
 func TestClusterPolicyFollowsNodes(t *testing.T) {
-	for _, checks := range []bool{true, false} {
-		t.Run(fmt.Sprint("checks=", checks), func(t *testing.T) { clusterPolicyFollowsNodes(t, checks) })
+	for _, check := range []string{"auto", "true", "false"} {
+		t.Run("check="+check, func(t *testing.T) { clusterPolicyFollowsNodes(t, check) })
 	}
 }
 
-func clusterPolicyFollowsNodes(t *testing.T, checks bool) {
+func clusterPolicyFollowsNodes(t *testing.T, check string) {
 	e := newEnv(t)
 	np := e.threeNodes()
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "api", Port: port, NodePort: np})
 	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.rbacTokenFile(), "--ca-file", e.kube.CAPath,
-		"--default-check="+fmt.Sprint(checks))
+		"--default-check="+check)
 	e.eventually("all nodes serve", serves(port, "n1", "n2", "n3"))
 	before := e.reloads()
 
@@ -113,7 +114,7 @@ func clusterPolicyFollowsNodes(t *testing.T, checks bool) {
 		t.Fatal(err)
 	}
 	e.eventually("excluded n4 leaves", serves(port, "n1", "n2"))
-	if !checks {
+	if check != "true" {
 		cfg, err := os.ReadFile(e.cfgPath)
 		if err != nil {
 			t.Fatal(err)

@@ -45,6 +45,9 @@ type env struct {
 	cfgPath string
 	subnet  int // nodes live at 127.<subnet>.0.x
 	nodes   map[string]*lab.NodeServer
+	// health: each node's stand-in for kube-proxy's /healthz on
+	// kubeProxyHealthPort, which the default --node-check checks.
+	health map[string]*lab.HealthServer
 
 	ctlCancel context.CancelFunc
 	ctlDone   chan error
@@ -62,7 +65,7 @@ func newEnv(t *testing.T) *env {
 // newEnvOn is newEnv on a running apiserver (shared by several envs).
 func newEnvOn(t *testing.T, kube *kubeapi.Server) *env {
 	t.Helper()
-	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}}
+	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}, health: map[string]*lab.HealthServer{}}
 	e.client = e.kube.Client(t)
 	e.subnet = 100 + rand.IntN(100)
 	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")
@@ -121,7 +124,13 @@ func (e *env) stopController() {
 	}
 }
 
-// addNode creates a Node at 127.<subnet>.0.<i> listening on ports.
+// kubeProxyHealthPort is where kube-proxy answers /healthz, which the
+// default --node-check checks.
+const kubeProxyHealthPort = 10256
+
+// addNode creates a Node at 127.<subnet>.0.<i> listening on ports, with a
+// healthy stand-in for kube-proxy's /healthz (e.health[name]), as a real
+// node has: the controller's default node check asks it.
 func (e *env) addNode(name string, i int, ready bool, ports ...int32) {
 	e.t.Helper()
 	ip := fmt.Sprintf("127.%d.0.%d", e.subnet, i)
@@ -133,6 +142,12 @@ func (e *env) addNode(name string, i int, ready bool, ports ...int32) {
 	}
 	e.nodes[name] = ns
 	e.t.Cleanup(ns.Close)
+	h, err := lab.NewHealthServer(fmt.Sprintf("%s:%d", ip, kubeProxyHealthPort))
+	if err != nil {
+		e.t.Fatalf("node %s: kube-proxy /healthz stand-in: %v", name, err)
+	}
+	e.health[name] = h
+	e.t.Cleanup(h.Close)
 	if err := lab.CreateNode(context.Background(), e.client, name, ip, ready); err != nil {
 		e.t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,16 +25,10 @@ func TestNodeCheckMovesTraffic(t *testing.T) {
 	e := newEnv(t)
 	e.subnet = 83 // this test's nodes: 127.83.0.21-22
 	np := nodePort()
-	health := map[string]*lab.HealthServer{}
 	for i, n := range []string{"n1", "n2"} {
-		e.addNode(n, 21+i, true, np)
-		h, err := lab.NewHealthServer(fmt.Sprintf("127.%d.0.%d:10256", e.subnet, 21+i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(h.Close)
-		health[n] = h
+		e.addNode(n, 21+i, true, np) // with kube-proxy's /healthz stand-in on :10256
 	}
+	health := e.health
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np,
 		Annotations: map[string]string{settings.Prefix + "check": "false"}})
@@ -151,5 +147,73 @@ func TestLocalHealthCheckNodePort(t *testing.T) {
 	e.eventually("n2 back", serves(port, "n1", "n2"))
 	if got := e.reloads(); got != before {
 		t.Errorf("%d reloads, want 0", got-before)
+	}
+}
+
+// With the default flags (check auto, --node-check=http:10256/healthz), the
+// servers of a Cluster and of a Local Service follow their node, and each
+// node is checked once, on kube-proxy's /healthz (the stand-ins answer on
+// their own loopback addresses, port 10256): a node whose /healthz answers
+// 503 leaves both Services within about fall x interval, with no Runtime
+// API command and no reload, and comes back on 200.
+func TestNodeCheckByDefault(t *testing.T) {
+	e := newEnv(t)
+	e.subnet = 61 // this test's nodes: 127.61.0.1-3
+	np := nodePort()
+	for i, n := range []string{"n1", "n2", "n3"} {
+		e.addNode(n, i+1, true, np, np+1) // with kube-proxy's /healthz stand-in on :10256
+	}
+	web, shop := int32(haproxytest.FreePort(t)), int32(haproxytest.FreePort(t))
+	e.createService(lab.Service{Namespace: ns, Name: "web", Port: web, NodePort: np})
+	e.createService(lab.Service{Namespace: ns, Name: "shop", Port: shop, NodePort: np + 1, Local: true})
+	e.setEndpoints("shop", pod(1, "n1"), pod(2, "n2"))
+	l, err := net.Listen("tcp", "127.61.1.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maddr := l.Addr().String()
+	l.Close()
+	e.startController("--metrics-address", maddr) // no check or node-check flag: the defaults
+	e.eventually("web served by every node", serves(web, "n1", "n2", "n3"))
+	e.eventually("shop served by the nodes of its endpoints", serves(shop, "n1", "n2"))
+	cfg := e.config()
+	for _, want := range []string{
+		"backend _nodes\n\toption httpchk GET /healthz\n\thttp-check expect status 200\n\tdefault-server check inter 2s rise 2 fall 2 port 10256\n",
+		fmt.Sprintf("server s1 127.61.0.1:%d track _nodes/", np),
+		fmt.Sprintf("server s1 127.61.0.1:%d track _nodes/", np+1),
+	} {
+		if err := contains(cfg, want); err != nil {
+			t.Fatalf("servers do not follow their node's check: %v", err)
+		}
+	}
+	if strings.Contains(cfg, "check inter 100ms") { // the env's --default-check-interval
+		t.Fatalf("servers are checked by themselves too:\n%s", cfg)
+	}
+	if err := contains(e.ctlLog.String(), `node-check=http:10256/healthz interval=2s rise=2 fall=2`); err != nil {
+		t.Errorf("the start does not say which node check is in effect: %v", err)
+	}
+	m := &scraper{url: "http://" + maddr + "/metrics"}
+	cmds := m.value(t, `haproxy_k8s_sync_runtime_commands_total{driver="haproxy"}`)
+	reloads := e.reloads()
+
+	n2 := "127.61.0.2"
+	e.health["n2"].SetHealthy(false)
+	start := time.Now()
+	e.eventually("n2's server of web down", e.serverDown(fmt.Sprintf("be_%s_web_%d", ns, web), n2))
+	e.eventually("n2's server of shop down", e.serverDown(fmt.Sprintf("be_%s_shop_%d", ns, shop), n2))
+	t.Logf("n2 out of both Services %v after its /healthz answered 503 (default: every 2s, fall 2)", time.Since(start).Round(time.Millisecond))
+	e.eventually("web without n2", serves(web, "n1", "n3"))
+	e.eventually("shop without n2", serves(shop, "n1"))
+	e.health["n2"].SetHealthy(true)
+	start = time.Now()
+	e.eventually("web with n2 again", serves(web, "n1", "n2", "n3"))
+	e.eventually("shop with n2 again", serves(shop, "n1", "n2"))
+	t.Logf("n2 back %v after its /healthz answered 200 (rise 2)", time.Since(start).Round(time.Millisecond))
+
+	if got := m.value(t, `haproxy_k8s_sync_runtime_commands_total{driver="haproxy"}`); got != cmds {
+		t.Errorf("the node check cost %v Runtime API commands, want 0", got-cmds)
+	}
+	if got := e.reloads(); got != reloads {
+		t.Errorf("the node check cost %d reloads, want 0", got-reloads)
 	}
 }

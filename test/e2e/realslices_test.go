@@ -39,7 +39,8 @@ type realCluster struct {
 
 // TestRealSlices runs the controller against EndpointSlices written by the
 // real endpoint-slice controller (kube-controller-manager v1.36) from real
-// Deployments, in node and pod mode, with checks on and off:
+// Deployments, in node and pod mode, with the default check (auto: the
+// servers follow their node and its check), checks on and off:
 //
 //   - Deployment web-a (3 Pods on n1) names its port "web" (8080), web-b (1
 //     Pod on n2) has no port named "web", web-c (1 Pod on n3) names 8081
@@ -66,7 +67,8 @@ func TestRealSlices(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"nodes-checks", nil},
+		{"nodes-default", nil}, // check auto: servers follow their node and its /healthz check
+		{"nodes-checks", []string{"--default-check=true"}},
 		{"nodes-nochecks", []string{"--default-check=false"}},
 		{"pods-nochecks", []string{"--default-check=false", "--targets", "pods"}},
 	}
@@ -120,6 +122,11 @@ func startRealCluster(t *testing.T) *realCluster {
 				t.Fatal(err)
 			}
 		}
+		h, err := lab.NewHealthServer(fmt.Sprintf("%s:%d", ip, kubeProxyHealthPort)) // the default node check
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.Close)
 		if err := lab.CreateKwokNode(bg, client, n, ip); err != nil {
 			t.Fatal(err)
 		}
