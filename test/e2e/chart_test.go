@@ -95,7 +95,8 @@ func TestHelmChartModes(t *testing.T) {
 				t.Error("no liveness probe on HAProxy")
 			}
 			sync := container(t, ds, "sync", false)
-			hasAll(t, "sync args", args(sync), "run", "--leader-elect", "--master-socket=/run/haproxy-k8s-sync/master.sock", "--metrics-address=:9742")
+			hasAll(t, "sync args", args(sync), "run", "--leader-elect", "--master-socket=/run/haproxy-k8s-sync/master.sock", "--metrics-address=:9742",
+				"--node-check=http:10256/healthz")
 			rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "").Object, "rules")
 			if strings.Contains(fmt.Sprint(rules), "services/status") {
 				t.Error("services/status granted without publish addresses")
@@ -103,11 +104,11 @@ func TestHelmChartModes(t *testing.T) {
 		}},
 		{"services-deployment", []string{"services.kind=Deployment", "services.hostNetwork=false", "services.publishAddresses={192.0.2.10}",
 			"podDisruptionBudget.enabled=true", "metrics.serviceMonitor.enabled=true", "extraArgs={--default-balance=leastconn}", "leaderElection.enabled=false",
-			"stats.enabled=true", "stats.authSecret=hks-stats"},
+			"stats.enabled=true", "stats.authSecret=hks-stats", "services.nodeCheck=tcp:10250"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				d := find(t, objs, "Deployment", "")
 				sync := container(t, d, "sync", false)
-				hasAll(t, "sync args", args(sync), "--publish-address=192.0.2.10", "--default-balance=leastconn", "--monitor-address=0.0.0.0:8404",
+				hasAll(t, "sync args", args(sync), "--publish-address=192.0.2.10", "--default-balance=leastconn", "--monitor-address=0.0.0.0:8404", "--node-check=tcp:10250",
 					"--stats-address=:8405", "--stats-auth-file=/etc/haproxy-k8s-sync/stats/auth")
 				if slices.Contains(args(sync), "--leader-elect") {
 					t.Error("leader election on although disabled")
@@ -220,6 +221,7 @@ func TestHelmChartSchemaRejects(t *testing.T) {
 		"apiserver.sources={dns}",                // no such source
 		"env.haproxy.backendName=be x",           // not a backend name
 		"extraArgs={oops}",                       // not a flag
+		"services.nodeCheck=http:10256/a b",      // not a node check
 		"mode=dataplane",                         // dataplane without its URL
 	} {
 		t.Run(set, func(t *testing.T) {
