@@ -50,7 +50,7 @@ func (s *shape) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.service, "service", "", "single-Service mode: take only this Service (NAMESPACE/NAME), whatever its type")
 	fs.StringVar(&s.backend, "backend-name", "", "single-Service mode: name of the backend (default generated)")
 	fs.StringVar(&s.targets, "targets", desired.TargetNodes, "servers are 'nodes' (InternalIP:nodePort) or 'pods' (endpoint IP:targetPort, for routable pod networks)")
-	fs.BoolVar(&s.trackNodes, "track-nodes", true, "in node mode, servers without health checks follow their node through one HAProxy server per node, so a node going out of service or back is one Runtime API command")
+	fs.BoolVar(&s.trackNodes, "track-nodes", true, "in node mode, servers without a check of their own (check auto with a --node-check, or false) follow their node through one HAProxy server per node, so a node going out of service or back is one Runtime API command")
 	fs.Var(&s.binds, "bind-address", "address frontends listen on (repeatable or comma-separated; default all)")
 	fs.StringVar(&s.stats, "stats-socket", "/run/haproxy-k8s-sync/admin.sock", "HAProxy worker admin socket (written into the config)")
 	fs.StringVar(&s.stateFile, "state-file", "/var/lib/haproxy-k8s-sync/server-state", "HAProxy server-state-file (written into the config)")
