@@ -363,15 +363,13 @@ func (e *env) createService(s lab.Service) {
 	}
 }
 
-// createUDPService creates s with its port switched to UDP.
+// createUDPService creates s with a UDP port (in one write: created as TCP
+// and then switched, the controller could serve it as TCP meanwhile, one
+// reload to add it and one to remove it).
 func (e *env) createUDPService(s lab.Service) {
 	e.t.Helper()
-	svc, err := lab.CreateService(bg, e.client, s)
-	if err == nil {
-		svc.Spec.Ports[0].Protocol = corev1.ProtocolUDP
-		_, err = e.client.CoreV1().Services(ns).Update(bg, svc, metav1.UpdateOptions{})
-	}
-	if err != nil {
+	s.UDP = true
+	if _, err := lab.CreateService(bg, e.client, s); err != nil {
 		e.t.Fatal(err)
 	}
 }

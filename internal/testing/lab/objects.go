@@ -61,11 +61,13 @@ func SetNodeExcluded(ctx context.Context, c kubernetes.Interface, name string, e
 	return err
 }
 
-// Service describes a LoadBalancer Service of our class with one TCP port.
+// Service describes a LoadBalancer Service of our class with one TCP port
+// (UDP with UDP).
 type Service struct {
 	Namespace, Name string
 	Port, NodePort  int32
 	Local           bool
+	UDP             bool
 	Annotations     map[string]string
 }
 
@@ -83,6 +85,9 @@ func CreateService(ctx context.Context, c kubernetes.Interface, s Service) (*cor
 	}
 	if s.Local {
 		svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}
+	if s.UDP {
+		svc.Spec.Ports[0].Protocol = corev1.ProtocolUDP
 	}
 	return c.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 }
