@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,7 +68,7 @@ func newEnvOn(t *testing.T, kube *kubeapi.Server) *env {
 	t.Helper()
 	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}, health: map[string]*lab.HealthServer{}}
 	e.client = e.kube.Client(t)
-	e.subnet = 100 + rand.IntN(100)
+	e.subnet = freeSubnet()
 	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")
 	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", e.cfgPath,
 		"--stats-socket", haproxytest.StatsSocketPath(e.dir), "--state-file", filepath.Join(e.dir, "state")},
@@ -127,6 +128,29 @@ func (e *env) stopController() {
 // kubeProxyHealthPort is where kube-proxy answers /healthz, which the
 // default --node-check checks.
 const kubeProxyHealthPort = 10256
+
+// freeSubnet picks a random subnet of 127.100-199.0.0 whose first node
+// addresses have kube-proxy's health port free: a benchmark or another
+// test's nodes may hold it on theirs.
+func freeSubnet() int {
+	var s int
+	for range 20 {
+		s = 100 + rand.IntN(100)
+		free := true
+		for i := 1; i <= 8 && free; i++ {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.%d.0.%d:%d", s, i, kubeProxyHealthPort))
+			if err != nil {
+				free = false
+				continue
+			}
+			l.Close()
+		}
+		if free {
+			break
+		}
+	}
+	return s
+}
 
 // addNode creates a Node at 127.<subnet>.0.<i> listening on ports, with a
 // healthy stand-in for kube-proxy's /healthz (e.health[name]), as a real

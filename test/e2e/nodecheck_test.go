@@ -23,7 +23,7 @@ import (
 // connection of a load running meanwhile.
 func TestNodeCheckMovesTraffic(t *testing.T) {
 	e := newEnv(t)
-	e.subnet = 83 // this test's nodes: 127.83.0.21-22
+	e.subnet = 61 // this test's nodes: 127.61.0.21-22
 	np := nodePort()
 	for i, n := range []string{"n1", "n2"} {
 		e.addNode(n, 21+i, true, np) // with kube-proxy's /healthz stand-in on :10256
@@ -109,7 +109,7 @@ func (e *env) serverDown(backend, addr string) func() error {
 // no reload, and comes back with 200.
 func TestLocalHealthCheckNodePort(t *testing.T) {
 	e := newEnv(t)
-	e.subnet = 83 // this test's nodes: 127.83.0.11-12
+	e.subnet = 61 // this test's nodes: 127.61.0.11-12
 	np := nodePort()
 	e.addNode("n1", 11, true, np)
 	e.addNode("n2", 12, true, np)
