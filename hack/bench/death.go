@@ -281,6 +281,7 @@ func (o *observer) watchNode(ctx context.Context, ip string, backends []string, 
 	for _, be := range backends {
 		cmds = append(cmds, "show stat "+be+" 4 -1")
 	}
+	o.rt.Reset() // a reload before the watch leaves the connection with the old worker
 	deadline := time.Now().Add(timeout)
 	var ss []sample
 	for {
