@@ -15,8 +15,9 @@ import (
 // short settle time old; what arrives meanwhile shares it. A change that
 // queued up behind a reload in progress is older than that when its pass
 // runs, and waits for nothing more than the minimum interval between
-// reloads. The passes in between apply what the Runtime API can (see
-// Apply), so server changes never wait for either.
+// reloads; the first reload after a start waits for nothing. The passes in
+// between apply what the Runtime API can (see Apply), so server changes
+// never wait for either.
 
 // reloadGate decides how long a reload that a pass wants must still wait.
 // It holds no clock: callers pass the time.
@@ -31,16 +32,18 @@ type reloadGate struct {
 // zero means start it now. changed is when the change behind the pass
 // was first seen; zero (not known) means now.
 func (g *reloadGate) wait(now, changed time.Time) time.Duration {
+	if g.last.IsZero() {
+		// The first reload follows the start: the caches already hold
+		// the whole world, and nothing comes to share it.
+		return 0
+	}
 	if changed.IsZero() || changed.After(now) {
 		changed = now
 	}
 	if g.wanted.IsZero() || changed.Before(g.wanted) {
 		g.wanted = changed
 	}
-	w := g.settle - now.Sub(g.wanted)
-	if !g.last.IsZero() {
-		w = max(w, g.minInterval-now.Sub(g.last))
-	}
+	w := max(g.settle-now.Sub(g.wanted), g.minInterval-now.Sub(g.last))
 	return max(w, 0)
 }
 

@@ -33,8 +33,11 @@ func TestReloadGate(t *testing.T) {
 		settle, minI time.Duration
 		steps        []step
 	}{
-		{"a fresh change waits the settle time", -1, settle, minInterval, []step{
-			{"want", 0, 0, ms(300)}, {"want", 100, 100, ms(200)}, {"want", 300, 250, 0},
+		{"the first reload after a start: at once", -1, settle, minInterval, []step{
+			{"want", 0, 0, 0}, {"reloaded", 100, 0, 0}, {"want", 10_000, 10_000, ms(300)},
+		}},
+		{"a fresh change waits the settle time", 0, settle, minInterval, []step{
+			{"want", 1_000, 1_000, ms(300)}, {"want", 1_100, 1_100, ms(200)}, {"want", 1_300, 1_250, 0},
 		}},
 		{"counted from when the change was seen, not from the pass", 0, settle, minInterval, []step{
 			{"want", 10_190, 10_000, ms(110)}, {"want", 10_250, 10_020, ms(50)}, {"want", 10_300, -1, 0},
@@ -115,11 +118,7 @@ func TestSettleSharesOneReload(t *testing.T) {
 	}
 	fe, be := backend("old", 2)
 	base := model.Config{Frontends: []model.Frontend{fe}, Backends: []model.Backend{be}}
-	// The first reload ever settles too: the clock moves past it.
-	if _, err := d.Apply(ctx, base); !errors.Is(err, ErrDeferred) {
-		t.Fatalf("first pass: %v, want deferred", err)
-	}
-	clock = clock.Add(time.Second)
+	// The first reload after a start does not wait.
 	if res, err := d.Apply(ctx, base); err != nil || !res.Reloaded {
 		t.Fatalf("first reload: reloaded %v, %v", res.Reloaded, err)
 	}
