@@ -40,7 +40,8 @@ type result struct {
 	HealthChecks  bool         `json:"health_checks"`
 	NodeChecks    int          `json:"node_checks"` // checks HAProxy runs for --node-check: one per node
 	Mode          string       `json:"mode"`
-	NodeDeath     *deathResult `json:"node_death,omitempty"` // -health-checks=node: nodes taken out under load
+	NodeDeath     *deathResult `json:"node_death,omitempty"`        // -health-checks=node: nodes taken out under load
+	NodeFlip      *flipResult  `json:"haproxy_node_flip,omitempty"` // HAProxy alone: a node's server in and out of maintenance
 	Baseline      *result      `json:"baseline,omitempty"`
 }
 
@@ -131,6 +132,11 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	}
 	res.ReloadsChurn = r1 - r0
 	res.setChurn(lat)
+	if mode == "hybrid" && c.nodeChecks() {
+		if res.NodeFlip, err = obs.nodeFlips(ctx, 20); err != nil {
+			return nil, fmt.Errorf("node flips: %w", err)
+		}
+	}
 
 	// 3a. One new Service: from its creation to its servers in HAProxy,
 	// the reloads it took and the phases of the passes it caused.
@@ -333,6 +339,10 @@ func printTable(out io.Writer, r *result) {
 		fmt.Fprintln(out)
 	}
 	fmt.Fprintln(out)
+	if f := r.NodeFlip; f != nil {
+		fmt.Fprintf(out, "HAProxy alone, a node in and out of maintenance (%s, %d servers follow it): p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d commands\n\n",
+			f.Node, f.Followers, f.P50, f.P99, f.Max, f.Flips)
+	}
 	if r.NodeDeath != nil {
 		printDeath(out, r.NodeDeath)
 	}
