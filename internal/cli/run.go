@@ -85,6 +85,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		return err
 	}
 	routeKlog(log)
+	tuneGC(getenv, log)
 	switch f.mode {
 	case modeServices:
 	case modeAPIServer:
