@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -71,9 +72,21 @@ defaults
 `, StatsSocketPath(dir))
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. It
+// is chosen below the kernel's ephemeral range (32768 and up by default),
+// at random: a port the kernel hands out with ":0" is also one it may give
+// to any client socket's local end in the meantime (other test packages'
+// connections), which once made HAProxy fail to bind it in CI.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	for range 100 {
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err == nil {
+			l.Close()
+			return port
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)
@@ -81,6 +94,10 @@ func FreePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// The range FreePort draws from: under the ephemeral ports and under the
+// benchmark's frontends and nodePorts (hack/bench: 20000 and 30000 up).
+const freePortLow, freePortHigh = 10000, 19999
 
 // Start runs haproxy with cfgPath (which must already exist and declare the
 // stats socket at StatsSocketPath(dir)), waits until the master and the
