@@ -128,6 +128,6 @@ func (s Shape) Config(servers []netip.AddrPort) model.Config {
 	}
 	return model.Config{
 		Frontends: []model.Frontend{{Name: Name, Service: "kube-apiserver", Binds: s.Listen, TimeoutClient: s.TimeoutClient, Backend: Name}},
-		Backends:  []model.Backend{be},
+		Backends:  []*model.Backend{&be},
 	}
 }

@@ -145,7 +145,7 @@ func TestDataplaneLegacyProbesAndResync(t *testing.T) {
 
 // dataplaneBackend computes the backend of one Service with default
 // settings, as the Data Plane API driver would get it.
-func dataplaneBackend(t *testing.T, o desired.Options) model.Backend {
+func dataplaneBackend(t *testing.T, o desired.Options) *model.Backend {
 	t.Helper()
 	ns, name, ok := strings.Cut(o.Service, "/")
 	if !ok {

@@ -114,9 +114,9 @@ func TestCheckDecision(t *testing.T) {
 			var be, nb *model.Backend
 			for i, b := range r.Config.Backends {
 				if b.Name == model.NodesBackend {
-					nb = &r.Config.Backends[i]
+					nb = r.Config.Backends[i]
 				} else {
-					be = &r.Config.Backends[i]
+					be = r.Config.Backends[i]
 				}
 			}
 			if be == nil {

@@ -156,7 +156,11 @@ func Compute(in Input, opts Options) Result {
 	if !reuseGood {
 		res.Config.Frontends = make([]model.Frontend, 0, ports)
 	}
-	res.Config.Backends = make([]model.Backend, 0, ports)
+	// The backends live in one array; the Config holds pointers to them.
+	// Backends are shared with later passes from here on: never modified
+	// once in a Config (a pass that changes one copies it).
+	store := make([]model.Backend, 0, ports)
+	res.Config.Backends = make([]*model.Backend, 0, ports)
 	claimed := make(map[int32]string)
 	valid := true // every Service's annotations are valid
 	for _, cand := range svcs {
@@ -241,7 +245,8 @@ func Compute(in Input, opts Options) Result {
 			if !reuseGood {
 				res.Config.Frontends = append(res.Config.Frontends, fe)
 			}
-			res.Config.Backends = append(res.Config.Backends, be)
+			store = append(store, be) // never grows: ports is enough
+			res.Config.Backends = append(res.Config.Backends, &store[len(store)-1])
 			configured = true
 		}
 		if configured {
@@ -260,7 +265,7 @@ func Compute(in Input, opts Options) Result {
 	} else {
 		res.Config.Frontends = sortedByName(res.Config.Frontends, func(f *model.Frontend) string { return f.Name }, feOrder)
 	}
-	res.Config.Backends = sortedByName(res.Config.Backends, func(b *model.Backend) string { return b.Name }, beOrder)
+	res.Config.Backends = sortedByName(res.Config.Backends, func(b **model.Backend) string { return (*b).Name }, beOrder)
 	res.Config.Backends = withNodes(res.Config.Backends, nodes, opts.NodeCheck, memo)
 	if memo != nil {
 		memo.good, memo.goodAllMemo = res.Good, allMemo
@@ -271,8 +276,8 @@ func Compute(in Input, opts Options) Result {
 }
 
 // sortedByName sorts by name, as slices.SortFunc with cmp.Compare on the
-// names would (names are unique), but moves indices instead of the large
-// structs, and returns the input itself when it is already sorted. With a
+// names would (names are unique), but moves indices instead of the
+// elements, and returns the input itself when it is already sorted. With a
 // cache, the order found for the same sequence of names is reused.
 func sortedByName[T any](in []T, name func(*T) string, cache *sortCache) []T {
 	sorted := true

@@ -13,7 +13,7 @@ import (
 // parts of the last Result that depend on the Services alone.
 type lastResult struct {
 	valid      bool
-	backends   []model.Backend
+	backends   []*model.Backend
 	problems   []Problem
 	configured []*corev1.Service
 	selected   int
@@ -94,8 +94,9 @@ func (m *Memo) clearDirty() {
 // the last pass, all of them with valid annotations: the frontends, the
 // backends but for their servers, Good, Problems and Configured are the
 // last pass's. Only the servers of the Services whose slices or nodes
-// changed are recomputed; the Backends array is copied only if one of them
-// changed, and Config.Changes lists them. It reports false when the last
+// changed are recomputed; the Backends array (of pointers) is copied only
+// if one of them changed, with a new Backend for each changed one, and
+// Config.Changes lists them. It reports false when the last
 // pass cannot serve as the base.
 func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, bool) {
 	if m == nil || !m.last.valid || m.good == nil {
@@ -137,9 +138,9 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 				continue
 			}
 			if len(changed) == 0 {
-				backends = slices.Clone(base)
+				backends = slices.Clone(base) // pointers: the backends stay shared
 			}
-			backends[j].Servers = mp.servers
+			backends[j] = backends[j].WithServers(mp.servers) // shared: never changed in place
 			changed = append(changed, int(j))
 		}
 	}
@@ -148,7 +149,7 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 			if len(changed) == 0 {
 				backends = slices.Clone(base)
 			}
-			backends[i].Servers = nb.Servers
+			backends[i] = backends[i].WithServers(nb.Servers)
 			changed = append(changed, i)
 		}
 	}
@@ -172,13 +173,14 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 // withNodes adds the model.NodesBackend to the sorted backends when one of
 // them tracks nodes. It reuses the servers of the memo's last one when
 // they are the same.
-func withNodes(backends []model.Backend, nodes map[string]nodeInfo, check model.Check, m *Memo) []model.Backend {
-	if !slices.ContainsFunc(backends, func(b model.Backend) bool { return b.TrackNodes }) {
+func withNodes(backends []*model.Backend, nodes map[string]nodeInfo, check model.Check, m *Memo) []*model.Backend {
+	if !slices.ContainsFunc(backends, func(b *model.Backend) bool { return b.TrackNodes }) {
 		return backends
 	}
 	_, last, _ := m.lastNodes()
 	i, _ := nodesSearch(backends)
-	return slices.Insert(backends, i, nodesBackend(nodes, last, check))
+	nb := nodesBackend(nodes, last, check)
+	return slices.Insert(backends, i, &nb)
 }
 
 // lastNodes is the index and the servers of the model.NodesBackend in the
@@ -195,7 +197,7 @@ func (m *Memo) lastNodes() (i int, servers []model.Server, ok bool) {
 }
 
 // nodesIndex is the index of the model.NodesBackend in backends, or -1.
-func nodesIndex(backends []model.Backend) int {
+func nodesIndex(backends []*model.Backend) int {
 	if i, ok := nodesSearch(backends); ok {
 		return i
 	}
@@ -204,6 +206,6 @@ func nodesIndex(backends []model.Backend) int {
 
 // nodesSearch finds where the model.NodesBackend is, or goes, in the
 // backends sorted by name.
-func nodesSearch(backends []model.Backend) (int, bool) {
-	return slices.BinarySearchFunc(backends, model.NodesBackend, func(b model.Backend, n string) int { return strings.Compare(b.Name, n) })
+func nodesSearch(backends []*model.Backend) (int, bool) {
+	return slices.BinarySearchFunc(backends, model.NodesBackend, func(b *model.Backend, n string) int { return strings.Compare(b.Name, n) })
 }

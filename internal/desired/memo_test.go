@@ -93,7 +93,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 			reused, udpSeen := 0, 0
 			var prevGood map[string]settings.Settings
 			var lastGood map[string]settings.Settings
-			var prevBackends []model.Backend
+			var prevBackends []*model.Backend
 			for step := range 400 {
 				switch rng.IntN(8) {
 				case 0:
@@ -154,7 +154,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 
 // checkChanges verifies the contract of Config.Changes: derived from the
 // previous pass's Backends, exactly the listed backends' servers differ.
-func checkChanges(t *testing.T, step int, cfg model.Config, prev []model.Backend) {
+func checkChanges(t *testing.T, step int, cfg model.Config, prev []*model.Backend) {
 	t.Helper()
 	ch := cfg.Changes
 	if ch == nil {
@@ -168,7 +168,7 @@ func checkChanges(t *testing.T, step int, cfg model.Config, prev []model.Backend
 		listed[i] = true
 	}
 	for i := range cfg.Backends {
-		b, p := cfg.Backends[i], prev[i]
+		b, p := *cfg.Backends[i], *prev[i] // copies: the backends are shared
 		p.Servers, b.Servers = nil, nil
 		if !reflect.DeepEqual(b, p) {
 			t.Fatalf("step %d: backend %d changed beyond its servers", step, i)

@@ -46,7 +46,7 @@ func TestApplyServersOnly(t *testing.T) {
 		for j := range 5 {
 			all = append(all, model.Server{Addr: netip.AddrFrom4([4]byte{10, 1, 0, byte(j + 1)}), Port: 30000})
 		}
-		cfg.Backends = append(cfg.Backends, model.Backend{Name: "be_" + name, Balance: "roundrobin", Servers: all})
+		cfg.Backends = append(cfg.Backends, &model.Backend{Name: "be_" + name, Balance: "roundrobin", Servers: all})
 	}
 	if _, err := d.Apply(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestApplyServersOnly(t *testing.T) {
 		ch := &model.Changes{Base: prev.Backends}
 		for i := range next.Backends {
 			if rng.IntN(3) == 0 {
-				next.Backends[i].Servers = pool()
+				next.Backends[i] = next.Backends[i].WithServers(pool())
 				ch.Backends = append(ch.Backends, i)
 			}
 		}

@@ -108,8 +108,8 @@ func TestSettleSharesOneReload(t *testing.T) {
 	srv := func(i int) model.Server {
 		return model.Server{Addr: netip.AddrFrom4([4]byte{127, 62, 0, byte(i)}), Port: 30000}
 	}
-	backend := func(name string, n int) (model.Frontend, model.Backend) {
-		be := model.Backend{Name: "be_" + name, Balance: "roundrobin"}
+	backend := func(name string, n int) (model.Frontend, *model.Backend) {
+		be := &model.Backend{Name: "be_" + name, Balance: "roundrobin"}
 		for i := range n {
 			be.Servers = append(be.Servers, srv(i+1))
 		}
@@ -117,7 +117,7 @@ func TestSettleSharesOneReload(t *testing.T) {
 			Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: uint16(haproxytest.FreePort(t))}}}, be
 	}
 	fe, be := backend("old", 2)
-	base := model.Config{Frontends: []model.Frontend{fe}, Backends: []model.Backend{be}}
+	base := model.Config{Frontends: []model.Frontend{fe}, Backends: []*model.Backend{be}}
 	// The first reload after a start does not wait.
 	if res, err := d.Apply(ctx, base); err != nil || !res.Reloaded {
 		t.Fatalf("first reload: reloaded %v, %v", res.Reloaded, err)
@@ -133,10 +133,8 @@ func TestSettleSharesOneReload(t *testing.T) {
 	clock = clock.Add(10 * time.Second) // a quiet spell
 
 	feNew, beNew := backend("new", 5) // five servers: more than the 4 slots of an empty backend
-	empty := beNew
-	empty.Servers = nil
-	old := base.Backends[0]
-	old.Servers = old.Servers[:1] // a server change in a running backend
+	empty := beNew.WithServers(nil)
+	old := base.Backends[0].WithServers(base.Backends[0].Servers[:1]) // a server change in a running backend
 	passes := []struct {
 		name    string
 		advance time.Duration
@@ -144,11 +142,11 @@ func TestSettleSharesOneReload(t *testing.T) {
 		wait    time.Duration // 0: reloads
 	}{
 		{"the Service, before its slice", 0,
-			model.Config{Frontends: []model.Frontend{fe, feNew}, Backends: []model.Backend{old, empty}}, 300 * time.Millisecond},
+			model.Config{Frontends: []model.Frontend{fe, feNew}, Backends: []*model.Backend{old, empty}}, 300 * time.Millisecond},
 		{"its slice, 20 ms later", 20 * time.Millisecond,
-			model.Config{Frontends: []model.Frontend{fe, feNew}, Backends: []model.Backend{old, beNew}}, 280 * time.Millisecond},
+			model.Config{Frontends: []model.Frontend{fe, feNew}, Backends: []*model.Backend{old, beNew}}, 280 * time.Millisecond},
 		{"the settle time is over", 280 * time.Millisecond,
-			model.Config{Frontends: []model.Frontend{fe, feNew}, Backends: []model.Backend{old, beNew}}, 0},
+			model.Config{Frontends: []model.Frontend{fe, feNew}, Backends: []*model.Backend{old, beNew}}, 0},
 	}
 	for i, p := range passes {
 		clock = clock.Add(p.advance)
@@ -159,7 +157,7 @@ func TestSettleSharesOneReload(t *testing.T) {
 			}
 			if i == 0 {
 				// The running backend's change did not wait.
-				assertServing(t, ctx, lb.p.StatsSocket, model.Config{Backends: []model.Backend{old}})
+				assertServing(t, ctx, lb.p.StatsSocket, model.Config{Backends: []*model.Backend{old}})
 			}
 			continue
 		}

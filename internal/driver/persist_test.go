@@ -46,7 +46,7 @@ func persistConfig(backends, servers, skip int) model.Config {
 		for j := skip + 1; j <= servers; j++ {
 			be.Servers = append(be.Servers, model.Server{Addr: netip.AddrFrom4([4]byte{10, byte(i / 250), byte(i % 250), byte(j)}), Port: 30000})
 		}
-		cfg.Backends = append(cfg.Backends, be)
+		cfg.Backends = append(cfg.Backends, &be)
 	}
 	return cfg
 }
@@ -147,7 +147,7 @@ func TestStateFileBeforeReloadLetsReusedSlotServe(t *testing.T) {
 	check := model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 50, Fall: 1}
 	cfg := model.Config{
 		Frontends: []model.Frontend{{Name: "fe_web", Backend: "be_web", Binds: []model.Bind{{Addr: local, Port: uint16(fePort)}}}},
-		Backends:  []model.Backend{{Name: "be_web", Balance: "roundrobin", Check: check, Servers: []model.Server{{Addr: local, Port: uint16(dead)}}}},
+		Backends:  []*model.Backend{{Name: "be_web", Balance: "roundrobin", Check: check, Servers: []model.Server{{Addr: local, Port: uint16(dead)}}}},
 	}
 	if _, err := l.d.Apply(ctx, cfg); err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func TestStateFileBeforeReloadLetsReusedSlotServe(t *testing.T) {
 	// backend makes it a reload.
 	next := model.Config{
 		Frontends: cfg.Frontends,
-		Backends: []model.Backend{
+		Backends: []*model.Backend{
 			{Name: "be_other", Balance: "roundrobin", Servers: []model.Server{{Addr: local, Port: uint16(live)}}},
 			{Name: "be_web", Balance: "roundrobin", Check: check, Servers: []model.Server{{Addr: local, Port: uint16(live)}}},
 		},

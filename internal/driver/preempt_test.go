@@ -27,7 +27,7 @@ func TestApplyServersPreempted(t *testing.T) {
 			const backends = 150 // 4 operations each below: past one chunk
 			var cfg model.Config
 			for b := range backends {
-				cfg.Backends = append(cfg.Backends, model.Backend{Name: fmt.Sprintf("be_%03d", b), Balance: "roundrobin",
+				cfg.Backends = append(cfg.Backends, &model.Backend{Name: fmt.Sprintf("be_%03d", b), Balance: "roundrobin",
 					Servers: []model.Server{srv(b, 1), srv(b, 2), srv(b, 3), srv(b, 4)}})
 			}
 			if _, err := d.Apply(ctx, cfg); err != nil {
@@ -35,7 +35,7 @@ func TestApplyServersPreempted(t *testing.T) {
 			}
 			want := model.Config{Backends: slices.Clone(cfg.Backends), Changes: &model.Changes{Base: cfg.Backends}}
 			for b := range want.Backends { // every server is replaced
-				want.Backends[b].Servers = []model.Server{srv(b, 5), srv(b, 6), srv(b, 7), srv(b, 8)}
+				want.Backends[b] = want.Backends[b].WithServers([]model.Server{srv(b, 5), srv(b, 6), srv(b, 7), srv(b, 8)})
 				want.Changes.Backends = append(want.Changes.Backends, b)
 			}
 			newer := func() bool { return true }
@@ -49,7 +49,7 @@ func TestApplyServersPreempted(t *testing.T) {
 
 			after := model.Config{Backends: want.Backends} // the next pass's desired
 			if next != "nothing new" {
-				after.Backends = append(slices.Clone(want.Backends), model.Backend{Name: "be_new", Balance: "roundrobin"})
+				after.Backends = append(slices.Clone(want.Backends), &model.Backend{Name: "be_new", Balance: "roundrobin"})
 			}
 			res, err = d.Apply(ctx, after)
 			if err != nil {

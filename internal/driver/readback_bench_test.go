@@ -22,7 +22,7 @@ func benchDriver(b *testing.B) (*HAProxy, model.Config) {
 		for s := range 6 {
 			servers = append(servers, model.Server{Addr: netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), byte(s + 1)}), Port: 30000})
 		}
-		cfg.Backends = append(cfg.Backends, model.Backend{Name: fmt.Sprintf("be_ns%d_svc%d_80", i%50, i), Balance: "roundrobin", Servers: servers})
+		cfg.Backends = append(cfg.Backends, &model.Backend{Name: fmt.Sprintf("be_ns%d_svc%d_80", i%50, i), Balance: "roundrobin", Servers: servers})
 	}
 	if _, err := d.Apply(context.Background(), cfg); err != nil {
 		b.Fatal(err)

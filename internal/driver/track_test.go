@@ -56,12 +56,12 @@ func (w *trackWorld) config() model.Config {
 		nb.Servers = append(nb.Servers, model.Server{Addr: w.addr(i), Maint: w.down[i]})
 		servers = append(servers, model.Server{Addr: w.addr(i), Port: w.nodePort})
 	}
-	cfg.Backends = append(cfg.Backends, nb)
+	cfg.Backends = append(cfg.Backends, &nb)
 	for b, port := range w.ports {
 		name := fmt.Sprintf("be_%d", b)
 		cfg.Frontends = append(cfg.Frontends, model.Frontend{Name: fmt.Sprintf("fe_%d", b), Backend: name,
 			Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: uint16(port)}}})
-		cfg.Backends = append(cfg.Backends, model.Backend{Name: name, Balance: "roundrobin", TrackNodes: true, Servers: servers})
+		cfg.Backends = append(cfg.Backends, &model.Backend{Name: name, Balance: "roundrobin", TrackNodes: true, Servers: servers})
 	}
 	return cfg
 }

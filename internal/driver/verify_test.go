@@ -48,7 +48,7 @@ func startVerifyLab(t *testing.T, backends int) *verifyLab {
 	l := &verifyLab{t: t, p: p, d: d, ctrl: ctrl, path: path}
 	var cfg model.Config
 	for i := range backends {
-		cfg.Backends = append(cfg.Backends, model.Backend{Name: fmt.Sprintf("be_%d", i), Balance: "roundrobin", Servers: verifyServers(i, 3)})
+		cfg.Backends = append(cfg.Backends, &model.Backend{Name: fmt.Sprintf("be_%d", i), Balance: "roundrobin", Servers: verifyServers(i, 3)})
 	}
 	if res := l.apply(cfg); !res.Reloaded {
 		t.Fatal("first apply did not reload")
@@ -84,7 +84,7 @@ func (l *verifyLab) verify() bool {
 // withServers is l.cfg with other servers in backend i.
 func (l *verifyLab) withServers(i int, servers []model.Server) model.Config {
 	cfg := model.Config{Frontends: l.cfg.Frontends, Backends: slices.Clone(l.cfg.Backends)}
-	cfg.Backends[i].Servers = servers
+	cfg.Backends[i] = cfg.Backends[i].WithServers(servers) // l.cfg's backends are shared
 	return cfg
 }
 
@@ -276,7 +276,7 @@ func TestVerifyStructure(t *testing.T) {
 		done := l.verifyAsync()
 		waitFor(t, reached, "verify reaching dump-done")
 		next := l.withServers(0, verifyServers(0, 1))
-		next.Backends = append(next.Backends, model.Backend{Name: "be_9", Balance: "roundrobin", Servers: verifyServers(9, 2)})
+		next.Backends = append(next.Backends, &model.Backend{Name: "be_9", Balance: "roundrobin", Servers: verifyServers(9, 2)})
 		if res := l.apply(next); !res.Reloaded {
 			t.Fatal("a new backend did not reload")
 		}

@@ -16,7 +16,7 @@ func TestWatchIgnoresAnswersFromBeforeOwnReload(t *testing.T) {
 	l := startLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := model.Config{Backends: []model.Backend{{Name: "be_a", Balance: "roundrobin"}}}
+	cfg := model.Config{Backends: []*model.Backend{{Name: "be_a", Balance: "roundrobin"}}}
 	if _, err := l.d.Apply(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestWatchIgnoresAnswersFromBeforeOwnReload(t *testing.T) {
 	epoch, oldPid := l.d.pidEpoch, l.d.pid
 	l.d.mu.Unlock()
 
-	cfg.Backends = append(cfg.Backends, model.Backend{Name: "be_b", Balance: "roundrobin"})
+	cfg.Backends = append(cfg.Backends, &model.Backend{Name: "be_b", Balance: "roundrobin"})
 	if res, err := l.d.Apply(ctx, cfg); err != nil || !res.Reloaded {
 		t.Fatalf("second apply: reloaded %v, %v", res.Reloaded, err)
 	}

@@ -14,8 +14,8 @@ import (
 
 func TestReloadReason(t *testing.T) {
 	fe := func(name string) model.Frontend { return model.Frontend{Name: name, Backend: name} }
-	be := func(name string) model.Backend { return model.Backend{Name: name, Balance: "roundrobin"} }
-	running := model.Config{Frontends: []model.Frontend{fe("a"), fe("b")}, Backends: []model.Backend{be("a"), be("b")}}
+	be := func(name string) *model.Backend { return &model.Backend{Name: name, Balance: "roundrobin"} }
+	running := model.Config{Frontends: []model.Frontend{fe("a"), fe("b")}, Backends: []*model.Backend{be("a"), be("b")}}
 	changedB := be("b")
 	changedB.Balance = "leastconn"
 	for _, tc := range []struct {
@@ -26,7 +26,7 @@ func TestReloadReason(t *testing.T) {
 		{"none", nil, ReasonOther},
 		{"unknown", []string{"something new"}, ReasonOther},
 		{"frontend added", plan.Reasons(running, model.Config{Frontends: []model.Frontend{fe("a"), fe("b"), fe("c")}, Backends: running.Backends}), ReasonFrontendAdded},
-		{"backend changed", plan.Reasons(running, model.Config{Frontends: running.Frontends, Backends: []model.Backend{be("a"), changedB}}), ReasonBackendChanged},
+		{"backend changed", plan.Reasons(running, model.Config{Frontends: running.Frontends, Backends: []*model.Backend{be("a"), changedB}}), ReasonBackendChanged},
 		{"removed", plan.Reasons(running, model.Config{Frontends: running.Frontends[:1], Backends: running.Backends[:1]}), ReasonFrontendRemoved},
 		// The HAProxy driver's own reasons (internal/driver/haproxy.go).
 		{"restart", []string{"running config 0123abcd differs from desired"}, ReasonConfigDiffers},
@@ -60,7 +60,7 @@ func TestInstanceRecords(t *testing.T) {
 	n1, n2 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	in.Model(model.Config{
 		Frontends: []model.Frontend{{Name: "fe_a"}},
-		Backends: []model.Backend{
+		Backends: []*model.Backend{
 			{Name: model.NodesBackend, Servers: []model.Server{{Addr: n1}, {Addr: n2, Maint: true}}},
 			{Name: "be_a", Service: "default/a", TrackNodes: true, Servers: []model.Server{{Addr: n1, Port: 1}, {Addr: n2, Port: 1}}},
 			{Name: "be_b", Service: "other/b", Servers: []model.Server{{Addr: n1, Port: 2, Drain: true}}},
@@ -133,7 +133,7 @@ haproxy_k8s_sync_service_servers{driver="haproxy",namespace="other",service="b",
 
 func TestPerServiceOffByDefault(t *testing.T) {
 	r := New(Options{})
-	r.Instance("haproxy").Model(model.Config{Backends: []model.Backend{{Name: "be_a", Service: "default/a", Servers: []model.Server{{Addr: netip.MustParseAddr("10.0.0.1")}}}}})
+	r.Instance("haproxy").Model(model.Config{Backends: []*model.Backend{{Name: "be_a", Service: "default/a", Servers: []model.Server{{Addr: netip.MustParseAddr("10.0.0.1")}}}}})
 	mfs, err := r.Gatherer().Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -102,7 +102,7 @@ func count(cfg model.Config, perService bool) counts {
 	var nodeMaint map[[16]byte]struct{}
 	c := counts{backends: len(cfg.Backends)}
 	for bi := range cfg.Backends {
-		b := &cfg.Backends[bi]
+		b := cfg.Backends[bi]
 		if b.Name != model.NodesBackend {
 			continue
 		}
@@ -120,7 +120,7 @@ func count(cfg model.Config, perService bool) counts {
 		c.perService = map[string]*[3]float64{}
 	}
 	for bi := range cfg.Backends {
-		b := &cfg.Backends[bi]
+		b := cfg.Backends[bi]
 		if b.Name == model.NodesBackend {
 			continue
 		}

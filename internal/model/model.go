@@ -14,10 +14,12 @@ import (
 )
 
 // Config is the whole desired HAProxy state. Frontends and Backends are
-// sorted by Name.
+// sorted by Name. Backends are pointers, shared between Configs and
+// immutable once in one: a pass that changes a few servers copies only
+// the pointers (see Backend).
 type Config struct {
 	Frontends []Frontend
-	Backends  []Backend
+	Backends  []*Backend
 	// Changes, when set, says how this Config was derived: it is the
 	// Config whose Backends array is Changes.Base, but for the servers of
 	// the listed backends. Consumers may use it to skip comparing the
@@ -31,8 +33,8 @@ type Config struct {
 // Changes describes a Config derived from another by replacing the
 // servers of a few backends.
 type Changes struct {
-	Base     []Backend // the Backends array of the Config derived from
-	Backends []int     // indices in Backends (and Base) whose servers changed, ascending
+	Base     []*Backend // the Backends array of the Config derived from
+	Backends []int      // indices in Backends (and Base) whose servers changed, ascending
 }
 
 // Bind is one listen address of a frontend. An invalid (zero) Addr means all
@@ -99,7 +101,9 @@ func onlyChars(s, extra string) bool {
 	return true
 }
 
-// Backend is one pool of servers.
+// Backend is one pool of servers. A Config holds pointers to its
+// backends, and successive Configs share the backends that did not change:
+// once in a Config, a Backend is never modified (see WithServers).
 type Backend struct {
 	Name           string
 	Service        string // "namespace/name", for messages only
@@ -115,6 +119,15 @@ type Backend struct {
 	// health-checked (HAProxy cannot both check and track a server).
 	TrackNodes bool
 	Servers    []Server // sorted by Addr, then Port
+}
+
+// WithServers is a copy of b with these servers. The backends of a Config
+// are shared with the Configs derived from it (Changes), so nothing
+// modifies one once it is in a Config: a changed backend is a new one.
+func (b *Backend) WithServers(servers []Server) *Backend {
+	c := *b
+	c.Servers = servers
+	return &c
 }
 
 // NodesBackend is the backend whose servers stand for the nodes, one per
@@ -148,17 +161,18 @@ func (f Frontend) Equal(g Frontend) bool {
 
 // SameStructure reports whether b and c are equal but for their servers:
 // whether Structure() of both would be equal.
-func (b Backend) SameStructure(c Backend) bool {
-	return b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
+func (b *Backend) SameStructure(c *Backend) bool {
+	return b == c || b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
 		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
 		b.TrackNodes == c.TrackNodes
 }
 
 // Structure returns a copy of b without servers: the part of a backend that
 // can only change through a reload.
-func (b Backend) Structure() Backend {
-	b.Servers = nil
-	return b
+func (b *Backend) Structure() Backend {
+	c := *b
+	c.Servers = nil
+	return c
 }
 
 // Slot is one named server line of a backend. Backends carry a few more

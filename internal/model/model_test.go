@@ -55,7 +55,7 @@ func TestBackendSameStructureCoversEveryField(t *testing.T) {
 		var c Backend
 		setField(t, reflect.ValueOf(&c), i)
 		name := reflect.TypeOf(c).Field(i).Name
-		if got, want := (Backend{}).SameStructure(c), name == "Servers"; got != want {
+		if got, want := (&Backend{}).SameStructure(&c), name == "Servers"; got != want {
 			t.Errorf("SameStructure after changing %s = %v, want %v", name, got, want)
 		}
 	}

@@ -30,12 +30,12 @@ func TestAssignChangedMatchesAssignFrom(t *testing.T) {
 			}
 		}
 	}
-	build := func() []model.Backend {
+	build := func() []*model.Backend {
 		nb := model.Backend{Name: model.NodesBackend}
 		for n := range joined {
 			nb.Servers = append(nb.Servers, model.Server{Addr: addr(n), Maint: down[n]})
 		}
-		out := []model.Backend{nb}
+		out := []*model.Backend{&nb}
 		for b := range nBackends {
 			be := model.Backend{Name: fmt.Sprint("be", b), Balance: "roundrobin", TrackNodes: b != 0, Servers: []model.Server{}}
 			for n := range joined {
@@ -43,7 +43,7 @@ func TestAssignChangedMatchesAssignFrom(t *testing.T) {
 					be.Servers = append(be.Servers, model.Server{Addr: addr(n), Port: 80})
 				}
 			}
-			out = append(out, be)
+			out = append(out, &be)
 		}
 		return out
 	}
@@ -73,7 +73,7 @@ func TestAssignChangedMatchesAssignFrom(t *testing.T) {
 			if !reflect.DeepEqual(next.Backends[i].Servers, prev.Backends[i].Servers) {
 				idx = append(idx, i)
 			} else {
-				next.Backends[i].Servers = prev.Backends[i].Servers
+				next.Backends[i] = prev.Backends[i] // shared, as the desired package does
 			}
 		}
 		next.Changes = &model.Changes{Base: prev.Backends, Backends: idx}

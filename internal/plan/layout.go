@@ -118,7 +118,7 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 		// prev had backends that are not desired (and desired names
 		// repeat): drop what the copy kept of them.
 		for name := range next {
-			if !slices.ContainsFunc(desired.Backends, func(b model.Backend) bool { return b.Name == name }) {
+			if !slices.ContainsFunc(desired.Backends, func(b *model.Backend) bool { return b.Name == name }) {
 				delete(next, name)
 			}
 		}

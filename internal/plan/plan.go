@@ -131,7 +131,7 @@ func Reasons(running, desired model.Config) []string {
 	out = diff(out, "frontend", running.Frontends, desired.Frontends,
 		func(f *model.Frontend) string { return f.Name }, func(a, b *model.Frontend) bool { return a.Equal(*b) })
 	out = diff(out, "backend", running.Backends, desired.Backends,
-		func(b *model.Backend) string { return b.Name }, func(a, b *model.Backend) bool { return a.SameStructure(*b) })
+		func(b **model.Backend) string { return (*b).Name }, func(a, b **model.Backend) bool { return (*a).SameStructure(*b) })
 	sort.Strings(out)
 	return out
 }

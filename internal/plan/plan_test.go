@@ -15,7 +15,7 @@ func srv(a string, port uint16) model.Server {
 }
 
 func cfgWith(servers ...model.Server) model.Config {
-	return model.Config{Backends: []model.Backend{{Name: "be", Balance: "roundrobin", Servers: servers}}}
+	return model.Config{Backends: []*model.Backend{{Name: "be", Balance: "roundrobin", Servers: servers}}}
 }
 
 func used(layout model.Layout) map[string]string {
@@ -161,11 +161,11 @@ func TestRuntimeApplyExtends(t *testing.T) {
 func TestReasons(t *testing.T) {
 	old := model.Config{
 		Frontends: []model.Frontend{{Name: "fe_a", Backend: "be_a"}, {Name: "fe_b", Backend: "be_b"}},
-		Backends:  []model.Backend{{Name: "be_a", Balance: "roundrobin"}, {Name: "be_b", Balance: "roundrobin"}},
+		Backends:  []*model.Backend{{Name: "be_a", Balance: "roundrobin"}, {Name: "be_b", Balance: "roundrobin"}},
 	}
 	next := model.Config{
 		Frontends: []model.Frontend{{Name: "fe_a", Backend: "be_a"}, {Name: "fe_c", Backend: "be_c"}},
-		Backends: []model.Backend{
+		Backends: []*model.Backend{
 			{Name: "be_a", Balance: "leastconn", Servers: []model.Server{srv("10.0.0.1", 1)}},
 			{Name: "be_c", Balance: "roundrobin"},
 		},
@@ -182,8 +182,8 @@ func TestReasons(t *testing.T) {
 
 func cfgServers(c model.Config) model.Config {
 	out := c
-	out.Backends = append([]model.Backend(nil), c.Backends...)
-	out.Backends[0].Servers = []model.Server{srv("10.9.9.9", 9)}
+	out.Backends = append([]*model.Backend(nil), c.Backends...)
+	out.Backends[0] = out.Backends[0].WithServers([]model.Server{srv("10.9.9.9", 9)})
 	return out
 }
 
@@ -264,7 +264,7 @@ func TestAssignFromMatchesAssign(t *testing.T) {
 	names := []string{"a", "b", "c"}
 	var prevCfg model.Config
 	for _, n := range names {
-		prevCfg.Backends = append(prevCfg.Backends, model.Backend{Name: n, Servers: pick()})
+		prevCfg.Backends = append(prevCfg.Backends, &model.Backend{Name: n, Servers: pick()})
 	}
 	prev, _ := Assign(prevCfg, nil, false)
 	for range 2000 {
@@ -277,7 +277,7 @@ func TestAssignFromMatchesAssign(t *testing.T) {
 			if n == "c" && rng.IntN(4) == 0 {
 				n = "d" // another backend set of the same size
 			}
-			cfg.Backends = append(cfg.Backends, model.Backend{Name: n, Servers: servers})
+			cfg.Backends = append(cfg.Backends, &model.Backend{Name: n, Servers: servers})
 		}
 		want, wex := Assign(cfg, prev, false)
 		got, gex := AssignFrom(cfg, prevCfg, prev, false)

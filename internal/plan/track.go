@@ -97,7 +97,7 @@ func hasLoose(slots []model.Slot, nodes map[netip.Addr]bool) bool {
 }
 
 // For is b for a backend with TrackNodes, the zero binder otherwise.
-func (b binder) For(be model.Backend) binder {
+func (b binder) For(be *model.Backend) binder {
 	if !be.TrackNodes || b.m == nil {
 		return binder{}
 	}
@@ -137,7 +137,7 @@ func (b binder) freeSlot(slots []model.Slot, s model.Server) int {
 // nodesFirst yields the indices of backends (only those in idx, when idx
 // is not nil), the NodesBackend's first: the slots of the others are bound
 // to its slots, which must be assigned by then. The indices must be valid.
-func nodesFirst(backends []model.Backend, idx []int) iter.Seq[int] {
+func nodesFirst(backends []*model.Backend, idx []int) iter.Seq[int] {
 	return func(yield func(int) bool) {
 		n, at := len(backends), func(k int) int { return k }
 		if idx != nil {

@@ -11,7 +11,7 @@ import (
 // trackCfg is a config whose backend "be" follows its nodes; up and down
 // list the nodes' addresses (10.0.0.N), servers are on port 80.
 func trackCfg(nodes []model.Server, servers ...model.Server) model.Config {
-	return model.Config{Backends: []model.Backend{
+	return model.Config{Backends: []*model.Backend{
 		{Name: model.NodesBackend, Servers: nodes},
 		{Name: "be", Balance: "roundrobin", TrackNodes: true, Servers: servers},
 	}}
@@ -199,7 +199,7 @@ func TestAssignChangedFollowsNodes(t *testing.T) {
 	prev, _ := Assign(prevCfg, nil, true)
 	next := trackCfg([]model.Server{n1, n2, n3}, a, b, c)
 	next.Changes = &model.Changes{Base: prevCfg.Backends, Backends: []int{0, 1}}
-	next.Backends = append([]model.Backend(nil), next.Backends...)
+	next.Backends = append([]*model.Backend(nil), next.Backends...)
 	prevCfg.Backends = next.Changes.Base
 	changed, ok := AssignChanged(next, prevCfg, prev, LooseOf(prevCfg, prev))
 	if !ok {

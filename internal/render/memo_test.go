@@ -12,7 +12,7 @@ func TestHashMemo(t *testing.T) {
 	cfg := func(balance string, servers ...model.Server) model.Config {
 		return model.Config{
 			Frontends: []model.Frontend{{Name: "fe_a", Backend: "be_a", Binds: []model.Bind{{Port: 80}}}},
-			Backends:  []model.Backend{{Name: "be_a", Balance: balance, Servers: servers}},
+			Backends:  []*model.Backend{{Name: "be_a", Balance: balance, Servers: servers}},
 		}
 	}
 	layout := func(n int, servers ...model.Server) model.Layout {
@@ -60,9 +60,9 @@ func withTrack(l model.Layout) model.Layout {
 
 // Rebase swaps the references the memo keeps only for the hash it holds.
 func TestHashMemoRebase(t *testing.T) {
-	a := model.Config{Backends: []model.Backend{{Name: "be_a", Balance: "roundrobin"}}}
+	a := model.Config{Backends: []*model.Backend{{Name: "be_a", Balance: "roundrobin"}}}
 	la := model.Layout{"be_a": {{Name: "s1"}}}
-	b := model.Config{Backends: []model.Backend{{Name: "be_a", Balance: "roundrobin", Servers: []model.Server{{Port: 1}}}}}
+	b := model.Config{Backends: []*model.Backend{{Name: "be_a", Balance: "roundrobin", Servers: []model.Server{{Port: 1}}}}}
 	lb := model.Layout{"be_a": {{Name: "s1", Used: true}}}
 	var m HashMemo
 	h := m.StructureHash(a, la, Options{})

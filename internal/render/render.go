@@ -212,7 +212,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	}
 }
 
-func defaultServer(be model.Backend) string {
+func defaultServer(be *model.Backend) string {
 	var s string
 	if be.Check.Enabled {
 		s += " check"

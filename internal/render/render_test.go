@@ -23,7 +23,7 @@ func sample() model.Config {
 			{Name: "fe_prod_db_5432", Binds: []model.Bind{{Addr: ap("127.0.0.1"), Port: 15432}, {Addr: ap("::1"), Port: 15432}},
 				AcceptProxy: true, MaxConn: 2000, TimeoutClient: 30 * time.Minute, Backend: "be_prod_db_5432"},
 		},
-		Backends: []model.Backend{
+		Backends: []*model.Backend{
 			{Name: "be_default_web_80", Balance: "roundrobin", Check: model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 3},
 				TimeoutConnect: 5 * time.Second, TimeoutServer: time.Minute,
 				Servers: []model.Server{{Addr: ap("10.0.0.1"), Port: 30080}, {Addr: ap("10.0.0.2"), Port: 30080, Drain: true}}},
@@ -39,22 +39,22 @@ func sample() model.Config {
 // a slot that follows no node, in maintenance of its own while its node is
 // down).
 func tracked() (model.Config, model.Layout) {
-	nodes := func(down3 bool) model.Backend {
-		return model.Backend{Name: model.NodesBackend, Servers: []model.Server{
+	nodes := func(down3 bool) *model.Backend {
+		return &model.Backend{Name: model.NodesBackend, Servers: []model.Server{
 			{Addr: ap("10.0.0.1")}, {Addr: ap("10.0.0.2"), Maint: true}, {Addr: ap("10.0.0.3"), Maint: down3}}}
 	}
-	web := func(servers ...model.Server) model.Backend {
-		return model.Backend{Name: "be_default_web_80", Balance: "roundrobin", TrackNodes: true, Servers: servers}
+	web := func(servers ...model.Server) *model.Backend {
+		return &model.Backend{Name: "be_default_web_80", Balance: "roundrobin", TrackNodes: true, Servers: servers}
 	}
 	cfg := model.Config{
 		Frontends: []model.Frontend{{Name: "fe_default_web_80", Binds: []model.Bind{{Port: 18080}}, Backend: "be_default_web_80"}},
-		Backends: []model.Backend{nodes(false), web(
+		Backends: []*model.Backend{nodes(false), web(
 			model.Server{Addr: ap("10.0.0.1"), Port: 30080, Drain: true}, model.Server{Addr: ap("10.0.0.2"), Port: 30080})},
 	}
-	cfg.Backends[0].Servers = cfg.Backends[0].Servers[:2]
+	cfg.Backends[0] = cfg.Backends[0].WithServers(cfg.Backends[0].Servers[:2])
 	layout, _ := plan.Assign(cfg, nil, true)
 	later := cfg
-	later.Backends = []model.Backend{nodes(true), web(
+	later.Backends = []*model.Backend{nodes(true), web(
 		model.Server{Addr: ap("10.0.0.1"), Port: 30080, Drain: true}, model.Server{Addr: ap("10.0.0.2"), Port: 30080},
 		model.Server{Addr: ap("10.0.0.3"), Port: 30080})}
 	next, exhausted := plan.Assign(later, layout, false)
@@ -69,7 +69,7 @@ func tracked() (model.Config, model.Layout) {
 func httpChecked(h model.HTTPCheck) model.Config {
 	return model.Config{
 		Frontends: []model.Frontend{{Name: "apiserver", Binds: []model.Bind{{Port: 6443}}, Backend: "apiserver", TimeoutClient: time.Hour}},
-		Backends: []model.Backend{{Name: "apiserver", Balance: "roundrobin", TimeoutServer: time.Hour,
+		Backends: []*model.Backend{{Name: "apiserver", Balance: "roundrobin", TimeoutServer: time.Hour,
 			Check:   model.Check{Enabled: true, Inter: time.Second, Rise: 2, Fall: 2, HTTP: h},
 			Servers: []model.Server{{Addr: ap("192.0.2.1"), Port: 6443}, {Addr: ap("192.0.2.2"), Port: 6443}}}},
 	}
@@ -97,7 +97,9 @@ func TestGolden(t *testing.T) {
 	for name, h := range map[string]model.HTTPCheck{"tracked-nodecheck-http.cfg": {Path: "/healthz"}, "tracked-nodecheck-tcp.cfg": {}} {
 		nc := tc
 		nc.Backends = slices.Clone(tc.Backends)
-		nc.Backends[0].Check = model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: h}
+		checked := *tc.Backends[0] // a new backend: tc's are shared
+		checked.Check = model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: h}
+		nc.Backends[0] = &checked
 		cases[name] = Config(nc, tl, opts)
 	}
 	for name, h := range map[string]model.HTTPCheck{

@@ -42,7 +42,7 @@ func dpWorld(port uint16) model.Config {
 			{Name: "fe_default_web_80", Binds: []model.Bind{{Addr: addr("127.89.0.10"), Port: port}}, Backend: "be_default_web_80"},
 			{Name: "fe_prod_db_5432", Binds: []model.Bind{{Addr: addr("127.89.0.11"), Port: port}}, Backend: "be_prod_db_5432"},
 		},
-		Backends: []model.Backend{
+		Backends: []*model.Backend{
 			{Name: "be_default_web_80", Balance: "roundrobin", Check: check, Servers: []model.Server{
 				{Addr: addr("127.89.0.1"), Port: 30080}, {Addr: addr("127.89.0.2"), Port: 30080}, {Addr: addr("127.89.0.3"), Port: 30080, Drain: true}}},
 			{Name: "be_prod_db_5432", Balance: "roundrobin", Check: check, Servers: []model.Server{

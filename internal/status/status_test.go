@@ -35,7 +35,7 @@ func world() model.Config {
 			{Name: "fe_default_web_80", Binds: []model.Bind{{Addr: addr("127.84.250.10"), Port: 18080}}, Backend: "be_default_web_80"},
 			{Name: "fe_prod_db_5432", Binds: []model.Bind{{Addr: addr("127.84.250.10"), Port: 15432}}, Backend: "be_prod_db_5432"},
 		},
-		Backends: []model.Backend{
+		Backends: []*model.Backend{
 			{Name: "be_default_web_80", Balance: "roundrobin", Check: check, Servers: []model.Server{
 				{Addr: addr("127.84.250.1"), Port: 30080}, {Addr: addr("127.84.250.2"), Port: 30080}, {Addr: addr("127.84.250.3"), Port: 30080}}},
 			{Name: "be_prod_db_5432", Balance: "roundrobin", Check: check, Servers: []model.Server{

@@ -156,7 +156,7 @@ func seedCfg(servers ...string) model.Config {
 		ap := netip.MustParseAddrPort(s)
 		be.Servers = append(be.Servers, model.Server{Addr: ap.Addr(), Port: ap.Port()})
 	}
-	return model.Config{Backends: []model.Backend{be}}
+	return model.Config{Backends: []*model.Backend{&be}}
 }
 
 func set(s ...string) map[string]bool {

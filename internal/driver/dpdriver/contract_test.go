@@ -336,7 +336,9 @@ func TestContractEveryServiceSections(t *testing.T) {
 		}
 		// A setting: one transaction, one reload.
 		r0 := a.reloads(t)
-		cfg.Backends[0].TimeoutServer = 2 * time.Minute
+		changed := *cfg.Backends[0] // a new backend: the applied one is never changed in place
+		changed.TimeoutServer = 2 * time.Minute
+		cfg.Backends = []*model.Backend{&changed}
 		res, err := d.Apply(ctx, cfg)
 		if err != nil || !res.Reloaded {
 			t.Fatalf("setting change: %v, reloaded %v", err, res.Reloaded)

@@ -28,7 +28,9 @@ func TestIncrementalPassesMatchFullOnes(t *testing.T) {
 	for step := range 60 {
 		next := model.Config{Backends: slices.Clone(cfg.Backends)}
 		i := rng.IntN(len(next.Backends))
-		b := &next.Backends[i]
+		b := new(model.Backend) // a changed copy: cfg's backends are shared with next
+		*b = *next.Backends[i]
+		next.Backends[i] = b
 		switch rng.IntN(4) {
 		case 0: // a server goes
 			if len(b.Servers) > 0 {

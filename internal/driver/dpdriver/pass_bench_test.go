@@ -26,7 +26,7 @@ func bigCfg(n int, excluded int) model.Config {
 			}
 			be.Servers = append(be.Servers, model.Server{Addr: netip.AddrFrom4([4]byte{127, 81, 40, byte(node + 1)}), Port: uint16(30000 + i)})
 		}
-		cfg.Backends = append(cfg.Backends, be)
+		cfg.Backends = append(cfg.Backends, &be)
 	}
 	return cfg
 }
@@ -42,9 +42,9 @@ func BenchmarkNodePass(b *testing.B) {
 	}
 	d := New(Options{Client: c, ReloadPoll: time.Millisecond})
 	all, without := bigCfg(1000, -1), bigCfg(1000, 3)
-	for i, b := range without.Backends { // unchanged backends keep their slices
+	for i, b := range without.Backends { // unchanged backends are shared
 		if len(b.Servers) == len(all.Backends[i].Servers) {
-			without.Backends[i].Servers = all.Backends[i].Servers
+			without.Backends[i] = all.Backends[i]
 		}
 	}
 	if _, err := d.Apply(context.Background(), all); err != nil {
@@ -75,7 +75,7 @@ func BenchmarkEndpointPass(b *testing.B) {
 	// As the desired package does, unchanged backends keep their slices.
 	all := bigCfg(1000, -1)
 	without := model.Config{Backends: slices.Clone(all.Backends)}
-	without.Backends[500].Servers = all.Backends[500].Servers[1:]
+	without.Backends[500] = all.Backends[500].WithServers(all.Backends[500].Servers[1:])
 	if _, err := d.Apply(context.Background(), all); err != nil {
 		b.Fatal(err)
 	}

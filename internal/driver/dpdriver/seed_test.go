@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // ownedSeedFields are the backend fields the driver sets in seed mode.
@@ -85,10 +86,11 @@ func TestContractSeedBackendLeftIntact(t *testing.T) {
 		}
 		// A multi-port Service (NAME_80, NAME_443) serves from its lowest
 		// port's backend.
-		cfg.Backends[0].Name = seedBackend + "_443"
-		other := cfg.Backends[0]
+		// New backends: the applied ones are never changed in place.
+		port443, other := *cfg.Backends[0], *cfg.Backends[0]
+		port443.Name = seedBackend + "_443"
 		other.Name, other.Servers = seedBackend+"_80", other.Servers[:1]
-		cfg.Backends = append(cfg.Backends, other)
+		cfg.Backends = []*model.Backend{&port443, &other}
 		apply(t, d, cfg)
 		if got := a.serving(t, seedBackend); !same(got, set("127.81.8.1:30443")) {
 			t.Errorf("multi-port: serving %v, want the port-80 backend's servers", got)

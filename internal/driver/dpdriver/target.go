@@ -45,9 +45,9 @@ func (d *Driver) selected(cfg model.Config) model.Config {
 		}
 	}
 	if best >= 0 {
-		b := cfg.Backends[best]
+		b := *cfg.Backends[best] // a copy: the Config's backends are shared
 		b.Name = d.opts.Seed
-		out.Backends = []model.Backend{b}
+		out.Backends = []*model.Backend{&b}
 	}
 	return out
 }
@@ -202,7 +202,7 @@ func (d *Driver) target(have *state, cfg model.Config, layout model.Layout, clea
 // settings (checks, PROXY v2); every other field of the operator's backend
 // stays as read. Otherwise also the mode and timeouts, as the HAProxy
 // driver renders them.
-func (d *Driver) backendFields(base Object, b model.Backend) {
+func (d *Driver) backendFields(base Object, b *model.Backend) {
 	base["balance"] = map[string]any{"algorithm": b.Balance}
 	setOrDelete(base, "hash_type", map[string]any{"method": "consistent"}, b.Balance == "source")
 	var ds map[string]any
