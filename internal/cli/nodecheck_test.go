@@ -36,12 +36,7 @@ func TestNodeCheckFlags(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			fs := newFlagSet("t", &bytes.Buffer{})
-			var s shape
-			s.register(fs)
-			if err := parse(fs, tc.args, env(nil), &s); err != nil {
-				t.Fatal(err)
-			}
+			s := parseShape(t, tc.args)
 			o, err := s.desiredOptions()
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -77,12 +72,7 @@ func TestNodeCheckLogStart(t *testing.T) {
 		{adapt: func(o *desired.Options) { o.TrackNodes = false }, want: `msg="node check: not used`}, // as the Data Plane API driver
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			fs := newFlagSet("t", &bytes.Buffer{})
-			var s shape
-			s.register(fs)
-			if err := parse(fs, tc.args, env(nil), &s); err != nil {
-				t.Fatal(err)
-			}
+			s := parseShape(t, tc.args)
 			o, err := s.desiredOptions()
 			if err != nil {
 				t.Fatal(err)
@@ -97,4 +87,16 @@ func TestNodeCheckLogStart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseShape parses args as run's model-shaping flags.
+func parseShape(t *testing.T, args []string) shape {
+	t.Helper()
+	fs := newFlagSet("t", &bytes.Buffer{})
+	var s shape
+	s.register(fs)
+	if err := parse(fs, args, env(nil), &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
