@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
@@ -314,16 +315,19 @@ func (o *observer) watchNode(ctx context.Context, ip string, backends []string, 
 	}
 }
 
+// statColumns are the `show stat` columns the node-death phase reads.
+var statColumns = []string{"addr", "stot", "wretr", "wredis"}
+
 // viewAnswers parses the answers of watchNode's commands: _nodes first,
 // then the backends.
 func viewAnswers(ip string, ans []string) (nodeView, error) {
-	nodes, err := parseStat(ans[0])
+	nodes, err := haproxy.ParseStat(ans[0], statColumns...)
 	if err != nil {
 		return nodeView{}, err
 	}
-	var servers []statRow
+	var servers []haproxy.StatRow
 	for _, a := range ans[1:] {
-		rows, err := parseStat(a)
+		rows, err := haproxy.ParseStat(a, statColumns...)
 		if err != nil {
 			return nodeView{}, err
 		}

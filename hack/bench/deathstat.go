@@ -2,92 +2,18 @@ package main
 
 import (
 	"bytes"
-	"encoding/csv"
 	"fmt"
 	"io"
-	"net"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 )
-
-// statRow is one server line of HAProxy's `show stat` CSV, the columns
-// the node-death phase reads.
-type statRow struct {
-	Proxy, Server string
-	Addr          string // the server's IP (without port)
-	Status        string // UP, UP 1/2 (going down), DOWN, DOWN 1/2 (going up), MAINT, NOLB, no check...
-	// Stot counts the connections HAProxy sent to the server, those that
-	// then failed to connect included (each counts once per attempt).
-	Stot   int64
-	Wretr  int64 // retries (same server)
-	Wredis int64 // connections redispatched from this server to another
-}
-
-// down reports whether the server takes no new connection.
-func (r statRow) down() bool {
-	return strings.HasPrefix(r.Status, "DOWN") || strings.HasPrefix(r.Status, "MAINT")
-}
-
-// parseStat reads the server lines of `show stat` (its CSV; the header
-// names the columns, `# pxname,svname,...`). Frontend and backend lines
-// (svname FRONTEND, BACKEND) are skipped.
-func parseStat(out string) ([]statRow, error) {
-	head, body, _ := strings.Cut(out, "\n")
-	if !strings.HasPrefix(head, "# ") {
-		return nil, fmt.Errorf("show stat: no header in %q", clip(out))
-	}
-	col := map[string]int{}
-	for i, name := range strings.Split(strings.TrimPrefix(head, "# "), ",") {
-		col[name] = i
-	}
-	for _, need := range []string{"pxname", "svname", "addr", "status", "stot", "wretr", "wredis"} {
-		if _, ok := col[need]; !ok {
-			return nil, fmt.Errorf("show stat: no column %q", need)
-		}
-	}
-	rd := csv.NewReader(strings.NewReader(body))
-	rd.FieldsPerRecord = -1
-	recs, err := rd.ReadAll()
-	if err != nil {
-		return nil, fmt.Errorf("show stat: %w", err)
-	}
-	var rows []statRow
-	for _, f := range recs {
-		if len(f) <= col["wredis"] || len(f) <= col["addr"] || len(f) <= col["status"] {
-			return nil, fmt.Errorf("show stat: short line %q", strings.Join(f, ","))
-		}
-		sv := f[col["svname"]]
-		if sv == "FRONTEND" || sv == "BACKEND" {
-			continue
-		}
-		r := statRow{Proxy: f[col["pxname"]], Server: sv, Status: f[col["status"]], Addr: f[col["addr"]]}
-		if host, _, err := net.SplitHostPort(r.Addr); err == nil {
-			r.Addr = host
-		}
-		for name, p := range map[string]*int64{"stot": &r.Stot, "wretr": &r.Wretr, "wredis": &r.Wredis} {
-			if v := f[col[name]]; v != "" {
-				if *p, err = strconv.ParseInt(v, 10, 64); err != nil {
-					return nil, fmt.Errorf("show stat: %s of %s/%s: %w", name, r.Proxy, sv, err)
-				}
-			}
-		}
-		rows = append(rows, r)
-	}
-	return rows, nil
-}
-
-func clip(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "..."
-	}
-	return s
-}
 
 // nodeView is what one poll saw of one node: its server in _nodes and
 // the servers at its address in the probed backends.
@@ -109,7 +35,7 @@ func (v nodeView) nodeDown() bool { return strings.HasPrefix(v.Status, "DOWN") }
 
 // viewNode sums the rows of the node at ip: nodes are the rows of the
 // _nodes backend, servers those of the probed backends.
-func viewNode(ip string, nodes, servers []statRow) nodeView {
+func viewNode(ip string, nodes, servers []haproxy.StatRow) nodeView {
 	var v nodeView
 	for _, r := range nodes {
 		if r.Addr == ip {
@@ -121,7 +47,7 @@ func viewNode(ip string, nodes, servers []statRow) nodeView {
 			continue
 		}
 		v.Servers++
-		if r.down() {
+		if r.Down() {
 			v.Down++
 		}
 		v.Stot += r.Stot

@@ -6,13 +6,10 @@ package status
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -85,9 +82,13 @@ func Collect(ctx context.Context, cfgPath, socket string) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	servers, err := parseStat(stat[0])
+	rows, err := haproxy.ParseStat(stat[0], "lastchg")
 	if err != nil {
 		return Report{}, err
+	}
+	servers := make(map[string]haproxy.StatRow, len(rows))
+	for _, r := range rows {
+		servers[r.Proxy+"/"+r.Server] = r
 	}
 	return build(file, strings.TrimPrefix(info["description"], render.DescriptionPrefix), servers), nil
 }
@@ -128,46 +129,7 @@ func parseConfig(raw []byte) fileConfig {
 	return fc
 }
 
-type serverStat struct {
-	status  string
-	lastchg time.Duration
-}
-
-// parseStat reads `show stat` CSV: backend/server → status and last change.
-func parseStat(text string) (map[string]serverStat, error) {
-	r := csv.NewReader(strings.NewReader(strings.TrimPrefix(text, "# ")))
-	r.FieldsPerRecord = -1
-	head, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("show stat: %w", err)
-	}
-	col := map[string]int{}
-	for i, h := range head {
-		col[h] = i
-	}
-	for _, c := range []string{"pxname", "svname", "status", "lastchg"} {
-		if _, ok := col[c]; !ok {
-			return nil, fmt.Errorf("show stat: no %s column", c)
-		}
-	}
-	out := map[string]serverStat{}
-	for {
-		rec, err := r.Read()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("show stat: %w", err)
-		}
-		if len(rec) <= col["lastchg"] {
-			continue
-		}
-		secs, _ := strconv.Atoi(rec[col["lastchg"]])
-		out[rec[col["pxname"]]+"/"+rec[col["svname"]]] = serverStat{status: rec[col["status"]], lastchg: time.Duration(secs) * time.Second}
-	}
-}
-
-func build(fc fileConfig, running string, servers map[string]serverStat) Report {
+func build(fc fileConfig, running string, servers map[string]haproxy.StatRow) Report {
 	rep := Report{FileHash: fc.hash, RunningHash: running, InSync: fc.hash != "" && fc.hash == running}
 	for _, fe := range fc.frontends {
 		if strings.HasPrefix(fe.name, "_") { // _stats, _monitor: not Services
@@ -181,17 +143,17 @@ func build(fc fileConfig, running string, servers map[string]serverStat) Report 
 				continue
 			}
 			switch {
-			case strings.HasPrefix(st.status, "MAINT"): // MAINT (via _nodes/s1), MAINT(resolution)
+			case strings.HasPrefix(st.Status, "MAINT"): // MAINT (via _nodes/s1), MAINT(resolution)
 				row.Maint++
-			case strings.HasPrefix(st.status, "DRAIN"):
+			case strings.HasPrefix(st.Status, "DRAIN"):
 				row.Draining++
-			case strings.HasPrefix(st.status, "DOWN"):
+			case strings.HasPrefix(st.Status, "DOWN"):
 				row.Down++
 			default: // UP, "no check", NOLB, and transitions (UP 1/3)
 				row.Up++
 			}
-			if row.LastChange < 0 || st.lastchg < row.LastChange {
-				row.LastChange = st.lastchg
+			if row.LastChange < 0 || st.LastChange < row.LastChange {
+				row.LastChange = st.LastChange
 			}
 		}
 		rep.Rows = append(rep.Rows, row)
