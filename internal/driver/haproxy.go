@@ -54,21 +54,20 @@ type HAProxy struct {
 	// rt, and the buffer that received them is not kept.
 	stateMu sync.Mutex // serialises writes of the state file
 
-	mu         sync.Mutex
-	known      bool         // the fields below reflect the running HAProxy
-	hash       string       // structure hash the running config carries
-	pid        string       // worker PID that reported it
-	pidEpoch   uint64       // counts updates of pid by the driver (see Watch)
-	running    model.Config // last desired model applied (for reload reasons)
-	layout     model.Layout // slot assignment in force
-	loose      plan.Loose   // of desired in layout; nil: to be built (applyServers)
-	actual     plan.Runtime // slot states in force
-	lastReload time.Time
-	gate       reloadGate        // when a wanted reload may start
-	now        func() time.Time  // the gate's clock (replaced in tests)
-	written    [sha256.Size]byte // digest of the bytes last written to ConfigPath (megabytes at scale: not kept)
-	desired    model.Config
-	gen        uint64 // counts changes of desired, layout and written
+	mu       sync.Mutex
+	known    bool              // the fields below reflect the running HAProxy
+	hash     string            // structure hash the running config carries
+	pid      string            // worker PID that reported it
+	pidEpoch uint64            // counts updates of pid by the driver (see Watch)
+	running  model.Config      // last desired model applied (for reload reasons)
+	layout   model.Layout      // slot assignment in force
+	loose    plan.Loose        // of desired in layout; nil: to be built (applyServers)
+	actual   plan.Runtime      // slot states in force
+	gate     reloadGate        // when a wanted reload may start
+	now      func() time.Time  // the gate's clock (replaced in tests)
+	written  [sha256.Size]byte // digest of the bytes last written to ConfigPath (megabytes at scale: not kept)
+	desired  model.Config
+	gen      uint64 // counts changes of desired, layout and written
 	// assigned: layout is what plan.Assign gave for desired.
 	assigned bool
 	// consistent: actual holds what layout says for every backend, so a
@@ -310,7 +309,6 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	err = d.master.Reload(rctx)
 	cancel()
 	res.Reload = time.Since(t)
-	d.lastReload = time.Now()
 	d.gate.reloaded(d.now())
 	d.rt.Reset()
 	unlockState()

@@ -71,7 +71,7 @@ func (d *HAProxy) Verify(ctx context.Context) (drift bool, err error) {
 		d.mu.Unlock()
 		return false, nil
 	}
-	hash, pid, reads, lastReload := d.hash, d.pid, d.verify.reads, d.lastReload
+	hash, pid, reads, lastReload := d.hash, d.pid, d.verify.reads, d.gate.last
 	d.verify.touched = make(map[string]bool)
 	d.mu.Unlock()
 	defer func() { // on every return: runs after the deferred unlock below
@@ -93,7 +93,7 @@ func (d *HAProxy) Verify(ctx context.Context) (drift bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	touched := d.verify.touched
-	if !d.known || d.verify.reads != reads || !d.lastReload.Equal(lastReload) {
+	if !d.known || d.verify.reads != reads || !d.gate.last.Equal(lastReload) {
 		d.log.Debug("verify: state replaced during the read; result dropped", "read", read)
 		return false, nil
 	}
