@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -50,7 +50,7 @@ type apiserverFlags struct {
 func registerAPIServerFlags(fs *flag.FlagSet) *apiserverFlags {
 	a := &apiserverFlags{}
 	fs.Var(&a.listen, "listen", "apiserver mode: address the frontend listens on, :PORT or IP:PORT (repeatable; default :6443)")
-	fs.StringVar(&a.sources, "apiserver-sources", apiserver.DefaultSources, "apiserver mode: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static); the first non-empty one wins")
+	fs.StringVar(&a.sources, "apiserver-sources", apiserverlb.DefaultSources, "apiserver mode: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static); the first non-empty one wins")
 	fs.Var(&a.bootstrap, "bootstrap-servers", "apiserver mode: static list HOST:PORT or HOST, comma-separated (source static; served before the cluster answers)")
 	fs.IntVar(&a.port, "apiserver-port", 6443, "apiserver mode: port of the apiservers for the nodes source and for entries without one")
 	fs.StringVar(&a.configMap, "apiserver-configmap", "", "apiserver mode: NAMESPACE/NAME of the ConfigMap of the configmap source (key servers: HOST:PORT or HOST per line)")
@@ -61,24 +61,24 @@ func registerAPIServerFlags(fs *flag.FlagSet) *apiserverFlags {
 	fs.StringVar(&a.keyFile, "apiserver-check-key", "", "apiserver mode: key of --apiserver-check-cert")
 	fs.StringVar(&a.pemFile, "apiserver-check-pem", "", "apiserver mode: one PEM file holding the client certificate and key the health check presents, named as it is in the config (instead of --apiserver-check-cert and --apiserver-check-key)")
 	fs.BoolVar(&a.noCheck, "apiserver-check-disable", false, "apiserver mode: no health checks (not recommended: a dead apiserver gets connections until its lease expires)")
-	fs.DurationVar(&a.inter, "apiserver-check-inter", apiserver.DefaultInter, "apiserver mode: health check interval")
-	fs.IntVar(&a.rise, "apiserver-check-rise", apiserver.DefaultRise, "apiserver mode: successful checks before a server is up")
-	fs.IntVar(&a.fall, "apiserver-check-fall", apiserver.DefaultFall, "apiserver mode: failed checks before a server is down")
+	fs.DurationVar(&a.inter, "apiserver-check-inter", apiserverlb.DefaultInter, "apiserver mode: health check interval")
+	fs.IntVar(&a.rise, "apiserver-check-rise", apiserverlb.DefaultRise, "apiserver mode: successful checks before a server is up")
+	fs.IntVar(&a.fall, "apiserver-check-fall", apiserverlb.DefaultFall, "apiserver mode: failed checks before a server is down")
 	return a
 }
 
 // options validates the flags into the loop's options.
-func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
-	var o apiserver.Options
+func (a *apiserverFlags) options(log *slog.Logger) (apiserverlb.Options, error) {
+	var o apiserverlb.Options
 	var err error
-	if o.Sources, err = apiserver.ParseSources(a.sources); err != nil {
+	if o.Sources, err = apiserverlb.ParseSources(a.sources); err != nil {
 		return o, fmt.Errorf("--apiserver-sources: %w", err)
 	}
 	if a.port < 1 || a.port > 65535 {
 		return o, fmt.Errorf("--apiserver-port: %d out of range", a.port)
 	}
 	o.Port = uint16(a.port)
-	if o.Static, err = apiserver.ParseServers(strings.Join(a.bootstrap, "\n"), o.Port); err != nil {
+	if o.Static, err = apiserverlb.ParseServers(strings.Join(a.bootstrap, "\n"), o.Port); err != nil {
 		return o, fmt.Errorf("--bootstrap-servers: %w", err)
 	}
 	if a.configMap != "" {
@@ -87,7 +87,7 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
 			return o, fmt.Errorf("--apiserver-configmap: want NAMESPACE/NAME, got %q", a.configMap)
 		}
 		o.ConfigMapNamespace, o.ConfigMapName = ns, name
-	} else if slices.Contains(o.Sources, apiserver.SourceConfigMap) {
+	} else if slices.Contains(o.Sources, apiserverlb.SourceConfigMap) {
 		return o, errors.New("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
 	}
 	o.StateFile = a.stateFile
@@ -107,7 +107,7 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
 		log.Warn("a health-check file does not exist (yet): TCP checks until a restart", "file", f)
 		a.caFile, a.certFile, a.keyFile, a.pemFile, a.insecure = "", "", "", "", false
 	}
-	check := apiserver.CheckOptions{Inter: a.inter, Rise: a.rise, Fall: a.fall, CAFile: a.caFile,
+	check := apiserverlb.CheckOptions{Inter: a.inter, Rise: a.rise, Fall: a.fall, CAFile: a.caFile,
 		InsecureSkipVerify: a.insecure, Disabled: a.noCheck}
 	if a.pemFile != "" && !a.noCheck {
 		check.ClientCertPEM = a.pemFile // HAProxy reads it as it is
@@ -116,7 +116,7 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
 		// HAProxy wants certificate and key in one file: written next to
 		// the state file, private.
 		check.ClientCertPEM = filepath.Join(filepath.Dir(a.stateFile), "apiserver-check-client.pem")
-		if err := apiserver.WriteClientPEM(a.certFile, a.keyFile, check.ClientCertPEM); err != nil {
+		if err := apiserverlb.WriteClientPEM(a.certFile, a.keyFile, check.ClientCertPEM); err != nil {
 			return o, fmt.Errorf("--apiserver-check-cert: %w", err)
 		}
 	}
@@ -124,7 +124,7 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
 	if len(listen) == 0 {
 		listen = []string{":6443"}
 	}
-	if o.Shape, err = apiserver.NewShape(listen, check); err != nil {
+	if o.Shape, err = apiserverlb.NewShape(listen, check); err != nil {
 		return o, err
 	}
 	if a.insecure && !a.noCheck {
@@ -142,7 +142,7 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserver.Options, error) {
 // runAPIServer is `run --mode=apiserver`: the same HAProxy driver as the
 // Service mode, fed by the apiserver loop.
 func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog.Logger) error {
-	if f.apply != driver.ModeHybrid && f.apply != driver.ModeReload {
+	if f.apply != runtimeapi.ModeHybrid && f.apply != runtimeapi.ModeReload {
 		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
 	}
 	opts, err := a.options(log)
@@ -175,7 +175,7 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 	// The registry first: the loop's workqueue takes its metrics when
 	// it is created.
 	opts.Metrics = f.metrics.instance(driverAPIServer)
-	loop := apiserver.New(drv, connect, opts)
+	loop := apiserverlb.New(drv, connect, opts)
 	// Ready once HAProxy has a list to serve, whether or not the API
 	// answers: serving the bootstrap or kept list before the cluster
 	// exists is this mode's job (docs/apiserver.md).
@@ -186,7 +186,7 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 	go f.statsPage.watch(ctx, 2*time.Second, drv, loop.Trigger, log)
 	go drv.Watch(ctx, time.Second, loop.Trigger)
 	log.Info("starting", "version", Version, "mode", modeAPIServer, "sources", opts.Sources, "listen", []string(a.listen),
-		"bootstrap", apiserver.FormatServers(opts.Static), "config", f.config)
+		"bootstrap", apiserverlb.FormatServers(opts.Static), "config", f.config)
 	return loop.Run(ctx)
 }
 

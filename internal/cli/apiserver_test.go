@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
@@ -75,8 +75,8 @@ func TestAPIServerCheckFilesNotThereYet(t *testing.T) {
 		ca    string
 		https bool
 	}{{ca + ".missing", false}, {ca, true}} {
-		a := &apiserverFlags{sources: apiserver.DefaultSources, port: 6443, stateFile: t.TempDir() + "/s.json", caFile: c.ca,
-			inter: apiserver.DefaultInter, rise: 2, fall: 2}
+		a := &apiserverFlags{sources: apiserverlb.DefaultSources, port: 6443, stateFile: t.TempDir() + "/s.json", caFile: c.ca,
+			inter: apiserverlb.DefaultInter, rise: 2, fall: 2}
 		o, err := a.options(log)
 		if err != nil {
 			t.Fatal(err)
@@ -98,8 +98,8 @@ func TestAPIServerCheckPEM(t *testing.T) {
 		wantCert string
 	}{{both, both}, {both + ".missing", ""}} {
 		state := t.TempDir()
-		a := &apiserverFlags{sources: apiserver.DefaultSources, port: 6443, stateFile: state + "/s.json", caFile: ca, pemFile: c.pem,
-			inter: apiserver.DefaultInter, rise: 2, fall: 2}
+		a := &apiserverFlags{sources: apiserverlb.DefaultSources, port: 6443, stateFile: state + "/s.json", caFile: ca, pemFile: c.pem,
+			inter: apiserverlb.DefaultInter, rise: 2, fall: 2}
 		o, err := a.options(log)
 		if err != nil {
 			t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/dpdriver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/dataplaneapi"
 )
 
 // Drivers of `run --driver`.
@@ -126,7 +126,7 @@ func secret(file, env string, getenv func(string) string) (string, error) {
 // and in single-Service mode the backend is the operator's, named as the
 // older controller named it (HAPROXY_BACKEND_NAME, default the Service's
 // name).
-func (f *dataplaneFlags) newDriver(dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dpdriver.Driver, error) {
+func (f *dataplaneFlags) newDriver(dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dataplaneapi.Driver, error) {
 	return f.newDriverAt(dpTarget{url: f.url, user: f.user, passwordFile: f.passwordFile, tokenFile: f.tokenFile}, dopts, getenv, log, recorder)
 }
 
@@ -139,13 +139,13 @@ type dpTarget struct {
 // newDriverAt is newDriver for the API at t, with the other --dataplane-*
 // flags (CA, timeout, backend creation). Several drivers may be built on
 // the same dopts: adapting it is idempotent.
-func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dpdriver.Driver, error) {
+func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dataplaneapi.Driver, error) {
 	c, err := f.client(t, getenv, log)
 	if err != nil {
 		return nil, err
 	}
 	dopts.TrackNodes = false
-	opts := dpdriver.Options{Client: c, CreateBackend: f.createBackend, Logger: log}
+	opts := dataplaneapi.Options{Client: c, CreateBackend: f.createBackend, Logger: log}
 	if dopts.Service != "" {
 		ns, name, _ := strings.Cut(dopts.Service, "/")
 		if dopts.Backend == "" {
@@ -161,7 +161,7 @@ func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts *desired.Options, getenv 
 			}
 		}
 	}
-	return dpdriver.New(opts), nil
+	return dataplaneapi.New(opts), nil
 }
 
 // client is a client of the API at t, with the credentials of t (files,

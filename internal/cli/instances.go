@@ -14,6 +14,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
@@ -168,7 +169,7 @@ type pageOf struct {
 func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*builtInstances, error) {
 	b := &builtInstances{}
 	var insts []driver.Instance
-	var hds []*driver.HAProxy
+	var hds []*runtimeapi.HAProxy
 	var pages []pageOf
 	var stops []func()
 	closeAll := func() {
@@ -203,7 +204,7 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 				ro.Stats, ro.StatsAuth = s.page.bind, s.page.auth
 				pages = append(pages, pageOf{s.page, len(hds), ilog})
 			}
-			hd := driver.NewHAProxy(driver.Options{
+			hd := runtimeapi.NewHAProxy(runtimeapi.Options{
 				ConfigPath: s.config, Binary: f.bin, MasterSocket: s.master, Render: ro,
 				Mode: f.apply, MinReloadInterval: f.minReload, ReloadSettle: f.reloadSettle, Logger: ilog,
 			})

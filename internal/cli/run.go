@@ -17,6 +17,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
@@ -59,7 +60,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	fs.StringVar(&f.config, "haproxy-config", "/etc/haproxy/haproxy.cfg", "haproxy.cfg this controller owns")
 	fs.StringVar(&f.bin, "haproxy-bin", "haproxy", "haproxy binary, used to check configs")
 	fs.StringVar(&f.master, "master-socket", "/run/haproxy-k8s-sync/master.sock", "HAProxy master CLI socket (haproxy -W -S PATH)")
-	fs.StringVar(&f.apply, "apply", driver.ModeHybrid, "hybrid: servers through the Runtime API, reload only for structure; reload: reload on every change (baseline)")
+	fs.StringVar(&f.apply, "apply", runtimeapi.ModeHybrid, "hybrid: servers through the Runtime API, reload only for structure; reload: reload on every change (baseline)")
 	fs.DurationVar(&f.resync, "resync-period", 30*time.Second, "compare HAProxy's state with what was applied this often (off the pass lock) and correct drift")
 	fs.DurationVar(&f.minReload, "min-reload-interval", 500*time.Millisecond, "structural changes arriving closer than this share one reload")
 	fs.DurationVar(&f.reloadSettle, "reload-settle", 300*time.Millisecond, "a reload wanted after a quiet spell waits this long, so that changes written together (a new Service and its EndpointSlices) share it; server changes never wait")
@@ -97,7 +98,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if err != nil {
 		return err
 	}
-	if f.apply != driver.ModeHybrid && f.apply != driver.ModeReload {
+	if f.apply != runtimeapi.ModeHybrid && f.apply != runtimeapi.ModeReload {
 		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
 	}
 	useDataplane, err := f.dp.selected()
@@ -198,7 +199,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	if err := f.status.start(ctx, cfg, gate, pub, ctl.Trigger, log); err != nil {
 		return err
 	}
-	if hd, ok := drv.(*driver.HAProxy); ok {
+	if hd, ok := drv.(*runtimeapi.HAProxy); ok {
 		go f.statsPage.watch(ctx, 2*time.Second, hd, ctl.Trigger, log)
 	}
 	switch {
@@ -232,12 +233,12 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 
 // haproxyDriver is the driver of the one local HAProxy that run's flags
 // name (config file, master socket, stats page); the caller closes it.
-func (f *runFlags) haproxyDriver(log *slog.Logger) (*driver.HAProxy, error) {
+func (f *runFlags) haproxyDriver(log *slog.Logger) (*runtimeapi.HAProxy, error) {
 	ropts := f.renderOptions()
 	if err := f.statsPage.resolve(&ropts, log); err != nil {
 		return nil, err
 	}
-	return driver.NewHAProxy(driver.Options{
+	return runtimeapi.NewHAProxy(runtimeapi.Options{
 		ConfigPath:        f.config,
 		Binary:            f.bin,
 		MasterSocket:      f.master,

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/staticpod"
@@ -55,7 +55,7 @@ func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.W
 	fs.StringVar(&f.bootstrap, "bootstrap-servers", "", "apiservers IP:PORT or IP, comma-separated (source static)")
 	fs.IntVar(&f.port, "apiserver-port", 6443, "port of the apiservers for entries without one, and for the nodes source")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read the apiservers from the cluster now, from --apiserver-sources (default: --bootstrap-servers only)")
-	fs.StringVar(&f.sources, "apiserver-sources", apiserver.DefaultSources, "with --kubeconfig or --live: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static)")
+	fs.StringVar(&f.sources, "apiserver-sources", apiserverlb.DefaultSources, "with --kubeconfig or --live: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static)")
 	fs.StringVar(&f.configMap, "apiserver-configmap", "", "NAMESPACE/NAME of the ConfigMap of the configmap source (key servers)")
 	fs.StringVar(&f.caFile, "apiserver-ca-file", "", "CA file on the node that HAProxy's /readyz health checks verify the apiservers with (mounted read-only)")
 	fs.StringVar(&f.pem, "apiserver-check-pem", "", "PEM file on the node holding the client certificate and key the /readyz health checks present (e.g. /var/lib/kubelet/pki/kubelet-client-current.pem), for clusters without anonymous access; with --live the controller's checks present it too")
@@ -165,13 +165,13 @@ func (f *staticPodFlags) image(getenv func(string) string) (staticpod.Image, err
 // apiservers validates the apiserver flags and finds the servers: the
 // bootstrap list, or with --kubeconfig what the sources yield now. The
 // returned Sources hold the servers chosen in Static.
-func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserver.Shape, staticpod.Sources, error) {
+func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserverlb.Shape, staticpod.Sources, error) {
 	var src staticpod.Sources
 	if f.listen == "" {
-		return apiserver.Shape{}, src, errors.New("--listen: give the node-local IP:PORT, e.g. 172.20.0.1:6443")
+		return apiserverlb.Shape{}, src, errors.New("--listen: give the node-local IP:PORT, e.g. 172.20.0.1:6443")
 	}
-	shape, err := apiserver.NewShape([]string{f.listen}, apiserver.CheckOptions{
-		Inter: apiserver.DefaultInter, Rise: apiserver.DefaultRise, Fall: apiserver.DefaultFall,
+	shape, err := apiserverlb.NewShape([]string{f.listen}, apiserverlb.CheckOptions{
+		Inter: apiserverlb.DefaultInter, Rise: apiserverlb.DefaultRise, Fall: apiserverlb.DefaultFall,
 		CAFile: f.caFile, InsecureSkipVerify: f.insecure, ClientCertPEM: f.pem})
 	if err != nil {
 		return shape, src, err
@@ -183,10 +183,10 @@ func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserver.Shape, staticpo
 		return shape, src, fmt.Errorf("--apiserver-port: %d out of range", f.port)
 	}
 	src.Port = uint16(f.port)
-	if src.Order, err = apiserver.ParseSources(f.sources); err != nil {
+	if src.Order, err = apiserverlb.ParseSources(f.sources); err != nil {
 		return shape, src, fmt.Errorf("--apiserver-sources: %w", err)
 	}
-	if src.Static, err = apiserver.ParseServers(strings.ReplaceAll(f.bootstrap, ",", "\n"), src.Port); err != nil {
+	if src.Static, err = apiserverlb.ParseServers(strings.ReplaceAll(f.bootstrap, ",", "\n"), src.Port); err != nil {
 		return shape, src, fmt.Errorf("--bootstrap-servers: %w", err)
 	}
 	if f.configMap != "" {
@@ -195,7 +195,7 @@ func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserver.Shape, staticpo
 			return shape, src, fmt.Errorf("--apiserver-configmap: want NAMESPACE/NAME, got %q", f.configMap)
 		}
 		src.ConfigMapNamespace, src.ConfigMapName = ns, name
-	} else if slices.Contains(src.Order, apiserver.SourceConfigMap) {
+	} else if slices.Contains(src.Order, apiserverlb.SourceConfigMap) {
 		return shape, src, errors.New("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
 	}
 	if f.kubeconfig == "" {
@@ -218,7 +218,7 @@ func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserver.Shape, staticpo
 	if err != nil {
 		return shape, src, err
 	}
-	fmt.Fprintf(stderr, "apiservers %s (from source %s)\n", strings.Join(apiserver.FormatServers(choice.Servers), ","), choice.Source)
+	fmt.Fprintf(stderr, "apiservers %s (from source %s)\n", strings.Join(apiserverlb.FormatServers(choice.Servers), ","), choice.Source)
 	src.Static = choice.Servers
 	return shape, src, nil
 }
@@ -237,7 +237,7 @@ func (f *staticPodFlags) runArgs(src staticpod.Sources, run staticpod.RunDir) []
 		"--monitor-address=" + f.monitor.String(),
 		"--listen=" + f.listen,
 		"--apiserver-sources=" + strings.Join(src.Order, ","),
-		"--bootstrap-servers=" + strings.Join(apiserver.FormatServers(src.Static), ","),
+		"--bootstrap-servers=" + strings.Join(apiserverlb.FormatServers(src.Static), ","),
 		"--apiserver-port=" + strconv.Itoa(int(src.Port)),
 		"--apiserver-state-file=" + path.Join(f.stateDir, "apiservers.json"),
 		// Explicit: the pod is on the host network, where run's default

@@ -1,7 +1,9 @@
-// Package driver applies a desired model to a running HAProxy. A Driver is
-// the only place that talks to HAProxy; the controller hands it the whole
-// desired model on every pass and it works out, through the plan package,
-// the cheapest way to get there.
+// Package driver is the contract between the loops and the data paths: a
+// Driver applies the whole desired model on every pass and works out the
+// cheapest way to get there. The implementations are sibling packages, one
+// per data path: runtimeapi (a local HAProxy through its Runtime API and
+// master CLI), dataplaneapi (HAProxy's Data Plane API v3) and nft (UDP
+// ports in the kernel's nftables). Fanout and Instances compose them.
 package driver
 
 import (
@@ -19,6 +21,20 @@ type Driver interface {
 	// Apply makes HAProxy run cfg. It is called with the whole desired
 	// model, repeatedly; applying the same model twice is a no-op.
 	Apply(ctx context.Context, cfg model.Config) (Result, error)
+}
+
+// The capabilities a driver may have besides Apply, named once here; the
+// loops and the compositions (Fanout, Instances) look for them.
+
+// Invalidator is implemented by drivers that cache what HAProxy runs:
+// Invalidate makes the next pass read it back.
+type Invalidator interface{ Invalidate() }
+
+// Verifier is implemented by drivers that can check what HAProxy runs
+// against what they cache without holding up passes; drift reports that
+// something differed (the next pass corrects it).
+type Verifier interface {
+	Verify(ctx context.Context) (drift bool, err error)
 }
 
 // ErrDeferred is returned when part of the change (a reload) was held back

@@ -8,6 +8,11 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
+var (
+	_ Driver   = Fanout(nil)
+	_ Verifier = Fanout(nil)
+)
+
 // Fanout hands the whole model to several drivers, one per data path
 // (HAProxy for TCP, the kernel for UDP), each applying its own part. The
 // first driver's Result leads (its timings and reload); the others add

@@ -12,6 +12,11 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
+var (
+	_ Driver   = (*Instances)(nil)
+	_ Verifier = (*Instances)(nil)
+)
+
 // Instance is one HAProxy (or any Driver) among several the controller
 // keeps in sync, with the name its log lines carry.
 type Instance struct {

@@ -6,16 +6,6 @@ import (
 	"time"
 )
 
-// Invalidator is implemented by drivers that cache what HAProxy runs.
-type Invalidator interface{ Invalidate() }
-
-// Verifier is implemented by drivers that can check what HAProxy runs
-// against what they cache without holding up passes; drift reports that
-// something differed (the next pass corrects it).
-type Verifier interface {
-	Verify(ctx context.Context) (drift bool, err error)
-}
-
 // Resync runs until ctx ends: every period it has drv check HAProxy's
 // state (a Verifier does it alongside passes; otherwise an Invalidator
 // forgets it, and the next pass reads it back), calls drift when the check

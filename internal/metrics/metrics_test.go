@@ -28,7 +28,7 @@ func TestReloadReason(t *testing.T) {
 		{"frontend added", plan.Reasons(running, model.Config{Frontends: []model.Frontend{fe("a"), fe("b"), fe("c")}, Backends: running.Backends}), ReasonFrontendAdded},
 		{"backend changed", plan.Reasons(running, model.Config{Frontends: running.Frontends, Backends: []*model.Backend{be("a"), changedB}}), ReasonBackendChanged},
 		{"removed", plan.Reasons(running, model.Config{Frontends: running.Frontends[:1], Backends: running.Backends[:1]}), ReasonFrontendRemoved},
-		// The HAProxy driver's own reasons (internal/driver/haproxy.go).
+		// The HAProxy driver's own reasons (internal/driver/runtimeapi/haproxy.go).
 		{"restart", []string{"running config 0123abcd differs from desired"}, ReasonConfigDiffers},
 		{"exhausted", []string{"server slots exhausted in be_x"}, ReasonSlotsExhausted},
 		{"resized", []string{"server slots resized"}, ReasonSlotsResized},

@@ -10,12 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
 )
 
 // Sources say where Discover looks, as the flags of run --mode=apiserver.
 type Sources struct {
-	Order              []string // apiserver.ParseSources
+	Order              []string // apiserverlb.ParseSources
 	Static             []netip.AddrPort
 	Port               uint16 // for nodes, and ConfigMap lines without a port
 	ConfigMapNamespace string
@@ -26,40 +26,40 @@ type Sources struct {
 // run --mode=apiserver would: the first source with a non-empty list wins,
 // an invalid source stops the search. It is the only part of this package
 // that does I/O (through client).
-func Discover(ctx context.Context, client kubernetes.Interface, s Sources) (apiserver.Choice, error) {
-	found := map[string]apiserver.Found{}
+func Discover(ctx context.Context, client kubernetes.Interface, s Sources) (apiserverlb.Choice, error) {
+	found := map[string]apiserverlb.Found{}
 	for _, src := range s.Order {
 		switch src {
-		case apiserver.SourceEndpointSlice:
+		case apiserverlb.SourceEndpointSlice:
 			l, err := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx,
 				metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
 			if err != nil {
-				return apiserver.Choice{}, fmt.Errorf("source %s: %w", src, err)
+				return apiserverlb.Choice{}, fmt.Errorf("source %s: %w", src, err)
 			}
-			found[src] = apiserver.Found{Servers: apiserver.FromEndpointSlices(pointers(l.Items))}
-		case apiserver.SourceNodes:
-			l, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: apiserver.ControlPlaneLabel})
+			found[src] = apiserverlb.Found{Servers: apiserverlb.FromEndpointSlices(pointers(l.Items))}
+		case apiserverlb.SourceNodes:
+			l, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: apiserverlb.ControlPlaneLabel})
 			if err != nil {
-				return apiserver.Choice{}, fmt.Errorf("source %s: %w", src, err)
+				return apiserverlb.Choice{}, fmt.Errorf("source %s: %w", src, err)
 			}
-			found[src] = apiserver.Found{Servers: apiserver.FromNodes(pointers(l.Items), s.Port)}
-		case apiserver.SourceConfigMap:
+			found[src] = apiserverlb.Found{Servers: apiserverlb.FromNodes(pointers(l.Items), s.Port)}
+		case apiserverlb.SourceConfigMap:
 			cm, err := client.CoreV1().ConfigMaps(s.ConfigMapNamespace).Get(ctx, s.ConfigMapName, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				cm, err = nil, nil
 			}
 			if err != nil {
-				return apiserver.Choice{}, fmt.Errorf("source %s: %w", src, err)
+				return apiserverlb.Choice{}, fmt.Errorf("source %s: %w", src, err)
 			}
-			servers, err := apiserver.FromConfigMap(cm, s.Port)
-			found[src] = apiserver.Found{Servers: servers, Err: err}
-		case apiserver.SourceStatic:
-			found[src] = apiserver.Found{Servers: s.Static}
+			servers, err := apiserverlb.FromConfigMap(cm, s.Port)
+			found[src] = apiserverlb.Found{Servers: servers, Err: err}
+		case apiserverlb.SourceStatic:
+			found[src] = apiserverlb.Found{Servers: s.Static}
 		}
 	}
-	d := apiserver.Choose(s.Order, found, apiserver.Choice{})
+	d := apiserverlb.Choose(s.Order, found, apiserverlb.Choice{})
 	if d.Kept {
-		return apiserver.Choice{}, fmt.Errorf("%w: no apiservers: %v", ErrInvalid, d.Why)
+		return apiserverlb.Choice{}, fmt.Errorf("%w: no apiservers: %v", ErrInvalid, d.Why)
 	}
 	return d.Choice, nil
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/dpdriver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/dataplaneapi"
 )
 
 // SourceDataplane is Report.Source when the report was read through the
@@ -19,7 +19,7 @@ const SourceDataplane = "dataplane"
 // DataplaneOptions say what the controller owns through the API.
 type DataplaneOptions struct {
 	// Seed is single-Service mode's backend (the operator's); empty: the
-	// sections named fe_/be_NAMESPACE_NAME_PORT (dpdriver.Owned).
+	// sections named fe_/be_NAMESPACE_NAME_PORT (dataplaneapi.Owned).
 	Seed string
 	// Service (NAMESPACE/NAME) names the seed's row.
 	Service string
@@ -60,7 +60,7 @@ func CollectDataplane(ctx context.Context, c *dataplane.Client, opts DataplaneOp
 	seen := false
 	for _, b := range backends {
 		name, _ := b["name"].(string)
-		if (opts.Seed != "" && name != opts.Seed) || (opts.Seed == "" && !dpdriver.Owned(name)) {
+		if (opts.Seed != "" && name != opts.Seed) || (opts.Seed == "" && !dataplaneapi.Owned(name)) {
 			continue
 		}
 		seen = true

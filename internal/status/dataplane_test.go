@@ -14,7 +14,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/dpdriver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/dataplaneapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/status"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
@@ -91,7 +91,7 @@ func TestStatusThroughDataplaneAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	if _, err := dpdriver.New(dpdriver.Options{Client: c}).Apply(ctx, dpWorld(port)); err != nil {
+	if _, err := dataplaneapi.New(dataplaneapi.Options{Client: c}).Apply(ctx, dpWorld(port)); err != nil {
 		t.Fatal(err)
 	}
 

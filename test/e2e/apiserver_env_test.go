@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
@@ -179,7 +179,7 @@ func (a *apiLB) backend() (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, s := range st {
-		if s.Backend == apiserver.Name && !s.Maint() {
+		if s.Backend == apiserverlb.Name && !s.Maint() {
 			out[fmt.Sprintf("%s:%d", s.Addr, s.Port)] = s.Up()
 		}
 	}

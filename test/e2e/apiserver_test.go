@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
 )
 
 // Three apiservers behind HAProxy, driven by the controller running with
@@ -133,11 +133,11 @@ func TestAPIServerBootstrap(t *testing.T) {
 	})
 	c.check(t, "client-go")
 	a.within(converge, "the list kept on disk", func() error {
-		got, err := apiserver.LoadState(a.apiState)
+		got, err := apiserverlb.LoadState(a.apiState)
 		if err != nil {
 			return err
 		}
-		if got.Source != apiserver.SourceEndpointSlice || len(got.Servers) != 3 {
+		if got.Source != apiserverlb.SourceEndpointSlice || len(got.Servers) != 3 {
 			return fmt.Errorf("state file has %+v", got)
 		}
 		return nil

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/nft"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )

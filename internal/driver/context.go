@@ -1,0 +1,49 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// What a loop tells a driver about the pass it hands over, besides the
+// model: when the first change the pass carries was seen, and whether a
+// newer pass is already waiting. Both travel in the context so that the
+// one-method Driver stays one method; a driver that has no use for them
+// ignores them.
+
+type changedKey struct{}
+
+// WithChanged returns a context telling Apply when the first change that
+// the pass carries was seen (a driver that holds reloads back to coalesce
+// a burst measures from it). Without it, Apply takes the time it is called.
+func WithChanged(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, changedKey{}, t)
+}
+
+// ChangedAt is the time WithChanged put into ctx (zero: none).
+func ChangedAt(ctx context.Context) time.Time {
+	t, _ := ctx.Value(changedKey{}).(time.Time)
+	return t
+}
+
+type preemptKey struct{}
+
+// WithPreempt returns a context telling Apply that newer reports whether
+// a newer pass is waiting, so that a long batch may stop early and leave
+// the rest to that pass. Without it, Apply never stops early.
+func WithPreempt(ctx context.Context, newer func() bool) context.Context {
+	return context.WithValue(ctx, preemptKey{}, newer)
+}
+
+// Preemptible reports whether ctx carries a WithPreempt check.
+func Preemptible(ctx context.Context) bool {
+	_, ok := ctx.Value(preemptKey{}).(func() bool)
+	return ok
+}
+
+// Preempted reports whether the WithPreempt check of ctx says a newer
+// pass is waiting (false without one).
+func Preempted(ctx context.Context) bool {
+	newer, _ := ctx.Value(preemptKey{}).(func() bool)
+	return newer != nil && newer()
+}

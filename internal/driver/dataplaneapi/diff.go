@@ -1,0 +1,91 @@
+package dataplaneapi
+
+import (
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+)
+
+// change is one write to the API.
+type change struct {
+	method string // POST, PUT, DELETE
+	path   string
+	obj    Object
+	live   bool // a server PUT the API applies without reload outside a transaction
+	what   string
+	parent string // a child's section
+}
+
+func sortByName(objs []Object) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, _ := objs[i]["name"].(string)
+		b, _ := objs[j]["name"].(string)
+		return a < b
+	})
+}
+
+// diff lists the writes that turn have into want. Frontends are deleted
+// first and written last, so that no frontend ever names a backend that
+// is gone or not yet there (the API checks the result only at commit,
+// but the order also suits writes outside a transaction).
+func diff(have, want *state) []change {
+	var out []change
+	for _, name := range sortedKeys(have.frontends) {
+		if want.frontends[name] == nil {
+			out = append(out, change{method: "DELETE", path: dataplane.FrontendPath(name), what: "frontend " + name + " deleted"})
+		}
+	}
+	for _, name := range sortedKeys(have.backends) {
+		if want.backends[name] == nil {
+			out = append(out, change{method: "DELETE", path: dataplane.BackendPath(name), what: "backend " + name + " deleted"})
+		}
+	}
+	out = diffSections(out, have.backends, want.backends, "backend", dataplane.BackendsPath, dataplane.BackendPath, dataplane.ServersPath, dataplane.ServerPath)
+	out = diffSections(out, have.frontends, want.frontends, "frontend", dataplane.FrontendsPath, dataplane.FrontendPath, dataplane.BindsPath, dataplane.BindPath)
+	return out
+}
+
+func diffSections(out []change, have, want map[string]*section, kind, all string, one func(string) string,
+	children func(string) string, child func(string, string) string) []change {
+	for _, name := range sortedKeys(want) {
+		w, h := want[name], have[name]
+		if w == h {
+			continue // clean: nothing of it changed
+		}
+		if h == nil {
+			out = append(out, change{method: "POST", path: all, obj: w.base, what: kind + " " + name + " added"})
+			h = &section{}
+		} else if !same(h.base, w.base) {
+			out = append(out, change{method: "PUT", path: one(name), obj: w.base, what: kind + " " + name + " changed"})
+		}
+		for _, c := range h.children {
+			cn, _ := c["name"].(string)
+			if o, _ := w.child(cn); o == nil {
+				out = append(out, change{method: "DELETE", path: child(name, cn), what: kind + " " + name + ": " + cn + " deleted"})
+			}
+		}
+		for _, c := range w.children {
+			cn, _ := c["name"].(string)
+			o, _ := h.child(cn)
+			switch {
+			case o == nil:
+				out = append(out, change{method: "POST", path: children(name), obj: c, what: kind + " " + name + ": " + cn + " added"})
+			case !same(o, c):
+				out = append(out, change{method: "PUT", path: child(name, cn), obj: c, live: kind == "backend" && onlyLive(o, c),
+					what: kind + " " + name + ": " + cn + " changed", parent: name})
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]*section) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// structural reports whether any change needs a reload.
+func structural(cs []change) bool {
+	return slices.ContainsFunc(cs, func(c change) bool { return !c.live })
+}

@@ -1,0 +1,284 @@
+package dataplaneapi
+
+import (
+	"maps"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// Free slots point here, in maintenance; nothing is ever sent to it.
+const (
+	freeAddr = "127.0.0.1"
+	freePort = 1
+)
+
+// selected returns the backends of cfg the driver manages, named as in
+// the API: every Service backend, or in seed mode the Service's backend
+// under the seed name. A Service with several ports has one backend per
+// port (NAME_PORT); seed mode takes the one named exactly NAME, else the
+// one with the lowest port.
+func (d *Driver) selected(cfg model.Config) model.Config {
+	var out model.Config
+	if d.opts.Seed == "" {
+		for _, b := range cfg.Backends {
+			if b.Name != model.NodesBackend {
+				out.Backends = append(out.Backends, b)
+			}
+		}
+		out.Frontends = cfg.Frontends
+		return out
+	}
+	best, bestPort := -1, -1
+	for i, b := range cfg.Backends {
+		if b.Name == d.opts.Seed {
+			best, bestPort = i, -1
+			break
+		}
+		if p, ok := seedPort(d.opts.Seed, b.Name); ok && (best < 0 || (bestPort >= 0 && p < bestPort)) {
+			best, bestPort = i, p
+		}
+	}
+	if best >= 0 {
+		b := *cfg.Backends[best] // a copy: the Config's backends are shared
+		b.Name = d.opts.Seed
+		out.Backends = []*model.Backend{&b}
+	}
+	return out
+}
+
+var portSuffix = regexp.MustCompile(`^_[0-9]+$`)
+
+func seedPort(seed, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, seed)
+	if !ok || !portSuffix.MatchString(rest) {
+		return 0, false
+	}
+	p, err := strconv.Atoi(rest[1:])
+	return p, err == nil
+}
+
+// layoutOf reads the slots of a backend from its servers in the API: the
+// servers named s1, s2, ... without gap. Other servers are not slots (an
+// older controller's, say) and are deleted when the backend is written.
+func layoutOf(sec *section) []model.Slot {
+	byIdx := map[int]Object{}
+	for _, c := range sec.children {
+		if name, _ := c["name"].(string); name != "" {
+			if i, ok := plan.SlotIndex(name); ok {
+				byIdx[i] = c
+			}
+		}
+	}
+	var slots []model.Slot
+	for i := 0; ; i++ {
+		c, ok := byIdx[i]
+		if !ok {
+			return slots
+		}
+		sl := model.Slot{Name: model.SlotName(i), Used: c["maintenance"] != "enabled"}
+		addr, _ := c["address"].(string)
+		port, _ := toInt(c["port"])
+		if a, err := netip.ParseAddr(addr); err == nil && port > 0 && port < 65536 && !(addr == freeAddr && port == freePort) {
+			sl.Server = model.Server{Addr: a, Port: uint16(port)}
+		} else if sl.Used {
+			sl.Used = false // not a server we could have written: rewrite it
+		}
+		slots = append(slots, sl)
+	}
+}
+
+func toInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case interface{ Int64() (int64, error) }:
+		i, err := n.Int64()
+		return i, err == nil
+	case float64:
+		return int64(n), true
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	}
+	return 0, false
+}
+
+// target is the state the driver wants: have with the owned fields of
+// every owned object set from cfg, and the servers in layout.
+//
+// The sections named in clean are known to be as wanted already (nothing
+// of them changed since the last pass that wrote them): want shares
+// have's, and diff skips them.
+func (d *Driver) target(have *state, cfg model.Config, layout model.Layout, clean map[string]bool) (*state, map[string]bool) {
+	want := &state{backends: map[string]*section{}, frontends: map[string]*section{}}
+	drain := map[string]bool{}
+	for _, b := range cfg.Backends {
+		h := have.backends[b.Name]
+		if clean[b.Name] && h != nil {
+			want.backends[b.Name] = h
+			continue
+		}
+		var base Object
+		if h != nil {
+			base = maps.Clone(h.base)
+		} else {
+			base = Object{"name": b.Name, "mode": "tcp"}
+		}
+		d.backendFields(base, b)
+		sec := &section{base: base}
+		for _, sl := range layout[b.Name] {
+			var o Object
+			if h != nil {
+				if old, _ := h.child(sl.Name); old != nil {
+					o = maps.Clone(old)
+				}
+			}
+			if o == nil {
+				o = Object{"name": sl.Name}
+			}
+			switch {
+			case sl.Used && !sl.WantMaint():
+				o["address"], o["port"] = sl.Server.Addr.String(), int64(sl.Server.Port)
+				delete(o, "maintenance")
+				if sl.Server.Drain {
+					drain[b.Name+"/"+sl.Name] = true
+				}
+			default:
+				o["maintenance"] = "enabled"
+				if sl.Server.Addr.IsValid() {
+					o["address"], o["port"] = sl.Server.Addr.String(), int64(sl.Server.Port)
+				} else if _, ok := o["address"]; !ok {
+					o["address"], o["port"] = freeAddr, int64(freePort)
+				}
+			}
+			sec.children = append(sec.children, o)
+		}
+		want.backends[b.Name] = sec
+	}
+	for _, f := range cfg.Frontends {
+		if h := have.frontends[f.Name]; clean[f.Name] && h != nil {
+			want.frontends[f.Name] = h
+			continue
+		}
+		var base Object
+		if h := have.frontends[f.Name]; h != nil {
+			base = maps.Clone(h.base)
+		} else {
+			base = Object{"name": f.Name}
+		}
+		base["mode"] = "tcp"
+		base["default_backend"] = f.Backend
+		setOrDelete(base, "maxconn", int64(f.MaxConn), f.MaxConn > 0)
+		setOrDelete(base, "client_timeout", ms(f.TimeoutClient), f.TimeoutClient > 0)
+		sec := &section{base: base}
+		for _, bd := range f.Binds {
+			addr, name := "*", "all_"+strconv.Itoa(int(bd.Port))
+			if bd.Addr.IsValid() {
+				addr = bd.Addr.String()
+				name = netip.AddrPortFrom(bd.Addr, bd.Port).String()
+			}
+			o := Object{"name": name}
+			if h := have.frontends[f.Name]; h != nil {
+				if old, _ := h.child(name); old != nil {
+					o = maps.Clone(old) // fields the API adds stay as read
+				}
+			}
+			o["address"], o["port"] = addr, int64(bd.Port)
+			setOrDelete(o, "accept_proxy", true, f.AcceptProxy)
+			sec.children = append(sec.children, o)
+		}
+		want.frontends[f.Name] = sec
+	}
+	return want, drain
+}
+
+// backendFields sets the fields of a backend the driver owns. In seed mode
+// that is the balance, the check (option tcp-check) and the default-server
+// settings (checks, PROXY v2); every other field of the operator's backend
+// stays as read. Otherwise also the mode and timeouts, as the HAProxy
+// driver renders them.
+func (d *Driver) backendFields(base Object, b *model.Backend) {
+	base["balance"] = map[string]any{"algorithm": b.Balance}
+	setOrDelete(base, "hash_type", map[string]any{"method": "consistent"}, b.Balance == "source")
+	var ds map[string]any
+	if old, ok := base["default_server"].(map[string]any); ok && d.opts.Seed != "" {
+		ds = maps.Clone(old)
+	} else {
+		ds = map[string]any{}
+	}
+	on := b.Check.Enabled
+	setOrDelete(ds, "check", "enabled", on)
+	setOrDelete(ds, "inter", ms(b.Check.Inter), on && b.Check.Inter > 0)
+	setOrDelete(ds, "rise", int64(b.Check.Rise), on && b.Check.Rise > 0)
+	setOrDelete(ds, "fall", int64(b.Check.Fall), on && b.Check.Fall > 0)
+	setOrDelete(ds, "send-proxy-v2", "enabled", b.SendProxyV2)
+	setOrDelete(ds, "check-send-proxy", "enabled", b.SendProxyV2 && on)
+	setOrDelete(base, "default_server", ds, len(ds) > 0)
+	if d.opts.Seed != "" {
+		base["adv_check"] = "tcp-check"
+		return
+	}
+	base["mode"] = "tcp"
+	delete(base, "adv_check")
+	setOrDelete(base, "connect_timeout", ms(b.TimeoutConnect), b.TimeoutConnect > 0)
+	setOrDelete(base, "server_timeout", ms(b.TimeoutServer), b.TimeoutServer > 0)
+}
+
+func setOrDelete(o map[string]any, k string, v any, set bool) {
+	if set {
+		o[k] = v
+	} else {
+		delete(o, k)
+	}
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+// layoutFrom reads the current slots of the backends cfg names, taking
+// those of the clean ones from known.
+func layoutFrom(have *state, cfg model.Config, known model.Layout, clean map[string]bool) model.Layout {
+	l := make(model.Layout, len(cfg.Backends))
+	for _, b := range cfg.Backends {
+		if slots, ok := known[b.Name]; ok && clean[b.Name] {
+			l[b.Name] = slots
+			continue
+		}
+		if h := have.backends[b.Name]; h != nil {
+			if slots := layoutOf(h); slots != nil {
+				l[b.Name] = slots
+			}
+		}
+	}
+	return l
+}
+
+// cleanSections names the sections of cfg that are as the last pass left
+// them: the same servers (the very same slice: the desired package hands
+// it out again while nothing changes) and settings as in applied.
+func cleanSections(cfg, applied model.Config) map[string]bool {
+	clean := make(map[string]bool, len(cfg.Backends)+len(cfg.Frontends))
+	prev := make(map[string]int, len(applied.Backends))
+	for i, b := range applied.Backends {
+		prev[b.Name] = i
+	}
+	for _, b := range cfg.Backends {
+		if i, ok := prev[b.Name]; ok && applied.Backends[i].SameStructure(b) && model.SameSlice(applied.Backends[i].Servers, b.Servers) {
+			clean[b.Name] = true
+		}
+	}
+	fes := make(map[string]int, len(applied.Frontends))
+	for i, f := range applied.Frontends {
+		fes[f.Name] = i
+	}
+	for _, f := range cfg.Frontends {
+		if i, ok := fes[f.Name]; ok && applied.Frontends[i].Equal(f) {
+			clean[f.Name] = true
+		}
+	}
+	return clean
+}

@@ -1,0 +1,351 @@
+package runtimeapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+var (
+	_ driver.Driver      = (*HAProxy)(nil)
+	_ driver.Verifier    = (*HAProxy)(nil)
+	_ driver.Invalidator = (*HAProxy)(nil)
+)
+
+// Apply modes.
+const (
+	// ModeHybrid changes servers through the Runtime API and reloads only
+	// for structural changes.
+	ModeHybrid = "hybrid"
+	// ModeReload renders and reloads for every change, as template-based
+	// controllers do. It exists as a baseline for benchmarks.
+	ModeReload = "reload"
+)
+
+// Options configure the HAProxy driver.
+type Options struct {
+	ConfigPath        string // haproxy.cfg that HAProxy loads
+	Binary            string // haproxy binary, for `haproxy -c`
+	MasterSocket      string
+	Render            render.Options // StatsSocket and StateFile are used too
+	Mode              string
+	MinReloadInterval time.Duration // bursts of structural changes coalesce into one reload per interval
+	ReloadSettle      time.Duration // a reload waits until its first change is this old, for changes written with it (gate.go)
+	ReloadTimeout     time.Duration
+	Logger            *slog.Logger
+}
+
+// HAProxy drives one HAProxy in master-worker mode through its master CLI,
+// its worker admin socket and its config file.
+type HAProxy struct {
+	opts   Options
+	rt     *haproxy.Runtime
+	master *haproxy.Master
+	log    *slog.Logger
+
+	// Whole dumps of the server states ("show servers state", megabytes
+	// at tens of thousands of servers) go over a connection of their own,
+	// closed afterwards: they do not hold up runtime changes sent through
+	// rt, and the buffer that received them is not kept.
+	stateMu sync.Mutex // serialises writes of the state file
+
+	mu       sync.Mutex
+	known    bool              // the fields below reflect the running HAProxy
+	hash     string            // structure hash the running config carries
+	pid      string            // worker PID that reported it
+	pidEpoch uint64            // counts updates of pid by the driver (see Watch)
+	running  model.Config      // last desired model applied (for reload reasons)
+	layout   model.Layout      // slot assignment in force
+	loose    plan.Loose        // of desired in layout; nil: to be built (applyServers)
+	actual   plan.Runtime      // slot states in force
+	gate     reloadGate        // when a wanted reload may start
+	now      func() time.Time  // the gate's clock (replaced in tests)
+	written  [sha256.Size]byte // digest of the bytes last written to ConfigPath (megabytes at scale: not kept)
+	desired  model.Config
+	gen      uint64 // counts changes of desired, layout and written
+	// assigned: layout is what plan.Assign gave for desired.
+	assigned bool
+	// consistent: actual holds what layout says for every backend, so a
+	// backend whose slots did not change needs no operation.
+	consistent bool
+	hashes     render.HashMemo // used under mu
+	// unsent: backends whose operations a preempted server-only pass did
+	// not send; actual and layout differ there (see preempt.go).
+	unsent      map[string]struct{}
+	persist     chan struct{}
+	fastApplies int    // passes applied by applyServers (for tests)
+	optsReason  string // why SetStatsPage changed the render options, until a reload applies them
+	verify      verifyState
+}
+
+// NewHAProxy returns a driver; Start must run for on-disk persistence.
+func NewHAProxy(opts Options) *HAProxy {
+	if opts.Mode == "" {
+		opts.Mode = ModeHybrid
+	}
+	if opts.ReloadTimeout == 0 {
+		opts.ReloadTimeout = 30 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &HAProxy{
+		opts:    opts,
+		rt:      haproxy.NewRuntime(opts.Render.StatsSocket),
+		master:  haproxy.NewMaster(opts.MasterSocket),
+		log:     opts.Logger,
+		persist: make(chan struct{}, 1),
+		gate:    reloadGate{minInterval: opts.MinReloadInterval, settle: opts.ReloadSettle},
+		now:     time.Now,
+	}
+}
+
+// Invalidate forgets what the driver believes HAProxy runs: the next Apply
+// reads it back from HAProxy first, holding up that pass for a whole dump.
+// Used when HAProxy may have restarted behind the controller's back; the
+// periodic resync uses Verify, which reads alongside passes.
+func (d *HAProxy) Invalidate() {
+	d.mu.Lock()
+	d.known = false
+	d.mu.Unlock()
+}
+
+// Close releases the runtime connection.
+func (d *HAProxy) Close() error {
+	return d.rt.Close()
+}
+
+// Apply implements Driver.
+func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var res driver.Result
+	if !d.known {
+		if err := d.readBack(ctx); err != nil {
+			return res, err
+		}
+	}
+	if done, err := d.applyServers(ctx, cfg, &res); done {
+		d.gate.none()
+		return res, err
+	}
+	// Only applyServers reads Changes; kept in d.desired it would hold the
+	// previous Backends array alive.
+	cfg.Changes = nil
+	if len(d.unsent) > 0 {
+		d.consistent = false // plan every backend, the ones left behind too
+	}
+	t := time.Now()
+	var layout model.Layout
+	var exhausted []string
+	if d.assigned {
+		layout, exhausted = plan.AssignFrom(cfg, d.desired, d.layout, false)
+	} else {
+		layout, exhausted = plan.Assign(cfg, d.layout, false)
+	}
+	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
+	res.Render = time.Since(t)
+
+	var reasons []string
+	switch {
+	case hash != d.hash:
+		reasons = d.structureReasons(cfg)
+	case len(exhausted) > 0:
+		reasons = []string{"server slots exhausted in " + strings.Join(exhausted, ", ")}
+	case d.opts.Mode == ModeReload && !d.sameServers(layout):
+		reasons = []string{"servers changed (apply mode reload)"}
+	}
+	if len(reasons) > 0 {
+		if wait := d.gate.wait(d.now(), driver.ChangedAt(ctx)); wait > 0 {
+			// Coalesce: apply what the runtime can now, reload later.
+			// The reload mode (the baseline) changes nothing without a
+			// reload.
+			var err error
+			if d.opts.Mode != ModeReload {
+				ops, _ := plan.Ops(layout, d.actual)
+				err = d.execOps(ctx, ops, &res)
+				d.consistent = false // actual now follows layout, not d.layout
+			}
+			res.RetryAfter = wait
+			if err == nil {
+				err = driver.ErrDeferred
+			}
+			return res, err
+		}
+		return res, d.reload(ctx, cfg, reasons, &res)
+	}
+	d.gate.none()
+	ops, missing := plan.Ops(d.changed(layout), d.actual)
+	if len(missing) > 0 {
+		d.known = false
+		return res, fmt.Errorf("runtime state lacks %d slots (first %s): %w", len(missing), missing[0], haproxy.ErrCommand)
+	}
+	if err := d.execOps(ctx, ops, &res); err != nil {
+		return res, err
+	}
+	d.layout, d.running, d.desired, d.loose = layout, cfg, cfg, nil
+	d.assigned, d.consistent, d.unsent = true, true, nil
+	d.gen++
+	d.schedulePersist()
+	return res, nil
+}
+
+// changed returns the part of layout that may need operations: all of it,
+// or, while actual is known to match d.layout, the backends whose slots are
+// not the very same slice as in d.layout (plan.AssignFrom keeps the slice of
+// every backend it leaves alone). The operations are those plan.Ops would
+// list for the whole layout.
+func (d *HAProxy) changed(layout model.Layout) model.Layout {
+	if !d.consistent {
+		return layout
+	}
+	out := make(model.Layout)
+	for be, slots := range layout {
+		old, ok := d.layout[be]
+		if !ok || !model.SameSlice(old, slots) {
+			out[be] = slots
+		}
+	}
+	return out
+}
+
+func (d *HAProxy) structureReasons(cfg model.Config) []string {
+	if d.running.Frontends == nil && d.running.Backends == nil && d.hash != "" {
+		return []string{"running config " + d.hash + " differs from desired"}
+	}
+	r := plan.Reasons(d.running, cfg)
+	if d.optsReason != "" {
+		r = append(r, d.optsReason)
+	}
+	if len(r) == 0 {
+		r = []string{"server slots resized"}
+	}
+	return r
+}
+
+func (d *HAProxy) sameServers(layout model.Layout) bool {
+	if len(layout) != len(d.layout) {
+		return false
+	}
+	for be, slots := range layout {
+		old := d.layout[be]
+		if len(old) != len(slots) {
+			return false
+		}
+		for i := range slots {
+			if slots[i] != old[i] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// reload renders cfg with resized slots, validates and writes it, reloads
+// HAProxy and then corrects any slot the state file restored differently.
+func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string, res *driver.Result) error {
+	res.Reasons = reasons
+	t := time.Now()
+	layout, _ := plan.Assign(cfg, d.layout, true)
+	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
+	res.Render += time.Since(t)
+
+	t = time.Now()
+	// Hold the state file until the new worker runs: a concurrent flush
+	// must not overwrite it with what the old worker reports afterwards.
+	d.stateMu.Lock()
+	stateLocked := true
+	unlockState := func() {
+		if stateLocked {
+			stateLocked = false
+			d.stateMu.Unlock()
+		}
+	}
+	defer unlockState()
+	// The state dump (megabytes at tens of thousands of servers, HAProxy's
+	// work and ours) runs while the new file is rendered and `haproxy -c`
+	// checks it, another process: the reload waits for the longer of the
+	// two, not their sum.
+	saved := make(chan error, 1)
+	go func() { saved <- d.saveStateLocked(ctx, layout) }()
+	waitSaved := func() {
+		if saved == nil {
+			return
+		}
+		if err := <-saved; err != nil {
+			d.log.Warn("could not save server state before reload", "err", err)
+		}
+		saved = nil
+	}
+	defer waitSaved()
+	tmp, digest, err := d.writeConfig(cfg, layout, d.opts.Render, hash)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // no-op once renamed
+	restore := d.keepPrevious()
+	c := time.Now()
+	err = haproxy.Check(ctx, d.opts.Binary, tmp)
+	res.Check = time.Since(c)
+	waitSaved()
+	if err == nil {
+		err = atomicfile.Commit(tmp, d.opts.ConfigPath)
+	}
+	res.Write = time.Since(t) - res.Check
+	if err != nil {
+		restore(false)
+		return err
+	}
+	d.written = digest
+	d.gen++
+
+	t = time.Now()
+	rctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
+	err = d.master.Reload(rctx)
+	cancel()
+	res.Reload = time.Since(t)
+	d.gate.reloaded(d.now())
+	d.rt.Reset()
+	unlockState()
+	if err != nil {
+		// The old workers keep serving the old config: put it back on disk
+		// so the file always matches what runs.
+		restore(true)
+		d.known = false
+		return fmt.Errorf("reload (%s): %w", strings.Join(reasons, "; "), err)
+	}
+	res.Reloaded = true
+	d.optsReason = ""
+	restore(false)
+	if err := d.waitHash(ctx, hash); err != nil {
+		d.known = false
+		return err
+	}
+	d.hash, d.running, d.layout, d.desired, d.loose = hash, cfg, layout, cfg, nil
+	d.assigned, d.consistent = true, false
+	d.gen++
+	// The state file may have restored states that no longer hold.
+	ops, missing := plan.Ops(layout, d.actual)
+	if len(missing) > 0 {
+		d.known = false
+		return fmt.Errorf("after reload, runtime lacks %s: %w", missing[0], haproxy.ErrCommand)
+	}
+	if err := d.execOps(ctx, ops, res); err != nil {
+		return err
+	}
+	d.consistent, d.unsent = true, nil
+	d.schedulePersist()
+	return nil
+}

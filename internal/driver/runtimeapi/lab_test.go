@@ -1,0 +1,36 @@
+package runtimeapi
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// testLab is a real master-worker HAProxy, started from a minimal config, and
+// a hybrid driver for it with a server-state file.
+type testLab struct {
+	p         *haproxytest.Process
+	d         *HAProxy
+	cfgPath   string
+	statePath string
+}
+
+func startLab(t testing.TB) *testLab {
+	t.Helper()
+	dir := t.TempDir()
+	l := &testLab{cfgPath: filepath.Join(dir, "haproxy.cfg"), statePath: filepath.Join(dir, "server-state")}
+	if err := os.WriteFile(l.cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.p = haproxytest.Start(t, dir, l.cfgPath)
+	l.d = NewHAProxy(Options{
+		ConfigPath: l.cfgPath, Binary: haproxytest.Bin(), MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute,
+		Render: render.Options{StatsSocket: l.p.StatsSocket, StateFile: l.statePath},
+	})
+	t.Cleanup(func() { _ = l.d.Close() })
+	return l
+}

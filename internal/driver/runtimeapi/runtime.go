@@ -1,0 +1,65 @@
+package runtimeapi
+
+import (
+	"context"
+	"fmt"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"strconv"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// commands turns plan operations into Runtime API commands.
+func commands(ops []plan.Op) []string {
+	out := make([]string, 0, len(ops))
+	for _, o := range ops {
+		target := o.Backend + "/" + o.Slot
+		switch o.Kind {
+		case plan.SetAddr:
+			out = append(out, "set server "+target+" addr "+o.Server.Addr.String()+" port "+strconv.Itoa(int(o.Server.Port)))
+		case plan.Ready:
+			out = append(out, "set server "+target+" state ready")
+		case plan.Drain:
+			out = append(out, "set server "+target+" state drain")
+		case plan.Maint:
+			out = append(out, "set server "+target+" state maint")
+		}
+	}
+	return out
+}
+
+// execOps sends ops in one pipelined batch and records them as applied. Any
+// failure leaves the runtime state unknown, so the next pass reads it back.
+func (d *HAProxy) execOps(ctx context.Context, ops []plan.Op, res *driver.Result) error {
+	_, err := d.sendOps(ctx, ops, res, nil)
+	return err
+}
+
+// sendOps is execOps that, given stop, keeps at most opsWindow operations
+// in flight and sends no more once stop says true (see preempt.go). It
+// returns how many operations were sent and recorded.
+func (d *HAProxy) sendOps(ctx context.Context, ops []plan.Op, res *driver.Result, stop func() bool) (int, error) {
+	if len(ops) == 0 {
+		return 0, nil
+	}
+	t := time.Now()
+	defer func() { res.Runtime += time.Since(t) }()
+	cmds := commands(ops)
+	d.verify.touch(ops) // all of them: conservative when stopped early
+	var ans []string
+	var err error
+	if stop == nil || len(ops) <= opsWindow {
+		ans, err = d.rt.ExecChecked(ctx, cmds)
+	} else {
+		ans, err = d.rt.ExecCheckedUntil(ctx, cmds, opsWindow, stop)
+	}
+	if err != nil {
+		d.known = false
+		res.OpsFailed += len(cmds)
+		return 0, fmt.Errorf("runtime API: %w", err)
+	}
+	res.Ops += len(ans)
+	d.actual.Apply(ops[:len(ans)])
+	return len(ans), nil
+}
