@@ -8,26 +8,69 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 )
+
+// dpCost is the test server's cost model named by -dataplane-cost.
+func dpCost(name string) (dataplanetest.Cost, error) {
+	switch name {
+	case "measured":
+		return dataplanetest.MeasuredCost, nil
+	case "none":
+		return dataplanetest.Cost{}, nil
+	}
+	return dataplanetest.Cost{}, fmt.Errorf("-dataplane-cost %q: want measured or none", name)
+}
 
 // The Data Plane API mode (-driver=dataplane) runs the controller with
 // --driver=dataplane against the in-memory Data Plane API test server,
-// which runs inside this process, or against a real API when
-// HKS_DATAPLANE_URL (HKS_DATAPLANE_USERNAME, HKS_DATAPLANE_PASSWORD) is
-// set. No probes, load or HAProxy cost; change-to-route latency is until
-// the runtime state of the backend (test server, or the API's runtime
-// endpoint) shows the change; reloads are those the API reports.
+// which runs inside this process (with the real API's measured cost, see
+// -dataplane-cost), or against a real API when HKS_DATAPLANE_URL
+// (HKS_DATAPLANE_USERNAME, HKS_DATAPLANE_PASSWORD) is set. No probes, load
+// or HAProxy cost; change-to-route latency is until the runtime state of
+// the backend shows the change. Against a real API that state is read from
+// its HAProxy's worker stats socket (HKS_DATAPLANE_STATS_SOCKET) and reloads
+// are counted by its master (HKS_DATAPLANE_MASTER_SOCKET), so that the
+// bench's polling does not load the API it measures; without them it polls
+// the API's runtime endpoints, and counts the reloads the API lists.
 
-// dpObserver reads what HAProxy runs: from the test server in this
-// process, or through a real API's runtime endpoints.
+// dpObs is what the dataplane mode reads of HAProxy.
+type dpObs interface {
+	backendWaiter
+	waitAll(ctx context.Context, want map[string]map[netip.AddrPort]bool, timeout time.Duration) (time.Time, error)
+	reloads() int
+}
+
+// dpObserver reads what HAProxy runs from the test server in this process,
+// or through a real API's runtime endpoints.
 type dpObserver struct {
-	state   func(be string) map[netip.AddrPort]bool
-	reloads func() int
+	state      func(be string) map[netip.AddrPort]bool
+	reloadsNow func() int
+}
+
+func (o dpObserver) reloads() int { return o.reloadsNow() }
+
+// socketObserver reads a real API's HAProxy through its own sockets.
+type socketObserver struct{ *observer }
+
+func (o socketObserver) waitAll(ctx context.Context, want map[string]map[netip.AddrPort]bool, timeout time.Duration) (time.Time, error) {
+	return o.observer.waitAll(ctx, want, timeout, func(ok, total int) { logf("  %d of %d backends as expected", ok, total) })
+}
+
+func (o socketObserver) reloads() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := o.observer.reloads(ctx)
+	if err != nil {
+		logf("reading the reload counter: %v", err)
+	}
+	return n
 }
 
 func testServerObserver(s *dataplanetest.Server) dpObserver {
@@ -42,10 +85,13 @@ func testServerObserver(s *dataplanetest.Server) dpObserver {
 			}
 			return out
 		},
-		reloads: s.Reloads,
+		reloadsNow: s.Reloads,
 	}
 }
 
+// apiObserver polls a real API (it loads what it measures: a fallback).
+// The API lists only failed reloads, the last successful one and those in
+// progress, so its count of reloads is a lower bound.
 func apiObserver(c *dataplane.Client) dpObserver {
 	return dpObserver{
 		state: func(be string) map[netip.AddrPort]bool {
@@ -60,7 +106,7 @@ func apiObserver(c *dataplane.Client) dpObserver {
 			}
 			return out
 		},
-		reloads: func() int {
+		reloadsNow: func() int {
 			rs, _ := c.Reloads(context.Background())
 			n := 0
 			for _, r := range rs {
@@ -129,19 +175,29 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 	var cl cleanups
 	defer cl.run()
 	url, user, pass := os.Getenv("HKS_DATAPLANE_URL"), os.Getenv("HKS_DATAPLANE_USERNAME"), os.Getenv("HKS_DATAPLANE_PASSWORD")
-	var obs dpObserver
-	if url != "" {
+	var obs dpObs
+	switch stats, master := os.Getenv("HKS_DATAPLANE_STATS_SOCKET"), os.Getenv("HKS_DATAPLANE_MASTER_SOCKET"); {
+	case url != "" && stats != "" && master != "":
+		o := &observer{rt: haproxy.NewRuntime(stats), master: haproxy.NewMaster(master)}
+		defer o.close()
+		obs = socketObserver{o}
+		logf("against the real Data Plane API at HKS_DATAPLANE_URL; HAProxy read through its sockets")
+	case url != "":
 		client, err := dataplane.New(dataplane.Options{URL: url, Username: user, Password: pass})
 		if err != nil {
 			return nil, err
 		}
 		obs = apiObserver(client)
-		logf("against the real Data Plane API at HKS_DATAPLANE_URL")
-	} else {
+		logf("against the real Data Plane API at HKS_DATAPLANE_URL, polling its runtime endpoints (set HKS_DATAPLANE_STATS_SOCKET and HKS_DATAPLANE_MASTER_SOCKET to read HAProxy directly: polling loads the API measured, and its reload list undercounts)")
+	default:
+		cost, err := dpCost(c.dpCost)
+		if err != nil {
+			return nil, err
+		}
 		user, pass = "bench", "bench-password"
-		api := dataplanetest.Start(&cl, dataplanetest.Options{Users: map[string]string{user: pass}, ReloadDelay: c.dpReloadDelay})
+		api := dataplanetest.Start(&cl, dataplanetest.Options{Users: map[string]string{user: pass}, ReloadDelay: c.dpReloadDelay, Cost: cost})
 		url, obs = api.URL, testServerObserver(api)
-		logf("against the in-process test server (HKS_DATAPLANE_URL not set)")
+		logf("against the in-process test server (HKS_DATAPLANE_URL not set), cost %s", c.dpCost)
 	}
 	pwFile := filepath.Join(dir, "password")
 	if err := os.WriteFile(pwFile, []byte(pass), 0o600); err != nil {
@@ -154,7 +210,11 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 		"--node-check=none", // the Data Plane API driver follows no node
 		"--log-level", "info", "--metrics-address", "127.0.0.1:0"}
 	start := time.Now()
-	ctl, err := startProc("controller", filepath.Join(dir, "controller.log"), nil, b.ctlBin, args...)
+	var env []string
+	if c.ctlEnv != "" {
+		env = strings.Split(c.ctlEnv, ",")
+	}
+	ctl, err := startController(filepath.Join(dir, "controller.log"), b.ctlBin, env, args...)
 	if err != nil {
 		return nil, err
 	}

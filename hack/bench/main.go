@@ -52,6 +52,7 @@ type config struct {
 	ctlEnv, ctlBin                      string
 	driver                              string
 	dpReloadDelay                       time.Duration
+	dpCost                              string
 	nodeInter                           time.Duration // --node-check-interval
 	nodeRise, nodeFall                  int
 	deaths                              int // node-death rounds of each kind
@@ -91,6 +92,7 @@ func main() {
 	flag.IntVar(&c.nodeFall, "node-check-fall", 2, "with -health-checks=node: --node-check-fall")
 	flag.IntVar(&c.deaths, "node-deaths", 3, "with -health-checks=node: after the burst, under load, take this many nodes out and back, each way (dead: ports and /healthz closed; 503: /healthz answers 503), hybrid mode only; 0: none")
 	flag.DurationVar(&c.dpReloadDelay, "dataplane-reload-delay", time.Second, "the test server's reload_delay (driver dataplane)")
+	flag.StringVar(&c.dpCost, "dataplane-cost", "measured", "the test server's cost of requests (driver dataplane): measured (the real API's, see docs/dataplane.md) or none")
 	// The load process (this binary re-executed); not for direct use.
 	flag.StringVar(&loadTarget, "load-target", "", "internal: run as the load process against these addresses")
 	flag.DurationVar(&loadDur, "load-duration", time.Hour, "internal: load process time limit")

@@ -87,7 +87,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		env = strings.Split(c.ctlEnv, ",")
 		logf("controller environment: %s", c.ctlEnv)
 	}
-	ctl, err := startProc("controller", filepath.Join(dir, "controller.log"), nil, b.ctlBin, append(env, args...)...)
+	ctl, err := startController(filepath.Join(dir, "controller.log"), b.ctlBin, env, args...)
 	if err != nil {
 		return nil, err
 	}

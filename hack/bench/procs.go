@@ -30,18 +30,30 @@ type proc struct {
 // startProc runs bin; leading KEY=VALUE arguments are added to its
 // environment.
 func startProc(name, logPath string, stdout io.Writer, bin string, args ...string) (*proc, error) {
-	lf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
 	var env []string
 	for len(args) > 0 && strings.Contains(args[0], "=") && !strings.HasPrefix(args[0], "-") {
 		env, args = append(env, args[0]), args[1:]
 	}
-	cmd := exec.Command(bin, args...)
 	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
+		env = append(os.Environ(), env...)
 	}
+	return startProcEnv(name, logPath, stdout, bin, env, args...)
+}
+
+// startController runs the controller under test, with this process's
+// environment less what would configure it (controllerEnv), plus extra.
+func startController(logPath, bin string, extra []string, args ...string) (*proc, error) {
+	return startProcEnv("controller", logPath, nil, bin, controllerEnv(extra), args...)
+}
+
+// startProcEnv runs bin with environment env (nil: this process's).
+func startProcEnv(name, logPath string, stdout io.Writer, bin string, env []string, args ...string) (*proc, error) {
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	cmd.Stderr = lf
 	cmd.Stdout = lf
 	if stdout != nil {

@@ -21,6 +21,7 @@ func TestErrorClassification(t *testing.T) {
 		want   error
 	}{
 		{409, "version mismatch: version in configuration file is 5, given version is 4", ErrVersionMismatch},
+		{409, "version mismatch, transaction version: 5, configured version: 6", ErrVersionMismatch}, // a commit overtaken by a write outside
 		{409, "server s1 already exists in be", ErrExists},
 		{406, "transaction outdated", ErrOutdated},
 		{404, "backend x not found", ErrNotFound},
@@ -102,5 +103,20 @@ func TestTLSAndBearer(t *testing.T) {
 	}
 	if _, err := c.Version(context.Background()); err != nil || !strings.Contains(log.String(), "level=WARN") {
 		t.Errorf("insecure: %v, log %q", err, log.String())
+	}
+}
+
+// A failed reload carries what the API's reload command printed (HAProxy's
+// message when the command passes it on), and says where to look when it
+// printed nothing.
+func TestReloadError(t *testing.T) {
+	for _, tc := range []struct{ response, want string }{
+		{"[ALERT] cannot bind socket (Address already in use) [127.0.0.1:80]\n", "cannot bind socket"},
+		{"", "HAProxy's log"},
+	} {
+		err := error(&ReloadError{ID: "2026-11-24-3", Response: tc.response})
+		if !errors.Is(err, ErrReloadFailed) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want ErrReloadFailed with %q", tc.response, err, tc.want)
+		}
 	}
 }

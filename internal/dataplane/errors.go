@@ -80,7 +80,13 @@ type ReloadError struct {
 }
 
 func (e *ReloadError) Error() string {
-	return fmt.Sprintf("dataplane: reload %s failed: %s", e.ID, strings.TrimSpace(e.Response))
+	msg := strings.TrimSpace(e.Response)
+	if msg == "" {
+		// The API's response is what its reload command printed on
+		// stderr; HAProxy 2.6 writes its own message to its stderr only.
+		msg = "(the API's reload command printed nothing: HAProxy's message is in HAProxy's log)"
+	}
+	return fmt.Sprintf("dataplane: reload %s failed: %s", e.ID, msg)
 }
 
 // Is makes errors.Is(err, ErrReloadFailed) true.

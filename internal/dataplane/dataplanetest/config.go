@@ -37,7 +37,7 @@ func (s *Server) configuration(w http.ResponseWriter, r *http.Request, seg []str
 		s.reply(w, http.StatusOK, out)
 		return
 	}
-	op, e := mutation(r.Method, seg, body)
+	op, e := mutation(r.Method, seg, body, q.Get("full_section") == "true")
 	if e != nil {
 		s.fail(w, e)
 		return
@@ -129,7 +129,7 @@ type liveServer struct {
 
 var liveFields = map[string]bool{"address": true, "port": true, "weight": true, "maintenance": true}
 
-func mutation(method string, seg []string, body Object) (op, *apiErr) {
+func mutation(method string, seg []string, body Object, full bool) (op, *apiErr) {
 	if len(seg) < 1 || (seg[0] != "backends" && seg[0] != "frontends") {
 		return nil, errf(http.StatusNotFound, "path not found")
 	}
@@ -166,8 +166,26 @@ func mutation(method string, seg []string, body Object) (op, *apiErr) {
 	}
 	switch {
 	case len(seg) == 1 && method == http.MethodPost, len(seg) == 2 && method != http.MethodPost:
+		// With full_section=true the body carries the children too, and
+		// they replace the section's.
+		var kids *children
+		if full && body != nil && method != http.MethodDelete {
+			var e *apiErr
+			if body, kids, e = splitFull(body, child, childSchema, section == "backend"); e != nil {
+				return nil, e
+			}
+		}
 		if e := need(schema); e != nil {
 			return nil, e
+		}
+		setKids := func(c *config, ch map[string]*list, name string) {
+			if kids == nil {
+				return
+			}
+			ch[name] = kids.items
+			if section == "backend" {
+				c.templates[name] = kids.templates
+			}
 		}
 		return func(c *config) (Object, *liveServer, *apiErr) {
 			secs, ch := sets(c, true)
@@ -185,6 +203,7 @@ func mutation(method string, seg []string, body Object) (op, *apiErr) {
 				}
 				secs.put(name, body)
 				ch[name] = newList()
+				setKids(c, ch, name)
 			case http.MethodPut:
 				if !exists {
 					return nil, nil, errf(http.StatusNotFound, "%s %s does not exist", section, name)
@@ -192,7 +211,8 @@ func mutation(method string, seg []string, body Object) (op, *apiErr) {
 				if body["name"] != name {
 					return nil, nil, errf(http.StatusBadRequest, "name in the body (%v) differs from %s", body["name"], name)
 				}
-				secs.put(name, body) // the whole section; children stay
+				secs.put(name, body) // the whole section; children stay, unless full
+				setKids(c, ch, name)
 			case http.MethodDelete:
 				if !exists {
 					return nil, nil, errf(http.StatusNotFound, "%s %s does not exist", section, name)

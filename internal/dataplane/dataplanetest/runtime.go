@@ -3,6 +3,7 @@ package dataplanetest
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 )
@@ -124,12 +125,32 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 		delete(srvs, seg[3]) // even a server in service
 		s.reply(w, http.StatusNoContent, nil)
 	case http.MethodPut:
-		st, _ := body["admin_state"].(string)
-		if st != "ready" && st != "drain" && st != "maint" {
+		// Each field given is set, the admin state first, then the
+		// address and port (set server addr), as the real API does;
+		// fields left out stay.
+		st, hasState := body["admin_state"].(string)
+		if _, given := body["admin_state"]; given && st != "ready" && st != "drain" && st != "maint" {
 			s.fail(w, errf(http.StatusUnprocessableEntity, "admin_state in body should be one of [ready maint drain]"))
 			return
 		}
-		rs.admin = st
+		addr, _ := body["address"].(string)
+		port, hasPort := toInt(body["port"])
+		if hasPort && (port < 1 || port > 65535) {
+			s.fail(w, errf(http.StatusUnprocessableEntity, "port in body should be between 1 and 65535"))
+			return
+		}
+		if _, err := netip.ParseAddr(addr); err != nil {
+			addr = "" // measured: an address HAProxy refuses is left as it was, and the answer is 200
+		}
+		if hasState {
+			rs.admin = st
+		}
+		if addr != "" {
+			rs.address = addr
+		}
+		if hasPort {
+			rs.port = port
+		}
 		s.reply(w, http.StatusOK, rs.json(seg[3]))
 	default:
 		s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))

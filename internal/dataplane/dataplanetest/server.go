@@ -37,6 +37,9 @@ type Options struct {
 	ReloadDelay time.Duration
 	// MaxOpen is the number of in-progress transactions allowed (20).
 	MaxOpen int
+	// Cost is how long requests take (none by default; MeasuredCost is
+	// the real API's).
+	Cost Cost
 }
 
 // Server is a running test API. Its methods are safe for concurrent use.
@@ -45,6 +48,7 @@ type Server struct {
 	opts Options
 	http *httptest.Server
 
+	wmu       sync.Mutex // versioned writes, one at a time (with a Cost)
 	mu        sync.Mutex
 	version   int64
 	cfg       *config // what the API holds (and writes to haproxy.cfg)
@@ -142,6 +146,12 @@ func (s *Server) authorized(r *http.Request) bool {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Cost != (Cost{}) {
+		// Writes wait for each other, not reads or runtime requests.
+		if release := s.spend(r); release != nil {
+			defer release()
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.authorized(r) {

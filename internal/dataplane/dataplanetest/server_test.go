@@ -189,15 +189,37 @@ func TestTransactions(t *testing.T) {
 	}
 	c.want("delete outdated", first(c.do("DELETE", "transactions/"+b, nil)), 204)
 
+	// Overtaken by a write outside any transaction: 409 "version
+	// mismatch", and only then outdated (406 from then on).
+	id = c.open()
+	c.want("write outside", first(c.do("PUT", fmt.Sprintf("configuration/backends/be_ingress/servers/s1?version=%d", c.s.Version()),
+		Object{"name": "s1", "address": "127.81.30.8", "port": 8080})), 200)
+	_, tx = c.do("GET", "transactions/"+id, nil)
+	if tx.(map[string]any)["status"] != "in_progress" {
+		t.Errorf("before its commit: %v, want in_progress", tx)
+	}
+	st, body := c.do("PUT", "transactions/"+id, nil)
+	c.want("commit after a write outside", st, 409)
+	if !strings.Contains(fmt.Sprint(body), "version mismatch") {
+		t.Errorf("commit after a write outside: %v", body)
+	}
+	_, tx = c.do("GET", "transactions/"+id, nil)
+	if tx.(map[string]any)["status"] != "outdated" {
+		t.Errorf("after the 409: %v, want outdated", tx)
+	}
+	c.want("commit again", first(c.do("PUT", "transactions/"+id, nil)), 406)
+	c.want("delete", first(c.do("DELETE", "transactions/"+id, nil)), 204)
+
 	// Validation at commit: 400, failed, version unchanged, DELETE 204.
 	id = c.open()
 	c.do("POST", "configuration/frontends?transaction_id="+id, Object{"name": "fe", "mode": "tcp", "default_backend": "be_none"})
 	v = c.s.Version()
-	st, body := c.do("PUT", "transactions/"+id, nil)
+	st, body = c.do("PUT", "transactions/"+id, nil)
 	c.want("invalid commit", st, 400)
 	if !strings.Contains(fmt.Sprint(body), "validation error") || c.s.Version() != v {
 		t.Errorf("invalid commit: %v, version %d→%d", body, v, c.s.Version())
 	}
+	c.want("commit a failed one", first(c.do("PUT", "transactions/"+id, nil)), 406)
 	c.want("delete failed", first(c.do("DELETE", "transactions/"+id, nil)), 204)
 
 	// 20 open at most; failed ones do not count.
@@ -243,19 +265,43 @@ func TestReloadsShareAndFail(t *testing.T) {
 	}
 	id = c.open()
 	c.do("PUT", "transactions/"+id, nil)
+	rid2 := c.hdr.Get("Reload-Id")
 	c.waitReloads(3)
-	_, rls := c.do("GET", "reloads", nil)
-	if last := rls.([]any)[2].(map[string]any); last["status"] != "failed" {
-		t.Errorf("the next reload: %v, want failed again", last)
+	if st := reloadStatus(c, rid2); st != "failed" {
+		t.Errorf("the next reload: %s, want failed again", st)
 	}
 	id = c.open()
 	c.do("DELETE", "configuration/frontends/fe?transaction_id="+id, nil)
 	c.do("PUT", "transactions/"+id, nil)
+	rid3 := c.hdr.Get("Reload-Id")
 	c.waitReloads(4)
-	_, rls = c.do("GET", "reloads", nil)
-	if last := rls.([]any)[3].(map[string]any); last["status"] != "succeeded" {
-		t.Errorf("after removing the bad frontend: %v", last)
+	if st := reloadStatus(c, rid3); st != "succeeded" {
+		t.Errorf("after removing the bad frontend: %s", st)
 	}
+	// The list holds the failed reloads and the last successful one, not
+	// every reload: 4 reloads, 3 entries. An older successful one is
+	// still answered by its id.
+	_, rls := c.do("GET", "reloads", nil)
+	var got []string
+	for _, r := range rls.([]any) {
+		m := r.(map[string]any)
+		got = append(got, fmt.Sprint(m["id"], "=", m["status"]))
+	}
+	if want := []string{rid + "=failed", rid2 + "=failed", rid3 + "=succeeded"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("reloads listed %v, want %v", got, want)
+	}
+	if st := reloadStatus(c, id1); st != "succeeded" {
+		t.Errorf("an older successful reload: %s", st)
+	}
+}
+
+func reloadStatus(c *tc, id string) string {
+	c.t.Helper()
+	st, rl := c.do("GET", "reloads/"+id, nil)
+	if st != 200 {
+		return fmt.Sprint("status ", st)
+	}
+	return fmt.Sprint(rl.(map[string]any)["status"])
 }
 
 func TestRuntimeServers(t *testing.T) {
@@ -288,5 +334,72 @@ func TestRuntimeServers(t *testing.T) {
 	c.want("delete in service", first(c.do("DELETE", "runtime/backends/be_ingress/servers/s1", nil)), 204)
 	if rs, _ := c.s.Running("be_ingress"); len(rs) != 0 {
 		t.Errorf("after a runtime delete: %v", rs)
+	}
+}
+
+// A runtime PUT sets what it is given, the admin state before the
+// address; an address HAProxy refuses is left as it was (200).
+func TestRuntimeServerAddress(t *testing.T) {
+	c := start(t)
+	path := "runtime/backends/be_ingress/servers/s1"
+	for _, step := range []struct {
+		body   Object
+		status int
+		want   ServerState
+	}{
+		{Object{"admin_state": "maint", "address": "127.81.30.5", "port": 8081}, 200, ServerState{"s1", "127.81.30.5", 8081, "maint"}},
+		{Object{"admin_state": "ready"}, 200, ServerState{"s1", "127.81.30.5", 8081, "ready"}},
+		{Object{"address": "not-an-address"}, 200, ServerState{"s1", "127.81.30.5", 8081, "ready"}},
+		{Object{"port": 70000}, 422, ServerState{"s1", "127.81.30.5", 8081, "ready"}},
+	} {
+		c.want(fmt.Sprint(step.body), first(c.do("PUT", path, step.body)), step.status)
+		if rs, _ := c.s.Running("be_ingress"); len(rs) != 1 || rs[0] != step.want {
+			t.Errorf("after %v: %v, want %v", step.body, rs, step.want)
+		}
+	}
+	if c.s.Reloads() != 0 {
+		t.Errorf("a runtime change reloaded")
+	}
+}
+
+// With full_section=true a section is created or replaced with its
+// children, in one write.
+func TestFullSection(t *testing.T) {
+	c := start(t)
+	id := c.open()
+	q := "?full_section=true&transaction_id=" + id
+	st, _ := c.do("POST", "configuration/backends"+q, Object{"name": "be_x", "mode": "tcp",
+		"servers": Object{"s1": Object{"name": "s1", "address": "127.81.30.1", "port": 80}, "s2": Object{"name": "s2", "address": "127.81.30.2", "port": 80}}})
+	c.want("create", st, 202)
+	st, _ = c.do("PUT", "configuration/backends/be_x"+q, Object{"name": "be_x", "mode": "tcp",
+		"servers": Object{"s1": Object{"name": "s1", "address": "127.81.30.1", "port": 80}, "s3": Object{"name": "s3", "address": "127.81.30.3", "port": 80}}})
+	c.want("replace", st, 202)
+	st, _ = c.do("POST", "configuration/backends"+q, Object{"name": "be_y", "servers": Object{"s1": Object{"name": "s1", "address": "127.81.30.1", "check": "yes"}}})
+	c.want("a child the schema refuses", st, 422)
+	c.want("commit", first(c.do("PUT", "transactions/"+id, nil)), 202)
+	sec, _ := c.s.Backend("be_x")
+	var names []string
+	for _, o := range sec.Children {
+		names = append(names, o["name"].(string))
+	}
+	if _, has := sec.Object["servers"]; has || fmt.Sprint(names) != "[s1 s3]" {
+		t.Errorf("after a full-section replace: %v, servers %v", sec.Object, names)
+	}
+}
+
+// A Cost makes versioned writes take at least their cost, which grows
+// with the number of backends.
+func TestCost(t *testing.T) {
+	s := Start(t, Options{Cost: Cost{Write: 5 * time.Millisecond, WritePerBackend: time.Millisecond}})
+	var secs []Section
+	for i := range 20 {
+		secs = append(secs, Section{Object: Object{"name": fmt.Sprintf("be%d", i), "mode": "tcp"}, Children: []Object{{"name": "s1", "address": "127.81.30.1", "port": 80}}})
+	}
+	s.Load(secs, nil)
+	c := &tc{t: t, s: s}
+	start := time.Now()
+	c.want("write", first(c.do("PUT", fmt.Sprintf("configuration/backends/be0/servers/s1?version=%d", s.Version()), Object{"name": "s1", "address": "127.81.30.2", "port": 80})), 200)
+	if took, want := time.Since(start), 25*time.Millisecond; took < want {
+		t.Errorf("a write at 20 backends took %v, want at least %v", took, want)
 	}
 }

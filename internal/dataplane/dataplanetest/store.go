@@ -23,6 +23,8 @@ func newList() *list { return &list{m: map[string]Object{}} }
 
 func (l *list) get(name string) (Object, bool) { o, ok := l.m[name]; return o, ok }
 
+func (l *list) len() int { return len(l.names) }
+
 func (l *list) put(name string, o Object) {
 	if _, ok := l.m[name]; !ok {
 		l.names = append(l.names, name)

@@ -64,14 +64,23 @@ func (t *tx) json() map[string]any {
 	return map[string]any{"id": t.id, "status": t.status, "_version": t.version}
 }
 
+// commit is PUT /transactions/{id}. As in the real API: a transaction
+// already marked outdated or failed answers 406; one whose version is no
+// longer the configuration's (a write outside any transaction moved it)
+// answers 409 "version mismatch" and only then is marked outdated; a
+// commit marks every other transaction in progress outdated.
 func (s *Server) commit(w http.ResponseWriter, r *http.Request, t *tx) {
-	if t.status != "in_progress" {
-		s.fail(w, errf(http.StatusBadRequest, "transaction %s is %s", t.id, t.status))
+	switch t.status {
+	case "outdated":
+		s.fail(w, errf(http.StatusNotAcceptable, "transaction %s is outdated and cannot be committed", t.id))
+		return
+	case "failed":
+		s.fail(w, errf(http.StatusNotAcceptable, "transaction %s is failed and cannot be committed", t.id))
 		return
 	}
 	if t.version != s.version {
 		t.status = "outdated"
-		s.fail(w, errf(http.StatusNotAcceptable, "transaction %s is outdated: version %d, configuration is at %d", t.id, t.version, s.version))
+		s.fail(w, errf(http.StatusConflict, "version mismatch, transaction version: %d, configured version: %d", t.version, s.version))
 		return
 	}
 	if err := t.cfg.check(); err != nil {
@@ -84,6 +93,11 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, t *tx) {
 	s.version++
 	delete(s.txs, t.id)
 	t.status = "success"
+	for _, o := range s.txs {
+		if o.status == "in_progress" && o.version <= t.version {
+			o.status = "outdated"
+		}
+	}
 	if r.URL.Query().Get("force_reload") == "true" {
 		s.reloadNow()
 		s.reply(w, http.StatusOK, t.json())
@@ -174,14 +188,58 @@ func (s *Server) reloadsEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 		return
 	}
 	if len(seg) == 0 {
-		s.reply(w, http.StatusOK, s.reloads)
+		s.reply(w, http.StatusOK, s.listReloads())
 		return
 	}
-	for _, rl := range s.reloads {
-		if rl.ID == seg[0] {
-			s.reply(w, http.StatusOK, rl)
-			return
-		}
+	if rl := s.findReload(seg[0]); rl != nil {
+		s.reply(w, http.StatusOK, rl)
+		return
 	}
 	s.fail(w, errf(http.StatusNotFound, "reload %s not found", seg[0]))
+}
+
+// listReloads is what the real API lists: the failed reloads, the last
+// successful one and any in progress, not every reload (so counting its
+// entries does not count reloads: Reloads does).
+func (s *Server) listReloads() []*reload {
+	out := []*reload{}
+	var last, pending *reload
+	for _, rl := range s.reloads {
+		switch rl.Status {
+		case "failed":
+			out = append(out, rl)
+		case "succeeded":
+			last = rl
+		default:
+			pending = rl
+		}
+	}
+	if last != nil {
+		out = append(out, last)
+	}
+	if pending != nil {
+		out = append(out, pending)
+	}
+	return out
+}
+
+// findReload answers GET /reloads/{id} as the real API does: a reload in
+// progress, a failed one, the last successful one; an older successful
+// one only by its id and status (the real API keeps no record of those).
+func (s *Server) findReload(id string) *reload {
+	var last *reload
+	for _, rl := range s.reloads {
+		if rl.Status == "succeeded" {
+			last = rl
+		}
+	}
+	for _, rl := range s.reloads {
+		if rl.ID == id {
+			if rl.Status == "succeeded" && rl != last {
+				return &reload{ID: rl.ID, Status: rl.Status}
+			}
+			return rl
+		}
+	}
+	return nil
 }

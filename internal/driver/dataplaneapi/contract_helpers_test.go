@@ -2,9 +2,13 @@ package dataplaneapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -12,43 +16,50 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // The contract tests run against the test server always, and against a
 // real Data Plane API when HKS_DATAPLANE_URL (with HKS_DATAPLANE_USERNAME
 // and HKS_DATAPLANE_PASSWORD) names one that manages an HAProxy 2.6 in
-// master-worker mode whose configuration has a mode tcp frontend and the
-// backend be_ingress, and nothing else.
+// master-worker mode, and HKS_DATAPLANE_MASTER_SOCKET names that HAProxy's
+// master socket: the API lists only some reloads, so they are counted from
+// HAProxy's master (show proc). Every test creates the sections it uses,
+// under its own names, and deletes them, so the suite can run again and
+// again on one API; it leaves alone what it did not create (but, in the
+// every-Service tests, the driver deletes leftover sections named as it
+// owns them: fe_/be_<namespace>_<name>_<port>).
 const (
-	seedBackend = "be_ingress"
-	user, pass  = "admin", "s3cret-test-password"
-	token       = "test-bearer-token"
+	user, pass = "admin", "s3cret-test-password"
+	token      = "test-bearer-token"
 )
 
 // api is one Data Plane API under test.
 type api struct {
-	name string
-	url  string
-	srv  *dataplanetest.Server // nil for a real API
-	user string
-	pass string
-	c    *dataplane.Client
+	name   string
+	url    string
+	srv    *dataplanetest.Server // nil for a real API
+	master *haproxy.Master       // a real API's HAProxy
+	user   string
+	pass   string
+	c      *dataplane.Client
 }
 
-// apis returns the APIs a contract test runs against: a fresh test server
-// loaded with the seed's set-up, and the real API when configured.
+// apis returns the APIs a contract test runs against: a fresh test server,
+// and the real API when configured.
 func apis(t *testing.T) []*api {
 	t.Helper()
 	srv := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{user: pass}, Tokens: []string{token}})
-	srv.Load([]dataplanetest.Section{{Object: Object{"name": seedBackend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}}}},
-		[]dataplanetest.Section{{Object: Object{"name": "fe_ingress", "mode": "tcp", "default_backend": seedBackend},
-			Children: []Object{{"name": "main", "address": "127.81.0.1", "port": int64(freeTCPPort(t))}}}})
 	out := []*api{{name: "testserver", url: srv.URL, srv: srv, user: user, pass: pass}}
-	if u := os.Getenv("HKS_DATAPLANE_URL"); u != "" {
-		out = append(out, &api{name: "real", url: u, user: os.Getenv("HKS_DATAPLANE_USERNAME"), pass: os.Getenv("HKS_DATAPLANE_PASSWORD")})
-	} else {
+	switch u, m := os.Getenv("HKS_DATAPLANE_URL"), os.Getenv("HKS_DATAPLANE_MASTER_SOCKET"); {
+	case u == "":
 		t.Log("real Data Plane API: skipped (HKS_DATAPLANE_URL is not set)")
+	case m == "":
+		t.Error("real Data Plane API: HKS_DATAPLANE_MASTER_SOCKET must name its HAProxy's master socket (reloads are counted there)")
+	default:
+		out = append(out, &api{name: "real", url: u, master: haproxy.NewMaster(m),
+			user: os.Getenv("HKS_DATAPLANE_USERNAME"), pass: os.Getenv("HKS_DATAPLANE_PASSWORD")})
 	}
 	for _, a := range out {
 		a.c = a.client(t, nil)
@@ -90,20 +101,82 @@ func (a *api) driver(opts Options) *Driver {
 	return New(opts)
 }
 
-// reloads counts the reloads the API reports (finished ones).
+// reloads counts HAProxy's reloads, failed ones too: the test server's,
+// or those the real HAProxy's master reports (show proc).
 func (a *api) reloads(t *testing.T) int {
 	t.Helper()
-	rs, err := a.c.Reloads(context.Background())
+	if a.srv != nil {
+		return a.srv.Reloads()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := a.master.ShowProc(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, r := range rs {
-		if r.Status != dataplane.ReloadInProgress {
-			n++
-		}
+	return p.Reloads
+}
+
+// section creates a section of the test's own (a backend, or a frontend
+// with a bind) through the API, after deleting any of that name an earlier
+// run left, and deletes it when the test ends. It waits for the reloads.
+func (a *api) section(t *testing.T, kind string, obj Object, child Object) {
+	t.Helper()
+	name := obj["name"].(string)
+	path, one := dataplane.BackendsPath, dataplane.BackendPath(name)
+	if kind == "frontend" {
+		path, one = dataplane.FrontendsPath, dataplane.FrontendPath(name)
 	}
-	return n
+	a.deleteSection(t, one)
+	body := maps.Clone(obj)
+	if child != nil {
+		key := "servers"
+		if kind == "frontend" {
+			key = "binds"
+		}
+		body[key] = map[string]any{child["name"].(string): child}
+	}
+	resp, err := a.c.Do(context.Background(), http.MethodPost, path,
+		url.Values{"version": {fmt.Sprint(a.version(t))}, "full_section": {"true"}}, body, nil)
+	if err != nil {
+		t.Fatalf("creating %s %s: %v", kind, name, err)
+	}
+	a.waitReload(t, resp.ReloadID)
+	t.Cleanup(func() { a.deleteSection(t, one) })
+}
+
+// deleteSection deletes a section when it exists, and waits for the reload.
+func (a *api) deleteSection(t *testing.T, path string) {
+	t.Helper()
+	resp, err := a.c.Delete(context.Background(), path, dataplane.Write{Version: a.version(t)})
+	if errors.Is(err, dataplane.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		t.Errorf("deleting %s: %v", path, err)
+		return
+	}
+	a.waitReload(t, resp.ReloadID)
+}
+
+func (a *api) waitReload(t *testing.T, id string) {
+	t.Helper()
+	if id == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := a.c.WaitReload(ctx, id, 20*time.Millisecond); err != nil {
+		t.Fatalf("reload %s: %v", id, err)
+	}
+}
+
+// seedBackend creates the operator's backend of a seed-mode test, named
+// for the test: mode tcp, roundrobin, no server.
+func (a *api) seedBackend(t *testing.T, name string) string {
+	t.Helper()
+	a.section(t, "backend", Object{"name": name, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}}, nil)
+	return name
 }
 
 func (a *api) version(t *testing.T) int64 {
@@ -149,8 +222,10 @@ func (a *api) serving(t *testing.T, be string) map[string]bool {
 	return out
 }
 
-func seedCfg(servers ...string) model.Config {
-	be := model.Backend{Name: seedBackend, Service: "ingress-nginx/ingress-nginx", Balance: "roundrobin",
+// seedCfg is the model of the seed's Service with these servers, for the
+// operator's backend named backend.
+func seedCfg(backend string, servers ...string) model.Config {
+	be := model.Backend{Name: backend, Service: "ingress-nginx/ingress-nginx", Balance: "roundrobin",
 		Check: model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 3}}
 	for _, s := range servers {
 		ap := netip.MustParseAddrPort(s)

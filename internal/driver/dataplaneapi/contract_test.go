@@ -17,10 +17,11 @@ import (
 
 func TestContractFirstSyncAndResync(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
-		d := a.driver(Options{Seed: seedBackend})
+		be := a.seedBackend(t, "be_hks_firstsync")
+		d := a.driver(Options{Seed: be})
 		r0 := a.reloads(t)
-		apply(t, d, seedCfg("127.81.1.1:30080", "127.81.1.2:30080", "127.81.1.3:30080"))
-		if got, want := a.serving(t, seedBackend), set("127.81.1.1:30080", "127.81.1.2:30080", "127.81.1.3:30080"); !maps.Equal(got, want) {
+		apply(t, d, seedCfg(be, "127.81.1.1:30080", "127.81.1.2:30080", "127.81.1.3:30080"))
+		if got, want := a.serving(t, be), set("127.81.1.1:30080", "127.81.1.2:30080", "127.81.1.3:30080"); !maps.Equal(got, want) {
 			t.Fatalf("serving %v, want %v", got, want)
 		}
 		if a.reloads(t) <= r0 {
@@ -30,7 +31,7 @@ func TestContractFirstSyncAndResync(t *testing.T) {
 		v, r1 := a.version(t), a.reloads(t)
 		for range 3 {
 			d.Invalidate()
-			res, err := d.Apply(context.Background(), seedCfg("127.81.1.3:30080", "127.81.1.1:30080", "127.81.1.2:30080"))
+			res, err := d.Apply(context.Background(), seedCfg(be, "127.81.1.3:30080", "127.81.1.1:30080", "127.81.1.2:30080"))
 			if err != nil || res.Ops != 0 || res.Reloaded {
 				t.Fatalf("resync: ops=%d reloaded=%v err=%v, want nothing written", res.Ops, res.Reloaded, err)
 			}
@@ -46,8 +47,9 @@ func TestContractFirstSyncAndResync(t *testing.T) {
 
 func TestContractChurnWithoutReload(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
-		d := a.driver(Options{Seed: seedBackend})
-		apply(t, d, seedCfg("127.81.2.1:30080", "127.81.2.2:30080", "127.81.2.3:30080"))
+		be := a.seedBackend(t, "be_hks_churn")
+		d := a.driver(Options{Seed: be})
+		apply(t, d, seedCfg(be, "127.81.2.1:30080", "127.81.2.2:30080", "127.81.2.3:30080"))
 		r0 := a.reloads(t)
 		steps := []struct {
 			name    string
@@ -61,14 +63,14 @@ func TestContractChurnWithoutReload(t *testing.T) {
 			{"port changed", []string{"127.81.2.1:30081", "127.81.2.2:30081", "127.81.2.10:30081"}},
 		}
 		for _, s := range steps {
-			res, err := d.Apply(context.Background(), seedCfg(s.servers...))
+			res, err := d.Apply(context.Background(), seedCfg(be, s.servers...))
 			if err != nil {
 				t.Fatalf("%s: %v", s.name, err)
 			}
 			if res.Reloaded {
 				t.Errorf("%s: reloaded (%v)", s.name, res.Reasons)
 			}
-			if got := a.serving(t, seedBackend); !maps.Equal(got, set(s.servers...)) {
+			if got := a.serving(t, be); !maps.Equal(got, set(s.servers...)) {
 				t.Errorf("%s: serving %v, want %v", s.name, got, s.servers)
 			}
 		}
@@ -80,10 +82,11 @@ func TestContractChurnWithoutReload(t *testing.T) {
 
 func TestContractNodeRemovedServerGone(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
-		d := a.driver(Options{Seed: seedBackend})
-		apply(t, d, seedCfg("127.81.3.1:30080", "127.81.3.2:30080"))
-		apply(t, d, seedCfg("127.81.3.1:30080"))
-		if got := a.serving(t, seedBackend); !maps.Equal(got, set("127.81.3.1:30080")) {
+		be := a.seedBackend(t, "be_hks_noderemoved")
+		d := a.driver(Options{Seed: be})
+		apply(t, d, seedCfg(be, "127.81.3.1:30080", "127.81.3.2:30080"))
+		apply(t, d, seedCfg(be, "127.81.3.1:30080"))
+		if got := a.serving(t, be); !maps.Equal(got, set("127.81.3.1:30080")) {
 			t.Fatalf("serving %v after the node went", got)
 		}
 		// Past the slots' headroom, the free slots are deleted at the
@@ -92,9 +95,9 @@ func TestContractNodeRemovedServerGone(t *testing.T) {
 		for i := 1; i <= 12; i++ {
 			many = append(many, fmt.Sprintf("127.81.3.%d:30080", i))
 		}
-		apply(t, d, seedCfg(many...))
-		apply(t, d, seedCfg("127.81.3.1:30080"))
-		servers, _, err := a.c.List(context.Background(), dataplane.ServersPath(seedBackend), "")
+		apply(t, d, seedCfg(be, many...))
+		apply(t, d, seedCfg(be, "127.81.3.1:30080"))
+		servers, _, err := a.c.List(context.Background(), dataplane.ServersPath(be), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,6 +111,7 @@ func TestContractNodeRemovedServerGone(t *testing.T) {
 
 func TestContractVersionBumpedMeanwhile(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
+		const be = "be_hks_bumped"
 		for _, tc := range []struct {
 			name  string
 			match func(*http.Request) bool
@@ -116,17 +120,21 @@ func TestContractVersionBumpedMeanwhile(t *testing.T) {
 		}{
 			{"live server change", func(r *http.Request) bool {
 				return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/servers/")
-			}, seedCfg("127.81.4.2:30080"), dataplane.ErrVersionMismatch},
+			}, seedCfg(be, "127.81.4.2:30080"), dataplane.ErrVersionMismatch},
 			{"transaction commit", func(r *http.Request) bool {
 				return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/transactions/")
-			}, seedCfg("127.81.4.1:30080", "127.81.4.2:30080", "127.81.4.3:30080", "127.81.4.4:30080", "127.81.4.5:30080",
-				"127.81.4.6:30080", "127.81.4.7:30080", "127.81.4.8:30080", "127.81.4.9:30080"), dataplane.ErrOutdated},
+			}, seedCfg(be, "127.81.4.1:30080", "127.81.4.2:30080", "127.81.4.3:30080", "127.81.4.4:30080", "127.81.4.5:30080",
+				"127.81.4.6:30080", "127.81.4.7:30080", "127.81.4.8:30080", "127.81.4.9:30080"), dataplane.ErrVersionMismatch},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				apply(t, a.driver(Options{Seed: seedBackend}), seedCfg("127.81.4.1:30080"))
-				h := &hook{match: tc.match, before: func() { bumpVersion(t, a) }}
-				d := a.driver(Options{Seed: seedBackend, Client: a.client(t, h)})
+				a.seedBackend(t, be) // afresh: slots left by another case would change what this one does
+				apply(t, a.driver(Options{Seed: be}), seedCfg(be, "127.81.4.1:30080"))
+				h := &hook{match: tc.match, before: func() { bumpVersion(t, a, be) }}
+				d := a.driver(Options{Seed: be, Client: a.client(t, h)})
 				_, err := d.Apply(context.Background(), tc.cfg)
+				if !h.done.Load() {
+					t.Fatalf("the pass sent no %s: the case did not happen", tc.name)
+				}
 				if !errors.Is(err, tc.is) {
 					t.Fatalf("Apply with a version bumped meanwhile: %v, want %v", err, tc.is)
 				}
@@ -138,7 +146,7 @@ func TestContractVersionBumpedMeanwhile(t *testing.T) {
 				for _, s := range tc.cfg.Backends[0].Servers {
 					want[s.Key().String()] = true
 				}
-				if got := a.serving(t, seedBackend); !maps.Equal(got, want) {
+				if got := a.serving(t, be); !maps.Equal(got, want) {
 					t.Errorf("after the retry serving %v, want %v", got, want)
 				}
 			})
@@ -148,26 +156,30 @@ func TestContractVersionBumpedMeanwhile(t *testing.T) {
 
 // bumpVersion is another writer: it writes a server back unchanged,
 // outside a transaction, which moves the version without a reload.
-func bumpVersion(t *testing.T, a *api) {
+func bumpVersion(t *testing.T, a *api, be string) {
 	ctx := context.Background()
-	s, _, err := a.c.Get(ctx, dataplane.ServerPath(seedBackend, "s1"), "")
+	s, _, err := a.c.Get(ctx, dataplane.ServerPath(be, "s1"), "")
 	if err != nil {
 		t.Errorf("bump: %v", err)
 		return
 	}
 	v, _ := a.c.Version(ctx)
-	if _, err := a.c.Replace(ctx, dataplane.ServerPath(seedBackend, "s1"), s, dataplane.Write{Version: v}); err != nil {
+	if _, err := a.c.Replace(ctx, dataplane.ServerPath(be, "s1"), s, dataplane.Write{Version: v}); err != nil {
 		t.Errorf("bump: %v", err)
 	}
 }
 
-// classCfg is a Service the way the HAProxy driver names it, listening on
-// addr:port.
-func classCfg(addr string, port uint16, backend string, servers ...string) model.Config {
-	cfg := seedCfg(servers...)
-	cfg.Backends[0].Name = "be_default_web_80"
+// classCfg is Service ns/web the way the HAProxy driver names it
+// (fe_NS_web_80, be_NS_web_80), listening on addr:port; its frontend names
+// backend. A test deletes its sections when it ends.
+func classCfg(t *testing.T, a *api, ns, addr string, port uint16, backend string, servers ...string) model.Config {
+	cfg := seedCfg("be_"+ns+"_web_80", servers...)
 	cfg.Backends[0].TimeoutConnect, cfg.Backends[0].TimeoutServer = 5*time.Second, time.Minute
-	cfg.Frontends = []model.Frontend{{Name: "fe_default_web_80", Backend: backend,
+	t.Cleanup(func() {
+		a.deleteSection(t, dataplane.FrontendPath("fe_"+ns+"_web_80"))
+		a.deleteSection(t, dataplane.BackendPath("be_"+ns+"_web_80"))
+	})
+	cfg.Frontends = []model.Frontend{{Name: "fe_" + ns + "_web_80", Backend: backend,
 		Binds: []model.Bind{{Addr: mustAddr(addr), Port: port}}}}
 	return cfg
 }
@@ -177,7 +189,7 @@ func TestContractCommitFailsValidation(t *testing.T) {
 		d := a.driver(Options{})
 		v, r0 := a.version(t), a.reloads(t)
 		// A frontend naming a backend that does not exist: haproxy -c refuses it.
-		_, err := d.Apply(context.Background(), classCfg("127.81.5.1", uint16(freeTCPPort(t)), "be_default_nothing_80", "127.81.5.2:30080"))
+		_, err := d.Apply(context.Background(), classCfg(t, a, "hks-commit", "127.81.5.1", uint16(freeTCPPort(t)), "be_hks-commit_nothing_80", "127.81.5.2:30080"))
 		if !errors.Is(err, dataplane.ErrValidation) {
 			t.Fatalf("Apply: %v, want a validation error", err)
 		}
@@ -187,7 +199,7 @@ func TestContractCommitFailsValidation(t *testing.T) {
 		if a.version(t) != v || a.reloads(t) != r0 {
 			t.Errorf("a refused commit changed the version or reloaded")
 		}
-		if _, _, err := a.c.Get(context.Background(), dataplane.FrontendPath("fe_default_web_80"), ""); !errors.Is(err, dataplane.ErrNotFound) {
+		if _, _, err := a.c.Get(context.Background(), dataplane.FrontendPath("fe_hks-commit_web_80"), ""); !errors.Is(err, dataplane.ErrNotFound) {
 			t.Errorf("frontend of the refused commit: %v, want not found", err)
 		}
 	})
@@ -195,13 +207,14 @@ func TestContractCommitFailsValidation(t *testing.T) {
 
 func TestContractReloadFailsThenRepaired(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
+		be := a.seedBackend(t, "be_hks_repaired")
 		d := a.driver(Options{})
 		busy, err := net.Listen("tcp", "127.81.6.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		port := uint16(busy.Addr().(*net.TCPAddr).Port)
-		_, err = d.Apply(context.Background(), classCfg("127.81.6.1", port, "be_default_web_80", "127.81.6.2:30080"))
+		_, err = d.Apply(context.Background(), classCfg(t, a, "hks-repair", "127.81.6.1", port, "be_hks-repair_web_80", "127.81.6.2:30080"))
 		busy.Close()
 		if !errors.Is(err, dataplane.ErrReloadFailed) {
 			t.Fatalf("Apply binding a busy port: %v, want a failed reload", err)
@@ -213,13 +226,13 @@ func TestContractReloadFailsThenRepaired(t *testing.T) {
 			t.Errorf("%d transactions left open", n)
 		}
 		// Repaired: the API no longer holds the refused frontend.
-		if _, _, err := a.c.Get(context.Background(), dataplane.FrontendPath("fe_default_web_80"), ""); !errors.Is(err, dataplane.ErrNotFound) {
+		if _, _, err := a.c.Get(context.Background(), dataplane.FrontendPath("fe_hks-repair_web_80"), ""); !errors.Is(err, dataplane.ErrNotFound) {
 			t.Errorf("after the repair the frontend is still there: %v", err)
 		}
 		// Later changes go live.
 		good := uint16(freeTCPPort(t))
-		apply(t, d, classCfg("127.81.6.1", good, "be_default_web_80", "127.81.6.2:30080"))
-		if got := a.serving(t, "be_default_web_80"); !maps.Equal(got, set("127.81.6.2:30080")) {
+		apply(t, d, classCfg(t, a, "hks-repair", "127.81.6.1", good, "be_hks-repair_web_80", "127.81.6.2:30080"))
+		if got := a.serving(t, "be_hks-repair_web_80"); !maps.Equal(got, set("127.81.6.2:30080")) {
 			t.Errorf("serving %v after the repair", got)
 		}
 		if a.srv != nil {
@@ -231,10 +244,10 @@ func TestContractReloadFailsThenRepaired(t *testing.T) {
 		}
 		// Deleting the Service deletes its frontend and backend.
 		apply(t, d, model.Config{})
-		if _, _, err := a.c.Get(context.Background(), dataplane.BackendPath("be_default_web_80"), ""); !errors.Is(err, dataplane.ErrNotFound) {
+		if _, _, err := a.c.Get(context.Background(), dataplane.BackendPath("be_hks-repair_web_80"), ""); !errors.Is(err, dataplane.ErrNotFound) {
 			t.Errorf("backend of a deleted Service: %v", err)
 		}
-		if _, _, err := a.c.Get(context.Background(), dataplane.BackendPath(seedBackend), ""); err != nil {
+		if _, _, err := a.c.Get(context.Background(), dataplane.BackendPath(be), ""); err != nil {
 			t.Errorf("a backend the driver does not own was touched: %v", err)
 		}
 	})
@@ -242,15 +255,16 @@ func TestContractReloadFailsThenRepaired(t *testing.T) {
 
 func TestContractCredentials(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
+		be := a.seedBackend(t, "be_hks_credentials")
 		wrong, err := dataplane.New(dataplane.Options{URL: a.url, Username: a.user, Password: "wrong-password-xyz"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = a.driver(Options{Seed: seedBackend, Client: wrong}).Apply(context.Background(), seedCfg("127.81.7.1:30080"))
+		_, err = a.driver(Options{Seed: be, Client: wrong}).Apply(context.Background(), seedCfg(be, "127.81.7.1:30080"))
 		if !errors.Is(err, dataplane.ErrUnauthorized) || strings.Contains(err.Error(), "wrong-password-xyz") {
 			t.Errorf("wrong password: %v, want unauthorized, without the password", err)
 		}
-		apply(t, a.driver(Options{Seed: seedBackend}), seedCfg("127.81.7.1:30080"))
+		apply(t, a.driver(Options{Seed: be}), seedCfg(be, "127.81.7.1:30080"))
 		if a.srv == nil {
 			t.Log("bearer token: skipped against the real API (it authenticates users of its userlist)")
 			return
@@ -259,8 +273,8 @@ func TestContractCredentials(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		apply(t, a.driver(Options{Seed: seedBackend, Client: bearer}), seedCfg("127.81.7.2:30080"))
-		if got := a.serving(t, seedBackend); !maps.Equal(got, set("127.81.7.2:30080")) {
+		apply(t, a.driver(Options{Seed: be, Client: bearer}), seedCfg(be, "127.81.7.2:30080"))
+		if got := a.serving(t, be); !maps.Equal(got, set("127.81.7.2:30080")) {
 			t.Errorf("with a bearer token serving %v", got)
 		}
 	})
@@ -268,15 +282,16 @@ func TestContractCredentials(t *testing.T) {
 
 func TestContractDrainThroughRuntime(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
-		d := a.driver(Options{Seed: seedBackend})
-		cfg := seedCfg("127.81.10.1:30080", "127.81.10.2:30080")
+		be := a.seedBackend(t, "be_hks_drain")
+		d := a.driver(Options{Seed: be})
+		cfg := seedCfg(be, "127.81.10.1:30080", "127.81.10.2:30080")
 		apply(t, d, cfg)
 		r0 := a.reloads(t)
-		draining := seedCfg("127.81.10.1:30080", "127.81.10.2:30080")
+		draining := seedCfg(be, "127.81.10.1:30080", "127.81.10.2:30080")
 		draining.Backends[0].Servers[1].Drain = true
 		apply(t, d, draining)
 		states := map[string]string{}
-		rs, err := a.c.RuntimeServers(context.Background(), seedBackend)
+		rs, err := a.c.RuntimeServers(context.Background(), be)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +302,7 @@ func TestContractDrainThroughRuntime(t *testing.T) {
 			t.Errorf("runtime states %v, want 127.81.10.2 in drain", states)
 		}
 		apply(t, d, cfg)
-		if got := a.serving(t, seedBackend); !maps.Equal(got, set("127.81.10.1:30080", "127.81.10.2:30080")) {
+		if got := a.serving(t, be); !maps.Equal(got, set("127.81.10.1:30080", "127.81.10.2:30080")) {
 			t.Errorf("after the drain ended serving %v", got)
 		}
 		if a.reloads(t) != r0 {
@@ -301,30 +316,31 @@ func TestContractDrainThroughRuntime(t *testing.T) {
 // the Service goes; the operator's sections are never touched.
 func TestContractEveryServiceSections(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
+		be := a.seedBackend(t, "be_hks_operator")
 		ctx := context.Background()
 		d := a.driver(Options{})
 		port := uint16(freeTCPPort(t))
-		cfg := classCfg("127.81.11.1", port, "be_default_web_80", "127.81.11.2:30080", "127.81.11.3:30080")
+		cfg := classCfg(t, a, "hks-sections", "127.81.11.1", port, "be_hks-sections_web_80", "127.81.11.2:30080", "127.81.11.3:30080")
 		cfg.Frontends[0].AcceptProxy = true
-		operator, _, err := a.c.Get(ctx, dataplane.BackendPath(seedBackend), "")
+		operator, _, err := a.c.Get(ctx, dataplane.BackendPath(be), "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		fes0, bes0 := names(t, a, dataplane.FrontendsPath), names(t, a, dataplane.BackendsPath)
 		apply(t, d, cfg)
-		be, _, err := a.c.Get(ctx, dataplane.BackendPath("be_default_web_80"), "")
+		got, _, err := a.c.Get(ctx, dataplane.BackendPath("be_hks-sections_web_80"), "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !same(be["balance"], map[string]any{"algorithm": "roundrobin"}) || !same(be["server_timeout"], 60000) || !same(be["connect_timeout"], 5000) ||
-			!same(be["default_server"], map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3}) {
-			t.Errorf("backend %v", be)
+		if !same(got["balance"], map[string]any{"algorithm": "roundrobin"}) || !same(got["server_timeout"], 60000) || !same(got["connect_timeout"], 5000) ||
+			!same(got["default_server"], map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3}) {
+			t.Errorf("backend %v", got)
 		}
-		fe, _, err := a.c.Get(ctx, dataplane.FrontendPath("fe_default_web_80"), "")
-		if err != nil || fe["default_backend"] != "be_default_web_80" || fe["mode"] != "tcp" {
+		fe, _, err := a.c.Get(ctx, dataplane.FrontendPath("fe_hks-sections_web_80"), "")
+		if err != nil || fe["default_backend"] != "be_hks-sections_web_80" || fe["mode"] != "tcp" {
 			t.Errorf("frontend %v (%v)", fe, err)
 		}
-		binds, _, err := a.c.List(ctx, dataplane.BindsPath("fe_default_web_80"), "")
+		binds, _, err := a.c.List(ctx, dataplane.BindsPath("fe_hks-sections_web_80"), "")
 		if err != nil || len(binds) != 1 || binds[0]["address"] != "127.81.11.1" || !same(binds[0]["port"], int64(port)) || binds[0]["accept_proxy"] != true {
 			t.Errorf("binds %v (%v)", binds, err)
 		}
@@ -352,7 +368,7 @@ func TestContractEveryServiceSections(t *testing.T) {
 		if !maps.Equal(fes, fes0) || !maps.Equal(bes, bes0) {
 			t.Errorf("after the Service went: frontends %v backends %v, want %v %v", fes, bes, fes0, bes0)
 		}
-		if after, _, err := a.c.Get(ctx, dataplane.BackendPath(seedBackend), ""); err != nil || !same(after, operator) {
+		if after, _, err := a.c.Get(ctx, dataplane.BackendPath(be), ""); err != nil || !same(after, operator) {
 			t.Errorf("the operator's backend changed: %v → %v (%v)", operator, after, err)
 		}
 	})

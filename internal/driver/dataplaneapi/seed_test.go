@@ -17,6 +17,7 @@ var ownedSeedFields = map[string]bool{"balance": true, "hash_type": true, "adv_c
 func TestContractSeedBackendLeftIntact(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
 		ctx := context.Background()
+		seedBackend := a.seedBackend(t, "be_hks_intact")
 		base, _, err := a.c.Get(ctx, dataplane.BackendPath(seedBackend), "")
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +55,7 @@ func TestContractSeedBackendLeftIntact(t *testing.T) {
 		}
 
 		d := a.driver(Options{Seed: seedBackend})
-		cfg := seedCfg("127.81.8.1:30443", "127.81.8.2:30443")
+		cfg := seedCfg(seedBackend, "127.81.8.1:30443", "127.81.8.2:30443")
 		cfg.Backends[0].SendProxyV2 = true
 		apply(t, d, cfg)
 
@@ -111,8 +112,9 @@ func TestContractSeedBackendMissing(t *testing.T) {
 		const absent = "be_hks_absent"
 		var missing []string
 		d := a.driver(Options{Seed: absent, OnBackendMissing: func(b string) { missing = append(missing, b) }})
-		cfg := seedCfg("127.81.9.1:30080")
-		cfg.Backends[0].Name = absent
+		a.deleteSection(t, dataplane.BackendPath(absent)) // an earlier run's
+		t.Cleanup(func() { a.deleteSection(t, dataplane.BackendPath(absent)) })
+		cfg := seedCfg(absent, "127.81.9.1:30080")
 		v := a.version(t)
 		for range 2 {
 			if _, err := d.Apply(context.Background(), cfg); !errors.Is(err, ErrBackendMissing) {
@@ -126,9 +128,6 @@ func TestContractSeedBackendMissing(t *testing.T) {
 			t.Errorf("something was written without the flag")
 		}
 		apply(t, a.driver(Options{Seed: absent, CreateBackend: true}), cfg)
-		t.Cleanup(func() {
-			_, _ = a.c.Delete(context.Background(), dataplane.BackendPath(absent), dataplane.Write{Version: a.version(t)})
-		})
 		if got := a.serving(t, absent); !same(got, set("127.81.9.1:30080")) {
 			t.Errorf("created backend serving %v", got)
 		}
