@@ -175,7 +175,7 @@ func Compute(in Input, opts Options) Result {
 		if e != nil && e.ready {
 			set = e.set
 		} else {
-			set, errs = settings.Apply(opts.Defaults, svc.Annotations)
+			set, errs = serviceSettings(opts.Defaults, svc)
 			if e != nil && len(errs) == 0 {
 				e.init(set, len(svc.Spec.Ports))
 			}
@@ -185,12 +185,12 @@ func Compute(in Input, opts Options) Result {
 			memo.drop(svc)
 			e = nil
 			last, ok := in.LastGood[k]
-			msg := joinErrors(errs)
+			msg, reason := joinErrors(errs), settingsReason(errs)
 			if !ok {
-				res.Problems = append(res.Problems, Problem{svc, ReasonInvalidAnnotation, msg + "; the Service is not configured until this is fixed"})
+				res.Problems = append(res.Problems, Problem{svc, reason, msg + "; the Service is not configured until this is fixed"})
 				continue
 			}
-			res.Problems = append(res.Problems, Problem{svc, ReasonInvalidAnnotation, msg + "; keeping the last good settings"})
+			res.Problems = append(res.Problems, Problem{svc, reason, msg + "; keeping the last good settings"})
 			set = last
 		}
 		if !reuseGood {
@@ -377,6 +377,7 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		MaxConn:       set.MaxConn,
 		TimeoutClient: set.TimeoutClient,
 		Backend:       beName,
+		SourceRanges:  settings.SourceRangesOf(set.SourceRanges),
 	}
 	if len(opts.Binds) == 0 {
 		fe.Binds = []model.Bind{{Port: uint16(p.Port)}}
@@ -393,6 +394,7 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		TimeoutConnect: set.TimeoutConnect,
 		TimeoutServer:  set.TimeoutServer,
 		TrackNodes:     tracksNodes(svc, set, opts),
+		Affinity:       set.Affinity,
 	}
 	if hc := healthCheckNodePort(svc, set, opts); be.Check.Enabled && hc != 0 {
 		be.Check.Port = hc

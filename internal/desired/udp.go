@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // withUDP adds the UDP part of the model to res: one model.UDPService per
@@ -66,7 +67,7 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 				claimed = make(map[int32]string)
 			}
 			claimed[p.Port] = c.key
-			udp = append(udp, udpService(c, p, set.Balance, opts, servers))
+			udp = append(udp, udpService(c, p, set, opts, servers))
 			added = true
 		}
 		if added && !slices.Contains(res.Configured, c.svc) {
@@ -97,13 +98,20 @@ func udpCandidates(svcs []candidate) []candidate {
 	return out
 }
 
-func udpService(c candidate, p corev1.ServicePort, balance string, opts Options, servers []model.Server) model.UDPService {
+func udpService(c candidate, p corev1.ServicePort, set settings.Settings, opts Options, servers []model.Server) model.UDPService {
 	u := model.UDPService{
-		Name:    "udp_" + c.svc.Namespace + "_" + c.svc.Name + "_" + strconv.Itoa(int(p.Port)),
-		Service: c.key,
-		Balance: balance,
-		Probe:   opts.Targets != TargetPods,
-		Servers: servers,
+		Name:         "udp_" + c.svc.Namespace + "_" + c.svc.Name + "_" + strconv.Itoa(int(p.Port)),
+		Service:      c.key,
+		Balance:      set.Balance,
+		Probe:        opts.Targets != TargetPods,
+		SourceRanges: settings.SourceRangesOf(set.SourceRanges),
+		Servers:      servers,
+	}
+	if set.Affinity > 0 {
+		// ClientIP affinity: a hash of the client address keeps a
+		// client on its server while the servers stay the same (the
+		// kernel's flows have no per-client timeout here).
+		u.Balance = model.BalanceSource
 	}
 	if len(opts.Binds) == 0 {
 		u.Binds = []model.Bind{{Port: uint16(p.Port)}}

@@ -53,7 +53,16 @@ type Frontend struct {
 	MaxConn       int           // 0: HAProxy's default
 	TimeoutClient time.Duration // 0: the defaults section's value
 	Backend       string
+	// SourceRanges, when not empty, are the only clients accepted
+	// (spec.loadBalancerSourceRanges): others are refused at connection
+	// time. Sorted, masked, no duplicates. Whether a frontend has ranges
+	// is its structure; which ranges, with ACL files, is not (the driver
+	// changes them through the Runtime API).
+	SourceRanges []netip.Prefix
 }
+
+// Restricted reports whether f accepts only some clients.
+func (f Frontend) Restricted() bool { return len(f.SourceRanges) > 0 }
 
 // Check holds the health-check settings of a backend's servers.
 type Check struct {
@@ -118,7 +127,11 @@ type Backend struct {
 	// once. Only for servers that point at nodes and are not
 	// health-checked (HAProxy cannot both check and track a server).
 	TrackNodes bool
-	Servers    []Server // sorted by Addr, then Port
+	// Affinity, when set, keeps each client (source address) on the
+	// server it first went to for this long after its last connection
+	// (ClientIP session affinity: a stick table).
+	Affinity time.Duration
+	Servers  []Server // sorted by Addr, then Port
 }
 
 // WithServers is a copy of b with these servers. The backends of a Config
@@ -156,7 +169,7 @@ func (s Server) Key() netip.AddrPort { return netip.AddrPortFrom(s.Addr, s.Port)
 func (f Frontend) Equal(g Frontend) bool {
 	return f.Name == g.Name && f.Service == g.Service && f.AcceptProxy == g.AcceptProxy &&
 		f.MaxConn == g.MaxConn && f.TimeoutClient == g.TimeoutClient && f.Backend == g.Backend &&
-		slices.Equal(f.Binds, g.Binds)
+		slices.Equal(f.Binds, g.Binds) && slices.Equal(f.SourceRanges, g.SourceRanges)
 }
 
 // SameStructure reports whether b and c are equal but for their servers:
@@ -164,7 +177,7 @@ func (f Frontend) Equal(g Frontend) bool {
 func (b *Backend) SameStructure(c *Backend) bool {
 	return b == c || b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
 		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
-		b.TrackNodes == c.TrackNodes
+		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity
 }
 
 // Structure returns a copy of b without servers: the part of a backend that

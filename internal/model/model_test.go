@@ -27,6 +27,8 @@ func setField(t *testing.T, v reflect.Value, i int) {
 		switch f.Type() {
 		case reflect.TypeOf([]Bind{}):
 			f.Set(reflect.ValueOf([]Bind{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 1}}))
+		case reflect.TypeOf([]netip.Prefix{}):
+			f.Set(reflect.ValueOf([]netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}))
 		case reflect.TypeOf([]Server{}):
 			f.Set(reflect.ValueOf([]Server{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 1}}))
 		default:

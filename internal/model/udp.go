@@ -1,6 +1,9 @@
 package model
 
-import "slices"
+import (
+	"net/netip"
+	"slices"
+)
 
 // UDPService is one UDP port of a Service, load balanced by the kernel
 // (HAProxy has no UDP). It is the whole input of the nftables driver for
@@ -17,8 +20,11 @@ type UDPService struct {
 	// Probe: the servers are nodes (InternalIP:nodePort), so the
 	// driver's node health probe applies to them. Pod addresses are not
 	// probed.
-	Probe   bool
-	Servers []Server // sorted by Addr, then Port; never Maint
+	Probe bool
+	// SourceRanges, when not empty, are the only clients whose
+	// datagrams are served; others are dropped.
+	SourceRanges []netip.Prefix
+	Servers      []Server // sorted by Addr, then Port; never Maint
 }
 
 // Balance algorithms a UDPService may use.
@@ -38,5 +44,5 @@ func (u UDPService) Port() uint16 {
 // Equal reports whether u and v are the same, field by field.
 func (u UDPService) Equal(v UDPService) bool {
 	return u.Name == v.Name && u.Service == v.Service && u.Balance == v.Balance && u.Probe == v.Probe &&
-		slices.Equal(u.Binds, v.Binds) && slices.Equal(u.Servers, v.Servers)
+		slices.Equal(u.Binds, v.Binds) && slices.Equal(u.SourceRanges, v.SourceRanges) && slices.Equal(u.Servers, v.Servers)
 }

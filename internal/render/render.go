@@ -28,6 +28,26 @@ type Options struct {
 	// and Prometheus exporter (see writeStats); StatsAuth protects them.
 	Stats     model.Bind
 	StatsAuth StatsAuth
+	// ACLDir, when set (an absolute path checked with
+	// model.ValidFilePath), holds one file per frontend with source
+	// ranges (ACLFile), which its rule reads: the ranges are then not in
+	// the config, and the driver changes them through the Runtime API
+	// with no reload. Empty: the ranges are written inline.
+	ACLDir string
+}
+
+// ACLFile is the file holding the source ranges of frontend fe under dir.
+// Frontend names are made of DNS labels, digits and underscores.
+func ACLFile(dir, fe string) string { return dir + "/" + fe + ".acl" }
+
+// ACLFileContent is what ACLFile holds for f: one prefix per line.
+func ACLFileContent(f model.Frontend) []byte {
+	var b bytes.Buffer
+	for _, p := range f.SourceRanges {
+		b.WriteString(p.String())
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
 }
 
 // FreeSlotAddr is where an unused slot points. It is never contacted: free
@@ -151,6 +171,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if f.MaxConn > 0 {
 			w("\tmaxconn", strconv.Itoa(f.MaxConn))
 		}
+		if f.Restricted() {
+			w("\t" + sourceRule(f, opts))
+		}
 		if f.TimeoutClient > 0 {
 			w("\ttimeout client", settings.FormatDuration(f.TimeoutClient))
 		}
@@ -175,6 +198,13 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		}
 		if be.Balance == "source" {
 			w("\thash-type consistent")
+		}
+		if be.Affinity > 0 {
+			// ClientIP affinity: a client's source address keeps the
+			// server it first went to until it has been gone this long.
+			// IPv6 keys hold IPv4 clients too (mapped).
+			w("\tstick-table type ipv6 size 1m expire", settings.FormatDuration(be.Affinity))
+			w("\tstick on src")
 		}
 		if be.TimeoutConnect > 0 {
 			w("\ttimeout connect", settings.FormatDuration(be.TimeoutConnect))
@@ -210,6 +240,28 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			}
 		}
 	}
+}
+
+// sourceRule refuses the clients outside f's source ranges. Without the
+// PROXY protocol it acts on the connection (before any byte is read);
+// with it, on the session, once the header gave the client's address.
+// The ranges come from parsed prefixes only. With an ACL directory they
+// live in the frontend's file, and the skeleton (the structure hash) has
+// only the rule, so that changing them needs no reload; inline, they are
+// part of the structure.
+func sourceRule(f model.Frontend, opts Options) string {
+	stage := "connection"
+	if f.AcceptProxy {
+		stage = "session"
+	}
+	rule := "tcp-request " + stage + " reject unless { src"
+	if opts.ACLDir != "" {
+		return rule + " -f " + ACLFile(opts.ACLDir, f.Name) + " }"
+	}
+	for _, p := range f.SourceRanges {
+		rule += " " + p.String()
+	}
+	return rule + " }"
 }
 
 func defaultServer(be *model.Backend) string {

@@ -45,6 +45,14 @@ type Settings struct {
 	TimeoutServer  time.Duration // 1ms..24h
 	MaxConn        int           // 0: unset; else 1..1000000
 	BackendPort    uint16        // 0: none; else server port override
+
+	// From the Service's spec (set by the desired package, not by
+	// annotations under Prefix; kept with the last good settings):
+	// SourceRanges, the clients allowed (FormatSourceRanges of
+	// ParseSourceRanges; "" for anyone), and Affinity, the ClientIP
+	// session affinity timeout (0: none).
+	SourceRanges string        `json:",omitempty"`
+	Affinity     time.Duration `json:",omitempty"`
 }
 
 // Defaults returns the built-in defaults.

@@ -27,6 +27,10 @@ func Slim(obj any) (any, error) {
 				LoadBalancerClass:     o.Spec.LoadBalancerClass,
 				ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy,
 				HealthCheckNodePort:   o.Spec.HealthCheckNodePort, // --local-check
+				// Enforced by the model: who may connect, and client affinity.
+				LoadBalancerSourceRanges: o.Spec.LoadBalancerSourceRanges,
+				SessionAffinity:          o.Spec.SessionAffinity,
+				SessionAffinityConfig:    o.Spec.SessionAffinityConfig,
 			},
 			Status: corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer},
 		}, nil
@@ -69,7 +73,7 @@ func slimMeta(m metav1.ObjectMeta, ann, lbl map[string]string) metav1.ObjectMeta
 func ourAnnotations(a map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range a {
-		if strings.HasPrefix(k, settings.Prefix) {
+		if strings.HasPrefix(k, settings.Prefix) || k == settings.SourceRangesAnnotation {
 			if out == nil {
 				out = make(map[string]string)
 			}

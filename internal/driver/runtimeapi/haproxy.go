@@ -7,6 +7,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -88,6 +89,7 @@ type HAProxy struct {
 	fastApplies int    // passes applied by applyServers (for tests)
 	optsReason  string // why SetStatsPage changed the render options, until a reload applies them
 	verify      verifyState
+	acls        map[string]string // frontend name: ACL file content last written (acl.go)
 }
 
 // NewHAProxy returns a driver; Start must run for on-disk persistence.
@@ -100,6 +102,16 @@ func NewHAProxy(opts Options) *HAProxy {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Render.ACLDir == "" && opts.ConfigPath != "" {
+		// Source ranges live in files beside the config (acl.go), so
+		// they change with no reload; a directory whose name HAProxy
+		// could misread keeps them inline.
+		if abs, err := filepath.Abs(opts.ConfigPath); err == nil {
+			if dir := filepath.Join(filepath.Dir(abs), "acl"); model.ValidFilePath(dir) {
+				opts.Render.ACLDir = dir
+			}
+		}
 	}
 	return &HAProxy{
 		opts:    opts,
@@ -191,6 +203,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if len(missing) > 0 {
 		d.known = false
 		return res, fmt.Errorf("runtime state lacks %d slots (first %s): %w", len(missing), missing[0], haproxy.ErrCommand)
+	}
+	if err := d.pushACLs(ctx, cfg, &res); err != nil {
+		return res, err
 	}
 	if err := d.execOps(ctx, ops, &res); err != nil {
 		return res, err
@@ -290,6 +305,10 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		saved = nil
 	}
 	defer waitSaved()
+	// The new worker reads the source ranges from their files.
+	if _, err := d.writeACLs(cfg); err != nil {
+		return err
+	}
 	tmp, digest, err := d.writeConfig(cfg, layout, d.opts.Render, hash)
 	if err != nil {
 		return err
@@ -329,6 +348,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	res.Reloaded = true
 	d.optsReason = ""
 	restore(false)
+	d.pruneACLs(cfg)
 	if err := d.waitHash(ctx, hash); err != nil {
 		d.known = false
 		return err

@@ -1,0 +1,92 @@
+package render
+
+import (
+	"bytes"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+)
+
+func pfx(s ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(s))
+	for i, x := range s {
+		out[i] = netip.MustParsePrefix(x)
+	}
+	return out
+}
+
+// restricted is sample() with source ranges on both frontends (one of them
+// behind the PROXY protocol) and ClientIP affinity on one backend.
+func restricted() model.Config {
+	cfg := sample()
+	cfg.Frontends[0].SourceRanges = pfx("192.0.2.0/24", "198.51.100.7/32")
+	cfg.Frontends[1].SourceRanges = pfx("203.0.113.0/24", "2001:db8::/32")
+	web := *cfg.Backends[0]
+	web.Affinity = 3 * time.Hour
+	cfg.Backends[0] = &web
+	return cfg
+}
+
+const goldenACLDir = "/var/lib/hks/acl"
+
+func TestGoldenRanges(t *testing.T) {
+	cfg := restricted()
+	layout, _ := plan.Assign(cfg, nil, true)
+	withDir := opts
+	withDir.ACLDir = goldenACLDir
+	for name, got := range map[string][]byte{
+		"sourceranges-inline.cfg":  Config(cfg, layout, opts),
+		"sourceranges-aclfile.cfg": Config(cfg, layout, withDir),
+	} {
+		t.Run(name, func(t *testing.T) {
+			golden.Assert(t, name, got)
+			// HAProxy reads the ACL files: write them where the check
+			// finds them.
+			dir := t.TempDir()
+			for _, f := range cfg.Frontends {
+				if err := os.WriteFile(ACLFile(dir, f.Name), ACLFileContent(f), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(dir)))
+		})
+	}
+	golden.Assert(t, "fe_default_web_80.acl", ACLFileContent(cfg.Frontends[0]))
+}
+
+func TestRangesStructure(t *testing.T) {
+	withDir := opts
+	withDir.ACLDir = goldenACLDir
+	cfg := restricted()
+	layout, _ := plan.Assign(cfg, nil, true)
+	other := restricted()
+	other.Frontends[0].SourceRanges = pfx("198.18.0.0/15")
+	open := restricted()
+	open.Frontends[0].SourceRanges = nil
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		cfg   model.Config
+		equal bool
+	}{
+		{"acl file: other ranges are no structure", withDir, other, true},
+		{"acl file: no ranges at all is structure", withDir, open, false},
+		{"inline: other ranges are structure", opts, other, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			same := StructureHash(cfg, layout, tc.o) == StructureHash(tc.cfg, layout, tc.o)
+			if same != tc.equal {
+				t.Errorf("same hash = %v, want %v", same, tc.equal)
+			}
+		})
+	}
+	if c := string(Config(other, layout, withDir)); strings.Contains(c, "198.18.") {
+		t.Errorf("with an ACL directory the ranges are in the config:\n%s", c)
+	}
+}
