@@ -2,6 +2,7 @@ package nft
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -44,6 +45,43 @@ func (n nsHandle) deleteFlows(g []gone) (uint, error) {
 		v4 = v4 || x.server.Addr().Is4()
 		v6 = v6 || !x.server.Addr().Is4()
 	}
+	return n.deleteMatching(f, v4, v6)
+}
+
+// outsiders matches UDP flows to a restricted port from a source its
+// ranges no longer allow.
+type outsiders []Service
+
+func (o outsiders) MatchConntrackFlow(fl *netlink.ConntrackFlow) bool {
+	if fl.Forward.Protocol != unix.IPPROTO_UDP {
+		return false
+	}
+	src, ok := netip.AddrFromSlice(fl.Forward.SrcIP)
+	dst, ok2 := netip.AddrFromSlice(fl.Forward.DstIP)
+	if !ok || !ok2 {
+		return false
+	}
+	src, dst = src.Unmap(), dst.Unmap()
+	for _, s := range o {
+		if s.Port != fl.Forward.DstPort || !s.Any && !slices.Contains(s.Addrs, dst) {
+			continue
+		}
+		ranges := s.Src4
+		if src.Is6() {
+			ranges = s.Src6
+		}
+		return !allowed(ranges, src)
+	}
+	return false
+}
+
+// deleteOutsiders removes the flows of sources the ranges of these ports
+// no longer allow; it returns how many it removed.
+func (n nsHandle) deleteOutsiders(s []Service) (uint, error) {
+	return n.deleteMatching(outsiders(s), true, true)
+}
+
+func (n nsHandle) deleteMatching(f netlink.CustomConntrackFilter, v4, v6 bool) (uint, error) {
 	h, err := n.handle()
 	if err != nil {
 		return 0, err

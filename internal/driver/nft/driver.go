@@ -171,6 +171,13 @@ func (d *Driver) sync() (driver.Result, error) {
 	if err != nil {
 		d.log.Warn("UDP: deleting conntrack entries of removed servers failed", "err", err)
 	}
+	if nw := narrowed(prev, want); len(nw) > 0 {
+		k, err := d.ns.deleteOutsiders(nw)
+		if err != nil {
+			d.log.Warn("UDP: deleting conntrack entries of sources no longer allowed failed", "err", err)
+		}
+		n += k
+	}
 	d.log.Debug("UDP: applied", "services", len(want), "ops", ops, "flows_deleted", n, "took", time.Since(start))
 	return driver.Result{Runtime: time.Since(start), Ops: ops}, nil
 }
@@ -224,12 +231,18 @@ func (d *Driver) queue(want []Service) int {
 			ops++
 		}
 		ops += d.servers(s.Name, false, old.V4, s.V4) + d.servers(s.Name, true, old.V6, s.V6)
+		ops += d.sources(old, s)
 		busy := len(s.V4)+len(s.V6) > 0 // without servers, the balance makes no rule
-		if old.stale || len(old.V4) != len(s.V4) || len(old.V6) != len(s.V6) || (busy && old.Balance != s.Balance) {
+		if old.stale || len(old.V4) != len(s.V4) || len(old.V6) != len(s.V6) || (busy && old.Balance != s.Balance) ||
+			old.Restricted != s.Restricted {
 			c := serviceChain(s.Name)
 			d.conn.FlushChain(c)
 			d.addRules(c, s)
 			ops++
+		}
+		if old.Restricted && !s.Restricted { // once no rule uses them
+			d.conn.DelSet(srcSet(s.Name, false))
+			d.conn.DelSet(srcSet(s.Name, true))
 		}
 	}
 	for name, old := range d.applied {
@@ -242,6 +255,10 @@ func (d *Driver) queue(want []Service) int {
 		d.conn.DelChain(c)
 		d.conn.DelSet(serverMap(name, false))
 		d.conn.DelSet(serverMap(name, true))
+		if old.Restricted {
+			d.conn.DelSet(srcSet(name, false))
+			d.conn.DelSet(srcSet(name, true))
+		}
 		ops++
 	}
 	var add, del []nftables.SetElement
@@ -284,6 +301,10 @@ func (d *Driver) addService(s Service) int {
 	c := d.conn.AddChain(serviceChain(s.Name))
 	_ = d.conn.AddSet(serverMap(s.Name, false), indexedElements(s.V4))
 	_ = d.conn.AddSet(serverMap(s.Name, true), indexedElements(s.V6))
+	if s.Restricted {
+		_ = d.conn.AddSet(srcSet(s.Name, false), srcElements(s.Src4))
+		_ = d.conn.AddSet(srcSet(s.Name, true), srcElements(s.Src6))
+	}
 	d.addRules(c, s)
 	d.dispatch(s, true)
 	return 1 + len(s.V4) + len(s.V6)

@@ -153,6 +153,9 @@ func postRule() []expr.Any {
 // serviceRuleExprs are the rules of a port's chain (serviceRules in text).
 func serviceRuleExprs(s Service) [][]expr.Any {
 	var out [][]expr.Any
+	if s.Restricted {
+		out = srcRuleExprs(s)
+	}
 	for _, v6 := range []bool{false, true} {
 		n, m, fam := len(s.V4), s.Name+suffixV4, uint32(unix.NFPROTO_IPV4)
 		saddr := &expr.Payload{DestRegister: reg2, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4}

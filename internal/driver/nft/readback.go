@@ -61,7 +61,8 @@ func (d *Driver) readBack() (exists bool, applied map[string]Service, base bool,
 	for name, s := range out {
 		s.V4 = d.readServers(serverMap(name, false))
 		s.V6 = d.readServers(serverMap(name, true))
-		s.Balance, s.stale = d.readBalance(name, len(s.V4), len(s.V6))
+		s.Restricted, s.Src4, s.Src6, s.srcStale = d.readSources(name)
+		s.Balance, s.stale = d.readBalance(name, len(s.V4), len(s.V6), s.Restricted)
 		slices.SortFunc(s.Addrs, netip.Addr.Compare)
 		out[name] = s
 	}
@@ -132,11 +133,22 @@ func (d *Driver) readServers(m *nftables.Set) []netip.AddrPort {
 // readBalance tells the balance of a port's chain, and stale when its
 // rules are not exactly what serviceRuleExprs writes for n4 and n6
 // servers (the next batch replaces them).
-func (d *Driver) readBalance(name string, n4, n6 int) (balance string, stale bool) {
+func (d *Driver) readBalance(name string, n4, n6 int, restricted bool) (balance string, stale bool) {
 	rules, err := d.conn.GetRules(table, serviceChain(name))
 	if err != nil {
 		return "", true
 	}
+	// The source rules come first: as many as srcRuleExprs writes.
+	nsrc := 0
+	for _, r := range rules {
+		if slices.ContainsFunc(r.Exprs, func(e expr.Any) bool { l, ok := e.(*expr.Lookup); return ok && l.Invert }) {
+			nsrc++
+		}
+	}
+	if restricted != (nsrc == 2) || !restricted && nsrc != 0 {
+		return "", true
+	}
+	rules = rules[nsrc:]
 	dnats := 0
 	want := map[uint32]int{unix.NFPROTO_IPV4: n4, unix.NFPROTO_IPV6: n6}
 	for _, r := range rules {
@@ -163,6 +175,27 @@ func (d *Driver) readBalance(name string, n4, n6 int) (balance string, stale boo
 		}
 	}
 	return balance, dnats != expected || len(rules) != expected+1
+}
+
+// readSources reads a port's source sets: restricted when both exist,
+// and stale when their elements are not what srcElements writes.
+func (d *Driver) readSources(name string) (restricted bool, v4, v6 []netip.Prefix, stale bool) {
+	var sets [2][]netip.Prefix
+	found := 0
+	for i, v6 := range []bool{false, true} {
+		els, err := d.elementsOf(srcSet(name, v6).Name)
+		if err != nil {
+			continue
+		}
+		found++
+		ps, ok := prefixesOfElements(els, v6)
+		stale = stale || !ok
+		sets[i] = ps
+	}
+	if found == 0 {
+		return false, nil, nil, false
+	}
+	return true, sets[0], sets[1], stale || found != 2
 }
 
 // verdictChain is the chain of a verdict-map element ("goto CHAIN"). The

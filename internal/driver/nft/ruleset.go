@@ -56,9 +56,14 @@ type Service struct {
 	V4, V6 []netip.AddrPort
 	// Drain are servers that take no new flow but keep their flows.
 	Drain []netip.AddrPort
+	// Restricted: only sources in Src4 and Src6 (canonicalRanges of
+	// the port's source ranges) are served; others are dropped.
+	Restricted bool
+	Src4, Src6 []netip.Prefix
 	// stale: read back from the kernel, the chain's rules are not what
-	// this package writes; they are replaced.
-	stale bool
+	// this package writes; they are replaced. srcStale: the same for the
+	// elements of the source sets.
+	stale, srcStale bool
 }
 
 // Plan turns UDP services into what the table holds. prev, the Services
@@ -71,6 +76,10 @@ func Plan(udp []model.UDPService, prev map[string]Service, down func(netip.Addr)
 	out := make([]Service, 0, len(udp))
 	for _, u := range udp {
 		s := Service{Name: u.Name, Port: u.Port(), Balance: u.Balance}
+		if len(u.SourceRanges) > 0 {
+			s.Restricted = true
+			s.Src4, s.Src6 = canonicalRanges(u.SourceRanges)
+		}
 		for _, b := range u.Binds {
 			if b.Addr.IsValid() {
 				s.Addrs = append(s.Addrs, b.Addr)
@@ -191,6 +200,10 @@ func Render(services []Service) []byte {
 	for _, s := range services {
 		set("map", s.Name+suffixV4, "typeof numgen inc mod 1 : ip daddr . udp dport", indexed(s.V4))
 		set("map", s.Name+suffixV6, "typeof numgen inc mod 1 : ip6 daddr . udp dport", indexed(s.V6))
+		if s.Restricted {
+			set("set", s.Name+suffixSrc4, "type ipv4_addr\n\t\tflags interval", srcText(s.Src4))
+			set("set", s.Name+suffixSrc6, "type ipv6_addr\n\t\tflags interval", srcText(s.Src6))
+		}
 	}
 	w(1, "chain %s {", chainPre)
 	w(2, "type nat hook prerouting priority dstnat; policy accept;")
@@ -210,6 +223,9 @@ func Render(services []Service) []byte {
 // family with servers, then drop (no server: the client retries later).
 func serviceRules(s Service) []string {
 	var out []string
+	if s.Restricted {
+		out = srcRules(s)
+	}
 	pick := func(n int, saddr string) string {
 		if s.Balance == model.BalanceSource {
 			return fmt.Sprintf("jhash %s saddr mod %d", saddr, n)

@@ -45,6 +45,8 @@ func udpModel() []model.UDPService {
 	a := netip.MustParseAddr
 	return []model.UDPService{
 		{Name: "udp_kube-system_dns_53", Service: "kube-system/dns", Balance: model.BalanceSource,
+			SourceRanges: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/25"), netip.MustParsePrefix("192.0.2.128/25"),
+				netip.MustParsePrefix("198.51.100.7/32"), netip.MustParsePrefix("2001:db8::/32")},
 			Binds:   []model.Bind{{Addr: a("192.0.2.1"), Port: 53}, {Addr: a("2001:db8::1"), Port: 53}},
 			Servers: []model.Server{{Addr: a("10.244.1.5"), Port: 5353}, {Addr: a("2001:db8:1::5"), Port: 5353}}},
 		{Name: "udp_vpn_wireguard_51820", Service: "vpn/wireguard", Balance: model.BalanceRoundRobin, Probe: true,
