@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// probeFrom opens one connection to the frontend on port from the
+// loopback address src and returns the node that answered.
+func probeFrom(src string, port int32) (string, error) {
+	d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 64)
+	var got []byte
+	for {
+		k, err := c.Read(buf)
+		got = append(got, buf[:k]...)
+		if i := strings.IndexByte(string(got), '\n'); i >= 0 {
+			return string(got[:i]), nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+}
+
+// admits reports nil once exactly the clients marked true are served
+// through port (the others are cut before any byte).
+func admits(port int32, clients map[string]bool) func() error {
+	return func() error {
+		for src, want := range clients {
+			name, err := probeFrom(src, port)
+			if got := err == nil && name != ""; got != want {
+				return fmt.Errorf("client %s served %v (%q, %v), want %v", src, got, name, err, want)
+			}
+		}
+		return nil
+	}
+}
+
+// spec.loadBalancerSourceRanges is enforced from the Service through the
+// real apiserver and a real HAProxy; a change of ranges needs no reload
+// and leaves another Service on the same HAProxy untouched; ClientIP
+// affinity keeps one client on one node.
+func TestSourceRangesAndAffinity(t *testing.T) {
+	e := newEnv(t)
+	np := nodePort()
+	for i, n := range []string{"n1", "n2", "n3"} {
+		e.addNode(n, i+1, true, np, np+1)
+	}
+	port, other := int32(haproxytest.FreePort(t)), int32(haproxytest.FreePort(t))
+	e.createService(lab.Service{Namespace: ns, Name: "db", Port: port, NodePort: np})
+	e.updateService("db", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.2/32", "192.0.2.0/24"} })
+	e.createService(lab.Service{Namespace: ns, Name: "web", Port: other, NodePort: np + 1})
+	e.startController()
+	e.eventually("db admits only 127.0.0.2", admits(port, map[string]bool{"127.0.0.2": true, "127.0.0.3": false}))
+	e.eventually("web admits everyone", admits(other, map[string]bool{"127.0.0.2": true, "127.0.0.3": true}))
+
+	reloads := e.reloads()
+	stop := e.startLoad(other) // the other Service, under load meanwhile
+	e.updateService("db", func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"127.0.0.3/32"} })
+	e.eventually("db admits only 127.0.0.3", admits(port, map[string]bool{"127.0.0.2": false, "127.0.0.3": true}))
+	stop()
+	if got := e.reloads(); got != reloads {
+		t.Errorf("a change of source ranges reloaded HAProxy (%d reloads, was %d)", got, reloads)
+	}
+
+	// The annotation, when the field is empty.
+	e.updateService("db", func(s *corev1.Service) {
+		s.Spec.LoadBalancerSourceRanges = nil
+		s.Annotations = map[string]string{settings.SourceRangesAnnotation: "127.0.0.4/32, 127.0.0.5/32"}
+	})
+	e.eventually("db admits 127.0.0.4-5", admits(port, map[string]bool{"127.0.0.3": false, "127.0.0.4": true, "127.0.0.5": true}))
+
+	// ClientIP affinity: 50 connections of one client on one node.
+	e.updateService("web", func(s *corev1.Service) {
+		s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		sec := int32(600)
+		s.Spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &sec}}
+	})
+	e.eventually("stick table in config", func() error { return contains(e.config(), "stick-table type ipv6 size 1m expire 10m") })
+	e.eventually("stick table in the running worker", func() error {
+		e.runtime.Reset() // a connection of its own: the worker may be a new one
+		out, err := e.runtime.Exec(bg, []string{"show table"})
+		if err != nil {
+			return err
+		}
+		if err := contains(strings.Join(out, ""), "table: be_default_web_"); err != nil {
+			return fmt.Errorf("%w in %q", err, out)
+		}
+		return nil
+	})
+	spread := map[string]bool{} // new clients go round robin
+	for i := range 6 {
+		name, err := probeFrom(fmt.Sprintf("127.0.1.%d", i+1), other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spread[name] = true
+	}
+	if len(spread) != 3 {
+		t.Errorf("6 new clients reached %v, want the 3 nodes", spread)
+	}
+	for _, src := range []string{"127.0.0.6", "127.0.0.7"} {
+		seen := map[string]int{}
+		for range 50 {
+			name, err := probeFrom(src, other)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[name]++
+		}
+		if len(seen) != 1 {
+			t.Errorf("client %s reached %v, want one node", src, seen)
+		}
+	}
+}
