@@ -32,8 +32,10 @@ SIZEFLAGS = $(if $(SERVICES),-services=$(SERVICES)) $(if $(CHANGES),-changes=$(C
 export PATH := $(PATH):/usr/sbin:/usr/local/sbin
 
 # Runs hack/testbin.sh (building the binaries if needed) and exports the
-# directory it prints for the command that follows in the same recipe line.
+# directory it prints for the command that follows in the same recipe line:
+# every binary (the tests), or $(call testbin_only,NAMES) only those.
 WITH_TESTBIN = HKS_TESTBIN_DIR="$$(hack/testbin.sh | tail -n 1)"; export HKS_TESTBIN_DIR;
+testbin_only = HKS_TESTBIN_DIR="$$(hack/testbin.sh $(1) | tail -n 1)"; export HKS_TESTBIN_DIR;
 # The same for helm and kustomize (hack/tools.sh), which the tests of the
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
@@ -55,11 +57,12 @@ image:
 	bin/image/build-image -binary bin/image/haproxy-k8s-sync -tag haproxy-k8s-sync:$(VERSION) -o bin/haproxy-k8s-sync-image.tar
 	@echo "bin/haproxy-k8s-sync-image.tar: docker load -i, podman load -i, or crane push"
 
-# The kube-apiserver and etcd binaries for tests.
+# The Kubernetes binaries and test images for tests (hack/testbin.sh).
 testbin:
 	hack/testbin.sh
 
-# HAProxy from Debian, if it is not installed yet, and promtool (Debian's
+# HAProxy from Debian, if it is not installed yet, containerd, runc and the
+# CNI plugins (the real-node tier), and promtool (Debian's
 # prometheus package, its server never started) for the metrics test. /usr/sbin is checked too:
 # it is often not on a non-root user's PATH.
 deps:
@@ -78,6 +81,14 @@ deps:
 		$$sudo apt-get update; \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; \
 	fi
+	@# The real-node tier (internal/testing/nodes): containerd, runc, the CNI plugins.
+	@if command -v containerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && [ -x /usr/lib/cni/bridge ]; then \
+		echo "containerd: $$(command -v containerd), runc: $$(command -v runc), CNI plugins: /usr/lib/cni"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y containerd runc containernetworking-plugins; \
+	fi
 
 vet:
 	$(GO) vet $(PKGS)
@@ -94,15 +105,15 @@ test: deps
 # and SIGTERM, and stops every process it started.
 demo: deps
 	$(GO) build -o bin/demo ./hack/demo
-	$(WITH_TESTBIN) exec bin/demo $(DEMOFLAGS)
+	$(call testbin_only,kube-apiserver etcd) exec bin/demo $(DEMOFLAGS)
 
 bench: deps
 	$(GO) build -o bin/bench ./hack/bench
-	$(WITH_TESTBIN) exec bin/bench $(SIZEFLAGS) $(if $(DRIVER),-driver=$(DRIVER)) $(BENCHFLAGS)
+	$(call testbin_only,kube-apiserver etcd) exec bin/bench $(SIZEFLAGS) $(if $(DRIVER),-driver=$(DRIVER)) $(BENCHFLAGS)
 
 # kube-apiserver failover and join times (root: a network namespace).
 bench-apiserver: deps
-	$(WITH_TESTBIN) $(GO) test -count=1 -run '^$$' -bench BenchmarkAPIServerFailover -benchtime 1x ./test/e2e/
+	$(call testbin_only,kube-apiserver etcd) $(GO) test -count=1 -run '^$$' -bench BenchmarkAPIServerFailover -benchtime 1x ./test/e2e/
 
 clean:
 	rm -rf bin

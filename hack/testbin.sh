@@ -1,15 +1,32 @@
 #!/usr/bin/env bash
-# testbin.sh makes sure a real kube-apiserver, kube-controller-manager and
-# etcd, built from the Go module in hack/testbin, and kwok (installed from the
-# Go module proxy at $kwok_version below) exist on this machine, and prints the
-# directory that holds them as the last line of stdout. Progress goes to stderr.
+# testbin.sh makes sure the real Kubernetes binaries the tests run exist on
+# this machine, builds the missing ones, and prints a directory holding all
+# the requested ones as the last line of stdout (tests read it from
+# HKS_TESTBIN_DIR). Progress goes to stderr.
 #
-# The binaries live outside the repository, in
-#   ${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin/<key>
-# where <key> hashes hack/testbin's go.mod, go.sum and *.go files (plus the
-# target GOOS/GOARCH and the kwok version). A fresh clone on the same machine reuses the build; any
-# change to the module or to the build flags below builds again. Concurrent callers build only once: the
-# build for a key runs under flock(1).
+#   hack/testbin.sh                      # everything (make test)
+#   hack/testbin.sh kube-apiserver etcd  # only these (make demo)
+#
+# What it knows (default: all):
+#   kube-apiserver, kube-controller-manager, kubelet, kube-proxy
+#       mains in hack/testbin calling k8s.io/kubernetes/cmd/<name>/app, all
+#       from the one k8s.io/kubernetes version hack/testbin/go.mod requires;
+#   etcd      go.etcd.io/etcd/server/v3's etcdmain;
+#   agnhost   Kubernetes' e2e test server (netexec, pause), from the same module;
+#   kwok      installed from the Go module proxy at $kwok_version below;
+#   test-images.tar
+#       the real-node tier's container images (agnhost and the pause sandbox),
+#       packaged by hack/image/testimage from agnhost.
+#
+# Each one is cached on its own, in
+#   ${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin/bin/<name>/<key>/
+# where <key> hashes what it is made of: hack/testbin's go.mod and go.sum, the
+# files of its main package, the build flags and the target platform (kwok: its
+# version; the images: agnhost's key and hack/image/testimage). So adding a
+# binary does not rebuild the others, and a fresh clone on the same machine
+# reuses them. The printed directory, testbin/sets/<hash>/, holds symbolic links
+# to the requested ones. Missing binaries are built together, in one `go build`
+# (they share most packages), under flock(1): concurrent callers build once.
 #
 # Environment:
 #   HKS_TESTBIN_CACHE  overrides the cache root (default above).
@@ -19,11 +36,15 @@ set -euo pipefail
 GO=${GO:-go}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 src="$root/hack/testbin"
+imgsrc="$root/hack/image"
 cache_root=${HKS_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin}
 
 log() { printf 'testbin: %s\n' "$*" >&2; }
 
 [[ -f "$src/go.mod" ]] || { log "no module at $src"; exit 1; }
+
+gobins=(kube-apiserver kube-controller-manager kubelet kube-proxy etcd agnhost)
+all=("${gobins[@]}" kwok test-images.tar)
 
 # kube-apiserver reports the version of k8s.io/kubernetes from go.mod on
 # /version, as a released binary would (unstamped it says v0.0.0-master).
@@ -40,35 +61,138 @@ kwok_version=v0.8.0
 
 ldflags="-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=$kmajor -X $vpkg.gitMinor=$kminor -X $vpkg.gitTreeState=clean"
 
-# The key: content of every input file, named by its path relative to the
-# module, in a stable order, plus the platform the binaries are built for.
-key=$(
-	cd "$src"
-	{
-		find . -type f \( -name go.mod -o -name go.sum -o -name '*.go' \) -print0 |
-			LC_ALL=C sort -z | xargs -0 sha256sum
-		"$GO" env GOOS GOARCH
+requested=("$@")
+[[ ${#requested[@]} -gt 0 ]] || requested=("${all[@]}")
+for r in "${requested[@]}"; do
+	[[ " ${all[*]} " == *" $r "* ]] || { log "unknown binary $r (known: ${all[*]})"; exit 2; }
+done
+want() { [[ " ${requested[*]} " == *" $1 "* ]]; }
+# The images need agnhost.
+if want test-images.tar && ! want agnhost; then requested+=(agnhost); fi
+
+platform=$("$GO" env GOOS GOARCH GOVERSION)
+
+# hashfiles DIR PATTERN...: sha256sum of DIR's files matching the name
+# patterns, named relative to DIR, in a stable order.
+hashfiles() {
+	local dir=$1
+	shift
+	local expr=() p
+	for p in "$@"; do
+		[[ ${#expr[@]} -eq 0 ]] || expr+=(-o)
+		expr+=(-name "$p")
+	done
+	(cd "$dir" && find . -maxdepth 1 -type f \( "${expr[@]}" \) -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+}
+
+declare -A key
+modkey=$(hashfiles "$src" go.mod go.sum)
+for b in "${gobins[@]}"; do
+	key[$b]=$({
+		echo "$modkey"
+		hashfiles "$src/$b" '*.go'
+		echo "$platform"
 		echo "$ldflags"
-		echo "kwok $kwok_version"
-	} | sha256sum | cut -c1-16
-)
-dir="$cache_root/$key"
+	} | sha256sum | cut -c1-16)
+done
+key[kwok]=$(printf '%s\n%s\n' "kwok $kwok_version" "$platform" | sha256sum | cut -c1-16)
+key[test-images.tar]=$({
+	echo "${key[agnhost]}"
+	hashfiles "$imgsrc" go.mod go.sum
+	hashfiles "$imgsrc/testimage" '*.go'
+} | sha256sum | cut -c1-16)
 
-complete() {
-	[[ -f "$dir/.complete" && -x "$dir/kube-apiserver" && -x "$dir/etcd" &&
-		-x "$dir/kube-controller-manager" && -x "$dir/kwok" ]]
+path() { echo "$cache_root/bin/$1/${key[$1]}"; }
+have() { [[ -f "$(path "$1")/.complete" && -e "$(path "$1")/$1" ]]; }
+missing() {
+	local r
+	for r in "${requested[@]}"; do have "$r" || echo "$r"; done
 }
 
-build() {
-	local tmp=$1
-	(cd "$src" && "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" \
-		./kube-apiserver ./kube-controller-manager ./etcd) >&2
-	# Outside the module dir so that hack/testbin's go.mod does not apply.
-	(cd "$tmp" && GOBIN="$tmp" GOFLAGS= "$GO" install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$kwok_version") >&2
+# install NAME FILE: moves a built FILE into NAME's cache directory.
+install_one() {
+	local name=$1 file=$2 dir
+	dir=$(path "$name")
+	mkdir -p "$(dirname "$dir")"
+	rm -rf "$dir.new"
+	mkdir -p "$dir.new"
+	mv "$file" "$dir.new/$name"
+	touch "$dir.new/.complete"
+	rm -rf "$dir"
+	mv "$dir.new" "$dir"
 }
 
-# shellcheck source=lib/cachebuild.sh
-. "$root/hack/lib/cachebuild.sh"
-cached_build "$dir" complete build "kube-apiserver, kube-controller-manager, etcd and kwok"
+build_missing() {
+	local todo=("$@") gopkgs=() b tmp start=$SECONDS
+	tmp=$(mktemp -d "$cache_root/.build.XXXXXX")
+	# shellcheck disable=SC2064 # expanded now
+	trap "rm -rf '$tmp'" EXIT
+	log "building ${todo[*]} (minutes on a cold cache; the binaries share most packages)"
+	for b in "${todo[@]}"; do
+		[[ " ${gobins[*]} " == *" $b "* ]] && gopkgs+=("./$b")
+	done
+	if [[ ${#gopkgs[@]} -gt 0 ]]; then
+		# agnhost runs in an image with nothing else in it: static, built on
+		# its own (CGO_ENABLED changes the build of every package above net,
+		# so the others keep the default and share the Go build cache).
+		local static=()
+		if [[ " ${gopkgs[*]} " == *" ./agnhost "* ]]; then
+			static=(./agnhost)
+			gopkgs=("${gopkgs[@]/.\/agnhost/}")
+			(cd "$src" && CGO_ENABLED=0 "$GO" build -trimpath -o "$tmp/" "${static[@]}") >&2
+		fi
+		local p rest=()
+		for p in "${gopkgs[@]}"; do [[ -n "$p" ]] && rest+=("$p"); done
+		if [[ ${#rest[@]} -gt 0 ]]; then
+			(cd "$src" && "$GO" build -trimpath -ldflags="$ldflags" -o "$tmp/" "${rest[@]}") >&2
+		fi
+		for b in "${todo[@]}"; do
+			[[ " ${gobins[*]} " == *" $b "* ]] && install_one "$b" "$tmp/$b"
+		done
+	fi
+	if [[ " ${todo[*]} " == *" kwok "* ]]; then
+		# Outside the module dir so that hack/testbin's go.mod does not apply.
+		(cd "$tmp" && GOBIN="$tmp" GOFLAGS= "$GO" install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$kwok_version") >&2
+		install_one kwok "$tmp/kwok"
+	fi
+	if [[ " ${todo[*]} " == *" test-images.tar "* ]]; then
+		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2
+		"$tmp/testimage" -agnhost "$(path agnhost)/agnhost" -o "$tmp/test-images.tar" >&2
+		install_one test-images.tar "$tmp/test-images.tar"
+	fi
+	rm -rf "$tmp"
+	trap - EXIT
+	log "built ${todo[*]} in $((SECONDS - start))s"
+}
 
-echo "$dir"
+mkdir -p "$cache_root"
+mapfile -t todo < <(missing)
+if [[ ${#todo[@]} -gt 0 ]]; then
+	if command -v flock >/dev/null 2>&1; then
+		exec 9>"$cache_root/.lock"
+		if ! flock -n 9; then
+			log "another process is building into $cache_root; waiting for it"
+			flock 9
+		fi
+	else
+		log "flock(1) not found: building without a lock"
+	fi
+	# Someone else may have built some of them while we waited.
+	mapfile -t todo < <(missing)
+	[[ ${#todo[@]} -eq 0 ]] || build_missing "${todo[@]}"
+	exec 9>&-
+fi
+
+# The set: one directory of links, named by the requested keys.
+setkey=$(for r in "${requested[@]}"; do echo "$r ${key[$r]}"; done | LC_ALL=C sort -u | sha256sum | cut -c1-16)
+set_dir="$cache_root/sets/$setkey"
+if [[ ! -f "$set_dir/.complete" ]]; then
+	tmp=$(mktemp -d "$cache_root/.set.XXXXXX")
+	for r in "${requested[@]}"; do ln -sfn "$(path "$r")/$r" "$tmp/$r"; done
+	touch "$tmp/.complete"
+	mkdir -p "$cache_root/sets"
+	if ! mv -T "$tmp" "$set_dir" 2>/dev/null; then
+		rm -rf "$tmp" # another caller made the same set meanwhile
+	fi
+fi
+echo "$set_dir"

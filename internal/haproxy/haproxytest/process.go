@@ -28,6 +28,9 @@ const (
 // in its own process group.
 type Process struct {
 	Dir, ConfigPath, MasterSocket, StatsSocket string
+	// NetNS, when set, is the file of a network namespace haproxy runs in
+	// (through nsenter, which execs haproxy: the PID is haproxy's).
+	NetNS string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -114,11 +117,30 @@ func Start(t testing.TB, dir, cfgPath string) *Process {
 	return p
 }
 
+// StartInNetNS is Start inside the network namespace whose file is netns
+// (e.g. /run/netns/NAME): the frontends bind there, the sockets stay
+// files in dir.
+func StartInNetNS(t testing.TB, dir, cfgPath, netns string) *Process {
+	t.Helper()
+	p := &Process{
+		Dir:          dir,
+		ConfigPath:   cfgPath,
+		MasterSocket: MasterSocketPath(dir),
+		StatsSocket:  StatsSocketPath(dir),
+		NetNS:        netns,
+	}
+	p.launch(t)
+	return p
+}
+
 func (p *Process) launch(t testing.TB) {
 	t.Helper()
 	p.mu.Lock()
 	out := &LockedBuffer{}
 	cmd := exec.Command(Bin(), "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
+	if p.NetNS != "" {
+		cmd = exec.Command("nsenter", "--net="+p.NetNS, "--", Bin(), "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
+	}
 	cmd.Dir = p.Dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -48,8 +48,12 @@ const controllersReadyTimeout = 120 * time.Second
 // apiserver and waits until the controller-manager works (the default
 // ServiceAccount exists). kwok has no readiness signal: tests wait for
 // what they need (a Pod Ready, an EndpointSlice).
-func (s *Server) startControllers(bins string, extra []string) error {
-	for _, b := range []string{"kube-controller-manager", "kwok"} {
+func (s *Server) startControllers(bins string, extra []string, kwok bool) error {
+	need := []string{"kube-controller-manager"}
+	if kwok {
+		need = append(need, "kwok")
+	}
+	for _, b := range need {
 		if _, err := os.Stat(filepath.Join(bins, b)); err != nil {
 			return fmt.Errorf("%s missing in %s (hack/testbin.sh builds it): %w", b, bins, err)
 		}
@@ -68,6 +72,9 @@ func (s *Server) startControllers(bins string, extra []string) error {
 		return fmt.Errorf("kube-controller-manager: %w", err)
 	}
 	s.controllerManager = p
+	if !kwok {
+		return s.waitControllerManager()
+	}
 
 	stages := filepath.Join(s.Dir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, KwokStages, 0o600); err != nil {
@@ -83,7 +90,20 @@ func (s *Server) startControllers(bins string, extra []string) error {
 		return fmt.Errorf("kwok: %w", err)
 	}
 	s.kwok = p
+	if err := s.waitControllerManager(); err != nil {
+		return err
+	}
+	select {
+	case <-s.kwok.done:
+		return fmt.Errorf("kwok exited: %v\n--- last lines of its log ---\n%s", s.kwok.err, tailFile(s.kwok.logPath, 30))
+	default:
+	}
+	return nil
+}
 
+// waitControllerManager waits until the controller-manager works: the
+// default ServiceAccount exists.
+func (s *Server) waitControllerManager() error {
 	c, err := kubernetes.NewForConfig(rest.CopyConfig(s.Config))
 	if err != nil {
 		return err
@@ -96,11 +116,6 @@ func (s *Server) startControllers(bins string, extra []string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("kube-controller-manager: %w\n--- last lines of its log ---\n%s", err, tailFile(s.controllerManager.logPath, 30))
-	}
-	select {
-	case <-s.kwok.done:
-		return fmt.Errorf("kwok exited: %v\n--- last lines of its log ---\n%s", s.kwok.err, tailFile(s.kwok.logPath, 30))
-	default:
 	}
 	return nil
 }

@@ -93,6 +93,9 @@ type Options struct {
 	// --max-endpoints-per-slice=N to see several slices per Service with
 	// few Pods.
 	ControllerManagerArgs []string
+	// NoKwok runs kube-controller-manager without kwok: the Nodes are real
+	// kubelets (internal/testing/nodes), which kwok must not manage.
+	NoKwok bool
 }
 
 // Start runs etcd and kube-apiserver in t.TempDir() and waits until the
@@ -193,7 +196,7 @@ func StartProcessWithOptions(dir string, opts Options) (s *Server, stop func(), 
 		return
 	}
 	if opts.Controllers {
-		err = s.startControllers(bins, opts.ControllerManagerArgs)
+		err = s.startControllers(bins, opts.ControllerManagerArgs, !opts.NoKwok)
 	}
 	return s, stop, err
 }

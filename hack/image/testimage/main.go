@@ -1,0 +1,135 @@
+// Command testimage packages the container images of the real-node test
+// tier (internal/testing/nodes) without a registry or a container daemon
+// (go-containerregistry): both hold one static agnhost binary (built by
+// hack/testbin.sh from k8s.io/kubernetes) at /agnhost, on a scratch base.
+//
+//   - NAME/agnhost:TAG runs `/agnhost` (the manifests give `netexec ...`);
+//   - NAME/pause:TAG runs `/agnhost pause`: the Pod sandbox, which
+//     containerd's sandbox_image names, so nothing is ever pulled.
+//
+// The result is one docker-archive tarball holding both, which
+// `ctr -n k8s.io images import` reads.
+//
+//	testimage -agnhost DIR/agnhost -o DIR/test-images.tar
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// The names the manifests of internal/testing/nodes use (its constants
+// AgnhostImage and PauseImage must match). The .invalid domain can never
+// be pulled from.
+const (
+	agnhostImage = "testimages.invalid/agnhost:1"
+	pauseImage   = "testimages.invalid/pause:1"
+)
+
+func main() {
+	bin := flag.String("agnhost", "", "static agnhost binary (CGO_ENABLED=0)")
+	out := flag.String("o", "", "output tarball")
+	flag.Parse()
+	if err := build(*bin, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "testimage:", err)
+		os.Exit(1)
+	}
+}
+
+func build(bin, out string) error {
+	if bin == "" || out == "" {
+		return fmt.Errorf("-agnhost and -o are required")
+	}
+	exe, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	layer, err := agnhostLayer(exe)
+	if err != nil {
+		return err
+	}
+	base, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	if err != nil {
+		return err
+	}
+	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
+	images := map[name.Reference]v1.Image{}
+	for ref, entrypoint := range map[string][]string{
+		agnhostImage: {"/agnhost"},
+		pauseImage:   {"/agnhost", "pause"},
+	} {
+		img, err := withEntrypoint(base, entrypoint)
+		if err != nil {
+			return err
+		}
+		tag, err := name.NewTag(ref)
+		if err != nil {
+			return err
+		}
+		images[tag] = img
+	}
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	if err := tarball.MultiRefWrite(images, f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+
+// agnhostLayer is one layer: /agnhost, /tmp, and an empty /etc/hosts-less
+// root (the runtime mounts /etc/hosts, /etc/hostname and /etc/resolv.conf).
+func agnhostLayer(exe []byte) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0)
+	for _, d := range []struct {
+		name string
+		mode int64
+	}{{"etc/", 0o755}, {"tmp/", 0o1777}, {"dev/", 0o755}} {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d.name, Mode: d.mode, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "agnhost", Mode: 0o755, Size: int64(len(exe)), ModTime: epoch}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(exe); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
+		tarball.WithMediaType(types.OCILayer))
+}
+
+func withEntrypoint(base v1.Image, entrypoint []string) (v1.Image, error) {
+	cf, err := base.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Created = v1.Time{Time: time.Unix(0, 0)}
+	cf.Config.Entrypoint = entrypoint
+	cf.Config.Env = []string{"PATH=/"}
+	return mutate.ConfigFile(base, cf)
+}

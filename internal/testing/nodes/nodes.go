@@ -1,0 +1,249 @@
+// Package nodes runs, for tests, a tier of real Kubernetes nodes: each a
+// network namespace of its own with its own containerd (Debian's, with
+// runc), a real kubelet and a real kube-proxy in nftables mode (both built
+// by hack/testbin.sh from the apiserver's k8s.io/kubernetes version), Pods
+// on a CNI bridge with host-local addresses from a per-node Pod CIDR, and
+// routes between the nodes. The nodes sit on a bridge in an underlay
+// namespace, beside a load-balancer namespace for HAProxy. The apiserver
+// (kubeapi, with kube-controller-manager and without kwok) listens on the
+// test's loopback and is reached from the namespaces through a forwarder at
+// UnderlayGateway:APIPort.
+//
+// Nothing touches the host's interfaces, nftables ruleset, sysctls or
+// cgroups: each node's daemons share a mount namespace of their own (held
+// by a holder process) with fresh tmpfs on /run, /var/lib and /var/log and
+// the kernel settings kubelet insists on shadowed by files
+// (protectKernelDefaults), and its Pods' cgroups live below the test
+// process's own cgroup. Cleanup stops everything by PID, removes the
+// cgroups and the namespaces, also after a failed test; mounts go with
+// the mount namespaces.
+//
+// Images are never pulled: hack/testbin.sh packages agnhost as
+// AgnhostImage and PauseImage (the sandbox, containerd's sandbox_image),
+// imported into every node's containerd. Manifests use imagePullPolicy
+// Never.
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+)
+
+// The images every node holds (hack/image/testimage names them so).
+const (
+	AgnhostImage = "testimages.invalid/agnhost:1"
+	PauseImage   = "testimages.invalid/pause:1"
+)
+
+// KubeProxyHealthPort is where kube-proxy answers /healthz on every node
+// address.
+const KubeProxyHealthPort = 10256
+
+const (
+	pollEvery   = 50 * time.Millisecond
+	killWait    = 10 * time.Second
+	daemonReady = 60 * time.Second  // containerd socket, kube-proxy healthz
+	nodeReady   = 180 * time.Second // kubelet registered and Ready (a busy 2-core machine)
+	stopGrace   = 10 * time.Second
+)
+
+// Options change the tier. The zero value is the default.
+type Options struct {
+	// Nodes is the number of real nodes (default 2).
+	Nodes int
+	// ControllerManagerArgs are extra kube-controller-manager flags.
+	ControllerManagerArgs []string
+}
+
+// Tier is a running set of real nodes with their apiserver.
+type Tier struct {
+	Kube   *kubeapi.Server
+	Client kubernetes.Interface
+	// Namespaces: the underlay (the bridge) and the load balancer's.
+	Underlay, LB string
+	Nodes        []*Node
+
+	t       testing.TB
+	dir     string
+	prefix  string
+	bins    string
+	cg      *cgroups
+	fwd     *forward
+	nodeCfg string // kubeconfig the nodes use
+
+	mu       sync.Mutex
+	cleanups []func() error
+}
+
+var seq atomic.Int32
+
+// Start builds the tier and waits until every node is Ready, or fails the
+// test saying why (a machine that cannot run containers fails here, it is
+// not skipped). Everything is undone when the test ends.
+func Start(t testing.TB, opts Options) *Tier {
+	t.Helper()
+	begin := time.Now()
+	if opts.Nodes == 0 {
+		opts.Nodes = 2
+	}
+	if err := Preflight(); err != nil {
+		t.Fatalf("nodes: this machine cannot run the real-node tier: %v", err)
+	}
+	bins, err := kubeapi.BinDir()
+	if err != nil {
+		t.Fatalf("nodes: %v", err)
+	}
+	for _, b := range []string{"kubelet", "kube-proxy", "test-images.tar"} {
+		if _, err := os.Stat(filepath.Join(bins, b)); err != nil {
+			t.Fatalf("nodes: %s missing in %s (hack/testbin.sh builds it; HKS_TESTBIN_DIR names an older set?): %v", b, bins, err)
+		}
+	}
+	kube := kubeapi.StartWithOptions(t, kubeapi.Options{
+		Controllers: true, NoKwok: true,
+		APIServerArgs:         []string{"--service-cluster-ip-range=" + ServiceCIDR},
+		ControllerManagerArgs: opts.ControllerManagerArgs,
+	})
+	p := fmt.Sprintf("hkn%d-%d-", os.Getpid()%100000, seq.Add(1))
+	tr := &Tier{Kube: kube, Client: kube.Client(t), Underlay: p + "u", LB: p + "lb", t: t,
+		dir: t.TempDir(), prefix: p, bins: bins}
+	t.Cleanup(func() {
+		if err := tr.stop(); err != nil {
+			t.Errorf("nodes: cleanup: %v", err)
+		}
+	})
+	if err := tr.start(opts); err != nil {
+		t.Log(tr.LogTail(40))
+		t.Fatalf("nodes: %v", err)
+	}
+	t.Logf("nodes: %d real nodes Ready in %v", len(tr.Nodes), time.Since(begin).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(tr.LogTail(40))
+		}
+	})
+	return tr
+}
+
+func (t *Tier) start(opts Options) error {
+	var err error
+	if t.cg, err = newCgroups(t.prefix + "cg"); err != nil {
+		return err
+	}
+	t.cleanup(t.cg.remove)
+	if err := t.buildNetwork(opts.Nodes); err != nil {
+		return err
+	}
+	target := t.Kube.URL[len("https://"):]
+	if t.fwd, err = startForward(t.Underlay, UnderlayGateway+":"+strconv.Itoa(APIPort), target); err != nil {
+		return fmt.Errorf("apiserver forwarder: %w", err)
+	}
+	t.cleanup(t.fwd.close)
+	if err := t.writeNodeKubeconfig(); err != nil {
+		return err
+	}
+	errs := make([]error, len(t.Nodes))
+	var wg sync.WaitGroup
+	for i, n := range t.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = n.start(); errs[i] != nil {
+				errs[i] = fmt.Errorf("node %s: %w", n.Name, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return t.waitReady(nodeReady)
+}
+
+// waitReady waits until every node is Ready in the API.
+func (t *Tier) waitReady(timeout time.Duration) error {
+	return waitFor(timeout, nil, func() error {
+		for _, n := range t.Nodes {
+			if err := n.exitedDaemon(); err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			node, err := t.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			cancel()
+			if err != nil {
+				return err
+			}
+			if !IsReady(node) {
+				return fmt.Errorf("node %s not Ready", n.Name)
+			}
+		}
+		return nil
+	})
+}
+
+// IsReady reports the Node's Ready condition.
+func IsReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// cleanup registers an undo step; stop runs them in reverse order.
+func (t *Tier) cleanup(f func() error) {
+	t.mu.Lock()
+	t.cleanups = append(t.cleanups, f)
+	t.mu.Unlock()
+}
+
+// stop undoes everything: the nodes' processes, the forwarder, the
+// namespaces, the cgroups (in reverse order of making).
+func (t *Tier) stop() error {
+	t.mu.Lock()
+	steps := t.cleanups
+	t.cleanups = nil
+	t.mu.Unlock()
+	var errs []error
+	for i := len(steps) - 1; i >= 0; i-- {
+		if err := steps[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LogTail returns the last n lines of every node daemon's log.
+func (t *Tier) LogTail(n int) string {
+	var out string
+	for _, nd := range t.Nodes {
+		for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
+			out += fmt.Sprintf("--- last %d lines of %s's %s ---\n%s", n, nd.Name, name, tailFile(nd.logPath(name), n))
+		}
+	}
+	return out
+}
+
+// Node returns the node called name, or nil.
+func (t *Tier) Node(name string) *Node {
+	for _, n := range t.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
