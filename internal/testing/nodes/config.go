@@ -107,6 +107,9 @@ maxPods: 30
 registerNode: true
 nodeStatusUpdateFrequency: 2s
 nodeStatusReportFrequency: 10s
+# The Lease is renewed every quarter of this (1 s): tests may run the
+# node-lifecycle controller with a short --node-monitor-grace-period.
+nodeLeaseDurationSeconds: 4
 syncFrequency: 5s
 fileCheckFrequency: 5s
 imageGCHighThresholdPercent: 100

@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
+)
+
+// The node check of these tests: 500ms x 2.
+const (
+	realCheckInter = 500 * time.Millisecond
+	realCheckFall  = 2
+	// leaveSlack is what HAProxy's check scheduling and a busy machine
+	// add to fall x inter.
+	leaveSlack = 2 * time.Second
+	// nodeGrace is the node-lifecycle controller's grace period here (the
+	// kubelets renew their Lease every second).
+	nodeGrace = 6 * time.Second
+)
+
+// TestRealNodeLocalHealth runs a Local Service on both real nodes with
+// the node check against the real kube-proxy's /healthz (the default),
+// and with --local-check=health-check-node-port against the real
+// healthCheckNodePort. Stopping n1's kube-proxy makes n1 leave within
+// fall x inter, with no failed connection (its rules keep working
+// meanwhile); a restarted kube-proxy brings it back. Then n1's kubelet
+// stops: the node-lifecycle controller marks the Node not Ready (grace
+// period 6 s here) and its Pods not ready, n1 leaves, still with no failed
+// connection; a restarted kubelet brings it back.
+func TestRealNodeLocalHealth(t *testing.T) {
+	r := newRealNodeEnvWith(t, nodes.Options{ControllerManagerArgs: []string{
+		"--controllers=" + strings.Join(append(kubeapi.Controllers, "node-lifecycle-controller"), ","),
+		"--node-monitor-grace-period=" + nodeGrace.String(), "--node-monitor-period=1s",
+	}})
+	for i, n := range r.tier.Nodes {
+		r.createDeployment(webApp("local-"+n.Name, "local", r.tier.Nodes[i].Name, 1))
+	}
+	svc := webService("local", "local", 8003, corev1.ServiceExternalTrafficPolicyLocal)
+	// A LoadBalancer Service of our class gets a healthCheckNodePort.
+	svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+	class := "haproxy-k8s-sync.io/lb"
+	svc.Spec.LoadBalancerClass = &class
+	created := r.createService(svc)
+	if created.Spec.HealthCheckNodePort == 0 {
+		t.Fatal("no healthCheckNodePort allocated")
+	}
+	r.waitRolledOut("local-n1", "local-n2")
+	addr := "127.0.0.1:8003"
+	// What the rendered backend must hold in each mode: servers following
+	// their node's check, or checked on the healthCheckNodePort.
+	modes := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"node-check", nil, "track _nodes/"},
+		{"health-check-node-port", []string{"--local-check=health-check-node-port"}, fmt.Sprintf("port %d", created.Spec.HealthCheckNodePort)},
+	}
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			r.t = t
+			r.startController(append([]string{
+				"--node-check-interval", realCheckInter.String(), "--node-check-fall", fmt.Sprint(realCheckFall), "--node-check-rise", "1",
+				"--default-check-interval", realCheckInter.String(), "--default-fall", fmt.Sprint(realCheckFall), "--default-rise", "1",
+			}, m.args...)...)
+			defer r.stopController()
+			r.eventually(m.name+" in the config", func() error { return contains(r.config(), m.want) })
+			r.eventually("both nodes serve", r.servedBy(addr, "local-n1", "local-n2"))
+			n1 := r.tier.Node("n1")
+			load := r.startSteadyLoad(addr)
+
+			stopped := time.Now()
+			n1.StopKubeProxy()
+			r.leaves(addr, "local-n1", stopped, realCheckInter*realCheckFall+leaveSlack)
+			if err := n1.StartKubeProxy(); err != nil {
+				t.Fatal(err)
+			}
+			r.eventually("n1 back after kube-proxy restarted", r.servedBy(addr, "local-n1", "local-n2"))
+
+			stopped = time.Now()
+			n1.StopKubelet()
+			// Not Ready only after the grace period: the node check does
+			// not see a stopped kubelet, the API does.
+			r.leaves(addr, "local-n1", stopped, nodeGrace+10*time.Second)
+			if err := n1.StartKubelet(); err != nil {
+				t.Fatal(err)
+			}
+			r.eventuallyWithin(realNodeWait, "n1 back after kubelet restarted", r.servedBy(addr, "local-n1", "local-n2"))
+
+			total, failed, _ := load.stop()
+			t.Logf("%d connections, %d failed", total, len(failed))
+			if len(failed) > 0 {
+				t.Errorf("%d of %d connections failed, first: %v", len(failed), total, failed[:min(5, len(failed))])
+			}
+		})
+	}
+}
+
+// servedBy reports nil once new connections to addr reach Pods of exactly
+// the given Deployments (names are prefixes of Pod names).
+func (r *realNodeEnv) servedBy(addr string, deps ...string) func() error {
+	return func() error {
+		seen := map[string]bool{}
+		for range 8 * len(deps) {
+			name, err := r.hostname(addr)
+			if err != nil {
+				return err
+			}
+			dep := depOf(name, deps)
+			if dep == "" {
+				return fmt.Errorf("answered by %s, not a Pod of %v", name, deps)
+			}
+			seen[dep] = true
+		}
+		if len(seen) != len(deps) {
+			return fmt.Errorf("answered by %v, want all of %v", seen, deps)
+		}
+		return nil
+	}
+}
+
+func depOf(pod string, deps []string) string {
+	for _, d := range deps {
+		if strings.HasPrefix(pod, d+"-") {
+			return d
+		}
+	}
+	return ""
+}
+
+// leaves waits until new connections to addr no longer reach the Pods of
+// dep, and fails unless that happened within limit of since.
+func (r *realNodeEnv) leaves(addr, dep string, since time.Time, limit time.Duration) {
+	r.t.Helper()
+	err := waitUntil(limit+realNodeWait/4, func() error {
+		for range 10 {
+			name, err := r.hostname(addr)
+			if err != nil {
+				return err
+			}
+			if strings.HasPrefix(name, dep+"-") {
+				return fmt.Errorf("still answered by %s", name)
+			}
+		}
+		return nil
+	})
+	took := time.Since(since)
+	r.t.Logf("%s left after %v (limit %v)", dep, took.Round(10*time.Millisecond), limit)
+	if err != nil {
+		r.t.Fatalf("%s did not leave: %v\n%s", dep, err, r.statReport())
+	}
+	if took > limit {
+		r.t.Errorf("%s left after %v, want within %v", dep, took, limit)
+	}
+}
+
+func (r *realNodeEnv) eventuallyWithin(d time.Duration, what string, cond func() error) {
+	r.t.Helper()
+	if err := waitUntil(d, cond); err != nil {
+		r.t.Fatalf("%s: %v\n%s\n%s", what, err, r.statReport(), r.podReport())
+	}
+}
+
+// statReport is HAProxy's view of the servers, for failure messages.
+func (r *realNodeEnv) statReport() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	out, err := r.runtime.Exec(ctx, []string{"show stat"})
+	if err != nil || len(out) == 0 {
+		return fmt.Sprintf("show stat: %v", err)
+	}
+	rows, err := haproxy.ParseStat(out[0], "status", "addr")
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		fmt.Fprintf(&b, "%v\n", row)
+	}
+	nodesList, err := r.client.CoreV1().Nodes().List(bg, metav1.ListOptions{})
+	if err == nil {
+		for _, n := range nodesList.Items {
+			fmt.Fprintf(&b, "node %s ready=%v\n", n.Name, nodes.IsReady(&n))
+		}
+	}
+	return b.String()
+}
