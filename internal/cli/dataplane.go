@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -188,4 +189,17 @@ func redactURL(s string) string {
 		return u.Redacted()
 	}
 	return "(unparsable URL)"
+}
+
+// stopDataplane runs once passes have ended: it writes to the configuration
+// the server changes HAProxy runs but haproxy.cfg does not have yet (for a
+// few seconds at most: what is left is written by the next controller's
+// first pass), then stops the driver's background writes.
+func stopDataplane(d *dataplaneapi.Driver, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.Flush(ctx); err != nil {
+		log.Warn("dataplane: server changes not written to the configuration at exit; HAProxy runs them, the next controller writes them", "err", err)
+	}
+	d.Close()
 }

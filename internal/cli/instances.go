@@ -195,6 +195,7 @@ func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, do
 				closeAll()
 				return nil, fmt.Errorf("--instance %s: %w", s.name, err)
 			}
+			stops = append(stops, func() { stopDataplane(dd, ilog) })
 			d, kind = dd, driverDataplane
 			ready = &readiness{probe: dd.Ping}
 		} else {

@@ -134,9 +134,12 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	var watch func(context.Context, time.Duration, func())
 	var insts *builtInstances
 	if useDataplane {
-		if drv, err = f.dp.newDriver(&dopts, getenv, log, recorder); err != nil {
+		dd, err := f.dp.newDriver(&dopts, getenv, log, recorder)
+		if err != nil {
 			return err
 		}
+		defer stopDataplane(dd, log)
+		drv = dd
 	} else if len(f.instances) > 0 {
 		if insts, err = f.instancesDriver(ctx, f.renderOptions(), &dopts, getenv, log, recorder); err != nil {
 			return err

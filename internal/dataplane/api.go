@@ -59,10 +59,17 @@ func RuntimeServerPath(backend, server string) string {
 type Write struct {
 	TxID    string
 	Version int64
+	// Full writes a section with its children (full_section=true): a
+	// section's object then carries them, keyed by name ("servers",
+	// "binds"), and they replace the section's.
+	Full bool
 }
 
 func (w Write) query() url.Values {
 	q := url.Values{}
+	if w.Full {
+		q.Set("full_section", "true")
+	}
 	if w.TxID != "" {
 		q.Set("transaction_id", w.TxID)
 	} else {
@@ -217,6 +224,33 @@ func (c *Client) WaitReload(ctx context.Context, id string, poll time.Duration) 
 // undone by the next reload.
 func (c *Client) SetRuntimeState(ctx context.Context, backend, server, state string) error {
 	_, err := c.Do(ctx, http.MethodPut, RuntimeServerPath(backend, server), nil, Object{"admin_state": state}, nil)
+	return err
+}
+
+// WorkerPID reads the process id of HAProxy's worker (runtime info): it
+// changes when HAProxy reloads or restarts, and with it every runtime
+// change is gone.
+func (c *Client) WorkerPID(ctx context.Context) (int64, error) {
+	var out struct {
+		Info struct {
+			PID json.Number `json:"pid"`
+		} `json:"info"`
+	}
+	if _, err := c.Do(ctx, http.MethodGet, RuntimePath+"/info", nil, nil, &out); err != nil {
+		return 0, err
+	}
+	pid, err := out.Info.PID.Int64()
+	if err != nil {
+		return 0, fmt.Errorf("dataplane: runtime info: pid %q: %w", out.Info.PID, err)
+	}
+	return pid, nil
+}
+
+// SetRuntimeServer changes a server at runtime: any of admin_state,
+// address and port (the API sets the admin state first). No reload, not
+// written to haproxy.cfg, and undone by the next reload.
+func (c *Client) SetRuntimeServer(ctx context.Context, backend, server string, body Object) error {
+	_, err := c.Do(ctx, http.MethodPut, RuntimeServerPath(backend, server), nil, body, nil)
 	return err
 }
 

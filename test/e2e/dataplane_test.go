@@ -97,6 +97,9 @@ func TestDataplaneSeedEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, log, "deleted dp3 leaves", func() error { return servingIs(api, backend, set3("127.81.20.1:30443")) })
+	// Churn goes live through the runtime endpoints; haproxy.cfg follows
+	// once it settles (a second here), still without a reload.
+	waitFor(t, log, "the configuration follows", func() error { return configuredIs(api, backend, set3("127.81.20.1:30443")) })
 	v, passes := api.Version(), strings.Count(log.String(), "dataplane pass")
 	waitFor(t, log, "two resync passes", func() error {
 		if n := strings.Count(log.String(), "dataplane pass"); n < passes+2 {
@@ -218,6 +221,22 @@ func servingIs(api *dataplanetest.Server, backend string, want map[string]bool) 
 	}
 	if !maps.Equal(got, want) {
 		return fmt.Errorf("serving %v, want %v", got, want)
+	}
+	return nil
+}
+
+// configuredIs checks the servers of backend out of maintenance in the
+// API's configuration (what a reload would run).
+func configuredIs(api *dataplanetest.Server, backend string, want map[string]bool) error {
+	got := map[string]bool{}
+	sec, _ := api.Backend(backend)
+	for _, o := range sec.Children {
+		if o["maintenance"] != "enabled" {
+			got[fmt.Sprintf("%v:%v", o["address"], o["port"])] = true
+		}
+	}
+	if !maps.Equal(got, want) {
+		return fmt.Errorf("configured %v, want %v", got, want)
 	}
 	return nil
 }

@@ -16,9 +16,19 @@ type rtServer struct {
 	admin   string // ready, drain, maint
 }
 
+// Restart is HAProxy restarting (not through the API): it runs the
+// configuration the API holds, with none of the runtime changes.
+func (s *Server) Restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = s.cfg.clone()
+	s.resetRuntime()
+}
+
 // resetRuntime gives every server of the running config the state its
-// configuration says: a reload forgets runtime changes.
+// configuration says, in a new worker: a reload forgets runtime changes.
 func (s *Server) resetRuntime() {
+	s.pid++
 	s.runtime = map[string]map[string]*rtServer{}
 	s.rtAdded = map[string][]string{}
 	for _, be := range s.running.backends.names {
@@ -74,6 +84,11 @@ func (rs *rtServer) json(name string) map[string]any {
 
 // runtimeEndpoint serves /v3/services/haproxy/runtime/backends/{b}/servers[/{s}].
 func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []string, body Object) {
+	if len(seg) == 1 && seg[0] == "info" && r.Method == http.MethodGet {
+		// show info of the worker; its pid changes at every reload.
+		s.reply(w, http.StatusOK, map[string]any{"info": map[string]any{"pid": s.pid, "version": "2.6.12"}})
+		return
+	}
 	if len(seg) < 3 || seg[0] != "backends" || seg[2] != "servers" || len(seg) > 4 {
 		s.fail(w, errf(http.StatusNotFound, "path not found"))
 		return

@@ -59,6 +59,7 @@ type Server struct {
 	reloads   []*reload
 	pending   *reload
 	seq       int
+	pid       int64 // HAProxy's worker
 	listeners map[string]net.Listener
 	closed    bool
 }
@@ -84,7 +85,7 @@ func Start(t interface{ Cleanup(func()) }, opts Options) *Server {
 	if opts.MaxOpen <= 0 {
 		opts.MaxOpen = 20
 	}
-	s := &Server{opts: opts, version: 1, cfg: newConfig(), running: newConfig(),
+	s := &Server{opts: opts, version: 1, cfg: newConfig(), running: newConfig(), pid: 1000,
 		runtime: map[string]map[string]*rtServer{}, rtAdded: map[string][]string{}, txs: map[string]*tx{}, listeners: map[string]net.Listener{}}
 	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.http.URL

@@ -325,9 +325,14 @@ func TestRuntimeServers(t *testing.T) {
 	if sec, _ := c.s.Backend("be_ingress"); len(sec.Children) != 1 {
 		t.Errorf("a runtime change reached the configuration: %v", sec.Children)
 	}
-	// The next reload undoes all of it.
+	// The next reload undoes all of it, in a new worker.
+	_, info := c.do("GET", "runtime/info", nil)
+	pid := info.(map[string]any)["info"].(map[string]any)["pid"]
 	c.do("PUT", "transactions/"+c.open(), nil)
 	c.waitReloads(1)
+	if _, info = c.do("GET", "runtime/info", nil); info.(map[string]any)["info"].(map[string]any)["pid"] == pid {
+		t.Errorf("the worker's pid %v did not change at the reload", pid)
+	}
 	if rs, _ := c.s.Running("be_ingress"); len(rs) != 1 || rs[0].Admin != "ready" {
 		t.Errorf("after a reload: %v", rs)
 	}

@@ -44,6 +44,7 @@ type api struct {
 	user   string
 	pass   string
 	c      *dataplane.Client
+	made   []*Driver // closed when the test ends
 }
 
 // apis returns the APIs a contract test runs against: a fresh test server,
@@ -63,6 +64,11 @@ func apis(t *testing.T) []*api {
 	}
 	for _, a := range out {
 		a.c = a.client(t, nil)
+		t.Cleanup(func() {
+			for _, d := range a.made {
+				d.Close()
+			}
+		})
 	}
 	return out
 }
@@ -98,7 +104,9 @@ func (a *api) driver(opts Options) *Driver {
 		opts.Client = a.c
 	}
 	opts.ReloadPoll = 10 * time.Millisecond
-	return New(opts)
+	d := New(opts)
+	a.made = append(a.made, d)
+	return d
 }
 
 // reloads counts HAProxy's reloads, failed ones too: the test server's,
@@ -218,6 +226,42 @@ func (a *api) serving(t *testing.T, be string) map[string]bool {
 			ap := netip.AddrPortFrom(netip.MustParseAddr(r["address"].(string)), uint16(port))
 			out[ap.String()] = true
 		}
+	}
+	return out
+}
+
+// wantServing checks that HAProxy runs exactly cfg's servers in be.
+func (a *api) wantServing(t *testing.T, be string, cfg model.Config) {
+	t.Helper()
+	if got, want := a.serving(t, be), servers(cfg); !maps.Equal(got, want) {
+		t.Errorf("%s serving %v, want %v", be, got, want)
+	}
+}
+
+// wantConfigured checks that the configuration of be has exactly cfg's
+// servers out of maintenance: what a reload or restart of HAProxy runs.
+func (a *api) wantConfigured(t *testing.T, be string, cfg model.Config) {
+	t.Helper()
+	objs, _, err := a.c.List(context.Background(), dataplane.ServersPath(be), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, o := range objs {
+		if o["maintenance"] != "enabled" {
+			port, _ := toInt(o["port"])
+			got[fmt.Sprintf("%v:%d", o["address"], port)] = true
+		}
+	}
+	if want := servers(cfg); !maps.Equal(got, want) {
+		t.Errorf("%s configured with %v, want %v", be, got, want)
+	}
+}
+
+func servers(cfg model.Config) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range cfg.Backends[0].Servers {
+		out[s.Key().String()] = true
 	}
 	return out
 }

@@ -13,6 +13,7 @@ type change struct {
 	method string // POST, PUT, DELETE
 	path   string
 	obj    Object
+	full   bool // a whole section with its children (full_section=true)
 	live   bool // a server PUT the API applies without reload outside a transaction
 	what   string
 	parent string // a child's section
@@ -26,11 +27,16 @@ func sortByName(objs []Object) {
 	})
 }
 
-// diff lists the writes that turn have into want. Frontends are deleted
-// first and written last, so that no frontend ever names a backend that
-// is gone or not yet there (the API checks the result only at commit,
-// but the order also suits writes outside a transaction).
-func diff(have, want *state) []change {
+// diff lists the writes that turn have into want, skipping the backends
+// in clean. Frontends are deleted first and written last, so that no
+// frontend ever names a backend that is gone or not yet there (the API
+// checks the result only at commit, but the order also suits writes
+// outside a transaction). With full (every Service's sections, all the
+// driver's), a section added, or changed in more than its servers'
+// address, port or maintenance, is written whole with its children, in
+// one request: a write costs the API a rewrite of haproxy.cfg, even
+// inside a transaction.
+func diff(have, want *state, clean map[string]bool, full bool) []change {
 	var out []change
 	for _, name := range sortedKeys(have.frontends) {
 		if want.frontends[name] == nil {
@@ -42,17 +48,25 @@ func diff(have, want *state) []change {
 			out = append(out, change{method: "DELETE", path: dataplane.BackendPath(name), what: "backend " + name + " deleted"})
 		}
 	}
-	out = diffSections(out, have.backends, want.backends, "backend", dataplane.BackendsPath, dataplane.BackendPath, dataplane.ServersPath, dataplane.ServerPath)
-	out = diffSections(out, have.frontends, want.frontends, "frontend", dataplane.FrontendsPath, dataplane.FrontendPath, dataplane.BindsPath, dataplane.BindPath)
+	out = diffSections(out, have.backends, want.backends, clean, full, "backend", dataplane.BackendsPath, dataplane.BackendPath, dataplane.ServersPath, dataplane.ServerPath)
+	out = diffSections(out, have.frontends, want.frontends, clean, full, "frontend", dataplane.FrontendsPath, dataplane.FrontendPath, dataplane.BindsPath, dataplane.BindPath)
 	return out
 }
 
-func diffSections(out []change, have, want map[string]*section, kind, all string, one func(string) string,
+func diffSections(out []change, have, want map[string]*section, clean map[string]bool, full bool, kind, all string, one func(string) string,
 	children func(string) string, child func(string, string) string) []change {
-	for _, name := range sortedKeys(want) {
+	for _, name := range dirtyKeys(want, clean) {
 		w, h := want[name], have[name]
 		if w == h {
 			continue // clean: nothing of it changed
+		}
+		if full && h == nil {
+			out = append(out, change{method: "POST", path: all, obj: whole(w, kind), full: true, what: kind + " " + name + " added"})
+			continue
+		}
+		if full && !sameShape(h, w, kind) {
+			out = append(out, change{method: "PUT", path: one(name), obj: whole(w, kind), full: true, what: kind + " " + name + " changed"})
+			continue
 		}
 		if h == nil {
 			out = append(out, change{method: "POST", path: all, obj: w.base, what: kind + " " + name + " added"})
@@ -85,7 +99,50 @@ func sortedKeys(m map[string]*section) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
+// dirtyKeys is the sorted names of m not in clean (most are, at scale).
+func dirtyKeys(m map[string]*section, clean map[string]bool) []string {
+	out := make([]string, 0, len(m)-min(len(clean), len(m)))
+	for k := range m {
+		if !clean[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // structural reports whether any change needs a reload.
 func structural(cs []change) bool {
 	return slices.ContainsFunc(cs, func(c change) bool { return !c.live })
+}
+
+// whole is a section with its children, as written with full_section=true.
+func whole(s *section, kind string) Object {
+	o := maps.Clone(s.base)
+	key := "servers"
+	if kind == "frontend" {
+		key = "binds"
+	}
+	m := make(map[string]any, len(s.children))
+	for _, c := range s.children {
+		m[c["name"].(string)] = c
+	}
+	o[key] = m
+	return o
+}
+
+// sameShape reports whether want differs from have only in what a server
+// PUT outside a transaction changes live (a backend's servers' address,
+// port, weight or maintenance).
+func sameShape(have, want *section, kind string) bool {
+	if !same(have.base, want.base) || len(have.children) != len(want.children) {
+		return false
+	}
+	for _, c := range want.children {
+		o, _ := have.child(c["name"].(string))
+		if o == nil || (kind == "backend" && !onlyLive(o, c)) || (kind != "backend" && !same(o, c)) {
+			return false
+		}
+	}
+	return true
 }

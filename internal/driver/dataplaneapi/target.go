@@ -112,15 +112,16 @@ func toInt(v any) (int64, bool) {
 // every owned object set from cfg, and the servers in layout.
 //
 // The sections named in clean are known to be as wanted already (nothing
-// of them changed since the last pass that wrote them): want shares
-// have's, and diff skips them.
-func (d *Driver) target(have *state, cfg model.Config, layout model.Layout, clean map[string]bool) (*state, map[string]bool) {
+// of them changed since the last pass, whose target was prev): want
+// shares prev's backends (their configuration may not be written yet)
+// and have's frontends, and diff skips them.
+func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout, clean map[string]bool) (*state, map[string]bool) {
 	want := &state{backends: map[string]*section{}, frontends: map[string]*section{}}
 	drain := map[string]bool{}
 	for _, b := range cfg.Backends {
 		h := have.backends[b.Name]
-		if clean[b.Name] && h != nil {
-			want.backends[b.Name] = h
+		if clean[b.Name] && prev != nil && prev.backends[b.Name] != nil && h != nil {
+			want.backends[b.Name] = prev.backends[b.Name]
 			continue
 		}
 		var base Object
@@ -239,12 +240,13 @@ func setOrDelete(o map[string]any, k string, v any, set bool) {
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
-// layoutFrom reads the current slots of the backends cfg names, taking
-// those of the clean ones from known.
-func layoutFrom(have *state, cfg model.Config, known model.Layout, clean map[string]bool) model.Layout {
+// layoutFrom is the slots of the backends cfg names: as the last pass
+// left them (known; the configuration may lag behind), else as the
+// configuration has them.
+func layoutFrom(have *state, cfg model.Config, known model.Layout) model.Layout {
 	l := make(model.Layout, len(cfg.Backends))
 	for _, b := range cfg.Backends {
-		if slots, ok := known[b.Name]; ok && clean[b.Name] {
+		if slots, ok := known[b.Name]; ok {
 			l[b.Name] = slots
 			continue
 		}

@@ -1,0 +1,177 @@
+package dataplaneapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// apply is one pass: read what changed, work out the target, and get
+// there through the runtime endpoints, or through one transaction when
+// the configuration's structure changes.
+func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.Result, []string, error) {
+	t := time.Now()
+	have, err := d.current(ctx)
+	if err != nil {
+		d.forget()
+		return driver.Result{}, nil, err
+	}
+	p.Read = time.Since(t)
+	sel := d.selected(cfg)
+	if d.opts.Seed != "" {
+		if len(sel.Backends) == 0 {
+			// The Service is gone or has no TCP port: keep the servers.
+			return driver.Result{}, nil, nil
+		}
+		if have.backends[d.opts.Seed] == nil && !d.opts.CreateBackend {
+			if !d.missing && d.opts.OnBackendMissing != nil {
+				d.opts.OnBackendMissing(d.opts.Seed)
+			}
+			d.missing = true
+			return driver.Result{}, nil, fmt.Errorf("%w: backend %q (create it in haproxy.cfg, or allow the controller to create it)", ErrBackendMissing, d.opts.Seed)
+		}
+		d.missing = false
+	}
+	var clean map[string]bool
+	if d.appliedOn != nil && d.appliedOn == have && d.wanted != nil {
+		clean = cleanSections(sel, d.applied)
+	}
+	d.appliedOn = nil // until this pass succeeds
+	// The slots as the last pass left them (the configuration may lag
+	// behind what runs), or as the configuration has them.
+	var known model.Layout
+	if d.wanted != nil {
+		known = d.layout
+	}
+	prev := layoutFrom(have, sel, known)
+	layout, exhausted := plan.Assign(sel, prev, false)
+	want, drain := d.target(have, d.wanted, sel, layout, clean)
+	changes := diff(have, want, clean, d.opts.Seed == "")
+	if structural(changes) || len(exhausted) > 0 {
+		// A reload happens anyway: every backend gets its size anew.
+		clean = nil
+		layout, _ = plan.Assign(sel, prev, true)
+		want, drain = d.target(have, nil, sel, layout, nil)
+		changes = diff(have, want, nil, d.opts.Seed == "")
+	}
+	if structural(changes) {
+		reasons := reasonsOf(changes)
+		return driver.Result{}, reasons, d.restructure(ctx, have, want, drain, changes, p)
+	}
+	t = time.Now()
+	err = d.runtime(ctx, want, drain, clean, p)
+	p.Runtime += time.Since(t)
+	if err != nil {
+		return driver.Result{}, nil, err
+	}
+	d.markDirty(have, want, clean)
+	d.wanted = want
+	d.applied, d.layout, d.appliedOn = sel, layout, d.view
+	return driver.Result{}, nil, nil
+}
+
+func reasonsOf(changes []change) []string {
+	var reasons []string
+	for _, c := range changes {
+		if !c.live && len(reasons) < 20 {
+			reasons = append(reasons, c.what)
+		}
+	}
+	return reasons
+}
+
+// current returns the view of the API's configuration the pass works
+// from: the one the driver keeps while the version is the one its own
+// writes left, else read again. When someone else wrote, or (checked at a
+// resync) HAProxy's worker changed, what HAProxy runs is read again too.
+func (d *Driver) current(ctx context.Context) (*state, error) {
+	v, err := d.c.Version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ours := v == d.known || (d.inflightDone != nil && v == d.known+1)
+	if !ours {
+		d.view, d.wanted, d.rt, d.pid = nil, nil, map[string]map[string]rtSlot{}, 0
+	}
+	if d.verify {
+		d.verify = false
+		pid, err := d.c.WorkerPID(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if pid != d.pid {
+			// HAProxy reloaded or restarted: what it runs is to be read
+			// again, for every backend (none is clean).
+			d.rt, d.pid, d.appliedOn = map[string]map[string]rtSlot{}, pid, nil
+		}
+	}
+	if d.view == nil {
+		// The persister's write under way, if any, must not overtake the read.
+		d.waitPersist("")
+		if v, err = d.c.Version(ctx); err != nil {
+			return nil, err
+		}
+		view, err := d.read(ctx, v)
+		if err != nil {
+			return nil, err
+		}
+		d.view, d.known = view, v
+	}
+	return d.view, nil
+}
+
+// runtime makes HAProxy run want through the runtime endpoints: the
+// backends not in clean, whose slots differ from what runs.
+func (d *Driver) runtime(ctx context.Context, want *state, drain map[string]bool, clean map[string]bool, p *Pass) error {
+	if err := d.readRuntime(ctx, want); err != nil {
+		return err
+	}
+	if d.pid == 0 {
+		pid, err := d.c.WorkerPID(ctx)
+		if err != nil {
+			return err
+		}
+		d.pid = pid
+	}
+	ops := d.runtimeOps(want, drain, clean)
+	for _, op := range ops {
+		d.waitPersist(op.key()) // its write would set the slot as it was
+	}
+	return d.applyRuntime(ctx, ops, p)
+}
+
+// restructure makes the changes in one transaction, with every server
+// change not written yet, and waits for the reload: HAProxy then runs
+// want's configuration, and the drains are set again at runtime.
+func (d *Driver) restructure(ctx context.Context, have, want *state, drain map[string]bool, changes []change, p *Pass) error {
+	d.waitPersist("")
+	if d.view != have {
+		// The persister found the API changed meanwhile: start afresh.
+		return errors.New("dataplaneapi: the API's configuration changed during the pass; retrying")
+	}
+	if err := d.transact(ctx, have, changes, p); err != nil {
+		d.forget()
+		if errors.Is(err, dataplane.ErrReloadFailed) {
+			err = d.repair(ctx, have, err, p)
+		}
+		return err
+	}
+	d.view, d.wanted, d.known = nil, nil, have.version+1
+	clear(d.dirty)
+	d.runtimeFromConfig(want)
+	pid, err := d.c.WorkerPID(ctx)
+	if err != nil {
+		return err
+	}
+	d.pid = pid
+	t := time.Now()
+	err = d.applyRuntime(ctx, d.runtimeOps(want, drain, nil), p)
+	p.Runtime += time.Since(t)
+	return err
+}
