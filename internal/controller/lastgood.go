@@ -8,10 +8,10 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
@@ -46,23 +46,13 @@ func (s lastGoodStore) save(old, m map[string]settings.Settings) error {
 	if s.path == "" || sameMap(old, m) || maps.Equal(old, m) {
 		return nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".last-good-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	w := bufio.NewWriterSize(tmp, 32<<10)
-	err = writeJSONMap(w, m)
-	if err == nil {
-		err = w.Flush()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), s.path)
+	return atomicfile.WriteFunc(s.path, 0o600, func(f *os.File) error {
+		w := bufio.NewWriterSize(f, 32<<10)
+		if err := writeJSONMap(w, m); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 }
 
 // writeJSONMap writes m as one JSON object, keys sorted (as json.Marshal

@@ -2,7 +2,7 @@ package desired
 
 import (
 	"net/netip"
-	"sync"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -113,13 +113,9 @@ func stateOf(e discoveryv1.Endpoint) EndpointState {
 	return epGone
 }
 
-// names interns node names: a cluster has few nodes and many endpoints.
-var names sync.Map
-
+// intern shares the bytes of equal node names (a cluster has few nodes and
+// many endpoints) through the runtime's weak canonicalisation map, which
+// forgets a name no longer in use: no global map of this package grows.
 func intern(s string) string {
-	if v, ok := names.Load(s); ok {
-		return v.(string)
-	}
-	v, _ := names.LoadOrStore(s, s)
-	return v.(string)
+	return unique.Make(s).Value()
 }
