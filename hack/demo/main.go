@@ -119,9 +119,22 @@ func run(wait bool, bin string) error {
 		"--bind-address", "127.0.0.1", "--default-check-interval", "500ms", "--default-fall", "2", "--default-rise", "2",
 		"--metrics-address", "127.0.0.1:0",
 		"--udp=off"} // never the host's nftables
+	ctlDone := make(chan struct{})
 	go func() {
+		defer close(ctlDone)
 		if err := cli.Run(cctx, args, func(string) string { return "" }, os.Stderr); err != nil && cctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "controller:", err)
+		}
+	}()
+	// The controller stops before HAProxy (deferred earlier, so run
+	// later): on its way out it writes HAProxy's server state through the
+	// admin socket, which must still answer.
+	defer func() {
+		cancel()
+		select {
+		case <-ctlDone:
+		case <-time.After(10 * time.Second):
+			fmt.Fprintln(os.Stderr, "controller: not stopped after 10s")
 		}
 	}()
 
@@ -151,10 +164,12 @@ func run(wait bool, bin string) error {
 		return err
 	}
 	fmt.Printf("\nreloads for all of that node and endpoint churn: %d (changes went through the Runtime API)\n", reloadCount(ctx, hap.MasterSocket)-reloads)
-	fmt.Printf("the config HAProxy runs: %s\n", cfg)
 	if wait {
+		fmt.Printf("the config HAProxy runs: %s\n", cfg)
 		fmt.Printf("\nstill running: try  nc 127.0.0.1 %d  or  KUBECONFIG=%s kubectl ...  Ctrl-C to stop.\n", webPort, kube.KubeconfigPath)
 		<-ctx.Done()
+	} else {
+		fmt.Println("the demo's files (the config HAProxy ran among them) go with it; make demo DEMOFLAGS=-wait keeps everything running until Ctrl-C")
 	}
 	fmt.Println("\ndemo finished: OK")
 	return nil

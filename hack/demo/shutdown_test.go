@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/shutdown"
@@ -25,4 +29,28 @@ func TestDemoStopsPromptlyOnSIGINT(t *testing.T) {
 		Signal:    syscall.SIGINT,
 		ExitZero:  true,
 	})
+}
+
+// The demo run to its end stops the controller before HAProxy, so that
+// nothing warns after "demo finished: OK" (the controller's last write of
+// the server state needs HAProxy), and names no file it is about to remove.
+func TestDemoEndsCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the whole demo")
+	}
+	bin := filepath.Join(t.TempDir(), "demo")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "-haproxy-bin", haproxytest.Bin()).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "demo finished: OK") {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	for _, bad := range []string{"could not persist", "level=WARN", "level=ERROR", "the config HAProxy runs:"} {
+		if strings.Contains(string(out), bad) {
+			t.Errorf("the output has %q:\n%s", bad, out)
+		}
+	}
 }
