@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -47,7 +48,7 @@ type apiserverFlags struct {
 	rise, fall        int
 }
 
-func registerAPIServerFlags(fs *flag.FlagSet) *apiserverFlags {
+func registerAPIServerFlags(fs *pflag.FlagSet) *apiserverFlags {
 	a := &apiserverFlags{}
 	fs.Var(&a.listen, "listen", "apiserver mode: address the frontend listens on, :PORT or IP:PORT (repeatable; default :6443)")
 	fs.StringVar(&a.sources, "apiserver-sources", apiserverlb.DefaultSources, "apiserver mode: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static); the first non-empty one wins")
@@ -185,6 +186,11 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 	}
 	go f.statsPage.watch(ctx, 2*time.Second, drv, loop.Trigger, log)
 	go drv.Watch(ctx, time.Second, loop.Trigger)
+	for flag, path := range map[string]string{"--state-file": f.stateFile, "--apiserver-state-file": a.stateFile} {
+		if err := ensureDir(path, flag); err != nil {
+			return err
+		}
+	}
 	log.Info("starting", "version", Version, "mode", modeAPIServer, "sources", opts.Sources, "listen", []string(a.listen),
 		"bootstrap", apiserverlb.FormatServers(opts.Static), "config", f.config)
 	return loop.Run(ctx)

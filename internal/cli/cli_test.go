@@ -63,9 +63,8 @@ func TestRenderStdinAndSingleServiceLegacyEnv(t *testing.T) {
 }
 
 func TestPrecedenceFlagOverEnv(t *testing.T) {
-	fs := newFlagSet("t", &bytes.Buffer{})
+	fs := newFlagSet("t")
 	var s shape
-	s.register(fs)
 	resync := fs.Duration("resync-period", time.Minute, "")
 	e := env(map[string]string{
 		"HAPROXY_K8S_SYNC_BIND_ADDRESS":    "127.0.0.1",
@@ -74,6 +73,7 @@ func TestPrecedenceFlagOverEnv(t *testing.T) {
 		"HAPROXY_K8S_SYNC_DEFAULT_RISE":    "5",
 		"RESYNC_PERIOD":                    "10s",
 	})
+	s.register(fs, e)
 	if err := parse(fs, []string{"--targets", "nodes", "--default-rise", "7"}, e, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +97,9 @@ func TestBadFlagsAreClearErrors(t *testing.T) {
 		{"--bind-address", "not-an-ip"},
 		{"--default-balance", "roundrobin\nlisten x"},
 	} {
-		fs := newFlagSet("t", &bytes.Buffer{})
+		fs := newFlagSet("t")
 		var s shape
-		s.register(fs)
+		s.register(fs, env(nil))
 		err := parse(fs, args, env(nil), &s)
 		if err == nil {
 			_, err = s.desiredOptions()

@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -47,15 +48,19 @@ type dataplaneFlags struct {
 	timeout                            time.Duration
 }
 
-func (f *dataplaneFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.driver, "driver", "", "haproxy: the local HAProxy through its sockets and config file; dataplane: through the HAProxy Data Plane API v3 (default: dataplane when --dataplane-url or HAPROXY_DATAPLANE_URL is set, else haproxy)")
-	f.registerAPI(fs)
-	fs.BoolVar(&f.createBackend, "dataplane-create-backend", false, "single-Service mode: create the backend when haproxy.cfg lacks it (default: report it and wait)")
+func (f *dataplaneFlags) register(fs *pflag.FlagSet) {
+	addGroup(fs, groupMode, scopeServices, func(fs *pflag.FlagSet) {
+		fs.StringVar(&f.driver, "driver", "", "haproxy: the local HAProxy through its sockets and config file; dataplane: through the HAProxy Data Plane API v3 (default: dataplane when --dataplane-url or HAPROXY_DATAPLANE_URL is set, else haproxy)")
+	})
+	addGroup(fs, groupDataplane, scopeDataplane, func(fs *pflag.FlagSet) {
+		f.registerAPI(fs)
+		fs.BoolVar(&f.createBackend, "dataplane-create-backend", false, "single-Service mode: create the backend when haproxy.cfg lacks it (default: report it and wait)")
+	})
 }
 
 // registerAPI registers the flags that reach a Data Plane API (URL,
 // credentials, TLS, timeout): run's and status's.
-func (f *dataplaneFlags) registerAPI(fs *flag.FlagSet) {
+func (f *dataplaneFlags) registerAPI(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "dataplane-url", "", "Data Plane API base URL, e.g. http://haproxy:5555 (env HAPROXY_DATAPLANE_URL)")
 	fs.StringVar(&f.user, "dataplane-username", "", "Data Plane API basic-auth user (env HAPROXY_DATAPLANE_USERNAME)")
 	fs.StringVar(&f.passwordFile, "dataplane-password-file", "", "file holding the basic-auth password (or env HAPROXY_DATAPLANE_PASSWORD)")
@@ -72,26 +77,24 @@ func (f *dataplaneFlags) registerAPI(fs *flag.FlagSet) {
 // INGRESS_NAMESPACE (default ingress-nginx), even when
 // INGRESS_SERVICE_NAME is not set. Its WORKER_COUNT has no equivalent
 // (passes are serialised) and is ignored.
-func legacyDataplane(getenv func(string) string, fs *flag.FlagSet) {
+func legacyDataplane(getenv func(string) string, fs *pflag.FlagSet) {
 	for env, name := range map[string]string{envDataplaneURL: "dataplane-url", envDataplaneUser: "dataplane-username"} {
-		if v := getenv(env); v != "" && fs.Lookup(name) != nil {
-			_ = fs.Set(name, v)
+		if v := getenv(env); v != "" {
+			setUnlessGiven(fs, name, v)
 		}
 	}
 	if getenv(envDataplaneURL) == "" {
 		return
 	}
-	if fs.Lookup("metrics-address") != nil {
-		_ = fs.Set("metrics-address", legacyProbeAddress)
-	}
-	if fs.Lookup("service") == nil || fs.Lookup("service").Value.String() != "" {
+	setUnlessGiven(fs, "metrics-address", legacyProbeAddress)
+	if f := fs.Lookup("service"); f == nil || f.Value.String() != "" {
 		return
 	}
 	ns := getenv("INGRESS_NAMESPACE")
 	if ns == "" {
 		ns = "ingress-nginx"
 	}
-	_ = fs.Set("service", ns+"/ingress-nginx")
+	setUnlessGiven(fs, "service", ns+"/ingress-nginx")
 }
 
 // selected reports whether the Data Plane API driver is the one to use.

@@ -3,13 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -42,10 +41,9 @@ func TestDataplaneSelectionAndLegacyEnv(t *testing.T) {
 		{name: "unknown driver", args: []string{"--driver=nginx"}, errContains: "want haproxy or dataplane"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := flag.NewFlagSet("run", flag.ContinueOnError)
-			fs.SetOutput(io.Discard)
+			fs := newFlagSet("run")
 			var f runFlags
-			f.shape.register(fs)
+			f.shape.register(fs, func(k string) string { return tc.env[k] })
 			fs.DurationVar(&f.resync, "resync-period", 0, "")
 			f.dp.register(fs)
 			if err := parse(fs, tc.args, func(k string) string { return tc.env[k] }, &f.shape); err != nil {
@@ -93,7 +91,7 @@ func TestDataplaneSecretsStayHidden(t *testing.T) {
 		"HAPROXY_DATAPLANE_USERNAME": "admin", "HAPROXY_DATAPLANE_TOKEN": tok}
 	var out bytes.Buffer
 	err := Run(context.Background(), []string{"-h"}, func(k string) string { return env[k] }, &out)
-	if err == nil || strings.Contains(out.String(), pw) || strings.Contains(out.String(), tok) {
+	if err != nil || !strings.Contains(out.String(), "--dataplane-url") || strings.Contains(out.String(), pw) || strings.Contains(out.String(), tok) {
 		t.Errorf("--help: err=%v, output shows a secret:\n%s", err, out.String())
 	}
 	for _, args := range [][]string{nil, {"--dataplane-token-file", filepath.Join(t.TempDir(), "missing")}} {
@@ -113,11 +111,10 @@ func TestDataplaneSecretsStayHidden(t *testing.T) {
 }
 
 func TestDataplaneLegacyProbesAndResync(t *testing.T) {
-	newFS := func() (*flag.FlagSet, *runFlags) {
-		fs := flag.NewFlagSet("run", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
+	newFS := func() (*pflag.FlagSet, *runFlags) {
+		fs := newFlagSet("run")
 		f := &runFlags{}
-		f.shape.register(fs)
+		f.shape.register(fs, nil)
 		fs.DurationVar(&f.resync, "resync-period", 0, "")
 		f.metrics.register(fs)
 		f.dp.register(fs)

@@ -1,14 +1,16 @@
-// Package cli is the command line of haproxy-k8s-sync: flags, environment
-// variables and the wiring of each subcommand. cmd/ only calls Main.
+// Package cli is the command line of haproxy-k8s-sync: its commands
+// (cobra), flags (pflag), environment variables and the wiring of each
+// command. cmd/ only calls Main.
 package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -18,6 +20,11 @@ import (
 // --bind-address is HAPROXY_K8S_SYNC_BIND_ADDRESS.
 const EnvPrefix = "HAPROXY_K8S_SYNC_"
 
+// envName is the environment variable of the flag named name.
+func envName(name string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
 // shape holds the flags that decide what config is produced; `run` and
 // `render` share them so that render shows exactly what run would apply.
 type shape struct {
@@ -25,15 +32,18 @@ type shape struct {
 	classLess, trackNodes            bool
 	binds                            stringList
 	defaults                         settings.Settings
+	defaultsErr                      error // from the environment, reported when the command runs
 	stats, stateFile                 string
 	maxConn                          int
 	monitor                          netip.AddrPort
 	nodeCheck                        nodeCheck
 }
 
+// stringList is a repeatable, comma-separated flag.
 type stringList []string
 
 func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Type() string   { return "strings" }
 func (l *stringList) Set(v string) error {
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {
@@ -43,21 +53,50 @@ func (l *stringList) Set(v string) error {
 	return nil
 }
 
-func (s *shape) register(fs *flag.FlagSet) {
+// register registers the shape flags, by concern, on fs. getenv feeds
+// the Service defaults, which take their environment before the flags
+// (settings.FromEnv); an error there is kept for the command to report.
+func (s *shape) register(fs *pflag.FlagSet, getenv func(string) string) {
+	s.registerServices(fs)
+	s.registerDefaults(fs, getenv)
+	addGroup(fs, groupChecks, scopeServices, s.nodeCheck.register)
+	s.registerHAProxy(fs)
+}
+
+// registerServices registers which Services are taken and how they map.
+func (s *shape) registerServices(fs *pflag.FlagSet) {
+	addGroup(fs, groupServices, scopeServices, func(fs *pflag.FlagSet) {
+		fs.StringVar(&s.class, "class", desired.DefaultClass, "spec.loadBalancerClass of the LoadBalancer Services to take")
+		fs.BoolVar(&s.classLess, "class-less", false, "also take LoadBalancer Services that have no loadBalancerClass")
+		fs.StringVar(&s.service, "service", "", "single-Service mode: take only this Service (NAMESPACE/NAME), whatever its type")
+		fs.StringVar(&s.backend, "backend-name", "", "single-Service mode: name of the backend (default generated)")
+		fs.StringVar(&s.targets, "targets", desired.TargetNodes, "servers are 'nodes' (InternalIP:nodePort) or 'pods' (endpoint IP:targetPort, for routable pod networks)")
+		fs.BoolVar(&s.trackNodes, "track-nodes", true, "in node mode, servers without a check of their own (check auto with a --node-check, or false) follow their node through one HAProxy server per node, so a node going out of service or back is one Runtime API command")
+		fs.Var(&s.binds, "bind-address", "address frontends listen on (repeatable or comma-separated; default all)")
+	})
+}
+
+// registerDefaults registers one --default-<name> flag per Service setting.
+func (s *shape) registerDefaults(fs *pflag.FlagSet, getenv func(string) string) {
 	s.defaults = settings.Defaults()
-	fs.StringVar(&s.class, "class", desired.DefaultClass, "spec.loadBalancerClass of the LoadBalancer Services to take")
-	fs.BoolVar(&s.classLess, "class-less", false, "also take LoadBalancer Services that have no loadBalancerClass")
-	fs.StringVar(&s.service, "service", "", "single-Service mode: take only this Service (NAMESPACE/NAME), whatever its type")
-	fs.StringVar(&s.backend, "backend-name", "", "single-Service mode: name of the backend (default generated)")
-	fs.StringVar(&s.targets, "targets", desired.TargetNodes, "servers are 'nodes' (InternalIP:nodePort) or 'pods' (endpoint IP:targetPort, for routable pod networks)")
-	fs.BoolVar(&s.trackNodes, "track-nodes", true, "in node mode, servers without a check of their own (check auto with a --node-check, or false) follow their node through one HAProxy server per node, so a node going out of service or back is one Runtime API command")
-	fs.Var(&s.binds, "bind-address", "address frontends listen on (repeatable or comma-separated; default all)")
-	fs.StringVar(&s.stats, "stats-socket", "/run/haproxy-k8s-sync/admin.sock", "HAProxy worker admin socket (written into the config)")
-	fs.StringVar(&s.stateFile, "state-file", "/var/lib/haproxy-k8s-sync/server-state", "HAProxy server-state-file (written into the config)")
-	fs.IntVar(&s.maxConn, "global-maxconn", 0, "global maxconn of HAProxy (0: HAProxy's default)")
-	fs.TextVar(&s.monitor, "monitor-address", netip.AddrPort{}, "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
-	s.nodeCheck.register(fs)
-	settings.RegisterFlags(fs, &s.defaults)
+	if getenv != nil {
+		s.defaultsErr = settings.FromEnv(&s.defaults, getenv)
+	}
+	addGroup(fs, groupDefaults, scopeServices, func(fs *pflag.FlagSet) { registerGoFlags(fs, settings.RegisterFlags, &s.defaults) })
+}
+
+// registerHAProxy registers what of HAProxy's own the config names.
+func (s *shape) registerHAProxy(fs *pflag.FlagSet) {
+	addGroup(fs, groupHAProxy, scopeLocal, func(fs *pflag.FlagSet) {
+		fs.StringVar(&s.stats, "stats-socket", "/run/haproxy-k8s-sync/admin.sock", "HAProxy worker admin socket (written into the config)")
+		fs.IntVar(&s.maxConn, "global-maxconn", 0, "global maxconn of HAProxy (0: HAProxy's default)")
+		fs.TextVar(&s.monitor, "monitor-address", netip.AddrPort{}, "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
+	})
+	// The state file's directory also keeps the last good settings, for
+	// every driver: it belongs to no driver.
+	addGroup(fs, groupHAProxy, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVar(&s.stateFile, "state-file", "/var/lib/haproxy-k8s-sync/server-state", "HAProxy server-state-file (written into the config); its directory also holds the controller's last good settings")
+	})
 }
 
 // desiredOptions validates the shape flags.
@@ -94,52 +133,68 @@ func (s *shape) desiredOptions() (desired.Options, error) {
 	return o, nil
 }
 
-// parse applies environment variables (built-in < env < flag), then the
-// command line. getenv is os.Getenv outside tests.
-func parse(fs *flag.FlagSet, args []string, getenv func(string) string, s *shape) error {
-	if err := settings.FromEnv(&s.defaults, getenv); err != nil {
-		return err
-	}
+// applyEnv gives every flag not set on the command line the value of its
+// environment variable (built-in < legacy variables < HAPROXY_K8S_SYNC_* <
+// command line). The Service defaults (--default-*) took theirs when they
+// were registered. getenv is os.Getenv outside tests.
+func applyEnv(fs *pflag.FlagSet, getenv func(string) string) error {
 	var errs []error
 	if err := legacy(getenv, fs); err != nil {
 		errs = append(errs, err)
 	}
-	fs.VisitAll(func(f *flag.Flag) {
-		name := EnvPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if strings.HasPrefix(f.Name, settings.FlagPrefix) {
-			return // settings.FromEnv read these with its own grammar
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || strings.HasPrefix(f.Name, settings.FlagPrefix) || f.Name == "help" || f.Name == "version" {
+			return
 		}
+		name := envName(f.Name)
 		if v := getenv(name); v != "" {
-			if err := fs.Set(f.Name, v); err != nil {
+			if err := f.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
 			}
 		}
 	})
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	return errors.Join(errs...)
+}
+
+// setUnlessGiven sets the flag name, when fs has it and the command line
+// did not set it, to v.
+func setUnlessGiven(fs *pflag.FlagSet, name, v string) {
+	if f := fs.Lookup(name); f != nil && !f.Changed {
+		_ = f.Value.Set(v)
 	}
-	return fs.Parse(args)
 }
 
 // legacy maps the environment of the older single-Service sync controller
 // onto our flags, so it can be replaced without changing its Deployment.
-func legacy(getenv func(string) string, fs *flag.FlagSet) error {
-	if name := getenv("INGRESS_SERVICE_NAME"); name != "" && fs.Lookup("service") != nil {
+func legacy(getenv func(string) string, fs *pflag.FlagSet) error {
+	if name := getenv("INGRESS_SERVICE_NAME"); name != "" {
 		ns := getenv("INGRESS_NAMESPACE")
 		if ns == "" {
 			ns = "ingress-nginx"
 		}
-		_ = fs.Set("service", ns+"/"+name)
+		setUnlessGiven(fs, "service", ns+"/"+name)
 	}
-	if v := getenv("HAPROXY_BACKEND_NAME"); v != "" && fs.Lookup("backend-name") != nil {
-		_ = fs.Set("backend-name", v)
+	if v := getenv("HAPROXY_BACKEND_NAME"); v != "" {
+		setUnlessGiven(fs, "backend-name", v)
 	}
 	if v := getenv("RESYNC_PERIOD"); v != "" && fs.Lookup("resync-period") != nil {
 		if _, err := time.ParseDuration(v); err != nil {
 			return fmt.Errorf("environment variable RESYNC_PERIOD: %w", err)
 		}
-		_ = fs.Set("resync-period", v)
+		setUnlessGiven(fs, "resync-period", v)
 	}
 	legacyDataplane(getenv, fs)
 	return nil
+}
+
+// parse parses args on fs and applies the environment, as a command does:
+// for tests of the flags of a part.
+func parse(fs *pflag.FlagSet, args []string, getenv func(string) string, s *shape) error {
+	if s != nil && s.defaultsErr != nil {
+		return s.defaultsErr
+	}
+	if err := fs.Parse(normalizeArgs(args, longNames(fs))); err != nil {
+		return err
+	}
+	return applyEnv(fs, getenv)
 }

@@ -42,6 +42,8 @@ func (l *instanceList) String() string {
 	return strings.Join(out, ";")
 }
 
+func (l *instanceList) Type() string { return "spec" }
+
 func (l *instanceList) Set(v string) error {
 	s := instanceSpec{name: fmt.Sprintf("i%d", len(*l)+1)}
 	for _, kv := range strings.Split(v, ",") {

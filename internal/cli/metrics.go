@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
@@ -22,7 +23,7 @@ type metricsFlags struct {
 	reg        *metrics.Registry
 }
 
-func (m *metricsFlags) register(fs *flag.FlagSet) {
+func (m *metricsFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&m.addr, "metrics-address", ":9742", "serve /metrics, /healthz and /readyz on this address; off when empty")
 	fs.BoolVar(&m.perService, "metrics-per-service", false, "also export per-Service series (one per Service and server state: mind the cardinality)")
 }

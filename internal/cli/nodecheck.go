@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -26,7 +27,7 @@ type nodeCheck struct {
 // 503 while the node is drained or deleted (KEP-3836).
 const DefaultNodeCheck = "http:10256/healthz"
 
-func (n *nodeCheck) register(fs *flag.FlagSet) {
+func (n *nodeCheck) register(fs *pflag.FlagSet) {
 	fs.StringVar(&n.spec, "node-check", DefaultNodeCheck, "health check of each node, inherited by the servers that follow their node (node mode, Services with check auto or false): "+
 		"'http:PORT/PATH' (GET must answer 200; kube-proxy's is http:10256/healthz, 503 while the node is drained or deleted), 'tcp:PORT', or 'none'. "+
 		"Every node must answer it, or all of them go down: without kube-proxy's /healthz, use tcp:PORT or none (none: servers with check auto are checked by themselves, as before)")

@@ -92,9 +92,9 @@ func TestNodeCheckLogStart(t *testing.T) {
 // parseShape parses args as run's model-shaping flags.
 func parseShape(t *testing.T, args []string) shape {
 	t.Helper()
-	fs := newFlagSet("t", &bytes.Buffer{})
+	fs := newFlagSet("t")
 	var s shape
-	s.register(fs)
+	s.register(fs, env(nil))
 	if err := parse(fs, args, env(nil), &s); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
@@ -24,4 +27,15 @@ func persist(hd *runtimeapi.HAProxy, quiet, maxDelay time.Duration) (stop func()
 		cancel()
 		<-done
 	}
+}
+
+// ensureDir creates the directory of path (a state file named by flag),
+// so that the first save does not fail; when it cannot, run fails at
+// start and says the way out.
+func ensureDir(path, flag string) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("%s: the directory %s does not exist and cannot be created (%w): create it (the chart, deploy/ and the systemd units do), or give %s a path in a writable directory", flag, dir, err, flag)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,5 +17,25 @@ func TestPersistFlagsFromEnv(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "environment variable "+name) {
 			t.Errorf("%s=soon: %v", name, err)
 		}
+	}
+}
+
+// run creates the directory of its state file; when it cannot, it fails
+// at start saying the way out (not a warning on every save).
+func TestEnsureStateDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := ensureDir(filepath.Join(dir, "a", "b", "server-state"), "--state-file"); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "a", "b")); err != nil || !fi.IsDir() {
+		t.Errorf("directory not created: %v", err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := ensureDir(filepath.Join(file, "server-state"), "--state-file")
+	if err == nil || !strings.Contains(err.Error(), "give --state-file a path in a writable directory") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -22,65 +24,58 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
-type runFlags struct {
-	shape
-	kube                 kubeclient.Options
-	config, bin, master  string
-	apply                string
-	resync, minReload    time.Duration
-	reloadSettle         time.Duration
-	persist, syncTimeout time.Duration
-	persistMax           time.Duration
-	logLevel, logFormat  string
-	pprof                string
-	status               statusFlags
-	instances            instanceList
-	metrics              metricsFlags
-	statsPage            statsFlags
-	dp                   dataplaneFlags
-	mode                 string
-	udp                  udpFlags
-}
-
-// Run is the `run` command with explicit context and environment, for
-// tests and embedding: it returns when ctx ends or on a fatal error.
-func Run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	return runCmd(ctx, args, getenv, stderr)
-}
-
-// runCmd is `run`: the controller.
-func runCmd(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	fs := newFlagSet("run", stderr)
+func newRunCmd(e *cmdEnv) *cobra.Command {
 	var f runFlags
-	f.shape.register(fs)
-	fs.StringVar(&f.kube.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster, then $KUBECONFIG)")
-	fs.StringVar(&f.kube.APIServer, "api-server", "", "kube-apiserver URL (with --token-file for hosts outside the cluster)")
-	fs.StringVar(&f.kube.TokenFile, "token-file", "", "file holding a bearer token (re-read when it changes)")
-	fs.StringVar(&f.kube.CAFile, "ca-file", "", "CA bundle of the kube-apiserver's serving certificate")
-	fs.StringVar(&f.config, "haproxy-config", "/etc/haproxy/haproxy.cfg", "haproxy.cfg this controller owns")
-	fs.StringVar(&f.bin, "haproxy-bin", "haproxy", "haproxy binary, used to check configs")
-	fs.StringVar(&f.master, "master-socket", "/run/haproxy-k8s-sync/master.sock", "HAProxy master CLI socket (haproxy -W -S PATH)")
-	fs.StringVar(&f.apply, "apply", runtimeapi.ModeHybrid, "hybrid: servers through the Runtime API, reload only for structure; reload: reload on every change (baseline)")
-	fs.DurationVar(&f.resync, "resync-period", 30*time.Second, "compare HAProxy's state with what was applied this often (off the pass lock) and correct drift")
-	fs.DurationVar(&f.minReload, "min-reload-interval", 500*time.Millisecond, "structural changes arriving closer than this share one reload")
-	fs.DurationVar(&f.reloadSettle, "reload-settle", 300*time.Millisecond, "a reload wanted after a quiet spell waits this long, so that changes written together (a new Service and its EndpointSlices) share it; server changes never wait")
-	fs.DurationVar(&f.persist, "persist-interval", time.Second, "write the config and server-state files once changes have been quiet this long")
-	fs.DurationVar(&f.persistMax, "persist-max-delay", 30*time.Second, "write the config and server-state files at the latest this long after the first change not yet written, even while changes keep coming")
-	fs.DurationVar(&f.syncTimeout, "cache-sync-timeout", 5*time.Minute, "give up if the informer caches have not synced by then")
-	f.status.register(fs)
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
-	fs.StringVar(&f.pprof, "pprof-address", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; off when empty")
-	f.metrics.register(fs)
-	f.statsPage.register(fs)
-	f.dp.register(fs)
-	fs.StringVar(&f.mode, "mode", modeServices, "services: load-balance Services; apiserver: load-balance the kube-apiservers (docs/apiserver.md)")
-	apiFlags := registerAPIServerFlags(fs)
-	f.udp.register(fs)
-	fs.Var(&f.instances, "instance", "several HAProxy instances, each reconciled on its own: name=NAME,config=PATH,master=PATH,stats=PATH,state=PATH[,stats-page=[IP]:PORT] (a local HAProxy; replaces --haproxy-config, --master-socket, --stats-socket, --state-file) or name=NAME,dataplane-url=URL[,username=U][,password-file=PATH][,token-file=PATH] (a Data Plane API); repeatable")
-	if err := parse(fs, args, getenv, &f.shape); err != nil {
+	c := &cobra.Command{
+		Use:   "run [flags]",
+		Short: "Watch the cluster and drive HAProxy",
+		Long: `Run is the controller. In --mode=services (the default) it watches LoadBalancer Services (of
+--class, or one --service), their EndpointSlices and the Nodes, and drives HAProxy: the local
+one through its Runtime API and config file (--driver=haproxy), a Data Plane API
+(--driver=dataplane), or several instances (--instance); UDP ports go to the kernel
+(nftables, --udp). It writes the Services' LoadBalancer status (--publish-address), Events,
+and serves /metrics, /healthz and /readyz.
+
+In --mode=apiserver it load-balances the kube-apiservers instead (docs/apiserver.md).
+
+A flag of another mode or driver given on the command line is an error (exit 2).`,
+		Example: `  # The local HAProxy, from the cluster of a kubeconfig
+  haproxy-k8s-sync run --kubeconfig ~/.kube/config --publish-address 192.0.2.10
+
+  # A Data Plane API instead of the local HAProxy
+  haproxy-k8s-sync run --dataplane-url http://haproxy:5555 --dataplane-username admin \
+      --dataplane-password-file /etc/hks/dataplane-password
+
+  # The kube-apiservers behind the local HAProxy
+  haproxy-k8s-sync run --mode=apiserver --listen :8443 --bootstrap-servers 192.0.2.11,192.0.2.12`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			given := givenFlags(c.Flags())
+			if err := finishFlags(c.Flags(), e.getenv, &f.shape); err != nil {
+				return err
+			}
+			return f.run(c.Context(), c.Flags(), given, e)
+		},
+	}
+	f.register(c.Flags(), e.getenv)
+	return c
+}
+
+// run is `run`: the controller.
+func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]bool, e *cmdEnv) error {
+	switch f.mode {
+	case modeServices, modeAPIServer:
+	default:
+		return fmt.Errorf("--mode: want %s or %s, got %q", modeServices, modeAPIServer, f.mode)
+	}
+	useDataplane, err := f.dp.selected()
+	if err != nil && f.mode == modeServices {
 		return err
 	}
+	if err := checkScopes(fs, given, f.mode, useDataplane, len(f.instances) > 0); err != nil {
+		return err
+	}
+	getenv, stderr := e.getenv, e.stderr
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		return err
@@ -90,9 +85,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	switch f.mode {
 	case modeServices:
 	case modeAPIServer:
-		return runAPIServer(ctx, &f, apiFlags, log)
-	default:
-		return fmt.Errorf("--mode: want %s or %s, got %q", modeServices, modeAPIServer, f.mode)
+		return runAPIServer(ctx, f, f.api, log)
 	}
 	dopts, err := f.desiredOptions()
 	if err != nil {
@@ -100,10 +93,6 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 	}
 	if f.apply != runtimeapi.ModeHybrid && f.apply != runtimeapi.ModeReload {
 		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
-	}
-	useDataplane, err := f.dp.selected()
-	if err != nil {
-		return err
 	}
 	if err := f.instances.check(useDataplane, f.statsPage, f.renderOptions(), log); err != nil {
 		return err
@@ -156,6 +145,9 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stde
 		drv, watch = hd, hd.Watch
 	}
 
+	if err := ensureDir(f.stateFile, "--state-file"); err != nil {
+		return err
+	}
 	ns := ""
 	if dopts.Service != "" {
 		ns, _, _ = strings.Cut(dopts.Service, "/")

@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
@@ -45,38 +48,70 @@ type staticPodFlags struct {
 	metricsAddr         string
 }
 
-// staticPodCmd is `render static-pod`: the node-local kube-apiserver proxy
-// as a static pod manifest and its haproxy.cfg.
-func staticPodCmd(args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("render static-pod", stderr)
+func newStaticPodCmd(e *cmdEnv) *cobra.Command {
 	var f staticPodFlags
-	f.monitor = netip.MustParseAddrPort("127.0.0.1:9444")
-	fs.StringVar(&f.listen, "listen", "", "node-local IP:PORT HAProxy listens on for the apiservers, e.g. 172.20.0.1:6443 (required)")
-	fs.StringVar(&f.bootstrap, "bootstrap-servers", "", "apiservers IP:PORT or IP, comma-separated (source static)")
-	fs.IntVar(&f.port, "apiserver-port", 6443, "port of the apiservers for entries without one, and for the nodes source")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read the apiservers from the cluster now, from --apiserver-sources (default: --bootstrap-servers only)")
-	fs.StringVar(&f.sources, "apiserver-sources", apiserverlb.DefaultSources, "with --kubeconfig or --live: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static)")
-	fs.StringVar(&f.configMap, "apiserver-configmap", "", "NAMESPACE/NAME of the ConfigMap of the configmap source (key servers)")
-	fs.StringVar(&f.caFile, "apiserver-ca-file", "", "CA file on the node that HAProxy's /readyz health checks verify the apiservers with (mounted read-only)")
-	fs.StringVar(&f.pem, "apiserver-check-pem", "", "PEM file on the node holding the client certificate and key the /readyz health checks present (e.g. /var/lib/kubelet/pki/kubelet-client-current.pem), for clusters without anonymous access; with --live the controller's checks present it too")
-	fs.BoolVar(&f.insecure, "apiserver-check-insecure-skip-verify", false, "health checks without verifying the apiservers' certificates (instead of --apiserver-ca-file)")
-	fs.TextVar(&f.monitor, "monitor-address", f.monitor, "IP:PORT of HAProxy's monitor-uri /healthz, the liveness probe's target")
-	fs.StringVar(&f.out, "o", "", "write "+staticpod.ManifestFile+" and "+staticpod.ConfigFile+" into this directory (default: the manifest to stdout)")
-	fs.StringVar(&f.configDir, "config-dir", "/etc/kubernetes/kube-apiserver-proxy", "directory of haproxy.cfg on the node, mounted read-only into the pod")
-	fs.StringVar(&f.pool, "pool", "", "node-pool object (YAML or JSON) whose annotations "+staticpod.ImageAnnotation+" or "+staticpod.HyperShiftImageAnnotation+" choose the HAProxy image")
-	fs.BoolVar(&f.sharedIngress, "shared-ingress", false, "below the annotations, take $"+staticpod.SharedIngressEnv+", then the built-in "+staticpod.DefaultSharedIngressImage+" (instead of the release payload)")
-	fs.StringVar(&f.release, "release-images", "", "YAML map of release payload component to image (without --shared-ingress)")
-	fs.StringVar(&f.comp, "release-component", staticpod.DefaultReleaseComponent, "component of --release-images holding the HAProxy image")
-	fs.BoolVar(&f.live, "live", false, "add a haproxy-k8s-sync container (run --mode=apiserver) that keeps HAProxy's servers in sync with the cluster, with no new manifest")
-	fs.StringVar(&f.syncImage, "sync-image", "haproxy-k8s-sync:"+Version, "with --live: the haproxy-k8s-sync image")
-	fs.StringVar(&f.liveKubeconfig, "live-kubeconfig", "", "with --live: kubeconfig file on the node for the controller (RBAC of run --mode=apiserver)")
-	fs.StringVar(&f.stateDir, "state-dir", "/var/lib/haproxy-k8s-sync/kube-apiserver-proxy", "with --live: node directory where the controller keeps the last apiserver list across restarts")
-	fs.StringVar(&f.metricsAddr, "metrics-address", defaultStaticPodMetrics, "with --live: where the controller serves /metrics, /healthz and /readyz on the node's network (host network); off when empty")
-	fs.StringVar(&f.runDir, "run-dir", staticpod.DefaultRunDir, "with --live: directory inside the pod (an emptyDir) for HAProxy's sockets and the config the controller owns")
-	var env shape // no shape flags here: only for the environment variables of the flags
-	if err := parse(fs, args, getenv, &env); err != nil {
-		return err
+	c := &cobra.Command{
+		Use:   "static-pod --listen IP:PORT (--bootstrap-servers LIST | --kubeconfig FILE) [-o DIR]",
+		Short: "The node-local kube-apiserver proxy: static pod manifest and haproxy.cfg",
+		Long: `Render static-pod writes the node-local kube-apiserver proxy: a static pod manifest
+(` + staticpod.ManifestFile + `) running HAProxy in front of the apiservers, and its ` + staticpod.ConfigFile + ` (/readyz
+health checks). The HAProxy image is chosen by a precedence (a node pool's annotations, the
+shared-ingress default, the release payload). --kubeconfig reads the apiservers from the cluster
+once; --live adds the controller (run --mode=apiserver) so that apiservers change without a node
+rollout. See docs/static-pod.md.`,
+		Example: `  haproxy-k8s-sync render static-pod --listen 172.20.0.1:6443 \
+      --bootstrap-servers 192.0.2.11:6443,192.0.2.12:6443 \
+      --apiserver-ca-file /etc/kubernetes/pki/ca.crt --shared-ingress -o /etc/kubernetes/manifests`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := finishFlags(c.Flags(), e.getenv, nil); err != nil {
+				return err
+			}
+			return f.run(e.getenv, e.stdout, e.stderr)
+		},
 	}
+	f.register(c.Flags())
+	return c
+}
+
+func (f *staticPodFlags) register(fs *pflag.FlagSet) {
+	f.monitor = netip.MustParseAddrPort("127.0.0.1:9444")
+	addGroup(fs, groupInput, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVarP(&f.out, "output-dir", "o", "", "write "+staticpod.ManifestFile+" and "+staticpod.ConfigFile+" into this directory (default: the manifest to stdout)")
+		fs.StringVar(&f.configDir, "config-dir", "/etc/kubernetes/kube-apiserver-proxy", "directory of haproxy.cfg on the node, mounted read-only into the pod")
+	})
+	addGroup(fs, groupAPIServer, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVar(&f.listen, "listen", "", "node-local IP:PORT HAProxy listens on for the apiservers, e.g. 172.20.0.1:6443 (required)")
+		fs.StringVar(&f.bootstrap, "bootstrap-servers", "", "apiservers IP:PORT or IP, comma-separated (source static)")
+		fs.IntVar(&f.port, "apiserver-port", 6443, "port of the apiservers for entries without one, and for the nodes source")
+		fs.StringVar(&f.kubeconfig, "kubeconfig", "", "read the apiservers from the cluster now, from --apiserver-sources (default: --bootstrap-servers only)")
+		fs.StringVar(&f.sources, "apiserver-sources", apiserverlb.DefaultSources, "with --kubeconfig or --live: where the apiservers come from, in order of preference (endpointslice, nodes, configmap, static)")
+		fs.StringVar(&f.configMap, "apiserver-configmap", "", "NAMESPACE/NAME of the ConfigMap of the configmap source (key servers)")
+	})
+	addGroup(fs, groupChecks, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVar(&f.caFile, "apiserver-ca-file", "", "CA file on the node that HAProxy's /readyz health checks verify the apiservers with (mounted read-only)")
+		fs.StringVar(&f.pem, "apiserver-check-pem", "", "PEM file on the node holding the client certificate and key the /readyz health checks present (e.g. /var/lib/kubelet/pki/kubelet-client-current.pem), for clusters without anonymous access; with --live the controller's checks present it too")
+		fs.BoolVar(&f.insecure, "apiserver-check-insecure-skip-verify", false, "health checks without verifying the apiservers' certificates (instead of --apiserver-ca-file)")
+		fs.TextVar(&f.monitor, "monitor-address", f.monitor, "IP:PORT of HAProxy's monitor-uri /healthz, the liveness probe's target")
+	})
+	addGroup(fs, groupImage, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVar(&f.pool, "pool", "", "node-pool object (YAML or JSON) whose annotations "+staticpod.ImageAnnotation+" or "+staticpod.HyperShiftImageAnnotation+" choose the HAProxy image")
+		fs.BoolVar(&f.sharedIngress, "shared-ingress", false, "below the annotations, take $"+staticpod.SharedIngressEnv+", then the built-in "+staticpod.DefaultSharedIngressImage+" (instead of the release payload)")
+		fs.StringVar(&f.release, "release-images", "", "YAML map of release payload component to image (without --shared-ingress)")
+		fs.StringVar(&f.comp, "release-component", staticpod.DefaultReleaseComponent, "component of --release-images holding the HAProxy image")
+	})
+	addGroup(fs, groupLive, scopeAll, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&f.live, "live", false, "add a haproxy-k8s-sync container (run --mode=apiserver) that keeps HAProxy's servers in sync with the cluster, with no new manifest")
+		fs.StringVar(&f.syncImage, "sync-image", "haproxy-k8s-sync:"+Version, "with --live: the haproxy-k8s-sync image")
+		fs.StringVar(&f.liveKubeconfig, "live-kubeconfig", "", "with --live: kubeconfig file on the node for the controller (RBAC of run --mode=apiserver)")
+		fs.StringVar(&f.stateDir, "state-dir", "/var/lib/haproxy-k8s-sync/kube-apiserver-proxy", "with --live: node directory where the controller keeps the last apiserver list across restarts")
+		fs.StringVar(&f.metricsAddr, "metrics-address", defaultStaticPodMetrics, "with --live: where the controller serves /metrics, /healthz and /readyz on the node's network (host network); off when empty")
+		fs.StringVar(&f.runDir, "run-dir", staticpod.DefaultRunDir, "with --live: directory inside the pod (an emptyDir) for HAProxy's sockets and the config the controller owns")
+	})
+}
+
+// run renders the static pod.
+func (f *staticPodFlags) run(getenv func(string) string, stdout, stderr io.Writer) error {
 	img, err := f.image(getenv)
 	if err != nil {
 		return err

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -26,7 +27,7 @@ type statsFlags struct {
 	raw  []byte // the auth file's content last read (never logged)
 }
 
-func (s *statsFlags) register(fs *flag.FlagSet) {
+func (s *statsFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&s.addr, "stats-address", "", "[IP]:PORT where HAProxy serves its stats page (/stats, /stats;csv) and Prometheus exporter (/metrics), e.g. :8404; off when empty. Without --stats-auth-file it listens on loopback only, unless --stats-public")
 	fs.StringVar(&s.authFile, "stats-auth-file", "", "file holding one USER:PASSWORD line: basic authentication for the stats page and exporter (re-read when it changes; keep it mode 600)")
 	fs.BoolVar(&s.public, "stats-public", false, "let the stats page listen beyond loopback without authentication")

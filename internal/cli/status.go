@@ -2,11 +2,12 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -27,7 +28,7 @@ type statusFlags struct {
 	lease, renew, retryLE time.Duration
 }
 
-func (s *statusFlags) register(fs *flag.FlagSet) {
+func (s *statusFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&s.publish, "publish-address", "address written to .status.loadBalancer.ingress (ipMode Proxy) of the LoadBalancer Services served (repeatable or comma-separated; default none; needs services/status patch)")
 	fs.Float64Var(&s.qps, "status-qps", 50, "at most this many LoadBalancer status writes per second (their own limit, apart from the passes; <= 0: unlimited)")
 	fs.IntVar(&s.burst, "status-burst", 100, "burst of --status-qps")

@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/status"
 )
 
@@ -15,26 +18,48 @@ import (
 // HAProxy does not run the file's structure.
 var errUnhealthy = errors.New("status: a server is down, a backend has no server up, or HAProxy does not run the configuration (see docs/observability.md)")
 
-// statusCmd prints what the running HAProxy serves per Service port.
-func statusCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", stderr)
+func newStatusCmd(e *cmdEnv) *cobra.Command {
 	var s shape
 	var cfgPath, output string
 	var dp dataplaneFlags
-	s.register(fs)
-	dp.registerAPI(fs)
-	fs.StringVar(&cfgPath, "haproxy-config", "/etc/haproxy/haproxy.cfg", "haproxy.cfg the controller owns")
-	fs.StringVar(&output, "o", "table", "output: table or json")
-	if err := parse(fs, args, getenv, &s); err != nil {
-		return err
+	c := &cobra.Command{
+		Use:   "status [-o table|json]",
+		Short: "Show what the running HAProxy serves per Service port",
+		Long: `Status shows what the running HAProxy serves per Service port: its servers and their states,
+read from the admin socket (or the Data Plane API with --dataplane-url), against the
+haproxy.cfg the controller owns. It exits 1 when a server is down, a backend has no server
+up, or HAProxy does not run the configuration (see docs/observability.md).`,
+		Example: `  haproxy-k8s-sync status
+  haproxy-k8s-sync status -o json --stats-socket /run/haproxy-k8s-sync/admin.sock`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := finishFlags(c.Flags(), e.getenv, &s); err != nil {
+				return err
+			}
+			return runStatus(c.Context(), &s, &dp, cfgPath, output, e)
+		},
 	}
+	fs := c.Flags()
+	addGroup(fs, groupInput, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVarP(&output, "output", "o", "table", "output: table or json")
+	})
+	addGroup(fs, groupHAProxy, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVar(&cfgPath, "haproxy-config", "/etc/haproxy/haproxy.cfg", "haproxy.cfg the controller owns")
+	})
+	addGroup(fs, groupDataplane, scopeAll, dp.registerAPI)
+	s.register(fs, e.getenv)
+	return c
+}
+
+// runStatus prints what the running HAProxy serves per Service port.
+func runStatus(ctx context.Context, s *shape, dp *dataplaneFlags, cfgPath, output string, e *cmdEnv) error {
 	if output != "table" && output != "json" {
 		return fmt.Errorf("-o: want table or json, got %q", output)
 	}
 	var rep status.Report
 	var err error
 	if dp.url != "" {
-		rep, err = dataplaneStatus(ctx, &dp, &s, getenv, stderr)
+		rep, err = dataplaneStatus(ctx, dp, s, e.getenv, e.stderr)
 	} else {
 		rep, err = status.Collect(ctx, cfgPath, s.stats)
 	}
@@ -42,9 +67,9 @@ func statusCmd(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	if output == "json" {
-		err = rep.WriteJSON(stdout)
+		err = rep.WriteJSON(e.stdout)
 	} else {
-		err = rep.WriteTable(stdout)
+		err = rep.WriteTable(e.stdout)
 	}
 	if err == nil && !rep.Healthy() {
 		err = errUnhealthy

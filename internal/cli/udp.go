@@ -3,16 +3,16 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // UDP modes.
@@ -30,7 +30,7 @@ type udpFlags struct {
 	forward  string // require or enable
 }
 
-func (u *udpFlags) register(fs *flag.FlagSet) {
+func (u *udpFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&u.mode, "udp", "", "UDP ports: 'nftables' (the kernel load balances them through the table inet "+nft.Table+") or 'off' (skipped with an Event); default nftables when the controller has CAP_NET_ADMIN and IP forwarding allows it, otherwise off with an Event saying why")
 	fs.StringVar(&u.health, "udp-health", nft.DefaultHealth, "how nodes serving UDP ports are probed: http:PORT[/PATH] (200 is healthy; default kube-proxy's healthz), tcp:PORT, or none")
 	fs.DurationVar(&u.interval, "udp-health-interval", 2*time.Second, "probe interval; a node leaves after 2 failed probes and returns after 2 good ones")
@@ -87,39 +87,32 @@ func compose(hap driver.Driver, udp *nft.Driver) driver.Driver {
 	return driver.Fanout{hap, udp}
 }
 
-// Render outputs.
-const (
-	outputAll      = "all"      // haproxy.cfg, then the nftables ruleset when there are UDP ports
-	outputHAProxy  = "haproxy"  // haproxy.cfg only
-	outputNFTables = "nftables" // the nftables ruleset only (nft -f syntax)
-)
-
-func validOutput(o string) error {
-	switch o {
-	case outputAll, outputHAProxy, outputNFTables:
-		return nil
-	}
-	return fmt.Errorf("--output: want all, haproxy or nftables, got %q", o)
-}
-
-// renderUDP writes the ruleset of the UDP ports.
-func renderUDP(w io.Writer, udp []model.UDPService) error {
-	_, err := w.Write(nft.Render(nft.Plan(udp, nil, nil)))
-	return err
-}
-
-// cleanupCmd is `cleanup --udp`: it deletes the controller's nftables
+// newCleanupCmd is `cleanup --udp`: it deletes the controller's nftables
 // table (a normal stop leaves it in place, so traffic keeps flowing).
-func cleanupCmd(args []string, getenv func(string) string, stderr io.Writer) error {
-	fs := newFlagSet("cleanup", stderr)
-	var s shape
-	udp := fs.Bool("udp", false, "delete the nftables table inet "+nft.Table)
-	netns := fs.String("udp-netns", "", "network namespace (path) holding the table; default this process's own")
-	if err := parse(fs, args, getenv, &s); err != nil {
-		return err
+func newCleanupCmd(e *cmdEnv) *cobra.Command {
+	var udp bool
+	var netns string
+	c := &cobra.Command{
+		Use:   "cleanup --udp",
+		Short: "Delete the nftables table of the UDP ports (a normal stop leaves it)",
+		Long: `Cleanup deletes what a stopped controller leaves in place on purpose, so that traffic keeps
+flowing while it is down: with --udp, the nftables table inet ` + nft.Table + ` of the UDP ports.`,
+		Example: `  haproxy-k8s-sync cleanup --udp
+  haproxy-k8s-sync cleanup --udp --udp-netns /run/netns/lb`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := finishFlags(c.Flags(), e.getenv, nil); err != nil {
+				return err
+			}
+			if !udp {
+				return errors.New("cleanup: say what to remove (--udp)")
+			}
+			return nft.Cleanup(netns)
+		},
 	}
-	if !*udp {
-		return errors.New("cleanup: say what to remove (--udp)")
-	}
-	return nft.Cleanup(*netns)
+	addGroup(c.Flags(), groupUDP, scopeAll, func(fs *pflag.FlagSet) {
+		fs.BoolVar(&udp, "udp", false, "delete the nftables table inet "+nft.Table)
+		fs.StringVar(&netns, "udp-netns", "", "network namespace (path) holding the table; default this process's own")
+	})
+	return c
 }

@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/objects"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// Render outputs (--output) and the files of -o DIR.
+const (
+	outputHAProxy  = "haproxy"  // haproxy.cfg
+	outputNFTables = "nftables" // the nftables ruleset of the UDP ports (nft -f syntax)
+	outputAll      = "all"      // deprecated: both, which only -o DIR can hold
+
+	renderConfigFile = "haproxy.cfg"
+	renderRulesFile  = "udp.nft"
+)
+
+func (s *shape) renderOptions() render.Options {
+	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Monitor: s.monitor}
+}
+
+type renderFlags struct {
+	shape
+	files  []string
+	output string
+	dir    string
+}
+
+func newRenderCmd(e *cmdEnv) *cobra.Command {
+	var f renderFlags
+	c := &cobra.Command{
+		Use:   "render -f FILE [-f FILE...] [-o DIR]",
+		Short: "Print the haproxy.cfg run would produce for objects read from files",
+		Long: `Render reads Kubernetes objects (Services, EndpointSlices, Nodes: YAML or JSON, multi-document
+or the List of kubectl get -o yaml; - is stdin) and prints the haproxy.cfg that run, with the
+same flags, would produce. Standard output carries one format: haproxy.cfg (--output haproxy,
+the default) or the nftables ruleset of the UDP ports (--output nftables); a note on stderr
+says when UDP ports are left to the ruleset. -o DIR writes both, haproxy.cfg and udp.nft, side
+by side.
+
+Problems with single objects go to stderr and the rest still renders (exit 0); a document that
+cannot be parsed at all is reported too and makes render exit 1 after printing what did render.`,
+		Example: `  # The config run would produce for the cluster's objects
+  kubectl get svc,endpointslices,nodes -A -o yaml > dump.yaml
+  haproxy-k8s-sync render -f dump.yaml > haproxy.cfg
+
+  # haproxy.cfg and the nftables ruleset of the UDP ports, side by side
+  haproxy-k8s-sync render -f dump.yaml -o out/
+
+  # Only the ruleset
+  haproxy-k8s-sync render -f dump.yaml --output nftables | nft -c -f -`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := finishFlags(c.Flags(), e.getenv, &f.shape); err != nil {
+				return err
+			}
+			return f.run(e, c.Flags().Changed("output"))
+		},
+	}
+	fs := c.Flags()
+	addGroup(fs, groupInput, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringArrayVarP(&f.files, "file", "f", nil, "file of Kubernetes objects (YAML or JSON, multi-document or List; - for stdin); repeatable")
+		fs.StringVar(&f.output, "output", outputHAProxy, "what goes to stdout: haproxy (haproxy.cfg) or nftables (the ruleset of the UDP ports); with -o, the one file to write")
+		fs.StringVarP(&f.dir, "output-dir", "o", "", "write "+renderConfigFile+" and "+renderRulesFile+" (when there are UDP ports) into this directory instead of stdout")
+	})
+	f.shape.register(fs, e.getenv)
+	c.AddCommand(newStaticPodCmd(e))
+	return c
+}
+
+// run renders. outputGiven says whether --output was given (with -o, its
+// absence means both files).
+func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
+	switch f.output {
+	case outputHAProxy, outputNFTables:
+	case outputAll:
+		fmt.Fprintln(e.stderr, "warning: --output all is deprecated: standard output carries haproxy.cfg only; -o DIR writes both files")
+		f.output, outputGiven = outputHAProxy, f.dir == ""
+	default:
+		return usageError{msg: fmt.Sprintf("--output: want haproxy or nftables, got %q", f.output), hint: "See 'haproxy-k8s-sync render --help'."}
+	}
+	if len(f.files) == 0 {
+		return errors.New("render: at least one -f FILE is needed")
+	}
+	opts, err := f.desiredOptions()
+	if err != nil {
+		return err
+	}
+	opts.UDP = true // as run with --udp=nftables
+	set, unparsed, err := loadObjects(f.files, e.stdin, e.stderr)
+	if err != nil {
+		return err
+	}
+	res := desired.Compute(desired.Input{Services: set.Services, Slices: desired.SlicesOf(set.EndpointSlices), Nodes: set.Nodes}, opts)
+	for _, p := range res.Problems {
+		fmt.Fprintf(e.stderr, "warning: Service %s/%s: %s: %s\n", p.Service.Namespace, p.Service.Name, p.Reason, p.Message)
+	}
+	layout, _ := plan.Assign(res.Config, nil, true)
+	cfg := render.Config(res.Config, layout, f.renderOptions())
+	rules := renderUDP(res.Config.UDP)
+	if f.dir != "" {
+		err = f.write(cfg, rules, len(res.Config.UDP) > 0, outputGiven, e.stderr)
+	} else if f.output == outputNFTables {
+		_, err = e.stdout.Write(rules)
+	} else {
+		_, err = e.stdout.Write(cfg)
+		if n := len(res.Config.UDP); n > 0 && err == nil {
+			fmt.Fprintf(e.stderr, "note: %d UDP Service port(s) are not in haproxy.cfg: the kernel balances them (nftables); --output nftables prints their ruleset, -o DIR writes it beside haproxy.cfg\n", n)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if unparsed > 0 {
+		return fmt.Errorf("render: %w: %d document(s) could not be parsed (see the warnings); the config above lacks them", objects.ErrSyntax, unparsed)
+	}
+	return nil
+}
+
+// write writes the files of -o DIR: both, or the one --output names.
+func (f *renderFlags) write(cfg, rules []byte, udp, outputGiven bool, stderr io.Writer) error {
+	if err := os.MkdirAll(f.dir, 0o755); err != nil {
+		return err
+	}
+	if !outputGiven || f.output == outputHAProxy {
+		if err := atomicfile.Write(filepath.Join(f.dir, renderConfigFile), cfg, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "wrote", filepath.Join(f.dir, renderConfigFile))
+	}
+	if (!outputGiven && udp) || (outputGiven && f.output == outputNFTables) {
+		if err := atomicfile.Write(filepath.Join(f.dir, renderRulesFile), rules, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "wrote", filepath.Join(f.dir, renderRulesFile))
+	}
+	return nil
+}
+
+// loadObjects reads the objects of files ("-": stdin); problems go to
+// stderr, and unparsed counts the documents that could not be read at all.
+func loadObjects(files []string, stdin io.Reader, stderr io.Writer) (set objects.Set, unparsed int, err error) {
+	for _, f := range files {
+		var r io.Reader = stdin
+		if f != "-" {
+			fh, err := os.Open(f)
+			if err != nil {
+				return set, 0, err
+			}
+			defer fh.Close()
+			r = fh
+		}
+		got, errs := objects.Load(r, f)
+		for _, e := range errs {
+			fmt.Fprintln(stderr, "warning:", e)
+			if errors.Is(e, objects.ErrSyntax) || errors.Is(e, objects.ErrRead) {
+				unparsed++
+			}
+		}
+		set.Merge(got)
+	}
+	return set, unparsed, nil
+}
+
+// renderUDP is the ruleset of the UDP ports.
+func renderUDP(udp []model.UDPService) []byte {
+	return nft.Render(nft.Plan(udp, nil, nil))
+}
+
+func newInitCmd(e *cmdEnv) *cobra.Command {
+	var s shape
+	var path, from string
+	var force bool
+	c := &cobra.Command{
+		Use:   "init",
+		Short: "Write a minimal haproxy.cfg so HAProxy can start before the first sync",
+		Long: `Init writes a haproxy.cfg with no Services (or a copy of --from), and creates the directories
+HAProxy needs for its admin socket and server-state file, so that HAProxy can start before
+run's first pass. An existing config is kept unless --force.`,
+		Example: `  haproxy-k8s-sync init --haproxy-config /etc/haproxy/haproxy.cfg
+  haproxy-k8s-sync init --force --from /seed/haproxy.cfg --haproxy-config /run/hks/haproxy.cfg`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := finishFlags(c.Flags(), e.getenv, &s); err != nil {
+				return err
+			}
+			if _, err := os.Stat(path); err == nil && !force {
+				return fmt.Errorf("%s exists; use --force to overwrite", path)
+			}
+			cfg := render.Empty(s.renderOptions())
+			if from != "" {
+				var err error
+				if cfg, err = os.ReadFile(from); err != nil {
+					return err
+				}
+			}
+			for _, dir := range []string{filepath.Dir(s.stats), filepath.Dir(s.stateFile), filepath.Dir(path)} {
+				if err := os.MkdirAll(dir, 0o750); err != nil {
+					return err
+				}
+			}
+			return os.WriteFile(path, cfg, 0o644)
+		},
+	}
+	fs := c.Flags()
+	addGroup(fs, groupHAProxy, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVar(&path, "haproxy-config", "/etc/haproxy/haproxy.cfg", "where to write the config")
+		fs.BoolVar(&force, "force", false, "overwrite an existing config")
+		fs.StringVar(&from, "from", "", "copy this config instead of writing one with no Services (the seed of render static-pod --live)")
+	})
+	s.register(fs, e.getenv)
+	return c
+}
+
+// finishFlags applies the environment to the flags the command line did
+// not set, and reports what the Service defaults' environment got wrong.
+func finishFlags(fs *pflag.FlagSet, getenv func(string) string, s *shape) error {
+	if s != nil && s.defaultsErr != nil {
+		return s.defaultsErr
+	}
+	return applyEnv(fs, getenv)
+}
