@@ -1,0 +1,380 @@
+package pools
+
+import (
+	"cmp"
+	"math"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// Port is one port a Service listens on, for the allow-shared-ip check.
+type Port struct {
+	Protocol string
+	Port     int32
+}
+
+// Request is what one Service asks for. Requests are served in the order
+// given (the caller's: oldest Service first), after every Service kept its
+// current addresses.
+type Request struct {
+	Key             string // "namespace/name"
+	Namespace       string
+	NamespaceLabels map[string]string
+	Labels          map[string]string
+	// Families it wants an address of (4, 6), from spec.ipFamilies; none
+	// means IPv4.
+	Families []int
+	IPs      []netip.Addr // asked for (annotation, spec.loadBalancerIP)
+	Pool     string       // asked for (annotation)
+	ShareKey string       // allow-shared-ip
+	Ports    []Port
+	// Current are the addresses its status lists: kept while still
+	// valid, so allocation is stable.
+	Current []netip.Addr
+}
+
+// Event reasons of Problems.
+const (
+	ReasonTaken       = "AddressTaken"
+	ReasonNotInPool   = "AddressNotInPool"
+	ReasonWrongFamily = "AddressWrongFamily"
+	ReasonExhausted   = "AddressPoolExhausted"
+	ReasonNoPool      = "NoAddressPool"
+)
+
+// Problem is why a Service did not get (all) the addresses it asked for.
+type Problem struct {
+	Key, Reason, Message string
+}
+
+// Counts are a pool's numbers for its status: addresses in use and free
+// (saturated at MaxInt64 for large IPv6 ranges).
+type Counts struct{ Assigned, Free int64 }
+
+// Result is the outcome of Allocate.
+type Result struct {
+	// Assigned lists each served request's addresses, IPv4 first.
+	Assigned map[string][]netip.Addr
+	Problems []Problem
+	Pools    map[string]Counts
+}
+
+type user struct {
+	keys  []string
+	share string // "" when not shareable
+	ports map[Port]bool
+}
+
+type state struct {
+	pools  []*Pool
+	byName map[string]*Pool
+	used   map[netip.Addr]*user
+	cursor map[*Range]netip.Addr
+	res    Result
+}
+
+// Allocate assigns addresses to reqs from pools.
+func Allocate(pools []Pool, reqs []Request) Result {
+	st := &state{byName: map[string]*Pool{}, used: map[netip.Addr]*user{}, cursor: map[*Range]netip.Addr{},
+		res: Result{Assigned: map[string][]netip.Addr{}, Pools: map[string]Counts{}}}
+	for i := range pools {
+		st.pools = append(st.pools, &pools[i])
+		st.byName[pools[i].Name] = &pools[i]
+	}
+	slices.SortStableFunc(st.pools, func(a, b *Pool) int {
+		if c := cmp.Compare(a.Priority, b.Priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	// Current addresses first, all of them, so no new request takes an
+	// address a Service already has.
+	for i := range reqs {
+		r := &reqs[i]
+		for _, a := range r.Current {
+			if st.has(r, family(a)) || !wants(r, family(a)) || !st.keepable(r, a) || !st.free(r, a) {
+				continue
+			}
+			st.take(r, a)
+		}
+	}
+	for i := range reqs {
+		st.serve(&reqs[i])
+	}
+	for _, p := range st.pools {
+		var size, assigned int64
+		for _, rg := range p.Ranges {
+			size = addSat(size, rg.size())
+		}
+		for a := range st.used {
+			if st.owner(a) == p {
+				assigned++
+			}
+		}
+		free := size - assigned
+		if size == math.MaxInt64 {
+			free = math.MaxInt64
+		}
+		st.res.Pools[p.Name] = Counts{Assigned: assigned, Free: free}
+	}
+	for k, as := range st.res.Assigned {
+		slices.SortFunc(as, func(a, b netip.Addr) int { return a.Compare(b) })
+		st.res.Assigned[k] = as
+	}
+	return st.res
+}
+
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func family(a netip.Addr) int {
+	if a.Is4() {
+		return 4
+	}
+	return 6
+}
+
+func families(r *Request) []int {
+	if len(r.Families) == 0 {
+		return []int{4}
+	}
+	return r.Families
+}
+
+func wants(r *Request, f int) bool { return slices.Contains(families(r), f) }
+
+func (st *state) has(r *Request, f int) bool {
+	return slices.ContainsFunc(st.res.Assigned[r.Key], func(a netip.Addr) bool { return family(a) == f })
+}
+
+// owner is the first pool (by priority, name) holding a.
+func (st *state) owner(a netip.Addr) *Pool {
+	for _, p := range st.pools {
+		if p.holds(a) {
+			return p
+		}
+	}
+	return nil
+}
+
+// keepable: a current address still matches what r asks and lies in a
+// pool that serves r.
+func (st *state) keepable(r *Request, a netip.Addr) bool {
+	if len(r.IPs) > 0 && !slices.Contains(r.IPs, a) {
+		return false
+	}
+	if r.Pool != "" {
+		p := st.byName[r.Pool]
+		return p != nil && p.holds(a) && p.serves(r)
+	}
+	for _, p := range st.pools {
+		if p.holds(a) && p.serves(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// free reports whether r may use a: nobody has it, or everyone who has
+// it shares r's key and no port clashes.
+func (st *state) free(r *Request, a netip.Addr) bool {
+	u := st.used[a]
+	if u == nil {
+		return true
+	}
+	if r.ShareKey == "" || u.share != r.ShareKey || slices.Contains(u.keys, r.Key) {
+		return false
+	}
+	for _, p := range r.Ports {
+		if u.ports[p] {
+			return false
+		}
+	}
+	return true
+}
+
+func (st *state) take(r *Request, a netip.Addr) {
+	u := st.used[a]
+	if u == nil {
+		u = &user{share: r.ShareKey, ports: map[Port]bool{}}
+		st.used[a] = u
+	}
+	u.keys = append(u.keys, r.Key)
+	for _, p := range r.Ports {
+		u.ports[p] = true
+	}
+	st.res.Assigned[r.Key] = append(st.res.Assigned[r.Key], a)
+}
+
+func (st *state) problem(r *Request, reason, msg string) {
+	st.res.Problems = append(st.res.Problems, Problem{r.Key, reason, msg})
+}
+
+// serve gives r an address of every family it wants and lacks.
+func (st *state) serve(r *Request) {
+	for _, a := range r.IPs {
+		if !wants(r, family(a)) {
+			st.problem(r, ReasonWrongFamily, "address "+a.String()+" is not of the Service's IP families "+familyList(r))
+		}
+	}
+	for _, f := range families(r) {
+		if st.has(r, f) {
+			continue
+		}
+		if len(r.IPs) > 0 {
+			st.serveAsked(r, f)
+			continue
+		}
+		if st.shared(r, f) || st.fresh(r, f) {
+			continue
+		}
+		st.keepCurrent(r, f)
+	}
+}
+
+// serveAsked serves an address r asks for by name.
+func (st *state) serveAsked(r *Request, f int) {
+	i := slices.IndexFunc(r.IPs, func(a netip.Addr) bool { return family(a) == f })
+	if i < 0 {
+		return // only the families asked for
+	}
+	a := r.IPs[i]
+	var in *Pool
+	for _, p := range st.pools {
+		if p.holds(a) && (r.Pool == "" || p.Name == r.Pool) && p.serves(r) {
+			in = p
+			break
+		}
+	}
+	switch {
+	case in == nil:
+		st.problem(r, ReasonNotInPool, "address "+a.String()+" is in no AddressPool that serves this Service")
+	case !st.free(r, a):
+		st.problem(r, ReasonTaken, "address "+a.String()+" is taken by "+strings.Join(st.used[a].keys, ", ")+
+			sharedHint(st.used[a], r))
+	default:
+		st.take(r, a)
+		return
+	}
+	st.keepCurrent(r, f)
+}
+
+// keepCurrent lets r keep a current address of family f after what it
+// asks for could not be had: nothing changes for it.
+func (st *state) keepCurrent(r *Request, f int) {
+	for _, a := range r.Current {
+		if family(a) == f && st.owner(a) != nil && st.free(r, a) {
+			st.take(r, a)
+			return
+		}
+	}
+}
+
+func sharedHint(u *user, r *Request) string {
+	if r.ShareKey != "" && u.share == r.ShareKey {
+		return " (same allow-shared-ip key, but a port clashes)"
+	}
+	return ""
+}
+
+// candidates are the pools r may get a new address from.
+func (st *state) candidates(r *Request) []*Pool {
+	if r.Pool != "" {
+		if p := st.byName[r.Pool]; p != nil && p.serves(r) {
+			return []*Pool{p}
+		}
+		return nil
+	}
+	var out []*Pool
+	for _, p := range st.pools {
+		if p.AutoAssign && p.serves(r) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// shared gives r an address of family f that Services with its
+// allow-shared-ip key already use, when the ports allow.
+func (st *state) shared(r *Request, f int) bool {
+	if r.ShareKey == "" {
+		return false
+	}
+	pools := st.candidates(r)
+	var best netip.Addr
+	for a, u := range st.used {
+		if family(a) != f || u.share != r.ShareKey || !st.free(r, a) {
+			continue
+		}
+		if !slices.ContainsFunc(pools, func(p *Pool) bool { return p.holds(a) }) {
+			continue
+		}
+		if !best.IsValid() || a.Less(best) {
+			best = a
+		}
+	}
+	if best.IsValid() {
+		st.take(r, best)
+		return true
+	}
+	return false
+}
+
+// fresh gives r the next unused address of family f from its pools.
+func (st *state) fresh(r *Request, f int) bool {
+	pools := st.candidates(r)
+	if len(pools) == 0 {
+		what := "no AddressPool with autoAssign serves this Service"
+		if r.Pool != "" {
+			what = "AddressPool " + r.Pool + " does not exist or does not serve this Service"
+		}
+		st.problem(r, ReasonNoPool, what)
+		return false
+	}
+	for _, p := range pools {
+		for i := range p.Ranges {
+			rg := &p.Ranges[i]
+			if family(rg.First) != f {
+				continue
+			}
+			a, ok := st.cursor[rg]
+			if !ok {
+				a = rg.First
+			}
+			for ; a.IsValid() && rg.Contains(a); a = a.Next() {
+				if st.used[a] == nil {
+					st.cursor[rg] = a.Next()
+					st.take(r, a)
+					return true
+				}
+			}
+			st.cursor[rg] = a
+		}
+	}
+	st.problem(r, ReasonExhausted, "no free IPv"+string(rune('0'+f))+" address in AddressPool(s) "+poolNames(pools)+"; the Service waits")
+	return false
+}
+
+func poolNames(ps []*Pool) string {
+	n := make([]string, len(ps))
+	for i, p := range ps {
+		n[i] = p.Name
+	}
+	return strings.Join(n, ", ")
+}
+
+func familyList(r *Request) string {
+	s := ""
+	for i, f := range families(r) {
+		if i > 0 {
+			s += ","
+		}
+		s += "IPv" + string(rune('0'+f))
+	}
+	return s
+}

@@ -1,0 +1,197 @@
+package pools
+
+import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+func rg(s string) Range {
+	r, err := ParseRange(s)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func addrs(s ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, x := range s {
+		out = append(out, netip.MustParseAddr(x))
+	}
+	return out
+}
+
+type labelSel map[string]string
+
+func (l labelSel) Matches(m map[string]string) bool {
+	for k, v := range l {
+		if m[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func req(key string, mod ...func(*Request)) Request {
+	ns, _, _ := strings.Cut(key, "/")
+	r := Request{Key: key, Namespace: ns, Ports: []Port{{"TCP", 443}}}
+	for _, m := range mod {
+		m(&r)
+	}
+	return r
+}
+
+func current(a ...string) func(*Request) { return func(r *Request) { r.Current = addrs(a...) } }
+func asks(a ...string) func(*Request)    { return func(r *Request) { r.IPs = addrs(a...) } }
+func inPool(p string) func(*Request)     { return func(r *Request) { r.Pool = p } }
+func share(k string, port int32) func(*Request) {
+	return func(r *Request) { r.ShareKey, r.Ports = k, []Port{{"TCP", port}} }
+}
+func fams(f ...int) func(*Request) { return func(r *Request) { r.Families = f } }
+
+// summary: "key=a,b" sorted, then "key:Reason" problems.
+func summary(res Result) string {
+	var out []string
+	for k, as := range res.Assigned {
+		s := make([]string, len(as))
+		for i, a := range as {
+			s[i] = a.String()
+		}
+		out = append(out, k+"="+strings.Join(s, ","))
+	}
+	sort.Strings(out)
+	for _, p := range res.Problems {
+		out = append(out, p.Key+":"+p.Reason)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestAllocate(t *testing.T) {
+	web := Pool{Name: "web", Ranges: []Range{rg("198.18.0.10-198.18.0.12"), rg("2001:db8::/127")}, AutoAssign: true}
+	manual := Pool{Name: "manual", Ranges: []Range{rg("203.0.113.0/30")}}
+	team := Pool{Name: "team", Ranges: []Range{rg("192.0.2.0/31")}, AutoAssign: true, Namespaces: []string{"team"}, Priority: -1}
+	for _, tc := range []struct {
+		name  string
+		pools []Pool
+		reqs  []Request
+		want  string
+	}{
+		{"two Services, two addresses", []Pool{web}, []Request{req("a/x"), req("a/y")},
+			"a/x=198.18.0.10 a/y=198.18.0.11"},
+		{"current addresses stay, others fill the gaps", []Pool{web}, []Request{req("a/x"), req("a/y", current("198.18.0.10")), req("a/z", current("198.18.0.12"))},
+			"a/x=198.18.0.11 a/y=198.18.0.10 a/z=198.18.0.12"},
+		{"an address two statuses claim goes to the first", []Pool{web}, []Request{req("a/x", current("198.18.0.11")), req("a/y", current("198.18.0.11"))},
+			"a/x=198.18.0.11 a/y=198.18.0.10"},
+		{"a current address outside every pool is dropped", []Pool{web}, []Request{req("a/x", current("192.0.2.99"))},
+			"a/x=198.18.0.10"},
+		{"exhausted: the last waits", []Pool{web}, []Request{req("a/w"), req("a/x"), req("a/y"), req("a/z")},
+			"a/w=198.18.0.10 a/x=198.18.0.11 a/y=198.18.0.12 a/z:AddressPoolExhausted"},
+		{"asked address", []Pool{web}, []Request{req("a/x"), req("a/y", asks("198.18.0.12"))},
+			"a/x=198.18.0.10 a/y=198.18.0.12"},
+		{"asked address taken: Event, current kept", []Pool{web}, []Request{req("a/x", current("198.18.0.12")), req("a/y", asks("198.18.0.12"), current("198.18.0.11"))},
+			"a/x=198.18.0.12 a/y=198.18.0.11 a/y:AddressTaken"},
+		{"asked address in no pool", []Pool{web}, []Request{req("a/x", asks("192.0.2.50"))},
+			"a/x:AddressNotInPool"},
+		{"asked address of the wrong family", []Pool{web}, []Request{req("a/x", asks("2001:db8::1"))},
+			"a/x:AddressWrongFamily"},
+		{"asked address from a pool without autoAssign", []Pool{web, manual}, []Request{req("a/x", asks("203.0.113.2"))},
+			"a/x=203.0.113.2"},
+		{"asked pool", []Pool{web, manual}, []Request{req("a/x", inPool("manual")), req("a/y")},
+			"a/x=203.0.113.0 a/y=198.18.0.10"},
+		{"asked pool missing", []Pool{web}, []Request{req("a/x", inPool("nope"))},
+			"a/x:NoAddressPool"},
+		{"no pool serves the namespace", []Pool{team}, []Request{req("a/x"), req("team/y")},
+			"team/y=192.0.2.0 a/x:NoAddressPool"},
+		{"priority: the team pool first, then the shared one", []Pool{web, team}, []Request{req("team/a"), req("team/b"), req("team/c"), req("other/d")},
+			"other/d=198.18.0.11 team/a=192.0.2.0 team/b=192.0.2.1 team/c=198.18.0.10"},
+		{"shared key, other ports: one address", []Pool{web}, []Request{req("a/x", share("k", 443)), req("a/y", share("k", 80)), req("a/z", share("other", 22))},
+			"a/x=198.18.0.10 a/y=198.18.0.10 a/z=198.18.0.11"},
+		{"shared key, same port: another address", []Pool{web}, []Request{req("a/x", share("k", 443)), req("a/y", share("k", 443))},
+			"a/x=198.18.0.10 a/y=198.18.0.11"},
+		{"dual-stack", []Pool{web}, []Request{req("a/x", fams(4, 6)), req("a/y", fams(6)), req("a/z", fams(6, 4))},
+			"a/x=198.18.0.10,2001:db8:: a/y=2001:db8::1 a/z=198.18.0.11 a/z:AddressPoolExhausted"},
+		{"service selector", []Pool{{Name: "sel", Ranges: []Range{rg("192.0.2.8/30")}, AutoAssign: true, ServiceSelector: labelSel{"tier": "edge"}}},
+			[]Request{req("a/x"), req("a/y", func(r *Request) { r.Labels = map[string]string{"tier": "edge"} })},
+			"a/y=192.0.2.8 a/x:NoAddressPool"},
+		{"namespace selector", []Pool{{Name: "sel", Ranges: []Range{rg("192.0.2.8/30")}, AutoAssign: true, NamespaceSelector: labelSel{"env": "prod"}}},
+			[]Request{req("a/x"), req("b/y", func(r *Request) { r.NamespaceLabels = map[string]string{"env": "prod"} })},
+			"b/y=192.0.2.8 a/x:NoAddressPool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := summary(Allocate(tc.pools, tc.reqs)); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// Allocating again from the statuses it produced changes nothing, in any
+// order of the Services: allocation is stable across restarts.
+func TestAllocateStable(t *testing.T) {
+	pools := []Pool{{Name: "p", Ranges: []Range{rg("198.18.0.0/24")}, AutoAssign: true}}
+	var reqs []Request
+	for i := range 100 {
+		reqs = append(reqs, req(fmt.Sprintf("ns/s%03d", i)))
+	}
+	first := Allocate(pools, reqs)
+	for i := range reqs {
+		reqs[i].Current = first.Assigned[reqs[i].Key]
+	}
+	for i, j := 0, len(reqs)-1; i < j; i, j = i+1, j-1 {
+		reqs[i], reqs[j] = reqs[j], reqs[i]
+	}
+	again := Allocate(pools, reqs)
+	if !reflect.DeepEqual(first.Assigned, again.Assigned) {
+		t.Errorf("allocation moved")
+	}
+	if c := again.Pools["p"]; c.Assigned != 100 || c.Free != 156 {
+		t.Errorf("counts %+v", c)
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.0/28":              "192.0.2.0/28",
+		"192.0.2.0-192.0.2.15":      "192.0.2.0/28",
+		"192.0.2.3-192.0.2.9":       "192.0.2.3-192.0.2.9",
+		"2001:db8::/64":             "2001:db8::/64",
+		"192.0.2.1/24":              "error",
+		"192.0.2.9-192.0.2.3":       "error",
+		"192.0.2.1-2001:db8::1":     "error",
+		"192.0.2.0/24 bind :1":      "error",
+		"fe80::1%eth0-fe80::2%eth0": "error",
+		"::ffff:192.0.2.0/120":      "error",
+		"":                          "error",
+	} {
+		r, err := ParseRange(in)
+		got := "error"
+		if err == nil {
+			got = r.String()
+		}
+		if got != want {
+			t.Errorf("ParseRange(%q) = %s (%v), want %s", in, got, err, want)
+		}
+	}
+	if c := Allocate([]Pool{{Name: "big", Ranges: []Range{rg("2001:db8::/32")}}}, nil).Pools["big"]; c.Free <= 0 {
+		t.Errorf("a /32 of IPv6 counts %+v", c)
+	}
+}
+
+func TestParseIPs(t *testing.T) {
+	for in, ok := range map[string]bool{
+		"198.18.0.1":              true,
+		"198.18.0.1, 2001:db8::1": true,
+		"198.18.0.1,198.18.0.2":   false,
+		"198.18.0.1;x":            false,
+		"":                        false,
+		"198.18.0.0/24":           false,
+	} {
+		if _, err := ParseIPs(in); (err == nil) != ok {
+			t.Errorf("ParseIPs(%q): %v", in, err)
+		}
+	}
+}
