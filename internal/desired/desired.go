@@ -57,6 +57,10 @@ type Options struct {
 	// ready local endpoint), instead of their own port, as cloud load
 	// balancers do. A backend-port setting keeps the own port.
 	LocalHealthCheck bool
+	// Pooled: Services listen on their own addresses (Input.Addresses,
+	// from the AddressPools) instead of Binds; one without an address
+	// is not configured (it waits for one).
+	Pooled bool
 }
 
 // Input is the world one pass looks at.
@@ -70,6 +74,9 @@ type Input struct {
 	// Memo, when set, saves work between passes; it does not change the
 	// result. The caller keeps it from one pass to the next.
 	Memo *Memo
+	// Addresses are the Services' own addresses by "namespace/name"
+	// (with Options.Pooled), from pools.Allocate.
+	Addresses map[string][]netip.Addr
 }
 
 // Event reasons of Problems.
@@ -110,12 +117,15 @@ func Compute(in Input, opts Options) Result {
 	memo := in.Memo
 	nodes := nodeAddrs(in.Nodes)
 	memo.begin(opts, nodes)
+	if opts.Pooled {
+		memo.setAddresses(in.Addresses)
+	}
 	bySvc := memo.slicesByService(in.Slices)
 
 	svcs, ok := memo.candidates(in.Services)
 	if ok {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
-			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc)
+			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
 		}
 	}
 	defer memo.end()
@@ -161,7 +171,7 @@ func Compute(in Input, opts Options) Result {
 	// once in a Config (a pass that changes one copies it).
 	store := make([]model.Backend, 0, ports)
 	res.Config.Backends = make([]*model.Backend, 0, ports)
-	claimed := make(map[int32]string)
+	claimed := make(map[claim]string)
 	valid := true // every Service's annotations are valid
 	for _, cand := range svcs {
 		svc, k := cand.svc, cand.key
@@ -196,6 +206,9 @@ func Compute(in Input, opts Options) Result {
 		if !reuseGood {
 			res.Good[k] = set
 		}
+		if opts.Pooled && len(in.Addresses[k]) == 0 {
+			continue // no address (yet): the allocation's Event says why
+		}
 		configured := false
 		for i, p := range svc.Spec.Ports {
 			if p.Protocol == corev1.ProtocolUDP {
@@ -206,7 +219,8 @@ func Compute(in Input, opts Options) Result {
 					"port " + portLabel(p) + ": protocol " + string(p.Protocol) + " is not supported yet; only TCP ports are load balanced"})
 				continue
 			}
-			if owner, taken := claimed[p.Port]; taken {
+			binds := bindsFor(p.Port, in.Addresses[k], opts)
+			if owner := taken(claimed, binds); owner != "" {
 				res.Problems = append(res.Problems, Problem{svc, ReasonPortConflict,
 					"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
 				continue
@@ -230,13 +244,13 @@ func Compute(in Input, opts Options) Result {
 					"port " + portLabel(p) + " has no nodePort; set the backend-port annotation or use --targets=pods"})
 				continue
 			}
-			claimed[p.Port] = k
+			claimAll(claimed, binds, k)
 			var fe model.Frontend
 			var be model.Backend
 			if e != nil && e.ports[i].haveProxies {
 				fe, be = e.ports[i].fe, e.ports[i].be
 			} else {
-				fe, be = proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1)
+				fe, be = proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1, binds)
 				if e != nil {
 					e.ports[i].haveProxies, e.ports[i].fe, e.ports[i].be = true, fe, be
 				}
@@ -272,7 +286,7 @@ func Compute(in Input, opts Options) Result {
 		memo.frontends = res.Config.Frontends
 		memo.remember(res, svcs, valid)
 	}
-	return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc)
+	return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
 }
 
 // sortedByName sorts by name, as slices.SortFunc with cmp.Compare on the
@@ -361,7 +375,7 @@ func selected(s *corev1.Service, opts Options) bool {
 	return false
 }
 
-func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool) (model.Frontend, model.Backend) {
+func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool, binds []model.Bind) (model.Frontend, model.Backend) {
 	suffix := svc.Namespace + "_" + svc.Name + "_" + strconv.Itoa(int(p.Port))
 	beName := "be_" + suffix
 	if opts.Service != "" && opts.Backend != "" {
@@ -379,12 +393,7 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		Backend:       beName,
 		SourceRanges:  settings.SourceRangesOf(set.SourceRanges),
 	}
-	if len(opts.Binds) == 0 {
-		fe.Binds = []model.Bind{{Port: uint16(p.Port)}}
-	}
-	for _, a := range opts.Binds {
-		fe.Binds = append(fe.Binds, model.Bind{Addr: a, Port: uint16(p.Port)})
-	}
+	fe.Binds = binds
 	be := model.Backend{
 		Name:           beName,
 		Service:        key(svc),

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,6 +56,7 @@ type Memo struct {
 	dirtySvcs  map[*corev1.Service]struct{} // Services whose servers a node change forgot
 	fastPasses int                          // passes served by serversOnly (for tests)
 	scratch    []string                     // track's node list, reused
+	addrs      map[string][]netip.Addr      // Input.Addresses of the last pass
 }
 
 type sliceRef struct {

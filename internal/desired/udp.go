@@ -2,6 +2,7 @@ package desired
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 	"strconv"
 
@@ -21,12 +22,12 @@ import (
 //
 // res may share its Problems and Configured with the memo: they are
 // copied before anything is added.
-func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeInfo, bySvc map[string][]*Slice) Result {
+func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeInfo, bySvc map[string][]*Slice, addrs map[string][]netip.Addr) Result {
 	var (
 		udp        []model.UDPService
 		problems   []Problem
 		configured []*corev1.Service
-		claimed    map[int32]string
+		claimed    map[claim]string
 	)
 	// UDP servers never follow a node through HAProxy: a node that may
 	// not serve is left out.
@@ -52,7 +53,11 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 					"port " + portLabel(p) + ": balance " + set.Balance + " is not available for UDP (roundrobin or source); this port is not configured"})
 				continue
 			}
-			if owner, taken := claimed[p.Port]; taken {
+			binds := bindsFor(p.Port, addrs[c.key], opts)
+			if opts.Pooled && len(binds) == 0 {
+				continue // no address (yet)
+			}
+			if owner := taken(claimed, binds); owner != "" {
 				problems = append(problems, Problem{c.svc, ReasonPortConflict,
 					"UDP port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
 				continue
@@ -64,10 +69,10 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 				continue
 			}
 			if claimed == nil {
-				claimed = make(map[int32]string)
+				claimed = make(map[claim]string)
 			}
-			claimed[p.Port] = c.key
-			udp = append(udp, udpService(c, p, set, opts, servers))
+			claimAll(claimed, binds, c.key)
+			udp = append(udp, udpService(c, p, set, opts, servers, binds))
 			added = true
 		}
 		if added && !slices.Contains(res.Configured, c.svc) {
@@ -98,7 +103,7 @@ func udpCandidates(svcs []candidate) []candidate {
 	return out
 }
 
-func udpService(c candidate, p corev1.ServicePort, set settings.Settings, opts Options, servers []model.Server) model.UDPService {
+func udpService(c candidate, p corev1.ServicePort, set settings.Settings, opts Options, servers []model.Server, binds []model.Bind) model.UDPService {
 	u := model.UDPService{
 		Name:         "udp_" + c.svc.Namespace + "_" + c.svc.Name + "_" + strconv.Itoa(int(p.Port)),
 		Service:      c.key,
@@ -113,11 +118,9 @@ func udpService(c candidate, p corev1.ServicePort, set settings.Settings, opts O
 		// kernel's flows have no per-client timeout here).
 		u.Balance = model.BalanceSource
 	}
-	if len(opts.Binds) == 0 {
-		u.Binds = []model.Bind{{Port: uint16(p.Port)}}
-	}
-	for _, a := range opts.Binds {
-		u.Binds = append(u.Binds, model.Bind{Addr: a, Port: uint16(p.Port)})
+	for _, b := range binds {
+		b.Transparent = false // nothing binds: the kernel's rules name the address
+		u.Binds = append(u.Binds, b)
 	}
 	return u
 }

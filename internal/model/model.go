@@ -42,6 +42,11 @@ type Changes struct {
 type Bind struct {
 	Addr netip.Addr
 	Port uint16
+	// Transparent binds Addr even when the host does not hold it (yet):
+	// an address that arrives later (keepalived, BGP, a local route)
+	// needs no reload. HAProxy's `transparent` (IP_TRANSPARENT with
+	// CAP_NET_ADMIN, else IP_FREEBIND, which needs no privilege).
+	Transparent bool
 }
 
 // Frontend is one listening proxy.

@@ -90,3 +90,14 @@ func TestRangesStructure(t *testing.T) {
 		t.Errorf("with an ACL directory the ranges are in the config:\n%s", c)
 	}
 }
+
+// Services on their own addresses from the pools, bound with transparent (IP_FREEBIND).
+func TestGoldenPooled(t *testing.T) {
+	cfg := sample()
+	cfg.Frontends[0].Binds = []model.Bind{{Addr: ap("198.18.0.10"), Port: 443, Transparent: true}, {Addr: ap("2001:db8::10"), Port: 443, Transparent: true}}
+	cfg.Frontends[1].Binds = []model.Bind{{Addr: ap("198.18.0.11"), Port: 5432, Transparent: true}}
+	layout, _ := plan.Assign(cfg, nil, true)
+	got := Config(cfg, layout, opts)
+	golden.Assert(t, "pooled.cfg", got)
+	golden.HAProxyAccepts(t, got)
+}

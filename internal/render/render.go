@@ -163,6 +163,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		w("frontend", f.Name)
 		for _, bd := range f.Binds {
 			line := "\tbind " + bindAddr(bd)
+			if bd.Transparent {
+				line += " transparent"
+			}
 			if f.AcceptProxy {
 				line += " accept-proxy"
 			}

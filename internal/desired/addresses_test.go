@@ -1,0 +1,78 @@
+package desired
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+func port443(s *corev1.Service) {
+	s.Spec.Ports = []corev1.ServicePort{{Name: "https", Port: 443, NodePort: 30443, Protocol: corev1.ProtocolTCP}}
+}
+
+func binds(r Result) map[string][]model.Bind {
+	out := map[string][]model.Bind{}
+	for _, f := range r.Config.Frontends {
+		out[f.Name] = f.Binds
+	}
+	for _, u := range r.Config.UDP {
+		out[u.Name] = u.Binds
+	}
+	return out
+}
+
+func TestPooledBinds(t *testing.T) {
+	a := netip.MustParseAddr
+	fb := func(addr string, port uint16) model.Bind {
+		return model.Bind{Addr: a(addr), Port: port, Transparent: true}
+	}
+	o := defaults()
+	o.Pooled, o.UDP = true, true
+	in := Input{Nodes: nodes[:1], Services: []*corev1.Service{
+		svc("default", "a", 0, port443),
+		svc("default", "b", 1, port443),
+		svc("default", "c", 2, port443),    // the same address as a: conflict
+		svc("default", "d", 3),             // shares a's address on port 80
+		svc("default", "e", 4, port443),    // no address: waits
+		wireguard("default", "vpn", 5),     // UDP on its own address
+		svc("default", "dual", 6, port443), // IPv4 and IPv6
+	}, Addresses: map[string][]netip.Addr{
+		"default/a": {a("198.18.0.1")}, "default/b": {a("198.18.0.2")}, "default/c": {a("198.18.0.1")},
+		"default/d": {a("198.18.0.1")}, "default/vpn": {a("198.18.0.3")}, "default/dual": {a("198.18.0.4"), a("2001:db8::4")},
+	}}
+	want := map[string][]model.Bind{
+		"fe_default_a_443":      {fb("198.18.0.1", 443)},
+		"fe_default_b_443":      {fb("198.18.0.2", 443)},
+		"fe_default_d_80":       {fb("198.18.0.1", 80)},
+		"fe_default_dual_443":   {fb("198.18.0.4", 443), fb("2001:db8::4", 443)},
+		"udp_default_vpn_51820": {{Addr: a("198.18.0.3"), Port: 51820}},
+	}
+	var memo Memo
+	for pass := range 2 {
+		in.Memo = &memo
+		r := Compute(in, o)
+		if got := binds(r); !reflect.DeepEqual(got, want) {
+			t.Errorf("pass %d: binds %v\nwant %v", pass, got, want)
+		}
+		if got := reasons(r); !reflect.DeepEqual(got, []string{"c:PortConflict"}) {
+			t.Errorf("pass %d: problems %v", pass, got)
+		}
+	}
+	// New assignments (e gets one, b another): the memo follows.
+	in.Addresses["default/e"] = []netip.Addr{a("198.18.0.5")}
+	in.Addresses["default/b"] = []netip.Addr{a("198.18.0.6")}
+	want["fe_default_e_443"] = []model.Bind{fb("198.18.0.5", 443)}
+	want["fe_default_b_443"] = []model.Bind{fb("198.18.0.6", 443)}
+	r := Compute(in, o)
+	if got := binds(r); !reflect.DeepEqual(got, want) {
+		t.Errorf("after new assignments: binds %v\nwant %v", got, want)
+	}
+	in.Memo = nil
+	if got := binds(Compute(in, o)); !reflect.DeepEqual(got, want) {
+		t.Errorf("without memo: binds %v", got)
+	}
+}
