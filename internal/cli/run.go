@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -168,14 +169,24 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	if err != nil {
 		return err
 	}
+	var poolStatus *controller.PoolStatus
+	if f.status.pools {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		src.WithPools(dyn)
+		poolStatus = controller.NewPoolStatus(dyn, log)
+	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
-		Addresses: addrs, QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log})
+		Addresses: addrs, Pooled: f.status.pools, QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log})
 	events, gate := f.status.recorder(recorder)
 	ctl := controller.New(src, compose(drv, udp), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
 		Publisher:    pub,
+		PoolStatus:   poolStatus,
 		LastGoodPath: filepath.Join(filepath.Dir(f.stateFile), "last-good-settings.json"),
 		Logger:       log,
 		Metrics:      inst,
@@ -191,7 +202,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	if err := f.metrics.serve(ctx, readyFn, log); err != nil {
 		return err
 	}
-	if err := f.status.start(ctx, cfg, gate, pub, ctl.Trigger, log); err != nil {
+	if err := f.status.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run}, ctl.Trigger, log); err != nil {
 		return err
 	}
 	if hd, ok := drv.(*runtimeapi.HAProxy); ok {

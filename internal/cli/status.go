@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/leader"
 )
 
@@ -26,10 +25,12 @@ type statusFlags struct {
 	elect                 bool
 	leNamespace, leName   string
 	lease, renew, retryLE time.Duration
+	pools                 bool
 }
 
 func (s *statusFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&s.publish, "publish-address", "address written to .status.loadBalancer.ingress (ipMode Proxy) of the LoadBalancer Services served (repeatable or comma-separated; default none; needs services/status patch)")
+	fs.BoolVar(&s.pools, "address-pools", false, "give each LoadBalancer Service its own address(es) from the AddressPool custom resources (the CRD must be installed; see docs/addresses.md); without it every Service listens on --bind-address")
 	fs.Float64Var(&s.qps, "status-qps", 50, "at most this many LoadBalancer status writes per second (their own limit, apart from the passes; <= 0: unlimited)")
 	fs.IntVar(&s.burst, "status-burst", 100, "burst of --status-qps")
 	fs.BoolVar(&s.elect, "leader-elect", false, "elect one replica (a coordination.k8s.io Lease) to write LoadBalancer status and Events; every replica drives its own HAProxy")
@@ -61,12 +62,15 @@ func (s *statusFlags) recorder(rec record.EventRecorder) (record.EventRecorder, 
 	return leader.Recorder{EventRecorder: rec, Gate: g}, g
 }
 
-// start runs the publisher: with --leader-elect only while this replica
-// leads (the gate open), otherwise always. trigger asks the controller for
-// a pass, so a new leader reports the problems that remain.
-func (s *statusFlags) start(ctx context.Context, cfg *rest.Config, gate *leader.Gate, pub *controller.Publisher, trigger func(), log *slog.Logger) error {
+// start runs the status writers (the Publisher, the AddressPools'
+// status): with --leader-elect only while this replica leads (the gate
+// open), otherwise always. trigger asks the controller for a pass, so a
+// new leader reports the problems that remain.
+func (s *statusFlags) start(ctx context.Context, cfg *rest.Config, gate *leader.Gate, runs []func(context.Context), trigger func(), log *slog.Logger) error {
 	if !s.elect {
-		go pub.Run(ctx)
+		for _, r := range runs {
+			go r(ctx)
+		}
 		return nil
 	}
 	ns := s.leNamespace
@@ -86,7 +90,9 @@ func (s *statusFlags) start(ctx context.Context, cfg *rest.Config, gate *leader.
 	go func() {
 		err := leader.Run(ctx, lclient, gate, opts, func(lctx context.Context) {
 			trigger()
-			pub.Run(lctx)
+			for _, r := range runs {
+				go r(lctx)
+			}
 			<-lctx.Done()
 		})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,7 @@ type Options struct {
 	ResyncPeriod time.Duration // verify HAProxy's state and re-apply this often
 	SyncTimeout  time.Duration // how long to wait for informer caches
 	Publisher    *Publisher    // told which Services are served (it writes their status on its own); nil: never
+	PoolStatus   *PoolStatus   // told the AddressPools' counts (it writes their status on its own); nil: never
 	LastGoodPath string        // file keeping last valid settings across restarts; "": memory only
 	Logger       *slog.Logger
 	Metrics      *metrics.Instance // nil: no metrics
@@ -137,7 +139,15 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	}
 	ctx = driver.WithPreempt(ctx, c.pending.Load)
 	svcs, eps, nodes := c.src.Snapshot()
-	d := desired.Compute(desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood, Memo: &c.memo}, c.opts.Desired)
+	in := desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood, Memo: &c.memo}
+	dopts := c.opts.Desired
+	var alloc allocation
+	if c.src.Pooled() {
+		alloc = c.allocate(svcs)
+		in.Addresses, dopts.Pooled = alloc.addrs, true
+	}
+	d := desired.Compute(in, dopts)
+	d.Problems = slices.Concat(d.Problems, alloc.problems) // d's may be the memo's
 	if err := c.store.save(c.lastGood, d.Good); err != nil {
 		c.log.Warn("could not save last good settings", "err", err)
 	}
@@ -147,7 +157,8 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 
 	res, err := c.drv.Apply(ctx, d.Config)
 	if err == nil {
-		c.opts.Publisher.Served(d.Configured)
+		c.opts.Publisher.Served(d.Configured, alloc.addrs)
+		c.opts.PoolStatus.Set(alloc.counts, alloc.errs)
 	}
 	attrs := []any{
 		"services", d.Selected, "frontends", len(d.Config.Frontends),

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -27,10 +29,13 @@ type ServiceLister interface {
 // PublisherOptions configure a Publisher.
 type PublisherOptions struct {
 	Addresses []netip.Addr
-	QPS       float32 // status writes per second; <= 0: unlimited
-	Burst     int
-	Workers   int // concurrent writes (default 4)
-	Logger    *slog.Logger
+	// Pooled: each Service gets its own addresses from the AddressPools
+	// (Served's addrs) instead of Addresses.
+	Pooled  bool
+	QPS     float32 // status writes per second; <= 0: unlimited
+	Burst   int
+	Workers int // concurrent writes (default 4)
+	Logger  *slog.Logger
 }
 
 // Publisher writes the load balancer's addresses into
@@ -53,6 +58,7 @@ type Publisher struct {
 	known  bool                          // Served was called at least once
 	last   []*corev1.Service             // the list of the last Served call
 	served map[types.NamespacedName]bool // derived from last, by Run
+	addrs  map[string][]netip.Addr       // Pooled: the last Served call's addresses by "namespace/name"
 	// wrote: the resourceVersion each Service had when we last patched
 	// it; while the cache still shows that version, our write is in
 	// flight through the watch and the Service is not queued again.
@@ -62,7 +68,7 @@ type Publisher struct {
 
 // NewPublisher returns a Publisher; nil when there is no address to publish.
 func NewPublisher(client kubernetes.Interface, lister ServiceLister, opts PublisherOptions) *Publisher {
-	if len(opts.Addresses) == 0 {
+	if len(opts.Addresses) == 0 && !opts.Pooled {
 		return nil
 	}
 	if opts.Workers <= 0 {
@@ -90,8 +96,9 @@ func ingressFor(addrs []netip.Addr) []corev1.LoadBalancerIngress {
 
 // Served records which Services HAProxy now serves (a pass's
 // desired.Result.Configured; not modified, not kept past the call unless it
-// differs from the last one). It never blocks.
-func (p *Publisher) Served(svcs []*corev1.Service) {
+// differs from the last one) and, with Pooled, every Service's addresses
+// (kept; the caller makes a new map for every pass). It never blocks.
+func (p *Publisher) Served(svcs []*corev1.Service, addrs map[string][]netip.Addr) {
 	if p == nil {
 		return
 	}
@@ -100,8 +107,11 @@ func (p *Publisher) Served(svcs []*corev1.Service) {
 	for i := 0; same && i < len(svcs); i++ {
 		same = svcs[i] == p.last[i]
 	}
+	if p.opts.Pooled && same {
+		same = maps.EqualFunc(addrs, p.addrs, slices.Equal[[]netip.Addr])
+	}
 	if !same {
-		p.known, p.last = true, append([]*corev1.Service(nil), svcs...)
+		p.known, p.last, p.addrs = true, append([]*corev1.Service(nil), svcs...), addrs
 	}
 	p.mu.Unlock()
 	if !same {
@@ -188,6 +198,20 @@ func (p *Publisher) inFlight(k types.NamespacedName, rv string) bool {
 // balancer's status).
 func (p *Publisher) desiredStatus(s *corev1.Service, served bool) ([]corev1.LoadBalancerIngress, bool) {
 	have := s.Status.LoadBalancer.Ingress
+	if p.opts.Pooled {
+		// The status is where a Service's address is kept (the pools
+		// rebuild the allocation from it): it lists the assigned
+		// addresses even while a port conflict keeps the Service out of
+		// HAProxy, and is cleared only of what we write (ipMode Proxy).
+		p.mu.Lock()
+		mine := p.addrs[s.Namespace+"/"+s.Name]
+		p.mu.Unlock()
+		if len(mine) > 0 && s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			want := ingressFor(mine)
+			return want, !sameIngress(have, want)
+		}
+		return nil, len(have) > 0 && allProxy(have)
+	}
 	if served && s.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		return p.want, !sameIngress(have, p.want)
 	}
@@ -255,6 +279,15 @@ func (p *Publisher) write(ctx context.Context, k types.NamespacedName) error {
 	p.wrote[k] = s.ResourceVersion
 	p.mu.Unlock()
 	return nil
+}
+
+func allProxy(in []corev1.LoadBalancerIngress) bool {
+	for _, i := range in {
+		if i.IPMode == nil || *i.IPMode != corev1.LoadBalancerIPModeProxy || i.Hostname != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func sameIngress(a, b []corev1.LoadBalancerIngress) bool {

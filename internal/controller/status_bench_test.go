@@ -46,7 +46,7 @@ func BenchmarkPublishStatuses(b *testing.B) {
 				p := NewPublisher(client, src, PublisherOptions{Addresses: []netip.Addr{addr}, Workers: workers})
 				rctx, stop := context.WithCancel(ctx)
 				start := time.Now()
-				p.Served(svcs)
+				p.Served(svcs, nil)
 				go p.Run(rctx)
 				waitPublished(b, src, addr.String(), n)
 				d := time.Since(start)

@@ -77,7 +77,7 @@ func TestPublisherWritesOnlyWhatDiffers(t *testing.T) {
 			if tc.served {
 				served = append(served, tc.svc)
 			}
-			p.Served(served)
+			p.Served(served, nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			go p.Run(ctx)
@@ -109,15 +109,15 @@ func TestPublisherWritesOnlyWhatDiffers(t *testing.T) {
 func TestPublisherServedSameListIsCheap(t *testing.T) {
 	p := NewPublisher(fake.NewClientset(), staticLister{}, PublisherOptions{Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1")}})
 	a, b := lbService("a"), lbService("b")
-	p.Served([]*corev1.Service{a, b})
+	p.Served([]*corev1.Service{a, b}, nil)
 	<-p.wake
-	p.Served([]*corev1.Service{a, b})
+	p.Served([]*corev1.Service{a, b}, nil)
 	select {
 	case <-p.wake:
 		t.Fatal("the same list woke the publisher")
 	default:
 	}
-	p.Served([]*corev1.Service{a})
+	p.Served([]*corev1.Service{a}, nil)
 	select {
 	case <-p.wake:
 	default:
@@ -127,5 +127,5 @@ func TestPublisherServedSameListIsCheap(t *testing.T) {
 		t.Fatalf("last = %v", p.last)
 	}
 	var nilPub *Publisher
-	nilPub.Served([]*corev1.Service{a}) // no addresses: a no-op
+	nilPub.Served([]*corev1.Service{a}, nil) // no addresses: a no-op
 }

@@ -32,6 +32,9 @@ type Request struct {
 	// Current are the addresses its status lists: kept while still
 	// valid, so allocation is stable.
 	Current []netip.Addr
+	// KeepOnly: what it asks could not be read; it keeps its current
+	// addresses and gets nothing new.
+	KeepOnly bool
 }
 
 // Event reasons of Problems.
@@ -217,6 +220,9 @@ func (st *state) problem(r *Request, reason, msg string) {
 
 // serve gives r an address of every family it wants and lacks.
 func (st *state) serve(r *Request) {
+	if r.KeepOnly {
+		return
+	}
 	for _, a := range r.IPs {
 		if !wants(r, family(a)) {
 			st.problem(r, ReasonWrongFamily, "address "+a.String()+" is not of the Service's IP families "+familyList(r))

@@ -195,3 +195,11 @@ func TestParseIPs(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestForKeepsOnInvalid(t *testing.T) {
+	pools := []Pool{{Name: "p", Ranges: []Range{rg("198.18.0.0/30")}, AutoAssign: true}}
+	r := Request{Key: "a/x", KeepOnly: true, Current: addrs("198.18.0.2")}
+	if got := summary(Allocate(pools, []Request{r, {Key: "a/y", KeepOnly: true}})); got != "a/x=198.18.0.2" {
+		t.Errorf("got %s", got)
+	}
+}

@@ -88,7 +88,9 @@ func ParseRange(s string) (Range, error) {
 
 // Selector matches labels; nil matches everything (the caller builds it
 // from a metav1.LabelSelector).
-type Selector interface{ Matches(labels map[string]string) bool }
+type Selector interface {
+	Matches(labels map[string]string) bool
+}
 
 // Pool is one AddressPool, parsed.
 type Pool struct {
@@ -156,7 +158,7 @@ func ParseIPs(s string) ([]netip.Addr, error) {
 
 // Annotations a Service asks with.
 const (
-	IPsAnnotation      = settings.Prefix + "load-balancer-ips"
-	PoolAnnotation     = settings.Prefix + "address-pool"
-	SharedIPAnnotation = settings.Prefix + "allow-shared-ip"
+	IPsAnnotation      = settings.IPsAnnotation
+	PoolAnnotation     = settings.PoolAnnotation
+	SharedIPAnnotation = settings.SharedIPAnnotation
 )

@@ -26,6 +26,17 @@ const Prefix = "haproxy-k8s-sync.io/"
 // setting, and Apply neither parses it nor reports it as unknown.
 const EnabledAnnotation = Prefix + "enabled"
 
+// Annotations through which a Service asks for its address from the
+// AddressPools (read by the pools package, not settings).
+const (
+	IPsAnnotation      = Prefix + "load-balancer-ips"
+	PoolAnnotation     = Prefix + "address-pool"
+	SharedIPAnnotation = Prefix + "allow-shared-ip"
+)
+
+// notSettings are the keys under Prefix that Apply leaves to others.
+var notSettings = map[string]bool{EnabledAnnotation: true, IPsAnnotation: true, PoolAnnotation: true, SharedIPAnnotation: true}
+
 // ErrInvalid classifies every error of this package: errors.Is(err, ErrInvalid).
 var ErrInvalid = errors.New("invalid setting")
 
@@ -104,7 +115,7 @@ func Apply(s Settings, annotations map[string]string) (Settings, []error) {
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(annotations)) {
 		name, ok := strings.CutPrefix(key, Prefix)
-		if !ok || key == EnabledAnnotation {
+		if !ok || notSettings[key] {
 			continue
 		}
 		value := annotations[key]

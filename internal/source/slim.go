@@ -20,7 +20,7 @@ func Slim(obj any) (any, error) {
 	case *corev1.Service:
 		return &corev1.Service{
 			TypeMeta:   o.TypeMeta,
-			ObjectMeta: slimMeta(o.ObjectMeta, ourAnnotations(o.Annotations), nil),
+			ObjectMeta: slimMeta(o.ObjectMeta, ourAnnotations(o.Annotations), o.Labels), // labels: AddressPools' serviceSelector
 			Spec: corev1.ServiceSpec{
 				Type:                  o.Spec.Type,
 				Ports:                 o.Spec.Ports,
@@ -31,9 +31,15 @@ func Slim(obj any) (any, error) {
 				LoadBalancerSourceRanges: o.Spec.LoadBalancerSourceRanges,
 				SessionAffinity:          o.Spec.SessionAffinity,
 				SessionAffinityConfig:    o.Spec.SessionAffinityConfig,
+				// What a Service asks of the AddressPools.
+				IPFamilies:     o.Spec.IPFamilies,
+				IPFamilyPolicy: o.Spec.IPFamilyPolicy,
+				LoadBalancerIP: o.Spec.LoadBalancerIP,
 			},
 			Status: corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer},
 		}, nil
+	case *corev1.Namespace:
+		return &corev1.Namespace{TypeMeta: o.TypeMeta, ObjectMeta: slimMeta(o.ObjectMeta, nil, o.Labels)}, nil
 	case *discoveryv1.EndpointSlice:
 		// The largest cache by far: kept as the desired package's compact
 		// form (about a quarter of a trimmed EndpointSlice).

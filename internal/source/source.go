@@ -9,11 +9,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
 // Source is the informer-backed view of the cluster.
@@ -23,6 +27,11 @@ type Source struct {
 	services    cache.SharedIndexInformer
 	slices      cache.SharedIndexInformer
 	nodes       cache.SharedIndexInformer
+	// With address pools (WithPools): the AddressPools and the
+	// Namespaces (their labels, for a pool's namespaceSelector).
+	poolFactory dynamicinformer.DynamicSharedInformerFactory
+	pools       cache.SharedIndexInformer
+	namespaces  cache.SharedIndexInformer
 
 	// Snapshot's buffers, reused from pass to pass.
 	svcBuf   []*corev1.Service
@@ -50,6 +59,44 @@ func New(client kubernetes.Interface, namespace string) *Source {
 	return s
 }
 
+// WithPools also watches the AddressPools (through dyn) and the
+// Namespaces. Call before OnChange and Start. The CRD must be installed:
+// without it the caches never sync.
+func (s *Source) WithPools(dyn dynamic.Interface) {
+	s.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	s.pools = s.poolFactory.ForResource(pools.GVR).Informer()
+	s.namespaces = s.nodeFactory.Core().V1().Namespaces().Informer()
+}
+
+// Pooled reports whether WithPools was called.
+func (s *Source) Pooled() bool { return s.pools != nil }
+
+// Pools lists the cached AddressPools, and the labels of every
+// Namespace by name. Shared with the cache: not to be modified.
+func (s *Source) Pools() ([]*unstructured.Unstructured, map[string]map[string]string) {
+	var ps []*unstructured.Unstructured
+	for _, o := range s.pools.GetStore().List() {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			ps = append(ps, u)
+		}
+	}
+	ns := map[string]map[string]string{}
+	for _, o := range s.namespaces.GetStore().List() {
+		if n, ok := o.(*corev1.Namespace); ok {
+			ns[n.Name] = n.Labels
+		}
+	}
+	return ps, ns
+}
+
+func (s *Source) informers() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{s.services, s.slices, s.nodes}
+	if s.pools != nil {
+		out = append(out, s.pools, s.namespaces)
+	}
+	return out
+}
+
 // OnChange registers fn to run on every add, update and delete.
 func (s *Source) OnChange(fn func()) error {
 	h := cache.ResourceEventHandlerFuncs{
@@ -57,7 +104,7 @@ func (s *Source) OnChange(fn func()) error {
 		UpdateFunc: func(any, any) { fn() },
 		DeleteFunc: func(any) { fn() },
 	}
-	for _, inf := range []cache.SharedIndexInformer{s.services, s.slices, s.nodes} {
+	for _, inf := range s.informers() {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return err
 		}
@@ -71,9 +118,16 @@ func (s *Source) OnChange(fn func()) error {
 func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
 	s.factory.Start(ctx.Done())
 	s.nodeFactory.Start(ctx.Done())
+	if s.poolFactory != nil {
+		s.poolFactory.Start(ctx.Done())
+	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if !cache.WaitForCacheSync(wctx.Done(), s.services.HasSynced, s.slices.HasSynced, s.nodes.HasSynced) {
+	var synced []cache.InformerSynced
+	for _, inf := range s.informers() {
+		synced = append(synced, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
 		return fmt.Errorf("informer caches did not sync within %s", timeout)
 	}
 	return nil
@@ -81,7 +135,12 @@ func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
 
 // Synced reports whether all caches have synced.
 func (s *Source) Synced() bool {
-	return s.services.HasSynced() && s.slices.HasSynced() && s.nodes.HasSynced()
+	for _, inf := range s.informers() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // Snapshot lists the cached objects. They are shared with the cache: callers

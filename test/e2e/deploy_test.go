@@ -23,7 +23,7 @@ func TestKustomizeBases(t *testing.T) {
 		want      []string // kinds
 	}{
 		{"dataplane", "../../deploy", []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "ServiceAccount"}},
-		{"services", "../../deploy/services", []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "Role", "RoleBinding", "ServiceAccount"}},
+		{"services", "../../deploy/services", []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "DaemonSet", "Namespace", "Role", "RoleBinding", "ServiceAccount"}},
 		{"apiserver", "../../deploy/apiserver", []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Role", "Role", "RoleBinding", "RoleBinding", "Secret", "ServiceAccount"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

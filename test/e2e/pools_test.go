@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// installPoolCRD creates the shipped AddressPool CRD and waits until the
+// apiserver serves it.
+func (e *env) installPoolCRD(dyn dynamic.Interface) {
+	e.t.Helper()
+	raw, err := os.ReadFile("../../deploy/crds/addresspools.yaml")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(raw, &obj); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := dyn.Resource(crdGVR).Create(bg, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create CRD: %v", err)
+	}
+	e.eventually("AddressPool served", func() error {
+		_, err := dyn.Resource(pools.GVR).List(bg, metav1.ListOptions{})
+		return err
+	})
+}
+
+func (e *env) createPool(dyn dynamic.Interface, name string, spec map[string]any) error {
+	_, err := dyn.Resource(pools.GVR).Create(bg, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "haproxy-k8s-sync.io/v1alpha1", "kind": "AddressPool",
+		"metadata": map[string]any{"name": name}, "spec": spec,
+	}}, metav1.CreateOptions{})
+	return err
+}
+
+// servesOn reports nil once a connection to addr:port reaches a node.
+func servesOn(addr string, port int32) func() error {
+	return func() error {
+		name, err := lab.Probe(fmt.Sprintf("%s:%d", addr, port), time.Second)
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(name, "n") {
+			return fmt.Errorf("answered %q", name)
+		}
+		return nil
+	}
+}
+
+// Address pools, end to end, in a network namespace of the test's own
+// where the pool is routed to the host the AnyIP way (ip route add local
+// POOL dev lo), as docs/addresses.md shows: two Services on port 443 get
+// two addresses and both serve; a third with the same allow-shared-ip key
+// and another port shares one; a fourth finds the pool exhausted, a fifth
+// asks for a taken address and a sixth for one outside every pool (Events,
+// nothing else moves); the pool's status counts; restarts of HAProxy and
+// of the controller keep every address. The controller runs with exactly
+// the shipped role.
+func TestAddressPools(t *testing.T) {
+	if !inNetns(t) {
+		return
+	}
+	if out, err := exec.Command("ip", "route", "add", "local", "198.18.0.0/24", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("AnyIP route: %v: %s", err, out)
+	}
+	e := newEnv(t)
+	dyn, err := dynamic.NewForConfig(e.kube.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.installPoolCRD(dyn)
+	// The schema refuses what the controller could not read.
+	if err := e.createPool(dyn, "bad", map[string]any{"addresses": []any{"198.18.0.1/24"}}); err == nil {
+		t.Errorf("a CIDR with host bits was accepted")
+	}
+	if err := e.createPool(dyn, "bad", map[string]any{"addresses": []any{"198.18.0.9-2001:db8::1"}}); err == nil {
+		t.Errorf("a range over two families was accepted")
+	}
+	if err := e.createPool(dyn, "web", map[string]any{"addresses": []any{"198.18.0.10-198.18.0.11"}}); err != nil {
+		t.Fatal(err)
+	}
+	np := nodePort()
+	for i, n := range []string{"n1", "n2", "n3"} {
+		e.addNode(n, i+1, true, np, np+1, np+2, np+3)
+	}
+	shared := map[string]string{settings.SharedIPAnnotation: "k"}
+	e.createService(lab.Service{Namespace: ns, Name: "a", Port: 443, NodePort: np, Annotations: shared})
+	e.createService(lab.Service{Namespace: ns, Name: "b", Port: 443, NodePort: np + 1})
+	e.createService(lab.Service{Namespace: ns, Name: "c", Port: 8443, NodePort: np + 2, Annotations: shared})
+	token := e.rbacTokenFile()
+	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", token, "--ca-file", e.kube.CAPath,
+		"--address-pools")
+	e.eventually("a has 198.18.0.10", e.ingress("a", "198.18.0.10"))
+	e.eventually("b has 198.18.0.11", e.ingress("b", "198.18.0.11"))
+	e.eventually("c shares 198.18.0.10", e.ingress("c", "198.18.0.10"))
+	e.eventually("a serves", servesOn("198.18.0.10", 443))
+	e.eventually("b serves", servesOn("198.18.0.11", 443))
+	e.eventually("c serves", servesOn("198.18.0.10", 8443))
+	e.eventually("pool status", func() error {
+		u, err := dyn.Resource(pools.GVR).Get(bg, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		a, _, _ := unstructured.NestedInt64(u.Object, "status", "assigned")
+		f, _, _ := unstructured.NestedInt64(u.Object, "status", "free")
+		if a != 2 || f != 0 {
+			return fmt.Errorf("status %v", u.Object["status"])
+		}
+		return nil
+	})
+
+	e.createService(lab.Service{Namespace: ns, Name: "d", Port: 9443, NodePort: np + 3})
+	e.eventually("d: exhausted", e.event("d", pools.ReasonExhausted))
+	e.createService(lab.Service{Namespace: ns, Name: "taken", Port: 9444, NodePort: np + 4,
+		Annotations: map[string]string{settings.IPsAnnotation: "198.18.0.11"}})
+	e.eventually("taken: Event", e.event("taken", pools.ReasonTaken))
+	e.createService(lab.Service{Namespace: ns, Name: "outside", Port: 9445, NodePort: np + 5,
+		Annotations: map[string]string{settings.IPsAnnotation: "203.0.113.9"}})
+	e.eventually("outside: Event", e.event("outside", pools.ReasonNotInPool))
+	for _, s := range []string{"d", "taken", "outside"} {
+		if err := e.ingress(s)(); err != nil {
+			t.Errorf("a Service without an address has a status: %v", err)
+		}
+	}
+
+	// Restarts: HAProxy, then the controller; every address stays.
+	e.hap.Restart(t)
+	e.eventually("a serves after HAProxy restart", servesOn("198.18.0.10", 443))
+	e.stopController()
+	// Deleting b frees its address for d, the oldest waiting: only after
+	// the restart, so the new controller rebuilt the rest from the statuses.
+	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", token, "--ca-file", e.kube.CAPath,
+		"--address-pools")
+	if err := e.client.CoreV1().Services(ns).Delete(context.Background(), "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("d gets b's address", e.ingress("d", "198.18.0.11"))
+	e.eventually("d serves", servesOn("198.18.0.11", 9443))
+	for s, want := range map[string]string{"a": "198.18.0.10", "c": "198.18.0.10"} {
+		if err := e.ingress(s, want)(); err != nil {
+			t.Errorf("after restarts: %v", err)
+		}
+	}
+}
