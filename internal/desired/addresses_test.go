@@ -76,3 +76,32 @@ func TestPooledBinds(t *testing.T) {
 		t.Errorf("without memo: binds %v", got)
 	}
 }
+
+// A LoadBalancer without nodePorts (allocateLoadBalancerNodePorts: false)
+// is served with its endpoints, checked by themselves, in node mode.
+func TestNoNodePortsServedWithPods(t *testing.T) {
+	no := false
+	s := svc("default", "web", 0, func(s *corev1.Service) {
+		s.Spec.AllocateLoadBalancerNodePorts = &no
+		s.Spec.Ports[0].NodePort = 0
+	})
+	in := Input{Nodes: nodes[:1], Services: []*corev1.Service{s},
+		Slices: []*Slice{slice("default", "web", 8080, ep{ip: "10.244.0.5", node: "n1", ready: true})}}
+	o := defaults()
+	o.TrackNodes = true
+	for _, memo := range []*Memo{nil, {}} {
+		in.Memo = memo
+		r := Compute(in, o)
+		if got := servers(r); !reflect.DeepEqual(got, map[string]string{"be_default_web_80": "10.244.0.5:8080"}) {
+			t.Errorf("servers %v (problems %v)", got, reasons(r))
+		}
+		if be := r.Config.Backends[len(r.Config.Backends)-1]; be.TrackNodes || !be.Check.Enabled {
+			t.Errorf("backend %+v: pods are checked by themselves, not tracked", be)
+		}
+	}
+	// With nodePorts allocated (the default), nodes as before.
+	s.Spec.AllocateLoadBalancerNodePorts = nil
+	if r := Compute(Input{Nodes: nodes[:1], Services: []*corev1.Service{s}}, o); len(reasons(r)) != 1 || reasons(r)[0] != "web:NoNodePort" {
+		t.Errorf("problems %v", reasons(r))
+	}
+}

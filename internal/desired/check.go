@@ -40,7 +40,7 @@ func ownCheck(svc *corev1.Service, set settings.Settings, opts Options) bool {
 	case settings.CheckFalse:
 		return false
 	}
-	if opts.Targets == TargetPods || healthCheckNodePort(svc, set, opts) != 0 {
+	if podTargets(svc, opts) || healthCheckNodePort(svc, set, opts) != 0 {
 		return true
 	}
 	return !(opts.TrackNodes && opts.NodeCheck.Enabled)
@@ -50,7 +50,7 @@ func ownCheck(svc *corev1.Service, set settings.Settings, opts Options) bool {
 // in HAProxy (model.Backend.TrackNodes): in node mode, with --track-nodes,
 // when they have no check of their own.
 func tracksNodes(svc *corev1.Service, set settings.Settings, opts Options) bool {
-	return opts.TrackNodes && opts.Targets != TargetPods && !ownCheck(svc, set, opts)
+	return opts.TrackNodes && !podTargets(svc, opts) && !ownCheck(svc, set, opts)
 }
 
 // healthCheckNodePort is the port of kube-proxy's per-Service health check
@@ -61,9 +61,22 @@ func tracksNodes(svc *corev1.Service, set settings.Settings, opts Options) bool 
 // traffic elsewhere.
 func healthCheckNodePort(svc *corev1.Service, set settings.Settings, opts Options) uint16 {
 	hc := svc.Spec.HealthCheckNodePort
-	if !opts.LocalHealthCheck || opts.Targets != TargetNodes || set.BackendPort != 0 ||
+	if !opts.LocalHealthCheck || podTargets(svc, opts) || set.BackendPort != 0 ||
 		svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal || hc <= 0 || hc >= 65536 {
 		return 0
 	}
 	return uint16(hc)
+}
+
+// podTargets reports whether svc's servers are its endpoints (pod
+// IP:targetPort) rather than nodes: with --targets=pods, and for a
+// LoadBalancer Service with spec.allocateLoadBalancerNodePorts: false, which
+// has no nodePort to reach (the load balancer must then route to the pod
+// network, as with --targets=pods).
+func podTargets(svc *corev1.Service, opts Options) bool {
+	if opts.Targets == TargetPods {
+		return true
+	}
+	a := svc.Spec.AllocateLoadBalancerNodePorts
+	return a != nil && !*a && svc.Spec.Type == corev1.ServiceTypeLoadBalancer
 }

@@ -116,7 +116,7 @@ func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*Slice) {
 	}
 	nodes := m.scratch[:0]
 	switch {
-	case m.opts.Targets == TargetPods:
+	case podTargets(svc, m.opts):
 	case svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal:
 		nodes = append(nodes, "") // every eligible node serves
 	default:

@@ -90,7 +90,7 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 			best = append(best, model.Server{Addr: a, Port: port, Drain: st == epDrain})
 		}
 	}
-	if opts.Targets == TargetPods {
+	if podTargets(svc, opts) {
 		for _, sl := range eps {
 			port, found := slicePort(sl, p)
 			if set.BackendPort != 0 {

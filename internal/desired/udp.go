@@ -108,7 +108,7 @@ func udpService(c candidate, p corev1.ServicePort, set settings.Settings, opts O
 		Name:         "udp_" + c.svc.Namespace + "_" + c.svc.Name + "_" + strconv.Itoa(int(p.Port)),
 		Service:      c.key,
 		Balance:      set.Balance,
-		Probe:        opts.Targets != TargetPods,
+		Probe:        !podTargets(c.svc, opts),
 		SourceRanges: settings.SourceRangesOf(set.SourceRanges),
 		Servers:      servers,
 	}
