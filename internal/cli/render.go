@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -105,8 +106,15 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	if err != nil {
 		return err
 	}
-	res := desired.Compute(desired.Input{Services: set.Services, Slices: desired.SlicesOf(set.EndpointSlices), Nodes: set.Nodes}, opts)
-	for _, p := range res.Problems {
+	in := desired.Input{Services: set.Services, Slices: desired.SlicesOf(set.EndpointSlices), Nodes: set.Nodes}
+	var poolProblems []desired.Problem
+	if len(set.AddressPools) > 0 {
+		// As run --address-pools: each Service on its own addresses.
+		in.Addresses, poolProblems = renderAllocation(set, opts, e.stderr)
+		opts.Pooled = true
+	}
+	res := desired.Compute(in, opts)
+	for _, p := range slices.Concat(res.Problems, poolProblems) {
 		fmt.Fprintf(e.stderr, "warning: Service %s/%s: %s: %s\n", p.Service.Namespace, p.Service.Name, p.Reason, p.Message)
 	}
 	layout, _ := plan.Assign(res.Config, nil, true)

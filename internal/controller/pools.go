@@ -1,9 +1,7 @@
 package controller
 
 import (
-	"cmp"
 	"net/netip"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -41,32 +39,9 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 			c.log.Warn("AddressPool not usable", "pool", o.GetName(), "err", err)
 		}
 	}
-	var sel []*corev1.Service
-	for _, s := range svcs {
-		if desired.Selected(s, c.opts.Desired) && s.Spec.Type == corev1.ServiceTypeLoadBalancer {
-			sel = append(sel, s)
-		}
-	}
-	slices.SortFunc(sel, func(a, b *corev1.Service) int {
-		if x := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); x != 0 {
-			return x
-		}
-		return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	byKey := make(map[string]*corev1.Service, len(sel))
-	reqs := make([]pools.Request, 0, len(sel))
-	for _, s := range sel {
-		r, err := pools.RequestFor(s, nsLabels[s.Namespace])
-		if err != nil {
-			out.problems = append(out.problems, desired.Problem{Service: s, Reason: desired.ReasonInvalidAnnotation,
-				Message: err.Error() + "; the Service keeps the addresses it has"})
-		}
-		byKey[r.Key] = s
-		reqs = append(reqs, r)
-	}
-	res := pools.Allocate(ps, reqs)
-	for _, p := range res.Problems {
-		out.problems = append(out.problems, desired.Problem{Service: byKey[p.Key], Reason: p.Reason, Message: p.Message})
+	res, probs := pools.ForServices(ps, svcs, nsLabels, func(s *corev1.Service) bool { return desired.Selected(s, c.opts.Desired) })
+	for _, p := range probs {
+		out.problems = append(out.problems, desired.Problem{Service: p.Service, Reason: p.Reason, Message: p.Message})
 	}
 	out.addrs, out.counts = res.Assigned, res.Pools
 	return out

@@ -129,3 +129,33 @@ func TestPublisherServedSameListIsCheap(t *testing.T) {
 	var nilPub *Publisher
 	nilPub.Served([]*corev1.Service{a}, nil) // no addresses: a no-op
 }
+
+// With pools, each Service's status is its own addresses; a Service
+// without any loses only a status of ours (ipMode Proxy).
+func TestPublisherPooledDesiredStatus(t *testing.T) {
+	proxy, vip := corev1.LoadBalancerIPModeProxy, corev1.LoadBalancerIPModeVIP
+	p := NewPublisher(fake.NewClientset(), staticLister{}, PublisherOptions{Pooled: true})
+	if p == nil {
+		t.Fatal("no Publisher with pools and no --publish-address")
+	}
+	p.Served(nil, map[string][]netip.Addr{"ns/a": {netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("2001:db8::1")}})
+	for _, tc := range []struct {
+		svc   *corev1.Service
+		want  []string
+		write bool
+	}{
+		{lbService("a"), []string{"198.18.0.1", "2001:db8::1"}, true},
+		{lbService("a", corev1.LoadBalancerIngress{IP: "198.18.0.1", IPMode: &proxy}, corev1.LoadBalancerIngress{IP: "2001:db8::1", IPMode: &proxy}), []string{"198.18.0.1", "2001:db8::1"}, false},
+		{lbService("b", corev1.LoadBalancerIngress{IP: "198.18.0.2", IPMode: &proxy}), nil, true},
+		{lbService("c", corev1.LoadBalancerIngress{IP: "198.18.0.3", IPMode: &vip}), nil, false},
+	} {
+		got, write := p.desiredStatus(tc.svc, false)
+		var ips []string
+		for _, g := range got {
+			ips = append(ips, g.IP)
+		}
+		if !slices.Equal(ips, tc.want) || write != tc.write {
+			t.Errorf("%s: %v, write %v; want %v, %v", tc.svc.Name, ips, write, tc.want, tc.write)
+		}
+	}
+}

@@ -16,6 +16,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
 // Error classes; test with errors.Is.
@@ -35,6 +37,7 @@ type Set struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Nodes          []*corev1.Node
+	AddressPools   []*pools.AddressPool
 }
 
 // Merge appends the objects of o to s. It does not deduplicate.
@@ -42,6 +45,7 @@ func (s *Set) Merge(o Set) {
 	s.Services = append(s.Services, o.Services...)
 	s.EndpointSlices = append(s.EndpointSlices, o.EndpointSlices...)
 	s.Nodes = append(s.Nodes, o.Nodes...)
+	s.AddressPools = append(s.AddressPools, o.AddressPools...)
 }
 
 // Error locates a document or item that could not be loaded.
@@ -106,7 +110,7 @@ type header struct {
 // wanted reports whether kind is read by this package (or may contain such).
 func wanted(kind string) bool {
 	switch kind {
-	case "Service", "Node", "EndpointSlice":
+	case "Service", "Node", "EndpointSlice", pools.Kind:
 		return true
 	}
 	return strings.HasSuffix(kind, "List")
@@ -318,6 +322,17 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 		}
 		o.Kind, o.APIVersion = h.Kind, discoveryv1.GroupName+"/v1"
 		l.set.EndpointSlices = append(l.set.EndpointSlices, &o)
+	case h.Kind == pools.Kind && group == pools.GVR.Group:
+		if version != pools.GVR.Version {
+			fail(&h, ErrVersion, fmt.Errorf("want %s/%s, got %q", pools.GVR.Group, pools.GVR.Version, h.APIVersion))
+			return
+		}
+		var o pools.AddressPool
+		if err := json.Unmarshal(trimmed, &o); err != nil {
+			fail(&h, ErrDecode, err)
+			return
+		}
+		l.set.AddressPools = append(l.set.AddressPools, &o)
 	}
 }
 

@@ -7,6 +7,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func rg(s string) Range {
@@ -201,5 +205,61 @@ func TestRequestForKeepsOnInvalid(t *testing.T) {
 	r := Request{Key: "a/x", KeepOnly: true, Current: addrs("198.18.0.2")}
 	if got := summary(Allocate(pools, []Request{r, {Key: "a/y", KeepOnly: true}})); got != "a/x=198.18.0.2" {
 		t.Errorf("got %s", got)
+	}
+}
+
+func TestAddressPoolObject(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "haproxy-k8s-sync.io/v1alpha1", "kind": "AddressPool", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{
+			"addresses":  []any{"198.18.0.0/30", "2001:db8::1-2001:db8::3"},
+			"autoAssign": false,
+			"serviceAllocation": map[string]any{"priority": int64(5), "namespaces": []any{"shop"},
+				"serviceSelector": map[string]any{"matchLabels": map[string]any{"tier": "edge"}}},
+		},
+	}}
+	ap, err := FromUnstructured(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ap.Pool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "web" || p.AutoAssign || p.Priority != 5 || len(p.Ranges) != 2 || p.Ranges[1].String() != "2001:db8::1-2001:db8::3" ||
+		!p.ServiceSelector.Matches(map[string]string{"tier": "edge"}) || p.ServiceSelector.Matches(nil) {
+		t.Errorf("pool %+v", p)
+	}
+	// One bad entry makes the whole pool unusable, never half of it.
+	ap.Spec.Addresses = append(ap.Spec.Addresses, "198.18.1.0/24 evil")
+	if _, err := ap.Pool(); err == nil || !strings.Contains(err.Error(), "evil") {
+		t.Errorf("err %v", err)
+	}
+	ap.Spec.Addresses = nil
+	if _, err := ap.Pool(); err == nil {
+		t.Errorf("a pool without addresses was accepted")
+	}
+}
+
+func TestRequestFor(t *testing.T) {
+	single := corev1.IPFamilyPolicySingleStack
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Labels: map[string]string{"tier": "edge"},
+			Annotations: map[string]string{SharedIPAnnotation: "k", PoolAnnotation: "web"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilies: []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol},
+			Ports: []corev1.ServicePort{{Port: 53, Protocol: corev1.ProtocolUDP}, {Port: 443}}, LoadBalancerIP: "198.18.0.7"},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "198.18.0.9"}, {Hostname: "x"}}}},
+	}
+	r, err := RequestFor(s, nil)
+	if err != nil || r.Key != "shop/web" || !reflect.DeepEqual(r.Families, []int{6, 4}) || r.ShareKey != "k" || r.Pool != "web" ||
+		!reflect.DeepEqual(r.Ports, []Port{{"UDP", 53}, {"TCP", 443}}) || !reflect.DeepEqual(r.IPs, addrs("198.18.0.7")) ||
+		!reflect.DeepEqual(r.Current, addrs("198.18.0.9")) {
+		t.Errorf("request %+v, %v", r, err)
+	}
+	s.Spec.IPFamilyPolicy = &single
+	s.Annotations[IPsAnnotation] = "198.18.0.7 ; bind"
+	r, err = RequestFor(s, nil)
+	if err == nil || !r.KeepOnly || !reflect.DeepEqual(r.Families, []int{6}) {
+		t.Errorf("request %+v, %v", r, err)
 	}
 }

@@ -1,8 +1,10 @@
 package pools
 
 import (
+	"cmp"
 	"errors"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,3 +58,47 @@ func RequestFor(svc *corev1.Service, nsLabels map[string]string) (Request, error
 	}
 	return r, err
 }
+
+// ServiceProblem is a Problem with the Service it is about.
+type ServiceProblem struct {
+	Service *corev1.Service
+	Problem
+}
+
+// ForServices allocates for the LoadBalancer Services that selected
+// accepts, oldest first (then by namespace/name), with the namespaces'
+// labels: the requests of the controller's passes and of `render`.
+func ForServices(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool) (Result, []ServiceProblem) {
+	var sel []*corev1.Service
+	for _, s := range svcs {
+		if s.Spec.Type == corev1.ServiceTypeLoadBalancer && selected(s) {
+			sel = append(sel, s)
+		}
+	}
+	slices.SortFunc(sel, func(a, b *corev1.Service) int {
+		if x := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); x != 0 {
+			return x
+		}
+		return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	byKey := make(map[string]*corev1.Service, len(sel))
+	reqs := make([]Request, 0, len(sel))
+	var probs []ServiceProblem
+	for _, s := range sel {
+		r, err := RequestFor(s, nsLabels[s.Namespace])
+		if err != nil {
+			probs = append(probs, ServiceProblem{s, Problem{r.Key, ReasonInvalidRequest, err.Error() + "; the Service keeps the addresses it has"}})
+		}
+		byKey[r.Key] = s
+		reqs = append(reqs, r)
+	}
+	res := Allocate(ps, reqs)
+	for _, p := range res.Problems {
+		probs = append(probs, ServiceProblem{byKey[p.Key], p})
+	}
+	return res, probs
+}
+
+// ReasonInvalidRequest: the Service's load-balancer-ips annotation or
+// spec.loadBalancerIP could not be read.
+const ReasonInvalidRequest = "InvalidAnnotation"
