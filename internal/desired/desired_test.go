@@ -135,6 +135,18 @@ func TestCompute(t *testing.T) {
 			want: map[string]string{"be_default_web_80": "10.0.0.1:30080 10.0.0.2:30080"},
 		},
 		{
+			name: "cluster policy: slices without an endpoint of the port: no servers (kube-proxy refuses on every node)",
+			in: Input{Services: []*corev1.Service{svc("default", "web", 0)}, Nodes: nodes,
+				Slices: []*Slice{slice("default", "web", 8080, ep{ip: "192.168.0.2", node: "n1", ready: false, serving: false})}},
+			want: map[string]string{"be_default_web_80": ""},
+		},
+		{
+			name: "cluster policy: a serving terminating endpoint keeps every eligible node",
+			in: Input{Services: []*corev1.Service{svc("default", "web", 0)}, Nodes: nodes,
+				Slices: []*Slice{slice("default", "web", 8080, ep{ip: "192.168.0.1", node: "n2", ready: false, serving: true, terminating: true})}},
+			want: map[string]string{"be_default_web_80": "10.0.0.1:30080 10.0.0.2:30080"},
+		},
+		{
 			name: "local policy: only nodes with ready endpoints, terminating ones drain",
 			in: Input{Services: []*corev1.Service{svc("default", "web", 0, local)}, Nodes: nodes,
 				Slices: []*Slice{slice("default", "web", 8080,

@@ -145,10 +145,35 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 		}
 		return sorted(best), true
 	}
+	// Cluster: every eligible node, as kube-proxy on any node forwards to
+	// any endpoint. When the Service's slices say the port has no endpoint
+	// at all (a Deployment scaled to 0), kube-proxy on every node refuses
+	// its traffic: no servers, so HAProxy refuses at once instead of
+	// retrying nodes that refuse (a second per retry). No slice at all says
+	// nothing (no selector, or not written yet): the nodes stay.
+	if len(eps) > 0 && !hasEndpoint(eps, p) {
+		return nil, true
+	}
 	for _, n := range nodes {
 		addNode(n, epReady)
 	}
 	return sorted(best), true
+}
+
+// hasEndpoint reports whether a slice carrying port p (as kube-proxy
+// counts them) has a ready or serving-terminating endpoint.
+func hasEndpoint(eps []*Slice, p corev1.ServicePort) bool {
+	for _, sl := range eps {
+		if _, found := slicePort(sl, p); !found || sl.FQDN {
+			continue
+		}
+		for _, e := range sl.Endpoints {
+			if e.Addr.IsValid() && e.State != epGone {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // slicePort finds the slice port that serves Service port p: matched by
