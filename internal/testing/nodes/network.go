@@ -19,12 +19,14 @@ import (
 //
 //	underlay 198.18.0.0/24   bridge in the underlay namespace, 198.18.0.1 (the apiserver's forwarder)
 //	         198.18.0.2      the load balancer namespace (HAProxy, the controller's UDP path)
+//	         198.18.0.3      a client namespace (traffic the load balancer's kernel must forward)
 //	         198.18.0.10+i   node i's InternalIP
 //	Pods     198.19.i.0/24   node i's Pod CIDR (bridge cni0, gateway 198.19.i.1), routed by the nodes
 //	Services 198.18.128.0/20 ClusterIPs
 const (
 	UnderlayGateway = "198.18.0.1"
 	LBAddr          = "198.18.0.2"
+	ClientAddr      = "198.18.0.3"
 	ClusterCIDR     = "198.19.0.0/16"
 	ServiceCIDR     = "198.18.128.0/20"
 	// APIPort is where the apiserver is reached from the namespaces, on
@@ -98,6 +100,10 @@ func (t *Tier) buildNetwork(n int) error {
 		return err
 	}
 	attach(t.LB, "lb", LBAddr)
+	if err := t.addNS(t.ClientNS); err != nil {
+		return err
+	}
+	attach(t.ClientNS, "cl", ClientAddr)
 	for i := 1; i <= n; i++ {
 		nd := &Node{Name: fmt.Sprintf("n%d", i), NS: fmt.Sprintf("%sn%d", t.prefix, i), Addr: nodeAddr(i),
 			PodCIDR: podSubnet(i), index: i, tier: t}
@@ -240,4 +246,13 @@ func (f *forward) close() error {
 		err = nil
 	}
 	return err
+}
+
+// ListTable is `nft list table inet NAME` in namespace ns.
+func (t *Tier) ListTable(ns, name string) (string, error) {
+	out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "table", "inet", name).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("nft list table: %w: %s", err, out)
+	}
+	return string(out), nil
 }

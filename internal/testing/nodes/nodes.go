@@ -73,9 +73,10 @@ type Options struct {
 type Tier struct {
 	Kube   *kubeapi.Server
 	Client kubernetes.Interface
-	// Namespaces: the underlay (the bridge) and the load balancer's.
-	Underlay, LB string
-	Nodes        []*Node
+	// Namespaces: the underlay (the bridge), the load balancer's and a
+	// client's (at ClientAddr, on the underlay).
+	Underlay, LB, ClientNS string
+	Nodes                  []*Node
 
 	t       testing.TB
 	dir     string
@@ -103,6 +104,9 @@ func Start(t testing.TB, opts Options) *Tier {
 	if err := Preflight(); err != nil {
 		t.Fatalf("nodes: this machine cannot run the real-node tier: %v", err)
 	}
+	if err := sweepStale(); err != nil {
+		t.Logf("nodes: %v", err)
+	}
 	bins, err := kubeapi.BinDir()
 	if err != nil {
 		t.Fatalf("nodes: %v", err)
@@ -118,7 +122,7 @@ func Start(t testing.TB, opts Options) *Tier {
 		ControllerManagerArgs: opts.ControllerManagerArgs,
 	})
 	p := fmt.Sprintf("hkn%d-%d-", os.Getpid()%100000, seq.Add(1))
-	tr := &Tier{Kube: kube, Client: kube.Client(t), Underlay: p + "u", LB: p + "lb", t: t,
+	tr := &Tier{Kube: kube, Client: kube.Client(t), Underlay: p + "u", LB: p + "lb", ClientNS: p + "c", t: t,
 		dir: t.TempDir(), prefix: p, bins: bins}
 	t.Cleanup(func() {
 		if err := tr.stop(); err != nil {
