@@ -49,6 +49,7 @@ type Server struct {
 	http *httptest.Server
 
 	wmu       sync.Mutex // versioned writes, one at a time (with a Cost)
+	rmu       sync.Mutex // runtime requests, one at a time (with a Cost)
 	mu        sync.Mutex
 	version   int64
 	cfg       *config // what the API holds (and writes to haproxy.cfg)

@@ -66,7 +66,8 @@ type Options struct {
 // Pass describes one Apply.
 type Pass struct {
 	Read, Tx, Commit, Reload, Runtime, Total time.Duration
-	Writes                                   int  // requests that wrote
+	Waited                                   time.Duration // for a configuration write under way (within Runtime or Tx)
+	Writes                                   int           // requests that wrote
 	Reloaded                                 bool // a transaction was committed (the API reloads)
 	Err                                      error
 }
@@ -170,7 +171,7 @@ func (d *Driver) Apply(ctx context.Context, cfg model.Config) (driver.Result, er
 	p.Total, p.Err = time.Since(start), err
 	res.Reloaded, res.Reasons = p.Reloaded, reasons
 	res.Write, res.Check, res.Reload, res.Runtime, res.Ops = p.Tx, p.Commit, p.Reload, p.Runtime, p.Writes
-	attrs := []any{"read", p.Read, "tx", p.Tx, "commit", p.Commit, "reload", p.Reload, "runtime", p.Runtime,
+	attrs := []any{"read", p.Read, "tx", p.Tx, "commit", p.Commit, "reload", p.Reload, "runtime", p.Runtime, "waited", p.Waited,
 		"total", p.Total, "writes", p.Writes}
 	if len(reasons) > 0 {
 		attrs = append(attrs, "reloaded", p.Reloaded, "reasons", reasons)

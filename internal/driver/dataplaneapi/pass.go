@@ -140,9 +140,11 @@ func (d *Driver) runtime(ctx context.Context, want *state, drain map[string]bool
 		d.pid = pid
 	}
 	ops := d.runtimeOps(want, drain, clean)
+	t := time.Now()
 	for _, op := range ops {
 		d.waitPersist(op.key()) // its write would set the slot as it was
 	}
+	p.Waited += time.Since(t)
 	return d.applyRuntime(ctx, ops, p)
 }
 
@@ -150,7 +152,9 @@ func (d *Driver) runtime(ctx context.Context, want *state, drain map[string]bool
 // change not written yet, and waits for the reload: HAProxy then runs
 // want's configuration, and the drains are set again at runtime.
 func (d *Driver) restructure(ctx context.Context, have, want *state, drain map[string]bool, changes []change, p *Pass) error {
+	t := time.Now()
 	d.waitPersist("")
+	p.Waited += time.Since(t)
 	if d.view != have {
 		// The persister found the API changed meanwhile: start afresh.
 		return errors.New("dataplaneapi: the API's configuration changed during the pass; retrying")
@@ -170,7 +174,7 @@ func (d *Driver) restructure(ctx context.Context, have, want *state, drain map[s
 		return err
 	}
 	d.pid = pid
-	t := time.Now()
+	t = time.Now()
 	err = d.applyRuntime(ctx, d.runtimeOps(want, drain, nil), p)
 	p.Runtime += time.Since(t)
 	return err

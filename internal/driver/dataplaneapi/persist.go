@@ -90,7 +90,11 @@ func (d *Driver) persist() {
 		return // the loop under way schedules what remains when it ends
 	}
 	d.persisting = true
-	_ = d.persistLoop(context.Background(), false)
+	t, v := time.Now(), d.known
+	err := d.persistLoop(context.Background(), false)
+	if n := d.known - v; n > 0 || err != nil {
+		d.log.Info("dataplane: servers written to the configuration", "writes", n, "took", time.Since(t), "due", len(d.dirty), "err", err)
+	}
 	d.persisting = false
 	d.idle.Broadcast()
 	d.schedulePersist()
