@@ -68,7 +68,7 @@ type Pass struct {
 	Read, Tx, Commit, Reload, Runtime, Total time.Duration
 	Waited                                   time.Duration // for a configuration write under way (within Runtime or Tx)
 	Writes                                   int           // requests that wrote
-	Reloaded                                 bool // a transaction was committed (the API reloads)
+	Reloaded                                 bool          // a transaction was committed (the API reloads)
 	Err                                      error
 }
 

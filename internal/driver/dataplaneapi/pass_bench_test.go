@@ -2,12 +2,15 @@ package dataplaneapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -87,6 +90,56 @@ func BenchmarkEndpointPass(b *testing.B) {
 		}
 		if res, err := d.Apply(context.Background(), cfg); err != nil || res.Reloaded || res.Ops != 1 {
 			b.Fatalf("%v %v ops=%d", err, res.Reasons, res.Ops)
+		}
+	}
+}
+
+// BenchmarkSeedNodeChange: the seed's single-backend mode (the operator's
+// backend, three nodes), a node going out and back, each pass until
+// HAProxy serves it. Against a real API when HKS_DATAPLANE_URL (and
+// _USERNAME, _PASSWORD) is set, else the test server with the real API's
+// measured cost.
+func BenchmarkSeedNodeChange(b *testing.B) {
+	const be = "be_hks_bench_seed"
+	url, user, pw := os.Getenv("HKS_DATAPLANE_URL"), os.Getenv("HKS_DATAPLANE_USERNAME"), os.Getenv("HKS_DATAPLANE_PASSWORD")
+	if url == "" {
+		srv := dataplanetest.Start(b, dataplanetest.Options{Cost: dataplanetest.MeasuredCost})
+		srv.Load([]dataplanetest.Section{{Object: Object{"name": be, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}}}}, nil)
+		url = srv.URL
+	}
+	c, err := dataplane.New(dataplane.Options{URL: url, Username: user, Password: pw, Timeout: 30 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, _, err := c.Get(ctx, dataplane.BackendPath(be), ""); errors.Is(err, dataplane.ErrNotFound) {
+		v, _ := c.Version(ctx)
+		resp, err := c.Create(ctx, dataplane.BackendsPath, Object{"name": be, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}}, dataplane.Write{Version: v})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.WaitReload(ctx, resp.ReloadID, 20*time.Millisecond); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			v, _ := c.Version(ctx)
+			_, _ = c.Delete(ctx, dataplane.BackendPath(be), dataplane.Write{Version: v})
+		})
+	}
+	d := New(Options{Client: c, Seed: be, ReloadPoll: 10 * time.Millisecond})
+	defer d.Close()
+	all, without := seedCfg(be, "127.81.14.1:30080", "127.81.14.2:30080", "127.81.14.3:30080"), seedCfg(be, "127.81.14.1:30080", "127.81.14.3:30080")
+	if _, err := d.Apply(ctx, all); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		cfg := without
+		if i%2 == 1 {
+			cfg = all
+		}
+		if res, err := d.Apply(ctx, cfg); err != nil || res.Reloaded {
+			b.Fatalf("%v %v", err, res.Reasons)
 		}
 	}
 }
