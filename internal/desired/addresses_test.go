@@ -105,3 +105,47 @@ func TestNoNodePortsServedWithPods(t *testing.T) {
 		t.Errorf("problems %v", reasons(r))
 	}
 }
+
+// A Service keeps its IP family: IPv6 first means the nodes' IPv6
+// InternalIPs (checked by themselves: the nodes' backend is IPv4), and
+// pods of that family.
+func TestIPFamilies(t *testing.T) {
+	dual := node("n1", "10.0.0.1", true, nil)
+	dual.Status.Addresses = append(dual.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "2001:db8::a"})
+	v4only := node("n2", "10.0.0.2", true, nil)
+	fam := func(f ...corev1.IPFamily) svcOpt { return func(s *corev1.Service) { s.Spec.IPFamilies = f } }
+	o := defaults()
+	o.TrackNodes, o.NodeCheck = true, model.Check{Enabled: true}
+	for _, tc := range []struct {
+		name    string
+		svc     *corev1.Service
+		want    string
+		tracked bool
+	}{
+		{"none given", svc("default", "web", 0), "10.0.0.1:30080 10.0.0.2:30080", true},
+		{"IPv4", svc("default", "web", 0, fam(corev1.IPv4Protocol)), "10.0.0.1:30080 10.0.0.2:30080", true},
+		{"IPv6: the nodes that have one", svc("default", "web", 0, fam(corev1.IPv6Protocol)), "[2001:db8::a]:30080", false},
+		{"dual-stack, IPv4 first", svc("default", "web", 0, fam(corev1.IPv4Protocol, corev1.IPv6Protocol)), "10.0.0.1:30080 10.0.0.2:30080", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Compute(Input{Nodes: []*corev1.Node{dual, v4only}, Services: []*corev1.Service{tc.svc}}, o)
+			if got := servers(r)["be_default_web_80"]; got != tc.want {
+				t.Errorf("servers %q, want %q", got, tc.want)
+			}
+			be := r.Config.Backends[len(r.Config.Backends)-1]
+			if be.TrackNodes != tc.tracked || be.Check.Enabled == tc.tracked {
+				t.Errorf("tracked %v, checked %v", be.TrackNodes, be.Check.Enabled)
+			}
+		})
+	}
+	// Pods of the first family only.
+	s := svc("default", "web", 0, fam(corev1.IPv6Protocol, corev1.IPv4Protocol))
+	o.Targets = TargetPods
+	r := Compute(Input{Nodes: []*corev1.Node{dual}, Services: []*corev1.Service{s}, Slices: []*Slice{
+		slice("default", "web", 8080, ep{ip: "10.244.0.5", node: "n1", ready: true}),
+		slice("default", "web", 8080, ep{ip: "2001:db8:1::5", node: "n1", ready: true}),
+	}}, o)
+	if got := servers(r)["be_default_web_80"]; got != "[2001:db8:1::5]:8080" {
+		t.Errorf("pod servers %q", got)
+	}
+}

@@ -40,7 +40,7 @@ func ownCheck(svc *corev1.Service, set settings.Settings, opts Options) bool {
 	case settings.CheckFalse:
 		return false
 	}
-	if podTargets(svc, opts) || healthCheckNodePort(svc, set, opts) != 0 {
+	if podTargets(svc, opts) || primaryV6(svc) || healthCheckNodePort(svc, set, opts) != 0 {
 		return true
 	}
 	return !(opts.TrackNodes && opts.NodeCheck.Enabled)
@@ -50,7 +50,9 @@ func ownCheck(svc *corev1.Service, set settings.Settings, opts Options) bool {
 // in HAProxy (model.Backend.TrackNodes): in node mode, with --track-nodes,
 // when they have no check of their own.
 func tracksNodes(svc *corev1.Service, set settings.Settings, opts Options) bool {
-	return opts.TrackNodes && !podTargets(svc, opts) && !ownCheck(svc, set, opts)
+	// The NodesBackend holds the nodes' IPv4 addresses: servers at IPv6
+	// addresses cannot follow them.
+	return opts.TrackNodes && !podTargets(svc, opts) && !primaryV6(svc) && !ownCheck(svc, set, opts)
 }
 
 // healthCheckNodePort is the port of kube-proxy's per-Service health check

@@ -266,7 +266,7 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 	for name, a := range nodes {
 		old, ok := m.nodes[name]
 		switch {
-		case !ok || old.addr != a.addr:
+		case !ok || old.addr != a.addr || old.addr6 != a.addr6:
 			if changed == nil {
 				changed = make(map[string]bool)
 			}

@@ -13,8 +13,9 @@ import (
 // nodeInfo is what the servers of a node need: its InternalIP and whether it
 // may serve (Ready and not excluded).
 type nodeInfo struct {
-	addr netip.Addr
-	up   bool
+	addr  netip.Addr // the InternalIP, IPv4 preferred
+	addr6 netip.Addr // an IPv6 InternalIP, for Services of that family
+	up    bool
 }
 
 // nodeAddrs maps each node with an InternalIP to it (preferring IPv4) and
@@ -24,7 +25,7 @@ func nodeAddrs(nodes []*corev1.Node) map[string]nodeInfo {
 	for _, n := range nodes {
 		_, excluded := n.Labels[ExcludeLabel]
 		up := !excluded && nodeReady(n)
-		var best netip.Addr
+		var best, v6 netip.Addr
 		for _, a := range n.Status.Addresses {
 			if a.Type != corev1.NodeInternalIP {
 				continue
@@ -36,9 +37,12 @@ func nodeAddrs(nodes []*corev1.Node) map[string]nodeInfo {
 			if !best.IsValid() || (ip.Is4() && !best.Is4()) {
 				best = ip.Unmap()
 			}
+			if ip.Is6() && !ip.Is4In6() && !v6.IsValid() {
+				v6 = ip
+			}
 		}
 		if best.IsValid() {
-			out[n.Name] = nodeInfo{best, up}
+			out[n.Name] = nodeInfo{best, v6, up}
 		}
 	}
 	return out
@@ -100,7 +104,7 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 				continue
 			}
 			for _, e := range sl.Endpoints {
-				if e.Addr.IsValid() {
+				if e.Addr.IsValid() && ofFamily(svc, e.Addr) {
 					add(e.Addr, port, e.State)
 				}
 			}
@@ -119,9 +123,14 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 	// it out of service, and its backend does not change with the node's
 	// state.
 	track := tracksNodes(svc, set, opts)
+	v6 := primaryV6(svc)
 	addNode := func(n nodeInfo, st EndpointState) {
-		if n.up || track {
-			add(n.addr, port, st)
+		a := n.addr
+		if v6 {
+			a = n.addr6 // none: the node cannot serve an IPv6 Service
+		}
+		if (n.up || track) && a.IsValid() {
+			add(a, port, st)
 		}
 	}
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
@@ -214,4 +223,21 @@ func sorted(servers []model.Server) []model.Server {
 		return []model.Server{}
 	}
 	return slices.Clip(servers)
+}
+
+// primaryV6 reports whether svc's first IP family is IPv6: its servers
+// are then the nodes' IPv6 InternalIPs (a single-stack Service keeps its
+// family; a dual-stack one is served on both families' addresses, with
+// the servers of its first).
+func primaryV6(svc *corev1.Service) bool {
+	return len(svc.Spec.IPFamilies) > 0 && svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
+}
+
+// ofFamily reports whether an endpoint address is of svc's first IP
+// family (any, when the Service names none).
+func ofFamily(svc *corev1.Service, a netip.Addr) bool {
+	if len(svc.Spec.IPFamilies) == 0 {
+		return true
+	}
+	return a.Is4() != primaryV6(svc)
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -54,7 +55,7 @@ func (e *env) createPool(dyn dynamic.Interface, name string, spec map[string]any
 // servesOn reports nil once a connection to addr:port reaches a node.
 func servesOn(addr string, port int32) func() error {
 	return func() error {
-		name, err := lab.Probe(fmt.Sprintf("%s:%d", addr, port), time.Second)
+		name, err := lab.Probe(net.JoinHostPort(addr, fmt.Sprint(port)), time.Second)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// Dual-stack, in a network namespace with both families of the pool
+// routed to the host (AnyIP) and a dual-stack apiserver: a RequireDualStack
+// Service gets an address of each family and answers on both; an IPv6
+// Service's servers are the nodes' IPv6 InternalIPs.
+func TestDualStack(t *testing.T) {
+	if !inNetns(t) {
+		return
+	}
+	for _, args := range [][]string{
+		{"route", "add", "local", "198.18.0.0/24", "dev", "lo"},
+		{"-6", "route", "add", "local", "2001:db8:18::/120", "dev", "lo"},
+		{"-6", "addr", "add", "2001:db8:99::1/128", "dev", "lo"}, // node n1's IPv6 InternalIP
+		{"-6", "addr", "add", "2001:db8:99::2/128", "dev", "lo"}, // node n2's
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	e := newEnvOn(t, kubeapi.StartWithOptions(t, kubeapi.Options{
+		APIServerArgs: []string{"--service-cluster-ip-range=10.0.0.0/16,fd00:10::/108"}}))
+	dyn, err := dynamic.NewForConfig(e.kube.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.installPoolCRD(dyn)
+	if err := e.createPool(dyn, "ds", map[string]any{"addresses": []any{"198.18.0.20/31", "2001:db8:18::20/127"}}); err != nil {
+		t.Fatal(err)
+	}
+	np := nodePort()
+	for i, n := range []string{"n1", "n2"} {
+		v4, v6 := fmt.Sprintf("127.%d.0.%d", e.subnet, i+1), fmt.Sprintf("2001:db8:99::%d", i+1)
+		// dual's nodePort on IPv4; six's on IPv6 only: an answer through
+		// six proves its servers are the IPv6 addresses.
+		for ip, p := range map[string]int32{v4: np, v6: np + 1} {
+			ns := lab.NewNodeServer(n, ip)
+			if err := ns.Listen(int(p)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(ns.Close)
+		}
+		node, err := e.client.CoreV1().Nodes().Create(bg, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v4}, {Type: corev1.NodeInternalIP, Address: v6}}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		if _, err := e.client.CoreV1().Nodes().UpdateStatus(bg, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port := int32(haproxytest.FreePort(t))
+	class := "haproxy-k8s-sync.io/lb"
+	require, single := corev1.IPFamilyPolicyRequireDualStack, corev1.IPFamilyPolicySingleStack
+	for _, s := range []struct {
+		name   string
+		policy *corev1.IPFamilyPolicy
+		fams   []corev1.IPFamily
+		np     int32
+	}{
+		{"dual", &require, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}, np},
+		{"six", &single, []corev1.IPFamily{corev1.IPv6Protocol}, np + 1},
+	} {
+		_, err := e.client.CoreV1().Services(ns).Create(bg, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: s.name},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class,
+				IPFamilyPolicy: s.policy, IPFamilies: s.fams,
+				Ports: []corev1.ServicePort{{Port: port, NodePort: s.np, Protocol: corev1.ProtocolTCP}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.startController("--address-pools", "--default-check-interval", "200ms")
+	e.eventually("dual has an address of each family", e.ingress("dual", "198.18.0.20", "2001:db8:18::20"))
+	e.eventually("six has an IPv6 address", e.ingress("six", "2001:db8:18::21"))
+	e.eventually("dual answers on IPv4", servesOn("198.18.0.20", port))
+	e.eventually("dual answers on IPv6", servesOn("2001:db8:18::20", port))
+	e.eventually("six's servers are the nodes' IPv6 addresses", func() error {
+		return contains(e.config(), fmt.Sprintf("[2001:db8:99::1]:%d", np+1))
+	})
+	e.eventually("six answers", servesOn("2001:db8:18::21", port))
+}
