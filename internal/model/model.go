@@ -64,6 +64,11 @@ type Frontend struct {
 	// is its structure; which ranges, with ACL files, is not (the driver
 	// changes them through the Runtime API).
 	SourceRanges []netip.Prefix
+	// Routes, when set, choose each connection's backend instead of
+	// Backend (see Route); InspectDelay is how long to wait for a TLS
+	// ClientHello when a route matches by SNI (0: DefaultInspectDelay).
+	Routes       []Route
+	InspectDelay time.Duration
 }
 
 // Restricted reports whether f accepts only some clients.
@@ -174,7 +179,8 @@ func (s Server) Key() netip.AddrPort { return netip.AddrPortFrom(s.Addr, s.Port)
 func (f Frontend) Equal(g Frontend) bool {
 	return f.Name == g.Name && f.Service == g.Service && f.AcceptProxy == g.AcceptProxy &&
 		f.MaxConn == g.MaxConn && f.TimeoutClient == g.TimeoutClient && f.Backend == g.Backend &&
-		slices.Equal(f.Binds, g.Binds) && slices.Equal(f.SourceRanges, g.SourceRanges)
+		slices.Equal(f.Binds, g.Binds) && slices.Equal(f.SourceRanges, g.SourceRanges) &&
+		f.InspectDelay == g.InspectDelay && equalRoutes(f.Routes, g.Routes)
 }
 
 // SameStructure reports whether b and c are equal but for their servers:

@@ -180,7 +180,11 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if f.TimeoutClient > 0 {
 			w("\ttimeout client", settings.FormatDuration(f.TimeoutClient))
 		}
-		w("\tdefault_backend", f.Backend)
+		if f.Routed() {
+			writeRoutes(w, f)
+		} else {
+			w("\tdefault_backend", f.Backend)
+		}
 	}
 	for _, be := range cfg.Backends {
 		w("")
