@@ -25,6 +25,10 @@ type UDPService struct {
 	// datagrams are served; others are dropped.
 	SourceRanges []netip.Prefix
 	Servers      []Server // sorted by Addr, then Port; never Maint
+	// Weights, when set, has one entry per server: its share of new
+	// flows relative to the others (a Gateway API backendRef's weight);
+	// empty: every server the same. A server of weight 0 takes none.
+	Weights []uint16
 }
 
 // Balance algorithms a UDPService may use.
@@ -44,5 +48,6 @@ func (u UDPService) Port() uint16 {
 // Equal reports whether u and v are the same, field by field.
 func (u UDPService) Equal(v UDPService) bool {
 	return u.Name == v.Name && u.Service == v.Service && u.Balance == v.Balance && u.Probe == v.Probe &&
-		slices.Equal(u.Binds, v.Binds) && slices.Equal(u.SourceRanges, v.SourceRanges) && slices.Equal(u.Servers, v.Servers)
+		slices.Equal(u.Binds, v.Binds) && slices.Equal(u.SourceRanges, v.SourceRanges) && slices.Equal(u.Servers, v.Servers) &&
+		slices.Equal(u.Weights, v.Weights)
 }

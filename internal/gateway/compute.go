@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// features are the GatewayClass's supportedFeatures, sorted by name.
+var features = []gwv1.FeatureName{"Gateway", "ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
+
+// gw is a Gateway of ours being computed.
+type gw struct {
+	obj       *gwv1.Gateway
+	key       Key
+	addrs     []netip.Addr // bind addresses; empty: every address
+	addrOK    bool         // spec.addresses can be served
+	addrWhy   string       // the reason when not
+	listeners []*listener
+}
+
+// Compute builds the model and the statuses for in.
+func Compute(in Input, opts Options) Result {
+	if opts.ControllerName == "" {
+		opts.ControllerName = ControllerName
+	}
+	res := Result{Classes: map[string]gwv1.GatewayClassStatus{}, Gateways: map[Key]gwv1.GatewayStatus{}, Routes: map[RouteKey][]gwv1.RouteParentStatus{}}
+	accepted := map[string]bool{}
+	for _, c := range in.Classes {
+		if string(c.Spec.ControllerName) != opts.ControllerName {
+			continue
+		}
+		st := gwv1.GatewayClassStatus{}
+		if c.Spec.ParametersRef != nil {
+			st.Conditions = []metavCondition{cond("Accepted", false, "InvalidParameters", "this controller takes no parameters", c.Generation)}
+		} else {
+			accepted[c.Name] = true
+			st.Conditions = []metavCondition{cond("Accepted", true, "Accepted", "handled by "+opts.ControllerName, c.Generation)}
+			for _, f := range features {
+				st.SupportedFeatures = append(st.SupportedFeatures, gwv1.SupportedFeature{Name: f})
+			}
+		}
+		res.Classes[c.Name] = st
+	}
+
+	w := newWorld(in)
+	var gws []*gw
+	byKey := map[Key]*gw{}
+	sorted := slices.Clone(in.Gateways)
+	slices.SortFunc(sorted, func(a, b *gwv1.Gateway) int {
+		return older(a.ObjectMeta, b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	taken := map[portKey]Key{} // a port bound by an older Gateway
+	for _, g := range sorted {
+		if !accepted[string(g.Spec.GatewayClassName)] {
+			continue
+		}
+		x := &gw{obj: g, key: Key{g.Namespace, g.Name}}
+		x.addrs, x.addrOK, x.addrWhy = gatewayAddrs(g, opts.Addresses)
+		x.listeners = listenersOf(g, opts.UDP)
+		for _, l := range x.listeners {
+			pk := portKey{udp: l.udp(), port: l.port}
+			if owner, ok := taken[pk]; ok && owner != x.key && l.accepted {
+				l.reject("PortUnavailable", "port "+strconv.Itoa(int(l.port))+" is taken by Gateway "+owner.String())
+			} else if l.accepted && x.addrOK {
+				taken[pk] = x.key
+			}
+		}
+		gws = append(gws, x)
+		byKey[x.key] = x
+	}
+
+	for _, r := range routesOf(in) {
+		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 {
+			res.Routes[r.key] = sts
+		}
+	}
+
+	backends := map[string]*model.Backend{}
+	for _, x := range gws {
+		if x.addrOK {
+			serve(&res.Config, x, w, backends)
+		}
+		res.Gateways[x.key] = gatewayStatus(x, opts.Addresses)
+	}
+	for _, b := range backends {
+		res.Config.Backends = append(res.Config.Backends, b)
+	}
+	slices.SortFunc(res.Config.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(res.Config.Frontends, func(a, b model.Frontend) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(res.Config.UDP, func(a, b model.UDPService) int { return cmp.Compare(a.Name, b.Name) })
+	return res
+}
+
+type portKey struct {
+	udp  bool
+	port uint16
+}
+
+// gatewayAddrs is where a Gateway's listeners bind: the addresses its
+// spec asks for, which must be the load balancer's, or all of them.
+func gatewayAddrs(g *gwv1.Gateway, lb []netip.Addr) ([]netip.Addr, bool, string) {
+	if len(g.Spec.Addresses) == 0 {
+		return lb, true, ""
+	}
+	var out []netip.Addr
+	for _, a := range g.Spec.Addresses {
+		if a.Type != nil && *a.Type != gwv1.IPAddressType {
+			return nil, false, "UnsupportedAddress"
+		}
+		ip, err := netip.ParseAddr(a.Value)
+		if err != nil || !slices.Contains(lb, ip.Unmap()) {
+			return nil, false, "AddressNotUsable"
+		}
+		out = append(out, ip.Unmap())
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out), true, ""
+}

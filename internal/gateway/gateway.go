@@ -1,0 +1,135 @@
+// Package gateway is the Gateway API source's pure part: GatewayClasses,
+// Gateways, TCPRoutes, TLSRoutes and UDPRoutes (gateway.networking.k8s.io),
+// ReferenceGrants, Services and their EndpointSlices in, the same model
+// the drivers apply (model.Config) and the status every object should
+// carry out. Compute reads nothing else and changes nothing it is given.
+//
+// A Gateway's TCP and TLS listeners on one port are one HAProxy frontend:
+// a TCP listener sends every connection to its route's backends, TLS
+// (passthrough) listeners choose the route by the ClientHello's server
+// name. UDP listeners are ports of the nftables table. A route's
+// backendRefs are Services; their servers are the ready endpoints'
+// Pod IP:targetPort, shared between routes as one backend per Service
+// port.
+package gateway
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// ControllerName is the GatewayClass controllerName this controller
+// serves by default.
+const ControllerName = "haproxy-k8s-sync.io/gateway"
+
+// Input is everything Compute reads. Objects are shared with the
+// informer caches: never modified.
+type Input struct {
+	Classes    []*gwv1.GatewayClass
+	Gateways   []*gwv1.Gateway
+	TCPRoutes  []*gwv1.TCPRoute
+	TLSRoutes  []*gwv1.TLSRoute
+	UDPRoutes  []*gwv1.UDPRoute
+	Grants     []*gwv1beta1.ReferenceGrant
+	Services   []*corev1.Service
+	Slices     []*desired.Slice
+	Namespaces []*corev1.Namespace // for allowedRoutes.namespaces.selector
+}
+
+// Options shape Compute.
+type Options struct {
+	ControllerName string // GatewayClasses with this controllerName are ours; "": ControllerName
+	// Addresses are the load balancer's addresses: listeners bind to
+	// them (every local address when empty) and a Gateway's
+	// spec.addresses may only name them. They go to status.addresses.
+	Addresses []netip.Addr
+	// UDP: UDP listeners are served (the nftables driver runs); without
+	// it they are not accepted.
+	UDP bool
+}
+
+// Result is the model and the status of every object that is ours.
+type Result struct {
+	Config   model.Config
+	Classes  map[string]gwv1.GatewayClassStatus // by name
+	Gateways map[Key]gwv1.GatewayStatus
+	// Routes: the parents' statuses this controller writes, by route
+	// (other controllers' entries are left alone by the writer).
+	Routes map[RouteKey][]gwv1.RouteParentStatus
+	// Generations the statuses were computed from (observedGeneration
+	// is in the conditions; this keys the writer's comparisons).
+}
+
+// Key names a namespaced object.
+type Key struct{ Namespace, Name string }
+
+func (k Key) String() string { return k.Namespace + "/" + k.Name }
+
+// Route kinds.
+const (
+	KindTCPRoute = "TCPRoute"
+	KindTLSRoute = "TLSRoute"
+	KindUDPRoute = "UDPRoute"
+)
+
+// RouteKey names a route of some kind.
+type RouteKey struct {
+	Kind string
+	Key
+}
+
+// route is what Compute reads of any route kind.
+type route struct {
+	key       RouteKey
+	meta      metav1.ObjectMeta
+	parents   []gwv1.ParentReference
+	hostnames []gwv1.Hostname // TLSRoute only
+	refs      []gwv1.BackendRef
+}
+
+func routesOf(in Input) []*route {
+	var out []*route
+	for _, r := range in.TCPRoutes {
+		rt := &route{key: RouteKey{KindTCPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta, parents: r.Spec.ParentRefs}
+		if len(r.Spec.Rules) > 0 {
+			rt.refs = r.Spec.Rules[0].BackendRefs
+		}
+		out = append(out, rt)
+	}
+	for _, r := range in.TLSRoutes {
+		rt := &route{key: RouteKey{KindTLSRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta, parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
+		if len(r.Spec.Rules) > 0 {
+			rt.refs = r.Spec.Rules[0].BackendRefs
+		}
+		out = append(out, rt)
+	}
+	for _, r := range in.UDPRoutes {
+		rt := &route{key: RouteKey{KindUDPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta, parents: r.Spec.ParentRefs}
+		if len(r.Spec.Rules) > 0 {
+			rt.refs = r.Spec.Rules[0].BackendRefs
+		}
+		out = append(out, rt)
+	}
+	// The oldest route wins what two routes want (a TCP listener, a
+	// server name); ties by kind, namespace and name, as the spec says.
+	slices.SortFunc(out, func(a, b *route) int { return older(a.meta, b.meta, a.key.String(), b.key.String()) })
+	return out
+}
+
+func (k RouteKey) String() string { return k.Kind + "/" + k.Key.String() }
+
+func older(a, b metav1.ObjectMeta, ka, kb string) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(ka, kb)
+}

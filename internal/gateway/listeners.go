@@ -1,0 +1,179 @@
+package gateway
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// listener is one listener of a Gateway being computed.
+type listener struct {
+	spec     gwv1.Listener
+	port     uint16
+	hostname string   // "" for none; valid (model.ValidSNI) when set
+	kinds    []string // route kinds it takes (supportedKinds)
+	// accepted: valid and supported; why/msg say otherwise.
+	accepted bool
+	why, msg string
+	badKinds bool   // allowedRoutes.kinds named a kind we do not take
+	conflict string // "HostnameConflict" or "ProtocolConflict"; "" for none
+	attached int32
+	routes   []*attachedRoute // served, oldest first
+	served   bool             // in the model
+}
+
+// attachedRoute is a route attached to a listener, with the server names
+// it takes there (TLS) and its backends.
+type attachedRoute struct {
+	r    *route
+	snis []string
+	refs []resolvedRef
+}
+
+func (l *listener) udp() bool { return l.spec.Protocol == gwv1.UDPProtocolType }
+
+func (l *listener) reject(why, msg string) { l.accepted, l.why, l.msg = false, why, msg }
+
+// listenersOf validates a Gateway's listeners and finds their conflicts.
+func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
+	var out []*listener
+	for _, s := range g.Spec.Listeners {
+		l := &listener{spec: s, port: uint16(s.Port), accepted: true}
+		if s.Hostname != nil {
+			l.hostname = string(*s.Hostname)
+		}
+		var kind string
+		switch s.Protocol {
+		case gwv1.TCPProtocolType:
+			kind = KindTCPRoute
+		case gwv1.UDPProtocolType:
+			kind = KindUDPRoute
+			if !udp {
+				l.reject("UnsupportedProtocol", "UDP listeners need the UDP data path (--udp)")
+			}
+		case gwv1.TLSProtocolType:
+			kind = KindTLSRoute
+			if s.TLS != nil && s.TLS.Mode != nil && *s.TLS.Mode != gwv1.TLSModePassthrough {
+				l.reject("UnsupportedValue", "only tls.mode Passthrough is supported")
+			}
+		default:
+			l.reject("UnsupportedProtocol", "protocol "+string(s.Protocol)+" is not supported: TCP, TLS (passthrough) and UDP are")
+		}
+		if l.hostname != "" && !model.ValidSNI(l.hostname) {
+			l.reject("UnsupportedValue", "hostname is not a valid DNS name")
+		}
+		if s.Port < 1 || s.Port > 65535 {
+			l.reject("UnsupportedValue", "port out of range")
+		}
+		l.kinds = supportedKinds(s.AllowedRoutes, kind, &l.badKinds)
+		out = append(out, l)
+	}
+	for i, a := range out {
+		for j, b := range out {
+			if i == j || a.port != b.port || a.udp() != b.udp() || !a.accepted || !b.accepted {
+				continue
+			}
+			switch {
+			case a.spec.Protocol != b.spec.Protocol:
+				a.conflict = "ProtocolConflict"
+			case a.spec.Protocol != gwv1.TLSProtocolType || a.hostname == b.hostname:
+				if a.conflict == "" {
+					a.conflict = "HostnameConflict"
+				}
+			}
+		}
+	}
+	for _, l := range out {
+		if l.conflict != "" {
+			l.reject("PortUnavailable", "conflicts with another listener on port "+itoa(int(l.port))+" ("+l.conflict+")")
+		}
+	}
+	return out
+}
+
+// supportedKinds are the route kinds a listener of this protocol takes,
+// as allowedRoutes.kinds narrows them; bad reports kinds it names that
+// we cannot take.
+func supportedKinds(ar *gwv1.AllowedRoutes, kind string, bad *bool) []string {
+	if kind == "" {
+		return nil
+	}
+	if ar == nil || len(ar.Kinds) == 0 {
+		return []string{kind}
+	}
+	var out []string
+	for _, k := range ar.Kinds {
+		if (k.Group == nil || *k.Group == gwv1.GroupName) && string(k.Kind) == kind {
+			out = append(out, kind)
+		} else {
+			*bad = true
+		}
+	}
+	if len(out) > 1 {
+		out = out[:1]
+	}
+	return out
+}
+
+// allows reports whether a listener of g takes routes from namespace ns.
+func (l *listener) allows(g *gwv1.Gateway, ns string, nsLabels map[string]map[string]string) bool {
+	from := gwv1.NamespacesFromSame
+	var sel *metav1.LabelSelector
+	if ar := l.spec.AllowedRoutes; ar != nil && ar.Namespaces != nil {
+		if ar.Namespaces.From != nil {
+			from = *ar.Namespaces.From
+		}
+		sel = ar.Namespaces.Selector
+	}
+	switch from {
+	case gwv1.NamespacesFromAll:
+		return true
+	case gwv1.NamespacesFromSame:
+		return ns == g.Namespace
+	case gwv1.NamespacesFromSelector:
+		if sel == nil {
+			return false
+		}
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		return err == nil && s.Matches(labels.Set(nsLabels[ns]))
+	}
+	return false
+}
+
+// sniMatches reports whether server name pattern a and b overlap (each
+// exact or "*.suffix"), and the narrower of the two.
+func sniMatches(a, b string) (string, bool) {
+	switch {
+	case a == "":
+		return b, true
+	case b == "":
+		return a, true
+	case a == b:
+		return a, true
+	}
+	wa, wb := strings.HasPrefix(a, "*."), strings.HasPrefix(b, "*.")
+	switch {
+	case wa && !wb && strings.HasSuffix(b, a[1:]):
+		return b, true
+	case wb && !wa && strings.HasSuffix(a, b[1:]):
+		return a, true
+	case wa && wb && strings.HasSuffix(a, b[1:]):
+		return a, true
+	case wa && wb && strings.HasSuffix(b, a[1:]):
+		return b, true
+	}
+	return "", false
+}
+
+func namespaceLabels(nss []*corev1.Namespace) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(nss))
+	for _, n := range nss {
+		out[n.Name] = n.Labels
+	}
+	return out
+}

@@ -1,0 +1,264 @@
+package gateway
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// world indexes what routes refer to.
+type world struct {
+	services map[Key]*corev1.Service
+	slices   map[Key][]*desired.Slice
+	grants   map[string][]*gwv1beta1.ReferenceGrant // by namespace
+	nsLabels map[string]map[string]string
+}
+
+func newWorld(in Input) *world {
+	w := &world{services: map[Key]*corev1.Service{}, slices: map[Key][]*desired.Slice{}, grants: map[string][]*gwv1beta1.ReferenceGrant{},
+		nsLabels: namespaceLabels(in.Namespaces)}
+	for _, s := range in.Services {
+		w.services[Key{s.Namespace, s.Name}] = s
+	}
+	for _, s := range in.Slices {
+		if s.Service != "" {
+			k := Key{s.Namespace, s.Service}
+			w.slices[k] = append(w.slices[k], s)
+		}
+	}
+	for _, g := range in.Grants {
+		w.grants[g.Namespace] = append(w.grants[g.Namespace], g)
+	}
+	return w
+}
+
+// resolvedRef is one backendRef: a Service port whose servers serve it,
+// or why it does not resolve (its share of connections is then refused).
+type resolvedRef struct {
+	svc    Key
+	port   corev1.ServicePort
+	weight int32
+	why    string // "" when it resolves; else a RouteConditionReason
+	msg    string
+}
+
+// resolve reads a route's backendRefs.
+func (w *world) resolve(r *route) []resolvedRef {
+	out := make([]resolvedRef, 0, len(r.refs))
+	for _, ref := range r.refs {
+		rr := resolvedRef{weight: 1, svc: Key{r.key.Namespace, string(ref.Name)}}
+		if ref.Weight != nil {
+			rr.weight = *ref.Weight
+		}
+		if ref.Namespace != nil {
+			rr.svc.Namespace = string(*ref.Namespace)
+		}
+		switch {
+		case ref.Group != nil && *ref.Group != "" && *ref.Group != "core", ref.Kind != nil && *ref.Kind != "Service":
+			rr.why, rr.msg = "InvalidKind", "backendRefs may only name Services"
+		case rr.svc.Namespace != r.key.Namespace && !w.granted(r, rr.svc):
+			rr.why, rr.msg = "RefNotPermitted", "no ReferenceGrant in "+rr.svc.Namespace+" allows "+r.key.Kind+"s from "+r.key.Namespace+" to Service "+rr.svc.Name
+		case ref.Port == nil:
+			rr.why, rr.msg = "BackendNotFound", "backendRef to Service "+rr.svc.String()+" has no port"
+		default:
+			rr.why, rr.msg = w.servicePort(&rr, r.key.Kind == KindUDPRoute, int32(*ref.Port))
+		}
+		out = append(out, rr)
+	}
+	return out
+}
+
+func (w *world) servicePort(rr *resolvedRef, udp bool, port int32) (string, string) {
+	s, ok := w.services[rr.svc]
+	if !ok {
+		return "BackendNotFound", "Service " + rr.svc.String() + " not found"
+	}
+	want := corev1.ProtocolTCP
+	if udp {
+		want = corev1.ProtocolUDP
+	}
+	found := false
+	for _, p := range s.Spec.Ports {
+		if p.Port != port {
+			continue
+		}
+		found = true
+		if p.Protocol == want || (p.Protocol == "" && want == corev1.ProtocolTCP) {
+			rr.port = p
+			return "", ""
+		}
+	}
+	if found {
+		return "UnsupportedProtocol", "Service " + rr.svc.String() + " port " + strconv.Itoa(int(port)) + " is not " + string(want)
+	}
+	return "BackendNotFound", "Service " + rr.svc.String() + " has no port " + strconv.Itoa(int(port))
+}
+
+// granted reports whether a ReferenceGrant in the Service's namespace
+// lets route r refer to it.
+func (w *world) granted(r *route, svc Key) bool {
+	for _, g := range w.grants[svc.Namespace] {
+		from := false
+		for _, f := range g.Spec.From {
+			if f.Group == gwv1.GroupName && string(f.Kind) == r.key.Kind && string(f.Namespace) == r.key.Namespace {
+				from = true
+			}
+		}
+		if !from {
+			continue
+		}
+		for _, t := range g.Spec.To {
+			if (t.Group == "" || t.Group == "core") && t.Kind == "Service" && (t.Name == nil || string(*t.Name) == svc.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// attach attaches route r to the listeners of our Gateways its
+// parentRefs name, and returns the status of each such parent.
+func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.RouteParentStatus {
+	var out []gwv1.RouteParentStatus
+	var refs []resolvedRef
+	for _, p := range r.parents {
+		if (p.Group != nil && *p.Group != gwv1.GroupName) || (p.Kind != nil && *p.Kind != "Gateway") {
+			continue
+		}
+		k := Key{r.key.Namespace, string(p.Name)}
+		if p.Namespace != nil {
+			k.Namespace = string(*p.Namespace)
+		}
+		x, ok := gws[k]
+		if !ok {
+			continue // not a Gateway of ours
+		}
+		if refs == nil {
+			refs = w.resolve(r)
+		}
+		st := gwv1.RouteParentStatus{ParentRef: p, ControllerName: gwv1.GatewayController(controller)}
+		accepted, why, msg := attachTo(r, x, p, refs, w)
+		st.Conditions = append(st.Conditions, cond("Accepted", accepted, why, msg, r.meta.Generation))
+		resolved, why, msg := true, "ResolvedRefs", "all backendRefs resolve"
+		for _, rr := range refs {
+			if rr.why != "" {
+				resolved, why, msg = false, rr.why, rr.msg
+				break
+			}
+		}
+		st.Conditions = append(st.Conditions, cond("ResolvedRefs", resolved, why, msg, r.meta.Generation))
+		out = append(out, st)
+	}
+	return out
+}
+
+// attachTo attaches r to the listeners of x that parentRef p selects
+// and that take it; routes are attached oldest first, so an older route
+// keeps what it has (a TCP or UDP listener, a server name).
+func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *world) (bool, string, string) {
+	section, kindOK, nsOK, hostOK, won := false, false, false, false, false
+	for _, l := range x.listeners {
+		if (p.SectionName != nil && *p.SectionName != l.spec.Name) || (p.Port != nil && uint16(*p.Port) != l.port) {
+			continue
+		}
+		section = true
+		if !l.accepted || !contains(l.kinds, r.key.Kind) {
+			continue
+		}
+		kindOK = true
+		if !l.allows(x.obj, r.key.Namespace, w.nsLabels) {
+			continue
+		}
+		nsOK = true
+		var snis []string
+		if r.key.Kind == KindTLSRoute {
+			if snis = routeSNIs(r.hostnames, l.hostname); len(snis) == 0 {
+				continue
+			}
+		}
+		hostOK = true
+		if l.claim(r, snis, refs) {
+			won = true
+		}
+	}
+	switch {
+	case !section:
+		return false, "NoMatchingParent", "no listener matches the parentRef's sectionName and port"
+	case !kindOK || !nsOK:
+		return false, "NotAllowedByListeners", "no matching listener takes " + r.key.Kind + "s from namespace " + r.key.Namespace
+	case !hostOK:
+		return false, "NoMatchingListenerHostname", "no hostname of the route matches a listener's"
+	case !x.addrOK:
+		return false, "Pending", "the Gateway's addresses cannot be served"
+	case !won:
+		return false, "NotAllowedByListeners", "an older route already takes the matching listeners (or all of its hostnames there)"
+	}
+	return true, "Accepted", "attached"
+}
+
+// claim attaches r to l unless older routes took l (TCP, UDP) or all of
+// the server names r wants there (TLS).
+func (l *listener) claim(r *route, snis []string, refs []resolvedRef) bool {
+	if l.spec.Protocol != gwv1.TLSProtocolType {
+		if len(l.routes) > 0 {
+			return false
+		}
+	} else {
+		var free []string
+		for _, s := range snis {
+			if !l.taken(s) {
+				free = append(free, s)
+			}
+		}
+		if snis = free; len(snis) == 0 {
+			return false
+		}
+	}
+	l.routes = append(l.routes, &attachedRoute{r: r, snis: snis, refs: refs})
+	l.attached++
+	return true
+}
+
+func (l *listener) taken(sni string) bool {
+	for _, a := range l.routes {
+		if contains(a.snis, sni) {
+			return true
+		}
+	}
+	return false
+}
+
+// routeSNIs are the server names a TLSRoute takes on a listener: each of
+// its hostnames that overlaps the listener's, narrowed to the overlap;
+// the listener's own (or any, "") when the route names none.
+func routeSNIs(hostnames []gwv1.Hostname, listener string) []string {
+	if len(hostnames) == 0 {
+		return []string{listener}
+	}
+	var out []string
+	for _, h := range hostnames {
+		if !model.ValidSNI(string(h)) {
+			continue
+		}
+		if s, ok := sniMatches(string(h), listener); ok && !contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

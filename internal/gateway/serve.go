@@ -1,0 +1,159 @@
+package gateway
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// serve adds a Gateway's accepted listeners to the model: TCP and TLS
+// listeners of one port are one frontend, UDP listeners UDP ports.
+func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backend) {
+	binds := func(port uint16) []model.Bind {
+		if len(x.addrs) == 0 {
+			return []model.Bind{{Port: port}}
+		}
+		out := make([]model.Bind, len(x.addrs))
+		for i, a := range x.addrs {
+			out[i] = model.Bind{Addr: a, Port: port}
+		}
+		return out
+	}
+	fronts := map[uint16]*model.Frontend{}
+	var ports []uint16
+	for _, l := range x.listeners {
+		if !l.accepted {
+			continue
+		}
+		if l.udp() {
+			cfg.UDP = append(cfg.UDP, udpService(x, l, binds(l.port), w))
+			l.served = true
+			continue
+		}
+		f, ok := fronts[l.port]
+		if !ok {
+			f = &model.Frontend{Name: name("gw", x.key.Namespace, x.key.Name, strconv.Itoa(int(l.port))), Service: x.key.String(), Binds: binds(l.port)}
+			fronts[l.port] = f
+			ports = append(ports, l.port)
+		}
+		for _, a := range l.routes {
+			bes := weighted(a.refs, w, backends)
+			if l.spec.Protocol != gwv1.TLSProtocolType {
+				f.Routes = append(f.Routes, model.Route{Backends: bes})
+				continue
+			}
+			for _, s := range a.snis {
+				f.Routes = append(f.Routes, model.Route{SNI: s, Backends: bes})
+			}
+		}
+		l.served = true
+	}
+	slices.Sort(ports)
+	for _, p := range ports {
+		f := fronts[p]
+		slices.SortStableFunc(f.Routes, func(a, b model.Route) int { return precedence(a.SNI, b.SNI) })
+		if len(f.Routes) == 0 {
+			// Bound, but nothing to serve yet: every connection is closed.
+			f.Routes = []model.Route{{Backends: []model.WeightedBackend{{Name: model.RejectBackend, Weight: 1}}}}
+			backends[model.RejectBackend] = rejectBackend()
+		}
+		cfg.Frontends = append(cfg.Frontends, *f)
+	}
+}
+
+// precedence orders server names as HAProxy tries them: exact names
+// first, then wildcards, longer suffixes first, then "" (any).
+func precedence(a, b string) int {
+	rank := func(s string) int {
+		switch {
+		case s == "":
+			return 2
+		case strings.HasPrefix(s, "*."):
+			return 1
+		}
+		return 0
+	}
+	if c := cmp.Compare(rank(a), rank(b)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(len(b), len(a)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+// weighted turns a route's backendRefs into weighted backends (one per
+// Service port, shared between routes), the share of refs that do not
+// resolve going to the reject backend.
+func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend) []model.WeightedBackend {
+	var out []model.WeightedBackend
+	add := func(n string, weight int32) {
+		for i := range out {
+			if out[i].Name == n {
+				out[i].Weight += weight
+				return
+			}
+		}
+		out = append(out, model.WeightedBackend{Name: n, Weight: weight})
+	}
+	for _, rr := range refs {
+		if rr.weight <= 0 {
+			continue
+		}
+		if rr.why != "" {
+			add(model.RejectBackend, rr.weight)
+			backends[model.RejectBackend] = rejectBackend()
+			continue
+		}
+		n := name("gw", rr.svc.Namespace, rr.svc.Name, strconv.Itoa(int(rr.port.Port)))
+		if _, ok := backends[n]; !ok {
+			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin",
+				Servers: desired.PodServers(w.slices[rr.svc], rr.port)}
+		}
+		add(n, rr.weight)
+	}
+	if len(out) == 0 {
+		// No backendRef with a weight: every connection is refused.
+		backends[model.RejectBackend] = rejectBackend()
+		out = []model.WeightedBackend{{Name: model.RejectBackend, Weight: 1}}
+	}
+	return out
+}
+
+func rejectBackend() *model.Backend {
+	return &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}}
+}
+
+// udpService is a UDP listener's port: the servers of its route's
+// backendRefs, each repeated in proportion to its backend's weight
+// (UDPService.Weights).
+func udpService(x *gw, l *listener, binds []model.Bind, w *world) model.UDPService {
+	u := model.UDPService{Name: name("udp_gw", x.key.Namespace, x.key.Name, strconv.Itoa(int(l.port))), Service: x.key.String(),
+		Binds: binds, Balance: model.BalanceRoundRobin, Servers: []model.Server{}}
+	if len(l.routes) == 0 {
+		return u
+	}
+	u.Servers, u.Weights = udpServers(l.routes[0].refs, w)
+	return u
+}
+
+// name joins parts with "_" after a prefix. Parts are Kubernetes names:
+// a dot (allowed in some) becomes "-", and then, or when the name would
+// be longer than 100 bytes, a hash of the parts keeps it unique.
+func name(prefix string, parts ...string) string {
+	raw := prefix + "_" + strings.Join(parts, "_")
+	n := strings.ReplaceAll(raw, ".", "-")
+	if n == raw && len(n) <= 100 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(raw))
+	return n[:min(len(n), 90)] + "_" + hex.EncodeToString(sum[:4])
+}
