@@ -29,6 +29,8 @@ func setField(t *testing.T, v reflect.Value, i int) {
 			f.Set(reflect.ValueOf([]Bind{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 1}}))
 		case reflect.TypeOf([]netip.Prefix{}):
 			f.Set(reflect.ValueOf([]netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}))
+		case reflect.TypeOf([]Route{}):
+			f.Set(reflect.ValueOf([]Route{{SNI: "a.example.com", Backends: []WeightedBackend{{Name: "b", Weight: 1}}}}))
 		case reflect.TypeOf([]Server{}):
 			f.Set(reflect.ValueOf([]Server{{Addr: netip.MustParseAddr("10.0.0.1"), Port: 1}}))
 		default:
@@ -88,5 +90,29 @@ func TestValidPaths(t *testing.T) {
 		if got := ValidFilePath(c.in); got != c.file {
 			t.Errorf("ValidFilePath(%q) = %v, want %v", c.in, got, c.file)
 		}
+	}
+}
+
+// Frontends whose routes differ in a server name, a backend or a weight
+// are not equal: each is a reload.
+func TestFrontendEqualRoutes(t *testing.T) {
+	base := func() Frontend {
+		return Frontend{Name: "f", Routes: []Route{{SNI: "a.example.com", Backends: []WeightedBackend{{Name: "x", Weight: 80}, {Name: "y", Weight: 20}}}}}
+	}
+	for name, change := range map[string]func(f *Frontend){
+		"sni":     func(f *Frontend) { f.Routes[0].SNI = "b.example.com" },
+		"backend": func(f *Frontend) { f.Routes[0].Backends[1].Name = "z" },
+		"weight":  func(f *Frontend) { f.Routes[0].Backends[0].Weight = 70 },
+		"more":    func(f *Frontend) { f.Routes = append(f.Routes, Route{}) },
+		"delay":   func(f *Frontend) { f.InspectDelay = 1 },
+	} {
+		g := base()
+		change(&g)
+		if base().Equal(g) {
+			t.Errorf("%s: Equal ignores it", name)
+		}
+	}
+	if !base().Equal(base()) {
+		t.Error("equal frontends differ")
 	}
 }
