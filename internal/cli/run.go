@@ -65,12 +65,12 @@ A flag of another mode or driver given on the command line is an error (exit 2).
 // run is `run`: the controller.
 func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]bool, e *cmdEnv) error {
 	switch f.mode {
-	case modeServices, modeAPIServer:
+	case modeServices, modeAPIServer, modeGateway:
 	default:
-		return fmt.Errorf("--mode: want %s or %s, got %q", modeServices, modeAPIServer, f.mode)
+		return fmt.Errorf("--mode: want %s, %s or %s, got %q", modeServices, modeAPIServer, modeGateway, f.mode)
 	}
 	useDataplane, err := f.dp.selected()
-	if err != nil && f.mode == modeServices {
+	if err != nil && f.mode != modeAPIServer {
 		return err
 	}
 	if err := checkScopes(fs, given, f.mode, useDataplane, len(f.instances) > 0); err != nil {
@@ -87,6 +87,8 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	case modeServices:
 	case modeAPIServer:
 		return runAPIServer(ctx, f, f.api, log)
+	case modeGateway:
+		return runGateway(ctx, f, useDataplane, log)
 	}
 	dopts, err := f.desiredOptions()
 	if err != nil {

@@ -35,7 +35,7 @@ type runFlags struct {
 // the Service defaults (see shape.register).
 func (f *runFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	addGroup(fs, groupMode, scopeAll, func(fs *pflag.FlagSet) {
-		fs.StringVar(&f.mode, "mode", modeServices, "services: load-balance Services; apiserver: load-balance the kube-apiservers (docs/apiserver.md)")
+		fs.StringVar(&f.mode, "mode", modeServices, "services: load-balance Services; apiserver: load-balance the kube-apiservers (docs/apiserver.md); gateway: serve Gateway API TCP, TLS and UDP routes (docs/gateway.md)")
 	})
 	f.dp.register(fs)
 	addGroup(fs, groupMode, scopeServices, func(fs *pflag.FlagSet) {

@@ -93,16 +93,23 @@ func Plan(udp []model.UDPService, prev map[string]Service, down func(netip.Addr)
 		slices.SortFunc(s.Addrs, netip.Addr.Compare)
 		s.Addrs = slices.Compact(s.Addrs)
 		var v4, v6 []netip.AddrPort
-		for _, sv := range u.Servers {
+		for i, sv := range u.Servers {
+			// A weighted server (a Gateway API backendRef's share) has
+			// that many entries in its map: numgen and the hash pick
+			// entries, not servers.
+			n := 1
+			if len(u.Weights) == len(u.Servers) {
+				n = int(u.Weights[i])
+			}
 			switch {
 			case sv.Maint:
 			case u.Probe && down != nil && down(sv.Addr):
 			case sv.Drain:
 				s.Drain = append(s.Drain, sv.Key())
 			case sv.Addr.Is4():
-				v4 = append(v4, sv.Key())
+				v4 = appendN(v4, sv.Key(), n)
 			default:
-				v6 = append(v6, sv.Key())
+				v6 = appendN(v6, sv.Key(), n)
 			}
 		}
 		old := prev[u.Name]
@@ -112,21 +119,29 @@ func Plan(udp []model.UDPService, prev map[string]Service, down func(netip.Addr)
 	return out
 }
 
-// keepIndices orders want (sorted) so that a server of old keeps its
-// index when that index still exists; the others fill the gaps in order.
+func appendN(s []netip.AddrPort, a netip.AddrPort, n int) []netip.AddrPort {
+	for range n {
+		s = append(s, a)
+	}
+	return s
+}
+
+// keepIndices orders want (sorted; a weighted server appears several
+// times) so that a server of old keeps its indices when they still exist,
+// as many as it still has; the others fill the gaps in order.
 func keepIndices(old, want []netip.AddrPort) []netip.AddrPort {
 	if len(want) > maxServers {
 		want = want[:maxServers]
 	}
 	out := make([]netip.AddrPort, len(want))
-	taken := make(map[netip.AddrPort]bool, len(want))
-	in := make(map[netip.AddrPort]bool, len(want))
+	left := make(map[netip.AddrPort]int, len(want)) // entries still to place
 	for _, w := range want {
-		in[w] = true
+		left[w]++
 	}
 	for i, o := range old {
-		if i < len(out) && in[o] {
-			out[i], taken[o] = o, true
+		if i < len(out) && left[o] > 0 {
+			out[i] = o
+			left[o]--
 		}
 	}
 	j := 0
@@ -134,10 +149,11 @@ func keepIndices(old, want []netip.AddrPort) []netip.AddrPort {
 		if out[i].IsValid() {
 			continue
 		}
-		for taken[want[j]] {
+		for left[want[j]] == 0 {
 			j++
 		}
-		out[i], taken[want[j]] = want[j], true
+		out[i] = want[j]
+		left[want[j]]--
 	}
 	return out
 }

@@ -28,6 +28,9 @@ func TestKeepIndices(t *testing.T) {
 		{"one removed from the middle: the last moves into the gap", []netip.AddrPort{a, b, c}, []netip.AddrPort{a, c}, []netip.AddrPort{a, c}},
 		{"one added: takes the new index", []netip.AddrPort{c, a}, []netip.AddrPort{a, b, c}, []netip.AddrPort{c, a, b}},
 		{"all gone", []netip.AddrPort{a}, nil, []netip.AddrPort{}},
+		{"weighted: a server's entries keep their indices", []netip.AddrPort{a, b, a, b}, []netip.AddrPort{a, a, a, b}, []netip.AddrPort{a, b, a, a}},
+		{"weighted: fewer entries free the last ones", []netip.AddrPort{a, b, a, c}, []netip.AddrPort{a, b, c}, []netip.AddrPort{a, b, c}},
+		{"weighted: first time", nil, []netip.AddrPort{a, a, a, a, b}, []netip.AddrPort{a, a, a, a, b}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +146,21 @@ func TestPlan(t *testing.T) {
 				V4: []netip.AddrPort{ap("198.51.100.1:31820"), ap("198.51.100.4:31820")}, V6: []netip.AddrPort{ap("[2001:db8::5]:31820")},
 				Drain: []netip.AddrPort{ap("198.51.100.2:31820")}}},
 	}
+	weighted := u
+	weighted.Probe, weighted.Weights = false, []uint16{4, 1, 1, 2, 0}
+	tests = append(tests, struct {
+		name string
+		in   model.UDPService
+		down func(netip.Addr) bool
+		want Service
+	}{"weights: as many map entries as the weight; weight 0 takes no new flow",
+		weighted, nil,
+		Service{Name: "udp_a_b_1", Port: 1, Balance: model.BalanceSource,
+			Addrs: []netip.Addr{a("192.0.2.1"), a("2001:db8::1")},
+			V4: []netip.AddrPort{ap("198.51.100.1:31820"), ap("198.51.100.1:31820"), ap("198.51.100.1:31820"), ap("198.51.100.1:31820"),
+				ap("198.51.100.4:31820"), ap("198.51.100.4:31820")},
+			V6:    []netip.AddrPort{},
+			Drain: []netip.AddrPort{ap("198.51.100.2:31820")}}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Plan([]model.UDPService{tt.in}, nil, tt.down)

@@ -1,0 +1,140 @@
+// Package gatewayctl runs the Gateway API mode: informer events → one
+// work item → gateway.Compute from the whole cache → driver, and, once the
+// driver applied a model, the status of the objects it came from
+// (Publisher, leader only, rate-limited). Retries go only through the
+// workqueue.
+package gatewayctl
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+)
+
+const syncKey = "sync"
+
+// Options configure the loop.
+type Options struct {
+	Gateway      gateway.Options
+	ResyncPeriod time.Duration // verify HAProxy's state and re-apply this often
+	SyncTimeout  time.Duration // how long to wait for informer caches
+	Publisher    *Publisher    // told what was applied; nil: no status
+	Logger       *slog.Logger
+}
+
+// Loop keeps the drivers in step with the Gateway API objects.
+type Loop struct {
+	opts    Options
+	src     *source.Gateway
+	drv     driver.Driver
+	queue   workqueue.TypedRateLimitingInterface[string]
+	log     *slog.Logger
+	pending atomic.Bool
+	changed atomic.Int64
+}
+
+// New wires a loop.
+func New(src *source.Gateway, drv driver.Driver, opts Options) *Loop {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.SyncTimeout == 0 {
+		opts.SyncTimeout = 5 * time.Minute
+	}
+	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second)
+	return &Loop{opts: opts, src: src, drv: drv, log: opts.Logger,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "haproxy-k8s-sync-gateway"})}
+}
+
+// Trigger asks for a pass.
+func (l *Loop) Trigger() {
+	if l.pending.CompareAndSwap(false, true) {
+		l.changed.Store(time.Now().UnixNano())
+	}
+	l.queue.Add(syncKey)
+}
+
+// Synced reports whether the caches have synced.
+func (l *Loop) Synced() bool { return l.src.Synced() }
+
+// Run starts the informers, waits for their caches and processes passes
+// until ctx ends.
+func (l *Loop) Run(ctx context.Context) error {
+	defer l.queue.ShutDown()
+	if err := l.src.OnChange(l.Trigger); err != nil {
+		return err
+	}
+	if err := l.src.Start(ctx, l.opts.SyncTimeout); err != nil {
+		return err
+	}
+	l.log.Info("caches synced")
+	l.Trigger()
+	go driver.Resync(ctx, l.drv, l.opts.ResyncPeriod, l.log, func() {}, l.Trigger)
+	go func() {
+		<-ctx.Done()
+		l.queue.ShutDown()
+	}()
+	for l.next(ctx) {
+	}
+	return ctx.Err()
+}
+
+func (l *Loop) next(ctx context.Context) bool {
+	key, quit := l.queue.Get()
+	if quit {
+		return false
+	}
+	defer l.queue.Done(key)
+	res, err := l.sync(ctx)
+	if driver.Requeue(l.queue, key, res, err) {
+		l.log.Error("sync failed; will retry", "err", err, "retries", l.queue.NumRequeues(key))
+	}
+	return true
+}
+
+// sync is one pass: snapshot → gateway.Compute → driver → status.
+func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
+	if !l.src.Synced() {
+		return driver.Result{}, errors.New("informer caches not synced")
+	}
+	start := time.Now()
+	if l.pending.Swap(false) {
+		ctx = driver.WithChanged(ctx, time.Unix(0, l.changed.Load()))
+	}
+	ctx = driver.WithPreempt(ctx, l.pending.Load)
+	in := l.src.Snapshot()
+	out := gateway.Compute(in, l.opts.Gateway)
+	parse := time.Since(start)
+	res, err := l.drv.Apply(ctx, out.Config)
+	if err == nil {
+		// Only what runs is reported: a route is never Accepted, nor a
+		// listener Programmed, before the driver applied them.
+		l.opts.Publisher.Applied(out)
+	}
+	attrs := []any{"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends), "udp", len(out.Config.UDP),
+		"parse", parse, "render", res.Render, "check", res.Check, "write", res.Write,
+		"reload", res.Reload, "runtime", res.Runtime, "ops", res.Ops, "total", time.Since(start)}
+	if res.Reloaded {
+		attrs = append(attrs, "reloaded", true, "reasons", res.Reasons)
+	}
+	switch {
+	case errors.Is(err, driver.ErrDeferred):
+		attrs = append(attrs, "reload_in", res.RetryAfter)
+	case err != nil:
+		attrs = append(attrs, "err", err)
+	}
+	if res.Reloaded || res.Ops > 0 || err != nil {
+		l.log.Info("update", attrs...)
+	} else {
+		l.log.Debug("update", attrs...)
+	}
+	return res, err
+}

@@ -1,0 +1,266 @@
+package gatewayctl
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+)
+
+// Objects reads the informer caches (source.Gateway).
+type Objects interface {
+	Object(kind, namespace, name string) (any, bool)
+	Snapshot() gateway.Input
+}
+
+// PublisherOptions configure a Publisher.
+type PublisherOptions struct {
+	ControllerName string
+	QPS            float32 // status writes per second; <= 0: unlimited
+	Burst          int
+	Workers        int // concurrent writes (default 2)
+	Logger         *slog.Logger
+}
+
+// Publisher writes the status of GatewayClasses, Gateways and routes
+// from what a pass applied, in goroutines of its own with its own rate
+// limit (the pattern of the Services mode's controller.Publisher): a pass
+// only hands over its result (Applied). Conditions of types we do not
+// write, and route parents of other controllers, are left alone; a
+// condition whose status did not change keeps its lastTransitionTime.
+// Writes are updates of the status subresource naming the cached
+// resourceVersion: an object changed meanwhile is retried, never
+// overwritten blindly.
+type Publisher struct {
+	client  gwclient.Interface
+	objs    Objects
+	opts    PublisherOptions
+	limiter flowcontrol.RateLimiter
+	log     *slog.Logger
+
+	mu   sync.Mutex
+	last *gateway.Result
+	wake chan struct{}
+}
+
+type item struct{ Kind, Namespace, Name string }
+
+// NewPublisher returns a Publisher.
+func NewPublisher(client gwclient.Interface, objs Objects, opts PublisherOptions) *Publisher {
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.ControllerName == "" {
+		opts.ControllerName = gateway.ControllerName
+	}
+	p := &Publisher{client: client, objs: objs, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1)}
+	if opts.QPS > 0 {
+		p.limiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, max(opts.Burst, 1))
+	}
+	return p
+}
+
+// Applied records the statuses of a model the drivers now run. It never
+// blocks.
+func (p *Publisher) Applied(res gateway.Result) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.last = &res
+	p.mu.Unlock()
+	p.Poke()
+}
+
+// Poke makes the publisher compare every object again (an object's
+// status changed under it, say).
+func (p *Publisher) Poke() {
+	if p == nil {
+		return
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run writes statuses until ctx ends. Under leader election it runs only
+// while this replica leads; each start re-examines every object.
+func (p *Publisher) Run(ctx context.Context) {
+	if p == nil {
+		return
+	}
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[item](100*time.Millisecond, 30*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[item]{Name: "haproxy-k8s-sync-gateway-status"})
+	var wg sync.WaitGroup
+	for range p.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p.processNext(ctx, q) {
+			}
+		}()
+	}
+	p.Poke()
+	for {
+		select {
+		case <-ctx.Done():
+			q.ShutDown()
+			wg.Wait()
+			return
+		case <-p.wake:
+			p.enqueue(q)
+		}
+	}
+}
+
+func (p *Publisher) result() *gateway.Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+// enqueue queues every object whose status differs from what it should be.
+func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
+	res := p.result()
+	if res == nil {
+		return // nothing applied yet: nothing is known to be served
+	}
+	in := p.objs.Snapshot()
+	now := metav1.Now()
+	for _, c := range in.Classes {
+		if _, ok := res.Classes[c.Name]; ok && !equality.Semantic.DeepEqual(classStatus(c, res, now), c.Status) {
+			q.Add(item{"GatewayClass", "", c.Name})
+		}
+	}
+	for _, g := range in.Gateways {
+		if _, ok := res.Gateways[gateway.Key{Namespace: g.Namespace, Name: g.Name}]; ok && !equality.Semantic.DeepEqual(gatewayStatus(g, res, now), g.Status) {
+			q.Add(item{"Gateway", g.Namespace, g.Name})
+		}
+	}
+	routes := func(kind, ns, name string, have []gwv1.RouteParentStatus) {
+		if !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have) {
+			q.Add(item{kind, ns, name})
+		}
+	}
+	for _, r := range in.TCPRoutes {
+		routes(gateway.KindTCPRoute, r.Namespace, r.Name, r.Status.Parents)
+	}
+	for _, r := range in.TLSRoutes {
+		routes(gateway.KindTLSRoute, r.Namespace, r.Name, r.Status.Parents)
+	}
+	for _, r := range in.UDPRoutes {
+		routes(gateway.KindUDPRoute, r.Namespace, r.Name, r.Status.Parents)
+	}
+}
+
+func (p *Publisher) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[item]) bool {
+	it, quit := q.Get()
+	if quit {
+		return false
+	}
+	defer q.Done(it)
+	err := p.write(ctx, it)
+	switch {
+	case err == nil || ctx.Err() != nil:
+		q.Forget(it)
+	case apierrors.IsConflict(err):
+		q.AddRateLimited(it) // the cache is behind; the retry reads it again
+	default:
+		p.log.Warn("could not write Gateway API status; will retry", "kind", it.Kind, "object", it.Namespace+"/"+it.Name, "err", err, "retries", q.NumRequeues(it))
+		q.AddRateLimited(it)
+	}
+	return true
+}
+
+// write updates one object's status from the cache, if it still differs.
+func (p *Publisher) write(ctx context.Context, it item) error {
+	res := p.result()
+	o, ok := p.objs.Object(it.Kind, it.Namespace, it.Name)
+	if !ok || res == nil {
+		return nil
+	}
+	now := metav1.Now()
+	wait := func() error {
+		if p.limiter != nil {
+			return p.limiter.Wait(ctx)
+		}
+		return nil
+	}
+	var err error
+	gw := p.client.GatewayV1()
+	switch obj := o.(type) {
+	case *gwv1.GatewayClass:
+		st := classStatus(obj, res, now)
+		if equality.Semantic.DeepEqual(st, obj.Status) {
+			return nil
+		}
+		c := obj.DeepCopy()
+		c.Status = st
+		if err = wait(); err == nil {
+			_, err = gw.GatewayClasses().UpdateStatus(ctx, c, metav1.UpdateOptions{})
+		}
+	case *gwv1.Gateway:
+		st := gatewayStatus(obj, res, now)
+		if equality.Semantic.DeepEqual(st, obj.Status) {
+			return nil
+		}
+		c := obj.DeepCopy()
+		c.Status = st
+		if err = wait(); err == nil {
+			_, err = gw.Gateways(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+		}
+	case *gwv1.TCPRoute:
+		st := p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now)
+		if equality.Semantic.DeepEqual(st, obj.Status.Parents) {
+			return nil
+		}
+		c := obj.DeepCopy()
+		c.Status.Parents = st
+		if err = wait(); err == nil {
+			_, err = gw.TCPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+		}
+	case *gwv1.TLSRoute:
+		st := p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now)
+		if equality.Semantic.DeepEqual(st, obj.Status.Parents) {
+			return nil
+		}
+		c := obj.DeepCopy()
+		c.Status.Parents = st
+		if err = wait(); err == nil {
+			_, err = gw.TLSRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+		}
+	case *gwv1.UDPRoute:
+		st := p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now)
+		if equality.Semantic.DeepEqual(st, obj.Status.Parents) {
+			return nil
+		}
+		c := obj.DeepCopy()
+		c.Status.Parents = st
+		if err = wait(); err == nil {
+			_, err = gw.UDPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("status of %s %s/%s: %w", it.Kind, it.Namespace, it.Name, err)
+	}
+	return nil
+}
