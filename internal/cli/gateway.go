@@ -83,4 +83,3 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	log.Info("starting", "version", Version, "mode", modeGateway, "controllerName", gateway.ControllerName, "config", f.config, "udp", udp != nil)
 	return loop.Run(ctx)
 }
-
