@@ -1,0 +1,83 @@
+// Package gwcrd installs the Gateway API CRDs into a test apiserver, from
+// the sigs.k8s.io/gateway-api module this project builds with (its
+// config/crd files in the module cache): the repository carries no CRD
+// YAML of its own.
+package gwcrd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+)
+
+// Standard are the CRDs of the standard channel this project reads.
+var Standard = []string{"gatewayclasses", "gateways", "tcproutes", "tlsroutes", "udproutes", "referencegrants"}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// Dir is the module's config/crd/standard directory.
+func Dir() (string, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m sigs.k8s.io/gateway-api: %w", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
+}
+
+// Install creates the standard CRDs and waits until they are served.
+func Install(t testing.TB, cfg *rest.Config) {
+	t.Helper()
+	dir, err := Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, r := range Standard {
+		raw, err := os.ReadFile(filepath.Join(dir, "gateway.networking.k8s.io_"+r+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(raw, &obj); err != nil {
+			t.Fatalf("%s: %v", r, err)
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if _, err := dc.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create CRD %s: %v", r, err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, r := range Standard {
+		gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: r}
+		if r == "referencegrants" {
+			gvr.Version = "v1beta1"
+		}
+		for {
+			_, err := dc.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("CRD %s not served: %v", r, err)
+			}
+			time.Sleep(50 * time.Millisecond) // poll interval
+		}
+	}
+}
