@@ -38,6 +38,8 @@ one through its Runtime API and config file (--driver=haproxy), a Data Plane API
 and serves /metrics, /healthz and /readyz.
 
 In --mode=apiserver it load-balances the kube-apiservers instead (docs/apiserver.md).
+In --mode=gateway it serves Gateway API Gateways and their TCP, TLS and UDP routes
+(docs/gateway.md).
 
 A flag of another mode or driver given on the command line is an error (exit 2).`,
 		Example: `  # The local HAProxy, from the cluster of a kubeconfig
