@@ -78,7 +78,6 @@ type Tier struct {
 	Underlay, LB, ClientNS string
 	Nodes                  []*Node
 
-	t       testing.TB
 	dir     string
 	prefix  string
 	bins    string
@@ -122,7 +121,7 @@ func Start(t testing.TB, opts Options) *Tier {
 		ControllerManagerArgs: opts.ControllerManagerArgs,
 	})
 	p := fmt.Sprintf("hkn%d-%d-", os.Getpid()%100000, seq.Add(1))
-	tr := &Tier{Kube: kube, Client: kube.Client(t), Underlay: p + "u", LB: p + "lb", ClientNS: p + "c", t: t,
+	tr := &Tier{Kube: kube, Client: kube.Client(t), Underlay: p + "u", LB: p + "lb", ClientNS: p + "c",
 		dir: t.TempDir(), prefix: p, bins: bins}
 	t.Cleanup(func() {
 		if err := tr.stop(); err != nil {

@@ -58,7 +58,7 @@ func startProc(name, logPath, bin string, args ...string) (*proc, error) {
 	return p, nil
 }
 
-// inNode runs bin inside the node's namespaces (network and mount, those
+// startIn runs bin inside the node's namespaces (network and mount, those
 // of its holder process) through nsenter, which execs bin: the PID is
 // bin's.
 func (n *Node) startIn(name, bin string, args ...string) (*proc, error) {
