@@ -62,3 +62,49 @@ func TestIncrementalPassesMatchFullOnes(t *testing.T) {
 		}
 	}
 }
+
+// A backend outgrowing its slots costs one reload and one write: only that
+// backend is sized anew, not every backend (each write costs the real API
+// a rewrite of haproxy.cfg: resizing 1,000 backends at once would take
+// minutes).
+func TestResizeWritesOnlyWhatOutgrew(t *testing.T) {
+	srv := dataplanetest.Start(t, dataplanetest.Options{ReloadDelay: time.Millisecond})
+	c, err := dataplaneClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(Options{Client: c, ReloadPoll: time.Millisecond})
+	defer d.Close()
+	cfg := bigCfg(50, -1)
+	if _, err := d.Apply(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	// Every backend down to 2 servers of its 8 slots: a full resize would
+	// shed 4 slots of each.
+	for i, b := range cfg.Backends {
+		cfg.Backends[i] = b.WithServers(b.Servers[:2])
+	}
+	if res, err := d.Apply(context.Background(), cfg); err != nil || res.Reloaded {
+		t.Fatalf("Apply: %v, reloaded %v", err, res.Reloaded)
+	}
+	if err := d.Flush(context.Background()); err != nil { // else the transaction carries those slots too
+		t.Fatal(err)
+	}
+	next := model.Config{Backends: slices.Clone(cfg.Backends)}
+	b := *next.Backends[7]
+	for i := range 10 { // 15 servers: more than its 8 slots
+		b.Servers = append(slices.Clone(b.Servers), model.Server{Addr: netip.AddrFrom4([4]byte{127, 81, 51, byte(1 + i)}), Port: 31000})
+	}
+	next.Backends[7] = &b
+	v := srv.Version()
+	res, err := d.Apply(context.Background(), next)
+	if err != nil || !res.Reloaded {
+		t.Fatalf("Apply: %v, reloaded %v", err, res.Reloaded)
+	}
+	if res.Ops != 3 || srv.Version() != v+1 {
+		t.Errorf("%d requests (%v), want 3: open, the one backend written whole, commit", res.Ops, res.Reasons)
+	}
+	if sec, _ := srv.Backend(b.Name); len(sec.Children) < 15 {
+		t.Errorf("%s has %d slots for 15 servers", b.Name, len(sec.Children))
+	}
+}

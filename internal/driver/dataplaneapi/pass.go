@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
@@ -54,9 +55,12 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 	want, drain := d.target(have, d.wanted, sel, layout, clean)
 	changes := diff(have, want, clean, d.opts.Seed == "")
 	if structural(changes) || len(exhausted) > 0 {
-		// A reload happens anyway: every backend gets its size anew.
+		// A reload happens anyway: the backends that outgrew their
+		// slots get their size anew, and so do those with more than
+		// twice the slots they need; no other backend is rewritten (each
+		// write costs the API a rewrite of haproxy.cfg).
 		clean = nil
-		layout, _ = plan.Assign(sel, prev, true)
+		layout = resized(sel, prev, layout, exhausted)
 		want, drain = d.target(have, nil, sel, layout, nil)
 		changes = diff(have, want, nil, d.opts.Seed == "")
 	}
@@ -178,4 +182,26 @@ func (d *Driver) restructure(ctx context.Context, have, want *state, drain map[s
 	err = d.applyRuntime(ctx, d.runtimeOps(want, drain, nil), p)
 	p.Runtime += time.Since(t)
 	return err
+}
+
+// resized is layout with the backends in exhausted, and those with more
+// than twice the slots they need, sized anew (plan.Assign with resize).
+func resized(cfg model.Config, prev, layout model.Layout, exhausted []string) model.Layout {
+	resize := make(map[string]bool, len(exhausted))
+	for _, name := range exhausted {
+		resize[name] = true
+	}
+	var sub model.Config
+	for _, b := range cfg.Backends {
+		if resize[b.Name] || len(prev[b.Name]) > 2*plan.SlotsFor(len(b.Servers)) {
+			sub.Backends = append(sub.Backends, b)
+		}
+	}
+	if len(sub.Backends) == 0 {
+		return layout
+	}
+	next, _ := plan.Assign(sub, prev, true)
+	out := maps.Clone(layout)
+	maps.Copy(out, next)
+	return out
 }
