@@ -173,6 +173,27 @@ func TestHelmChartModes(t *testing.T) {
 				}
 				find(t, objs, "Role", "haproxy-sync-haproxy-k8s-sync-endpointslices")
 			}},
+		{"gateway", []string{"mode=gateway", "services.bindAddresses={192.0.2.10}"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				ds := find(t, objs, "DaemonSet", "")
+				sync := container(t, ds, "sync", false)
+				hasAll(t, "sync args", args(sync), "run", "--mode=gateway", "--leader-elect", "--bind-address=192.0.2.10", "--master-socket=/run/haproxy-k8s-sync/master.sock")
+				for _, a := range args(sync) {
+					if strings.HasPrefix(a, "--class") || strings.HasPrefix(a, "--node-check") || strings.HasPrefix(a, "--publish-address") {
+						t.Errorf("a Services-mode flag in the gateway mode: %s", a)
+					}
+				}
+				rules := fmt.Sprint(unstructuredRules(t, objs))
+				for _, want := range []string{"gateways/status", "tcproutes", "referencegrants", "endpointslices"} {
+					if !strings.Contains(rules, want) {
+						t.Errorf("gateway mode lacks %s: %v", want, rules)
+					}
+				}
+				if strings.Contains(rules, "nodes") || strings.Contains(rules, "events") || strings.Contains(rules, "services/status") {
+					t.Errorf("gateway mode granted more than it needs: %v", rules)
+				}
+				find(t, objs, "Role", "")
+			}},
 		{"dataplane-existing-secret", []string{"env.haproxy.dataplaneURL=http://haproxy:5555", "env.existingSecret=dpapi"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				if slices.Contains(kinds(objs), "Secret") {
@@ -205,6 +226,11 @@ func TestHelmChartModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func unstructuredRules(t *testing.T, objs []*unstructured.Unstructured) []any {
+	rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "").Object, "rules")
+	return rules
 }
 
 // values.schema.json rejects unknown and ill-typed values before anything

@@ -24,6 +24,7 @@ func TestKustomizeBases(t *testing.T) {
 	}{
 		{"dataplane", "../../deploy", []string{"ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Namespace", "ServiceAccount"}},
 		{"services", "../../deploy/services", []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "DaemonSet", "Namespace", "Role", "RoleBinding", "ServiceAccount"}},
+		{"gateway", "../../deploy/gateway", []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "Role", "RoleBinding", "ServiceAccount"}},
 		{"apiserver", "../../deploy/apiserver", []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Role", "Role", "RoleBinding", "RoleBinding", "Secret", "ServiceAccount"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -188,6 +188,8 @@ func probeTLS(port int, hello []byte) (string, error) {
 // podAddrs are the stand-in Pods' addresses in the test's namespace.
 var podAddrs = []string{"198.51.100.1", "198.51.100.2"}
 
+// A TCPRoute splits connections 80/20 between two Services, measured over
+// 1,000 connections; the controller runs with the shipped role only.
 func TestGatewayTCPRouteWeights(t *testing.T) {
 	if !inNetns(t, podAddrs...) {
 		return
@@ -203,7 +205,11 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.tcpRoute("split", "tcp", backendRef("pod-a", 80), backendRef("pod-b", 20))
-	g.startController("--mode=gateway")
+	// With exactly the shipped role (deploy/gateway/rbac.yaml), leader
+	// election included: least privilege, proven.
+	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
+		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml"),
+		"--leader-elect", "--leader-election-namespace", "haproxy-k8s-sync", "--leader-election-name", "haproxy-k8s-sync-gateway")
 	g.eventually("route accepted", g.routeAccepted(gateway.KindTCPRoute, "split"))
 	g.eventually("served by both", serves(int32(tcpPort), "pod-a", "pod-b"))
 

@@ -57,7 +57,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- else }}
 - --metrics-address=
 {{- end }}
-{{- if and .Values.leaderElection.enabled (eq (include "hks.mode" .) "services") }}
+{{- if and .Values.leaderElection.enabled (has (include "hks.mode" .) (list "services" "gateway")) }}
 - --leader-elect
 - --leader-election-namespace=$(POD_NAMESPACE)
 - --leader-election-name={{ include "hks.fullname" . }}
