@@ -28,8 +28,10 @@ type gwEnv struct {
 	gw gwclient.Interface
 }
 
-func newGatewayEnv(t *testing.T) *gwEnv {
-	e := newEnv(t)
+func newGatewayEnv(t *testing.T) *gwEnv { return newGatewayEnvOn(t, newEnv(t)) }
+
+// newGatewayEnvOn is newGatewayEnv on an env already made.
+func newGatewayEnvOn(t *testing.T, e *env) *gwEnv {
 	gwcrd.Install(t, e.kube.Config)
 	gc, err := gwclient.NewForConfig(e.kube.Config)
 	if err != nil {
@@ -125,6 +127,12 @@ func (g *gwEnv) routeAccepted(kind, name string) func() error {
 			parents, gen = r.Status.Parents, r.Generation
 		case gateway.KindTLSRoute:
 			r, err := g.gw.GatewayV1().TLSRoutes(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			parents, gen = r.Status.Parents, r.Generation
+		case gateway.KindUDPRoute:
+			r, err := g.gw.GatewayV1().UDPRoutes(ns).Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
