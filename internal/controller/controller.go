@@ -18,6 +18,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
@@ -50,6 +51,13 @@ type Controller struct {
 	memo     desired.Memo // per-Service work kept between passes (passes are serial)
 	store    lastGoodStore
 	reported map[string]string // "ns/name/reason" → message last emitted
+	// lastPools: each AddressPool's last good spec, used (frozen) while
+	// its current one cannot be read.
+	lastPools map[string]pools.Pool
+	// The last allocation and its inputs: passes with the same objects
+	// reuse it.
+	allocInputs allocInputs
+	lastAlloc   allocation
 	// pending: something changed since the current pass took its snapshot,
 	// so a newer pass will follow; the driver may stop a long batch early.
 	pending atomic.Bool
@@ -68,15 +76,16 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 	}
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second)
 	return &Controller{
-		opts:     opts,
-		src:      src,
-		drv:      drv,
-		recorder: recorder,
-		queue:    workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "haproxy-k8s-sync"}),
-		log:      opts.Logger,
-		lastGood: make(map[string]settings.Settings),
-		store:    lastGoodStore{opts.LastGoodPath},
-		reported: make(map[string]string),
+		opts:      opts,
+		src:       src,
+		drv:       drv,
+		recorder:  recorder,
+		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "haproxy-k8s-sync"}),
+		log:       opts.Logger,
+		lastGood:  make(map[string]settings.Settings),
+		store:     lastGoodStore{opts.LastGoodPath},
+		reported:  make(map[string]string),
+		lastPools: make(map[string]pools.Pool),
 	}
 }
 

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"net/netip"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
@@ -21,7 +23,17 @@ type allocation struct {
 // AddressPools (pools.Allocate), oldest Service first, each keeping the
 // addresses its status lists while they stay valid.
 func (c *Controller) allocate(svcs []*corev1.Service) allocation {
-	objs, nsLabels := c.src.Pools()
+	objs, namespaces := c.src.Pools()
+	// Most passes change endpoints only: the same objects give the same
+	// allocation (informers replace an object that changes).
+	if c.allocInputs.same(svcs, objs, namespaces) {
+		return c.lastAlloc
+	}
+	c.allocInputs.set(svcs, objs, namespaces)
+	nsLabels := make(map[string]map[string]string, len(namespaces))
+	for _, n := range namespaces {
+		nsLabels[n.Name] = n.Labels
+	}
 	out := allocation{errs: map[string]string{}}
 	var ps []pools.Pool
 	for _, o := range objs {
@@ -30,13 +42,24 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 			var p pools.Pool
 			if p, err = ap.Pool(); err == nil {
 				ps = append(ps, p)
+				c.lastPools[p.Name] = p
 				continue
 			}
 		}
 		out.errs[o.GetName()] = err.Error()
+		if last, ok := c.lastPools[o.GetName()]; ok {
+			// Its addresses stay with their Services; it gives out none.
+			last.Frozen = true
+			ps = append(ps, last)
+		}
 		if c.reported["pool/"+o.GetName()] != err.Error() {
 			c.reported["pool/"+o.GetName()] = err.Error()
 			c.log.Warn("AddressPool not usable", "pool", o.GetName(), "err", err)
+		}
+	}
+	for name := range c.lastPools {
+		if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetName() == name }) {
+			delete(c.lastPools, name) // deleted: its addresses go
 		}
 	}
 	res, probs := pools.ForServices(ps, svcs, nsLabels, func(s *corev1.Service) bool { return desired.Selected(s, c.opts.Desired) })
@@ -44,5 +67,42 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 		out.problems = append(out.problems, desired.Problem{Service: p.Service, Reason: p.Reason, Message: p.Message})
 	}
 	out.addrs, out.counts = res.Assigned, res.Pools
+	c.lastAlloc = out
 	return out
+}
+
+// allocInputs are the objects an allocation was computed from, as sets
+// (the informers list them in no particular order).
+type allocInputs struct {
+	svcs  map[*corev1.Service]struct{}
+	pools map[*unstructured.Unstructured]struct{}
+	ns    map[*corev1.Namespace]struct{}
+}
+
+func sameSet[T comparable](set map[T]struct{}, xs []T) bool {
+	if set == nil || len(set) != len(xs) {
+		return false
+	}
+	for _, x := range xs {
+		if _, ok := set[x]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func setOf[T comparable](xs []T) map[T]struct{} {
+	m := make(map[T]struct{}, len(xs))
+	for _, x := range xs {
+		m[x] = struct{}{}
+	}
+	return m
+}
+
+func (a *allocInputs) same(svcs []*corev1.Service, pools []*unstructured.Unstructured, ns []*corev1.Namespace) bool {
+	return sameSet(a.svcs, svcs) && sameSet(a.pools, pools) && sameSet(a.ns, ns)
+}
+
+func (a *allocInputs) set(svcs []*corev1.Service, pools []*unstructured.Unstructured, ns []*corev1.Namespace) {
+	a.svcs, a.pools, a.ns = setOf(svcs), setOf(pools), setOf(ns)
 }

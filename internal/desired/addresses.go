@@ -82,10 +82,10 @@ func (m *Memo) setAddresses(a map[string][]netip.Addr) {
 			mark(k)
 		}
 	}
-	m.addrs = maps.Clone(a) // the caller may change its map
 	if changed == nil {
 		return
 	}
+	m.addrs = maps.Clone(a) // the caller may change its map
 	for svc := range m.entries {
 		if changed[key(svc)] {
 			m.drop(svc)

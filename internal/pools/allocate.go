@@ -66,7 +66,7 @@ type Result struct {
 type user struct {
 	keys  []string
 	share string // "" when not shareable
-	ports map[Port]bool
+	ports []Port
 }
 
 type state struct {
@@ -79,8 +79,8 @@ type state struct {
 
 // Allocate assigns addresses to reqs from pools.
 func Allocate(pools []Pool, reqs []Request) Result {
-	st := &state{byName: map[string]*Pool{}, used: map[netip.Addr]*user{}, cursor: map[*Range]netip.Addr{},
-		res: Result{Assigned: map[string][]netip.Addr{}, Pools: map[string]Counts{}}}
+	st := &state{byName: map[string]*Pool{}, used: make(map[netip.Addr]*user, len(reqs)), cursor: map[*Range]netip.Addr{},
+		res: Result{Assigned: make(map[string][]netip.Addr, len(reqs)), Pools: map[string]Counts{}}}
 	for i := range pools {
 		st.pools = append(st.pools, &pools[i])
 		st.byName[pools[i].Name] = &pools[i]
@@ -194,7 +194,7 @@ func (st *state) free(r *Request, a netip.Addr) bool {
 		return false
 	}
 	for _, p := range r.Ports {
-		if u.ports[p] {
+		if slices.Contains(u.ports, p) {
 			return false
 		}
 	}
@@ -204,12 +204,12 @@ func (st *state) free(r *Request, a netip.Addr) bool {
 func (st *state) take(r *Request, a netip.Addr) {
 	u := st.used[a]
 	if u == nil {
-		u = &user{share: r.ShareKey, ports: map[Port]bool{}}
+		u = &user{share: r.ShareKey}
 		st.used[a] = u
 	}
 	u.keys = append(u.keys, r.Key)
-	for _, p := range r.Ports {
-		u.ports[p] = true
+	if r.ShareKey != "" { // only shared addresses compare ports
+		u.ports = append(u.ports, r.Ports...)
 	}
 	st.res.Assigned[r.Key] = append(st.res.Assigned[r.Key], a)
 }
@@ -252,7 +252,7 @@ func (st *state) serveAsked(r *Request, f int) {
 	a := r.IPs[i]
 	var in *Pool
 	for _, p := range st.pools {
-		if p.holds(a) && (r.Pool == "" || p.Name == r.Pool) && p.serves(r) {
+		if p.holds(a) && (r.Pool == "" || p.Name == r.Pool) && p.serves(r) && !p.Frozen {
 			in = p
 			break
 		}
@@ -291,14 +291,14 @@ func sharedHint(u *user, r *Request) string {
 // candidates are the pools r may get a new address from.
 func (st *state) candidates(r *Request) []*Pool {
 	if r.Pool != "" {
-		if p := st.byName[r.Pool]; p != nil && p.serves(r) {
+		if p := st.byName[r.Pool]; p != nil && p.serves(r) && !p.Frozen {
 			return []*Pool{p}
 		}
 		return nil
 	}
 	var out []*Pool
 	for _, p := range st.pools {
-		if p.AutoAssign && p.serves(r) {
+		if p.AutoAssign && p.serves(r) && !p.Frozen {
 			out = append(out, p)
 		}
 	}

@@ -263,3 +263,13 @@ func TestRequestFor(t *testing.T) {
 		t.Errorf("request %+v, %v", r, err)
 	}
 }
+
+// A frozen pool (its spec turned unreadable) keeps what it gave and
+// gives nothing more.
+func TestFrozenPool(t *testing.T) {
+	p := Pool{Name: "p", Ranges: []Range{rg("198.18.0.0/30")}, AutoAssign: true, Frozen: true}
+	got := summary(Allocate([]Pool{p}, []Request{req("a/x", current("198.18.0.1")), req("a/y"), req("a/z", asks("198.18.0.2"))}))
+	if got != "a/x=198.18.0.1 a/y:NoAddressPool a/z:AddressNotInPool" {
+		t.Errorf("got %s", got)
+	}
+}

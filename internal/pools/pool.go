@@ -106,6 +106,10 @@ type Pool struct {
 	// Priority orders the pools that match a Service: lower first, then
 	// by name.
 	Priority int
+	// Frozen: the pool's current spec cannot be used; this is its last
+	// good one, which keeps the addresses already assigned from it and
+	// gives out none.
+	Frozen bool
 }
 
 // serves reports whether p may give an address to r at all.

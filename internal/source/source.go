@@ -71,19 +71,19 @@ func (s *Source) WithPools(dyn dynamic.Interface) {
 // Pooled reports whether WithPools was called.
 func (s *Source) Pooled() bool { return s.pools != nil }
 
-// Pools lists the cached AddressPools, and the labels of every
-// Namespace by name. Shared with the cache: not to be modified.
-func (s *Source) Pools() ([]*unstructured.Unstructured, map[string]map[string]string) {
+// Pools lists the cached AddressPools and Namespaces. Shared with the
+// cache: not to be modified.
+func (s *Source) Pools() ([]*unstructured.Unstructured, []*corev1.Namespace) {
 	var ps []*unstructured.Unstructured
 	for _, o := range s.pools.GetStore().List() {
 		if u, ok := o.(*unstructured.Unstructured); ok {
 			ps = append(ps, u)
 		}
 	}
-	ns := map[string]map[string]string{}
+	var ns []*corev1.Namespace
 	for _, o := range s.namespaces.GetStore().List() {
 		if n, ok := o.(*corev1.Namespace); ok {
-			ns[n.Name] = n.Labels
+			ns = append(ns, n)
 		}
 	}
 	return ps, ns
