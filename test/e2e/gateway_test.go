@@ -154,6 +154,31 @@ func (g *gwEnv) routeAccepted(kind, name string) func() error {
 	}
 }
 
+// foreignStatus writes what another controller would: a parent of its
+// own on TCPRoute split, a condition type of its own on Gateway gw.
+func (g *gwEnv) foreignStatus() {
+	g.t.Helper()
+	ctx := context.Background()
+	at := metav1.NewTime(time.Now().Truncate(time.Second))
+	rt, err := g.gw.GatewayV1().TCPRoutes(ns).Get(ctx, "split", metav1.GetOptions{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	rt.Status.Parents = []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "theirs"}, ControllerName: "example.com/other",
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", LastTransitionTime: at}}}}
+	if _, err := g.gw.GatewayV1().TCPRoutes(ns).UpdateStatus(ctx, rt, metav1.UpdateOptions{}); err != nil {
+		g.t.Fatal(err)
+	}
+	gws, err := g.gw.GatewayV1().Gateways(ns).Get(ctx, "gw", metav1.GetOptions{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	gws.Status.Conditions = append(gws.Status.Conditions, metav1.Condition{Type: "example.com/Audited", Status: metav1.ConditionTrue, Reason: "Audited", LastTransitionTime: at})
+	if _, err := g.gw.GatewayV1().Gateways(ns).UpdateStatus(ctx, gws, metav1.UpdateOptions{}); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
 // clientHello is the first TLS record a client sends for server name sni.
 func clientHello(t *testing.T, sni string) []byte {
 	a, b := net.Pipe()
@@ -194,7 +219,7 @@ func probeTLS(port int, hello []byte) (string, error) {
 }
 
 // podAddrs are the stand-in Pods' addresses in the test's namespace.
-var podAddrs = []string{"198.51.100.1", "198.51.100.2"}
+var podAddrs = []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"}
 
 // A TCPRoute splits connections 80/20 between two Services, measured over
 // 1,000 connections; the controller runs with the shipped role only.
@@ -213,6 +238,9 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.tcpRoute("split", "tcp", backendRef("pod-a", 80), backendRef("pod-b", 20))
+	// What other controllers wrote stays: a parent of theirs on the route,
+	// a condition type of theirs on the Gateway.
+	g.foreignStatus()
 	// With exactly the shipped role (deploy/gateway/rbac.yaml), leader
 	// election included: least privilege, proven.
 	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
@@ -255,6 +283,40 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 	}
 	if c := meta.FindStatusCondition(cls.Status.Conditions, "Accepted"); c == nil || c.Status != metav1.ConditionTrue || len(cls.Status.SupportedFeatures) == 0 {
 		t.Errorf("GatewayClass: %+v", cls.Status)
+	}
+	if c := meta.FindStatusCondition(gws.Status.Conditions, "example.com/Audited"); c == nil {
+		t.Errorf("another controller's Gateway condition is gone: %+v", gws.Status.Conditions)
+	}
+	rt, err := g.gw.GatewayV1().TCPRoutes(ns).Get(ctx, "split", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.Status.Parents) != 2 || rt.Status.Parents[0].ControllerName != "example.com/other" {
+		t.Errorf("route parents: %+v", rt.Status.Parents)
+	}
+
+	// An endpoint more for pod-b's Service: a server change, through the
+	// Runtime API, no reload.
+	before := g.reloads()
+	pod := lab.NewNodeServer("pod-c", podAddrs[2])
+	if err := pod.Listen(8080); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pod.Close)
+	sl := lab.SliceFor(ns, "pod-b", 8080, []lab.Endpoint{{IP: "198.51.100.2", Node: "n1", Ready: true}, {IP: podAddrs[2], Node: "n1", Ready: true}})
+	if err := lab.ApplySlice(ctx, g.client, sl); err != nil {
+		t.Fatal(err)
+	}
+	g.eventually("the new endpoint serves", func() error {
+		for range 200 {
+			if name, _ := lab.Probe(fmt.Sprintf("127.0.0.1:%d", tcpPort), time.Second); name == "pod-c" {
+				return nil
+			}
+		}
+		return fmt.Errorf("pod-c not reached in 200 connections")
+	})
+	if r := g.reloads(); r != before {
+		t.Errorf("an endpoint change reloaded HAProxy (%d -> %d)", before, r)
 	}
 }
 
