@@ -125,6 +125,18 @@ func TestHelmChartModes(t *testing.T) {
 					}
 				}
 			}},
+		// Address pools: the flag, and exactly the rules it needs.
+		{"services-address-pools", []string{"services.addressPools=true"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				ds := find(t, objs, "DaemonSet", "")
+				hasAll(t, "sync args", args(container(t, ds, "sync", false)), "--address-pools")
+				rules := fmt.Sprint(unstructured.NestedSlice(find(t, objs, "ClusterRole", "").Object, "rules"))
+				for _, want := range []string{"services/status", "addresspools", "addresspools/status", "namespaces"} {
+					if !strings.Contains(rules, want) {
+						t.Errorf("ClusterRole lacks %s: %s", want, rules)
+					}
+				}
+			}},
 		// The seed's exact command (release haproxy-sync).
 		{"seed-dataplane", []string{"env.haproxy.dataplaneURL=http://haproxy:5555", "env.haproxy.backendName=be_ingress_https"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
