@@ -25,9 +25,9 @@ type claim struct {
 // addresses from the pools (opts.Pooled; bound with transparent (IP_FREEBIND), so that an
 // address that reaches the host later needs no reload), or --bind-address
 // (none: every address).
-func bindsFor(port int32, addrs []netip.Addr, opts Options) []model.Bind {
+func bindsFor(svc *corev1.Service, port int32, addrs []netip.Addr, opts Options) []model.Bind {
 	var out []model.Bind
-	if opts.Pooled {
+	if pooled(svc, opts) {
 		for _, a := range addrs {
 			out = append(out, model.Bind{Addr: a, Port: uint16(port), Transparent: true})
 		}
@@ -40,6 +40,13 @@ func bindsFor(port int32, addrs []netip.Addr, opts Options) []model.Bind {
 		out = append(out, model.Bind{Addr: a, Port: uint16(port)})
 	}
 	return out
+}
+
+// pooled reports whether svc listens on its own addresses: with pools,
+// the LoadBalancer Services (NodePort Services opted in, and the Service
+// of single-Service mode when not a LoadBalancer, keep --bind-address).
+func pooled(svc *corev1.Service, opts Options) bool {
+	return opts.Pooled && svc.Spec.Type == corev1.ServiceTypeLoadBalancer
 }
 
 // taken returns the owner of the first of binds already claimed, or "".

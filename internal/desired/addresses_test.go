@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 func port443(s *corev1.Service) {
@@ -40,6 +41,11 @@ func TestPooledBinds(t *testing.T) {
 		svc("default", "e", 4, port443),    // no address: waits
 		wireguard("default", "vpn", 5),     // UDP on its own address
 		svc("default", "dual", 6, port443), // IPv4 and IPv6
+		svc("default", "np", 7, func(s *corev1.Service) { // NodePort opted in: --bind-address
+			s.Spec.Type, s.Spec.LoadBalancerClass = corev1.ServiceTypeNodePort, nil
+			s.Annotations = map[string]string{settings.EnabledAnnotation: "true"}
+			s.Spec.Ports[0].Port = 8080
+		}),
 	}, Addresses: map[string][]netip.Addr{
 		"default/a": {a("198.18.0.1")}, "default/b": {a("198.18.0.2")}, "default/c": {a("198.18.0.1")},
 		"default/d": {a("198.18.0.1")}, "default/vpn": {a("198.18.0.3")}, "default/dual": {a("198.18.0.4"), a("2001:db8::4")},
@@ -50,6 +56,7 @@ func TestPooledBinds(t *testing.T) {
 		"fe_default_d_80":       {fb("198.18.0.1", 80)},
 		"fe_default_dual_443":   {fb("198.18.0.4", 443), fb("2001:db8::4", 443)},
 		"udp_default_vpn_51820": {{Addr: a("198.18.0.3"), Port: 51820}},
+		"fe_default_np_8080":    {{Port: 8080}},
 	}
 	var memo Memo
 	for pass := range 2 {

@@ -206,7 +206,7 @@ func Compute(in Input, opts Options) Result {
 		if !reuseGood {
 			res.Good[k] = set
 		}
-		if opts.Pooled && len(in.Addresses[k]) == 0 {
+		if pooled(svc, opts) && len(in.Addresses[k]) == 0 {
 			continue // no address (yet): the allocation's Event says why
 		}
 		configured := false
@@ -219,7 +219,7 @@ func Compute(in Input, opts Options) Result {
 					"port " + portLabel(p) + ": protocol " + string(p.Protocol) + " is not supported yet; only TCP ports are load balanced"})
 				continue
 			}
-			binds := bindsFor(p.Port, in.Addresses[k], opts)
+			binds := bindsFor(svc, p.Port, in.Addresses[k], opts)
 			if owner := taken(claimed, binds); owner != "" {
 				res.Problems = append(res.Problems, Problem{svc, ReasonPortConflict,
 					"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})

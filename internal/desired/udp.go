@@ -53,8 +53,8 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 					"port " + portLabel(p) + ": balance " + set.Balance + " is not available for UDP (roundrobin or source); this port is not configured"})
 				continue
 			}
-			binds := bindsFor(p.Port, addrs[c.key], opts)
-			if opts.Pooled && len(binds) == 0 {
+			binds := bindsFor(c.svc, p.Port, addrs[c.key], opts)
+			if pooled(c.svc, opts) && len(binds) == 0 {
 				continue // no address (yet)
 			}
 			if owner := taken(claimed, binds); owner != "" {
