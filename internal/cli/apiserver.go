@@ -167,12 +167,11 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 		}
 		return client, nil
 	}
-	drv, err := f.haproxyDriver(log)
+	drv, stop, err := f.single(log)
 	if err != nil {
 		return err
 	}
-	defer drv.Close()
-	defer persist(drv, f.persist, f.persistMax)()
+	defer stop()
 	// The registry first: the loop's workqueue takes its metrics when
 	// it is created.
 	opts.Metrics = f.metrics.instance(driverAPIServer)

@@ -125,36 +125,25 @@ func secret(file, env string, getenv func(string) string) (string, error) {
 	return getenv(env), nil
 }
 
-// newDriver builds the Data Plane API driver and adapts the model options
-// to it: servers carry their node's state themselves (no _nodes backend),
-// and in single-Service mode the backend is the operator's, named as the
-// older controller named it (HAPROXY_BACKEND_NAME, default the Service's
-// name).
-func (f *dataplaneFlags) newDriver(dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dataplaneapi.Driver, error) {
-	return f.newDriverAt(dpTarget{url: f.url, user: f.user, passwordFile: f.passwordFile, tokenFile: f.tokenFile}, dopts, getenv, log, recorder)
-}
-
 // dpTarget is one Data Plane API: its URL and credentials (files, else
 // the environment).
 type dpTarget struct {
 	url, user, passwordFile, tokenFile string
 }
 
-// newDriverAt is newDriver for the API at t, with the other --dataplane-*
-// flags (CA, timeout, backend creation). Several drivers may be built on
-// the same dopts: adapting it is idempotent.
-func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dataplaneapi.Driver, error) {
+// newDriverAt is the Data Plane API driver of the API at t, with the
+// other --dataplane-* flags (CA, timeout, backend creation), for the
+// desired state of dopts (shaped by driverCaps: in single-Service mode its
+// backend is the operator's, named after the Service unless
+// --backend-name or HAPROXY_BACKEND_NAME says otherwise).
+func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*dataplaneapi.Driver, error) {
 	c, err := f.client(t, getenv, log)
 	if err != nil {
 		return nil, err
 	}
-	dopts.TrackNodes = false
 	opts := dataplaneapi.Options{Client: c, CreateBackend: f.createBackend, Logger: log}
 	if dopts.Service != "" {
 		ns, name, _ := strings.Cut(dopts.Service, "/")
-		if dopts.Backend == "" {
-			dopts.Backend = name
-		}
 		opts.Seed = dopts.Backend
 		svc := &corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: ns, Name: name}
 		opts.OnBackendMissing = func(be string) {

@@ -69,7 +69,9 @@ func TestDataplaneSelectionAndLegacyEnv(t *testing.T) {
 			if !got {
 				return
 			}
-			if _, err := f.dp.newDriver(&dopts, func(k string) string { return tc.env[k] }, nil, nil); err != nil {
+			dopts = f.chooseDriver(got).capabilities(capabilities{}).shape(dopts)
+			t2 := dpTarget{url: f.dp.url, user: f.dp.user, passwordFile: f.dp.passwordFile, tokenFile: f.dp.tokenFile}
+			if _, err := f.dp.newDriverAt(t2, dopts, func(k string) string { return tc.env[k] }, nil, nil); err != nil {
 				t.Fatal(err)
 			}
 			if dopts.Backend != tc.backend || dopts.TrackNodes {

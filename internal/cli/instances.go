@@ -8,14 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
-	"k8s.io/client-go/tools/record"
-
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
@@ -133,14 +126,12 @@ func (l instanceList) check(useDataplane bool, shared statsFlags, ropts render.O
 	return nil
 }
 
-// dataplane reports whether any instance is a Data Plane API.
-func (l instanceList) dataplane() bool {
-	for _, s := range l {
-		if s.dp.url != "" {
-			return true
-		}
+// kind is the kind of driver of the instance (driverCaps).
+func (s instanceSpec) kind() string {
+	if s.dp.url != "" {
+		return driverDataplane
 	}
-	return false
+	return driverHAProxy
 }
 
 // driverInstances is the "driver" label of the controller's own passes
@@ -152,97 +143,8 @@ const driverInstances = "instances"
 // and its name (haproxy/a), so each instance has its own series.
 func instanceMetricsName(kind, name string) string { return kind + "/" + name }
 
-// pageOf is the stats page of the hd-th local HAProxy, whose auth file
-// is watched.
-type pageOf struct {
-	page *statsFlags
-	hd   int
-	log  *slog.Logger
-}
-
-// instancesDriver builds one driver per --instance behind a
-// driver.Instances: each is reconciled on its own (own worker, retries and
-// backoff, metrics). A local HAProxy gets the HAProxy driver; a Data
-// Plane API the Data Plane API driver, built as --dataplane-url's is (the
-// model then carries every server's node state itself, for every
-// instance: the Data Plane API driver does not track nodes). It returns
-// the driver, the watch of every local HAProxy's worker PID, and what
-// closes them.
-func (f *runFlags) instancesDriver(ctx context.Context, ropts render.Options, dopts *desired.Options, getenv func(string) string, log *slog.Logger, recorder record.EventRecorder) (*builtInstances, error) {
-	b := &builtInstances{}
-	var insts []driver.Instance
-	var hds []*runtimeapi.HAProxy
-	var pages []pageOf
-	var stops []func()
-	closeAll := func() {
-		for _, stop := range stops {
-			stop()
-		}
-		for _, hd := range hds {
-			hd.Close()
-		}
-	}
-	for _, s := range f.instances {
-		ilog := log.With("instance", s.name)
-		var d driver.Driver
-		var ready *readiness
-		kind := driverHAProxy
-		if s.dp.url != "" {
-			t := s.dp
-			if t.user == "" && t.passwordFile == "" && t.tokenFile == "" {
-				t.user, t.passwordFile, t.tokenFile = f.dp.user, f.dp.passwordFile, f.dp.tokenFile
-			}
-			dd, err := f.dp.newDriverAt(t, dopts, getenv, ilog, recorder)
-			if err != nil {
-				closeAll()
-				return nil, fmt.Errorf("--instance %s: %w", s.name, err)
-			}
-			stops = append(stops, func() { stopDataplane(dd, ilog) })
-			d, kind = dd, driverDataplane
-			ready = &readiness{probe: dd.Ping}
-		} else {
-			ro := ropts
-			ro.StatsSocket, ro.StateFile = s.stats, s.state
-			if s.page != nil {
-				ro.Stats, ro.StatsAuth = s.page.bind, s.page.auth
-				pages = append(pages, pageOf{s.page, len(hds), ilog})
-			}
-			hd := runtimeapi.NewHAProxy(runtimeapi.Options{
-				ConfigPath: s.config, Binary: f.bin, MasterSocket: s.master, Render: ro,
-				Mode: f.apply, MinReloadInterval: f.minReload, ReloadSettle: f.reloadSettle, Logger: ilog,
-			})
-			stops = append(stops, persist(hd, f.persist, f.persistMax))
-			hds = append(hds, hd)
-			d = hd
-			ready = &readiness{socket: s.stats}
-		}
-		rec := f.metrics.instance(instanceMetricsName(kind, s.name))
-		ready.inst, ready.synced = rec, func() bool { return true } // the caches: instancesReady's
-		b.names, b.ready = append(b.names, s.name), append(b.ready, ready)
-		insts = append(insts, driver.Instance{Name: s.name, Driver: d, Drift: rec.Drift,
-			Observe: func(cfg model.Config, res driver.Result, err error, took time.Duration) {
-				rec.Applied(cfg, res, err, 0, took)
-			}})
-	}
-	m := driver.NewInstances(insts, log)
-	go m.Run(ctx)
-	b.drv, b.close = m, closeAll
-	b.watch = func(ctx context.Context, every time.Duration, trigger func()) {
-		for _, hd := range hds {
-			go hd.Watch(ctx, every, trigger)
-		}
-		for _, p := range pages {
-			go p.page.watch(ctx, 2*time.Second, hds[p.hd], trigger, p.log)
-		}
-	}
-	return b, nil
-}
-
-// builtInstances is what instancesDriver built.
+// builtInstances is what buildInstances built, for /readyz.
 type builtInstances struct {
-	drv   driver.Driver
-	watch func(context.Context, time.Duration, func())
-	close func()
 	names []string
 	ready []*readiness // of each instance, in names' order
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,8 +47,8 @@ func TestInstanceFlag(t *testing.T) {
 				t.Fatalf("rejected: %v", err)
 			case tc.errContains != "" && (err == nil || !strings.Contains(err.Error(), tc.errContains)):
 				t.Fatalf("error %v, want one containing %q", err, tc.errContains)
-			case err == nil && l.dataplane() != tc.dataplane:
-				t.Errorf("dataplane() = %v, want %v", l.dataplane(), tc.dataplane)
+			case err == nil && slices.ContainsFunc(l, func(s instanceSpec) bool { return s.kind() == driverDataplane }) != tc.dataplane:
+				t.Errorf("a Data Plane API instance: %v, want %v", !tc.dataplane, tc.dataplane)
 			}
 		})
 	}

@@ -101,7 +101,8 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	if err != nil {
 		return err
 	}
-	opts.UDP = true // as run with --udp=nftables
+	// As run with the HAProxy driver and --udp=nftables.
+	opts = driverChoice{kinds: []string{driverHAProxy}}.capabilities(capabilities{udp: true}).shape(opts)
 	set, unparsed, err := loadObjects(f.files, e.stdin, e.stderr)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -19,7 +18,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
@@ -102,15 +102,23 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	if err := f.instances.check(useDataplane, f.statsPage, f.renderOptions(), log); err != nil {
 		return err
 	}
-	udp, err := f.udp.setup(ctx, &dopts, log)
+	udp, udpCaps, err := f.udp.setup(ctx, log)
 	if err != nil {
 		return err
 	}
+	choice := f.chooseDriver(useDataplane)
+	dopts = choice.capabilities(udpCaps).shape(dopts)
 	if f.pprof != "" {
 		if err := servePprof(ctx, f.pprof, log); err != nil {
 			return err
 		}
 	}
+	return f.runServices(ctx, choice, dopts, udp, getenv, log)
+}
+
+// runServices is `run --mode=services` once its flags are valid: the
+// Service controller applying to the drivers of choice.
+func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts desired.Options, udp *nft.Driver, getenv func(string) string, log *slog.Logger) error {
 	cfg, err := kubeclient.Config(f.kube)
 	if err != nil {
 		return err
@@ -124,32 +132,14 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	recorder := bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "haproxy-k8s-sync"})
 
-	var drv driver.Driver
-	var watch func(context.Context, time.Duration, func())
-	var insts *builtInstances
-	if useDataplane {
-		dd, err := f.dp.newDriver(&dopts, getenv, log, recorder)
-		if err != nil {
-			return err
-		}
-		defer stopDataplane(dd, log)
-		drv = dd
-	} else if len(f.instances) > 0 {
-		if insts, err = f.instancesDriver(ctx, f.renderOptions(), &dopts, getenv, log, recorder); err != nil {
-			return err
-		}
-		defer insts.close()
-		drv, watch = insts.drv, insts.watch
-	} else {
-		hd, err := f.haproxyDriver(log)
-		if err != nil {
-			return err
-		}
-		defer hd.Close()
-		defer persist(hd, f.persist, f.persistMax)()
-		drv, watch = hd, hd.Watch
+	// The drivers before the controller: each --instance's metrics
+	// recorder (the first creates the registry) comes before its
+	// workqueue (metrics.New).
+	b, err := f.build(ctx, choice, dopts, getenv, log, recorder)
+	if err != nil {
+		return err
 	}
-
+	defer b.close()
 	if err := ensureDir(f.stateFile, "--state-file"); err != nil {
 		return err
 	}
@@ -157,13 +147,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	if dopts.Service != "" {
 		ns, _, _ = strings.Cut(dopts.Service, "/")
 	}
-	instName := driverHAProxy
-	if useDataplane {
-		instName = driverDataplane
-	} else if len(f.instances) > 0 {
-		instName = driverInstances
-	}
-	inst := f.metrics.instance(instName)
+	inst := f.metrics.instance(choice.label)
 	src := source.New(client, ns)
 	addrs, err := f.status.addresses()
 	if err != nil {
@@ -185,7 +169,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.status.pools, QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log})
 	events, gate := f.status.recorder(recorder)
-	ctl := controller.New(src, compose(drv, udp), events, controller.Options{
+	ctl := controller.New(src, compose(b.drv, udp), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
@@ -195,33 +179,14 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 		Logger:       log,
 		Metrics:      inst,
 	})
-	ready := &readiness{synced: ctl.Synced, inst: inst, socket: f.stats}
-	if p, ok := drv.(interface{ Ping(context.Context) error }); ok {
-		ready.probe = p.Ping
-	}
-	readyFn := ready.ready
-	if insts != nil {
-		readyFn = insts.readyFunc(ctl.Synced)
-	}
-	if err := f.metrics.serve(ctx, readyFn, log); err != nil {
+	if err := f.metrics.serve(ctx, b.ready(ctl.Synced, inst), log); err != nil {
 		return err
 	}
 	if err := f.status.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run}, ctl.Trigger, log); err != nil {
 		return err
 	}
-	if hd, ok := drv.(*runtimeapi.HAProxy); ok {
-		go f.statsPage.watch(ctx, 2*time.Second, hd, ctl.Trigger, log)
-	}
-	switch {
-	case insts != nil:
-		go watch(ctx, time.Second, ctl.Trigger)
-		log.Info("starting", "version", Version, "apply", f.apply, "instances", f.instances.String(), "targets", dopts.Targets)
-	case watch != nil:
-		go watch(ctx, time.Second, ctl.Trigger)
-		log.Info("starting", "version", Version, "apply", f.apply, "config", f.config, "targets", dopts.Targets)
-	default:
-		log.Info("starting", "version", Version, "driver", driverDataplane, "dataplane", redactURL(f.dp.url), "backend", dopts.Backend, "targets", dopts.Targets)
-	}
+	b.watch(ctx, ctl.Trigger)
+	log.Info("starting", append([]any{"version", Version}, append(b.attrs, "targets", dopts.Targets)...)...)
 	f.nodeCheck.logStart(log, dopts)
 	return ctl.Run(ctx)
 }
@@ -239,23 +204,4 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format: want text or json, got %q", format)
-}
-
-// haproxyDriver is the driver of the one local HAProxy that run's flags
-// name (config file, master socket, stats page); the caller closes it.
-func (f *runFlags) haproxyDriver(log *slog.Logger) (*runtimeapi.HAProxy, error) {
-	ropts := f.renderOptions()
-	if err := f.statsPage.resolve(&ropts, log); err != nil {
-		return nil, err
-	}
-	return runtimeapi.NewHAProxy(runtimeapi.Options{
-		ConfigPath:        f.config,
-		Binary:            f.bin,
-		MasterSocket:      f.master,
-		Render:            ropts,
-		Mode:              f.apply,
-		MinReloadInterval: f.minReload,
-		ReloadSettle:      f.reloadSettle,
-		Logger:            log,
-	}), nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
 )
@@ -39,43 +38,42 @@ func (u *udpFlags) register(fs *pflag.FlagSet) {
 }
 
 // setup decides whether UDP ports go to the kernel and opens the driver
-// if so (nil otherwise); dopts says which, and why not, for the Events.
-func (u *udpFlags) setup(ctx context.Context, dopts *desired.Options, log *slog.Logger) (*nft.Driver, error) {
+// if so (nil otherwise); the capabilities say which, and why not, for the
+// Events.
+func (u *udpFlags) setup(ctx context.Context, log *slog.Logger) (*nft.Driver, capabilities, error) {
 	if u.forward != "require" && u.forward != "enable" {
-		return nil, fmt.Errorf("--udp-ip-forward: want require or enable, got %q", u.forward)
+		return nil, capabilities{}, fmt.Errorf("--udp-ip-forward: want require or enable, got %q", u.forward)
 	}
 	h, err := nft.ParseHealth(u.health, u.interval)
 	if err != nil {
-		return nil, err
+		return nil, capabilities{}, err
 	}
-	skip := func(why string) (*nft.Driver, error) {
-		dopts.UDP, dopts.UDPOff = false, why
+	skip := func(why string) (*nft.Driver, capabilities, error) {
 		log.Info("UDP ports are not load balanced", "reason", why)
-		return nil, nil
+		return nil, capabilities{udpOff: why}, nil
 	}
 	switch u.mode {
 	case udpOff:
 		return skip("UDP load balancing is off (--udp=off)")
 	case "", udpNFTables:
 	default:
-		return nil, fmt.Errorf("--udp: want nftables or off, got %q", u.mode)
+		return nil, capabilities{}, fmt.Errorf("--udp: want nftables or off, got %q", u.mode)
 	}
 	if !nft.HasNetAdmin() {
 		if u.mode == udpNFTables {
-			return nil, errors.New("--udp=nftables needs CAP_NET_ADMIN")
+			return nil, capabilities{}, errors.New("--udp=nftables needs CAP_NET_ADMIN")
 		}
 		return skip("the controller lacks CAP_NET_ADMIN, which the kernel's UDP load balancing needs (see docs/udp.md)")
 	}
 	d, err := nft.New(ctx, nft.Options{NetNS: u.netns, EnableForwarding: u.forward == "enable", Health: h, Logger: log})
 	if err != nil {
 		if u.mode == udpNFTables {
-			return nil, fmt.Errorf("--udp=nftables: %w", err)
+			return nil, capabilities{}, fmt.Errorf("--udp=nftables: %w", err)
 		}
 		return skip(err.Error())
 	}
-	dopts.UDP = true
 	log.Info("UDP ports are load balanced by the kernel", "table", "inet "+nft.Table, "health", u.health)
-	return d, nil
+	return d, capabilities{udp: true}, nil
 }
 
 // compose is the controller's driver: HAProxy for TCP, and the kernel for

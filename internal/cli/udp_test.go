@@ -96,8 +96,8 @@ func TestUDPFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var o desired.Options
-			d, err := tt.flags.setup(context.Background(), &o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			d, caps, err := tt.flags.setup(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+			o := caps.shape(desired.Options{})
 			switch {
 			case tt.err != "":
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
