@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
@@ -52,7 +52,7 @@ type Loop struct {
 	opts    Options
 	drv     driver.Driver
 	connect Connect
-	queue   workqueue.TypedRateLimitingInterface[string]
+	loop    *loop.Loop
 	log     *slog.Logger
 
 	watch   atomic.Pointer[watcher] // set once connected; used when synced
@@ -75,13 +75,18 @@ func New(drv driver.Driver, connect Connect, opts Options) *Loop {
 	if opts.RetryMax == 0 {
 		opts.RetryMax = 5 * time.Second
 	}
-	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, opts.RetryMax)
+	log := opts.Logger
 	return &Loop{
 		opts:    opts,
 		drv:     drv,
 		connect: connect,
-		queue:   workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "haproxy-k8s-sync-apiserver"}),
-		log:     opts.Logger,
+		loop: loop.New(loop.Options{Name: "haproxy-k8s-sync-apiserver", BaseDelay: 200 * time.Millisecond, MaxDelay: opts.RetryMax,
+			OnFailure: func(key string, err error, retries int) {
+				if key != keyConnect { // tryConnect logs its own attempts
+					log.Error("apiserver pass failed; will retry", "err", err, "retries", retries)
+				}
+			}}),
+		log: log,
 	}
 }
 
@@ -91,12 +96,11 @@ func New(drv driver.Driver, connect Connect, opts Options) *Loop {
 func (l *Loop) Known() bool { return l.serving.Load() }
 
 // Trigger asks for a pass.
-func (l *Loop) Trigger() { l.queue.Add(keySync) }
+func (l *Loop) Trigger() { l.loop.Add(keySync) }
 
 // Run serves the bootstrap list at once, connects to the API (retrying),
 // then follows the sources until ctx ends.
 func (l *Loop) Run(ctx context.Context) error {
-	defer l.queue.ShutDown()
 	saved, err := LoadState(l.opts.StateFile)
 	if err != nil {
 		l.log.Warn("ignoring the unreadable apiserver state file", "err", err)
@@ -117,37 +121,16 @@ func (l *Loop) Run(ctx context.Context) error {
 	}
 	l.Trigger()
 	if usesAPI(l.opts.Sources) && l.connect != nil {
-		l.queue.Add(keyConnect)
+		l.loop.Add(keyConnect)
 	}
 	go driver.Resync(ctx, l.drv, l.opts.ResyncPeriod, l.log, l.opts.Metrics.Drift, l.Trigger)
-	go func() {
-		<-ctx.Done()
-		l.queue.ShutDown()
-	}()
-	for l.processNext(ctx) {
-	}
-	return ctx.Err()
-}
-
-func (l *Loop) processNext(ctx context.Context) bool {
-	key, quit := l.queue.Get()
-	if quit {
-		return false
-	}
-	defer l.queue.Done(key)
-	if key == keyConnect {
-		if err := l.tryConnect(ctx); err != nil {
-			l.queue.AddRateLimited(key)
-		} else {
-			l.queue.Forget(key)
+	return l.loop.Run(ctx, func(ctx context.Context, key string) loop.Outcome {
+		if key == keyConnect {
+			return loop.Outcome{Err: l.tryConnect(ctx)}
 		}
-		return true
-	}
-	res, err := l.sync(ctx)
-	if driver.Requeue(l.queue, key, res, err) {
-		l.log.Error("apiserver pass failed; will retry", "err", err, "retries", l.queue.NumRequeues(key))
-	}
-	return true
+		res, err := l.sync(ctx)
+		return loop.Outcome{Err: err, Later: errors.Is(err, driver.ErrDeferred), After: res.RetryAfter}
+	})
 }
 
 // tryConnect makes one attempt; on success the informers start and a

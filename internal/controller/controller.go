@@ -13,10 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -44,7 +44,7 @@ type Controller struct {
 	src      *source.Source
 	drv      driver.Driver
 	recorder record.EventRecorder
-	queue    workqueue.TypedRateLimitingInterface[string]
+	loop     *loop.Loop
 	log      *slog.Logger
 
 	lastGood map[string]settings.Settings
@@ -74,14 +74,17 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 	if opts.SyncTimeout == 0 {
 		opts.SyncTimeout = 5 * time.Minute
 	}
-	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second)
+	log := opts.Logger
 	return &Controller{
-		opts:      opts,
-		src:       src,
-		drv:       drv,
-		recorder:  recorder,
-		queue:     workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "haproxy-k8s-sync"}),
-		log:       opts.Logger,
+		opts:     opts,
+		src:      src,
+		drv:      drv,
+		recorder: recorder,
+		loop: loop.New(loop.Options{Name: "haproxy-k8s-sync", BaseDelay: 50 * time.Millisecond, MaxDelay: 10 * time.Second,
+			OnFailure: func(_ string, err error, retries int) {
+				log.Error("sync failed; will retry", "err", err, "retries", retries)
+			}}),
+		log:       log,
 		lastGood:  make(map[string]settings.Settings),
 		store:     lastGoodStore{opts.LastGoodPath},
 		reported:  make(map[string]string),
@@ -94,13 +97,12 @@ func (c *Controller) Trigger() {
 	if c.pending.CompareAndSwap(false, true) {
 		c.changed.Store(time.Now().UnixNano())
 	}
-	c.queue.Add(syncKey)
+	c.loop.Add(syncKey)
 }
 
 // Run starts the informers, waits for their caches and processes passes
 // until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.queue.ShutDown()
 	if err := c.src.OnChange(c.Trigger); err != nil {
 		return err
 	}
@@ -115,26 +117,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.log.Info("caches synced")
 	c.Trigger()
 	go driver.Resync(ctx, c.drv, c.opts.ResyncPeriod, c.log, c.opts.Metrics.Drift, c.Trigger)
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
-	for c.processNext(ctx) {
-	}
-	return ctx.Err()
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	res, err := c.sync(ctx)
-	if driver.Requeue(c.queue, key, res, err) {
-		c.log.Error("sync failed; will retry", "err", err, "retries", c.queue.NumRequeues(key))
-	}
-	return true
+	return c.loop.Run(ctx, func(ctx context.Context, _ string) loop.Outcome {
+		res, err := c.sync(ctx)
+		return loop.Outcome{Err: err, Later: errors.Is(err, driver.ErrDeferred), After: res.RetryAfter}
+	})
 }
 
 // sync is one pass: snapshot → desired → driver.

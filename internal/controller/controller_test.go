@@ -14,6 +14,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
@@ -82,15 +83,17 @@ func TestResyncVerifiesThenTriggers(t *testing.T) {
 		t.Run(fmt.Sprint("drift=", drift), func(t *testing.T) {
 			drv := &verifyingDriver{drift: drift}
 			c := New(nil, drv, nil, Options{ResyncPeriod: 10 * time.Millisecond})
-			defer c.queue.ShutDown()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go driver.Resync(ctx, c.drv, c.opts.ResyncPeriod, c.log, c.opts.Metrics.Drift, c.Trigger)
 			got := make(chan string, 1)
-			go func() {
-				key, _ := c.queue.Get() // until a pass is asked for, or shutdown
-				got <- key
-			}()
+			go c.loop.Run(ctx, func(_ context.Context, key string) loop.Outcome { // until a pass is asked for
+				select {
+				case got <- key:
+				default:
+				}
+				return loop.Outcome{}
+			})
 			select {
 			case key := <-got:
 				if key != syncKey {
@@ -123,7 +126,6 @@ func TestPassCarriesFirstChangeTime(t *testing.T) {
 	drv := &changeDriver{}
 	src := source.New(fake.NewSimpleClientset(), "")
 	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults()}})
-	defer c.queue.ShutDown()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := src.Start(ctx, 10*time.Second); err != nil {

@@ -11,8 +11,6 @@ import (
 	"errors"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
-
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -53,23 +51,4 @@ type Result struct {
 	Ops        int      // Runtime API operations sent and applied
 	OpsFailed  int      // Runtime API operations of batches that failed
 	RetryAfter time.Duration
-}
-
-// Requeue puts key back into q after a pass over a driver that ended with
-// res and err, the same way for every loop: a deferred reload comes back
-// after res.RetryAfter, a failure with the queue's backoff, and success
-// forgets the key's failures. It reports whether err was a failure (not a
-// deferral), for the caller to log.
-func Requeue[T comparable](q workqueue.TypedRateLimitingInterface[T], key T, res Result, err error) (failed bool) {
-	switch {
-	case errors.Is(err, ErrDeferred):
-		q.Forget(key)
-		q.AddAfter(key, res.RetryAfter)
-	case err != nil:
-		q.AddRateLimited(key)
-		return true
-	default:
-		q.Forget(key)
-	}
-	return false
 }

@@ -50,17 +50,10 @@ func (f Fanout) Verify(ctx context.Context) (bool, error) {
 	drift := false
 	var errs []error
 	for _, d := range f {
-		switch v := d.(type) {
-		case interface {
-			Verify(context.Context) (bool, error)
-		}:
-			dr, err := v.Verify(ctx)
-			drift = drift || dr
-			if err != nil {
-				errs = append(errs, err)
-			}
-		case interface{ Invalidate() }:
-			v.Invalidate()
+		dr, err := Check(ctx, d)
+		drift = drift || dr
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return drift, errors.Join(errs...)

@@ -7,8 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
-
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -43,8 +42,8 @@ type Instances struct {
 
 type instance struct {
 	Instance
-	queue workqueue.TypedRateLimitingInterface[string]
-	log   *slog.Logger
+	loop *loop.Loop
+	log  *slog.Logger
 
 	mu   sync.Mutex
 	next *model.Config // newest model not yet taken by the worker
@@ -59,11 +58,14 @@ func NewInstances(insts []Instance, log *slog.Logger) *Instances {
 	}
 	m := &Instances{log: log}
 	for _, in := range insts {
-		rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second)
+		ilog := log.With("instance", in.Name)
 		m.insts = append(m.insts, &instance{
 			Instance: in,
-			queue:    workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "instance-" + in.Name}),
-			log:      log.With("instance", in.Name),
+			loop: loop.New(loop.Options{Name: "instance-" + in.Name, BaseDelay: 50 * time.Millisecond, MaxDelay: 10 * time.Second,
+				OnFailure: func(_ string, err error, retries int) {
+					ilog.Error("instance update failed; will retry", "err", err, "retries", retries)
+				}}),
+			log: ilog,
 		})
 	}
 	return m
@@ -82,7 +84,7 @@ func (m *Instances) Apply(_ context.Context, cfg model.Config) (Result, error) {
 		}
 		in.next = &c
 		in.mu.Unlock()
-		in.queue.Add("apply")
+		in.loop.Add("apply")
 	}
 	return Result{}, nil
 }
@@ -91,24 +93,13 @@ func (m *Instances) Apply(_ context.Context, cfg model.Config) (Result, error) {
 func (m *Instances) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, in := range m.insts {
-		wg.Go(func() {
-			for in.processNext(ctx) {
-			}
-		})
-		go func() {
-			<-ctx.Done()
-			in.queue.ShutDown()
-		}()
+		wg.Go(func() { _ = in.loop.Run(ctx, in.turn) })
 	}
 	wg.Wait()
 }
 
-func (in *instance) processNext(ctx context.Context) bool {
-	key, quit := in.queue.Get()
-	if quit {
-		return false
-	}
-	defer in.queue.Done(key)
+// turn applies the newest model (or retries the last one that failed).
+func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 	in.mu.Lock()
 	cfg, failed := in.next, in.last
 	in.next = nil
@@ -125,21 +116,14 @@ func (in *instance) processNext(ctx context.Context) bool {
 	in.last = cfg
 	in.mu.Unlock()
 	if cfg == nil {
-		in.queue.Forget(key)
-		return true
+		return loop.Outcome{}
 	}
 	start := time.Now()
 	res, err := in.Driver.Apply(ctx, *cfg)
 	if in.Observe != nil && ctx.Err() == nil {
 		in.Observe(*cfg, res, err, time.Since(start))
 	}
-	if err != nil && !errors.Is(err, ErrDeferred) && ctx.Err() != nil {
-		return true // stopping: no retry
-	}
-	switch {
-	case Requeue(in.queue, key, res, err):
-		in.log.Error("instance update failed; will retry", "err", err, "retries", in.queue.NumRequeues(key))
-	case err == nil:
+	if err == nil {
 		in.mu.Lock()
 		in.last = nil
 		in.mu.Unlock()
@@ -147,7 +131,7 @@ func (in *instance) processNext(ctx context.Context) bool {
 			in.log.Info("instance update", "ops", res.Ops, "reloaded", res.Reloaded, "total", time.Since(start))
 		}
 	}
-	return true
+	return loop.Outcome{Err: err, Later: errors.Is(err, ErrDeferred), After: res.RetryAfter}
 }
 
 // Verify verifies every instance that can, side by side (drift if any
@@ -158,19 +142,12 @@ func (m *Instances) Verify(ctx context.Context) (bool, error) {
 	var wg sync.WaitGroup
 	for i, in := range m.insts {
 		wg.Go(func() {
-			switch v := in.Driver.(type) {
-			case interface {
-				Verify(context.Context) (bool, error)
-			}:
-				drift[i], errs[i] = v.Verify(ctx)
-				if drift[i] && in.Drift != nil {
-					in.Drift()
-				}
-				if errs[i] != nil {
-					errs[i] = errors.Join(errors.New("instance "+in.Name), errs[i])
-				}
-			case interface{ Invalidate() }:
-				v.Invalidate()
+			drift[i], errs[i] = Check(ctx, in.Driver)
+			if drift[i] && in.Drift != nil {
+				in.Drift()
+			}
+			if errs[i] != nil {
+				errs[i] = errors.Join(errors.New("instance "+in.Name), errs[i])
 			}
 		})
 	}

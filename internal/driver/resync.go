@@ -31,21 +31,32 @@ func Resync(ctx context.Context, drv Driver, period time.Duration, log *slog.Log
 }
 
 func verify(ctx context.Context, drv Driver, timeout time.Duration, log *slog.Logger, drift func()) {
-	switch d := drv.(type) {
-	case Verifier:
-		vctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		start := time.Now()
-		found, err := d.Verify(vctx)
-		if err != nil {
-			log.Warn("could not verify HAProxy's state; re-applying anyway", "err", err)
-			return
-		}
-		log.Debug("verified HAProxy's state", "drift", found, "took", time.Since(start))
-		if found {
-			drift()
-		}
-	case Invalidator:
-		d.Invalidate()
+	vctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	found, err := Check(vctx, drv)
+	if err != nil {
+		log.Warn("could not verify HAProxy's state; re-applying anyway", "err", err)
+		return
 	}
+	if _, ok := drv.(Verifier); ok {
+		log.Debug("verified HAProxy's state", "drift", found, "took", time.Since(start))
+	}
+	if found {
+		drift()
+	}
+}
+
+// Check is the one rule of a check of what a driver applied: a Verifier
+// verifies (drift: something differed; the next pass corrects it); an
+// Invalidator, which cannot, forgets what it caches, so the next pass
+// reads it back; any other driver has nothing to check.
+func Check(ctx context.Context, d Driver) (drift bool, err error) {
+	switch v := d.(type) {
+	case Verifier:
+		return v.Verify(ctx)
+	case Invalidator:
+		v.Invalidate()
+	}
+	return false, nil
 }
