@@ -178,6 +178,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		LastGoodPath: filepath.Join(filepath.Dir(f.stateFile), "last-good-settings.json"),
 		Logger:       log,
 		Metrics:      inst,
+		Leading:      gate.Leading,
 	})
 	if err := f.metrics.serve(ctx, b.ready(ctl.Synced, inst), log); err != nil {
 		return err

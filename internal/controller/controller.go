@@ -36,6 +36,10 @@ type Options struct {
 	LastGoodPath string        // file keeping last valid settings across restarts; "": memory only
 	Logger       *slog.Logger
 	Metrics      *metrics.Instance // nil: no metrics
+	// Leading says whether this replica leads (--leader-elect): only the
+	// leader reports problems (Events and their log lines); another
+	// replica reports what remains once it leads. nil: it always does.
+	Leading func() bool
 }
 
 // Controller keeps one HAProxy in sync with the cluster.
@@ -181,7 +185,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 // report emits a Warning Event and a log line for each new or changed
 // problem, once; problems that went away are forgotten.
 func (c *Controller) report(problems []desired.Problem) {
-	if l, ok := c.recorder.(interface{ Leading() bool }); ok && !l.Leading() {
+	if c.opts.Leading != nil && !c.opts.Leading() {
 		return // the leader reports; this replica reports what remains once it leads
 	}
 	seen := make(map[string]bool, len(problems))

@@ -46,6 +46,26 @@ func TestReportDeduplicates(t *testing.T) {
 	}
 }
 
+// A replica that does not lead reports nothing (Options.Leading, told
+// explicitly, not found in the recorder); once it leads it reports what
+// remains.
+func TestReportOnlyWhileLeading(t *testing.T) {
+	rec := record.NewFakeRecorder(10)
+	leading := false
+	c := New(nil, &countingDriver{}, rec, Options{Leading: func() bool { return leading }})
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	p := desired.Problem{Service: svc, Reason: desired.ReasonPortConflict, Message: "port 80 taken"}
+	c.report([]desired.Problem{p})
+	if got := len(rec.Events); got != 0 {
+		t.Fatalf("%d events while not leading, want 0", got)
+	}
+	leading = true
+	c.report([]desired.Problem{p})
+	if got := len(rec.Events); got != 1 {
+		t.Fatalf("%d events once leading, want 1", got)
+	}
+}
+
 // A pass never runs against caches that have not synced.
 func TestSyncRefusesUnsyncedCache(t *testing.T) {
 	drv := &countingDriver{}

@@ -6,15 +6,13 @@ import (
 )
 
 // Recorder passes Events on only while the gate is open: the leader
-// reports, the other replicas stay quiet. Leading lets the controller
-// keep a problem unreported (and report it once this replica leads).
+// reports, the other replicas stay quiet. (The controller asks the gate
+// itself, controller.Options.Leading, to keep a problem unreported until
+// this replica leads.)
 type Recorder struct {
 	record.EventRecorder
 	Gate *Gate
 }
-
-// Leading reports whether Events are passed on now.
-func (r Recorder) Leading() bool { return r.Gate.Leading() }
 
 func (r Recorder) Event(obj runtime.Object, eventtype, reason, message string) {
 	if r.Gate.Leading() {
