@@ -104,6 +104,9 @@ type Result struct {
 	// Configured lists the Services with at least one frontend, in the
 	// order they were considered.
 	Configured []*corev1.Service
+	// ServersOnly: the memo served this pass by recomputing only the
+	// servers of the Services an endpoint or node change touched.
+	ServersOnly bool
 }
 
 // backendName is what a single-Service backend override must look like.

@@ -155,18 +155,18 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 	}
 	m.clearDirty()
 	res := Result{
-		Config:     model.Config{Frontends: m.frontends, Backends: backends},
-		Good:       m.good,
-		Problems:   m.last.problems,
-		Selected:   m.last.selected,
-		Configured: m.last.configured,
+		Config:      model.Config{Frontends: m.frontends, Backends: backends},
+		Good:        m.good,
+		Problems:    m.last.problems,
+		Selected:    m.last.selected,
+		Configured:  m.last.configured,
+		ServersOnly: true,
 	}
 	if len(changed) > 0 {
 		slices.Sort(changed)
 		res.Config.Changes = &model.Changes{Base: base, Backends: changed}
 	}
 	m.last.backends = backends
-	m.fastPasses++
 	return res, true
 }
 

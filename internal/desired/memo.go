@@ -50,13 +50,12 @@ type Memo struct {
 
 	// For passes that change only servers (fast.go): the last Result, the
 	// selected Services by key, and what changed since the last pass.
-	last       lastResult
-	byKey      map[string]*corev1.Service
-	dirtyKeys  map[string]struct{}          // Services whose slices came or went
-	dirtySvcs  map[*corev1.Service]struct{} // Services whose servers a node change forgot
-	fastPasses int                          // passes served by serversOnly (for tests)
-	scratch    []string                     // track's node list, reused
-	addrs      map[string][]netip.Addr      // Input.Addresses of the last pass
+	last      lastResult
+	byKey     map[string]*corev1.Service
+	dirtyKeys map[string]struct{}          // Services whose slices came or went
+	dirtySvcs map[*corev1.Service]struct{} // Services whose servers a node change forgot
+	scratch   []string                     // track's node list, reused
+	addrs     map[string][]netip.Addr      // Input.Addresses of the last pass
 }
 
 type sliceRef struct {

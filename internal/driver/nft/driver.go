@@ -31,6 +31,10 @@ type Options struct {
 	EnableForwarding bool
 	Health           Health
 	Logger           *slog.Logger
+
+	// onBatch, when set (by tests), is told of each netlink batch sent
+	// (each one transaction).
+	onBatch func()
 }
 
 // Driver keeps the table in line with the UDP part of the model. It
@@ -47,8 +51,6 @@ type Driver struct {
 	last    []model.UDPService // the last desired UDP ports
 	applied map[string]Service // what the table holds; nil: unknown (read it back)
 	base    bool               // the fixed objects and rules are in place
-	// Batches counts the netlink batches sent (each one transaction).
-	batches int
 }
 
 // New opens the driver. It checks IP forwarding, and starts the health
@@ -114,11 +116,11 @@ func (d *Driver) healthChanged(a netip.Addr, down bool) {
 	}
 }
 
-// Batches is how many netlink batches the driver has sent.
-func (d *Driver) Batches() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.batches
+// sent is called for each netlink batch sent.
+func (d *Driver) sent() {
+	if d.opts.onBatch != nil {
+		d.opts.onBatch()
+	}
 }
 
 // ErrApply classifies a failed batch.
@@ -141,7 +143,7 @@ func (d *Driver) sync() (driver.Result, error) {
 	if ops == 0 {
 		return driver.Result{}, nil
 	}
-	d.batches++
+	d.sent()
 	if err := d.conn.Flush(); err != nil {
 		first := !d.base
 		d.applied = nil
@@ -154,7 +156,7 @@ func (d *Driver) sync() (driver.Result, error) {
 		d.conn.DelTable(table)
 		d.applied = map[string]Service{}
 		ops = d.queue(want)
-		d.batches++
+		d.sent()
 		if err := d.conn.Flush(); err != nil {
 			d.applied = nil
 			return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)

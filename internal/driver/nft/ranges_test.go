@@ -83,10 +83,10 @@ func TestDriverSourceRanges(t *testing.T) {
 		t.Fatal("client 17 not served")
 	}
 
-	before := d.Batches()
+	before := batches(d)
 	u.SourceRanges = prefixes("192.0.2.10/32")
 	apply(t, d, u)
-	if n := d.Batches() - before; n != 1 {
+	if n := batches(d) - before; n != 1 {
 		t.Errorf("a change of ranges took %d batches, want 1", n)
 	}
 	expect("10/32", map[int]bool{10: true, 16: false, 17: false})
@@ -96,7 +96,7 @@ func TestDriverSourceRanges(t *testing.T) {
 
 	restarted := newDriver(t, lab, Health{Kind: "none"})
 	apply(t, restarted, u)
-	if n := restarted.Batches(); n != 0 {
+	if n := batches(restarted); n != 0 {
 		t.Errorf("a restarted driver sent %d batches for unchanged ranges:\n%s", n, listTable(t, lab))
 	}
 

@@ -71,7 +71,9 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *drive
 	d.running, d.desired = cfg, cfg
 	d.hashes.Rebase(cfg, d.layout, d.hash)
 	d.gen++
-	d.fastApplies++
+	if d.opts.onServersOnly != nil {
+		d.opts.onServersOnly()
+	}
 	d.schedulePersist()
 	return true, nil
 }

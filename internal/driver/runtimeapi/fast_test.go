@@ -8,6 +8,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ import (
 func TestApplyServersOnly(t *testing.T) {
 	lb := startLab(t)
 	p, d := lb.p, lb.d
+	var fast atomic.Int64 // passes applied by the servers-only path
+	d.opts.onServersOnly = func() { fast.Add(1) }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -69,13 +72,13 @@ func TestApplyServersOnly(t *testing.T) {
 		}
 		next.Changes = ch
 		wantLayout, _ := plan.AssignFrom(next, prev, d.layout, false)
-		before := d.fastApplies
+		before := fast.Load()
 		res, err := d.Apply(ctx, next)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		if res.Reloaded || d.fastApplies != before+1 {
-			t.Fatalf("step %d: reloaded %v, fast path taken %d times", step, res.Reloaded, d.fastApplies-before)
+		if res.Reloaded || fast.Load() != before+1 {
+			t.Fatalf("step %d: reloaded %v, fast path taken %d times", step, res.Reloaded, fast.Load()-before)
 		}
 		if !reflect.DeepEqual(d.layout, wantLayout) {
 			t.Fatalf("step %d: layout %v, general path gives %v", step, d.layout, wantLayout)
