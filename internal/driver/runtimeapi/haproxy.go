@@ -46,6 +46,10 @@ type Options struct {
 	ReloadSettle      time.Duration // a reload waits until its first change is this old, for changes written with it (gate.go)
 	ReloadTimeout     time.Duration
 	Logger            *slog.Logger
+
+	// onServersOnly, when set (by tests), is told of each pass applied by
+	// the servers-only path (applyServers).
+	onServersOnly func()
 }
 
 // HAProxy drives one HAProxy in master-worker mode through its master CLI,
@@ -84,15 +88,15 @@ type HAProxy struct {
 	hashes     render.HashMemo // used under mu
 	// unsent: backends whose operations a preempted server-only pass did
 	// not send; actual and layout differ there (see preempt.go).
-	unsent      map[string]struct{}
-	persist     chan struct{}
-	fastApplies int    // passes applied by applyServers (for tests)
-	optsReason  string // why SetStatsPage changed the render options, until a reload applies them
-	verify      verifyState
-	acls        map[string]string // frontend name: ACL file content last written (acl.go)
+	unsent     map[string]struct{}
+	persist    chan struct{}
+	optsReason string // why SetStatsPage changed the render options, until a reload applies them
+	verify     verifyState
+	acls       map[string]string // frontend name: ACL file content last written (acl.go)
 }
 
-// NewHAProxy returns a driver; Start must run for on-disk persistence.
+// NewHAProxy returns a driver; Run must run for on-disk persistence (the
+// command line starts it beside the driver, internal/cli compose.go).
 func NewHAProxy(opts Options) *HAProxy {
 	if opts.Mode == "" {
 		opts.Mode = ModeHybrid
