@@ -40,7 +40,7 @@ testbin_only = HKS_TESTBIN_DIR="$$(hack/testbin.sh $(1) | tail -n 1)"; export HK
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test vet testbin deps demo bench bench-apiserver clean image
+.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-apiserver clean image
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
@@ -65,7 +65,10 @@ testbin:
 # CNI plugins (the real-node tier), and promtool (Debian's
 # prometheus package, its server never started) for the metrics test. /usr/sbin is checked too:
 # it is often not on a non-root user's PATH.
-deps:
+deps: deps-haproxy deps-test
+
+# HAProxy: the demo and the benchmark need nothing else from apt.
+deps-haproxy:
 	@if command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; then \
 		echo "haproxy: $$(command -v haproxy || echo /usr/sbin/haproxy)"; \
 	else \
@@ -73,6 +76,11 @@ deps:
 		$$sudo apt-get update; \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy; \
 	fi
+
+# What the tests need besides HAProxy: promtool (checks the alert rules),
+# nft (the UDP tests), containerd, runc and the CNI plugins (the real-node
+# tier).
+deps-test:
 	@hack/promtool.sh
 	@if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then \
 		echo "nft: $$(command -v nft || echo /usr/sbin/nft)"; \
@@ -103,11 +111,11 @@ test: deps
 # separately. Both may start a kube-apiserver through internal/testing/kubeapi.
 # Built, then exec'd (not `go run`): the program itself gets make's SIGINT
 # and SIGTERM, and stops every process it started.
-demo: deps
+demo: deps-haproxy
 	$(GO) build -o bin/demo ./hack/demo
 	$(call testbin_only,kube-apiserver etcd) exec bin/demo $(DEMOFLAGS)
 
-bench: deps
+bench: deps-haproxy
 	$(GO) build -o bin/bench ./hack/bench
 	$(call testbin_only,kube-apiserver etcd) exec bin/bench $(SIZEFLAGS) $(if $(DRIVER),-driver=$(DRIVER)) $(BENCHFLAGS)
 
