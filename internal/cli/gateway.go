@@ -30,10 +30,11 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	if err != nil {
 		return err
 	}
-	udp, err := f.udp.setup(ctx, &dopts, log)
+	udp, udpCaps, err := f.udp.setup(ctx, log)
 	if err != nil {
 		return err
 	}
+	dopts = driverChoice{label: driverHAProxy, kinds: []string{driverHAProxy}}.capabilities(udpCaps).shape(dopts)
 	cfg, err := kubeclient.Config(f.kube)
 	if err != nil {
 		return err
@@ -46,12 +47,11 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	if err != nil {
 		return err
 	}
-	hd, err := f.haproxyDriver(log)
+	hd, stop, err := f.single(log)
 	if err != nil {
 		return err
 	}
-	defer hd.Close()
-	defer persist(hd, f.persist, f.persistMax)()
+	defer stop()
 	if err := ensureDir(f.stateFile, "--state-file"); err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	}
 	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log})
 	loop := gatewayctl.New(src, compose(hd, udp), gatewayctl.Options{
-		Gateway:      gateway.Options{Addresses: dopts.Binds, UDP: udp != nil},
+		Gateway:      gateway.Options{Addresses: dopts.Binds, UDP: dopts.UDP},
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
 		Publisher:    pub,

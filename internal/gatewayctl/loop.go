@@ -2,7 +2,7 @@
 // work item → gateway.Compute from the whole cache → driver, and, once the
 // driver applied a model, the status of the objects it came from
 // (Publisher, leader only, rate-limited). Retries go only through the
-// workqueue.
+// work loop (internal/loop).
 package gatewayctl
 
 import (
@@ -12,10 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
-
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
@@ -35,7 +34,7 @@ type Loop struct {
 	opts    Options
 	src     *source.Gateway
 	drv     driver.Driver
-	queue   workqueue.TypedRateLimitingInterface[string]
+	loop    *loop.Loop
 	log     *slog.Logger
 	pending atomic.Bool
 	changed atomic.Int64
@@ -49,9 +48,12 @@ func New(src *source.Gateway, drv driver.Driver, opts Options) *Loop {
 	if opts.SyncTimeout == 0 {
 		opts.SyncTimeout = 5 * time.Minute
 	}
-	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second)
-	return &Loop{opts: opts, src: src, drv: drv, log: opts.Logger,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[string]{Name: "haproxy-k8s-sync-gateway"})}
+	log := opts.Logger
+	return &Loop{opts: opts, src: src, drv: drv, log: log,
+		loop: loop.New(loop.Options{Name: "haproxy-k8s-sync-gateway", BaseDelay: 50 * time.Millisecond, MaxDelay: 10 * time.Second,
+			OnFailure: func(_ string, err error, retries int) {
+				log.Error("sync failed; will retry", "err", err, "retries", retries)
+			}})}
 }
 
 // Trigger asks for a pass.
@@ -59,7 +61,7 @@ func (l *Loop) Trigger() {
 	if l.pending.CompareAndSwap(false, true) {
 		l.changed.Store(time.Now().UnixNano())
 	}
-	l.queue.Add(syncKey)
+	l.loop.Add(syncKey)
 }
 
 // Synced reports whether the caches have synced.
@@ -68,7 +70,6 @@ func (l *Loop) Synced() bool { return l.src.Synced() }
 // Run starts the informers, waits for their caches and processes passes
 // until ctx ends.
 func (l *Loop) Run(ctx context.Context) error {
-	defer l.queue.ShutDown()
 	if err := l.src.OnChange(l.Trigger); err != nil {
 		return err
 	}
@@ -78,26 +79,10 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.log.Info("caches synced")
 	l.Trigger()
 	go driver.Resync(ctx, l.drv, l.opts.ResyncPeriod, l.log, func() {}, l.Trigger)
-	go func() {
-		<-ctx.Done()
-		l.queue.ShutDown()
-	}()
-	for l.next(ctx) {
-	}
-	return ctx.Err()
-}
-
-func (l *Loop) next(ctx context.Context) bool {
-	key, quit := l.queue.Get()
-	if quit {
-		return false
-	}
-	defer l.queue.Done(key)
-	res, err := l.sync(ctx)
-	if driver.Requeue(l.queue, key, res, err) {
-		l.log.Error("sync failed; will retry", "err", err, "retries", l.queue.NumRequeues(key))
-	}
-	return true
+	return l.loop.Run(ctx, func(ctx context.Context, _ string) loop.Outcome {
+		res, err := l.sync(ctx)
+		return loop.Outcome{Err: err, Later: errors.Is(err, driver.ErrDeferred), After: res.RetryAfter}
+	})
 }
 
 // sync is one pass: snapshot → gateway.Compute → driver → status.
