@@ -156,6 +156,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 
 	res, err := c.drv.Apply(ctx, d.Config)
 	if err == nil {
+		if alloc.owned != nil {
+			c.opts.Publisher.Owned(alloc.owned)
+		}
 		c.opts.Publisher.Served(d.Configured, alloc.addrs)
 		c.opts.PoolStatus.Set(alloc.counts, alloc.errs)
 	}

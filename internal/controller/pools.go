@@ -16,7 +16,8 @@ type allocation struct {
 	addrs    map[string][]netip.Addr
 	problems []desired.Problem
 	counts   map[string]pools.Counts
-	errs     map[string]string // pool name: why its spec is unusable
+	errs     map[string]string     // pool name: why its spec is unusable
+	owned    func(netip.Addr) bool // whether an address is in one of the pools
 }
 
 // allocate hands out the Services' addresses from the cached
@@ -67,6 +68,11 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 		out.problems = append(out.problems, desired.Problem{Service: p.Service, Reason: p.Reason, Message: p.Message})
 	}
 	out.addrs, out.counts = res.Assigned, res.Pools
+	out.owned = func(a netip.Addr) bool {
+		return slices.ContainsFunc(ps, func(p pools.Pool) bool {
+			return slices.ContainsFunc(p.Ranges, func(r pools.Range) bool { return r.Contains(a) })
+		})
+	}
 	c.lastAlloc = out
 	return out
 }

@@ -59,6 +59,7 @@ type Publisher struct {
 	last   []*corev1.Service             // the list of the last Served call
 	served map[types.NamespacedName]bool // derived from last, by Run
 	addrs  map[string][]netip.Addr       // Pooled: the last Served call's addresses by "namespace/name"
+	owned  func(netip.Addr) bool         // Pooled: whether an address is in one of our pools
 	// wrote: the resourceVersion each Service had when we last patched
 	// it; while the cache still shows that version, our write is in
 	// flight through the watch and the Service is not queued again.
@@ -210,7 +211,10 @@ func (p *Publisher) desiredStatus(s *corev1.Service, served bool) ([]corev1.Load
 			want := ingressFor(mine)
 			return want, !sameIngress(have, want)
 		}
-		return nil, len(have) > 0 && allProxy(have)
+		p.mu.Lock()
+		owned := p.owned
+		p.mu.Unlock()
+		return nil, len(have) > 0 && allProxy(have) && owned != nil && allOwned(have, owned)
 	}
 	if served && s.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		return p.want, !sameIngress(have, p.want)
@@ -279,6 +283,27 @@ func (p *Publisher) write(ctx context.Context, k types.NamespacedName) error {
 	p.wrote[k] = s.ResourceVersion
 	p.mu.Unlock()
 	return nil
+}
+
+// Owned tells the Publisher which addresses are its pools' (Pooled): a
+// Service that is not served loses only a status of such addresses.
+func (p *Publisher) Owned(owned func(netip.Addr) bool) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.owned = owned
+	p.mu.Unlock()
+}
+
+func allOwned(in []corev1.LoadBalancerIngress, owned func(netip.Addr) bool) bool {
+	for _, i := range in {
+		a, err := netip.ParseAddr(i.IP)
+		if err != nil || !owned(a.Unmap()) {
+			return false
+		}
+	}
+	return true
 }
 
 func allProxy(in []corev1.LoadBalancerIngress) bool {

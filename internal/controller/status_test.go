@@ -139,6 +139,7 @@ func TestPublisherPooledDesiredStatus(t *testing.T) {
 		t.Fatal("no Publisher with pools and no --publish-address")
 	}
 	p.Served(nil, map[string][]netip.Addr{"ns/a": {netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("2001:db8::1")}})
+	p.Owned(func(a netip.Addr) bool { return netip.MustParsePrefix("198.18.0.0/24").Contains(a) })
 	for _, tc := range []struct {
 		svc   *corev1.Service
 		want  []string
@@ -148,6 +149,7 @@ func TestPublisherPooledDesiredStatus(t *testing.T) {
 		{lbService("a", corev1.LoadBalancerIngress{IP: "198.18.0.1", IPMode: &proxy}, corev1.LoadBalancerIngress{IP: "2001:db8::1", IPMode: &proxy}), []string{"198.18.0.1", "2001:db8::1"}, false},
 		{lbService("b", corev1.LoadBalancerIngress{IP: "198.18.0.2", IPMode: &proxy}), nil, true},
 		{lbService("c", corev1.LoadBalancerIngress{IP: "198.18.0.3", IPMode: &vip}), nil, false},
+		{lbService("d", corev1.LoadBalancerIngress{IP: "203.0.113.3", IPMode: &proxy}), nil, false}, // another load balancer's
 	} {
 		got, write := p.desiredStatus(tc.svc, false)
 		var ips []string
