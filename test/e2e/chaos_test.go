@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
+)
+
+// chaosFault is one fault: inject makes it happen (and waits until its
+// effect shows where it must), undo takes it back. Both may add checks
+// the truth must pass once the fault is undone (run.extra).
+type chaosFault struct {
+	name string
+	// haproxyKept: HAProxy keeps running through the fault, so no new
+	// connection to a healthy backend may fail and no established one
+	// may be cut.
+	haproxyKept bool
+	// node: a node fault (connections through that node may fail until
+	// HAProxy's checks see it).
+	node   bool
+	inject func(c *chaosEnv, run *faultRun)
+	undo   func(c *chaosEnv, run *faultRun)
+}
+
+type faultRun struct {
+	// downAt: when HAProxy's checks saw the faulted node down (node
+	// faults): failures before it went to the faulted node.
+	downAt time.Time
+	extra  []func() error
+	notes  []string
+}
+
+func (r *faultRun) note(format string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
+
+// chaosResult is one row of the table.
+type chaosResult struct {
+	fault                chaosFault
+	total, failed        int
+	failedBeforeDown     int
+	established, cut     int
+	converge             time.Duration
+	converged            bool
+	reloads, lost, notes string
+	firstFailures        []string
+}
+
+// TestChaos injects every fault of chaosFaults one at a time under a
+// steady load of new connections and writes the table (make chaos:
+// HKS_CHAOS=1, HKS_CHAOS_REPORT=docs/reliability.md). It takes minutes:
+// skipped unless HKS_CHAOS is set.
+func TestChaos(t *testing.T) {
+	if os.Getenv("HKS_CHAOS") == "" {
+		t.Skip("chaos suite: HKS_CHAOS=1 (make chaos)")
+	}
+	only := os.Getenv("HKS_CHAOS_ONLY") // a comma-separated list of fault names
+	c := newChaosEnv(t)
+	var results []chaosResult
+	for _, f := range chaosFaults() {
+		if only != "" && !strings.Contains(","+only+",", ","+f.name+",") {
+			continue
+		}
+		res := c.runFault(f)
+		t.Logf("%s", res.row())
+		results = append(results, res)
+		if !res.converged {
+			t.Errorf("%s: the load balancer did not serve the cluster's truth again within %v", f.name, chaosConverge)
+			break
+		}
+	}
+	if path := os.Getenv("HKS_CHAOS_REPORT"); path != "" && len(results) > 0 {
+		if err := writeReliability(path, results); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// runFault measures one fault.
+func (c *chaosEnv) runFault(f chaosFault) chaosResult {
+	c.t.Helper()
+	c.eventuallyWithin(chaosConverge, f.name+": the truth before the fault", c.truth())
+	var kept []*keepAlive
+	for _, d := range c.deps() {
+		kept = append(kept, c.keepAliveThrough(c.addr, d))
+	}
+	defer func() {
+		for _, k := range kept {
+			k.Close()
+		}
+	}()
+	before := c.proc()
+	load := c.startSteadyLoad(c.addr)
+	run := &faultRun{}
+	f.inject(c, run)
+	undone := time.Now()
+	f.undo(c, run)
+	err := waitUntil(chaosConverge, c.truth(run.extra...))
+	res := chaosResult{fault: f, converge: time.Since(undone), converged: err == nil}
+	if err != nil {
+		run.note("not converged: %v", err)
+		c.t.Logf("%s: %v\n%s\n%s", f.name, err, c.statReport(), tailString(c.ctlLog.String(), 40))
+	}
+	var failed []string
+	res.total, failed, _ = load.stop()
+	res.failed = len(failed)
+	res.firstFailures = failed[:min(3, len(failed))]
+	for _, f := range failed {
+		at, err := time.ParseInLocation("15:04:05.000", f[:12], time.Local)
+		if err == nil && !run.downAt.IsZero() {
+			y, m, d := run.downAt.Date()
+			at = time.Date(y, m, d, at.Hour(), at.Minute(), at.Second(), at.Nanosecond(), time.Local)
+			if at.Before(run.downAt) {
+				res.failedBeforeDown++
+			}
+		}
+	}
+	if len(failed) > 1 {
+		first, _ := time.Parse("15:04:05.000", failed[0][:12])
+		last, _ := time.Parse("15:04:05.000", failed[len(failed)-1][:12])
+		run.note("failures from %s to %s (%v)", failed[0][:12], failed[len(failed)-1][:12], last.Sub(first))
+	}
+	for _, k := range kept {
+		res.established++
+		if got, err := k.ask(); err != nil || got != k.pod {
+			res.cut++
+		}
+	}
+	after := c.proc()
+	switch {
+	case after.MasterPID == 0:
+		res.reloads = "? (no master)"
+	case after.MasterPID != before.MasterPID:
+		res.reloads = fmt.Sprintf("%d (new master)", after.Reloads)
+	default:
+		res.reloads = fmt.Sprint(after.Reloads - before.Reloads)
+	}
+	// What is persisted follows within a persist interval: poll briefly.
+	_ = waitUntil(10*time.Second, func() error {
+		if res.lost = c.lostOrWrong(); res.lost != "" {
+			return fmt.Errorf("%s", res.lost)
+		}
+		return nil
+	})
+	res.notes = strings.Join(run.notes, "; ")
+	return res
+}
+
+// killPID sends SIGKILL.
+func sigkill(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill -9 %d: %v", pid, err)
+	}
+}
+
+// chaosFaults is the fault table, most valuable first.
+func chaosFaults() []chaosFault {
+	nothing := func(*chaosEnv, *faultRun) {}
+	return []chaosFault{
+		{name: "haproxy-worker-kill-9", inject: func(c *chaosEnv, run *faultRun) {
+			p := c.proc()
+			if len(p.Workers) == 0 {
+				c.t.Fatalf("no worker: %+v", p)
+			}
+			sigkill(c.t, p.Workers[0])
+			if c.supervise(5 * time.Second) {
+				run.note("the master exited with its worker; the supervisor restarted HAProxy")
+			} else {
+				run.note("the master kept running")
+			}
+		}, undo: nothing},
+		{name: "haproxy-master-kill-9", inject: func(c *chaosEnv, run *faultRun) {
+			sigkill(c.t, c.hap.MasterPID())
+			if c.supervise(10 * time.Second) {
+				run.note("the supervisor restarted HAProxy")
+			}
+		}, undo: nothing},
+		{name: "controller-kill-9-in-burst", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+			const n = 20
+			for i := range n {
+				if i == n/2 {
+					c.killController()
+				}
+				c.createService(webService(fmt.Sprintf("burst-%d", i), "web", int32(8100+i), "Cluster"))
+			}
+			run.note("killed after %d of %d new Services", n/2, n)
+			run.extra = append(run.extra, c.serves("127.0.0.1:8100"), c.serves(fmt.Sprintf("127.0.0.1:%d", 8100+n-1)),
+				c.inConfig(fmt.Sprintf(":%d", 8100+n/2)))
+		}, undo: func(c *chaosEnv, _ *faultRun) { c.startController() }},
+		{name: "apiserver-unreachable-30s", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+			c.createService(webService("pre-outage", "web", 8151, "Cluster"))
+			c.eventuallyWithin(chaosConverge, "pre-outage served", c.serves("127.0.0.1:8151"))
+			c.proxy.cut()
+			c.createService(webService("during-outage", "web", 8150, "Cluster"))
+			if err := c.client.CoreV1().Services(ns).Delete(bg, "pre-outage", metaDelete); err != nil {
+				c.t.Fatal(err)
+			}
+			// The fault's duration, not synchronisation: the load runs
+			// meanwhile and must see no failure.
+			time.Sleep(30 * time.Second)
+			if err := c.nodesUp(); err != nil {
+				run.note("during the outage: %v", err)
+			}
+			run.note("a Service created and one deleted during the outage")
+			run.extra = append(run.extra, c.serves("127.0.0.1:8150"), c.notInConfig(":8151"))
+		}, undo: func(c *chaosEnv, _ *faultRun) {
+			if err := c.proxy.restore(); err != nil {
+				c.t.Fatal(err)
+			}
+		}},
+		{name: "kube-proxy-stopped-n1", haproxyKept: true, node: true, inject: func(c *chaosEnv, run *faultRun) {
+			n1 := c.tier.Node("n1")
+			begin := time.Now()
+			n1.StopKubeProxy()
+			c.eventuallyWithin(chaosConverge, "n1 down", c.nodeDown(n1))
+			run.downAt = time.Now()
+			run.note("n1 down in HAProxy after %v", time.Since(begin).Round(10*time.Millisecond))
+		}, undo: func(c *chaosEnv, _ *faultRun) {
+			if err := c.tier.Node("n1").StartKubeProxy(); err != nil {
+				c.t.Fatal(err)
+			}
+		}},
+		{name: "kubelet-stopped-n1", haproxyKept: true, node: true, inject: func(c *chaosEnv, run *faultRun) {
+			n1 := c.tier.Node("n1")
+			begin := time.Now()
+			n1.StopKubelet()
+			c.eventuallyWithin(chaosConverge, "n1 not Ready", c.nodeNotReady("n1"))
+			run.note("n1 NotReady after %v", time.Since(begin).Round(10*time.Millisecond))
+			c.eventuallyWithin(chaosConverge, "n1 down", c.nodeDown(n1))
+			run.downAt = time.Now()
+			run.note("n1 out of HAProxy after %v", time.Since(begin).Round(10*time.Millisecond))
+		}, undo: func(c *chaosEnv, run *faultRun) {
+			if err := c.tier.Node("n1").StartKubelet(); err != nil {
+				c.t.Fatal(err)
+			}
+		}},
+		{name: "partition-lb-n1", haproxyKept: true, node: true, inject: func(c *chaosEnv, run *faultRun) {
+			n1 := c.tier.Node("n1")
+			begin := time.Now()
+			// Dropped silently, as a real partition does (no refusal
+			// HAProxy could see at once), in the test's own namespace.
+			nftIn(c.t, c.tier.LB, fmt.Sprintf("table inet hks_chaos {\n chain out {\n type filter hook output priority 0;\n ip daddr { %s, %s } drop\n }\n}\n", n1.Addr, n1.PodCIDR))
+			c.eventuallyWithin(chaosConverge, "n1 down", c.nodeDown(n1))
+			run.downAt = time.Now()
+			run.note("n1 down in HAProxy after %v", time.Since(begin).Round(10*time.Millisecond))
+		}, undo: func(c *chaosEnv, _ *faultRun) {
+			nftIn(c.t, c.tier.LB, "delete table inet hks_chaos\n")
+		}},
+		{name: "reload-fails-port-taken", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+			var l net.Listener
+			if err := nodes.InNS(c.tier.LB, func() (err error) { l, err = net.Listen("tcp", "127.0.0.1:8160"); return err }); err != nil {
+				c.t.Fatal(err)
+			}
+			run.extra = append(run.extra, c.serves("127.0.0.1:8160"))
+			c.taken = l
+			c.createService(webService("taken", "web", 8160, "Cluster"))
+			if err := waitUntil(chaosConverge, func() error {
+				if p := c.proc(); p.Failed == 0 {
+					return fmt.Errorf("no failed reload yet")
+				}
+				return nil
+			}); err != nil {
+				run.note("no failed reload seen: %v", err)
+			} else {
+				run.note("HAProxy's reload failed, the old worker kept serving")
+			}
+		}, undo: func(c *chaosEnv, _ *faultRun) { c.taken.Close() }},
+	}
+}
+
+// nftIn applies an nftables script in the network namespace netns (one
+// of the test's own).
+func nftIn(t *testing.T, netns, script string) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", netns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("nft in %s: %v: %s\n%s", netns, err, out, script)
+	}
+}
+
+func (c *chaosEnv) serves(addr string) func() error {
+	return func() error {
+		_, err := c.hostname(addr)
+		return err
+	}
+}
+
+func (c *chaosEnv) inConfig(sub string) func() error {
+	return func() error {
+		b, err := os.ReadFile(c.cfgPath)
+		if err != nil {
+			return err
+		}
+		return contains(string(b), sub)
+	}
+}
+
+func (c *chaosEnv) notInConfig(sub string) func() error {
+	return func() error {
+		if c.inConfig(sub)() == nil {
+			return fmt.Errorf("%q still in haproxy.cfg", sub)
+		}
+		return nil
+	}
+}
+
+func (c *chaosEnv) nodeNotReady(name string) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		n, err := c.client.CoreV1().Nodes().Get(ctx, name, metaGet)
+		if err != nil {
+			return err
+		}
+		if nodes.IsReady(n) {
+			return fmt.Errorf("node %s still Ready", name)
+		}
+		return nil
+	}
+}
