@@ -55,14 +55,25 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	if err := ensureDir(f.stateFile, "--state-file"); err != nil {
 		return err
 	}
-	src := source.NewGateway(client, gc, udp != nil)
+	routes, err := source.RouteVersions(client.Discovery())
+	if err != nil {
+		return err
+	}
+	for kind, v := range routes {
+		if v == "" {
+			log.Warn("route kind not served by the apiserver: not watched (install the Gateway API v1.6 standard CRDs)", "kind", kind)
+		} else if v != source.RouteV1 {
+			log.Info("route kind served in an older version only: read as "+v, "kind", kind)
+		}
+	}
+	src := source.NewGateway(client, gc, udp != nil, routes)
 	scfg := rest.CopyConfig(cfg)
 	scfg.QPS, scfg.Burst = -1, 0
 	sclient, err := gwclient.NewForConfig(rest.AddUserAgent(scfg, "status"))
 	if err != nil {
 		return err
 	}
-	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log})
+	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log, RouteVersions: routes})
 	loop := gatewayctl.New(src, compose(hd, udp), gatewayctl.Options{
 		Gateway:      gateway.Options{Addresses: dopts.Binds, UDP: dopts.UDP},
 		ResyncPeriod: f.resync,

@@ -13,9 +13,11 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1a2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
 // Objects reads the informer caches (source.Gateway).
@@ -30,7 +32,11 @@ type PublisherOptions struct {
 	QPS            float32 // status writes per second; <= 0: unlimited
 	Burst          int
 	Workers        int // concurrent writes (default 2)
-	Logger         *slog.Logger
+	// RouteVersions: the version served of each route kind
+	// (source.RouteVersions); a v1alpha2 route's status is written as
+	// v1alpha2. Empty: v1.
+	RouteVersions map[string]string
+	Logger        *slog.Logger
 }
 
 // Publisher writes the status of GatewayClasses, Gateways and routes
@@ -188,6 +194,11 @@ func (p *Publisher) processNext(ctx context.Context, q workqueue.TypedRateLimiti
 	return true
 }
 
+// alpha reports whether routes of kind are served as v1alpha2.
+func (p *Publisher) alpha(kind string) bool {
+	return p.opts.RouteVersions[kind] == source.RouteV1Alpha2
+}
+
 // write updates one object's status from the cache, if it still differs.
 func (p *Publisher) write(ctx context.Context, it item) error {
 	res := p.result()
@@ -232,7 +243,12 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 		}
 		c := obj.DeepCopy()
 		c.Status.Parents = st
-		if err = wait(); err == nil {
+		if err = wait(); err == nil && p.alpha(it.Kind) {
+			var a *gwv1a2.TCPRoute
+			if a, err = source.Convert[gwv1a2.TCPRoute](c); err == nil {
+				_, err = p.client.GatewayV1alpha2().TCPRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
+			}
+		} else if err == nil {
 			_, err = gw.TCPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
 		}
 	case *gwv1.TLSRoute:
@@ -242,7 +258,12 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 		}
 		c := obj.DeepCopy()
 		c.Status.Parents = st
-		if err = wait(); err == nil {
+		if err = wait(); err == nil && p.alpha(it.Kind) {
+			var a *gwv1a2.TLSRoute
+			if a, err = source.Convert[gwv1a2.TLSRoute](c); err == nil {
+				_, err = p.client.GatewayV1alpha2().TLSRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
+			}
+		} else if err == nil {
 			_, err = gw.TLSRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
 		}
 	case *gwv1.UDPRoute:
@@ -252,7 +273,12 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 		}
 		c := obj.DeepCopy()
 		c.Status.Parents = st
-		if err = wait(); err == nil {
+		if err = wait(); err == nil && p.alpha(it.Kind) {
+			var a *gwv1a2.UDPRoute
+			if a, err = source.Convert[gwv1a2.UDPRoute](c); err == nil {
+				_, err = p.client.GatewayV1alpha2().UDPRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
+			}
+		} else if err == nil {
 			_, err = gw.UDPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwv1a2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
@@ -40,40 +41,68 @@ type Gateway struct {
 	udpOn      bool
 }
 
-// NewGateway builds the informers. Without udp, UDPRoutes are not
-// watched (no UDP listener is served then, and the CRD may be absent).
-func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool) *Gateway {
+// NewGateway builds the informers. routes says which version of each
+// route kind (gateway.KindTCPRoute...) to watch: RouteV1, RouteV1Alpha2
+// (older bundles; the objects are converted to v1, Compute sees one
+// kind), or "" for a kind the cluster does not serve (not watched; see
+// RouteVersions). Without udp, UDPRoutes are not watched either.
+func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool, routes map[string]string) *Gateway {
 	kf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Slim))
-	gf := gwinformers.NewSharedInformerFactoryWithOptions(gc, 0, gwinformers.WithTransform(dropManaged))
+	gf := gwinformers.NewSharedInformerFactoryWithOptions(gc, 0, gwinformers.WithTransform(gatewayTransform))
 	g := &Gateway{kube: kf, gwf: gf, udpOn: udp,
 		classes:    gf.Gateway().V1().GatewayClasses().Informer(),
 		gateways:   gf.Gateway().V1().Gateways().Informer(),
-		tcp:        gf.Gateway().V1().TCPRoutes().Informer(),
-		tls:        gf.Gateway().V1().TLSRoutes().Informer(),
 		grants:     gf.Gateway().V1beta1().ReferenceGrants().Informer(),
 		services:   kf.Core().V1().Services().Informer(),
 		slices:     kf.Discovery().V1().EndpointSlices().Informer(),
 		namespaces: kf.Core().V1().Namespaces().Informer(),
 	}
-	if udp {
-		g.udp = gf.Gateway().V1().UDPRoutes().Informer()
+	v1, v1a2 := gf.Gateway().V1(), gf.Gateway().V1alpha2()
+	switch routes[gateway.KindTCPRoute] {
+	case RouteV1:
+		g.tcp = v1.TCPRoutes().Informer()
+	case RouteV1Alpha2:
+		g.tcp = v1a2.TCPRoutes().Informer()
+	}
+	switch routes[gateway.KindTLSRoute] {
+	case RouteV1:
+		g.tls = v1.TLSRoutes().Informer()
+	case RouteV1Alpha2:
+		g.tls = v1a2.TLSRoutes().Informer()
+	}
+	switch {
+	case !udp:
+	case routes[gateway.KindUDPRoute] == RouteV1:
+		g.udp = v1.UDPRoutes().Informer()
+	case routes[gateway.KindUDPRoute] == RouteV1Alpha2:
+		g.udp = v1a2.UDPRoutes().Informer()
 	}
 	return g
 }
 
-// dropManaged keeps the caches free of managedFields, the bulk of a
-// small object.
-func dropManaged(obj any) (any, error) {
+// gatewayTransform keeps the caches free of managedFields, the bulk of a
+// small object, and turns v1alpha2 routes into their v1 form.
+func gatewayTransform(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
+	}
+	switch o := obj.(type) {
+	case *gwv1a2.TCPRoute:
+		return convert[gwv1.TCPRoute](o)
+	case *gwv1a2.TLSRoute:
+		return convert[gwv1.TLSRoute](o)
+	case *gwv1a2.UDPRoute:
+		return convert[gwv1.UDPRoute](o)
 	}
 	return obj, nil
 }
 
 func (g *Gateway) all() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{g.classes, g.gateways, g.tcp, g.tls, g.grants, g.services, g.slices, g.namespaces}
-	if g.udp != nil {
-		out = append(out, g.udp)
+	out := []cache.SharedIndexInformer{g.classes, g.gateways, g.grants, g.services, g.slices, g.namespaces}
+	for _, r := range []cache.SharedIndexInformer{g.tcp, g.tls, g.udp} {
+		if r != nil {
+			out = append(out, r)
+		}
 	}
 	return out
 }
@@ -119,23 +148,23 @@ func (g *Gateway) Synced() bool {
 // Snapshot lists the cached objects, shared with the caches: callers
 // must not modify them.
 func (g *Gateway) Snapshot() gateway.Input {
-	in := gateway.Input{
+	return gateway.Input{
 		Classes:    listOf[*gwv1.GatewayClass](g.classes),
 		Gateways:   listOf[*gwv1.Gateway](g.gateways),
 		TCPRoutes:  listOf[*gwv1.TCPRoute](g.tcp),
 		TLSRoutes:  listOf[*gwv1.TLSRoute](g.tls),
+		UDPRoutes:  listOf[*gwv1.UDPRoute](g.udp),
 		Grants:     listOf[*gwv1beta1.ReferenceGrant](g.grants),
 		Services:   listOf[*corev1.Service](g.services),
 		Slices:     listOf[*desired.Slice](g.slices),
 		Namespaces: listOf[*corev1.Namespace](g.namespaces),
 	}
-	if g.udp != nil {
-		in.UDPRoutes = listOf[*gwv1.UDPRoute](g.udp)
-	}
-	return in
 }
 
 func listOf[T any](inf cache.SharedIndexInformer) []T {
+	if inf == nil {
+		return nil
+	}
 	return listInto[T](nil, inf)
 }
 

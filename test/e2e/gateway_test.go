@@ -30,9 +30,10 @@ type gwEnv struct {
 
 func newGatewayEnv(t *testing.T) *gwEnv { return newGatewayEnvOn(t, newEnv(t)) }
 
-// newGatewayEnvOn is newGatewayEnv on an env already made.
-func newGatewayEnvOn(t *testing.T, e *env) *gwEnv {
-	gwcrd.Install(t, e.kube.Config)
+// newGatewayEnvOn is newGatewayEnv on an env already made; the route
+// CRDs named in alpha serve v1alpha2 only (gwcrd.InstallAlpha).
+func newGatewayEnvOn(t *testing.T, e *env, alpha ...string) *gwEnv {
+	gwcrd.InstallAlpha(t, e.kube.Config, alpha...)
 	gc, err := gwclient.NewForConfig(e.kube.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,12 @@ func Dir() (string, error) {
 }
 
 // Install creates the standard CRDs and waits until they are served.
-func Install(t testing.TB, cfg *rest.Config) {
+func Install(t testing.TB, cfg *rest.Config) { InstallAlpha(t, cfg) }
+
+// InstallAlpha is Install, but the route CRDs named in alpha (e.g.
+// "tcproutes") serve and store v1alpha2 only, as in a cluster with an
+// older bundle.
+func InstallAlpha(t testing.TB, cfg *rest.Config, alpha ...string) {
 	t.Helper()
 	dir, err := Dir()
 	if err != nil {
@@ -58,6 +64,16 @@ func Install(t testing.TB, cfg *rest.Config) {
 		if err := yaml.Unmarshal(raw, &obj); err != nil {
 			t.Fatalf("%s: %v", r, err)
 		}
+		if slices.Contains(alpha, r) {
+			versions, _, _ := unstructured.NestedSlice(obj, "spec", "versions")
+			for _, v := range versions {
+				m := v.(map[string]any)
+				m["served"], m["storage"] = m["name"] == "v1alpha2", m["name"] == "v1alpha2"
+			}
+			if err := unstructured.SetNestedSlice(obj, versions, "spec", "versions"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		u := &unstructured.Unstructured{Object: obj}
 		if _, err := dc.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("create CRD %s: %v", r, err)
@@ -68,6 +84,9 @@ func Install(t testing.TB, cfg *rest.Config) {
 		gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: r}
 		if r == "referencegrants" {
 			gvr.Version = "v1beta1"
+		}
+		if slices.Contains(alpha, r) {
+			gvr.Version = "v1alpha2"
 		}
 		for {
 			_, err := dc.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
