@@ -306,3 +306,30 @@ func want(t *testing.T, got, want string) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestName(t *testing.T) {
+	for _, tc := range []struct {
+		parts []string
+		want  string
+	}{
+		{[]string{"apps", "gw", "443"}, "gw_apps_gw_443"},
+		{[]string{"apps", "my.gw", "443"}, "gw_apps_my-gw_443_"},
+		{[]string{"apps", "my-gw", "443"}, "gw_apps_my-gw_443"},
+		{[]string{"a b", "x\n\tuse_backend y", "1"}, "gw_a-b_x--use-backend-y_1_"},
+		{[]string{strings.Repeat("a", 63), strings.Repeat("b", 63), "65535"}, "gw_" + strings.Repeat("a", 63) + "_" + strings.Repeat("b", 23) + "_"},
+	} {
+		got := name("gw", tc.parts...)
+		if !strings.HasPrefix(got, tc.want) || len(got) > 100 {
+			t.Errorf("name(%q) = %q, want prefix %q (at most 100 bytes)", tc.parts, got, tc.want)
+		}
+		for _, c := range got {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' && c != '_' {
+				t.Errorf("name(%q) = %q holds %q", tc.parts, got, c)
+			}
+		}
+	}
+	// Names that clean to the same text stay apart.
+	if name("gw", "apps", "my.gw", "1") == name("gw", "apps", "my-gw", "1") {
+		t.Error("my.gw and my-gw share a name")
+	}
+}

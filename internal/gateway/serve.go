@@ -145,12 +145,26 @@ func udpService(x *gw, l *listener, binds []model.Bind, w *world) model.UDPServi
 	return u
 }
 
-// name joins parts with "_" after a prefix. Parts are Kubernetes names:
-// a dot (allowed in some) becomes "-", and then, or when the name would
-// be longer than 100 bytes, a hash of the parts keeps it unique.
+// name joins parts with "_" after a prefix. Parts are Kubernetes names
+// (validated by the apiserver); still, anything but a lower-case letter,
+// digit or "-" (a dot, allowed in some) becomes "-", and then, or when
+// the name would be longer than 100 bytes, a hash of the parts keeps it
+// unique: nothing but those characters reaches a configuration.
 func name(prefix string, parts ...string) string {
 	raw := prefix + "_" + strings.Join(parts, "_")
-	n := strings.ReplaceAll(raw, ".", "-")
+	clean := []byte(prefix + "_")
+	for i, p := range parts {
+		if i > 0 {
+			clean = append(clean, '_')
+		}
+		for _, c := range []byte(p) {
+			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+				c = '-'
+			}
+			clean = append(clean, c)
+		}
+	}
+	n := string(clean)
 	if n == raw && len(n) <= 100 {
 		return n
 	}
