@@ -204,23 +204,39 @@ func (l *Lab) Dial(src netip.AddrPort, dst netip.AddrPort) *Flow {
 	return &Flow{c}
 }
 
-// Ask sends one datagram and returns the node that answered, or an error
-// after a timeout.
+// Ask sends a datagram and returns the node that answered, or an error
+// after timeout. Like any UDP client it sends again while no answer comes
+// (every quarter of the timeout, at most 250ms apart): one datagram may be
+// lost without anything being wrong, say a reply that crossed the deletion
+// of its conntrack entry when a node briefly failed a probe on a loaded
+// machine. Every try is on the same socket, so the same flow.
 func (f *Flow) Ask(timeout time.Duration) (string, error) {
 	msg := fmt.Sprint(time.Now().UnixNano())
-	if _, err := f.c.Write([]byte(msg)); err != nil {
-		return "", err
-	}
+	deadline := time.Now().Add(timeout)
+	every := min(timeout/4, 250*time.Millisecond)
 	buf := make([]byte, 2048)
-	_ = f.c.SetReadDeadline(time.Now().Add(timeout))
 	for {
-		k, err := f.c.Read(buf)
-		if err != nil {
+		if _, err := f.c.Write([]byte(msg)); err != nil {
 			return "", err
 		}
-		node, body, _ := strings.Cut(string(buf[:k]), " ")
-		if body == msg {
-			return node, nil
+		next := time.Now().Add(every)
+		if next.After(deadline) {
+			next = deadline
+		}
+		_ = f.c.SetReadDeadline(next)
+		for {
+			k, err := f.c.Read(buf)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() && time.Now().Before(deadline) {
+					break // send again
+				}
+				return "", err
+			}
+			node, body, _ := strings.Cut(string(buf[:k]), " ")
+			if body == msg {
+				return node, nil
+			}
 		}
 	}
 }
