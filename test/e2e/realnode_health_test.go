@@ -27,7 +27,8 @@ const (
 	nodeGrace = 6 * time.Second
 )
 
-// TestRealNodeLocalHealth runs a Local Service on both real nodes with
+// TestRealNodeHealth runs, on one tier of real nodes, a Local Service on
+// both nodes with
 // the node check against the real kube-proxy's /healthz (the default),
 // and with --local-check=health-check-node-port against the real
 // healthCheckNodePort. Stopping n1's kube-proxy makes n1 leave within
@@ -35,8 +36,9 @@ const (
 // meanwhile); a restarted kube-proxy brings it back. Then n1's kubelet
 // stops: the node-lifecycle controller marks the Node not Ready (grace
 // period 6 s here) and its Pods not ready, n1 leaves, still with no failed
-// connection; a restarted kubelet brings it back.
-func TestRealNodeLocalHealth(t *testing.T) {
+// connection; a restarted kubelet brings it back. Then UDP through the
+// kernel and kube-proxy (udpThroughKubeProxy).
+func TestRealNodeHealth(t *testing.T) {
 	r := newRealNodeEnvWith(t, nodes.Options{ControllerManagerArgs: []string{
 		"--controllers=" + strings.Join(append(kubeapi.Controllers, "node-lifecycle-controller"), ","),
 		"--node-monitor-grace-period=" + nodeGrace.String(), "--node-monitor-period=1s",
@@ -53,8 +55,10 @@ func TestRealNodeLocalHealth(t *testing.T) {
 	if created.Spec.HealthCheckNodePort == 0 {
 		t.Fatal("no healthCheckNodePort allocated")
 	}
+	r.createUDPApp()
 	r.waitRolledOut("local-n1", "local-n2")
 	addr := "127.0.0.1:8003"
+	parent := r.t
 	// What the rendered backend must hold in each mode: servers following
 	// their node's check, or checked on the healthCheckNodePort.
 	modes := []struct {
@@ -66,8 +70,9 @@ func TestRealNodeLocalHealth(t *testing.T) {
 		{"health-check-node-port", []string{"--local-check=health-check-node-port"}, fmt.Sprintf("port %d", created.Spec.HealthCheckNodePort)},
 	}
 	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
+		t.Run("local/"+m.name, func(t *testing.T) {
 			r.t = t
+			defer func() { r.t = parent }()
 			r.startController(append([]string{
 				"--node-check-interval", realCheckInter.String(), "--node-check-fall", fmt.Sprint(realCheckFall), "--node-check-rise", "1",
 				"--default-check-interval", realCheckInter.String(), "--default-fall", fmt.Sprint(realCheckFall), "--default-rise", "1",
@@ -103,6 +108,14 @@ func TestRealNodeLocalHealth(t *testing.T) {
 			}
 		})
 	}
+	if t.Failed() {
+		return
+	}
+	t.Run("udp", func(t *testing.T) {
+		r.t = t
+		defer func() { r.t = parent }()
+		r.udpThroughKubeProxy(t)
+	})
 }
 
 // servedBy reports nil once new connections to addr reach Pods of exactly

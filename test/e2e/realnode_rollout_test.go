@@ -4,34 +4,26 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestRealNodeRollingUpdate rolls real Pods (agnhost netexec with a
-// readiness probe, a preStop pause and a grace period, one Deployment per
-// node) under a steady load through HAProxy, for an externalTrafficPolicy
-// Cluster and a Local Service (node mode, the default node check against
-// the real kube-proxy's /healthz): no connection fails, HAProxy does not
-// reload, and both old and new Pods answer.
-func TestRealNodeRollingUpdate(t *testing.T) {
-	r := newRealNodeEnv(t)
-	deps := []string{"web-n1", "web-n2"}
-	for i, d := range deps {
-		r.createDeployment(webApp(d, "web", r.tier.Nodes[i].Name, 2))
-	}
+// rollingUpdate rolls real Pods (the Deployments deps of app web: agnhost
+// netexec with a readiness probe, a preStop pause and a grace period, one
+// Deployment per node) under a steady load through HAProxy, for the
+// externalTrafficPolicy Cluster Service on 8001 and the Local one on 8002
+// (node mode, the default node check against the real kube-proxy's
+// /healthz): no connection fails, HAProxy does not reload, and both old
+// and new Pods answer.
+func (r *realNodeEnv) rollingUpdate(t *testing.T, deps []string) {
 	services := map[corev1.ServiceExternalTrafficPolicy]int32{
 		corev1.ServiceExternalTrafficPolicyCluster: 8001,
 		corev1.ServiceExternalTrafficPolicyLocal:   8002,
 	}
-	for policy, port := range services {
-		r.createService(webService("web-"+strings.ToLower(string(policy)), "web", port, policy))
-	}
-	r.waitRolledOut(deps...)
 	old := r.podNames("web")
 	r.startController()
+	defer r.stopController()
 	for _, port := range services {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		r.eventually("served on "+addr, func() error {

@@ -18,8 +18,9 @@ import (
 
 // TestRealNodeServing runs, on one tier of real nodes (Deployments web-n1
 // and web-n2 of agnhost netexec, two Pods each; Service web-cluster on 8001
-// and web-local, Local, on 8002):
+// and web-local, Local, on 8002), one controller after the other:
 //
+//   - rolling-update: a rollout under steady load (rollingUpdate);
 //   - exclude-label: the exclude-from-external-load-balancers label on n1
 //     drains it: a connection established through n1 keeps working, new
 //     connections go to n2 only; without the label n1 serves again;
@@ -39,6 +40,15 @@ func TestRealNodeServing(t *testing.T) {
 	r.waitRolledOut(deps...)
 	cluster, local := "127.0.0.1:8001", "127.0.0.1:8002"
 	parent := r.t
+
+	t.Run("rolling-update", func(t *testing.T) {
+		r.t = t
+		defer func() { r.t = parent }()
+		r.rollingUpdate(t, deps)
+	})
+	if t.Failed() {
+		return
+	}
 
 	t.Run("exclude-label", func(t *testing.T) {
 		r.t = t

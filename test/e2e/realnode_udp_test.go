@@ -13,35 +13,47 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
 )
 
-// TestRealNodeUDP sends UDP from a client namespace through the
-// controller's nftables path in the load balancer's namespace, then real
-// kube-proxy (nftables) on both real nodes, to agnhost netexec's UDP
-// server in real Pods: every flow is answered, by Pods on both nodes
-// (Local policy: a node's flows stay on its own Pods); the default UDP
-// probe is the real kube-proxy's /healthz, and a node whose kube-proxy
-// stops leaves the table, its flows moving to the other node.
-func TestRealNodeUDP(t *testing.T) {
-	r := newRealNodeEnv(t)
-	deps := []string{"udp-n1", "udp-n2"}
-	for i, d := range deps {
+// udpDeployments are the UDP app's Deployments, one per node.
+var udpDeployments = []string{"udp-n1", "udp-n2"}
+
+// createUDPApp creates Deployments udp-n1 and udp-n2 of agnhost netexec
+// (one Pod each) and a Local NodePort Service udp with UDP port 5300 to
+// netexec's UDP server.
+func (r *realNodeEnv) createUDPApp() {
+	r.t.Helper()
+	for i, d := range udpDeployments {
 		r.createDeployment(webApp(d, "udp", r.tier.Nodes[i].Name, 1))
 	}
-	const port = 5300
 	r.createService(&corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "udp", Annotations: map[string]string{"haproxy-k8s-sync.io/enabled": "true"}},
 		Spec: corev1.ServiceSpec{
 			Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "udp"},
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
-			Ports: []corev1.ServicePort{{Name: "udp", Port: port, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromString("udp")}},
+			Ports:                 []corev1.ServicePort{{Name: "udp", Port: udpAppPort, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromString("udp")}},
 		},
 	})
+}
+
+const udpAppPort = 5300
+
+// udpThroughKubeProxy sends UDP from a client namespace through the
+// controller's nftables path in the load balancer's namespace, then real
+// kube-proxy (nftables) on both real nodes, to agnhost netexec's UDP
+// server in real Pods (createUDPApp): every flow is answered, by Pods on
+// both nodes (Local policy: a node's flows stay on its own Pods); the
+// default UDP probe is the real kube-proxy's /healthz, and a node whose
+// kube-proxy stops leaves the table, its flows moving to the other node.
+func (r *realNodeEnv) udpThroughKubeProxy(t *testing.T) {
+	const port = udpAppPort
+	deps := udpDeployments
 	r.waitRolledOut(deps...)
 	r.startUDPController()
+	defer r.stopController()
 	r.eventually("the UDP port is in the table", func() error {
 		out, err := r.tier.ListTable(r.tier.LB, nft.Table)
 		if err != nil {
