@@ -170,17 +170,29 @@ func TestCompute(t *testing.T) {
 			want(t, routeCond(res, KindTLSRoute, "apps", "ta", "ResolvedRefs"), "False/UnsupportedProtocol")
 			want(t, routesOfFrontend(res, "9000"), "=_reject:1")
 		}},
+		// As the conformance suite (tcproute/udproute-multiple-routes-
+		// attachment) wants: both Accepted and counted, the oldest served.
 		{"a second TCPRoute on a taken listener", func(in *Input) {
 			in.TCPRoutes = append(in.TCPRoutes, tcpRoute("apps", "late", 5, []gwv1.ParentReference{parent("gw", "tcp")}, ref("", "b", 80, 1)))
 		}, Options{}, func(t *testing.T, res Result) {
 			want(t, routeCond(res, KindTCPRoute, "apps", "split", "Accepted"), "True/Accepted")
-			want(t, routeCond(res, KindTCPRoute, "apps", "late", "Accepted"), "False/NotAllowedByListeners")
-			want(t, fmt.Sprint(listenerStatus(res, "apps", "gw", "tcp").AttachedRoutes), "1")
+			want(t, routeCond(res, KindTCPRoute, "apps", "late", "Accepted"), "True/Accepted")
+			want(t, fmt.Sprint(listenerStatus(res, "apps", "gw", "tcp").AttachedRoutes), "2")
+			want(t, routesOfFrontend(res, "9000"), "=gw_apps_a_80:80,gw_apps_b_80:20")
+		}},
+		{"a second UDPRoute on a taken listener", func(in *Input) {
+			c, sc := service("apps", "c", corev1.ProtocolUDP, 53, 53, "10.244.9.9")
+			in.Services, in.Slices = append(in.Services, c), append(in.Slices, sc)
+			in.UDPRoutes = append(in.UDPRoutes, udpRoute("apps", "late", 5, []gwv1.ParentReference{parent("gw", "dns")}, ref("", "c", 53, 1)))
+		}, Options{UDP: true}, func(t *testing.T, res Result) {
+			want(t, routeCond(res, KindUDPRoute, "apps", "late", "Accepted"), "True/Accepted")
+			want(t, fmt.Sprint(listenerStatus(res, "apps", "gw", "dns").AttachedRoutes), "2")
+			want(t, fmt.Sprint(res.Config.UDP[0].Servers), fmt.Sprint([]model.Server{{Addr: netip.MustParseAddr("10.244.2.1"), Port: 5353}, {Addr: netip.MustParseAddr("10.244.2.2"), Port: 5353}}))
 		}},
 		{"a TLS server name taken by an older route", func(in *Input) {
 			in.TLSRoutes[1].Spec.Hostnames = []gwv1.Hostname{"a.example.com"}
 		}, Options{}, func(t *testing.T, res Result) {
-			want(t, routeCond(res, KindTLSRoute, "apps", "tb", "Accepted"), "False/NotAllowedByListeners")
+			want(t, routeCond(res, KindTLSRoute, "apps", "tb", "Accepted"), "True/Accepted")
 			want(t, routesOfFrontend(res, "9443"), "a.example.com=gw_apps_a_80:1")
 		}},
 		{"hostnames outside the listener's", func(in *Input) {

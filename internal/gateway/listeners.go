@@ -28,11 +28,13 @@ type listener struct {
 }
 
 // attachedRoute is a route attached to a listener, with the server names
-// it takes there (TLS) and its backends.
+// it takes there (TLS) and its backends. Only served ones carry traffic
+// (an older route may have the listener or the names).
 type attachedRoute struct {
-	r    *route
-	snis []string
-	refs []resolvedRef
+	r      *route
+	snis   []string
+	refs   []resolvedRef
+	served bool
 }
 
 func (l *listener) udp() bool { return l.spec.Protocol == gwv1.UDPProtocolType }

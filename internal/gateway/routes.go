@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -158,10 +159,13 @@ func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.Route
 }
 
 // attachTo attaches r to the listeners of x that parentRef p selects
-// and that take it; routes are attached oldest first, so an older route
-// keeps what it has (a TCP or UDP listener, a server name).
+// and that take it. Routes are attached oldest first, and every route a
+// listener takes is attached (Accepted, counted in attachedRoutes, as the
+// conformance suite wants), but an older route keeps what it has: a TCP
+// or UDP listener serves its oldest route only, a TLS server name goes
+// to the oldest route that asks for it.
 func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *world) (bool, string, string) {
-	section, kindOK, nsOK, hostOK, won := false, false, false, false, false
+	section, kindOK, nsOK, hostOK := false, false, false, false
 	for _, l := range x.listeners {
 		if (p.SectionName != nil && *p.SectionName != l.spec.Name) || (p.Port != nil && uint16(*p.Port) != l.port) {
 			continue
@@ -182,9 +186,7 @@ func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *wo
 			}
 		}
 		hostOK = true
-		if l.claim(r, snis, refs) {
-			won = true
-		}
+		l.claim(r, snis, refs)
 	}
 	switch {
 	case !section:
@@ -195,33 +197,26 @@ func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *wo
 		return false, "NoMatchingListenerHostname", "no hostname of the route matches a listener's"
 	case !x.addrOK:
 		return false, "Pending", "the Gateway's addresses cannot be served"
-	case !won:
-		return false, "NotAllowedByListeners", "an older route already takes the matching listeners (or all of its hostnames there)"
 	}
 	return true, "Accepted", "attached"
 }
 
-// claim attaches r to l unless older routes took l (TCP, UDP) or all of
-// the server names r wants there (TLS).
-func (l *listener) claim(r *route, snis []string, refs []resolvedRef) bool {
+// claim attaches r to l. It is served unless older routes took l (TCP,
+// UDP) or all of the server names r wants there (TLS).
+func (l *listener) claim(r *route, snis []string, refs []resolvedRef) {
+	a := &attachedRoute{r: r, refs: refs}
 	if l.spec.Protocol != gwv1.TLSProtocolType {
-		if len(l.routes) > 0 {
-			return false
-		}
+		a.served = !slices.ContainsFunc(l.routes, func(o *attachedRoute) bool { return o.served })
 	} else {
-		var free []string
 		for _, s := range snis {
 			if !l.taken(s) {
-				free = append(free, s)
+				a.snis = append(a.snis, s)
 			}
 		}
-		if snis = free; len(snis) == 0 {
-			return false
-		}
+		a.served = len(a.snis) > 0
 	}
-	l.routes = append(l.routes, &attachedRoute{r: r, snis: snis, refs: refs})
+	l.routes = append(l.routes, a)
 	l.attached++
-	return true
 }
 
 func (l *listener) taken(sni string) bool {

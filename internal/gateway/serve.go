@@ -45,6 +45,9 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 			ports = append(ports, l.port)
 		}
 		for _, a := range l.routes {
+			if !a.served {
+				continue
+			}
 			bes := weighted(a.refs, w, backends)
 			if l.spec.Protocol != gwv1.TLSProtocolType {
 				f.Routes = append(f.Routes, model.Route{Backends: bes})
@@ -138,10 +141,12 @@ func rejectBackend() *model.Backend {
 func udpService(x *gw, l *listener, binds []model.Bind, w *world) model.UDPService {
 	u := model.UDPService{Name: name("udp_gw", x.key.Namespace, x.key.Name, strconv.Itoa(int(l.port))), Service: x.key.String(),
 		Binds: binds, Balance: model.BalanceRoundRobin, Servers: []model.Server{}}
-	if len(l.routes) == 0 {
-		return u
+	for _, a := range l.routes {
+		if a.served { // the oldest
+			u.Servers, u.Weights = udpServers(a.refs, w)
+			break
+		}
 	}
-	u.Servers, u.Weights = udpServers(l.routes[0].refs, w)
 	return u
 }
 
