@@ -92,7 +92,6 @@ func build(bin, out string) error {
 	return f.Close()
 }
 
-
 // agnhostLayer is one layer: /agnhost, /tmp, and an empty /etc/hosts-less
 // root (the runtime mounts /etc/hosts, /etc/hostname and /etc/resolv.conf).
 func agnhostLayer(exe []byte) (v1.Layer, error) {
