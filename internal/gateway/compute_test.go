@@ -242,6 +242,13 @@ func TestCompute(t *testing.T) {
 			want(t, fmt.Sprint(len(listenerStatus(res, "apps", "gw", "tcp").SupportedKinds)), "1")
 			want(t, routesOfFrontend(res, "80"), "no frontend")
 		}},
+		{"no valid listener: the Gateway is not accepted", func(in *Input) {
+			in.Gateways[0].Spec.Listeners = []gwv1.Listener{listenerOf("x", "INVALID", 1111, "")}
+		}, Options{}, func(t *testing.T, res Result) {
+			want(t, condOf(res.Gateways[Key{"apps", "gw"}].Conditions, "Accepted"), "False/ListenersNotValid")
+			want(t, condOf(res.Gateways[Key{"apps", "gw"}].Conditions, "Programmed"), "False/Invalid")
+			want(t, condOf(listenerStatus(res, "apps", "gw", "x").Conditions, "Accepted"), "False/UnsupportedProtocol")
+		}},
 		{"TCP and TLS on one port conflict", func(in *Input) { in.Gateways[0].Spec.Listeners[1].Port = 9000 }, Options{}, func(t *testing.T, res Result) {
 			want(t, condOf(listenerStatus(res, "apps", "gw", "tcp").Conditions, "Conflicted"), "True/ProtocolConflict")
 			want(t, condOf(listenerStatus(res, "apps", "gw", "tls").Conditions, "Programmed"), "False/Invalid")

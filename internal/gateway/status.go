@@ -30,24 +30,30 @@ func gatewayStatus(x *gw, lb []netip.Addr) gwv1.GatewayStatus {
 			st.Addresses = append(st.Addresses, gwv1.GatewayStatusAddress{Type: &ip, Value: a.String()})
 		}
 	}
-	allValid := true
+	valid := 0
 	for _, l := range x.listeners {
-		if !l.accepted {
-			allValid = false
+		if l.accepted {
+			valid++
 		}
 	}
 	switch {
 	case x.addrWhy == "UnsupportedAddress":
 		st.Conditions = append(st.Conditions, cond("Accepted", false, "UnsupportedAddress", "only addresses of type IPAddress are supported", gen))
-	case !allValid:
+	case valid == 0:
+		// As the conformance suite wants: no valid listener, not accepted.
+		st.Conditions = append(st.Conditions, cond("Accepted", false, "ListenersNotValid", "no listener is valid", gen))
+	case valid < len(x.listeners):
 		st.Conditions = append(st.Conditions, cond("Accepted", true, "ListenersNotValid", "some listeners are not valid", gen))
 	default:
 		st.Conditions = append(st.Conditions, cond("Accepted", true, "Accepted", "accepted", gen))
 	}
-	if x.addrOK {
-		st.Conditions = append(st.Conditions, cond("Programmed", true, "Programmed", "programmed", gen))
-	} else {
+	switch {
+	case !x.addrOK:
 		st.Conditions = append(st.Conditions, cond("Programmed", false, "AddressNotUsable", "spec.addresses must name addresses of this load balancer", gen))
+	case valid == 0:
+		st.Conditions = append(st.Conditions, cond("Programmed", false, "Invalid", "no listener is valid", gen))
+	default:
+		st.Conditions = append(st.Conditions, cond("Programmed", true, "Programmed", "programmed", gen))
 	}
 	for _, l := range x.listeners {
 		ls := gwv1.ListenerStatus{Name: l.spec.Name, AttachedRoutes: l.attached, SupportedKinds: []gwv1.RouteGroupKind{}}
