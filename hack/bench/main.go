@@ -56,6 +56,7 @@ type config struct {
 	nodeInter                           time.Duration // --node-check-interval
 	nodeRise, nodeFall                  int
 	deaths                              int // node-death rounds of each kind
+	pools                               bool
 }
 
 func main() {
@@ -64,6 +65,7 @@ func main() {
 	var loadDur time.Duration
 	var loadMax int
 	flag.IntVar(&c.services, "services", 1000, "LoadBalancer Services (S)")
+	flag.BoolVar(&c.pools, "pools", false, "each Service on its own address from an AddressPool (--address-pools; a loopback pool, 127.64.0.0/16)")
 	flag.IntVar(&c.endpoints, "endpoints", 5, "endpoints per Service (E), each on a different node")
 	flag.IntVar(&c.nodes, "nodes", 20, "nodes (N), at 127.<subnet>.0.1..N")
 	flag.IntVar(&c.changes, "changes", 500, "single-object changes whose latency is measured (C)")
@@ -224,6 +226,11 @@ func run(c config) error {
 		return err
 	}
 	logf("kube-apiserver ready in %s", since(t))
+	if c.pools {
+		if err := installPool(context.Background(), kube.Config); err != nil {
+			return fmt.Errorf("-pools: %w", err)
+		}
+	}
 	b.w = newWorld(client, c)
 
 	// Node stand-ins listen only on the nodePorts of the probed Services:

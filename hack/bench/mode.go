@@ -72,6 +72,9 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	if c.pprof != "" {
 		args = append(args, "--pprof-address", c.pprof)
 	}
+	if c.pools {
+		args = append(args, "--address-pools")
+	}
 	if c.nodeChecks() {
 		args = append(args, "--node-check=http:"+strconv.Itoa(nodeCheckPort)+"/healthz", "--node-check-interval="+c.nodeInter.String(),
 			"--node-check-rise="+strconv.Itoa(c.nodeRise), "--node-check-fall="+strconv.Itoa(c.nodeFall))
@@ -102,7 +105,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	logf("initial sync: every server of %d backends in HAProxy %.2fs after the controller started", c.services, res.InitialSync)
 	var targets []string
 	for i := range c.probe {
-		addr := "127.0.0.1:" + strconv.Itoa(c.feBase+i)
+		addr := c.frontendAddr(i)
 		if err := probe(addr, 10*time.Second); err != nil {
 			return nil, fmt.Errorf("probe of Service %d: %w", i, err)
 		}
