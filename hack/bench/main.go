@@ -57,6 +57,7 @@ type config struct {
 	nodeRise, nodeFall                  int
 	deaths                              int // node-death rounds of each kind
 	pools                               bool
+	publish                             string
 }
 
 func main() {
@@ -65,6 +66,7 @@ func main() {
 	var loadDur time.Duration
 	var loadMax int
 	flag.IntVar(&c.services, "services", 1000, "LoadBalancer Services (S)")
+	flag.StringVar(&c.publish, "publish-address", "", "the controller's --publish-address: every Service's status written, as -pools does (for a fair comparison with -pools)")
 	flag.BoolVar(&c.pools, "pools", false, "each Service on its own address from an AddressPool (--address-pools; a loopback pool, 127.64.0.0/16)")
 	flag.IntVar(&c.endpoints, "endpoints", 5, "endpoints per Service (E), each on a different node")
 	flag.IntVar(&c.nodes, "nodes", 20, "nodes (N), at 127.<subnet>.0.1..N")

@@ -75,6 +75,9 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	if c.pools {
 		args = append(args, "--address-pools")
 	}
+	if c.publish != "" {
+		args = append(args, "--publish-address", c.publish)
+	}
 	if c.nodeChecks() {
 		args = append(args, "--node-check=http:"+strconv.Itoa(nodeCheckPort)+"/healthz", "--node-check-interval="+c.nodeInter.String(),
 			"--node-check-rise="+strconv.Itoa(c.nodeRise), "--node-check-fall="+strconv.Itoa(c.nodeFall))
