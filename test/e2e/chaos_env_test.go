@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
@@ -55,11 +56,11 @@ type chaosEnv struct {
 func newChaosEnv(t *testing.T) *chaosEnv {
 	t.Helper()
 	bin := controllerBinary(t)
-	r := newRealNodeEnvWith(t, nodes.Options{ControllerManagerArgs: []string{
+	r := newChaosRealNodeEnv(t, nodes.Options{ControllerManagerArgs: []string{
 		"--controllers=" + strings.Join(append(kubeapi.Controllers, "node-lifecycle-controller"), ","),
 		"--node-monitor-grace-period=" + chaosNodeGrace.String(), "--node-monitor-period=1s",
 	}})
-	proxy, err := newAPIProxy(strings.TrimPrefix(r.kube.URL, "https://"))
+	proxy, err := newAPIProxy(r.tier.LB, strings.TrimPrefix(r.kube.URL, "https://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +81,61 @@ func newChaosEnv(t *testing.T) *chaosEnv {
 	return c
 }
 
+// chaosStateSize is the size of the tmpfs that holds the state
+// directory (haproxy.cfg, the server state file, the last-good settings,
+// the sockets): small, so that a filler fills it.
+const chaosStateSize = "4m"
+
+// newChaosRealNodeEnv is newRealNodeEnvWith with the state directory on
+// a tmpfs of its own (mounted on the test's temporary directory, lazily
+// unmounted after HAProxy and the controller are gone), which the disk
+// faults fill or make read-only.
+func newChaosRealNodeEnv(t *testing.T, opts nodes.Options) *realNodeEnv {
+	t.Helper()
+	tier := nodes.Start(t, opts)
+	dir := t.TempDir()
+	if out, err := execOut("mount", "-t", "tmpfs", "-o", "size="+chaosStateSize+",mode=0700", "hks-chaos-state", dir); err != nil {
+		t.Fatalf("tmpfs for the state directory: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := execOut("umount", "-l", dir); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	e := &env{t: t, kube: tier.Kube, client: tier.Client, dir: dir}
+	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")
+	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", e.cfgPath,
+		"--stats-socket", haproxytest.StatsSocketPath(e.dir), "--state-file", filepath.Join(e.dir, "state")},
+		nil, os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("init exited %d", code)
+	}
+	e.hap = haproxytest.StartInNetNS(t, e.dir, e.cfgPath, nodes.NSPath(tier.LB))
+	e.master = haproxy.NewMaster(e.hap.MasterSocket)
+	e.runtime = haproxy.NewRuntime(e.hap.StatsSocket)
+	t.Cleanup(func() { e.runtime.Close() })
+	return &realNodeEnv{env: e, tier: tier}
+}
+
+// log is the controller's output so far (of its current process).
+func (c *chaosEnv) log() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ctlLog.String()
+}
+
+// controllerSaid reports nil once the controller's log holds sub.
+func (c *chaosEnv) controllerSaid(sub string) func() error {
+	return func() error {
+		c.mu.Lock()
+		log := c.ctlLog
+		c.mu.Unlock()
+		if !strings.Contains(log.String(), sub) {
+			return fmt.Errorf("the controller did not log %q", sub)
+		}
+		return nil
+	}
+}
+
 func (c *chaosEnv) deps() []string {
 	var out []string
 	for _, n := range c.tier.Nodes {
@@ -98,7 +154,9 @@ func (c *chaosEnv) startController() {
 		"--default-check-interval", realCheckInter.String(), "--default-fall", fmt.Sprint(realCheckFall), "--default-rise", "1",
 	)...)
 	log := &haproxytest.LockedBuffer{}
-	cmd := exec.Command(c.bin, args...)
+	// In the load balancer's namespace, beside HAProxy, as a DaemonSet
+	// on the host network would be: the ports it checks are HAProxy's.
+	cmd := exec.Command("nsenter", append([]string{"--net=" + nodes.NSPath(c.tier.LB), "--", c.bin}, args...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -291,12 +349,14 @@ func (c *chaosEnv) lostOrWrong() string {
 	return strings.Join(bad, "; ")
 }
 
-// apiProxy forwards TCP to the apiserver and can be cut (refusing new
+// apiProxy listens in the load balancer's namespace (where the
+// controller runs), forwards TCP to the apiserver on the test's loopback
+// and can be cut (refusing new
 // connections and cutting the open ones) and restored on the same port:
 // the apiserver unreachable from the controller, while the cluster goes
 // on.
 type apiProxy struct {
-	addr, target string
+	netns, addr, target string
 
 	mu    sync.Mutex
 	l     net.Listener
@@ -304,12 +364,12 @@ type apiProxy struct {
 	wg    sync.WaitGroup
 }
 
-func newAPIProxy(target string) (*apiProxy, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+func newAPIProxy(netns, target string) (*apiProxy, error) {
+	var l net.Listener
+	if err := nodes.InNS(netns, func() (err error) { l, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
 		return nil, err
 	}
-	p := &apiProxy{addr: l.Addr().String(), target: target, conns: map[net.Conn]bool{}}
+	p := &apiProxy{netns: netns, addr: l.Addr().String(), target: target, conns: map[net.Conn]bool{}}
 	p.serve(l)
 	return p, nil
 }
@@ -401,8 +461,8 @@ func (p *apiProxy) cut() {
 
 // restore listens again on the same address.
 func (p *apiProxy) restore() error {
-	l, err := net.Listen("tcp", p.addr)
-	if err != nil {
+	var l net.Listener
+	if err := nodes.InNS(p.netns, func() (err error) { l, err = net.Listen("tcp", p.addr); return err }); err != nil {
 		return err
 	}
 	p.serve(l)
@@ -418,4 +478,56 @@ var (
 
 func execOut(bin string, args ...string) ([]byte, error) {
 	return exec.Command(bin, args...).CombinedOutput()
+}
+
+// chaosLoad is a steady load of new connections (sequential GET
+// /hostname from the load balancer's namespace) that records when each
+// failed attempt began: a node fault's failures are judged against the
+// moment HAProxy's checks saw the node down.
+type chaosLoad struct {
+	stopc, done chan struct{}
+	mu          sync.Mutex
+	total       int
+	failed      []loadFailure
+}
+
+type loadFailure struct {
+	at  time.Time // when the attempt began
+	err error
+}
+
+func (f loadFailure) String() string { return f.at.Format("15:04:05.000") + ": " + f.err.Error() }
+
+func (c *chaosEnv) startLoad(addr string) *chaosLoad {
+	l := &chaosLoad{stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		_ = nodes.InNS(c.tier.LB, func() error {
+			for range 200000 { // bounded; a fault lasts a minute at most
+				select {
+				case <-l.stopc:
+					return nil
+				default:
+				}
+				begin := time.Now()
+				_, err := getHostname(addr)
+				l.mu.Lock()
+				l.total++
+				if err != nil {
+					l.failed = append(l.failed, loadFailure{begin, err})
+				}
+				l.mu.Unlock()
+			}
+			return nil
+		})
+	}()
+	return l
+}
+
+func (l *chaosLoad) stop() (int, []loadFailure) {
+	close(l.stopc)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total, l.failed
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,8 +98,28 @@ func (c *chaosEnv) runFault(f chaosFault) chaosResult {
 			k.Close()
 		}
 	}()
+	// The kept connections are used every second (HAProxy's idle
+	// timeouts are a minute): one that stops answering was cut.
+	cut := make([]bool, len(kept))
+	keepStop, keepDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(keepDone)
+		for range 1000 { // bounded: 1000 s at most
+			for i, k := range kept {
+				if got, err := k.ask(); !cut[i] && (err != nil || got != k.pod) {
+					cut[i] = true
+				}
+			}
+			select {
+			case <-keepStop:
+				return
+			case <-time.After(time.Second): // the pace of use, not synchronisation
+			}
+		}
+	}()
 	before := c.proc()
-	load := c.startSteadyLoad(c.addr)
+	logAt := len(c.log())
+	load := c.startLoad(c.addr)
 	run := &faultRun{}
 	f.inject(c, run)
 	undone := time.Now()
@@ -107,32 +128,36 @@ func (c *chaosEnv) runFault(f chaosFault) chaosResult {
 	res := chaosResult{fault: f, converge: time.Since(undone), converged: err == nil}
 	if err != nil {
 		run.note("not converged: %v", err)
-		c.t.Logf("%s: %v\n%s\n%s", f.name, err, c.statReport(), tailString(c.ctlLog.String(), 40))
+		c.t.Logf("%s: %v\n%s\n%s", f.name, err, c.statReport(), tailString(c.log(), 40))
 	}
-	var failed []string
-	res.total, failed, _ = load.stop()
-	res.failed = len(failed)
-	res.firstFailures = failed[:min(3, len(failed))]
-	for _, f := range failed {
-		at, err := time.ParseInLocation("15:04:05.000", f[:12], time.Local)
-		if err == nil && !run.downAt.IsZero() {
-			y, m, d := run.downAt.Date()
-			at = time.Date(y, m, d, at.Hour(), at.Minute(), at.Second(), at.Nanosecond(), time.Local)
-			if at.Before(run.downAt) {
-				res.failedBeforeDown++
-			}
+	total, failed := load.stop()
+	res.total, res.failed = total, len(failed)
+	for i, f := range failed {
+		if i < 3 {
+			res.firstFailures = append(res.firstFailures, f.String())
+		}
+		if !run.downAt.IsZero() && f.at.Before(run.downAt) {
+			res.failedBeforeDown++
 		}
 	}
 	if len(failed) > 1 {
-		first, _ := time.Parse("15:04:05.000", failed[0][:12])
-		last, _ := time.Parse("15:04:05.000", failed[len(failed)-1][:12])
-		run.note("failures from %s to %s (%v)", failed[0][:12], failed[len(failed)-1][:12], last.Sub(first))
+		first, last := failed[0].at, failed[len(failed)-1].at
+		run.note("failures from %s to %s (%v)", first.Format("15:04:05.000"), last.Format("15:04:05.000"), last.Sub(first).Round(time.Millisecond))
 	}
-	for _, k := range kept {
+	close(keepStop)
+	<-keepDone
+	for i := range kept {
 		res.established++
-		if got, err := k.ask(); err != nil || got != k.pod {
+		if cut[i] {
 			res.cut++
 		}
+	}
+	if !res.converged || res.converge > targetConverge {
+		l := c.log()
+		if logAt > len(l) { // a new controller process
+			logAt = 0
+		}
+		c.t.Logf("%s: the controller's log from the fault on (tail):\n%s", f.name, tailString(l[logAt:], 40))
 	}
 	after := c.proc()
 	switch {
@@ -255,25 +280,85 @@ func chaosFaults() []chaosFault {
 		}, undo: func(c *chaosEnv, _ *faultRun) {
 			nftIn(c.t, c.tier.LB, "delete table inet hks_chaos\n")
 		}},
-		{name: "reload-fails-port-taken", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+		{name: "new-frontend-port-taken", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			var l net.Listener
 			if err := nodes.InNS(c.tier.LB, func() (err error) { l, err = net.Listen("tcp", "127.0.0.1:8160"); return err }); err != nil {
 				c.t.Fatal(err)
 			}
 			run.extra = append(run.extra, c.serves("127.0.0.1:8160"))
 			c.taken = l
+			before := c.proc()
 			c.createService(webService("taken", "web", 8160, "Cluster"))
-			if err := waitUntil(chaosConverge, func() error {
-				if p := c.proc(); p.Failed == 0 {
-					return fmt.Errorf("no failed reload yet")
+			err := waitUntil(chaosConverge, func() error {
+				if p := c.proc(); p.Failed > 0 || p.Reloads > before.Reloads {
+					return nil
 				}
-				return nil
-			}); err != nil {
-				run.note("no failed reload seen: %v", err)
-			} else {
+				return c.controllerSaid("port taken")()
+			})
+			switch p := c.proc(); {
+			case err != nil:
+				run.note("neither a reload nor a word from the controller: %v", err)
+			case p.Failed > 0:
 				run.note("HAProxy's reload failed, the old worker kept serving")
+			case p.Reloads > before.Reloads:
+				run.note("HAProxy reloaded")
+			default:
+				run.note("the controller saw the port taken and did not reload")
 			}
 		}, undo: func(c *chaosEnv, _ *faultRun) { c.taken.Close() }},
+		{name: "state-dir-full", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+			filler := filepath.Join(c.dir, "filler")
+			fill(c.t, filler)
+			c.createService(webService("disk-full", "web", 8170, "Cluster"))
+			c.diskFault(run, "no space left on device")
+			run.extra = append(run.extra, c.serves("127.0.0.1:8170"))
+		}, undo: func(c *chaosEnv, _ *faultRun) {
+			if err := os.Remove(filepath.Join(c.dir, "filler")); err != nil {
+				c.t.Fatal(err)
+			}
+		}},
+		{name: "state-dir-read-only", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+			if out, err := execOut("mount", "-o", "remount,ro", c.dir); err != nil {
+				c.t.Fatalf("remount ro: %v: %s", err, out)
+			}
+			c.createService(webService("disk-ro", "web", 8171, "Cluster"))
+			c.diskFault(run, "read-only file system")
+			run.extra = append(run.extra, c.serves("127.0.0.1:8171"))
+		}, undo: func(c *chaosEnv, _ *faultRun) {
+			if out, err := execOut("mount", "-o", "remount,rw", c.dir); err != nil {
+				c.t.Fatalf("remount rw: %v: %s", err, out)
+			}
+		}},
+	}
+}
+
+// fill writes path until the file system is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for range 1 << 14 { // bounded: 1 GiB at most
+		if _, err := f.Write(buf); err != nil {
+			return
+		}
+	}
+	t.Fatalf("%s: the file system did not fill", path)
+}
+
+// diskFault waits until the controller says it cannot write (msg), and
+// notes what it saw meanwhile.
+func (c *chaosEnv) diskFault(run *faultRun, msg string) {
+	if err := waitUntil(20*time.Second, c.controllerSaid(msg)); err != nil {
+		run.note("the controller did not say %q within 20 s", msg)
+	} else {
+		run.note("the controller said %q", msg)
+	}
+	if lost := c.lostOrWrong(); lost != "" {
+		run.note("during the fault: %s", lost)
 	}
 }
 
@@ -326,5 +411,29 @@ func (c *chaosEnv) nodeNotReady(name string) func() error {
 			return fmt.Errorf("node %s still Ready", name)
 		}
 		return nil
+	}
+}
+
+// TestChaosFast is the subset of the chaos suite that `make test` runs:
+// the controller killed in a burst of changes and restarted, and a new
+// frontend on a port another process holds. HAProxy keeps running
+// through both: no new connection may fail, no established one be cut,
+// nothing be lost, and the truth must come back (within the suite's
+// deadline: timings are the table's, not a test's).
+func TestChaosFast(t *testing.T) {
+	c := newChaosEnv(t)
+	for _, f := range chaosFaults() {
+		if f.name != "controller-kill-9-in-burst" && f.name != "new-frontend-port-taken" {
+			continue
+		}
+		res := c.runFault(f)
+		t.Logf("%s", res.row())
+		if !res.converged {
+			t.Fatalf("%s: not converged: %s", f.name, res.notes)
+		}
+		if res.failed > 0 || res.cut > 0 || res.lost != "" {
+			t.Errorf("%s: %d of %d new connections failed (first: %v), %d of %d established cut, lost or wrong: %q",
+				f.name, res.failed, res.total, res.firstFailures, res.cut, res.established, res.lost)
+		}
 	}
 }

@@ -276,6 +276,14 @@ func (d *HAProxy) sameServers(layout model.Layout) bool {
 // HAProxy and then corrects any slot the state file restored differently.
 func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string, res *driver.Result) error {
 	res.Reasons = reasons
+	// A new frontend on a port another process holds would make HAProxy
+	// pause every listener while it fails (ports.go). Only once the
+	// running frontends are known: all binds would look new otherwise.
+	if d.running.Frontends != nil {
+		if err := takenBinds(ctx, d.running, cfg); err != nil {
+			return fmt.Errorf("reload (%s) not attempted: %w", strings.Join(reasons, "; "), err)
+		}
+	}
 	t := time.Now()
 	layout, _ := plan.Assign(cfg, d.layout, true)
 	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
