@@ -29,6 +29,9 @@ func (r chaosResult) verdict() string {
 	if r.lost != "" {
 		broken = append(broken, "lost/wrong")
 	}
+	if len(broken) == 0 && !r.fault.haproxyKept {
+		return "ok (HAProxy itself down until restarted: the connection targets do not apply)"
+	}
 	if len(broken) == 0 {
 		return "ok"
 	}

@@ -280,6 +280,21 @@ func chaosFaults() []chaosFault {
 		}, undo: func(c *chaosEnv, _ *faultRun) {
 			nftIn(c.t, c.tier.LB, "delete table inet hks_chaos\n")
 		}},
+		{name: "containerd-killed-n1", haproxyKept: true, node: true, inject: func(c *chaosEnv, run *faultRun) {
+			c.tier.Node("n1").KillContainerd()
+			// The Pods keep running under their shims; kubelet's PLEG
+			// and the readiness probes go on failing to reach the
+			// runtime until it is back. Give it the node grace period.
+			if err := waitUntil(chaosNodeGrace+2*time.Second, c.nodeNotReady("n1")); err == nil {
+				run.note("n1 went NotReady")
+			} else {
+				run.note("n1 stayed Ready")
+			}
+		}, undo: func(c *chaosEnv, _ *faultRun) {
+			if err := c.tier.Node("n1").StartContainerd(); err != nil {
+				c.t.Fatal(err)
+			}
+		}},
 		{name: "new-frontend-port-taken", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			var l net.Listener
 			if err := nodes.InNS(c.tier.LB, func() (err error) { l, err = net.Listen("tcp", "127.0.0.1:8160"); return err }); err != nil {

@@ -201,6 +201,14 @@ func (n *Node) StartKubeProxy() error {
 // StopKubeProxy stops the node's kube-proxy (its rules stay).
 func (n *Node) StopKubeProxy() { n.mu.Lock(); p := n.kubeProxy; n.mu.Unlock(); p.stop(stopGrace) }
 
+// KillContainerd sends SIGKILL to the node's containerd (its shims, and
+// so the Pods' containers, keep running).
+func (n *Node) KillContainerd() { n.mu.Lock(); p := n.containerd; n.mu.Unlock(); p.kill() }
+
+// StartContainerd starts the node's containerd again (after
+// KillContainerd) and waits until it answers.
+func (n *Node) StartContainerd() error { return n.startContainerd() }
+
 // KubeProxyHealth asks kube-proxy's /healthz on the node's address, from
 // the load balancer's namespace, as HAProxy does.
 func (n *Node) KubeProxyHealth() (int, error) {
