@@ -253,10 +253,12 @@ func TestRestartsConverge(t *testing.T) {
 	}
 }
 
-// A reload that HAProxy rejects (the new worker cannot bind a port that
-// another process holds) keeps the old workers serving, puts the previous
-// file back, and is retried until it succeeds.
-func TestFailedReloadKeepsServingAndRetries(t *testing.T) {
+// A new Service whose port another process holds is refused before any
+// reload (HAProxy 2.6 would pause every listener while it failed to bind:
+// docs/reliability.md): no reload is attempted, the old workers keep
+// serving, the refused config never reaches the disk, and the change is
+// retried until the port is free.
+func TestTakenPortRefusedBeforeReloadAndRetried(t *testing.T) {
 	e := newEnv(t)
 	np := nodePort()
 	e.addNode("n1", 1, true, np, np+1)
@@ -264,6 +266,7 @@ func TestFailedReloadKeepsServingAndRetries(t *testing.T) {
 	e.createService(lab.Service{Namespace: ns, Name: "good", Port: port, NodePort: np})
 	e.startController()
 	e.eventually("good serves", serves(port, "n1"))
+	reloads := e.reloads()
 
 	// Another process holds the port the next Service wants.
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -272,27 +275,20 @@ func TestFailedReloadKeepsServingAndRetries(t *testing.T) {
 	}
 	busyPort := int32(busy.Addr().(*net.TCPAddr).Port)
 	e.createService(lab.Service{Namespace: ns, Name: "late", Port: busyPort, NodePort: np + 1})
-	e.eventually("a failed reload", func() error {
-		p, err := e.master.ShowProc(bg)
-		if err != nil {
-			return err
-		}
-		if p.Failed == 0 {
-			return fmt.Errorf("no failed reload yet (%+v)", p)
-		}
-		return nil
-	})
-	if err := serves(port, "n1")(); err != nil {
-		t.Fatalf("old workers stopped serving after a failed reload: %v", err)
+	e.eventually("the controller says the port is taken", func() error { return contains(e.ctlLog.String(), "port taken") })
+	p, err := e.master.ShowProc(bg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The controller puts the previous file back after each failed reload
-	// (without that, the rejected config would stay on disk for good).
-	e.eventually("the rejected config is taken back off disk", func() error {
-		if strings.Contains(e.config(), fmt.Sprintf("fe_default_late_%d", busyPort)) {
-			return fmt.Errorf("the rejected config is on disk")
-		}
-		return nil
-	})
+	if p.Failed != 0 || p.Reloads != reloads {
+		t.Errorf("HAProxy reloaded onto a taken port: %+v, %d reloads before", p, reloads)
+	}
+	if err := serves(port, "n1")(); err != nil {
+		t.Fatalf("good stopped serving: %v", err)
+	}
+	if strings.Contains(e.config(), fmt.Sprintf("fe_default_late_%d", busyPort)) {
+		t.Errorf("the refused config is on disk")
+	}
 	busy.Close()
 	e.eventually("retry succeeds once the port is free", serves(busyPort, "n1"))
 	e.eventually("good still serves", serves(port, "n1"))
