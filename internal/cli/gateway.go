@@ -73,7 +73,7 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	if err != nil {
 		return err
 	}
-	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log, RouteVersions: routes})
+	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log, RouteVersions: routes})
 	loop := gatewayctl.New(src, compose(hd, udp), gatewayctl.Options{
 		Gateway:      gateway.Options{Addresses: dopts.Binds, UDP: dopts.UDP},
 		ResyncPeriod: f.resync,
@@ -86,8 +86,8 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	if err := f.metrics.serve(ctx, ready.ready, log); err != nil {
 		return err
 	}
-	_, gate := f.status.recorder(nil)
-	if err := f.status.start(ctx, cfg, gate, []func(context.Context){pub.Run}, loop.Trigger, log); err != nil {
+	_, gate := f.publish.recorder(nil)
+	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run}, loop.Trigger, log); err != nil {
 		return err
 	}
 	go hd.Watch(ctx, time.Second, loop.Trigger)

@@ -23,7 +23,7 @@ const (
 	groupDataplane = "Data Plane API"
 	groupUDP       = "UDP"
 	groupAPIServer = "apiserver mode"
-	groupStatus    = "LoadBalancer status and leader election"
+	groupPublish   = "LoadBalancer status and leader election"
 	groupObs       = "Observability"
 	groupInput     = "Input and output"
 	groupImage     = "HAProxy image"
@@ -32,7 +32,7 @@ const (
 )
 
 var groupOrder = []string{groupInput, groupMode, groupKube, groupServices, groupDefaults, groupChecks, groupHAProxy,
-	groupStatsPage, groupDataplane, groupUDP, groupAPIServer, groupImage, groupLive, groupStatus, groupObs, groupOther}
+	groupStatsPage, groupDataplane, groupUDP, groupAPIServer, groupImage, groupLive, groupPublish, groupObs, groupOther}
 
 // A scope says which mode and driver of `run` use a flag; `run` refuses a
 // flag given on its command line outside its scope (an environment

@@ -149,7 +149,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	inst := f.metrics.instance(choice.label)
 	src := source.New(client, ns)
-	addrs, err := f.status.addresses()
+	addrs, err := f.publish.addresses()
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		return err
 	}
 	var poolStatus *controller.PoolStatus
-	if f.status.pools {
+	if f.publish.pools {
 		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {
 			return err
@@ -167,8 +167,8 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		poolStatus = controller.NewPoolStatus(dyn, log)
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
-		Addresses: addrs, Pooled: f.status.pools, QPS: float32(f.status.qps), Burst: f.status.burst, Logger: log})
-	events, gate := f.status.recorder(recorder)
+		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
+	events, gate := f.publish.recorder(recorder)
 	ctl := controller.New(src, compose(b.drv, udp), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
@@ -183,7 +183,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	if err := f.metrics.serve(ctx, b.ready(ctl.Synced, inst), log); err != nil {
 		return err
 	}
-	if err := f.status.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run}, ctl.Trigger, log); err != nil {
+	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run}, ctl.Trigger, log); err != nil {
 		return err
 	}
 	b.watch(ctx, ctl.Trigger)

@@ -21,7 +21,7 @@ type runFlags struct {
 	persistMax           time.Duration
 	logLevel, logFormat  string
 	pprof                string
-	status               statusFlags
+	publish              publishFlags
 	instances            instanceList
 	metrics              metricsFlags
 	statsPage            statsFlags
@@ -68,7 +68,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	addGroup(fs, groupStatsPage, scopeLocal, f.statsPage.register)
 	addGroup(fs, groupUDP, scopeServices, f.udp.register)
 	addGroup(fs, groupAPIServer, scopeAPIServer, func(fs *pflag.FlagSet) { f.api = registerAPIServerFlags(fs) })
-	addGroup(fs, groupStatus, scopeServices, f.status.register)
+	addGroup(fs, groupPublish, scopeServices, f.publish.register)
 	addGroup(fs, groupObs, scopeAll, func(fs *pflag.FlagSet) {
 		fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 		fs.StringVar(&f.logFormat, "log-format", "text", "text or json")

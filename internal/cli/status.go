@@ -2,110 +2,94 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
-	"net/netip"
-	"time"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
-
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/leader"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/status"
 )
 
-// statusFlags: LoadBalancer status and leader election (what one replica
-// of many does for the cluster).
-type statusFlags struct {
-	publish               stringList
-	qps                   float64
-	burst                 int
-	elect                 bool
-	leNamespace, leName   string
-	lease, renew, retryLE time.Duration
-	pools                 bool
+// errUnhealthy makes `status` exit non-zero when something is down or
+// HAProxy does not run the file's structure.
+var errUnhealthy = errors.New("status: a server is down, a backend has no server up, or HAProxy does not run the configuration (see docs/observability.md)")
+
+func newStatusCmd(e *cmdEnv) *cobra.Command {
+	var s shape
+	var cfgPath, output string
+	var dp dataplaneFlags
+	c := &cobra.Command{
+		Use:   "status [-o table|json]",
+		Short: "Show what the running HAProxy serves per Service port",
+		Long: `Status shows what the running HAProxy serves per Service port: its servers and their states,
+read from the admin socket (or the Data Plane API with --dataplane-url), against the
+haproxy.cfg the controller owns. It exits 1 when a server is down, a backend has no server
+up, or HAProxy does not run the configuration (see docs/observability.md).`,
+		Example: `  haproxy-k8s-sync status
+  haproxy-k8s-sync status -o json --stats-socket /run/haproxy-k8s-sync/admin.sock`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := finishFlags(c.Flags(), e.getenv, &s); err != nil {
+				return err
+			}
+			return runStatus(c.Context(), &s, &dp, cfgPath, output, e)
+		},
+	}
+	fs := c.Flags()
+	addGroup(fs, groupInput, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVarP(&output, "output", "o", "table", "output: table or json")
+	})
+	addGroup(fs, groupHAProxy, scopeAll, func(fs *pflag.FlagSet) {
+		fs.StringVar(&cfgPath, "haproxy-config", "/etc/haproxy/haproxy.cfg", "haproxy.cfg the controller owns")
+	})
+	addGroup(fs, groupDataplane, scopeAll, dp.registerAPI)
+	s.register(fs, e.getenv)
+	return c
 }
 
-func (s *statusFlags) register(fs *pflag.FlagSet) {
-	fs.Var(&s.publish, "publish-address", "address written to .status.loadBalancer.ingress (ipMode Proxy) of the LoadBalancer Services served (repeatable or comma-separated; default none; needs services/status patch)")
-	fs.BoolVar(&s.pools, "address-pools", false, "give each LoadBalancer Service its own address(es) from the AddressPool custom resources (the CRD must be installed; see docs/addresses.md); without it every Service listens on --bind-address")
-	fs.Float64Var(&s.qps, "status-qps", 50, "at most this many LoadBalancer status writes per second (their own limit, apart from the passes; <= 0: unlimited)")
-	fs.IntVar(&s.burst, "status-burst", 100, "burst of --status-qps")
-	fs.BoolVar(&s.elect, "leader-elect", false, "elect one replica (a coordination.k8s.io Lease) to write LoadBalancer status and Events; every replica drives its own HAProxy")
-	fs.StringVar(&s.leNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the Pod's namespace in a cluster, haproxy-k8s-sync outside)")
-	fs.StringVar(&s.leName, "leader-election-name", "haproxy-k8s-sync", "name of the Lease")
-	fs.DurationVar(&s.lease, "leader-election-lease-duration", 15*time.Second, "how long a leader that stopped renewing keeps the Lease")
-	fs.DurationVar(&s.renew, "leader-election-renew-deadline", 10*time.Second, "the leader gives up if it could not renew for this long")
-	fs.DurationVar(&s.retryLE, "leader-election-retry-period", 2*time.Second, "how often to try to acquire or renew the Lease")
-}
-
-func (s *statusFlags) addresses() ([]netip.Addr, error) {
-	var out []netip.Addr
-	for _, a := range s.publish {
-		ip, err := netip.ParseAddr(a)
-		if err != nil {
-			return nil, fmt.Errorf("--publish-address: %w", err)
-		}
-		out = append(out, ip)
+// runStatus prints what the running HAProxy serves per Service port.
+func runStatus(ctx context.Context, s *shape, dp *dataplaneFlags, cfgPath, output string, e *cmdEnv) error {
+	if output != "table" && output != "json" {
+		return fmt.Errorf("-o: want table or json, got %q", output)
 	}
-	return out, nil
-}
-
-// recorder gates Events: with --leader-elect only the leader emits them.
-func (s *statusFlags) recorder(rec record.EventRecorder) (record.EventRecorder, *leader.Gate) {
-	if !s.elect {
-		return rec, leader.Always()
+	var rep status.Report
+	var err error
+	if dp.url != "" {
+		rep, err = dataplaneStatus(ctx, dp, s, e.getenv, e.stderr)
+	} else {
+		rep, err = status.Collect(ctx, cfgPath, s.stats)
 	}
-	g := &leader.Gate{}
-	return leader.Recorder{EventRecorder: rec, Gate: g}, g
-}
-
-// start runs the status writers (the Publisher, the AddressPools'
-// status): with --leader-elect only while this replica leads (the gate
-// open), otherwise always. trigger asks the controller for a pass, so a
-// new leader reports the problems that remain.
-func (s *statusFlags) start(ctx context.Context, cfg *rest.Config, gate *leader.Gate, runs []func(context.Context), trigger func(), log *slog.Logger) error {
-	if !s.elect {
-		for _, r := range runs {
-			go r(ctx)
-		}
-		return nil
-	}
-	ns := s.leNamespace
-	if ns == "" {
-		ns = leader.InClusterNamespace()
-	}
-	if ns == "" {
-		ns = "haproxy-k8s-sync"
-	}
-	lcfg := rest.CopyConfig(cfg)
-	lcfg.Timeout = max(s.renew/2, time.Second)
-	lclient, err := kubernetes.NewForConfig(rest.AddUserAgent(lcfg, "leader-election"))
 	if err != nil {
 		return err
 	}
-	opts := leader.Options{Namespace: ns, Name: s.leName, LeaseDuration: s.lease, RenewDeadline: s.renew, RetryPeriod: s.retryLE, Logger: log}
-	go func() {
-		err := leader.Run(ctx, lclient, gate, opts, func(lctx context.Context) {
-			trigger()
-			for _, r := range runs {
-				go r(lctx)
-			}
-			<-lctx.Done()
-		})
-		if err != nil {
-			log.Error("leader election stopped", "err", err)
-		}
-	}()
-	return nil
+	if output == "json" {
+		err = rep.WriteJSON(e.stdout)
+	} else {
+		err = rep.WriteTable(e.stdout)
+	}
+	if err == nil && !rep.Healthy() {
+		err = errUnhealthy
+	}
+	return err
 }
 
-// statusClient is a client of its own for status writes: the Publisher
-// limits them (--status-qps), not the client shared with the informers.
-func statusClient(cfg *rest.Config) (kubernetes.Interface, error) {
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = -1, 0
-	return kubernetes.NewForConfig(rest.AddUserAgent(c, "status"))
+// dataplaneStatus reads the status through the Data Plane API at
+// --dataplane-url, with run's credentials. In single-Service mode
+// (--service) the row is the operator's backend: --backend-name
+// (HAPROXY_BACKEND_NAME), default the Service's name, as run names it.
+func dataplaneStatus(ctx context.Context, dp *dataplaneFlags, s *shape, getenv func(string) string, stderr io.Writer) (status.Report, error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := dp.client(dpTarget{url: dp.url, user: dp.user, passwordFile: dp.passwordFile, tokenFile: dp.tokenFile}, getenv, log)
+	if err != nil {
+		return status.Report{}, err
+	}
+	opts := status.DataplaneOptions{Service: s.service, Seed: s.backend}
+	if s.service != "" && opts.Seed == "" {
+		_, opts.Seed, _ = strings.Cut(s.service, "/")
+	}
+	return status.CollectDataplane(ctx, c, opts)
 }
