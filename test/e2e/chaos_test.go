@@ -221,6 +221,24 @@ func chaosFaults() []chaosFault {
 			run.extra = append(run.extra, c.serves("127.0.0.1:8100"), c.serves(fmt.Sprintf("127.0.0.1:%d", 8100+n-1)),
 				c.inConfig(fmt.Sprintf(":%d", 8100+n/2)))
 		}, undo: func(c *chaosEnv, _ *faultRun) { c.startController() }},
+		{name: "controller-restart-apiserver-unreachable", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+			c.killController()
+			c.proxy.cut()
+			c.startController()
+			c.createService(webService("while-blind", "web", 8152, "Cluster"))
+			// The fault's duration: a controller that cannot list must
+			// not touch what HAProxy serves meanwhile.
+			time.Sleep(10 * time.Second)
+			if err := c.nodesUp(); err != nil {
+				run.note("while the controller was blind: %v", err)
+			}
+			run.note("restarted while the apiserver was unreachable for 10 s, a Service created meanwhile")
+			run.extra = append(run.extra, c.serves("127.0.0.1:8152"))
+		}, undo: func(c *chaosEnv, _ *faultRun) {
+			if err := c.proxy.restore(); err != nil {
+				c.t.Fatal(err)
+			}
+		}},
 		{name: "apiserver-unreachable-30s", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			c.createService(webService("pre-outage", "web", 8151, "Cluster"))
 			c.eventuallyWithin(chaosConverge, "pre-outage served", c.serves("127.0.0.1:8151"))
