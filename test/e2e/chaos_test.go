@@ -146,8 +146,12 @@ func (c *chaosEnv) runFault(f chaosFault) chaosResult {
 	}
 	close(keepStop)
 	<-keepDone
-	for i := range kept {
+	for i, k := range kept {
 		res.established++
+		// Once more after the fault: it may have fitted between two uses.
+		if got, err := k.ask(); err != nil || got != k.pod {
+			cut[i] = true
+		}
 		if cut[i] {
 			res.cut++
 		}
