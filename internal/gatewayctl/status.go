@@ -237,50 +237,38 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 			_, err = gw.Gateways(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
 		}
 	case *gwv1.TCPRoute:
-		st := p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now)
-		if equality.Semantic.DeepEqual(st, obj.Status.Parents) {
-			return nil
-		}
-		c := obj.DeepCopy()
-		c.Status.Parents = st
-		if err = wait(); err == nil && p.alpha(it.Kind) {
-			var a *gwv1a2.TCPRoute
-			if a, err = source.Convert[gwv1a2.TCPRoute](c); err == nil {
-				_, err = p.client.GatewayV1alpha2().TCPRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
-			}
-		} else if err == nil {
-			_, err = gw.TCPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
-		}
+		err = writeRoute(p, it.Kind, obj.Status.Parents, p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now), wait,
+			func(st []gwv1.RouteParentStatus) *gwv1.TCPRoute { c := obj.DeepCopy(); c.Status.Parents = st; return c },
+			func(c *gwv1.TCPRoute) error {
+				_, err := gw.TCPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+				return err
+			},
+			func(a *gwv1a2.TCPRoute) error {
+				_, err := p.client.GatewayV1alpha2().TCPRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
+				return err
+			})
 	case *gwv1.TLSRoute:
-		st := p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now)
-		if equality.Semantic.DeepEqual(st, obj.Status.Parents) {
-			return nil
-		}
-		c := obj.DeepCopy()
-		c.Status.Parents = st
-		if err = wait(); err == nil && p.alpha(it.Kind) {
-			var a *gwv1a2.TLSRoute
-			if a, err = source.Convert[gwv1a2.TLSRoute](c); err == nil {
-				_, err = p.client.GatewayV1alpha2().TLSRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
-			}
-		} else if err == nil {
-			_, err = gw.TLSRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
-		}
+		err = writeRoute(p, it.Kind, obj.Status.Parents, p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now), wait,
+			func(st []gwv1.RouteParentStatus) *gwv1.TLSRoute { c := obj.DeepCopy(); c.Status.Parents = st; return c },
+			func(c *gwv1.TLSRoute) error {
+				_, err := gw.TLSRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+				return err
+			},
+			func(a *gwv1a2.TLSRoute) error {
+				_, err := p.client.GatewayV1alpha2().TLSRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
+				return err
+			})
 	case *gwv1.UDPRoute:
-		st := p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now)
-		if equality.Semantic.DeepEqual(st, obj.Status.Parents) {
-			return nil
-		}
-		c := obj.DeepCopy()
-		c.Status.Parents = st
-		if err = wait(); err == nil && p.alpha(it.Kind) {
-			var a *gwv1a2.UDPRoute
-			if a, err = source.Convert[gwv1a2.UDPRoute](c); err == nil {
-				_, err = p.client.GatewayV1alpha2().UDPRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
-			}
-		} else if err == nil {
-			_, err = gw.UDPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
-		}
+		err = writeRoute(p, it.Kind, obj.Status.Parents, p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now), wait,
+			func(st []gwv1.RouteParentStatus) *gwv1.UDPRoute { c := obj.DeepCopy(); c.Status.Parents = st; return c },
+			func(c *gwv1.UDPRoute) error {
+				_, err := gw.UDPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+				return err
+			},
+			func(a *gwv1a2.UDPRoute) error {
+				_, err := p.client.GatewayV1alpha2().UDPRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
+				return err
+			})
 	}
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -289,4 +277,26 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 		return fmt.Errorf("status of %s %s/%s: %w", it.Kind, it.Namespace, it.Name, err)
 	}
 	return nil
+}
+
+// writeRoute writes a route's parents when they differ from cur, after
+// the rate limit, in the version the cluster serves the route kind in
+// (v1, or v1alpha2 converted from it). R is the v1 type, A the v1alpha2 one.
+func writeRoute[R, A any](p *Publisher, kind string, cur, st []gwv1.RouteParentStatus, wait func() error,
+	with func([]gwv1.RouteParentStatus) *R, v1 func(*R) error, v1a2 func(*A) error) error {
+	if equality.Semantic.DeepEqual(st, cur) {
+		return nil
+	}
+	c := with(st)
+	if err := wait(); err != nil {
+		return err
+	}
+	if p.alpha(kind) {
+		a, err := source.Convert[A](c)
+		if err != nil {
+			return err
+		}
+		return v1a2(a)
+	}
+	return v1(c)
 }
