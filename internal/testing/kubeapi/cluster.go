@@ -94,8 +94,8 @@ func (s *Server) startControllers(bins string, extra []string, kwok bool) error 
 		return err
 	}
 	select {
-	case <-s.kwok.done:
-		return fmt.Errorf("kwok exited: %v\n--- last lines of its log ---\n%s", s.kwok.err, tailFile(s.kwok.logPath, 30))
+	case <-s.kwok.Done():
+		return fmt.Errorf("kwok exited: %v\n--- last lines of its log ---\n%s", s.kwok.Err(), s.kwok.Tail(30))
 	default:
 	}
 	return nil
@@ -108,14 +108,14 @@ func (s *Server) waitControllerManager() error {
 	if err != nil {
 		return err
 	}
-	err = s.controllerManager.waitUntil(controllersReadyTimeout, func() bool {
+	err = waitUntil(s.controllerManager, controllersReadyTimeout, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
 	})
 	if err != nil {
-		return fmt.Errorf("kube-controller-manager: %w\n--- last lines of its log ---\n%s", err, tailFile(s.controllerManager.logPath, 30))
+		return fmt.Errorf("kube-controller-manager: %w\n--- last lines of its log ---\n%s", err, s.controllerManager.Tail(30))
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func StartCluster(dir string, port int, certIPs []string) (*Cluster, error) {
 		return nil, err
 	}
 	if err := c.etcd.startEtcd(filepath.Join(bins, "etcd")); err != nil {
-		c.etcd.etcd.stop()
+		c.etcd.etcd.Stop(stopGrace)
 		return nil, err
 	}
 	c.EtcdURL = c.etcd.EtcdURL
@@ -101,13 +101,13 @@ func (c *Cluster) StartMember(addr string, extra ...string) (*Server, error) {
 	}
 	args := append([]string{"--client-ca-file=" + c.CAPath}, extra...)
 	if err := s.startAPIServerOn(filepath.Join(c.bins, "kube-apiserver"), c.creds, ip, ip, c.Port, args); err != nil {
-		s.apiserver.kill()
+		s.apiserver.Kill()
 		return nil, err
 	}
 	s.Config = c.Config(s.URL)
 	c.mu.Lock()
 	if old := c.members[addr]; old != nil {
-		old.apiserver.kill()
+		old.apiserver.Kill()
 	}
 	c.members[addr] = s
 	c.mu.Unlock()
@@ -122,7 +122,7 @@ func (c *Cluster) Kill(addr string) {
 	delete(c.members, addr)
 	c.mu.Unlock()
 	if s != nil {
-		s.apiserver.kill()
+		s.apiserver.Kill()
 	}
 }
 
@@ -133,9 +133,9 @@ func (c *Cluster) Stop() {
 	c.members = map[string]*Server{}
 	c.mu.Unlock()
 	for _, s := range members {
-		s.apiserver.kill()
+		s.apiserver.Kill()
 	}
-	c.etcd.etcd.stop()
+	c.etcd.etcd.Stop(stopGrace)
 }
 
 // LogTail returns the last n lines of etcd's and every member's logs.

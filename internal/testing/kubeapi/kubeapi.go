@@ -35,6 +35,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
+
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -75,10 +77,10 @@ type Server struct {
 	// EtcdURL is the etcd client URL (http://127.0.0.1:<port>).
 	EtcdURL string
 
-	etcd              *process
-	apiserver         *process
-	controllerManager *process // with Options.Controllers
-	kwok              *process // with Options.Controllers
+	etcd              *proc.Process
+	apiserver         *proc.Process
+	controllerManager *proc.Process // with Options.Controllers
+	kwok              *proc.Process // with Options.Controllers
 }
 
 // Options change how the apiserver runs. The zero value is the default.
@@ -159,10 +161,10 @@ func StartProcessWithOptions(dir string, opts Options) (s *Server, stop func(), 
 			// The apiserver first, so it does not log etcd errors while
 			// shutting down. Its graceful shutdown takes over a second
 			// and nothing it holds outlives the test: kill it.
-			s.kwok.kill()
-			s.controllerManager.kill()
-			s.apiserver.kill()
-			s.etcd.stop()
+			s.kwok.Kill()
+			s.controllerManager.Kill()
+			s.apiserver.Kill()
+			s.etcd.Stop(stopGrace)
 		})
 	}
 	defer func() {
@@ -224,9 +226,9 @@ func (s *Server) ConfigForToken(token string) *rest.Config {
 // of kube-controller-manager and kwok when they run).
 func (s *Server) LogTail(n int) string {
 	var b strings.Builder
-	for _, p := range []*process{s.etcd, s.apiserver, s.controllerManager, s.kwok} {
+	for _, p := range []*proc.Process{s.etcd, s.apiserver, s.controllerManager, s.kwok} {
 		if p != nil {
-			fmt.Fprintf(&b, "--- last %d lines of %s ---\n%s", n, p.logPath, tailFile(p.logPath, n))
+			fmt.Fprintf(&b, "--- last %d lines of %s ---\n%s", n, p.LogPath, p.Tail(n))
 		}
 	}
 	return b.String()

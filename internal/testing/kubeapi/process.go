@@ -1,19 +1,18 @@
 package kubeapi
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
 )
 
 // retryPorts runs start until it succeeds, retrying only when the process
 // failed because a port picked as free was taken before it could bind.
-func retryPorts(name string, start func(attempt int) (*process, error)) error {
+func retryPorts(name string, start func(attempt int) (*proc.Process, error)) error {
 	for attempt := 1; ; attempt++ {
 		p, err := start(attempt)
 		if err == nil {
@@ -22,12 +21,12 @@ func retryPorts(name string, start func(attempt int) (*process, error)) error {
 		if p == nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		p.stop()
-		tail := tailFile(p.logPath, 30)
+		p.Stop(stopGrace)
+		tail := p.Tail(30)
 		if attempt < startAttempts && strings.Contains(tail, "address already in use") {
 			continue
 		}
-		return fmt.Errorf("%s: %w\n--- last lines of %s ---\n%s", name, err, p.logPath, tail)
+		return fmt.Errorf("%s: %w\n--- last lines of %s ---\n%s", name, err, p.LogPath, tail)
 	}
 }
 
@@ -60,111 +59,19 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// process is a child process whose output goes to a log file.
-type process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed when the process has exited
-	err     error         // exit status, valid after done
+// startProcess runs bin with args, its output in logPath (truncated).
+func startProcess(name, bin, logPath string, args ...string) (*proc.Process, error) {
+	return proc.Start(name, logPath, bin, proc.Options{}, args...)
 }
 
-func startProcess(name, bin, logPath string, args ...string) (*process, error) {
-	if _, err := os.Stat(bin); err != nil {
-		return nil, err
-	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// waitUntil polls ready until it reports true, the process exits, or the
-// timeout passes.
-func (p *process) waitUntil(timeout time.Duration, ready func() bool) error {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
+// waitUntil polls ready until it reports true, p exits, or timeout passes.
+func waitUntil(p *proc.Process, timeout time.Duration, ready func() bool) error {
+	return proc.WaitFor(timeout, pollInterval, p, func() error {
 		if ready() {
 			return nil
 		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("exited before it was ready: %v", p.err)
-		case <-deadline.C:
-			return fmt.Errorf("not ready after %v", timeout)
-		case <-tick.C:
-		}
-	}
+		return errNotReady
+	})
 }
 
-// stop asks the process to terminate and kills it if it does not within
-// stopGrace. It is safe on a nil or already exited process.
-func (p *process) stop() {
-	if p == nil {
-		return
-	}
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(stopGrace)
-	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-t.C:
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// kill ends the process at once and waits for it.
-func (p *process) kill() {
-	if p == nil {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// tailFile returns the last n lines of a file, or a note why it cannot.
-func tailFile(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Sprintf("(%v)\n", err)
-	}
-	defer f.Close()
-	// Logs of a short-lived server are small; keep a ring of lines.
-	ring := make([]string, 0, n)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if len(ring) == n {
-			ring = ring[1:]
-		}
-		ring = append(ring, sc.Text())
-	}
-	if len(ring) == 0 {
-		return "(empty)\n"
-	}
-	return strings.Join(ring, "\n") + "\n"
-}
+var errNotReady = errors.New("not ready")

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
+
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
@@ -21,7 +23,7 @@ import (
 // startEtcd runs etcd on two free loopback ports and waits for /health.
 func (s *Server) startEtcd(bin string) error {
 	dataDir := filepath.Join(s.Dir, "etcd")
-	return retryPorts("etcd", func(attempt int) (*process, error) {
+	return retryPorts("etcd", func(attempt int) (*proc.Process, error) {
 		ports, err := freePorts(2)
 		if err != nil {
 			return nil, err
@@ -52,7 +54,7 @@ func (s *Server) startEtcd(bin string) error {
 		s.etcd = p
 		s.EtcdURL = client
 		hc := &http.Client{Timeout: 2 * time.Second}
-		return p, p.waitUntil(etcdReadyTimeout, func() bool {
+		return p, waitUntil(p, etcdReadyTimeout, func() bool {
 			resp, err := hc.Get(client + "/health")
 			if err != nil {
 				return false
@@ -93,7 +95,7 @@ func (s *Server) startAPIServerOn(bin string, c *credentials, advertise, bindIP 
 	}
 	defer hc.CloseIdleConnections()
 
-	return retryPorts("kube-apiserver", func(attempt int) (*process, error) {
+	return retryPorts("kube-apiserver", func(attempt int) (*proc.Process, error) {
 		ports := []int{port}
 		if port == 0 {
 			var err error
@@ -148,7 +150,7 @@ func (s *Server) startAPIServerOn(bin string, c *credentials, advertise, bindIP 
 		// /readyz does not cover the bootstrap controller creating the
 		// default namespace and the default/kubernetes Service; tests
 		// use them right away.
-		return p, p.waitUntil(apiserverReadyTimeout, func() bool {
+		return p, waitUntil(p, apiserverReadyTimeout, func() bool {
 			return get("/readyz") == http.StatusOK &&
 				get("/api/v1/namespaces/default/services/kubernetes") == http.StatusOK
 		})

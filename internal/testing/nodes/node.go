@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
+
 	"github.com/vishvananda/netns"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/netnsrun"
@@ -31,8 +33,8 @@ type Node struct {
 	dir   string
 
 	mu                             sync.Mutex
-	holder                         *proc
-	containerd, kubelet, kubeProxy *proc
+	holder                         *proc.Process
+	containerd, kubelet, kubeProxy *proc.Process
 }
 
 func (n *Node) logPath(name string) string { return filepath.Join(n.dir, name+".log") }
@@ -173,7 +175,7 @@ func (n *Node) StartKubelet() error {
 }
 
 // StopKubelet stops the node's kubelet (its Pods keep running).
-func (n *Node) StopKubelet() { n.mu.Lock(); p := n.kubelet; n.mu.Unlock(); p.stop(stopGrace) }
+func (n *Node) StopKubelet() { n.mu.Lock(); p := n.kubelet; n.mu.Unlock(); p.Stop(stopGrace) }
 
 // StartKubeProxy starts (or restarts) the node's kube-proxy and waits
 // until its /healthz answers 200.
@@ -199,11 +201,11 @@ func (n *Node) StartKubeProxy() error {
 }
 
 // StopKubeProxy stops the node's kube-proxy (its rules stay).
-func (n *Node) StopKubeProxy() { n.mu.Lock(); p := n.kubeProxy; n.mu.Unlock(); p.stop(stopGrace) }
+func (n *Node) StopKubeProxy() { n.mu.Lock(); p := n.kubeProxy; n.mu.Unlock(); p.Stop(stopGrace) }
 
 // KillContainerd sends SIGKILL to the node's containerd (its shims, and
 // so the Pods' containers, keep running).
-func (n *Node) KillContainerd() { n.mu.Lock(); p := n.containerd; n.mu.Unlock(); p.kill() }
+func (n *Node) KillContainerd() { n.mu.Lock(); p := n.containerd; n.mu.Unlock(); p.Kill() }
 
 // StartContainerd starts the node's containerd again (after
 // KillContainerd) and waits until it answers.
@@ -268,9 +270,9 @@ func NSPath(ns string) string { return "/run/netns/" + ns }
 func (n *Node) exitedDaemon() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, p := range []*proc{n.holder, n.containerd, n.kubelet} {
-		if p != nil && p.exited() {
-			return fmt.Errorf("node %s: %s exited (%v)\n--- last lines of %s ---\n%s", n.Name, p.name, p.err, p.logPath, tailFile(p.logPath, 40))
+	for _, p := range []*proc.Process{n.holder, n.containerd, n.kubelet} {
+		if p != nil && p.Exited() {
+			return fmt.Errorf("node %s: %s exited (%v)\n--- last lines of %s ---\n%s", n.Name, p.Name, p.Err(), p.LogPath, p.Tail(40))
 		}
 	}
 	return nil
@@ -284,20 +286,20 @@ func (n *Node) stopAll() error {
 	n.mu.Lock()
 	kubelet, kubeProxy, containerd, holder := n.kubelet, n.kubeProxy, n.containerd, n.holder
 	n.mu.Unlock()
-	kubelet.kill()
-	kubeProxy.kill()
+	kubelet.Kill()
+	kubeProxy.Kill()
 	for _, pid := range pidsUnder(n.tier.cg, n.cgroupRoot()) {
 		killPID(pid)
 	}
-	if holder != nil && !holder.exited() {
-		for _, pid := range sameMountNS(holder.cmd.Process.Pid) {
+	if holder != nil && !holder.Exited() {
+		for _, pid := range sameMountNS(holder.Pid()) {
 			killPID(pid)
 		}
 	}
-	containerd.kill()
-	holder.kill()
-	if holder != nil && !holder.exited() {
-		return fmt.Errorf("node %s: holder %d did not exit", n.Name, holder.cmd.Process.Pid)
+	containerd.Kill()
+	holder.Kill()
+	if holder != nil && !holder.Exited() {
+		return fmt.Errorf("node %s: holder %d did not exit", n.Name, holder.Pid())
 	}
 	return nil
 }

@@ -36,6 +36,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -235,7 +237,7 @@ func (t *Tier) LogTail(n int) string {
 	var out string
 	for _, nd := range t.Nodes {
 		for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
-			out += fmt.Sprintf("--- last %d lines of %s's %s ---\n%s", n, nd.Name, name, tailFile(nd.logPath(name), n))
+			out += fmt.Sprintf("--- last %d lines of %s's %s ---\n%s", n, nd.Name, name, proc.Tail(nd.logPath(name), n))
 		}
 	}
 	return out

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package proc
+
+import "syscall"
+
+func sysProcAttr(ownGroup bool) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: ownGroup}
+}

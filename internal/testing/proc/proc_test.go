@@ -1,0 +1,79 @@
+package proc
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		script string
+		end    func(p *Process)
+		want   string // in Err(), "" for a clean exit
+	}{
+		{"stop ends a process that honours SIGTERM", "trap 'exit 0' TERM; echo up; while :; do sleep 0.05; done", func(p *Process) { p.Stop(5 * time.Second) }, ""},
+		{"stop kills one that ignores SIGTERM", "trap '' TERM; echo up; while :; do sleep 0.05; done", func(p *Process) { p.Stop(200 * time.Millisecond) }, "killed"},
+		{"kill", "echo up; while :; do sleep 0.05; done", func(p *Process) { p.Kill() }, "killed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := filepath.Join(t.TempDir(), "p.log")
+			p, err := Start("p", log, "/bin/sh", Options{}, "-c", tc.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := WaitFor(5*time.Second, 10*time.Millisecond, p, func() error {
+				if strings.Contains(p.Tail(1), "up") {
+					return nil
+				}
+				return errors.New("no output yet")
+			}); err != nil {
+				t.Fatal(err)
+			}
+			tc.end(p)
+			if !p.Exited() {
+				t.Fatal("still running")
+			}
+			got := ""
+			if p.Err() != nil {
+				got = p.Err().Error()
+			}
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("exit: %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWaitForReportsTheDeath(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "p.log")
+	p, err := Start("dies", log, "/bin/sh", Options{}, "-c", "echo the reason; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WaitFor(10*time.Second, 10*time.Millisecond, p, func() error { return errors.New("never ready") })
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "the reason") {
+		t.Errorf("error %v: want the exit status and the log's end", err)
+	}
+}
+
+func TestAppendKeepsTheLog(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "p.log")
+	for i, o := range []Options{{}, {Append: true}} {
+		p, err := Start("p", log, "/bin/echo", o, "run", string(rune('a'+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+	}
+	if got, _ := os.ReadFile(log); string(got) != "run a\nrun b\n" {
+		t.Errorf("log %q, want both runs", got)
+	}
+	if got := Tail(filepath.Join(t.TempDir(), "none"), 3); !strings.Contains(got, "no such file") {
+		t.Errorf("Tail of a missing file: %q", got)
+	}
+}
