@@ -20,7 +20,7 @@ import (
 // HAProxy refuses "check" and "track" on the same server: a server either
 // follows its node or is checked by itself ("own check"), never both.
 
-// ownCheck reports whether the servers of svc, whose settings are set, are
+// ownCheck reports whether the servers of svc of family fam, whose settings are set, are
 // health-checked by themselves, on their own port or on the Service's
 // healthCheckNodePort (see healthCheckNodePort). The check setting decides,
 // and for auto:
@@ -33,14 +33,14 @@ import (
 //     tracked and checked (Options.TrackNodes and NodeCheck.Enabled), and
 //     inherit its check; else they are checked by themselves, as before
 //     the node check existed.
-func ownCheck(svc *corev1.Service, set settings.Settings, opts Options) bool {
+func ownCheck(svc *corev1.Service, set settings.Settings, opts Options, fam family) bool {
 	switch set.Check {
 	case settings.CheckTrue:
 		return true
 	case settings.CheckFalse:
 		return false
 	}
-	if podTargets(svc, opts) || primaryV6(svc) || healthCheckNodePort(svc, set, opts) != 0 {
+	if podTargets(svc, opts) || fam == famV6 || healthCheckNodePort(svc, set, opts) != 0 {
 		return true
 	}
 	return !(opts.TrackNodes && opts.NodeCheck.Enabled)
@@ -49,10 +49,10 @@ func ownCheck(svc *corev1.Service, set settings.Settings, opts Options) bool {
 // tracksNodes reports whether the servers of svc follow their node's state
 // in HAProxy (model.Backend.TrackNodes): in node mode, with --track-nodes,
 // when they have no check of their own.
-func tracksNodes(svc *corev1.Service, set settings.Settings, opts Options) bool {
+func tracksNodes(svc *corev1.Service, set settings.Settings, opts Options, fam family) bool {
 	// The NodesBackend holds the nodes' IPv4 addresses: servers at IPv6
 	// addresses cannot follow them.
-	return opts.TrackNodes && !podTargets(svc, opts) && !primaryV6(svc) && !ownCheck(svc, set, opts)
+	return opts.TrackNodes && !podTargets(svc, opts) && fam != famV6 && !ownCheck(svc, set, opts, fam)
 }
 
 // healthCheckNodePort is the port of kube-proxy's per-Service health check

@@ -165,6 +165,9 @@ func Compute(in Input, opts Options) Result {
 	ports := 0
 	for _, c := range svcs {
 		ports += len(c.svc.Spec.Ports)
+		if len(c.svc.Spec.IPFamilies) > 1 {
+			ports += len(c.svc.Spec.Ports) // perhaps a frontend per family
+		}
 	}
 	if !reuseGood {
 		res.Config.Frontends = make([]model.Frontend, 0, ports)
@@ -190,7 +193,7 @@ func Compute(in Input, opts Options) Result {
 		} else {
 			set, errs = serviceSettings(opts.Defaults, svc)
 			if e != nil && len(errs) == 0 {
-				e.init(set, len(svc.Spec.Ports))
+				e.init(set, len(svc.Spec.Ports), nil)
 			}
 		}
 		if len(errs) > 0 {
@@ -213,6 +216,7 @@ func Compute(in Input, opts Options) Result {
 			continue // no address (yet): the allocation's Event says why
 		}
 		configured := false
+		nf := 0 // frontends per port: 1, or 2 for a Service split by family
 		for i, p := range svc.Spec.Ports {
 			if p.Protocol == corev1.ProtocolUDP {
 				continue // the UDP part of the model: withUDP
@@ -222,49 +226,61 @@ func Compute(in Input, opts Options) Result {
 					"port " + portLabel(p) + ": protocol " + string(p.Protocol) + " is not supported yet; only TCP ports are load balanced"})
 				continue
 			}
-			binds := bindsFor(svc, p.Port, in.Addresses[k], opts)
-			if owner := taken(claimed, binds); owner != "" {
-				res.Problems = append(res.Problems, Problem{svc, ReasonPortConflict,
-					"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
-				continue
+			groups := groupsOf(svc, bindsFor(svc, p.Port, in.Addresses[k], opts))
+			if nf == 0 {
+				nf = len(groups)
+				if e != nil && len(e.fams) != nf {
+					e.init(set, len(svc.Spec.Ports), groups)
+				}
 			}
-			var servers []model.Server
-			var ok bool
-			if e != nil && e.ports[i].haveServers {
-				servers, ok = e.ports[i].servers, e.ports[i].ok
-			} else {
-				servers, ok = serversFor(svc, p, set, opts, nodes, eps)
+			for g, grp := range groups {
+				mp := (*memoPort)(nil)
 				if e != nil {
-					if !e.tracked {
-						memo.track(e, svc, eps)
-						e.tracked = true
+					mp = &e.ports[i*nf+g]
+				}
+				if owner := taken(claimed, grp.binds); owner != "" {
+					res.Problems = append(res.Problems, Problem{svc, ReasonPortConflict,
+						"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
+					continue
+				}
+				var servers []model.Server
+				var ok bool
+				if mp != nil && mp.haveServers {
+					servers, ok = mp.servers, mp.ok
+				} else {
+					servers, ok = serversFor(svc, p, set, opts, nodes, eps, grp.fam)
+					if mp != nil {
+						if !e.tracked {
+							memo.track(e, svc, eps)
+							e.tracked = true
+						}
+						mp.haveServers, mp.servers, mp.ok = true, servers, ok
 					}
-					e.ports[i].haveServers, e.ports[i].servers, e.ports[i].ok = true, servers, ok
 				}
-			}
-			if !ok {
-				res.Problems = append(res.Problems, Problem{svc, ReasonNoNodePort,
-					"port " + portLabel(p) + " has no nodePort; set the backend-port annotation or use --targets=pods"})
-				continue
-			}
-			claimAll(claimed, binds, k)
-			var fe model.Frontend
-			var be model.Backend
-			if e != nil && e.ports[i].haveProxies {
-				fe, be = e.ports[i].fe, e.ports[i].be
-			} else {
-				fe, be = proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1, binds)
-				if e != nil {
-					e.ports[i].haveProxies, e.ports[i].fe, e.ports[i].be = true, fe, be
+				if !ok {
+					res.Problems = append(res.Problems, Problem{svc, ReasonNoNodePort,
+						"port " + portLabel(p) + " has no nodePort; set the backend-port annotation or use --targets=pods"})
+					break
 				}
+				claimAll(claimed, grp.binds, k)
+				var fe model.Frontend
+				var be model.Backend
+				if mp != nil && mp.haveProxies {
+					fe, be = mp.fe, mp.be
+				} else {
+					fe, be = proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1, grp)
+					if mp != nil {
+						mp.haveProxies, mp.fe, mp.be = true, fe, be
+					}
+				}
+				be.Servers = servers
+				if !reuseGood {
+					res.Config.Frontends = append(res.Config.Frontends, fe)
+				}
+				store = append(store, be) // never grows: ports is enough
+				res.Config.Backends = append(res.Config.Backends, &store[len(store)-1])
+				configured = true
 			}
-			be.Servers = servers
-			if !reuseGood {
-				res.Config.Frontends = append(res.Config.Frontends, fe)
-			}
-			store = append(store, be) // never grows: ports is enough
-			res.Config.Backends = append(res.Config.Backends, &store[len(store)-1])
-			configured = true
 		}
 		if configured {
 			res.Configured = append(res.Configured, svc)
@@ -378,14 +394,15 @@ func selected(s *corev1.Service, opts Options) bool {
 	return false
 }
 
-func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool, binds []model.Bind) (model.Frontend, model.Backend) {
-	suffix := svc.Namespace + "_" + svc.Name + "_" + strconv.Itoa(int(p.Port))
+func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool, grp famGroup) (model.Frontend, model.Backend) {
+	suffix := svc.Namespace + "_" + svc.Name + "_" + strconv.Itoa(int(p.Port)) + grp.suffix
 	beName := "be_" + suffix
 	if opts.Service != "" && opts.Backend != "" {
 		beName = opts.Backend
 		if multi {
 			beName += "_" + strconv.Itoa(int(p.Port))
 		}
+		beName += grp.suffix
 	}
 	fe := model.Frontend{
 		Name:          "fe_" + suffix,
@@ -395,17 +412,17 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		TimeoutClient: set.TimeoutClient,
 		Backend:       beName,
 		SourceRanges:  settings.SourceRangesOf(set.SourceRanges),
+		Binds:         grp.binds,
 	}
-	fe.Binds = binds
 	be := model.Backend{
 		Name:           beName,
 		Service:        key(svc),
 		Balance:        set.Balance,
-		Check:          model.Check{Enabled: ownCheck(svc, set, opts), Inter: set.CheckInterval, Rise: set.Rise, Fall: set.Fall},
+		Check:          model.Check{Enabled: ownCheck(svc, set, opts, grp.fam), Inter: set.CheckInterval, Rise: set.Rise, Fall: set.Fall},
 		SendProxyV2:    set.SendProxyV2,
 		TimeoutConnect: set.TimeoutConnect,
 		TimeoutServer:  set.TimeoutServer,
-		TrackNodes:     tracksNodes(svc, set, opts),
+		TrackNodes:     tracksNodes(svc, set, opts, grp.fam),
 		Affinity:       set.Affinity,
 	}
 	if hc := healthCheckNodePort(svc, set, opts); be.Check.Enabled && hc != 0 {

@@ -120,14 +120,15 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 		k := m.entries[svc].key
 		eps := bySvc[k]
 		e := m.entry(svc, k, eps)
-		for i, p := range svc.Spec.Ports {
-			mp := &e.ports[i]
+		for x := range e.ports {
+			i, fam := x/len(e.fams), e.fams[x%len(e.fams)]
+			p, mp := svc.Spec.Ports[i], &e.ports[x]
 			j := mp.idx
 			if j < 0 || !mp.haveProxies || int(j) >= len(backends) || backends[j].Name != mp.be.Name {
 				continue // not configured in the last pass
 			}
 			if !mp.haveServers {
-				servers, ok := serversFor(svc, p, e.set, opts, m.nodes, eps)
+				servers, ok := serversFor(svc, p, e.set, opts, m.nodes, eps, fam)
 				if !e.tracked {
 					m.track(e, svc, eps)
 					e.tracked = true

@@ -216,7 +216,8 @@ type memoEntry struct {
 	ready  bool   // set and ports hold results
 	set    settings.Settings
 	slices []*Slice
-	ports  []memoPort // by index in Spec.Ports
+	ports  []memoPort // by index in Spec.Ports times len(fams), plus the family's index
+	fams   []family   // the family of each frontend of a port (groupsOf)
 	nodes  []string   // what the servers depend on, as tracked in Memo.byNode
 	// tracked: nodes describes the servers held in ports.
 	tracked bool
@@ -289,7 +290,7 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 	// The servers of Services that follow their nodes do not depend on
 	// the nodes' eligibility (tracksNodes): only the NodesBackend does.
 	forget := func(e *memoEntry, onlyEligibility bool) {
-		if !onlyEligibility || !tracksNodes(e.svc, e.set, m.opts) {
+		if !onlyEligibility || !e.tracksNodes(m.opts) {
 			e.forgetServers()
 			m.markEntryDirty(e)
 		}
@@ -354,7 +355,27 @@ func (m *Memo) drop(svc *corev1.Service) {
 	}
 }
 
-func (e *memoEntry) init(set settings.Settings, ports int) {
+// init makes e hold the results for settings set and the ports of e.svc,
+// each with the frontends of groups (nil: one, of the Service's first
+// family).
+func (e *memoEntry) init(set settings.Settings, ports int, groups []famGroup) {
 	e.ready, e.set = true, set
-	e.ports = make([]memoPort, ports)
+	e.fams = e.fams[:0]
+	for _, g := range groups {
+		e.fams = append(e.fams, g.fam)
+	}
+	if len(e.fams) == 0 {
+		e.fams = append(e.fams, firstFamily(e.svc))
+	}
+	e.ports = make([]memoPort, ports*len(e.fams))
+}
+
+// tracksNodes reports whether every backend of e follows its nodes.
+func (e *memoEntry) tracksNodes(opts Options) bool {
+	for _, f := range e.fams {
+		if !tracksNodes(e.svc, e.set, opts, f) {
+			return false
+		}
+	}
+	return true
 }

@@ -87,7 +87,7 @@ func nodesBackend(nodes map[string]nodeInfo, last []model.Server, check model.Ch
 // serversFor lists the servers of one Service port. ok is false when the
 // port cannot be reached (no nodePort in node mode and no override).
 func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options,
-	nodes map[string]nodeInfo, eps []*Slice) ([]model.Server, bool) {
+	nodes map[string]nodeInfo, eps []*Slice, fam family) ([]model.Server, bool) {
 	var best []model.Server // deduplicated by sorted()
 	add := func(a netip.Addr, port uint16, st EndpointState) {
 		if st != epGone {
@@ -104,7 +104,7 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 				continue
 			}
 			for _, e := range sl.Endpoints {
-				if e.Addr.IsValid() && ofFamily(svc, e.Addr) {
+				if e.Addr.IsValid() && ofFamily(fam, e.Addr) {
 					add(e.Addr, port, e.State)
 				}
 			}
@@ -122,13 +122,9 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 	// follows its node: the node's server in the NodesBackend then takes
 	// it out of service, and its backend does not change with the node's
 	// state.
-	track := tracksNodes(svc, set, opts)
-	v6 := primaryV6(svc)
+	track := tracksNodes(svc, set, opts, fam)
 	addNode := func(n nodeInfo, st EndpointState) {
-		a := n.addr
-		if v6 {
-			a = n.addr6 // none: the node cannot serve an IPv6 Service
-		}
+		a := nodeAddr(n, fam) // none: the node cannot serve this family
 		if (n.up || track) && a.IsValid() {
 			add(a, port, st)
 		}
@@ -223,21 +219,4 @@ func sorted(servers []model.Server) []model.Server {
 		return []model.Server{}
 	}
 	return slices.Clip(servers)
-}
-
-// primaryV6 reports whether svc's first IP family is IPv6: its servers
-// are then the nodes' IPv6 InternalIPs (a single-stack Service keeps its
-// family; a dual-stack one is served on both families' addresses, with
-// the servers of its first).
-func primaryV6(svc *corev1.Service) bool {
-	return len(svc.Spec.IPFamilies) > 0 && svc.Spec.IPFamilies[0] == corev1.IPv6Protocol
-}
-
-// ofFamily reports whether an endpoint address is of svc's first IP
-// family (any, when the Service names none).
-func ofFamily(svc *corev1.Service, a netip.Addr) bool {
-	if len(svc.Spec.IPFamilies) == 0 {
-		return true
-	}
-	return a.Is4() != primaryV6(svc)
 }

@@ -54,6 +54,7 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 				continue
 			}
 			binds := bindsFor(c.svc, p.Port, addrs[c.key], opts)
+			ok := false
 			if pooled(c.svc, opts) && len(binds) == 0 {
 				continue // no address (yet)
 			}
@@ -62,7 +63,16 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 					"UDP port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
 				continue
 			}
-			servers, ok := serversFor(c.svc, p, set, sopts, nodes, bySvc[c.key])
+			// One UDPService serves both families: the kernel sends each
+			// family's datagrams to that family's servers.
+			var servers []model.Server
+			for _, g := range groupsOf(c.svc, binds) {
+				s, good := serversFor(c.svc, p, set, sopts, nodes, bySvc[c.key], g.fam)
+				servers, ok = append(servers, s...), good
+			}
+			if servers != nil {
+				servers = sorted(servers)
+			}
 			if !ok {
 				problems = append(problems, Problem{c.svc, ReasonNoNodePort,
 					"port " + portLabel(p) + " has no nodePort; set the backend-port annotation or use --targets=pods"})

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +19,9 @@ import (
 
 // Dual-stack, in a network namespace with both families of the pool
 // routed to the host (AnyIP) and a dual-stack apiserver: a RequireDualStack
-// Service gets an address of each family and answers on both; an IPv6
-// Service's servers are the nodes' IPv6 InternalIPs.
+// Service gets an address of each family and answers on both, with a
+// frontend per family whose servers are the nodes' InternalIPs of that
+// family; an IPv6 Service's servers are the nodes' IPv6 InternalIPs.
 func TestDualStack(t *testing.T) {
 	if !inNetns(t) {
 		return
@@ -45,12 +49,18 @@ func TestDualStack(t *testing.T) {
 	np := nodePort()
 	for i, n := range []string{"n1", "n2"} {
 		v4, v6 := fmt.Sprintf("127.%d.0.%d", e.subnet, i+1), fmt.Sprintf("2001:db8:99::%d", i+1)
-		// dual's nodePort on IPv4; six's on IPv6 only: an answer through
-		// six proves its servers are the IPv6 addresses.
-		for ip, p := range map[string]int32{v4: np, v6: np + 1} {
-			ns := lab.NewNodeServer(n, ip)
-			if err := ns.Listen(int(p)); err != nil {
-				t.Fatal(err)
+		// dual's nodePort on both families, each answering with its
+		// family; six's on IPv6 only: an answer through six proves its
+		// servers are the IPv6 addresses.
+		for _, l := range []struct {
+			ip, name string
+			ports    []int32
+		}{{v4, n, []int32{np}}, {v6, n + "-v6", []int32{np, np + 1}}} {
+			ns := lab.NewNodeServer(l.name, l.ip)
+			for _, p := range l.ports {
+				if err := ns.Listen(int(p)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			t.Cleanup(ns.Close)
 		}
@@ -89,10 +99,31 @@ func TestDualStack(t *testing.T) {
 	e.startController("--address-pools", "--default-check-interval", "200ms")
 	e.eventually("dual has an address of each family", e.ingress("dual", "198.18.0.20", "2001:db8:18::20"))
 	e.eventually("six has an IPv6 address", e.ingress("six", "2001:db8:18::21"))
-	e.eventually("dual answers on IPv4", servesOn("198.18.0.20", port))
-	e.eventually("dual answers on IPv6", servesOn("2001:db8:18::20", port))
+	// A frontend per family, each with the servers of its family.
+	e.eventually("dual has a frontend per family", func() error {
+		return contains(e.config(), fmt.Sprintf("frontend fe_%s_dual_%d_v6\n\tbind [2001:db8:18::20]:%d transparent", ns, port, port))
+	})
+	e.eventually("dual answers on IPv4 from the nodes' IPv4 addresses", answersFrom("198.18.0.20", port, false))
+	e.eventually("dual answers on IPv6 from the nodes' IPv6 addresses", answersFrom("2001:db8:18::20", port, true))
 	e.eventually("six's servers are the nodes' IPv6 addresses", func() error {
 		return contains(e.config(), fmt.Sprintf("[2001:db8:99::1]:%d", np+1))
 	})
 	e.eventually("six answers", servesOn("2001:db8:18::21", port))
+}
+
+// answersFrom checks that ten connections to addr:port are all answered
+// by node servers of one family (IPv6 ones answer "nX-v6").
+func answersFrom(addr string, port int32, v6 bool) func() error {
+	return func() error {
+		for range 10 {
+			name, err := lab.Probe(net.JoinHostPort(addr, fmt.Sprint(port)), time.Second)
+			if err != nil {
+				return err
+			}
+			if !strings.HasPrefix(name, "n") || strings.HasSuffix(name, "-v6") != v6 {
+				return fmt.Errorf("answered by %q", name)
+			}
+		}
+		return nil
+	}
 }
