@@ -123,6 +123,10 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	if err != nil {
 		return err
 	}
+	// Every client sees the apiserver go away; the informers relist as
+	// soon as it answers again (source/relist.go).
+	outage := source.NewOutage()
+	cfg.Wrap(outage.WrapTransport)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -149,6 +153,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	inst := f.metrics.instance(choice.label)
 	src := source.New(client, ns)
+	src.RelistAfterOutage(outage, log)
 	addrs, err := f.publish.addresses()
 	if err != nil {
 		return err

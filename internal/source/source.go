@@ -6,6 +6,8 @@ package source
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +24,26 @@ import (
 
 // Source is the informer-backed view of the cluster.
 type Source struct {
+	client    kubernetes.Interface
+	namespace string
+	dyn       dynamic.Interface // with address pools (WithPools)
+
+	// set is the informers in use; a relist after an apiserver outage
+	// (relist.go) replaces it by a fresh, synced one.
+	set      atomic.Pointer[informerSet]
+	handlers []func()
+	outage   *Outage
+	log      *slog.Logger
+
+	// Snapshot's buffers, reused from pass to pass.
+	svcBuf   []*corev1.Service
+	sliceBuf []*desired.Slice
+	nodeBuf  []*corev1.Node
+}
+
+// informerSet is one generation of the informers, started and stopped
+// together.
+type informerSet struct {
 	factory     informers.SharedInformerFactory
 	nodeFactory informers.SharedInformerFactory
 	services    cache.SharedIndexInformer
@@ -32,56 +54,64 @@ type Source struct {
 	poolFactory dynamicinformer.DynamicSharedInformerFactory
 	pools       cache.SharedIndexInformer
 	namespaces  cache.SharedIndexInformer
-
-	// Snapshot's buffers, reused from pass to pass.
-	svcBuf   []*corev1.Service
-	sliceBuf []*desired.Slice
-	nodeBuf  []*corev1.Node
+	stop        context.CancelFunc
 }
 
 // New builds the informers. With namespace set (single-Service mode),
 // Services and EndpointSlices are watched in that namespace only.
 func New(client kubernetes.Interface, namespace string) *Source {
+	s := &Source{client: client, namespace: namespace, log: slog.New(slog.DiscardHandler)}
+	s.set.Store(s.build())
+	return s
+}
+
+// build makes a new generation of the informers (not started).
+func (s *Source) build() *informerSet {
 	opts := []informers.SharedInformerOption{informers.WithTransform(Slim)}
-	if namespace != "" {
-		opts = append(opts, informers.WithNamespace(namespace))
+	if s.namespace != "" {
+		opts = append(opts, informers.WithNamespace(s.namespace))
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
-	s := &Source{
+	f := informers.NewSharedInformerFactoryWithOptions(s.client, 0, opts...)
+	set := &informerSet{
 		factory:  f,
 		services: f.Core().V1().Services().Informer(),
 		slices:   f.Discovery().V1().EndpointSlices().Informer(),
 	}
 	// Nodes are cluster-scoped: a namespaced factory would not list them.
-	nf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Slim))
-	s.nodes = nf.Core().V1().Nodes().Informer()
-	s.nodeFactory = nf
-	return s
+	nf := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(Slim))
+	set.nodes = nf.Core().V1().Nodes().Informer()
+	set.nodeFactory = nf
+	if s.dyn != nil {
+		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
+		set.pools = set.poolFactory.ForResource(pools.GVR).Informer()
+		set.namespaces = nf.Core().V1().Namespaces().Informer()
+	}
+	return set
 }
 
 // WithPools also watches the AddressPools (through dyn) and the
 // Namespaces. Call before OnChange and Start. The CRD must be installed:
 // without it the caches never sync.
 func (s *Source) WithPools(dyn dynamic.Interface) {
-	s.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	s.pools = s.poolFactory.ForResource(pools.GVR).Informer()
-	s.namespaces = s.nodeFactory.Core().V1().Namespaces().Informer()
+	s.dyn = dyn
+	s.set.Store(s.build())
 }
 
 // Pooled reports whether WithPools was called.
-func (s *Source) Pooled() bool { return s.pools != nil }
+func (s *Source) Pooled() bool { return s.dyn != nil }
 
 // Pools lists the cached AddressPools and Namespaces. Shared with the
 // cache: not to be modified.
 func (s *Source) Pools() ([]*unstructured.Unstructured, []*corev1.Namespace) {
+	set := s.set.Load()
 	var ps []*unstructured.Unstructured
-	for _, o := range s.pools.GetStore().List() {
+	for _, o := range set.pools.GetStore().List() {
 		if u, ok := o.(*unstructured.Unstructured); ok {
 			ps = append(ps, u)
 		}
 	}
 	var ns []*corev1.Namespace
-	for _, o := range s.namespaces.GetStore().List() {
+	for _, o := range set.namespaces.GetStore().List() {
 		if n, ok := o.(*corev1.Namespace); ok {
 			ns = append(ns, n)
 		}
@@ -89,22 +119,28 @@ func (s *Source) Pools() ([]*unstructured.Unstructured, []*corev1.Namespace) {
 	return ps, ns
 }
 
-func (s *Source) informers() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{s.services, s.slices, s.nodes}
-	if s.pools != nil {
-		out = append(out, s.pools, s.namespaces)
+func (set *informerSet) informers() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{set.services, set.slices, set.nodes}
+	if set.pools != nil {
+		out = append(out, set.pools, set.namespaces)
 	}
 	return out
 }
 
-// OnChange registers fn to run on every add, update and delete.
+// OnChange registers fn to run on every add, update and delete (of this
+// generation of the informers and of every later one). Call before Start.
 func (s *Source) OnChange(fn func()) error {
+	s.handlers = append(s.handlers, fn)
+	return s.set.Load().register(fn)
+}
+
+func (set *informerSet) register(fn func()) error {
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { fn() },
 		UpdateFunc: func(any, any) { fn() },
 		DeleteFunc: func(any) { fn() },
 	}
-	for _, inf := range s.informers() {
+	for _, inf := range set.informers() {
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return err
 		}
@@ -112,30 +148,18 @@ func (s *Source) OnChange(fn func()) error {
 	return nil
 }
 
-// Start runs the informers and waits until every cache has synced. It
-// returns an error if ctx ends first: the controller never works on a
-// partial cache.
-func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
-	s.factory.Start(ctx.Done())
-	s.nodeFactory.Start(ctx.Done())
-	if s.poolFactory != nil {
-		s.poolFactory.Start(ctx.Done())
+// start runs the set's informers until ctx ends or stop is called.
+func (set *informerSet) start(ctx context.Context) {
+	ctx, set.stop = context.WithCancel(ctx)
+	set.factory.Start(ctx.Done())
+	set.nodeFactory.Start(ctx.Done())
+	if set.poolFactory != nil {
+		set.poolFactory.Start(ctx.Done())
 	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var synced []cache.InformerSynced
-	for _, inf := range s.informers() {
-		synced = append(synced, inf.HasSynced)
-	}
-	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
-		return fmt.Errorf("informer caches did not sync within %s", timeout)
-	}
-	return nil
 }
 
-// Synced reports whether all caches have synced.
-func (s *Source) Synced() bool {
-	for _, inf := range s.informers() {
+func (set *informerSet) synced() bool {
+	for _, inf := range set.informers() {
 		if !inf.HasSynced() {
 			return false
 		}
@@ -143,14 +167,35 @@ func (s *Source) Synced() bool {
 	return true
 }
 
+// Start runs the informers and waits until every cache has synced. It
+// returns an error if ctx ends first: the controller never works on a
+// partial cache. With RelistAfterOutage, a relist started while it waits
+// (the apiserver unreachable at first, then back) counts too.
+func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
+	s.set.Load().start(ctx)
+	if s.outage != nil {
+		go s.relistAfterOutages(ctx, timeout)
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), s.Synced) {
+		return fmt.Errorf("informer caches did not sync within %s", timeout)
+	}
+	return nil
+}
+
+// Synced reports whether all caches have synced.
+func (s *Source) Synced() bool { return s.set.Load().synced() }
+
 // Snapshot lists the cached objects. They are shared with the cache: callers
 // must not modify them. The slices are reused by the next call (a pass
 // snapshots tens of thousands of objects, many times a second): callers
 // must not keep them past the pass. Passes are serial.
 func (s *Source) Snapshot() (svcs []*corev1.Service, eps []*desired.Slice, nodes []*corev1.Node) {
-	s.svcBuf = listInto(s.svcBuf, s.services)
-	s.sliceBuf = listInto(s.sliceBuf, s.slices)
-	s.nodeBuf = listInto(s.nodeBuf, s.nodes)
+	set := s.set.Load()
+	s.svcBuf = listInto(s.svcBuf, set.services)
+	s.sliceBuf = listInto(s.sliceBuf, set.slices)
+	s.nodeBuf = listInto(s.nodeBuf, set.nodes)
 	return s.svcBuf, s.sliceBuf, s.nodeBuf
 }
 

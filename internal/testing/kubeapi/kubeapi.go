@@ -28,8 +28,10 @@ package kubeapi
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +83,11 @@ type Server struct {
 	apiserver         *proc.Process
 	controllerManager *proc.Process // with Options.Controllers
 	kwok              *proc.Process // with Options.Controllers
+
+	// To start the apiserver again (StartAPIServer).
+	creds   *credentials
+	bins    string
+	apiArgs []string
 }
 
 // Options change how the apiserver runs. The zero value is the default.
@@ -181,6 +188,7 @@ func StartProcessWithOptions(dir string, opts Options) (s *Server, stop func(), 
 	if err = s.startAPIServer(filepath.Join(bins, "kube-apiserver"), creds, advertise, opts.APIServerArgs); err != nil {
 		return
 	}
+	s.creds, s.bins, s.apiArgs = creds, bins, opts.APIServerArgs
 
 	caPEM, err := os.ReadFile(creds.caFile)
 	if err != nil {
@@ -232,4 +240,23 @@ func (s *Server) LogTail(n int) string {
 		}
 	}
 	return b.String()
+}
+
+// StopAPIServer kills the kube-apiserver (SIGKILL, as a crash would);
+// etcd and everything else go on. StartAPIServer starts it again.
+func (s *Server) StopAPIServer() { s.apiserver.Kill() }
+
+// StartAPIServer starts the kube-apiserver again on the same address and
+// port with the same credentials and flags, and waits until it is ready.
+func (s *Server) StartAPIServer() error {
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return err
+	}
+	ip := net.IPv4(127, 0, 0, 1)
+	return s.startAPIServerOn(filepath.Join(s.bins, "kube-apiserver"), s.creds, ip, nil, port, s.apiArgs)
 }

@@ -1,0 +1,173 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// After an apiserver outage, client-go's reflectors come back on their
+// own, but each only after its own exponential backoff (0.8 s doubling up
+// to 30 s, jitter 1.0: up to a minute), which shared informers do not let
+// us configure: after a 30 s outage the controller went on serving the
+// old state for 0.7-47 s (docs/reliability.md). So the Source watches
+// for the outage itself: a request of the client that fails at the
+// transport (connection refused, reset, timeout) wakes it, it asks
+// /readyz every ProbeInterval while the apiserver does not answer, and
+// once it answers again (after at least one failed probe: a single
+// failed request is client-go's to retry) it starts a fresh generation of
+// the informers, waits until their caches have synced (a full list), and
+// swaps them in for the old ones, which stop. What changed meanwhile is
+// then seen within a probe interval plus one list.
+
+// ProbeInterval is how often /readyz is asked while the apiserver does
+// not answer.
+const ProbeInterval = 250 * time.Millisecond
+
+// Outage sees requests fail at the transport. Its WrapTransport goes into
+// the rest.Config of every client of the apiserver (rest.Config.Wrap),
+// before the clients are made.
+type Outage struct {
+	failed chan struct{}
+}
+
+// NewOutage returns an Outage that has seen nothing yet.
+func NewOutage() *Outage { return &Outage{failed: make(chan struct{}, 1)} }
+
+// WrapTransport wraps a client's transport: every request that fails
+// without an answer (other than by its own cancellation) is reported.
+func (o *Outage) WrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return &outageTransport{rt: rt, o: o}
+}
+
+type outageTransport struct {
+	rt http.RoundTripper
+	o  *Outage
+}
+
+func (t *outageTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil && req.Context().Err() == nil {
+		select {
+		case t.o.failed <- struct{}{}:
+		default:
+		}
+	}
+	return resp, err
+}
+
+// WrappedRoundTripper lets client-go see through the wrapper.
+func (t *outageTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
+
+// RelistAfterOutage makes the Source relist (a fresh generation of the
+// informers) as soon as the apiserver answers /readyz again after
+// requests failed at o's transport. Call before Start.
+func (s *Source) RelistAfterOutage(o *Outage, log *slog.Logger) {
+	s.outage = o
+	if log != nil {
+		s.log = log
+	}
+}
+
+// relistAfterOutages runs until ctx ends: each outage seen ends in one
+// relist once the apiserver is back.
+func (s *Source) relistAfterOutages(ctx context.Context, timeout time.Duration) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.outage.failed:
+		}
+		down, err := s.waitReady(ctx)
+		if err != nil {
+			return // ctx ended
+		}
+		// Probes that failed meanwhile reported themselves: the outage
+		// they saw is over.
+		select {
+		case <-s.outage.failed:
+		default:
+		}
+		if down == 0 {
+			continue
+		}
+		s.log.Info("apiserver answers again: relisting", "unreachable", down.Round(time.Millisecond))
+		begin := time.Now()
+		if err := s.relist(ctx, timeout); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("relist after the apiserver outage failed; the informers retry on their own", "err", err)
+			continue
+		}
+		s.log.Info("relisted after the apiserver outage", "took", time.Since(begin).Round(time.Millisecond))
+	}
+}
+
+// waitReady asks /readyz until it answers, and reports for how long it
+// did not (0: it answered at once).
+func (s *Source) waitReady(ctx context.Context) (time.Duration, error) {
+	begin := time.Now()
+	for i := 0; ; i++ {
+		if err := s.ready(ctx); err == nil {
+			if i == 0 {
+				return 0, nil
+			}
+			return time.Since(begin), nil
+		} else if i == 0 {
+			s.log.Warn("apiserver unreachable; serving what is applied until it answers", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(ProbeInterval):
+		}
+	}
+}
+
+// ready asks the apiserver's /readyz (allowed to every client by the
+// default system:public-info-viewer role).
+func (s *Source) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	body, err := s.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	if string(body) != "ok" {
+		return fmt.Errorf("/readyz: %q", body)
+	}
+	return nil
+}
+
+// relist starts a new generation of the informers, waits until it has
+// synced (at most timeout) and puts it in place of the old one, which
+// stops; then every OnChange handler runs once (a pass on the new
+// caches). If the new one does not sync in time it is stopped and the old
+// one stays.
+func (s *Source) relist(ctx context.Context, timeout time.Duration) error {
+	next := s.build()
+	for _, fn := range s.handlers {
+		if err := next.register(fn); err != nil {
+			return err
+		}
+	}
+	next.start(ctx)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), next.synced) {
+		next.stop()
+		return errors.New("the new informers did not sync within " + timeout.String())
+	}
+	old := s.set.Swap(next)
+	old.stop()
+	for _, fn := range s.handlers {
+		fn()
+	}
+	return nil
+}
