@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -67,6 +68,13 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 		}
 	}
 	src := source.NewGateway(client, gc, udp != nil, routes)
+	if f.publish.pools {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		src.WithPools(dyn)
+	}
 	scfg := rest.CopyConfig(cfg)
 	scfg.QPS, scfg.Burst = -1, 0
 	sclient, err := gwclient.NewForConfig(rest.AddUserAgent(scfg, "status"))
@@ -75,7 +83,7 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	}
 	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log, RouteVersions: routes})
 	loop := gatewayctl.New(src, compose(hd, udp), gatewayctl.Options{
-		Gateway:      gateway.Options{Addresses: dopts.Binds, UDP: dopts.UDP},
+		Gateway:      gateway.Options{Addresses: dopts.Binds, UDP: dopts.UDP, Pooled: f.publish.pools},
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
 		Publisher:    pub,
@@ -91,6 +99,6 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 		return err
 	}
 	go hd.Watch(ctx, time.Second, loop.Trigger)
-	log.Info("starting", "version", Version, "mode", modeGateway, "controllerName", gateway.ControllerName, "config", f.config, "udp", udp != nil)
+	log.Info("starting", "version", Version, "mode", modeGateway, "controllerName", gateway.ControllerName, "config", f.config, "udp", udp != nil, "addressPools", f.publish.pools)
 	return loop.Run(ctx)
 }

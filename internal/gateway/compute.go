@@ -21,6 +21,8 @@ type gw struct {
 	addrs     []netip.Addr // bind addresses; empty: every address
 	addrOK    bool         // spec.addresses can be served
 	addrWhy   string       // the reason when not
+	addrMsg   string       // its message ("": the reason's usual one)
+	pooled    bool         // addrs are from the AddressPools: bound transparent
 	listeners []*listener
 }
 
@@ -56,15 +58,36 @@ func Compute(in Input, opts Options) Result {
 		return older(a.ObjectMeta, b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	taken := map[portKey]Key{} // a port bound by an older Gateway
+	var ours []*gwv1.Gateway
 	for _, g := range sorted {
-		if !accepted[string(g.Spec.GatewayClassName)] {
-			continue
+		if accepted[string(g.Spec.GatewayClassName)] {
+			ours = append(ours, g)
 		}
+	}
+	var pooled map[Key]gwAddrs
+	if opts.Pooled {
+		var asking []*gwv1.Gateway // those whose address types we support
+		for _, g := range ours {
+			if _, _, why := gatewayAddrs(g, nil); why != "UnsupportedAddress" {
+				asking = append(asking, g)
+			}
+		}
+		pooled = allocate(asking, in, opts.Pools)
+	}
+	for _, g := range ours {
 		x := &gw{obj: g, key: Key{g.Namespace, g.Name}}
 		x.addrs, x.addrOK, x.addrWhy = gatewayAddrs(g, opts.Addresses)
+		if a, ok := pooled[x.key]; ok {
+			x.addrs, x.addrOK, x.addrWhy, x.addrMsg, x.pooled = a.addrs, a.why == "", a.why, a.msg, true
+		}
 		x.listeners = listenersOf(g, opts.UDP)
 		for _, l := range x.listeners {
 			pk := portKey{udp: l.udp(), port: l.port}
+			if x.pooled {
+				// Its own addresses (or shared without a port clash,
+				// pools.Allocate saw to it): no other Gateway's port.
+				continue
+			}
 			if owner, ok := taken[pk]; ok && owner != x.key && l.accepted {
 				l.reject("PortUnavailable", "port "+strconv.Itoa(int(l.port))+" is taken by Gateway "+owner.String())
 			} else if l.accepted && x.addrOK {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
 // ControllerName is the GatewayClass controllerName this controller
@@ -52,6 +53,11 @@ type Options struct {
 	// them (every local address when empty) and a Gateway's
 	// spec.addresses may only name them. They go to status.addresses.
 	Addresses []netip.Addr
+	// Pooled: each Gateway gets its own addresses from Pools (run
+	// --address-pools; Addresses are then not used), bound transparent,
+	// shared with the LoadBalancer Services' (docs/addresses.md).
+	Pooled bool
+	Pools  []pools.Pool
 	// UDP: UDP listeners are served (the nftables driver runs); without
 	// it they are not accepted.
 	UDP bool

@@ -23,7 +23,7 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 		}
 		out := make([]model.Bind, len(x.addrs))
 		for i, a := range x.addrs {
-			out[i] = model.Bind{Addr: a, Port: port}
+			out[i] = model.Bind{Addr: a, Port: port, Transparent: x.pooled}
 		}
 		return out
 	}
@@ -34,7 +34,11 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 			continue
 		}
 		if l.udp() {
-			cfg.UDP = append(cfg.UDP, udpService(x, l, binds(l.port), w))
+			ub := binds(l.port)
+			for i := range ub {
+				ub[i].Transparent = false // nothing binds: the kernel's rules name the address
+			}
+			cfg.UDP = append(cfg.UDP, udpService(x, l, ub, w))
 			l.served = true
 			continue
 		}

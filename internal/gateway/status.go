@@ -48,6 +48,8 @@ func gatewayStatus(x *gw, lb []netip.Addr) gwv1.GatewayStatus {
 		st.Conditions = append(st.Conditions, cond("Accepted", true, "Accepted", "accepted", gen))
 	}
 	switch {
+	case !x.addrOK && x.addrMsg != "":
+		st.Conditions = append(st.Conditions, cond("Programmed", false, x.addrWhy, x.addrMsg, gen))
 	case !x.addrOK:
 		st.Conditions = append(st.Conditions, cond("Programmed", false, "AddressNotUsable", "spec.addresses must name addresses of this load balancer", gen))
 	case valid == 0:

@@ -38,6 +38,7 @@ type Loop struct {
 	log     *slog.Logger
 	pending atomic.Bool
 	changed atomic.Int64
+	pools   *poolBook // with Gateway.Pooled
 }
 
 // New wires a loop.
@@ -49,7 +50,7 @@ func New(src *source.Gateway, drv driver.Driver, opts Options) *Loop {
 		opts.SyncTimeout = 5 * time.Minute
 	}
 	log := opts.Logger
-	return &Loop{opts: opts, src: src, drv: drv, log: log,
+	return &Loop{opts: opts, src: src, drv: drv, log: log, pools: newPoolBook(log),
 		loop: loop.New(loop.Options{Name: "haproxy-k8s-sync-gateway", BaseDelay: 50 * time.Millisecond, MaxDelay: 10 * time.Second,
 			OnFailure: func(_ string, err error, retries int) {
 				log.Error("sync failed; will retry", "err", err, "retries", retries)
@@ -96,7 +97,11 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	}
 	ctx = driver.WithPreempt(ctx, l.pending.Load)
 	in := l.src.Snapshot()
-	out := gateway.Compute(in, l.opts.Gateway)
+	gopts := l.opts.Gateway
+	if gopts.Pooled {
+		gopts.Pools = l.pools.parse(l.src.Pools())
+	}
+	out := gateway.Compute(in, gopts)
 	parse := time.Since(start)
 	res, err := l.drv.Apply(ctx, out.Config)
 	if err == nil {

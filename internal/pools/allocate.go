@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Port is one port a Service listens on, for the allow-shared-ip check.
@@ -33,8 +34,17 @@ type Request struct {
 	// valid, so allocation is stable.
 	Current []netip.Addr
 	// KeepOnly: what it asks could not be read; it keeps its current
-	// addresses and gets nothing new.
+	// addresses and gets nothing new. Also a reservation: what another
+	// controller's object (a Gateway seen by the Services mode, a Service
+	// seen by the gateway mode) holds, so that neither hands it out again.
 	KeepOnly bool
+	// Exact: it wants every address of IPs and nothing else, several of
+	// one family allowed (a Gateway's spec.addresses); Families must
+	// list their families.
+	Exact bool
+	// Created orders requests of different kinds (SortRequests): the
+	// older keeps an address two claim.
+	Created time.Time
 }
 
 // Event reasons of Problems.
@@ -96,7 +106,7 @@ func Allocate(pools []Pool, reqs []Request) Result {
 	for i := range reqs {
 		r := &reqs[i]
 		for _, a := range r.Current {
-			if st.has(r, family(a)) || !wants(r, family(a)) || !st.keepable(r, a) || !st.free(r, a) {
+			if (st.has(r, family(a)) && !r.Exact) || !wants(r, family(a)) || !st.keepable(r, a) || !st.free(r, a) {
 				continue
 			}
 			st.take(r, a)
@@ -221,6 +231,10 @@ func (st *state) problem(r *Request, reason, msg string) {
 // serve gives r an address of every family it wants and lacks.
 func (st *state) serve(r *Request) {
 	if r.KeepOnly {
+		return
+	}
+	if r.Exact {
+		st.serveExact(r)
 		return
 	}
 	for _, a := range r.IPs {

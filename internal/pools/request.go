@@ -18,7 +18,7 @@ import (
 func RequestFor(svc *corev1.Service, nsLabels map[string]string) (Request, error) {
 	r := Request{
 		Key: svc.Namespace + "/" + svc.Name, Namespace: svc.Namespace,
-		NamespaceLabels: nsLabels, Labels: svc.Labels,
+		NamespaceLabels: nsLabels, Labels: svc.Labels, Created: svc.CreationTimestamp.Time,
 		Pool: svc.Annotations[PoolAnnotation], ShareKey: svc.Annotations[SharedIPAnnotation],
 	}
 	for _, f := range svc.Spec.IPFamilies {
@@ -69,6 +69,17 @@ type ServiceProblem struct {
 // accepts, oldest first (then by namespace/name), with the namespaces'
 // labels: the requests of the controller's passes and of `render`.
 func ForServices(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool) (Result, []ServiceProblem) {
+	return ForServicesWith(ps, svcs, nsLabels, selected, nil)
+}
+
+// ForServicesWith is ForServices with the requests of other objects
+// (the Gateways' reservations, GatewayRequest with KeepOnly) among the
+// Services', in age order (SortRequests). Their problems are not
+// returned: they are the other objects' controller's to report.
+func ForServicesWith(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool, others []Request) (Result, []ServiceProblem) {
+	byKey := make(map[string]*corev1.Service, len(svcs))
+	reqs := make([]Request, 0, len(svcs)+len(others))
+	var probs []ServiceProblem
 	var sel []*corev1.Service
 	for _, s := range svcs {
 		if s.Spec.Type == corev1.ServiceTypeLoadBalancer && selected(s) {
@@ -81,9 +92,6 @@ func ForServices(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[stri
 		}
 		return cmp.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
-	byKey := make(map[string]*corev1.Service, len(sel))
-	reqs := make([]Request, 0, len(sel))
-	var probs []ServiceProblem
 	for _, s := range sel {
 		r, err := RequestFor(s, nsLabels[s.Namespace])
 		if err != nil {
@@ -92,9 +100,13 @@ func ForServices(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[stri
 		byKey[r.Key] = s
 		reqs = append(reqs, r)
 	}
+	reqs = append(reqs, others...)
+	SortRequests(reqs)
 	res := Allocate(ps, reqs)
 	for _, p := range res.Problems {
-		probs = append(probs, ServiceProblem{byKey[p.Key], p})
+		if s, ok := byKey[p.Key]; ok {
+			probs = append(probs, ServiceProblem{s, p})
+		}
 	}
 	return res, probs
 }

@@ -7,6 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
 // Gateway is the informer-backed view of the Gateway API mode: the
@@ -39,6 +43,9 @@ type Gateway struct {
 	slices     cache.SharedIndexInformer
 	namespaces cache.SharedIndexInformer
 	udpOn      bool
+	// With --address-pools (WithPools): the AddressPools.
+	poolFactory dynamicinformer.DynamicSharedInformerFactory
+	pools       cache.SharedIndexInformer
 }
 
 // NewGateway builds the informers. routes says which version of each
@@ -99,7 +106,7 @@ func gatewayTransform(obj any) (any, error) {
 
 func (g *Gateway) all() []cache.SharedIndexInformer {
 	out := []cache.SharedIndexInformer{g.classes, g.gateways, g.grants, g.services, g.slices, g.namespaces}
-	for _, r := range []cache.SharedIndexInformer{g.tcp, g.tls, g.udp} {
+	for _, r := range []cache.SharedIndexInformer{g.tcp, g.tls, g.udp, g.pools} {
 		if r != nil {
 			out = append(out, r)
 		}
@@ -123,6 +130,9 @@ func (g *Gateway) OnChange(fn func()) error {
 func (g *Gateway) Start(ctx context.Context, timeout time.Duration) error {
 	g.kube.Start(ctx.Done())
 	g.gwf.Start(ctx.Done())
+	if g.poolFactory != nil {
+		g.poolFactory.Start(ctx.Done())
+	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var synced []cache.InformerSynced
@@ -193,4 +203,18 @@ func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 	}
 	o, ok, err := inf.GetStore().GetByKey(key)
 	return o, ok && err == nil
+}
+
+// WithPools also watches the AddressPools (through dyn), for Gateways'
+// own addresses. Call before OnChange and Start. The CRD must be
+// installed: without it the caches never sync.
+func (g *Gateway) WithPools(dyn dynamic.Interface) {
+	g.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	g.pools = g.poolFactory.ForResource(pools.GVR).Informer()
+}
+
+// Pools lists the cached AddressPools (none without WithPools), shared
+// with the cache: not to be modified.
+func (g *Gateway) Pools() []*unstructured.Unstructured {
+	return listOf[*unstructured.Unstructured](g.pools)
 }

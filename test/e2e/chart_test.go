@@ -205,6 +205,18 @@ func TestHelmChartModes(t *testing.T) {
 					t.Errorf("gateway mode granted more than it needs: %v", rules)
 				}
 				find(t, objs, "Role", "")
+				if strings.Contains(rules, "addresspools") || slices.Contains(args(sync), "--address-pools") {
+					t.Errorf("AddressPools without services.addressPools: %v", rules)
+				}
+			}},
+		// Gateways' own addresses: the flag, and reading the pools only.
+		{"gateway-address-pools", []string{"mode=gateway", "services.addressPools=true"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				hasAll(t, "sync args", args(container(t, find(t, objs, "DaemonSet", ""), "sync", false)), "--mode=gateway", "--address-pools")
+				rules := fmt.Sprint(unstructuredRules(t, objs))
+				if !strings.Contains(rules, "addresspools") || strings.Contains(rules, "addresspools/status") || strings.Contains(rules, "services/status") {
+					t.Errorf("gateway mode with address pools: %v", rules)
+				}
 			}},
 		{"dataplane-existing-secret", []string{"env.haproxy.dataplaneURL=http://haproxy:5555", "env.existingSecret=dpapi"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {

@@ -318,14 +318,20 @@ func (e *env) rbacTokenFile() string {
 	return e.rbacTokenFileFrom("../../deploy/services/rbac.yaml")
 }
 
-// rbacTokenFileFrom is rbacTokenFile for another shipped RBAC file.
-func (e *env) rbacTokenFileFrom(file string) string {
+// rbacTokenFileFrom is rbacTokenFile for other shipped RBAC files (the
+// ServiceAccount is the first file's).
+func (e *env) rbacTokenFileFrom(files ...string) string {
 	e.t.Helper()
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		e.t.Fatal(err)
+	var raw []byte
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		raw = append(append(raw, "\n---\n"...), b...)
 	}
 	var saNS, saName string
+	var err error
 	for _, doc := range strings.Split(string(raw), "\n---\n") {
 		var meta struct {
 			Kind     string `json:"kind"`
