@@ -123,10 +123,11 @@ func udpService(c candidate, p corev1.ServicePort, set settings.Settings, opts O
 		Servers:      servers,
 	}
 	if set.Affinity > 0 {
-		// ClientIP affinity: a hash of the client address keeps a
-		// client on its server while the servers stay the same (the
-		// kernel's flows have no per-client timeout here).
-		u.Balance = model.BalanceSource
+		// ClientIP affinity: the kernel remembers each client's server
+		// for the timeout; a new client (or one whose entry expired)
+		// goes where a hash of its address says, so that it keeps its
+		// server while the servers stay the same even without the entry.
+		u.Balance, u.Affinity = model.BalanceSource, set.Affinity
 	}
 	for _, b := range binds {
 		b.Transparent = false // nothing binds: the kernel's rules name the address

@@ -3,6 +3,7 @@ package model
 import (
 	"net/netip"
 	"slices"
+	"time"
 )
 
 // UDPService is one UDP port of a Service, load balanced by the kernel
@@ -24,7 +25,11 @@ type UDPService struct {
 	// SourceRanges, when not empty, are the only clients whose
 	// datagrams are served; others are dropped.
 	SourceRanges []netip.Prefix
-	Servers      []Server // sorted by Addr, then Port; never Maint
+	// Affinity, when set, keeps each client on the server its last new
+	// flow went to until it has sent no new flow for this long
+	// (ClientIP session affinity with timeoutSeconds).
+	Affinity time.Duration
+	Servers  []Server // sorted by Addr, then Port; never Maint
 	// Weights, when set, has one entry per server: its share of new
 	// flows relative to the others (a Gateway API backendRef's weight);
 	// empty: every server the same. A server of weight 0 takes none.
@@ -47,7 +52,7 @@ func (u UDPService) Port() uint16 {
 
 // Equal reports whether u and v are the same, field by field.
 func (u UDPService) Equal(v UDPService) bool {
-	return u.Name == v.Name && u.Service == v.Service && u.Balance == v.Balance && u.Probe == v.Probe &&
+	return u.Name == v.Name && u.Service == v.Service && u.Balance == v.Balance && u.Probe == v.Probe && u.Affinity == v.Affinity &&
 		slices.Equal(u.Binds, v.Binds) && slices.Equal(u.SourceRanges, v.SourceRanges) && slices.Equal(u.Servers, v.Servers) &&
 		slices.Equal(u.Weights, v.Weights)
 }

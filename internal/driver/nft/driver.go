@@ -50,6 +50,7 @@ type Driver struct {
 	mu      sync.Mutex
 	last    []model.UDPService // the last desired UDP ports
 	applied map[string]Service // what the table holds; nil: unknown (read it back)
+	aff     map[netip.AddrPort]string // the affinity dispatch maps' elements, with applied
 	base    bool               // the fixed objects and rules are in place
 }
 
@@ -137,6 +138,7 @@ func (d *Driver) sync() (driver.Result, error) {
 			return driver.Result{}, nil // nothing to do, and nothing of ours in the kernel
 		}
 		d.applied, d.base = applied, base
+		d.aff = d.readAffinityDispatch()
 	}
 	want := Plan(d.last, d.applied, d.prober.down)
 	ops := d.queue(want)
@@ -154,7 +156,7 @@ func (d *Driver) sync() (driver.Result, error) {
 		// replace it whole, in one transaction.
 		d.log.Warn("UDP: rebuilding the nftables table", "table", Table, "err", err)
 		d.conn.DelTable(table)
-		d.applied = map[string]Service{}
+		d.applied, d.aff = map[string]Service{}, nil
 		ops = d.queue(want)
 		d.sent()
 		if err := d.conn.Flush(); err != nil {
@@ -168,6 +170,7 @@ func (d *Driver) sync() (driver.Result, error) {
 	for _, s := range want {
 		d.applied[s.Name] = s
 	}
+	d.aff = affinityElements(want)
 	g := goneServers(prev, d.applied)
 	n, err := d.ns.deleteFlows(g)
 	if err != nil {
@@ -214,6 +217,8 @@ func (d *Driver) queue(want []Service) int {
 	if !d.base {
 		ops += d.queueBase()
 	}
+	affAdds, n := d.affinityDispatch(d.aff, affinityElements(want))
+	ops += n
 	wanted := make(map[string]bool, len(want))
 	oldPorts, newPorts := map[uint16]bool{}, map[uint16]bool{}
 	for _, s := range d.applied {
@@ -234,9 +239,10 @@ func (d *Driver) queue(want []Service) int {
 		}
 		ops += d.servers(s.Name, false, old.V4, s.V4) + d.servers(s.Name, true, old.V6, s.V6)
 		ops += d.sources(old, s)
+		ops += d.affinityChanges(old, s)
 		busy := len(s.V4)+len(s.V6) > 0 // without servers, the balance makes no rule
 		if old.stale || len(old.V4) != len(s.V4) || len(old.V6) != len(s.V6) || (busy && old.Balance != s.Balance) ||
-			old.Restricted != s.Restricted {
+			old.Restricted != s.Restricted || (old.Affinity > 0) != (s.Affinity > 0) || old.AffPort4 != s.AffPort4 || old.AffPort6 != s.AffPort6 {
 			c := serviceChain(s.Name)
 			d.conn.FlushChain(c)
 			d.addRules(c, s)
@@ -245,6 +251,9 @@ func (d *Driver) queue(want []Service) int {
 		if old.Restricted && !s.Restricted { // once no rule uses them
 			d.conn.DelSet(srcSet(s.Name, false))
 			d.conn.DelSet(srcSet(s.Name, true))
+		}
+		if old.Affinity > 0 && s.Affinity <= 0 {
+			d.removeAffinity(s.Name)
 		}
 	}
 	for name, old := range d.applied {
@@ -261,8 +270,12 @@ func (d *Driver) queue(want []Service) int {
 			d.conn.DelSet(srcSet(name, false))
 			d.conn.DelSet(srcSet(name, true))
 		}
+		if old.Affinity > 0 {
+			d.removeAffinity(name)
+		}
 		ops++
 	}
+	ops += affAdds()
 	var add, del []nftables.SetElement
 	for p := range newPorts {
 		if !oldPorts[p] {
@@ -287,7 +300,8 @@ func (d *Driver) queueBase() int {
 	pre, post := baseChains()
 	d.conn.AddChain(pre)
 	d.conn.AddChain(post)
-	for _, s := range []*nftables.Set{portsSet(), dispatchSet(mapAny), dispatchSet(mapAddr4), dispatchSet(mapAddr6)} {
+	for _, s := range []*nftables.Set{portsSet(), dispatchSet(mapAny), dispatchSet(mapAddr4), dispatchSet(mapAddr6),
+		affinityDispatchSet(false), affinityDispatchSet(true)} {
 		_ = d.conn.AddSet(s, nil) // errors only for anonymous sets
 	}
 	d.conn.FlushChain(pre)
@@ -295,7 +309,9 @@ func (d *Driver) queueBase() int {
 	for _, r := range preRules() {
 		d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: r})
 	}
-	d.conn.AddRule(&nftables.Rule{Table: table, Chain: post, Exprs: postRule()})
+	for _, r := range postRules() {
+		d.conn.AddRule(&nftables.Rule{Table: table, Chain: post, Exprs: r})
+	}
 	return 1
 }
 
@@ -306,6 +322,9 @@ func (d *Driver) addService(s Service) int {
 	if s.Restricted {
 		_ = d.conn.AddSet(srcSet(s.Name, false), srcElements(s.Src4))
 		_ = d.conn.AddSet(srcSet(s.Name, true), srcElements(s.Src6))
+	}
+	if s.Affinity > 0 {
+		d.addAffinity(s)
 	}
 	d.addRules(c, s)
 	d.dispatch(s, true)

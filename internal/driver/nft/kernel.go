@@ -137,17 +137,33 @@ func preRules() [][]expr.Any {
 	return out
 }
 
-// postRule masquerades the flows of our listen ports that were DNATed.
-func postRule() []expr.Any {
-	return concat(l4udp(), []expr.Any{
-		&expr.Ct{Register: reg1, Key: expr.CtKeySTATUS},
-		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(ipsDNAT), Xor: binaryutil.NativeEndian.PutUint32(0)},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
-		&expr.Ct{Register: reg1, Key: expr.CtKeyPROTODST, Direction: 0},
-		&expr.Lookup{SourceRegister: reg1, SetName: setPorts},
-		&expr.Masq{},
-	})
+// postRules send the new flows to a server of a port with timed
+// affinity to its record chain (affinity.go), and masquerade the flows of
+// our listen ports that were DNATed.
+func postRules() [][]expr.Any {
+	ours := func() []expr.Any {
+		return concat(l4udp(), []expr.Any{
+			&expr.Ct{Register: reg1, Key: expr.CtKeySTATUS},
+			&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4,
+				Mask: binaryutil.NativeEndian.PutUint32(ipsDNAT), Xor: binaryutil.NativeEndian.PutUint32(0)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
+			&expr.Ct{Register: reg1, Key: expr.CtKeyPROTODST, Direction: 0},
+			&expr.Lookup{SourceRegister: reg1, SetName: setPorts},
+		})
+	}
+	var out [][]expr.Any
+	for _, v6 := range []bool{false, true} {
+		port := uint32(reg1b)
+		if v6 {
+			port = reg2
+		}
+		out = append(out, concat(ours(), nfproto(v6), []expr.Any{
+			daddrPayload(v6, reg1),
+			udpDport(port),
+			&expr.Lookup{SourceRegister: reg1, SetName: affinityDispatchSet(v6).Name, DestRegister: 0, IsDestRegSet: true},
+		}))
+	}
+	return append(out, append(ours(), &expr.Masq{}))
 }
 
 // serviceRuleExprs are the rules of a port's chain (serviceRules in text).
@@ -156,6 +172,7 @@ func serviceRuleExprs(s Service) [][]expr.Any {
 	if s.Restricted {
 		out = srcRuleExprs(s)
 	}
+	out = append(out, stickyRuleExprs(s)...)
 	for _, v6 := range []bool{false, true} {
 		n, m, fam := len(s.V4), s.Name+suffixV4, uint32(unix.NFPROTO_IPV4)
 		saddr := &expr.Payload{DestRegister: reg2, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4}

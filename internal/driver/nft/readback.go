@@ -3,6 +3,8 @@ package nft
 import (
 	"net/netip"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -36,7 +38,7 @@ func (d *Driver) readBack() (exists bool, applied map[string]Service, base bool,
 		return true, nil, false, err
 	}
 	for _, c := range chains {
-		if c.Table.Name == Table && c.Name != chainPre && c.Name != chainPost {
+		if c.Table.Name == Table && c.Name != chainPre && c.Name != chainPost && !strings.HasSuffix(c.Name, suffixAffCh) {
 			out[c.Name] = Service{Name: c.Name}
 		}
 	}
@@ -62,7 +64,8 @@ func (d *Driver) readBack() (exists bool, applied map[string]Service, base bool,
 		s.V4 = d.readServers(serverMap(name, false))
 		s.V6 = d.readServers(serverMap(name, true))
 		s.Restricted, s.Src4, s.Src6, s.srcStale = d.readSources(name)
-		s.Balance, s.stale = d.readBalance(name, len(s.V4), len(s.V6), s.Restricted)
+		s.Affinity, s.affStale = d.readAffinity(name)
+		s.Balance, s.AffPort4, s.AffPort6, s.stale = d.readBalance(name, len(s.V4), len(s.V6), s.Restricted)
 		slices.SortFunc(s.Addrs, netip.Addr.Compare)
 		out[name] = s
 	}
@@ -72,7 +75,7 @@ func (d *Driver) readBack() (exists bool, applied map[string]Service, base bool,
 // baseInPlace reports whether the fixed rules are the ones queueBase
 // writes (checked by the sets they use) and the fixed sets exist.
 func (d *Driver) baseInPlace() bool {
-	for _, m := range []string{setPorts, mapAny, mapAddr4, mapAddr6} {
+	for _, m := range []string{setPorts, mapAny, mapAddr4, mapAddr6, mapAff4, mapAff6} {
 		if _, err := d.conn.GetSetByName(table, m); err != nil {
 			return false
 		}
@@ -94,7 +97,7 @@ func (d *Driver) baseInPlace() bool {
 	// reads the u8 conntrack direction as a u32): check it by count when
 	// it can, by the chain's existence otherwise.
 	if rules, err := d.conn.GetRules(table, post); err == nil {
-		return len(rules) == 1 && slices.ContainsFunc(rules[0].Exprs, func(e expr.Any) bool { _, ok := e.(*expr.Masq); return ok })
+		return len(rules) == 3 && slices.ContainsFunc(rules[2].Exprs, func(e expr.Any) bool { _, ok := e.(*expr.Masq); return ok })
 	}
 	_, err = d.conn.ListChain(table, chainPost)
 	return err == nil
@@ -130,13 +133,14 @@ func (d *Driver) readServers(m *nftables.Set) []netip.AddrPort {
 	return out
 }
 
-// readBalance tells the balance of a port's chain, and stale when its
-// rules are not exactly what serviceRuleExprs writes for n4 and n6
-// servers (the next batch replaces them).
-func (d *Driver) readBalance(name string, n4, n6 int, restricted bool) (balance string, stale bool) {
+// readBalance tells the balance of a port's chain, the ports of its
+// timed affinity (its sticky rules), and stale when its rules are not
+// exactly what serviceRuleExprs writes for n4 and n6 servers (the next
+// batch replaces them).
+func (d *Driver) readBalance(name string, n4, n6 int, restricted bool) (balance string, aff4, aff6 uint16, stale bool) {
 	rules, err := d.conn.GetRules(table, serviceChain(name))
 	if err != nil {
-		return "", true
+		return "", 0, 0, true
 	}
 	// The source rules come first: as many as srcRuleExprs writes.
 	nsrc := 0
@@ -146,9 +150,33 @@ func (d *Driver) readBalance(name string, n4, n6 int, restricted bool) (balance 
 		}
 	}
 	if restricted != (nsrc == 2) || !restricted && nsrc != 0 {
-		return "", true
+		return "", 0, 0, true
 	}
 	rules = rules[nsrc:]
+	// Then the sticky rules of timed affinity: a lookup in the port's
+	// affinity map, the port, the DNAT.
+	for len(rules) > 0 {
+		var set string
+		var port []byte
+		for _, e := range rules[0].Exprs {
+			switch x := e.(type) {
+			case *expr.Lookup:
+				set = x.SetName
+			case *expr.Immediate:
+				port = x.Data
+			}
+		}
+		if len(port) < 2 || (set != name+suffixAff4 && set != name+suffixAff6) {
+			break
+		}
+		p := uint16(port[0])<<8 | uint16(port[1])
+		if set == name+suffixAff4 {
+			aff4 = p
+		} else {
+			aff6 = p
+		}
+		rules = rules[1:]
+	}
 	dnats := 0
 	want := map[uint32]int{unix.NFPROTO_IPV4: n4, unix.NFPROTO_IPV6: n6}
 	for _, r := range rules {
@@ -162,7 +190,7 @@ func (d *Driver) readBalance(name string, n4, n6 int, restricted bool) (balance 
 				mod, b = x.Modulus, model.BalanceSource
 			case *expr.NAT:
 				if b == "" || int(mod) != want[x.Family] || (balance != "" && balance != b) {
-					return "", true
+					return "", aff4, aff6, true
 				}
 				balance, dnats = b, dnats+1
 			}
@@ -174,7 +202,54 @@ func (d *Driver) readBalance(name string, n4, n6 int, restricted bool) (balance 
 			expected++
 		}
 	}
-	return balance, dnats != expected || len(rules) != expected+1
+	return balance, aff4, aff6, dnats != expected || len(rules) != expected+1
+}
+
+// readAffinity reads the timeout of a port's record chain (0: it has
+// none), and stale when the chain is not what recordRuleExprs writes.
+func (d *Driver) readAffinity(name string) (time.Duration, bool) {
+	rules, err := d.conn.GetRules(table, affinityChain(name))
+	if err != nil || len(rules) == 0 {
+		return 0, false
+	}
+	var timeout time.Duration
+	for _, r := range rules[:len(rules)-1] {
+		for _, e := range r.Exprs {
+			if x, ok := e.(*expr.Dynset); ok {
+				if timeout != 0 && x.Timeout != timeout {
+					return timeout, true
+				}
+				timeout = x.Timeout
+			}
+		}
+	}
+	last := rules[len(rules)-1].Exprs
+	masq := len(last) == 1
+	if masq {
+		_, masq = last[0].(*expr.Masq)
+	}
+	if timeout == 0 {
+		timeout = time.Second // a chain without a family: rewritten
+		return timeout, true
+	}
+	return timeout, !masq
+}
+
+// readAffinityDispatch reads the affinity dispatch maps.
+func (d *Driver) readAffinityDispatch() map[netip.AddrPort]string {
+	out := map[netip.AddrPort]string{}
+	for _, m := range []string{mapAff4, mapAff6} {
+		els, err := d.elementsOf(m)
+		if err != nil {
+			continue
+		}
+		for _, e := range els {
+			if ap, ok := parseAddrPort(e.Key); ok {
+				out[ap] = verdictChain(e)
+			}
+		}
+	}
+	return out
 }
 
 // readSources reads a port's source sets: restricted when both exist,

@@ -24,6 +24,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -60,6 +61,14 @@ type Service struct {
 	// the port's source ranges) are served; others are dropped.
 	Restricted bool
 	Src4, Src6 []netip.Prefix
+	// Affinity, when set, keeps a client on its server for this long
+	// after its last new flow (affinity.go), in each family whose servers
+	// share one port: AffPort4, AffPort6 (0: none).
+	Affinity           time.Duration
+	AffPort4, AffPort6 uint16
+	// affStale: read back, the record chain is not what this package
+	// writes.
+	affStale bool
 	// stale: read back from the kernel, the chain's rules are not what
 	// this package writes; they are replaced. srcStale: the same for the
 	// elements of the source sets.
@@ -114,6 +123,10 @@ func Plan(udp []model.UDPService, prev map[string]Service, down func(netip.Addr)
 		}
 		old := prev[u.Name]
 		s.V4, s.V6 = keepIndices(old.V4, v4), keepIndices(old.V6, v6)
+		if u.Affinity > 0 {
+			s.Affinity = u.Affinity.Truncate(time.Second)
+			affinityPorts(&s)
+		}
 		out = append(out, s)
 	}
 	return out
@@ -179,6 +192,13 @@ func Render(services []Service) []byte {
 			w(2, "%s", r)
 		}
 		w(1, "}")
+		if s.Affinity > 0 {
+			w(1, "chain %s {", s.Name+suffixAffCh)
+			for _, r := range recordRules(s) {
+				w(2, "%s", r)
+			}
+			w(1, "}")
+		}
 	}
 	var ports []string
 	var any, addr4, addr6 []string
@@ -213,12 +233,30 @@ func Render(services []Service) []byte {
 	set("map", mapAny, "type inet_service : verdict", any)
 	set("map", mapAddr4, "type ipv4_addr . inet_service : verdict", addr4)
 	set("map", mapAddr6, "type ipv6_addr . inet_service : verdict", addr6)
+	var aff4, aff6 []string
+	for a, c := range affinityElements(services) {
+		e := fmt.Sprintf("%s . %d : goto %s", a.Addr(), a.Port(), c)
+		if a.Addr().Is4() {
+			aff4 = append(aff4, e)
+		} else {
+			aff6 = append(aff6, e)
+		}
+	}
+	slices.Sort(aff4)
+	slices.Sort(aff6)
+	set("map", mapAff4, "type ipv4_addr . inet_service : verdict", aff4)
+	set("map", mapAff6, "type ipv6_addr . inet_service : verdict", aff6)
 	for _, s := range services {
 		set("map", s.Name+suffixV4, "typeof numgen inc mod 1 : ip daddr . udp dport", indexed(s.V4))
 		set("map", s.Name+suffixV6, "typeof numgen inc mod 1 : ip6 daddr . udp dport", indexed(s.V6))
 		if s.Restricted {
 			set("set", s.Name+suffixSrc4, "type ipv4_addr\n\t\tflags interval", srcText(s.Src4))
 			set("set", s.Name+suffixSrc6, "type ipv6_addr\n\t\tflags interval", srcText(s.Src6))
+		}
+		if s.Affinity > 0 {
+			dyn := fmt.Sprintf("\n\t\tsize %d\n\t\tflags dynamic,timeout", affSize)
+			set("map", s.Name+suffixAff4, "type ipv4_addr : ipv4_addr"+dyn, nil)
+			set("map", s.Name+suffixAff6, "type ipv6_addr : ipv6_addr"+dyn, nil)
 		}
 	}
 	w(1, "chain %s {", chainPre)
@@ -229,6 +267,8 @@ func Render(services []Service) []byte {
 	w(1, "}")
 	w(1, "chain %s {", chainPost)
 	w(2, "type nat hook postrouting priority srcnat; policy accept;")
+	w(2, "meta l4proto udp ct status dnat ct original proto-dst @%s ip daddr . udp dport vmap @%s", setPorts, mapAff4)
+	w(2, "meta l4proto udp ct status dnat ct original proto-dst @%s ip6 daddr . udp dport vmap @%s", setPorts, mapAff6)
 	w(2, "meta l4proto udp ct status dnat ct original proto-dst @%s masquerade", setPorts)
 	w(1, "}")
 	w(0, "}")
@@ -242,6 +282,7 @@ func serviceRules(s Service) []string {
 	if s.Restricted {
 		out = srcRules(s)
 	}
+	out = append(out, stickyRules(s)...)
 	pick := func(n int, saddr string) string {
 		if s.Balance == model.BalanceSource {
 			return fmt.Sprintf("jhash %s saddr mod %d", saddr, n)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
@@ -43,11 +44,12 @@ func TestKeepIndices(t *testing.T) {
 
 // udpModel is the golden model: the seed's WireGuard on every local
 // address (roundrobin, one node draining, one down by its probe), and a
-// DNS port on two addresses with source hashing over both families.
+// DNS port on two addresses with source hashing over both families and
+// ClientIP affinity.
 func udpModel() []model.UDPService {
 	a := netip.MustParseAddr
 	return []model.UDPService{
-		{Name: "udp_kube-system_dns_53", Service: "kube-system/dns", Balance: model.BalanceSource,
+		{Name: "udp_kube-system_dns_53", Service: "kube-system/dns", Balance: model.BalanceSource, Affinity: 3 * time.Hour,
 			SourceRanges: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/25"), netip.MustParsePrefix("192.0.2.128/25"),
 				netip.MustParsePrefix("198.51.100.7/32"), netip.MustParsePrefix("2001:db8::/32")},
 			Binds:   []model.Bind{{Addr: a("192.0.2.1"), Port: 53}, {Addr: a("2001:db8::1"), Port: 53}},
