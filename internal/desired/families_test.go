@@ -26,7 +26,9 @@ func TestFrontendPerFamily(t *testing.T) {
 	a := netip.MustParseAddr
 	fams := func(f ...corev1.IPFamily) svcOpt { return func(s *corev1.Service) { s.Spec.IPFamilies = f } }
 	v4, v6 := corev1.IPv4Protocol, corev1.IPv6Protocol
-	fb := func(addr string, port uint16) model.Bind { return model.Bind{Addr: a(addr), Port: port, Transparent: true} }
+	fb := func(addr string, port uint16) model.Bind {
+		return model.Bind{Addr: a(addr), Port: port, Transparent: true}
+	}
 	o := defaults()
 	o.Pooled, o.UDP, o.TrackNodes, o.NodeCheck = true, true, true, model.Check{Enabled: true}
 	in := Input{

@@ -48,10 +48,10 @@ type Driver struct {
 	ctx    context.Context
 
 	mu      sync.Mutex
-	last    []model.UDPService // the last desired UDP ports
-	applied map[string]Service // what the table holds; nil: unknown (read it back)
+	last    []model.UDPService        // the last desired UDP ports
+	applied map[string]Service        // what the table holds; nil: unknown (read it back)
 	aff     map[netip.AddrPort]string // the affinity dispatch maps' elements, with applied
-	base    bool               // the fixed objects and rules are in place
+	base    bool                      // the fixed objects and rules are in place
 }
 
 // New opens the driver. It checks IP forwarding, and starts the health
