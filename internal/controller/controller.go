@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -151,15 +152,16 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		c.log.Warn("could not save last good settings", "err", err)
 	}
 	c.lastGood = d.Good
-	c.report(d.Problems)
 	parse := time.Since(start)
 
 	res, err := c.drv.Apply(ctx, d.Config)
+	refused := c.refusals(res.Refused)
+	c.report(slices.Concat(d.Problems, refused))
 	if err == nil {
 		if alloc.owned != nil {
 			c.opts.Publisher.Owned(alloc.owned)
 		}
-		c.opts.Publisher.Served(d.Configured, alloc.addrs)
+		c.opts.Publisher.Served(served(d.Configured, refused), alloc.addrs)
 		c.opts.PoolStatus.Set(alloc.counts, alloc.errs)
 	}
 	attrs := []any{
@@ -209,4 +211,37 @@ func (c *Controller) report(problems []desired.Problem) {
 			delete(c.reported, k)
 		}
 	}
+}
+
+// refusals are the driver's refusals as problems of their Services (a
+// Warning Event each, as for bad input).
+func (c *Controller) refusals(rs []driver.Refusal) []desired.Problem {
+	var out []desired.Problem
+	for _, r := range rs {
+		ns, name, _ := strings.Cut(r.Service, "/")
+		svc, ok := c.src.Service(ns, name)
+		if !ok {
+			c.log.Warn("service refused by the driver", "service", r.Service, "reason", r.Reason, "err", r.Err)
+			continue
+		}
+		out = append(out, desired.Problem{Service: svc, Reason: r.Reason, Message: r.Err.Error()})
+	}
+	return out
+}
+
+// served is configured without the Services a driver refused (their
+// status waits until they are served).
+func served(configured []*corev1.Service, refused []desired.Problem) []*corev1.Service {
+	if len(refused) == 0 {
+		return configured
+	}
+	out := make([]*corev1.Service, 0, len(configured))
+	for _, svc := range configured {
+		if !slices.ContainsFunc(refused, func(p desired.Problem) bool {
+			return p.Service.Namespace == svc.Namespace && p.Service.Name == svc.Name
+		}) {
+			out = append(out, svc)
+		}
+	}
+	return out
 }

@@ -51,4 +51,15 @@ type Result struct {
 	Ops        int      // Runtime API operations sent and applied
 	OpsFailed  int      // Runtime API operations of batches that failed
 	RetryAfter time.Duration
+	// Refused: parts of the model the driver left out while it applied
+	// the rest (a frontend on a port another process holds), each
+	// retried by the next pass.
+	Refused []Refusal
+}
+
+// Refusal is a part of one Service the driver left out, and why.
+type Refusal struct {
+	Service string // namespace/name
+	Reason  string // an Event reason, e.g. PortTaken
+	Err     error
 }

@@ -16,7 +16,7 @@ var (
 // Fanout hands the whole model to several drivers, one per data path
 // (HAProxy for TCP, the kernel for UDP), each applying its own part. The
 // first driver's Result leads (its timings and reload); the others add
-// their operations and time. The drivers run side by side (one data path
+// their operations, time and refusals. The drivers run side by side (one data path
 // never waits for another's reload), each one even when another fails;
 // the errors are joined (errors.Is still finds ErrDeferred). The model is
 // only read.
@@ -39,6 +39,7 @@ func (f Fanout) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		}
 		res.Ops += r.Ops
 		res.Runtime += r.Runtime
+		res.Refused = append(res.Refused, r.Refused...)
 	}
 	return res, errors.Join(errs...)
 }

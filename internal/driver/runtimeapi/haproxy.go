@@ -93,6 +93,8 @@ type HAProxy struct {
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
 	acls       map[string]string // frontend name: ACL file content last written (acl.go)
+	// refusedLast: the last pass left a frontend out (ports.go).
+	refusedLast bool
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -153,6 +155,16 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 			return res, err
 		}
 	}
+	// A new frontend on a port another process holds would make HAProxy
+	// pause every listener while it fails a reload (ports.go): it is left
+	// out, the rest applies. Only once the running frontends are known:
+	// all binds would look new otherwise.
+	// A server-only change of a model whose frontends all applied last
+	// time has no new bind.
+	if d.running.Frontends != nil && (cfg.Changes == nil || d.refusedLast) {
+		cfg, res.Refused = withoutTaken(ctx, d.running, cfg)
+	}
+	d.refusedLast = len(res.Refused) > 0
 	if done, err := d.applyServers(ctx, cfg, &res); done {
 		d.gate.none()
 		return res, err
@@ -276,14 +288,6 @@ func (d *HAProxy) sameServers(layout model.Layout) bool {
 // HAProxy and then corrects any slot the state file restored differently.
 func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string, res *driver.Result) error {
 	res.Reasons = reasons
-	// A new frontend on a port another process holds would make HAProxy
-	// pause every listener while it fails (ports.go). Only once the
-	// running frontends are known: all binds would look new otherwise.
-	if d.running.Frontends != nil {
-		if err := takenBinds(ctx, d.running, cfg); err != nil {
-			return fmt.Errorf("reload (%s) not attempted: %w", strings.Join(reasons, "; "), err)
-		}
-	}
 	t := time.Now()
 	layout, _ := plan.Assign(cfg, d.layout, true)
 	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -18,36 +19,72 @@ import (
 // process already does.
 var ErrPortTaken = errors.New("frontend port taken by another process")
 
-// takenBinds tries every TCP bind of cfg that running does not have, as
-// HAProxy would bind it (SO_REUSEPORT, and IP_FREEBIND for a transparent
-// bind), and reports those another process holds. HAProxy 2.6, reloaded
-// onto such a port, pauses every listener of the serving worker while it
-// retries the bind (about a second, refusing new connections on every
-// frontend: docs/reliability.md) and then fails; checked here, that
-// reload does not happen. Only new binds are tried: the running ones are
-// HAProxy's own. Any error but "address in use" is left to HAProxy.
-func takenBinds(ctx context.Context, running, cfg model.Config) error {
+// withoutTaken tries every TCP bind of cfg that running does not have,
+// as HAProxy would bind it (SO_REUSEPORT, and IP_FREEBIND for a
+// transparent bind), and leaves out of cfg each frontend with a bind
+// another process holds, with its backends when no other frontend uses
+// them; each left out is a Refusal (reason PortTaken, its error
+// ErrPortTaken). HAProxy 2.6, reloaded onto such a port, pauses every
+// listener of the serving worker while it retries the bind (about a
+// second, refusing new connections on every frontend:
+// docs/reliability.md) and then fails, and the whole change with it;
+// without that frontend, the rest of the change applies and the Service
+// waits alone until its port is free (every pass tries it again). Only
+// new binds are tried: the running ones are HAProxy's own. Any error but
+// "address in use" is left to HAProxy.
+func withoutTaken(ctx context.Context, running, cfg model.Config) (model.Config, []driver.Refusal) {
 	have := map[model.Bind]bool{}
 	for _, f := range running.Frontends {
 		for _, b := range f.Binds {
 			have[b] = true
 		}
 	}
-	var taken []string
-	for _, f := range cfg.Frontends {
+	var refused []driver.Refusal
+	drop := map[int]bool{}
+	for i, f := range cfg.Frontends {
+		var taken []string
 		for _, b := range f.Binds {
 			if have[b] {
 				continue
 			}
 			if err := tryBind(ctx, b); errors.Is(err, syscall.EADDRINUSE) {
-				taken = append(taken, fmt.Sprintf("%s (%s)", bindString(b), f.Service))
+				taken = append(taken, bindString(b))
+			}
+		}
+		if len(taken) > 0 {
+			drop[i] = true
+			err := fmt.Errorf("%w: %s (frontend %s) left out until it is free", ErrPortTaken, strings.Join(taken, ", "), f.Name)
+			refused = append(refused, driver.Refusal{Service: f.Service, Reason: "PortTaken", Err: err})
+		}
+	}
+	if len(drop) == 0 {
+		return cfg, nil
+	}
+	kept := make([]model.Frontend, 0, len(cfg.Frontends)-len(drop))
+	used, unused := map[string]bool{}, map[string]bool{}
+	for i, f := range cfg.Frontends {
+		mark := used
+		if drop[i] {
+			mark = unused
+		} else {
+			kept = append(kept, f)
+		}
+		mark[f.Backend] = true
+		for _, r := range f.Routes {
+			for _, wb := range r.Backends {
+				mark[wb.Name] = true
 			}
 		}
 	}
-	if len(taken) > 0 {
-		return fmt.Errorf("%w: %s", ErrPortTaken, strings.Join(taken, ", "))
+	backends := make([]*model.Backend, 0, len(cfg.Backends))
+	for _, be := range cfg.Backends {
+		if !unused[be.Name] || used[be.Name] {
+			backends = append(backends, be)
+		}
 	}
-	return nil
+	out := cfg
+	out.Frontends, out.Backends, out.Changes = kept, backends, nil // Changes' indices are cfg's
+	return out, refused
 }
 
 func tryBind(ctx context.Context, b model.Bind) error {

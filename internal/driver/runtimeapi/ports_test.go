@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -14,10 +15,12 @@ import (
 )
 
 // A new frontend on a port another process holds (a listener without
-// SO_REUSEPORT, as most programs open) is reported before any reload; a
-// free port, a port the running config already binds and a port held
-// with SO_REUSEPORT (HAProxy's own sockets) are not.
-func TestTakenBinds(t *testing.T) {
+// SO_REUSEPORT, as most programs open) is left out before any reload,
+// with its backend unless another frontend uses it, and refused with
+// ErrPortTaken; the rest of the model stays. A free port, a port the
+// running config already binds and a port held with SO_REUSEPORT
+// (HAProxy's own sockets) are not.
+func TestWithoutTaken(t *testing.T) {
 	other, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -38,25 +41,63 @@ func TestTakenBinds(t *testing.T) {
 	free.Close()
 
 	lo := netip.MustParseAddr("127.0.0.1")
-	fe := func(svc string, port uint16) model.Frontend {
-		return model.Frontend{Name: svc, Service: "default/" + svc, Binds: []model.Bind{{Addr: lo, Port: port}}}
+	fe := func(svc string, port uint16, backend string) model.Frontend {
+		return model.Frontend{Name: "fe_" + svc, Service: "default/" + svc, Binds: []model.Bind{{Addr: lo, Port: port}}, Backend: backend}
 	}
+	names := func(c model.Config) (fes, bes []string) {
+		for _, f := range c.Frontends {
+			fes = append(fes, f.Name)
+		}
+		for _, b := range c.Backends {
+			bes = append(bes, b.Name)
+		}
+		return fes, bes
+	}
+	backends := []*model.Backend{{Name: "_nodes"}, {Name: "be_a"}, {Name: "be_b"}, {Name: "be_shared"}}
 	tests := []struct {
-		name      string
-		running   []model.Frontend
-		want      []model.Frontend
-		wantTaken bool
+		name         string
+		running      []model.Frontend
+		want         []model.Frontend
+		keptFE       []string
+		keptBE       []string
+		refusedNames []string
 	}{
-		{"free port", nil, []model.Frontend{fe("a", freePort)}, false},
-		{"taken by another process", nil, []model.Frontend{fe("a", freePort), fe("b", otherPort)}, true},
-		{"already ours", []model.Frontend{fe("b", otherPort)}, []model.Frontend{fe("b", otherPort)}, false},
-		{"held with SO_REUSEPORT", nil, []model.Frontend{fe("c", sharedPort)}, false},
+		{"free port", nil, []model.Frontend{fe("a", freePort, "be_a")},
+			[]string{"fe_a"}, []string{"_nodes", "be_a", "be_b", "be_shared"}, nil},
+		{"taken by another process: that frontend and its backend left out", nil,
+			[]model.Frontend{fe("a", freePort, "be_a"), fe("b", otherPort, "be_b")},
+			[]string{"fe_a"}, []string{"_nodes", "be_a", "be_shared"}, []string{"default/b"}},
+		{"a backend another frontend uses stays", nil,
+			[]model.Frontend{fe("a", freePort, "be_shared"), fe("b", otherPort, "be_shared")},
+			[]string{"fe_a"}, []string{"_nodes", "be_a", "be_b", "be_shared"}, []string{"default/b"}},
+		{"already ours", []model.Frontend{fe("b", otherPort, "be_b")}, []model.Frontend{fe("b", otherPort, "be_b")},
+			[]string{"fe_b"}, []string{"_nodes", "be_a", "be_b", "be_shared"}, nil},
+		{"held with SO_REUSEPORT", nil, []model.Frontend{fe("c", sharedPort, "be_a")},
+			[]string{"fe_c"}, []string{"_nodes", "be_a", "be_b", "be_shared"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := takenBinds(context.Background(), model.Config{Frontends: tc.running}, model.Config{Frontends: tc.want})
-			if got := errors.Is(err, ErrPortTaken); got != tc.wantTaken {
-				t.Fatalf("takenBinds: %v, want taken=%v", err, tc.wantTaken)
+			cfg := model.Config{Frontends: tc.want, Backends: backends, Changes: &model.Changes{}}
+			got, refused := withoutTaken(context.Background(), model.Config{Frontends: tc.running}, cfg)
+			fes, bes := names(got)
+			if !slices.Equal(fes, tc.keptFE) || !slices.Equal(bes, tc.keptBE) {
+				t.Errorf("kept frontends %v backends %v, want %v %v", fes, bes, tc.keptFE, tc.keptBE)
+			}
+			var svcs []string
+			for _, r := range refused {
+				svcs = append(svcs, r.Service)
+				if !errors.Is(r.Err, ErrPortTaken) || r.Reason != "PortTaken" {
+					t.Errorf("refusal %+v: want ErrPortTaken, reason PortTaken", r)
+				}
+			}
+			if !slices.Equal(svcs, tc.refusedNames) {
+				t.Errorf("refused %v, want %v", svcs, tc.refusedNames)
+			}
+			if len(refused) > 0 && got.Changes != nil {
+				t.Errorf("Changes kept after frontends were left out (its indices are the input's)")
+			}
+			if len(cfg.Frontends) != len(tc.want) || len(cfg.Backends) != len(backends) {
+				t.Errorf("the input was modified")
 			}
 		})
 	}
