@@ -93,8 +93,8 @@ type HAProxy struct {
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
 	acls       map[string]string // frontend name: ACL file content last written (acl.go)
-	// refusedLast: the last pass left a frontend out (ports.go).
-	refusedLast bool
+	// refusedLast: what the last pass left out (ports.go), "" for nothing.
+	refusedLast string
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -161,10 +161,10 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	// all binds would look new otherwise.
 	// A server-only change of a model whose frontends all applied last
 	// time has no new bind.
-	if d.running.Frontends != nil && (cfg.Changes == nil || d.refusedLast) {
+	if d.running.Frontends != nil && (cfg.Changes == nil || d.refusedLast != "") {
 		cfg, res.Refused = withoutTaken(ctx, d.running, cfg)
 	}
-	d.refusedLast = len(res.Refused) > 0
+	d.noteRefused(res.Refused)
 	if done, err := d.applyServers(ctx, cfg, &res); done {
 		d.gate.none()
 		return res, err

@@ -87,6 +87,21 @@ func withoutTaken(ctx context.Context, running, cfg model.Config) (model.Config,
 	return out, refused
 }
 
+// noteRefused logs what a pass left out when it differs from the last
+// pass's (the controller also writes Events; the gateway mode reads only
+// this log).
+func (d *HAProxy) noteRefused(refused []driver.Refusal) {
+	var msgs []string
+	for _, r := range refused {
+		msgs = append(msgs, r.Err.Error())
+	}
+	now := strings.Join(msgs, "; ")
+	if now != d.refusedLast && now != "" {
+		d.log.Warn("left out of HAProxy until the port is free", "refused", now)
+	}
+	d.refusedLast = now
+}
+
 func tryBind(ctx context.Context, b model.Bind) error {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
 		var serr error
