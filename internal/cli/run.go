@@ -169,6 +169,13 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 			return err
 		}
 		src.WithPools(dyn)
+		// Gateways (the gateway mode, --address-pools) hold addresses of
+		// the same pools: read where the apiserver serves them.
+		if ok, err := source.ServesGateways(client.Discovery()); err != nil {
+			return err
+		} else if ok {
+			src.WithGateways()
+		}
 		poolStatus = controller.NewPoolStatus(dyn, log)
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{

@@ -25,12 +25,14 @@ type allocation struct {
 // addresses its status lists while they stay valid.
 func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 	objs, namespaces := c.src.Pools()
+	gws := c.src.Gateways()
 	// Most passes change endpoints only: the same objects give the same
 	// allocation (informers replace an object that changes).
-	if c.allocInputs.same(svcs, objs, namespaces) {
+	if c.allocInputs.same(svcs, objs, namespaces) && sameSet(c.allocInputs.gws, gws) {
 		return c.lastAlloc
 	}
 	c.allocInputs.set(svcs, objs, namespaces)
+	c.allocInputs.gws = setOf(gws)
 	nsLabels := make(map[string]map[string]string, len(namespaces))
 	for _, n := range namespaces {
 		nsLabels[n.Name] = n.Labels
@@ -63,7 +65,8 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 			delete(c.lastPools, name) // deleted: its addresses go
 		}
 	}
-	res, probs := pools.ForServices(ps, svcs, nsLabels, func(s *corev1.Service) bool { return desired.Selected(s, c.opts.Desired) })
+	res, probs := pools.ForServicesWith(ps, svcs, nsLabels, func(s *corev1.Service) bool { return desired.Selected(s, c.opts.Desired) },
+		gatewayReservations(gws, nsLabels))
 	for _, p := range probs {
 		out.problems = append(out.problems, desired.Problem{Service: p.Service, Reason: p.Reason, Message: p.Message})
 	}
@@ -83,6 +86,7 @@ type allocInputs struct {
 	svcs  map[*corev1.Service]struct{}
 	pools map[*unstructured.Unstructured]struct{}
 	ns    map[*corev1.Namespace]struct{}
+	gws   map[*unstructured.Unstructured]struct{} // Gateways (their addresses)
 }
 
 func sameSet[T comparable](set map[T]struct{}, xs []T) bool {

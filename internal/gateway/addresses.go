@@ -19,8 +19,8 @@ type gwAddrs struct {
 
 // allocate hands the Gateways (ours, accepted class) their addresses
 // from the pools (opts.Pools), together with what the LoadBalancer
-// Services hold: each Service's status addresses are a reservation
-// (pools.Request.KeepOnly), so a Gateway never gets a Service's address
+// Services hold: each Service's status addresses and those it asks for
+// are a reservation (pools.Reservation), so a Gateway never gets a Service's address
 // unless both carry the same allow-shared-ip key and no port clashes. The
 // Services mode (--address-pools) reserves the Gateways' status addresses
 // in the same way, and both order requests alike (pools.SortRequests):
@@ -30,12 +30,11 @@ func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool) map[Key]gwAddrs {
 	nsLabels := namespaceLabels(in.Namespaces)
 	var reqs []pools.Request
 	for _, s := range in.Services {
-		if s.Spec.Type != corev1.ServiceTypeLoadBalancer || len(s.Status.LoadBalancer.Ingress) == 0 {
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			continue
 		}
 		r, _ := pools.RequestFor(s, nsLabels[s.Namespace])
-		r.KeepOnly = true // the Services mode's to serve
-		reqs = append(reqs, r)
+		reqs = append(reqs, pools.Reservation(r)) // the Services mode's to serve
 	}
 	out := make(map[Key]gwAddrs, len(gws))
 	keys := map[string]Key{}

@@ -66,6 +66,12 @@ func TestGatewayAddressesFromPools(t *testing.T) {
 			want: map[string]string{"a": "198.18.0.0", "b": "198.18.0.1"}, fronts: 2},
 		{name: "a Service's address is not handed out", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("a", 1)},
 			svcs: []*corev1.Service{lbService("web", 0, "198.18.0.0", nil)}, want: map[string]string{"a": "198.18.0.1"}, fronts: 1},
+		{name: "an address an older Service asks for is not handed out", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("a", 1)},
+			svcs: []*corev1.Service{func() *corev1.Service {
+				s := lbService("web", 0, "", map[string]string{pools.IPsAnnotation: "198.18.0.0"})
+				s.Status = corev1.ServiceStatus{}
+				return s
+			}()}, want: map[string]string{"a": "198.18.0.1"}, fronts: 1},
 		{name: "kept from the status across restarts", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("b", 2), holding(tcp("a", 1), "198.18.0.3")},
 			want: map[string]string{"a": "198.18.0.3", "b": "198.18.0.0"}, fronts: 2},
 		{name: "the older of two claims keeps the address", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{holding(tcp("a", 5), "198.18.0.2")},

@@ -111,3 +111,21 @@ func (st *state) serveExact(r *Request) {
 		}
 	}
 }
+
+// Reservation is r as seen by the other controller sharing the pools (a
+// Service in the gateway mode, a Gateway in the Services mode): it gets
+// nothing new there (KeepOnly), but holds, in age order like everyone,
+// the addresses its status lists and those it asks for by value, so
+// neither controller hands out an address the other's older object has
+// or asks for. (Two new objects given the same fresh address at once,
+// one by each controller, keep it only until both statuses are written:
+// then the older keeps it in both.)
+func Reservation(r Request) Request {
+	r.KeepOnly = true
+	for _, a := range r.IPs {
+		if !slices.Contains(r.Current, a) {
+			r.Current = append(r.Current, a)
+		}
+	}
+	return r
+}

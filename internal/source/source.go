@@ -27,6 +27,7 @@ type Source struct {
 	client    kubernetes.Interface
 	namespace string
 	dyn       dynamic.Interface // with address pools (WithPools)
+	gwOn      bool              // and the Gateways' addresses (WithGateways)
 
 	// set is the informers in use; a relist after an apiserver outage
 	// (relist.go) replaces it by a fresh, synced one.
@@ -54,6 +55,7 @@ type informerSet struct {
 	poolFactory dynamicinformer.DynamicSharedInformerFactory
 	pools       cache.SharedIndexInformer
 	namespaces  cache.SharedIndexInformer
+	gateways    cache.SharedIndexInformer // WithGateways
 	stop        context.CancelFunc
 }
 
@@ -85,6 +87,9 @@ func (s *Source) build() *informerSet {
 		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
 		set.pools = set.poolFactory.ForResource(pools.GVR).Informer()
 		set.namespaces = nf.Core().V1().Namespaces().Informer()
+		if s.gwOn {
+			set.gateways = set.poolFactory.ForResource(GatewayGVR).Informer()
+		}
 	}
 	return set
 }
@@ -123,6 +128,9 @@ func (set *informerSet) informers() []cache.SharedIndexInformer {
 	out := []cache.SharedIndexInformer{set.services, set.slices, set.nodes}
 	if set.pools != nil {
 		out = append(out, set.pools, set.namespaces)
+	}
+	if set.gateways != nil {
+		out = append(out, set.gateways)
 	}
 	return out
 }

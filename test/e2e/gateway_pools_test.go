@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
@@ -179,5 +181,66 @@ func TestGatewayAddressPools(t *testing.T) {
 	}
 	if err := servedAt("198.18.1.1", port, "pod-a")(); err != nil {
 		t.Errorf("after the restart: %v", err)
+	}
+}
+
+// The gateway mode and the Services mode share one AddressPool, each
+// controller with its own HAProxy on one apiserver: the Services mode
+// never gives a Service the address a Gateway holds (nor one a Service
+// asks for: AddressTaken), the gateway mode finds the pool full of the
+// Services' addresses (AddressNotAssigned), and a Gateway deleted frees
+// its address for the Service that asked for it. The Services mode runs
+// with exactly its shipped role (deploy/services/rbac.yaml: it reads
+// Gateways).
+func TestGatewaysAndServicesShareAPool(t *testing.T) {
+	if !inNetns(t, podAddrs...) {
+		return
+	}
+	if out, err := exec.Command("ip", "route", "add", "local", "198.18.2.0/29", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("AnyIP route: %v: %s", err, out)
+	}
+	g := newGatewayEnv(t)
+	dyn, err := dynamic.NewForConfig(g.kube.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.installPoolCRD(dyn)
+	if err := g.createPool(dyn, "shared", map[string]any{"addresses": []any{"198.18.2.0-198.18.2.2"}}); err != nil {
+		t.Fatal(err)
+	}
+	g.backend("pod-a", 1, 8080)
+	g.gatewayOn("gw", 9000, "pod-a")
+	g.startController("--mode=gateway", "--address-pools")
+	g.eventually("gw has 198.18.2.0", g.gatewayState("gw", "198.18.2.0"))
+
+	s := newEnvOn(t, g.kube)
+	np := nodePort()
+	s.addNode("n1", 1, true, np, np+1, np+2)
+	s.createService(lab.Service{Namespace: ns, Name: "a", Port: 443, NodePort: np})
+	s.startController("--kubeconfig", "", "--api-server", s.kube.URL, "--token-file", s.rbacTokenFile(), "--ca-file", s.kube.CAPath, "--address-pools")
+	s.eventually("a has 198.18.2.1, not the Gateway's", s.ingress("a", "198.18.2.1"))
+	s.eventually("a serves", servesOn("198.18.2.1", 443))
+	s.createService(lab.Service{Namespace: ns, Name: "b", Port: 8443, NodePort: np + 1,
+		Annotations: map[string]string{settings.IPsAnnotation: "198.18.2.0"}})
+	s.eventually("b: AddressTaken", s.event("b", pools.ReasonTaken))
+	s.createService(lab.Service{Namespace: ns, Name: "c", Port: 443, NodePort: np + 2})
+	s.eventually("c has 198.18.2.2", s.ingress("c", "198.18.2.2"))
+	if err := s.ingress("b")(); err != nil {
+		t.Errorf("b has an address: %v", err)
+	}
+	g.gatewayOn("gw2", 9001, "pod-a")
+	g.eventually("gw2: the pool is full", g.gatewayState("gw2", "!AddressNotAssigned"))
+	g.eventually("gw serves", servedAt("198.18.2.0", 9000, "pod-a"))
+
+	if err := g.gw.GatewayV1().Gateways(ns).Delete(bg, "gw", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// b, older than gw2, asked for it first: the gateway mode keeps it
+	// for b too.
+	s.eventually("b gets the Gateway's address", s.ingress("b", "198.18.2.0"))
+	s.eventually("b serves", servesOn("198.18.2.0", 8443))
+	g.eventually("gw2 still waits", g.gatewayState("gw2", "!AddressNotAssigned"))
+	if err := servedAt("198.18.2.0", 9001, "pod-a")(); err == nil {
+		t.Errorf("gw2 serves on b's address")
 	}
 }
