@@ -260,3 +260,32 @@ func (c *Client) RuntimeServers(ctx context.Context, backend string) ([]Object, 
 	_, err := c.Do(ctx, http.MethodGet, RuntimePath+"/backends/"+url.PathEscape(backend)+"/servers", nil, nil, &out)
 	return out, err
 }
+
+// RawPath is the whole haproxy.cfg as text.
+const RawPath = ConfigPath + "/raw"
+
+// RawConfig reads the whole configuration as text, and its version.
+func (c *Client) RawConfig(ctx context.Context) (string, int64, error) {
+	data, r, err := c.doText(ctx, http.MethodGet, RawPath, nil, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	if r.Version == 0 {
+		return "", 0, errors.New("dataplane: the raw configuration came without a Configuration-Version")
+	}
+	return string(data), r.Version, nil
+}
+
+// PostRaw replaces the whole configuration with text, against version.
+// With skipReload the API only writes it (201, nothing reloads: what
+// HAProxy runs is unchanged until the next reload); otherwise it reloads
+// (202 and a Reload-Id). One write whatever the size: the API parses and
+// validates the whole haproxy.cfg at every versioned write anyway.
+func (c *Client) PostRaw(ctx context.Context, text string, version int64, skipReload bool) (Response, error) {
+	q := url.Values{"version": {strconv.FormatInt(version, 10)}}
+	if skipReload {
+		q.Set("skip_reload", "true")
+	}
+	_, r, err := c.doText(ctx, http.MethodPost, RawPath, q, []byte(text))
+	return r, err
+}

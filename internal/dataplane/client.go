@@ -128,17 +128,44 @@ type Response struct {
 	ReloadID string // Reload-Id header; "" when absent
 }
 
+// doText sends one request whose body and answer are plain text (the raw
+// configuration); errors as Do.
+func (c *Client) doText(ctx context.Context, method, path string, query url.Values, body []byte) ([]byte, Response, error) {
+	return c.send(ctx, method, path, query, body, "text/plain")
+}
+
 // Do sends one request. path starts with "/" and is relative to /v3; body,
 // when not nil, is sent as JSON; out, when not nil, receives the JSON
 // answer. A status of 300 or more is an *APIError.
 func (c *Client) Do(ctx context.Context, method, path string, query url.Values, body, out any) (Response, error) {
-	var rd io.Reader
+	var raw []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return Response{}, fmt.Errorf("dataplane: %s %s: %w", method, path, err)
 		}
-		rd = bytes.NewReader(b)
+		raw = b
+	}
+	data, r, err := c.send(ctx, method, path, query, raw, "application/json")
+	if err != nil {
+		return r, err
+	}
+	if out != nil && len(bytes.TrimSpace(data)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(out); err != nil {
+			return r, fmt.Errorf("dataplane: %s %s: decoding the answer: %w", method, path, err)
+		}
+	}
+	return r, nil
+}
+
+// send sends one request with body (nil: none) of the given content type
+// and returns the answer's body; a status of 300 or more is an *APIError.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte, ctype string) ([]byte, Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
 	}
 	u := c.base + path
 	if len(query) > 0 {
@@ -146,12 +173,12 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return Response{}, fmt.Errorf("dataplane: %s %s: %w", method, path, err)
+		return nil, Response{}, fmt.Errorf("dataplane: %s %s: %w", method, path, err)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", ctype)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", ctype)
 	c.auth(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -159,7 +186,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL is in our message already, without the query
 		}
-		return Response{}, fmt.Errorf("dataplane: %s %s: %w", method, path, err)
+		return nil, Response{}, fmt.Errorf("dataplane: %s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	r := Response{Status: resp.StatusCode, ReloadID: resp.Header.Get("Reload-Id")}
@@ -168,7 +195,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return r, fmt.Errorf("dataplane: %s %s: reading the answer: %w", method, path, err)
+		return nil, r, fmt.Errorf("dataplane: %s %s: reading the answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
 		ae := &APIError{Method: method, Path: path, Status: resp.StatusCode}
@@ -184,14 +211,7 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 				ae.Message = ae.Message[:200] + "..."
 			}
 		}
-		return r, ae
+		return nil, r, ae
 	}
-	if out != nil && len(bytes.TrimSpace(data)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		if err := dec.Decode(out); err != nil {
-			return r, fmt.Errorf("dataplane: %s %s: decoding the answer: %w", method, path, err)
-		}
-	}
-	return r, nil
+	return data, r, nil
 }

@@ -63,6 +63,9 @@ func read(c *config, seg []string, full bool) (any, *apiErr) {
 		return nil, errf(http.StatusNotFound, "path not found")
 	}
 	withChildren := func(name string, o Object) Object {
+		if kind == "frontends" {
+			o = misread(o)
+		}
 		if !full {
 			return o
 		}
@@ -98,6 +101,13 @@ func read(c *config, seg []string, full bool) (any, *apiErr) {
 	}
 	if kind == "backends" && seg[2] == "server_templates" && len(seg) == 3 {
 		return c.templates[name], nil
+	}
+	if kind == "frontends" && seg[2] == "tcp_request_rules" && len(seg) == 3 {
+		rules, _ := misread(o)["tcp_request_rule_list"].([]any)
+		if rules == nil {
+			rules = []any{}
+		}
+		return rules, nil
 	}
 	if seg[2] != child {
 		return nil, errf(http.StatusNotFound, "path not found")

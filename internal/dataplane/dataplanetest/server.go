@@ -53,6 +53,7 @@ type Server struct {
 	mu        sync.Mutex
 	version   int64
 	cfg       *config // what the API holds (and writes to haproxy.cfg)
+	other     string  // haproxy.cfg's sections other than proxies, as posted raw ("": defaultOther)
 	running   *config // what HAProxy runs: the config of the last good reload
 	runtime   map[string]map[string]*rtServer
 	rtAdded   map[string][]string // backend → servers added at runtime
@@ -166,6 +167,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	seg := strings.Split(strings.Trim(p, "/"), "/")
+	if len(seg) == 2 && seg[0] == "configuration" && seg[1] == "raw" {
+		s.rawEndpoint(w, r)
+		return
+	}
 	var body Object
 	if r.Method == http.MethodPost || r.Method == http.MethodPut {
 		dec := json.NewDecoder(r.Body)

@@ -174,6 +174,7 @@ func (s *Server) execute(rl *reload) {
 	}
 	for a, l := range opened {
 		s.listeners[a] = l
+		go s.accept(a, l)
 	}
 	s.running = s.cfg.clone()
 	s.resetRuntime()

@@ -60,7 +60,14 @@ type Options struct {
 	// PersistMaxDelay (10s) after its first change; PersistTimeout bounds
 	// each write (30s).
 	PersistQuiet, PersistMaxDelay, PersistTimeout time.Duration
-	Logger                                        *slog.Logger
+	// RawMinWrites: a structural change of at least this many writes
+	// (every Service's sections) is made in one write of the raw
+	// configuration, not a transaction (default 16; negative: never).
+	// RawPersistMin: at least this many slots due are written to the
+	// configuration in one raw write that does not reload (default 2;
+	// negative: never, one server PUT each). See raw.go.
+	RawMinWrites, RawPersistMin int
+	Logger                      *slog.Logger
 }
 
 // Pass describes one Apply.
@@ -128,6 +135,12 @@ func New(opts Options) *Driver {
 	}
 	if opts.PersistTimeout <= 0 {
 		opts.PersistTimeout = 30 * time.Second
+	}
+	if opts.RawMinWrites == 0 {
+		opts.RawMinWrites = defaultRawMinWrites
+	}
+	if opts.RawPersistMin == 0 {
+		opts.RawPersistMin = defaultRawPersistMin
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -163,7 +163,7 @@ func (d *Driver) restructure(ctx context.Context, have, want *state, drain map[s
 		// The persister found the API changed meanwhile: start afresh.
 		return errors.New("dataplaneapi: the API's configuration changed during the pass; retrying")
 	}
-	if err := d.transact(ctx, have, changes, p); err != nil {
+	if err := d.commitChanges(ctx, have, want, changes, p); err != nil {
 		d.forget()
 		if errors.Is(err, dataplane.ErrReloadFailed) {
 			err = d.repair(ctx, have, err, p)

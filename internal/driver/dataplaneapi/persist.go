@@ -128,6 +128,12 @@ func (d *Driver) persistLoop(ctx context.Context, force bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if raw, err := d.persistRaw(ctx, force); raw {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		be, name, obj, version, ok := d.nextDue(force)
 		if !ok {
 			return nil

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 )
@@ -47,10 +46,12 @@ var owned = regexp.MustCompile(`^(fe|be)_[a-z0-9]([-a-z0-9]*[a-z0-9])?_[a-z0-9](
 // when it manages every Service (not in seed mode).
 func Owned(name string) bool { return owned.MatchString(name) }
 
-// childKeys are the keys of a section read with full_section=true that
-// hold children, not the section's own fields.
+// isChildKey reports whether a key of a section read with full_section=true
+// holds its children, not the section's own fields. Rule lists (*_list)
+// are the section's own: in every Service's sections the driver owns
+// them (target sets those it wants and drops the others).
 func isChildKey(k string) bool {
-	return k == "servers" || k == "server_templates" || k == "binds" || strings.HasSuffix(k, "_list")
+	return k == "servers" || k == "server_templates" || k == "binds"
 }
 
 func splitFull(o Object, child string) *section {

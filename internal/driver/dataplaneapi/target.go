@@ -131,6 +131,9 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			base = Object{"name": b.Name, "mode": "tcp"}
 		}
 		d.backendFields(base, b)
+		if d.opts.Seed == "" {
+			affinity(base, b.Affinity)
+		}
 		sec := &section{base: base}
 		for _, sl := range layout[b.Name] {
 			var o Object
@@ -174,6 +177,7 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 		}
 		base["mode"] = "tcp"
 		base["default_backend"] = f.Backend
+		sourceRanges(base, f)
 		setOrDelete(base, "maxconn", int64(f.MaxConn), f.MaxConn > 0)
 		setOrDelete(base, "client_timeout", ms(f.TimeoutClient), f.TimeoutClient > 0)
 		sec := &section{base: base}
@@ -191,6 +195,7 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			}
 			o["address"], o["port"] = addr, int64(bd.Port)
 			setOrDelete(o, "accept_proxy", true, f.AcceptProxy)
+			setOrDelete(o, "transparent", true, bd.Transparent)
 			sec.children = append(sec.children, o)
 		}
 		want.frontends[f.Name] = sec
@@ -283,4 +288,53 @@ func cleanSections(cfg, applied model.Config) map[string]bool {
 		}
 	}
 	return clean
+}
+
+// ownedLists drops the rule lists of a section of ours: the driver writes
+// the ones it wants (a rule someone added to it goes).
+func ownedLists(base Object) {
+	for k := range base {
+		if strings.HasSuffix(k, "_list") {
+			delete(base, k)
+		}
+	}
+}
+
+// sourceRanges sets the rule of a frontend with source ranges
+// (spec.loadBalancerSourceRanges): a client outside them is refused at
+// connection time, before a byte is read. With the PROXY protocol, the
+// client is the one its header names, which the content stage sees (not
+// the connection stage). Not the session stage: the API v3.4.0 reads
+// "tcp-request session reject" back as "accept" (measured), so a read,
+// compared or written back, would be wrong. Prefixes come parsed from the
+// model.
+func sourceRanges(base Object, f model.Frontend) {
+	ownedLists(base)
+	if !f.Restricted() {
+		return
+	}
+	stage := "connection"
+	if f.AcceptProxy {
+		stage = "content"
+	}
+	ps := make([]string, len(f.SourceRanges))
+	for i, p := range f.SourceRanges {
+		ps[i] = p.String()
+	}
+	base["tcp_request_rule_list"] = []any{map[string]any{
+		"type": stage, "action": "reject", "cond": "unless", "cond_test": "{ src " + strings.Join(ps, " ") + " }",
+	}}
+}
+
+// affinity sets ClientIP session affinity (spec.sessionAffinity): a stick
+// table on the source address (IPv6 keys hold IPv4 clients too), entries
+// kept for the timeout after a client's last connection.
+func affinity(base Object, d time.Duration) {
+	ownedLists(base)
+	delete(base, "stick_table")
+	if d <= 0 {
+		return
+	}
+	base["stick_table"] = map[string]any{"type": "ipv6", "size": int64(1 << 20), "expire": ms(d)}
+	base["stick_rule_list"] = []any{map[string]any{"type": "on", "pattern": "src"}}
 }

@@ -1,0 +1,79 @@
+package dataplaneapi
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Nothing a user could put in a name, an address or a range reaches the
+// raw configuration: every value outside the renderer's grammar makes the
+// section not renderable (it then goes through the JSON endpoints).
+func TestRawRefusesWhatIsNotItsGrammar(t *testing.T) {
+	good := func() *section {
+		return &section{
+			base: Object{"name": "be_ns_web_80", "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"},
+				"default_server": map[string]any{"check": "enabled", "inter": int64(2000)}},
+			children: []Object{{"name": "s1", "address": "127.0.0.1", "port": int64(1), "maintenance": "enabled"}},
+		}
+	}
+	fe := func() *section {
+		return &section{
+			base: Object{"name": "fe_ns_web_80", "mode": "tcp", "default_backend": "be_ns_web_80",
+				"tcp_request_rule_list": []any{map[string]any{"type": "connection", "action": "reject", "cond": "unless", "cond_test": "{ src 192.0.2.0/24 }"}}},
+			children: []Object{{"name": "all_80", "address": "*", "port": int64(80)}},
+		}
+	}
+	if ls, err := sectionText("backend", good()); err != nil || !strings.Contains(strings.Join(ls, "\n"), "server s1 127.0.0.1:1 disabled") {
+		t.Fatalf("backend: %q %v", ls, err)
+	}
+	if ls, err := sectionText("frontend", fe()); err != nil || !strings.Contains(strings.Join(ls, "\n"), "tcp-request connection reject unless { src 192.0.2.0/24 }") {
+		t.Fatalf("frontend: %q %v", ls, err)
+	}
+	for _, tc := range []struct {
+		name string
+		kind string
+		edit func(*section)
+	}{
+		{"name with a newline", "backend", func(s *section) { s.base["name"] = "be_x\n  server evil 1.2.3.4:80" }},
+		{"name with a space", "backend", func(s *section) { s.base["name"] = "be_x use_backend y" }},
+		{"from with a hash", "backend", func(s *section) { s.base["from"] = "d#x" }},
+		{"server address not an IP", "backend", func(s *section) { s.children[0]["address"] = "evil.example" }},
+		{"server address with a keyword", "backend", func(s *section) { s.children[0]["address"] = "127.0.0.1 backup" }},
+		{"server name with a space", "backend", func(s *section) { s.children[0]["name"] = "s1 check" }},
+		{"unknown server field", "backend", func(s *section) { s.children[0]["ssl"] = "enabled" }},
+		{"unknown backend field", "backend", func(s *section) { s.base["http_request_rule_list"] = []any{} }},
+		{"balance not an algorithm", "backend", func(s *section) { s.base["balance"] = map[string]any{"algorithm": "roundrobin\n  mode http"} }},
+		{"negative timeout", "backend", func(s *section) { s.base["server_timeout"] = int64(-1) }},
+		{"default-server value", "backend", func(s *section) { s.base["default_server"] = map[string]any{"check": "enabled\n"} }},
+		{"range not a prefix", "frontend", func(s *section) {
+			s.base["tcp_request_rule_list"] = []any{map[string]any{"type": "connection", "action": "reject", "cond": "unless", "cond_test": "{ src 0.0.0.0/0 } || { always_true }"}}
+		}},
+		{"rule that accepts", "frontend", func(s *section) {
+			s.base["tcp_request_rule_list"] = []any{map[string]any{"type": "connection", "action": "accept", "cond": "unless", "cond_test": "{ src 192.0.2.0/24 }"}}
+		}},
+		{"default_backend with a space", "frontend", func(s *section) { s.base["default_backend"] = "be x" }},
+		{"bind address", "frontend", func(s *section) { s.children[0]["address"] = "127.0.0.1 ssl crt /x" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := good()
+			if tc.kind == "frontend" {
+				s = fe()
+			}
+			tc.edit(s)
+			if ls, err := sectionText(tc.kind, s); !errors.Is(err, errNotRenderable) {
+				t.Errorf("rendered %q (%v), want errNotRenderable", ls, err)
+			}
+		})
+	}
+}
+
+func TestEditRaw(t *testing.T) {
+	in := "# _version=3\n\nglobal\n  maxconn 10\n\nfrontend fe_a\n  mode tcp\n\nbackend be_a\n  mode tcp\n  server s1 127.0.0.1:1\n\nbackend be_b\n  mode tcp\n"
+	got := editRaw(in, map[string][]string{"backend be_a": {"backend be_a", "  mode http"}, "backend be_b": nil, "backend be_c": {"backend be_c"}},
+		[]string{"backend be_a", "backend be_c"})
+	want := "# _version=3\n\nglobal\n  maxconn 10\n\nfrontend fe_a\n  mode tcp\n\nbackend be_a\n  mode http\n\n\nbackend be_c\n\n"
+	if got != want {
+		t.Errorf("editRaw:\n%s\nwant:\n%s", got, want)
+	}
+}
