@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -34,7 +35,22 @@ type Options struct {
 	// the config, and the driver changes them through the Runtime API
 	// with no reload. Empty: the ranges are written inline.
 	ACLDir string
+	// Peer, when valid (a loopback address and port), is HAProxy's local
+	// peer: with a backend with Affinity, the config has a peers section
+	// with the local peer alone, and the stick tables name it, so that a
+	// reload hands their contents from the old worker to the new one
+	// (clients keep their server across reloads). Invalid: stick tables
+	// start empty after a reload.
+	Peer netip.AddrPort
 }
+
+// Peers names the peers section and the local peer (writePeers). The
+// section's name cannot be a backend's (those start with a letter or
+// digit).
+const (
+	PeersSection = "_peers"
+	LocalPeer    = "hks"
+)
 
 // ACLFile is the file holding the source ranges of frontend fe under dir.
 // Frontend names are made of DNS labels, digits and underscores.
@@ -142,8 +158,19 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	if opts.MaxConn > 0 {
 		w("\tmaxconn", strconv.Itoa(opts.MaxConn))
 	}
+	peers := withPeers(cfg, opts)
+	if peers {
+		w("\tlocalpeer", LocalPeer)
+	}
 	if !skeleton {
 		w("\tdescription", DescriptionPrefix+hash)
+	}
+	if peers {
+		// The local peer alone: nothing is shared with other hosts; a
+		// reload's old worker pushes its stick tables to the new one.
+		w("")
+		w("peers", PeersSection)
+		w("\tpeer", LocalPeer, opts.Peer.String())
 	}
 	w("")
 	w("defaults")
@@ -210,7 +237,11 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			// ClientIP affinity: a client's source address keeps the
 			// server it first went to until it has been gone this long.
 			// IPv6 keys hold IPv4 clients too (mapped).
-			w("\tstick-table type ipv6 size 1m expire", settings.FormatDuration(be.Affinity))
+			line := "\tstick-table type ipv6 size 1m expire " + settings.FormatDuration(be.Affinity)
+			if peers {
+				line += " peers " + PeersSection
+			}
+			w(line)
 			w("\tstick on src")
 		}
 		if be.TimeoutConnect > 0 {
@@ -269,6 +300,13 @@ func sourceRule(f model.Frontend, opts Options) string {
 		rule += " " + p.String()
 	}
 	return rule + " }"
+}
+
+// withPeers reports whether the config has the peers section: a socket
+// for it, and a stick table to keep.
+func withPeers(cfg model.Config, opts Options) bool {
+	return opts.Peer.IsValid() && opts.Peer.Addr().IsLoopback() && opts.Peer.Port() != 0 &&
+		slices.ContainsFunc(cfg.Backends, func(b *model.Backend) bool { return b.Affinity > 0 })
 }
 
 func defaultServer(be *model.Backend) string {

@@ -123,6 +123,19 @@ func TestGolden(t *testing.T) {
 	stats.Stats = model.Bind{Port: 8404}
 	stats.StatsAuth = StatsAuth{User: "ops", Password: "s3cret-pa55:word"}
 	cases["stats-auth.cfg"] = Config(sample(), layout, stats)
+	// ClientIP affinity with the local peer: stick tables kept across
+	// reloads.
+	aff := sample()
+	aff.Backends = slices.Clone(aff.Backends)
+	web := *aff.Backends[0]
+	web.Affinity = 3 * time.Hour
+	aff.Backends[0] = &web
+	peers := opts
+	peers.Peer = netip.MustParseAddrPort("127.0.0.1:10000")
+	cases["affinity-peers.cfg"] = Config(aff, layout, peers)
+	if got := ScanPeer(bytes.NewReader(cases["affinity-peers.cfg"])); got != peers.Peer {
+		t.Errorf("ScanPeer = %v, want %v", got, peers.Peer)
+	}
 	for name, got := range cases {
 		t.Run(name, func(t *testing.T) {
 			golden.Assert(t, name, got)

@@ -3,6 +3,7 @@ package render
 import (
 	"bufio"
 	"io"
+	"net/netip"
 	"strings"
 )
 
@@ -30,4 +31,18 @@ func ScanConfig(r io.Reader, fn func(section, name string, fields []string)) err
 		fn(section, name, f)
 	}
 	return sc.Err()
+}
+
+// ScanPeer reads the local peer's address from a config this package
+// rendered (Options.Peer), invalid when it has none.
+func ScanPeer(r io.Reader) netip.AddrPort {
+	var out netip.AddrPort
+	_ = ScanConfig(r, func(section, name string, f []string) {
+		if section == "peers" && name == PeersSection && len(f) == 3 && f[0] == "peer" && f[1] == LocalPeer {
+			if ap, err := netip.ParseAddrPort(f[2]); err == nil {
+				out = ap
+			}
+		}
+	})
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
@@ -55,7 +56,7 @@ func admits(port int32, clients map[string]bool) func() error {
 // spec.loadBalancerSourceRanges is enforced from the Service through the
 // real apiserver and a real HAProxy; a change of ranges needs no reload
 // and leaves another Service on the same HAProxy untouched; ClientIP
-// affinity keeps one client on one node.
+// affinity keeps one client on one node, across a reload too.
 func TestSourceRangesAndAffinity(t *testing.T) {
 	e := newEnv(t)
 	np := nodePort()
@@ -115,17 +116,71 @@ func TestSourceRangesAndAffinity(t *testing.T) {
 	if len(spread) != 3 {
 		t.Errorf("6 new clients reached %v, want the 3 nodes", spread)
 	}
-	for _, src := range []string{"127.0.0.6", "127.0.0.7"} {
-		seen := map[string]int{}
-		for range 50 {
-			name, err := probeFrom(src, other)
-			if err != nil {
-				t.Fatal(err)
+	stuck := map[string]string{} // client: its node
+	clients := func(n int) {
+		t.Helper()
+		for _, src := range []string{"127.0.0.6", "127.0.0.7"} {
+			seen := map[string]int{}
+			for range n {
+				name, err := probeFrom(src, other)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen[name]++
+				if stuck[src] == "" {
+					stuck[src] = name
+				}
 			}
-			seen[name]++
-		}
-		if len(seen) != 1 {
-			t.Errorf("client %s reached %v, want one node", src, seen)
+			if len(seen) != 1 || seen[stuck[src]] == 0 {
+				t.Errorf("client %s reached %v, want %s only", src, seen, stuck[src])
+			}
 		}
 	}
+	clients(50)
+
+	// A reload keeps the stick table (HAProxy's local peer hands it from
+	// the old worker to the new one): a new Service reloads, the clients
+	// are still in the table and keep their node. The worker must have
+	// finished learning from its own predecessor first (HAProxy 2.6 waits
+	// up to its resync timeout, 5 s, when that one had no peers section,
+	// as here: affinity came with the last reload).
+	e.eventually("the worker's peers resynced", func() error {
+		e.runtime.Reset()
+		out, err := e.runtime.Exec(bg, []string{"show peers"})
+		if err != nil {
+			return err
+		}
+		var flags uint32
+		for _, l := range out {
+			if i := strings.Index(l, " flags=0x"); i >= 0 && strings.Contains(l, "id="+render.PeersSection) {
+				_, _ = fmt.Sscanf(l[i+len(" flags=0x"):], "%x", &flags)
+			}
+		}
+		if flags&0x3 != 0x3 {
+			return fmt.Errorf("not resynced: %q", out)
+		}
+		return nil
+	})
+	before := e.reloads()
+	e.createService(lab.Service{Namespace: ns, Name: "third", Port: int32(haproxytest.FreePort(t)), NodePort: np + 2})
+	e.eventually("a reload", func() error {
+		if e.reloads() <= before {
+			return fmt.Errorf("no reload yet")
+		}
+		return nil
+	})
+	e.eventually("the clients in the new worker's stick table", func() error {
+		e.runtime.Reset()
+		out, err := e.runtime.Exec(bg, []string{fmt.Sprintf("show table be_%s_web_%d", ns, other)})
+		if err != nil {
+			return err
+		}
+		for _, c := range []string{"key=::ffff:127.0.0.6 ", "key=::ffff:127.0.0.7 "} {
+			if err := contains(strings.Join(out, ""), c); err != nil {
+				return fmt.Errorf("%w in %q", err, out)
+			}
+		}
+		return nil
+	})
+	clients(20)
 }

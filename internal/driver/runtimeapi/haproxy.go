@@ -119,6 +119,9 @@ func NewHAProxy(opts Options) *HAProxy {
 			}
 		}
 	}
+	if !opts.Render.Peer.IsValid() && opts.ConfigPath != "" {
+		opts.Render.Peer = localPeer(opts.ConfigPath)
+	}
 	return &HAProxy{
 		opts:    opts,
 		rt:      haproxy.NewRuntime(opts.Render.StatsSocket),
