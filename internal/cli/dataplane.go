@@ -153,6 +153,12 @@ func (f *dataplaneFlags) newDriverAt(t dpTarget, dopts desired.Options, getenv f
 				recorder.Event(svc, corev1.EventTypeWarning, "BackendMissing", msg)
 			}
 		}
+		opts.OnRangesRefused = func(string) {
+			if recorder != nil {
+				recorder.Event(svc, corev1.EventTypeWarning, "SourceRangesNotEnforced",
+					"loadBalancerSourceRanges cannot be enforced in the operator's frontend (single-Service Data Plane API mode): the Service is refused, no server in service, until the ranges are removed")
+			}
+		}
 	}
 	return dataplaneapi.New(opts), nil
 }

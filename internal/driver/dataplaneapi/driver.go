@@ -52,6 +52,12 @@ type Options struct {
 	// OnBackendMissing is called (outside the pass) when seed mode finds
 	// the backend missing, once until it is found again.
 	OnBackendMissing func(backend string)
+	// OnRangesRefused is called (outside the pass) when seed mode finds
+	// the Service restricted to source ranges, once until it no longer
+	// is: the operator's frontend is not the driver's to restrict, so the
+	// Service is refused (every slot out of service) rather than served
+	// to every client.
+	OnRangesRefused func(service string)
 	// ReloadPoll is how often a reload's status is read (100ms);
 	// ReloadTimeout bounds the wait (2m).
 	ReloadPoll, ReloadTimeout time.Duration
@@ -111,6 +117,7 @@ type Driver struct {
 	inflightDone chan struct{} // closed when that write ends
 	idle         *sync.Cond    // signalled when persisting ends
 	missing      bool
+	refusing     bool // seed mode: the Service has source ranges (OnRangesRefused)
 	// What the last pass applied: the selected model, its slots, and the
 	// view it left (while d.view is still that view, the sections whose
 	// model did not change are known to be as wanted).

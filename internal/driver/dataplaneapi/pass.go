@@ -38,6 +38,7 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 			return driver.Result{}, nil, fmt.Errorf("%w: backend %q (create it in haproxy.cfg, or allow the controller to create it)", ErrBackendMissing, d.opts.Seed)
 		}
 		d.missing = false
+		sel = d.refuseRestricted(cfg, sel)
 	}
 	var clean map[string]bool
 	if d.appliedOn != nil && d.appliedOn == have && d.wanted != nil {
@@ -204,4 +205,34 @@ func resized(cfg model.Config, prev, layout model.Layout, exhausted []string) mo
 	out := maps.Clone(layout)
 	maps.Copy(out, next)
 	return out
+}
+
+// refuseRestricted is seed mode's answer to source ranges
+// (spec.loadBalancerSourceRanges): the clients reach the operator's
+// frontend, which the driver does not own and cannot restrict, so the
+// Service is refused (its backend keeps no server in service) rather
+// than served to every client, with OnRangesRefused (a Warning Event).
+func (d *Driver) refuseRestricted(cfg, sel model.Config) model.Config {
+	svc := sel.Backends[0].Service
+	restricted := false
+	for _, f := range cfg.Frontends {
+		if f.Service == svc && f.Restricted() {
+			restricted = true
+		}
+	}
+	if !restricted {
+		d.refusing = false
+		return sel
+	}
+	if !d.refusing {
+		d.log.Error("the Service has source ranges, which the operator's frontend cannot be made to enforce: refused (no server in service)",
+			"service", svc, "backend", d.opts.Seed)
+		if d.opts.OnRangesRefused != nil {
+			d.opts.OnRangesRefused(svc)
+		}
+	}
+	d.refusing = true
+	b := *sel.Backends[0]
+	b.Servers = nil
+	return model.Config{Backends: []*model.Backend{&b}}
 }

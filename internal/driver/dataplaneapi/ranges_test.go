@@ -158,3 +158,36 @@ func refused(t *testing.T, fe, from string) bool {
 	t.Logf("client at %s: %q, %v", from, got, err)
 	return got == ""
 }
+
+// Seed mode cannot restrict the operator's frontend: a Service with source
+// ranges is refused (no server in service, at runtime and in the
+// configuration) with one OnRangesRefused call, never served to everyone;
+// without the ranges it is served again.
+func TestContractSeedSourceRangesRefused(t *testing.T) {
+	run(t, func(t *testing.T, a *api) {
+		be := a.seedBackend(t, "be_hks_refused")
+		var calls []string
+		d := a.driver(Options{Seed: be, OnRangesRefused: func(svc string) { calls = append(calls, svc) }})
+		cfg := seedCfg(be, "127.81.22.1:30443", "127.81.22.2:30443")
+		apply(t, d, cfg)
+		a.wantServing(t, be, cfg)
+		restricted := cfg
+		restricted.Frontends = []model.Frontend{{Name: "fe_ingress-nginx_ingress-nginx_443", Service: cfg.Backends[0].Service, Backend: be,
+			SourceRanges: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}}}
+		for range 2 {
+			apply(t, d, restricted)
+		}
+		if got := a.serving(t, be); len(got) != 0 {
+			t.Errorf("a Service with source ranges is served by %v in seed mode", got)
+		}
+		if len(calls) != 1 || calls[0] != "ingress-nginx/ingress-nginx" {
+			t.Errorf("OnRangesRefused calls %v, want one", calls)
+		}
+		if err := d.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		a.wantConfigured(t, be, model.Config{Backends: []*model.Backend{{}}})
+		apply(t, d, cfg)
+		a.wantServing(t, be, cfg)
+	})
+}
