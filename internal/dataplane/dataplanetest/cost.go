@@ -1,6 +1,8 @@
 package dataplanetest
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -63,9 +65,17 @@ func (s *Server) spend(r *http.Request) (release func()) {
 	default:
 		fixed, per = s.opts.Cost.Write, s.opts.Cost.WritePerBackend
 	}
+	raw := 0
+	if path == "configuration/raw" {
+		// The whole file is parsed and validated: its size after the
+		// write counts (an initial sync posts every backend at once).
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		raw = bytes.Count(body, []byte("\nbackend "))
+	}
 	s.wmu.Lock()
 	s.mu.Lock()
-	n := s.cfg.backends.len()
+	n := max(s.cfg.backends.len(), raw)
 	if t := s.txs[r.URL.Query().Get("transaction_id")]; t != nil {
 		n = t.cfg.backends.len() // the configuration the transaction writes
 	}
