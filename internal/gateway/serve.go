@@ -112,7 +112,7 @@ func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend) 
 		out = append(out, model.WeightedBackend{Name: n, Weight: weight})
 	}
 	for _, rr := range refs {
-		if rr.weight <= 0 {
+		if rr.weight <= 0 && rr.why != "" {
 			continue
 		}
 		if rr.why != "" {
@@ -122,10 +122,14 @@ func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend) 
 		}
 		n := name("gw", rr.svc.Namespace, rr.svc.Name, strconv.Itoa(int(rr.port.Port)))
 		if _, ok := backends[n]; !ok {
+			// Also at weight 0: the backend stays, so a weight that
+			// comes and goes changes a route map only (no reload).
 			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin",
 				Servers: desired.PodServers(w.slices[rr.svc], rr.port)}
 		}
-		add(n, rr.weight)
+		if rr.weight > 0 {
+			add(n, rr.weight)
+		}
 	}
 	if len(out) == 0 {
 		// No backendRef with a weight: every connection is refused.

@@ -33,7 +33,9 @@ type Options struct {
 	// model.ValidFilePath), holds one file per frontend with source
 	// ranges (ACLFile), which its rule reads: the ranges are then not in
 	// the config, and the driver changes them through the Runtime API
-	// with no reload. Empty: the ranges are written inline.
+	// with no reload. Empty: the ranges are written inline. The routes
+	// of routed frontends read their backends from map files there too
+	// (RouteMapFile), changed the same way.
 	ACLDir string
 	// Peer, when valid (a loopback address and port), is HAProxy's local
 	// peer: with a backend with Affinity, the config has a peers section
@@ -208,7 +210,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			w("\ttimeout client", settings.FormatDuration(f.TimeoutClient))
 		}
 		if f.Routed() {
-			writeRoutes(w, f)
+			writeRoutes(w, f, opts.ACLDir)
 		} else {
 			w("\tdefault_backend", f.Backend)
 		}

@@ -18,10 +18,12 @@ const pickRange = 1 << 20
 // route with several backends draws one random number per connection,
 // whose range is cut by their weights. Names come from the model only:
 // server names passed model.ValidSNI, backends are model names.
-func writeRoutes(w func(...string), f model.Frontend) {
+// With a map directory, the routes read their backends from route maps
+// (routemaps.go) instead, and every routed frontend draws.
+func writeRoutes(w func(...string), f model.Frontend, mapDir string) {
 	// The draw comes first: "accept" ends the content rules.
 	for _, r := range f.Routes {
-		if len(r.Backends) > 1 {
+		if len(r.Backends) > 1 || mapDir != "" {
 			w("\ttcp-request content set-var(sess.pick) rand(" + strconv.Itoa(pickRange) + ")")
 			break
 		}
@@ -33,6 +35,10 @@ func writeRoutes(w func(...string), f model.Frontend) {
 		}
 		w("\ttcp-request inspect-delay", settings.FormatDuration(delay))
 		w("\ttcp-request content accept if { req.ssl_hello_type 1 }")
+	}
+	if mapDir != "" {
+		routeMapRules(w, f, mapDir)
+		return
 	}
 	for _, r := range f.Routes {
 		if r.SNI != "" && !model.ValidSNI(r.SNI) {

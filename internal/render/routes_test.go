@@ -84,7 +84,7 @@ func TestRouteWeights(t *testing.T) {
 				if l := strings.TrimSpace(strings.Join(p, " ")); strings.HasPrefix(l, "use_backend") {
 					got = append(got, l)
 				}
-			}, model.Frontend{Routes: []model.Route{r}})
+			}, model.Frontend{Routes: []model.Route{r}}, "")
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}

@@ -93,6 +93,7 @@ type HAProxy struct {
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
 	acls       map[string]string // frontend name: ACL file content last written (acl.go)
+	routeMaps  map[string]string // route map file: content last written (routemaps.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 }
@@ -226,6 +227,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.pushACLs(ctx, cfg, &res); err != nil {
 		return res, err
 	}
+	if err := d.pushRouteMaps(ctx, cfg, &res); err != nil {
+		return res, err
+	}
 	if err := d.execOps(ctx, ops, &res); err != nil {
 		return res, err
 	}
@@ -324,8 +328,11 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		saved = nil
 	}
 	defer waitSaved()
-	// The new worker reads the source ranges from their files.
+	// The new worker reads the source ranges and route maps from their files.
 	if _, err := d.writeACLs(cfg); err != nil {
+		return err
+	}
+	if _, err := d.writeRouteMaps(cfg); err != nil {
 		return err
 	}
 	tmp, digest, err := d.writeConfig(cfg, layout, d.opts.Render, hash)
@@ -368,6 +375,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.optsReason = ""
 	restore(false)
 	d.pruneACLs(cfg)
+	d.pruneRouteMaps(cfg)
 	if err := d.waitHash(ctx, hash); err != nil {
 		d.known = false
 		return err
