@@ -33,6 +33,13 @@ type Request struct {
 	// Current are the addresses its status lists: kept while still
 	// valid, so allocation is stable.
 	Current []netip.Addr
+	// Ours are those of Current its status marks as a proxy's (ipMode
+	// Proxy, as this controller writes them). One that no pool holds any
+	// more (its pool deleted, or unreadable when the controller started)
+	// stays with the Service, and is never handed out again, unless
+	// another Service's status lists it too (not sharing a key with it:
+	// the single-address mode's status, where every Service lists one).
+	Ours []netip.Addr
 	// KeepOnly: what it asks could not be read; it keeps its current
 	// addresses and gets nothing new. Also a reservation: what another
 	// controller's object (a Gateway seen by the Services mode, a Service
@@ -112,6 +119,7 @@ func Allocate(pools []Pool, reqs []Request) Result {
 			st.take(r, a)
 		}
 	}
+	st.keepOrphans(reqs)
 	for i := range reqs {
 		st.serve(&reqs[i])
 	}

@@ -50,6 +50,11 @@ func req(key string, mod ...func(*Request)) Request {
 }
 
 func current(a ...string) func(*Request) { return func(r *Request) { r.Current = addrs(a...) } }
+
+// ours: current addresses the status marks ipMode Proxy.
+func ours(a ...string) func(*Request) {
+	return func(r *Request) { r.Current, r.Ours = addrs(a...), addrs(a...) }
+}
 func asks(a ...string) func(*Request)    { return func(r *Request) { r.IPs = addrs(a...) } }
 func inPool(p string) func(*Request)     { return func(r *Request) { r.Pool = p } }
 func share(k string, port int32) func(*Request) {
@@ -92,6 +97,23 @@ func TestAllocate(t *testing.T) {
 			"a/x=198.18.0.11 a/y=198.18.0.10"},
 		{"a current address outside every pool is dropped", []Pool{web}, []Request{req("a/x", current("192.0.2.99"))},
 			"a/x=198.18.0.10"},
+		{"a pool gone (deleted, unreadable at start): its Service keeps the address its status marks ours, nobody else gets it", []Pool{web},
+			[]Request{req("a/w"), req("a/x", ours("192.0.2.99")), req("a/y", asks("192.0.2.99"))},
+			"a/w=198.18.0.10 a/x=192.0.2.99 a/y:AddressNotInPool"},
+		{"a pool gone: an address two statuses list is not a pool's (single-address mode)", []Pool{web},
+			[]Request{req("a/x", ours("192.0.2.99")), req("a/y", ours("192.0.2.99"))},
+			"a/x=198.18.0.10 a/y=198.18.0.11"},
+		{"a pool gone: Services sharing a key keep their shared address", []Pool{web},
+			[]Request{req("a/x", ours("192.0.2.99"), share("k", 443)), req("a/y", ours("192.0.2.99"), share("k", 80))},
+			"a/x=192.0.2.99 a/y=192.0.2.99"},
+		{"a pool gone: a Service that asks for another address moves", []Pool{web},
+			[]Request{req("a/x", ours("192.0.2.99"), asks("198.18.0.12")), req("a/y", ours("192.0.2.98"), inPool("web"))},
+			"a/x=198.18.0.12 a/y=198.18.0.10"},
+		{"a pool gone: not of the Service's family", []Pool{web}, []Request{req("a/x", ours("2001:db8:5::1"))},
+			"a/x=198.18.0.10"},
+		{"a pool over a kept address: still its Service's", []Pool{web, {Name: "new", Ranges: []Range{rg("192.0.2.98/31")}, AutoAssign: true, Priority: -1}},
+			[]Request{req("a/w"), req("a/x", ours("192.0.2.99"))},
+			"a/w=192.0.2.98 a/x=192.0.2.99"},
 		{"exhausted: the last waits", []Pool{web}, []Request{req("a/w"), req("a/x"), req("a/y"), req("a/z")},
 			"a/w=198.18.0.10 a/x=198.18.0.11 a/y=198.18.0.12 a/z:AddressPoolExhausted"},
 		{"asked address", []Pool{web}, []Request{req("a/x"), req("a/y", asks("198.18.0.12"))},

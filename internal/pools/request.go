@@ -42,6 +42,9 @@ func RequestFor(svc *corev1.Service, nsLabels map[string]string) (Request, error
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		if a, err := netip.ParseAddr(in.IP); err == nil && in.IP != "" {
 			r.Current = append(r.Current, a.Unmap())
+			if in.IPMode != nil && *in.IPMode == corev1.LoadBalancerIPModeProxy {
+				r.Ours = append(r.Ours, a.Unmap())
+			}
 		}
 	}
 	var err error
