@@ -55,8 +55,8 @@ func current(a ...string) func(*Request) { return func(r *Request) { r.Current =
 func ours(a ...string) func(*Request) {
 	return func(r *Request) { r.Current, r.Ours = addrs(a...), addrs(a...) }
 }
-func asks(a ...string) func(*Request)    { return func(r *Request) { r.IPs = addrs(a...) } }
-func inPool(p string) func(*Request)     { return func(r *Request) { r.Pool = p } }
+func asks(a ...string) func(*Request) { return func(r *Request) { r.IPs = addrs(a...) } }
+func inPool(p string) func(*Request)  { return func(r *Request) { r.Pool = p } }
 func share(k string, port int32) func(*Request) {
 	return func(r *Request) { r.ShareKey, r.Ports = k, []Port{{"TCP", port}} }
 }
