@@ -58,6 +58,7 @@ type config struct {
 	deaths                              int // node-death rounds of each kind
 	pools                               bool
 	publish                             string
+	gateway                             bool // the gateway benchmark (gateway.go)
 }
 
 func main() {
@@ -101,9 +102,17 @@ func main() {
 	flag.StringVar(&loadTarget, "load-target", "", "internal: run as the load process against these addresses")
 	flag.DurationVar(&loadDur, "load-duration", time.Hour, "internal: load process time limit")
 	flag.IntVar(&loadMax, "load-max", 1000000, "internal: load process connection limit")
+	flag.BoolVar(&c.gateway, "gateway", false, "instead: the Gateway API mode against the Services mode, endpoint and route churn to served, -changes per phase (root: a network namespace of its own)")
 	flag.Parse()
 	if loadTarget != "" {
 		os.Exit(runLoad(loadTarget, c.loadRate, loadDur, loadMax))
+	}
+	if c.gateway {
+		if err := runGatewayBench(c); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
