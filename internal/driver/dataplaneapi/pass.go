@@ -164,7 +164,8 @@ func (d *Driver) restructure(ctx context.Context, have, want *state, drain map[s
 		// The persister found the API changed meanwhile: start afresh.
 		return errors.New("dataplaneapi: the API's configuration changed during the pass; retrying")
 	}
-	if err := d.commitChanges(ctx, have, want, changes, p); err != nil {
+	raw, err := d.commitChanges(ctx, have, want, changes, p)
+	if err != nil {
 		d.forget()
 		if errors.Is(err, dataplane.ErrReloadFailed) {
 			err = d.repair(ctx, have, err, p)
@@ -172,6 +173,13 @@ func (d *Driver) restructure(ctx context.Context, have, want *state, drain map[s
 		return err
 	}
 	d.view, d.wanted, d.known = nil, nil, have.version+1
+	if raw {
+		// The API holds our sections exactly as rendered from want (they
+		// read back as written: the contract tests check it), so the next
+		// pass needs no read of them all (0.35 s and more at 1,000).
+		d.view = &state{version: have.version + 1, backends: want.backends, frontends: want.frontends}
+		d.wanted = want
+	}
 	clear(d.dirty)
 	d.runtimeFromConfig(want)
 	pid, err := d.c.WorkerPID(ctx)

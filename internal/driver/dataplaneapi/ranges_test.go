@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ func TestContractSourceRangesAndRawPath(t *testing.T) {
 				opts := Options{RawMinWrites: tc.raw, RawPersistMin: tc.raw}
 				d := a.driver(opts)
 				apply(t, d, cfg)
+				if res, err := d.Apply(ctx, cfg); err != nil || res.Ops != 0 {
+					t.Errorf("the same driver again: %d writes (%v), want none", res.Ops, err)
+				}
 				a.nothingToWrite(t, opts, cfg)
 				for fe, stage := range map[string]string{"fe_hks-ranges_web_80": "connection", "fe_hks-ranges2_web_80": "content"} {
 					rules, _, err := a.c.List(ctx, dataplane.FrontendPath(fe)+"/tcp_request_rules", "")
@@ -60,6 +64,8 @@ func TestContractSourceRangesAndRawPath(t *testing.T) {
 					t.Errorf("a client outside the source ranges was served")
 				}
 				// The ranges change: the other client now, the first no more.
+				// (A new slice: an applied Config is never changed in place.)
+				cfg.Frontends = slices.Clone(cfg.Frontends)
 				cfg.Frontends[0].SourceRanges = []netip.Prefix{netip.MustParsePrefix("127.81.21.6/32")}
 				apply(t, d, cfg)
 				waitServed(t, fe, "127.81.21.6")

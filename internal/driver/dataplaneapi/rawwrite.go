@@ -112,16 +112,17 @@ func (d *Driver) rawCommit(ctx context.Context, have, want *state, p *Pass) erro
 }
 
 // commitChanges makes a structural change: in one raw write when that is
-// cheaper and every section renders, else in one transaction.
-func (d *Driver) commitChanges(ctx context.Context, have, want *state, changes []change, p *Pass) error {
+// cheaper and every section renders (raw is then true), else in one
+// transaction.
+func (d *Driver) commitChanges(ctx context.Context, have, want *state, changes []change, p *Pass) (raw bool, err error) {
 	if d.useRaw(changes) {
 		err := d.rawCommit(ctx, have, want, p)
 		if !errors.Is(err, errNotRenderable) {
-			return err
+			return true, err
 		}
 		d.log.Info("dataplane: a section cannot be written as text; using a transaction", "err", err)
 	}
-	return d.transact(ctx, have, changes, p)
+	return false, d.transact(ctx, have, changes, p)
 }
 
 // slotWrite is a slot's configuration due to be written.

@@ -76,7 +76,7 @@ func (d *Driver) repair(ctx context.Context, before *state, cause error, p *Pass
 		return cause
 	}
 	var rp Pass
-	if err := d.commitChanges(ctx, now, before, changes, &rp); err != nil {
+	if _, err := d.commitChanges(ctx, now, before, changes, &rp); err != nil {
 		return errors.Join(cause, fmt.Errorf("repair after the failed reload: %w", err))
 	}
 	p.Writes += rp.Writes
