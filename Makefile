@@ -42,7 +42,7 @@ testbin_only = HKS_TESTBIN_DIR="$$(hack/testbin.sh $(1) | tail -n 1)"; export HK
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-apiserver clean image chaos
+.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-pools bench-apiserver clean image chaos
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
@@ -125,6 +125,11 @@ bench: deps-haproxy
 bench-gateway: deps-haproxy
 	$(GO) build -o bin/bench ./hack/bench
 	$(call testbin_only,kube-apiserver etcd) exec bin/bench -gateway -changes $(or $(CHANGES),40) $(BENCHFLAGS)
+
+# The LoadBalancer address pools against one address for all (issue 21),
+# side by side in one run: make bench-pools SERVICES=10000 CHANGES=200
+bench-pools: BENCHFLAGS += -compare-pools -node-deaths=0
+bench-pools: bench
 
 # kube-apiserver failover and join times (root: a network namespace).
 bench-apiserver: deps

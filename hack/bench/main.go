@@ -59,6 +59,8 @@ type config struct {
 	pools                               bool
 	publish                             string
 	gateway                             bool // the gateway benchmark (gateway.go)
+	comparePools                        bool
+	statusQPS                           float64
 }
 
 func main() {
@@ -69,6 +71,8 @@ func main() {
 	flag.IntVar(&c.services, "services", 1000, "LoadBalancer Services (S)")
 	flag.StringVar(&c.publish, "publish-address", "", "the controller's --publish-address: every Service's status written, as -pools does (for a fair comparison with -pools)")
 	flag.BoolVar(&c.pools, "pools", false, "each Service on its own address from an AddressPool (--address-pools; a loopback pool, 127.64.0.0/16)")
+	flag.BoolVar(&c.comparePools, "compare-pools", false, "two hybrid runs side by side: one address for all (-publish-address 127.0.0.1), then -pools; no reload baseline")
+	flag.Float64Var(&c.statusQPS, "status-qps", 0, "the controller's --status-qps (0: its default)")
 	flag.IntVar(&c.endpoints, "endpoints", 5, "endpoints per Service (E), each on a different node")
 	flag.IntVar(&c.nodes, "nodes", 20, "nodes (N), at 127.<subnet>.0.1..N")
 	flag.IntVar(&c.changes, "changes", 500, "single-object changes whose latency is measured (C)")
@@ -237,7 +241,7 @@ func run(c config) error {
 		return err
 	}
 	logf("kube-apiserver ready in %s", since(t))
-	if c.pools {
+	if c.pools || c.comparePools {
 		if err := installPool(context.Background(), kube.Config); err != nil {
 			return fmt.Errorf("-pools: %w", err)
 		}
@@ -282,6 +286,16 @@ func run(c config) error {
 		res, err := b.runDataplane(ctx, c.changes)
 		if err != nil {
 			return fmt.Errorf("dataplane: %w", err)
+		}
+		printTable(os.Stdout, res)
+		js, _ := json.Marshal(res)
+		fmt.Println(string(js))
+		return nil
+	}
+	if c.comparePools {
+		res, err := b.comparePools(ctx)
+		if err != nil {
+			return err
 		}
 		printTable(os.Stdout, res)
 		js, _ := json.Marshal(res)

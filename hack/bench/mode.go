@@ -37,6 +37,7 @@ type result struct {
 	ControllerCPU float64      `json:"controller_cpu_s"`
 	HAProxyRSS    float64      `json:"haproxy_rss_mib"`
 	InitialSync   float64      `json:"initial_sync_s"`
+	StatusSync    float64      `json:"status_sync_s,omitempty"` // every Service's status written (with -pools: allocated), from the controller's start
 	HealthChecks  bool         `json:"health_checks"`
 	NodeChecks    int          `json:"node_checks"` // checks HAProxy runs for --node-check: one per node
 	Mode          string       `json:"mode"`
@@ -78,6 +79,9 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	if c.publish != "" {
 		args = append(args, "--publish-address", c.publish)
 	}
+	if c.statusQPS != 0 {
+		args = append(args, "--status-qps", strconv.FormatFloat(c.statusQPS, 'f', -1, 64))
+	}
 	if c.nodeChecks() {
 		args = append(args, "--node-check=http:"+strconv.Itoa(nodeCheckPort)+"/healthz", "--node-check-interval="+c.nodeInter.String(),
 			"--node-check-rise="+strconv.Itoa(c.nodeRise), "--node-check-fall="+strconv.Itoa(c.nodeFall))
@@ -106,9 +110,22 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	}
 	res.InitialSync = seen.Sub(start).Seconds()
 	logf("initial sync: every server of %d backends in HAProxy %.2fs after the controller started", c.services, res.InitialSync)
+	var addrs map[int]netip.Addr
+	if c.writesStatus() {
+		// Statuses (with -pools: the allocation) written before the churn:
+		// each write makes the next pass a full one.
+		if seen, addrs, err = b.statusSync(ctx, c.services, c.syncTimeout); err != nil {
+			return nil, fmt.Errorf("statuses: %w", err)
+		}
+		res.StatusSync = seen.Sub(start).Seconds()
+		logf("statuses: every Service's address in its status %.2fs after the controller started", res.StatusSync)
+	}
 	var targets []string
 	for i := range c.probe {
 		addr := c.frontendAddr(i)
+		if a, ok := addrs[i]; ok && c.pools {
+			addr = netip.AddrPortFrom(a, uint16(c.feBase+i)).String() // the address it was given
+		}
 		if err := probe(addr, 10*time.Second); err != nil {
 			return nil, fmt.Errorf("probe of Service %d: %w", i, err)
 		}
@@ -307,6 +324,7 @@ func printTable(out io.Writer, r *result) {
 		unit string
 	}{
 		{"initial sync", func(r *result) float64 { return r.InitialSync }, "s"},
+		{"statuses written", func(r *result) float64 { return r.StatusSync }, "s"},
 		{"latency p50", func(r *result) float64 { return r.P50 }, "ms"},
 		{"latency p90", func(r *result) float64 { return r.P90 }, "ms"},
 		{"latency p99", func(r *result) float64 { return r.P99 }, "ms"},
@@ -324,11 +342,11 @@ func printTable(out io.Writer, r *result) {
 	}
 	fmt.Fprintf(out, "\n%d Services, %d endpoints, health checks %v, node checks %d; changes: %s %d", r.Services, r.Endpoints, r.HealthChecks, r.NodeChecks, r.Mode, r.Changes)
 	if r.Baseline != nil {
-		fmt.Fprintf(out, ", reload %d", r.Baseline.Changes)
+		fmt.Fprintf(out, ", %s %d", r.Baseline.Mode, r.Baseline.Changes)
 	}
 	fmt.Fprintf(out, "\n%-24s %12s", "", r.Mode)
 	if r.Baseline != nil {
-		fmt.Fprintf(out, " %12s %16s", "reload", "reload/hybrid")
+		fmt.Fprintf(out, " %12s %16s", r.Baseline.Mode, r.Baseline.Mode+"/"+r.Mode)
 	}
 	fmt.Fprintln(out)
 	for _, row := range rows {
