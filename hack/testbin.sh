@@ -16,7 +16,14 @@
 #   kwok      installed from the Go module proxy at $kwok_version below;
 #   test-images.tar
 #       the real-node tier's container images (agnhost and the pause sandbox),
-#       packaged by hack/image/testimage from agnhost.
+#       packaged by hack/image/testimage from agnhost;
+#   echo-basic, coredns
+#       the Gateway API conformance suite's backends, from the module in
+#       hack/conformance (echo-basic: sigs.k8s.io/gateway-api/conformance's
+#       own command; coredns: CoreDNS with the plugins the suite configures);
+#   conformance-images.tar
+#       both packaged by hack/image/testimage under the image names the
+#       suite's manifests use (registry.k8s.io/...; never pulled).
 #
 # Each one is cached on its own, in
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin/bin/<name>/<key>/
@@ -37,6 +44,7 @@ GO=${GO:-go}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 src="$root/hack/testbin"
 imgsrc="$root/hack/image"
+confsrc="$root/hack/conformance"
 cache_root=${HKS_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin}
 
 log() { printf 'testbin: %s\n' "$*" >&2; }
@@ -44,7 +52,8 @@ log() { printf 'testbin: %s\n' "$*" >&2; }
 [[ -f "$src/go.mod" ]] || { log "no module at $src"; exit 1; }
 
 gobins=(kube-apiserver kube-controller-manager kubelet kube-proxy etcd agnhost)
-all=("${gobins[@]}" kwok test-images.tar)
+confbins=(echo-basic coredns)
+all=("${gobins[@]}" kwok test-images.tar "${confbins[@]}" conformance-images.tar)
 
 # kube-apiserver reports the version of k8s.io/kubernetes from go.mod on
 # /version, as a released binary would (unstamped it says v0.0.0-master).
@@ -69,6 +78,10 @@ done
 want() { [[ " ${requested[*]} " == *" $1 "* ]]; }
 # The images need agnhost.
 if want test-images.tar && ! want agnhost; then requested+=(agnhost); fi
+if want conformance-images.tar; then
+	want echo-basic || requested+=(echo-basic)
+	want coredns || requested+=(coredns)
+fi
 
 platform=$("$GO" env GOOS GOARCH GOVERSION)
 
@@ -98,6 +111,20 @@ done
 key[kwok]=$(printf '%s\n%s\n' "kwok $kwok_version" "$platform" | sha256sum | cut -c1-16)
 key[test-images.tar]=$({
 	echo "${key[agnhost]}"
+	hashfiles "$imgsrc" go.mod go.sum
+	hashfiles "$imgsrc/testimage" '*.go'
+} | sha256sum | cut -c1-16)
+
+confkey=$(hashfiles "$confsrc" go.mod go.sum)
+for b in "${confbins[@]}"; do
+	key[$b]=$({
+		echo "$confkey $b"
+		[[ $b != coredns ]] || hashfiles "$confsrc/coredns" '*.go'
+		echo "$platform"
+	} | sha256sum | cut -c1-16)
+done
+key[conformance-images.tar]=$({
+	echo "${key[echo-basic]} ${key[coredns]}"
 	hashfiles "$imgsrc" go.mod go.sum
 	hashfiles "$imgsrc/testimage" '*.go'
 } | sha256sum | cut -c1-16)
@@ -154,6 +181,27 @@ build_missing() {
 		# Outside the module dir so that hack/testbin's go.mod does not apply.
 		(cd "$tmp" && GOBIN="$tmp" GOFLAGS= "$GO" install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$kwok_version") >&2
 		install_one kwok "$tmp/kwok"
+	fi
+	local conf=()
+	for b in "${confbins[@]}"; do
+		[[ " ${todo[*]} " == *" $b "* ]] && conf+=("$b")
+	done
+	if [[ ${#conf[@]} -gt 0 ]]; then
+		# Static: each runs alone in a scratch image.
+		local cpkgs=()
+		for b in "${conf[@]}"; do
+			case $b in
+			echo-basic) cpkgs+=(sigs.k8s.io/gateway-api/conformance/echo-basic) ;;
+			coredns) cpkgs+=(./coredns) ;;
+			esac
+		done
+		(cd "$confsrc" && CGO_ENABLED=0 "$GO" build -trimpath -o "$tmp/" "${cpkgs[@]}") >&2
+		for b in "${conf[@]}"; do install_one "$b" "$tmp/$b"; done
+	fi
+	if [[ " ${todo[*]} " == *" conformance-images.tar "* ]]; then
+		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2
+		"$tmp/testimage" -echo-basic "$(path echo-basic)/echo-basic" -coredns "$(path coredns)/coredns" -o "$tmp/conformance-images.tar" >&2
+		install_one conformance-images.tar "$tmp/conformance-images.tar"
 	fi
 	if [[ " ${todo[*]} " == *" test-images.tar "* ]]; then
 		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2

@@ -11,6 +11,11 @@
 // `ctr -n k8s.io images import` reads.
 //
 //	testimage -agnhost DIR/agnhost -o DIR/test-images.tar
+//
+// With -echo-basic and -coredns it packs instead the images the Gateway
+// API conformance suite's manifests name (conformance.go).
+//
+//	testimage -echo-basic DIR/echo-basic -coredns DIR/coredns -o DIR/conformance-images.tar
 package main
 
 import (
@@ -42,8 +47,16 @@ const (
 func main() {
 	bin := flag.String("agnhost", "", "static agnhost binary (CGO_ENABLED=0)")
 	out := flag.String("o", "", "output tarball")
+	echo := flag.String("echo-basic", "", "static echo-basic binary (conformance images)")
+	coredns := flag.String("coredns", "", "static coredns binary (conformance images)")
 	flag.Parse()
-	if err := build(*bin, *out); err != nil {
+	var err error
+	if *echo != "" || *coredns != "" {
+		err = buildConformance(*echo, *coredns, *out)
+	} else {
+		err = build(*bin, *out)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "testimage:", err)
 		os.Exit(1)
 	}
@@ -57,30 +70,51 @@ func build(bin, out string) error {
 	if err != nil {
 		return err
 	}
-	layer, err := agnhostLayer(exe)
+	base, err := binaryImage("agnhost", exe)
 	if err != nil {
 		return err
 	}
-	base, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
-	if err != nil {
-		return err
-	}
-	base = mutate.ConfigMediaType(base, types.OCIConfigJSON)
 	images := map[name.Reference]v1.Image{}
 	for ref, entrypoint := range map[string][]string{
 		agnhostImage: {"/agnhost"},
 		pauseImage:   {"/agnhost", "pause"},
 	} {
-		img, err := withEntrypoint(base, entrypoint)
-		if err != nil {
+		if err := addImage(images, ref, base, entrypoint); err != nil {
 			return err
 		}
-		tag, err := name.NewTag(ref)
-		if err != nil {
-			return err
-		}
-		images[tag] = img
 	}
+	return writeImages(images, out)
+}
+
+// binaryImage is a scratch OCI image of one layer holding exe at /NAME.
+func binaryImage(name string, exe []byte) (v1.Image, error) {
+	layer, err := binaryLayer(name, exe)
+	if err != nil {
+		return nil, err
+	}
+	base, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.ConfigMediaType(base, types.OCIConfigJSON), nil
+}
+
+// addImage tags base, run as entrypoint, as ref in images.
+func addImage(images map[name.Reference]v1.Image, ref string, base v1.Image, entrypoint []string) error {
+	img, err := withEntrypoint(base, entrypoint)
+	if err != nil {
+		return err
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return err
+	}
+	images[tag] = img
+	return nil
+}
+
+// writeImages writes images as one docker-archive tarball.
+func writeImages(images map[name.Reference]v1.Image, out string) error {
 	f, err := os.Create(out)
 	if err != nil {
 		return err
@@ -92,9 +126,9 @@ func build(bin, out string) error {
 	return f.Close()
 }
 
-// agnhostLayer is one layer: /agnhost, /tmp, and an empty /etc/hosts-less
+// binaryLayer is one layer: /NAME, /tmp, and an empty /etc/hosts-less
 // root (the runtime mounts /etc/hosts, /etc/hostname and /etc/resolv.conf).
-func agnhostLayer(exe []byte) (v1.Layer, error) {
+func binaryLayer(name string, exe []byte) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	epoch := time.Unix(0, 0)
@@ -106,7 +140,7 @@ func agnhostLayer(exe []byte) (v1.Layer, error) {
 			return nil, err
 		}
 	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "agnhost", Mode: 0o755, Size: int64(len(exe)), ModTime: epoch}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(exe)), ModTime: epoch}); err != nil {
 		return nil, err
 	}
 	if _, err := tw.Write(exe); err != nil {
