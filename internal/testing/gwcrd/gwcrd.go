@@ -38,13 +38,28 @@ func Dir() (string, error) {
 	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
 }
 
+// All are every CRD of the standard channel (HTTPRoute, GRPCRoute,
+// BackendTLSPolicy and ListenerSet too): the upstream conformance suite
+// applies manifests of all of them.
+var All = []string{"backendtlspolicies", "gatewayclasses", "gateways", "grpcroutes", "httproutes", "listenersets",
+	"referencegrants", "tcproutes", "tlsroutes", "udproutes"}
+
 // Install creates the standard CRDs and waits until they are served.
 func Install(t testing.TB, cfg *rest.Config) { InstallAlpha(t, cfg) }
+
+// InstallAll creates every CRD of the standard channel (All) and waits
+// until they are served.
+func InstallAll(t testing.TB, cfg *rest.Config) { install(t, cfg, All, nil) }
 
 // InstallAlpha is Install, but the route CRDs named in alpha (e.g.
 // "tcproutes") serve and store v1alpha2 only, as in a cluster with an
 // older bundle.
 func InstallAlpha(t testing.TB, cfg *rest.Config, alpha ...string) {
+	t.Helper()
+	install(t, cfg, Standard, alpha)
+}
+
+func install(t testing.TB, cfg *rest.Config, resources, alpha []string) {
 	t.Helper()
 	dir, err := Dir()
 	if err != nil {
@@ -55,7 +70,8 @@ func InstallAlpha(t testing.TB, cfg *rest.Config, alpha ...string) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, r := range Standard {
+	served := map[string]string{}
+	for _, r := range resources {
 		raw, err := os.ReadFile(filepath.Join(dir, "gateway.networking.k8s.io_"+r+".yaml"))
 		if err != nil {
 			t.Fatal(err)
@@ -74,20 +90,20 @@ func InstallAlpha(t testing.TB, cfg *rest.Config, alpha ...string) {
 				t.Fatal(err)
 			}
 		}
+		versions, _, _ := unstructured.NestedSlice(obj, "spec", "versions")
+		for _, v := range versions {
+			if m := v.(map[string]any); m["served"] == true && served[r] == "" {
+				served[r], _ = m["name"].(string)
+			}
+		}
 		u := &unstructured.Unstructured{Object: obj}
 		if _, err := dc.Resource(crdGVR).Create(ctx, u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("create CRD %s: %v", r, err)
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for _, r := range Standard {
-		gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: r}
-		if r == "referencegrants" {
-			gvr.Version = "v1beta1"
-		}
-		if slices.Contains(alpha, r) {
-			gvr.Version = "v1alpha2"
-		}
+	for _, r := range resources {
+		gvr := schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: served[r], Resource: r}
 		for {
 			_, err := dc.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
 			if err == nil {

@@ -141,12 +141,14 @@ func (n *Node) ctr(args ...string) error {
 }
 
 func (n *Node) importImages() error {
-	tar, err := filepath.EvalSymlinks(filepath.Join(n.tier.bins, "test-images.tar"))
-	if err != nil {
-		return err
-	}
-	if err := n.ctr("images", "import", tar); err != nil {
-		return err
+	for _, name := range append([]string{"test-images.tar"}, n.tier.images...) {
+		tar, err := filepath.EvalSymlinks(filepath.Join(n.tier.bins, name))
+		if err != nil {
+			return err
+		}
+		if err := n.ctr("images", "import", tar); err != nil {
+			return err
+		}
 	}
 	for _, img := range []string{AgnhostImage, PauseImage} {
 		if err := n.ctr("images", "check", "name=="+img); err != nil {

@@ -69,6 +69,9 @@ type Options struct {
 	Nodes int
 	// ControllerManagerArgs are extra kube-controller-manager flags.
 	ControllerManagerArgs []string
+	// Images are more image archives of the testbin directory (e.g.
+	// "conformance-images.tar") every node imports besides test-images.tar.
+	Images []string
 }
 
 // Tier is a running set of real nodes with their apiserver.
@@ -85,7 +88,8 @@ type Tier struct {
 	bins    string
 	cg      *cgroups
 	fwd     *forward
-	nodeCfg string // kubeconfig the nodes use
+	nodeCfg string   // kubeconfig the nodes use
+	images  []string // extra image archives (Options.Images)
 
 	mu       sync.Mutex
 	cleanups []func() error
@@ -112,7 +116,7 @@ func Start(t testing.TB, opts Options) *Tier {
 	if err != nil {
 		t.Fatalf("nodes: %v", err)
 	}
-	for _, b := range []string{"kubelet", "kube-proxy", "test-images.tar"} {
+	for _, b := range append([]string{"kubelet", "kube-proxy", "test-images.tar"}, opts.Images...) {
 		if _, err := os.Stat(filepath.Join(bins, b)); err != nil {
 			t.Fatalf("nodes: %s missing in %s (hack/testbin.sh builds it; HKS_TESTBIN_DIR names an older set?): %v", b, bins, err)
 		}
@@ -124,7 +128,7 @@ func Start(t testing.TB, opts Options) *Tier {
 	})
 	p := fmt.Sprintf("hkn%d-%d-", os.Getpid()%100000, seq.Add(1))
 	tr := &Tier{Kube: kube, Client: kube.Client(t), Underlay: p + "u", LB: p + "lb", ClientNS: p + "c",
-		dir: t.TempDir(), prefix: p, bins: bins}
+		dir: t.TempDir(), prefix: p, bins: bins, images: opts.Images}
 	t.Cleanup(func() {
 		if err := tr.stop(); err != nil {
 			t.Errorf("nodes: cleanup: %v", err)
