@@ -82,6 +82,10 @@ func Compute(in Input, opts Options) Result {
 		}
 		x.listeners = listenersOf(g, opts.UDP)
 		for _, l := range x.listeners {
+			w.certRefs(g, l)
+			if l.statusOnly() {
+				continue // binds nothing
+			}
 			pk := portKey{udp: l.udp(), port: l.port}
 			if x.pooled {
 				// Its own addresses (or shared without a port clash,
@@ -99,7 +103,7 @@ func Compute(in Input, opts Options) Result {
 	}
 
 	for _, r := range routesOf(in) {
-		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 {
+		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 && r.key.Kind != KindHTTPRoute {
 			res.Routes[r.key] = sts
 		}
 	}

@@ -40,6 +40,8 @@ type Input struct {
 	TCPRoutes  []*gwv1.TCPRoute
 	TLSRoutes  []*gwv1.TLSRoute
 	UDPRoutes  []*gwv1.UDPRoute
+	HTTPRoutes []*gwv1.HTTPRoute // counted in HTTP listeners' attachedRoutes only (http.go)
+	Secrets    []*Secret         // what HTTPS listeners' certificateRefs name
 	Grants     []*gwv1beta1.ReferenceGrant
 	Services   []*corev1.Service
 	Slices     []*desired.Slice
@@ -125,6 +127,7 @@ func routesOf(in Input) []*route {
 		}
 		out = append(out, rt)
 	}
+	out = append(out, httpRoutes(in)...)
 	// The oldest route wins what two routes want (a TCP listener, a
 	// server name); ties by kind, namespace and name, as the spec says.
 	slices.SortFunc(out, func(a, b *route) int { return older(a.meta, b.meta, a.key.String(), b.key.String()) })

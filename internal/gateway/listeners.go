@@ -23,8 +23,11 @@ type listener struct {
 	badKinds bool   // allowedRoutes.kinds named a kind we do not take
 	conflict string // "HostnameConflict" or "ProtocolConflict"; "" for none
 	attached int32
-	routes   []*attachedRoute // served, oldest first
-	served   bool             // in the model
+	// certWhy/certMsg: an HTTPS listener's certificateRefs do not resolve
+	// (a ListenerConditionReason); "" when they do.
+	certWhy, certMsg string
+	routes           []*attachedRoute // served, oldest first
+	served           bool             // in the model
 }
 
 // attachedRoute is a route attached to a listener, with the server names
@@ -63,8 +66,11 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 			if s.TLS != nil && s.TLS.Mode != nil && *s.TLS.Mode != gwv1.TLSModePassthrough {
 				l.reject("UnsupportedValue", "only tls.mode Passthrough is supported")
 			}
+		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
+			kind = KindHTTPRoute // status only (http.go)
+			httpListener(l)
 		default:
-			l.reject("UnsupportedProtocol", "protocol "+string(s.Protocol)+" is not supported: TCP, TLS (passthrough) and UDP are")
+			l.reject("UnsupportedProtocol", "protocol "+string(s.Protocol)+" is not supported: TCP, TLS (passthrough) and UDP are (HTTP and HTTPS: status only)")
 		}
 		if l.hostname != "" && !model.ValidSNI(l.hostname) {
 			l.reject("UnsupportedValue", "hostname is not a valid DNS name")
@@ -83,7 +89,7 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 			switch {
 			case a.spec.Protocol != b.spec.Protocol:
 				a.conflict = "ProtocolConflict"
-			case a.spec.Protocol != gwv1.TLSProtocolType || a.hostname == b.hostname:
+			case (a.spec.Protocol != gwv1.TLSProtocolType && !a.statusOnly()) || a.hostname == b.hostname:
 				if a.conflict == "" {
 					a.conflict = "HostnameConflict"
 				}

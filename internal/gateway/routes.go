@@ -15,13 +15,14 @@ import (
 // world indexes what routes refer to.
 type world struct {
 	services map[Key]*corev1.Service
+	secrets  map[Key]*Secret
 	slices   map[Key][]*desired.Slice
 	grants   map[string][]*gwv1beta1.ReferenceGrant // by namespace
 	nsLabels map[string]map[string]string
 }
 
 func newWorld(in Input) *world {
-	w := &world{services: map[Key]*corev1.Service{}, slices: map[Key][]*desired.Slice{}, grants: map[string][]*gwv1beta1.ReferenceGrant{},
+	w := &world{services: map[Key]*corev1.Service{}, secrets: map[Key]*Secret{}, slices: map[Key][]*desired.Slice{}, grants: map[string][]*gwv1beta1.ReferenceGrant{},
 		nsLabels: namespaceLabels(in.Namespaces)}
 	for _, s := range in.Services {
 		w.services[Key{s.Namespace, s.Name}] = s
@@ -31,6 +32,9 @@ func newWorld(in Input) *world {
 			k := Key{s.Namespace, s.Service}
 			w.slices[k] = append(w.slices[k], s)
 		}
+	}
+	for _, s := range in.Secrets {
+		w.secrets[Key{s.Namespace, s.Name}] = s
 	}
 	for _, g := range in.Grants {
 		w.grants[g.Namespace] = append(w.grants[g.Namespace], g)
@@ -180,7 +184,7 @@ func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *wo
 		}
 		nsOK = true
 		var snis []string
-		if r.key.Kind == KindTLSRoute {
+		if r.key.Kind == KindTLSRoute || r.key.Kind == KindHTTPRoute {
 			if snis = routeSNIs(r.hostnames, l.hostname); len(snis) == 0 {
 				continue
 			}
@@ -205,9 +209,12 @@ func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *wo
 // UDP) or all of the server names r wants there (TLS).
 func (l *listener) claim(r *route, snis []string, refs []resolvedRef) {
 	a := &attachedRoute{r: r, refs: refs}
-	if l.spec.Protocol != gwv1.TLSProtocolType {
+	switch {
+	case l.statusOnly():
+		// Counted, never served (http.go).
+	case l.spec.Protocol != gwv1.TLSProtocolType:
 		a.served = !slices.ContainsFunc(l.routes, func(o *attachedRoute) bool { return o.served })
-	} else {
+	default:
 		for _, s := range snis {
 			if !l.taken(s) {
 				a.snis = append(a.snis, s)

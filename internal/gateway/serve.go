@@ -30,7 +30,7 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 	fronts := map[uint16]*model.Frontend{}
 	var ports []uint16
 	for _, l := range x.listeners {
-		if !l.accepted {
+		if !l.accepted || l.statusOnly() {
 			continue
 		}
 		if l.udp() {

@@ -68,14 +68,20 @@ func gatewayStatus(x *gw, lb []netip.Addr) gwv1.GatewayStatus {
 		} else {
 			ls.Conditions = append(ls.Conditions, cond("Accepted", false, l.why, l.msg, gen))
 		}
-		if l.served && x.addrOK {
+		switch {
+		case l.served && x.addrOK:
 			ls.Conditions = append(ls.Conditions, cond("Programmed", true, "Programmed", "programmed", gen))
-		} else {
+		case l.statusOnly() && l.accepted && l.certWhy == "" && x.addrOK:
+			ls.Conditions = append(ls.Conditions, cond("Programmed", true, "Programmed", "status only: HTTP and HTTPS listeners bind nothing and serve no HTTPRoute", gen))
+		default:
 			ls.Conditions = append(ls.Conditions, cond("Programmed", false, "Invalid", "not programmed", gen))
 		}
-		if l.badKinds {
+		switch {
+		case l.badKinds:
 			ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", false, "InvalidRouteKinds", "allowedRoutes.kinds names kinds this listener cannot take", gen))
-		} else {
+		case l.certWhy != "":
+			ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", false, l.certWhy, l.certMsg, gen))
+		default:
 			ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", true, "ResolvedRefs", "resolved", gen))
 		}
 		if l.conflict != "" {

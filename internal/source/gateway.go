@@ -29,15 +29,19 @@ import (
 // TLSRoute, UDPRoute v1, as the v1.6 standard bundle serves them;
 // ReferenceGrant v1beta1), and the Services, EndpointSlices (slimmed as
 // in the Services mode) and Namespaces (labels, for allowedRoutes) they
-// refer to.
+// refer to; HTTPRoutes v1 (parents and hostnames only) and Secrets (only
+// whether each holds a certificate and key: gatewaysecrets.go) for the
+// status of HTTP and HTTPS listeners, which are status only.
 type Gateway struct {
-	kube, gw   informers.SharedInformerFactory
+	kube, sec  informers.SharedInformerFactory
 	gwf        gwinformers.SharedInformerFactory
 	classes    cache.SharedIndexInformer
 	gateways   cache.SharedIndexInformer
 	tcp        cache.SharedIndexInformer
 	tls        cache.SharedIndexInformer
 	udp        cache.SharedIndexInformer
+	http       cache.SharedIndexInformer
+	secrets    cache.SharedIndexInformer
 	grants     cache.SharedIndexInformer
 	services   cache.SharedIndexInformer
 	slices     cache.SharedIndexInformer
@@ -56,7 +60,9 @@ type Gateway struct {
 func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool, routes map[string]string) *Gateway {
 	kf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Slim))
 	gf := gwinformers.NewSharedInformerFactoryWithOptions(gc, 0, gwinformers.WithTransform(gatewayTransform))
-	g := &Gateway{kube: kf, gwf: gf, udpOn: udp,
+	sf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(secretTransform))
+	g := &Gateway{kube: kf, sec: sf, gwf: gf, udpOn: udp,
+		secrets:    sf.Core().V1().Secrets().Informer(),
 		classes:    gf.Gateway().V1().GatewayClasses().Informer(),
 		gateways:   gf.Gateway().V1().Gateways().Informer(),
 		grants:     gf.Gateway().V1beta1().ReferenceGrants().Informer(),
@@ -76,6 +82,9 @@ func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool, ro
 		g.tls = v1.TLSRoutes().Informer()
 	case RouteV1Alpha2:
 		g.tls = v1a2.TLSRoutes().Informer()
+	}
+	if routes[gateway.KindHTTPRoute] == RouteV1 {
+		g.http = v1.HTTPRoutes().Informer()
 	}
 	switch {
 	case !udp:
@@ -100,13 +109,16 @@ func gatewayTransform(obj any) (any, error) {
 		return convert[gwv1.TLSRoute](o)
 	case *gwv1a2.UDPRoute:
 		return convert[gwv1.UDPRoute](o)
+	case *gwv1.HTTPRoute:
+		// Counted only: parents and hostnames.
+		return &gwv1.HTTPRoute{ObjectMeta: o.ObjectMeta, Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: o.Spec.CommonRouteSpec, Hostnames: o.Spec.Hostnames}}, nil
 	}
 	return obj, nil
 }
 
 func (g *Gateway) all() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{g.classes, g.gateways, g.grants, g.services, g.slices, g.namespaces}
-	for _, r := range []cache.SharedIndexInformer{g.tcp, g.tls, g.udp, g.pools} {
+	out := []cache.SharedIndexInformer{g.classes, g.gateways, g.grants, g.services, g.slices, g.namespaces, g.secrets}
+	for _, r := range []cache.SharedIndexInformer{g.tcp, g.tls, g.udp, g.http, g.pools} {
 		if r != nil {
 			out = append(out, r)
 		}
@@ -129,6 +141,7 @@ func (g *Gateway) OnChange(fn func()) error {
 // CRD that is not installed never syncs: the error names the wait).
 func (g *Gateway) Start(ctx context.Context, timeout time.Duration) error {
 	g.kube.Start(ctx.Done())
+	g.sec.Start(ctx.Done())
 	g.gwf.Start(ctx.Done())
 	if g.poolFactory != nil {
 		g.poolFactory.Start(ctx.Done())
@@ -164,6 +177,8 @@ func (g *Gateway) Snapshot() gateway.Input {
 		TCPRoutes:  listOf[*gwv1.TCPRoute](g.tcp),
 		TLSRoutes:  listOf[*gwv1.TLSRoute](g.tls),
 		UDPRoutes:  listOf[*gwv1.UDPRoute](g.udp),
+		HTTPRoutes: listOf[*gwv1.HTTPRoute](g.http),
+		Secrets:    listOf[*gateway.Secret](g.secrets),
 		Grants:     listOf[*gwv1beta1.ReferenceGrant](g.grants),
 		Services:   listOf[*corev1.Service](g.services),
 		Slices:     listOf[*desired.Slice](g.slices),

@@ -21,6 +21,9 @@ var routeResources = map[string]string{
 	gateway.KindTCPRoute: "tcproutes",
 	gateway.KindTLSRoute: "tlsroutes",
 	gateway.KindUDPRoute: "udproutes",
+	// HTTPRoutes are only counted (attachedRoutes of HTTP listeners,
+	// status only); watched when v1 is served.
+	gateway.KindHTTPRoute: "httproutes",
 }
 
 // RouteVersions asks the apiserver which version of each route kind it

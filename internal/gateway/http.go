@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// HTTP and HTTPS listeners are status only: this controller serves no
+// HTTP. They are validated and carry the listener status the spec asks
+// for (supportedKinds HTTPRoute, attachedRoutes, certificateRefs resolved
+// through ReferenceGrants), as the core Gateway tests of every upstream
+// conformance profile need, but they bind nothing, and no HTTPRoute ever
+// gets a status from this controller: a route is never reported Accepted
+// while its traffic is not served. docs/gateway.md says so.
+
+// KindHTTPRoute is read for attachedRoutes only.
+const KindHTTPRoute = "HTTPRoute"
+
+// Secret is what Compute reads of a Secret an HTTPS listener names:
+// whether it holds a usable certificate and key (kubernetes.io/tls,
+// tls.crt and tls.key that parse as a pair). The informer keeps nothing
+// else of it (source.Gateway's transform).
+type Secret struct {
+	metav1.ObjectMeta
+	ValidTLS bool
+}
+
+// statusOnly reports a listener of a protocol this controller does not
+// serve but reports status for.
+func (l *listener) statusOnly() bool {
+	return l.spec.Protocol == gwv1.HTTPProtocolType || l.spec.Protocol == gwv1.HTTPSProtocolType
+}
+
+// httpListener validates an HTTP or HTTPS listener's own fields.
+func httpListener(l *listener) {
+	if l.spec.Protocol != gwv1.HTTPSProtocolType {
+		return
+	}
+	switch {
+	case l.spec.TLS == nil:
+		l.reject("UnsupportedValue", "an HTTPS listener needs tls.certificateRefs")
+	case l.spec.TLS.Mode != nil && *l.spec.TLS.Mode != gwv1.TLSModeTerminate:
+		l.reject("UnsupportedValue", "an HTTPS listener terminates TLS (tls.mode Terminate)")
+	}
+}
+
+// certRefs checks an HTTPS listener's certificateRefs: core Secrets,
+// another namespace's only with a ReferenceGrant there, holding a
+// certificate and key. The first problem is the listener's ResolvedRefs
+// reason.
+func (w *world) certRefs(g *gwv1.Gateway, l *listener) {
+	if l.spec.Protocol != gwv1.HTTPSProtocolType || l.spec.TLS == nil {
+		return
+	}
+	for _, ref := range l.spec.TLS.CertificateRefs {
+		k := Key{g.Namespace, string(ref.Name)}
+		if ref.Namespace != nil {
+			k.Namespace = string(*ref.Namespace)
+		}
+		switch {
+		case (ref.Group != nil && *ref.Group != "" && *ref.Group != "core") || (ref.Kind != nil && *ref.Kind != "Secret"):
+			l.certWhy, l.certMsg = "InvalidCertificateRef", "certificateRefs may only name Secrets"
+		case k.Namespace != g.Namespace && !w.secretGranted(g, k):
+			l.certWhy, l.certMsg = "RefNotPermitted", "no ReferenceGrant in "+k.Namespace+" allows Gateways from "+g.Namespace+" to Secret "+k.Name
+		case w.secrets[k] == nil:
+			l.certWhy, l.certMsg = "InvalidCertificateRef", "Secret "+k.String()+" not found"
+		case !w.secrets[k].ValidTLS:
+			l.certWhy, l.certMsg = "InvalidCertificateRef", "Secret "+k.String()+" holds no valid tls.crt and tls.key"
+		default:
+			continue
+		}
+		return
+	}
+}
+
+// secretGranted reports whether a ReferenceGrant in the Secret's
+// namespace lets Gateway g refer to it.
+func (w *world) secretGranted(g *gwv1.Gateway, secret Key) bool {
+	for _, rg := range w.grants[secret.Namespace] {
+		from := false
+		for _, f := range rg.Spec.From {
+			if f.Group == gwv1.GroupName && f.Kind == "Gateway" && string(f.Namespace) == g.Namespace {
+				from = true
+			}
+		}
+		if !from {
+			continue
+		}
+		for _, t := range rg.Spec.To {
+			if (t.Group == "" || t.Group == "core") && t.Kind == "Secret" && (t.Name == nil || string(*t.Name) == secret.Name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// httpRoutes are the HTTPRoutes as routes: parents and hostnames only.
+func httpRoutes(in Input) []*route {
+	out := make([]*route, 0, len(in.HTTPRoutes))
+	for _, r := range in.HTTPRoutes {
+		out = append(out, &route{key: RouteKey{KindHTTPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta,
+			parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames})
+	}
+	return out
+}
