@@ -42,7 +42,7 @@ testbin_only = HKS_TESTBIN_DIR="$$(hack/testbin.sh $(1) | tail -n 1)"; export HK
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-pools bench-apiserver clean image chaos
+.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
@@ -148,3 +148,15 @@ chaos: deps
 	$(WITH_TESTBIN) \
 	HKS_CHAOS=1 HKS_CHAOS_ONLY="$(CHAOS_ONLY)" HKS_CHAOS_REPORT="$(if $(CHAOS_ONLY),,$(CURDIR)/docs/reliability.md)" \
 	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./test/e2e/
+
+# The upstream Gateway API conformance suite (issue 22, test/conformance):
+# profiles GATEWAY-TCP, GATEWAY-UDP and GATEWAY-TLS, provisional tests
+# included, against run --mode=gateway on the real-node tier (root:
+# network namespaces), with the suite's images built locally
+# (hack/testbin.sh: conformance-images.tar). Writes the suite's report to
+# docs/conformance/report.yaml (docs/conformance/README.md reads it);
+# make test runs a smoke subset of the same test.
+conformance: deps
+	$(WITH_TESTBIN) \
+	HKS_CONFORMANCE_TESTS=all HKS_CONFORMANCE_REPORT="$(CURDIR)/docs/conformance/report.yaml" \
+	$(GO) test -count=1 -timeout 60m -v -run '^TestConformance$$' ./test/conformance/
