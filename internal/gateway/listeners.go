@@ -64,7 +64,10 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 		case gwv1.TLSProtocolType:
 			kind = KindTLSRoute
 			if s.TLS != nil && s.TLS.Mode != nil && *s.TLS.Mode != gwv1.TLSModePassthrough {
+				// Takes no route kind then (supportedKinds empty, as the
+				// suite's TLSRouteListenerTerminateNotSupported wants).
 				l.reject("UnsupportedValue", "only tls.mode Passthrough is supported")
+				kind = ""
 			}
 		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
 			kind = KindHTTPRoute // status only (http.go)
