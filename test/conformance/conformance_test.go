@@ -247,8 +247,13 @@ func runSuite(t *testing.T, opts suite.ConformanceOptions) {
 				t.Errorf("conformance report: %v", err)
 				return
 			}
+			if err := os.MkdirAll(filepath.Dir(opts.ReportOutputPath), 0o755); err != nil {
+				t.Errorf("conformance report: %v", err)
+				return
+			}
 			if err := os.WriteFile(opts.ReportOutputPath, raw, 0o644); err != nil {
 				t.Errorf("conformance report: %v", err)
+				return
 			}
 			t.Logf("conformance report written to %s:\n%s", opts.ReportOutputPath, raw)
 		})
