@@ -31,13 +31,16 @@ type Cost struct {
 // 29.7 ms; a commit 70-300 ms; a runtime request 1-3 ms at every N (and
 // 1.5-10 ms while a versioned write was under way), and 50 of them took
 // about as long four at a time as one after the other; a POST of the raw
-// configuration 0.17 s with 2 backends, 0.42-0.47 s with 1,001.
+// configuration 0.17 s with 2 backends, 0.42-0.47 s with 1,001; 250
+// runtime PUTs at 1,000 backends 0.2-0.55 s whether 1, 4, 8 or 16 at a
+// time, and the benchmark's node changes at 1,000 Services (250 runtime
+// requests) 0.27-0.55 s per pass (load average 10-15): 1.1 ms each.
 var MeasuredCost = Cost{
 	Write: 60 * time.Millisecond, WritePerBackend: 550 * time.Microsecond,
 	TxWrite: 3 * time.Millisecond, TxWritePerBackend: 27 * time.Microsecond,
 	Commit: 60 * time.Millisecond, CommitPerBackend: 250 * time.Microsecond,
 	Raw: 150 * time.Millisecond, RawPerBackend: 300 * time.Microsecond,
-	Runtime: 1500 * time.Microsecond,
+	Runtime: 1100 * time.Microsecond,
 }
 
 // spend waits as long as the request would take the real API. A versioned
