@@ -185,6 +185,7 @@ func (f *runFlags) buildInstances(ctx context.Context, dopts desired.Options, ge
 	var readies []*readiness
 	ropts := f.renderOptions()
 	for _, s := range f.instances {
+		name := s.name
 		ilog := log.With("instance", s.name)
 		var d driver.Driver
 		var ready *readiness
@@ -223,6 +224,9 @@ func (f *runFlags) buildInstances(ctx context.Context, dopts desired.Options, ge
 		insts = append(insts, driver.Instance{Name: s.name, Driver: d, Drift: rec.Drift,
 			Observe: func(cfg model.Config, res driver.Result, err error, took time.Duration) {
 				rec.Applied(cfg, res, err, 0, took)
+				if err == nil && f.onApplied != nil {
+					f.onApplied(name, cfg)
+				}
 			}})
 	}
 	m := driver.NewInstances(insts, log)

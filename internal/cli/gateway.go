@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -14,6 +14,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gatewayctl"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
@@ -22,10 +23,11 @@ const modeGateway = "gateway"
 
 // runGateway is `run --mode=gateway`: Gateways of the GatewayClasses
 // whose controllerName is gateway.ControllerName, their TCP and TLS
-// listeners on the local HAProxy, UDP listeners on the nftables table.
-func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.Logger) error {
-	if useDataplane || len(f.instances) > 0 {
-		return errors.New("--mode=gateway drives one local HAProxy (--driver=haproxy); the Data Plane API and --instance are not supported yet")
+// listeners on the local HAProxy (or on each --instance, all local),
+// UDP listeners on the nftables table.
+func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func(string) string, log *slog.Logger) error {
+	if err := gatewayDrivers(f, useDataplane, log); err != nil {
+		return err
 	}
 	dopts, err := f.desiredOptions()
 	if err != nil {
@@ -35,7 +37,8 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	if err != nil {
 		return err
 	}
-	dopts = driverChoice{label: driverHAProxy, kinds: []string{driverHAProxy}}.capabilities(udpCaps).shape(dopts)
+	choice := f.chooseDriver(false)
+	dopts = choice.capabilities(udpCaps).shape(dopts)
 	cfg, err := kubeclient.Config(f.kube)
 	if err != nil {
 		return err
@@ -48,14 +51,25 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 	if err != nil {
 		return err
 	}
-	hd, stop, err := f.single(log)
+	var loop *gatewayctl.Loop
+	var names []string
+	for _, s := range f.instances {
+		names = append(names, s.name)
+		if err := ensureDir(s.state, "--instance "+s.name+" state"); err != nil {
+			return err
+		}
+	}
+	if len(names) > 0 {
+		// Called by the instances once the loop runs (after an Apply).
+		f.onApplied = func(instance string, cfg model.Config) { loop.InstanceApplied(instance, cfg) }
+	} else if err := ensureDir(f.stateFile, "--state-file"); err != nil {
+		return err
+	}
+	b, err := f.build(ctx, choice, dopts, getenv, log, nil)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	if err := ensureDir(f.stateFile, "--state-file"); err != nil {
-		return err
-	}
+	defer b.close()
 	routes, err := source.RouteVersions(client.Discovery())
 	if err != nil {
 		return err
@@ -82,23 +96,40 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, log *slog.L
 		return err
 	}
 	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log, RouteVersions: routes})
-	loop := gatewayctl.New(src, compose(hd, udp), gatewayctl.Options{
+	loop = gatewayctl.New(src, compose(b.drv, udp), gatewayctl.Options{
 		Gateway:      gateway.Options{Addresses: dopts.Binds, UDP: dopts.UDP, Pooled: f.publish.pools},
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
 		Publisher:    pub,
+		Instances:    names,
 		Logger:       log,
 	})
-	inst := f.metrics.instance(driverHAProxy)
-	ready := &readiness{synced: loop.Synced, inst: inst, socket: f.stats}
-	if err := f.metrics.serve(ctx, ready.ready, log); err != nil {
+	inst := f.metrics.instance(choice.label)
+	if err := f.metrics.serve(ctx, b.ready(loop.Synced, inst), log); err != nil {
 		return err
 	}
 	_, gate := f.publish.recorder(nil)
 	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run}, loop.Trigger, log); err != nil {
 		return err
 	}
-	go hd.Watch(ctx, time.Second, loop.Trigger)
-	log.Info("starting", "version", Version, "mode", modeGateway, "controllerName", gateway.ControllerName, "config", f.config, "udp", udp != nil, "addressPools", f.publish.pools)
+	b.watch(ctx, loop.Trigger)
+	log.Info("starting", append([]any{"version", Version, "mode", modeGateway, "controllerName", gateway.ControllerName, "udp", udp != nil, "addressPools", f.publish.pools}, b.attrs...)...)
 	return loop.Run(ctx)
+}
+
+// gatewayDrivers refuses the drivers the gateway mode cannot use: the
+// Data Plane API (its driver does not render routes), as --driver or as
+// an --instance; local HAProxy instances are checked as in the Services
+// mode.
+func gatewayDrivers(f *runFlags, useDataplane bool, log *slog.Logger) error {
+	const why = "the Data Plane API driver cannot serve Gateway routes yet (it has no SNI routing or route maps)"
+	if useDataplane {
+		return errors.New("--mode=gateway drives local HAProxies (--driver=haproxy, or --instance name=,config=,master=,stats=,state=): " + why)
+	}
+	for _, s := range f.instances {
+		if s.kind() == driverDataplane {
+			return fmt.Errorf("--mode=gateway: --instance %s is a Data Plane API: %s; give local HAProxy instances (config=,master=,stats=,state=)", s.name, why)
+		}
+	}
+	return f.instances.check(false, f.statsPage, f.renderOptions(), log)
 }

@@ -90,7 +90,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	case modeAPIServer:
 		return runAPIServer(ctx, f, f.api, log)
 	case modeGateway:
-		return runGateway(ctx, f, useDataplane, log)
+		return runGateway(ctx, f, useDataplane, getenv, log)
 	}
 	dopts, err := f.desiredOptions()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // runFlags are the flags of `run`, in both modes.
@@ -29,6 +30,9 @@ type runFlags struct {
 	mode                 string
 	udp                  udpFlags
 	api                  *apiserverFlags
+	// onApplied, when set, is told that an --instance applied a model
+	// (the gateway mode publishes status once all did).
+	onApplied func(instance string, cfg model.Config)
 }
 
 // register registers run's flags on fs, grouped by concern; getenv feeds

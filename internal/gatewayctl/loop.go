@@ -15,6 +15,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
@@ -26,7 +27,12 @@ type Options struct {
 	ResyncPeriod time.Duration // verify HAProxy's state and re-apply this often
 	SyncTimeout  time.Duration // how long to wait for informer caches
 	Publisher    *Publisher    // told what was applied; nil: no status
-	Logger       *slog.Logger
+	// Instances, when set, are the names of the instances the driver
+	// hands each model to (driver.Instances): a status is published once
+	// each reported it applied the model (InstanceApplied), not when Apply
+	// returns.
+	Instances []string
+	Logger    *slog.Logger
 }
 
 // Loop keeps the drivers in step with the Gateway API objects.
@@ -38,7 +44,8 @@ type Loop struct {
 	log     *slog.Logger
 	pending atomic.Bool
 	changed atomic.Int64
-	pools   *poolBook // with Gateway.Pooled
+	pools   *poolBook    // with Gateway.Pooled
+	applied *appliedBook // with Instances
 }
 
 // New wires a loop.
@@ -50,7 +57,11 @@ func New(src *source.Gateway, drv driver.Driver, opts Options) *Loop {
 		opts.SyncTimeout = 5 * time.Minute
 	}
 	log := opts.Logger
-	return &Loop{opts: opts, src: src, drv: drv, log: log, pools: newPoolBook(log),
+	var applied *appliedBook
+	if len(opts.Instances) > 0 {
+		applied = newAppliedBook(opts.Instances, opts.Publisher.Applied)
+	}
+	return &Loop{opts: opts, src: src, drv: drv, log: log, pools: newPoolBook(log), applied: applied,
 		loop: loop.New(loop.Options{Name: "haproxy-k8s-sync-gateway", BaseDelay: 50 * time.Millisecond, MaxDelay: 10 * time.Second,
 			OnFailure: func(_ string, err error, retries int) {
 				log.Error("sync failed; will retry", "err", err, "retries", retries)
@@ -103,8 +114,11 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	}
 	out := gateway.Compute(in, gopts)
 	parse := time.Since(start)
+	if l.applied != nil {
+		l.applied.computed(out) // before the instances can report it
+	}
 	res, err := l.drv.Apply(ctx, out.Config)
-	if err == nil {
+	if err == nil && l.applied == nil {
 		// Only what runs is reported: a route is never Accepted, nor a
 		// listener Programmed, before the driver applied them.
 		l.opts.Publisher.Applied(out)
@@ -127,4 +141,12 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		l.log.Debug("update", attrs...)
 	}
 	return res, err
+}
+
+// InstanceApplied is told by each instance (driver.Instance.Observe) that
+// it applied cfg; with Options.Instances the status follows once all did.
+func (l *Loop) InstanceApplied(instance string, cfg model.Config) {
+	if l.applied != nil {
+		l.applied.applied(instance, cfg)
+	}
 }
