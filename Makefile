@@ -42,7 +42,7 @@ testbin_only = HKS_TESTBIN_DIR="$$(hack/testbin.sh $(1) | tail -n 1)"; export HK
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance
+.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance fuzz
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
@@ -107,7 +107,23 @@ test: deps
 	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
 	$(GO) vet $(PKGS) && \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS) && \
+	$(MAKE) --no-print-directory fuzz
+
+# Every fuzz target for a fixed time each (make test runs this, so CI
+# does). Plain `go test` already runs each target's seeds and the corpus
+# under the package's testdata/fuzz/<Target>/; a crasher found here is
+# written there: commit it (with the fix), it is then a seed for good.
+FUZZTIME ?= 8s
+FUZZ_TARGETS = ./internal/settings:FuzzApply ./internal/controller:FuzzLastGood \
+	./internal/apiserverlb:FuzzLoadState ./internal/driver/runtimeapi:FuzzRestoreTracks \
+	./internal/haproxy:FuzzRuntimeParsers ./internal/dataplane:FuzzResponses \
+	./internal/driver/nft:FuzzRender
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZTIME) $${t%%:*}; \
+	done
 
 # Placeholders: the programs under hack/demo and hack/bench are written
 # separately. Both may start a kube-apiserver through internal/testing/kubeapi.

@@ -35,6 +35,17 @@ func (s lastGoodStore) load() (map[string]settings.Settings, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return make(map[string]settings.Settings), fmt.Errorf("%s: %w", s.path, err)
 	}
+	// What the grammar refuses never reaches HAProxy, from a file either.
+	var bad []error
+	for k, v := range m {
+		if err := settings.Validate(v); err != nil {
+			delete(m, k)
+			bad = append(bad, fmt.Errorf("%s: %w", k, err))
+		}
+	}
+	if len(bad) > 0 {
+		return m, fmt.Errorf("%s: entries dropped: %w", s.path, errors.Join(bad...))
+	}
 	return m, nil
 }
 

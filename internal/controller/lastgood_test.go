@@ -23,7 +23,7 @@ func TestLastGoodStoreRoundTrip(t *testing.T) {
 			for i := range n {
 				set := settings.Defaults()
 				set.Balance, set.MaxConn = "leastconn", i
-				set.CheckInterval = time.Duration(i) * time.Second
+				set.CheckInterval = time.Duration(i+1) * time.Second // valid: load drops what Validate refuses
 				m[fmt.Sprintf("ns/svc-%03d \"quoted\"", n-i)] = set
 			}
 			if err := s.save(nil, m); err != nil {

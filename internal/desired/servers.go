@@ -31,7 +31,7 @@ func nodeAddrs(nodes []*corev1.Node) map[string]nodeInfo {
 				continue
 			}
 			ip, err := netip.ParseAddr(a.Address)
-			if err != nil {
+			if err != nil || ip.Zone() != "" { // a zone is local to a host: no server
 				continue
 			}
 			if !best.IsValid() || (ip.Is4() && !best.Is4()) {

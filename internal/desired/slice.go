@@ -60,7 +60,7 @@ func SliceOf(s *discoveryv1.EndpointSlice) *Slice {
 	for i, e := range s.Endpoints {
 		ep := Endpoint{State: stateOf(e)}
 		if len(e.Addresses) > 0 && !out.FQDN {
-			if a, err := netip.ParseAddr(e.Addresses[0]); err == nil {
+			if a, err := netip.ParseAddr(e.Addresses[0]); err == nil && a.Zone() == "" {
 				ep.Addr = a.Unmap()
 			}
 		}

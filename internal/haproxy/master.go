@@ -159,16 +159,19 @@ func ParseProc(out string) (Proc, error) {
 			continue
 		}
 		pid, err := strconv.Atoi(f[0])
-		if err != nil {
+		if err != nil || pid <= 0 { // found by FuzzRuntimeParsers: a PID 0 read as a master
+			if err == nil {
+				err = errors.New("not a PID")
+			}
 			return Proc{}, fmt.Errorf("%w: show proc: bad pid in %q", ErrCommand, line)
 		}
 		switch {
 		case f[1] == "master":
-			if p.Reloads, err = strconv.Atoi(f[2]); err != nil {
+			if p.Reloads, err = strconv.Atoi(f[2]); err != nil || p.Reloads < 0 {
 				return Proc{}, fmt.Errorf("%w: show proc: bad reload count in %q", ErrCommand, line)
 			}
 			if len(f) >= 5 && f[3] == "[failed:" {
-				if p.Failed, err = strconv.Atoi(strings.TrimSuffix(f[4], "]")); err != nil {
+				if p.Failed, err = strconv.Atoi(strings.TrimSuffix(f[4], "]")); err != nil || p.Failed < 0 {
 					return Proc{}, fmt.Errorf("%w: show proc: bad failed count in %q", ErrCommand, line)
 				}
 			}

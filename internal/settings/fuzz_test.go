@@ -65,5 +65,8 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("accepted %s=%q renders %s as %q", name, value, field, v)
 			}
 		}
+		if err := Validate(got); err != nil {
+			t.Fatalf("accepted %s=%q gives settings Validate refuses: %v", name, value, err)
+		}
 	})
 }

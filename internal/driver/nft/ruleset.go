@@ -111,7 +111,7 @@ func Plan(udp []model.UDPService, prev map[string]Service, down func(netip.Addr)
 				n = int(u.Weights[i])
 			}
 			switch {
-			case sv.Maint:
+			case sv.Maint, sv.Addr.Zone() != "": // a zoned address is no server (and no nft syntax)
 			case u.Probe && down != nil && down(sv.Addr):
 			case sv.Drain:
 				s.Drain = append(s.Drain, sv.Key())

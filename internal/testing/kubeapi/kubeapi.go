@@ -26,7 +26,10 @@
 package kubeapi
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"net"
 	"net/url"
 	"os"
@@ -259,4 +262,29 @@ func (s *Server) StartAPIServer() error {
 	}
 	ip := net.IPv4(127, 0, 0, 1)
 	return s.startAPIServerOn(filepath.Join(s.bins, "kube-apiserver"), s.creds, ip, nil, port, s.apiArgs)
+}
+
+// StopEtcd kills etcd (SIGKILL); the apiserver goes on without it.
+// StartEtcd starts it again.
+func (s *Server) StopEtcd() { s.etcd.Kill() }
+
+// StartEtcd starts etcd again with its data and on the same ports, and
+// waits until it is healthy.
+func (s *Server) StartEtcd() error {
+	old := s.etcd
+	p, err := startProcess("etcd", old.Cmd.Path, filepath.Join(s.Dir, "etcd-restarted.log"), old.Cmd.Args[1:]...)
+	if err != nil {
+		return err
+	}
+	s.etcd = p
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return waitUntil(p, etcdReadyTimeout, func() bool {
+		resp, err := hc.Get(s.EtcdURL + "/health")
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && bytes.Contains(body, []byte(`"true"`))
+	})
 }
