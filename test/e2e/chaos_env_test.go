@@ -59,6 +59,9 @@ func newChaosEnv(t *testing.T) *chaosEnv {
 	r := newChaosRealNodeEnv(t, nodes.Options{ControllerManagerArgs: []string{
 		"--controllers=" + strings.Join(append(kubeapi.Controllers, "node-lifecycle-controller"), ","),
 		"--node-monitor-grace-period=" + chaosNodeGrace.String(), "--node-monitor-period=1s",
+		// The burst of 500 Services: their EndpointSlices at the default
+		// 20 writes/s would take 25 s, which the table would charge to us.
+		"--kube-api-qps=200", "--kube-api-burst=400",
 	}})
 	proxy, err := newAPIProxy(r.tier.LB, strings.TrimPrefix(r.kube.URL, "https://"))
 	if err != nil {
@@ -350,7 +353,7 @@ func (c *chaosEnv) lostOrWrong() string {
 }
 
 // apiProxy listens in the load balancer's namespace (where the
-// controller runs), forwards TCP to the apiserver on the test's loopback
+// controller runs; or on the test's loopback when netns is ""), forwards TCP to the apiserver on the test's loopback
 // and can be cut (refusing new
 // connections and cutting the open ones) and restored on the same port:
 // the apiserver unreachable from the controller, while the cluster goes
@@ -366,7 +369,7 @@ type apiProxy struct {
 
 func newAPIProxy(netns, target string) (*apiProxy, error) {
 	var l net.Listener
-	if err := nodes.InNS(netns, func() (err error) { l, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+	if err := inNS(netns, func() (err error) { l, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
 		return nil, err
 	}
 	p := &apiProxy{netns: netns, addr: l.Addr().String(), target: target, conns: map[net.Conn]bool{}}
@@ -462,7 +465,7 @@ func (p *apiProxy) cut() {
 // restore listens again on the same address.
 func (p *apiProxy) restore() error {
 	var l net.Listener
-	if err := nodes.InNS(p.netns, func() (err error) { l, err = net.Listen("tcp", p.addr); return err }); err != nil {
+	if err := inNS(p.netns, func() (err error) { l, err = net.Listen("tcp", p.addr); return err }); err != nil {
 		return err
 	}
 	p.serve(l)
@@ -470,6 +473,15 @@ func (p *apiProxy) restore() error {
 }
 
 func (p *apiProxy) close() { p.cut() }
+
+// inNS runs fn in the test's network namespace netns, or where the test
+// runs when netns is "" (loopback only).
+func inNS(netns string, fn func() error) error {
+	if netns == "" {
+		return fn()
+	}
+	return nodes.InNS(netns, fn)
+}
 
 var (
 	metaGet    = metav1.GetOptions{}

@@ -29,6 +29,9 @@ type chaosFault struct {
 	node   bool
 	inject func(c *chaosEnv, run *faultRun)
 	undo   func(c *chaosEnv, run *faultRun)
+	// cleanup, when set, removes what the fault added once it is
+	// measured (so that later faults run on the same cluster).
+	cleanup func(c *chaosEnv)
 }
 
 type faultRun struct {
@@ -37,6 +40,9 @@ type faultRun struct {
 	downAt time.Time
 	extra  []func() error
 	notes  []string
+	// undone, when set by undo, is when the fault was really over (etcd
+	// back and the apiserver writing again), for convergence.
+	undone time.Time
 }
 
 func (r *faultRun) note(format string, args ...any) {
@@ -124,6 +130,9 @@ func (c *chaosEnv) runFault(f chaosFault) chaosResult {
 	f.inject(c, run)
 	undone := time.Now()
 	f.undo(c, run)
+	if !run.undone.IsZero() {
+		undone = run.undone
+	}
 	err := waitUntil(chaosConverge, c.truth(run.extra...))
 	res := chaosResult{fault: f, converge: time.Since(undone), converged: err == nil}
 	if err != nil {
@@ -180,6 +189,9 @@ func (c *chaosEnv) runFault(f chaosFault) chaosResult {
 		return nil
 	})
 	res.notes = strings.Join(run.notes, "; ")
+	if f.cleanup != nil {
+		f.cleanup(c)
+	}
 	return res
 }
 
@@ -194,7 +206,7 @@ func sigkill(t *testing.T, pid int) {
 // chaosFaults is the fault table, most valuable first.
 func chaosFaults() []chaosFault {
 	nothing := func(*chaosEnv, *faultRun) {}
-	return []chaosFault{
+	return append([]chaosFault{
 		{name: "haproxy-worker-kill-9", inject: func(c *chaosEnv, run *faultRun) {
 			p := c.proc()
 			if len(p.Workers) == 0 {
@@ -366,7 +378,7 @@ func chaosFaults() []chaosFault {
 				c.t.Fatalf("remount rw: %v: %s", err, out)
 			}
 		}},
-	}
+	}, controllerFaults()...)
 }
 
 // fill writes path until the file system is full.
