@@ -31,7 +31,7 @@ type publishFlags struct {
 
 func (s *publishFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&s.addrs, "publish-address", "address written to .status.loadBalancer.ingress (ipMode Proxy) of the LoadBalancer Services served (repeatable or comma-separated; default none; needs services/status patch)")
-	fs.BoolVar(&s.pools, "address-pools", false, "give each LoadBalancer Service its own address(es) from the AddressPool custom resources (the CRD must be installed; see docs/addresses.md); without it every Service listens on --bind-address")
+	fs.BoolVar(&s.pools, "address-pools", false, "give each LoadBalancer Service (with --mode=gateway: each Gateway) its own address(es) from the AddressPool custom resources (the CRD must be installed; see docs/addresses.md); without it every Service listens on --bind-address")
 	fs.Float64Var(&s.qps, "status-qps", 50, "at most this many LoadBalancer status writes per second (their own limit, apart from the passes; <= 0: unlimited)")
 	fs.IntVar(&s.burst, "status-burst", 100, "burst of --status-qps")
 	fs.BoolVar(&s.elect, "leader-elect", false, "elect one replica (a coordination.k8s.io Lease) to write LoadBalancer status and Events; every replica drives its own HAProxy")
