@@ -145,6 +145,9 @@ func (d *Driver) runtime(ctx context.Context, want *state, drain map[string]bool
 		d.pid = pid
 	}
 	ops := d.runtimeOps(want, drain, clean)
+	if len(ops) > 0 {
+		d.lastChange = d.now()
+	}
 	t := time.Now()
 	for _, op := range ops {
 		d.waitPersist(op.key()) // its write would set the slot as it was

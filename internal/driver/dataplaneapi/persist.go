@@ -54,8 +54,9 @@ func (d *Driver) markDirty(have, want *state, clean map[string]bool) {
 	d.schedulePersist()
 }
 
-// schedulePersist arms the timer for the next slot due: quiet after its
-// last change, at most maxDelay after it became dirty.
+// schedulePersist arms the timer for the next slot due: once it and every
+// other slot have been quiet (no pass changed anything at runtime) for
+// PersistQuiet, at most PersistMaxDelay after it became dirty.
 func (d *Driver) schedulePersist() {
 	if d.persisting || len(d.dirty) == 0 || d.closed {
 		return
@@ -76,6 +77,9 @@ func (d *Driver) schedulePersist() {
 
 func (d *Driver) due(dt dirty) time.Time {
 	due := dt.last.Add(d.opts.PersistQuiet)
+	if q := d.lastChange.Add(d.opts.PersistQuiet); q.After(due) {
+		due = q // changes keep coming: the write waits for a lull
+	}
 	if limit := dt.first.Add(d.opts.PersistMaxDelay); limit.Before(due) {
 		due = limit
 	}

@@ -3,6 +3,7 @@ package dataplaneapi
 import (
 	"context"
 	"maps"
+	"strconv"
 	"testing"
 	"time"
 
@@ -154,4 +155,55 @@ func TestPersistDebounced(t *testing.T) {
 	if v := a.version(t); v-v0 != 1 {
 		t.Errorf("%d configuration writes, want 1 (the one slot that changed)", v-v0)
 	}
+}
+
+// While changes keep coming, no slot is written to the configuration
+// (each write costs the API a check of the whole file, which slows the
+// passes meanwhile), even one of a backend no longer changing; once they
+// stop for PersistQuiet, the slots are.
+func TestPersistWaitsForALull(t *testing.T) {
+	a := apis(t)[0]
+	d := a.driver(Options{PersistQuiet: 500 * time.Millisecond, PersistMaxDelay: time.Minute})
+	// Each Service's model is built once per server set and handed out
+	// again while it does not change, as the desired package does.
+	built := map[string]model.Config{}
+	svc := func(ns, port, server string) model.Config {
+		if c, ok := built[ns+server]; ok {
+			return c
+		}
+		p, _ := strconv.Atoi(port)
+		c := classCfg(t, a, ns, "127.81.14.1", uint16(p), "be_"+ns+"_web_80", "127.81.14.2:30080", server)
+		built[ns+server] = c
+		return c
+	}
+	cfgOf := func(first, second string) model.Config {
+		one, two := svc("hks-lull", "20001", first), svc("hks-lull2", "20002", second)
+		return model.Config{Frontends: []model.Frontend{one.Frontends[0], two.Frontends[0]}, Backends: []*model.Backend{one.Backends[0], two.Backends[0]}}
+	}
+	apply(t, d, cfgOf("127.81.14.3:30080", "127.81.14.3:30080"))
+	if err := d.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	v0 := a.version(t)
+	apply(t, d, cfgOf("127.81.14.4:30080", "127.81.14.3:30080"))
+	// The other Service's server flips every 20 ms for 1 s.
+	for i := range 50 {
+		second := "127.81.14.3:30080"
+		if i%2 == 0 {
+			second = "127.81.14.5:30080"
+		}
+		apply(t, d, cfgOf("127.81.14.4:30080", second))
+		time.Sleep(20 * time.Millisecond) // the pace of the changes
+	}
+	if v := a.version(t); v != v0 {
+		t.Errorf("the configuration was written %d times while changes kept coming", v-v0)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for a.version(t) == v0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+	if err := d.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.wantConfigured(t, "be_hks-lull_web_80", model.Config{Backends: cfgOf("127.81.14.4:30080", "127.81.14.3:30080").Backends[:1]})
 }
