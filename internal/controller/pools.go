@@ -66,7 +66,7 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 		}
 	}
 	res, probs := pools.ForServicesWith(ps, svcs, nsLabels, func(s *corev1.Service) bool { return desired.Selected(s, c.opts.Desired) },
-		gatewayReservations(gws, nsLabels))
+		gatewayReservations(gws, nsLabels), c.lastAlloc.addrs)
 	for _, p := range probs {
 		out.problems = append(out.problems, desired.Problem{Service: p.Service, Reason: p.Reason, Message: p.Message})
 	}

@@ -295,3 +295,29 @@ func TestFrozenPool(t *testing.T) {
 		t.Errorf("got %s", got)
 	}
 }
+
+// An address the last pass gave stays with its Service until the status
+// lists it: an older Service appearing meanwhile (created in the same
+// second, a name that sorts first) does not take it.
+func TestPreviousPassKeeps(t *testing.T) {
+	p := []Pool{{Name: "p", Ranges: []Range{rg("198.18.0.10-198.18.0.11")}, AutoAssign: true}}
+	class := "c"
+	svc := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, CreationTimestamp: metav1.Unix(1000, 0)},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class}}
+	}
+	all := func(*corev1.Service) bool { return true }
+	first, _ := ForServicesWith(p, []*corev1.Service{svc("b")}, nil, all, nil, nil)
+	if got := summary(first); got != "ns/b=198.18.0.10" {
+		t.Fatalf("first pass: %s", got)
+	}
+	both := []*corev1.Service{svc("a"), svc("b")}
+	if got := summary(mustFor(ForServicesWith(p, both, nil, all, nil, first.Assigned))); got != "ns/a=198.18.0.11 ns/b=198.18.0.10" {
+		t.Errorf("with the last pass's: %s", got)
+	}
+	if got := summary(mustFor(ForServicesWith(p, both, nil, all, nil, nil))); got != "ns/a=198.18.0.10 ns/b=198.18.0.11" {
+		t.Errorf("without (what it guards against): %s", got)
+	}
+}
+
+func mustFor(r Result, _ []ServiceProblem) Result { return r }

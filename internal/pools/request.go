@@ -72,14 +72,18 @@ type ServiceProblem struct {
 // accepts, oldest first (then by namespace/name), with the namespaces'
 // labels: the requests of the controller's passes and of `render`.
 func ForServices(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool) (Result, []ServiceProblem) {
-	return ForServicesWith(ps, svcs, nsLabels, selected, nil)
+	return ForServicesWith(ps, svcs, nsLabels, selected, nil, nil)
 }
 
 // ForServicesWith is ForServices with the requests of other objects
 // (the Gateways' reservations, GatewayRequest with KeepOnly) among the
-// Services', in age order (SortRequests). Their problems are not
-// returned: they are the other objects' controller's to report.
-func ForServicesWith(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool, others []Request) (Result, []ServiceProblem) {
+// Services', in age order (SortRequests), and prev, the last allocation's
+// assignments (nil for none): a Service keeps what the last pass gave it
+// until its status lists it, so an address given a moment ago does not
+// move to an older Service that appears meanwhile (Services created
+// within a second are ordered by name). Their problems are not returned:
+// they are the other objects' controller's to report.
+func ForServicesWith(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool, others []Request, prev map[string][]netip.Addr) (Result, []ServiceProblem) {
 	byKey := make(map[string]*corev1.Service, len(svcs))
 	reqs := make([]Request, 0, len(svcs)+len(others))
 	var probs []ServiceProblem
@@ -99,6 +103,11 @@ func ForServicesWith(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[
 		r, err := RequestFor(s, nsLabels[s.Namespace])
 		if err != nil {
 			probs = append(probs, ServiceProblem{s, Problem{r.Key, ReasonInvalidRequest, err.Error() + "; the Service keeps the addresses it has"}})
+		}
+		for _, a := range prev[r.Key] {
+			if !slices.Contains(r.Current, a) {
+				r.Current = append(r.Current, a)
+			}
 		}
 		byKey[r.Key] = s
 		reqs = append(reqs, r)
