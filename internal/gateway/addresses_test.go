@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
@@ -135,5 +136,25 @@ func TestGatewayAddressesFromPools(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A UDP listener of a pooled Gateway matches its address in the nftables
+// table (no bind: not transparent), a TCP one binds it transparent.
+func TestGatewayPoolAddressUDP(t *testing.T) {
+	d, sd := service("apps", "dns", corev1.ProtocolUDP, 53, 5353, "10.244.2.1")
+	g := gateway("apps", "gw", "hks", 1, listenerOf("dns", gwv1.UDPProtocolType, 53, ""), listenerOf("tcp", gwv1.TCPProtocolType, 53, ""))
+	in := Input{Classes: []*gwv1.GatewayClass{class("hks", ControllerName)}, Gateways: []*gwv1.Gateway{g},
+		UDPRoutes: []*gwv1.UDPRoute{udpRoute("apps", "dns", 1, []gwv1.ParentReference{parent("gw", "dns")}, ref("", "dns", 53, 1))},
+		Services:  []*corev1.Service{d}, Slices: []*desired.Slice{sd}}
+	res := Compute(in, Options{UDP: true, Pooled: true, Pools: []pools.Pool{testPool(t, "p", "198.18.0.8/30")}})
+	if len(res.Config.UDP) != 1 || len(res.Config.UDP[0].Binds) != 1 {
+		t.Fatalf("UDP: %+v", res.Config.UDP)
+	}
+	if b := res.Config.UDP[0].Binds[0]; b.Addr.String() != "198.18.0.8" || b.Port != 53 || b.Transparent {
+		t.Errorf("UDP bind %+v, want 198.18.0.8:53, not transparent", b)
+	}
+	if len(res.Config.Frontends) != 1 || !res.Config.Frontends[0].Binds[0].Transparent || res.Config.Frontends[0].Binds[0].Addr.String() != "198.18.0.8" {
+		t.Errorf("TCP frontends %+v", res.Config.Frontends)
 	}
 }
