@@ -197,3 +197,36 @@ func TestContractSeedSourceRangesRefused(t *testing.T) {
 		a.wantServing(t, be, cfg)
 	})
 }
+
+// Sections a transaction wrote (the API's JSON, with whatever it adds)
+// are rewritten as text and read back as written: a change of both
+// Services through the raw path, then a new driver finds nothing to do.
+func TestContractRawRewritesTransactionSections(t *testing.T) {
+	run(t, func(t *testing.T, a *api) {
+		ctx := context.Background()
+		cfg := classCfg(t, a, "hks-mixed", "127.81.23.1", uint16(freeTCPPort(t)), "be_hks-mixed_web_80", "127.81.23.2:30080")
+		other := classCfg(t, a, "hks-mixed2", "127.81.23.1", uint16(freeTCPPort(t)), "be_hks-mixed2_web_80", "127.81.23.3:30080")
+		cfg.Frontends = append(cfg.Frontends, other.Frontends...)
+		cfg.Backends = append(cfg.Backends, other.Backends...)
+		apply(t, a.driver(Options{RawMinWrites: -1}), cfg)
+		raw := Options{RawMinWrites: 1}
+		changed := model.Config{Frontends: slices.Clone(cfg.Frontends)}
+		for i, b := range cfg.Backends {
+			c := *b
+			c.TimeoutServer = 2 * time.Minute
+			c.Affinity = time.Hour
+			changed.Backends = append(changed.Backends, &c)
+			changed.Frontends[i].SourceRanges = []netip.Prefix{netip.MustParsePrefix("127.81.23.0/24")}
+		}
+		d := a.driver(raw)
+		res, err := d.Apply(ctx, changed)
+		if err != nil || !res.Reloaded {
+			t.Fatalf("the change: %v, reloaded %v", err, res.Reloaded)
+		}
+		a.nothingToWrite(t, raw, changed)
+		got, _, err := a.c.Get(ctx, dataplane.BackendPath("be_hks-mixed2_web_80"), "")
+		if err != nil || !same(got["server_timeout"], 120000) {
+			t.Errorf("backend after the raw write: %v (%v)", got, err)
+		}
+	})
+}
