@@ -11,8 +11,15 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
-// features are the GatewayClass's supportedFeatures, sorted by name.
-var features = []gwv1.FeatureName{"Gateway", "ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
+// features are the GatewayClass's supportedFeatures, sorted by name;
+// pooledFeatures are added with --address-pools (Options.Pooled): a
+// Gateway's spec.addresses are then served (GatewayStaticAddresses), and
+// one of type IPAddress without a value gets a pool's address
+// (GatewayAddressEmpty).
+var (
+	features       = []gwv1.FeatureName{"Gateway", "ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
+	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
+)
 
 // gw is a Gateway of ours being computed.
 type gw struct {
@@ -43,7 +50,12 @@ func Compute(in Input, opts Options) Result {
 		} else {
 			accepted[c.Name] = true
 			st.Conditions = []metavCondition{cond("Accepted", true, "Accepted", "handled by "+opts.ControllerName, c.Generation)}
-			for _, f := range features {
+			fs := features
+			if opts.Pooled {
+				fs = append(slices.Clone(fs), pooledFeatures...)
+				slices.Sort(fs)
+			}
+			for _, f := range fs {
 				st.SupportedFeatures = append(st.SupportedFeatures, gwv1.SupportedFeature{Name: f})
 			}
 		}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -93,5 +94,23 @@ func TestHTTPStatusOnly(t *testing.T) {
 				want(t, routesOfFrontend(res, "9000"), "=gw_apps_a_80:80,gw_apps_b_80:20")
 			}
 		})
+	}
+}
+
+// The GatewayClass claims the address features only when Gateways get
+// their addresses from the pools.
+func TestSupportedFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "Gateway ReferenceGrant TCPRoute TLSRoute UDPRoute"},
+		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayStaticAddresses ReferenceGrant TCPRoute TLSRoute UDPRoute"},
+	} {
+		var got []string
+		for _, f := range Compute(base(), tc.opts).Classes["hks"].SupportedFeatures {
+			got = append(got, string(f.Name))
+		}
+		want(t, strings.Join(got, " "), tc.want)
 	}
 }

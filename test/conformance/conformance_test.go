@@ -55,6 +55,11 @@ const callerAddr = "198.18.0.4"
 // the whole range as local (AnyIP), and the test process routes it there.
 const gatewayPool = "198.18.64.0/26"
 
+// usableAddr is an address of gatewayPool a Gateway may ask for.
+const usableAddr = "198.18.64.60"
+
+func ptr[T any](v T) *T { return &v }
+
 // Environment:
 //
 //	HKS_CONFORMANCE_REPORT  file the suite's report is written to (make conformance)
@@ -214,6 +219,10 @@ func options(t *testing.T, cfg *rest.Config) suite.ConformanceOptions {
 				suite.GatewayUDPConformanceProfileName,
 				suite.GatewayTLSConformanceProfileName,
 			},
+			// GatewayStaticAddresses: one address of the pool, one of no
+			// pool (documentation range, never routed).
+			UsableNetworkAddresses:   []gwv1.GatewaySpecAddress{{Type: ptr(gwv1.IPAddressType), Value: usableAddr}},
+			UnusableNetworkAddresses: []gwv1.GatewaySpecAddress{{Type: ptr(gwv1.IPAddressType), Value: "203.0.113.9"}},
 			Implementation: confv1.Implementation{
 				Organization: "haproxy-k8s-sync",
 				Project:      "haproxy-k8s-sync",
