@@ -226,6 +226,29 @@ func (d *Driver) queue(want []Service) int {
 	}
 	for _, s := range want {
 		wanted[s.Name] = true
+	}
+	// Ports no longer wanted go first: a new port may take the address
+	// and port (its dispatch entry) one of them leaves in this batch.
+	for name, old := range d.applied {
+		if wanted[name] {
+			continue
+		}
+		d.dispatch(old, false)
+		c := serviceChain(name)
+		d.conn.FlushChain(c)
+		d.conn.DelChain(c)
+		d.conn.DelSet(serverMap(name, false))
+		d.conn.DelSet(serverMap(name, true))
+		if old.Restricted {
+			d.conn.DelSet(srcSet(name, false))
+			d.conn.DelSet(srcSet(name, true))
+		}
+		if old.Affinity > 0 {
+			d.removeAffinity(name)
+		}
+		ops++
+	}
+	for _, s := range want {
 		newPorts[s.Port] = true
 		old, had := d.applied[s.Name]
 		if !had {
@@ -255,25 +278,6 @@ func (d *Driver) queue(want []Service) int {
 		if old.Affinity > 0 && s.Affinity <= 0 {
 			d.removeAffinity(s.Name)
 		}
-	}
-	for name, old := range d.applied {
-		if wanted[name] {
-			continue
-		}
-		d.dispatch(old, false)
-		c := serviceChain(name)
-		d.conn.FlushChain(c)
-		d.conn.DelChain(c)
-		d.conn.DelSet(serverMap(name, false))
-		d.conn.DelSet(serverMap(name, true))
-		if old.Restricted {
-			d.conn.DelSet(srcSet(name, false))
-			d.conn.DelSet(srcSet(name, true))
-		}
-		if old.Affinity > 0 {
-			d.removeAffinity(name)
-		}
-		ops++
 	}
 	ops += affAdds()
 	var add, del []nftables.SetElement

@@ -279,3 +279,27 @@ func TestDriverHealth(t *testing.T) {
 		t.Errorf("the node came back after %d good probe", good)
 	}
 }
+
+// One address and port passing from one port's name to another's in one
+// pass (a Gateway deleted and another given its freed pool address, as
+// the upstream conformance suite does): the old port's dispatch entries
+// go before the new one's are added, in the same batch, so the batch is
+// not refused ("file exists") and the new name serves.
+func TestDriverAddressMovesToAnotherName(t *testing.T) {
+	lab := netlab.New(t, 2)
+	lab.Echo(nodePort)
+	d := newDriver(t, lab, Health{Kind: "none"})
+	at := func(name string, n *netlab.Node) model.UDPService {
+		u := wg(model.BalanceRoundRobin, n)
+		u.Name, u.Binds = name, []model.Bind{{Addr: netlab.LBAddr, Port: lbPort}}
+		return u
+	}
+	apply(t, d, at("udp_gw_a_one_51820", lab.Nodes[0]))
+	apply(t, d, at("udp_gw_a_two_51820", lab.Nodes[1]))
+	if node, err := lab.Dial(anyPort(0), listen).Ask(2 * time.Second); err != nil || node != "n2" {
+		t.Errorf("the new name's port: %q, %v", node, err)
+	}
+	if got := listTable(t, lab); strings.Contains(got, "udp_gw_a_one_51820") {
+		t.Errorf("the old name is still in the table:\n%s", got)
+	}
+}
