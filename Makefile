@@ -171,7 +171,7 @@ chaos: deps
 # network namespaces), with the suite's images built locally
 # (hack/testbin.sh: conformance-images.tar). Writes the suite's report to
 # docs/conformance/report.yaml (docs/conformance/README.md reads it);
-# make test runs a smoke subset of the same test.
+# make test runs the same test, without writing the report.
 conformance: deps
 	$(WITH_TESTBIN) \
 	HKS_CONFORMANCE_TESTS=all HKS_CONFORMANCE_REPORT="$(CURDIR)/docs/conformance/report.yaml" \

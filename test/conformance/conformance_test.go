@@ -38,11 +38,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
 )
 
-// smoke are the tests make test runs (one per route kind carrying real
-// traffic, and the status-only HTTPS listeners): the whole profiles are
-// make conformance's.
-var smoke = []string{"TCPRouteWeightedRouting", "UDPRoute", "TLSRouteSimpleSameNamespace", "GatewaySecretReferenceGrantSpecific"}
-
 // gatewayClass is the GatewayClass the suite's manifests name.
 const gatewayClass = "haproxy-k8s-sync"
 
@@ -63,8 +58,9 @@ func ptr[T any](v T) *T { return &v }
 // Environment:
 //
 //	HKS_CONFORMANCE_REPORT  file the suite's report is written to (make conformance)
-//	HKS_CONFORMANCE_TESTS   "all" (make conformance): every test of the three profiles;
-//	                        else comma-separated short names; unset: smoke (make test)
+//	HKS_CONFORMANCE_TESTS   comma-separated short names: only those run; unset or
+//	                        "all": every test of the three profiles (make test and
+//	                        make conformance alike: the whole run takes about a minute)
 const (
 	envReport = "HKS_CONFORMANCE_REPORT"
 	envTests  = "HKS_CONFORMANCE_TESTS"
@@ -190,10 +186,7 @@ func options(t *testing.T, cfg *rest.Config) suite.ConformanceOptions {
 		t.Fatal(err)
 	}
 	var skip []string
-	if only := os.Getenv(envTests); only != "all" {
-		if only == "" {
-			only = strings.Join(smoke, ",")
-		}
+	if only := os.Getenv(envTests); only != "" && only != "all" {
 		keep := map[string]bool{}
 		for _, n := range strings.Split(only, ",") {
 			keep[strings.TrimSpace(n)] = true
