@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,7 @@ type gwAddrs struct {
 // in the same way, and both order requests alike (pools.SortRequests):
 // the same objects give the same allocation in either controller.
 // A Gateway's own status addresses keep it its addresses across restarts.
-func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool) map[Key]gwAddrs {
+func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]netip.Addr) map[Key]gwAddrs {
 	nsLabels := namespaceLabels(in.Namespaces)
 	var reqs []pools.Request
 	for _, s := range in.Services {
@@ -44,6 +45,11 @@ func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool) map[Key]gwAddrs {
 		if len(bad) > 0 {
 			out[k] = gwAddrs{why: string(gwv1.GatewayReasonAddressNotUsable), msg: "spec.addresses: not an IP address: " + strings.Join(bad, ", ")}
 			continue
+		}
+		for _, a := range prev[k] {
+			if !slices.Contains(r.Current, a) {
+				r.Current = append(r.Current, a)
+			}
 		}
 		keys[r.Key] = k
 		reqs = append(reqs, r)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -62,7 +63,12 @@ func TestGatewayAddressesFromPools(t *testing.T) {
 		want     map[string]string // gateway: addresses, or "Accepted/Programmed" reasons when not served
 		fronts   int
 		wantText string // in the message of the first Gateway's Programmed condition
+		prev     map[Key][]netip.Addr
 	}{
+		{name: "the last pass's address stays until the status lists it", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("b", 2), tcp("a", 1)},
+			prev: map[Key][]netip.Addr{{"apps", "b"}: {netip.MustParseAddr("198.18.0.0")}}, want: map[string]string{"a": "198.18.0.1", "b": "198.18.0.0"}, fronts: 2},
+		{name: "its pool gone, a Gateway keeps the address its status lists", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{holding(tcp("a", 1), "203.0.113.5"), tcp("b", 2)},
+			want: map[string]string{"a": "203.0.113.5", "b": "198.18.0.0"}, fronts: 2},
 		{name: "first free address", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("a", 1), tcp("b", 2)},
 			want: map[string]string{"a": "198.18.0.0", "b": "198.18.0.1"}, fronts: 2},
 		{name: "a Service's address is not handed out", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("a", 1)},
@@ -103,7 +109,7 @@ func TestGatewayAddressesFromPools(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Classes: []*gwv1.GatewayClass{class("hks", ControllerName)}, Gateways: tc.gws, Services: tc.svcs}
-			res := Compute(in, Options{Pooled: true, Pools: []pools.Pool{testPool(t, "p", tc.pool...)}})
+			res := Compute(in, Options{Pooled: true, Pools: []pools.Pool{testPool(t, "p", tc.pool...)}, Previous: tc.prev})
 			for name, want := range tc.want {
 				st := res.Gateways[Key{"apps", name}]
 				got := condOf(st.Conditions, "Accepted") + " " + condOf(st.Conditions, "Programmed")

@@ -60,6 +60,11 @@ type Options struct {
 	// shared with the LoadBalancer Services' (docs/addresses.md).
 	Pooled bool
 	Pools  []pools.Pool
+	// Previous are the addresses the last pass gave (Result.Assigned):
+	// a Gateway keeps them until its status lists them, so an address
+	// given a moment ago does not move to an older Gateway that appears
+	// meanwhile (objects created within a second are ordered by name).
+	Previous map[Key][]netip.Addr
 	// UDP: UDP listeners are served (the nftables driver runs); without
 	// it they are not accepted.
 	UDP bool
@@ -73,6 +78,9 @@ type Result struct {
 	// Routes: the parents' statuses this controller writes, by route
 	// (other controllers' entries are left alone by the writer).
 	Routes map[RouteKey][]gwv1.RouteParentStatus
+	// Assigned are the Gateways' addresses from the pools (Pooled), for
+	// the next pass's Options.Previous.
+	Assigned map[Key][]netip.Addr
 	// Generations the statuses were computed from (observedGeneration
 	// is in the conditions; this keys the writer's comparisons).
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,9 @@ type Loop struct {
 	changed atomic.Int64
 	pools   *poolBook    // with Gateway.Pooled
 	applied *appliedBook // with Instances
+	// assigned: the Gateways' pool addresses of the last pass (the
+	// worker's alone).
+	assigned map[gateway.Key][]netip.Addr
 }
 
 // New wires a loop.
@@ -111,8 +115,10 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	gopts := l.opts.Gateway
 	if gopts.Pooled {
 		gopts.Pools = l.pools.parse(l.src.Pools())
+		gopts.Previous = l.assigned
 	}
 	out := gateway.Compute(in, gopts)
+	l.assigned = out.Assigned
 	parse := time.Since(start)
 	if l.applied != nil {
 		l.applied.computed(out) // before the instances can report it

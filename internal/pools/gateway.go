@@ -46,6 +46,9 @@ func GatewayRequest(g *gwv1.Gateway, nsLabels map[string]string) (r Request, bad
 			r.Current = append(r.Current, ip.Unmap())
 		}
 	}
+	// Only the controller of the Gateway's class writes its status: every
+	// address there is a proxy's, kept when its pool is gone (keepOrphans).
+	r.Ours = r.Current
 	for _, a := range g.Spec.Addresses {
 		if (a.Type != nil && *a.Type != gwv1.IPAddressType) || a.Value == "" {
 			continue
