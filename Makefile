@@ -42,7 +42,7 @@ testbin_only = HKS_TESTBIN_DIR="$$(hack/testbin.sh $(1) | tail -n 1)"; export HK
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance fuzz
+.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance fuzz fmt-check
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
@@ -106,9 +106,15 @@ vet:
 test: deps
 	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
+	$(MAKE) --no-print-directory fmt-check && \
 	$(GO) vet $(PKGS) && \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS) && \
 	$(MAKE) --no-print-directory fuzz
+
+# Every Go file as gofmt writes it (make test runs this first).
+fmt-check:
+	@bad="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))"; \
+	if [ -n "$$bad" ]; then echo "not gofmt-formatted (run gofmt -w on them):"; echo "$$bad"; exit 1; fi
 
 # Every fuzz target for a fixed time each (make test runs this, so CI
 # does). Plain `go test` already runs each target's seeds and the corpus

@@ -124,4 +124,3 @@ func (e *env) recordStatusWrites() (writes func() []statusWrite) {
 		return append([]statusWrite(nil), out...)
 	}
 }
-
