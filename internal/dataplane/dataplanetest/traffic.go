@@ -54,6 +54,9 @@ func (s *Server) relay(addr string, c net.Conn) {
 		close(done)
 	}()
 	_, _ = io.Copy(c, up)
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite() // the server is done: so is the client's side
+	}
 	<-done
 }
 
