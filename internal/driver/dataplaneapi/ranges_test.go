@@ -41,6 +41,8 @@ func TestContractSourceRangesAndRawPath(t *testing.T) {
 				// the client the header names) and an IPv6 server, unchecked.
 				other := classCfg(t, a, "hks-ranges2", "127.81.21.2", uint16(freeTCPPort(t)), "be_hks-ranges2_web_80", "127.81.21.3:30080", "[2001:db8::5]:30080")
 				other.Frontends[0].AcceptProxy = true
+				// and an IPv6 address not on the host, bound transparent (no traffic goes there)
+				other.Frontends[0].Binds = append(other.Frontends[0].Binds, model.Bind{Addr: mustAddr("2001:db8::21"), Port: 443, Transparent: true})
 				other.Frontends[0].SourceRanges = []netip.Prefix{netip.MustParsePrefix("127.81.21.5/32")}
 				other.Backends[0].Check = model.Check{}
 				cfg.Frontends = append(cfg.Frontends, other.Frontends...)

@@ -195,6 +195,12 @@ func sourceRuleLine(r any) (string, error) {
 
 func bindLine(l *lines, o Object) error {
 	name, err := tokenOf(o, "name")
+	if s, _ := o["name"].(string); err != nil {
+		// An IPv6 bind is named [ADDR]:PORT: a parsed address, printed back.
+		if ap, perr := netip.ParseAddrPort(s); perr == nil && ap.String() == s && ap.Addr().Zone() == "" {
+			name, err = s, nil
+		}
+	}
 	if err != nil {
 		return err
 	}

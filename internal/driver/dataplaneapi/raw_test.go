@@ -30,6 +30,11 @@ func TestRawRefusesWhatIsNotItsGrammar(t *testing.T) {
 	if ls, err := sectionText("frontend", fe()); err != nil || !strings.Contains(strings.Join(ls, "\n"), "tcp-request connection reject unless { src 192.0.2.0/24 }") {
 		t.Fatalf("frontend: %q %v", ls, err)
 	}
+	v6 := fe()
+	v6.children = []Object{{"name": "[2001:db8::1]:443", "address": "2001:db8::1", "port": int64(443)}}
+	if ls, err := sectionText("frontend", v6); err != nil || !strings.Contains(strings.Join(ls, "\n"), "bind [2001:db8::1]:443 name [2001:db8::1]:443") {
+		t.Fatalf("IPv6 bind: %q %v", ls, err)
+	}
 	for _, tc := range []struct {
 		name string
 		kind string
@@ -54,6 +59,8 @@ func TestRawRefusesWhatIsNotItsGrammar(t *testing.T) {
 		}},
 		{"default_backend with a space", "frontend", func(s *section) { s.base["default_backend"] = "be x" }},
 		{"bind address", "frontend", func(s *section) { s.children[0]["address"] = "127.0.0.1 ssl crt /x" }},
+		{"bind name not an address", "frontend", func(s *section) { s.children[0]["name"] = "[x] ssl" }},
+		{"bind name with a zone", "frontend", func(s *section) { s.children[0]["name"] = "[fe80::1%lo]:80" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := good()
