@@ -43,6 +43,10 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 	if err != nil {
 		return err
 	}
+	// As in the Services mode: the informers relist as soon as the
+	// apiserver answers again after an outage (source/relist.go).
+	outage := source.NewOutage()
+	cfg.Wrap(outage.WrapTransport)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
@@ -82,6 +86,7 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 		}
 	}
 	src := source.NewGateway(client, gc, udp != nil, routes)
+	src.RelistAfterOutage(outage, log)
 	if f.publish.pools {
 		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,21 @@ import (
 // whether each holds a certificate and key: gatewaysecrets.go) for the
 // status of HTTP and HTTPS listeners, which are status only.
 type Gateway struct {
+	client kubernetes.Interface
+	gc     gwclient.Interface
+	udpOn  bool
+	routes map[string]string
+	dyn    dynamic.Interface // with --address-pools (WithPools)
+
+	// set is the informers in use; a relist after an apiserver outage
+	// (relist.go) replaces it by a fresh, synced one.
+	set      atomic.Pointer[gatewaySet]
+	handlers []func()
+	relister *relister // RelistAfterOutage
+}
+
+// gatewaySet is one generation of the Gateway source's informers.
+type gatewaySet struct {
 	kube, sec  informers.SharedInformerFactory
 	gwf        gwinformers.SharedInformerFactory
 	classes    cache.SharedIndexInformer
@@ -46,10 +62,10 @@ type Gateway struct {
 	services   cache.SharedIndexInformer
 	slices     cache.SharedIndexInformer
 	namespaces cache.SharedIndexInformer
-	udpOn      bool
 	// With --address-pools (WithPools): the AddressPools.
 	poolFactory dynamicinformer.DynamicSharedInformerFactory
 	pools       cache.SharedIndexInformer
+	cancel      context.CancelFunc
 }
 
 // NewGateway builds the informers. routes says which version of each
@@ -58,10 +74,17 @@ type Gateway struct {
 // kind), or "" for a kind the cluster does not serve (not watched; see
 // RouteVersions). Without udp, UDPRoutes are not watched either.
 func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool, routes map[string]string) *Gateway {
-	kf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Slim))
-	gf := gwinformers.NewSharedInformerFactoryWithOptions(gc, 0, gwinformers.WithTransform(gatewayTransform))
-	sf := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(secretTransform))
-	g := &Gateway{kube: kf, sec: sf, gwf: gf, udpOn: udp,
+	g := &Gateway{client: client, gc: gc, udpOn: udp, routes: routes}
+	g.set.Store(g.build())
+	return g
+}
+
+// build makes a new generation of the informers (not started).
+func (g *Gateway) build() *gatewaySet {
+	kf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(Slim))
+	gf := gwinformers.NewSharedInformerFactoryWithOptions(g.gc, 0, gwinformers.WithTransform(gatewayTransform))
+	sf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(secretTransform))
+	set := &gatewaySet{kube: kf, sec: sf, gwf: gf,
 		secrets:    sf.Core().V1().Secrets().Informer(),
 		classes:    gf.Gateway().V1().GatewayClasses().Informer(),
 		gateways:   gf.Gateway().V1().Gateways().Informer(),
@@ -71,29 +94,33 @@ func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool, ro
 		namespaces: kf.Core().V1().Namespaces().Informer(),
 	}
 	v1, v1a2 := gf.Gateway().V1(), gf.Gateway().V1alpha2()
-	switch routes[gateway.KindTCPRoute] {
+	switch g.routes[gateway.KindTCPRoute] {
 	case RouteV1:
-		g.tcp = v1.TCPRoutes().Informer()
+		set.tcp = v1.TCPRoutes().Informer()
 	case RouteV1Alpha2:
-		g.tcp = v1a2.TCPRoutes().Informer()
+		set.tcp = v1a2.TCPRoutes().Informer()
 	}
-	switch routes[gateway.KindTLSRoute] {
+	switch g.routes[gateway.KindTLSRoute] {
 	case RouteV1:
-		g.tls = v1.TLSRoutes().Informer()
+		set.tls = v1.TLSRoutes().Informer()
 	case RouteV1Alpha2:
-		g.tls = v1a2.TLSRoutes().Informer()
+		set.tls = v1a2.TLSRoutes().Informer()
 	}
-	if routes[gateway.KindHTTPRoute] == RouteV1 {
-		g.http = v1.HTTPRoutes().Informer()
+	if g.routes[gateway.KindHTTPRoute] == RouteV1 {
+		set.http = v1.HTTPRoutes().Informer()
 	}
 	switch {
-	case !udp:
-	case routes[gateway.KindUDPRoute] == RouteV1:
-		g.udp = v1.UDPRoutes().Informer()
-	case routes[gateway.KindUDPRoute] == RouteV1Alpha2:
-		g.udp = v1a2.UDPRoutes().Informer()
+	case !g.udpOn:
+	case g.routes[gateway.KindUDPRoute] == RouteV1:
+		set.udp = v1.UDPRoutes().Informer()
+	case g.routes[gateway.KindUDPRoute] == RouteV1Alpha2:
+		set.udp = v1a2.UDPRoutes().Informer()
 	}
-	return g
+	if g.dyn != nil {
+		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(g.dyn, 0)
+		set.pools = set.poolFactory.ForResource(pools.GVR).Informer()
+	}
+	return set
 }
 
 // gatewayTransform keeps the caches free of managedFields, the bulk of a
@@ -116,9 +143,9 @@ func gatewayTransform(obj any) (any, error) {
 	return obj, nil
 }
 
-func (g *Gateway) all() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{g.classes, g.gateways, g.grants, g.services, g.slices, g.namespaces, g.secrets}
-	for _, r := range []cache.SharedIndexInformer{g.tcp, g.tls, g.udp, g.http, g.pools} {
+func (set *gatewaySet) all() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{set.classes, set.gateways, set.grants, set.services, set.slices, set.namespaces, set.secrets}
+	for _, r := range []cache.SharedIndexInformer{set.tcp, set.tls, set.udp, set.http, set.pools} {
 		if r != nil {
 			out = append(out, r)
 		}
@@ -126,63 +153,65 @@ func (g *Gateway) all() []cache.SharedIndexInformer {
 	return out
 }
 
-// OnChange registers fn to run on every add, update and delete.
+// OnChange registers fn to run on every add, update and delete (of this
+// generation of the informers and of every later one). Call before Start.
 func (g *Gateway) OnChange(fn func()) error {
-	h := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { fn() }, UpdateFunc: func(any, any) { fn() }, DeleteFunc: func(any) { fn() }}
-	for _, inf := range g.all() {
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return err
-		}
-	}
-	return nil
+	g.handlers = append(g.handlers, fn)
+	return g.set.Load().register(fn)
 }
 
+func (set *gatewaySet) register(fn func()) error { return registerAll(fn, set.all()) }
+
+// start runs the set's informers until ctx ends or stop is called.
+func (set *gatewaySet) start(ctx context.Context) {
+	ctx, set.cancel = context.WithCancel(ctx)
+	set.kube.Start(ctx.Done())
+	set.sec.Start(ctx.Done())
+	set.gwf.Start(ctx.Done())
+	if set.poolFactory != nil {
+		set.poolFactory.Start(ctx.Done())
+	}
+}
+
+func (set *gatewaySet) stop() { set.cancel() }
+
+func (set *gatewaySet) synced() bool { return syncedAll(set.all()) }
+
 // Start runs the informers and waits until every cache has synced (a
-// CRD that is not installed never syncs: the error names the wait).
+// CRD that is not installed never syncs: the error names the wait). With
+// RelistAfterOutage, a relist started while it waits counts too.
 func (g *Gateway) Start(ctx context.Context, timeout time.Duration) error {
-	g.kube.Start(ctx.Done())
-	g.sec.Start(ctx.Done())
-	g.gwf.Start(ctx.Done())
-	if g.poolFactory != nil {
-		g.poolFactory.Start(ctx.Done())
+	g.set.Load().start(ctx)
+	if g.relister != nil {
+		go g.relister.run(ctx, timeout)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var synced []cache.InformerSynced
-	for _, inf := range g.all() {
-		synced = append(synced, inf.HasSynced)
-	}
-	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
+	if !cache.WaitForCacheSync(wctx.Done(), g.Synced) {
 		return fmt.Errorf("informer caches did not sync within %s (are the Gateway API v1.6 standard CRDs installed?)", timeout)
 	}
 	return nil
 }
 
 // Synced reports whether all caches have synced.
-func (g *Gateway) Synced() bool {
-	for _, inf := range g.all() {
-		if !inf.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
+func (g *Gateway) Synced() bool { return g.set.Load().synced() }
 
 // Snapshot lists the cached objects, shared with the caches: callers
 // must not modify them.
 func (g *Gateway) Snapshot() gateway.Input {
+	set := g.set.Load()
 	return gateway.Input{
-		Classes:    listOf[*gwv1.GatewayClass](g.classes),
-		Gateways:   listOf[*gwv1.Gateway](g.gateways),
-		TCPRoutes:  listOf[*gwv1.TCPRoute](g.tcp),
-		TLSRoutes:  listOf[*gwv1.TLSRoute](g.tls),
-		UDPRoutes:  listOf[*gwv1.UDPRoute](g.udp),
-		HTTPRoutes: listOf[*gwv1.HTTPRoute](g.http),
-		Secrets:    listOf[*gateway.Secret](g.secrets),
-		Grants:     listOf[*gwv1beta1.ReferenceGrant](g.grants),
-		Services:   listOf[*corev1.Service](g.services),
-		Slices:     listOf[*desired.Slice](g.slices),
-		Namespaces: listOf[*corev1.Namespace](g.namespaces),
+		Classes:    listOf[*gwv1.GatewayClass](set.classes),
+		Gateways:   listOf[*gwv1.Gateway](set.gateways),
+		TCPRoutes:  listOf[*gwv1.TCPRoute](set.tcp),
+		TLSRoutes:  listOf[*gwv1.TLSRoute](set.tls),
+		UDPRoutes:  listOf[*gwv1.UDPRoute](set.udp),
+		HTTPRoutes: listOf[*gwv1.HTTPRoute](set.http),
+		Secrets:    listOf[*gateway.Secret](set.secrets),
+		Grants:     listOf[*gwv1beta1.ReferenceGrant](set.grants),
+		Services:   listOf[*corev1.Service](set.services),
+		Slices:     listOf[*desired.Slice](set.slices),
+		Namespaces: listOf[*corev1.Namespace](set.namespaces),
 	}
 }
 
@@ -197,17 +226,18 @@ func listOf[T any](inf cache.SharedIndexInformer) []T {
 // ("" namespace for cluster-scoped ones), for the status writer.
 func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 	var inf cache.SharedIndexInformer
+	set := g.set.Load()
 	switch kind {
 	case "GatewayClass":
-		inf = g.classes
+		inf = set.classes
 	case "Gateway":
-		inf = g.gateways
+		inf = set.gateways
 	case gateway.KindTCPRoute:
-		inf = g.tcp
+		inf = set.tcp
 	case gateway.KindTLSRoute:
-		inf = g.tls
+		inf = set.tls
 	case gateway.KindUDPRoute:
-		inf = g.udp
+		inf = set.udp
 	}
 	if inf == nil {
 		return nil, false
@@ -224,12 +254,12 @@ func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 // own addresses. Call before OnChange and Start. The CRD must be
 // installed: without it the caches never sync.
 func (g *Gateway) WithPools(dyn dynamic.Interface) {
-	g.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	g.pools = g.poolFactory.ForResource(pools.GVR).Informer()
+	g.dyn = dyn
+	g.set.Store(g.build())
 }
 
 // Pools lists the cached AddressPools (none without WithPools), shared
 // with the cache: not to be modified.
 func (g *Gateway) Pools() []*unstructured.Unstructured {
-	return listOf[*unstructured.Unstructured](g.pools)
+	return listOf[*unstructured.Unstructured](g.set.Load().pools)
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -15,15 +17,17 @@ import (
 // own, but each only after its own exponential backoff (0.8 s doubling up
 // to 30 s, jitter 1.0: up to a minute), which shared informers do not let
 // us configure: after a 30 s outage the controller went on serving the
-// old state for 0.7-47 s (docs/reliability.md). So the Source watches
-// for the outage itself: a request of the client that fails at the
-// transport (connection refused, reset, timeout) wakes it, it asks
-// /readyz every ProbeInterval while the apiserver does not answer, and
-// once it answers again (after at least one failed probe: a single
-// failed request is client-go's to retry) it starts a fresh generation of
-// the informers, waits until their caches have synced (a full list), and
-// swaps them in for the old ones, which stop. What changed meanwhile is
-// then seen within a probe interval plus one list.
+// old state for 0.7-47 s (docs/reliability.md). So each source (Source,
+// Gateway) watches for the outage itself: a request of the client that
+// fails at the transport (connection refused, reset, timeout) wakes it,
+// it asks /readyz every ProbeInterval while the apiserver does not
+// answer, and once it answers again (after at least one failed probe: a
+// single failed request is client-go's to retry) it starts a fresh
+// generation of the informers, waits until their caches have synced (a
+// full list), and swaps them in for the old ones, which stop. What
+// changed meanwhile is then seen within a probe interval plus one list.
+// The watching and the swap are the same for both sources (relister,
+// relistInto); each only says how a generation is built.
 
 // ProbeInterval is how often /readyz is asked while the apiserver does
 // not answer.
@@ -64,63 +68,62 @@ func (t *outageTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // WrappedRoundTripper lets client-go see through the wrapper.
 func (t *outageTransport) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
-// RelistAfterOutage makes the Source relist (a fresh generation of the
-// informers) as soon as the apiserver answers /readyz again after
-// requests failed at o's transport. Call before Start.
-func (s *Source) RelistAfterOutage(o *Outage, log *slog.Logger) {
-	s.outage = o
-	if log != nil {
-		s.log = log
-	}
+// relister is the part of a source that relists after an outage: set by
+// RelistAfterOutage, run by Start.
+type relister struct {
+	outage *Outage
+	log    *slog.Logger
+	probe  rest.Interface // asks /readyz
+	relist func(ctx context.Context, timeout time.Duration) error
 }
 
-// relistAfterOutages runs until ctx ends: each outage seen ends in one
-// relist once the apiserver is back.
-func (s *Source) relistAfterOutages(ctx context.Context, timeout time.Duration) {
+// run runs until ctx ends: each outage seen ends in one relist once the
+// apiserver is back.
+func (r *relister) run(ctx context.Context, timeout time.Duration) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.outage.failed:
+		case <-r.outage.failed:
 		}
-		down, err := s.waitReady(ctx)
+		down, err := r.waitReady(ctx)
 		if err != nil {
 			return // ctx ended
 		}
 		// Probes that failed meanwhile reported themselves: the outage
 		// they saw is over.
 		select {
-		case <-s.outage.failed:
+		case <-r.outage.failed:
 		default:
 		}
 		if down == 0 {
 			continue
 		}
-		s.log.Info("apiserver answers again: relisting", "unreachable", down.Round(time.Millisecond))
+		r.log.Info("apiserver answers again: relisting", "unreachable", down.Round(time.Millisecond))
 		begin := time.Now()
-		if err := s.relist(ctx, timeout); err != nil {
+		if err := r.relist(ctx, timeout); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("relist after the apiserver outage failed; the informers retry on their own", "err", err)
+			r.log.Warn("relist after the apiserver outage failed; the informers retry on their own", "err", err)
 			continue
 		}
-		s.log.Info("relisted after the apiserver outage", "took", time.Since(begin).Round(time.Millisecond))
+		r.log.Info("relisted after the apiserver outage", "took", time.Since(begin).Round(time.Millisecond))
 	}
 }
 
 // waitReady asks /readyz until it answers, and reports for how long it
 // did not (0: it answered at once).
-func (s *Source) waitReady(ctx context.Context) (time.Duration, error) {
+func (r *relister) waitReady(ctx context.Context) (time.Duration, error) {
 	begin := time.Now()
 	for i := 0; ; i++ {
-		if err := s.ready(ctx); err == nil {
+		if err := r.ready(ctx); err == nil {
 			if i == 0 {
 				return 0, nil
 			}
 			return time.Since(begin), nil
 		} else if i == 0 {
-			s.log.Warn("apiserver unreachable; serving what is applied until it answers", "err", err)
+			r.log.Warn("apiserver unreachable; serving what is applied until it answers", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -132,10 +135,10 @@ func (s *Source) waitReady(ctx context.Context) (time.Duration, error) {
 
 // ready asks the apiserver's /readyz (allowed to every client by the
 // default system:public-info-viewer role).
-func (s *Source) ready(ctx context.Context) error {
+func (r *relister) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	body, err := s.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	body, err := r.probe.Get().AbsPath("/readyz").DoRaw(ctx)
 	if err != nil {
 		return err
 	}
@@ -145,14 +148,26 @@ func (s *Source) ready(ctx context.Context) error {
 	return nil
 }
 
-// relist starts a new generation of the informers, waits until it has
-// synced (at most timeout) and puts it in place of the old one, which
-// stops; then every OnChange handler runs once (a pass on the new
-// caches). If the new one does not sync in time it is stopped and the old
-// one stays.
-func (s *Source) relist(ctx context.Context, timeout time.Duration) error {
-	next := s.build()
-	for _, fn := range s.handlers {
+// generation is one generation of a source's informers, started and
+// stopped together.
+type generation interface {
+	register(fn func()) error
+	start(ctx context.Context)
+	stop()
+	synced() bool
+}
+
+// relistInto starts a new generation of the informers (build), waits
+// until it has synced (at most timeout) and puts it in place of the one
+// in cur, which stops; then every handler runs once (a pass on the new
+// caches). If the new one does not sync in time it is stopped and the
+// old one stays.
+func relistInto[S any, G interface {
+	*S
+	generation
+}](ctx context.Context, timeout time.Duration, cur *atomic.Pointer[S], build func() G, handlers []func()) error {
+	next := build()
+	for _, fn := range handlers {
 		if err := next.register(fn); err != nil {
 			return err
 		}
@@ -164,10 +179,59 @@ func (s *Source) relist(ctx context.Context, timeout time.Duration) error {
 		next.stop()
 		return errors.New("the new informers did not sync within " + timeout.String())
 	}
-	old := s.set.Swap(next)
-	old.stop()
-	for _, fn := range s.handlers {
+	G(cur.Swap((*S)(next))).stop()
+	for _, fn := range handlers {
 		fn()
 	}
 	return nil
+}
+
+// registerAll adds a handler running fn on every add, update and delete
+// of each informer.
+func registerAll(fn func(), infs []cache.SharedIndexInformer) error {
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { fn() },
+		UpdateFunc: func(any, any) { fn() },
+		DeleteFunc: func(any) { fn() },
+	}
+	for _, inf := range infs {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncedAll reports whether every informer has synced.
+func syncedAll(infs []cache.SharedIndexInformer) bool {
+	for _, inf := range infs {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// RelistAfterOutage makes the Source relist (a fresh generation of the
+// informers) as soon as the apiserver answers /readyz again after
+// requests failed at o's transport. Call before Start.
+func (s *Source) RelistAfterOutage(o *Outage, log *slog.Logger) {
+	s.relister = newRelister(o, log, s.client.Discovery().RESTClient(), func(ctx context.Context, timeout time.Duration) error {
+		return relistInto(ctx, timeout, &s.set, s.build, s.handlers)
+	})
+}
+
+// RelistAfterOutage makes the Gateway source relist as the Source does
+// (Source.RelistAfterOutage). Call before Start.
+func (g *Gateway) RelistAfterOutage(o *Outage, log *slog.Logger) {
+	g.relister = newRelister(o, log, g.client.Discovery().RESTClient(), func(ctx context.Context, timeout time.Duration) error {
+		return relistInto(ctx, timeout, &g.set, g.build, g.handlers)
+	})
+}
+
+func newRelister(o *Outage, log *slog.Logger, probe rest.Interface, relist func(context.Context, time.Duration) error) *relister {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &relister{outage: o, log: log, probe: probe, relist: relist}
 }

@@ -6,7 +6,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +32,7 @@ type Source struct {
 	// (relist.go) replaces it by a fresh, synced one.
 	set      atomic.Pointer[informerSet]
 	handlers []func()
-	outage   *Outage
-	log      *slog.Logger
+	relister *relister // RelistAfterOutage
 
 	// Snapshot's buffers, reused from pass to pass.
 	svcBuf   []*corev1.Service
@@ -56,13 +54,13 @@ type informerSet struct {
 	pools       cache.SharedIndexInformer
 	namespaces  cache.SharedIndexInformer
 	gateways    cache.SharedIndexInformer // WithGateways
-	stop        context.CancelFunc
+	cancel      context.CancelFunc
 }
 
 // New builds the informers. With namespace set (single-Service mode),
 // Services and EndpointSlices are watched in that namespace only.
 func New(client kubernetes.Interface, namespace string) *Source {
-	s := &Source{client: client, namespace: namespace, log: slog.New(slog.DiscardHandler)}
+	s := &Source{client: client, namespace: namespace}
 	s.set.Store(s.build())
 	return s
 }
@@ -142,23 +140,11 @@ func (s *Source) OnChange(fn func()) error {
 	return s.set.Load().register(fn)
 }
 
-func (set *informerSet) register(fn func()) error {
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { fn() },
-		UpdateFunc: func(any, any) { fn() },
-		DeleteFunc: func(any) { fn() },
-	}
-	for _, inf := range set.informers() {
-		if _, err := inf.AddEventHandler(h); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (set *informerSet) register(fn func()) error { return registerAll(fn, set.informers()) }
 
 // start runs the set's informers until ctx ends or stop is called.
 func (set *informerSet) start(ctx context.Context) {
-	ctx, set.stop = context.WithCancel(ctx)
+	ctx, set.cancel = context.WithCancel(ctx)
 	set.factory.Start(ctx.Done())
 	set.nodeFactory.Start(ctx.Done())
 	if set.poolFactory != nil {
@@ -166,14 +152,9 @@ func (set *informerSet) start(ctx context.Context) {
 	}
 }
 
-func (set *informerSet) synced() bool {
-	for _, inf := range set.informers() {
-		if !inf.HasSynced() {
-			return false
-		}
-	}
-	return true
-}
+func (set *informerSet) stop() { set.cancel() }
+
+func (set *informerSet) synced() bool { return syncedAll(set.informers()) }
 
 // Start runs the informers and waits until every cache has synced. It
 // returns an error if ctx ends first: the controller never works on a
@@ -181,8 +162,8 @@ func (set *informerSet) synced() bool {
 // (the apiserver unreachable at first, then back) counts too.
 func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
 	s.set.Load().start(ctx)
-	if s.outage != nil {
-		go s.relistAfterOutages(ctx, timeout)
+	if s.relister != nil {
+		go s.relister.run(ctx, timeout)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
