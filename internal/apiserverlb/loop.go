@@ -14,6 +14,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
 // Work items. A pass recomputes the whole list; connecting is retried
@@ -40,6 +41,11 @@ type Options struct {
 	RetryMax time.Duration
 	Logger   *slog.Logger
 	Metrics  *metrics.Instance // nil: no metrics
+	// Outage, when set, sees the client Connect makes fail at its
+	// transport (its WrapTransport is in the client's rest.Config): once
+	// the apiserver answers again after an outage, the informers relist
+	// at once (relist) instead of after client-go's reflector backoff.
+	Outage *source.Outage
 }
 
 // Connect builds a client and checks that the API answers. It is retried
@@ -153,6 +159,11 @@ func (l *Loop) tryConnect(ctx context.Context) error {
 		return err
 	}
 	l.log.Info("connected to the kube-apiserver; waiting for caches", "after_attempts", l.connFails+1)
+	if l.opts.Outage != nil {
+		go source.WatchOutages(ctx, l.opts.Outage, l.log, client.Discovery().RESTClient(), func(ctx context.Context) error {
+			return l.relist(ctx, client)
+		})
+	}
 	go func() {
 		// Caches that do not sync (RBAC refusing a source, say) are
 		// reported every half minute; the bootstrap list keeps serving.
@@ -161,8 +172,14 @@ func (l *Loop) tryConnect(ctx context.Context) error {
 			synced := w.waitSynced(wctx)
 			cancel()
 			switch {
+			case l.watch.Load() != nil:
+				w.stop() // a relist came first
+				return
 			case synced:
-				l.watch.Store(w)
+				if !l.watch.CompareAndSwap(nil, w) {
+					w.stop()
+					return
+				}
 				l.log.Info("caches synced")
 				l.Trigger()
 				return
@@ -172,6 +189,29 @@ func (l *Loop) tryConnect(ctx context.Context) error {
 			l.log.Warn("caches not synced yet (is every source allowed by RBAC?); serving the last known list", "waited", waited+syncReport)
 		}
 	}()
+	return nil
+}
+
+// relist starts new informers, waits until they have synced (at most
+// syncReport) and puts them in place of the ones in use, which stop; a
+// pass follows. If they do not sync in time they stop and the old ones
+// stay.
+func (l *Loop) relist(ctx context.Context, client kubernetes.Interface) error {
+	w := newWatcher(client, l.opts)
+	if err := w.start(ctx, l.Trigger); err != nil {
+		w.stop()
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, syncReport)
+	defer cancel()
+	if !w.waitSynced(wctx) {
+		w.stop()
+		return errors.New("the new informers did not sync within " + syncReport.String())
+	}
+	if old := l.watch.Swap(w); old != nil {
+		old.stop()
+	}
+	l.Trigger()
 	return nil
 }
 

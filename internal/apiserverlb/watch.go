@@ -26,6 +26,7 @@ type watcher struct {
 	nodes     cache.SharedIndexInformer
 	cms       cache.SharedIndexInformer
 	cmName    string
+	cancel    context.CancelFunc
 }
 
 // usesAPI reports whether any source needs the cluster.
@@ -79,8 +80,10 @@ func (w *watcher) informers() []cache.SharedIndexInformer {
 	return out
 }
 
-// start runs the informers; onChange is called on every event.
+// start runs the informers until ctx ends or stop is called; onChange
+// is called on every event.
 func (w *watcher) start(ctx context.Context, onChange func()) error {
+	ctx, w.cancel = context.WithCancel(ctx)
 	h := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { onChange() },
 		UpdateFunc: func(any, any) { onChange() },
@@ -96,6 +99,8 @@ func (w *watcher) start(ctx context.Context, onChange func()) error {
 	}
 	return nil
 }
+
+func (w *watcher) stop() { w.cancel() }
 
 // waitSynced blocks until every cache has synced or ctx ends.
 func (w *watcher) waitSynced(ctx context.Context) bool {

@@ -21,6 +21,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
 // Modes of `run`.
@@ -152,11 +153,15 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 	}
 	opts.ResyncPeriod = f.resync
 	opts.Logger = log
+	// As in the other modes: the informers relist as soon as the
+	// apiserver answers again after an outage (source/relist.go).
+	opts.Outage = source.NewOutage()
 	connect := func(ctx context.Context) (kubernetes.Interface, error) {
 		cfg, err := kubeclient.Config(f.kube)
 		if err != nil {
 			return nil, err
 		}
+		cfg.Wrap(opts.Outage.WrapTransport)
 		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			return nil, err

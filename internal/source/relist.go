@@ -148,6 +148,15 @@ func (r *relister) ready(ctx context.Context) error {
 	return nil
 }
 
+// WatchOutages runs until ctx ends: each outage o sees (a request
+// failing at its transport) ends, once the apiserver answers /readyz
+// (asked through probe) again, in one call of relist. For a mode that
+// keeps its informers its own way (the apiserver mode); the Source and
+// the Gateway source take RelistAfterOutage.
+func WatchOutages(ctx context.Context, o *Outage, log *slog.Logger, probe rest.Interface, relist func(context.Context) error) {
+	newRelister(o, log, probe, func(ctx context.Context, _ time.Duration) error { return relist(ctx) }).run(ctx, 0)
+}
+
 // generation is one generation of a source's informers, started and
 // stopped together.
 type generation interface {
