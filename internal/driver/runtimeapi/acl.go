@@ -10,7 +10,6 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
@@ -71,35 +70,20 @@ func (d *HAProxy) pushACLs(ctx context.Context, cfg model.Config, res *driver.Re
 	t := time.Now()
 	defer func() { res.Runtime += time.Since(t) }()
 	files := make([]string, len(changed))
-	prep := make([]string, len(changed))
+	lines := make([][]string, len(changed))
 	for i, f := range changed {
 		files[i] = render.ACLFile(d.opts.Render.ACLDir, f.Name)
-		prep[i] = "prepare acl " + files[i]
+		for _, p := range f.SourceRanges {
+			lines[i] = append(lines[i], p.String())
+		}
 	}
-	fail := func(err error) error {
+	ops, err := d.replaceFiles(ctx, "acl", files, lines)
+	if err != nil {
 		d.acls = nil // unknown: write and push again next time
 		d.known = false
 		return fmt.Errorf("runtime API, source ranges: %w", err)
 	}
-	ans, err := d.rt.ExecChecked(ctx, prep)
-	if err != nil {
-		return fail(err)
-	}
-	var cmds []string
-	for i, f := range changed {
-		v, ok := strings.CutPrefix(ans[i], "New version created: ")
-		if !ok || v == "" || strings.ContainsAny(v, " \t@") {
-			return fail(fmt.Errorf("%s: unexpected answer %q: %w", prep[i], ans[i], haproxy.ErrCommand))
-		}
-		for _, p := range f.SourceRanges {
-			cmds = append(cmds, "add acl @"+v+" "+files[i]+" "+p.String())
-		}
-		cmds = append(cmds, "commit acl @"+v+" "+files[i])
-	}
-	if _, err := d.rt.ExecChecked(ctx, cmds); err != nil {
-		return fail(err)
-	}
-	res.Ops += len(prep) + len(cmds)
+	res.Ops += ops
 	d.log.Info("source ranges changed without reload", "frontends", len(changed), "first", changed[0].Service)
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
@@ -82,34 +81,21 @@ func (d *HAProxy) pushRouteMaps(ctx context.Context, cfg model.Config, res *driv
 	}
 	t := time.Now()
 	defer func() { res.Runtime += time.Since(t) }()
-	prep := make([]string, len(changed))
+	files := make([]string, len(changed))
+	lines := make([][]string, len(changed))
 	for i, m := range changed {
-		prep[i] = "prepare map " + m.file
+		files[i] = m.file
+		for _, e := range render.RouteMapEntries(m.route) {
+			lines[i] = append(lines[i], e.Key+" "+e.Backend)
+		}
 	}
-	fail := func(err error) error {
+	ops, err := d.replaceFiles(ctx, "map", files, lines)
+	if err != nil {
 		d.routeMaps = nil // unknown: write and push again next time
 		d.known = false
 		return fmt.Errorf("runtime API, route maps: %w", err)
 	}
-	ans, err := d.rt.ExecChecked(ctx, prep)
-	if err != nil {
-		return fail(err)
-	}
-	var cmds []string
-	for i, m := range changed {
-		v, ok := strings.CutPrefix(ans[i], "New version created: ")
-		if !ok || v == "" || strings.ContainsAny(v, " \t@") {
-			return fail(fmt.Errorf("%s: unexpected answer %q: %w", prep[i], ans[i], haproxy.ErrCommand))
-		}
-		for _, e := range render.RouteMapEntries(m.route) {
-			cmds = append(cmds, "add map @"+v+" "+m.file+" "+e.Key+" "+e.Backend)
-		}
-		cmds = append(cmds, "commit map @"+v+" "+m.file)
-	}
-	if _, err := d.rt.ExecChecked(ctx, cmds); err != nil {
-		return fail(err)
-	}
-	res.Ops += len(prep) + len(cmds)
+	res.Ops += ops
 	d.log.Info("routes changed without reload", "maps", len(changed), "first", filepath.Base(changed[0].file))
 	return nil
 }
