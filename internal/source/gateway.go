@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,17 +39,13 @@ type Gateway struct {
 	routes map[string]string
 	dyn    dynamic.Interface // with --address-pools (WithPools)
 
-	// set is the informers in use; a relist after an apiserver outage
-	// (relist.go) replaces it by a fresh, synced one.
-	set      atomic.Pointer[gatewaySet]
-	handlers []func()
-	relister *relister // RelistAfterOutage
+	// The informers in use; a relist after an apiserver outage
+	// (relist.go) replaces them by a fresh, synced generation.
+	generations[gatewaySet, *gatewaySet]
 }
 
 // gatewaySet is one generation of the Gateway source's informers.
 type gatewaySet struct {
-	kube, sec  informers.SharedInformerFactory
-	gwf        gwinformers.SharedInformerFactory
 	classes    cache.SharedIndexInformer
 	gateways   cache.SharedIndexInformer
 	tcp        cache.SharedIndexInformer
@@ -65,7 +60,7 @@ type gatewaySet struct {
 	// With --address-pools (WithPools): the AddressPools.
 	poolFactory dynamicinformer.DynamicSharedInformerFactory
 	pools       cache.SharedIndexInformer
-	cancel      context.CancelFunc
+	informerGen
 }
 
 // NewGateway builds the informers. routes says which version of each
@@ -75,7 +70,7 @@ type gatewaySet struct {
 // RouteVersions). Without udp, UDPRoutes are not watched either.
 func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool, routes map[string]string) *Gateway {
 	g := &Gateway{client: client, gc: gc, udpOn: udp, routes: routes}
-	g.set.Store(g.build())
+	g.rebuild(g.build)
 	return g
 }
 
@@ -84,7 +79,7 @@ func (g *Gateway) build() *gatewaySet {
 	kf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(Slim))
 	gf := gwinformers.NewSharedInformerFactoryWithOptions(g.gc, 0, gwinformers.WithTransform(gatewayTransform))
 	sf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(secretTransform))
-	set := &gatewaySet{kube: kf, sec: sf, gwf: gf,
+	set := &gatewaySet{
 		secrets:    sf.Core().V1().Secrets().Informer(),
 		classes:    gf.Gateway().V1().GatewayClasses().Informer(),
 		gateways:   gf.Gateway().V1().Gateways().Informer(),
@@ -120,6 +115,16 @@ func (g *Gateway) build() *gatewaySet {
 		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(g.dyn, 0)
 		set.pools = set.poolFactory.ForResource(pools.GVR).Informer()
 	}
+	set.starters = []interface{ Start(<-chan struct{}) }{kf, sf, gf}
+	set.informers = []cache.SharedIndexInformer{set.classes, set.gateways, set.grants, set.services, set.slices, set.namespaces, set.secrets}
+	for _, r := range []cache.SharedIndexInformer{set.tcp, set.tls, set.udp, set.http, set.pools} {
+		if r != nil {
+			set.informers = append(set.informers, r)
+		}
+	}
+	if set.poolFactory != nil {
+		set.starters = append(set.starters, set.poolFactory)
+	}
 	return set
 }
 
@@ -143,63 +148,20 @@ func gatewayTransform(obj any) (any, error) {
 	return obj, nil
 }
 
-func (set *gatewaySet) all() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{set.classes, set.gateways, set.grants, set.services, set.slices, set.namespaces, set.secrets}
-	for _, r := range []cache.SharedIndexInformer{set.tcp, set.tls, set.udp, set.http, set.pools} {
-		if r != nil {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// OnChange registers fn to run on every add, update and delete (of this
-// generation of the informers and of every later one). Call before Start.
-func (g *Gateway) OnChange(fn func()) error {
-	g.handlers = append(g.handlers, fn)
-	return g.set.Load().register(fn)
-}
-
-func (set *gatewaySet) register(fn func()) error { return registerAll(fn, set.all()) }
-
-// start runs the set's informers until ctx ends or stop is called.
-func (set *gatewaySet) start(ctx context.Context) {
-	ctx, set.cancel = context.WithCancel(ctx)
-	set.kube.Start(ctx.Done())
-	set.sec.Start(ctx.Done())
-	set.gwf.Start(ctx.Done())
-	if set.poolFactory != nil {
-		set.poolFactory.Start(ctx.Done())
-	}
-}
-
-func (set *gatewaySet) stop() { set.cancel() }
-
-func (set *gatewaySet) synced() bool { return syncedAll(set.all()) }
-
 // Start runs the informers and waits until every cache has synced (a
 // CRD that is not installed never syncs: the error names the wait). With
 // RelistAfterOutage, a relist started while it waits counts too.
 func (g *Gateway) Start(ctx context.Context, timeout time.Duration) error {
-	g.set.Load().start(ctx)
-	if g.relister != nil {
-		go g.relister.run(ctx, timeout)
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if !cache.WaitForCacheSync(wctx.Done(), g.Synced) {
+	if !g.startAndWait(ctx, timeout) {
 		return fmt.Errorf("informer caches did not sync within %s (are the Gateway API v1.6 standard CRDs installed?)", timeout)
 	}
 	return nil
 }
 
-// Synced reports whether all caches have synced.
-func (g *Gateway) Synced() bool { return g.set.Load().synced() }
-
 // Snapshot lists the cached objects, shared with the caches: callers
 // must not modify them.
 func (g *Gateway) Snapshot() gateway.Input {
-	set := g.set.Load()
+	set := g.current()
 	return gateway.Input{
 		Classes:    listOf[*gwv1.GatewayClass](set.classes),
 		Gateways:   listOf[*gwv1.Gateway](set.gateways),
@@ -226,7 +188,7 @@ func listOf[T any](inf cache.SharedIndexInformer) []T {
 // ("" namespace for cluster-scoped ones), for the status writer.
 func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 	var inf cache.SharedIndexInformer
-	set := g.set.Load()
+	set := g.current()
 	switch kind {
 	case "GatewayClass":
 		inf = set.classes
@@ -255,11 +217,11 @@ func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 // installed: without it the caches never sync.
 func (g *Gateway) WithPools(dyn dynamic.Interface) {
 	g.dyn = dyn
-	g.set.Store(g.build())
+	g.rebuild(g.build)
 }
 
 // Pools lists the cached AddressPools (none without WithPools), shared
 // with the cache: not to be modified.
 func (g *Gateway) Pools() []*unstructured.Unstructured {
-	return listOf[*unstructured.Unstructured](g.set.Load().pools)
+	return listOf[*unstructured.Unstructured](g.current().pools)
 }

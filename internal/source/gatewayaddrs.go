@@ -34,13 +34,13 @@ func ServesGateways(d discovery.DiscoveryInterface) (bool, error) {
 // (docs/addresses.md: shared with the gateway mode).
 func (s *Source) WithGateways() {
 	s.gwOn = true
-	s.set.Store(s.build())
+	s.rebuild(s.build)
 }
 
 // Gateways lists the cached Gateways (none without WithGateways), shared
 // with the cache: not to be modified.
 func (s *Source) Gateways() []*unstructured.Unstructured {
-	set := s.set.Load()
+	set := s.current()
 	if set.gateways == nil {
 		return nil
 	}

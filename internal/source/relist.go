@@ -225,17 +225,13 @@ func syncedAll(infs []cache.SharedIndexInformer) bool {
 // informers) as soon as the apiserver answers /readyz again after
 // requests failed at o's transport. Call before Start.
 func (s *Source) RelistAfterOutage(o *Outage, log *slog.Logger) {
-	s.relister = newRelister(o, log, s.client.Discovery().RESTClient(), func(ctx context.Context, timeout time.Duration) error {
-		return relistInto(ctx, timeout, &s.set, s.build, s.handlers)
-	})
+	s.relistAfterOutage(o, log, s.client.Discovery().RESTClient())
 }
 
 // RelistAfterOutage makes the Gateway source relist as the Source does
 // (Source.RelistAfterOutage). Call before Start.
 func (g *Gateway) RelistAfterOutage(o *Outage, log *slog.Logger) {
-	g.relister = newRelister(o, log, g.client.Discovery().RESTClient(), func(ctx context.Context, timeout time.Duration) error {
-		return relistInto(ctx, timeout, &g.set, g.build, g.handlers)
-	})
+	g.relistAfterOutage(o, log, g.client.Discovery().RESTClient())
 }
 
 func newRelister(o *Outage, log *slog.Logger, probe rest.Interface, relist func(context.Context, time.Duration) error) *relister {

@@ -6,7 +6,6 @@ package source
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,11 +27,9 @@ type Source struct {
 	dyn       dynamic.Interface // with address pools (WithPools)
 	gwOn      bool              // and the Gateways' addresses (WithGateways)
 
-	// set is the informers in use; a relist after an apiserver outage
-	// (relist.go) replaces it by a fresh, synced one.
-	set      atomic.Pointer[informerSet]
-	handlers []func()
-	relister *relister // RelistAfterOutage
+	// The informers in use; a relist after an apiserver outage
+	// (relist.go) replaces them by a fresh, synced generation.
+	generations[informerSet, *informerSet]
 
 	// Snapshot's buffers, reused from pass to pass.
 	svcBuf   []*corev1.Service
@@ -43,25 +40,23 @@ type Source struct {
 // informerSet is one generation of the informers, started and stopped
 // together.
 type informerSet struct {
-	factory     informers.SharedInformerFactory
-	nodeFactory informers.SharedInformerFactory
-	services    cache.SharedIndexInformer
-	slices      cache.SharedIndexInformer
-	nodes       cache.SharedIndexInformer
+	services cache.SharedIndexInformer
+	slices   cache.SharedIndexInformer
+	nodes    cache.SharedIndexInformer
 	// With address pools (WithPools): the AddressPools and the
 	// Namespaces (their labels, for a pool's namespaceSelector).
 	poolFactory dynamicinformer.DynamicSharedInformerFactory
 	pools       cache.SharedIndexInformer
 	namespaces  cache.SharedIndexInformer
 	gateways    cache.SharedIndexInformer // WithGateways
-	cancel      context.CancelFunc
+	informerGen
 }
 
 // New builds the informers. With namespace set (single-Service mode),
 // Services and EndpointSlices are watched in that namespace only.
 func New(client kubernetes.Interface, namespace string) *Source {
 	s := &Source{client: client, namespace: namespace}
-	s.set.Store(s.build())
+	s.rebuild(s.build)
 	return s
 }
 
@@ -73,14 +68,12 @@ func (s *Source) build() *informerSet {
 	}
 	f := informers.NewSharedInformerFactoryWithOptions(s.client, 0, opts...)
 	set := &informerSet{
-		factory:  f,
 		services: f.Core().V1().Services().Informer(),
 		slices:   f.Discovery().V1().EndpointSlices().Informer(),
 	}
 	// Nodes are cluster-scoped: a namespaced factory would not list them.
 	nf := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(Slim))
 	set.nodes = nf.Core().V1().Nodes().Informer()
-	set.nodeFactory = nf
 	if s.dyn != nil {
 		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
 		set.pools = set.poolFactory.ForResource(pools.GVR).Informer()
@@ -88,6 +81,15 @@ func (s *Source) build() *informerSet {
 		if s.gwOn {
 			set.gateways = set.poolFactory.ForResource(GatewayGVR).Informer()
 		}
+	}
+	set.starters = []interface{ Start(<-chan struct{}) }{f, nf}
+	set.informers = []cache.SharedIndexInformer{set.services, set.slices, set.nodes}
+	if set.pools != nil {
+		set.starters = append(set.starters, set.poolFactory)
+		set.informers = append(set.informers, set.pools, set.namespaces)
+	}
+	if set.gateways != nil {
+		set.informers = append(set.informers, set.gateways)
 	}
 	return set
 }
@@ -97,7 +99,7 @@ func (s *Source) build() *informerSet {
 // without it the caches never sync.
 func (s *Source) WithPools(dyn dynamic.Interface) {
 	s.dyn = dyn
-	s.set.Store(s.build())
+	s.rebuild(s.build)
 }
 
 // Pooled reports whether WithPools was called.
@@ -106,7 +108,7 @@ func (s *Source) Pooled() bool { return s.dyn != nil }
 // Pools lists the cached AddressPools and Namespaces. Shared with the
 // cache: not to be modified.
 func (s *Source) Pools() ([]*unstructured.Unstructured, []*corev1.Namespace) {
-	set := s.set.Load()
+	set := s.current()
 	var ps []*unstructured.Unstructured
 	for _, o := range set.pools.GetStore().List() {
 		if u, ok := o.(*unstructured.Unstructured); ok {
@@ -122,66 +124,23 @@ func (s *Source) Pools() ([]*unstructured.Unstructured, []*corev1.Namespace) {
 	return ps, ns
 }
 
-func (set *informerSet) informers() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{set.services, set.slices, set.nodes}
-	if set.pools != nil {
-		out = append(out, set.pools, set.namespaces)
-	}
-	if set.gateways != nil {
-		out = append(out, set.gateways)
-	}
-	return out
-}
-
-// OnChange registers fn to run on every add, update and delete (of this
-// generation of the informers and of every later one). Call before Start.
-func (s *Source) OnChange(fn func()) error {
-	s.handlers = append(s.handlers, fn)
-	return s.set.Load().register(fn)
-}
-
-func (set *informerSet) register(fn func()) error { return registerAll(fn, set.informers()) }
-
-// start runs the set's informers until ctx ends or stop is called.
-func (set *informerSet) start(ctx context.Context) {
-	ctx, set.cancel = context.WithCancel(ctx)
-	set.factory.Start(ctx.Done())
-	set.nodeFactory.Start(ctx.Done())
-	if set.poolFactory != nil {
-		set.poolFactory.Start(ctx.Done())
-	}
-}
-
-func (set *informerSet) stop() { set.cancel() }
-
-func (set *informerSet) synced() bool { return syncedAll(set.informers()) }
-
 // Start runs the informers and waits until every cache has synced. It
 // returns an error if ctx ends first: the controller never works on a
 // partial cache. With RelistAfterOutage, a relist started while it waits
 // (the apiserver unreachable at first, then back) counts too.
 func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
-	s.set.Load().start(ctx)
-	if s.relister != nil {
-		go s.relister.run(ctx, timeout)
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if !cache.WaitForCacheSync(wctx.Done(), s.Synced) {
+	if !s.startAndWait(ctx, timeout) {
 		return fmt.Errorf("informer caches did not sync within %s", timeout)
 	}
 	return nil
 }
-
-// Synced reports whether all caches have synced.
-func (s *Source) Synced() bool { return s.set.Load().synced() }
 
 // Snapshot lists the cached objects. They are shared with the cache: callers
 // must not modify them. The slices are reused by the next call (a pass
 // snapshots tens of thousands of objects, many times a second): callers
 // must not keep them past the pass. Passes are serial.
 func (s *Source) Snapshot() (svcs []*corev1.Service, eps []*desired.Slice, nodes []*corev1.Node) {
-	set := s.set.Load()
+	set := s.current()
 	s.svcBuf = listInto(s.svcBuf, set.services)
 	s.sliceBuf = listInto(s.sliceBuf, set.slices)
 	s.nodeBuf = listInto(s.nodeBuf, set.nodes)
