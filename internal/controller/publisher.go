@@ -9,8 +9,8 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,29 +133,13 @@ func (p *Publisher) Run(ctx context.Context) {
 	if p == nil {
 		return
 	}
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](100*time.Millisecond, 30*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "haproxy-k8s-sync-status"})
-	var wg sync.WaitGroup
-	for range p.opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p.processNext(ctx, q) {
-			}
-		}()
-	}
-	p.poke() // a new leader looks at every Service
-	for {
-		select {
-		case <-ctx.Done():
-			q.ShutDown()
-			wg.Wait()
-			return
-		case <-p.wake:
-			p.enqueueChanges(q)
-		}
-	}
+	loop.Writers[types.NamespacedName]{
+		Name: "haproxy-k8s-sync-status", Workers: p.opts.Workers, Wake: p.wake,
+		Enqueue: p.enqueueChanges, Write: p.write,
+		OnError: func(k types.NamespacedName, err error, retries int) {
+			p.log.Warn("could not write LoadBalancer status; will retry", "service", k.String(), "err", err, "retries", retries)
+		},
+	}.Run(ctx)
 }
 
 // enqueueChanges compares the status of every cached Service with what it
@@ -220,25 +204,6 @@ func (p *Publisher) desiredStatus(s *corev1.Service, served bool) ([]corev1.Load
 		return p.want, !sameIngress(have, p.want)
 	}
 	return nil, len(have) > 0 && sameIngress(have, p.want)
-}
-
-func (p *Publisher) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[types.NamespacedName]) bool {
-	k, quit := q.Get()
-	if quit {
-		return false
-	}
-	defer q.Done(k)
-	err := p.write(ctx, k)
-	switch {
-	case err == nil || ctx.Err() != nil:
-		q.Forget(k)
-	case apierrors.IsConflict(err):
-		q.AddRateLimited(k) // the cache is behind; the retry reads it again
-	default:
-		p.log.Warn("could not write LoadBalancer status; will retry", "service", k.String(), "err", err, "retries", q.NumRequeues(k))
-		q.AddRateLimited(k)
-	}
-	return true
 }
 
 // write patches one Service's status if it still differs, decided on the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,7 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
@@ -110,29 +110,13 @@ func (p *Publisher) Run(ctx context.Context) {
 	if p == nil {
 		return
 	}
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[item](100*time.Millisecond, 30*time.Second),
-		workqueue.TypedRateLimitingQueueConfig[item]{Name: "haproxy-k8s-sync-gateway-status"})
-	var wg sync.WaitGroup
-	for range p.opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p.processNext(ctx, q) {
-			}
-		}()
-	}
-	p.Poke()
-	for {
-		select {
-		case <-ctx.Done():
-			q.ShutDown()
-			wg.Wait()
-			return
-		case <-p.wake:
-			p.enqueue(q)
-		}
-	}
+	loop.Writers[item]{
+		Name: "haproxy-k8s-sync-gateway-status", Workers: p.opts.Workers, Wake: p.wake,
+		Enqueue: p.enqueue, Write: p.write,
+		OnError: func(it item, err error, retries int) {
+			p.log.Warn("could not write Gateway API status; will retry", "kind", it.Kind, "object", it.Namespace+"/"+it.Name, "err", err, "retries", retries)
+		},
+	}.Run(ctx)
 }
 
 func (p *Publisher) result() *gateway.Result {
@@ -173,25 +157,6 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 	for _, r := range in.UDPRoutes {
 		routes(gateway.KindUDPRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
-}
-
-func (p *Publisher) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[item]) bool {
-	it, quit := q.Get()
-	if quit {
-		return false
-	}
-	defer q.Done(it)
-	err := p.write(ctx, it)
-	switch {
-	case err == nil || ctx.Err() != nil:
-		q.Forget(it)
-	case apierrors.IsConflict(err):
-		q.AddRateLimited(it) // the cache is behind; the retry reads it again
-	default:
-		p.log.Warn("could not write Gateway API status; will retry", "kind", it.Kind, "object", it.Namespace+"/"+it.Name, "err", err, "retries", q.NumRequeues(it))
-		q.AddRateLimited(it)
-	}
-	return true
 }
 
 // alpha reports whether routes of kind are served as v1alpha2.

@@ -2,7 +2,7 @@
 // (internal/controller) and the apiserver mode (internal/apiserverlb): one
 // rate-limited workqueue of a few keys (a pass, a connection attempt), one
 // worker, and the rule for a key after its turn (Requeue). Retries happen
-// only through this queue.
+// only through this queue. Writers is the status publishers' worker pool.
 package loop
 
 import (
