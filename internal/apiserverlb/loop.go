@@ -134,8 +134,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		if key == keyConnect {
 			return loop.Outcome{Err: l.tryConnect(ctx)}
 		}
-		res, err := l.sync(ctx)
-		return loop.Outcome{Err: err, Later: errors.Is(err, driver.ErrDeferred), After: res.RetryAfter}
+		return driver.Outcome(l.sync(ctx))
 	})
 }
 

@@ -123,8 +123,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.Trigger()
 	go driver.Resync(ctx, c.drv, c.opts.ResyncPeriod, c.log, c.opts.Metrics.Drift, c.Trigger)
 	return c.loop.Run(ctx, func(ctx context.Context, _ string) loop.Outcome {
-		res, err := c.sync(ctx)
-		return loop.Outcome{Err: err, Later: errors.Is(err, driver.ErrDeferred), After: res.RetryAfter}
+		return driver.Outcome(c.sync(ctx))
 	})
 }
 

@@ -131,7 +131,7 @@ func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 			in.log.Info("instance update", "ops", res.Ops, "reloaded", res.Reloaded, "total", time.Since(start))
 		}
 	}
-	return loop.Outcome{Err: err, Later: errors.Is(err, ErrDeferred), After: res.RetryAfter}
+	return Outcome(res, err)
 }
 
 // Verify verifies every instance that can, side by side (drift if any

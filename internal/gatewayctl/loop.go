@@ -96,8 +96,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	l.Trigger()
 	go driver.Resync(ctx, l.drv, l.opts.ResyncPeriod, l.log, func() {}, l.Trigger)
 	return l.loop.Run(ctx, func(ctx context.Context, _ string) loop.Outcome {
-		res, err := l.sync(ctx)
-		return loop.Outcome{Err: err, Later: errors.Is(err, driver.ErrDeferred), After: res.RetryAfter}
+		return driver.Outcome(l.sync(ctx))
 	})
 }
 
