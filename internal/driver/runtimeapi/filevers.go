@@ -3,10 +3,107 @@ package runtimeapi
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 )
+
+// Patterns HAProxy reads from files (the ACL files of source ranges,
+// acl.go; the map files of Gateway API routes, routemaps.go): the file is
+// always written first, so a HAProxy that (re)starts reads what is in
+// force, and a running worker is then told through the Runtime API in
+// one atomic step per file. A fileSet keeps one kind of them in step.
+
+// patternFile is a file as a model wants it: its content, and the lines
+// the Runtime API adds for it.
+type patternFile struct {
+	path  string
+	body  []byte
+	lines []string
+	what  string // for logs and errors: what the file is of
+}
+
+// fileSet is the files of one kind (kind "acl" or "map": the Runtime
+// API's word and the files' suffix) in the ACL directory, with what was
+// last written to each.
+type fileSet struct {
+	kind string
+	last map[string]string // path: content last written
+}
+
+// write writes each file of want whose content is not the one last
+// written, and returns those it wrote.
+func (s *fileSet) write(dir string, want []patternFile) ([]patternFile, error) {
+	var wrote []patternFile
+	for _, f := range want {
+		if old, ok := s.last[f.path]; ok && old == string(f.body) {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return wrote, err
+		}
+		if err := atomicfile.Write(f.path, f.body, 0o644); err != nil {
+			return wrote, fmt.Errorf("%s: %w", f.what, err)
+		}
+		if s.last == nil {
+			s.last = make(map[string]string)
+		}
+		s.last[f.path] = string(f.body)
+		wrote = append(wrote, f)
+	}
+	return wrote, nil
+}
+
+// prune removes the files of the kind in dir that want does not name,
+// once a reload put the model in force (before, the config on disk may
+// still name them).
+func (s *fileSet) prune(dir string, want []patternFile) {
+	keep := make(map[string]bool, len(want))
+	for _, f := range want {
+		keep[f.path] = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if strings.HasSuffix(e.Name(), "."+s.kind) && !keep[p] {
+			_ = os.Remove(p)
+			delete(s.last, p)
+		}
+	}
+}
+
+// push writes the files of want that changed and gives the running
+// worker their new contents. On failure what the worker holds is unknown:
+// every file is written and pushed again next time.
+func (d *HAProxy) push(ctx context.Context, s *fileSet, want []patternFile, res *driver.Result) ([]patternFile, error) {
+	changed, err := s.write(d.opts.Render.ACLDir, want)
+	if err != nil || len(changed) == 0 {
+		return nil, err
+	}
+	t := time.Now()
+	defer func() { res.Runtime += time.Since(t) }()
+	files := make([]string, len(changed))
+	lines := make([][]string, len(changed))
+	for i, f := range changed {
+		files[i], lines[i] = f.path, f.lines
+	}
+	ops, err := d.replaceFiles(ctx, s.kind, files, lines)
+	if err != nil {
+		s.last = nil
+		d.known = false
+		return nil, err
+	}
+	res.Ops += ops
+	return changed, nil
+}
 
 // replaceFiles gives each of the running worker's ACL or map files (kind
 // "acl" or "map", named as haproxy.cfg names them) the lines given for it,

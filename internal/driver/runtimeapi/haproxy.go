@@ -92,8 +92,8 @@ type HAProxy struct {
 	persist    chan struct{}
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
-	acls       map[string]string // frontend name: ACL file content last written (acl.go)
-	routeMaps  map[string]string // route map file: content last written (routemaps.go)
+	acls       fileSet // the source ranges' ACL files (acl.go)
+	routeMaps  fileSet // the routes' map files (routemaps.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 }
@@ -124,13 +124,15 @@ func NewHAProxy(opts Options) *HAProxy {
 		opts.Render.Peer = localPeer(opts.ConfigPath)
 	}
 	return &HAProxy{
-		opts:    opts,
-		rt:      haproxy.NewRuntime(opts.Render.StatsSocket),
-		master:  haproxy.NewMaster(opts.MasterSocket),
-		log:     opts.Logger,
-		persist: make(chan struct{}, 1),
-		gate:    reloadGate{minInterval: opts.MinReloadInterval, settle: opts.ReloadSettle},
-		now:     time.Now,
+		acls:      fileSet{kind: "acl"},
+		routeMaps: fileSet{kind: "map"},
+		opts:      opts,
+		rt:        haproxy.NewRuntime(opts.Render.StatsSocket),
+		master:    haproxy.NewMaster(opts.MasterSocket),
+		log:       opts.Logger,
+		persist:   make(chan struct{}, 1),
+		gate:      reloadGate{minInterval: opts.MinReloadInterval, settle: opts.ReloadSettle},
+		now:       time.Now,
 	}
 }
 
@@ -329,10 +331,10 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	}
 	defer waitSaved()
 	// The new worker reads the source ranges and route maps from their files.
-	if _, err := d.writeACLs(cfg); err != nil {
+	if _, err := d.acls.write(d.opts.Render.ACLDir, d.aclFiles(cfg)); err != nil {
 		return err
 	}
-	if _, err := d.writeRouteMaps(cfg); err != nil {
+	if _, err := d.routeMaps.write(d.opts.Render.ACLDir, d.routeMapFiles(cfg)); err != nil {
 		return err
 	}
 	tmp, digest, err := d.writeConfig(cfg, layout, d.opts.Render, hash)
@@ -374,8 +376,10 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	res.Reloaded = true
 	d.optsReason = ""
 	restore(false)
-	d.pruneACLs(cfg)
-	d.pruneRouteMaps(cfg)
+	if dir := d.opts.Render.ACLDir; dir != "" {
+		d.acls.prune(dir, d.aclFiles(cfg))
+		d.routeMaps.prune(dir, d.routeMapFiles(cfg))
+	}
 	if err := d.waitHash(ctx, hash); err != nil {
 		d.known = false
 		return err

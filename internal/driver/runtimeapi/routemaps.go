@@ -3,12 +3,8 @@ package runtimeapi
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
-	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -43,82 +39,33 @@ func routeMapsOf(dir string, cfg model.Config) []routeMap {
 	return out
 }
 
-// writeRouteMaps writes every route map of cfg whose content is not the
-// one last written, and returns those it wrote.
-func (d *HAProxy) writeRouteMaps(cfg model.Config) ([]routeMap, error) {
+// routeMapFiles are the map files of cfg's routes.
+func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 	dir := d.opts.Render.ACLDir
 	if dir == "" {
-		return nil, nil
+		return nil
 	}
-	var wrote []routeMap
+	var out []patternFile
 	for _, m := range routeMapsOf(dir, cfg) {
-		body := string(render.RouteMapContent(m.route))
-		if old, ok := d.routeMaps[m.file]; ok && old == body {
-			continue
+		pf := patternFile{path: m.file, body: render.RouteMapContent(m.route), what: "route map " + filepath.Base(m.file)}
+		for _, e := range render.RouteMapEntries(m.route) {
+			pf.lines = append(pf.lines, e.Key+" "+e.Backend)
 		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return wrote, err
-		}
-		if err := atomicfile.Write(m.file, []byte(body), 0o644); err != nil {
-			return wrote, fmt.Errorf("route map %s: %w", filepath.Base(m.file), err)
-		}
-		if d.routeMaps == nil {
-			d.routeMaps = make(map[string]string)
-		}
-		d.routeMaps[m.file] = body
-		wrote = append(wrote, m)
+		out = append(out, pf)
 	}
-	return wrote, nil
+	return out
 }
 
 // pushRouteMaps brings the route maps of the running worker to those of
 // cfg, whose structure is the one running (same hash: the same routes
 // read the same files).
 func (d *HAProxy) pushRouteMaps(ctx context.Context, cfg model.Config, res *driver.Result) error {
-	changed, err := d.writeRouteMaps(cfg)
-	if err != nil || len(changed) == 0 {
-		return err
-	}
-	t := time.Now()
-	defer func() { res.Runtime += time.Since(t) }()
-	files := make([]string, len(changed))
-	lines := make([][]string, len(changed))
-	for i, m := range changed {
-		files[i] = m.file
-		for _, e := range render.RouteMapEntries(m.route) {
-			lines[i] = append(lines[i], e.Key+" "+e.Backend)
-		}
-	}
-	ops, err := d.replaceFiles(ctx, "map", files, lines)
+	changed, err := d.push(ctx, &d.routeMaps, d.routeMapFiles(cfg), res)
 	if err != nil {
-		d.routeMaps = nil // unknown: write and push again next time
-		d.known = false
 		return fmt.Errorf("runtime API, route maps: %w", err)
 	}
-	res.Ops += ops
-	d.log.Info("routes changed without reload", "maps", len(changed), "first", filepath.Base(changed[0].file))
+	if len(changed) > 0 {
+		d.log.Info("routes changed without reload", "maps", len(changed), "first", filepath.Base(changed[0].path))
+	}
 	return nil
-}
-
-// pruneRouteMaps removes the map files no route of cfg reads, once a
-// reload put cfg in force.
-func (d *HAProxy) pruneRouteMaps(cfg model.Config) {
-	dir := d.opts.Render.ACLDir
-	if dir == "" {
-		return
-	}
-	keep := make(map[string]bool)
-	for _, m := range routeMapsOf(dir, cfg) {
-		keep[filepath.Base(m.file)] = true
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if n := e.Name(); strings.HasSuffix(n, ".map") && !keep[n] {
-			_ = os.Remove(filepath.Join(dir, n))
-			delete(d.routeMaps, filepath.Join(dir, n))
-		}
-	}
 }
