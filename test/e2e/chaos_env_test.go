@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
@@ -95,7 +94,6 @@ const chaosStateSize = "4m"
 // faults fill or make read-only.
 func newChaosRealNodeEnv(t *testing.T, opts nodes.Options) *realNodeEnv {
 	t.Helper()
-	tier := nodes.Start(t, opts)
 	dir := t.TempDir()
 	if out, err := execOut("mount", "-t", "tmpfs", "-o", "size="+chaosStateSize+",mode=0700", "hks-chaos-state", dir); err != nil {
 		t.Fatalf("tmpfs for the state directory: %v: %s", err, out)
@@ -105,18 +103,7 @@ func newChaosRealNodeEnv(t *testing.T, opts nodes.Options) *realNodeEnv {
 			t.Errorf("umount %s: %v: %s", dir, err, out)
 		}
 	})
-	e := &env{t: t, kube: tier.Kube, client: tier.Client, dir: dir}
-	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", e.cfgPath,
-		"--stats-socket", haproxytest.StatsSocketPath(e.dir), "--state-file", filepath.Join(e.dir, "state")},
-		nil, os.Stdout, os.Stderr); code != 0 {
-		t.Fatalf("init exited %d", code)
-	}
-	e.hap = haproxytest.StartInNetNS(t, e.dir, e.cfgPath, nodes.NSPath(tier.LB))
-	e.master = haproxy.NewMaster(e.hap.MasterSocket)
-	e.runtime = haproxy.NewRuntime(e.hap.StatsSocket)
-	t.Cleanup(func() { e.runtime.Close() })
-	return &realNodeEnv{env: e, tier: tier}
+	return newRealNodeEnvIn(t, opts, dir)
 }
 
 // log is the controller's output so far (of its current process).

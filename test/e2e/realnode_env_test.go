@@ -48,8 +48,15 @@ func newRealNodeEnv(t *testing.T) *realNodeEnv {
 
 func newRealNodeEnvWith(t *testing.T, opts nodes.Options) *realNodeEnv {
 	t.Helper()
+	return newRealNodeEnvIn(t, opts, t.TempDir())
+}
+
+// newRealNodeEnvIn is newRealNodeEnvWith with HAProxy's and the
+// controller's files in dir.
+func newRealNodeEnvIn(t *testing.T, opts nodes.Options, dir string) *realNodeEnv {
+	t.Helper()
 	tier := nodes.Start(t, opts)
-	e := &env{t: t, kube: tier.Kube, client: tier.Client, dir: t.TempDir()}
+	e := &env{t: t, kube: tier.Kube, client: tier.Client, dir: dir}
 	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")
 	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", e.cfgPath,
 		"--stats-socket", haproxytest.StatsSocketPath(e.dir), "--state-file", filepath.Join(e.dir, "state")},
