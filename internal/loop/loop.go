@@ -1,12 +1,16 @@
 // Package loop is the work loop shared by the Service controller
 // (internal/controller) and the apiserver mode (internal/apiserverlb): one
 // rate-limited workqueue of a few keys (a pass, a connection attempt), one
-// worker, and the rule for a key after its turn (Requeue). Retries happen
-// only through this queue. Writers is the status publishers' worker pool.
+// worker, and the rule for a key after its turn (Outcome). Retries happen
+// only through this queue's rate limiter; a turn put off (Outcome.Later)
+// comes back through a timer of the loop's own that adds the key, so the
+// queue's retries metric counts failures only. Writers is the status
+// publishers' worker pool.
 package loop
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -22,20 +26,33 @@ type Options struct {
 	// OnFailure, when set, is told of each failed turn and how often the
 	// key has been retried so far.
 	OnFailure func(key string, err error, retries int)
+	// MetricsProvider, when set, takes the queue's metrics instead of the
+	// process's provider (tests).
+	MetricsProvider workqueue.MetricsProvider
 }
 
 // Loop runs turns of its keys, one at a time.
 type Loop struct {
 	opts  Options
 	queue workqueue.TypedRateLimitingInterface[string]
+
+	mu      sync.Mutex
+	later   map[string]*deferral // keys put off, not yet added again
+	stopped bool
+}
+
+// A deferral is a key's timer: it adds the key again at its time.
+type deferral struct {
+	at    time.Time
+	timer *time.Timer
 }
 
 // New makes a loop; its queue's metrics go to the workqueue metrics
-// provider set before (metrics.New).
+// provider set before (metrics.New), or to opts.MetricsProvider.
 func New(opts Options) *Loop {
 	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[string](opts.BaseDelay, opts.MaxDelay)
-	return &Loop{opts: opts, queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl,
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: opts.Name})}
+	return &Loop{opts: opts, later: map[string]*deferral{}, queue: workqueue.NewTypedRateLimitingQueueWithConfig(rl,
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: opts.Name, MetricsProvider: opts.MetricsProvider})}
 }
 
 // Add asks for a turn of key; keys added while one waits are merged.
@@ -54,10 +71,10 @@ type Outcome struct {
 // Run gives each key added its turn until ctx ends, then returns
 // ctx.Err(). A turn that fails while ctx ends is not retried.
 func (l *Loop) Run(ctx context.Context, turn func(ctx context.Context, key string) Outcome) error {
-	defer l.queue.ShutDown()
+	defer l.shutDown()
 	go func() {
 		<-ctx.Done()
-		l.queue.ShutDown()
+		l.shutDown()
 	}()
 	for l.next(ctx, turn) {
 	}
@@ -74,7 +91,7 @@ func (l *Loop) next(ctx context.Context, turn func(context.Context, string) Outc
 	switch {
 	case o.Later:
 		l.queue.Forget(key)
-		l.queue.AddAfter(key, o.After)
+		l.addLater(key, o.After)
 	case o.Err != nil && ctx.Err() != nil:
 		// Stopping: no retry.
 	case o.Err != nil:
@@ -86,4 +103,57 @@ func (l *Loop) next(ctx context.Context, turn func(context.Context, string) Outc
 		l.queue.Forget(key)
 	}
 	return true
+}
+
+// addLater adds key again after d. It is not the queue's AddAfter, which
+// client-go counts as a retry (workqueue_retries_total): a reload held back
+// by --min-reload-interval is the controller working as meant, not a
+// failure. Several deferrals of one key share one timer, at the earliest
+// time asked for.
+func (l *Loop) addLater(key string, d time.Duration) {
+	if d <= 0 {
+		l.queue.Add(key)
+		return
+	}
+	at := time.Now().Add(d)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	if p, ok := l.later[key]; ok {
+		if !at.Before(p.at) {
+			return
+		}
+		p.timer.Stop()
+	}
+	p := &deferral{at: at}
+	p.timer = time.AfterFunc(d, func() {
+		l.mu.Lock()
+		if l.later[key] == p {
+			delete(l.later, key)
+		}
+		l.mu.Unlock()
+		l.queue.Add(key) // a no-op once the queue is shut down
+	})
+	l.later[key] = p
+}
+
+// shutDown stops the queue and every pending deferral.
+func (l *Loop) shutDown() {
+	l.mu.Lock()
+	l.stopped = true
+	for key, p := range l.later {
+		p.timer.Stop()
+		delete(l.later, key)
+	}
+	l.mu.Unlock()
+	l.queue.ShutDown()
+}
+
+// pending is how many keys wait for their deferral (tests).
+func (l *Loop) pending() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.later)
 }
