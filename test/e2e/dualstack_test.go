@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
@@ -38,14 +37,7 @@ func TestDualStack(t *testing.T) {
 	}
 	e := newEnvOn(t, kubeapi.StartWithOptions(t, kubeapi.Options{
 		APIServerArgs: []string{"--service-cluster-ip-range=10.0.0.0/16,fd00:10::/108"}}))
-	dyn, err := dynamic.NewForConfig(e.kube.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.installPoolCRD(dyn)
-	if err := e.createPool(dyn, "ds", map[string]any{"addresses": []any{"198.18.0.20/31", "2001:db8:18::20/127"}}); err != nil {
-		t.Fatal(err)
-	}
+	e.addressPools(addressPool{"ds", map[string]any{"addresses": []any{"198.18.0.20/31", "2001:db8:18::20/127"}}})
 	np := nodePort()
 	for i, n := range []string{"n1", "n2"} {
 		v4, v6 := fmt.Sprintf("127.%d.0.%d", e.subnet, i+1), fmt.Sprintf("2001:db8:99::%d", i+1)

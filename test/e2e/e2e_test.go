@@ -89,8 +89,7 @@ func clusterPolicyFollowsNodes(t *testing.T, check string) {
 	np := e.threeNodes()
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "api", Port: port, NodePort: np})
-	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.rbacTokenFile(), "--ca-file", e.kube.CAPath,
-		"--default-check="+check)
+	e.startController(e.withRole(e.rbacTokenFile(), "--default-check="+check)...)
 	e.eventually("all nodes serve", serves(port, "n1", "n2", "n3"))
 	before := e.reloads()
 

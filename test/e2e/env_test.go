@@ -310,6 +310,14 @@ func contains(s, sub string) error {
 	return nil
 }
 
+// withRole is args after the flags that make the controller talk to e's
+// apiserver as the ServiceAccount whose token file is token (from
+// rbacTokenFile: exactly the shipped role), not through a kubeconfig.
+// Its capacity is its length: callers append to it more than once.
+func (e *env) withRole(token string, args ...string) []string {
+	return slices.Clip(append([]string{"--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", token, "--ca-file", e.kube.CAPath}, args...))
+}
+
 // rbacTokenFile applies deploy/services/rbac.yaml (the Services mode) and returns a file holding a token
 // of its ServiceAccount, so the controller runs with exactly the
 // permissions we ship.

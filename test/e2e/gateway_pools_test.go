@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
@@ -100,21 +98,11 @@ func servedAt(addr string, port int, want string) func() error {
 // with exactly the shipped role (deploy/gateway/rbac.yaml and
 // address-pools-rbac.yaml).
 func TestGatewayAddressPools(t *testing.T) {
-	if !inNetns(t, podAddrs...) {
+	if !inPoolNetns(t, "198.18.1.0/28", podAddrs...) {
 		return
 	}
-	if out, err := exec.Command("ip", "route", "add", "local", "198.18.1.0/28", "dev", "lo").CombinedOutput(); err != nil {
-		t.Fatalf("AnyIP route: %v: %s", err, out)
-	}
 	g := newGatewayEnv(t)
-	dyn, err := dynamic.NewForConfig(g.kube.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.installPoolCRD(dyn)
-	if err := g.createPool(dyn, "gw", map[string]any{"addresses": []any{"198.18.1.0-198.18.1.3"}}); err != nil {
-		t.Fatal(err)
-	}
+	g.addressPools(addressPool{"gw", map[string]any{"addresses": []any{"198.18.1.0-198.18.1.3"}}})
 	// A Service the Services mode gave 198.18.1.0.
 	svc, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "tcp", Port: 443, Protocol: corev1.ProtocolTCP}}}},
@@ -134,7 +122,7 @@ func TestGatewayAddressPools(t *testing.T) {
 	g.gatewayOn("taken", port+1, "pod-a", "198.18.1.0")
 	g.gatewayOn("outside", port+2, "pod-a", "203.0.113.9")
 	token := g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/address-pools-rbac.yaml")
-	args := []string{"--mode=gateway", "--address-pools", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath, "--token-file", token}
+	args := g.withRole(token, "--mode=gateway", "--address-pools")
 	g.startController(args...)
 	g.eventually("one has 198.18.1.1", g.gatewayState("one", "198.18.1.1"))
 	g.eventually("two has 198.18.1.2", g.gatewayState("two", "198.18.1.2"))
@@ -193,21 +181,11 @@ func TestGatewayAddressPools(t *testing.T) {
 // with exactly its shipped role (deploy/services/rbac.yaml: it reads
 // Gateways).
 func TestGatewaysAndServicesShareAPool(t *testing.T) {
-	if !inNetns(t, podAddrs...) {
+	if !inPoolNetns(t, "198.18.2.0/29", podAddrs...) {
 		return
 	}
-	if out, err := exec.Command("ip", "route", "add", "local", "198.18.2.0/29", "dev", "lo").CombinedOutput(); err != nil {
-		t.Fatalf("AnyIP route: %v: %s", err, out)
-	}
 	g := newGatewayEnv(t)
-	dyn, err := dynamic.NewForConfig(g.kube.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.installPoolCRD(dyn)
-	if err := g.createPool(dyn, "shared", map[string]any{"addresses": []any{"198.18.2.0-198.18.2.2"}}); err != nil {
-		t.Fatal(err)
-	}
+	g.addressPools(addressPool{"shared", map[string]any{"addresses": []any{"198.18.2.0-198.18.2.2"}}})
 	g.backend("pod-a", 1, 8080)
 	g.gatewayOn("gw", 9000, "pod-a")
 	g.startController("--mode=gateway", "--address-pools")
@@ -217,7 +195,7 @@ func TestGatewaysAndServicesShareAPool(t *testing.T) {
 	np := nodePort()
 	s.addNode("n1", 1, true, np, np+1, np+2)
 	s.createService(lab.Service{Namespace: ns, Name: "a", Port: 443, NodePort: np})
-	s.startController("--kubeconfig", "", "--api-server", s.kube.URL, "--token-file", s.rbacTokenFile(), "--ca-file", s.kube.CAPath, "--address-pools")
+	s.startController(s.withRole(s.rbacTokenFile(), "--address-pools")...)
 	s.eventually("a has 198.18.2.1, not the Gateway's", s.ingress("a", "198.18.2.1"))
 	s.eventually("a serves", servesOn("198.18.2.1", 443))
 	s.createService(lab.Service{Namespace: ns, Name: "b", Port: 8443, NodePort: np + 1,

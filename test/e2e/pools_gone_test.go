@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"fmt"
-	"os/exec"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -22,25 +18,14 @@ import (
 // from the status: the pool that remains would otherwise hand it another
 // one), and a new pool over that address never hands it out again.
 func TestAddressPoolGoneAndWrongFamily(t *testing.T) {
-	if !inNetns(t) {
+	if !inPoolNetns(t, "198.18.0.0/24") {
 		return
 	}
-	if out, err := exec.Command("ip", "route", "add", "local", "198.18.0.0/24", "dev", "lo").CombinedOutput(); err != nil {
-		t.Fatalf("AnyIP route: %v: %s", err, out)
-	}
 	e := newEnv(t)
-	dyn, err := dynamic.NewForConfig(e.kube.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.installPoolCRD(dyn)
-	if err := e.createPool(dyn, "old", map[string]any{"addresses": []any{"198.18.0.30/32"}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.createPool(dyn, "spare", map[string]any{"addresses": []any{"198.18.0.40-198.18.0.41"},
-		"serviceAllocation": map[string]any{"priority": int64(10)}}); err != nil {
-		t.Fatal(err)
-	}
+	dyn := e.addressPools(
+		addressPool{"old", map[string]any{"addresses": []any{"198.18.0.30/32"}}},
+		addressPool{"spare", map[string]any{"addresses": []any{"198.18.0.40-198.18.0.41"},
+			"serviceAllocation": map[string]any{"priority": int64(10)}}})
 	np := nodePort()
 	for i, n := range []string{"n1", "n2"} {
 		e.addNode(n, i+1, true, np, np+1, np+2, np+3)
@@ -49,8 +34,7 @@ func TestAddressPoolGoneAndWrongFamily(t *testing.T) {
 	e.createService(lab.Service{Namespace: ns, Name: "other", Port: 443, NodePort: np + 1})
 	token := e.rbacTokenFile()
 	start := func() {
-		e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", token, "--ca-file", e.kube.CAPath,
-			"--address-pools")
+		e.startController(e.withRole(token, "--address-pools")...)
 	}
 	start()
 	e.eventually("kept has old's address", e.ingress("kept", "198.18.0.30"))
@@ -106,18 +90,7 @@ func TestAddressPoolGoneAndWrongFamily(t *testing.T) {
 	}
 	e.createService(lab.Service{Namespace: ns, Name: "newest", Port: 443, NodePort: np + 2})
 	e.eventually("newest gets again's other address", e.ingress("newest", "198.18.0.31"))
-	e.eventually("again counts both", func() error {
-		u, err := dyn.Resource(pools.GVR).Get(bg, "again", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		a, _, _ := unstructured.NestedInt64(u.Object, "status", "assigned")
-		f, _, _ := unstructured.NestedInt64(u.Object, "status", "free")
-		if a != 2 || f != 0 {
-			return fmt.Errorf("status %v", u.Object["status"])
-		}
-		return nil
-	})
+	e.eventually("again counts both", poolCounts(dyn, "again", 2, 0))
 	for s, a := range map[string]string{"kept": "198.18.0.30", "other": "198.18.0.40", "late": "198.18.0.41"} {
 		if err := e.ingress(s, a)(); err != nil {
 			t.Errorf("at the end: %v", err)

@@ -23,10 +23,35 @@ import (
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// installPoolCRD creates the shipped AddressPool CRD and waits until the
-// apiserver serves it.
-func (e *env) installPoolCRD(dyn dynamic.Interface) {
+// inPoolNetns is inNetns (addrs as there) with cidr routed to the
+// namespace's loopback the AnyIP way (ip route add local CIDR dev lo), as
+// docs/addresses.md shows: every address of a pool in cidr is the host's.
+func inPoolNetns(t *testing.T, cidr string, addrs ...string) bool {
+	t.Helper()
+	if !inNetns(t, addrs...) {
+		return false
+	}
+	if out, err := exec.Command("ip", "route", "add", "local", cidr, "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("AnyIP route: %v: %s", err, out)
+	}
+	return true
+}
+
+// addressPool is an AddressPool to create: its name and its spec.
+type addressPool struct {
+	name string
+	spec map[string]any
+}
+
+// addressPools creates the shipped AddressPool CRD, waits until the
+// apiserver serves it, creates the pools of create in their order and returns the
+// dynamic client (for more pools and for their status).
+func (e *env) addressPools(create ...addressPool) dynamic.Interface {
 	e.t.Helper()
+	dyn, err := dynamic.NewForConfig(e.kube.Config)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	raw, err := os.ReadFile("../../deploy/crds/addresspools.yaml")
 	if err != nil {
 		e.t.Fatal(err)
@@ -42,6 +67,12 @@ func (e *env) installPoolCRD(dyn dynamic.Interface) {
 		_, err := dyn.Resource(pools.GVR).List(bg, metav1.ListOptions{})
 		return err
 	})
+	for _, p := range create {
+		if err := e.createPool(dyn, p.name, p.spec); err != nil {
+			e.t.Fatalf("pool %s: %v", p.name, err)
+		}
+	}
+	return dyn
 }
 
 func (e *env) createPool(dyn dynamic.Interface, name string, spec map[string]any) error {
@@ -50,6 +81,23 @@ func (e *env) createPool(dyn dynamic.Interface, name string, spec map[string]any
 		"metadata": map[string]any{"name": name}, "spec": spec,
 	}}, metav1.CreateOptions{})
 	return err
+}
+
+// poolCounts is nil once AddressPool name's status counts assigned
+// addresses in use and free ones left.
+func poolCounts(dyn dynamic.Interface, name string, assigned, free int64) func() error {
+	return func() error {
+		u, err := dyn.Resource(pools.GVR).Get(bg, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		a, _, _ := unstructured.NestedInt64(u.Object, "status", "assigned")
+		f, _, _ := unstructured.NestedInt64(u.Object, "status", "free")
+		if a != assigned || f != free {
+			return fmt.Errorf("AddressPool %s: status %v, want %d assigned, %d free", name, u.Object["status"], assigned, free)
+		}
+		return nil
+	}
 }
 
 // servesOn reports nil once a connection to addr:port reaches a node.
@@ -76,18 +124,11 @@ func servesOn(addr string, port int32) func() error {
 // of the controller keep every address. The controller runs with exactly
 // the shipped role.
 func TestAddressPools(t *testing.T) {
-	if !inNetns(t) {
+	if !inPoolNetns(t, "198.18.0.0/24") {
 		return
 	}
-	if out, err := exec.Command("ip", "route", "add", "local", "198.18.0.0/24", "dev", "lo").CombinedOutput(); err != nil {
-		t.Fatalf("AnyIP route: %v: %s", err, out)
-	}
 	e := newEnv(t)
-	dyn, err := dynamic.NewForConfig(e.kube.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.installPoolCRD(dyn)
+	dyn := e.addressPools()
 	// The schema refuses what the controller could not read.
 	if err := e.createPool(dyn, "bad", map[string]any{"addresses": []any{"198.18.0.1/24"}}); err == nil {
 		t.Errorf("a CIDR with host bits was accepted")
@@ -107,26 +148,14 @@ func TestAddressPools(t *testing.T) {
 	e.createService(lab.Service{Namespace: ns, Name: "b", Port: 443, NodePort: np + 1})
 	e.createService(lab.Service{Namespace: ns, Name: "c", Port: 8443, NodePort: np + 2, Annotations: shared})
 	token := e.rbacTokenFile()
-	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", token, "--ca-file", e.kube.CAPath,
-		"--address-pools")
+	e.startController(e.withRole(token, "--address-pools")...)
 	e.eventually("a has 198.18.0.10", e.ingress("a", "198.18.0.10"))
 	e.eventually("b has 198.18.0.11", e.ingress("b", "198.18.0.11"))
 	e.eventually("c shares 198.18.0.10", e.ingress("c", "198.18.0.10"))
 	e.eventually("a serves", servesOn("198.18.0.10", 443))
 	e.eventually("b serves", servesOn("198.18.0.11", 443))
 	e.eventually("c serves", servesOn("198.18.0.10", 8443))
-	e.eventually("pool status", func() error {
-		u, err := dyn.Resource(pools.GVR).Get(bg, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		a, _, _ := unstructured.NestedInt64(u.Object, "status", "assigned")
-		f, _, _ := unstructured.NestedInt64(u.Object, "status", "free")
-		if a != 2 || f != 0 {
-			return fmt.Errorf("status %v", u.Object["status"])
-		}
-		return nil
-	})
+	e.eventually("pool status", poolCounts(dyn, "web", 2, 0))
 
 	e.createService(lab.Service{Namespace: ns, Name: "d", Port: 9443, NodePort: np + 3})
 	e.eventually("d: exhausted", e.event("d", pools.ReasonExhausted))
@@ -148,8 +177,7 @@ func TestAddressPools(t *testing.T) {
 	e.stopController()
 	// Deleting b frees its address for d, the oldest waiting: only after
 	// the restart, so the new controller rebuilt the rest from the statuses.
-	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", token, "--ca-file", e.kube.CAPath,
-		"--address-pools")
+	e.startController(e.withRole(token, "--address-pools")...)
 	if err := e.client.CoreV1().Services(ns).Delete(context.Background(), "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

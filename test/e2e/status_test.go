@@ -86,8 +86,7 @@ func TestStatusWrittenAndClearedWithShippedRBAC(t *testing.T) {
 	if _, err := e.client.CoreV1().Services(ns).UpdateStatus(bg, foreign, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.startController("--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", e.rbacTokenFile(), "--ca-file", e.kube.CAPath,
-		"--class-less=false", "--publish-address", "192.0.2.10,2001:db8::10")
+	e.startController(e.withRole(e.rbacTokenFile(), "--class-less=false", "--publish-address", "192.0.2.10,2001:db8::10")...)
 	e.eventually("classy serves", serves(portA, "n1", "n2", "n3"))
 	e.eventually("status of classy", e.ingress("classy", "192.0.2.10", "2001:db8::10"))
 	e.eventually("status of annotated", e.ingress("annotated", "192.0.2.10", "2001:db8::10"))
@@ -185,9 +184,8 @@ func TestLeaderElectionHandsOverStatus(t *testing.T) {
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np})
 	token := e.rbacTokenFile()
-	elect := []string{"--kubeconfig", "", "--api-server", e.kube.URL, "--token-file", token, "--ca-file", e.kube.CAPath,
-		"--leader-elect", "--leader-election-lease-duration", "2s", "--leader-election-renew-deadline", "1s",
-		"--leader-election-retry-period", "200ms"}
+	elect := e.withRole(token, "--leader-elect", "--leader-election-lease-duration", "2s", "--leader-election-renew-deadline", "1s",
+		"--leader-election-retry-period", "200ms")
 	e.startController(append(elect, "--publish-address", "192.0.2.1")...)
 	e.eventually("first replica serves", serves(port, "n1", "n2", "n3"))
 	e.eventually("first replica leads and writes", e.ingress("web", "192.0.2.1"))
