@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,7 +19,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/staticpod"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 )
 
 // `render static-pod --live`: the pod's three containers run as the
@@ -31,28 +28,20 @@ import (
 // reaches HAProxy through the Runtime API: no reload, and the files on
 // the node do not change.
 func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
-	kube := kubeapi.Start(t)
-	client := kube.Client(t)
-	apiURL, err := url.Parse(kube.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ip := fmt.Sprintf("127.85.%d.%d", 1+rand.IntN(250), 1+rand.IntN(250))
-	listen, monitor, extra, metricsAddr := freeAddr(t, ip), freeAddr(t, ip), freeAddr(t, ip), freeAddr(t, ip)
-	dir := t.TempDir()
-	nodeDir := filepath.Join(dir, "node") // --config-dir and -o: the node's files
+	l := newStaticPodLab(t)
+	client := l.client
+	listen, monitor, extra, metricsAddr := l.addr(), l.addr(), l.addr(), l.addr()
+	nodeDir := filepath.Join(l.dir, "node") // --config-dir and -o: the node's files
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "apiservers"},
-		Data: map[string]string{"servers": apiURL.Host + "\n"}}
+		Data: map[string]string{"servers": l.api + "\n"}}
 	if _, err := client.CoreV1().ConfigMaps(cm.Namespace).Create(bg, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	run, state := filepath.Join(dir, "run"), filepath.Join(dir, "state") // the pod's emptyDir, the node's state directory
-	args := []string{"haproxy-k8s-sync", "render", "static-pod", "-o", nodeDir, "--config-dir", nodeDir,
-		"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", apiURL.Host,
-		"--shared-ingress", "--live", "--live-kubeconfig", kube.KubeconfigPath, "--run-dir", run, "--state-dir", state,
+	run, state := filepath.Join(l.dir, "run"), filepath.Join(l.dir, "state") // the pod's emptyDir, the node's state directory
+	pod := l.render(nodeDir, "--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", l.api,
+		"--shared-ingress", "--live", "--live-kubeconfig", l.kube.KubeconfigPath, "--run-dir", run, "--state-dir", state,
 		"--apiserver-sources", "configmap,static", "--apiserver-configmap", "kube-system/apiservers",
-		"--apiserver-ca-file", kube.CAPath, "--metrics-address", metricsAddr}
-	pod := renderStaticPod(t, nodeDir, args)
+		"--metrics-address", metricsAddr)
 	cfgBefore, _ := os.ReadFile(filepath.Join(nodeDir, staticpod.ConfigFile))
 
 	// The kubelet creates the emptyDir and the DirectoryOrCreate hostPath.
@@ -122,11 +111,11 @@ func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
 			return nil
 		}
 	}
-	e.eventually("the seed's server", servers(apiURL.Host))
+	e.eventually("the seed's server", servers(l.api))
 	e.eventually("the controller's /readyz on the rendered address", httpStatus("http://"+metricsAddr+"/readyz", 200))
 
 	// An apiserver joins the cluster's list, then leaves it.
-	for _, list := range [][]string{{apiURL.Host, extra}, {apiURL.Host}} {
+	for _, list := range [][]string{{l.api, extra}, {l.api}} {
 		cm.Data["servers"] = strings.Join(list, "\n")
 		began := time.Now()
 		if _, err := client.CoreV1().ConfigMaps(cm.Namespace).Update(bg, cm, metav1.UpdateOptions{}); err != nil {

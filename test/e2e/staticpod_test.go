@@ -37,34 +37,24 @@ import (
 // requests to the apiserver, none failing while one of its two servers
 // is dead.
 func TestStaticPodProxiesTheAPIServer(t *testing.T) {
-	kube := kubeapi.Start(t)
-	client := kube.Client(t)
-	apiURL, err := url.Parse(kube.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Addresses of our own in 127.85.0.0/16, ports from the kernel.
-	ip := fmt.Sprintf("127.85.%d.%d", 1+rand.IntN(250), 1+rand.IntN(250))
+	l := newStaticPodLab(t)
 	// dead is an apiserver that does not answer: nothing listens there.
-	listen, monitor, dead := freeAddr(t, ip), freeAddr(t, ip), freeAddr(t, ip)
-	dir := t.TempDir()
-	release := filepath.Join(dir, "release.yaml")
+	listen, monitor, dead := l.addr(), l.addr(), l.addr()
+	release := filepath.Join(l.dir, "release.yaml")
 	if err := os.WriteFile(release, []byte("haproxy-router: docker.io/library/haproxy:2.6\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	render := func(out string, extra ...string) *corev1.Pod {
 		t.Helper()
-		args := append([]string{"haproxy-k8s-sync", "render", "static-pod", "-o", out, "--config-dir", out,
-			"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", apiURL.Host + "," + dead,
-			"--release-images", release, "--apiserver-ca-file", kube.CAPath}, extra...)
-		pod := renderStaticPod(t, out, args)
-		if _, err := client.CoreV1().Pods(pod.Namespace).Create(bg, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		pod := l.render(out, append([]string{"--listen", listen, "--monitor-address", monitor, "--bootstrap-servers", l.api + "," + dead,
+			"--release-images", release}, extra...)...)
+		if _, err := l.client.CoreV1().Pods(pod.Namespace).Create(bg, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 			t.Fatalf("apiserver rejects the static pod %v: %v", extra, err)
 		}
 		return pod
 	}
-	render(filepath.Join(dir, "live"), "--live", "--live-kubeconfig", "/etc/kubernetes/apiserver-proxy.kubeconfig")
-	pod := render(filepath.Join(dir, "plain"))
+	render(filepath.Join(l.dir, "live"), "--live", "--live-kubeconfig", "/etc/kubernetes/apiserver-proxy.kubeconfig")
+	pod := render(filepath.Join(l.dir, "plain"))
 
 	hap := pod.Spec.Containers[0]
 	startAsManifest(t, hap)
@@ -82,7 +72,7 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 		return nil
 	})
 
-	cfg := rest.CopyConfig(kube.Config)
+	cfg := rest.CopyConfig(l.kube.Config)
 	cfg.Host = "https://" + listen
 	cfg.TLSClientConfig.ServerName = "localhost" // the apiserver's certificate, seen through the proxy
 	through, err := kubernetes.NewForConfig(cfg)
@@ -98,7 +88,7 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 	// dead apiserver until HAProxy's checks mark it down: none fails, a
 	// refused connection is retried on the other server (retries, option
 	// redispatch).
-	ca, err := os.ReadFile(kube.CAPath)
+	ca, err := os.ReadFile(l.kube.CAPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +106,7 @@ func TestStaticPodProxiesTheAPIServer(t *testing.T) {
 			t.Fatalf("connection %d through the proxy: status %d", i, resp.StatusCode)
 		}
 	}
-	t.Run("servers read from the cluster", func(t *testing.T) { staticPodSources(t, kube) })
+	t.Run("servers read from the cluster", func(t *testing.T) { staticPodSources(t, l.kube) })
 }
 
 // With --kubeconfig, render reads the apiservers from the sources in
@@ -196,21 +186,49 @@ func staticPodSources(t *testing.T, kube *kubeapi.Server) {
 	}
 }
 
-// renderStaticPod runs args (a render static-pod into dir) and returns the
-// manifest it wrote.
-func renderStaticPod(t *testing.T, dir string, args []string) *corev1.Pod {
-	t.Helper()
-	var stderr bytes.Buffer
-	if code := cli.Main(args, nil, os.Stdout, &stderr); code != 0 {
-		t.Fatalf("render static-pod exited %d: %s", code, stderr.String())
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, staticpod.ManifestFile))
+// staticPodLab is where the static-pod tests start: a real apiserver and
+// an address of the test's own in 127.85.0.0/16 for the pod's listeners
+// (ports from the kernel: addr).
+type staticPodLab struct {
+	t      *testing.T
+	kube   *kubeapi.Server
+	client kubernetes.Interface
+	api    string // the apiserver's host:port
+	ip     string
+	dir    string // the test's temporary directory
+}
+
+func newStaticPodLab(t *testing.T) *staticPodLab {
+	kube := kubeapi.Start(t)
+	apiURL, err := url.Parse(kube.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &staticPodLab{t: t, kube: kube, client: kube.Client(t), api: apiURL.Host,
+		ip: fmt.Sprintf("127.85.%d.%d", 1+rand.IntN(250), 1+rand.IntN(250)), dir: t.TempDir()}
+}
+
+// addr is a free ip:port of the lab's address.
+func (l *staticPodLab) addr() string { return freeAddr(l.t, l.ip) }
+
+// render runs `render static-pod` with args, writing into dir (the node's
+// files: -o and --config-dir) and checking the apiservers with the lab's
+// CA, and returns the manifest it wrote.
+func (l *staticPodLab) render(dir string, args ...string) *corev1.Pod {
+	l.t.Helper()
+	args = append([]string{"haproxy-k8s-sync", "render", "static-pod", "-o", dir, "--config-dir", dir,
+		"--apiserver-ca-file", l.kube.CAPath}, args...)
+	var stderr bytes.Buffer
+	if code := cli.Main(args, nil, os.Stdout, &stderr); code != 0 {
+		l.t.Fatalf("render static-pod exited %d: %s", code, stderr.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, staticpod.ManifestFile))
+	if err != nil {
+		l.t.Fatal(err)
+	}
 	var pod corev1.Pod
 	if err := yaml.UnmarshalStrict(raw, &pod); err != nil {
-		t.Fatalf("manifest is not a v1.Pod: %v", err)
+		l.t.Fatalf("manifest is not a v1.Pod: %v", err)
 	}
 	return &pod
 }
