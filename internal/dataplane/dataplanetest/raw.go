@@ -139,15 +139,22 @@ func flags(o Object, kv ...string) string {
 
 // serverParamWords are the server keywords modelled, JSON key → keyword.
 var onOffWords = map[string]string{"check": "check", "send-proxy-v2": "send-proxy-v2", "check-send-proxy": "check-send-proxy",
-	"send-proxy": "send-proxy", "maintenance": "disabled", "backup": "backup"}
-var numWords = []string{"inter", "rise", "fall", "weight", "maxconn"}
+	"send-proxy": "send-proxy", "maintenance": "disabled", "backup": "backup", "agent-check": "agent-check"}
+
+// numWords maps a numeric keyword to its JSON key (port: the check's).
+var numWords = map[string]string{"inter": "inter", "rise": "rise", "fall": "fall", "weight": "weight", "maxconn": "maxconn",
+	"agent-port": "agent-port", "agent-inter": "agent-inter", "port": "health_check_port"}
 
 func serverWords(o Object) string {
 	var out string
 	for _, k := range slices.Sorted(maps.Keys(o)) {
 		if w, ok := onOffWords[k]; ok && o[k] == "enabled" {
 			out += " " + w
-		} else if slices.Contains(numWords, k) {
+		} else if k == "track" || k == "agent-addr" {
+			out += fmt.Sprintf(" %s %v", k, o[k])
+		} else if k == "health_check_port" {
+			out += fmt.Sprintf(" port %v", o[k])
+		} else if numWords[k] == k {
 			out += fmt.Sprintf(" %s %v", k, o[k])
 		}
 	}
@@ -167,12 +174,21 @@ func renderFields(b *strings.Builder, o Object) {
 		case "hash_type":
 			fmt.Fprintf(b, "  hash-type %v\n", v.(map[string]any)["method"])
 		case "adv_check":
-			fmt.Fprintf(b, "  option %v\n", v)
+			if p, ok := o["httpchk_params"].(map[string]any); ok && v == "httpchk" {
+				fmt.Fprintf(b, "  option httpchk %v %v\n", p["method"], p["uri"])
+			} else {
+				fmt.Fprintf(b, "  option %v\n", v)
+			}
 		case "default_server":
 			fmt.Fprintf(b, "  default-server%s\n", serverWords(v.(map[string]any)))
 		case "stick_table":
 			m := v.(map[string]any)
 			fmt.Fprintf(b, "  stick-table type %v size %v expire %v\n", m["type"], m["size"], m["expire"])
+		case "http_check_list":
+			for _, r := range v.([]any) {
+				m := r.(map[string]any)
+				fmt.Fprintf(b, "  http-check %v %v %v\n", m["type"], m["match"], m["pattern"])
+			}
 		case "stick_rule_list", "tcp_request_rule_list":
 			for _, r := range v.([]any) {
 				m := r.(map[string]any)

@@ -67,3 +67,39 @@ func TestRawConfiguration(t *testing.T) {
 		t.Errorf("no Reload-Id")
 	}
 }
+
+// Servers that follow another (track) and an agent check, as text: read
+// back as the JSON endpoints serve them (measured: agent-inter in ms,
+// track as written, the check's port as health_check_port, option httpchk
+// as adv_check with its parameters), and what HAProxy refuses of a track
+// is a 400.
+func TestRawTrackAndAgent(t *testing.T) {
+	c := start(t)
+	_, text := c.raw("GET", "", "")
+	v := c.hdr.Get("Configuration-Version")
+	add := text + "\nbackend _nodes\n  mode tcp\n  default-server agent-check agent-addr 127.0.0.1 agent-port 1 agent-inter 1h\n  server s1 127.81.30.2:8080\n" +
+		"\nbackend be_c\n  mode tcp\n  option httpchk GET /healthz\n  http-check expect status 200\n  default-server check inter 2s port 10256\n  server s1 127.81.30.2:80\n" +
+		"\nbackend be_t\n  mode tcp\n  server s1 127.81.30.2:30080 track _nodes/s1\n  server s2 127.81.30.2:30081 track be_c/s1\n"
+	for _, bad := range []string{"  server s3 127.81.30.2:1 track _nodes/s9\n", "  server s3 127.81.30.2:1 check track _nodes/s1\n",
+		"  server s3 127.81.30.2:1 track be_t/s1\n  server s4 127.81.30.2:1 track be_x/s1\n"} {
+		if st, msg := c.raw("POST", "?version="+v+"&skip_reload=true", add+bad); st != 400 || !strings.Contains(msg, "track") {
+			t.Errorf("%q: %d %s, want 400 naming the track", bad, st, msg)
+		}
+	}
+	st, _ := c.raw("POST", "?version="+v+"&skip_reload=true", add)
+	c.want("track", st, 201)
+	_, n := c.do("GET", "configuration/backends/_nodes", nil)
+	if ds := n.(map[string]any)["default_server"].(map[string]any); ds["agent-check"] != "enabled" || ds["agent-inter"] != float64(3600000) ||
+		ds["agent-port"] != float64(1) || ds["agent-addr"] != "127.0.0.1" {
+		t.Errorf("_nodes default_server read back as %v", ds)
+	}
+	_, bc := c.do("GET", "configuration/backends/be_c", nil)
+	if b := bc.(map[string]any); b["adv_check"] != "httpchk" || b["httpchk_params"].(map[string]any)["uri"] != "/healthz" ||
+		b["default_server"].(map[string]any)["health_check_port"] != float64(10256) || len(b["http_check_list"].([]any)) != 1 {
+		t.Errorf("be_c read back as %v", b)
+	}
+	_, s1 := c.do("GET", "configuration/backends/be_t/servers/s1", nil)
+	if s1.(map[string]any)["track"] != "_nodes/s1" {
+		t.Errorf("be_t/s1 read back as %v", s1)
+	}
+}

@@ -85,6 +85,12 @@ func parseLine(c *config, kind string, o Object, f []string) error {
 		o["hash_type"] = map[string]any{"method": f[1]}
 	case f[0] == "option" && len(f) == 2 && f[1] == "tcp-check" && kind == "backend":
 		o["adv_check"] = "tcp-check"
+	case f[0] == "option" && len(f) == 4 && f[1] == "httpchk" && kind == "backend":
+		o["adv_check"] = "httpchk"
+		o["httpchk_params"] = map[string]any{"method": f[2], "uri": f[3]}
+	case f[0] == "http-check" && len(f) == 4 && f[1] == "expect" && kind == "backend":
+		l, _ := o["http_check_list"].([]any)
+		o["http_check_list"] = append(l, map[string]any{"type": "expect", "match": f[2], "pattern": f[3]})
 	case f[0] == "stick-table" && len(f) == 7 && f[1] == "type" && f[3] == "size" && f[5] == "expire":
 		t := map[string]any{"type": f[2]}
 		if err := setInt(t, "size", f[4], false); err != nil {
@@ -187,10 +193,15 @@ func parseServerParams(o map[string]any, words []string) error {
 			o[w] = "enabled"
 			continue
 		}
-		if slices.Contains(numWords, w) && i+1 < len(words) {
-			if err := setInt(o, w, words[i+1], w == "inter"); err != nil {
+		if k, ok := numWords[w]; ok && i+1 < len(words) {
+			if err := setInt(o, k, words[i+1], w == "inter" || w == "agent-inter"); err != nil {
 				return err
 			}
+			i++
+			continue
+		}
+		if (w == "track" || w == "agent-addr") && i+1 < len(words) {
+			o[w] = words[i+1]
 			i++
 			continue
 		}

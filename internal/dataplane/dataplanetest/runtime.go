@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // rtServer is the live state of one server in the running HAProxy.
@@ -13,7 +14,8 @@ type rtServer struct {
 	id      int
 	address string
 	port    int64
-	admin   string // ready, drain, maint
+	admin   string // its own: ready, drain, maint
+	track   string // the server it follows (BACKEND/SERVER), "" for none
 }
 
 // Restart is HAProxy restarting (not through the API): it runs the
@@ -34,20 +36,73 @@ func (s *Server) resetRuntime() {
 	for _, be := range s.running.backends.names {
 		m := map[string]*rtServer{}
 		for i, o := range s.running.servers[be].all() {
-			m[o["name"].(string)] = fromConfig(i+1, o)
+			m[o["name"].(string)] = fromConfig(i+1, be, o)
 		}
 		s.runtime[be] = m
 	}
 }
 
-func fromConfig(id int, o Object) *rtServer {
+func fromConfig(id int, backend string, o Object) *rtServer {
 	rs := &rtServer{id: id, admin: "ready"}
 	rs.address, _ = o["address"].(string)
 	rs.port, _ = toInt(o["port"])
 	if o["maintenance"] == "enabled" {
 		rs.admin = "maint"
 	}
+	if t, ok := o["track"].(string); ok {
+		if !strings.Contains(t, "/") {
+			t = backend + "/" + t
+		}
+		rs.track = t
+	}
 	return rs
+}
+
+// inherited is the state a server inherits from the servers it tracks
+// (HAProxy's IMAINT and IDRAIN admin bits): "maint" when one of them is
+// in maintenance, "drain" when one drains, else "".
+func (s *Server) inherited(rs *rtServer) string {
+	out := ""
+	for range 16 { // HAProxy refuses track loops; bounded all the same
+		if rs.track == "" {
+			return out
+		}
+		be, name, _ := strings.Cut(rs.track, "/")
+		if rs = s.runtime[be][name]; rs == nil {
+			return out
+		}
+		switch rs.admin {
+		case "maint":
+			return "maint"
+		case "drain":
+			out = "drain"
+		}
+	}
+	return out
+}
+
+// reported is what the runtime endpoints report of a server, as the real
+// API v3.4.0 does (measured against HAProxy 2.6.12; they report no admin
+// bits): its own drain as "drain"; its own maintenance, or maintenance or
+// drain inherited from the server it tracks, as "maint" (an inherited
+// drain too, while it still serves); else "ready". So a server following
+// a node in maintenance reads "maint" whatever its own state, and setting
+// it ready changes what it reads only once the node is ready.
+func (s *Server) reported(rs *rtServer) (admin, op string) {
+	inh := s.inherited(rs)
+	switch {
+	case rs.admin == "drain":
+		admin = "drain"
+	case rs.admin == "maint" || inh != "":
+		admin = "maint"
+	default:
+		admin = "ready"
+	}
+	op = "up"
+	if rs.admin == "maint" || inh == "maint" {
+		op = "down"
+	}
+	return admin, op
 }
 
 // applyLive is the API changing a server at runtime after writing it to
@@ -58,7 +113,7 @@ func (s *Server) applyLive(l *liveServer) {
 	if rs == nil {
 		return
 	}
-	n := fromConfig(rs.id, l.server)
+	n := fromConfig(rs.id, l.backend, l.server)
 	if n.admin == "ready" && rs.admin == "drain" {
 		n.admin = "drain"
 	}
@@ -73,13 +128,10 @@ func (s *Server) applyLive(l *liveServer) {
 	}
 }
 
-func (rs *rtServer) json(name string) map[string]any {
-	op := "up"
-	if rs.admin == "maint" {
-		op = "down"
-	}
+func (s *Server) json(name string, rs *rtServer) map[string]any {
+	admin, op := s.reported(rs)
 	return map[string]any{"name": name, "id": strconv.Itoa(rs.id), "address": rs.address, "port": rs.port,
-		"admin_state": rs.admin, "operational_state": op}
+		"admin_state": admin, "operational_state": op}
 }
 
 // runtimeEndpoint serves /v3/services/haproxy/runtime/backends/{b}/servers[/{s}].
@@ -103,7 +155,7 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 		case http.MethodGet:
 			out := []map[string]any{}
 			for _, name := range s.runtimeNames(seg[1]) {
-				out = append(out, srvs[name].json(name))
+				out = append(out, s.json(name, srvs[name]))
 			}
 			s.reply(w, http.StatusOK, out)
 		case http.MethodPost:
@@ -122,7 +174,7 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 			}
 			srvs[name] = &rtServer{id: len(srvs) + 1, address: addr, port: port, admin: "maint"}
 			s.rtAdded[seg[1]] = append(s.rtAdded[seg[1]], name)
-			s.reply(w, http.StatusCreated, srvs[name].json(name))
+			s.reply(w, http.StatusCreated, s.json(name, srvs[name]))
 		default:
 			s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
 		}
@@ -135,7 +187,7 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 	}
 	switch r.Method {
 	case http.MethodGet:
-		s.reply(w, http.StatusOK, rs.json(seg[3]))
+		s.reply(w, http.StatusOK, s.json(seg[3], rs))
 	case http.MethodDelete:
 		delete(srvs, seg[3]) // even a server in service
 		s.reply(w, http.StatusNoContent, nil)
@@ -166,7 +218,7 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 		if hasPort {
 			rs.port = port
 		}
-		s.reply(w, http.StatusOK, rs.json(seg[3]))
+		s.reply(w, http.StatusOK, s.json(seg[3], rs))
 	default:
 		s.fail(w, errf(http.StatusMethodNotAllowed, "method not allowed"))
 	}
@@ -177,7 +229,7 @@ type ServerState struct {
 	Name    string
 	Address string
 	Port    int64
-	Admin   string // ready, drain, maint
+	Admin   string // ready, drain, maint: as the runtime endpoints report it (inherited maintenance too)
 }
 
 func (st ServerState) String() string {
@@ -195,7 +247,8 @@ func (s *Server) Running(backend string) (out []ServerState, ok bool) {
 	}
 	for _, name := range s.runtimeNames(backend) {
 		rs := srvs[name]
-		out = append(out, ServerState{name, rs.address, rs.port, rs.admin})
+		admin, _ := s.reported(rs)
+		out = append(out, ServerState{name, rs.address, rs.port, admin})
 	}
 	return out, true
 }

@@ -33,6 +33,13 @@ var serverParams = map[string]field{
 	"inter": duration, "fastinter": duration, "downinter": duration,
 	"rise": nullInt, "fall": nullInt, "weight": nullInt, "maxconn": nullInt,
 	"init-state": {kind: "enum", enum: []string{"fully-up", "up", "down", "fully-down"}},
+	// A server following another's state (HAProxy's track: BACKEND/SERVER,
+	// or SERVER of the same backend), and an agent check (the driver's
+	// _nodes backend: an agent that never answers, so that its servers
+	// may be tracked). health_check_port is the keyword port (the check's).
+	"track": {kind: "string", pattern: noSpace}, "agent-addr": {kind: "string", pattern: noSpace},
+	"agent-port": {kind: "int", min: 1, max: 65535}, "agent-inter": duration,
+	"health_check_port": {kind: "int", min: 1, max: 65535},
 }
 
 var schemas = map[string]struct {
@@ -56,8 +63,12 @@ var schemas = map[string]struct {
 			"method":   {kind: "enum", enum: []string{"map-based", "consistent"}},
 			"function": {kind: "enum", enum: []string{"sdbm", "djb2", "wt6", "crc32", "none"}},
 		}},
-		"adv_check":       {kind: "enum", enum: []string{"httpchk", "ldap-check", "mysql-check", "pgsql-check", "redis-check", "smtpchk", "ssl-hello-chk", "tcp-check"}},
-		"default_server":  {kind: "object", nested: serverParams},
+		"adv_check":      {kind: "enum", enum: []string{"httpchk", "ldap-check", "mysql-check", "pgsql-check", "redis-check", "smtpchk", "ssl-hello-chk", "tcp-check"}},
+		"default_server": {kind: "object", nested: serverParams},
+		"httpchk_params": {kind: "object", nested: map[string]field{
+			"method": {kind: "enum", enum: []string{"HEAD", "PUT", "POST", "GET", "TRACE", "PATCH", "DELETE", "CONNECT", "OPTIONS"}},
+			"uri":    {kind: "string", pattern: noSpace},
+		}},
 		"connect_timeout": duration,
 		"server_timeout":  duration,
 	}},

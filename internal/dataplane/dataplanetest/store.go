@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Object is a configuration object, decoded JSON.
@@ -101,7 +102,54 @@ func (c *config) check() error {
 			if err := checkServer(s); err != nil {
 				return err
 			}
+			if err := c.checkTrack(name, s); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// params is a server's settings with its backend's default-server under
+// them.
+func (c *config) params(backend string, s Object) map[string]any {
+	out := map[string]any{}
+	if be, ok := c.backends.get(backend); ok {
+		if ds, ok := be["default_server"].(map[string]any); ok {
+			maps.Copy(out, ds)
+		}
+	}
+	maps.Copy(out, s)
+	return out
+}
+
+// checkTrack is what HAProxy 2.6 refuses of a server that tracks another
+// (measured, the messages as it prints them): a tracked server that does
+// not exist, checks and tracking together, a tracked server with neither
+// a check nor an agent (or a track of its own).
+func (c *config) checkTrack(backend string, s Object) error {
+	p := c.params(backend, s)
+	tr, ok := p["track"].(string)
+	if !ok {
+		return nil
+	}
+	who := fmt.Sprintf("'server %s/%v'", backend, s["name"])
+	if p["check"] == "enabled" {
+		return fmt.Errorf("%s unable to enable checks and tracking at the same time!", who)
+	}
+	tb, ts, found := strings.Cut(tr, "/")
+	if !found {
+		tb, ts = backend, tr
+	}
+	if _, ok := c.backends.get(tb); !ok {
+		return fmt.Errorf("%s unable to find required proxy '%s' for tracking.", who, tb)
+	}
+	t, ok := c.servers[tb].get(ts)
+	if !ok {
+		return fmt.Errorf("%s unable to find required server '%s' for tracking.", who, ts)
+	}
+	if tp := c.params(tb, t); tp["check"] != "enabled" && tp["agent-check"] != "enabled" && tp["track"] == nil {
+		return fmt.Errorf("%s unable to use %s/%s for tracking as it does not have any check nor agent enabled.", who, tb, ts)
 	}
 	return nil
 }
