@@ -29,9 +29,9 @@
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin/bin/<name>/<key>/
 # where <key> hashes what it is made of: hack/testbin's go.mod and go.sum, the
 # files of its main package, the build flags and the target platform (kwok: its
-# version; the images: agnhost's key and hack/image/testimage). So adding a
-# binary does not rebuild the others, and a fresh clone on the same machine
-# reuses them. The printed directory, testbin/sets/<hash>/, holds symbolic links
+# version; the images: agnhost's key, hack/image/testimage and the
+# hack/image/internal/scratch it builds on). So adding a binary does not
+# rebuild the others, and a fresh clone on the same machine reuses them. The printed directory, testbin/sets/<hash>/, holds symbolic links
 # to the requested ones. Missing binaries are built together, in one `go build`
 # (they share most packages), under flock(1): concurrent callers build once.
 #
@@ -113,6 +113,7 @@ key[test-images.tar]=$({
 	echo "${key[agnhost]}"
 	hashfiles "$imgsrc" go.mod go.sum
 	hashfiles "$imgsrc/testimage" '*.go'
+	hashfiles "$imgsrc/internal/scratch" '*.go'
 } | sha256sum | cut -c1-16)
 
 confkey=$(hashfiles "$confsrc" go.mod go.sum)
@@ -127,6 +128,7 @@ key[conformance-images.tar]=$({
 	echo "${key[echo-basic]} ${key[coredns]}"
 	hashfiles "$imgsrc" go.mod go.sum
 	hashfiles "$imgsrc/testimage" '*.go'
+	hashfiles "$imgsrc/internal/scratch" '*.go'
 } | sha256sum | cut -c1-16)
 
 path() { echo "$cache_root/bin/$1/${key[$1]}"; }

@@ -14,21 +14,16 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/hack/image/internal/scratch"
 )
 
 const (
@@ -62,61 +57,25 @@ func build(bin, tag, out string) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0)
-	files := []struct {
-		name string
-		mode int64
-		data []byte
-	}{
-		{"etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n")},
-		{"etc/group", 0o644, []byte("root:x:0:\nnonroot:x:65532:\n")},
-		{binPath, 0o755, exe},
-	}
-	for _, d := range []string{"etc/", "usr/", "usr/local/", "usr/local/bin/", "tmp/"} {
-		mode := int64(0o755)
-		if d == "tmp/" {
-			mode = 0o1777
-		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: mode, ModTime: epoch}); err != nil {
-			return err
-		}
-	}
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch}); err != nil {
-			return err
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	data := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-		tarball.WithMediaType(types.OCILayer))
+	layer, err := scratch.Layer(
+		scratch.Entry{Name: "etc/", Mode: 0o755},
+		scratch.Entry{Name: "usr/", Mode: 0o755},
+		scratch.Entry{Name: "usr/local/", Mode: 0o755},
+		scratch.Entry{Name: "usr/local/bin/", Mode: 0o755},
+		scratch.Entry{Name: "tmp/", Mode: 0o1777},
+		scratch.Entry{Name: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/nonexistent:/sbin/nologin\n")},
+		scratch.Entry{Name: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnonroot:x:65532:\n")},
+		scratch.Entry{Name: binPath, Mode: 0o755, Data: exe})
 	if err != nil {
 		return err
 	}
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	img, err := scratch.Image(layer, func(c *v1.Config) {
+		c.Entrypoint = []string{"haproxy-k8s-sync"} // on PATH, as in the Dockerfile
+		c.Cmd = []string{"run"}
+		c.User = user
+		c.Env = []string{"PATH=/usr/local/bin"}
+	})
 	if err != nil {
-		return err
-	}
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Entrypoint = []string{"haproxy-k8s-sync"} // on PATH, as in the Dockerfile
-	cf.Config.Cmd = []string{"run"}
-	cf.Config.User = user
-	cf.Config.Env = []string{"PATH=/usr/local/bin"}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}
 	ref, err := name.NewTag(tag)

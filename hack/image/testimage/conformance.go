@@ -43,12 +43,12 @@ func buildConformance(echoBin, corednsBin, out string) error {
 		if err != nil {
 			return err
 		}
-		base, err := binaryImage(b.name, exe)
+		layer, err := binaryLayer(b.name, exe)
 		if err != nil {
 			return err
 		}
 		for _, ref := range b.refs {
-			if err := addImage(images, ref, base, []string{"/" + b.name}); err != nil {
+			if err := addImage(images, ref, layer, []string{"/" + b.name}); err != nil {
 				return err
 			}
 		}

@@ -19,21 +19,14 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"runtime"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/hack/image/internal/scratch"
 )
 
 // The names the manifests of internal/testing/nodes use (its constants
@@ -70,7 +63,7 @@ func build(bin, out string) error {
 	if err != nil {
 		return err
 	}
-	base, err := binaryImage("agnhost", exe)
+	layer, err := binaryLayer("agnhost", exe)
 	if err != nil {
 		return err
 	}
@@ -79,29 +72,19 @@ func build(bin, out string) error {
 		agnhostImage: {"/agnhost"},
 		pauseImage:   {"/agnhost", "pause"},
 	} {
-		if err := addImage(images, ref, base, entrypoint); err != nil {
+		if err := addImage(images, ref, layer, entrypoint); err != nil {
 			return err
 		}
 	}
 	return writeImages(images, out)
 }
 
-// binaryImage is a scratch OCI image of one layer holding exe at /NAME.
-func binaryImage(name string, exe []byte) (v1.Image, error) {
-	layer, err := binaryLayer(name, exe)
-	if err != nil {
-		return nil, err
-	}
-	base, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
-	if err != nil {
-		return nil, err
-	}
-	return mutate.ConfigMediaType(base, types.OCIConfigJSON), nil
-}
-
-// addImage tags base, run as entrypoint, as ref in images.
-func addImage(images map[name.Reference]v1.Image, ref string, base v1.Image, entrypoint []string) error {
-	img, err := withEntrypoint(base, entrypoint)
+// addImage puts the image of layer, run as entrypoint, into images as ref.
+func addImage(images map[name.Reference]v1.Image, ref string, layer v1.Layer, entrypoint []string) error {
+	img, err := scratch.Image(layer, func(c *v1.Config) {
+		c.Entrypoint = entrypoint
+		c.Env = []string{"PATH=/"}
+	})
 	if err != nil {
 		return err
 	}
@@ -126,43 +109,12 @@ func writeImages(images map[name.Reference]v1.Image, out string) error {
 	return f.Close()
 }
 
-// binaryLayer is one layer: /NAME, /tmp, and an empty /etc/hosts-less
-// root (the runtime mounts /etc/hosts, /etc/hostname and /etc/resolv.conf).
+// binaryLayer is one layer: /NAME, /tmp, and an empty /etc and /dev
+// (the runtime mounts /etc/hosts, /etc/hostname and /etc/resolv.conf).
 func binaryLayer(name string, exe []byte) (v1.Layer, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	epoch := time.Unix(0, 0)
-	for _, d := range []struct {
-		name string
-		mode int64
-	}{{"etc/", 0o755}, {"tmp/", 0o1777}, {"dev/", 0o755}} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d.name, Mode: d.mode, ModTime: epoch}); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(exe)), ModTime: epoch}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(exe); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	data := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
-		tarball.WithMediaType(types.OCILayer))
-}
-
-func withEntrypoint(base v1.Image, entrypoint []string) (v1.Image, error) {
-	cf, err := base.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Created = v1.Time{Time: time.Unix(0, 0)}
-	cf.Config.Entrypoint = entrypoint
-	cf.Config.Env = []string{"PATH=/"}
-	return mutate.ConfigFile(base, cf)
+	return scratch.Layer(
+		scratch.Entry{Name: "etc/", Mode: 0o755},
+		scratch.Entry{Name: "tmp/", Mode: 0o1777},
+		scratch.Entry{Name: "dev/", Mode: 0o755},
+		scratch.Entry{Name: name, Mode: 0o755, Data: exe})
 }
