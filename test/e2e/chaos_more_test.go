@@ -90,6 +90,10 @@ func controllerFaults() []chaosFault {
 				c.eventuallyWithin(chaosConverge, "the 500 Services gone", c.notInConfig(fmt.Sprintf(":%d", burst500Port)))
 			}},
 		{name: "etcd-down-20s", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+			finish := c.watchTimeline()
+			run.finish = append(run.finish, func() {
+				c.t.Logf("etcd-down-20s: what the control plane wrote and HAProxy ran:\n%s", strings.Join(finish(), "\n"))
+			})
 			c.kube.StopEtcd()
 			// The fault's duration, not synchronisation.
 			time.Sleep(20 * time.Second)

@@ -43,6 +43,9 @@ type faultRun struct {
 	// undone, when set by undo, is when the fault was really over (etcd
 	// back and the apiserver writing again), for convergence.
 	undone time.Time
+	// finish, when set, runs once the load has stopped (a timeline's
+	// end).
+	finish []func()
 }
 
 func (r *faultRun) note(format string, args ...any) {
@@ -152,6 +155,9 @@ func (c *chaosEnv) runFault(f chaosFault) chaosResult {
 	if len(failed) > 1 {
 		first, last := failed[0].at, failed[len(failed)-1].at
 		run.note("failures from %s to %s (%v)", first.Format("15:04:05.000"), last.Format("15:04:05.000"), last.Sub(first).Round(time.Millisecond))
+	}
+	for _, fin := range run.finish {
+		fin()
 	}
 	close(keepStop)
 	<-keepDone
