@@ -56,6 +56,9 @@ type Controller struct {
 	memo     desired.Memo // per-Service work kept between passes (passes are serial)
 	store    lastGoodStore
 	reported map[string]string // "ns/name/reason" → message last emitted
+	// notReadyKept: the nodes the last pass kept serving though NotReady
+	// (fail open, failopen.go).
+	notReadyKept []string
 	// lastPools: each AddressPool's last good spec, used (frozen) while
 	// its current one cannot be read.
 	lastPools map[string]pools.Pool
@@ -147,6 +150,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	}
 	d := desired.Compute(in, dopts)
 	d.Problems = slices.Concat(d.Problems, alloc.problems) // d's may be the memo's
+	c.failOpen(d.NotReadyKept, nodes)
 	if err := c.store.save(c.lastGood, d.Good); err != nil {
 		c.log.Warn("could not save last good settings", "err", err)
 	}

@@ -107,6 +107,10 @@ type Result struct {
 	// ServersOnly: the memo served this pass by recomputing only the
 	// servers of the Services an endpoint or node change touched.
 	ServersOnly bool
+	// NotReadyKept names the nodes that serve though NotReady, because
+	// no node that is not excluded is Ready (fail open: nodeAddrs);
+	// empty otherwise.
+	NotReadyKept []string
 }
 
 // backendName is what a single-Service backend override must look like.
@@ -117,8 +121,14 @@ func ValidBackendName(n string) bool { return backendName.MatchString(n) }
 
 // Compute builds the model for in.
 func Compute(in Input, opts Options) Result {
+	nodes, kept := nodeAddrs(in.Nodes)
+	res := compute(in, opts, nodes)
+	res.NotReadyKept = kept
+	return res
+}
+
+func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	memo := in.Memo
-	nodes := nodeAddrs(in.Nodes)
 	memo.begin(opts, nodes)
 	if opts.Pooled {
 		memo.setAddresses(in.Addresses)

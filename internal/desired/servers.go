@@ -11,7 +11,7 @@ import (
 )
 
 // nodeInfo is what the servers of a node need: its InternalIP and whether it
-// may serve (Ready and not excluded).
+// may serve (eligible: see nodeAddrs).
 type nodeInfo struct {
 	addr  netip.Addr // the InternalIP, IPv4 preferred
 	addr6 netip.Addr // an IPv6 InternalIP, for Services of that family
@@ -19,12 +19,22 @@ type nodeInfo struct {
 }
 
 // nodeAddrs maps each node with an InternalIP to it (preferring IPv4) and
-// to whether it is eligible (Ready, not excluded).
-func nodeAddrs(nodes []*corev1.Node) map[string]nodeInfo {
-	out := make(map[string]nodeInfo, len(nodes))
+// to whether it is eligible: not excluded (ExcludeLabel) and Ready. When
+// no node that is not excluded is Ready, every one of them is eligible
+// (fail open, as cloud load balancers do when every target is unhealthy):
+// all nodes NotReady at once says more about the control plane (the
+// node-lifecycle controller after an etcd or apiserver outage longer than
+// its grace period) than about the nodes, and emptying every backend
+// would fail every connection; HAProxy's own health checks still take a
+// node that does not answer out. kept lists those nodes (sorted), nil
+// when at least one node is Ready. An excluded node stays out: its
+// exclusion is the operator's word, not a guess.
+func nodeAddrs(nodes []*corev1.Node) (out map[string]nodeInfo, kept []string) {
+	out = make(map[string]nodeInfo, len(nodes))
+	anyReady := false
 	for _, n := range nodes {
 		_, excluded := n.Labels[ExcludeLabel]
-		up := !excluded && nodeReady(n)
+		ready := nodeReady(n)
 		var best, v6 netip.Addr
 		for _, a := range n.Status.Addresses {
 			if a.Type != corev1.NodeInternalIP {
@@ -41,11 +51,29 @@ func nodeAddrs(nodes []*corev1.Node) map[string]nodeInfo {
 				v6 = ip
 			}
 		}
-		if best.IsValid() {
-			out[n.Name] = nodeInfo{best, v6, up}
+		if !best.IsValid() {
+			continue
+		}
+		out[n.Name] = nodeInfo{best, v6, !excluded && ready}
+		if excluded {
+			continue
+		}
+		if ready {
+			anyReady = true
+		} else {
+			kept = append(kept, n.Name)
 		}
 	}
-	return out
+	if anyReady {
+		return out, nil
+	}
+	for _, name := range kept {
+		n := out[name]
+		n.up = true
+		out[name] = n
+	}
+	slices.Sort(kept)
+	return out, kept
 }
 
 func nodeReady(n *corev1.Node) bool {

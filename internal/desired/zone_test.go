@@ -12,7 +12,7 @@ import (
 // one host) is no server: found by the nftables fuzz target, where the
 // zone went into the rendered ruleset as it was.
 func TestZonedAddressIsNoServer(t *testing.T) {
-	got := nodeAddrs([]*corev1.Node{node("n1", "fe80::1%eth0;drop", true, nil), node("n2", "192.0.2.2", true, nil)})
+	got, _ := nodeAddrs([]*corev1.Node{node("n1", "fe80::1%eth0;drop", true, nil), node("n2", "192.0.2.2", true, nil)})
 	if _, ok := got["n1"]; ok {
 		t.Errorf("a zoned InternalIP became a node address: %+v", got["n1"])
 	}

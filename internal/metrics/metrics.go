@@ -65,6 +65,7 @@ type Registry struct {
 	served        *prometheus.GaugeVec
 	refused       *prometheus.GaugeVec
 	lastSuccess   *prometheus.GaugeVec
+	notReadyKept  *prometheus.GaugeVec
 	model         *modelCollector
 
 	mu        sync.Mutex
@@ -95,6 +96,7 @@ func New(opts Options) *Registry {
 	r.served = gauge("services_served", "Services with at least one frontend.", inst...)
 	r.refused = gauge("services_refused", "Services with a problem in the last pass, by reason (InvalidAnnotation includes Services kept on their last good settings).", "driver", "reason")
 	r.lastSuccess = gauge("last_success_timestamp_seconds", "Unix time of the end of the last pass that applied the desired state.", inst...)
+	r.notReadyKept = gauge("nodes_not_ready_kept", "NotReady nodes kept as servers because no node that may serve is Ready (fail open); 0 otherwise.", inst...)
 	r.model = newModelCollector(r)
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "build_info", Help: "Build information; always 1.",
@@ -102,7 +104,7 @@ func New(opts Options) *Registry {
 	})
 	build.Set(1)
 	r.reg.MustRegister(r.passDuration, r.phaseDuration, r.reloads, r.reloadFails, r.cmdsSent, r.cmdsFailed,
-		r.drift, r.served, r.refused, r.model, r.lastSuccess, build,
+		r.drift, r.served, r.refused, r.model, r.lastSuccess, r.notReadyKept, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerWorkqueue(r.reg)
 	return r

@@ -180,3 +180,13 @@ func (i *Instance) Services(served int, refused map[string]int) {
 		i.r.refused.WithLabelValues(i.name, rs).Set(float64(refused[rs]))
 	}
 }
+
+// NotReadyKept records how many NotReady nodes the last pass kept as
+// servers because no node that may serve was Ready (fail open: the
+// desired package's Result.NotReadyKept).
+func (i *Instance) NotReadyKept(n int) {
+	if i == nil {
+		return
+	}
+	i.r.notReadyKept.WithLabelValues(i.name).Set(float64(n))
+}
