@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,12 +65,10 @@ type Controller struct {
 	// reuse it.
 	allocInputs allocInputs
 	lastAlloc   allocation
-	// pending: something changed since the current pass took its snapshot,
-	// so a newer pass will follow; the driver may stop a long batch early.
-	pending atomic.Bool
-	// changed: when the first change not yet taken by a pass was seen
-	// (Unix nanoseconds); a reload waits until that is --reload-settle old.
-	changed atomic.Int64
+	// changes: the changes no pass has taken yet; the driver may stop a
+	// long batch early for a newer pass, and a reload waits until the
+	// first of a pass's changes is --reload-settle old.
+	changes driver.Changes
 }
 
 // New wires a controller. recorder may be nil (no Events).
@@ -102,9 +99,7 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 
 // Trigger asks for a pass.
 func (c *Controller) Trigger() {
-	if c.pending.CompareAndSwap(false, true) {
-		c.changed.Store(time.Now().UnixNano())
-	}
+	c.changes.Note()
 	c.loop.Add(syncKey)
 }
 
@@ -136,10 +131,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		return driver.Result{}, errors.New("informer caches not synced")
 	}
 	start := time.Now()
-	if c.pending.Swap(false) {
-		ctx = driver.WithChanged(ctx, time.Unix(0, c.changed.Load()))
-	}
-	ctx = driver.WithPreempt(ctx, c.pending.Load)
+	ctx = c.changes.Take(ctx)
 	svcs, eps, nodes := c.src.Snapshot()
 	in := desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood, Memo: &c.memo}
 	dopts := c.opts.Desired
@@ -167,26 +159,8 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		c.opts.Publisher.Served(served(d.Configured, refused), alloc.addrs)
 		c.opts.PoolStatus.Set(alloc.counts, alloc.errs)
 	}
-	attrs := []any{
-		"services", d.Selected, "frontends", len(d.Config.Frontends),
-		"parse", parse, "render", res.Render, "check", res.Check, "write", res.Write,
-		"reload", res.Reload, "runtime", res.Runtime, "ops", res.Ops, "total", time.Since(start),
-	}
-	if res.Reloaded {
-		attrs = append(attrs, "reloaded", true, "reasons", res.Reasons)
-	}
-	switch {
-	case errors.Is(err, driver.ErrDeferred):
-		attrs = append(attrs, "reload_in", res.RetryAfter)
-	case err != nil:
-		attrs = append(attrs, "err", err)
-	}
 	c.record(d, res, parse, time.Since(start), err)
-	if res.Reloaded || res.Ops > 0 || err != nil {
-		c.log.Info("update", attrs...)
-	} else {
-		c.log.Debug("update", attrs...)
-	}
+	driver.LogPass(c.log, start, res, err, "services", d.Selected, "frontends", len(d.Config.Frontends), "parse", parse)
 	return res, err
 }
 

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,4 +47,31 @@ func Preemptible(ctx context.Context) bool {
 func Preempted(ctx context.Context) bool {
 	newer, _ := ctx.Value(preemptKey{}).(func() bool)
 	return newer != nil && newer()
+}
+
+// Changes is what a loop knows of the changes its passes have not taken
+// yet, told to the driver through WithChanged and WithPreempt. The zero
+// value is ready; Note is for any goroutine (informer handlers), Take for
+// the passes.
+type Changes struct {
+	pending atomic.Bool  // a change came since the last pass took its snapshot
+	first   atomic.Int64 // when the first change not yet taken was seen (Unix ns)
+}
+
+// Note records a change seen now.
+func (c *Changes) Note() {
+	if c.pending.CompareAndSwap(false, true) {
+		c.first.Store(time.Now().UnixNano())
+	}
+}
+
+// Take is called by a pass before it takes its snapshot: the changes
+// noted so far are the pass's. The context it returns tells Apply when the
+// first of them was seen (WithChanged, only if there was one) and whether
+// another change has come since (WithPreempt), so that a newer pass waits.
+func (c *Changes) Take(ctx context.Context) context.Context {
+	if c.pending.Swap(false) {
+		ctx = WithChanged(ctx, time.Unix(0, c.first.Load()))
+	}
+	return WithPreempt(ctx, c.pending.Load)
 }

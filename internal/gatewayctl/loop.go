@@ -10,7 +10,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
@@ -43,10 +42,9 @@ type Loop struct {
 	drv     driver.Driver
 	loop    *loop.Loop
 	log     *slog.Logger
-	pending atomic.Bool
-	changed atomic.Int64
-	pools   *poolBook    // with Gateway.Pooled
-	applied *appliedBook // with Instances
+	changes driver.Changes // the changes no pass has taken yet
+	pools   *poolBook      // with Gateway.Pooled
+	applied *appliedBook   // with Instances
 	// assigned: the Gateways' pool addresses of the last pass (the
 	// worker's alone).
 	assigned map[gateway.Key][]netip.Addr
@@ -74,9 +72,7 @@ func New(src *source.Gateway, drv driver.Driver, opts Options) *Loop {
 
 // Trigger asks for a pass.
 func (l *Loop) Trigger() {
-	if l.pending.CompareAndSwap(false, true) {
-		l.changed.Store(time.Now().UnixNano())
-	}
+	l.changes.Note()
 	l.loop.Add(syncKey)
 }
 
@@ -106,10 +102,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		return driver.Result{}, errors.New("informer caches not synced")
 	}
 	start := time.Now()
-	if l.pending.Swap(false) {
-		ctx = driver.WithChanged(ctx, time.Unix(0, l.changed.Load()))
-	}
-	ctx = driver.WithPreempt(ctx, l.pending.Load)
+	ctx = l.changes.Take(ctx)
 	in := l.src.Snapshot()
 	gopts := l.opts.Gateway
 	if gopts.Pooled {
@@ -128,23 +121,8 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		// listener Programmed, before the driver applied them.
 		l.opts.Publisher.Applied(out)
 	}
-	attrs := []any{"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends), "udp", len(out.Config.UDP),
-		"parse", parse, "render", res.Render, "check", res.Check, "write", res.Write,
-		"reload", res.Reload, "runtime", res.Runtime, "ops", res.Ops, "total", time.Since(start)}
-	if res.Reloaded {
-		attrs = append(attrs, "reloaded", true, "reasons", res.Reasons)
-	}
-	switch {
-	case errors.Is(err, driver.ErrDeferred):
-		attrs = append(attrs, "reload_in", res.RetryAfter)
-	case err != nil:
-		attrs = append(attrs, "err", err)
-	}
-	if res.Reloaded || res.Ops > 0 || err != nil {
-		l.log.Info("update", attrs...)
-	} else {
-		l.log.Debug("update", attrs...)
-	}
+	driver.LogPass(l.log, start, res, err,
+		"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends), "udp", len(out.Config.UDP), "parse", parse)
 	return res, err
 }
 
