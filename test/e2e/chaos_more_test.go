@@ -92,7 +92,19 @@ func controllerFaults() []chaosFault {
 		{name: "etcd-down-20s", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			finish := c.watchTimeline()
 			run.finish = append(run.finish, func() {
-				c.t.Logf("etcd-down-20s: what the control plane wrote and HAProxy ran:\n%s", strings.Join(finish(), "\n"))
+				events, empty := finish()
+				run.noEndpoints = empty
+				c.t.Logf("etcd-down-20s: what the control plane wrote and HAProxy ran:\n%s", strings.Join(events, "\n"))
+				for _, e := range events {
+					if strings.Contains(e, "Ready=Unknown") || strings.Contains(e, "Ready=False") {
+						run.note("the node-lifecycle controller marked nodes or Pods NotReady (see the log's timeline)")
+						break
+					}
+				}
+				for _, s := range empty {
+					run.note("web's EndpointSlices held no ready endpoint from %s to %s (%v, until HAProxy ran a server of web again)",
+						s.from.Format("15:04:05.000"), s.to.Format("15:04:05.000"), s.to.Sub(s.from).Round(time.Millisecond))
+				}
 			})
 			c.kube.StopEtcd()
 			// The fault's duration, not synchronisation.

@@ -17,7 +17,7 @@ const (
 // verdict lists the targets a result breaks, or "ok".
 func (r chaosResult) verdict() string {
 	var broken []string
-	if r.fault.haproxyKept && r.failed-r.failedBeforeDown > 0 {
+	if r.fault.haproxyKept && r.failed-r.failedBeforeDown-r.failedNoEndpoints > 0 {
 		broken = append(broken, "failed connections")
 	}
 	if r.fault.haproxyKept && !r.fault.node && r.cut > 0 {
@@ -53,6 +53,9 @@ func (r chaosResult) row() string {
 	failed := fmt.Sprintf("%d / %d", r.failed, r.total)
 	if r.failedBeforeDown > 0 {
 		failed += fmt.Sprintf(" (%d to the faulted node before its check failed)", r.failedBeforeDown)
+	}
+	if r.failedNoEndpoints > 0 {
+		failed += fmt.Sprintf(" (%d while the Service's EndpointSlices held no ready endpoint: kube-proxy refused it too)", r.failedNoEndpoints)
 	}
 	if len(r.firstFailures) > 0 {
 		failed += " (first: " + strings.ReplaceAll(r.firstFailures[0], "|", "/") + ")"

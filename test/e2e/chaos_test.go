@@ -44,8 +44,12 @@ type faultRun struct {
 	// back and the apiserver writing again), for convergence.
 	undone time.Time
 	// finish, when set, runs once the load has stopped (a timeline's
-	// end).
+	// end), before the failures are counted.
 	finish []func()
+	// noEndpoints: the spells in which the Service's EndpointSlices held
+	// no ready endpoint, so that kube-proxy on every node refused it
+	// too: failures then are the cluster's truth, not ours.
+	noEndpoints []spell
 }
 
 func (r *faultRun) note(format string, args ...any) {
@@ -57,6 +61,7 @@ type chaosResult struct {
 	fault                chaosFault
 	total, failed        int
 	failedBeforeDown     int
+	failedNoEndpoints    int
 	established, cut     int
 	converge             time.Duration
 	converged            bool
@@ -143,6 +148,9 @@ func (c *chaosEnv) runFault(f chaosFault) chaosResult {
 		c.t.Logf("%s: %v\n%s\n%s", f.name, err, c.statReport(), tailString(c.log(), 40))
 	}
 	total, failed := load.stop()
+	for _, fin := range run.finish {
+		fin()
+	}
 	res.total, res.failed = total, len(failed)
 	for i, f := range failed {
 		if i < 3 {
@@ -150,14 +158,18 @@ func (c *chaosEnv) runFault(f chaosFault) chaosResult {
 		}
 		if !run.downAt.IsZero() && f.at.Before(run.downAt) {
 			res.failedBeforeDown++
+			continue
+		}
+		for _, s := range run.noEndpoints {
+			if s.holds(f.at) {
+				res.failedNoEndpoints++
+				break
+			}
 		}
 	}
 	if len(failed) > 1 {
 		first, last := failed[0].at, failed[len(failed)-1].at
 		run.note("failures from %s to %s (%v)", first.Format("15:04:05.000"), last.Format("15:04:05.000"), last.Sub(first).Round(time.Millisecond))
-	}
-	for _, fin := range run.finish {
-		fin()
 	}
 	close(keepStop)
 	<-keepDone

@@ -9,9 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
 )
 
 // timeline records what a control-plane fault wrote that can empty a
@@ -24,7 +27,17 @@ type timeline struct {
 	events []string
 	stop   chan struct{}
 	done   chan struct{}
+	// The spells in which web's EndpointSlices held no ready endpoint:
+	// from the slices' change until HAProxy ran a server of web again.
+	empty     []spell
+	emptyFrom time.Time // the current spell's start, zero when none
+	emptyOver bool      // the slices hold a ready endpoint again
 }
+
+// spell is a span of time.
+type spell struct{ from, to time.Time }
+
+func (s spell) holds(t time.Time) bool { return !t.Before(s.from) && !t.After(s.to) }
 
 func (tl *timeline) add(format string, args ...any) {
 	tl.mu.Lock()
@@ -32,8 +45,9 @@ func (tl *timeline) add(format string, args ...any) {
 	tl.events = append(tl.events, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
 }
 
-// watchTimeline starts recording; finish stops and returns the events.
-func (c *chaosEnv) watchTimeline() (finish func() []string) {
+// watchTimeline starts recording; finish stops it and returns the events
+// and the spells in which web's EndpointSlices held no ready endpoint.
+func (c *chaosEnv) watchTimeline() (finish func() ([]string, []spell)) {
 	tl := &timeline{stop: make(chan struct{}), done: make(chan struct{})}
 	f := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(""))
 	ready := func(conds []corev1.NodeCondition) string {
@@ -92,6 +106,14 @@ func (c *chaosEnv) watchTimeline() (finish func() []string) {
 		}
 		if lastReady >= 0 && n != lastReady {
 			tl.add("web's EndpointSlices: %d of %d endpoints ready", n, all)
+			tl.mu.Lock()
+			switch {
+			case n == 0 && tl.emptyFrom.IsZero():
+				tl.emptyFrom, tl.emptyOver = time.Now(), false
+			case n > 0 && !tl.emptyFrom.IsZero():
+				tl.emptyOver = true
+			}
+			tl.mu.Unlock()
 		}
 		lastReady = n
 	}
@@ -102,15 +124,38 @@ func (c *chaosEnv) watchTimeline() (finish func() []string) {
 	})
 	f.Start(tl.stop)
 	f.WaitForCacheSync(tl.stop)
+	// While the slices hold no ready endpoint: what a node's NodePort
+	// answers without HAProxy (kube-proxy's verdict).
+	var direct string
+	if svc, err := c.client.CoreV1().Services(ns).Get(bg, "web", metav1.GetOptions{}); err == nil && len(svc.Spec.Ports) > 0 {
+		direct = fmt.Sprintf("%s:%d", c.tier.Nodes[0].Addr, svc.Spec.Ports[0].NodePort)
+	}
 	go func() {
 		defer close(tl.done)
-		last := ""
+		last, lastDirect := "", ""
 		for range 3000 { // bounded: 300 s at 100 ms
 			if rows, err := c.stat(); err == nil {
 				var st []string
+				serving := false
 				for _, r := range rows {
 					if strings.Contains(r.Proxy, fmt.Sprint(chaosPort)) && r.Server != "BACKEND" && r.Server != "FRONTEND" && r.Addr != "" {
 						st = append(st, r.Addr+"="+r.Status)
+						serving = serving || !r.Down()
+					}
+				}
+				tl.mu.Lock()
+				if tl.emptyOver && serving {
+					tl.empty = append(tl.empty, spell{tl.emptyFrom, time.Now()})
+					tl.emptyFrom, tl.emptyOver = time.Time{}, false
+				}
+				open := !tl.emptyFrom.IsZero()
+				tl.mu.Unlock()
+				if open && direct != "" {
+					var err error
+					_ = nodes.InNS(c.tier.LB, func() error { _, err = getHostname(direct); return nil })
+					if d := fmt.Sprint(err); d != lastDirect {
+						tl.add("%s (n1's NodePort) directly from the load balancer: err=%v", direct, err)
+						lastDirect = d
 					}
 				}
 				sort.Strings(st)
@@ -126,12 +171,15 @@ func (c *chaosEnv) watchTimeline() (finish func() []string) {
 			}
 		}
 	}()
-	return func() []string {
+	return func() ([]string, []spell) {
 		close(tl.stop)
 		<-tl.done
 		f.Shutdown()
 		tl.mu.Lock()
 		defer tl.mu.Unlock()
-		return tl.events
+		if !tl.emptyFrom.IsZero() { // not over when the fault was measured
+			tl.empty = append(tl.empty, spell{tl.emptyFrom, time.Now()})
+		}
+		return tl.events, tl.empty
 	}
 }

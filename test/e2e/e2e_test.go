@@ -71,7 +71,8 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 }
 
 // With the Cluster policy every eligible node serves; nodes that go
-// NotReady or get the exclude label leave, and come back, without reloads.
+// NotReady or get the exclude label leave, and come back, without reloads;
+// when every node not excluded is NotReady they all stay (fail open).
 // The controller runs as on a plain Linux host: API URL + token file + CA,
 // with the token of the ServiceAccount of deploy/services/rbac.yaml (least privilege).
 // Without health checks of their own (check auto, the default, with the
@@ -113,6 +114,26 @@ func clusterPolicyFollowsNodes(t *testing.T, check string) {
 		t.Fatal(err)
 	}
 	e.eventually("excluded n4 leaves", serves(port, "n1", "n2"))
+	// Every node that may serve NotReady (n3 and n4 are excluded): they
+	// all stay (fail open), reported with an Event on each.
+	if err := lab.SetNodeReady(bg, e.client, "n2", false); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("NotReady n2 leaves while n1 is Ready", serves(port, "n1"))
+	if err := lab.SetNodeReady(bg, e.client, "n1", false); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("every node NotReady: n1 and n2 serve (fail open)", serves(port, "n1", "n2"))
+	e.eventually("the Event on n1", e.event("n1", "NotReadyKept"))
+	e.eventually("the Event on n2", e.event("n2", "NotReadyKept"))
+	if err := lab.SetNodeReady(bg, e.client, "n1", true); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("n1 Ready again: NotReady n2 leaves", serves(port, "n1"))
+	if err := lab.SetNodeReady(bg, e.client, "n2", true); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("n2 Ready again", serves(port, "n1", "n2"))
 	if check != "true" {
 		cfg, err := os.ReadFile(e.cfgPath)
 		if err != nil {
