@@ -27,8 +27,8 @@ import (
 // driver.
 type capabilities struct {
 	// trackNodes: servers may follow their node through one server per
-	// node in the _nodes backend (the Runtime API driver keeps it; the
-	// Data Plane API driver does not).
+	// node in the _nodes backend (both drivers keep it; the Data Plane API
+	// driver only where it owns the backends: see shape).
 	trackNodes bool
 	// operatorBackend: in single-Service mode the backend is the
 	// operator's, in haproxy.cfg, named after the Service unless
@@ -45,12 +45,15 @@ type capabilities struct {
 // (udpFlags.setup).
 var driverCaps = map[string]capabilities{
 	driverHAProxy:   {trackNodes: true},
-	driverDataplane: {operatorBackend: true},
+	driverDataplane: {trackNodes: true, operatorBackend: true},
 }
 
 // shape derives the desired state's options from what the drivers can do.
 func (c capabilities) shape(o desired.Options) desired.Options {
-	o.TrackNodes = o.TrackNodes && c.trackNodes
+	// In single-Service mode with an operator's backend, that backend is
+	// not the controller's to bind to a _nodes backend: no server follows
+	// its node (for every driver of the choice: they share one model).
+	o.TrackNodes = o.TrackNodes && c.trackNodes && !(c.operatorBackend && o.Service != "")
 	if c.operatorBackend && o.Service != "" && o.Backend == "" {
 		_, o.Backend, _ = strings.Cut(o.Service, "/")
 	}

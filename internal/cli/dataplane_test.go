@@ -24,6 +24,7 @@ func TestDataplaneSelectionAndLegacyEnv(t *testing.T) {
 		dataplane   bool
 		service     string
 		backend     string
+		track       bool // every-Service mode: servers follow their node
 		errContains string
 	}{
 		{name: "nothing: the HAProxy driver", dataplane: false},
@@ -34,7 +35,7 @@ func TestDataplaneSelectionAndLegacyEnv(t *testing.T) {
 			dataplane: true, service: "ing/front", backend: "be_ingress_https"},
 		{name: "service name defaults to the Service", env: map[string]string{"HAPROXY_DATAPLANE_URL": "http://h:5555", "INGRESS_SERVICE_NAME": "front"},
 			dataplane: true, service: "ingress-nginx/front", backend: "front"},
-		{name: "our URL variable: every Service", env: map[string]string{"HAPROXY_K8S_SYNC_DATAPLANE_URL": "http://h:5555"}, dataplane: true},
+		{name: "our URL variable: every Service", env: map[string]string{"HAPROXY_K8S_SYNC_DATAPLANE_URL": "http://h:5555"}, dataplane: true, track: true},
 		{name: "driver named haproxy wins", env: map[string]string{"HAPROXY_DATAPLANE_URL": "http://h:5555", "HAPROXY_K8S_SYNC_DRIVER": "haproxy"},
 			dataplane: false, service: "ingress-nginx/ingress-nginx"},
 		{name: "dataplane without URL", args: []string{"--driver=dataplane"}, errContains: "needs --dataplane-url"},
@@ -74,13 +75,14 @@ func TestDataplaneSelectionAndLegacyEnv(t *testing.T) {
 			if _, err := f.dp.newDriverAt(t2, dopts, func(k string) string { return tc.env[k] }, nil, nil); err != nil {
 				t.Fatal(err)
 			}
-			if dopts.Backend != tc.backend || dopts.TrackNodes {
-				t.Errorf("backend %q trackNodes %v, want %q and false", dopts.Backend, dopts.TrackNodes, tc.backend)
+			if dopts.Backend != tc.backend || dopts.TrackNodes != tc.track {
+				t.Errorf("backend %q trackNodes %v, want %q and %v", dopts.Backend, dopts.TrackNodes, tc.backend, tc.track)
 			}
-			// The default check (auto) keeps the servers checked by
-			// themselves: there is no _nodes backend to follow.
-			if be := dataplaneBackend(t, dopts); !be.Check.Enabled || be.TrackNodes {
-				t.Errorf("Data Plane API backend with the default check: %+v, want checked by itself", be)
+			// The default check (auto): in single-Service mode the servers
+			// are checked by themselves (the operator's backend follows no
+			// node); in every-Service mode they follow their node.
+			if be := dataplaneBackend(t, dopts); be.Check.Enabled == tc.track || be.TrackNodes != tc.track {
+				t.Errorf("Data Plane API backend with the default check: %+v, want following its node %v", be, tc.track)
 			}
 		})
 	}
@@ -158,8 +160,14 @@ func dataplaneBackend(t *testing.T, o desired.Options) *model.Backend {
 		Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.1"}},
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	r := desired.Compute(desired.Input{Services: []*corev1.Service{svc}, Nodes: []*corev1.Node{n}}, o)
-	if len(r.Config.Backends) != 1 {
+	var out []*model.Backend
+	for _, b := range r.Config.Backends {
+		if b.Name != model.NodesBackend {
+			out = append(out, b)
+		}
+	}
+	if len(out) != 1 {
 		t.Fatalf("backends %+v", r.Config.Backends)
 	}
-	return r.Config.Backends[0]
+	return out[0]
 }

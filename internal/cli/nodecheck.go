@@ -45,7 +45,7 @@ func (n *nodeCheck) logStart(log *slog.Logger, o desired.Options) {
 	case !o.NodeCheck.Enabled:
 		log.Info("node check: none; servers with check auto are checked by themselves, on their own port")
 	case o.Targets == desired.TargetPods || !o.TrackNodes:
-		log.Info("node check: not used (servers do not follow their node here: --targets=pods, --track-nodes=false or the Data Plane API); servers with check auto are checked by themselves",
+		log.Info("node check: not used (servers do not follow their node here: --targets=pods, --track-nodes=false or the Data Plane API's single-Service mode); servers with check auto are checked by themselves",
 			"node-check", n.spec)
 	default:
 		log.Info("node check: servers with check auto follow their node and its check; every node must answer it, or its servers go down (no kube-proxy /healthz there: --node-check=tcp:PORT or none)",

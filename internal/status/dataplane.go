@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/dataplaneapi"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // SourceDataplane is Report.Source when the report was read through the
@@ -57,6 +59,10 @@ func CollectDataplane(ctx context.Context, c *dataplane.Client, opts DataplaneOp
 			front[be] = append(front[be], f)
 		}
 	}
+	nodes, err := nodesDown(ctx, c, opts, backends)
+	if err != nil {
+		return Report{}, err
+	}
 	seen := false
 	for _, b := range backends {
 		name, _ := b["name"].(string)
@@ -75,7 +81,7 @@ func CollectDataplane(ctx context.Context, c *dataplane.Client, opts DataplaneOp
 			row.Listen = append(row.Listen, binds(f)...)
 		}
 		row.Frontend = strings.Join(fes, ",")
-		problems, err := compare(ctx, c, name, children(b, "servers"), &row)
+		problems, err := compare(ctx, c, name, children(b, "servers"), nodes, &row)
 		if err != nil {
 			return Report{}, err
 		}
@@ -94,7 +100,10 @@ func CollectDataplane(ctx context.Context, c *dataplane.Client, opts DataplaneOp
 // lists where the runtime differs from the configuration. A server
 // configured in maintenance is a free slot or a server the driver left
 // out: it is not counted while it is in maintenance at runtime too.
-func compare(ctx context.Context, c *dataplane.Client, be string, configured []dataplane.Object, row *Row) ([]string, error) {
+// A server following a node in maintenance (nodes names the _nodes slots
+// that are) reads "maint" at runtime whatever its own state: counted in
+// maintenance, and not a difference.
+func compare(ctx context.Context, c *dataplane.Client, be string, configured []dataplane.Object, nodes map[string]bool, row *Row) ([]string, error) {
 	rt, err := c.RuntimeServers(ctx, be)
 	if errors.Is(err, dataplane.ErrNotFound) {
 		return []string{fmt.Sprintf("backend %s is configured but HAProxy does not run it (not reloaded, or the reload failed)", be)}, nil
@@ -118,7 +127,8 @@ func compare(ctx context.Context, c *dataplane.Client, be string, configured []d
 		delete(running, n)
 		cfgMaint := s["maintenance"] == "enabled"
 		admin, _ := r["admin_state"].(string)
-		if cfgMaint != (admin == "maint") {
+		tr, _ := s["track"].(string)
+		if cfgMaint != (admin == "maint") && !(admin == "maint" && nodes[tr]) {
 			out = append(out, fmt.Sprintf("%s/%s: maintenance %s in the configuration, admin_state %s at runtime", be, n, map[bool]string{true: "enabled", false: "disabled"}[cfgMaint], admin))
 		}
 		if a, b := endpoint(s), endpoint(r); a != b {
@@ -165,7 +175,33 @@ func binds(f dataplane.Object) []string {
 // endpoint is ADDRESS:PORT of a bind or server as the API sends it.
 func endpoint(o dataplane.Object) string {
 	a, _ := o["address"].(string)
-	return net.JoinHostPort(a, fmt.Sprint(o["port"]))
+	port := o["port"]
+	if port == nil {
+		port = 0 // a server of _nodes: configured without a port, running on 0
+	}
+	return net.JoinHostPort(a, fmt.Sprint(port))
+}
+
+// nodesDown names the slots of the _nodes backend (every-Service mode,
+// servers following their node) in maintenance at runtime: "_nodes/sK".
+func nodesDown(ctx context.Context, c *dataplane.Client, opts DataplaneOptions, backends []dataplane.Object) (map[string]bool, error) {
+	out := map[string]bool{}
+	if opts.Seed != "" || !slices.ContainsFunc(backends, func(b dataplane.Object) bool { return b["name"] == model.NodesBackend }) {
+		return out, nil
+	}
+	rt, err := c.RuntimeServers(ctx, model.NodesBackend)
+	if errors.Is(err, dataplane.ErrNotFound) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range rt {
+		if s["admin_state"] == "maint" {
+			out[model.NodesBackend+"/"+fmt.Sprint(s["name"])] = true
+		}
+	}
+	return out, nil
 }
 
 func sortedNames[V any](m map[string]V) []string {

@@ -148,3 +148,45 @@ func TestStatusThroughDataplaneAPI(t *testing.T) {
 		t.Errorf("absent password file: exit %d:\n%s", code, out)
 	}
 }
+
+// Servers following their node (_nodes, track): a node in maintenance
+// makes its followers read "maint" at runtime while configured in
+// service; that is the node's state, not a difference.
+func TestStatusDataplaneNodeOut(t *testing.T) {
+	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{dpUser: dpPass}})
+	c, err := dataplane.New(dataplane.Options{URL: api.URL, Username: dpUser, Password: dpPass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := dpWorld(freePort(t))
+	web := *cfg.Backends[0]
+	web.TrackNodes, web.Check = true, model.Check{}
+	nodes := &model.Backend{Name: model.NodesBackend, Servers: []model.Server{{Addr: addr("127.89.0.1")}, {Addr: addr("127.89.0.2")}, {Addr: addr("127.89.0.3")}}}
+	cfg.Backends = []*model.Backend{nodes, &web, cfg.Backends[1]}
+	d := dataplaneapi.New(dataplaneapi.Options{Client: c})
+	defer d.Close()
+	ctx := context.Background()
+	for i, down := range []bool{false, true} {
+		n := *nodes
+		n.Servers = []model.Server{{Addr: addr("127.89.0.1")}, {Addr: addr("127.89.0.2"), Maint: down}, {Addr: addr("127.89.0.3")}}
+		cfg.Backends[0] = &n
+		if _, err := d.Apply(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := status.CollectDataplane(ctx, c, status.DataplaneOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.InSync {
+			t.Errorf("pass %d (node out %v): not in sync: %v", i, down, rep.Problems)
+		}
+		for _, r := range rep.Rows {
+			if r.Backend == web.Name && (r.Maint == 1) != down {
+				t.Errorf("node out %v: %s row %+v", down, web.Name, r)
+			}
+		}
+	}
+}

@@ -51,6 +51,7 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 	if d.wanted != nil {
 		known = d.layout
 	}
+	unclean(clean, sel, known)
 	prev := layoutFrom(have, sel, known)
 	layout, exhausted := plan.Assign(sel, prev, false)
 	want, drain := d.target(have, d.wanted, sel, layout, clean)
@@ -198,24 +199,46 @@ func (d *Driver) restructure(ctx context.Context, have, want *state, drain map[s
 
 // resized is layout with the backends in exhausted, and those with more
 // than twice the slots they need, sized anew (plan.Assign with resize).
+// When servers follow their node, the backends that are new or hold a
+// server in a slot that follows no node are too: a reload binds their
+// slots to their nodes' (the model.NodesBackend keeps its slots unless it
+// is itself resized).
 func resized(cfg model.Config, prev, layout model.Layout, exhausted []string) model.Layout {
 	resize := make(map[string]bool, len(exhausted))
 	for _, name := range exhausted {
 		resize[name] = true
 	}
 	var sub model.Config
+	nodes := false
 	for _, b := range cfg.Backends {
-		if resize[b.Name] || len(prev[b.Name]) > 2*plan.SlotsFor(len(b.Servers)) {
+		if resize[b.Name] || len(prev[b.Name]) > 2*plan.SlotsFor(len(b.Servers)) ||
+			(b.TrackNodes && (prev[b.Name] == nil || hasLoose(layout[b.Name]))) {
 			sub.Backends = append(sub.Backends, b)
+			nodes = nodes || b.Name == model.NodesBackend
 		}
 	}
 	if len(sub.Backends) == 0 {
 		return layout
 	}
-	next, _ := plan.Assign(sub, prev, true)
+	sub, from := bindNodes(cfg, sub, prev, layout)
+	next, _ := plan.Assign(sub, from, true)
 	out := maps.Clone(layout)
 	maps.Copy(out, next)
+	if !nodes && tracking(cfg) {
+		out[model.NodesBackend] = layout[model.NodesBackend]
+	}
 	return out
+}
+
+// hasLoose reports whether slots hold a server in a slot that follows no
+// node.
+func hasLoose(slots []model.Slot) bool {
+	for _, sl := range slots {
+		if sl.Used && sl.Track == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // refuseRestricted is seed mode's answer to source ranges

@@ -65,6 +65,14 @@ func enumOf(o Object, k string, allowed ...string) (string, error) {
 // [v6]:p, or *:p for every address (binds).
 func addrPortOf(o Object, star bool) (string, error) {
 	addr, _ := o["address"].(string)
+	if _, has := o["port"]; !has && !star {
+		// A server of the model.NodesBackend: an address alone.
+		a, err := netip.ParseAddr(addr)
+		if err != nil || a.Zone() != "" {
+			return "", notRenderable("address %q", addr)
+		}
+		return a.String(), nil
+	}
 	port, ok := toInt(o["port"])
 	if !ok || port < 1 || port > 65535 {
 		return "", notRenderable("port %v", o["port"])
@@ -225,124 +233,6 @@ func bindLine(l *lines, o Object) error {
 		}
 	}
 	l.add(parts...)
-	return nil
-}
-
-var algorithms = []string{"roundrobin", "leastconn", "source", "first", "random", "static-rr"}
-
-func backendField(l *lines, o Object, k string) {
-	switch k {
-	case "mode":
-		v, err := enumOf(o, k, "tcp", "http")
-		l.fail(err)
-		l.add("mode", v)
-	case "balance":
-		m, _ := o[k].(map[string]any)
-		if len(m) != 1 {
-			l.fail(notRenderable("balance %v", o[k]))
-			return
-		}
-		v, err := enumOf(m, "algorithm", algorithms...)
-		l.fail(err)
-		l.add("balance", v)
-	case "hash_type":
-		m, _ := o[k].(map[string]any)
-		if len(m) != 1 {
-			l.fail(notRenderable("hash_type %v", o[k]))
-			return
-		}
-		v, err := enumOf(m, "method", "consistent", "map-based")
-		l.fail(err)
-		l.add("hash-type", v)
-	case "adv_check":
-		_, err := enumOf(o, k, "tcp-check")
-		l.fail(err)
-		l.add("option tcp-check")
-	case "connect_timeout", "server_timeout":
-		v, err := uintOf(o, k)
-		l.fail(err)
-		l.add("timeout", strings.TrimSuffix(k, "_timeout"), v)
-	case "stick_table":
-		m, _ := o[k].(map[string]any)
-		typ, err := enumOf(m, "type", "ip", "ipv6")
-		l.fail(err)
-		size, err := uintOf(m, "size")
-		l.fail(err)
-		expire, err := uintOf(m, "expire")
-		l.fail(err)
-		if len(m) != 3 {
-			l.fail(notRenderable("stick_table %v", m))
-		}
-		l.add("stick-table type", typ, "size", size, "expire", expire)
-	case "stick_rule_list":
-		rules, _ := o[k].([]any)
-		if len(rules) != 1 {
-			l.fail(notRenderable("stick_rule_list %v", o[k]))
-			return
-		}
-		r, _ := rules[0].(map[string]any)
-		if len(r) != 2 || r["type"] != "on" || r["pattern"] != "src" {
-			l.fail(notRenderable("stick rule %v", r))
-			return
-		}
-		l.add("stick on src")
-	case "default_server":
-		m, _ := o[k].(map[string]any)
-		parts, err := serverParams(m)
-		l.fail(err)
-		l.add(append([]string{"default-server"}, parts...)...)
-	default:
-		l.fail(notRenderable("backend field %s", k))
-	}
-}
-
-// serverParams renders the server keywords the driver sets (in
-// default-server or on a server).
-func serverParams(m map[string]any) ([]string, error) {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		switch k {
-		case "check", "send-proxy-v2", "check-send-proxy":
-			if m[k] != "enabled" {
-				return nil, notRenderable("%s %v", k, m[k])
-			}
-			parts = append(parts, k)
-		case "maintenance":
-			if m[k] != "enabled" {
-				return nil, notRenderable("%s %v", k, m[k])
-			}
-			parts = append(parts, "disabled")
-		case "inter", "rise", "fall", "weight":
-			v, err := uintOf(m, k)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, k, v)
-		default:
-			return nil, notRenderable("server field %s", k)
-		}
-	}
-	return parts, nil
-}
-
-func serverLine(l *lines, o Object) error {
-	name, err := tokenOf(o, "name")
-	if err != nil {
-		return err
-	}
-	ap, err := addrPortOf(o, false)
-	if err != nil {
-		return err
-	}
-	rest := maps.Clone(o)
-	delete(rest, "name")
-	delete(rest, "address")
-	delete(rest, "port")
-	parts, err := serverParams(rest)
-	if err != nil {
-		return err
-	}
-	l.add(append([]string{"server", name, ap}, parts...)...)
 	return nil
 }
 

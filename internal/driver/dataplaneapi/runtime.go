@@ -124,7 +124,10 @@ func (d *Driver) setRuntime(ctx context.Context, op rtOp) (int, error) {
 	moved := op.from.addr != op.to.addr || op.from.port != op.to.port
 	body := dataplane.Object{}
 	if moved {
-		body["address"], body["port"] = op.to.addr, op.to.port
+		body["address"] = op.to.addr
+		if op.to.port > 0 { // the model.NodesBackend's servers have none
+			body["port"] = op.to.port
+		}
 	}
 	if !moved || op.to.admin == "maint" {
 		body["admin_state"] = op.to.admin

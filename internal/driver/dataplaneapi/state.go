@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // Object is one configuration object of the API.
@@ -43,8 +44,9 @@ type state struct {
 var owned = regexp.MustCompile(`^(fe|be)_[a-z0-9]([-a-z0-9]*[a-z0-9])?_[a-z0-9]([-a-z0-9]*[a-z0-9])?_[0-9]+$`)
 
 // Owned reports whether the driver owns a frontend or backend of this name
-// when it manages every Service (not in seed mode).
-func Owned(name string) bool { return owned.MatchString(name) }
+// when it manages every Service (not in seed mode): those, and the
+// backend model.NodesBackend ("_nodes": no Service's name starts with _).
+func Owned(name string) bool { return name == model.NodesBackend || owned.MatchString(name) }
 
 // isChildKey reports whether a key of a section read with full_section=true
 // holds its children, not the section's own fields. Rule lists (*_list)

@@ -26,12 +26,9 @@ const (
 func (d *Driver) selected(cfg model.Config) model.Config {
 	var out model.Config
 	if d.opts.Seed == "" {
-		for _, b := range cfg.Backends {
-			if b.Name != model.NodesBackend {
-				out.Backends = append(out.Backends, b)
-			}
-		}
-		out.Frontends = cfg.Frontends
+		// Every backend, the model.NodesBackend too when servers follow
+		// their node (the controller leaves it out of single-Service mode).
+		out.Backends, out.Frontends = cfg.Backends, cfg.Frontends
 		return out
 	}
 	best, bestPort := -1, -1
@@ -64,9 +61,11 @@ func seedPort(seed, name string) (int, bool) {
 }
 
 // layoutOf reads the slots of a backend from its servers in the API: the
-// servers named s1, s2, ... without gap. Other servers are not slots (an
-// older controller's, say) and are deleted when the backend is written.
-func layoutOf(sec *section) []model.Slot {
+// servers named s1, s2, ... without gap, with the node slot each follows
+// (track _nodes/sK). Other servers are not slots (an older controller's,
+// say) and are deleted when the backend is written. The servers of the
+// model.NodesBackend have no port (portless).
+func layoutOf(sec *section, portless bool) []model.Slot {
 	byIdx := map[int]Object{}
 	for _, c := range sec.children {
 		if name, _ := c["name"].(string); name != "" {
@@ -81,16 +80,35 @@ func layoutOf(sec *section) []model.Slot {
 		if !ok {
 			return slots
 		}
-		sl := model.Slot{Name: model.SlotName(i), Used: c["maintenance"] != "enabled"}
+		sl := model.Slot{Name: model.SlotName(i), Used: c["maintenance"] != "enabled", Track: trackOf(c)}
 		addr, _ := c["address"].(string)
-		port, _ := toInt(c["port"])
-		if a, err := netip.ParseAddr(addr); err == nil && port > 0 && port < 65536 && !(addr == freeAddr && port == freePort) {
+		port, hasPort := toInt(c["port"])
+		okPort, free := port > 0 && port < 65536, addr == freeAddr && port == freePort
+		if portless {
+			okPort, free = !hasPort, addr == freeAddr
+		}
+		if a, err := netip.ParseAddr(addr); err == nil && okPort && !free {
 			sl.Server = model.Server{Addr: a, Port: uint16(port)}
 		} else if sl.Used {
 			sl.Used = false // not a server we could have written: rewrite it
 		}
 		slots = append(slots, sl)
 	}
+}
+
+// trackOf is the model.Slot.Track of a server: 1 + the index of the
+// model.NodesBackend slot it follows, 0 for none.
+func trackOf(o Object) uint16 {
+	t, _ := o["track"].(string)
+	name, ok := strings.CutPrefix(t, model.NodesBackend+"/")
+	if !ok {
+		return 0
+	}
+	i, ok := plan.SlotIndex(name)
+	if !ok || i >= 1<<16-1 {
+		return 0
+	}
+	return uint16(i + 1)
 }
 
 func toInt(v any) (int64, bool) {
@@ -145,9 +163,10 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			if o == nil {
 				o = Object{"name": sl.Name}
 			}
+			setOrDelete(o, "track", model.NodesBackend+"/"+model.SlotName(int(sl.Track)-1), sl.Track != 0)
 			switch {
 			case sl.Used && !sl.WantMaint():
-				o["address"], o["port"] = sl.Server.Addr.String(), int64(sl.Server.Port)
+				setAddr(o, b.Name, sl.Server.Addr.String(), sl.Server.Port)
 				delete(o, "maintenance")
 				if sl.Server.Drain {
 					drain[b.Name+"/"+sl.Name] = true
@@ -155,9 +174,9 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			default:
 				o["maintenance"] = "enabled"
 				if sl.Server.Addr.IsValid() {
-					o["address"], o["port"] = sl.Server.Addr.String(), int64(sl.Server.Port)
+					setAddr(o, b.Name, sl.Server.Addr.String(), sl.Server.Port)
 				} else if _, ok := o["address"]; !ok {
-					o["address"], o["port"] = freeAddr, int64(freePort)
+					setAddr(o, b.Name, freeAddr, freePort)
 				}
 			}
 			sec.children = append(sec.children, o)
@@ -203,12 +222,24 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 	return want, drain
 }
 
+// setAddr sets a server's address and port; the servers of the
+// model.NodesBackend have none (they stand for a node, and take no
+// traffic).
+func setAddr(o Object, backend, addr string, port uint16) {
+	o["address"] = addr
+	setOrDelete(o, "port", int64(port), backend != model.NodesBackend)
+}
+
 // backendFields sets the fields of a backend the driver owns. In seed mode
 // that is the balance, the check (option tcp-check) and the default-server
 // settings (checks, PROXY v2); every other field of the operator's backend
 // stays as read. Otherwise also the mode and timeouts, as the HAProxy
 // driver renders them.
 func (d *Driver) backendFields(base Object, b *model.Backend) {
+	if b.Name == model.NodesBackend && d.opts.Seed == "" {
+		nodesFields(base, b)
+		return
+	}
 	base["balance"] = map[string]any{"algorithm": b.Balance}
 	setOrDelete(base, "hash_type", map[string]any{"method": "consistent"}, b.Balance == "source")
 	var ds map[string]any
@@ -256,7 +287,7 @@ func layoutFrom(have *state, cfg model.Config, known model.Layout) model.Layout 
 			continue
 		}
 		if h := have.backends[b.Name]; h != nil {
-			if slots := layoutOf(h); slots != nil {
+			if slots := layoutOf(h, b.Name == model.NodesBackend); slots != nil {
 				l[b.Name] = slots
 			}
 		}

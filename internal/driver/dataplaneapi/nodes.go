@@ -1,0 +1,99 @@
+package dataplaneapi
+
+import (
+	"maps"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// Servers follow their node (docs/architecture.md, "Nodes as servers"):
+// in every-Service mode with --track-nodes, the model has a backend
+// model.NodesBackend with one slot per node, and the used slots of the
+// backends with TrackNodes are bound to their node's slot when they are
+// written (track _nodes/sK). A node excluded, NotReady or back is then one
+// runtime request on its slot, which HAProxy passes on to every server
+// following it; only the servers in slots that follow no node (placed
+// since their backend was last written: plan.Loose) carry their node's
+// state themselves. Measured against the real API v3.4.0: it reads track
+// and the agent settings back as written, and its runtime endpoint reports
+// a follower of a node in maintenance as "maint" whatever its own state
+// (no admin bits), so the driver keeps what it set itself (d.rt): it never
+// sets a follower's state for its node's sake.
+
+// agentNever is the agent check of the model.NodesBackend's servers when
+// nodes are not checked (--node-check=none): HAProxy tracks only a server
+// with a check or an agent, and an agent that never answers (port 1 on
+// loopback, privileged, nothing listens) never takes a server down.
+var agentNever = map[string]any{"agent-check": "enabled", "agent-addr": "127.0.0.1", "agent-port": int64(1), "agent-inter": int64(3600000)}
+
+// nodesFields sets the fields of the model.NodesBackend: no traffic goes
+// there; its servers carry the node check (--node-check: a TCP connect or
+// an HTTP GET that must answer 200, on the node's port) or the agent.
+func nodesFields(base Object, b *model.Backend) {
+	for _, k := range []string{"balance", "hash_type", "adv_check", "httpchk_params", "http_check_list", "connect_timeout", "server_timeout"} {
+		delete(base, k)
+	}
+	base["mode"] = "tcp"
+	c := b.Check
+	if !c.Enabled {
+		base["default_server"] = maps.Clone(agentNever)
+		return
+	}
+	ds := map[string]any{"check": "enabled"}
+	setOrDelete(ds, "inter", ms(c.Inter), c.Inter > 0)
+	setOrDelete(ds, "rise", int64(c.Rise), c.Rise > 0)
+	setOrDelete(ds, "fall", int64(c.Fall), c.Fall > 0)
+	setOrDelete(ds, "health_check_port", int64(c.Port), c.Port > 0)
+	base["default_server"] = ds
+	if c.HTTP.Path != "" {
+		base["adv_check"] = "httpchk"
+		base["httpchk_params"] = map[string]any{"method": "GET", "uri": c.HTTP.Path}
+		base["http_check_list"] = []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}}
+	}
+}
+
+// tracking reports whether cfg has servers that follow their node.
+func tracking(cfg model.Config) bool {
+	for _, b := range cfg.Backends {
+		if b.Name == model.NodesBackend {
+			return true
+		}
+	}
+	return false
+}
+
+// unclean drops from clean, when the model.NodesBackend is not in it (a
+// node's state may have changed), the backends holding a server in a slot
+// that follows no node (plan.Loose of the last layout): those slots carry
+// their node's state themselves. Every other backend following nodes
+// stays clean: HAProxy passes the node's state on.
+func unclean(clean map[string]bool, cfg model.Config, layout model.Layout) {
+	if clean == nil || clean[model.NodesBackend] || !tracking(cfg) {
+		return
+	}
+	for name := range plan.LooseOf(cfg, layout) {
+		delete(clean, name)
+	}
+}
+
+// bindNodes is the sub-config and previous layout for plan.Assign with
+// resize: with the model.NodesBackend (as layout has it already
+// assigned) ahead of the backends in sub, so that their used slots are
+// bound to their node's slot.
+func bindNodes(cfg, sub model.Config, prev, layout model.Layout) (model.Config, model.Layout) {
+	for _, b := range sub.Backends {
+		if b.Name == model.NodesBackend {
+			return sub, prev
+		}
+	}
+	for _, b := range cfg.Backends {
+		if b.Name == model.NodesBackend {
+			p := maps.Clone(prev)
+			p[model.NodesBackend] = layout[model.NodesBackend]
+			sub.Backends = append([]*model.Backend{b}, sub.Backends...)
+			return sub, p
+		}
+	}
+	return sub, prev
+}
