@@ -163,6 +163,11 @@ func (c *Client) Do(ctx context.Context, method, path string, query url.Values, 
 // send sends one request with body (nil: none) of the given content type
 // and returns the answer's body; a status of 300 or more is an *APIError.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body []byte, ctype string) ([]byte, Response, error) {
+	return c.sendAs(ctx, method, path, query, body, ctype, ctype)
+}
+
+// sendAs is send with an Accept header of its own (files: storage.go).
+func (c *Client) sendAs(ctx context.Context, method, path string, query url.Values, body []byte, ctype, accept string) ([]byte, Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -178,7 +183,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	if body != nil {
 		req.Header.Set("Content-Type", ctype)
 	}
-	req.Header.Set("Accept", ctype)
+	req.Header.Set("Accept", accept)
 	c.auth(req)
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -364,7 +364,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, f op) {
 		s.fail(w, e)
 		return
 	}
-	check := next.check
+	check := func() error { return s.check(next) }
 	if live != nil {
 		// Only the server changed: only its address can be wrong.
 		check = func() error { return checkServer(live.server) }

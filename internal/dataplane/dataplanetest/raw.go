@@ -56,7 +56,7 @@ func (s *Server) postRaw(w http.ResponseWriter, r *http.Request) {
 	}
 	next, other, perr := parseRaw(string(data))
 	if perr == nil {
-		perr = next.check()
+		perr = s.check(next)
 	}
 	if perr != nil {
 		s.fail(w, errf(http.StatusBadRequest, "validation error: %v", perr))

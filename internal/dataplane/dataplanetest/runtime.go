@@ -31,6 +31,7 @@ func (s *Server) Restart() {
 // configuration says, in a new worker: a reload forgets runtime changes.
 func (s *Server) resetRuntime() {
 	s.pid++
+	s.loadACLs()
 	s.runtime = map[string]map[string]*rtServer{}
 	s.rtAdded = map[string][]string{}
 	for _, be := range s.running.backends.names {

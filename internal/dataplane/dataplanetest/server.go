@@ -64,6 +64,7 @@ type Server struct {
 	pid       int64 // HAProxy's worker
 	listeners map[string]net.Listener
 	closed    bool
+	acl       aclState // the general storage and the worker's ACLs (acls.go)
 }
 
 type tx struct {
@@ -169,6 +170,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	seg := strings.Split(strings.Trim(p, "/"), "/")
 	if len(seg) == 2 && seg[0] == "configuration" && seg[1] == "raw" {
 		s.rawEndpoint(w, r)
+		return
+	}
+	if s.aclEndpoint(w, r) {
 		return
 	}
 	var body Object

@@ -76,7 +76,7 @@ func (s *Server) route(addr string, src netip.Addr) (string, bool) {
 			continue
 		}
 		o := s.running.frontends.m[fe]
-		if !allowed(o, src) {
+		if !s.srcAllowed(o, src) {
 			return "", false
 		}
 		be, _ := o["default_backend"].(string)
@@ -99,7 +99,7 @@ func allowed(fe Object, src netip.Addr) bool {
 		m, _ := r.(map[string]any)
 		test, _ := m["cond_test"].(string)
 		inner, ok := strings.CutPrefix(test, "{ src ")
-		if !ok || m["action"] != "reject" || m["cond"] != "unless" {
+		if !ok || strings.HasPrefix(inner, "-f ") || m["action"] != "reject" || m["cond"] != "unless" {
 			continue
 		}
 		in := false

@@ -83,7 +83,7 @@ func (s *Server) commit(w http.ResponseWriter, r *http.Request, t *tx) {
 		s.fail(w, errf(http.StatusConflict, "version mismatch, transaction version: %d, configured version: %d", t.version, s.version))
 		return
 	}
-	if err := t.cfg.check(); err != nil {
+	if err := s.check(t.cfg); err != nil {
 		t.status = "failed"
 		s.fail(w, errf(http.StatusBadRequest, "validation error: %v", err))
 		return

@@ -158,6 +158,7 @@ func classCfg(t *testing.T, a *api, ns, addr string, port uint16, backend string
 	cfg.Backends[0].TimeoutConnect, cfg.Backends[0].TimeoutServer = 5*time.Second, time.Minute
 	t.Cleanup(func() {
 		a.deleteSection(t, dataplane.FrontendPath("fe_"+ns+"_web_80"))
+		a.deleteACLFile(t, "fe_"+ns+"_web_80")
 		a.deleteSection(t, dataplane.BackendPath("be_"+ns+"_web_80"))
 	})
 	cfg.Frontends = []model.Frontend{{Name: "fe_" + ns + "_web_80", Backend: backend,

@@ -121,7 +121,8 @@ type Driver struct {
 	inflightDone chan struct{} // closed when that write ends
 	idle         *sync.Cond    // signalled when persisting ends
 	missing      bool
-	refusing     bool // seed mode: the Service has source ranges (OnRangesRefused)
+	refusing     bool     // seed mode: the Service has source ranges (OnRangesRefused)
+	acl          aclFiles // every-Service mode: the source ranges' files (ranges.go)
 	// What the last pass applied: the selected model, its slots, and the
 	// view it left (while d.view is still that view, the sections whose
 	// model did not change are known to be as wanted).
@@ -177,6 +178,7 @@ func (d *Driver) Invalidate() {
 func (d *Driver) forget() {
 	d.view, d.wanted, d.appliedOn = nil, nil, nil
 	d.rt, d.pid, d.known = map[string]map[string]rtSlot{}, 0, 0
+	d.acl = aclFiles{}
 }
 
 // Ping reports whether the API answers (a read of the version).

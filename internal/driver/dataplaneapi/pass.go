@@ -40,6 +40,9 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 		d.missing = false
 		sel = d.refuseRestricted(cfg, sel)
 	}
+	if err := d.syncACLFiles(ctx, sel, p); err != nil {
+		return driver.Result{}, nil, err
+	}
 	var clean map[string]bool
 	if d.appliedOn != nil && d.appliedOn == have && d.wanted != nil {
 		clean = cleanSections(sel, d.applied)
@@ -68,11 +71,18 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 	}
 	if structural(changes) {
 		reasons := reasonsOf(changes)
-		return driver.Result{}, reasons, d.restructure(ctx, have, want, drain, changes, p)
+		err := d.restructure(ctx, have, want, drain, changes, p)
+		if err == nil {
+			d.rangesReloaded(ctx, sel)
+		}
+		return driver.Result{}, reasons, err
 	}
 	t = time.Now()
 	err = d.runtime(ctx, want, drain, clean, p)
 	p.Runtime += time.Since(t)
+	if err == nil {
+		err = d.pushRanges(ctx, sel, p)
+	}
 	if err != nil {
 		return driver.Result{}, nil, err
 	}

@@ -186,6 +186,9 @@ func sourceRuleLine(r any) (string, error) {
 		return "", err
 	}
 	test, _ := o["cond_test"].(string)
+	if path, ok := aclFileRule(test); ok {
+		return "tcp-request " + typ + " reject unless { src -f " + path + " }", nil
+	}
 	inner, ok := strings.CutPrefix(test, "{ src ")
 	if inner, ok = strings.CutSuffix(inner, " }"); !ok {
 		return "", notRenderable("cond_test %q", test)

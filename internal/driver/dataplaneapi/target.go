@@ -196,7 +196,7 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 		}
 		base["mode"] = "tcp"
 		base["default_backend"] = f.Backend
-		sourceRanges(base, f)
+		d.sourceRanges(base, f)
 		setOrDelete(base, "maxconn", int64(f.MaxConn), f.MaxConn > 0)
 		setOrDelete(base, "client_timeout", ms(f.TimeoutClient), f.TimeoutClient > 0)
 		sec := &section{base: base}
@@ -329,32 +329,6 @@ func ownedLists(base Object) {
 			delete(base, k)
 		}
 	}
-}
-
-// sourceRanges sets the rule of a frontend with source ranges
-// (spec.loadBalancerSourceRanges): a client outside them is refused at
-// connection time, before a byte is read. With the PROXY protocol, the
-// client is the one its header names, which the content stage sees (not
-// the connection stage). Not the session stage: the API v3.4.0 reads
-// "tcp-request session reject" back as "accept" (measured), so a read,
-// compared or written back, would be wrong. Prefixes come parsed from the
-// model.
-func sourceRanges(base Object, f model.Frontend) {
-	ownedLists(base)
-	if !f.Restricted() {
-		return
-	}
-	stage := "connection"
-	if f.AcceptProxy {
-		stage = "content"
-	}
-	ps := make([]string, len(f.SourceRanges))
-	for i, p := range f.SourceRanges {
-		ps[i] = p.String()
-	}
-	base["tcp_request_rule_list"] = []any{map[string]any{
-		"type": stage, "action": "reject", "cond": "unless", "cond_test": "{ src " + strings.Join(ps, " ") + " }",
-	}}
 }
 
 // affinity sets ClientIP session affinity (spec.sessionAffinity): a stick
