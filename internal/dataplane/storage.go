@@ -19,7 +19,8 @@ import (
 //     it exists. PUT .../storage/general/NAME?skip_reload=true (multipart):
 //     204, the file replaced on disk, nothing reloaded, the configuration
 //     version unchanged; 404 when missing. DELETE: 204, 404. GET of one:
-//     its content (Accept application/octet-stream, or 406).
+//     its content (Accept application/octet-stream, or 406). A DELETE of a
+//     file haproxy.cfg names is refused (409).
 //   - GET .../runtime/acls: every ACL of the running worker, with its id
 //     and storage_name (the file's path, for an ACL loaded with -f).
 //     GET .../runtime/acls/ID/entries: its entries by id (404 when it has

@@ -22,7 +22,7 @@ import (
 //     storage_name}, the file at GeneralStorageDir/NAME; 409 when it
 //     exists. PUT /storage/general/NAME, multipart: 404 when missing, 204
 //     with skip_reload=true, else 202 and a reload; a text/plain body 415.
-//     DELETE: 204 or 404. GET of one: its content (406 unless the client
+//     DELETE: 204, 404, or 409 while haproxy.cfg names the file. GET of one: its content (406 unless the client
 //     accepts application/octet-stream or application/json). None of them
 //     changes the configuration version.
 //   - HAProxy loads a rule's "{ src -f PATH }" file when it starts or
@@ -139,6 +139,10 @@ func (s *Server) storageEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 			w.Header().Set("Reload-Id", s.scheduleReload())
 			s.reply(w, http.StatusAccepted, nil)
 		case http.MethodDelete:
+			if fe, rule := s.referencing(GeneralStorageDir + "/" + name); fe != "" {
+				s.fail(w, errf(http.StatusConflict, "rejecting attempt to delete file %s/%s referenced in haproxy conf at line 1: %s", GeneralStorageDir, name, rule))
+				return
+			}
 			delete(s.acl.files, name)
 			s.reply(w, http.StatusNoContent, nil)
 		default:
@@ -286,6 +290,22 @@ func (s *Server) check(c *config) error {
 		}
 	}
 	return nil
+}
+
+// referencing names a frontend of the API's configuration whose rule
+// names the file at path, and the rule.
+func (s *Server) referencing(path string) (string, string) {
+	for _, fe := range s.cfg.frontends.names {
+		rules, _ := s.cfg.frontends.m[fe]["tcp_request_rule_list"].([]any)
+		for _, r := range rules {
+			m, _ := r.(map[string]any)
+			test, _ := m["cond_test"].(string)
+			if p, ok := fileRule(test); ok && p == path {
+				return fe, fmt.Sprintf("tcp-request %v %v %v %s", m["type"], m["action"], m["cond"], test)
+			}
+		}
+	}
+	return "", ""
 }
 
 // loadACLs is a new worker loading the running configuration's ACLs.

@@ -170,6 +170,7 @@ func New(opts Options) *Driver {
 func (d *Driver) Invalidate() {
 	d.mu.Lock()
 	d.verify = true
+	d.acl.listed = false // and the source ranges' files (ranges.go)
 	d.mu.Unlock()
 }
 

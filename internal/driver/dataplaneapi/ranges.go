@@ -115,17 +115,29 @@ func (d *Driver) syncACLFiles(ctx context.Context, cfg model.Config, p *Pass) er
 	}
 	a := &d.acl
 	if !a.listed {
+		// What is known of a file still listed stays known (a resync
+		// lists again: a file deleted behind the driver's back is made
+		// anew, before a reload misses it).
 		files, err := d.c.GeneralFiles(ctx)
 		if err != nil {
 			return fmt.Errorf("source ranges: %w", err)
 		}
-		a.paths, a.disk, a.running = map[string]string{}, map[string]string{}, map[string]string{}
+		paths := map[string]string{}
 		for _, f := range files {
 			if ourACL(f.StorageName) {
-				a.paths[f.StorageName] = f.File
+				paths[f.StorageName] = f.File
 			}
 		}
-		a.listed = true
+		if a.disk == nil {
+			a.disk, a.running = map[string]string{}, map[string]string{}
+		}
+		for name := range a.disk {
+			if _, ok := paths[name]; !ok {
+				delete(a.disk, name)
+				delete(a.running, name)
+			}
+		}
+		a.paths, a.listed = paths, true
 	}
 	for _, f := range cfg.Frontends {
 		if !f.Restricted() {

@@ -92,6 +92,11 @@ func TestContractSourceRangesWithoutReload(t *testing.T) {
 			t.Errorf("after the reload: %d writes (%v), want none", res.Ops, err)
 		}
 
+		// The API keeps a file haproxy.cfg names.
+		if err := a.c.DeleteGeneralFile(ctx, aclName(fe)); !errors.Is(err, dataplane.ErrExists) {
+			t.Errorf("deleting a file haproxy.cfg names: %v, want 409", err)
+		}
+
 		// No longer restricted: the rule goes (a reload), then the file.
 		cfg.Frontends = slices.Clone(cfg.Frontends)
 		cfg.Frontends[0].SourceRanges = nil
