@@ -6,16 +6,11 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/poolcrd"
 )
 
 // With -pools every Service gets its own address from one AddressPool
@@ -48,28 +43,12 @@ func installPool(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	raw, err := os.ReadFile("deploy/crds/addresspools.yaml")
-	if err != nil {
+	file := poolcrd.File(".")
+	if _, err := os.Stat(file); err != nil {
 		return fmt.Errorf("-pools: run from the repository root: %w", err)
 	}
-	var crd map[string]any
-	if err := yaml.Unmarshal(raw, &crd); err != nil {
+	if err := poolcrd.Install(ctx, dyn, file); err != nil {
 		return err
 	}
-	gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	if _, err := dyn.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	pool := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "haproxy-k8s-sync.io/v1alpha1", "kind": "AddressPool", "metadata": map[string]any{"name": "bench"},
-		"spec": map[string]any{"addresses": []any{"127.64.0.0/16"}},
-	}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err = dyn.Resource(pools.GVR).Create(ctx, pool, metav1.CreateOptions{})
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond) // the CRD becomes served; a bounded poll
-	}
+	return poolcrd.Create(ctx, dyn, "bench", map[string]any{"addresses": []any{"127.64.0.0/16"}})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/poolcrd"
 )
 
 // Allocation robustness, with the shipped role, in a network namespace
@@ -81,7 +82,7 @@ func TestAddressPoolGoneAndWrongFamily(t *testing.T) {
 
 	// A new pool over the kept address: it stays kept's (and counts as
 	// assigned); a new Service gets the pool's other address.
-	if err := e.createPool(dyn, "again", map[string]any{"addresses": []any{"198.18.0.30/31"},
+	if err := poolcrd.Create(bg, dyn, "again", map[string]any{"addresses": []any{"198.18.0.30/31"},
 		"serviceAllocation": map[string]any{"priority": int64(-1)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,16 +11,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/poolcrd"
 )
-
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // inPoolNetns is inNetns (addrs as there) with cidr routed to the
 // namespace's loopback the AnyIP way (ip route add local CIDR dev lo), as
@@ -44,43 +40,23 @@ type addressPool struct {
 }
 
 // addressPools creates the shipped AddressPool CRD, waits until the
-// apiserver serves it, creates the pools of create in their order and returns the
-// dynamic client (for more pools and for their status).
+// apiserver serves it, creates the pools of create in their order and
+// returns the dynamic client (for more pools and for their status).
 func (e *env) addressPools(create ...addressPool) dynamic.Interface {
 	e.t.Helper()
 	dyn, err := dynamic.NewForConfig(e.kube.Config)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	raw, err := os.ReadFile("../../deploy/crds/addresspools.yaml")
-	if err != nil {
+	if err := poolcrd.Install(bg, dyn, poolcrd.File("../..")); err != nil {
 		e.t.Fatal(err)
 	}
-	var obj map[string]any
-	if err := yaml.Unmarshal(raw, &obj); err != nil {
-		e.t.Fatal(err)
-	}
-	if _, err := dyn.Resource(crdGVR).Create(bg, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
-		e.t.Fatalf("create CRD: %v", err)
-	}
-	e.eventually("AddressPool served", func() error {
-		_, err := dyn.Resource(pools.GVR).List(bg, metav1.ListOptions{})
-		return err
-	})
 	for _, p := range create {
-		if err := e.createPool(dyn, p.name, p.spec); err != nil {
+		if err := poolcrd.Create(bg, dyn, p.name, p.spec); err != nil {
 			e.t.Fatalf("pool %s: %v", p.name, err)
 		}
 	}
 	return dyn
-}
-
-func (e *env) createPool(dyn dynamic.Interface, name string, spec map[string]any) error {
-	_, err := dyn.Resource(pools.GVR).Create(bg, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "haproxy-k8s-sync.io/v1alpha1", "kind": "AddressPool",
-		"metadata": map[string]any{"name": name}, "spec": spec,
-	}}, metav1.CreateOptions{})
-	return err
 }
 
 // poolCounts is nil once AddressPool name's status counts assigned
@@ -130,13 +106,13 @@ func TestAddressPools(t *testing.T) {
 	e := newEnv(t)
 	dyn := e.addressPools()
 	// The schema refuses what the controller could not read.
-	if err := e.createPool(dyn, "bad", map[string]any{"addresses": []any{"198.18.0.1/24"}}); err == nil {
+	if err := poolcrd.Create(bg, dyn, "bad", map[string]any{"addresses": []any{"198.18.0.1/24"}}); err == nil {
 		t.Errorf("a CIDR with host bits was accepted")
 	}
-	if err := e.createPool(dyn, "bad", map[string]any{"addresses": []any{"198.18.0.9-2001:db8::1"}}); err == nil {
+	if err := poolcrd.Create(bg, dyn, "bad", map[string]any{"addresses": []any{"198.18.0.9-2001:db8::1"}}); err == nil {
 		t.Errorf("a range over two families was accepted")
 	}
-	if err := e.createPool(dyn, "web", map[string]any{"addresses": []any{"198.18.0.10-198.18.0.11"}}); err != nil {
+	if err := poolcrd.Create(bg, dyn, "web", map[string]any{"addresses": []any{"198.18.0.10-198.18.0.11"}}); err != nil {
 		t.Fatal(err)
 	}
 	np := nodePort()
