@@ -207,11 +207,11 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--driver=dataplane", "--dataplane-url", url,
 		"--dataplane-username", user, "--dataplane-password-file", pwFile, "--bind-address", "127.0.0.1",
 		"--state-file", filepath.Join(dir, "state"), "--default-check=" + strconv.FormatBool(c.checks()),
-		// Servers follow their node (-track-nodes, the controller's default)
-		// through _nodes; the nodes are not checked (the agent that never
-		// answers), as the world's nodes run no kube-proxy.
-		"--track-nodes=" + strconv.FormatBool(c.trackNodes), "--node-check=none",
+		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
 		"--log-level", "info", "--metrics-address", "127.0.0.1:0"}
+	// -health-checks=node: servers unchecked follow their node (_nodes,
+	// track), each node checked once on its stand-in's /healthz.
+	args = append(args, c.nodeCheckArgs(res)...)
 	start := time.Now()
 	var env []string
 	if c.ctlEnv != "" {

@@ -82,15 +82,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	if c.statusQPS != 0 {
 		args = append(args, "--status-qps", strconv.FormatFloat(c.statusQPS, 'f', -1, 64))
 	}
-	if c.nodeChecks() {
-		args = append(args, "--node-check=http:"+strconv.Itoa(nodeCheckPort)+"/healthz", "--node-check-interval="+c.nodeInter.String(),
-			"--node-check-rise="+strconv.Itoa(c.nodeRise), "--node-check-fall="+strconv.Itoa(c.nodeFall))
-		res.NodeChecks = c.nodes
-	} else {
-		// Explicit: the stand-ins answer no /healthz here, and the
-		// controller's default node check would take every node down.
-		args = append(args, "--node-check=none")
-	}
+	args = append(args, c.nodeCheckArgs(res)...)
 	start := time.Now()
 	var env []string
 	if c.ctlEnv != "" {
@@ -377,4 +369,17 @@ func num(v float64, unit string) string {
 		return strconv.FormatFloat(v, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64) + " " + unit
+}
+
+// nodeCheckArgs is the controller's --node-check flags: the stand-ins'
+// /healthz with -health-checks=node (res counts the checks), else none.
+func (c *config) nodeCheckArgs(res *result) []string {
+	if c.nodeChecks() {
+		res.NodeChecks = c.nodes
+		return []string{"--node-check=http:" + strconv.Itoa(nodeCheckPort) + "/healthz", "--node-check-interval=" + c.nodeInter.String(),
+			"--node-check-rise=" + strconv.Itoa(c.nodeRise), "--node-check-fall=" + strconv.Itoa(c.nodeFall)}
+	}
+	// Explicit: the stand-ins answer no /healthz here, and the
+	// controller's default node check would take every node down.
+	return []string{"--node-check=none"}
 }
