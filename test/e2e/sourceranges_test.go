@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -18,25 +17,7 @@ import (
 // probeFrom opens one connection to the frontend on port from the
 // loopback address src and returns the node that answered.
 func probeFrom(src string, port int32) (string, error) {
-	d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	c, err := d.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	buf := make([]byte, 64)
-	var got []byte
-	for {
-		k, err := c.Read(buf)
-		got = append(got, buf[:k]...)
-		if i := strings.IndexByte(string(got), '\n'); i >= 0 {
-			return string(got[:i]), nil
-		}
-		if err != nil {
-			return "", err
-		}
-	}
+	return lab.ProbeFrom(src, fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 }
 
 // admits reports nil once exactly the clients marked true are served

@@ -3,7 +3,6 @@ package runtimeapi
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -16,29 +15,8 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
-// probeFrom is lab.Probe from a given local (loopback) address: the
-// client's source as HAProxy sees it.
-func probeFrom(src, addr string) (string, error) {
-	d := net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	var got []byte
-	buf := make([]byte, 64)
-	for {
-		k, err := c.Read(buf)
-		got = append(got, buf[:k]...)
-		if len(got) > 0 && got[len(got)-1] == '\n' {
-			return string(got[:len(got)-1]), nil
-		}
-		if err != nil {
-			return "", fmt.Errorf("from %s: %w (got %q)", src, err, got)
-		}
-	}
-}
+// probeFrom is lab.ProbeFrom with the tests' timeout.
+func probeFrom(src, addr string) (string, error) { return lab.ProbeFrom(src, addr, 2*time.Second) }
 
 // rangesWorld: two node stand-ins behind two frontends, a restricted one
 // and an open one, on loopback; clients come from other 127.x addresses.

@@ -77,8 +77,16 @@ func (n *NodeServer) Close() {
 
 // Probe opens one connection to addr and returns the name the server behind
 // it answered with.
-func Probe(addr string, timeout time.Duration) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+func Probe(addr string, timeout time.Duration) (string, error) { return ProbeFrom("", addr, timeout) }
+
+// ProbeFrom is Probe from the local address src (a loopback address: the
+// client's source as HAProxy sees it); "" lets the kernel choose.
+func ProbeFrom(src, addr string, timeout time.Duration) (string, error) {
+	d := net.Dialer{Timeout: timeout}
+	if src != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(src)}
+	}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return "", err
 	}
