@@ -91,6 +91,7 @@ func controllerFaults() []chaosFault {
 			}},
 		{name: "etcd-down-20s", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			finish := c.watchTimeline()
+			logAt := len(c.log())
 			run.finish = append(run.finish, func() {
 				events, empty := finish()
 				run.noEndpoints = empty
@@ -99,6 +100,18 @@ func controllerFaults() []chaosFault {
 					if strings.Contains(e, "Ready=Unknown") || strings.Contains(e, "Ready=False") {
 						run.note("the node-lifecycle controller marked nodes or Pods NotReady (see the log's timeline)")
 						break
+					}
+				}
+				// The controller's own word on the nodes it kept (fail open).
+				l := c.log()
+				if logAt > len(l) { // a new controller process
+					logAt = 0
+				}
+				for _, line := range strings.Split(l[logAt:], "\n") {
+					if strings.Contains(line, "every node NotReady") || strings.Contains(line, "fail open over") {
+						c.t.Logf("etcd-down-20s: the controller: %s", line)
+						_, msg, _ := strings.Cut(line, "msg=")
+						run.note("the controller: %s", msg)
 					}
 				}
 				for _, s := range empty {
