@@ -48,6 +48,8 @@ confsrc="$root/hack/conformance"
 cache_root=${HKS_TESTBIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin}
 
 log() { printf 'testbin: %s\n' "$*" >&2; }
+# shellcheck source=lib/cachebuild.sh
+. "$root/hack/lib/cachebuild.sh"
 
 [[ -f "$src/go.mod" ]] || { log "no module at $src"; exit 1; }
 
@@ -109,12 +111,13 @@ for b in "${gobins[@]}"; do
 	} | sha256sum | cut -c1-16)
 done
 key[kwok]=$(printf '%s\n%s\n' "kwok $kwok_version" "$platform" | sha256sum | cut -c1-16)
-key[test-images.tar]=$({
-	echo "${key[agnhost]}"
+# What both image tarballs are packed with: hack/image/testimage.
+imgkey=$({
 	hashfiles "$imgsrc" go.mod go.sum
 	hashfiles "$imgsrc/testimage" '*.go'
 	hashfiles "$imgsrc/internal/scratch" '*.go'
-} | sha256sum | cut -c1-16)
+})
+key[test-images.tar]=$(printf '%s\n%s\n' "${key[agnhost]}" "$imgkey" | sha256sum | cut -c1-16)
 
 confkey=$(hashfiles "$confsrc" go.mod go.sum)
 for b in "${confbins[@]}"; do
@@ -124,12 +127,7 @@ for b in "${confbins[@]}"; do
 		echo "$platform"
 	} | sha256sum | cut -c1-16)
 done
-key[conformance-images.tar]=$({
-	echo "${key[echo-basic]} ${key[coredns]}"
-	hashfiles "$imgsrc" go.mod go.sum
-	hashfiles "$imgsrc/testimage" '*.go'
-	hashfiles "$imgsrc/internal/scratch" '*.go'
-} | sha256sum | cut -c1-16)
+key[conformance-images.tar]=$(printf '%s\n%s\n' "${key[echo-basic]} ${key[coredns]}" "$imgkey" | sha256sum | cut -c1-16)
 
 path() { echo "$cache_root/bin/$1/${key[$1]}"; }
 have() { [[ -f "$(path "$1")/.complete" && -e "$(path "$1")/$1" ]]; }
@@ -218,15 +216,7 @@ build_missing() {
 mkdir -p "$cache_root"
 mapfile -t todo < <(missing)
 if [[ ${#todo[@]} -gt 0 ]]; then
-	if command -v flock >/dev/null 2>&1; then
-		exec 9>"$cache_root/.lock"
-		if ! flock -n 9; then
-			log "another process is building into $cache_root; waiting for it"
-			flock 9
-		fi
-	else
-		log "flock(1) not found: building without a lock"
-	fi
+	build_lock "$cache_root/.lock" "into $cache_root"
 	# Someone else may have built some of them while we waited.
 	mapfile -t todo < <(missing)
 	[[ ${#todo[@]} -eq 0 ]] || build_missing "${todo[@]}"

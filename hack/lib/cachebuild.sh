@@ -13,15 +13,7 @@ cached_build() {
 	root=$(dirname "$dir")
 	key=$(basename "$dir")
 	mkdir -p "$root"
-	if command -v flock >/dev/null 2>&1; then
-		exec 9>"$root/.lock-$key"
-		if ! flock -n 9; then
-			log "another process is building $dir; waiting for it"
-			flock 9
-		fi
-	else
-		log "flock(1) not found: building without a lock"
-	fi
+	build_lock "$root/.lock-$key" "$dir"
 	# Someone else may have finished the build while we waited.
 	"$check" && return 0
 	local tmp start=$SECONDS
@@ -35,4 +27,20 @@ cached_build() {
 	mv "$tmp" "$dir"
 	trap - EXIT
 	log "built in $((SECONDS - start))s"
+}
+
+# build_lock FILE WHAT: holds an exclusive flock(1) on FILE (fd 9) for the
+# rest of the shell, first waiting, with a line saying so, while another
+# process holds it (building WHAT). Without flock(1) it says so and goes on.
+build_lock() {
+	local file=$1 what=$2
+	if command -v flock >/dev/null 2>&1; then
+		exec 9>"$file"
+		if ! flock -n 9; then
+			log "another process is building $what; waiting for it"
+			flock 9
+		fi
+	else
+		log "flock(1) not found: building without a lock"
+	fi
 }
