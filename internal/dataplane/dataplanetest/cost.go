@@ -54,6 +54,11 @@ func (s *Server) spend(r *http.Request) (release func()) {
 		return s.rmu.Unlock
 	case r.Method == http.MethodGet:
 		return nil
+	case strings.HasPrefix(path, "storage/"):
+		// A stored file written: 1.3-2 ms whatever the configuration's
+		// size (1.7 ms at 1,000 backends), no lock: as a runtime request.
+		sleep(s.opts.Cost.Runtime)
+		return nil
 	}
 	var fixed, per time.Duration
 	switch {

@@ -179,7 +179,7 @@ func (d *Driver) Invalidate() {
 func (d *Driver) forget() {
 	d.view, d.wanted, d.appliedOn = nil, nil, nil
 	d.rt, d.pid, d.known = map[string]map[string]rtSlot{}, 0, 0
-	d.acl = aclFiles{}
+	d.acl.listed = false // the files are the driver's alone: what it knows of them stays (ranges.go)
 }
 
 // Ping reports whether the API answers (a read of the version).

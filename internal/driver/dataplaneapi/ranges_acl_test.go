@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -194,5 +195,62 @@ func (a *api) deleteACLFile(t *testing.T, frontend string) {
 	t.Helper()
 	if err := a.c.DeleteGeneralFile(context.Background(), aclName(frontend)); err != nil && !errors.Is(err, dataplane.ErrNotFound) {
 		t.Errorf("deleting the file of %s: %v", frontend, err)
+	}
+}
+
+// failOnce fails the first request whose method and path match, as a lost
+// connection would, before it reaches the API.
+type failOnce struct {
+	method, path string
+	done         bool
+}
+
+func (f *failOnce) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !f.done && r.Method == f.method && strings.Contains(r.URL.EscapedPath(), f.path) {
+		f.done = true
+		return nil, errors.New("connection lost (test)")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A change of ranges whose file or running list could not be written is
+// made whole by the next pass: the pass fails (the workqueue retries it),
+// and until then a client is served as the old ranges or the new ones say,
+// never as neither.
+func TestContractSourceRangesRetried(t *testing.T) {
+	for _, tc := range []struct{ name, path string }{
+		{"file", "/storage/general/"},
+		{"running list", "/runtime/acls/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run(t, func(t *testing.T, a *api) {
+				up := helloServer(t, "127.81.25.9")
+				cfg := classCfg(t, a, "hks-aclretry", "127.81.25.1", uint16(freeTCPPort(t)), "be_hks-aclretry_web_80", up)
+				cfg.Frontends[0].SourceRanges = prefixes("127.81.25.5/32")
+				fail := &failOnce{method: http.MethodPut, path: tc.path}
+				d := a.driver(Options{Client: a.client(t, fail)})
+				apply(t, d, cfg)
+				addr := fmt.Sprintf("127.81.25.1:%d", cfg.Frontends[0].Binds[0].Port)
+				waitServed(t, addr, "127.81.25.5")
+				r0 := a.reloads(t)
+				cfg.Frontends = slices.Clone(cfg.Frontends)
+				cfg.Frontends[0].SourceRanges = prefixes("127.81.25.6/32")
+				if _, err := d.Apply(context.Background(), cfg); err == nil || !fail.done {
+					t.Fatalf("the pass with a failed write: %v, want an error", err)
+				}
+				if greeted(addr, "127.81.25.6") && greeted(addr, "127.81.25.5") {
+					t.Errorf("after the failed pass both clients are served")
+				}
+				apply(t, d, cfg)
+				if !greeted(addr, "127.81.25.6") || !refused(t, addr, "127.81.25.5") {
+					t.Errorf("the retried pass does not serve the new ranges alone")
+				}
+				a.wantRunning(t, cfg.Frontends[0])
+				if r := a.reloads(t) - r0; r != 0 {
+					t.Errorf("%d reloads", r)
+				}
+				a.nothingToWrite(t, Options{}, cfg)
+			})
+		})
 	}
 }
