@@ -25,12 +25,8 @@ func TestGatewayTCPRouteV1alpha2(t *testing.T) {
 	port := haproxytest.FreePort(t)
 	g.backend("pod-a", 1, 8080)
 	ctx := context.Background()
-	_, err := g.gw.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
-		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("tcp", gwv1.TCPProtocolType, port, "")}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = g.gw.GatewayV1alpha2().TCPRoutes(ns).Create(ctx, &gwv1a2.TCPRoute{ObjectMeta: metav1.ObjectMeta{Name: "old"},
+	g.createGateway("gw", listener("tcp", gwv1.TCPProtocolType, port, ""))
+	_, err := g.gw.GatewayV1alpha2().TCPRoutes(ns).Create(ctx, &gwv1a2.TCPRoute{ObjectMeta: metav1.ObjectMeta{Name: "old"},
 		Spec: gwv1a2.TCPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: parentRef("tcp")},
 			Rules: []gwv1a2.TCPRouteRule{{BackendRefs: []gwv1.BackendRef{backendRef("pod-a", 1)}}}}}, metav1.CreateOptions{})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
@@ -27,14 +26,9 @@ func TestGatewayRelistAfterAPIServerOutage(t *testing.T) {
 	port, other := haproxytest.FreePort(t), haproxytest.FreePort(t)
 	g.backend("pod-a", 1, 8080)
 	g.backend("pod-b", 2, 8080)
-	_, err := g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
-		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{
-			listener("tcp", gwv1.TCPProtocolType, port, ""),
-			listener("other", gwv1.TCPProtocolType, other, ""),
-		}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g.createGateway("gw",
+		listener("tcp", gwv1.TCPProtocolType, port, ""),
+		listener("other", gwv1.TCPProtocolType, other, ""))
 	g.tcpRoute("split", "tcp", backendRef("pod-a", 1), backendRef("pod-b", 0))
 	g.startController("--mode=gateway")
 	g.eventually("route accepted", g.routeAccepted(gateway.KindTCPRoute, "split"))

@@ -44,11 +44,7 @@ func TestGatewayRouteChangesWithoutReload(t *testing.T) {
 	port := haproxytest.FreePort(t)
 	g.backend("pod-a", 1, 8080)
 	g.backend("pod-b", 2, 8080)
-	_, err := g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
-		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("tcp", gwv1.TCPProtocolType, port, "")}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g.createGateway("gw", listener("tcp", gwv1.TCPProtocolType, port, ""))
 	g.tcpRoute("split", "tcp", backendRef("pod-a", 1), backendRef("pod-b", 1))
 	g.startController("--mode=gateway")
 	g.eventually("route accepted", g.routeAccepted("TCPRoute", "split"))

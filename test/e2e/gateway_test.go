@@ -69,6 +69,16 @@ func (g *gwEnv) backend(name string, i int, port int32) {
 	}
 }
 
+// createGateway creates Gateway name of the class hks with listeners ls.
+func (g *gwEnv) createGateway(name string, ls ...gwv1.Listener) {
+	g.t.Helper()
+	_, err := g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: ls}}, metav1.CreateOptions{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+}
+
 func listener(name string, proto gwv1.ProtocolType, port int, host string) gwv1.Listener {
 	l := gwv1.Listener{Name: gwv1.SectionName(name), Protocol: proto, Port: gwv1.PortNumber(port)}
 	if host != "" {
@@ -233,11 +243,7 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 	g.backend("pod-a", 1, 8080)
 	g.backend("pod-b", 2, 8080)
 	ctx := context.Background()
-	_, err := g.gw.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
-		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("tcp", gwv1.TCPProtocolType, tcpPort, "")}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g.createGateway("gw", listener("tcp", gwv1.TCPProtocolType, tcpPort, ""))
 	g.tcpRoute("split", "tcp", backendRef("pod-a", 80), backendRef("pod-b", 20))
 	// What other controllers wrote stays: a parent of theirs on the route,
 	// a condition type of theirs on the Gateway.
@@ -330,14 +336,9 @@ func TestGatewayTLSRouteBySNI(t *testing.T) {
 	g.backend("pod-a", 1, 8443)
 	g.backend("pod-b", 2, 8443)
 	ctx := context.Background()
-	_, err := g.gw.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
-		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{
-			listener("tls", gwv1.TLSProtocolType, tlsPort, "*.example.com"),
-			listener("tcp", gwv1.TCPProtocolType, tcpPort, ""),
-		}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g.createGateway("gw",
+		listener("tls", gwv1.TLSProtocolType, tlsPort, "*.example.com"),
+		listener("tcp", gwv1.TCPProtocolType, tcpPort, ""))
 	g.tlsRoute("a", "tls", "a.example.com", backendRef("pod-a", 1))
 	g.tlsRoute("b", "tls", "b.example.com", backendRef("pod-b", 1))
 	g.tcpRoute("plain", "tcp", backendRef("pod-a", 1))

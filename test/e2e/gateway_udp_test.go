@@ -52,16 +52,12 @@ func TestGatewayUDPRoute(t *testing.T) {
 	ctx := context.Background()
 	g.udpBackend("dns-a", lab.Nodes[0])
 	g.udpBackend("dns-b", lab.Nodes[1])
-	_, err := g.gw.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
-		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("dns", gwv1.UDPProtocolType, udpPort, "")}}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g.createGateway("gw", listener("dns", gwv1.UDPProtocolType, udpPort, ""))
 	p := gwv1.PortNumber(53)
 	ref := func(svc string, w int32) gwv1.BackendRef {
 		return gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{Name: gwv1.ObjectName(svc), Port: &p}, Weight: &w}
 	}
-	_, err = g.gw.GatewayV1().UDPRoutes(ns).Create(ctx, &gwv1.UDPRoute{ObjectMeta: metav1.ObjectMeta{Name: "dns"},
+	_, err := g.gw.GatewayV1().UDPRoutes(ns).Create(ctx, &gwv1.UDPRoute{ObjectMeta: metav1.ObjectMeta{Name: "dns"},
 		Spec: gwv1.UDPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: parentRef("dns")},
 			Rules: []gwv1.UDPRouteRule{{BackendRefs: []gwv1.BackendRef{ref("dns-a", 3), ref("dns-b", 1)}}}}}, metav1.CreateOptions{})
 	if err != nil {
