@@ -63,18 +63,27 @@ func newEnv(t *testing.T) *env {
 	return newEnvOn(t, kubeapi.Start(t))
 }
 
+// initHAProxy runs `init` for an HAProxy whose files are in dir (the
+// config, haproxytest's stats socket, the state file "state") and returns
+// the config's path.
+func initHAProxy(t testing.TB, dir string) string {
+	t.Helper()
+	cfg := filepath.Join(dir, "haproxy.cfg")
+	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfg,
+		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")},
+		nil, os.Stdout, os.Stderr); code != 0 {
+		t.Fatalf("init exited %d", code)
+	}
+	return cfg
+}
+
 // newEnvOn is newEnv on a running apiserver (shared by several envs).
 func newEnvOn(t *testing.T, kube *kubeapi.Server) *env {
 	t.Helper()
 	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}, health: map[string]*lab.HealthServer{}}
 	e.client = e.kube.Client(t)
 	e.subnet = freeSubnet()
-	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", e.cfgPath,
-		"--stats-socket", haproxytest.StatsSocketPath(e.dir), "--state-file", filepath.Join(e.dir, "state")},
-		nil, os.Stdout, os.Stderr); code != 0 {
-		t.Fatalf("init exited %d", code)
-	}
+	e.cfgPath = initHAProxy(t, e.dir)
 	e.hap = haproxytest.Start(t, e.dir, e.cfgPath)
 	e.master = haproxy.NewMaster(e.hap.MasterSocket)
 	e.runtime = haproxy.NewRuntime(e.hap.StatsSocket)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -26,12 +25,7 @@ import (
 // it, in a directory of its own, and returns its log.
 func benchController(b *testing.B, kube *kubeapi.Server, args ...string) *haproxytest.LockedBuffer {
 	dir := b.TempDir()
-	cfg := filepath.Join(dir, "haproxy.cfg")
-	state := filepath.Join(dir, "state")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfg, "--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", state},
-		nil, os.Stdout, os.Stderr); code != 0 {
-		b.Fatalf("init exited %d", code)
-	}
+	cfg, state := initHAProxy(b, dir), filepath.Join(dir, "state")
 	hap := haproxytest.Start(b, dir, cfg)
 	all := append([]string{"--kubeconfig", kube.KubeconfigPath, "--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),
 		"--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket, "--state-file", state,

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,11 +38,7 @@ func (g *gwEnv) programmed(name string) func() error {
 func TestGatewayInstances(t *testing.T) {
 	g := newGatewayEnv(t)
 	dirB := t.TempDir()
-	cfgB := filepath.Join(dirB, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfgB, "--stats-socket", haproxytest.StatsSocketPath(dirB),
-		"--state-file", filepath.Join(dirB, "state")}, nil, os.Stdout, os.Stderr); code != 0 {
-		t.Fatalf("init exited %d", code)
-	}
+	cfgB := initHAProxy(t, dirB)
 	hapB := haproxytest.Start(t, dirB, cfgB)
 	// Endpoints only (nothing is dialled): the servers' state is read
 	// through each instance's stats socket.

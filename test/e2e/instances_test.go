@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
@@ -58,11 +57,7 @@ func TestInstanceDownDoesNotHoldUpOthers(t *testing.T) {
 	np := e.threeNodes()
 	// The second HAProxy: its own files and sockets.
 	dirB := t.TempDir()
-	cfgB := filepath.Join(dirB, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfgB, "--stats-socket", haproxytest.StatsSocketPath(dirB),
-		"--state-file", filepath.Join(dirB, "state")}, nil, os.Stdout, os.Stderr); code != 0 {
-		t.Fatalf("init exited %d", code)
-	}
+	cfgB := initHAProxy(t, dirB)
 	hapB := haproxytest.Start(t, dirB, cfgB)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
@@ -57,12 +54,7 @@ func newRealNodeEnvIn(t *testing.T, opts nodes.Options, dir string) *realNodeEnv
 	t.Helper()
 	tier := nodes.Start(t, opts)
 	e := &env{t: t, kube: tier.Kube, client: tier.Client, dir: dir}
-	e.cfgPath = filepath.Join(e.dir, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", e.cfgPath,
-		"--stats-socket", haproxytest.StatsSocketPath(e.dir), "--state-file", filepath.Join(e.dir, "state")},
-		nil, os.Stdout, os.Stderr); code != 0 {
-		t.Fatalf("init exited %d", code)
-	}
+	e.cfgPath = initHAProxy(t, e.dir)
 	e.hap = haproxytest.StartInNetNS(t, e.dir, e.cfgPath, nodes.NSPath(tier.LB))
 	e.master = haproxy.NewMaster(e.hap.MasterSocket)
 	e.runtime = haproxy.NewRuntime(e.hap.StatsSocket)

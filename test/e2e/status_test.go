@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -122,12 +121,7 @@ type replica struct {
 func (e *env) startReplica(bind string, extra ...string) *replica {
 	e.t.Helper()
 	dir := e.t.TempDir()
-	cfg := filepath.Join(dir, "haproxy.cfg")
-	stats := haproxytest.StatsSocketPath(dir)
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfg, "--stats-socket", stats,
-		"--state-file", filepath.Join(dir, "state")}, nil, os.Stdout, os.Stderr); code != 0 {
-		e.t.Fatalf("init exited %d", code)
-	}
+	cfg := initHAProxy(e.t, dir)
 	hap := haproxytest.Start(e.t, dir, cfg)
 	args := append([]string{
 		"--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),

@@ -34,12 +34,7 @@ func BenchmarkUDPNodeLeave(b *testing.B) {
 	kube := kubeapi.Start(b)
 	client := kube.Client(b)
 	dir := b.TempDir()
-	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfgPath,
-		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")},
-		nil, os.Stdout, os.Stderr); code != 0 {
-		b.Fatalf("init exited %d", code)
-	}
+	cfgPath := initHAProxy(b, dir)
 	hap := haproxytest.Start(b, dir, cfgPath)
 	for _, n := range net.Nodes {
 		if err := lab.CreateNode(bg, client, n.Name, n.Addr.String(), true); err != nil {
