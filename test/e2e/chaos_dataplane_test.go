@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
@@ -30,21 +27,12 @@ func TestDataplaneAPIKilledAndHAProxyRestarted(t *testing.T) {
 	e := newEnv(t)
 	np := e.threeNodes()
 	const backend = "be_web_ops"
-	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": "pw-chaos"}})
-	api.Load([]dataplanetest.Section{{
-		Object:    dataplane.Object{"name": backend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}},
-		Templates: []dataplane.Object{{"prefix": "web", "num_or_range": "5", "fqdn": "127.0.0.1", "port": 65535, "maintenance": "enabled"}},
-	}}, nil)
-	pw := filepath.Join(t.TempDir(), "password")
-	if err := os.WriteFile(pw, []byte("pw-chaos\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	api, apiInstance := opsDataplane(t, backend, "pw-chaos")
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np})
 	e.setEndpoints("web", pod(1, "n1"))
 	e.startController("--service", ns+"/web", "--backend-name", backend,
-		"--instance", fmt.Sprintf("name=a,config=%s,master=%s,stats=%s,state=%s", e.cfgPath, e.hap.MasterSocket, e.hap.StatsSocket, filepath.Join(e.dir, "state")),
-		"--instance", "name=c,dataplane-url="+api.URL+",username=admin,password-file="+pw)
+		"--instance", localInstance("a", e.dir, e.hap), "--instance", apiInstance)
 	node := func(i int) string { return fmt.Sprintf("127.%d.0.%d:%d", e.subnet, i, np) }
 	apiServes := func(want ...int) func() error {
 		set := map[string]bool{}

@@ -77,6 +77,13 @@ func initHAProxy(t testing.TB, dir string) string {
 	return cfg
 }
 
+// localInstance is the --instance value of the local HAProxy hap whose
+// files initHAProxy wrote into dir, named name; opts (key=value) follow.
+func localInstance(name, dir string, hap *haproxytest.Process, opts ...string) string {
+	return strings.Join(append([]string{"name=" + name, "config=" + filepath.Join(dir, "haproxy.cfg"), "master=" + hap.MasterSocket,
+		"stats=" + hap.StatsSocket, "state=" + filepath.Join(dir, "state")}, opts...), ",")
+}
+
 // newEnvOn is newEnv on a running apiserver (shared by several envs).
 func newEnvOn(t *testing.T, kube *kubeapi.Server) *env {
 	t.Helper()

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,9 +51,6 @@ func TestGatewayInstances(t *testing.T) {
 		}
 	}
 	g.gatewayOn("one", haproxytest.FreePort(t), "pod-a")
-	inst := func(name, dir, cfg string, hap *haproxytest.Process) string {
-		return fmt.Sprintf("name=%s,config=%s,master=%s,stats=%s,state=%s", name, cfg, hap.MasterSocket, hap.StatsSocket, filepath.Join(dir, "state"))
-	}
 	// Refused: a Data Plane API instance.
 	args := []string{"--mode=gateway", "--kubeconfig", g.kube.KubeconfigPath, "--instance", "name=dp,dataplane-url=http://127.0.0.1:1"}
 	var stderr strings.Builder
@@ -62,7 +58,7 @@ func TestGatewayInstances(t *testing.T) {
 		t.Errorf("a Data Plane API instance: %v", err)
 	}
 
-	g.startController("--mode=gateway", "--instance", inst("a", g.dir, g.cfgPath, g.hap), "--instance", inst("b", dirB, cfgB, hapB))
+	g.startController("--mode=gateway", "--instance", localInstance("a", g.dir, g.hap), "--instance", localInstance("b", dirB, hapB))
 	for _, s := range []string{g.hap.StatsSocket, hapB.StatsSocket} {
 		g.eventually("one's backend on "+s, inUse(s, "gw_default_pod-a_80", podAddrs[0]))
 	}

@@ -13,6 +13,24 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
+// opsDataplane starts the test server standing in for the Data Plane
+// API, holding the operator's backend of the single-Service mode (five
+// template slots in maintenance), and returns it with the --instance
+// value that reaches it as user admin with password, from a file.
+func opsDataplane(t *testing.T, backend, password string) (*dataplanetest.Server, string) {
+	t.Helper()
+	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": password}})
+	api.Load([]dataplanetest.Section{{
+		Object:    dataplane.Object{"name": backend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}},
+		Templates: []dataplane.Object{{"prefix": "web", "num_or_range": "5", "fqdn": "127.0.0.1", "port": 65535, "maintenance": "enabled"}},
+	}}, nil)
+	pw := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pw, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return api, "name=c,dataplane-url=" + api.URL + ",username=admin,password-file=" + pw
+}
+
 // One controller, a local HAProxy and a Data Plane API (the test server
 // standing in for it) as two --instance: both follow the Service's nodes,
 // each reports under its own metrics label; the local HAProxy serves its
@@ -22,23 +40,14 @@ func TestInstancesMixHAProxyAndDataplane(t *testing.T) {
 	e := newEnv(t)
 	np := e.threeNodes()
 	const backend = "be_web_ops"
-	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": "pw-instances"}})
-	api.Load([]dataplanetest.Section{{
-		Object:    dataplane.Object{"name": backend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}},
-		Templates: []dataplane.Object{{"prefix": "web", "num_or_range": "5", "fqdn": "127.0.0.1", "port": 65535, "maintenance": "enabled"}},
-	}}, nil)
-	pw := filepath.Join(t.TempDir(), "password")
-	if err := os.WriteFile(pw, []byte("pw-instances\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	api, apiInstance := opsDataplane(t, backend, "pw-instances")
 
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np})
 	e.setEndpoints("web", pod(1, "n1"))
 	maddr, page := instancesMetricsAddr(t), instancesMetricsAddr(t)
 	e.startController("--service", ns+"/web", "--backend-name", backend,
-		"--instance", fmt.Sprintf("name=a,config=%s,master=%s,stats=%s,state=%s,stats-page=%s", e.cfgPath, e.hap.MasterSocket, e.hap.StatsSocket, filepath.Join(e.dir, "state"), page),
-		"--instance", "name=c,dataplane-url="+api.URL+",username=admin,password-file="+pw,
+		"--instance", localInstance("a", e.dir, e.hap, "stats-page="+page), "--instance", apiInstance,
 		"--metrics-address", maddr)
 	node := func(i int) string { return fmt.Sprintf("127.%d.0.%d:%d", e.subnet, i, np) }
 

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -76,11 +75,8 @@ func TestInstanceDownDoesNotHoldUpOthers(t *testing.T) {
 	port := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np, Local: true})
 	e.setEndpoints("web", pod(1, "n1"))
-	inst := func(name, dir, cfg string, hap *haproxytest.Process) string {
-		return fmt.Sprintf("name=%s,config=%s,master=%s,stats=%s,state=%s", name, cfg, hap.MasterSocket, hap.StatsSocket, filepath.Join(dir, "state"))
-	}
 	maddr := instancesMetricsAddr(t)
-	e.startController("--instance", inst("b", dirB, cfgB, hapB), "--instance", inst("a", e.dir, e.cfgPath, e.hap), "--metrics-address", maddr)
+	e.startController("--instance", localInstance("b", dirB, hapB), "--instance", localInstance("a", e.dir, e.hap), "--metrics-address", maddr)
 	m := &scraper{url: "http://" + maddr + "/metrics"}
 	be := fmt.Sprintf("be_default_web_%d", port)
 	addr := func(i int) string { return fmt.Sprintf("127.%d.0.%d", e.subnet, i) }
