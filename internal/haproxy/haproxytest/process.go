@@ -107,19 +107,12 @@ const freePortLow, freePortHigh = 10000, 19999
 // worker sockets answer, and registers a cleanup that kills it.
 func Start(t testing.TB, dir, cfgPath string) *Process {
 	t.Helper()
-	p := &Process{
-		Dir:          dir,
-		ConfigPath:   cfgPath,
-		MasterSocket: MasterSocketPath(dir),
-		StatsSocket:  StatsSocketPath(dir),
-	}
-	p.launch(t)
-	return p
+	return StartInNetNS(t, dir, cfgPath, "")
 }
 
 // StartInNetNS is Start inside the network namespace whose file is netns
-// (e.g. /run/netns/NAME): the frontends bind there, the sockets stay
-// files in dir.
+// (e.g. /run/netns/NAME; "": the test's own): the frontends bind there,
+// the sockets stay files in dir.
 func StartInNetNS(t testing.TB, dir, cfgPath, netns string) *Process {
 	t.Helper()
 	p := &Process{
