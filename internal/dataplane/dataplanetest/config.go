@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // configuration serves /v3/services/haproxy/configuration/...
@@ -67,7 +68,9 @@ func read(c *config, seg []string, full bool) (any, *apiErr) {
 			o = misread(o)
 		}
 		if !full {
-			return o
+			// Measured: the rule lists (*_list) come only with the
+			// section read whole.
+			return withoutLists(o)
 		}
 		o = maps.Clone(o)
 		m := map[string]any{}
@@ -403,4 +406,21 @@ func forcedStatus(method string) int {
 		return http.StatusNoContent
 	}
 	return http.StatusOK
+}
+
+// withoutLists is o without its rule lists (tcp_request_rule_list,
+// http_check_list, stick_rule_list, ...).
+func withoutLists(o Object) Object {
+	for k := range o {
+		if strings.HasSuffix(k, "_list") {
+			o = maps.Clone(o)
+			for k := range o {
+				if strings.HasSuffix(k, "_list") {
+					delete(o, k)
+				}
+			}
+			return o
+		}
+	}
+	return o
 }

@@ -93,7 +93,7 @@ func TestRawTrackAndAgent(t *testing.T) {
 		ds["agent-port"] != float64(1) || ds["agent-addr"] != "127.0.0.1" {
 		t.Errorf("_nodes default_server read back as %v", ds)
 	}
-	_, bc := c.do("GET", "configuration/backends/be_c", nil)
+	_, bc := c.do("GET", "configuration/backends/be_c?full_section=true", nil)
 	if b := bc.(map[string]any); b["adv_check"] != "httpchk" || b["httpchk_params"].(map[string]any)["uri"] != "/healthz" ||
 		b["default_server"].(map[string]any)["health_check_port"] != float64(10256) || len(b["http_check_list"].([]any)) != 1 {
 		t.Errorf("be_c read back as %v", b)

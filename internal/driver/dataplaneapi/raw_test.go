@@ -35,11 +35,46 @@ func TestRawRefusesWhatIsNotItsGrammar(t *testing.T) {
 	if ls, err := sectionText("frontend", v6); err != nil || !strings.Contains(strings.Join(ls, "\n"), "bind [2001:db8::1]:443 name [2001:db8::1]:443") {
 		t.Fatalf("IPv6 bind: %q %v", ls, err)
 	}
+	// _nodes with the node check, and a backend following it.
+	nodes := &section{base: Object{"name": "_nodes", "mode": "tcp", "adv_check": "httpchk",
+		"httpchk_params":  map[string]any{"method": "GET", "uri": "/healthz"},
+		"http_check_list": []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}},
+		"default_server":  map[string]any{"check": "enabled", "inter": int64(2000), "health_check_port": int64(10256)}},
+		children: []Object{{"name": "s1", "address": "192.0.2.1"}}}
+	if ls, err := sectionText("backend", nodes); err != nil || !strings.Contains(strings.Join(ls, "\n"),
+		"option httpchk GET /healthz\n  http-check expect status 200\n  default-server check port 10256 inter 2000") {
+		t.Fatalf("_nodes: %q %v", ls, err)
+	}
+	agent := &section{base: Object{"name": "_nodes", "mode": "tcp", "default_server": agentNever}, children: nodes.children}
+	if ls, err := sectionText("backend", agent); err != nil || !strings.Contains(strings.Join(ls, "\n"), "default-server agent-addr 127.0.0.1 agent-check agent-inter 3600000 agent-port 1") {
+		t.Fatalf("_nodes with the agent: %q %v", ls, err)
+	}
+	follower := good()
+	follower.children[0]["track"] = "_nodes/s1"
+	if ls, err := sectionText("backend", follower); err != nil || !strings.Contains(strings.Join(ls, "\n"), "server s1 127.0.0.1:1 disabled track _nodes/s1") {
+		t.Fatalf("follower: %q %v", ls, err)
+	}
 	for _, tc := range []struct {
 		name string
 		kind string
 		edit func(*section)
 	}{
+		{"track with a keyword", "backend", func(s *section) { s.children[0]["track"] = "_nodes/s1 check" }},
+		{"track without a server", "backend", func(s *section) { s.children[0]["track"] = "_nodes" }},
+		{"agent address not an IP", "backend", func(s *section) {
+			s.base["default_server"] = map[string]any{"agent-check": "enabled", "agent-addr": "x y"}
+		}},
+		{"httpchk path with a space", "backend", func(s *section) {
+			s.base["adv_check"], s.base["httpchk_params"] = "httpchk", map[string]any{"method": "GET", "uri": "/x HTTP/1.1\r\nHost: y"}
+			s.base["http_check_list"] = []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}}
+		}},
+		{"http check that accepts anything", "backend", func(s *section) {
+			s.base["adv_check"], s.base["httpchk_params"] = "httpchk", map[string]any{"method": "GET", "uri": "/x"}
+			s.base["http_check_list"] = []any{map[string]any{"type": "expect", "match": "rstatus", "pattern": ".*"}}
+		}},
+		{"http checks without httpchk", "backend", func(s *section) {
+			s.base["http_check_list"] = []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}}
+		}},
 		{"name with a newline", "backend", func(s *section) { s.base["name"] = "be_x\n  server evil 1.2.3.4:80" }},
 		{"name with a space", "backend", func(s *section) { s.base["name"] = "be_x use_backend y" }},
 		{"from with a hash", "backend", func(s *section) { s.base["from"] = "d#x" }},

@@ -148,10 +148,10 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 		} else {
 			base = Object{"name": b.Name, "mode": "tcp"}
 		}
-		d.backendFields(base, b)
 		if d.opts.Seed == "" {
-			affinity(base, b.Affinity)
+			affinity(base, b.Affinity) // first: it drops the rule lists
 		}
+		d.backendFields(base, b)
 		sec := &section{base: base}
 		for _, sl := range layout[b.Name] {
 			var o Object

@@ -3,9 +3,15 @@ package dataplaneapi
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
+	"net/http"
 	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -14,6 +20,7 @@ import (
 // trackWorld is every-Service mode with servers following their node: two
 // Services on the nodes given, and the model.NodesBackend.
 type trackWorld struct {
+	check model.Check    // the node check (--node-check), or none: the agent
 	nodes []model.Server // the model.NodesBackend's servers (no port)
 	svcs  []*model.Backend
 	fes   []model.Frontend
@@ -60,7 +67,7 @@ func (w *trackWorld) node(addr string, down bool) {
 }
 
 func (w *trackWorld) cfg() model.Config {
-	nb := &model.Backend{Name: model.NodesBackend, Servers: w.nodes}
+	nb := &model.Backend{Name: model.NodesBackend, Servers: w.nodes, Check: w.check}
 	return model.Config{Backends: append([]*model.Backend{nb}, w.svcs...), Frontends: w.fes}
 }
 
@@ -91,26 +98,45 @@ func followers(t *testing.T, a *api, be string) map[string]string {
 }
 
 func TestContractTrackNodes(t *testing.T) {
+	// The node check of a node that answers none (nothing listens there)
+	// takes the node down, but not out of service: what is checked here.
+	httpCheck := model.Check{Enabled: true, Inter: time.Hour, Rise: 2, Fall: 2, Port: 10256, HTTP: model.HTTPCheck{Path: "/healthz"}}
 	for _, path := range []struct {
-		name string
-		raw  int
-	}{{"transactions", -1}, {"raw", 1}} {
+		name  string
+		raw   int
+		check model.Check
+	}{{"transactions", -1, model.Check{}}, {"raw", 1, model.Check{}}, {"raw, node check", 1, httpCheck}, {"transactions, node check", -1, httpCheck}} {
 		t.Run(path.name, func(t *testing.T) {
-			run(t, func(t *testing.T, a *api) { trackNodes(t, a, path.raw) })
+			run(t, func(t *testing.T, a *api) { trackNodes(t, a, path.raw, path.check) })
 		})
 	}
 }
 
-func trackNodes(t *testing.T, a *api, rawMin int) {
+func trackNodes(t *testing.T, a *api, rawMin int, check model.Check) {
 	ctx := context.Background()
 	t.Cleanup(func() { a.deleteSection(t, dataplane.BackendPath(model.NodesBackend)) }) // last: after its followers
 	w := newTrackWorld(t, a, uint16(freeTCPPort(t)), "127.81.12.1", "127.81.12.2")
-	d := a.driver(Options{RawMinWrites: rawMin})
+	w.check = check
+	var log lockedBuf
+	d := a.driver(Options{RawMinWrites: rawMin, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	apply(t, d, w.cfg())
+	if strings.Contains(log.String(), "cannot be written as text") {
+		t.Errorf("the raw path fell back to a transaction: %s", log.String())
+	}
 	be := w.svcs[0].Name
-	nb, _, err := a.c.Get(ctx, dataplane.BackendPath(model.NodesBackend), "")
-	if err != nil || !same(nb["default_server"], agentNever) {
-		t.Fatalf("_nodes: %v (%v), want the agent that never answers", nb, err)
+	var nb Object // read whole: the rule lists come only so
+	_, err := a.c.Do(ctx, http.MethodGet, dataplane.BackendPath(model.NodesBackend), url.Values{"full_section": {"true"}}, nil, &nb)
+	delete(nb, "servers")
+	wantNodes := Object{"name": model.NodesBackend, "mode": "tcp", "default_server": agentNever}
+	if check.Enabled {
+		wantNodes = Object{"name": model.NodesBackend, "mode": "tcp", "adv_check": "httpchk",
+			"httpchk_params":  map[string]any{"method": "GET", "uri": "/healthz"},
+			"http_check_list": []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}},
+			"default_server":  map[string]any{"check": "enabled", "inter": int64(3600000), "rise": int64(2), "fall": int64(2), "health_check_port": int64(10256)}}
+	}
+	delete(nb, "from")
+	if err != nil || !same(nb, wantNodes) {
+		t.Fatalf("_nodes: %v (%v), want %v", nb, err, wantNodes)
 	}
 	want := map[string]string{"127.81.12.1": "127.81.12.1", "127.81.12.2": "127.81.12.2"}
 	for _, s := range w.svcs {
@@ -194,4 +220,22 @@ func trackNodes(t *testing.T, a *api, rawMin int) {
 	if bes := names(t, a, dataplane.BackendsPath); bes[model.NodesBackend] || bes[be] {
 		t.Errorf("after every Service went: backends %v", bes)
 	}
+}
+
+// lockedBuf is a log destination the driver's goroutines may share.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
