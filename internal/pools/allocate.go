@@ -271,7 +271,15 @@ func (st *state) serveAsked(r *Request, f int) {
 	if i < 0 {
 		return // only the families asked for
 	}
-	a := r.IPs[i]
+	if !st.claim(r, r.IPs[i], "Service") {
+		st.keepCurrent(r, f)
+	}
+}
+
+// claim gives r the address a it asks for by name, if a pool that serves
+// r (the one it names, if any) holds a and a is free; else it reports
+// why as a Problem of r (what: "Service", "Gateway") and returns false.
+func (st *state) claim(r *Request, a netip.Addr, what string) bool {
 	var in *Pool
 	for _, p := range st.pools {
 		if p.holds(a) && (r.Pool == "" || p.Name == r.Pool) && p.serves(r) && !p.Frozen {
@@ -281,15 +289,15 @@ func (st *state) serveAsked(r *Request, f int) {
 	}
 	switch {
 	case in == nil:
-		st.problem(r, ReasonNotInPool, "address "+a.String()+" is in no AddressPool that serves this Service")
+		st.problem(r, ReasonNotInPool, "address "+a.String()+" is in no AddressPool that serves this "+what)
 	case !st.free(r, a):
 		st.problem(r, ReasonTaken, "address "+a.String()+" is taken by "+strings.Join(st.used[a].keys, ", ")+
 			sharedHint(st.used[a], r))
 	default:
 		st.take(r, a)
-		return
+		return true
 	}
-	st.keepCurrent(r, f)
+	return false
 }
 
 // keepCurrent lets r keep a current address of family f after what it

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
-	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -94,23 +93,8 @@ func SortRequests(reqs []Request) {
 // serving it and is free; each other is a Problem.
 func (st *state) serveExact(r *Request) {
 	for _, a := range r.IPs {
-		if slices.Contains(st.res.Assigned[r.Key], a) {
-			continue
-		}
-		var in *Pool
-		for _, p := range st.pools {
-			if p.holds(a) && (r.Pool == "" || p.Name == r.Pool) && p.serves(r) && !p.Frozen {
-				in = p
-				break
-			}
-		}
-		switch {
-		case in == nil:
-			st.problem(r, ReasonNotInPool, "address "+a.String()+" is in no AddressPool that serves this Gateway")
-		case !st.free(r, a):
-			st.problem(r, ReasonTaken, "address "+a.String()+" is taken by "+strings.Join(st.used[a].keys, ", ")+sharedHint(st.used[a], r))
-		default:
-			st.take(r, a)
+		if !slices.Contains(st.res.Assigned[r.Key], a) {
+			st.claim(r, a, "Gateway")
 		}
 	}
 }
