@@ -208,13 +208,17 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 			} else {
 				name, _ = body["name"].(string)
 			}
-			_, exists := secs.get(name)
+			old, exists := secs.get(name)
+			stored := body
+			if !full && method != http.MethodDelete {
+				stored = listsOf(body, old) // measured: the lists are written only with the section whole
+			}
 			switch method {
 			case http.MethodPost:
 				if exists {
 					return nil, nil, errf(http.StatusConflict, "%s %s already exists", section, name)
 				}
-				secs.put(name, body)
+				secs.put(name, stored)
 				ch[name] = newList()
 				setKids(c, ch, name)
 			case http.MethodPut:
@@ -224,7 +228,7 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 				if body["name"] != name {
 					return nil, nil, errf(http.StatusBadRequest, "name in the body (%v) differs from %s", body["name"], name)
 				}
-				secs.put(name, body) // the whole section; children stay, unless full
+				secs.put(name, stored) // the whole section; children stay, unless full
 				setKids(c, ch, name)
 			case http.MethodDelete:
 				if !exists {
@@ -410,6 +414,20 @@ func forcedStatus(method string) int {
 
 // withoutLists is o without its rule lists (tcp_request_rule_list,
 // http_check_list, stick_rule_list, ...).
+// listsOf is body with the rule lists (*_list) of old instead of its own:
+// a section written without full_section=true keeps the lists it had (a
+// new one gets none), whatever the body says, though the answer echoes
+// them (measured on the real API v3.4.0).
+func listsOf(body, old Object) Object {
+	o := maps.Clone(withoutLists(body))
+	for k, v := range old {
+		if strings.HasSuffix(k, "_list") {
+			o[k] = v
+		}
+	}
+	return o
+}
+
 func withoutLists(o Object) Object {
 	for k := range o {
 		if strings.HasSuffix(k, "_list") {

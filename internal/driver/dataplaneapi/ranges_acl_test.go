@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -253,4 +254,50 @@ func TestContractSourceRangesRetried(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A frontend whose rule lists its ranges inline (as this driver wrote them
+// before they moved to files) is rewritten once, with one reload, to read
+// its file; then a change of ranges needs none.
+func TestContractSourceRangesInlineRuleConverted(t *testing.T) {
+	run(t, func(t *testing.T, a *api) {
+		ctx := context.Background()
+		up := helloServer(t, "127.81.27.9")
+		cfg := classCfg(t, a, "hks-aclold", "127.81.27.1", uint16(freeTCPPort(t)), "be_hks-aclold_web_80", up)
+		cfg.Frontends[0].SourceRanges = prefixes("127.81.27.5/32")
+		d := a.driver(Options{})
+		apply(t, d, cfg)
+		fe := cfg.Frontends[0].Name
+		// The rule as the driver wrote it before: ranges inline.
+		// (Rule lists are written only with the section whole.)
+		var obj Object
+		if _, err := a.c.Do(ctx, http.MethodGet, dataplane.FrontendPath(fe), url.Values{"full_section": {"true"}}, nil, &obj); err != nil {
+			t.Fatal(err)
+		}
+		obj["tcp_request_rule_list"] = []any{map[string]any{"type": "connection", "action": "reject", "cond": "unless", "cond_test": "{ src 127.81.27.5/32 }"}}
+		resp, err := a.c.Replace(ctx, dataplane.FrontendPath(fe), obj, dataplane.Write{Version: a.version(t), Full: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.waitReload(t, resp.ReloadID)
+		r0 := a.reloads(t)
+		d = a.driver(Options{}) // a new controller
+		if res, err := d.Apply(ctx, cfg); err != nil || !res.Reloaded {
+			t.Fatalf("the inline rule: %v, reloaded %v, want one rewrite", err, res.Reloaded)
+		}
+		a.wantRule(t, fe, "connection")
+		addr := fmt.Sprintf("127.81.27.1:%d", cfg.Frontends[0].Binds[0].Port)
+		waitServed(t, addr, "127.81.27.5")
+		cfg.Frontends = slices.Clone(cfg.Frontends)
+		cfg.Frontends[0].SourceRanges = prefixes("127.81.27.6/32")
+		if res, err := d.Apply(ctx, cfg); err != nil || res.Reloaded {
+			t.Fatalf("then a change: %v, reloaded %v", err, res.Reloaded)
+		}
+		if !greeted(addr, "127.81.27.6") || !refused(t, addr, "127.81.27.5") {
+			t.Errorf("the changed ranges are not enforced")
+		}
+		if r := a.reloads(t) - r0; r != 1 {
+			t.Errorf("%d reloads, want 1 (the rewrite)", r)
+		}
+	})
 }
