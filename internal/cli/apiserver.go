@@ -19,7 +19,6 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
@@ -157,12 +156,7 @@ func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog
 	// apiserver answers again after an outage (source/relist.go).
 	opts.Outage = source.NewOutage()
 	connect := func(ctx context.Context) (kubernetes.Interface, error) {
-		cfg, err := kubeclient.Config(f.kube)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Wrap(opts.Outage.WrapTransport)
-		client, err := kubernetes.NewForConfig(cfg)
+		_, client, err := watchedClient(f.kube, opts.Outage)
 		if err != nil {
 			return nil, err
 		}

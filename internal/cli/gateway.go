@@ -7,13 +7,11 @@ import (
 	"log/slog"
 
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gatewayctl"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
@@ -39,15 +37,8 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 	}
 	choice := f.chooseDriver(false)
 	dopts = choice.capabilities(udpCaps).shape(dopts)
-	cfg, err := kubeclient.Config(f.kube)
-	if err != nil {
-		return err
-	}
-	// As in the Services mode: the informers relist as soon as the
-	// apiserver answers again after an outage (source/relist.go).
 	outage := source.NewOutage()
-	cfg.Wrap(outage.WrapTransport)
-	client, err := kubernetes.NewForConfig(cfg)
+	cfg, client, err := watchedClient(f.kube, outage)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
@@ -116,18 +117,27 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	return f.runServices(ctx, choice, dopts, udp, getenv, log)
 }
 
+// watchedClient is the config and the client of the apiserver o names,
+// every request of theirs seen by outage: the informers relist as soon as
+// the apiserver answers again after an outage (source/relist.go).
+func watchedClient(o kubeclient.Options, outage *source.Outage) (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := kubeclient.Config(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Wrap(outage.WrapTransport)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, client, nil
+}
+
 // runServices is `run --mode=services` once its flags are valid: the
 // Service controller applying to the drivers of choice.
 func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts desired.Options, udp *nft.Driver, getenv func(string) string, log *slog.Logger) error {
-	cfg, err := kubeclient.Config(f.kube)
-	if err != nil {
-		return err
-	}
-	// Every client sees the apiserver go away; the informers relist as
-	// soon as it answers again (source/relist.go).
 	outage := source.NewOutage()
-	cfg.Wrap(outage.WrapTransport)
-	client, err := kubernetes.NewForConfig(cfg)
+	cfg, client, err := watchedClient(f.kube, outage)
 	if err != nil {
 		return err
 	}
