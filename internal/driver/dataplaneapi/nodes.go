@@ -97,3 +97,23 @@ func bindNodes(cfg, sub model.Config, prev, layout model.Layout) (model.Config, 
 	}
 	return sub, prev
 }
+
+// staleTracks names the backends of cfg with a slot bound to a node slot
+// it may not follow: a backend that does not follow nodes (any more), or
+// no model.NodesBackend, or a binding past the NodesBackend's slots (it
+// shed free slots). HAProxy refuses such a configuration (a track of a
+// server that does not exist; checks and tracking together): they are
+// sized anew, unbound, at the reload their change needs anyway.
+func staleTracks(cfg model.Config, layout model.Layout) []string {
+	nodes, track := len(layout[model.NodesBackend]), tracking(cfg)
+	var out []string
+	for _, b := range cfg.Backends {
+		for _, sl := range layout[b.Name] {
+			if sl.Track != 0 && (!track || !b.TrackNodes || int(sl.Track) > nodes) {
+				out = append(out, b.Name)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
@@ -57,6 +58,7 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 	unclean(clean, sel, known)
 	prev := layoutFrom(have, sel, known)
 	layout, exhausted := plan.Assign(sel, prev, false)
+	exhausted = append(exhausted, staleTracks(sel, layout)...)
 	want, drain := d.target(have, d.wanted, sel, layout, clean)
 	changes := diff(have, want, clean, d.opts.Seed == "")
 	if structural(changes) || len(exhausted) > 0 {
@@ -236,6 +238,11 @@ func resized(cfg model.Config, prev, layout model.Layout, exhausted []string) mo
 	maps.Copy(out, next)
 	if !nodes && tracking(cfg) {
 		out[model.NodesBackend] = layout[model.NodesBackend]
+	}
+	if stale := staleTracks(cfg, out); len(stale) > 0 && nodes && !slices.Contains(exhausted, stale[0]) {
+		// _nodes shed slots some free slots were bound to: unbind them
+		// (once: they are then sized anew against the new _nodes).
+		return resized(cfg, prev, out, append(slices.Clone(exhausted), stale...))
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package dataplaneapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -76,7 +77,7 @@ func (w *trackWorld) cfg() model.Config {
 func followers(t *testing.T, a *api, be string) map[string]string {
 	t.Helper()
 	nodes, _, err := a.c.List(context.Background(), dataplane.ServersPath(model.NodesBackend), "")
-	if err != nil {
+	if err != nil && !errors.Is(err, dataplane.ErrNotFound) {
 		t.Fatal(err)
 	}
 	addr := map[string]string{}
@@ -238,4 +239,60 @@ func (l *lockedBuf) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// A Service that stops following its node (a check of its own), then
+// every Service (--track-nodes=false: no _nodes): its slots are unbound at
+// the reload that change needs (HAProxy refuses a check with a track, and
+// a track of a server that is gone).
+func TestContractTrackNodesOff(t *testing.T) {
+	for _, path := range []struct {
+		name string
+		raw  int
+	}{{"transactions", -1}, {"raw", 1}} {
+		t.Run(path.name, func(t *testing.T) {
+			run(t, func(t *testing.T, a *api) {
+				ctx := context.Background()
+				t.Cleanup(func() { a.deleteSection(t, dataplane.BackendPath(model.NodesBackend)) })
+				w := newTrackWorld(t, a, uint16(freeTCPPort(t)), "127.81.12.1", "127.81.12.2")
+				d := a.driver(Options{RawMinWrites: path.raw})
+				apply(t, d, w.cfg())
+				w.node("127.81.12.2", true)
+				apply(t, d, w.cfg())
+				own := *w.svcs[0]
+				own.TrackNodes, own.Check = false, model.Check{Enabled: true, Inter: time.Hour, Rise: 2, Fall: 3}
+				w.svcs[0] = &own
+				// It carries its node's state itself now: the node out
+				// leaves its server out.
+				own.Servers = own.Servers[:1]
+				if res, err := d.Apply(ctx, w.cfg()); err != nil || !res.Reloaded {
+					t.Fatalf("a check of its own: reloaded %v err %v", res.Reloaded, err)
+				}
+				if got := followers(t, a, own.Name); !maps.Equal(got, map[string]string{"127.81.12.1": ""}) {
+					t.Errorf("%s follows %v, want nothing", own.Name, got)
+				}
+				if got := followers(t, a, w.svcs[1].Name); !maps.Equal(got, map[string]string{"127.81.12.1": "127.81.12.1", "127.81.12.2": "127.81.12.2"}) {
+					t.Errorf("%s follows %v, want its nodes", w.svcs[1].Name, got)
+				}
+				// No _nodes any more.
+				other := *w.svcs[1]
+				other.TrackNodes, other.Servers = false, other.Servers[:1]
+				w.svcs[1] = &other
+				cfg := w.cfg()
+				cfg.Backends = cfg.Backends[1:]
+				if res, err := d.Apply(ctx, cfg); err != nil || !res.Reloaded {
+					t.Fatalf("--track-nodes=false: reloaded %v err %v", res.Reloaded, err)
+				}
+				if bes := names(t, a, dataplane.BackendsPath); bes[model.NodesBackend] {
+					t.Errorf("_nodes left: %v", bes)
+				}
+				for _, s := range w.svcs {
+					if got := followers(t, a, s.Name); !maps.Equal(got, map[string]string{"127.81.12.1": ""}) {
+						t.Errorf("%s follows %v, want nothing", s.Name, got)
+					}
+				}
+				apply(t, d, model.Config{})
+			})
+		})
+	}
 }

@@ -1,0 +1,129 @@
+package dataplaneapi
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// trackedCfg is n Services of 5 servers each on 20 nodes following their
+// node, and _nodes: node down in maintenance; with extra, a 21st node with
+// a server in every fourth Service. Unchanged backends share their
+// servers with base (as the desired package hands them out).
+func trackedCfg(n int, down int, extra bool, base *model.Config) model.Config {
+	var cfg model.Config
+	nb := &model.Backend{Name: model.NodesBackend}
+	for node := range 21 {
+		if node < 20 || extra {
+			nb.Servers = append(nb.Servers, model.Server{Addr: netip.AddrFrom4([4]byte{127, 81, 40, byte(node + 1)}), Maint: node == down})
+		}
+	}
+	cfg.Backends = append(cfg.Backends, nb)
+	for i := range n {
+		be := &model.Backend{Name: fmt.Sprintf("be_default_svc%05d_80", i), Balance: "roundrobin", TrackNodes: true}
+		for j := range 5 {
+			be.Servers = append(be.Servers, model.Server{Addr: netip.AddrFrom4([4]byte{127, 81, 40, byte((i+j)%20 + 1)}), Port: uint16(30000 + i)})
+		}
+		if extra && i%4 == 0 {
+			be.Servers = append(be.Servers, model.Server{Addr: netip.AddrFrom4([4]byte{127, 81, 40, 21}), Port: uint16(30000 + i)})
+		}
+		slices.SortFunc(be.Servers, func(a, b model.Server) int { return a.Key().Compare(b.Key()) })
+		if base != nil && slices.Equal(base.Backends[i+1].Servers, be.Servers) {
+			be = base.Backends[i+1]
+		}
+		cfg.Backends = append(cfg.Backends, be)
+	}
+	return cfg
+}
+
+// BenchmarkTrackedNodeChange: 1,000 Services following 20 nodes, each
+// pass until HAProxy runs it: a node out and back (one request on
+// _nodes/sK), and a 21st node with a server in 250 of the backends
+// joining and leaving (its servers into free slots that follow no node:
+// one or two requests per backend); and, for comparison, a node out and
+// back without _nodes (a request per backend it serves). Against a real API when
+// HKS_DATAPLANE_URL (and _USERNAME, _PASSWORD) is set (it must serve
+// nothing else: the backends are created and deleted here), else the
+// test server with the real API's measured cost.
+func BenchmarkTrackedNodeChange(b *testing.B) {
+	url, user, pw := os.Getenv("HKS_DATAPLANE_URL"), os.Getenv("HKS_DATAPLANE_USERNAME"), os.Getenv("HKS_DATAPLANE_PASSWORD")
+	if url == "" {
+		url = dataplanetest.Start(b, dataplanetest.Options{Cost: dataplanetest.MeasuredCost}).URL
+	}
+	c, err := dataplane.New(dataplane.Options{URL: url, Username: user, Password: pw, Timeout: time.Minute})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	d := New(Options{Client: c, ReloadPoll: 10 * time.Millisecond})
+	defer d.Close()
+	base := trackedCfg(1000, -1, false, nil)
+	if _, err := d.Apply(ctx, base); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if _, err := d.Apply(ctx, model.Config{}); err != nil {
+			b.Error(err)
+		}
+	}()
+	// Without _nodes (--track-nodes=false, or single-Service mode): a node
+	// out is its servers left out of every backend it serves.
+	untracked := func(down int) model.Config {
+		cfg := trackedCfg(1000, -1, false, nil)
+		cfg.Backends = cfg.Backends[1:]
+		for i, be := range cfg.Backends {
+			nb := *be
+			nb.TrackNodes, nb.Servers = false, slices.DeleteFunc(slices.Clone(be.Servers), func(s model.Server) bool { return s.Addr.As4()[3] == byte(down+1) })
+			cfg.Backends[i] = &nb
+		}
+		return cfg
+	}
+	plain := untracked(-1)
+	plainOut := untracked(3)
+	for i, be := range plainOut.Backends {
+		if len(be.Servers) == len(plain.Backends[i].Servers) {
+			plainOut.Backends[i] = plain.Backends[i]
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		base, changed model.Config
+		wantAtMost    int
+	}{
+		{"node-out-and-back", base, trackedCfg(1000, 3, false, &base), 1},
+		{"node-added-and-deleted-250-backends", base, trackedCfg(1000, -1, true, &base), 2*250 + 2},
+		{"untracked-node-out-and-back", plain, plainOut, 250},
+	} {
+		if _, err := d.Apply(ctx, tc.base); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			ops := 0
+			for i := range b.N {
+				cfg := tc.changed
+				if i%2 == 1 {
+					cfg = tc.base
+				}
+				res, err := d.Apply(ctx, cfg)
+				if err != nil || res.Reloaded || res.Ops > tc.wantAtMost {
+					b.Fatalf("%v reloaded %v ops %d", err, res.Reasons, res.Ops)
+				}
+				ops += res.Ops
+			}
+			b.ReportMetric(float64(ops)/float64(b.N), "requests/pass")
+			if b.N%2 == 1 {
+				if _, err := d.Apply(ctx, tc.base); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
