@@ -14,7 +14,9 @@
 // reload. Everything else (a section added, changed or deleted, a backend
 // outgrowing its slots) goes into one transaction, committed once, with
 // every server change not yet written; the driver then polls the reload
-// the commit started. Nothing is written when nothing differs, so a resync
+// the commit started. In every-Service mode servers follow their node
+// through the _nodes backend (nodes.go): a node's change is one runtime
+// request. Nothing is written when nothing differs, so a resync
 // costs two small reads.
 package dataplaneapi
 
