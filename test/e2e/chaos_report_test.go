@@ -55,7 +55,7 @@ func (r chaosResult) row() string {
 		failed += fmt.Sprintf(" (%d to the faulted node before its check failed)", r.failedBeforeDown)
 	}
 	if r.failedNoEndpoints > 0 {
-		failed += fmt.Sprintf(" (%d while the Service's EndpointSlices held no ready endpoint: kube-proxy refused it too)", r.failedNoEndpoints)
+		failed += fmt.Sprintf(" (%d while the Service's EndpointSlices held no ready endpoint)", r.failedNoEndpoints)
 	}
 	if len(r.firstFailures) > 0 {
 		failed += " (first: " + strings.ReplaceAll(r.firstFailures[0], "|", "/") + ")"

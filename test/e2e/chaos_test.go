@@ -47,8 +47,9 @@ type faultRun struct {
 	// end), before the failures are counted.
 	finish []func()
 	// noEndpoints: the spells in which the Service's EndpointSlices held
-	// no ready endpoint, so that kube-proxy on every node refused it
-	// too: failures then are the cluster's truth, not ours.
+	// no ready endpoint: the controller then gives a Cluster Service no
+	// servers, deliberately, as kube-proxy refuses it once it has synced
+	// (reliability.md), so failures then do not break the target.
 	noEndpoints []spell
 }
 
