@@ -215,6 +215,10 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			w("\tdefault_backend", f.Backend)
 		}
 	}
+	nodeCheck, looseArgs := nodeCheckOf(cfg.Backends), ""
+	if nodeCheck.Enabled {
+		looseArgs = checkArgs(nodeCheck)
+	}
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
@@ -252,15 +256,28 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if be.TimeoutServer > 0 {
 			w("\ttimeout server", settings.FormatDuration(be.TimeoutServer))
 		}
-		if be.Check.Enabled && be.Check.HTTP.Path != "" {
-			w("\toption httpchk GET", be.Check.HTTP.Path)
+		// loose is the node check that the slots of a following backend
+		// bound to no node carry (nodeCheckOf).
+		loose := ""
+		if be.TrackNodes && !be.Check.Enabled {
+			loose = looseArgs
+		}
+		if httpPath := be.Check.HTTP.Path; be.Check.Enabled && httpPath != "" || loose != "" && nodeCheck.HTTP.Path != "" {
+			if !be.Check.Enabled {
+				httpPath = nodeCheck.HTTP.Path
+			}
+			w("\toption httpchk GET", httpPath)
 			w("\thttp-check expect status 200")
 		}
 		if ds := defaultServer(be); ds != "" {
 			w("\tdefault-server" + ds)
 		}
 		for _, s := range layout[be.Name] {
-			track := ""
+			// A slot bound to its node's slot follows it; one bound to
+			// none (a server of a node that had no free bound slot since
+			// the last reload, or a free slot that may take one) checks
+			// its node itself, as the node's slot does.
+			track := loose
 			if s.Track != 0 {
 				track = " track " + model.NodesBackend + "/" + model.SlotName(int(s.Track)-1)
 			}
@@ -309,45 +326,6 @@ func sourceRule(f model.Frontend, opts Options) string {
 func withPeers(cfg model.Config, opts Options) bool {
 	return opts.Peer.IsValid() && opts.Peer.Addr().IsLoopback() && opts.Peer.Port() != 0 &&
 		slices.ContainsFunc(cfg.Backends, func(b *model.Backend) bool { return b.Affinity > 0 })
-}
-
-func defaultServer(be *model.Backend) string {
-	var s string
-	if be.Check.Enabled {
-		s += " check"
-		if be.Check.Inter > 0 {
-			s += " inter " + settings.FormatDuration(be.Check.Inter)
-		}
-		if be.Check.Rise > 0 {
-			s += " rise " + strconv.Itoa(be.Check.Rise)
-		}
-		if be.Check.Fall > 0 {
-			s += " fall " + strconv.Itoa(be.Check.Fall)
-		}
-		if be.Check.Port > 0 {
-			s += " port " + strconv.Itoa(int(be.Check.Port))
-		}
-		if h := be.Check.HTTP; h.SSL {
-			s += " check-ssl"
-			if h.CAFile != "" {
-				s += " verify required ca-file " + h.CAFile
-			} else {
-				s += " verify none"
-			}
-			if h.CertFile != "" {
-				s += " crt " + h.CertFile
-			}
-		}
-	}
-	if be.SendProxyV2 {
-		s += " send-proxy-v2"
-		// A check of another port (Check.Port) is not of the service
-		// that reads the PROXY header.
-		if be.Check.Enabled && be.Check.Port == 0 {
-			s += " check-send-proxy"
-		}
-	}
-	return s
 }
 
 func bindAddr(bd model.Bind) string {
