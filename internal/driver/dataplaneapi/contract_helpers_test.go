@@ -310,6 +310,20 @@ func (h *hook) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
+// fastDriver is a driver on a fresh test server that reloads at once (no
+// cost model), for tests of many passes; closed when the test ends.
+func fastDriver(t *testing.T) (*Driver, *dataplanetest.Server) {
+	t.Helper()
+	srv := dataplanetest.Start(t, dataplanetest.Options{ReloadDelay: time.Millisecond})
+	c, err := dataplaneClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(Options{Client: c, ReloadPoll: time.Millisecond})
+	t.Cleanup(d.Close)
+	return d, srv
+}
+
 func dataplaneClient(url string) (*dataplane.Client, error) {
 	return dataplane.New(dataplane.Options{URL: url, Timeout: 10 * time.Second})
 }

@@ -6,9 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
-	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -17,12 +15,7 @@ import (
 // random churn, once the configuration is written, a fresh driver finds
 // nothing to write, at runtime or in the configuration.
 func TestIncrementalPassesMatchFullOnes(t *testing.T) {
-	srv := dataplanetest.Start(t, dataplanetest.Options{ReloadDelay: time.Millisecond})
-	c, err := dataplaneClient(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := New(Options{Client: c, ReloadPoll: time.Millisecond})
+	d, _ := fastDriver(t)
 	cfg := bigCfg(30, -1)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for step := range 60 {
@@ -55,7 +48,7 @@ func TestIncrementalPassesMatchFullOnes(t *testing.T) {
 		if err := d.Flush(context.Background()); err != nil {
 			t.Fatalf("step %d: flush: %v", step, err)
 		}
-		fresh := New(Options{Client: c, ReloadPoll: time.Millisecond})
+		fresh := New(d.opts) // a new controller's driver on the same API
 		res, err := fresh.Apply(context.Background(), cfg)
 		if err != nil || res.Ops != 0 {
 			t.Fatalf("step %d: a full pass after the incremental one wrote %d times (%v, err %v)", step, res.Ops, res.Reasons, err)
@@ -68,13 +61,7 @@ func TestIncrementalPassesMatchFullOnes(t *testing.T) {
 // a rewrite of haproxy.cfg: resizing 1,000 backends at once would take
 // minutes).
 func TestResizeWritesOnlyWhatOutgrew(t *testing.T) {
-	srv := dataplanetest.Start(t, dataplanetest.Options{ReloadDelay: time.Millisecond})
-	c, err := dataplaneClient(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := New(Options{Client: c, ReloadPoll: time.Millisecond})
-	defer d.Close()
+	d, srv := fastDriver(t)
 	cfg := bigCfg(50, -1)
 	if _, err := d.Apply(context.Background(), cfg); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -101,16 +100,11 @@ func BenchmarkEndpointPass(b *testing.B) {
 // measured cost.
 func BenchmarkSeedNodeChange(b *testing.B) {
 	const be = "be_hks_bench_seed"
-	url, user, pw := os.Getenv("HKS_DATAPLANE_URL"), os.Getenv("HKS_DATAPLANE_USERNAME"), os.Getenv("HKS_DATAPLANE_PASSWORD")
-	if url == "" {
-		srv := dataplanetest.Start(b, dataplanetest.Options{Cost: dataplanetest.MeasuredCost})
-		srv.Load([]dataplanetest.Section{{Object: Object{"name": be, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}}}}, nil)
-		url = srv.URL
+	api := newBenchAPI(b, 30*time.Second)
+	if api.srv != nil {
+		api.srv.Load([]dataplanetest.Section{{Object: Object{"name": be, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}}}}, nil)
 	}
-	c, err := dataplane.New(dataplane.Options{URL: url, Username: user, Password: pw, Timeout: 30 * time.Second})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := api.c
 	ctx := context.Background()
 	if _, _, err := c.Get(ctx, dataplane.BackendPath(be), ""); errors.Is(err, dataplane.ErrNotFound) {
 		v, _ := c.Version(ctx)

@@ -3,14 +3,10 @@ package dataplaneapi
 import (
 	"context"
 	"net"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -23,29 +19,9 @@ import (
 // backends and one frontend, and deletes every section named as the
 // driver owns them when it ends: use an API that serves nothing else.
 func BenchmarkRangeChange(b *testing.B) {
-	url, user, pw := os.Getenv("HKS_DATAPLANE_URL"), os.Getenv("HKS_DATAPLANE_USERNAME"), os.Getenv("HKS_DATAPLANE_PASSWORD")
-	var srv *dataplanetest.Server
-	if url == "" {
-		srv = dataplanetest.Start(b, dataplanetest.Options{Cost: dataplanetest.MeasuredCost})
-		url = srv.URL
-	}
-	reloads := func() int {
-		if srv != nil {
-			return srv.Reloads()
-		}
-		if m := os.Getenv("HKS_DATAPLANE_MASTER_SOCKET"); m != "" {
-			p, err := haproxy.NewMaster(m).ShowProc(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			return p.Reloads
-		}
-		return 0
-	}
-	c, err := dataplane.New(dataplane.Options{URL: url, Username: user, Password: pw, Timeout: time.Minute})
-	if err != nil {
-		b.Fatal(err)
-	}
+	api := newBenchAPI(b, time.Minute)
+	c := api.c
+	reloads := func() int { return api.reloads(b) }
 	ctx := context.Background()
 	d := New(Options{Client: c, ReloadPoll: 10 * time.Millisecond})
 	defer d.Close()

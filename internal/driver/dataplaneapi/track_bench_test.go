@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -54,14 +51,7 @@ func trackedCfg(n int, down int, extra bool, base *model.Config) model.Config {
 // nothing else: the backends are created and deleted here), else the
 // test server with the real API's measured cost.
 func BenchmarkTrackedNodeChange(b *testing.B) {
-	url, user, pw := os.Getenv("HKS_DATAPLANE_URL"), os.Getenv("HKS_DATAPLANE_USERNAME"), os.Getenv("HKS_DATAPLANE_PASSWORD")
-	if url == "" {
-		url = dataplanetest.Start(b, dataplanetest.Options{Cost: dataplanetest.MeasuredCost}).URL
-	}
-	c, err := dataplane.New(dataplane.Options{URL: url, Username: user, Password: pw, Timeout: time.Minute})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := newBenchAPI(b, time.Minute).c
 	ctx := context.Background()
 	d := New(Options{Client: c, ReloadPoll: 10 * time.Millisecond})
 	defer d.Close()

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -20,13 +19,7 @@ import (
 // that a new controller converges at once: no reload, no configuration
 // write, and nothing to do at its second pass.
 func TestIncrementalTrackedPasses(t *testing.T) {
-	srv := dataplanetest.Start(t, dataplanetest.Options{ReloadDelay: time.Millisecond})
-	c, err := dataplaneClient(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := New(Options{Client: c, ReloadPoll: time.Millisecond})
-	defer d.Close()
+	d, srv := fastDriver(t)
 	ctx := context.Background()
 	cfg := trackedCfg(30, -1, false, nil)
 	down := map[netip.Addr]bool{}
@@ -106,7 +99,7 @@ func TestIncrementalTrackedPasses(t *testing.T) {
 			t.Fatalf("step %d: flush: %v", step, err)
 		}
 		v, r := srv.Version(), srv.Reloads()
-		fresh := New(Options{Client: c, ReloadPoll: time.Millisecond})
+		fresh := New(d.opts) // a new controller's driver on the same API
 		if res, err := fresh.Apply(ctx, cfg); err != nil || res.Reloaded || srv.Version() != v || srv.Reloads() != r {
 			t.Fatalf("step %d: a new controller: reloaded %v (%v) err %v, version %d→%d", step, res.Reloaded, res.Reasons, err, v, srv.Version())
 		}
