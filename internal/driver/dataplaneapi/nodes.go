@@ -117,3 +117,48 @@ func staleTracks(cfg model.Config, layout model.Layout) []string {
 	}
 	return out
 }
+
+// The slots of a following backend that follow no node carry the node
+// check themselves (as the HAProxy driver renders them, see
+// internal/render): a server placed in one between writes (a node that
+// joined, a pod scheduled elsewhere) is checked on its node's address
+// like its node, instead of not at all until a write binds it. The check
+// is part of the slot's configuration, written with the binding (a
+// reload); the runtime requests that place a server there change only
+// its address and state, and the check goes along with the address.
+
+// nodeCheckOf is the node check of cfg's model.NodesBackend; zero when
+// nodes are not checked (--node-check=none: followers inherit only the
+// maintenance) or the check names no port.
+func nodeCheckOf(cfg model.Config) model.Check {
+	for _, b := range cfg.Backends {
+		if b.Name == model.NodesBackend && b.Check.Enabled && b.Check.Port > 0 {
+			return b.Check
+		}
+	}
+	return model.Check{}
+}
+
+// looseBackend sets, on a backend whose unbound slots carry the node
+// check nc (zero: none), the HTTP request of that check.
+func looseBackend(base Object, nc model.Check) {
+	if nc.Enabled && nc.HTTP.Path != "" {
+		base["adv_check"] = "httpchk"
+		base["httpchk_params"] = map[string]any{"method": "GET", "uri": nc.HTTP.Path}
+		base["http_check_list"] = []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}}
+		return
+	}
+	delete(base, "httpchk_params")
+	delete(base, "http_check_list")
+}
+
+// looseServer gives a slot the node check nc when on, and no check of
+// its own otherwise.
+func looseServer(o Object, nc model.Check, on bool) {
+	on = on && nc.Enabled
+	setOrDelete(o, "check", "enabled", on)
+	setOrDelete(o, "inter", ms(nc.Inter), on && nc.Inter > 0)
+	setOrDelete(o, "rise", int64(nc.Rise), on && nc.Rise > 0)
+	setOrDelete(o, "fall", int64(nc.Fall), on && nc.Fall > 0)
+	setOrDelete(o, "health_check_port", int64(nc.Port), on)
+}

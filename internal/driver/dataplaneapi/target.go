@@ -136,6 +136,7 @@ func toInt(v any) (int64, bool) {
 func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout, clean map[string]bool) (*state, map[string]bool) {
 	want := &state{backends: map[string]*section{}, frontends: map[string]*section{}}
 	drain := map[string]bool{}
+	nodeCheck := nodeCheckOf(cfg)
 	for _, b := range cfg.Backends {
 		h := have.backends[b.Name]
 		if clean[b.Name] && prev != nil && prev.backends[b.Name] != nil && h != nil {
@@ -152,6 +153,15 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			affinity(base, b.Affinity) // first: it drops the rule lists
 		}
 		d.backendFields(base, b)
+		// The node check its unbound slots carry (nodes.go), when it
+		// follows nodes; the driver's own sections only.
+		var loose model.Check
+		if d.opts.Seed == "" && b.Name != model.NodesBackend {
+			if b.TrackNodes && !b.Check.Enabled {
+				loose = nodeCheck
+			}
+			looseBackend(base, loose)
+		}
 		sec := &section{base: base}
 		for _, sl := range layout[b.Name] {
 			var o Object
@@ -164,6 +174,9 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 				o = Object{"name": sl.Name}
 			}
 			setOrDelete(o, "track", model.NodesBackend+"/"+model.SlotName(int(sl.Track)-1), sl.Track != 0)
+			if d.opts.Seed == "" && b.Name != model.NodesBackend {
+				looseServer(o, loose, sl.Track == 0)
+			}
 			switch {
 			case sl.Used && !sl.WantMaint():
 				setAddr(o, b.Name, sl.Server.Addr.String(), sl.Server.Port)
