@@ -252,8 +252,8 @@ func (c *chaosEnv) truth(extra ...func() error) func() error {
 // backend behind chaosPort. "no check" counts as up: a server that came
 // back into a slot not bound to its node (a reload happened while the
 // backend was empty) follows its node through the controller until the
-// next reload binds it (architecture.md, "Nodes as servers"), without a
-// check of its own.
+// next reload binds it (architecture.md, "Nodes as servers"); such a slot
+// carries the node check itself (UP), or none with --node-check=none.
 func (c *chaosEnv) nodesUp() error {
 	rows, err := c.stat()
 	if err != nil {
