@@ -1,7 +1,6 @@
 package dataplanetest
 
 import (
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -128,18 +127,19 @@ func read(c *config, seg []string, full bool) (any, *apiErr) {
 	return ch, nil
 }
 
-// op changes a configuration; it returns the object to echo, and whether
-// the change is one the API applies live (a server's address, port,
-// weight or maintenance only).
-type op func(c *config) (echo Object, live *liveServer, e *apiErr)
+// op changes a configuration; it returns the object to echo, and the
+// change when it is one the API applies at runtime, without a reload.
+type op func(c *config) (echo Object, live *liveChange, e *apiErr)
 
-// liveServer is a server change the API makes at runtime without reload.
-type liveServer struct {
-	backend string
-	server  Object
+// liveChange is a versioned write outside a transaction that the API
+// applies at runtime (200, no Reload-Id, no reload; haproxy.cfg is written
+// and the version bumps): a server written whole, or a frontend's maxconn.
+type liveChange struct {
+	backend  string
+	server   Object
+	frontend string
+	maxconn  any // the frontend's maxconn as written
 }
-
-var liveFields = map[string]bool{"address": true, "port": true, "weight": true, "maintenance": true}
 
 func mutation(method string, seg []string, body Object, full bool) (op, *apiErr) {
 	if len(seg) < 1 || (seg[0] != "backends" && seg[0] != "frontends") {
@@ -199,7 +199,7 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 				c.templates[name] = kids.templates
 			}
 		}
-		return func(c *config) (Object, *liveServer, *apiErr) {
+		return func(c *config) (Object, *liveChange, *apiErr) {
 			secs, ch := sets(c, true)
 			name := ""
 			if len(seg) == 2 {
@@ -229,6 +229,9 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 				}
 				secs.put(name, stored) // the whole section; children stay, unless full
 				setKids(c, ch, name)
+				if section == "frontend" && frontendLive(old, body) {
+					return body, &liveChange{frontend: name, maxconn: body["maxconn"]}, nil
+				}
 			case http.MethodDelete:
 				if !exists {
 					return nil, nil, errf(http.StatusNotFound, "%s %s does not exist", section, name)
@@ -243,7 +246,7 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 		if e := need("server_template"); e != nil {
 			return nil, e
 		}
-		return func(c *config) (Object, *liveServer, *apiErr) {
+		return func(c *config) (Object, *liveChange, *apiErr) {
 			if _, ok := c.backends.get(seg[1]); !ok {
 				return nil, nil, errf(http.StatusBadRequest, "parent backend %s does not exist", seg[1])
 			}
@@ -260,7 +263,7 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 			return nil, e
 		}
 		parent := seg[1]
-		return func(c *config) (Object, *liveServer, *apiErr) {
+		return func(c *config) (Object, *liveChange, *apiErr) {
 			secs, ch := sets(c, false)
 			if _, ok := secs.get(parent); !ok {
 				return nil, nil, errf(http.StatusBadRequest, "parent %s %s does not exist", section, parent)
@@ -288,8 +291,8 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 					return nil, nil, errf(http.StatusBadRequest, "name in the body (%v) differs from %s", body["name"], name)
 				}
 				items.put(name, body)
-				if section == "backend" && onlyLive(old, body) {
-					return body, &liveServer{backend: parent, server: body}, nil
+				if section == "backend" && serverLive(old, body) {
+					return body, &liveChange{backend: parent, server: body}, nil
 				}
 			case http.MethodDelete:
 				if !exists {
@@ -301,31 +304,6 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 		}, nil
 	}
 	return nil, errf(http.StatusNotFound, "path not found")
-}
-
-// onlyLive reports whether a and b differ only in fields the API changes
-// at runtime.
-func onlyLive(a, b Object) bool {
-	for k := range merged(a, b) {
-		if liveFields[k] {
-			continue
-		}
-		if fmt.Sprint(a[k]) != fmt.Sprint(b[k]) {
-			return false
-		}
-	}
-	return true
-}
-
-func merged(a, b Object) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }
 
 // withoutLists is o without its rule lists (tcp_request_rule_list,

@@ -106,9 +106,18 @@ func (s *Server) reported(rs *rtServer) (admin, op string) {
 	return admin, op
 }
 
-// applyLive is the API changing a server at runtime after writing it to
-// the configuration (no reload).
-func (s *Server) applyLive(l *liveServer) {
+// applyLive is the API changing at runtime what it wrote to the
+// configuration (no reload): a frontend's maxconn, or a server.
+func (s *Server) applyLive(l *liveChange) {
+	if l.frontend != "" {
+		if fe, ok := s.running.frontends.get(l.frontend); ok && !sameField(fe["maxconn"], l.maxconn) {
+			fe = cloneObject(fe)
+			fe["maxconn"] = l.maxconn
+			s.running.frontends = s.running.frontends.clone()
+			s.running.frontends.put(l.frontend, fe)
+		}
+		return
+	}
 	name := l.server["name"].(string)
 	rs := s.runtime[l.backend][name]
 	if rs == nil {

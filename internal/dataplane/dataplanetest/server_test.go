@@ -193,7 +193,7 @@ func TestTransactions(t *testing.T) {
 	// mismatch", and only then outdated (406 from then on).
 	id = c.open()
 	c.want("write outside", first(c.do("PUT", fmt.Sprintf("configuration/backends/be_ingress/servers/s1?version=%d", c.s.Version()),
-		Object{"name": "s1", "address": "127.81.30.8", "port": 8080})), 200)
+		Object{"name": "s1", "address": "127.81.30.8", "port": 8080, "weight": 5})), 200)
 	_, tx = c.do("GET", "transactions/"+id, nil)
 	if tx.(map[string]any)["status"] != "in_progress" {
 		t.Errorf("before its commit: %v, want in_progress", tx)

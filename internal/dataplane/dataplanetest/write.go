@@ -48,7 +48,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, f op) {
 		return
 	}
 	check := func() error { return s.check(next) }
-	if live != nil {
+	if live != nil && live.server != nil {
 		// Only the server changed: only its address can be wrong.
 		check = func() error { return checkServer(live.server) }
 	}
