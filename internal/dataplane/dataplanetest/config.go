@@ -137,6 +137,7 @@ type op func(c *config) (echo Object, live *liveChange, e *apiErr)
 type liveChange struct {
 	backend  string
 	server   Object
+	old      Object // the server as haproxy.cfg had it
 	frontend string
 	maxconn  any // the frontend's maxconn as written
 }
@@ -292,7 +293,7 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 				}
 				items.put(name, body)
 				if section == "backend" && serverLive(old, body) {
-					return body, &liveChange{backend: parent, server: body}, nil
+					return body, &liveChange{backend: parent, server: body, old: old}, nil
 				}
 			case http.MethodDelete:
 				if !exists {

@@ -23,7 +23,8 @@ var liveNumbers = map[string]bool{"port": true, "weight": true, "health_check_po
 // serverLive reports whether a server PUT from old to body is applied at
 // runtime: nothing differs, or only live fields, none of the numbers
 // removed, and an address changed only together with a port (measured: a
-// new address for a server without a port reloads).
+// new address for a server without a port reloads). What HAProxy runs may
+// still refuse the commands (runtimeTakes).
 func serverLive(old, body Object) bool {
 	for k := range merged(old, body) {
 		if sameField(old[k], body[k]) {
@@ -64,4 +65,32 @@ func merged(a, b Object) map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+// runtimeTakes reports whether HAProxy takes the commands the API sends
+// for a live server change (else the API reloads; measured): "enable
+// agent" and "disable agent" only for a server whose agent HAProxy runs
+// (one configured at the last reload), agent-send only with the agent
+// enabled; agent-addr always. The API sends agent-check before agent-send.
+func (s *Server) runtimeTakes(l *liveChange) bool {
+	rs := s.runtime[l.backend][l.server["name"].(string)]
+	if rs == nil {
+		return true
+	}
+	if ac := l.server["agent-check"]; !sameField(ac, l.old["agent-check"]) && (ac == "enabled" || ac == "disabled") && rs.agent == "" {
+		return false
+	}
+	if !sameField(l.server["agent-send"], l.old["agent-send"]) && rtAgent(rs.agent, l.old, l.server) != "enabled" {
+		return false
+	}
+	return true
+}
+
+// rtAgent is the agent's state after the API applied old→body to a
+// server whose agent was agent.
+func rtAgent(agent string, old, body Object) string {
+	if ac, _ := body["agent-check"].(string); agent != "" && ac != "" && !sameField(ac, old["agent-check"]) {
+		return ac
+	}
+	return agent
 }

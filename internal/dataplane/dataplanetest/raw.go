@@ -120,7 +120,10 @@ func proxyLine(kind string, o Object) string {
 
 func hostPort(o Object) string {
 	addr, _ := o["address"].(string)
-	port, _ := toInt(o["port"])
+	port, ok := toInt(o["port"])
+	if !ok {
+		return addr // a server without a port (the real API writes none)
+	}
 	if a, err := netip.ParseAddr(addr); err == nil {
 		return netip.AddrPortFrom(a, uint16(port)).String()
 	}

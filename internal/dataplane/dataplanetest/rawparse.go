@@ -167,7 +167,7 @@ func splitHostPort(o Object, s string) error {
 		return nil
 	}
 	i := strings.LastIndex(s, ":")
-	if i < 0 {
+	if _, err := netip.ParseAddr(s); err == nil || i < 0 {
 		o["address"] = s
 		return nil
 	}

@@ -16,6 +16,7 @@ type rtServer struct {
 	port    int64
 	admin   string // its own: ready, drain, maint
 	track   string // the server it follows (BACKEND/SERVER), "" for none
+	agent   string // its agent: "" (none configured), "enabled", "disabled"
 }
 
 // Restart is HAProxy restarting (not through the API): it runs the
@@ -49,6 +50,9 @@ func fromConfig(id int, backend string, o Object) *rtServer {
 	rs.port, _ = toInt(o["port"])
 	if o["maintenance"] == "enabled" {
 		rs.admin = "maint"
+	}
+	if o["agent-check"] == "enabled" {
+		rs.agent = "enabled"
 	}
 	if t, ok := o["track"].(string); ok {
 		if !strings.Contains(t, "/") {
@@ -127,6 +131,7 @@ func (s *Server) applyLive(l *liveChange) {
 	if n.admin == "ready" && rs.admin == "drain" {
 		n.admin = "drain"
 	}
+	n.agent = rtAgent(rs.agent, l.old, l.server)
 	*rs = *n
 	// The running configuration now has this server as written.
 	if srvs := s.running.servers[l.backend]; srvs != nil {

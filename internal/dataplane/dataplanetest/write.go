@@ -47,6 +47,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, f op) {
 		s.fail(w, e)
 		return
 	}
+	if live != nil && live.server != nil && !s.runtimeTakes(live) {
+		live = nil // HAProxy refused a command: the API reloads instead
+	}
 	check := func() error { return s.check(next) }
 	if live != nil && live.server != nil {
 		// Only the server changed: only its address can be wrong.

@@ -129,6 +129,7 @@ func (d *Driver) commitChanges(ctx context.Context, have, want *state, changes [
 type slotWrite struct {
 	be, name string
 	obj      Object
+	reloads  bool // as a server PUT, the API would reload (putReloads)
 }
 
 // persistRaw writes every slot due (all with force) in one raw write that
@@ -143,7 +144,7 @@ func (d *Driver) persistRaw(ctx context.Context, force bool) (bool, error) {
 		return false, nil
 	}
 	due := d.allDue(force)
-	if len(due) < d.opts.RawPersistMin {
+	if len(due) < d.opts.RawPersistMin && !slices.ContainsFunc(due, func(w slotWrite) bool { return w.reloads }) {
 		return false, nil
 	}
 	version := d.view.version
@@ -233,7 +234,7 @@ func (d *Driver) allDue(force bool) []slotWrite {
 			delete(d.dirty, key)
 			continue
 		}
-		out = append(out, slotWrite{be, name, want})
+		out = append(out, slotWrite{be, name, want, putReloads(cur, want)})
 	}
 	slices.SortFunc(out, func(a, b slotWrite) int {
 		if a.be != b.be {
