@@ -69,15 +69,15 @@ func merged(a, b Object) map[string]bool {
 
 // runtimeTakes reports whether HAProxy takes the commands the API sends
 // for a live server change (else the API reloads; measured): "enable
-// agent" and "disable agent" only for a server whose agent HAProxy runs
-// (one configured at the last reload), agent-send only with the agent
-// enabled; agent-addr always. The API sends agent-check before agent-send.
+// agent" only for a server whose agent HAProxy runs (one configured at the
+// last reload), agent-send only with the agent enabled; "disable agent"
+// and agent-addr always. The API sends agent-check before agent-send.
 func (s *Server) runtimeTakes(l *liveChange) bool {
 	rs := s.runtime[l.backend][l.server["name"].(string)]
 	if rs == nil {
 		return true
 	}
-	if ac := l.server["agent-check"]; !sameField(ac, l.old["agent-check"]) && (ac == "enabled" || ac == "disabled") && rs.agent == "" {
+	if ac := l.server["agent-check"]; !sameField(ac, l.old["agent-check"]) && ac == "enabled" && rs.agent == "" {
 		return false
 	}
 	if !sameField(l.server["agent-send"], l.old["agent-send"]) && rtAgent(rs.agent, l.old, l.server) != "enabled" {

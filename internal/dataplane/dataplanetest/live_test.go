@@ -43,6 +43,8 @@ func TestLivePuts(t *testing.T) {
 		{"server weight removed", "backends/be_ingress/servers/s1", srv, Object{"weight": nil}, false},
 		{"server without a port: address", "backends/be_ingress/servers/s1", srv, Object{"port": nil, "address": "127.81.30.9"}, false},
 		{"server without a port: unchanged", "backends/be_ingress/servers/s1", nil, nil, true},
+		{"server without an agent: agent-check disabled", "backends/be_ingress/servers/s1", nil, Object{"agent-check": nil, "agent-port": nil}, false},
+		{"server without an agent: agent-check disabled", "backends/be_ingress/servers/s1", nil, Object{"agent-check": "disabled"}, true},
 		{"server port added", "backends/be_ingress/servers/s1", nil, Object{"port": 80, "address": "127.81.30.8"}, true},
 		{"frontend unchanged", "frontends/fe_l", fe, nil, true},
 		{"frontend maxconn", "frontends/fe_l", fe, Object{"maxconn": 200}, true},

@@ -66,6 +66,7 @@ func TestContractLivePuts(t *testing.T) {
 			{"server agent-port", s1, false, set("agent-port", int64(9998)), false},
 			{"server weight removed", s1, false, set("weight", nil), false},
 			{"server without a port unchanged", s2, false, set(), true},
+			{"server without an agent: agent-check disabled", s2, false, set("agent-check", "disabled"), true},
 			{"server without a port: address", s2, false, set("address", "127.81.9.4"), false},
 			{"server port added with an address", s2, false, set("address", "127.81.9.5", "port", int64(80)), true},
 			{"frontend unchanged", dataplane.FrontendPath(fe), false, set(), true},
