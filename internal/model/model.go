@@ -159,6 +159,28 @@ func (b *Backend) WithServers(servers []Server) *Backend {
 // start with a letter or digit.
 const NodesBackend = "_nodes"
 
+// Nodes is c's NodesBackend; nil when servers follow no node.
+func (c Config) Nodes() *Backend {
+	for _, b := range c.Backends {
+		if b.Name == NodesBackend {
+			return b
+		}
+	}
+	return nil
+}
+
+// NodeCheck is the node check (--node-check) the NodesBackend's servers
+// carry, which the slots of a following backend that follow no node carry
+// too; zero when nodes are not checked or the check names no port (a
+// check of the node always names its port, so it neither goes to a
+// Service's port nor sends a PROXY header).
+func (c Config) NodeCheck() Check {
+	if n := c.Nodes(); n != nil && n.Check.Enabled && n.Check.Port > 0 {
+		return n.Check
+	}
+	return Check{}
+}
+
 // Server is one endpoint of a backend.
 type Server struct {
 	Addr  netip.Addr

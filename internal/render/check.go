@@ -53,23 +53,3 @@ func checkArgs(c model.Check) string {
 	}
 	return s
 }
-
-// nodeCheckOf is the node check (--node-check), carried by the servers of
-// the model.NodesBackend; its zero value when there is none. The slots of
-// a backend with TrackNodes that follow no node carry it too, on their own
-// address: a server of a node that had no free bound slot when it came
-// (a node that joined, a pod scheduled elsewhere) is checked like its
-// node until the next reload binds it, instead of not at all. A check
-// always names its port (Port), so it neither goes to the Service's port
-// nor sends a PROXY header (check-send-proxy only without a port).
-func nodeCheckOf(backends []*model.Backend) model.Check {
-	for _, be := range backends {
-		if be.Name == model.NodesBackend {
-			if be.Check.Port == 0 {
-				return model.Check{}
-			}
-			return be.Check
-		}
-	}
-	return model.Check{}
-}

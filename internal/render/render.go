@@ -215,7 +215,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			w("\tdefault_backend", f.Backend)
 		}
 	}
-	nodeCheck, looseArgs := nodeCheckOf(cfg.Backends), ""
+	nodeCheck, looseArgs := cfg.NodeCheck(), ""
 	if nodeCheck.Enabled {
 		looseArgs = checkArgs(nodeCheck)
 	}
@@ -257,7 +257,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			w("\ttimeout server", settings.FormatDuration(be.TimeoutServer))
 		}
 		// loose is the node check that the slots of a following backend
-		// bound to no node carry (nodeCheckOf).
+		// bound to no node carry (model.Config.NodeCheck).
 		loose := ""
 		if be.TrackNodes && !be.Check.Enabled {
 			loose = looseArgs

@@ -40,27 +40,34 @@ func nodesFields(base Object, b *model.Backend) {
 		base["default_server"] = maps.Clone(agentNever)
 		return
 	}
-	ds := map[string]any{"check": "enabled"}
-	setOrDelete(ds, "inter", ms(c.Inter), c.Inter > 0)
-	setOrDelete(ds, "rise", int64(c.Rise), c.Rise > 0)
-	setOrDelete(ds, "fall", int64(c.Fall), c.Fall > 0)
-	setOrDelete(ds, "health_check_port", int64(c.Port), c.Port > 0)
+	ds := map[string]any{}
+	checkFields(ds, c, true)
 	base["default_server"] = ds
-	if c.HTTP.Path != "" {
+	httpCheck(base, c)
+}
+
+// httpCheck sets on a backend the HTTP request of node check c (a GET that
+// must answer 200), and drops the one it had otherwise.
+func httpCheck(base Object, c model.Check) {
+	if c.Enabled && c.HTTP.Path != "" {
 		base["adv_check"] = "httpchk"
 		base["httpchk_params"] = map[string]any{"method": "GET", "uri": c.HTTP.Path}
 		base["http_check_list"] = []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}}
+		return
 	}
+	delete(base, "httpchk_params")
+	delete(base, "http_check_list")
 }
 
-// tracking reports whether cfg has servers that follow their node.
-func tracking(cfg model.Config) bool {
-	for _, b := range cfg.Backends {
-		if b.Name == model.NodesBackend {
-			return true
-		}
-	}
-	return false
+// checkFields gives a server (or default_server) node check c when on and
+// c is on, and no check of its own otherwise.
+func checkFields(o Object, c model.Check, on bool) {
+	on = on && c.Enabled
+	setOrDelete(o, "check", "enabled", on)
+	setOrDelete(o, "inter", ms(c.Inter), on && c.Inter > 0)
+	setOrDelete(o, "rise", int64(c.Rise), on && c.Rise > 0)
+	setOrDelete(o, "fall", int64(c.Fall), on && c.Fall > 0)
+	setOrDelete(o, "health_check_port", int64(c.Port), on && c.Port > 0)
 }
 
 // unclean drops from clean, when the model.NodesBackend is not in it (a
@@ -69,7 +76,7 @@ func tracking(cfg model.Config) bool {
 // their node's state themselves. Every other backend following nodes
 // stays clean: HAProxy passes the node's state on.
 func unclean(clean map[string]bool, cfg model.Config, layout model.Layout) {
-	if clean == nil || clean[model.NodesBackend] || !tracking(cfg) {
+	if clean == nil || clean[model.NodesBackend] || cfg.Nodes() == nil {
 		return
 	}
 	for name := range plan.LooseOf(cfg, layout) {
@@ -87,15 +94,14 @@ func bindNodes(cfg, sub model.Config, prev, layout model.Layout) (model.Config, 
 			return sub, prev
 		}
 	}
-	for _, b := range cfg.Backends {
-		if b.Name == model.NodesBackend {
-			p := maps.Clone(prev)
-			p[model.NodesBackend] = layout[model.NodesBackend]
-			sub.Backends = append([]*model.Backend{b}, sub.Backends...)
-			return sub, p
-		}
+	b := cfg.Nodes()
+	if b == nil {
+		return sub, prev
 	}
-	return sub, prev
+	p := maps.Clone(prev)
+	p[model.NodesBackend] = layout[model.NodesBackend]
+	sub.Backends = append([]*model.Backend{b}, sub.Backends...)
+	return sub, p
 }
 
 // staleTracks names the backends of cfg with a slot bound to a node slot
@@ -105,7 +111,7 @@ func bindNodes(cfg, sub model.Config, prev, layout model.Layout) (model.Config, 
 // server that does not exist; checks and tracking together): they are
 // sized anew, unbound, at the reload their change needs anyway.
 func staleTracks(cfg model.Config, layout model.Layout) []string {
-	nodes, track := len(layout[model.NodesBackend]), tracking(cfg)
+	nodes, track := len(layout[model.NodesBackend]), cfg.Nodes() != nil
 	var out []string
 	for _, b := range cfg.Backends {
 		for _, sl := range layout[b.Name] {
@@ -126,39 +132,3 @@ func staleTracks(cfg model.Config, layout model.Layout) []string {
 // is part of the slot's configuration, written with the binding (a
 // reload); the runtime requests that place a server there change only
 // its address and state, and the check goes along with the address.
-
-// nodeCheckOf is the node check of cfg's model.NodesBackend; zero when
-// nodes are not checked (--node-check=none: followers inherit only the
-// maintenance) or the check names no port.
-func nodeCheckOf(cfg model.Config) model.Check {
-	for _, b := range cfg.Backends {
-		if b.Name == model.NodesBackend && b.Check.Enabled && b.Check.Port > 0 {
-			return b.Check
-		}
-	}
-	return model.Check{}
-}
-
-// looseBackend sets, on a backend whose unbound slots carry the node
-// check nc (zero: none), the HTTP request of that check.
-func looseBackend(base Object, nc model.Check) {
-	if nc.Enabled && nc.HTTP.Path != "" {
-		base["adv_check"] = "httpchk"
-		base["httpchk_params"] = map[string]any{"method": "GET", "uri": nc.HTTP.Path}
-		base["http_check_list"] = []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}}
-		return
-	}
-	delete(base, "httpchk_params")
-	delete(base, "http_check_list")
-}
-
-// looseServer gives a slot the node check nc when on, and no check of
-// its own otherwise.
-func looseServer(o Object, nc model.Check, on bool) {
-	on = on && nc.Enabled
-	setOrDelete(o, "check", "enabled", on)
-	setOrDelete(o, "inter", ms(nc.Inter), on && nc.Inter > 0)
-	setOrDelete(o, "rise", int64(nc.Rise), on && nc.Rise > 0)
-	setOrDelete(o, "fall", int64(nc.Fall), on && nc.Fall > 0)
-	setOrDelete(o, "health_check_port", int64(nc.Port), on)
-}

@@ -236,7 +236,7 @@ func resized(cfg model.Config, prev, layout model.Layout, exhausted []string) mo
 	next, _ := plan.Assign(sub, from, true)
 	out := maps.Clone(layout)
 	maps.Copy(out, next)
-	if !nodes && tracking(cfg) {
+	if !nodes && cfg.Nodes() != nil {
 		out[model.NodesBackend] = layout[model.NodesBackend]
 	}
 	if stale := staleTracks(cfg, out); len(stale) > 0 && nodes && !slices.Contains(exhausted, stale[0]) {

@@ -136,7 +136,7 @@ func toInt(v any) (int64, bool) {
 func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout, clean map[string]bool) (*state, map[string]bool) {
 	want := &state{backends: map[string]*section{}, frontends: map[string]*section{}}
 	drain := map[string]bool{}
-	nodeCheck := nodeCheckOf(cfg)
+	nodeCheck := cfg.NodeCheck()
 	for _, b := range cfg.Backends {
 		h := have.backends[b.Name]
 		if clean[b.Name] && prev != nil && prev.backends[b.Name] != nil && h != nil {
@@ -160,7 +160,7 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			if b.TrackNodes && !b.Check.Enabled {
 				loose = nodeCheck
 			}
-			looseBackend(base, loose)
+			httpCheck(base, loose)
 		}
 		sec := &section{base: base}
 		for _, sl := range layout[b.Name] {
@@ -175,7 +175,7 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			}
 			setOrDelete(o, "track", model.NodesBackend+"/"+model.SlotName(int(sl.Track)-1), sl.Track != 0)
 			if d.opts.Seed == "" && b.Name != model.NodesBackend {
-				looseServer(o, loose, sl.Track == 0)
+				checkFields(o, loose, sl.Track == 0)
 			}
 			switch {
 			case sl.Used && !sl.WantMaint():
