@@ -43,6 +43,10 @@ func ServerPath(backend, server string) string {
 // ServerTemplatesPath is the path of a backend's server templates.
 func ServerTemplatesPath(backend string) string { return BackendPath(backend) + "/server_templates" }
 
+// HTTPChecksPath is a backend's http-check rules, read and replaced as
+// one list (a GET of the backend shows them only with full_section).
+func HTTPChecksPath(backend string) string { return BackendPath(backend) + "/http_checks" }
+
 // BindsPath is the path of a frontend's binds.
 func BindsPath(frontend string) string { return FrontendPath(frontend) + "/binds" }
 
@@ -121,6 +125,15 @@ func (c *Client) Create(ctx context.Context, path string, obj Object, w Write) (
 // Replace puts obj, whole, at path.
 func (c *Client) Replace(ctx context.Context, path string, obj Object, w Write) (Response, error) {
 	return c.Do(ctx, http.MethodPut, path, w.query(), obj, nil)
+}
+
+// ReplaceList puts list, whole, at path: a rule list such as
+// HTTPChecksPath ([] removes every rule).
+func (c *Client) ReplaceList(ctx context.Context, path string, list []any, w Write) (Response, error) {
+	if list == nil {
+		list = []any{}
+	}
+	return c.Do(ctx, http.MethodPut, path, w.query(), list, nil)
 }
 
 // Delete deletes the object at path.

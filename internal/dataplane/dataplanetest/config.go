@@ -129,7 +129,7 @@ func read(c *config, seg []string, full bool) (any, *apiErr) {
 
 // op changes a configuration; it returns the object to echo, and the
 // change when it is one the API applies at runtime, without a reload.
-type op func(c *config) (echo Object, live *liveChange, e *apiErr)
+type op func(c *config) (echo any, live *liveChange, e *apiErr)
 
 // liveChange is a versioned write outside a transaction that the API
 // applies at runtime (200, no Reload-Id, no reload; haproxy.cfg is written
@@ -200,7 +200,7 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 				c.templates[name] = kids.templates
 			}
 		}
-		return func(c *config) (Object, *liveChange, *apiErr) {
+		return func(c *config) (any, *liveChange, *apiErr) {
 			secs, ch := sets(c, true)
 			name := ""
 			if len(seg) == 2 {
@@ -212,6 +212,9 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 			stored := body
 			if !full && method != http.MethodDelete {
 				stored = listsOf(body, old) // measured: the lists are written only with the section whole
+			}
+			if section == "backend" && stored != nil {
+				stored = withoutHTTPChkParams(stored)
 			}
 			switch method {
 			case http.MethodPost:
@@ -247,7 +250,7 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 		if e := need("server_template"); e != nil {
 			return nil, e
 		}
-		return func(c *config) (Object, *liveChange, *apiErr) {
+		return func(c *config) (any, *liveChange, *apiErr) {
 			if _, ok := c.backends.get(seg[1]); !ok {
 				return nil, nil, errf(http.StatusBadRequest, "parent backend %s does not exist", seg[1])
 			}
@@ -264,7 +267,7 @@ func mutation(method string, seg []string, body Object, full bool) (op, *apiErr)
 			return nil, e
 		}
 		parent := seg[1]
-		return func(c *config) (Object, *liveChange, *apiErr) {
+		return func(c *config) (any, *liveChange, *apiErr) {
 			secs, ch := sets(c, false)
 			if _, ok := secs.get(parent); !ok {
 				return nil, nil, errf(http.StatusBadRequest, "parent %s %s does not exist", section, parent)

@@ -172,7 +172,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.rawEndpoint(w, r)
 		return
 	}
-	if s.aclEndpoint(w, r) {
+	if s.aclEndpoint(w, r) || s.httpChecksEndpoint(w, r, seg) {
 		return
 	}
 	var body Object

@@ -74,7 +74,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, f op) {
 	}
 }
 
-func echoOrNil(r *http.Request, o Object) any {
+func echoOrNil(r *http.Request, o any) any {
 	if r.Method == http.MethodDelete {
 		return nil
 	}

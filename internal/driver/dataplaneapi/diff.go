@@ -17,6 +17,11 @@ type change struct {
 	live   bool // a server PUT the API applies without reload outside a transaction
 	what   string
 	parent string // a child's section
+	// rules: a PUT of a rule list (path), whole, to list ([] for none):
+	// the http-check rules of the operator's backend in seed mode, which
+	// a write of the backend without full_section leaves as they were.
+	rules bool
+	list  []any
 }
 
 func sortByName(objs []Object) {
@@ -71,8 +76,12 @@ func diffSections(out []change, have, want map[string]*section, clean map[string
 		if h == nil {
 			out = append(out, change{method: "POST", path: all, obj: w.base, what: kind + " " + name + " added"})
 			h = &section{}
-		} else if !same(h.base, w.base) {
+		} else if !sameBut(h.base, w.base, httpCheckList) {
 			out = append(out, change{method: "PUT", path: one(name), obj: w.base, what: kind + " " + name + " changed"})
+		}
+		if kind == "backend" && !same(h.base[httpCheckList], w.base[httpCheckList]) {
+			l, _ := w.base[httpCheckList].([]any)
+			out = append(out, change{method: "PUT", path: dataplane.HTTPChecksPath(name), rules: true, list: l, what: kind + " " + name + ": http checks changed"})
 		}
 		for _, c := range h.children {
 			cn, _ := c["name"].(string)

@@ -196,6 +196,10 @@ func (d *Driver) Apply(ctx context.Context, cfg model.Config) (driver.Result, er
 	defer d.mu.Unlock()
 	start := time.Now()
 	var p Pass
+	if err := checkable(cfg); err != nil {
+		d.log.Error("dataplane pass refused", "err", err)
+		return driver.Result{}, err
+	}
 	res, reasons, err := d.apply(ctx, cfg, &p)
 	p.Total, p.Err = time.Since(start), err
 	res.Reloaded, res.Reasons = p.Reloaded, reasons

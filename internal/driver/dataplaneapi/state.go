@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"regexp"
 	"strconv"
 
@@ -89,6 +90,15 @@ func (d *Driver) read(ctx context.Context, version int64) (*state, error) {
 		servers, _, err := d.c.List(ctx, dataplane.ServersPath(d.opts.Seed), "")
 		if err != nil {
 			return nil, err
+		}
+		// Its http-check rules come only with the section read whole,
+		// which would bring its servers and templates too: as a list.
+		var rules []any
+		if _, err := d.c.Do(ctx, http.MethodGet, dataplane.HTTPChecksPath(d.opts.Seed), nil, nil, &rules); err != nil {
+			return nil, err
+		}
+		if len(rules) > 0 {
+			base[httpCheckList] = rules
 		}
 		st.backends[d.opts.Seed] = &section{base: base, children: servers}
 		return st, nil

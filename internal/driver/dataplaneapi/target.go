@@ -156,11 +156,11 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 		// The node check its unbound slots carry (nodes.go), when it
 		// follows nodes; the driver's own sections only.
 		var loose model.Check
-		if d.opts.Seed == "" && b.Name != model.NodesBackend {
-			if b.TrackNodes && !b.Check.Enabled {
-				loose = nodeCheck
-			}
-			httpCheck(base, loose)
+		if d.opts.Seed == "" && b.Name != model.NodesBackend && b.TrackNodes && !b.Check.Enabled {
+			loose = nodeCheck
+		}
+		if b.Name != model.NodesBackend || d.opts.Seed != "" {
+			d.backendCheck(base, b.Check, loose)
 		}
 		sec := &section{base: base}
 		for _, sl := range layout[b.Name] {
@@ -261,20 +261,12 @@ func (d *Driver) backendFields(base Object, b *model.Backend) {
 	} else {
 		ds = map[string]any{}
 	}
-	on := b.Check.Enabled
-	setOrDelete(ds, "check", "enabled", on)
-	setOrDelete(ds, "inter", ms(b.Check.Inter), on && b.Check.Inter > 0)
-	setOrDelete(ds, "rise", int64(b.Check.Rise), on && b.Check.Rise > 0)
-	setOrDelete(ds, "fall", int64(b.Check.Fall), on && b.Check.Fall > 0)
-	setOrDelete(ds, "send-proxy-v2", "enabled", b.SendProxyV2)
-	setOrDelete(ds, "check-send-proxy", "enabled", b.SendProxyV2 && on)
+	ownCheck(ds, b.Check, b.SendProxyV2)
 	setOrDelete(base, "default_server", ds, len(ds) > 0)
 	if d.opts.Seed != "" {
-		base["adv_check"] = "tcp-check"
 		return
 	}
 	base["mode"] = "tcp"
-	delete(base, "adv_check")
 	setOrDelete(base, "connect_timeout", ms(b.TimeoutConnect), b.TimeoutConnect > 0)
 	setOrDelete(base, "server_timeout", ms(b.TimeoutServer), b.TimeoutServer > 0)
 }

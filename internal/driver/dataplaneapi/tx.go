@@ -88,12 +88,14 @@ func (d *Driver) repair(ctx context.Context, before *state, cause error, p *Pass
 func (d *Driver) do(ctx context.Context, c change, w dataplane.Write) error {
 	var err error
 	w.Full = c.full
-	switch c.method {
-	case "POST":
+	switch {
+	case c.rules:
+		_, err = d.c.ReplaceList(ctx, c.path, c.list, w)
+	case c.method == "POST":
 		_, err = d.c.Create(ctx, c.path, c.obj, w)
-	case "PUT":
+	case c.method == "PUT":
 		_, err = d.c.Replace(ctx, c.path, c.obj, w)
-	case "DELETE":
+	case c.method == "DELETE":
 		_, err = d.c.Delete(ctx, c.path, w)
 	}
 	return err

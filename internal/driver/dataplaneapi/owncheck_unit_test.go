@@ -1,0 +1,137 @@
+package dataplaneapi
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// The check fields a Service backend gets, as internal/render writes them
+// for the local HAProxy: its own check (port and HTTP request included),
+// else the node check its unbound slots carry.
+func TestOwnCheckFields(t *testing.T) {
+	httpNode := model.Check{Enabled: true, Inter: time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: model.HTTPCheck{Path: "/healthz"}}
+	local := model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 3, Port: 31234, HTTP: model.HTTPCheck{Path: "/"}}
+	tcp := model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 3}
+	httpchk := map[string]any{"method": "GET", "uri": "/"}
+	expect200 := []any{map[string]any{"type": "expect", "match": "status", "pattern": "200"}}
+	for _, tc := range []struct {
+		name      string
+		seed      bool
+		check     model.Check
+		track     bool
+		proxy     bool
+		nodeCheck model.Check
+		have      Object // the backend as read, in seed mode
+		// want: the backend's check fields (absent: nil), and its
+		// default_server.
+		want   map[string]any
+		wantDS map[string]any
+		// slots: the check fields of its unbound slots.
+		slots map[string]any
+	}{
+		{name: "healthCheckNodePort (eTP=Local)", check: local,
+			want:   map[string]any{"adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200},
+			wantDS: map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3, "health_check_port": 31234}},
+		{name: "healthCheckNodePort with PROXY v2: no check-send-proxy", check: local, proxy: true,
+			want:   map[string]any{"adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200},
+			wantDS: map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3, "health_check_port": 31234, "send-proxy-v2": "enabled"}},
+		{name: "own port with PROXY v2", check: tcp, proxy: true, nodeCheck: httpNode,
+			want:   map[string]any{"adv_check": nil, "httpchk_params": nil, "http_check_list": nil},
+			wantDS: map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3, "send-proxy-v2": "enabled", "check-send-proxy": "enabled"}},
+		{name: "own check beside an HTTP node check", check: local, nodeCheck: httpNode,
+			want:   map[string]any{"adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200},
+			wantDS: map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3, "health_check_port": 31234}},
+		{name: "following: unbound slots carry the node check", track: true, nodeCheck: httpNode,
+			want:   map[string]any{"adv_check": "httpchk", "httpchk_params": map[string]any{"method": "GET", "uri": "/healthz"}, "http_check_list": expect200},
+			wantDS: nil,
+			slots:  map[string]any{"check": "enabled", "inter": 1000, "rise": 2, "fall": 2, "health_check_port": 10256}},
+		{name: "following, no node check", track: true,
+			want: map[string]any{"adv_check": nil, "httpchk_params": nil, "http_check_list": nil}, wantDS: nil},
+		{name: "seed: tcp-check", seed: true, check: tcp,
+			have:   Object{"name": "be_ops", "adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200, "default_server": map[string]any{"maxconn": 50, "health_check_port": 8080}},
+			// The http-check rules, which tcp-check does not read, stay.
+			want:   map[string]any{"adv_check": "tcp-check", "httpchk_params": nil, "http_check_list": expect200},
+			wantDS: map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3, "maxconn": 50}},
+		{name: "seed: healthCheckNodePort", seed: true, check: local, proxy: true,
+			have:   Object{"name": "be_ops", "adv_check": "tcp-check", "default_server": map[string]any{"maxconn": 50}},
+			want:   map[string]any{"adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200},
+			wantDS: map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3, "health_check_port": 31234, "send-proxy-v2": "enabled", "maxconn": 50}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "be_ns_web_80"
+			var opts Options
+			if tc.seed {
+				name, opts.Seed = "be_ops", "be_ops"
+			}
+			be := &model.Backend{Name: name, Balance: "roundrobin", Check: tc.check, TrackNodes: tc.track, SendProxyV2: tc.proxy,
+				Servers: []model.Server{{Addr: netip.MustParseAddr("127.81.14.1"), Port: 30080}}}
+			cfg := model.Config{Backends: []*model.Backend{be}}
+			if tc.track || tc.nodeCheck.Enabled {
+				nodes := &model.Backend{Name: model.NodesBackend, Check: tc.nodeCheck, Servers: []model.Server{{Addr: netip.MustParseAddr("127.81.14.1")}}}
+				cfg.Backends = append([]*model.Backend{nodes}, be)
+			}
+			have := &state{backends: map[string]*section{}, frontends: map[string]*section{}}
+			if tc.have != nil {
+				have.backends[name] = &section{base: tc.have}
+			}
+			d := &Driver{opts: opts}
+			layout, _ := plan.Assign(cfg, nil, false)
+			want, _ := d.target(have, nil, cfg, layout, nil)
+			got := want.backends[name]
+			for k, v := range tc.want {
+				if !same(got.base[k], v) {
+					t.Errorf("%s: %v, want %v", k, got.base[k], v)
+				}
+			}
+			if ds := got.base["default_server"]; !same(ds, tc.wantDS) && !(ds == nil && tc.wantDS == nil) {
+				t.Errorf("default_server: %v, want %v", ds, tc.wantDS)
+			}
+			for _, c := range got.children {
+				if _, bound := c["track"]; bound {
+					continue
+				}
+				for _, k := range []string{"check", "inter", "rise", "fall", "health_check_port"} {
+					if !same(c[k], tc.slots[k]) && !(c[k] == nil && tc.slots[k] == nil) {
+						t.Errorf("slot %v: %s %v, want %v", c["name"], k, c[k], tc.slots[k])
+					}
+				}
+			}
+		})
+	}
+}
+
+// A model whose check the driver cannot write as its grammar allows
+// (a path HAProxy could read as syntax, a TLS check) is refused before
+// anything is written.
+func TestOwnCheckRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		check model.Check
+		ok    bool
+	}{
+		{"tcp", model.Check{Enabled: true}, true},
+		{"http path", model.Check{Enabled: true, Port: 31234, HTTP: model.HTTPCheck{Path: "/ready-z_1.~"}}, true},
+		{"a path with a space", model.Check{Enabled: true, HTTP: model.HTTPCheck{Path: "/ HTTP/1.1\r\nhttp-check send"}}, false},
+		{"a relative path", model.Check{Enabled: true, HTTP: model.HTTPCheck{Path: "healthz"}}, false},
+		{"TLS", model.Check{Enabled: true, HTTP: model.HTTPCheck{Path: "/readyz", SSL: true}}, false},
+		{"off, whatever it holds", model.Check{HTTP: model.HTTPCheck{Path: "x y"}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, be := range []string{"be_ns_web_80", model.NodesBackend} {
+				cfg := model.Config{Backends: []*model.Backend{{Name: be, Check: tc.check}}}
+				err := checkable(cfg)
+				if (err == nil) != tc.ok {
+					t.Errorf("%s: checkable: %v, want ok %v", be, err, tc.ok)
+				}
+				if err != nil && !strings.Contains(err.Error(), be) {
+					t.Errorf("the error does not name the backend: %v", err)
+				}
+			}
+		})
+	}
+}
