@@ -54,6 +54,10 @@ func (c capabilities) shape(o desired.Options) desired.Options {
 	// not the controller's to bind to a _nodes backend: no server follows
 	// its node (for every driver of the choice: they share one model).
 	o.TrackNodes = o.TrackNodes && c.trackNodes && !(c.operatorBackend && o.Service != "")
+	// Its servers carry the node check themselves instead, when one was
+	// asked for (--node-check given: the older controller's own-port
+	// check stays the default there).
+	o.CarryNodeCheck = o.CarryNodeCheck && c.operatorBackend && o.Service != ""
 	if c.operatorBackend && o.Service != "" && o.Backend == "" {
 		_, o.Backend, _ = strings.Cut(o.Service, "/")
 	}

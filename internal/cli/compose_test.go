@@ -19,6 +19,7 @@ func TestCompositionShapesTheModel(t *testing.T) {
 		backend string
 		udpOn   bool
 		udpOff  string
+		carry   bool
 	}{
 		{name: "local HAProxy", kinds: []string{driverHAProxy}, in: single, track: true},
 		{name: "local HAProxy, --track-nodes=false", kinds: []string{driverHAProxy}, in: desired.Options{TrackNodes: false}},
@@ -29,13 +30,18 @@ func TestCompositionShapesTheModel(t *testing.T) {
 		{name: "instances, one of each, every Service: both follow nodes", kinds: []string{driverHAProxy, driverDataplane}, in: desired.Options{TrackNodes: true}, track: true},
 		{name: "instances, one of each, single-Service: the operator's backend follows no node", kinds: []string{driverHAProxy, driverDataplane}, in: single, backend: "front"},
 		{name: "instances, local only", kinds: []string{driverHAProxy, driverHAProxy}, in: single, track: true},
+		{name: "Data Plane API, single-Service, --node-check given: its servers carry it", kinds: []string{driverDataplane}, in: desired.Options{Service: "ing/front", TrackNodes: true, CarryNodeCheck: true}, backend: "front", carry: true},
+		{name: "Data Plane API, every Service, --node-check given: servers follow their node", kinds: []string{driverDataplane}, in: desired.Options{TrackNodes: true, CarryNodeCheck: true}, track: true},
+		{name: "local HAProxy, single-Service, --node-check given: servers follow their node", kinds: []string{driverHAProxy}, in: desired.Options{Service: "ing/front", TrackNodes: true, CarryNodeCheck: true}, track: true},
+		{name: "instances, single-Service, --node-check given: the model both apply carries it", kinds: []string{driverHAProxy, driverDataplane}, in: desired.Options{Service: "ing/front", TrackNodes: true, CarryNodeCheck: true}, backend: "front", carry: true},
 		{name: "the kernel's UDP", kinds: []string{driverHAProxy}, udp: capabilities{udp: true}, in: single, track: true, udpOn: true},
 		{name: "no UDP, and why", kinds: []string{driverHAProxy}, udp: capabilities{udpOff: "off"}, in: single, track: true, udpOff: "off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := driverChoice{kinds: tc.kinds}.capabilities(tc.udp).shape(tc.in)
-			if o.TrackNodes != tc.track || o.Backend != tc.backend || o.UDP != tc.udpOn || o.UDPOff != tc.udpOff {
-				t.Errorf("TrackNodes=%v Backend=%q UDP=%v UDPOff=%q; want %v %q %v %q", o.TrackNodes, o.Backend, o.UDP, o.UDPOff, tc.track, tc.backend, tc.udpOn, tc.udpOff)
+			if o.TrackNodes != tc.track || o.Backend != tc.backend || o.UDP != tc.udpOn || o.UDPOff != tc.udpOff || o.CarryNodeCheck != tc.carry {
+				t.Errorf("TrackNodes=%v Backend=%q UDP=%v UDPOff=%q CarryNodeCheck=%v; want %v %q %v %q %v",
+					o.TrackNodes, o.Backend, o.UDP, o.UDPOff, o.CarryNodeCheck, tc.track, tc.backend, tc.udpOn, tc.udpOff, tc.carry)
 			}
 		})
 	}

@@ -106,6 +106,7 @@ func (s *shape) desiredOptions() (desired.Options, error) {
 	if o.NodeCheck, err = s.nodeCheck.check(); err != nil {
 		return o, err
 	}
+	o.CarryNodeCheck = s.nodeCheck.given // where nothing follows a node: compose.go, shape
 	if o.LocalHealthCheck, err = s.nodeCheck.localHealthCheck(); err != nil {
 		return o, err
 	}

@@ -20,6 +20,25 @@ type nodeCheck struct {
 	spec, local string
 	inter       time.Duration
 	rise, fall  int
+	// given: --node-check was set, on the command line or by its
+	// environment variable. Only then do the servers of the Data Plane
+	// API's single-Service mode, which follow no node, carry it
+	// (desired.Options.CarryNodeCheck); its default there stays the older
+	// controller's check of each server's own port.
+	given bool
+}
+
+// specValue is the value of --node-check: a string that notes it was set.
+type specValue struct {
+	s     *string
+	given *bool
+}
+
+func (v specValue) String() string { return *v.s }
+func (v specValue) Type() string   { return "string" }
+func (v specValue) Set(s string) error {
+	*v.s, *v.given = s, true
+	return nil
 }
 
 // DefaultNodeCheck is the default of --node-check: kube-proxy's health
@@ -28,7 +47,8 @@ type nodeCheck struct {
 const DefaultNodeCheck = "http:10256/healthz"
 
 func (n *nodeCheck) register(fs *pflag.FlagSet) {
-	fs.StringVar(&n.spec, "node-check", DefaultNodeCheck, "health check of each node, inherited by the servers that follow their node (node mode, Services with check auto or false): "+
+	n.spec = DefaultNodeCheck
+	fs.Var(specValue{&n.spec, &n.given}, "node-check", "health check of each node, inherited by the servers that follow their node (node mode, Services with check auto or false): "+
 		"'http:PORT/PATH' (GET must answer 200; kube-proxy's is http:10256/healthz, 503 while the node is drained or deleted), 'tcp:PORT', or 'none'. "+
 		"Every node must answer it, or all of them go down: without kube-proxy's /healthz, use tcp:PORT or none (none: servers with check auto are checked by themselves, as before)")
 	fs.DurationVar(&n.inter, "node-check-interval", 2*time.Second, "interval of the node check")
@@ -44,6 +64,9 @@ func (n *nodeCheck) logStart(log *slog.Logger, o desired.Options) {
 	switch {
 	case !o.NodeCheck.Enabled:
 		log.Info("node check: none; servers with check auto are checked by themselves, on their own port")
+	case o.CarryNodeCheck && o.Targets != desired.TargetPods:
+		log.Info("node check: on each server of the operator's backend (the Data Plane API's single-Service mode: servers follow no node); servers with check auto or false carry it themselves",
+			"node-check", n.spec, "interval", n.inter, "rise", n.rise, "fall", n.fall)
 	case o.Targets == desired.TargetPods || !o.TrackNodes:
 		log.Info("node check: not used (servers do not follow their node here: --targets=pods, --track-nodes=false or the Data Plane API's single-Service mode); servers with check auto are checked by themselves",
 			"node-check", n.spec)

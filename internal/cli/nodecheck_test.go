@@ -57,6 +57,42 @@ func TestNodeCheckFlags(t *testing.T) {
 	}
 }
 
+// Whether --node-check was given (the command line or its variable): the
+// Data Plane API's single-Service mode applies it only then.
+func TestNodeCheckGiven(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{name: "default", want: false},
+		{name: "flag, the default's value", args: []string{"--node-check=http:10256/healthz"}, want: true},
+		{name: "flag none", args: []string{"--node-check=none"}, want: true},
+		{name: "variable", env: map[string]string{"HAPROXY_K8S_SYNC_NODE_CHECK": "tcp:10250"}, want: true},
+		{name: "other node-check flags only", args: []string{"--node-check-interval=1s"}, want: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFlagSet("t")
+			var s shape
+			s.register(fs, env(tc.env))
+			if err := parse(fs, tc.args, env(tc.env), &s); err != nil {
+				t.Fatal(err)
+			}
+			o, err := s.desiredOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.CarryNodeCheck != tc.want {
+				t.Errorf("CarryNodeCheck = %v, want %v", o.CarryNodeCheck, tc.want)
+			}
+			if tc.env != nil && o.NodeCheck.Port != 10250 {
+				t.Errorf("the variable's check was not taken: %+v", o.NodeCheck)
+			}
+		})
+	}
+}
+
 // The controller says once at start which node check is in effect.
 func TestNodeCheckLogStart(t *testing.T) {
 	for _, tc := range []struct {
@@ -70,6 +106,8 @@ func TestNodeCheckLogStart(t *testing.T) {
 		{args: []string{"--node-check=none"}, want: `msg="node check: none; servers with check auto are checked by themselves, on their own port"`},
 		{args: []string{"--targets=pods"}, want: `msg="node check: not used`},
 		{adapt: func(o *desired.Options) { o.TrackNodes = false }, want: `msg="node check: not used`}, // as the Data Plane API driver
+		{args: []string{"--node-check=tcp:10250"}, adapt: func(o *desired.Options) { o.TrackNodes = false }, // its single-Service mode, given
+			want: `msg="node check: on each server of the operator's backend`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			s := parseShape(t, tc.args)

@@ -19,6 +19,9 @@ import (
 //
 // HAProxy refuses "check" and "track" on the same server: a server either
 // follows its node or is checked by itself ("own check"), never both.
+// Where nothing follows a node but the node check was asked for (the Data
+// Plane API's single-Service mode: Options.CarryNodeCheck), the servers
+// that would follow their node carry the node check themselves.
 
 // ownCheck reports whether the servers of svc of family fam, whose settings are set, are
 // health-checked by themselves, on their own port or on the Service's
@@ -53,6 +56,17 @@ func tracksNodes(svc *corev1.Service, set settings.Settings, opts Options, fam f
 	// The NodesBackend holds the nodes' IPv4 addresses: servers at IPv6
 	// addresses cannot follow them.
 	return opts.TrackNodes && !podTargets(svc, opts) && fam != famV6 && !ownCheck(svc, set, opts, fam)
+}
+
+// carriesNodeCheck reports whether the servers of svc carry the node
+// check themselves (Options.CarryNodeCheck): they would follow their node
+// (as tracksNodes decides with nodes tracked) but nothing follows a node.
+func carriesNodeCheck(svc *corev1.Service, set settings.Settings, opts Options, fam family) bool {
+	if !opts.CarryNodeCheck || opts.TrackNodes || !opts.NodeCheck.Enabled {
+		return false
+	}
+	opts.TrackNodes = true
+	return tracksNodes(svc, set, opts, fam)
 }
 
 // healthCheckNodePort is the port of kube-proxy's per-Service health check

@@ -51,6 +51,13 @@ type Options struct {
 	// node go down with it. With TrackNodes, it makes the servers of
 	// Services with check auto follow their node (ownCheck).
 	NodeCheck model.Check
+	// CarryNodeCheck: servers that would follow their node but cannot
+	// (TrackNodes off: the Data Plane API's single-Service mode, whose
+	// backend is the operator's and has no model.NodesBackend to follow)
+	// carry NodeCheck themselves, each checked on its node's address at
+	// the node check's port (and path), as an unbound slot of a following
+	// backend does (carriesNodeCheck).
+	CarryNodeCheck bool
 	// LocalHealthCheck checks the servers of Local Services in node mode
 	// (check true or auto) on kube-proxy's per-Service health check,
 	// spec.healthCheckNodePort (GET / answers 200 while the node has a
@@ -438,6 +445,9 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 	if hc := healthCheckNodePort(svc, set, opts); be.Check.Enabled && hc != 0 {
 		be.Check.Port = hc
 		be.Check.HTTP.Path = "/"
+	}
+	if carriesNodeCheck(svc, set, opts, grp.fam) {
+		be.Check = opts.NodeCheck
 	}
 	return fe, be
 }

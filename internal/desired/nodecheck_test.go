@@ -81,3 +81,55 @@ func TestLocalHealthCheck(t *testing.T) {
 		})
 	}
 }
+
+// With CarryNodeCheck (the Data Plane API's single-Service mode with
+// --node-check given) the servers that would follow their node, but
+// cannot, carry the node check themselves; the others keep their check.
+func TestCarryNodeCheck(t *testing.T) {
+	node := model.Check{Enabled: true, Inter: time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: model.HTTPCheck{Path: "/healthz"}}
+	hc := func(s *corev1.Service) { s.Spec.HealthCheckNodePort = 32100 }
+	own := model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 3}
+	tests := []struct {
+		name       string
+		svc        *corev1.Service
+		carry      bool
+		track      bool
+		targets    string
+		localCheck bool
+		want       model.Check
+		wantTrack  bool
+	}{
+		{name: "auto", svc: svc("default", "web", 0), carry: true, want: node},
+		{name: "check false: no check of its own, the node's", svc: svc("default", "web", 0, annotate("check", "false")), carry: true, want: node},
+		{name: "check true: its own port", svc: svc("default", "web", 0, annotate("check", "true")), carry: true, want: own},
+		{name: "Local with its healthCheckNodePort", svc: svc("default", "web", 0, local, hc), carry: true, localCheck: true,
+			want: model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 3, Port: 32100, HTTP: model.HTTPCheck{Path: "/"}}},
+		{name: "Local, --local-check=service-port", svc: svc("default", "web", 0, local, hc), carry: true, want: node},
+		{name: "pod targets: their own port", svc: svc("default", "web", 0), carry: true, targets: TargetPods, want: own},
+		{name: "not asked for: its own port, as the older controller", svc: svc("default", "web", 0), want: own},
+		{name: "servers following their node: unchanged", svc: svc("default", "web", 0), carry: true, track: true, want: model.Check{Inter: 2 * time.Second, Rise: 2, Fall: 3}, wantTrack: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := defaults()
+			o.Service, o.Backend = "default/web", "be_ops"
+			o.NodeCheck, o.CarryNodeCheck, o.TrackNodes, o.LocalHealthCheck = node, tc.carry, tc.track, tc.localCheck
+			if tc.targets != "" {
+				o.Targets = tc.targets
+			}
+			r := Compute(Input{Services: []*corev1.Service{tc.svc}, Nodes: nodes}, o)
+			var be *model.Backend
+			for _, b := range r.Config.Backends {
+				if b.Name != model.NodesBackend {
+					be = b
+				}
+			}
+			if be == nil {
+				t.Fatalf("no backend: %+v", r.Config.Backends)
+			}
+			if be.Check != tc.want || be.TrackNodes != tc.wantTrack {
+				t.Errorf("check %+v track %v, want %+v track %v", be.Check, be.TrackNodes, tc.want, tc.wantTrack)
+			}
+		})
+	}
+}
