@@ -53,7 +53,7 @@ func TestOwnCheckFields(t *testing.T) {
 		{name: "following, no node check", track: true,
 			want: map[string]any{"adv_check": nil, "httpchk_params": nil, "http_check_list": nil}, wantDS: nil},
 		{name: "seed: tcp-check", seed: true, check: tcp,
-			have:   Object{"name": "be_ops", "adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200, "default_server": map[string]any{"maxconn": 50, "health_check_port": 8080}},
+			have: Object{"name": "be_ops", "adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200, "default_server": map[string]any{"maxconn": 50, "health_check_port": 8080}},
 			// The http-check rules, which tcp-check does not read, stay.
 			want:   map[string]any{"adv_check": "tcp-check", "httpchk_params": nil, "http_check_list": expect200},
 			wantDS: map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3, "maxconn": 50}},
