@@ -44,6 +44,10 @@ type Options struct {
 	// (clients keep their server across reloads). Invalid: stick tables
 	// start empty after a reload.
 	Peer netip.AddrPort
+	// Legacy, when not zero, writes the model as an older release did
+	// (upgrade.go): a driver keeps that while HAProxy runs such a config,
+	// rather than reloading only to change how the same model is written.
+	Legacy Legacy
 }
 
 // Peers names the peers section and the local peer (writePeers). The
@@ -216,7 +220,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		}
 	}
 	nodeCheck, looseArgs := cfg.NodeCheck(), ""
-	if nodeCheck.Enabled {
+	if nodeCheck.Enabled && opts.Legacy&LooseUnchecked == 0 {
 		looseArgs = checkArgs(nodeCheck)
 	}
 	for _, be := range cfg.Backends {

@@ -85,14 +85,25 @@ func withRealFiles(t *testing.T, cfg []byte) []byte {
 
 var opts = Options{StatsSocket: "/run/hks/admin.sock", StateFile: "/var/lib/hks/server-state", MaxConn: 50000}
 
-func TestGolden(t *testing.T) {
+// goldenInput is what a golden file of testdata/ is rendered from.
+type goldenInput struct {
+	cfg    model.Config
+	layout model.Layout
+	opts   Options
+	// own: the file's own test renders it too and runs HAProxy on it
+	// with the files it names.
+	own bool
+}
+
+// goldenInputs are the inputs of every golden file, by file name.
+func goldenInputs() map[string]goldenInput {
 	layout, _ := plan.Assign(sample(), nil, true)
-	cases := map[string][]byte{
-		"empty.cfg":  Empty(opts),
-		"sample.cfg": Config(sample(), layout, opts),
+	in := map[string]goldenInput{
+		"empty.cfg":  {model.Config{}, nil, opts, false},
+		"sample.cfg": {sample(), layout, opts, false},
 	}
 	tc, tl := tracked()
-	cases["tracked.cfg"] = Config(tc, tl, opts)
+	in["tracked.cfg"] = goldenInput{tc, tl, opts, false}
 	// The same with the node check (--node-check): HTTP and TCP.
 	for name, h := range map[string]model.HTTPCheck{"tracked-nodecheck-http.cfg": {Path: "/healthz"}, "tracked-nodecheck-tcp.cfg": {}} {
 		nc := tc
@@ -100,7 +111,7 @@ func TestGolden(t *testing.T) {
 		checked := *tc.Backends[0] // a new backend: tc's are shared
 		checked.Check = model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: h}
 		nc.Backends[0] = &checked
-		cases[name] = Config(nc, tl, opts)
+		in[name] = goldenInput{nc, tl, opts, false}
 	}
 	for name, h := range map[string]model.HTTPCheck{
 		"httpcheck-verify.cfg":   {Path: "/readyz", SSL: true, CAFile: "/etc/kubernetes/pki/ca.crt", CertFile: "/var/lib/hks/check-client.pem"},
@@ -109,20 +120,20 @@ func TestGolden(t *testing.T) {
 	} {
 		hc := httpChecked(h)
 		hl, _ := plan.Assign(hc, nil, true)
-		cases[name] = Config(hc, hl, opts)
+		in[name] = goldenInput{hc, hl, opts, false}
 	}
 	// A Local Service checked on its healthCheckNodePort: the check sends
 	// no PROXY header (kube-proxy's health server would not read it).
 	lc := httpChecked(model.HTTPCheck{Path: "/"})
 	lc.Backends[0].Check.Port, lc.Backends[0].SendProxyV2 = 32100, true
 	ll, _ := plan.Assign(lc, nil, true)
-	cases["localcheck.cfg"] = Config(lc, ll, opts)
+	in["localcheck.cfg"] = goldenInput{lc, ll, opts, false}
 	stats := opts
 	stats.Stats = model.Bind{Addr: ap("127.0.0.1"), Port: 8404}
-	cases["stats.cfg"] = Config(sample(), layout, stats)
+	in["stats.cfg"] = goldenInput{sample(), layout, stats, false}
 	stats.Stats = model.Bind{Port: 8404}
 	stats.StatsAuth = StatsAuth{User: "ops", Password: "s3cret-pa55:word"}
-	cases["stats-auth.cfg"] = Config(sample(), layout, stats)
+	in["stats-auth.cfg"] = goldenInput{sample(), layout, stats, false}
 	// ClientIP affinity with the local peer: stick tables kept across
 	// reloads.
 	aff := sample()
@@ -132,13 +143,42 @@ func TestGolden(t *testing.T) {
 	aff.Backends[0] = &web
 	peers := opts
 	peers.Peer = netip.MustParseAddrPort("127.0.0.1:10000")
-	cases["affinity-peers.cfg"] = Config(aff, layout, peers)
-	if got := ScanPeer(bytes.NewReader(cases["affinity-peers.cfg"])); got != peers.Peer {
-		t.Errorf("ScanPeer = %v, want %v", got, peers.Peer)
+	in["affinity-peers.cfg"] = goldenInput{aff, layout, peers, false}
+	// The inputs of the golden files other tests write, as they render
+	// them (TestGolden checks that they agree).
+	in["monitor.cfg"] = goldenInput{model.Config{}, nil, Options{StatsSocket: "/run/hks/admin.sock", Monitor: netip.MustParseAddrPort("127.0.0.1:9444")}, true}
+	rc := restricted()
+	rl, _ := plan.Assign(rc, nil, true)
+	withDir := opts
+	withDir.ACLDir = goldenACLDir
+	in["sourceranges-inline.cfg"] = goldenInput{rc, rl, opts, true}
+	in["sourceranges-aclfile.cfg"] = goldenInput{rc, rl, withDir, true}
+	pc := sample()
+	pc.Frontends[0].Binds = []model.Bind{{Addr: ap("198.18.0.10"), Port: 443, Transparent: true}, {Addr: ap("2001:db8::10"), Port: 443, Transparent: true}}
+	pc.Frontends[1].Binds = []model.Bind{{Addr: ap("198.18.0.11"), Port: 5432, Transparent: true}}
+	pl, _ := plan.Assign(pc, nil, true)
+	in["pooled.cfg"] = goldenInput{pc, pl, opts, true}
+	gc := routed()
+	gl, _ := plan.Assign(gc, nil, true)
+	in["routes.cfg"] = goldenInput{gc, gl, opts, true}
+	in["routes-maps.cfg"] = goldenInput{gc, gl, withDir, true}
+	return in
+}
+
+func TestGolden(t *testing.T) {
+	cases, own := map[string][]byte{}, map[string]bool{}
+	for name, in := range goldenInputs() {
+		cases[name], own[name] = Config(in.cfg, in.layout, in.opts), in.own
+	}
+	if got := ScanPeer(bytes.NewReader(cases["affinity-peers.cfg"])); got != netip.MustParseAddrPort("127.0.0.1:10000") {
+		t.Errorf("ScanPeer = %v, want 127.0.0.1:10000", got)
 	}
 	for name, got := range cases {
 		t.Run(name, func(t *testing.T) {
 			golden.Assert(t, name, got)
+			if own[name] {
+				return
+			}
 			// The real HAProxy must accept what we render; it reads the
 			// files a config names, so those are made for real.
 			golden.HAProxyAccepts(t, withRealFiles(t, got))

@@ -189,7 +189,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	} else {
 		layout, exhausted = plan.Assign(cfg, d.layout, false)
 	}
-	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
+	hash := d.adoptRendering(cfg, layout, d.hashes.StructureHash(cfg, layout, d.opts.Render))
 	res.Render = time.Since(t)
 
 	var reasons []string
@@ -297,9 +297,11 @@ func (d *HAProxy) sameServers(layout model.Layout) bool {
 // HAProxy and then corrects any slot the state file restored differently.
 func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string, res *driver.Result) error {
 	res.Reasons = reasons
+	ro := d.opts.Render // a reload writes the current rendering (upgrade.go)
+	ro.Legacy = 0
 	t := time.Now()
 	layout, _ := plan.Assign(cfg, d.layout, true)
-	hash := d.hashes.StructureHash(cfg, layout, d.opts.Render)
+	hash := d.hashes.StructureHash(cfg, layout, ro)
 	res.Render += time.Since(t)
 
 	t = time.Now()
@@ -337,7 +339,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if _, err := d.routeMaps.write(d.opts.Render.ACLDir, d.routeMapFiles(cfg)); err != nil {
 		return err
 	}
-	tmp, digest, err := d.writeConfig(cfg, layout, d.opts.Render, hash)
+	tmp, digest, err := d.writeConfig(cfg, layout, ro, hash)
 	if err != nil {
 		return err
 	}
@@ -375,6 +377,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	}
 	res.Reloaded = true
 	d.optsReason = ""
+	d.opts.Render.Legacy = 0
 	restore(false)
 	if dir := d.opts.Render.ACLDir; dir != "" {
 		d.acls.prune(dir, d.aclFiles(cfg))

@@ -10,7 +10,8 @@ import (
 // SetStatsPage replaces where the stats page listens and its credentials
 // (re-read from their file). When they change, the next pass reloads with
 // reason, which must not carry secrets. Only these fields of the render
-// options change: the others are read without the lock.
+// options change, and Legacy (upgrade.go): the others are read without
+// the lock.
 func (d *HAProxy) SetStatsPage(bind model.Bind, auth render.StatsAuth, reason string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -1,0 +1,37 @@
+package runtimeapi
+
+import (
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// adoptRendering is the structure hash of cfg and layout as HAProxy runs
+// them, when the config it runs was read back (not written by this
+// driver: a controller just started, after an upgrade of its binary
+// while HAProxy kept running) and holds the same model written the way
+// an older release wrote it (render.Legacy): the driver then keeps
+// writing it that way (its render options carry the Legacy, for the
+// passes and the files it persists) until a reload is due for another
+// reason, which writes the current rendering. Otherwise it returns hash,
+// the current rendering's, and the pass compares as before.
+//
+// A reload only to change how an unchanged model is written would cost a
+// whole reload (every worker's runtime-only state, the old worker's
+// connections draining, CPU at scale) for no change of what HAProxy
+// serves.
+func (d *HAProxy) adoptRendering(cfg model.Config, layout model.Layout, hash string) string {
+	if hash == d.hash || d.running.Frontends != nil || d.running.Backends != nil || d.hash == "" ||
+		d.hash == foreignHash || d.optsReason != "" {
+		// The same, written by this driver, unknown, not ours, or
+		// options that a reload must apply anyway.
+		return hash
+	}
+	legacy, ok := render.MatchRendering(cfg, layout, d.opts.Render, d.hash)
+	if !ok || legacy == d.opts.Render.Legacy {
+		return hash
+	}
+	d.log.Info("HAProxy runs the desired configuration as an older release wrote it; kept until the next reload",
+		"rendering", legacy.String(), "hash", d.hash, "current_hash", hash)
+	d.opts.Render.Legacy = legacy
+	return d.hash
+}
