@@ -75,7 +75,7 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 		reasons := reasonsOf(changes)
 		err := d.restructure(ctx, have, want, drain, changes, p)
 		if err == nil {
-			d.rangesReloaded(ctx, sel)
+			d.rangesReloaded(ctx)
 		}
 		return driver.Result{}, reasons, err
 	}

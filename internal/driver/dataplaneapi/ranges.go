@@ -49,7 +49,35 @@ type aclFiles struct {
 	disk    map[string]string // the content on disk, when known
 	running map[string]string // the content the running worker holds, when known
 	pid     int64             // the worker running describes (0: none)
+	// text is each restricted frontend's ranges as printed (by frontend
+	// name), made once when its ranges change (texts), not by each of the
+	// file, the running list and the rule of every pass.
+	text map[string]aclText
+	// retry is when a file no longer used whose delete failed (409 while
+	// haproxy.cfg still names it, say) is tried again (pruneACLFiles),
+	// and how long the wait after that one doubles to.
+	retry map[string]pruneRetry
 }
+
+// aclText is a frontend's ranges and their text: the lines the file holds
+// and the running list takes, and the file's body.
+type aclText struct {
+	ranges []netip.Prefix
+	lines  []string
+	body   string
+}
+
+// pruneRetry is the next attempt at deleting an unused file.
+type pruneRetry struct {
+	at   time.Time
+	wait time.Duration
+}
+
+// Bounds of the wait between two attempts at deleting an unused file.
+const (
+	pruneRetryMin = 5 * time.Second
+	pruneRetryMax = 10 * time.Minute
+)
 
 func aclName(frontend string) string { return frontend + aclSuffix }
 
@@ -74,6 +102,33 @@ func aclLines(f model.Frontend) []string {
 		out[i] = p.String()
 	}
 	return out
+}
+
+// texts makes a.text hold the restricted frontends of cfg (once per pass,
+// reusing what was made for the same ranges before).
+func (a *aclFiles) texts(cfg model.Config) {
+	next := make(map[string]aclText, len(a.text))
+	for _, f := range cfg.Frontends {
+		if !f.Restricted() {
+			continue
+		}
+		if t, ok := a.text[f.Name]; ok && slices.Equal(t.ranges, f.SourceRanges) {
+			next[f.Name] = t
+			continue
+		}
+		lines := aclLines(f)
+		next[f.Name] = aclText{ranges: f.SourceRanges, lines: lines, body: aclBody(lines)}
+	}
+	a.text = next
+}
+
+// textOf is f's ranges as printed: made by texts this pass, or now.
+func (a *aclFiles) textOf(f model.Frontend) aclText {
+	if t, ok := a.text[f.Name]; ok && slices.Equal(t.ranges, f.SourceRanges) {
+		return t
+	}
+	lines := aclLines(f)
+	return aclText{ranges: f.SourceRanges, lines: lines, body: aclBody(lines)}
 }
 
 func aclBody(lines []string) string {
@@ -114,6 +169,7 @@ func (d *Driver) syncACLFiles(ctx context.Context, cfg model.Config, p *Pass) er
 		return nil
 	}
 	a := &d.acl
+	a.texts(cfg)
 	if !a.listed {
 		// What is known of a file still listed stays known (a resync
 		// lists again: a file deleted behind the driver's back is made
@@ -137,13 +193,18 @@ func (d *Driver) syncACLFiles(ctx context.Context, cfg model.Config, p *Pass) er
 				delete(a.running, name)
 			}
 		}
+		for name := range a.retry {
+			if _, ok := paths[name]; !ok {
+				delete(a.retry, name) // gone meanwhile
+			}
+		}
 		a.paths, a.listed = paths, true
 	}
 	for _, f := range cfg.Frontends {
 		if !f.Restricted() {
 			continue
 		}
-		name, body := aclName(f.Name), aclBody(aclLines(f))
+		name, body := aclName(f.Name), a.textOf(f).body
 		if _, ok := a.paths[name]; !ok {
 			sf, err := d.c.CreateGeneralFile(ctx, name, []byte(body))
 			if errors.Is(err, dataplane.ErrExists) {
@@ -196,9 +257,11 @@ func (d *Driver) sourceRanges(base Object, f model.Frontend) {
 	if f.AcceptProxy {
 		stage = "content"
 	}
-	test := "{ src " + strings.Join(aclLines(f), " ") + " }"
+	var test string
 	if path := d.acl.paths[aclName(f.Name)]; path != "" && validACLPath(path) {
 		test = "{ src -f " + path + " }"
+	} else {
+		test = "{ src " + strings.Join(d.acl.textOf(f).lines, " ") + " }"
 	}
 	base["tcp_request_rule_list"] = []any{map[string]any{"type": stage, "action": "reject", "cond": "unless", "cond_test": test}}
 }
@@ -213,9 +276,15 @@ func aclFileRule(test string) (string, bool) {
 }
 
 // rangesReloaded: HAProxy reloaded with the files as they are on disk.
-func (d *Driver) rangesReloaded(ctx context.Context, cfg model.Config) {
+// The configuration changed, so a file whose delete failed before may go
+// now: each is tried again at once.
+func (d *Driver) rangesReloaded(ctx context.Context) {
 	d.acl.running, d.acl.pid = maps.Clone(d.acl.disk), d.pid
-	d.pruneACLFiles(ctx, cfg)
+	for name, r := range d.acl.retry {
+		r.at = time.Time{}
+		d.acl.retry[name] = r
+	}
+	d.pruneACLFiles(ctx)
 }
 
 // pushRanges gives the running worker the ranges on disk where it holds
@@ -246,7 +315,7 @@ func (d *Driver) pushRanges(ctx context.Context, cfg model.Config, p *Pass) erro
 		if cur, ok := a.running[name]; (ok && cur == body) || path == "" {
 			continue
 		}
-		lines := aclLines(f)
+		lines := a.textOf(f).lines
 		if _, ok := a.running[name]; !ok {
 			if ids == nil {
 				var err error
@@ -275,7 +344,7 @@ func (d *Driver) pushRanges(ctx context.Context, cfg model.Config, p *Pass) erro
 		a.running[name] = body
 		d.log.Info("source ranges changed without reload", "service", f.Service, "frontend", f.Name)
 	}
-	d.pruneACLFiles(ctx, cfg)
+	d.pruneACLFiles(ctx)
 	return nil
 }
 
@@ -293,26 +362,45 @@ func (d *Driver) runtimeACLs(ctx context.Context) (map[string]string, error) {
 	return ids, nil
 }
 
-// pruneACLFiles deletes the files of frontends cfg does not restrict: the
-// configuration, as the pass left it, no longer names them. A failure
-// is logged; the next pass that lists the storage tries again.
-func (d *Driver) pruneACLFiles(ctx context.Context, cfg model.Config) {
+// pruneACLFiles deletes the files of frontends the pass's model does not
+// restrict (a.text holds those it does: texts): the configuration, as
+// the pass left it, no longer names them. A failure
+// (409 while haproxy.cfg still names the file: someone else's section, or
+// a write not made yet) is logged and tried again after a wait that
+// doubles (pruneRetryMin to pruneRetryMax), or at once after the next
+// reload (rangesReloaded): not by listing the storage again every pass.
+func (d *Driver) pruneACLFiles(ctx context.Context) {
 	a := &d.acl
-	wanted := make(map[string]bool, len(cfg.Frontends))
-	for _, f := range cfg.Frontends {
-		if f.Restricted() {
-			wanted[aclName(f.Name)] = true
-		}
-	}
+	var now time.Time
 	for name := range a.paths {
-		if wanted[name] {
+		if _, used := a.text[strings.TrimSuffix(name, aclSuffix)]; used {
+			delete(a.retry, name)
 			continue
 		}
-		if err := d.c.DeleteGeneralFile(ctx, name); err != nil && !errors.Is(err, dataplane.ErrNotFound) {
-			d.log.Warn("deleting a source-range file no longer used", "file", name, "err", err)
-			a.listed = false
+		r, failed := a.retry[name]
+		if failed {
+			if now.IsZero() {
+				now = d.now()
+			}
+			if now.Before(r.at) {
+				continue
+			}
+		}
+		err := d.c.DeleteGeneralFile(ctx, name)
+		if err != nil && !errors.Is(err, dataplane.ErrNotFound) {
+			r.wait = min(max(2*r.wait, pruneRetryMin), pruneRetryMax)
+			if now.IsZero() {
+				now = d.now()
+			}
+			r.at = now.Add(r.wait)
+			if a.retry == nil {
+				a.retry = map[string]pruneRetry{}
+			}
+			a.retry[name] = r
+			d.log.Warn("deleting a source-range file no longer used; tried again later", "file", name, "retry_in", r.wait, "err", err)
 			continue
 		}
+		delete(a.retry, name)
 		delete(a.paths, name)
 		delete(a.disk, name)
 		delete(a.running, name)

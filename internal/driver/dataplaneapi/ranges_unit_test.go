@@ -1,10 +1,20 @@
 package dataplaneapi
 
 import (
+	"context"
 	"errors"
+	"net/http"
 	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -127,5 +137,134 @@ func TestSourceRuleLineFile(t *testing.T) {
 		if _, err := sourceRuleLine(rule(test)); !errors.Is(err, errNotRenderable) {
 			t.Errorf("%q: %v, want not renderable", test, err)
 		}
+	}
+}
+
+// countRequests counts the requests of each "METHOD PATH-PREFIX" it is
+// asked about.
+type countRequests struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countRequests) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[r.Method+" "+r.URL.Path]++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (c *countRequests) take(method, path string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n[method+" "+path]
+	delete(c.n, method+" "+path)
+	return n
+}
+
+// A file of the driver's that no restricted frontend uses, whose delete
+// the API refuses (409: haproxy.cfg names it, here in the operator's
+// frontend), is tried again after a wait that doubles, not at every pass,
+// and the storage is not listed again at every pass; once the
+// configuration no longer names it, the next try deletes it.
+func TestUnusedACLFileDeleteBacksOff(t *testing.T) {
+	ctx := context.Background()
+	srv := dataplanetest.Start(t, dataplanetest.Options{ReloadDelay: time.Millisecond})
+	count := &countRequests{}
+	c, err := dataplane.New(dataplane.Options{URL: srv.URL, Timeout: 10 * time.Second, Transport: count})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const file = "fe_default_old_80.acl"
+	sf, err := c.CreateGeneralFile(ctx, file, []byte("192.0.2.0/24\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func() string {
+		v, err := c.Version(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	operator := Object{"name": "fe_operator", "mode": "tcp", "default_backend": "be_operator",
+		"tcp_request_rule_list": []any{map[string]any{"type": "connection", "action": "reject", "cond": "unless", "cond_test": "{ src -f " + sf.File + " }"}}}
+	for _, w := range []struct {
+		path string
+		obj  Object
+	}{{dataplane.BackendsPath, Object{"name": "be_operator", "mode": "tcp"}}, {dataplane.FrontendsPath, operator}} {
+		if _, err := c.Do(ctx, http.MethodPost, w.path, url.Values{"version": {version()}, "full_section": {"true"}}, w.obj, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := New(Options{Client: c, ReloadPoll: time.Millisecond})
+	defer d.Close()
+	now := time.Now()
+	d.now = func() time.Time { return now }
+	cfg := seedCfg("be_default_web_80", "127.81.26.2:30080")
+	cfg.Backends[0].TimeoutConnect, cfg.Backends[0].TimeoutServer = 5*time.Second, time.Minute
+	files := func() []string {
+		fs, err := c.GeneralFiles(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.StorageName)
+		}
+		return out
+	}
+	del := "DELETE /v3/services/haproxy/storage/general/" + file
+	list := "GET /v3/services/haproxy/storage/general"
+	passes := func(n int) {
+		t.Helper()
+		for range n {
+			apply(t, d, cfg)
+		}
+	}
+	passes(1) // the backend added: a reload, then the first delete (409)
+	if got := count.take(strings.Fields(del)[0], strings.Fields(del)[1]); got != 1 {
+		t.Fatalf("first pass: %d deletes, want 1 (refused)", got)
+	}
+	if !slices.Contains(files(), file) {
+		t.Fatalf("the file named by the operator's frontend is gone")
+	}
+	count.take(strings.Fields(list)[0], strings.Fields(list)[1])
+	passes(5)
+	if got := count.take(strings.Fields(del)[0], strings.Fields(del)[1]); got != 0 {
+		t.Errorf("%d deletes in 5 passes before the wait ended, want 0", got)
+	}
+	if got := count.take(strings.Fields(list)[0], strings.Fields(list)[1]); got != 0 {
+		t.Errorf("the storage listed %d times in 5 passes, want 0", got)
+	}
+	now = now.Add(pruneRetryMin)
+	passes(2)
+	if got := count.take(strings.Fields(del)[0], strings.Fields(del)[1]); got != 1 {
+		t.Errorf("after the first wait: %d deletes, want 1 (refused again)", got)
+	}
+	now = now.Add(pruneRetryMin) // the wait doubled: not yet
+	passes(1)
+	if got := count.take(strings.Fields(del)[0], strings.Fields(del)[1]); got != 0 {
+		t.Errorf("before the doubled wait ended: %d deletes, want 0", got)
+	}
+	// The operator's frontend no longer names the file.
+	delete(operator, "tcp_request_rule_list")
+	if _, err := c.Do(ctx, http.MethodPut, dataplane.FrontendPath("fe_operator"), url.Values{"version": {version()}, "full_section": {"true"}}, operator, nil); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(pruneRetryMin)
+	passes(1)
+	if got := count.take(strings.Fields(del)[0], strings.Fields(del)[1]); got != 1 {
+		t.Errorf("after the doubled wait: %d deletes, want 1", got)
+	}
+	if slices.Contains(files(), file) {
+		t.Errorf("the unused file is still stored")
+	}
+	passes(2)
+	if got := count.take(strings.Fields(del)[0], strings.Fields(del)[1]); got != 0 {
+		t.Errorf("%d deletes once the file is gone", got)
 	}
 }
