@@ -234,9 +234,17 @@ func (b *Backend) Structure() Backend {
 // configuration: a slot keeps it until the next reload, and may only take
 // servers of that node meanwhile. A slot with no Track holds a server of
 // any node, and then carries the node's state itself (Server.Maint).
+//
+// Held marks a free slot of the NodesBackend that may take back only the
+// node whose address it remembers, not another node, until the next
+// reload (plan.Assign without resize honours it, with resize drops it):
+// the Data Plane API driver holds a deleted node's slot while servers
+// that follow it may still be in service of their own (it cannot put
+// them in maintenance while their node is).
 type Slot struct {
 	Name   string
 	Used   bool
+	Held   bool
 	Track  uint16
 	Server Server
 }

@@ -150,7 +150,7 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 	kept := make([]model.Slot, len(old))
 	last := -1
 	for i, sl := range old {
-		kept[i] = model.Slot{Name: model.SlotName(i), Server: lastAddr(sl.Server), Track: sl.Track}
+		kept[i] = model.Slot{Name: model.SlotName(i), Server: lastAddr(sl.Server), Track: sl.Track, Held: sl.Held && !sl.Used && !grow}
 		if !sl.Used {
 			continue
 		}
@@ -176,7 +176,7 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 		for i := range slots {
 			if sl := &slots[i]; !sl.Used && sl.Server.Addr.IsValid() {
 				if s, ok := want[sl.Server.Key()]; ok && (grow || bind.fits(*sl, s)) {
-					sl.Used, sl.Server = true, s
+					sl.Used, sl.Held, sl.Server = true, false, s
 					delete(want, s.Key())
 				}
 			}
@@ -197,8 +197,8 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 			slots[i].Used, slots[i].Server = true, s
 			continue
 		}
-		for next < len(slots) && slots[next].Used {
-			next++
+		for next < len(slots) && (slots[next].Used || slots[next].Held) {
+			next++ // a held slot takes back only the server it remembers
 		}
 		if next == len(slots) {
 			if !grow {

@@ -212,3 +212,47 @@ func TestAssignChangedFollowsNodes(t *testing.T) {
 		}
 	}
 }
+
+// A held free slot of the NodesBackend takes back the node it remembers,
+// never another node, until a reload (resize) drops the hold.
+func TestAssignHeldNodeSlot(t *testing.T) {
+	n1, n2, n3 := nodeSrv("10.0.0.1", false), nodeSrv("10.0.0.2", false), nodeSrv("10.0.0.3", false)
+	base, _ := Assign(trackCfg([]model.Server{n1, n2}), nil, true)
+	// n1 deleted: its slot s1 is free, remembers n1, and is held.
+	gone, _ := Assign(trackCfg([]model.Server{n2}), base, false)
+	nodes := gone[model.NodesBackend]
+	if nodes[0].Used {
+		t.Fatalf("s1 still used: %v", slotsOf(nodes))
+	}
+	nodes[0].Held = true
+	for _, tc := range []struct {
+		name   string
+		nodes  []model.Server
+		resize bool
+		want   []string
+		held   bool
+	}{
+		{"another node joins", []model.Server{n2, n3}, false, []string{"s1:-/", "s2:10.0.0.2:0/", "s3:10.0.0.3:0/", "s4:-/"}, true},
+		{"the node returns", []model.Server{n1, n2}, false, []string{"s1:10.0.0.1:0/", "s2:10.0.0.2:0/", "s3:-/", "s4:-/"}, false},
+		{"another node joins at a reload", []model.Server{n2, n3}, true, []string{"s1:10.0.0.3:0/", "s2:10.0.0.2:0/", "s3:-/", "s4:-/"}, false},
+		{"nothing changes", []model.Server{n2}, false, []string{"s1:-/", "s2:10.0.0.2:0/", "s3:-/", "s4:-/"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ex := Assign(trackCfg(tc.nodes), model.Layout{model.NodesBackend: nodes}, tc.resize)
+			if len(ex) > 0 {
+				t.Fatalf("exhausted %v", ex)
+			}
+			if s := slotsOf(got[model.NodesBackend]); !reflect.DeepEqual(s, tc.want) {
+				t.Errorf("slots %v, want %v", s, tc.want)
+			}
+			if h := got[model.NodesBackend][0].Held; h != tc.held {
+				t.Errorf("s1 held %v, want %v", h, tc.held)
+			}
+		})
+	}
+	// Only a held slot free: a new node does not fit without a reload.
+	full := []model.Slot{nodes[0], {Name: "s2", Used: true, Server: n2}}
+	if _, ex := Assign(trackCfg([]model.Server{n2, n3}), model.Layout{model.NodesBackend: full}, false); len(ex) != 1 {
+		t.Errorf("exhausted %v, want the NodesBackend", ex)
+	}
+}

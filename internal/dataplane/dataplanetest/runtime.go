@@ -209,7 +209,11 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 	case http.MethodPut:
 		// Each field given is set, the admin state first, then the
 		// address and port (set server addr), as the real API does;
-		// fields left out stay.
+		// fields left out stay. The admin state is set only when it
+		// differs from the one the endpoint reports (the real API v3.4.0
+		// compares with what it reads): so "maint" on a server following
+		// a node in maintenance, which reads "maint", changes nothing,
+		// and its own state stays as it was.
 		st, hasState := body["admin_state"].(string)
 		if _, given := body["admin_state"]; given && st != "ready" && st != "drain" && st != "maint" {
 			s.fail(w, errf(http.StatusUnprocessableEntity, "admin_state in body should be one of [ready maint drain]"))
@@ -224,7 +228,7 @@ func (s *Server) runtimeEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 		if _, err := netip.ParseAddr(addr); err != nil {
 			addr = "" // measured: an address HAProxy refuses is left as it was, and the answer is 200
 		}
-		if hasState {
+		if rep, _ := s.reported(rs); hasState && rep != st {
 			rs.admin = st
 		}
 		if addr != "" {

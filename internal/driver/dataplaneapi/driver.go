@@ -110,6 +110,9 @@ type Driver struct {
 	rt     map[string]map[string]rtSlot
 	pid    int64
 	verify bool
+	// owed: the followers whose own maintenance HAProxy does not have
+	// (they inherit their node's), slot → their node's slot (owed.go).
+	owed map[string]string
 	// wanted is the target of the last pass (the configuration HAProxy
 	// should have); dirty the slots whose configuration is not written
 	// yet (persist.go).
@@ -160,7 +163,7 @@ func New(opts Options) *Driver {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Driver{c: opts.Client, opts: opts, log: opts.Logger, now: time.Now,
-		rt: map[string]map[string]rtSlot{}, dirty: map[string]dirty{}}
+		rt: map[string]map[string]rtSlot{}, dirty: map[string]dirty{}, owed: map[string]string{}}
 	d.idle = sync.NewCond(&d.mu)
 	return d
 }
@@ -180,7 +183,8 @@ func (d *Driver) Invalidate() {
 // next pass reads it all again.
 func (d *Driver) forget() {
 	d.view, d.wanted, d.appliedOn = nil, nil, nil
-	d.rt, d.pid, d.known = map[string]map[string]rtSlot{}, 0, 0
+	d.resetRuntime()
+	d.pid, d.known = 0, 0
 	d.acl.listed = false // the files are the driver's alone: what it knows of them stays (ranges.go)
 }
 

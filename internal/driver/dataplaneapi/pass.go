@@ -56,7 +56,9 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 		known = d.layout
 	}
 	unclean(clean, sel, known)
+	d.uncleanOwed(clean)
 	prev := layoutFrom(have, sel, known)
+	d.holdNodes(prev) // a deleted node's slot, while servers following it owe their maintenance
 	layout, exhausted := plan.Assign(sel, prev, false)
 	exhausted = append(exhausted, staleTracks(sel, layout)...)
 	want, drain := d.target(have, d.wanted, sel, layout, clean)
@@ -115,7 +117,8 @@ func (d *Driver) current(ctx context.Context) (*state, error) {
 	}
 	ours := v == d.known || (d.inflightDone != nil && v == d.known+1)
 	if !ours {
-		d.view, d.wanted, d.rt, d.pid = nil, nil, map[string]map[string]rtSlot{}, 0
+		d.view, d.wanted, d.pid = nil, nil, 0
+		d.resetRuntime()
 	}
 	if d.verify {
 		d.verify = false
@@ -126,7 +129,8 @@ func (d *Driver) current(ctx context.Context) (*state, error) {
 		if pid != d.pid {
 			// HAProxy reloaded or restarted: what it runs is to be read
 			// again, for every backend (none is clean).
-			d.rt, d.pid, d.appliedOn = map[string]map[string]rtSlot{}, pid, nil
+			d.resetRuntime()
+			d.pid, d.appliedOn = pid, nil
 		}
 	}
 	if d.view == nil {
@@ -147,9 +151,11 @@ func (d *Driver) current(ctx context.Context) (*state, error) {
 // runtime makes HAProxy run want through the runtime endpoints: the
 // backends not in clean, whose slots differ from what runs.
 func (d *Driver) runtime(ctx context.Context, want *state, drain map[string]bool, clean map[string]bool, p *Pass) error {
-	if err := d.readRuntime(ctx, want); err != nil {
+	read, err := d.readRuntime(ctx, want)
+	if err != nil {
 		return err
 	}
+	d.suspectOwed(want, read)
 	if d.pid == 0 {
 		pid, err := d.c.WorkerPID(ctx)
 		if err != nil {

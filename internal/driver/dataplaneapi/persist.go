@@ -169,6 +169,7 @@ func (d *Driver) persistLoop(ctx context.Context, force bool) error {
 			d.forget()
 			return nil
 		}
+		d.persisted(be, name, obj)
 		if st, ok := d.rt[be][name]; ok && st.admin == "drain" {
 			// The write set the slot ready live: drain it again.
 			wctx, cancel := context.WithTimeout(ctx, d.opts.PersistTimeout)

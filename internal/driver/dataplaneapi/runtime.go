@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // rtSlot is what HAProxy runs for one slot: the address, port and admin
@@ -42,17 +43,29 @@ func wantRuntime(be string, o Object, drain map[string]bool) rtSlot {
 type rtOp struct {
 	backend, server string
 	from, to        rtSlot
+	// after: the slot follows a node whose slot is in maintenance now
+	// and leaves it in this pass; the API takes "maint" for the follower
+	// only once its node is out of maintenance (owed.go), so the op is
+	// sent after the others. owe: the follower's node stays in
+	// maintenance, so the admin state of the op may not take (it is
+	// recorded as owed).
+	after bool
+	owe   string
 }
 
 func (o rtOp) key() string { return o.backend + "/" + o.server }
 
 // runtimeOps lists the runtime changes that make HAProxy run want, for
 // the backends not in clean: those whose running slots (as d.rt knows
-// them) differ from their target.
+// them) differ from their target. A follower going to maintenance while
+// its node is in maintenance and stays there is not sent: it inherits
+// the node's, and the API could not set its own (owed.go).
 func (d *Driver) runtimeOps(want *state, drain map[string]bool, clean map[string]bool) []rtOp {
 	var ops []rtOp
+	nodes := d.nodeStates(want)
 	for _, be := range dirtyKeys(want.backends, clean) {
 		running := d.rt[be]
+		follows := be != model.NodesBackend && nodes != nil
 		for _, o := range want.backends[be].children {
 			name, _ := o["name"].(string)
 			to := wantRuntime(be, o, drain)
@@ -60,8 +73,14 @@ func (d *Driver) runtimeOps(want *state, drain map[string]bool, clean map[string
 			if !ok {
 				from = rtSlot{admin: "unknown"}
 			}
+			op := rtOp{backend: be, server: name, from: from, to: to}
+			if follows {
+				if !d.follower(&op, o, nodes) {
+					continue
+				}
+			}
 			if from != to {
-				ops = append(ops, rtOp{backend: be, server: name, from: from, to: to})
+				ops = append(ops, op)
 			}
 		}
 	}
@@ -74,9 +93,25 @@ func (d *Driver) runtimeOps(want *state, drain map[string]bool, clean map[string
 const runtimeParallel = 4
 
 // applyRuntime makes the changes through the runtime endpoints (no
-// reload, no configuration write), a few at a time, and records in d.rt
-// what HAProxy now runs (the caller holds d.mu).
+// reload, no configuration write), a few at a time, those marked after
+// once the others are made, and records in d.rt what HAProxy now runs
+// (the caller holds d.mu).
 func (d *Driver) applyRuntime(ctx context.Context, ops []rtOp, p *Pass) error {
+	var first, second []rtOp
+	for _, op := range ops {
+		if op.after {
+			second = append(second, op)
+		} else {
+			first = append(first, op)
+		}
+	}
+	if err := d.applyOps(ctx, first, p); err != nil {
+		return err // the ops after wait for the next pass: they need these
+	}
+	return d.applyOps(ctx, second, p)
+}
+
+func (d *Driver) applyOps(ctx context.Context, ops []rtOp, p *Pass) error {
 	if len(ops) == 0 {
 		return nil
 	}
@@ -112,6 +147,7 @@ func (d *Driver) applyRuntime(ctx context.Context, ops []rtOp, p *Pass) error {
 			d.rt[op.backend] = map[string]rtSlot{}
 		}
 		d.rt[op.backend][op.server] = op.to
+		d.settled(op)
 	}
 	return first
 }
@@ -143,8 +179,8 @@ func (d *Driver) setRuntime(ctx context.Context, op rtOp) (int, error) {
 }
 
 // readRuntime reads what HAProxy runs for the backends of want that
-// d.rt does not know, a few at a time.
-func (d *Driver) readRuntime(ctx context.Context, want *state) error {
+// d.rt does not know, a few at a time, and returns their names.
+func (d *Driver) readRuntime(ctx context.Context, want *state) ([]string, error) {
 	var missing []string
 	for be := range want.backends {
 		if _, ok := d.rt[be]; !ok {
@@ -152,7 +188,7 @@ func (d *Driver) readRuntime(ctx context.Context, want *state) error {
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return nil, nil
 	}
 	sort.Strings(missing)
 	got := make([]map[string]rtSlot, len(missing))
@@ -175,11 +211,11 @@ func (d *Driver) readRuntime(ctx context.Context, want *state) error {
 	wg.Wait()
 	for i, be := range missing {
 		if errs[i] != nil {
-			return fmt.Errorf("reading the runtime state of %s: %w", be, errs[i])
+			return nil, fmt.Errorf("reading the runtime state of %s: %w", be, errs[i])
 		}
 		d.rt[be] = got[i]
 	}
-	return nil
+	return missing, nil
 }
 
 func (d *Driver) readBackendRuntime(ctx context.Context, be string) (map[string]rtSlot, error) {
@@ -202,6 +238,7 @@ func (d *Driver) readBackendRuntime(ctx context.Context, be string) (map[string]
 // does right after a reload: drains and other runtime changes are gone.
 func (d *Driver) runtimeFromConfig(want *state) {
 	d.rt = make(map[string]map[string]rtSlot, len(want.backends))
+	clear(d.owed) // every follower has its own state from the configuration
 	for be, sec := range want.backends {
 		m := make(map[string]rtSlot, len(sec.children))
 		for _, o := range sec.children {

@@ -42,14 +42,19 @@ func trackedCfg(n int, down int, extra bool, base *model.Config) model.Config {
 }
 
 // BenchmarkTrackedNodeChange: 1,000 Services following 20 nodes, each
-// pass until HAProxy runs it: a node out and back (one request on
-// _nodes/sK), and a 21st node with a server in 250 of the backends
-// joining and leaving (its servers into free slots that follow no node:
-// one or two requests per backend); and, for comparison, a node out and
-// back without _nodes (a request per backend it serves). Against a real API when
-// HKS_DATAPLANE_URL (and _USERNAME, _PASSWORD) is set (it must serve
-// nothing else: the backends are created and deleted here), else the
-// test server with the real API's measured cost.
+// pass until HAProxy runs it, with the runtime requests of each kind of
+// pass: a node out and back (one request on _nodes/sK); node 3 (in 250
+// backends) deleted and back (deleted: one request, its followers owe
+// their maintenance, owed.go; back: one request, its followers serve again
+// with no request); a 21st node with a server in 250 of the backends
+// joining and leaving, the same node each time (its servers return to the
+// free slots that follow no node and remember them: a request per
+// backend) or a new node each time (an address and a state per backend);
+// and, for comparison, a node out and back without _nodes (a request per
+// backend it serves). Against a real API when HKS_DATAPLANE_URL (and
+// _USERNAME, _PASSWORD) is set (it must serve nothing else: the backends
+// are created and deleted here), else the test server with the real API's
+// measured cost.
 func BenchmarkTrackedNodeChange(b *testing.B) {
 	c := newBenchAPI(b, time.Minute).c
 	ctx := context.Background()
@@ -83,32 +88,56 @@ func BenchmarkTrackedNodeChange(b *testing.B) {
 			plainOut.Backends[i] = plain.Backends[i]
 		}
 	}
+	deleted := edited(base, nodeAt(3), nil, func(int) bool { return false })
+	// A new node each time: a 21st node at another address, in every
+	// fourth Service.
+	joined := func(i int) model.Config {
+		a := netip.AddrFrom4([4]byte{127, 81, 41, byte(1 + i%250)})
+		return edited(base, a, &model.Server{Addr: a}, func(s int) bool { return s%4 == 0 })
+	}
 	for _, tc := range []struct {
 		name          string
 		base, changed model.Config
+		fresh         func(i int) model.Config // the changed config of pass pair i, when not changed
 		wantAtMost    int
+		change, undo  string // the metrics' names
 	}{
-		{"node-out-and-back", base, trackedCfg(1000, 3, false, &base), 1},
-		{"node-added-and-deleted-250-backends", base, trackedCfg(1000, -1, true, &base), 2*250 + 2},
-		{"untracked-node-out-and-back", plain, plainOut, 250},
+		{name: "node-out-and-back", base: base, changed: trackedCfg(1000, 3, false, &base), wantAtMost: 1, change: "out", undo: "back"},
+		{name: "node-deleted-and-back-250-backends", base: base, changed: deleted, wantAtMost: 1, change: "deleted", undo: "back"},
+		{name: "node-added-and-deleted-250-backends", base: base, changed: trackedCfg(1000, -1, true, &base), wantAtMost: 2*250 + 2, change: "added", undo: "deleted"},
+		{name: "new-node-added-and-deleted-250-backends", base: base, fresh: joined, wantAtMost: 2*250 + 2, change: "added", undo: "deleted"},
+		{name: "untracked-node-out-and-back", base: plain, changed: plainOut, wantAtMost: 250, change: "out", undo: "back"},
 	} {
 		if _, err := d.Apply(ctx, tc.base); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(tc.name, func(b *testing.B) {
-			ops := 0
+			var took [2]time.Duration
+			var ops, passes [2]int
 			for i := range b.N {
-				cfg := tc.changed
-				if i%2 == 1 {
+				cfg, k := tc.changed, i%2
+				if tc.fresh != nil {
+					cfg = tc.fresh(i / 2)
+				}
+				if k == 1 {
 					cfg = tc.base
 				}
+				t := time.Now()
 				res, err := d.Apply(ctx, cfg)
+				took[k] += time.Since(t)
 				if err != nil || res.Reloaded || res.Ops > tc.wantAtMost {
 					b.Fatalf("%v reloaded %v ops %d", err, res.Reasons, res.Ops)
 				}
-				ops += res.Ops
+				ops[k] += res.Ops
+				passes[k]++
 			}
-			b.ReportMetric(float64(ops)/float64(b.N), "requests/pass")
+			for k, name := range []string{tc.change, tc.undo} {
+				if passes[k] > 0 {
+					b.ReportMetric(float64(took[k].Microseconds())/1000/float64(passes[k]), "ms/"+name)
+					b.ReportMetric(float64(ops[k])/float64(passes[k]), "requests/"+name)
+				}
+			}
+			b.ReportMetric(float64(ops[0]+ops[1])/float64(b.N), "requests/pass")
 			if b.N%2 == 1 {
 				if _, err := d.Apply(ctx, tc.base); err != nil {
 					b.Fatal(err)

@@ -163,6 +163,21 @@ func TestContractTrackFacts(t *testing.T) {
 		if got := a.admin(t, tracker, "s2"); got != "ready" {
 			t.Errorf("node s2 ready again: s2 reads %q", got)
 		}
+		// The API sets an admin state only when it reads another one: so
+		// "maint" for a follower of a node in maintenance, which reads
+		// "maint", leaves its own state ready, and it serves again with
+		// its node (owed.go); once its node is ready, it takes.
+		a.setAdmin(t, nodes, "s1", "maint")
+		a.setAdmin(t, tracker, "s1", "maint")
+		a.setAdmin(t, nodes, "s1", "ready")
+		if got := a.admin(t, tracker, "s1"); got != "ready" {
+			t.Errorf("a follower set to maint under its node's maintenance reads %q once its node is ready, want ready (unchanged)", got)
+		}
+		a.setAdmin(t, tracker, "s1", "maint")
+		if got := a.admin(t, tracker, "s1"); got != "maint" {
+			t.Errorf("a follower set to maint under a node in service reads %q", got)
+		}
+		a.setAdmin(t, tracker, "s1", "ready")
 		if r := a.reloads(t); r != r0 {
 			t.Errorf("runtime changes reloaded HAProxy %d times", r-r0)
 		}
