@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,7 +146,7 @@ func trackNodes(t *testing.T, a *api, rawMin int, check model.Check) {
 			t.Errorf("%s: servers follow %v, want each its node's slot %v", s.Name, got, want)
 		}
 	}
-	pass := func(what string, wantOps int, serving ...string) {
+	passEach := func(what string, wantOps int, serving ...[]string) {
 		t.Helper()
 		r0 := a.reloads(t)
 		res, err := d.Apply(ctx, w.cfg())
@@ -157,13 +158,17 @@ func trackNodes(t *testing.T, a *api, rawMin int, check model.Check) {
 		}
 		for i, s := range w.svcs {
 			want := map[string]bool{}
-			for _, n := range serving {
+			for _, n := range serving[min(i, len(serving)-1)] {
 				want[fmt.Sprintf("%s:%d", n, 30080+i)] = true
 			}
 			if got := a.serving(t, s.Name); !maps.Equal(got, want) {
 				t.Errorf("%s: %s serving %v, want %v", what, s.Name, got, want)
 			}
 		}
+	}
+	pass := func(what string, wantOps int, serving ...string) {
+		t.Helper()
+		passEach(what, wantOps, serving)
 	}
 	// A node out and back: one runtime request on its slot each time.
 	w.node("127.81.12.2", true)
@@ -208,6 +213,34 @@ func trackNodes(t *testing.T, a *api, rawMin int, check model.Check) {
 			t.Errorf("%s follows %v, want %v", s.Name, got, want)
 		}
 	}
+	// A node deleted: one request, its slot into maintenance; its
+	// followers inherit it, and owe their own (owed.go).
+	w.nodes = slices.DeleteFunc(slices.Clone(w.nodes), func(n model.Server) bool { return n.Addr.String() == "127.81.12.2" })
+	w.setServers()
+	pass("node deleted", 1, "127.81.12.1", "127.81.12.3")
+	// Another node joins: not into the deleted node's slot, whose
+	// followers would serve at its address; its slot and a loose slot per
+	// backend, an address and a state each.
+	w.nodes = append(w.nodes, model.Server{Addr: netip.MustParseAddr("127.81.12.4")})
+	w.setServers()
+	pass("another node added", 6, "127.81.12.1", "127.81.12.3", "127.81.12.4")
+	// The deleted node returns: its slot, and its followers serve again
+	// with no request of their own.
+	w.nodes = append(w.nodes, model.Server{Addr: netip.MustParseAddr("127.81.12.2")})
+	w.setServers()
+	all := []string{"127.81.12.1", "127.81.12.2", "127.81.12.3", "127.81.12.4"}
+	pass("deleted node back", 1, all...)
+	// A server of a node out goes: nothing to send (its follower inherits
+	// the node's maintenance); once the node is back, that follower is
+	// put in maintenance right after it.
+	w.node("127.81.12.1", true)
+	pass("node excluded again", 1, all[1:]...)
+	other := *w.svcs[1]
+	other.Servers = other.Servers[1:]
+	w.svcs[1] = &other
+	pass("a server of the node out goes", 0, all[1:]...)
+	w.node("127.81.12.1", false)
+	passEach("node included again", 2, all, all[1:])
 	// haproxy.cfg catches up; a new controller then finds nothing to do.
 	if err := d.Flush(ctx); err != nil {
 		t.Fatal(err)
