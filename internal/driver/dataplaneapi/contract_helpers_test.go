@@ -82,10 +82,27 @@ func (a *api) client(t *testing.T, rt http.RoundTripper) *dataplane.Client {
 	return c
 }
 
-// run runs f as a subtest against every API.
+// run runs f as a subtest against every API. The drivers f made are
+// closed, and their background writes of the configuration ended, before
+// the subtest's cleanups delete its sections (else a write under way makes
+// a delete fail on the version).
 func run(t *testing.T, f func(t *testing.T, a *api)) {
 	for _, a := range apis(t) {
-		t.Run(a.name, func(t *testing.T) { f(t, a) })
+		t.Run(a.name, func(t *testing.T) {
+			defer a.closeDrivers()
+			f(t, a)
+		})
+	}
+}
+
+func (a *api) closeDrivers() {
+	for _, d := range a.made {
+		d.Close()
+		d.mu.Lock()
+		for d.persisting {
+			d.idle.Wait()
+		}
+		d.mu.Unlock()
 	}
 }
 

@@ -79,17 +79,18 @@ func followed(o Object) string {
 // it out (owed), else op is to be sent, after the others when it needs
 // its node out of maintenance first.
 func (d *Driver) follower(op *rtOp, o Object, nodes map[string]nodeState) bool {
-	key := op.key()
 	node := followed(o)
 	n, ok := nodes[node]
 	if node == "" || !ok || op.to.admin != "maint" || op.from.admin == "maint" {
-		delete(d.owed, key) // any op sets its own state
+		if len(d.owed) > 0 {
+			delete(d.owed, op.key()) // any op sets its own state
+		}
 		return true
 	}
 	moved := op.from.addr != op.to.addr || op.from.port != op.to.port
 	switch {
 	case n.want == "maint" && !moved:
-		d.owed[key] = node // inherited; the API could not set it
+		d.owed[op.key()] = node // inherited; the API could not set it
 		return false
 	case n.want == "maint":
 		op.owe = node // the address goes; the state may not take
@@ -103,7 +104,9 @@ func (d *Driver) follower(op *rtOp, o Object, nodes map[string]nodeState) bool {
 func (d *Driver) settled(op rtOp) {
 	key := op.key()
 	if op.owe == "" {
-		delete(d.owed, key)
+		if len(d.owed) > 0 {
+			delete(d.owed, key)
+		}
 		return
 	}
 	st := d.rt[op.backend][op.server]

@@ -67,18 +67,6 @@ type aclText struct {
 	body   string
 }
 
-// pruneRetry is the next attempt at deleting an unused file.
-type pruneRetry struct {
-	at   time.Time
-	wait time.Duration
-}
-
-// Bounds of the wait between two attempts at deleting an unused file.
-const (
-	pruneRetryMin = 5 * time.Second
-	pruneRetryMax = 10 * time.Minute
-)
-
 func aclName(frontend string) string { return frontend + aclSuffix }
 
 // ourACL reports whether a stored file is one of the driver's: named for
@@ -360,49 +348,4 @@ func (d *Driver) runtimeACLs(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return ids, nil
-}
-
-// pruneACLFiles deletes the files of frontends the pass's model does not
-// restrict (a.text holds those it does: texts): the configuration, as
-// the pass left it, no longer names them. A failure
-// (409 while haproxy.cfg still names the file: someone else's section, or
-// a write not made yet) is logged and tried again after a wait that
-// doubles (pruneRetryMin to pruneRetryMax), or at once after the next
-// reload (rangesReloaded): not by listing the storage again every pass.
-func (d *Driver) pruneACLFiles(ctx context.Context) {
-	a := &d.acl
-	var now time.Time
-	for name := range a.paths {
-		if _, used := a.text[strings.TrimSuffix(name, aclSuffix)]; used {
-			delete(a.retry, name)
-			continue
-		}
-		r, failed := a.retry[name]
-		if failed {
-			if now.IsZero() {
-				now = d.now()
-			}
-			if now.Before(r.at) {
-				continue
-			}
-		}
-		err := d.c.DeleteGeneralFile(ctx, name)
-		if err != nil && !errors.Is(err, dataplane.ErrNotFound) {
-			r.wait = min(max(2*r.wait, pruneRetryMin), pruneRetryMax)
-			if now.IsZero() {
-				now = d.now()
-			}
-			r.at = now.Add(r.wait)
-			if a.retry == nil {
-				a.retry = map[string]pruneRetry{}
-			}
-			a.retry[name] = r
-			d.log.Warn("deleting a source-range file no longer used; tried again later", "file", name, "retry_in", r.wait, "err", err)
-			continue
-		}
-		delete(a.retry, name)
-		delete(a.paths, name)
-		delete(a.disk, name)
-		delete(a.running, name)
-	}
 }
