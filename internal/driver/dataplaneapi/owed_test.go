@@ -11,6 +11,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
 
 // nodeAt is the address of node n of trackedCfg (0-based).
@@ -165,4 +166,40 @@ func TestNodeDeletedOwesFollowers(t *testing.T) {
 		t.Errorf("%d followers owed after a reload", len(d.owed))
 	}
 	pass("node 5 returns", edited(cfg, five, &model.Server{Addr: five}, func(int) bool { return false }), 1)
+}
+
+// Nodes joining while a deleted node's slot is held take the other free
+// slots of _nodes; once only the held one is left, the next node needs a
+// reload (the _nodes backend sized anew), which gives the followers their
+// own maintenance and ends the hold.
+func TestHeldNodeSlotExhausted(t *testing.T) {
+	d, srv := fastDriver(t)
+	ctx := context.Background()
+	cfg := trackedCfg(8, -1, false, nil)
+	apply(t, d, cfg)
+	free := plan.SlotsFor(20) - 20
+	cfg = edited(cfg, nodeAt(3), nil, func(int) bool { return false })
+	apply(t, d, cfg)
+	for n := range free {
+		a := netip.AddrFrom4([4]byte{127, 81, 42, byte(n + 1)})
+		cfg = edited(cfg, a, &model.Server{Addr: a}, func(i int) bool { return i == n%8 })
+		res, err := d.Apply(ctx, cfg)
+		if err != nil || res.Reloaded {
+			t.Fatalf("node %d of %d joining: reloaded %v (%v), err %v", n+1, free, res.Reloaded, res.Reasons, err)
+		}
+		wantRunsExactly(t, srv, cfg, fmt.Sprintf("node %d joined", n+1))
+	}
+	a := netip.AddrFrom4([4]byte{127, 81, 42, 200})
+	cfg = edited(cfg, a, &model.Server{Addr: a}, func(i int) bool { return i == 0 })
+	res, err := d.Apply(ctx, cfg)
+	if err != nil || !res.Reloaded {
+		t.Fatalf("a node joining with only the held slot free: reloaded %v, err %v; want a reload", res.Reloaded, err)
+	}
+	wantRunsExactly(t, srv, cfg, "after the reload")
+	if len(d.owed) != 0 {
+		t.Errorf("%d followers owed after the reload", len(d.owed))
+	}
+	cfg = edited(cfg, nodeAt(3), &model.Server{Addr: nodeAt(3)}, func(i int) bool { return i == 3 })
+	apply(t, d, cfg)
+	wantRunsExactly(t, srv, cfg, "the deleted node back after the reload")
 }
