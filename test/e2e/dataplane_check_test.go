@@ -33,7 +33,7 @@ func TestDataplaneSeedNodeCheckGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, n := range []string{"dc1", "dc2"} {
-		if err := lab.CreateNode(bg, client, n, fmt.Sprintf("127.81.21.%d", i+1), true); err != nil {
+		if err := lab.CreateNode(bg, client, n, fmt.Sprintf("127.81.28.%d", i+1), true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,11 +57,11 @@ func TestDataplaneSeedNodeCheckGiven(t *testing.T) {
 		"HAPROXY_SEND_PROXY_V2":                   "true",
 		"HAPROXY_K8S_SYNC_NODE_CHECK":             "http:10256/healthz",
 		"HAPROXY_K8S_SYNC_NODE_CHECK_INTERVAL":    "3s",
-		"HAPROXY_K8S_SYNC_METRICS_ADDRESS":        fmt.Sprintf("127.81.21.200:%d", freeLoopbackPort(t, "127.81.21.200")),
+		"HAPROXY_K8S_SYNC_METRICS_ADDRESS":        fmt.Sprintf("127.81.28.200:%d", freeLoopbackPort(t, "127.81.28.200")),
 		"HAPROXY_K8S_SYNC_DEFAULT_CHECK_INTERVAL": "4s", // the node check's interval wins for a carried check
 	})
 	waitFor(t, log, "every node serves", func() error {
-		return servingIs(api, backend, set3("127.81.21.1:30443", "127.81.21.2:30443"))
+		return servingIs(api, backend, set3("127.81.28.1:30443", "127.81.28.2:30443"))
 	})
 	sec, _ := api.Backend(backend)
 	ds, _ := sec.Object["default_server"].(map[string]any)

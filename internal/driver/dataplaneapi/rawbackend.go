@@ -156,8 +156,10 @@ func serverLine(l *lines, o Object) error {
 	return nil
 }
 
-// httpchk renders the HTTP check of the model.NodesBackend (the node
-// check): option httpchk METHOD PATH and the one rule, a 200 expected.
+// httpchk renders a backend's HTTP check (the node check of the
+// model.NodesBackend and of unbound slots, or a Service's own check, as on
+// its healthCheckNodePort): option httpchk METHOD PATH and the one rule, a
+// 200 expected.
 func httpchk(l *lines, o Object) error {
 	p, _ := o["httpchk_params"].(map[string]any)
 	method, err := enumOf(p, "method", "GET")
