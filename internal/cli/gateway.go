@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gatewayctl"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -78,12 +79,20 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 	}
 	src := source.NewGateway(client, gc, udp != nil, routes)
 	src.RelistAfterOutage(outage, log)
+	var claimer *claims.Claimer
 	if f.publish.pools {
 		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {
 			return err
 		}
 		src.WithPools(dyn)
+		kclient, err := statusClient(cfg)
+		if err != nil {
+			return err
+		}
+		if claimer, err = newClaimer(client, kclient, claims.Gateway, f.publish, src.WithClaims, src, log); err != nil {
+			return err
+		}
 	}
 	scfg := rest.CopyConfig(cfg)
 	scfg.QPS, scfg.Burst = -1, 0
@@ -98,6 +107,7 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 		SyncTimeout:  f.syncTimeout,
 		Publisher:    pub,
 		Instances:    names,
+		Claimer:      claimer,
 		Logger:       log,
 	})
 	inst := f.metrics.instance(choice.label)
@@ -105,7 +115,7 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 		return err
 	}
 	_, gate := f.publish.recorder(nil)
-	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run}, loop.Trigger, log); err != nil {
+	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, claimer.Run}, loop.Trigger, log); err != nil {
 		return err
 	}
 	b.watch(ctx, loop.Trigger)

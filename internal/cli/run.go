@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
@@ -173,6 +174,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		return err
 	}
 	var poolStatus *controller.PoolStatus
+	var claimer *claims.Claimer
 	if f.publish.pools {
 		dyn, err := dynamic.NewForConfig(cfg)
 		if err != nil {
@@ -187,6 +189,9 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 			src.WithGateways()
 		}
 		poolStatus = controller.NewPoolStatus(dyn, log)
+		if claimer, err = newClaimer(client, sclient, claims.Service, f.publish, src.WithClaims, src, log); err != nil {
+			return err
+		}
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
@@ -197,6 +202,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		SyncTimeout:  f.syncTimeout,
 		Publisher:    pub,
 		PoolStatus:   poolStatus,
+		Claimer:      claimer,
 		LastGoodPath: filepath.Join(filepath.Dir(f.stateFile), "last-good-settings.json"),
 		Logger:       log,
 		Metrics:      inst,
@@ -205,7 +211,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	if err := f.metrics.serve(ctx, b.ready(ctl.Synced, inst), log); err != nil {
 		return err
 	}
-	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run}, ctl.Trigger, log); err != nil {
+	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run}, ctl.Trigger, log); err != nil {
 		return err
 	}
 	b.watch(ctx, ctl.Trigger)

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
@@ -33,7 +34,10 @@ type Options struct {
 	SyncTimeout  time.Duration // how long to wait for informer caches
 	Publisher    *Publisher    // told which Services are served (it writes their status on its own); nil: never
 	PoolStatus   *PoolStatus   // told the AddressPools' counts (it writes their status on its own); nil: never
-	LastGoodPath string        // file keeping last valid settings across restarts; "": memory only
+	// Claimer claims each Service's pool addresses before they are
+	// bound or published (internal/claims); nil: no claims are made.
+	Claimer      *claims.Claimer
+	LastGoodPath string // file keeping last valid settings across restarts; "": memory only
 	Logger       *slog.Logger
 	Metrics      *metrics.Instance // nil: no metrics
 	// Leading says whether this replica leads (--leader-elect): only the
@@ -139,6 +143,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	if c.src.Pooled() {
 		alloc = c.allocate(svcs)
 		in.Addresses, dopts.Pooled = alloc.addrs, true
+		if alloc.fresh {
+			c.opts.Claimer.Want(alloc.wants) // before the driver: claims need not wait for HAProxy
+		}
 	}
 	d := desired.Compute(in, dopts)
 	d.Problems = slices.Concat(d.Problems, alloc.problems) // d's may be the memo's

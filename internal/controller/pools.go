@@ -5,15 +5,20 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
 // allocation is one pass's outcome of the AddressPools.
 type allocation struct {
-	addrs    map[string][]netip.Addr
+	addrs    map[string][]netip.Addr // in use: bound and published
+	given    map[string][]netip.Addr // in use and being claimed (the next allocation's prev)
+	wants    []claims.Want           // given, for the Claimer
+	fresh    bool                    // computed by this pass (not the last one reused)
 	problems []desired.Problem
 	counts   map[string]pools.Counts
 	errs     map[string]string     // pool name: why its spec is unusable
@@ -26,13 +31,16 @@ type allocation struct {
 func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 	objs, namespaces := c.src.Pools()
 	gws := c.src.Gateways()
+	cls := c.src.Claims()
 	// Most passes change endpoints only: the same objects give the same
 	// allocation (informers replace an object that changes).
-	if c.allocInputs.same(svcs, objs, namespaces) && sameSet(c.allocInputs.gws, gws) {
-		return c.lastAlloc
+	if c.allocInputs.same(svcs, objs, namespaces) && sameSet(c.allocInputs.gws, gws) && sameSet(c.allocInputs.claims, cls) {
+		last := c.lastAlloc
+		last.fresh = false
+		return last
 	}
 	c.allocInputs.set(svcs, objs, namespaces)
-	c.allocInputs.gws = setOf(gws)
+	c.allocInputs.gws, c.allocInputs.claims = setOf(gws), setOf(cls)
 	nsLabels := make(map[string]map[string]string, len(namespaces))
 	for _, n := range namespaces {
 		nsLabels[n.Name] = n.Labels
@@ -65,12 +73,17 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 			delete(c.lastPools, name) // deleted: its addresses go
 		}
 	}
-	res, probs := pools.ForServicesWith(ps, svcs, nsLabels, func(s *corev1.Service) bool { return desired.Selected(s, c.opts.Desired) },
-		gatewayReservations(gws, nsLabels), c.lastAlloc.addrs)
+	var claimed pools.Claims
+	if c.opts.Claimer != nil {
+		claimed = readClaims(cls)
+	}
+	selected := func(s *corev1.Service) bool { return desired.Selected(s, c.opts.Desired) }
+	res, probs := pools.ForServicesWith(ps, svcs, nsLabels, selected, gatewayReservations(gws, nsLabels), c.lastAlloc.given, claimed)
 	for _, p := range probs {
 		out.problems = append(out.problems, desired.Problem{Service: p.Service, Reason: p.Reason, Message: p.Message})
 	}
-	out.addrs, out.counts = res.Assigned, res.Pools
+	out.addrs, out.counts, out.fresh = res.Assigned, res.Pools, true
+	out.given, out.wants = given(res, svcs, selected)
 	out.owned = func(a netip.Addr) bool {
 		return slices.ContainsFunc(ps, func(p pools.Pool) bool {
 			return slices.ContainsFunc(p.Ranges, func(r pools.Range) bool { return r.Contains(a) })
@@ -83,10 +96,11 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 // allocInputs are the objects an allocation was computed from, as sets
 // (the informers list them in no particular order).
 type allocInputs struct {
-	svcs  map[*corev1.Service]struct{}
-	pools map[*unstructured.Unstructured]struct{}
-	ns    map[*corev1.Namespace]struct{}
-	gws   map[*unstructured.Unstructured]struct{} // Gateways (their addresses)
+	svcs   map[*corev1.Service]struct{}
+	pools  map[*unstructured.Unstructured]struct{}
+	ns     map[*corev1.Namespace]struct{}
+	gws    map[*unstructured.Unstructured]struct{} // Gateways (their addresses)
+	claims map[*networkingv1.IPAddress]struct{}    // the address claims
 }
 
 func sameSet[T comparable](set map[T]struct{}, xs []T) bool {
@@ -115,4 +129,38 @@ func (a *allocInputs) same(svcs []*corev1.Service, pools []*unstructured.Unstruc
 
 func (a *allocInputs) set(svcs []*corev1.Service, pools []*unstructured.Unstructured, ns []*corev1.Namespace) {
 	a.svcs, a.pools, a.ns = setOf(svcs), setOf(pools), setOf(ns)
+}
+
+// readClaims is what the allocation needs of the cached claims.
+func readClaims(ips []*networkingv1.IPAddress) pools.Claims {
+	cs := make([]claims.Claim, 0, len(ips))
+	for _, ip := range ips {
+		if cl, ok := claims.Read(ip); ok {
+			cs = append(cs, cl)
+		}
+	}
+	return claims.ToPools(cs)
+}
+
+// given is each selected Service's addresses, in use and being claimed
+// (res.Assigned and res.Pending), and the same as the Claimer's wants.
+func given(res pools.Result, svcs []*corev1.Service, selected func(*corev1.Service) bool) (map[string][]netip.Addr, []claims.Want) {
+	out := make(map[string][]netip.Addr, len(res.Assigned)+len(res.Pending))
+	var wants []claims.Want
+	for _, s := range svcs {
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer || !selected(s) {
+			continue
+		}
+		k := s.Namespace + "/" + s.Name
+		as := slices.Concat(res.Assigned[k], res.Pending[k])
+		if len(as) == 0 {
+			continue
+		}
+		out[k] = as
+		for _, a := range as {
+			wants = append(wants, claims.Want{Addr: a, ShareKey: s.Annotations[pools.SharedIPAnnotation],
+				Parent: claims.Parent{Kind: claims.Service, Namespace: s.Namespace, Name: s.Name, UID: s.UID}})
+		}
+	}
+	return out, wants
 }

@@ -27,7 +27,13 @@ type gwAddrs struct {
 // in the same way, and both order requests alike (pools.SortRequests):
 // the same objects give the same allocation in either controller.
 // A Gateway's own status addresses keep it its addresses across restarts.
-func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]netip.Addr) map[Key]gwAddrs {
+//
+// With claims (non-nil: the address claims of internal/claims), a claimed
+// address goes only to its holder, and a Gateway whose addresses are not
+// all claimed for it yet (nor listed in its status) waits: not served,
+// Programmed=False (AddressNotAssigned), its addresses in given (for the
+// claims and the next pass's prev) but not in addrs.
+func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]netip.Addr, claims pools.Claims) (map[Key]gwAddrs, map[Key][]netip.Addr) {
 	nsLabels := namespaceLabels(in.Namespaces)
 	var reqs []pools.Request
 	for _, s := range in.Services {
@@ -39,6 +45,7 @@ func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]net
 	}
 	out := make(map[Key]gwAddrs, len(gws))
 	keys := map[string]Key{}
+	published, share := map[string][]netip.Addr{}, map[string]string{}
 	for _, g := range gws {
 		r, bad := pools.GatewayRequest(g, nsLabels[g.Namespace])
 		k := Key{g.Namespace, g.Name}
@@ -46,16 +53,19 @@ func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]net
 			out[k] = gwAddrs{why: string(gwv1.GatewayReasonAddressNotUsable), msg: "spec.addresses: not an IP address: " + strings.Join(bad, ", ")}
 			continue
 		}
+		published[r.Key], share[r.Key] = r.Current, r.ShareKey
 		for _, a := range prev[k] {
 			if !slices.Contains(r.Current, a) {
-				r.Current = append(r.Current, a)
+				r.Current = append(slices.Clip(r.Current), a)
 			}
 		}
 		keys[r.Key] = k
 		reqs = append(reqs, r)
 	}
 	pools.SortRequests(reqs)
-	res := pools.Allocate(ps, reqs)
+	res := pools.AllocateClaimed(ps, reqs, claims)
+	res.SplitClaimed(claims, published, share)
+	given := make(map[Key][]netip.Addr, len(keys))
 	probs := map[Key][]pools.Problem{}
 	for _, p := range res.Problems {
 		if k, ok := keys[p.Key]; ok {
@@ -80,9 +90,25 @@ func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]net
 			a.msg += p.Message
 		}
 		if a.why == "" {
+			if g := slices.Concat(res.Assigned[pk], res.Pending[pk]); len(g) > 0 {
+				slices.SortFunc(g, func(a, b netip.Addr) int { return a.Compare(b) })
+				given[k] = g
+			}
 			a.addrs = res.Assigned[pk]
+			if p := res.Pending[pk]; len(p) > 0 {
+				a.addrs, a.why = nil, string(gwv1.GatewayReasonAddressNotAssigned)
+				a.msg = "claiming " + addrList(p) + " for this Gateway (no other object may have it)"
+			}
 		}
 		out[k] = a
 	}
-	return out
+	return out, given
+}
+
+func addrList(as []netip.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
 }

@@ -64,6 +64,7 @@ func TestGatewayAddressesFromPools(t *testing.T) {
 		fronts   int
 		wantText string // in the message of the first Gateway's Programmed condition
 		prev     map[Key][]netip.Addr
+		claims   pools.Claims // address claims made (nil: none)
 	}{
 		{name: "the last pass's address stays until the status lists it", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("b", 2), tcp("a", 1)},
 			prev: map[Key][]netip.Addr{{"apps", "b"}: {netip.MustParseAddr("198.18.0.0")}}, want: map[string]string{"a": "198.18.0.1", "b": "198.18.0.0"}, fronts: 2},
@@ -103,13 +104,23 @@ func TestGatewayAddressesFromPools(t *testing.T) {
 			want: map[string]string{"a": "198.18.0.0", "b": "True/Accepted False/AddressNotAssigned"}, fronts: 1},
 		{name: "not an address", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{asking(tcp("a", 1), gwv1.IPAddressType, "not-an-ip")},
 			want: map[string]string{"a": "True/Accepted False/AddressNotUsable"}, wantText: "not an IP address"},
+		{name: "claims made: a new address waits for its claim", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("a", 1)}, claims: pools.Claims{},
+			want: map[string]string{"a": "True/Accepted False/AddressNotAssigned"}, wantText: "claiming 198.18.0.0"},
+		{name: "claims made: served once claimed for it", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{tcp("a", 1)},
+			claims: pools.Claims{netip.MustParseAddr("198.18.0.0"): {Key: "Gateway apps/a"}}, want: map[string]string{"a": "198.18.0.0"}, fronts: 1},
+		{name: "claims made: its status address served while it is claimed", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{holding(tcp("a", 1), "198.18.0.2")},
+			claims: pools.Claims{}, want: map[string]string{"a": "198.18.0.2"}, fronts: 1},
+		{name: "claims made: a Service's claim wins over the older Gateway's status (the race's loser moves)", pool: []string{"198.18.0.0/30"},
+			gws: []*gwv1.Gateway{holding(tcp("a", 1), "198.18.0.0")}, claims: pools.Claims{netip.MustParseAddr("198.18.0.0"): {Key: "apps/web"},
+				netip.MustParseAddr("198.18.0.1"): {Key: "Gateway apps/a"}},
+			want: map[string]string{"a": "198.18.0.1"}, fronts: 1},
 		{name: "unsupported type", pool: []string{"198.18.0.0/30"}, gws: []*gwv1.Gateway{asking(tcp("a", 1), gwv1.HostnameAddressType, "lb.example.com")},
 			want: map[string]string{"a": "False/UnsupportedAddress False/AddressNotUsable"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Classes: []*gwv1.GatewayClass{class("hks", ControllerName)}, Gateways: tc.gws, Services: tc.svcs}
-			res := Compute(in, Options{Pooled: true, Pools: []pools.Pool{testPool(t, "p", tc.pool...)}, Previous: tc.prev})
+			res := Compute(in, Options{Pooled: true, Pools: []pools.Pool{testPool(t, "p", tc.pool...)}, Previous: tc.prev, Claims: tc.claims})
 			for name, want := range tc.want {
 				st := res.Gateways[Key{"apps", name}]
 				got := condOf(st.Conditions, "Accepted") + " " + condOf(st.Conditions, "Programmed")

@@ -84,13 +84,7 @@ func Compute(in Input, opts Options) Result {
 				asking = append(asking, g)
 			}
 		}
-		pooled = allocate(asking, in, opts.Pools, opts.Previous)
-		res.Assigned = make(map[Key][]netip.Addr, len(pooled))
-		for k, a := range pooled {
-			if len(a.addrs) > 0 {
-				res.Assigned[k] = a.addrs
-			}
-		}
+		pooled, res.Assigned = allocate(asking, in, opts.Pools, opts.Previous, opts.Claims)
 	}
 	for _, g := range ours {
 		x := &gw{obj: g, key: Key{g.Namespace, g.Name}}

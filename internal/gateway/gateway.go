@@ -65,6 +65,10 @@ type Options struct {
 	// given a moment ago does not move to an older Gateway that appears
 	// meanwhile (objects created within a second are ordered by name).
 	Previous map[Key][]netip.Addr
+	// Claims are the address claims (internal/claims), with Pooled where
+	// they are made (nil: none are): a Gateway is served on an address
+	// only once it is claimed for it or its status lists it.
+	Claims pools.Claims
 	// UDP: UDP listeners are served (the nftables driver runs); without
 	// it they are not accepted.
 	UDP bool
@@ -79,7 +83,8 @@ type Result struct {
 	// (other controllers' entries are left alone by the writer).
 	Routes map[RouteKey][]gwv1.RouteParentStatus
 	// Assigned are the Gateways' addresses from the pools (Pooled), for
-	// the next pass's Options.Previous.
+	// the next pass's Options.Previous and for the claims: those in use
+	// and those being claimed.
 	Assigned map[Key][]netip.Addr
 	// Generations the statuses were computed from (observedGeneration
 	// is in the conditions; this keys the writer's comparisons).

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
@@ -32,7 +33,11 @@ type Options struct {
 	// each reported it applied the model (InstanceApplied), not when Apply
 	// returns.
 	Instances []string
-	Logger    *slog.Logger
+	// Claimer, with Gateway.Pooled where the apiserver serves
+	// IPAddresses, claims each Gateway's pool addresses before they are
+	// served or published (internal/claims); nil: no claims are made.
+	Claimer *claims.Claimer
+	Logger  *slog.Logger
 }
 
 // Loop keeps the drivers in step with the Gateway API objects.
@@ -108,9 +113,15 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	if gopts.Pooled {
 		gopts.Pools = l.pools.parse(l.src.Pools())
 		gopts.Previous = l.assigned
+		if l.opts.Claimer != nil {
+			gopts.Claims = readClaims(l.src.Claims())
+		}
 	}
 	out := gateway.Compute(in, gopts)
 	l.assigned = out.Assigned
+	if l.opts.Claimer != nil {
+		l.opts.Claimer.Want(wants(in.Gateways, out.Assigned)) // it plans again: claims may have changed
+	}
 	parse := time.Since(start)
 	if l.applied != nil {
 		l.applied.computed(out) // before the instances can report it

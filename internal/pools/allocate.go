@@ -76,6 +76,9 @@ type Counts struct{ Assigned, Free int64 }
 type Result struct {
 	// Assigned lists each served request's addresses, IPv4 first.
 	Assigned map[string][]netip.Addr
+	// Pending: addresses given that cannot be used before they are
+	// claimed (SplitClaimed), by request; nil without claims.
+	Pending  map[string][]netip.Addr
 	Problems []Problem
 	Pools    map[string]Counts
 }
@@ -87,17 +90,22 @@ type user struct {
 }
 
 type state struct {
-	pools  []*Pool
-	byName map[string]*Pool
-	used   map[netip.Addr]*user
-	cursor map[*Range]netip.Addr
-	res    Result
+	pools   []*Pool
+	byName  map[string]*Pool
+	used    map[netip.Addr]*user
+	claimed Claims
+	holders map[string]bool // keys of the requests holding a claim
+	cursor  map[*Range]netip.Addr
+	res     Result
 }
 
 // Allocate assigns addresses to reqs from pools.
-func Allocate(pools []Pool, reqs []Request) Result {
+func Allocate(pools []Pool, reqs []Request) Result { return AllocateClaimed(pools, reqs, nil) }
+
+// AllocateClaimed is Allocate where some addresses are claimed (claims.go).
+func AllocateClaimed(pools []Pool, reqs []Request, claimed Claims) Result {
 	st := &state{byName: map[string]*Pool{}, used: make(map[netip.Addr]*user, len(reqs)), cursor: map[*Range]netip.Addr{},
-		res: Result{Assigned: make(map[string][]netip.Addr, len(reqs)), Pools: map[string]Counts{}}}
+		claimed: claimed, res: Result{Assigned: make(map[string][]netip.Addr, len(reqs)), Pools: map[string]Counts{}}}
 	for i := range pools {
 		st.pools = append(st.pools, &pools[i])
 		st.byName[pools[i].Name] = &pools[i]
@@ -108,17 +116,7 @@ func Allocate(pools []Pool, reqs []Request) Result {
 		}
 		return cmp.Compare(a.Name, b.Name)
 	})
-	// Current addresses first, all of them, so no new request takes an
-	// address a Service already has.
-	for i := range reqs {
-		r := &reqs[i]
-		for _, a := range r.Current {
-			if (st.has(r, family(a)) && !r.Exact) || !wants(r, family(a)) || !st.keepable(r, a) || !st.free(r, a) {
-				continue
-			}
-			st.take(r, a)
-		}
-	}
+	st.keepCurrents(reqs)
 	st.keepOrphans(reqs)
 	for i := range reqs {
 		st.serve(&reqs[i])
@@ -133,6 +131,7 @@ func Allocate(pools []Pool, reqs []Request) Result {
 				assigned++
 			}
 		}
+		assigned += st.claimedUnused(p)
 		free := size - assigned
 		if size == math.MaxInt64 {
 			free = math.MaxInt64
@@ -205,6 +204,9 @@ func (st *state) keepable(r *Request, a netip.Addr) bool {
 // it shares r's key and no port clashes.
 func (st *state) free(r *Request, a netip.Addr) bool {
 	u := st.used[a]
+	if st.claimedByOther(r, a) {
+		return false
+	}
 	if u == nil {
 		return true
 	}
@@ -291,8 +293,7 @@ func (st *state) claim(r *Request, a netip.Addr, what string) bool {
 	case in == nil:
 		st.problem(r, ReasonNotInPool, "address "+a.String()+" is in no AddressPool that serves this "+what)
 	case !st.free(r, a):
-		st.problem(r, ReasonTaken, "address "+a.String()+" is taken by "+strings.Join(st.used[a].keys, ", ")+
-			sharedHint(st.used[a], r))
+		st.problem(r, ReasonTaken, "address "+a.String()+" is taken by "+st.takenBy(a)+sharedHint(st.used[a], r))
 	default:
 		st.take(r, a)
 		return true
@@ -312,7 +313,7 @@ func (st *state) keepCurrent(r *Request, f int) {
 }
 
 func sharedHint(u *user, r *Request) string {
-	if r.ShareKey != "" && u.share == r.ShareKey {
+	if u != nil && r.ShareKey != "" && u.share == r.ShareKey {
 		return " (same allow-shared-ip key, but a port clashes)"
 	}
 	return ""
@@ -383,7 +384,7 @@ func (st *state) fresh(r *Request, f int) bool {
 				a = rg.First
 			}
 			for ; a.IsValid() && rg.Contains(a); a = a.Next() {
-				if st.used[a] == nil {
+				if st.used[a] == nil && st.free(r, a) {
 					st.cursor[rg] = a.Next()
 					st.take(r, a)
 					return true

@@ -307,15 +307,15 @@ func TestPreviousPassKeeps(t *testing.T) {
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class}}
 	}
 	all := func(*corev1.Service) bool { return true }
-	first, _ := ForServicesWith(p, []*corev1.Service{svc("b")}, nil, all, nil, nil)
+	first, _ := ForServicesWith(p, []*corev1.Service{svc("b")}, nil, all, nil, nil, nil)
 	if got := summary(first); got != "ns/b=198.18.0.10" {
 		t.Fatalf("first pass: %s", got)
 	}
 	both := []*corev1.Service{svc("a"), svc("b")}
-	if got := summary(mustFor(ForServicesWith(p, both, nil, all, nil, first.Assigned))); got != "ns/a=198.18.0.11 ns/b=198.18.0.10" {
+	if got := summary(mustFor(ForServicesWith(p, both, nil, all, nil, first.Assigned, nil))); got != "ns/a=198.18.0.11 ns/b=198.18.0.10" {
 		t.Errorf("with the last pass's: %s", got)
 	}
-	if got := summary(mustFor(ForServicesWith(p, both, nil, all, nil, nil))); got != "ns/a=198.18.0.10 ns/b=198.18.0.11" {
+	if got := summary(mustFor(ForServicesWith(p, both, nil, all, nil, nil, nil))); got != "ns/a=198.18.0.10 ns/b=198.18.0.11" {
 		t.Errorf("without (what it guards against): %s", got)
 	}
 }

@@ -78,8 +78,9 @@ func GatewayRequest(g *gwv1.Gateway, nsLabels map[string]string) (r Request, bad
 // SortRequests orders requests of Services and Gateways together, as
 // every controller sharing the pools must: the oldest first, then by key.
 // Each controller then computes the same allocation from the same
-// objects, and when two claim one address (created at once, each by its
-// own controller), the older keeps it everywhere.
+// objects; two new objects given one free address at once, each by its
+// own controller, are told apart by the address claims (AllocateClaimed:
+// the first claimed keeps it, the other never publishes it).
 func SortRequests(reqs []Request) {
 	slices.SortStableFunc(reqs, func(a, b Request) int {
 		if c := a.Created.Compare(b.Created); c != 0 {
@@ -105,8 +106,7 @@ func (st *state) serveExact(r *Request) {
 // the addresses its status lists and those it asks for by value, so
 // neither controller hands out an address the other's older object has
 // or asks for. (Two new objects given the same fresh address at once,
-// one by each controller, keep it only until both statuses are written:
-// then the older keeps it in both.)
+// one by each controller: the address claims decide, AllocateClaimed.)
 func Reservation(r Request) Request {
 	r.KeepOnly = true
 	for _, a := range r.IPs {

@@ -72,7 +72,7 @@ type ServiceProblem struct {
 // accepts, oldest first (then by namespace/name), with the namespaces'
 // labels: the requests of the controller's passes and of `render`.
 func ForServices(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool) (Result, []ServiceProblem) {
-	return ForServicesWith(ps, svcs, nsLabels, selected, nil, nil)
+	return ForServicesWith(ps, svcs, nsLabels, selected, nil, nil, nil)
 }
 
 // ForServicesWith is ForServices with the requests of other objects
@@ -83,8 +83,13 @@ func ForServices(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[stri
 // move to an older Service that appears meanwhile (Services created
 // within a second are ordered by name). Their problems are not returned:
 // they are the other objects' controller's to report.
-func ForServicesWith(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool, others []Request, prev map[string][]netip.Addr) (Result, []ServiceProblem) {
+//
+// With claims (internal/claims; nil: none are made) a claimed address
+// goes only to its holder (AllocateClaimed), and a Service's addresses not
+// yet claimed for it are in Result.Pending, not Assigned (SplitClaimed).
+func ForServicesWith(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[string]string, selected func(*corev1.Service) bool, others []Request, prev map[string][]netip.Addr, claims Claims) (Result, []ServiceProblem) {
 	byKey := make(map[string]*corev1.Service, len(svcs))
+	published, share := make(map[string][]netip.Addr, len(svcs)), make(map[string]string, len(svcs))
 	reqs := make([]Request, 0, len(svcs)+len(others))
 	var probs []ServiceProblem
 	var sel []*corev1.Service
@@ -104,9 +109,10 @@ func ForServicesWith(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[
 		if err != nil {
 			probs = append(probs, ServiceProblem{s, Problem{r.Key, ReasonInvalidRequest, err.Error() + "; the Service keeps the addresses it has"}})
 		}
+		published[r.Key], share[r.Key] = r.Current, r.ShareKey
 		for _, a := range prev[r.Key] {
 			if !slices.Contains(r.Current, a) {
-				r.Current = append(r.Current, a)
+				r.Current = append(slices.Clip(r.Current), a)
 			}
 		}
 		byKey[r.Key] = s
@@ -114,7 +120,8 @@ func ForServicesWith(ps []Pool, svcs []*corev1.Service, nsLabels map[string]map[
 	}
 	reqs = append(reqs, others...)
 	SortRequests(reqs)
-	res := Allocate(ps, reqs)
+	res := AllocateClaimed(ps, reqs, claims)
+	res.SplitClaimed(claims, published, share)
 	for _, p := range res.Problems {
 		if s, ok := byKey[p.Key]; ok {
 			probs = append(probs, ServiceProblem{s, p})

@@ -38,6 +38,8 @@ type Gateway struct {
 	udpOn  bool
 	routes map[string]string
 	dyn    dynamic.Interface // with --address-pools (WithPools)
+	// claimsOn: and the address claims (WithClaims)
+	claimsOn bool
 
 	// The informers in use; a relist after an apiserver outage
 	// (relist.go) replaces them by a fresh, synced generation.
@@ -60,6 +62,7 @@ type gatewaySet struct {
 	// With --address-pools (WithPools): the AddressPools.
 	poolFactory dynamicinformer.DynamicSharedInformerFactory
 	pools       cache.SharedIndexInformer
+	claims      cache.SharedIndexInformer // WithClaims
 	informerGen
 }
 
@@ -124,6 +127,12 @@ func (g *Gateway) build() *gatewaySet {
 	}
 	if set.poolFactory != nil {
 		set.starters = append(set.starters, set.poolFactory)
+	}
+	if g.claimsOn {
+		var cf informers.SharedInformerFactory
+		cf, set.claims = claimsInformer(g.client)
+		set.starters = append(set.starters, cf)
+		set.informers = append(set.informers, set.claims)
 	}
 	return set
 }

@@ -26,6 +26,7 @@ type Source struct {
 	namespace string
 	dyn       dynamic.Interface // with address pools (WithPools)
 	gwOn      bool              // and the Gateways' addresses (WithGateways)
+	claimsOn  bool              // and the address claims (WithClaims)
 
 	// The informers in use; a relist after an apiserver outage
 	// (relist.go) replaces them by a fresh, synced generation.
@@ -49,6 +50,7 @@ type informerSet struct {
 	pools       cache.SharedIndexInformer
 	namespaces  cache.SharedIndexInformer
 	gateways    cache.SharedIndexInformer // WithGateways
+	claims      cache.SharedIndexInformer // WithClaims
 	informerGen
 }
 
@@ -90,6 +92,12 @@ func (s *Source) build() *informerSet {
 	}
 	if set.gateways != nil {
 		set.informers = append(set.informers, set.gateways)
+	}
+	if s.claimsOn {
+		var cf informers.SharedInformerFactory
+		cf, set.claims = claimsInformer(s.client)
+		set.starters = append(set.starters, cf)
+		set.informers = append(set.informers, set.claims)
 	}
 	return set
 }

@@ -346,6 +346,15 @@ func (e *env) rbacTokenFile() string {
 // ServiceAccount is the first file's).
 func (e *env) rbacTokenFileFrom(files ...string) string {
 	e.t.Helper()
+	return e.rbacTokenFileAs("", files...)
+}
+
+// rbacTokenFileAs is rbacTokenFileFrom with the ServiceAccount named sa
+// ("": as shipped), in the files' ServiceAccount and bindings alike: two
+// controllers on one apiserver (the Services and the gateway modes) each
+// run with exactly their own role.
+func (e *env) rbacTokenFileAs(sa string, files ...string) string {
+	e.t.Helper()
 	var raw []byte
 	for _, file := range files {
 		b, err := os.ReadFile(file)
@@ -366,11 +375,14 @@ func (e *env) rbacTokenFileFrom(files ...string) string {
 		}
 		switch meta.Kind {
 		case "ServiceAccount":
-			var sa corev1.ServiceAccount
-			mustYAML(e.t, doc, &sa)
-			saNS, saName = sa.Namespace, sa.Name
-			_, _ = e.client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sa.Namespace}}, metav1.CreateOptions{})
-			_, err = e.client.CoreV1().ServiceAccounts(sa.Namespace).Create(bg, &sa, metav1.CreateOptions{})
+			var acct corev1.ServiceAccount
+			mustYAML(e.t, doc, &acct)
+			if sa != "" {
+				acct.Name = sa
+			}
+			saNS, saName = acct.Namespace, acct.Name
+			_, _ = e.client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: acct.Namespace}}, metav1.CreateOptions{})
+			_, err = e.client.CoreV1().ServiceAccounts(acct.Namespace).Create(bg, &acct, metav1.CreateOptions{})
 		case "ClusterRole":
 			var r rbacv1.ClusterRole
 			mustYAML(e.t, doc, &r)
@@ -378,6 +390,7 @@ func (e *env) rbacTokenFileFrom(files ...string) string {
 		case "ClusterRoleBinding":
 			var b rbacv1.ClusterRoleBinding
 			mustYAML(e.t, doc, &b)
+			renameSubjects(b.Subjects, sa)
 			_, err = e.client.RbacV1().ClusterRoleBindings().Create(bg, &b, metav1.CreateOptions{})
 		case "Role":
 			var r rbacv1.Role
@@ -386,6 +399,7 @@ func (e *env) rbacTokenFileFrom(files ...string) string {
 		case "RoleBinding":
 			var b rbacv1.RoleBinding
 			mustYAML(e.t, doc, &b)
+			renameSubjects(b.Subjects, sa)
 			_, err = e.client.RbacV1().RoleBindings(b.Namespace).Create(bg, &b, metav1.CreateOptions{})
 		}
 		if err != nil {
@@ -401,6 +415,15 @@ func (e *env) rbacTokenFileFrom(files ...string) string {
 		e.t.Fatal(err)
 	}
 	return path
+}
+
+// renameSubjects names the ServiceAccount subjects sa ("": unchanged).
+func renameSubjects(subjects []rbacv1.Subject, sa string) {
+	for i := range subjects {
+		if sa != "" && subjects[i].Kind == rbacv1.ServiceAccountKind {
+			subjects[i].Name = sa
+		}
+	}
 }
 
 func mustYAML(t *testing.T, doc string, into any) {

@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"log/slog"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+)
+
+// newClaimer sets up the address claims of --address-pools
+// (internal/claims) where the apiserver serves networking.k8s.io/v1
+// IPAddresses (Kubernetes 1.33 and later): watch calls the source's
+// WithClaims, and the Claimer writes through wclient at --status-qps.
+// Elsewhere it warns and returns nil: addresses are then not claimed, and
+// a Service and a Gateway given one free address at the same moment by
+// the two modes may both publish it until the older keeps it.
+func newClaimer(client, wclient kubernetes.Interface, own claims.Kind, p publishFlags, watch func(), cache claims.Cache, log *slog.Logger) (*claims.Claimer, error) {
+	ok, err := source.ServesIPAddresses(client.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		log.Warn("the apiserver does not serve networking.k8s.io/v1 IPAddresses (Kubernetes 1.33 and later): pool addresses are not claimed, and the Services and gateway modes may both publish one address for a moment (docs/addresses.md)")
+		return nil, nil
+	}
+	watch()
+	return claims.New(wclient, cache, claims.Options{Own: own, QPS: float32(p.qps), Burst: p.burst, Logger: log}), nil
+}

@@ -1,0 +1,193 @@
+package source
+
+import (
+	"context"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
+)
+
+// ServesIPAddresses reports whether the apiserver serves
+// networking.k8s.io/v1 IPAddresses (Kubernetes 1.33 and later), where the
+// address claims are kept (internal/claims).
+func ServesIPAddresses(d discovery.DiscoveryInterface) (bool, error) {
+	rl, err := d.ServerResourcesForGroupVersion(networkingv1.SchemeGroupVersion.String())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, r := range rl.APIResources {
+		if r.Name == "ipaddresses" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// claimsInformer watches our address claims only (claims.Selector).
+func claimsInformer(client kubernetes.Interface) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = claims.Selector }),
+		informers.WithTransform(func(obj any) (any, error) {
+			if m, ok := obj.(metav1.Object); ok {
+				m.SetManagedFields(nil)
+			}
+			return obj, nil
+		}))
+	return f, f.Networking().V1().IPAddresses().Informer()
+}
+
+// existence looks a claim's object up in inf (nil: a kind not watched).
+func existence(inf cache.SharedIndexInformer, p claims.Parent) claims.Existence {
+	if inf == nil {
+		return claims.Unknown
+	}
+	o, ok, err := inf.GetStore().GetByKey(p.Namespace + "/" + p.Name)
+	if err != nil {
+		return claims.Unknown
+	}
+	if m, isMeta := o.(metav1.Object); ok && isMeta && m.GetUID() == p.UID {
+		return claims.Exists
+	}
+	return claims.Gone
+}
+
+// WithClaims also watches the address claims (with WithPools, where the
+// apiserver serves IPAddresses: ServesIPAddresses). Call before OnChange
+// and Start.
+func (s *Source) WithClaims() {
+	s.claimsOn = true
+	s.rebuild(s.build)
+}
+
+// Claims lists the cached claims (none without WithClaims), shared with
+// the cache: not to be modified.
+func (s *Source) Claims() []*networkingv1.IPAddress {
+	return listOf[*networkingv1.IPAddress](s.current().claims)
+}
+
+// Exists is whether a claim's object is in the caches (a Gateway only
+// with WithGateways).
+func (s *Source) Exists(p claims.Parent) claims.Existence {
+	set := s.current()
+	switch p.Kind {
+	case claims.Service:
+		if s.namespace != "" && p.Namespace != s.namespace {
+			return claims.Unknown // not watched
+		}
+		return existence(set.services, p)
+	case claims.Gateway:
+		return existence(set.gateways, p)
+	}
+	return claims.Unknown
+}
+
+// WithClaims also watches the address claims (with WithPools, where the
+// apiserver serves IPAddresses). Call before OnChange and Start.
+func (g *Gateway) WithClaims() {
+	g.claimsOn = true
+	g.rebuild(g.build)
+}
+
+// Claims lists the cached claims (none without WithClaims).
+func (g *Gateway) Claims() []*networkingv1.IPAddress {
+	return listOf[*networkingv1.IPAddress](g.current().claims)
+}
+
+// Exists is whether a claim's object is in the caches.
+func (g *Gateway) Exists(p claims.Parent) claims.Existence {
+	set := g.current()
+	switch p.Kind {
+	case claims.Service:
+		return existence(set.services, p)
+	case claims.Gateway:
+		return existence(set.gateways, p)
+	}
+	return claims.Unknown
+}
+
+// lookup is whether p exists, by a consistent read: a list by name (the
+// roles grant list, not get), nil for a kind not watched.
+func lookup(ctx context.Context, p claims.Parent, list func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error)) (claims.Existence, error) {
+	if list == nil {
+		return claims.Unknown, nil
+	}
+	objs, err := list(ctx, p.Namespace, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", p.Name).String()})
+	if err != nil {
+		return claims.Unknown, err
+	}
+	for _, o := range objs {
+		if o.GetName() == p.Name && o.GetUID() == p.UID {
+			return claims.Exists, nil
+		}
+	}
+	return claims.Gone, nil
+}
+
+func listServices(c kubernetes.Interface) func(context.Context, string, metav1.ListOptions) ([]metav1.Object, error) {
+	return func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
+		l, err := c.CoreV1().Services(ns).List(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]metav1.Object, len(l.Items))
+		for i := range l.Items {
+			out[i] = &l.Items[i]
+		}
+		return out, nil
+	}
+}
+
+// Lookup is whether a claim's object exists, by a consistent read of the
+// apiserver (claims.Cache).
+func (s *Source) Lookup(ctx context.Context, p claims.Parent) (claims.Existence, error) {
+	switch {
+	case p.Kind == claims.Service && (s.namespace == "" || p.Namespace == s.namespace):
+		return lookup(ctx, p, listServices(s.client))
+	case p.Kind == claims.Gateway && s.gwOn:
+		return lookup(ctx, p, func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
+			l, err := s.dyn.Resource(GatewayGVR).Namespace(ns).List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]metav1.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, nil
+		})
+	}
+	return claims.Unknown, nil
+}
+
+// Lookup is whether a claim's object exists, by a consistent read of the
+// apiserver (claims.Cache).
+func (g *Gateway) Lookup(ctx context.Context, p claims.Parent) (claims.Existence, error) {
+	switch p.Kind {
+	case claims.Service:
+		return lookup(ctx, p, listServices(g.client))
+	case claims.Gateway:
+		return lookup(ctx, p, func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
+			l, err := g.gc.GatewayV1().Gateways(ns).List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]metav1.Object, len(l.Items))
+			for i := range l.Items {
+				out[i] = &l.Items[i]
+			}
+			return out, nil
+		})
+	}
+	return claims.Unknown, nil
+}
