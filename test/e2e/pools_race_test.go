@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,7 +25,8 @@ import (
 // objects at once.
 type publications struct {
 	mu         sync.Mutex
-	have       map[string][]string // "Service default/x", "Gateway default/y": addresses
+	have       map[string][]string  // "Service default/x", "Gateway default/y": addresses
+	first      map[string]time.Time // when each object's status first listed an address
 	violations []string
 }
 
@@ -32,6 +34,9 @@ func (p *publications) set(obj string, addrs []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.have[obj] = addrs
+	if _, ok := p.first[obj]; !ok && len(addrs) > 0 {
+		p.first[obj] = time.Now()
+	}
 	for other, as := range p.have {
 		for _, a := range addrs {
 			if other != obj && slices.Contains(as, a) {
@@ -116,7 +121,7 @@ func TestPoolAddressRace(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pubs := &publications{have: map[string][]string{}}
+	pubs := &publications{have: map[string][]string{}, first: map[string]time.Time{}}
 	svcs := s.client.CoreV1().Services(ns)
 	gws := g.gw.GatewayV1().Gateways(ns)
 	sl, err := svcs.List(bg, metav1.ListOptions{})
@@ -165,6 +170,7 @@ func TestPoolAddressRace(t *testing.T) {
 	})
 
 	won := map[string]int{}
+	var took []time.Duration // from the creates to the winner's status
 	for i := range rounds {
 		svc, gw := fmt.Sprintf("race-svc-%d", i), fmt.Sprintf("race-gw-%d", i)
 		objs := []string{"Service " + ns + "/" + svc, "Gateway " + ns + "/" + gw}
@@ -181,6 +187,7 @@ func TestPoolAddressRace(t *testing.T) {
 				Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("tcp", gwv1.TCPProtocolType, 9000, "")}}},
 				metav1.CreateOptions{})
 		})
+		created := time.Now()
 		close(start)
 		wg.Wait()
 		for _, err := range errs {
@@ -198,6 +205,9 @@ func TestPoolAddressRace(t *testing.T) {
 			return nil
 		})
 		won[strings.Fields(winner[0])[0]]++
+		pubs.mu.Lock()
+		took = append(took, pubs.first[winner[0]].Sub(created))
+		pubs.mu.Unlock()
 		if err := svcs.Delete(bg, svc, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +226,9 @@ func TestPoolAddressRace(t *testing.T) {
 	}
 	pubs.mu.Lock()
 	defer pubs.mu.Unlock()
-	t.Logf("%d rounds: won by %v; %d moments an address was listed twice", rounds, won, len(pubs.violations))
+	slices.Sort(took)
+	t.Logf("%d rounds: won by %v; %d moments an address was listed twice; creates to the winner's status: median %v, max %v",
+		rounds, won, len(pubs.violations), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 	for _, v := range pubs.violations {
 		t.Error(v)
 	}
