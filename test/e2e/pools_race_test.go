@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -231,5 +233,36 @@ func TestPoolAddressRace(t *testing.T) {
 		rounds, won, len(pubs.violations), took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 	for _, v := range pubs.violations {
 		t.Error(v)
+	}
+}
+
+// A role without the claims' rule (this release's RBAC not applied) stops
+// the controller at start with an error naming the rule, instead of
+// caches that never sync.
+func TestAddressPoolsWithoutClaimRBAC(t *testing.T) {
+	e := newEnv(t)
+	e.addressPools()
+	b, err := os.ReadFile("../../deploy/services/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rule = "  - apiGroups: [\"networking.k8s.io\"]\n    resources: [\"ipaddresses\"]\n"
+	if !strings.Contains(string(b), rule) {
+		t.Fatalf("deploy/services/rbac.yaml has no rule %q", rule)
+	}
+	old := filepath.Join(t.TempDir(), "rbac.yaml")
+	if err := os.WriteFile(old, []byte(strings.Replace(string(b), rule, "  - apiGroups: [\"networking.k8s.io\"]\n    resources: [\"ingresses\"]\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.startController(e.withRole(e.rbacTokenFileFrom(old), "--address-pools")...)
+	select {
+	case err := <-e.ctlDone:
+		if err == nil || !strings.Contains(err.Error(), "may not list them: grant list, watch, create and delete on ipaddresses") {
+			t.Errorf("controller stopped with %v, want the missing rule named", err)
+		}
+		e.ctlCancel()
+		e.ctlCancel = nil
+	case <-time.After(converge):
+		t.Fatalf("the controller still runs without the claims' rule")
 	}
 }
