@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
 )
@@ -78,28 +76,38 @@ func TestRealNodeHealth(t *testing.T) {
 				"--default-check-interval", realCheckInter.String(), "--default-fall", fmt.Sprint(realCheckFall), "--default-rise", "1",
 			}, m.args...)...)
 			defer r.stopController()
+			// The evidence, logged if the scenario fails (before the
+			// controller's log, which stopController adds).
+			w := r.watchHealth("local", created.Spec.HealthCheckNodePort)
+			defer w.finish()
 			r.eventually(m.name+" in the config", func() error { return contains(r.config(), m.want) })
 			r.eventually("both nodes serve", r.servedBy(addr, "local-n1", "local-n2"))
 			n1 := r.tier.Node("n1")
 			load := r.startSteadyLoad(addr)
 
+			w.mark("stopping n1's kube-proxy")
 			stopped := time.Now()
 			n1.StopKubeProxy()
 			r.leaves(addr, "local-n1", stopped, realCheckInter*realCheckFall+leaveSlack)
+			w.mark("n1 left; starting n1's kube-proxy")
 			if err := n1.StartKubeProxy(); err != nil {
 				t.Fatal(err)
 			}
+			w.mark("n1's kube-proxy answers /healthz")
 			r.eventually("n1 back after kube-proxy restarted", r.servedBy(addr, "local-n1", "local-n2"))
+			w.mark("both serve; stopping n1's kubelet")
 
 			stopped = time.Now()
 			n1.StopKubelet()
 			// Not Ready only after the grace period: the node check does
 			// not see a stopped kubelet, the API does.
 			r.leaves(addr, "local-n1", stopped, nodeGrace+10*time.Second)
+			w.mark("n1 left; starting n1's kubelet")
 			if err := n1.StartKubelet(); err != nil {
 				t.Fatal(err)
 			}
 			r.eventuallyWithin(realNodeWait, "n1 back after kubelet restarted", r.servedBy(addr, "local-n1", "local-n2"))
+			w.mark("both serve")
 
 			total, failed, _ := load.stop()
 			t.Logf("%d connections, %d failed", total, len(failed))
@@ -123,6 +131,7 @@ func TestRealNodeHealth(t *testing.T) {
 func (r *realNodeEnv) servedBy(addr string, deps ...string) func() error {
 	return func() error {
 		seen := map[string]bool{}
+		var order []string
 		for range 8 * len(deps) {
 			name, err := r.hostname(addr)
 			if err != nil {
@@ -133,9 +142,10 @@ func (r *realNodeEnv) servedBy(addr string, deps ...string) func() error {
 				return fmt.Errorf("answered by %s, not a Pod of %v", name, deps)
 			}
 			seen[dep] = true
+			order = append(order, dep)
 		}
 		if len(seen) != len(deps) {
-			return fmt.Errorf("answered by %v, want all of %v", seen, deps)
+			return fmt.Errorf("answered by %v (in turn: %v), want all of %v", seen, order, deps)
 		}
 		return nil
 	}
@@ -185,19 +195,14 @@ func (r *realNodeEnv) eventuallyWithin(d time.Duration, what string, cond func()
 
 // statReport is HAProxy's view of the servers, for failure messages.
 func (r *realNodeEnv) statReport() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	out, err := r.runtime.Exec(ctx, []string{"show stat"})
-	if err != nil || len(out) == 0 {
-		return fmt.Sprintf("show stat: %v", err)
-	}
-	rows, err := haproxy.ParseStat(out[0], "status", "addr")
+	rows, err := r.statRows()
 	if err != nil {
 		return err.Error()
 	}
 	var b strings.Builder
 	for _, row := range rows {
-		fmt.Fprintf(&b, "%v\n", row)
+		fmt.Fprintf(&b, "%s/%s %s lastchg=%ss chkfail=%s chkdown=%s downtime=%ss\n", row["pxname"], row["svname"], row.checkSummary(),
+			row["lastchg"], row["chkfail"], row["chkdown"], row["downtime"])
 	}
 	nodesList, err := r.client.CoreV1().Nodes().List(bg, metav1.ListOptions{})
 	if err == nil {

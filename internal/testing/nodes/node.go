@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -224,12 +225,20 @@ func (n *Node) KubeProxyHealth() (int, error) {
 // InLB keeps in the namespace (an http.Client would dial on another
 // thread, in the test's own namespace).
 func (t *Tier) HTTPGet(url string) (int, error) {
+	code, _, err := t.HTTPGetBody(url)
+	return code, err
+}
+
+// HTTPGetBody is HTTPGet that also returns the body (at most 4 kB), as
+// kube-proxy's health answers carry their reason there.
+func (t *Tier) HTTPGetBody(url string) (int, string, error) {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	req.Close = true
 	var code int
+	var body []byte
 	err = t.InLB(func() error {
 		c, err := net.DialTimeout("tcp", req.URL.Host, 2*time.Second)
 		if err != nil {
@@ -244,11 +253,12 @@ func (t *Tier) HTTPGet(url string) (int, error) {
 		if err != nil {
 			return err
 		}
-		resp.Body.Close()
+		defer resp.Body.Close()
 		code = resp.StatusCode
-		return nil
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return err
 	})
-	return code, err
+	return code, string(body), err
 }
 
 // InLB runs fn on a thread in the load balancer's namespace: sockets

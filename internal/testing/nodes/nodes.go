@@ -247,6 +247,33 @@ func (t *Tier) LogTail(n int) string {
 	return out
 }
 
+// LogMark is where each node daemon's log ended when MarkLogs was called.
+type LogMark map[string]int64
+
+// MarkLogs notes where every node daemon's log ends now, for LogsSince.
+func (t *Tier) MarkLogs() LogMark {
+	m := LogMark{}
+	for _, nd := range t.Nodes {
+		for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
+			m[nd.logPath(name)] = proc.Size(nd.logPath(name))
+		}
+	}
+	return m
+}
+
+// LogsSince returns what the named daemons (e.g. "kube-proxy") of every
+// node logged since m, at most the last n lines of each: a failed step's
+// logs without the tier's start-up before them.
+func (t *Tier) LogsSince(m LogMark, n int, daemons ...string) string {
+	var out string
+	for _, nd := range t.Nodes {
+		for _, name := range daemons {
+			out += fmt.Sprintf("--- %s's %s since the mark (last %d lines) ---\n%s", nd.Name, name, n, proc.TailFrom(nd.logPath(name), m[nd.logPath(name)], n))
+		}
+	}
+	return out
+}
+
 // Node returns the node called name, or nil.
 func (t *Tier) Node(name string) *Node {
 	for _, n := range t.Nodes {

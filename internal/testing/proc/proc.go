@@ -7,6 +7,7 @@ package proc
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -144,12 +145,32 @@ func WaitFor(timeout, every time.Duration, p *Process, cond func() error) error 
 }
 
 // Tail returns the last n lines of a file, or a note why it cannot.
-func Tail(path string, n int) string {
+func Tail(path string, n int) string { return TailFrom(path, 0, n) }
+
+// Size is the length of the file at path now (0 if it is missing): the
+// offset a later TailFrom reads from, to show what a daemon logged during
+// one step of a test only.
+func Size(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// TailFrom returns the last n lines written to a file past offset (a
+// Size taken earlier), or a note why it cannot.
+func TailFrom(path string, offset int64, n int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Sprintf("(%v)\n", err)
 	}
 	defer f.Close()
+	if offset > 0 {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			return fmt.Sprintf("(%v)\n", err)
+		}
+	}
 	ring := make([]string, 0, n)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -77,3 +77,37 @@ func TestAppendKeepsTheLog(t *testing.T) {
 		t.Errorf("Tail of a missing file: %q", got)
 	}
 }
+
+func TestTailFrom(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "p.log")
+	if err := os.WriteFile(log, []byte("before 1\nbefore 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	off := Size(log)
+	if got := TailFrom(log, off, 5); got != "(empty)\n" {
+		t.Errorf("nothing written since: %q", got)
+	}
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString("after 1\nafter 2\nafter 3\n")
+	f.Close()
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{5, "after 1\nafter 2\nafter 3\n"},
+		{2, "after 2\nafter 3\n"},
+	} {
+		if got := TailFrom(log, off, tc.n); got != tc.want {
+			t.Errorf("TailFrom(%d lines) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+	if got := Tail(log, 2); got != "after 2\nafter 3\n" {
+		t.Errorf("Tail = %q", got)
+	}
+	if got := Size(filepath.Join(t.TempDir(), "none")); got != 0 {
+		t.Errorf("Size of a missing file: %d", got)
+	}
+}
