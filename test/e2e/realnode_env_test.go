@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +38,9 @@ const realNodeWait = 120 * time.Second
 type realNodeEnv struct {
 	*env
 	tier *nodes.Tier
+
+	loadsMu sync.Mutex
+	loads   []*steadyLoad // running, for servedBy
 }
 
 func newRealNodeEnv(t *testing.T) *realNodeEnv {
@@ -265,6 +270,7 @@ func getHostname(addr string) (string, error) {
 // steadyLoad runs sequential connections to addr from the load balancer's
 // namespace until stopped, counting failures and the Pods that answered.
 type steadyLoad struct {
+	r      *realNodeEnv
 	addr   string
 	stopc  chan struct{}
 	done   chan struct{}
@@ -272,10 +278,16 @@ type steadyLoad struct {
 	total  int
 	failed []string
 	seen   map[string]int
+	// dialled is, for each Pod, when the latest connection it answered
+	// was dialled (servedBy counts the answers since its own start).
+	dialled map[string]time.Time
 }
 
 func (r *realNodeEnv) startSteadyLoad(addr string) *steadyLoad {
-	l := &steadyLoad{addr: addr, stopc: make(chan struct{}), done: make(chan struct{}), seen: map[string]int{}}
+	l := &steadyLoad{r: r, addr: addr, stopc: make(chan struct{}), done: make(chan struct{}), seen: map[string]int{}, dialled: map[string]time.Time{}}
+	r.loadsMu.Lock()
+	r.loads = append(r.loads, l)
+	r.loadsMu.Unlock()
 	go func() {
 		defer close(l.done)
 		_ = nodes.InNS(r.tier.LB, func() error {
@@ -285,6 +297,7 @@ func (r *realNodeEnv) startSteadyLoad(addr string) *steadyLoad {
 					return nil
 				default:
 				}
+				dialled := time.Now()
 				name, err := getHostname(addr)
 				l.mu.Lock()
 				l.total++
@@ -292,6 +305,7 @@ func (r *realNodeEnv) startSteadyLoad(addr string) *steadyLoad {
 					l.failed = append(l.failed, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
 				} else {
 					l.seen[name]++
+					l.dialled[name] = dialled
 				}
 				l.mu.Unlock()
 			}
@@ -305,6 +319,9 @@ func (r *realNodeEnv) startSteadyLoad(addr string) *steadyLoad {
 func (l *steadyLoad) stop() (total int, failed []string, seen map[string]int) {
 	close(l.stopc)
 	<-l.done
+	l.r.loadsMu.Lock()
+	l.r.loads = slices.DeleteFunc(l.r.loads, func(o *steadyLoad) bool { return o == l })
+	l.r.loadsMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.total, l.failed, l.seen
@@ -325,4 +342,26 @@ func waitUntil(timeout time.Duration, cond func() error) error {
 		case <-time.After(100 * time.Millisecond): // poll interval
 		}
 	}
+}
+
+// answeredSince lists the Pods that answered a connection to addr of a
+// running steady load dialled at or after since.
+func (r *realNodeEnv) answeredSince(addr string, since time.Time) []string {
+	r.loadsMu.Lock()
+	defer r.loadsMu.Unlock()
+	var out []string
+	for _, l := range r.loads {
+		if l.addr != addr {
+			continue
+		}
+		l.mu.Lock()
+		for name, at := range l.dialled {
+			if !at.Before(since) {
+				out = append(out, name)
+			}
+		}
+		l.mu.Unlock()
+	}
+	sort.Strings(out)
+	return out
 }
