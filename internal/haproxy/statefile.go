@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // serversStateCommand is the dump ScanServersState and WriteServersState
@@ -25,6 +26,16 @@ type ServersStateFilter func(header string) (keep func(line []byte) bool)
 // each ending with a newline. It never holds the whole answer, which is
 // megabytes at tens of thousands of servers, so the dump costs a bounded
 // amount of memory.
+//
+// The file is for HAProxy to load at a reload or restart, and each line
+// goes out with the address and port of the server's health check and
+// agent unset (configColumns): HAProxy 2.6 restores those from the file
+// over what the new configuration says (measured: a server whose check
+// moved from port 10256 to 30147 kept checking 10256 after the reload,
+// even with "port" on its own server line), so a check that changed port
+// would keep asking the old one for as long as state files carry it over.
+// This project states them in the configuration and never changes them at
+// runtime: the configuration decides.
 //
 // It uses a connection of its own, so that a long dump does not hold up
 // commands sent through a Runtime. Failures of the socket, and an answer cut
@@ -79,6 +90,7 @@ func streamServersState(ctx context.Context, socketPath, cmd string, w io.Writer
 	if filter != nil {
 		keep = filter(string(header))
 	}
+	unset := configColumns(string(header))
 	if err := writeLine(header); err != nil {
 		return fmt.Errorf("show servers state: write: %w", err)
 	}
@@ -94,7 +106,7 @@ func streamServersState(ctx context.Context, socketPath, cmd string, w io.Writer
 		if len(line) == 0 || keep != nil && !keep(line) {
 			continue
 		}
-		if err := writeLine(line); err != nil {
+		if err := writeLine(unset(line)); err != nil {
 			return fmt.Errorf("show servers state: write: %w", err)
 		}
 	}
@@ -107,6 +119,54 @@ func streamServersState(ctx context.Context, socketPath, cmd string, w io.Writer
 		return fmt.Errorf("show servers state: write: %w", err)
 	}
 	return nil
+}
+
+// configColumns returns, for the "#" header of a dump, the rewrite of a
+// server line that unsets the columns HAProxy would restore over the
+// configuration: srv_check_port and srv_agent_port become 0,
+// srv_check_addr and srv_agent_addr "-", as HAProxy writes them for a
+// server that has none. A line with nothing to unset comes back as it is;
+// a rewrite is in a buffer reused for the next line. Columns the header
+// lacks are left alone.
+func configColumns(header string) func(line []byte) []byte {
+	type column struct {
+		i     int
+		unset []byte
+	}
+	var cols []column
+	for i, c := range strings.Fields(strings.TrimPrefix(header, "#")) {
+		switch c {
+		case "srv_check_port", "srv_agent_port":
+			cols = append(cols, column{i, []byte("0")})
+		case "srv_check_addr", "srv_agent_addr":
+			cols = append(cols, column{i, []byte("-")})
+		}
+	}
+	// Reused from line to line: nothing is allocated per line once they
+	// have grown.
+	var fields [][]byte
+	var out []byte
+	return func(line []byte) []byte {
+		fields = AppendFields(fields[:0], line)
+		changed := false
+		for _, c := range cols {
+			if c.i < len(fields) && !bytes.Equal(fields[c.i], c.unset) {
+				fields[c.i] = c.unset
+				changed = true
+			}
+		}
+		if !changed {
+			return line
+		}
+		out = out[:0]
+		for i, f := range fields {
+			if i > 0 {
+				out = append(out, ' ')
+			}
+			out = append(out, f...)
+		}
+		return out
+	}
 }
 
 // stateFileClip shortens text quoted in an error message.

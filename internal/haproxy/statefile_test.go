@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 )
 
 // stableDump runs fn between two dumps read through a Runtime and retries
@@ -215,4 +218,76 @@ func playback(t *testing.T, answer string) string {
 		}
 	}()
 	return path
+}
+
+// The configuration decides a server's check and agent ports after a
+// reload: HAProxy 2.6 would restore them from the state file over a new
+// configuration's (a check moved from kube-proxy's /healthz port to a
+// healthCheckNodePort kept asking the old port, and its server stayed
+// DOWN), so WriteServersState writes them unset.
+func TestWriteServersStateLeavesChecksToTheConfig(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	config := func(checkPort, agentPort int) string {
+		return strings.Replace(haproxytest.MinimalConfig(dir), "\ndefaults\n",
+			"    server-state-file "+state+"\n\ndefaults\n    load-server-state-from-file global\n", 1) + fmt.Sprintf(`
+backend be
+    option httpchk GET /
+    server s1 127.0.0.1:30001 check inter 1h port %d
+    server s2 127.0.0.1:30002 agent-check agent-addr 127.0.0.1 agent-port %d agent-inter 1h
+`, checkPort, agentPort)
+	}
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(config(10256, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := haproxytest.Start(t, dir, path)
+	ports := func() map[string]string {
+		rt := NewRuntime(p.StatsSocket) // a new connection: the worker after a reload
+		defer rt.Close()
+		out, err := rt.ExecChecked(testCtx(t), []string{"show servers state be"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(out[0], "\n")
+		cols := strings.Fields(strings.TrimPrefix(lines[1], "#"))
+		got := map[string]string{}
+		for _, l := range lines[2:] {
+			f := strings.Fields(l)
+			for i, c := range cols {
+				if (c == "srv_check_port" || c == "srv_agent_port") && i < len(f) {
+					got[f[3]+" "+c] = f[i]
+				}
+			}
+		}
+		return got
+	}
+	want := map[string]string{"s1 srv_check_port": "10256", "s2 srv_agent_port": "1"}
+	for k, v := range want {
+		if got := ports()[k]; got != v {
+			t.Fatalf("before the reload %s = %q, want %q (the dump carries the configured ports)", k, got, v)
+		}
+	}
+	f, err := os.Create(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteServersState(testCtx(t), p.StatsSocket, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(config(30147, 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewMaster(p.MasterSocket).Reload(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := ports()
+	for k, v := range map[string]string{"s1 srv_check_port": "30147", "s2 srv_agent_port": "2"} {
+		if got[k] != v {
+			t.Errorf("after the reload with the state file %s = %q, want %q, the new configuration's", k, got[k], v)
+		}
+	}
 }
