@@ -59,13 +59,17 @@ func TestRealNodeHealth(t *testing.T) {
 	parent := r.t
 	// What the rendered backend must hold in each mode: servers following
 	// their node's check, or checked on the healthCheckNodePort.
+	// checkPort: the port HAProxy must check the servers on when they are
+	// checked by themselves (0: they follow their node; a server in a slot
+	// bound to no node checks its node, on kube-proxy's port).
 	modes := []struct {
-		name string
-		args []string
-		want string
+		name      string
+		args      []string
+		want      string
+		checkPort int32
 	}{
-		{"node-check", nil, "track _nodes/"},
-		{"health-check-node-port", []string{"--local-check=health-check-node-port"}, fmt.Sprintf("port %d", created.Spec.HealthCheckNodePort)},
+		{"node-check", nil, "track _nodes/", 0},
+		{"health-check-node-port", []string{"--local-check=health-check-node-port"}, fmt.Sprintf("port %d", created.Spec.HealthCheckNodePort), created.Spec.HealthCheckNodePort},
 	}
 	for _, m := range modes {
 		t.Run("local/"+m.name, func(t *testing.T) {
@@ -81,6 +85,12 @@ func TestRealNodeHealth(t *testing.T) {
 			w := r.watchHealth("local", created.Spec.HealthCheckNodePort)
 			defer w.finish()
 			r.eventually(m.name+" in the config", func() error { return contains(r.config(), m.want) })
+			if m.checkPort != 0 {
+				// What HAProxy runs, not only the file: a state file once
+				// carried the previous scenario's check port (kube-proxy's
+				// 10256) into this config, and n2 stayed DOWN.
+				r.eventually(m.name+" checked on its port", r.checksOn(fmt.Sprintf("be_%s_local_8003", ns), m.checkPort))
+			}
 			r.eventually("both nodes serve", r.servedBy(addr, "local-n1", "local-n2"))
 			n1 := r.tier.Node("n1")
 			load := r.startSteadyLoad(addr)
@@ -124,6 +134,41 @@ func TestRealNodeHealth(t *testing.T) {
 		defer func() { r.t = parent }()
 		r.udpThroughKubeProxy(t)
 	})
+}
+
+// checksOn reports nil once every server of backend that points at a node
+// is checked on port (srv_check_port in show servers state).
+func (r *realNodeEnv) checksOn(backend string, port int32) func() error {
+	return func() error {
+		out, err := r.runtimeExec("show servers state " + backend)
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(out[0], "\n")
+		if len(lines) < 2 {
+			return fmt.Errorf("show servers state %s: %q", backend, out[0])
+		}
+		cols := strings.Fields(strings.TrimPrefix(lines[1], "#"))
+		idx := map[string]int{}
+		for i, c := range cols {
+			idx[c] = i
+		}
+		n := 0
+		for _, l := range lines[2:] {
+			f := strings.Fields(l)
+			if len(f) < len(cols) || f[idx["srv_addr"]] == "127.0.0.1" { // a free slot
+				continue
+			}
+			n++
+			if got := f[idx["srv_check_port"]]; got != fmt.Sprint(port) {
+				return fmt.Errorf("%s/%s (%s) checked on port %s, want %d", backend, f[idx["srv_name"]], f[idx["srv_addr"]], got, port)
+			}
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: no server", backend)
+		}
+		return nil
+	}
 }
 
 // servedBy reports nil once new connections to addr reach Pods of exactly
