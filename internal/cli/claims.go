@@ -16,7 +16,7 @@ import (
 // newClaimer sets up the address claims of --address-pools
 // (internal/claims) where the apiserver serves networking.k8s.io/v1
 // IPAddresses (Kubernetes 1.33 and later): watch calls the source's
-// WithClaims, and the Claimer writes through wclient at --status-qps.
+// WithClaims, and the Claimer writes through wclient at --claim-qps.
 // Elsewhere it warns and returns nil: addresses are then not claimed, and
 // a Service and a Gateway given one free address at the same moment by
 // the two modes may both publish it until the older keeps it. A role that
@@ -39,5 +39,5 @@ func newClaimer(ctx context.Context, client, wclient kubernetes.Interface, own c
 		return nil, err
 	}
 	watch()
-	return claims.New(wclient, cache, claims.Options{Own: own, QPS: float32(p.qps), Burst: p.burst, Logger: log}), nil
+	return claims.New(wclient, cache, claims.Options{Own: own, QPS: float32(p.claimQPS), Burst: p.claimBurst, Workers: 8, Logger: log}), nil
 }

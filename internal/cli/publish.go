@@ -23,6 +23,8 @@ type publishFlags struct {
 	addrs                 stringList
 	qps                   float64
 	burst                 int
+	claimQPS              float64
+	claimBurst            int
 	elect                 bool
 	leNamespace, leName   string
 	lease, renew, retryLE time.Duration
@@ -34,6 +36,8 @@ func (s *publishFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.pools, "address-pools", false, "give each LoadBalancer Service (with --mode=gateway: each Gateway) its own address(es) from the AddressPool custom resources (the CRD must be installed; see docs/addresses.md); without it every Service listens on --bind-address")
 	fs.Float64Var(&s.qps, "status-qps", 50, "at most this many LoadBalancer status writes per second (their own limit, apart from the passes; <= 0: unlimited)")
 	fs.IntVar(&s.burst, "status-burst", 100, "burst of --status-qps")
+	fs.Float64Var(&s.claimQPS, "claim-qps", 200, "with --address-pools: at most this many writes per second of the address claims (networking.k8s.io IPAddresses; a new object's address is bound and published once claimed; <= 0: unlimited)")
+	fs.IntVar(&s.claimBurst, "claim-burst", 200, "burst of --claim-qps")
 	fs.BoolVar(&s.elect, "leader-elect", false, "elect one replica (a coordination.k8s.io Lease) to write LoadBalancer status and Events; every replica drives its own HAProxy")
 	fs.StringVar(&s.leNamespace, "leader-election-namespace", "", "namespace of the Lease (default: the Pod's namespace in a cluster, haproxy-k8s-sync outside)")
 	fs.StringVar(&s.leName, "leader-election-name", "haproxy-k8s-sync", "name of the Lease")
