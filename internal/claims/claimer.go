@@ -32,7 +32,6 @@ type Cache interface {
 
 // Options configure a Claimer.
 type Options struct {
-	Own     Kind    // the kind of the controller's own objects
 	QPS     float32 // writes per second; <= 0: unlimited
 	Burst   int
 	Workers int // concurrent writes (default 4)
@@ -55,6 +54,7 @@ type Claimer struct {
 	mu      sync.Mutex
 	known   bool // Want was called at least once
 	want    []Want
+	mine    map[types.UID]bool
 	actions map[netip.Addr]action // the last plan's, by address
 	// seen: the UIDs of claims' objects the caches held (pruned to the
 	// claims there are), for PlanFor.
@@ -87,15 +87,15 @@ func New(client kubernetes.Interface, cache Cache, opts Options) *Claimer {
 	return c
 }
 
-// Want records what the last allocation gives the controller's own
-// objects (kept: the caller makes a new slice every time). It never
-// blocks. Nil Claimer: nothing.
-func (c *Claimer) Want(w []Want) {
+// Want records what the last allocation gives the controller's objects,
+// and which objects it answers for (PlanFor; both kept: the caller makes
+// new ones every time). It never blocks. Nil Claimer: nothing.
+func (c *Claimer) Want(w []Want, mine map[types.UID]bool) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	c.known, c.want = true, w
+	c.known, c.want, c.mine = true, w, mine
 	c.mu.Unlock()
 	c.Poke()
 }
@@ -141,7 +141,7 @@ func (c *Claimer) Run(ctx context.Context) {
 // enqueue plans on the synced caches and queues each address to act on.
 func (c *Claimer) enqueue(q workqueue.TypedRateLimitingInterface[netip.Addr]) {
 	c.mu.Lock()
-	known, want := c.known, c.want
+	known, want, mine := c.known, c.want, c.mine
 	c.mu.Unlock()
 	if !known || !c.cache.Synced() {
 		return // never on a partial view: a claim it lacks would be taken for free
@@ -159,7 +159,7 @@ func (c *Claimer) enqueue(q workqueue.TypedRateLimitingInterface[netip.Addr]) {
 		}
 	}
 	c.seen = seen // enqueue runs in one goroutine
-	p := PlanFor(c.opts.Own, want, have, c.cache.Exists, seen)
+	p := PlanFor(want, mine, have, c.cache.Exists, seen)
 	acts := make(map[netip.Addr]action, len(p.Create)+len(p.Delete)+len(p.Verify))
 	for _, cl := range p.Create {
 		acts[cl.Addr] = action{create, cl}

@@ -9,6 +9,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -70,8 +71,8 @@ func TestClaimerWrites(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset(tc.stored...)
-			c := New(client, &tc.cache, Options{Own: Service})
-			c.Want(tc.want)
+			c := New(client, &tc.cache, Options{})
+			c.Want(tc.want, map[types.UID]bool{svc("a").UID: true})
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[netip.Addr]())
 			defer q.ShutDown()
 			c.enqueue(q)

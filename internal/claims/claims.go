@@ -166,13 +166,15 @@ type Plan struct {
 	Verify []Claim
 }
 
-// PlanFor plans the claims of a controller whose own objects are of kind
-// own, from what its last allocation gives them (want) and the claims in
-// its synced cache (have):
+// PlanFor plans a controller's claims from what its last allocation gives
+// its objects (want), the objects it answers for (mine, by UID: those it
+// allocates for, and those nobody does, e.g. a Service that is no
+// LoadBalancer any more; not another controller's, e.g. a Service of
+// another loadBalancerClass) and the claims in its synced cache (have):
 //   - an address wanted and not claimed is claimed for the wanting
 //     object (the first by key, when several share it);
-//   - a claim of its own kind whose object exists but no longer has the
-//     address is deleted;
+//   - a claim whose object is one of mine and exists but no longer has
+//     the address is deleted;
 //   - a claim of any kind whose object is gone (by name and UID) is
 //     deleted if the object was seen before (seen: UIDs of objects the
 //     caches held; a UID is never reused, so the object was deleted),
@@ -182,7 +184,7 @@ type Plan struct {
 //
 // An address wanted but claimed by another is left alone: the next
 // allocation sees the claim and moves the object.
-func PlanFor(own Kind, want []Want, have []Claim, exists func(Parent) Existence, seen map[types.UID]bool) Plan {
+func PlanFor(want []Want, mine map[types.UID]bool, have []Claim, exists func(Parent) Existence, seen map[types.UID]bool) Plan {
 	claimed := make(map[netip.Addr]bool, len(have))
 	for _, c := range have {
 		claimed[c.Addr] = true
@@ -209,7 +211,7 @@ func PlanFor(own Kind, want []Want, have []Claim, exists func(Parent) Existence,
 			p.Delete = append(p.Delete, c)
 		case ex == Gone:
 			p.Verify = append(p.Verify, c)
-		case ex == Exists && c.Parent.Kind == own && !wanted[Want{Addr: c.Addr, Parent: c.Parent}]:
+		case ex == Exists && mine[c.Parent.UID] && !wanted[Want{Addr: c.Addr, Parent: c.Parent}]:
 			p.Delete = append(p.Delete, c)
 		}
 	}

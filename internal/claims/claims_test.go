@@ -42,14 +42,15 @@ func summary(p Plan) string {
 }
 
 func TestPlanFor(t *testing.T) {
-	// The caches: Services a, b; Gateway g; Service "old" was deleted
+	// The caches: Services a, b, c (c of another loadBalancerClass, not
+	// this controller's); Gateway g; Service "old" was deleted
 	// and created again (another UID); the Services mode does not watch
 	// Gateways in "unwatched".
 	exists := func(p Parent) Existence {
 		switch {
 		case p.Kind == Gateway && p.Namespace == "unwatched":
 			return Unknown
-		case p == svc("a"), p == svc("b"), p == gw("g"):
+		case p == svc("a"), p == svc("b"), p == svc("c"), p == gw("g"):
 			return Exists
 		}
 		return Gone
@@ -57,7 +58,7 @@ func TestPlanFor(t *testing.T) {
 	recreated := Parent{Service, "ns", "a", "uid-before"}
 	for _, tc := range []struct {
 		name string
-		own  Kind
+		own  Kind // the controller's: it answers for a, b and g, those of its kind
 		want []Want
 		have []Claim
 		plan string
@@ -84,12 +85,20 @@ func TestPlanFor(t *testing.T) {
 			[]Claim{claim("198.18.0.1", gw("gone"), 0)}, "?198.18.0.1 Gateway ns/gone"},
 		{"a kind not watched: never judged", Service, nil,
 			[]Claim{claim("198.18.0.1", Parent{Gateway, "unwatched", "g", "u"}, time.Hour)}, ""},
+		{"another controller's Service (another loadBalancerClass) keeps its claim", Service, nil,
+			[]Claim{claim("198.18.0.1", svc("c"), 0)}, ""},
 		{"the gateway mode releases its Gateway's, not a Service's", Gateway, nil,
 			[]Claim{claim("198.18.0.1", gw("g"), 0), claim("198.18.0.2", svc("a"), 0)}, "-198.18.0.1 Gateway ns/g"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seen := map[types.UID]bool{svc("deleted").UID: true, gw("deleted").UID: true}
-			if got := summary(PlanFor(tc.own, tc.want, tc.have, exists, seen)); got != tc.plan {
+			mine := map[types.UID]bool{}
+			for _, p := range []Parent{svc("a"), svc("b"), gw("g")} {
+				if p.Kind == tc.own {
+					mine[p.UID] = true
+				}
+			}
+			if got := summary(PlanFor(tc.want, mine, tc.have, exists, seen)); got != tc.plan {
 				t.Errorf("got  %q\nwant %q", got, tc.plan)
 			}
 		})

@@ -22,7 +22,7 @@ import (
 // the two modes may both publish it until the older keeps it. A role that
 // may not list IPAddresses (this release's RBAC not applied) is an error
 // that says so, rather than caches that never sync.
-func newClaimer(ctx context.Context, client, wclient kubernetes.Interface, own claims.Kind, p publishFlags, watch func(), cache claims.Cache, log *slog.Logger) (*claims.Claimer, error) {
+func newClaimer(ctx context.Context, client, wclient kubernetes.Interface, p publishFlags, watch func(), cache claims.Cache, log *slog.Logger) (*claims.Claimer, error) {
 	ok, err := source.ServesIPAddresses(client.Discovery())
 	if err != nil {
 		return nil, err
@@ -39,5 +39,5 @@ func newClaimer(ctx context.Context, client, wclient kubernetes.Interface, own c
 		return nil, err
 	}
 	watch()
-	return claims.New(wclient, cache, claims.Options{Own: own, QPS: float32(p.claimQPS), Burst: p.claimBurst, Workers: 8, Logger: log}), nil
+	return claims.New(wclient, cache, claims.Options{QPS: float32(p.claimQPS), Burst: p.claimBurst, Workers: 8, Logger: log}), nil
 }

@@ -144,7 +144,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		alloc = c.allocate(svcs)
 		in.Addresses, dopts.Pooled = alloc.addrs, true
 		if alloc.fresh {
-			c.opts.Claimer.Want(alloc.wants) // before the driver: claims need not wait for HAProxy
+			c.opts.Claimer.Want(alloc.wants, alloc.mine) // before the driver: claims need not wait for HAProxy
 		}
 	}
 	d := desired.Compute(in, dopts)

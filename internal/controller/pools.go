@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
@@ -18,6 +19,7 @@ type allocation struct {
 	addrs    map[string][]netip.Addr // in use: bound and published
 	given    map[string][]netip.Addr // in use and being claimed (the next allocation's prev)
 	wants    []claims.Want           // given, for the Claimer
+	mine     map[types.UID]bool      // the Services whose claims this controller answers for
 	fresh    bool                    // computed by this pass (not the last one reused)
 	problems []desired.Problem
 	counts   map[string]pools.Counts
@@ -83,7 +85,7 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 		out.problems = append(out.problems, desired.Problem{Service: p.Service, Reason: p.Reason, Message: p.Message})
 	}
 	out.addrs, out.counts, out.fresh = res.Assigned, res.Pools, true
-	out.given, out.wants = given(res, svcs, selected)
+	out.given, out.wants, out.mine = given(res, svcs, selected)
 	out.owned = func(a netip.Addr) bool {
 		return slices.ContainsFunc(ps, func(p pools.Pool) bool {
 			return slices.ContainsFunc(p.Ranges, func(r pools.Range) bool { return r.Contains(a) })
@@ -143,14 +145,24 @@ func readClaims(ips []*networkingv1.IPAddress) pools.Claims {
 }
 
 // given is each selected Service's addresses, in use and being claimed
-// (res.Assigned and res.Pending), and the same as the Claimer's wants.
-func given(res pools.Result, svcs []*corev1.Service, selected func(*corev1.Service) bool) (map[string][]netip.Addr, []claims.Want) {
+// (res.Assigned and res.Pending), and the same as the Claimer's wants;
+// mine, the Services whose claims the Claimer answers for: the selected
+// LoadBalancer Services, and every Service that is no LoadBalancer (no
+// controller's), not those of another loadBalancerClass (another
+// controller's, sharing the pools).
+func given(res pools.Result, svcs []*corev1.Service, selected func(*corev1.Service) bool) (map[string][]netip.Addr, []claims.Want, map[types.UID]bool) {
 	out := make(map[string][]netip.Addr, len(res.Assigned)+len(res.Pending))
+	mine := make(map[types.UID]bool, len(svcs))
 	var wants []claims.Want
 	for _, s := range svcs {
-		if s.Spec.Type != corev1.ServiceTypeLoadBalancer || !selected(s) {
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			mine[s.UID] = true
 			continue
 		}
+		if !selected(s) {
+			continue
+		}
+		mine[s.UID] = true
 		k := s.Namespace + "/" + s.Name
 		as := slices.Concat(res.Assigned[k], res.Pending[k])
 		if len(as) == 0 {
@@ -162,5 +174,5 @@ func given(res pools.Result, svcs []*corev1.Service, selected func(*corev1.Servi
 				Parent: claims.Parent{Kind: claims.Service, Namespace: s.Namespace, Name: s.Name, UID: s.UID}})
 		}
 	}
-	return out, wants
+	return out, wants, mine
 }

@@ -120,7 +120,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	out := gateway.Compute(in, gopts)
 	l.assigned = out.Assigned
 	if l.opts.Claimer != nil {
-		l.opts.Claimer.Want(wants(in.Gateways, out.Assigned)) // it plans again: claims may have changed
+		l.opts.Claimer.Want(wants(in.Gateways, out)) // it plans again: claims may have changed
 	}
 	parse := time.Since(start)
 	if l.applied != nil {
