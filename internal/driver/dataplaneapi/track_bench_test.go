@@ -92,13 +92,14 @@ func BenchmarkTrackedNodeChange(b *testing.B) {
 	// A new node each time: a 21st node at another address, in every
 	// fourth Service.
 	joined := func(i int) model.Config {
-		a := netip.AddrFrom4([4]byte{127, 81, 41, byte(1 + i%250)})
+		a := netip.AddrFrom4([4]byte{127, 81, 41 + byte(i/250%10), byte(1 + i%250)})
 		return edited(base, a, &model.Server{Addr: a}, func(s int) bool { return s%4 == 0 })
 	}
+	fresh := 0 // new nodes so far: never the same twice, across b.Run's rounds
 	for _, tc := range []struct {
 		name          string
 		base, changed model.Config
-		fresh         func(i int) model.Config // the changed config of pass pair i, when not changed
+		fresh         func(i int) model.Config // the changed config of the i-th new node, when not changed
 		wantAtMost    int
 		change, undo  string // the metrics' names
 	}{
@@ -116,11 +117,12 @@ func BenchmarkTrackedNodeChange(b *testing.B) {
 			var ops, passes [2]int
 			for i := range b.N {
 				cfg, k := tc.changed, i%2
-				if tc.fresh != nil {
-					cfg = tc.fresh(i / 2)
-				}
-				if k == 1 {
+				switch {
+				case k == 1:
 					cfg = tc.base
+				case tc.fresh != nil:
+					cfg = tc.fresh(fresh)
+					fresh++
 				}
 				t := time.Now()
 				res, err := d.Apply(ctx, cfg)
