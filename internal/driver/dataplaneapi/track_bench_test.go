@@ -49,7 +49,9 @@ func trackedCfg(n int, down int, extra bool, base *model.Config) model.Config {
 // with no request); a 21st node with a server in 250 of the backends
 // joining and leaving, the same node each time (its servers return to the
 // free slots that follow no node and remember them: a request per
-// backend) or a new node each time (an address and a state per backend);
+// backend) or a new node each time (an address and a state per backend),
+// also in every backend (a node joining every Service of
+// externalTrafficPolicy Cluster);
 // and, for comparison, a node out and back without _nodes (a request per
 // backend it serves). Against a real API when HKS_DATAPLANE_URL (and
 // _USERNAME, _PASSWORD) is set (it must serve nothing else: the backends
@@ -91,9 +93,11 @@ func BenchmarkTrackedNodeChange(b *testing.B) {
 	deleted := edited(base, nodeAt(3), nil, func(int) bool { return false })
 	// A new node each time: a 21st node at another address, in every
 	// fourth Service.
-	joined := func(i int) model.Config {
-		a := netip.AddrFrom4([4]byte{127, 81, 41 + byte(i/250%10), byte(1 + i%250)})
-		return edited(base, a, &model.Server{Addr: a}, func(s int) bool { return s%4 == 0 })
+	joined := func(every int) func(i int) model.Config {
+		return func(i int) model.Config {
+			a := netip.AddrFrom4([4]byte{127, 81, 41 + byte(i/250%10), byte(1 + i%250)})
+			return edited(base, a, &model.Server{Addr: a}, func(s int) bool { return s%every == 0 })
+		}
 	}
 	fresh := 0 // new nodes so far: never the same twice, across b.Run's rounds
 	for _, tc := range []struct {
@@ -106,7 +110,9 @@ func BenchmarkTrackedNodeChange(b *testing.B) {
 		{name: "node-out-and-back", base: base, changed: trackedCfg(1000, 3, false, &base), wantAtMost: 1, change: "out", undo: "back"},
 		{name: "node-deleted-and-back-250-backends", base: base, changed: deleted, wantAtMost: 1, change: "deleted", undo: "back"},
 		{name: "node-added-and-deleted-250-backends", base: base, changed: trackedCfg(1000, -1, true, &base), wantAtMost: 2*250 + 2, change: "added", undo: "deleted"},
-		{name: "new-node-added-and-deleted-250-backends", base: base, fresh: joined, wantAtMost: 2*250 + 2, change: "added", undo: "deleted"},
+		{name: "new-node-added-and-deleted-250-backends", base: base, fresh: joined(4), wantAtMost: 2*250 + 2, change: "added", undo: "deleted"},
+		// As a node joins every Service of externalTrafficPolicy Cluster.
+		{name: "new-node-added-and-deleted-1000-backends", base: base, fresh: joined(1), wantAtMost: 2*1000 + 2, change: "added", undo: "deleted"},
 		{name: "untracked-node-out-and-back", base: plain, changed: plainOut, wantAtMost: 250, change: "out", undo: "back"},
 	} {
 		if _, err := d.Apply(ctx, tc.base); err != nil {
