@@ -181,6 +181,38 @@ func (c Config) NodeCheck() Check {
 	return Check{}
 }
 
+// NodesAgentInter is the interval of the agent check that the
+// NodesBackend's servers carry when nodes are not checked (HAProxy tracks
+// only a server with a check or an agent; this agent connects to a port
+// where nothing listens, and a failed connection to an agent never
+// changes a server's state).
+//
+// After a start or a reload, HAProxy spreads the first run of every check
+// and agent over the smallest interval of at least one second among them
+// all, or over a check's own interval if that is longer (start_checks in
+// its src/check.c). An agent of an hour, with no other interval of a
+// second or more, would leave a check faster than that unrun for up to an
+// hour after each reload, its server UP meanwhile. So the agent runs
+// every second when some backend has a check faster than a second (its
+// checks then start within a second), and every hour otherwise: a
+// configuration without such a check is written as before, and the agent
+// costs a refused loopback connection per node and second only where
+// checks already cost several per server and second.
+func (c Config) NodesAgentInter() time.Duration {
+	for _, b := range c.Backends {
+		if b.Check.Enabled && b.Check.Inter > 0 && b.Check.Inter < time.Second {
+			return AgentInterFast
+		}
+	}
+	return AgentInterIdle
+}
+
+// The intervals of the NodesBackend's agent (NodesAgentInter).
+const (
+	AgentInterIdle = time.Hour
+	AgentInterFast = time.Second
+)
+
 // Server is one endpoint of a backend.
 type Server struct {
 	Addr  netip.Addr

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // setField gives field i of the struct v points to a non-zero value.
@@ -114,5 +115,31 @@ func TestFrontendEqualRoutes(t *testing.T) {
 	}
 	if !base().Equal(base()) {
 		t.Error("equal frontends differ")
+	}
+}
+
+// The _nodes agent runs every second only when a check runs more often
+// than that: then no longer interval spreads the checks' first runs after
+// a reload.
+func TestNodesAgentInter(t *testing.T) {
+	check := func(inter time.Duration) *Backend {
+		return &Backend{Name: "be", Check: Check{Enabled: true, Inter: inter, Rise: 2, Fall: 2}}
+	}
+	nodes := &Backend{Name: NodesBackend}
+	for _, tc := range []struct {
+		name     string
+		backends []*Backend
+		want     time.Duration
+	}{
+		{"none", nil, time.Hour},
+		{"default interval (2s)", []*Backend{nodes, check(0)}, time.Hour},
+		{"a second", []*Backend{nodes, check(time.Second)}, time.Hour},
+		{"200ms", []*Backend{nodes, check(2 * time.Second), check(200 * time.Millisecond)}, time.Second},
+		{"999ms", []*Backend{nodes, check(999 * time.Millisecond)}, time.Second},
+		{"disabled check", []*Backend{nodes, {Name: "be", Check: Check{Inter: 200 * time.Millisecond}}}, time.Hour},
+	} {
+		if got := (Config{Backends: tc.backends}).NodesAgentInter(); got != tc.want {
+			t.Errorf("%s: NodesAgentInter = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

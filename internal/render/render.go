@@ -223,6 +223,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	if nodeCheck.Enabled && opts.Legacy&LooseUnchecked == 0 {
 		looseArgs = checkArgs(nodeCheck)
 	}
+	agentInter := settings.FormatDuration(cfg.NodesAgentInter())
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
@@ -233,7 +234,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			// answers (port 1 on loopback, privileged, nothing listens)
 			// leaves the node up, as only an agent's answer can take a
 			// server down. Its state comes from the Runtime API.
-			w("\tdefault-server agent-check agent-addr 127.0.0.1 agent-port 1 agent-inter 1h")
+			// Its interval is never the longest wait of a check's first
+			// run after a reload (model.Config.NodesAgentInter).
+			w("\tdefault-server agent-check agent-addr 127.0.0.1 agent-port 1 agent-inter " + agentInter)
 		} else if be.Name == model.NodesBackend {
 			// The node check (--node-check): each node is checked once
 			// here, and every server following it goes down with it.

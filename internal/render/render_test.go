@@ -113,6 +113,21 @@ func goldenInputs() map[string]goldenInput {
 		nc.Backends[0] = &checked
 		in[name] = goldenInput{nc, tl, opts, false}
 	}
+	// No node check, and a Service checked every 200ms beside the ones
+	// following their nodes: the agent of the _nodes servers runs every
+	// second, so that after a reload the fast check's first run is
+	// spread over a second, not over the agent's hour
+	// (model.Config.NodesAgentInter).
+	fc := tc
+	fast := &model.Backend{Name: "be_default_fast_80", Balance: "roundrobin",
+		Check:   model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 2, Fall: 2},
+		Servers: []model.Server{{Addr: ap("10.0.0.1"), Port: 30081}}}
+	fc.Backends = slices.Insert(slices.Clone(tc.Backends), 1, fast) // sorted by name
+	fl, _ := plan.Assign(model.Config{Backends: []*model.Backend{fast}}, nil, true)
+	for name, slots := range tl {
+		fl[name] = slots
+	}
+	in["tracked-fastcheck.cfg"] = goldenInput{fc, fl, opts, false}
 	for name, h := range map[string]model.HTTPCheck{
 		"httpcheck-verify.cfg":   {Path: "/readyz", SSL: true, CAFile: "/etc/kubernetes/pki/ca.crt", CertFile: "/var/lib/hks/check-client.pem"},
 		"httpcheck-noverify.cfg": {Path: "/readyz", SSL: true},

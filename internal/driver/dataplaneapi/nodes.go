@@ -2,6 +2,7 @@ package dataplaneapi
 
 import (
 	"maps"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
@@ -24,20 +25,23 @@ import (
 // agentNever is the agent check of the model.NodesBackend's servers when
 // nodes are not checked (--node-check=none): HAProxy tracks only a server
 // with a check or an agent, and an agent that never answers (port 1 on
-// loopback, privileged, nothing listens) never takes a server down.
-var agentNever = map[string]any{"agent-check": "enabled", "agent-addr": "127.0.0.1", "agent-port": int64(1), "agent-inter": int64(3600000)}
+// loopback, privileged, nothing listens) never takes a server down. Its
+// interval is the model's (model.Config.NodesAgentInter).
+func agentNever(inter time.Duration) map[string]any {
+	return map[string]any{"agent-check": "enabled", "agent-addr": "127.0.0.1", "agent-port": int64(1), "agent-inter": ms(inter)}
+}
 
 // nodesFields sets the fields of the model.NodesBackend: no traffic goes
 // there; its servers carry the node check (--node-check: a TCP connect or
 // an HTTP GET that must answer 200, on the node's port) or the agent.
-func nodesFields(base Object, b *model.Backend) {
+func nodesFields(base Object, b *model.Backend, agentInter time.Duration) {
 	for _, k := range []string{"balance", "hash_type", "adv_check", "httpchk_params", "http_check_list", "connect_timeout", "server_timeout"} {
 		delete(base, k)
 	}
 	base["mode"] = "tcp"
 	c := b.Check
 	if !c.Enabled {
-		base["default_server"] = maps.Clone(agentNever)
+		base["default_server"] = agentNever(agentInter)
 		return
 	}
 	ds := map[string]any{}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Nothing a user could put in a name, an address or a range reaches the
@@ -45,7 +46,7 @@ func TestRawRefusesWhatIsNotItsGrammar(t *testing.T) {
 		"option httpchk GET /healthz\n  http-check expect status 200\n  default-server check port 10256 inter 2000") {
 		t.Fatalf("_nodes: %q %v", ls, err)
 	}
-	agent := &section{base: Object{"name": "_nodes", "mode": "tcp", "default_server": agentNever}, children: nodes.children}
+	agent := &section{base: Object{"name": "_nodes", "mode": "tcp", "default_server": agentNever(time.Hour)}, children: nodes.children}
 	if ls, err := sectionText("backend", agent); err != nil || !strings.Contains(strings.Join(ls, "\n"), "default-server agent-addr 127.0.0.1 agent-check agent-inter 3600000 agent-port 1") {
 		t.Fatalf("_nodes with the agent: %q %v", ls, err)
 	}

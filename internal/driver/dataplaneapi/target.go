@@ -136,7 +136,7 @@ func toInt(v any) (int64, bool) {
 func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout, clean map[string]bool) (*state, map[string]bool) {
 	want := &state{backends: map[string]*section{}, frontends: map[string]*section{}}
 	drain := map[string]bool{}
-	nodeCheck := cfg.NodeCheck()
+	nodeCheck, agentInter := cfg.NodeCheck(), cfg.NodesAgentInter()
 	for _, b := range cfg.Backends {
 		h := have.backends[b.Name]
 		if clean[b.Name] && prev != nil && prev.backends[b.Name] != nil && h != nil {
@@ -152,7 +152,7 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 		if d.opts.Seed == "" {
 			affinity(base, b.Affinity) // first: it drops the rule lists
 		}
-		d.backendFields(base, b)
+		d.backendFields(base, b, agentInter)
 		// The node check its unbound slots carry (nodes.go), when it
 		// follows nodes; the driver's own sections only.
 		var loose model.Check
@@ -248,9 +248,9 @@ func setAddr(o Object, backend, addr string, port uint16) {
 // settings (checks, PROXY v2); every other field of the operator's backend
 // stays as read. Otherwise also the mode and timeouts, as the HAProxy
 // driver renders them.
-func (d *Driver) backendFields(base Object, b *model.Backend) {
+func (d *Driver) backendFields(base Object, b *model.Backend, agentInter time.Duration) {
 	if b.Name == model.NodesBackend && d.opts.Seed == "" {
-		nodesFields(base, b)
+		nodesFields(base, b, agentInter)
 		return
 	}
 	base["balance"] = map[string]any{"algorithm": b.Balance}

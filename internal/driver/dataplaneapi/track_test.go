@@ -129,7 +129,7 @@ func trackNodes(t *testing.T, a *api, rawMin int, check model.Check) {
 	var nb Object // read whole: the rule lists come only so
 	_, err := a.c.Do(ctx, http.MethodGet, dataplane.BackendPath(model.NodesBackend), url.Values{"full_section": {"true"}}, nil, &nb)
 	delete(nb, "servers")
-	wantNodes := Object{"name": model.NodesBackend, "mode": "tcp", "default_server": agentNever}
+	wantNodes := Object{"name": model.NodesBackend, "mode": "tcp", "default_server": agentNever(model.AgentInterIdle)}
 	if check.Enabled {
 		wantNodes = Object{"name": model.NodesBackend, "mode": "tcp", "adv_check": "httpchk",
 			"httpchk_params":  map[string]any{"method": "GET", "uri": "/healthz"},
