@@ -2,14 +2,12 @@ package runtimeapi
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
 // A node that joined after the last reload has its servers in slots that
@@ -23,24 +21,8 @@ func TestLooseSlotChecksItsNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w := newTrackWorld(t, 2, 3, 2)
-	checkPort := haproxytest.FreePort(t)
-	var health []*lab.HealthServer
-	for _, n := range w.nodes {
-		h, err := lab.NewHealthServer(fmt.Sprintf("%s:%d", n.IP, checkPort))
-		if err != nil {
-			t.Skipf("health stand-in: %v", err)
-		}
-		t.Cleanup(h.Close)
-		health = append(health, h)
-	}
 	const inter, fall = 200 * time.Millisecond, 2
-	config := func() model.Config {
-		cfg := w.config()
-		nodes := *cfg.Backends[0]
-		nodes.Check = model.Check{Enabled: true, Inter: inter, Rise: 2, Fall: fall, Port: uint16(checkPort), HTTP: model.HTTPCheck{Path: "/healthz"}}
-		cfg.Backends[0] = &nodes
-		return cfg
-	}
+	config, health := w.checkedNodes(model.Check{Enabled: true, Inter: inter, Rise: 2, Fall: fall, HTTP: model.HTTPCheck{Path: "/healthz"}})
 	if _, err := lb.d.Apply(ctx, config()); err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,31 @@ func (w *trackWorld) config() model.Config {
 	return cfg
 }
 
+// checkedNodes gives every node of w a health stand-in, all on one free
+// port, and returns them with the config of w whose _nodes backend has
+// check (its Port set to that one). Skips t where a stand-in cannot
+// listen.
+func (w *trackWorld) checkedNodes(check model.Check) (func() model.Config, []*lab.HealthServer) {
+	w.t.Helper()
+	check.Port = uint16(haproxytest.FreePort(w.t))
+	var health []*lab.HealthServer
+	for _, n := range w.nodes {
+		h, err := lab.NewHealthServer(fmt.Sprintf("%s:%d", n.IP, check.Port))
+		if err != nil {
+			w.t.Skipf("health stand-in: %v", err)
+		}
+		w.t.Cleanup(h.Close)
+		health = append(health, h)
+	}
+	return func() model.Config {
+		cfg := w.config()
+		nodes := *cfg.Backends[0]
+		nodes.Check = check
+		cfg.Backends[0] = &nodes
+		return cfg
+	}, health
+}
+
 // served returns which nodes answer through the frontend of backend b,
 // over enough connections for round robin to reach every server in
 // service.

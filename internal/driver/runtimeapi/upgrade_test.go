@@ -2,7 +2,6 @@ package runtimeapi
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
 // A controller upgraded while HAProxy keeps running finds HAProxy running
@@ -29,21 +27,7 @@ func TestUpgradeKeepsOlderRendering(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w := newTrackWorld(t, 2, 3, 2)
-	checkPort := haproxytest.FreePort(t)
-	for _, n := range w.nodes {
-		h, err := lab.NewHealthServer(fmt.Sprintf("%s:%d", n.IP, checkPort))
-		if err != nil {
-			t.Skipf("health stand-in: %v", err)
-		}
-		t.Cleanup(h.Close)
-	}
-	config := func() model.Config {
-		cfg := w.config()
-		nodes := *cfg.Backends[0]
-		nodes.Check = model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 1, Fall: 2, Port: uint16(checkPort), HTTP: model.HTTPCheck{Path: "/healthz"}}
-		cfg.Backends[0] = &nodes
-		return cfg
-	}
+	config, _ := w.checkedNodes(model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 1, Fall: 2, HTTP: model.HTTPCheck{Path: "/healthz"}})
 	master := haproxy.NewMaster(lb.p.MasterSocket)
 	reloads := func() int {
 		t.Helper()
