@@ -47,8 +47,16 @@ func claimsInformer(client kubernetes.Interface) (informers.SharedInformerFactor
 	return f, f.Networking().V1().IPAddresses().Informer()
 }
 
-// existence looks a claim's object up in inf (nil: a kind not watched).
-func existence(inf cache.SharedIndexInformer, p claims.Parent) claims.Existence {
+// existence looks a claim's object up in the informer of its kind (nil:
+// a kind not watched).
+func existence(services, gateways cache.SharedIndexInformer, p claims.Parent) claims.Existence {
+	var inf cache.SharedIndexInformer
+	switch p.Kind {
+	case claims.Service:
+		inf = services
+	case claims.Gateway:
+		inf = gateways
+	}
 	if inf == nil {
 		return claims.Unknown
 	}
@@ -79,17 +87,11 @@ func (s *Source) Claims() []*networkingv1.IPAddress {
 // Exists is whether a claim's object is in the caches (a Gateway only
 // with WithGateways).
 func (s *Source) Exists(p claims.Parent) claims.Existence {
-	set := s.current()
-	switch p.Kind {
-	case claims.Service:
-		if s.namespace != "" && p.Namespace != s.namespace {
-			return claims.Unknown // not watched
-		}
-		return existence(set.services, p)
-	case claims.Gateway:
-		return existence(set.gateways, p)
+	if p.Kind == claims.Service && s.namespace != "" && p.Namespace != s.namespace {
+		return claims.Unknown // not watched
 	}
-	return claims.Unknown
+	set := s.current()
+	return existence(set.services, set.gateways, p)
 }
 
 // WithClaims also watches the address claims (with WithPools, where the
@@ -107,18 +109,23 @@ func (g *Gateway) Claims() []*networkingv1.IPAddress {
 // Exists is whether a claim's object is in the caches.
 func (g *Gateway) Exists(p claims.Parent) claims.Existence {
 	set := g.current()
-	switch p.Kind {
-	case claims.Service:
-		return existence(set.services, p)
-	case claims.Gateway:
-		return existence(set.gateways, p)
-	}
-	return claims.Unknown
+	return existence(set.services, set.gateways, p)
 }
 
+// lister lists one kind's objects of a namespace.
+type lister func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error)
+
 // lookup is whether p exists, by a consistent read: a list by name (the
-// roles grant list, not get), nil for a kind not watched.
-func lookup(ctx context.Context, p claims.Parent, list func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error)) (claims.Existence, error) {
+// roles grant list, not get) through the lister of its kind (nil: a kind
+// not watched).
+func lookup(ctx context.Context, p claims.Parent, services, gateways lister) (claims.Existence, error) {
+	var list lister
+	switch p.Kind {
+	case claims.Service:
+		list = services
+	case claims.Gateway:
+		list = gateways
+	}
 	if list == nil {
 		return claims.Unknown, nil
 	}
@@ -134,60 +141,55 @@ func lookup(ctx context.Context, p claims.Parent, list func(ctx context.Context,
 	return claims.Gone, nil
 }
 
-func listServices(c kubernetes.Interface) func(context.Context, string, metav1.ListOptions) ([]metav1.Object, error) {
+// objects is a list's items as metav1.Objects (pointers into items).
+func objects[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T) []metav1.Object {
+	out := make([]metav1.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
+}
+
+func listServices(c kubernetes.Interface) lister {
 	return func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
 		l, err := c.CoreV1().Services(ns).List(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]metav1.Object, len(l.Items))
-		for i := range l.Items {
-			out[i] = &l.Items[i]
-		}
-		return out, nil
+		return objects(l.Items), nil
 	}
 }
 
 // Lookup is whether a claim's object exists, by a consistent read of the
 // apiserver (claims.Cache).
 func (s *Source) Lookup(ctx context.Context, p claims.Parent) (claims.Existence, error) {
-	switch {
-	case p.Kind == claims.Service && (s.namespace == "" || p.Namespace == s.namespace):
-		return lookup(ctx, p, listServices(s.client))
-	case p.Kind == claims.Gateway && s.gwOn:
-		return lookup(ctx, p, func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
+	var services, gateways lister
+	if s.namespace == "" || p.Namespace == s.namespace {
+		services = listServices(s.client)
+	}
+	if s.gwOn {
+		gateways = func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
 			l, err := s.dyn.Resource(GatewayGVR).Namespace(ns).List(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			out := make([]metav1.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, nil
-		})
+			return objects(l.Items), nil
+		}
 	}
-	return claims.Unknown, nil
+	return lookup(ctx, p, services, gateways)
 }
 
 // Lookup is whether a claim's object exists, by a consistent read of the
 // apiserver (claims.Cache).
 func (g *Gateway) Lookup(ctx context.Context, p claims.Parent) (claims.Existence, error) {
-	switch p.Kind {
-	case claims.Service:
-		return lookup(ctx, p, listServices(g.client))
-	case claims.Gateway:
-		return lookup(ctx, p, func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
-			l, err := g.gc.GatewayV1().Gateways(ns).List(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			out := make([]metav1.Object, len(l.Items))
-			for i := range l.Items {
-				out[i] = &l.Items[i]
-			}
-			return out, nil
-		})
-	}
-	return claims.Unknown, nil
+	return lookup(ctx, p, listServices(g.client), func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
+		l, err := g.gc.GatewayV1().Gateways(ns).List(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return objects(l.Items), nil
+	})
 }
