@@ -4,13 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane/dataplanetest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
 // The older controller's environment plus HAPROXY_K8S_SYNC_NODE_CHECK: in
@@ -23,47 +19,21 @@ import (
 func TestDataplaneSeedNodeCheckGiven(t *testing.T) {
 	kube := kubeapi.Start(t)
 	client := kube.Client(t)
-	const ingNS, backend = "ingress-nginx", "be_ingress_https"
-	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": "pw-e2e"}})
+	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": seedPassword}})
 	api.Load([]dataplanetest.Section{{
-		Object: dataplane.Object{"name": backend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}, "adv_check": "tcp-check",
+		Object: dataplane.Object{"name": seedBackend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"}, "adv_check": "tcp-check",
 			"default_server": map[string]any{"check": "enabled", "inter": 5000, "rise": 2, "fall": 2, "maxconn": 100}},
 	}}, nil)
-	if _, err := client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range []string{"dc1", "dc2"} {
-		if err := lab.CreateNode(bg, client, n, fmt.Sprintf("127.81.28.%d", i+1), true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	createIngressService(t, client, ingNS)
-	sl := lab.SliceFor(ingNS, "ingress-nginx", 443, []lab.Endpoint{{IP: "10.244.1.1", Node: "dc1", Ready: true}})
-	if err := lab.ApplySlice(bg, client, sl); err != nil {
-		t.Fatal(err)
-	}
-	token := (&env{t: t, client: client, dir: t.TempDir()}).rbacTokenFileFrom("../../deploy/rbac.yaml")
-	log := runSeedController(t, map[string]string{
-		"HAPROXY_K8S_SYNC_API_SERVER":             kube.URL,
-		"HAPROXY_K8S_SYNC_TOKEN_FILE":             token,
-		"HAPROXY_K8S_SYNC_CA_FILE":                kube.CAPath,
-		"INGRESS_NAMESPACE":                       ingNS,
-		"INGRESS_SERVICE_NAME":                    "ingress-nginx",
-		"HAPROXY_DATAPLANE_URL":                   api.URL,
-		"HAPROXY_DATAPLANE_USERNAME":              "admin",
-		"HAPROXY_DATAPLANE_PASSWORD":              "pw-e2e",
-		"HAPROXY_BACKEND_NAME":                    backend,
-		"HAPROXY_BACKEND_PORT":                    "30443",
-		"HAPROXY_SEND_PROXY_V2":                   "true",
-		"HAPROXY_K8S_SYNC_NODE_CHECK":             "http:10256/healthz",
-		"HAPROXY_K8S_SYNC_NODE_CHECK_INTERVAL":    "3s",
-		"HAPROXY_K8S_SYNC_METRICS_ADDRESS":        fmt.Sprintf("127.81.28.200:%d", freeLoopbackPort(t, "127.81.28.200")),
-		"HAPROXY_K8S_SYNC_DEFAULT_CHECK_INTERVAL": "4s", // the node check's interval wins for a carried check
-	})
+	env := seedEnv(kube, seedWorld(t, client, "127.81.28", "dc1", "dc2"), api.URL)
+	env["HAPROXY_K8S_SYNC_NODE_CHECK"] = "http:10256/healthz"
+	env["HAPROXY_K8S_SYNC_NODE_CHECK_INTERVAL"] = "3s"
+	env["HAPROXY_K8S_SYNC_METRICS_ADDRESS"] = fmt.Sprintf("127.81.28.200:%d", freeLoopbackPort(t, "127.81.28.200"))
+	env["HAPROXY_K8S_SYNC_DEFAULT_CHECK_INTERVAL"] = "4s" // the node check's interval wins for a carried check
+	log := runSeedController(t, env)
 	waitFor(t, log, "every node serves", func() error {
-		return servingIs(api, backend, set3("127.81.28.1:30443", "127.81.28.2:30443"))
+		return servingIs(api, seedBackend, set3("127.81.28.1:30443", "127.81.28.2:30443"))
 	})
-	sec, _ := api.Backend(backend)
+	sec, _ := api.Backend(seedBackend)
 	ds, _ := sec.Object["default_server"].(map[string]any)
 	wantDS := map[string]string{"check": "enabled", "inter": "3000", "rise": "2", "fall": "2", "health_check_port": "10256",
 		"send-proxy-v2": "enabled", "maxconn": "100"}

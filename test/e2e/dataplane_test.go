@@ -29,54 +29,24 @@ import (
 func TestDataplaneSeedEnvironment(t *testing.T) {
 	kube := kubeapi.Start(t)
 	client := kube.Client(t)
-	const ingNS, backend = "ingress-nginx", "be_ingress_https"
 	probe := fmt.Sprintf("127.81.20.200:%d", freeLoopbackPort(t, "127.81.20.200"))
-	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": "pw-e2e"}})
+	api := dataplanetest.Start(t, dataplanetest.Options{Users: map[string]string{"admin": seedPassword}})
 	api.Load([]dataplanetest.Section{{
-		Object: dataplane.Object{"name": backend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"},
+		Object: dataplane.Object{"name": seedBackend, "mode": "tcp", "balance": map[string]any{"algorithm": "roundrobin"},
 			"default_server": map[string]any{"check": "enabled", "inter": 5000, "rise": 2, "fall": 2}},
 		Templates: []dataplane.Object{{"prefix": "ingress", "num_or_range": "5", "fqdn": "127.0.0.1", "port": 65535, "maintenance": "enabled"}},
 	}}, nil)
-
-	if _, err := client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ingNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range []string{"dp1", "dp2", "dp3"} {
-		if err := lab.CreateNode(bg, client, n, fmt.Sprintf("127.81.20.%d", i+1), true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	createIngressService(t, client, ingNS)
-	sl := lab.SliceFor(ingNS, "ingress-nginx", 443, []lab.Endpoint{{IP: "10.244.1.1", Node: "dp1", Ready: true}})
-	if err := lab.ApplySlice(bg, client, sl); err != nil {
-		t.Fatal(err)
-	}
-
-	// The shipped RBAC of this mode (deploy/rbac.yaml), nothing more: the
-	// controller runs with its ServiceAccount's token.
-	token := (&env{t: t, client: client, dir: t.TempDir()}).rbacTokenFileFrom("../../deploy/rbac.yaml")
-	env := map[string]string{
-		"HAPROXY_K8S_SYNC_API_SERVER": kube.URL, // stands in for the in-cluster config
-		"HAPROXY_K8S_SYNC_TOKEN_FILE": token,
-		"HAPROXY_K8S_SYNC_CA_FILE":    kube.CAPath,
-		"INGRESS_NAMESPACE":           ingNS,
-		"INGRESS_SERVICE_NAME":        "ingress-nginx",
-		"HAPROXY_DATAPLANE_URL":       api.URL,
-		"HAPROXY_DATAPLANE_USERNAME":  "admin",
-		"HAPROXY_DATAPLANE_PASSWORD":  "pw-e2e",
-		"HAPROXY_BACKEND_NAME":        backend,
-		"HAPROXY_BACKEND_PORT":        "30443",
-		"HAPROXY_SEND_PROXY_V2":       "true",
-		"RESYNC_PERIOD":               "1s",
-		// The pod's :8080 (the old Deployment's probes), on loopback here.
-		"HAPROXY_K8S_SYNC_METRICS_ADDRESS": probe,
-	}
+	token := seedWorld(t, client, "127.81.20", "dp1", "dp2", "dp3")
+	env := seedEnv(kube, token, api.URL)
+	env["RESYNC_PERIOD"] = "1s"
+	// The pod's :8080 (the old Deployment's probes), on loopback here.
+	env["HAPROXY_K8S_SYNC_METRICS_ADDRESS"] = probe
 	log := runSeedController(t, env)
 	waitFor(t, log, "/readyz answers 200", readyz(probe))
 
 	want := set3("127.81.20.1:30443", "127.81.20.2:30443", "127.81.20.3:30443")
-	waitFor(t, log, "every node serves", func() error { return servingIs(api, backend, want) })
-	sec, _ := api.Backend(backend)
+	waitFor(t, log, "every node serves", func() error { return servingIs(api, seedBackend, want) })
+	sec, _ := api.Backend(seedBackend)
 	ds, _ := sec.Object["default_server"].(map[string]any)
 	if sec.Object["adv_check"] != "tcp-check" || ds["send-proxy-v2"] != "enabled" || fmt.Sprint(ds["inter"]) != "2000" {
 		t.Errorf("backend settings not applied: %v", sec.Object)
@@ -91,15 +61,15 @@ func TestDataplaneSeedEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, log, "excluded dp2 leaves", func() error {
-		return servingIs(api, backend, set3("127.81.20.1:30443", "127.81.20.3:30443"))
+		return servingIs(api, seedBackend, set3("127.81.20.1:30443", "127.81.20.3:30443"))
 	})
 	if err := client.CoreV1().Nodes().Delete(bg, "dp3", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, log, "deleted dp3 leaves", func() error { return servingIs(api, backend, set3("127.81.20.1:30443")) })
+	waitFor(t, log, "deleted dp3 leaves", func() error { return servingIs(api, seedBackend, set3("127.81.20.1:30443")) })
 	// Churn goes live through the runtime endpoints; haproxy.cfg follows
 	// once it settles (a second here), still without a reload.
-	waitFor(t, log, "the configuration follows", func() error { return configuredIs(api, backend, set3("127.81.20.1:30443")) })
+	waitFor(t, log, "the configuration follows", func() error { return configuredIs(api, seedBackend, set3("127.81.20.1:30443")) })
 	v, passes := api.Version(), strings.Count(log.String(), "dataplane pass")
 	waitFor(t, log, "two resync passes", func() error {
 		if n := strings.Count(log.String(), "dataplane pass"); n < passes+2 {
@@ -156,6 +126,52 @@ func TestDataplaneSeedBackendMissing(t *testing.T) {
 	waitFor(t, log, "/readyz answers 200", readyz(probe))
 	if _, backends := api.Names(); len(backends) != 0 {
 		t.Errorf("backends created without --dataplane-create-backend: %v", backends)
+	}
+}
+
+// The older controller's ingress Service, its namespace, the operator's
+// backend and the Data Plane API user's password in the seed tests.
+const seedNS, seedBackend, seedPassword = "ingress-nginx", "be_ingress_https", "pw-e2e"
+
+// seedWorld makes what the older controller's Deployment finds: the
+// namespace seedNS, Ready nodes named names at prefix.1, prefix.2..., the
+// ingress-nginx Service with one ready endpoint on the first node, and the
+// token file it returns, of the ServiceAccount of the shipped RBAC of this
+// mode (deploy/rbac.yaml), nothing more.
+func seedWorld(t *testing.T, client kubernetes.Interface, prefix string, names ...string) string {
+	t.Helper()
+	if _, err := client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: seedNS}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range names {
+		if err := lab.CreateNode(bg, client, n, fmt.Sprintf("%s.%d", prefix, i+1), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createIngressService(t, client, seedNS)
+	sl := lab.SliceFor(seedNS, "ingress-nginx", 443, []lab.Endpoint{{IP: "10.244.1.1", Node: names[0], Ready: true}})
+	if err := lab.ApplySlice(bg, client, sl); err != nil {
+		t.Fatal(err)
+	}
+	return (&env{t: t, client: client, dir: t.TempDir()}).rbacTokenFileFrom("../../deploy/rbac.yaml")
+}
+
+// seedEnv is the older controller's environment for the world of
+// seedWorld and the Data Plane API at apiURL (user admin): the operator's
+// backend on port 30443, PROXY v2.
+func seedEnv(kube *kubeapi.Server, token, apiURL string) map[string]string {
+	return map[string]string{
+		"HAPROXY_K8S_SYNC_API_SERVER": kube.URL, // stands in for the in-cluster config
+		"HAPROXY_K8S_SYNC_TOKEN_FILE": token,
+		"HAPROXY_K8S_SYNC_CA_FILE":    kube.CAPath,
+		"INGRESS_NAMESPACE":           seedNS,
+		"INGRESS_SERVICE_NAME":        "ingress-nginx",
+		"HAPROXY_DATAPLANE_URL":       apiURL,
+		"HAPROXY_DATAPLANE_USERNAME":  "admin",
+		"HAPROXY_DATAPLANE_PASSWORD":  seedPassword,
+		"HAPROXY_BACKEND_NAME":        seedBackend,
+		"HAPROXY_BACKEND_PORT":        "30443",
+		"HAPROXY_SEND_PROXY_V2":       "true",
 	}
 }
 
