@@ -22,6 +22,29 @@ func controllerBinary(t *testing.T) string {
 	return bin
 }
 
+// startBinary runs bin with args in a process group of its own; done
+// gets its exit. At the end of t the group is killed and, if t failed,
+// its output logged as what's log.
+func startBinary(t *testing.T, what, bin string, args ...string) (cmd *exec.Cmd, done <-chan error) {
+	t.Helper()
+	log := &haproxytest.LockedBuffer{}
+	cmd = exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if t.Failed() {
+			t.Logf("%s log:\n%s", what, log.String())
+		}
+	})
+	return cmd, exited
+}
+
 // `run` stops within a few seconds on SIGTERM and on SIGINT, exits 0,
 // leaves no process of its own behind, and leaves HAProxy serving as it is.
 func TestRunStopsPromptlyOnSignals(t *testing.T) {
@@ -32,21 +55,7 @@ func TestRunStopsPromptlyOnSignals(t *testing.T) {
 			np := e.threeNodes()
 			port := int32(haproxytest.FreePort(t))
 			e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np})
-			log := &haproxytest.LockedBuffer{}
-			cmd := exec.Command(bin, append([]string{"run"}, e.controllerArgs()...)...)
-			cmd.Stdout, cmd.Stderr = log, log
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			t.Cleanup(func() {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				if t.Failed() {
-					t.Logf("controller log:\n%s", log.String())
-				}
-			})
+			cmd, done := startBinary(t, "controller", bin, append([]string{"run"}, e.controllerArgs()...)...)
 			e.eventually("web serves", serves(port, "n1", "n2", "n3"))
 			master := e.hap.MasterPID()
 			reloads := e.reloads()

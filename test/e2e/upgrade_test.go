@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -101,21 +100,12 @@ func upgradeFrom(t *testing.T, old, driver string) {
 	}
 
 	// The older release, until it serves every node.
-	log := &haproxytest.LockedBuffer{}
-	cmd := exec.Command(old, append([]string{"run"}, e.controllerArgs(extra...)...)...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if t.Failed() {
-			t.Logf("older controller's log:\n%s\nHAProxy:\n%s", log.String(), e.hap.Output())
+			t.Logf("HAProxy:\n%s", e.hap.Output())
 		}
 	})
+	cmd, done := startBinary(t, "older controller", old, append([]string{"run"}, e.controllerArgs(extra...)...)...)
 	e.eventually("the older release serves", servedBy("n1", "n2", "n3"))
 	// A node joins after the older release's last reload: its servers
 	// take slots bound to no node.
