@@ -146,12 +146,7 @@ func (c *Claimer) enqueue(q workqueue.TypedRateLimitingInterface[netip.Addr]) {
 	if !known || !c.cache.Synced() {
 		return // never on a partial view: a claim it lacks would be taken for free
 	}
-	var have []Claim
-	for _, ip := range c.cache.Claims() {
-		if cl, ok := Read(ip); ok {
-			have = append(have, cl)
-		}
-	}
+	have := ReadAll(c.cache.Claims())
 	seen := make(map[types.UID]bool, len(have))
 	for _, cl := range have {
 		if c.seen[cl.Parent.UID] || c.cache.Exists(cl.Parent) == Exists {

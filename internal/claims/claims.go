@@ -135,6 +135,17 @@ func (c Claim) IPAddress() *networkingv1.IPAddress {
 	}
 }
 
+// ReadAll reads our claims among ips (Read), in their order.
+func ReadAll(ips []*networkingv1.IPAddress) []Claim {
+	cs := make([]Claim, 0, len(ips))
+	for _, ip := range ips {
+		if c, ok := Read(ip); ok {
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
 // ToPools is what the allocation needs of the claims.
 func ToPools(cs []Claim) pools.Claims {
 	out := make(pools.Claims, len(cs))

@@ -106,10 +106,11 @@ func TestPlanFor(t *testing.T) {
 }
 
 func TestIPAddressRoundTrip(t *testing.T) {
-	for _, c := range []Claim{
+	cs := []Claim{
 		{Addr: netip.MustParseAddr("198.18.0.1"), Parent: svc("a")},
 		{Addr: netip.MustParseAddr("2001:db8::1"), Parent: gw("g"), ShareKey: "k"},
-	} {
+	}
+	for _, c := range cs {
 		ip := c.IPAddress()
 		if err := validName(ip); err != nil {
 			t.Error(err)
@@ -123,6 +124,9 @@ func TestIPAddressRoundTrip(t *testing.T) {
 	other.Labels[networkingv1.LabelManagedBy] = "ipallocator.k8s.io"
 	if _, ok := Read(other); ok {
 		t.Errorf("a ClusterIP's IPAddress read as ours")
+	}
+	if got := ReadAll([]*networkingv1.IPAddress{cs[0].IPAddress(), other, cs[1].IPAddress()}); !reflect.DeepEqual(got, cs) {
+		t.Errorf("ReadAll = %+v, want %+v (ours, in order)", got, cs)
 	}
 }
 

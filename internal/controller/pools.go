@@ -77,7 +77,7 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 	}
 	var claimed pools.Claims
 	if c.opts.Claimer != nil {
-		claimed = readClaims(cls)
+		claimed = claims.ToPools(claims.ReadAll(cls))
 	}
 	selected := func(s *corev1.Service) bool { return desired.Selected(s, c.opts.Desired) }
 	res, probs := pools.ForServicesWith(ps, svcs, nsLabels, selected, gatewayReservations(gws, nsLabels), c.lastAlloc.given, claimed)
@@ -131,17 +131,6 @@ func (a *allocInputs) same(svcs []*corev1.Service, pools []*unstructured.Unstruc
 
 func (a *allocInputs) set(svcs []*corev1.Service, pools []*unstructured.Unstructured, ns []*corev1.Namespace) {
 	a.svcs, a.pools, a.ns = setOf(svcs), setOf(pools), setOf(ns)
-}
-
-// readClaims is what the allocation needs of the cached claims.
-func readClaims(ips []*networkingv1.IPAddress) pools.Claims {
-	cs := make([]claims.Claim, 0, len(ips))
-	for _, ip := range ips {
-		if cl, ok := claims.Read(ip); ok {
-			cs = append(cs, cl)
-		}
-	}
-	return claims.ToPools(cs)
 }
 
 // given is each selected Service's addresses, in use and being claimed

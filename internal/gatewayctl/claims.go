@@ -3,7 +3,6 @@ package gatewayctl
 import (
 	"slices"
 
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -11,17 +10,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
-
-// readClaims is what the allocation needs of the cached claims.
-func readClaims(ips []*networkingv1.IPAddress) pools.Claims {
-	cs := make([]claims.Claim, 0, len(ips))
-	for _, ip := range ips {
-		if c, ok := claims.Read(ip); ok {
-			cs = append(cs, c)
-		}
-	}
-	return claims.ToPools(cs)
-}
 
 // wants are the addresses a pass gave the Gateways (used and being
 // claimed), for the Claimer, in a stable order; mine, the Gateways whose

@@ -114,7 +114,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		gopts.Pools = l.pools.parse(l.src.Pools())
 		gopts.Previous = l.assigned
 		if l.opts.Claimer != nil {
-			gopts.Claims = readClaims(l.src.Claims())
+			gopts.Claims = claims.ToPools(claims.ReadAll(l.src.Claims()))
 		}
 	}
 	out := gateway.Compute(in, gopts)
