@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
 // Cache is what a Claimer reads of a controller's informers: our claims
@@ -36,6 +37,7 @@ type Options struct {
 	Burst   int
 	Workers int // concurrent writes (default 4)
 	Logger  *slog.Logger
+	Metrics *metrics.Claims // nil: none
 }
 
 // Claimer creates and deletes a controller's claims (PlanFor) in
@@ -147,6 +149,7 @@ func (c *Claimer) enqueue(q workqueue.TypedRateLimitingInterface[netip.Addr]) {
 		return // never on a partial view: a claim it lacks would be taken for free
 	}
 	have := ReadAll(c.cache.Claims())
+	c.opts.Metrics.Held(len(have))
 	seen := make(map[types.UID]bool, len(have))
 	for _, cl := range have {
 		if c.seen[cl.Parent.UID] || c.cache.Exists(cl.Parent) == Exists {
@@ -191,6 +194,7 @@ func (c *Claimer) write(ctx context.Context, a netip.Addr) error {
 	if act.kind == verify {
 		var ex Existence
 		if ex, err = c.cache.Lookup(ctx, act.claim.Parent); err != nil {
+			c.opts.Metrics.Write(metrics.ClaimDelete, metrics.ClaimFailed)
 			return fmt.Errorf("claim of %s: looking up %s: %w", a, act.claim.Parent.Key(), err)
 		}
 		if ex != Gone {
@@ -206,18 +210,26 @@ func (c *Claimer) write(ctx context.Context, a netip.Addr) error {
 			// Taken meanwhile (by the other controller, most likely): the
 			// next pass sees the claim and gives the object another address.
 			c.log.Debug("address claimed by another object first", "address", a, "for", act.claim.Parent.Key())
+			c.opts.Metrics.Write(metrics.ClaimCreate, metrics.ClaimTaken)
 			err = nil
 		case err == nil:
 			c.log.Debug("address claimed", "address", a, "for", act.claim.Parent.Key())
+			c.opts.Metrics.Write(metrics.ClaimCreate, metrics.ClaimCreated)
+		default:
+			c.opts.Metrics.Write(metrics.ClaimCreate, metrics.ClaimFailed)
 		}
 	} else {
 		uid := act.claim.UID
 		err = ips.Delete(ctx, a.String(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		switch {
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			c.opts.Metrics.Write(metrics.ClaimDelete, metrics.ClaimGone)
 			err = nil // gone, or another claim now: the next plan looks again
 		case err == nil:
 			c.log.Debug("address claim released", "address", a, "of", act.claim.Parent.Key())
+			c.opts.Metrics.Write(metrics.ClaimDelete, metrics.ClaimReleased)
+		default:
+			c.opts.Metrics.Write(metrics.ClaimDelete, metrics.ClaimFailed)
 		}
 	}
 	if err != nil {

@@ -10,19 +10,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
 // newClaimer sets up the address claims of --address-pools
 // (internal/claims) where the apiserver serves networking.k8s.io/v1
 // IPAddresses (Kubernetes 1.33 and later): watch calls the source's
-// WithClaims, and the Claimer writes through wclient at --claim-qps.
+// WithClaims, and the Claimer writes through wclient at --claim-qps,
+// counting its writes in rec (nil: metrics off).
 // Elsewhere it warns and returns nil: addresses are then not claimed, and
 // a Service and a Gateway given one free address at the same moment by
 // the two modes may both publish it until the older keeps it. A role that
 // may not list IPAddresses (this release's RBAC not applied) is an error
 // that says so, rather than caches that never sync.
-func newClaimer(ctx context.Context, client, wclient kubernetes.Interface, p publishFlags, watch func(), cache claims.Cache, log *slog.Logger) (*claims.Claimer, error) {
+func newClaimer(ctx context.Context, client, wclient kubernetes.Interface, p publishFlags, watch func(), cache claims.Cache, rec *metrics.Claims, log *slog.Logger) (*claims.Claimer, error) {
 	ok, err := source.ServesIPAddresses(client.Discovery())
 	if err != nil {
 		return nil, err
@@ -39,5 +41,5 @@ func newClaimer(ctx context.Context, client, wclient kubernetes.Interface, p pub
 		return nil, err
 	}
 	watch()
-	return claims.New(wclient, cache, claims.Options{QPS: float32(p.claimQPS), Burst: p.claimBurst, Workers: 8, Logger: log}), nil
+	return claims.New(wclient, cache, claims.Options{QPS: float32(p.claimQPS), Burst: p.claimBurst, Workers: 8, Logger: log, Metrics: rec}), nil
 }

@@ -90,7 +90,7 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 		if err != nil {
 			return err
 		}
-		if claimer, err = newClaimer(ctx, client, kclient, f.publish, src.WithClaims, src, log); err != nil {
+		if claimer, err = newClaimer(ctx, client, kclient, f.publish, src.WithClaims, src, f.metrics.claims(), log); err != nil {
 			return err
 		}
 	}

@@ -41,6 +41,18 @@ func (m *metricsFlags) instance(name string) *metrics.Instance {
 	return m.reg.Instance(name)
 }
 
+// claims returns the recorder of the address claims (internal/claims), or
+// nil when metrics are off; called once, by the mode that claims.
+func (m *metricsFlags) claims() *metrics.Claims {
+	if m.addr == "" {
+		return nil
+	}
+	if m.reg == nil {
+		m.reg = metrics.New(metrics.Options{Version: Version, PerService: m.perService})
+	}
+	return m.reg.Claims()
+}
+
 // serve listens on the metrics address (an error if it cannot) and serves
 // until ctx ends:
 //   - /metrics: the registry;

@@ -189,7 +189,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 			src.WithGateways()
 		}
 		poolStatus = controller.NewPoolStatus(dyn, log)
-		if claimer, err = newClaimer(ctx, client, sclient, f.publish, src.WithClaims, src, log); err != nil {
+		if claimer, err = newClaimer(ctx, client, sclient, f.publish, src.WithClaims, src, f.metrics.claims(), log); err != nil {
 			return err
 		}
 	}
