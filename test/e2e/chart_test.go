@@ -126,10 +126,10 @@ func TestHelmChartModes(t *testing.T) {
 				}
 			}},
 		// Address pools: the flag, and exactly the rules it needs.
-		{"services-address-pools", []string{"services.addressPools=true"},
+		{"services-address-pools", []string{"services.addressPools=true", "services.claimQPS=50", "services.claimBurst=100"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				ds := find(t, objs, "DaemonSet", "")
-				hasAll(t, "sync args", args(container(t, ds, "sync", false)), "--address-pools")
+				hasAll(t, "sync args", args(container(t, ds, "sync", false)), "--address-pools", "--claim-qps=50", "--claim-burst=100")
 				rules := fmt.Sprint(unstructured.NestedSlice(find(t, objs, "ClusterRole", "").Object, "rules"))
 				for _, want := range []string{"services/status", "addresspools", "addresspools/status", "namespaces"} {
 					if !strings.Contains(rules, want) {
@@ -212,7 +212,13 @@ func TestHelmChartModes(t *testing.T) {
 		// Gateways' own addresses: the flag, and reading the pools only.
 		{"gateway-address-pools", []string{"mode=gateway", "services.addressPools=true"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
-				hasAll(t, "sync args", args(container(t, find(t, objs, "DaemonSet", ""), "sync", false)), "--mode=gateway", "--address-pools")
+				a := args(container(t, find(t, objs, "DaemonSet", ""), "sync", false))
+				hasAll(t, "sync args", a, "--mode=gateway", "--address-pools")
+				for _, f := range a {
+					if strings.HasPrefix(f, "--claim-") {
+						t.Errorf("%s passed without services.claimQPS/claimBurst set", f)
+					}
+				}
 				rules := fmt.Sprint(unstructuredRules(t, objs))
 				if !strings.Contains(rules, "addresspools") || strings.Contains(rules, "addresspools/status") || strings.Contains(rules, "services/status") {
 					t.Errorf("gateway mode with address pools: %v", rules)
@@ -272,6 +278,8 @@ func TestHelmChartSchemaRejects(t *testing.T) {
 		"env.haproxy.backendName=be x",           // not a backend name
 		"extraArgs={oops}",                       // not a flag
 		"services.nodeCheck=http:10256/a b",      // not a node check
+		"services.claimQPS=fast",                 // ill-typed
+		"services.claimBurst=0",                  // below 1
 		"mode=dataplane",                         // dataplane without its URL
 	} {
 		t.Run(set, func(t *testing.T) {
