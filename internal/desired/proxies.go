@@ -1,0 +1,83 @@
+package desired
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// candidate is a selected Service and its "namespace/name".
+type candidate struct {
+	svc *corev1.Service
+	key string
+}
+
+func key(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
+
+func portLabel(p corev1.ServicePort) string {
+	if p.Name != "" {
+		return p.Name + " (" + strconv.Itoa(int(p.Port)) + ")"
+	}
+	return strconv.Itoa(int(p.Port))
+}
+
+// selected tells whether this controller takes the Service.
+func selected(s *corev1.Service, opts Options) bool {
+	if opts.Service != "" {
+		return key(s) == opts.Service
+	}
+	switch s.Spec.Type {
+	case corev1.ServiceTypeLoadBalancer:
+		if c := s.Spec.LoadBalancerClass; c != nil {
+			return *c == opts.Class
+		}
+		return opts.ClassLess || s.Annotations[settings.EnabledAnnotation] == "true"
+	case corev1.ServiceTypeNodePort:
+		return s.Annotations[settings.EnabledAnnotation] == "true"
+	}
+	return false
+}
+
+func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool, grp famGroup) (model.Frontend, model.Backend) {
+	suffix := svc.Namespace + "_" + svc.Name + "_" + strconv.Itoa(int(p.Port)) + grp.suffix
+	beName := "be_" + suffix
+	if opts.Service != "" && opts.Backend != "" {
+		beName = opts.Backend
+		if multi {
+			beName += "_" + strconv.Itoa(int(p.Port))
+		}
+		beName += grp.suffix
+	}
+	fe := model.Frontend{
+		Name:          "fe_" + suffix,
+		Service:       key(svc),
+		AcceptProxy:   set.AcceptProxy,
+		MaxConn:       set.MaxConn,
+		TimeoutClient: set.TimeoutClient,
+		Backend:       beName,
+		SourceRanges:  settings.SourceRangesOf(set.SourceRanges),
+		Binds:         grp.binds,
+	}
+	be := model.Backend{
+		Name:           beName,
+		Service:        key(svc),
+		Balance:        set.Balance,
+		Check:          model.Check{Enabled: ownCheck(svc, set, opts, grp.fam), Inter: set.CheckInterval, Rise: set.Rise, Fall: set.Fall},
+		SendProxyV2:    set.SendProxyV2,
+		TimeoutConnect: set.TimeoutConnect,
+		TimeoutServer:  set.TimeoutServer,
+		TrackNodes:     tracksNodes(svc, set, opts, grp.fam),
+		Affinity:       set.Affinity,
+	}
+	if hc := healthCheckNodePort(svc, set, opts); be.Check.Enabled && hc != 0 {
+		be.Check.Port = hc
+		be.Check.HTTP.Path = "/"
+	}
+	if carriesNodeCheck(svc, set, opts, grp.fam) {
+		be.Check = opts.NodeCheck
+	}
+	return fe, be
+}
