@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -72,19 +71,7 @@ func ownCheckContract(t *testing.T, a *api, rawMin int) {
 			health[fmt.Sprintf("%s:%d", n, p)] = h
 		}
 	}
-	w := &checkWorld{}
-	port := uint16(freeTCPPort(t))
-	for _, n := range nodes {
-		w.nodes = append(w.nodes, model.Server{Addr: netip.MustParseAddr(n)})
-	}
-	for i, ns := range []string{"hks-own-a", "hks-own-b"} {
-		cfg := classCfg(t, a, ns, "127.81.14.10", port+uint16(i), "be_"+ns+"_web_80")
-		be := cfg.Backends[0]
-		be.TrackNodes, be.Check = true, model.Check{}
-		w.svcs = append(w.svcs, be)
-		w.fes = append(w.fes, cfg.Frontends...)
-	}
-	w.setServers()
+	w := &checkWorld{trackWorld: *newTrackWorld(t, a, uint16(freeTCPPort(t)), nodes...)}
 	w.check = model.Check{Enabled: true, Inter: inter, Rise: 1, Fall: fall, Port: uint16(hc[0]), HTTP: model.HTTPCheck{Path: "/"}}
 	own := w.svcs[0].Name
 
