@@ -51,7 +51,7 @@ type Claimer struct {
 	opts    Options
 	limiter flowcontrol.RateLimiter
 	log     *slog.Logger
-	wake    chan struct{}
+	wake    loop.Wake
 
 	mu      sync.Mutex
 	known   bool // Want was called at least once
@@ -82,7 +82,7 @@ func New(client kubernetes.Interface, cache Cache, opts Options) *Claimer {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &Claimer{client: client, cache: cache, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1)}
+	c := &Claimer{client: client, cache: cache, opts: opts, log: opts.Logger, wake: loop.NewWake()}
 	if opts.QPS > 0 {
 		c.limiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, max(opts.Burst, 1))
 	}
@@ -107,10 +107,7 @@ func (c *Claimer) Poke() {
 	if c == nil {
 		return
 	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.wake.Poke()
 }
 
 // Run writes claims until ctx ends; it also plans again every

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
@@ -29,7 +30,7 @@ type PoolStatus struct {
 	mu      sync.Mutex
 	want    map[string]pools.AddressPoolStatus
 	written map[string]pools.AddressPoolStatus
-	wake    chan struct{}
+	wake    loop.Wake
 }
 
 // NewPoolStatus returns a PoolStatus writing through client.
@@ -37,7 +38,7 @@ func NewPoolStatus(client dynamic.Interface, log *slog.Logger) *PoolStatus {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &PoolStatus{client: client, log: log, written: map[string]pools.AddressPoolStatus{}, wake: make(chan struct{}, 1)}
+	return &PoolStatus{client: client, log: log, written: map[string]pools.AddressPoolStatus{}, wake: loop.NewWake()}
 }
 
 // Set records a pass's counts and errors. It never blocks.
@@ -57,10 +58,7 @@ func (s *PoolStatus) Set(counts map[string]pools.Counts, errs map[string]string)
 	s.want = want
 	s.mu.Unlock()
 	if !same {
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
+		s.wake.Poke()
 	}
 }
 

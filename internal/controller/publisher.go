@@ -64,7 +64,7 @@ type Publisher struct {
 	// it; while the cache still shows that version, our write is in
 	// flight through the watch and the Service is not queued again.
 	wrote map[types.NamespacedName]string
-	wake  chan struct{}
+	wake  loop.Wake
 }
 
 // NewPublisher returns a Publisher; nil when there is no address to publish.
@@ -78,7 +78,7 @@ func NewPublisher(client kubernetes.Interface, lister ServiceLister, opts Publis
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	p := &Publisher{client: client, lister: lister, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1), wrote: map[types.NamespacedName]string{}}
+	p := &Publisher{client: client, lister: lister, opts: opts, log: opts.Logger, wake: loop.NewWake(), wrote: map[types.NamespacedName]string{}}
 	p.want = ingressFor(opts.Addresses)
 	if opts.QPS > 0 {
 		p.limiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, max(opts.Burst, 1))
@@ -116,14 +116,7 @@ func (p *Publisher) Served(svcs []*corev1.Service, addrs map[string][]netip.Addr
 	}
 	p.mu.Unlock()
 	if !same {
-		p.poke()
-	}
-}
-
-func (p *Publisher) poke() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
+		p.wake.Poke()
 	}
 }
 

@@ -57,7 +57,7 @@ type Publisher struct {
 
 	mu   sync.Mutex
 	last *gateway.Result
-	wake chan struct{}
+	wake loop.Wake
 }
 
 type item struct{ Kind, Namespace, Name string }
@@ -73,7 +73,7 @@ func NewPublisher(client gwclient.Interface, objs Objects, opts PublisherOptions
 	if opts.ControllerName == "" {
 		opts.ControllerName = gateway.ControllerName
 	}
-	p := &Publisher{client: client, objs: objs, opts: opts, log: opts.Logger, wake: make(chan struct{}, 1)}
+	p := &Publisher{client: client, objs: objs, opts: opts, log: opts.Logger, wake: loop.NewWake()}
 	if opts.QPS > 0 {
 		p.limiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, max(opts.Burst, 1))
 	}
@@ -98,10 +98,7 @@ func (p *Publisher) Poke() {
 	if p == nil {
 		return
 	}
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.wake.Poke()
 }
 
 // Run writes statuses until ctx ends. Under leader election it runs only
