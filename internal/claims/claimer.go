@@ -116,20 +116,8 @@ func (c *Claimer) Run(ctx context.Context) {
 	if c == nil {
 		return
 	}
-	go func() {
-		t := time.NewTicker(replanEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				c.Poke()
-			}
-		}
-	}()
 	loop.Writers[netip.Addr]{
-		Name: "haproxy-k8s-sync-claims", Workers: c.opts.Workers, Wake: c.wake,
+		Name: "haproxy-k8s-sync-claims", Workers: c.opts.Workers, Wake: c.wake, Every: replanEvery,
 		Enqueue: c.enqueue, Write: c.write,
 		OnError: func(a netip.Addr, err error, retries int) {
 			c.log.Warn("could not write the claim of an address; will retry", "address", a, "err", err, "retries", retries)

@@ -14,11 +14,13 @@ import (
 // write, at start and on every wake; Workers workers write them, each key
 // retried through the queue with backoff when its write fails. A conflict
 // (the cache behind the apiserver) is retried without a word; any other
-// failure is told to OnError first.
+// failure is told to OnError first. With Every > 0, Enqueue also runs
+// every Every, whatever woke it.
 type Writers[K comparable] struct {
 	Name    string // the queue's name in the workqueue metrics
 	Workers int
 	Wake    <-chan struct{}
+	Every   time.Duration
 	Enqueue func(q workqueue.TypedRateLimitingInterface[K])
 	Write   func(ctx context.Context, k K) error
 	OnError func(k K, err error, retries int)
@@ -36,6 +38,12 @@ func (w Writers[K]) Run(ctx context.Context) {
 			}
 		})
 	}
+	var tick <-chan time.Time // nil: never
+	if w.Every > 0 {
+		t := time.NewTicker(w.Every)
+		defer t.Stop()
+		tick = t.C
+	}
 	w.Enqueue(q) // a new leader looks at every object
 	for {
 		select {
@@ -44,6 +52,8 @@ func (w Writers[K]) Run(ctx context.Context) {
 			wg.Wait()
 			return
 		case <-w.Wake:
+			w.Enqueue(q)
+		case <-tick:
 			w.Enqueue(q)
 		}
 	}

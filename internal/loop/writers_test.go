@@ -72,3 +72,37 @@ func TestWriters(t *testing.T) {
 		t.Errorf("writes %v after success: a key written again", writes)
 	}
 }
+
+// With Every, Enqueue runs again on its own, nothing woken.
+func TestWritersEvery(t *testing.T) {
+	var mu sync.Mutex
+	enqueued := 0
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		Writers[string]{
+			Name: "test-writers-every", Workers: 1, Every: 5 * time.Millisecond,
+			Enqueue: func(workqueue.TypedRateLimitingInterface[string]) {
+				mu.Lock()
+				enqueued++
+				mu.Unlock()
+			},
+			Write: func(context.Context, string) error { return nil },
+		}.Run(ctx)
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := enqueued
+		mu.Unlock()
+		if n >= 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Enqueue ran %d times in 10s with Every 5ms and no wake, want 3 or more", n)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval, not synchronisation
+	}
+}
