@@ -99,14 +99,6 @@ func (c *Claimer) Want(w []Want, mine map[types.UID]bool) {
 	c.mu.Lock()
 	c.known, c.want, c.mine = true, w, mine
 	c.mu.Unlock()
-	c.Poke()
-}
-
-// Poke makes the Claimer plan again (a claim changed in the cache).
-func (c *Claimer) Poke() {
-	if c == nil {
-		return
-	}
 	c.wake.Poke()
 }
 
