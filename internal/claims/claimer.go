@@ -128,13 +128,15 @@ func (c *Claimer) enqueue(q workqueue.TypedRateLimitingInterface[netip.Addr]) {
 	have := ReadAll(c.cache.Claims())
 	c.opts.Metrics.Held(len(have))
 	seen := make(map[types.UID]bool, len(have))
+	ex := make(map[Parent]Existence, len(have)) // each claim's object looked up once
 	for _, cl := range have {
-		if c.seen[cl.Parent.UID] || c.cache.Exists(cl.Parent) == Exists {
+		ex[cl.Parent] = c.cache.Exists(cl.Parent)
+		if c.seen[cl.Parent.UID] || ex[cl.Parent] == Exists {
 			seen[cl.Parent.UID] = true
 		}
 	}
 	c.seen = seen // enqueue runs in one goroutine
-	p := PlanFor(want, mine, have, c.cache.Exists, seen)
+	p := PlanFor(want, mine, have, func(p Parent) Existence { return ex[p] }, seen)
 	acts := make(map[netip.Addr]action, len(p.Create)+len(p.Delete)+len(p.Verify))
 	for _, cl := range p.Create {
 		acts[cl.Addr] = action{create, cl}
