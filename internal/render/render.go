@@ -269,11 +269,14 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if be.TrackNodes && !be.Check.Enabled {
 			loose = looseArgs
 		}
-		if httpPath := be.Check.HTTP.Path; be.Check.Enabled && httpPath != "" || loose != "" && nodeCheck.HTTP.Path != "" {
-			if !be.Check.Enabled {
-				httpPath = nodeCheck.HTTP.Path
-			}
-			w("\toption httpchk GET", httpPath)
+		// hc is the check the backend's servers run: their own, or the
+		// node check of its loose slots.
+		hc := be.Check
+		if loose != "" {
+			hc = nodeCheck
+		}
+		if hc.Enabled && hc.HTTP.Path != "" {
+			w("\toption httpchk GET", hc.HTTP.Path)
 			w("\thttp-check expect status 200")
 		}
 		if ds := defaultServer(be); ds != "" {
