@@ -262,7 +262,7 @@ func (d *HAProxy) changed(layout model.Layout) model.Layout {
 }
 
 func (d *HAProxy) structureReasons(cfg model.Config) []string {
-	if d.running.Frontends == nil && d.running.Backends == nil && d.hash != "" {
+	if d.onlyReadBack() {
 		return []string{"running config " + d.hash + " differs from desired"}
 	}
 	r := plan.Reasons(d.running, cfg)

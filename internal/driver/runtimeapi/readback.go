@@ -64,6 +64,12 @@ func (d *HAProxy) readBack(ctx context.Context) error {
 	return nil
 }
 
+// onlyReadBack reports whether what HAProxy runs is known only from
+// readBack: a hash read from it, and no model applied since.
+func (d *HAProxy) onlyReadBack() bool {
+	return d.running.Frontends == nil && d.running.Backends == nil && d.hash != ""
+}
+
 // foreignHash stands for the structure hash of a running config that is
 // not one this controller rendered. It differs from every real hash (and
 // reads as the reason of the reload it causes).

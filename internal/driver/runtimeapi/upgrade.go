@@ -20,8 +20,7 @@ import (
 // connections draining, CPU at scale) for no change of what HAProxy
 // serves.
 func (d *HAProxy) adoptRendering(cfg model.Config, layout model.Layout, hash string) string {
-	if hash == d.hash || d.running.Frontends != nil || d.running.Backends != nil || d.hash == "" ||
-		d.hash == foreignHash || d.optsReason != "" {
+	if hash == d.hash || !d.onlyReadBack() || d.hash == foreignHash || d.optsReason != "" {
 		// The same, written by this driver, unknown, not ours, or
 		// options that a reload must apply anyway.
 		return hash
