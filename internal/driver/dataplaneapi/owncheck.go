@@ -23,14 +23,9 @@ import (
 // the server's own port (a check of another port, such as kube-proxy's
 // health port, is not of the service that reads the PROXY header).
 func ownCheck(ds map[string]any, c model.Check, proxyV2 bool) {
-	on := c.Enabled
-	setOrDelete(ds, "check", "enabled", on)
-	setOrDelete(ds, "inter", ms(c.Inter), on && c.Inter > 0)
-	setOrDelete(ds, "rise", int64(c.Rise), on && c.Rise > 0)
-	setOrDelete(ds, "fall", int64(c.Fall), on && c.Fall > 0)
-	setOrDelete(ds, "health_check_port", int64(c.Port), on && c.Port > 0)
+	checkFields(ds, c, true)
 	setOrDelete(ds, "send-proxy-v2", "enabled", proxyV2)
-	setOrDelete(ds, "check-send-proxy", "enabled", proxyV2 && on && c.Port == 0)
+	setOrDelete(ds, "check-send-proxy", "enabled", proxyV2 && c.Enabled && c.Port == 0)
 }
 
 // backendCheck sets the kind of check of a Service backend: its own
