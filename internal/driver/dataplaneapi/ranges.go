@@ -100,12 +100,7 @@ func (a *aclFiles) texts(cfg model.Config) {
 		if !f.Restricted() {
 			continue
 		}
-		if t, ok := a.text[f.Name]; ok && slices.Equal(t.ranges, f.SourceRanges) {
-			next[f.Name] = t
-			continue
-		}
-		lines := aclLines(f)
-		next[f.Name] = aclText{ranges: f.SourceRanges, lines: lines, body: aclBody(lines)}
+		next[f.Name] = a.textOf(f)
 	}
 	a.text = next
 }
