@@ -31,14 +31,9 @@ func (s *Server) httpChecksEndpoint(w http.ResponseWriter, r *http.Request, seg 
 	name := seg[2]
 	switch r.Method {
 	case http.MethodGet:
-		c := s.cfg
-		if id := r.URL.Query().Get("transaction_id"); id != "" {
-			t := s.txs[id]
-			if t == nil {
-				s.fail(w, errf(http.StatusNotFound, "transaction %s does not exist", id))
-				return true
-			}
-			c = t.cfg
+		c, ok := s.readConfig(w, r)
+		if !ok {
+			return true
 		}
 		b, ok := c.backends.get(name)
 		if !ok {

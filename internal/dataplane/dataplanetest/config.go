@@ -19,14 +19,9 @@ func (s *Server) configuration(w http.ResponseWriter, r *http.Request, seg []str
 		return
 	}
 	if r.Method == http.MethodGet {
-		c := s.cfg
-		if id := q.Get("transaction_id"); id != "" {
-			t := s.txs[id]
-			if t == nil {
-				s.fail(w, errf(http.StatusNotFound, "transaction %s does not exist", id))
-				return
-			}
-			c = t.cfg
+		c, ok := s.readConfig(w, r)
+		if !ok {
+			return
 		}
 		out, e := read(c, seg, q.Get("full_section") == "true")
 		if e != nil {
@@ -42,6 +37,22 @@ func (s *Server) configuration(w http.ResponseWriter, r *http.Request, seg []str
 		return
 	}
 	s.write(w, r, op)
+}
+
+// readConfig is the configuration a GET reads: that of the request's
+// transaction_id, else the committed one; false (answered 404) for a
+// transaction that does not exist.
+func (s *Server) readConfig(w http.ResponseWriter, r *http.Request) (*config, bool) {
+	id := r.URL.Query().Get("transaction_id")
+	if id == "" {
+		return s.cfg, true
+	}
+	t := s.txs[id]
+	if t == nil {
+		s.fail(w, errf(http.StatusNotFound, "transaction %s does not exist", id))
+		return nil, false
+	}
+	return t.cfg, true
 }
 
 // read answers a GET on a configuration path of c.
