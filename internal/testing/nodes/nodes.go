@@ -236,11 +236,14 @@ func (t *Tier) stop() error {
 	return errors.Join(errs...)
 }
 
+// daemons are the processes every node runs, each with a log of its own.
+var daemons = []string{"containerd", "kubelet", "kube-proxy"}
+
 // LogTail returns the last n lines of every node daemon's log.
 func (t *Tier) LogTail(n int) string {
 	var out string
 	for _, nd := range t.Nodes {
-		for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
+		for _, name := range daemons {
 			out += fmt.Sprintf("--- last %d lines of %s's %s ---\n%s", n, nd.Name, name, proc.Tail(nd.logPath(name), n))
 		}
 	}
@@ -254,7 +257,7 @@ type LogMark map[string]int64
 func (t *Tier) MarkLogs() LogMark {
 	m := LogMark{}
 	for _, nd := range t.Nodes {
-		for _, name := range []string{"containerd", "kubelet", "kube-proxy"} {
+		for _, name := range daemons {
 			m[nd.logPath(name)] = proc.Size(nd.logPath(name))
 		}
 	}
