@@ -118,6 +118,10 @@ type Result struct {
 	// no node that is not excluded is Ready (fail open: nodeAddrs);
 	// empty otherwise.
 	NotReadyKept []string
+	// Skipped names each node InternalIP and endpoint address that is no
+	// server (unparsable, unspecified, multicast, broadcast, zoned),
+	// sorted, for the caller to log or print: none vanishes silently.
+	Skipped []string
 }
 
 // backendName is what a single-Service backend override must look like.
@@ -131,6 +135,7 @@ func Compute(in Input, opts Options) Result {
 	nodes, kept := nodeAddrs(in.Nodes)
 	res := compute(in, opts, nodes)
 	res.NotReadyKept = kept
+	res.Skipped = skippedAddresses(in.Nodes, in.Slices)
 	return res
 }
 
@@ -204,6 +209,14 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		var errs []error
 		if e == nil || !e.ready {
 			allMemo = false
+		}
+		if e == nil || !e.ready {
+			if bad := invalidService(svc); len(bad) > 0 { // a memoised Service passed this
+				valid = false
+				memo.drop(svc)
+				res.Problems = append(res.Problems, Problem{svc, ReasonInvalidService, joinLines(bad) + "; the Service is not configured"})
+				continue
+			}
 		}
 		if e != nil && e.ready {
 			set = e.set

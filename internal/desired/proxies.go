@@ -42,8 +42,8 @@ func selected(s *corev1.Service, opts Options) bool {
 }
 
 func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool, grp famGroup) (model.Frontend, model.Backend) {
-	suffix := svc.Namespace + "_" + svc.Name + "_" + strconv.Itoa(int(p.Port)) + grp.suffix
-	beName := "be_" + suffix
+	port := strconv.Itoa(int(p.Port))
+	beName := model.Name("be", svc.Namespace, svc.Name, port) + grp.suffix
 	if opts.Service != "" && opts.Backend != "" {
 		beName = opts.Backend
 		if multi {
@@ -52,7 +52,7 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		beName += grp.suffix
 	}
 	fe := model.Frontend{
-		Name:          "fe_" + suffix,
+		Name:          model.Name("fe", svc.Namespace, svc.Name, port) + grp.suffix,
 		Service:       key(svc),
 		AcceptProxy:   set.AcceptProxy,
 		MaxConn:       set.MaxConn,
