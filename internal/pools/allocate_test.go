@@ -192,6 +192,20 @@ func TestParseRange(t *testing.T) {
 		"fe80::1%eth0-fe80::2%eth0": "error",
 		"::ffff:192.0.2.0/120":      "error",
 		"":                          "error",
+		// Special addresses no Service may listen on: the whole range
+		// is refused (the pool unusable, its condition says why).
+		"0.0.0.0/30":                      "error",
+		"0.0.0.0/0":                       "error",
+		"::/127":                          "error",
+		"255.255.255.250-255.255.255.255": "error",
+		"224.0.0.0/24":                    "error",
+		"223.255.255.254-224.0.0.1":       "error",
+		"ff02::/120":                      "error",
+		"169.254.1.0/24":                  "error",
+		"fe80::/64":                       "error",
+		"0.0.0.1-0.0.0.9":                 "0.0.0.1-0.0.0.9",
+		"223.255.255.0/24":                "223.255.255.0/24",
+		"127.0.0.0/24":                    "127.0.0.0/24",
 	} {
 		r, err := ParseRange(in)
 		got := "error"
@@ -215,6 +229,11 @@ func TestParseIPs(t *testing.T) {
 		"198.18.0.1;x":            false,
 		"":                        false,
 		"198.18.0.0/24":           false,
+		"0.0.0.0":                 false,
+		"::":                      false,
+		"224.0.0.1":               false,
+		"fe80::1":                 false,
+		"255.255.255.255":         false,
 	} {
 		if _, err := ParseIPs(in); (err == nil) != ok {
 			t.Errorf("ParseIPs(%q): %v", in, err)
