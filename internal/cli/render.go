@@ -115,8 +115,15 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 		opts.Pooled = true
 	}
 	res := desired.Compute(in, opts)
+	invalid := 0
 	for _, p := range slices.Concat(res.Problems, poolProblems) {
 		fmt.Fprintf(e.stderr, "warning: Service %s/%s: %s: %s\n", p.Service.Namespace, p.Service.Name, p.Reason, p.Message)
+		if p.Reason == desired.ReasonInvalidService {
+			invalid++
+		}
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintln(e.stderr, "warning: address skipped:", s)
 	}
 	layout, _ := plan.Assign(res.Config, nil, true)
 	cfg := render.Config(res.Config, layout, f.renderOptions())
@@ -133,6 +140,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	}
 	if err != nil {
 		return err
+	}
+	if invalid > 0 {
+		return fmt.Errorf("render: %d Service(s) are not what the apiserver admits (see the warnings); the config above lacks them", invalid)
 	}
 	if unparsed > 0 {
 		return fmt.Errorf("render: %w: %d document(s) could not be parsed (see the warnings); the config above lacks them", objects.ErrSyntax, unparsed)
@@ -207,6 +217,9 @@ run's first pass. An existing config is kept unless --force.`,
 			if err := finishFlags(c.Flags(), e.getenv, &s); err != nil {
 				return err
 			}
+			if _, err := s.desiredOptions(); err != nil {
+				return err // the shape's flags, checked as run checks them
+			}
 			if _, err := os.Stat(path); err == nil && !force {
 				return fmt.Errorf("%s exists; use --force to overwrite", path)
 			}
@@ -238,8 +251,13 @@ run's first pass. An existing config is kept unless --force.`,
 // finishFlags applies the environment to the flags the command line did
 // not set, and reports what the Service defaults' environment got wrong.
 func finishFlags(fs *pflag.FlagSet, getenv func(string) string, s *shape) error {
+	err := applyEnv(fs, getenv)
 	if s != nil && s.defaultsErr != nil {
-		return s.defaultsErr
+		err = s.defaultsErr
 	}
-	return applyEnv(fs, getenv)
+	var u usageError
+	if err != nil && !errors.As(err, &u) {
+		err = usageError{msg: err.Error()} // a value from the environment: as wrong as a flag's
+	}
+	return err
 }
