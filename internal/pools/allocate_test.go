@@ -340,3 +340,19 @@ func TestPreviousPassKeeps(t *testing.T) {
 }
 
 func mustFor(r Result, _ []ServiceProblem) Result { return r }
+
+// A Service that holds a special address (handed out by an older release
+// from a pool now refused) does not keep it as an orphan: it is given one
+// from a usable pool instead.
+func TestSpecialOrphanNotKept(t *testing.T) {
+	web := Pool{Name: "web", AutoAssign: true, Ranges: []Range{rg("198.18.0.10-198.18.0.12")}}
+	for _, a := range []string{"0.0.0.0", "224.0.0.1", "255.255.255.255", "169.254.0.1"} {
+		res := Allocate([]Pool{web}, []Request{req("a/x", ours(a))})
+		if got := summary(res); got != "a/x=198.18.0.10" {
+			t.Errorf("holding %s: %s, want a/x=198.18.0.10", a, got)
+		}
+	}
+	if got := summary(Allocate([]Pool{web}, []Request{req("a/x", ours("192.0.2.1"))})); got != "a/x=192.0.2.1" {
+		t.Errorf("an ordinary orphan: %s, want it kept", got)
+	}
+}
