@@ -54,7 +54,9 @@ says when UDP ports are left to the ruleset. -o DIR writes both, haproxy.cfg and
 by side.
 
 Problems with single objects go to stderr and the rest still renders (exit 0); a document that
-cannot be parsed at all is reported too and makes render exit 1 after printing what did render.`,
+cannot be parsed at all is reported too and makes render exit 1 after printing what did render,
+as does a Service the apiserver would not admit (a name that is no DNS label, a port outside
+1-65535).`,
 		Example: `  # The config run would produce for the cluster's objects
   kubectl get svc,endpointslices,nodes -A -o yaml > dump.yaml
   haproxy-k8s-sync render -f dump.yaml > haproxy.cfg
