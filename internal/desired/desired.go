@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -201,29 +202,37 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		eps := bySvc[k]
 		e := memo.entry(svc, k, eps)
 		var set settings.Settings
-		var errs []error
+		var bad *badSettings
 		if e == nil || !e.ready {
 			allMemo = false
 		}
-		if e != nil && e.ready {
+		switch {
+		case e != nil && e.ready:
 			set = e.set
-		} else {
+		case e != nil && e.bad != nil:
+			bad = e.bad // the same object: the same errors
+		default:
+			var errs []error
 			set, errs = serviceSettings(opts.Defaults, svc)
-			if e != nil && len(errs) == 0 {
+			switch {
+			case len(errs) > 0:
+				bad = &badSettings{msg: joinErrors(errs), reason: settingsReason(errs)}
+				if e != nil {
+					e.bad = bad
+				}
+			case e != nil:
 				e.init(set, len(svc.Spec.Ports), nil)
 			}
 		}
-		if len(errs) > 0 {
+		if bad != nil {
 			valid = false
-			memo.drop(svc)
-			e = nil
+			e = nil // the entry holds the errors only
 			last, ok := in.LastGood[k]
-			msg, reason := joinErrors(errs), settingsReason(errs)
 			if !ok {
-				res.Problems = append(res.Problems, Problem{svc, reason, msg + "; the Service is not configured until this is fixed"})
+				res.Problems = append(res.Problems, Problem{svc, bad.reason, bad.msg + "; the Service is not configured until this is fixed"})
 				continue
 			}
-			res.Problems = append(res.Problems, Problem{svc, reason, msg + "; keeping the last good settings"})
+			res.Problems = append(res.Problems, Problem{svc, bad.reason, bad.msg + "; keeping the last good settings"})
 			set = last
 		}
 		if !reuseGood {
@@ -240,7 +249,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 			}
 			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
 				res.Problems = append(res.Problems, Problem{svc, ReasonUnsupportedProtocol,
-					"port " + portLabel(p) + ": protocol " + string(p.Protocol) + " is not supported yet; only TCP ports are load balanced"})
+					"port " + portLabel(p) + ": protocol " + settings.ShowName(string(p.Protocol)) + " is not supported yet; only TCP ports are load balanced"})
 				continue
 			}
 			groups := groupsOf(svc, bindsFor(svc, p.Port, in.Addresses[k], opts))
@@ -257,7 +266,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				}
 				if owner := taken(claimed, grp.binds); owner != "" {
 					res.Problems = append(res.Problems, Problem{svc, ReasonPortConflict,
-						"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
+						"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + settings.ShowName(owner) + "; this port is not configured"})
 					continue
 				}
 				var servers []model.Server
@@ -368,13 +377,24 @@ func sortedByName[T any](in []T, name func(*T) string, cache *sortCache) []T {
 	return out
 }
 
+// maxListed is how many errors a Problem's message lists; the rest are
+// counted. A Service may carry thousands of bad annotations, and the
+// message goes whole into an Event and a log line.
+const maxListed = 10
+
+// joinErrors lists the first maxListed of errs, "; " between them, and
+// counts the others.
 func joinErrors(errs []error) string {
-	var s string
+	var b strings.Builder
 	for i, e := range errs {
-		if i > 0 {
-			s += "; "
+		if i == maxListed {
+			b.WriteString("; and " + strconv.Itoa(len(errs)-maxListed) + " more")
+			break
 		}
-		s += e.Error()
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Error())
 	}
-	return s
+	return b.String()
 }

@@ -19,7 +19,7 @@ func key(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
 
 func portLabel(p corev1.ServicePort) string {
 	if p.Name != "" {
-		return p.Name + " (" + strconv.Itoa(int(p.Port)) + ")"
+		return settings.ShowName(p.Name) + " (" + strconv.Itoa(int(p.Port)) + ")"
 	}
 	return strconv.Itoa(int(p.Port))
 }
