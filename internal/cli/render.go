@@ -176,7 +176,7 @@ func loadObjects(files []string, stdin io.Reader, stderr io.Writer) (set objects
 		got, errs := objects.Load(r, f)
 		for _, e := range errs {
 			fmt.Fprintln(stderr, "warning:", e)
-			if errors.Is(e, objects.ErrSyntax) || errors.Is(e, objects.ErrRead) {
+			if errors.Is(e, objects.ErrSyntax) || errors.Is(e, objects.ErrRead) || errors.Is(e, objects.ErrTooDeep) {
 				unparsed++
 			}
 		}

@@ -30,7 +30,15 @@ var (
 	ErrDecode = errors.New("cannot decode object")
 	// ErrVersion: a known kind in an API version this package does not read.
 	ErrVersion = errors.New("unsupported API version")
+	// ErrTooDeep: lists nested deeper than MaxDepth; what they hold is not
+	// read (each level would be decoded again, at a cost of size times
+	// depth).
+	ErrTooDeep = errors.New("lists nested too deep")
 )
+
+// MaxDepth is how deep lists (kind List, typed lists, arrays) may nest
+// within a document: kubectl writes one level, a hand-made file a few.
+const MaxDepth = 8
 
 // Set holds the loaded objects, in input order.
 type Set struct {
@@ -55,7 +63,7 @@ type Error struct {
 	Item            []int  // 0-based indexes into nested lists' items, outermost first
 	Kind            string // when known
 	Namespace, Name string
-	Class           error // ErrRead, ErrSyntax, ErrDecode or ErrVersion
+	Class           error // ErrRead, ErrSyntax, ErrDecode, ErrVersion or ErrTooDeep
 	Err             error // the underlying cause, may be nil
 }
 
@@ -120,6 +128,7 @@ func wanted(kind string) bool {
 // JSON values, and collects the Services, EndpointSlices and Nodes in it.
 // Lists (kind List, as printed by kubectl, or typed lists such as
 // ServiceList) are walked recursively, and so are top-level JSON/YAML arrays.
+// Lists nest at most MaxDepth deep (ErrTooDeep beyond: not read).
 // Objects of other kinds are ignored. A document or item that cannot be
 // decoded yields an *Error naming source, document index, item path and,
 // when known, kind, namespace and name; loading continues with the rest,
@@ -337,6 +346,11 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 }
 
 func (l *loader) items(items []json.RawMessage, doc int, path []int, inherit *header) {
+	if len(path) >= MaxDepth && len(items) > 0 {
+		l.errs = append(l.errs, &Error{Source: l.source, Doc: doc, Item: path, Class: ErrTooDeep,
+			Err: fmt.Errorf("a list within %d levels of lists; its %d item(s) are not read", MaxDepth, len(items))})
+		return
+	}
 	for i, item := range items {
 		l.value(item, doc, append(path[:len(path):len(path)], i), inherit)
 	}

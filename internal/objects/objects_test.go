@@ -262,3 +262,45 @@ func TestMerge(t *testing.T) {
 		t.Errorf("merged %q, want %q", got, want)
 	}
 }
+
+// Lists nested beyond MaxDepth are refused, once, naming where, and the
+// rest of the stream still loads; a stream nested a thousand deep costs a
+// few decodes, not one per level (allocations stay bounded).
+func TestLoadNestingBound(t *testing.T) {
+	const svc = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"ok","namespace":"default"}}`
+	nest := func(d int, inner string) string {
+		return strings.Repeat(`{"kind":"List","items":[`, d) + inner + strings.Repeat(`]}`, d)
+	}
+	for _, tt := range []struct {
+		name   string
+		in     string
+		got    []string
+		errs   int
+		errMsg string
+	}{
+		{"at the bound", nest(MaxDepth, svc), []string{"Service default/ok"}, 0, ""},
+		{"one deeper", nest(MaxDepth+1, svc), nil, 1, "document 1, item 0, item 0, item 0, item 0, item 0, item 0, item 0, item 0: lists nested too deep"},
+		{"arrays", strings.Repeat("[", MaxDepth+1) + svc + strings.Repeat("]", MaxDepth+1), nil, 1, "lists nested too deep"},
+		{"deep, then a good document", nest(1000, svc) + "\n" + svc, []string{"Service default/ok"}, 1, "lists nested too deep"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			set, errs := Load(strings.NewReader(tt.in), "in")
+			if !reflect.DeepEqual(names(set), tt.got) {
+				t.Errorf("loaded %v, want %v", names(set), tt.got)
+			}
+			if len(errs) != tt.errs {
+				t.Fatalf("errors %v, want %d", errs, tt.errs)
+			}
+			if tt.errs > 0 && (!errors.Is(errs[0], ErrTooDeep) || !strings.Contains(errs[0].Error(), tt.errMsg)) {
+				t.Errorf("error %v, want ErrTooDeep with %q", errs[0], tt.errMsg)
+			}
+		})
+	}
+	// 20 KB nested as deep as it goes: the old loader decoded every level
+	// again (size times depth: seconds and hundreds of MB); now a bounded
+	// number of passes over it.
+	deep := nest(800, svc)
+	if a := testing.AllocsPerRun(2, func() { Load(strings.NewReader(deep), "in") }); a > 2000 {
+		t.Errorf("loading %d bytes nested 800 deep allocates %v times", len(deep), a)
+	}
+}
