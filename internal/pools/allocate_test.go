@@ -321,3 +321,22 @@ func TestPreviousPassKeeps(t *testing.T) {
 }
 
 func mustFor(r Result, _ []ServiceProblem) Result { return r }
+
+// A Service needing a family its pools never had is told so, not that
+// the pools ran out of it.
+func TestAllocateFamilyMissing(t *testing.T) {
+	v4 := Pool{Name: "v4", Ranges: []Range{rg("198.18.0.10/32")}, AutoAssign: true}
+	for _, tc := range []struct {
+		name string
+		reqs []Request
+		want string
+	}{
+		{"never had IPv6", []Request{req("a/x", fams(4, 6))}, "AddressPool(s) v4 have no IPv6 addresses; the Service waits"},
+		{"ran out of IPv4", []Request{req("a/x"), req("a/y")}, "no free IPv4 address in AddressPool(s) v4; the Service waits"},
+	} {
+		res := Allocate([]Pool{v4}, tc.reqs)
+		if len(res.Problems) != 1 || res.Problems[0].Message != tc.want || res.Problems[0].Reason != ReasonExhausted {
+			t.Errorf("%s: problems %+v, want %q", tc.name, res.Problems, tc.want)
+		}
+	}
+}
