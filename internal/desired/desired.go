@@ -144,6 +144,10 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	bySvc := memo.slicesByService(in.Slices)
 
 	svcs, ok := memo.candidates(in.Services)
+	var optIn []Problem // Services the enabled annotation fails to opt in
+	if ok {
+		optIn = memo.optIn
+	}
 	if ok {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
 			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
@@ -165,14 +169,18 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 			}
 			return cmp.Compare(a.key, b.key)
 		})
+		optIn = badOptIns(in.Services, opts)
 		memo.setCandidates(in.Services, svcs)
+		if memo != nil {
+			memo.optIn = optIn
+		}
 	}
 	// With the same Services as the last pass, all of them memoised then,
 	// Good is the last pass's map and the frontends are the last pass's
 	// (they depend only on the Services and their settings).
 	reuseGood := ok && memo.goodAllMemo && memo.good != nil
 	allMemo := true
-	res := Result{}
+	res := Result{Problems: slices.Clip(optIn)}
 	if reuseGood {
 		res.Good = memo.good
 	} else {

@@ -56,3 +56,31 @@ func TestHostileAnnotations(t *testing.T) {
 		t.Errorf("%s: message %q lacks %q", r.Problems[1].Reason, r.Problems[1].Message, want)
 	}
 }
+
+// An enabled annotation that decides whether a Service is taken, neither
+// "true" nor "false", is reported rather than ignored, on every pass
+// (memoised or not); the Service is not taken.
+func TestEnabledValueReported(t *testing.T) {
+	nodePort := func(v string) svcOpt {
+		return func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.LoadBalancerClass = corev1.ServiceTypeNodePort, nil
+			annotate("enabled", v)(s)
+		}
+	}
+	in := Input{Services: []*corev1.Service{
+		svc("a", "yes", 0, nodePort("true")),
+		svc("a", "capital", 1, nodePort("True")),
+		svc("a", "no", 2, nodePort("false")),
+		svc("a", "classed", 3, annotate("enabled", "1"), func(s *corev1.Service) { s.Spec.Ports[0].Port = 81 }), // its class decides
+	}, Nodes: nodes, Memo: &Memo{}}
+	for pass := range 3 {
+		r := Compute(in, defaults())
+		if len(r.Configured) != 2 || r.Configured[0].Name != "yes" || r.Configured[1].Name != "classed" {
+			t.Errorf("pass %d: configured %v", pass, r.Configured)
+		}
+		want := `annotation haproxy-k8s-sync.io/enabled: invalid value "True": want true or false; the Service is not taken`
+		if len(r.Problems) != 1 || r.Problems[0].Service.Name != "capital" || r.Problems[0].Message != want {
+			t.Errorf("pass %d: problems %+v", pass, r.Problems)
+		}
+	}
+}

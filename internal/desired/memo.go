@@ -34,6 +34,7 @@ type Memo struct {
 	services map[*corev1.Service]struct{} // Input.Services of the last pass
 	sorted   []candidate                  // what Compute selected and sorted from them
 	udp      []candidate                  // udpCandidates(sorted)
+	optIn    []Problem                    // badOptIns of the Services
 
 	feOrder, beOrder sortCache // how the last frontends and backends were sorted
 

@@ -14,10 +14,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // Error classes; test with errors.Is.
@@ -34,7 +36,17 @@ var (
 	// read (each level would be decoded again, at a cost of size times
 	// depth).
 	ErrTooDeep = errors.New("lists nested too deep")
+	// ErrKind: an object of a kind this package does not read (render's
+	// output would not be what run serves were it dropped in silence).
+	ErrKind = errors.New("kind not read")
+	// ErrDuplicate: a second object of the same kind, namespace and name;
+	// the first is kept.
+	ErrDuplicate = errors.New("duplicate object")
 )
+
+// GatewayGroup is the API group of the Gateway API, whose objects run
+// --mode=gateway serves and render does not read.
+const GatewayGroup = "gateway.networking.k8s.io"
 
 // MaxDepth is how deep lists (kind List, typed lists, arrays) may nest
 // within a document: kubectl writes one level, a hand-made file a few.
@@ -46,14 +58,68 @@ type Set struct {
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Nodes          []*corev1.Node
 	AddressPools   []*pools.AddressPool
+
+	// where each object was read ("Kind namespace/name": "source:
+	// document N, item I"), to name both places of a duplicate.
+	where map[string]*Error
 }
 
-// Merge appends the objects of o to s. It does not deduplicate.
-func (s *Set) Merge(o Set) {
-	s.Services = append(s.Services, o.Services...)
-	s.EndpointSlices = append(s.EndpointSlices, o.EndpointSlices...)
-	s.Nodes = append(s.Nodes, o.Nodes...)
-	s.AddressPools = append(s.AddressPools, o.AddressPools...)
+// Merge appends the objects of o to s, but for those s already holds (same
+// kind, namespace and name): each of these is an *Error of class
+// ErrDuplicate naming both places.
+func (s *Set) Merge(o Set) []error {
+	var errs []error
+	keep := func(kind, ns, name string) bool {
+		at := o.where[ref(kind, ns, name)]
+		if err := s.add(kind, ns, name, at); err != nil {
+			errs = append(errs, err)
+			return false
+		}
+		return true
+	}
+	for _, x := range o.Services {
+		if keep("Service", x.Namespace, x.Name) {
+			s.Services = append(s.Services, x)
+		}
+	}
+	for _, x := range o.EndpointSlices {
+		if keep("EndpointSlice", x.Namespace, x.Name) {
+			s.EndpointSlices = append(s.EndpointSlices, x)
+		}
+	}
+	for _, x := range o.Nodes {
+		if keep("Node", "", x.Name) {
+			s.Nodes = append(s.Nodes, x)
+		}
+	}
+	for _, x := range o.AddressPools {
+		if keep(pools.Kind, "", x.Name) {
+			s.AddressPools = append(s.AddressPools, x)
+		}
+	}
+	return errs
+}
+
+func ref(kind, ns, name string) string { return kind + " " + ns + "/" + name }
+
+// add records that an object was read at at (nil: not known); it returns
+// an ErrDuplicate when s has one of the same kind, namespace and name.
+func (s *Set) add(kind, ns, name string, at *Error) error {
+	if at == nil {
+		at = &Error{Source: "?"}
+	}
+	k := ref(kind, ns, name)
+	if first, ok := s.where[k]; ok {
+		e := *at
+		e.Kind, e.Namespace, e.Name, e.Class = kind, ns, name, ErrDuplicate
+		e.Err = errors.New("the same object as " + first.place() + "; the first is kept")
+		return &e
+	}
+	if s.where == nil {
+		s.where = make(map[string]*Error)
+	}
+	s.where[k] = at
+	return nil
 }
 
 // Error locates a document or item that could not be loaded.
@@ -67,7 +133,8 @@ type Error struct {
 	Err             error // the underlying cause, may be nil
 }
 
-func (e *Error) Error() string {
+// place is where e is: "source: document N, item I".
+func (e *Error) place() string {
 	var b strings.Builder
 	b.WriteString(e.Source)
 	if e.Doc > 0 {
@@ -76,17 +143,26 @@ func (e *Error) Error() string {
 	for _, i := range e.Item {
 		b.WriteString(", item " + strconv.Itoa(i))
 	}
+	return b.String()
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.place())
 	if e.Kind != "" || e.Name != "" {
 		b.WriteString(" (")
-		b.WriteString(e.Kind)
+		if e.Kind != "" {
+			b.WriteString(settings.ShowName(e.Kind))
+		}
 		if e.Name != "" {
 			if e.Kind != "" {
 				b.WriteByte(' ')
 			}
+			name := e.Name
 			if e.Namespace != "" {
-				b.WriteString(e.Namespace + "/")
+				name = e.Namespace + "/" + name
 			}
-			b.WriteString(e.Name)
+			b.WriteString(settings.ShowName(name))
 		}
 		b.WriteByte(')')
 	}
@@ -294,6 +370,20 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			h.APIVersion = discoveryv1.GroupName + "/v1"
 		}
 	}
+	// What a namespaced object without a namespace is in: kubectl apply's
+	// default, as the apiserver would make it.
+	ns := h.Metadata.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	// first records the object; false for a duplicate (reported).
+	first := func(kind, ns, name string) bool {
+		if err := l.set.add(kind, ns, name, &Error{Source: l.source, Doc: doc, Item: path}); err != nil {
+			l.errs = append(l.errs, err)
+			return false
+		}
+		return true
+	}
 	switch group, version := splitAPIVersion(h.APIVersion); {
 	case h.Kind == "Service" && group == "":
 		if version != "v1" {
@@ -305,8 +395,10 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			fail(&h, ErrDecode, err)
 			return
 		}
-		o.Kind, o.APIVersion = h.Kind, "v1"
-		l.set.Services = append(l.set.Services, &o)
+		o.Kind, o.APIVersion, o.Namespace = h.Kind, "v1", ns
+		if first("Service", ns, o.Name) {
+			l.set.Services = append(l.set.Services, &o)
+		}
 	case h.Kind == "Node" && group == "":
 		if version != "v1" {
 			fail(&h, ErrVersion, fmt.Errorf("want v1, got %q", h.APIVersion))
@@ -318,7 +410,9 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			return
 		}
 		o.Kind, o.APIVersion = h.Kind, "v1"
-		l.set.Nodes = append(l.set.Nodes, &o)
+		if first("Node", "", o.Name) {
+			l.set.Nodes = append(l.set.Nodes, &o)
+		}
 	case h.Kind == "EndpointSlice" && group == discoveryv1.GroupName:
 		if version != "v1" {
 			fail(&h, ErrVersion, fmt.Errorf("want %s/v1, got %q", discoveryv1.GroupName, h.APIVersion))
@@ -329,8 +423,10 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			fail(&h, ErrDecode, err)
 			return
 		}
-		o.Kind, o.APIVersion = h.Kind, discoveryv1.GroupName+"/v1"
-		l.set.EndpointSlices = append(l.set.EndpointSlices, &o)
+		o.Kind, o.APIVersion, o.Namespace = h.Kind, discoveryv1.GroupName+"/v1", ns
+		if first("EndpointSlice", ns, o.Name) {
+			l.set.EndpointSlices = append(l.set.EndpointSlices, &o)
+		}
 	case h.Kind == pools.Kind && group == pools.GVR.Group:
 		if version != pools.GVR.Version {
 			fail(&h, ErrVersion, fmt.Errorf("want %s/%s, got %q", pools.GVR.Group, pools.GVR.Version, h.APIVersion))
@@ -341,7 +437,14 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			fail(&h, ErrDecode, err)
 			return
 		}
-		l.set.AddressPools = append(l.set.AddressPools, &o)
+		if first(pools.Kind, "", o.Name) {
+			l.set.AddressPools = append(l.set.AddressPools, &o)
+		}
+	case group == GatewayGroup:
+		fail(&h, ErrKind, errors.New("render does not render Gateway API objects (run --mode=gateway serves them)"))
+	default:
+		fail(&h, ErrKind, fmt.Errorf("render reads Services, EndpointSlices, Nodes and AddressPools only, not %s of %s",
+			settings.ShowName(h.Kind), settings.ShowName(h.APIVersion)))
 	}
 }
 

@@ -127,14 +127,32 @@ func TestLoad(t *testing.T) {
 		{name: "only separators", input: "---\n---\n"},
 		{name: "multi-document YAML", input: multiDoc, want: []string{
 			"Service default/web", "EndpointSlice default/web-abc", "Node node-1",
+		}, errs: []wantErr{
+			{ErrKind, "in.yaml: document 4 (ConfigMap ignored): kind not read: render reads Services, EndpointSlices, Nodes and AddressPools only, not ConfigMap of v1"},
+			{ErrKind, "document 5 (Service knative-ignored): kind not read: render reads Services, EndpointSlices, Nodes and AddressPools only, not Service of serving.knative.dev/v1"},
 		}},
 		{name: "kubectl List with bad items", input: kubectlList, want: []string{
 			"Service ns1/a", "EndpointSlice ns1/a-1", "Node n1",
 		}, errs: []wantErr{
 			{ErrDecode, "in.yaml: document 1, item 1 (Service ns1/broken): cannot decode object: json: cannot unmarshal"},
 			{ErrDecode, "in.yaml: document 1, item 2, item 1 (Node bad-node): cannot decode object"},
+			{ErrKind, "document 1, item 4 (Deployment ns1/ignored): kind not read"},
 		}},
-		{name: "JSON List", input: jsonList, want: []string{"Service default/j"}},
+		{name: "JSON List", input: jsonList, want: []string{"Service default/j"},
+			errs: []wantErr{{ErrKind, "document 1, item 1 (Pod p): kind not read"}}},
+		{name: "Gateway API objects", input: "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\n",
+			errs: []wantErr{{ErrKind, "document 1 (Gateway ns/gw): kind not read: render does not render Gateway API objects (run --mode=gateway serves them)"}}},
+		{name: "a misspelt kind", input: "kind: Servce\nmetadata: {name: a}\n",
+			errs: []wantErr{{ErrKind, "document 1 (Servce a): kind not read"}}},
+		{name: "no namespace: default", input: "kind: Service\nmetadata: {name: a}\n---\nkind: EndpointSlice\nmetadata: {name: e}\naddressType: IPv4\n",
+			want: []string{"Service default/a", "EndpointSlice default/e"}},
+		{name: "duplicates: the first kept, both named", input: "kind: Service\nmetadata: {name: a}\n---\nkind: Service\nmetadata: {name: a, namespace: default}\n---\nkind: Node\nmetadata: {name: nx}\n---\nkind: List\nitems: [{kind: Node, metadata: {name: nx}}]\n",
+			want: []string{"Service default/a", "Node nx"}, errs: []wantErr{
+				{ErrDuplicate, "in.yaml: document 2 (Service default/a): duplicate object: the same object as in.yaml: document 1; the first is kept"},
+				{ErrDuplicate, "in.yaml: document 4, item 0 (Node nx): duplicate object: the same object as in.yaml: document 3; the first is kept"},
+			}},
+		{name: "names quoted in messages", input: "kind: \"Svc\\nx\"\nmetadata: {name: \"a b\"}\n",
+			errs: []wantErr{{ErrKind, `document 1 ("Svc\nx" "a b"): kind not read`}}},
 		{name: "JSON stream", input: `{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}
 			{"apiVersion":"v1","kind":"Node","metadata":{"name":"b"}}`, want: []string{"Node a", "Node b"}},
 		{name: "JSON array", input: ` [{"kind":"Node","metadata":{"name":"a"}}, null]`, want: []string{"Node a"}},
@@ -195,7 +213,7 @@ func checkErrs(t *testing.T, errs []error, want []wantErr) {
 
 func TestLoadFields(t *testing.T) {
 	set, errs := Load(strings.NewReader(multiDoc), "x")
-	if errs != nil {
+	if len(errs) != 2 { // the ConfigMap and knative's Service
 		t.Fatal(errs)
 	}
 	svc := set.Services[0]
@@ -258,6 +276,13 @@ func TestMerge(t *testing.T) {
 	s.Merge(a)
 	s.Merge(b)
 	want := []string{"Service default/web", "Service default/j", "EndpointSlice default/web-abc", "Node node-1"}
+	if got := names(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("merged %q, want %q", got, want)
+	}
+	// The same objects again, from another file: each a duplicate naming
+	// both places, none added.
+	again, _ := Load(strings.NewReader(jsonList), "c")
+	checkErrs(t, s.Merge(again), []wantErr{{ErrDuplicate, "c: document 1, item 0 (Service default/j): duplicate object: the same object as b: document 1, item 0"}})
 	if got := names(s); !reflect.DeepEqual(got, want) {
 		t.Errorf("merged %q, want %q", got, want)
 	}
