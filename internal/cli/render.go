@@ -54,10 +54,15 @@ or the List of kubectl get -o yaml; - is stdin) and prints the haproxy.cfg that 
 same flags, would produce. Standard output carries one format: haproxy.cfg (--output haproxy,
 the default) or the nftables ruleset of the UDP ports (--output nftables); a note on stderr
 says when UDP ports are left to the ruleset. -o DIR writes both, haproxy.cfg and udp.nft, side
-by side.
+by side, as run with --haproxy-config DIR/haproxy.cfg would: source ranges in ACL files under
+DIR/acl, and no udp.nft (an earlier one removed) when there are no UDP ports.
 
-Problems with single objects go to stderr and the rest still renders (exit 0); a document that
-cannot be parsed at all is reported too and makes render exit 1 after printing what did render.`,
+Problems with single Services go to stderr and the rest still renders (exit 0), as run reports
+them in Events. Render exits 1, naming the object or field, whenever what it writes would not be
+what run serves: a document that cannot be parsed, lists nested more than 8 deep, an object of a
+kind render does not read (Gateway API objects included), a duplicate object, an input with no
+objects, a --service naming no Service of the input, or a line too long for HAProxy (more than
+~57 source ranges on stdout: use -o DIR). What did render is still printed.`,
 		Example: `  # The config run would produce for the cluster's objects
   kubectl get svc,endpointslices,nodes -A -o yaml > dump.yaml
   haproxy-k8s-sync render -f dump.yaml > haproxy.cfg

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // Port is one port a Service listens on, for the allow-shared-ip check.
@@ -368,7 +370,7 @@ func (st *state) fresh(r *Request, f int) bool {
 	if len(pools) == 0 {
 		what := "no AddressPool with autoAssign serves this Service"
 		if r.Pool != "" {
-			what = "AddressPool " + r.Pool + " does not exist or does not serve this Service"
+			what = "AddressPool " + settings.ShowName(r.Pool) + " does not exist or does not serve this Service"
 		}
 		st.problem(r, ReasonNoPool, what)
 		return false
