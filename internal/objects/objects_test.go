@@ -142,6 +142,8 @@ func TestLoad(t *testing.T) {
 			errs: []wantErr{{ErrKind, "document 1, item 1 (Pod p): kind not read"}}},
 		{name: "Gateway API objects", input: "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\n",
 			errs: []wantErr{{ErrKind, "document 1 (Gateway ns/gw): kind not read: render does not render Gateway API objects (run --mode=gateway serves them)"}}},
+		{name: "another kind, its metadata broken", input: "kind: Pod\nmetadata: {name: [a]}\n",
+			errs: []wantErr{{ErrKind, "document 1 (Pod): kind not read: render does not read Pod objects"}}},
 		{name: "a misspelt kind", input: "kind: Servce\nmetadata: {name: a}\n",
 			errs: []wantErr{{ErrKind, "document 1 (Servce a): kind not read"}}},
 		{name: "no namespace: default", input: "kind: Service\nmetadata: {name: a}\n---\nkind: EndpointSlice\nmetadata: {name: e}\naddressType: IPv4\n",
