@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // ReasonInvalidService: the Service is not what the apiserver admits (a
@@ -23,15 +24,15 @@ const ReasonInvalidService = "InvalidService"
 // backends and UDP ports is built from (model.Name keeps those safe
 // anyway), and its port numbers, which would otherwise wrap when
 // converted to a port (70000 to 4464, -80 to 65456). Values are quoted
-// and cut short: they may come from a hostile file.
+// and cut short (settings.ShowValue): they may come from a hostile file.
 func invalidService(svc *corev1.Service) []string {
 	var out []string
 	// An empty namespace is the loader's to default; not refused here.
 	if ns := svc.Namespace; ns != "" && len(validation.IsDNS1123Label(ns)) > 0 {
-		out = append(out, "namespace "+quote(ns)+" is not a DNS label")
+		out = append(out, "namespace "+settings.ShowValue(ns)+" is not a DNS label")
 	}
 	if len(validation.IsDNS1035Label(svc.Name)) > 0 {
-		out = append(out, "name "+quote(svc.Name)+" is not a DNS label")
+		out = append(out, "name "+settings.ShowValue(svc.Name)+" is not a DNS label")
 	}
 	for _, p := range svc.Spec.Ports {
 		for _, f := range []struct {
@@ -40,11 +41,11 @@ func invalidService(svc *corev1.Service) []string {
 			zero  bool // 0 means unset
 		}{{"port", p.Port, false}, {"nodePort", p.NodePort, true}} {
 			if !model.ValidPort(f.v) && !(f.zero && f.v == 0) {
-				out = append(out, "port "+quote(p.Name)+": "+f.field+" "+strconv.Itoa(int(f.v))+" is outside 1-65535")
+				out = append(out, "port "+settings.ShowValue(p.Name)+": "+f.field+" "+strconv.Itoa(int(f.v))+" is outside 1-65535")
 			}
 		}
 		if tp := p.TargetPort; tp.StrVal == "" && tp.IntVal != 0 && !model.ValidPort(tp.IntVal) {
-			out = append(out, "port "+quote(p.Name)+": targetPort "+strconv.Itoa(int(tp.IntVal))+" is outside 1-65535")
+			out = append(out, "port "+settings.ShowValue(p.Name)+": targetPort "+strconv.Itoa(int(tp.IntVal))+" is outside 1-65535")
 		}
 	}
 	if hc := svc.Spec.HealthCheckNodePort; hc != 0 && !model.ValidPort(hc) {
@@ -53,24 +54,15 @@ func invalidService(svc *corev1.Service) []string {
 	return out
 }
 
-// quote is strconv.Quote of s cut to 64 bytes: a hostile value never
-// reaches a message whole, and a newline in it never splits one.
-func quote(s string) string {
-	if len(s) > 64 {
-		return strconv.Quote(s[:64]) + "..."
-	}
-	return strconv.Quote(s)
-}
-
 // badAddress describes an address text that is no server's: "" when
 // it is one; a is the parsed address when valid.
 func badAddress(text string) (a netip.Addr, why string) {
 	a, err := netip.ParseAddr(text)
 	if err != nil {
-		return netip.Addr{}, quote(text) + " is not an IP address"
+		return netip.Addr{}, settings.ShowValue(text) + " is not an IP address"
 	}
 	if p := model.ServerAddrProblem(a); p != "" {
-		return netip.Addr{}, quote(text) + " is " + p
+		return netip.Addr{}, settings.ShowValue(text) + " is " + p
 	}
 	return a.Unmap(), ""
 }
@@ -86,13 +78,13 @@ func skippedAddresses(nodes []*corev1.Node, sls []*Slice) []string {
 				continue
 			}
 			if _, why := badAddress(a.Address); why != "" {
-				out = append(out, fmt.Sprintf("Node %s: InternalIP %s: not a server", quote(n.Name), why))
+				out = append(out, fmt.Sprintf("Node %s: InternalIP %s: not a server", settings.ShowValue(n.Name), why))
 			}
 		}
 	}
 	for _, sl := range sls {
 		for _, why := range sl.Skipped {
-			out = append(out, fmt.Sprintf("EndpointSlice %s: endpoint address %s: not a server", quote(sl.Namespace+"/"+sl.Name), why))
+			out = append(out, fmt.Sprintf("EndpointSlice %s: endpoint address %s: not a server", settings.ShowValue(sl.Namespace+"/"+sl.Name), why))
 		}
 	}
 	slices.Sort(out)

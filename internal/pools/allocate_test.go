@@ -356,3 +356,24 @@ func TestSpecialOrphanNotKept(t *testing.T) {
 		t.Errorf("an ordinary orphan: %s, want it kept", got)
 	}
 }
+
+// A Service needing a family its pools never had is told so, not that
+// the pools ran out of it.
+func TestAllocateFamilyMissing(t *testing.T) {
+	v4 := Pool{Name: "v4", Ranges: []Range{rg("198.18.0.10/32")}, AutoAssign: true}
+	for _, tc := range []struct {
+		name string
+		reqs []Request
+		want string
+	}{
+		{"never had IPv6", []Request{req("a/x", fams(4, 6))}, "AddressPool(s) v4 have no IPv6 addresses; the Service waits"},
+		{"ran out of IPv4", []Request{req("a/x"), req("a/y")}, "no free IPv4 address in AddressPool(s) v4; the Service waits"},
+		// the address-pool annotation's value, quoted: a newline cannot split the Event
+		{"asked pool with a newline", []Request{req("a/x", inPool("v4\nWarning Forged"))}, `AddressPool "v4\nWarning Forged" does not exist or does not serve this Service`},
+	} {
+		res := Allocate([]Pool{v4}, tc.reqs)
+		if len(res.Problems) != 1 || res.Problems[0].Message != tc.want {
+			t.Errorf("%s: problems %+v, want %q", tc.name, res.Problems, tc.want)
+		}
+	}
+}
