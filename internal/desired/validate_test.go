@@ -44,7 +44,12 @@ func TestInvalidServiceRefused(t *testing.T) {
 			ok := svc("default", "other", 0, func(s *corev1.Service) { s.Spec.Ports[0].Port = 8080 })
 			opts := defaults()
 			opts.UDP = true
-			res := Compute(Input{Services: []*corev1.Service{tc.svc, ok}, Nodes: nodes, Memo: &Memo{}}, opts)
+			in := Input{Services: []*corev1.Service{tc.svc, ok}, Nodes: nodes, Memo: &Memo{}}
+			res := Compute(in, opts)
+			if again := Compute(in, opts); len(again.Problems) != len(res.Problems) || len(again.Config.Frontends) != len(res.Config.Frontends) {
+				t.Errorf("a second pass with the Memo: %d problems, %d frontends; the first %d, %d",
+					len(again.Problems), len(again.Config.Frontends), len(res.Problems), len(res.Config.Frontends))
+			}
 			var msgs []string
 			for _, p := range res.Problems {
 				if p.Service == tc.svc && p.Reason == ReasonInvalidService {
