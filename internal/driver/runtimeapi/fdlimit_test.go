@@ -129,3 +129,71 @@ func TestFileDescriptorLimit(t *testing.T) {
 	}
 	t.Logf("HAProxy: %s; the driver: %s", haproxy.AlertLines(lb.p.Output()), re)
 }
+
+// The limit HAProxy's master may raise itself to: its hard limit, or
+// fs.nr_open when it may raise that too (CAP_SYS_RESOURCE).
+func TestFDLimitOfMaster(t *testing.T) {
+	limits := "Limit                     Soft Limit           Hard Limit           Units     \n" +
+		"Max cpu time              unlimited            unlimited            seconds   \n" +
+		"Max open files            1024                 %s               files     \n"
+	for _, c := range []struct {
+		name, hard, capEff string
+		want               int
+		err                bool
+	}{
+		{"hard limit", "20000", "000001fffeffffff", 20000, false},
+		{"unlimited", "unlimited", "0000000000000000", 1 << 30, false},
+		{"CAP_SYS_RESOURCE: nr_open", "20000", "000001ffffffffff", 1048576, false},
+		{"no limits line", "", "0", 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			old := procDir
+			procDir = dir
+			t.Cleanup(func() { procDir = old })
+			mustWrite := func(path, text string) {
+				t.Helper()
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustWrite(filepath.Join(dir, "sys/fs/nr_open"), "1048576\n")
+			mustWrite(filepath.Join(dir, "42/status"), "Name:\thaproxy\nCapEff:\t"+c.capEff+"\n")
+			text := fmt.Sprintf(limits, c.hard)
+			if c.hard == "" {
+				text = "Limit Soft Limit\n"
+			}
+			mustWrite(filepath.Join(dir, "42/limits"), text)
+			got, err := fdLimit(42)
+			if (err != nil) != c.err || got != c.want {
+				t.Errorf("fdLimit: %d, %v; want %d (error %v)", got, err, c.want, c.err)
+			}
+		})
+	}
+}
+
+// The Services a refused reload holds back: new or changed in structure,
+// not those whose servers alone changed.
+func TestChangedServices(t *testing.T) {
+	fe := func(name, svc string, port uint16) model.Frontend {
+		return model.Frontend{Name: name, Service: svc, Backend: name, Binds: []model.Bind{{Port: port}}}
+	}
+	be := func(name, svc, balance string, servers int) *model.Backend {
+		return &model.Backend{Name: name, Service: svc, Balance: balance, Servers: make([]model.Server, servers)}
+	}
+	running := model.Config{
+		Frontends: []model.Frontend{fe("a", "ns/a", 1), fe("b", "ns/b", 2), fe("c", "ns/c", 3)},
+		Backends:  []*model.Backend{be("a", "ns/a", "roundrobin", 1), be("b", "ns/b", "roundrobin", 1), be("c", "ns/c", "roundrobin", 1)},
+	}
+	cfg := model.Config{
+		Frontends: []model.Frontend{fe("a", "ns/a", 1), fe("b", "ns/b", 20), fe("c", "ns/c", 3), fe("d", "ns/d", 4)},
+		Backends:  []*model.Backend{be("a", "ns/a", "roundrobin", 3), be("b", "ns/b", "roundrobin", 1), be("c", "ns/c", "source", 1), be("d", "ns/d", "roundrobin", 1)},
+	}
+	got := changedServices(running, cfg)
+	if fmt.Sprint(got) != "[ns/b ns/d ns/c]" {
+		t.Errorf("changedServices: %v, want [ns/b ns/d ns/c] (a's servers only changed)", got)
+	}
+}
