@@ -39,14 +39,7 @@ func TestFileDescriptorLimit(t *testing.T) {
 		t.Skipf("cannot lower HAProxy's open-file limit: %v", err)
 	}
 	master := haproxy.NewMaster(lb.p.MasterSocket)
-	reloads := func() int {
-		t.Helper()
-		p, err := master.ShowProc(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Reloads
-	}
+	reloads := func() int { return lb.reloads(ctx, t) }
 	w := newTrackWorld(t, 20, 3, 2)
 	checked, _ := w.checkedNodes(model.Check{Enabled: true, Inter: time.Second, Rise: 1, Fall: 2, HTTP: model.HTTPCheck{Path: "/healthz"}})
 	config := func() model.Config {

@@ -30,14 +30,7 @@ func TestUpgradeKeepsOlderRendering(t *testing.T) {
 	w := newTrackWorld(t, 2, 3, 2)
 	config, _ := w.checkedNodes(model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 1, Fall: 2, HTTP: model.HTTPCheck{Path: "/healthz"}})
 	master := haproxy.NewMaster(lb.p.MasterSocket)
-	reloads := func() int {
-		t.Helper()
-		p, err := master.ShowProc(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Reloads
-	}
+	reloads := func() int { return lb.reloads(ctx, t) }
 
 	// The older release: it wrote the model, and a node joined after its
 	// last reload sits in slots bound to no node (the file it persisted,
