@@ -170,3 +170,13 @@ func fdsNote(f driver.FDs) string {
 	}
 	return fmt.Sprintf(" (the configuration needs %d open files, HAProxy may have %d)", f.Need, f.Limit)
 }
+
+// firstReasons is the first few of a reload's reasons, for an error
+// repeated on every retry (a first sync has one per Service).
+func firstReasons(reasons []string) string {
+	const few = 3
+	if len(reasons) <= few {
+		return strings.Join(reasons, "; ")
+	}
+	return fmt.Sprintf("%s; and %d more", strings.Join(reasons[:few], "; "), len(reasons)-few)
+}

@@ -305,7 +305,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	// HAProxy refuses a config that needs more open files than it may
 	// have, which `haproxy -c` does not check: no reload into a refusal.
 	if err := d.checkFDs(ctx, cfg, layout, ro, res); err != nil {
-		return fmt.Errorf("reload (%s) not tried: %w", strings.Join(reasons, "; "), err)
+		return fmt.Errorf("reload (%s) not tried: %w", firstReasons(reasons), err)
 	}
 	res.Reasons = reasons
 
