@@ -55,6 +55,18 @@ type Result struct {
 	// the rest (a frontend on a port another process holds), each
 	// retried by the next pass.
 	Refused []Refusal
+	// FDs: the open files the configuration of a reload the driver tried
+	// needs, and what HAProxy may have (zero: not computed or unknown).
+	FDs FDs
+}
+
+// FDs is a configuration's need of open files against HAProxy's limit.
+type FDs struct {
+	Need  int
+	Limit int // 0: unknown
+	// MaxConn: the global maxconn HAProxy computes for itself under
+	// Limit when none is configured (0: configured, or Limit unknown).
+	MaxConn int
 }
 
 // Refusal is a part of one Service the driver left out, and why.

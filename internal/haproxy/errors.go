@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,53 @@ func (e *CommandError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrCommand) true.
 func (e *CommandError) Unwrap() error { return ErrCommand }
+
+// ReloadError is a reload the master reports failed; it wraps
+// ErrReloadFailed. Reason is HAProxy's own word for it, its [ALERT]
+// lines (AlertLines), where it can be had: HAProxy 2.7 and later answer
+// the master CLI's reload with the startup logs; 2.6 answers nothing and
+// writes them only to the master's output (its container's log, its
+// unit's journal), which the controller does not read: Reason is then
+// empty and the message says where to look.
+type ReloadError struct {
+	Before, After int // the master's reload counter before and after
+	Failed        int // its consecutive failed reloads
+	Reason        string
+}
+
+func (e *ReloadError) Error() string {
+	head := fmt.Sprintf("haproxy: reload failed (master reports %d failed reload(s), reloads %d -> %d)", e.Failed, e.Before, e.After)
+	if e.Reason != "" {
+		return head + ": " + e.Reason
+	}
+	return head + "; HAProxy says why only in the master's output (its [ALERT] lines in the container's log or the unit's journal): " +
+		"haproxy -c does not check what only a start does, such as the open-file limit or a bind"
+}
+
+// Unwrap makes errors.Is(err, ErrReloadFailed) true.
+func (e *ReloadError) Unwrap() error { return ErrReloadFailed }
+
+// AlertLines returns the [ALERT] lines of HAProxy's output, without their
+// prefix and process id, joined by "; " ("" when there are none).
+func AlertLines(out string) string {
+	var alerts []string
+	for line := range strings.Lines(out) {
+		_, rest, ok := strings.Cut(line, "[ALERT]")
+		if !ok {
+			continue
+		}
+		rest = strings.TrimSpace(rest)
+		if strings.HasPrefix(rest, "(") { // "(12345) : "
+			if _, after, ok := strings.Cut(rest, ") :"); ok {
+				rest = strings.TrimSpace(after)
+			}
+		}
+		if rest != "" {
+			alerts = append(alerts, rest)
+		}
+	}
+	return strings.Join(alerts, "; ")
+}
 
 func unavailable(op string, err error) error {
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)

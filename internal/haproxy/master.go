@@ -214,8 +214,7 @@ func (m *Master) Reload(ctx context.Context) error {
 			last, lastErr = p, nil
 			switch {
 			case p.Failed > before.Failed:
-				return fmt.Errorf("%w: master reports %d failed reload(s) (reloads %d -> %d); check the configuration with haproxy -c",
-					ErrReloadFailed, p.Failed, before.Reloads, p.Reloads)
+				return &ReloadError{Before: before.Reloads, After: p.Reloads, Failed: p.Failed}
 			case p.Reloads > before.Reloads && hasNewWorker(before.Workers, p.Workers):
 				m.log.Debug("reload done", "reloads", p.Reloads, "workers", p.Workers,
 					"polls", polls, "elapsed", time.Since(start))

@@ -113,3 +113,18 @@ func TestAnswerReaderFraming(t *testing.T) {
 		t.Fatal("Answer.Failed misclassifies")
 	}
 }
+
+// HAProxy's [ALERT] lines without their prefix, the others left out.
+func TestAlertLines(t *testing.T) {
+	for _, c := range []struct{ out, want string }{
+		{"", ""},
+		{"[NOTICE]   (21137) : Reloading HAProxy\n[ALERT]    (21137) : [/usr/sbin/haproxy.main()] Cannot raise FD limit to 2241, limit is 1000.\n[WARNING]  (21137) : Loading failure!\n",
+			"[/usr/sbin/haproxy.main()] Cannot raise FD limit to 2241, limit is 1000."},
+		{"[ALERT] config : a\n[ALERT]    (1) : b\n", "config : a; b"},
+		{"[ALERT]    (1) : \n", ""},
+	} {
+		if got := AlertLines(c.out); got != c.want {
+			t.Errorf("AlertLines(%q) = %q, want %q", c.out, got, c.want)
+		}
+	}
+}

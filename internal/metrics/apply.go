@@ -42,4 +42,16 @@ func (i *Instance) Applied(cfg model.Config, res driver.Result, err error, parse
 	}
 	i.RuntimeCommands(res.Ops+res.OpsFailed, res.OpsFailed)
 	i.Model(cfg)
+	i.FileDescriptors(res.FDs)
+}
+
+// FileDescriptors records the open files the configuration of a reload
+// needs against HAProxy's limit, when the driver computed them (a pass
+// that tried no reload leaves the last values).
+func (i *Instance) FileDescriptors(f driver.FDs) {
+	if i == nil || f.Need == 0 {
+		return
+	}
+	i.r.fds.WithLabelValues(i.name, "needed").Set(float64(f.Need))
+	i.r.fds.WithLabelValues(i.name, "limit").Set(float64(f.Limit))
 }

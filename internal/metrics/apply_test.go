@@ -55,3 +55,28 @@ func TestApplied(t *testing.T) {
 		})
 	}
 }
+
+// The open files a reload's configuration needs and HAProxy's limit are
+// kept from the last pass that computed them.
+func TestAppliedFileDescriptors(t *testing.T) {
+	r := New(Options{})
+	in := r.Instance("x")
+	cfg := model.Config{}
+	for _, c := range []struct {
+		name          string
+		fds           driver.FDs
+		need, limited float64
+	}{
+		{"no reload: none yet", driver.FDs{}, 0, 0},
+		{"refused", driver.FDs{Need: 304, Limit: 300}, 304, 300},
+		{"no reload since: kept", driver.FDs{}, 304, 300},
+		{"limit unknown", driver.FDs{Need: 264}, 264, 0},
+	} {
+		in.Applied(cfg, driver.Result{FDs: c.fds}, nil, 0, time.Millisecond)
+		need := testutil.ToFloat64(r.fds.WithLabelValues("x", "needed"))
+		limit := testutil.ToFloat64(r.fds.WithLabelValues("x", "limit"))
+		if need != c.need || limit != c.limited {
+			t.Errorf("%s: needed %v limit %v, want %v %v", c.name, need, limit, c.need, c.limited)
+		}
+	}
+}

@@ -66,6 +66,7 @@ type Registry struct {
 	refused       *prometheus.GaugeVec
 	lastSuccess   *prometheus.GaugeVec
 	notReadyKept  *prometheus.GaugeVec
+	fds           *prometheus.GaugeVec
 	model         *modelCollector
 
 	mu        sync.Mutex
@@ -97,6 +98,8 @@ func New(opts Options) *Registry {
 	r.refused = gauge("services_refused", "Services with a problem in the last pass, by reason (InvalidAnnotation includes Services kept on their last good settings).", "driver", "reason")
 	r.lastSuccess = gauge("last_success_timestamp_seconds", "Unix time of the end of the last pass that applied the desired state.", inst...)
 	r.notReadyKept = gauge("nodes_not_ready_kept", "NotReady nodes kept as servers because no node that may serve is Ready (fail open); 0 otherwise.", inst...)
+	r.fds = gauge("haproxy_file_descriptors", "Open files the configuration of HAProxy's last reload (tried or refused) needs by HAProxy's own count (kind=needed), "+
+		"and the limit HAProxy may raise itself to (kind=limit; 0: unknown).", "driver", "kind")
 	r.model = newModelCollector(r)
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: Namespace, Name: "build_info", Help: "Build information; always 1.",
@@ -104,7 +107,7 @@ func New(opts Options) *Registry {
 	})
 	build.Set(1)
 	r.reg.MustRegister(r.passDuration, r.phaseDuration, r.reloads, r.reloadFails, r.cmdsSent, r.cmdsFailed,
-		r.drift, r.served, r.refused, r.model, r.lastSuccess, r.notReadyKept, build,
+		r.drift, r.served, r.refused, r.model, r.lastSuccess, r.notReadyKept, r.fds, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	registerWorkqueue(r.reg)
 	return r

@@ -219,8 +219,12 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			w("\tdefault_backend", f.Backend)
 		}
 	}
+	// The unbound slots of a following backend carry no check: HAProxy
+	// reserves a file descriptor for every server configured with one,
+	// in maintenance or not (fds.go), three per backend at the least.
+	// The older rendering that checked them is LooseChecked.
 	nodeCheck, looseArgs := cfg.NodeCheck(), ""
-	if nodeCheck.Enabled && opts.Legacy&LooseUnchecked == 0 {
+	if nodeCheck.Enabled && opts.Legacy&LooseChecked != 0 {
 		looseArgs = checkArgs(nodeCheck)
 	}
 	agentInter := settings.FormatDuration(cfg.NodesAgentInter())
@@ -264,7 +268,8 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			w("\ttimeout server", settings.FormatDuration(be.TimeoutServer))
 		}
 		// loose is the node check that the slots of a following backend
-		// bound to no node carry (model.Config.NodeCheck).
+		// bound to no node carry in the LooseChecked rendering (none in
+		// the current one).
 		loose := ""
 		if be.TrackNodes && !be.Check.Enabled {
 			loose = looseArgs
@@ -285,8 +290,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		for _, s := range layout[be.Name] {
 			// A slot bound to its node's slot follows it; one bound to
 			// none (a server of a node that had no free bound slot since
-			// the last reload, or a free slot that may take one) checks
-			// its node itself, as the node's slot does.
+			// the last reload, or a free slot that may take one) carries
+			// its node's maintenance, set by the plan, until a reload
+			// binds it.
 			track := loose
 			if s.Track != 0 {
 				track = " track " + model.NodesBackend + "/" + model.SlotName(int(s.Track)-1)

@@ -24,15 +24,17 @@ import (
 type Legacy uint8
 
 const (
-	// LooseUnchecked: the unbound ("loose") slots of a backend that
-	// follows its nodes carry no node check, and such a backend has no
-	// option httpchk for an HTTP node check (before b05c188, 2026-11-24).
-	// A server placed in such a slot between reloads (a node that
-	// joined) is then not checked until the next reload binds it; it
-	// still follows its node's maintenance, which the plan sets.
-	LooseUnchecked Legacy = 1 << iota
+	// LooseChecked: the unbound ("loose") slots of a backend that
+	// follows its nodes carry the node check, and such a backend has the
+	// option httpchk of an HTTP node check (b05c188, 2026-11-24, until
+	// issue 35). HAProxy reserves a file descriptor for each of those
+	// servers, free or not, and refused to start or reload at 10,000
+	// Services under 20,000 open files; a HAProxy that runs such a text
+	// had them, and a server placed in such a slot is checked, so the
+	// text stays until a reload is due anyway.
+	LooseChecked Legacy = 1 << iota
 
-	legacyAll = LooseUnchecked<<1 - 1
+	legacyAll = LooseChecked<<1 - 1
 )
 
 // String names the flags of l, for logs.
@@ -41,8 +43,8 @@ func (l Legacy) String() string {
 		return "current"
 	}
 	var names []string
-	if l&LooseUnchecked != 0 {
-		names = append(names, "loose-unchecked")
+	if l&LooseChecked != 0 {
+		names = append(names, "loose-checked")
 	}
 	if rest := l &^ legacyAll; rest != 0 {
 		names = append(names, "unknown")

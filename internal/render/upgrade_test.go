@@ -77,16 +77,16 @@ func TestLegacyRenderings(t *testing.T) {
 	in := goldenInputs()["tracked-nodecheck-http.cfg"]
 	current := StructureHash(in.cfg, in.layout, in.opts)
 	o := in.opts
-	o.Legacy = LooseUnchecked
+	o.Legacy = LooseChecked
 	if StructureHash(in.cfg, in.layout, o) == current {
-		t.Errorf("LooseUnchecked does not change the hash of a backend following its nodes with the node check")
+		t.Errorf("LooseChecked does not change the hash of a backend following its nodes with the node check")
 	}
 	golden.HAProxyAccepts(t, Config(in.cfg, in.layout, o))
 	plain := goldenInputs()["sample.cfg"]
 	p := plain.opts
-	p.Legacy = LooseUnchecked
+	p.Legacy = LooseChecked
 	if StructureHash(plain.cfg, plain.layout, p) != StructureHash(plain.cfg, plain.layout, plain.opts) {
-		t.Errorf("LooseUnchecked changes a config without backends following nodes")
+		t.Errorf("LooseChecked changes a config without backends following nodes")
 	}
 	if l, ok := MatchRendering(in.cfg, in.layout, in.opts, "0123456789abcdef"); ok {
 		t.Errorf("MatchRendering matched a hash no rendering has, as %s", l)

@@ -291,13 +291,18 @@ func (d *HAProxy) sameServers(layout model.Layout) bool {
 // reload renders cfg with resized slots, validates and writes it, reloads
 // HAProxy and then corrects any slot the state file restored differently.
 func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string, res *driver.Result) error {
-	res.Reasons = reasons
 	ro := d.opts.Render // a reload writes the current rendering (upgrade.go)
 	ro.Legacy = 0
 	t := time.Now()
 	layout, _ := plan.Assign(cfg, d.layout, true)
 	hash := d.hashes.StructureHash(cfg, layout, ro)
 	res.Render += time.Since(t)
+	// HAProxy refuses a config that needs more open files than it may
+	// have, which `haproxy -c` does not check: no reload into a refusal.
+	if err := d.checkFDs(ctx, cfg, layout, ro, res); err != nil {
+		return fmt.Errorf("reload (%s) not tried: %w", firstReasons(reasons), err)
+	}
+	res.Reasons = reasons
 
 	t = time.Now()
 	// Hold the state file until the new worker runs: a concurrent flush
@@ -368,7 +373,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		// so the file always matches what runs.
 		restore(true)
 		d.known = false
-		return fmt.Errorf("reload (%s): %w", strings.Join(reasons, "; "), err)
+		return fmt.Errorf("reload (%s): %w%s", strings.Join(reasons, "; "), err, fdsNote(res.FDs))
 	}
 	res.Reloaded = true
 	d.optsReason = ""

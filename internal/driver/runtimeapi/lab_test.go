@@ -1,11 +1,13 @@
 package runtimeapi
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
@@ -33,4 +35,15 @@ func startLab(t testing.TB) *testLab {
 	})
 	t.Cleanup(func() { _ = l.d.Close() })
 	return l
+}
+
+// reloads is the master's reload counter ("show proc"), failed ones
+// included.
+func (l *testLab) reloads(ctx context.Context, t testing.TB) int {
+	t.Helper()
+	p, err := haproxy.NewMaster(l.p.MasterSocket).ShowProc(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Reloads
 }

@@ -16,8 +16,9 @@ import (
 
 // A controller upgraded while HAProxy keeps running finds HAProxy running
 // the config an older release wrote: the same model, written the older
-// way (here before the unbound slots carried the node check; the render
-// package's TestOlderReleases proves that render.LooseUnchecked writes
+// way (here with the node check on the unbound slots, which this release
+// leaves out; the render package's TestOlderReleases proves that
+// render.LooseChecked writes
 // that release's text byte for byte). Its first pass applies the model
 // with no reload, the servers and traffic stay as they were, and the file
 // it persists is still the older text (what runs); the next reload that
@@ -29,20 +30,13 @@ func TestUpgradeKeepsOlderRendering(t *testing.T) {
 	w := newTrackWorld(t, 2, 3, 2)
 	config, _ := w.checkedNodes(model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 1, Fall: 2, HTTP: model.HTTPCheck{Path: "/healthz"}})
 	master := haproxy.NewMaster(lb.p.MasterSocket)
-	reloads := func() int {
-		t.Helper()
-		p, err := master.ShowProc(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.Reloads
-	}
+	reloads := func() int { return lb.reloads(ctx, t) }
 
 	// The older release: it wrote the model, and a node joined after its
 	// last reload sits in slots bound to no node (the file it persisted,
 	// HAProxy running it).
 	ro := lb.d.opts.Render
-	ro.Legacy = render.LooseUnchecked
+	ro.Legacy = render.LooseChecked
 	layout, _ := plan.Assign(config(), nil, true)
 	w.joined = 3
 	joined, _ := plan.Assign(config(), layout, false)
@@ -72,7 +66,7 @@ func TestUpgradeKeepsOlderRendering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(cfgText), "description "+render.DescriptionPrefix+older+"\n") || strings.Contains(string(cfgText), "disabled check") {
+	if !strings.Contains(string(cfgText), "description "+render.DescriptionPrefix+older+"\n") || !strings.Contains(string(cfgText), "disabled check") {
 		t.Fatalf("persisted config is not the older rendering HAProxy runs (hash %s):\n%s", older, cfgText)
 	}
 	if drift, err := lb.d.Verify(ctx); err != nil || drift {
@@ -80,7 +74,7 @@ func TestUpgradeKeepsOlderRendering(t *testing.T) {
 	}
 
 	// A new Service: the reload it needs writes the current rendering,
-	// whose unbound slots carry the node check.
+	// whose unbound slots carry no check.
 	w.ports = append(w.ports, haproxytest.FreePort(t))
 	res, err := lb.d.Apply(ctx, config())
 	if err != nil || !res.Reloaded {
@@ -90,8 +84,8 @@ func TestUpgradeKeepsOlderRendering(t *testing.T) {
 	if cfgText, err = os.ReadFile(lb.cfgPath); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(cfgText), "disabled check inter 200ms rise 1 fall 2 port") || lb.d.opts.Render.Legacy != 0 {
-		t.Fatalf("after the reload: legacy %s, config without the unbound slots' node check:\n%s", lb.d.opts.Render.Legacy, cfgText)
+	if strings.Contains(string(cfgText), "disabled check") || lb.d.opts.Render.Legacy != 0 {
+		t.Fatalf("after the reload: legacy %s, config with the unbound slots' node check:\n%s", lb.d.opts.Render.Legacy, cfgText)
 	}
 	if n := reloads() - before; n != 1 {
 		t.Fatalf("%d reloads in all, want 1 (the new Service's)", n)
