@@ -22,16 +22,50 @@ func ACLFile(dir, fe string, v6 bool) string {
 	return dir + "/" + fe + ".ipv4.acl"
 }
 
-// ACLFileContent is what ACLFile holds for f's family: one prefix per
-// line, none when f has no range of that family.
+// ACLFileContent is what ACLFile holds for f's family: ACLLines, one a
+// line.
 func ACLFileContent(f model.Frontend, v6 bool) []byte {
 	var b bytes.Buffer
-	for _, p := range f.RangesOf(v6) {
-		b.WriteString(p.String())
+	for _, l := range ACLLines(f, v6) {
+		b.WriteString(l)
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
 }
+
+// ACLLines are the patterns of f's ACL file of one family (IPv6 when v6):
+// its prefixes of that family, or, when it has none, the one pattern
+// that no client of the family matches (NoClient4, NoClient6). The file
+// and the running list are never empty, so that neither driver depends
+// on how an empty file or an empty replacement is taken (the Data Plane
+// API's upload and runtime endpoints, not measured).
+func ACLLines(f model.Frontend, v6 bool) []string {
+	ps := f.RangesOf(v6)
+	if len(ps) == 0 {
+		if v6 {
+			return []string{NoClient6}
+		}
+		return []string{NoClient4}
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// NoClient4 and NoClient6 match no client of their family where the rule
+// reads them (behind IPv4Client, or its negation). NoClient4 is an IPv6
+// pattern: an IPv4 client meets it as ::ffff:a.b.c.d, which it is not,
+// and an IPv4-mapped one is then tried against the file's IPv4 patterns,
+// of which there are none. NoClient6 is the IPv4-mapped prefix, whose
+// clients are IPv4 ones, checked against the other file; an IPv6 client
+// HAProxy would read as IPv4 (IPv4-compatible, 6to4) finds no IPv4
+// pattern either.
+const (
+	NoClient4 = "::/128"
+	NoClient6 = "::ffff:0:0/96"
+)
 
 // sourceRule refuses the clients outside f's source ranges, each client
 // checked against the ranges of its own family (model.Frontend.RangesOf;

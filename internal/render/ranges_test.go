@@ -61,8 +61,11 @@ func TestGoldenRanges(t *testing.T) {
 	}
 	golden.Assert(t, "fe_default_web_80.ipv4.acl", ACLFileContent(cfg.Frontends[0], false))
 	golden.Assert(t, "fe_prod_db_5432.ipv6.acl", ACLFileContent(cfg.Frontends[1], true))
-	if b := ACLFileContent(cfg.Frontends[0], true); len(b) != 0 {
-		t.Errorf("the IPv6 file of a frontend with IPv4 ranges only holds %q", b)
+	if b := string(ACLFileContent(cfg.Frontends[0], true)); b != NoClient6+"\n" {
+		t.Errorf("the IPv6 file of a frontend with IPv4 ranges only holds %q, want %s alone", b, NoClient6)
+	}
+	if b := string(ACLFileContent(model.Frontend{SourceRanges: pfx("2001:db8::/32")}, false)); b != NoClient4+"\n" {
+		t.Errorf("the IPv4 file of a frontend with IPv6 ranges only holds %q, want %s alone", b, NoClient4)
 	}
 }
 

@@ -16,9 +16,9 @@ import (
 // HAProxy loads at start, and a running worker is told through the
 // Runtime API (filevers.go): no reload, and no moment at which the
 // frontend lets in more, or fewer, clients than the old or the new ranges
-// do. Both files exist whichever families have ranges (one may be empty),
-// so that ranges moving from one family to the other are no reload
-// either. A change touching both families replaces the two files one
+// do. Both files exist whichever families have ranges (a family without
+// any holds a pattern none of its clients matches: render.ACLLines), so
+// that ranges moving from one family to the other are no reload either. A change touching both families replaces the two files one
 // after the other: in between, one family is checked against its old
 // ranges and the other against its new ones, each exactly as the old or
 // the new ranges say for that family.
@@ -35,11 +35,8 @@ func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
 			continue
 		}
 		for _, v6 := range []bool{false, true} {
-			pf := patternFile{path: render.ACLFile(dir, f.Name, v6), body: render.ACLFileContent(f, v6), what: "source ranges of " + f.Service}
-			for _, p := range f.RangesOf(v6) {
-				pf.lines = append(pf.lines, p.String())
-			}
-			out = append(out, pf)
+			out = append(out, patternFile{path: render.ACLFile(dir, f.Name, v6), body: render.ACLFileContent(f, v6),
+				lines: render.ACLLines(f, v6), what: "source ranges of " + f.Service})
 		}
 	}
 	return out

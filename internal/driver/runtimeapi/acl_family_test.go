@@ -109,17 +109,7 @@ func TestSourceRangesPerFamily(t *testing.T) {
 		"::ffff:127.0.0.2": true, "::ffff:127.0.0.3": false, "::ffff:198.51.100.7": false,
 		"2001:db8::7": true, "2002:7f00:3::1": true, "::1": true,
 	})
-	if dir := l.d.opts.Render.ACLDir; dir != "" {
-		files, _ := filepath.Glob(filepath.Join(dir, "fe_a*"))
-		var bodies []string
-		for _, f := range files {
-			b, _ := os.ReadFile(f)
-			bodies = append(bodies, filepath.Base(f)+": "+string(b))
-		}
-		if want := []string{"fe_a.ipv4.acl: 127.0.0.2/32\n", "fe_a.ipv6.acl: ::/0\n"}; !slices.Equal(bodies, want) {
-			t.Errorf("ACL files %q, want %q", bodies, want)
-		}
-	}
+	expectACLFiles(t, l.d.opts.Render.ACLDir, "fe_a.ipv4.acl: 127.0.0.2/32\n", "fe_a.ipv6.acl: ::/0\n")
 
 	// IPv4 ranges only: no IPv6 client, a 6to4 one neither; the Runtime
 	// API, no reload.
@@ -139,9 +129,27 @@ func TestSourceRangesPerFamily(t *testing.T) {
 	if err != nil || res.Reloaded {
 		t.Fatalf("IPv6 only: reloaded %v (%v), %v", res.Reloaded, res.Reasons, err)
 	}
+	expectACLFiles(t, l.d.opts.Render.ACLDir, "fe_a.ipv4.acl: ::/128\n", "fe_a.ipv6.acl: ::1/128\n2002::/16\n")
 	expectServed(t, w.restricted, map[string]bool{"127.0.0.2": false, "127.0.0.3": false})
 	expectServed(t, w.v6, map[string]bool{"::1": true})
 	expectProxied(t, w.proxied, map[string]bool{
 		"127.0.0.3": false, "::ffff:127.0.0.3": false, "2002:7f00:3::1": true, "::1": true, "2001:db8::7": false,
 	})
+}
+
+// expectACLFiles checks the files of fe_a in dir, each "NAME: CONTENT".
+func expectACLFiles(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	if dir == "" {
+		t.Fatal("no ACL directory")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "fe_a*"))
+	var bodies []string
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		bodies = append(bodies, filepath.Base(f)+": "+string(b))
+	}
+	if !slices.Equal(bodies, want) {
+		t.Errorf("ACL files %q, want %q", bodies, want)
+	}
 }
