@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"net"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -29,18 +28,14 @@ func TestSourceRangesPerFamily(t *testing.T) {
 		return
 	}
 	const c4a, c4b, c6 = "192.0.2.2", "192.0.2.3", "2001:db8:c::2"
-	for _, args := range [][]string{
+	ipCommands(t, [][]string{
 		{"route", "add", "local", "198.18.0.0/24", "dev", "lo"},
 		{"-6", "route", "add", "local", "2001:db8:18::/120", "dev", "lo"},
 		{"addr", "add", c4a + "/32", "dev", "lo"},
 		{"addr", "add", c4b + "/32", "dev", "lo"},
 		{"-6", "addr", "add", c6 + "/128", "dev", "lo", "nodad"},
 		{"-6", "addr", "add", "2001:db8:99::1/128", "dev", "lo"}, // node n1's IPv6 InternalIP
-	} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v: %s", args, err, out)
-		}
-	}
+	})
 	e := newEnvOn(t, kubeapi.StartWithOptions(t, kubeapi.Options{
 		APIServerArgs: []string{"--service-cluster-ip-range=10.0.0.0/16,fd00:10::/108"}}))
 	e.addressPools(addressPool{"ds", map[string]any{"addresses": []any{"198.18.0.30/32", "2001:db8:18::30/128"}}})
@@ -53,15 +48,7 @@ func TestSourceRangesPerFamily(t *testing.T) {
 		}
 		t.Cleanup(ns.Close)
 	}
-	node, err := e.client.CoreV1().Nodes().Create(bg, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v4}, {Type: corev1.NodeInternalIP, Address: v6}}
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	if _, err := e.client.CoreV1().Nodes().UpdateStatus(bg, node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.readyNode("n1", v4, v6)
 	port := int32(haproxytest.FreePort(t))
 	class := "haproxy-k8s-sync.io/lb"
 	require := corev1.IPFamilyPolicyRequireDualStack

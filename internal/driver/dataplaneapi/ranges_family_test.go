@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // A client is checked against the source ranges of its own family only:
@@ -21,13 +22,8 @@ import (
 func TestContractSourceRangesPerFamily(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
 		ctx := context.Background()
-		up := helloServer(t, "127.81.28.9")
-		cfg := classCfg(t, a, "hks-aclfam", "127.81.28.1", uint16(freeTCPPort(t)), "be_hks-aclfam_web_80", up)
-		cfg.Frontends[0].SourceRanges = prefixes("127.81.28.5/32", "::/0")
-		d := a.driver(Options{})
-		apply(t, d, cfg)
+		cfg, d, addr := familyService(t, a, "hks-aclfam", 28)
 		fe := cfg.Frontends[0].Name
-		addr := fmt.Sprintf("127.81.28.1:%d", cfg.Frontends[0].Binds[0].Port)
 		waitServed(t, addr, "127.81.28.5")
 		if !refused(t, addr, "127.81.28.6") {
 			t.Errorf("an IPv4 client outside the IPv4 ranges was served (let in by ::/0)")
@@ -70,11 +66,7 @@ func TestContractSourceRangesPerFamily(t *testing.T) {
 func TestContractSourceRangesOlderFileConverted(t *testing.T) {
 	run(t, func(t *testing.T, a *api) {
 		ctx := context.Background()
-		up := helloServer(t, "127.81.29.9")
-		cfg := classCfg(t, a, "hks-aclone", "127.81.29.1", uint16(freeTCPPort(t)), "be_hks-aclone_web_80", up)
-		cfg.Frontends[0].SourceRanges = prefixes("127.81.29.5/32", "::/0")
-		d := a.driver(Options{})
-		apply(t, d, cfg)
+		cfg, d, addr := familyService(t, a, "hks-aclone", 29)
 		fe := cfg.Frontends[0].Name
 		older := fe + aclSuffix
 		sf, err := a.c.CreateGeneralFile(ctx, older, []byte("127.81.29.5/32\n::/0\n"))
@@ -92,8 +84,7 @@ func TestContractSourceRangesOlderFileConverted(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.waitReload(t, resp.ReloadID)
-		a.reloadHAProxy(t) // HAProxy runs it (the write may have skipped the reload)
-		addr := fmt.Sprintf("127.81.29.1:%d", cfg.Frontends[0].Binds[0].Port)
+		a.reloadHAProxy(t)                 // HAProxy runs it (the write may have skipped the reload)
 		waitServed(t, addr, "127.81.29.6") // the older rule lets every IPv4 client in
 		r0 := a.reloads(t)
 		d = a.driver(Options{}) // the upgraded controller
@@ -112,4 +103,18 @@ func TestContractSourceRangesOlderFileConverted(t *testing.T) {
 			t.Errorf("%d reloads, want 1 (the rewrite)", r)
 		}
 	})
+}
+
+// familyService is the Service ns on 127.81.N.1, restricted to
+// ["127.81.N.5/32", "::/0"], its server a hello server on 127.81.N.9,
+// applied by a new driver; and its frontend's address.
+func familyService(t *testing.T, a *api, ns string, n int) (model.Config, *Driver, string) {
+	t.Helper()
+	up := helloServer(t, fmt.Sprintf("127.81.%d.9", n))
+	lb := fmt.Sprintf("127.81.%d.1", n)
+	cfg := classCfg(t, a, ns, lb, uint16(freeTCPPort(t)), "be_"+ns+"_web_80", up)
+	cfg.Frontends[0].SourceRanges = prefixes(fmt.Sprintf("127.81.%d.5/32", n), "::/0")
+	d := a.driver(Options{})
+	apply(t, d, cfg)
+	return cfg, d, fmt.Sprintf("%s:%d", lb, cfg.Frontends[0].Binds[0].Port)
 }
