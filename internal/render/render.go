@@ -30,8 +30,8 @@ type Options struct {
 	Stats     model.Bind
 	StatsAuth StatsAuth
 	// ACLDir, when set (an absolute path checked with
-	// model.ValidFilePath), holds one file per frontend with source
-	// ranges (ACLFile), which its rule reads: the ranges are then not in
+	// model.ValidFilePath), holds two files per frontend with source
+	// ranges, one per family (ACLFile), which its rule reads: the ranges are then not in
 	// the config, and the driver changes them through the Runtime API
 	// with no reload. Empty: the ranges are written inline. The routes
 	// of routed frontends read their backends from map files there too
