@@ -61,7 +61,8 @@ func TestSourceRangesPerFamily(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.startController("--address-pools", "--default-check-interval", "200ms")
+	// No kube-proxy /healthz stand-in here: each server checked by itself.
+	e.startController("--address-pools", "--node-check", "none", "--default-check-interval", "200ms")
 	e.eventually("dual has an address of each family", e.ingress("dual", "198.18.0.30", "2001:db8:18::30"))
 	at4, at6 := net.JoinHostPort("198.18.0.30", fmt.Sprint(port)), net.JoinHostPort("2001:db8:18::30", fmt.Sprint(port))
 	e.eventually("IPv4 from 192.0.2.2 only, IPv6 from anywhere", servedFrom(map[string]bool{c4a: true, c4b: false}, at4, map[string]bool{c6: true}, at6))
