@@ -127,6 +127,7 @@ fmt-check:
 # (2 cores); FUZZTIME=30s (or =1000000x) overrides every target's budget.
 FUZZTIME ?=
 FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
+	./internal/settings:FuzzParseSourceRanges:60000x \
 	./internal/controller:FuzzLastGood:6000x \
 	./internal/apiserverlb:FuzzLoadState:5000x \
 	./internal/driver/runtimeapi:FuzzRestoreTracks:3000x \

@@ -74,6 +74,23 @@ type Frontend struct {
 // Restricted reports whether f accepts only some clients.
 func (f Frontend) Restricted() bool { return len(f.SourceRanges) > 0 }
 
+// RangesOf are f's source ranges of one family (IPv6 when v6, else IPv4).
+// A client is checked against the ranges of its own family only, as
+// kube-proxy and the nftables driver do: ["10.0.0.0/8", "::/0"] lets in
+// IPv4 clients of 10/8 and every IPv6 client, and a family without ranges
+// none of its clients. An IPv4-mapped client (::ffff:a.b.c.d) is an IPv4
+// one; an IPv4-mapped prefix (settings makes IPv4 prefixes of them) would
+// be an IPv6 one that such a client never meets.
+func (f Frontend) RangesOf(v6 bool) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range f.SourceRanges {
+		if p.Addr().Is4() != v6 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Check holds the health-check settings of a backend's servers.
 type Check struct {
 	Enabled bool

@@ -50,14 +50,58 @@ func TestGoldenRanges(t *testing.T) {
 			// finds them.
 			dir := t.TempDir()
 			for _, f := range cfg.Frontends {
-				if err := os.WriteFile(ACLFile(dir, f.Name), ACLFileContent(f), 0o644); err != nil {
-					t.Fatal(err)
+				for _, v6 := range []bool{false, true} {
+					if err := os.WriteFile(ACLFile(dir, f.Name, v6), ACLFileContent(f, v6), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(dir)))
 		})
 	}
-	golden.Assert(t, "fe_default_web_80.acl", ACLFileContent(cfg.Frontends[0]))
+	golden.Assert(t, "fe_default_web_80.ipv4.acl", ACLFileContent(cfg.Frontends[0], false))
+	golden.Assert(t, "fe_prod_db_5432.ipv6.acl", ACLFileContent(cfg.Frontends[1], true))
+	if b := string(ACLFileContent(cfg.Frontends[0], true)); b != NoClient6+"\n" {
+		t.Errorf("the IPv6 file of a frontend with IPv4 ranges only holds %q, want %s alone", b, NoClient6)
+	}
+	if b := string(ACLFileContent(model.Frontend{SourceRanges: pfx("2001:db8::/32")}, false)); b != NoClient4+"\n" {
+		t.Errorf("the IPv4 file of a frontend with IPv6 ranges only holds %q, want %s alone", b, NoClient4)
+	}
+}
+
+// Each client is checked against the ranges of its own family: the rule
+// names a family without ranges only to refuse its clients (inline), or
+// names its empty file (ACL files, which may gain ranges at runtime).
+func TestSourceRulePerFamily(t *testing.T) {
+	withDir := opts
+	withDir.ACLDir = goldenACLDir
+	for _, tc := range []struct {
+		name   string
+		ranges []netip.Prefix
+		proxy  bool
+		o      Options
+		want   string
+	}{
+		{"both families inline", pfx("10.0.0.0/8", "::/0"), false, opts,
+			"tcp-request connection reject unless { src ::ffff:0:0/96 } { src 10.0.0.0/8 } || !{ src ::ffff:0:0/96 } { src ::/0 }"},
+		{"ipv4 only inline: no ipv6 client", pfx("192.0.2.0/24", "198.51.100.7/32"), false, opts,
+			"tcp-request connection reject unless { src ::ffff:0:0/96 } { src 192.0.2.0/24 198.51.100.7/32 }"},
+		{"ipv6 only inline: no ipv4 client", pfx("2001:db8::/32"), true, opts,
+			"tcp-request session reject unless !{ src ::ffff:0:0/96 } { src 2001:db8::/32 }"},
+		{"acl files name both families", pfx("192.0.2.0/24"), false, withDir,
+			"tcp-request connection reject unless { src ::ffff:0:0/96 } { src -f /var/lib/hks/acl/fe_x.ipv4.acl } || " +
+				"!{ src ::ffff:0:0/96 } { src -f /var/lib/hks/acl/fe_x.ipv6.acl }"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := model.Frontend{Name: "fe_x", SourceRanges: tc.ranges, AcceptProxy: tc.proxy}
+			if got := sourceRule(f, tc.o); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+	if got := SourceCondition("", ""); got != "FALSE" {
+		t.Errorf("no ranges of either family: %q, want FALSE", got)
+	}
 }
 
 func TestRangesStructure(t *testing.T) {
@@ -69,6 +113,8 @@ func TestRangesStructure(t *testing.T) {
 	other.Frontends[0].SourceRanges = pfx("198.18.0.0/15")
 	open := restricted()
 	open.Frontends[0].SourceRanges = nil
+	family := restricted()
+	family.Frontends[0].SourceRanges = pfx("2001:db8:1::/48")
 	for _, tc := range []struct {
 		name  string
 		o     Options
@@ -77,6 +123,7 @@ func TestRangesStructure(t *testing.T) {
 	}{
 		{"acl file: other ranges are no structure", withDir, other, true},
 		{"acl file: no ranges at all is structure", withDir, open, false},
+		{"acl file: ranges of the other family only are no structure", withDir, family, true},
 		{"inline: other ranges are structure", opts, other, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

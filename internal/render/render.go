@@ -30,8 +30,8 @@ type Options struct {
 	Stats     model.Bind
 	StatsAuth StatsAuth
 	// ACLDir, when set (an absolute path checked with
-	// model.ValidFilePath), holds one file per frontend with source
-	// ranges (ACLFile), which its rule reads: the ranges are then not in
+	// model.ValidFilePath), holds two files per frontend with source
+	// ranges, one per family (ACLFile), which its rule reads: the ranges are then not in
 	// the config, and the driver changes them through the Runtime API
 	// with no reload. Empty: the ranges are written inline. The routes
 	// of routed frontends read their backends from map files there too
@@ -57,20 +57,6 @@ const (
 	PeersSection = "_peers"
 	LocalPeer    = "hks"
 )
-
-// ACLFile is the file holding the source ranges of frontend fe under dir.
-// Frontend names are made of DNS labels, digits and underscores.
-func ACLFile(dir, fe string) string { return dir + "/" + fe + ".acl" }
-
-// ACLFileContent is what ACLFile holds for f: one prefix per line.
-func ACLFileContent(f model.Frontend) []byte {
-	var b bytes.Buffer
-	for _, p := range f.SourceRanges {
-		b.WriteString(p.String())
-		b.WriteByte('\n')
-	}
-	return b.Bytes()
-}
 
 // FreeSlotAddr is where an unused slot points. It is never contacted: free
 // slots are in maintenance.
@@ -313,28 +299,6 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			}
 		}
 	}
-}
-
-// sourceRule refuses the clients outside f's source ranges. Without the
-// PROXY protocol it acts on the connection (before any byte is read);
-// with it, on the session, once the header gave the client's address.
-// The ranges come from parsed prefixes only. With an ACL directory they
-// live in the frontend's file, and the skeleton (the structure hash) has
-// only the rule, so that changing them needs no reload; inline, they are
-// part of the structure.
-func sourceRule(f model.Frontend, opts Options) string {
-	stage := "connection"
-	if f.AcceptProxy {
-		stage = "session"
-	}
-	rule := "tcp-request " + stage + " reject unless { src"
-	if opts.ACLDir != "" {
-		return rule + " -f " + ACLFile(opts.ACLDir, f.Name) + " }"
-	}
-	for _, p := range f.SourceRanges {
-		rule += " " + p.String()
-	}
-	return rule + " }"
 }
 
 // withPeers reports whether the config has the peers section: a socket

@@ -54,15 +54,19 @@ func ParseSourceRanges(spec []string, annotation string) ([]netip.Prefix, error)
 			return nil, &RangeError{FieldError{Key: key, Value: v,
 				Reason: "want a CIDR such as 192.0.2.0/24 or 2001:db8::/32"}}
 		}
-		p = p.Masked()
 		if p.Addr().Is4In6() {
-			// ::ffff:a.b.c.d/n: the IPv4 range it stands for.
+			// ::ffff:a.b.c.d/n, n >= 96: the IPv4 range a.b.c.d/(n-96) it
+			// stands for (HAProxy, like the kernel, takes an IPv4-mapped
+			// client for an IPv4 one). Shorter, it would also span IPv6
+			// addresses outside ::ffff:0:0/96: which family was meant is
+			// unclear, so it is refused. Checked before masking, which
+			// would turn it into a prefix that is not IPv4-mapped.
 			if p.Bits() < 96 {
 				return nil, &RangeError{FieldError{Key: key, Value: it, Reason: "an IPv4-mapped prefix shorter than /96"}}
 			}
 			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
 		}
-		out = append(out, p)
+		out = append(out, p.Masked())
 	}
 	slices.SortFunc(out, ComparePrefix)
 	return slices.Compact(out), nil

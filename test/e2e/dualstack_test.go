@@ -25,16 +25,12 @@ func TestDualStack(t *testing.T) {
 	if !inNetns(t) {
 		return
 	}
-	for _, args := range [][]string{
+	ipCommands(t, [][]string{
 		{"route", "add", "local", "198.18.0.0/24", "dev", "lo"},
 		{"-6", "route", "add", "local", "2001:db8:18::/120", "dev", "lo"},
 		{"-6", "addr", "add", "2001:db8:99::1/128", "dev", "lo"}, // node n1's IPv6 InternalIP
 		{"-6", "addr", "add", "2001:db8:99::2/128", "dev", "lo"}, // node n2's
-	} {
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v: %s", args, err, out)
-		}
-	}
+	})
 	e := newEnvOn(t, kubeapi.StartWithOptions(t, kubeapi.Options{
 		APIServerArgs: []string{"--service-cluster-ip-range=10.0.0.0/16,fd00:10::/108"}}))
 	e.addressPools(addressPool{"ds", map[string]any{"addresses": []any{"198.18.0.20/31", "2001:db8:18::20/127"}}})
@@ -56,15 +52,7 @@ func TestDualStack(t *testing.T) {
 			}
 			t.Cleanup(ns.Close)
 		}
-		node, err := e.client.CoreV1().Nodes().Create(bg, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: v4}, {Type: corev1.NodeInternalIP, Address: v6}}
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		if _, err := e.client.CoreV1().Nodes().UpdateStatus(bg, node, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		e.readyNode(n, v4, v6)
 	}
 	port := int32(haproxytest.FreePort(t))
 	class := "haproxy-k8s-sync.io/lb"
@@ -117,5 +105,32 @@ func answersFrom(addr string, port int32, v6 bool) func() error {
 			}
 		}
 		return nil
+	}
+}
+
+// ipCommands runs ip(8) with each of args (inside the test's network
+// namespace: inNetns).
+func ipCommands(t *testing.T, args [][]string) {
+	t.Helper()
+	for _, a := range args {
+		if out, err := exec.Command("ip", a...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", a, err, out)
+		}
+	}
+}
+
+// readyNode creates a Ready node with these InternalIPs.
+func (e *env) readyNode(name string, addrs ...string) {
+	e.t.Helper()
+	node, err := e.client.CoreV1().Nodes().Create(bg, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, a := range addrs {
+		node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a})
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if _, err := e.client.CoreV1().Nodes().UpdateStatus(bg, node, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
 	}
 }

@@ -28,9 +28,9 @@ import (
 //   - HAProxy loads a rule's "{ src -f PATH }" file when it starts or
 //     reloads; a configuration naming a file that does not exist fails
 //     `haproxy -c` ("failed to open pattern file"). GET /runtime/acls lists
-//     the worker's ACLs in the order of haproxy.cfg: per such rule the
+//     the worker's ACLs in the order of haproxy.cfg: per such test the
 //     file's (storage_name: its path) and an empty inline "src" one, per
-//     inline "{ src P... }" rule one "src"; then two of HAProxy's own.
+//     inline "{ src P... }" test one "src"; then two of HAProxy's own.
 //     GET /runtime/acls/ID/entries: by id only, 404 when it has no entry.
 //     PUT /runtime/acls/FILE/entries (FILE the path, escaped; an id is
 //     refused with 400 "Unknown ACL identifier"): every entry replaced at
@@ -241,15 +241,6 @@ func pattern(v string) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-// fileRule is the path of a rule's "{ src -f PATH }".
-func fileRule(test string) (string, bool) {
-	inner, ok := strings.CutPrefix(test, "{ src -f ")
-	if inner, ok = strings.CutSuffix(inner, " }"); !ok || strings.ContainsAny(inner, " \t") {
-		return "", false
-	}
-	return inner, true
-}
-
 // patternFile is the entries of the stored file at path, or false when
 // there is none or a line is not an address or prefix.
 func (s *Server) patternFile(path string) ([]string, bool) {
@@ -282,9 +273,10 @@ func (s *Server) check(c *config) error {
 		for _, r := range rules {
 			m, _ := r.(map[string]any)
 			test, _ := m["cond_test"].(string)
-			if path, ok := fileRule(test); ok {
+			c, _ := parseSrcCond(test)
+			for _, path := range c.files() {
 				if _, ok := s.patternFile(path); !ok {
-					return fmt.Errorf("'tcp-request %v reject' error detected in frontend '%s' while parsing 'unless' condition failed to open pattern file <%s>", m["type"], fe, path)
+					return fmt.Errorf("'tcp-request %v reject' error detected in frontend '%s' while parsing '%v' condition failed to open pattern file <%s>", m["type"], fe, m["cond"], path)
 				}
 			}
 		}
@@ -300,7 +292,7 @@ func (s *Server) referencing(path string) (string, string) {
 		for _, r := range rules {
 			m, _ := r.(map[string]any)
 			test, _ := m["cond_test"].(string)
-			if p, ok := fileRule(test); ok && p == path {
+			if c, _ := parseSrcCond(test); slices.Contains(c.files(), path) {
 				return fe, fmt.Sprintf("tcp-request %v %v %v %s", m["type"], m["action"], m["cond"], test)
 			}
 		}
@@ -318,43 +310,45 @@ func (s *Server) loadACLs() {
 			line++
 			m, _ := r.(map[string]any)
 			test, _ := m["cond_test"].(string)
-			if path, ok := fileRule(test); ok {
-				entries, _ := s.patternFile(path)
-				s.acl.running = append(s.acl.running, &rtACL{storage: path, entries: entries, line: line}, &rtACL{storage: "src", line: line})
-			} else if inner, ok := strings.CutPrefix(test, "{ src "); ok {
-				s.acl.running = append(s.acl.running, &rtACL{storage: "src", entries: strings.Fields(strings.TrimSuffix(inner, "}")), line: line})
+			c, _ := parseSrcCond(test)
+			for _, alt := range c {
+				for _, t := range alt {
+					if t.file != "" {
+						entries, _ := s.patternFile(t.file)
+						s.acl.running = append(s.acl.running, &rtACL{storage: t.file, entries: entries, line: line}, &rtACL{storage: "src", line: line})
+					} else {
+						s.acl.running = append(s.acl.running, &rtACL{storage: "src", entries: t.patterns, line: line})
+					}
+				}
 			}
 		}
 	}
 	s.acl.running = append(s.acl.running, &rtACL{storage: "var", entries: []string{"0"}}, &rtACL{storage: "var", entries: []string{"0"}})
 }
 
-// srcAllowed applies a frontend's "reject unless { src -f PATH }" rules
-// with what the running worker's ACLs hold, then its inline ones.
+// srcAllowed applies a frontend's source rules (reject if or unless a
+// condition of source tests, srccond.go) to the client src, a file read
+// as the running worker's ACLs hold it.
 func (s *Server) srcAllowed(fe Object, src netip.Addr) bool {
+	file := func(path string) []string {
+		for _, a := range s.acl.running {
+			if a.storage == path {
+				return a.entries
+			}
+		}
+		return nil
+	}
 	rules, _ := fe["tcp_request_rule_list"].([]any)
 	for _, r := range rules {
 		m, _ := r.(map[string]any)
 		test, _ := m["cond_test"].(string)
-		path, ok := fileRule(test)
-		if !ok || m["action"] != "reject" || m["cond"] != "unless" {
+		c, ok := parseSrcCond(test)
+		if !ok || m["action"] != "reject" {
 			continue
 		}
-		in := false
-		for _, a := range s.acl.running {
-			if a.storage != path {
-				continue
-			}
-			for _, e := range a.entries {
-				if p, ok := pattern(e); ok && p.Contains(src) {
-					in = true
-				}
-			}
-			break
-		}
-		if !in {
+		if holds := c.holds(src, file); holds == (m["cond"] == "if") {
 			return false
 		}
 	}
-	return allowed(fe, src)
+	return true
 }

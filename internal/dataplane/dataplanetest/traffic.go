@@ -4,7 +4,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"strings"
 	"time"
 )
 
@@ -90,27 +89,4 @@ func (s *Server) route(addr string, src netip.Addr) (string, bool) {
 		return "", false
 	}
 	return "", false
-}
-
-// allowed applies the frontend's "reject unless { src P... }" rules.
-func allowed(fe Object, src netip.Addr) bool {
-	rules, _ := fe["tcp_request_rule_list"].([]any)
-	for _, r := range rules {
-		m, _ := r.(map[string]any)
-		test, _ := m["cond_test"].(string)
-		inner, ok := strings.CutPrefix(test, "{ src ")
-		if !ok || strings.HasPrefix(inner, "-f ") || m["action"] != "reject" || m["cond"] != "unless" {
-			continue
-		}
-		in := false
-		for _, f := range strings.Fields(strings.TrimSuffix(inner, "}")) {
-			if p, err := netip.ParsePrefix(f); err == nil && p.Contains(src) {
-				in = true
-			}
-		}
-		if !in {
-			return false
-		}
-	}
-	return true
 }

@@ -13,15 +13,22 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // Source ranges (spec.loadBalancerSourceRanges) without a reload. Each
-// restricted frontend's rule reads its ranges from a file of its own,
-// FRONTEND.acl in the API's general storage:
+// restricted frontend's rule reads its ranges from two files of its own,
+// one per family, FRONTEND.ipv4.acl and FRONTEND.ipv6.acl in the API's
+// general storage, and checks each client against those of its own family
+// only (render.SourceCondition: HAProxy alone would try an IPv4 client
+// against IPv6 patterns as ::ffff:a.b.c.d):
 //
-//	tcp-request connection reject unless { src -f /GENERAL_STORAGE/FRONTEND.acl }
+//	tcp-request connection reject unless { src ::ffff:0:0/96 } { src -f /GENERAL_STORAGE/FRONTEND.ipv4.acl } ||
+//	        !{ src ::ffff:0:0/96 } { src -f /GENERAL_STORAGE/FRONTEND.ipv6.acl }
 //
-// (content instead of connection with the PROXY protocol). The rule never
+// (one line; content instead of connection with the PROXY protocol). A
+// family without ranges has a file all the same, holding a pattern none
+// of its clients matches (render.ACLLines). The rule never
 // changes while the frontend stays restricted, so a change of its ranges
 // is no change of haproxy.cfg: the file is replaced on disk first
 // (PUT .../storage/general/NAME?skip_reload=true: no reload, no new
@@ -39,8 +46,24 @@ import (
 // and deleted once the configuration no longer does. The file holds the
 // prefixes as the model parsed them, one per line, printed by
 // netip.Prefix: nothing a user writes reaches it, or haproxy.cfg, as text.
+// Releases before the per-family check wrote one file, FRONTEND.acl, with
+// both families: the rule naming it differs from the one wanted, so the
+// first pass writes the frontend (a reload), and the file, no longer
+// used, is deleted.
 
 const aclSuffix = ".acl"
+
+// aclFamily is the part of a file's name before aclSuffix that tells its
+// family (index 0 IPv4, 1 IPv6).
+var aclFamily = [2]string{".ipv4", ".ipv6"}
+
+// fam is the index of a family in aclFamily and aclText.
+func fam(v6 bool) int {
+	if v6 {
+		return 1
+	}
+	return 0
+}
 
 // aclFiles is what the driver knows of its ACL files, by storage name.
 type aclFiles struct {
@@ -59,21 +82,50 @@ type aclFiles struct {
 	retry map[string]pruneRetry
 }
 
-// aclText is a frontend's ranges and their text: the lines the file holds
-// and the running list takes, and the file's body.
+// aclText is a frontend's ranges and their text, per family (aclFamily):
+// the lines each file holds and the running list takes, and the file's
+// body.
 type aclText struct {
 	ranges []netip.Prefix
-	lines  []string
-	body   string
+	lines  [2][]string
+	body   [2]string
 }
 
-func aclName(frontend string) string { return frontend + aclSuffix }
+// aclName is the stored file of a frontend's ranges of one family.
+func aclName(frontend string, v6 bool) string { return frontend + aclFamily[fam(v6)] + aclSuffix }
+
+// aclOwner is the frontend a stored file is named for, when it is one of
+// the driver's: the file of a family, or an older release's file of both
+// (FRONTEND.acl, which no rule of this release names).
+func aclOwner(name string) (string, bool) {
+	fe, ok := strings.CutSuffix(name, aclSuffix)
+	if !ok {
+		return "", false
+	}
+	for _, f := range aclFamily {
+		if x, cut := strings.CutSuffix(fe, f); cut {
+			fe = x
+			break
+		}
+	}
+	return fe, strings.HasPrefix(fe, "fe_") && Owned(fe)
+}
 
 // ourACL reports whether a stored file is one of the driver's: named for
 // a frontend it owns.
 func ourACL(name string) bool {
-	fe, ok := strings.CutSuffix(name, aclSuffix)
-	return ok && strings.HasPrefix(fe, "fe_") && Owned(fe)
+	_, ok := aclOwner(name)
+	return ok
+}
+
+// aclUsed reports whether a stored file of ours is one a rule of the
+// pass's model names (a.text holds its restricted frontends: texts).
+func (a *aclFiles) aclUsed(name string) bool {
+	fe, ok := aclOwner(name)
+	if _, restricted := a.text[fe]; !ok || !restricted {
+		return false
+	}
+	return name == aclName(fe, false) || name == aclName(fe, true)
 }
 
 // aclPathRe is a path HAProxy reads as one word, with nothing to escape.
@@ -81,15 +133,6 @@ var aclPathRe = regexp.MustCompile(`^(/[A-Za-z0-9._-]+)+$`)
 
 func validACLPath(p string) bool {
 	return aclPathRe.MatchString(p) && !slices.Contains(strings.Split(p, "/"), "..")
-}
-
-// aclLines are a frontend's ranges as the file holds them.
-func aclLines(f model.Frontend) []string {
-	out := make([]string, len(f.SourceRanges))
-	for i, p := range f.SourceRanges {
-		out[i] = p.String()
-	}
-	return out
 }
 
 // texts makes a.text hold the restricted frontends of cfg (once per pass,
@@ -110,8 +153,12 @@ func (a *aclFiles) textOf(f model.Frontend) aclText {
 	if t, ok := a.text[f.Name]; ok && slices.Equal(t.ranges, f.SourceRanges) {
 		return t
 	}
-	lines := aclLines(f)
-	return aclText{ranges: f.SourceRanges, lines: lines, body: aclBody(lines)}
+	t := aclText{ranges: f.SourceRanges}
+	for _, v6 := range []bool{false, true} {
+		t.lines[fam(v6)] = render.ACLLines(f, v6)
+		t.body[fam(v6)] = aclBody(t.lines[fam(v6)])
+	}
+	return t
 }
 
 func aclBody(lines []string) string {
@@ -187,75 +234,50 @@ func (d *Driver) syncACLFiles(ctx context.Context, cfg model.Config, p *Pass) er
 		if !f.Restricted() {
 			continue
 		}
-		name, body := aclName(f.Name), a.textOf(f).body
-		if _, ok := a.paths[name]; !ok {
-			sf, err := d.c.CreateGeneralFile(ctx, name, []byte(body))
-			if errors.Is(err, dataplane.ErrExists) {
-				a.listed = false // someone else made it: list again next time
+		for _, v6 := range []bool{false, true} {
+			if err := d.syncACLFile(ctx, f, aclName(f.Name, v6), a.textOf(f).body[fam(v6)], p); err != nil {
+				return err
 			}
-			if err != nil {
-				return fmt.Errorf("source ranges of %s: %w", f.Service, err)
-			}
-			p.Writes++
-			if !validACLPath(sf.File) {
-				return fmt.Errorf("source ranges of %s: the API stores %s at %q, which haproxy.cfg cannot name", f.Service, name, sf.File)
-			}
-			a.paths[name], a.disk[name] = sf.File, body
-			continue
 		}
-		cur, known := a.disk[name]
-		if !known {
-			data, err := d.c.GeneralFile(ctx, name)
-			if err != nil {
-				return fmt.Errorf("source ranges of %s: %w", f.Service, err)
-			}
-			cur = string(data)
-		}
-		if cur != body {
-			delete(a.disk, name) // unknown until the write succeeds
-			if err := d.c.ReplaceGeneralFile(ctx, name, []byte(body)); err != nil {
-				return fmt.Errorf("source ranges of %s: %w", f.Service, err)
-			}
-			p.Writes++
-		}
-		a.disk[name] = body
 	}
 	return nil
 }
 
-// sourceRanges sets the rule of a frontend with source ranges: a client
-// outside them is refused at connection time, before a byte is read.
-// With the PROXY protocol, the client is the one its header names, which
-// the content stage sees (not the connection stage). Not the session
-// stage: the API v3.4.0 reads "tcp-request session reject" back as
-// "accept" (measured), so a read, compared or written back, would be
-// wrong. The ranges are in the frontend's file (syncACLFiles); without
-// one (never, once a pass has synced the files) they are inline.
-func (d *Driver) sourceRanges(base Object, f model.Frontend) {
-	ownedLists(base)
-	if !f.Restricted() {
-		return
+// syncACLFile makes the stored file name of f hold body.
+func (d *Driver) syncACLFile(ctx context.Context, f model.Frontend, name, body string, p *Pass) error {
+	a := &d.acl
+	if _, ok := a.paths[name]; !ok {
+		sf, err := d.c.CreateGeneralFile(ctx, name, []byte(body))
+		if errors.Is(err, dataplane.ErrExists) {
+			a.listed = false // someone else made it: list again next time
+		}
+		if err != nil {
+			return fmt.Errorf("source ranges of %s: %w", f.Service, err)
+		}
+		p.Writes++
+		if !validACLPath(sf.File) {
+			return fmt.Errorf("source ranges of %s: the API stores %s at %q, which haproxy.cfg cannot name", f.Service, name, sf.File)
+		}
+		a.paths[name], a.disk[name] = sf.File, body
+		return nil
 	}
-	stage := "connection"
-	if f.AcceptProxy {
-		stage = "content"
+	cur, known := a.disk[name]
+	if !known {
+		data, err := d.c.GeneralFile(ctx, name)
+		if err != nil {
+			return fmt.Errorf("source ranges of %s: %w", f.Service, err)
+		}
+		cur = string(data)
 	}
-	var test string
-	if path := d.acl.paths[aclName(f.Name)]; path != "" && validACLPath(path) {
-		test = "{ src -f " + path + " }"
-	} else {
-		test = "{ src " + strings.Join(d.acl.textOf(f).lines, " ") + " }"
+	if cur != body {
+		delete(a.disk, name) // unknown until the write succeeds
+		if err := d.c.ReplaceGeneralFile(ctx, name, []byte(body)); err != nil {
+			return fmt.Errorf("source ranges of %s: %w", f.Service, err)
+		}
+		p.Writes++
 	}
-	base["tcp_request_rule_list"] = []any{map[string]any{"type": stage, "action": "reject", "cond": "unless", "cond_test": test}}
-}
-
-// aclFileRule is the path of a rule's "{ src -f PATH }", checked.
-func aclFileRule(test string) (string, bool) {
-	inner, ok := strings.CutPrefix(test, "{ src -f ")
-	if inner, ok = strings.CutSuffix(inner, " }"); !ok || !validACLPath(inner) {
-		return "", false
-	}
-	return inner, true
+	a.disk[name] = body
+	return nil
 }
 
 // rangesReloaded: HAProxy reloaded with the files as they are on disk.
@@ -293,39 +315,41 @@ func (d *Driver) pushRanges(ctx context.Context, cfg model.Config, p *Pass) erro
 		if !f.Restricted() {
 			continue
 		}
-		name := aclName(f.Name)
-		body, path := a.disk[name], a.paths[name]
-		if cur, ok := a.running[name]; (ok && cur == body) || path == "" {
-			continue
-		}
-		lines := a.textOf(f).lines
-		if _, ok := a.running[name]; !ok {
-			if ids == nil {
-				var err error
-				if ids, err = d.runtimeACLs(ctx); err != nil {
-					return err
-				}
-			}
-			id, loaded := ids[path]
-			if !loaded {
-				continue // the worker does not use the file (yet)
-			}
-			entries, err := d.c.RuntimeACLEntries(ctx, id)
-			if err != nil && !errors.Is(err, dataplane.ErrNotFound) {
-				return fmt.Errorf("source ranges of %s: %w", f.Service, err)
-			}
-			if sameRanges(entries, lines) {
-				a.running[name] = body
+		for _, v6 := range []bool{false, true} {
+			name := aclName(f.Name, v6)
+			body, path := a.disk[name], a.paths[name]
+			if cur, ok := a.running[name]; (ok && cur == body) || path == "" {
 				continue
 			}
+			lines := a.textOf(f).lines[fam(v6)]
+			if _, ok := a.running[name]; !ok {
+				if ids == nil {
+					var err error
+					if ids, err = d.runtimeACLs(ctx); err != nil {
+						return err
+					}
+				}
+				id, loaded := ids[path]
+				if !loaded {
+					continue // the worker does not use the file (yet)
+				}
+				entries, err := d.c.RuntimeACLEntries(ctx, id)
+				if err != nil && !errors.Is(err, dataplane.ErrNotFound) {
+					return fmt.Errorf("source ranges of %s: %w", f.Service, err)
+				}
+				if sameRanges(entries, lines) {
+					a.running[name] = body
+					continue
+				}
+			}
+			delete(a.running, name)
+			if err := d.c.ReplaceRuntimeACL(ctx, path, lines); err != nil {
+				return fmt.Errorf("source ranges of %s: %w", f.Service, err)
+			}
+			p.Writes++
+			a.running[name] = body
+			d.log.Info("source ranges changed without reload", "service", f.Service, "frontend", f.Name)
 		}
-		delete(a.running, name)
-		if err := d.c.ReplaceRuntimeACL(ctx, path, lines); err != nil {
-			return fmt.Errorf("source ranges of %s: %w", f.Service, err)
-		}
-		p.Writes++
-		a.running[name] = body
-		d.log.Info("source ranges changed without reload", "service", f.Service, "frontend", f.Name)
 	}
 	d.pruneACLFiles(ctx)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // A change of a Service's source ranges costs no reload: the frontend's
@@ -95,7 +97,7 @@ func TestContractSourceRangesWithoutReload(t *testing.T) {
 		}
 
 		// The API keeps a file haproxy.cfg names.
-		if err := a.c.DeleteGeneralFile(ctx, aclName(fe)); !errors.Is(err, dataplane.ErrExists) {
+		if err := a.c.DeleteGeneralFile(ctx, aclName(fe, true)); !errors.Is(err, dataplane.ErrExists) {
 			t.Errorf("deleting a file haproxy.cfg names: %v, want 409", err)
 		}
 
@@ -107,8 +109,10 @@ func TestContractSourceRangesWithoutReload(t *testing.T) {
 			t.Fatalf("ranges removed: %v, reloaded %v", err, res.Reloaded)
 		}
 		waitServed(t, addr, "127.81.24.6")
-		if _, err := a.c.GeneralFile(ctx, aclName(fe)); !errors.Is(err, dataplane.ErrNotFound) {
-			t.Errorf("the file of a frontend no longer restricted: %v, want it deleted", err)
+		for _, v6 := range []bool{false, true} {
+			if _, err := a.c.GeneralFile(ctx, aclName(fe, v6)); !errors.Is(err, dataplane.ErrNotFound) {
+				t.Errorf("the file %s of a frontend no longer restricted: %v, want it deleted", aclName(fe, v6), err)
+			}
 		}
 		a.nothingToWrite(t, Options{}, cfg)
 	})
@@ -127,25 +131,35 @@ func greeted(fe, from string) bool {
 	return strings.HasPrefix(got, "hello")
 }
 
-// wantRule checks that a frontend's one rule reads its ranges from its file.
+// wantRule checks that a frontend's one rule reads its ranges from its
+// files, each family's from its own.
 func (a *api) wantRule(t *testing.T, fe, stage string) {
 	t.Helper()
 	rules, _, err := a.c.List(context.Background(), dataplane.FrontendPath(fe)+"/tcp_request_rules", "")
 	if err != nil || len(rules) != 1 || rules[0]["type"] != stage || rules[0]["action"] != "reject" || rules[0]["cond"] != "unless" {
 		t.Fatalf("%s: rules %v (%v), want one %s reject", fe, rules, err, stage)
 	}
-	if path, ok := aclFileRule(rules[0]["cond_test"].(string)); !ok || !strings.HasSuffix(path, "/"+aclName(fe)) {
-		t.Errorf("%s: rule %q, want { src -f .../%s }", fe, rules[0]["cond_test"], aclName(fe))
+	test, _ := rules[0]["cond_test"].(string)
+	re := regexp.MustCompile(`^\{ src ::ffff:0:0/96 \} \{ src -f (/\S+)/` + regexp.QuoteMeta(aclName(fe, false)) +
+		` \} \|\| !\{ src ::ffff:0:0/96 \} \{ src -f (/\S+)/` + regexp.QuoteMeta(aclName(fe, true)) + ` \}$`)
+	if _, ok := sourceCondition(test); !ok || !re.MatchString(test) {
+		t.Errorf("%s: rule %q, want the per-family test of %s and %s", fe, test, aclName(fe, false), aclName(fe, true))
 	}
 }
 
-// wantRunning checks that the file of a restricted frontend holds its
-// ranges on disk, and the running worker the same.
+// wantRunning checks that the files of a restricted frontend hold its
+// ranges of each family on disk, and the running worker the same.
 func (a *api) wantRunning(t *testing.T, f model.Frontend) {
 	t.Helper()
+	for _, v6 := range []bool{false, true} {
+		a.wantRunningFile(t, f, aclName(f.Name, v6), render.ACLLines(f, v6))
+	}
+}
+
+func (a *api) wantRunningFile(t *testing.T, f model.Frontend, name string, want []string) {
+	t.Helper()
 	ctx := context.Background()
-	want := aclLines(f)
-	disk, err := a.c.GeneralFile(ctx, aclName(f.Name))
+	disk, err := a.c.GeneralFile(ctx, name)
 	if err != nil || !sameRanges(strings.Fields(string(disk)), want) {
 		t.Errorf("%s: file %q (%v), want %v", f.Name, disk, err, want)
 	}
@@ -155,7 +169,7 @@ func (a *api) wantRunning(t *testing.T, f model.Frontend) {
 	}
 	path := ""
 	for _, sf := range files {
-		if sf.StorageName == aclName(f.Name) {
+		if sf.StorageName == name {
 			path = sf.File
 		}
 	}
@@ -194,8 +208,10 @@ func (a *api) reloadHAProxy(t *testing.T) {
 // test ends (after its frontend).
 func (a *api) deleteACLFile(t *testing.T, frontend string) {
 	t.Helper()
-	if err := a.c.DeleteGeneralFile(context.Background(), aclName(frontend)); err != nil && !errors.Is(err, dataplane.ErrNotFound) {
-		t.Errorf("deleting the file of %s: %v", frontend, err)
+	for _, v6 := range []bool{false, true} {
+		if err := a.c.DeleteGeneralFile(context.Background(), aclName(frontend, v6)); err != nil && !errors.Is(err, dataplane.ErrNotFound) {
+			t.Errorf("deleting the file of %s: %v", frontend, err)
+		}
 	}
 }
 

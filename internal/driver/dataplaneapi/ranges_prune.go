@@ -3,7 +3,6 @@ package dataplaneapi
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/dataplane"
@@ -22,8 +21,9 @@ const (
 )
 
 // pruneACLFiles deletes the files of frontends the pass's model does not
-// restrict (a.text holds those it does: texts): the configuration, as
-// the pass left it, no longer names them. A failure
+// restrict (a.text holds those it does: texts), and an older release's
+// file of both families (aclOwner): the configuration, as the pass left
+// it, no longer names them. A failure
 // (409 while haproxy.cfg still names the file: someone else's section, or
 // a write not made yet) is logged and tried again after a wait that
 // doubles (pruneRetryMin to pruneRetryMax), or at once after the next
@@ -32,7 +32,7 @@ func (d *Driver) pruneACLFiles(ctx context.Context) {
 	a := &d.acl
 	var now time.Time
 	for name := range a.paths {
-		if _, used := a.text[strings.TrimSuffix(name, aclSuffix)]; used {
+		if a.aclUsed(name) {
 			delete(a.retry, name)
 			continue
 		}

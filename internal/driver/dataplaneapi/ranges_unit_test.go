@@ -23,8 +23,12 @@ func TestACLFileNamesAndPaths(t *testing.T) {
 		name string
 		ours bool
 	}{
-		{"fe_default_web_80.acl", true},
-		{"fe_kube-system_dns_53.acl", true},
+		{"fe_default_web_80.ipv4.acl", true},
+		{"fe_default_web_80.ipv6.acl", true},
+		{"fe_default_web_80.acl", true}, // an older release's, both families
+		{"fe_kube-system_dns_53.ipv6.acl", true},
+		{"fe_default_web_80.ipv5.acl", false},
+		{"be_default_web_80.ipv4.acl", false},
 		{"be_default_web_80.acl", false}, // a backend has no ranges
 		{"fe_default_web_80", false},
 		{"fe_default_web_80.acl.bak", false},
@@ -33,6 +37,17 @@ func TestACLFileNamesAndPaths(t *testing.T) {
 	} {
 		if got := ourACL(tc.name); got != tc.ours {
 			t.Errorf("ourACL(%q) = %v, want %v", tc.name, got, tc.ours)
+		}
+	}
+	// The files a restricted frontend's rule names: its two, not an
+	// older release's file of both families.
+	a := &aclFiles{text: map[string]aclText{"fe_default_web_80": {}}}
+	for name, used := range map[string]bool{
+		"fe_default_web_80.ipv4.acl": true, "fe_default_web_80.ipv6.acl": true,
+		"fe_default_web_80.acl": false, "fe_default_db_5432.ipv4.acl": false,
+	} {
+		if got := a.aclUsed(name); got != used {
+			t.Errorf("aclUsed(%q) = %v, want %v", name, got, used)
 		}
 	}
 	for _, tc := range []struct {
@@ -75,26 +90,42 @@ func TestSameRanges(t *testing.T) {
 	}
 }
 
-// The file holds the parsed prefixes, one per line; the rule names the
-// file by the path the API reported, checked, or (no file known) lists the
-// prefixes inline.
+// Each family's file holds its parsed prefixes, one per line (a family
+// without any, a pattern none of its clients matches); the rule checks a
+// client against its family's file, named by the path the API reported,
+// checked, or (no file known) lists each family's prefixes inline.
 func TestSourceRangeRule(t *testing.T) {
 	f := model.Frontend{Name: "fe_default_web_80", SourceRanges: []netip.Prefix{netip.MustParsePrefix("10.9.0.0/16"), netip.MustParsePrefix("2001:db8::/32")}}
-	if got := aclBody(aclLines(f)); got != "10.9.0.0/16\n2001:db8::/32\n" {
-		t.Errorf("file %q", got)
+	var a aclFiles
+	if got := a.textOf(f).body; got != [2]string{"10.9.0.0/16\n", "2001:db8::/32\n"} {
+		t.Errorf("files %q", got)
 	}
+	only6 := model.Frontend{Name: f.Name, SourceRanges: f.SourceRanges[1:]}
+	if got := a.textOf(only6).body; got != [2]string{"::/128\n", "2001:db8::/32\n"} {
+		t.Errorf("files of IPv6 ranges only %q", got)
+	}
+	const dir = "/etc/haproxy/general/"
+	files := "{ src ::ffff:0:0/96 } { src -f " + dir + "fe_default_web_80.ipv4.acl } || !{ src ::ffff:0:0/96 } { src -f " + dir + "fe_default_web_80.ipv6.acl }"
+	inline := "{ src ::ffff:0:0/96 } { src 10.9.0.0/16 } || !{ src ::ffff:0:0/96 } { src 2001:db8::/32 }"
 	for _, tc := range []struct {
-		path, proxy, want string
+		name  string
+		path4 string
+		path6 string
+		proxy bool
+		f     model.Frontend
+		want  string
 	}{
-		{"/etc/haproxy/general/fe_default_web_80.acl", "", "{ src -f /etc/haproxy/general/fe_default_web_80.acl }"},
-		{"", "", "{ src 10.9.0.0/16 2001:db8::/32 }"},
-		{"/etc/haproxy/general/a b.acl", "", "{ src 10.9.0.0/16 2001:db8::/32 }"},
-		{"/etc/haproxy/general/fe_default_web_80.acl", "proxy", "{ src -f /etc/haproxy/general/fe_default_web_80.acl }"},
+		{"files", dir + "fe_default_web_80.ipv4.acl", dir + "fe_default_web_80.ipv6.acl", false, f, files},
+		{"files, proxy", dir + "fe_default_web_80.ipv4.acl", dir + "fe_default_web_80.ipv6.acl", true, f, files},
+		{"no file", "", "", false, f, inline},
+		{"one file", dir + "fe_default_web_80.ipv4.acl", "", false, f, inline},
+		{"a path haproxy.cfg cannot name", dir + "a b.acl", dir + "fe_default_web_80.ipv6.acl", false, f, inline},
+		{"inline, IPv6 only", "", "", false, only6, "!{ src ::ffff:0:0/96 } { src 2001:db8::/32 }"},
 	} {
 		d := New(Options{})
-		d.acl.paths = map[string]string{aclName(f.Name): tc.path}
-		g := f
-		g.AcceptProxy = tc.proxy != ""
+		d.acl.paths = map[string]string{aclName(f.Name, false): tc.path4, aclName(f.Name, true): tc.path6}
+		g := tc.f
+		g.AcceptProxy = tc.proxy
 		base := Object{"name": f.Name, "http_request_rule_list": []any{"someone's"}}
 		d.sourceRanges(base, g)
 		rules := base["tcp_request_rule_list"].([]any)
@@ -104,10 +135,10 @@ func TestSourceRangeRule(t *testing.T) {
 			stage = "content"
 		}
 		if len(rules) != 1 || r["cond_test"] != tc.want || r["type"] != stage || base["http_request_rule_list"] != nil {
-			t.Errorf("path %q: %v, want one %s rule %q and no other list", tc.path, base, stage, tc.want)
+			t.Errorf("%s: %v, want one %s rule %q and no other list", tc.name, base, stage, tc.want)
 		}
 		if _, err := sourceRuleLine(r); err != nil {
-			t.Errorf("path %q: the rule does not render: %v", tc.path, err)
+			t.Errorf("%s: the rule does not render: %v", tc.name, err)
 		}
 	}
 	base := Object{"tcp_request_rule_list": []any{"old"}}
@@ -117,22 +148,36 @@ func TestSourceRangeRule(t *testing.T) {
 	}
 }
 
-// The raw renderer takes a file rule only with a path of the grammar.
+// The raw renderer takes only the per-family rule the driver writes: files
+// with a path of the grammar, or prefixes of the family they are checked
+// for.
 func TestSourceRuleLineFile(t *testing.T) {
 	rule := func(test string) map[string]any {
 		return map[string]any{"type": "connection", "action": "reject", "cond": "unless", "cond_test": test}
 	}
-	if got, err := sourceRuleLine(rule("{ src -f /etc/haproxy/general/fe_a_b_80.acl }")); err != nil ||
-		got != "tcp-request connection reject unless { src -f /etc/haproxy/general/fe_a_b_80.acl }" {
-		t.Errorf("got %q, %v", got, err)
+	for _, test := range []string{
+		"{ src ::ffff:0:0/96 } { src -f /etc/haproxy/general/fe_a_b_80.ipv4.acl } || !{ src ::ffff:0:0/96 } { src -f /etc/haproxy/general/fe_a_b_80.ipv6.acl }",
+		"{ src ::ffff:0:0/96 } { src 192.0.2.0/24 198.51.100.7/32 }",
+		"!{ src ::ffff:0:0/96 } { src ::/0 }",
+	} {
+		if got, err := sourceRuleLine(rule(test)); err != nil || got != "tcp-request connection reject unless "+test {
+			t.Errorf("got %q, %v", got, err)
+		}
 	}
 	for _, test := range []string{
-		"{ src -f /etc/x.acl } || { always_true }",
-		"{ src -f /etc/x.acl -f /etc/y.acl }",
-		"{ src -f /etc/a;b }",
-		"{ src -f relative.acl }",
-		"{ src -f /etc/../x }",
-		"{ src -f /etc/x.acl }\n  http-request deny",
+		"{ src -f /etc/x.acl }", // an older release's rule: one list of both families
+		"{ src 192.0.2.0/24 }",
+		"{ src ::ffff:0:0/96 } { src -f /etc/x.acl } || { always_true }",
+		"{ src ::ffff:0:0/96 } { src -f /etc/x.acl -f /etc/y.acl }",
+		"{ src ::ffff:0:0/96 } { src -f /etc/a;b }",
+		"{ src ::ffff:0:0/96 } { src -f relative.acl }",
+		"{ src ::ffff:0:0/96 } { src -f /etc/../x }",
+		"{ src ::ffff:0:0/96 } { src -f /etc/x.acl }\n  http-request deny",
+		"{ src ::ffff:0:0/96 } { src ::/0 }",                                                   // IPv6 patterns for IPv4 clients
+		"!{ src ::ffff:0:0/96 } { src 10.0.0.0/8 }",                                            // and the other way round
+		"{ src ::ffff:0:0/96 } { src 10.0.0.0/8 } || { src ::ffff:0:0/96 } { src 11.0.0.0/8 }", // a family twice
+		"{ src ::ffff:0:0/96 } { src 10.0.0.0/8 } ||",
+		"",
 	} {
 		if _, err := sourceRuleLine(rule(test)); !errors.Is(err, errNotRenderable) {
 			t.Errorf("%q: %v, want not renderable", test, err)

@@ -175,7 +175,8 @@ func frontendField(l *lines, o Object, k string) {
 }
 
 // sourceRuleLine renders the one kind of tcp-request rule the driver
-// writes: reject unless the source is in parsed prefixes.
+// writes: reject unless the client is in the ranges of its family
+// (sourceCondition: files at checked paths, or parsed prefixes).
 func sourceRuleLine(r any) (string, error) {
 	o, ok := r.(map[string]any)
 	if !ok || len(o) != 4 || o["action"] != "reject" || o["cond"] != "unless" {
@@ -186,22 +187,11 @@ func sourceRuleLine(r any) (string, error) {
 		return "", err
 	}
 	test, _ := o["cond_test"].(string)
-	if path, ok := aclFileRule(test); ok {
-		return "tcp-request " + typ + " reject unless { src -f " + path + " }", nil
-	}
-	inner, ok := strings.CutPrefix(test, "{ src ")
-	if inner, ok = strings.CutSuffix(inner, " }"); !ok {
+	cond, ok := sourceCondition(test)
+	if !ok {
 		return "", notRenderable("cond_test %q", test)
 	}
-	var ps []string
-	for _, f := range strings.Split(inner, " ") {
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			return "", notRenderable("source range %q", f)
-		}
-		ps = append(ps, p.String())
-	}
-	return "tcp-request " + typ + " reject unless { src " + strings.Join(ps, " ") + " }", nil
+	return "tcp-request " + typ + " reject unless " + cond, nil
 }
 
 func bindLine(l *lines, o Object) error {

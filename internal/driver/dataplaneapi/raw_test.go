@@ -21,14 +21,14 @@ func TestRawRefusesWhatIsNotItsGrammar(t *testing.T) {
 	fe := func() *section {
 		return &section{
 			base: Object{"name": "fe_ns_web_80", "mode": "tcp", "default_backend": "be_ns_web_80",
-				"tcp_request_rule_list": []any{map[string]any{"type": "connection", "action": "reject", "cond": "unless", "cond_test": "{ src 192.0.2.0/24 }"}}},
+				"tcp_request_rule_list": []any{map[string]any{"type": "connection", "action": "reject", "cond": "unless", "cond_test": "{ src ::ffff:0:0/96 } { src 192.0.2.0/24 }"}}},
 			children: []Object{{"name": "all_80", "address": "*", "port": int64(80)}},
 		}
 	}
 	if ls, err := sectionText("backend", good()); err != nil || !strings.Contains(strings.Join(ls, "\n"), "server s1 127.0.0.1:1 disabled") {
 		t.Fatalf("backend: %q %v", ls, err)
 	}
-	if ls, err := sectionText("frontend", fe()); err != nil || !strings.Contains(strings.Join(ls, "\n"), "tcp-request connection reject unless { src 192.0.2.0/24 }") {
+	if ls, err := sectionText("frontend", fe()); err != nil || !strings.Contains(strings.Join(ls, "\n"), "tcp-request connection reject unless { src ::ffff:0:0/96 } { src 192.0.2.0/24 }") {
 		t.Fatalf("frontend: %q %v", ls, err)
 	}
 	v6 := fe()

@@ -11,10 +11,17 @@ import (
 
 // Source ranges (model.Frontend.SourceRanges) with an ACL directory
 // (render.Options.ACLDir): each restricted frontend's rule reads its
-// ranges from its own file, which HAProxy loads at start, and a running
-// worker is told through the Runtime API (filevers.go): no reload, and no
-// moment at which the frontend lets in more, or fewer, clients than the
-// old or the new ranges do.
+// ranges from two files of its own, one per family (a client is checked
+// against those of its family only: render.SourceCondition), which
+// HAProxy loads at start, and a running worker is told through the
+// Runtime API (filevers.go): no reload, and no moment at which the
+// frontend lets in more, or fewer, clients than the old or the new ranges
+// do. Both files exist whichever families have ranges (a family without
+// any holds a pattern none of its clients matches: render.ACLLines), so
+// that ranges moving from one family to the other are no reload either. A change touching both families replaces the two files one
+// after the other: in between, one family is checked against its old
+// ranges and the other against its new ones, each exactly as the old or
+// the new ranges say for that family.
 
 // aclFiles are the ACL files of cfg's restricted frontends.
 func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
@@ -27,11 +34,10 @@ func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
 		if !f.Restricted() {
 			continue
 		}
-		pf := patternFile{path: render.ACLFile(dir, f.Name), body: render.ACLFileContent(f), what: "source ranges of " + f.Service}
-		for _, p := range f.SourceRanges {
-			pf.lines = append(pf.lines, p.String())
+		for _, v6 := range []bool{false, true} {
+			out = append(out, patternFile{path: render.ACLFile(dir, f.Name, v6), body: render.ACLFileContent(f, v6),
+				lines: render.ACLLines(f, v6), what: "source ranges of " + f.Service})
 		}
-		out = append(out, pf)
 	}
 	return out
 }

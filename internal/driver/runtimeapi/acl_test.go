@@ -119,7 +119,7 @@ func TestSourceRangesWithoutReload(t *testing.T) {
 	}
 	expectServed(t, w.restricted, map[string]bool{"127.0.0.2": false, "127.0.0.3": true, "127.0.0.4": true, "127.0.0.5": true, "127.0.0.6": false})
 	expectServed(t, w.open, everyone)
-	b, err := os.ReadFile(render.ACLFile(l.d.opts.Render.ACLDir, "fe_a"))
+	b, err := os.ReadFile(render.ACLFile(l.d.opts.Render.ACLDir, "fe_a", false))
 	if err != nil || string(b) != "127.0.0.3/32\n127.0.0.4/31\n" {
 		t.Errorf("ACL file %q, %v", b, err)
 	}
@@ -148,8 +148,10 @@ func TestSourceRangesWithoutReload(t *testing.T) {
 		t.Fatalf("ranges removed: reloaded %v, %v", res.Reloaded, err)
 	}
 	expectServed(t, w.restricted, everyone)
-	if _, err := os.Stat(render.ACLFile(l.d.opts.Render.ACLDir, "fe_a")); !os.IsNotExist(err) {
-		t.Errorf("ACL file of an open frontend left: %v", err)
+	for _, v6 := range []bool{false, true} {
+		if _, err := os.Stat(render.ACLFile(l.d.opts.Render.ACLDir, "fe_a", v6)); !os.IsNotExist(err) {
+			t.Errorf("ACL file of an open frontend left: %v", err)
+		}
 	}
 }
 
