@@ -10,6 +10,7 @@ package desiredtest
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -60,12 +61,20 @@ type node struct {
 }
 
 // New builds the world of seed, every node Ready, and runs its first
-// pass. Node addresses are 127.36.0.x, endpoints 127.37.x.y.
-func New(seed uint64) *World {
+// pass. Node addresses are 127.36.0.x, endpoints 127.37.x.y; the
+// Services listen on every address, ports 1000 and up.
+func New(seed uint64) *World { return NewAt(seed, netip.Addr{}, nil) }
+
+// NewAt is New with the Services listening on bind, each port taken from
+// port (nil: 1000 and up).
+func NewAt(seed uint64, bind netip.Addr, port func() int32) *World {
 	w := &World{Seed: seed, rng: rand.New(rand.NewPCG(seed, 36))}
 	w.Opts = desired.Options{Class: Class, Targets: desired.TargetNodes, Defaults: settings.Defaults(),
 		TrackNodes: true, LocalHealthCheck: true,
 		NodeCheck: model.Check{Enabled: true, Inter: time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: model.HTTPCheck{Path: "/healthz"}}}
+	if bind.IsValid() {
+		w.Opts.Binds = []netip.Addr{bind}
+	}
 	w.nodes = make([]node, Nodes)
 	for i := range w.nodes {
 		w.nodes[i] = node{present: true, ready: true, ip: i}
@@ -74,7 +83,13 @@ func New(seed uint64) *World {
 	for _, k := range Kinds {
 		for j := range 2 {
 			n := len(w.svcs)
-			w.svcs = append(w.svcs, service(k, fmt.Sprintf("%s-%d", k, j), n))
+			s := service(k, fmt.Sprintf("%s-%d", k, j), n)
+			for p := range s.Spec.Ports {
+				if port != nil {
+					s.Spec.Ports[p].Port = port()
+				}
+			}
+			w.svcs = append(w.svcs, s)
 			w.sls = append(w.sls, []*desired.Slice{w.mkSlice(n, 0), w.mkSlice(n, 1)})
 		}
 	}
@@ -372,3 +387,6 @@ func Diff(got, want string) string {
 	}
 	return b.String()
 }
+
+// Note adds a line to the log (a test's own events: a pass cut short).
+func (w *World) Note(s string) { w.logf("%s", s) }

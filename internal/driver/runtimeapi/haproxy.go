@@ -50,6 +50,9 @@ type Options struct {
 	// onServersOnly, when set (by tests), is told of each pass applied by
 	// the servers-only path (applyServers).
 	onServersOnly func()
+	// opsWindow, when set (by tests), replaces the package's opsWindow,
+	// so that a small batch can be preempted.
+	opsWindow int
 }
 
 // HAProxy drives one HAProxy in master-worker mode through its master CLI,
