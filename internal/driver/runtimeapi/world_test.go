@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,24 @@ func incrementalOnHAProxy(t *testing.T, seed uint64, steps int, gated bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// Verify and persistence run beside the passes, as in the controller:
+	// Verify reads HAProxy's state while passes change it.
+	bctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { d.Run(bctx, time.Millisecond, 5*time.Millisecond) })
+	wg.Go(func() {
+		for bctx.Err() == nil {
+			if _, err := d.Verify(bctx); err != nil && bctx.Err() == nil {
+				t.Errorf("verify: %v", err)
+				return
+			}
+			select {
+			case <-bctx.Done():
+			case <-time.After(3 * time.Millisecond):
+			}
+		}
+	})
+	defer func() { stop(); wg.Wait() }()
 	w := desiredtest.NewAt(seed, netip.MustParseAddr("127.0.0.1"), func() int32 { return int32(haproxytest.FreePort(t)) })
 	rng := rand.New(rand.NewPCG(seed, 7))
 	// apply applies the last pass; false: its reload was held back.
