@@ -90,8 +90,10 @@ type HAProxy struct {
 	consistent bool
 	hashes     render.HashMemo // used under mu
 	// unsent: backends whose operations a preempted server-only pass did
-	// not send; actual and layout differ there (see preempt.go).
-	unsent     map[string]struct{}
+	// not send, each with when it was first left behind (unsentSeq);
+	// actual and layout differ there (see preempt.go).
+	unsent     map[string]uint64
+	unsentSeq  uint64
 	persist    chan struct{}
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
