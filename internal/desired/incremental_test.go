@@ -2,9 +2,7 @@ package desired_test
 
 import (
 	"fmt"
-	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -22,15 +20,7 @@ import (
 // The seeds are fixed; HKS_INCREMENTAL_SEED=N runs seed N alone (a
 // failure prints its seed and the events that led to it).
 func TestIncrementalMatchesWholeWorld(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-	if s := os.Getenv("HKS_INCREMENTAL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = []uint64{n}
-	}
-	for _, seed := range seeds {
+	for _, seed := range desiredtest.Seeds(t, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			w := desiredtest.New(seed)
 			view := newView(w.Last.Config)

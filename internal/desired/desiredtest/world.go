@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -314,6 +316,20 @@ func (w *World) Pass() {
 
 // Whole is a pass over the world as it is now, from scratch.
 func (w *World) Whole() desired.Result { return desired.Compute(w.Input(), w.Opts) }
+
+// Seeds are the seeds a test runs: defaults, or the one the environment
+// variable HKS_INCREMENTAL_SEED names (to replay a failure).
+func Seeds(t testing.TB, defaults ...uint64) []uint64 {
+	s := os.Getenv("HKS_INCREMENTAL_SEED")
+	if s == "" {
+		return defaults
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatalf("HKS_INCREMENTAL_SEED: %v", err)
+	}
+	return []uint64{n}
+}
 
 // Servers is each backend's servers as "addr:port" with "(maint)" or
 // "(drain)", one backend a line: what the model says, slot-free.

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -32,15 +30,7 @@ import (
 // HKS_INCREMENTAL_SEED=N runs seed N alone; a failure prints its seed
 // and the events that led to it.
 func TestIncrementalPassesOnHAProxy(t *testing.T) {
-	seeds := []uint64{1, 2, 3}
-	if s := os.Getenv("HKS_INCREMENTAL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seeds = []uint64{n}
-	}
-	for _, seed := range seeds {
+	for _, seed := range desiredtest.Seeds(t, 1, 2, 3) {
 		// Odd seeds hold reloads back (--min-reload-interval,
 		// --reload-settle): the passes meanwhile apply what the Runtime
 		// API can, and the model waits for the reload.
