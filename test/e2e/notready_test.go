@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -88,7 +89,7 @@ func TestNodeLeavesEveryBackend(t *testing.T) {
 // set on the server or inherited from the node it follows.
 func (e *env) inService(addr string, want int, in bool) func() error {
 	return func() error {
-		states, err := e.runtime.ShowServersState(bg)
+		states, err := e.serversState()
 		if err != nil {
 			return err
 		}
@@ -124,7 +125,7 @@ func (e *env) inService(addr string, want int, in bool) func() error {
 // has no server at addr in service.
 func (e *env) trackedOut(addr string) func() error {
 	return func() error {
-		states, err := e.runtime.ShowServersState(bg)
+		states, err := e.serversState()
 		if err != nil {
 			return err
 		}
@@ -135,4 +136,13 @@ func (e *env) trackedOut(addr string) func() error {
 		}
 		return nil
 	}
+}
+
+// serversState is `show servers state` of the worker running now, on a
+// connection of its own (a kept one would still talk to a worker a reload
+// replaced).
+func (e *env) serversState() ([]haproxy.ServerState, error) {
+	rt := haproxy.NewRuntime(e.hap.StatsSocket)
+	defer rt.Close()
+	return rt.ShowServersState(bg)
 }
