@@ -50,11 +50,11 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *drive
 	if len(missing) > 0 {
 		return false, nil // the general path reports it
 	}
+	d.leftBehindFirst(ops)
 	unsent, err := d.execOpsPreemptible(ctx, ops, res)
 	if err != nil {
 		return true, err
 	}
-	d.unsent = nil
 	d.markUnsent(unsent)
 	if d.loose != nil {
 		d.loose.Update(cfg, changed)

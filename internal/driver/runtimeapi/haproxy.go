@@ -49,6 +49,9 @@ type Options struct {
 	// onServersOnly, when set (by tests), is told of each pass applied by
 	// the servers-only path (applyServers).
 	onServersOnly func()
+	// opsWindow, when set (by tests), replaces the package's opsWindow,
+	// so that a small batch can be preempted.
+	opsWindow int
 }
 
 // HAProxy drives one HAProxy in master-worker mode through its master CLI,
@@ -86,8 +89,10 @@ type HAProxy struct {
 	consistent bool
 	hashes     render.HashMemo // used under mu
 	// unsent: backends whose operations a preempted server-only pass did
-	// not send; actual and layout differ there (see preempt.go).
-	unsent     map[string]struct{}
+	// not send, each with when it was first left behind (unsentSeq);
+	// actual and layout differ there (see preempt.go).
+	unsent     map[string]uint64
+	unsentSeq  uint64
 	persist    chan struct{}
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState

@@ -1,8 +1,11 @@
 package runtimeapi
 
 import (
+	"cmp"
 	"context"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"math"
+	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
@@ -32,18 +35,47 @@ func (d *HAProxy) execOpsPreemptible(ctx context.Context, ops []plan.Op, res *dr
 }
 
 // markUnsent records the backends whose operations a preempted pass did
-// not send: d.layout holds what they should run, d.actual what they run,
-// and the next server-only pass plans them again.
+// not send, in place of those recorded before (the pass planned them
+// again): d.layout holds what they should run, d.actual what they run,
+// and the next server-only pass plans them again, sending the oldest
+// first (leftBehindFirst). A backend left behind again keeps the time it
+// was first left behind.
 func (d *HAProxy) markUnsent(unsent []plan.Op) {
+	prev := d.unsent
+	d.unsent = nil
 	if len(unsent) == 0 {
 		return
 	}
-	if d.unsent == nil {
-		d.unsent = make(map[string]struct{})
-	}
+	d.unsentSeq++
+	d.unsent = make(map[string]uint64)
 	for _, o := range unsent {
-		d.unsent[o.Backend] = struct{}{}
+		if seq, ok := prev[o.Backend]; ok {
+			d.unsent[o.Backend] = seq
+		} else {
+			d.unsent[o.Backend] = d.unsentSeq
+		}
 	}
 	d.log.Info("newer change waiting: rest of the batch left to the next pass",
 		"ops_left", len(unsent), "backends_left", len(d.unsent))
+}
+
+// leftBehindFirst orders ops (plan.Ops sorts them by backend name) so
+// that the operations of backends an earlier pass left behind come first,
+// the oldest first, and the new ones after them; within a backend the
+// order stays. A pass cut short again then sends the oldest debt: without
+// this, a stream of newer changes to backends whose names sort first (the
+// model.NodesBackend, "_nodes", sorts before every Service's backend) holds
+// the others back for as long as it lasts, a node leaving the backends
+// that follow it at once and the others only once the stream ends.
+func (d *HAProxy) leftBehindFirst(ops []plan.Op) {
+	if len(d.unsent) == 0 {
+		return
+	}
+	age := func(be string) uint64 {
+		if seq, ok := d.unsent[be]; ok {
+			return seq
+		}
+		return math.MaxUint64
+	}
+	slices.SortStableFunc(ops, func(a, b plan.Op) int { return cmp.Compare(age(a.Backend), age(b.Backend)) })
 }

@@ -49,10 +49,14 @@ func (d *HAProxy) sendOps(ctx context.Context, ops []plan.Op, res *driver.Result
 	d.verify.touch(ops) // all of them: conservative when stopped early
 	var ans []string
 	var err error
-	if stop == nil || len(ops) <= opsWindow {
+	window := opsWindow
+	if d.opts.opsWindow > 0 {
+		window = d.opts.opsWindow
+	}
+	if stop == nil || len(ops) <= window {
 		ans, err = d.rt.ExecChecked(ctx, cmds)
 	} else {
-		ans, err = d.rt.ExecCheckedUntil(ctx, cmds, opsWindow, stop)
+		ans, err = d.rt.ExecCheckedUntil(ctx, cmds, window, stop)
 	}
 	if err != nil {
 		d.known = false
