@@ -40,7 +40,9 @@ type Process struct {
 }
 
 // Bin returns the haproxy binary tests use: $HAPROXY_BIN, else "haproxy"
-// from PATH, else /usr/sbin/haproxy.
+// from PATH, else /usr/sbin/haproxy. `make test-haproxy VERSION=3.0` sets
+// HAPROXY_BIN to what hack/haproxy-version.sh prints, so every test that
+// starts or checks with Bin runs that version.
 func Bin() string {
 	if b := os.Getenv("HAPROXY_BIN"); b != "" {
 		return b
