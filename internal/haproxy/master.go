@@ -114,13 +114,14 @@ func (m *Master) once(ctx context.Context, cmd string, idempotent bool) (out str
 	return strings.TrimSpace(string(b)), true, nil
 }
 
-// Proc is the parsed output of the master's "show proc" (HAProxy 2.6).
+// Proc is the parsed output of the master's "show proc".
 type Proc struct {
 	MasterPID  int
-	Reloads    int   // reloads since start, failed ones included
-	Failed     int   // consecutive failed reloads; back to 0 after a successful one
-	Workers    []int // current worker PIDs
-	OldWorkers []int // workers still finishing after a reload
+	Version    Version // the master's (its line's last column); zero if absent
+	Reloads    int     // reloads since start, failed ones included
+	Failed     int     // consecutive failed reloads; back to 0 after a successful one
+	Workers    []int   // current worker PIDs
+	OldWorkers []int   // workers still finishing after a reload
 }
 
 // ShowProc runs "show proc" on the master.
@@ -176,6 +177,9 @@ func ParseProc(out string) (Proc, error) {
 				}
 			}
 			p.MasterPID, seenMaster = pid, true
+			if v, err := ParseVersion(f[len(f)-1]); err == nil && len(f) >= 4 {
+				p.Version = v
+			}
 		case f[1] == "worker" && section == "workers":
 			p.Workers = append(p.Workers, pid)
 		case f[1] == "worker" && section == "old workers":
@@ -188,22 +192,131 @@ func ParseProc(out string) (Proc, error) {
 	return p, nil
 }
 
-// Reload asks the master to reload and waits until it has: the reload
-// counter rose and a new worker is listed (nil), or the failed counter rose
-// (an error wrapping ErrReloadFailed; the previous worker keeps serving).
-// It polls "show proc" every few milliseconds until ctx ends (10s when ctx
-// has no deadline).
-func (m *Master) Reload(ctx context.Context) error {
+// ReloadResult is what a reload did, as the master reported it. A caller
+// reads it on failure too: the reasons are in Log.
+type ReloadResult struct {
+	// Version is the master's, from the `show proc` read before the reload
+	// (zero when the master did not print one).
+	Version Version
+	// Answered: the master reported the outcome itself ("Success=1|0",
+	// 2.7+); otherwise the reload was confirmed by polling `show proc`
+	// (2.6, or a 2.7+ answer that did not arrive whole).
+	Answered bool
+	// Log holds the startup log lines the master answered with (2.7+), as
+	// HAProxy printed them: a failed reload's reasons are its [ALERT]
+	// lines. 2.6's master has no startup logs on its CLI: nil there.
+	Log []string
+}
+
+// Alerts returns the [ALERT] lines of r.Log without their "[ALERT] (PID) :"
+// prefix.
+func (r ReloadResult) Alerts() []string {
+	var out []string
+	for _, l := range r.Log {
+		if rest, ok := strings.CutPrefix(l, "[ALERT]"); ok {
+			if _, msg, ok := strings.Cut(rest, ") : "); ok {
+				rest = msg
+			}
+			out = append(out, strings.TrimSpace(rest))
+		}
+	}
+	return out
+}
+
+// Reload asks the master to reload and waits until it has. A master of 2.7
+// or newer answers the reload itself (synchronous reload: `Success=1`,
+// nil; `Success=0`, an error wrapping ErrReloadFailed with the startup
+// logs' alerts, also in the result's Log; 3.1+ refusing a reload while one
+// is loading, ErrReloadInProgress). A 2.6 master answers nothing: the
+// reload counter of `show proc` rising with a new worker listed is success,
+// its failed counter rising is ErrReloadFailed (the previous worker keeps
+// serving either way). It polls `show proc` every few milliseconds until
+// ctx ends (10s when ctx has no deadline).
+func (m *Master) Reload(ctx context.Context) (ReloadResult, error) {
 	ctx, cancel := WithDefaultTimeout(ctx, defaultMasterTimeout)
 	defer cancel()
 	start := time.Now()
 	before, err := m.ShowProc(ctx)
 	if err != nil {
-		return err
+		return ReloadResult{}, err
 	}
-	if _, sent, err := m.command(ctx, "reload"); err != nil && !sent {
-		return err
+	res := ReloadResult{Version: before.Version}
+	out, sent, err := m.command(ctx, "reload")
+	if err != nil && !sent {
+		return res, err
 	}
+	if err == nil && before.Version.SyncReload() {
+		ok, log, perr := ParseReloadAnswer(out)
+		switch {
+		case perr == nil:
+			res.Answered, res.Log = true, log
+			if !ok {
+				return res, fmt.Errorf("%w: master answered Success=0: %s", ErrReloadFailed, reasons(res))
+			}
+			m.log.Debug("reload done", "version", before.Version.Text, "elapsed", time.Since(start))
+			return res, nil
+		case errors.Is(perr, ErrReloadInProgress):
+			return res, perr
+		}
+		// The answer did not arrive whole (the master re-executing cut
+		// it): show proc still tells.
+		m.log.Warn("unexpected answer to reload, confirming with show proc", "version", before.Version.Text, "err", perr)
+	}
+	return res, m.confirmReload(ctx, before, start)
+}
+
+// reasons is the alerts of a failed reload for an error message: the first
+// few, or the last lines when there is no alert.
+func reasons(r ReloadResult) string {
+	const most = 8
+	lines := r.Alerts()
+	if len(lines) == 0 {
+		lines = r.Log[max(0, len(r.Log)-3):]
+	}
+	if len(lines) > most {
+		lines = append(lines[:most:most], fmt.Sprintf("(%d more)", len(lines)-most))
+	}
+	if len(lines) == 0 {
+		return "no startup logs"
+	}
+	return strings.Join(lines, "; ")
+}
+
+// ParseReloadAnswer reads a 2.7+ master's answer to "reload":
+//
+//	Success=1
+//	--
+//	[NOTICE]   (7524) : Loading success.
+//
+// ok is the outcome, log the lines after "--". A 3.1+ master refusing a
+// reload while one is loading is an error wrapping ErrReloadInProgress;
+// any other answer wraps ErrCommand.
+func ParseReloadAnswer(out string) (ok bool, log []string, err error) {
+	first, rest, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	first = strings.TrimSpace(first)
+	switch first {
+	case "Success=1":
+		ok = true
+	case "Success=0":
+	default:
+		if strings.Contains(strings.ToLower(out), "reload is still in progress") {
+			return false, nil, fmt.Errorf("%w: %s", ErrReloadInProgress, first)
+		}
+		return false, nil, fmt.Errorf("%w: reload: unexpected answer %q", ErrCommand, first)
+	}
+	for line := range strings.Lines(rest) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) == "" || (log == nil && strings.TrimSpace(line) == "--") {
+			continue
+		}
+		log = append(log, line)
+	}
+	return ok, log, nil
+}
+
+// confirmReload polls `show proc` until the reload counter rose with a new
+// worker listed (nil) or the failed counter rose (ErrReloadFailed).
+func (m *Master) confirmReload(ctx context.Context, before Proc, start time.Time) error {
 	// 2.6 answers "reload" with nothing (or drops the connection while
 	// re-executing): the outcome is only visible in "show proc".
 	var last Proc

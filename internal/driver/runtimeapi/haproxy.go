@@ -96,6 +96,7 @@ type HAProxy struct {
 	routeMaps  fileSet // the routes' map files (routemaps.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
+	version     haproxy.Version // the master's, as the last reload read it (version.go)
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -362,8 +363,9 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 
 	t = time.Now()
 	rctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
-	err = d.master.Reload(rctx)
+	rel, err := d.master.Reload(rctx)
 	cancel()
+	d.noteVersion(rel)
 	res.Reload = time.Since(t)
 	d.gate.reloaded(d.now())
 	d.rt.Reset()
