@@ -42,7 +42,7 @@ testbin_only = HKS_TESTBIN_DIR="$$(hack/testbin.sh $(1) | tail -n 1)"; export HK
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test test-haproxy vet testbin deps deps-haproxy deps-test deps-versions demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance fuzz fmt-check
+.PHONY: build test test-haproxy test-versions bench-versions vet testbin deps deps-haproxy deps-test deps-versions demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance fuzz fmt-check
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
@@ -121,7 +121,23 @@ test: deps
 	$(MAKE) --no-print-directory fmt-check && \
 	$(GO) vet $(PKGS) && \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS) && \
+	$(MAKE) --no-print-directory test-versions && \
 	$(MAKE) --no-print-directory fuzz
+
+# The packages that talk to HAProxy itself (its clients, the local driver,
+# the start-up check) again on each other supported version: make test
+# runs them on 3.0 after the whole suite on the host's 2.6 (docs/testing.md
+# has what each version showed). ~2 min warm; a cold cache first makes
+# 3.0's root file system (hack/haproxy-version.sh, 4-12 min). The whole
+# suite on one version: make test-haproxy VERSION=3.0.
+TEST_VERSIONS ?= 3.0
+VERSION_PKGS ?= ./internal/haproxy/... ./internal/driver/runtimeapi/ ./internal/cli/
+test-versions: deps-versions
+	@set -e; for v in $(TEST_VERSIONS); do \
+		bin="$$(hack/haproxy-version.sh $$v | tail -n 1)"; \
+		echo "HAProxy $$v: $$bin"; \
+		HAPROXY_BIN="$$bin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(VERSION_PKGS); \
+	done
 
 # The whole suite against one HAProxy version, the binary from
 # hack/haproxy-version.sh (2.6: the host's; 3.0: Debian trixie's, made and
@@ -185,6 +201,13 @@ bench-gateway: deps-haproxy
 # side by side in one run: make bench-pools SERVICES=10000 CHANGES=200
 bench-pools: BENCHFLAGS += -compare-pools -node-deaths=0
 bench-pools: bench
+
+# Reload-to-serving time per HAProxy version, side by side in one run
+# (internal/haproxy BenchmarkReloadToServing; BENCHMARKS.md).
+bench-versions: deps-haproxy deps-versions
+	HKS_HAPROXY_BINS="2.6=$$(hack/haproxy-version.sh 2.6 | tail -n 1) 3.0=$$(hack/haproxy-version.sh 3.0 | tail -n 1)"; \
+	export HKS_HAPROXY_BINS; \
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkReloadToServing -benchtime $(or $(CHANGES),20)x ./internal/haproxy/
 
 # kube-apiserver failover and join times (root: a network namespace).
 bench-apiserver: deps
