@@ -192,7 +192,14 @@ func ParseProc(out string) (Proc, error) {
 	return p, nil
 }
 
-// Reload asks the master to reload and waits until it has. A master of 2.7
+// Reload is ReloadReport without the report: nil once the reload is
+// confirmed, else why not.
+func (m *Master) Reload(ctx context.Context) error {
+	_, err := m.ReloadReport(ctx)
+	return err
+}
+
+// ReloadReport asks the master to reload and waits until it has. A master of 2.7
 // or newer answers the reload itself (synchronous reload: `Success=1`,
 // nil; `Success=0`, an error wrapping ErrReloadFailed with the startup
 // logs' alerts, also in the result's Log; 3.1+ refusing a reload while one
@@ -201,7 +208,7 @@ func ParseProc(out string) (Proc, error) {
 // its failed counter rising is ErrReloadFailed (the previous worker keeps
 // serving either way). It polls `show proc` every few milliseconds until
 // ctx ends (10s when ctx has no deadline).
-func (m *Master) Reload(ctx context.Context) (ReloadResult, error) {
+func (m *Master) ReloadReport(ctx context.Context) (ReloadResult, error) {
 	ctx, cancel := WithDefaultTimeout(ctx, defaultMasterTimeout)
 	defer cancel()
 	start := time.Now()
@@ -223,7 +230,7 @@ func (m *Master) Reload(ctx context.Context) (ReloadResult, error) {
 				return res, fmt.Errorf("%w: master answered Success=0: %s", ErrReloadFailed, reasons(res))
 			}
 			m.log.Debug("reload done", "version", before.Version.Text, "elapsed", time.Since(start))
-			return res, nil
+			return m.newWorkers(ctx, res), nil
 		case errors.Is(perr, ErrReloadInProgress):
 			return res, perr
 		}
@@ -231,7 +238,21 @@ func (m *Master) Reload(ctx context.Context) (ReloadResult, error) {
 		// it): show proc still tells.
 		m.log.Warn("unexpected answer to reload, confirming with show proc", "version", before.Version.Text, "err", perr)
 	}
-	return res, m.confirmReload(ctx, before, start)
+	if err := m.confirmReload(ctx, before, start); err != nil {
+		return res, err
+	}
+	return m.newWorkers(ctx, res), nil
+}
+
+// newWorkers notes in res the workers `show proc` lists once a reload is
+// confirmed. A 2.7+ master answers before the previous worker has stopped
+// listening, so for a moment either worker may answer on the stats socket:
+// the new ones are these. Left nil when the master does not answer.
+func (m *Master) newWorkers(ctx context.Context, res ReloadResult) ReloadResult {
+	if p, err := m.ShowProc(ctx); err == nil {
+		res.Workers = p.Workers
+	}
+	return res
 }
 
 // confirmReload polls `show proc` until the reload counter rose with a new

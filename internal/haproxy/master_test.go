@@ -31,7 +31,7 @@ func TestReload(t *testing.T) {
 	v := l.version(t)
 	for i := 1; i <= 3; i++ {
 		start := time.Now()
-		res, err := l.master.Reload(ctx)
+		res, err := l.master.ReloadReport(ctx)
 		if err != nil {
 			t.Fatalf("reload %d: %v", i, err)
 		}
@@ -92,7 +92,7 @@ func TestReloadFailedKeepsServing(t *testing.T) {
 	}
 	v := l.version(t)
 	for i := 1; i <= 2; i++ {
-		res, err := l.master.Reload(ctx)
+		res, err := l.master.ReloadReport(ctx)
 		if !errors.Is(err, ErrReloadFailed) {
 			t.Fatalf("broken reload %d: %v, want ErrReloadFailed", i, err)
 		}
@@ -122,7 +122,7 @@ func TestReloadFailedKeepsServing(t *testing.T) {
 	if err := os.WriteFile(l.proc.ConfigPath, []byte(l.goodCfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.master.Reload(ctx); err != nil {
+	if err := l.master.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := l.master.ShowProc(ctx); p.Failed != 0 || p.Reloads != 3 {

@@ -19,6 +19,11 @@ type ReloadResult struct {
 	// HAProxy printed them: a failed reload's reasons are its [ALERT]
 	// lines. 2.6's master has no startup logs on its CLI: nil there.
 	Log []string
+	// Workers are the workers `show proc` listed once the reload was
+	// confirmed (nil after a failure, or when it could not be read): the
+	// new configuration's. Until the previous worker stops listening,
+	// the stats socket may still reach it.
+	Workers []int
 }
 
 // Alerts returns the [ALERT] lines of r.Log without their "[ALERT] (PID) :"

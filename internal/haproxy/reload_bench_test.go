@@ -72,7 +72,7 @@ backend be
 		write(fe)
 		b.StartTimer()
 		start := time.Now()
-		res, err := m.Reload(ctx)
+		res, err := m.ReloadReport(ctx)
 		if err != nil {
 			b.Fatalf("reload: %v", err)
 		}

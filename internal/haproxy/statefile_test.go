@@ -281,7 +281,7 @@ backend be
 	if err := os.WriteFile(path, []byte(config(30147, 2)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewMaster(p.MasterSocket).Reload(testCtx(t)); err != nil {
+	if err := NewMaster(p.MasterSocket).Reload(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	got := ports()

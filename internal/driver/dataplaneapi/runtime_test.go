@@ -117,7 +117,7 @@ func (a *api) restartHAProxy(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := a.master.Reload(ctx); err != nil {
+	if err := a.master.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -363,7 +363,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 
 	t = time.Now()
 	rctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
-	rel, err := d.master.Reload(rctx)
+	rel, err := d.master.ReloadReport(rctx)
 	cancel()
 	d.noteVersion(rel)
 	res.Reload = time.Since(t)
@@ -385,7 +385,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		d.acls.prune(dir, d.aclFiles(cfg))
 		d.routeMaps.prune(dir, d.routeMapFiles(cfg))
 	}
-	if err := d.waitHash(ctx, hash); err != nil {
+	if err := d.waitHash(ctx, hash, rel.Workers); err != nil {
 		d.known = false
 		return err
 	}

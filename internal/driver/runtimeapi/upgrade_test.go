@@ -49,7 +49,7 @@ func TestUpgradeKeepsOlderRendering(t *testing.T) {
 	if err := os.WriteFile(lb.cfgPath, render.Config(config(), joined, ro), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := master.Reload(ctx); err != nil {
+	if err := master.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
 	older := render.StructureHash(config(), joined, ro)

@@ -61,3 +61,25 @@ func TestFailedReloadSaysWhy(t *testing.T) {
 	// The old worker still serves the last good configuration.
 	assertServing(t, ctx, lb.p.StatsSocket, good)
 }
+
+// After a reload only the workers the master listed count as the new
+// configuration's: with the same structure hash, a previous worker still
+// answering on the stats socket (2.7+ confirms before it stops listening)
+// must not be taken for the new one.
+func TestNewWorker(t *testing.T) {
+	for _, tc := range []struct {
+		pid     string
+		workers []int
+		want    bool
+	}{
+		{"12675", []int{12675}, true},
+		{"12670", []int{12675}, false},
+		{"12670", nil, true}, // the master's list could not be read: the hash decides
+		{"", []int{12675}, false},
+		{"x", []int{12675}, false},
+	} {
+		if got := newWorker(tc.pid, tc.workers); got != tc.want {
+			t.Errorf("newWorker(%q, %v) = %v, want %v", tc.pid, tc.workers, got, tc.want)
+		}
+	}
+}
