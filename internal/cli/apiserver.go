@@ -73,33 +73,33 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserverlb.Options, error) 
 	var o apiserverlb.Options
 	var err error
 	if o.Sources, err = apiserverlb.ParseSources(a.sources); err != nil {
-		return o, fmt.Errorf("--apiserver-sources: %w", err)
+		return o, flagErr("--apiserver-sources: %v", err)
 	}
 	if a.port < 1 || a.port > 65535 {
-		return o, fmt.Errorf("--apiserver-port: %d out of range", a.port)
+		return o, flagErr("--apiserver-port: %d out of range", a.port)
 	}
 	o.Port = uint16(a.port)
 	if o.Static, err = apiserverlb.ParseServers(strings.Join(a.bootstrap, "\n"), o.Port); err != nil {
-		return o, fmt.Errorf("--bootstrap-servers: %w", err)
+		return o, flagErr("--bootstrap-servers: %v", err)
 	}
 	if a.configMap != "" {
 		ns, name, ok := strings.Cut(a.configMap, "/")
 		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return o, fmt.Errorf("--apiserver-configmap: want NAMESPACE/NAME, got %q", a.configMap)
+			return o, flagErr("--apiserver-configmap: want NAMESPACE/NAME, got %q", a.configMap)
 		}
 		o.ConfigMapNamespace, o.ConfigMapName = ns, name
 	} else if slices.Contains(o.Sources, apiserverlb.SourceConfigMap) {
-		return o, errors.New("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
+		return o, flagErr("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
 	}
 	o.StateFile = a.stateFile
 	if (a.certFile == "") != (a.keyFile == "") {
-		return o, errors.New("--apiserver-check-cert and --apiserver-check-key go together")
+		return o, flagErr("--apiserver-check-cert and --apiserver-check-key go together")
 	}
 	if a.pemFile != "" && a.certFile != "" {
-		return o, errors.New("--apiserver-check-pem replaces --apiserver-check-cert and --apiserver-check-key: give one or the other")
+		return o, flagErr("--apiserver-check-pem replaces --apiserver-check-cert and --apiserver-check-key: give one or the other")
 	}
 	if a.pemFile != "" && !model.ValidFilePath(a.pemFile) {
-		return o, fmt.Errorf("--apiserver-check-pem: %q: want an absolute path of letters, digits and /-._", a.pemFile)
+		return o, flagErr("--apiserver-check-pem: %q: want an absolute path of letters, digits and /-._", a.pemFile)
 	}
 	if f := missingFile(a.caFile, a.certFile, a.keyFile, a.pemFile); f != "" && !a.noCheck {
 		// Before kubeadm init the CA and certificates do not exist yet:
@@ -144,7 +144,7 @@ func (a *apiserverFlags) options(log *slog.Logger) (apiserverlb.Options, error) 
 // Service mode, fed by the apiserver loop.
 func runAPIServer(ctx context.Context, f *runFlags, a *apiserverFlags, log *slog.Logger) error {
 	if f.apply != runtimeapi.ModeHybrid && f.apply != runtimeapi.ModeReload {
-		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
+		return flagErr("--apply: want hybrid or reload, got %q", f.apply)
 	}
 	opts, err := a.options(log)
 	if err != nil {

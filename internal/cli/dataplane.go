@@ -104,13 +104,13 @@ func (f *dataplaneFlags) selected() (bool, error) {
 		return f.url != "", nil
 	case driverDataplane:
 		if f.url == "" {
-			return false, errors.New("--driver=dataplane needs --dataplane-url (or HAPROXY_DATAPLANE_URL)")
+			return false, flagErr("--driver=dataplane needs --dataplane-url (or HAPROXY_DATAPLANE_URL)")
 		}
 		return true, nil
 	case driverHAProxy:
 		return false, nil
 	}
-	return false, fmt.Errorf("--driver: want haproxy or dataplane, got %q", f.driver)
+	return false, flagErr("--driver: want haproxy or dataplane, got %q", f.driver)
 }
 
 // secret returns the content of file, else the environment variable's.

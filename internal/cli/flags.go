@@ -88,14 +88,16 @@ func (s *shape) registerDefaults(fs *pflag.FlagSet, getenv func(string) string) 
 // registerHAProxy registers what of HAProxy's own the config names.
 func (s *shape) registerHAProxy(fs *pflag.FlagSet) {
 	addGroup(fs, groupHAProxy, scopeLocal, func(fs *pflag.FlagSet) {
-		fs.StringVar(&s.stats, "stats-socket", "/run/haproxy-k8s-sync/admin.sock", "HAProxy worker admin socket (written into the config)")
-		fs.IntVar(&s.maxConn, "global-maxconn", 0, "global maxconn of HAProxy (0: HAProxy's default)")
-		fs.TextVar(&s.monitor, "monitor-address", netip.AddrPort{}, "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
+		s.stats = "/run/haproxy-k8s-sync/admin.sock"
+		fs.Var(pathValue{&s.stats, true}, "stats-socket", "HAProxy worker admin socket (written into the config)")
+		fs.Var(countValue{&s.maxConn}, "global-maxconn", "global maxconn of HAProxy (0: HAProxy's default)")
+		fs.Var(listenValue{&s.monitor}, "monitor-address", "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
 	})
 	// The state file's directory also keeps the last good settings, for
 	// every driver: it belongs to no driver.
 	addGroup(fs, groupHAProxy, scopeAll, func(fs *pflag.FlagSet) {
-		fs.StringVar(&s.stateFile, "state-file", "/var/lib/haproxy-k8s-sync/server-state", "HAProxy server-state-file (written into the config); its directory also holds the controller's last good settings")
+		s.stateFile = "/var/lib/haproxy-k8s-sync/server-state"
+		fs.Var(pathValue{&s.stateFile, false}, "state-file", "HAProxy server-state-file (written into the config); its directory also holds the controller's last good settings")
 	})
 }
 
@@ -111,23 +113,26 @@ func (s *shape) desiredOptions() (desired.Options, error) {
 		return o, err
 	}
 	if s.targets != desired.TargetNodes && s.targets != desired.TargetPods {
-		return o, fmt.Errorf("--targets: want nodes or pods, got %q", s.targets)
+		return o, flagErr("--targets: want nodes or pods, got %q", s.targets)
 	}
 	if s.service != "" {
 		if ns, name, ok := strings.Cut(s.service, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return o, fmt.Errorf("--service: want NAMESPACE/NAME, got %q", s.service)
+			return o, flagErr("--service: want NAMESPACE/NAME, got %q", s.service)
 		}
 	}
 	if s.backend != "" && !desired.ValidBackendName(s.backend) {
-		return o, fmt.Errorf("--backend-name: %q is not a valid HAProxy backend name", s.backend)
+		return o, flagErr("--backend-name: %q is not a valid HAProxy backend name", s.backend)
 	}
 	for _, b := range s.binds {
 		if b == "*" {
 			continue
 		}
 		a, err := netip.ParseAddr(b)
+		if err == nil {
+			err = checkListenAddr(a)
+		}
 		if err != nil {
-			return o, fmt.Errorf("--bind-address: %w", err)
+			return o, flagErr("--bind-address: %v", err)
 		}
 		o.Binds = append(o.Binds, a)
 	}

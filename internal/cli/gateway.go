@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 
 	"k8s.io/client-go/dynamic"
@@ -130,11 +128,11 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 func gatewayDrivers(f *runFlags, useDataplane bool, log *slog.Logger) error {
 	const why = "the Data Plane API driver cannot serve Gateway routes yet (it has no SNI routing or route maps)"
 	if useDataplane {
-		return errors.New("--mode=gateway drives local HAProxies (--driver=haproxy, or --instance name=,config=,master=,stats=,state=): " + why)
+		return flagErr("--mode=gateway drives local HAProxies (--driver=haproxy, or --instance name=,config=,master=,stats=,state=): %s", why)
 	}
 	for _, s := range f.instances {
 		if s.kind() == driverDataplane {
-			return fmt.Errorf("--mode=gateway: --instance %s is a Data Plane API: %s; give local HAProxy instances (config=,master=,stats=,state=)", s.name, why)
+			return flagErr("--mode=gateway: --instance %s is a Data Plane API: %s; give local HAProxy instances (config=,master=,stats=,state=)", s.name, why)
 		}
 	}
 	return f.instances.check(false, f.statsPage, f.renderOptions(), log)

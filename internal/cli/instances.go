@@ -81,6 +81,14 @@ func (l *instanceList) Set(v string) error {
 	case strings.Contains(s.name, "/"):
 		return fmt.Errorf("instance %q: a name without /", s.name)
 	}
+	for _, f := range []struct {
+		key, path string
+		socket    bool
+	}{{"stats", s.stats, true}, {"state", s.state, false}} { // written into its config
+		if err := checkConfigPath(f.path, f.socket); err != nil {
+			return fmt.Errorf("instance %q: %s=%w", s.name, f.key, err)
+		}
+	}
 	for _, o := range *l {
 		if o.name == s.name {
 			return fmt.Errorf("instance name %q given twice", s.name)
@@ -104,13 +112,13 @@ func (l instanceList) check(useDataplane bool, shared statsFlags, ropts render.O
 		return nil
 	}
 	if useDataplane {
-		return errors.New("--instance with --dataplane-url or --driver=dataplane: give the Data Plane API as an instance, --instance name=NAME,dataplane-url=URL (the other --dataplane-* flags apply to it)")
+		return flagErr("--instance with --dataplane-url or --driver=dataplane: give the Data Plane API as an instance, --instance name=NAME,dataplane-url=URL (the other --dataplane-* flags apply to it)")
 	}
 	if shared.addr != "" {
-		return errors.New("--stats-address with --instance: every HAProxy would bind the same address; give each instance its own, --instance ...,stats-page=[IP]:PORT (--stats-auth-file and --stats-public apply to every instance)")
+		return flagErr("--stats-address with --instance: every HAProxy would bind the same address; give each instance its own, --instance ...,stats-page=[IP]:PORT (--stats-auth-file and --stats-public apply to every instance)")
 	}
 	if shared.authFile != "" && !slices.ContainsFunc(l, func(s instanceSpec) bool { return s.statsPage != "" }) {
-		return errors.New("--stats-auth-file with --instance needs an instance with a stats-page")
+		return flagErr("--stats-auth-file with --instance needs an instance with a stats-page")
 	}
 	for i, s := range l {
 		if s.statsPage == "" {
@@ -119,7 +127,7 @@ func (l instanceList) check(useDataplane bool, shared statsFlags, ropts render.O
 		page := shared
 		page.addr = s.statsPage
 		if err := page.resolve(&ropts, log.With("instance", s.name)); err != nil {
-			return fmt.Errorf("--instance %s: stats-page: %w", s.name, err)
+			return flagErr("--instance %s: stats-page: %v", s.name, err)
 		}
 		l[i].page = &page
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -84,7 +83,7 @@ func (n *nodeCheck) localHealthCheck() (bool, error) {
 	case "health-check-node-port":
 		return true, nil
 	}
-	return false, fmt.Errorf("--local-check: want service-port or health-check-node-port, got %q", n.local)
+	return false, flagErr("--local-check: want service-port or health-check-node-port, got %q", n.local)
 }
 
 // check validates the flags into the check of the _nodes backend.
@@ -94,10 +93,10 @@ func (n *nodeCheck) check() (model.Check, error) {
 	}
 	c := model.Check{Enabled: true, Inter: n.inter, Rise: n.rise, Fall: n.fall}
 	if n.inter < 100*time.Millisecond || n.inter > time.Hour {
-		return c, fmt.Errorf("--node-check-interval: want 100ms to 1h, got %v", n.inter)
+		return c, flagErr("--node-check-interval: want 100ms to 1h, got %v", n.inter)
 	}
 	if n.rise < 1 || n.rise > 100 || n.fall < 1 || n.fall > 100 {
-		return c, fmt.Errorf("--node-check-rise and --node-check-fall: want 1 to 100, got %d and %d", n.rise, n.fall)
+		return c, flagErr("--node-check-rise and --node-check-fall: want 1 to 100, got %d and %d", n.rise, n.fall)
 	}
 	kind, rest, _ := strings.Cut(n.spec, ":")
 	port, path := rest, ""
@@ -106,15 +105,15 @@ func (n *nodeCheck) check() (model.Check, error) {
 			port, path = rest[:i], rest[i:]
 		}
 		if !model.ValidCheckPath(path) {
-			return c, fmt.Errorf("--node-check: %q: want http:PORT/PATH with a plain absolute path", n.spec)
+			return c, flagErr("--node-check: %q: want http:PORT/PATH with a plain absolute path", n.spec)
 		}
 		c.HTTP.Path = path
 	} else if kind != "tcp" {
-		return c, fmt.Errorf("--node-check: %q: want http:PORT/PATH, tcp:PORT or none", n.spec)
+		return c, flagErr("--node-check: %q: want http:PORT/PATH, tcp:PORT or none", n.spec)
 	}
 	p, err := strconv.ParseUint(port, 10, 16)
 	if err != nil || p == 0 {
-		return c, fmt.Errorf("--node-check: %q: bad port %q", n.spec, port)
+		return c, flagErr("--node-check: %q: bad port %q", n.spec, port)
 	}
 	c.Port = uint16(p)
 	return c, nil

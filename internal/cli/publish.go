@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -51,7 +50,7 @@ func (s *publishFlags) addresses() ([]netip.Addr, error) {
 	for _, a := range s.addrs {
 		ip, err := netip.ParseAddr(a)
 		if err != nil {
-			return nil, fmt.Errorf("--publish-address: %w", err)
+			return nil, flagErr("--publish-address: %v", err)
 		}
 		out = append(out, ip)
 	}

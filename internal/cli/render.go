@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,10 +16,11 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/objects"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // Render outputs (--output) and the files of -o DIR.
@@ -51,10 +54,16 @@ or the List of kubectl get -o yaml; - is stdin) and prints the haproxy.cfg that 
 same flags, would produce. Standard output carries one format: haproxy.cfg (--output haproxy,
 the default) or the nftables ruleset of the UDP ports (--output nftables); a note on stderr
 says when UDP ports are left to the ruleset. -o DIR writes both, haproxy.cfg and udp.nft, side
-by side.
+by side, as run with --haproxy-config DIR/haproxy.cfg would: source ranges in ACL files under
+DIR/acl, and no udp.nft (an earlier one removed) when there are no UDP ports.
 
-Problems with single objects go to stderr and the rest still renders (exit 0); a document that
-cannot be parsed at all is reported too and makes render exit 1 after printing what did render.`,
+Problems with single Services go to stderr and the rest still renders (exit 0), as run reports
+them in Events. Render exits 1, naming the object or field, whenever what it writes would not be
+what run serves: a document that cannot be parsed, lists nested more than 8 deep, an object of a
+kind render does not read (Gateway API objects included), a duplicate object, an input with no
+objects, a --service naming no Service of the input, or a line too long for HAProxy (more than
+~57 source ranges on stdout: use -o DIR); so does a Service the apiserver would not admit (a name
+that is no DNS label, a port outside 1-65535). What did render is still printed.`,
 		Example: `  # The config run would produce for the cluster's objects
   kubectl get svc,endpointslices,nodes -A -o yaml > dump.yaml
   haproxy-k8s-sync render -f dump.yaml > haproxy.cfg
@@ -103,8 +112,14 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	}
 	// As run with the HAProxy driver and --udp=nftables.
 	opts = driverChoice{kinds: []string{driverHAProxy}}.capabilities(capabilities{udp: true}).shape(opts)
-	set, unparsed, err := loadObjects(f.files, e.stdin, e.stderr)
+	set, refused, err := loadObjects(f.files, e.stdin, e.stderr)
 	if err != nil {
+		return err
+	}
+	if err := inputMatches(set, opts); err != nil {
+		if rerr := refused.err(); rerr != nil && len(set.Services) == 0 {
+			return rerr // nothing read: say why
+		}
 		return err
 	}
 	in := desired.Input{Services: set.Services, Slices: desired.SlicesOf(set.EndpointSlices), Nodes: set.Nodes}
@@ -115,14 +130,30 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 		opts.Pooled = true
 	}
 	res := desired.Compute(in, opts)
+	invalid := 0
 	for _, p := range slices.Concat(res.Problems, poolProblems) {
-		fmt.Fprintf(e.stderr, "warning: Service %s/%s: %s: %s\n", p.Service.Namespace, p.Service.Name, p.Reason, p.Message)
+		fmt.Fprintf(e.stderr, "warning: Service %s: %s: %s\n", settings.ShowName(p.Service.Namespace+"/"+p.Service.Name), p.Reason, p.Message)
+		if p.Reason == desired.ReasonInvalidService {
+			invalid++
+		}
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintln(e.stderr, "warning: address skipped:", s)
 	}
 	layout, _ := plan.Assign(res.Config, nil, true)
-	cfg := render.Config(res.Config, layout, f.renderOptions())
-	rules := renderUDP(res.Config.UDP)
+	ropts := f.renderOptions()
 	if f.dir != "" {
-		err = f.write(cfg, rules, len(res.Config.UDP) > 0, outputGiven, e.stderr)
+		// As run with --haproxy-config DIR/haproxy.cfg: source ranges in
+		// files beside it.
+		ropts.ACLDir = runtimeapi.ACLDir(filepath.Join(f.dir, renderConfigFile))
+	}
+	cfg := render.Config(res.Config, layout, ropts)
+	rules := renderUDP(res.Config.UDP)
+	if err := fitsHAProxy(cfg, res.Config, f.dir != ""); err != nil {
+		return err
+	}
+	if f.dir != "" {
+		err = f.write(cfg, rules, runtimeapi.PatternFiles(res.Config, ropts), ropts.ACLDir, len(res.Config.UDP) > 0, outputGiven, e.stderr)
 	} else if f.output == outputNFTables {
 		_, err = e.stdout.Write(rules)
 	} else {
@@ -134,55 +165,56 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	if err != nil {
 		return err
 	}
-	if unparsed > 0 {
-		return fmt.Errorf("render: %w: %d document(s) could not be parsed (see the warnings); the config above lacks them", objects.ErrSyntax, unparsed)
+	if invalid > 0 {
+		return fmt.Errorf("render: %d Service(s) are not what the apiserver admits (see the warnings); the config above lacks them", invalid)
 	}
-	return nil
+	return refused.err()
 }
 
-// write writes the files of -o DIR: both, or the one --output names.
-func (f *renderFlags) write(cfg, rules []byte, udp, outputGiven bool, stderr io.Writer) error {
+// write writes the files of -o DIR: both, or the one --output names;
+// haproxy.cfg with the pattern files it reads (files, in aclDir). What an
+// earlier render left there and this one does not write is removed: a
+// udp.nft when there are no UDP ports, pattern files of frontends gone.
+func (f *renderFlags) write(cfg, rules []byte, files map[string][]byte, aclDir string, udp, outputGiven bool, stderr io.Writer) error {
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return err
 	}
 	if !outputGiven || f.output == outputHAProxy {
+		if len(files) > 0 {
+			if err := os.MkdirAll(aclDir, 0o755); err != nil {
+				return err
+			}
+		}
+		for _, p := range slices.Sorted(maps.Keys(files)) {
+			if err := atomicfile.Write(p, files[p], 0o644); err != nil {
+				return err
+			}
+		}
+		if err := removeStale(aclDir, files, stderr); err != nil {
+			return err
+		}
 		if err := atomicfile.Write(filepath.Join(f.dir, renderConfigFile), cfg, 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintln(stderr, "wrote", filepath.Join(f.dir, renderConfigFile))
+		fmt.Fprintln(stderr, "wrote", filepath.Join(f.dir, renderConfigFile), "and", len(files), "pattern file(s)")
 	}
-	if (!outputGiven && udp) || (outputGiven && f.output == outputNFTables) {
-		if err := atomicfile.Write(filepath.Join(f.dir, renderRulesFile), rules, 0o644); err != nil {
+	nft := filepath.Join(f.dir, renderRulesFile)
+	switch {
+	case (!outputGiven && udp) || (outputGiven && f.output == outputNFTables):
+		if err := atomicfile.Write(nft, rules, 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintln(stderr, "wrote", filepath.Join(f.dir, renderRulesFile))
+		fmt.Fprintln(stderr, "wrote", nft)
+	case !outputGiven:
+		// No UDP ports: a udp.nft left from an earlier render would not
+		// match the new haproxy.cfg.
+		if err := os.Remove(nft); err == nil {
+			fmt.Fprintln(stderr, "removed", nft, "(no UDP ports)")
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
-}
-
-// loadObjects reads the objects of files ("-": stdin); problems go to
-// stderr, and unparsed counts the documents that could not be read at all.
-func loadObjects(files []string, stdin io.Reader, stderr io.Writer) (set objects.Set, unparsed int, err error) {
-	for _, f := range files {
-		var r io.Reader = stdin
-		if f != "-" {
-			fh, err := os.Open(f)
-			if err != nil {
-				return set, 0, err
-			}
-			defer fh.Close()
-			r = fh
-		}
-		got, errs := objects.Load(r, f)
-		for _, e := range errs {
-			fmt.Fprintln(stderr, "warning:", e)
-			if errors.Is(e, objects.ErrSyntax) || errors.Is(e, objects.ErrRead) {
-				unparsed++
-			}
-		}
-		set.Merge(got)
-	}
-	return set, unparsed, nil
 }
 
 // renderUDP is the ruleset of the UDP ports.
@@ -206,6 +238,9 @@ run's first pass. An existing config is kept unless --force.`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := finishFlags(c.Flags(), e.getenv, &s); err != nil {
 				return err
+			}
+			if _, err := s.desiredOptions(); err != nil {
+				return err // the shape's flags, checked as run checks them
 			}
 			if _, err := os.Stat(path); err == nil && !force {
 				return fmt.Errorf("%s exists; use --force to overwrite", path)
@@ -238,8 +273,13 @@ run's first pass. An existing config is kept unless --force.`,
 // finishFlags applies the environment to the flags the command line did
 // not set, and reports what the Service defaults' environment got wrong.
 func finishFlags(fs *pflag.FlagSet, getenv func(string) string, s *shape) error {
+	err := applyEnv(fs, getenv)
 	if s != nil && s.defaultsErr != nil {
-		return s.defaultsErr
+		err = s.defaultsErr
 	}
-	return applyEnv(fs, getenv)
+	var u usageError
+	if err != nil && !errors.As(err, &u) {
+		err = usageError{msg: err.Error()} // a value from the environment: as wrong as a flag's
+	}
+	return err
 }

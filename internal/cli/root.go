@@ -76,7 +76,12 @@ func execute(ctx context.Context, args []string, getenv func(string) string, std
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
+	if u := (usageError{}); errors.As(err, &u) && u.hint == "" {
+		// A flag's value refused by the command: its flags' help.
+		u.hint = fmt.Sprintf("See '%s --help' for its flags.", c.CommandPath())
+		return u
+	}
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
 		msg, rest, _ := strings.Cut(err.Error(), "\n")
 		hint := "See 'haproxy-k8s-sync --help' for the commands."

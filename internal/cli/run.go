@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -71,7 +70,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	switch f.mode {
 	case modeServices, modeAPIServer, modeGateway:
 	default:
-		return fmt.Errorf("--mode: want %s, %s or %s, got %q", modeServices, modeAPIServer, modeGateway, f.mode)
+		return flagErr("--mode: want %s, %s or %s, got %q", modeServices, modeAPIServer, modeGateway, f.mode)
 	}
 	useDataplane, err := f.dp.selected()
 	if err != nil && f.mode != modeAPIServer {
@@ -99,7 +98,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 		return err
 	}
 	if f.apply != runtimeapi.ModeHybrid && f.apply != runtimeapi.ModeReload {
-		return fmt.Errorf("--apply: want hybrid or reload, got %q", f.apply)
+		return flagErr("--apply: want hybrid or reload, got %q", f.apply)
 	}
 	if err := f.instances.check(useDataplane, f.statsPage, f.renderOptions(), log); err != nil {
 		return err
@@ -223,7 +222,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+		return nil, flagErr("--log-level: %v", err)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
@@ -232,5 +231,5 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format: want text or json, got %q", format)
+	return nil, flagErr("--log-format: want text or json, got %q", format)
 }

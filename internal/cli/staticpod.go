@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -92,7 +91,7 @@ func (f *staticPodFlags) register(fs *pflag.FlagSet) {
 		fs.StringVar(&f.caFile, "apiserver-ca-file", "", "CA file on the node that HAProxy's /readyz health checks verify the apiservers with (mounted read-only)")
 		fs.StringVar(&f.pem, "apiserver-check-pem", "", "PEM file on the node holding the client certificate and key the /readyz health checks present (e.g. /var/lib/kubelet/pki/kubelet-client-current.pem), for clusters without anonymous access; with --live the controller's checks present it too")
 		fs.BoolVar(&f.insecure, "apiserver-check-insecure-skip-verify", false, "health checks without verifying the apiservers' certificates (instead of --apiserver-ca-file)")
-		fs.TextVar(&f.monitor, "monitor-address", f.monitor, "IP:PORT of HAProxy's monitor-uri /healthz, the liveness probe's target")
+		fs.Var(listenValue{&f.monitor}, "monitor-address", "IP:PORT of HAProxy's monitor-uri /healthz, the liveness probe's target")
 	})
 	addGroup(fs, groupImage, scopeAll, func(fs *pflag.FlagSet) {
 		fs.StringVar(&f.pool, "pool", "", "node-pool object (YAML or JSON) whose annotations "+staticpod.ImageAnnotation+" or "+staticpod.HyperShiftImageAnnotation+" choose the HAProxy image")
@@ -137,11 +136,11 @@ func (f *staticPodFlags) run(getenv func(string) string, stdout, stderr io.Write
 	}
 	if f.live {
 		if f.liveKubeconfig == "" {
-			return errors.New("--live needs --live-kubeconfig: the controller's kubeconfig on the node")
+			return flagErr("--live needs --live-kubeconfig: the controller's kubeconfig on the node")
 		}
 		if f.metricsAddr != "" {
 			if _, err := netip.ParseAddrPort(f.metricsAddr); err != nil {
-				return fmt.Errorf("--metrics-address: want IP:PORT (the pod shares the node's network): %w", err)
+				return flagErr("--metrics-address: want IP:PORT (the pod shares the node's network): %v", err)
 			}
 		}
 		opts.Live = &staticpod.Live{Image: f.syncImage, Kubeconfig: f.liveKubeconfig, StateDir: f.stateDir, RunDir: run, Args: f.runArgs(src, run)}
@@ -203,7 +202,7 @@ func (f *staticPodFlags) image(getenv func(string) string) (staticpod.Image, err
 func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserverlb.Shape, staticpod.Sources, error) {
 	var src staticpod.Sources
 	if f.listen == "" {
-		return apiserverlb.Shape{}, src, errors.New("--listen: give the node-local IP:PORT, e.g. 172.20.0.1:6443")
+		return apiserverlb.Shape{}, src, flagErr("--listen: give the node-local IP:PORT, e.g. 172.20.0.1:6443")
 	}
 	shape, err := apiserverlb.NewShape([]string{f.listen}, apiserverlb.CheckOptions{
 		Inter: apiserverlb.DefaultInter, Rise: apiserverlb.DefaultRise, Fall: apiserverlb.DefaultFall,
@@ -215,27 +214,27 @@ func (f *staticPodFlags) apiservers(stderr io.Writer) (apiserverlb.Shape, static
 		fmt.Fprintln(stderr, "warning: no --apiserver-ca-file: health checks are TCP connects, not GET /readyz (give the apiservers' CA file on the node, or --apiserver-check-insecure-skip-verify)")
 	}
 	if f.port < 1 || f.port > 65535 {
-		return shape, src, fmt.Errorf("--apiserver-port: %d out of range", f.port)
+		return shape, src, flagErr("--apiserver-port: %d out of range", f.port)
 	}
 	src.Port = uint16(f.port)
 	if src.Order, err = apiserverlb.ParseSources(f.sources); err != nil {
-		return shape, src, fmt.Errorf("--apiserver-sources: %w", err)
+		return shape, src, flagErr("--apiserver-sources: %v", err)
 	}
 	if src.Static, err = apiserverlb.ParseServers(strings.ReplaceAll(f.bootstrap, ",", "\n"), src.Port); err != nil {
-		return shape, src, fmt.Errorf("--bootstrap-servers: %w", err)
+		return shape, src, flagErr("--bootstrap-servers: %v", err)
 	}
 	if f.configMap != "" {
 		ns, name, ok := strings.Cut(f.configMap, "/")
 		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return shape, src, fmt.Errorf("--apiserver-configmap: want NAMESPACE/NAME, got %q", f.configMap)
+			return shape, src, flagErr("--apiserver-configmap: want NAMESPACE/NAME, got %q", f.configMap)
 		}
 		src.ConfigMapNamespace, src.ConfigMapName = ns, name
 	} else if slices.Contains(src.Order, apiserverlb.SourceConfigMap) {
-		return shape, src, errors.New("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
+		return shape, src, flagErr("--apiserver-sources has configmap: give --apiserver-configmap NAMESPACE/NAME")
 	}
 	if f.kubeconfig == "" {
 		if len(src.Static) == 0 {
-			return shape, src, errors.New("--bootstrap-servers: at least one apiserver is needed (or --kubeconfig to read them from the cluster)")
+			return shape, src, flagErr("--bootstrap-servers: at least one apiserver is needed (or --kubeconfig to read them from the cluster)")
 		}
 		return shape, src, nil
 	}

@@ -38,13 +38,13 @@ func (s *statsFlags) register(fs *pflag.FlagSet) {
 func (s *statsFlags) resolve(opts *render.Options, log *slog.Logger) error {
 	if s.addr == "" {
 		if s.authFile != "" {
-			return errors.New("--stats-auth-file needs --stats-address")
+			return flagErr("--stats-auth-file needs --stats-address")
 		}
 		return nil
 	}
 	var err error
 	if s.bind, err = model.ParseBind(s.addr); err != nil {
-		return fmt.Errorf("--stats-address: %w", err)
+		return flagErr("--stats-address: %v", err)
 	}
 	if s.authFile != "" {
 		if err := s.read(log); err != nil {
@@ -56,12 +56,12 @@ func (s *statsFlags) resolve(opts *render.Options, log *slog.Logger) error {
 			s.bind.Addr = netip.MustParseAddr("127.0.0.1")
 			log.Info("stats page on loopback only: no --stats-auth-file or --stats-public", "address", netip.AddrPortFrom(s.bind.Addr, s.bind.Port).String())
 		case !s.bind.Addr.IsLoopback():
-			return fmt.Errorf("--stats-address %s is not a loopback address: give --stats-auth-file, or --stats-public to serve the page without authentication", s.addr)
+			return flagErr("--stats-address %s is not a loopback address: give --stats-auth-file, or --stats-public to serve the page without authentication", s.addr)
 		}
 	}
 	if m := opts.Monitor; m.IsValid() && m.Port() == s.bind.Port &&
 		(!s.bind.Addr.IsValid() || m.Addr().IsUnspecified() || m.Addr() == s.bind.Addr) {
-		return fmt.Errorf("--stats-address %s and --monitor-address %s would listen on the same address: give the stats page another port", s.addr, m)
+		return flagErr("--stats-address %s and --monitor-address %s would listen on the same address: give the stats page another port", s.addr, m)
 	}
 	opts.Stats, opts.StatsAuth = s.bind, s.auth
 	return nil

@@ -42,7 +42,7 @@ func (u *udpFlags) register(fs *pflag.FlagSet) {
 // Events.
 func (u *udpFlags) setup(ctx context.Context, log *slog.Logger) (*nft.Driver, capabilities, error) {
 	if u.forward != "require" && u.forward != "enable" {
-		return nil, capabilities{}, fmt.Errorf("--udp-ip-forward: want require or enable, got %q", u.forward)
+		return nil, capabilities{}, flagErr("--udp-ip-forward: want require or enable, got %q", u.forward)
 	}
 	h, err := nft.ParseHealth(u.health, u.interval)
 	if err != nil {
@@ -57,7 +57,7 @@ func (u *udpFlags) setup(ctx context.Context, log *slog.Logger) (*nft.Driver, ca
 		return skip("UDP load balancing is off (--udp=off)")
 	case "", udpNFTables:
 	default:
-		return nil, capabilities{}, fmt.Errorf("--udp: want nftables or off, got %q", u.mode)
+		return nil, capabilities{}, flagErr("--udp: want nftables or off, got %q", u.mode)
 	}
 	if !nft.HasNetAdmin() {
 		if u.mode == udpNFTables {

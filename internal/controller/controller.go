@@ -62,6 +62,9 @@ type Controller struct {
 	// notReadyKept: the nodes the last pass kept serving though NotReady
 	// (fail open, failopen.go).
 	notReadyKept []string
+	// skipped: the addresses the last pass found no server's
+	// (desired.Result.Skipped), logged when they change
+	skipped []string
 	// lastPools: each AddressPool's last good spec, used (frozen) while
 	// its current one cannot be read.
 	lastPools map[string]pools.Pool
@@ -150,6 +153,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	d := desired.Compute(in, dopts)
 	d.Problems = slices.Concat(d.Problems, alloc.problems) // d's may be the memo's
 	c.failOpen(d.NotReadyKept, nodes)
+	c.logSkipped(d.Skipped)
 	if err := c.store.save(c.lastGood, d.Good); err != nil {
 		c.log.Warn("could not save last good settings", "err", err)
 	}

@@ -35,3 +35,17 @@ func (c *Controller) failOpen(kept []string, nodes []*corev1.Node) {
 		c.log.Info("a node is Ready again: NotReady nodes no longer serve (fail open over)")
 	}
 }
+
+// logSkipped logs, when they change, the node and endpoint addresses that
+// are no servers (desired.Result.Skipped: unparsable, unspecified,
+// multicast, broadcast, zoned), each naming its object: none vanishes
+// without a word, and an unchanged list is not repeated every pass.
+func (c *Controller) logSkipped(skipped []string) {
+	if slices.Equal(skipped, c.skipped) {
+		return
+	}
+	c.skipped = skipped
+	for _, s := range skipped {
+		c.log.Warn("address skipped: " + s)
+	}
+}

@@ -75,3 +75,21 @@ func dropTime(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// Addresses that are no servers (desired.Result.Skipped) are logged, one
+// line each naming its object, when the list changes, not every pass.
+func TestSkippedLoggedOnChange(t *testing.T) {
+	var out bytes.Buffer
+	c := New(nil, &countingDriver{}, nil, Options{Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: dropTime}))})
+	zero := `Node "n1": InternalIP "0.0.0.0" is the unspecified address: not a server`
+	for i, p := range []struct {
+		skipped []string
+		lines   int
+	}{{nil, 0}, {[]string{zero}, 1}, {[]string{zero}, 0}, {[]string{zero, "Node \"n2\": ..."}, 2}, {nil, 0}, {[]string{zero}, 1}} {
+		out.Reset()
+		c.logSkipped(p.skipped)
+		if got := strings.Count(out.String(), "level=WARN msg=\"address skipped: "); got != p.lines || p.lines > 0 && !strings.Contains(out.String(), `Node \"n1\"`) {
+			t.Errorf("pass %d: logged %q, want %d lines", i, out.String(), p.lines)
+		}
+	}
+}

@@ -118,6 +118,10 @@ type Result struct {
 	// no node that is not excluded is Ready (fail open: nodeAddrs);
 	// empty otherwise.
 	NotReadyKept []string
+	// Skipped names each node InternalIP and endpoint address that is no
+	// server (unparsable, unspecified, multicast, broadcast, zoned),
+	// sorted, for the caller to log or print: none vanishes silently.
+	Skipped []string
 }
 
 // backendName is what a single-Service backend override must look like.
@@ -131,6 +135,7 @@ func Compute(in Input, opts Options) Result {
 	nodes, kept := nodeAddrs(in.Nodes)
 	res := compute(in, opts, nodes)
 	res.NotReadyKept = kept
+	res.Skipped = skippedAddresses(in.Nodes, in.Slices)
 	return res
 }
 
@@ -143,6 +148,10 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	bySvc := memo.slicesByService(in.Slices)
 
 	svcs, ok := memo.candidates(in.Services)
+	var optIn []Problem // Services the enabled annotation fails to opt in
+	if ok {
+		optIn = memo.optIn
+	}
 	if ok {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
 			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
@@ -164,14 +173,18 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 			}
 			return cmp.Compare(a.key, b.key)
 		})
+		optIn = badOptIns(in.Services, opts)
 		memo.setCandidates(in.Services, svcs)
+		if memo != nil {
+			memo.optIn = optIn
+		}
 	}
 	// With the same Services as the last pass, all of them memoised then,
 	// Good is the last pass's map and the frontends are the last pass's
 	// (they depend only on the Services and their settings).
 	reuseGood := ok && memo.goodAllMemo && memo.good != nil
 	allMemo := true
-	res := Result{}
+	res := Result{Problems: slices.Clip(optIn)}
 	if reuseGood {
 		res.Good = memo.good
 	} else {
@@ -201,29 +214,43 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		eps := bySvc[k]
 		e := memo.entry(svc, k, eps)
 		var set settings.Settings
-		var errs []error
+		var bad *badSettings
 		if e == nil || !e.ready {
 			allMemo = false
+			if wrong := invalidService(svc); len(wrong) > 0 { // a memoised Service passed this
+				valid = false
+				memo.drop(svc)
+				res.Problems = append(res.Problems, Problem{svc, ReasonInvalidService, joinLines(wrong) + "; the Service is not configured"})
+				continue
+			}
 		}
-		if e != nil && e.ready {
+		switch {
+		case e != nil && e.ready:
 			set = e.set
-		} else {
+		case e != nil && e.bad != nil:
+			bad = e.bad // the same object: the same errors
+		default:
+			var errs []error
 			set, errs = serviceSettings(opts.Defaults, svc)
-			if e != nil && len(errs) == 0 {
+			switch {
+			case len(errs) > 0:
+				bad = &badSettings{msg: joinErrors(errs), reason: settingsReason(errs)}
+				if e != nil {
+					e.bad = bad
+				}
+			case e != nil:
 				e.init(set, len(svc.Spec.Ports), nil)
 			}
 		}
-		if len(errs) > 0 {
+		if bad != nil {
 			valid = false
-			memo.drop(svc)
-			e = nil
+			e = nil // the entry holds the errors only
 			last, ok := in.LastGood[k]
-			msg, reason := joinErrors(errs), settingsReason(errs)
 			if !ok {
-				res.Problems = append(res.Problems, Problem{svc, reason, msg + "; the Service is not configured until this is fixed"})
+				res.Problems = append(res.Problems, Problem{svc, bad.reason, bad.msg + "; the Service is not configured until this is fixed"})
 				continue
 			}
-			res.Problems = append(res.Problems, Problem{svc, reason, msg + "; keeping the last good settings"})
+			res.Problems = append(res.Problems, Problem{svc, bad.reason, bad.msg + "; keeping the last good settings"})
 			set = last
 		}
 		if !reuseGood {
@@ -240,7 +267,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 			}
 			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
 				res.Problems = append(res.Problems, Problem{svc, ReasonUnsupportedProtocol,
-					"port " + portLabel(p) + ": protocol " + string(p.Protocol) + " is not supported yet; only TCP ports are load balanced"})
+					"port " + portLabel(p) + ": protocol " + settings.ShowName(string(p.Protocol)) + " is not supported yet; only TCP ports are load balanced"})
 				continue
 			}
 			groups := groupsOf(svc, bindsFor(svc, p.Port, in.Addresses[k], opts))
@@ -257,7 +284,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				}
 				if owner := taken(claimed, grp.binds); owner != "" {
 					res.Problems = append(res.Problems, Problem{svc, ReasonPortConflict,
-						"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + owner + "; this port is not configured"})
+						"port " + strconv.Itoa(int(p.Port)) + " is already used by Service " + settings.ShowName(owner) + "; this port is not configured"})
 					continue
 				}
 				var servers []model.Server
@@ -366,15 +393,4 @@ func sortedByName[T any](in []T, name func(*T) string, cache *sortCache) []T {
 		out[i] = in[j]
 	}
 	return out
-}
-
-func joinErrors(errs []error) string {
-	var s string
-	for i, e := range errs {
-		if i > 0 {
-			s += "; "
-		}
-		s += e.Error()
-	}
-	return s
 }

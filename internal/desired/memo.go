@@ -21,7 +21,9 @@ import (
 // reused only while the Service object is the same, its slices are the same
 // objects and no node it depends on changed (its address, or its
 // eligibility unless the Service's servers follow their nodes).
-// Services whose annotations are invalid are never memoised.
+// Of a Service whose annotations are invalid only the message of its
+// Problem is memoised (memoEntry.bad): a Service may carry thousands of
+// bad annotations, and the object stays the same from pass to pass.
 type Memo struct {
 	opts    Options
 	hasOpts bool
@@ -32,6 +34,7 @@ type Memo struct {
 	services map[*corev1.Service]struct{} // Input.Services of the last pass
 	sorted   []candidate                  // what Compute selected and sorted from them
 	udp      []candidate                  // udpCandidates(sorted)
+	optIn    []Problem                    // badOptIns of the Services
 
 	feOrder, beOrder sortCache // how the last frontends and backends were sorted
 
@@ -221,6 +224,13 @@ type memoEntry struct {
 	nodes  []string   // what the servers depend on, as tracked in Memo.byNode
 	// tracked: nodes describes the servers held in ports.
 	tracked bool
+	// bad: the Service's annotations are invalid (never ready then).
+	bad *badSettings
+}
+
+// badSettings is what a Service's invalid annotations make of its Problem.
+type badSettings struct {
+	msg, reason string
 }
 
 type memoPort struct {
@@ -344,7 +354,7 @@ func (m *Memo) entry(svc *corev1.Service, key string, eps []*Slice) *memoEntry {
 	return e
 }
 
-// drop forgets a Service (its annotations are invalid).
+// drop forgets a Service (its addresses changed).
 func (m *Memo) drop(svc *corev1.Service) {
 	if m == nil {
 		return

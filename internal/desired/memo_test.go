@@ -51,6 +51,12 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 					}
 				case 2:
 					o = append(o, annotate("backend-port", "8443"))
+				case 3:
+					if tc.invalid { // not taken, reported (badOptIns)
+						o = append(o, annotate("enabled", "yes"), func(s *corev1.Service) {
+							s.Spec.Type, s.Spec.LoadBalancerClass = corev1.ServiceTypeNodePort, nil
+						})
+					}
 				}
 				if tc.track && rng.IntN(3) != 0 {
 					o = append(o, annotate("check", "false"))

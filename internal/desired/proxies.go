@@ -19,7 +19,7 @@ func key(s *corev1.Service) string { return s.Namespace + "/" + s.Name }
 
 func portLabel(p corev1.ServicePort) string {
 	if p.Name != "" {
-		return p.Name + " (" + strconv.Itoa(int(p.Port)) + ")"
+		return settings.ShowName(p.Name) + " (" + strconv.Itoa(int(p.Port)) + ")"
 	}
 	return strconv.Itoa(int(p.Port))
 }
@@ -41,9 +41,33 @@ func selected(s *corev1.Service, opts Options) bool {
 	return false
 }
 
+// badOptIns are the Problems of the Services whose enabled annotation
+// would decide whether they are taken but is neither "true" nor "false"
+// (the grammar of every boolean setting): "True" or "yes" would otherwise
+// leave a Service out without a word.
+func badOptIns(svcs []*corev1.Service, opts Options) []Problem {
+	if opts.Service != "" {
+		return nil
+	}
+	var out []Problem
+	for _, s := range svcs {
+		v, ok := s.Annotations[settings.EnabledAnnotation]
+		if !ok || v == "true" || v == "false" {
+			continue
+		}
+		decides := s.Spec.Type == corev1.ServiceTypeNodePort ||
+			s.Spec.Type == corev1.ServiceTypeLoadBalancer && s.Spec.LoadBalancerClass == nil && !opts.ClassLess
+		if decides {
+			err := &settings.FieldError{Key: settings.EnabledAnnotation, Value: v, Reason: "want true or false"}
+			out = append(out, Problem{s, ReasonInvalidAnnotation, err.Error() + "; the Service is not taken"})
+		}
+	}
+	return out
+}
+
 func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool, grp famGroup) (model.Frontend, model.Backend) {
-	suffix := svc.Namespace + "_" + svc.Name + "_" + strconv.Itoa(int(p.Port)) + grp.suffix
-	beName := "be_" + suffix
+	port := strconv.Itoa(int(p.Port))
+	beName := model.Name("be", svc.Namespace, svc.Name, port) + grp.suffix
 	if opts.Service != "" && opts.Backend != "" {
 		beName = opts.Backend
 		if multi {
@@ -52,7 +76,7 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 		beName += grp.suffix
 	}
 	fe := model.Frontend{
-		Name:          "fe_" + suffix,
+		Name:          model.Name("fe", svc.Namespace, svc.Name, port) + grp.suffix,
 		Service:       key(svc),
 		AcceptProxy:   set.AcceptProxy,
 		MaxConn:       set.MaxConn,

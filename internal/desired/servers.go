@@ -40,8 +40,8 @@ func nodeAddrs(nodes []*corev1.Node) (out map[string]nodeInfo, kept []string) {
 			if a.Type != corev1.NodeInternalIP {
 				continue
 			}
-			ip, err := netip.ParseAddr(a.Address)
-			if err != nil || ip.Zone() != "" { // a zone is local to a host: no server
+			ip, why := badAddress(a.Address) // Result.Skipped names it
+			if why != "" {
 				continue
 			}
 			if !best.IsValid() || (ip.Is4() && !best.Is4()) {

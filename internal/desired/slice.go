@@ -22,7 +22,15 @@ type Slice struct {
 	FQDN      bool   // addressType FQDN: no address can be a server
 	Endpoints []Endpoint
 	Ports     []SlicePort
+	// Skipped says why endpoint addresses are no servers (unparsable,
+	// unspecified, multicast, broadcast, zoned): the first few, for
+	// Result.Skipped; nil when every address is one.
+	Skipped []string
 }
+
+// maxSkipped bounds Slice.Skipped: a hostile slice of a thousand bad
+// addresses costs three messages.
+const maxSkipped = 3
 
 // Endpoint is one endpoint of a Slice.
 type Endpoint struct {
@@ -60,8 +68,9 @@ func SliceOf(s *discoveryv1.EndpointSlice) *Slice {
 	for i, e := range s.Endpoints {
 		ep := Endpoint{State: stateOf(e)}
 		if len(e.Addresses) > 0 && !out.FQDN {
-			if a, err := netip.ParseAddr(e.Addresses[0]); err == nil && a.Zone() == "" {
-				ep.Addr = a.Unmap()
+			var why string
+			if ep.Addr, why = badAddress(e.Addresses[0]); why != "" && len(out.Skipped) < maxSkipped {
+				out.Skipped = append(out.Skipped, why)
 			}
 		}
 		if e.NodeName != nil {

@@ -33,7 +33,8 @@ func TestSliceOf(t *testing.T) {
 			{State: epGone},
 			{State: epReady},
 		},
-		Ports: []SlicePort{{Name: "http", Port: 8080, TCP: true}, {UDP: true}},
+		Ports:   []SlicePort{{Name: "http", Port: 8080, TCP: true}, {UDP: true}},
+		Skipped: []string{`"not-an-ip" is not an IP address`},
 	}
 	if got := SliceOf(in); !reflect.DeepEqual(got, want) {
 		t.Fatalf("SliceOf = %+v\nwant %+v", got, want)

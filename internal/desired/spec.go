@@ -2,6 +2,8 @@ package desired
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,4 +59,26 @@ func settingsReason(errs []error) string {
 		}
 	}
 	return ReasonInvalidSourceRanges
+}
+
+// maxListed is how many errors a Problem's message lists; the rest are
+// counted. A Service may carry thousands of bad annotations, and the
+// message goes whole into an Event and a log line.
+const maxListed = 10
+
+// joinErrors lists the first maxListed of errs, "; " between them, and
+// counts the others.
+func joinErrors(errs []error) string {
+	var b strings.Builder
+	for i, e := range errs {
+		if i == maxListed {
+			b.WriteString("; and " + strconv.Itoa(len(errs)-maxListed) + " more")
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
 }

@@ -115,7 +115,7 @@ func udpCandidates(svcs []candidate) []candidate {
 
 func udpService(c candidate, p corev1.ServicePort, set settings.Settings, opts Options, servers []model.Server, binds []model.Bind) model.UDPService {
 	u := model.UDPService{
-		Name:         "udp_" + c.svc.Namespace + "_" + c.svc.Name + "_" + strconv.Itoa(int(p.Port)),
+		Name:         model.Name("udp", c.svc.Namespace, c.svc.Name, strconv.Itoa(int(p.Port))),
 		Service:      c.key,
 		Balance:      set.Balance,
 		Probe:        !podTargets(c.svc, opts),

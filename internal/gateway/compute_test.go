@@ -133,6 +133,10 @@ func TestCompute(t *testing.T) {
 			want(t, routeCond(res, KindUDPRoute, "apps", "dns", "Accepted"), "False/NotAllowedByListeners")
 			want(t, fmt.Sprint(len(res.Config.UDP)), "0")
 		}},
+		{"a listener port outside 1-65535 is refused, never wrapped", func(in *Input) { in.Gateways[0].Spec.Listeners[0].Port = 70000 }, Options{}, func(t *testing.T, res Result) {
+			want(t, condOf(listenerStatus(res, "apps", "gw", "tcp").Conditions, "Accepted"), "False/UnsupportedValue")
+			want(t, routesOfFrontend(res, "4464"), "no frontend")
+		}},
 		{"a class of another controller", func(in *Input) { in.Gateways[0].Spec.GatewayClassName = "other" }, Options{}, func(t *testing.T, res Result) {
 			want(t, fmt.Sprint(len(res.Gateways), len(res.Routes), len(res.Config.Frontends)), "0 0 0")
 		}},

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,29 +156,7 @@ func udpService(x *gw, l *listener, binds []model.Bind, w *world) model.UDPServi
 	return u
 }
 
-// name joins parts with "_" after a prefix. Parts are Kubernetes names
-// (validated by the apiserver); still, anything but a lower-case letter,
-// digit or "-" (a dot, allowed in some) becomes "-", and then, or when
-// the name would be longer than 100 bytes, a hash of the parts keeps it
-// unique: nothing but those characters reaches a configuration.
-func name(prefix string, parts ...string) string {
-	raw := prefix + "_" + strings.Join(parts, "_")
-	clean := []byte(prefix + "_")
-	for i, p := range parts {
-		if i > 0 {
-			clean = append(clean, '_')
-		}
-		for _, c := range []byte(p) {
-			if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-				c = '-'
-			}
-			clean = append(clean, c)
-		}
-	}
-	n := string(clean)
-	if n == raw && len(n) <= 100 {
-		return n
-	}
-	sum := sha256.Sum256([]byte(raw))
-	return n[:min(len(n), 90)] + "_" + hex.EncodeToString(sum[:4])
-}
+// name is model.Name, the one rule for identifiers written into a
+// configuration (Kubernetes names mapped to a safe alphabet, hashed when
+// not clean), within the 100 bytes the gateway mode's names always had.
+func name(prefix string, parts ...string) string { return model.NameWithin(100, prefix, parts...) }

@@ -21,8 +21,8 @@ func ParseBind(s string) (Bind, error) {
 	}
 	b := Bind{Port: uint16(p)}
 	if host != "" {
-		if b.Addr, err = netip.ParseAddr(host); err != nil {
-			return Bind{}, fmt.Errorf("want an IP address, got %q", host)
+		if b.Addr, err = netip.ParseAddr(host); err != nil || b.Addr.Zone() != "" {
+			return Bind{}, fmt.Errorf("want an IP address without a zone, got %q", host)
 		}
 	}
 	return b, nil

@@ -20,6 +20,7 @@ func TestParseBind(t *testing.T) {
 		{in: ":http", wantErr: "invalid port"},
 		{in: ":6443 ssl crt /x", wantErr: "invalid port"},
 		{in: "localhost:8404", wantErr: "want an IP address"},
+		{in: "[fe80::1%eth0]:8404", wantErr: "without a zone"},
 	} {
 		got, err := ParseBind(tc.in)
 		if tc.wantErr != "" {

@@ -9,15 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // Error classes; test with errors.Is.
@@ -30,72 +31,25 @@ var (
 	ErrDecode = errors.New("cannot decode object")
 	// ErrVersion: a known kind in an API version this package does not read.
 	ErrVersion = errors.New("unsupported API version")
+	// ErrTooDeep: lists nested deeper than MaxDepth; what they hold is not
+	// read (each level would be decoded again, at a cost of size times
+	// depth).
+	ErrTooDeep = errors.New("lists nested too deep")
+	// ErrKind: an object of a kind this package does not read (render's
+	// output would not be what run serves were it dropped in silence).
+	ErrKind = errors.New("kind not read")
+	// ErrDuplicate: a second object of the same kind, namespace and name;
+	// the first is kept.
+	ErrDuplicate = errors.New("duplicate object")
 )
 
-// Set holds the loaded objects, in input order.
-type Set struct {
-	Services       []*corev1.Service
-	EndpointSlices []*discoveryv1.EndpointSlice
-	Nodes          []*corev1.Node
-	AddressPools   []*pools.AddressPool
-}
+// GatewayGroup is the API group of the Gateway API, whose objects run
+// --mode=gateway serves and render does not read.
+const GatewayGroup = "gateway.networking.k8s.io"
 
-// Merge appends the objects of o to s. It does not deduplicate.
-func (s *Set) Merge(o Set) {
-	s.Services = append(s.Services, o.Services...)
-	s.EndpointSlices = append(s.EndpointSlices, o.EndpointSlices...)
-	s.Nodes = append(s.Nodes, o.Nodes...)
-	s.AddressPools = append(s.AddressPools, o.AddressPools...)
-}
-
-// Error locates a document or item that could not be loaded.
-type Error struct {
-	Source          string // as given to Load
-	Doc             int    // 1-based document index in the stream
-	Item            []int  // 0-based indexes into nested lists' items, outermost first
-	Kind            string // when known
-	Namespace, Name string
-	Class           error // ErrRead, ErrSyntax, ErrDecode or ErrVersion
-	Err             error // the underlying cause, may be nil
-}
-
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Source)
-	if e.Doc > 0 {
-		b.WriteString(": document " + strconv.Itoa(e.Doc))
-	}
-	for _, i := range e.Item {
-		b.WriteString(", item " + strconv.Itoa(i))
-	}
-	if e.Kind != "" || e.Name != "" {
-		b.WriteString(" (")
-		b.WriteString(e.Kind)
-		if e.Name != "" {
-			if e.Kind != "" {
-				b.WriteByte(' ')
-			}
-			if e.Namespace != "" {
-				b.WriteString(e.Namespace + "/")
-			}
-			b.WriteString(e.Name)
-		}
-		b.WriteByte(')')
-	}
-	b.WriteString(": " + e.Class.Error())
-	if e.Err != nil {
-		b.WriteString(": " + e.Err.Error())
-	}
-	return b.String()
-}
-
-// Unwrap exposes both the class and the cause to errors.Is and errors.As.
-func (e *Error) Unwrap() []error {
-	if e.Err == nil {
-		return []error{e.Class}
-	}
-	return []error{e.Class, e.Err}
-}
+// MaxDepth is how deep lists (kind List, typed lists, arrays) may nest
+// within a document: kubectl writes one level, a hand-made file a few.
+const MaxDepth = 8
 
 // header is the part of any object needed to route and name it.
 type header struct {
@@ -120,6 +74,7 @@ func wanted(kind string) bool {
 // JSON values, and collects the Services, EndpointSlices and Nodes in it.
 // Lists (kind List, as printed by kubectl, or typed lists such as
 // ServiceList) are walked recursively, and so are top-level JSON/YAML arrays.
+// Lists nest at most MaxDepth deep (ErrTooDeep beyond: not read).
 // Objects of other kinds are ignored. A document or item that cannot be
 // decoded yields an *Error naming source, document index, item path and,
 // when known, kind, namespace and name; loading continues with the rest,
@@ -239,8 +194,8 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 
 	var h header
 	if err := json.Unmarshal(trimmed, &h); err != nil {
-		// Salvage what identifies the object, for the message, and stay
-		// silent about kinds this package does not read anyway.
+		// Salvage what identifies the object, for the message: a kind
+		// this package reads does not decode, or another kind is there.
 		var loose struct {
 			Kind     json.RawMessage `json:"kind"`
 			Metadata json.RawMessage `json:"metadata"`
@@ -252,8 +207,11 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 		if h.Kind == "" && inherit != nil {
 			h.Kind = inherit.Kind
 		}
-		if wanted(h.Kind) {
+		switch {
+		case wanted(h.Kind):
 			fail(&h, ErrDecode, err)
+		case h.Kind != "":
+			fail(&h, ErrKind, fmt.Errorf("render does not read %s objects", settings.ShowName(h.Kind)))
 		}
 		return
 	}
@@ -285,6 +243,20 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			h.APIVersion = discoveryv1.GroupName + "/v1"
 		}
 	}
+	// What a namespaced object without a namespace is in: kubectl apply's
+	// default, as the apiserver would make it.
+	ns := h.Metadata.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	// first records the object; false for a duplicate (reported).
+	first := func(kind, ns, name string) bool {
+		if err := l.set.add(kind, ns, name, &Error{Source: l.source, Doc: doc, Item: path}); err != nil {
+			l.errs = append(l.errs, err)
+			return false
+		}
+		return true
+	}
 	switch group, version := splitAPIVersion(h.APIVersion); {
 	case h.Kind == "Service" && group == "":
 		if version != "v1" {
@@ -296,8 +268,10 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			fail(&h, ErrDecode, err)
 			return
 		}
-		o.Kind, o.APIVersion = h.Kind, "v1"
-		l.set.Services = append(l.set.Services, &o)
+		o.Kind, o.APIVersion, o.Namespace = h.Kind, "v1", ns
+		if first("Service", ns, o.Name) {
+			l.set.Services = append(l.set.Services, &o)
+		}
 	case h.Kind == "Node" && group == "":
 		if version != "v1" {
 			fail(&h, ErrVersion, fmt.Errorf("want v1, got %q", h.APIVersion))
@@ -309,7 +283,9 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			return
 		}
 		o.Kind, o.APIVersion = h.Kind, "v1"
-		l.set.Nodes = append(l.set.Nodes, &o)
+		if first("Node", "", o.Name) {
+			l.set.Nodes = append(l.set.Nodes, &o)
+		}
 	case h.Kind == "EndpointSlice" && group == discoveryv1.GroupName:
 		if version != "v1" {
 			fail(&h, ErrVersion, fmt.Errorf("want %s/v1, got %q", discoveryv1.GroupName, h.APIVersion))
@@ -320,8 +296,10 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			fail(&h, ErrDecode, err)
 			return
 		}
-		o.Kind, o.APIVersion = h.Kind, discoveryv1.GroupName+"/v1"
-		l.set.EndpointSlices = append(l.set.EndpointSlices, &o)
+		o.Kind, o.APIVersion, o.Namespace = h.Kind, discoveryv1.GroupName+"/v1", ns
+		if first("EndpointSlice", ns, o.Name) {
+			l.set.EndpointSlices = append(l.set.EndpointSlices, &o)
+		}
 	case h.Kind == pools.Kind && group == pools.GVR.Group:
 		if version != pools.GVR.Version {
 			fail(&h, ErrVersion, fmt.Errorf("want %s/%s, got %q", pools.GVR.Group, pools.GVR.Version, h.APIVersion))
@@ -332,11 +310,23 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			fail(&h, ErrDecode, err)
 			return
 		}
-		l.set.AddressPools = append(l.set.AddressPools, &o)
+		if first(pools.Kind, "", o.Name) {
+			l.set.AddressPools = append(l.set.AddressPools, &o)
+		}
+	case group == GatewayGroup:
+		fail(&h, ErrKind, errors.New("render does not render Gateway API objects (run --mode=gateway serves them)"))
+	default:
+		fail(&h, ErrKind, fmt.Errorf("render reads Services, EndpointSlices, Nodes and AddressPools only, not %s of %s",
+			settings.ShowName(h.Kind), settings.ShowName(h.APIVersion)))
 	}
 }
 
 func (l *loader) items(items []json.RawMessage, doc int, path []int, inherit *header) {
+	if len(path) >= MaxDepth && len(items) > 0 {
+		l.errs = append(l.errs, &Error{Source: l.source, Doc: doc, Item: path, Class: ErrTooDeep,
+			Err: fmt.Errorf("a list within %d levels of lists; its %d item(s) are not read", MaxDepth, len(items))})
+		return
+	}
 	for i, item := range items {
 		l.value(item, doc, append(path[:len(path):len(path)], i), inherit)
 	}

@@ -127,14 +127,34 @@ func TestLoad(t *testing.T) {
 		{name: "only separators", input: "---\n---\n"},
 		{name: "multi-document YAML", input: multiDoc, want: []string{
 			"Service default/web", "EndpointSlice default/web-abc", "Node node-1",
+		}, errs: []wantErr{
+			{ErrKind, "in.yaml: document 4 (ConfigMap ignored): kind not read: render reads Services, EndpointSlices, Nodes and AddressPools only, not ConfigMap of v1"},
+			{ErrKind, "document 5 (Service knative-ignored): kind not read: render reads Services, EndpointSlices, Nodes and AddressPools only, not Service of serving.knative.dev/v1"},
 		}},
 		{name: "kubectl List with bad items", input: kubectlList, want: []string{
 			"Service ns1/a", "EndpointSlice ns1/a-1", "Node n1",
 		}, errs: []wantErr{
 			{ErrDecode, "in.yaml: document 1, item 1 (Service ns1/broken): cannot decode object: json: cannot unmarshal"},
 			{ErrDecode, "in.yaml: document 1, item 2, item 1 (Node bad-node): cannot decode object"},
+			{ErrKind, "document 1, item 4 (Deployment ns1/ignored): kind not read"},
 		}},
-		{name: "JSON List", input: jsonList, want: []string{"Service default/j"}},
+		{name: "JSON List", input: jsonList, want: []string{"Service default/j"},
+			errs: []wantErr{{ErrKind, "document 1, item 1 (Pod p): kind not read"}}},
+		{name: "Gateway API objects", input: "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\n",
+			errs: []wantErr{{ErrKind, "document 1 (Gateway ns/gw): kind not read: render does not render Gateway API objects (run --mode=gateway serves them)"}}},
+		{name: "another kind, its metadata broken", input: "kind: Pod\nmetadata: {name: [a]}\n",
+			errs: []wantErr{{ErrKind, "document 1 (Pod): kind not read: render does not read Pod objects"}}},
+		{name: "a misspelt kind", input: "kind: Servce\nmetadata: {name: a}\n",
+			errs: []wantErr{{ErrKind, "document 1 (Servce a): kind not read"}}},
+		{name: "no namespace: default", input: "kind: Service\nmetadata: {name: a}\n---\nkind: EndpointSlice\nmetadata: {name: e}\naddressType: IPv4\n",
+			want: []string{"Service default/a", "EndpointSlice default/e"}},
+		{name: "duplicates: the first kept, both named", input: "kind: Service\nmetadata: {name: a}\n---\nkind: Service\nmetadata: {name: a, namespace: default}\n---\nkind: Node\nmetadata: {name: nx}\n---\nkind: List\nitems: [{kind: Node, metadata: {name: nx}}]\n",
+			want: []string{"Service default/a", "Node nx"}, errs: []wantErr{
+				{ErrDuplicate, "in.yaml: document 2 (Service default/a): duplicate object: the same object as in.yaml: document 1; the first is kept"},
+				{ErrDuplicate, "in.yaml: document 4, item 0 (Node nx): duplicate object: the same object as in.yaml: document 3; the first is kept"},
+			}},
+		{name: "names quoted in messages", input: "kind: \"Svc\\nx\"\nmetadata: {name: \"a b\"}\n",
+			errs: []wantErr{{ErrKind, `document 1 ("Svc\nx" "a b"): kind not read`}}},
 		{name: "JSON stream", input: `{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"}}
 			{"apiVersion":"v1","kind":"Node","metadata":{"name":"b"}}`, want: []string{"Node a", "Node b"}},
 		{name: "JSON array", input: ` [{"kind":"Node","metadata":{"name":"a"}}, null]`, want: []string{"Node a"}},
@@ -195,7 +215,7 @@ func checkErrs(t *testing.T, errs []error, want []wantErr) {
 
 func TestLoadFields(t *testing.T) {
 	set, errs := Load(strings.NewReader(multiDoc), "x")
-	if errs != nil {
+	if len(errs) != 2 { // the ConfigMap and knative's Service
 		t.Fatal(errs)
 	}
 	svc := set.Services[0]
@@ -260,5 +280,54 @@ func TestMerge(t *testing.T) {
 	want := []string{"Service default/web", "Service default/j", "EndpointSlice default/web-abc", "Node node-1"}
 	if got := names(s); !reflect.DeepEqual(got, want) {
 		t.Errorf("merged %q, want %q", got, want)
+	}
+	// The same objects again, from another file: each a duplicate naming
+	// both places, none added.
+	again, _ := Load(strings.NewReader(jsonList), "c")
+	checkErrs(t, s.Merge(again), []wantErr{{ErrDuplicate, "c: document 1, item 0 (Service default/j): duplicate object: the same object as b: document 1, item 0"}})
+	if got := names(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("merged %q, want %q", got, want)
+	}
+}
+
+// Lists nested beyond MaxDepth are refused, once, naming where, and the
+// rest of the stream still loads; a stream nested a thousand deep costs a
+// few decodes, not one per level (allocations stay bounded).
+func TestLoadNestingBound(t *testing.T) {
+	const svc = `{"apiVersion":"v1","kind":"Service","metadata":{"name":"ok","namespace":"default"}}`
+	nest := func(d int, inner string) string {
+		return strings.Repeat(`{"kind":"List","items":[`, d) + inner + strings.Repeat(`]}`, d)
+	}
+	for _, tt := range []struct {
+		name   string
+		in     string
+		got    []string
+		errs   int
+		errMsg string
+	}{
+		{"at the bound", nest(MaxDepth, svc), []string{"Service default/ok"}, 0, ""},
+		{"one deeper", nest(MaxDepth+1, svc), nil, 1, "document 1, item 0, item 0, item 0, item 0, item 0, item 0, item 0, item 0: lists nested too deep"},
+		{"arrays", strings.Repeat("[", MaxDepth+1) + svc + strings.Repeat("]", MaxDepth+1), nil, 1, "lists nested too deep"},
+		{"deep, then a good document", nest(1000, svc) + "\n" + svc, []string{"Service default/ok"}, 1, "lists nested too deep"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			set, errs := Load(strings.NewReader(tt.in), "in")
+			if !reflect.DeepEqual(names(set), tt.got) {
+				t.Errorf("loaded %v, want %v", names(set), tt.got)
+			}
+			if len(errs) != tt.errs {
+				t.Fatalf("errors %v, want %d", errs, tt.errs)
+			}
+			if tt.errs > 0 && (!errors.Is(errs[0], ErrTooDeep) || !strings.Contains(errs[0].Error(), tt.errMsg)) {
+				t.Errorf("error %v, want ErrTooDeep with %q", errs[0], tt.errMsg)
+			}
+		})
+	}
+	// 20 KB nested as deep as it goes: the old loader decoded every level
+	// again (size times depth: seconds and hundreds of MB); now a bounded
+	// number of passes over it.
+	deep := nest(800, svc)
+	if a := testing.AllocsPerRun(2, func() { Load(strings.NewReader(deep), "in") }); a > 2000 {
+		t.Errorf("loading %d bytes nested 800 deep allocates %v times", len(deep), a)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // Port is one port a Service listens on, for the allow-shared-ip check.
@@ -368,7 +370,7 @@ func (st *state) fresh(r *Request, f int) bool {
 	if len(pools) == 0 {
 		what := "no AddressPool with autoAssign serves this Service"
 		if r.Pool != "" {
-			what = "AddressPool " + r.Pool + " does not exist or does not serve this Service"
+			what = "AddressPool " + settings.ShowName(r.Pool) + " does not exist or does not serve this Service"
 		}
 		st.problem(r, ReasonNoPool, what)
 		return false
@@ -393,8 +395,18 @@ func (st *state) fresh(r *Request, f int) bool {
 			st.cursor[rg] = a
 		}
 	}
-	st.problem(r, ReasonExhausted, "no free IPv"+string(rune('0'+f))+" address in AddressPool(s) "+poolNames(pools)+"; the Service waits")
+	fam := "IPv" + string(rune('0'+f))
+	if !slices.ContainsFunc(pools, func(p *Pool) bool { return p.hasFamily(f) }) {
+		st.problem(r, ReasonExhausted, "AddressPool(s) "+poolNames(pools)+" have no "+fam+" addresses; the Service waits")
+		return false
+	}
+	st.problem(r, ReasonExhausted, "no free "+fam+" address in AddressPool(s) "+poolNames(pools)+"; the Service waits")
 	return false
+}
+
+// hasFamily reports whether p has addresses of family f (4 or 6).
+func (p *Pool) hasFamily(f int) bool {
+	return slices.ContainsFunc(p.Ranges, func(rg Range) bool { return family(rg.First) == f })
 }
 
 func poolNames(ps []*Pool) string {

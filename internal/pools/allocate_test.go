@@ -192,6 +192,20 @@ func TestParseRange(t *testing.T) {
 		"fe80::1%eth0-fe80::2%eth0": "error",
 		"::ffff:192.0.2.0/120":      "error",
 		"":                          "error",
+		// Special addresses no Service may listen on: the whole range
+		// is refused (the pool unusable, its condition says why).
+		"0.0.0.0/30":                      "error",
+		"0.0.0.0/0":                       "error",
+		"::/127":                          "error",
+		"255.255.255.250-255.255.255.255": "error",
+		"224.0.0.0/24":                    "error",
+		"223.255.255.254-224.0.0.1":       "error",
+		"ff02::/120":                      "error",
+		"169.254.1.0/24":                  "error",
+		"fe80::/64":                       "error",
+		"0.0.0.1-0.0.0.9":                 "0.0.0.1-0.0.0.9",
+		"223.255.255.0/24":                "223.255.255.0/24",
+		"127.0.0.0/24":                    "127.0.0.0/24",
 	} {
 		r, err := ParseRange(in)
 		got := "error"
@@ -215,6 +229,11 @@ func TestParseIPs(t *testing.T) {
 		"198.18.0.1;x":            false,
 		"":                        false,
 		"198.18.0.0/24":           false,
+		"0.0.0.0":                 false,
+		"::":                      false,
+		"224.0.0.1":               false,
+		"fe80::1":                 false,
+		"255.255.255.255":         false,
 	} {
 		if _, err := ParseIPs(in); (err == nil) != ok {
 			t.Errorf("ParseIPs(%q): %v", in, err)
@@ -321,3 +340,40 @@ func TestPreviousPassKeeps(t *testing.T) {
 }
 
 func mustFor(r Result, _ []ServiceProblem) Result { return r }
+
+// A Service that holds a special address (handed out by an older release
+// from a pool now refused) does not keep it as an orphan: it is given one
+// from a usable pool instead.
+func TestSpecialOrphanNotKept(t *testing.T) {
+	web := Pool{Name: "web", AutoAssign: true, Ranges: []Range{rg("198.18.0.10-198.18.0.12")}}
+	for _, a := range []string{"0.0.0.0", "224.0.0.1", "255.255.255.255", "169.254.0.1"} {
+		res := Allocate([]Pool{web}, []Request{req("a/x", ours(a))})
+		if got := summary(res); got != "a/x=198.18.0.10" {
+			t.Errorf("holding %s: %s, want a/x=198.18.0.10", a, got)
+		}
+	}
+	if got := summary(Allocate([]Pool{web}, []Request{req("a/x", ours("192.0.2.1"))})); got != "a/x=192.0.2.1" {
+		t.Errorf("an ordinary orphan: %s, want it kept", got)
+	}
+}
+
+// A Service needing a family its pools never had is told so, not that
+// the pools ran out of it.
+func TestAllocateFamilyMissing(t *testing.T) {
+	v4 := Pool{Name: "v4", Ranges: []Range{rg("198.18.0.10/32")}, AutoAssign: true}
+	for _, tc := range []struct {
+		name string
+		reqs []Request
+		want string
+	}{
+		{"never had IPv6", []Request{req("a/x", fams(4, 6))}, "AddressPool(s) v4 have no IPv6 addresses; the Service waits"},
+		{"ran out of IPv4", []Request{req("a/x"), req("a/y")}, "no free IPv4 address in AddressPool(s) v4; the Service waits"},
+		// the address-pool annotation's value, quoted: a newline cannot split the Event
+		{"asked pool with a newline", []Request{req("a/x", inPool("v4\nWarning Forged"))}, `AddressPool "v4\nWarning Forged" does not exist or does not serve this Service`},
+	} {
+		res := Allocate([]Pool{v4}, tc.reqs)
+		if len(res.Problems) != 1 || res.Problems[0].Message != tc.want {
+			t.Errorf("%s: problems %+v, want %q", tc.name, res.Problems, tc.want)
+		}
+	}
+}

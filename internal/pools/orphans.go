@@ -3,6 +3,8 @@ package pools
 import (
 	"net/netip"
 	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // keepOrphans lets each request keep the addresses of its Ours that no
@@ -36,6 +38,7 @@ func (st *state) keepOrphans(reqs []Request) {
 			l := listed[a]
 			switch {
 			case st.owner(a) != nil, l.n > 1 && l.share == "", r.Exact:
+			case model.ListenAddrProblem(a) != "": // from a pool written before such ranges were refused
 			case !wants(r, family(a)) || st.has(r, family(a)):
 			case len(r.IPs) > 0 && !slices.Contains(r.IPs, a):
 			case r.Pool != "" && st.byName[r.Pool] != nil && !st.byName[r.Pool].Frozen:

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
@@ -74,7 +75,7 @@ func ParseRange(s string) (Range, error) {
 		if last.Less(first) {
 			return bad("the last address is before the first")
 		}
-		return Range{first, last}, nil
+		return checkSpecial(s, Range{first, last})
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil || p.Addr().Zone() != "" || p.Addr().Is4In6() {
@@ -83,7 +84,35 @@ func ParseRange(s string) (Range, error) {
 	if p.Masked() != p {
 		return bad("host bits are set (want " + p.Masked().String() + ")")
 	}
-	return Range{p.Addr(), lastOf(p)}, nil
+	return checkSpecial(s, Range{p.Addr(), lastOf(p)})
+}
+
+// special are the addresses no pool may hand out (model.ListenAddrProblem):
+// a Service given one would bind every address (and collide with every
+// other Service), or one that is not a single host's.
+var special = []struct {
+	p   netip.Prefix
+	why string
+}{
+	{netip.MustParsePrefix("0.0.0.0/32"), "the unspecified address 0.0.0.0"},
+	{netip.MustParsePrefix("255.255.255.255/32"), "the broadcast address 255.255.255.255"},
+	{netip.MustParsePrefix("224.0.0.0/4"), "multicast addresses (224.0.0.0/4)"},
+	{netip.MustParsePrefix("169.254.0.0/16"), "link-local addresses (169.254.0.0/16)"},
+	{netip.MustParsePrefix("::/128"), "the unspecified address ::"},
+	{netip.MustParsePrefix("ff00::/8"), "multicast addresses (ff00::/8)"},
+	{netip.MustParsePrefix("fe80::/10"), "link-local addresses (fe80::/10)"},
+}
+
+// checkSpecial refuses a range that holds a special address: the whole
+// pool is then unusable, with this message in its condition, rather than
+// some of its addresses silently skipped.
+func checkSpecial(s string, r Range) (Range, error) {
+	for _, sp := range special {
+		if sp.p.Addr().BitLen() == r.First.BitLen() && r.First.Compare(lastOf(sp.p)) <= 0 && sp.p.Addr().Compare(r.Last) <= 0 {
+			return Range{}, fmt.Errorf("address range %q: holds %s, which no Service may listen on", s, sp.why)
+		}
+	}
+	return r, nil
 }
 
 // Selector matches labels; nil matches everything (the caller builds it
@@ -149,6 +178,9 @@ func ParseIPs(s string) ([]netip.Addr, error) {
 		a, err := netip.ParseAddr(strings.TrimSpace(it))
 		if err != nil || a.Zone() != "" || a.Is4In6() {
 			return nil, &settings.FieldError{Key: IPsAnnotation, Value: s, Reason: "want IP[,IP], one address per family"}
+		}
+		if why := model.ListenAddrProblem(a); why != "" {
+			return nil, &settings.FieldError{Key: IPsAnnotation, Value: s, Reason: a.String() + " is " + why + ", which no Service may listen on"}
 		}
 		for _, o := range out {
 			if o.Is4() == a.Is4() {

@@ -3,6 +3,7 @@ package settings
 import (
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode"
 )
@@ -38,7 +39,7 @@ func FuzzApply(f *testing.F) {
 		{"send-proxy-v2", "true"}, {"accept-proxy", "true"},
 		{"timeout-connect", "24h"}, {"timeout-client", "0000001ms"}, {"timeout-server", "1m "},
 		{"maxconn", "1000000"}, {"maxconn", "0"}, {"backend-port", "65535"}, {"backend-port", "6553５"},
-		{"enabled", "\x00"}, {"bogus", "1"}, {"", ""},
+		{"enabled", "\x00"}, {"bogus", "1"}, {"", ""}, {"bad\nkey", "v"}, {"rise", "1\r\nWarning: forged"},
 	}
 	for _, s := range seeds {
 		f.Add(s[0], s[1])
@@ -46,6 +47,12 @@ func FuzzApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, value string) {
 		start := Defaults()
 		got, errs := Apply(start, map[string]string{Prefix + name: value})
+		for _, err := range errs {
+			// One line, of bounded length, whatever the key and value.
+			if msg := err.Error(); strings.ContainsAny(msg, "\n\r") || len(msg) > 24*MaxShown+1000 {
+				t.Fatalf("error for %q=%q: %d bytes: %.200q", name, value, len(msg), msg)
+			}
+		}
 		if len(errs) > 0 {
 			if got != start {
 				t.Fatalf("settings changed despite errors %v", errs)

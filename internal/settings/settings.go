@@ -16,6 +16,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -87,7 +88,7 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s%s: invalid value %q: %s", keyKind(e.Key), e.Key, e.Value, e.Reason)
+	return keyKind(e.Key) + ShowName(e.Key) + ": invalid value " + ShowValue(e.Value) + ": " + e.Reason
 }
 
 // Is makes errors.Is(err, ErrInvalid) true.
@@ -156,6 +157,9 @@ func lookup(name string) *field {
 func unknownReason(name string) string {
 	best, bestDist := "", 3 // suggest only close matches
 	for _, f := range fields {
+		if abs(len(name)-len(f.name)) >= bestDist {
+			continue // the distance is at least the difference in length
+		}
 		if d := editDistance(name, f.name); d < bestDist {
 			best, bestDist = f.name, d
 		}
@@ -163,8 +167,14 @@ func unknownReason(name string) string {
 	if best != "" {
 		return fmt.Sprintf("unknown setting (did you mean %s%s?)", Prefix, best)
 	}
-	return "unknown setting; known settings are " + strings.Join(Names(), ", ")
+	return knownSettings()
 }
+
+// knownSettings is the reason for an unknown setting far from any name:
+// built once, for a Service may carry thousands of them.
+var knownSettings = sync.OnceValue(func() string {
+	return "unknown setting; known settings are " + strings.Join(Names(), ", ")
+})
 
 // editDistance is the Levenshtein distance of two short strings, in bytes.
 func editDistance(a, b string) int {
@@ -188,4 +198,11 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -115,11 +114,7 @@ func NewHAProxy(opts Options) *HAProxy {
 		// Source ranges live in files beside the config (acl.go), so
 		// they change with no reload; a directory whose name HAProxy
 		// could misread keeps them inline.
-		if abs, err := filepath.Abs(opts.ConfigPath); err == nil {
-			if dir := filepath.Join(filepath.Dir(abs), "acl"); model.ValidFilePath(dir) {
-				opts.Render.ACLDir = dir
-			}
-		}
+		opts.Render.ACLDir = ACLDir(opts.ConfigPath)
 	}
 	if !opts.Render.Peer.IsValid() && opts.ConfigPath != "" {
 		opts.Render.Peer = localPeer(opts.ConfigPath)
