@@ -42,7 +42,7 @@ testbin_only = HKS_TESTBIN_DIR="$$(hack/testbin.sh $(1) | tail -n 1)"; export HK
 # Helm chart and of the kustomize bases under deploy/ run.
 WITH_TOOLS = HKS_TOOLS_DIR="$$(hack/tools.sh | tail -n 1)"; export HKS_TOOLS_DIR;
 
-.PHONY: build test vet testbin deps deps-haproxy deps-test demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance fuzz fmt-check
+.PHONY: build test test-haproxy test-versions bench-versions vet testbin deps deps-haproxy deps-test deps-versions demo bench bench-gateway bench-pools bench-apiserver clean image chaos conformance fuzz fmt-check
 
 build:
 	$(GO) build -o bin/haproxy-k8s-sync ./cmd/haproxy-k8s-sync
@@ -67,7 +67,7 @@ testbin:
 # CNI plugins (the real-node tier), and promtool (Debian's
 # prometheus package, its server never started) for the metrics test. /usr/sbin is checked too:
 # it is often not on a non-root user's PATH.
-deps: deps-haproxy deps-test
+deps: deps-haproxy deps-test deps-versions
 
 # HAProxy: the demo and the benchmark need nothing else from apt.
 deps-haproxy:
@@ -100,6 +100,18 @@ deps-test:
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y containerd runc containernetworking-plugins; \
 	fi
 
+# debootstrap and Debian's archive keys: hack/haproxy-version.sh makes a
+# root file system of the Debian release that has an HAProxy version the
+# host lacks (3.0: trixie's), cached once per machine.
+deps-versions:
+	@if command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ]; then \
+		echo "debootstrap: $$(command -v debootstrap || echo /usr/sbin/debootstrap)"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y debootstrap debian-archive-keyring; \
+	fi
+
 vet:
 	$(GO) vet $(PKGS)
 
@@ -109,7 +121,39 @@ test: deps
 	$(MAKE) --no-print-directory fmt-check && \
 	$(GO) vet $(PKGS) && \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS) && \
+	$(MAKE) --no-print-directory test-versions && \
 	$(MAKE) --no-print-directory fuzz
+
+# The packages that talk to HAProxy itself (its clients and master CLI,
+# the start-up check) again on each other supported version: make test
+# runs them on 3.0 after the whole suite on the host's 2.6 (docs/testing.md
+# has what each version showed). ~1 min warm; a cold cache first makes
+# 3.0's root file system (hack/haproxy-version.sh, 4-12 min). The local
+# driver's package passes on 3.0 too, but its Verify tests fail there in
+# some runs, not yet understood (docs/testing.md), so it is not in the
+# default list: make test-versions VERSION_PKGS=./internal/driver/runtimeapi/
+# runs it. The whole suite on one version: make test-haproxy VERSION=3.0.
+TEST_VERSIONS ?= 3.0
+VERSION_PKGS ?= ./internal/haproxy/... ./internal/cli/
+VERSION_SKIP ?=
+test-versions: deps-versions
+	@set -e; for v in $(TEST_VERSIONS); do \
+		bin="$$(hack/haproxy-version.sh $$v | tail -n 1)"; \
+		echo "HAProxy $$v: $$bin"; \
+		HAPROXY_BIN="$$bin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(if $(VERSION_SKIP),-skip '$(VERSION_SKIP)') $(VERSION_PKGS); \
+	done
+
+# The whole suite against one HAProxy version, the binary from
+# hack/haproxy-version.sh (2.6: the host's; 3.0: Debian trixie's, made and
+# cached on first use) passed to the tests as HAPROXY_BIN:
+#   make test-haproxy VERSION=3.0
+test-haproxy: deps
+	@[ "$(origin VERSION)" = "command line" ] || [ "$(origin VERSION)" = "environment" ] || \
+		{ echo "make test-haproxy VERSION=2.6|3.0"; exit 2; }
+	HAPROXY_BIN="$$(hack/haproxy-version.sh $(VERSION) | tail -n 1)"; export HAPROXY_BIN; \
+	$(WITH_TESTBIN) $(WITH_TOOLS) \
+	echo "HAPROXY_BIN=$$HAPROXY_BIN ($$($$HAPROXY_BIN -v | head -n 1))" && \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 # Every Go file as gofmt writes it (make test runs this first).
 fmt-check:
@@ -165,6 +209,13 @@ bench-gateway: deps-haproxy
 # side by side in one run: make bench-pools SERVICES=10000 CHANGES=200
 bench-pools: BENCHFLAGS += -compare-pools -node-deaths=0
 bench-pools: bench
+
+# Reload-to-serving time per HAProxy version, side by side in one run
+# (internal/haproxy BenchmarkReloadToServing; BENCHMARKS.md).
+bench-versions: deps-haproxy deps-versions
+	HKS_HAPROXY_BINS="2.6=$$(hack/haproxy-version.sh 2.6 | tail -n 1) 3.0=$$(hack/haproxy-version.sh 3.0 | tail -n 1)"; \
+	export HKS_HAPROXY_BINS; \
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkReloadToServing -benchtime $(or $(CHANGES),20)x ./internal/haproxy/
 
 # kube-apiserver failover and join times (root: a network namespace).
 bench-apiserver: deps

@@ -123,6 +123,9 @@ func (f *runFlags) newLocalHAProxy(l localHAProxy, log *slog.Logger) (hd *runtim
 
 // single is run's one local HAProxy, named by its flags.
 func (f *runFlags) single(log *slog.Logger) (*runtimeapi.HAProxy, func(), error) {
+	if err := f.checkHAProxy(log); err != nil {
+		return nil, nil, err
+	}
 	ropts := f.renderOptions()
 	if err := f.statsPage.resolve(&ropts, log); err != nil {
 		return nil, nil, err
@@ -209,6 +212,10 @@ func (f *runFlags) buildInstances(ctx context.Context, dopts desired.Options, ge
 			closers = append(closers, func() { stopDataplane(dd, ilog) })
 			d, ready = dd, &readiness{probe: dd.Ping}
 		} else {
+			if err := f.checkHAProxy(log); err != nil {
+				closeAll()
+				return nil, err
+			}
 			ro := ropts
 			ro.StatsSocket, ro.StateFile = s.stats, s.state
 			if s.page != nil {

@@ -33,6 +33,8 @@ type runFlags struct {
 	// onApplied, when set, is told that an --instance applied a model
 	// (the gateway mode publishes status once all did).
 	onApplied func(instance string, cfg model.Config)
+	// binChecked: --haproxy-bin passed checkHAProxy (haproxybin.go).
+	binChecked bool
 }
 
 // register registers run's flags on fs, grouped by concern; getenv feeds

@@ -1,4 +1,4 @@
-// Package haproxy is a small client for HAProxy 2.6 in master-worker mode:
+// Package haproxy is a small client for HAProxy (2.6 and newer) in master-worker mode:
 // the worker's runtime API (admin stats socket), the master CLI, and
 // configuration checking with `haproxy -c`.
 package haproxy
@@ -18,8 +18,12 @@ var (
 	ErrUnavailable = errors.New("haproxy: socket unavailable")
 	// ErrCommand: a runtime command answered with an error, or was not sendable.
 	ErrCommand = errors.New("haproxy: command failed")
-	// ErrReloadFailed: the master reports that the reload failed ([failed: N] rose).
+	// ErrReloadFailed: the master reports that the reload failed ([failed: N]
+	// rose, or 2.7+ answered Success=0).
 	ErrReloadFailed = errors.New("haproxy: reload failed")
+	// ErrReloadInProgress: a 3.1+ master refused a reload because the
+	// previous one is still loading; nothing changed, try again later.
+	ErrReloadInProgress = errors.New("haproxy: another reload is still in progress")
 	// ErrInvalidConfig: `haproxy -c` rejected a configuration.
 	ErrInvalidConfig = errors.New("haproxy: invalid configuration")
 )

@@ -12,7 +12,7 @@ import (
 // explores for a fixed time.
 func FuzzRuntimeParsers(f *testing.F) {
 	for _, s := range []string{
-		procAfterReload, procFailed, "garbage\n", "",
+		procAfterReload, procFailed, procFailed30, reloadOK30, reloadFailed30, "3.3-dev5", "garbage\n", "",
 		stateHeader + "3 be 1 s1 127.0.0.1 2 12 1 1 1 6 3 1 6 0 0 0 - 18090 - 0 0 - - 0\n",
 		stateHeader + "3 be 2 s2 ::1 0 5 1 1 1 8 2 0 14 0 0 0 - 1 - 0 0 - - 0\n4 x\n",
 		"1\n# be_name srv_name\nb s\n",
@@ -40,6 +40,12 @@ func FuzzRuntimeParsers(f *testing.F) {
 		}
 		if p, err := ParseProc(out); err == nil && (p.MasterPID <= 0 || p.Reloads < 0 || p.Failed < 0) {
 			t.Fatalf("a master without a PID, or a negative count: %+v", p)
+		}
+		if ok, log, err := ParseReloadAnswer(out); err != nil && (ok || log != nil) {
+			t.Fatalf("a refused reload answer with an outcome: %v %q", ok, log)
+		}
+		if v, err := ParseVersion(out); err == nil && (!v.Known() || v.Minor < 0 || v.Patch < 0) {
+			t.Fatalf("a version read as nothing, or negative: %+v", v)
 		}
 		_ = ParseInfo(out)
 		_ = parseAnswer(out)

@@ -59,6 +59,21 @@ func startLB(t testing.TB, extraGlobal string) *lb {
 	return &lb{proc: p, rt: rt, master: NewMaster(p.MasterSocket), fePort: port, goodCfg: cfg}
 }
 
+// version is the running worker's HAProxy version (show info): tests that
+// compare HAProxy's own words know which release said them.
+func (l *lb) version(t testing.TB) Version {
+	t.Helper()
+	info, err := l.rt.ShowInfo(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ParseVersion(info["Version"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // greeter is a tiny TCP server on 127.0.0.1 that writes msg and closes.
 func greeter(t testing.TB, msg string) int {
 	t.Helper()

@@ -114,13 +114,14 @@ func (m *Master) once(ctx context.Context, cmd string, idempotent bool) (out str
 	return strings.TrimSpace(string(b)), true, nil
 }
 
-// Proc is the parsed output of the master's "show proc" (HAProxy 2.6).
+// Proc is the parsed output of the master's "show proc".
 type Proc struct {
 	MasterPID  int
-	Reloads    int   // reloads since start, failed ones included
-	Failed     int   // consecutive failed reloads; back to 0 after a successful one
-	Workers    []int // current worker PIDs
-	OldWorkers []int // workers still finishing after a reload
+	Version    Version // the master's (its line's last column); zero if absent
+	Reloads    int     // reloads since start, failed ones included
+	Failed     int     // consecutive failed reloads; back to 0 after a successful one
+	Workers    []int   // current worker PIDs
+	OldWorkers []int   // workers still finishing after a reload
 }
 
 // ShowProc runs "show proc" on the master.
@@ -176,6 +177,9 @@ func ParseProc(out string) (Proc, error) {
 				}
 			}
 			p.MasterPID, seenMaster = pid, true
+			if v, err := ParseVersion(f[len(f)-1]); err == nil && len(f) >= 4 {
+				p.Version = v
+			}
 		case f[1] == "worker" && section == "workers":
 			p.Workers = append(p.Workers, pid)
 		case f[1] == "worker" && section == "old workers":
@@ -188,22 +192,72 @@ func ParseProc(out string) (Proc, error) {
 	return p, nil
 }
 
-// Reload asks the master to reload and waits until it has: the reload
-// counter rose and a new worker is listed (nil), or the failed counter rose
-// (an error wrapping ErrReloadFailed; the previous worker keeps serving).
-// It polls "show proc" every few milliseconds until ctx ends (10s when ctx
-// has no deadline).
+// Reload is ReloadReport without the report: nil once the reload is
+// confirmed, else why not.
 func (m *Master) Reload(ctx context.Context) error {
+	_, err := m.ReloadReport(ctx)
+	return err
+}
+
+// ReloadReport asks the master to reload and waits until it has. A master of 2.7
+// or newer answers the reload itself (synchronous reload: `Success=1`,
+// nil; `Success=0`, an error wrapping ErrReloadFailed with the startup
+// logs' alerts, also in the result's Log; 3.1+ refusing a reload while one
+// is loading, ErrReloadInProgress). A 2.6 master answers nothing: the
+// reload counter of `show proc` rising with a new worker listed is success,
+// its failed counter rising is ErrReloadFailed (the previous worker keeps
+// serving either way). It polls `show proc` every few milliseconds until
+// ctx ends (10s when ctx has no deadline).
+func (m *Master) ReloadReport(ctx context.Context) (ReloadResult, error) {
 	ctx, cancel := WithDefaultTimeout(ctx, defaultMasterTimeout)
 	defer cancel()
 	start := time.Now()
 	before, err := m.ShowProc(ctx)
 	if err != nil {
-		return err
+		return ReloadResult{}, err
 	}
-	if _, sent, err := m.command(ctx, "reload"); err != nil && !sent {
-		return err
+	res := ReloadResult{Version: before.Version}
+	out, sent, err := m.command(ctx, "reload")
+	if err != nil && !sent {
+		return res, err
 	}
+	if err == nil && before.Version.SyncReload() {
+		ok, log, perr := ParseReloadAnswer(out)
+		switch {
+		case perr == nil:
+			res.Answered, res.Log = true, log
+			if !ok {
+				return res, fmt.Errorf("%w: master answered Success=0: %s", ErrReloadFailed, reasons(res))
+			}
+			m.log.Debug("reload done", "version", before.Version.Text, "elapsed", time.Since(start))
+			return m.newWorkers(ctx, res), nil
+		case errors.Is(perr, ErrReloadInProgress):
+			return res, perr
+		}
+		// The answer did not arrive whole (the master re-executing cut
+		// it): show proc still tells.
+		m.log.Warn("unexpected answer to reload, confirming with show proc", "version", before.Version.Text, "err", perr)
+	}
+	if err := m.confirmReload(ctx, before, start); err != nil {
+		return res, err
+	}
+	return m.newWorkers(ctx, res), nil
+}
+
+// newWorkers notes in res the workers `show proc` lists once a reload is
+// confirmed. A 2.7+ master answers before the previous worker has stopped
+// listening, so for a moment either worker may answer on the stats socket:
+// the new ones are these. Left nil when the master does not answer.
+func (m *Master) newWorkers(ctx context.Context, res ReloadResult) ReloadResult {
+	if p, err := m.ShowProc(ctx); err == nil {
+		res.Workers = p.Workers
+	}
+	return res
+}
+
+// confirmReload polls `show proc` until the reload counter rose with a new
+// worker listed (nil) or the failed counter rose (ErrReloadFailed).
+func (m *Master) confirmReload(ctx context.Context, before Proc, start time.Time) error {
 	// 2.6 answers "reload" with nothing (or drops the connection while
 	// re-executing): the outcome is only visible in "show proc".
 	var last Proc

@@ -28,10 +28,17 @@ func TestReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	v := l.version(t)
 	for i := 1; i <= 3; i++ {
 		start := time.Now()
-		if err := l.master.Reload(ctx); err != nil {
+		res, err := l.master.ReloadReport(ctx)
+		if err != nil {
 			t.Fatalf("reload %d: %v", i, err)
+		}
+		// 2.7+ answers the reload itself (Success=1 and the startup
+		// logs); 2.6 is confirmed by polling show proc.
+		if res.Version != before.Version || res.Version.Text != v.Text || res.Answered != v.SyncReload() || (len(res.Log) > 0) != v.SyncReload() {
+			t.Fatalf("reload %d on %s: %+v", i, v, res)
 		}
 		after, err := l.master.ShowProc(ctx)
 		if err != nil {
@@ -83,10 +90,21 @@ func TestReloadFailedKeepsServing(t *testing.T) {
 	if err := os.WriteFile(l.proc.ConfigPath, []byte(l.goodCfg+"\nthis is not haproxy\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	v := l.version(t)
 	for i := 1; i <= 2; i++ {
-		err := l.master.Reload(ctx)
+		res, err := l.master.ReloadReport(ctx)
 		if !errors.Is(err, ErrReloadFailed) {
 			t.Fatalf("broken reload %d: %v, want ErrReloadFailed", i, err)
+		}
+		// 2.7+: the master's own answer says why, and the error carries
+		// it; 2.6's master only counts the failure.
+		const why = "unknown keyword 'this'"
+		if v.SyncReload() {
+			if !res.Answered || len(res.Alerts()) == 0 || !strings.Contains(res.Alerts()[0], why) || !strings.Contains(err.Error(), why) {
+				t.Fatalf("failed reload %d on %s: %v, %+v; want the alert %q", i, v, err, res, why)
+			}
+		} else if res.Answered || res.Log != nil || !strings.Contains(err.Error(), "failed reload(s)") {
+			t.Fatalf("failed reload %d on %s: %v, %+v", i, v, err, res)
 		}
 		p, _ := l.master.ShowProc(ctx)
 		if p.Failed != i || p.Reloads != i || len(p.Workers) != 1 {

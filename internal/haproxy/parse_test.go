@@ -26,17 +26,31 @@ const procFailed = `#<PID>          <type>          <reloads>       <uptime>    
 # programs
 `
 
+// Captured from HAProxy 3.0.11 (Debian trixie's) after a failed reload.
+const procFailed30 = `#<PID>          <type>          <reloads>       <uptime>        <version>      
+25008           master          2 [failed: 1]   0d00h00m14s     3.0.11-1+deb13u4
+# workers
+25262           worker          1               0d00h00m10s     3.0.11-1+deb13u4
+# programs
+
+`
+
 func TestParseProc(t *testing.T) {
 	p, err := ParseProc(procAfterReload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fmt.Sprintf("%+v", p); got != "{MasterPID:7524 Reloads:4 Failed:0 Workers:[10515] OldWorkers:[10227]}" {
+	if got := fmt.Sprintf("%+v", p); got != "{MasterPID:7524 Version:2.6.12-1+deb12u4 Reloads:4 Failed:0 Workers:[10515] OldWorkers:[10227]}" {
 		t.Fatalf("got %s", got)
 	}
 	p, err = ParseProc(procFailed)
 	if err != nil || p.Reloads != 6 || p.Failed != 2 || len(p.Workers) != 1 || p.Workers[0] != 10515 {
 		t.Fatalf("got %+v, %v", p, err)
+	}
+	p, err = ParseProc(procFailed30)
+	if err != nil || p.Reloads != 2 || p.Failed != 1 || len(p.Workers) != 1 || p.Workers[0] != 25262 ||
+		p.Version.Branch() != "3.0" || !p.Version.SyncReload() {
+		t.Fatalf("3.0: got %+v, %v", p, err)
 	}
 	if _, err := ParseProc("garbage\n"); err == nil {
 		t.Fatal("no error for garbage")

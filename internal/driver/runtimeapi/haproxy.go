@@ -100,6 +100,7 @@ type HAProxy struct {
 	routeMaps  fileSet // the routes' map files (routemaps.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
+	version     haproxy.Version // the master's, as the last reload read it (version.go)
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -367,8 +368,9 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 
 	t = time.Now()
 	rctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
-	err = d.master.Reload(rctx)
+	rel, err := d.master.ReloadReport(rctx)
 	cancel()
+	d.noteVersion(rel)
 	res.Reload = time.Since(t)
 	d.gate.reloaded(d.now())
 	d.rt.Reset()
@@ -388,7 +390,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		d.acls.prune(dir, d.aclFiles(cfg))
 		d.routeMaps.prune(dir, d.routeMapFiles(cfg))
 	}
-	if err := d.waitHash(ctx, hash); err != nil {
+	if err := d.waitHash(ctx, hash, rel.Workers); err != nil {
 		d.known = false
 		return err
 	}

@@ -16,14 +16,15 @@ import (
 // Reading back what HAProxy runs: after a reload, at start and when the
 // state is unknown (Verify, in verify.go, reads without the driver lock).
 
-// waitHash polls the new worker until it reports the expected structure
+// waitHash polls the new worker (one of workers, the master's list after
+// the reload, when known) until it reports the expected structure
 // and reads its slot states.
-func (d *HAProxy) waitHash(ctx context.Context, hash string) error {
+func (d *HAProxy) waitHash(ctx context.Context, hash string, workers []int) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
 	defer cancel()
 	for i := 0; ; i++ {
 		info, err := d.rt.ShowInfo(ctx)
-		if err == nil && info["description"] == render.DescriptionPrefix+hash {
+		if err == nil && info["description"] == render.DescriptionPrefix+hash && newWorker(info["Pid"], workers) {
 			d.pid = info["Pid"]
 			d.pidEpoch++
 			return d.readSlots(ctx)

@@ -31,6 +31,8 @@ type Process struct {
 	// NetNS, when set, is the file of a network namespace haproxy runs in
 	// (through nsenter, which execs haproxy: the PID is haproxy's).
 	NetNS string
+	// Bin is the haproxy binary run ("": Bin()).
+	Bin string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -40,7 +42,9 @@ type Process struct {
 }
 
 // Bin returns the haproxy binary tests use: $HAPROXY_BIN, else "haproxy"
-// from PATH, else /usr/sbin/haproxy.
+// from PATH, else /usr/sbin/haproxy. `make test-haproxy VERSION=3.0` sets
+// HAPROXY_BIN to what hack/haproxy-version.sh prints, so every test that
+// starts or checks with Bin runs that version.
 func Bin() string {
 	if b := os.Getenv("HAPROXY_BIN"); b != "" {
 		return b
@@ -126,20 +130,33 @@ func StartInNetNS(t testing.TB, dir, cfgPath, netns string) *Process {
 	return p
 }
 
+// StartWith is Start with another haproxy binary than Bin() (several
+// versions side by side in one test).
+func StartWith(t testing.TB, bin, dir, cfgPath string) *Process {
+	t.Helper()
+	p := &Process{Dir: dir, ConfigPath: cfgPath, MasterSocket: MasterSocketPath(dir), StatsSocket: StatsSocketPath(dir), Bin: bin}
+	p.launch(t)
+	return p
+}
+
 func (p *Process) launch(t testing.TB) {
 	t.Helper()
 	p.mu.Lock()
 	out := &LockedBuffer{}
-	cmd := exec.Command(Bin(), "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
+	bin := p.Bin
+	if bin == "" {
+		bin = Bin()
+	}
+	cmd := exec.Command(bin, "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
 	if p.NetNS != "" {
-		cmd = exec.Command("nsenter", "--net="+p.NetNS, "--", Bin(), "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
+		cmd = exec.Command("nsenter", "--net="+p.NetNS, "--", bin, "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
 	}
 	cmd.Dir = p.Dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		p.mu.Unlock()
-		t.Fatalf("haproxytest: start %s: %v", Bin(), err)
+		t.Fatalf("haproxytest: start %s: %v", bin, err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()

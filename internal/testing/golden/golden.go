@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -31,10 +33,11 @@ func Assert(t *testing.T, name string, got []byte) {
 	}
 }
 
-// HAProxyAccepts fails t unless the real `haproxy -c` accepts cfg.
+// HAProxyAccepts fails t unless the real `haproxy -c` accepts cfg (the
+// binary tests use: haproxytest.Bin, $HAPROXY_BIN).
 func HAProxyAccepts(t *testing.T, cfg []byte) {
 	t.Helper()
-	bin, err := exec.LookPath("haproxy")
+	bin, err := exec.LookPath(haproxytest.Bin())
 	if err != nil {
 		t.Fatalf("haproxy not installed (make deps): %v", err)
 	}

@@ -1,0 +1,91 @@
+package haproxy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ReloadResult is what a reload did, as the master reported it. A caller
+// reads it on failure too: the reasons are in Log.
+type ReloadResult struct {
+	// Version is the master's, from the `show proc` read before the reload
+	// (zero when the master did not print one).
+	Version Version
+	// Answered: the master reported the outcome itself ("Success=1|0",
+	// 2.7+); otherwise the reload was confirmed by polling `show proc`
+	// (2.6, or a 2.7+ answer that did not arrive whole).
+	Answered bool
+	// Log holds the startup log lines the master answered with (2.7+), as
+	// HAProxy printed them: a failed reload's reasons are its [ALERT]
+	// lines. 2.6's master has no startup logs on its CLI: nil there.
+	Log []string
+	// Workers are the workers `show proc` listed once the reload was
+	// confirmed (nil after a failure, or when it could not be read): the
+	// new configuration's. Until the previous worker stops listening,
+	// the stats socket may still reach it.
+	Workers []int
+}
+
+// Alerts returns the [ALERT] lines of r.Log without their "[ALERT] (PID) :"
+// prefix.
+func (r ReloadResult) Alerts() []string {
+	var out []string
+	for _, l := range r.Log {
+		if rest, ok := strings.CutPrefix(l, "[ALERT]"); ok {
+			if _, msg, ok := strings.Cut(rest, ") : "); ok {
+				rest = msg
+			}
+			out = append(out, strings.TrimSpace(rest))
+		}
+	}
+	return out
+}
+
+// reasons is the alerts of a failed reload for an error message: the first
+// few, or the last lines when there is no alert.
+func reasons(r ReloadResult) string {
+	const most = 8
+	lines := r.Alerts()
+	if len(lines) == 0 {
+		lines = r.Log[max(0, len(r.Log)-3):]
+	}
+	if len(lines) > most {
+		lines = append(lines[:most:most], fmt.Sprintf("(%d more)", len(lines)-most))
+	}
+	if len(lines) == 0 {
+		return "no startup logs"
+	}
+	return strings.Join(lines, "; ")
+}
+
+// ParseReloadAnswer reads a 2.7+ master's answer to "reload":
+//
+//	Success=1
+//	--
+//	[NOTICE]   (7524) : Loading success.
+//
+// ok is the outcome, log the lines after "--". A 3.1+ master refusing a
+// reload while one is loading is an error wrapping ErrReloadInProgress;
+// any other answer wraps ErrCommand.
+func ParseReloadAnswer(out string) (ok bool, log []string, err error) {
+	first, rest, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	first = strings.TrimSpace(first)
+	switch first {
+	case "Success=1":
+		ok = true
+	case "Success=0":
+	default:
+		if strings.Contains(strings.ToLower(out), "reload is still in progress") {
+			return false, nil, fmt.Errorf("%w: %s", ErrReloadInProgress, first)
+		}
+		return false, nil, fmt.Errorf("%w: reload: unexpected answer %q", ErrCommand, first)
+	}
+	for line := range strings.Lines(rest) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) == "" || (log == nil && strings.TrimSpace(line) == "--") {
+			continue
+		}
+		log = append(log, line)
+	}
+	return ok, log, nil
+}
