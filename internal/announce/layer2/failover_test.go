@@ -1,0 +1,167 @@
+package layer2
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+)
+
+// TestFailover: on a segment of three load-balancer hosts and a client,
+// one host holds each address, the client reaches it there, and when the
+// owner is frozen or turns unhealthy another host answers for the
+// address (one trial each; `make failover` runs many and prints the
+// times). The address carries a lifetime, so the address of an agent
+// that died lapses.
+func TestFailover(t *testing.T) {
+	g := newGroup(t, Config{})
+	owner, err := g.steady(vip4, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ip", "-n", g.host(owner).NS, "addr", "show", "dev", "eth0").CombinedOutput()
+	if err != nil {
+		t.Fatal(err, string(out))
+	}
+	if !strings.Contains(string(out), vip4.String()+"/32") || strings.Contains(vipLine(string(out)), "forever") {
+		t.Fatalf("%s on %s without a lifetime:\n%s", vip4, owner, out)
+	}
+	cases := []struct {
+		vip   netip.Addr
+		fault string
+	}{{vip4, "frozen"}, {vip4, "unhealthy"}, {vip6, "frozen"}}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%s/%s", tc.fault, tc.vip), func(t *testing.T) {
+			took, err := g.failover(tc.vip, g.faults()[tc.fault])
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("failover %s", took)
+		})
+	}
+}
+
+// vipLine is the lifetime line following the virtual address in `ip
+// addr show`.
+func vipLine(out string) string {
+	_, after, ok := strings.Cut(out, vip4.String()+"/32")
+	if !ok {
+		return ""
+	}
+	lines := strings.SplitN(after, "\n", 3)
+	if len(lines) < 2 {
+		return ""
+	}
+	return lines[1]
+}
+
+// BenchmarkFailover is `make failover`: HKS_FAILOVER_TRIALS (default 20)
+// trials of each fault and family, from the fault to the first new TCP
+// connection answered by another host (one tried every 10 ms), printed
+// as a table (BENCHMARKS.md).
+func BenchmarkFailover(b *testing.B) {
+	trials := 20
+	if v, err := strconv.Atoi(os.Getenv("HKS_FAILOVER_TRIALS")); err == nil && v > 0 {
+		trials = v
+	}
+	g := newGroup(b, Config{})
+	rows := []string{row("announcer", "fault", "family", "trials", "p50", "p95", "max"), row("---", "---", "---", "---", "---", "---", "---")}
+	for _, fault := range []string{"frozen", "unhealthy"} {
+		for _, vip := range []netip.Addr{vip4, vip6} {
+			var ds []time.Duration
+			for range trials {
+				d, err := g.failover(vip, g.faults()[fault])
+				if err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, d)
+			}
+			p50, p95, worst := stats(ds)
+			fam := "IPv4 (ARP)"
+			if vip.Is6() {
+				fam = "IPv6 (NDP)"
+			}
+			rows = append(rows, row("haproxy-k8s-sync l2 (100 ms x 3)", fault, fam, strconv.Itoa(trials), ms(p50), ms(p95), ms(worst)))
+		}
+	}
+	fmt.Println(strings.Join(rows, "\n"))
+}
+
+// TestForgedOnTheWire: heartbeats sent from the client to every host,
+// signed with another key or without one, claiming the address with more
+// support than any host could have, move nothing.
+func TestForgedOnTheWire(t *testing.T) {
+	g := newGroup(t, Config{})
+	owner, err := g.steady(vip4, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := announce.Heartbeat{Host: "lb9", Epoch: 1, Seq: 1, Healthy: true,
+		Claims: []announce.Claim{{Addr: vip4, Hold: announce.Hold{Term: 1 << 40, Support: 99}}}}
+	wrongKey, err := announce.Seal(forged, []byte("a guess"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := forged
+	as.Host = otherThan(g, owner)
+	wrongKeyAs, _ := announce.Seal(as, []byte("a guess"))
+	err = netlab.Do(g.client.NS, func() error {
+		c, err := net.ListenUDP("udp", nil)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		for range 20 {
+			for _, h := range g.lbs {
+				for _, b := range [][]byte{wrongKey, wrongKeyAs, []byte("HKA1{}")} {
+					if _, err := c.WriteToUDPAddrPort(b, netip.AddrPortFrom(h.Addr, DefaultPort)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a few heartbeats later the owner is the same and still answers
+	deadline := time.Now().Add(5 * DefaultInterval)
+	for time.Now().Before(deadline) {
+		if hs := g.holders(vip4); len(hs) != 1 || hs[0] != owner {
+			t.Fatalf("%s held by %v after forged heartbeats, was %s", vip4, hs, owner)
+		}
+	}
+	if name, err := g.ask(vip4, time.Second); err != nil || name != owner {
+		t.Fatalf("answered by %q (%v), want %s", name, err, owner)
+	}
+}
+
+func otherThan(g *group, name string) string {
+	for _, h := range g.lbs {
+		if h.Name != name {
+			return h.Name
+		}
+	}
+	return ""
+}
+
+func TestNewErrors(t *testing.T) {
+	if _, err := New(Config{Interface: "eth0", Key: []byte("k")}); err == nil {
+		t.Fatal("no host name: no error")
+	}
+	// only looked up, in the test's own namespace: nothing is changed
+	_, err := New(Config{ID: "lb1", Interface: "hks-no-such-if0", Key: []byte("k")})
+	if !errors.Is(err, ErrNoInterface) {
+		t.Fatalf("%v, want ErrNoInterface", err)
+	}
+}

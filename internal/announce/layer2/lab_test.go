@@ -1,0 +1,248 @@
+package layer2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+)
+
+// The virtual addresses the tests move, and the port the hosts serve.
+var (
+	vip4 = netip.MustParseAddr("192.0.2.200")
+	vip6 = netip.MustParseAddr("2001:db8::200")
+)
+
+const servePort = 8080
+
+// group is three load-balancer hosts running the announcer in-process
+// and a client, on one segment.
+type group struct {
+	t       testing.TB
+	seg     *netlab.Segment
+	lbs     []*netlab.Host
+	client  *netlab.Host
+	ann     map[string]*Announcer
+	want    announce.Want
+	stopped sync.WaitGroup
+}
+
+func newGroup(t testing.TB, cfg Config) *group {
+	t.Helper()
+	seg := netlab.NewSegment(t, "lb1", "lb2", "lb3", "client")
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft command (the switch drops a frozen host's frames with it; make deps)")
+	}
+	g := &group{t: t, seg: seg, lbs: seg.Hosts[:3], client: seg.Hosts[3], ann: map[string]*Announcer{},
+		want: announce.Want{Addrs: []netip.Addr{vip4, vip6}, Healthy: true}}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); g.stopped.Wait() })
+	for _, h := range g.lbs {
+		// the hosts answer ARP only for addresses on the interface asked,
+		// from their own address (docs/addresses.md)
+		seg.Sysctl(h, "net.ipv4.conf.all.arp_ignore", "1")
+		seg.Sysctl(h, "net.ipv4.conf.all.arp_announce", "2")
+		g.serve(h)
+		c := cfg
+		c.ID, c.Interface, c.Key = h.Name, "eth0", []byte("the group's key")
+		c.Listen = netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultPort)
+		for _, p := range g.lbs {
+			if p != h {
+				c.Peers = append(c.Peers, netip.AddrPortFrom(p.Addr, DefaultPort))
+			}
+		}
+		if testing.Verbose() && os.Getenv("HKS_ANNOUNCE_LOG") != "" {
+			c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("host", h.Name)
+		}
+		var a *Announcer
+		if err := netlab.Do(h.NS, func() (err error) { a, err = New(c); return err }); err != nil {
+			t.Fatal(err)
+		}
+		g.ann[h.Name] = a
+		a.Set(g.want)
+		g.stopped.Add(1)
+		go func() { defer g.stopped.Done(); _ = a.Run(ctx) }()
+	}
+	return g
+}
+
+// serve answers every TCP connection to the port with the host's name.
+func (g *group) serve(h *netlab.Host) {
+	var ln net.Listener
+	if err := netlab.Do(h.NS, func() (err error) { ln, err = net.Listen("tcp", fmt.Sprintf(":%d", servePort)); return err }); err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, h.Name)
+			c.Close()
+		}
+	}()
+}
+
+// holders is who holds vip now, by the announcers' own account.
+func (g *group) holders(vip netip.Addr) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var out []string
+	for _, h := range g.lbs {
+		for _, a := range g.ann[h.Name].Holds(ctx) {
+			if a == vip {
+				out = append(out, h.Name)
+			}
+		}
+	}
+	return out
+}
+
+// ask opens one TCP connection from the client to vip and returns the
+// name of the host that answered.
+func (g *group) ask(vip netip.Addr, timeout time.Duration) (string, error) {
+	var name string
+	err := netlab.Do(g.client.NS, func() error {
+		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(vip, servePort).String(), timeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		b, err := io.ReadAll(c)
+		name = string(b)
+		return err
+	})
+	return name, err
+}
+
+// steady waits until one host holds vip and the client reaches it there,
+// and returns that host.
+func (g *group) steady(vip netip.Addr, timeout time.Duration) (string, error) {
+	var owner string
+	err := netlab.Eventually(context.Background(), timeout, func() error {
+		hs := g.holders(vip)
+		if len(hs) != 1 {
+			return fmt.Errorf("%s held by %v", vip, hs)
+		}
+		name, err := g.ask(vip, 200*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		if name != hs[0] {
+			return fmt.Errorf("%s held by %s, answered by %s", vip, hs[0], name)
+		}
+		owner = name
+		return nil
+	})
+	return owner, err
+}
+
+func (g *group) host(name string) *netlab.Host {
+	for _, h := range g.lbs {
+		if h.Name == name {
+			return h
+		}
+	}
+	g.t.Fatalf("no host %s", name)
+	return nil
+}
+
+// failover runs one trial: the fault on the owner of vip, then a new
+// connection every 10 ms until one is answered by another host; it
+// returns the time from the fault to that answer, and undoes the fault
+// once the group is steady again.
+func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) error) (time.Duration, error) {
+	owner, err := g.steady(vip, 10*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	h := g.host(owner)
+	type answer struct {
+		at   time.Time
+		name string
+	}
+	answers := make(chan answer, 1000)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var tries sync.WaitGroup
+	start := time.Now()
+	if err := fault(h, true); err != nil {
+		return 0, err
+	}
+	defer func() { _ = fault(h, false) }()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var took time.Duration
+loop:
+	for {
+		tries.Add(1)
+		go func() {
+			defer tries.Done()
+			if name, err := g.ask(vip, time.Second); err == nil {
+				answers <- answer{time.Now(), name}
+			}
+		}()
+		select {
+		case <-ctx.Done():
+			err = fmt.Errorf("no other host answered for %s within 5s of the fault on %s", vip, owner)
+			break loop
+		case a := <-answers:
+			if a.name != owner {
+				took = a.at.Sub(start)
+				break loop
+			}
+		case <-tick.C:
+		}
+	}
+	tries.Wait()
+	if err != nil {
+		return 0, err
+	}
+	if err := fault(h, false); err != nil {
+		return 0, err
+	}
+	_, err = g.steady(vip, 10*time.Second)
+	return took, err
+}
+
+// faults the trials inject, by name.
+func (g *group) faults() map[string]func(h *netlab.Host, on bool) error {
+	return map[string]func(h *netlab.Host, on bool) error{
+		// its link up, every frame to and from it dropped at the switch
+		"frozen": func(h *netlab.Host, on bool) error { return g.seg.Freeze(h, on) },
+		// its health gate fails (its HAProxy killed): it says so and lets go
+		"unhealthy": func(h *netlab.Host, on bool) error {
+			w := g.want
+			w.Healthy = !on
+			g.ann[h.Name].Set(w)
+			return nil
+		},
+	}
+}
+
+// stats is p50, p95 and max of ds.
+func stats(ds []time.Duration) (p50, p95, worst time.Duration) {
+	s := append([]time.Duration{}, ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s)-1)+0.5))] }
+	return at(0.50), at(0.95), s[len(s)-1]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+func row(cells ...string) string { return "| " + strings.Join(cells, " | ") + " |" }
