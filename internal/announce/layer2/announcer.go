@@ -161,6 +161,10 @@ func (a *Announcer) Run(ctx context.Context) error {
 	defer func() { stop(); a.conn.Close(); <-done }()
 	tick := time.NewTicker(a.cfg.Interval)
 	defer tick.Stop()
+	// a peer's silence is noticed within a quarter interval of its hold
+	// time, not a whole one
+	check := time.NewTicker(a.cfg.Interval / 4)
+	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -181,6 +185,8 @@ func (a *Announcer) Run(ctx context.Context) error {
 			}
 		case <-tick.C:
 			a.step(true)
+		case <-check.C:
+			a.step(false)
 		case c := <-a.status:
 			c <- a.node.Holds()
 		}

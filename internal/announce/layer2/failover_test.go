@@ -66,32 +66,51 @@ func vipLine(out string) string {
 
 // BenchmarkFailover is `make failover`: HKS_FAILOVER_TRIALS (default 20)
 // trials of each fault and family, from the fault to the first new TCP
-// connection answered by another host (one tried every 10 ms), printed
-// as a table (BENCHMARKS.md).
+// connection answered by another host (one tried every 10 ms), for our
+// announcer and keepalived (with its default advert and with VRRPv3
+// adverts every 100 ms) in the same harness, printed as a table
+// (BENCHMARKS.md). HKS_FAILOVER_ONLY=ours or keepalived runs one.
 func BenchmarkFailover(b *testing.B) {
 	trials := 20
 	if v, err := strconv.Atoi(os.Getenv("HKS_FAILOVER_TRIALS")); err == nil && v > 0 {
 		trials = v
 	}
-	g := newGroup(b, Config{})
+	type announcer struct {
+		name string
+		make func(b *testing.B) *group
+	}
+	all := []announcer{
+		{"haproxy-k8s-sync l2, heartbeat 100 ms x 3", func(b *testing.B) *group { return newGroup(b, Config{}) }},
+		{keepalived{advert: "1", version: 2}.String(), func(b *testing.B) *group { return newKeepalived(b, keepalived{advert: "1", version: 2}) }},
+		{keepalived{advert: "0.1", version: 3}.String(), func(b *testing.B) *group { return newKeepalived(b, keepalived{advert: "0.1", version: 3}) }},
+	}
+	only := os.Getenv("HKS_FAILOVER_ONLY")
 	rows := []string{row("announcer", "fault", "family", "trials", "p50", "p95", "max"), row("---", "---", "---", "---", "---", "---", "---")}
-	for _, fault := range []string{"frozen", "unhealthy"} {
-		for _, vip := range []netip.Addr{vip4, vip6} {
-			var ds []time.Duration
-			for range trials {
-				d, err := g.failover(vip, g.faults()[fault])
-				if err != nil {
-					b.Fatal(err)
-				}
-				ds = append(ds, d)
-			}
-			p50, p95, worst := stats(ds)
-			fam := "IPv4 (ARP)"
-			if vip.Is6() {
-				fam = "IPv6 (NDP)"
-			}
-			rows = append(rows, row("haproxy-k8s-sync l2 (100 ms x 3)", fault, fam, strconv.Itoa(trials), ms(p50), ms(p95), ms(worst)))
+	for _, an := range all {
+		if only == "ours" && !strings.HasPrefix(an.name, "haproxy") || only == "keepalived" && !strings.HasPrefix(an.name, "keepalived") {
+			continue
 		}
+		b.Run(strings.Fields(an.name)[0], func(b *testing.B) {
+			g := an.make(b)
+			for _, fault := range []string{"frozen", "unhealthy"} {
+				for _, vip := range []netip.Addr{vip4, vip6} {
+					var ds []time.Duration
+					for range trials {
+						d, err := g.failover(vip, g.faults()[fault])
+						if err != nil {
+							b.Fatal(err)
+						}
+						ds = append(ds, d)
+					}
+					p50, p95, worst := stats(ds)
+					fam := "IPv4 (ARP)"
+					if vip.Is6() {
+						fam = "IPv6 (NDP)"
+					}
+					rows = append(rows, row(an.name, fault, fam, strconv.Itoa(trials), ms(p50), ms(p95), ms(worst)))
+				}
+			}
+		})
 	}
 	fmt.Println(strings.Join(rows, "\n"))
 }

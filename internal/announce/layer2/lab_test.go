@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -27,34 +28,49 @@ var (
 
 const servePort = 8080
 
-// group is three load-balancer hosts running the announcer in-process
-// and a client, on one segment.
+// group is three load-balancer hosts and a client on one segment, the
+// hosts running an announcer: ours in-process (newGroup) or keepalived
+// (newKeepalived, keepalived_test.go).
 type group struct {
-	t       testing.TB
-	seg     *netlab.Segment
-	lbs     []*netlab.Host
-	client  *netlab.Host
-	ann     map[string]*Announcer
-	want    announce.Want
-	stopped sync.WaitGroup
+	t      testing.TB
+	seg    *netlab.Segment
+	lbs    []*netlab.Host
+	client *netlab.Host
+	// holders is who holds vip now; healthy sets a host's health gate
+	holders func(vip netip.Addr) []string
+	healthy func(h *netlab.Host, ok bool) error
 }
 
-func newGroup(t testing.TB, cfg Config) *group {
+// newHosts builds the segment, the hosts' sysctls and their servers.
+func newHosts(t testing.TB) *group {
 	t.Helper()
 	seg := netlab.NewSegment(t, "lb1", "lb2", "lb3", "client")
 	if _, err := exec.LookPath("nft"); err != nil {
 		t.Skip("no nft command (the switch drops a frozen host's frames with it; make deps)")
 	}
-	g := &group{t: t, seg: seg, lbs: seg.Hosts[:3], client: seg.Hosts[3], ann: map[string]*Announcer{},
-		want: announce.Want{Addrs: []netip.Addr{vip4, vip6}, Healthy: true}}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); g.stopped.Wait() })
+	g := &group{t: t, seg: seg, lbs: seg.Hosts[:3], client: seg.Hosts[3]}
 	for _, h := range g.lbs {
 		// the hosts answer ARP only for addresses on the interface asked,
 		// from their own address (docs/addresses.md)
 		seg.Sysctl(h, "net.ipv4.conf.all.arp_ignore", "1")
 		seg.Sysctl(h, "net.ipv4.conf.all.arp_announce", "2")
 		g.serve(h)
+	}
+	return g
+}
+
+// wanted is what every host serves.
+var wanted = announce.Want{Addrs: []netip.Addr{vip4, vip6}, Healthy: true}
+
+// newGroup runs our announcer on each host, in-process.
+func newGroup(t testing.TB, cfg Config) *group {
+	t.Helper()
+	g := newHosts(t)
+	ann := map[string]*Announcer{}
+	var stopped sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); stopped.Wait() })
+	for _, h := range g.lbs {
 		c := cfg
 		c.ID, c.Interface, c.Key = h.Name, "eth0", []byte("the group's key")
 		c.Listen = netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultPort)
@@ -70,10 +86,27 @@ func newGroup(t testing.TB, cfg Config) *group {
 		if err := netlab.Do(h.NS, func() (err error) { a, err = New(c); return err }); err != nil {
 			t.Fatal(err)
 		}
-		g.ann[h.Name] = a
-		a.Set(g.want)
-		g.stopped.Add(1)
-		go func() { defer g.stopped.Done(); _ = a.Run(ctx) }()
+		ann[h.Name] = a
+		a.Set(wanted)
+		stopped.Add(1)
+		go func() { defer stopped.Done(); _ = a.Run(ctx) }()
+	}
+	g.holders = func(vip netip.Addr) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var out []string
+		for _, h := range g.lbs {
+			if slices.Contains(ann[h.Name].Holds(ctx), vip) {
+				out = append(out, h.Name)
+			}
+		}
+		return out
+	}
+	g.healthy = func(h *netlab.Host, ok bool) error {
+		w := wanted
+		w.Healthy = ok
+		ann[h.Name].Set(w)
+		return nil
 	}
 	return g
 }
@@ -95,21 +128,6 @@ func (g *group) serve(h *netlab.Host) {
 			c.Close()
 		}
 	}()
-}
-
-// holders is who holds vip now, by the announcers' own account.
-func (g *group) holders(vip netip.Addr) []string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var out []string
-	for _, h := range g.lbs {
-		for _, a := range g.ann[h.Name].Holds(ctx) {
-			if a == vip {
-				out = append(out, h.Name)
-			}
-		}
-	}
-	return out
 }
 
 // ask opens one TCP connection from the client to vip and returns the
@@ -134,6 +152,13 @@ func (g *group) ask(vip netip.Addr, timeout time.Duration) (string, error) {
 // and returns that host.
 func (g *group) steady(vip netip.Addr, timeout time.Duration) (string, error) {
 	var owner string
+	// the client forgets the last owner's address: after a partition
+	// heals keepalived's surviving master sends no gratuitous ARP, and a
+	// stale entry pointing at the other host would be probed for tens of
+	// seconds; the trials measure failover, not this
+	if out, err := exec.Command("ip", "-n", g.client.NS, "neigh", "flush", "dev", "eth0").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("neigh flush: %v: %s", err, out)
+	}
 	err := netlab.Eventually(context.Background(), timeout, func() error {
 		hs := g.holders(vip)
 		if len(hs) != 1 {
@@ -225,13 +250,8 @@ func (g *group) faults() map[string]func(h *netlab.Host, on bool) error {
 	return map[string]func(h *netlab.Host, on bool) error{
 		// its link up, every frame to and from it dropped at the switch
 		"frozen": func(h *netlab.Host, on bool) error { return g.seg.Freeze(h, on) },
-		// its health gate fails (its HAProxy killed): it says so and lets go
-		"unhealthy": func(h *netlab.Host, on bool) error {
-			w := g.want
-			w.Healthy = !on
-			g.ann[h.Name].Set(w)
-			return nil
-		},
+		// its health gate fails (its HAProxy killed)
+		"unhealthy": func(h *netlab.Host, on bool) error { return g.healthy(h, !on) },
 	}
 }
 
