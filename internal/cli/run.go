@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -195,8 +196,12 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
+	ann, err := f.announce.setup(ctx, addrs, log)
+	if err != nil {
+		return err
+	}
 	events, gate := f.publish.recorder(recorder)
-	ctl := controller.New(src, compose(b.drv, udp), events, controller.Options{
+	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
@@ -208,8 +213,13 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		Metrics:      inst,
 		Leading:      gate.Leading,
 	})
-	if err := f.metrics.serve(ctx, b.ready(ctl.Synced, inst), log); err != nil {
+	ready := b.ready(ctl.Synced, inst)
+	if err := f.metrics.serve(ctx, ready, log); err != nil {
 		return err
+	}
+	if ann != nil {
+		// the health gate: this host serves its addresses while ready
+		go ann.Gate(ctx, 250*time.Millisecond, ready)
 	}
 	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run}, ctl.Trigger, log); err != nil {
 		return err

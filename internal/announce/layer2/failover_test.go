@@ -85,6 +85,12 @@ func BenchmarkFailover(b *testing.B) {
 		{keepalived{advert: "0.1", version: 3}.String(), func(b *testing.B) *group { return newKeepalived(b, keepalived{advert: "0.1", version: 3}) }},
 	}
 	only := os.Getenv("HKS_FAILOVER_ONLY")
+	load := func() string {
+		b, _ := os.ReadFile("/proc/loadavg")
+		return strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	fmt.Println("load average at the start:", load())
+	defer func() { fmt.Println("load average at the end:", load()) }()
 	rows := []string{row("announcer", "fault", "family", "trials", "p50", "p95", "max"), row("---", "---", "---", "---", "---", "---", "---")}
 	for _, an := range all {
 		if only == "ours" && !strings.HasPrefix(an.name, "haproxy") || only == "keepalived" && !strings.HasPrefix(an.name, "keepalived") {

@@ -192,7 +192,7 @@ func (g *group) host(name string) *netlab.Host {
 // returns the time from the fault to that answer, and undoes the fault
 // once the group is steady again.
 func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) error) (time.Duration, error) {
-	owner, err := g.steady(vip, 10*time.Second)
+	owner, err := g.steady(vip, 30*time.Second)
 	if err != nil {
 		return 0, err
 	}
@@ -202,7 +202,7 @@ func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) err
 		name string
 	}
 	answers := make(chan answer, 1000)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var tries sync.WaitGroup
 	start := time.Now()
@@ -224,7 +224,7 @@ loop:
 		}()
 		select {
 		case <-ctx.Done():
-			err = fmt.Errorf("no other host answered for %s within 5s of the fault on %s", vip, owner)
+			err = fmt.Errorf("no other host answered for %s within 15s of the fault on %s", vip, owner)
 			break loop
 		case a := <-answers:
 			if a.name != owner {
@@ -241,7 +241,7 @@ loop:
 	if err := fault(h, false); err != nil {
 		return 0, err
 	}
-	_, err = g.steady(vip, 10*time.Second)
+	_, err = g.steady(vip, 30*time.Second)
 	return took, err
 }
 
