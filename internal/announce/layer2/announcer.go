@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
@@ -94,6 +95,9 @@ type Announcer struct {
 	garp    map[netip.Addr]*garp
 	renewAt time.Time
 	status  chan chan []netip.Addr
+	// operators: addresses of the Want the interface holds permanently
+	// (warned about once)
+	operators map[netip.Addr]bool
 }
 
 type garp struct {
@@ -120,7 +124,7 @@ func New(cfg Config) (*Announcer, error) {
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "l2", "interface", cfg.Interface), link: l, conn: conn,
 		set: make(chan announce.Want, 1), in: make(chan announce.Heartbeat, 64),
-		garp: map[netip.Addr]*garp{}, status: make(chan chan []netip.Addr)}, nil
+		garp: map[netip.Addr]*garp{}, status: make(chan chan []netip.Addr), operators: map[netip.Addr]bool{}}, nil
 }
 
 // Set implements announce.Announcer.
@@ -173,8 +177,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.send()
 			return nil
 		case w := <-a.set:
-			a.node.Set(w)
-			a.sweep(w)
+			a.node.Set(a.sweep(w))
 			a.step(true)
 		case hb := <-a.in:
 			changed, err := a.node.Receive(hb, time.Now())
@@ -249,21 +252,35 @@ func (a *Announcer) apply(ch announce.Change) {
 	}
 }
 
-// sweep takes off the interface the addresses of w this host does not
-// hold (left by an earlier run whose lifetime has not lapsed yet).
-func (a *Announcer) sweep(w announce.Want) {
+// sweep leaves out of w the addresses the interface holds permanently
+// and the peers' addresses (the operator's, say a host's own address
+// bound by --bind-address: never taken, never dropped), and takes off the interface the others of
+// w this host does not hold (left by an earlier run whose lifetime has
+// not lapsed yet).
+func (a *Announcer) sweep(w announce.Want) announce.Want {
 	on, err := a.link.present()
 	if err != nil {
 		a.log.Warn("listing the interface's addresses", "error", err)
-		return
+		return w
 	}
+	out := announce.Want{Healthy: w.Healthy}
 	for _, ad := range w.Normal().Addrs {
-		if _, held := a.garp[ad]; on[ad] && !held {
+		permanent, there := on[ad]
+		switch _, held := a.garp[ad]; {
+		case there && permanent || slices.ContainsFunc(a.cfg.Peers, func(p netip.AddrPort) bool { return p.Addr().Unmap() == ad }):
+			if !a.operators[ad] {
+				a.log.Warn("address left alone: a host's own (a peer's, or on the interface without a lifetime)", "address", ad)
+				a.operators[ad] = true
+			}
+			continue
+		case there && !held:
 			if err := a.link.drop(ad); err != nil {
 				a.log.Warn("dropping an address left over", "address", ad, "error", err)
 			}
 		}
+		out.Addrs = append(out.Addrs, ad)
 	}
+	return out
 }
 
 // send sends a heartbeat to every peer.

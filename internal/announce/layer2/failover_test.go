@@ -190,3 +190,26 @@ func TestNewErrors(t *testing.T) {
 		t.Fatalf("%v, want ErrNoInterface", err)
 	}
 }
+
+// TestHostsOwnAddressesLeftAlone: an address that is a host's own (bound
+// by --bind-address, say) is never taken, moved or dropped: not by the
+// host that has it, not by the others.
+func TestHostsOwnAddressesLeftAlone(t *testing.T) {
+	own := netip.MustParseAddr("192.0.2.1") // lb1's (netlab.NewSegment)
+	g := newGroup(t, Config{}, own)
+	if _, err := g.steady(vip4, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if hs := g.holders(own); len(hs) != 0 {
+		t.Fatalf("%s held by %v", own, hs)
+	}
+	for _, h := range g.lbs {
+		out, err := exec.Command("ip", "-n", h.NS, "-br", "addr", "show", "dev", "eth0").CombinedOutput()
+		if err != nil {
+			t.Fatal(err, string(out))
+		}
+		if has := strings.Contains(string(out), " "+own.String()+"/"); has != (h.Name == "lb1") {
+			t.Fatalf("%s on %s: %v\n%s", own, h.Name, has, out)
+		}
+	}
+}

@@ -62,10 +62,13 @@ func newHosts(t testing.TB) *group {
 // wanted is what every host serves.
 var wanted = announce.Want{Addrs: []netip.Addr{vip4, vip6}, Healthy: true}
 
-// newGroup runs our announcer on each host, in-process.
-func newGroup(t testing.TB, cfg Config) *group {
+// newGroup runs our announcer on each host, in-process, each told wanted
+// and extra.
+func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 	t.Helper()
 	g := newHosts(t)
+	want := wanted
+	want.Addrs = append(slices.Clone(want.Addrs), extra...)
 	ann := map[string]*Announcer{}
 	var stopped sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
@@ -87,7 +90,7 @@ func newGroup(t testing.TB, cfg Config) *group {
 			t.Fatal(err)
 		}
 		ann[h.Name] = a
-		a.Set(wanted)
+		a.Set(want)
 		stopped.Add(1)
 		go func() { defer stopped.Done(); _ = a.Run(ctx) }()
 	}
@@ -103,7 +106,7 @@ func newGroup(t testing.TB, cfg Config) *group {
 		return out
 	}
 	g.healthy = func(h *netlab.Host, ok bool) error {
-		w := wanted
+		w := want
 		w.Healthy = ok
 		ann[h.Name].Set(w)
 		return nil

@@ -97,7 +97,8 @@ func (l *link) drop(a netip.Addr) error {
 	return err
 }
 
-// present is which of addrs are on the interface now.
+// present is the addresses on the interface now, each with whether it
+// is permanent (no lifetime: the operator's, never one of ours).
 func (l *link) present() (map[netip.Addr]bool, error) {
 	list, err := l.nl.AddrList(l.nlLink, netlink.FAMILY_ALL)
 	if err != nil {
@@ -106,7 +107,7 @@ func (l *link) present() (map[netip.Addr]bool, error) {
 	out := map[netip.Addr]bool{}
 	for _, x := range list {
 		if a, ok := netip.AddrFromSlice(x.IP); ok {
-			out[a.Unmap()] = true
+			out[a.Unmap()] = x.Flags&unix.IFA_F_PERMANENT != 0
 		}
 	}
 	return out, nil
