@@ -15,6 +15,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 )
 
 // Announcers (--announce).
@@ -118,4 +119,22 @@ func withAnnouncer(d driver.Driver, ann *announce.Driver) driver.Driver {
 		return d
 	}
 	return driver.Fanout{d, ann}
+}
+
+// announceGate is the announcer's health gate: the controller ready
+// (/readyz) and, with the local HAProxy (stats: its admin socket), that
+// HAProxy answering now, asked on one kept connection (readiness alone
+// would trust the last pass for a while).
+func announceGate(ready func(context.Context) error, stats string) (check func(context.Context) error, stop func()) {
+	if stats == "" {
+		return ready, func() {}
+	}
+	rt := haproxy.NewRuntime(stats)
+	return func(ctx context.Context) error {
+		if err := ready(ctx); err != nil {
+			return err
+		}
+		_, err := rt.ShowInfo(ctx)
+		return err
+	}, func() { rt.Close() }
 }

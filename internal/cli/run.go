@@ -218,8 +218,15 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		return err
 	}
 	if ann != nil {
-		// the health gate: this host serves its addresses while ready
-		go ann.Gate(ctx, 250*time.Millisecond, ready)
+		// the health gate: this host serves its addresses while ready and
+		// its HAProxy answers
+		stats := ""
+		if choice.label == driverHAProxy {
+			stats = f.stats
+		}
+		check, stop := announceGate(ready, stats)
+		defer stop()
+		go ann.Gate(ctx, 100*time.Millisecond, check)
 	}
 	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run}, ctl.Trigger, log); err != nil {
 		return err
