@@ -153,6 +153,10 @@ func (a *Announcer) Holds(ctx context.Context) []netip.Addr {
 	}
 }
 
+// errAbandon, as the cause of Run's context, ends Run without letting
+// go or telling anyone, as an agent that died (the tests' crash).
+var errAbandon = errors.New("layer2: abandoned")
+
 // Run implements announce.Announcer: until ctx ends it exchanges
 // heartbeats and holds and announces what this host owns; then it
 // withdraws its addresses and tells the others at once.
@@ -172,6 +176,9 @@ func (a *Announcer) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), errAbandon) {
+				return nil
+			}
 			a.node.Set(announce.Want{})
 			a.apply(a.node.Decide(time.Now()))
 			a.send()

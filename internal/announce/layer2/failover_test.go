@@ -38,7 +38,7 @@ func TestFailover(t *testing.T) {
 	cases := []struct {
 		vip   netip.Addr
 		fault string
-	}{{vip4, "frozen"}, {vip4, "unhealthy"}, {vip6, "frozen"}}
+	}{{vip4, "frozen"}, {vip4, "unhealthy"}, {vip4, "killed"}, {vip6, "frozen"}}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s/%s", tc.fault, tc.vip), func(t *testing.T) {
 			took, err := g.failover(tc.vip, g.faults()[tc.fault])
@@ -98,7 +98,10 @@ func BenchmarkFailover(b *testing.B) {
 		}
 		b.Run(strings.Fields(an.name)[0], func(b *testing.B) {
 			g := an.make(b)
-			for _, fault := range []string{"frozen", "unhealthy"} {
+			for _, fault := range []string{"frozen", "unhealthy", "killed"} {
+				if g.faults()[fault] == nil {
+					continue
+				}
 				for _, vip := range []netip.Addr{vip4, vip6} {
 					var ds []time.Duration
 					for range trials {

@@ -39,6 +39,8 @@ type group struct {
 	// holders is who holds vip now; healthy sets a host's health gate
 	holders func(vip netip.Addr) []string
 	healthy func(h *netlab.Host, ok bool) error
+	// kill, when set, kills the host's announcer (on) or starts a new one
+	kill func(h *netlab.Host, on bool) error
 }
 
 // newHosts builds the segment, the hosts' sysctls and their servers.
@@ -69,11 +71,19 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 	g := newHosts(t)
 	want := wanted
 	want.Addrs = append(slices.Clone(want.Addrs), extra...)
+	var mu sync.Mutex
 	ann := map[string]*Announcer{}
+	stop := map[string]context.CancelCauseFunc{}
 	var stopped sync.WaitGroup
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); stopped.Wait() })
-	for _, h := range g.lbs {
+	t.Cleanup(func() {
+		mu.Lock()
+		for _, s := range stop {
+			s(nil)
+		}
+		mu.Unlock()
+		stopped.Wait()
+	})
+	start := func(h *netlab.Host) error {
 		c := cfg
 		c.ID, c.Interface, c.Key = h.Name, "eth0", []byte("the group's key")
 		c.Listen = netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultPort)
@@ -87,19 +97,29 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 		}
 		var a *Announcer
 		if err := netlab.Do(h.NS, func() (err error) { a, err = New(c); return err }); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		ann[h.Name] = a
+		ctx, cancel := context.WithCancelCause(context.Background())
+		mu.Lock()
+		ann[h.Name], stop[h.Name] = a, cancel
+		mu.Unlock()
 		a.Set(want)
 		stopped.Add(1)
 		go func() { defer stopped.Done(); _ = a.Run(ctx) }()
+		return nil
 	}
+	for _, h := range g.lbs {
+		if err := start(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(name string) *Announcer { mu.Lock(); defer mu.Unlock(); return ann[name] }
 	g.holders = func(vip netip.Addr) []string {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		var out []string
 		for _, h := range g.lbs {
-			if slices.Contains(ann[h.Name].Holds(ctx), vip) {
+			if slices.Contains(get(h.Name).Holds(ctx), vip) {
 				out = append(out, h.Name)
 			}
 		}
@@ -108,8 +128,20 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 	g.healthy = func(h *netlab.Host, ok bool) error {
 		w := want
 		w.Healthy = ok
-		ann[h.Name].Set(w)
+		get(h.Name).Set(w)
 		return nil
+	}
+	// the agent dies (its addresses stay until their lifetime lapses) and
+	// starts again
+	g.kill = func(h *netlab.Host, on bool) error {
+		if on {
+			mu.Lock()
+			s := stop[h.Name]
+			mu.Unlock()
+			s(errAbandon)
+			return nil
+		}
+		return start(h)
 	}
 	return g
 }
@@ -212,7 +244,12 @@ func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) err
 	if err := fault(h, true); err != nil {
 		return 0, err
 	}
-	defer func() { _ = fault(h, false) }()
+	undone := false
+	defer func() {
+		if !undone {
+			_ = fault(h, false)
+		}
+	}()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	var took time.Duration
@@ -241,6 +278,7 @@ loop:
 	if err != nil {
 		return 0, err
 	}
+	undone = true
 	if err := fault(h, false); err != nil {
 		return 0, err
 	}
@@ -255,6 +293,8 @@ func (g *group) faults() map[string]func(h *netlab.Host, on bool) error {
 		"frozen": func(h *netlab.Host, on bool) error { return g.seg.Freeze(h, on) },
 		// its health gate fails (its HAProxy killed)
 		"unhealthy": func(h *netlab.Host, on bool) error { return g.healthy(h, !on) },
+		// its agent dies, leaving its addresses to lapse
+		"killed": g.kill,
 	}
 }
 
