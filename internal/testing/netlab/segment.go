@@ -3,7 +3,6 @@ package netlab
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -30,13 +29,7 @@ type Host struct {
 // when it cannot (not root, no `ip`).
 func NewSegment(t testing.TB, names ...string) *Segment {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("no ip command (iproute2)")
-	}
-	p := fmt.Sprintf("hks%d-%d-", os.Getpid()%100000, seq.Add(1))
+	p := prefix(t)
 	l := &Lab{t: t}
 	s := &Segment{t: t, Bridge: p + "sw"}
 	l.addNS(s.Bridge)
