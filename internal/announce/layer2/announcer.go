@@ -98,6 +98,8 @@ type Announcer struct {
 	// operators: addresses of the Want the interface holds permanently
 	// (warned about once)
 	operators map[netip.Addr]bool
+	want      announce.Want // the last one set, swept
+	up        bool          // the link's carrier
 }
 
 type garp struct {
@@ -163,6 +165,7 @@ var errAbandon = errors.New("layer2: abandoned")
 func (a *Announcer) Run(ctx context.Context) error {
 	defer a.link.close()
 	a.node = announce.NewNode(a.cfg.ID, time.Duration(a.cfg.Misses)*a.cfg.Interval, time.Now())
+	a.up = a.link.carrier()
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); a.read(rctx) }()
@@ -184,7 +187,8 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.send()
 			return nil
 		case w := <-a.set:
-			a.node.Set(a.sweep(w))
+			a.want = a.sweep(w)
+			a.setNode()
 			a.step(true)
 		case hb := <-a.in:
 			changed, err := a.node.Receive(hb, time.Now())
@@ -194,6 +198,11 @@ func (a *Announcer) Run(ctx context.Context) error {
 				a.step(false)
 			}
 		case <-tick.C:
+			if up := a.link.carrier(); up != a.up {
+				a.up = up
+				a.log.Info("link carrier", "up", up)
+				a.setNode()
+			}
 			a.step(true)
 		case <-check.C:
 			a.step(false)
@@ -201,6 +210,15 @@ func (a *Announcer) Run(ctx context.Context) error {
 			c <- a.node.Holds()
 		}
 	}
+}
+
+// setNode tells the node the Want, unhealthy while the link has no
+// carrier (it lets its addresses go at once rather than keep them on a
+// dead link).
+func (a *Announcer) setNode() {
+	w := a.want
+	w.Healthy = w.Healthy && a.up
+	a.node.Set(w)
 }
 
 // step decides, applies what changed, announces what is due, and sends

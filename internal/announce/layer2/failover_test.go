@@ -1,6 +1,7 @@
 package layer2
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -214,5 +215,40 @@ func TestHostsOwnAddressesLeftAlone(t *testing.T) {
 		if has := strings.Contains(string(out), " "+own.String()+"/"); has != (h.Name == "lb1") {
 			t.Fatalf("%s on %s: %v\n%s", own, h.Name, has, out)
 		}
+	}
+}
+
+// TestLinkDown: a host whose link loses its carrier lets its addresses
+// go (it does not keep them on a dead link), another host takes them,
+// and nothing moves back when the link returns.
+func TestLinkDown(t *testing.T) {
+	g := newGroup(t, Config{})
+	owner, err := g.steady(vip4, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := func(state string) {
+		t.Helper()
+		if out, err := exec.Command("ip", "-n", g.host(owner).NS, "link", "set", "eth0", state).CombinedOutput(); err != nil {
+			t.Fatal(err, string(out))
+		}
+	}
+	link("down")
+	err = netlab.Eventually(context.Background(), 10*time.Second, func() error {
+		if hs := g.holders(vip4); len(hs) != 1 || hs[0] == owner {
+			return fmt.Errorf("%s held by %v, %s's link down", vip4, hs, owner)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link("up")
+	now, err := g.steady(vip4, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now == owner {
+		t.Fatalf("%s moved back to %s when its link returned", vip4, owner)
 	}
 }

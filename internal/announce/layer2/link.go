@@ -97,6 +97,13 @@ func (l *link) drop(a netip.Addr) error {
 	return err
 }
 
+// carrier is whether the interface is up with a carrier (an error
+// reading it counts as none).
+func (l *link) carrier() bool {
+	k, err := l.nl.LinkByIndex(l.ifi.Index)
+	return err == nil && k.Attrs().RawFlags&unix.IFF_UP != 0 && k.Attrs().RawFlags&unix.IFF_LOWER_UP != 0
+}
+
 // present is the addresses on the interface now, each with whether it
 // is permanent (no lifetime: the operator's, never one of ours).
 func (l *link) present() (map[netip.Addr]bool, error) {
