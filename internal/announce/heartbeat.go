@@ -36,7 +36,7 @@ var (
 )
 
 // MaxHeartbeat is the largest heartbeat Seal writes and Open reads: one
-// UDP datagram (about 2,000 addresses).
+// UDP datagram (see MaxHolds).
 const MaxHeartbeat = 60 << 10
 
 var magic = []byte("HKA1")

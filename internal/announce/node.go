@@ -21,7 +21,8 @@ type Node struct {
 	want       Want
 	wanted     map[netip.Addr]bool
 	peers      map[string]*peer
-	claims     map[netip.Addr]Hold   // what this host holds
+	claims     map[netip.Addr]Hold // what this host holds
+	maxHolds   int
 	seen       map[netip.Addr]uint64 // the highest term heard of each address
 }
 
@@ -30,6 +31,12 @@ type peer struct {
 	at         time.Time
 	host       Host
 }
+
+// MaxHolds is the most addresses one host holds: its heartbeat must fit
+// in one datagram (MaxHeartbeat: about 850 IPv6 or 1,300 IPv4 claims).
+// A host at the limit takes no more (Change.Unserved counts those it was
+// given): it never falls silent, which would look like its death.
+const MaxHolds = 800
 
 // Errors of Receive, for errors.Is.
 var (
@@ -41,7 +48,7 @@ var (
 // gone; for that long after its start a node takes no free address (it
 // first hears what the others hold).
 func NewNode(id string, hold time.Duration, now time.Time) *Node {
-	return &Node{id: id, hold: hold, start: now, epoch: uint64(now.UnixNano()),
+	return &Node{id: id, hold: hold, start: now, epoch: uint64(now.UnixNano()), maxHolds: MaxHolds,
 		wanted: map[netip.Addr]bool{}, peers: map[string]*peer{},
 		claims: map[netip.Addr]Hold{}, seen: map[netip.Addr]uint64{}}
 }
@@ -92,9 +99,11 @@ func sameClaims(a, b map[netip.Addr]Hold) bool {
 	return true
 }
 
-// Change is what Decide changed: addresses taken and let go.
+// Change is what Decide changed: addresses taken and let go, and how
+// many this host was given but could not take (MaxHolds).
 type Change struct {
 	Take, Release []netip.Addr
+	Unserved      int
 }
 
 // Empty is whether nothing changed.
@@ -142,6 +151,8 @@ func (n *Node) Decide(now time.Time) Change {
 		case held && (!ok || o.Host != n.id):
 			ch.Release = append(ch.Release, a)
 			delete(n.claims, a)
+		case !held && ok && o.Host == n.id && !settling && len(n.claims) >= n.maxHolds:
+			ch.Unserved++
 		case !held && ok && o.Host == n.id && !settling:
 			n.claims[a] = o.Hold
 			n.seen[a] = max(n.seen[a], o.Term)

@@ -264,3 +264,46 @@ func TestNodeForgedHeartbeats(t *testing.T) {
 	}
 	s.oneOwnerEach(victim)
 }
+
+// TestNodeManyAddresses: 500 addresses spread evenly, and all of a dead
+// host's move in one go, evenly, to the others; the heartbeats carrying
+// them fit in one datagram.
+func TestNodeManyAddresses(t *testing.T) {
+	var many []netip.Addr
+	for i := range 500 {
+		many = append(many, netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 15: byte(i), 14: byte(i >> 8)}))
+	}
+	s := newSim(t, many, "lb1", "lb2", "lb3")
+	s.step(5)
+	for h, n := range s.oneOwnerEach() {
+		if n < 166 || n > 167 {
+			t.Fatalf("%s holds %d of 500", h, n)
+		}
+	}
+	s.stopped["lb1"] = true
+	s.step(4)
+	load := s.oneOwnerEach("lb1")
+	if load["lb2"] != 250 || load["lb3"] != 250 {
+		t.Fatalf("load %v after lb1 died, want 250 each", load)
+	}
+	if _, err := Seal(s.nodes["lb2"].Heartbeat(), key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNodeMaxHolds: a host given more addresses than fit in a heartbeat
+// takes up to the limit and says how many it could not, instead of
+// falling silent.
+func TestNodeMaxHolds(t *testing.T) {
+	s := newSim(t, addrs(6), "lb1")
+	n := s.nodes["lb1"]
+	n.maxHolds = 4
+	s.now = s.now.Add(hold)
+	ch := n.Decide(s.now)
+	if len(ch.Take) != 4 || ch.Unserved != 2 || len(n.Holds()) != 4 {
+		t.Fatalf("took %v, %d unserved, holds %v; want 4 taken, 2 unserved", ch.Take, ch.Unserved, n.Holds())
+	}
+	if _, err := Seal(n.Heartbeat(), key); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -100,6 +100,7 @@ type Announcer struct {
 	operators map[netip.Addr]bool
 	want      announce.Want // the last one set, swept
 	up        bool          // the link's carrier
+	full      bool          // at announce.MaxHolds (logged once)
 }
 
 type garp struct {
@@ -257,6 +258,10 @@ func (a *Announcer) step(beat bool) {
 // apply puts the addresses taken on the interface and announces them,
 // and takes the ones let go off.
 func (a *Announcer) apply(ch announce.Change) {
+	if ch.Unserved > 0 && !a.full {
+		a.log.Error("addresses not announced: this host holds the most a heartbeat can carry", "max", announce.MaxHolds, "unserved", ch.Unserved)
+	}
+	a.full = ch.Unserved > 0
 	for _, ad := range ch.Release {
 		delete(a.garp, ad)
 		if err := a.link.drop(ad); err != nil {
