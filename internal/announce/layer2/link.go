@@ -30,6 +30,7 @@ var ErrNoInterface = errors.New("layer2: no such interface")
 // network namespace the link was made in, whichever thread uses it.
 type link struct {
 	ns       netns.NsHandle
+	own      bool // ns is the process's own: no setns needed (nor allowed without CAP_SYS_ADMIN)
 	nl       *netlink.Handle
 	nlLink   netlink.Link
 	ifi      *net.Interface
@@ -44,13 +45,21 @@ func openLink(name string, lifetime time.Duration) (*link, error) {
 	if err != nil {
 		return nil, err
 	}
-	nl, err := netlink.NewHandleAt(ns)
+	l := &link{ns: ns, lifetime: lifetime}
+	if main, err := netns.GetFromPath("/proc/self/ns/net"); err == nil {
+		l.own = main.Equal(ns)
+		main.Close()
+	}
+	if l.own {
+		l.nl, err = netlink.NewHandle()
+	} else {
+		l.nl, err = netlink.NewHandleAt(ns)
+	}
 	if err != nil {
 		ns.Close()
 		return nil, err
 	}
-	l := &link{ns: ns, nl: nl, lifetime: lifetime}
-	if l.nlLink, err = nl.LinkByName(name); err != nil {
+	if l.nlLink, err = l.nl.LinkByName(name); err != nil {
 		l.close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrNoInterface, name, err)
 	}
@@ -59,6 +68,14 @@ func openLink(name string, lifetime time.Duration) (*link, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNoInterface, name, err)
 	}
 	return l, nil
+}
+
+// do runs fn in the link's namespace.
+func (l *link) do(fn func() error) error {
+	if l.own {
+		return fn()
+	}
+	return netnsrun.Do(l.ns, fn)
 }
 
 func (l *link) close() {
@@ -127,7 +144,7 @@ func (l *link) present() (map[netip.Addr]bool, error) {
 func (l *link) announce(a netip.Addr) error {
 	if a.Is4() {
 		if l.arp == nil {
-			if err := netnsrun.Do(l.ns, func() (err error) { l.arp, err = arp.Dial(l.ifi); return err }); err != nil {
+			if err := l.do(func() (err error) { l.arp, err = arp.Dial(l.ifi); return err }); err != nil {
 				return fmt.Errorf("gratuitous ARP on %s: %w", l.ifi.Name, err)
 			}
 		}
@@ -143,7 +160,7 @@ func (l *link) announce(a netip.Addr) error {
 		return nil
 	}
 	if l.ndp == nil {
-		if err := netnsrun.Do(l.ns, func() (err error) {
+		if err := l.do(func() (err error) {
 			l.ndp, _, err = ndp.Listen(l.ifi, ndp.Unspecified)
 			return err
 		}); err != nil {
@@ -157,7 +174,7 @@ func (l *link) announce(a netip.Addr) error {
 	cm := &ipv6.ControlMessage{HopLimit: ndp.HopLimit, Src: a.AsSlice(), IfIndex: l.ifi.Index}
 	// in the namespace: the destination's zone is the interface's name,
 	// looked up on the calling thread
-	if err := netnsrun.Do(l.ns, func() error { return l.ndp.WriteTo(na, cm, netip.IPv6LinkLocalAllNodes()) }); err != nil {
+	if err := l.do(func() error { return l.ndp.WriteTo(na, cm, netip.IPv6LinkLocalAllNodes()) }); err != nil {
 		return fmt.Errorf("neighbour advertisement on %s: %w", l.ifi.Name, err)
 	}
 	return nil
