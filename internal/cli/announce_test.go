@@ -89,3 +89,19 @@ func TestAnnounceGate(t *testing.T) {
 		t.Fatal("ready, the local HAProxy gone: healthy")
 	}
 }
+
+// TestAnnounceOtherModes: --announce is refused where it would not run.
+func TestAnnounceOtherModes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--mode=apiserver", "--announce=l2"}, "--announce is a flag of --mode=services"},
+		{[]string{"run", "--mode=gateway", "--announce=l2"}, "--announce: not in --mode=gateway"},
+	} {
+		code, _, errb := mainOf(tc.args...)
+		if code == 0 || !strings.Contains(errb, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb, tc.want)
+		}
+	}
+}

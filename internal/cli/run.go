@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -93,6 +94,9 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	case modeAPIServer:
 		return runAPIServer(ctx, f, f.api, log)
 	case modeGateway:
+		if f.announce.mode != "" {
+			return errors.New("--announce: not in --mode=gateway yet (only --mode=services)")
+		}
 		return runGateway(ctx, f, useDataplane, getenv, log)
 	}
 	dopts, err := f.desiredOptions()
