@@ -252,3 +252,37 @@ func TestLinkDown(t *testing.T) {
 		t.Fatalf("%s moved back to %s when its link returned", vip4, owner)
 	}
 }
+
+// BenchmarkFailoverDeafClient is a client that ignores gratuitous ARP (as
+// some switches and routers do, metallb #2910): the client's namespace
+// drops every ARP packet whose sender and target are the address, so it
+// finds the new owner only through its own neighbour probing (the
+// kernel's defaults: reachable 15-45 s, then 5 s delay and 3 probes).
+// HKS_FAILOVER_TRIALS trials (default 3) of a frozen owner:
+//
+//	go test -run '^$' -bench BenchmarkFailoverDeafClient -benchtime 1x ./internal/announce/layer2/
+func BenchmarkFailoverDeafClient(b *testing.B) {
+	trials := 3
+	if v, err := strconv.Atoi(os.Getenv("HKS_FAILOVER_TRIALS")); err == nil && v > 0 {
+		trials = v
+	}
+	g := newGroup(b, Config{})
+	g.window = 2 * time.Minute
+	rules := fmt.Sprintf("table arp deaf {\n chain in {\n  type filter hook input priority 0; policy accept;\n"+
+		"  arp saddr ip %s arp daddr ip %s drop\n }\n}\n", vip4, vip4)
+	cmd := exec.Command("ip", "netns", "exec", g.client.NS, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("nft: %v: %s", err, out)
+	}
+	var ds []time.Duration
+	for range trials {
+		d, err := g.failover(vip4, g.faults()["frozen"])
+		if err != nil {
+			b.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	p50, p95, worst := stats(ds)
+	fmt.Println(row("haproxy-k8s-sync l2, a client ignoring gratuitous ARP", "frozen", "IPv4 (ARP)", strconv.Itoa(trials), ms(p50), ms(p95), ms(worst)))
+}

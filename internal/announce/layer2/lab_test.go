@@ -41,6 +41,8 @@ type group struct {
 	healthy func(h *netlab.Host, ok bool) error
 	// kill, when set, kills the host's announcer (on) or starts a new one
 	kill func(h *netlab.Host, on bool) error
+	// window: how long a trial waits for another host (default 15 s)
+	window time.Duration
 }
 
 // newHosts builds the segment, the hosts' sysctls and their servers.
@@ -237,7 +239,11 @@ func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) err
 		name string
 	}
 	answers := make(chan answer, 1000)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	window := 15 * time.Second
+	if g.window > 0 {
+		window = g.window
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), window)
 	defer cancel()
 	var tries sync.WaitGroup
 	start := time.Now()
@@ -264,7 +270,7 @@ loop:
 		}()
 		select {
 		case <-ctx.Done():
-			err = fmt.Errorf("no other host answered for %s within 15s of the fault on %s", vip, owner)
+			err = fmt.Errorf("no other host answered for %s within %s of the fault on %s", vip, window, owner)
 			break loop
 		case a := <-answers:
 			if a.name != owner {
