@@ -76,6 +76,7 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 	var mu sync.Mutex
 	ann := map[string]*Announcer{}
 	stop := map[string]context.CancelCauseFunc{}
+	done := map[string]chan struct{}{}
 	var stopped sync.WaitGroup
 	t.Cleanup(func() {
 		mu.Lock()
@@ -102,12 +103,13 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 			return err
 		}
 		ctx, cancel := context.WithCancelCause(context.Background())
+		ended := make(chan struct{})
 		mu.Lock()
-		ann[h.Name], stop[h.Name] = a, cancel
+		ann[h.Name], stop[h.Name], done[h.Name] = a, cancel, ended
 		mu.Unlock()
 		a.Set(want)
 		stopped.Add(1)
-		go func() { defer stopped.Done(); _ = a.Run(ctx) }()
+		go func() { defer stopped.Done(); defer close(ended); _ = a.Run(ctx) }()
 		return nil
 	}
 	for _, h := range g.lbs {
@@ -136,12 +138,18 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 	// the agent dies (its addresses stay until their lifetime lapses) and
 	// starts again
 	g.kill = func(h *netlab.Host, on bool) error {
+		mu.Lock()
+		s, ended := stop[h.Name], done[h.Name]
+		mu.Unlock()
 		if on {
-			mu.Lock()
-			s := stop[h.Name]
-			mu.Unlock()
 			s(errAbandon)
 			return nil
+		}
+		// the dead agent's socket closed before a new one binds the port
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			return fmt.Errorf("the announcer of %s did not end", h.Name)
 		}
 		return start(h)
 	}

@@ -30,7 +30,7 @@ var ErrNoInterface = errors.New("layer2: no such interface")
 // network namespace the link was made in, whichever thread uses it.
 type link struct {
 	ns       netns.NsHandle
-	own      bool // ns is the process's own: no setns needed (nor allowed without CAP_SYS_ADMIN)
+	own      bool // no CAP_SYS_ADMIN: every thread is in ns, no setns (nor allowed)
 	nl       *netlink.Handle
 	nlLink   netlink.Link
 	ifi      *net.Interface
@@ -46,11 +46,10 @@ func openLink(name string, lifetime time.Duration) (*link, error) {
 		return nil, err
 	}
 	l := &link{ns: ns, lifetime: lifetime}
-	if main, err := netns.GetFromPath("/proc/self/ns/net"); err == nil {
-		l.own = main.Equal(ns)
-		main.Close()
-	}
-	if l.own {
+	// Entering the namespace needs CAP_SYS_ADMIN, even one's own. Without
+	// it the process cannot have moved a thread elsewhere either: every
+	// thread is in the namespace, and nothing needs entering.
+	if l.own = !hasSysAdmin(); l.own {
 		l.nl, err = netlink.NewHandle()
 	} else {
 		l.nl, err = netlink.NewHandleAt(ns)
@@ -68,6 +67,16 @@ func openLink(name string, lifetime time.Duration) (*link, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrNoInterface, name, err)
 	}
 	return l, nil
+}
+
+// hasSysAdmin is whether the calling thread may enter namespaces.
+func hasSysAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[unix.CAP_SYS_ADMIN/32].Effective&(1<<(unix.CAP_SYS_ADMIN%32)) != 0
 }
 
 // do runs fn in the link's namespace.
