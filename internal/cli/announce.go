@@ -138,3 +138,22 @@ func announceGate(ready func(context.Context) error, stats string) (check func(c
 		return err
 	}, func() { rt.Close() }
 }
+
+// notIn refuses --announce in a mode that does not run it yet.
+func (a *announceFlags) notIn(mode string) error {
+	if a.mode != "" {
+		return fmt.Errorf("--announce: not in --mode=%s yet (only --mode=services)", mode)
+	}
+	return nil
+}
+
+// gateEvery is how often the health gate asks.
+const gateEvery = 100 * time.Millisecond
+
+// startGate runs ann's health gate (announceGate) until ctx ends; the
+// function returned closes its connection to HAProxy.
+func startGate(ctx context.Context, ann *announce.Driver, ready func(context.Context) error, stats string) func() {
+	check, stop := announceGate(ready, stats)
+	go ann.Gate(ctx, gateEvery, check)
+	return stop
+}

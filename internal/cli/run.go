@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -94,8 +92,8 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	case modeAPIServer:
 		return runAPIServer(ctx, f, f.api, log)
 	case modeGateway:
-		if f.announce.mode != "" {
-			return errors.New("--announce: not in --mode=gateway yet (only --mode=services)")
+		if err := f.announce.notIn(f.mode); err != nil {
+			return err
 		}
 		return runGateway(ctx, f, useDataplane, getenv, log)
 	}
@@ -228,9 +226,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		if choice.label == driverHAProxy {
 			stats = f.stats
 		}
-		check, stop := announceGate(ready, stats)
-		defer stop()
-		go ann.Gate(ctx, 100*time.Millisecond, check)
+		defer startGate(ctx, ann, ready, stats)()
 	}
 	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run}, ctl.Trigger, log); err != nil {
 		return err
