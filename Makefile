@@ -91,6 +91,7 @@ deps-test:
 		$$sudo apt-get update; \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; \
 	fi
+	@command -v keepalived >/dev/null 2>&1 || [ -x /usr/sbin/keepalived ] || { sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y keepalived; } # make failover's baseline
 	@# The real-node tier (internal/testing/nodes): containerd, runc, the CNI plugins.
 	@if command -v containerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && [ -x /usr/lib/cni/bridge ]; then \
 		echo "containerd: $$(command -v containerd), runc: $$(command -v runc), CNI plugins: /usr/lib/cni"; \
@@ -220,6 +221,15 @@ bench-versions: deps-haproxy deps-versions
 # kube-apiserver failover and join times (root: a network namespace).
 bench-apiserver: deps
 	$(call testbin_only,kube-apiserver etcd) $(GO) test -count=1 -run '^$$' -bench BenchmarkAPIServerFailover -benchtime 1x ./test/e2e/
+
+# Address failover (issue 31, root: network namespaces): our layer 2
+# announcer beside keepalived, TRIALS per fault and family; prints the
+# table of BENCHMARKS.md. FAILOVER_ONLY=ours or keepalived runs one.
+TRIALS ?= 20
+FAILOVER_ONLY ?=
+.PHONY: failover
+failover: deps
+	HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_ONLY=$(FAILOVER_ONLY) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 60m ./internal/announce/layer2/
 
 clean:
 	rm -rf bin

@@ -22,6 +22,7 @@ const (
 	groupStatsPage = "HAProxy stats page"
 	groupDataplane = "Data Plane API"
 	groupUDP       = "UDP"
+	groupAnnounce  = "Addresses on the wire (--announce)"
 	groupAPIServer = "apiserver mode"
 	groupPublish   = "LoadBalancer status and leader election"
 	groupObs       = "Observability"
@@ -32,7 +33,7 @@ const (
 )
 
 var groupOrder = []string{groupInput, groupMode, groupKube, groupServices, groupDefaults, groupChecks, groupHAProxy,
-	groupStatsPage, groupDataplane, groupUDP, groupAPIServer, groupImage, groupLive, groupPublish, groupObs, groupOther}
+	groupStatsPage, groupDataplane, groupUDP, groupAnnounce, groupAPIServer, groupImage, groupLive, groupPublish, groupObs, groupOther}
 
 // A scope says which mode and driver of `run` use a flag; `run` refuses a
 // flag given on its command line outside its scope (an environment

@@ -91,6 +91,9 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	case modeAPIServer:
 		return runAPIServer(ctx, f, f.api, log)
 	case modeGateway:
+		if err := f.announce.notIn(f.mode); err != nil {
+			return err
+		}
 		return runGateway(ctx, f, useDataplane, getenv, log)
 	}
 	dopts, err := f.desiredOptions()
@@ -194,8 +197,12 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
+	ann, err := f.announce.setup(ctx, addrs, log)
+	if err != nil {
+		return err
+	}
 	events, gate := f.publish.recorder(recorder)
-	ctl := controller.New(src, compose(b.drv, udp), events, controller.Options{
+	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
 		SyncTimeout:  f.syncTimeout,
@@ -207,8 +214,18 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		Metrics:      inst,
 		Leading:      gate.Leading,
 	})
-	if err := f.metrics.serve(ctx, b.ready(ctl.Synced, inst), log); err != nil {
+	ready := b.ready(ctl.Synced, inst)
+	if err := f.metrics.serve(ctx, ready, log); err != nil {
 		return err
+	}
+	if ann != nil {
+		// the health gate: this host serves its addresses while ready and
+		// its HAProxy answers
+		stats := ""
+		if choice.label == driverHAProxy {
+			stats = f.stats
+		}
+		defer startGate(ctx, ann, ready, stats)()
 	}
 	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run}, ctl.Trigger, log); err != nil {
 		return err

@@ -29,6 +29,7 @@ type runFlags struct {
 	dp                   dataplaneFlags
 	mode                 string
 	udp                  udpFlags
+	announce             announceFlags
 	api                  *apiserverFlags
 	// onApplied, when set, is told that an --instance applied a model
 	// (the gateway mode publishes status once all did).
@@ -73,6 +74,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	f.shape.registerHAProxy(fs)
 	addGroup(fs, groupStatsPage, scopeLocal, f.statsPage.register)
 	addGroup(fs, groupUDP, scopeServices, f.udp.register)
+	addGroup(fs, groupAnnounce, scopeServices, f.announce.register)
 	addGroup(fs, groupAPIServer, scopeAPIServer, func(fs *pflag.FlagSet) { f.api = registerAPIServerFlags(fs) })
 	addGroup(fs, groupPublish, scopeServices, f.publish.register)
 	addGroup(fs, groupObs, scopeAll, func(fs *pflag.FlagSet) {

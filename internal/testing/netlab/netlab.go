@@ -55,13 +55,7 @@ var seq atomic.Int32
 // root, no `ip`).
 func New(t testing.TB, n int) *Lab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("no ip command (iproute2)")
-	}
-	p := fmt.Sprintf("hks%d-%d-", os.Getpid()%100000, seq.Add(1))
+	p := prefix(t)
 	l := &Lab{t: t, Client: p + "c", LB: p + "lb"}
 	l.addNS(l.Client)
 	l.addNS(l.LB)
@@ -89,6 +83,19 @@ func New(t testing.TB, n int) *Lab {
 		l.Nodes = append(l.Nodes, nd)
 	}
 	return l
+}
+
+// prefix is a new prefix for a test's namespace names, or skips the test
+// when it cannot make namespaces (not root, no `ip`).
+func prefix(t testing.TB) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces need root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("no ip command (iproute2)")
+	}
+	return fmt.Sprintf("hks%d-%d-", os.Getpid()%100000, seq.Add(1))
 }
 
 func (l *Lab) addNS(name string) {

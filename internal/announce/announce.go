@@ -1,0 +1,54 @@
+// Package announce puts the addresses the load-balancer hosts serve on
+// the network and moves them when a host fails. An Announcer is told the
+// addresses every host of its group serves and this host's health; how it
+// makes the network reach a healthy host is its own: layer 2 (ARP and
+// NDP, internal/announce/layer2) elects one owner per address among the
+// hosts on the address's network; a BGP announcer (later) would announce
+// each address from every healthy host.
+//
+// The layer 2 hosts agree on the owners without the apiserver: each host
+// sends the others authenticated heartbeats (heartbeat.go) saying whether
+// it is healthy and which addresses it holds, and every host runs the same
+// pure assignment (owner.go) on what it heard (node.go), so the owner of
+// an address that a failed host held is known to all within the time it
+// takes to notice the failure.
+package announce
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+)
+
+// Want is what an announcer is told: the addresses the hosts serve (every
+// host of the group is told the same set) and whether this host may serve
+// them (its health gate: HAProxy answering, the controller ready, the
+// link up).
+type Want struct {
+	Addrs   []netip.Addr
+	Healthy bool
+}
+
+// Normal is w with its addresses unmapped, sorted and without duplicates
+// or invalid ones.
+func (w Want) Normal() Want {
+	out := Want{Healthy: w.Healthy, Addrs: make([]netip.Addr, 0, len(w.Addrs))}
+	for _, a := range w.Addrs {
+		if a.IsValid() {
+			out.Addrs = append(out.Addrs, a.Unmap())
+		}
+	}
+	slices.SortFunc(out.Addrs, netip.Addr.Compare)
+	out.Addrs = slices.Compact(out.Addrs)
+	return out
+}
+
+// Announcer is the contract of every way of putting addresses on the
+// network.
+type Announcer interface {
+	// Set tells the announcer what to serve now; it never blocks, and the
+	// newest Want wins.
+	Set(Want)
+	// Run announces until ctx ends, then withdraws what it announced.
+	Run(ctx context.Context) error
+}

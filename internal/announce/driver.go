@@ -1,0 +1,84 @@
+package announce
+
+import (
+	"context"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Addresses is what a model asks the network to reach: the addresses its
+// frontends and UDP ports bind (not "every address"), sorted, once each.
+func Addresses(cfg model.Config) []netip.Addr {
+	var out []netip.Addr
+	for _, f := range cfg.Frontends {
+		for _, b := range f.Binds {
+			out = append(out, b.Addr)
+		}
+	}
+	for _, u := range cfg.UDP {
+		for _, b := range u.Binds {
+			out = append(out, b.Addr)
+		}
+	}
+	return Want{Addrs: out}.Normal().Addrs
+}
+
+// Driver is an Announcer behind the drivers' contract, a sibling of
+// HAProxy's and the kernel's: each model applied tells the announcer its
+// addresses (Addresses), and the health gate (Gate) whether this host
+// may serve them. It never fails a pass.
+type Driver struct {
+	a       Announcer
+	static  []netip.Addr
+	mu      sync.Mutex
+	addrs   []netip.Addr
+	healthy bool
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// NewDriver hands a's Wants from the models applied, with static (the
+// addresses published for every Service) besides; the host counts as
+// unhealthy until Gate says otherwise.
+func NewDriver(a Announcer, static ...netip.Addr) *Driver { return &Driver{a: a, static: static} }
+
+// Apply implements driver.Driver.
+func (d *Driver) Apply(_ context.Context, cfg model.Config) (driver.Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.addrs = Want{Addrs: append(Addresses(cfg), d.static...)}.Normal().Addrs
+	d.a.Set(Want{Addrs: d.addrs, Healthy: d.healthy})
+	return driver.Result{}, nil
+}
+
+// SetHealthy is the health gate's answer.
+func (d *Driver) SetHealthy(ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ok == d.healthy {
+		return
+	}
+	d.healthy = ok
+	d.a.Set(Want{Addrs: d.addrs, Healthy: ok})
+}
+
+// Gate asks check every period until ctx ends: the host is healthy while
+// it answers nil.
+func (d *Driver) Gate(ctx context.Context, every time.Duration, check func(context.Context) error) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, every)
+		d.SetHealthy(check(cctx) == nil)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

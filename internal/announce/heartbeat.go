@@ -1,0 +1,81 @@
+package announce
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// Heartbeat is what a host tells the others, every interval and at once
+// when something changes.
+type Heartbeat struct {
+	Host string `json:"host"`
+	// Epoch (the sender's start, in Unix nanoseconds) and Seq (counting
+	// from 1 within an epoch) order a host's heartbeats: a receiver drops
+	// one not newer than the last it took (a replay).
+	Epoch   uint64  `json:"epoch"`
+	Seq     uint64  `json:"seq"`
+	Healthy bool    `json:"healthy"`
+	Claims  []Claim `json:"claims,omitempty"`
+}
+
+// Claim is an address the sender holds, and how.
+type Claim struct {
+	Addr netip.Addr `json:"addr"`
+	Hold
+}
+
+// Errors of Open, for errors.Is.
+var (
+	ErrBadMAC    = errors.New("heartbeat: bad MAC (not signed with the group's key)")
+	ErrMalformed = errors.New("heartbeat: malformed")
+)
+
+// MaxHeartbeat is the largest heartbeat Seal writes and Open reads: one
+// UDP datagram (see MaxHolds).
+const MaxHeartbeat = 60 << 10
+
+var magic = []byte("HKA1")
+
+// Seal encodes hb signed with key (HMAC-SHA256 over all that precedes
+// the MAC).
+func Seal(hb Heartbeat, key []byte) ([]byte, error) {
+	body, err := json.Marshal(hb)
+	if err != nil {
+		return nil, err
+	}
+	b := append(append([]byte{}, magic...), body...)
+	m := hmac.New(sha256.New, key)
+	m.Write(b)
+	b = m.Sum(b)
+	if len(b) > MaxHeartbeat {
+		return nil, fmt.Errorf("heartbeat: %d claims do not fit in one datagram", len(hb.Claims))
+	}
+	return b, nil
+}
+
+// Open checks b's MAC with key and decodes it; a heartbeat signed with
+// another key is ErrBadMAC, anything else unreadable ErrMalformed.
+func Open(b, key []byte) (Heartbeat, error) {
+	var hb Heartbeat
+	if len(b) < len(magic)+sha256.Size || len(b) > MaxHeartbeat || !bytes.HasPrefix(b, magic) {
+		return hb, ErrMalformed
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	if !hmac.Equal(m.Sum(nil), sum) {
+		return hb, ErrBadMAC
+	}
+	if err := json.Unmarshal(body[len(magic):], &hb); err != nil {
+		return hb, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if hb.Host == "" {
+		return hb, fmt.Errorf("%w: no host", ErrMalformed)
+	}
+	return hb, nil
+}

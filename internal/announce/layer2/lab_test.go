@@ -1,0 +1,325 @@
+package layer2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+)
+
+// The virtual addresses the tests move, and the port the hosts serve.
+var (
+	vip4 = netip.MustParseAddr("192.0.2.200")
+	vip6 = netip.MustParseAddr("2001:db8::200")
+)
+
+const servePort = 8080
+
+// group is three load-balancer hosts and a client on one segment, the
+// hosts running an announcer: ours in-process (newGroup) or keepalived
+// (newKeepalived, keepalived_test.go).
+type group struct {
+	t      testing.TB
+	seg    *netlab.Segment
+	lbs    []*netlab.Host
+	client *netlab.Host
+	// holders is who holds vip now; healthy sets a host's health gate
+	holders func(vip netip.Addr) []string
+	healthy func(h *netlab.Host, ok bool) error
+	// kill, when set, kills the host's announcer (on) or starts a new one
+	kill func(h *netlab.Host, on bool) error
+	// window: how long a trial waits for another host (default 15 s)
+	window time.Duration
+}
+
+// newHosts builds the segment, the hosts' sysctls and their servers.
+func newHosts(t testing.TB) *group {
+	t.Helper()
+	seg := netlab.NewSegment(t, "lb1", "lb2", "lb3", "client")
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("no nft command (the switch drops a frozen host's frames with it; make deps)")
+	}
+	g := &group{t: t, seg: seg, lbs: seg.Hosts[:3], client: seg.Hosts[3]}
+	for _, h := range g.lbs {
+		// the hosts answer ARP only for addresses on the interface asked,
+		// from their own address (docs/addresses.md)
+		seg.Sysctl(h, "net.ipv4.conf.all.arp_ignore", "1")
+		seg.Sysctl(h, "net.ipv4.conf.all.arp_announce", "2")
+		g.serve(h)
+	}
+	return g
+}
+
+// wanted is what every host serves.
+var wanted = announce.Want{Addrs: []netip.Addr{vip4, vip6}, Healthy: true}
+
+// newGroup runs our announcer on each host, in-process, each told wanted
+// and extra.
+func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
+	t.Helper()
+	g := newHosts(t)
+	want := wanted
+	want.Addrs = append(slices.Clone(want.Addrs), extra...)
+	var mu sync.Mutex
+	ann := map[string]*Announcer{}
+	stop := map[string]context.CancelCauseFunc{}
+	done := map[string]chan struct{}{}
+	var stopped sync.WaitGroup
+	t.Cleanup(func() {
+		mu.Lock()
+		for _, s := range stop {
+			s(nil)
+		}
+		mu.Unlock()
+		stopped.Wait()
+	})
+	start := func(h *netlab.Host) error {
+		c := cfg
+		c.ID, c.Interface, c.Key = h.Name, "eth0", []byte("the group's key")
+		c.Listen = netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultPort)
+		for _, p := range g.lbs {
+			if p != h {
+				c.Peers = append(c.Peers, netip.AddrPortFrom(p.Addr, DefaultPort))
+			}
+		}
+		if testing.Verbose() && os.Getenv("HKS_ANNOUNCE_LOG") != "" {
+			c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("host", h.Name)
+		}
+		var a *Announcer
+		if err := netlab.Do(h.NS, func() (err error) { a, err = New(c); return err }); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		ended := make(chan struct{})
+		mu.Lock()
+		ann[h.Name], stop[h.Name], done[h.Name] = a, cancel, ended
+		mu.Unlock()
+		a.Set(want)
+		stopped.Add(1)
+		go func() { defer stopped.Done(); defer close(ended); _ = a.Run(ctx) }()
+		return nil
+	}
+	for _, h := range g.lbs {
+		if err := start(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(name string) *Announcer { mu.Lock(); defer mu.Unlock(); return ann[name] }
+	g.holders = func(vip netip.Addr) []string {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var out []string
+		for _, h := range g.lbs {
+			if slices.Contains(get(h.Name).Holds(ctx), vip) {
+				out = append(out, h.Name)
+			}
+		}
+		return out
+	}
+	g.healthy = func(h *netlab.Host, ok bool) error {
+		w := want
+		w.Healthy = ok
+		get(h.Name).Set(w)
+		return nil
+	}
+	// the agent dies (its addresses stay until their lifetime lapses) and
+	// starts again
+	g.kill = func(h *netlab.Host, on bool) error {
+		mu.Lock()
+		s, ended := stop[h.Name], done[h.Name]
+		mu.Unlock()
+		if on {
+			s(errAbandon)
+			return nil
+		}
+		// the dead agent's socket closed before a new one binds the port
+		select {
+		case <-ended:
+		case <-time.After(5 * time.Second):
+			return fmt.Errorf("the announcer of %s did not end", h.Name)
+		}
+		return start(h)
+	}
+	return g
+}
+
+// serve answers every TCP connection to the port with the host's name.
+func (g *group) serve(h *netlab.Host) {
+	var ln net.Listener
+	if err := netlab.Do(h.NS, func() (err error) { ln, err = net.Listen("tcp", fmt.Sprintf(":%d", servePort)); return err }); err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, h.Name)
+			c.Close()
+		}
+	}()
+}
+
+// ask opens one TCP connection from the client to vip and returns the
+// name of the host that answered.
+func (g *group) ask(vip netip.Addr, timeout time.Duration) (string, error) {
+	var name string
+	err := netlab.Do(g.client.NS, func() error {
+		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(vip, servePort).String(), timeout)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(timeout))
+		b, err := io.ReadAll(c)
+		name = string(b)
+		return err
+	})
+	return name, err
+}
+
+// steady waits until one host holds vip and the client reaches it there,
+// and returns that host.
+func (g *group) steady(vip netip.Addr, timeout time.Duration) (string, error) {
+	var owner string
+	// the client forgets the last owner's address: after a partition
+	// heals keepalived's surviving master sends no gratuitous ARP, and a
+	// stale entry pointing at the other host would be probed for tens of
+	// seconds; the trials measure failover, not this
+	if out, err := exec.Command("ip", "-n", g.client.NS, "neigh", "flush", "dev", "eth0").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("neigh flush: %v: %s", err, out)
+	}
+	err := netlab.Eventually(context.Background(), timeout, func() error {
+		hs := g.holders(vip)
+		if len(hs) != 1 {
+			return fmt.Errorf("%s held by %v", vip, hs)
+		}
+		name, err := g.ask(vip, 200*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		if name != hs[0] {
+			return fmt.Errorf("%s held by %s, answered by %s", vip, hs[0], name)
+		}
+		owner = name
+		return nil
+	})
+	return owner, err
+}
+
+func (g *group) host(name string) *netlab.Host {
+	for _, h := range g.lbs {
+		if h.Name == name {
+			return h
+		}
+	}
+	g.t.Fatalf("no host %s", name)
+	return nil
+}
+
+// failover runs one trial: the fault on the owner of vip, then a new
+// connection every 10 ms until one is answered by another host; it
+// returns the time from the fault to that answer, and undoes the fault
+// once the group is steady again.
+func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) error) (time.Duration, error) {
+	owner, err := g.steady(vip, 30*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	h := g.host(owner)
+	type answer struct {
+		at   time.Time
+		name string
+	}
+	answers := make(chan answer, 1000)
+	window := 15 * time.Second
+	if g.window > 0 {
+		window = g.window
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), window)
+	defer cancel()
+	var tries sync.WaitGroup
+	start := time.Now()
+	if err := fault(h, true); err != nil {
+		return 0, err
+	}
+	undone := false
+	defer func() {
+		if !undone {
+			_ = fault(h, false)
+		}
+	}()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var took time.Duration
+loop:
+	for {
+		tries.Add(1)
+		go func() {
+			defer tries.Done()
+			if name, err := g.ask(vip, time.Second); err == nil {
+				answers <- answer{time.Now(), name}
+			}
+		}()
+		select {
+		case <-ctx.Done():
+			err = fmt.Errorf("no other host answered for %s within %s of the fault on %s", vip, window, owner)
+			break loop
+		case a := <-answers:
+			if a.name != owner {
+				took = a.at.Sub(start)
+				break loop
+			}
+		case <-tick.C:
+		}
+	}
+	tries.Wait()
+	if err != nil {
+		return 0, err
+	}
+	undone = true
+	if err := fault(h, false); err != nil {
+		return 0, err
+	}
+	_, err = g.steady(vip, 30*time.Second)
+	return took, err
+}
+
+// faults the trials inject, by name.
+func (g *group) faults() map[string]func(h *netlab.Host, on bool) error {
+	return map[string]func(h *netlab.Host, on bool) error{
+		// its link up, every frame to and from it dropped at the switch
+		"frozen": func(h *netlab.Host, on bool) error { return g.seg.Freeze(h, on) },
+		// its health gate fails (its HAProxy killed)
+		"unhealthy": func(h *netlab.Host, on bool) error { return g.healthy(h, !on) },
+		// its agent dies, leaving its addresses to lapse
+		"killed": g.kill,
+	}
+}
+
+// stats is p50, p95 and max of ds.
+func stats(ds []time.Duration) (p50, p95, worst time.Duration) {
+	s := append([]time.Duration{}, ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s)-1)+0.5))] }
+	return at(0.50), at(0.95), s[len(s)-1]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+func row(cells ...string) string { return "| " + strings.Join(cells, " | ") + " |" }

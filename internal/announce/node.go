@@ -1,0 +1,201 @@
+package announce
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Node is one host's side of the agreement, pure: it is told what to
+// serve (Set), what the others said (Receive) and the time, and answers
+// which addresses this host holds now (Decide) and what to tell the
+// others (Heartbeat). It keeps no timers and opens nothing; the
+// announcer around it does.
+type Node struct {
+	id         string
+	hold       time.Duration
+	start      time.Time
+	epoch, seq uint64
+	want       Want
+	wanted     map[netip.Addr]bool
+	peers      map[string]*peer
+	claims     map[netip.Addr]Hold // what this host holds
+	maxHolds   int
+	seen       map[netip.Addr]uint64 // the highest term heard of each address
+}
+
+type peer struct {
+	epoch, seq uint64
+	at         time.Time
+	host       Host
+}
+
+// MaxHolds is the most addresses one host holds: its heartbeat must fit
+// in one datagram (MaxHeartbeat: about 850 IPv6 or 1,300 IPv4 claims).
+// A host at the limit takes no more (Change.Unserved counts those it was
+// given): it never falls silent, which would look like its death.
+const MaxHolds = 800
+
+// Errors of Receive, for errors.Is.
+var (
+	ErrReplay = errors.New("heartbeat: not newer than the last one of its host (a replay)")
+	ErrSelf   = errors.New("heartbeat: carries this host's own name")
+)
+
+// NewNode is host id starting at now. A host not heard from for hold is
+// gone; for that long after its start a node takes no free address (it
+// first hears what the others hold).
+func NewNode(id string, hold time.Duration, now time.Time) *Node {
+	return &Node{id: id, hold: hold, start: now, epoch: uint64(now.UnixNano()), maxHolds: MaxHolds,
+		wanted: map[netip.Addr]bool{}, peers: map[string]*peer{},
+		claims: map[netip.Addr]Hold{}, seen: map[netip.Addr]uint64{}}
+}
+
+// Set is what the host should serve now.
+func (n *Node) Set(w Want) {
+	n.want = w.Normal()
+	clear(n.wanted)
+	for _, a := range n.want.Addrs {
+		n.wanted[a] = true
+	}
+}
+
+// Receive takes a peer's heartbeat heard at now (already opened: its MAC
+// checked). It reports whether the heartbeat changed what the node knows
+// of the group (a new host, health or claims), in which case the caller
+// decides again at once rather than at its next tick.
+func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
+	if hb.Host == n.id {
+		return false, ErrSelf
+	}
+	p := n.peers[hb.Host]
+	if p != nil && (hb.Epoch < p.epoch || hb.Epoch == p.epoch && hb.Seq <= p.seq) {
+		return false, ErrReplay
+	}
+	h := Host{ID: hb.Host, Healthy: hb.Healthy, Claims: make(map[netip.Addr]Hold, len(hb.Claims))}
+	for _, c := range hb.Claims {
+		a := c.Addr.Unmap()
+		h.Claims[a] = c.Hold
+		n.seen[a] = max(n.seen[a], c.Term)
+	}
+	changed = p == nil || !n.live(p, now) || p.host.Healthy != h.Healthy || !sameClaims(p.host.Claims, h.Claims)
+	n.peers[hb.Host] = &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h}
+	return changed, nil
+}
+
+func (n *Node) live(p *peer, now time.Time) bool { return now.Sub(p.at) <= n.hold }
+
+func sameClaims(a, b map[netip.Addr]Hold) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Change is what Decide changed: addresses taken and let go, and how
+// many this host was given but could not take (MaxHolds).
+type Change struct {
+	Take, Release []netip.Addr
+	Unserved      int
+}
+
+// Empty is whether nothing changed.
+func (c Change) Empty() bool { return len(c.Take) == 0 && len(c.Release) == 0 }
+
+// Decide works out, at now, which addresses this host holds (Assign over
+// itself and the peers heard within the hold time) and returns what
+// changed. An unhealthy host holds nothing.
+func (n *Node) Decide(now time.Time) Change {
+	var ch Change
+	if !n.want.Healthy {
+		for a := range n.claims {
+			ch.Release = append(ch.Release, a)
+		}
+		clear(n.claims)
+		return sorted(ch)
+	}
+	for a := range n.claims {
+		if !n.wanted[a] {
+			ch.Release = append(ch.Release, a)
+			delete(n.claims, a)
+		}
+	}
+	hosts := []Host{{ID: n.id, Healthy: true, Claims: n.claims}}
+	for _, p := range n.peers {
+		if n.live(p, now) {
+			hosts = append(hosts, p.host)
+		}
+	}
+	// map order must not matter: Assign is given the hosts by name
+	slices.SortFunc(hosts[1:], func(a, b Host) int { return strings.Compare(a.ID, b.ID) })
+	// a hold's support only falls: a host cut off from the others keeps
+	// what it holds, but loses it to the side that heard more once the
+	// partition heals
+	for a, c := range n.claims {
+		c.Support = min(c.Support, len(hosts))
+		n.claims[a] = c
+	}
+	owners := Assign(n.want.Addrs, hosts, n.seen)
+	settling := now.Sub(n.start) < n.hold
+	for _, a := range n.want.Addrs {
+		o, ok := owners[a]
+		_, held := n.claims[a]
+		switch {
+		case held && (!ok || o.Host != n.id):
+			ch.Release = append(ch.Release, a)
+			delete(n.claims, a)
+		case !held && ok && o.Host == n.id && !settling && len(n.claims) >= n.maxHolds:
+			ch.Unserved++
+		case !held && ok && o.Host == n.id && !settling:
+			n.claims[a] = o.Hold
+			n.seen[a] = max(n.seen[a], o.Term)
+			ch.Take = append(ch.Take, a)
+		}
+	}
+	return sorted(ch)
+}
+
+func sorted(c Change) Change {
+	slices.SortFunc(c.Take, netip.Addr.Compare)
+	slices.SortFunc(c.Release, netip.Addr.Compare)
+	return c
+}
+
+// Holds is what this host holds now, sorted.
+func (n *Node) Holds() []netip.Addr {
+	out := make([]netip.Addr, 0, len(n.claims))
+	for a := range n.claims {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
+}
+
+// Heartbeat is the next heartbeat to send (each call a new sequence
+// number).
+func (n *Node) Heartbeat() Heartbeat {
+	n.seq++
+	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy}
+	for _, a := range n.Holds() {
+		hb.Claims = append(hb.Claims, Claim{Addr: a, Hold: n.claims[a]})
+	}
+	return hb
+}
+
+// Peers is how many peers were heard within the hold time at now.
+func (n *Node) Peers(now time.Time) int {
+	k := 0
+	for _, p := range n.peers {
+		if n.live(p, now) {
+			k++
+		}
+	}
+	return k
+}

@@ -1,0 +1,159 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+)
+
+// Announcers (--announce).
+const announceL2 = "l2"
+
+// announceFlags are the flags of the address announcer (docs/addresses.md,
+// "Putting the addresses on the wire").
+type announceFlags struct {
+	mode     string
+	iface    string
+	peers    []string
+	keyFile  string
+	name     string
+	listen   string
+	interval time.Duration
+}
+
+func (a *announceFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&a.mode, "announce", "", "put the served addresses on the network and move them when a host fails: 'l2' (ARP/NDP: one host of the group owns each address; run on every load-balancer host); default off (the operator's: AnyIP, keepalived, BGP)")
+	fs.StringVar(&a.iface, "announce-interface", "", "with --announce=l2: the interface on the addresses' network")
+	fs.StringSliceVar(&a.peers, "announce-peers", nil, "with --announce=l2: the other hosts of the group, IP[:PORT] on that network (heartbeats; comma-separated or repeated)")
+	fs.StringVar(&a.keyFile, "announce-key-file", "", "with --announce=l2: file holding the group's shared key (at least 16 bytes; heartbeats are signed with it, HMAC-SHA256)")
+	fs.StringVar(&a.name, "announce-name", "", "with --announce=l2: this host's name in the group (default: the host name)")
+	fs.StringVar(&a.listen, "announce-listen", fmt.Sprintf(":%d", layer2.DefaultPort), "with --announce=l2: where heartbeats are read ([IP]:PORT)")
+	fs.DurationVar(&a.interval, "announce-interval", layer2.DefaultInterval, "with --announce=l2: heartbeat interval; a host silent for 3 intervals is gone and its addresses move")
+}
+
+// parsePeer is IP or IP:PORT (port default layer2.DefaultPort).
+func parsePeer(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("--announce-peers: %q: want IP or IP:PORT", s)
+	}
+	return netip.AddrPortFrom(a, layer2.DefaultPort), nil
+}
+
+// setup starts the announcer (nil when --announce is off); it runs until
+// ctx ends, then lets its addresses go.
+func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, log *slog.Logger) (*announce.Driver, error) {
+	switch a.mode {
+	case "":
+		return nil, nil
+	case announceL2:
+	default:
+		return nil, fmt.Errorf("--announce: want %s, got %q", announceL2, a.mode)
+	}
+	if a.iface == "" || a.keyFile == "" {
+		return nil, errors.New("--announce=l2 needs --announce-interface and --announce-key-file")
+	}
+	key, err := os.ReadFile(a.keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--announce-key-file: %w", err)
+	}
+	if key = []byte(strings.TrimSpace(string(key))); len(key) < 16 {
+		return nil, fmt.Errorf("--announce-key-file: %s: the key has %d bytes, want at least 16", a.keyFile, len(key))
+	}
+	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, Logger: log}
+	if cfg.ID == "" {
+		if cfg.ID, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("--announce-name: %w", err)
+		}
+	}
+	if cfg.Listen, err = parseListen(a.listen); err != nil {
+		return nil, err
+	}
+	for _, p := range a.peers {
+		ap, err := parsePeer(p)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Peers = append(cfg.Peers, ap)
+	}
+	ann, err := layer2.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--announce=l2: %w", err)
+	}
+	go func() { _ = ann.Run(ctx) }()
+	log.Info("announcing addresses", "announce", a.mode, "interface", a.iface, "name", cfg.ID, "peers", len(cfg.Peers))
+	return announce.NewDriver(ann, static...), nil
+}
+
+// parseListen is [IP]:PORT.
+func parseListen(s string) (netip.AddrPort, error) {
+	if strings.HasPrefix(s, ":") {
+		s = "[::]" + s
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return ap, fmt.Errorf("--announce-listen: %q: want [IP]:PORT", s)
+	}
+	return ap, nil
+}
+
+// withAnnouncer adds the announcer (when on) beside the controller's
+// drivers: it gets every model, as they do.
+func withAnnouncer(d driver.Driver, ann *announce.Driver) driver.Driver {
+	if ann == nil {
+		return d
+	}
+	return driver.Fanout{d, ann}
+}
+
+// announceGate is the announcer's health gate: the controller ready
+// (/readyz) and, with the local HAProxy (stats: its admin socket), that
+// HAProxy answering now, asked on one kept connection (readiness alone
+// would trust the last pass for a while).
+func announceGate(ready func(context.Context) error, stats string) (check func(context.Context) error, stop func()) {
+	if stats == "" {
+		return ready, func() {}
+	}
+	rt := haproxy.NewRuntime(stats)
+	return func(ctx context.Context) error {
+		if err := ready(ctx); err != nil {
+			return err
+		}
+		_, err := rt.ShowInfo(ctx)
+		return err
+	}, func() { rt.Close() }
+}
+
+// notIn refuses --announce in a mode that does not run it yet.
+func (a *announceFlags) notIn(mode string) error {
+	if a.mode != "" {
+		return fmt.Errorf("--announce: not in --mode=%s yet (only --mode=services)", mode)
+	}
+	return nil
+}
+
+// gateEvery is how often the health gate asks.
+const gateEvery = 100 * time.Millisecond
+
+// startGate runs ann's health gate (announceGate) until ctx ends; the
+// function returned closes its connection to HAProxy.
+func startGate(ctx context.Context, ann *announce.Driver, ready func(context.Context) error, stats string) func() {
+	check, stop := announceGate(ready, stats)
+	go ann.Gate(ctx, gateEvery, check)
+	return stop
+}

@@ -1,0 +1,78 @@
+package netlab
+
+import (
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Segment is one Ethernet segment: a namespace holding a bridge (the
+// switch) and hosts on it, each a namespace with eth0 on a port of the
+// bridge. Host i (from 1) is 192.0.2.i/24 and 2001:db8::i/64.
+type Segment struct {
+	t      testing.TB
+	Bridge string // the switch's namespace
+	Hosts  []*Host
+}
+
+// Host is one namespace on a Segment.
+type Host struct {
+	Name        string // as given to NewSegment
+	NS          string
+	Addr, Addr6 netip.Addr
+	port        string // its port on the bridge
+}
+
+// NewSegment builds a segment with a host per name, or skips the test
+// when it cannot (not root, no `ip`).
+func NewSegment(t testing.TB, names ...string) *Segment {
+	t.Helper()
+	p := prefix(t)
+	l := &Lab{t: t}
+	s := &Segment{t: t, Bridge: p + "sw"}
+	l.addNS(s.Bridge)
+	l.ip(s.Bridge, "link", "add", "br0", "type", "bridge")
+	l.ip(s.Bridge, "link", "set", "br0", "up")
+	for i, name := range names {
+		h := &Host{Name: name, NS: p + name, port: fmt.Sprintf("p%d", i+1),
+			Addr:  netip.MustParseAddr(fmt.Sprintf("192.0.2.%d", i+1)),
+			Addr6: netip.MustParseAddr(fmt.Sprintf("2001:db8::%d", i+1))}
+		l.addNS(h.NS)
+		l.ip(s.Bridge, "link", "add", h.port, "type", "veth", "peer", "name", "eth0", "netns", h.NS)
+		l.ip(s.Bridge, "link", "set", h.port, "master", "br0")
+		l.ip(s.Bridge, "link", "set", h.port, "up")
+		l.ip(h.NS, "addr", "add", h.Addr.String()+"/24", "dev", "eth0")
+		l.ip(h.NS, "addr", "add", h.Addr6.String()+"/64", "dev", "eth0", "nodad")
+		l.ip(h.NS, "link", "set", "eth0", "up")
+		s.Hosts = append(s.Hosts, h)
+	}
+	return s
+}
+
+// Sysctl sets a sysctl inside the host's namespace (never the machine's).
+func (s *Segment) Sysctl(h *Host, key, value string) {
+	s.t.Helper()
+	if out, err := exec.Command("ip", "netns", "exec", h.NS, "sysctl", "-qw", key+"="+value).CombinedOutput(); err != nil {
+		s.t.Fatalf("sysctl %s=%s in %s: %v: %s", key, value, h.NS, err, out)
+	}
+}
+
+// Freeze drops (or lets again) every frame to and from the host at the
+// switch (an nftables bridge table in the switch's namespace); its link
+// stays up.
+func (s *Segment) Freeze(h *Host, frozen bool) error {
+	table := "freeze_" + h.port
+	rules := "delete table bridge " + table + "\n"
+	if frozen {
+		rules = fmt.Sprintf("table bridge %s {\n chain forward {\n  type filter hook forward priority 0; policy accept;\n"+
+			"  iifname %q drop\n  oifname %q drop\n }\n}\n", table, h.port, h.port)
+	}
+	cmd := exec.Command("ip", "netns", "exec", s.Bridge, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("freeze %s: nft: %v: %s", h.Name, err, out)
+	}
+	return nil
+}
