@@ -91,7 +91,14 @@ deps-test:
 		$$sudo apt-get update; \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; \
 	fi
-	@command -v keepalived >/dev/null 2>&1 || [ -x /usr/sbin/keepalived ] || { sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y keepalived; } # make failover's baseline
+	@# keepalived: make failover's baseline (internal/announce/layer2).
+	@if command -v keepalived >/dev/null 2>&1 || [ -x /usr/sbin/keepalived ]; then \
+		echo "keepalived: $$(command -v keepalived || echo /usr/sbin/keepalived)"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y keepalived; \
+	fi
 	@# The real-node tier (internal/testing/nodes): containerd, runc, the CNI plugins.
 	@if command -v containerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && [ -x /usr/lib/cni/bridge ]; then \
 		echo "containerd: $$(command -v containerd), runc: $$(command -v runc), CNI plugins: /usr/lib/cni"; \

@@ -78,6 +78,13 @@ key=$(printf 'recipe 1\nsuite %s\nvariant minbase\npackages %s\narch %s\n' "$sui
 dir="$cache_root/$version-$key"
 wrapper="$dir/bin/haproxy"
 
+# archive_uri: the first release suite of Debian's own archive that apt's
+# package lists name (empty when they name none).
+archive_uri() {
+	apt-get indextargets --format '$(TARGET_OF) $(LABEL) $(RELEASE) $(REPO_URI)' 2>/dev/null |
+		awk '$1 == "deb" && $2 == "Debian" && $3 !~ /-/ && uri == "" { uri = $4 } END { print uri }'
+}
+
 # mirror: the URI of the Debian archive apt uses here (a release of
 # Debian's own, not its security or updates suites), from apt's
 # configuration.
@@ -87,8 +94,16 @@ mirror() {
 		return
 	fi
 	local uri
-	uri=$(apt-get indextargets --format '$(TARGET_OF) $(LABEL) $(RELEASE) $(REPO_URI)' 2>/dev/null |
-		awk '$1 == "deb" && $2 == "Debian" && $3 !~ /-/ && uri == "" { uri = $4 } END { print uri }')
+	uri=$(archive_uri)
+	if [[ -z "$uri" ]]; then
+		# A machine whose package lists were never fetched knows no labels
+		# yet: fetch them once, as `make deps` does before an install.
+		log "apt's package lists name no Debian archive yet: apt-get update"
+		local sudo=
+		[[ "$(id -u)" == 0 ]] || sudo=sudo
+		$sudo apt-get update >&2 || true
+		uri=$(archive_uri)
+	fi
 	[[ -n "$uri" ]] || die "no Debian archive in apt's sources (apt-get indextargets; run apt-get update, or set HKS_DEBIAN_MIRROR)"
 	echo "${uri%/}"
 }
