@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +22,10 @@ import (
 //   - POST /storage/general, multipart with the file in the part
 //     file_upload, named by its filename: 201 {description, file, size,
 //     storage_name}, the file at GeneralStorageDir/NAME; 409 when it
-//     exists. PUT /storage/general/NAME, multipart: 404 when missing, 204
+//     exists. NAME is the filename with every character before the
+//     extension but [A-Za-z0-9_-] (and a backslash) replaced by "_"
+//     (client-native's SanitizeFilename: a.ipv4.acl is stored and listed
+//     as a_ipv4.acl), and so is the NAME of every request below. PUT /storage/general/NAME, multipart: 404 when missing, 204
 //     with skip_reload=true, else 202 and a reload; a text/plain body 415.
 //     DELETE: 204, 404, or 409 while haproxy.cfg names the file. GET of one: its content (406 unless the client
 //     accepts application/octet-stream or application/json). None of them
@@ -103,6 +108,7 @@ func (s *Server) storageEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 			s.fail(w, e)
 			return
 		}
+		name = storedName(name)
 		if _, ok := s.acl.files[name]; ok {
 			s.fail(w, errf(http.StatusConflict, "object already exists: file %s/%s already exists", GeneralStorageDir, name))
 			return
@@ -110,7 +116,7 @@ func (s *Server) storageEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 		s.acl.files[name] = content
 		s.reply(w, http.StatusCreated, fileObject(name, content, true))
 	case len(seg) == 1:
-		name := seg[0]
+		name := storedName(seg[0])
 		content, ok := s.acl.files[name]
 		if !ok {
 			s.fail(w, errf(http.StatusNotFound, "missing object: file %s doesn't exist in dir: %s", name, GeneralStorageDir))
@@ -151,6 +157,28 @@ func (s *Server) storageEndpoint(w http.ResponseWriter, r *http.Request, seg []s
 	default:
 		s.fail(w, errf(http.StatusNotFound, "path %s was not found", r.URL.Path))
 	}
+}
+
+// unsafeName is what the API replaces in a general file's name.
+var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_\\-]+`)
+
+// storedName is the name the API stores a general file under, as
+// client-native v6.4.0's misc.SanitizeFilename makes it.
+func storedName(name string) string {
+	ext := filepath.Ext(name)
+	base := name[:len(name)-len(ext)]
+	if base != "" {
+		base = filepath.Clean(base)
+	}
+	base = unsafeName.ReplaceAllString(base, "_")
+	if ext == "" {
+		return base
+	}
+	ext = unsafeName.ReplaceAllString(ext[1:], "_")
+	if base == "" {
+		return "_" + ext
+	}
+	return base + "." + ext
 }
 
 // uploaded reads the multipart part file_upload: its filename and content.

@@ -112,3 +112,26 @@ func TestStorageAndRuntimeACLs(t *testing.T) {
 	st, _ = c.do("DELETE", "storage/general/fe_x.acl", nil)
 	c.want("DELETE again", st, 404)
 }
+
+// A general file's name is stored as the real API v3.4.0 stores it
+// (measured: fe_probe.ipv4.acl is stored and listed as fe_probe_ipv4.acl,
+// and a request naming either finds it).
+func TestStorageNamesSanitized(t *testing.T) {
+	c := start(t)
+	c.want("POST", c.file("POST", "storage/general", "fe_y.ipv4.acl", "127.81.31.5/32\n"), 201)
+	c.want("POST the stored name", c.file("POST", "storage/general", "fe_y_ipv4.acl", "x\n"), 409)
+	st, list := c.do("GET", "storage/general", nil)
+	c.want("GET list", st, 200)
+	if l := list.([]any); len(l) != 1 || l[0].(map[string]any)["storage_name"] != "fe_y_ipv4.acl" || l[0].(map[string]any)["file"] != GeneralStorageDir+"/fe_y_ipv4.acl" {
+		t.Errorf("list %v, want the one file fe_y_ipv4.acl", list)
+	}
+	c.want("PUT by the dotted name", c.file("PUT", "storage/general/fe_y.ipv4.acl?skip_reload=true", "fe_y.ipv4.acl", "127.81.31.6/32\n"), 204)
+	for name, want := range map[string]string{
+		"fe_a_b_1.acl": "fe_a_b_1.acl", "fe_a.ipv6.acl": "fe_a_ipv6.acl", "a b;c.acl": "a_b_c.acl",
+		"x": "x", ".acl": "_acl", "a.b": "a.b", "../x.acl": "_x.acl",
+	} {
+		if got := storedName(name); got != want {
+			t.Errorf("storedName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}

@@ -18,13 +18,13 @@ import (
 
 // Source ranges (spec.loadBalancerSourceRanges) without a reload. Each
 // restricted frontend's rule reads its ranges from two files of its own,
-// one per family, FRONTEND.ipv4.acl and FRONTEND.ipv6.acl in the API's
+// one per family, FRONTEND_ipv4.acl and FRONTEND_ipv6.acl in the API's
 // general storage, and checks each client against those of its own family
 // only (render.SourceCondition: HAProxy alone would try an IPv4 client
 // against IPv6 patterns as ::ffff:a.b.c.d):
 //
-//	tcp-request connection reject unless { src ::ffff:0:0/96 } { src -f /GENERAL_STORAGE/FRONTEND.ipv4.acl } ||
-//	        !{ src ::ffff:0:0/96 } { src -f /GENERAL_STORAGE/FRONTEND.ipv6.acl }
+//	tcp-request connection reject unless { src ::ffff:0:0/96 } { src -f /GENERAL_STORAGE/FRONTEND_ipv4.acl } ||
+//	        !{ src ::ffff:0:0/96 } { src -f /GENERAL_STORAGE/FRONTEND_ipv6.acl }
 //
 // (one line; content instead of connection with the PROXY protocol). A
 // family without ranges has a file all the same, holding a pattern none
@@ -54,8 +54,14 @@ import (
 const aclSuffix = ".acl"
 
 // aclFamily is the part of a file's name before aclSuffix that tells its
-// family (index 0 IPv4, 1 IPv6).
-var aclFamily = [2]string{".ipv4", ".ipv6"}
+// family (index 0 IPv4, 1 IPv6). Not ".ipv4": the API v3.4.0 stores,
+// lists and looks up a general file under its name with every character
+// before the extension but [A-Za-z0-9_-] replaced by "_" (client-native's
+// SanitizeFilename; measured: FRONTEND.ipv4.acl is stored and listed as
+// FRONTEND_ipv4.acl), so a dotted name would never be found again in the
+// listing. An owned frontend's name ends in its port's digits, so the
+// suffix cannot be part of it.
+var aclFamily = [2]string{"_ipv4", "_ipv6"}
 
 // fam is the index of a family in aclFamily and aclText.
 func fam(v6 bool) int {

@@ -23,12 +23,13 @@ func TestACLFileNamesAndPaths(t *testing.T) {
 		name string
 		ours bool
 	}{
-		{"fe_default_web_80.ipv4.acl", true},
-		{"fe_default_web_80.ipv6.acl", true},
+		{"fe_default_web_80_ipv4.acl", true},
+		{"fe_default_web_80_ipv6.acl", true},
 		{"fe_default_web_80.acl", true}, // an older release's, both families
-		{"fe_kube-system_dns_53.ipv6.acl", true},
-		{"fe_default_web_80.ipv5.acl", false},
-		{"be_default_web_80.ipv4.acl", false},
+		{"fe_kube-system_dns_53_ipv6.acl", true},
+		{"fe_default_web_80_ipv5.acl", false},
+		{"fe_default_web_80.ipv4.acl", false}, // a name the API never lists (it stores it as _ipv4)
+		{"be_default_web_80_ipv4.acl", false},
 		{"be_default_web_80.acl", false}, // a backend has no ranges
 		{"fe_default_web_80", false},
 		{"fe_default_web_80.acl.bak", false},
@@ -43,8 +44,8 @@ func TestACLFileNamesAndPaths(t *testing.T) {
 	// older release's file of both families.
 	a := &aclFiles{text: map[string]aclText{"fe_default_web_80": {}}}
 	for name, used := range map[string]bool{
-		"fe_default_web_80.ipv4.acl": true, "fe_default_web_80.ipv6.acl": true,
-		"fe_default_web_80.acl": false, "fe_default_db_5432.ipv4.acl": false,
+		"fe_default_web_80_ipv4.acl": true, "fe_default_web_80_ipv6.acl": true,
+		"fe_default_web_80.acl": false, "fe_default_db_5432_ipv4.acl": false,
 	} {
 		if got := a.aclUsed(name); got != used {
 			t.Errorf("aclUsed(%q) = %v, want %v", name, got, used)
@@ -105,7 +106,7 @@ func TestSourceRangeRule(t *testing.T) {
 		t.Errorf("files of IPv6 ranges only %q", got)
 	}
 	const dir = "/etc/haproxy/general/"
-	files := "{ src ::ffff:0:0/96 } { src -f " + dir + "fe_default_web_80.ipv4.acl } || !{ src ::ffff:0:0/96 } { src -f " + dir + "fe_default_web_80.ipv6.acl }"
+	files := "{ src ::ffff:0:0/96 } { src -f " + dir + "fe_default_web_80_ipv4.acl } || !{ src ::ffff:0:0/96 } { src -f " + dir + "fe_default_web_80_ipv6.acl }"
 	inline := "{ src ::ffff:0:0/96 } { src 10.9.0.0/16 } || !{ src ::ffff:0:0/96 } { src 2001:db8::/32 }"
 	for _, tc := range []struct {
 		name  string
@@ -115,11 +116,11 @@ func TestSourceRangeRule(t *testing.T) {
 		f     model.Frontend
 		want  string
 	}{
-		{"files", dir + "fe_default_web_80.ipv4.acl", dir + "fe_default_web_80.ipv6.acl", false, f, files},
-		{"files, proxy", dir + "fe_default_web_80.ipv4.acl", dir + "fe_default_web_80.ipv6.acl", true, f, files},
+		{"files", dir + "fe_default_web_80_ipv4.acl", dir + "fe_default_web_80_ipv6.acl", false, f, files},
+		{"files, proxy", dir + "fe_default_web_80_ipv4.acl", dir + "fe_default_web_80_ipv6.acl", true, f, files},
 		{"no file", "", "", false, f, inline},
-		{"one file", dir + "fe_default_web_80.ipv4.acl", "", false, f, inline},
-		{"a path haproxy.cfg cannot name", dir + "a b.acl", dir + "fe_default_web_80.ipv6.acl", false, f, inline},
+		{"one file", dir + "fe_default_web_80_ipv4.acl", "", false, f, inline},
+		{"a path haproxy.cfg cannot name", dir + "a b.acl", dir + "fe_default_web_80_ipv6.acl", false, f, inline},
 		{"inline, IPv6 only", "", "", false, only6, "!{ src ::ffff:0:0/96 } { src 2001:db8::/32 }"},
 	} {
 		d := New(Options{})
@@ -156,7 +157,7 @@ func TestSourceRuleLineFile(t *testing.T) {
 		return map[string]any{"type": "connection", "action": "reject", "cond": "unless", "cond_test": test}
 	}
 	for _, test := range []string{
-		"{ src ::ffff:0:0/96 } { src -f /etc/haproxy/general/fe_a_b_80.ipv4.acl } || !{ src ::ffff:0:0/96 } { src -f /etc/haproxy/general/fe_a_b_80.ipv6.acl }",
+		"{ src ::ffff:0:0/96 } { src -f /etc/haproxy/general/fe_a_b_80_ipv4.acl } || !{ src ::ffff:0:0/96 } { src -f /etc/haproxy/general/fe_a_b_80_ipv6.acl }",
 		"{ src ::ffff:0:0/96 } { src 192.0.2.0/24 198.51.100.7/32 }",
 		"!{ src ::ffff:0:0/96 } { src ::/0 }",
 	} {
