@@ -73,21 +73,28 @@ func (e *ReloadError) Unwrap() error { return ErrReloadFailed }
 func AlertLines(out string) string {
 	var alerts []string
 	for line := range strings.Lines(out) {
-		_, rest, ok := strings.Cut(line, "[ALERT]")
-		if !ok {
-			continue
-		}
-		rest = strings.TrimSpace(rest)
-		if strings.HasPrefix(rest, "(") { // "(12345) : "
-			if _, after, ok := strings.Cut(rest, ") :"); ok {
-				rest = strings.TrimSpace(after)
-			}
-		}
-		if rest != "" {
-			alerts = append(alerts, rest)
+		if a, ok := alertText(line); ok {
+			alerts = append(alerts, a)
 		}
 	}
 	return strings.Join(alerts, "; ")
+}
+
+// alertText is the message of one [ALERT] line of HAProxy's output (its
+// log or a 2.7+ reload's startup logs), without "[ALERT] (PID) :"; false
+// for any other line, or an alert with no text.
+func alertText(line string) (string, bool) {
+	_, rest, ok := strings.Cut(line, "[ALERT]")
+	if !ok {
+		return "", false
+	}
+	rest = strings.TrimSpace(rest)
+	if strings.HasPrefix(rest, "(") { // "(12345) : "
+		if _, after, ok := strings.Cut(rest, ") :"); ok {
+			rest = strings.TrimSpace(after)
+		}
+	}
+	return rest, rest != ""
 }
 
 func unavailable(op string, err error) error {

@@ -27,15 +27,12 @@ type ReloadResult struct {
 }
 
 // Alerts returns the [ALERT] lines of r.Log without their "[ALERT] (PID) :"
-// prefix.
+// prefix (the same rule as AlertLines).
 func (r ReloadResult) Alerts() []string {
 	var out []string
 	for _, l := range r.Log {
-		if rest, ok := strings.CutPrefix(l, "[ALERT]"); ok {
-			if _, msg, ok := strings.Cut(rest, ") : "); ok {
-				rest = msg
-			}
-			out = append(out, strings.TrimSpace(rest))
+		if a, ok := alertText(l); ok {
+			out = append(out, a)
 		}
 	}
 	return out
