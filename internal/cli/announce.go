@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -50,7 +49,7 @@ func parsePeer(s string) (netip.AddrPort, error) {
 	}
 	a, err := netip.ParseAddr(strings.Trim(s, "[]"))
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("--announce-peers: %q: want IP or IP:PORT", s)
+		return netip.AddrPort{}, flagErr("--announce-peers: %q: want IP or IP:PORT", s)
 	}
 	return netip.AddrPortFrom(a, layer2.DefaultPort), nil
 }
@@ -63,17 +62,17 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, log *slo
 		return nil, nil
 	case announceL2:
 	default:
-		return nil, fmt.Errorf("--announce: want %s, got %q", announceL2, a.mode)
+		return nil, flagErr("--announce: want %s, got %q", announceL2, a.mode)
 	}
 	if a.iface == "" || a.keyFile == "" {
-		return nil, errors.New("--announce=l2 needs --announce-interface and --announce-key-file")
+		return nil, flagErr("--announce=l2 needs --announce-interface and --announce-key-file")
 	}
 	key, err := os.ReadFile(a.keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("--announce-key-file: %w", err)
 	}
 	if key = []byte(strings.TrimSpace(string(key))); len(key) < 16 {
-		return nil, fmt.Errorf("--announce-key-file: %s: the key has %d bytes, want at least 16", a.keyFile, len(key))
+		return nil, flagErr("--announce-key-file: %s: the key has %d bytes, want at least 16", a.keyFile, len(key))
 	}
 	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, Logger: log}
 	if cfg.ID == "" {
@@ -107,7 +106,7 @@ func parseListen(s string) (netip.AddrPort, error) {
 	}
 	ap, err := netip.ParseAddrPort(s)
 	if err != nil {
-		return ap, fmt.Errorf("--announce-listen: %q: want [IP]:PORT", s)
+		return ap, flagErr("--announce-listen: %q: want [IP]:PORT", s)
 	}
 	return ap, nil
 }
@@ -142,7 +141,7 @@ func announceGate(ready func(context.Context) error, stats string) (check func(c
 // notIn refuses --announce in a mode that does not run it yet.
 func (a *announceFlags) notIn(mode string) error {
 	if a.mode != "" {
-		return fmt.Errorf("--announce: not in --mode=%s yet (only --mode=services)", mode)
+		return flagErr("--announce: not in --mode=%s yet (only --mode=services)", mode)
 	}
 	return nil
 }

@@ -99,9 +99,10 @@ func TestAnnounceOtherModes(t *testing.T) {
 		{[]string{"run", "--mode=apiserver", "--announce=l2"}, "--announce is a flag of --mode=services"},
 		{[]string{"run", "--mode=gateway", "--announce=l2"}, "--announce: not in --mode=gateway"},
 	} {
+		// A flag refused in a mode is a usage error: exit 2 and a hint.
 		code, _, errb := mainOf(tc.args...)
-		if code == 0 || !strings.Contains(errb, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, errb, tc.want)
+		if code != 2 || !strings.Contains(errb, tc.want) || !strings.Contains(errb, "--help") {
+			t.Errorf("%v: exit %d, stderr %q, want exit 2, %q and a hint", tc.args, code, errb, tc.want)
 		}
 	}
 }
