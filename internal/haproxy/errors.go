@@ -50,13 +50,21 @@ func (e *CommandError) Unwrap() error { return ErrCommand }
 // writes them only to the master's output (its container's log, its
 // unit's journal), which the controller does not read: Reason is then
 // empty and the message says where to look.
+//
+// Answered: the master said so itself (2.7+ `Success=0`, Reason from its
+// startup logs); otherwise `show proc`'s counters did (Before, After,
+// Failed).
 type ReloadError struct {
 	Before, After int // the master's reload counter before and after
 	Failed        int // its consecutive failed reloads
+	Answered      bool
 	Reason        string
 }
 
 func (e *ReloadError) Error() string {
+	if e.Answered {
+		return "haproxy: reload failed: master answered Success=0: " + e.Reason
+	}
 	head := fmt.Sprintf("haproxy: reload failed (master reports %d failed reload(s), reloads %d -> %d)", e.Failed, e.Before, e.After)
 	if e.Reason != "" {
 		return head + ": " + e.Reason

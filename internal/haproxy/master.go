@@ -227,7 +227,7 @@ func (m *Master) ReloadReport(ctx context.Context) (ReloadResult, error) {
 		case perr == nil:
 			res.Answered, res.Log = true, log
 			if !ok {
-				return res, fmt.Errorf("%w: master answered Success=0: %s", ErrReloadFailed, reasons(res))
+				return res, &ReloadError{Answered: true, Reason: reasons(res)}
 			}
 			m.log.Debug("reload done", "version", before.Version.Text, "elapsed", time.Since(start))
 			return m.newWorkers(ctx, res), nil
