@@ -11,16 +11,28 @@ import (
 // Source ranges (model.Frontend.SourceRanges): one rule per restricted
 // frontend that refuses a client outside the ranges of its own family.
 
-// ACLFile is the file holding frontend fe's source ranges of one family
-// (IPv6 when v6) under dir: FE.ipv4.acl, FE.ipv6.acl. Frontend names are
-// made of DNS labels, digits and underscores. (Releases before the ranges
-// were checked per family wrote one file, FE.acl.)
-func ACLFile(dir, fe string, v6 bool) string {
+// ACLFamily is the ending of a frontend's ACL file's name before ".acl"
+// that tells its family (index 0 IPv4, 1 IPv6): FE_ipv4.acl, FE_ipv6.acl,
+// in the local HAProxy's ACL directory and the Data Plane API's storage
+// alike. Not ".ipv4": the Data Plane API v3.4.0 stores and lists a file
+// with every character before the extension but [A-Za-z0-9_-] replaced by
+// "_", so a dotted name would never be found again there.
+var ACLFamily = [2]string{"_ipv4", "_ipv6"}
+
+// ACLFileName is the name of frontend fe's ACL file of one family (IPv6
+// when v6). Frontend names are made of DNS labels, digits and
+// underscores, and an owned one ends in its port's digits, so the family
+// cannot be part of it. (Releases before the ranges were checked per
+// family wrote one file, FE.acl.)
+func ACLFileName(fe string, v6 bool) string {
 	if v6 {
-		return dir + "/" + fe + ".ipv6.acl"
+		return fe + ACLFamily[1] + ".acl"
 	}
-	return dir + "/" + fe + ".ipv4.acl"
+	return fe + ACLFamily[0] + ".acl"
 }
+
+// ACLFile is ACLFileName under dir.
+func ACLFile(dir, fe string, v6 bool) string { return dir + "/" + ACLFileName(fe, v6) }
 
 // ACLFileContent is what ACLFile holds for f's family: ACLLines, one a
 // line.

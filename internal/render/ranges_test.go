@@ -59,8 +59,8 @@ func TestGoldenRanges(t *testing.T) {
 			golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(dir)))
 		})
 	}
-	golden.Assert(t, "fe_default_web_80.ipv4.acl", ACLFileContent(cfg.Frontends[0], false))
-	golden.Assert(t, "fe_prod_db_5432.ipv6.acl", ACLFileContent(cfg.Frontends[1], true))
+	golden.Assert(t, "fe_default_web_80_ipv4.acl", ACLFileContent(cfg.Frontends[0], false))
+	golden.Assert(t, "fe_prod_db_5432_ipv6.acl", ACLFileContent(cfg.Frontends[1], true))
 	if b := string(ACLFileContent(cfg.Frontends[0], true)); b != NoClient6+"\n" {
 		t.Errorf("the IPv6 file of a frontend with IPv4 ranges only holds %q, want %s alone", b, NoClient6)
 	}
@@ -89,8 +89,8 @@ func TestSourceRulePerFamily(t *testing.T) {
 		{"ipv6 only inline: no ipv4 client", pfx("2001:db8::/32"), true, opts,
 			"tcp-request session reject unless !{ src ::ffff:0:0/96 } { src 2001:db8::/32 }"},
 		{"acl files name both families", pfx("192.0.2.0/24"), false, withDir,
-			"tcp-request connection reject unless { src ::ffff:0:0/96 } { src -f /var/lib/hks/acl/fe_x.ipv4.acl } || " +
-				"!{ src ::ffff:0:0/96 } { src -f /var/lib/hks/acl/fe_x.ipv6.acl }"},
+			"tcp-request connection reject unless { src ::ffff:0:0/96 } { src -f /var/lib/hks/acl/fe_x_ipv4.acl } || " +
+				"!{ src ::ffff:0:0/96 } { src -f /var/lib/hks/acl/fe_x_ipv6.acl }"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := model.Frontend{Name: "fe_x", SourceRanges: tc.ranges, AcceptProxy: tc.proxy}

@@ -53,17 +53,7 @@ import (
 
 const aclSuffix = ".acl"
 
-// aclFamily is the part of a file's name before aclSuffix that tells its
-// family (index 0 IPv4, 1 IPv6). Not ".ipv4": the API v3.4.0 stores,
-// lists and looks up a general file under its name with every character
-// before the extension but [A-Za-z0-9_-] replaced by "_" (client-native's
-// SanitizeFilename; measured: FRONTEND.ipv4.acl is stored and listed as
-// FRONTEND_ipv4.acl), so a dotted name would never be found again in the
-// listing. An owned frontend's name ends in its port's digits, so the
-// suffix cannot be part of it.
-var aclFamily = [2]string{"_ipv4", "_ipv6"}
-
-// fam is the index of a family in aclFamily and aclText.
+// fam is the index of a family in render.ACLFamily and aclText.
 func fam(v6 bool) int {
 	if v6 {
 		return 1
@@ -88,7 +78,7 @@ type aclFiles struct {
 	retry map[string]pruneRetry
 }
 
-// aclText is a frontend's ranges and their text, per family (aclFamily):
+// aclText is a frontend's ranges and their text, per family (render.ACLFamily):
 // the lines each file holds and the running list takes, and the file's
 // body.
 type aclText struct {
@@ -98,7 +88,8 @@ type aclText struct {
 }
 
 // aclName is the stored file of a frontend's ranges of one family.
-func aclName(frontend string, v6 bool) string { return frontend + aclFamily[fam(v6)] + aclSuffix }
+// (render.ACLFileName: the local HAProxy's name too).
+func aclName(frontend string, v6 bool) string { return render.ACLFileName(frontend, v6) }
 
 // aclOwner is the frontend a stored file is named for, when it is one of
 // the driver's: the file of a family, or an older release's file of both
@@ -108,7 +99,7 @@ func aclOwner(name string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	for _, f := range aclFamily {
+	for _, f := range render.ACLFamily {
 		if x, cut := strings.CutSuffix(fe, f); cut {
 			fe = x
 			break

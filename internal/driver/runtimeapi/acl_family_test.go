@@ -109,7 +109,7 @@ func TestSourceRangesPerFamily(t *testing.T) {
 		"::ffff:127.0.0.2": true, "::ffff:127.0.0.3": false, "::ffff:198.51.100.7": false,
 		"2001:db8::7": true, "2002:7f00:3::1": true, "::1": true,
 	})
-	expectACLFiles(t, l.d.opts.Render.ACLDir, "fe_a.ipv4.acl: 127.0.0.2/32\n", "fe_a.ipv6.acl: ::/0\n")
+	expectACLFiles(t, l.d.opts.Render.ACLDir, "fe_a_ipv4.acl: 127.0.0.2/32\n", "fe_a_ipv6.acl: ::/0\n")
 
 	// IPv4 ranges only: no IPv6 client, a 6to4 one neither; the Runtime
 	// API, no reload.
@@ -129,7 +129,7 @@ func TestSourceRangesPerFamily(t *testing.T) {
 	if err != nil || res.Reloaded {
 		t.Fatalf("IPv6 only: reloaded %v (%v), %v", res.Reloaded, res.Reasons, err)
 	}
-	expectACLFiles(t, l.d.opts.Render.ACLDir, "fe_a.ipv4.acl: ::/128\n", "fe_a.ipv6.acl: ::1/128\n2002::/16\n")
+	expectACLFiles(t, l.d.opts.Render.ACLDir, "fe_a_ipv4.acl: ::/128\n", "fe_a_ipv6.acl: ::1/128\n2002::/16\n")
 	expectServed(t, w.restricted, map[string]bool{"127.0.0.2": false, "127.0.0.3": false})
 	expectServed(t, w.v6, map[string]bool{"::1": true})
 	expectProxied(t, w.proxied, map[string]bool{
