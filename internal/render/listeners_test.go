@@ -94,7 +94,9 @@ func TestListenerStructure(t *testing.T) {
 
 func TestListened(t *testing.T) {
 	o := tproxyOpts()
-	fe := func(binds ...model.Bind) model.Frontend { return model.Frontend{Name: "fe", Backend: "be", Binds: binds} }
+	fe := func(binds ...model.Bind) model.Frontend {
+		return model.Frontend{Name: "fe", Backend: "be", Binds: binds}
+	}
 	b := func(a string, p uint16) model.Bind { return model.Bind{Addr: ap(a), Port: p} }
 	noDir := o
 	noDir.ACLDir = ""
