@@ -104,7 +104,9 @@ func startDP(t *testing.T) *dpLab {
 	return l
 }
 
-func bind(a netip.Addr, port uint16) model.Bind { return model.Bind{Addr: a, Port: port, Transparent: true} }
+func bind(a netip.Addr, port uint16) model.Bind {
+	return model.Bind{Addr: a, Port: port, Transparent: true}
+}
 
 // svc is a Service port: its frontend and backend, one server.
 func (l *dpLab) svc(name string, binds ...model.Bind) (model.Frontend, *model.Backend) {
