@@ -37,6 +37,7 @@ type shape struct {
 	maxConn                          int
 	monitor                          netip.AddrPort
 	nodeCheck                        nodeCheck
+	listeners                        listenerFlags // listeners.go
 }
 
 // stringList is a repeatable, comma-separated flag.
@@ -92,6 +93,7 @@ func (s *shape) registerHAProxy(fs *pflag.FlagSet) {
 		fs.Var(pathValue{&s.stats, true}, "stats-socket", "HAProxy worker admin socket (written into the config)")
 		fs.Var(countValue{&s.maxConn}, "global-maxconn", "global maxconn of HAProxy (0: HAProxy's default)")
 		fs.Var(listenValue{&s.monitor}, "monitor-address", "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
+		s.listeners.register(fs)
 	})
 	// The state file's directory also keeps the last good settings, for
 	// every driver: it belongs to no driver.
