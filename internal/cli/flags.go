@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
@@ -106,6 +107,7 @@ func (s *shape) registerHAProxy(fs *pflag.FlagSet) {
 // desiredOptions validates the shape flags.
 func (s *shape) desiredOptions() (desired.Options, error) {
 	o := desired.Options{Class: s.class, ClassLess: s.classLess, Service: s.service, Backend: s.backend, Targets: s.targets, Defaults: s.defaults, TrackNodes: s.trackNodes}
+	o.SharedListener = s.listeners.mode == render.ListenersTProxy
 	var err error
 	if o.NodeCheck, err = s.nodeCheck.check(); err != nil {
 		return o, err
