@@ -34,10 +34,10 @@ func listenerProblem(svc *corev1.Service, fe model.Frontend, opts Options) []Pro
 	}
 	var asked []string
 	if fe.MaxConn > 0 {
-		asked = append(asked, settings.Prefix + "maxconn")
+		asked = append(asked, settings.Prefix+"maxconn")
 	}
 	if fe.TimeoutClient > 0 && fe.TimeoutClient != listenerDefaultTimeoutClient {
-		asked = append(asked, settings.Prefix + "timeout-client")
+		asked = append(asked, settings.Prefix+"timeout-client")
 	}
 	if len(asked) == 0 {
 		return nil
