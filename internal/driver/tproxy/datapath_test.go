@@ -41,6 +41,7 @@ type dpLab struct {
 	p      *haproxytest.Process
 	drv    Ordered
 	ropts  render.Options
+	hopts  runtimeapi.Options // of the HAProxy driver (a restart makes another)
 	server map[string]uint16 // name: port on 127.0.0.1 in the LB namespace
 }
 
@@ -92,8 +93,9 @@ func startDP(t *testing.T) *dpLab {
 	l.p = haproxytest.StartInNetNS(t, dir, cfgPath, netlab.Path(lab.LB))
 	l.ropts = render.Options{StatsSocket: l.p.StatsSocket, StateFile: filepath.Join(dir, "server-state"),
 		ACLDir: filepath.Join(dir, "acl"), Listeners: render.Listeners{Mode: render.ListenersTProxy, Port: listenPort}}
-	hd := runtimeapi.NewHAProxy(runtimeapi.Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(),
-		MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute, Render: l.ropts})
+	l.hopts = runtimeapi.Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(),
+		MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute, Render: l.ropts}
+	hd := runtimeapi.NewHAProxy(l.hopts)
 	t.Cleanup(func() { _ = hd.Close() })
 	k, err := New(Options{NetNS: netlab.Path(lab.LB), Render: l.ropts})
 	if err != nil {

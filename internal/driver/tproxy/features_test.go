@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
@@ -156,14 +157,22 @@ func TestRestartConverges(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, map[netip.AddrPort]string{ap(vipB, 80): ""}, l.lab.Client, netip.Addr{})
+	// The controller starts again: both drivers new, what runs read
+	// back; the model is the same structure, so no reload either.
+	before := l.reloads(t)
 	k, err := New(Options{NetNS: netlab.Path(l.lab.LB), Render: l.ropts})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(k.Close)
-	l.drv.Kernel = k
+	hd := runtimeapi.NewHAProxy(l.hopts)
+	t.Cleanup(func() { _ = hd.Close() })
+	l.drv = Ordered{HAProxy: hd, Kernel: k}
 	l.apply(t, more)
 	expect(t, map[netip.AddrPort]string{ap(vipA, 80): "a", ap(vipB, 80): "a"}, l.lab.Client, netip.Addr{})
+	if after := l.reloads(t); after != before {
+		t.Errorf("the controller's restart reloaded HAProxy: %d reloads, want %d", after, before)
+	}
 
 	// The policy routing and the table deleted behind the controller's
 	// back (another tool, a flush): Invalidate (every resync) puts them back.
