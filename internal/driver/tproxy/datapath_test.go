@@ -40,19 +40,24 @@ type dpLab struct {
 	lab    *netlab.Lab
 	p      *haproxytest.Process
 	drv    Ordered
+	hd     *runtimeapi.HAProxy // the HAProxy driver (alone in ports mode)
 	ropts  render.Options
 	hopts  runtimeapi.Options // of the HAProxy driver (a restart makes another)
 	server map[string]uint16 // name: port on 127.0.0.1 in the LB namespace
 }
 
-func ipn(t *testing.T, ns string, args ...string) {
+func ipn(t testing.TB, ns string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("ip -n %s %s: %v: %s", ns, strings.Join(args, " "), err, out)
 	}
 }
 
-func startDP(t *testing.T) *dpLab {
+func startDP(t *testing.T) *dpLab { return startDPMode(t, render.ListenersTProxy) }
+
+// startDPMode is startDP in a listener mode: in ports mode, HAProxy's
+// driver alone (hd) and no kernel driver.
+func startDPMode(t testing.TB, mode string) *dpLab {
 	t.Helper()
 	if _, err := os.Stat(haproxytest.Bin()); err != nil {
 		t.Skip("no haproxy")
@@ -92,11 +97,15 @@ func startDP(t *testing.T) *dpLab {
 	}
 	l.p = haproxytest.StartInNetNS(t, dir, cfgPath, netlab.Path(lab.LB))
 	l.ropts = render.Options{StatsSocket: l.p.StatsSocket, StateFile: filepath.Join(dir, "server-state"),
-		ACLDir: filepath.Join(dir, "acl"), Listeners: render.Listeners{Mode: render.ListenersTProxy, Port: listenPort}}
+		ACLDir: filepath.Join(dir, "acl"), Listeners: render.Listeners{Mode: mode, Port: listenPort}}
 	l.hopts = runtimeapi.Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(),
 		MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute, Render: l.ropts}
 	hd := runtimeapi.NewHAProxy(l.hopts)
 	t.Cleanup(func() { _ = hd.Close() })
+	l.hd = hd
+	if mode != render.ListenersTProxy {
+		return l
+	}
 	k, err := New(Options{NetNS: netlab.Path(lab.LB), Render: l.ropts})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +147,7 @@ func ask(ns string, src netip.Addr, dst netip.AddrPort) (string, error) {
 	return strings.TrimSpace(line), err
 }
 
-func (l *dpLab) reloads(t *testing.T) int {
+func (l *dpLab) reloads(t testing.TB) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
