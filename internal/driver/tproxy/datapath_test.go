@@ -43,7 +43,7 @@ type dpLab struct {
 	hd     *runtimeapi.HAProxy // the HAProxy driver (alone in ports mode)
 	ropts  render.Options
 	hopts  runtimeapi.Options // of the HAProxy driver (a restart makes another)
-	server map[string]uint16 // name: port on 127.0.0.1 in the LB namespace
+	server map[string]uint16  // name: port on 127.0.0.1 in the LB namespace
 }
 
 func ipn(t testing.TB, ns string, args ...string) {
