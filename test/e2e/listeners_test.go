@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -95,20 +94,7 @@ func TestTProxyListeners(t *testing.T) {
 		}
 	})
 
-	ask := func(dst netip.AddrPort) (string, error) {
-		var c net.Conn
-		err := netlab.Do(nl.Client, func() (err error) {
-			c, err = net.DialTimeout("tcp", dst.String(), 2*time.Second)
-			return err
-		})
-		if err != nil {
-			return "", err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-		line, err := bufio.NewReader(c).ReadString('\n')
-		return strings.TrimSpace(line), err
-	}
+	ask := func(dst netip.AddrPort) (string, error) { return netlab.AskTCP(nl.Client, netip.Addr{}, dst) }
 	poll := func(what string, cond func() error) {
 		t.Helper()
 		if err := netlab.Eventually(bg, converge, cond); err != nil {

@@ -1,7 +1,6 @@
 package tproxy
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -126,25 +125,10 @@ func (l *dpLab) svc(name string, binds ...model.Bind) (model.Frontend, *model.Ba
 			Servers: []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: l.server[name]}}}
 }
 
-// ask connects from ns (the client's by default) to dst and returns the
+// ask connects from ns to dst (from src when valid) and returns the
 // first line answered, "" with an error when refused or closed.
 func ask(ns string, src netip.Addr, dst netip.AddrPort) (string, error) {
-	var c net.Conn
-	err := netlab.Do(ns, func() (err error) {
-		d := net.Dialer{Timeout: 2 * time.Second}
-		if src.IsValid() {
-			d.LocalAddr = &net.TCPAddr{IP: src.AsSlice()}
-		}
-		c, err = d.Dial("tcp", dst.String())
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+	return netlab.AskTCP(ns, src, dst)
 }
 
 func (l *dpLab) reloads(t testing.TB) int {

@@ -1,12 +1,9 @@
 package tproxy
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,25 +51,15 @@ func TestSourceRanges(t *testing.T) {
 // askProxy connects to dst, sends a PROXY v1 header naming src as the
 // client, and returns the first line answered.
 func askProxy(ns string, src, dst netip.AddrPort) (string, error) {
-	var c net.Conn
-	err := netlab.Do(ns, func() (err error) {
-		c, err = net.DialTimeout("tcp", dst.String(), 2*time.Second)
-		return err
-	})
+	c, err := netlab.DialTCP(ns, netip.Addr{}, dst)
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
 	fam := "TCP4"
 	if src.Addr().Is6() {
 		fam = "TCP6"
 	}
-	if _, err := fmt.Fprintf(c, "PROXY %s %s %s %d %d\r\n", fam, src.Addr(), dst.Addr(), src.Port(), dst.Port()); err != nil {
-		return "", err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	return strings.TrimSpace(line), err
+	return netlab.FirstLine(c, fmt.Sprintf("PROXY %s %s %s %d %d\r\n", fam, src.Addr(), dst.Addr(), src.Port(), dst.Port()))
 }
 
 // TestProxyProtocol: an address and port whose Service accepts the PROXY
