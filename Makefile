@@ -229,6 +229,14 @@ bench-versions: deps-haproxy deps-versions
 bench-apiserver: deps
 	$(call testbin_only,kube-apiserver etcd) $(GO) test -count=1 -run '^$$' -bench BenchmarkAPIServerFailover -benchtime 1x ./test/e2e/
 
+# A new Service port's time to first connection in each listener mode,
+# side by side in one run (issue 29; root: network namespaces;
+# internal/driver/tproxy BenchmarkNewPort; BENCHMARKS.md).
+bench-listeners: deps-haproxy
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkNewPort -benchtime $(or $(CHANGES),30)x ./internal/driver/tproxy/
+
+.PHONY: bench-listeners
+
 # Address failover (issue 31, root: network namespaces): our layer 2
 # announcer beside keepalived, TRIALS per fault and family; prints the
 # table of BENCHMARKS.md. FAILOVER_ONLY=ours or keepalived runs one.
