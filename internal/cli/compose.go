@@ -123,6 +123,9 @@ func (f *runFlags) newLocalHAProxy(l localHAProxy, log *slog.Logger) (hd *runtim
 
 // single is run's one local HAProxy, named by its flags.
 func (f *runFlags) single(log *slog.Logger) (*runtimeapi.HAProxy, func(), error) {
+	if err := f.listeners.refuseTProxy(f.mode); err != nil {
+		return nil, nil, err
+	}
 	if err := f.checkHAProxy(log); err != nil {
 		return nil, nil, err
 	}

@@ -77,6 +77,15 @@ func (l listenerFlags) options(ropts render.Options, configPath string) render.O
 	return ropts
 }
 
+// refuseTProxy refuses tproxy mode where nothing would run the kernel's
+// side of it: --mode=apiserver keeps its own frontend.
+func (l listenerFlags) refuseTProxy(mode string) error {
+	if l.mode == render.ListenersTProxy && mode == modeAPIServer {
+		return flagErr("--listeners=tproxy: --mode=apiserver keeps its own frontend; use --listeners=ports")
+	}
+	return nil
+}
+
 // wrap is the local HAProxy's driver in the chosen mode: itself, or in
 // tproxy mode ordered with the kernel's driver of the listener's set
 // (tproxy.Ordered). Said at start either way.
@@ -89,9 +98,6 @@ func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driv
 	ropts := l.options(f.renderOptions(), f.config)
 	if ropts.ACLDir == "" {
 		return nil, nil, flagErr("--listeners=tproxy: the directory beside --haproxy-config %s cannot hold the listener's maps (a path HAProxy reads whole is needed)", f.config)
-	}
-	if f.mode == modeAPIServer {
-		return nil, nil, flagErr("--listeners=tproxy: --mode=apiserver keeps its own frontend; use --listeners=ports")
 	}
 	k, err := tproxy.New(tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log})
 	if err != nil {

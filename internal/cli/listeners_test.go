@@ -91,3 +91,20 @@ func TestInitListeners(t *testing.T) {
 	}
 	golden.HAProxyAccepts(t, b)
 }
+
+// tproxy mode where nothing would run its kernel side is a usage error.
+func TestListenersOtherModes(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--mode=apiserver", "--listeners=tproxy", "--bootstrap-servers", "192.0.2.1:6443", "--listen", "127.0.0.1:16443",
+			"--haproxy-config", filepath.Join(dir, "haproxy.cfg"), "--metrics-address", ""}, "--mode=apiserver keeps its own frontend"},
+	} {
+		code, _, errb := mainOf(tc.args...)
+		if code != 2 || !strings.Contains(errb, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want exit 2 and %q", tc.args, code, errb, tc.want)
+		}
+	}
+}
