@@ -157,3 +157,23 @@ func initListenerMaps(ropts render.Options) error {
 	}
 	return nil
 }
+
+// listenerCleanup is `cleanup --listeners`: the TPROXY table and its
+// policy routing, which a stopped controller leaves so that traffic keeps
+// flowing.
+type listenerCleanup struct {
+	listeners bool
+	netns     string
+}
+
+func (c *listenerCleanup) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&c.listeners, "listeners", false, "delete the TPROXY table inet "+tproxy.Table+" and its policy routing (--listeners=tproxy)")
+	fs.StringVar(&c.netns, "listener-netns", "", "network namespace (path) holding them; default this process's own")
+}
+
+func (c listenerCleanup) run() error {
+	if !c.listeners {
+		return nil
+	}
+	return tproxy.Cleanup(c.netns, tproxy.Options{})
+}

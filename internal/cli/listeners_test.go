@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/tproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
@@ -106,5 +108,30 @@ func TestListenersOtherModes(t *testing.T) {
 		if code != 2 || !strings.Contains(errb, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want exit 2 and %q", tc.args, code, errb, tc.want)
 		}
+	}
+}
+
+// cleanup --listeners deletes the TPROXY table and its policy routing.
+func TestCleanupListeners(t *testing.T) {
+	lab := netlab.New(t, 0)
+	d, err := tproxy.New(tproxy.Options{NetNS: netlab.Path(lab.LB)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Apply(t.Context(), model.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	if _, err := lab.ListTable(lab.LB, tproxy.Table); err != nil {
+		t.Fatalf("no table to clean up: %v", err)
+	}
+	if code, _, errb := mainOf("cleanup", "--listeners", "--listener-netns", netlab.Path(lab.LB)); code != 0 {
+		t.Fatalf("cleanup --listeners: exit %d: %s", code, errb)
+	}
+	if out, err := lab.ListTable(lab.LB, tproxy.Table); err == nil {
+		t.Errorf("the table is still there:\n%s", out)
+	}
+	if out, _ := lab.Exec(lab.LB, "ip", "rule", "show"); strings.Contains(out, "fwmark") {
+		t.Errorf("the policy routing rule is still there:\n%s", out)
 	}
 }
