@@ -2,6 +2,7 @@ package tproxy
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netns"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
@@ -133,8 +136,10 @@ func (d *Driver) apply(cfg model.Config, removeOnly bool) (driver.Result, error)
 			return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
 		}
 		d.applied = d.readBack()
-		d.queueBase()
-		ops++
+		if !d.baseInPlace() {
+			d.queueBase()
+			ops++
+		}
 	}
 	var add, del [2][]nftables.SetElement
 	fam := func(ap netip.AddrPort) int {
@@ -203,6 +208,33 @@ func (d *Driver) queueBase() {
 		d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: preRule(v6, port, d.opts.Mark)})
 		d.conn.AddRule(&nftables.Rule{Table: table, Chain: out, Exprs: outRule(v6, d.opts.Mark)})
 	}
+}
+
+// baseInPlace reports whether the table's chains hold the rules
+// queueBase writes (by count, the listener's port and the mark), so that
+// a pass after a resync changes nothing when nothing changed.
+func (d *Driver) baseInPlace() bool {
+	pre, out := chains()
+	for _, c := range []*nftables.Chain{pre, out} {
+		rules, err := d.conn.GetRules(table, c)
+		if err != nil || len(rules) != 2 {
+			return false
+		}
+		for _, r := range rules {
+			port, mark := false, false
+			for _, e := range r.Exprs {
+				switch x := e.(type) {
+				case *expr.Immediate:
+					port = port || (len(x.Data) == 2 && binary.BigEndian.Uint16(x.Data) == d.opts.Render.ListenerPort())
+					mark = mark || (len(x.Data) == 4 && binaryutil.NativeEndian.Uint32(x.Data) == d.opts.Mark)
+				}
+			}
+			if !mark || (c == pre && !port) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // readBack reads the sets' elements (none when the table or a set is
