@@ -2,7 +2,9 @@ package render
 
 import (
 	"bytes"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,4 +146,33 @@ func TestListenerKey(t *testing.T) {
 			t.Errorf("the last colon of %q does not split the address", tc.want)
 		}
 	}
+}
+
+// FuzzListenerKey: whatever address and port a frontend carries, a bind
+// the listener takes has a key that is one word (no map syntax can ride
+// in it), whose last colon gives back the very address and port.
+func FuzzListenerKey(f *testing.F) {
+	f.Add([]byte{192, 0, 2, 10}, uint16(80))
+	f.Add([]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10}, uint16(443))
+	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1}, uint16(80))
+	o := tproxyOpts()
+	f.Fuzz(func(t *testing.T, raw []byte, port uint16) {
+		a, ok := netip.AddrFromSlice(raw)
+		if !ok {
+			return
+		}
+		fe := model.Frontend{Name: "fe", Backend: "be", Binds: []model.Bind{{Addr: a, Port: port}}}
+		if !o.Listened(fe) {
+			return
+		}
+		k := ListenerKey(a, port)
+		if strings.ContainsAny(k, " \t\r\n#\\") {
+			t.Fatalf("key %q is not one word", k)
+		}
+		i := strings.LastIndexByte(k, ':')
+		back, err := netip.ParseAddr(k[:i])
+		if err != nil || back != a || k[i+1:] != strconv.Itoa(int(port)) {
+			t.Fatalf("key %q does not give back %s and %d", k, a, port)
+		}
+	})
 }
