@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,7 +45,8 @@ var kubeletKinds = []struct {
 // moment the test observes that, every backend must drop n1's servers
 // within a second of the backends that follow their node, and no
 // connection may reach n1 once a backend has dropped it; the connections
-// sent to n1 after NotReady was observed are counted and logged.
+// sent to n1 after NotReady was observed are counted and logged. Twice:
+// with the servers on the nodes (nodes), and with --targets=pods (pods).
 func TestRealNodeKubeletStopped(t *testing.T) {
 	r := newRealNodeEnvWith(t, nodes.Options{ControllerManagerArgs: []string{
 		"--controllers=" + strings.Join(append(kubeapi.Controllers, "node-lifecycle-controller"), ","),
@@ -67,11 +69,38 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(int(port)))
 	}
 	r.waitRolledOut(deps...)
-	r.startController("--node-check-interval", realCheckInter.String(), "--node-check-fall", fmt.Sprint(realCheckFall), "--node-check-rise", "1",
-		"--default-check-interval", realCheckInter.String(), "--default-fall", fmt.Sprint(realCheckFall), "--default-rise", "1")
+	parent := r.t
+	for _, m := range []struct {
+		name string
+		args []string
+	}{{"nodes", nil}, {"pods", []string{"--targets=pods"}}} {
+		ok := t.Run(m.name, func(t *testing.T) {
+			r.t = t
+			defer func() { r.t = parent }()
+			r.kubeletStopped(t, addrs, deps, m.args...)
+		})
+		if !ok {
+			return
+		}
+	}
+}
+
+// kubeletStopped is one scenario of TestRealNodeKubeletStopped, with a
+// controller of its own (args: the target mode): n1's servers are n1's
+// address, or with --targets=pods the Pod's on n1. The Pods' endpoints
+// follow the Pods' readiness, which the node-lifecycle controller sets
+// false with the node's: no server follows a node there, so the bound is
+// a second of NotReady.
+func (r *realNodeEnv) kubeletStopped(t *testing.T, addrs, deps []string, args ...string) {
+	r.startController(append([]string{"--node-check-interval", realCheckInter.String(), "--node-check-fall", fmt.Sprint(realCheckFall), "--node-check-rise", "1",
+		"--default-check-interval", realCheckInter.String(), "--default-fall", fmt.Sprint(realCheckFall), "--default-rise", "1"}, args...)...)
 	defer r.stopController()
 	n1 := r.tier.Node("n1")
-	r.eventually("n1 in service in every backend", r.inService(n1.Addr, len(kubeletKinds), true))
+	n1Addr, pods := n1.Addr, slices.Contains(args, "--targets=pods")
+	if pods {
+		n1Addr = r.podIPOn("n1")
+	}
+	r.eventually("n1 in service in every backend", r.inService(n1Addr, len(kubeletKinds), true))
 	var loads []*steadyLoad
 	for _, a := range addrs {
 		loads = append(loads, r.startSteadyLoad(a))
@@ -84,19 +113,19 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 	n1.StopKubelet()
 	notReady := r.waitNotReady("n1", stopped, nodeGrace+realNodeWait/4)
 	t.Logf("n1 NotReady observed %v after its kubelet stopped", notReady.Sub(stopped).Round(10*time.Millisecond))
-	before, err := r.sessionsTo(n1.Addr)
+	before, err := r.sessionsTo(n1Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := r.leaveTimes(n1.Addr, notReady, nodeGrace+realNodeWait/4)
-	atLeft, err := r.sessionsTo(n1.Addr)
+	left := r.leaveTimes(n1Addr, notReady, nodeGrace+realNodeWait/4)
+	atLeft, err := r.sessionsTo(n1Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A few more connections of every load, then nothing more may have
 	// reached n1.
 	r.eventuallyWithin(realNodeWait/4, "every load made 20 more connections", loadsAdvanced(loads, 20))
-	after, err := r.sessionsTo(n1.Addr)
+	after, err := r.sessionsTo(n1Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +143,7 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 
 	tracked := time.Duration(0)
 	for _, k := range kubeletKinds {
-		if k.check == "auto" {
+		if k.check == "auto" && !pods {
 			tracked = max(tracked, left[backendOf(k.name)])
 		}
 	}
@@ -144,7 +173,7 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 	if err := n1.StartKubelet(); err != nil {
 		t.Fatal(err)
 	}
-	r.eventuallyWithin(realNodeWait, "n1 back in every backend after its kubelet restarted", r.inService(n1.Addr, len(kubeletKinds), true))
+	r.eventuallyWithin(realNodeWait, "n1 back in every backend after its kubelet restarted", r.inService(n1Addr, len(kubeletKinds), true))
 	// Coming back is not this test's subject: n1 serves again as soon as
 	// the API says it may, and a Local Service's rule on n1 may lag behind
 	// (kube-proxy's sync took 2.5 s here under load): logged, not held.
@@ -157,6 +186,19 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 	if t.Failed() {
 		t.Logf("%s\n%s", r.statReport(), r.podReport())
 	}
+}
+
+// podIPOn is the IP of the one Pod of the test on node.
+func (r *realNodeEnv) podIPOn(node string) string {
+	r.t.Helper()
+	pods, err := r.client.CoreV1().Pods(ns).List(bg, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if len(pods.Items) != 1 || pods.Items[0].Status.PodIP == "" {
+		r.t.Fatalf("want one Pod with an IP on %s:\n%s", node, r.podReport())
+	}
+	return pods.Items[0].Status.PodIP
 }
 
 func backendOf(svc string) string { return "be_" + ns + "_" + svc + "_" }
