@@ -43,6 +43,9 @@ type certStore struct {
 	pid   string                       // the worker it is known for
 	files map[string][sha256.Size]byte // certificate file: digest of its content (zero: unknown)
 	lists map[string][]string          // crt-list: its lines (render.CrtListEntry.Line)
+	// disk: the digest of what the driver last wrote to each file, so
+	// that a pass reads no file to find the few that changed.
+	disk map[string][sha256.Size]byte
 }
 
 // certWant is what a model wants on disk and in the worker.
@@ -89,8 +92,9 @@ func certsOf(dir string, cfg model.Config) certWant {
 }
 
 // writeCerts writes every file of w whose content differs from what the
-// directory holds: the certificates, then the crt-lists naming them.
-func writeCerts(dir string, w certWant) error {
+// driver last wrote there (disk; without a record, from what the file
+// holds): the certificates, then the crt-lists naming them.
+func writeCerts(dir string, w certWant, disk map[string][sha256.Size]byte) error {
 	if dir == "" || len(w.files) == 0 && len(w.lists) == 0 {
 		return nil
 	}
@@ -98,12 +102,17 @@ func writeCerts(dir string, w certWant) error {
 		return err
 	}
 	write := func(path string, body []byte) error {
-		if old, err := os.ReadFile(path); err == nil && string(old) == string(body) {
+		sum := sha256.Sum256(body)
+		if old, ok := disk[path]; ok && old == sum {
 			return nil
 		}
-		if err := atomicfile.Write(path, body, 0o600); err != nil {
-			return fmt.Errorf("certificate directory: %w", err)
+		if old, err := os.ReadFile(path); err != nil || string(old) != string(body) {
+			if err := atomicfile.Write(path, body, 0o600); err != nil {
+				delete(disk, path)
+				return fmt.Errorf("certificate directory: %w", err)
+			}
 		}
+		disk[path] = sum
 		return nil
 	}
 	for _, p := range slices.Sorted(maps.Keys(w.files)) {
@@ -124,7 +133,7 @@ func writeCerts(dir string, w certWant) error {
 }
 
 // pruneCerts removes the files of the directory that w does not name.
-func pruneCerts(dir string, w certWant) {
+func pruneCerts(dir string, w certWant, disk map[string][sha256.Size]byte) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
@@ -135,11 +144,20 @@ func pruneCerts(dir string, w certWant) {
 		_, list := w.lists[p]
 		if !cert && !list && (strings.HasSuffix(p, ".pem") || strings.HasSuffix(p, ".crtlist")) {
 			_ = os.Remove(p)
+			delete(disk, p)
 		}
 	}
 }
 
-// loadedCerts records that the worker pid loaded w from the files (a
+// onDisk is the record of the files written.
+func (s *certStore) onDisk() map[string][sha256.Size]byte {
+	if s.disk == nil {
+		s.disk = map[string][sha256.Size]byte{}
+	}
+	return s.disk
+}
+
+// loaded records that the worker pid loaded w from the files (a
 // reload or a start).
 func (s *certStore) loaded(w certWant, pid string) {
 	s.known, s.pid = true, pid
@@ -163,7 +181,7 @@ func (d *HAProxy) pushCerts(ctx context.Context, cfg model.Config, res *driver.R
 	if len(w.lists) == 0 && (!d.certs.known || len(d.certs.files) == 0) {
 		return nil
 	}
-	if err := writeCerts(dir, w); err != nil {
+	if err := writeCerts(dir, w, d.certs.onDisk()); err != nil {
 		return err
 	}
 	t := time.Now()
@@ -181,7 +199,7 @@ func (d *HAProxy) pushCerts(ctx context.Context, cfg model.Config, res *driver.R
 		return fmt.Errorf("runtime API, certificates: %w", err)
 	}
 	if n > 0 {
-		pruneCerts(dir, w)
+		pruneCerts(dir, w, d.certs.onDisk())
 		d.log.Info("certificates changed without reload", "ops", n, "certificates", len(w.files))
 	}
 	return nil
@@ -348,6 +366,7 @@ func (d *HAProxy) readCerts(ctx context.Context, w certWant) error {
 	if len(pending) > 0 {
 		d.abortCerts(ctx, pending)
 	}
+	s.disk = d.certs.disk
 	d.certs = s
 	return nil
 }

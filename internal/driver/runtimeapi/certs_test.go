@@ -25,7 +25,7 @@ import (
 // tlsWorld: a node stand-in behind one frontend that terminates TLS on
 // loopback, and certificates issued by a root through an intermediate.
 type tlsWorld struct {
-	t      *testing.T
+	t      testing.TB
 	node   *lab.NodeServer
 	port   uint16
 	addr   string
@@ -35,7 +35,7 @@ type tlsWorld struct {
 	roots  *x509.CertPool
 }
 
-func newTLSWorld(t *testing.T) *tlsWorld {
+func newTLSWorld(t testing.TB) *tlsWorld {
 	w := &tlsWorld{t: t, port: uint16(haproxytest.FreePort(t)), fePort: uint16(haproxytest.FreePort(t))}
 	w.node = lab.NewNodeServer("node-0", "127.0.0.1")
 	if err := w.node.Listen(int(w.port)); err != nil {

@@ -353,7 +353,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		return err
 	}
 	certs := certsOf(d.opts.Render.CertDir, cfg)
-	if err := writeCerts(d.opts.Render.CertDir, certs); err != nil {
+	if err := writeCerts(d.opts.Render.CertDir, certs, d.certs.onDisk()); err != nil {
 		return err
 	}
 	tmp, digest, err := d.writeConfig(cfg, layout, ro, hash)
@@ -409,7 +409,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.assigned, d.consistent = true, false
 	d.gen++
 	d.certs.loaded(certs, d.pid)
-	pruneCerts(d.opts.Render.CertDir, certs)
+	pruneCerts(d.opts.Render.CertDir, certs, d.certs.onDisk())
 	// The state file may have restored states that no longer hold.
 	ops, missing := plan.Ops(layout, d.actual)
 	if len(missing) > 0 {
