@@ -57,16 +57,7 @@ type certWant struct {
 // CertDir is the directory of the certificates beside a haproxy.cfg at
 // configPath: "certs" next to the config, or "" when its absolute name
 // is not one HAProxy reads whole.
-func CertDir(configPath string) string {
-	abs, err := filepath.Abs(configPath)
-	if err != nil {
-		return ""
-	}
-	if dir := filepath.Join(filepath.Dir(abs), "certs"); model.ValidFilePath(dir) {
-		return dir
-	}
-	return ""
-}
+func CertDir(configPath string) string { return dirBeside(configPath, "certs") }
 
 // certsOf lists the files cfg's terminating frontends need.
 func certsOf(dir string, cfg model.Config) certWant {
