@@ -41,7 +41,7 @@ var (
 	// ErrUnsupportedKey: a key type HAProxy is not given (DSA, encrypted
 	// keys, RSA below 2048 bits).
 	ErrUnsupportedKey = errors.New("unsupported key")
-	// ErrNotYetValid: the leaf's NotBefore is in the future.
+	// ErrNotYetValid: the leaf's NotBefore is further ahead than ClockSkew.
 	ErrNotYetValid = errors.New("certificate not valid yet")
 	// ErrTooLarge: the bundle would not fit one Runtime API payload.
 	ErrTooLarge = errors.New("certificate bundle too large")
@@ -58,6 +58,11 @@ const maxBlocks = 16
 
 // minRSABits is the smallest RSA key accepted.
 const minRSABits = 2048
+
+// ClockSkew is how far ahead of this host's clock a leaf's NotBefore may
+// be: the issuer's clock may run ahead of ours (a certificate made "now"
+// elsewhere), and its clients' with it.
+const ClockSkew = 5 * time.Minute
 
 // Bundle is a checked certificate and key as HAProxy loads them.
 type Bundle struct {
@@ -99,10 +104,10 @@ func (b Bundle) LogValue() slog.Value {
 // bundle. The leaf is the certificate whose public key is the key's; its
 // chain follows issuers through the other certificates (a root among
 // them is kept, unrelated certificates are dropped). A leaf whose
-// NotBefore is after now is refused (ErrNotYetValid: the last good one
-// keeps serving until it is valid); an expired one is returned, for the
-// caller to warn about (Expired): serving it is no worse than keeping an
-// older one.
+// NotBefore is after now by more than ClockSkew is refused
+// (ErrNotYetValid: the last good one keeps serving until it is valid);
+// an expired one is returned, for the caller to warn about (Expired):
+// serving it is no worse than keeping an older one.
 func Parse(certPEM, keyPEM []byte, now time.Time) (Bundle, error) {
 	certBlocks, err := blocks(certPEM, "tls.crt")
 	if err != nil {
@@ -138,7 +143,7 @@ func Parse(certPEM, keyPEM []byte, now time.Time) (Bundle, error) {
 	}
 	ordered := order(chain, leaf)
 	l := ordered[0]
-	if now.Before(l.NotBefore) {
+	if now.Add(ClockSkew).Before(l.NotBefore) {
 		return Bundle{}, fmt.Errorf("%w: not before %s", ErrNotYetValid, l.NotBefore.UTC().Format(time.RFC3339))
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)

@@ -48,6 +48,7 @@ func TestParse(t *testing.T) {
 	edLeaf := testcert.Issue(t, testcert.Spec{DNS: []string{"ed.example"}, Key: testcert.Ed25519}, root)
 	cnOnly := testcert.Issue(t, testcert.Spec{CN: "cn.example"}, root)
 	future := testcert.Issue(t, testcert.Spec{DNS: []string{"f.example"}, NotBefore: now.Add(time.Hour)}, root)
+	skewed := testcert.Issue(t, testcert.Spec{DNS: []string{"s.example"}, NotBefore: now.Add(time.Minute)}, root)
 	expired := testcert.Issue(t, testcert.Spec{DNS: []string{"e.example"}, NotBefore: now.Add(-48 * time.Hour),
 		NotAfter: now.Add(-time.Hour)}, root)
 	many := make([]string, 400)
@@ -100,6 +101,8 @@ func TestParse(t *testing.T) {
 			wantNames: []string{"cn.example"}, wantType: "ECDSA"},
 		{name: "expired: returned, reported", crt: expired.PEM(), key: expired.KeyPEM(t), wantChain: []*x509.Certificate{expired.Cert},
 			wantNames: []string{"e.example"}, wantType: "ECDSA", expired: true},
+		{name: "made by a clock a minute ahead", crt: skewed.PEM(), key: skewed.KeyPEM(t), wantChain: []*x509.Certificate{skewed.Cert},
+			wantNames: []string{"s.example"}, wantType: "ECDSA"},
 		{name: "key of another certificate", crt: cat(leaf.PEM(), inter.PEM()), key: other.KeyPEM(t), wantErr: ErrKeyMismatch},
 		{name: "key of the intermediate only", crt: leaf.PEM(), key: inter.KeyPEM(t), wantErr: ErrKeyMismatch},
 		{name: "not yet valid", crt: future.PEM(), key: future.KeyPEM(t), wantErr: ErrNotYetValid},
