@@ -271,3 +271,70 @@ func TestCertificateRotationUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d handshakes, %d rotations, 0 failed, 0 reloads", ok.Load(), rotations)
 }
+
+// Two frontends share a Secret's certificate: one store, one file, two
+// crt-lists; a rotation reaches both; a frontend removed (a reload)
+// leaves the other's certificates serving and takes its own files.
+func TestCertificateSharedByFrontends(t *testing.T) {
+	l := startLab(t)
+	w := newTLSWorld(t)
+	ctx := context.Background()
+	second := uint16(haproxytest.FreePort(t))
+	a, ca := w.issue(testcert.ECDSA, "a.example")
+	_, cb := w.issue(testcert.ECDSA, "b.example")
+	config := func(both bool, a model.Certificate) model.Config {
+		cfg := w.config(a.Name, a)
+		if both {
+			fe := cfg.Frontends[0]
+			fe.Name = "fe_https2"
+			fe.Binds = []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: second}}
+			fe.TLS = &model.TLS{Certificates: []model.Certificate{a, cb}, Default: cb.Name, ALPN: []string{"http/1.1"}}
+			if cb.Name < a.Name {
+				fe.TLS.Certificates = []model.Certificate{cb, a}
+			}
+			cfg.Frontends = append(cfg.Frontends, fe)
+		}
+		return cfg
+	}
+	if _, err := l.d.Apply(ctx, config(true, ca)); err != nil {
+		t.Fatal(err)
+	}
+	addr := w.addr
+	other := fmt.Sprintf("127.0.0.1:%d", second)
+	servedAt := func(at, sni string, want *x509.Certificate) {
+		t.Helper()
+		w.addr = at
+		defer func() { w.addr = addr }()
+		w.served(sni, want)
+	}
+	servedAt(addr, "a.example", a)
+	servedAt(other, "a.example", a)
+	base := l.reloads(ctx, t)
+	a2, ca2 := w.issue(testcert.ECDSA, "a.example")
+	res, err := l.d.Apply(ctx, config(true, ca2))
+	if err != nil || res.Reloaded {
+		t.Fatalf("rotation: reloaded %v, %v", res.Reloaded, err)
+	}
+	servedAt(addr, "a.example", a2)
+	servedAt(other, "a.example", a2)
+	if got := l.reloads(ctx, t); got != base {
+		t.Fatalf("%d reloads for a shared rotation", got-base)
+	}
+	res, err = l.d.Apply(ctx, config(false, ca2))
+	if err != nil || !res.Reloaded {
+		t.Fatalf("frontend removed: reloaded %v, %v", res.Reloaded, err)
+	}
+	servedAt(addr, "a.example", a2)
+	dir := l.d.opts.Render.CertDir
+	for _, gone := range []string{render.CertFile(dir, cb.Name), render.CrtListFile(dir, "fe_https2"), render.DefaultCertFile(dir, "fe_https2")} {
+		if _, err := os.Stat(gone); !os.IsNotExist(err) {
+			t.Errorf("%s left: %v", gone, err)
+		}
+	}
+	// And the next rotation, on the new worker, needs no reload either.
+	a3, ca3 := w.issue(testcert.ECDSA, "a.example")
+	if res, err := l.d.Apply(ctx, config(false, ca3)); err != nil || res.Reloaded {
+		t.Fatalf("rotation after the reload: reloaded %v, %v", res.Reloaded, err)
+	}
+	servedAt(addr, "a.example", a3)
+}
