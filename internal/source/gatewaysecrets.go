@@ -35,6 +35,9 @@ type secretState struct {
 	mu      sync.Mutex
 	want    map[gateway.Key]bool            // the Secrets HTTPS listeners name; nil before the first Snapshot
 	fetched map[gateway.Key]*gateway.Secret // read by fetchSecrets, while the cache holds that version
+	// warned: the version of each named Secret whose problem was logged.
+	warned map[gateway.Key]string
+	log    *slog.Logger // nil: slog.Default()
 }
 
 // wanted reports whether the Secret's bundle is kept.
@@ -104,6 +107,7 @@ func (g *Gateway) secretsFor(list []*gateway.Secret, gws []*gwv1.Gateway) []*gat
 		}
 	}
 	st.fetched = kept
+	defer func() { st.warnNamed(list, want, time.Now()) }()
 	if len(missing) == 0 || g.client == nil {
 		return list
 	}
@@ -133,4 +137,37 @@ func (g *Gateway) secretsFor(list []*gateway.Secret, gws []*gwv1.Gateway) []*gat
 		}
 	}
 	return list
+}
+
+// warnNamed logs, once per version, a Secret an HTTPS listener names that
+// holds no valid certificate (the listener's ResolvedRefs says so too) or
+// an expired one (served all the same). Called with st.mu held.
+func (st *secretState) warnNamed(list []*gateway.Secret, want map[gateway.Key]bool, now time.Time) {
+	log := st.log
+	if log == nil {
+		log = slog.Default()
+	}
+	warned := make(map[gateway.Key]string, len(st.warned))
+	for _, s := range list {
+		k := gateway.Key{Namespace: s.Namespace, Name: s.Name}
+		if !want[k] {
+			continue
+		}
+		bad, expired := !s.ValidTLS, s.Bundle != nil && s.Bundle.Expired(now)
+		if !bad && !expired {
+			continue
+		}
+		warned[k] = s.ResourceVersion
+		if st.warned[k] == s.ResourceVersion {
+			continue
+		}
+		if bad {
+			log.Warn("a Secret an HTTPS listener names holds no valid certificate; its last valid one keeps serving",
+				"secret", k.String(), "reason", s.Problem)
+		} else {
+			log.Warn("a Secret an HTTPS listener names holds an expired certificate; it is served", "secret", k.String(),
+				"not_after", s.Bundle.NotAfter)
+		}
+	}
+	st.warned = warned
 }
