@@ -167,6 +167,36 @@ func (s *certStore) loaded(w certWant, pid string) {
 // pushCerts brings the running worker's certificates and crt-lists to
 // those of cfg, whose structure is the one running.
 func (d *HAProxy) pushCerts(ctx context.Context, cfg model.Config, res *driver.Result) error {
+	return d.pushCertsOf(ctx, cfg, res, true)
+}
+
+// pushRunningCerts, while a reload waits (the reload gate), changes the
+// certificates of the frontends that terminate TLS both in what runs and
+// in cfg: a rotation does not wait for another frontend's reload. Nothing
+// is deleted from the worker's stores (the running frontends cfg drops
+// may use them); the reload loads the files and starts afresh.
+func (d *HAProxy) pushRunningCerts(ctx context.Context, cfg model.Config, res *driver.Result) error {
+	running := map[string]bool{}
+	for _, f := range d.running.Frontends {
+		if f.TLS != nil {
+			running[f.Name] = true
+		}
+	}
+	var both model.Config
+	for _, f := range cfg.Frontends {
+		if f.TLS != nil && running[f.Name] {
+			both.Frontends = append(both.Frontends, f)
+		}
+	}
+	if len(both.Frontends) == 0 {
+		return nil
+	}
+	return d.pushCertsOf(ctx, both, res, false)
+}
+
+// pushCertsOf is pushCerts; without prune, no certificate store is
+// deleted and no file removed.
+func (d *HAProxy) pushCertsOf(ctx context.Context, cfg model.Config, res *driver.Result, prune bool) error {
 	dir := d.opts.Render.CertDir
 	w := certsOf(dir, cfg)
 	if len(w.lists) == 0 && (!d.certs.known || len(d.certs.files) == 0) {
@@ -183,13 +213,13 @@ func (d *HAProxy) pushCerts(ctx context.Context, cfg model.Config, res *driver.R
 			return fmt.Errorf("runtime API, certificates: %w", err)
 		}
 	}
-	n, err := d.applyCerts(ctx, w)
+	n, err := d.applyCerts(ctx, w, prune)
 	res.Ops += n
 	if err != nil {
 		d.certs.known = false
 		return fmt.Errorf("runtime API, certificates: %w", err)
 	}
-	if n > 0 {
+	if n > 0 && prune {
 		pruneCerts(dir, w, d.certs.onDisk())
 		d.log.Info("certificates changed without reload", "ops", n, "certificates", len(w.files))
 	}
@@ -198,9 +228,10 @@ func (d *HAProxy) pushCerts(ctx context.Context, cfg model.Config, res *driver.R
 
 // applyCerts sends the commands that take the worker from d.certs to w,
 // in three steps, each checked before the next: certificates created or
-// replaced; crt-list lines added, changed and removed; certificates no
-// list names deleted. It returns how many commands it sent.
-func (d *HAProxy) applyCerts(ctx context.Context, w certWant) (int, error) {
+// replaced; crt-list lines added, changed and removed; with prune,
+// certificates no list names deleted. It returns how many commands it
+// sent.
+func (d *HAProxy) applyCerts(ctx context.Context, w certWant, prune bool) (int, error) {
 	s := &d.certs
 	sent := 0
 	var stores []haproxy.Command
@@ -268,12 +299,15 @@ func (d *HAProxy) applyCerts(ctx context.Context, w certWant) (int, error) {
 		if err != nil {
 			return sent, err
 		}
-		s.lists = make(map[string][]string, len(w.lists))
 		for l, es := range w.lists {
+			s.lists[l] = nil
 			for _, e := range es {
 				s.lists[l] = append(s.lists[l], e.Line())
 			}
 		}
+	}
+	if !prune {
+		return sent, nil
 	}
 
 	var drops []haproxy.Command

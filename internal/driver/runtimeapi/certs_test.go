@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -337,4 +339,51 @@ func TestCertificateSharedByFrontends(t *testing.T) {
 		t.Fatalf("rotation after the reload: reloaded %v, %v", res.Reloaded, err)
 	}
 	servedAt(addr, "a.example", a3)
+}
+
+// A rotation that comes with a structural change the reload gate holds
+// back is served at once, not after the reload.
+func TestCertificateRotationWhileReloadWaits(t *testing.T) {
+	l := startLab(t)
+	w := newTLSWorld(t)
+	ctx := context.Background()
+	_, ca := w.issue(testcert.ECDSA, "a.example")
+	_, cb := w.issue(testcert.ECDSA, "b.example")
+	if _, err := l.d.Apply(ctx, w.config(ca.Name, ca, cb)); err != nil {
+		t.Fatal(err)
+	}
+	l.d.mu.Lock()
+	l.d.gate.minInterval = time.Hour
+	l.d.mu.Unlock()
+	base := l.reloads(ctx, t)
+
+	// A plain frontend added (a reload, held back) and a rotated and a
+	// removed certificate in the same pass.
+	a2, ca2 := w.issue(testcert.ECDSA, "a.example")
+	cfg := w.config(ca2.Name, ca2)
+	plainPort := uint16(haproxytest.FreePort(t))
+	cfg.Frontends = append(cfg.Frontends, model.Frontend{Name: "fe_plain", Service: "default/gw", Backend: "be",
+		Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: plainPort}}})
+	res, err := l.d.Apply(ctx, cfg)
+	if !errors.Is(err, driver.ErrDeferred) || res.Reloaded {
+		t.Fatalf("structural change: reloaded %v, %v; want it deferred", res.Reloaded, err)
+	}
+	w.served("a.example", a2)
+	if got := l.reloads(ctx, t); got != base {
+		t.Fatalf("%d reloads while the gate holds", got-base)
+	}
+
+	// The reload, when it comes, keeps the rotated certificate and drops
+	// the removed one.
+	l.d.mu.Lock()
+	l.d.gate.minInterval = 0
+	l.d.mu.Unlock()
+	if res, err := l.d.Apply(ctx, cfg); err != nil || !res.Reloaded {
+		t.Fatalf("the held reload: reloaded %v, %v", res.Reloaded, err)
+	}
+	w.served("a.example", a2)
+	w.served("b.example", a2) // the default now
+	if name, err := probeFrom("", fmt.Sprintf("127.0.0.1:%d", plainPort)); err != nil || name != "node-0" {
+		t.Fatalf("the new frontend: %q, %v", name, err)
+	}
 }

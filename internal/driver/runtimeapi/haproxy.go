@@ -216,6 +216,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 				ops, _ := plan.Ops(layout, d.actual)
 				err = d.execOps(ctx, ops, &res)
 				d.consistent = false // actual now follows layout, not d.layout
+				if err == nil {
+					err = d.pushRunningCerts(ctx, cfg, &res) // certs.go
+				}
 			}
 			res.RetryAfter = wait
 			if err == nil {
