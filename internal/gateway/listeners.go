@@ -27,6 +27,7 @@ type listener struct {
 	// certWhy/certMsg: an HTTPS listener's certificateRefs do not resolve
 	// (a ListenerConditionReason); "" when they do.
 	certWhy, certMsg string
+	tls              *model.TLS       // an HTTPS listener's termination (tls.go); nil: none to serve
 	routes           []*attachedRoute // served, oldest first
 	served           bool             // in the model
 }
