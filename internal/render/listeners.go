@@ -60,11 +60,11 @@ func (o Options) ListenerPort() uint16 {
 
 // Listened reports whether f is served by the fixed listener rather than
 // by a frontend of its own: in tproxy mode, a frontend that sends every
-// connection to one backend (routes by TLS server name keep their own
-// frontend) and whose binds all name an address the listener can key
+// connection to one backend and terminates no TLS (routes and TLS
+// termination keep their own frontend) and whose binds all name an address the listener can key
 // (ListenerAddrOK). A frontend on every address (no Addr) keeps its own.
 func (o Options) Listened(f model.Frontend) bool {
-	if !o.TProxy() || f.Routed() || len(f.Binds) == 0 || f.Backend == "" {
+	if !o.TProxy() || f.Routed() || f.TLS != nil || len(f.Binds) == 0 || f.Backend == "" {
 		return false
 	}
 	for _, b := range f.Binds {

@@ -122,6 +122,7 @@ func TestListened(t *testing.T) {
 		{"one bad bind of two", o, fe(b("192.0.2.10", 80), b("0.0.0.0", 80)), false},
 		{"routed", o, model.Frontend{Name: "fe", Binds: []model.Bind{b("192.0.2.10", 443)}, Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "be", Weight: 1}}}}}, false},
 		{"no binds", o, fe(), false},
+		{"terminates TLS", o, model.Frontend{Name: "fe", Backend: "be", Binds: []model.Bind{b("192.0.2.10", 443)}, TLS: &model.TLS{}}, false},
 	} {
 		if got := tc.o.Listened(tc.f); got != tc.want {
 			t.Errorf("%s: Listened = %v, want %v", tc.name, got, tc.want)
