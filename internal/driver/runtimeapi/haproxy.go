@@ -16,6 +16,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
 var (
@@ -52,6 +53,12 @@ type Options struct {
 	// opsWindow, when set (by tests), replaces the package's opsWindow,
 	// so that a small batch can be preempted.
 	opsWindow int
+
+	// Pool sizes the pool of ready backends (pool.go); zero: none, every
+	// backend is rendered under its own name. PoolFile is where the pool
+	// is kept ("": PoolFile(ConfigPath)).
+	Pool     spares.Policy
+	PoolFile string
 }
 
 // HAProxy drives one HAProxy in master-worker mode through its master CLI,
@@ -101,6 +108,11 @@ type HAProxy struct {
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)
+	// The pool of ready backends (pool.go): as last applied, whether it
+	// was read from disk yet, and the bytes last written there.
+	pool        spares.State
+	poolRead    bool
+	poolWritten []byte
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -156,6 +168,14 @@ func (d *HAProxy) Close() error {
 func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.opts.Pool.On() {
+		return d.applyPooled(ctx, cfg)
+	}
+	return d.apply(ctx, cfg)
+}
+
+// apply is Apply of a model in HAProxy's names, under d.mu.
+func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	var res driver.Result
 	if !d.known {
 		if err := d.readBack(ctx); err != nil {
