@@ -149,6 +149,11 @@ func (w *gwWorld) routePhase(res *gwResult, gwm, svcm *modeProc, n int) error {
 // newBackendPhase: the route moved to a Service no route used, and back
 // (each a new backend in HAProxy: a reload).
 func (w *gwWorld) newBackendPhase(res *gwResult, gwm *modeProc, n int) error {
+	return w.newBackendPhaseNamed(res, gwm, n, "route to a Service no route used (new backend)")
+}
+
+// newBackendPhaseNamed is newBackendPhase reported under name.
+func (w *gwWorld) newBackendPhaseNamed(res *gwResult, gwm *modeProc, n int, name string) error {
 	g0 := gwm.reloads()
 	var gw []time.Duration
 	for i := range n {
@@ -166,6 +171,6 @@ func (w *gwWorld) newBackendPhase(res *gwResult, gwm *modeProc, n int) error {
 		}
 		gw = append(gw, d)
 	}
-	res.add("route to a Service no route used (new backend)", gw, nil, gwm.reloads()-g0, 0)
+	res.add(name, gw, nil, gwm.reloads()-g0, 0)
 	return nil
 }
