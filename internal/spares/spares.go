@@ -357,3 +357,21 @@ func View(s State, cfg model.Config) model.Config {
 	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
+
+// Freed lists the spares that had an occupant in prev and are free in
+// next, whose class keeps a stick table (ClientIP affinity): the driver
+// clears their tables, so that the next occupant's clients stick to
+// nothing of the old one's.
+func Freed(prev, next State) []string {
+	var out []string
+	was := make(map[string]string, len(prev.Spares))
+	for _, sp := range prev.Spares {
+		was[sp.Name] = sp.Occupant
+	}
+	for _, sp := range next.Spares {
+		if sp.Occupant == "" && was[sp.Name] != "" && next.Classes[sp.Class].Affinity > 0 {
+			out = append(out, sp.Name)
+		}
+	}
+	return out
+}

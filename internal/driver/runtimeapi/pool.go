@@ -54,7 +54,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 	grown, grow := spares.Grow(next, cfg, waiting, d.opts.Pool)
 	if !grow {
 		res, err := d.apply(ctx, spares.View(next, cfg))
-		d.poolApplied(next, err)
+		d.poolApplied(ctx, next, err)
 		return res, err
 	}
 	view := spares.View(next, cfg)
@@ -66,7 +66,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		wanted := d.gate.wanted
 		res, err := d.apply(ctx, view)
 		d.gate.wanted = wanted
-		d.poolApplied(next, err)
+		d.poolApplied(ctx, next, err)
 		if err != nil {
 			return res, err
 		}
@@ -78,9 +78,10 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 	res.Refused = append(first.Refused, res.Refused...)
 	switch {
 	case err == nil:
-		d.poolApplied(grown, nil)
+		d.poolApplied(ctx, grown, nil)
 		d.log.Info("backend pool grew", "spares", len(grown.Spares), "added", len(grown.Spares)-len(next.Spares), "waited", len(waiting))
 	case errors.Is(err, driver.ErrDeferred):
+		d.poolApplied(ctx, next, nil) // the spares it had serve
 		for _, name := range waiting {
 			if i := slices.IndexFunc(cfg.Backends, func(b *model.Backend) bool { return b.Name == name }); i >= 0 {
 				res.Refused = append(res.Refused, driver.Refusal{Service: cfg.Backends[i].Service,
@@ -106,10 +107,20 @@ func (d *HAProxy) wouldReload(view model.Config) bool {
 }
 
 // poolApplied records the pool of a pass that applied (err nil, or a
-// reload deferred after the runtime changes applied) and writes it.
-func (d *HAProxy) poolApplied(s spares.State, err error) {
+// reload deferred after the runtime changes applied) and writes it. The
+// stick tables of spares given back are cleared (spares.Freed).
+func (d *HAProxy) poolApplied(ctx context.Context, s spares.State, err error) {
 	if err != nil && !errors.Is(err, driver.ErrDeferred) {
 		return
+	}
+	var clear []string
+	for _, name := range spares.Freed(d.pool, s) {
+		clear = append(clear, "clear table "+name)
+	}
+	if len(clear) > 0 {
+		if _, err := d.rt.ExecChecked(ctx, clear); err != nil {
+			d.log.Warn("could not clear the stick tables of spares given back", "spares", len(clear), "err", err)
+		}
 	}
 	d.pool = s
 	var buf bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,9 +27,10 @@ import (
 // backends that come and go, L2 to one that stays, and three node
 // stand-ins answering with their names.
 type poolWorld struct {
-	nodes  []*lab.NodeServer
-	port   uint16
-	l1, l2 int
+	nodes    []*lab.NodeServer
+	port     uint16
+	l1, l2   int
+	affinity time.Duration // of L1's backends
 }
 
 func newPoolWorld(t *testing.T) *poolWorld {
@@ -55,7 +57,9 @@ func (w *poolWorld) config(l1 []string, nodeOf map[string]int) model.Config {
 	cfg := model.Config{Backends: []*model.Backend{backend("be_keep", 0)}}
 	var route model.Route
 	for _, name := range l1 {
-		cfg.Backends = append(cfg.Backends, backend(name, nodeOf[name]))
+		b := backend(name, nodeOf[name])
+		b.Affinity = w.affinity
+		cfg.Backends = append(cfg.Backends, b)
 		route.Backends = append(route.Backends, model.WeightedBackend{Name: name, Weight: 1})
 	}
 	slices.SortFunc(cfg.Backends, func(a, b *model.Backend) int {
@@ -253,5 +257,44 @@ func TestPoolServesNewBackendsWithoutReload(t *testing.T) {
 		t.Errorf("L2's client: %d failed connections of %d", failed, ok+failed)
 	} else {
 		t.Logf("L2's client: %d connections, none failed", ok)
+	}
+}
+
+// TestPoolClearsStickTableOfSpareGivenBack: a spare of a class with
+// ClientIP affinity keeps its stick table across occupants unless it is
+// cleared; the driver clears it when the spare is given back.
+func TestPoolClearsStickTableOfSpareGivenBack(t *testing.T) {
+	lb := startPoolLab(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := newPoolWorld(t)
+	w.affinity = time.Minute
+	nodeOf := map[string]int{"be_a": 0, "be_b": 1}
+	if _, err := lb.d.Apply(ctx, w.config([]string{"be_a"}, nodeOf)); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.answers(2); got["node-0"] != 2 {
+		t.Fatalf("L1 answered %v", got)
+	}
+	spare := lb.d.HAProxyBackend("be_a")
+	rt := haproxy.NewRuntime(lb.p.StatsSocket)
+	defer rt.Close()
+	table := func() string {
+		t.Helper()
+		out, err := rt.ExecChecked(ctx, []string{"show table " + spare})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0]
+	}
+	if got := table(); !strings.Contains(got, "used:1") {
+		t.Fatalf("no entry for the client in %s's table: %q", spare, got)
+	}
+	res, err := lb.d.Apply(ctx, w.config([]string{"be_b"}, nodeOf))
+	if err != nil || res.Reloaded {
+		t.Fatalf("be_b: %+v, %v; want no reload", res, err)
+	}
+	if got := table(); !strings.Contains(got, "used:0") {
+		t.Errorf("the stick table of the spare be_a gave back still holds entries: %q", got)
 	}
 }
