@@ -111,6 +111,7 @@ type HAProxy struct {
 	// The pool of ready backends (pool.go): as last applied, whether it
 	// was read from disk yet, and the bytes last written there.
 	pool        spares.State
+	poolView    poolView // the last view (poolview.go)
 	poolRead    bool
 	poolWritten []byte
 }

@@ -53,7 +53,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 	next, waiting := spares.Occupy(d.pool, cfg)
 	grown, grow := spares.Grow(next, cfg, waiting, d.opts.Pool)
 	if !grow {
-		res, err := d.apply(ctx, spares.View(next, cfg))
+		res, err := d.apply(ctx, d.poolView.of(next, cfg))
 		d.poolApplied(ctx, next, err)
 		return res, err
 	}

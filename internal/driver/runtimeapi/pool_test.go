@@ -298,3 +298,44 @@ func TestPoolClearsStickTableOfSpareGivenBack(t *testing.T) {
 		t.Errorf("the stick table of the spare be_a gave back still holds entries: %q", got)
 	}
 }
+
+// TestPoolServerChangesTakeTheFastPath: with a pool, a pass that changes
+// only servers (Config.Changes) is applied by the servers-only path, as
+// without one, and the traffic follows.
+func TestPoolServerChangesTakeTheFastPath(t *testing.T) {
+	lb := startPoolLab(t, 0)
+	var fast atomic.Int64
+	lb.d.opts.onServersOnly = func() { fast.Add(1) }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := newPoolWorld(t)
+	nodeOf := map[string]int{"be_a": 0}
+	cfg := w.config([]string{"be_a"}, nodeOf)
+	if _, err := lb.d.Apply(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// The first pass after the growth reload views the model again.
+	if _, err := lb.d.Apply(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for step := range 6 {
+		node := (step + 1) % 3
+		next := model.Config{Frontends: cfg.Frontends, Backends: slices.Clone(cfg.Backends)}
+		i := slices.IndexFunc(next.Backends, func(b *model.Backend) bool { return b.Name == "be_a" })
+		next.Backends[i] = next.Backends[i].WithServers([]model.Server{{Addr: netip.MustParseAddr(w.nodes[node].IP), Port: w.port}})
+		next.Changes = &model.Changes{Base: cfg.Backends, Backends: []int{i}}
+		before := fast.Load()
+		res, err := lb.d.Apply(ctx, next)
+		if err != nil || res.Reloaded {
+			t.Fatalf("step %d: %+v, %v", step, res, err)
+		}
+		if fast.Load() != before+1 {
+			t.Fatalf("step %d: the servers-only path was not taken", step)
+		}
+		want := fmt.Sprintf("node-%d", node)
+		if got := w.answers(3); got[want] != 3 {
+			t.Fatalf("step %d: L1 answered %v, want %s", step, got, want)
+		}
+		cfg = next
+	}
+}
