@@ -165,7 +165,7 @@ func (w *gwWorld) newBackendPhaseNamed(res *gwResult, gwm *modeProc, n int, name
 		if err != nil {
 			return err
 		}
-		d, err := untilServed(w.gwPort, want, start, 30*time.Second)
+		d, err := untilServed(w.gwPort, want, start, 2*time.Minute) // a reload at -gateway-scale
 		if err != nil {
 			return fmt.Errorf("new backend %d: %w", i, err)
 		}

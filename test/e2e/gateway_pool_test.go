@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +13,21 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 )
+
+// envBackendPool, when set (HKS_E2E_BACKEND_POOL=N), runs every
+// controller of the suite with --backend-pool=N (a test's own flag wins):
+// the suite in the pool's mode.
+const envBackendPool = "HKS_E2E_BACKEND_POOL"
+
+// poolArgs is --backend-pool from envBackendPool, for a controller with a
+// local HAProxy (the flag is refused beside the Data Plane API driver).
+func poolArgs(extra []string) []string {
+	n := os.Getenv(envBackendPool)
+	if n == "" || slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--dataplane") }) {
+		return nil
+	}
+	return []string{"--backend-pool=" + n}
+}
 
 // setBackendRefs replaces the backendRefs of TCPRoute name's rule.
 func (g *gwEnv) setBackendRefs(name string, refs ...gwv1.BackendRef) {
