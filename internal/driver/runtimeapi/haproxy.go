@@ -251,10 +251,17 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.pushACLs(ctx, cfg, &res); err != nil {
 		return res, err
 	}
+	// Slots coming into service before a route map names their backend,
+	// slots leaving it after (upThenDown): a route moved to another
+	// backend finds its servers ready.
+	up, down := upThenDown(ops)
+	if err := d.execOps(ctx, up, &res); err != nil {
+		return res, err
+	}
 	if err := d.pushRouteMaps(ctx, cfg, &res); err != nil {
 		return res, err
 	}
-	if err := d.execOps(ctx, ops, &res); err != nil {
+	if err := d.execOps(ctx, down, &res); err != nil {
 		return res, err
 	}
 	d.layout, d.running, d.desired, d.loose = layout, cfg, cfg, nil

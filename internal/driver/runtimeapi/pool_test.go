@@ -86,6 +86,12 @@ func (w *poolWorld) answers(n int) map[string]int {
 
 // keepProbing probes L2 until stop, counting failures.
 func (w *poolWorld) keepProbing(t *testing.T) (stop func() (ok, failed int)) {
+	return w.keepProbingOn(t, w.l2, "node-0")
+}
+
+// keepProbingOn probes port until stop, counting the connections not
+// answered by one of the nodes named.
+func (w *poolWorld) keepProbingOn(t *testing.T, port int, nodes ...string) (stop func() (ok, failed int)) {
 	var okN, failedN atomic.Int64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -98,11 +104,11 @@ func (w *poolWorld) keepProbing(t *testing.T) (stop func() (ok, failed int)) {
 				return
 			default:
 			}
-			if name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", w.l2), 2*time.Second); err == nil && name == "node-0" {
+			if name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second); err == nil && slices.Contains(nodes, name) {
 				okN.Add(1)
 			} else {
 				failedN.Add(1)
-				t.Logf("L2: %q, %v", name, err)
+				t.Logf("port %d: %q, %v", port, name, err)
 			}
 		}
 	}()
@@ -337,5 +343,39 @@ func TestPoolServerChangesTakeTheFastPath(t *testing.T) {
 			t.Fatalf("step %d: L1 answered %v, want %s", step, got, want)
 		}
 		cfg = next
+	}
+}
+
+// TestPoolRouteMovesWithoutFailedConnections: a route moved to a backend
+// no route used, again and again, under a client of its own: the new
+// spare's servers are in service before the route map names it, and the
+// old spare's leave service only after: no connection finds a spare with
+// no server.
+func TestPoolRouteMovesWithoutFailedConnections(t *testing.T) {
+	lb := startPoolLab(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	w := newPoolWorld(t)
+	names := []string{"be_a", "be_b", "be_c", "be_d"}
+	nodeOf := map[string]int{"be_a": 0, "be_b": 1, "be_c": 2, "be_d": 0}
+	if _, err := lb.d.Apply(ctx, w.config(names[:1], nodeOf)); err != nil {
+		t.Fatal(err)
+	}
+	stop := w.keepProbingOn(t, w.l1, "node-0", "node-1", "node-2")
+	reloads := lb.reloads(ctx, t)
+	for i := range 24 {
+		res, err := lb.d.Apply(ctx, w.config(names[(i+1)%len(names):(i+1)%len(names)+1], nodeOf))
+		if err != nil || res.Reloaded {
+			t.Fatalf("move %d: %+v, %v; want no reload", i, res, err)
+		}
+		time.Sleep(20 * time.Millisecond) // let the client run between moves; not synchronisation
+	}
+	if n := lb.reloads(ctx, t); n != reloads {
+		t.Errorf("%d reloads, want 0", n-reloads)
+	}
+	if ok, failed := stop(); failed > 0 || ok == 0 {
+		t.Errorf("L1's client: %d failed connections of %d across 24 moves", failed, ok+failed)
+	} else {
+		t.Logf("L1's client: %d connections across 24 moves, none failed", ok)
 	}
 }
