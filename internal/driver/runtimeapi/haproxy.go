@@ -204,13 +204,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		d.consistent = false // plan every backend, the ones left behind too
 	}
 	t := time.Now()
-	var layout model.Layout
-	var exhausted []string
-	if d.assigned {
-		layout, exhausted = plan.AssignFrom(cfg, d.desired, d.layout, false)
-	} else {
-		layout, exhausted = plan.Assign(cfg, d.layout, false)
-	}
+	layout, exhausted := d.assign(cfg)
 	hash := d.adoptRendering(cfg, layout, d.hashes.StructureHash(cfg, layout, d.opts.Render))
 	res.Render = time.Since(t)
 
@@ -269,6 +263,14 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	d.gen++
 	d.schedulePersist()
 	return res, nil
+}
+
+// assign places cfg's servers into the slots in force, without resizing.
+func (d *HAProxy) assign(cfg model.Config) (model.Layout, []string) {
+	if d.assigned {
+		return plan.AssignFrom(cfg, d.desired, d.layout, false)
+	}
+	return plan.Assign(cfg, d.layout, false)
 }
 
 // changed returns the part of layout that may need operations: all of it,

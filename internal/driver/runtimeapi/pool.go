@@ -12,7 +12,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
@@ -96,13 +95,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 // structure than the one running, or a backend out of slots. Pure: it
 // plans as apply does and changes nothing.
 func (d *HAProxy) wouldReload(view model.Config) bool {
-	var layout model.Layout
-	var exhausted []string
-	if d.assigned {
-		layout, exhausted = plan.AssignFrom(view, d.desired, d.layout, false)
-	} else {
-		layout, exhausted = plan.Assign(view, d.layout, false)
-	}
+	layout, exhausted := d.assign(view)
 	return len(exhausted) > 0 || d.hashes.StructureHash(view, layout, d.opts.Render) != d.hash
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +16,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
@@ -124,23 +121,13 @@ func (w *poolWorld) keepProbingOn(t *testing.T, port int, nodes ...string) (stop
 
 func startPoolLab(t *testing.T, settle time.Duration) *testLab {
 	t.Helper()
-	dir := t.TempDir()
-	l := &testLab{cfgPath: filepath.Join(dir, "haproxy.cfg"), statePath: filepath.Join(dir, "server-state")}
-	if err := os.WriteFile(l.cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	l.p = haproxytest.Start(t, dir, l.cfgPath)
-	l.d = newPoolDriver(l, settle)
-	t.Cleanup(func() { _ = l.d.Close() })
-	return l
+	return startLabWith(t, poolOptions(settle))
 }
 
-func newPoolDriver(l *testLab, settle time.Duration) *HAProxy {
-	return NewHAProxy(Options{
-		ConfigPath: l.cfgPath, Binary: haproxytest.Bin(), MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute,
-		Render: render.Options{StatsSocket: l.p.StatsSocket, StateFile: l.statePath}, ReloadSettle: settle,
-		Pool: spares.Policy{Spares: 2, Other: 1, LowWater: 1},
-	})
+func poolOptions(settle time.Duration) func(*Options) {
+	return func(o *Options) {
+		o.ReloadSettle, o.Pool = settle, spares.Policy{Spares: 2, Other: 1, LowWater: 1}
+	}
 }
 
 // TestPoolServesNewBackendsWithoutReload: a route to a backend no route
@@ -252,7 +239,7 @@ func TestPoolServesNewBackendsWithoutReload(t *testing.T) {
 		before[b] = lb.d.HAProxyBackend(b)
 	}
 	_ = lb.d.Close()
-	lb.d = newPoolDriver(lb, 300*time.Millisecond)
+	lb.d = NewHAProxy(lb.options(poolOptions(300 * time.Millisecond)))
 	noReload("restart", cfg)
 	for b, sp := range before {
 		if got := lb.d.HAProxyBackend(b); got != sp {
