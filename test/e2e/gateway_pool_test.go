@@ -12,6 +12,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // envBackendPool, when set (HKS_E2E_BACKEND_POOL=N), runs every
@@ -27,6 +28,19 @@ func poolArgs(extra []string) []string {
 		return nil
 	}
 	return []string{"--backend-pool=" + n}
+}
+
+// backendOf is the HAProxy backend the frontend whose name starts with
+// prefix sends to, as the config on disk says ("" when none): the
+// Service's own backend, or with a pool the spare it occupies.
+func (e *env) backendOf(prefix string) string {
+	var out, fe string
+	_ = render.ScanConfig(strings.NewReader(e.config()), func(section, name string, f []string) {
+		if section == "frontend" && strings.HasPrefix(name, prefix) && f[0] == "default_backend" && len(f) == 2 && fe == "" {
+			fe, out = name, f[1]
+		}
+	})
+	return out
 }
 
 // setBackendRefs replaces the backendRefs of TCPRoute name's rule.
