@@ -240,3 +240,20 @@ func TestView(t *testing.T) {
 		t.Error("ModelBackend")
 	}
 }
+
+func TestFreed(t *testing.T) {
+	sticky := classKey(be("", 0))
+	sticky.Affinity = time.Minute
+	prev := State{Classes: []model.Backend{classKey(be("", 0)), sticky}, Spares: []Spare{
+		{Name: "_pool_0", Occupant: "a"}, {Name: "_pool_1", Class: 1, Occupant: "b"},
+		{Name: "_pool_2", Class: 1, Occupant: "c"}, {Name: "_pool_3", Class: 1}}}
+	next := prev.Clone()
+	for i := range next.Spares {
+		if next.Spares[i].Occupant != "c" {
+			next.Spares[i].Occupant = ""
+		}
+	}
+	if got := Freed(prev, next); !slices.Equal(got, []string{"_pool_1"}) {
+		t.Errorf("Freed = %v, want the spare of the sticky class given back, _pool_1", got)
+	}
+}
