@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
@@ -34,4 +35,18 @@ func (p poolFlags) policy() (spares.Policy, error) {
 		return spares.Policy{}, flagErr("--backend-pool-low-water: %d is more than --backend-pool (%d)", p.lowWater, p.spares)
 	}
 	return spares.Policy{Spares: p.spares, Other: p.other, LowWater: p.lowWater}, nil
+}
+
+// view is cfg as a controller with this pool, starting with none on disk,
+// renders it at its first sync (render --backend-pool): every backend in a
+// spare, the free spares of each class. A running controller's numbering
+// follows its pool.json instead.
+func (p poolFlags) view(cfg model.Config) (model.Config, error) {
+	pol, err := p.policy()
+	if err != nil || !pol.On() {
+		return cfg, err
+	}
+	occ, waiting := spares.Occupy(spares.State{}, cfg)
+	grown, _ := spares.Grow(occ, cfg, waiting, pol)
+	return spares.View(grown, cfg), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
 )
 
 // TestBackendPoolFlags: the pool's sizes, from flags or the environment,
@@ -41,5 +42,26 @@ func TestBackendPoolFlags(t *testing.T) {
 		if got, err := tc.f.policy(); err != nil || got != tc.want || got.On() != (tc.want.Spares > 0) {
 			t.Errorf("%+v: %+v, %v; want %+v", tc.f, got, err, tc.want)
 		}
+	}
+}
+
+// render --backend-pool writes the pool a controller would start with:
+// every Service's backend in a spare, the frontends naming it (golden),
+// and HAProxy accepts it.
+func TestRenderBackendPool(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := renderCmd([]string{"-f", "testdata/cluster.yaml", "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state",
+		"--output", "haproxy", "--backend-pool=2"}, env(nil), nil, &out, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, "cluster-pool.cfg", out.Bytes())
+	if !strings.Contains(out.String(), "default_backend _pool_0") || !strings.Contains(out.String(), "\t# serves ") {
+		t.Errorf("no frontend on a spare, or no spare saying whose it is:\n%s", out.String())
+	}
+	golden.HAProxyAccepts(t, out.Bytes())
+	code, _, errs := mainOf("render", "-f", "testdata/cluster.yaml", "--backend-pool=-2")
+	if code != 2 || !strings.Contains(errs, "--backend-pool: want 0 to 100000") {
+		t.Errorf("render --backend-pool=-2: exit %d, %q", code, errs)
 	}
 }
