@@ -43,6 +43,7 @@ type renderFlags struct {
 	files  []string
 	output string
 	dir    string
+	pool   poolFlags
 }
 
 func newRenderCmd(e *cmdEnv) *cobra.Command {
@@ -88,6 +89,7 @@ that is no DNS label, a port outside 1-65535). What did render is still printed.
 		fs.StringVar(&f.output, "output", outputHAProxy, "what goes to stdout: haproxy (haproxy.cfg) or nftables (the ruleset of the UDP ports); with -o, the one file to write")
 		fs.StringVarP(&f.dir, "output-dir", "o", "", "write "+renderConfigFile+" and "+renderRulesFile+" (when there are UDP ports) into this directory instead of stdout")
 	})
+	addGroup(fs, groupHAProxy, scopeAll, f.pool.register)
 	f.shape.register(fs, e.getenv)
 	c.AddCommand(newStaticPodCmd(e))
 	return c
@@ -140,6 +142,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	}
 	for _, s := range res.Skipped {
 		fmt.Fprintln(e.stderr, "warning: address skipped:", s)
+	}
+	if res.Config, err = f.pool.view(res.Config); err != nil {
+		return err
 	}
 	layout, _ := plan.Assign(res.Config, nil, true)
 	ropts := f.renderOptions()

@@ -24,6 +24,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
 func newRunCmd(e *cmdEnv) *cobra.Command {
@@ -78,6 +79,12 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	}
 	if err := checkScopes(fs, given, f.mode, useDataplane, len(f.instances) > 0); err != nil {
 		return err
+	}
+	if f.poolPolicy, err = f.pool.policy(); err != nil {
+		return err
+	}
+	if f.mode == modeAPIServer {
+		f.poolPolicy = spares.Policy{} // one backend, never new
 	}
 	getenv, stderr := e.getenv, e.stderr
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)

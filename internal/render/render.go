@@ -239,6 +239,12 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
+		if !skeleton && be.Name[0] == '_' && be.Service != "" {
+			// A spare of the pool (internal/spares) says whose it is: the
+			// file names what runs; not structure, a spare changes hands
+			// with no reload.
+			w("\t# serves", be.Service)
+		}
 		if be.Name == model.NodesBackend && !be.Check.Enabled {
 			// No traffic goes here: a server per node, for the servers of
 			// backends with TrackNodes to follow ("track"). HAProxy tracks

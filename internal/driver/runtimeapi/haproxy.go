@@ -16,6 +16,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
 var (
@@ -52,6 +53,12 @@ type Options struct {
 	// opsWindow, when set (by tests), replaces the package's opsWindow,
 	// so that a small batch can be preempted.
 	opsWindow int
+
+	// Pool sizes the pool of ready backends (pool.go); zero: none, every
+	// backend is rendered under its own name. PoolFile is where the pool
+	// is kept ("": PoolFile(ConfigPath)).
+	Pool     spares.Policy
+	PoolFile string
 }
 
 // HAProxy drives one HAProxy in master-worker mode through its master CLI,
@@ -102,6 +109,12 @@ type HAProxy struct {
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)
+	// The pool of ready backends (pool.go): as last applied, whether it
+	// was read from disk yet, and the bytes last written there.
+	pool        spares.State
+	poolView    poolView // the last view (poolview.go)
+	poolRead    bool
+	poolWritten []byte
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -160,6 +173,14 @@ func (d *HAProxy) Close() error {
 func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.opts.Pool.On() {
+		return d.applyPooled(ctx, cfg)
+	}
+	return d.apply(ctx, cfg)
+}
+
+// apply is Apply of a model in HAProxy's names, under d.mu.
+func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	var res driver.Result
 	if !d.known {
 		if err := d.readBack(ctx); err != nil {
@@ -187,13 +208,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		d.consistent = false // plan every backend, the ones left behind too
 	}
 	t := time.Now()
-	var layout model.Layout
-	var exhausted []string
-	if d.assigned {
-		layout, exhausted = plan.AssignFrom(cfg, d.desired, d.layout, false)
-	} else {
-		layout, exhausted = plan.Assign(cfg, d.layout, false)
-	}
+	layout, exhausted := d.assign(cfg)
 	hash := d.adoptRendering(cfg, layout, d.hashes.StructureHash(cfg, layout, d.opts.Render))
 	res.Render = time.Since(t)
 
@@ -237,13 +252,20 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.pushACLs(ctx, cfg, &res); err != nil {
 		return res, err
 	}
+	// Slots coming into service before a route map names their backend,
+	// slots leaving it after (upThenDown): a route moved to another
+	// backend finds its servers ready.
+	up, down := upThenDown(ops)
+	if err := d.execOps(ctx, up, &res); err != nil {
+		return res, err
+	}
 	if err := d.pushRouteMaps(ctx, cfg, &res); err != nil {
 		return res, err
 	}
 	if err := d.pushCerts(ctx, cfg, &res); err != nil {
 		return res, err
 	}
-	if err := d.execOps(ctx, ops, &res); err != nil {
+	if err := d.execOps(ctx, down, &res); err != nil {
 		return res, err
 	}
 	d.layout, d.running, d.desired, d.loose = layout, cfg, cfg, nil
@@ -251,6 +273,14 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	d.gen++
 	d.schedulePersist()
 	return res, nil
+}
+
+// assign places cfg's servers into the slots in force, without resizing.
+func (d *HAProxy) assign(cfg model.Config) (model.Layout, []string) {
+	if d.assigned {
+		return plan.AssignFrom(cfg, d.desired, d.layout, false)
+	}
+	return plan.Assign(cfg, d.layout, false)
 }
 
 // changed returns the part of layout that may need operations: all of it,
