@@ -1,0 +1,98 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+)
+
+// up is the time a session takes to come up: GoBGP's first connection
+// waits up to 2 s, BIRD answers at once.
+const up = 15 * time.Second
+
+// TestRouterLearnsAndWithdraws, against BIRD 2 in a namespace: two
+// healthy hosts give the router two equal paths (one multipath route in
+// its kernel table, new connections answered by both hosts); a host
+// whose health gate fails withdraws its route within a second and its
+// traffic moves to the other; healthy again, its path returns; an
+// address the model no longer has is withdrawn by both.
+func TestRouterLearnsAndWithdraws(t *testing.T) {
+	l := newLab(t, 2, birdOpts{})
+	lb1, lb2 := l.lbs[0], l.lbs[1]
+	both := announce.Want{Addrs: []netip.Addr{vip4, vip4b}, Healthy: true}
+	l.start(lb1, speakerFile{RestartTime: 30 * time.Second}, both)
+	l.start(lb2, speakerFile{RestartTime: 30 * time.Second}, both)
+	for _, a := range both.Addrs {
+		if err := l.waitRoutes(a, up, lb1, lb2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ECMP in the router's forwarding table, and in its traffic
+	if err := netlab.Eventually(context.Background(), 5*time.Second, func() error {
+		hops, err := l.nexthops(vip4)
+		if err != nil || len(hops) != 2 {
+			return fmt.Errorf("kernel next hops of %s: %v %v, want both hosts", vip4, hops, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := netlab.Eventually(context.Background(), 10*time.Second, func() error {
+		seen := map[string]int{}
+		for range 32 {
+			name, err := l.ask(vip4, time.Second)
+			if err != nil {
+				return err
+			}
+			seen[name]++
+		}
+		if seen["lb1"] == 0 || seen["lb2"] == 0 {
+			return fmt.Errorf("answers %v, want both hosts", seen)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// lb1's health gate fails: its routes go, at once
+	gone := both
+	gone.Healthy = false
+	start := time.Now()
+	l.set(lb1, gone)
+	if err := l.waitRoutes(vip4, time.Second, lb2); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("withdrawn at the router %s after the health gate failed", time.Since(start).Round(time.Millisecond))
+	if err := netlab.Eventually(context.Background(), 2*time.Second, func() error {
+		for range 16 {
+			if name, err := l.ask(vip4, time.Second); err != nil || name != "lb2" {
+				return fmt.Errorf("answered by %q (%v), want lb2 only", name, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// healthy again: both paths
+	l.set(lb1, both)
+	if err := l.waitRoutes(vip4, 2*time.Second, lb1, lb2); err != nil {
+		t.Fatal(err)
+	}
+
+	// vip4b leaves the model: withdrawn by both, vip4 untouched
+	one := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
+	l.set(lb1, one)
+	l.set(lb2, one)
+	if err := l.waitRoutes(vip4b, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.waitRoutes(vip4, time.Second, lb1, lb2); err != nil {
+		t.Fatal(err)
+	}
+}
