@@ -393,3 +393,43 @@ func names(hs []*netlab.Host) []string {
 	}
 	return out
 }
+
+// waitNexthops polls until the router's kernel route for a goes exactly
+// via the hosts given.
+func (l *lab) waitNexthops(a netip.Addr, timeout time.Duration, via ...*netlab.Host) error {
+	return netlab.Eventually(context.Background(), timeout, func() error {
+		hops, err := l.nexthops(a)
+		if err != nil {
+			return err
+		}
+		if len(hops) != len(via) {
+			return fmt.Errorf("%s: kernel next hops %v, want %v", a, hops, names(via))
+		}
+		for i, h := range via {
+			if hops[i] != h.Addr {
+				return fmt.Errorf("%s: kernel next hops %v, want %v", a, hops, names(via))
+			}
+		}
+		return nil
+	})
+}
+
+// stays checks, for d, every 100 ms, that the router keeps a's route
+// via h and that h answers a new connection to a.
+func (l *lab) stays(a netip.Addr, d time.Duration, h *netlab.Host) error {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		rs, err := l.routes(a)
+		if err != nil {
+			return err
+		}
+		if len(rs) != 1 || rs[0].via != h.Addr {
+			return fmt.Errorf("%s: routes %v, want via %s", a, rs, h.Name)
+		}
+		if name, err := l.ask(a, time.Second); err != nil || name != h.Name {
+			return fmt.Errorf("%s answered by %q (%v), want %s", a, name, err, h.Name)
+		}
+		time.Sleep(100 * time.Millisecond) // the pace of the checks, not a wait for anything
+	}
+	return nil
+}

@@ -96,3 +96,88 @@ func TestRouterLearnsAndWithdraws(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRouterPrefersTheLowerMED: a host announcing with a higher MED is
+// the backup (active/passive): the router's best path and all its
+// traffic go to the other until that one's health gate fails.
+func TestRouterPrefersTheLowerMED(t *testing.T) {
+	l := newLab(t, 2, birdOpts{})
+	lb1, lb2 := l.lbs[0], l.lbs[1]
+	w := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
+	l.start(lb1, speakerFile{}, w)
+	l.start(lb2, speakerFile{MED: 100}, w)
+	if err := l.waitRoutes(vip4, up, lb1, lb2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.waitNexthops(vip4, 5*time.Second, lb1); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		if name, err := l.ask(vip4, time.Second); err != nil || name != "lb1" {
+			t.Fatalf("answered by %q (%v), want lb1, the lower MED", name, err)
+		}
+	}
+	w.Healthy = false
+	l.set(lb1, w)
+	if err := l.waitNexthops(vip4, time.Second, lb2); err != nil {
+		t.Fatal(err)
+	}
+	if name, err := l.ask(vip4, time.Second); err != nil || name != "lb2" {
+		t.Fatalf("answered by %q (%v), want lb2", name, err)
+	}
+}
+
+// TestRouterKeepsRoutesAcrossARestart: with graceful restart, a speaker
+// that stops (SIGTERM: the controller restarted or upgraded) or dies
+// (SIGKILL) leaves its routes at the router, and its traffic with them,
+// until it is back; back with fewer addresses, the router drops the
+// stale ones it did not announce again. Without graceful restart a
+// speaker that stops withdraws its routes.
+func TestRouterKeepsRoutesAcrossARestart(t *testing.T) {
+	l := newLab(t, 1, birdOpts{})
+	lb1 := l.lbs[0]
+	gr := speakerFile{RestartTime: 30 * time.Second}
+	both := announce.Want{Addrs: []netip.Addr{vip4, vip4b}, Healthy: true}
+	l.start(lb1, gr, both)
+	for _, a := range both.Addrs {
+		if err := l.waitRoutes(a, up, lb1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stop := range []string{"SIGTERM", "SIGKILL"} {
+		p := l.spk[lb1.Name]
+		if stop == "SIGTERM" {
+			p.Stop(5 * time.Second)
+		} else {
+			p.Kill()
+		}
+		// kept for longer than the hold time (3 s), traffic flowing
+		if err := l.stays(vip4, 4*time.Second, lb1); err != nil {
+			t.Fatalf("after %s: %v", stop, err)
+		}
+		l.start(lb1, gr, both)
+		if err := l.stays(vip4, 3*time.Second, lb1); err != nil {
+			t.Fatalf("restarting after %s: %v", stop, err)
+		}
+	}
+	// back with vip4 only: vip4b, stale, goes once the session is up
+	l.spk[lb1.Name].Stop(5 * time.Second)
+	l.start(lb1, gr, announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true})
+	if err := l.waitRoutes(vip4b, up); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.waitRoutes(vip4, time.Second, lb1); err != nil {
+		t.Fatal(err)
+	}
+
+	// no graceful restart: stopping withdraws
+	l.spk[lb1.Name].Stop(5 * time.Second)
+	l.start(lb1, speakerFile{}, both)
+	if err := l.waitRoutes(vip4b, up, lb1); err != nil {
+		t.Fatal(err)
+	}
+	l.spk[lb1.Name].Stop(5 * time.Second)
+	if err := l.waitRoutes(vip4, time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
