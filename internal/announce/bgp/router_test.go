@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,5 +180,54 @@ func TestRouterKeepsRoutesAcrossARestart(t *testing.T) {
 	l.spk[lb1.Name].Stop(5 * time.Second)
 	if err := l.waitRoutes(vip4, time.Second); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRouterDropsAFrozenHost: a host whose frames are all dropped (its
+// link up, its speaker alive but unheard) loses its path at the router
+// within the hold time (3 s here), or with BFD (100 ms x 3 on both
+// sides) within a few hundred milliseconds; graceful restart on both
+// sides does not keep it (BIRD treats a hold timer expiry and a BFD
+// session down as a failure, not a restart).
+func TestRouterDropsAFrozenHost(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		bfd   time.Duration
+		bound time.Duration
+	}{
+		{"hold time", 0, MinHoldTime + time.Second},
+		{"BFD", 100 * time.Millisecond, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t, 2, birdOpts{bfd: tc.bfd})
+			lb1, lb2 := l.lbs[0], l.lbs[1]
+			w := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
+			sf := speakerFile{RestartTime: 30 * time.Second, BFD: tc.bfd}
+			l.start(lb1, sf, w)
+			l.start(lb2, sf, w)
+			if err := l.waitRoutes(vip4, up, lb1, lb2); err != nil {
+				t.Fatal(err)
+			}
+			if tc.bfd > 0 {
+				if err := netlab.Eventually(context.Background(), 10*time.Second, func() error {
+					out, err := l.birdc("show", "bfd", "sessions")
+					if err != nil || strings.Count(out, " Up ") != 2 {
+						return fmt.Errorf("BFD sessions not up: %v\n%s", err, out)
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			if err := l.seg.Freeze(lb1, true); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.seg.Freeze(lb1, false) })
+			if err := l.waitRoutes(vip4, tc.bound, lb2); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: the frozen host's path gone after %s", tc.name, time.Since(start).Round(time.Millisecond))
+		})
 	}
 }
