@@ -22,7 +22,7 @@ const (
 	DefaultPort        = 179
 	DefaultHoldTime    = 9 * time.Second
 	MinHoldTime        = 3 * time.Second
-	DefaultRestartTime = 120 * time.Second
+	DefaultRestartTime = 60 * time.Second
 	// MaxRestartTime is the largest restart time the graceful restart
 	// capability carries (12 bits of seconds).
 	MaxRestartTime = 4095 * time.Second

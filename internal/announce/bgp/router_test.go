@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +230,37 @@ func TestRouterDropsAFrozenHost(t *testing.T) {
 			}
 			t.Logf("%s: the frozen host's path gone after %s", tc.name, time.Since(start).Round(time.Millisecond))
 		})
+	}
+}
+
+// TestRouterWithPassword: with a TCP MD5 password on both sides the
+// session comes up and the route is learned; a host with another
+// password is refused by the router (no route from it, the other host's
+// untouched); the password is in no log line of the speakers, at the
+// debug level.
+func TestRouterWithPassword(t *testing.T) {
+	const secret = "s3cret-of-the-routers"
+	l := newLab(t, 2, birdOpts{password: secret})
+	lb1, lb2 := l.lbs[0], l.lbs[1]
+	w := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
+	l.start(lb1, speakerFile{Password: secret}, w)
+	l.start(lb2, speakerFile{Password: "not-the-routers"}, w)
+	if err := l.waitRoutes(vip4, up, lb1); err != nil {
+		t.Fatal(err)
+	}
+	// lb2 tried (its speaker logs its tries) and is not heard
+	if err := l.stays(vip4, 4*time.Second, lb1); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range l.lbs {
+		p := l.spk[h.Name]
+		p.Stop(5 * time.Second)
+		b, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 || strings.Contains(string(b), secret) || strings.Contains(string(b), "not-the-routers") {
+			t.Fatalf("%s's log (%d bytes) is empty or holds the password", h.Name, len(b))
+		}
 	}
 }
