@@ -16,9 +16,14 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 )
 
-// connectRetry is how often a session that is down is tried again
-// (seconds; GoBGP waits at least 2 s before its first try).
-const connectRetry = 3
+// connectRetry is how often a session that is down is tried again, and
+// idleAfterReset how long a session reset (by BFD, a NOTIFICATION) waits
+// before its first try (seconds; GoBGP's defaults are 120 and 30, and it
+// waits at least 2 s before any try).
+const (
+	connectRetry   = 3
+	idleAfterReset = 2
+)
 
 // Announcer is the BGP announce.Announcer.
 type Announcer struct {
@@ -26,6 +31,15 @@ type Announcer struct {
 	log    *slog.Logger
 	set    chan announce.Want
 	status chan chan []netip.Addr
+	// sessions going up (true) or down, by peer, from GoBGP's watcher
+	sessions chan session
+	// the peers as added, by address (BFD is switched on a copy)
+	peers map[string]*api.Peer
+}
+
+type session struct {
+	peer string
+	up   bool
 }
 
 var _ announce.Announcer = (*Announcer)(nil)
@@ -36,7 +50,8 @@ func New(cfg Config) (*Announcer, error) {
 		return nil, err
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "bgp"),
-		set: make(chan announce.Want, 1), status: make(chan chan []netip.Addr)}, nil
+		set: make(chan announce.Want, 1), status: make(chan chan []netip.Addr),
+		sessions: make(chan session, 64), peers: map[string]*api.Peer{}}, nil
 }
 
 // Set implements announce.Announcer.
@@ -84,7 +99,8 @@ func (a *Announcer) Run(ctx context.Context) error {
 	}}); err != nil {
 		return fmt.Errorf("bgp: start: %w", err)
 	}
-	if err := s.WatchEvent(ctx, server.WatchEventMessageCallbacks{OnPeerUpdate: a.peerEvent}, server.WatchPeer()); err != nil {
+	watch := func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) { a.peerEvent(ctx, ev) }
+	if err := s.WatchEvent(ctx, server.WatchEventMessageCallbacks{OnPeerUpdate: watch}, server.WatchPeer()); err != nil {
 		return fmt.Errorf("bgp: watch: %w", err)
 	}
 	var had []netip.Addr
@@ -96,6 +112,8 @@ func (a *Announcer) Run(ctx context.Context) error {
 			return nil
 		case c := <-a.status:
 			c <- slices.Clone(had)
+		case ss := <-a.sessions:
+			a.bfd(ctx, s, ss)
 		case w := <-a.set:
 			had = a.apply(s, had, routes(w))
 			if !peered && w.Healthy {
@@ -146,7 +164,7 @@ func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
 		}
 		peer := &api.Peer{
 			Conf:      &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN, AuthPassword: a.cfg.Password},
-			Timers:    &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: connectRetry}},
+			Timers:    &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleAfterReset}},
 			Transport: &api.Transport{RemotePort: uint32(p.port())},
 			AfiSafis: []*api.AfiSafi{{
 				Config:            &api.AfiSafiConfig{Family: fam, Enabled: true},
@@ -154,10 +172,7 @@ func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
 			}},
 			GracefulRestart: &api.GracefulRestart{Enabled: gr, RestartTime: uint32(a.cfg.RestartTime / time.Second)},
 		}
-		if a.cfg.BFD > 0 {
-			us := uint32(a.cfg.BFD / time.Microsecond)
-			peer.Bfd = &api.BfdPeerConfig{Enabled: true, DesiredMinimumTxInterval: us, RequiredMinimumReceive: us, DetectionMultiplier: 3}
-		}
+		a.peers[p.Addr.String()] = peer
 		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peer}); err != nil {
 			return fmt.Errorf("bgp: peer %s: %w", p, err)
 		}
@@ -185,8 +200,8 @@ func (a *Announcer) stop(s *server.BgpServer, had []netip.Addr) {
 	}
 }
 
-// peerEvent logs a session going up or down.
-func (a *Announcer) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) {
+// peerEvent logs a session going up or down, and tells Run.
+func (a *Announcer) peerEvent(ctx context.Context, ev *apiutil.WatchEventMessage_PeerEvent) {
 	if ev.Type != apiutil.PEER_EVENT_STATE {
 		return
 	}
@@ -198,5 +213,11 @@ func (a *Announcer) peerEvent(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Ti
 		if st.DisconnectMessage != "" || st.DisconnectReason != api.PeerState_DISCONNECT_REASON_UNSPECIFIED {
 			a.log.Warn("session down", "peer", st.NeighborAddress, "reason", st.DisconnectReason.String(), "message", st.DisconnectMessage)
 		}
+	default:
+		return
+	}
+	select {
+	case a.sessions <- session{peer: st.NeighborAddress.String(), up: st.SessionState == bgp.BGP_FSM_ESTABLISHED}:
+	case <-ctx.Done():
 	}
 }

@@ -199,7 +199,9 @@ func (l *lab) birdConfig(o birdOpts) string {
 		ms := o.bfd.Milliseconds()
 		fmt.Fprintf(&b, "protocol bfd { interface \"eth0\" { min rx interval %d ms; min tx interval %d ms; idle tx interval %d ms; multiplier 3; }; }\n", ms, ms, ms)
 	}
-	b.WriteString("template bgp lbs {\n local as 65000;\n passive on;\n graceful restart on;\n ipv4 { import all; export none; };\n")
+	// error wait time: a host that failed is taken back after 1 s, not
+	// BIRD's 60 s (its return is not what the tests time)
+	b.WriteString("template bgp lbs {\n local as 65000;\n passive on;\n graceful restart on;\n error wait time 1, 5;\n ipv4 { import all; export none; };\n")
 	if o.password != "" {
 		fmt.Fprintf(&b, " password %q;\n", o.password)
 	}
