@@ -243,11 +243,13 @@ bench-apiserver: deps
 # Address failover (issue 31, root: network namespaces): our layer 2
 # announcer beside keepalived, TRIALS per fault and family; prints the
 # table of BENCHMARKS.md. FAILOVER_ONLY=ours or keepalived runs one.
+# Then the BGP announcer against BIRD 2 (internal/announce/bgp, its own
+# table; FAILOVER_ONLY=bgp runs it alone, =keepalived skips it).
 TRIALS ?= 20
 FAILOVER_ONLY ?=
 .PHONY: failover
 failover: deps
-	HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_ONLY=$(FAILOVER_ONLY) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 60m ./internal/announce/layer2/
+	HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_ONLY=$(FAILOVER_ONLY) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 60m $(if $(filter bgp,$(FAILOVER_ONLY)),,./internal/announce/layer2/) ./internal/announce/bgp/
 
 clean:
 	rm -rf bin
