@@ -29,7 +29,7 @@ const (
 type Announcer struct {
 	cfg    Config
 	log    *slog.Logger
-	set    chan announce.Want
+	set    announce.Latest[announce.Want]
 	status chan chan []netip.Addr
 	// sessions going up (true) or down, by peer, from GoBGP's watcher
 	sessions chan session
@@ -50,24 +50,12 @@ func New(cfg Config) (*Announcer, error) {
 		return nil, err
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "bgp"),
-		set: make(chan announce.Want, 1), status: make(chan chan []netip.Addr),
+		set: announce.NewLatest[announce.Want](), status: make(chan chan []netip.Addr),
 		sessions: make(chan session, 64), peers: map[string]*api.Peer{}}, nil
 }
 
 // Set implements announce.Announcer.
-func (a *Announcer) Set(w announce.Want) {
-	for {
-		select {
-		case a.set <- w:
-			return
-		default:
-		}
-		select { // replace the older Want not yet taken
-		case <-a.set:
-		default:
-		}
-	}
-}
+func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 
 // Announced is what this host announces now (nil once Run has ended).
 func (a *Announcer) Announced(ctx context.Context) []netip.Addr {
@@ -114,7 +102,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 			c <- slices.Clone(had)
 		case ss := <-a.sessions:
 			a.bfd(ctx, s, ss)
-		case w := <-a.set:
+		case w := <-a.set.C():
 			had = a.apply(s, had, routes(w))
 			if !peered && w.Healthy {
 				if err := a.peer(ctx, s); err != nil {

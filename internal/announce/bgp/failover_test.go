@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +28,7 @@ func BenchmarkFailover(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("HKS_FAILOVER_TRIALS")); err == nil && v > 0 {
 		trials = v
 	}
-	rows := []string{row("announcer", "fault", "family", "trials", "p50", "p95", "max"), row("---", "---", "---", "---", "---", "---", "---")}
+	rows := []string{netlab.Row("announcer", "fault", "family", "trials", "p50", "p95", "max"), netlab.Row("---", "---", "---", "---", "---", "---", "---")}
 	for _, c := range []struct {
 		name string
 		bfd  time.Duration
@@ -64,8 +62,8 @@ func BenchmarkFailover(b *testing.B) {
 					}
 					ds = append(ds, d)
 				}
-				p50, p95, worst := stats(ds)
-				rows = append(rows, row(c.name, fault, "IPv4", strconv.Itoa(trials), ms(p50), ms(p95), ms(worst)))
+				p50, p95, worst := netlab.Percentiles(ds)
+				rows = append(rows, netlab.Row(c.name, fault, "IPv4", strconv.Itoa(trials), netlab.Ms(p50), netlab.Ms(p95), netlab.Ms(worst)))
 			}
 		})
 	}
@@ -94,56 +92,11 @@ func (l *lab) failover(a netip.Addr, primary, backup *netlab.Host, fault func(on
 	}); err != nil {
 		return 0, err
 	}
-	type answer struct {
-		at   time.Time
-		name string
-	}
-	answers := make(chan answer, 2000)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	var tries sync.WaitGroup
-	start := time.Now()
-	if err := fault(true); err != nil {
-		return 0, err
-	}
 	defer func() { _ = fault(false) }()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	var took time.Duration
-	var err error
-loop:
-	for {
-		tries.Add(1)
-		go func() {
-			defer tries.Done()
-			if name, err := l.ask(a, time.Second); err == nil {
-				answers <- answer{time.Now(), name}
-			}
-		}()
-		select {
-		case <-ctx.Done():
-			err = fmt.Errorf("%s did not answer for %s within 15 s of the fault on %s", backup.Name, a, primary.Name)
-			break loop
-		case an := <-answers:
-			if an.name == backup.Name {
-				took = an.at.Sub(start)
-				break loop
-			}
-		case <-tick.C:
-		}
+	took, err := netlab.FirstAnswer(15*time.Second, func() error { return fault(true) },
+		func() (string, error) { return l.ask(a, time.Second) }, func(name string) bool { return name == backup.Name })
+	if err != nil {
+		return 0, fmt.Errorf("%s answering for %s, the fault on %s: %w", backup.Name, a, primary.Name, err)
 	}
-	tries.Wait()
-	return took, err
+	return took, nil
 }
-
-// stats is p50, p95 and max of ds.
-func stats(ds []time.Duration) (p50, p95, worst time.Duration) {
-	s := append([]time.Duration{}, ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s)-1)+0.5))] }
-	return at(0.50), at(0.95), s[len(s)-1]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
-
-func row(cells ...string) string { return "| " + strings.Join(cells, " | ") + " |" }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -163,7 +161,7 @@ func newLab(t testing.TB, n int, o birdOpts) *lab {
 				t.Fatalf("%v: %s", err, out)
 			}
 		}
-		l.serve(h)
+		netlab.ServeName(t, h, servePort)
 	}
 	l.sock = filepath.Join(l.dir, "bird.ctl")
 	conf := filepath.Join(l.dir, "bird.conf")
@@ -327,41 +325,10 @@ func (l *lab) setWant(h *netlab.Host, file string, w announce.Want) {
 	}
 }
 
-// serve answers every TCP connection to the port with the host's name.
-func (l *lab) serve(h *netlab.Host) {
-	var ln net.Listener
-	if err := netlab.Do(h.NS, func() (err error) { ln, err = net.Listen("tcp", fmt.Sprintf(":%d", servePort)); return err }); err != nil {
-		l.t.Fatal(err)
-	}
-	l.t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, h.Name)
-			c.Close()
-		}
-	}()
-}
-
 // ask opens one TCP connection from the router to a and returns the
 // name of the host that answered.
 func (l *lab) ask(a netip.Addr, timeout time.Duration) (string, error) {
-	var name string
-	err := netlab.Do(l.router.NS, func() error {
-		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(a, servePort).String(), timeout)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(timeout))
-		b, err := io.ReadAll(c)
-		name = string(b)
-		return err
-	})
-	return name, err
+	return netlab.AskName(l.router.NS, netip.AddrPortFrom(a, servePort), timeout)
 }
 
 // waitRoutes polls until the router's paths for a are exactly via (the

@@ -87,7 +87,7 @@ type Announcer struct {
 	log  *slog.Logger
 	link *link
 	conn *net.UDPConn
-	set  chan announce.Want
+	set  announce.Latest[announce.Want]
 	in   chan announce.Heartbeat
 	node *announce.Node
 	// per address held: when to announce it next, and how many of the
@@ -126,24 +126,12 @@ func New(cfg Config) (*Announcer, error) {
 		return nil, fmt.Errorf("layer2: heartbeats: %w", err)
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "l2", "interface", cfg.Interface), link: l, conn: conn,
-		set: make(chan announce.Want, 1), in: make(chan announce.Heartbeat, 64),
+		set: announce.NewLatest[announce.Want](), in: make(chan announce.Heartbeat, 64),
 		garp: map[netip.Addr]*garp{}, status: make(chan chan []netip.Addr), operators: map[netip.Addr]bool{}}, nil
 }
 
 // Set implements announce.Announcer.
-func (a *Announcer) Set(w announce.Want) {
-	for {
-		select {
-		case a.set <- w:
-			return
-		default:
-		}
-		select { // replace the older Want not yet taken
-		case <-a.set:
-		default:
-		}
-	}
-}
+func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 
 // Holds is what this host holds now (nil once Run has ended).
 func (a *Announcer) Holds(ctx context.Context) []netip.Addr {
@@ -187,7 +175,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.apply(a.node.Decide(time.Now()))
 			a.send()
 			return nil
-		case w := <-a.set:
+		case w := <-a.set.C():
 			a.want = a.sweep(w)
 			a.setNode()
 			a.step(true)
