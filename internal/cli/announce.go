@@ -15,6 +15,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
 // Announcers (--announce).
@@ -61,7 +62,7 @@ func parsePeer(s string) (netip.AddrPort, error) {
 
 // setup starts the announcer (nil when --announce is off); it runs until
 // ctx ends, then lets its addresses go.
-func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, log *slog.Logger) (*announce.Driver, error) {
+func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *metrics.Announce, log *slog.Logger) (*announce.Driver, error) {
 	switch a.mode {
 	case "":
 		return nil, nil
@@ -70,7 +71,7 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, log *slo
 			return nil, err
 		}
 	case announceBGP:
-		return a.setupBGP(ctx, static, log)
+		return a.setupBGP(ctx, static, rec, log)
 	default:
 		return nil, flagErr("--announce: want %s or %s, got %q", announceL2, announceBGP, a.mode)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/bgp"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
 // bgpFlags are the flags of --announce=bgp (docs/addresses.md, "BGP").
@@ -144,13 +145,16 @@ func routerIDTowards(peers []bgp.Peer) (netip.Addr, error) {
 }
 
 // setupBGP starts the BGP speaker; it runs until ctx ends.
-func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, log *slog.Logger) (*announce.Driver, error) {
+func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, rec *metrics.Announce, log *slog.Logger) (*announce.Driver, error) {
 	if a.iface != "" || a.keyFile != "" || len(a.peers) > 0 {
 		return nil, flagErr("--announce-interface, --announce-peers and --announce-key-file are flags of --announce=l2")
 	}
 	cfg, err := a.bgp.config(log)
 	if err != nil {
 		return nil, err
+	}
+	if rec != nil {
+		cfg.Metrics = rec
 	}
 	ann, err := bgp.New(cfg)
 	if err != nil {
@@ -163,4 +167,13 @@ func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, log *
 	}()
 	log.Info("announcing addresses", "announce", announceBGP, "asn", cfg.ASN, "router_id", cfg.RouterID, "peers", len(cfg.Peers))
 	return announce.NewDriver(ann, static...), nil
+}
+
+// bgpMode is "bgp" with --announce=bgp, else "" (the announcers that
+// record metrics).
+func (a *announceFlags) bgpMode() string {
+	if a.mode == announceBGP {
+		return announceBGP
+	}
+	return ""
 }

@@ -51,7 +51,7 @@ func TestAnnounceBGPSetupRefuses(t *testing.T) {
 			a := base
 			a.bgp.peers = append([]string(nil), base.bgp.peers...)
 			tc.change(&a)
-			d, err := a.setup(context.Background(), nil, slog.New(slog.DiscardHandler))
+			d, err := a.setup(context.Background(), nil, nil, slog.New(slog.DiscardHandler))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("%v, want an error with %q", err, tc.want)
 			}

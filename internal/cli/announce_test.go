@@ -44,7 +44,7 @@ func TestAnnounceSetupRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := base
 			tc.change(&a)
-			d, err := a.setup(context.Background(), nil, slog.New(slog.DiscardHandler))
+			d, err := a.setup(context.Background(), nil, nil, slog.New(slog.DiscardHandler))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || tc.is != nil && !errors.Is(err, tc.is) {
 				t.Fatalf("%v, want an error with %q", err, tc.want)
 			}
@@ -53,7 +53,7 @@ func TestAnnounceSetupRefuses(t *testing.T) {
 			}
 		})
 	}
-	if d, err := (&announceFlags{}).setup(context.Background(), nil, slog.New(slog.DiscardHandler)); d != nil || err != nil {
+	if d, err := (&announceFlags{}).setup(context.Background(), nil, nil, slog.New(slog.DiscardHandler)); d != nil || err != nil {
 		t.Fatalf("off: %v %v, want nothing", d, err)
 	}
 }

@@ -93,6 +93,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 	}
 	var had []netip.Addr
 	peered := false
+	up := map[string]bool{} // sessions established, by peer
 	for {
 		select {
 		case <-ctx.Done():
@@ -101,9 +102,12 @@ func (a *Announcer) Run(ctx context.Context) error {
 		case c := <-a.status:
 			c <- slices.Clone(had)
 		case ss := <-a.sessions:
+			up[ss.peer] = ss.up
+			a.cfg.Metrics.Sessions(count(up))
 			a.bfd(ctx, s, ss)
 		case w := <-a.set.C():
 			had = a.apply(s, had, routes(w))
+			a.cfg.Metrics.Addresses(len(had))
 			if !peered && w.Healthy {
 				if err := a.peer(ctx, s); err != nil {
 					a.stop(s, had)
@@ -183,6 +187,8 @@ func (a *Announcer) stop(s *server.BgpServer, had []netip.Addr) {
 	if err := s.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: keep}); err != nil {
 		a.log.Warn("stopping", "error", err)
 	}
+	a.cfg.Metrics.Addresses(0)
+	a.cfg.Metrics.Sessions(0)
 	if keep {
 		a.log.Info("stopped; the routers keep this host's routes for the restart time", "routes", len(had), "restart_time", a.cfg.RestartTime)
 	}
@@ -208,4 +214,15 @@ func (a *Announcer) peerEvent(ctx context.Context, ev *apiutil.WatchEventMessage
 	case a.sessions <- session{peer: st.NeighborAddress.String(), up: st.SessionState == bgp.BGP_FSM_ESTABLISHED}:
 	case <-ctx.Done():
 	}
+}
+
+// count is the number of sessions up.
+func count(up map[string]bool) int {
+	n := 0
+	for _, u := range up {
+		if u {
+			n++
+		}
+	}
+	return n
 }

@@ -77,7 +77,21 @@ type Config struct {
 	// falling silent, not the hold time.
 	BFD    time.Duration
 	Logger *slog.Logger
+	// Metrics, when set, is told the number of routes announced and of
+	// sessions established.
+	Metrics Recorder
 }
+
+// Recorder is what the announcer reports (internal/metrics.Announce).
+type Recorder interface {
+	Addresses(n int)
+	Sessions(n int)
+}
+
+type noRecorder struct{}
+
+func (noRecorder) Addresses(int) {}
+func (noRecorder) Sessions(int)  {}
 
 func (c *Config) defaults() error {
 	if c.ASN == 0 {
@@ -117,6 +131,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Metrics == nil {
+		c.Metrics = noRecorder{}
 	}
 	return nil
 }
