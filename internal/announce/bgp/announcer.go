@@ -30,7 +30,7 @@ type Announcer struct {
 	cfg    Config
 	log    *slog.Logger
 	set    announce.Latest[announce.Want]
-	status chan chan []netip.Addr
+	status announce.Asks[[]netip.Addr]
 	// sessions going up (true) or down, by peer, from GoBGP's watcher
 	sessions chan session
 	// the peers as added, by address (BFD is switched on a copy)
@@ -50,7 +50,7 @@ func New(cfg Config) (*Announcer, error) {
 		return nil, err
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "bgp"),
-		set: announce.NewLatest[announce.Want](), status: make(chan chan []netip.Addr),
+		set: announce.NewLatest[announce.Want](), status: make(announce.Asks[[]netip.Addr]),
 		sessions: make(chan session, 64), peers: map[string]*api.Peer{}}, nil
 }
 
@@ -58,15 +58,7 @@ func New(cfg Config) (*Announcer, error) {
 func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 
 // Announced is what this host announces now (nil once Run has ended).
-func (a *Announcer) Announced(ctx context.Context) []netip.Addr {
-	c := make(chan []netip.Addr, 1)
-	select {
-	case a.status <- c:
-		return <-c
-	case <-ctx.Done():
-		return nil
-	}
-}
+func (a *Announcer) Announced(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
 
 // Run implements announce.Announcer. The sessions open at the first
 // healthy Want, with every route of it, so that a restarting speaker

@@ -40,8 +40,8 @@ func BenchmarkFailover(b *testing.B) {
 			l := newLab(b, 2, birdOpts{bfd: c.bfd})
 			lb1, lb2 := l.lbs[0], l.lbs[1]
 			w := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
-			l.start(lb1, speakerFile{RestartTime: DefaultRestartTime, BFD: c.bfd}, w)
-			l.start(lb2, speakerFile{RestartTime: DefaultRestartTime, BFD: c.bfd, MED: 100}, w)
+			l.start(lb1, speakerFile{Config: Config{RestartTime: DefaultRestartTime, BFD: c.bfd}}, w)
+			l.start(lb2, speakerFile{Config: Config{RestartTime: DefaultRestartTime, BFD: c.bfd, MED: 100}}, w)
 			faults := map[string]func(on bool) error{
 				// its health gate fails: it withdraws
 				"unhealthy": func(on bool) error {

@@ -42,18 +42,11 @@ const (
 // process.
 const speakerEnv = "HKS_BGP_SPEAKER"
 
-// speakerFile is what the child reads: its Config, and the file holding
-// its Want, read again on SIGHUP.
+// speakerFile is what the child reads: its Config (less the logger and
+// the metrics), and the file holding its Want, read again on SIGHUP.
 type speakerFile struct {
-	ASN         uint32
-	RouterID    netip.Addr
-	Peers       []Peer
-	HoldTime    time.Duration
-	RestartTime time.Duration
-	MED         uint32
-	Password    string
-	BFD         time.Duration
-	WantFile    string
+	Config
+	WantFile string
 }
 
 func TestMain(m *testing.M) {
@@ -75,8 +68,9 @@ func speakerMain(file string) int {
 		log.Error("speaker file", "error", err)
 		return 1
 	}
-	a, err := New(Config{ASN: sf.ASN, RouterID: sf.RouterID, Peers: sf.Peers, HoldTime: sf.HoldTime,
-		RestartTime: sf.RestartTime, MED: sf.MED, Password: sf.Password, BFD: sf.BFD, Logger: log})
+	cfg := sf.Config
+	cfg.Logger, cfg.Metrics = log, nil
+	a, err := New(cfg)
 	if err != nil {
 		log.Error("config", "error", err)
 		return 1

@@ -27,8 +27,8 @@ func TestRouterLearnsAndWithdraws(t *testing.T) {
 	l := newLab(t, 2, birdOpts{})
 	lb1, lb2 := l.lbs[0], l.lbs[1]
 	both := announce.Want{Addrs: []netip.Addr{vip4, vip4b}, Healthy: true}
-	l.start(lb1, speakerFile{RestartTime: 30 * time.Second}, both)
-	l.start(lb2, speakerFile{RestartTime: 30 * time.Second}, both)
+	l.start(lb1, speakerFile{Config: Config{RestartTime: 30 * time.Second}}, both)
+	l.start(lb2, speakerFile{Config: Config{RestartTime: 30 * time.Second}}, both)
 	for _, a := range both.Addrs {
 		if err := l.waitRoutes(a, up, lb1, lb2); err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestRouterPrefersTheLowerMED(t *testing.T) {
 	lb1, lb2 := l.lbs[0], l.lbs[1]
 	w := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
 	l.start(lb1, speakerFile{}, w)
-	l.start(lb2, speakerFile{MED: 100}, w)
+	l.start(lb2, speakerFile{Config: Config{MED: 100}}, w)
 	if err := l.waitRoutes(vip4, up, lb1, lb2); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestRouterPrefersTheLowerMED(t *testing.T) {
 func TestRouterKeepsRoutesAcrossARestart(t *testing.T) {
 	l := newLab(t, 1, birdOpts{})
 	lb1 := l.lbs[0]
-	gr := speakerFile{RestartTime: 30 * time.Second}
+	gr := speakerFile{Config: Config{RestartTime: 30 * time.Second}}
 	both := announce.Want{Addrs: []netip.Addr{vip4, vip4b}, Healthy: true}
 	l.start(lb1, gr, both)
 	for _, a := range both.Addrs {
@@ -206,7 +206,7 @@ func TestRouterDropsAFrozenHost(t *testing.T) {
 			l := newLab(t, 2, birdOpts{bfd: tc.bfd})
 			lb1, lb2 := l.lbs[0], l.lbs[1]
 			w := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
-			sf := speakerFile{RestartTime: 30 * time.Second, BFD: tc.bfd}
+			sf := speakerFile{Config: Config{RestartTime: 30 * time.Second, BFD: tc.bfd}}
 			l.start(lb1, sf, w)
 			l.start(lb2, sf, w)
 			if err := l.waitRoutes(vip4, up, lb1, lb2); err != nil {
@@ -266,8 +266,8 @@ func TestRouterWithPassword(t *testing.T) {
 	l := newLab(t, 2, birdOpts{password: secret})
 	lb1, lb2 := l.lbs[0], l.lbs[1]
 	w := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
-	l.start(lb1, speakerFile{Password: secret}, w)
-	l.start(lb2, speakerFile{Password: "not-the-routers"}, w)
+	l.start(lb1, speakerFile{Config: Config{Password: secret}}, w)
+	l.start(lb2, speakerFile{Config: Config{Password: "not-the-routers"}}, w)
 	if err := l.waitRoutes(vip4, up, lb1); err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ type Announcer struct {
 	// first quick repeats are left
 	garp    map[netip.Addr]*garp
 	renewAt time.Time
-	status  chan chan []netip.Addr
+	status  announce.Asks[[]netip.Addr]
 	// operators: addresses of the Want the interface holds permanently
 	// (warned about once)
 	operators map[netip.Addr]bool
@@ -127,22 +127,14 @@ func New(cfg Config) (*Announcer, error) {
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "l2", "interface", cfg.Interface), link: l, conn: conn,
 		set: announce.NewLatest[announce.Want](), in: make(chan announce.Heartbeat, 64),
-		garp: map[netip.Addr]*garp{}, status: make(chan chan []netip.Addr), operators: map[netip.Addr]bool{}}, nil
+		garp: map[netip.Addr]*garp{}, status: make(announce.Asks[[]netip.Addr]), operators: map[netip.Addr]bool{}}, nil
 }
 
 // Set implements announce.Announcer.
 func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 
 // Holds is what this host holds now (nil once Run has ended).
-func (a *Announcer) Holds(ctx context.Context) []netip.Addr {
-	c := make(chan []netip.Addr, 1)
-	select {
-	case a.status <- c:
-		return <-c
-	case <-ctx.Done():
-		return nil
-	}
-}
+func (a *Announcer) Holds(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
 
 // errAbandon, as the cause of Run's context, ends Run without letting
 // go or telling anyone, as an agent that died (the tests' crash).
