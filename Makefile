@@ -81,7 +81,9 @@ deps-haproxy:
 
 # What the tests need besides HAProxy: promtool (checks the alert rules),
 # nft (the UDP tests), containerd, runc and the CNI plugins (the real-node
-# tier).
+# tier), keepalived and BIRD 2 (the announcers' tests; the tests start
+# their own daemons in network namespaces, so Debian's bird.service is
+# left stopped and disabled where systemd runs).
 deps-test:
 	@hack/promtool.sh
 	@if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then \
@@ -98,6 +100,15 @@ deps-test:
 		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
 		$$sudo apt-get update; \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y keepalived; \
+	fi
+	@# BIRD 2: the router the BGP announcer's tests peer with (internal/announce/bgp).
+	@if command -v bird >/dev/null 2>&1 || [ -x /usr/sbin/bird ]; then \
+		echo "bird: $$(command -v bird || echo /usr/sbin/bird)"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y bird2; \
+		if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now bird.service || true; fi; \
 	fi
 	@# The real-node tier (internal/testing/nodes): containerd, runc, the CNI plugins.
 	@if command -v containerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && [ -x /usr/lib/cni/bridge ]; then \
@@ -242,11 +253,13 @@ bench-listeners: deps-haproxy
 # Address failover (issue 31, root: network namespaces): our layer 2
 # announcer beside keepalived, TRIALS per fault and family; prints the
 # table of BENCHMARKS.md. FAILOVER_ONLY=ours or keepalived runs one.
+# Then the BGP announcer against BIRD 2 (internal/announce/bgp, its own
+# table; FAILOVER_ONLY=bgp runs it alone, =keepalived skips it).
 TRIALS ?= 20
 FAILOVER_ONLY ?=
 .PHONY: failover
 failover: deps
-	HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_ONLY=$(FAILOVER_ONLY) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 60m ./internal/announce/layer2/
+	HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_ONLY=$(FAILOVER_ONLY) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 60m $(if $(filter bgp,$(FAILOVER_ONLY)),,./internal/announce/layer2/) ./internal/announce/bgp/
 
 clean:
 	rm -rf bin
