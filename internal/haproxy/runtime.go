@@ -147,6 +147,9 @@ func (r *Runtime) exec(ctx context.Context, cmds []string, roundTrip func() ([]A
 			r.rd.pace = 0
 		}
 		if err == nil {
+			if changesAddr(cmds) {
+				r.settleLocked(ctx)
+			}
 			return ans, nil
 		}
 		r.dropLocked()
