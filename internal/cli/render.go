@@ -59,8 +59,8 @@ DIR/acl, and no udp.nft (an earlier one removed) when there are no UDP ports.
 
 Problems with single Services go to stderr and the rest still renders (exit 0), as run reports
 them in Events. Render exits 1, naming the object or field, whenever what it writes would not be
-what run serves: a document that cannot be parsed, lists nested more than 8 deep, an object of a
-kind render does not read (Gateway API objects included), a duplicate object, an input with no
+what run serves: a document that cannot be parsed, lists nested more than 8 deep, an object that
+cannot be decoded or is of an API version render does not read, an object of a kind render does not read (Gateway API objects included), a duplicate object, an input with no
 objects, a --service naming no Service of the input, or a line too long for HAProxy (more than
 ~57 source ranges on stdout: use -o DIR); so does a Service the apiserver would not admit (a name
 that is no DNS label, a port outside 1-65535). What did render is still printed.`,

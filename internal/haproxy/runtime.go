@@ -242,6 +242,12 @@ func (r *Runtime) connectLocked(ctx context.Context) error {
 // roundTripLocked writes all commands (from a goroutine for large batches)
 // while reading the answers, so HAProxy never blocks on a full output buffer.
 func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer, error) {
+	return r.roundTripBytes(ctx, joinCommands(cmds, r.lineMax), len(cmds))
+}
+
+// roundTripBytes writes payload, n commands laid out as HAProxy reads
+// them, and reads their n answers.
+func (r *Runtime) roundTripBytes(ctx context.Context, payload []byte, n int) ([]Answer, error) {
 	conn := r.conn
 	dl, _ := ctx.Deadline()
 	if err := conn.SetDeadline(dl); err != nil {
@@ -250,7 +256,6 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 
 	werr := make(chan error, 1)
-	payload := joinCommands(cmds, r.lineMax)
 	if len(payload) <= inlineWriteMax {
 		// Small batches fit in the socket buffer: write them inline and
 		// save a goroutine hand-off per call.
@@ -263,7 +268,7 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 		}()
 	}
 
-	ans := make([]Answer, 0, len(cmds))
+	ans := make([]Answer, 0, n)
 	var rerr error
 	if len(payload) <= inlineWriteMax {
 		if err := <-werr; err != nil {
@@ -272,7 +277,7 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 		}
 		werr <- nil
 	}
-	for range cmds {
+	for range n {
 		text, err := r.rd.next()
 		if err != nil {
 			rerr = err

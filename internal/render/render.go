@@ -48,6 +48,11 @@ type Options struct {
 	// (upgrade.go): a driver keeps that while HAProxy runs such a config,
 	// rather than reloading only to change how the same model is written.
 	Legacy Legacy
+	// CertDir, when set (an absolute path checked with
+	// model.ValidFilePath), holds the certificates and crt-lists of the
+	// frontends that terminate TLS (tls.go). Empty: such a frontend is
+	// written without binds.
+	CertDir string
 }
 
 // Peers names the peers section and the local peer (writePeers). The
@@ -180,7 +185,14 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	for _, f := range cfg.Frontends {
 		w("")
 		w("frontend", f.Name)
+		tlsArgs, tlsOK := tlsBind(f, opts)
+		if !tlsOK {
+			w("\t# no certificate directory: TLS termination not bound")
+		}
 		for _, bd := range f.Binds {
+			if !tlsOK {
+				break
+			}
 			line := "\tbind " + bindAddr(bd)
 			if bd.Transparent {
 				line += " transparent"
@@ -188,7 +200,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			if f.AcceptProxy {
 				line += " accept-proxy"
 			}
-			w(line)
+			w(line + tlsArgs)
 		}
 		if f.MaxConn > 0 {
 			w("\tmaxconn", strconv.Itoa(f.MaxConn))

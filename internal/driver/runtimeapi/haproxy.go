@@ -97,8 +97,9 @@ type HAProxy struct {
 	persist    chan struct{}
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
-	acls       fileSet // the source ranges' ACL files (acl.go)
-	routeMaps  fileSet // the routes' map files (routemaps.go)
+	acls       fileSet   // the source ranges' ACL files (acl.go)
+	routeMaps  fileSet   // the routes' map files (routemaps.go)
+	certs      certStore // the TLS certificates the worker holds (certs.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)
@@ -121,6 +122,9 @@ func NewHAProxy(opts Options) *HAProxy {
 		// they change with no reload; a directory whose name HAProxy
 		// could misread keeps them inline.
 		opts.Render.ACLDir = ACLDir(opts.ConfigPath)
+	}
+	if opts.Render.CertDir == "" && opts.ConfigPath != "" {
+		opts.Render.CertDir = CertDir(opts.ConfigPath) // certs.go
 	}
 	if !opts.Render.Peer.IsValid() && opts.ConfigPath != "" {
 		opts.Render.Peer = localPeer(opts.ConfigPath)
@@ -213,6 +217,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 				ops, _ := plan.Ops(layout, d.actual)
 				err = d.execOps(ctx, ops, &res)
 				d.consistent = false // actual now follows layout, not d.layout
+				if err == nil {
+					err = d.pushRunningCerts(ctx, cfg, &res) // certs.go
+				}
 			}
 			res.RetryAfter = wait
 			if err == nil {
@@ -232,6 +239,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		return res, err
 	}
 	if err := d.pushRouteMaps(ctx, cfg, &res); err != nil {
+		return res, err
+	}
+	if err := d.pushCerts(ctx, cfg, &res); err != nil {
 		return res, err
 	}
 	if err := d.execOps(ctx, ops, &res); err != nil {
@@ -346,6 +356,10 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if _, err := d.routeMaps.write(d.opts.Render.ACLDir, d.routeMapFiles(cfg)); err != nil {
 		return err
 	}
+	certs := certsOf(d.opts.Render.CertDir, cfg)
+	if err := writeCerts(d.opts.Render.CertDir, certs, d.certs.onDisk()); err != nil {
+		return err
+	}
 	tmp, digest, err := d.writeConfig(cfg, layout, ro, hash)
 	if err != nil {
 		return err
@@ -401,6 +415,8 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.hash, d.running, d.layout, d.desired, d.loose = hash, cfg, layout, cfg, nil
 	d.assigned, d.consistent = true, false
 	d.gen++
+	d.certs.loaded(certs, d.pid)
+	pruneCerts(d.opts.Render.CertDir, certs, d.certs.onDisk())
 	// The state file may have restored states that no longer hold.
 	ops, missing := plan.Ops(layout, d.actual)
 	if len(missing) > 0 {
