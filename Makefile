@@ -193,7 +193,8 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/driver/nft:FuzzRender:15000x \
 	./internal/objects:FuzzLoad:7000x \
 	./internal/model:FuzzName:40000x \
-	./internal/desired:FuzzServiceSpec:40000x
+	./internal/desired:FuzzServiceSpec:40000x \
+	./internal/render:FuzzListenerKey:90000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \
@@ -233,6 +234,14 @@ bench-versions: deps-haproxy deps-versions
 # kube-apiserver failover and join times (root: a network namespace).
 bench-apiserver: deps
 	$(call testbin_only,kube-apiserver etcd) $(GO) test -count=1 -run '^$$' -bench BenchmarkAPIServerFailover -benchtime 1x ./test/e2e/
+
+# A new Service port's time to first connection in each listener mode,
+# side by side in one run (issue 29; root: network namespaces;
+# internal/driver/tproxy BenchmarkNewPort; BENCHMARKS.md).
+bench-listeners: deps-haproxy
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkNewPort -benchtime $(or $(CHANGES),30)x ./internal/driver/tproxy/
+
+.PHONY: bench-listeners
 
 # Address failover (issue 31, root: network namespaces): our layer 2
 # announcer beside keepalived, TRIALS per fault and family; prints the

@@ -34,7 +34,8 @@ const (
 )
 
 func (s *shape) renderOptions() render.Options {
-	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Monitor: s.monitor}
+	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Monitor: s.monitor,
+		Listeners: render.Listeners{Mode: s.listeners.mode, Port: uint16(s.listeners.port)}}
 }
 
 type renderFlags struct {
@@ -147,6 +148,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 		// files beside it.
 		ropts.ACLDir = runtimeapi.ACLDir(filepath.Join(f.dir, renderConfigFile))
 	}
+	// With --listeners=tproxy, the listener's maps are in that directory,
+	// or on stdout beside run's default --haproxy-config (listeners.go).
+	ropts = f.listeners.options(ropts, defaultConfigPath)
 	cfg := render.Config(res.Config, layout, ropts)
 	rules := renderUDP(res.Config.UDP)
 	if err := fitsHAProxy(cfg, res.Config, f.dir != ""); err != nil {
@@ -154,6 +158,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	}
 	if f.dir != "" {
 		err = f.write(cfg, rules, runtimeapi.PatternFiles(res.Config, ropts), ropts.ACLDir, len(res.Config.UDP) > 0, outputGiven, e.stderr)
+		if err == nil {
+			err = f.writeListenerRules(res.Config, ropts, e.stderr)
+		}
 	} else if f.output == outputNFTables {
 		_, err = e.stdout.Write(rules)
 	} else {
@@ -245,7 +252,11 @@ run's first pass. An existing config is kept unless --force.`,
 			if _, err := os.Stat(path); err == nil && !force {
 				return fmt.Errorf("%s exists; use --force to overwrite", path)
 			}
-			cfg := render.Empty(s.renderOptions())
+			ropts := s.listeners.options(s.renderOptions(), path)
+			cfg := render.Empty(ropts)
+			if err := initListenerMaps(ropts); err != nil {
+				return err
+			}
 			if from != "" {
 				var err error
 				if cfg, err = os.ReadFile(from); err != nil {

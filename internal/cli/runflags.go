@@ -72,6 +72,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 		fs.DurationVar(&f.persistMax, "persist-max-delay", 30*time.Second, "write the config and server-state files at the latest this long after the first change not yet written, even while changes keep coming")
 	})
 	f.shape.registerHAProxy(fs)
+	addGroup(fs, groupHAProxy, scopeLocal, f.shape.listeners.registerRun)
 	addGroup(fs, groupStatsPage, scopeLocal, f.statsPage.register)
 	addGroup(fs, groupUDP, scopeServices, f.udp.register)
 	addGroup(fs, groupAnnounce, scopeServices, f.announce.register)

@@ -53,6 +53,9 @@ type Options struct {
 	// frontends that terminate TLS (tls.go). Empty: such a frontend is
 	// written without binds.
 	CertDir string
+	// Listeners is the listener mode (listeners.go): per-port frontends,
+	// or one fixed listener the kernel hands every connection to.
+	Listeners Listeners
 }
 
 // Peers names the peers section and the local peer (writePeers). The
@@ -182,7 +185,13 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	}
 	writeMonitor(w, opts)
 	writeStats(w, opts)
+	if opts.TProxy() {
+		writeListener(w, opts)
+	}
 	for _, f := range cfg.Frontends {
+		if opts.Listened(f) {
+			continue // served by the fixed listener (listeners.go)
+		}
 		w("")
 		w("frontend", f.Name)
 		tlsArgs, tlsOK := tlsBind(f, opts)
@@ -226,6 +235,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		looseArgs = checkArgs(nodeCheck)
 	}
 	agentInter := settings.FormatDuration(cfg.NodesAgentInter())
+	listenedSrc := listenedSources(cfg, opts)
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
@@ -247,6 +257,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		}
 		if be.Balance == "source" {
 			w("\thash-type consistent")
+		}
+		for _, f := range listenedSrc[be.Name] {
+			w("\t" + backendSourceRule(f, opts))
 		}
 		if be.Affinity > 0 {
 			// ClientIP affinity: a client's source address keeps the

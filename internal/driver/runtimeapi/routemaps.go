@@ -53,7 +53,7 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 		}
 		out = append(out, pf)
 	}
-	return out
+	return append(out, d.listenerMapFiles(cfg)...) // the same kind of file (listeners.go)
 }
 
 // pushRouteMaps brings the route maps of the running worker to those of
