@@ -144,31 +144,36 @@ test: deps
 	$(MAKE) --no-print-directory fuzz
 
 # The packages that talk to HAProxy itself (its clients and master CLI,
-# the start-up check) again on each other supported version: make test
-# runs them on 3.0 after the whole suite on the host's 2.6 (docs/testing.md
-# has what each version showed). ~1 min warm; a cold cache first makes
-# 3.0's root file system (hack/haproxy-version.sh, 4-12 min). The local
-# driver's package passes on 3.0 too, but its Verify tests fail there in
-# some runs, not yet understood (docs/testing.md), so it is not in the
-# default list: make test-versions VERSION_PKGS=./internal/driver/runtimeapi/
-# runs it. The whole suite on one version: make test-haproxy VERSION=3.0.
+# the start-up check, the local driver) again on each other supported
+# version: make test runs them on 3.0 after the whole suite on the host's
+# 2.6 (docs/testing.md has what each version showed). ~3 min warm; a cold
+# cache first makes 3.0's root file system (hack/haproxy-version.sh, 4-12
+# min). The whole suite on one version: make test-haproxy VERSION=3.0.
 TEST_VERSIONS ?= 3.0
-VERSION_PKGS ?= ./internal/haproxy/... ./internal/cli/
+VERSION_PKGS ?= ./internal/haproxy/... ./internal/cli/ ./internal/driver/runtimeapi/
 VERSION_SKIP ?=
+# The end-to-end core on those versions too: one or more tests of each
+# mode (Services, apiserver, gateway) and the chaos suite's fast cases,
+# chosen to keep make test under 20 minutes warm (docs/testing.md, "The
+# end-to-end core on 3.0"); VERSION_E2E= leaves them out. The controller
+# and every HAProxy the tests start (the real-node tier's included) take
+# the version's binary from HAPROXY_BIN (haproxytest.Bin).
+VERSION_E2E ?= ^(TestLocalPolicyEndpointChurnIsHitless|TestNewServiceOneReload|TestInvalidAnnotationKeepsLastGood|TestAPIServerBootstrap|TestGatewayRouteChangesWithoutReload|TestGatewayTLSRouteBySNI|TestChaosFast)$$
 test-versions: deps-versions
-	@set -e; for v in $(TEST_VERSIONS); do \
+	@set -e; $(WITH_TESTBIN) $(WITH_TOOLS) for v in $(TEST_VERSIONS); do \
 		bin="$$(hack/haproxy-version.sh $$v | tail -n 1)"; \
 		echo "HAProxy $$v: $$bin"; \
 		HAPROXY_BIN="$$bin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(if $(VERSION_SKIP),-skip '$(VERSION_SKIP)') $(VERSION_PKGS); \
+		$(if $(VERSION_E2E),HAPROXY_BIN="$$bin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(VERSION_E2E)' ./test/e2e/;) \
 	done
 
 # The whole suite against one HAProxy version, the binary from
-# hack/haproxy-version.sh (2.6: the host's; 3.0: Debian trixie's, made and
+# hack/haproxy-version.sh (2.6: the host's; 3.0: Debian trixie's; 3.2: Debian sid's, made and
 # cached on first use) passed to the tests as HAPROXY_BIN:
 #   make test-haproxy VERSION=3.0
 test-haproxy: deps
 	@[ "$(origin VERSION)" = "command line" ] || [ "$(origin VERSION)" = "environment" ] || \
-		{ echo "make test-haproxy VERSION=2.6|3.0"; exit 2; }
+		{ echo "make test-haproxy VERSION=2.6|3.0|3.2"; exit 2; }
 	HAPROXY_BIN="$$(hack/haproxy-version.sh $(VERSION) | tail -n 1)"; export HAPROXY_BIN; \
 	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HAPROXY_BIN=$$HAPROXY_BIN ($$($$HAPROXY_BIN -v | head -n 1))" && \
@@ -234,7 +239,7 @@ bench-pools: bench
 # Reload-to-serving time per HAProxy version, side by side in one run
 # (internal/haproxy BenchmarkReloadToServing; BENCHMARKS.md).
 bench-versions: deps-haproxy deps-versions
-	HKS_HAPROXY_BINS="2.6=$$(hack/haproxy-version.sh 2.6 | tail -n 1) 3.0=$$(hack/haproxy-version.sh 3.0 | tail -n 1)"; \
+	HKS_HAPROXY_BINS="2.6=$$(hack/haproxy-version.sh 2.6 | tail -n 1) 3.0=$$(hack/haproxy-version.sh 3.0 | tail -n 1) 3.2=$$(hack/haproxy-version.sh 3.2 | tail -n 1)"; \
 	export HKS_HAPROXY_BINS; \
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkReloadToServing -benchtime $(or $(CHANGES),20)x ./internal/haproxy/
 

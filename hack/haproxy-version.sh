@@ -6,10 +6,14 @@
 #
 #   hack/haproxy-version.sh 2.6   # the host's own haproxy (Debian bookworm's)
 #   hack/haproxy-version.sh 3.0   # Debian trixie's haproxy package
+#   hack/haproxy-version.sh 3.2   # Debian unstable's (sid) haproxy package
 #
 # A version the host does not have comes from Debian's archive by package
 # name: debootstrap(8) makes a minimal root file system of the Debian
-# release that has it (trixie: 3.0), with the haproxy package installed,
+# release that has it (trixie: 3.0; sid: 3.2, 3.2.26 on 2026-11-28; sid
+# moves, so the cached root keeps the version it was made with, and a new
+# sid haproxy of another branch makes this script refuse it, by the check
+# at the end, until the case below says so), with the haproxy package installed,
 # from the same mirror apt on this machine uses (read from apt's own
 # configuration, `apt-get indextargets`; HKS_DEBIAN_MIRROR overrides it).
 # The binary needs that release's C library, so the printed `haproxy` is a
@@ -46,7 +50,7 @@ die() {
 }
 
 version=${1:-}
-[[ $# -eq 1 && -n "$version" ]] || die "usage: $0 VERSION (2.6: the host's haproxy; 3.0: Debian trixie's)"
+[[ $# -eq 1 && -n "$version" ]] || die "usage: $0 VERSION (2.6: the host's haproxy; 3.0: Debian trixie's; 3.2: Debian sid's)"
 
 # host_version BIN: the major.minor of an haproxy binary (2.6, 3.0, ...).
 host_version() {
@@ -67,7 +71,8 @@ case $version in
 	exit 0
 	;;
 3.0) suite=trixie ;;
-*) die "unknown version $version (known: 2.6, 3.0)" ;;
+3.2) suite=sid ;;
+*) die "unknown version $version (known: 2.6, 3.0, 3.2)" ;;
 esac
 
 arch=$(dpkg --print-architecture)

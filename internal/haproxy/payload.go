@@ -54,7 +54,11 @@ func (r *Runtime) ExecCommands(ctx context.Context, cmds []Command) ([]string, e
 	ans, err := r.exec(ctx, lines, func() ([]Answer, error) {
 		a, err := r.roundTripBytes(ctx, payload, len(cmds))
 		for i := range a {
-			a[i] = parseAnswer(stripPayloadPrompts(a[i].Text))
+			// 3.2 prints no "+ " prompts before an answer to a payload:
+			// its severity is then read already.
+			if a[i].Severity < 0 {
+				a[i] = parseAnswer(stripPayloadPrompts(a[i].Text))
+			}
 		}
 		return a, err
 	})

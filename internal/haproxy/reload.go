@@ -62,8 +62,15 @@ func reasons(r ReloadResult) string {
 //	[NOTICE]   (7524) : Loading success.
 //
 // ok is the outcome, log the lines after "--". A 3.1+ master refusing a
-// reload while one is loading is an error wrapping ErrReloadInProgress;
-// any other answer wraps ErrCommand.
+// reload while a new worker is still starting answers
+//
+//	Success=0
+//	--
+//	Another reload is still in progress.
+//
+// (src/mworker.c, cli_parse_reload): nothing was reloaded, so that is no
+// failed reload but an error wrapping ErrReloadInProgress. Any other
+// answer wraps ErrCommand.
 func ParseReloadAnswer(out string) (ok bool, log []string, err error) {
 	first, rest, _ := strings.Cut(strings.TrimSpace(out), "\n")
 	first = strings.TrimSpace(first)
@@ -72,7 +79,7 @@ func ParseReloadAnswer(out string) (ok bool, log []string, err error) {
 		ok = true
 	case "Success=0":
 	default:
-		if strings.Contains(strings.ToLower(out), "reload is still in progress") {
+		if busyLine(first) {
 			return false, nil, fmt.Errorf("%w: %s", ErrReloadInProgress, first)
 		}
 		return false, nil, fmt.Errorf("%w: reload: unexpected answer %q", ErrCommand, first)
@@ -84,5 +91,16 @@ func ParseReloadAnswer(out string) (ok bool, log []string, err error) {
 		}
 		log = append(log, line)
 	}
+	if !ok && len(log) == 1 && busyLine(log[0]) {
+		return false, nil, fmt.Errorf("%w: %s", ErrReloadInProgress, strings.TrimSpace(log[0]))
+	}
 	return ok, log, nil
+}
+
+// busyLine reports whether line is a 3.1+ master's refusal of a reload
+// while another is loading (not a startup log line, which starts with
+// its level: "[NOTICE]", "[ALERT]", ...).
+func busyLine(line string) bool {
+	line = strings.TrimSpace(line)
+	return !strings.HasPrefix(line, "[") && strings.Contains(strings.ToLower(line), "reload is still in progress")
 }

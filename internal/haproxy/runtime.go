@@ -54,6 +54,9 @@ type Runtime struct {
 	conn   net.Conn
 	rd     *answerReader
 	closed bool
+	// lineMax: the longest request line of commands joined with ';' on
+	// this connection, 0 for one command per line (joined.go).
+	lineMax int
 }
 
 // NewRuntime returns a client for the stats socket at socketPath. It does not
@@ -147,6 +150,9 @@ func (r *Runtime) exec(ctx context.Context, cmds []string, roundTrip func() ([]A
 			r.rd.pace = 0
 		}
 		if err == nil {
+			if c, ok := lastAddrChange(cmds, ans); ok {
+				r.settleLocked(ctx, c)
+			}
 			return ans, nil
 		}
 		r.dropLocked()
@@ -226,13 +232,17 @@ func (r *Runtime) connectLocked(ctx context.Context) error {
 		}
 	}
 	r.conn, r.rd = conn, rd
+	if err := r.learnFramingLocked(hctx); err != nil {
+		r.dropLocked()
+		return unavailable("read the worker's version", err)
+	}
 	return nil
 }
 
 // roundTripLocked writes all commands (from a goroutine for large batches)
 // while reading the answers, so HAProxy never blocks on a full output buffer.
 func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer, error) {
-	return r.roundTripBytes(ctx, joinCommands(cmds), len(cmds))
+	return r.roundTripBytes(ctx, joinCommands(cmds, r.lineMax), len(cmds))
 }
 
 // roundTripBytes writes payload, n commands laid out as HAProxy reads
@@ -314,12 +324,14 @@ const (
 // default, part of it reserved), so lines stay well below that.
 const lineMax = 4 << 10
 
-// joinCommands lays cmds out as request lines of commands joined with ';'.
-// HAProxy runs the parts of a line one after the other and, in prompt mode,
-// ends each part's answer with its own prompt, so the one-answer-per-command
+// joinCommands lays cmds out as request lines of commands joined with ';',
+// each of at most max bytes (0: one command per line). Up to 3.0 HAProxy
+// runs the parts of a line one after the other and, in prompt mode, ends
+// each part's answer with its own prompt, so the one-answer-per-command
 // framing holds; it parses one line per wake-up, so joining cuts the cost
-// per command several times over one command per line.
-func joinCommands(cmds []string) []byte {
+// per command several times over one command per line (joined.go: not
+// on 3.2).
+func joinCommands(cmds []string, max int) []byte {
 	size := 0
 	for _, c := range cmds {
 		size += len(c) + 1
@@ -327,7 +339,7 @@ func joinCommands(cmds []string) []byte {
 	buf := make([]byte, 0, size)
 	line := 0
 	for _, c := range cmds {
-		if line > 0 && line+1+len(c) > lineMax {
+		if line > 0 && line+1+len(c) > max {
 			buf = append(buf, '\n')
 			line = 0
 		}

@@ -279,7 +279,7 @@ func TestExecJoinedBatchAttributesErrors(t *testing.T) {
 			cmds[i] = fmt.Sprintf("set server be/nosuch%d weight 1", i)
 		}
 	}
-	if lines := strings.Count(string(joinCommands(cmds)), "\n"); lines < 2 {
+	if lines := strings.Count(string(joinCommands(cmds, lineMax)), "\n"); lines < 2 {
 		t.Fatalf("batch fits one line (%d): the test needs several", lines)
 	}
 	ans, err := l.rt.ExecChecked(testCtx(t), cmds)

@@ -68,7 +68,10 @@ func TestParseReloadAnswer(t *testing.T) {
 			"config : Fatal errors found in configuration.",
 		}},
 		{name: "no logs", in: "Success=1\n", ok: true},
-		{name: "busy (3.1+)", in: "Another reload is still in progress.\n", err: ErrReloadInProgress},
+		{name: "busy (3.1+)", in: "Success=0\n--\nAnother reload is still in progress.\n", err: ErrReloadInProgress},
+		{name: "busy, bare line", in: "Another reload is still in progress.\n", err: ErrReloadInProgress},
+		{name: "failure quoting the words", in: "Success=0\n--\n[ALERT]    (7) : config : Another reload is still in progress\n", lines: 1,
+			alerts: []string{"config : Another reload is still in progress"}},
 		{name: "empty (2.6)", in: "", err: ErrCommand},
 		{name: "other", in: "Unknown command: 'reload'\n", err: ErrCommand},
 	} {

@@ -41,7 +41,7 @@ func (r *Runtime) windowLocked(ctx context.Context, cmds []string, window int, s
 				continue
 			}
 			n := min(len(cmds)-sent, window-(sent-len(ans)))
-			if _, err := conn.Write(joinCommands(cmds[sent : sent+n])); err != nil {
+			if _, err := conn.Write(joinCommands(cmds[sent:sent+n], r.lineMax)); err != nil {
 				return ans, fmt.Errorf("write: %w", err)
 			}
 			sent += n

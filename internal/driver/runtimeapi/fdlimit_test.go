@@ -112,7 +112,20 @@ func TestFileDescriptorLimit(t *testing.T) {
 	if err := os.Rename(path, lb.cfgPath); err != nil {
 		t.Fatal(err)
 	}
+	proc, perr := master.ShowProc(ctx)
+	if perr != nil {
+		t.Fatal(perr)
+	}
 	err = master.Reload(ctx)
+	if proc.Version.AtLeast(3, 1) {
+		// 3.2 loads it where 2.6 and 3.0 fail to raise the FD limit
+		// (docs/testing.md; why was not looked into): the driver's
+		// count refuses it still, stricter than 3.2, never looser.
+		if err != nil {
+			t.Fatalf("HAProxy %s reloaded by hand with 60 Services: %v; want it loaded", proc.Version, err)
+		}
+		return
+	}
 	var re *haproxy.ReloadError
 	if !errors.As(err, &re) || !errors.Is(err, haproxy.ErrReloadFailed) {
 		t.Fatalf("HAProxy reloaded by hand with 60 Services: %v; want a ReloadError", err)

@@ -3,6 +3,7 @@ package runtimeapi
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"log/slog"
@@ -425,6 +426,9 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		// so the file always matches what runs.
 		restore(true)
 		d.known = false
+		if errors.Is(err, haproxy.ErrReloadInProgress) {
+			return d.reloadBusy(reasons, res, err)
+		}
 		return fmt.Errorf("reload (%s): %w%s", strings.Join(reasons, "; "), err, fdsNote(res.FDs))
 	}
 	res.Reloaded = true

@@ -33,6 +33,9 @@ type Process struct {
 	NetNS string
 	// Bin is the haproxy binary run ("": Bin()).
 	Bin string
+	// More: configuration files read after ConfigPath, each with a -f of
+	// its own (StartConfigs).
+	More []string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -130,6 +133,16 @@ func StartInNetNS(t testing.TB, dir, cfgPath, netns string) *Process {
 	return p
 }
 
+// StartConfigs is Start with more configuration files after cfgPath, each
+// passed with a -f of its own: HAProxy reads them in that order at start
+// and on every reload, whatever rewrites cfgPath.
+func StartConfigs(t testing.TB, dir, cfgPath string, more ...string) *Process {
+	t.Helper()
+	p := &Process{Dir: dir, ConfigPath: cfgPath, MasterSocket: MasterSocketPath(dir), StatsSocket: StatsSocketPath(dir), More: more}
+	p.launch(t)
+	return p
+}
+
 // StartWith is Start with another haproxy binary than Bin() (several
 // versions side by side in one test).
 func StartWith(t testing.TB, bin, dir, cfgPath string) *Process {
@@ -147,9 +160,13 @@ func (p *Process) launch(t testing.TB) {
 	if bin == "" {
 		bin = Bin()
 	}
-	cmd := exec.Command(bin, "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
+	args := []string{"-W", "-S", p.MasterSocket, "-f", p.ConfigPath}
+	for _, f := range p.More {
+		args = append(args, "-f", f)
+	}
+	cmd := exec.Command(bin, args...)
 	if p.NetNS != "" {
-		cmd = exec.Command("nsenter", "--net="+p.NetNS, "--", bin, "-W", "-S", p.MasterSocket, "-f", p.ConfigPath)
+		cmd = exec.Command("nsenter", append([]string{"--net=" + p.NetNS, "--", bin}, args...)...)
 	}
 	cmd.Dir = p.Dir
 	cmd.Stdout, cmd.Stderr = out, out
