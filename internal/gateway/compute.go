@@ -115,7 +115,7 @@ func Compute(in Input, opts Options) Result {
 	}
 
 	for _, r := range routesOf(in) {
-		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 && r.key.Kind != KindHTTPRoute {
+		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 {
 			res.Routes[r.key] = sts
 		}
 	}

@@ -185,6 +185,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			if bd.Transparent {
 				line += " transparent"
 			}
+			if f.HTTP != nil {
+				line += TLSBind(f.HTTP.TLS)
+			}
 			if f.AcceptProxy {
 				line += " accept-proxy"
 			}
@@ -199,7 +202,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if f.TimeoutClient > 0 {
 			w("\ttimeout client", settings.FormatDuration(f.TimeoutClient))
 		}
-		if f.Routed() {
+		if f.HTTP != nil {
+			writeHTTP(w, f, opts.ACLDir)
+		} else if f.Routed() {
 			writeRoutes(w, f, opts.ACLDir)
 		} else {
 			w("\tdefault_backend", f.Backend)
@@ -217,6 +222,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
+		if be.HTTP {
+			w("\tmode http")
+		}
 		if be.Name == model.NodesBackend && !be.Check.Enabled {
 			// No traffic goes here: a server per node, for the servers of
 			// backends with TrackNodes to follow ("track"). HAProxy tracks
