@@ -71,7 +71,7 @@ func checkMatch(m gwv1.HTTPRouteMatch) string {
 			return "header name " + strconv.Quote(string(h.Name)) + " is not a valid token"
 		}
 		if !model.ValidHeaderValue(h.Value) {
-			return "header value " + strconv.Quote(h.Value) + " has spaces, control characters or one of % # \\ \" ' |"
+			return "header value " + strconv.Quote(h.Value) + " has spaces, control characters or one of % # \\ \" ' | ;"
 		}
 	}
 	if len(m.QueryParams) > 0 {
@@ -95,7 +95,7 @@ func checkFilter(f gwv1.HTTPRouteFilter) string {
 				return "header name " + strconv.Quote(string(h.Name)) + " is not a valid token"
 			}
 			if h.Value == "" || !model.ValidHeaderValue(h.Value) {
-				return "header value " + strconv.Quote(h.Value) + " is empty or has spaces, control characters or one of % # \\ \" ' |"
+				return "header value " + strconv.Quote(h.Value) + " is empty or has spaces, control characters or one of % # \\ \" ' | ;"
 			}
 		}
 		for _, n := range m.Remove {

@@ -97,14 +97,14 @@ type Redirect struct {
 var RedirectCodes = []int{301, 302, 303, 307, 308}
 
 // httpPath is an absolute path of characters that are neither HAProxy
-// syntax nor map separators: RFC 3986's unreserved and sub-delims, ':'
-// '@' '/', and percent-encoded octets. No space, '#', '\', quote or
-// control character.
-var httpPath = regexp.MustCompile(`^/([A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*$`)
+// syntax, map separators nor the Runtime API's: RFC 3986's unreserved
+// and sub-delims but ';' and the quote, ':' '@' '/', and percent-encoded
+// octets. No space, '#', backslash, ';', quote or control character.
+var httpPath = regexp.MustCompile(`^/([A-Za-z0-9\-._~!$&()*+,=:@/]|%[0-9A-Fa-f]{2})*$`)
 
 // ValidHTTPPath reports whether p may be an HTTPRule's Path.
 func ValidHTTPPath(p string) bool {
-	return len(p) <= 1024 && httpPath.MatchString(p) && !strings.Contains(p, "'")
+	return len(p) <= 1024 && httpPath.MatchString(p)
 }
 
 // headerName is an HTTP token (RFC 9110), lower case, without the
@@ -119,15 +119,16 @@ func ValidHeaderName(n string) bool {
 }
 
 // ValidHeaderValue reports whether v may be a header value of the table:
-// visible ASCII without '%', '#', '\', quotes or '|' (a map key's
-// separator), no space: it becomes a map key or value.
+// visible ASCII without '%', '#', '\\', quotes, '|' (a map key's
+// separator) or ';' (the Runtime API's), no space: it becomes a map key
+// or value.
 func ValidHeaderValue(v string) bool {
 	if len(v) > 1024 {
 		return false
 	}
 	for i := 0; i < len(v); i++ {
 		c := v[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("%#\\\"'|", c) >= 0 {
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("%#\\\"'|;", c) >= 0 {
 			return false
 		}
 	}

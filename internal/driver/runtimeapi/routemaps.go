@@ -39,7 +39,8 @@ func routeMapsOf(dir string, cfg model.Config) []routeMap {
 	return out
 }
 
-// routeMapFiles are the map files of cfg's routes.
+// routeMapFiles are the map files of cfg's routes, the HTTP frontends'
+// too (httpmaps.go).
 func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 	dir := d.opts.Render.ACLDir
 	if dir == "" {
@@ -53,7 +54,7 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 		}
 		out = append(out, pf)
 	}
-	return out
+	return append(out, httpMapFiles(dir, cfg)...)
 }
 
 // pushRouteMaps brings the route maps of the running worker to those of
