@@ -236,7 +236,11 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 			})
 	case *gwv1.HTTPRoute:
 		err = writeRoute(p, it.Kind, obj.Status.Parents, p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now), wait,
-			func(st []gwv1.RouteParentStatus) *gwv1.HTTPRoute { c := obj.DeepCopy(); c.Status.Parents = st; return c },
+			func(st []gwv1.RouteParentStatus) *gwv1.HTTPRoute {
+				c := obj.DeepCopy()
+				c.Status.Parents = st
+				return c
+			},
 			func(c *gwv1.HTTPRoute) error {
 				_, err := gw.HTTPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
 				return err

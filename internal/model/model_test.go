@@ -37,6 +37,12 @@ func setField(t *testing.T, v reflect.Value, i int) {
 		default:
 			t.Fatalf("unhandled slice field %s", v.Elem().Type().Field(i).Name)
 		}
+	case reflect.Pointer:
+		if f.Type() == reflect.TypeOf(&HTTP{}) {
+			f.Set(reflect.ValueOf(&HTTP{Port: 80}))
+			return
+		}
+		t.Fatalf("unhandled pointer field %s", v.Elem().Type().Field(i).Name)
 	default:
 		t.Fatalf("unhandled field %s of kind %s", v.Elem().Type().Field(i).Name, f.Kind())
 	}

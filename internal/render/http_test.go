@@ -87,7 +87,9 @@ func TestHTTPStructure(t *testing.T) {
 		{"a path changed", func(h *model.HTTP) { h.Hosts[0].Rules[0].Path = "/other" }, true},
 		{"a weight changed", func(h *model.HTTP) { h.Actions[2].Backends[0].Weight = 1 }, true},
 		{"a header value changed", func(h *model.HTTP) { h.Hosts[0].Rules[1].Headers[0].Value = "three" }, true},
-		{"a redirect added", func(h *model.HTTP) { h.Actions[0] = model.HTTPAction{Redirect: &model.Redirect{Scheme: "http", Code: 302}} }, true},
+		{"a redirect added", func(h *model.HTTP) {
+			h.Actions[0] = model.HTTPAction{Redirect: &model.Redirect{Scheme: "http", Code: 302}}
+		}, true},
 		{"a header name matched", func(h *model.HTTP) { h.Hosts[0].Rules[1].Headers[0].Name = "other" }, false},
 		{"a header name set", func(h *model.HTTP) { h.Actions[1].Set[0].Name = "x-other" }, false},
 	} {
