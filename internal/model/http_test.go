@@ -7,10 +7,10 @@ func TestValidHTTPText(t *testing.T) {
 		in                string
 		path, name, value bool
 	}{
-		{"/", true, false, false},
-		{"/a/b-c_d.e~f", true, false, false},
+		{"/", true, false, true},
+		{"/a/b-c_d.e~f", true, false, true},
 		{"/%2Fx", true, false, false},
-		{"/a:b@c!$&()*+,=", true, false, false},
+		{"/a:b@c!$&()*+,=", true, false, true},
 		{"version", false, true, true},
 		{"x-forwarded-for", false, true, true},
 		{"Upper", false, false, true},
