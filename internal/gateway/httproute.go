@@ -170,8 +170,15 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 			}
 			slices.SortStableFunc(rs, httpPrecedence)
 			host := model.HTTPHost{Name: k}
+			type at struct{ age, rule, match int }
+			seen := map[at]bool{}
 			for _, r := range rs {
-				host.Rules = append(host.Rules, r.rule)
+				// A match that takes k through two of its route's
+				// hostnames counts once, at the more specific one.
+				if id := (at{r.age, r.ruleIdx, r.match}); !seen[id] {
+					seen[id] = true
+					host.Rules = append(host.Rules, r.rule)
+				}
 			}
 			t.Hosts = append(t.Hosts, host)
 		}
