@@ -188,7 +188,8 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/driver/nft:FuzzRender:15000x \
 	./internal/objects:FuzzLoad:7000x \
 	./internal/model:FuzzName:40000x \
-	./internal/desired:FuzzServiceSpec:40000x
+	./internal/desired:FuzzServiceSpec:40000x \
+	./internal/gateway:FuzzHTTPRoute:5000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \
