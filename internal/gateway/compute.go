@@ -17,7 +17,7 @@ import (
 // one of type IPAddress without a value gets a pool's address
 // (GatewayAddressEmpty).
 var (
-	features       = []gwv1.FeatureName{"Gateway", "ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
+	features       = []gwv1.FeatureName{"Gateway", "HTTPRoute", "ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
 )
 

@@ -108,8 +108,8 @@ func TestSupportedFeatures(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{}, "Gateway ReferenceGrant TCPRoute TLSRoute UDPRoute"},
-		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayStaticAddresses ReferenceGrant TCPRoute TLSRoute UDPRoute"},
+		{Options{}, "Gateway HTTPRoute ReferenceGrant TCPRoute TLSRoute UDPRoute"},
+		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayStaticAddresses HTTPRoute ReferenceGrant TCPRoute TLSRoute UDPRoute"},
 	} {
 		var got []string
 		for _, f := range Compute(base(), tc.opts).Classes["hks"].SupportedFeatures {
