@@ -162,25 +162,11 @@ func actionEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction
 	for _, n := range a.Remove {
 		hdr(".d.", n, "1")
 	}
-	var total int64
-	for _, b := range a.Backends {
-		total += max(int64(b.Weight), 0)
-	}
-	if total == 0 {
-		return
-	}
-	var sum, lo int64
-	for _, b := range a.Backends {
-		if b.Weight <= 0 {
-			continue
-		}
-		sum += int64(b.Weight)
-		hi := sum*httpPick/total - 1
+	weightRanges(a.Backends, httpPick, func(lo, hi int64, name string) {
 		for _, p := range decimalPrefixes(httpPick+lo, httpPick+hi) {
-			out[HTTPBackends] = append(out[HTTPBackends], HTTPMapEntry{aid + ":" + p, b.Name})
+			out[HTTPBackends] = append(out[HTTPBackends], HTTPMapEntry{aid + ":" + p, name})
 		}
-		lo = hi + 1
-	}
+	})
 }
 
 // decimalPrefixes are the fewest decimal prefixes that together take
