@@ -77,8 +77,8 @@ func checkMatch(m gwv1.HTTPRouteMatch) string {
 	if len(m.QueryParams) > 0 {
 		return "query parameter matches are not supported"
 	}
-	if m.Method != nil {
-		return "method matches are not supported"
+	if m.Method != nil && !model.ValidMethod(string(*m.Method)) {
+		return "method " + strconv.Quote(string(*m.Method)) + " is not an upper-case token"
 	}
 	return ""
 }
@@ -207,6 +207,9 @@ func compileMatch(m gwv1.HTTPRouteMatch, action int) model.HTTPRule {
 			r.Path = *p.Value
 		}
 	}
+	if m.Method != nil {
+		r.Method = string(*m.Method)
+	}
 	for _, h := range m.Headers {
 		n := strings.ToLower(string(h.Name))
 		if !slices.ContainsFunc(r.Headers, func(x model.HeaderMatch) bool { return x.Name == n }) {
@@ -303,9 +306,9 @@ func precedenceAny(a, b string) int {
 }
 
 // httpPrecedence orders the rules of one host as the spec does: the
-// most specific hostname, an Exact path, the longest prefix, the most
-// header matches, then the oldest route (namespace/name on ties), then
-// the rule's and the match's order.
+// most specific hostname, an Exact path, the longest prefix, a method
+// match, the most header matches, then the oldest route (namespace/name
+// on ties), then the rule's and the match's order.
 func httpPrecedence(a, b httpRule) int {
 	if c := precedenceAny(a.host, b.host); c != 0 {
 		return c
@@ -318,6 +321,12 @@ func httpPrecedence(a, b httpRule) int {
 	}
 	if c := cmp.Compare(len(strings.TrimRight(b.rule.Path, "/")), len(strings.TrimRight(a.rule.Path, "/"))); c != 0 {
 		return c
+	}
+	if ma, mb := a.rule.Method != "", b.rule.Method != ""; ma != mb {
+		if ma {
+			return -1
+		}
+		return 1
 	}
 	if c := cmp.Compare(len(b.rule.Headers), len(a.rule.Headers)); c != 0 {
 		return c

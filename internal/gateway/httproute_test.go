@@ -51,6 +51,9 @@ func table(h *model.HTTP) string {
 	for _, host := range h.Hosts {
 		for _, r := range host.Rules {
 			line := host.Name + " " + r.PathType + " " + r.Path
+			if r.Method != "" {
+				line += " " + model.MethodMatch + "=" + r.Method
+			}
 			for _, m := range r.Headers {
 				line += " " + m.Name + "=" + m.Value
 			}
@@ -96,6 +99,13 @@ func TestHTTPPrecedence(t *testing.T) {
 			hroute("old", 1, nil, hrule("b", hmatch("PathPrefix", "/", "x=1")), hrule("a", hmatch("PathPrefix", "/"))),
 			hroute("older", 0, nil, hrule("b", hmatch("PathPrefix", "/"))),
 		}, "* PathPrefix / x=1 y=2 -> a_80:1\n* PathPrefix / x=1 -> b_80:1\n* PathPrefix / -> b_80:1\n* PathPrefix / -> a_80:1"},
+		{"a method before more headers", "", []*gwv1.HTTPRoute{
+			hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/", "x=1", "y=2")), func() gwv1.HTTPRouteRule {
+				r := hrule("b", hmatch("PathPrefix", "/"))
+				r.Matches[0].Method = ptr(gwv1.HTTPMethodPost)
+				return r
+			}()),
+		}, "* PathPrefix / :method=POST -> b_80:1\n* PathPrefix / x=1 y=2 -> a_80:1"},
 		{"same age: namespace/name", "", []*gwv1.HTTPRoute{
 			hroute("zeta", 1, nil, hrule("a", hmatch("PathPrefix", "/"))),
 			hroute("alpha", 1, nil, hrule("b", hmatch("PathPrefix", "/"))),
@@ -149,9 +159,9 @@ func TestHTTPRouteRefused(t *testing.T) {
 			r.Matches[0].Path.Type = ptr(gwv1.PathMatchRegularExpression)
 			return r
 		}()},
-		{"a method match", func() gwv1.HTTPRouteRule {
+		{"a query parameter match", func() gwv1.HTTPRouteRule {
 			r := hrule("a", hmatch("PathPrefix", "/"))
-			r.Matches[0].Method = ptr(gwv1.HTTPMethodGet)
+			r.Matches[0].QueryParams = []gwv1.HTTPQueryParamMatch{{Name: "q", Value: "1"}}
 			return r
 		}()},
 		{"a header set with a newline", gwv1.HTTPRouteRule{Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestHeaderModifier,

@@ -57,7 +57,32 @@ type HTTPRule struct {
 	PathType string // PathExact or PathPrefix
 	Path     string // ValidHTTPPath; a prefix's trailing "/" is ignored
 	Headers  []HeaderMatch
-	Action   int // index in HTTP.Actions
+	Method   string // "": any; else ValidMethod
+	Action   int    // index in HTTP.Actions
+}
+
+// MethodMatch stands for the request's method among a rule's header
+// names (HeaderSets): a method is matched as a header is.
+const MethodMatch = ":method"
+
+// ValidMethod reports whether m may be an HTTPRule's Method: upper-case
+// letters.
+func ValidMethod(m string) bool {
+	return m != "" && len(m) <= 16 && strings.Trim(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == ""
+}
+
+// MatchNames are r's header names, MethodMatch first when it matches a
+// method, then sorted, each once.
+func (r HTTPRule) MatchNames() []string {
+	names := make([]string, 0, len(r.Headers)+1)
+	for _, m := range r.Headers {
+		names = append(names, m.Name)
+	}
+	if r.Method != "" {
+		names = append(names, MethodMatch)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // HeaderMatch is a request header that must carry exactly Value (the last
@@ -136,18 +161,13 @@ func ValidHeaderValue(v string) bool {
 }
 
 // HeaderSets are the distinct sets of header names the table's rules
-// match on, each sorted, the empty set first: the structure of the
+// match on (MethodMatch for a method), each sorted, the empty set first: the structure of the
 // matching rules (render/http.go writes one lookup per set).
 func (h *HTTP) HeaderSets() [][]string {
 	out := [][]string{{}}
 	for _, host := range h.Hosts {
 		for _, r := range host.Rules {
-			names := make([]string, len(r.Headers))
-			for i, m := range r.Headers {
-				names[i] = m.Name
-			}
-			slices.Sort(names)
-			names = slices.Compact(names)
+			names := r.MatchNames()
 			if !slices.ContainsFunc(out, func(s []string) bool { return slices.Equal(s, names) }) {
 				out = append(out, names)
 			}
@@ -182,7 +202,7 @@ func (h *HTTP) Equal(g *HTTP) bool {
 	return h.Port == g.Port && (h.TLS == nil) == (g.TLS == nil) && (h.TLS == nil || *h.TLS == *g.TLS) &&
 		slices.EqualFunc(h.Hosts, g.Hosts, func(a, b HTTPHost) bool {
 			return a.Name == b.Name && slices.EqualFunc(a.Rules, b.Rules, func(x, y HTTPRule) bool {
-				return x.PathType == y.PathType && x.Path == y.Path && x.Action == y.Action && slices.Equal(x.Headers, y.Headers)
+				return x.PathType == y.PathType && x.Path == y.Path && x.Action == y.Action && x.Method == y.Method && slices.Equal(x.Headers, y.Headers)
 			})
 		}) &&
 		slices.EqualFunc(h.Actions, g.Actions, func(a, b HTTPAction) bool {

@@ -102,7 +102,11 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 			if j > 0 {
 				key += "|"
 			}
-			key += "%[req.fhdr(" + n + ")]"
+			if n == model.MethodMatch {
+				key += "%[method]"
+			} else {
+				key += "%[req.fhdr(" + n + ")]"
+			}
 		}
 		w("\thttp-request set-var-fmt(txn.k) \"" + key + "\" if { var(txn.p) -m found }")
 		w("\thttp-request set-var(" + c + ") var(txn.k),map_str(" + m(HTTPMatch) + ") if { var(txn.p) -m found }")

@@ -102,13 +102,16 @@ func validRules(rules []model.HTTPRule, actions int) []rule {
 		if (r.PathType != model.PathExact && r.PathType != model.PathPrefix) || !model.ValidHTTPPath(r.Path) || r.Action < 0 || r.Action >= actions {
 			continue
 		}
-		ok := true
+		ok := r.Method == "" || model.ValidMethod(r.Method)
 		hs := slices.Clone(r.Headers)
+		if r.Method != "" {
+			hs = append(hs, model.HeaderMatch{Name: model.MethodMatch, Value: r.Method})
+		}
 		slices.SortStableFunc(hs, func(a, b model.HeaderMatch) int { return strings.Compare(a.Name, b.Name) })
 		hs = slices.CompactFunc(hs, func(a, b model.HeaderMatch) bool { return a.Name == b.Name })
 		x := rule{HTTPRule: r}
 		for _, m := range hs {
-			ok = ok && model.ValidHeaderName(m.Name) && model.ValidHeaderValue(m.Value)
+			ok = ok && (m.Name == model.MethodMatch || model.ValidHeaderName(m.Name)) && model.ValidHeaderValue(m.Value)
 			x.names, x.values = append(x.names, m.Name), append(x.values, m.Value)
 		}
 		if ok {

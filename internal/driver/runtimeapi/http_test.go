@@ -34,8 +34,9 @@ func httpBackend(t *testing.T, name string) netip.AddrPort {
 	return netip.MustParseAddrPort(ln.Addr().String())
 }
 
-// httpGet sends one request for host and path (headers "name: value")
-// and returns the status and the body, or the Location of a redirect.
+// httpGet sends one request for host and path (headers "name: value";
+// "Method: M" is the method) and returns the status and the body, or the
+// Location of a redirect.
 func httpGet(t *testing.T, addr, host, path string, headers ...string) (int, string) {
 	t.Helper()
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
@@ -47,6 +48,10 @@ func httpGet(t *testing.T, addr, host, path string, headers ...string) (int, str
 	req.Host = host
 	for _, h := range headers {
 		n, v, _ := strings.Cut(h, ": ")
+		if n == "Method" {
+			req.Method = v
+			continue
+		}
 		req.Header.Add(n, v)
 	}
 	resp, err := c.Do(req)
@@ -100,6 +105,7 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 		Hosts: []model.HTTPHost{
 			{Name: "a.example.com", Rules: []model.HTTPRule{
 				{PathType: model.PathExact, Path: "/exact", Action: 1},
+				{PathType: model.PathPrefix, Path: "/post", Method: "POST", Action: 1},
 				{PathType: model.PathPrefix, Path: "/v2", Headers: []model.HeaderMatch{{Name: "version", Value: "two"}}, Action: 1},
 				{PathType: model.PathPrefix, Path: "/v2", Action: 0},
 				{PathType: model.PathPrefix, Path: "/", Action: 0},
@@ -131,6 +137,8 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 		{"a.example.com", "/exact", []string{"X-Gone: x"}, 200, "B set=one add=two gone="},
 		{"A.Example.com:80", "/exact/no", nil, 200, "A"},
 		{"a.example.com", "/v2", []string{"Version: two"}, 200, "B"},
+		{"a.example.com", "/post/x", []string{"Method: POST"}, 200, "B"},
+		{"a.example.com", "/post/x", []string{"Method: PUT"}, 200, "A"},
 		{"a.example.com", "/v2/x", []string{"version: three"}, 200, "A"},
 		{"a.example.com", "/v2x", []string{"version: two"}, 200, "A"}, // element-wise: /v2 does not take /v2x
 		{"other.net", "/", nil, 404, ""},
@@ -156,6 +164,7 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 				{PathType: model.PathExact, Path: "/moved", Action: 3},
 				{PathType: model.PathPrefix, Path: "/v3", Headers: []model.HeaderMatch{{Name: "version", Value: "three"}}, Action: 1},
 				{PathType: model.PathPrefix, Path: "/broken", Action: 4},
+				{PathType: model.PathPrefix, Path: "/post", Method: "POST", Action: 0},
 				{PathType: model.PathPrefix, Path: "/", Action: 2},
 			}},
 			{Name: model.AnyHost, Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}},
@@ -175,6 +184,8 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 		{"b.example.com", "/v3/x", []string{"version: three"}, 200, "B set=uno"},
 		{"b.example.com", "/v3/x", []string{"version: two"}, 200, "B set= "},
 		{"b.example.com", "/broken", nil, 500, ""},
+		{"b.example.com", "/post", []string{"Method: POST"}, 200, "A"},
+		{"b.example.com", "/post", nil, 200, "B"},
 		{"b.example.com", "/", nil, 200, "B"},
 		{"b.example.com", "/", nil, 200, "B"},
 		{"other.net", "/", nil, 200, "A"},
