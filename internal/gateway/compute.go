@@ -17,7 +17,7 @@ import (
 // one of type IPAddress without a value gets a pool's address
 // (GatewayAddressEmpty).
 var (
-	features = []gwv1.FeatureName{"Gateway", "GatewayPort8080", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
+	features = []gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
 		"HTTPRoute308RedirectStatusCode", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRoutePortRedirect", "HTTPRouteSchemeRedirect",
 		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
