@@ -4,15 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // One HTTPRoute changed among n on a real HAProxy: the driver's pass
@@ -21,15 +17,7 @@ import (
 func BenchmarkHTTPRouteChange(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			dir := b.TempDir()
-			cfgPath := filepath.Join(dir, "haproxy.cfg")
-			if err := os.WriteFile(cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
-				b.Fatal(err)
-			}
-			p := haproxytest.Start(b, dir, cfgPath)
-			d := NewHAProxy(Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(), MasterSocket: p.MasterSocket, ReloadTimeout: time.Minute,
-				Render: render.Options{StatsSocket: p.StatsSocket, StateFile: filepath.Join(dir, "state"), ACLDir: filepath.Join(dir, "acl")}})
-			b.Cleanup(func() { _ = d.Close() })
+			d := startMapLab(b).d
 			port := uint16(haproxytest.FreePort(b))
 			// n routes, each a host with an Exact path, a prefix with a
 			// header match, and a 90/10 split.

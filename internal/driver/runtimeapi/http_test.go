@@ -18,6 +18,22 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
+// startMapLab is startLab with the pattern files (ACL and map files) in
+// an acl directory beside the config, as run has them.
+func startMapLab(t testing.TB) *testLab {
+	t.Helper()
+	dir := t.TempDir()
+	l := &testLab{cfgPath: filepath.Join(dir, "haproxy.cfg"), statePath: filepath.Join(dir, "state")}
+	if err := os.WriteFile(l.cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.p = haproxytest.Start(t, dir, l.cfgPath)
+	l.d = NewHAProxy(Options{ConfigPath: l.cfgPath, Binary: haproxytest.Bin(), MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute,
+		Render: render.Options{StatsSocket: l.p.StatsSocket, StateFile: l.statePath, ACLDir: filepath.Join(dir, "acl")}})
+	t.Cleanup(func() { _ = l.d.Close() })
+	return l
+}
+
 // httpBackend is an HTTP server on loopback answering its name and the
 // request headers the tests look at.
 func httpBackend(t *testing.T, name string) netip.AddrPort {
@@ -72,16 +88,8 @@ func httpGet(t *testing.T, addr, host, path string, headers ...string) (int, str
 // weights, redirects, header values set) are Runtime API map updates,
 // never a reload, and the traffic follows each change.
 func TestHTTPRoutesWithoutReload(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := haproxytest.Start(t, dir, cfgPath)
-	d := NewHAProxy(Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(), MasterSocket: p.MasterSocket, ReloadTimeout: time.Minute,
-		Render: render.Options{StatsSocket: p.StatsSocket, StateFile: filepath.Join(dir, "state"), ACLDir: filepath.Join(dir, "acl")}})
-	t.Cleanup(func() { _ = d.Close() })
-	l := &testLab{p: p, d: d, cfgPath: cfgPath}
+	l := startMapLab(t)
+	d := l.d
 	ctx := context.Background()
 
 	a, b := httpBackend(t, "A"), httpBackend(t, "B")
