@@ -59,7 +59,7 @@ func ptr[T any](v T) *T { return &v }
 //
 //	HKS_CONFORMANCE_REPORT  file the suite's report is written to (make conformance)
 //	HKS_CONFORMANCE_TESTS   comma-separated short names: only those run; unset or
-//	                        "all": every test of the three profiles (make test and
+//	                        "all": every test of the four profiles (make test and
 //	                        make conformance alike: the whole run takes about a minute)
 const (
 	envReport = "HKS_CONFORMANCE_REPORT"
