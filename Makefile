@@ -81,7 +81,9 @@ deps-haproxy:
 
 # What the tests need besides HAProxy: promtool (checks the alert rules),
 # nft (the UDP tests), containerd, runc and the CNI plugins (the real-node
-# tier).
+# tier), keepalived and BIRD 2 (the announcers' tests; the tests start
+# their own daemons in network namespaces, so Debian's bird.service is
+# left stopped and disabled where systemd runs).
 deps-test:
 	@hack/promtool.sh
 	@if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then \
@@ -98,6 +100,15 @@ deps-test:
 		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
 		$$sudo apt-get update; \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y keepalived; \
+	fi
+	@# BIRD 2: the router the BGP announcer's tests peer with (internal/announce/bgp).
+	@if command -v bird >/dev/null 2>&1 || [ -x /usr/sbin/bird ]; then \
+		echo "bird: $$(command -v bird || echo /usr/sbin/bird)"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y bird2; \
+		if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now bird.service || true; fi; \
 	fi
 	@# The real-node tier (internal/testing/nodes): containerd, runc, the CNI plugins.
 	@if command -v containerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && [ -x /usr/lib/cni/bridge ]; then \
@@ -188,7 +199,9 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/driver/nft:FuzzRender:15000x \
 	./internal/objects:FuzzLoad:7000x \
 	./internal/model:FuzzName:40000x \
+	./internal/spares:FuzzDecode:150000x \
 	./internal/desired:FuzzServiceSpec:40000x \
+	./internal/render:FuzzListenerKey:90000x \
 	./internal/gateway:FuzzHTTPRoute:5000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -230,14 +243,24 @@ bench-versions: deps-haproxy deps-versions
 bench-apiserver: deps
 	$(call testbin_only,kube-apiserver etcd) $(GO) test -count=1 -run '^$$' -bench BenchmarkAPIServerFailover -benchtime 1x ./test/e2e/
 
+# A new Service port's time to first connection in each listener mode,
+# side by side in one run (issue 29; root: network namespaces;
+# internal/driver/tproxy BenchmarkNewPort; BENCHMARKS.md).
+bench-listeners: deps-haproxy
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkNewPort -benchtime $(or $(CHANGES),30)x ./internal/driver/tproxy/
+
+.PHONY: bench-listeners
+
 # Address failover (issue 31, root: network namespaces): our layer 2
 # announcer beside keepalived, TRIALS per fault and family; prints the
 # table of BENCHMARKS.md. FAILOVER_ONLY=ours or keepalived runs one.
+# Then the BGP announcer against BIRD 2 (internal/announce/bgp, its own
+# table; FAILOVER_ONLY=bgp runs it alone, =keepalived skips it).
 TRIALS ?= 20
 FAILOVER_ONLY ?=
 .PHONY: failover
 failover: deps
-	HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_ONLY=$(FAILOVER_ONLY) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 60m ./internal/announce/layer2/
+	HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_ONLY=$(FAILOVER_ONLY) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 60m $(if $(filter bgp,$(FAILOVER_ONLY)),,./internal/announce/layer2/) ./internal/announce/bgp/
 
 clean:
 	rm -rf bin

@@ -89,6 +89,13 @@ func runGatewayBench(c config) error {
 	if err := w.create(); err != nil {
 		return err
 	}
+	scaleLast := 0
+	if c.gatewayScale > 0 {
+		if scaleLast, err = w.createScale(c.gatewayScale, c.feBase+100); err != nil {
+			return err
+		}
+		logf("%d more routed backends", c.gatewayScale)
+	}
 	gwDir, svcDir := filepath.Join(dir, "gateway"), filepath.Join(dir, "services")
 	gwH, err := startMode(c.ctlBin, gwDir, kube, "--mode=gateway")
 	if err != nil {
@@ -105,6 +112,11 @@ func runGatewayBench(c config) error {
 			return err
 		}
 	}
+	if scaleLast > 0 {
+		if _, err := untilServedAny(scaleLast, 5*time.Minute); err != nil {
+			return err
+		}
+	}
 	logf("both modes serve pod-1; %d changes per phase", c.changes)
 	res := &gwResult{Changes: c.changes}
 	if err := w.endpointPhase(res, gwH, svcH, c.changes); err != nil {
@@ -114,6 +126,10 @@ func runGatewayBench(c config) error {
 		return err
 	}
 	if err := w.newBackendPhase(res, gwH, max(4, c.changes/5)); err != nil {
+		return err
+	}
+	startIn := func(dir string, args ...string) (*modeProc, error) { return startMode(c.ctlBin, dir, kube, args...) }
+	if err := w.poolRun(c, res, gwH, filepath.Join(dir, "gateway-pool"), startIn, scaleLast); err != nil {
 		return err
 	}
 	res.print(os.Stdout)

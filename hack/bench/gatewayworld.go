@@ -149,6 +149,11 @@ func (w *gwWorld) routePhase(res *gwResult, gwm, svcm *modeProc, n int) error {
 // newBackendPhase: the route moved to a Service no route used, and back
 // (each a new backend in HAProxy: a reload).
 func (w *gwWorld) newBackendPhase(res *gwResult, gwm *modeProc, n int) error {
+	return w.newBackendPhaseNamed(res, gwm, n, "route to a Service no route used (new backend)")
+}
+
+// newBackendPhaseNamed is newBackendPhase reported under name.
+func (w *gwWorld) newBackendPhaseNamed(res *gwResult, gwm *modeProc, n int, name string) error {
 	g0 := gwm.reloads()
 	var gw []time.Duration
 	for i := range n {
@@ -160,12 +165,12 @@ func (w *gwWorld) newBackendPhase(res *gwResult, gwm *modeProc, n int) error {
 		if err != nil {
 			return err
 		}
-		d, err := untilServed(w.gwPort, want, start, 30*time.Second)
+		d, err := untilServed(w.gwPort, want, start, 2*time.Minute) // a reload at -gateway-scale
 		if err != nil {
 			return fmt.Errorf("new backend %d: %w", i, err)
 		}
 		gw = append(gw, d)
 	}
-	res.add("route to a Service no route used (new backend)", gw, nil, gwm.reloads()-g0, 0)
+	res.add(name, gw, nil, gwm.reloads()-g0, 0)
 	return nil
 }

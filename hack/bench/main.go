@@ -59,6 +59,7 @@ type config struct {
 	pools                               bool
 	publish                             string
 	gateway                             bool // the gateway benchmark (gateway.go)
+	gatewayScale                        int  // with gateway: more routed backends (gatewaypool.go)
 	comparePools                        bool
 	statusQPS                           float64
 }
@@ -107,6 +108,7 @@ func main() {
 	flag.DurationVar(&loadDur, "load-duration", time.Hour, "internal: load process time limit")
 	flag.IntVar(&loadMax, "load-max", 1000000, "internal: load process connection limit")
 	flag.BoolVar(&c.gateway, "gateway", false, "instead: the Gateway API mode against the Services mode, endpoint and route churn to served, -changes per phase (root: a network namespace of its own)")
+	flag.IntVar(&c.gatewayScale, "gateway-scale", 0, "with -gateway: N more Services, each the backend of a TCPRoute on a listener of its own, from port frontend-base+100; the new-backend phase runs again with --backend-pool")
 	flag.Parse()
 	if loadTarget != "" {
 		os.Exit(runLoad(loadTarget, c.loadRate, loadDur, loadMax))

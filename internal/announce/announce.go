@@ -3,8 +3,8 @@
 // addresses every host of its group serves and this host's health; how it
 // makes the network reach a healthy host is its own: layer 2 (ARP and
 // NDP, internal/announce/layer2) elects one owner per address among the
-// hosts on the address's network; a BGP announcer (later) would announce
-// each address from every healthy host.
+// hosts on the address's network; BGP (internal/announce/bgp) announces
+// each address from every healthy host to the routers.
 //
 // The layer 2 hosts agree on the owners without the apiserver: each host
 // sends the others authenticated heartbeats (heartbeat.go) saying whether

@@ -9,6 +9,7 @@ package apiserverlb
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -75,13 +76,23 @@ func ParseSources(s string) ([]string, error) {
 func ParseServer(s string, defaultPort uint16) (netip.AddrPort, error) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		if ap.Port() == 0 {
-			return ap, fmt.Errorf("%w server %q: port 0", ErrInvalid, s)
+			return ap, fmt.Errorf("%w server %q: port 0, want 1-65535", ErrInvalid, s)
 		}
 		return check(ap, s)
+	}
+	if host, port, err := net.SplitHostPort(s); err == nil {
+		if _, err := netip.ParseAddr(host); err == nil {
+			// An address with a port netip does not read: say what is
+			// wrong with the port, not that the whole is no address.
+			return netip.AddrPort{}, fmt.Errorf("%w server %q: port %q, want 1-65535", ErrInvalid, s, port)
+		}
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil || a.Zone() != "" {
 		return netip.AddrPort{}, fmt.Errorf("%w server %q: want IP or IP:PORT ([IPv6]:PORT)", ErrInvalid, s)
+	}
+	if defaultPort == 0 {
+		return netip.AddrPort{}, fmt.Errorf("%w server %q: no port, and the default port is 0 (want 1-65535)", ErrInvalid, s)
 	}
 	return check(netip.AddrPortFrom(a, defaultPort), s)
 }

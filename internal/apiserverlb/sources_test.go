@@ -47,6 +47,7 @@ func TestParseSources(t *testing.T) {
 func TestParseServers(t *testing.T) {
 	for _, c := range []struct {
 		name, in string
+		zeroPort bool // the default port is 0, not 6443
 		want     []netip.AddrPort
 		err      string // part of the message; "" for none
 	}{
@@ -58,7 +59,12 @@ func TestParseServers(t *testing.T) {
 		{name: "host name refused", in: "master-1.example:6443", err: `line 1: invalid server "master-1.example:6443"`},
 		{name: "one bad line spoils the list", in: "192.0.2.1\n192.0.2.300\n", err: "line 2"},
 		{name: "port 0", in: "192.0.2.1:0", err: "port 0"},
-		{name: "port too large", in: "192.0.2.1:65536", err: "invalid server"},
+		{name: "port too large", in: "192.0.2.1:65536", err: `invalid server "192.0.2.1:65536": port "65536", want 1-65535`},
+		{name: "port far too large", in: "[2001:db8::1]:99999", err: `port "99999", want 1-65535`},
+		{name: "port negative", in: "192.0.2.1:-1", err: `port "-1", want 1-65535`},
+		{name: "port not a number", in: "192.0.2.1:https", err: `port "https", want 1-65535`},
+		{name: "default port 0", in: "192.0.2.1", zeroPort: true, err: "no port, and the default port is 0"},
+		{name: "default port 0, port given", in: "192.0.2.1:6443", zeroPort: true, want: aps("192.0.2.1:6443")},
 		{name: "unspecified", in: "0.0.0.0:6443", err: "not a unicast"},
 		{name: "multicast", in: "224.0.0.1", err: "not a unicast"},
 		{name: "zone", in: "[fe80::1%eth0]:6443", err: "invalid server"},
@@ -66,7 +72,11 @@ func TestParseServers(t *testing.T) {
 		{name: "injection after address", in: "192.0.2.1 backup", err: "invalid server"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := ParseServers(c.in, 6443)
+			port := uint16(6443)
+			if c.zeroPort {
+				port = 0
+			}
+			got, err := ParseServers(c.in, port)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, ErrInvalid) {
 					t.Fatalf("got %v, %v; want an ErrInvalid containing %q", got, err, c.err)

@@ -15,10 +15,14 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
 // Announcers (--announce).
-const announceL2 = "l2"
+const (
+	announceL2  = "l2"
+	announceBGP = "bgp"
+)
 
 // announceFlags are the flags of the address announcer (docs/addresses.md,
 // "Putting the addresses on the wire").
@@ -30,16 +34,18 @@ type announceFlags struct {
 	name     string
 	listen   string
 	interval time.Duration
+	bgp      bgpFlags
 }
 
 func (a *announceFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&a.mode, "announce", "", "put the served addresses on the network and move them when a host fails: 'l2' (ARP/NDP: one host of the group owns each address; run on every load-balancer host); default off (the operator's: AnyIP, keepalived, BGP)")
+	fs.StringVar(&a.mode, "announce", "", "put the served addresses on the network and move them when a host fails: 'l2' (ARP/NDP: one host of the group owns each address; run on every load-balancer host), 'bgp' (every healthy host announces each address to the routers); default off (the operator's: AnyIP, keepalived, a BGP speaker of its own)")
 	fs.StringVar(&a.iface, "announce-interface", "", "with --announce=l2: the interface on the addresses' network")
 	fs.StringSliceVar(&a.peers, "announce-peers", nil, "with --announce=l2: the other hosts of the group, IP[:PORT] on that network (heartbeats; comma-separated or repeated)")
 	fs.StringVar(&a.keyFile, "announce-key-file", "", "with --announce=l2: file holding the group's shared key (at least 16 bytes; heartbeats are signed with it, HMAC-SHA256)")
 	fs.StringVar(&a.name, "announce-name", "", "with --announce=l2: this host's name in the group (default: the host name)")
 	fs.StringVar(&a.listen, "announce-listen", fmt.Sprintf(":%d", layer2.DefaultPort), "with --announce=l2: where heartbeats are read ([IP]:PORT)")
 	fs.DurationVar(&a.interval, "announce-interval", layer2.DefaultInterval, "with --announce=l2: heartbeat interval; a host silent for 3 intervals is gone and its addresses move")
+	a.bgp.register(fs)
 }
 
 // parsePeer is IP or IP:PORT (port default layer2.DefaultPort).
@@ -56,13 +62,18 @@ func parsePeer(s string) (netip.AddrPort, error) {
 
 // setup starts the announcer (nil when --announce is off); it runs until
 // ctx ends, then lets its addresses go.
-func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, log *slog.Logger) (*announce.Driver, error) {
+func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *metrics.Announce, log *slog.Logger) (*announce.Driver, error) {
 	switch a.mode {
 	case "":
 		return nil, nil
 	case announceL2:
+		if err := a.bgp.notWith(); err != nil {
+			return nil, err
+		}
+	case announceBGP:
+		return a.setupBGP(ctx, static, rec, log)
 	default:
-		return nil, flagErr("--announce: want %s, got %q", announceL2, a.mode)
+		return nil, flagErr("--announce: want %s or %s, got %q", announceL2, announceBGP, a.mode)
 	}
 	if a.iface == "" || a.keyFile == "" {
 		return nil, flagErr("--announce=l2 needs --announce-interface and --announce-key-file")

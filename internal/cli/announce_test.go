@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/bgp"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
 )
 
@@ -21,14 +22,16 @@ func TestAnnounceSetupRefuses(t *testing.T) {
 	if err := os.WriteFile(short, []byte("tiny"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := announceFlags{mode: announceL2, iface: "hks-no-such-if0", keyFile: good, name: "lb1", listen: "127.0.0.1:0"}
+	base := announceFlags{mode: announceL2, iface: "hks-no-such-if0", keyFile: good, name: "lb1", listen: "127.0.0.1:0",
+		bgp: bgpFlags{holdTime: bgp.DefaultHoldTime, restartTime: bgp.DefaultRestartTime}}
 	cases := []struct {
 		name   string
 		change func(a *announceFlags)
 		want   string
 		is     error
 	}{
-		{"another announcer", func(a *announceFlags) { a.mode = "bgp" }, "--announce: want l2", nil},
+		{"another announcer", func(a *announceFlags) { a.mode = "ospf" }, "--announce: want l2 or bgp", nil},
+		{"a flag of bgp", func(a *announceFlags) { a.bgp.asn = 65001 }, "flags of --announce=bgp", nil},
 		{"no interface", func(a *announceFlags) { a.iface = "" }, "needs --announce-interface", nil},
 		{"no key file", func(a *announceFlags) { a.keyFile = filepath.Join(dir, "none") }, "--announce-key-file", nil},
 		{"a short key", func(a *announceFlags) { a.keyFile = short }, "want at least 16", nil},
@@ -41,7 +44,7 @@ func TestAnnounceSetupRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := base
 			tc.change(&a)
-			d, err := a.setup(context.Background(), nil, slog.New(slog.DiscardHandler))
+			d, err := a.setup(context.Background(), nil, nil, slog.New(slog.DiscardHandler))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || tc.is != nil && !errors.Is(err, tc.is) {
 				t.Fatalf("%v, want an error with %q", err, tc.want)
 			}
@@ -50,7 +53,7 @@ func TestAnnounceSetupRefuses(t *testing.T) {
 			}
 		})
 	}
-	if d, err := (&announceFlags{}).setup(context.Background(), nil, slog.New(slog.DiscardHandler)); d != nil || err != nil {
+	if d, err := (&announceFlags{}).setup(context.Background(), nil, nil, slog.New(slog.DiscardHandler)); d != nil || err != nil {
 		t.Fatalf("off: %v %v, want nothing", d, err)
 	}
 }

@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/objects"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
 )
 
@@ -17,8 +19,10 @@ func TestRenderCommand(t *testing.T) {
 	var out, errb bytes.Buffer
 	err := renderCmd([]string{"-f", "testdata/cluster.yaml", "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state", "--output", "haproxy"},
 		env(nil), nil, &out, &errb)
-	if err != nil {
-		t.Fatal(err)
+	// testdata/cluster.yaml holds an object that does not decode
+	// (default/broken): the rest is printed, and render fails.
+	if !errors.Is(err, objects.ErrDecode) {
+		t.Fatalf("render: %v, want an objects.ErrDecode", err)
 	}
 	golden.Assert(t, "cluster.cfg", out.Bytes())
 	stderr := errb.String()
@@ -48,8 +52,8 @@ func TestRenderStdinAndSingleServiceLegacyEnv(t *testing.T) {
 		"INGRESS_NAMESPACE": "ingress-nginx", "INGRESS_SERVICE_NAME": "ingress",
 		"HAPROXY_BACKEND_NAME": "be_ingress_https", "HAPROXY_BACKEND_PORT": "32443", "HAPROXY_SEND_PROXY_V2": "true",
 	})
-	if err := renderCmd([]string{"-f", "-"}, legacy, in, &out, &errb); err != nil {
-		t.Fatal(err)
+	if err := renderCmd([]string{"-f", "-"}, legacy, in, &out, &errb); !errors.Is(err, objects.ErrDecode) {
+		t.Fatalf("render: %v, want an objects.ErrDecode (default/broken)", err)
 	}
 	cfg := out.String()
 	for _, want := range []string{"backend be_ingress_https\n", "server s1 192.0.2.10:32443 track _nodes/s1\n", "send-proxy-v2", "bind :8443\n"} {
@@ -128,20 +132,23 @@ func TestInitWritesValidConfig(t *testing.T) {
 }
 
 // A document that cannot be parsed at all makes render exit non-zero after
-// printing what did render; objects that parse but are invalid do not.
+// printing what did render; so does, since issue 28's leftovers, an object
+// that parses but does not decode (run never sees one).
 func TestRenderExitsNonZeroOnUnparsableInput(t *testing.T) {
 	const svc = "apiVersion: v1\nkind: Service\nmetadata: {name: ok, namespace: default}\n" +
 		"spec: {type: LoadBalancer, loadBalancerClass: haproxy-k8s-sync.io/lb, ports: [{name: http, port: 81, nodePort: 30081, protocol: TCP}]}\n"
 	const invalidSvc = "apiVersion: v1\nkind: Service\nmetadata: {name: bad, namespace: default}\nspec: {ports: \"not a list\"}\n"
+	const unparsed = "could not be parsed"
 	tests := []struct {
 		name, input string
 		code        int
+		why         string // in stderr, when the code is not 0
 	}{
-		{"valid", svc, 0},
-		{"an object that parses but is invalid", svc + "---\n" + invalidSvc, 0},
-		{"invalid YAML", svc + "---\nkind: [unclosed\n", 1},
-		{"binary garbage", svc + "---\n\x00\x01\x02\xff\xfe garbage\x00\n", 1},
-		{"JSON cut short", `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"`, 1},
+		{"valid", svc, 0, ""},
+		{"an object that parses but is invalid", svc + "---\n" + invalidSvc, 1, "1 object(s) could not be decoded"},
+		{"invalid YAML", svc + "---\nkind: [unclosed\n", 1, unparsed},
+		{"binary garbage", svc + "---\n\x00\x01\x02\xff\xfe garbage\x00\n", 1, unparsed},
+		{"JSON cut short", `{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"`, 1, unparsed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,7 +164,7 @@ func TestRenderExitsNonZeroOnUnparsableInput(t *testing.T) {
 			if strings.HasPrefix(tc.input, svc) && !strings.Contains(out.String(), "be_default_ok_81") {
 				t.Errorf("what parsed was not rendered:\n%s", out.String())
 			}
-			if tc.code != 0 && !strings.Contains(errb.String(), "could not be parsed") {
+			if tc.code != 0 && !strings.Contains(errb.String(), tc.why) {
 				t.Errorf("stderr does not say why:\n%s", errb.String())
 			}
 			if tc.code == 0 && strings.Contains(errb.String(), "error:") {

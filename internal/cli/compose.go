@@ -113,6 +113,7 @@ func (f *runFlags) newLocalHAProxy(l localHAProxy, log *slog.Logger) (hd *runtim
 	hd = runtimeapi.NewHAProxy(runtimeapi.Options{
 		ConfigPath: l.config, Binary: f.bin, MasterSocket: l.master, Render: l.render,
 		Mode: f.apply, MinReloadInterval: f.minReload, ReloadSettle: f.reloadSettle, Logger: log,
+		Pool: f.poolPolicy,
 	})
 	stopPersist := persist(hd, f.persist, f.persistMax)
 	return hd, func() {
@@ -123,6 +124,9 @@ func (f *runFlags) newLocalHAProxy(l localHAProxy, log *slog.Logger) (hd *runtim
 
 // single is run's one local HAProxy, named by its flags.
 func (f *runFlags) single(log *slog.Logger) (*runtimeapi.HAProxy, func(), error) {
+	if err := f.listeners.refuseTProxy(f.mode); err != nil {
+		return nil, nil, err
+	}
 	if err := f.checkHAProxy(log); err != nil {
 		return nil, nil, err
 	}
@@ -166,7 +170,12 @@ func (f *runFlags) build(ctx context.Context, choice driverChoice, dopts desired
 	if err != nil {
 		return nil, err
 	}
-	return &built{drv: hd, close: stop,
+	drv, stopListeners, err := f.wrapListeners(hd, log)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return &built{drv: drv, close: func() { stopListeners(); stop() },
 		ready: func(synced func() bool, inst *metrics.Instance) func(context.Context) error {
 			return (&readiness{synced: synced, inst: inst, socket: f.stats}).ready
 		},
@@ -193,6 +202,9 @@ func (f *runFlags) buildInstances(ctx context.Context, dopts desired.Options, ge
 	}
 	var names []string
 	var readies []*readiness
+	if f.listeners.mode == render.ListenersTProxy {
+		return nil, flagErr("--listeners=tproxy: one local HAProxy only, not --instance")
+	}
 	ropts := f.renderOptions()
 	for _, s := range f.instances {
 		name := s.name

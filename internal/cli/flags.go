@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
@@ -37,6 +38,7 @@ type shape struct {
 	maxConn                          int
 	monitor                          netip.AddrPort
 	nodeCheck                        nodeCheck
+	listeners                        listenerFlags // listeners.go
 }
 
 // stringList is a repeatable, comma-separated flag.
@@ -92,6 +94,7 @@ func (s *shape) registerHAProxy(fs *pflag.FlagSet) {
 		fs.Var(pathValue{&s.stats, true}, "stats-socket", "HAProxy worker admin socket (written into the config)")
 		fs.Var(countValue{&s.maxConn}, "global-maxconn", "global maxconn of HAProxy (0: HAProxy's default)")
 		fs.Var(listenValue{&s.monitor}, "monitor-address", "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
+		s.listeners.register(fs)
 	})
 	// The state file's directory also keeps the last good settings, for
 	// every driver: it belongs to no driver.
@@ -104,6 +107,7 @@ func (s *shape) registerHAProxy(fs *pflag.FlagSet) {
 // desiredOptions validates the shape flags.
 func (s *shape) desiredOptions() (desired.Options, error) {
 	o := desired.Options{Class: s.class, ClassLess: s.classLess, Service: s.service, Backend: s.backend, Targets: s.targets, Defaults: s.defaults, TrackNodes: s.trackNodes}
+	o.SharedListener = s.listeners.mode == render.ListenersTProxy
 	var err error
 	if o.NodeCheck, err = s.nodeCheck.check(); err != nil {
 		return o, err

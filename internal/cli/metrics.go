@@ -53,6 +53,18 @@ func (m *metricsFlags) claims() *metrics.Claims {
 	return m.reg.Claims()
 }
 
+// announce returns the recorder of the announcer named, or nil when
+// metrics or the announcer are off; called once.
+func (m *metricsFlags) announce(announcer string) *metrics.Announce {
+	if m.addr == "" || announcer == "" {
+		return nil
+	}
+	if m.reg == nil {
+		m.reg = metrics.New(metrics.Options{Version: Version, PerService: m.perService})
+	}
+	return m.reg.Announce(announcer)
+}
+
 // serve listens on the metrics address (an error if it cannot) and serves
 // until ctx ends:
 //   - /metrics: the registry;

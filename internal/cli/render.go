@@ -34,7 +34,8 @@ const (
 )
 
 func (s *shape) renderOptions() render.Options {
-	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Monitor: s.monitor}
+	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Monitor: s.monitor,
+		Listeners: render.Listeners{Mode: s.listeners.mode, Port: uint16(s.listeners.port)}}
 }
 
 type renderFlags struct {
@@ -42,6 +43,7 @@ type renderFlags struct {
 	files  []string
 	output string
 	dir    string
+	pool   poolFlags
 }
 
 func newRenderCmd(e *cmdEnv) *cobra.Command {
@@ -59,8 +61,8 @@ DIR/acl, and no udp.nft (an earlier one removed) when there are no UDP ports.
 
 Problems with single Services go to stderr and the rest still renders (exit 0), as run reports
 them in Events. Render exits 1, naming the object or field, whenever what it writes would not be
-what run serves: a document that cannot be parsed, lists nested more than 8 deep, an object of a
-kind render does not read (Gateway API objects included), a duplicate object, an input with no
+what run serves: a document that cannot be parsed, lists nested more than 8 deep, an object that
+cannot be decoded or is of an API version render does not read, an object of a kind render does not read (Gateway API objects included), a duplicate object, an input with no
 objects, a --service naming no Service of the input, or a line too long for HAProxy (more than
 ~57 source ranges on stdout: use -o DIR); so does a Service the apiserver would not admit (a name
 that is no DNS label, a port outside 1-65535). What did render is still printed.`,
@@ -87,6 +89,7 @@ that is no DNS label, a port outside 1-65535). What did render is still printed.
 		fs.StringVar(&f.output, "output", outputHAProxy, "what goes to stdout: haproxy (haproxy.cfg) or nftables (the ruleset of the UDP ports); with -o, the one file to write")
 		fs.StringVarP(&f.dir, "output-dir", "o", "", "write "+renderConfigFile+" and "+renderRulesFile+" (when there are UDP ports) into this directory instead of stdout")
 	})
+	addGroup(fs, groupHAProxy, scopeAll, f.pool.register)
 	f.shape.register(fs, e.getenv)
 	c.AddCommand(newStaticPodCmd(e))
 	return c
@@ -143,6 +146,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	for _, s := range res.Skipped {
 		fmt.Fprintln(e.stderr, "warning: address skipped:", s)
 	}
+	if res.Config, err = f.pool.view(res.Config); err != nil {
+		return err
+	}
 	layout, _ := plan.Assign(res.Config, nil, true)
 	ropts := f.renderOptions()
 	if f.dir != "" {
@@ -150,6 +156,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 		// files beside it.
 		ropts.ACLDir = runtimeapi.ACLDir(filepath.Join(f.dir, renderConfigFile))
 	}
+	// With --listeners=tproxy, the listener's maps are in that directory,
+	// or on stdout beside run's default --haproxy-config (listeners.go).
+	ropts = f.listeners.options(ropts, defaultConfigPath)
 	cfg := render.Config(res.Config, layout, ropts)
 	rules := renderUDP(res.Config.UDP)
 	if err := fitsHAProxy(cfg, res.Config, f.dir != ""); err != nil {
@@ -157,6 +166,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	}
 	if f.dir != "" {
 		err = f.write(cfg, rules, runtimeapi.PatternFiles(res.Config, ropts), ropts.ACLDir, len(res.Config.UDP) > 0, outputGiven, e.stderr)
+		if err == nil {
+			err = f.writeListenerRules(res.Config, ropts, e.stderr)
+		}
 	} else if f.output == outputNFTables {
 		_, err = e.stdout.Write(rules)
 	} else {
@@ -248,7 +260,11 @@ run's first pass. An existing config is kept unless --force.`,
 			if _, err := os.Stat(path); err == nil && !force {
 				return fmt.Errorf("%s exists; use --force to overwrite", path)
 			}
-			cfg := render.Empty(s.renderOptions())
+			ropts := s.listeners.options(s.renderOptions(), path)
+			cfg := render.Empty(ropts)
+			if err := initListenerMaps(ropts); err != nil {
+				return err
+			}
 			if from != "" {
 				var err error
 				if cfg, err = os.ReadFile(from); err != nil {

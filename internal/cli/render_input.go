@@ -24,8 +24,8 @@ import (
 // refusals counts what the input held that render did not read, by class
 // (each also a warning on stderr).
 type refusals struct {
-	unparsed, kinds, duplicates int
-	first                       error // the class of the first, for errors.Is
+	unparsed, undecoded, kinds, duplicates int
+	first                                  error // the class of the first, for errors.Is
 }
 
 func (r *refusals) add(e error) {
@@ -36,8 +36,12 @@ func (r *refusals) add(e error) {
 		r.kinds++
 	case errors.Is(e, objects.ErrDuplicate):
 		r.duplicates++
+	case errors.Is(e, objects.ErrDecode), errors.Is(e, objects.ErrVersion):
+		// run never sees such an object (the apiserver would not hold
+		// it): the config printed would lack what it meant.
+		r.undecoded++
 	default:
-		return // an object that does not decode: a warning, as in run (which never sees one)
+		return
 	}
 	if r.first == nil {
 		r.first = e
@@ -54,6 +58,9 @@ func (r *refusals) err() error {
 	if r.unparsed > 0 {
 		what = append(what, fmt.Sprintf("%d document(s) could not be parsed", r.unparsed))
 	}
+	if r.undecoded > 0 {
+		what = append(what, fmt.Sprintf("%d object(s) could not be decoded or are of an API version render does not read", r.undecoded))
+	}
 	if r.kinds > 0 {
 		what = append(what, fmt.Sprintf("%d object(s) of a kind render does not read", r.kinds))
 	}
@@ -61,7 +68,7 @@ func (r *refusals) err() error {
 		what = append(what, fmt.Sprintf("%d duplicate object(s)", r.duplicates))
 	}
 	class := objects.ErrSyntax
-	for _, c := range []error{objects.ErrSyntax, objects.ErrRead, objects.ErrTooDeep, objects.ErrKind, objects.ErrDuplicate} {
+	for _, c := range []error{objects.ErrSyntax, objects.ErrRead, objects.ErrTooDeep, objects.ErrDecode, objects.ErrVersion, objects.ErrKind, objects.ErrDuplicate} {
 		if errors.Is(r.first, c) {
 			class = c
 			break

@@ -24,7 +24,8 @@ const renderNode = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {a
 
 // render exits non-zero, naming the object or field, whenever what it
 // prints would not be what run serves for the same objects: input it
-// does not read (another kind, Gateway API objects, duplicates), an input
+// does not read (another kind, Gateway API objects, duplicates, an object
+// that does not decode or of an API version it does not read), an input
 // with nothing in it, a --service naming no Service of the input, source
 // ranges too many for one line of HAProxy's. What it reads as run would
 // (a Service without a namespace is in default) renders with exit 0.
@@ -40,7 +41,7 @@ func TestRenderRefusesWhatRunWouldNotServe(t *testing.T) {
 		args        []string
 		code        int
 		stderr      []string // substrings of stderr
-		stdout      string   // a substring of stdout, when exit 0
+		stdout      string   // a substring of stdout
 	}{
 		{name: "valid", input: ok + "---\n" + renderNode, stdout: "backend be_default_ok_81"},
 		{name: "no namespace is default", input: lbService("name: nons", 81, "") + "---\n" + renderNode, stdout: "backend be_default_nons_81"},
@@ -53,6 +54,12 @@ func TestRenderRefusesWhatRunWouldNotServe(t *testing.T) {
 			stderr: []string{"(Servce x/s): kind not read"}},
 		{name: "duplicates", input: ok + "---\n" + lbService("name: ok", 83, ""), code: 1,
 			stderr: []string{"document 2 (Service default/ok): duplicate object: the same object as", "document 1; the first is kept", "1 duplicate object(s)"}},
+		{name: "an object that does not decode", input: ok + "---\n" + renderNode + "---\napiVersion: v1\nkind: Service\nmetadata: {name: bad, namespace: x}\nspec: {ports: nope}\n", code: 1,
+			stderr: []string{"document 3 (Service x/bad): cannot decode object", "1 object(s) could not be decoded or are of an API version render does not read"},
+			stdout: "backend be_default_ok_81"},
+		{name: "an API version render does not read", input: ok + "---\n" + renderNode + "---\napiVersion: discovery.k8s.io/v1beta1\nkind: EndpointSlice\nmetadata: {name: s, namespace: default}\n", code: 1,
+			stderr: []string{"document 3 (EndpointSlice default/s): unsupported API version", "1 object(s) could not be decoded or are of an API version render does not read"},
+			stdout: "backend be_default_ok_81"},
 		{name: "misspelt --service", input: ok, args: []string{"--service", "default/okk"}, code: 1,
 			stderr: []string{"--service default/okk: no such Service in the input"}},
 		{name: "--service", input: ok + "---\n" + renderNode, args: []string{"--service", "default/ok"}, stdout: "be_default_ok_81"},
@@ -74,7 +81,7 @@ func TestRenderRefusesWhatRunWouldNotServe(t *testing.T) {
 					t.Errorf("stderr lacks %q:\n%s", want, errb.String())
 				}
 			}
-			if tc.code == 0 && !strings.Contains(out.String(), tc.stdout) {
+			if !strings.Contains(out.String(), tc.stdout) { // what did render is printed, exit 1 or not
 				t.Errorf("stdout lacks %q:\n%s", tc.stdout, out.String())
 			}
 		})

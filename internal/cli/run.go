@@ -24,6 +24,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
 func newRunCmd(e *cmdEnv) *cobra.Command {
@@ -78,6 +79,12 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	}
 	if err := checkScopes(fs, given, f.mode, useDataplane, len(f.instances) > 0); err != nil {
 		return err
+	}
+	if f.poolPolicy, err = f.pool.policy(); err != nil {
+		return err
+	}
+	if f.mode == modeAPIServer {
+		f.poolPolicy = spares.Policy{} // one backend, never new
 	}
 	getenv, stderr := e.getenv, e.stderr
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
@@ -197,7 +204,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
-	ann, err := f.announce.setup(ctx, addrs, log)
+	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.bgpMode()), log)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
 // runFlags are the flags of `run`, in both modes.
@@ -30,12 +31,16 @@ type runFlags struct {
 	mode                 string
 	udp                  udpFlags
 	announce             announceFlags
+	pool                 poolFlags
 	api                  *apiserverFlags
 	// onApplied, when set, is told that an --instance applied a model
 	// (the gateway mode publishes status once all did).
 	onApplied func(instance string, cfg model.Config)
 	// binChecked: --haproxy-bin passed checkHAProxy (haproxybin.go).
 	binChecked bool
+	// poolPolicy: the pool of ready backends --backend-pool* ask for
+	// (pool.go), checked by run; none in the apiserver mode.
+	poolPolicy spares.Policy
 }
 
 // register registers run's flags on fs, grouped by concern; getenv feeds
@@ -71,7 +76,9 @@ func (f *runFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 		fs.DurationVar(&f.persist, "persist-interval", time.Second, "write the config and server-state files once changes have been quiet this long")
 		fs.DurationVar(&f.persistMax, "persist-max-delay", 30*time.Second, "write the config and server-state files at the latest this long after the first change not yet written, even while changes keep coming")
 	})
+	addGroup(fs, groupHAProxy, scopeLocal, f.pool.register)
 	f.shape.registerHAProxy(fs)
+	addGroup(fs, groupHAProxy, scopeLocal, f.shape.listeners.registerRun)
 	addGroup(fs, groupStatsPage, scopeLocal, f.statsPage.register)
 	addGroup(fs, groupUDP, scopeServices, f.udp.register)
 	addGroup(fs, groupAnnounce, scopeServices, f.announce.register)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/tproxy"
 )
 
 // UDP modes.
@@ -90,11 +91,13 @@ func compose(hap driver.Driver, udp *nft.Driver) driver.Driver {
 func newCleanupCmd(e *cmdEnv) *cobra.Command {
 	var udp bool
 	var netns string
+	var lc listenerCleanup // listeners.go
 	c := &cobra.Command{
 		Use:   "cleanup --udp",
 		Short: "Delete the nftables table of the UDP ports (a normal stop leaves it)",
 		Long: `Cleanup deletes what a stopped controller leaves in place on purpose, so that traffic keeps
-flowing while it is down: with --udp, the nftables table inet ` + nft.Table + ` of the UDP ports.`,
+flowing while it is down: with --udp, the nftables table inet ` + nft.Table + ` of the UDP ports;
+with --listeners, the TPROXY table inet ` + tproxy.Table + ` and its policy routing (docs/listeners.md).`,
 		Example: `  haproxy-k8s-sync cleanup --udp
   haproxy-k8s-sync cleanup --udp --udp-netns /run/netns/lb`,
 		Args: noArgs,
@@ -102,15 +105,20 @@ flowing while it is down: with --udp, the nftables table inet ` + nft.Table + ` 
 			if err := finishFlags(c.Flags(), e.getenv, nil); err != nil {
 				return err
 			}
-			if !udp {
-				return errors.New("cleanup: say what to remove (--udp)")
+			if !udp && !lc.listeners {
+				return errors.New("cleanup: say what to remove (--udp, --listeners)")
 			}
-			return nft.Cleanup(netns)
+			var err error
+			if udp {
+				err = nft.Cleanup(netns)
+			}
+			return errors.Join(err, lc.run())
 		},
 	}
 	addGroup(c.Flags(), groupUDP, scopeAll, func(fs *pflag.FlagSet) {
 		fs.BoolVar(&udp, "udp", false, "delete the nftables table inet "+nft.Table)
 		fs.StringVar(&netns, "udp-netns", "", "network namespace (path) holding the table; default this process's own")
 	})
+	addGroup(c.Flags(), groupHAProxy, scopeAll, lc.register)
 	return c
 }

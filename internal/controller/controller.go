@@ -65,6 +65,9 @@ type Controller struct {
 	// skipped: the addresses the last pass found no server's
 	// (desired.Result.Skipped), logged when they change
 	skipped []string
+	// skippedNodes: node name → the AddressSkipped Event last emitted
+	// on it (skipped.go).
+	skippedNodes map[string]string
 	// lastPools: each AddressPool's last good spec, used (frozen) while
 	// its current one cannot be read.
 	lastPools map[string]pools.Pool
@@ -154,6 +157,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	d.Problems = slices.Concat(d.Problems, alloc.problems) // d's may be the memo's
 	c.failOpen(d.NotReadyKept, nodes)
 	c.logSkipped(d.Skipped)
+	c.nodeAddrEvents(d.Skipped, nodes)
 	if err := c.store.save(c.lastGood, d.Good); err != nil {
 		c.log.Warn("could not save last good settings", "err", err)
 	}

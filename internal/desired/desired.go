@@ -68,6 +68,10 @@ type Options struct {
 	// from the AddressPools) instead of Binds; one without an address
 	// is not configured (it waits for one).
 	Pooled bool
+	// SharedListener: --listeners=tproxy, where the Services on addresses
+	// of their own share one listener; one asking for its own maxconn or
+	// client timeout gets a warning (listeners.go).
+	SharedListener bool
 }
 
 // Input is the world one pass looks at.
@@ -321,6 +325,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				if !reuseGood {
 					res.Config.Frontends = append(res.Config.Frontends, fe)
 				}
+				res.Problems = append(res.Problems, listenerProblem(svc, fe, opts)...)
 				store = append(store, be) // never grows: ports is enough
 				res.Config.Backends = append(res.Config.Backends, &store[len(store)-1])
 				configured = true

@@ -73,13 +73,8 @@ func badAddress(text string) (a netip.Addr, why string) {
 func skippedAddresses(nodes []*corev1.Node, sls []*Slice) []string {
 	var out []string
 	for _, n := range nodes {
-		for _, a := range n.Status.Addresses {
-			if a.Type != corev1.NodeInternalIP {
-				continue
-			}
-			if _, why := badAddress(a.Address); why != "" {
-				out = append(out, fmt.Sprintf("Node %s: InternalIP %s: not a server", settings.ShowValue(n.Name), why))
-			}
+		for _, why := range NodeAddrsSkipped(n) {
+			out = append(out, fmt.Sprintf("Node %s: %s", settings.ShowValue(n.Name), why))
 		}
 	}
 	for _, sl := range sls {
@@ -88,6 +83,22 @@ func skippedAddresses(nodes []*corev1.Node, sls []*Slice) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// NodeAddrsSkipped says, for each InternalIP of node n that is no server
+// (unparsable, unspecified, multicast, broadcast, zoned), why: the
+// controller's Event on the node, and Result.Skipped.
+func NodeAddrsSkipped(n *corev1.Node) []string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if _, why := badAddress(a.Address); why != "" {
+			out = append(out, "InternalIP "+why+": not a server")
+		}
+	}
 	return out
 }
 

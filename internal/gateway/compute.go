@@ -65,6 +65,8 @@ func Compute(in Input, opts Options) Result {
 	}
 
 	w := newWorld(in)
+	opts.Certs.begin()
+	defer opts.Certs.end()
 	var gws []*gw
 	byKey := map[Key]*gw{}
 	sorted := slices.Clone(in.Gateways)
@@ -97,6 +99,7 @@ func Compute(in Input, opts Options) Result {
 		x.listeners = listenersOf(g, opts.UDP)
 		for _, l := range x.listeners {
 			w.certRefs(g, l)
+			l.tls = w.listenerTLS(g, l, opts.Certs)
 			if l.statusOnly() {
 				continue // binds nothing
 			}

@@ -72,6 +72,9 @@ type Options struct {
 	// UDP: UDP listeners are served (the nftables driver runs); without
 	// it they are not accepted.
 	UDP bool
+	// Certs keeps HTTPS listeners' last valid certificates across passes
+	// (tls.go); nil: a Secret that turns bad serves nothing.
+	Certs *CertMemo
 }
 
 // Result is the model and the status of every object that is ours.

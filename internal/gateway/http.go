@@ -3,6 +3,8 @@ package gateway
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
 )
 
 // HTTP listeners serve HTTPRoutes (httproute.go compiles them into the
@@ -18,11 +20,15 @@ const KindHTTPRoute = "HTTPRoute"
 
 // Secret is what Compute reads of a Secret an HTTPS listener names:
 // whether it holds a usable certificate and key (kubernetes.io/tls,
-// tls.crt and tls.key that parse as a pair). The informer keeps nothing
-// else of it (source.Gateway's transform).
+// tls.crt and tls.key that certs.Parse takes), why not (Problem), and,
+// for the Secrets HTTPS listeners refer to only (CertSecrets), the
+// checked bundle. The informer keeps nothing else of it (source.Gateway's
+// transform).
 type Secret struct {
 	metav1.ObjectMeta
 	ValidTLS bool
+	Problem  string        // why not ValidTLS; never key material
+	Bundle   *certs.Bundle // with ValidTLS, for a Secret a listener refers to (tls.go)
 }
 
 // statusOnly reports a listener of a protocol this controller does not
@@ -66,6 +72,9 @@ func (w *world) certRefs(g *gwv1.Gateway, l *listener) {
 			l.certWhy, l.certMsg = "InvalidCertificateRef", "Secret "+k.String()+" not found"
 		case !w.secrets[k].ValidTLS:
 			l.certWhy, l.certMsg = "InvalidCertificateRef", "Secret "+k.String()+" holds no valid tls.crt and tls.key"
+			if p := w.secrets[k].Problem; p != "" {
+				l.certMsg += ": " + p
+			}
 		default:
 			continue
 		}

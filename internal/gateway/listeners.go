@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ type listener struct {
 	// certWhy/certMsg: an HTTPS listener's certificateRefs do not resolve
 	// (a ListenerConditionReason); "" when they do.
 	certWhy, certMsg string
+	tls              *model.TLS       // an HTTPS listener's termination (tls.go); nil: none to serve
 	routes           []*attachedRoute // served, oldest first
 	served           bool             // in the model
 }
@@ -73,7 +75,7 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 			kind = KindHTTPRoute // HTTPS: status only (http.go)
 			httpListener(l)
 		default:
-			l.reject("UnsupportedProtocol", "protocol "+string(s.Protocol)+" is not supported: TCP, TLS (passthrough), UDP and HTTP are (HTTPS: status only)")
+			l.reject("UnsupportedProtocol", "protocol "+strconv.Quote(string(s.Protocol))+" is not supported: TCP, TLS (passthrough), UDP and HTTP are (HTTPS: status only)")
 		}
 		if l.hostname != "" && !model.ValidSNI(l.hostname) {
 			l.reject("UnsupportedValue", "hostname is not a valid DNS name")

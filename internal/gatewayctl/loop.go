@@ -53,6 +53,8 @@ type Loop struct {
 	// assigned: the Gateways' pool addresses of the last pass (the
 	// worker's alone).
 	assigned map[gateway.Key][]netip.Addr
+	// certs: HTTPS listeners' last valid certificates (the worker's alone).
+	certs gateway.CertMemo
 }
 
 // New wires a loop.
@@ -110,6 +112,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	ctx = l.changes.Take(ctx)
 	in := l.src.Snapshot()
 	gopts := l.opts.Gateway
+	gopts.Certs = &l.certs
 	if gopts.Pooled {
 		gopts.Pools = l.pools.parse(l.src.Pools())
 		gopts.Previous = l.assigned

@@ -232,6 +232,12 @@ func (r *Runtime) connectLocked(ctx context.Context) error {
 // roundTripLocked writes all commands (from a goroutine for large batches)
 // while reading the answers, so HAProxy never blocks on a full output buffer.
 func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer, error) {
+	return r.roundTripBytes(ctx, joinCommands(cmds), len(cmds))
+}
+
+// roundTripBytes writes payload, n commands laid out as HAProxy reads
+// them, and reads their n answers.
+func (r *Runtime) roundTripBytes(ctx context.Context, payload []byte, n int) ([]Answer, error) {
 	conn := r.conn
 	dl, _ := ctx.Deadline()
 	if err := conn.SetDeadline(dl); err != nil {
@@ -240,7 +246,6 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 
 	werr := make(chan error, 1)
-	payload := joinCommands(cmds)
 	if len(payload) <= inlineWriteMax {
 		// Small batches fit in the socket buffer: write them inline and
 		// save a goroutine hand-off per call.
@@ -253,7 +258,7 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 		}()
 	}
 
-	ans := make([]Answer, 0, len(cmds))
+	ans := make([]Answer, 0, n)
 	var rerr error
 	if len(payload) <= inlineWriteMax {
 		if err := <-werr; err != nil {
@@ -262,7 +267,7 @@ func (r *Runtime) roundTripLocked(ctx context.Context, cmds []string) ([]Answer,
 		}
 		werr <- nil
 	}
-	for range cmds {
+	for range n {
 		text, err := r.rd.next()
 		if err != nil {
 			rerr = err

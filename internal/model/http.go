@@ -20,18 +20,8 @@ import (
 type HTTP struct {
 	Hosts   []HTTPHost
 	Actions []HTTPAction // HTTPRule.Action indexes it
-	// TLS terminates TLS on the frontend's binds; nil for plain HTTP.
-	// Filled by the HTTPS listeners' producer (certificates).
-	TLS *HTTPTLS
 	// Port is the listener's port, for redirects that keep it.
 	Port uint16
-}
-
-// HTTPTLS is the TLS part of an HTTPS frontend's binds (render.TLSBind
-// writes it); its fields are the certificates' producer's.
-type HTTPTLS struct {
-	// CrtList is the crt-list file the binds read; "" for none yet.
-	CrtList string
 }
 
 // HTTPHost is one host name of the table: an exact name ("a.example.com"),
@@ -199,7 +189,7 @@ func (h *HTTP) Equal(g *HTTP) bool {
 	if h == nil || g == nil {
 		return h == g
 	}
-	return h.Port == g.Port && (h.TLS == nil) == (g.TLS == nil) && (h.TLS == nil || *h.TLS == *g.TLS) &&
+	return h.Port == g.Port &&
 		slices.EqualFunc(h.Hosts, g.Hosts, func(a, b HTTPHost) bool {
 			return a.Name == b.Name && slices.EqualFunc(a.Rules, b.Rules, func(x, y HTTPRule) bool {
 				return x.PathType == y.PathType && x.Path == y.Path && x.Action == y.Action && x.Method == y.Method && slices.Equal(x.Headers, y.Headers)

@@ -69,6 +69,8 @@ type Frontend struct {
 	// ClientHello when a route matches by SNI (0: DefaultInspectDelay).
 	Routes       []Route
 	InspectDelay time.Duration
+	// TLS, when set, terminates TLS on the binds (tls.go).
+	TLS *TLS
 	// HTTP, when set, makes the frontend an HTTP one whose requests
 	// are routed by this table (http.go) instead of Routes or Backend.
 	HTTP *HTTP
@@ -256,7 +258,7 @@ func (f Frontend) Equal(g Frontend) bool {
 	return f.Name == g.Name && f.Service == g.Service && f.AcceptProxy == g.AcceptProxy &&
 		f.MaxConn == g.MaxConn && f.TimeoutClient == g.TimeoutClient && f.Backend == g.Backend &&
 		slices.Equal(f.Binds, g.Binds) && slices.Equal(f.SourceRanges, g.SourceRanges) &&
-		f.InspectDelay == g.InspectDelay && equalRoutes(f.Routes, g.Routes) && f.HTTP.Equal(g.HTTP)
+		f.InspectDelay == g.InspectDelay && equalRoutes(f.Routes, g.Routes) && f.TLS.Equal(g.TLS) && f.HTTP.Equal(g.HTTP)
 }
 
 // SameStructure reports whether b and c are equal but for their servers:

@@ -42,6 +42,10 @@ func setField(t *testing.T, v reflect.Value, i int) {
 			f.Set(reflect.ValueOf(&HTTP{Port: 80}))
 			return
 		}
+		if f.Type() == reflect.TypeOf(&TLS{}) {
+			f.Set(reflect.ValueOf(&TLS{}))
+			return
+		}
 		t.Fatalf("unhandled pointer field %s", v.Elem().Type().Field(i).Name)
 	default:
 		t.Fatalf("unhandled field %s of kind %s", v.Elem().Type().Field(i).Name, f.Kind())

@@ -58,16 +58,6 @@ func HTTPMapFile(dir, fe, kind string) string {
 	return dir + "/" + fe + ".http." + kind + ".map"
 }
 
-// TLSBind is the TLS part of an HTTPS frontend's bind line (" ssl crt-list
-// ... alpn h2,http/1.1"); "" for plain HTTP. The certificates' producer
-// owns it.
-func TLSBind(t *model.HTTPTLS) string {
-	if t == nil || t.CrtList == "" || !model.ValidFilePath(t.CrtList) {
-		return ""
-	}
-	return " ssl crt-list " + t.CrtList + " alpn h2,http/1.1"
-}
-
 // writeHTTP writes the rules of an HTTP frontend (after its binds).
 // Without a map directory nothing can be looked up: every request is
 // answered 503.

@@ -48,6 +48,14 @@ type Options struct {
 	// (upgrade.go): a driver keeps that while HAProxy runs such a config,
 	// rather than reloading only to change how the same model is written.
 	Legacy Legacy
+	// CertDir, when set (an absolute path checked with
+	// model.ValidFilePath), holds the certificates and crt-lists of the
+	// frontends that terminate TLS (tls.go). Empty: such a frontend is
+	// written without binds.
+	CertDir string
+	// Listeners is the listener mode (listeners.go): per-port frontends,
+	// or one fixed listener the kernel hands every connection to.
+	Listeners Listeners
 }
 
 // Peers names the peers section and the local peer (writePeers). The
@@ -177,21 +185,31 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	}
 	writeMonitor(w, opts)
 	writeStats(w, opts)
+	if opts.TProxy() {
+		writeListener(w, opts)
+	}
 	for _, f := range cfg.Frontends {
+		if opts.Listened(f) {
+			continue // served by the fixed listener (listeners.go)
+		}
 		w("")
 		w("frontend", f.Name)
+		tlsArgs, tlsOK := tlsBind(f, opts)
+		if !tlsOK {
+			w("\t# no certificate directory: TLS termination not bound")
+		}
 		for _, bd := range f.Binds {
+			if !tlsOK {
+				break
+			}
 			line := "\tbind " + bindAddr(bd)
 			if bd.Transparent {
 				line += " transparent"
 			}
-			if f.HTTP != nil {
-				line += TLSBind(f.HTTP.TLS)
-			}
 			if f.AcceptProxy {
 				line += " accept-proxy"
 			}
-			w(line)
+			w(line + tlsArgs)
 		}
 		if f.MaxConn > 0 {
 			w("\tmaxconn", strconv.Itoa(f.MaxConn))
@@ -219,11 +237,18 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		looseArgs = checkArgs(nodeCheck)
 	}
 	agentInter := settings.FormatDuration(cfg.NodesAgentInter())
+	listenedSrc := listenedSources(cfg, opts)
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
 		if be.HTTP {
 			w("\tmode http")
+		}
+		if !skeleton && be.Name[0] == '_' && be.Service != "" {
+			// A spare of the pool (internal/spares) says whose it is: the
+			// file names what runs; not structure, a spare changes hands
+			// with no reload.
+			w("\t# serves", be.Service)
 		}
 		if be.Name == model.NodesBackend && !be.Check.Enabled {
 			// No traffic goes here: a server per node, for the servers of
@@ -243,6 +268,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		}
 		if be.Balance == "source" {
 			w("\thash-type consistent")
+		}
+		for _, f := range listenedSrc[be.Name] {
+			w("\t" + backendSourceRule(f, opts))
 		}
 		if be.Affinity > 0 {
 			// ClientIP affinity: a client's source address keeps the

@@ -41,6 +41,10 @@ type Gateway struct {
 	// claimsOn: and the address claims (WithClaims)
 	claimsOn bool
 
+	// The Secrets HTTPS listeners name and those read outside the
+	// informer (gatewaysecrets.go).
+	secretState secretState
+
 	// The informers in use; a relist after an apiserver outage
 	// (relist.go) replaces them by a fresh, synced generation.
 	generations[gatewaySet, *gatewaySet]
@@ -81,7 +85,7 @@ func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool, ro
 func (g *Gateway) build() *gatewaySet {
 	kf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(Slim))
 	gf := gwinformers.NewSharedInformerFactoryWithOptions(g.gc, 0, gwinformers.WithTransform(gatewayTransform))
-	sf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(secretTransform))
+	sf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(g.secretTransform))
 	set := &gatewaySet{
 		secrets:    sf.Core().V1().Secrets().Informer(),
 		classes:    gf.Gateway().V1().GatewayClasses().Informer(),
@@ -172,14 +176,15 @@ func (g *Gateway) Start(ctx context.Context, timeout time.Duration) error {
 // must not modify them.
 func (g *Gateway) Snapshot() gateway.Input {
 	set := g.current()
+	gws := listOf[*gwv1.Gateway](set.gateways)
 	return gateway.Input{
 		Classes:    listOf[*gwv1.GatewayClass](set.classes),
-		Gateways:   listOf[*gwv1.Gateway](set.gateways),
+		Gateways:   gws,
 		TCPRoutes:  listOf[*gwv1.TCPRoute](set.tcp),
 		TLSRoutes:  listOf[*gwv1.TLSRoute](set.tls),
 		UDPRoutes:  listOf[*gwv1.UDPRoute](set.udp),
 		HTTPRoutes: listOf[*gwv1.HTTPRoute](set.http),
-		Secrets:    listOf[*gateway.Secret](set.secrets),
+		Secrets:    g.secretsFor(listOf[*gateway.Secret](set.secrets), gws),
 		Grants:     listOf[*gwv1beta1.ReferenceGrant](set.grants),
 		Services:   listOf[*corev1.Service](set.services),
 		Slices:     listOf[*desired.Slice](set.slices),

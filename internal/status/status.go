@@ -70,6 +70,7 @@ func Collect(ctx context.Context, cfgPath, socket string) (Report, error) {
 		return Report{}, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	file := parseConfig(raw)
+	listened(&file, raw) // --listeners=tproxy (listeners.go)
 	rt := haproxy.NewRuntime(socket)
 	defer rt.Close()
 	ctx, cancel := haproxy.WithDefaultTimeout(ctx, 10*time.Second)

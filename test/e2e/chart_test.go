@@ -126,6 +126,19 @@ func TestHelmChartModes(t *testing.T) {
 				}
 			}},
 		// Address pools: the flag, and exactly the rules it needs.
+		// BGP: the flags, the password's Secret mounted where the flag names it.
+		{"services-announce-bgp", []string{"services.announce.bgp.asn=4200000000", "services.announce.bgp.peers={192.0.2.1@65000,[2001:db8::1]:1179}",
+			"services.announce.bgp.peerASN=65000", "services.announce.bgp.bfd=100ms", "services.announce.bgp.restartTime=0s", "services.announce.bgp.passwordSecret=bgp-pw"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				ds := find(t, objs, "DaemonSet", "")
+				sync := container(t, ds, "sync", false)
+				hasAll(t, "sync args", args(sync), "--announce=bgp", "--announce-bgp-asn=4200000000", "--announce-bgp-peers=192.0.2.1@65000",
+					"--announce-bgp-peers=[2001:db8::1]:1179", "--announce-bgp-peer-asn=65000", "--announce-bgp-bfd=100ms", "--announce-bgp-restart-time=0s",
+					"--announce-bgp-password-file=/etc/haproxy-k8s-sync/bgp/password")
+				if !strings.Contains(fmt.Sprint(sync["volumeMounts"]), "/etc/haproxy-k8s-sync/bgp") || !strings.Contains(fmt.Sprint(ds.Object), "bgp-pw") {
+					t.Error("the password's Secret not mounted")
+				}
+			}},
 		{"services-address-pools", []string{"services.addressPools=true", "services.claimQPS=50", "services.claimBurst=100"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				ds := find(t, objs, "DaemonSet", "")
@@ -268,19 +281,22 @@ func unstructuredRules(t *testing.T, objs []*unstructured.Unstructured) []any {
 func TestHelmChartSchemaRejects(t *testing.T) {
 	helm := tool(t, "helm")
 	for _, set := range []string{
-		"replicas=3",                             // unknown (top level)
-		"services.hostnetwork=true",              // unknown (misspelt)
-		"services.kind=StatefulSet",              // not a workload the chart knows
-		"metrics.port=http",                      // ill-typed
-		"services.publishAddresses={lb.example}", // not an IP
-		"mode=bogus",                             // no such mode
-		"apiserver.sources={dns}",                // no such source
-		"env.haproxy.backendName=be x",           // not a backend name
-		"extraArgs={oops}",                       // not a flag
-		"services.nodeCheck=http:10256/a b",      // not a node check
-		"services.claimQPS=fast",                 // ill-typed
-		"services.claimBurst=0",                  // below 1
-		"mode=dataplane",                         // dataplane without its URL
+		"replicas=3",                              // unknown (top level)
+		"services.hostnetwork=true",               // unknown (misspelt)
+		"services.kind=StatefulSet",               // not a workload the chart knows
+		"metrics.port=http",                       // ill-typed
+		"services.publishAddresses={lb.example}",  // not an IP
+		"mode=bogus",                              // no such mode
+		"apiserver.sources={dns}",                 // no such source
+		"env.haproxy.backendName=be x",            // not a backend name
+		"extraArgs={oops}",                        // not a flag
+		"services.nodeCheck=http:10256/a b",       // not a node check
+		"services.claimQPS=fast",                  // ill-typed
+		"services.claimBurst=0",                   // below 1
+		"mode=dataplane",                          // dataplane without its URL
+		"services.announce.bgp.peers={router1}",   // not an address
+		"services.announce.bgp.peers={192.0.2.1}", // no AS number for the node
+		"services.announce.bgp.bfd=fast",          // not a duration
 	} {
 		t.Run(set, func(t *testing.T) {
 			out, err := run(t, helm, "template", "x", chart, "--set", set)

@@ -113,7 +113,7 @@ func (e *env) controllerArgs(extra ...string) []string {
 		"--log-level", "debug",
 		"--metrics-address", "", // tests run side by side: one that scrapes passes its own address
 		"--udp=off", // the kernel's UDP path only in network namespaces (udp_test.go)
-	}, extra...)
+	}, append(poolArgs(extra), extra...)...)
 }
 
 func (e *env) startController(extra ...string) {

@@ -81,7 +81,7 @@ func TestSourceRangesAndAffinity(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := contains(strings.Join(out, ""), "table: be_default_web_"); err != nil {
+		if err := contains(strings.Join(out, ""), "table: "+e.backendOf("fe_default_web_")+","); err != nil {
 			return fmt.Errorf("%w in %q", err, out)
 		}
 		return nil
@@ -152,7 +152,7 @@ func TestSourceRangesAndAffinity(t *testing.T) {
 	})
 	e.eventually("the clients in the new worker's stick table", func() error {
 		e.runtime.Reset()
-		out, err := e.runtime.Exec(bg, []string{fmt.Sprintf("show table be_%s_web_%d", ns, other)})
+		out, err := e.runtime.Exec(bg, []string{"show table " + e.backendOf(fmt.Sprintf("fe_%s_web_%d", ns, other))})
 		if err != nil {
 			return err
 		}

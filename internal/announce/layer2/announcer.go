@@ -87,14 +87,14 @@ type Announcer struct {
 	log  *slog.Logger
 	link *link
 	conn *net.UDPConn
-	set  chan announce.Want
+	set  announce.Latest[announce.Want]
 	in   chan announce.Heartbeat
 	node *announce.Node
 	// per address held: when to announce it next, and how many of the
 	// first quick repeats are left
 	garp    map[netip.Addr]*garp
 	renewAt time.Time
-	status  chan chan []netip.Addr
+	status  announce.Asks[[]netip.Addr]
 	// operators: addresses of the Want the interface holds permanently
 	// (warned about once)
 	operators map[netip.Addr]bool
@@ -126,35 +126,15 @@ func New(cfg Config) (*Announcer, error) {
 		return nil, fmt.Errorf("layer2: heartbeats: %w", err)
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "l2", "interface", cfg.Interface), link: l, conn: conn,
-		set: make(chan announce.Want, 1), in: make(chan announce.Heartbeat, 64),
-		garp: map[netip.Addr]*garp{}, status: make(chan chan []netip.Addr), operators: map[netip.Addr]bool{}}, nil
+		set: announce.NewLatest[announce.Want](), in: make(chan announce.Heartbeat, 64),
+		garp: map[netip.Addr]*garp{}, status: make(announce.Asks[[]netip.Addr]), operators: map[netip.Addr]bool{}}, nil
 }
 
 // Set implements announce.Announcer.
-func (a *Announcer) Set(w announce.Want) {
-	for {
-		select {
-		case a.set <- w:
-			return
-		default:
-		}
-		select { // replace the older Want not yet taken
-		case <-a.set:
-		default:
-		}
-	}
-}
+func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 
 // Holds is what this host holds now (nil once Run has ended).
-func (a *Announcer) Holds(ctx context.Context) []netip.Addr {
-	c := make(chan []netip.Addr, 1)
-	select {
-	case a.status <- c:
-		return <-c
-	case <-ctx.Done():
-		return nil
-	}
-}
+func (a *Announcer) Holds(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
 
 // errAbandon, as the cause of Run's context, ends Run without letting
 // go or telling anyone, as an agent that died (the tests' crash).
@@ -187,7 +167,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.apply(a.node.Decide(time.Now()))
 			a.send()
 			return nil
-		case w := <-a.set:
+		case w := <-a.set.C():
 			a.want = a.sweep(w)
 			a.setNode()
 			a.step(true)

@@ -92,7 +92,7 @@ func BenchmarkFailover(b *testing.B) {
 	}
 	fmt.Println("load average at the start:", load())
 	defer func() { fmt.Println("load average at the end:", load()) }()
-	rows := []string{row("announcer", "fault", "family", "trials", "p50", "p95", "max"), row("---", "---", "---", "---", "---", "---", "---")}
+	rows := []string{netlab.Row("announcer", "fault", "family", "trials", "p50", "p95", "max"), netlab.Row("---", "---", "---", "---", "---", "---", "---")}
 	for _, an := range all {
 		if only == "ours" && !strings.HasPrefix(an.name, "haproxy") || only == "keepalived" && !strings.HasPrefix(an.name, "keepalived") {
 			continue
@@ -112,12 +112,12 @@ func BenchmarkFailover(b *testing.B) {
 						}
 						ds = append(ds, d)
 					}
-					p50, p95, worst := stats(ds)
+					p50, p95, worst := netlab.Percentiles(ds)
 					fam := "IPv4 (ARP)"
 					if vip.Is6() {
 						fam = "IPv6 (NDP)"
 					}
-					rows = append(rows, row(an.name, fault, fam, strconv.Itoa(trials), ms(p50), ms(p95), ms(worst)))
+					rows = append(rows, netlab.Row(an.name, fault, fam, strconv.Itoa(trials), netlab.Ms(p50), netlab.Ms(p95), netlab.Ms(worst)))
 				}
 			}
 		})
@@ -283,6 +283,6 @@ func BenchmarkFailoverDeafClient(b *testing.B) {
 		}
 		ds = append(ds, d)
 	}
-	p50, p95, worst := stats(ds)
-	fmt.Println(row("haproxy-k8s-sync l2, a client ignoring gratuitous ARP", "frozen", "IPv4 (ARP)", strconv.Itoa(trials), ms(p50), ms(p95), ms(worst)))
+	p50, p95, worst := netlab.Percentiles(ds)
+	fmt.Println(netlab.Row("haproxy-k8s-sync l2, a client ignoring gratuitous ARP", "frozen", "IPv4 (ARP)", strconv.Itoa(trials), netlab.Ms(p50), netlab.Ms(p95), netlab.Ms(worst)))
 }

@@ -3,15 +3,11 @@ package layer2
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,40 +153,12 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 }
 
 // serve answers every TCP connection to the port with the host's name.
-func (g *group) serve(h *netlab.Host) {
-	var ln net.Listener
-	if err := netlab.Do(h.NS, func() (err error) { ln, err = net.Listen("tcp", fmt.Sprintf(":%d", servePort)); return err }); err != nil {
-		g.t.Fatal(err)
-	}
-	g.t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = io.WriteString(c, h.Name)
-			c.Close()
-		}
-	}()
-}
+func (g *group) serve(h *netlab.Host) { netlab.ServeName(g.t, h, servePort) }
 
 // ask opens one TCP connection from the client to vip and returns the
 // name of the host that answered.
 func (g *group) ask(vip netip.Addr, timeout time.Duration) (string, error) {
-	var name string
-	err := netlab.Do(g.client.NS, func() error {
-		c, err := net.DialTimeout("tcp", netip.AddrPortFrom(vip, servePort).String(), timeout)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(timeout))
-		b, err := io.ReadAll(c)
-		name = string(b)
-		return err
-	})
-	return name, err
+	return netlab.AskName(g.client.NS, netip.AddrPortFrom(vip, servePort), timeout)
 }
 
 // steady waits until one host holds vip and the client reaches it there,
@@ -242,21 +210,9 @@ func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) err
 		return 0, err
 	}
 	h := g.host(owner)
-	type answer struct {
-		at   time.Time
-		name string
-	}
-	answers := make(chan answer, 1000)
 	window := 15 * time.Second
 	if g.window > 0 {
 		window = g.window
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), window)
-	defer cancel()
-	var tries sync.WaitGroup
-	start := time.Now()
-	if err := fault(h, true); err != nil {
-		return 0, err
 	}
 	undone := false
 	defer func() {
@@ -264,33 +220,10 @@ func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) err
 			_ = fault(h, false)
 		}
 	}()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	var took time.Duration
-loop:
-	for {
-		tries.Add(1)
-		go func() {
-			defer tries.Done()
-			if name, err := g.ask(vip, time.Second); err == nil {
-				answers <- answer{time.Now(), name}
-			}
-		}()
-		select {
-		case <-ctx.Done():
-			err = fmt.Errorf("no other host answered for %s within %s of the fault on %s", vip, window, owner)
-			break loop
-		case a := <-answers:
-			if a.name != owner {
-				took = a.at.Sub(start)
-				break loop
-			}
-		case <-tick.C:
-		}
-	}
-	tries.Wait()
+	took, err := netlab.FirstAnswer(window, func() error { return fault(h, true) },
+		func() (string, error) { return g.ask(vip, time.Second) }, func(name string) bool { return name != owner })
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("%s, the fault on %s: %w", vip, owner, err)
 	}
 	undone = true
 	if err := fault(h, false); err != nil {
@@ -311,15 +244,3 @@ func (g *group) faults() map[string]func(h *netlab.Host, on bool) error {
 		"killed": g.kill,
 	}
 }
-
-// stats is p50, p95 and max of ds.
-func stats(ds []time.Duration) (p50, p95, worst time.Duration) {
-	s := append([]time.Duration{}, ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s)-1)+0.5))] }
-	return at(0.50), at(0.95), s[len(s)-1]
-}
-
-func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
-
-func row(cells ...string) string { return "| " + strings.Join(cells, " | ") + " |" }

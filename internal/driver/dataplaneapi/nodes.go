@@ -128,11 +128,30 @@ func staleTracks(cfg model.Config, layout model.Layout) []string {
 	return out
 }
 
-// The slots of a following backend that follow no node carry the node
-// check themselves (as the HAProxy driver renders them, see
-// internal/render): a server placed in one between writes (a node that
-// joined, a pod scheduled elsewhere) is checked on its node's address
-// like its node, instead of not at all until a write binds it. The check
-// is part of the slot's configuration, written with the binding (a
-// reload); the runtime requests that place a server there change only
-// its address and state, and the check goes along with the address.
+// The slots of a following backend that follow no node carry no check
+// (issue 35), as the HAProxy driver renders them (internal/render): HAProxy
+// reserves a file descriptor for every server configured with a check, a
+// free slot in maintenance too, and refuses to start or reload past its
+// open-file limit. A server placed in such a slot between reloads (a node
+// that joined, a pod scheduled elsewhere) follows its node's Kubernetes
+// state (the driver sets its maintenance, plan.LooseOf), not the node
+// check, until the next reload binds it to its node's slot. HAProxy cannot
+// give a server a check at runtime that its configuration line lacks
+// (enable health refuses one without "check"), so there is no runtime
+// request to do it with.
+
+// looseChecked reports whether a following backend as read has an
+// unbound slot with a check: as releases from b05c188 until issue 35
+// wrote them. The driver keeps them so until a reload is due anyway
+// (target), as the HAProxy driver keeps render.LooseChecked.
+func looseChecked(h *section) bool {
+	if h == nil {
+		return false
+	}
+	for _, c := range h.children {
+		if _, bound := c["track"]; !bound && c["check"] == "enabled" {
+			return true
+		}
+	}
+	return false
+}

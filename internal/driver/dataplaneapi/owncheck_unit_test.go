@@ -11,8 +11,9 @@ import (
 )
 
 // The check fields a Service backend gets, as internal/render writes them
-// for the local HAProxy: its own check (port and HTTP request included),
-// else the node check its unbound slots carry.
+// for the local HAProxy: its own check (port and HTTP request included);
+// the unbound slots of a following backend carry none (issue 35), but as
+// an older release wrote them until a reload is due.
 func TestOwnCheckFields(t *testing.T) {
 	httpNode := model.Check{Enabled: true, Inter: time.Second, Rise: 2, Fall: 2, Port: 10256, HTTP: model.HTTPCheck{Path: "/healthz"}}
 	local := model.Check{Enabled: true, Inter: 2 * time.Second, Rise: 2, Fall: 3, Port: 31234, HTTP: model.HTTPCheck{Path: "/"}}
@@ -33,6 +34,10 @@ func TestOwnCheckFields(t *testing.T) {
 		wantDS map[string]any
 		// slots: the check fields of its unbound slots.
 		slots map[string]any
+		// olderChecked: the backend as read has its unbound slots
+		// checked, as releases before issue 35 wrote them; reload: the
+		// pass reloads anyway.
+		olderChecked, reload bool
 	}{
 		{name: "healthCheckNodePort (eTP=Local)", check: local,
 			want:   map[string]any{"adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200},
@@ -46,10 +51,17 @@ func TestOwnCheckFields(t *testing.T) {
 		{name: "own check beside an HTTP node check", check: local, nodeCheck: httpNode,
 			want:   map[string]any{"adv_check": "httpchk", "httpchk_params": httpchk, "http_check_list": expect200},
 			wantDS: map[string]any{"check": "enabled", "inter": 2000, "rise": 2, "fall": 3, "health_check_port": 31234}},
-		{name: "following: unbound slots carry the node check", track: true, nodeCheck: httpNode,
+		// Issue 35: a check on a free slot costs HAProxy a file descriptor.
+		{name: "following: unbound slots carry no check", track: true, nodeCheck: httpNode, reload: true,
+			want: map[string]any{"adv_check": nil, "httpchk_params": nil, "http_check_list": nil}, wantDS: nil},
+		{name: "following, an older release's checked slots, no reload due: kept", track: true, nodeCheck: httpNode, olderChecked: true,
 			want:   map[string]any{"adv_check": "httpchk", "httpchk_params": map[string]any{"method": "GET", "uri": "/healthz"}, "http_check_list": expect200},
 			wantDS: nil,
 			slots:  map[string]any{"check": "enabled", "inter": 1000, "rise": 2, "fall": 2, "health_check_port": 10256}},
+		{name: "following, an older release's checked slots at a reload: dropped", track: true, nodeCheck: httpNode, olderChecked: true, reload: true,
+			want: map[string]any{"adv_check": nil, "httpchk_params": nil, "http_check_list": nil}, wantDS: nil},
+		{name: "following, not checked, no reload due: none", track: true, nodeCheck: httpNode,
+			want: map[string]any{"adv_check": nil, "httpchk_params": nil, "http_check_list": nil}, wantDS: nil},
 		{name: "following, no node check", track: true,
 			want: map[string]any{"adv_check": nil, "httpchk_params": nil, "http_check_list": nil}, wantDS: nil},
 		{name: "seed: tcp-check", seed: true, check: tcp,
@@ -79,9 +91,17 @@ func TestOwnCheckFields(t *testing.T) {
 			if tc.have != nil {
 				have.backends[name] = &section{base: tc.have}
 			}
-			d := &Driver{opts: opts}
 			layout, _ := plan.Assign(cfg, nil, false)
-			want, _ := d.target(have, nil, cfg, layout, nil)
+			if tc.olderChecked {
+				sec := &section{base: Object{"name": name, "adv_check": "httpchk", "httpchk_params": map[string]any{"method": "GET", "uri": "/healthz"}, "http_check_list": expect200}}
+				for _, sl := range layout[name] {
+					sec.children = append(sec.children, Object{"name": sl.Name, "address": freeAddr, "port": int64(freePort), "maintenance": "enabled",
+						"check": "enabled", "inter": int64(1000), "rise": int64(2), "fall": int64(2), "health_check_port": int64(10256)})
+				}
+				have.backends[name] = sec
+			}
+			d := &Driver{opts: opts}
+			want, _ := d.target(have, nil, cfg, layout, nil, tc.reload)
 			got := want.backends[name]
 			for k, v := range tc.want {
 				if !same(got.base[k], v) {

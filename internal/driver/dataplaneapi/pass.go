@@ -61,7 +61,7 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 	d.holdNodes(prev) // a deleted node's slot, while servers following it owe their maintenance
 	layout, exhausted := plan.Assign(sel, prev, false)
 	exhausted = append(exhausted, staleTracks(sel, layout)...)
-	want, drain := d.target(have, d.wanted, sel, layout, clean)
+	want, drain := d.target(have, d.wanted, sel, layout, clean, false)
 	changes := diff(have, want, clean, d.opts.Seed == "")
 	if structural(changes) || len(exhausted) > 0 {
 		// A reload happens anyway: the backends that outgrew their
@@ -70,7 +70,7 @@ func (d *Driver) apply(ctx context.Context, cfg model.Config, p *Pass) (driver.R
 		// write costs the API a rewrite of haproxy.cfg).
 		clean = nil
 		layout = resized(sel, prev, layout, exhausted)
-		want, drain = d.target(have, nil, sel, layout, nil)
+		want, drain = d.target(have, nil, sel, layout, nil, true)
 		changes = diff(have, want, nil, d.opts.Seed == "")
 	}
 	if structural(changes) {

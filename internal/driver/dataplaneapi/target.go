@@ -133,7 +133,11 @@ func toInt(v any) (int64, bool) {
 // of them changed since the last pass, whose target was prev): want
 // shares prev's backends (their configuration may not be written yet)
 // and have's frontends, and diff skips them.
-func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout, clean map[string]bool) (*state, map[string]bool) {
+//
+// reload says that the pass reloads anyway: an older release's checked
+// unbound slots (looseChecked) then lose their check; otherwise they
+// keep it, so that an upgrade costs no reload of its own.
+func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout, clean map[string]bool, reload bool) (*state, map[string]bool) {
 	want := &state{backends: map[string]*section{}, frontends: map[string]*section{}}
 	drain := map[string]bool{}
 	nodeCheck, agentInter := cfg.NodeCheck(), cfg.NodesAgentInter()
@@ -153,10 +157,10 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			affinity(base, b.Affinity) // first: it drops the rule lists
 		}
 		d.backendFields(base, b, agentInter)
-		// The node check its unbound slots carry (nodes.go), when it
-		// follows nodes; the driver's own sections only.
+		// Its unbound slots carry no check (nodes.go), but an older
+		// release's checked ones until a reload is due.
 		var loose model.Check
-		if d.opts.Seed == "" && b.Name != model.NodesBackend && b.TrackNodes && !b.Check.Enabled {
+		if !reload && d.opts.Seed == "" && b.Name != model.NodesBackend && b.TrackNodes && !b.Check.Enabled && looseChecked(h) {
 			loose = nodeCheck
 		}
 		if b.Name != model.NodesBackend || d.opts.Seed != "" {

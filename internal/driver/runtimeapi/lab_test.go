@@ -23,16 +23,19 @@ type testLab struct {
 
 func startLab(t testing.TB) *testLab {
 	t.Helper()
+	return startLabWith(t, func(*Options) {})
+}
+
+// startLabWith is startLab with the driver's options changed by opt.
+func startLabWith(t testing.TB, opt func(*Options)) *testLab {
+	t.Helper()
 	dir := t.TempDir()
 	l := &testLab{cfgPath: filepath.Join(dir, "haproxy.cfg"), statePath: filepath.Join(dir, "server-state")}
 	if err := os.WriteFile(l.cfgPath, []byte(haproxytest.MinimalConfig(dir)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l.p = haproxytest.Start(t, dir, l.cfgPath)
-	l.d = NewHAProxy(Options{
-		ConfigPath: l.cfgPath, Binary: haproxytest.Bin(), MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute,
-		Render: render.Options{StatsSocket: l.p.StatsSocket, StateFile: l.statePath},
-	})
+	l.d = NewHAProxy(l.options(opt))
 	t.Cleanup(func() { _ = l.d.Close() })
 	return l
 }
@@ -46,4 +49,14 @@ func (l *testLab) reloads(ctx context.Context, t testing.TB) int {
 		t.Fatal(err)
 	}
 	return p.Reloads
+}
+
+// options are the lab driver's options, changed by opt.
+func (l *testLab) options(opt func(*Options)) Options {
+	o := Options{
+		ConfigPath: l.cfgPath, Binary: haproxytest.Bin(), MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute,
+		Render: render.Options{StatsSocket: l.p.StatsSocket, StateFile: l.statePath},
+	}
+	opt(&o)
+	return o
 }

@@ -11,12 +11,17 @@ import (
 // maps) beside a haproxy.cfg at configPath, as the driver uses it: "acl"
 // next to the config, or "" (the ranges inline) when its absolute name is
 // not one HAProxy reads whole (model.ValidFilePath).
-func ACLDir(configPath string) string {
+func ACLDir(configPath string) string { return dirBeside(configPath, "acl") }
+
+// dirBeside is the directory name beside a haproxy.cfg at configPath, or
+// "" when its absolute name is not one HAProxy reads whole
+// (model.ValidFilePath).
+func dirBeside(configPath, name string) string {
 	abs, err := filepath.Abs(configPath)
 	if err != nil {
 		return ""
 	}
-	if dir := filepath.Join(filepath.Dir(abs), "acl"); model.ValidFilePath(dir) {
+	if dir := filepath.Join(filepath.Dir(abs), name); model.ValidFilePath(dir) {
 		return dir
 	}
 	return ""

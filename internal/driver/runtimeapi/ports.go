@@ -31,8 +31,9 @@ var ErrPortTaken = errors.New("frontend port taken by another process")
 // without that frontend, the rest of the change applies and the Service
 // waits alone until its port is free (every pass tries it again). Only
 // new binds are tried: the running ones are HAProxy's own. Any error but
-// "address in use" is left to HAProxy.
-func withoutTaken(ctx context.Context, running, cfg model.Config) (model.Config, []driver.Refusal) {
+// "address in use" is left to HAProxy. A frontend that listened reports
+// true for binds nothing (the tproxy listener serves it): it is not tried.
+func withoutTaken(ctx context.Context, running, cfg model.Config, listened func(model.Frontend) bool) (model.Config, []driver.Refusal) {
 	have := map[model.Bind]bool{}
 	for _, f := range running.Frontends {
 		for _, b := range f.Binds {
@@ -42,6 +43,9 @@ func withoutTaken(ctx context.Context, running, cfg model.Config) (model.Config,
 	var refused []driver.Refusal
 	drop := map[int]bool{}
 	for i, f := range cfg.Frontends {
+		if listened(f) {
+			continue
+		}
 		var taken []string
 		for _, b := range f.Binds {
 			if have[b] {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // A new frontend on a port another process holds (a listener without
@@ -78,7 +79,7 @@ func TestWithoutTaken(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := model.Config{Frontends: tc.want, Backends: backends, Changes: &model.Changes{}}
-			got, refused := withoutTaken(context.Background(), model.Config{Frontends: tc.running}, cfg)
+			got, refused := withoutTaken(context.Background(), model.Config{Frontends: tc.running}, cfg, render.Options{}.Listened)
 			fes, bes := names(got)
 			if !slices.Equal(fes, tc.keptFE) || !slices.Equal(bes, tc.keptBE) {
 				t.Errorf("kept frontends %v backends %v, want %v %v", fes, bes, tc.keptFE, tc.keptBE)

@@ -54,7 +54,8 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 		}
 		out = append(out, pf)
 	}
-	return append(out, httpMapFiles(dir, cfg)...)
+	out = append(out, httpMapFiles(dir, cfg)...)   // httpmaps.go
+	return append(out, d.listenerMapFiles(cfg)...) // the same kind of file (listeners.go)
 }
 
 // pushRouteMaps brings the route maps of the running worker to those of

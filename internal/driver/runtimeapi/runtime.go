@@ -67,3 +67,25 @@ func (d *HAProxy) sendOps(ctx context.Context, ops []plan.Op, res *driver.Result
 	d.actual.Apply(ops[:len(ans)])
 	return len(ans), nil
 }
+
+// upThenDown splits ops, in their order, into the operations of slots
+// that stay or come into service (their first operation is no Maint or
+// Drain) and those of slots that leave it, each slot's operations kept
+// together: the driver sends the first before a route map change and the
+// second after, so that neither the backend a route moves to nor the one
+// it leaves is ever without a server in service while the route names it.
+func upThenDown(ops []plan.Op) (up, down []plan.Op) {
+	for i := 0; i < len(ops); {
+		j := i + 1
+		for j < len(ops) && ops[j].Backend == ops[i].Backend && ops[j].Slot == ops[i].Slot {
+			j++
+		}
+		if k := ops[i].Kind; k == plan.Maint || k == plan.Drain {
+			down = append(down, ops[i:j]...)
+		} else {
+			up = append(up, ops[i:j]...)
+		}
+		i = j
+	}
+	return up, down
+}

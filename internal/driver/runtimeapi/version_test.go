@@ -1,9 +1,11 @@
 package runtimeapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,9 +44,13 @@ func TestFailedReloadSaysWhy(t *testing.T) {
 		t.Fatal("the driver did not learn the master's version from the reload")
 	}
 
+	before, err := os.ReadFile(d.opts.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
 	port := haproxytest.FreePort(t)
 	bad := model.Config{Frontends: []model.Frontend{good.Frontends[0], fe("b", "192.0.2.1", port)}, Backends: []*model.Backend{good.Backends[0], be("b")}}
-	_, err := d.Apply(ctx, bad)
+	_, err = d.Apply(ctx, bad)
 	if !errors.Is(err, haproxy.ErrReloadFailed) {
 		t.Fatalf("reload onto an address the host lacks, on %s: %v, want ErrReloadFailed", v, err)
 	}
@@ -58,8 +64,13 @@ func TestFailedReloadSaysWhy(t *testing.T) {
 			}
 		}
 	}
-	// The old worker still serves the last good configuration.
+	// The old worker still serves the last good configuration, and the
+	// file on disk is that configuration again (no `haproxy -c` runs
+	// before a reload: the master's own parse is the one check).
 	assertServing(t, ctx, lb.p.StatsSocket, good)
+	if after, err := os.ReadFile(d.opts.ConfigPath); err != nil || !bytes.Equal(after, before) {
+		t.Errorf("after the failed reload the config file is not the running one again (%v)", err)
+	}
 }
 
 // After a reload only the workers the master listed count as the new

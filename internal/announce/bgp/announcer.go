@@ -1,0 +1,220 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/packet/bgp"
+	"github.com/osrg/gobgp/v4/pkg/server"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+)
+
+// connectRetry is how often a session that is down is tried again, and
+// idleAfterReset how long a session reset (by BFD, a NOTIFICATION) waits
+// before its first try (seconds; GoBGP's defaults are 120 and 30, and it
+// waits at least 2 s before any try).
+const (
+	connectRetry   = 3
+	idleAfterReset = 2
+)
+
+// Announcer is the BGP announce.Announcer.
+type Announcer struct {
+	cfg    Config
+	log    *slog.Logger
+	set    announce.Latest[announce.Want]
+	status announce.Asks[[]netip.Addr]
+	// sessions going up (true) or down, by peer, from GoBGP's watcher
+	sessions chan session
+	// the peers as added, by address (BFD is switched on a copy)
+	peers map[string]*api.Peer
+}
+
+type session struct {
+	peer string
+	up   bool
+}
+
+var _ announce.Announcer = (*Announcer)(nil)
+
+// New checks cfg; Run starts the speaker.
+func New(cfg Config) (*Announcer, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "bgp"),
+		set: announce.NewLatest[announce.Want](), status: make(announce.Asks[[]netip.Addr]),
+		sessions: make(chan session, 64), peers: map[string]*api.Peer{}}, nil
+}
+
+// Set implements announce.Announcer.
+func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
+
+// Announced is what this host announces now (nil once Run has ended).
+func (a *Announcer) Announced(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
+
+// Run implements announce.Announcer. The sessions open at the first
+// healthy Want, with every route of it, so that a restarting speaker
+// sends the routers its whole table before its End-of-RIB (a router
+// keeping this host's routes as stale would drop those missing from
+// it) and never an empty one taken before the controller knows what it
+// serves. When ctx ends the speaker stops: with graceful restart without
+// a NOTIFICATION, so that the routers keep its routes for the restart
+// time (a restart of the controller loses none); without, withdrawing
+// them.
+func (a *Announcer) Run(ctx context.Context) error {
+	s := server.NewBgpServer(server.LoggerOption(newGobgpLogger(a.log)))
+	go s.Serve()
+	defer s.Stop() // the BFD server too
+	if err := s.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+		Asn: a.cfg.ASN, RouterId: a.cfg.RouterID.String(),
+		ListenPort: -1, // the speaker connects to the routers, never listens
+	}}); err != nil {
+		return fmt.Errorf("bgp: start: %w", err)
+	}
+	watch := func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) { a.peerEvent(ctx, ev) }
+	if err := s.WatchEvent(ctx, server.WatchEventMessageCallbacks{OnPeerUpdate: watch}, server.WatchPeer()); err != nil {
+		return fmt.Errorf("bgp: watch: %w", err)
+	}
+	var had []netip.Addr
+	peered := false
+	up := map[string]bool{} // sessions established, by peer
+	for {
+		select {
+		case <-ctx.Done():
+			a.stop(s, had)
+			return nil
+		case c := <-a.status:
+			c <- slices.Clone(had)
+		case ss := <-a.sessions:
+			up[ss.peer] = ss.up
+			a.cfg.Metrics.Sessions(count(up))
+			a.bfd(ctx, s, ss)
+		case w := <-a.set.C():
+			had = a.apply(s, had, routes(w))
+			a.cfg.Metrics.Addresses(len(had))
+			if !peered && w.Healthy {
+				if err := a.peer(ctx, s); err != nil {
+					a.stop(s, had)
+					return err
+				}
+				peered = true
+			}
+		}
+	}
+}
+
+// apply announces what is wanted and not announced, and withdraws what
+// is announced and not wanted; it returns what is announced then.
+func (a *Announcer) apply(s *server.BgpServer, had, want []netip.Addr) []netip.Addr {
+	add, withdraw := diff(had, want)
+	now := slices.Clone(want)
+	for _, ad := range withdraw {
+		if err := s.DeletePath(apiutil.DeletePathRequest{Paths: []*apiutil.Path{path(ad, a.cfg.MED, true)}}); err != nil {
+			a.log.Warn("withdrawing a route", "address", ad, "error", err)
+			now = append(now, ad) // still announced
+			continue
+		}
+		a.log.Info("route withdrawn", "address", ad)
+	}
+	for _, ad := range add {
+		if _, err := s.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{path(ad, a.cfg.MED, false)}}); err != nil {
+			a.log.Warn("announcing a route", "address", ad, "error", err)
+			now = slices.DeleteFunc(now, func(x netip.Addr) bool { return x == ad })
+			continue
+		}
+		a.log.Info("route announced", "address", ad, "med", a.cfg.MED)
+	}
+	slices.SortFunc(now, netip.Addr.Compare)
+	return slices.Compact(now)
+}
+
+// peer opens a session to each router: IPv4 routes to the routers on
+// IPv4, IPv6 routes to those on IPv6.
+func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
+	hold := uint64(a.cfg.HoldTime / time.Second)
+	gr := a.cfg.RestartTime > 0
+	for _, p := range a.cfg.Peers {
+		fam := &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
+		if p.Addr.Is6() {
+			fam.Afi = api.Family_AFI_IP6
+		}
+		peer := &api.Peer{
+			Conf:      &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN, AuthPassword: a.cfg.Password},
+			Timers:    &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleAfterReset}},
+			Transport: &api.Transport{RemotePort: uint32(p.port())},
+			AfiSafis: []*api.AfiSafi{{
+				Config:            &api.AfiSafiConfig{Family: fam, Enabled: true},
+				MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: gr}},
+			}},
+			GracefulRestart: &api.GracefulRestart{Enabled: gr, RestartTime: uint32(a.cfg.RestartTime / time.Second)},
+		}
+		a.peers[p.Addr.String()] = peer
+		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peer}); err != nil {
+			return fmt.Errorf("bgp: peer %s: %w", p, err)
+		}
+	}
+	a.log.Info("peering", "peers", len(a.cfg.Peers), "asn", a.cfg.ASN, "router_id", a.cfg.RouterID,
+		"hold_time", a.cfg.HoldTime, "restart_time", a.cfg.RestartTime, "bfd", a.cfg.BFD, "md5", a.cfg.Password != "")
+	return nil
+}
+
+// stop ends the speaker: with graceful restart and routes announced, the
+// sessions close without a NOTIFICATION (the routers keep the routes for
+// the restart time); otherwise the routes are withdrawn first.
+func (a *Announcer) stop(s *server.BgpServer, had []netip.Addr) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	keep := a.cfg.RestartTime > 0 && len(had) > 0
+	if !keep && len(had) > 0 {
+		a.apply(s, had, nil)
+	}
+	if err := s.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: keep}); err != nil {
+		a.log.Warn("stopping", "error", err)
+	}
+	a.cfg.Metrics.Addresses(0)
+	a.cfg.Metrics.Sessions(0)
+	if keep {
+		a.log.Info("stopped; the routers keep this host's routes for the restart time", "routes", len(had), "restart_time", a.cfg.RestartTime)
+	}
+}
+
+// peerEvent logs a session going up or down, and tells Run.
+func (a *Announcer) peerEvent(ctx context.Context, ev *apiutil.WatchEventMessage_PeerEvent) {
+	if ev.Type != apiutil.PEER_EVENT_STATE {
+		return
+	}
+	st := ev.Peer.State
+	switch st.SessionState {
+	case bgp.BGP_FSM_ESTABLISHED:
+		a.log.Info("session up", "peer", st.NeighborAddress, "peer_asn", st.PeerASN)
+	case bgp.BGP_FSM_IDLE, bgp.BGP_FSM_ACTIVE:
+		if st.DisconnectMessage != "" || st.DisconnectReason != api.PeerState_DISCONNECT_REASON_UNSPECIFIED {
+			a.log.Warn("session down", "peer", st.NeighborAddress, "reason", st.DisconnectReason.String(), "message", st.DisconnectMessage)
+		}
+	default:
+		return
+	}
+	select {
+	case a.sessions <- session{peer: st.NeighborAddress.String(), up: st.SessionState == bgp.BGP_FSM_ESTABLISHED}:
+	case <-ctx.Done():
+	}
+}
+
+// count is the number of sessions up.
+func count(up map[string]bool) int {
+	n := 0
+	for _, u := range up {
+		if u {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,398 @@
+package bgp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
+)
+
+// The addresses the hosts serve, the port they answer on, and the AS
+// numbers of the hosts and the router.
+var (
+	vip4  = netip.MustParseAddr("198.51.100.10")
+	vip4b = netip.MustParseAddr("198.51.100.11")
+)
+
+const (
+	servePort = 8080
+	hostASN   = 65001
+	routerASN = 65000
+)
+
+// speakerEnv names, in a child of the test binary, the file of the
+// speaker it runs (TestMain): each speaker is a process of its own inside
+// its host's network namespace, since GoBGP opens its sockets on threads
+// of its own (a process in the namespace is the only way every one of
+// them is there), and a restart of the controller is a restart of a
+// process.
+const speakerEnv = "HKS_BGP_SPEAKER"
+
+// speakerFile is what the child reads: its Config (less the logger and
+// the metrics), and the file holding its Want, read again on SIGHUP.
+type speakerFile struct {
+	Config
+	WantFile string
+}
+
+func TestMain(m *testing.M) {
+	if f := os.Getenv(speakerEnv); f != "" {
+		os.Exit(speakerMain(f))
+	}
+	os.Exit(m.Run())
+}
+
+// speakerMain runs one speaker until SIGTERM (its graceful stop).
+func speakerMain(file string) int {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var sf speakerFile
+	b, err := os.ReadFile(file)
+	if err == nil {
+		err = json.Unmarshal(b, &sf)
+	}
+	if err != nil {
+		log.Error("speaker file", "error", err)
+		return 1
+	}
+	cfg := sf.Config
+	cfg.Logger, cfg.Metrics = log, nil
+	a, err := New(cfg)
+	if err != nil {
+		log.Error("config", "error", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	read := func() {
+		var w announce.Want
+		b, err := os.ReadFile(sf.WantFile)
+		if err == nil {
+			err = json.Unmarshal(b, &w)
+		}
+		if err != nil {
+			log.Error("want file", "error", err)
+			return
+		}
+		a.Set(w)
+	}
+	read()
+	go func() {
+		for range hup {
+			read()
+		}
+	}()
+	if err := a.Run(ctx); err != nil {
+		log.Error("run", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// lab is a router running BIRD 2 and load-balancer hosts running our
+// speaker, each in its own namespace on one segment. The router is the
+// client too: it dials the addresses through the routes it learned.
+type lab struct {
+	t      testing.TB
+	dir    string
+	seg    *netlab.Segment
+	router *netlab.Host
+	lbs    []*netlab.Host
+	bird   *proc.Process
+	sock   string
+	spk    map[string]*proc.Process
+}
+
+// birdBin finds BIRD or skips.
+func birdBin(t testing.TB) (bird, birdc string) {
+	for _, name := range []string{"bird", "birdc"} {
+		if _, err := exec.LookPath(name); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + name); err != nil {
+				t.Skip("no BIRD 2 (apt-get install bird2; make deps)")
+			}
+		}
+	}
+	return "/usr/sbin/bird", "/usr/sbin/birdc"
+}
+
+// birdOpts is how the router peers with the hosts.
+type birdOpts struct {
+	password string
+	bfd      time.Duration // 0: no BFD
+}
+
+// newLab builds the segment (the router first, then n hosts, each
+// serving the addresses on its loopback) and starts BIRD on the router.
+func newLab(t testing.TB, n int, o birdOpts) *lab {
+	t.Helper()
+	bird, _ := birdBin(t)
+	names := []string{"router"}
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("lb%d", i))
+	}
+	seg := netlab.NewSegment(t, names...)
+	l := &lab{t: t, dir: t.TempDir(), seg: seg, router: seg.Hosts[0], lbs: seg.Hosts[1:], spk: map[string]*proc.Process{}}
+	// new connections from the router spread over equal paths by port
+	seg.Sysctl(l.router, "net.ipv4.fib_multipath_hash_policy", "1")
+	for _, h := range l.lbs {
+		for _, a := range []netip.Addr{vip4, vip4b} {
+			if out, err := exec.Command("ip", "-n", h.NS, "addr", "add", a.String()+"/32", "dev", "lo").CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+		}
+		netlab.ServeName(t, h, servePort)
+	}
+	l.sock = filepath.Join(l.dir, "bird.ctl")
+	conf := filepath.Join(l.dir, "bird.conf")
+	if err := os.WriteFile(conf, []byte(l.birdConfig(o)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := proc.Start("bird", filepath.Join(l.dir, "bird.log"), "ip", proc.Options{},
+		"netns", "exec", l.router.NS, bird, "-f", "-c", conf, "-s", l.sock, "-P", filepath.Join(l.dir, "bird.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.bird = p
+	t.Cleanup(func() {
+		p.Stop(5 * time.Second)
+		if t.Failed() {
+			t.Logf("bird:\n%s", p.Tail(40))
+		}
+	})
+	if err := proc.WaitFor(10*time.Second, 50*time.Millisecond, p, func() error { _, err := l.birdc("show", "status"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// birdConfig: the router in AS routerASN, a passive eBGP session to each
+// host (the hosts connect), every route learned taken, equal ones merged
+// into one multipath route in the namespace's kernel table.
+func (l *lab) birdConfig(o birdOpts) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "router id %s;\nlog stderr all;\nprotocol device {}\n", l.router.Addr)
+	b.WriteString("protocol kernel { ipv4 { export all; }; merge paths on; }\n")
+	if o.bfd > 0 {
+		ms := o.bfd.Milliseconds()
+		fmt.Fprintf(&b, "protocol bfd { interface \"eth0\" { min rx interval %d ms; min tx interval %d ms; idle tx interval %d ms; multiplier 3; }; }\n", ms, ms, ms)
+	}
+	// error wait time: a host that failed is taken back after 1 s, not
+	// BIRD's 60 s (its return is not what the tests time)
+	b.WriteString("template bgp lbs {\n local as 65000;\n passive on;\n graceful restart on;\n error wait time 1, 5;\n ipv4 { import all; export none; };\n")
+	if o.password != "" {
+		fmt.Fprintf(&b, " password %q;\n", o.password)
+	}
+	if o.bfd > 0 {
+		b.WriteString(" bfd on;\n")
+	}
+	b.WriteString("}\n")
+	for _, h := range l.lbs {
+		fmt.Fprintf(&b, "protocol bgp %s from lbs { neighbor %s as %d; }\n", h.Name, h.Addr, hostASN)
+	}
+	return b.String()
+}
+
+// birdc asks the router's BIRD.
+func (l *lab) birdc(args ...string) (string, error) {
+	out, err := exec.Command("/usr/sbin/birdc", append([]string{"-s", l.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("birdc %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// route is one path the router learned for an address.
+type route struct {
+	via  netip.Addr
+	best bool
+}
+
+// routes are the paths the router's BIRD holds for a (its `show route`).
+func (l *lab) routes(a netip.Addr) ([]route, error) {
+	out, err := l.birdc("show", "route", "for", a.String(), "table", "master4")
+	if strings.Contains(out, "Network not found") {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rs []route
+	best := false
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case strings.Contains(line, "unicast ["):
+			best = strings.Contains(line, " * ")
+		case len(f) >= 2 && f[0] == "via":
+			v, err := netip.ParseAddr(f[1])
+			if err != nil {
+				return nil, fmt.Errorf("%q: %v", line, err)
+			}
+			rs = append(rs, route{via: v, best: best})
+		}
+	}
+	return rs, nil
+}
+
+// nexthops are the next hops of a's route in the router's kernel table
+// (what its traffic takes).
+func (l *lab) nexthops(a netip.Addr) ([]netip.Addr, error) {
+	out, err := exec.Command("ip", "-n", l.router.NS, "route", "show", a.String()+"/32").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("ip route: %v: %s", err, out)
+	}
+	var hops []netip.Addr
+	f := strings.Fields(string(out))
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "via" {
+			if v, err := netip.ParseAddr(f[i+1]); err == nil {
+				hops = append(hops, v)
+			}
+		}
+	}
+	return hops, nil
+}
+
+// start runs a speaker on h (again, when it ran before) with the options
+// of base and the Want w.
+func (l *lab) start(h *netlab.Host, base speakerFile, w announce.Want) {
+	l.t.Helper()
+	sf := base
+	sf.ASN, sf.RouterID = hostASN, h.Addr
+	sf.Peers = []Peer{{Addr: l.router.Addr, ASN: routerASN}}
+	if sf.HoldTime == 0 {
+		sf.HoldTime = MinHoldTime
+	}
+	sf.WantFile = filepath.Join(l.dir, h.Name+".want")
+	l.setWant(h, sf.WantFile, w)
+	file := filepath.Join(l.dir, h.Name+".speaker")
+	b, _ := json.Marshal(sf)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		l.t.Fatal(err)
+	}
+	env := append(os.Environ(), speakerEnv+"="+file)
+	p, err := proc.Start("speaker "+h.Name, filepath.Join(l.dir, h.Name+".log"), "ip", proc.Options{Env: env, Append: true},
+		"netns", "exec", h.NS, os.Args[0], "-test.run=^$")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.spk[h.Name] = p
+	l.t.Cleanup(func() {
+		p.Stop(5 * time.Second)
+		if l.t.Failed() {
+			l.t.Logf("speaker %s:\n%s", h.Name, p.Tail(30))
+		}
+	})
+}
+
+// set changes the Want of h's speaker (written, then SIGHUP).
+func (l *lab) set(h *netlab.Host, w announce.Want) {
+	l.t.Helper()
+	l.setWant(h, filepath.Join(l.dir, h.Name+".want"), w)
+	if p := l.spk[h.Name]; p != nil && !p.Exited() {
+		if err := p.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+}
+
+func (l *lab) setWant(h *netlab.Host, file string, w announce.Want) {
+	l.t.Helper()
+	b, _ := json.Marshal(w)
+	if err := atomicfile.Write(file, b, 0o600); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// ask opens one TCP connection from the router to a and returns the
+// name of the host that answered.
+func (l *lab) ask(a netip.Addr, timeout time.Duration) (string, error) {
+	return netlab.AskName(l.router.NS, netip.AddrPortFrom(a, servePort), timeout)
+}
+
+// waitRoutes polls until the router's paths for a are exactly via (the
+// best first when best), or fails after timeout.
+func (l *lab) waitRoutes(a netip.Addr, timeout time.Duration, via ...*netlab.Host) error {
+	return netlab.Eventually(context.Background(), timeout, func() error {
+		rs, err := l.routes(a)
+		if err != nil {
+			return err
+		}
+		if len(rs) != len(via) {
+			return fmt.Errorf("%s: routes %v, want via %v", a, rs, names(via))
+		}
+		for _, h := range via {
+			found := false
+			for _, r := range rs {
+				found = found || r.via == h.Addr
+			}
+			if !found {
+				return fmt.Errorf("%s: routes %v, want via %v", a, rs, names(via))
+			}
+		}
+		return nil
+	})
+}
+
+func names(hs []*netlab.Host) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Name)
+	}
+	return out
+}
+
+// waitNexthops polls until the router's kernel route for a goes exactly
+// via the hosts given.
+func (l *lab) waitNexthops(a netip.Addr, timeout time.Duration, via ...*netlab.Host) error {
+	return netlab.Eventually(context.Background(), timeout, func() error {
+		hops, err := l.nexthops(a)
+		if err != nil {
+			return err
+		}
+		if len(hops) != len(via) {
+			return fmt.Errorf("%s: kernel next hops %v, want %v", a, hops, names(via))
+		}
+		for i, h := range via {
+			if hops[i] != h.Addr {
+				return fmt.Errorf("%s: kernel next hops %v, want %v", a, hops, names(via))
+			}
+		}
+		return nil
+	})
+}
+
+// stays checks, for d, every 100 ms, that the router keeps a's route
+// via h and that h answers a new connection to a.
+func (l *lab) stays(a netip.Addr, d time.Duration, h *netlab.Host) error {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		rs, err := l.routes(a)
+		if err != nil {
+			return err
+		}
+		if len(rs) != 1 || rs[0].via != h.Addr {
+			return fmt.Errorf("%s: routes %v, want via %s", a, rs, h.Name)
+		}
+		if name, err := l.ask(a, time.Second); err != nil || name != h.Name {
+			return fmt.Errorf("%s answered by %q (%v), want %s", a, name, err, h.Name)
+		}
+		time.Sleep(100 * time.Millisecond) // the pace of the checks, not a wait for anything
+	}
+	return nil
+}

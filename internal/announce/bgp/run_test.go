@@ -1,0 +1,64 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+)
+
+type recorder struct{ addrs, sessions atomic.Int64 }
+
+func (r *recorder) Addresses(n int) { r.addrs.Store(int64(n)) }
+func (r *recorder) Sessions(n int)  { r.sessions.Store(int64(n)) }
+
+// TestRunReports: in-process, with a router that is not there (a closed
+// port on loopback: no session), the announcer announces the addresses
+// of a healthy Want and withdraws them all for an unhealthy one, and
+// says so to its recorder; Run ends with its context.
+func TestRunReports(t *testing.T) {
+	rec := &recorder{}
+	a, err := New(Config{ASN: 65001, RouterID: netip.MustParseAddr("192.0.2.2"), Metrics: rec,
+		Peers: []Peer{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 1, ASN: 65000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	want := func(n int) error {
+		return netlab.Eventually(context.Background(), 5*time.Second, func() error {
+			if got := len(a.Announced(ctx)); got != n || rec.addrs.Load() != int64(n) {
+				return fmt.Errorf("announced %d, recorded %d, want %d", got, rec.addrs.Load(), n)
+			}
+			return nil
+		})
+	}
+	w := announce.Want{Addrs: []netip.Addr{vip4, vip4b, netip.MustParseAddr("2001:db8::10")}, Healthy: true}
+	a.Set(w)
+	if err := want(3); err != nil {
+		t.Fatal(err)
+	}
+	w.Healthy = false
+	a.Set(w)
+	if err := want(0); err != nil {
+		t.Fatal(err)
+	}
+	if rec.sessions.Load() != 0 {
+		t.Fatalf("%d sessions up with no router", rec.sessions.Load())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end")
+	}
+}

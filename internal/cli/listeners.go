@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/pflag"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/tproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// listenerFlags choose how TCP connections reach HAProxy
+// (docs/listeners.md): a frontend per Service port, or one fixed listener
+// the kernel hands them to through TPROXY.
+type listenerFlags struct {
+	mode  string
+	port  int
+	netns string
+}
+
+// listenerMode is --listeners: ports or tproxy, nothing else.
+type listenerMode struct{ p *string }
+
+func (v listenerMode) String() string { return *v.p }
+func (v listenerMode) Type() string   { return "string" }
+func (v listenerMode) Set(s string) error {
+	if s != render.ListenersPorts && s != render.ListenersTProxy {
+		return fmt.Errorf("want %s or %s, got %s", render.ListenersPorts, render.ListenersTProxy, strconv.Quote(s))
+	}
+	*v.p = s
+	return nil
+}
+
+// portValue is a port of 1-65535.
+type portValue struct{ p *int }
+
+func (v portValue) String() string { return strconv.Itoa(*v.p) }
+func (v portValue) Type() string   { return "int" }
+func (v portValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("want a port of 1-65535, got %s", strconv.Quote(s))
+	}
+	*v.p = n
+	return nil
+}
+
+func (l *listenerFlags) register(fs *pflag.FlagSet) {
+	l.mode, l.port = render.ListenersPorts, render.DefaultListenerPort
+	fs.Var(listenerMode{&l.mode}, "listeners", "how TCP connections reach HAProxy: 'ports' (a frontend and bind per Service port: a new address or port is a reload) or 'tproxy' (one fixed listener; the kernel hands it every address and port served through TPROXY in the table inet "+tproxy.Table+", the backend found in a map: a new address or port is no reload; needs CAP_NET_ADMIN; docs/listeners.md)")
+	fs.Var(portValue{&l.port}, "listener-port", "the fixed listener's port with --listeners=tproxy (on every address, refusing what its map does not name)")
+}
+
+// registerRun registers what only run uses.
+func (l *listenerFlags) registerRun(fs *pflag.FlagSet) {
+	fs.StringVar(&l.netns, "listener-netns", "", "network namespace (a path, e.g. /run/netns/lb) holding the TPROXY table and policy routing of --listeners=tproxy; default the controller's own")
+}
+
+// options are the render options of the mode; configPath is the
+// haproxy.cfg whose ACL directory holds the listener's maps.
+func (l listenerFlags) options(ropts render.Options, configPath string) render.Options {
+	ropts.Listeners = render.Listeners{Mode: l.mode, Port: uint16(l.port)}
+	if l.mode == render.ListenersTProxy && ropts.ACLDir == "" {
+		ropts.ACLDir = runtimeapi.ACLDir(configPath)
+	}
+	return ropts
+}
+
+// refuseTProxy refuses tproxy mode where nothing would run the kernel's
+// side of it: --mode=apiserver keeps its own frontend.
+func (l listenerFlags) refuseTProxy(mode string) error {
+	if l.mode == render.ListenersTProxy && mode == modeAPIServer {
+		return flagErr("--listeners=tproxy: --mode=apiserver keeps its own frontend; use --listeners=ports")
+	}
+	return nil
+}
+
+// wrap is the local HAProxy's driver in the chosen mode: itself, or in
+// tproxy mode ordered with the kernel's driver of the listener's set
+// (tproxy.Ordered). Said at start either way.
+func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driver.Driver, func(), error) {
+	l := f.listeners
+	if l.mode != render.ListenersTProxy {
+		log.Info("TCP listeners: a frontend per Service port", "listeners", l.mode)
+		return hd, func() {}, nil
+	}
+	ropts := l.options(f.renderOptions(), f.config)
+	if ropts.ACLDir == "" {
+		return nil, nil, flagErr("--listeners=tproxy: the directory beside --haproxy-config %s cannot hold the listener's maps (a path HAProxy reads whole is needed)", f.config)
+	}
+	k, err := tproxy.New(tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--listeners=tproxy: %w", err)
+	}
+	log.Info("TCP listeners: one fixed listener through TPROXY", "listeners", l.mode, "port", ropts.ListenerPort(),
+		"table", "inet "+tproxy.Table, "maps", filepath.Dir(render.ListenerMapFile(ropts.ACLDir)))
+	return tproxy.Ordered{HAProxy: hd, Kernel: k}, k.Close, nil
+}
+
+// defaultConfigPath is run's default --haproxy-config: where render
+// places the listener's maps when it writes to stdout.
+const defaultConfigPath = "/etc/haproxy/haproxy.cfg"
+
+// renderTProxyFile is the listener's ruleset render -o DIR writes in
+// tproxy mode.
+const renderTProxyFile = "tproxy.nft"
+
+// writeListenerRules writes DIR/tproxy.nft in tproxy mode (the table and
+// policy routing of internal/driver/tproxy for cfg), and removes one an
+// earlier render left otherwise.
+func (f *renderFlags) writeListenerRules(cfg model.Config, ropts render.Options, stderr io.Writer) error {
+	p := filepath.Join(f.dir, renderTProxyFile)
+	if !ropts.TProxy() {
+		if err := os.Remove(p); err == nil {
+			fmt.Fprintln(stderr, "removed", p, "(--listeners=ports)")
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	v4, v6 := tproxy.Elements(cfg, ropts)
+	if err := atomicfile.Write(p, tproxy.Render(ropts.ListenerPort(), tproxy.DefaultMark, v4, v6), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr, "wrote", p)
+	return nil
+}
+
+// initListenerMaps writes the listener's maps, empty, where init's config
+// names them (tproxy mode), unless they exist: HAProxy starts with the
+// fixed listener refusing everything until run's first pass.
+func initListenerMaps(ropts render.Options) error {
+	if !ropts.TProxy() {
+		return nil
+	}
+	if err := os.MkdirAll(ropts.ACLDir, 0o755); err != nil {
+		return err
+	}
+	for _, p := range []string{render.ListenerMapFile(ropts.ACLDir), render.ProxyMapFile(ropts.ACLDir)} {
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		if err := atomicfile.Write(p, nil, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listenerCleanup is `cleanup --listeners`: the TPROXY table and its
+// policy routing, which a stopped controller leaves so that traffic keeps
+// flowing.
+type listenerCleanup struct {
+	listeners bool
+	netns     string
+}
+
+func (c *listenerCleanup) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&c.listeners, "listeners", false, "delete the TPROXY table inet "+tproxy.Table+" and its policy routing (--listeners=tproxy)")
+	fs.StringVar(&c.netns, "listener-netns", "", "network namespace (path) holding them; default this process's own")
+}
+
+func (c listenerCleanup) run() error {
+	if !c.listeners {
+		return nil
+	}
+	return tproxy.Cleanup(c.netns, tproxy.Options{})
+}

@@ -1,0 +1,167 @@
+package runtimeapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
+)
+
+// The pool of ready backends (Options.Pool, internal/spares). With a pool,
+// every pass applies the model as HAProxy runs it: spares.View, in which
+// each Service's backend is the spare it occupies. A new backend whose
+// class has a free spare takes it with no reload (its servers through the
+// Runtime API; the route maps that name it through theirs), a backend
+// that goes gives its spare back (slots to maintenance), and when a class
+// runs low the pool grows with one reload: first the pass serves what the
+// spares it has can (no reload), then the grown pool goes through the
+// reload gate like any structural change (gate.go), so the growth waits
+// for a quiet moment and never holds up a backend a free spare serves.
+// A backend waiting for the growth is reported (WaitingForSpare) and
+// served by the reload that grows the pool.
+//
+// The pool is kept on disk (PoolFile) after every pass that changed it, so
+// that a restarted controller puts every backend back where it was and
+// renders the same spares: the structure hash HAProxy runs, no reload.
+
+// PoolFile is where the driver keeps the pool of the config at configPath.
+func PoolFile(configPath string) string {
+	return filepath.Join(filepath.Dir(configPath), "pool.json")
+}
+
+// ReasonWaitingForSpare is the Event reason of a Service whose backend
+// waits for the pool to grow.
+const ReasonWaitingForSpare = "WaitingForSpare"
+
+// ErrWaitingForSpare: no spare of a backend's class is free yet.
+var ErrWaitingForSpare = errors.New("no free spare backend of its class: the pool grows with the next reload")
+
+// applyPooled is Apply with a pool, under d.mu.
+func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Result, error) {
+	if !d.poolRead {
+		d.pool, d.poolRead = d.readPool(cfg), true
+	}
+	next, waiting := spares.Occupy(d.pool, cfg)
+	grown, grow := spares.Grow(next, cfg, waiting, d.opts.Pool)
+	if !grow {
+		res, err := d.apply(ctx, d.poolView.of(next, cfg))
+		d.poolApplied(ctx, next, err)
+		return res, err
+	}
+	view := spares.View(next, cfg)
+	var first driver.Result
+	if d.known && !d.wouldReload(view) {
+		// Serve what the spares can now, with no reload; then grow. The
+		// growth is still wanted since it was first: this pass does not
+		// restart its settle time (gate.go).
+		wanted := d.gate.wanted
+		res, err := d.apply(ctx, view)
+		d.gate.wanted = wanted
+		d.poolApplied(ctx, next, err)
+		if err != nil {
+			return res, err
+		}
+		first = res
+	}
+	res, err := d.apply(ctx, spares.View(grown, cfg))
+	res.Ops += first.Ops
+	res.Runtime += first.Runtime
+	res.Refused = append(first.Refused, res.Refused...)
+	switch {
+	case err == nil:
+		d.poolApplied(ctx, grown, nil)
+		d.log.Info("backend pool grew", "spares", len(grown.Spares), "added", len(grown.Spares)-len(next.Spares), "waited", len(waiting))
+	case errors.Is(err, driver.ErrDeferred):
+		d.poolApplied(ctx, next, nil) // the spares it had serve
+		for _, name := range waiting {
+			if i := slices.IndexFunc(cfg.Backends, func(b *model.Backend) bool { return b.Name == name }); i >= 0 {
+				res.Refused = append(res.Refused, driver.Refusal{Service: cfg.Backends[i].Service,
+					Reason: ReasonWaitingForSpare, Err: fmt.Errorf("backend %s: %w", name, ErrWaitingForSpare)})
+			}
+		}
+	}
+	return res, err
+}
+
+// wouldReload reports whether applying view needs a reload: another
+// structure than the one running, or a backend out of slots. Pure: it
+// plans as apply does and changes nothing.
+func (d *HAProxy) wouldReload(view model.Config) bool {
+	layout, exhausted := d.assign(view)
+	return len(exhausted) > 0 || d.hashes.StructureHash(view, layout, d.opts.Render) != d.hash
+}
+
+// poolApplied records the pool of a pass that applied (err nil, or a
+// reload deferred after the runtime changes applied) and writes it. The
+// stick tables of spares given back are cleared (spares.Freed).
+func (d *HAProxy) poolApplied(ctx context.Context, s spares.State, err error) {
+	if err != nil && !errors.Is(err, driver.ErrDeferred) {
+		return
+	}
+	var clear []string
+	for _, name := range spares.Freed(d.pool, s) {
+		clear = append(clear, "clear table "+name)
+	}
+	if len(clear) > 0 {
+		if _, err := d.rt.ExecChecked(ctx, clear); err != nil {
+			d.log.Warn("could not clear the stick tables of spares given back", "spares", len(clear), "err", err)
+		}
+	}
+	d.pool = s
+	var buf bytes.Buffer
+	if err := spares.Encode(&buf, s); err != nil {
+		return
+	}
+	if bytes.Equal(buf.Bytes(), d.poolWritten) {
+		return
+	}
+	if err := atomicfile.Write(d.poolFile(), buf.Bytes(), 0o644); err != nil {
+		d.log.Error("could not write the backend pool", "err", err)
+		return
+	}
+	d.poolWritten = buf.Bytes()
+}
+
+func (d *HAProxy) poolFile() string {
+	if d.opts.PoolFile != "" {
+		return d.opts.PoolFile
+	}
+	return PoolFile(d.opts.ConfigPath)
+}
+
+// readPool reads the pool a previous run left, for cfg; an empty pool
+// when there is none or it cannot be read (said in the log: the pool is
+// then rebuilt, one reload).
+func (d *HAProxy) readPool(cfg model.Config) spares.State {
+	f, err := os.Open(d.poolFile())
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			d.log.Warn("could not read the backend pool; building it anew", "err", err)
+		}
+		return spares.State{}
+	}
+	defer f.Close()
+	s, err := spares.Decode(f)
+	if err != nil {
+		d.log.Warn("could not read the backend pool; building it anew", "file", d.poolFile(), "err", err)
+		return spares.State{}
+	}
+	return spares.Restore(s, cfg)
+}
+
+// HAProxyBackend is the HAProxy backend that serves the model backend
+// name as the driver last applied it (spares.State.HAProxyBackend): the
+// spare it occupies, or name without a pool.
+func (d *HAProxy) HAProxyBackend(name string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pool.HAProxyBackend(name)
+}

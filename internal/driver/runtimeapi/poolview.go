@@ -1,0 +1,74 @@
+package runtimeapi
+
+import (
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
+)
+
+// poolView keeps the last spares.View, so that a pass that changes only
+// some backends' servers (model.Config.Changes: the common pass, endpoint
+// and node churn) and leaves the pool as it was is viewed in the size of
+// its change: the previous view with those spares' servers replaced, its
+// Frontends the very same slice and Changes translated into the view's
+// indices. The driver's servers-only path (fast.go) then takes it, as it
+// takes such a pass without a pool.
+type poolView struct {
+	cfg   model.Config   // the model last viewed
+	pool  []spares.Spare // and its pool's spares
+	view  model.Config
+	index map[string]int // model backend name -> index in view.Backends
+}
+
+// of returns the view of cfg with pool s.
+func (v *poolView) of(s spares.State, cfg model.Config) model.Config {
+	if out, ok := v.derived(s, cfg); ok {
+		v.cfg, v.view = cfg, out
+		v.cfg.Changes, v.view.Changes = nil, nil // hold no older Backends array
+		return out
+	}
+	out := spares.View(s, cfg)
+	v.cfg, v.pool, v.view = cfg, slices.Clone(s.Spares), out
+	v.cfg.Changes = nil
+	v.index = make(map[string]int, len(out.Backends))
+	for j, b := range out.Backends {
+		name := b.Name
+		if _, ok := spares.SpareIndex(name); ok {
+			name = s.ModelBackend(name)
+		}
+		if name != "" {
+			v.index[name] = j
+		}
+	}
+	return out
+}
+
+// derived is the view of cfg derived from the last one, when cfg changes
+// only servers of the last model viewed and the pool's spares are the
+// same.
+func (v *poolView) derived(s spares.State, cfg model.Config) (model.Config, bool) {
+	ch := cfg.Changes
+	if ch == nil || v.index == nil || !model.SameSlice(ch.Base, v.cfg.Backends) ||
+		len(cfg.Backends) != len(v.cfg.Backends) || !model.SameSlice(cfg.Frontends, v.cfg.Frontends) ||
+		!slices.Equal(s.Spares, v.pool) {
+		return model.Config{}, false
+	}
+	backends := slices.Clone(v.view.Backends)
+	idx := make([]int, 0, len(ch.Backends))
+	for _, i := range ch.Backends {
+		if i < 0 || i >= len(cfg.Backends) {
+			return model.Config{}, false
+		}
+		b := cfg.Backends[i]
+		j, ok := v.index[b.Name]
+		if !ok {
+			return model.Config{}, false // waiting: not in the view
+		}
+		backends[j] = backends[j].WithServers(b.Servers)
+		idx = append(idx, j)
+	}
+	slices.Sort(idx)
+	return model.Config{Frontends: v.view.Frontends, Backends: backends, UDP: cfg.UDP,
+		Changes: &model.Changes{Base: v.view.Backends, Backends: idx}}, true
+}

@@ -1,0 +1,297 @@
+package tproxy
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"github.com/vishvananda/netns"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+var (
+	_ driver.Driver      = (*Driver)(nil)
+	_ driver.Invalidator = (*Driver)(nil)
+)
+
+// Options configure the driver.
+type Options struct {
+	// NetNS is the network namespace (a path such as /run/netns/lb) of
+	// the table and the policy routing; "" for the controller's own.
+	NetNS string
+	// Render are HAProxy's render options: which frontends are listened
+	// (render.Options.Listened) and the listener's port.
+	Render render.Options
+	// Mark, RouteTable and RulePriority of the policy routing (0: the
+	// defaults).
+	Mark                     uint32
+	RouteTable, RulePriority int
+	Logger                   *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Mark == 0 {
+		o.Mark = DefaultMark
+	}
+	if o.RouteTable == 0 {
+		o.RouteTable = DefaultRouteTable
+	}
+	if o.RulePriority == 0 {
+		o.RulePriority = DefaultRulePrio
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Driver keeps the table's sets in line with the listened binds of the
+// model. It ignores everything else.
+type Driver struct {
+	opts Options
+	nsf  *os.File
+	ns   netns.NsHandle
+	conn *nftables.Conn
+	rt   routing
+
+	mu      sync.Mutex
+	applied map[netip.AddrPort]bool // what the sets hold; nil: unknown (read it back)
+}
+
+// ErrApply classifies a failed batch or policy routing change.
+var ErrApply = errors.New("tproxy: nftables or policy routing change failed")
+
+// New opens the driver and puts the policy routing in place. The table is
+// created or read back at the first Apply.
+func New(opts Options) (*Driver, error) {
+	opts.defaults()
+	d := &Driver{opts: opts, ns: netns.None(),
+		rt: routing{mark: opts.Mark, table: opts.RouteTable, prio: opts.RulePriority}}
+	var copts []nftables.ConnOption
+	if opts.NetNS != "" {
+		f, err := os.Open(opts.NetNS)
+		if err != nil {
+			return nil, fmt.Errorf("network namespace: %w", err)
+		}
+		d.nsf, d.ns = f, netns.NsHandle(int(f.Fd()))
+		copts = append(copts, nftables.WithNetNSFd(int(f.Fd())))
+	}
+	conn, err := nftables.New(copts...)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	d.conn = conn
+	if err := d.rt.ensure(d.ns); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("%w: %v", ErrApply, err)
+	}
+	return d, nil
+}
+
+// Close releases the namespace.
+func (d *Driver) Close() {
+	if d.nsf != nil {
+		d.nsf.Close()
+	}
+}
+
+// Apply makes the sets hold the listened binds of cfg, in one batch.
+func (d *Driver) Apply(_ context.Context, cfg model.Config) (driver.Result, error) {
+	return d.apply(cfg, false)
+}
+
+// Remove deletes the elements cfg no longer has, adding none: what runs
+// before HAProxy's driver takes a map entry away (Ordered).
+func (d *Driver) Remove(cfg model.Config) (driver.Result, error) {
+	return d.apply(cfg, true)
+}
+
+func (d *Driver) apply(cfg model.Config, removeOnly bool) (driver.Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	start := time.Now()
+	v4, v6 := Elements(cfg, d.opts.Render)
+	want := make(map[netip.AddrPort]bool, len(v4)+len(v6))
+	for _, e := range append(v4, v6...) {
+		want[e] = true
+	}
+	ops := 0
+	if d.applied == nil {
+		// After a start or an Invalidate: the policy routing again (it
+		// may have been removed behind our back), the fixed objects and
+		// rules rewritten, the elements read back.
+		if err := d.rt.ensure(d.ns); err != nil {
+			return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
+		}
+		d.applied = d.readBack()
+		if !d.baseInPlace() {
+			d.queueBase()
+			ops++
+		}
+	}
+	var add, del [2][]nftables.SetElement
+	fam := func(ap netip.AddrPort) int {
+		if ap.Addr().Is4() {
+			return 0
+		}
+		return 1
+	}
+	for e := range d.applied {
+		if !want[e] {
+			del[fam(e)] = append(del[fam(e)], nftables.SetElement{Key: key(e)})
+		}
+	}
+	if !removeOnly {
+		for e := range want {
+			if !d.applied[e] {
+				add[fam(e)] = append(add[fam(e)], nftables.SetElement{Key: key(e)})
+			}
+		}
+	}
+	for i, v6 := range []bool{false, true} {
+		if len(del[i]) > 0 {
+			_ = d.conn.SetDeleteElements(listenSet(v6), del[i])
+		}
+		if len(add[i]) > 0 {
+			_ = d.conn.SetAddElements(listenSet(v6), add[i])
+		}
+		ops += len(del[i]) + len(add[i])
+	}
+	if ops == 0 {
+		return driver.Result{}, nil
+	}
+	if err := d.conn.Flush(); err != nil {
+		d.applied = nil
+		return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
+	}
+	for i := range del {
+		for _, e := range del[i] {
+			ap, _ := parseKey(e.Key)
+			delete(d.applied, ap)
+		}
+		for _, e := range add[i] {
+			ap, _ := parseKey(e.Key)
+			d.applied[ap] = true
+		}
+	}
+	took := time.Since(start)
+	d.opts.Logger.Debug("tproxy: applied", "elements", len(d.applied), "ops", ops, "took", took)
+	return driver.Result{Runtime: took, Ops: ops}, nil
+}
+
+// queueBase (re)creates the table, its sets and chains, and replaces the
+// chains' rules; the sets' elements are left alone.
+func (d *Driver) queueBase() {
+	d.conn.AddTable(table)
+	for _, v6 := range []bool{false, true} {
+		_ = d.conn.AddSet(listenSet(v6), nil) // errors only for anonymous sets
+	}
+	pre, out := chains()
+	d.conn.AddChain(pre)
+	d.conn.AddChain(out)
+	d.conn.FlushChain(pre)
+	d.conn.FlushChain(out)
+	port := d.opts.Render.ListenerPort()
+	for _, v6 := range []bool{false, true} {
+		d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: preRule(v6, port, d.opts.Mark)})
+		d.conn.AddRule(&nftables.Rule{Table: table, Chain: out, Exprs: outRule(v6, d.opts.Mark)})
+	}
+}
+
+// baseInPlace reports whether the table's chains hold the rules
+// queueBase writes (by count, the listener's port and the mark), so that
+// a pass after a resync changes nothing when nothing changed.
+func (d *Driver) baseInPlace() bool {
+	pre, out := chains()
+	for _, c := range []*nftables.Chain{pre, out} {
+		rules, err := d.conn.GetRules(table, c)
+		if err != nil || len(rules) != 2 {
+			return false
+		}
+		for _, r := range rules {
+			port, mark := false, false
+			for _, e := range r.Exprs {
+				switch x := e.(type) {
+				case *expr.Immediate:
+					port = port || (len(x.Data) == 2 && binary.BigEndian.Uint16(x.Data) == d.opts.Render.ListenerPort())
+					mark = mark || (len(x.Data) == 4 && binaryutil.NativeEndian.Uint32(x.Data) == d.opts.Mark)
+				}
+			}
+			if !mark || (c == pre && !port) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// readBack reads the sets' elements (none when the table or a set is
+// missing: the first batch creates them).
+func (d *Driver) readBack() map[netip.AddrPort]bool {
+	out := map[netip.AddrPort]bool{}
+	for _, v6 := range []bool{false, true} {
+		s, err := d.conn.GetSetByName(table, listenSet(v6).Name)
+		if err != nil {
+			continue
+		}
+		els, err := d.conn.GetSetElements(s)
+		if err != nil {
+			continue
+		}
+		for _, e := range els {
+			if ap, ok := parseKey(e.Key); ok {
+				out[ap] = true
+			}
+		}
+	}
+	return out
+}
+
+// Invalidate forgets what the table holds: the next pass reads it back,
+// and puts the rules and the policy routing back in place.
+func (d *Driver) Invalidate() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.applied = nil
+}
+
+// Cleanup deletes the table and the policy routing (`cleanup`).
+func Cleanup(netnsPath string, opts Options) error {
+	opts.NetNS = netnsPath
+	opts.defaults()
+	ns := netns.None()
+	var copts []nftables.ConnOption
+	if netnsPath != "" {
+		f, err := os.Open(netnsPath)
+		if err != nil {
+			return fmt.Errorf("network namespace: %w", err)
+		}
+		defer f.Close()
+		ns = netns.NsHandle(int(f.Fd()))
+		copts = append(copts, nftables.WithNetNSFd(int(f.Fd())))
+	}
+	conn, err := nftables.New(copts...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if t, err := conn.ListTableOfFamily(Table, nftables.TableFamilyINet); err == nil && t != nil {
+		conn.DelTable(table)
+		errs = append(errs, conn.Flush())
+	}
+	rt := routing{mark: opts.Mark, table: opts.RouteTable, prio: opts.RulePriority}
+	errs = append(errs, rt.remove(ns))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,124 @@
+// Package tproxy hands every TCP connection to an (address, port) the
+// controller serves to HAProxy's one fixed listener (render.Listeners,
+// mode tproxy; docs/listeners.md), through the kernel's TPROXY: a table
+// of its own, `inet haproxy_k8s_sync_tproxy`, with one set of (address .
+// port) per family, a prerouting rule that gives the listener's socket
+// the packets to them (`tproxy to :PORT`) and marks them, an output rule
+// that marks those the host itself sends, and the policy routing the mark
+// needs (`ip rule fwmark MARK lookup TABLE`, `ip route add local default
+// dev lo table TABLE`, both families), the controller's own like the
+// table. A new Service address or port is a set element: no bind, no
+// reload.
+//
+// The UDP driver (internal/driver/nft) owns its table entirely (it reads
+// every chain back as a UDP port and deletes the table to rebuild it), so
+// this one has its own, beside it.
+//
+// This file is the pure part: the elements a model asks for (Elements),
+// and the ruleset in `nft -f` syntax (Render).
+package tproxy
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// Table is the name of the table this package owns, in family inet.
+const Table = "haproxy_k8s_sync_tproxy"
+
+// Names of the table's objects.
+const (
+	chainPre = "prerouting" // filter prerouting, priority mangle: tproxy
+	chainOut = "output"     // route output, priority mangle: mark the host's own
+	setV4    = "listen4"    // ipv4_addr . inet_service
+	setV6    = "listen6"    // ipv6_addr . inet_service
+)
+
+// Defaults of the policy routing (Options).
+const (
+	DefaultMark       = 0x4b53 // "KS"
+	DefaultRouteTable = 19283
+	DefaultRulePrio   = 19283 // before the main table's rule (32766)
+)
+
+// Elements are the (address, port) pairs of cfg's listened frontends
+// (o.Listened: the very binds the listener map keys), per family, sorted,
+// without duplicates. Nothing else reaches the sets: an address the
+// listener cannot key (render.ListenerAddrOK) keeps its frontend.
+func Elements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
+	for _, f := range cfg.Frontends {
+		if !o.Listened(f) {
+			continue
+		}
+		for _, b := range f.Binds {
+			ap := netip.AddrPortFrom(b.Addr, b.Port)
+			if b.Addr.Is4() {
+				v4 = append(v4, ap)
+			} else {
+				v6 = append(v6, ap)
+			}
+		}
+	}
+	for _, s := range []*[]netip.AddrPort{&v4, &v6} {
+		slices.SortFunc(*s, netip.AddrPort.Compare)
+		*s = slices.Compact(*s)
+	}
+	return v4, v6
+}
+
+// Render is the table for the elements in `nft -f` syntax (what `render`
+// writes beside haproxy.cfg), the same objects and rules the driver sends
+// through netlink (kernel.go).
+func Render(port uint16, mark uint32, v4, v6 []netip.AddrPort) []byte {
+	var b bytes.Buffer
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	w("# TCP listeners of haproxy-k8s-sync through TPROXY (the controller owns this table)")
+	w("# policy routing: ip rule add fwmark %#x lookup %d; ip route add local 0.0.0.0/0 dev lo table %d (and -6, ::/0)", mark, DefaultRouteTable, DefaultRouteTable)
+	w("table inet %s", Table)
+	w("delete table inet %s", Table)
+	w("table inet %s {", Table)
+	for i, s := range []struct {
+		name, typ string
+		els       []netip.AddrPort
+	}{{setV4, "ipv4_addr", v4}, {setV6, "ipv6_addr", v6}} {
+		if i > 0 {
+			w("")
+		}
+		w("\tset %s {", s.name)
+		w("\t\ttype %s . inet_service", s.typ)
+		if len(s.els) > 0 {
+			parts := make([]string, len(s.els))
+			for j, e := range s.els {
+				parts[j] = e.Addr().String() + " . " + fmt.Sprint(e.Port())
+			}
+			b.WriteString("\t\telements = { ")
+			for j, p := range parts {
+				if j > 0 {
+					b.WriteString(",\n\t\t\t     ")
+				}
+				b.WriteString(p)
+			}
+			b.WriteString(" }\n")
+		}
+		w("\t}")
+	}
+	w("")
+	w("\tchain %s {", chainPre)
+	w("\t\ttype filter hook prerouting priority mangle; policy accept;")
+	w("\t\tmeta l4proto tcp ip daddr . tcp dport @%s tproxy ip to :%d meta mark set %#x accept", setV4, port, mark)
+	w("\t\tmeta l4proto tcp ip6 daddr . tcp dport @%s tproxy ip6 to :%d meta mark set %#x accept", setV6, port, mark)
+	w("\t}")
+	w("")
+	w("\tchain %s {", chainOut)
+	w("\t\ttype route hook output priority mangle; policy accept;")
+	w("\t\tmeta l4proto tcp ip daddr . tcp dport @%s meta mark set %#x", setV4, mark)
+	w("\t\tmeta l4proto tcp ip6 daddr . tcp dport @%s meta mark set %#x", setV6, mark)
+	w("\t}")
+	w("}")
+	return b.Bytes()
+}

@@ -1,0 +1,87 @@
+package spares
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// The pool as a driver keeps it on disk (JSON), so that a restarted
+// controller puts every backend back into the spare it had and renders
+// the same spares: the same structure hash as the HAProxy that runs, no
+// reload. The file is the controller's own, but read as untrusted: Decode
+// checks its shape, and Restore keeps only the classes that the current
+// model has, so that every setting rendered comes from the model, never
+// from the file.
+
+// maxFile bounds what Decode reads: a pool of 100,000 spares is ~5 MB.
+const maxFile = 16 << 20
+
+// Encode writes s to w.
+func Encode(w io.Writer, s State) error {
+	return json.NewEncoder(w).Encode(s)
+}
+
+// Decode reads a pool Encode wrote: spares named and numbered in
+// ascending order, each of a class the file has, each occupant once.
+func Decode(r io.Reader) (State, error) {
+	var s State
+	dec := json.NewDecoder(io.LimitReader(r, maxFile))
+	if err := dec.Decode(&s); err != nil {
+		return State{}, fmt.Errorf("pool file: %w", err)
+	}
+	last := -1
+	seen := make(map[string]bool, len(s.Spares))
+	for _, sp := range s.Spares {
+		n, ok := SpareIndex(sp.Name)
+		switch {
+		case !ok || n <= last:
+			return State{}, fmt.Errorf("pool file: spare %q out of order or not a spare's name", sp.Name)
+		case sp.Class < 0 || sp.Class >= len(s.Classes):
+			return State{}, fmt.Errorf("pool file: spare %s of class %d, which the file does not have", sp.Name, sp.Class)
+		case sp.Occupant != "" && seen[sp.Occupant]:
+			return State{}, fmt.Errorf("pool file: %q occupies two spares", sp.Occupant)
+		}
+		last, seen[sp.Occupant] = n, true
+	}
+	return s, nil
+}
+
+// Restore keeps of s the classes that some backend of cfg has, each as
+// cfg's backend has it, and the spares of those classes; an occupant that
+// is not in cfg leaves its spare free. What it drops (a class no Service
+// has any more) is a reload once, when the pool is rendered without it.
+func Restore(s State, cfg model.Config) State {
+	var out State
+	remap := make([]int, len(s.Classes))
+	for i := range remap {
+		remap[i] = -1
+	}
+	names := make(map[string]bool, len(cfg.Backends))
+	for _, b := range cfg.Backends {
+		if !pooled(b) {
+			continue
+		}
+		names[b.Name] = true
+		k := classKey(b)
+		i := slices.IndexFunc(s.Classes, func(c model.Backend) bool { return c.SameStructure(&k) })
+		if i >= 0 && remap[i] < 0 {
+			out.Classes = append(out.Classes, k)
+			remap[i] = len(out.Classes) - 1
+		}
+	}
+	for _, sp := range s.Spares {
+		if sp.Class < 0 || sp.Class >= len(remap) || remap[sp.Class] < 0 {
+			continue
+		}
+		sp.Class = remap[sp.Class]
+		if !names[sp.Occupant] {
+			sp.Occupant = ""
+		}
+		out.Spares = append(out.Spares, sp)
+	}
+	return out
+}

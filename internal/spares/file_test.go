@@ -1,0 +1,92 @@
+package spares
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+func TestFileRoundTrip(t *testing.T) {
+	cfg := cfgOf(be("a", 0), be("b", time.Minute))
+	occ, waiting := Occupy(State{}, cfg)
+	s, _ := Grow(occ, cfg, waiting, Policy{Spares: 2, Other: 1, LowWater: 1})
+	var buf bytes.Buffer
+	if err := Encode(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Fatalf("read back %+v, wrote %+v", got, s)
+	}
+	if r := Restore(got, cfg); !reflect.DeepEqual(r, s) {
+		t.Errorf("Restore of the same model changed the pool: %+v", r)
+	}
+	if again, w := Occupy(Restore(got, cfg), cfg); len(w) > 0 || !slices.Equal(occupants(again), occupants(s)) {
+		t.Errorf("a restart moved backends: %v, was %v", occupants(again), occupants(s))
+	}
+}
+
+func TestDecodeRefuses(t *testing.T) {
+	for _, tc := range []struct{ name, in, err string }{
+		{"not JSON", `{`, "pool file"},
+		{"a name that is not a spare's", `{"classes":[{}],"spares":[{"name":"web","class":0}]}`, "not a spare's name"},
+		{"out of order", `{"classes":[{}],"spares":[{"name":"_pool_2","class":0},{"name":"_pool_1","class":0}]}`, "out of order"},
+		{"an unknown class", `{"classes":[{}],"spares":[{"name":"_pool_0","class":1}]}`, "does not have"},
+		{"two spares, one occupant", `{"classes":[{}],"spares":[{"name":"_pool_0","class":0,"occupant":"a"},{"name":"_pool_1","class":0,"occupant":"a"}]}`, "two spares"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Decode(strings.NewReader(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("err = %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestRestoreTakesSettingsFromTheModel: a class only the file has is
+// dropped with its spares, and a class's settings are the model's, so a
+// file written by hand cannot put settings into haproxy.cfg.
+func TestRestoreTakesSettingsFromTheModel(t *testing.T) {
+	in := `{"classes":[{"Balance":"roundrobin"},{"Balance":"roundrobin\n\tbind :1"}],
+	"spares":[{"name":"_pool_0","class":1,"occupant":"b"},{"name":"_pool_1","class":0,"occupant":"gone"},{"name":"_pool_2","class":0,"occupant":"a"}]}`
+	s, err := Decode(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Restore(s, cfgOf(be("a", 0), be("b", 0)))
+	if len(r.Classes) != 1 || r.Classes[0].Balance != "roundrobin" {
+		t.Errorf("classes %+v", r.Classes)
+	}
+	if got, want := occupants(r), []string{"_pool_1=", "_pool_2=a"}; !slices.Equal(got, want) {
+		t.Errorf("spares %v, want %v", got, want)
+	}
+	if Restore(s, model.Config{}).Spares != nil {
+		t.Error("an empty model kept spares")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(`{"classes":[{}],"spares":[{"name":"_pool_0","class":0,"occupant":"a"}]}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := Decode(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		r := Restore(s, cfgOf(be("a", 0)))
+		v := View(r, cfgOf(be("a", 0)))
+		for _, b := range v.Backends {
+			if b.Balance != "roundrobin" && b.Name != model.NodesBackend {
+				t.Fatalf("a setting from the file reached the view: %+v", b)
+			}
+		}
+	})
+}

@@ -1,0 +1,377 @@
+// Package spares is the pool of ready backends, one level up from the
+// server slots of internal/plan: spare HAProxy backends (`_pool_N`) are
+// rendered ahead of need, each with server slots in maintenance, and a
+// new model backend takes a free spare of its class with no reload: its
+// servers go into the spare's slots through the Runtime API, and whatever
+// names backends in HAProxy's data (route maps, a listener map) names the
+// spare. When the model backend goes, its spare is cleaned (its slots back
+// to maintenance) and free again.
+//
+// A backend's structural settings (balance, check, timeouts, PROXY
+// protocol, affinity, track nodes: everything model.Backend.SameStructure
+// compares but its names) can only change through a reload, so spares are
+// grouped into classes of those settings, and a model backend only takes a
+// spare of its own class.
+//
+// Everything here is pure: Occupy decides which spare each model backend
+// occupies (stable: a backend keeps its spare while it exists and its
+// class does not change), Grow how the pool grows, and View turns a model
+// into the model HAProxy runs, in HAProxy's names, for the unchanged plan,
+// render and driver code. State is what a driver persists so that a
+// restart converges to the same assignment.
+package spares
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Prefix starts every spare's name. A Service's backend name starts with
+// a letter or digit (model.Name), so a spare's never collides with one.
+const Prefix = "_pool_"
+
+// SpareName is the name of the spare numbered i.
+func SpareName(i int) string { return Prefix + strconv.Itoa(i) }
+
+// SpareIndex is the number of the spare named name, false when name is not
+// a spare's (Prefix and a decimal number without leading zeros).
+func SpareIndex(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, Prefix)
+	if !ok || s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	n := 0
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+// Policy sizes the pool. The zero Policy is no pool.
+type Policy struct {
+	// Spares is how many free spares the default class (the class most
+	// model backends have) keeps ready; 0: no pool.
+	Spares int
+	// Other is how many free spares every other class in use keeps.
+	Other int
+	// LowWater: the pool grows when a class in use has fewer free spares
+	// than this (at most its target), or a backend waits for one.
+	LowWater int
+}
+
+// On reports whether p makes a pool.
+func (p Policy) On() bool { return p.Spares > 0 }
+
+// Spare is one spare backend.
+type Spare struct {
+	Name     string `json:"name"`
+	Class    int    `json:"class"`              // index in State.Classes
+	Occupant string `json:"occupant,omitempty"` // the model backend in it; "" when free
+}
+
+// State is the pool: its classes (each a backend's structure with no name,
+// Service or servers) and its spares, sorted by number.
+type State struct {
+	Classes []model.Backend `json:"classes"`
+	Spares  []Spare         `json:"spares"`
+}
+
+// classOf returns the index of b's class in s, -1 when s has none.
+func (s State) classOf(b *model.Backend) int {
+	k := classKey(b)
+	return slices.IndexFunc(s.Classes, func(c model.Backend) bool { return c.SameStructure(&k) })
+}
+
+// classKey is b's class: its structure without names and servers.
+func classKey(b *model.Backend) model.Backend {
+	c := b.Structure()
+	c.Name, c.Service = "", ""
+	return c
+}
+
+// pooled reports whether a model backend goes into the pool: a Service's
+// (or a route's) backend, not one of the controller's own (`_nodes`,
+// `_reject`: names that start with "_").
+func pooled(b *model.Backend) bool { return b.Name != "" && b.Name[0] != '_' }
+
+// HAProxyBackend is the HAProxy backend that serves the model backend
+// name: the spare it occupies, or name itself when it occupies none (no
+// pool, or a backend of the controller's own). Everything that names a
+// backend in HAProxy's data goes through it: route maps, the fixed
+// listeners' map (`listeners.map`), a per-port frontend's default_backend.
+func (s State) HAProxyBackend(name string) string {
+	if i := s.index()[name]; i > 0 {
+		return s.Spares[i-1].Name
+	}
+	return name
+}
+
+// ModelBackend is the model backend a HAProxy backend serves: the
+// occupant of a spare, "" for a free spare, or name itself for a backend
+// that is no spare. Stats and status rows are per HAProxy backend: this
+// names them after what the user created.
+func (s State) ModelBackend(haproxyName string) string {
+	if _, ok := SpareIndex(haproxyName); !ok {
+		return haproxyName
+	}
+	for _, sp := range s.Spares {
+		if sp.Name == haproxyName {
+			return sp.Occupant
+		}
+	}
+	return ""
+}
+
+// index maps each occupant to 1 + its spare's index in s.Spares.
+func (s State) index() map[string]int {
+	out := make(map[string]int, len(s.Spares))
+	for i, sp := range s.Spares {
+		if sp.Occupant != "" {
+			out[sp.Occupant] = i + 1
+		}
+	}
+	return out
+}
+
+// Free counts the free spares of each class.
+func (s State) Free() []int {
+	out := make([]int, len(s.Classes))
+	for _, sp := range s.Spares {
+		if sp.Occupant == "" && sp.Class >= 0 && sp.Class < len(out) {
+			out[sp.Class]++
+		}
+	}
+	return out
+}
+
+// Clone is a deep copy of s.
+func (s State) Clone() State {
+	return State{Classes: slices.Clone(s.Classes), Spares: slices.Clone(s.Spares)}
+}
+
+// Occupy places every pooled backend of cfg into a spare of its class:
+// a backend keeps the spare it had in prev while it exists and its class
+// is the same; a spare whose occupant is gone, or changed class, is free
+// again, though not taken by another in this same pass (its slots are
+// cleaned first); the others take the free spare of their class with the
+// lowest number, in the order of their names. Backends for which no
+// spare is free are waiting, in that order: they wait for Grow. The
+// classes and spares of prev stay (a spare goes only with a reload that
+// Grow decides).
+func Occupy(prev State, cfg model.Config) (next State, waiting []string) {
+	next = prev.Clone()
+	want := make(map[string]*model.Backend, len(cfg.Backends))
+	for _, b := range cfg.Backends {
+		if pooled(b) {
+			want[b.Name] = b
+		}
+	}
+	placed := make(map[string]bool, len(want))
+	freed := make([]bool, len(next.Spares))
+	for i := range next.Spares {
+		sp := &next.Spares[i]
+		if sp.Occupant == "" {
+			continue
+		}
+		b, ok := want[sp.Occupant]
+		if ok && !placed[b.Name] && next.Classes[sp.Class].SameStructure(ptr(classKey(b))) {
+			placed[b.Name] = true
+			continue
+		}
+		sp.Occupant, freed[i] = "", true
+	}
+	for _, b := range cfg.Backends { // sorted by name
+		if !pooled(b) || placed[b.Name] {
+			continue
+		}
+		c := next.classOf(b)
+		i := slices.IndexFunc(next.Spares, func(sp Spare) bool { return sp.Class == c && c >= 0 && sp.Occupant == "" })
+		for i >= 0 && freed[i] {
+			j := slices.IndexFunc(next.Spares[i+1:], func(sp Spare) bool { return sp.Class == c && sp.Occupant == "" })
+			if j < 0 {
+				i = -1
+				break
+			}
+			i += 1 + j
+		}
+		if i < 0 {
+			waiting = append(waiting, b.Name)
+			continue
+		}
+		next.Spares[i].Occupant = b.Name
+		placed[b.Name] = true
+	}
+	return next, waiting
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Grow reports whether the pool must grow (a reload) and how: it does
+// when a backend waits for a spare, or a class in use has fewer free
+// spares than the low-water mark (at most the class's target). The grown
+// pool adds, per class, the spares its waiting backends need plus enough
+// to bring its free spares up to its target (Policy.Spares for the
+// default class, the one most backends of cfg have, Policy.Other for the
+// others), numbered after the last spare, and places the waiting backends
+// in them. Classes are added for the waiting backends' own; nothing is
+// removed.
+func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State, grow bool) {
+	if !pol.On() {
+		return s, false
+	}
+	grown = s.Clone()
+	byName := make(map[string]*model.Backend, len(cfg.Backends))
+	use := make(map[int]int) // class -> backends of cfg in it
+	for _, b := range cfg.Backends {
+		if !pooled(b) {
+			continue
+		}
+		byName[b.Name] = b
+		c := grown.classOf(b)
+		if c < 0 {
+			grown.Classes = append(grown.Classes, classKey(b))
+			c = len(grown.Classes) - 1
+		}
+		use[c]++
+	}
+	def := -1
+	for c, n := range use {
+		if def < 0 || n > use[def] || n == use[def] && c < def {
+			def = c
+		}
+	}
+	target := func(c int) int {
+		if c == def {
+			return pol.Spares
+		}
+		return pol.Other
+	}
+	free := grown.Free()
+	grow = len(waiting) > 0
+	for c := range use {
+		if free[c] < min(pol.LowWater, target(c)) {
+			grow = true
+		}
+	}
+	if !grow {
+		return s, false
+	}
+	next := 0
+	if n := len(grown.Spares); n > 0 {
+		next, _ = SpareIndex(grown.Spares[n-1].Name)
+		next++
+	}
+	add := func(c int, occupant string) {
+		grown.Spares = append(grown.Spares, Spare{Name: SpareName(next), Class: c, Occupant: occupant})
+		next++
+	}
+	for _, name := range waiting {
+		if b := byName[name]; b != nil {
+			add(grown.classOf(b), name)
+		}
+	}
+	classes := make([]int, 0, len(use))
+	for c := range use {
+		classes = append(classes, c)
+	}
+	slices.Sort(classes)
+	for _, c := range classes {
+		for n := free[c]; n < target(c); n++ {
+			add(c, "")
+		}
+	}
+	return grown, true
+}
+
+// View is cfg as HAProxy runs it with the pool s: every occupied spare is
+// its occupant (settings, servers, Service) under the spare's name, every
+// free spare its class with no servers, frontends and routes name the
+// spares, and the backends that are no spare's (the controller's own, or
+// one still waiting) keep their names. A model backend that waits for a
+// spare is left out, and so is a frontend that names it alone (its
+// Service is served once the pool grows); a route's share to it goes to
+// model.RejectBackend, which the view always has when some frontend is
+// routed (so that a backend waiting is no structural change of its own).
+// Backends are sorted by name, as in any model.
+func View(s State, cfg model.Config) model.Config {
+	idx := s.index()
+	out := model.Config{UDP: cfg.UDP}
+	byName := make(map[string]*model.Backend, len(cfg.Backends))
+	for _, b := range cfg.Backends {
+		byName[b.Name] = b
+	}
+	haproxyName := func(name string) (string, bool) {
+		if i := idx[name]; i > 0 {
+			return s.Spares[i-1].Name, true
+		}
+		b := byName[name]
+		return name, b == nil || !pooled(b)
+	}
+	reject := slices.ContainsFunc(cfg.Frontends, func(f model.Frontend) bool { return f.Routed() })
+	for _, f := range cfg.Frontends {
+		if f.Routed() {
+			f.Routes = slices.Clone(f.Routes)
+			for i, r := range f.Routes {
+				r.Backends = slices.Clone(r.Backends)
+				for j, wb := range r.Backends {
+					n, ok := haproxyName(wb.Name)
+					if !ok {
+						n = model.RejectBackend
+					}
+					r.Backends[j].Name = n
+				}
+				f.Routes[i] = r
+			}
+		} else if f.Backend != "" {
+			n, ok := haproxyName(f.Backend)
+			if !ok {
+				continue
+			}
+			f.Backend = n
+		}
+		out.Frontends = append(out.Frontends, f)
+	}
+	for _, b := range cfg.Backends {
+		if !pooled(b) {
+			out.Backends = append(out.Backends, b)
+		}
+	}
+	if reject && byName[model.RejectBackend] == nil {
+		out.Backends = append(out.Backends, &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}})
+	}
+	for _, sp := range s.Spares {
+		b := s.Classes[sp.Class]
+		if o := byName[sp.Occupant]; o != nil {
+			b = *o
+		}
+		b.Name = sp.Name
+		out.Backends = append(out.Backends, &b)
+	}
+	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Freed lists the spares that had an occupant in prev and are free in
+// next, whose class keeps a stick table (ClientIP affinity): the driver
+// clears their tables, so that the next occupant's clients stick to
+// nothing of the old one's.
+func Freed(prev, next State) []string {
+	var out []string
+	was := make(map[string]string, len(prev.Spares))
+	for _, sp := range prev.Spares {
+		was[sp.Name] = sp.Occupant
+	}
+	for _, sp := range next.Spares {
+		if sp.Occupant == "" && was[sp.Name] != "" && next.Classes[sp.Class].Affinity > 0 {
+			out = append(out, sp.Name)
+		}
+	}
+	return out
+}
