@@ -34,7 +34,13 @@ type Secret struct {
 // statusOnly reports a listener of a protocol this controller does not
 // serve but reports status for: HTTPS, until TLS termination is served.
 func (l *listener) statusOnly() bool {
-	return l.spec.Protocol == gwv1.HTTPSProtocolType
+	return l.spec.Protocol == gwv1.HTTPSProtocolType && l.tls == nil
+}
+
+// servesHTTP reports a listener served by an HTTP frontend: HTTP, or
+// HTTPS with a certificate to serve (tls.go).
+func (l *listener) servesHTTP() bool {
+	return l.spec.Protocol == gwv1.HTTPProtocolType || (l.spec.Protocol == gwv1.HTTPSProtocolType && l.tls != nil)
 }
 
 // httpListener validates an HTTP or HTTPS listener's own fields.

@@ -128,6 +128,10 @@ func checkFilter(f gwv1.HTTPRouteFilter) string {
 // hostnames come first and keep a host name two of them give.
 func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model.Backend) *model.HTTP {
 	t := &model.HTTP{Port: port}
+	scheme := "http"
+	if ls[0].tls != nil {
+		scheme = "https"
+	}
 	slices.SortStableFunc(ls, func(a, b *listener) int { return precedence(a.hostname, b.hostname) })
 	have := map[string]bool{}
 	for _, l := range ls {
@@ -139,7 +143,7 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 			hosts := a.snis
 			for ri, rule := range a.r.http.Spec.Rules {
 				act := len(t.Actions)
-				t.Actions = append(t.Actions, httpAction(a.r, rule, port, w, backends))
+				t.Actions = append(t.Actions, httpAction(a.r, rule, port, scheme, w, backends))
 				for mi, m := range matchesOf(rule) {
 					for _, h := range hosts {
 						if h == "" {
@@ -222,12 +226,12 @@ func compileMatch(m gwv1.HTTPRouteMatch, action int) model.HTTPRule {
 // httpAction is what a rule does: its redirect, or its header changes
 // and its backends by weight (a backendRef that does not resolve: its
 // share is answered 500).
-func httpAction(r *route, rule gwv1.HTTPRouteRule, port uint16, w *world, backends map[string]*model.Backend) model.HTTPAction {
+func httpAction(r *route, rule gwv1.HTTPRouteRule, port uint16, scheme string, w *world, backends map[string]*model.Backend) model.HTTPAction {
 	var a model.HTTPAction
 	for _, f := range rule.Filters {
 		switch {
 		case f.RequestRedirect != nil && f.Type == gwv1.HTTPRouteFilterRequestRedirect:
-			a.Redirect = redirect(f.RequestRedirect, port)
+			a.Redirect = redirect(f.RequestRedirect, port, scheme)
 		case f.RequestHeaderModifier != nil && f.Type == gwv1.HTTPRouteFilterRequestHeaderModifier:
 			m := f.RequestHeaderModifier
 			for _, h := range m.Set {
@@ -254,11 +258,11 @@ func httpAction(r *route, rule gwv1.HTTPRouteRule, port uint16, w *world, backen
 	return a
 }
 
-// redirect is a RequestRedirect on a listener of this port (HTTP): the
-// scheme's port is never written; with no scheme and no port given, the
-// listener's port is kept.
-func redirect(f *gwv1.HTTPRequestRedirectFilter, port uint16) *model.Redirect {
-	rd := &model.Redirect{Scheme: "http", Code: 302}
+// redirect is a RequestRedirect on a listener of this port and scheme:
+// the scheme's port is never written; with no scheme and no port given,
+// the listener's port is kept.
+func redirect(f *gwv1.HTTPRequestRedirectFilter, port uint16, scheme string) *model.Redirect {
+	rd := &model.Redirect{Scheme: scheme, Code: 302}
 	if f.StatusCode != nil {
 		rd.Code = *f.StatusCode
 	}

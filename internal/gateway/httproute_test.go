@@ -222,3 +222,29 @@ func FuzzHTTPRoute(f *testing.F) {
 		}
 	})
 }
+
+// An HTTPS listener with a certificate to serve is an HTTP frontend
+// terminating TLS (main's model.TLS on its binds), Programmed, its routes
+// served and redirected with https; without one it stays status only.
+func TestHTTPSListenerServed(t *testing.T) {
+	in := base()
+	in.Gateways[0].Spec.Listeners = append(in.Gateways[0].Spec.Listeners, httpsListener("web", 443, secretRef("", "cert")))
+	in.Secrets = []*Secret{tlsSecret(t, "apps", "cert", "a.example.com")}
+	in.HTTPRoutes = []*gwv1.HTTPRoute{hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/")),
+		gwv1.HTTPRouteRule{Matches: []gwv1.HTTPRouteMatch{hmatch("Exact", "/moved")}, Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestRedirect,
+			RequestRedirect: &gwv1.HTTPRequestRedirectFilter{Hostname: ptr(gwv1.PreciseHostname("example.org"))}}}})}
+	res := Compute(in, Options{UDP: true})
+	want(t, condOf(listenerStatus(res, "apps", "gw", "web").Conditions, "Programmed"), "True/Programmed")
+	want(t, routeCond(res, KindHTTPRoute, "apps", "r", "Accepted"), "True/Accepted")
+	want(t, table(httpOf(res, "443")), "* Exact /moved -> redirect https example.org 0 302\n* PathPrefix / -> a_80:1")
+	for _, f := range res.Config.Frontends {
+		if strings.HasSuffix(f.Name, "_443") && (f.TLS == nil || len(f.TLS.Certificates) != 1) {
+			t.Errorf("frontend %s: TLS %+v, want its certificate", f.Name, f.TLS)
+		}
+	}
+	// No certificate: status only, no frontend.
+	in.Secrets = nil
+	res = Compute(in, Options{UDP: true})
+	want(t, condOf(listenerStatus(res, "apps", "gw", "web").Conditions, "Programmed"), "False/Invalid")
+	want(t, routesOfFrontend(res, "443"), "no frontend")
+}

@@ -215,7 +215,7 @@ func (l *listener) claim(r *route, snis []string, refs []resolvedRef) {
 	switch {
 	case l.statusOnly():
 		// Counted, never served (http.go).
-	case l.spec.Protocol == gwv1.HTTPProtocolType:
+	case l.servesHTTP():
 		// Every route is served: precedence orders their rules
 		// (httproute.go).
 		a.snis, a.served = snis, true

@@ -32,7 +32,7 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 		if !l.accepted || l.statusOnly() {
 			continue
 		}
-		if l.spec.Protocol == gwv1.HTTPProtocolType {
+		if l.servesHTTP() {
 			if _, ok := httpPorts[l.port]; !ok {
 				ports = append(ports, l.port)
 			}
@@ -74,7 +74,7 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 	for _, p := range ports {
 		if ls, ok := httpPorts[p]; ok {
 			cfg.Frontends = append(cfg.Frontends, model.Frontend{Name: name("gw", x.key.Namespace, x.key.Name, strconv.Itoa(int(p))),
-				Service: x.key.String(), Binds: binds(p), HTTP: httpTable(ls, p, w, backends)})
+				Service: x.key.String(), Binds: binds(p), TLS: ls[0].tls, HTTP: httpTable(ls, p, w, backends)})
 			continue
 		}
 		f := fronts[p]
