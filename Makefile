@@ -206,7 +206,8 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/model:FuzzName:40000x \
 	./internal/spares:FuzzDecode:150000x \
 	./internal/desired:FuzzServiceSpec:40000x \
-	./internal/render:FuzzListenerKey:90000x
+	./internal/render:FuzzListenerKey:90000x \
+	./internal/gateway:FuzzHTTPRoute:5000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \
@@ -281,7 +282,7 @@ chaos: deps
 	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./test/e2e/
 
 # The upstream Gateway API conformance suite (issue 22, test/conformance):
-# profiles GATEWAY-TCP, GATEWAY-UDP and GATEWAY-TLS, provisional tests
+# profiles GATEWAY-TCP, GATEWAY-UDP, GATEWAY-TLS and GATEWAY-HTTP, provisional tests
 # included, against run --mode=gateway on the real-node tier (root:
 # network namespaces), with the suite's images built locally
 # (hack/testbin.sh: conformance-images.tar). Writes the suite's report to

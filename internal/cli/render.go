@@ -119,6 +119,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	if err != nil {
 		return err
 	}
+	if set.Gatewayed() {
+		return f.runGateway(e, set, refused, outputGiven) // render_gateway.go
+	}
 	if err := inputMatches(set, opts); err != nil {
 		if rerr := refused.err(); rerr != nil && len(set.Services) == 0 {
 			return rerr // nothing read: say why

@@ -17,7 +17,9 @@ import (
 // one of type IPAddress without a value gets a pool's address
 // (GatewayAddressEmpty).
 var (
-	features       = []gwv1.FeatureName{"Gateway", "ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
+	features = []gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
+		"HTTPRoute308RedirectStatusCode", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRoutePortRedirect", "HTTPRouteSchemeRedirect",
+		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
 )
 
@@ -118,7 +120,7 @@ func Compute(in Input, opts Options) Result {
 	}
 
 	for _, r := range routesOf(in) {
-		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 && r.key.Kind != KindHTTPRoute {
+		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 {
 			res.Routes[r.key] = sts
 		}
 	}

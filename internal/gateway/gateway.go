@@ -40,7 +40,7 @@ type Input struct {
 	TCPRoutes  []*gwv1.TCPRoute
 	TLSRoutes  []*gwv1.TLSRoute
 	UDPRoutes  []*gwv1.UDPRoute
-	HTTPRoutes []*gwv1.HTTPRoute // counted in HTTP listeners' attachedRoutes only (http.go)
+	HTTPRoutes []*gwv1.HTTPRoute // served on HTTP listeners (httproute.go)
 	Secrets    []*Secret         // what HTTPS listeners' certificateRefs name
 	Grants     []*gwv1beta1.ReferenceGrant
 	Services   []*corev1.Service
@@ -116,8 +116,10 @@ type route struct {
 	key       RouteKey
 	meta      metav1.ObjectMeta
 	parents   []gwv1.ParentReference
-	hostnames []gwv1.Hostname // TLSRoute only
+	hostnames []gwv1.Hostname // TLSRoute and HTTPRoute only
 	refs      []gwv1.BackendRef
+	http      *gwv1.HTTPRoute // an HTTPRoute's rules (httproute.go)
+	invalid   string          // why the route cannot be served ("": it can)
 }
 
 func routesOf(in Input) []*route {

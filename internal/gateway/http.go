@@ -7,15 +7,15 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
 )
 
-// HTTP and HTTPS listeners are status only: this controller serves no
-// HTTP. They are validated and carry the listener status the spec asks
-// for (supportedKinds HTTPRoute, attachedRoutes, certificateRefs resolved
-// through ReferenceGrants), as the core Gateway tests of every upstream
-// conformance profile need, but they bind nothing, and no HTTPRoute ever
-// gets a status from this controller: a route is never reported Accepted
-// while its traffic is not served. docs/gateway.md says so.
+// HTTP listeners serve HTTPRoutes (httproute.go compiles them into the
+// frontend's table). HTTPS listeners are validated and carry the listener
+// status the spec asks for (supportedKinds HTTPRoute, attachedRoutes,
+// certificateRefs resolved through ReferenceGrants), but bind nothing
+// until TLS termination is served (httpsTLS): they are never Programmed
+// meanwhile, and the routes attached only to them are Accepted but carry
+// no traffic there. docs/gateway.md says so.
 
-// KindHTTPRoute is read for attachedRoutes only.
+// KindHTTPRoute is the HTTPRoute kind.
 const KindHTTPRoute = "HTTPRoute"
 
 // Secret is what Compute reads of a Secret an HTTPS listener names:
@@ -32,9 +32,15 @@ type Secret struct {
 }
 
 // statusOnly reports a listener of a protocol this controller does not
-// serve but reports status for.
+// serve but reports status for: HTTPS, until TLS termination is served.
 func (l *listener) statusOnly() bool {
-	return l.spec.Protocol == gwv1.HTTPProtocolType || l.spec.Protocol == gwv1.HTTPSProtocolType
+	return l.spec.Protocol == gwv1.HTTPSProtocolType && l.tls == nil
+}
+
+// servesHTTP reports a listener served by an HTTP frontend: HTTP, or
+// HTTPS with a certificate to serve (tls.go).
+func (l *listener) servesHTTP() bool {
+	return l.spec.Protocol == gwv1.HTTPProtocolType || (l.spec.Protocol == gwv1.HTTPSProtocolType && l.tls != nil)
 }
 
 // httpListener validates an HTTP or HTTPS listener's own fields.
@@ -104,12 +110,19 @@ func (w *world) secretGranted(g *gwv1.Gateway, secret Key) bool {
 	return false
 }
 
-// httpRoutes are the HTTPRoutes as routes: parents and hostnames only.
+// httpRoutes are the HTTPRoutes as routes: their backendRefs, all rules'
+// (for ResolvedRefs), and why one cannot be served.
 func httpRoutes(in Input) []*route {
 	out := make([]*route, 0, len(in.HTTPRoutes))
 	for _, r := range in.HTTPRoutes {
-		out = append(out, &route{key: RouteKey{KindHTTPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta,
-			parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames})
+		rt := &route{key: RouteKey{KindHTTPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta,
+			parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames, http: r, invalid: checkHTTPRoute(r)}
+		for _, rule := range r.Spec.Rules {
+			for _, b := range rule.BackendRefs {
+				rt.refs = append(rt.refs, b.BackendRef)
+			}
+		}
+		out = append(out, rt)
 	}
 	return out
 }

@@ -28,8 +28,9 @@ func httpRoute(ns, name string, parents ...gwv1.ParentReference) *gwv1.HTTPRoute
 	return &gwv1.HTTPRoute{ObjectMeta: meta(ns, name, 5), Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: parents}}}
 }
 
-// HTTP and HTTPS listeners: status only (http.go).
-func TestHTTPStatusOnly(t *testing.T) {
+// HTTP listeners serve; HTTPS ones are status only, never Programmed
+// (http.go).
+func TestHTTPListenerStatus(t *testing.T) {
 	secretGrant := &gwv1beta1.ReferenceGrant{ObjectMeta: meta("certs", "g", 0), Spec: gwv1beta1.ReferenceGrantSpec{
 		From: []gwv1beta1.ReferenceGrantFrom{{Group: gwv1.GroupName, Kind: "Gateway", Namespace: "apps"}},
 		To:   []gwv1beta1.ReferenceGrantTo{{Group: "", Kind: "Secret"}}}}
@@ -41,7 +42,7 @@ func TestHTTPStatusOnly(t *testing.T) {
 		accepted, programmed, resolved string
 		attached                       int32
 	}{
-		{name: "HTTP: accepted, counted, binds nothing", listener: listenerOf("web", gwv1.HTTPProtocolType, 80, ""),
+		{name: "HTTP: accepted, counted, served", listener: listenerOf("web", gwv1.HTTPProtocolType, 80, ""),
 			change: func(in *Input) {
 				in.HTTPRoutes = []*gwv1.HTTPRoute{httpRoute("apps", "r1", parent("gw", "web")), httpRoute("apps", "r2", parent("gw", ""))}
 			},
@@ -50,7 +51,7 @@ func TestHTTPStatusOnly(t *testing.T) {
 			accepted: "False/PortUnavailable", programmed: "False/Invalid", resolved: "True/ResolvedRefs"},
 		{name: "HTTPS with its Secret", listener: httpsListener("web", 443, secretRef("", "cert")),
 			change:   func(in *Input) { in.Secrets = []*Secret{{ObjectMeta: meta("apps", "cert", 0), ValidTLS: true}} },
-			accepted: "True/Accepted", programmed: "True/Programmed", resolved: "True/ResolvedRefs"},
+			accepted: "True/Accepted", programmed: "False/Pending", resolved: "True/ResolvedRefs"},
 		{name: "HTTPS, Secret missing", listener: httpsListener("web", 443, secretRef("", "cert")),
 			accepted: "True/Accepted", programmed: "False/Invalid", resolved: "False/InvalidCertificateRef"},
 		{name: "HTTPS, Secret malformed", listener: httpsListener("web", 443, secretRef("", "cert")),
@@ -64,7 +65,7 @@ func TestHTTPStatusOnly(t *testing.T) {
 				in.Secrets = []*Secret{{ObjectMeta: meta("certs", "cert", 0), ValidTLS: true}}
 				in.Grants = []*gwv1beta1.ReferenceGrant{secretGrant}
 			},
-			accepted: "True/Accepted", programmed: "True/Programmed", resolved: "True/ResolvedRefs"},
+			accepted: "True/Accepted", programmed: "False/Pending", resolved: "True/ResolvedRefs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := base()
@@ -81,12 +82,15 @@ func TestHTTPStatusOnly(t *testing.T) {
 			if len(ls.SupportedKinds) != 1 || *ls.SupportedKinds[0].Group != gwv1.GroupName || ls.SupportedKinds[0].Kind != KindHTTPRoute {
 				t.Errorf("supportedKinds %v, want HTTPRoute only", ls.SupportedKinds)
 			}
-			// Never served: no frontend on its port, no HTTPRoute status.
-			want(t, routesOfFrontend(res, fmt.Sprint(tc.listener.Port)), "no frontend")
-			for k := range res.Routes {
-				if k.Kind == KindHTTPRoute {
-					t.Errorf("an HTTPRoute got a status: %v", k)
+			// HTTP: an HTTP frontend and the routes' statuses; HTTPS:
+			// no frontend on its port.
+			if served := tc.listener.Protocol == gwv1.HTTPProtocolType && tc.attached > 0; served {
+				if httpOf(res, fmt.Sprint(tc.listener.Port)) == nil {
+					t.Error("no HTTP frontend")
 				}
+				want(t, routeCond(res, KindHTTPRoute, "apps", "r1", "Accepted"), "True/Accepted")
+			} else {
+				want(t, routesOfFrontend(res, fmt.Sprint(tc.listener.Port)), "no frontend")
 			}
 			// The TCP listener still serves, unless the HTTP one is on its
 			// port (both conflicted).
@@ -104,8 +108,8 @@ func TestSupportedFeatures(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{}, "Gateway ReferenceGrant TCPRoute TLSRoute UDPRoute"},
-		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayStaticAddresses ReferenceGrant TCPRoute TLSRoute UDPRoute"},
+		{Options{}, "Gateway HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode HTTPRouteMethodMatching HTTPRouteParentRefPort HTTPRoutePortRedirect HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
+		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode HTTPRouteMethodMatching HTTPRouteParentRefPort HTTPRoutePortRedirect HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
 	} {
 		var got []string
 		for _, f := range Compute(base(), tc.opts).Classes["hks"].SupportedFeatures {

@@ -72,10 +72,10 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 				kind = ""
 			}
 		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
-			kind = KindHTTPRoute // status only (http.go)
+			kind = KindHTTPRoute // HTTPS: status only (http.go)
 			httpListener(l)
 		default:
-			l.reject("UnsupportedProtocol", "protocol "+strconv.Quote(string(s.Protocol))+" is not supported: TCP, TLS (passthrough) and UDP are (HTTP and HTTPS: status only)")
+			l.reject("UnsupportedProtocol", "protocol "+strconv.Quote(string(s.Protocol))+" is not supported: TCP, TLS (passthrough), UDP and HTTP are (HTTPS: status only)")
 		}
 		if l.hostname != "" && !model.ValidSNI(l.hostname) {
 			l.reject("UnsupportedValue", "hostname is not a valid DNS name")
@@ -94,7 +94,7 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 			switch {
 			case a.spec.Protocol != b.spec.Protocol:
 				a.conflict = "ProtocolConflict"
-			case (a.spec.Protocol != gwv1.TLSProtocolType && !a.statusOnly()) || a.hostname == b.hostname:
+			case (a.spec.Protocol != gwv1.TLSProtocolType && a.spec.Protocol != gwv1.HTTPProtocolType && !a.statusOnly()) || a.hostname == b.hostname:
 				if a.conflict == "" {
 					a.conflict = "HostnameConflict"
 				}

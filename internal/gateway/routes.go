@@ -147,7 +147,10 @@ func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.Route
 			refs = w.resolve(r)
 		}
 		st := gwv1.RouteParentStatus{ParentRef: p, ControllerName: gwv1.GatewayController(controller)}
-		accepted, why, msg := attachTo(r, x, p, refs, w)
+		accepted, why, msg := false, "UnsupportedValue", r.invalid
+		if r.invalid == "" {
+			accepted, why, msg = attachTo(r, x, p, refs, w)
+		}
 		st.Conditions = append(st.Conditions, cond("Accepted", accepted, why, msg, r.meta.Generation))
 		resolved, why, msg := true, "ResolvedRefs", "all backendRefs resolve"
 		for _, rr := range refs {
@@ -212,6 +215,10 @@ func (l *listener) claim(r *route, snis []string, refs []resolvedRef) {
 	switch {
 	case l.statusOnly():
 		// Counted, never served (http.go).
+	case l.servesHTTP():
+		// Every route is served: precedence orders their rules
+		// (httproute.go).
+		a.snis, a.served = snis, true
 	case l.spec.Protocol != gwv1.TLSProtocolType:
 		a.served = !slices.ContainsFunc(l.routes, func(o *attachedRoute) bool { return o.served })
 	default:

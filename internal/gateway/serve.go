@@ -27,8 +27,17 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 	}
 	fronts := map[uint16]*model.Frontend{}
 	var ports []uint16
+	httpPorts := map[uint16][]*listener{}
 	for _, l := range x.listeners {
 		if !l.accepted || l.statusOnly() {
+			continue
+		}
+		if l.servesHTTP() {
+			if _, ok := httpPorts[l.port]; !ok {
+				ports = append(ports, l.port)
+			}
+			httpPorts[l.port] = append(httpPorts[l.port], l)
+			l.served = true
 			continue
 		}
 		if l.udp() {
@@ -50,7 +59,7 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 			if !a.served {
 				continue
 			}
-			bes := weighted(a.refs, w, backends)
+			bes := weighted(a.refs, w, backends, false)
 			if l.spec.Protocol != gwv1.TLSProtocolType {
 				f.Routes = append(f.Routes, model.Route{Backends: bes})
 				continue
@@ -63,6 +72,11 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 	}
 	slices.Sort(ports)
 	for _, p := range ports {
+		if ls, ok := httpPorts[p]; ok {
+			cfg.Frontends = append(cfg.Frontends, model.Frontend{Name: name("gw", x.key.Namespace, x.key.Name, strconv.Itoa(int(p))),
+				Service: x.key.String(), Binds: binds(p), TLS: ls[0].tls, HTTP: httpTable(ls, p, w, backends)})
+			continue
+		}
 		f := fronts[p]
 		slices.SortStableFunc(f.Routes, func(a, b model.Route) int { return precedence(a.SNI, b.SNI) })
 		if len(f.Routes) == 0 {
@@ -96,9 +110,9 @@ func precedence(a, b string) int {
 }
 
 // weighted turns a route's backendRefs into weighted backends (one per
-// Service port, shared between routes), the share of refs that do not
-// resolve going to the reject backend.
-func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend) []model.WeightedBackend {
+// Service port, shared between routes; HTTP ones apart: mode http), the
+// share of refs that do not resolve going to the reject backend.
+func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend, http bool) []model.WeightedBackend {
 	var out []model.WeightedBackend
 	add := func(n string, weight int32) {
 		for i := range out {
@@ -118,11 +132,15 @@ func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend) 
 			backends[model.RejectBackend] = rejectBackend()
 			continue
 		}
-		n := name("gw", rr.svc.Namespace, rr.svc.Name, strconv.Itoa(int(rr.port.Port)))
+		prefix := "gw"
+		if http {
+			prefix = "gwh"
+		}
+		n := name(prefix, rr.svc.Namespace, rr.svc.Name, strconv.Itoa(int(rr.port.Port)))
 		if _, ok := backends[n]; !ok {
 			// Also at weight 0: the backend stays, so a weight that
 			// comes and goes changes a route map only (no reload).
-			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin",
+			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin", HTTP: http,
 				Servers: desired.PodServers(w.slices[rr.svc], rr.port)}
 		}
 		if rr.weight > 0 {

@@ -71,8 +71,8 @@ func gatewayStatus(x *gw, lb []netip.Addr) gwv1.GatewayStatus {
 		switch {
 		case l.served && x.addrOK:
 			ls.Conditions = append(ls.Conditions, cond("Programmed", true, "Programmed", "programmed", gen))
-		case l.statusOnly() && l.accepted && l.certWhy == "" && x.addrOK:
-			ls.Conditions = append(ls.Conditions, cond("Programmed", true, "Programmed", "status only: HTTP and HTTPS listeners bind nothing and serve no HTTPRoute", gen))
+		case l.statusOnly() && l.accepted && l.certWhy == "":
+			ls.Conditions = append(ls.Conditions, cond("Programmed", false, "Pending", "HTTPS listeners bind nothing yet: TLS termination is not served", gen))
 		default:
 			ls.Conditions = append(ls.Conditions, cond("Programmed", false, "Invalid", "not programmed", gen))
 		}

@@ -154,6 +154,9 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 	for _, r := range in.UDPRoutes {
 		routes(gateway.KindUDPRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
+	for _, r := range in.HTTPRoutes {
+		routes(gateway.KindHTTPRoute, r.Namespace, r.Name, r.Status.Parents)
+	}
 }
 
 // alpha reports whether routes of kind are served as v1alpha2.
@@ -231,6 +234,18 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 				_, err := p.client.GatewayV1alpha2().UDPRoutes(obj.Namespace).UpdateStatus(ctx, a, metav1.UpdateOptions{})
 				return err
 			})
+	case *gwv1.HTTPRoute:
+		err = writeRoute(p, it.Kind, obj.Status.Parents, p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now), wait,
+			func(st []gwv1.RouteParentStatus) *gwv1.HTTPRoute {
+				c := obj.DeepCopy()
+				c.Status.Parents = st
+				return c
+			},
+			func(c *gwv1.HTTPRoute) error {
+				_, err := gw.HTTPRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+				return err
+			},
+			func(*gwv1.HTTPRoute) error { return nil }) // HTTPRoutes are read as v1 only
 	}
 	if apierrors.IsNotFound(err) {
 		return nil

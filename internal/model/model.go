@@ -71,6 +71,9 @@ type Frontend struct {
 	InspectDelay time.Duration
 	// TLS, when set, terminates TLS on the binds (tls.go).
 	TLS *TLS
+	// HTTP, when set, makes the frontend an HTTP one whose requests
+	// are routed by this table (http.go) instead of Routes or Backend.
+	HTTP *HTTP
 }
 
 // Restricted reports whether f accepts only some clients.
@@ -160,7 +163,9 @@ type Backend struct {
 	// server it first went to for this long after its last connection
 	// (ClientIP session affinity: a stick table).
 	Affinity time.Duration
-	Servers  []Server // sorted by Addr, then Port
+	// HTTP: the backend serves HTTP frontends (HAProxy's mode http).
+	HTTP    bool
+	Servers []Server // sorted by Addr, then Port
 }
 
 // WithServers is a copy of b with these servers. The backends of a Config
@@ -253,7 +258,7 @@ func (f Frontend) Equal(g Frontend) bool {
 	return f.Name == g.Name && f.Service == g.Service && f.AcceptProxy == g.AcceptProxy &&
 		f.MaxConn == g.MaxConn && f.TimeoutClient == g.TimeoutClient && f.Backend == g.Backend &&
 		slices.Equal(f.Binds, g.Binds) && slices.Equal(f.SourceRanges, g.SourceRanges) &&
-		f.InspectDelay == g.InspectDelay && equalRoutes(f.Routes, g.Routes) && f.TLS.Equal(g.TLS)
+		f.InspectDelay == g.InspectDelay && equalRoutes(f.Routes, g.Routes) && f.TLS.Equal(g.TLS) && f.HTTP.Equal(g.HTTP)
 }
 
 // SameStructure reports whether b and c are equal but for their servers:
@@ -261,7 +266,7 @@ func (f Frontend) Equal(g Frontend) bool {
 func (b *Backend) SameStructure(c *Backend) bool {
 	return b == c || b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
 		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
-		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity
+		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP
 }
 
 // Structure returns a copy of b without servers: the part of a backend that

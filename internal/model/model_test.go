@@ -38,6 +38,10 @@ func setField(t *testing.T, v reflect.Value, i int) {
 			t.Fatalf("unhandled slice field %s", v.Elem().Type().Field(i).Name)
 		}
 	case reflect.Pointer:
+		if f.Type() == reflect.TypeOf(&HTTP{}) {
+			f.Set(reflect.ValueOf(&HTTP{Port: 80}))
+			return
+		}
 		if f.Type() == reflect.TypeOf(&TLS{}) {
 			f.Set(reflect.ValueOf(&TLS{}))
 			return

@@ -67,6 +67,9 @@ func wanted(kind string) bool {
 	case "Service", "Node", "EndpointSlice", pools.Kind:
 		return true
 	}
+	if gatewayKind(kind) {
+		return true
+	}
 	return strings.HasSuffix(kind, "List")
 }
 
@@ -313,8 +316,9 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 		if first(pools.Kind, "", o.Name) {
 			l.set.AddressPools = append(l.set.AddressPools, &o)
 		}
+	case group == GatewayGroup && l.gateway(&h, trimmed, ns, version, first, fail):
 	case group == GatewayGroup:
-		fail(&h, ErrKind, errors.New("render does not render Gateway API objects (run --mode=gateway serves them)"))
+		fail(&h, ErrKind, errors.New("render reads GatewayClasses, Gateways, HTTPRoutes and ReferenceGrants of the Gateway API only (run --mode=gateway serves the others)"))
 	default:
 		fail(&h, ErrKind, fmt.Errorf("render reads Services, EndpointSlices, Nodes and AddressPools only, not %s of %s",
 			settings.ShowName(h.Kind), settings.ShowName(h.APIVersion)))

@@ -19,6 +19,12 @@ func names(s Set) []string {
 	for _, o := range s.Nodes {
 		out = append(out, o.Kind+" "+o.Name)
 	}
+	for _, o := range s.Gateways {
+		out = append(out, "Gateway "+o.Namespace+"/"+o.Name)
+	}
+	for _, o := range s.HTTPRoutes {
+		out = append(out, "HTTPRoute "+o.Namespace+"/"+o.Name)
+	}
 	return out
 }
 
@@ -140,8 +146,13 @@ func TestLoad(t *testing.T) {
 		}},
 		{name: "JSON List", input: jsonList, want: []string{"Service default/j"},
 			errs: []wantErr{{ErrKind, "document 1, item 1 (Pod p): kind not read"}}},
-		{name: "Gateway API objects", input: "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\n",
-			errs: []wantErr{{ErrKind, "document 1 (Gateway ns/gw): kind not read: render does not render Gateway API objects (run --mode=gateway serves them)"}}},
+		{name: "Gateway API objects", input: "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\nmetadata: {name: gw, namespace: ns}\n---\n" +
+			"apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: r}\n---\n" +
+			"apiVersion: gateway.networking.k8s.io/v1\nkind: TCPRoute\nmetadata: {name: t, namespace: ns}\n---\n" +
+			"apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: HTTPRoute\nmetadata: {name: old, namespace: ns}\n",
+			want: []string{"Gateway ns/gw", "HTTPRoute default/r"}, errs: []wantErr{
+				{ErrKind, "document 3 (TCPRoute ns/t): kind not read: render reads GatewayClasses, Gateways, HTTPRoutes and ReferenceGrants of the Gateway API only"},
+				{ErrVersion, "document 4 (HTTPRoute ns/old): unsupported API version"}}},
 		{name: "another kind, its metadata broken", input: "kind: Pod\nmetadata: {name: [a]}\n",
 			errs: []wantErr{{ErrKind, "document 1 (Pod): kind not read: render does not read Pod objects"}}},
 		{name: "a misspelt kind", input: "kind: Servce\nmetadata: {name: a}\n",

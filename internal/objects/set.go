@@ -18,6 +18,7 @@ type Set struct {
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Nodes          []*corev1.Node
 	AddressPools   []*pools.AddressPool
+	GatewaySet     // Gateway API objects (gateway.go)
 
 	// where each object was read ("Kind namespace/name": "source:
 	// document N, item I"), to name both places of a duplicate.
@@ -57,6 +58,7 @@ func (s *Set) Merge(o Set) []error {
 			s.AddressPools = append(s.AddressPools, x)
 		}
 	}
+	s.mergeGateway(o, keep)
 	return errs
 }
 

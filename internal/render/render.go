@@ -220,7 +220,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if f.TimeoutClient > 0 {
 			w("\ttimeout client", settings.FormatDuration(f.TimeoutClient))
 		}
-		if f.Routed() {
+		if f.HTTP != nil {
+			writeHTTP(w, f, opts.ACLDir)
+		} else if f.Routed() {
 			writeRoutes(w, f, opts.ACLDir)
 		} else {
 			w("\tdefault_backend", f.Backend)
@@ -239,6 +241,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	for _, be := range cfg.Backends {
 		w("")
 		w("backend", be.Name)
+		if be.HTTP {
+			w("\tmode http")
+		}
 		if !skeleton && be.Name[0] == '_' && be.Service != "" {
 			// A spare of the pool (internal/spares) says whose it is: the
 			// file names what runs; not structure, a spare changes hands

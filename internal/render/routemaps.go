@@ -31,27 +31,36 @@ type RouteMapEntry struct {
 // order (a backend whose share rounds to nothing gets no range). No entry
 // when no backend has a weight: no connection matches.
 func RouteMapEntries(r model.Route) []RouteMapEntry {
+	var out []RouteMapEntry
+	weightRanges(r.Backends, pickRange, func(lo, hi int64, name string) {
+		out = append(out, RouteMapEntry{strconv.FormatInt(lo, 10) + ":" + strconv.FormatInt(hi, 10), name})
+	})
+	return out
+}
+
+// weightRanges cuts [0, n) by the weights of bs, in order, and calls each
+// with every backend's range lo..hi (none for a backend whose share
+// rounds to nothing, or when no backend has a weight).
+func weightRanges(bs []model.WeightedBackend, n int64, each func(lo, hi int64, name string)) {
 	var total int64
-	for _, b := range r.Backends {
+	for _, b := range bs {
 		total += max(int64(b.Weight), 0)
 	}
 	if total == 0 {
-		return nil
+		return
 	}
-	var out []RouteMapEntry
 	var sum, lo int64
-	for _, b := range r.Backends {
+	for _, b := range bs {
 		if b.Weight <= 0 {
 			continue
 		}
 		sum += int64(b.Weight)
-		hi := sum*pickRange/total - 1
+		hi := sum*n/total - 1
 		if hi >= lo {
-			out = append(out, RouteMapEntry{strconv.FormatInt(lo, 10) + ":" + strconv.FormatInt(hi, 10), b.Name})
+			each(lo, hi, b.Name)
 		}
 		lo = hi + 1
 	}
-	return out
 }
 
 // RouteMapContent is what RouteMapFile holds for r.

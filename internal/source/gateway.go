@@ -155,8 +155,9 @@ func gatewayTransform(obj any) (any, error) {
 	case *gwv1a2.UDPRoute:
 		return convert[gwv1.UDPRoute](o)
 	case *gwv1.HTTPRoute:
-		// Counted only: parents and hostnames.
-		return &gwv1.HTTPRoute{ObjectMeta: o.ObjectMeta, Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: o.Spec.CommonRouteSpec, Hostnames: o.Spec.Hostnames}}, nil
+		// Served: the spec whole; the status is the writer's (kept
+		// for its comparisons, as for the other route kinds).
+		return o, nil
 	}
 	return obj, nil
 }
@@ -214,6 +215,8 @@ func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 		inf = set.tls
 	case gateway.KindUDPRoute:
 		inf = set.udp
+	case gateway.KindHTTPRoute:
+		inf = set.http
 	}
 	if inf == nil {
 		return nil, false

@@ -21,8 +21,8 @@ var routeResources = map[string]string{
 	gateway.KindTCPRoute: "tcproutes",
 	gateway.KindTLSRoute: "tlsroutes",
 	gateway.KindUDPRoute: "udproutes",
-	// HTTPRoutes are only counted (attachedRoutes of HTTP listeners,
-	// status only); watched when v1 is served.
+	// HTTPRoutes are served on HTTP listeners; watched when v1 is
+	// served.
 	gateway.KindHTTPRoute: "httproutes",
 }
 

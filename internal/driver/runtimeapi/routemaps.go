@@ -39,7 +39,8 @@ func routeMapsOf(dir string, cfg model.Config) []routeMap {
 	return out
 }
 
-// routeMapFiles are the map files of cfg's routes.
+// routeMapFiles are the map files of cfg's routes, the HTTP frontends'
+// too (httpmaps.go).
 func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 	dir := d.opts.Render.ACLDir
 	if dir == "" {
@@ -53,6 +54,7 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 		}
 		out = append(out, pf)
 	}
+	out = append(out, httpMapFiles(dir, cfg)...)   // httpmaps.go
 	return append(out, d.listenerMapFiles(cfg)...) // the same kind of file (listeners.go)
 }
 

@@ -1,0 +1,202 @@
+package model
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// HTTP is an HTTP frontend's routing table (Gateway API HTTPRoutes today,
+// Ingress later): a frontend with HTTP set speaks HTTP and picks each
+// request's action from map files that fixed rules read (render/http.go),
+// so the table is data, changed at runtime, and only the header names in
+// it are structure (each is a rule of the configuration).
+//
+// The producer orders everything: Hosts by nothing in particular, each
+// host's Rules in the order they take precedence (the first that matches
+// a request wins). A host's Rules are all the rules that may serve a
+// request for it, those of less specific hostnames included: a request
+// is matched against the most specific host only.
+type HTTP struct {
+	Hosts   []HTTPHost
+	Actions []HTTPAction // HTTPRule.Action indexes it
+	// Port is the listener's port, for redirects that keep it.
+	Port uint16
+}
+
+// HTTPHost is one host name of the table: an exact name ("a.example.com"),
+// a wildcard ("*.example.com": one label or more before the suffix), or
+// AnyHost. Lower case, checked by ValidSNI (AnyHost aside).
+type HTTPHost struct {
+	Name  string
+	Rules []HTTPRule
+}
+
+// AnyHost is the host of the rules that serve every host name no other
+// HTTPHost of the table takes.
+const AnyHost = "*"
+
+// Path match kinds.
+const (
+	PathExact  = "Exact"
+	PathPrefix = "PathPrefix" // element-wise: /foo takes /foo and /foo/bar, not /foobar
+)
+
+// HTTPRule is one way to match a request and what to do with it.
+type HTTPRule struct {
+	PathType string // PathExact or PathPrefix
+	Path     string // ValidHTTPPath; a prefix's trailing "/" is ignored
+	Headers  []HeaderMatch
+	Method   string // "": any; else ValidMethod
+	Action   int    // index in HTTP.Actions
+}
+
+// MethodMatch stands for the request's method among a rule's header
+// names (HeaderSets): a method is matched as a header is.
+const MethodMatch = ":method"
+
+// ValidMethod reports whether m may be an HTTPRule's Method: upper-case
+// letters.
+func ValidMethod(m string) bool {
+	return m != "" && len(m) <= 16 && strings.Trim(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == ""
+}
+
+// MatchNames are r's header names, MethodMatch first when it matches a
+// method, then sorted, each once.
+func (r HTTPRule) MatchNames() []string {
+	names := make([]string, 0, len(r.Headers)+1)
+	for _, m := range r.Headers {
+		names = append(names, m.Name)
+	}
+	if r.Method != "" {
+		names = append(names, MethodMatch)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// HeaderMatch is a request header that must carry exactly Value (the last
+// occurrence of the header, the whole line). Name is lower case.
+type HeaderMatch struct {
+	Name, Value string
+}
+
+// HTTPAction is what happens to a request a rule matched: a redirect, or
+// the header changes and then a backend chosen by weight.
+type HTTPAction struct {
+	// Backends share the requests in proportion to their weights;
+	// RejectBackend's share is answered 500, no backend at all 500.
+	Backends []WeightedBackend
+	Redirect *Redirect
+	Set      []HeaderValue // request headers replaced
+	Add      []HeaderValue // request headers added
+	Remove   []string      // request headers removed (lower case)
+}
+
+// HeaderValue is a header's name (lower case) and value.
+type HeaderValue struct {
+	Name, Value string
+}
+
+// Redirect answers a request with a redirect to Scheme://Host[:Port] and
+// the request's path. Empty Scheme or Host: the request's; Port 0: none
+// written (the scheme's own).
+type Redirect struct {
+	Scheme string // "", "http" or "https"
+	Host   string // ValidSNI, no wildcard
+	Port   uint16
+	Code   int // 301 or 302 (RedirectCodes)
+}
+
+// RedirectCodes are the status codes a Redirect may carry.
+var RedirectCodes = []int{301, 302, 303, 307, 308}
+
+// httpPath is an absolute path of characters that are neither HAProxy
+// syntax, map separators nor the Runtime API's: RFC 3986's unreserved
+// and sub-delims but ';' and the quote, ':' '@' '/', and percent-encoded
+// octets. No space, '#', backslash, ';', quote or control character.
+var httpPath = regexp.MustCompile(`^/([A-Za-z0-9\-._~!$&()*+,=:@/]|%[0-9A-Fa-f]{2})*$`)
+
+// ValidHTTPPath reports whether p may be an HTTPRule's Path.
+func ValidHTTPPath(p string) bool {
+	return len(p) <= 1024 && httpPath.MatchString(p)
+}
+
+// headerName is an HTTP token (RFC 9110), lower case, without the
+// token characters HAProxy or a map would read ('#', quotes, '|').
+var headerName = regexp.MustCompile(`^[a-z0-9!$&*+\-.^_~]{1,128}$`)
+
+// ValidHeaderName reports whether n may be a header name of the table:
+// it becomes a word of the configuration, so no HAProxy syntax either
+// ('#', quotes).
+func ValidHeaderName(n string) bool {
+	return headerName.MatchString(n)
+}
+
+// ValidHeaderValue reports whether v may be a header value of the table:
+// visible ASCII without '%', '#', '\\', quotes, '|' (a map key's
+// separator) or ';' (the Runtime API's), no space: it becomes a map key
+// or value.
+func ValidHeaderValue(v string) bool {
+	if len(v) > 1024 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte("%#\\\"'|;", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// HeaderSets are the distinct sets of header names the table's rules
+// match on (MethodMatch for a method), each sorted, the empty set first: the structure of the
+// matching rules (render/http.go writes one lookup per set).
+func (h *HTTP) HeaderSets() [][]string {
+	out := [][]string{{}}
+	for _, host := range h.Hosts {
+		for _, r := range host.Rules {
+			names := r.MatchNames()
+			if !slices.ContainsFunc(out, func(s []string) bool { return slices.Equal(s, names) }) {
+				out = append(out, names)
+			}
+		}
+	}
+	slices.SortFunc(out[1:], func(a, b []string) int { return strings.Compare(strings.Join(a, ","), strings.Join(b, ",")) })
+	return out
+}
+
+// ModifiedHeaders are the header names the actions set, add or remove,
+// sorted: a rule of the configuration each.
+func (h *HTTP) ModifiedHeaders() []string {
+	var out []string
+	for _, a := range h.Actions {
+		for _, v := range a.Set {
+			out = append(out, v.Name)
+		}
+		for _, v := range a.Add {
+			out = append(out, v.Name)
+		}
+		out = append(out, a.Remove...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Equal reports whether h and g are the same table, field by field.
+func (h *HTTP) Equal(g *HTTP) bool {
+	if h == nil || g == nil {
+		return h == g
+	}
+	return h.Port == g.Port &&
+		slices.EqualFunc(h.Hosts, g.Hosts, func(a, b HTTPHost) bool {
+			return a.Name == b.Name && slices.EqualFunc(a.Rules, b.Rules, func(x, y HTTPRule) bool {
+				return x.PathType == y.PathType && x.Path == y.Path && x.Action == y.Action && x.Method == y.Method && slices.Equal(x.Headers, y.Headers)
+			})
+		}) &&
+		slices.EqualFunc(h.Actions, g.Actions, func(a, b HTTPAction) bool {
+			return slices.Equal(a.Backends, b.Backends) && slices.Equal(a.Set, b.Set) && slices.Equal(a.Add, b.Add) &&
+				slices.Equal(a.Remove, b.Remove) && (a.Redirect == nil) == (b.Redirect == nil) && (a.Redirect == nil || *a.Redirect == *b.Redirect)
+		})
+}

@@ -1,0 +1,56 @@
+package model
+
+import "testing"
+
+func TestValidHTTPText(t *testing.T) {
+	for _, c := range []struct {
+		in                string
+		path, name, value bool
+	}{
+		{"/", true, false, true},
+		{"/a/b-c_d.e~f", true, false, true},
+		{"/%2Fx", true, false, false},
+		{"/a:b@c!$&()*+,=", true, false, true},
+		{"version", false, true, true},
+		{"x-forwarded-for", false, true, true},
+		{"Upper", false, false, true},
+		{"a,b=c", false, false, true},
+		{"", false, false, true},
+		{"/a b", false, false, false},
+		{"/a;b", false, false, false},
+		{"/a#b", false, false, false},
+		{"/a'b", false, false, false},
+		{"/a\\b", false, false, false},
+		{"/a%zz", false, false, false},
+		{"a|b", false, false, false},
+		{"a%b", false, false, false},
+		{"a\"b", false, false, false},
+		{"a\nb", false, false, false},
+		{"a\tb", false, false, false},
+		{"a\x7fb", false, false, false},
+		{"a:b", false, false, true},
+	} {
+		if got := ValidHTTPPath(c.in); got != c.path {
+			t.Errorf("ValidHTTPPath(%q) = %v", c.in, got)
+		}
+		if got := ValidHeaderName(c.in); got != c.name {
+			t.Errorf("ValidHeaderName(%q) = %v", c.in, got)
+		}
+		if got := ValidHeaderValue(c.in); got != c.value {
+			t.Errorf("ValidHeaderValue(%q) = %v", c.in, got)
+		}
+	}
+}
+
+func TestHeaderSets(t *testing.T) {
+	h := &HTTP{Hosts: []HTTPHost{{Name: "a", Rules: []HTTPRule{
+		{Headers: []HeaderMatch{{Name: "b", Value: "1"}, {Name: "a", Value: "2"}}},
+		{},
+		{Headers: []HeaderMatch{{Name: "a", Value: "3"}, {Name: "b", Value: "4"}}},
+		{Headers: []HeaderMatch{{Name: "c", Value: "5"}}},
+	}}}}
+	got := h.HeaderSets()
+	if len(got) != 3 || len(got[0]) != 0 || got[1][0] != "a" || got[1][1] != "b" || got[2][0] != "c" {
+		t.Fatalf("HeaderSets = %q", got)
+	}
+}

@@ -1,0 +1,149 @@
+package render
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+)
+
+// httpRouted is an HTTP listener's table: an exact host and a wildcard,
+// Exact and PathPrefix paths, a header match, a 70/30 split with a share
+// refused, header changes and a redirect.
+func httpRouted() model.Config {
+	srv := func(a string, port uint16) []model.Server { return []model.Server{{Addr: ap(a), Port: port}} }
+	h := &model.HTTP{Port: 8080,
+		Hosts: []model.HTTPHost{
+			{Name: "a.example.com", Rules: []model.HTTPRule{
+				{PathType: model.PathExact, Path: "/exact", Action: 0},
+				{PathType: model.PathPrefix, Path: "/v2/", Headers: []model.HeaderMatch{{Name: "version", Value: "two"}}, Action: 1},
+				{PathType: model.PathPrefix, Path: "/v2", Action: 2},
+				{PathType: model.PathPrefix, Path: "/", Action: 3},
+			}},
+			{Name: "*.example.com", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 4}}},
+			{Name: model.AnyHost, Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 2}}},
+		},
+		Actions: []model.HTTPAction{
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}},
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Set: []model.HeaderValue{{Name: "x-set", Value: "one"}},
+				Add: []model.HeaderValue{{Name: "x-add", Value: "two"}}, Remove: []string{"x-remove"}},
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 70}, {Name: "gwh_default_b_80", Weight: 25}, {Name: model.RejectBackend, Weight: 5}}},
+			{Redirect: &model.Redirect{Scheme: "https", Host: "example.org", Code: 301}},
+			{},
+		}}
+	return model.Config{
+		Frontends: []model.Frontend{{Name: "gw_default_gw_8080", Service: "default/gw", Binds: []model.Bind{{Addr: ap("127.0.0.1"), Port: 18080}}, HTTP: h}},
+		Backends: []*model.Backend{
+			{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}},
+			{Name: "gwh_default_a_80", Service: "default/a", Balance: "roundrobin", HTTP: true, Servers: srv("10.244.0.5", 8080)},
+			{Name: "gwh_default_b_80", Service: "default/b", Balance: "roundrobin", HTTP: true, Servers: srv("10.244.1.7", 8080)},
+		},
+	}
+}
+
+func TestGoldenHTTP(t *testing.T) {
+	cfg := httpRouted()
+	layout, _ := plan.Assign(cfg, nil, true)
+	withDir := opts
+	withDir.ACLDir = goldenACLDir
+	got := Config(cfg, layout, withDir)
+	golden.Assert(t, "http.cfg", got)
+	var maps bytes.Buffer
+	dir := t.TempDir()
+	m := HTTPMaps(cfg.Frontends[0].HTTP)
+	for _, kind := range HTTPMapKinds {
+		if err := os.WriteFile(HTTPMapFile(dir, cfg.Frontends[0].Name, kind), HTTPMapContent(m[kind]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		maps.WriteString("# " + HTTPMapFile(goldenACLDir, cfg.Frontends[0].Name, kind) + "\n")
+		maps.Write(HTTPMapContent(m[kind]))
+	}
+	golden.Assert(t, "http-maps.txt", maps.Bytes())
+	golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(dir)))
+}
+
+// The table is data: rules, hosts, weights and actions changed keep the
+// structure; a header name matched or changed, or TLS, does not.
+func TestHTTPStructure(t *testing.T) {
+	withDir := opts
+	withDir.ACLDir = goldenACLDir
+	hash := func(change func(h *model.HTTP)) string {
+		cfg := httpRouted()
+		change(cfg.Frontends[0].HTTP)
+		layout, _ := plan.Assign(cfg, nil, true)
+		return StructureHash(cfg, layout, withDir)
+	}
+	base := hash(func(*model.HTTP) {})
+	for _, tc := range []struct {
+		name   string
+		change func(h *model.HTTP)
+		same   bool
+	}{
+		{"a host added", func(h *model.HTTP) { h.Hosts = append(h.Hosts, model.HTTPHost{Name: "c.example.com"}) }, true},
+		{"a path changed", func(h *model.HTTP) { h.Hosts[0].Rules[0].Path = "/other" }, true},
+		{"a weight changed", func(h *model.HTTP) { h.Actions[2].Backends[0].Weight = 1 }, true},
+		{"a header value changed", func(h *model.HTTP) { h.Hosts[0].Rules[1].Headers[0].Value = "three" }, true},
+		{"a redirect added", func(h *model.HTTP) {
+			h.Actions[0] = model.HTTPAction{Redirect: &model.Redirect{Scheme: "http", Code: 302}}
+		}, true},
+		{"a header name matched", func(h *model.HTTP) { h.Hosts[0].Rules[1].Headers[0].Name = "other" }, false},
+		{"a header name set", func(h *model.HTTP) { h.Actions[1].Set[0].Name = "x-other" }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hash(tc.change) == base; got != tc.same {
+				t.Fatalf("same structure: %v, want %v", got, tc.same)
+			}
+		})
+	}
+}
+
+func TestDecimalPrefixes(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi int64
+		want   string
+	}{
+		{10000, 19999, "1"},
+		{10000, 14999, "10 11 12 13 14"},
+		{15000, 19999, "15 16 17 18 19"},
+		{10000, 16999, "10 11 12 13 14 15 16"},
+		{17000, 19499, "17 18 190 191 192 193 194"},
+		{19500, 19999, "195 196 197 198 199"},
+		{13333, 13340, "13333 13334 13335 13336 13337 13338 13339 13340"},
+		{10000, 10000, "10000"},
+		{12, 11, ""},
+	} {
+		if got := strings.Join(decimalPrefixes(tc.lo, tc.hi), " "); got != tc.want {
+			t.Errorf("%d..%d: got %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
+
+// TestHTTPMapsRefuseSyntax: text that is not valid never reaches a map:
+// a rule, host, header change or redirect carrying it is left out.
+func TestHTTPMapsRefuseSyntax(t *testing.T) {
+	bad := []string{"/a b", "/a\nb", "/a#b", "/a;b", "/a\\b", "a|b", "a%b", "a b", "a\x01b", "a.example.com }"}
+	for _, s := range bad {
+		t.Run(s, func(t *testing.T) {
+			h := &model.HTTP{Hosts: []model.HTTPHost{{Name: s, Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}},
+				{Name: "ok.example.com", Rules: []model.HTTPRule{
+					{PathType: model.PathExact, Path: s, Action: 0},
+					{PathType: model.PathExact, Path: "/h", Headers: []model.HeaderMatch{{Name: s, Value: "v"}}, Action: 0},
+					{PathType: model.PathExact, Path: "/v", Headers: []model.HeaderMatch{{Name: "n", Value: s}}, Action: 0},
+				}}},
+				Actions: []model.HTTPAction{{Set: []model.HeaderValue{{Name: "x", Value: s}, {Name: s, Value: "v"}}, Remove: []string{s},
+					Backends: []model.WeightedBackend{{Name: "be", Weight: 1}}},
+					{Redirect: &model.Redirect{Scheme: "http", Host: s, Code: 302}}}}
+			for kind, es := range HTTPMaps(h) {
+				for _, e := range es {
+					if strings.Contains(e.Key, s) || strings.Contains(e.Value, s) {
+						t.Errorf("%s map holds %q: %q %q", kind, s, e.Key, e.Value)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,201 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// HTTPMapEntry is one line of an HTTP frontend's map: Key, a space, Value.
+type HTTPMapEntry struct{ Key, Value string }
+
+// maxRank bounds the rules of one host (a rank has six digits).
+const maxRank = 999999
+
+// HTTPMaps lowers an HTTP table into the contents of its maps, by kind
+// (http.go says how the rules read them); every kind is present. A rule,
+// host or action whose text is not valid (model.ValidHTTPPath,
+// ValidHeaderName, ValidHeaderValue, ValidSNI) is left out: nothing in a
+// map comes from text that did not pass them.
+func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
+	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
+	for _, k := range HTTPMapKinds {
+		out[k] = []HTTPMapEntry{}
+	}
+	if h == nil {
+		return out
+	}
+	sets := map[string]string{}
+	for i, s := range h.HeaderSets() {
+		sets[strings.Join(s, ",")] = "m" + strconv.Itoa(i)
+	}
+	groups := 0
+	for hi, host := range h.Hosts {
+		if host.Name != model.AnyHost && !model.ValidSNI(host.Name) {
+			continue
+		}
+		hid := "h" + strconv.Itoa(hi)
+		out[HTTPHosts] = append(out[HTTPHosts], HTTPMapEntry{host.Name, hid})
+		rules := validRules(host.Rules, len(h.Actions))
+		group := func(kind, key string, takes func(r model.HTTPRule) bool) {
+			pid := "p" + strconv.Itoa(groups)
+			groups++
+			out[kind] = append(out[kind], HTTPMapEntry{key, pid})
+			seen := map[string]bool{}
+			for rank, r := range rules {
+				if rank > maxRank || !takes(r.HTTPRule) {
+					continue
+				}
+				k := pid + "|" + sets[strings.Join(r.names, ",")] + "|" + strings.Join(r.values, "|")
+				if !seen[k] {
+					seen[k] = true
+					out[HTTPMatch] = append(out[HTTPMatch], HTTPMapEntry{k, fmt.Sprintf("%06d:a%d", rank, r.Action)})
+				}
+			}
+		}
+		var exact, prefixes []string
+		for _, r := range rules {
+			if r.PathType == model.PathExact && !slices.Contains(exact, r.Path) {
+				exact = append(exact, r.Path)
+			}
+			if p := prefixOf(r.HTTPRule); r.PathType == model.PathPrefix && !slices.Contains(prefixes, p) {
+				prefixes = append(prefixes, p)
+			}
+		}
+		for _, e := range exact {
+			group(HTTPExact, hid+e, func(r model.HTTPRule) bool {
+				return (r.PathType == model.PathExact && r.Path == e) || (r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), e))
+			})
+		}
+		// Longest first: the file reads as the lookup works.
+		slices.SortStableFunc(prefixes, func(a, b string) int { return len(b) - len(a) })
+		for _, p := range prefixes {
+			key := hid + p + "/"
+			if p == "/" {
+				key = hid + "/"
+			}
+			group(HTTPPrefix, key, func(r model.HTTPRule) bool {
+				return r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), p)
+			})
+		}
+	}
+	for ai, a := range h.Actions {
+		actionEntries(out, "a"+strconv.Itoa(ai), a)
+	}
+	return out
+}
+
+// rule is a valid rule with its header names (sorted, first of each
+// name) and their values in that order.
+type rule struct {
+	model.HTTPRule
+	names, values []string
+}
+
+func validRules(rules []model.HTTPRule, actions int) []rule {
+	out := make([]rule, 0, len(rules))
+	for _, r := range rules {
+		if (r.PathType != model.PathExact && r.PathType != model.PathPrefix) || !model.ValidHTTPPath(r.Path) || r.Action < 0 || r.Action >= actions {
+			continue
+		}
+		ok := r.Method == "" || model.ValidMethod(r.Method)
+		hs := slices.Clone(r.Headers)
+		if r.Method != "" {
+			hs = append(hs, model.HeaderMatch{Name: model.MethodMatch, Value: r.Method})
+		}
+		slices.SortStableFunc(hs, func(a, b model.HeaderMatch) int { return strings.Compare(a.Name, b.Name) })
+		hs = slices.CompactFunc(hs, func(a, b model.HeaderMatch) bool { return a.Name == b.Name })
+		x := rule{HTTPRule: r}
+		for _, m := range hs {
+			ok = ok && (m.Name == model.MethodMatch || model.ValidHeaderName(m.Name)) && model.ValidHeaderValue(m.Value)
+			x.names, x.values = append(x.names, m.Name), append(x.values, m.Value)
+		}
+		if ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// prefixOf is a PathPrefix rule's path without its trailing slashes ("/"
+// for the root).
+func prefixOf(r model.HTTPRule) string {
+	if p := strings.TrimRight(r.Path, "/"); p != "" {
+		return p
+	}
+	return "/"
+}
+
+// prefixTakes reports whether prefix p (prefixOf) takes path: element-wise.
+func prefixTakes(p, path string) bool {
+	return p == "/" || path == p || strings.HasPrefix(path, p+"/")
+}
+
+// actionEntries adds action a's entries (id aid) to the maps.
+func actionEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction) {
+	if rd := a.Redirect; rd != nil {
+		if slices.Contains(model.RedirectCodes, rd.Code) && (rd.Scheme == "http" || rd.Scheme == "https") &&
+			(rd.Host == "" || (model.ValidSNI(rd.Host) && !strings.HasPrefix(rd.Host, "*"))) {
+			port := ""
+			if rd.Port != 0 {
+				port = ":" + strconv.Itoa(int(rd.Port))
+			}
+			out[HTTPRedirect] = append(out[HTTPRedirect], HTTPMapEntry{aid, strconv.Itoa(rd.Code) + "|" + rd.Scheme + "|" + rd.Host + "|" + port})
+		}
+		return
+	}
+	seen := map[string]bool{}
+	hdr := func(tag, name, value string) {
+		k := aid + tag + name
+		if model.ValidHeaderName(name) && model.ValidHeaderValue(value) && value != "" && !seen[k] {
+			seen[k] = true
+			out[HTTPHeaders] = append(out[HTTPHeaders], HTTPMapEntry{k, value})
+		}
+	}
+	for _, v := range a.Set {
+		hdr(".s.", v.Name, v.Value)
+	}
+	for _, v := range a.Add {
+		hdr(".a.", v.Name, v.Value)
+	}
+	for _, n := range a.Remove {
+		hdr(".d.", n, "1")
+	}
+	weightRanges(a.Backends, httpPick, func(lo, hi int64, name string) {
+		for _, p := range decimalPrefixes(httpPick+lo, httpPick+hi) {
+			out[HTTPBackends] = append(out[HTTPBackends], HTTPMapEntry{aid + ":" + p, name})
+		}
+	})
+}
+
+// decimalPrefixes are the fewest decimal prefixes that together take
+// exactly the numbers lo..hi (of as many digits as hi), e.g. 10000..14999:
+// 10, 11, 12, 13, 14. None when hi < lo.
+func decimalPrefixes(lo, hi int64) []string {
+	var out []string
+	width := len(strconv.FormatInt(hi, 10))
+	for lo <= hi {
+		size, digits := int64(1), 0
+		for digits < width-1 && lo%(size*10) == 0 && lo+size*10-1 <= hi {
+			size *= 10
+			digits++
+		}
+		s := strconv.FormatInt(lo, 10)
+		out = append(out, s[:len(s)-digits])
+		lo += size
+	}
+	return out
+}
+
+// HTTPMapContent is what a map file holds for these entries.
+func HTTPMapContent(entries []HTTPMapEntry) []byte {
+	var b bytes.Buffer
+	for _, e := range entries {
+		b.WriteString(e.Key + " " + e.Value + "\n")
+	}
+	return b.Bytes()
+}
