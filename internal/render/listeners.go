@@ -109,18 +109,14 @@ func ListenerMapFile(dir string) string { return dir + "/listeners.map" }
 // PROXY protocol header (model.Frontend.AcceptProxy) under dir.
 func ProxyMapFile(dir string) string { return dir + "/proxy.map" }
 
-// ListenerBackend is the HAProxy backend that serves a model backend
-// behind the fixed listener: the value of its keys in the listener map.
-// THE seam of the pool of spare backends (issue 29, part B): today the
-// backend of the same name; with the pool, the spare backend the model
-// backend occupies. Every value of the listener map goes through it.
-func ListenerBackend(name string) string { return name }
-
 // MapEntry is one line of a map file: a key and its value.
 type MapEntry struct{ Key, Value string }
 
 // ListenerEntries are the lines of the listener map and of the PROXY map
-// for cfg, sorted by key: one per bind of each listened frontend. The
+// for cfg, sorted by key: one per bind of each listened frontend, whose
+// value is the frontend's backend. With a pool of spare backends, cfg is
+// the model HAProxy runs (spares.View), whose frontends name the spare
+// their backend occupies, so the value is that spare. The
 // first frontend with a key keeps it (desired already refuses a second
 // Service on one address and port).
 func ListenerEntries(cfg model.Config, o Options) (listen, proxy []MapEntry) {
@@ -138,7 +134,7 @@ func ListenerEntries(cfg model.Config, o Options) (listen, proxy []MapEntry) {
 				continue
 			}
 			seen[k] = true
-			listen = append(listen, MapEntry{k, ListenerBackend(f.Backend)})
+			listen = append(listen, MapEntry{k, f.Backend})
 			if f.AcceptProxy {
 				proxy = append(proxy, MapEntry{k, "1"})
 			}
@@ -190,14 +186,16 @@ func writeListener(w func(...string), o Options) {
 
 // listenedSources maps each backend to the restricted listened frontends
 // that send to it: their source rules move into the backend (a
-// `tcp-request content` rule; the listener is shared).
+// `tcp-request content` rule; the listener is shared). A frontend whose
+// backend is a spare of the pool has none of its own: the spare's rule
+// reads the spare's files (spareranges.go).
 func listenedSources(cfg model.Config, o Options) map[string][]model.Frontend {
 	if !o.TProxy() {
 		return nil
 	}
 	var out map[string][]model.Frontend
 	for _, f := range cfg.Frontends {
-		if f.Restricted() && o.Listened(f) {
+		if f.Restricted() && o.Listened(f) && !o.SpareSourced(f) {
 			if out == nil {
 				out = map[string][]model.Frontend{}
 			}
@@ -207,10 +205,11 @@ func listenedSources(cfg model.Config, o Options) map[string][]model.Frontend {
 	return out
 }
 
-// backendSourceRule is sourceRule for a backend behind the listener: the
-// same files (named by the frontend), checked once the connection
-// reached the backend, after any PROXY header.
-func backendSourceRule(f model.Frontend, o Options) string {
-	in4, in6 := SrcFileTest(ACLFile(o.ACLDir, f.Name, false)), SrcFileTest(ACLFile(o.ACLDir, f.Name, true))
+// backendSourceRule is sourceRule for a backend behind the listener,
+// reading the ACL files named by owner (a frontend's name, or a spare's),
+// checked once the connection reached the backend, after any PROXY
+// header.
+func backendSourceRule(owner string, o Options) string {
+	in4, in6 := SrcFileTest(ACLFile(o.ACLDir, owner, false)), SrcFileTest(ACLFile(o.ACLDir, owner, true))
 	return "tcp-request content reject unless " + SourceCondition(in4, in6)
 }

@@ -269,8 +269,11 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if be.Balance == "source" {
 			w("\thash-type consistent")
 		}
+		if opts.SpareRanged(be.Name) {
+			w("\t" + backendSourceRule(be.Name, opts))
+		}
 		for _, f := range listenedSrc[be.Name] {
-			w("\t" + backendSourceRule(f, opts))
+			w("\t" + backendSourceRule(f.Name, opts))
 		}
 		if be.Affinity > 0 {
 			// ClientIP affinity: a client's source address keeps the

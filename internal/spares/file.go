@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -84,4 +85,10 @@ func Restore(s State, cfg model.Config) State {
 		out.Spares = append(out.Spares, sp)
 	}
 	return out
+}
+
+// FileBeside is where a controller keeps the pool of the haproxy.cfg at
+// configPath (the local driver's default): pool.json beside it.
+func FileBeside(configPath string) string {
+	return filepath.Join(filepath.Dir(configPath), "pool.json")
 }

@@ -25,34 +25,19 @@ import (
 	"cmp"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
-// Prefix starts every spare's name. A Service's backend name starts with
-// a letter or digit (model.Name), so a spare's never collides with one.
-const Prefix = "_pool_"
+// Prefix starts every spare's name (model.SparePrefix).
+const Prefix = model.SparePrefix
 
 // SpareName is the name of the spare numbered i.
 func SpareName(i int) string { return Prefix + strconv.Itoa(i) }
 
 // SpareIndex is the number of the spare named name, false when name is not
-// a spare's (Prefix and a decimal number without leading zeros).
-func SpareIndex(name string) (int, bool) {
-	s, ok := strings.CutPrefix(name, Prefix)
-	if !ok || s == "" || len(s) > 9 || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	n := 0
-	for _, c := range []byte(s) {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
-}
+// a spare's (model.SpareIndex).
+func SpareIndex(name string) (int, bool) { return model.SpareIndex(name) }
 
 // Policy sizes the pool. The zero Policy is no pool.
 type Policy struct {
@@ -104,8 +89,9 @@ func pooled(b *model.Backend) bool { return b.Name != "" && b.Name[0] != '_' }
 // HAProxyBackend is the HAProxy backend that serves the model backend
 // name: the spare it occupies, or name itself when it occupies none (no
 // pool, or a backend of the controller's own). Everything that names a
-// backend in HAProxy's data goes through it: route maps, the fixed
-// listeners' map (`listeners.map`), a per-port frontend's default_backend.
+// backend in HAProxy's data names this one: route maps, the fixed
+// listeners' map (`listeners.map`), a per-port frontend's default_backend
+// (all of them read from View, whose frontends and routes name it).
 func (s State) HAProxyBackend(name string) string {
 	if i := s.index()[name]; i > 0 {
 		return s.Spares[i-1].Name

@@ -15,6 +15,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
 // Row is one Service port.
@@ -70,7 +71,7 @@ func Collect(ctx context.Context, cfgPath, socket string) (Report, error) {
 		return Report{}, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	file := parseConfig(raw)
-	listened(&file, raw) // --listeners=tproxy (listeners.go)
+	listened(&file, raw, spares.FileBeside(cfgPath)) // --listeners=tproxy (listeners.go)
 	rt := haproxy.NewRuntime(socket)
 	defer rt.Close()
 	ctx, cancel := haproxy.WithDefaultTimeout(ctx, 10*time.Second)

@@ -23,21 +23,35 @@ import (
 // ranges and the other against its new ones, each exactly as the old or
 // the new ranges say for that family.
 
-// aclFiles are the ACL files of cfg's restricted frontends.
+// aclFiles are the ACL files of cfg's restricted frontends, and in tproxy
+// mode those of the spares of the pool (render.SpareSources: a listened
+// frontend whose backend is a spare has no files of its own, the spare's
+// hold its ranges, so that a Service taking or leaving a spare changes
+// files, never the structure).
 func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
-	dir := d.opts.Render.ACLDir
+	o := d.opts.Render
+	dir := o.ACLDir
 	if dir == "" {
 		return nil
 	}
 	var out []patternFile
-	for _, f := range cfg.Frontends {
-		if !f.Restricted() {
-			continue
-		}
+	add := func(f model.Frontend, what string) {
 		for _, v6 := range []bool{false, true} {
 			out = append(out, patternFile{path: render.ACLFile(dir, f.Name, v6), body: render.ACLFileContent(f, v6),
-				lines: render.ACLLines(f, v6), what: "source ranges of " + f.Service})
+				lines: render.ACLLines(f, v6), what: what})
 		}
+	}
+	for _, f := range cfg.Frontends {
+		if f.Restricted() && !o.SpareSourced(f) {
+			add(f, "source ranges of "+f.Service)
+		}
+	}
+	for _, f := range render.SpareSources(cfg, o) {
+		what := "source ranges of free spare " + f.Name
+		if f.Service != "" {
+			what = "source ranges of " + f.Service + " (" + f.Name + ")"
+		}
+		add(f, what)
 	}
 	return out
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
@@ -33,9 +32,7 @@ import (
 // renders the same spares: the structure hash HAProxy runs, no reload.
 
 // PoolFile is where the driver keeps the pool of the config at configPath.
-func PoolFile(configPath string) string {
-	return filepath.Join(filepath.Dir(configPath), "pool.json")
-}
+func PoolFile(configPath string) string { return spares.FileBeside(configPath) }
 
 // ReasonWaitingForSpare is the Event reason of a Service whose backend
 // waits for the pool to grow.

@@ -10,6 +10,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
 
@@ -17,16 +18,29 @@ import (
 // an existing Service (its backend in HAProxy already) to that port's
 // first connection answered through HAProxy, from the client namespace,
 // in each listener mode side by side: ports (a new frontend: a reload)
-// and tproxy (a map entry and a set element). The addresses are local to
-// the load balancer (a local route), so both modes can serve them.
+// and tproxy (a map entry and a set element). tproxy+pool adds a new
+// Service instead (a new backend, every other one restricted) with
+// --backend-pool: a spare's slots, its source-range files, a map entry
+// and a set element. The addresses are local to the load balancer (a
+// local route), so every mode can serve them.
 //
 //	go test ./internal/driver/tproxy -run '^$' -bench NewPort -benchtime 20x
 func BenchmarkNewPort(b *testing.B) {
-	for _, mode := range []string{render.ListenersPorts, render.ListenersTProxy} {
-		b.Run(mode, func(b *testing.B) {
-			l := startDPMode(b, mode)
+	for _, m := range []struct {
+		name, mode string
+		pool       bool
+	}{{render.ListenersPorts, render.ListenersPorts, false}, {render.ListenersTProxy, render.ListenersTProxy, false},
+		{"tproxy+pool", render.ListenersTProxy, true}} {
+		b.Run(m.name, func(b *testing.B) {
+			var policy spares.Policy
+			if m.pool {
+				// Enough free spares that no growth reload falls inside
+				// the timed part (growth is a reload ahead of need).
+				policy = spares.Policy{Spares: b.N + 2, Other: 1, LowWater: 1}
+			}
+			l := startDPWith(b, m.mode, policy)
 			var drv driver.Driver = l.hd
-			if mode == render.ListenersTProxy {
+			if m.mode == render.ListenersTProxy {
 				drv = l.drv
 			}
 			ipn(b, l.lab.LB, "route", "add", "local", "203.0.113.0/24", "dev", "lo")
@@ -43,8 +57,18 @@ func BenchmarkNewPort(b *testing.B) {
 				port := uint16(20000 + i)
 				next := cfg
 				next.Frontends = append([]model.Frontend{}, cfg.Frontends...)
-				next.Frontends = append(next.Frontends, model.Frontend{Name: fmt.Sprintf("fe_a_%d", port), Service: "default/a",
-					Backend: "be_a", Binds: []model.Bind{bind(vipA, port)}})
+				f := model.Frontend{Name: fmt.Sprintf("fe_a_%d", port), Service: "default/a",
+					Backend: "be_a", Binds: []model.Bind{bind(vipA, port)}}
+				if m.pool {
+					name := fmt.Sprintf("s%d", port)
+					f.Name, f.Service, f.Backend = "fe_"+name, "default/"+name, "be_"+name
+					if i%2 == 1 {
+						f.SourceRanges = pfx("192.0.2.0/24")
+					}
+					next.Backends = append(append([]*model.Backend{}, cfg.Backends...), &model.Backend{Name: f.Backend,
+						Service: f.Service, Balance: "roundrobin", Servers: be.Servers})
+				}
+				next.Frontends = append(next.Frontends, f)
 				start := time.Now()
 				if _, err := drv.Apply(ctx, next); err != nil {
 					b.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
 
@@ -33,7 +34,7 @@ const listenPort = 15080
 
 // dpLab is a client namespace and a load-balancer namespace (netlab), both
 // families on their link, a real HAProxy in the load balancer behind the
-// local HAProxy driver and this package's driver (Ordered), and two
+// local HAProxy driver and this package's driver (Ordered), and four
 // servers on the load balancer's loopback that answer with their name.
 type dpLab struct {
 	lab    *netlab.Lab
@@ -56,7 +57,10 @@ func startDP(t *testing.T) *dpLab { return startDPMode(t, render.ListenersTProxy
 
 // startDPMode is startDP in a listener mode: in ports mode, HAProxy's
 // driver alone (hd) and no kernel driver.
-func startDPMode(t testing.TB, mode string) *dpLab {
+func startDPMode(t testing.TB, mode string) *dpLab { return startDPWith(t, mode, spares.Policy{}) }
+
+// startDPWith is startDPMode with a pool of spare backends (pool.On()).
+func startDPWith(t testing.TB, mode string, pool spares.Policy) *dpLab {
 	t.Helper()
 	if _, err := os.Stat(haproxytest.Bin()); err != nil {
 		t.Skip("no haproxy")
@@ -71,7 +75,7 @@ func startDPMode(t testing.TB, mode string) *dpLab {
 	ipn(t, lab.LB, "route", "add", "default", "via", "192.0.2.2")
 	ipn(t, lab.LB, "-6", "route", "add", "default", "via", "2001:db8::2")
 	l := &dpLab{lab: lab, server: map[string]uint16{}}
-	for _, name := range []string{"a", "b"} {
+	for _, name := range []string{"a", "b", "c", "d"} {
 		var ln net.Listener
 		if err := netlab.Do(lab.LB, func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
 			t.Fatal(err)
@@ -98,7 +102,7 @@ func startDPMode(t testing.TB, mode string) *dpLab {
 	l.ropts = render.Options{StatsSocket: l.p.StatsSocket, StateFile: filepath.Join(dir, "server-state"),
 		ACLDir: filepath.Join(dir, "acl"), Listeners: render.Listeners{Mode: mode, Port: listenPort}}
 	l.hopts = runtimeapi.Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(),
-		MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute, Render: l.ropts}
+		MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute, Render: l.ropts, Pool: pool}
 	hd := runtimeapi.NewHAProxy(l.hopts)
 	t.Cleanup(func() { _ = hd.Close() })
 	l.hd = hd

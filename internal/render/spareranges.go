@@ -1,0 +1,136 @@
+package render
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Source ranges of the spares of the pool behind the fixed listener.
+//
+// In tproxy mode a restricted Service's rule is in its backend (the
+// listener is shared). With the pool (internal/spares) that backend is a
+// spare, taken and given back with no reload, so the rule cannot depend on
+// which Service occupies it or whether that Service has ranges: every
+// spare carries one rule, always, reading two ACL files of its own (named
+// by the spare, per family: ACLFile(dir, "_pool_N", v6)), and what they
+// hold is data the driver changes through the Runtime API: the ranges of
+// the Service that occupies it, every client of each family when that
+// Service has none (EveryClient), and no client when the spare is free.
+// A Service taking or leaving a spare then changes no structure hash.
+// Without the pool, listened frontends keep their own files
+// (listenedSources).
+
+// EveryClient are the ranges of a spare whose occupant lets every client
+// in: one prefix of each family, each in its family's file. Behind the
+// per-family rule (SourceCondition) an IPv4 client and an IPv4-mapped one
+// (::ffff:a.b.c.d) meet 0.0.0.0/0 (HAProxy matches a mapped address that
+// misses a list's IPv6 patterns against its IPv4 ones, and this file has
+// none), every other IPv6 client ::/0.
+var EveryClient = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+
+// SpareRanged reports whether the HAProxy backend named name carries a
+// spare's own source-range rule: a spare of the pool, in tproxy mode.
+func (o Options) SpareRanged(name string) bool {
+	_, ok := model.SpareIndex(name)
+	return ok && o.TProxy()
+}
+
+// SpareSourced reports whether f's source ranges are checked by its
+// spare's rule: a listened frontend whose backend is a spare.
+func (o Options) SpareSourced(f model.Frontend) bool {
+	return o.SpareRanged(f.Backend) && o.Listened(f)
+}
+
+// SpareSources are the source ranges of every spare of cfg (the model
+// HAProxy runs, spares.View) in tproxy mode, as frontends named by the
+// spare, in cfg's order of backends, for ACLLines and ACLFileContent:
+//   - a spare no frontend or route names (free) lets no client in (no
+//     ranges);
+//   - a spare that listened frontends send to lets in the clients in
+//     the ranges of every one of them (EveryClient for an unrestricted
+//     one): the same clients as one rule per frontend would;
+//   - a spare only other frontends name (a Service on every address, a
+//     route) lets every client in: those frontends keep their own rules.
+func SpareSources(cfg model.Config, o Options) []model.Frontend {
+	if !o.TProxy() {
+		return nil
+	}
+	type spare struct {
+		used, listened bool
+		ranges         []netip.Prefix
+	}
+	byName := map[string]*spare{}
+	for _, be := range cfg.Backends {
+		if o.SpareRanged(be.Name) {
+			byName[be.Name] = &spare{}
+		}
+	}
+	if len(byName) == 0 {
+		return nil
+	}
+	for _, f := range cfg.Frontends {
+		for _, r := range f.Routes {
+			for _, wb := range r.Backends {
+				if s := byName[wb.Name]; s != nil {
+					s.used = true
+				}
+			}
+		}
+		s := byName[f.Backend]
+		if s == nil {
+			continue
+		}
+		s.used = true
+		if !o.Listened(f) {
+			continue
+		}
+		ranges := EveryClient
+		if f.Restricted() {
+			ranges = f.SourceRanges
+		}
+		if !s.listened {
+			s.ranges, s.listened = slices.Clone(ranges), true
+		} else {
+			s.ranges = intersectRanges(s.ranges, ranges)
+		}
+	}
+	var out []model.Frontend
+	for _, be := range cfg.Backends {
+		s := byName[be.Name]
+		if s == nil {
+			continue
+		}
+		f := model.Frontend{Name: be.Name, Service: be.Service, Backend: be.Name}
+		switch {
+		case s.listened:
+			f.SourceRanges = s.ranges
+		case s.used:
+			f.SourceRanges = EveryClient
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// intersectRanges are the prefixes of the clients in both a and b: of
+// two prefixes that overlap, one holds the other, and the longer is
+// their intersection. Prefixes of different families never overlap.
+func intersectRanges(a, b []netip.Prefix) []netip.Prefix {
+	out := []netip.Prefix{}
+	for _, p := range a {
+		for _, q := range b {
+			if !p.Overlaps(q) {
+				continue
+			}
+			if p.Bits() >= q.Bits() {
+				out = append(out, p.Masked())
+			} else {
+				out = append(out, q.Masked())
+			}
+		}
+	}
+	slices.SortFunc(out, func(x, y netip.Prefix) int { return x.Compare(y) })
+	return slices.Compact(out)
+}
