@@ -83,8 +83,10 @@ func classKey(b *model.Backend) model.Backend {
 
 // pooled reports whether a model backend goes into the pool: a Service's
 // (or a route's) backend, not one of the controller's own (`_nodes`,
-// `_reject`: names that start with "_").
-func pooled(b *model.Backend) bool { return b.Name != "" && b.Name[0] != '_' }
+// `_reject`: names that start with "_"), and not an HTTP frontend's: the
+// HTTP maps name backends by their model names (render/httpmaps.go), so
+// a new one of those is still a reload (docs/gateway.md says so).
+func pooled(b *model.Backend) bool { return b.Name != "" && b.Name[0] != '_' && !b.HTTP }
 
 // HAProxyBackend is the HAProxy backend that serves the model backend
 // name: the spare it occupies, or name itself when it occupies none (no

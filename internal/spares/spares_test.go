@@ -257,3 +257,24 @@ func TestFreed(t *testing.T) {
 		t.Errorf("Freed = %v, want the spare of the sticky class given back, _pool_1", got)
 	}
 }
+
+// TestHTTPBackendsKeepTheirNames: the HTTP maps name backends by their
+// model names, so an HTTP backend takes no spare and keeps its name in
+// the view (else the maps would name a backend HAProxy does not have).
+func TestHTTPBackendsKeepTheirNames(t *testing.T) {
+	web, tcp := be("web", 0, "10.0.0.1:80"), be("tcp", 0, "10.0.0.2:80")
+	web.HTTP = true
+	cfg := cfgOf(web, tcp)
+	cfg.Frontends = []model.Frontend{{Name: "ft", Backend: "tcp"}}
+	s, waiting := Occupy(State{Classes: []model.Backend{classKey(tcp)}, Spares: []Spare{{Name: "_pool_0"}, {Name: "_pool_1"}}}, cfg)
+	if len(waiting) != 0 || s.HAProxyBackend("web") != "web" || s.HAProxyBackend("tcp") == "tcp" {
+		t.Fatalf("waiting %v, web in %q, tcp in %q: want web under its own name, tcp in a spare", waiting, s.HAProxyBackend("web"), s.HAProxyBackend("tcp"))
+	}
+	var names []string
+	for _, b := range View(s, cfg).Backends {
+		names = append(names, b.Name)
+	}
+	if !slices.Contains(names, "web") {
+		t.Errorf("view's backends %v lack web", names)
+	}
+}
