@@ -134,14 +134,17 @@ deps-versions:
 vet:
 	$(GO) vet $(PKGS)
 
-test: deps
+# The suite itself runs in two lanes side by side (hack/test.sh): test/e2e
+# and its core on TEST_VERSIONS in one, every other package, the client
+# packages on TEST_VERSIONS and the fuzz targets in the other.
+test: deps deps-versions
 	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
 	$(MAKE) --no-print-directory fmt-check && \
 	$(GO) vet $(PKGS) && \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS) && \
-	$(MAKE) --no-print-directory test-versions && \
-	$(MAKE) --no-print-directory fuzz
+	GO='$(GO)' PKGS='$(PKGS)' TESTFLAGS='$(TESTFLAGS)' TEST_TIMEOUT='$(TEST_TIMEOUT)' \
+	TEST_VERSIONS='$(TEST_VERSIONS)' VERSION_PKGS='$(VERSION_PKGS)' VERSION_E2E='$(VERSION_E2E)' \
+	VERSION_SKIP='$(VERSION_SKIP)' hack/test.sh
 
 # The packages that talk to HAProxy itself (its clients and master CLI,
 # the start-up check, the local driver) again on each other supported
