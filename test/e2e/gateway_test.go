@@ -52,18 +52,25 @@ func newGatewayEnvOn(t *testing.T, e *env, alpha ...string) *gwEnv {
 // namespace: EndpointSlices refuse loopback) answering its name on port.
 func (g *gwEnv) backend(name string, i int, port int32) {
 	g.t.Helper()
-	ctx := context.Background()
 	pod := lab.NewNodeServer(name, fmt.Sprintf("198.51.100.%d", i))
 	if err := pod.Listen(int(port)); err != nil {
 		g.t.Fatal(err)
 	}
 	g.t.Cleanup(pod.Close)
+	g.serviceOf(name, pod.IP, port)
+}
+
+// serviceOf is a Service name (port 80, named tcp) whose one endpoint is
+// ip:port, a stand-in Pod of the test's.
+func (g *gwEnv) serviceOf(name, ip string, port int32) {
+	g.t.Helper()
+	ctx := context.Background()
 	_, err := g.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{})
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	sl := lab.SliceFor(ns, name, port, []lab.Endpoint{{IP: pod.IP, Node: "n1", Ready: true}})
+	sl := lab.SliceFor(ns, name, port, []lab.Endpoint{{IP: ip, Node: "n1", Ready: true}})
 	if err := lab.ApplySlice(ctx, g.client, sl); err != nil {
 		g.t.Fatal(err)
 	}
@@ -138,6 +145,12 @@ func (g *gwEnv) routeAccepted(kind, name string) func() error {
 			parents, gen = r.Status.Parents, r.Generation
 		case gateway.KindTLSRoute:
 			r, err := g.gw.GatewayV1().TLSRoutes(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			parents, gen = r.Status.Parents, r.Generation
+		case gateway.KindHTTPRoute:
+			r, err := g.gw.GatewayV1().HTTPRoutes(ns).Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
