@@ -44,7 +44,7 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 	setEndpoints(pod(1, "n1"), pod(2, "n2"), term)
 	e.eventually("n3 drains", serves(port, "n1", "n2"))
 	e.eventually("n3 in drain in the runtime", func() error {
-		out, err := e.runtime.Exec(bg, []string{"show servers state be_default_web_" + fmt.Sprint(port)})
+		out, err := e.runtime.Exec(bg, []string{"show servers state " + e.haproxyBackend("be_default_web_"+fmt.Sprint(port))})
 		if err != nil {
 			return err
 		}

@@ -80,7 +80,7 @@ func answersHTTP(port int, host string, want ...string) func() error {
 		c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 		seen := map[string]bool{}
 		for range 3*len(want) + 2 {
-			req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
+			req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s:%d/", serviceIP(), port), nil)
 			if err != nil {
 				return err
 			}

@@ -226,7 +226,7 @@ func clientHello(t *testing.T, sni string) []byte {
 // name the backend behind it answered with (the stand-in answers on
 // accept; what matters is which one HAProxy chose).
 func probeTLS(port int, hello []byte) (string, error) {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", serviceIP(), port), time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -272,7 +272,7 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 	counts := map[string]int{}
 	const n = 1000
 	for range n {
-		name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", tcpPort), 2*time.Second)
+		name, err := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), tcpPort), 2*time.Second)
 		if err != nil {
 			t.Fatalf("after %v: %v", counts, err)
 		}
@@ -294,7 +294,7 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 	if len(gws.Status.Listeners) != 1 || gws.Status.Listeners[0].AttachedRoutes != 1 {
 		t.Errorf("listeners: %+v", gws.Status.Listeners)
 	}
-	if len(gws.Status.Addresses) != 1 || gws.Status.Addresses[0].Value != "127.0.0.1" {
+	if len(gws.Status.Addresses) != 1 || gws.Status.Addresses[0].Value != serviceIP() {
 		t.Errorf("addresses: %+v", gws.Status.Addresses)
 	}
 	cls, err := g.gw.GatewayV1().GatewayClasses().Get(ctx, "hks", metav1.GetOptions{})
@@ -329,7 +329,7 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 	}
 	g.eventually("the new endpoint serves", func() error {
 		for range 200 {
-			if name, _ := lab.Probe(fmt.Sprintf("127.0.0.1:%d", tcpPort), time.Second); name == "pod-c" {
+			if name, _ := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), tcpPort), time.Second); name == "pod-c" {
 				return nil
 			}
 		}
@@ -409,7 +409,7 @@ func TestGatewayTLSRouteBySNI(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.eventually("the removed listener is closed", func() error {
-		if name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", extra), 500*time.Millisecond); err == nil {
+		if name, err := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), extra), 500*time.Millisecond); err == nil {
 			return fmt.Errorf("still served by %s", name)
 		}
 		return nil

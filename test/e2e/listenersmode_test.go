@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
+)
+
+// envListeners, when "tproxy" (HKS_E2E_LISTENERS=tproxy), runs every
+// controller of the suite with --listeners=tproxy and a backend pool
+// (--backend-pool=HKS_E2E_BACKEND_POOL, 4 when that is unset), its
+// Services on tproxyVIP instead of loopback (which the fixed listener
+// never captures: render.ListenerAddrOK), and HAProxy's first config
+// from `init --listeners=tproxy`: the suite in the mode issue 29 wants as
+// the default. The TPROXY table and policy routing the controller sets up
+// must never touch the host's, so in this mode every test runs in a
+// network namespace of its own (inNetns: a test that does not ask for one
+// re-runs itself in one from newEnv, and its outer run reports SKIP with
+// the inner run's outcome in its "netns|" lines, FAIL when it failed).
+// Controllers beside the Data Plane API driver, with --instance or in
+// the apiserver mode have no tproxy mode and keep their flags.
+const envListeners = "HKS_E2E_LISTENERS"
+
+// tproxyVIP is the Services' address in tproxy mode: a documentation
+// address held by the test's own namespace (inNetns adds it), so that
+// the frontends that keep their own binds (Gateway routes, TLS) can bind
+// it, and the ones behind the listener are captured by the kernel's
+// TPROXY rule before any socket sees them.
+const tproxyVIP = "203.0.113.10"
+
+// tproxyMode reports whether the suite runs in tproxy mode.
+func tproxyMode() bool { return os.Getenv(envListeners) == "tproxy" }
+
+// serviceIP is where the suite's clients reach Services and Gateways.
+func serviceIP() string {
+	if tproxyMode() {
+		return tproxyVIP
+	}
+	return "127.0.0.1"
+}
+
+// tproxyCapable reports whether a controller with these flags can run in
+// tproxy mode.
+func tproxyCapable(extra []string) bool {
+	return tproxyMode() && !slices.ContainsFunc(extra, func(a string) bool {
+		return strings.HasPrefix(a, "--dataplane") || strings.HasPrefix(a, "--instance") || a == "--mode=apiserver"
+	})
+}
+
+// listenerArgs are the flags of tproxy mode for a controller with extra
+// flags (a test's own flags follow, and win).
+func listenerArgs(extra []string) []string {
+	if !tproxyCapable(extra) {
+		return nil
+	}
+	args := []string{"--listeners=tproxy", "--bind-address", tproxyVIP}
+	if len(poolArgs(extra)) == 0 {
+		args = append(args, "--backend-pool=4")
+	}
+	return args
+}
+
+// inTProxyNetns is newEnv's part in tproxy mode: it reports true when the
+// test may go on (not tproxy mode, or already in a namespace of its own);
+// else it has run the test again in one, and the caller stops (SKIP: the
+// inner run passed; it failed the test otherwise).
+func inTProxyNetns(t testing.TB) bool {
+	t.Helper()
+	if !tproxyMode() || os.Getenv(envNetns) != "" {
+		return true
+	}
+	if inNetns(t) {
+		return true
+	}
+	t.Skipf("%s=tproxy: ran in a network namespace of its own (its outcome in the netns| lines above)", envListeners)
+	return false
+}
+
+// haproxyBackend is the HAProxy backend that serves the model backend
+// name as the controller last wrote its pool (pool.json beside the
+// config): the spare it occupies with a pool (HKS_E2E_BACKEND_POOL,
+// tproxy mode), name itself without one.
+func (e *env) haproxyBackend(name string) string {
+	f, err := os.Open(spares.FileBeside(e.cfgPath))
+	if err != nil {
+		return name
+	}
+	defer f.Close()
+	s, err := spares.Decode(f)
+	if err != nil {
+		e.t.Fatalf("pool file: %v", err)
+	}
+	return s.HAProxyBackend(name)
+}
