@@ -96,8 +96,8 @@ func TestConformance(t *testing.T) {
 	// namespace and its UDP path in the same namespace's nftables.
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfgPath,
-		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")},
+	if code := cli.Main(append([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfgPath,
+		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")}, initListenerArgs()...),
 		nil, os.Stdout, os.Stderr); code != 0 {
 		t.Fatalf("init exited %d", code)
 	}
@@ -106,7 +106,7 @@ func TestConformance(t *testing.T) {
 	ctlDone := make(chan error, 1)
 	ctlLog := &haproxytest.LockedBuffer{}
 	go func() {
-		ctlDone <- cli.Run(ctlCtx, []string{
+		ctlDone <- cli.Run(ctlCtx, append([]string{
 			"--mode=gateway",
 			"--kubeconfig", tier.Kube.KubeconfigPath,
 			"--haproxy-config", cfgPath,
@@ -118,7 +118,7 @@ func TestConformance(t *testing.T) {
 			"--udp=nftables", "--udp-netns", nodes.NSPath(tier.LB), "--udp-ip-forward=enable", "--udp-health=none",
 			"--metrics-address", "",
 			"--log-level", "debug",
-		}, func(string) string { return "" }, ctlLog)
+		}, listenerArgs(nodes.NSPath(tier.LB))...), func(string) string { return "" }, ctlLog)
 	}()
 	t.Cleanup(func() {
 		ctlCancel()

@@ -112,7 +112,7 @@ func (e *env) controllerArgs(extra ...string) []string {
 		"--master-socket", e.hap.MasterSocket,
 		"--stats-socket", e.hap.StatsSocket,
 		"--state-file", filepath.Join(e.dir, "state"),
-		"--bind-address", "127.0.0.1",
+		"--bind-address", bindAddress(extra),
 		"--default-check-interval", "100ms", "--default-rise", "1", "--default-fall", "1",
 		"--resync-period", "3s", "--min-reload-interval", "100ms", "--persist-interval", "50ms",
 		"--log-level", "debug",
@@ -134,6 +134,7 @@ func (e *env) stopController() {
 	if e.ctlCancel == nil {
 		return
 	}
+	e.logListenerMap()
 	e.ctlCancel()
 	select {
 	case err := <-e.ctlDone:

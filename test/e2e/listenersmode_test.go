@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
@@ -56,11 +58,22 @@ func listenerArgs(extra []string) []string {
 	if !tproxyCapable(extra) {
 		return nil
 	}
-	args := []string{"--listeners=tproxy", "--bind-address", tproxyVIP}
+	var args []string
 	if len(poolArgs(extra)) == 0 {
 		args = append(args, "--backend-pool=4")
 	}
-	return args
+	return append(args, "--listeners=tproxy")
+}
+
+// bindAddress is the --bind-address of every test controller (a test's
+// own flags may add others): tproxyVIP in tproxy mode, else loopback.
+// Only one: a frontend behind the fixed listener must have every bind on
+// an address the listener keys (render.Options.Listened).
+func bindAddress(extra []string) string {
+	if tproxyCapable(extra) {
+		return tproxyVIP
+	}
+	return "127.0.0.1"
 }
 
 // inTProxyNetns is newEnv's part in tproxy mode: it reports true when the
@@ -94,4 +107,20 @@ func (e *env) haproxyBackend(name string) string {
 		e.t.Fatalf("pool file: %v", err)
 	}
 	return s.HAProxyBackend(name)
+}
+
+// logListenerMap logs how many keys the fixed listener's map held when
+// the controller stopped (tproxy mode): a run whose Services all kept
+// frontends of their own (a loopback bind, a route) says 0, so that a
+// run of the suite in this mode shows what went through the listener.
+func (e *env) logListenerMap() {
+	if !tproxyMode() {
+		return
+	}
+	b, err := os.ReadFile(render.ListenerMapFile(filepath.Join(filepath.Dir(e.cfgPath), "acl")))
+	if err != nil {
+		e.t.Logf("%s=tproxy: no listener map: %v", envListeners, err)
+		return
+	}
+	e.t.Logf("%s=tproxy: the listener map held %d keys", envListeners, strings.Count(string(b), "\n"))
 }
