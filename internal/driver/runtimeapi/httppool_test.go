@@ -70,17 +70,7 @@ func TestHTTPPoolServesNewBackendsWithoutReload(t *testing.T) {
 	if sp := l.d.HAProxyBackend("gwh_a"); !strings.HasPrefix(sp, spares.Prefix) {
 		t.Fatalf("gwh_a is in %q, want a spare", sp)
 	}
-	reloads := l.reloads(ctx, t)
-	noReload := func(step string, cfg model.Config) {
-		t.Helper()
-		res, err := l.d.Apply(ctx, cfg)
-		if err != nil || res.Reloaded {
-			t.Fatalf("%s: reloaded %v (%v), %v; want no reload", step, res.Reloaded, res.Reasons, err)
-		}
-		if n := l.reloads(ctx, t); n != reloads {
-			t.Fatalf("%s: HAProxy reloaded %d times", step, n-reloads)
-		}
-	}
+	noReload := l.noReload(ctx, t)
 
 	noReload("a route to a new backend", cfgOf("A", "B"))
 	served("B added", map[string]string{"a.example.com": "A", "b.example.com": "B"})
@@ -95,5 +85,22 @@ func TestHTTPPoolServesNewBackendsWithoutReload(t *testing.T) {
 	served("C replaces A", map[string]string{"b.example.com": "B", "c.example.com": "C"})
 	if status, _ := httpGet(t, addr, "a.example.com", "/"); status != 404 {
 		t.Errorf("a.example.com after its route went: %d, want 404", status)
+	}
+}
+
+// noReload returns a function that applies a model and fails the test
+// (named by step) when the pass reloaded or HAProxy's reload count moved
+// since noReload was called.
+func (l *testLab) noReload(ctx context.Context, t *testing.T) func(step string, cfg model.Config) {
+	reloads := l.reloads(ctx, t)
+	return func(step string, cfg model.Config) {
+		t.Helper()
+		res, err := l.d.Apply(ctx, cfg)
+		if err != nil || res.Reloaded {
+			t.Fatalf("%s: reloaded %v (%v), %v; want no reload", step, res.Reloaded, res.Reasons, err)
+		}
+		if n := l.reloads(ctx, t); n != reloads {
+			t.Fatalf("%s: HAProxy reloaded %d times", step, n-reloads)
+		}
 	}
 }
