@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,9 @@ import (
 // re-runs itself in one from newEnv, and its outer run reports SKIP with
 // the inner run's outcome in its "netns|" lines, FAIL when it failed).
 // Controllers beside the Data Plane API driver, with --instance or in
-// the apiserver mode have no tproxy mode and keep their flags.
+// the apiserver mode have no tproxy mode and keep their flags, as does a
+// test's controller started with --listeners=ports (a test of per-port
+// binds).
 const envListeners = "HKS_E2E_LISTENERS"
 
 // tproxyVIP is the Services' address in tproxy mode: a documentation
@@ -48,7 +51,7 @@ func serviceIP() string {
 // tproxy mode.
 func tproxyCapable(extra []string) bool {
 	return tproxyMode() && !slices.ContainsFunc(extra, func(a string) bool {
-		return strings.HasPrefix(a, "--dataplane") || strings.HasPrefix(a, "--instance") || a == "--mode=apiserver"
+		return strings.HasPrefix(a, "--dataplane") || strings.HasPrefix(a, "--instance") || a == "--mode=apiserver" || a == "--listeners=ports"
 	})
 }
 
@@ -123,4 +126,29 @@ func (e *env) logListenerMap() {
 		return
 	}
 	e.t.Logf("%s=tproxy: the listener map held %d keys", envListeners, strings.Count(string(b), "\n"))
+}
+
+// portsOnly skips a test of what only per-port frontends do (a bind that
+// another process's port can refuse) in tproxy mode, where no Service
+// binds a port: the fixed listener's own tests cover that mode
+// (TestTProxyListeners, internal/driver/tproxy).
+func portsOnly(t *testing.T) {
+	t.Helper()
+	if tproxyMode() {
+		t.Skipf("%s=tproxy: per-port frontends only (no Service binds a port behind the fixed listener)", envListeners)
+	}
+}
+
+// serviceFrontend is nil when the Service frontend fe (its name, for
+// port) is in HAProxy's files: its own frontend in ports mode, its key
+// in the fixed listener's map in tproxy mode.
+func (e *env) serviceFrontend(fe string, port int32) error {
+	if !tproxyMode() {
+		return contains(e.config(), "frontend "+fe)
+	}
+	b, err := os.ReadFile(render.ListenerMapFile(filepath.Join(filepath.Dir(e.cfgPath), "acl")))
+	if err != nil {
+		return err
+	}
+	return contains(string(b), render.ListenerKey(netip.MustParseAddr(tproxyVIP), uint16(port))+" ")
 }
