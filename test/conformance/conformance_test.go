@@ -102,6 +102,9 @@ func TestConformance(t *testing.T) {
 		t.Fatalf("init exited %d", code)
 	}
 	hap := haproxytest.StartInNetNS(t, dir, cfgPath, nodes.NSPath(tier.LB))
+	if args := listenerArgs(nodes.NSPath(tier.LB)); len(args) > 0 {
+		t.Logf("the controller's listener mode: %v", args)
+	}
 	ctlCtx, ctlCancel := context.WithCancel(ctx)
 	ctlDone := make(chan error, 1)
 	ctlLog := &haproxytest.LockedBuffer{}
