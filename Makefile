@@ -168,12 +168,13 @@ test-versions: deps-versions
 	done
 
 # The whole suite against one HAProxy version, the binary from
-# hack/haproxy-version.sh (2.6: the host's; 3.0: Debian trixie's; 3.2: Debian sid's, made and
+# hack/haproxy-version.sh (2.6: the host's; 3.0: Debian trixie's; 3.2: Debian sid's;
+# 3.4: Debian experimental's, made and
 # cached on first use) passed to the tests as HAPROXY_BIN:
 #   make test-haproxy VERSION=3.0
 test-haproxy: deps
 	@[ "$(origin VERSION)" = "command line" ] || [ "$(origin VERSION)" = "environment" ] || \
-		{ echo "make test-haproxy VERSION=2.6|3.0|3.2"; exit 2; }
+		{ echo "make test-haproxy VERSION=2.6|3.0|3.2|3.4"; exit 2; }
 	HAPROXY_BIN="$$(hack/haproxy-version.sh $(VERSION) | tail -n 1)"; export HAPROXY_BIN; \
 	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HAPROXY_BIN=$$HAPROXY_BIN ($$($$HAPROXY_BIN -v | head -n 1))" && \
