@@ -241,7 +241,7 @@ bench-pools: bench
 # Reload-to-serving time per HAProxy version, side by side in one run
 # (internal/haproxy BenchmarkReloadToServing; BENCHMARKS.md).
 bench-versions: deps-haproxy deps-versions
-	HKS_HAPROXY_BINS="2.6=$$(hack/haproxy-version.sh 2.6 | tail -n 1) 3.0=$$(hack/haproxy-version.sh 3.0 | tail -n 1) 3.2=$$(hack/haproxy-version.sh 3.2 | tail -n 1)"; \
+	HKS_HAPROXY_BINS="2.6=$$(hack/haproxy-version.sh 2.6 | tail -n 1) 3.0=$$(hack/haproxy-version.sh 3.0 | tail -n 1) 3.2=$$(hack/haproxy-version.sh 3.2 | tail -n 1) 3.4=$$(hack/haproxy-version.sh 3.4 | tail -n 1)"; \
 	export HKS_HAPROXY_BINS; \
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkReloadToServing -benchtime $(or $(CHANGES),20)x ./internal/haproxy/
 
