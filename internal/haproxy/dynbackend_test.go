@@ -86,14 +86,8 @@ frontend fe
 backend _reject
     server s1 127.0.0.1:1 disabled
 `, fePort, mapFile)
-	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := haproxytest.Start(t, dir, path)
-	rt := NewRuntime(p.StatsSocket)
-	t.Cleanup(func() { _ = rt.Close() })
-	l := &lb{proc: p, rt: rt, fePort: fePort}
+	l := startConfig(t, dir, cfg, fePort)
+	rt := l.rt
 	ctx := testCtx(t)
 	v := l.version(t)
 	info, err := rt.ShowInfo(ctx)
