@@ -87,7 +87,7 @@ func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
 			// still talk to the old worker.
 			runtime := haproxy.NewRuntime(rd.StatsSocket())
 			defer runtime.Close()
-			out, err := runtime.Exec(bg, []string{"show servers state apiserver"})
+			out, err := runtime.Exec(bg, []string{"show servers state " + apiserverlb.BackendName})
 			if err != nil {
 				return err
 			}
