@@ -137,23 +137,24 @@ func (a *Announcer) apply(s *server.BgpServer, had, want []netip.Addr) []netip.A
 }
 
 // peer opens a session to each router: IPv4 routes to the routers on
-// IPv4, IPv6 routes to those on IPv6.
+// IPv4, IPv6 routes to those on IPv6, and IPv4 routes to those too with
+// IPv4OverIPv6 (Config.families).
 func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
 	hold := uint64(a.cfg.HoldTime / time.Second)
 	gr := a.cfg.RestartTime > 0
 	for _, p := range a.cfg.Peers {
-		fam := &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
-		if p.Addr.Is6() {
-			fam.Afi = api.Family_AFI_IP6
+		var afiSafis []*api.AfiSafi
+		for _, afi := range a.cfg.families(p) {
+			afiSafis = append(afiSafis, &api.AfiSafi{
+				Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
+				MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: gr}},
+			})
 		}
 		peer := &api.Peer{
-			Conf:      &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN, AuthPassword: a.cfg.Password},
-			Timers:    &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleAfterReset}},
-			Transport: &api.Transport{RemotePort: uint32(p.port())},
-			AfiSafis: []*api.AfiSafi{{
-				Config:            &api.AfiSafiConfig{Family: fam, Enabled: true},
-				MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: gr}},
-			}},
+			Conf:            &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN, AuthPassword: a.cfg.Password},
+			Timers:          &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleAfterReset}},
+			Transport:       &api.Transport{RemotePort: uint32(p.port())},
+			AfiSafis:        afiSafis,
 			GracefulRestart: &api.GracefulRestart{Enabled: gr, RestartTime: uint32(a.cfg.RestartTime / time.Second)},
 		}
 		a.peers[p.Addr.String()] = peer
@@ -162,7 +163,8 @@ func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
 		}
 	}
 	a.log.Info("peering", "peers", len(a.cfg.Peers), "asn", a.cfg.ASN, "router_id", a.cfg.RouterID,
-		"hold_time", a.cfg.HoldTime, "restart_time", a.cfg.RestartTime, "bfd", a.cfg.BFD, "md5", a.cfg.Password != "")
+		"hold_time", a.cfg.HoldTime, "restart_time", a.cfg.RestartTime, "bfd", a.cfg.BFD, "md5", a.cfg.Password != "",
+		"ipv4_over_ipv6", a.cfg.IPv4OverIPv6)
 	return nil
 }
 

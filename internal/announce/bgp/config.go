@@ -14,7 +14,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"time"
+
+	"github.com/osrg/gobgp/v4/api"
 )
 
 // Defaults of Config.
@@ -75,8 +78,15 @@ type Config struct {
 	// router at this interval, detection after 3 missed: a router that
 	// runs BFD too drops this host's routes within 3 intervals of it
 	// falling silent, not the hold time.
-	BFD    time.Duration
-	Logger *slog.Logger
+	BFD time.Duration
+	// IPv4OverIPv6 announces the IPv4 addresses to the IPv6 routers too,
+	// with this host's IPv6 address as their next hop (RFC 8950, the
+	// extended next hop capability, which GoBGP always offers; the router
+	// must take it, as BIRD's `extended next hop on` does, and its kernel
+	// route IPv4 via IPv6). Without it a router gets the routes of its
+	// session's family only.
+	IPv4OverIPv6 bool
+	Logger       *slog.Logger
 	// Metrics, when set, is told the number of routes announced and of
 	// sessions established.
 	Metrics Recorder
@@ -117,6 +127,9 @@ func (c *Config) defaults() error {
 		}
 		seen[c.Peers[i].Addr] = true
 	}
+	if c.IPv4OverIPv6 && !slices.ContainsFunc(c.Peers, func(p Peer) bool { return p.Addr.Is6() }) {
+		return fmt.Errorf("%w: IPv4 over IPv6 without an IPv6 peer", ErrConfig)
+	}
 	if c.HoldTime == 0 {
 		c.HoldTime = DefaultHoldTime
 	}
@@ -136,4 +149,16 @@ func (c *Config) defaults() error {
 		c.Metrics = noRecorder{}
 	}
 	return nil
+}
+
+// families are the address families of the session with p: its own, and
+// IPv4 too over an IPv6 session with IPv4OverIPv6.
+func (c *Config) families(p Peer) []api.Family_Afi {
+	if p.Addr.Is4() {
+		return []api.Family_Afi{api.Family_AFI_IP}
+	}
+	if c.IPv4OverIPv6 {
+		return []api.Family_Afi{api.Family_AFI_IP6, api.Family_AFI_IP}
+	}
+	return []api.Family_Afi{api.Family_AFI_IP6}
 }

@@ -80,9 +80,8 @@ func (l *lab) failover(a netip.Addr, primary, backup *netlab.Host, fault func(on
 			return err
 		}
 		if bfd {
-			out, err := l.birdc("show", "bfd", "sessions")
-			if err != nil || strings.Count(out, " Up ") != 2 {
-				return fmt.Errorf("BFD sessions not up: %v\n%s", err, out)
+			if err := l.bfdUpNow(); err != nil {
+				return err
 			}
 		}
 		if name, err := l.ask(a, 200*time.Millisecond); err != nil || name != primary.Name {

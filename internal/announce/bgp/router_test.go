@@ -214,13 +214,7 @@ func TestRouterDropsAFrozenHost(t *testing.T) {
 			}
 			for round := 1; round <= tc.rounds; round++ {
 				if tc.bfd > 0 {
-					if err := netlab.Eventually(context.Background(), 10*time.Second, func() error {
-						out, err := l.birdc("show", "bfd", "sessions")
-						if err != nil || strings.Count(out, " Up ") != 2 {
-							return fmt.Errorf("BFD sessions not up: %v\n%s", err, out)
-						}
-						return nil
-					}); err != nil {
+					if err := l.bfdUp(10 * time.Second); err != nil {
 						t.Fatal(err)
 					}
 				}
