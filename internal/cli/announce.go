@@ -86,6 +86,9 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *met
 		return nil, flagErr("--announce-key-file: %s: the key has %d bytes, want at least 16", a.keyFile, len(key))
 	}
 	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, Logger: log}
+	if rec != nil {
+		cfg.Metrics = rec
+	}
 	if cfg.ID == "" {
 		if cfg.ID, err = os.Hostname(); err != nil {
 			return nil, fmt.Errorf("--announce-name: %w", err)
@@ -166,4 +169,13 @@ func startGate(ctx context.Context, ann *announce.Driver, ready func(context.Con
 	check, stop := announceGate(ready, stats)
 	go ann.Gate(ctx, gateEvery, check)
 	return stop
+}
+
+// recorded is the announcer whose metrics are recorded ("" with
+// --announce off).
+func (a *announceFlags) recorded() string {
+	if a.mode == announceL2 || a.mode == announceBGP {
+		return a.mode
+	}
+	return ""
 }

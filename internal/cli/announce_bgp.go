@@ -170,12 +170,3 @@ func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, rec *
 	log.Info("announcing addresses", "announce", announceBGP, "asn", cfg.ASN, "router_id", cfg.RouterID, "peers", len(cfg.Peers))
 	return announce.NewDriver(ann, static...), nil
 }
-
-// bgpMode is "bgp" with --announce=bgp, else "" (the announcers that
-// record metrics).
-func (a *announceFlags) bgpMode() string {
-	if a.mode == announceBGP {
-		return announceBGP
-	}
-	return ""
-}

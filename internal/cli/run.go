@@ -204,7 +204,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
-	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.bgpMode()), log)
+	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.recorded()), log)
 	if err != nil {
 		return err
 	}

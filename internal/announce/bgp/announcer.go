@@ -60,6 +60,17 @@ func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 // Announced is what this host announces now (nil once Run has ended).
 func (a *Announcer) Announced(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
 
+// Holders implements announce.Reporter: this host, named by its router
+// ID, for each address it announces (a speaker does not hear the
+// others).
+func (a *Announcer) Holders(ctx context.Context) announce.Holders {
+	out := announce.Holders{}
+	for _, ad := range a.Announced(ctx) {
+		out[ad] = []string{a.cfg.RouterID.String()}
+	}
+	return out
+}
+
 // Run implements announce.Announcer. The sessions open at the first
 // healthy Want, with every route of it, so that a restarting speaker
 // sends the routers its whole table before its End-of-RIB (a router
@@ -100,6 +111,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 		case w := <-a.set.C():
 			had = a.apply(s, had, routes(w))
 			a.cfg.Metrics.Addresses(len(had))
+			a.cfg.Metrics.Held(had)
 			if !peered && w.Healthy {
 				if err := a.peer(ctx, s); err != nil {
 					a.stop(s, had)
@@ -182,6 +194,7 @@ func (a *Announcer) stop(s *server.BgpServer, had []netip.Addr) {
 		a.log.Warn("stopping", "error", err)
 	}
 	a.cfg.Metrics.Addresses(0)
+	a.cfg.Metrics.Held(nil)
 	a.cfg.Metrics.Sessions(0)
 	if keep {
 		a.log.Info("stopped; the routers keep this host's routes for the restart time", "routes", len(had), "restart_time", a.cfg.RestartTime)

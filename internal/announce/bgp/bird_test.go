@@ -19,15 +19,15 @@ import (
 func (l *lab) birdConfig(o birdOpts) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "router id %s;\nlog stderr all;\nprotocol device {}\n", l.router.Addr)
-	b.WriteString("protocol kernel { ipv4 { export all; }; merge paths on; }\n")
+	b.WriteString("protocol kernel { debug { routes }; ipv4 { export all; }; merge paths on; }\n")
 	b.WriteString("protocol kernel { ipv6 { export all; }; merge paths on; }\n")
 	if o.bfd > 0 {
 		ms := o.bfd.Milliseconds()
-		fmt.Fprintf(&b, "protocol bfd { interface \"eth0\" { min rx interval %d ms; min tx interval %d ms; idle tx interval %d ms; multiplier 3; }; }\n", ms, ms, ms)
+		fmt.Fprintf(&b, "protocol bfd { debug { states, events }; interface \"eth0\" { min rx interval %d ms; min tx interval %d ms; idle tx interval %d ms; multiplier 3; }; }\n", ms, ms, ms)
 	}
 	// error wait time: a host that failed is taken back after 1 s, not
 	// BIRD's 60 s (its return is not what the tests time)
-	b.WriteString("template bgp lbs {\n local as 65000;\n passive on;\n graceful restart on;\n error wait time 1, 5;\n")
+	b.WriteString("template bgp lbs {\n debug { states, events };\n local as 65000;\n passive on;\n graceful restart on;\n error wait time 1, 5;\n")
 	switch {
 	case !o.ipv6:
 		b.WriteString(" ipv4 { import all; export none; };\n")

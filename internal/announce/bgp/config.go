@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/osrg/gobgp/v4/api"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 )
 
 // Defaults of Config.
@@ -87,21 +89,13 @@ type Config struct {
 	// session's family only.
 	IPv4OverIPv6 bool
 	Logger       *slog.Logger
-	// Metrics, when set, is told the number of routes announced and of
-	// sessions established.
+	// Metrics, when set, is told the routes announced (how many, which)
+	// and the number of sessions established.
 	Metrics Recorder
 }
 
 // Recorder is what the announcer reports (internal/metrics.Announce).
-type Recorder interface {
-	Addresses(n int)
-	Sessions(n int)
-}
-
-type noRecorder struct{}
-
-func (noRecorder) Addresses(int) {}
-func (noRecorder) Sessions(int)  {}
+type Recorder = announce.Recorder
 
 func (c *Config) defaults() error {
 	if c.ASN == 0 {
@@ -146,7 +140,7 @@ func (c *Config) defaults() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Metrics == nil {
-		c.Metrics = noRecorder{}
+		c.Metrics = announce.NoRecorder{}
 	}
 	return nil
 }
