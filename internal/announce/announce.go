@@ -76,3 +76,8 @@ type NoRecorder struct{}
 func (NoRecorder) Addresses(int)       {}
 func (NoRecorder) Sessions(int)        {}
 func (NoRecorder) Held(_ []netip.Addr) {}
+
+// MoveFunc is told each change of who announces an address (Move), as
+// this host sees it: every move of the group with layer 2, this host's
+// own announcements with BGP. It must not block.
+type MoveFunc func(Move)

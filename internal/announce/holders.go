@@ -95,3 +95,18 @@ func (n *Node) Why(host string, now time.Time) string {
 	}
 	return WhyReleased
 }
+
+// Message is the move said in one line, for an Event and a log line:
+// where the address went, and why it left the host that had it.
+func (m Move) Message() string {
+	from, to := strings.Join(m.From, ", "), strings.Join(m.To, ", ")
+	switch {
+	case len(m.From) == 0:
+		return m.Addr.String() + " announced by " + to
+	case len(m.To) == 0:
+		return m.Addr.String() + " no longer announced: " + from + " " + m.Why
+	case m.Why == WhyNew:
+		return m.Addr.String() + " announced by " + to + " (was " + from + ")"
+	}
+	return m.Addr.String() + " moved from " + from + " to " + to + ": " + m.From[0] + " " + m.Why
+}

@@ -67,3 +67,20 @@ func TestNodeHolders(t *testing.T) {
 		}
 	}
 }
+
+func TestMoveMessage(t *testing.T) {
+	a := netip.MustParseAddr("192.0.2.10")
+	for _, tc := range []struct {
+		m    Move
+		want string
+	}{
+		{Move{Addr: a, To: []string{"lb1"}, Why: WhyNew}, "192.0.2.10 announced by lb1"},
+		{Move{Addr: a, From: []string{"lb1"}, To: []string{"lb3"}, Why: WhySilent}, "192.0.2.10 moved from lb1 to lb3: lb1 silent"},
+		{Move{Addr: a, From: []string{"lb2"}, Why: WhyUnhealthy}, "192.0.2.10 no longer announced: lb2 unhealthy"},
+		{Move{Addr: a, From: []string{"lb3"}, To: []string{"lb1", "lb3"}, Why: WhyNew}, "192.0.2.10 announced by lb1, lb3 (was lb3)"},
+	} {
+		if got := tc.m.Message(); got != tc.want {
+			t.Errorf("%q, want %q", got, tc.want)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type announceFlags struct {
 	listen   string
 	interval time.Duration
 	bgp      bgpFlags
+	// onMove is told who announces an address changed (not a flag: run
+	// sets it, controller.MoveEvents)
+	onMove announce.MoveFunc
 }
 
 func (a *announceFlags) register(fs *pflag.FlagSet) {
@@ -85,7 +88,7 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *met
 	if key = []byte(strings.TrimSpace(string(key))); len(key) < 16 {
 		return nil, flagErr("--announce-key-file: %s: the key has %d bytes, want at least 16", a.keyFile, len(key))
 	}
-	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, Logger: log}
+	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, Logger: log, OnMove: a.onMove}
 	if rec != nil {
 		cfg.Metrics = rec
 	}

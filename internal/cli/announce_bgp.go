@@ -158,6 +158,7 @@ func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, rec *
 	if rec != nil {
 		cfg.Metrics = rec
 	}
+	cfg.OnMove = a.onMove
 	ann, err := bgp.New(cfg)
 	if err != nil {
 		return nil, flagErr("--announce=bgp: %v", err)

@@ -204,11 +204,13 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
+	events, gate := f.publish.recorder(recorder)
+	// who announces an address changed: an Event on its Services (the leader's)
+	f.announce.onMove = controller.MoveEvents(pub, events)
 	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.recorded()), log)
 	if err != nil {
 		return err
 	}
-	events, gate := f.publish.recorder(recorder)
 	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,

@@ -64,11 +64,7 @@ func (a *Announcer) Announced(ctx context.Context) []netip.Addr { return a.statu
 // ID, for each address it announces (a speaker does not hear the
 // others).
 func (a *Announcer) Holders(ctx context.Context) announce.Holders {
-	out := announce.Holders{}
-	for _, ad := range a.Announced(ctx) {
-		out[ad] = []string{a.cfg.RouterID.String()}
-	}
-	return out
+	return a.holders(a.Announced(ctx))
 }
 
 // Run implements announce.Announcer. The sessions open at the first
@@ -109,9 +105,11 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.cfg.Metrics.Sessions(count(up))
 			a.bfd(ctx, s, ss)
 		case w := <-a.set.C():
+			before := had
 			had = a.apply(s, had, routes(w))
 			a.cfg.Metrics.Addresses(len(had))
 			a.cfg.Metrics.Held(had)
+			a.moved(before, had, w.Healthy)
 			if !peered && w.Healthy {
 				if err := a.peer(ctx, s); err != nil {
 					a.stop(s, had)
@@ -188,7 +186,7 @@ func (a *Announcer) stop(s *server.BgpServer, had []netip.Addr) {
 	defer cancel()
 	keep := a.cfg.RestartTime > 0 && len(had) > 0
 	if !keep && len(had) > 0 {
-		a.apply(s, had, nil)
+		a.moved(had, a.apply(s, had, nil), false)
 	}
 	if err := s.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: keep}); err != nil {
 		a.log.Warn("stopping", "error", err)
@@ -221,6 +219,31 @@ func (a *Announcer) peerEvent(ctx context.Context, ev *apiutil.WatchEventMessage
 	case a.sessions <- session{peer: st.NeighborAddress.String(), up: st.SessionState == bgp.BGP_FSM_ESTABLISHED}:
 	case <-ctx.Done():
 	}
+}
+
+// moved tells OnMove the addresses this host started or stopped
+// announcing (withdrawn: unhealthy when its gate failed or it stops,
+// else released: the address left the model).
+func (a *Announcer) moved(before, after []netip.Addr, healthy bool) {
+	if a.cfg.OnMove == nil {
+		return
+	}
+	why := announce.WhyReleased
+	if !healthy {
+		why = announce.WhyUnhealthy
+	}
+	for _, m := range announce.Moves(a.holders(before), a.holders(after), func(string) string { return why }) {
+		a.cfg.OnMove(m)
+	}
+}
+
+// holders is this host as the holder of each of addrs.
+func (a *Announcer) holders(addrs []netip.Addr) announce.Holders {
+	out := make(announce.Holders, len(addrs))
+	for _, ad := range addrs {
+		out[ad] = []string{a.cfg.RouterID.String()}
+	}
+	return out
 }
 
 // count is the number of sessions up.

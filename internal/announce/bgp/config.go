@@ -92,6 +92,9 @@ type Config struct {
 	// Metrics, when set, is told the routes announced (how many, which)
 	// and the number of sessions established.
 	Metrics Recorder
+	// OnMove, when set, is told each address this host starts or stops
+	// announcing (announce.Move, this host named by its router ID).
+	OnMove announce.MoveFunc
 }
 
 // Recorder is what the announcer reports (internal/metrics.Announce).

@@ -51,6 +51,9 @@ type Config struct {
 	Logger  *slog.Logger
 	// Metrics, when set, is told which addresses this host holds.
 	Metrics announce.Recorder
+	// OnMove, when set, is told every change of an address's owner this
+	// host hears (announce.Moves; the Events of the Services).
+	OnMove announce.MoveFunc
 }
 
 func (c *Config) defaults() error {

@@ -23,6 +23,9 @@ func (a *Announcer) moved(now time.Time) {
 	}
 	for _, m := range announce.Moves(a.known, h, func(host string) string { return a.node.Why(host, now) }) {
 		a.log.Info("address moved", "address", m.Addr, "from", m.From, "to", m.To, "why", m.Why)
+		if a.cfg.OnMove != nil {
+			a.cfg.OnMove(m)
+		}
 	}
 	a.known = h
 }
