@@ -94,7 +94,7 @@ type Config struct {
 	Metrics Recorder
 	// OnMove, when set, is told each address this host starts or stops
 	// announcing (announce.Move, this host named by its router ID).
-	OnMove announce.MoveFunc
+	OnMove announce.MoveFunc `json:"-"`
 }
 
 // Recorder is what the announcer reports (internal/metrics.Announce).

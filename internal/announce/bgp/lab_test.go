@@ -198,7 +198,10 @@ func (l *lab) start(h *netlab.Host, base speakerFile, w announce.Want) {
 	sf.WantFile = filepath.Join(l.dir, h.Name+".want")
 	l.setWant(h, sf.WantFile, w)
 	file := filepath.Join(l.dir, h.Name+".speaker")
-	b, _ := json.Marshal(sf)
+	b, err := json.Marshal(sf)
+	if err != nil {
+		l.t.Fatal(err)
+	}
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		l.t.Fatal(err)
 	}
