@@ -7,12 +7,16 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
@@ -181,4 +185,26 @@ func (a *announceFlags) recorded() string {
 		return a.mode
 	}
 	return ""
+}
+
+// statusWriters makes the changes of who announces an address visible
+// through the leader's writes: an AddressMoved Event on the Services of
+// the address for each move, and with --announce=l2 (whose hosts all
+// know the group's owners) the Announced condition of each Service
+// (annStatus, run with the status writers; nil otherwise). Call bind
+// with the announcer once set up; set onMove before setup.
+func (a *announceFlags) statusWriters(client kubernetes.Interface, services controller.ServiceLister, pub *controller.Publisher,
+	events record.EventRecorder, log *slog.Logger) (annStatus *controller.Announced, bind func(*announce.Driver)) {
+	var announced atomic.Pointer[announce.Driver]
+	if a.mode == announceL2 {
+		annStatus = controller.NewAnnounced(client, services, pub, func(ctx context.Context) announce.Holders {
+			if d := announced.Load(); d != nil {
+				return d.Holders(ctx)
+			}
+			return nil
+		}, log)
+	}
+	moved := controller.MoveEvents(pub, events)
+	a.onMove = func(m announce.Move) { moved(m); annStatus.Poke() }
+	return annStatus, func(d *announce.Driver) { announced.Store(d) }
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
@@ -25,18 +26,43 @@ func (p *Publisher) ServicesWith(a netip.Addr) []*corev1.Service {
 	defer p.mu.Unlock()
 	var out []*corev1.Service
 	for _, s := range p.last {
-		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
-			continue
-		}
-		mine := p.opts.Addresses
-		if p.opts.Pooled {
-			mine = p.addrs[s.Namespace+"/"+s.Name]
-		}
-		if slices.Contains(mine, a) {
+		if slices.Contains(p.addressesLocked(s), a) {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// published are the LoadBalancer Services of the last pass that have
+// addresses published.
+func (p *Publisher) published() []types.NamespacedName {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []types.NamespacedName
+	for _, s := range p.last {
+		if len(p.addressesLocked(s)) > 0 {
+			out = append(out, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+		}
+	}
+	return out
+}
+
+// addressesOf are the addresses published for s (none when it is not a
+// LoadBalancer Service).
+func (p *Publisher) addressesOf(s *corev1.Service) []netip.Addr {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addressesLocked(s)
+}
+
+func (p *Publisher) addressesLocked(s *corev1.Service) []netip.Addr {
+	if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return nil
+	}
+	if p.opts.Pooled {
+		return p.addrs[s.Namespace+"/"+s.Name]
+	}
+	return p.opts.Addresses
 }
 
 // MoveEvents is an announce.MoveFunc: a Normal Event on each Service of
