@@ -26,6 +26,8 @@ import (
 const (
 	announceL2  = "l2"
 	announceBGP = "bgp"
+	// announceKeepalived: keepalived.conf rendered, keepalived the operator's
+	announceKeepalived = "keepalived"
 )
 
 // announceFlags are the flags of the address announcer (docs/addresses.md,
@@ -38,21 +40,23 @@ type announceFlags struct {
 	name     string
 	listen   string
 	interval time.Duration
-	bgp      bgpFlags
+	bgp        bgpFlags
+	keepalived keepalivedFlags
 	// onMove is told who announces an address changed (not a flag: run
 	// sets it, controller.MoveEvents)
 	onMove announce.MoveFunc
 }
 
 func (a *announceFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&a.mode, "announce", "", "put the served addresses on the network and move them when a host fails: 'l2' (ARP/NDP: one host of the group owns each address; run on every load-balancer host), 'bgp' (every healthy host announces each address to the routers); default off (the operator's: AnyIP, keepalived, a BGP speaker of its own)")
-	fs.StringVar(&a.iface, "announce-interface", "", "with --announce=l2: the interface on the addresses' network")
-	fs.StringSliceVar(&a.peers, "announce-peers", nil, "with --announce=l2: the other hosts of the group, IP[:PORT] on that network (heartbeats; comma-separated or repeated)")
+	fs.StringVar(&a.mode, "announce", "", "put the served addresses on the network and move them when a host fails: 'l2' (ARP/NDP: one host of the group owns each address; run on every load-balancer host), 'bgp' (every healthy host announces each address to the routers), 'keepalived' (keepalived.conf written from the served addresses, this host's health a file keepalived tracks; keepalived runs beside); default off (the operator's: AnyIP, keepalived, a BGP speaker of its own)")
+	fs.StringVar(&a.iface, "announce-interface", "", "with --announce=l2 or keepalived: the interface on the addresses' network")
+	fs.StringSliceVar(&a.peers, "announce-peers", nil, "with --announce=l2: the other hosts of the group, IP[:PORT] on that network (heartbeats; comma-separated or repeated); with keepalived: their addresses for unicast adverts")
 	fs.StringVar(&a.keyFile, "announce-key-file", "", "with --announce=l2: file holding the group's shared key (at least 16 bytes; heartbeats are signed with it, HMAC-SHA256)")
-	fs.StringVar(&a.name, "announce-name", "", "with --announce=l2: this host's name in the group (default: the host name)")
+	fs.StringVar(&a.name, "announce-name", "", "with --announce=l2 or keepalived: this host's name in the group (default: the host name)")
 	fs.StringVar(&a.listen, "announce-listen", fmt.Sprintf(":%d", layer2.DefaultPort), "with --announce=l2: where heartbeats are read ([IP]:PORT)")
 	fs.DurationVar(&a.interval, "announce-interval", layer2.DefaultInterval, "with --announce=l2: heartbeat interval; a host silent for 3 intervals is gone and its addresses move")
 	a.bgp.register(fs)
+	a.keepalived.register(fs)
 }
 
 // parsePeer is IP or IP:PORT (port default layer2.DefaultPort).
@@ -79,8 +83,13 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *met
 		}
 	case announceBGP:
 		return a.setupBGP(ctx, static, rec, log)
+	case announceKeepalived:
+		return a.setupKeepalived(ctx, static, log)
 	default:
-		return nil, flagErr("--announce: want %s or %s, got %q", announceL2, announceBGP, a.mode)
+		return nil, flagErr("--announce: want %s, %s or %s, got %q", announceL2, announceBGP, announceKeepalived, a.mode)
+	}
+	if a.keepalived.set() {
+		return nil, flagErr("the --announce-keepalived-* flags are flags of --announce=keepalived")
 	}
 	if a.iface == "" || a.keyFile == "" {
 		return nil, flagErr("--announce=l2 needs --announce-interface and --announce-key-file")

@@ -151,6 +151,9 @@ func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, rec *
 	if a.iface != "" || a.keyFile != "" || len(a.peers) > 0 {
 		return nil, flagErr("--announce-interface, --announce-peers and --announce-key-file are flags of --announce=l2")
 	}
+	if a.keepalived.set() {
+		return nil, flagErr("the --announce-keepalived-* flags are flags of --announce=keepalived")
+	}
 	cfg, err := a.bgp.config(log)
 	if err != nil {
 		return nil, err
