@@ -33,13 +33,13 @@ const (
 // announceFlags are the flags of the address announcer (docs/addresses.md,
 // "Putting the addresses on the wire").
 type announceFlags struct {
-	mode     string
-	iface    string
-	peers    []string
-	keyFile  string
-	name     string
-	listen   string
-	interval time.Duration
+	mode       string
+	iface      string
+	peers      []string
+	keyFile    string
+	name       string
+	listen     string
+	interval   time.Duration
 	bgp        bgpFlags
 	keepalived keepalivedFlags
 	// onMove is told who announces an address changed (not a flag: run
