@@ -117,6 +117,8 @@ type lab struct {
 	sock   string
 	spk    map[string]*proc.Process
 	opts   birdOpts
+	// vtysh asks the router's FRR (newFRRLab)
+	vtysh func(cmd string) (string, error)
 }
 
 // birdBin finds BIRD or skips.
@@ -144,24 +146,7 @@ type birdOpts struct {
 func newLab(t testing.TB, n int, o birdOpts) *lab {
 	t.Helper()
 	bird, _ := birdBin(t)
-	names := []string{"router"}
-	for i := 1; i <= n; i++ {
-		names = append(names, fmt.Sprintf("lb%d", i))
-	}
-	seg := netlab.NewSegment(t, names...)
-	l := &lab{t: t, dir: t.TempDir(), seg: seg, router: seg.Hosts[0], lbs: seg.Hosts[1:], spk: map[string]*proc.Process{}, opts: o}
-	// new connections from the router spread over equal paths by port
-	seg.Sysctl(l.router, "net.ipv4.fib_multipath_hash_policy", "1")
-	seg.Sysctl(l.router, "net.ipv6.fib_multipath_hash_policy", "1")
-	for _, h := range l.lbs {
-		for _, a := range []netip.Addr{vip4, vip4b, vip6} {
-			pfx := netip.PrefixFrom(a, a.BitLen()).String()
-			if out, err := exec.Command("ip", "-n", h.NS, "addr", "add", pfx, "dev", "lo").CombinedOutput(); err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
-		}
-		netlab.ServeName(t, h, servePort)
-	}
+	l := newHostsLab(t, n, o)
 	l.sock = filepath.Join(l.dir, "bird.ctl")
 	conf := filepath.Join(l.dir, "bird.conf")
 	if err := os.WriteFile(conf, []byte(l.birdConfig(o)), 0o600); err != nil {
@@ -181,6 +166,31 @@ func newLab(t testing.TB, n int, o birdOpts) *lab {
 	})
 	if err := proc.WaitFor(10*time.Second, 50*time.Millisecond, p, func() error { _, err := l.birdc("show", "status"); return err }); err != nil {
 		t.Fatal(err)
+	}
+	return l
+}
+
+// newHostsLab builds the segment: the router first (no routing daemon
+// yet), then n hosts, each serving the addresses on its loopback.
+func newHostsLab(t testing.TB, n int, o birdOpts) *lab {
+	t.Helper()
+	names := []string{"router"}
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("lb%d", i))
+	}
+	seg := netlab.NewSegment(t, names...)
+	l := &lab{t: t, dir: t.TempDir(), seg: seg, router: seg.Hosts[0], lbs: seg.Hosts[1:], spk: map[string]*proc.Process{}, opts: o}
+	// new connections from the router spread over equal paths by port
+	seg.Sysctl(l.router, "net.ipv4.fib_multipath_hash_policy", "1")
+	seg.Sysctl(l.router, "net.ipv6.fib_multipath_hash_policy", "1")
+	for _, h := range l.lbs {
+		for _, a := range []netip.Addr{vip4, vip4b, vip6} {
+			pfx := netip.PrefixFrom(a, a.BitLen()).String()
+			if out, err := exec.Command("ip", "-n", h.NS, "addr", "add", pfx, "dev", "lo").CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+		}
+		netlab.ServeName(t, h, servePort)
 	}
 	return l
 }
