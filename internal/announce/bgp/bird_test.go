@@ -152,3 +152,18 @@ func (l *lab) bfdUpNow() error {
 	}
 	return nil
 }
+
+// freeze freezes h (undone when the test ends) and waits, up to bound,
+// until the router's only path for a goes via rest; it returns the
+// time that took.
+func (l *lab) freeze(h *netlab.Host, a netip.Addr, bound time.Duration, rest ...*netlab.Host) (time.Duration, error) {
+	start := time.Now()
+	if err := l.seg.Freeze(h, true); err != nil {
+		return 0, err
+	}
+	l.t.Cleanup(func() { _ = l.seg.Freeze(h, false) })
+	if err := l.waitRoutes(a, bound, rest...); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}

@@ -74,15 +74,11 @@ func TestRouterIPv6(t *testing.T) {
 			if err := l.bfdUp(10 * time.Second); err != nil {
 				t.Fatal(err)
 			}
-			start := time.Now()
-			if err := l.seg.Freeze(lb1, true); err != nil {
+			took, err := l.freeze(lb1, vip6, time.Second, lb2)
+			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _ = l.seg.Freeze(lb1, false) })
-			if err := l.waitRoutes(vip6, time.Second, lb2); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("the frozen host's IPv6 path gone after %s", time.Since(start).Round(time.Millisecond))
+			t.Logf("the frozen host's IPv6 path gone after %s", took.Round(time.Millisecond))
 			if name, err := l.ask(vip6, time.Second); err != nil || name != lb2.Name {
 				t.Fatalf("answered by %q (%v), want lb2", name, err)
 			}

@@ -1,7 +1,6 @@
 package keepalived
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/netip"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,12 +22,6 @@ import (
 // file, no reload) moves its address to the other host; the announcer
 // stopping marks its host unhealthy.
 func TestAnnouncerWithKeepalived(t *testing.T) {
-	bin, err := exec.LookPath("keepalived")
-	if err != nil {
-		if bin = "/usr/sbin/keepalived"; !exists(bin) {
-			t.Skip("no keepalived (apt-get install keepalived; make deps)")
-		}
-	}
 	seg := netlab.NewSegment(t, "lb1", "lb2")
 	dir := t.TempDir()
 	want := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
@@ -57,27 +49,7 @@ func TestAnnouncerWithKeepalived(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		var log bytes.Buffer
-		cmd := exec.Command("ip", "netns", "exec", h.NS, bin, "-n", "-l", "-P", "-f", o.ConfigPath,
-			"-p", o.PidFile, "-r", filepath.Join(dir, h.Name+".vrrp.pid"), "-c", filepath.Join(dir, h.Name+".check.pid"))
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			ended := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(ended) }()
-			select {
-			case <-ended:
-			case <-time.After(5 * time.Second):
-				_ = cmd.Process.Kill()
-				<-ended
-			}
-			if t.Failed() {
-				t.Logf("keepalived on %s:\n%s", h.Name, log.String())
-			}
-		})
+		netlab.Keepalived(t, h, o.ConfigPath, dir)
 	}
 	holders := func(a netip.Addr) []string {
 		var out []string

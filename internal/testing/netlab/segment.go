@@ -1,11 +1,15 @@
 package netlab
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
@@ -112,4 +116,42 @@ func ifname(n string) []byte {
 	b := make([]byte, unix.IFNAMSIZ)
 	copy(b, n)
 	return b
+}
+
+// Keepalived runs the real keepalived (Debian's; make deps) on h with
+// the configuration file conf, its pid files in dir named after h, until
+// the test ends, and returns its main pid file (a SIGHUP there reloads
+// it); it skips the test when keepalived is not installed.
+func Keepalived(t testing.TB, h *Host, conf, dir string) (pidFile string) {
+	t.Helper()
+	bin, err := exec.LookPath("keepalived")
+	if err != nil {
+		bin = "/usr/sbin/keepalived"
+		if _, err := os.Stat(bin); err != nil {
+			t.Skip("no keepalived (apt-get install keepalived; make deps)")
+		}
+	}
+	pidFile = filepath.Join(dir, h.Name+".pid")
+	var log bytes.Buffer
+	cmd := exec.Command("ip", "netns", "exec", h.NS, bin, "-n", "-l", "-G", "-P", "-f", conf,
+		"-p", pidFile, "-r", filepath.Join(dir, h.Name+".vrrp.pid"), "-c", filepath.Join(dir, h.Name+".check.pid"))
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("keepalived on %s:\n%s", h.Name, log.String())
+		}
+	})
+	return pidFile
 }
