@@ -24,7 +24,7 @@ type wants struct {
 	all []announce.Want
 }
 
-func (w *wants) Set(x announce.Want)          { w.mu.Lock(); w.all = append(w.all, x); w.mu.Unlock() }
+func (w *wants) Set(x announce.Want)           { w.mu.Lock(); w.all = append(w.all, x); w.mu.Unlock() }
 func (w *wants) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 func (w *wants) last() (announce.Want, int) {
 	w.mu.Lock()

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,16 +49,7 @@ func TestAnnouncerWithKeepalived(t *testing.T) {
 		}
 		netlab.Keepalived(t, h, o.ConfigPath, dir)
 	}
-	holders := func(a netip.Addr) []string {
-		var out []string
-		for _, h := range seg.Hosts {
-			b, err := exec.Command("ip", "-n", h.NS, "-br", "addr", "show", "dev", "eth0").CombinedOutput()
-			if err == nil && strings.Contains(string(b), " "+a.String()+"/") {
-				out = append(out, h.Name)
-			}
-		}
-		return out
-	}
+	holders := func(a netip.Addr) []string { return netlab.OnEth0(seg.Hosts, a) }
 	one := func(a netip.Addr, not string) string {
 		t.Helper()
 		var owner string

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
@@ -88,16 +86,7 @@ func newKeepalived(t testing.TB, k keepalived) *group {
 		}
 		netlab.Keepalived(t, h, conf, dir)
 	}
-	g.holders = func(vip netip.Addr) []string {
-		var out []string
-		for _, h := range g.lbs {
-			b, err := exec.Command("ip", "-n", h.NS, "-br", "addr", "show", "dev", "eth0").CombinedOutput()
-			if err == nil && strings.Contains(string(b), " "+vip.String()+"/") {
-				out = append(out, h.Name)
-			}
-		}
-		return out
-	}
+	g.holders = func(vip netip.Addr) []string { return netlab.OnEth0(g.lbs, vip) }
 	g.healthy = func(h *netlab.Host, ok bool) error {
 		f := filepath.Join(dir, h.Name+".healthy")
 		if ok {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -154,4 +155,18 @@ func Keepalived(t testing.TB, h *Host, conf, dir string) (pidFile string) {
 		}
 	})
 	return pidFile
+}
+
+// OnEth0 are the names of the hosts that have a on their eth0 (the
+// owners of a virtual address, as keepalived or the layer 2 announcer
+// put it there).
+func OnEth0(hosts []*Host, a netip.Addr) []string {
+	var out []string
+	for _, h := range hosts {
+		b, err := exec.Command("ip", "-n", h.NS, "-br", "addr", "show", "dev", "eth0").CombinedOutput()
+		if err == nil && strings.Contains(string(b), " "+a.String()+"/") {
+			out = append(out, h.Name)
+		}
+	}
+	return out
 }
