@@ -81,9 +81,9 @@ deps-haproxy:
 
 # What the tests need besides HAProxy: promtool (checks the alert rules),
 # nft (the UDP tests), containerd, runc and the CNI plugins (the real-node
-# tier), keepalived and BIRD 2 (the announcers' tests; the tests start
-# their own daemons in network namespaces, so Debian's bird.service is
-# left stopped and disabled where systemd runs).
+# tier), keepalived, BIRD 2 and FRR (the announcers' tests; the tests start
+# their own daemons in network namespaces, so Debian's bird.service and
+# frr.service are left stopped and disabled where systemd runs).
 deps-test:
 	@hack/promtool.sh
 	@if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then \
@@ -109,6 +109,16 @@ deps-test:
 		$$sudo apt-get update; \
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y bird2; \
 		if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now bird.service || true; fi; \
+	fi
+	@# FRR: the second router the BGP announcer's tests peer with (zebra and bgpd
+	@# started by the tests in a namespace; Debian's frr.service left stopped).
+	@if [ -x /usr/lib/frr/bgpd ] && [ -x /usr/lib/frr/zebra ]; then \
+		echo "frr: /usr/lib/frr"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y frr; \
+		if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now frr.service || true; fi; \
 	fi
 	@# The real-node tier (internal/testing/nodes): containerd, runc, the CNI plugins.
 	@if command -v containerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && [ -x /usr/lib/cni/bridge ]; then \
