@@ -96,8 +96,9 @@ func mapEntries(lines []string) (map[string]string, bool) {
 // diffMap is the edit from held (the running entries) to the file's
 // lines: keys new to held added, keys whose value changed set, keys gone
 // deleted. The adds and sets keep the file's order, the deletes are
-// sorted: the same edit for the same maps. A file whose keys repeat is
-// replaced whole.
+// sorted: the same edit for the same maps. A file whose keys repeat, or
+// whose difference takes as many commands as the file, is replaced
+// whole.
 func diffMap(path string, held map[string]string, lines []string) mapEdit {
 	want, ok := mapEntries(lines)
 	e := mapEdit{path: path, want: want}
@@ -121,6 +122,11 @@ func diffMap(path string, held map[string]string, lines []string) mapEdit {
 		}
 	}
 	slices.Sort(e.del)
+	if e.count() >= len(lines)+2 {
+		// No cheaper than a whole replace, which is one atomic step (a
+		// route map's few ranges, a map emptied): replace it whole.
+		return mapEdit{path: path, want: want, whole: true, lines: lines}
+	}
 	return e
 }
 
