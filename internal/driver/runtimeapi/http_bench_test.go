@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 // side by side in one run, with the p50 and p99 of a change: the whole
 // pass, and until HAProxy answered (served: the pass less the files'
 // write, which follows; the whole way's maps are written first, but
-// read by no one until a reload).
+// read by no one until a reload), and the CPU the process spent in a
+// pass (p50: the machine's load aside).
 // go test ./internal/driver/runtimeapi -run '^$' -bench BenchmarkHTTPRouteChange -benchtime 20x
 func BenchmarkHTTPRouteChange(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
@@ -43,13 +45,15 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 				}
 				reloads := l.reloads(ctx, b)
 				gen, ops := 0, 0
-				var took, served []time.Duration
+				var took, served, cpu []time.Duration
 				for b.Loop() {
 					gen++
 					// Route 0's Exact path, every other change its split too.
-					t := time.Now()
-					res, err := d.Apply(ctx, cfgOf(routeTable(n, "/app"+strconv.Itoa(gen), int32(90-gen%2*80))))
+					cfg := cfgOf(routeTable(n, "/app"+strconv.Itoa(gen), int32(90-gen%2*80)))
+					t, c := time.Now(), cpuTime()
+					res, err := d.Apply(ctx, cfg)
 					took = append(took, time.Since(t))
+					cpu = append(cpu, cpuTime()-c)
 					served = append(served, took[len(took)-1]-res.Write)
 					if err != nil {
 						b.Fatal(err)
@@ -61,6 +65,7 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 				}
 				slices.Sort(took)
 				slices.Sort(served)
+				slices.Sort(cpu)
 				ms := func(d []time.Duration, q float64) float64 {
 					return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
 				}
@@ -69,10 +74,20 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 				b.ReportMetric(ms(took, 0.99), "p99-ms")
 				b.ReportMetric(ms(served, 0.5), "served-p50-ms")
 				b.ReportMetric(ms(served, 0.99), "served-p99-ms")
+				b.ReportMetric(ms(cpu, 0.5), "cpu-p50-ms")
 				if rl := l.reloads(ctx, b) - reloads; rl != 0 {
 					b.Fatalf("%d reloads", rl)
 				}
 			})
 		}
 	}
+}
+
+// cpuTime is the CPU time this process has used (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
