@@ -2,6 +2,7 @@ package runtimeapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -122,6 +123,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			d.held.hold(d.pid, f, e.want)
 		}
 	}
+	var sendErr error
 	if len(edits) > 0 {
 		t := time.Now()
 		n, err := d.sendMapEdits(ctx, edits)
@@ -130,16 +132,22 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			d.held.forget()
 			d.known = false
 			res.OpsFailed += n
-			return nil, err
-		}
-		res.Ops += n
-		for _, e := range edits {
-			d.held.hold(d.pid, patternFile{path: e.path, body: e.body}, e.want)
+			sendErr = err
+		} else {
+			res.Ops += n
+			for _, e := range edits {
+				d.held.hold(d.pid, patternFile{path: e.path, body: e.body}, e.want)
+			}
 		}
 	}
+	// Written even when the worker failed them: a HAProxy that starts
+	// reads the wanted maps, and the running one gets them whole next time.
 	t := time.Now()
 	_, err := s.write(d.opts.Render.ACLDir, want)
 	res.Write += time.Since(t)
+	if sendErr != nil {
+		return nil, errors.Join(sendErr, err)
+	}
 	return edits, err
 }
 

@@ -177,3 +177,56 @@ func TestRouteChangeByDifference(t *testing.T) {
 		t.Errorf("%d reloads for route changes, want 0", got-reloads)
 	}
 }
+
+// TestMapPushFailureReplacesWhole: an entry changed behind the driver's
+// back makes its next command fail; the pass reports it, the files on
+// disk are the wanted ones, and the next pass replaces the maps whole (the
+// worker's entries unknown), after which HAProxy holds the files again
+// and a change is a few commands.
+func TestMapPushFailureReplacesWhole(t *testing.T) {
+	const n = 50
+	l := startMapLab(t)
+	d := l.d
+	ctx := context.Background()
+	port := uint16(haproxytest.FreePort(t))
+	cfgOf := func(h *model.HTTP) model.Config {
+		srv := []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 1}}
+		return model.Config{
+			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
+			Backends: []*model.Backend{{Name: "gwh_a", Balance: "roundrobin", HTTP: true, Servers: srv},
+				{Name: "gwh_b", Balance: "roundrobin", HTTP: true, Servers: srv}},
+		}
+	}
+	if _, err := d.Apply(ctx, cfgOf(routeTable(n, "/app", 100))); err != nil {
+		t.Fatal(err)
+	}
+	hosts := render.HTTPMapFile(d.opts.Render.ACLDir, "gw_apps_gw_80", render.HTTPHosts)
+	if _, err := d.rt.ExecChecked(ctx, []string{"del map " + hosts + " r0.example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Apply(ctx, cfgOf(routeTable(n, "/moved", 100))); err == nil {
+		t.Fatal("a set of an entry deleted behind the driver's back: no error")
+	}
+	wanted := ""
+	for _, e := range render.HTTPMaps(routeTable(n, "/moved", 100))[render.HTTPHosts] {
+		if e.Key == "r0.example.com" {
+			wanted = e.Value
+		}
+	}
+	if onDisk, running := fileMap(t, hosts)["r0.example.com"], showMap(ctx, t, d, hosts)["r0.example.com"]; onDisk != wanted || running != "" {
+		t.Fatalf("after the failed pass: file %q, HAProxy %q; want %q on disk, none in HAProxy", onDisk, running, wanted)
+	}
+	res, err := d.Apply(ctx, cfgOf(routeTable(n, "/moved", 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops < n {
+		t.Errorf("after a failure: %d commands, want the maps replaced whole (more than %d)", res.Ops, n)
+	}
+	if got, want := showMap(ctx, t, d, hosts), fileMap(t, hosts); !maps.Equal(got, want) {
+		t.Errorf("after the whole replace HAProxy's hosts map (%d) is not its file (%d)", len(got), len(want))
+	}
+	if res, err = d.Apply(ctx, cfgOf(routeTable(n, "/app", 100))); err != nil || res.Ops == 0 || res.Ops > 8 {
+		t.Errorf("then a change: %d commands, %v; want 1..8", res.Ops, err)
+	}
+}
