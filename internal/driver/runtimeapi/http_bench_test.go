@@ -31,14 +31,8 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 				d := l.d
 				d.opts.wholeMaps = way == "whole"
 				port := uint16(haproxytest.FreePort(b))
-				cfgOf := func(h *model.HTTP) model.Config {
-					srv := []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 1}}
-					return model.Config{
-						Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
-						Backends: []*model.Backend{{Name: "gwh_a", Balance: "roundrobin", HTTP: true, Servers: srv},
-							{Name: "gwh_b", Balance: "roundrobin", HTTP: true, Servers: srv}},
-					}
-				}
+				none := netip.MustParseAddrPort("127.0.0.1:1")
+				cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, none) }
 				ctx := context.Background()
 				if _, err := d.Apply(ctx, cfgOf(routeTable(n, "/app", 90))); err != nil {
 					b.Fatal(err)

@@ -40,6 +40,18 @@ func routeTable(n int, path0 string, w0 int32) *model.HTTP {
 	return h
 }
 
+// httpConfig is one HTTP frontend on 127.0.0.1:port serving table h
+// from backends gwh_a (server a) and gwh_b (server b).
+func httpConfig(port uint16, h *model.HTTP, a, b netip.AddrPort) model.Config {
+	be := func(name string, s netip.AddrPort) *model.Backend {
+		return &model.Backend{Name: name, Balance: "roundrobin", HTTP: true, Servers: []model.Server{{Addr: s.Addr(), Port: s.Port()}}}
+	}
+	return model.Config{
+		Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
+		Backends:  []*model.Backend{be("gwh_a", a), be("gwh_b", b)},
+	}
+}
+
 // showMap is what the running worker holds of the map at path (`show
 // map`), by key.
 func showMap(ctx context.Context, t *testing.T, d *HAProxy, path string) map[string]string {
@@ -94,15 +106,7 @@ func TestRouteChangeByDifference(t *testing.T) {
 	a, b := httpBackend(t, "A"), httpBackend(t, "B")
 	port := uint16(haproxytest.FreePort(t))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cfgOf := func(h *model.HTTP) model.Config {
-		be := func(name string, s netip.AddrPort) *model.Backend {
-			return &model.Backend{Name: name, Balance: "roundrobin", HTTP: true, Servers: []model.Server{{Addr: s.Addr(), Port: s.Port()}}}
-		}
-		return model.Config{
-			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
-			Backends:  []*model.Backend{be("gwh_a", a), be("gwh_b", b)},
-		}
-	}
+	cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, a, b) }
 	if _, err := d.Apply(ctx, cfgOf(routeTable(n, "/app", 100))); err != nil {
 		t.Fatal(err)
 	}
@@ -189,14 +193,8 @@ func TestMapPushFailureReplacesWhole(t *testing.T) {
 	d := l.d
 	ctx := context.Background()
 	port := uint16(haproxytest.FreePort(t))
-	cfgOf := func(h *model.HTTP) model.Config {
-		srv := []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 1}}
-		return model.Config{
-			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
-			Backends: []*model.Backend{{Name: "gwh_a", Balance: "roundrobin", HTTP: true, Servers: srv},
-				{Name: "gwh_b", Balance: "roundrobin", HTTP: true, Servers: srv}},
-		}
-	}
+	none := netip.MustParseAddrPort("127.0.0.1:1")
+	cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, none) }
 	if _, err := d.Apply(ctx, cfgOf(routeTable(n, "/app", 100))); err != nil {
 		t.Fatal(err)
 	}
