@@ -56,11 +56,22 @@ func httpConfig(port uint16, h *model.HTTP, a, b netip.AddrPort) model.Config {
 // map`), by key.
 func showMap(ctx context.Context, t *testing.T, d *HAProxy, path string) map[string]string {
 	t.Helper()
+	out := map[string]string{}
+	for k, e := range showEntries(ctx, t, d, path) {
+		out[k] = e[1]
+	}
+	return out
+}
+
+// showEntries is showMap with each entry's reference (its address in
+// HAProxy, which an entry keeps until it is deleted): key to {ref, value}.
+func showEntries(ctx context.Context, t *testing.T, d *HAProxy, path string) map[string][2]string {
+	t.Helper()
 	ans, err := d.rt.ExecChecked(ctx, []string{"show map " + path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
+	out := map[string][2]string{}
 	for _, l := range strings.Split(ans[0], "\n") {
 		f := strings.Fields(l) // "0x... key value"
 		if len(f) != 3 {
@@ -69,7 +80,7 @@ func showMap(ctx context.Context, t *testing.T, d *HAProxy, path string) map[str
 		if _, dup := out[f[1]]; dup {
 			t.Errorf("%s holds %s twice", path, f[1])
 		}
-		out[f[1]] = f[2]
+		out[f[1]] = [2]string{f[0], f[2]}
 	}
 	return out
 }
@@ -111,6 +122,20 @@ func TestRouteChangeByDifference(t *testing.T) {
 		t.Fatal(err)
 	}
 	reloads := l.reloads(ctx, t)
+	// running is every entry HAProxy holds, "kind key" to {ref, value}.
+	running := func() map[string][2]string {
+		out := map[string][2]string{}
+		for _, kind := range render.HTTPMapKinds {
+			if kind == render.HTTPHeaders {
+				continue // routeTable changes no header: no rule reads it, HAProxy has no such map
+			}
+			p := render.HTTPMapFile(d.opts.Render.ACLDir, "gw_apps_gw_80", kind)
+			for k, e := range showEntries(ctx, t, d, p) {
+				out[kind+" "+k] = e
+			}
+		}
+		return out
+	}
 	held := func(step string) {
 		t.Helper()
 		for _, kind := range render.HTTPMapKinds {
@@ -147,12 +172,29 @@ func TestRouteChangeByDifference(t *testing.T) {
 		{"weights", "/moved", 0, 8, []req{{"r0.example.com", "/moved", "B"}, {"r7.example.com", "/x", "B"}}},
 		{"back", "/app", 100, 8, []req{{"r0.example.com", "/app", "A"}, {"r0.example.com", "/moved", "B"}}},
 	} {
+		before := running()
 		res, err := d.Apply(ctx, cfgOf(routeTable(n, step.path0, step.w0)))
 		if err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
 		if res.Ops == 0 || res.Ops > step.maxOps {
 			t.Errorf("%s: %d Runtime API commands, want 1..%d (a whole map is %d and more)", step.name, res.Ops, step.maxOps, n)
+		}
+		// Only the changed entries were touched: every other entry is the
+		// very one HAProxy held (same reference, same value).
+		after, touched := running(), 0
+		for k, e := range after {
+			if before[k] != e {
+				touched++
+			}
+		}
+		for k := range before {
+			if _, ok := after[k]; !ok {
+				touched++
+			}
+		}
+		if touched == 0 || touched > step.maxOps {
+			t.Errorf("%s: %d of %d entries added, changed or deleted in HAProxy, want 1..%d", step.name, touched, len(after), step.maxOps)
 		}
 		held(step.name)
 		check(step.name, step.checked...)
