@@ -51,9 +51,10 @@ type Options struct {
 	// opsWindow, when set (by tests), replaces the package's opsWindow,
 	// so that a small batch can be preempted.
 	opsWindow int
-	// wholeMaps, when set (by benchmarks), replaces every changed map
-	// whole, as before maps were changed by difference (mapsync.go).
-	wholeMaps bool
+
+	// WholeMaps replaces every changed map whole, as before maps were
+	// changed by difference (mapsync.go): the baseline of benchmarks.
+	WholeMaps bool
 
 	// Pool sizes the pool of ready backends (pool.go); zero: none, every
 	// backend is rendered under its own name. PoolFile is where the pool

@@ -29,7 +29,7 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
 				l := startMapLab(b)
 				d := l.d
-				d.opts.wholeMaps = way == "whole"
+				d.opts.WholeMaps = way == "whole"
 				port := uint16(haproxytest.FreePort(b))
 				none := netip.MustParseAddrPort("127.0.0.1:1")
 				cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, none) }

@@ -111,7 +111,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			continue
 		}
 		var e mapEdit
-		if known && !d.opts.wholeMaps {
+		if known && !d.opts.WholeMaps {
 			e = diffMap(f.path, held.entries, f.lines)
 		} else {
 			e = diffMap(f.path, nil, f.lines)
