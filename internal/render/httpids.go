@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // The ids of an HTTP table's maps are named by their content: an action's
@@ -18,6 +19,12 @@ import (
 // hosts, groups or actions with the same content share one id and one
 // set of entries.
 
+// idHole stands for the id in the entries given to place, keys and
+// values alike (an entry may name its own id: a backend's value naming
+// its action's header changes); no map text holds it (model's
+// validators refuse control characters).
+const idHole = "\x00"
+
 // idLen is how many hex digits of the content's SHA-256 an id has (48
 // bits; a collision is told apart, place).
 const idLen = 12
@@ -26,9 +33,9 @@ const idLen = 12
 // the content each stands for.
 type contentIDs map[string][sha256.Size]byte
 
-// place returns the id (tag and digits) of rel, entries by kind whose
-// keys lack the id, and adds them to out under that id the first time
-// it is given. Two contents whose digits agree get distinct ids (the
+// place returns the id (tag and digits) of rel, entries by kind with
+// idHole where the id goes, and adds them to out with the id in place
+// the first time it is given. Two contents whose digits agree get distinct ids (the
 // later one's digits are of its content and a count).
 func (ids contentIDs) place(out map[string][]HTTPMapEntry, tag string, rel map[string][]HTTPMapEntry) string {
 	kinds := make([]string, 0, len(rel))
@@ -59,7 +66,7 @@ func (ids contentIDs) place(out map[string][]HTTPMapEntry, tag string, rel map[s
 	ids[id] = sum
 	for _, k := range kinds {
 		for _, e := range rel[k] {
-			out[k] = append(out[k], HTTPMapEntry{id + e.Key, e.Value})
+			out[k] = append(out[k], HTTPMapEntry{strings.ReplaceAll(e.Key, idHole, id), strings.ReplaceAll(e.Value, idHole, id)})
 		}
 	}
 	return id

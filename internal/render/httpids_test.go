@@ -96,17 +96,23 @@ func TestHTTPMapIDsByContent(t *testing.T) {
 }
 
 // TestContentIDCollision: two contents whose digits agree get distinct
-// ids, each with its entries.
+// ids, each with its entries, the id put wherever they name it.
 func TestContentIDCollision(t *testing.T) {
 	ids := contentIDs{}
 	out := map[string][]HTTPMapEntry{}
-	a := ids.place(out, "a", map[string][]HTTPMapEntry{HTTPBackends: {{":1", "x"}}})
+	a := ids.place(out, "a", map[string][]HTTPMapEntry{HTTPBackends: {{idHole + ":1", "x|" + idHole + ".b0"}}})
 	// The same id, taken by another content: as a collision would.
 	for id := range ids {
 		ids[id] = [32]byte{1}
 	}
-	b := ids.place(out, "a", map[string][]HTTPMapEntry{HTTPBackends: {{":1", "x"}}})
+	b := ids.place(out, "a", map[string][]HTTPMapEntry{HTTPBackends: {{idHole + ":1", "x|" + idHole + ".b0"}}})
 	if a == b || len(b) != len(a) || len(out[HTTPBackends]) != 2 {
-		t.Errorf("ids %q and %q, entries %v", a, b, out[HTTPBackends])
+		t.Fatalf("ids %q and %q, entries %v", a, b, out[HTTPBackends])
+	}
+	// The id in keys and values alike.
+	for i, id := range []string{a, b} {
+		if e := out[HTTPBackends][i]; e.Key != id+":1" || e.Value != "x|"+id+".b0" {
+			t.Errorf("entry %v, want the id %s in its key and value", e, id)
+		}
 	}
 }

@@ -40,29 +40,29 @@ func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
 	aids := make([]string, len(h.Actions))
 	for ai, a := range h.Actions {
 		rel := map[string][]HTTPMapEntry{}
-		actionEntries(rel, "", a)
+		actionEntries(rel, idHole, a)
 		aids[ai] = ids.place(out, "a", rel)
 	}
 	for _, host := range h.Hosts {
 		if host.Name != model.AnyHost && !model.ValidSNI(host.Name) {
 			continue
 		}
-		paths := map[string][]HTTPMapEntry{} // the host's exact and prefix entries, keys less its id
+		paths := map[string][]HTTPMapEntry{} // the host's exact and prefix entries, under idHole
 		rules := validRules(host.Rules, len(h.Actions))
 		group := func(kind, key string, takes func(r model.HTTPRule) bool) {
-			matches := map[string][]HTTPMapEntry{} // the group's match entries, keys less its id
+			matches := map[string][]HTTPMapEntry{} // the group's match entries, under idHole
 			seen := map[string]bool{}
 			for rank, r := range rules {
 				if rank > maxRank || !takes(r.HTTPRule) {
 					continue
 				}
-				k := "|" + sets[strings.Join(r.names, ",")] + "|" + strings.Join(r.values, "|")
+				k := idHole + "|" + sets[strings.Join(r.names, ",")] + "|" + strings.Join(r.values, "|")
 				if !seen[k] {
 					seen[k] = true
 					matches[HTTPMatch] = append(matches[HTTPMatch], HTTPMapEntry{k, fmt.Sprintf("%06d:%s", rank, aids[r.Action])})
 				}
 			}
-			paths[kind] = append(paths[kind], HTTPMapEntry{key, ids.place(out, "p", matches)})
+			paths[kind] = append(paths[kind], HTTPMapEntry{idHole + key, ids.place(out, "p", matches)})
 		}
 		var exact, prefixes []string
 		for _, r := range rules {
