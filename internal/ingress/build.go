@@ -9,6 +9,10 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
+// Declared are the request headers honoured annotations set (upstream-vhost,
+// x-forwarded-prefix), with a value no request sees.
+var Declared = []model.HeaderValue{{Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
+
 // ALPN is what the HTTPS frontend offers, in order.
 var ALPN = []string{"h2", "http/1.1"}
 
@@ -67,7 +71,11 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 	slices.SortFunc(names, hostOrder)
 
 	table := func(port uint16, https bool) *model.HTTP {
-		h := &model.HTTP{Port: port}
+		// Action 0 declares the headers the honoured annotations may set:
+		// no rule uses it, but its names are the table's structure from
+		// the start, so an annotation that sets one changes map data
+		// only, never the configuration.
+		h := &model.HTTP{Port: port, Actions: []model.HTTPAction{{Set: Declared}}}
 		action := func(a model.HTTPAction) int {
 			h.Actions = append(h.Actions, a)
 			return len(h.Actions) - 1

@@ -120,7 +120,7 @@ func dump(r Result) []byte {
 }
 
 func dumpHTTP(b *bytes.Buffer, h *model.HTTP) {
-	fmt.Fprintf(b, "  http port %d\n", h.Port)
+	fmt.Fprintf(b, "  http port %d, action 0 %s\n", h.Port, action(h.Actions[0]))
 	for _, host := range h.Hosts {
 		fmt.Fprintf(b, "  host %s\n", host.Name)
 		for _, r := range host.Rules {
