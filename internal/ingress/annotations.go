@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // Annotations of ingress-nginx (nginx.ingress.kubernetes.io/*) and HAProxy
@@ -73,8 +74,8 @@ func VerdictOf(key string) (Verdict, bool) {
 	return "", false
 }
 
-// settings are an Ingress's honoured annotations, checked.
-type settings struct {
+// parsed are an Ingress's honoured annotations, checked.
+type parsed struct {
 	sslRedirect   *bool // nil: the default (true for a host with TLS)
 	forceSSL      bool
 	wwwRedirect   bool
@@ -93,9 +94,9 @@ type notHonoured struct {
 }
 
 // parseAnnotations reads an Ingress's annotations: the honoured ones
-// checked into settings, the others listed; refused is why the Ingress
+// checked into parsed, the others listed; refused is why the Ingress
 // is refused ("" when it is not): a refused key, or a malformed value.
-func parseAnnotations(a map[string]string) (s settings, other []notHonoured, refused string) {
+func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refused string) {
 	s.canaryWeight, s.canaryTotal = -1, 100
 	keys := make([]string, 0, len(a))
 	for k := range a {
@@ -125,7 +126,7 @@ func parseAnnotations(a map[string]string) (s settings, other []notHonoured, ref
 		case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect", "canary":
 			b, err := strconv.ParseBool(val)
 			if err != nil {
-				bad(k, strconv.Quote(val)+" is not true or false")
+				bad(k, settings.ShowValue(val)+" is not true or false")
 				continue
 			}
 			switch name {
@@ -140,18 +141,18 @@ func parseAnnotations(a map[string]string) (s settings, other []notHonoured, ref
 			}
 		case "backend-protocol":
 			if !strings.EqualFold(val, "HTTP") && !(strings.HasPrefix(k, HAProxyPrefix) && val == "h1") {
-				bad(k, strconv.Quote(val)+" is not served (HTTP only): the backend would be spoken to in plain HTTP/1.1")
+				bad(k, settings.ShowValue(val)+" is not served (HTTP only): the backend would be spoken to in plain HTTP/1.1")
 			}
 		case "upstream-vhost":
 			h := strings.ToLower(val)
 			if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {
-				bad(k, strconv.Quote(val)+" is not a host name")
+				bad(k, settings.ShowValue(val)+" is not a host name")
 				continue
 			}
 			s.set = setHeader(s.set, "host", h)
 		case "x-forwarded-prefix":
 			if !model.ValidHTTPPath(val) {
-				bad(k, strconv.Quote(val)+" is not an absolute path of URL characters")
+				bad(k, settings.ShowValue(val)+" is not an absolute path of URL characters")
 				continue
 			}
 			s.set = setHeader(s.set, "x-forwarded-prefix", val)
@@ -167,7 +168,7 @@ func parseAnnotations(a map[string]string) (s settings, other []notHonoured, ref
 				}
 				n, hv = strings.ToLower(strings.TrimSpace(n)), strings.TrimSpace(hv)
 				if !ok || !model.ValidHeaderName(n) || hv == "" || !model.ValidHeaderValue(hv) {
-					bad(k, "line "+strconv.Quote(line)+" is not a header name and a value without spaces, control characters or one of % # \\ \" ' | ;")
+					bad(k, "line "+settings.ShowValue(line)+" is not a header name and a value without spaces, control characters or one of % # \\ \" ' | ;")
 					break
 				}
 				s.set = setHeader(s.set, n, hv)
@@ -175,7 +176,7 @@ func parseAnnotations(a map[string]string) (s settings, other []notHonoured, ref
 		case "canary-weight", "canary-weight-total":
 			n, err := strconv.Atoi(val)
 			if err != nil || n < 0 || n > 1_000_000 {
-				bad(k, strconv.Quote(val)+" is not a whole number from 0 to 1000000")
+				bad(k, settings.ShowValue(val)+" is not a whole number from 0 to 1000000")
 				continue
 			}
 			if name == "canary-weight" {
@@ -186,13 +187,13 @@ func parseAnnotations(a map[string]string) (s settings, other []notHonoured, ref
 		case "canary-by-header":
 			h := strings.ToLower(val)
 			if !model.ValidHeaderName(h) {
-				bad(k, strconv.Quote(val)+" is not a header name")
+				bad(k, settings.ShowValue(val)+" is not a header name")
 				continue
 			}
 			s.canaryHeader = h
 		case "canary-by-header-value":
 			if val == "" || !model.ValidHeaderValue(val) {
-				bad(k, strconv.Quote(val)+" is empty or has spaces, control characters or one of % # \\ \" ' | ;")
+				bad(k, settings.ShowValue(val)+" is empty or has spaces, control characters or one of % # \\ \" ' | ;")
 				continue
 			}
 			s.canaryHdrWant = val

@@ -8,13 +8,14 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // unit is one Ingress, checked: its paths, default backend and TLS.
 type unit struct {
 	key      Key
 	age      int
-	set      settings
+	set      parsed
 	paths    []path
 	fallback string // spec.defaultBackend's model backend; "" when none
 	tls      []netv1.IngressTLS
@@ -72,7 +73,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		if host == "" {
 			host = model.AnyHost
 		} else if !model.ValidSNI(host) {
-			return nil, at + ".host " + strconv.Quote(r.Host) + " is not a host name"
+			return nil, at + ".host " + settings.ShowValue(r.Host) + " is not a host name"
 		}
 		if r.HTTP == nil {
 			continue
@@ -84,7 +85,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 				value = "/"
 			}
 			if !model.ValidHTTPPath(value) {
-				return nil, pat + ".path " + strconv.Quote(p.Path) + " is not an absolute path of URL characters"
+				return nil, pat + ".path " + settings.ShowValue(p.Path) + " is not an absolute path of URL characters"
 			}
 			typ := model.PathPrefix
 			if p.PathType != nil && *p.PathType == netv1.PathTypeExact {
@@ -99,7 +100,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	for ti, t := range ing.Spec.TLS {
 		for _, h := range t.Hosts {
 			if hl := strings.ToLower(h); !model.ValidSNI(hl) {
-				return nil, "spec.tls[" + strconv.Itoa(ti) + "].hosts: " + strconv.Quote(h) + " is not a host name"
+				return nil, "spec.tls[" + strconv.Itoa(ti) + "].hosts: " + settings.ShowValue(h) + " is not a host name"
 			}
 		}
 	}

@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+)
+
+// TestRenderIngress: render reads Ingresses (their class taken as ours
+// when no IngressClass is given) into the HTTP frontend and its map
+// files, and reports on stderr each annotation it does not honour
+// (rewrite-target) or refuses (server-snippet: that Ingress is not
+// rendered).
+func TestRenderIngress(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := renderCmd([]string{"-f", "testdata/ingress.yaml", "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state", "-o", dir},
+		env(nil), nil, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, renderConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.HAProxyAccepts(t, cfg)
+	cfg = regexp.MustCompile(`hks:[0-9a-f]+`).ReplaceAll(bytes.ReplaceAll(cfg, []byte(dir), []byte("/DIR")), []byte("hks:HASH"))
+	golden.Assert(t, "ingress.cfg", cfg)
+	files, _ := filepath.Glob(filepath.Join(dir, "acl", "*.map"))
+	slices.Sort(files)
+	var maps bytes.Buffer
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.WriteString("# " + filepath.Base(f) + "\n")
+		maps.Write(b)
+	}
+	golden.Assert(t, "ingress-maps.txt", maps.Bytes())
+	for _, want := range []string{
+		"warning: Ingress shop/shop: UnsupportedAnnotation: annotation nginx.ingress.kubernetes.io/rewrite-target is not supported",
+		"warning: Ingress shop/snippet: Refused: annotation nginx.ingress.kubernetes.io/server-snippet: refused",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if strings.Contains(maps.String(), "evil") {
+		t.Errorf("the refused Ingress's host is in the maps:\n%s", maps.String())
+	}
+}
