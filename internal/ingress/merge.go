@@ -55,13 +55,14 @@ func sameBinds(a, b []model.Bind) bool {
 }
 
 // MergeHTTP is one table serving both: a request is matched against the
-// most specific host of either (as in each), and there tries the
-// HTTPRoutes' rules first (gw's: those of its host and of the less
+// most specific host of either (as in each), and there against the rules
+// of both, the HTTPRoutes' first (gw's: those of its host and of the less
 // specific hostnames that cover it, as the gateway compiler gave them),
 // then the Ingresses' rules of that very host, or, for a host only gw
 // has, of model.AnyHost (the Ingresses' catch-all: rules without a host
-// and spec.defaultBackend). So an HTTPRoute wins every request it
-// matches; an Ingress serves what no HTTPRoute takes.
+// and spec.defaultBackend). The table resolves the most specific path
+// first (render/httpmaps.go), so an HTTPRoute wins the requests it
+// matches on the same path; a more specific Ingress path wins its own.
 func MergeHTTP(gw, ing *model.HTTP) *model.HTTP {
 	out := &model.HTTP{Port: gw.Port, Actions: slices.Clone(gw.Actions)}
 	off := len(out.Actions)
