@@ -44,11 +44,13 @@ var (
 		NginxPrefix + "canary-weight-total",
 		NginxPrefix + "force-ssl-redirect",
 		NginxPrefix + "from-to-www-redirect",
+		NginxPrefix + "server-alias",
 		NginxPrefix + "ssl-redirect",
 		NginxPrefix + "upstream-vhost",
 		NginxPrefix + "x-forwarded-prefix",
 		HAProxyPrefix + "backend-protocol", // h1 only
 		HAProxyPrefix + "headers",
+		HAProxyPrefix + "server-alias",
 		HAProxyPrefix + "ssl-redirect",
 	}
 	refused = []string{
@@ -83,8 +85,9 @@ type parsed struct {
 	canary        bool
 	canaryWeight  int // -1: none
 	canaryTotal   int
-	canaryHeader  string // lower case
-	canaryHdrWant string // "": "always"/"never" semantics
+	canaryHeader  string   // lower case
+	canaryHdrWant string   // "": "always"/"never" semantics
+	aliases       []string // more host names served like the Ingress's hosts
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -172,6 +175,17 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 					break
 				}
 				s.set = setHeader(s.set, n, hv)
+			}
+		case "server-alias":
+			for _, h := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' }) {
+				h = strings.ToLower(h)
+				if !model.ValidSNI(h) {
+					bad(k, settings.ShowValue(h)+" is not a host name")
+					break
+				}
+				if !slices.Contains(s.aliases, h) {
+					s.aliases = append(s.aliases, h)
+				}
 			}
 		case "canary-weight", "canary-weight-total":
 			n, err := strconv.Atoi(val)

@@ -57,6 +57,8 @@ func TestParseAnnotations(t *testing.T) {
 		{HAProxyPrefix + "config-defaults", "anything", true},
 		{NginxPrefix + "stream-snippet", "", true},
 		{NginxPrefix + "rewrite-target", "/$1", false}, // unsupported: served without it
+		{NginxPrefix + "server-alias", "a.example.com, b.example.com", false},
+		{NginxPrefix + "server-alias", "a.example.com,b example.com;x", true},
 		{"example.com/other", "x", false},
 	} {
 		_, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})

@@ -31,10 +31,22 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 	}
 	units = applyCanaries(units)
 	tlsHosts, t := certificates(units, w, opts)
+	// server-alias: ignored for a host an Ingress's rules name.
+	named := map[string]bool{}
+	for _, u := range units {
+		for _, p := range u.paths {
+			if !p.alias {
+				named[p.host] = true
+			}
+		}
+	}
 	hosts := map[string][]rulePath{}
 	fallback := ""
 	for _, u := range units {
 		for _, p := range u.paths {
+			if p.alias && named[p.host] {
+				continue
+			}
 			hosts[p.host] = append(hosts[p.host], rulePath{p, u})
 		}
 		if fallback == "" && u.fallback != "" {

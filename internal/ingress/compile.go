@@ -30,6 +30,7 @@ type path struct {
 	idx     int                 // its place in the Ingress
 	headers []model.HeaderMatch // canary by header
 	weights []model.WeightedBackend
+	alias   bool // a server-alias's copy of a host's path
 }
 
 // compileOne checks an Ingress: refused is why it cannot be served at
@@ -92,6 +93,14 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 				typ = model.PathExact
 			}
 			u.paths = append(u.paths, path{host: host, typ: typ, value: value, idx: len(u.paths), backend: resolve(&p.Backend, pat+".backend")})
+		}
+	}
+	for _, a := range s.aliases {
+		for _, p := range u.paths {
+			if p.host != model.AnyHost && !p.alias && p.host != a {
+				p.host, p.alias = a, true
+				u.paths = append(u.paths, p)
+			}
 		}
 	}
 	if b := ing.Spec.DefaultBackend; b != nil {
