@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 
@@ -29,18 +28,7 @@ func TestRenderGatewayHTTP(t *testing.T) {
 	// The directory is the test's, and the structure hash names it.
 	cfg = regexp.MustCompile(`hks:[0-9a-f]+`).ReplaceAll(bytes.ReplaceAll(cfg, []byte(dir), []byte("/DIR")), []byte("hks:HASH"))
 	golden.Assert(t, "gateway-http.cfg", cfg)
-	files, _ := filepath.Glob(filepath.Join(dir, "acl", "*.map"))
-	slices.Sort(files)
-	var maps bytes.Buffer
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		maps.WriteString("# " + filepath.Base(f) + "\n")
-		maps.Write(b)
-	}
-	golden.Assert(t, "gateway-http-maps.txt", maps.Bytes())
+	golden.Assert(t, "gateway-http-maps.txt", renderedMaps(t, dir))
 	if want := `warning: HTTPRoute apps/bad parent gw: Accepted=False UnsupportedValue: rules[0].matches[0]: path "/a b" is not an absolute path`; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
 	}
