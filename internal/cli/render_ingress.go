@@ -50,5 +50,7 @@ func renderIngresses(cfg *model.Config, set objects.Set, stderr io.Writer) {
 		}
 		return false
 	})
-	ingress.Merge(cfg, res)
+	for _, c := range ingress.Merge(cfg, res) {
+		fmt.Fprintf(stderr, "warning: Ingresses' %s\n", c)
+	}
 }

@@ -15,12 +15,22 @@ import (
 // certificates beside its own (its default stays). Otherwise the
 // Ingress frontend is added as it is. A backend already in cfg (the
 // reject backend) is not added twice.
-func Merge(cfg *model.Config, r Result) {
+//
+// A frontend of cfg that cannot share (a TCP listener, or binds that
+// overlap without being the same) on an Ingress frontend's port keeps
+// it: the Ingress frontend is left out, and Merge returns why (the
+// Gateways were there first; two binds of one port would fail the
+// reload).
+func Merge(cfg *model.Config, r Result) (conflicts []string) {
 	for _, f := range r.Frontends {
 		i := slices.IndexFunc(cfg.Frontends, func(g model.Frontend) bool {
 			return g.HTTP != nil && (g.TLS == nil) == (f.TLS == nil) && sameBinds(g.Binds, f.Binds)
 		})
 		if i < 0 {
+			if j := slices.IndexFunc(cfg.Frontends, func(g model.Frontend) bool { return overlap(g.Binds, f.Binds) }); j >= 0 {
+				conflicts = append(conflicts, "frontend "+f.Name+" not served: frontend "+cfg.Frontends[j].Name+" binds its port")
+				continue
+			}
 			cfg.Frontends = append(cfg.Frontends, f)
 			continue
 		}
@@ -46,6 +56,17 @@ func Merge(cfg *model.Config, r Result) {
 	slices.SortFunc(cfg.Frontends, func(a, b model.Frontend) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(cfg.Backends, func(a, b *model.Backend) int { return strings.Compare(a.Name, b.Name) })
 	cfg.Changes = nil // the backends array is no longer the one it was derived from
+	return conflicts
+}
+
+// overlap reports whether a bind of a and one of b share a port and an
+// address (an unspecified address is every address).
+func overlap(a, b []model.Bind) bool {
+	return slices.ContainsFunc(a, func(x model.Bind) bool {
+		return slices.ContainsFunc(b, func(y model.Bind) bool {
+			return x.Port == y.Port && (x.Addr == y.Addr || !x.Addr.IsValid() || !y.Addr.IsValid() || x.Addr.IsUnspecified() || y.Addr.IsUnspecified())
+		})
+	})
 }
 
 func sameBinds(a, b []model.Bind) bool {

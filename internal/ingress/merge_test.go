@@ -37,6 +37,12 @@ func TestMerge(t *testing.T) {
 	}
 	golden.Assert(t, "merge-shared.golden", b.Bytes())
 
+	// A TCP listener on the Ingresses' port keeps it.
+	tcp := model.Config{Frontends: []model.Frontend{{Name: "gw_default_gw_80", Binds: []model.Bind{{Port: 80}}, Backend: "x"}}}
+	if c := Merge(&tcp, res); len(c) != 1 || len(tcp.Frontends) != 1 || tcp.Frontends[0].Name != "gw_default_gw_80" {
+		t.Errorf("beside a TCP listener on port 80: conflicts %v, frontends %+v", c, tcp.Frontends)
+	}
+
 	apart := model.Config{Frontends: []model.Frontend{{Name: "gw_default_gw_8080", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 8080}}, HTTP: gwTable}}}
 	Merge(&apart, res)
 	if len(apart.Frontends) != 2 || apart.Frontends[1].Name != HTTPFrontend || !apart.Frontends[1].HTTP.Equal(res.Frontends[0].HTTP) {

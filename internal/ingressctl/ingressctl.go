@@ -94,7 +94,11 @@ func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 	opts := s.opts.Ingress
 	opts.Last = &s.memo
 	res := ingress.Compile(ii, opts)
-	ingress.Merge(cfg, res)
+	for _, c := range ingress.Merge(cfg, res) {
+		s.log.Warn("ingress: " + c)
+		// Not served: status must not say so.
+		clear(res.Served)
+	}
 	s.pending = res
 	s.report(res)
 }
