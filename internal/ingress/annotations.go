@@ -50,6 +50,7 @@ var (
 		NginxPrefix + "x-forwarded-prefix",
 		HAProxyPrefix + "backend-protocol", // h1 only
 		HAProxyPrefix + "headers",
+		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "server-alias",
 		HAProxyPrefix + "ssl-redirect",
 	}
@@ -88,6 +89,7 @@ type parsed struct {
 	canaryHeader  string   // lower case
 	canaryHdrWant string   // "": "always"/"never" semantics
 	aliases       []string // more host names served like the Ingress's hosts
+	redirectFrom  []string // host names redirected to the Ingress's first host
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -176,15 +178,19 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 				}
 				s.set = setHeader(s.set, n, hv)
 			}
-		case "server-alias":
+		case "server-alias", "redirect-from":
+			list := &s.aliases
+			if name == "redirect-from" {
+				list = &s.redirectFrom
+			}
 			for _, h := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' }) {
 				h = strings.ToLower(h)
-				if !model.ValidSNI(h) {
+				if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {
 					bad(k, settings.ShowValue(h)+" is not a host name")
 					break
 				}
-				if !slices.Contains(s.aliases, h) {
-					s.aliases = append(s.aliases, h)
+				if !slices.Contains(*list, h) {
+					*list = append(*list, h)
 				}
 			}
 		case "canary-weight", "canary-weight-total":

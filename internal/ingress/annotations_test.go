@@ -59,6 +59,8 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "rewrite-target", "/$1", false}, // unsupported: served without it
 		{NginxPrefix + "server-alias", "a.example.com, b.example.com", false},
 		{NginxPrefix + "server-alias", "a.example.com,b example.com;x", true},
+		{HAProxyPrefix + "redirect-from", "old.example.com", false},
+		{HAProxyPrefix + "redirect-from", "*.example.com", true},
 		{"example.com/other", "x", false},
 	} {
 		_, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})

@@ -53,23 +53,38 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 			fallback = u.fallback
 		}
 	}
-	// from-to-www-redirect: the other name of a host, unless an Ingress
-	// serves it.
-	www := map[string]string{}
-	for _, u := range units {
-		if !u.set.wwwRedirect {
-			continue
+	// from-to-www-redirect: the other name of a host; HAProxy Ingress's
+	// redirect-from: more names, to the Ingress's first host; unless an
+	// Ingress serves them.
+	www := map[string]model.Redirect{}
+	redirectFrom := func(from, to string, code int) {
+		if _, taken := hosts[from]; !taken && model.ValidSNI(from) {
+			if _, ok := www[from]; !ok {
+				www[from] = model.Redirect{Host: to, Code: code}
+			}
 		}
+	}
+	for _, u := range units {
+		first := ""
 		for _, p := range u.paths {
-			if p.host == model.AnyHost || strings.HasPrefix(p.host, "*.") {
+			if p.host == model.AnyHost || strings.HasPrefix(p.host, "*.") || p.alias {
+				continue
+			}
+			if first == "" {
+				first = p.host
+			}
+			if !u.set.wwwRedirect {
 				continue
 			}
 			other := "www." + p.host
 			if h, ok := strings.CutPrefix(p.host, "www."); ok {
 				other = h
 			}
-			if _, taken := hosts[other]; !taken && model.ValidSNI(other) {
-				www[other] = p.host
+			redirectFrom(other, p.host, 308)
+		}
+		for _, from := range u.set.redirectFrom {
+			if first != "" {
+				redirectFrom(from, first, 302)
 			}
 		}
 	}
@@ -95,7 +110,7 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 		for _, name := range names {
 			host := model.HTTPHost{Name: name}
 			if to, ok := www[name]; ok {
-				rd := &model.Redirect{Host: to, Code: 308}
+				rd := &to
 				if (https && port != 443) || (!https && port != 80) {
 					rd.Port = port
 				}

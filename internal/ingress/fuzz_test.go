@@ -28,9 +28,9 @@ func FuzzParseAnnotations(f *testing.F) {
 				t.Fatalf("header %q=%q from %q", h.Name, h.Value, v)
 			}
 		}
-		for _, a := range s.aliases {
+		for _, a := range append(s.aliases, s.redirectFrom...) {
 			if !model.ValidSNI(a) {
-				t.Fatalf("alias %q from %q", a, v)
+				t.Fatalf("host %q from %q", a, v)
 			}
 		}
 		if (s.canaryHeader != "" && !model.ValidHeaderName(s.canaryHeader)) || (s.canaryHdrWant != "" && !model.ValidHeaderValue(s.canaryHdrWant)) {
