@@ -18,20 +18,8 @@ import (
 // (rewrite-target) or refuses (server-snippet: that Ingress is not
 // rendered).
 func TestRenderIngress(t *testing.T) {
-	dir := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	if err := renderCmd([]string{"-f", "testdata/ingress.yaml", "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state", "-o", dir},
-		env(nil), nil, &stdout, &stderr); err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	cfg, err := os.ReadFile(filepath.Join(dir, renderConfigFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden.HAProxyAccepts(t, cfg)
-	cfg = regexp.MustCompile(`hks:[0-9a-f]+`).ReplaceAll(bytes.ReplaceAll(cfg, []byte(dir), []byte("/DIR")), []byte("hks:HASH"))
+	cfg, maps, stderr := renderToDir(t, "testdata/ingress.yaml")
 	golden.Assert(t, "ingress.cfg", cfg)
-	maps := renderedMaps(t, dir)
 	golden.Assert(t, "ingress-maps.txt", maps)
 	for _, want := range []string{
 		"warning: Ingress shop/shop: UnsupportedAnnotation: annotation nginx.ingress.kubernetes.io/rewrite-target is not supported",
@@ -44,6 +32,29 @@ func TestRenderIngress(t *testing.T) {
 	if bytes.Contains(maps, []byte("evil")) {
 		t.Errorf("the refused Ingress's host is in the maps:\n%s", maps)
 	}
+}
+
+// renderToDir renders file with -o into a directory of the test's,
+// checks that HAProxy accepts the config, and returns it (the directory
+// and the structure hash written as /DIR and HASH), the map files
+// (renderedMaps) and stderr.
+func renderToDir(t *testing.T, file string) (cfg, maps []byte, stderr *bytes.Buffer) {
+	t.Helper()
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	stderr = &bytes.Buffer{}
+	if err := renderCmd([]string{"-f", file, "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state", "-o", dir},
+		env(nil), nil, &stdout, stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, renderConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.HAProxyAccepts(t, cfg)
+	// The directory is the test's, and the structure hash names it.
+	cfg = regexp.MustCompile(`hks:[0-9a-f]+`).ReplaceAll(bytes.ReplaceAll(cfg, []byte(dir), []byte("/DIR")), []byte("hks:HASH"))
+	return cfg, renderedMaps(t, dir), stderr
 }
 
 // renderedMaps are the map files render wrote into dir/acl, each after a
