@@ -99,6 +99,15 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 		return err
 	}
 	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log, RouteVersions: routes})
+	rec, gate := f.publish.recorder(f.ingress.recorder(ctx, client))
+	ing, err := f.ingress.setup(src, cfg, dopts.Binds, float32(f.publish.qps), f.publish.burst, rec, log)
+	if err != nil {
+		return err
+	}
+	var beside gatewayctl.Beside
+	if ing != nil {
+		beside = ing
+	}
 	loop = gatewayctl.New(src, compose(b.drv, udp), gatewayctl.Options{
 		Gateway:      gateway.Options{Addresses: dopts.Binds, UDP: dopts.UDP, Pooled: f.publish.pools},
 		ResyncPeriod: f.resync,
@@ -106,14 +115,23 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 		Publisher:    pub,
 		Instances:    names,
 		Claimer:      claimer,
+		Beside:       beside,
 		Logger:       log,
 	})
 	inst := f.metrics.instance(choice.label)
 	if err := f.metrics.serve(ctx, b.ready(loop.Synced, inst), log); err != nil {
 		return err
 	}
-	_, gate := f.publish.recorder(nil)
-	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, claimer.Run}, loop.Trigger, log); err != nil {
+	runs := []func(context.Context){pub.Run, claimer.Run}
+	if ing != nil {
+		runs = append(runs, ing.Run)
+		if reg := f.metrics.reg; reg != nil {
+			if err := reg.Register(ing.Collector()); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.publish.start(ctx, cfg, gate, runs, loop.Trigger, log); err != nil {
 		return err
 	}
 	b.watch(ctx, loop.Trigger)

@@ -24,6 +24,7 @@ const (
 	groupUDP       = "UDP"
 	groupAnnounce  = "Addresses on the wire (--announce)"
 	groupAPIServer = "apiserver mode"
+	groupIngress   = "Ingresses (--mode=gateway)"
 	groupPublish   = "LoadBalancer status and leader election"
 	groupObs       = "Observability"
 	groupInput     = "Input and output"
@@ -33,7 +34,7 @@ const (
 )
 
 var groupOrder = []string{groupInput, groupMode, groupKube, groupServices, groupDefaults, groupChecks, groupHAProxy,
-	groupStatsPage, groupDataplane, groupUDP, groupAnnounce, groupAPIServer, groupImage, groupLive, groupPublish, groupObs, groupOther}
+	groupStatsPage, groupDataplane, groupUDP, groupAnnounce, groupAPIServer, groupIngress, groupImage, groupLive, groupPublish, groupObs, groupOther}
 
 // A scope says which mode and driver of `run` use a flag; `run` refuses a
 // flag given on its command line outside its scope (an environment

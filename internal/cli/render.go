@@ -119,8 +119,8 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	if err != nil {
 		return err
 	}
-	if set.Gatewayed() {
-		return f.runGateway(e, set, refused, outputGiven) // render_gateway.go
+	if set.Gatewayed() || set.Ingressed() {
+		return f.runGateway(e, set, refused, outputGiven) // render_gateway.go, render_ingress.go
 	}
 	if err := inputMatches(set, opts); err != nil {
 		if rerr := refused.err(); rerr != nil && len(set.Services) == 0 {

@@ -61,6 +61,9 @@ func (f *renderFlags) runGateway(e *cmdEnv, set objects.Set, refused refusals, o
 			warn(k.Kind+" "+settings.ShowName(k.Key.String())+" parent "+settings.ShowName(string(p.ParentRef.Name)), p.Conditions)
 		}
 	}
+	if set.Ingressed() {
+		renderIngresses(&res.Config, set, e.stderr)
+	}
 	http := slices.ContainsFunc(res.Config.Frontends, func(fe model.Frontend) bool { return fe.HTTP != nil })
 	if http && f.dir == "" {
 		return errors.New("render: HTTP listeners read their routes from map files: -o DIR writes them beside haproxy.cfg")

@@ -80,6 +80,9 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	if err := checkScopes(fs, given, f.mode, useDataplane, len(f.instances) > 0); err != nil {
 		return err
 	}
+	if err := f.ingress.check(f.mode, given, len(f.instances) > 0); err != nil {
+		return err
+	}
 	if f.poolPolicy, err = f.pool.policy(); err != nil {
 		return err
 	}

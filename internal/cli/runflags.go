@@ -33,6 +33,7 @@ type runFlags struct {
 	announce             announceFlags
 	pool                 poolFlags
 	api                  *apiserverFlags
+	ingress              ingressFlags
 	// onApplied, when set, is told that an --instance applied a model
 	// (the gateway mode publishes status once all did).
 	onApplied func(instance string, cfg model.Config)
@@ -83,6 +84,7 @@ func (f *runFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 	addGroup(fs, groupUDP, scopeServices, f.udp.register)
 	addGroup(fs, groupAnnounce, scopeServices, f.announce.register)
 	addGroup(fs, groupAPIServer, scopeAPIServer, func(fs *pflag.FlagSet) { f.api = registerAPIServerFlags(fs) })
+	addGroup(fs, groupIngress, scopeAll, f.ingress.register)
 	addGroup(fs, groupPublish, scopeServices, f.publish.register)
 	addGroup(fs, groupObs, scopeAll, func(fs *pflag.FlagSet) {
 		fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")

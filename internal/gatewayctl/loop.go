@@ -37,7 +37,20 @@ type Options struct {
 	// IPAddresses, claims each Gateway's pool addresses before they are
 	// served or published (internal/claims); nil: no claims are made.
 	Claimer *claims.Claimer
-	Logger  *slog.Logger
+	// Beside, when set, serves more than the Gateways on the same model
+	// (the Ingresses, ingressctl): each pass it adds to the model, and
+	// it is told when the model runs. Not with Instances.
+	Beside Beside
+	Logger *slog.Logger
+}
+
+// Beside is a source served beside the Gateways (ingressctl.Server).
+type Beside interface {
+	// Add adds its frontends and backends to cfg, from the pass's
+	// snapshot in and its own objects.
+	Add(cfg *model.Config, in gateway.Input)
+	// Applied says the model of the last Add runs.
+	Applied()
 }
 
 // Loop keeps the drivers in step with the Gateway API objects.
@@ -121,6 +134,9 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		}
 	}
 	out := gateway.Compute(in, gopts)
+	if l.opts.Beside != nil {
+		l.opts.Beside.Add(&out.Config, in)
+	}
 	l.assigned = out.Assigned
 	if l.opts.Claimer != nil {
 		l.opts.Claimer.Want(wants(in.Gateways, out)) // it plans again: claims may have changed
@@ -134,6 +150,9 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		// Only what runs is reported: a route is never Accepted, nor a
 		// listener Programmed, before the driver applied them.
 		l.opts.Publisher.Applied(out)
+		if l.opts.Beside != nil {
+			l.opts.Beside.Applied()
+		}
 	}
 	driver.LogPass(l.log, start, res, err,
 		"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends), "udp", len(out.Config.UDP), "parse", parse)

@@ -67,7 +67,7 @@ func wanted(kind string) bool {
 	case "Service", "Node", "EndpointSlice", pools.Kind:
 		return true
 	}
-	if gatewayKind(kind) {
+	if gatewayKind(kind) || ingressKind(kind) {
 		return true
 	}
 	return strings.HasSuffix(kind, "List")
@@ -317,6 +317,7 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 			l.set.AddressPools = append(l.set.AddressPools, &o)
 		}
 	case group == GatewayGroup && l.gateway(&h, trimmed, ns, version, first, fail):
+	case l.ingress(&h, trimmed, ns, group, version, first, fail):
 	case group == GatewayGroup:
 		fail(&h, ErrKind, errors.New("render reads GatewayClasses, Gateways, HTTPRoutes and ReferenceGrants of the Gateway API only (run --mode=gateway serves the others)"))
 	default:

@@ -19,6 +19,7 @@ type Set struct {
 	Nodes          []*corev1.Node
 	AddressPools   []*pools.AddressPool
 	GatewaySet     // Gateway API objects (gateway.go)
+	IngressSet     // IngressClasses, Ingresses, Secrets (ingress.go)
 
 	// where each object was read ("Kind namespace/name": "source:
 	// document N, item I"), to name both places of a duplicate.
@@ -59,6 +60,7 @@ func (s *Set) Merge(o Set) []error {
 		}
 	}
 	s.mergeGateway(o, keep)
+	s.mergeIngress(o, keep)
 	return errs
 }
 

@@ -40,6 +40,9 @@ type Gateway struct {
 	dyn    dynamic.Interface // with --address-pools (WithPools)
 	// claimsOn: and the address claims (WithClaims)
 	claimsOn bool
+	// ingressOn: and the Ingresses (WithIngress, gatewayingress.go)
+	ingressOn   bool
+	ingressCert gateway.Key
 
 	// The Secrets HTTPS listeners name and those read outside the
 	// informer (gatewaysecrets.go).
@@ -67,6 +70,7 @@ type gatewaySet struct {
 	poolFactory dynamicinformer.DynamicSharedInformerFactory
 	pools       cache.SharedIndexInformer
 	claims      cache.SharedIndexInformer // WithClaims
+	ing         ingressSet                // WithIngress
 	informerGen
 }
 
@@ -132,6 +136,7 @@ func (g *Gateway) build() *gatewaySet {
 	if set.poolFactory != nil {
 		set.starters = append(set.starters, set.poolFactory)
 	}
+	g.buildIngress(set)
 	if g.claimsOn {
 		var cf informers.SharedInformerFactory
 		cf, set.claims = claimsInformer(g.client)

@@ -83,6 +83,7 @@ func toSecret(s *corev1.Secret, keep bool, now time.Time) *gateway.Secret {
 // at the next pass.
 func (g *Gateway) secretsFor(list []*gateway.Secret, gws []*gwv1.Gateway) []*gateway.Secret {
 	want := gateway.CertSecrets(gws)
+	g.ingressSecrets(want)
 	st := &g.secretState
 	st.mu.Lock()
 	st.want = want

@@ -222,6 +222,20 @@ func TestHelmChartModes(t *testing.T) {
 					t.Errorf("AddressPools without services.addressPools: %v", rules)
 				}
 			}},
+		// Ingresses beside the Gateways: the flags, and exactly
+		// deploy/gateway/ingress-rbac.yaml's rules.
+		{"gateway-ingress", []string{"mode=gateway", "ingress.class=haproxy", "ingress.defaultCertificate=ingress/default"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				a := args(container(t, find(t, objs, "DaemonSet", ""), "sync", false))
+				hasAll(t, "sync args", a, "--mode=gateway", "--ingress-class=haproxy", "--ingress-http-port=80", "--ingress-https-port=443",
+					"--ingress-default-certificate=ingress/default")
+				rules := fmt.Sprint(unstructuredRules(t, objs))
+				for _, want := range []string{"ingresses ingressclasses", "ingresses/status", "events"} {
+					if !strings.Contains(rules, want) {
+						t.Errorf("gateway mode with Ingresses lacks %s: %v", want, rules)
+					}
+				}
+			}},
 		// Gateways' own addresses: the flag, and reading the pools only.
 		{"gateway-address-pools", []string{"mode=gateway", "services.addressPools=true"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {

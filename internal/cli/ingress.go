@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingressctl"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+
+	"github.com/spf13/pflag"
+)
+
+// ingressFlags serve Ingresses beside the Gateways (docs/ingress.md):
+// run --mode=gateway --ingress-class=NAME.
+type ingressFlags struct {
+	class       string
+	httpPort    uint16
+	httpsPort   uint16
+	defaultCert string
+}
+
+func (f *ingressFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.class, "ingress-class", "", "with --mode=gateway, also serve the Ingresses of this IngressClass (spec.controller "+ingress.ControllerName+"; or the kubernetes.io/ingress.class annotation) on the HTTP path of the Gateways (docs/ingress.md); off when empty")
+	fs.Uint16Var(&f.httpPort, "ingress-http-port", 80, "the Ingresses' HTTP port (--ingress-class)")
+	fs.Uint16Var(&f.httpsPort, "ingress-https-port", 443, "the Ingresses' HTTPS port, served once a TLS Secret resolves (--ingress-class)")
+	fs.StringVar(&f.defaultCert, "ingress-default-certificate", "", "NAMESPACE/NAME of the kubernetes.io/tls Secret served to clients naming no host of an Ingress's certificate (--ingress-class); default: the first certificate by name")
+}
+
+// check refuses the Ingress flags outside the gateway mode, with
+// --instance, or malformed.
+func (f *ingressFlags) check(mode string, given map[string]bool, instances bool) error {
+	if f.class == "" {
+		for _, n := range []string{"ingress-http-port", "ingress-https-port", "ingress-default-certificate"} {
+			if given[n] {
+				return flagErr("--%s needs --ingress-class", n)
+			}
+		}
+		return nil
+	}
+	switch {
+	case mode != modeGateway:
+		return flagErr("--ingress-class serves Ingresses beside the Gateways: give --mode=gateway")
+	case instances:
+		return flagErr("--ingress-class: Ingresses are not served on several --instance yet")
+	case f.httpPort == 0 || f.httpsPort == 0 || f.httpPort == f.httpsPort:
+		return flagErr("--ingress-http-port and --ingress-https-port: two different ports, not 0")
+	}
+	if f.defaultCert != "" {
+		ns, name, ok := strings.Cut(f.defaultCert, "/")
+		if !ok || ns == "" || name == "" {
+			return flagErr("--ingress-default-certificate: want NAMESPACE/NAME, got %q", f.defaultCert)
+		}
+	}
+	return nil
+}
+
+func (f *ingressFlags) certKey() gateway.Key {
+	ns, name, _ := strings.Cut(f.defaultCert, "/")
+	return gateway.Key{Namespace: ns, Name: name}
+}
+
+// recorder records the Ingresses' Events (nil without --ingress-class).
+func (f *ingressFlags) recorder(ctx context.Context, client kubernetes.Interface) record.EventRecorder {
+	if f.class == "" {
+		return nil
+	}
+	bc := record.NewBroadcaster(record.WithContext(ctx))
+	bc.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return bc.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "haproxy-k8s-sync"})
+}
+
+// setup makes the Ingress source of the gateway mode's loop (nil without
+// --ingress-class): src also watches Ingresses; Events through rec
+// (recorder, gated by leadership), status through a client of its own.
+func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []netip.Addr, qps float32, burst int, rec record.EventRecorder, log *slog.Logger) (*ingressctl.Server, error) {
+	if f.class == "" {
+		return nil, nil
+	}
+	src.WithIngress(f.certKey())
+	sclient, err := statusClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	k := f.certKey()
+	return ingressctl.New(src, ingressctl.Options{
+		Ingress: ingress.Options{Class: f.class, Addresses: addrs, HTTPPort: f.httpPort, HTTPSPort: f.httpsPort,
+			DefaultCert: ingress.Key{Namespace: k.Namespace, Name: k.Name}},
+		Client: sclient, QPS: qps, Burst: burst, Recorder: rec, Logger: log,
+	}), nil
+}

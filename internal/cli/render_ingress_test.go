@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+)
+
+// TestRenderIngress: render reads Ingresses (their class taken as ours
+// when no IngressClass is given) into the HTTP frontend and its map
+// files, and reports on stderr each annotation it does not honour
+// (rewrite-target) or refuses (server-snippet: that Ingress is not
+// rendered).
+func TestRenderIngress(t *testing.T) {
+	cfg, maps, stderr := renderToDir(t, "testdata/ingress.yaml")
+	golden.Assert(t, "ingress.cfg", cfg)
+	golden.Assert(t, "ingress-maps.txt", maps)
+	for _, want := range []string{
+		"warning: Ingress shop/shop: UnsupportedAnnotation: annotation nginx.ingress.kubernetes.io/rewrite-target is not supported",
+		"warning: Ingress shop/snippet: Refused: annotation nginx.ingress.kubernetes.io/server-snippet: refused",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if bytes.Contains(maps, []byte("evil")) {
+		t.Errorf("the refused Ingress's host is in the maps:\n%s", maps)
+	}
+}
+
+// renderToDir renders file with -o into a directory of the test's,
+// checks that HAProxy accepts the config, and returns it (the directory
+// and the structure hash written as /DIR and HASH), the map files
+// (renderedMaps) and stderr.
+func renderToDir(t *testing.T, file string) (cfg, maps []byte, stderr *bytes.Buffer) {
+	t.Helper()
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	stderr = &bytes.Buffer{}
+	if err := renderCmd([]string{"-f", file, "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state", "-o", dir},
+		env(nil), nil, &stdout, stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, renderConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.HAProxyAccepts(t, cfg)
+	// The directory is the test's, and the structure hash names it.
+	cfg = regexp.MustCompile(`hks:[0-9a-f]+`).ReplaceAll(bytes.ReplaceAll(cfg, []byte(dir), []byte("/DIR")), []byte("hks:HASH"))
+	return cfg, renderedMaps(t, dir), stderr
+}
+
+// renderedMaps are the map files render wrote into dir/acl, each after a
+// line naming it.
+func renderedMaps(t *testing.T, dir string) []byte {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "acl", "*.map"))
+	slices.Sort(files)
+	var maps bytes.Buffer
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		maps.WriteString("# " + filepath.Base(f) + "\n")
+		maps.Write(b)
+	}
+	return maps.Bytes()
+}

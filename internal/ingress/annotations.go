@@ -1,0 +1,234 @@
+package ingress
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// Annotations of ingress-nginx (nginx.ingress.kubernetes.io/*) and HAProxy
+// Ingress (haproxy-ingress.github.io/*): each key is honoured, not
+// supported (a Warning Event naming it; the Ingress is served without
+// it) or refused (an Event; the Ingress's last good version keeps
+// serving). Keys (Verdicts) is the one list; docs/ingress.md's table is
+// written from it and TestVerdictsMatchDocs keeps the two equal.
+
+// Verdict is what is done with an annotation key.
+type Verdict string
+
+const (
+	Honoured    Verdict = "honoured"
+	Unsupported Verdict = "unsupported"
+	Refused     Verdict = "refused"
+)
+
+// The prefixes read.
+const (
+	NginxPrefix   = "nginx.ingress.kubernetes.io/"
+	HAProxyPrefix = "haproxy-ingress.github.io/"
+)
+
+// honoured are the keys Compile applies; refused the ones that are never
+// rendered (configuration injected as text). Every other key under the
+// two prefixes is Unsupported.
+var (
+	honoured = []string{
+		NginxPrefix + "backend-protocol", // HTTP only; any other value refuses the Ingress
+		NginxPrefix + "canary",
+		NginxPrefix + "canary-by-header",
+		NginxPrefix + "canary-by-header-value",
+		NginxPrefix + "canary-weight",
+		NginxPrefix + "canary-weight-total",
+		NginxPrefix + "force-ssl-redirect",
+		NginxPrefix + "from-to-www-redirect",
+		NginxPrefix + "server-alias",
+		NginxPrefix + "ssl-redirect",
+		NginxPrefix + "upstream-vhost",
+		NginxPrefix + "x-forwarded-prefix",
+		HAProxyPrefix + "backend-protocol", // h1 only
+		HAProxyPrefix + "headers",
+		HAProxyPrefix + "redirect-from",
+		HAProxyPrefix + "server-alias",
+		HAProxyPrefix + "ssl-redirect",
+	}
+	refused = []string{
+		NginxPrefix + "auth-snippet",
+		NginxPrefix + "configuration-snippet",
+		NginxPrefix + "modsecurity-snippet",
+		NginxPrefix + "server-snippet",
+		NginxPrefix + "stream-snippet",
+	}
+)
+
+// VerdictOf is the verdict on an annotation key; ok is false for a key of
+// neither prefix (not ours to judge).
+func VerdictOf(key string) (Verdict, bool) {
+	switch {
+	case slices.Contains(honoured, key):
+		return Honoured, true
+	case slices.Contains(refused, key), strings.HasPrefix(key, HAProxyPrefix+"config-"):
+		return Refused, true
+	case strings.HasPrefix(key, NginxPrefix), strings.HasPrefix(key, HAProxyPrefix):
+		return Unsupported, true
+	}
+	return "", false
+}
+
+// parsed are an Ingress's honoured annotations, checked.
+type parsed struct {
+	sslRedirect   *bool // nil: the default (true for a host with TLS)
+	forceSSL      bool
+	wwwRedirect   bool
+	set           []model.HeaderValue // request headers replaced
+	canary        bool
+	canaryWeight  int // -1: none
+	canaryTotal   int
+	canaryHeader  string   // lower case
+	canaryHdrWant string   // "": "always"/"never" semantics
+	aliases       []string // more host names served like the Ingress's hosts
+	redirectFrom  []string // host names redirected to the Ingress's first host
+}
+
+// notHonoured is an annotation key not applied and its verdict.
+type notHonoured struct {
+	key     string
+	verdict Verdict
+}
+
+// parseAnnotations reads an Ingress's annotations: the honoured ones
+// checked into parsed, the others listed; refused is why the Ingress
+// is refused ("" when it is not): a refused key, or a malformed value.
+func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refused string) {
+	s.canaryWeight, s.canaryTotal = -1, 100
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	bad := func(k, why string) {
+		if refused == "" {
+			refused = "annotation " + k + ": " + why
+		}
+	}
+	for _, k := range keys {
+		v, ok := VerdictOf(k)
+		if !ok {
+			continue
+		}
+		if v != Honoured {
+			other = append(other, notHonoured{k, v})
+			if v == Refused {
+				bad(k, "refused: configuration text is never rendered")
+			}
+			continue
+		}
+		val := strings.TrimSpace(a[k])
+		name := strings.TrimPrefix(strings.TrimPrefix(k, NginxPrefix), HAProxyPrefix)
+		switch name {
+		case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect", "canary":
+			b, err := strconv.ParseBool(val)
+			if err != nil {
+				bad(k, settings.ShowValue(val)+" is not true or false")
+				continue
+			}
+			switch name {
+			case "ssl-redirect":
+				s.sslRedirect = &b
+			case "force-ssl-redirect":
+				s.forceSSL = b
+			case "from-to-www-redirect":
+				s.wwwRedirect = b
+			default:
+				s.canary = b
+			}
+		case "backend-protocol":
+			if !strings.EqualFold(val, "HTTP") && !(strings.HasPrefix(k, HAProxyPrefix) && val == "h1") {
+				bad(k, settings.ShowValue(val)+" is not served (HTTP only): the backend would be spoken to in plain HTTP/1.1")
+			}
+		case "upstream-vhost":
+			h := strings.ToLower(val)
+			if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {
+				bad(k, settings.ShowValue(val)+" is not a host name")
+				continue
+			}
+			s.set = setHeader(s.set, "host", h)
+		case "x-forwarded-prefix":
+			if !model.ValidHTTPPath(val) {
+				bad(k, settings.ShowValue(val)+" is not an absolute path of URL characters")
+				continue
+			}
+			s.set = setHeader(s.set, "x-forwarded-prefix", val)
+		case "headers":
+			for _, line := range strings.Split(val, "\n") {
+				line = strings.TrimSpace(line)
+				if line == "" {
+					continue
+				}
+				n, hv, ok := strings.Cut(line, ":")
+				if !ok {
+					n, hv, ok = strings.Cut(line, " ")
+				}
+				n, hv = strings.ToLower(strings.TrimSpace(n)), strings.TrimSpace(hv)
+				if !ok || !model.ValidHeaderName(n) || hv == "" || !model.ValidHeaderValue(hv) {
+					bad(k, "line "+settings.ShowValue(line)+" is not a header name and a value without spaces, control characters or one of % # \\ \" ' | ;")
+					break
+				}
+				s.set = setHeader(s.set, n, hv)
+			}
+		case "server-alias", "redirect-from":
+			list := &s.aliases
+			if name == "redirect-from" {
+				list = &s.redirectFrom
+			}
+			for _, h := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' }) {
+				h = strings.ToLower(h)
+				if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {
+					bad(k, settings.ShowValue(h)+" is not a host name")
+					break
+				}
+				if !slices.Contains(*list, h) {
+					*list = append(*list, h)
+				}
+			}
+		case "canary-weight", "canary-weight-total":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 0 || n > 1_000_000 {
+				bad(k, settings.ShowValue(val)+" is not a whole number from 0 to 1000000")
+				continue
+			}
+			if name == "canary-weight" {
+				s.canaryWeight = n
+			} else {
+				s.canaryTotal = n
+			}
+		case "canary-by-header":
+			h := strings.ToLower(val)
+			if !model.ValidHeaderName(h) {
+				bad(k, settings.ShowValue(val)+" is not a header name")
+				continue
+			}
+			s.canaryHeader = h
+		case "canary-by-header-value":
+			if val == "" || !model.ValidHeaderValue(val) {
+				bad(k, settings.ShowValue(val)+" is empty or has spaces, control characters or one of % # \\ \" ' | ;")
+				continue
+			}
+			s.canaryHdrWant = val
+		}
+	}
+	if s.canaryTotal == 0 || s.canaryWeight > s.canaryTotal {
+		bad(NginxPrefix+"canary-weight", "the weight must be at most canary-weight-total, which must be positive")
+	}
+	return s, other, refused
+}
+
+// setHeader sets header n to v in hs (the last value of a name wins).
+func setHeader(hs []model.HeaderValue, n, v string) []model.HeaderValue {
+	hs = slices.DeleteFunc(hs, func(h model.HeaderValue) bool { return h.Name == n })
+	hs = append(hs, model.HeaderValue{Name: n, Value: v})
+	slices.SortFunc(hs, func(a, b model.HeaderValue) int { return strings.Compare(a.Name, b.Name) })
+	return hs
+}

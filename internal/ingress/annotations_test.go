@@ -1,0 +1,71 @@
+package ingress
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+)
+
+// TestAnnotationTableMatchesCode: docs/ingress.md's table gives every key
+// the verdict the code gives it, and lists every key honoured or refused.
+func TestAnnotationTableMatchesCode(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/ingress.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile("(?m)^\\| `([^`]+)` \\| (honoured|unsupported|refused) \\|").FindAllStringSubmatch(string(doc), -1)
+	if len(rows) < 200 {
+		t.Fatalf("%d rows in the table, want every key of both projects", len(rows))
+	}
+	var keys []string
+	for _, r := range rows {
+		keys = append(keys, r[1])
+		if v, ok := VerdictOf(r[1]); !ok || string(v) != r[2] {
+			t.Errorf("%s: the table says %s, the code %q", r[1], r[2], v)
+		}
+	}
+	for _, k := range slices.Concat(honoured, refused) {
+		if !slices.Contains(keys, k) {
+			t.Errorf("%s is not in the table", k)
+		}
+	}
+}
+
+// TestParseAnnotations: each honoured key's malformed value refuses the
+// Ingress; nothing a value says reaches the model unchecked.
+func TestParseAnnotations(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		refused    bool
+	}{
+		{NginxPrefix + "ssl-redirect", "false", false},
+		{NginxPrefix + "ssl-redirect", "no way", true},
+		{NginxPrefix + "canary-weight", "101", true}, // over the default total
+		{NginxPrefix + "canary-weight", "-1", true},
+		{NginxPrefix + "canary-weight", "50", false},
+		{NginxPrefix + "canary-by-header", "X Bad", true},
+		{NginxPrefix + "canary-by-header-value", "a|b", true},
+		{NginxPrefix + "upstream-vhost", "*.example.com", true},
+		{NginxPrefix + "upstream-vhost", "a.example.com\nhttp-request deny", true},
+		{NginxPrefix + "x-forwarded-prefix", "/a b", true},
+		{NginxPrefix + "backend-protocol", "GRPC", true},
+		{NginxPrefix + "backend-protocol", "http", false},
+		{HAProxyPrefix + "backend-protocol", "h2", true},
+		{HAProxyPrefix + "headers", "X-A: 1\nX-B: has space", true},
+		{HAProxyPrefix + "headers", "X-A: 1\nx-b 2", false},
+		{HAProxyPrefix + "config-defaults", "anything", true},
+		{NginxPrefix + "stream-snippet", "", true},
+		{NginxPrefix + "rewrite-target", "/$1", false}, // unsupported: served without it
+		{NginxPrefix + "server-alias", "a.example.com, b.example.com", false},
+		{NginxPrefix + "server-alias", "a.example.com,b example.com;x", true},
+		{HAProxyPrefix + "redirect-from", "old.example.com", false},
+		{HAProxyPrefix + "redirect-from", "*.example.com", true},
+		{"example.com/other", "x", false},
+	} {
+		_, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})
+		if (refused != "") != tc.refused {
+			t.Errorf("%s=%q: refused %q, want refused %v", tc.key, tc.value, refused, tc.refused)
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package ingress
+
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Declared are the request headers honoured annotations set (upstream-vhost,
+// x-forwarded-prefix), with a value no request sees.
+var Declared = []model.HeaderValue{{Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
+
+// ALPN is what the HTTPS frontend offers, in order.
+var ALPN = []string{"h2", "http/1.1"}
+
+// Frontend names.
+var (
+	HTTPFrontend  = model.Name("ing", "http")
+	HTTPSFrontend = model.Name("ing", "https")
+)
+
+// build writes the served units into res: the HTTP frontend's table
+// (redirects to HTTPS where ssl-redirect says so), the HTTPS frontend's
+// table and certificates, and the backends.
+func build(res *Result, units []*unit, w *world, opts Options) {
+	for i, u := range units {
+		u.age = i
+	}
+	units = applyCanaries(units)
+	tlsHosts, t := certificates(units, w, opts)
+	// server-alias: ignored for a host an Ingress's rules name.
+	named := map[string]bool{}
+	for _, u := range units {
+		for _, p := range u.paths {
+			if !p.alias {
+				named[p.host] = true
+			}
+		}
+	}
+	hosts := map[string][]rulePath{}
+	fallback := ""
+	for _, u := range units {
+		for _, p := range u.paths {
+			if p.alias && named[p.host] {
+				continue
+			}
+			hosts[p.host] = append(hosts[p.host], rulePath{p, u})
+		}
+		if fallback == "" && u.fallback != "" {
+			fallback = u.fallback
+		}
+	}
+	// from-to-www-redirect: the other name of a host; HAProxy Ingress's
+	// redirect-from: more names, to the Ingress's first host; unless an
+	// Ingress serves them.
+	www := map[string]model.Redirect{}
+	redirectFrom := func(from, to string, code int) {
+		if _, taken := hosts[from]; !taken && model.ValidSNI(from) {
+			if _, ok := www[from]; !ok {
+				www[from] = model.Redirect{Host: to, Code: code}
+			}
+		}
+	}
+	for _, u := range units {
+		first := ""
+		for _, p := range u.paths {
+			if p.host == model.AnyHost || strings.HasPrefix(p.host, "*.") || p.alias {
+				continue
+			}
+			if first == "" {
+				first = p.host
+			}
+			if !u.set.wwwRedirect {
+				continue
+			}
+			other := "www." + p.host
+			if h, ok := strings.CutPrefix(p.host, "www."); ok {
+				other = h
+			}
+			redirectFrom(other, p.host, 308)
+		}
+		for _, from := range u.set.redirectFrom {
+			if first != "" {
+				redirectFrom(from, first, 302)
+			}
+		}
+	}
+	if fallback != "" {
+		if _, ok := hosts[model.AnyHost]; !ok {
+			hosts[model.AnyHost] = nil
+		}
+	}
+	names := slices.Collect(maps.Keys(hosts))
+	names = append(names, slices.Collect(maps.Keys(www))...)
+	slices.SortFunc(names, hostOrder)
+
+	table := func(port uint16, https bool) *model.HTTP {
+		// Action 0 declares the headers the honoured annotations may set:
+		// no rule uses it, but its names are the table's structure from
+		// the start, so an annotation that sets one changes map data
+		// only, never the configuration.
+		h := &model.HTTP{Port: port, Actions: []model.HTTPAction{{Set: Declared}}}
+		action := func(a model.HTTPAction) int {
+			h.Actions = append(h.Actions, a)
+			return len(h.Actions) - 1
+		}
+		for _, name := range names {
+			host := model.HTTPHost{Name: name}
+			if to, ok := www[name]; ok {
+				rd := &to
+				if (https && port != 443) || (!https && port != 80) {
+					rd.Port = port
+				}
+				host.Rules = []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: action(model.HTTPAction{Redirect: rd})}}
+				h.Hosts = append(h.Hosts, host)
+				continue
+			}
+			rs := slices.Clone(hosts[name])
+			slices.SortStableFunc(rs, byPrecedence)
+			for _, r := range rs {
+				a := model.HTTPAction{Backends: r.weights, Set: r.u.set.set}
+				if a.Backends == nil {
+					a.Backends = []model.WeightedBackend{{Name: r.backend, Weight: 1}}
+				}
+				if !https && redirects(r.u, r.host, tlsHosts) {
+					rd := &model.Redirect{Scheme: "https", Code: 308}
+					if opts.HTTPSPort != 443 {
+						rd.Port = opts.HTTPSPort
+					}
+					a = model.HTTPAction{Redirect: rd}
+				}
+				host.Rules = append(host.Rules, model.HTTPRule{PathType: r.typ, Path: r.value, Headers: r.headers, Action: action(a)})
+			}
+			if fallback != "" {
+				host.Rules = append(host.Rules, model.HTTPRule{PathType: model.PathPrefix, Path: "/",
+					Action: action(model.HTTPAction{Backends: []model.WeightedBackend{{Name: fallback, Weight: 1}}})})
+			}
+			h.Hosts = append(h.Hosts, host)
+		}
+		return h
+	}
+	binds := func(port uint16) []model.Bind {
+		if len(opts.Addresses) == 0 {
+			return []model.Bind{{Port: port}}
+		}
+		out := make([]model.Bind, len(opts.Addresses))
+		for i, a := range opts.Addresses {
+			out[i] = model.Bind{Addr: a, Port: port}
+		}
+		return out
+	}
+	if len(units) == 0 {
+		return
+	}
+	res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPFrontend, Service: "ingress", Binds: binds(opts.HTTPPort), HTTP: table(opts.HTTPPort, false)})
+	if t != nil {
+		res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPSFrontend, Service: "ingress", Binds: binds(opts.HTTPSPort), TLS: t, HTTP: table(opts.HTTPSPort, true)})
+	}
+	for _, n := range slices.Sorted(maps.Keys(w.backends)) {
+		res.Backends = append(res.Backends, w.backends[n])
+	}
+}
+
+// redirects reports whether u's path on host h redirects HTTP to HTTPS:
+// force-ssl-redirect, or a host with TLS unless ssl-redirect is false.
+func redirects(u *unit, h string, tlsHosts map[string]bool) bool {
+	if u.set.forceSSL {
+		return true
+	}
+	return tlsHosts[h] && (u.set.sslRedirect == nil || *u.set.sslRedirect)
+}
+
+// hostOrder: exact names, then wildcards (longer suffixes first), then
+// model.AnyHost; by name on ties.
+func hostOrder(a, b string) int {
+	rank := func(s string) int {
+		switch {
+		case s == model.AnyHost:
+			return 2
+		case strings.HasPrefix(s, "*."):
+			return 1
+		}
+		return 0
+	}
+	return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(len(b), len(a)), cmp.Compare(a, b))
+}
+
+// certificates are the HTTPS frontend's TLS (nil when no certificate
+// resolves) and the hosts TLS is configured for. A Secret that is
+// missing or holds no valid certificate is an Event; its hosts are
+// served with the default certificate.
+func certificates(units []*unit, w *world, opts Options) (map[string]bool, *model.TLS) {
+	hosts := map[string]bool{}
+	sni := map[string][]string{}
+	pem := map[string][]byte{}
+	for _, u := range units {
+		for _, t := range u.tls {
+			for _, h := range t.Hosts {
+				hosts[strings.ToLower(h)] = true
+			}
+			if t.SecretName == "" {
+				continue
+			}
+			k := Key{u.key.Namespace, t.SecretName}
+			b := w.in.Certs[k]
+			if b == nil {
+				why := w.in.Problems[k]
+				if why == "" {
+					why = "not found"
+				}
+				w.event(u.key, "InvalidCertificate", "Secret "+k.String()+": "+why+"; its hosts are served with the default certificate")
+				continue
+			}
+			n := model.Name("cert", k.Namespace, k.Name)
+			pem[n] = b.PEM
+			for _, h := range t.Hosts {
+				sni[n] = append(sni[n], strings.ToLower(h))
+			}
+			if len(t.Hosts) == 0 {
+				sni[n] = append(sni[n], b.Names...)
+			}
+		}
+	}
+	t := &model.TLS{ALPN: slices.Clone(ALPN)}
+	if d := opts.DefaultCert; d.Name != "" {
+		if b := w.in.Certs[d]; b != nil {
+			n := model.Name("cert", d.Namespace, d.Name)
+			pem[n] = b.PEM
+			sni[n] = append(sni[n], b.Names...)
+			t.Default = n
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(pem)) {
+		s := slices.Compact(slices.Sorted(slices.Values(sni[n])))
+		s = slices.DeleteFunc(s, func(h string) bool { return !model.ValidSNI(h) })
+		t.Certificates = append(t.Certificates, model.Certificate{Name: n, SNI: s, PEM: pem[n]})
+	}
+	if len(t.Certificates) == 0 {
+		return hosts, nil
+	}
+	if t.Default == "" {
+		t.Default = t.Certificates[0].Name
+	}
+	return hosts, t
+}

@@ -1,0 +1,182 @@
+package ingress
+
+import (
+	"cmp"
+	"strconv"
+	"strings"
+
+	netv1 "k8s.io/api/networking/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// unit is one Ingress, checked: its paths, default backend and TLS.
+type unit struct {
+	key      Key
+	age      int
+	set      parsed
+	paths    []path
+	fallback string // spec.defaultBackend's model backend; "" when none
+	tls      []netv1.IngressTLS
+}
+
+// path is one path of one rule.
+type path struct {
+	host    string // exact, "*.suffix" or model.AnyHost
+	typ     string // model.PathExact or model.PathPrefix
+	value   string
+	backend string              // model backend, or model.RejectBackend
+	idx     int                 // its place in the Ingress
+	headers []model.HeaderMatch // canary by header
+	weights []model.WeightedBackend
+	alias   bool // a server-alias's copy of a host's path
+}
+
+// compileOne checks an Ingress: refused is why it cannot be served at
+// all ("" when it can). Unsupported annotations and backends that do not
+// resolve are Events on res (nil: not reported, a last good version).
+func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
+	k := Key{ing.Namespace, ing.Name}
+	s, other, refused := parseAnnotations(ing.Annotations)
+	if res != nil {
+		for _, o := range other {
+			if res.Annotations[o.verdict] == nil {
+				res.Annotations[o.verdict] = map[string]int{}
+			}
+			res.Annotations[o.verdict][o.key]++
+			if o.verdict == Unsupported {
+				res.Events = append(res.Events, Event{k, "UnsupportedAnnotation", "annotation " + o.key + " is not supported: the Ingress is served without it"})
+			}
+		}
+	}
+	if refused != "" {
+		return nil, refused
+	}
+	u := &unit{key: k, set: s}
+	event := func(reason, msg string) {
+		if res != nil {
+			res.Events = append(res.Events, Event{k, reason, msg})
+		}
+	}
+	resolve := func(b *netv1.IngressBackend, at string) string {
+		n, why := w.backend(ing.Namespace, b, w.backends)
+		if why != "" {
+			event("BackendNotFound", at+": "+why+"; its requests are answered 500")
+			w.backends[model.RejectBackend] = &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}}
+			return model.RejectBackend
+		}
+		return n
+	}
+	for ri, r := range ing.Spec.Rules {
+		at := "spec.rules[" + strconv.Itoa(ri) + "]"
+		host := strings.ToLower(r.Host)
+		if host == "" {
+			host = model.AnyHost
+		} else if !model.ValidSNI(host) {
+			return nil, at + ".host " + settings.ShowValue(r.Host) + " is not a host name"
+		}
+		if r.HTTP == nil {
+			continue
+		}
+		for pi, p := range r.HTTP.Paths {
+			pat := at + ".http.paths[" + strconv.Itoa(pi) + "]"
+			value := p.Path
+			if value == "" {
+				value = "/"
+			}
+			if !model.ValidHTTPPath(value) {
+				return nil, pat + ".path " + settings.ShowValue(p.Path) + " is not an absolute path of URL characters"
+			}
+			typ := model.PathPrefix
+			if p.PathType != nil && *p.PathType == netv1.PathTypeExact {
+				typ = model.PathExact
+			}
+			u.paths = append(u.paths, path{host: host, typ: typ, value: value, idx: len(u.paths), backend: resolve(&p.Backend, pat+".backend")})
+		}
+	}
+	for _, a := range s.aliases {
+		for _, p := range u.paths {
+			if p.host != model.AnyHost && !p.alias && p.host != a {
+				p.host, p.alias = a, true
+				u.paths = append(u.paths, p)
+			}
+		}
+	}
+	if b := ing.Spec.DefaultBackend; b != nil {
+		u.fallback = resolve(b, "spec.defaultBackend")
+	}
+	for ti, t := range ing.Spec.TLS {
+		for _, h := range t.Hosts {
+			if hl := strings.ToLower(h); !model.ValidSNI(hl) {
+				return nil, "spec.tls[" + strconv.Itoa(ti) + "].hosts: " + settings.ShowValue(h) + " is not a host name"
+			}
+		}
+	}
+	u.tls = ing.Spec.TLS
+	return u, ""
+}
+
+// applyCanaries folds each canary Ingress into the main paths it shares
+// a host, a path and a path type with: by header first (a rule of its
+// own ahead of the main one), then by weight. A canary with no main
+// path is served nowhere, as ingress-nginx does.
+func applyCanaries(units []*unit) []*unit {
+	var mains []*unit
+	for _, u := range units {
+		if !u.set.canary {
+			mains = append(mains, u)
+		}
+	}
+	for _, c := range units {
+		if !c.set.canary {
+			continue
+		}
+		for _, cp := range c.paths {
+			for _, m := range mains {
+				for i, mp := range m.paths {
+					if mp.host != cp.host || mp.typ != cp.typ || mp.value != cp.value || len(mp.headers) > 0 {
+						continue
+					}
+					if h := c.set.canaryHeader; h != "" {
+						if want := c.set.canaryHdrWant; want != "" {
+							m.paths = append(m.paths, path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: cp.backend, headers: []model.HeaderMatch{{Name: h, Value: want}}})
+						} else {
+							m.paths = append(m.paths,
+								path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: cp.backend, headers: []model.HeaderMatch{{Name: h, Value: "always"}}},
+								path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: mp.backend, headers: []model.HeaderMatch{{Name: h, Value: "never"}}})
+						}
+					}
+					if wt := c.set.canaryWeight; wt >= 0 {
+						// Both backends stay in the action at weight 0,
+						// so a weight that comes and goes is map data.
+						m.paths[i].weights = []model.WeightedBackend{{Name: mp.backend, Weight: int32(c.set.canaryTotal - wt)}, {Name: cp.backend, Weight: int32(wt)}}
+					}
+				}
+			}
+		}
+	}
+	return mains
+}
+
+// byPrecedence orders the paths of one host: Exact first, then the
+// longest path, then the most header matches, then the oldest Ingress
+// and the path's place in it.
+func byPrecedence(a, b rulePath) int {
+	if ea, eb := a.typ == model.PathExact, b.typ == model.PathExact; ea != eb {
+		if ea {
+			return -1
+		}
+		return 1
+	}
+	if c := cmp.Compare(len(strings.TrimRight(b.value, "/")), len(strings.TrimRight(a.value, "/"))); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(len(b.headers), len(a.headers)), cmp.Compare(a.u.age, b.u.age), cmp.Compare(a.idx, b.idx))
+}
+
+// rulePath is a path and the Ingress it comes from.
+type rulePath struct {
+	path
+	u *unit
+}

@@ -1,0 +1,177 @@
+// Package ingressctl serves Ingresses beside the Gateways (run
+// --mode=gateway --ingress-class): each pass of the gateway mode's loop
+// compiles the cached Ingresses (internal/ingress) and merges them into
+// the model (Add); once the drivers run that model (Applied) the served
+// Ingresses' status.loadBalancer.ingress is written, by writers of its
+// own (leader only, rate-limited), and the Warnings of the pass are
+// recorded as Events on the Ingresses, each once while it holds.
+package ingressctl
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+)
+
+// Options configure a Server.
+type Options struct {
+	Ingress ingress.Options
+	// Client writes the Ingresses' status; nil: none is written.
+	Client kubernetes.Interface
+	QPS    float32 // status writes per second; <= 0: unlimited
+	Burst  int
+	// Recorder records the Warnings; nil: none.
+	Recorder record.EventRecorder
+	Logger   *slog.Logger
+}
+
+// Server is the Ingress source's part of the gateway mode's loop.
+type Server struct {
+	src     *source.Gateway
+	opts    Options
+	log     *slog.Logger
+	limiter flowcontrol.RateLimiter
+	memo    ingress.Memo
+	// the worker's alone: the last pass's result and Events.
+	pending ingress.Result
+	events  map[ingress.Event]bool
+	metric  *prometheus.GaugeVec
+
+	mu      sync.Mutex
+	applied map[ingress.Key][]string // what status should say, of the model that runs
+	wake    loop.Wake
+}
+
+// New returns a Server reading src (WithIngress).
+func New(src *source.Gateway, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Server{src: src, opts: opts, log: opts.Logger, wake: loop.NewWake(), events: map[ingress.Event]bool{},
+		metric: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: metrics.Namespace, Name: "ingress_annotations",
+			Help: "Ingresses served carrying an annotation key that is not honoured, by key and verdict (unsupported: served without it; refused: the Ingress's last good version kept)."},
+			[]string{"key", "verdict"})}
+	if opts.QPS > 0 {
+		s.limiter = flowcontrol.NewTokenBucketRateLimiter(opts.QPS, max(opts.Burst, 1))
+	}
+	return s
+}
+
+// Collector is the Server's metric, to register.
+func (s *Server) Collector() prometheus.Collector { return s.metric }
+
+// Add compiles the Ingresses with the objects of the pass's snapshot and
+// merges them into cfg (ingress.Merge: HTTPRoutes first on a shared
+// frontend). The Warnings are recorded now, each once while it holds.
+func (s *Server) Add(cfg *model.Config, in gateway.Input) {
+	classes, ings := s.src.Ingresses()
+	ii := ingress.Input{Classes: classes, Ingresses: ings, Services: in.Services, Slices: in.Slices,
+		Certs: map[ingress.Key]*certs.Bundle{}, Problems: map[ingress.Key]string{}}
+	for _, sec := range in.Secrets {
+		k := ingress.Key{Namespace: sec.Namespace, Name: sec.Name}
+		switch {
+		case sec.Bundle != nil:
+			ii.Certs[k] = sec.Bundle
+		case !sec.ValidTLS:
+			ii.Problems[k] = sec.Problem
+		}
+	}
+	opts := s.opts.Ingress
+	opts.Last = &s.memo
+	res := ingress.Compile(ii, opts)
+	for _, c := range ingress.Merge(cfg, res) {
+		s.log.Warn("ingress: " + c)
+		// Not served: status must not say so.
+		clear(res.Served)
+	}
+	s.pending = res
+	s.report(res)
+}
+
+// report records the pass's Events that the last pass did not have, logs
+// them, and sets the annotation metric.
+func (s *Server) report(res ingress.Result) {
+	now := make(map[ingress.Event]bool, len(res.Events))
+	for _, e := range res.Events {
+		now[e] = true
+		if s.events[e] {
+			continue
+		}
+		s.log.Warn("ingress: "+e.Message, "ingress", e.Ingress.String(), "reason", e.Reason)
+		if s.opts.Recorder == nil {
+			continue
+		}
+		if o, ok := s.src.IngressObject(e.Ingress.Namespace, e.Ingress.Name); ok {
+			s.opts.Recorder.Event(o, corev1.EventTypeWarning, e.Reason, e.Message)
+		}
+	}
+	s.events = now
+	s.metric.Reset()
+	for v, keys := range res.Annotations {
+		for k, n := range keys {
+			s.metric.WithLabelValues(k, string(v)).Set(float64(n))
+		}
+	}
+}
+
+// Applied says the model of the last Add runs: the served Ingresses'
+// status may now list the addresses.
+func (s *Server) Applied() {
+	want := make(map[ingress.Key][]string, len(s.pending.Served))
+	for k, addrs := range s.pending.Served {
+		ips := make([]string, 0, len(addrs))
+		for _, a := range addrs {
+			ips = append(ips, a.String())
+		}
+		want[k] = ips
+	}
+	s.mu.Lock()
+	changed := !maps.EqualFunc(s.applied, want, func(a, b []string) bool { return equalStrings(a, b) })
+	s.applied = want
+	s.mu.Unlock()
+	if changed {
+		s.wake.Poke()
+	}
+}
+
+// Run writes the Ingresses' status until ctx ends (under leader
+// election, while this replica leads).
+func (s *Server) Run(ctx context.Context) {
+	if s.opts.Client == nil {
+		return
+	}
+	loop.Writers[ingress.Key]{
+		Name: "haproxy-k8s-sync-ingress-status", Workers: 2, Wake: s.wake,
+		Enqueue: s.enqueue, Write: s.write,
+		OnError: func(k ingress.Key, err error, retries int) {
+			s.log.Warn("could not write an Ingress's status; will retry", "ingress", k.String(), "err", err, "retries", retries)
+		},
+	}.Run(ctx)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

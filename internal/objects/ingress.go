@@ -1,0 +1,93 @@
+package objects
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+)
+
+// The Ingress objects render reads (render of the Ingress source, run
+// --mode=gateway --ingress-class): IngressClasses and Ingresses of
+// networking.k8s.io/v1, and Secrets (v1) for their certificates.
+
+// IngressSet holds them, beside the Services and EndpointSlices of Set.
+type IngressSet struct {
+	IngressClasses []*netv1.IngressClass
+	Ingresses      []*netv1.Ingress
+	Secrets        []*corev1.Secret
+}
+
+func ingressKind(kind string) bool {
+	switch kind {
+	case "IngressClass", "Ingress", "Secret":
+		return true
+	}
+	return false
+}
+
+// ingress decodes an Ingress object into l's set; false when h is not
+// one render reads.
+func (l *loader) ingress(h *header, raw []byte, ns, group, version string, first func(kind, ns, name string) bool, fail func(*header, error, error)) bool {
+	want := netv1.GroupName
+	if h.Kind == "Secret" {
+		want = ""
+	}
+	if !ingressKind(h.Kind) || group != want {
+		return false
+	}
+	if version != "v1" {
+		fail(h, ErrVersion, fmt.Errorf("want v1 of %q, got %q", want, h.APIVersion))
+		return true
+	}
+	decode := func(o any) bool {
+		if err := json.Unmarshal(raw, o); err != nil {
+			fail(h, ErrDecode, err)
+			return false
+		}
+		return true
+	}
+	switch h.Kind {
+	case "IngressClass":
+		var o netv1.IngressClass
+		if decode(&o) && first(h.Kind, "", o.Name) {
+			l.set.IngressClasses = append(l.set.IngressClasses, &o)
+		}
+	case "Ingress":
+		var o netv1.Ingress
+		if decode(&o) && first(h.Kind, ns, o.Name) {
+			o.Namespace = ns
+			l.set.Ingresses = append(l.set.Ingresses, &o)
+		}
+	case "Secret":
+		var o corev1.Secret
+		if decode(&o) && first(h.Kind, ns, o.Name) {
+			o.Namespace = ns
+			l.set.Secrets = append(l.set.Secrets, &o)
+		}
+	}
+	return true
+}
+
+// Ingressed reports whether s holds Ingress objects.
+func (s *Set) Ingressed() bool { return len(s.Ingresses)+len(s.IngressClasses) > 0 }
+
+// mergeIngress is Merge for the Ingress objects.
+func (s *Set) mergeIngress(o Set, keep func(kind, ns, name string) bool) {
+	for _, x := range o.IngressClasses {
+		if keep("IngressClass", "", x.Name) {
+			s.IngressClasses = append(s.IngressClasses, x)
+		}
+	}
+	for _, x := range o.Ingresses {
+		if keep("Ingress", x.Namespace, x.Name) {
+			s.Ingresses = append(s.Ingresses, x)
+		}
+	}
+	for _, x := range o.Secrets {
+		if keep("Secret", x.Namespace, x.Name) {
+			s.Secrets = append(s.Secrets, x)
+		}
+	}
+}

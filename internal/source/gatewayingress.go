@@ -1,0 +1,86 @@
+package source
+
+import (
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+)
+
+// Ingresses beside the Gateways (run --mode=gateway --ingress-class): the
+// IngressClasses and Ingresses (networking.k8s.io/v1) are watched too,
+// and the Secrets their TLS sections name (and the default certificate)
+// keep their checked bundle as an HTTPS listener's do (gatewaysecrets.go).
+
+// ingressSet is the Ingress part of a generation of the Gateway source.
+type ingressSet struct {
+	ingresses cache.SharedIndexInformer
+	classes   cache.SharedIndexInformer
+}
+
+// WithIngress also watches IngressClasses and Ingresses; the Secret
+// defaultCert (zero: none) keeps its bundle. Call before OnChange and
+// Start.
+func (g *Gateway) WithIngress(defaultCert gateway.Key) {
+	g.ingressOn, g.ingressCert = true, defaultCert
+	g.rebuild(g.build)
+}
+
+// buildIngress adds the Ingress informers to set.
+func (g *Gateway) buildIngress(set *gatewaySet) {
+	if !g.ingressOn {
+		return
+	}
+	f := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(func(obj any) (any, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	}))
+	set.ing.ingresses = f.Networking().V1().Ingresses().Informer()
+	set.ing.classes = f.Networking().V1().IngressClasses().Informer()
+	set.starters = append(set.starters, f)
+	set.informers = append(set.informers, set.ing.ingresses, set.ing.classes)
+}
+
+// Ingresses lists the cached IngressClasses and Ingresses (none without
+// WithIngress), shared with the caches: not to be modified.
+func (g *Gateway) Ingresses() ([]*netv1.IngressClass, []*netv1.Ingress) {
+	set := g.current()
+	return listOf[*netv1.IngressClass](set.ing.classes), listOf[*netv1.Ingress](set.ing.ingresses)
+}
+
+// IngressObject is the cached Ingress namespace/name, for the status
+// writer.
+func (g *Gateway) IngressObject(namespace, name string) (*netv1.Ingress, bool) {
+	inf := g.current().ing.ingresses
+	if inf == nil {
+		return nil, false
+	}
+	o, ok, err := inf.GetStore().GetByKey(namespace + "/" + name)
+	if !ok || err != nil {
+		return nil, false
+	}
+	ing, ok := o.(*netv1.Ingress)
+	return ing, ok
+}
+
+// ingressSecrets adds to want the Secrets the cached Ingresses' TLS
+// sections name, and the default certificate.
+func (g *Gateway) ingressSecrets(want map[gateway.Key]bool) {
+	if !g.ingressOn {
+		return
+	}
+	if g.ingressCert.Name != "" {
+		want[g.ingressCert] = true
+	}
+	for _, ing := range listOf[*netv1.Ingress](g.current().ing.ingresses) {
+		for _, t := range ing.Spec.TLS {
+			if t.SecretName != "" {
+				want[gateway.Key{Namespace: ing.Namespace, Name: t.SecretName}] = true
+			}
+		}
+	}
+}
