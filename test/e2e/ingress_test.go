@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	networkingclient "k8s.io/client-go/kubernetes/typed/networking/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
@@ -222,14 +224,9 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	g.eventually("a new Ingress serves", answers(httpPort, false, "blog.example.com", "/post", 200, "web host=internal.example.com path=/post xfp=/blog"))
 
 	// A path added to an Ingress.
-	mod, err := ing.Ingresses(ns).Get(bg, "shop", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod.Spec.Rules[0].HTTP.Paths = append(mod.Spec.Rules[0].HTTP.Paths, prefix("/shop", "canary"))
-	if _, err := ing.Ingresses(ns).Update(bg, mod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateIngress(t, ing.Ingresses(ns), "shop", func(mod *netv1.Ingress) {
+		mod.Spec.Rules[0].HTTP.Paths = append(mod.Spec.Rules[0].HTTP.Paths, prefix("/shop", "canary"))
+	})
 	g.eventually("a new path serves", answers(httpsPort, true, host, "/shop/cart", 200, "canary "))
 
 	if r := g.reloads(); r != before {
@@ -254,14 +251,9 @@ func TestIngressServedWithoutReload(t *testing.T) {
 		t.Errorf("a canary by a new header name reloaded HAProxy %d times, want 1", r-before)
 	}
 	before = g.reloads()
-	can, err = ing.Ingresses(ns).Get(bg, "blog-canary", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	can.Annotations[ingress.NginxPrefix+"canary-weight"] = "100"
-	if _, err := ing.Ingresses(ns).Update(bg, can, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateIngress(t, ing.Ingresses(ns), "blog-canary", func(can *netv1.Ingress) {
+		can.Annotations[ingress.NginxPrefix+"canary-weight"] = "100"
+	})
 	g.eventually("canary by weight 100", answers(httpPort, false, "blog.example.com", "/", 200, "canary "))
 	if err := answers(httpPort, false, "blog.example.com", "/", 200, "web ", "X-Canary: never")(); err != nil {
 		t.Errorf("X-Canary: never: %v", err)
@@ -287,15 +279,10 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	})
 
 	// A snippet: refused, an Event, the last good version keeps serving.
-	mod, err = ing.Ingresses(ns).Get(bg, "shop", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod.Annotations = map[string]string{ingress.NginxPrefix + "configuration-snippet": "more_set_headers \"X: 1\";"}
-	mod.Spec.Rules[0].HTTP.Paths = mod.Spec.Rules[0].HTTP.Paths[:1]
-	if _, err := ing.Ingresses(ns).Update(bg, mod, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	updateIngress(t, ing.Ingresses(ns), "shop", func(mod *netv1.Ingress) {
+		mod.Annotations = map[string]string{ingress.NginxPrefix + "configuration-snippet": "more_set_headers \"X: 1\";"}
+		mod.Spec.Rules[0].HTTP.Paths = mod.Spec.Rules[0].HTTP.Paths[:1]
+	})
 	g.eventually("an Event refuses the snippet", func() error {
 		evs, err := g.client.CoreV1().Events(ns).List(bg, metav1.ListOptions{FieldSelector: "involvedObject.name=shop"})
 		if err != nil {
@@ -316,5 +303,23 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	}
 	if r := g.reloads(); r != before {
 		t.Errorf("a canary weight, a certificate and a refused snippet reloaded HAProxy %d times, want 0", r-before)
+	}
+}
+
+// updateIngress changes the Ingress name with mutate, again on a
+// conflict: the controller writes the Ingress's status meanwhile.
+func updateIngress(t *testing.T, c networkingclient.IngressInterface, name string, mutate func(*netv1.Ingress)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		o, err := c.Get(bg, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(o)
+		_, err = c.Update(bg, o, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
