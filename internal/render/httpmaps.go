@@ -104,6 +104,10 @@ func validRules(rules []model.HTTPRule, actions int) []rule {
 		}
 		ok := r.Method == "" || model.ValidMethod(r.Method)
 		hs := slices.Clone(r.Headers)
+		for _, q := range r.Query {
+			ok = ok && model.ValidQueryName(q.Name)
+			hs = append(hs, model.HeaderMatch{Name: model.QueryMatch + q.Name, Value: q.Value})
+		}
 		if r.Method != "" {
 			hs = append(hs, model.HeaderMatch{Name: model.MethodMatch, Value: r.Method})
 		}
@@ -111,7 +115,7 @@ func validRules(rules []model.HTTPRule, actions int) []rule {
 		hs = slices.CompactFunc(hs, func(a, b model.HeaderMatch) bool { return a.Name == b.Name })
 		x := rule{HTTPRule: r}
 		for _, m := range hs {
-			ok = ok && (m.Name == model.MethodMatch || model.ValidHeaderName(m.Name)) && model.ValidHeaderValue(m.Value)
+			ok = ok && (m.Name == model.MethodMatch || strings.HasPrefix(m.Name, model.QueryMatch) || model.ValidHeaderName(m.Name)) && model.ValidHeaderValue(m.Value)
 			x.names, x.values = append(x.names, m.Name), append(x.values, m.Value)
 		}
 		if ok {
@@ -146,8 +150,10 @@ func actionEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction
 			}
 			out[HTTPRedirect] = append(out[HTTPRedirect], HTTPMapEntry{aid, strconv.Itoa(rd.Code) + "|" + rd.Scheme + "|" + rd.Host + "|" + port})
 		}
+		extEntries(out, aid, a) // httpext.go: the redirect's path
 		return
 	}
+	extEntries(out, aid, a)
 	seen := map[string]bool{}
 	hdr := func(tag, name, value string) {
 		k := aid + tag + name
@@ -165,7 +171,11 @@ func actionEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction
 	for _, n := range a.Remove {
 		hdr(".d.", n, "1")
 	}
-	weightRanges(a.Backends, httpPick, func(lo, hi int64, name string) {
+	tagged := slices.Clone(a.Backends)
+	for i := range tagged {
+		tagged[i].Name += backendTag(out, aid, a, i) // httpext.go
+	}
+	weightRanges(tagged, httpPick, func(lo, hi int64, name string) {
 		for _, p := range decimalPrefixes(httpPick+lo, httpPick+hi) {
 			out[HTTPBackends] = append(out[HTTPBackends], HTTPMapEntry{aid + ":" + p, name})
 		}
