@@ -8,9 +8,12 @@ import gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 // path (test/conformance, docs/gateway.md "Extended HTTP features").
 var extFeatures = []gwv1.FeatureName{
 	"GatewayHTTPListenerIsolation",
+	"GatewayHTTPSListenerDetectMisdirectedRequests",
 	"GatewayPort8080",
 	"HTTPRouteDestinationPortMatching",
 	"HTTPRouteNamedRouteRule",
+	"HTTPRouteBackendProtocolH2C",
+	"HTTPRouteBackendProtocolWebSocket",
 	"HTTPRouteBackendRequestHeaderModification",
 	"HTTPRouteBackendTimeout",
 	"HTTPRouteHostRewrite",

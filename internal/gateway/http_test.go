@@ -108,12 +108,12 @@ func TestSupportedFeatures(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{}, "Gateway GatewayHTTPListenerIsolation GatewayPort8080 HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
-			"HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
+		{Options{}, "Gateway GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
+			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
 			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
 			"HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
-		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayHTTPListenerIsolation GatewayPort8080 GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
-			"HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
+		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
+			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
 			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
 			"HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
 	} {

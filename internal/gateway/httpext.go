@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -233,6 +234,29 @@ func eachWeighted(refs []resolvedRef, w *world, backends map[string]*model.Backe
 		b := weighted([]resolvedRef{rr}, w, backends, true)[0]
 		b.Weight = max(weight, 0)
 		out = append(out, b)
+	}
+	return out
+}
+
+// h2c reports a Service port whose servers speak HTTP/2 in clear
+// (appProtocol kubernetes.io/h2c); kubernetes.io/ws needs nothing: HTTP
+// backends pass WebSocket upgrades through.
+func h2c(p corev1.ServicePort) bool {
+	return p.AppProtocol != nil && *p.AppProtocol == "kubernetes.io/h2c"
+}
+
+// listenerHosts are the hostnames of a TLS frontend's listeners, each
+// once (model.AnyHost for a listener without), for misdirected requests.
+func listenerHosts(ls []*listener) []string {
+	var out []string
+	for _, l := range ls {
+		h := l.hostname
+		if h == "" {
+			h = model.AnyHost
+		}
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
 	}
 	return out
 }

@@ -194,3 +194,46 @@ func TestHTTPExtRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPBackendH2C: a Service port with appProtocol kubernetes.io/h2c
+// is an HTTP backend whose servers speak HTTP/2 in clear; the same
+// Service's TCP backend (a TCPRoute) and its other ports do not.
+func TestHTTPBackendH2C(t *testing.T) {
+	in := httpInput("", hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/")), hrule("b", hmatch("PathPrefix", "/b"))))
+	for _, s := range in.Services {
+		if s.Name == "a" {
+			s.Spec.Ports[0].AppProtocol = ptr("kubernetes.io/h2c")
+		}
+		if s.Name == "b" {
+			s.Spec.Ports[0].AppProtocol = ptr("kubernetes.io/ws")
+		}
+	}
+	res := Compute(in, Options{UDP: true})
+	got := map[string]bool{}
+	for _, b := range res.Config.Backends {
+		got[b.Name] = b.H2C
+	}
+	want(t, fmt.Sprint(got["gwh_apps_a_80"], got["gwh_apps_b_80"], got["gw_apps_a_80"]), "true false false")
+}
+
+// TestHTTPSListenerHosts: an HTTPS frontend's table names its listeners'
+// hostnames (the one without as model.AnyHost), most specific first, for
+// misdirected requests; an HTTP frontend's names none.
+func TestHTTPSListenerHosts(t *testing.T) {
+	in := base()
+	named := func(name, host string) gwv1.Listener {
+		l := httpsListener(name, 443, secretRef("", "cert"))
+		if host != "" {
+			l.Hostname = ptr(gwv1.Hostname(host))
+		}
+		return l
+	}
+	in.Gateways[0].Spec.Listeners = append(in.Gateways[0].Spec.Listeners, named("https", ""), named("wild", "*.wildcard.org"),
+		named("fourth", "fourth-example.wildcard.org"), listenerOf("web", gwv1.HTTPProtocolType, 80, ""))
+	in.Secrets = []*Secret{tlsSecret(t, "apps", "cert", "a.example.com")}
+	in.HTTPRoutes = []*gwv1.HTTPRoute{hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/")))}
+	in.HTTPRoutes[0].Spec.ParentRefs = []gwv1.ParentReference{parent("gw", "")}
+	res := Compute(in, Options{UDP: true})
+	want(t, strings.Join(httpOf(res, "443").Listeners, " "), "fourth-example.wildcard.org *.wildcard.org *")
+	want(t, fmt.Sprint(httpOf(res, "80").Listeners), "[]")
+}

@@ -127,6 +127,9 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 		scheme = "https"
 	}
 	slices.SortStableFunc(ls, func(a, b *listener) int { return precedence(a.hostname, b.hostname) })
+	if scheme == "https" {
+		t.Listeners = listenerHosts(ls) // httpext.go
+	}
 	have := map[string]bool{}
 	for _, l := range ls {
 		var rules []httpRule

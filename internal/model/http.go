@@ -22,6 +22,11 @@ type HTTP struct {
 	Actions []HTTPAction // HTTPRule.Action indexes it
 	// Port is the listener's port, for redirects that keep it.
 	Port uint16
+
+	// Listeners are the hostnames of a TLS frontend's listeners (AnyHost
+	// for one without): a request whose Host picks another listener than
+	// its connection's server name did is misdirected (httpext.go).
+	Listeners []string
 }
 
 // HTTPHost is one host name of the table: an exact name ("a.example.com"),
@@ -199,7 +204,7 @@ func (h *HTTP) Equal(g *HTTP) bool {
 	if h == nil || g == nil {
 		return h == g
 	}
-	return h.Port == g.Port &&
+	return h.Port == g.Port && slices.Equal(h.Listeners, g.Listeners) &&
 		slices.EqualFunc(h.Hosts, g.Hosts, func(a, b HTTPHost) bool {
 			return a.Name == b.Name && slices.EqualFunc(a.Rules, b.Rules, func(x, y HTTPRule) bool {
 				return x.PathType == y.PathType && x.Path == y.Path && x.Action == y.Action && x.Method == y.Method && slices.Equal(x.Headers, y.Headers) && slices.Equal(x.Query, y.Query)

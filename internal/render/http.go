@@ -52,7 +52,7 @@ const (
 )
 
 // HTTPMapKinds are the kinds, in the order the driver updates them.
-var HTTPMapKinds = []string{HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
+var HTTPMapKinds = []string{HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPListeners, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
 
 // HTTPMapFile is the map of kind of HTTP frontend fe under dir.
 func HTTPMapFile(dir, fe, kind string) string {
@@ -76,6 +76,9 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	m := func(kind string) string { return HTTPMapFile(dir, f.Name, kind) }
 	const hidMissing = " if !{ var(txn.hid) -m found }"
 	w("\thttp-request set-var(txn.host) req.hdr(host),field(1,:),lower")
+	if f.TLS != nil {
+		writeMisdirected(w, m(HTTPListeners)) // httpext.go
+	}
 	w("\thttp-request set-var(txn.hid) var(txn.host),map_str(" + m(HTTPHosts) + ")")
 	for i := 2; i < 2+WildcardDepth; i++ {
 		w("\thttp-request set-var-fmt(txn.hw) \"*.%[var(txn.host),field(" + strconv.Itoa(i) + ",.,0)]\"" + hidMissing)

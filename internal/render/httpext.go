@@ -28,8 +28,9 @@ import (
 
 // HTTPMap kinds of the extended features.
 const (
-	HTTPRewrite  = "rewrite"
-	HTTPTimeouts = "timeouts"
+	HTTPRewrite   = "rewrite"
+	HTTPTimeouts  = "timeouts"
+	HTTPListeners = "listeners"
 )
 
 // httpTimeoutVar is the variable an HTTP frontend leaves the request's
@@ -178,4 +179,50 @@ func backendTag(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction, i
 	id := aid + ".b" + strconv.Itoa(i)
 	headerEntries(out, id, "", a.Ext.BackendMods[i])
 	return "|" + id
+}
+
+// httpH2CServers makes an HTTP backend's servers speak HTTP/2 in clear
+// (model.Backend.H2C); the frontends take h2c with prior knowledge on
+// their own (HAProxy recognises the preface on a clear bind).
+const httpH2CServers = "\tdefault-server proto h2"
+
+// writeHostLookup looks the host in variable src up in a map of host
+// names (exact, then "*." + the host less one leading label, two, ...,
+// then AnyHost) into variable dst, only if cond holds ("" always).
+func writeHostLookup(w func(...string), src, dst, mapFile, cond string) {
+	first := "\thttp-request set-var(" + dst + ") var(" + src + "),map_str(" + mapFile + ")"
+	if cond != "" {
+		first += " if" + cond
+	}
+	w(first)
+	missing := " if !{ var(" + dst + ") -m found }" + cond
+	for i := 2; i < 2+WildcardDepth; i++ {
+		w("\thttp-request set-var-fmt(txn.lw) \"*.%[var(" + src + "),field(" + strconv.Itoa(i) + ",.,0)]\"" + missing)
+		w("\thttp-request set-var(" + dst + ") var(txn.lw),map_str(" + mapFile + ")" + missing)
+	}
+	w("\thttp-request set-var(" + dst + ") str(" + model.AnyHost + "),map_str(" + mapFile + ")" + missing)
+}
+
+// writeMisdirected answers 421 a request on a TLS frontend whose Host
+// picks another listener (by the listeners map: their hostnames) than
+// its connection's server name does, or none while the server name
+// picked one (GatewayHTTPSListenerDetectMisdirectedRequests). A
+// connection without a server name, or whose name no listener takes,
+// is not checked.
+func writeMisdirected(w func(...string), listenersMap string) {
+	writeHostLookup(w, "txn.host", "txn.lh", listenersMap, "")
+	w("\thttp-request set-var(txn.sni) ssl_fc_sni,lower")
+	writeHostLookup(w, "txn.sni", "txn.ls", listenersMap, " { var(txn.sni) -m found }")
+	w("\thttp-request return status 421 if { var(txn.ls) -m found } !{ var(txn.lh) -m found }")
+	w("\thttp-request return status 421 if { var(txn.ls) -m found } { var(txn.lh) -m found } !{ var(txn.ls),strcmp(txn.lh) eq 0 }")
+}
+
+// listenerEntries are the listeners map's entries: each listener
+// hostname (ValidSNI, or AnyHost) and its id "lN".
+func listenerEntries(out map[string][]HTTPMapEntry, hosts []string) {
+	for i, h := range hosts {
+		if h == model.AnyHost || model.ValidSNI(h) {
+			out[HTTPListeners] = append(out[HTTPListeners], HTTPMapEntry{h, "l" + strconv.Itoa(i)})
+		}
+	}
 }

@@ -38,6 +38,7 @@ func httpExt() model.Config {
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}},
 		}}
 	cfg.Frontends[0].HTTP = h
+	cfg.Backends[2].H2C = true // gwh_default_b_80: HTTP/2 in clear to its servers
 	return cfg
 }
 
@@ -156,5 +157,34 @@ func TestHTTPExtRefuseNames(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestMisdirectedRules: a TLS frontend answers 421 by its listeners map
+// (each listener hostname, a bad one left out); a clear one has neither.
+func TestMisdirectedRules(t *testing.T) {
+	withDir := opts
+	withDir.ACLDir = goldenACLDir
+	for _, tls := range []bool{false, true} {
+		cfg := httpExt()
+		cfg.Frontends[0].HTTP.Listeners = []string{"second-example.org", "*.wildcard.org", "bad name", model.AnyHost}
+		if tls {
+			cfg.Frontends[0].TLS = &model.TLS{}
+		}
+		layout, _ := plan.Assign(cfg, nil, true)
+		got := string(Config(cfg, layout, withDir))
+		if n := strings.Count(got, "return status 421"); (n == 2) != tls {
+			t.Errorf("TLS %v: %d rules answering 421", tls, n)
+		}
+		if strings.Contains(got, "bad name") {
+			t.Errorf("TLS %v: the configuration holds a bad listener hostname", tls)
+		}
+	}
+	var entries []string
+	for _, e := range HTTPMaps(&model.HTTP{Listeners: []string{"second-example.org", "*.wildcard.org", "bad name", model.AnyHost}})[HTTPListeners] {
+		entries = append(entries, e.Key+" "+e.Value)
+	}
+	if got, want := strings.Join(entries, ","), "second-example.org l0,*.wildcard.org l1,* l3"; got != want {
+		t.Errorf("listeners map %q, want %q", got, want)
 	}
 }

@@ -86,6 +86,7 @@ func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
 	for ai, a := range h.Actions {
 		actionEntries(out, "a"+strconv.Itoa(ai), a)
 	}
+	listenerEntries(out, h.Listeners) // httpext.go
 	return out
 }
 
