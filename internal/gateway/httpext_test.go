@@ -8,6 +8,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // extTable writes an HTTP table's rules with their query matches and
@@ -236,4 +237,40 @@ func TestHTTPSListenerHosts(t *testing.T) {
 	res := Compute(in, Options{UDP: true})
 	want(t, strings.Join(httpOf(res, "443").Listeners, " "), "fourth-example.wildcard.org *.wildcard.org *")
 	want(t, fmt.Sprint(httpOf(res, "80").Listeners), "[]")
+}
+
+// FuzzHTTPRouteExt: whatever the extended filters, matches and timeouts
+// of a route say, Compute does not panic and no map entry the table
+// becomes holds a space, a control character, a quote, '#', '\\' or
+// ';' (the Runtime API's separator): only validated text reaches a map.
+func FuzzHTTPRouteExt(f *testing.F) {
+	f.Add("animal", "whale", "X-Set", "v", "a.example.org", "/one", "/prefix/one", "500ms")
+	f.Add("a b", "x\ny", "x(", "a|b", "*.example.org", "/a b", "/", "1 s")
+	f.Fuzz(func(t *testing.T, qname, qvalue, hname, hvalue, host, path, prefix, timeout string) {
+		m := hmatch("PathPrefix", prefix)
+		m.QueryParams = []gwv1.HTTPQueryParamMatch{{Name: gwv1.HTTPHeaderName(qname), Value: qvalue}}
+		hf := &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: gwv1.HTTPHeaderName(hname), Value: hvalue}}, Remove: []string{hname}}
+		h := gwv1.PreciseHostname(host)
+		rule := hrule("a", m)
+		rule.Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier, ResponseHeaderModifier: hf},
+			{Type: gwv1.HTTPRouteFilterURLRewrite, URLRewrite: &gwv1.HTTPURLRewriteFilter{Hostname: &h, Path: prefixMod(path)}}}
+		rule.BackendRefs[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: hf}}
+		d := gwv1.Duration(timeout)
+		rule.Timeouts = &gwv1.HTTPRouteTimeouts{Request: &d}
+		redirect := hrule("", hmatch("PathPrefix", prefix))
+		redirect.Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gwv1.HTTPRequestRedirectFilter{Path: fullMod(path)}}}
+		table := httpOf(Compute(httpInput("", hroute("r", 1, nil, rule, redirect)), Options{UDP: true}), "80")
+		if table == nil {
+			return
+		}
+		for kind, es := range render.HTTPMaps(table) {
+			for _, e := range es {
+				for _, s := range []string{e.Key, e.Value} {
+					if strings.ContainsAny(s, " \t\r\n\x00#\\\"';") || strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r >= 0x7f }) {
+						t.Fatalf("%s map entry %q %q", kind, e.Key, e.Value)
+					}
+				}
+			}
+		}
+	})
 }
