@@ -187,13 +187,7 @@ func (h *HTTP) HeaderSets() [][]string {
 func (h *HTTP) ModifiedHeaders() []string {
 	var out []string
 	for _, a := range h.Actions {
-		for _, v := range a.Set {
-			out = append(out, v.Name)
-		}
-		for _, v := range a.Add {
-			out = append(out, v.Name)
-		}
-		out = append(out, a.Remove...)
+		out = append(out, HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove}.Names()...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

@@ -43,12 +43,18 @@ func httpExt() model.Config {
 }
 
 func TestGoldenHTTPExt(t *testing.T) {
-	cfg := httpExt()
+	assertHTTPGolden(t, httpExt(), "httpext.cfg", "httpext-maps.txt")
+}
+
+// assertHTTPGolden checks cfg's rendering and its first frontend's maps
+// against golden files, and that HAProxy accepts it with those maps.
+func assertHTTPGolden(t *testing.T, cfg model.Config, cfgFile, mapsFile string) {
+	t.Helper()
 	layout, _ := plan.Assign(cfg, nil, true)
 	withDir := opts
 	withDir.ACLDir = goldenACLDir
 	got := Config(cfg, layout, withDir)
-	golden.Assert(t, "httpext.cfg", got)
+	golden.Assert(t, cfgFile, got)
 	var maps bytes.Buffer
 	dir := t.TempDir()
 	m := HTTPMaps(cfg.Frontends[0].HTTP)
@@ -59,7 +65,7 @@ func TestGoldenHTTPExt(t *testing.T) {
 		maps.WriteString("# " + HTTPMapFile(goldenACLDir, cfg.Frontends[0].Name, kind) + "\n")
 		maps.Write(HTTPMapContent(m[kind]))
 	}
-	golden.Assert(t, "httpext-maps.txt", maps.Bytes())
+	golden.Assert(t, mapsFile, maps.Bytes())
 	golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(dir)))
 }
 

@@ -155,23 +155,7 @@ func actionEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction
 		return
 	}
 	extEntries(out, aid, a)
-	seen := map[string]bool{}
-	hdr := func(tag, name, value string) {
-		k := aid + tag + name
-		if model.ValidHeaderName(name) && model.ValidHeaderValue(value) && value != "" && !seen[k] {
-			seen[k] = true
-			out[HTTPHeaders] = append(out[HTTPHeaders], HTTPMapEntry{k, value})
-		}
-	}
-	for _, v := range a.Set {
-		hdr(".s.", v.Name, v.Value)
-	}
-	for _, v := range a.Add {
-		hdr(".a.", v.Name, v.Value)
-	}
-	for _, n := range a.Remove {
-		hdr(".d.", n, "1")
-	}
+	headerEntries(out, aid, "", model.HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove}) // httpext.go
 	tagged := slices.Clone(a.Backends)
 	for i := range tagged {
 		tagged[i].Name += backendTag(out, aid, a, i) // httpext.go
