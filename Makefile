@@ -81,9 +81,9 @@ deps-haproxy:
 
 # What the tests need besides HAProxy: promtool (checks the alert rules),
 # nft (the UDP tests), containerd, runc and the CNI plugins (the real-node
-# tier), keepalived and BIRD 2 (the announcers' tests; the tests start
-# their own daemons in network namespaces, so Debian's bird.service is
-# left stopped and disabled where systemd runs).
+# tier), keepalived, BIRD 2 and FRR (the announcers' tests; the tests start
+# their own daemons in network namespaces, so Debian's bird.service and
+# frr.service are left stopped and disabled where systemd runs).
 deps-test:
 	@hack/promtool.sh
 	@if command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ]; then \
@@ -110,6 +110,16 @@ deps-test:
 		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y bird2; \
 		if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now bird.service || true; fi; \
 	fi
+	@# FRR: the second router the BGP announcer's tests peer with (zebra and bgpd
+	@# started by the tests in a namespace; Debian's frr.service left stopped).
+	@if [ -x /usr/lib/frr/bgpd ] && [ -x /usr/lib/frr/zebra ]; then \
+		echo "frr: /usr/lib/frr"; \
+	else \
+		sudo=; if [ "$$(id -u)" != 0 ]; then sudo=sudo; fi; \
+		$$sudo apt-get update; \
+		$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y frr; \
+		if [ -d /run/systemd/system ]; then $$sudo systemctl disable --now frr.service || true; fi; \
+	fi
 	@# The real-node tier (internal/testing/nodes): containerd, runc, the CNI plugins.
 	@if command -v containerd >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 && [ -x /usr/lib/cni/bridge ]; then \
 		echo "containerd: $$(command -v containerd), runc: $$(command -v runc), CNI plugins: /usr/lib/cni"; \
@@ -134,14 +144,17 @@ deps-versions:
 vet:
 	$(GO) vet $(PKGS)
 
-test: deps
+# The suite itself runs in two lanes side by side (hack/test.sh): test/e2e
+# and its core on TEST_VERSIONS in one, every other package, the client
+# packages on TEST_VERSIONS and the fuzz targets in the other.
+test: deps deps-versions
 	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
 	$(MAKE) --no-print-directory fmt-check && \
 	$(GO) vet $(PKGS) && \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS) && \
-	$(MAKE) --no-print-directory test-versions && \
-	$(MAKE) --no-print-directory fuzz
+	GO='$(GO)' PKGS='$(PKGS)' TESTFLAGS='$(TESTFLAGS)' TEST_TIMEOUT='$(TEST_TIMEOUT)' \
+	TEST_VERSIONS='$(TEST_VERSIONS)' VERSION_PKGS='$(VERSION_PKGS)' VERSION_E2E='$(VERSION_E2E)' \
+	VERSION_SKIP='$(VERSION_SKIP)' hack/test.sh
 
 # The packages that talk to HAProxy itself (its clients and master CLI,
 # the start-up check, the local driver) again on each other supported
@@ -168,12 +181,13 @@ test-versions: deps-versions
 	done
 
 # The whole suite against one HAProxy version, the binary from
-# hack/haproxy-version.sh (2.6: the host's; 3.0: Debian trixie's; 3.2: Debian sid's, made and
+# hack/haproxy-version.sh (2.6: the host's; 3.0: Debian trixie's; 3.2: Debian sid's;
+# 3.4: Debian experimental's, made and
 # cached on first use) passed to the tests as HAPROXY_BIN:
 #   make test-haproxy VERSION=3.0
 test-haproxy: deps
 	@[ "$(origin VERSION)" = "command line" ] || [ "$(origin VERSION)" = "environment" ] || \
-		{ echo "make test-haproxy VERSION=2.6|3.0|3.2"; exit 2; }
+		{ echo "make test-haproxy VERSION=2.6|3.0|3.2|3.4"; exit 2; }
 	HAPROXY_BIN="$$(hack/haproxy-version.sh $(VERSION) | tail -n 1)"; export HAPROXY_BIN; \
 	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HAPROXY_BIN=$$HAPROXY_BIN ($$($$HAPROXY_BIN -v | head -n 1))" && \
@@ -241,7 +255,7 @@ bench-pools: bench
 # Reload-to-serving time per HAProxy version, side by side in one run
 # (internal/haproxy BenchmarkReloadToServing; BENCHMARKS.md).
 bench-versions: deps-haproxy deps-versions
-	HKS_HAPROXY_BINS="2.6=$$(hack/haproxy-version.sh 2.6 | tail -n 1) 3.0=$$(hack/haproxy-version.sh 3.0 | tail -n 1) 3.2=$$(hack/haproxy-version.sh 3.2 | tail -n 1)"; \
+	HKS_HAPROXY_BINS="2.6=$$(hack/haproxy-version.sh 2.6 | tail -n 1) 3.0=$$(hack/haproxy-version.sh 3.0 | tail -n 1) 3.2=$$(hack/haproxy-version.sh 3.2 | tail -n 1) 3.4=$$(hack/haproxy-version.sh 3.4 | tail -n 1)"; \
 	export HKS_HAPROXY_BINS; \
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkReloadToServing -benchtime $(or $(CHANGES),20)x ./internal/haproxy/
 

@@ -7,6 +7,7 @@
 #   hack/haproxy-version.sh 2.6   # the host's own haproxy (Debian bookworm's)
 #   hack/haproxy-version.sh 3.0   # Debian trixie's haproxy package
 #   hack/haproxy-version.sh 3.2   # Debian unstable's (sid) haproxy package
+#   hack/haproxy-version.sh 3.4   # Debian experimental's haproxy package
 #
 # A version the host does not have comes from Debian's archive by package
 # name: debootstrap(8) makes a minimal root file system of the Debian
@@ -14,6 +15,8 @@
 # moves, so the cached root keeps the version it was made with, and a new
 # sid haproxy of another branch makes this script refuse it, by the check
 # at the end, until the case below says so), with the haproxy package installed,
+# for 3.4 from experimental (a sid root whose apt also reads experimental,
+# where haproxy is installed from by name: 3.4.7-1 on 2026-11-28),
 # from the same mirror apt on this machine uses (read from apt's own
 # configuration, `apt-get indextargets`; HKS_DEBIAN_MIRROR overrides it).
 # The binary needs that release's C library, so the printed `haproxy` is a
@@ -50,7 +53,7 @@ die() {
 }
 
 version=${1:-}
-[[ $# -eq 1 && -n "$version" ]] || die "usage: $0 VERSION (2.6: the host's haproxy; 3.0: Debian trixie's; 3.2: Debian sid's)"
+[[ $# -eq 1 && -n "$version" ]] || die "usage: $0 VERSION (2.6: the host's haproxy; 3.0: Debian trixie's; 3.2: Debian sid's; 3.4: Debian experimental's)"
 
 # host_version BIN: the major.minor of an haproxy binary (2.6, 3.0, ...).
 host_version() {
@@ -58,7 +61,8 @@ host_version() {
 }
 
 # What each version is made of: the Debian release whose haproxy package
-# has it.
+# has it (extra: a suite apt in that root also reads, haproxy's source).
+extra=
 case $version in
 2.6)
 	# Debian bookworm's, installed on the host by `make deps`.
@@ -72,14 +76,21 @@ case $version in
 	;;
 3.0) suite=trixie ;;
 3.2) suite=sid ;;
-*) die "unknown version $version (known: 2.6, 3.0, 3.2)" ;;
+3.4)
+	# Only experimental has 3.4; it builds against sid's libraries.
+	suite=sid
+	extra=experimental
+	;;
+*) die "unknown version $version (known: 2.6, 3.0, 3.2, 3.4)" ;;
 esac
 
 arch=$(dpkg --print-architecture)
 packages=haproxy
 # The recipe: what the root file system is made of. Changing it (or this
 # list) makes a new cache entry; the mirror is not part of it.
-key=$(printf 'recipe 1\nsuite %s\nvariant minbase\npackages %s\narch %s\n' "$suite" "$packages" "$arch" | sha256sum | cut -c1-16)
+recipe=$(printf 'recipe 1\nsuite %s\nvariant minbase\npackages %s\narch %s\n' "$suite" "$packages" "$arch")
+[[ -z "$extra" ]] || recipe+=$(printf '\nfrom %s\n' "$extra")
+key=$(printf '%s\n' "$recipe" | sha256sum | cut -c1-16)
 dir="$cache_root/$version-$key"
 wrapper="$dir/bin/haproxy"
 
@@ -134,6 +145,29 @@ remove_tree() {
 sudo=
 [[ "$(id -u)" == 0 ]] || sudo=sudo
 
+# from_extra ROOT MIRROR: installs haproxy in ROOT from the suite $extra
+# of MIRROR, by name, with the root's own apt (chroot; /proc mounted for
+# dpkg meanwhile, and no service started: policy-rc.d). Debian's
+# experimental and sid Release files carry a Valid-Until that this
+# mirror's copies had passed (2026-11-28), so apt is told not to check it.
+from_extra() {
+	local r=$1 m=$2
+	log "installing $packages from $extra"
+	$sudo sh -c "echo 'deb $m $extra main' >'$r/etc/apt/sources.list.d/$extra.list'"
+	$sudo sh -c "printf '#!/bin/sh\nexit 101\n' >'$r/usr/sbin/policy-rc.d' && chmod +x '$r/usr/sbin/policy-rc.d'"
+	$sudo mount -t proc proc "$r/proc"
+	local ok=0
+	$sudo env PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive chroot "$r" sh -c \
+		"apt-get -o Acquire::Check-Valid-Until=false update && apt-get -o Acquire::Check-Valid-Until=false install -y --no-install-recommends -t $extra $packages" \
+		>"$r/../extra.log" 2>&1 || ok=$?
+	$sudo umount "$r/proc" || $sudo umount -l "$r/proc"
+	$sudo rm -f "$r/usr/sbin/policy-rc.d"
+	if [[ $ok != 0 ]]; then
+		tail -n 30 "$r/../extra.log" >&2
+		die "installing $packages from $extra failed (log above)"
+	fi
+}
+
 # build TMP: the root file system in TMP/root and the wrapper in TMP/bin,
 # written for its final place, $dir.
 build() {
@@ -150,6 +184,7 @@ build() {
 		tail -n 30 "$tmp/debootstrap.log" >&2
 		die "debootstrap failed (log above)"
 	fi
+	[[ -z "$extra" ]] || from_extra "$tmp/root" "$m"
 	# Leave the root file system readable by the user who asked for it.
 	[[ -z "$sudo" ]] || $sudo chown -R "$(id -u):$(id -g)" "$tmp/root"
 	local libdir

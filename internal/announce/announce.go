@@ -52,3 +52,32 @@ type Announcer interface {
 	// Run announces until ctx ends, then withdraws what it announced.
 	Run(ctx context.Context) error
 }
+
+// Reporter is an announcer that says who announces each address, as
+// this host knows it (Holders).
+type Reporter interface {
+	Holders(ctx context.Context) Holders
+}
+
+// Recorder is what an announcer reports to the metrics
+// (internal/metrics.Announce).
+type Recorder interface {
+	// Addresses is how many addresses this host announces now.
+	Addresses(n int)
+	// Sessions is how many sessions with the routers are up (BGP).
+	Sessions(n int)
+	// Held is which addresses this host announces now, sorted.
+	Held(addrs []netip.Addr)
+}
+
+// NoRecorder records nothing.
+type NoRecorder struct{}
+
+func (NoRecorder) Addresses(int)       {}
+func (NoRecorder) Sessions(int)        {}
+func (NoRecorder) Held(_ []netip.Addr) {}
+
+// MoveFunc is told each change of who announces an address (Move), as
+// this host sees it: every move of the group with layer 2, this host's
+// own announcements with BGP. It must not block.
+type MoveFunc func(Move)

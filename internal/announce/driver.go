@@ -82,3 +82,12 @@ func (d *Driver) Gate(ctx context.Context, every time.Duration, check func(conte
 		}
 	}
 }
+
+// Holders is who announces each address as this host knows it (its
+// announcer's Reporter), nil when the announcer does not say.
+func (d *Driver) Holders(ctx context.Context) Holders {
+	if r, ok := d.a.(Reporter); ok {
+		return r.Holders(ctx)
+	}
+	return nil
+}

@@ -8,8 +8,14 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
-// Name is the name of the frontend and of the backend.
-const Name = "apiserver"
+// Name is the name of the frontend, BackendName the backend's. They
+// differ: HAProxy 3.3 and later refuse a frontend and a backend of the
+// same name ("no longer supported as of 3.3"), which every release before
+// the apiserver mode met 3.4 rendered here.
+const (
+	Name        = "apiserver"
+	BackendName = "apiservers"
+)
 
 // ReadyzPath is what the health check asks: an apiserver that answers 200
 // there can serve requests (etcd reachable, informers synced, not
@@ -115,7 +121,7 @@ func ParseListen(l string) (model.Bind, error) {
 // loop once it has servers).
 func (s Shape) Config(servers []netip.AddrPort) model.Config {
 	be := model.Backend{
-		Name:           Name,
+		Name:           BackendName,
 		Service:        "kube-apiserver",
 		Balance:        "roundrobin",
 		Check:          s.Check,
@@ -127,7 +133,7 @@ func (s Shape) Config(servers []netip.AddrPort) model.Config {
 		be.Servers = append(be.Servers, model.Server{Addr: ap.Addr(), Port: ap.Port()})
 	}
 	return model.Config{
-		Frontends: []model.Frontend{{Name: Name, Service: "kube-apiserver", Binds: s.Listen, TimeoutClient: s.TimeoutClient, Backend: Name}},
+		Frontends: []model.Frontend{{Name: Name, Service: "kube-apiserver", Binds: s.Listen, TimeoutClient: s.TimeoutClient, Backend: BackendName}},
 		Backends:  []*model.Backend{&be},
 	}
 }

@@ -7,12 +7,16 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
@@ -22,30 +26,37 @@ import (
 const (
 	announceL2  = "l2"
 	announceBGP = "bgp"
+	// announceKeepalived: keepalived.conf rendered, keepalived the operator's
+	announceKeepalived = "keepalived"
 )
 
 // announceFlags are the flags of the address announcer (docs/addresses.md,
 // "Putting the addresses on the wire").
 type announceFlags struct {
-	mode     string
-	iface    string
-	peers    []string
-	keyFile  string
-	name     string
-	listen   string
-	interval time.Duration
-	bgp      bgpFlags
+	mode       string
+	iface      string
+	peers      []string
+	keyFile    string
+	name       string
+	listen     string
+	interval   time.Duration
+	bgp        bgpFlags
+	keepalived keepalivedFlags
+	// onMove is told who announces an address changed (not a flag: run
+	// sets it, controller.MoveEvents)
+	onMove announce.MoveFunc
 }
 
 func (a *announceFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&a.mode, "announce", "", "put the served addresses on the network and move them when a host fails: 'l2' (ARP/NDP: one host of the group owns each address; run on every load-balancer host), 'bgp' (every healthy host announces each address to the routers); default off (the operator's: AnyIP, keepalived, a BGP speaker of its own)")
-	fs.StringVar(&a.iface, "announce-interface", "", "with --announce=l2: the interface on the addresses' network")
-	fs.StringSliceVar(&a.peers, "announce-peers", nil, "with --announce=l2: the other hosts of the group, IP[:PORT] on that network (heartbeats; comma-separated or repeated)")
+	fs.StringVar(&a.mode, "announce", "", "put the served addresses on the network and move them when a host fails: 'l2' (ARP/NDP: one host of the group owns each address; run on every load-balancer host), 'bgp' (every healthy host announces each address to the routers), 'keepalived' (keepalived.conf written from the served addresses, this host's health a file keepalived tracks; keepalived runs beside); default off (the operator's: AnyIP, keepalived, a BGP speaker of its own)")
+	fs.StringVar(&a.iface, "announce-interface", "", "with --announce=l2 or keepalived: the interface on the addresses' network")
+	fs.StringSliceVar(&a.peers, "announce-peers", nil, "with --announce=l2: the other hosts of the group, IP[:PORT] on that network (heartbeats; comma-separated or repeated); with keepalived: their addresses for unicast adverts")
 	fs.StringVar(&a.keyFile, "announce-key-file", "", "with --announce=l2: file holding the group's shared key (at least 16 bytes; heartbeats are signed with it, HMAC-SHA256)")
-	fs.StringVar(&a.name, "announce-name", "", "with --announce=l2: this host's name in the group (default: the host name)")
+	fs.StringVar(&a.name, "announce-name", "", "with --announce=l2 or keepalived: this host's name in the group (default: the host name)")
 	fs.StringVar(&a.listen, "announce-listen", fmt.Sprintf(":%d", layer2.DefaultPort), "with --announce=l2: where heartbeats are read ([IP]:PORT)")
 	fs.DurationVar(&a.interval, "announce-interval", layer2.DefaultInterval, "with --announce=l2: heartbeat interval; a host silent for 3 intervals is gone and its addresses move")
 	a.bgp.register(fs)
+	a.keepalived.register(fs)
 }
 
 // parsePeer is IP or IP:PORT (port default layer2.DefaultPort).
@@ -72,8 +83,13 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *met
 		}
 	case announceBGP:
 		return a.setupBGP(ctx, static, rec, log)
+	case announceKeepalived:
+		return a.setupKeepalived(ctx, static, log)
 	default:
-		return nil, flagErr("--announce: want %s or %s, got %q", announceL2, announceBGP, a.mode)
+		return nil, flagErr("--announce: want %s, %s or %s, got %q", announceL2, announceBGP, announceKeepalived, a.mode)
+	}
+	if a.keepalived.set() {
+		return nil, flagErr("the --announce-keepalived-* flags are flags of --announce=keepalived")
 	}
 	if a.iface == "" || a.keyFile == "" {
 		return nil, flagErr("--announce=l2 needs --announce-interface and --announce-key-file")
@@ -85,7 +101,10 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *met
 	if key = []byte(strings.TrimSpace(string(key))); len(key) < 16 {
 		return nil, flagErr("--announce-key-file: %s: the key has %d bytes, want at least 16", a.keyFile, len(key))
 	}
-	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, Logger: log}
+	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, Logger: log, OnMove: a.onMove}
+	if rec != nil {
+		cfg.Metrics = rec
+	}
 	if cfg.ID == "" {
 		if cfg.ID, err = os.Hostname(); err != nil {
 			return nil, fmt.Errorf("--announce-name: %w", err)
@@ -166,4 +185,35 @@ func startGate(ctx context.Context, ann *announce.Driver, ready func(context.Con
 	check, stop := announceGate(ready, stats)
 	go ann.Gate(ctx, gateEvery, check)
 	return stop
+}
+
+// recorded is the announcer whose metrics are recorded ("" with
+// --announce off).
+func (a *announceFlags) recorded() string {
+	if a.mode == announceL2 || a.mode == announceBGP {
+		return a.mode
+	}
+	return ""
+}
+
+// statusWriters makes the changes of who announces an address visible
+// through the leader's writes: an AddressMoved Event on the Services of
+// the address for each move, and with --announce=l2 (whose hosts all
+// know the group's owners) the Announced condition of each Service
+// (annStatus, run with the status writers; nil otherwise). Call bind
+// with the announcer once set up; set onMove before setup.
+func (a *announceFlags) statusWriters(client kubernetes.Interface, services controller.ServiceLister, pub *controller.Publisher,
+	events record.EventRecorder, log *slog.Logger) (annStatus *controller.Announced, bind func(*announce.Driver)) {
+	var announced atomic.Pointer[announce.Driver]
+	if a.mode == announceL2 {
+		annStatus = controller.NewAnnounced(client, services, pub, func(ctx context.Context) announce.Holders {
+			if d := announced.Load(); d != nil {
+				return d.Holders(ctx)
+			}
+			return nil
+		}, log)
+	}
+	moved := controller.MoveEvents(pub, events)
+	a.onMove = func(m announce.Move) { moved(m); annStatus.Poke() }
+	return annStatus, func(d *announce.Driver) { announced.Store(d) }
 }

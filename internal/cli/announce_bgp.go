@@ -29,6 +29,7 @@ type bgpFlags struct {
 	med          uint32
 	passwordFile string
 	bfd          time.Duration
+	v4over6      bool
 }
 
 func (b *bgpFlags) register(fs *pflag.FlagSet) {
@@ -41,11 +42,12 @@ func (b *bgpFlags) register(fs *pflag.FlagSet) {
 	fs.Uint32Var(&b.med, "announce-bgp-med", 0, "with --announce=bgp: the MED of this host's routes: equal on every host, the routers spread flows over them (ECMP); higher on a host, it is the backup (active/passive)")
 	fs.StringVar(&b.passwordFile, "announce-bgp-password-file", "", "with --announce=bgp: file holding the TCP MD5 password of every session (at most 80 bytes; never logged)")
 	fs.DurationVar(&b.bfd, "announce-bgp-bfd", 0, "with --announce=bgp: run BFD with each router at this interval (at least 50ms; down after 3 missed), so that a router running BFD too drops a dead host's routes within 3 intervals instead of the hold time; 0: off")
+	fs.BoolVar(&b.v4over6, "announce-bgp-ipv4-over-ipv6", false, "with --announce=bgp: announce the IPv4 addresses to the IPv6 peers too, with this host's IPv6 address as their next hop (RFC 8950 extended next hop: the router must accept it)")
 }
 
 // set tells whether any flag of --announce=bgp was given a value.
 func (b *bgpFlags) set() bool {
-	return b.asn != 0 || b.routerID != "" || len(b.peers) > 0 || b.peerASN != 0 || b.med != 0 || b.passwordFile != "" || b.bfd != 0 ||
+	return b.asn != 0 || b.routerID != "" || len(b.peers) > 0 || b.peerASN != 0 || b.med != 0 || b.passwordFile != "" || b.bfd != 0 || b.v4over6 ||
 		b.holdTime != bgp.DefaultHoldTime || b.restartTime != bgp.DefaultRestartTime
 }
 
@@ -86,7 +88,7 @@ func parseBGPPeer(s string, defASN uint32) (bgp.Peer, error) {
 
 // config is the speaker's configuration from the flags.
 func (b *bgpFlags) config(log *slog.Logger) (bgp.Config, error) {
-	cfg := bgp.Config{ASN: b.asn, HoldTime: b.holdTime, RestartTime: b.restartTime, MED: b.med, BFD: b.bfd, Logger: log}
+	cfg := bgp.Config{ASN: b.asn, HoldTime: b.holdTime, RestartTime: b.restartTime, MED: b.med, BFD: b.bfd, IPv4OverIPv6: b.v4over6, Logger: log}
 	if b.asn == 0 {
 		return cfg, flagErr("--announce=bgp needs --announce-bgp-asn and --announce-bgp-peers")
 	}
@@ -149,6 +151,9 @@ func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, rec *
 	if a.iface != "" || a.keyFile != "" || len(a.peers) > 0 {
 		return nil, flagErr("--announce-interface, --announce-peers and --announce-key-file are flags of --announce=l2")
 	}
+	if a.keepalived.set() {
+		return nil, flagErr("the --announce-keepalived-* flags are flags of --announce=keepalived")
+	}
 	cfg, err := a.bgp.config(log)
 	if err != nil {
 		return nil, err
@@ -156,6 +161,7 @@ func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, rec *
 	if rec != nil {
 		cfg.Metrics = rec
 	}
+	cfg.OnMove = a.onMove
 	ann, err := bgp.New(cfg)
 	if err != nil {
 		return nil, flagErr("--announce=bgp: %v", err)
@@ -167,13 +173,4 @@ func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, rec *
 	}()
 	log.Info("announcing addresses", "announce", announceBGP, "asn", cfg.ASN, "router_id", cfg.RouterID, "peers", len(cfg.Peers))
 	return announce.NewDriver(ann, static...), nil
-}
-
-// bgpMode is "bgp" with --announce=bgp, else "" (the announcers that
-// record metrics).
-func (a *announceFlags) bgpMode() string {
-	if a.mode == announceBGP {
-		return announceBGP
-	}
-	return ""
 }

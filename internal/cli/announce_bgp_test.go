@@ -41,6 +41,7 @@ func TestAnnounceBGPSetupRefuses(t *testing.T) {
 		{"no router ID, no IPv4 peer", func(a *announceFlags) { a.bgp.routerID = ""; a.bgp.peers = []string{"[2001:db8::1]@65000"} }, "no IPv4 peer", true},
 		{"a short hold time", func(a *announceFlags) { a.bgp.holdTime = time.Second }, "hold time", true},
 		{"a fast BFD", func(a *announceFlags) { a.bgp.bfd = time.Millisecond }, "BFD interval", true},
+		{"IPv4 over IPv6 without an IPv6 peer", func(a *announceFlags) { a.bgp.v4over6 = true }, "without an IPv6 peer", true},
 		{"no password file", func(a *announceFlags) { a.bgp.passwordFile = filepath.Join(dir, "none") }, "--announce-bgp-password-file", false},
 		{"a password too long", func(a *announceFlags) { a.bgp.passwordFile = long }, "want 1 to 80", true},
 		{"an empty password", func(a *announceFlags) { a.bgp.passwordFile = empty }, "want 1 to 80", true},

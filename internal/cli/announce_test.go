@@ -30,7 +30,7 @@ func TestAnnounceSetupRefuses(t *testing.T) {
 		want   string
 		is     error
 	}{
-		{"another announcer", func(a *announceFlags) { a.mode = "ospf" }, "--announce: want l2 or bgp", nil},
+		{"another announcer", func(a *announceFlags) { a.mode = "ospf" }, "--announce: want l2, bgp or keepalived", nil},
 		{"a flag of bgp", func(a *announceFlags) { a.bgp.asn = 65001 }, "flags of --announce=bgp", nil},
 		{"no interface", func(a *announceFlags) { a.iface = "" }, "needs --announce-interface", nil},
 		{"no key file", func(a *announceFlags) { a.keyFile = filepath.Join(dir, "none") }, "--announce-key-file", nil},

@@ -204,11 +204,13 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
-	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.bgpMode()), log)
+	events, gate := f.publish.recorder(recorder)
+	annStatus, bindAnnouncer := f.announce.statusWriters(sclient, src, pub, events, log)
+	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.recorded()), log)
 	if err != nil {
 		return err
 	}
-	events, gate := f.publish.recorder(recorder)
+	bindAnnouncer(ann)
 	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
@@ -234,7 +236,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		}
 		defer startGate(ctx, ann, ready, stats)()
 	}
-	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run}, ctl.Trigger, log); err != nil {
+	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run, annStatus.Run}, ctl.Trigger, log); err != nil {
 		return err
 	}
 	b.watch(ctx, ctl.Trigger)

@@ -118,8 +118,8 @@ func TestCompute(t *testing.T) {
 		{"served", nil, Options{UDP: true}, func(t *testing.T, res Result) {
 			want(t, routeCond(res, KindTCPRoute, "apps", "split", "Accepted"), "True/Accepted")
 			want(t, routeCond(res, KindTCPRoute, "apps", "split", "ResolvedRefs"), "True/ResolvedRefs")
-			want(t, routesOfFrontend(res, "9000"), "=gw_apps_a_80:80,gw_apps_b_80:20")
-			want(t, routesOfFrontend(res, "9443"), "a.example.com=gw_apps_a_80:1 b.example.com=gw_apps_b_80:1")
+			want(t, routesOfFrontend(res, "9000"), "=gwt_apps_a_80:80,gwt_apps_b_80:20")
+			want(t, routesOfFrontend(res, "9443"), "a.example.com=gwt_apps_a_80:1 b.example.com=gwt_apps_b_80:1")
 			want(t, fmt.Sprint(listenerStatus(res, "apps", "gw", "tls").AttachedRoutes), "2")
 			want(t, condOf(res.Gateways[Key{"apps", "gw"}].Conditions, "Programmed"), "True/Programmed")
 			want(t, condOf(res.Classes["hks"].Conditions, "Accepted"), "True/Accepted")
@@ -147,7 +147,7 @@ func TestCompute(t *testing.T) {
 		}, Options{}, func(t *testing.T, res Result) {
 			want(t, routeCond(res, KindTCPRoute, "apps", "split", "Accepted"), "True/Accepted")
 			want(t, routeCond(res, KindTCPRoute, "apps", "split", "ResolvedRefs"), "False/RefNotPermitted")
-			want(t, routesOfFrontend(res, "9000"), "=gw_apps_a_80:80,_reject:20")
+			want(t, routesOfFrontend(res, "9000"), "=gwt_apps_a_80:80,_reject:20")
 		}},
 		{"cross-namespace ref with a grant", func(in *Input) {
 			c, sc := service("other", "c", corev1.ProtocolTCP, 80, 80, "10.244.3.3")
@@ -156,7 +156,7 @@ func TestCompute(t *testing.T) {
 			in.Grants = append(in.Grants, grant("other", "apps", "TCPRoute", "c"))
 		}, Options{}, func(t *testing.T, res Result) {
 			want(t, routeCond(res, KindTCPRoute, "apps", "split", "ResolvedRefs"), "True/ResolvedRefs")
-			want(t, routesOfFrontend(res, "9000"), "=gw_apps_a_80:80,gw_other_c_80:20")
+			want(t, routesOfFrontend(res, "9000"), "=gwt_apps_a_80:80,gwt_other_c_80:20")
 		}},
 		{"a grant for another kind does not count", func(in *Input) {
 			c, sc := service("other", "c", corev1.ProtocolTCP, 80, 80, "10.244.3.3")
@@ -182,7 +182,7 @@ func TestCompute(t *testing.T) {
 			want(t, routeCond(res, KindTCPRoute, "apps", "split", "Accepted"), "True/Accepted")
 			want(t, routeCond(res, KindTCPRoute, "apps", "late", "Accepted"), "True/Accepted")
 			want(t, fmt.Sprint(listenerStatus(res, "apps", "gw", "tcp").AttachedRoutes), "2")
-			want(t, routesOfFrontend(res, "9000"), "=gw_apps_a_80:80,gw_apps_b_80:20")
+			want(t, routesOfFrontend(res, "9000"), "=gwt_apps_a_80:80,gwt_apps_b_80:20")
 		}},
 		{"a second UDPRoute on a taken listener", func(in *Input) {
 			c, sc := service("apps", "c", corev1.ProtocolUDP, 53, 53, "10.244.9.9")
@@ -197,7 +197,7 @@ func TestCompute(t *testing.T) {
 			in.TLSRoutes[1].Spec.Hostnames = []gwv1.Hostname{"a.example.com"}
 		}, Options{}, func(t *testing.T, res Result) {
 			want(t, routeCond(res, KindTLSRoute, "apps", "tb", "Accepted"), "True/Accepted")
-			want(t, routesOfFrontend(res, "9443"), "a.example.com=gw_apps_a_80:1")
+			want(t, routesOfFrontend(res, "9443"), "a.example.com=gwt_apps_a_80:1")
 		}},
 		{"hostnames outside the listener's", func(in *Input) {
 			in.TLSRoutes[1].Spec.Hostnames = []gwv1.Hostname{"b.example.net"}
@@ -209,14 +209,14 @@ func TestCompute(t *testing.T) {
 			in.Gateways[0].Spec.Listeners[1].Hostname = &h
 			in.TLSRoutes[0].Spec.Hostnames = []gwv1.Hostname{"*.example.com"}
 		}, Options{}, func(t *testing.T, res Result) {
-			want(t, routesOfFrontend(res, "9443"), "x.example.com=gw_apps_a_80:1")
+			want(t, routesOfFrontend(res, "9443"), "x.example.com=gwt_apps_a_80:1")
 			want(t, routeCond(res, KindTLSRoute, "apps", "tb", "Accepted"), "False/NoMatchingListenerHostname")
 		}},
 		{"server names that could carry syntax are never used", func(in *Input) {
 			in.TLSRoutes[0].Spec.Hostnames = []gwv1.Hostname{"a.example.com } || { always_true", "A.EXAMPLE.COM"}
 		}, Options{}, func(t *testing.T, res Result) {
 			want(t, routeCond(res, KindTLSRoute, "apps", "ta", "Accepted"), "False/NoMatchingListenerHostname")
-			want(t, routesOfFrontend(res, "9443"), "b.example.com=gw_apps_b_80:1")
+			want(t, routesOfFrontend(res, "9443"), "b.example.com=gwt_apps_b_80:1")
 		}},
 		{"unknown sectionName", func(in *Input) { in.TCPRoutes[0].Spec.ParentRefs = []gwv1.ParentReference{parent("gw", "nope")} }, Options{}, func(t *testing.T, res Result) {
 			want(t, routeCond(res, KindTCPRoute, "apps", "split", "Accepted"), "False/NoMatchingParent")

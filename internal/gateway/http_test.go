@@ -95,7 +95,7 @@ func TestHTTPListenerStatus(t *testing.T) {
 			// The TCP listener still serves, unless the HTTP one is on its
 			// port (both conflicted).
 			if tc.listener.Port != 9000 {
-				want(t, routesOfFrontend(res, "9000"), "=gw_apps_a_80:80,gw_apps_b_80:20")
+				want(t, routesOfFrontend(res, "9000"), "=gwt_apps_a_80:80,gwt_apps_b_80:20")
 			}
 		})
 	}

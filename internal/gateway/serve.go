@@ -132,7 +132,10 @@ func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend, 
 			backends[model.RejectBackend] = rejectBackend()
 			continue
 		}
-		prefix := "gw"
+		// Never a listener's prefix ("gw"): HAProxy 3.3 and later refuse
+		// a frontend and a backend of one name, which a Gateway and a
+		// Service sharing a namespace, a name and a port would give.
+		prefix := "gwt"
 		if http {
 			prefix = "gwh"
 		}

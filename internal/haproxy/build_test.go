@@ -10,8 +10,8 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 )
 
-// testdata/vv-*.txt: `haproxy -vv` of Debian bookworm's 2.6.12 and trixie's
-// 3.0.11, captured on this project's machine.
+// testdata/vv-*.txt: `haproxy -vv` of Debian bookworm's 2.6.12, trixie's
+// 3.0.11 and experimental's 3.4.7, captured on this project's machine.
 func TestBuildSupported(t *testing.T) {
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -20,7 +20,7 @@ func TestBuildSupported(t *testing.T) {
 		}
 		return string(b)
 	}
-	v26, v30 := read("vv-2.6.txt"), read("vv-3.0.txt")
+	v26, v30, v34 := read("vv-2.6.txt"), read("vv-3.0.txt"), read("vv-3.4.txt")
 	for _, tc := range []struct {
 		name, out string
 		version   string
@@ -29,6 +29,9 @@ func TestBuildSupported(t *testing.T) {
 	}{
 		{name: "2.6 (bookworm)", out: v26, version: "2.6.12-1+deb12u4"},
 		{name: "3.0 (trixie)", out: v30, version: "3.0.11-1+deb13u4"},
+		{name: "3.4 (experimental)", out: v34, version: "3.4.7-1"},
+		{name: "3.4 without OpenSSL", out: strings.Replace(v34, " +OPENSSL ", " -OPENSSL ", 1),
+			version: "3.4.7-1", missing: []string{"HAProxy 3.4.7-1", "without OPENSSL"}},
 		{name: "2.4: too old", out: strings.Replace(v26, "version 2.6.12-1+deb12u4", "version 2.4.22-1", 1),
 			version: "2.4.22-1", missing: []string{"HAProxy 2.4.22-1", "older than 2.6"}},
 		{name: "no TPROXY", out: strings.Replace(v30, " +TPROXY ", " -TPROXY ", 1),

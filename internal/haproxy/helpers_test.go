@@ -49,6 +49,13 @@ func startLB(t testing.TB, extraGlobal string) *lb {
 	if extraGlobal != "" {
 		cfg = strings.Replace(cfg, "    master-worker\n", "    master-worker\n"+extraGlobal, 1)
 	}
+	return startConfig(t, dir, cfg, port)
+}
+
+// startConfig runs haproxy with cfg (written to dir/haproxy.cfg), whose
+// frontend listens on fePort.
+func startConfig(t testing.TB, dir, cfg string, fePort int) *lb {
+	t.Helper()
 	path := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -56,7 +63,7 @@ func startLB(t testing.TB, extraGlobal string) *lb {
 	p := haproxytest.Start(t, dir, path)
 	rt := NewRuntime(p.StatsSocket)
 	t.Cleanup(func() { _ = rt.Close() })
-	return &lb{proc: p, rt: rt, master: NewMaster(p.MasterSocket), fePort: port, goodCfg: cfg}
+	return &lb{proc: p, rt: rt, master: NewMaster(p.MasterSocket), fePort: fePort, goodCfg: cfg}
 }
 
 // version is the running worker's HAProxy version (show info): tests that

@@ -1,16 +1,25 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"net/netip"
+	"sync"
 
-// Announce records an address announcer (internal/announce/bgp). Methods
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Announce records an address announcer (internal/announce/layer2 and
+// bgp). Methods
 // of a nil *Announce do nothing.
 type Announce struct {
 	addresses prometheus.Gauge
 	sessions  prometheus.Gauge
+	address   *prometheus.GaugeVec
+	mu        sync.Mutex
+	held      map[netip.Addr]bool
 }
 
 // Announce returns the recorder of the announcer named (label
-// "announcer": bgp); its series exist from the call. Call it once.
+// "announcer": l2 or bgp); its series exist from the call. Call it once.
 func (r *Registry) Announce(announcer string) *Announce {
 	l := prometheus.Labels{"announcer": announcer}
 	a := &Announce{
@@ -18,9 +27,36 @@ func (r *Registry) Announce(announcer string) *Announce {
 			Help: "Addresses this host announces now (BGP: routes announced to its routers; 0 while its health gate fails)."}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "announce_sessions_up", ConstLabels: l,
 			Help: "Sessions with the routers that are up (BGP: established)."}),
+		address: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "announced_address", ConstLabels: l,
+			Help: "1 for each address this host announces now (layer 2: owns; BGP: announces to its routers), by address; summed over the hosts, who announces each."},
+			[]string{"address"}),
+		held: map[netip.Addr]bool{},
 	}
-	r.reg.MustRegister(a.addresses, a.sessions)
+	r.reg.MustRegister(a.addresses, a.sessions, a.address)
 	return a
+}
+
+// Held sets which addresses this host announces: a series for each, and
+// none for the others (an address let go loses its series).
+func (a *Announce) Held(addrs []netip.Addr) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := make(map[netip.Addr]bool, len(addrs))
+	for _, ad := range addrs {
+		now[ad] = true
+		if !a.held[ad] {
+			a.address.WithLabelValues(ad.String()).Set(1)
+		}
+	}
+	for ad := range a.held {
+		if !now[ad] {
+			a.address.DeleteLabelValues(ad.String())
+		}
+	}
+	a.held = now
 }
 
 // Addresses sets the number of addresses announced.

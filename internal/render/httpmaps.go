@@ -20,7 +20,10 @@ const maxRank = 999999
 // (http.go says how the rules read them); every kind is present. A rule,
 // host or action whose text is not valid (model.ValidHTTPPath,
 // ValidHeaderName, ValidHeaderValue, ValidSNI) is left out: nothing in a
-// map comes from text that did not pass them.
+// map comes from text that did not pass them. The ids that tie the maps
+// together (a host's "h...", a group's "p...", an action's "a...") are
+// named by what they lead to (httpids.go), so a table changed in one
+// route changes only that route's entries.
 func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
 	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
 	for _, k := range HTTPMapKinds {
@@ -33,29 +36,33 @@ func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
 	for i, s := range h.HeaderSets() {
 		sets[strings.Join(s, ",")] = "m" + strconv.Itoa(i)
 	}
-	groups := 0
-	for hi, host := range h.Hosts {
+	ids := contentIDs{}
+	aids := make([]string, len(h.Actions))
+	for ai, a := range h.Actions {
+		rel := map[string][]HTTPMapEntry{}
+		actionEntries(rel, idHole, a)
+		aids[ai] = ids.place(out, "a", rel)
+	}
+	for _, host := range h.Hosts {
 		if host.Name != model.AnyHost && !model.ValidSNI(host.Name) {
 			continue
 		}
-		hid := "h" + strconv.Itoa(hi)
-		out[HTTPHosts] = append(out[HTTPHosts], HTTPMapEntry{host.Name, hid})
+		paths := map[string][]HTTPMapEntry{} // the host's exact and prefix entries, under idHole
 		rules := validRules(host.Rules, len(h.Actions))
 		group := func(kind, key string, takes func(r model.HTTPRule) bool) {
-			pid := "p" + strconv.Itoa(groups)
-			groups++
-			out[kind] = append(out[kind], HTTPMapEntry{key, pid})
+			matches := map[string][]HTTPMapEntry{} // the group's match entries, under idHole
 			seen := map[string]bool{}
 			for rank, r := range rules {
 				if rank > maxRank || !takes(r.HTTPRule) {
 					continue
 				}
-				k := pid + "|" + sets[strings.Join(r.names, ",")] + "|" + strings.Join(r.values, "|")
+				k := idHole + "|" + sets[strings.Join(r.names, ",")] + "|" + strings.Join(r.values, "|")
 				if !seen[k] {
 					seen[k] = true
-					out[HTTPMatch] = append(out[HTTPMatch], HTTPMapEntry{k, fmt.Sprintf("%06d:a%d", rank, r.Action)})
+					matches[HTTPMatch] = append(matches[HTTPMatch], HTTPMapEntry{k, fmt.Sprintf("%06d:%s", rank, aids[r.Action])})
 				}
 			}
+			paths[kind] = append(paths[kind], HTTPMapEntry{idHole + key, ids.place(out, "p", matches)})
 		}
 		var exact, prefixes []string
 		for _, r := range rules {
@@ -67,24 +74,22 @@ func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
 			}
 		}
 		for _, e := range exact {
-			group(HTTPExact, hid+e, func(r model.HTTPRule) bool {
+			group(HTTPExact, e, func(r model.HTTPRule) bool {
 				return (r.PathType == model.PathExact && r.Path == e) || (r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), e))
 			})
 		}
 		// Longest first: the file reads as the lookup works.
 		slices.SortStableFunc(prefixes, func(a, b string) int { return len(b) - len(a) })
 		for _, p := range prefixes {
-			key := hid + p + "/"
+			key := p + "/"
 			if p == "/" {
-				key = hid + "/"
+				key = "/"
 			}
 			group(HTTPPrefix, key, func(r model.HTTPRule) bool {
 				return r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), p)
 			})
 		}
-	}
-	for ai, a := range h.Actions {
-		actionEntries(out, "a"+strconv.Itoa(ai), a)
+		out[HTTPHosts] = append(out[HTTPHosts], HTTPMapEntry{host.Name, ids.place(out, "h", paths)})
 	}
 	listenerEntries(out, h.Listeners) // httpext.go
 	return out

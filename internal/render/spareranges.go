@@ -52,7 +52,8 @@ func (o Options) SpareSourced(f model.Frontend) bool {
 //     the ranges of every one of them (EveryClient for an unrestricted
 //     one): the same clients as one rule per frontend would;
 //   - a spare only other frontends name (a Service on every address, a
-//     route) lets every client in: those frontends keep their own rules.
+//     route, an HTTP table) lets every client in: those frontends keep
+//     their own rules.
 func SpareSources(cfg model.Config, o Options) []model.Frontend {
 	if !o.TProxy() {
 		return nil
@@ -76,6 +77,11 @@ func SpareSources(cfg model.Config, o Options) []model.Frontend {
 				if s := byName[wb.Name]; s != nil {
 					s.used = true
 				}
+			}
+		}
+		for _, name := range f.HTTP.BackendNames() {
+			if s := byName[name]; s != nil {
+				s.used = true
 			}
 		}
 		s := byName[f.Backend]

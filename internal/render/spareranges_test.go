@@ -28,6 +28,8 @@ func TestSpareSources(t *testing.T) {
 	}
 	routed := model.Frontend{Name: "gw", Binds: []model.Bind{b("192.0.2.10", 443)},
 		Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "_pool_3", Weight: 1}}}}}
+	httpFE := model.Frontend{Name: "gwh", Binds: []model.Bind{b("192.0.2.10", 8080)},
+		HTTP: &model.HTTP{Port: 8080, Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "_pool_3", Weight: 1}}}}}}
 	for _, tc := range []struct {
 		name   string
 		o      Options
@@ -56,6 +58,7 @@ func TestSpareSources(t *testing.T) {
 		{"only a frontend of its own (every address)", o, cfgOf(fe("a", "_pool_3", []string{"198.51.100.0/24"}, model.Bind{Port: 80})),
 			[]string{"0.0.0.0/0"}, []string{"::/0"}},
 		{"only a route", o, cfgOf(routed), []string{"0.0.0.0/0"}, []string{"::/0"}},
+		{"only an HTTP table", o, cfgOf(httpFE), []string{"0.0.0.0/0"}, []string{"::/0"}},
 		{"ports mode", opts, cfgOf(fe("a", "_pool_3", []string{"198.51.100.0/24"}, b("192.0.2.10", 80))), nil, nil},
 	} {
 		got := SpareSources(tc.cfg, tc.o)

@@ -82,18 +82,17 @@ func classKey(b *model.Backend) model.Backend {
 }
 
 // pooled reports whether a model backend goes into the pool: a Service's
-// (or a route's) backend, not one of the controller's own (`_nodes`,
-// `_reject`: names that start with "_"), and not an HTTP frontend's: the
-// HTTP maps name backends by their model names (render/httpmaps.go), so
-// a new one of those is still a reload (docs/gateway.md says so).
-func pooled(b *model.Backend) bool { return b.Name != "" && b.Name[0] != '_' && !b.HTTP }
+// (or a route's, TCP, TLS or HTTP) backend, not one of the controller's
+// own (`_nodes`, `_reject`: names that start with "_").
+func pooled(b *model.Backend) bool { return b.Name != "" && b.Name[0] != '_' }
 
 // HAProxyBackend is the HAProxy backend that serves the model backend
 // name: the spare it occupies, or name itself when it occupies none (no
 // pool, or a backend of the controller's own). Everything that names a
-// backend in HAProxy's data names this one: route maps, the fixed
-// listeners' map (`listeners.map`), a per-port frontend's default_backend
-// (all of them read from View, whose frontends and routes name it).
+// backend in HAProxy's data names this one: route maps, the HTTP maps,
+// the fixed listeners' map (`listeners.map`), a per-port frontend's
+// default_backend (all of them read from View, whose frontends, routes
+// and HTTP tables name it).
 func (s State) HAProxyBackend(name string) string {
 	if i := s.index()[name]; i > 0 {
 		return s.Spares[i-1].Name
@@ -287,6 +286,10 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 // Service is served once the pool grows); a route's share to it goes to
 // model.RejectBackend, which the view always has when some frontend is
 // routed (so that a backend waiting is no structural change of its own).
+// An HTTP frontend's table (model.HTTP) names spares the same way, a
+// waiting backend's share model.RejectBackend (answered 500 by the
+// frontend's own rules, render/http.go): the HTTP maps, written from the
+// view, name the backends HAProxy has.
 // Backends are sorted by name, as in any model.
 func View(s State, cfg model.Config) model.Config {
 	idx := s.index()
@@ -317,6 +320,13 @@ func View(s State, cfg model.Config) model.Config {
 				}
 				f.Routes[i] = r
 			}
+		} else if f.HTTP != nil {
+			f.HTTP = f.HTTP.WithBackends(func(name string) string {
+				if n, ok := haproxyName(name); ok {
+					return n
+				}
+				return model.RejectBackend
+			})
 		} else if f.Backend != "" {
 			n, ok := haproxyName(f.Backend)
 			if !ok {

@@ -258,23 +258,68 @@ func TestFreed(t *testing.T) {
 	}
 }
 
-// TestHTTPBackendsKeepTheirNames: the HTTP maps name backends by their
-// model names, so an HTTP backend takes no spare and keeps its name in
-// the view (else the maps would name a backend HAProxy does not have).
-func TestHTTPBackendsKeepTheirNames(t *testing.T) {
-	web, tcp := be("web", 0, "10.0.0.1:80"), be("tcp", 0, "10.0.0.2:80")
-	web.HTTP = true
-	cfg := cfgOf(web, tcp)
-	cfg.Frontends = []model.Frontend{{Name: "ft", Backend: "tcp"}}
-	s, waiting := Occupy(State{Classes: []model.Backend{classKey(tcp)}, Spares: []Spare{{Name: "_pool_0"}, {Name: "_pool_1"}}}, cfg)
-	if len(waiting) != 0 || s.HAProxyBackend("web") != "web" || s.HAProxyBackend("tcp") == "tcp" {
-		t.Fatalf("waiting %v, web in %q, tcp in %q: want web under its own name, tcp in a spare", waiting, s.HAProxyBackend("web"), s.HAProxyBackend("tcp"))
+// TestHTTPBackendsTakeSpares: an HTTP frontend's backends take spares of
+// their own class (mode http) as a TCP route's do, and the view's HTTP
+// table names the spares (the HTTP maps are written from it): a backend
+// waiting for a spare is model.RejectBackend there, a name the table did
+// not give a backend of the model stays, and the model's table is left
+// as it was.
+func TestHTTPBackendsTakeSpares(t *testing.T) {
+	web, api, tcp := be("web", 0, "10.0.0.1:80"), be("api", 0, "10.0.0.3:80"), be("tcp", 0, "10.0.0.2:80")
+	web.HTTP, api.HTTP = true, true
+	table := func(names ...string) *model.HTTP {
+		h := &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}}}
+		a := model.HTTPAction{}
+		for _, n := range names {
+			a.Backends = append(a.Backends, model.WeightedBackend{Name: n, Weight: 1})
+		}
+		h.Actions = []model.HTTPAction{a, {Redirect: &model.Redirect{Scheme: "https", Code: 301}}}
+		return h
 	}
-	var names []string
-	for _, b := range View(s, cfg).Backends {
-		names = append(names, b.Name)
-	}
-	if !slices.Contains(names, "web") {
-		t.Errorf("view's backends %v lack web", names)
+	httpClass, tcpClass := classKey(web), classKey(tcp)
+	for _, tc := range []struct {
+		name   string
+		spares []Spare // classes: 0 HTTP, 1 TCP
+		want   []string
+		names  []string // the view's HTTP table's backends
+	}{
+		{"both served", []Spare{{Name: "_pool_0", Class: 0}, {Name: "_pool_1", Class: 0}, {Name: "_pool_2", Class: 1}},
+			[]string{"_pool_0=api", "_pool_1=web", "_pool_2=tcp"}, []string{"_pool_1", "_pool_0", model.RejectBackend}},
+		{"one waits", []Spare{{Name: "_pool_0", Class: 0}, {Name: "_pool_1", Class: 1}},
+			[]string{"_pool_0=api", "_pool_1=tcp"}, []string{model.RejectBackend, "_pool_0", model.RejectBackend}},
+		{"no TCP spare for HTTP", []Spare{{Name: "_pool_0", Class: 1}, {Name: "_pool_1", Class: 1}},
+			[]string{"_pool_0=tcp", "_pool_1="}, []string{model.RejectBackend, model.RejectBackend, model.RejectBackend}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := cfgOf(web, api, tcp)
+			h := table("web", "api", model.RejectBackend)
+			cfg.Frontends = []model.Frontend{{Name: "ft", Backend: "tcp"}, {Name: "fh", HTTP: h}}
+			s, _ := Occupy(State{Classes: []model.Backend{httpClass, tcpClass}, Spares: tc.spares}, cfg)
+			if got := occupants(s); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("occupants %v, want %v", got, tc.want)
+			}
+			v := View(s, cfg)
+			var got []string
+			for _, wb := range v.Frontends[1].HTTP.Actions[0].Backends {
+				got = append(got, wb.Name)
+			}
+			if !reflect.DeepEqual(got, tc.names) {
+				t.Errorf("the view's HTTP table names %v, want %v", got, tc.names)
+			}
+			if got := h.BackendNames(); !reflect.DeepEqual(got, []string{"web", "api", model.RejectBackend}) {
+				t.Errorf("the model's table changed: %v", got)
+			}
+			if v.Frontends[1].HTTP.Actions[1].Redirect == nil {
+				t.Errorf("the redirect action was lost")
+			}
+			for _, b := range v.Backends {
+				if b.Name == "web" || b.Name == "api" {
+					t.Errorf("the view keeps the model backend %s under its own name", b.Name)
+				}
+				if _, ok := SpareIndex(b.Name); ok && b.HTTP != (s.Spares[slices.IndexFunc(s.Spares, func(sp Spare) bool { return sp.Name == b.Name })].Class == 0) {
+					t.Errorf("spare %s: HTTP %v, want its class's", b.Name, b.HTTP)
+				}
+			}
+		})
 	}
 }

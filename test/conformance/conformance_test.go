@@ -96,17 +96,20 @@ func TestConformance(t *testing.T) {
 	// namespace and its UDP path in the same namespace's nftables.
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfgPath,
-		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")},
+	if code := cli.Main(append([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfgPath,
+		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")}, initListenerArgs()...),
 		nil, os.Stdout, os.Stderr); code != 0 {
 		t.Fatalf("init exited %d", code)
 	}
 	hap := haproxytest.StartInNetNS(t, dir, cfgPath, nodes.NSPath(tier.LB))
+	if args := listenerArgs(nodes.NSPath(tier.LB)); len(args) > 0 {
+		t.Logf("the controller's listener mode: %v", args)
+	}
 	ctlCtx, ctlCancel := context.WithCancel(ctx)
 	ctlDone := make(chan error, 1)
 	ctlLog := &haproxytest.LockedBuffer{}
 	go func() {
-		ctlDone <- cli.Run(ctlCtx, []string{
+		ctlDone <- cli.Run(ctlCtx, append([]string{
 			"--mode=gateway",
 			"--kubeconfig", tier.Kube.KubeconfigPath,
 			"--haproxy-config", cfgPath,
@@ -118,7 +121,7 @@ func TestConformance(t *testing.T) {
 			"--udp=nftables", "--udp-netns", nodes.NSPath(tier.LB), "--udp-ip-forward=enable", "--udp-health=none",
 			"--metrics-address", "",
 			"--log-level", "debug",
-		}, func(string) string { return "" }, ctlLog)
+		}, listenerArgs(nodes.NSPath(tier.LB))...), func(string) string { return "" }, ctlLog)
 	}()
 	t.Cleanup(func() {
 		ctlCancel()

@@ -179,7 +179,7 @@ func (a *apiLB) backend() (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, s := range st {
-		if s.Backend == apiserverlb.Name && !s.Maint() {
+		if s.Backend == apiserverlb.BackendName && !s.Maint() {
 			out[fmt.Sprintf("%s:%d", s.Addr, s.Port)] = s.Up()
 		}
 	}

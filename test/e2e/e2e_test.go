@@ -44,7 +44,7 @@ func TestLocalPolicyEndpointChurnIsHitless(t *testing.T) {
 	setEndpoints(pod(1, "n1"), pod(2, "n2"), term)
 	e.eventually("n3 drains", serves(port, "n1", "n2"))
 	e.eventually("n3 in drain in the runtime", func() error {
-		out, err := e.runtime.Exec(bg, []string{"show servers state be_default_web_" + fmt.Sprint(port)})
+		out, err := e.runtime.Exec(bg, []string{"show servers state " + e.haproxyBackend("be_default_web_"+fmt.Sprint(port))})
 		if err != nil {
 			return err
 		}
@@ -191,7 +191,7 @@ func TestInvalidAnnotationKeepsLastGood(t *testing.T) {
 		return contains(log, "msg=update")
 	})
 	e.eventually("still served after restart", serves(port, "n1"))
-	if cfg := e.config(); !strings.Contains(cfg, "balance leastconn") || !strings.Contains(cfg, "frontend fe_default_db_") {
+	if cfg := e.config(); !strings.Contains(cfg, "balance leastconn") || e.serviceFrontend("fe_default_db_", port) != nil {
 		t.Fatalf("last good settings lost over a controller restart:\n%s", cfg)
 	}
 	// A valid value is applied again.
@@ -281,6 +281,7 @@ func TestRestartsConverge(t *testing.T) {
 // every other change still applies (a Service created meanwhile is
 // served), and the refused one is retried until its port is free.
 func TestTakenPortRefusedBeforeReloadAndRetried(t *testing.T) {
+	portsOnly(t)
 	e := newEnv(t)
 	np := nodePort()
 	e.addNode("n1", 1, true, np, np+1, np+2)

@@ -60,6 +60,7 @@ type env struct {
 // writes. The controller is started separately.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	inTProxyNetns(t)
 	return newEnvOn(t, kubeapi.Start(t))
 }
 
@@ -69,9 +70,12 @@ func newEnv(t *testing.T) *env {
 func initHAProxy(t testing.TB, dir string) string {
 	t.Helper()
 	cfg := filepath.Join(dir, "haproxy.cfg")
-	if code := cli.Main([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfg,
-		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")},
-		nil, os.Stdout, os.Stderr); code != 0 {
+	args := []string{"haproxy-k8s-sync", "init", "--haproxy-config", cfg,
+		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")}
+	if tproxyMode() {
+		args = append(args, "--listeners", "tproxy")
+	}
+	if code := cli.Main(args, nil, os.Stdout, os.Stderr); code != 0 {
 		t.Fatalf("init exited %d", code)
 	}
 	return cfg
@@ -87,6 +91,7 @@ func localInstance(name, dir string, hap *haproxytest.Process, opts ...string) s
 // newEnvOn is newEnv on a running apiserver (shared by several envs).
 func newEnvOn(t *testing.T, kube *kubeapi.Server) *env {
 	t.Helper()
+	inTProxyNetns(t)
 	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}, health: map[string]*lab.HealthServer{}}
 	e.client = e.kube.Client(t)
 	e.subnet = freeSubnet()
@@ -107,13 +112,13 @@ func (e *env) controllerArgs(extra ...string) []string {
 		"--master-socket", e.hap.MasterSocket,
 		"--stats-socket", e.hap.StatsSocket,
 		"--state-file", filepath.Join(e.dir, "state"),
-		"--bind-address", "127.0.0.1",
+		"--bind-address", bindAddress(extra),
 		"--default-check-interval", "100ms", "--default-rise", "1", "--default-fall", "1",
 		"--resync-period", "3s", "--min-reload-interval", "100ms", "--persist-interval", "50ms",
 		"--log-level", "debug",
 		"--metrics-address", "", // tests run side by side: one that scrapes passes its own address
 		"--udp=off", // the kernel's UDP path only in network namespaces (udp_test.go)
-	}, append(poolArgs(extra), extra...)...)
+	}, slices.Concat(listenerArgs(extra), poolArgs(extra), extra)...)
 }
 
 func (e *env) startController(extra ...string) {
@@ -129,9 +134,13 @@ func (e *env) stopController() {
 	if e.ctlCancel == nil {
 		return
 	}
+	e.logListenerMap()
 	e.ctlCancel()
 	select {
-	case <-e.ctlDone:
+	case err := <-e.ctlDone:
+		if err != nil && e.t.Failed() {
+			e.t.Logf("controller: %v", err)
+		}
 	case <-time.After(10 * time.Second):
 		e.t.Errorf("controller did not stop")
 	}
@@ -216,7 +225,7 @@ func serves(port int32, want ...string) func() error {
 	return func() error {
 		seen := map[string]bool{}
 		for i := 0; i < 3*len(want)+2; i++ {
-			name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+			name, err := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), port), time.Second)
 			if err != nil {
 				if len(want) == 0 {
 					return nil
@@ -284,7 +293,7 @@ func load(port int32, max int, stop <-chan struct{}) (total, failed int, firstEr
 		default:
 		}
 		total++
-		if _, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second); err != nil {
+		if _, err := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), port), 2*time.Second); err != nil {
 			failed++
 			if firstErr == nil {
 				firstErr = err

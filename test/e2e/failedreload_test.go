@@ -21,7 +21,9 @@ func TestFailedReloadKeepsPreviousFile(t *testing.T) {
 	np := nodePort()
 	e.addNode("n1", 1, true, np)
 	before := e.config()
-	e.startController("--bind-address", "192.0.2.55")
+	// Per-port binds (the suite may run in tproxy mode, where a Service
+	// binds nothing: HKS_E2E_LISTENERS).
+	e.startController("--listeners=ports", "--bind-address", "192.0.2.55")
 	e.createService(lab.Service{Namespace: ns, Name: "web", Port: int32(haproxytest.FreePort(t)), NodePort: np})
 	e.eventually("a failed reload", func() error {
 		p, err := e.master.ShowProc(bg)

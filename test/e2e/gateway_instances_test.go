@@ -60,17 +60,17 @@ func TestGatewayInstances(t *testing.T) {
 
 	g.startController("--mode=gateway", "--instance", localInstance("a", g.dir, g.hap), "--instance", localInstance("b", dirB, hapB))
 	for _, s := range []string{g.hap.StatsSocket, hapB.StatsSocket} {
-		g.eventually("one's backend on "+s, inUse(s, "gw_default_pod-a_80", podAddrs[0]))
+		g.eventually("one's backend on "+s, inUse(s, "gwt_default_pod-a_80", podAddrs[0]))
 	}
 	g.eventually("one Programmed", g.programmed("one"))
 
 	hapB.Kill(t)
 	g.gatewayOn("two", haproxytest.FreePort(t), "pod-b")
-	g.eventually("a serves two", inUse(g.hap.StatsSocket, "gw_default_pod-b_80", podAddrs[1]))
+	g.eventually("a serves two", inUse(g.hap.StatsSocket, "gwt_default_pod-b_80", podAddrs[1]))
 	if err := g.programmed("two")(); err == nil {
 		t.Errorf("two Programmed while instance b is down")
 	}
 	hapB.Restart(t)
-	g.eventually("b serves two", inUse(hapB.StatsSocket, "gw_default_pod-b_80", podAddrs[1]))
+	g.eventually("b serves two", inUse(hapB.StatsSocket, "gwt_default_pod-b_80", podAddrs[1]))
 	g.eventually("two Programmed once both applied it", g.programmed("two"))
 }

@@ -52,18 +52,25 @@ func newGatewayEnvOn(t *testing.T, e *env, alpha ...string) *gwEnv {
 // namespace: EndpointSlices refuse loopback) answering its name on port.
 func (g *gwEnv) backend(name string, i int, port int32) {
 	g.t.Helper()
-	ctx := context.Background()
 	pod := lab.NewNodeServer(name, fmt.Sprintf("198.51.100.%d", i))
 	if err := pod.Listen(int(port)); err != nil {
 		g.t.Fatal(err)
 	}
 	g.t.Cleanup(pod.Close)
+	g.serviceOf(name, pod.IP, port)
+}
+
+// serviceOf is a Service name (port 80, named tcp) whose one endpoint is
+// ip:port, a stand-in Pod of the test's.
+func (g *gwEnv) serviceOf(name, ip string, port int32) {
+	g.t.Helper()
+	ctx := context.Background()
 	_, err := g.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{})
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	sl := lab.SliceFor(ns, name, port, []lab.Endpoint{{IP: pod.IP, Node: "n1", Ready: true}})
+	sl := lab.SliceFor(ns, name, port, []lab.Endpoint{{IP: ip, Node: "n1", Ready: true}})
 	if err := lab.ApplySlice(ctx, g.client, sl); err != nil {
 		g.t.Fatal(err)
 	}
@@ -142,6 +149,12 @@ func (g *gwEnv) routeAccepted(kind, name string) func() error {
 				return err
 			}
 			parents, gen = r.Status.Parents, r.Generation
+		case gateway.KindHTTPRoute:
+			r, err := g.gw.GatewayV1().HTTPRoutes(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			parents, gen = r.Status.Parents, r.Generation
 		case gateway.KindUDPRoute:
 			r, err := g.gw.GatewayV1().UDPRoutes(ns).Get(context.Background(), name, metav1.GetOptions{})
 			if err != nil {
@@ -213,7 +226,7 @@ func clientHello(t *testing.T, sni string) []byte {
 // name the backend behind it answered with (the stand-in answers on
 // accept; what matters is which one HAProxy chose).
 func probeTLS(port int, hello []byte) (string, error) {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", serviceIP(), port), time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -259,7 +272,7 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 	counts := map[string]int{}
 	const n = 1000
 	for range n {
-		name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", tcpPort), 2*time.Second)
+		name, err := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), tcpPort), 2*time.Second)
 		if err != nil {
 			t.Fatalf("after %v: %v", counts, err)
 		}
@@ -281,7 +294,7 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 	if len(gws.Status.Listeners) != 1 || gws.Status.Listeners[0].AttachedRoutes != 1 {
 		t.Errorf("listeners: %+v", gws.Status.Listeners)
 	}
-	if len(gws.Status.Addresses) != 1 || gws.Status.Addresses[0].Value != "127.0.0.1" {
+	if len(gws.Status.Addresses) != 1 || gws.Status.Addresses[0].Value != serviceIP() {
 		t.Errorf("addresses: %+v", gws.Status.Addresses)
 	}
 	cls, err := g.gw.GatewayV1().GatewayClasses().Get(ctx, "hks", metav1.GetOptions{})
@@ -316,7 +329,7 @@ func TestGatewayTCPRouteWeights(t *testing.T) {
 	}
 	g.eventually("the new endpoint serves", func() error {
 		for range 200 {
-			if name, _ := lab.Probe(fmt.Sprintf("127.0.0.1:%d", tcpPort), time.Second); name == "pod-c" {
+			if name, _ := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), tcpPort), time.Second); name == "pod-c" {
 				return nil
 			}
 		}
@@ -396,7 +409,7 @@ func TestGatewayTLSRouteBySNI(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.eventually("the removed listener is closed", func() error {
-		if name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", extra), 500*time.Millisecond); err == nil {
+		if name, err := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), extra), 500*time.Millisecond); err == nil {
 			return fmt.Errorf("still served by %s", name)
 		}
 		return nil

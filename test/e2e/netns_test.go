@@ -59,6 +59,9 @@ func inNetns(t testing.TB, addrs ...string) bool {
 	for _, a := range addrs {
 		ip("-n", name, "addr", "add", a+"/24", "dev", "hks0")
 	}
+	if tproxyMode() {
+		ip("-n", name, "addr", "add", tproxyVIP+"/32", "dev", "hks0")
+	}
 	args := []string{"netns", "exec", name, os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.timeout", "10m"}
 	if _, ok := t.(*testing.B); ok {
 		args = []string{"netns", "exec", name, os.Args[0], "-test.run", "^$", "-test.bench", "^" + t.Name() + "$", "-test.benchtime", "1x", "-test.v", "-test.timeout", "10m"}

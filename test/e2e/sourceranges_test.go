@@ -17,7 +17,7 @@ import (
 // probeFrom opens one connection to the frontend on port from the
 // loopback address src and returns the node that answered.
 func probeFrom(src string, port int32) (string, error) {
-	return lab.ProbeFrom(src, fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+	return lab.ProbeFrom(src, fmt.Sprintf("%s:%d", serviceIP(), port), time.Second)
 }
 
 // admits reports nil once exactly the clients marked true are served
@@ -81,7 +81,7 @@ func TestSourceRangesAndAffinity(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if err := contains(strings.Join(out, ""), "table: "+e.backendOf("fe_default_web_")+","); err != nil {
+		if err := contains(strings.Join(out, ""), "table: "+e.haproxyBackend(fmt.Sprintf("be_%s_web_%d", ns, other))+","); err != nil {
 			return fmt.Errorf("%w in %q", err, out)
 		}
 		return nil
@@ -142,8 +142,12 @@ func TestSourceRangesAndAffinity(t *testing.T) {
 		}
 		return nil
 	})
+	// A new Service of a balance no other has: a new frontend in ports
+	// mode, a new class of spares with the pool (HKS_E2E_LISTENERS), a
+	// reload either way.
 	before := e.reloads()
-	e.createService(lab.Service{Namespace: ns, Name: "third", Port: int32(haproxytest.FreePort(t)), NodePort: np + 2})
+	e.createService(lab.Service{Namespace: ns, Name: "third", Port: int32(haproxytest.FreePort(t)), NodePort: np + 2,
+		Annotations: map[string]string{"haproxy-k8s-sync.io/balance": "first"}})
 	e.eventually("a reload", func() error {
 		if e.reloads() <= before {
 			return fmt.Errorf("no reload yet")
@@ -152,7 +156,7 @@ func TestSourceRangesAndAffinity(t *testing.T) {
 	})
 	e.eventually("the clients in the new worker's stick table", func() error {
 		e.runtime.Reset()
-		out, err := e.runtime.Exec(bg, []string{"show table " + e.backendOf(fmt.Sprintf("fe_%s_web_%d", ns, other))})
+		out, err := e.runtime.Exec(bg, []string{"show table " + e.haproxyBackend(fmt.Sprintf("be_%s_web_%d", ns, other))})
 		if err != nil {
 			return err
 		}

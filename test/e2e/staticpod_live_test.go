@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/apiserverlb"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
@@ -86,7 +87,7 @@ func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
 			// still talk to the old worker.
 			runtime := haproxy.NewRuntime(rd.StatsSocket())
 			defer runtime.Close()
-			out, err := runtime.Exec(bg, []string{"show servers state apiserver"})
+			out, err := runtime.Exec(bg, []string{"show servers state " + apiserverlb.BackendName})
 			if err != nil {
 				return err
 			}
@@ -96,7 +97,7 @@ func TestStaticPodLiveFollowsTheCluster(t *testing.T) {
 				// be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state ... srv_port at 18.
 				// In service: no forced, inherited or resolution maintenance
 				// (0x01, 0x02, 0x20; 0x04 only says the config had "disabled").
-				if len(f) < 19 || f[1] != "apiserver" {
+				if len(f) < 19 || f[1] != apiserverlb.BackendName {
 					continue
 				}
 				if admin, err := strconv.Atoi(f[6]); err == nil && admin&0x23 == 0 {

@@ -60,6 +60,13 @@ func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 // Announced is what this host announces now (nil once Run has ended).
 func (a *Announcer) Announced(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
 
+// Holders implements announce.Reporter: this host, named by its router
+// ID, for each address it announces (a speaker does not hear the
+// others).
+func (a *Announcer) Holders(ctx context.Context) announce.Holders {
+	return a.holders(a.Announced(ctx))
+}
+
 // Run implements announce.Announcer. The sessions open at the first
 // healthy Want, with every route of it, so that a restarting speaker
 // sends the routers its whole table before its End-of-RIB (a router
@@ -98,8 +105,11 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.cfg.Metrics.Sessions(count(up))
 			a.bfd(ctx, s, ss)
 		case w := <-a.set.C():
+			before := had
 			had = a.apply(s, had, routes(w))
 			a.cfg.Metrics.Addresses(len(had))
+			a.cfg.Metrics.Held(had)
+			a.moved(before, had, w.Healthy)
 			if !peered && w.Healthy {
 				if err := a.peer(ctx, s); err != nil {
 					a.stop(s, had)
@@ -137,23 +147,24 @@ func (a *Announcer) apply(s *server.BgpServer, had, want []netip.Addr) []netip.A
 }
 
 // peer opens a session to each router: IPv4 routes to the routers on
-// IPv4, IPv6 routes to those on IPv6.
+// IPv4, IPv6 routes to those on IPv6, and IPv4 routes to those too with
+// IPv4OverIPv6 (Config.families).
 func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
 	hold := uint64(a.cfg.HoldTime / time.Second)
 	gr := a.cfg.RestartTime > 0
 	for _, p := range a.cfg.Peers {
-		fam := &api.Family{Afi: api.Family_AFI_IP, Safi: api.Family_SAFI_UNICAST}
-		if p.Addr.Is6() {
-			fam.Afi = api.Family_AFI_IP6
+		var afiSafis []*api.AfiSafi
+		for _, afi := range a.cfg.families(p) {
+			afiSafis = append(afiSafis, &api.AfiSafi{
+				Config:            &api.AfiSafiConfig{Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}, Enabled: true},
+				MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: gr}},
+			})
 		}
 		peer := &api.Peer{
-			Conf:      &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN, AuthPassword: a.cfg.Password},
-			Timers:    &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleAfterReset}},
-			Transport: &api.Transport{RemotePort: uint32(p.port())},
-			AfiSafis: []*api.AfiSafi{{
-				Config:            &api.AfiSafiConfig{Family: fam, Enabled: true},
-				MpGracefulRestart: &api.MpGracefulRestart{Config: &api.MpGracefulRestartConfig{Enabled: gr}},
-			}},
+			Conf:            &api.PeerConf{NeighborAddress: p.Addr.String(), PeerAsn: p.ASN, AuthPassword: a.cfg.Password},
+			Timers:          &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleAfterReset}},
+			Transport:       &api.Transport{RemotePort: uint32(p.port())},
+			AfiSafis:        afiSafis,
 			GracefulRestart: &api.GracefulRestart{Enabled: gr, RestartTime: uint32(a.cfg.RestartTime / time.Second)},
 		}
 		a.peers[p.Addr.String()] = peer
@@ -162,7 +173,8 @@ func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
 		}
 	}
 	a.log.Info("peering", "peers", len(a.cfg.Peers), "asn", a.cfg.ASN, "router_id", a.cfg.RouterID,
-		"hold_time", a.cfg.HoldTime, "restart_time", a.cfg.RestartTime, "bfd", a.cfg.BFD, "md5", a.cfg.Password != "")
+		"hold_time", a.cfg.HoldTime, "restart_time", a.cfg.RestartTime, "bfd", a.cfg.BFD, "md5", a.cfg.Password != "",
+		"ipv4_over_ipv6", a.cfg.IPv4OverIPv6)
 	return nil
 }
 
@@ -174,12 +186,13 @@ func (a *Announcer) stop(s *server.BgpServer, had []netip.Addr) {
 	defer cancel()
 	keep := a.cfg.RestartTime > 0 && len(had) > 0
 	if !keep && len(had) > 0 {
-		a.apply(s, had, nil)
+		a.moved(had, a.apply(s, had, nil), false)
 	}
 	if err := s.StopBgp(ctx, &api.StopBgpRequest{AllowGracefulRestart: keep}); err != nil {
 		a.log.Warn("stopping", "error", err)
 	}
 	a.cfg.Metrics.Addresses(0)
+	a.cfg.Metrics.Held(nil)
 	a.cfg.Metrics.Sessions(0)
 	if keep {
 		a.log.Info("stopped; the routers keep this host's routes for the restart time", "routes", len(had), "restart_time", a.cfg.RestartTime)
@@ -206,6 +219,31 @@ func (a *Announcer) peerEvent(ctx context.Context, ev *apiutil.WatchEventMessage
 	case a.sessions <- session{peer: st.NeighborAddress.String(), up: st.SessionState == bgp.BGP_FSM_ESTABLISHED}:
 	case <-ctx.Done():
 	}
+}
+
+// moved tells OnMove the addresses this host started or stopped
+// announcing (withdrawn: unhealthy when its gate failed or it stops,
+// else released: the address left the model).
+func (a *Announcer) moved(before, after []netip.Addr, healthy bool) {
+	if a.cfg.OnMove == nil {
+		return
+	}
+	why := announce.WhyReleased
+	if !healthy {
+		why = announce.WhyUnhealthy
+	}
+	for _, m := range announce.Moves(a.holders(before), a.holders(after), func(string) string { return why }) {
+		a.cfg.OnMove(m)
+	}
+}
+
+// holders is this host as the holder of each of addrs.
+func (a *Announcer) holders(addrs []netip.Addr) announce.Holders {
+	out := make(announce.Holders, len(addrs))
+	for _, ad := range addrs {
+		out[ad] = []string{a.cfg.RouterID.String()}
+	}
+	return out
 }
 
 // count is the number of sessions up.

@@ -14,7 +14,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"time"
+
+	"github.com/osrg/gobgp/v4/api"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 )
 
 // Defaults of Config.
@@ -75,23 +80,25 @@ type Config struct {
 	// router at this interval, detection after 3 missed: a router that
 	// runs BFD too drops this host's routes within 3 intervals of it
 	// falling silent, not the hold time.
-	BFD    time.Duration
-	Logger *slog.Logger
-	// Metrics, when set, is told the number of routes announced and of
-	// sessions established.
+	BFD time.Duration
+	// IPv4OverIPv6 announces the IPv4 addresses to the IPv6 routers too,
+	// with this host's IPv6 address as their next hop (RFC 8950, the
+	// extended next hop capability, which GoBGP always offers; the router
+	// must take it, as BIRD's `extended next hop on` does, and its kernel
+	// route IPv4 via IPv6). Without it a router gets the routes of its
+	// session's family only.
+	IPv4OverIPv6 bool
+	Logger       *slog.Logger
+	// Metrics, when set, is told the routes announced (how many, which)
+	// and the number of sessions established.
 	Metrics Recorder
+	// OnMove, when set, is told each address this host starts or stops
+	// announcing (announce.Move, this host named by its router ID).
+	OnMove announce.MoveFunc `json:"-"`
 }
 
 // Recorder is what the announcer reports (internal/metrics.Announce).
-type Recorder interface {
-	Addresses(n int)
-	Sessions(n int)
-}
-
-type noRecorder struct{}
-
-func (noRecorder) Addresses(int) {}
-func (noRecorder) Sessions(int)  {}
+type Recorder = announce.Recorder
 
 func (c *Config) defaults() error {
 	if c.ASN == 0 {
@@ -117,6 +124,9 @@ func (c *Config) defaults() error {
 		}
 		seen[c.Peers[i].Addr] = true
 	}
+	if c.IPv4OverIPv6 && !slices.ContainsFunc(c.Peers, func(p Peer) bool { return p.Addr.Is6() }) {
+		return fmt.Errorf("%w: IPv4 over IPv6 without an IPv6 peer", ErrConfig)
+	}
 	if c.HoldTime == 0 {
 		c.HoldTime = DefaultHoldTime
 	}
@@ -133,7 +143,19 @@ func (c *Config) defaults() error {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Metrics == nil {
-		c.Metrics = noRecorder{}
+		c.Metrics = announce.NoRecorder{}
 	}
 	return nil
+}
+
+// families are the address families of the session with p: its own, and
+// IPv4 too over an IPv6 session with IPv4OverIPv6.
+func (c *Config) families(p Peer) []api.Family_Afi {
+	if p.Addr.Is4() {
+		return []api.Family_Afi{api.Family_AFI_IP}
+	}
+	if c.IPv4OverIPv6 {
+		return []api.Family_Afi{api.Family_AFI_IP6, api.Family_AFI_IP}
+	}
+	return []api.Family_Afi{api.Family_AFI_IP6}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/osrg/gobgp/v4/api"
+
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 )
 
@@ -34,6 +36,7 @@ func TestConfigRefuses(t *testing.T) {
 		{"a restart time too long", func(c *Config) { c.RestartTime = MaxRestartTime + time.Second }, "restart time"},
 		{"a negative restart time", func(c *Config) { c.RestartTime = -time.Second }, "restart time"},
 		{"a BFD interval too short", func(c *Config) { c.BFD = 10 * time.Millisecond }, "BFD"},
+		{"IPv4 over IPv6 without an IPv6 peer", func(c *Config) { c.IPv4OverIPv6 = true }, "without an IPv6 peer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good()
@@ -95,6 +98,27 @@ func TestPath(t *testing.T) {
 		}
 		if len(p.Attrs) != 3 {
 			t.Errorf("%s: attributes %v", s, p.Attrs)
+		}
+	}
+}
+
+// TestFamilies: a session carries its own family, and IPv4 too over IPv6
+// with IPv4OverIPv6 (never IPv6 over IPv4).
+func TestFamilies(t *testing.T) {
+	v4, v6 := Peer{Addr: netip.MustParseAddr("192.0.2.1")}, Peer{Addr: netip.MustParseAddr("2001:db8::1")}
+	for _, tc := range []struct {
+		peer    Peer
+		v4over6 bool
+		want    []api.Family_Afi
+	}{
+		{v4, false, []api.Family_Afi{api.Family_AFI_IP}},
+		{v4, true, []api.Family_Afi{api.Family_AFI_IP}},
+		{v6, false, []api.Family_Afi{api.Family_AFI_IP6}},
+		{v6, true, []api.Family_Afi{api.Family_AFI_IP6, api.Family_AFI_IP}},
+	} {
+		c := Config{IPv4OverIPv6: tc.v4over6}
+		if got := c.families(tc.peer); !slices.Equal(got, tc.want) {
+			t.Errorf("%s, IPv4 over IPv6 %v: %v, want %v", tc.peer, tc.v4over6, got, tc.want)
 		}
 	}
 }

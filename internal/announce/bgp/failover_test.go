@@ -12,6 +12,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
 )
 
 // BenchmarkFailover is the BGP part of `make failover`: active/passive
@@ -29,6 +30,9 @@ func BenchmarkFailover(b *testing.B) {
 		trials = v
 	}
 	rows := []string{netlab.Row("announcer", "fault", "family", "trials", "p50", "p95", "max"), netlab.Row("---", "---", "---", "---", "---", "---", "---")}
+	// where a frozen host's time goes (p50 / p95 / max from the fault)
+	steps := []string{netlab.Row("frozen", "trials", "fault in place", "router's BFD down", "router's kernel route", "backup answers"),
+		netlab.Row("---", "---", "---", "---", "---", "---")}
 	for _, c := range []struct {
 		name string
 		bfd  time.Duration
@@ -55,34 +59,40 @@ func BenchmarkFailover(b *testing.B) {
 			}
 			for _, fault := range []string{"unhealthy", "frozen"} {
 				var ds []time.Duration
+				var ts []trial
 				for range trials {
-					d, err := l.failover(vip4, lb1, lb2, faults[fault], c.bfd > 0)
+					tr, err := l.failover(vip4, lb1, lb2, faults[fault], c.bfd > 0)
 					if err != nil {
 						b.Fatal(err)
 					}
-					ds = append(ds, d)
+					ds, ts = append(ds, tr.answered), append(ts, tr)
 				}
 				p50, p95, worst := netlab.Percentiles(ds)
 				rows = append(rows, netlab.Row(c.name, fault, "IPv4", strconv.Itoa(trials), netlab.Ms(p50), netlab.Ms(p95), netlab.Ms(worst)))
+				if fault == "frozen" {
+					steps = append(steps, breakdown(c.name, ts)...)
+				}
 			}
 		})
 	}
 	fmt.Println(strings.Join(rows, "\n"))
+	fmt.Println()
+	fmt.Println(strings.Join(steps, "\n"))
 }
 
 // failover runs one trial: once the router's traffic for a goes to
 // primary (and, with bfd, its BFD sessions are up), the fault on
 // primary, then a new connection every 10 ms until backup answers one;
-// it returns the time from the fault to that answer and undoes the fault.
-func (l *lab) failover(a netip.Addr, primary, backup *netlab.Host, fault func(on bool) error, bfd bool) (time.Duration, error) {
+// it returns the trial's clock (the time from the fault to that answer,
+// and the steps between: breakdown_test.go) and undoes the fault.
+func (l *lab) failover(a netip.Addr, primary, backup *netlab.Host, fault func(on bool) error, bfd bool) (trial, error) {
 	if err := netlab.Eventually(context.Background(), 30*time.Second, func() error {
 		if err := l.waitRoutes(a, 0, primary, backup); err != nil {
 			return err
 		}
 		if bfd {
-			out, err := l.birdc("show", "bfd", "sessions")
-			if err != nil || strings.Count(out, " Up ") != 2 {
-				return fmt.Errorf("BFD sessions not up: %v\n%s", err, out)
+			if err := l.bfdUpNow(); err != nil {
+				return err
 			}
 		}
 		if name, err := l.ask(a, 200*time.Millisecond); err != nil || name != primary.Name {
@@ -90,13 +100,24 @@ func (l *lab) failover(a netip.Addr, primary, backup *netlab.Host, fault func(on
 		}
 		return nil
 	}); err != nil {
-		return 0, err
+		return trial{}, err
 	}
 	defer func() { _ = fault(false) }()
-	took, err := netlab.FirstAnswer(15*time.Second, func() error { return fault(true) },
-		func() (string, error) { return l.ask(a, time.Second) }, func(name string) bool { return name == backup.Name })
+	mark := proc.Size(l.bird.LogPath)
+	tr := trial{inPlace: -1}
+	start := time.Now()
+	took, err := netlab.FirstAnswer(15*time.Second, func() error {
+		err := fault(true)
+		tr.inPlace = time.Since(start)
+		return err
+	}, func() (string, error) { return l.ask(a, time.Second) }, func(name string) bool { return name == backup.Name })
 	if err != nil {
-		return 0, fmt.Errorf("%s answering for %s, the fault on %s: %w", backup.Name, a, primary.Name, err)
+		return trial{}, fmt.Errorf("%s answering for %s, the fault on %s: %w", backup.Name, a, primary.Name, err)
 	}
-	return took, nil
+	tr.answered = took
+	tr.bfdDown, tr.routed = l.birdEvents(mark, start, primary, a)
+	if took > time.Second {
+		l.t.Logf("a slow trial (%s): BIRD logged:\n%s", took.Round(time.Millisecond), proc.TailFrom(l.bird.LogPath, mark, 40))
+	}
+	return tr, nil
 }

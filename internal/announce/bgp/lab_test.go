@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +26,7 @@ import (
 var (
 	vip4  = netip.MustParseAddr("198.51.100.10")
 	vip4b = netip.MustParseAddr("198.51.100.11")
+	vip6  = netip.MustParseAddr("2001:db8:ff::10")
 )
 
 const (
@@ -116,6 +117,9 @@ type lab struct {
 	bird   *proc.Process
 	sock   string
 	spk    map[string]*proc.Process
+	opts   birdOpts
+	// vtysh asks the router's FRR (newFRRLab)
+	vtysh func(cmd string) (string, error)
 }
 
 // birdBin finds BIRD or skips.
@@ -134,6 +138,8 @@ func birdBin(t testing.TB) (bird, birdc string) {
 type birdOpts struct {
 	password string
 	bfd      time.Duration // 0: no BFD
+	ipv6     bool          // the sessions over IPv6 (else IPv4)
+	v4over6  bool          // with ipv6, the IPv4 routes too (extended next hop)
 }
 
 // newLab builds the segment (the router first, then n hosts, each
@@ -141,22 +147,7 @@ type birdOpts struct {
 func newLab(t testing.TB, n int, o birdOpts) *lab {
 	t.Helper()
 	bird, _ := birdBin(t)
-	names := []string{"router"}
-	for i := 1; i <= n; i++ {
-		names = append(names, fmt.Sprintf("lb%d", i))
-	}
-	seg := netlab.NewSegment(t, names...)
-	l := &lab{t: t, dir: t.TempDir(), seg: seg, router: seg.Hosts[0], lbs: seg.Hosts[1:], spk: map[string]*proc.Process{}}
-	// new connections from the router spread over equal paths by port
-	seg.Sysctl(l.router, "net.ipv4.fib_multipath_hash_policy", "1")
-	for _, h := range l.lbs {
-		for _, a := range []netip.Addr{vip4, vip4b} {
-			if out, err := exec.Command("ip", "-n", h.NS, "addr", "add", a.String()+"/32", "dev", "lo").CombinedOutput(); err != nil {
-				t.Fatalf("%v: %s", err, out)
-			}
-		}
-		netlab.ServeName(t, h, servePort)
-	}
+	l := newHostsLab(t, n, o)
 	l.sock = filepath.Join(l.dir, "bird.ctl")
 	conf := filepath.Join(l.dir, "bird.conf")
 	if err := os.WriteFile(conf, []byte(l.birdConfig(o)), 0o600); err != nil {
@@ -180,92 +171,29 @@ func newLab(t testing.TB, n int, o birdOpts) *lab {
 	return l
 }
 
-// birdConfig: the router in AS routerASN, a passive eBGP session to each
-// host (the hosts connect), every route learned taken, equal ones merged
-// into one multipath route in the namespace's kernel table.
-func (l *lab) birdConfig(o birdOpts) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "router id %s;\nlog stderr all;\nprotocol device {}\n", l.router.Addr)
-	b.WriteString("protocol kernel { ipv4 { export all; }; merge paths on; }\n")
-	if o.bfd > 0 {
-		ms := o.bfd.Milliseconds()
-		fmt.Fprintf(&b, "protocol bfd { interface \"eth0\" { min rx interval %d ms; min tx interval %d ms; idle tx interval %d ms; multiplier 3; }; }\n", ms, ms, ms)
+// newHostsLab builds the segment: the router first (no routing daemon
+// yet), then n hosts, each serving the addresses on its loopback.
+func newHostsLab(t testing.TB, n int, o birdOpts) *lab {
+	t.Helper()
+	names := []string{"router"}
+	for i := 1; i <= n; i++ {
+		names = append(names, fmt.Sprintf("lb%d", i))
 	}
-	// error wait time: a host that failed is taken back after 1 s, not
-	// BIRD's 60 s (its return is not what the tests time)
-	b.WriteString("template bgp lbs {\n local as 65000;\n passive on;\n graceful restart on;\n error wait time 1, 5;\n ipv4 { import all; export none; };\n")
-	if o.password != "" {
-		fmt.Fprintf(&b, " password %q;\n", o.password)
-	}
-	if o.bfd > 0 {
-		b.WriteString(" bfd on;\n")
-	}
-	b.WriteString("}\n")
+	seg := netlab.NewSegment(t, names...)
+	l := &lab{t: t, dir: t.TempDir(), seg: seg, router: seg.Hosts[0], lbs: seg.Hosts[1:], spk: map[string]*proc.Process{}, opts: o}
+	// new connections from the router spread over equal paths by port
+	seg.Sysctl(l.router, "net.ipv4.fib_multipath_hash_policy", "1")
+	seg.Sysctl(l.router, "net.ipv6.fib_multipath_hash_policy", "1")
 	for _, h := range l.lbs {
-		fmt.Fprintf(&b, "protocol bgp %s from lbs { neighbor %s as %d; }\n", h.Name, h.Addr, hostASN)
-	}
-	return b.String()
-}
-
-// birdc asks the router's BIRD.
-func (l *lab) birdc(args ...string) (string, error) {
-	out, err := exec.Command("/usr/sbin/birdc", append([]string{"-s", l.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("birdc %s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
-}
-
-// route is one path the router learned for an address.
-type route struct {
-	via  netip.Addr
-	best bool
-}
-
-// routes are the paths the router's BIRD holds for a (its `show route`).
-func (l *lab) routes(a netip.Addr) ([]route, error) {
-	out, err := l.birdc("show", "route", "for", a.String(), "table", "master4")
-	if strings.Contains(out, "Network not found") {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var rs []route
-	best := false
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		switch {
-		case strings.Contains(line, "unicast ["):
-			best = strings.Contains(line, " * ")
-		case len(f) >= 2 && f[0] == "via":
-			v, err := netip.ParseAddr(f[1])
-			if err != nil {
-				return nil, fmt.Errorf("%q: %v", line, err)
-			}
-			rs = append(rs, route{via: v, best: best})
-		}
-	}
-	return rs, nil
-}
-
-// nexthops are the next hops of a's route in the router's kernel table
-// (what its traffic takes).
-func (l *lab) nexthops(a netip.Addr) ([]netip.Addr, error) {
-	out, err := exec.Command("ip", "-n", l.router.NS, "route", "show", a.String()+"/32").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("ip route: %v: %s", err, out)
-	}
-	var hops []netip.Addr
-	f := strings.Fields(string(out))
-	for i := 0; i+1 < len(f); i++ {
-		if f[i] == "via" {
-			if v, err := netip.ParseAddr(f[i+1]); err == nil {
-				hops = append(hops, v)
+		for _, a := range []netip.Addr{vip4, vip4b, vip6} {
+			pfx := netip.PrefixFrom(a, a.BitLen()).String()
+			if out, err := exec.Command("ip", "-n", h.NS, "addr", "add", pfx, "dev", "lo").CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
 			}
 		}
+		netlab.ServeName(t, h, servePort)
 	}
-	return hops, nil
+	return l
 }
 
 // start runs a speaker on h (again, when it ran before) with the options
@@ -274,14 +202,17 @@ func (l *lab) start(h *netlab.Host, base speakerFile, w announce.Want) {
 	l.t.Helper()
 	sf := base
 	sf.ASN, sf.RouterID = hostASN, h.Addr
-	sf.Peers = []Peer{{Addr: l.router.Addr, ASN: routerASN}}
+	sf.Peers = []Peer{{Addr: l.routerAddr(), ASN: routerASN}}
 	if sf.HoldTime == 0 {
 		sf.HoldTime = MinHoldTime
 	}
 	sf.WantFile = filepath.Join(l.dir, h.Name+".want")
 	l.setWant(h, sf.WantFile, w)
 	file := filepath.Join(l.dir, h.Name+".speaker")
-	b, _ := json.Marshal(sf)
+	b, err := json.Marshal(sf)
+	if err != nil {
+		l.t.Fatal(err)
+	}
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		l.t.Fatal(err)
 	}
@@ -339,7 +270,7 @@ func (l *lab) waitRoutes(a netip.Addr, timeout time.Duration, via ...*netlab.Hos
 		for _, h := range via {
 			found := false
 			for _, r := range rs {
-				found = found || r.via == h.Addr
+				found = found || r.via == l.hostAddr(h)
 			}
 			if !found {
 				return fmt.Errorf("%s: routes %v, want via %v", a, rs, names(via))
@@ -358,7 +289,7 @@ func names(hs []*netlab.Host) []string {
 }
 
 // waitNexthops polls until the router's kernel route for a goes exactly
-// via the hosts given.
+// via the hosts given (in any order).
 func (l *lab) waitNexthops(a netip.Addr, timeout time.Duration, via ...*netlab.Host) error {
 	return netlab.Eventually(context.Background(), timeout, func() error {
 		hops, err := l.nexthops(a)
@@ -368,8 +299,8 @@ func (l *lab) waitNexthops(a netip.Addr, timeout time.Duration, via ...*netlab.H
 		if len(hops) != len(via) {
 			return fmt.Errorf("%s: kernel next hops %v, want %v", a, hops, names(via))
 		}
-		for i, h := range via {
-			if hops[i] != h.Addr {
+		for _, h := range via {
+			if !slices.Contains(hops, l.hostAddr(h)) {
 				return fmt.Errorf("%s: kernel next hops %v, want %v", a, hops, names(via))
 			}
 		}
@@ -386,7 +317,7 @@ func (l *lab) stays(a netip.Addr, d time.Duration, h *netlab.Host) error {
 		if err != nil {
 			return err
 		}
-		if len(rs) != 1 || rs[0].via != h.Addr {
+		if len(rs) != 1 || rs[0].via != l.hostAddr(h) {
 			return fmt.Errorf("%s: routes %v, want via %s", a, rs, h.Name)
 		}
 		if name, err := l.ask(a, time.Second); err != nil || name != h.Name {

@@ -214,25 +214,15 @@ func TestRouterDropsAFrozenHost(t *testing.T) {
 			}
 			for round := 1; round <= tc.rounds; round++ {
 				if tc.bfd > 0 {
-					if err := netlab.Eventually(context.Background(), 10*time.Second, func() error {
-						out, err := l.birdc("show", "bfd", "sessions")
-						if err != nil || strings.Count(out, " Up ") != 2 {
-							return fmt.Errorf("BFD sessions not up: %v\n%s", err, out)
-						}
-						return nil
-					}); err != nil {
+					if err := l.bfdUp(10 * time.Second); err != nil {
 						t.Fatal(err)
 					}
 				}
-				start := time.Now()
-				if err := l.seg.Freeze(lb1, true); err != nil {
+				took, err := l.freeze(lb1, vip4, tc.bound, lb2)
+				if err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { _ = l.seg.Freeze(lb1, false) })
-				if err := l.waitRoutes(vip4, tc.bound, lb2); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("%s, round %d: the frozen host's path gone after %s", tc.name, round, time.Since(start).Round(time.Millisecond))
+				t.Logf("%s, round %d: the frozen host's path gone after %s", tc.name, round, took.Round(time.Millisecond))
 				// back, and stays back (with BFD: a BFD session of its own,
 				// not one that resets the new BGP session)
 				if err := l.seg.Freeze(lb1, false); err != nil {

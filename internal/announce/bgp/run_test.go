@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,18 +14,41 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
 
-type recorder struct{ addrs, sessions atomic.Int64 }
+type recorder struct {
+	addrs, sessions, held atomic.Int64
+}
 
-func (r *recorder) Addresses(n int) { r.addrs.Store(int64(n)) }
-func (r *recorder) Sessions(n int)  { r.sessions.Store(int64(n)) }
+func (r *recorder) Addresses(n int)         { r.addrs.Store(int64(n)) }
+func (r *recorder) Sessions(n int)          { r.sessions.Store(int64(n)) }
+func (r *recorder) Held(addrs []netip.Addr) { r.held.Store(int64(len(addrs))) }
 
 // TestRunReports: in-process, with a router that is not there (a closed
 // port on loopback: no session), the announcer announces the addresses
 // of a healthy Want and withdraws them all for an unhealthy one, and
-// says so to its recorder; Run ends with its context.
+// says so to its recorder, its OnMove (why: new, then unhealthy) and as
+// its Holders (itself, by its router
+// ID); Run ends with its context.
 func TestRunReports(t *testing.T) {
 	rec := &recorder{}
-	a, err := New(Config{ASN: 65001, RouterID: netip.MustParseAddr("192.0.2.2"), Metrics: rec,
+	var mu sync.Mutex
+	var moves []announce.Move
+	onMove := func(m announce.Move) { mu.Lock(); moves = append(moves, m); mu.Unlock() }
+	// movedAll checks the moves told since the last call: one per address, each why
+	movedAll := func(n int, why string) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(moves) != n {
+			t.Fatalf("moves %+v, want %d", moves, n)
+		}
+		for _, m := range moves {
+			if m.Why != why {
+				t.Fatalf("move %+v, want why %s", m, why)
+			}
+		}
+		moves = nil
+	}
+	a, err := New(Config{ASN: 65001, RouterID: netip.MustParseAddr("192.0.2.2"), Metrics: rec, OnMove: onMove,
 		Peers: []Peer{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 1, ASN: 65000}}})
 	if err != nil {
 		t.Fatal(err)
@@ -33,8 +58,11 @@ func TestRunReports(t *testing.T) {
 	go func() { done <- a.Run(ctx) }()
 	want := func(n int) error {
 		return netlab.Eventually(context.Background(), 5*time.Second, func() error {
-			if got := len(a.Announced(ctx)); got != n || rec.addrs.Load() != int64(n) {
-				return fmt.Errorf("announced %d, recorded %d, want %d", got, rec.addrs.Load(), n)
+			if got := len(a.Announced(ctx)); got != n || rec.addrs.Load() != int64(n) || rec.held.Load() != int64(n) {
+				return fmt.Errorf("announced %d, recorded %d and %d held, want %d", got, rec.addrs.Load(), rec.held.Load(), n)
+			}
+			if hs := a.Holders(ctx); len(hs) != n || n > 0 && !slices.Equal(hs[vip4], []string{"192.0.2.2"}) {
+				return fmt.Errorf("holders %v, want %d, each by this router ID", hs, n)
 			}
 			return nil
 		})
@@ -44,11 +72,13 @@ func TestRunReports(t *testing.T) {
 	if err := want(3); err != nil {
 		t.Fatal(err)
 	}
+	movedAll(3, announce.WhyNew)
 	w.Healthy = false
 	a.Set(w)
 	if err := want(0); err != nil {
 		t.Fatal(err)
 	}
+	movedAll(3, announce.WhyUnhealthy)
 	if rec.sessions.Load() != 0 {
 		t.Fatalf("%d sessions up with no router", rec.sessions.Load())
 	}

@@ -49,6 +49,11 @@ type Config struct {
 	Repeats int
 	Refresh time.Duration
 	Logger  *slog.Logger
+	// Metrics, when set, is told which addresses this host holds.
+	Metrics announce.Recorder
+	// OnMove, when set, is told every change of an address's owner this
+	// host hears (announce.Moves; the Events of the Services).
+	OnMove announce.MoveFunc
 }
 
 func (c *Config) defaults() error {
@@ -78,6 +83,9 @@ func (c *Config) defaults() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Metrics == nil {
+		c.Metrics = announce.NoRecorder{}
+	}
 	return nil
 }
 
@@ -95,6 +103,9 @@ type Announcer struct {
 	garp    map[netip.Addr]*garp
 	renewAt time.Time
 	status  announce.Asks[[]netip.Addr]
+	holders announce.Asks[announce.Holders]
+	// who holds each address, as last logged (moves.go)
+	known announce.Holders
 	// operators: addresses of the Want the interface holds permanently
 	// (warned about once)
 	operators map[netip.Addr]bool
@@ -127,7 +138,8 @@ func New(cfg Config) (*Announcer, error) {
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "l2", "interface", cfg.Interface), link: l, conn: conn,
 		set: announce.NewLatest[announce.Want](), in: make(chan announce.Heartbeat, 64),
-		garp: map[netip.Addr]*garp{}, status: make(announce.Asks[[]netip.Addr]), operators: map[netip.Addr]bool{}}, nil
+		garp: map[netip.Addr]*garp{}, status: make(announce.Asks[[]netip.Addr]), holders: make(announce.Asks[announce.Holders]),
+		operators: map[netip.Addr]bool{}, known: announce.Holders{}}, nil
 }
 
 // Set implements announce.Announcer.
@@ -189,6 +201,8 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.step(false)
 		case c := <-a.status:
 			c <- a.node.Holds()
+		case c := <-a.holders:
+			c <- a.node.Holders(time.Now())
 		}
 	}
 }
@@ -211,6 +225,7 @@ func (a *Announcer) step(beat bool) {
 	if beat || !ch.Empty() {
 		a.send()
 	}
+	a.moved(now)
 	if now.After(a.renewAt) {
 		for ad := range a.garp {
 			if err := a.link.hold(ad); err != nil {
@@ -238,6 +253,13 @@ func (a *Announcer) step(beat bool) {
 // apply puts the addresses taken on the interface and announces them,
 // and takes the ones let go off.
 func (a *Announcer) apply(ch announce.Change) {
+	if !ch.Empty() {
+		defer func() {
+			held := a.node.Holds()
+			a.cfg.Metrics.Addresses(len(held))
+			a.cfg.Metrics.Held(held)
+		}()
+	}
 	if ch.Unserved > 0 && !a.full {
 		a.log.Error("addresses not announced: this host holds the most a heartbeat can carry", "max", announce.MaxHolds, "unserved", ch.Unserved)
 	}

@@ -1,16 +1,11 @@
 package layer2
 
 import (
-	"bytes"
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
@@ -79,13 +74,6 @@ vrrp_instance v6 {
 // when keepalived is not installed.
 func newKeepalived(t testing.TB, k keepalived) *group {
 	t.Helper()
-	bin, err := exec.LookPath("keepalived")
-	if err != nil {
-		if _, err := os.Stat("/usr/sbin/keepalived"); err != nil {
-			t.Skip("no keepalived (apt-get install keepalived; make deps)")
-		}
-		bin = "/usr/sbin/keepalived"
-	}
 	g := newHosts(t)
 	dir := t.TempDir()
 	for _, h := range g.lbs {
@@ -96,39 +84,9 @@ func newKeepalived(t testing.TB, k keepalived) *group {
 		if err := os.WriteFile(filepath.Join(dir, h.Name+".healthy"), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var log bytes.Buffer
-		cmd := exec.Command("ip", "netns", "exec", h.NS, bin, "-n", "-l", "-G", "-P", "-f", conf,
-			"-p", filepath.Join(dir, h.Name+".pid"), "-r", filepath.Join(dir, h.Name+".vrrp.pid"),
-			"-c", filepath.Join(dir, h.Name+".check.pid"))
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-			if t.Failed() {
-				t.Logf("keepalived on %s:\n%s", h.Name, log.String())
-			}
-		})
+		netlab.Keepalived(t, h, conf, dir)
 	}
-	g.holders = func(vip netip.Addr) []string {
-		var out []string
-		for _, h := range g.lbs {
-			b, err := exec.Command("ip", "-n", h.NS, "-br", "addr", "show", "dev", "eth0").CombinedOutput()
-			if err == nil && strings.Contains(string(b), " "+vip.String()+"/") {
-				out = append(out, h.Name)
-			}
-		}
-		return out
-	}
+	g.holders = func(vip netip.Addr) []string { return netlab.OnEth0(g.lbs, vip) }
 	g.healthy = func(h *netlab.Host, ok bool) error {
 		f := filepath.Join(dir, h.Name+".healthy")
 		if ok {

@@ -34,6 +34,8 @@ type group struct {
 	client *netlab.Host
 	// holders is who holds vip now; healthy sets a host's health gate
 	holders func(vip netip.Addr) []string
+	// view is who holds each address as the named host hears the group
+	view    func(name string) announce.Holders
 	healthy func(h *netlab.Host, ok bool) error
 	// kill, when set, kills the host's announcer (on) or starts a new one
 	kill func(h *netlab.Host, on bool) error
@@ -124,6 +126,11 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 			}
 		}
 		return out
+	}
+	g.view = func(name string) announce.Holders {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return get(name).Holders(ctx)
 	}
 	g.healthy = func(h *netlab.Host, ok bool) error {
 		w := want

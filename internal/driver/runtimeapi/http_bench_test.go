@@ -2,68 +2,86 @@ package runtimeapi
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
-// One HTTPRoute changed among n on a real HAProxy: the driver's pass
-// (every HTTP map rewritten and replaced through the Runtime API), no
-// reload. go test ./internal/driver/runtimeapi -run '^$' -bench BenchmarkHTTPRouteChange
+// One HTTPRoute changed among n on a real HAProxy: the driver's pass (the
+// HTTP maps computed, the changed file written, HAProxy told), no reload,
+// the old way (every changed map replaced whole: prepare/add/commit map)
+// and the new one (the entries that differ: add/set/del map, mapsync.go)
+// side by side in one run, with the p50 and p99 of a change: the whole
+// pass, and until HAProxy answered (served: the pass less the files'
+// write, which follows; the whole way's maps are written first, but
+// read by no one until a reload), and the CPU the process spent in a
+// pass (p50: the machine's load aside).
+// go test ./internal/driver/runtimeapi -run '^$' -bench BenchmarkHTTPRouteChange -benchtime 20x
 func BenchmarkHTTPRouteChange(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			d := startMapLab(b).d
-			port := uint16(haproxytest.FreePort(b))
-			// n routes, each a host with an Exact path, a prefix with a
-			// header match, and a 90/10 split.
-			table := func(gen int) *model.HTTP {
-				h := &model.HTTP{Port: 80}
-				for i := range n {
-					host := fmt.Sprintf("r%d.example.com", i)
-					path := "/app"
-					if i == 0 {
-						path = "/app" + strconv.Itoa(gen)
-					}
-					h.Hosts = append(h.Hosts, model.HTTPHost{Name: host, Rules: []model.HTTPRule{
-						{PathType: model.PathExact, Path: path, Action: 2 * i},
-						{PathType: model.PathPrefix, Path: "/", Headers: []model.HeaderMatch{{Name: "version", Value: "2"}}, Action: 2*i + 1},
-						{PathType: model.PathPrefix, Path: "/", Action: 2 * i},
-					}})
-					h.Actions = append(h.Actions, model.HTTPAction{Backends: []model.WeightedBackend{{Name: "gwh_a", Weight: 90}, {Name: "gwh_b", Weight: 10}}},
-						model.HTTPAction{Backends: []model.WeightedBackend{{Name: "gwh_b", Weight: 1}}})
-				}
-				return h
-			}
-			cfgOf := func(h *model.HTTP) model.Config {
-				srv := []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 1}}
-				return model.Config{
-					Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
-					Backends: []*model.Backend{{Name: "gwh_a", Balance: "roundrobin", HTTP: true, Servers: srv},
-						{Name: "gwh_b", Balance: "roundrobin", HTTP: true, Servers: srv}},
-				}
-			}
-			ctx := context.Background()
-			if _, err := d.Apply(ctx, cfgOf(table(0))); err != nil {
-				b.Fatal(err)
-			}
-			gen, ops := 0, 0
-			for b.Loop() {
-				gen++
-				res, err := d.Apply(ctx, cfgOf(table(gen)))
-				if err != nil {
+		for _, way := range []string{"whole", "diff"} {
+			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
+				l := startMapLab(b)
+				d := l.d
+				d.opts.WholeMaps = way == "whole"
+				port := uint16(haproxytest.FreePort(b))
+				none := netip.MustParseAddrPort("127.0.0.1:1")
+				cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, none) }
+				ctx := context.Background()
+				if _, err := d.Apply(ctx, cfgOf(routeTable(n, "/app", 90))); err != nil {
 					b.Fatal(err)
 				}
-				if len(res.Reasons) > 0 {
-					b.Fatalf("reloaded: %v", res.Reasons)
+				reloads := l.reloads(ctx, b)
+				gen, ops := 0, 0
+				var took, served, cpu []time.Duration
+				for b.Loop() {
+					gen++
+					// Route 0's Exact path, every other change its split too.
+					cfg := cfgOf(routeTable(n, "/app"+strconv.Itoa(gen), int32(90-gen%2*80)))
+					t, c := time.Now(), cpuTime()
+					res, err := d.Apply(ctx, cfg)
+					took = append(took, time.Since(t))
+					cpu = append(cpu, cpuTime()-c)
+					served = append(served, took[len(took)-1]-res.Write)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(res.Reasons) > 0 {
+						b.Fatalf("reloaded: %v", res.Reasons)
+					}
+					ops += res.Ops
 				}
-				ops += res.Ops
-			}
-			b.ReportMetric(float64(ops)/float64(b.N), "commands/op")
-		})
+				slices.Sort(took)
+				slices.Sort(served)
+				slices.Sort(cpu)
+				ms := func(d []time.Duration, q float64) float64 {
+					return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
+				}
+				b.ReportMetric(float64(ops)/float64(len(took)), "commands/op")
+				b.ReportMetric(ms(took, 0.5), "p50-ms")
+				b.ReportMetric(ms(took, 0.99), "p99-ms")
+				b.ReportMetric(ms(served, 0.5), "served-p50-ms")
+				b.ReportMetric(ms(served, 0.99), "served-p99-ms")
+				b.ReportMetric(ms(cpu, 0.5), "cpu-p50-ms")
+				if rl := l.reloads(ctx, b) - reloads; rl != 0 {
+					b.Fatalf("%d reloads", rl)
+				}
+			})
+		}
 	}
+}
+
+// cpuTime is the CPU time this process has used (user and system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

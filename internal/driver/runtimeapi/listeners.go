@@ -15,7 +15,10 @@ import (
 // (tproxy.Ordered) so that no element ever lacks its entry.
 
 // listenerMapFiles are the listener's two map files for cfg (none in
-// ports mode).
+// ports mode), the PROXY map first: its entries are what a listener
+// map's key points to (mapdiff.go's order), so a new key expects its
+// PROXY header from its first connection on, and a key gone is refused
+// before it stops expecting one.
 func (d *HAProxy) listenerMapFiles(cfg model.Config) []patternFile {
 	o := d.opts.Render
 	if !o.TProxy() {
@@ -23,8 +26,8 @@ func (d *HAProxy) listenerMapFiles(cfg model.Config) []patternFile {
 	}
 	listen, proxy := render.ListenerEntries(cfg, o)
 	return []patternFile{
-		mapFile(render.ListenerMapFile(o.ACLDir), listen, "listener map"),
 		mapFile(render.ProxyMapFile(o.ACLDir), proxy, "listener PROXY map"),
+		mapFile(render.ListenerMapFile(o.ACLDir), listen, "listener map"),
 	}
 }
 

@@ -62,12 +62,12 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 // cfg, whose structure is the one running (same hash: the same routes
 // read the same files).
 func (d *HAProxy) pushRouteMaps(ctx context.Context, cfg model.Config, res *driver.Result) error {
-	changed, err := d.push(ctx, &d.routeMaps, d.routeMapFiles(cfg), res)
+	edits, err := d.pushMaps(ctx, &d.routeMaps, d.routeMapFiles(cfg), res) // mapsync.go
 	if err != nil {
 		return fmt.Errorf("runtime API, route maps: %w", err)
 	}
-	if len(changed) > 0 {
-		d.log.Info("routes changed without reload", "maps", len(changed), "first", filepath.Base(changed[0].path))
+	if len(edits) > 0 {
+		logMapEdits(d.log, edits)
 	}
 	return nil
 }

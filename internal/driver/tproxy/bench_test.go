@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
@@ -89,6 +91,68 @@ func BenchmarkNewPort(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(l.reloads(b)-before)/float64(b.N), "reloads/op")
 			b.ReportMetric(float64(worst.Milliseconds()), "worst-ms")
+		})
+	}
+}
+
+// BenchmarkNewPortAmongMany is BenchmarkNewPort's tproxy case with n
+// ports already served (n keys in the listener map), the map changed
+// whole as before (whole) and by difference (diff) side by side.
+//
+//	go test ./internal/driver/tproxy -run '^$' -bench NewPortAmongMany -benchtime 20x
+func BenchmarkNewPortAmongMany(b *testing.B) {
+	const n = 2000 // 5,000 and 10,000 fail in the kernel driver's first batch (netlink: no such file or directory)
+	for _, way := range []string{"whole", "diff"} {
+		b.Run(fmt.Sprintf("%d/%s", n, way), func(b *testing.B) {
+			l := startDPWith(b, render.ListenersTProxy, spares.Policy{})
+			opts := l.hopts
+			opts.WholeMaps = way == "whole"
+			hd := runtimeapi.NewHAProxy(opts)
+			b.Cleanup(func() { _ = hd.Close() })
+			drv := l.drv
+			drv.HAProxy = hd
+			ipn(b, l.lab.LB, "route", "add", "local", "203.0.113.0/24", "dev", "lo")
+			fe, be := l.svc("a", bind(vipA, 80))
+			cfg := model.Config{Frontends: []model.Frontend{fe}, Backends: []*model.Backend{be}}
+			for i := range n {
+				port := uint16(30000 + i)
+				cfg.Frontends = append(cfg.Frontends, model.Frontend{Name: fmt.Sprintf("fe_a_%d", port), Service: "default/a",
+					Backend: "be_a", Binds: []model.Bind{bind(vipA, port)}})
+			}
+			ctx := context.Background()
+			if _, err := drv.Apply(ctx, cfg); err != nil {
+				b.Fatal(err)
+			}
+			before := l.reloads(b)
+			var took []time.Duration
+			for i := 0; b.Loop(); i++ {
+				port := uint16(20000 + i)
+				next := cfg
+				next.Frontends = append(append([]model.Frontend{}, cfg.Frontends...), model.Frontend{Name: fmt.Sprintf("fe_a_%d", port),
+					Service: "default/a", Backend: "be_a", Binds: []model.Bind{bind(vipA, port)}})
+				start := time.Now()
+				if _, err := drv.Apply(ctx, next); err != nil {
+					b.Fatal(err)
+				}
+				dst := netip.AddrPortFrom(vipA, port)
+				if err := netlab.Eventually(ctx, 30*time.Second, func() error {
+					if got, err := ask(l.lab.Client, netip.Addr{}, dst); got != "a" {
+						return fmt.Errorf("%s: %q %v", dst, got, err)
+					}
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+				cfg = next
+			}
+			slices.Sort(took)
+			q := func(f float64) float64 {
+				return float64(took[min(len(took)-1, int(f*float64(len(took))))].Microseconds()) / 1000
+			}
+			b.ReportMetric(q(0.5), "p50-ms")
+			b.ReportMetric(q(0.99), "p99-ms")
+			b.ReportMetric(float64(l.reloads(b)-before)/float64(len(took)), "reloads/op")
 		})
 	}
 }

@@ -87,13 +87,24 @@ defaults
 // at random: a port the kernel hands out with ":0" is also one it may give
 // to any client socket's local end in the meantime (other test packages'
 // connections), which once made HAProxy fail to bind it in CI.
+//
+// It never returns the same port twice in one process: a test that takes
+// a dozen ports before binding any (Services created, then the
+// controller started) once got one port twice from the random draw, and
+// the second Service was refused with a port conflict.
 func FreePort(t testing.TB) int {
 	t.Helper()
+	handedMu.Lock()
+	defer handedMu.Unlock()
 	for range 100 {
 		port := freePortLow + rand.IntN(freePortHigh-freePortLow)
+		if handed[port] {
+			continue
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 		if err == nil {
 			l.Close()
+			handed[port] = true
 			return port
 		}
 	}
@@ -108,6 +119,12 @@ func FreePort(t testing.TB) int {
 // The range FreePort draws from: under the ephemeral ports and under the
 // benchmark's frontends and nodePorts (hack/bench: 20000 and 30000 up).
 const freePortLow, freePortHigh = 10000, 19999
+
+// handed holds the ports FreePort returned in this process.
+var (
+	handedMu sync.Mutex
+	handed   = map[int]bool{}
+)
 
 // Start runs haproxy with cfgPath (which must already exist and declare the
 // stats socket at StatsSocketPath(dir)), waits until the master and the

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# make test's suite after fmt-check and vet, in two lanes side by side so
+# that the machine's two cores stay busy and the whole run stays under 20
+# minutes warm (docs/testing.md, "How long make test takes"):
+#
+#   lane 1: test/e2e on the host's HAProxy, then the end-to-end core
+#           (VERSION_E2E) on each of TEST_VERSIONS;
+#   lane 2: every other package one at a time (the conformance suite
+#           among them), then the HAProxy client packages (VERSION_PKGS)
+#           on each of TEST_VERSIONS, then make fuzz.
+#
+# The two end-to-end runs share one lane because two test/e2e processes
+# at once could take the same fixed loopback subnets; the other lane runs
+# one package at a time, so at most two test processes run at once, as
+# plain `go test -p 2 ./...` did. Lane 1's output is held in a file and
+# printed when both lanes are done; the exit status is non-zero when
+# either lane failed.
+#
+# Environment (the Makefile passes its variables): GO, PKGS, TESTFLAGS,
+# TEST_TIMEOUT, TEST_VERSIONS, VERSION_PKGS, VERSION_E2E, VERSION_SKIP.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+GO=${GO:-go}
+PKGS=${PKGS:-./...}
+TEST_TIMEOUT=${TEST_TIMEOUT:-40m}
+TEST_VERSIONS=${TEST_VERSIONS-3.0}
+VERSION_PKGS=${VERSION_PKGS-./internal/haproxy/... ./internal/cli/ ./internal/driver/runtimeapi/}
+VERSION_E2E=${VERSION_E2E-}
+VERSION_SKIP=${VERSION_SKIP-}
+# shellcheck disable=SC2206 # TESTFLAGS is a list of flags
+flags=(-count=1 -timeout "$TEST_TIMEOUT" ${TESTFLAGS:-})
+
+e2e_pkg="$($GO list -m)/test/e2e"
+# shellcheck disable=SC2086 # PKGS is a list of patterns
+mapfile -t pkgs < <($GO list $PKGS)
+rest=()
+e2e=
+for p in "${pkgs[@]}"; do
+	if [ "$p" = "$e2e_pkg" ]; then e2e=$p; else rest+=("$p"); fi
+done
+
+# The other versions' binaries first, one at a time: a cold cache builds
+# a root file system per version (hack/haproxy-version.sh).
+declare -A bins=()
+for v in $TEST_VERSIONS; do
+	bins[$v]="$(hack/haproxy-version.sh "$v" | tail -n 1)"
+	echo "HAProxy $v: ${bins[$v]}"
+done
+
+# Each step returns on failure by itself: bash ignores set -e inside a
+# function called as `lane || ...`.
+lane1() {
+	[ -n "$e2e" ] || return 0
+	$GO test "${flags[@]}" "$e2e" || return
+	[ -n "$VERSION_E2E" ] || return 0
+	for v in $TEST_VERSIONS; do
+		echo "test/e2e core on HAProxy $v (${bins[$v]})"
+		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" -run "$VERSION_E2E" "$e2e" || return
+	done
+}
+
+lane2() {
+	if [ "${#rest[@]}" -gt 0 ]; then
+		$GO test -p 1 "${flags[@]}" "${rest[@]}" || return
+	fi
+	for v in $TEST_VERSIONS; do
+		echo "HAProxy client packages on HAProxy $v (${bins[$v]})"
+		# shellcheck disable=SC2086 # VERSION_PKGS is a list of patterns
+		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $VERSION_PKGS || return
+	done
+	make --no-print-directory fuzz
+}
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+lane1 >"$log" 2>&1 || exit &
+pid=$!
+rc2=0
+lane2 || rc2=$?
+rc1=0
+wait "$pid" || rc1=$?
+echo "--- test/e2e and its core on other HAProxy versions (run beside the above) ---"
+cat "$log"
+echo "lane 1 (test/e2e): exit $rc1; lane 2 (the other packages, versions, fuzz): exit $rc2"
+[ "$rc1" = 0 ] && [ "$rc2" = 0 ]

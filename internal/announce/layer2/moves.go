@@ -1,0 +1,31 @@
+package layer2
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+)
+
+// Holders implements announce.Reporter: the owner of each address, as
+// this host hears the group (nil once Run has ended).
+func (a *Announcer) Holders(ctx context.Context) announce.Holders { return a.holders.Ask(ctx) }
+
+// moved logs, on every host, each address whose owners changed since
+// the last call, and why the one that had it let go (announce.Moves):
+// the group's view of a failover, the same on every host that heard it.
+func (a *Announcer) moved(now time.Time) {
+	h := a.node.Holders(now)
+	if maps.EqualFunc(h, a.known, slices.Equal) {
+		return
+	}
+	for _, m := range announce.Moves(a.known, h, func(host string) string { return a.node.Why(host, now) }) {
+		a.log.Info("address moved", "address", m.Addr, "from", m.From, "to", m.To, "why", m.Why)
+		if a.cfg.OnMove != nil {
+			a.cfg.OnMove(m)
+		}
+	}
+	a.known = h
+}

@@ -1,0 +1,237 @@
+package runtimeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+)
+
+// heldMaps is what the running worker holds of each map file pushed
+// entry by entry (route, HTTP and listener maps), by path: exact while
+// known. A worker (pid) that is not the one the entries were read for,
+// a push that failed, a path never pushed or loaded: unknown, and that
+// file is replaced whole once (mapdiff.go), then by difference again.
+//
+// A map file the worker's configuration does not read (an HTTP
+// frontend's headers map while no rule changes a header) is unknown to
+// the worker's Runtime API: it is never pushed, only written (a reload
+// that makes the configuration read it reads the file). read lists those
+// it reads, learned once per worker (`show map`).
+type heldMaps struct {
+	pid   string
+	files map[string]heldMap
+	read  map[string]bool // nil: not learned for pid
+}
+
+// heldMap is one file as the worker holds it: the file's bytes it was
+// given (so a file whose bytes did not change needs no diff) and its
+// entries.
+type heldMap struct {
+	body    string
+	entries map[string]string
+}
+
+// reads reports whether the worker pid's configuration reads path, and
+// whether that is known.
+func (h *heldMaps) reads(pid, path string) (reads, known bool) {
+	if h.pid != pid || h.read == nil {
+		return false, false
+	}
+	return h.read[path], true
+}
+
+// of returns what the worker pid holds of path, if known.
+func (h *heldMaps) of(pid, path string) (heldMap, bool) {
+	if h.pid != pid {
+		return heldMap{}, false
+	}
+	m, ok := h.files[path]
+	return m, ok
+}
+
+// hold records that the worker pid holds f.
+func (h *heldMaps) hold(pid string, f patternFile, entries map[string]string) {
+	if h.pid != pid {
+		h.pid, h.read = pid, nil
+	}
+	if h.files == nil {
+		h.files = make(map[string]heldMap)
+	}
+	h.files[f.path] = heldMap{body: string(f.body), entries: entries}
+}
+
+// loaded records that the worker pid read every file of want from disk
+// (a reload just started it).
+func (h *heldMaps) loaded(pid string, want []patternFile) {
+	h.pid, h.files, h.read = pid, make(map[string]heldMap, len(want)), nil
+	for _, f := range want {
+		if entries, ok := mapEntries(f.lines); ok {
+			h.files[f.path] = heldMap{body: string(f.body), entries: entries}
+		}
+	}
+}
+
+// forget makes every file unknown.
+func (h *heldMaps) forget() { h.files = nil }
+
+// pushMaps brings the running worker's maps to want, by difference where
+// the driver knows what the worker holds, whole otherwise, in one batch
+// (after one round trip for the `prepare` of whole replaces, if any),
+// then writes the files of want whose bytes changed, whole. It returns
+// the edits sent. On failure what the worker holds is unknown: every
+// file is replaced whole next time.
+//
+// The worker is told before the files are written (a file's sync takes
+// hundreds of milliseconds for the megabyte of a large table on a busy
+// disk): a request is served by the new route that much sooner. No
+// worker of this driver starts in between (a reload writes every file
+// first, under the same lock); one started behind its back reads the
+// file before the change, and being a worker of another pid, it gets
+// every file whole in the next pass.
+func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, res *driver.Result) ([]mapEdit, error) {
+	if _, listed := d.held.reads(d.pid, ""); !listed {
+		if err := d.listMaps(ctx); err != nil {
+			d.known = false
+			return nil, err
+		}
+	}
+	var edits []mapEdit
+	for _, f := range want {
+		if read, _ := d.held.reads(d.pid, f.path); !read {
+			continue
+		}
+		held, known := d.held.of(d.pid, f.path)
+		if known && held.body == string(f.body) {
+			continue
+		}
+		var e mapEdit
+		if known && !d.opts.WholeMaps {
+			e = diffMap(f.path, held.entries, f.lines)
+		} else {
+			e = diffMap(f.path, nil, f.lines)
+		}
+		if !e.empty() {
+			e.what, e.body = f.what, f.body
+			edits = append(edits, e)
+		} else {
+			d.held.hold(d.pid, f, e.want)
+		}
+	}
+	var sendErr error
+	if len(edits) > 0 {
+		t := time.Now()
+		n, err := d.sendMapEdits(ctx, edits)
+		res.Runtime += time.Since(t)
+		if err != nil {
+			d.held.forget()
+			d.known = false
+			res.OpsFailed += n
+			sendErr = err
+		} else {
+			res.Ops += n
+			for _, e := range edits {
+				d.held.hold(d.pid, patternFile{path: e.path, body: e.body}, e.want)
+			}
+		}
+	}
+	// Written even when the worker failed them: a HAProxy that starts
+	// reads the wanted maps, and the running one gets them whole next time.
+	t := time.Now()
+	_, err := s.write(d.opts.Render.ACLDir, want)
+	res.Write += time.Since(t)
+	if sendErr != nil {
+		return nil, errors.Join(sendErr, err)
+	}
+	return edits, err
+}
+
+// listMaps learns which map files the worker's configuration reads
+// (`show map`: a line per map, its file in parentheses).
+func (d *HAProxy) listMaps(ctx context.Context) error {
+	ans, err := d.rt.ExecChecked(ctx, []string{"show map"})
+	if err != nil {
+		return err
+	}
+	read := map[string]bool{}
+	for _, l := range strings.Split(ans[0], "\n") {
+		if strings.HasPrefix(l, "#") {
+			continue
+		}
+		if _, rest, ok := strings.Cut(l, "("); ok {
+			if file, _, ok := strings.Cut(rest, ")"); ok {
+				read[file] = true
+			}
+		}
+	}
+	if d.held.pid != d.pid {
+		d.held.pid, d.held.files = d.pid, nil
+	}
+	d.held.read = read
+	return nil
+}
+
+// sendMapEdits sends edits (mapCommands), first the `prepare map` of
+// each whole replace, and returns how many commands it sent.
+func (d *HAProxy) sendMapEdits(ctx context.Context, edits []mapEdit) (int, error) {
+	var prep []string
+	var whole []string
+	for _, e := range edits {
+		if e.whole {
+			prep = append(prep, "prepare map "+e.path)
+			whole = append(whole, e.path)
+		}
+	}
+	versions := make(map[string]string, len(prep))
+	if len(prep) > 0 {
+		ans, err := d.rt.ExecChecked(ctx, prep)
+		if err != nil {
+			return len(prep), err
+		}
+		for i, a := range ans {
+			v, ok := strings.CutPrefix(a, "New version created: ")
+			if !ok || v == "" || strings.ContainsAny(v, " \t@") {
+				return len(prep), fmt.Errorf("%s: unexpected answer %q: %w", prep[i], a, haproxy.ErrCommand)
+			}
+			versions[whole[i]] = v
+		}
+	}
+	cmds := mapCommands(edits, versions)
+	if _, err := d.rt.ExecChecked(ctx, cmds); err != nil {
+		return len(prep) + len(cmds), err
+	}
+	return len(prep) + len(cmds), nil
+}
+
+// logMapEdits says what a pass changed in the maps: the routes (route
+// and HTTP maps), the listened addresses and ports (the listener's
+// maps), or both, with the number of entries added, changed and deleted
+// and of files replaced whole.
+func logMapEdits(log *slog.Logger, edits []mapEdit) {
+	var routes, listeners bool
+	var added, changed, deleted, whole int
+	for _, e := range edits {
+		if strings.HasPrefix(e.what, "listener") {
+			listeners = true
+		} else {
+			routes = true
+		}
+		added, changed, deleted = added+len(e.add), changed+len(e.set), deleted+len(e.del)
+		if e.whole {
+			whole++
+		}
+	}
+	msg := "routes changed without reload"
+	switch {
+	case listeners && routes:
+		msg = "routes and listened addresses or ports changed without reload"
+	case listeners:
+		msg = "listened addresses or ports changed without reload"
+	}
+	log.Info(msg, "maps", len(edits), "first", edits[0].what, "added", added, "changed", changed, "deleted", deleted, "replaced_whole", whole)
+}

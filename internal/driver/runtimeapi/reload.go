@@ -1,0 +1,148 @@
+package runtimeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// A reload: what the structure needs (apply decides), in one parse by
+// the master, the previous file put back when it fails.
+
+// reload renders cfg with resized slots, validates and writes it, reloads
+// HAProxy and then corrects any slot the state file restored differently.
+func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string, res *driver.Result) error {
+	ro := d.opts.Render // a reload writes the current rendering (upgrade.go)
+	ro.Legacy = 0
+	t := time.Now()
+	layout, _ := plan.Assign(cfg, d.layout, true)
+	hash := d.hashes.StructureHash(cfg, layout, ro)
+	res.Render += time.Since(t)
+	// HAProxy refuses a config that needs more open files than it may
+	// have, which `haproxy -c` does not check: no reload into a refusal.
+	if err := d.checkFDs(ctx, cfg, layout, ro, res); err != nil {
+		return fmt.Errorf("reload (%s) not tried: %w", firstReasons(reasons), err)
+	}
+	res.Reasons = reasons
+
+	t = time.Now()
+	// Hold the state file until the new worker runs: a concurrent flush
+	// must not overwrite it with what the old worker reports afterwards.
+	d.stateMu.Lock()
+	stateLocked := true
+	unlockState := func() {
+		if stateLocked {
+			stateLocked = false
+			d.stateMu.Unlock()
+		}
+	}
+	defer unlockState()
+	// The state dump (megabytes at tens of thousands of servers, HAProxy's
+	// work and ours) runs while the new file is rendered and `haproxy -c`
+	// checks it, another process: the reload waits for the longer of the
+	// two, not their sum.
+	saved := make(chan error, 1)
+	go func() { saved <- d.saveStateLocked(ctx, layout) }()
+	waitSaved := func() {
+		if saved == nil {
+			return
+		}
+		if err := <-saved; err != nil {
+			d.log.Warn("could not save server state before reload", "err", err)
+		}
+		saved = nil
+	}
+	defer waitSaved()
+	// The new worker reads the source ranges and route maps from their files.
+	if _, err := d.acls.write(d.opts.Render.ACLDir, d.aclFiles(cfg)); err != nil {
+		return err
+	}
+	maps := d.routeMapFiles(cfg)
+	if _, err := d.routeMaps.write(d.opts.Render.ACLDir, maps); err != nil {
+		return err
+	}
+	certs := certsOf(d.opts.Render.CertDir, cfg)
+	if err := writeCerts(d.opts.Render.CertDir, certs, d.certs.onDisk()); err != nil {
+		return err
+	}
+	tmp, digest, err := d.writeConfig(cfg, layout, ro, hash)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // no-op once renamed
+	restore := d.keepPrevious()
+	// No `haproxy -c` here: the master parses the new file itself when
+	// it reloads and keeps the old workers when that fails (2.6: `show
+	// proc` [failed: N]; 2.7+: Success=0), which is then reported below
+	// and the previous file put back. Checking first parsed every
+	// reload's config twice (issue 29: 5.9 s of 11.5 s at 10,000
+	// Services). `render` still checks what it writes.
+	waitSaved()
+	err = atomicfile.Commit(tmp, d.opts.ConfigPath)
+	res.Write = time.Since(t)
+	if err != nil {
+		restore(false)
+		return err
+	}
+	d.written = digest
+	d.gen++
+
+	t = time.Now()
+	rctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
+	rel, err := d.master.ReloadReport(rctx)
+	cancel()
+	d.noteVersion(rel)
+	res.Reload = time.Since(t)
+	d.gate.reloaded(d.now())
+	d.rt.Reset()
+	unlockState()
+	if err != nil {
+		// The old workers keep serving the old config: put it back on disk
+		// so the file always matches what runs.
+		restore(true)
+		d.known = false
+		if errors.Is(err, haproxy.ErrReloadInProgress) {
+			return d.reloadBusy(reasons, res, err)
+		}
+		return fmt.Errorf("reload (%s): %w%s", strings.Join(reasons, "; "), err, fdsNote(res.FDs))
+	}
+	res.Reloaded = true
+	d.optsReason = ""
+	d.opts.Render.Legacy = 0
+	restore(false)
+	if dir := d.opts.Render.ACLDir; dir != "" {
+		d.acls.prune(dir, d.aclFiles(cfg))
+		d.routeMaps.prune(dir, maps)
+	}
+	if err := d.waitHash(ctx, hash, rel.Workers); err != nil {
+		d.known = false
+		return err
+	}
+	d.held.loaded(d.pid, maps) // the new worker read them from disk (mapsync.go)
+	d.hash, d.running, d.layout, d.desired, d.loose = hash, cfg, layout, cfg, nil
+	d.assigned, d.consistent = true, false
+	d.gen++
+	d.certs.loaded(certs, d.pid)
+	pruneCerts(d.opts.Render.CertDir, certs, d.certs.onDisk())
+	// The state file may have restored states that no longer hold.
+	ops, missing := plan.Ops(layout, d.actual)
+	if len(missing) > 0 {
+		d.known = false
+		return fmt.Errorf("after reload, runtime lacks %s: %w", missing[0], haproxy.ErrCommand)
+	}
+	if err := d.execOps(ctx, ops, res); err != nil {
+		return err
+	}
+	d.consistent, d.unsent = true, nil
+	d.schedulePersist()
+	return nil
+}

@@ -1,0 +1,73 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The ids of an HTTP table's maps are named by their content: an action's
+// id by its entries (backends by weight, header changes, redirect), a
+// group's by its rules (ranks and action ids), a host's by its paths
+// (keys and group ids). So each id stands for one content for as long as
+// it exists: a route changed among thousands gives new ids to what it
+// changed and to the host over it, and only those entries change in the
+// maps (the driver sends the difference, runtimeapi/mapdiff.go); a
+// request that holds an id reads the entries that id always had; and
+// hosts, groups or actions with the same content share one id and one
+// set of entries.
+
+// idHole stands for the id in the entries given to place, keys and
+// values alike (an entry may name its own id: a backend's value naming
+// its action's header changes); no map text holds it (model's
+// validators refuse control characters).
+const idHole = "\x00"
+
+// idLen is how many hex digits of the content's SHA-256 an id has (48
+// bits; a collision is told apart, place).
+const idLen = 12
+
+// contentIDs are the ids given so far in one table, with the digest of
+// the content each stands for.
+type contentIDs map[string][sha256.Size]byte
+
+// place returns the id (tag and digits) of rel, entries by kind with
+// idHole where the id goes, and adds them to out with the id in place
+// the first time it is given. Two contents whose digits agree get distinct ids (the
+// later one's digits are of its content and a count).
+func (ids contentIDs) place(out map[string][]HTTPMapEntry, tag string, rel map[string][]HTTPMapEntry) string {
+	kinds := make([]string, 0, len(rel))
+	for k := range rel {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	h := sha256.New()
+	for _, k := range kinds {
+		for _, e := range rel[k] {
+			h.Write([]byte(k + "\x00" + e.Key + "\x00" + e.Value + "\n"))
+		}
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	id := tag + hex.EncodeToString(sum[:idLen/2])
+	for n := 1; ; n++ {
+		had, ok := ids[id]
+		if ok && had == sum {
+			return id // the same content: its entries are in out
+		}
+		if !ok {
+			break
+		}
+		alt := sha256.Sum256(append(sum[:], strconv.Itoa(n)...))
+		id = tag + hex.EncodeToString(alt[:idLen/2])
+	}
+	ids[id] = sum
+	for _, k := range kinds {
+		for _, e := range rel[k] {
+			out[k] = append(out[k], HTTPMapEntry{strings.ReplaceAll(e.Key, idHole, id), strings.ReplaceAll(e.Value, idHole, id)})
+		}
+	}
+	return id
+}
