@@ -17,9 +17,9 @@ import (
 // one of type IPAddress without a value gets a pool's address
 // (GatewayAddressEmpty).
 var (
-	features = []gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
+	features = slices.Sorted(slices.Values(append([]gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
 		"HTTPRoute308RedirectStatusCode", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRoutePortRedirect", "HTTPRouteSchemeRedirect",
-		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}
+		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, extFeatures...)))
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
 )
 

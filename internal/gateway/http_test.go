@@ -108,8 +108,14 @@ func TestSupportedFeatures(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{}, "Gateway HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode HTTPRouteMethodMatching HTTPRouteParentRefPort HTTPRoutePortRedirect HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
-		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode HTTPRouteMethodMatching HTTPRouteParentRefPort HTTPRoutePortRedirect HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
+		{Options{}, "Gateway GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
+			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
+			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
+			"HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
+		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
+			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
+			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
+			"HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
 	} {
 		var got []string
 		for _, f := range Compute(base(), tc.opts).Classes["hks"].SupportedFeatures {

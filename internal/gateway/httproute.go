@@ -37,14 +37,21 @@ func checkHTTPRoute(r *gwv1.HTTPRoute) string {
 			}
 		}
 		for fi, f := range rule.Filters {
-			if why := checkFilter(f); why != "" {
+			why, ext := checkExtFilter(f, rule.Matches) // httpext.go
+			if !ext {
+				why = checkFilter(f, rule.Matches)
+			}
+			if why != "" {
 				return at + ".filters[" + strconv.Itoa(fi) + "]: " + why
 			}
 		}
 		for bi, b := range rule.BackendRefs {
-			if len(b.Filters) > 0 {
-				return at + ".backendRefs[" + strconv.Itoa(bi) + "]: filters on a backendRef are not supported"
+			if why := checkBackendFilters(b.Filters); why != "" {
+				return at + ".backendRefs[" + strconv.Itoa(bi) + "]: " + why
 			}
+		}
+		if _, why := ruleTimeout(rule.Timeouts); why != "" {
+			return at + ".timeouts: " + why
 		}
 	}
 	return ""
@@ -74,8 +81,8 @@ func checkMatch(m gwv1.HTTPRouteMatch) string {
 			return "header value " + strconv.Quote(h.Value) + " has spaces, control characters or one of % # \\ \" ' | ;"
 		}
 	}
-	if len(m.QueryParams) > 0 {
-		return "query parameter matches are not supported"
+	if why := checkQuery(m.QueryParams); why != "" {
+		return why
 	}
 	if m.Method != nil && !model.ValidMethod(string(*m.Method)) {
 		return "method " + strconv.Quote(string(*m.Method)) + " is not an upper-case token"
@@ -83,33 +90,20 @@ func checkMatch(m gwv1.HTTPRouteMatch) string {
 	return ""
 }
 
-func checkFilter(f gwv1.HTTPRouteFilter) string {
+func checkFilter(f gwv1.HTTPRouteFilter, matches []gwv1.HTTPRouteMatch) string {
 	switch f.Type {
 	case gwv1.HTTPRouteFilterRequestHeaderModifier:
 		if f.RequestHeaderModifier == nil {
 			return "requestHeaderModifier is missing"
 		}
-		m := f.RequestHeaderModifier
-		for _, h := range slices.Concat(m.Set, m.Add) {
-			if !model.ValidHeaderName(strings.ToLower(string(h.Name))) {
-				return "header name " + strconv.Quote(string(h.Name)) + " is not a valid token"
-			}
-			if h.Value == "" || !model.ValidHeaderValue(h.Value) {
-				return "header value " + strconv.Quote(h.Value) + " is empty or has spaces, control characters or one of % # \\ \" ' | ;"
-			}
-		}
-		for _, n := range m.Remove {
-			if !model.ValidHeaderName(strings.ToLower(n)) {
-				return "header name " + strconv.Quote(n) + " is not a valid token"
-			}
-		}
+		return checkHeaderFilter(f.RequestHeaderModifier) // httpext.go
 	case gwv1.HTTPRouteFilterRequestRedirect:
 		rd := f.RequestRedirect
 		switch {
 		case rd == nil:
 			return "requestRedirect is missing"
-		case rd.Path != nil:
-			return "requestRedirect.path is not supported"
+		case rd.Path != nil && checkPathModifier(rd.Path, matches) != "":
+			return "requestRedirect." + checkPathModifier(rd.Path, matches)
 		case rd.Scheme != nil && *rd.Scheme != "http" && *rd.Scheme != "https":
 			return "requestRedirect.scheme must be http or https"
 		case rd.Hostname != nil && (!model.ValidSNI(string(*rd.Hostname)) || strings.HasPrefix(string(*rd.Hostname), "*")):
@@ -118,7 +112,7 @@ func checkFilter(f gwv1.HTTPRouteFilter) string {
 			return "requestRedirect.statusCode is not one of 301, 302, 303, 307, 308"
 		}
 	default:
-		return "filter type " + string(f.Type) + " is not supported (RequestHeaderModifier, RequestRedirect)"
+		return "filter type " + string(f.Type) + " is not supported (RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite)"
 	}
 	return ""
 }
@@ -133,6 +127,9 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 		scheme = "https"
 	}
 	slices.SortStableFunc(ls, func(a, b *listener) int { return precedence(a.hostname, b.hostname) })
+	if scheme == "https" {
+		t.Listeners = listenerHosts(ls) // httpext.go
+	}
 	have := map[string]bool{}
 	for _, l := range ls {
 		var rules []httpRule
@@ -143,13 +140,21 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 			hosts := a.snis
 			for ri, rule := range a.r.http.Spec.Rules {
 				act := len(t.Actions)
-				t.Actions = append(t.Actions, httpAction(a.r, rule, port, scheme, w, backends))
+				base := httpAction(a.r, rule, port, scheme, w, backends)
+				t.Actions = append(t.Actions, base)
 				for mi, m := range matchesOf(rule) {
+					cm := compileMatch(m, act)
+					if x := forMatch(base, cm); x.Ext != base.Ext && mi == 0 { // httpext.go: a prefix replaced
+						t.Actions[act] = x
+					} else if x.Ext != base.Ext {
+						cm.Action = len(t.Actions)
+						t.Actions = append(t.Actions, x)
+					}
 					for _, h := range hosts {
 						if h == "" {
 							h = model.AnyHost
 						}
-						rules = append(rules, httpRule{host: h, rule: compileMatch(m, act), age: age, ruleIdx: ri, match: mi})
+						rules = append(rules, httpRule{host: h, rule: cm, age: age, ruleIdx: ri, match: mi})
 					}
 				}
 			}
@@ -214,6 +219,11 @@ func compileMatch(m gwv1.HTTPRouteMatch, action int) model.HTTPRule {
 	if m.Method != nil {
 		r.Method = string(*m.Method)
 	}
+	for _, q := range m.QueryParams {
+		if !slices.ContainsFunc(r.Query, func(x model.HeaderMatch) bool { return x.Name == string(q.Name) }) {
+			r.Query = append(r.Query, model.HeaderMatch{Name: string(q.Name), Value: q.Value})
+		}
+	}
 	for _, h := range m.Headers {
 		n := strings.ToLower(string(h.Name))
 		if !slices.ContainsFunc(r.Headers, func(x model.HeaderMatch) bool { return x.Name == n }) {
@@ -233,20 +243,17 @@ func httpAction(r *route, rule gwv1.HTTPRouteRule, port uint16, scheme string, w
 		case f.RequestRedirect != nil && f.Type == gwv1.HTTPRouteFilterRequestRedirect:
 			a.Redirect = redirect(f.RequestRedirect, port, scheme)
 		case f.RequestHeaderModifier != nil && f.Type == gwv1.HTTPRouteFilterRequestHeaderModifier:
-			m := f.RequestHeaderModifier
-			for _, h := range m.Set {
-				a.Set = append(a.Set, model.HeaderValue{Name: strings.ToLower(string(h.Name)), Value: h.Value})
-			}
-			for _, h := range m.Add {
-				a.Add = append(a.Add, model.HeaderValue{Name: strings.ToLower(string(h.Name)), Value: h.Value})
-			}
-			for _, n := range m.Remove {
-				a.Remove = append(a.Remove, strings.ToLower(n))
-			}
+			m := headerMods(f.RequestHeaderModifier) // httpext.go
+			a.Set, a.Add, a.Remove = append(a.Set, m.Set...), append(a.Add, m.Add...), append(a.Remove, m.Remove...)
 		}
 	}
+	a.Ext = actionExt(rule) // httpext.go
 	if a.Redirect != nil {
-		return model.HTTPAction{Redirect: a.Redirect}
+		rd := model.HTTPAction{Redirect: a.Redirect}
+		if a.Ext != nil && a.Ext.Path != nil {
+			rd.Ext = &model.HTTPActionExt{Path: a.Ext.Path}
+		}
+		return rd
 	}
 	refs := make([]gwv1.BackendRef, len(rule.BackendRefs))
 	for i, b := range rule.BackendRefs {
@@ -254,6 +261,10 @@ func httpAction(r *route, rule gwv1.HTTPRouteRule, port uint16, scheme string, w
 	}
 	rr := *r
 	rr.refs = refs
+	if a.Ext != nil && len(a.Ext.BackendMods) > 0 {
+		a.Backends = eachWeighted(w.resolve(&rr), w, backends)
+		return a
+	}
 	a.Backends = weighted(w.resolve(&rr), w, backends, true)
 	return a
 }
@@ -333,6 +344,9 @@ func httpPrecedence(a, b httpRule) int {
 		return 1
 	}
 	if c := cmp.Compare(len(b.rule.Headers), len(a.rule.Headers)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(len(b.rule.Query), len(a.rule.Query)); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.age, b.age); c != 0 {

@@ -159,15 +159,15 @@ func TestHTTPRouteRefused(t *testing.T) {
 			r.Matches[0].Path.Type = ptr(gwv1.PathMatchRegularExpression)
 			return r
 		}()},
-		{"a query parameter match", func() gwv1.HTTPRouteRule {
+		{"a regular expression query parameter match", func() gwv1.HTTPRouteRule {
 			r := hrule("a", hmatch("PathPrefix", "/"))
-			r.Matches[0].QueryParams = []gwv1.HTTPQueryParamMatch{{Name: "q", Value: "1"}}
+			r.Matches[0].QueryParams = []gwv1.HTTPQueryParamMatch{{Type: ptr(gwv1.QueryParamMatchRegularExpression), Name: "q", Value: "1"}}
 			return r
 		}()},
 		{"a header set with a newline", gwv1.HTTPRouteRule{Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestHeaderModifier,
 			RequestHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "x", Value: "a\r\nb"}}}}}}},
-		{"a response header modifier", gwv1.HTTPRouteRule{Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
-			ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{}}}}},
+		{"a request mirror", gwv1.HTTPRouteRule{Filters: []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestMirror,
+			RequestMirror: &gwv1.HTTPRequestMirrorFilter{}}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := Compute(httpInput("", hroute("bad", 1, nil, tc.rule), hroute("good", 2, nil, hrule("b", hmatch("Exact", "/good")))), Options{UDP: true})

@@ -143,7 +143,7 @@ func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend, 
 		if _, ok := backends[n]; !ok {
 			// Also at weight 0: the backend stays, so a weight that
 			// comes and goes changes a route map only (no reload).
-			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin", HTTP: http,
+			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin", HTTP: http, H2C: http && h2c(rr.port),
 				Servers: desired.PodServers(w.slices[rr.svc], rr.port)}
 		}
 		if rr.weight > 0 {

@@ -22,6 +22,11 @@ type HTTP struct {
 	Actions []HTTPAction // HTTPRule.Action indexes it
 	// Port is the listener's port, for redirects that keep it.
 	Port uint16
+
+	// Listeners are the hostnames of a TLS frontend's listeners (AnyHost
+	// for one without): a request whose Host picks another listener than
+	// its connection's server name did is misdirected (httpext.go).
+	Listeners []string
 }
 
 // HTTPHost is one host name of the table: an exact name ("a.example.com"),
@@ -49,6 +54,10 @@ type HTTPRule struct {
 	Headers  []HeaderMatch
 	Method   string // "": any; else ValidMethod
 	Action   int    // index in HTTP.Actions
+	// Query are query parameters that must carry exactly Value (the
+	// first occurrence, as sent: not decoded); Name is case-sensitive,
+	// ValidQueryName (httpext.go).
+	Query []HeaderMatch
 }
 
 // MethodMatch stands for the request's method among a rule's header
@@ -71,6 +80,9 @@ func (r HTTPRule) MatchNames() []string {
 	if r.Method != "" {
 		names = append(names, MethodMatch)
 	}
+	for _, q := range r.Query {
+		names = append(names, QueryMatch+q.Name)
+	}
 	slices.Sort(names)
 	return slices.Compact(names)
 }
@@ -91,6 +103,9 @@ type HTTPAction struct {
 	Set      []HeaderValue // request headers replaced
 	Add      []HeaderValue // request headers added
 	Remove   []string      // request headers removed (lower case)
+
+	// Ext are the extended features (httpext.go); nil: none.
+	Ext *HTTPActionExt
 }
 
 // HeaderValue is a header's name (lower case) and value.
@@ -172,13 +187,7 @@ func (h *HTTP) HeaderSets() [][]string {
 func (h *HTTP) ModifiedHeaders() []string {
 	var out []string
 	for _, a := range h.Actions {
-		for _, v := range a.Set {
-			out = append(out, v.Name)
-		}
-		for _, v := range a.Add {
-			out = append(out, v.Name)
-		}
-		out = append(out, a.Remove...)
+		out = append(out, HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove}.Names()...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -189,14 +198,14 @@ func (h *HTTP) Equal(g *HTTP) bool {
 	if h == nil || g == nil {
 		return h == g
 	}
-	return h.Port == g.Port &&
+	return h.Port == g.Port && slices.Equal(h.Listeners, g.Listeners) &&
 		slices.EqualFunc(h.Hosts, g.Hosts, func(a, b HTTPHost) bool {
 			return a.Name == b.Name && slices.EqualFunc(a.Rules, b.Rules, func(x, y HTTPRule) bool {
-				return x.PathType == y.PathType && x.Path == y.Path && x.Action == y.Action && x.Method == y.Method && slices.Equal(x.Headers, y.Headers)
+				return x.PathType == y.PathType && x.Path == y.Path && x.Action == y.Action && x.Method == y.Method && slices.Equal(x.Headers, y.Headers) && slices.Equal(x.Query, y.Query)
 			})
 		}) &&
 		slices.EqualFunc(h.Actions, g.Actions, func(a, b HTTPAction) bool {
 			return slices.Equal(a.Backends, b.Backends) && slices.Equal(a.Set, b.Set) && slices.Equal(a.Add, b.Add) &&
-				slices.Equal(a.Remove, b.Remove) && (a.Redirect == nil) == (b.Redirect == nil) && (a.Redirect == nil || *a.Redirect == *b.Redirect)
+				slices.Equal(a.Remove, b.Remove) && (a.Redirect == nil) == (b.Redirect == nil) && (a.Redirect == nil || *a.Redirect == *b.Redirect) && extEqual(a.Ext, b.Ext)
 		})
 }

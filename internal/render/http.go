@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -51,7 +52,7 @@ const (
 )
 
 // HTTPMapKinds are the kinds, in the order the driver updates them.
-var HTTPMapKinds = []string{HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
+var HTTPMapKinds = []string{HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPListeners, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
 
 // HTTPMapFile is the map of kind of HTTP frontend fe under dir.
 func HTTPMapFile(dir, fe, kind string) string {
@@ -75,6 +76,9 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	m := func(kind string) string { return HTTPMapFile(dir, f.Name, kind) }
 	const hidMissing = " if !{ var(txn.hid) -m found }"
 	w("\thttp-request set-var(txn.host) req.hdr(host),field(1,:),lower")
+	if f.TLS != nil {
+		writeMisdirected(w, m(HTTPListeners)) // httpext.go
+	}
 	w("\thttp-request set-var(txn.hid) var(txn.host),map_str(" + m(HTTPHosts) + ")")
 	for i := 2; i < 2+WildcardDepth; i++ {
 		w("\thttp-request set-var-fmt(txn.hw) \"*.%[var(txn.host),field(" + strconv.Itoa(i) + ",.,0)]\"" + hidMissing)
@@ -88,14 +92,12 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	for i, set := range h.HeaderSets() {
 		c := "txn.c" + strconv.Itoa(i)
 		key := "%[var(txn.p)]|m" + strconv.Itoa(i) + "|"
-		for j, n := range set {
-			if j > 0 {
-				key += "|"
-			}
-			if n == model.MethodMatch {
-				key += "%[method]"
-			} else {
-				key += "%[req.fhdr(" + n + ")]"
+		if !slices.ContainsFunc(set, func(n string) bool { return !validMatchName(n) }) {
+			for j, n := range set {
+				if j > 0 {
+					key += "|"
+				}
+				key += matchFetch(n) // httpext.go
 			}
 		}
 		w("\thttp-request set-var-fmt(txn.k) \"" + key + "\" if { var(txn.p) -m found }")
@@ -113,22 +115,22 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	w("\thttp-request set-var(txn.rd) var(txn.act),map_str(" + m(HTTPRedirect) + ")")
 	w("\thttp-request set-var(txn.rh) var(txn.rd),field(3,|) if { var(txn.rd) -m found }")
 	w("\thttp-request set-var(txn.rh) var(txn.host) if { var(txn.rd) -m found } { var(txn.rh) -m len 0 }")
+	writeHTTPPath(w, m(HTTPRewrite)) // httpext.go
 	for _, code := range model.RedirectCodes {
 		c := strconv.Itoa(code)
-		w("\thttp-request redirect location \"%[var(txn.rd),field(2,|)]://%[var(txn.rh)]%[var(txn.rd),field(4,|)]%[pathq]\" code " + c +
+		w("\thttp-request redirect location \"%[var(txn.rd),field(2,|)]://%[var(txn.rh)]%[var(txn.rd),field(4,|)]%[var(txn.rp)]\" code " + c +
 			" if { var(txn.rd),field(1,|) -m str " + c + " }")
 	}
-	for _, n := range h.ModifiedHeaders() {
-		for _, op := range []struct{ verb, tag string }{{"set-header", ".s."}, {"add-header", ".a."}} {
-			look := "var(txn.act),concat(" + op.tag + n + "),map_str(" + m(HTTPHeaders) + ")"
-			w("\thttp-request " + op.verb + " " + n + " %[" + look + "] if { " + look + " -m found }")
-		}
-		w("\thttp-request del-header " + n + " if { var(txn.act),concat(.d." + n + "),map_str(" + m(HTTPHeaders) + ") -m found }")
-	}
+	// The backend first: its backendRef's own header changes follow the
+	// rule's (the value is "BACKEND" or "BACKEND|aK.bJ", httpext.go).
 	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.act)]:%[rand(" + strconv.Itoa(httpPick) + "),add(" + strconv.Itoa(httpPick) + ")]\"")
 	w("\thttp-request set-var(txn.be) var(txn.k),map_beg(" + m(HTTPBackends) + ")")
 	w("\thttp-request return status 500 if !{ var(txn.be) -m found }")
+	w("\thttp-request set-var(txn.bh) var(txn.be),field(2,|)")
+	w("\thttp-request set-var(txn.be) var(txn.be),field(1,|)")
 	w("\thttp-request return status 500 if { var(txn.be) -m str " + model.RejectBackend + " }")
+	writeHTTPHeaders(w, h.ModifiedHeaders(), "txn.act", m(HTTPHeaders))
+	writeHTTPExt(w, h, m)
 	w("\tuse_backend %[var(txn.be)]")
 }
 

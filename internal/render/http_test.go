@@ -1,14 +1,11 @@
 package render
 
 import (
-	"bytes"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
 )
 
 // httpRouted is an HTTP listener's table: an exact host and a wildcard,
@@ -46,24 +43,7 @@ func httpRouted() model.Config {
 }
 
 func TestGoldenHTTP(t *testing.T) {
-	cfg := httpRouted()
-	layout, _ := plan.Assign(cfg, nil, true)
-	withDir := opts
-	withDir.ACLDir = goldenACLDir
-	got := Config(cfg, layout, withDir)
-	golden.Assert(t, "http.cfg", got)
-	var maps bytes.Buffer
-	dir := t.TempDir()
-	m := HTTPMaps(cfg.Frontends[0].HTTP)
-	for _, kind := range HTTPMapKinds {
-		if err := os.WriteFile(HTTPMapFile(dir, cfg.Frontends[0].Name, kind), HTTPMapContent(m[kind]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		maps.WriteString("# " + HTTPMapFile(goldenACLDir, cfg.Frontends[0].Name, kind) + "\n")
-		maps.Write(HTTPMapContent(m[kind]))
-	}
-	golden.Assert(t, "http-maps.txt", maps.Bytes())
-	golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(dir)))
+	assertHTTPGolden(t, httpRouted(), "http.cfg", "http-maps.txt") // httpext_test.go
 }
 
 // The table is data: rules, hosts, weights and actions changed keep the

@@ -91,6 +91,7 @@ func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
 		}
 		out[HTTPHosts] = append(out[HTTPHosts], HTTPMapEntry{host.Name, ids.place(out, "h", paths)})
 	}
+	listenerEntries(out, h.Listeners) // httpext.go
 	return out
 }
 
@@ -109,6 +110,10 @@ func validRules(rules []model.HTTPRule, actions int) []rule {
 		}
 		ok := r.Method == "" || model.ValidMethod(r.Method)
 		hs := slices.Clone(r.Headers)
+		for _, q := range r.Query {
+			ok = ok && model.ValidQueryName(q.Name)
+			hs = append(hs, model.HeaderMatch{Name: model.QueryMatch + q.Name, Value: q.Value})
+		}
 		if r.Method != "" {
 			hs = append(hs, model.HeaderMatch{Name: model.MethodMatch, Value: r.Method})
 		}
@@ -116,7 +121,7 @@ func validRules(rules []model.HTTPRule, actions int) []rule {
 		hs = slices.CompactFunc(hs, func(a, b model.HeaderMatch) bool { return a.Name == b.Name })
 		x := rule{HTTPRule: r}
 		for _, m := range hs {
-			ok = ok && (m.Name == model.MethodMatch || model.ValidHeaderName(m.Name)) && model.ValidHeaderValue(m.Value)
+			ok = ok && (m.Name == model.MethodMatch || strings.HasPrefix(m.Name, model.QueryMatch) || model.ValidHeaderName(m.Name)) && model.ValidHeaderValue(m.Value)
 			x.names, x.values = append(x.names, m.Name), append(x.values, m.Value)
 		}
 		if ok {
@@ -151,26 +156,16 @@ func actionEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction
 			}
 			out[HTTPRedirect] = append(out[HTTPRedirect], HTTPMapEntry{aid, strconv.Itoa(rd.Code) + "|" + rd.Scheme + "|" + rd.Host + "|" + port})
 		}
+		extEntries(out, aid, a) // httpext.go: the redirect's path
 		return
 	}
-	seen := map[string]bool{}
-	hdr := func(tag, name, value string) {
-		k := aid + tag + name
-		if model.ValidHeaderName(name) && model.ValidHeaderValue(value) && value != "" && !seen[k] {
-			seen[k] = true
-			out[HTTPHeaders] = append(out[HTTPHeaders], HTTPMapEntry{k, value})
-		}
+	extEntries(out, aid, a)
+	headerEntries(out, aid, "", model.HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove}) // httpext.go
+	tagged := slices.Clone(a.Backends)
+	for i := range tagged {
+		tagged[i].Name += backendTag(out, aid, a, i) // httpext.go
 	}
-	for _, v := range a.Set {
-		hdr(".s.", v.Name, v.Value)
-	}
-	for _, v := range a.Add {
-		hdr(".a.", v.Name, v.Value)
-	}
-	for _, n := range a.Remove {
-		hdr(".d.", n, "1")
-	}
-	weightRanges(a.Backends, httpPick, func(lo, hi int64, name string) {
+	weightRanges(tagged, httpPick, func(lo, hi int64, name string) {
 		for _, p := range decimalPrefixes(httpPick+lo, httpPick+hi) {
 			out[HTTPBackends] = append(out[HTTPBackends], HTTPMapEntry{aid + ":" + p, name})
 		}

@@ -243,6 +243,10 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		w("backend", be.Name)
 		if be.HTTP {
 			w("\tmode http")
+			w(httpBackendTimeout) // httpext.go
+			if be.H2C {
+				w(httpH2CServers)
+			}
 		}
 		if !skeleton && be.Name[0] == '_' && be.Service != "" {
 			// A spare of the pool (internal/spares) says whose it is: the

@@ -1,0 +1,25 @@
+package gateway
+
+import gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+// extFeatures are the extended GATEWAY-HTTP features of issue 34 that
+// the GatewayClass claims (compute.go adds them to features): each one
+// only once the upstream conformance tests for it pass against the data
+// path (test/conformance, docs/gateway.md "Extended HTTP features").
+var extFeatures = []gwv1.FeatureName{
+	"GatewayHTTPListenerIsolation",
+	"GatewayHTTPSListenerDetectMisdirectedRequests",
+	"GatewayPort8080",
+	"HTTPRouteDestinationPortMatching",
+	"HTTPRouteNamedRouteRule",
+	"HTTPRouteBackendProtocolH2C",
+	"HTTPRouteBackendProtocolWebSocket",
+	"HTTPRouteBackendRequestHeaderModification",
+	"HTTPRouteBackendTimeout",
+	"HTTPRouteHostRewrite",
+	"HTTPRoutePathRedirect",
+	"HTTPRoutePathRewrite",
+	"HTTPRouteQueryParamMatching",
+	"HTTPRouteRequestTimeout",
+	"HTTPRouteResponseHeaderModification",
+}
