@@ -72,15 +72,42 @@ lane2() {
 	make --no-print-directory fuzz
 }
 
+# failures prints, for each failing test in the logs given, the lines its
+# test files logged (t.Log, t.Error, t.Fatal: "name_test.go:N: ...") around
+# its "--- FAIL" line, at most 400 characters each: the apiserver and
+# controller logs a failing test dumps on its way out can be long enough to
+# push the failure's own message out of a CI log's tail.
+failures() {
+	awk '
+		/--- (PASS|SKIP)|=== RUN/ { n = 0; after = 0; next }
+		/--- FAIL/ {
+			for (i = 0; i < n; i++) print buf[i]
+			print; n = 0; found = 1; after = 1; next
+		}
+		/_test\.go:[0-9]+: |^panic: / {
+			line = length($0) > 400 ? substr($0, 1, 400) "..." : $0
+			if (after) { print line; next }
+			if (n == 40) { for (i = 1; i < n; i++) buf[i-1] = buf[i]; n-- }
+			buf[n++] = line
+		}
+		END { if (!found) print "(no --- FAIL line: see the output above)" }
+	' "$@"
+}
+
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+log2="$(mktemp)"
+trap 'rm -f "$log" "$log2"' EXIT
 lane1 >"$log" 2>&1 || exit &
 pid=$!
 rc2=0
-lane2 || rc2=$?
+lane2 2>&1 | tee "$log2" || rc2=$?
 rc1=0
 wait "$pid" || rc1=$?
 echo "--- test/e2e and its core on other HAProxy versions (run beside the above) ---"
 cat "$log"
+if [ "$rc1" != 0 ] || [ "$rc2" != 0 ]; then
+	echo "--- the failing tests' own lines (from both lanes) ---"
+	failures "$log" "$log2"
+fi
 echo "lane 1 (test/e2e): exit $rc1; lane 2 (the other packages, versions, fuzz): exit $rc2"
 [ "$rc1" = 0 ] && [ "$rc2" = 0 ]
