@@ -83,7 +83,7 @@ func VerdictOf(key string) (Verdict, bool) {
 	switch {
 	case slices.Contains(honoured, key):
 		return Honoured, true
-	case slices.Contains(refused, key), strings.HasPrefix(key, HAProxyPrefix+"config-"):
+	case slices.Contains(refused, key), slices.Contains(closing, key), strings.HasPrefix(key, HAProxyPrefix+"config-"):
 		return Refused, true
 	case strings.HasPrefix(key, NginxPrefix), strings.HasPrefix(key, HAProxyPrefix):
 		return Unsupported, true
@@ -135,7 +135,10 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		}
 		if v != Honoured {
 			other = append(other, notHonoured{k, v})
-			if v == Refused {
+			switch {
+			case v == Refused && slices.Contains(closing, canonicalKey(k)):
+				bad(k, "refused: access control is not served yet, and serving the Ingress without it would open what it closes")
+			case v == Refused:
 				bad(k, "refused: configuration text is never rendered")
 			}
 			continue

@@ -93,6 +93,12 @@ func TestParseAnnotations(t *testing.T) {
 		{HAProxyPrefix + "redirect-from", "old.example.com", false},
 		{HAProxyPrefix + "redirect-from", "*.example.com", true},
 		{"example.com/other", "x", false},
+		// Access control not served: refused, never served open.
+		{NginxPrefix + "whitelist-source-range", "10.0.0.0/8", true},
+		{NginxPrefix + "auth-type", "basic", true},
+		{HAProxyPrefix + "oauth", "oauth2_proxy", true},
+		{HAProxyOldPrefix + "allowlist-source-range", "10.0.0.0/8", true},
+		{NginxPrefix + "auth-tls-verify-client", "off", false}, // unsupported: auth-tls-secret is what closes
 	} {
 		_, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})
 		if (refused != "") != tc.refused {

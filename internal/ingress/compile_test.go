@@ -72,6 +72,7 @@ func TestCompile(t *testing.T) {
 		{name: "refused", previous: "refused-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "www", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "routing", opts: Options{Class: "haproxy", Addresses: lb, HTTPPort: 8080}},
+		{name: "closing", previous: "closing-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,7 +75,8 @@ func implSpecific(p, svc string) netv1.HTTPIngressPath {
 // from-to-www-redirect, proxy-read-timeout (504 after 1 s from a Pod
 // that takes 5 s), backend-protocol GRPC (HTTP/2 in clear to the Pod).
 // All of them added to a running controller: 0 reloads. Then a bad
-// rewrite-target: an Event, the last good version keeps serving.
+// rewrite-target, and a source range (access control not served yet):
+// an Event each, the last good version keeps serving.
 func TestIngressAnnotationsServed(t *testing.T) {
 	if !inNetns(t, podAddrs...) {
 		return
@@ -120,7 +121,11 @@ func TestIngressAnnotationsServed(t *testing.T) {
 	create(ingressOf("www", "shop.example.com", map[string]string{n + "from-to-www-redirect": "true"}, prefix("/", "web")))
 	create(ingressOf("slow", "slow.example.com", map[string]string{n + "proxy-read-timeout": "1"}, prefix("/", "web")))
 
-	g.eventually("use-regex and rewrite-target /$2", answers(httpPort, false, "regex.example.com", "/api/users", 200, "web host=regex.example.com path=/users "))
+	// The last one created is served: the informer saw the others first.
+	g.eventually("the last Ingress serves", answers(httpPort, false, "slow.example.com", "/fast", 200, "web host=slow.example.com path=/fast "))
+	if err := answers(httpPort, false, "regex.example.com", "/api/users", 200, "web host=regex.example.com path=/users ")(); err != nil {
+		t.Errorf("use-regex and rewrite-target /$2: %v", err)
+	}
 	hostPort := fmt.Sprintf(":%d", httpPort)
 	for _, c := range []struct {
 		host, path string
@@ -160,5 +165,16 @@ func TestIngressAnnotationsServed(t *testing.T) {
 	}
 	if err := answers(httpPort, false, "base.example.com", "/x", 200, "web ")(); err != nil {
 		t.Errorf("another Ingress beside a refused one: %v", err)
+	}
+
+	// Access control not served yet: refused, never served open. The
+	// new path it brings is not served; the last good version is.
+	updateIngress(t, ing.Ingresses(ns), "base", func(mod *netv1.Ingress) {
+		mod.Annotations = map[string]string{n + "whitelist-source-range": "192.0.2.0/24"}
+		mod.Spec.Rules[0].HTTP.Paths = []netv1.HTTPIngressPath{exact("/admin", "h2")}
+	})
+	g.eventually("an Event refuses the source range", g.ingressEvent("base", "Refused", "whitelist-source-range"))
+	if err := answers(httpPort, false, "base.example.com", "/admin", 200, "web host=base.example.com path=/admin proto=HTTP/1.1")(); err != nil {
+		t.Errorf("the last good version of an Ingress given a source range: %v", err)
 	}
 }
