@@ -258,11 +258,10 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, h2c bool) (string, s
 		}
 		return "", "Service " + k.String() + " has no TCP port " + want
 	}
-	parts := []string{ns, svc.Name, strconv.Itoa(int(port.Port))}
+	n := model.Name("ing", ns, svc.Name, strconv.Itoa(int(port.Port)))
 	if h2c {
-		parts = append(parts, "h2c")
+		n = model.Name("ing", ns, svc.Name, strconv.Itoa(int(port.Port)), "h2c")
 	}
-	n := model.Name("ing", parts...)
 	if _, ok := w.backends[n]; !ok {
 		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true, H2C: h2c,
 			Servers: desired.PodServers(w.slices[k], *port)}

@@ -260,6 +260,9 @@ func (s *parsed) pathRoute(typ, value string, group int) (ext *model.HTTPActionE
 		}
 		return &model.HTTPActionExt{Path: &model.PathRewrite{Replace: path}}, rd, ""
 	}
+	if s.rewrite == "" && s.timeout == 0 {
+		return nil, nil, ""
+	}
 	x := &model.HTTPActionExt{Timeout: s.timeout}
 	switch t := s.rewrite; {
 	case t == "":
