@@ -15,14 +15,14 @@ import (
 // TestRenderIngress: render reads Ingresses (their class taken as ours
 // when no IngressClass is given) into the HTTP frontend and its map
 // files, and reports on stderr each annotation it does not honour
-// (rewrite-target) or refuses (server-snippet: that Ingress is not
+// (proxy-buffering) or refuses (server-snippet: that Ingress is not
 // rendered).
 func TestRenderIngress(t *testing.T) {
 	cfg, maps, stderr := renderToDir(t, "testdata/ingress.yaml")
 	golden.Assert(t, "ingress.cfg", cfg)
 	golden.Assert(t, "ingress-maps.txt", maps)
 	for _, want := range []string{
-		"warning: Ingress shop/shop: UnsupportedAnnotation: annotation nginx.ingress.kubernetes.io/rewrite-target is not supported",
+		"warning: Ingress shop/shop: UnsupportedAnnotation: annotation nginx.ingress.kubernetes.io/proxy-buffering is not supported",
 		"warning: Ingress shop/snippet: Refused: annotation nginx.ingress.kubernetes.io/server-snippet: refused",
 	} {
 		if !strings.Contains(stderr.String(), want) {

@@ -36,7 +36,8 @@ const (
 // two prefixes is Unsupported.
 var (
 	honoured = []string{
-		NginxPrefix + "backend-protocol", // HTTP only; any other value refuses the Ingress
+		NginxPrefix + "app-root",
+		NginxPrefix + "backend-protocol", // HTTP, GRPC, H2C; HTTPS, GRPCS, FCGI refuse the Ingress
 		NginxPrefix + "canary",
 		NginxPrefix + "canary-by-header",
 		NginxPrefix + "canary-by-header-value",
@@ -44,15 +45,27 @@ var (
 		NginxPrefix + "canary-weight-total",
 		NginxPrefix + "force-ssl-redirect",
 		NginxPrefix + "from-to-www-redirect",
+		NginxPrefix + "permanent-redirect",
+		NginxPrefix + "permanent-redirect-code",
+		NginxPrefix + "proxy-read-timeout",
+		NginxPrefix + "proxy-send-timeout",
+		NginxPrefix + "rewrite-target",
 		NginxPrefix + "server-alias",
 		NginxPrefix + "ssl-redirect",
+		NginxPrefix + "temporal-redirect",
+		NginxPrefix + "temporal-redirect-code",
 		NginxPrefix + "upstream-vhost",
+		NginxPrefix + "use-regex",
 		NginxPrefix + "x-forwarded-prefix",
-		HAProxyPrefix + "backend-protocol", // h1 only
+		HAProxyPrefix + "app-root",
+		HAProxyPrefix + "backend-protocol", // h1, h2; h1-ssl, h2-ssl refuse the Ingress
 		HAProxyPrefix + "headers",
 		HAProxyPrefix + "redirect-from",
+		HAProxyPrefix + "redirect-to",
+		HAProxyPrefix + "rewrite-target",
 		HAProxyPrefix + "server-alias",
 		HAProxyPrefix + "ssl-redirect",
+		HAProxyPrefix + "timeout-server",
 	}
 	refused = []string{
 		NginxPrefix + "auth-snippet",
@@ -66,10 +79,11 @@ var (
 // VerdictOf is the verdict on an annotation key; ok is false for a key of
 // neither prefix (not ours to judge).
 func VerdictOf(key string) (Verdict, bool) {
+	key = canonicalKey(key)
 	switch {
 	case slices.Contains(honoured, key):
 		return Honoured, true
-	case slices.Contains(refused, key), strings.HasPrefix(key, HAProxyPrefix+"config-"):
+	case slices.Contains(refused, key), slices.Contains(closing, key), strings.HasPrefix(key, HAProxyPrefix+"config-"):
 		return Refused, true
 	case strings.HasPrefix(key, NginxPrefix), strings.HasPrefix(key, HAProxyPrefix):
 		return Unsupported, true
@@ -90,6 +104,7 @@ type parsed struct {
 	canaryHdrWant string   // "": "always"/"never" semantics
 	aliases       []string // more host names served like the Ingress's hosts
 	redirectFrom  []string // host names redirected to the Ingress's first host
+	routing                // rewrites, redirects, timeouts, protocol (routing.go)
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -120,13 +135,23 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		}
 		if v != Honoured {
 			other = append(other, notHonoured{k, v})
-			if v == Refused {
+			switch {
+			case v == Refused && slices.Contains(closing, canonicalKey(k)):
+				bad(k, "refused: access control is not served yet, and serving the Ingress without it would open what it closes")
+			case v == Refused:
 				bad(k, "refused: configuration text is never rendered")
 			}
 			continue
 		}
 		val := strings.TrimSpace(a[k])
-		name := strings.TrimPrefix(strings.TrimPrefix(k, NginxPrefix), HAProxyPrefix)
+		ck := canonicalKey(k)
+		name := strings.TrimPrefix(strings.TrimPrefix(ck, NginxPrefix), HAProxyPrefix)
+		if why, done := s.parseRouting(ck, name, val); done {
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
 		switch name {
 		case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect", "canary":
 			b, err := strconv.ParseBool(val)
@@ -143,10 +168,6 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 				s.wwwRedirect = b
 			default:
 				s.canary = b
-			}
-		case "backend-protocol":
-			if !strings.EqualFold(val, "HTTP") && !(strings.HasPrefix(k, HAProxyPrefix) && val == "h1") {
-				bad(k, settings.ShowValue(val)+" is not served (HTTP only): the backend would be spoken to in plain HTTP/1.1")
 			}
 		case "upstream-vhost":
 			h := strings.ToLower(val)
@@ -221,6 +242,9 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 	}
 	if s.canaryTotal == 0 || s.canaryWeight > s.canaryTotal {
 		bad(NginxPrefix+"canary-weight", "the weight must be at most canary-weight-total, which must be positive")
+	}
+	if why := s.finishRouting(); why != "" && refused == "" {
+		refused = why
 	}
 	return s, other, refused
 }

@@ -110,10 +110,7 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 		for _, name := range names {
 			host := model.HTTPHost{Name: name}
 			if to, ok := www[name]; ok {
-				rd := &to
-				if (https && port != 443) || (!https && port != 80) {
-					rd.Port = port
-				}
+				rd := ownRedirect(to, https, port)
 				host.Rules = []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: action(model.HTTPAction{Redirect: rd})}}
 				h.Hosts = append(h.Hosts, host)
 				continue
@@ -121,9 +118,12 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 			rs := slices.Clone(hosts[name])
 			slices.SortStableFunc(rs, byPrecedence)
 			for _, r := range rs {
-				a := model.HTTPAction{Backends: r.weights, Set: r.u.set.set}
+				a := model.HTTPAction{Backends: r.weights, Set: r.u.set.set, Ext: r.ext}
 				if a.Backends == nil {
 					a.Backends = []model.WeightedBackend{{Name: r.backend, Weight: 1}}
+				}
+				if r.redirect != nil {
+					a = model.HTTPAction{Redirect: ownRedirect(*r.redirect, https, port), Ext: r.ext}
 				}
 				if !https && redirects(r.u, r.host, tlsHosts) {
 					rd := &model.Redirect{Scheme: "https", Code: 308}
@@ -162,6 +162,23 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 	for _, n := range slices.Sorted(maps.Keys(w.backends)) {
 		res.Backends = append(res.Backends, w.backends[n])
 	}
+}
+
+// ownRedirect is rd on a frontend of port (HTTPS when https): a
+// redirect without a scheme keeps the request's, and the port when it is
+// not the scheme's own.
+func ownRedirect(rd model.Redirect, https bool, port uint16) *model.Redirect {
+	if rd.Scheme != "" {
+		return &rd
+	}
+	rd.Scheme = "http"
+	if https {
+		rd.Scheme = "https"
+	}
+	if (https && port != 443) || (!https && port != 80) {
+		rd.Port = port
+	}
+	return &rd
 }
 
 // redirects reports whether u's path on host h redirects HTTP to HTTPS:

@@ -31,6 +31,10 @@ type path struct {
 	headers []model.HeaderMatch // canary by header
 	weights []model.WeightedBackend
 	alias   bool // a server-alias's copy of a host's path
+	// ext and redirect are what the path does beyond its backend
+	// (routing.go); nil: nothing.
+	ext      *model.HTTPActionExt
+	redirect *model.Redirect // Scheme "": the request's
 }
 
 // compileOne checks an Ingress: refused is why it cannot be served at
@@ -60,7 +64,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		}
 	}
 	resolve := func(b *netv1.IngressBackend, at string) string {
-		n, why := w.backend(ing.Namespace, b, w.backends)
+		n, why := w.backend(ing.Namespace, b, s.h2c)
 		if why != "" {
 			event("BackendNotFound", at+": "+why+"; its requests are answered 500")
 			w.backends[model.RejectBackend] = &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}}
@@ -85,16 +89,30 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 			if value == "" {
 				value = "/"
 			}
-			if !model.ValidHTTPPath(value) {
-				return nil, pat + ".path " + settings.ShowValue(p.Path) + " is not an absolute path of URL characters"
-			}
 			typ := model.PathPrefix
 			if p.PathType != nil && *p.PathType == netv1.PathTypeExact {
 				typ = model.PathExact
 			}
-			u.paths = append(u.paths, path{host: host, typ: typ, value: value, idx: len(u.paths), backend: resolve(&p.Backend, pat+".backend")})
+			group := 0
+			if typ == model.PathPrefix && (s.useRegex || (s.rewrite != "" && !s.rewritePfx)) {
+				// ingress-nginx reads the path as a regular expression.
+				v, g, ok := regexPath(value)
+				if !ok {
+					return nil, pat + ".path " + settings.ShowValue(p.Path) + " is a regular expression not served: only P(/|$)(.*), P/(.*) and P/.* (a prefix P of letters, digits, - _ ~ / and \\.) are"
+				}
+				value, group = v, g
+			}
+			if !model.ValidHTTPPath(value) {
+				return nil, pat + ".path " + settings.ShowValue(p.Path) + " is not an absolute path of URL characters"
+			}
+			ext, rd, why := s.pathRoute(typ, value, group)
+			if why != "" {
+				return nil, pat + ": " + why
+			}
+			u.paths = append(u.paths, path{host: host, typ: typ, value: value, idx: len(u.paths), backend: resolve(&p.Backend, pat+".backend"), ext: ext, redirect: rd})
 		}
 	}
+	u.paths = append(u.paths, appRoots(u.paths, s.appRoot)...)
 	for _, a := range s.aliases {
 		for _, p := range u.paths {
 			if p.host != model.AnyHost && !p.alias && p.host != a {
@@ -140,11 +158,11 @@ func applyCanaries(units []*unit) []*unit {
 					}
 					if h := c.set.canaryHeader; h != "" {
 						if want := c.set.canaryHdrWant; want != "" {
-							m.paths = append(m.paths, path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: cp.backend, headers: []model.HeaderMatch{{Name: h, Value: want}}})
+							m.paths = append(m.paths, path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: cp.backend, headers: []model.HeaderMatch{{Name: h, Value: want}}, ext: mp.ext, redirect: mp.redirect})
 						} else {
 							m.paths = append(m.paths,
-								path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: cp.backend, headers: []model.HeaderMatch{{Name: h, Value: "always"}}},
-								path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: mp.backend, headers: []model.HeaderMatch{{Name: h, Value: "never"}}})
+								path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: cp.backend, headers: []model.HeaderMatch{{Name: h, Value: "always"}}, ext: mp.ext, redirect: mp.redirect},
+								path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: mp.backend, headers: []model.HeaderMatch{{Name: h, Value: "never"}}, ext: mp.ext, redirect: mp.redirect})
 						}
 					}
 					if wt := c.set.canaryWeight; wt >= 0 {

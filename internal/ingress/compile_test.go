@@ -71,6 +71,9 @@ func TestCompile(t *testing.T) {
 		{name: "annotations", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "refused", previous: "refused-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "www", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "routing", opts: Options{Class: "haproxy", Addresses: lb, HTTPPort: 8080}},
+		{name: "closing", previous: "closing-before", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -100,6 +103,9 @@ func dump(r Result) []byte {
 	}
 	for _, be := range r.Backends {
 		fmt.Fprintf(&b, "backend %s servers", be.Name)
+		if be.H2C {
+			b.WriteString(" (h2c)")
+		}
 		for _, s := range be.Servers {
 			fmt.Fprintf(&b, " %s", netip.AddrPortFrom(s.Addr, s.Port))
 		}
@@ -134,8 +140,20 @@ func dumpHTTP(b *bytes.Buffer, h *model.HTTP) {
 }
 
 func action(a model.HTTPAction) string {
+	var ext string
+	if x := a.Ext; x != nil {
+		if p := x.Path; p != nil {
+			ext += fmt.Sprintf(" path=%q", p.Replace)
+			if p.Prefix {
+				ext += fmt.Sprintf(" strip=%d", p.Strip)
+			}
+		}
+		if x.Timeout > 0 {
+			ext += fmt.Sprintf(" timeout=%s", x.Timeout)
+		}
+	}
 	if rd := a.Redirect; rd != nil {
-		return fmt.Sprintf("redirect scheme=%q host=%q port=%d code=%d", rd.Scheme, rd.Host, rd.Port, rd.Code)
+		return fmt.Sprintf("redirect scheme=%q host=%q port=%d code=%d", rd.Scheme, rd.Host, rd.Port, rd.Code) + ext
 	}
 	var parts []string
 	for _, w := range a.Backends {
@@ -144,5 +162,5 @@ func action(a model.HTTPAction) string {
 	for _, s := range a.Set {
 		parts = append(parts, "set "+s.Name+"="+s.Value)
 	}
-	return strings.Join(parts, " ")
+	return strings.Join(parts, " ") + ext
 }

@@ -1,6 +1,8 @@
 package ingress
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -35,6 +37,53 @@ func FuzzParseAnnotations(f *testing.F) {
 		}
 		if (s.canaryHeader != "" && !model.ValidHeaderName(s.canaryHeader)) || (s.canaryHdrWant != "" && !model.ValidHeaderValue(s.canaryHdrWant)) {
 			t.Fatalf("canary header %q=%q from %q", s.canaryHeader, s.canaryHdrWant, v)
+		}
+	})
+}
+
+// FuzzRouting: whatever a path (read as ingress-nginx's regular
+// expression) and a rewrite-target or redirect say, what reaches the
+// model passes its validators: paths, a prefix's depth, redirect hosts.
+func FuzzRouting(f *testing.F) {
+	f.Add("/api(/|$)(.*)", "/$2", "https://a.example.com/x", false)
+	f.Add("/svc/(.*)", "/internal/$1", "http://b.example.com:8080", true)
+	f.Add("/v1\\.0/.*", "/", "", false)
+	f.Add("/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r(/|$)(.*)", "/x/$2", "", false)
+	f.Fuzz(func(t *testing.T, p, target, redirect string, haproxy bool) {
+		prefix, group, ok := regexPath(p)
+		if !ok {
+			return
+		}
+		if strings.ContainsAny(p, `*+?()[]{}|^$\`) && !model.ValidHTTPPath(prefix) {
+			t.Fatalf("regex %q read as path %q", p, prefix)
+		}
+		if !model.ValidHTTPPath(prefix) {
+			return // compileOne refuses it
+		}
+		a := map[string]string{NginxPrefix + "rewrite-target": target}
+		if haproxy {
+			a = map[string]string{HAProxyPrefix + "rewrite-target": target}
+		}
+		if redirect != "" {
+			a[NginxPrefix+"permanent-redirect"] = redirect
+		}
+		s, _, refused := parseAnnotations(a)
+		if refused != "" {
+			return
+		}
+		for _, typ := range []string{model.PathPrefix, model.PathExact} {
+			ext, rd, why := s.pathRoute(typ, prefix, group)
+			if why != "" {
+				continue
+			}
+			if rd != nil && (!model.ValidSNI(rd.Host) || strings.HasPrefix(rd.Host, "*") || (rd.Scheme != "http" && rd.Scheme != "https") || !slices.Contains(model.RedirectCodes, rd.Code)) {
+				t.Fatalf("redirect %+v from %q", rd, redirect)
+			}
+			if ext != nil && ext.Path != nil {
+				if pr := ext.Path; !model.ValidHTTPPath(pr.Replace) || pr.Strip < 0 || pr.Strip > model.RewriteDepth {
+					t.Fatalf("rewrite %+v from path %q target %q redirect %q", *pr, p, target, redirect)
+				}
+			}
 		}
 	})
 }

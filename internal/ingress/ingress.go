@@ -233,8 +233,10 @@ func newWorld(in Input) *world {
 }
 
 // backend is the model backend of an Ingress backend (a Service port),
-// added to backends; "" and why when it does not resolve.
-func (w *world) backend(ns string, b *netv1.IngressBackend, backends map[string]*model.Backend) (string, string) {
+// added to w.backends (one of its own, suffixed h2c, when the Ingress
+// says the port speaks HTTP/2 in clear: backend-protocol); "" and why
+// when it does not resolve.
+func (w *world) backend(ns string, b *netv1.IngressBackend, h2c bool) (string, string) {
 	if b.Service == nil {
 		return "", "backend.resource is not supported (a Service only)"
 	}
@@ -257,8 +259,11 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, backends map[string]
 		return "", "Service " + k.String() + " has no TCP port " + want
 	}
 	n := model.Name("ing", ns, svc.Name, strconv.Itoa(int(port.Port)))
-	if _, ok := backends[n]; !ok {
-		backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true,
+	if h2c {
+		n = model.Name("ing", ns, svc.Name, strconv.Itoa(int(port.Port)), "h2c")
+	}
+	if _, ok := w.backends[n]; !ok {
+		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true, H2C: h2c,
 			Servers: desired.PodServers(w.slices[k], *port)}
 	}
 	return n, ""
