@@ -215,6 +215,7 @@ func options(t *testing.T, cfg *rest.Config) suite.ConformanceOptions {
 				suite.GatewayUDPConformanceProfileName,
 				suite.GatewayTLSConformanceProfileName,
 				suite.GatewayHTTPConformanceProfileName,
+				suite.GatewayGRPCConformanceProfileName,
 			},
 			// GatewayStaticAddresses: one address of the pool, one of no
 			// pool (documentation range, never routed).
