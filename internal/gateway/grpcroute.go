@@ -87,7 +87,7 @@ func asHTTPRoute(r *gwv1.GRPCRoute) (*gwv1.HTTPRoute, string) {
 
 // grpcMatch is a GRPCRoute match as an HTTPRoute's: a service and a
 // method, the Exact path /service/method; a service alone, the prefix
-// /service/; headers as they are. A method without its service would
+// /service (whole segments); headers as they are. A method without its service would
 // need a path suffix, which the table does not match: refused.
 func grpcMatch(m gwv1.GRPCRouteMatch) (gwv1.HTTPRouteMatch, string) {
 	var hm gwv1.HTTPRouteMatch
@@ -105,7 +105,7 @@ func grpcMatch(m gwv1.GRPCRouteMatch) (gwv1.HTTPRouteMatch, string) {
 			t, v := gwv1.PathMatchExact, "/"+*mm.Service+"/"+*mm.Method
 			hm.Path = &gwv1.HTTPPathMatch{Type: &t, Value: &v}
 		default:
-			t, v := gwv1.PathMatchPathPrefix, "/"+*mm.Service+"/"
+			t, v := gwv1.PathMatchPathPrefix, "/"+*mm.Service
 			hm.Path = &gwv1.HTTPPathMatch{Type: &t, Value: &v}
 		}
 	}
