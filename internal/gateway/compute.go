@@ -119,7 +119,9 @@ func Compute(in Input, opts Options) Result {
 		byKey[x.key] = x
 	}
 
-	for _, r := range routesOf(in) {
+	opts.Routes.begin()
+	defer opts.Routes.end()
+	for _, r := range routesOf(in, opts.Routes) {
 		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 {
 			res.Routes[r.key] = sts
 		}

@@ -34,15 +34,28 @@ var (
 
 // grpcRoutes are the GRPCRoutes as routes, each with its rules as an
 // HTTPRoute's, or why it cannot be served.
-func grpcRoutes(in Input) []*route {
+// A route refused after it was valid keeps serving its last valid
+// rules (memo, routememo.go).
+func grpcRoutes(in Input, memo *RouteMemo) []*route {
 	out := make([]*route, 0, len(in.GRPCRoutes))
 	for _, r := range in.GRPCRoutes {
 		rt := &route{key: RouteKey{KindGRPCRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta,
 			parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
 		rt.http, rt.invalid = asHTTPRoute(r)
-		for _, rule := range r.Spec.Rules {
-			for _, b := range rule.BackendRefs {
-				rt.refs = append(rt.refs, b.BackendRef)
+		rt.http, rt.kept = memo.rules(rt.key, rt.http)
+		if rt.kept {
+			// Served where the route now attaches (its parents and
+			// hostnames), with the kept rules and their backends.
+			for _, rule := range rt.http.Spec.Rules {
+				for _, b := range rule.BackendRefs {
+					rt.refs = append(rt.refs, b.BackendRef)
+				}
+			}
+		} else {
+			for _, rule := range r.Spec.Rules {
+				for _, b := range rule.BackendRefs {
+					rt.refs = append(rt.refs, b.BackendRef)
+				}
 			}
 		}
 		out = append(out, rt)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +197,36 @@ func FuzzGRPCRoute(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A GRPCRoute changed into one that cannot be served keeps serving its
+// last valid rules (Options.Routes), its condition saying why; without
+// the memo, or for a route never valid, it serves nothing; a deleted
+// route is forgotten.
+func TestGRPCRouteKeepsLastGood(t *testing.T) {
+	good := groute("g", 1, nil, grule("a", gmatch("pkg.Echo", "Echo")))
+	bad := groute("g", 1, nil, grule("b", gmatch("", "Echo")))
+	bad.Generation = 4
+	var memo RouteMemo
+	res := Compute(grpcInput(good), Options{UDP: true, Routes: &memo})
+	want(t, routeCond(res, KindGRPCRoute, "apps", "g", "Accepted"), "True/Accepted")
+
+	res = Compute(grpcInput(bad), Options{UDP: true, Routes: &memo})
+	want(t, routeCond(res, KindGRPCRoute, "apps", "g", "Accepted"), "False/UnsupportedValue")
+	c := res.Routes[RouteKey{KindGRPCRoute, Key{"apps", "g"}}][0].Conditions[0]
+	if !strings.Contains(c.Message, "without a service") || !strings.Contains(c.Message, "last valid version is served") || c.ObservedGeneration != 4 {
+		t.Errorf("condition %+v", c)
+	}
+	want(t, strings.ReplaceAll(table(httpOf(res, "80")), "gwg_apps_", "g_"), "* Exact /pkg.Echo/Echo -> g_a_80:1")
+	want(t, fmt.Sprint(listenerStatus(res, "apps", "gw", "web").AttachedRoutes), "1")
+
+	// No memo: nothing served.
+	res = Compute(grpcInput(bad), Options{UDP: true})
+	want(t, routeCond(res, KindGRPCRoute, "apps", "g", "Accepted"), "False/UnsupportedValue")
+	want(t, table(httpOf(res, "80")), "") // an empty table: 404
+
+	// Deleted, then back bad: never valid since, serves nothing.
+	Compute(grpcInput(), Options{UDP: true, Routes: &memo})
+	res = Compute(grpcInput(bad), Options{UDP: true, Routes: &memo})
+	want(t, table(httpOf(res, "80")), "") // an empty table: 404
 }

@@ -149,8 +149,12 @@ func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.Route
 		}
 		st := gwv1.RouteParentStatus{ParentRef: p, ControllerName: gwv1.GatewayController(controller)}
 		accepted, why, msg := false, "UnsupportedValue", r.invalid
-		if r.invalid == "" {
+		switch {
+		case r.invalid == "":
 			accepted, why, msg = attachTo(r, x, p, refs, w)
+		case r.kept: // its last valid rules are served; the change is refused
+			attachTo(r, x, p, refs, w)
+			msg += "; its last valid version is served"
 		}
 		st.Conditions = append(st.Conditions, cond("Accepted", accepted, why, msg, r.meta.Generation))
 		resolved, why, msg := true, "ResolvedRefs", "all backendRefs resolve"
