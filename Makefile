@@ -299,7 +299,7 @@ chaos: deps
 	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./test/e2e/
 
 # The upstream Gateway API conformance suite (issue 22, test/conformance):
-# profiles GATEWAY-TCP, GATEWAY-UDP, GATEWAY-TLS and GATEWAY-HTTP, provisional tests
+# profiles GATEWAY-TCP, GATEWAY-UDP, GATEWAY-TLS, GATEWAY-HTTP and GATEWAY-GRPC, provisional tests
 # included, against run --mode=gateway on the real-node tier (root:
 # network namespaces), with the suite's images built locally
 # (hack/testbin.sh: conformance-images.tar). Writes the suite's report to
