@@ -224,7 +224,8 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/gateway:FuzzHTTPRoute:5000x \
 	./internal/ingress:FuzzParseAnnotations:20000x \
 	./internal/ingress:FuzzRouting:20000x \
-	./internal/gateway:FuzzHTTPRouteExt:5000x
+	./internal/gateway:FuzzHTTPRouteExt:5000x \
+	./internal/gateway:FuzzGRPCRoute:2000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \
@@ -299,7 +300,7 @@ chaos: deps
 	$(GO) test -count=1 -timeout 30m -v -run '^TestChaos$$' ./test/e2e/
 
 # The upstream Gateway API conformance suite (issue 22, test/conformance):
-# profiles GATEWAY-TCP, GATEWAY-UDP, GATEWAY-TLS and GATEWAY-HTTP, provisional tests
+# profiles GATEWAY-TCP, GATEWAY-UDP, GATEWAY-TLS, GATEWAY-HTTP and GATEWAY-GRPC, provisional tests
 # included, against run --mode=gateway on the real-node tier (root:
 # network namespaces), with the suite's images built locally
 # (hack/testbin.sh: conformance-images.tar). Writes the suite's report to

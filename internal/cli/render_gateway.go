@@ -22,7 +22,7 @@ import (
 )
 
 // runGateway renders the Gateway API objects of set (GatewayClasses,
-// Gateways, HTTPRoutes, ReferenceGrants, with the Services and
+// Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants, with the Services and
 // EndpointSlices they name) as run --mode=gateway serves them with the
 // local HAProxy on every address: haproxy.cfg and, with -o DIR, the map
 // files its HTTP frontends read. Without GatewayClasses in the input,
@@ -30,7 +30,7 @@ import (
 // status would say is not true (a listener or route refused) is a
 // warning each.
 func (f *renderFlags) runGateway(e *cmdEnv, set objects.Set, refused refusals, outputGiven bool) error {
-	in := gateway.Input{Classes: set.GatewayClasses, Gateways: set.Gateways, HTTPRoutes: set.HTTPRoutes, Grants: set.ReferenceGrants,
+	in := gateway.Input{Classes: set.GatewayClasses, Gateways: set.Gateways, HTTPRoutes: set.HTTPRoutes, GRPCRoutes: set.GRPCRoutes, Grants: set.ReferenceGrants,
 		Services: set.Services, Slices: desired.SlicesOf(set.EndpointSlices)}
 	if len(in.Classes) == 0 {
 		for _, g := range set.Gateways {

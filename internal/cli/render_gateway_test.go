@@ -26,3 +26,17 @@ func TestRenderGatewayHTTP(t *testing.T) {
 		t.Errorf("render without -o: %v, want an error naming -o DIR", err)
 	}
 }
+
+// TestRenderGatewayGRPC: GRPCRoutes rendered into the HTTP frontend's
+// maps beside HTTPRoutes' (the Exact path /service/method, the prefix
+// /service), their backends HTTP/2 in clear (proto h2) whatever the
+// Service port's appProtocol; a route the table cannot express refused
+// with its reason.
+func TestRenderGatewayGRPC(t *testing.T) {
+	cfg, maps, stderr := renderToDir(t, "testdata/gateway-grpc.yaml")
+	golden.Assert(t, "gateway-grpc.cfg", cfg)
+	golden.Assert(t, "gateway-grpc-maps.txt", maps)
+	if want := `warning: GRPCRoute apps/bad parent gw: Accepted=False UnsupportedValue: rules[0].matches[0]: a method match without a service is not supported`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+}

@@ -49,7 +49,7 @@ func TestRenderRefusesWhatRunWouldNotServe(t *testing.T) {
 		{name: "only other kinds", input: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: x}\n", code: 1,
 			stderr: []string{"(ConfigMap x/c): kind not read", "1 object(s) of a kind render does not read"}},
 		{name: "Gateway API objects render does not read", input: ok + "---\napiVersion: gateway.networking.k8s.io/v1\nkind: TCPRoute\nmetadata: {name: r, namespace: x}\n", code: 1,
-			stderr: []string{"document 2 (TCPRoute x/r): kind not read: render reads GatewayClasses, Gateways, HTTPRoutes and ReferenceGrants"}},
+			stderr: []string{"document 2 (TCPRoute x/r): kind not read: render reads GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants"}},
 		{name: "a misspelt kind", input: ok + "---\napiVersion: v1\nkind: Servce\nmetadata: {name: s, namespace: x}\n", code: 1,
 			stderr: []string{"(Servce x/s): kind not read"}},
 		{name: "duplicates", input: ok + "---\n" + lbService("name: ok", 83, ""), code: 1,

@@ -19,7 +19,7 @@ import (
 var (
 	features = slices.Sorted(slices.Values(append([]gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
 		"HTTPRoute308RedirectStatusCode", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRoutePortRedirect", "HTTPRouteSchemeRedirect",
-		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, extFeatures...)))
+		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures)...)))
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
 )
 
@@ -119,7 +119,9 @@ func Compute(in Input, opts Options) Result {
 		byKey[x.key] = x
 	}
 
-	for _, r := range routesOf(in) {
+	opts.Routes.begin()
+	defer opts.Routes.end()
+	for _, r := range routesOf(in, opts.Routes) {
 		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 {
 			res.Routes[r.key] = sts
 		}

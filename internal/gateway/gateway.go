@@ -41,6 +41,7 @@ type Input struct {
 	TLSRoutes  []*gwv1.TLSRoute
 	UDPRoutes  []*gwv1.UDPRoute
 	HTTPRoutes []*gwv1.HTTPRoute // served on HTTP listeners (httproute.go)
+	GRPCRoutes []*gwv1.GRPCRoute // served on HTTP listeners too (grpcroute.go)
 	Secrets    []*Secret         // what HTTPS listeners' certificateRefs name
 	Grants     []*gwv1beta1.ReferenceGrant
 	Services   []*corev1.Service
@@ -75,6 +76,9 @@ type Options struct {
 	// Certs keeps HTTPS listeners' last valid certificates across passes
 	// (tls.go); nil: a Secret that turns bad serves nothing.
 	Certs *CertMemo
+	// Routes keeps GRPCRoutes' last valid rules across passes
+	// (routememo.go); nil: a route that turns bad serves nothing.
+	Routes *RouteMemo
 }
 
 // Result is the model and the status of every object that is ours.
@@ -116,13 +120,14 @@ type route struct {
 	key       RouteKey
 	meta      metav1.ObjectMeta
 	parents   []gwv1.ParentReference
-	hostnames []gwv1.Hostname // TLSRoute and HTTPRoute only
+	hostnames []gwv1.Hostname // TLSRoute, HTTPRoute and GRPCRoute only
 	refs      []gwv1.BackendRef
-	http      *gwv1.HTTPRoute // an HTTPRoute's rules (httproute.go)
+	http      *gwv1.HTTPRoute // an HTTPRoute's rules (httproute.go), a GRPCRoute's as HTTP (grpcroute.go)
 	invalid   string          // why the route cannot be served ("": it can)
+	kept      bool            // invalid, but its last valid rules are served (routememo.go)
 }
 
-func routesOf(in Input) []*route {
+func routesOf(in Input, memo *RouteMemo) []*route {
 	var out []*route
 	for _, r := range in.TCPRoutes {
 		rt := &route{key: RouteKey{KindTCPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta, parents: r.Spec.ParentRefs}
@@ -146,6 +151,7 @@ func routesOf(in Input) []*route {
 		out = append(out, rt)
 	}
 	out = append(out, httpRoutes(in)...)
+	out = append(out, grpcRoutes(in, memo)...)
 	// The oldest route wins what two routes want (a TCP listener, a
 	// server name); ties by kind, namespace and name, as the spec says.
 	slices.SortFunc(out, func(a, b *route) int { return older(a.meta, b.meta, a.key.String(), b.key.String()) })

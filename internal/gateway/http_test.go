@@ -79,8 +79,9 @@ func TestHTTPListenerStatus(t *testing.T) {
 			want(t, condOf(ls.Conditions, "Programmed"), tc.programmed)
 			want(t, condOf(ls.Conditions, "ResolvedRefs"), tc.resolved)
 			want(t, fmt.Sprint(ls.AttachedRoutes), fmt.Sprint(tc.attached))
-			if len(ls.SupportedKinds) != 1 || *ls.SupportedKinds[0].Group != gwv1.GroupName || ls.SupportedKinds[0].Kind != KindHTTPRoute {
-				t.Errorf("supportedKinds %v, want HTTPRoute only", ls.SupportedKinds)
+			if len(ls.SupportedKinds) != 2 || *ls.SupportedKinds[0].Group != gwv1.GroupName || ls.SupportedKinds[0].Kind != KindHTTPRoute ||
+				*ls.SupportedKinds[1].Group != gwv1.GroupName || ls.SupportedKinds[1].Kind != KindGRPCRoute {
+				t.Errorf("supportedKinds %v, want HTTPRoute and GRPCRoute", ls.SupportedKinds)
 			}
 			// HTTP: an HTTP frontend and the routes' statuses; HTTPS:
 			// no frontend on its port.
@@ -108,11 +109,11 @@ func TestSupportedFeatures(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{}, "Gateway GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
+		{Options{}, "GRPCRoute GRPCRouteNamedRouteRule Gateway GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
 			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
 			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
 			"HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
-		{Options{Pooled: true}, "Gateway GatewayAddressEmpty GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
+		{Options{Pooled: true}, "GRPCRoute GRPCRouteNamedRouteRule Gateway GatewayAddressEmpty GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
 			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
 			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
 			"HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},

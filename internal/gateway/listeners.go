@@ -55,6 +55,7 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 			l.hostname = string(*s.Hostname)
 		}
 		var kind string
+		var also []string // further route kinds (an HTTP listener's GRPCRoutes)
 		switch s.Protocol {
 		case gwv1.TCPProtocolType:
 			kind = KindTCPRoute
@@ -73,6 +74,7 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 			}
 		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
 			kind = KindHTTPRoute // HTTPS: status only (http.go)
+			also = []string{KindGRPCRoute}
 			httpListener(l)
 		default:
 			l.reject("UnsupportedProtocol", "protocol "+strconv.Quote(string(s.Protocol))+" is not supported: TCP, TLS (passthrough), UDP and HTTP are (HTTPS: status only)")
@@ -83,7 +85,7 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 		if s.Port < 1 || s.Port > 65535 {
 			l.reject("UnsupportedValue", "port out of range")
 		}
-		l.kinds = supportedKinds(s.AllowedRoutes, kind, &l.badKinds)
+		l.kinds = supportedKinds(s.AllowedRoutes, kind, also, &l.badKinds)
 		out = append(out, l)
 	}
 	for i, a := range out {
@@ -112,23 +114,22 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 // supportedKinds are the route kinds a listener of this protocol takes,
 // as allowedRoutes.kinds narrows them; bad reports kinds it names that
 // we cannot take.
-func supportedKinds(ar *gwv1.AllowedRoutes, kind string, bad *bool) []string {
+func supportedKinds(ar *gwv1.AllowedRoutes, kind string, also []string, bad *bool) []string {
 	if kind == "" {
 		return nil
 	}
+	all := append([]string{kind}, also...)
 	if ar == nil || len(ar.Kinds) == 0 {
-		return []string{kind}
+		return all
 	}
 	var out []string
 	for _, k := range ar.Kinds {
-		if (k.Group == nil || *k.Group == gwv1.GroupName) && string(k.Kind) == kind {
-			out = append(out, kind)
-		} else {
+		switch {
+		case (k.Group != nil && *k.Group != gwv1.GroupName) || !contains(all, string(k.Kind)):
 			*bad = true
+		case !contains(out, string(k.Kind)):
+			out = append(out, string(k.Kind))
 		}
-	}
-	if len(out) > 1 {
-		out = out[:1]
 	}
 	return out
 }

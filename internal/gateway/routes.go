@@ -48,6 +48,7 @@ type resolvedRef struct {
 	svc    Key
 	port   corev1.ServicePort
 	weight int32
+	grpc   bool   // a GRPCRoute's: its servers speak h2c (serve.go)
 	why    string // "" when it resolves; else a RouteConditionReason
 	msg    string
 }
@@ -56,7 +57,7 @@ type resolvedRef struct {
 func (w *world) resolve(r *route) []resolvedRef {
 	out := make([]resolvedRef, 0, len(r.refs))
 	for _, ref := range r.refs {
-		rr := resolvedRef{weight: 1, svc: Key{r.key.Namespace, string(ref.Name)}}
+		rr := resolvedRef{weight: 1, svc: Key{r.key.Namespace, string(ref.Name)}, grpc: r.key.Kind == KindGRPCRoute}
 		if ref.Weight != nil {
 			rr.weight = *ref.Weight
 		}
@@ -148,8 +149,12 @@ func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.Route
 		}
 		st := gwv1.RouteParentStatus{ParentRef: p, ControllerName: gwv1.GatewayController(controller)}
 		accepted, why, msg := false, "UnsupportedValue", r.invalid
-		if r.invalid == "" {
+		switch {
+		case r.invalid == "":
 			accepted, why, msg = attachTo(r, x, p, refs, w)
+		case r.kept: // its last valid rules are served; the change is refused
+			attachTo(r, x, p, refs, w)
+			msg += "; its last valid version is served"
 		}
 		st.Conditions = append(st.Conditions, cond("Accepted", accepted, why, msg, r.meta.Generation))
 		resolved, why, msg := true, "ResolvedRefs", "all backendRefs resolve"
@@ -187,7 +192,7 @@ func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *wo
 		}
 		nsOK = true
 		var snis []string
-		if r.key.Kind == KindTLSRoute || r.key.Kind == KindHTTPRoute {
+		if r.key.Kind == KindTLSRoute || r.key.Kind == KindHTTPRoute || r.key.Kind == KindGRPCRoute {
 			if snis = routeSNIs(r.hostnames, l.hostname); len(snis) == 0 {
 				continue
 			}

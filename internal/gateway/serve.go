@@ -139,11 +139,17 @@ func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend, 
 		if http {
 			prefix = "gwh"
 		}
+		h2 := http && h2c(rr.port)
+		if http && rr.grpc && !h2 {
+			// gRPC is HTTP/2 whatever the port says (grpcroute.go):
+			// a backend of its own beside an HTTPRoute's HTTP/1.1 one.
+			prefix, h2 = "gwg", true
+		}
 		n := name(prefix, rr.svc.Namespace, rr.svc.Name, strconv.Itoa(int(rr.port.Port)))
 		if _, ok := backends[n]; !ok {
 			// Also at weight 0: the backend stays, so a weight that
 			// comes and goes changes a route map only (no reload).
-			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin", HTTP: http, H2C: http && h2c(rr.port),
+			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin", HTTP: http, H2C: h2,
 				Servers: desired.PodServers(w.slices[rr.svc], rr.port)}
 		}
 		if rr.weight > 0 {

@@ -68,6 +68,8 @@ type Loop struct {
 	assigned map[gateway.Key][]netip.Addr
 	// certs: HTTPS listeners' last valid certificates (the worker's alone).
 	certs gateway.CertMemo
+	// routes: GRPCRoutes' last valid rules (the worker's alone).
+	routes gateway.RouteMemo
 }
 
 // New wires a loop.
@@ -126,6 +128,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	in := l.src.Snapshot()
 	gopts := l.opts.Gateway
 	gopts.Certs = &l.certs
+	gopts.Routes = &l.routes
 	if gopts.Pooled {
 		gopts.Pools = l.pools.parse(l.src.Pools())
 		gopts.Previous = l.assigned

@@ -157,6 +157,9 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 	for _, r := range in.HTTPRoutes {
 		routes(gateway.KindHTTPRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
+	for _, r := range in.GRPCRoutes {
+		routes(gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents)
+	}
 }
 
 // alpha reports whether routes of kind are served as v1alpha2.
@@ -246,6 +249,18 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 				return err
 			},
 			func(*gwv1.HTTPRoute) error { return nil }) // HTTPRoutes are read as v1 only
+	case *gwv1.GRPCRoute:
+		err = writeRoute(p, it.Kind, obj.Status.Parents, p.parents(it.Kind, obj.Namespace, obj.Name, obj.Status.Parents, res, now), wait,
+			func(st []gwv1.RouteParentStatus) *gwv1.GRPCRoute {
+				c := obj.DeepCopy()
+				c.Status.Parents = st
+				return c
+			},
+			func(c *gwv1.GRPCRoute) error {
+				_, err := gw.GRPCRoutes(obj.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{})
+				return err
+			},
+			func(*gwv1.GRPCRoute) error { return nil }) // GRPCRoutes are read as v1 only
 	}
 	if apierrors.IsNotFound(err) {
 		return nil

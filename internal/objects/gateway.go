@@ -9,7 +9,7 @@ import (
 )
 
 // The Gateway API objects render reads (render of a gateway-mode model):
-// GatewayClasses, Gateways and HTTPRoutes of gateway.networking.k8s.io/v1,
+// GatewayClasses, Gateways, HTTPRoutes and GRPCRoutes of gateway.networking.k8s.io/v1,
 // ReferenceGrants of v1beta1 (or v1).
 
 // GatewaySet holds them, beside the Services and EndpointSlices of Set.
@@ -17,17 +17,18 @@ type GatewaySet struct {
 	GatewayClasses  []*gwv1.GatewayClass
 	Gateways        []*gwv1.Gateway
 	HTTPRoutes      []*gwv1.HTTPRoute
+	GRPCRoutes      []*gwv1.GRPCRoute
 	ReferenceGrants []*gwv1beta1.ReferenceGrant
 }
 
 // Gatewayed reports whether s holds Gateway API objects.
 func (s *Set) Gatewayed() bool {
-	return len(s.Gateways)+len(s.HTTPRoutes)+len(s.GatewayClasses)+len(s.ReferenceGrants) > 0
+	return len(s.Gateways)+len(s.HTTPRoutes)+len(s.GRPCRoutes)+len(s.GatewayClasses)+len(s.ReferenceGrants) > 0
 }
 
 func gatewayKind(kind string) bool {
 	switch kind {
-	case "GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant":
+	case "GatewayClass", "Gateway", "HTTPRoute", "GRPCRoute", "ReferenceGrant":
 		return true
 	}
 	return false
@@ -72,6 +73,12 @@ func (l *loader) gateway(h *header, raw []byte, ns, version string, first func(k
 			o.Namespace = ns
 			l.set.HTTPRoutes = append(l.set.HTTPRoutes, &o)
 		}
+	case "GRPCRoute":
+		var o gwv1.GRPCRoute
+		if decode(&o) && first(h.Kind, ns, o.Name) {
+			o.Namespace = ns
+			l.set.GRPCRoutes = append(l.set.GRPCRoutes, &o)
+		}
 	case "ReferenceGrant":
 		var o gwv1beta1.ReferenceGrant
 		if decode(&o) && first(h.Kind, ns, o.Name) {
@@ -97,6 +104,11 @@ func (s *Set) mergeGateway(o Set, keep func(kind, ns, name string) bool) {
 	for _, x := range o.HTTPRoutes {
 		if keep("HTTPRoute", x.Namespace, x.Name) {
 			s.HTTPRoutes = append(s.HTTPRoutes, x)
+		}
+	}
+	for _, x := range o.GRPCRoutes {
+		if keep("GRPCRoute", x.Namespace, x.Name) {
+			s.GRPCRoutes = append(s.GRPCRoutes, x)
 		}
 	}
 	for _, x := range o.ReferenceGrants {

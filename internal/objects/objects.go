@@ -319,7 +319,7 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 	case group == GatewayGroup && l.gateway(&h, trimmed, ns, version, first, fail):
 	case l.ingress(&h, trimmed, ns, group, version, first, fail):
 	case group == GatewayGroup:
-		fail(&h, ErrKind, errors.New("render reads GatewayClasses, Gateways, HTTPRoutes and ReferenceGrants of the Gateway API only (run --mode=gateway serves the others)"))
+		fail(&h, ErrKind, errors.New("render reads GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants of the Gateway API only (run --mode=gateway serves the others)"))
 	default:
 		fail(&h, ErrKind, fmt.Errorf("render reads Services, EndpointSlices, Nodes and AddressPools only, not %s of %s",
 			settings.ShowName(h.Kind), settings.ShowName(h.APIVersion)))

@@ -151,7 +151,7 @@ func TestLoad(t *testing.T) {
 			"apiVersion: gateway.networking.k8s.io/v1\nkind: TCPRoute\nmetadata: {name: t, namespace: ns}\n---\n" +
 			"apiVersion: gateway.networking.k8s.io/v1alpha2\nkind: HTTPRoute\nmetadata: {name: old, namespace: ns}\n",
 			want: []string{"Gateway ns/gw", "HTTPRoute default/r"}, errs: []wantErr{
-				{ErrKind, "document 3 (TCPRoute ns/t): kind not read: render reads GatewayClasses, Gateways, HTTPRoutes and ReferenceGrants of the Gateway API only"},
+				{ErrKind, "document 3 (TCPRoute ns/t): kind not read: render reads GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants of the Gateway API only"},
 				{ErrVersion, "document 4 (HTTPRoute ns/old): unsupported API version"}}},
 		{name: "another kind, its metadata broken", input: "kind: Pod\nmetadata: {name: [a]}\n",
 			errs: []wantErr{{ErrKind, "document 1 (Pod): kind not read: render does not read Pod objects"}}},

@@ -61,6 +61,7 @@ type gatewaySet struct {
 	tls        cache.SharedIndexInformer
 	udp        cache.SharedIndexInformer
 	http       cache.SharedIndexInformer
+	grpc       cache.SharedIndexInformer
 	secrets    cache.SharedIndexInformer
 	grants     cache.SharedIndexInformer
 	services   cache.SharedIndexInformer
@@ -115,6 +116,9 @@ func (g *Gateway) build() *gatewaySet {
 	if g.routes[gateway.KindHTTPRoute] == RouteV1 {
 		set.http = v1.HTTPRoutes().Informer()
 	}
+	if g.routes[gateway.KindGRPCRoute] == RouteV1 {
+		set.grpc = v1.GRPCRoutes().Informer()
+	}
 	switch {
 	case !g.udpOn:
 	case g.routes[gateway.KindUDPRoute] == RouteV1:
@@ -128,7 +132,7 @@ func (g *Gateway) build() *gatewaySet {
 	}
 	set.starters = []interface{ Start(<-chan struct{}) }{kf, sf, gf}
 	set.informers = []cache.SharedIndexInformer{set.classes, set.gateways, set.grants, set.services, set.slices, set.namespaces, set.secrets}
-	for _, r := range []cache.SharedIndexInformer{set.tcp, set.tls, set.udp, set.http, set.pools} {
+	for _, r := range []cache.SharedIndexInformer{set.tcp, set.tls, set.udp, set.http, set.grpc, set.pools} {
 		if r != nil {
 			set.informers = append(set.informers, r)
 		}
@@ -159,7 +163,7 @@ func gatewayTransform(obj any) (any, error) {
 		return convert[gwv1.TLSRoute](o)
 	case *gwv1a2.UDPRoute:
 		return convert[gwv1.UDPRoute](o)
-	case *gwv1.HTTPRoute:
+	case *gwv1.HTTPRoute, *gwv1.GRPCRoute:
 		// Served: the spec whole; the status is the writer's (kept
 		// for its comparisons, as for the other route kinds).
 		return o, nil
@@ -189,6 +193,7 @@ func (g *Gateway) Snapshot() gateway.Input {
 		TLSRoutes:  listOf[*gwv1.TLSRoute](set.tls),
 		UDPRoutes:  listOf[*gwv1.UDPRoute](set.udp),
 		HTTPRoutes: listOf[*gwv1.HTTPRoute](set.http),
+		GRPCRoutes: listOf[*gwv1.GRPCRoute](set.grpc),
 		Secrets:    g.secretsFor(listOf[*gateway.Secret](set.secrets), gws),
 		Grants:     listOf[*gwv1beta1.ReferenceGrant](set.grants),
 		Services:   listOf[*corev1.Service](set.services),
@@ -222,6 +227,8 @@ func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 		inf = set.udp
 	case gateway.KindHTTPRoute:
 		inf = set.http
+	case gateway.KindGRPCRoute:
+		inf = set.grpc
 	}
 	if inf == nil {
 		return nil, false

@@ -24,6 +24,8 @@ var routeResources = map[string]string{
 	// HTTPRoutes are served on HTTP listeners; watched when v1 is
 	// served.
 	gateway.KindHTTPRoute: "httproutes",
+	// GRPCRoutes too, on the same listeners (v1 only).
+	gateway.KindGRPCRoute: "grpcroutes",
 }
 
 // RouteVersions asks the apiserver which version of each route kind it

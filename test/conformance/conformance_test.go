@@ -59,7 +59,7 @@ func ptr[T any](v T) *T { return &v }
 //
 //	HKS_CONFORMANCE_REPORT  file the suite's report is written to (make conformance)
 //	HKS_CONFORMANCE_TESTS   comma-separated short names: only those run; unset or
-//	                        "all": every test of the four profiles (make test and
+//	                        "all": every test of the five profiles (make test and
 //	                        make conformance alike: the whole run takes about a minute)
 const (
 	envReport = "HKS_CONFORMANCE_REPORT"
@@ -67,7 +67,7 @@ const (
 )
 
 // TestConformance runs the suite's GATEWAY-TCP, GATEWAY-UDP,
-// GATEWAY-TLS and GATEWAY-HTTP profiles, provisional tests included, against the
+// GATEWAY-TLS, GATEWAY-HTTP and GATEWAY-GRPC profiles, provisional tests included, against the
 // controller in gateway mode driving a real HAProxy (TCP, TLS) and the
 // kernel's nftables (UDP) in the tier's load-balancer namespace, with the
 // backends of the suite's manifests as real Pods on two real nodes.
@@ -215,6 +215,7 @@ func options(t *testing.T, cfg *rest.Config) suite.ConformanceOptions {
 				suite.GatewayUDPConformanceProfileName,
 				suite.GatewayTLSConformanceProfileName,
 				suite.GatewayHTTPConformanceProfileName,
+				suite.GatewayGRPCConformanceProfileName,
 			},
 			// GatewayStaticAddresses: one address of the pool, one of no
 			// pool (documentation range, never routed).

@@ -1,7 +1,7 @@
 // Package conformance runs the upstream Gateway API conformance suite
 // (sigs.k8s.io/gateway-api/conformance, in-process) against
 // `run --mode=gateway` on the real-node tier (internal/testing/nodes):
-// profiles GATEWAY-TCP, GATEWAY-UDP, GATEWAY-TLS and GATEWAY-HTTP, provisional tests
+// profiles GATEWAY-TCP, GATEWAY-UDP, GATEWAY-TLS, GATEWAY-HTTP and GATEWAY-GRPC, provisional tests
 // included, with the images its manifests name built locally
 // (hack/testbin.sh: conformance-images.tar). See docs/conformance/.
 package conformance
