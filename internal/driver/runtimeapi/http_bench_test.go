@@ -15,9 +15,11 @@ import (
 
 // One HTTPRoute changed among n on a real HAProxy: the driver's pass (the
 // HTTP maps computed, the changed file written, HAProxy told), no reload,
-// the old way (every changed map replaced whole: prepare/add/commit map)
-// and the new one (the entries that differ: add/set/del map, mapsync.go)
-// side by side in one run, with the p50 and p99 of a change: the whole
+// the old ways (every changed map replaced whole: prepare/add/commit map;
+// the entries that differ, add/set/del map, mapsync.go, from tables
+// lowered whole each pass) and the new one (the same, lowering only the
+// actions and hosts that changed: render.HTTPMapsMemo) side by side in
+// one run, with the p50 and p99 of a change: the whole
 // pass, and until HAProxy answered (served: the pass less the files'
 // write, which follows; the whole way's maps are written first, but
 // read by no one until a reload), and the CPU the process spent in a
@@ -25,11 +27,12 @@ import (
 // go test ./internal/driver/runtimeapi -run '^$' -bench BenchmarkHTTPRouteChange -benchtime 20x
 func BenchmarkHTTPRouteChange(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
-		for _, way := range []string{"whole", "diff"} {
+		for _, way := range []string{"whole", "diff", "memo"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
 				l := startMapLab(b)
 				d := l.d
 				d.opts.WholeMaps = way == "whole"
+				d.noHTTPMemo = way != "memo"
 				port := uint16(haproxytest.FreePort(b))
 				none := netip.MustParseAddrPort("127.0.0.1:1")
 				cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, none) }
