@@ -5,12 +5,12 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/cputime"
 )
 
 // One HTTPRoute changed among n on a real HAProxy: the driver's pass (the
@@ -47,10 +47,10 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 					gen++
 					// Route 0's Exact path, every other change its split too.
 					cfg := cfgOf(routeTable(n, "/app"+strconv.Itoa(gen), int32(90-gen%2*80)))
-					t, c := time.Now(), cpuTime()
+					t, c := time.Now(), cputime.Used()
 					res, err := d.Apply(ctx, cfg)
 					took = append(took, time.Since(t))
-					cpu = append(cpu, cpuTime()-c)
+					cpu = append(cpu, cputime.Used()-c)
 					served = append(served, took[len(took)-1]-res.Write)
 					if err != nil {
 						b.Fatal(err)
@@ -78,13 +78,4 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 			})
 		}
 	}
-}
-
-// cpuTime is the CPU time this process has used (user and system).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
