@@ -21,9 +21,8 @@ const KindHTTPRoute = "HTTPRoute"
 // Secret is what Compute reads of a Secret an HTTPS listener names:
 // whether it holds a usable certificate and key (kubernetes.io/tls,
 // tls.crt and tls.key that certs.Parse takes), why not (Problem), and,
-// for the Secrets HTTPS listeners refer to only (CertSecrets), the
-// checked bundle. The informer keeps nothing else of it (source.Gateway's
-// transform).
+// when it does, the checked bundle. The informer keeps nothing else of
+// it (source.Gateway's transform).
 type Secret struct {
 	metav1.ObjectMeta
 	ValidTLS bool

@@ -33,11 +33,34 @@ const idLen = 12
 // the content each stands for.
 type contentIDs map[string][sha256.Size]byte
 
+// placement is one id given with its entries (the id in place), kinds
+// sorted: what place adds to a table the first time it gives the id;
+// or, id empty, an entry named by no id (add).
+type placement struct {
+	id     string
+	sum    [sha256.Size]byte
+	groups []kindEntries
+}
+
+// kindEntries are the entries of one kind.
+type kindEntries struct {
+	kind    string
+	entries []HTTPMapEntry
+}
+
+// placer gives ids to contents: straight into the table's maps (out
+// set), or recorded for the memo (httpmemo.go) to add later, in order.
+type placer struct {
+	ids    contentIDs
+	out    map[string][]HTTPMapEntry // nil: record
+	places []placement
+}
+
 // place returns the id (tag and digits) of rel, entries by kind with
-// idHole where the id goes, and adds them to out with the id in place
-// the first time it is given. Two contents whose digits agree get distinct ids (the
-// later one's digits are of its content and a count).
-func (ids contentIDs) place(out map[string][]HTTPMapEntry, tag string, rel map[string][]HTTPMapEntry) string {
+// idHole where the id goes, and adds them with the id in place the
+// first time it is given. Two contents whose digits agree get distinct
+// ids (the later one's digits are of its content and a count).
+func (p *placer) place(tag string, rel map[string][]HTTPMapEntry) string {
 	kinds := make([]string, 0, len(rel))
 	for k := range rel {
 		kinds = append(kinds, k)
@@ -53,9 +76,9 @@ func (ids contentIDs) place(out map[string][]HTTPMapEntry, tag string, rel map[s
 	h.Sum(sum[:0])
 	id := tag + hex.EncodeToString(sum[:idLen/2])
 	for n := 1; ; n++ {
-		had, ok := ids[id]
+		had, ok := p.ids[id]
 		if ok && had == sum {
-			return id // the same content: its entries are in out
+			return id // the same content: its entries are placed
 		}
 		if !ok {
 			break
@@ -63,11 +86,36 @@ func (ids contentIDs) place(out map[string][]HTTPMapEntry, tag string, rel map[s
 		alt := sha256.Sum256(append(sum[:], strconv.Itoa(n)...))
 		id = tag + hex.EncodeToString(alt[:idLen/2])
 	}
-	ids[id] = sum
-	for _, k := range kinds {
-		for _, e := range rel[k] {
-			out[k] = append(out[k], HTTPMapEntry{strings.ReplaceAll(e.Key, idHole, id), strings.ReplaceAll(e.Value, idHole, id)})
+	p.ids[id] = sum
+	pl := placement{id: id, sum: sum, groups: make([]kindEntries, len(kinds))}
+	for g, k := range kinds {
+		es := make([]HTTPMapEntry, len(rel[k]))
+		for i, e := range rel[k] {
+			es[i] = HTTPMapEntry{strings.ReplaceAll(e.Key, idHole, id), strings.ReplaceAll(e.Value, idHole, id)}
 		}
+		pl.groups[g] = kindEntries{k, es}
+	}
+	if p.out != nil {
+		addPlacement(p.out, pl)
+	} else {
+		p.places = append(p.places, pl)
 	}
 	return id
+}
+
+// add adds an entry named by no id of its own (a host's).
+func (p *placer) add(kind string, e HTTPMapEntry) {
+	pl := placement{groups: []kindEntries{{kind, []HTTPMapEntry{e}}}}
+	if p.out != nil {
+		addPlacement(p.out, pl)
+	} else {
+		p.places = append(p.places, pl)
+	}
+}
+
+// addPlacement adds pl's entries to out.
+func addPlacement(out map[string][]HTTPMapEntry, pl placement) {
+	for _, g := range pl.groups {
+		out[g.kind] = append(out[g.kind], g.entries...)
+	}
 }

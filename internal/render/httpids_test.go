@@ -100,12 +100,13 @@ func TestHTTPMapIDsByContent(t *testing.T) {
 func TestContentIDCollision(t *testing.T) {
 	ids := contentIDs{}
 	out := map[string][]HTTPMapEntry{}
-	a := ids.place(out, "a", map[string][]HTTPMapEntry{HTTPBackends: {{idHole + ":1", "x|" + idHole + ".b0"}}})
+	p := &placer{ids: ids, out: out}
+	a := p.place("a", map[string][]HTTPMapEntry{HTTPBackends: {{idHole + ":1", "x|" + idHole + ".b0"}}})
 	// The same id, taken by another content: as a collision would.
 	for id := range ids {
 		ids[id] = [32]byte{1}
 	}
-	b := ids.place(out, "a", map[string][]HTTPMapEntry{HTTPBackends: {{idHole + ":1", "x|" + idHole + ".b0"}}})
+	b := p.place("a", map[string][]HTTPMapEntry{HTTPBackends: {{idHole + ":1", "x|" + idHole + ".b0"}}})
 	if a == b || len(b) != len(a) || len(out[HTTPBackends]) != 2 {
 		t.Fatalf("ids %q and %q, entries %v", a, b, out[HTTPBackends])
 	}

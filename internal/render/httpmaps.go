@@ -23,76 +23,105 @@ const maxRank = 999999
 // map comes from text that did not pass them. The ids that tie the maps
 // together (a host's "h...", a group's "p...", an action's "a...") are
 // named by what they lead to (httpids.go), so a table changed in one
-// route changes only that route's entries.
+// route changes only that route's entries. HTTPMapsMemo gives the same
+// maps, lowering only the actions and hosts it has not seen.
 func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
+	out := emptyHTTPMaps()
+	if h == nil {
+		return out
+	}
+	sets, _ := headerSetIDs(h)
+	p := &placer{ids: contentIDs{}, out: out}
+	aids := make([]string, len(h.Actions))
+	for ai, a := range h.Actions {
+		aids[ai] = lowerAction(p, a)
+	}
+	for _, host := range h.Hosts {
+		lowerHost(p, host, sets, aids)
+	}
+	listenerEntries(out, h.Listeners) // httpext.go
+	return out
+}
+
+// emptyHTTPMaps has every kind, empty.
+func emptyHTTPMaps() map[string][]HTTPMapEntry {
 	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
 	for _, k := range HTTPMapKinds {
 		out[k] = []HTTPMapEntry{}
 	}
-	if h == nil {
-		return out
-	}
-	sets := map[string]string{}
-	for i, s := range h.HeaderSets() {
-		sets[strings.Join(s, ",")] = "m" + strconv.Itoa(i)
-	}
-	ids := contentIDs{}
-	aids := make([]string, len(h.Actions))
-	for ai, a := range h.Actions {
-		rel := map[string][]HTTPMapEntry{}
-		actionEntries(rel, idHole, a)
-		aids[ai] = ids.place(out, "a", rel)
-	}
-	for _, host := range h.Hosts {
-		if host.Name != model.AnyHost && !model.ValidSNI(host.Name) {
-			continue
-		}
-		paths := map[string][]HTTPMapEntry{} // the host's exact and prefix entries, under idHole
-		rules := validRules(host.Rules, len(h.Actions))
-		group := func(kind, key string, takes func(r model.HTTPRule) bool) {
-			matches := map[string][]HTTPMapEntry{} // the group's match entries, under idHole
-			seen := map[string]bool{}
-			for rank, r := range rules {
-				if rank > maxRank || !takes(r.HTTPRule) {
-					continue
-				}
-				k := idHole + "|" + sets[strings.Join(r.names, ",")] + "|" + strings.Join(r.values, "|")
-				if !seen[k] {
-					seen[k] = true
-					matches[HTTPMatch] = append(matches[HTTPMatch], HTTPMapEntry{k, fmt.Sprintf("%06d:%s", rank, aids[r.Action])})
-				}
-			}
-			paths[kind] = append(paths[kind], HTTPMapEntry{idHole + key, ids.place(out, "p", matches)})
-		}
-		var exact, prefixes []string
-		for _, r := range rules {
-			if r.PathType == model.PathExact && !slices.Contains(exact, r.Path) {
-				exact = append(exact, r.Path)
-			}
-			if p := prefixOf(r.HTTPRule); r.PathType == model.PathPrefix && !slices.Contains(prefixes, p) {
-				prefixes = append(prefixes, p)
-			}
-		}
-		for _, e := range exact {
-			group(HTTPExact, e, func(r model.HTTPRule) bool {
-				return (r.PathType == model.PathExact && r.Path == e) || (r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), e))
-			})
-		}
-		// Longest first: the file reads as the lookup works.
-		slices.SortStableFunc(prefixes, func(a, b string) int { return len(b) - len(a) })
-		for _, p := range prefixes {
-			key := p + "/"
-			if p == "/" {
-				key = "/"
-			}
-			group(HTTPPrefix, key, func(r model.HTTPRule) bool {
-				return r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), p)
-			})
-		}
-		out[HTTPHosts] = append(out[HTTPHosts], HTTPMapEntry{host.Name, ids.place(out, "h", paths)})
-	}
-	listenerEntries(out, h.Listeners) // httpext.go
 	return out
+}
+
+// headerSetIDs names each of h's header sets (model.HTTP.HeaderSets) by
+// its place: "m0" (no header), "m1"...; key is them all in one string.
+func headerSetIDs(h *model.HTTP) (sets map[string]string, key string) {
+	sets = map[string]string{}
+	var b strings.Builder
+	for i, s := range h.HeaderSets() {
+		names := strings.Join(s, ",")
+		sets[names] = "m" + strconv.Itoa(i)
+		b.WriteString(strconv.Itoa(len(names)) + ":" + names)
+	}
+	return sets, b.String()
+}
+
+// lowerAction places action a's entries and returns its id.
+func lowerAction(p *placer, a model.HTTPAction) string {
+	rel := map[string][]HTTPMapEntry{}
+	actionEntries(rel, idHole, a)
+	return p.place("a", rel)
+}
+
+// lowerHost places host's entries: its groups' match entries, then its
+// exact and prefix paths under the host's id, then the host; nothing
+// for a host whose name is not valid. aids are the actions' ids.
+func lowerHost(p *placer, host model.HTTPHost, sets map[string]string, aids []string) {
+	if host.Name != model.AnyHost && !model.ValidSNI(host.Name) {
+		return
+	}
+	paths := map[string][]HTTPMapEntry{} // the host's exact and prefix entries, under idHole
+	rules := validRules(host.Rules, len(aids))
+	group := func(kind, key string, takes func(r model.HTTPRule) bool) {
+		matches := map[string][]HTTPMapEntry{} // the group's match entries, under idHole
+		seen := map[string]bool{}
+		for rank, r := range rules {
+			if rank > maxRank || !takes(r.HTTPRule) {
+				continue
+			}
+			k := idHole + "|" + sets[strings.Join(r.names, ",")] + "|" + strings.Join(r.values, "|")
+			if !seen[k] {
+				seen[k] = true
+				matches[HTTPMatch] = append(matches[HTTPMatch], HTTPMapEntry{k, fmt.Sprintf("%06d:%s", rank, aids[r.Action])})
+			}
+		}
+		paths[kind] = append(paths[kind], HTTPMapEntry{idHole + key, p.place("p", matches)})
+	}
+	var exact, prefixes []string
+	for _, r := range rules {
+		if r.PathType == model.PathExact && !slices.Contains(exact, r.Path) {
+			exact = append(exact, r.Path)
+		}
+		if pre := prefixOf(r.HTTPRule); r.PathType == model.PathPrefix && !slices.Contains(prefixes, pre) {
+			prefixes = append(prefixes, pre)
+		}
+	}
+	for _, e := range exact {
+		group(HTTPExact, e, func(r model.HTTPRule) bool {
+			return (r.PathType == model.PathExact && r.Path == e) || (r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), e))
+		})
+	}
+	// Longest first: the file reads as the lookup works.
+	slices.SortStableFunc(prefixes, func(a, b string) int { return len(b) - len(a) })
+	for _, pre := range prefixes {
+		key := pre + "/"
+		if pre == "/" {
+			key = "/"
+		}
+		group(HTTPPrefix, key, func(r model.HTTPRule) bool {
+			return r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), pre)
+		})
+	}
+	p.add(HTTPHosts, HTTPMapEntry{host.Name, p.place("h", paths)})
 }
 
 // rule is a valid rule with its header names (sorted, first of each

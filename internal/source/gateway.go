@@ -44,8 +44,7 @@ type Gateway struct {
 	ingressOn   bool
 	ingressCert gateway.Key
 
-	// The Secrets HTTPS listeners name and those read outside the
-	// informer (gatewaysecrets.go).
+	// The named Secrets' problems logged (gatewaysecrets.go).
 	secretState secretState
 
 	// The informers in use; a relist after an apiserver outage

@@ -1,7 +1,6 @@
 package source
 
 import (
-	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -16,35 +15,22 @@ import (
 
 // Secrets in the gateway mode: every Secret is cached as a
 // gateway.Secret, its name and whether it holds a certificate and key
-// that certs.Parse takes (and why not). Only the Secrets an HTTPS
-// listener of a cached Gateway names (gateway.CertSecrets, computed at
-// each Snapshot) keep their checked bundle, the PEM HAProxy loads: not
-// every certificate of the cluster stays in memory. A Secret named after
-// it was cached (a new Gateway, a new ref) is read once from the
-// apiserver (fetchSecrets); its later updates come through the informer
-// with their bundle.
+// that certs.Parse takes (and why not), and, for a valid
+// kubernetes.io/tls Secret, its checked bundle (the PEM HAProxy loads,
+// a few kilobytes). A Secret a listener or an Ingress names at any time
+// (a new Gateway, a new ref, the controller's start) is read from the
+// informer's cache: never a GET, so the role needs only list and watch
+// on Secrets (deploy/gateway/rbac.yaml), and a pass reads nothing from
+// the apiserver. The cost is memory: every TLS Secret of the cluster
+// keeps its bundle, not only those named (about 3 KiB for an ECDSA leaf
+// with its intermediate and key).
 
-// fetchTimeout bounds reading the Secrets a Snapshot newly needs.
-const fetchTimeout = 5 * time.Second
-
-// fetchWorkers read them side by side (at start: every named Secret).
-const fetchWorkers = 8
-
-// secretState is the Gateway source's part for Secrets.
+// secretState is the Gateway source's part for Secrets: the version of
+// each named Secret whose problem was logged.
 type secretState struct {
-	mu      sync.Mutex
-	want    map[gateway.Key]bool            // the Secrets HTTPS listeners name; nil before the first Snapshot
-	fetched map[gateway.Key]*gateway.Secret // read by fetchSecrets, while the cache holds that version
-	// warned: the version of each named Secret whose problem was logged.
+	mu     sync.Mutex
 	warned map[gateway.Key]string
 	log    *slog.Logger // nil: slog.Default()
-}
-
-// wanted reports whether the Secret's bundle is kept.
-func (s *secretState) wanted(k gateway.Key) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.want[k]
 }
 
 // secretTransform keeps of a Secret only what gateway.Secret holds.
@@ -53,11 +39,11 @@ func (g *Gateway) secretTransform(obj any) (any, error) {
 	if !ok {
 		return obj, nil // a DeletedFinalStateUnknown: keyed as it is
 	}
-	return toSecret(s, g.secretState.wanted(gateway.Key{Namespace: s.Namespace, Name: s.Name}), time.Now()), nil
+	return toSecret(s, time.Now()), nil
 }
 
-// toSecret checks s and keeps its bundle when keep is set.
-func toSecret(s *corev1.Secret, keep bool, now time.Time) *gateway.Secret {
+// toSecret checks s and keeps its bundle when it is valid.
+func toSecret(s *corev1.Secret, now time.Time) *gateway.Secret {
 	out := &gateway.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID,
 		ResourceVersion: s.ResourceVersion}}
 	if s.Type != corev1.SecretTypeTLS {
@@ -69,74 +55,20 @@ func toSecret(s *corev1.Secret, keep bool, now time.Time) *gateway.Secret {
 		out.Problem = err.Error() // names the problem, never the bytes
 		return out
 	}
-	out.ValidTLS = true
-	if keep {
-		out.Bundle = &b
-	}
+	out.ValidTLS, out.Bundle = true, &b
 	return out
 }
 
-// secretsFor lists the cached Secrets for gws: those the listeners name
-// with their bundles, read from the apiserver when the cache has none.
-// A Secret that cannot be read now stays without its bundle (its last
-// valid certificate keeps serving, gateway.CertMemo) and is read again
-// at the next pass.
+// secretsFor lists the cached Secrets for gws, and logs those the
+// listeners (and Ingresses) name that serve no certificate or an
+// expired one.
 func (g *Gateway) secretsFor(list []*gateway.Secret, gws []*gwv1.Gateway) []*gateway.Secret {
 	want := gateway.CertSecrets(gws)
 	g.ingressSecrets(want)
 	st := &g.secretState
 	st.mu.Lock()
-	st.want = want
-	st.mu.Unlock()
-
-	var need []int
-	for i, s := range list {
-		if s.ValidTLS && s.Bundle == nil && want[gateway.Key{Namespace: s.Namespace, Name: s.Name}] {
-			need = append(need, i)
-		}
-	}
-	st.mu.Lock()
 	defer st.mu.Unlock()
-	kept := make(map[gateway.Key]*gateway.Secret, len(need))
-	var missing []int
-	for _, i := range need {
-		k := gateway.Key{Namespace: list[i].Namespace, Name: list[i].Name}
-		if f := st.fetched[k]; f != nil && f.ResourceVersion == list[i].ResourceVersion {
-			list[i], kept[k] = f, f
-		} else {
-			missing = append(missing, i)
-		}
-	}
-	st.fetched = kept
-	defer func() { st.warnNamed(list, want, time.Now()) }()
-	if len(missing) == 0 || g.client == nil {
-		return list
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
-	defer cancel()
-	got := make([]*gateway.Secret, len(missing))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, fetchWorkers)
-	for j, i := range missing {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			s, err := g.client.CoreV1().Secrets(list[i].Namespace).Get(ctx, list[i].Name, metav1.GetOptions{})
-			if err != nil {
-				slog.Warn("could not read a Secret an HTTPS listener names", "secret", list[i].Namespace+"/"+list[i].Name, "err", err)
-				return
-			}
-			got[j] = toSecret(s, true, time.Now())
-		}()
-	}
-	wg.Wait()
-	for j, i := range missing {
-		if f := got[j]; f != nil {
-			list[i] = f
-			st.fetched[gateway.Key{Namespace: f.Namespace, Name: f.Name}] = f
-		}
-	}
+	st.warnNamed(list, want, time.Now())
 	return list
 }
 

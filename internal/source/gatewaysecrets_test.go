@@ -3,13 +3,18 @@ package source
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -20,13 +25,28 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
-// The gateway source keeps the certificates of the Secrets HTTPS
-// listeners name, and of no other: a Secret named later is read once,
-// then follows its updates; a bad one carries why.
-func TestGatewaySecretsKeptWhenNamed(t *testing.T) {
+// The gateway source reads every certificate from its informer's cache:
+// a Secret named at start, one named later and a rotation are served
+// with no GET of a Secret (the client here fails every one, as the
+// shipped role would); a bad one carries why.
+func TestGatewaySecretsFromCache(t *testing.T) {
 	kube := kubeapi.Start(t)
 	gwcrd.Install(t, kube.Config)
-	client := kube.Client(t)
+	var gets atomic.Int32
+	cfg := rest.CopyConfig(kube.Config)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/secrets/") {
+				gets.Add(1)
+				return nil, errors.New("GET of a Secret: refused by the test")
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	gc, err := gwclient.NewForConfig(kube.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -107,15 +127,15 @@ func TestGatewaySecretsKeptWhenNamed(t *testing.T) {
 		switch {
 		case holds(m["named"], named) != nil:
 			return holds(m["named"], named)
-		case m["other"] == nil || !m["other"].ValidTLS || m["other"].Bundle != nil:
-			return fmt.Errorf("a Secret no listener names: %+v", m["other"])
+		case holds(m["other"], other) != nil:
+			return fmt.Errorf("a Secret no listener names yet: %v", holds(m["other"], other))
 		case m["bad"] == nil || m["bad"].ValidTLS || !strings.Contains(m["bad"].Problem, "key does not belong"):
 			return fmt.Errorf("a bad Secret: %+v", m["bad"])
 		}
 		return nil
 	})
 
-	// Named later: read from the apiserver, then its updates kept.
+	// Named later: from the cache, then its updates.
 	gw.Spec.Listeners = []gwv1.Listener{listener("named", "other")}
 	if _, err := gc.GatewayV1().Gateways("default").Update(ctx, gw, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -126,4 +146,11 @@ func TestGatewaySecretsKeptWhenNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	until("a rotation", func(m map[string]*gateway.Secret) error { return holds(m["other"], rotated) })
+	if n := gets.Load(); n != 0 {
+		t.Errorf("%d GETs of a Secret, want none", n)
+	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -25,7 +25,7 @@ func TestGatewaySecretsWarnOnce(t *testing.T) {
 	old := testcert.Issue(t, testcert.Spec{DNS: []string{"old.example"}, NotBefore: now.Add(-48 * time.Hour), NotAfter: now.Add(-time.Hour)}, testcert.Cert{})
 	secret := func(name, rv string, data map[string][]byte) *gateway.Secret {
 		return toSecret(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv},
-			Type: corev1.SecretTypeTLS, Data: data}, true, now)
+			Type: corev1.SecretTypeTLS, Data: data}, now)
 	}
 	bad := map[string][]byte{corev1.TLSCertKey: []byte("x"), corev1.TLSPrivateKeyKey: []byte("y")}
 	expired := map[string][]byte{corev1.TLSCertKey: old.PEM(), corev1.TLSPrivateKeyKey: old.KeyPEM(t)}

@@ -108,6 +108,8 @@ type HAProxy struct {
 	acls       fileSet   // the source ranges' ACL files (acl.go)
 	routeMaps  fileSet   // the routes' map files (routemaps.go)
 	held       heldMaps  // what the worker holds of them (mapsync.go)
+	httpMemos  httpMemos // the HTTP maps lowered so far (httpmaps.go)
+	noHTTPMemo bool      // every pass lowers every table whole: the benchmarks' baseline
 	certs      certStore // the TLS certificates the worker holds (certs.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string

@@ -5,19 +5,21 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/cputime"
 )
 
 // One HTTPRoute changed among n on a real HAProxy: the driver's pass (the
 // HTTP maps computed, the changed file written, HAProxy told), no reload,
-// the old way (every changed map replaced whole: prepare/add/commit map)
-// and the new one (the entries that differ: add/set/del map, mapsync.go)
-// side by side in one run, with the p50 and p99 of a change: the whole
+// the old ways (every changed map replaced whole: prepare/add/commit map;
+// the entries that differ, add/set/del map, mapsync.go, from tables
+// lowered whole each pass) and the new one (the same, lowering only the
+// actions and hosts that changed: render.HTTPMapsMemo) side by side in
+// one run, with the p50 and p99 of a change: the whole
 // pass, and until HAProxy answered (served: the pass less the files'
 // write, which follows; the whole way's maps are written first, but
 // read by no one until a reload), and the CPU the process spent in a
@@ -25,11 +27,12 @@ import (
 // go test ./internal/driver/runtimeapi -run '^$' -bench BenchmarkHTTPRouteChange -benchtime 20x
 func BenchmarkHTTPRouteChange(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
-		for _, way := range []string{"whole", "diff"} {
+		for _, way := range []string{"whole", "diff", "memo"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
 				l := startMapLab(b)
 				d := l.d
 				d.opts.WholeMaps = way == "whole"
+				d.noHTTPMemo = way != "memo"
 				port := uint16(haproxytest.FreePort(b))
 				none := netip.MustParseAddrPort("127.0.0.1:1")
 				cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, none) }
@@ -44,10 +47,10 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 					gen++
 					// Route 0's Exact path, every other change its split too.
 					cfg := cfgOf(routeTable(n, "/app"+strconv.Itoa(gen), int32(90-gen%2*80)))
-					t, c := time.Now(), cpuTime()
+					t, c := time.Now(), cputime.Used()
 					res, err := d.Apply(ctx, cfg)
 					took = append(took, time.Since(t))
-					cpu = append(cpu, cpuTime()-c)
+					cpu = append(cpu, cputime.Used()-c)
 					served = append(served, took[len(took)-1]-res.Write)
 					if err != nil {
 						b.Fatal(err)
@@ -75,13 +78,4 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 			})
 		}
 	}
-}
-
-// cpuTime is the CPU time this process has used (user and system).
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

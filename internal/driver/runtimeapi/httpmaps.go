@@ -2,6 +2,7 @@ package runtimeapi
 
 import (
 	"path/filepath"
+	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -18,22 +19,62 @@ import (
 // between two commits: the actions first, the hosts last, so a request
 // never finds a new rule whose action is not there yet.
 
-// httpMapFiles are the map files of cfg's HTTP frontends.
-func httpMapFiles(dir string, cfg model.Config) []patternFile {
+// httpMemos lower each HTTP frontend's table through a memo of its own
+// (render.HTTPMapsMemo), by frontend name: a pass lowers only the
+// actions and hosts that changed, and a kind whose entries are the last
+// pass's keeps its file (bytes and lines) as built then. Used under the
+// driver's mu.
+type httpMemos map[string]*httpMemo
+
+type httpMemo struct {
+	maps  render.HTTPMapsMemo
+	files map[string]httpFile // by kind
+}
+
+// httpFile is one kind's file as built from entries.
+type httpFile struct {
+	entries []render.HTTPMapEntry
+	pf      patternFile
+}
+
+// httpMapFiles are the map files of cfg's HTTP frontends, lowered
+// through memos (nil: none) and keeping in them only cfg's frontends.
+func httpMapFiles(dir string, cfg model.Config, memos *httpMemos) []patternFile {
 	var out []patternFile
+	kept := httpMemos{}
 	for _, f := range cfg.Frontends {
 		if f.HTTP == nil {
 			continue
 		}
-		maps := render.HTTPMaps(f.HTTP)
+		m := &httpMemo{}
+		var maps map[string][]render.HTTPMapEntry
+		if memos == nil {
+			maps = render.HTTPMaps(f.HTTP)
+		} else {
+			if had := (*memos)[f.Name]; had != nil {
+				m = had
+			}
+			kept[f.Name] = m
+			maps = m.maps.Maps(f.HTTP)
+		}
+		files := make(map[string]httpFile, len(render.HTTPMapKinds))
 		for _, kind := range render.HTTPMapKinds {
 			path := render.HTTPMapFile(dir, f.Name, kind)
-			pf := patternFile{path: path, body: render.HTTPMapContent(maps[kind]), what: "HTTP map " + filepath.Base(path)}
-			for _, e := range maps[kind] {
-				pf.lines = append(pf.lines, e.Key+" "+e.Value)
+			hf, ok := m.files[kind]
+			if !ok || hf.pf.path != path || !slices.Equal(hf.entries, maps[kind]) {
+				hf = httpFile{entries: maps[kind], pf: patternFile{path: path, body: render.HTTPMapContent(maps[kind]),
+					what: "HTTP map " + filepath.Base(path), lines: make([]string, 0, len(maps[kind]))}}
+				for _, e := range maps[kind] {
+					hf.pf.lines = append(hf.pf.lines, e.Key+" "+e.Value)
+				}
 			}
-			out = append(out, pf)
+			files[kind] = hf
+			out = append(out, hf.pf)
 		}
+		m.files = files
+	}
+	if memos != nil {
+		*memos = kept
 	}
 	return out
 }

@@ -54,8 +54,12 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 		}
 		out = append(out, pf)
 	}
-	out = append(out, httpMapFiles(dir, cfg)...)   // httpmaps.go
-	return append(out, d.listenerMapFiles(cfg)...) // the same kind of file (listeners.go)
+	memos := &d.httpMemos
+	if d.noHTTPMemo {
+		memos = nil
+	}
+	out = append(out, httpMapFiles(dir, cfg, memos)...) // httpmaps.go
+	return append(out, d.listenerMapFiles(cfg)...)      // the same kind of file (listeners.go)
 }
 
 // pushRouteMaps brings the route maps of the running worker to those of

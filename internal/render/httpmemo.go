@@ -1,0 +1,193 @@
+package render
+
+import (
+	"encoding/binary"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// HTTPMapsMemo lowers a table as HTTPMaps does, but only the actions and
+// hosts it has not seen in the previous call: each is kept, with the ids
+// and entries it placed, under a key that is its whole content (an
+// action's fields; a host's name, rules and the ids of the actions and
+// header sets they name), and a table changed in one route lowers that
+// route's action and host only. What it keeps is what the last call's
+// table held (an action or host gone is forgotten at the next call).
+// The result is HTTPMaps's, entry for entry, in the same order; a
+// caller owns one per table (per frontend) and calls it from one
+// goroutine. The zero value is ready.
+type HTTPMapsMemo struct {
+	actions, hosts map[string]*lowered
+	setsKey        string // the header sets the hosts were lowered with
+	buf            []byte
+	sizes          map[string]int // each kind's entries in the last table, and room to grow
+	ids            int            // the ids of the last table
+	// Lowered counts the actions and hosts the last call lowered (not
+	// found in the memo): for tests and benchmarks.
+	Lowered int
+}
+
+// lowered is what lowering one action or host placed, in order.
+type lowered struct {
+	key    string
+	id     string // an action's id
+	places []placement
+}
+
+// Maps returns HTTPMaps(h).
+func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
+	m.Lowered = 0
+	if h == nil {
+		return HTTPMaps(h)
+	}
+	sets, setsKey := headerSetIDs(h)
+	if setsKey != m.setsKey {
+		m.setsKey, m.hosts = setsKey, nil // a set's id moved: every host is lowered again
+	}
+	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
+	for _, k := range HTTPMapKinds {
+		out[k] = make([]HTTPMapEntry, 0, m.sizes[k]) // the last table's: a pass grows no slice
+	}
+	ids := make(contentIDs, m.ids)
+	fits := true // no id of two contents (a collision the memo does not reproduce)
+	actions := make(map[string]*lowered, len(h.Actions))
+	aids := make([]string, len(h.Actions))
+	for ai, a := range h.Actions {
+		m.buf = actionKey(m.buf[:0], a)
+		l := m.find(m.actions, func(p *placer) string { return lowerAction(p, a) })
+		actions[l.key] = l
+		aids[ai] = l.id
+		fits = fits && addLowered(out, ids, l)
+	}
+	hosts := make(map[string]*lowered, len(h.Hosts))
+	for _, host := range h.Hosts {
+		m.buf = hostKey(m.buf[:0], host, aids)
+		l := m.find(m.hosts, func(p *placer) string { lowerHost(p, host, sets, aids); return "" })
+		hosts[l.key] = l
+		fits = fits && addLowered(out, ids, l)
+	}
+	m.actions, m.hosts, m.ids = actions, hosts, len(ids)
+	if m.sizes == nil {
+		m.sizes = make(map[string]int, len(out))
+	}
+	for k, es := range out {
+		m.sizes[k] = len(es) + len(es)/8
+	}
+	if !fits {
+		return HTTPMaps(h)
+	}
+	listenerEntries(out, h.Listeners) // httpext.go
+	return out
+}
+
+// find returns the lowered entry of m.buf's key in memo, or lowers it.
+func (m *HTTPMapsMemo) find(memo map[string]*lowered, lower func(*placer) string) *lowered {
+	if l, ok := memo[string(m.buf)]; ok {
+		return l
+	}
+	m.Lowered++
+	p := &placer{ids: contentIDs{}}
+	id := lower(p)
+	return &lowered{key: string(m.buf), id: id, places: p.places}
+}
+
+// addLowered adds l's placements to out, each id once, and reports
+// false when an id stands for another content in out already.
+func addLowered(out map[string][]HTTPMapEntry, ids contentIDs, l *lowered) bool {
+	for _, pl := range l.places {
+		if pl.id != "" {
+			if had, ok := ids[pl.id]; ok {
+				if had != pl.sum {
+					return false
+				}
+				continue
+			}
+			ids[pl.id] = pl.sum
+		}
+		addPlacement(out, pl)
+	}
+	return true
+}
+
+// The keys: every field, strings with their length, numbers as varints,
+// so two contents never share a key. TestHTTPMemoKeysTakeEveryField
+// fails when a field of the model is not in its key.
+
+func keyString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func keyInt(b []byte, n int64) []byte { return binary.AppendVarint(b, n) }
+
+func keyBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func keyHeaders(b []byte, hs []model.HeaderValue) []byte {
+	b = keyInt(b, int64(len(hs)))
+	for _, v := range hs {
+		b = keyString(keyString(b, v.Name), v.Value)
+	}
+	return b
+}
+
+func keyMods(b []byte, m model.HeaderMods) []byte {
+	b = keyHeaders(keyHeaders(b, m.Set), m.Add)
+	b = keyInt(b, int64(len(m.Remove)))
+	for _, n := range m.Remove {
+		b = keyString(b, n)
+	}
+	return b
+}
+
+// actionKey appends a's content to b.
+func actionKey(b []byte, a model.HTTPAction) []byte {
+	b = keyInt(b, int64(len(a.Backends)))
+	for _, w := range a.Backends {
+		b = keyInt(keyString(b, w.Name), int64(w.Weight))
+	}
+	b = keyBool(b, a.Redirect != nil)
+	if r := a.Redirect; r != nil {
+		b = keyInt(keyInt(keyString(keyString(b, r.Scheme), r.Host), int64(r.Port)), int64(r.Code))
+	}
+	b = keyMods(b, model.HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove})
+	b = keyBool(b, a.Ext != nil)
+	if x := a.Ext; x != nil {
+		b = keyMods(b, x.Response)
+		b = keyInt(b, int64(len(x.BackendMods)))
+		for _, bm := range x.BackendMods {
+			b = keyMods(b, bm)
+		}
+		b = keyBool(b, x.Path != nil)
+		if p := x.Path; p != nil {
+			b = keyInt(keyBool(keyString(b, p.Replace), p.Prefix), int64(p.Strip))
+		}
+		b = keyInt(keyString(b, x.Host), int64(x.Timeout))
+	}
+	return b
+}
+
+// hostKey appends host's content to b: its name, and each rule with the
+// id of its action (the header sets' ids are the memo's setsKey).
+func hostKey(b []byte, host model.HTTPHost, aids []string) []byte {
+	b = keyInt(keyString(b, host.Name), int64(len(host.Rules)))
+	for _, r := range host.Rules {
+		b = keyString(keyString(keyString(b, r.PathType), r.Path), r.Method)
+		aid := "-" // an action out of range: the rule is left out
+		if r.Action >= 0 && r.Action < len(aids) {
+			aid = aids[r.Action]
+		}
+		b = keyString(b, aid)
+		for _, ms := range [][]model.HeaderMatch{r.Headers, r.Query} {
+			b = keyInt(b, int64(len(ms)))
+			for _, q := range ms {
+				b = keyString(keyString(b, q.Name), q.Value)
+			}
+		}
+	}
+	return b
+}

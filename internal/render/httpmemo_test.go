@@ -1,0 +1,230 @@
+package render
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/cputime"
+)
+
+// TestHTTPMapsMemo: a memo fed a sequence of tables gives HTTPMaps's maps
+// for each, entry for entry and in order, and lowers only the actions
+// and hosts that changed.
+func TestHTTPMapsMemo(t *testing.T) {
+	const n = 100
+	moved := idTable(n, nil, nil)
+	moved.Hosts[50].Rules[0].Path = "/moved"
+	reweighted := idTable(n, nil, nil)
+	reweighted.Actions[1+50].Backends[0].Weight = 50
+	header := idTable(n, nil, nil) // a new header set: every set id may move
+	header.Hosts[7].Rules[0].Headers = []model.HeaderMatch{{Name: "version", Value: "2"}}
+	ext := idTable(n, nil, nil)
+	ext.Actions[3].Ext = &model.HTTPActionExt{Host: "x.example.com", Timeout: time.Second,
+		BackendMods: []model.HeaderMods{{Set: []model.HeaderValue{{Name: "x-b", Value: "1"}}}}}
+	first := idTable(n, &model.HTTPHost{Name: "new.example.com", Rules: []model.HTTPRule{{PathType: model.PathExact, Path: "/new", Action: 0}}},
+		&model.HTTPAction{Backends: []model.WeightedBackend{{Name: "c", Weight: 1}}})
+	bad := idTable(n, nil, nil)
+	bad.Hosts[9].Name = "bad name"
+	bad.Hosts[10].Rules[0].Action = 10000
+	bad.Listeners = []string{"a.example.com", "bad name"}
+	memo := &HTTPMapsMemo{}
+	for _, tc := range []struct {
+		name    string
+		table   *model.HTTP
+		lowered int // at most: actions and hosts not in the memo
+	}{
+		{"first", idTable(n, nil, nil), 2*n + 1},
+		{"same", idTable(n, nil, nil), 0},
+		{"path moved", moved, 1},
+		{"back", idTable(n, nil, nil), 1},
+		{"weight", reweighted, 2}, // the action and its host (which names its new id)
+		{"new header set", header, n + 1},
+		{"extended action", ext, n + 2},         // the header set gone: every host again
+		{"a route before all others", first, 4}, // with the extended action undone
+		{"that route gone", idTable(n, nil, nil), 0},
+		{"invalid host and action", bad, 2},
+		{"nil", nil, 0},
+		{"empty", &model.HTTP{}, 0},
+		{"again", idTable(n, nil, nil), 2*n + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, want := memo.Maps(tc.table), HTTPMaps(tc.table)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("the memo's maps differ from HTTPMaps's:\n%v\nwant\n%v", got, want)
+			}
+			if memo.Lowered > tc.lowered {
+				t.Errorf("lowered %d actions and hosts, want at most %d", memo.Lowered, tc.lowered)
+			}
+		})
+	}
+}
+
+// TestHTTPMapsMemoRandom: random tables changed at random, pass after
+// pass, through one memo: always HTTPMaps's maps.
+func TestHTTPMapsMemoRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(30, 20))
+	pick := func(s ...string) string { return s[r.IntN(len(s))] }
+	action := func() model.HTTPAction {
+		a := model.HTTPAction{Backends: []model.WeightedBackend{{Name: pick("a", "b"), Weight: int32(r.IntN(3))}, {Name: "c", Weight: int32(r.IntN(2))}}}
+		switch r.IntN(4) {
+		case 0:
+			a.Redirect = &model.Redirect{Scheme: "https", Code: 301, Host: pick("", "r.example.com")}
+		case 1:
+			a.Set = []model.HeaderValue{{Name: pick("x-a", "x-b"), Value: pick("1", "2")}}
+		case 2:
+			a.Ext = &model.HTTPActionExt{Path: &model.PathRewrite{Replace: pick("/", "/x"), Prefix: r.IntN(2) == 0}}
+		}
+		return a
+	}
+	rule := func(actions int) model.HTTPRule {
+		x := model.HTTPRule{PathType: pick(model.PathExact, model.PathPrefix), Path: pick("/", "/a", "/a/b", "/b"), Action: r.IntN(actions)}
+		if r.IntN(3) == 0 {
+			x.Headers = []model.HeaderMatch{{Name: pick("version", "env"), Value: pick("1", "2")}}
+		}
+		if r.IntN(5) == 0 {
+			x.Method = "GET"
+		}
+		return x
+	}
+	h := &model.HTTP{Port: 80}
+	for range 20 {
+		h.Actions = append(h.Actions, action())
+	}
+	for i := range 30 {
+		h.Hosts = append(h.Hosts, model.HTTPHost{Name: "h" + strconv.Itoa(i) + ".example.com", Rules: []model.HTTPRule{rule(20), rule(20)}})
+	}
+	memo := &HTTPMapsMemo{}
+	for pass := range 300 {
+		g := &model.HTTP{Port: h.Port, Actions: slices.Clone(h.Actions), Hosts: slices.Clone(h.Hosts)}
+		for range 1 + r.IntN(3) {
+			switch i := r.IntN(len(g.Hosts)); r.IntN(4) {
+			case 0:
+				g.Actions[r.IntN(len(g.Actions))] = action()
+			case 1:
+				g.Hosts[i].Rules = append(slices.Clone(g.Hosts[i].Rules[:1]), rule(len(g.Actions)))
+			case 2:
+				g.Hosts[i].Name = "h" + strconv.Itoa(r.IntN(40)) + ".example.com"
+			case 3:
+				g.Hosts = slices.Delete(g.Hosts, i, i+1)
+				g.Hosts = append(g.Hosts, model.HTTPHost{Name: "n" + strconv.Itoa(pass) + ".example.com", Rules: []model.HTTPRule{rule(len(g.Actions))}})
+			}
+		}
+		if got, want := memo.Maps(g), HTTPMaps(g); !reflect.DeepEqual(got, want) {
+			t.Fatalf("pass %d: the memo's maps differ from HTTPMaps's:\n%v\nwant\n%v", pass, got, want)
+		}
+		h = g
+	}
+}
+
+// TestHTTPMemoKeysTakeEveryField: every field of an action and of a host
+// (and of what they hold) changes its key; a field added to the model
+// and not to the keys fails here, before a memo serves a stale entry.
+func TestHTTPMemoKeysTakeEveryField(t *testing.T) {
+	aids := []string{"a0", "a1", "a2"}
+	for _, tc := range []struct {
+		name string
+		typ  reflect.Type
+		key  func(v any) string
+	}{
+		{"action", reflect.TypeFor[model.HTTPAction](), func(v any) string { return string(actionKey(nil, v.(model.HTTPAction))) }},
+		{"host", reflect.TypeFor[model.HTTPHost](), func(v any) string { return string(hostKey(nil, v.(model.HTTPHost), aids)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := reflect.New(tc.typ).Elem()
+			leaves := fillLeaves(base, -1, new(int))
+			k0 := tc.key(base.Interface())
+			for i := range leaves {
+				v := reflect.New(tc.typ).Elem()
+				fillLeaves(v, i, new(int))
+				if tc.key(v.Interface()) == k0 {
+					t.Errorf("field %s is not in the %s's key", leaves[i], tc.name)
+				}
+			}
+			if len(leaves) < 5 {
+				t.Fatalf("only %d fields seen: %v", len(leaves), leaves)
+			}
+		})
+	}
+}
+
+// fillLeaves sets every field of v, recursively (a pointer to a value, a
+// slice of one element), to 1, true or "1", the leaf numbered change to
+// 2, false or "2"; it returns the leaves' names in that order.
+func fillLeaves(v reflect.Value, change int, n *int) []string {
+	var names []string
+	leaf := func(name string) bool {
+		names = append(names, name)
+		*n++
+		return *n-1 == change
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			for _, sub := range fillLeaves(v.Field(i), change, n) {
+				names = append(names, v.Type().Field(i).Name+"."+sub)
+			}
+		}
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		return fillLeaves(v.Elem(), change, n)
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		return fillLeaves(v.Index(0), change, n)
+	case reflect.String:
+		v.SetString("1")
+		if leaf(v.Type().Name()) {
+			v.SetString("2")
+		}
+	case reflect.Bool:
+		v.SetBool(true)
+		if leaf("bool") {
+			v.SetBool(false)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(1)
+		if leaf(v.Type().Name()) {
+			v.SetInt(2)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(1)
+		if leaf(v.Type().Name()) {
+			v.SetUint(2)
+		}
+	default:
+		panic("a field of kind " + v.Kind().String() + ": teach fillLeaves and the memo's keys")
+	}
+	return names
+}
+
+// BenchmarkHTTPMaps: one route's path changed in a table of n routes
+// (idTable), lowered whole (HTTPMaps, the baseline) and through a memo,
+// side by side: the CPU a pass spends on the HTTP maps (cpu-ms/op: the
+// wall time waits for a core on a shared machine).
+// go test ./internal/render -run '^$' -bench BenchmarkHTTPMaps -benchtime 50x
+func BenchmarkHTTPMaps(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		for _, way := range []string{"whole", "memo"} {
+			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
+				tables := [2]*model.HTTP{idTable(n, nil, nil), idTable(n, nil, nil)}
+				tables[1].Hosts[n/2].Rules[0].Path = "/moved"
+				memo := &HTTPMapsMemo{}
+				memo.Maps(tables[0])
+				i, cpu := 0, cputime.Used()
+				for b.Loop() {
+					i++
+					if way == "whole" {
+						HTTPMaps(tables[i%2])
+					} else {
+						memo.Maps(tables[i%2])
+					}
+				}
+				b.ReportMetric(float64((cputime.Used()-cpu).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}
