@@ -224,6 +224,9 @@ func TestPortConflictAndUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.eventually("second takes the port", func() error {
+		if tproxyMode() { // the key now names second's backend
+			return e.listenerMapsTo(tproxyVIP, port, fmt.Sprintf("be_default_second_%d", port))
+		}
 		return contains(e.config(), fmt.Sprintf("frontend fe_default_second_%d\n", port))
 	})
 	if strings.Contains(e.config(), "fe_default_first_") {

@@ -146,9 +146,20 @@ func (e *env) serviceFrontend(fe string, port int32) error {
 	if !tproxyMode() {
 		return contains(e.config(), "frontend "+fe)
 	}
+	return e.listenerMapsTo(tproxyVIP, port, "")
+}
+
+// listenerMapsTo is nil when the fixed listener's map (tproxy mode) has
+// the key of addr and port, naming the HAProxy backend that serves the
+// model backend be (env.haproxyBackend) unless be is "".
+func (e *env) listenerMapsTo(addr string, port int32, be string) error {
 	b, err := os.ReadFile(render.ListenerMapFile(filepath.Join(filepath.Dir(e.cfgPath), "acl")))
 	if err != nil {
 		return err
 	}
-	return contains(string(b), render.ListenerKey(netip.MustParseAddr(tproxyVIP), uint16(port))+" ")
+	entry := render.ListenerKey(netip.MustParseAddr(addr), uint16(port)) + " "
+	if be != "" {
+		entry += e.haproxyBackend(be) + "\n"
+	}
+	return contains(string(b), entry)
 }
