@@ -156,10 +156,7 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 			}
 			burstTook := time.Since(start)
 			burstReloads := l.reloads(b) - before - reloads
-			slices.Sort(took)
-			q := func(f float64) float64 {
-				return float64(took[min(len(took)-1, int(f*float64(len(took))))].Microseconds()) / 1000
-			}
+			q := quantilesMs(took)
 			b.ReportMetric(q(0.5), "p50-ms")
 			b.ReportMetric(q(0.99), "p99-ms")
 			b.ReportMetric(float64(reloads)/float64(len(took)), "reloads/op")
@@ -168,6 +165,14 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 			b.ReportMetric(setup.Seconds(), "setup-s")
 			b.ReportMetric(rssMiB(l.p.MasterPID()), "haproxy-rss-MiB")
 		})
+	}
+}
+
+// quantilesMs sorts took and returns its quantile f in milliseconds.
+func quantilesMs(took []time.Duration) func(f float64) float64 {
+	slices.Sort(took)
+	return func(f float64) float64 {
+		return float64(took[min(len(took)-1, int(f*float64(len(took))))].Microseconds()) / 1000
 	}
 }
 

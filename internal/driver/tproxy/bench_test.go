@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"testing"
 	"time"
 
@@ -146,10 +145,7 @@ func BenchmarkNewPortAmongMany(b *testing.B) {
 				took = append(took, time.Since(start))
 				cfg = next
 			}
-			slices.Sort(took)
-			q := func(f float64) float64 {
-				return float64(took[min(len(took)-1, int(f*float64(len(took))))].Microseconds()) / 1000
-			}
+			q := quantilesMs(took)
 			b.ReportMetric(q(0.5), "p50-ms")
 			b.ReportMetric(q(0.99), "p99-ms")
 			b.ReportMetric(float64(l.reloads(b)-before)/float64(len(took)), "reloads/op")
