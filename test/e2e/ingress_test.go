@@ -53,7 +53,7 @@ func (g *gwEnv) httpService(name, ip string) {
 	}
 }
 
-// get sends GET path with Host host to 127.0.0.1:port (over TLS with SNI
+// get sends GET path with Host host to serviceIP():port (over TLS with SNI
 // host when tlsOn) and returns the status and body; headers are
 // "Name: value".
 func get(port int, tlsOn bool, host, path string, headers ...string) (int, string, error) {
@@ -63,7 +63,7 @@ func get(port int, tlsOn bool, host, path string, headers ...string) (int, strin
 	if tlsOn {
 		scheme = "https"
 	}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s://127.0.0.1:%d%s", scheme, port, path), nil)
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s://%s:%d%s", scheme, serviceIP(), port, path), nil)
 	if err != nil {
 		return 0, "", err
 	}
@@ -99,10 +99,10 @@ func answers(port int, tlsOn bool, host, path string, status int, want string, h
 	}
 }
 
-// servedCert is the first DNS name of the certificate 127.0.0.1:port
+// servedCert is the first DNS name of the certificate serviceIP():port
 // serves for SNI host.
 func servedCert(port int, host string) (string, error) {
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", port),
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", net.JoinHostPort(serviceIP(), fmt.Sprint(port)),
 		&tls.Config{ServerName: host, InsecureSkipVerify: true}) //nolint:gosec // the test's own certificates
 	if err != nil {
 		return "", err
@@ -206,7 +206,7 @@ func TestIngressServedWithoutReload(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if lb := o.Status.LoadBalancer.Ingress; len(lb) != 1 || lb[0].IP != "127.0.0.1" {
+		if lb := o.Status.LoadBalancer.Ingress; len(lb) != 1 || lb[0].IP != serviceIP() {
 			return fmt.Errorf("status.loadBalancer.ingress %+v", lb)
 		}
 		return nil
@@ -266,7 +266,7 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	}
 	want := sec.Data[corev1.TLSCertKey]
 	g.eventually("the new certificate is served", func() error {
-		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", fmt.Sprintf("127.0.0.1:%d", httpsPort),
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", net.JoinHostPort(serviceIP(), fmt.Sprint(httpsPort)),
 			&tls.Config{ServerName: host, InsecureSkipVerify: true}) //nolint:gosec // the test's own certificates
 		if err != nil {
 			return err

@@ -112,6 +112,28 @@ func (e *env) haproxyBackend(name string) string {
 	return s.HAProxyBackend(name)
 }
 
+// occupiedSpares are the spares of the pool that serve a model backend,
+// as the controller last wrote its pool (none without one): the HAProxy
+// backends of Services besides those named be_.
+func (e *env) occupiedSpares() map[string]bool {
+	f, err := os.Open(spares.FileBeside(e.cfgPath))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	s, err := spares.Decode(f)
+	if err != nil {
+		e.t.Fatalf("pool file: %v", err)
+	}
+	out := map[string]bool{}
+	for _, sp := range s.Spares {
+		if sp.Occupant != "" {
+			out[sp.Name] = true
+		}
+	}
+	return out
+}
+
 // logListenerMap logs how many keys the fixed listener's map held when
 // the controller stopped (tproxy mode): a run whose Services all kept
 // frontends of their own (a loopback bind, a route) says 0, so that a
@@ -146,9 +168,20 @@ func (e *env) serviceFrontend(fe string, port int32) error {
 	if !tproxyMode() {
 		return contains(e.config(), "frontend "+fe)
 	}
+	return e.listenerMapsTo(tproxyVIP, port, "")
+}
+
+// listenerMapsTo is nil when the fixed listener's map (tproxy mode) has
+// the key of addr and port, naming the HAProxy backend that serves the
+// model backend be (env.haproxyBackend) unless be is "".
+func (e *env) listenerMapsTo(addr string, port int32, be string) error {
 	b, err := os.ReadFile(render.ListenerMapFile(filepath.Join(filepath.Dir(e.cfgPath), "acl")))
 	if err != nil {
 		return err
 	}
-	return contains(string(b), render.ListenerKey(netip.MustParseAddr(tproxyVIP), uint16(port))+" ")
+	entry := render.ListenerKey(netip.MustParseAddr(addr), uint16(port)) + " "
+	if be != "" {
+		entry += e.haproxyBackend(be) + "\n"
+	}
+	return contains(string(b), entry)
 }

@@ -74,7 +74,7 @@ func TestNodeCheckMovesTraffic(t *testing.T) {
 	t.Logf("load while n2 died: %d connections, %d failed (first: %v)", d.total, d.failed, d.err)
 	e.eventually("traffic to n1 only", serves(port, "n1"))
 	for i := range 200 {
-		if name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second); err != nil || name != "n1" {
+		if name, err := lab.Probe(net.JoinHostPort(serviceIP(), fmt.Sprint(port)), 2*time.Second); err != nil || name != "n1" {
 			t.Fatalf("connection %d after dead n2 was taken out: %q, %v; want n1", i, name, err)
 		}
 	}

@@ -94,8 +94,9 @@ func (e *env) inService(addr string, want int, in bool) func() error {
 			return err
 		}
 		has := map[string]bool{}
+		occupied := e.occupiedSpares() // a Service's backend with a pool
 		for _, s := range states {
-			if s.Backend == model.NodesBackend || !strings.HasPrefix(s.Backend, "be_") {
+			if s.Backend == model.NodesBackend || !strings.HasPrefix(s.Backend, "be_") && !occupied[s.Backend] {
 				continue
 			}
 			if _, ok := has[s.Backend]; !ok {

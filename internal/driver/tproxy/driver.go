@@ -107,7 +107,8 @@ func (d *Driver) Close() {
 	}
 }
 
-// Apply makes the sets hold the listened binds of cfg, in one batch.
+// Apply makes the sets hold the listened binds of cfg, in as few batches
+// as the kernel's limits allow (batch.go).
 func (d *Driver) Apply(_ context.Context, cfg model.Config) (driver.Result, error) {
 	return d.apply(cfg, false)
 }
@@ -160,21 +161,28 @@ func (d *Driver) apply(cfg model.Config, removeOnly bool) (driver.Result, error)
 			}
 		}
 	}
-	for i, v6 := range []bool{false, true} {
-		if len(del[i]) > 0 {
-			_ = d.conn.SetDeleteElements(listenSet(v6), del[i])
-		}
-		if len(add[i]) > 0 {
-			_ = d.conn.SetAddElements(listenSet(v6), add[i])
-		}
+	for i := range del {
 		ops += len(del[i]) + len(add[i])
 	}
 	if ops == 0 {
 		return driver.Result{}, nil
 	}
-	if err := d.conn.Flush(); err != nil {
-		d.applied = nil
-		return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
+	// The first batch carries the fixed objects when they are queued.
+	bs := batches(del, add)
+	for i := 0; i < max(1, len(bs)); i++ {
+		if i < len(bs) {
+			for _, op := range bs[i] {
+				if op.del {
+					_ = d.conn.SetDeleteElements(listenSet(op.v6), op.els)
+				} else {
+					_ = d.conn.SetAddElements(listenSet(op.v6), op.els)
+				}
+			}
+		}
+		if err := d.conn.Flush(); err != nil {
+			d.applied = nil
+			return driver.Result{}, fmt.Errorf("%w: batch %d of %d: %v", ErrApply, i+1, max(1, len(bs)), err)
+		}
 	}
 	for i := range del {
 		for _, e := range del[i] {
