@@ -208,7 +208,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
 	events, gate := f.publish.recorder(recorder)
-	annStatus, bindAnnouncer := f.announce.statusWriters(sclient, src, pub, events, log)
+	annStatus, bindAnnouncer := f.announce.statusWriters(sclient, src, pub, poolStatus, events, log)
 	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.recorded()), log)
 	if err != nil {
 		return err
