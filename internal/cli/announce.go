@@ -19,6 +19,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
@@ -45,6 +46,8 @@ type announceFlags struct {
 	// onMove is told who announces an address changed (not a flag: run
 	// sets it, controller.MoveEvents)
 	onMove announce.MoveFunc
+	// moved is poked on every move (the snapshot for `status`)
+	moved loop.Wake
 }
 
 func (a *announceFlags) register(fs *pflag.FlagSet) {
@@ -219,6 +222,21 @@ func (a *announceFlags) statusWriters(client kubernetes.Interface, services cont
 		pools.WithHolders(holders)
 	}
 	moved := controller.MoveEvents(pub, events)
-	a.onMove = func(m announce.Move) { moved(m); annStatus.Poke(); pools.Poke() }
+	a.moved = loop.NewWake()
+	a.onMove = func(m announce.Move) { moved(m); annStatus.Poke(); pools.Poke(); a.moved.Poke() }
 	return annStatus, func(d *announce.Driver) { announced.Store(d) }
+}
+
+// keepSnapshot keeps this host's view of who announces each address in
+// path (announce.KeepSnapshot) for `status`, with an announcer that
+// says (l2, bgp), until ctx ends.
+func (a *announceFlags) keepSnapshot(ctx context.Context, ann *announce.Driver, path string, log *slog.Logger) {
+	if ann == nil || a.recorded() == "" {
+		return
+	}
+	go func() {
+		if err := announce.KeepSnapshot(ctx, path, a.mode, ann.Holders, a.moved); err != nil {
+			log.Warn("who announces each address is not kept for status", "path", path, "err", err)
+		}
+	}()
 }
