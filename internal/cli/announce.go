@@ -19,6 +19,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
 
@@ -45,6 +46,8 @@ type announceFlags struct {
 	// onMove is told who announces an address changed (not a flag: run
 	// sets it, controller.MoveEvents)
 	onMove announce.MoveFunc
+	// moved is poked on every move (the snapshot for `status`)
+	moved loop.Wake
 }
 
 func (a *announceFlags) register(fs *pflag.FlagSet) {
@@ -198,22 +201,42 @@ func (a *announceFlags) recorded() string {
 
 // statusWriters makes the changes of who announces an address visible
 // through the leader's writes: an AddressMoved Event on the Services of
-// the address for each move, and with --announce=l2 (whose hosts all
-// know the group's owners) the Announced condition of each Service
-// (annStatus, run with the status writers; nil otherwise). Call bind
-// with the announcer once set up; set onMove before setup.
+// the address for each move, the Announced condition of each Service
+// (annStatus, run with the status writers; nil with keepalived or no
+// announcer) and each AddressPool's announcedBy (through pools, when
+// set): with --announce=l2 the group's owners (every host knows them),
+// with --announce=bgp the leader's own routes advertised to a router
+// whose session is up. Call bind with the announcer once set up; set
+// onMove before setup.
 func (a *announceFlags) statusWriters(client kubernetes.Interface, services controller.ServiceLister, pub *controller.Publisher,
-	events record.EventRecorder, log *slog.Logger) (annStatus *controller.Announced, bind func(*announce.Driver)) {
+	pools *controller.PoolStatus, events record.EventRecorder, log *slog.Logger) (annStatus *controller.Announced, bind func(*announce.Driver)) {
 	var announced atomic.Pointer[announce.Driver]
-	if a.mode == announceL2 {
-		annStatus = controller.NewAnnounced(client, services, pub, func(ctx context.Context) announce.Holders {
+	if scope, ok := map[string]controller.Scope{announceL2: controller.ScopeGroup, announceBGP: controller.ScopeLeader}[a.mode]; ok {
+		holders := func(ctx context.Context) announce.Holders {
 			if d := announced.Load(); d != nil {
 				return d.Holders(ctx)
 			}
 			return nil
-		}, log)
+		}
+		annStatus = controller.NewAnnounced(client, services, pub, holders, scope, log)
+		pools.WithHolders(holders)
 	}
 	moved := controller.MoveEvents(pub, events)
-	a.onMove = func(m announce.Move) { moved(m); annStatus.Poke() }
+	a.moved = loop.NewWake()
+	a.onMove = func(m announce.Move) { moved(m); annStatus.Poke(); pools.Poke(); a.moved.Poke() }
 	return annStatus, func(d *announce.Driver) { announced.Store(d) }
+}
+
+// keepSnapshot keeps this host's view of who announces each address in
+// path (announce.KeepSnapshot) for `status`, with an announcer that
+// says (l2, bgp), until ctx ends.
+func (a *announceFlags) keepSnapshot(ctx context.Context, ann *announce.Driver, path string, log *slog.Logger) {
+	if ann == nil || a.recorded() == "" {
+		return
+	}
+	go func() {
+		if err := announce.KeepSnapshot(ctx, path, a.mode, ann.Holders, a.moved); err != nil {
+			log.Warn("who announces each address is not kept for status", "path", path, "err", err)
+		}
+	}()
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
@@ -208,12 +209,13 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	pub := controller.NewPublisher(sclient, src, controller.PublisherOptions{
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
 	events, gate := f.publish.recorder(recorder)
-	annStatus, bindAnnouncer := f.announce.statusWriters(sclient, src, pub, events, log)
+	annStatus, bindAnnouncer := f.announce.statusWriters(sclient, src, pub, poolStatus, events, log)
 	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.recorded()), log)
 	if err != nil {
 		return err
 	}
 	bindAnnouncer(ann)
+	f.announce.keepSnapshot(ctx, ann, filepath.Join(filepath.Dir(f.stateFile), announce.SnapshotFile), log)
 	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/status"
 )
 
@@ -65,6 +69,13 @@ func runStatus(ctx context.Context, s *shape, dp *dataplaneFlags, cfgPath, outpu
 	}
 	if err != nil {
 		return err
+	}
+	// who announces the addresses, as this host's controller keeps it
+	// (run --announce=l2 or bgp; no file: no column)
+	if snap, err := announce.ReadSnapshot(filepath.Join(filepath.Dir(s.stateFile), announce.SnapshotFile)); err == nil {
+		rep.WithAnnounced(snap, time.Now())
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintln(e.stderr, "status: who announces the addresses is unknown:", err)
 	}
 	if output == "json" {
 		err = rep.WriteJSON(e.stdout)

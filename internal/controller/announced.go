@@ -29,24 +29,66 @@ const ConditionAnnounced = "haproxy-k8s-sync.io/Announced"
 const (
 	ReasonAnnounced    = "Announced"
 	ReasonNotAnnounced = "NotAnnounced"
+	// with BGP (ScopeLeader)
+	ReasonAdvertised    = "Advertised"
+	ReasonNotAdvertised = "NotAdvertised"
 )
+
+// announcedEvery is how often the writers of who announces look again
+// besides their pokes (the Announced condition, the AddressPools'
+// announcedBy).
+const announcedEvery = 5 * time.Second
+
+// Scope is what the holders an Announced writer reads can know.
+type Scope int
+
+const (
+	// ScopeGroup: every host hears the group's owners (layer 2), so the
+	// holders are the group's.
+	ScopeGroup Scope = iota
+	// ScopeLeader: the leader's own routes only, each advertised to a
+	// router whose session is Established (BGP: the speakers do not hear
+	// each other); the other hosts announce on their own.
+	ScopeLeader
+)
+
+// leaderNote ends a ScopeLeader condition's message.
+const leaderNote = " (the leader's own BGP sessions; every healthy host announces on its own)"
 
 // AnnouncedCondition is, pure, the condition of a Service whose
 // addresses are addrs, from who announces each (holders): True when
 // every address has a holder; the message names them, address by
-// address ("nobody" for one without).
-func AnnouncedCondition(addrs []netip.Addr, holders announce.Holders, generation int64) metav1.Condition {
+// address ("nobody" for one without). With ScopeLeader the holders are
+// the leader's routes advertised to a router: True (Advertised) when the
+// leader advertises every address, False (NotAdvertised) naming those it
+// does not; never a claim about the other hosts.
+func AnnouncedCondition(addrs []netip.Addr, holders announce.Holders, generation int64, scope Scope) metav1.Condition {
 	c := metav1.Condition{Type: ConditionAnnounced, Status: metav1.ConditionTrue, Reason: ReasonAnnounced, ObservedGeneration: generation}
+	missing := ReasonNotAnnounced
+	if scope == ScopeLeader {
+		c.Reason, missing = ReasonAdvertised, ReasonNotAdvertised
+	}
 	parts := make([]string, 0, len(addrs))
 	for _, a := range addrs {
 		who := strings.Join(holders[a], ", ")
 		if who == "" {
-			who = "nobody"
-			c.Status, c.Reason = metav1.ConditionFalse, ReasonNotAnnounced
+			c.Status, c.Reason = metav1.ConditionFalse, missing
 		}
-		parts = append(parts, a.String()+" by "+who)
+		switch {
+		case scope == ScopeLeader && who == "":
+			parts = append(parts, a.String()+" not advertised to any router by the leader")
+		case scope == ScopeLeader:
+			parts = append(parts, a.String()+" advertised by "+who)
+		case who == "":
+			parts = append(parts, a.String()+" by nobody")
+		default:
+			parts = append(parts, a.String()+" by "+who)
+		}
 	}
 	c.Message = strings.Join(parts, "; ")
+	if scope == ScopeLeader {
+		c.Message += leaderNote
+	}
 	return c
 }
 
@@ -61,16 +103,18 @@ type Announced struct {
 	lister  ServiceLister
 	pub     *Publisher
 	holders func(context.Context) announce.Holders
+	scope   Scope
 	wake    loop.Wake
 	log     *slog.Logger
 }
 
-// NewAnnounced returns the writer; nil without a Publisher or holders.
-func NewAnnounced(client kubernetes.Interface, lister ServiceLister, pub *Publisher, holders func(context.Context) announce.Holders, log *slog.Logger) *Announced {
+// NewAnnounced returns the writer of holders read in scope; nil without
+// a Publisher or holders.
+func NewAnnounced(client kubernetes.Interface, lister ServiceLister, pub *Publisher, holders func(context.Context) announce.Holders, scope Scope, log *slog.Logger) *Announced {
 	if pub == nil || holders == nil {
 		return nil
 	}
-	return &Announced{client: client, lister: lister, pub: pub, holders: holders, wake: loop.NewWake(), log: log}
+	return &Announced{client: client, lister: lister, pub: pub, holders: holders, scope: scope, wake: loop.NewWake(), log: log}
 }
 
 // Poke asks for a look at every Service (who announces changed).
@@ -86,7 +130,7 @@ func (a *Announced) Run(ctx context.Context) {
 		return
 	}
 	loop.Writers[types.NamespacedName]{
-		Name: "haproxy-k8s-sync-announced", Workers: 2, Wake: a.wake, Every: 5 * time.Second,
+		Name: "haproxy-k8s-sync-announced", Workers: 2, Wake: a.wake, Every: announcedEvery,
 		Enqueue: func(q workqueue.TypedRateLimitingInterface[types.NamespacedName]) {
 			holders := a.holders(ctx)
 			for _, k := range a.pub.published() {
@@ -111,7 +155,7 @@ func (a *Announced) desired(s *corev1.Service, holders announce.Holders) (metav1
 	if len(addrs) == 0 {
 		return metav1.Condition{}, false
 	}
-	want := AnnouncedCondition(addrs, holders, s.Generation)
+	want := AnnouncedCondition(addrs, holders, s.Generation, a.scope)
 	for _, c := range s.Status.Conditions {
 		if c.Type == want.Type {
 			if c.Status == want.Status {

@@ -21,19 +21,27 @@ import (
 
 func TestAnnouncedCondition(t *testing.T) {
 	a, b := netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("2001:db8::10")
+	const note = " (the leader's own BGP sessions; every healthy host announces on its own)"
 	for _, tc := range []struct {
 		name    string
+		scope   Scope
 		holders announce.Holders
 		status  metav1.ConditionStatus
 		reason  string
 		message string
 	}{
-		{"both held", announce.Holders{a: {"lb1"}, b: {"lb2"}}, metav1.ConditionTrue, ReasonAnnounced, "192.0.2.10 by lb1; 2001:db8::10 by lb2"},
-		{"one by nobody", announce.Holders{a: {"lb1"}}, metav1.ConditionFalse, ReasonNotAnnounced, "192.0.2.10 by lb1; 2001:db8::10 by nobody"},
-		{"two owners a moment", announce.Holders{a: {"lb1", "lb3"}, b: {"lb2"}}, metav1.ConditionTrue, ReasonAnnounced, "192.0.2.10 by lb1, lb3; 2001:db8::10 by lb2"},
+		{"both held", ScopeGroup, announce.Holders{a: {"lb1"}, b: {"lb2"}}, metav1.ConditionTrue, ReasonAnnounced, "192.0.2.10 by lb1; 2001:db8::10 by lb2"},
+		{"one by nobody", ScopeGroup, announce.Holders{a: {"lb1"}}, metav1.ConditionFalse, ReasonNotAnnounced, "192.0.2.10 by lb1; 2001:db8::10 by nobody"},
+		{"two owners a moment", ScopeGroup, announce.Holders{a: {"lb1", "lb3"}, b: {"lb2"}}, metav1.ConditionTrue, ReasonAnnounced, "192.0.2.10 by lb1, lb3; 2001:db8::10 by lb2"},
+		{"bgp: both advertised", ScopeLeader, announce.Holders{a: {"192.0.2.2"}, b: {"192.0.2.2"}}, metav1.ConditionTrue, ReasonAdvertised,
+			"192.0.2.10 advertised by 192.0.2.2; 2001:db8::10 advertised by 192.0.2.2" + note},
+		{"bgp: one not advertised (no session up for IPv6)", ScopeLeader, announce.Holders{a: {"192.0.2.2"}}, metav1.ConditionFalse, ReasonNotAdvertised,
+			"192.0.2.10 advertised by 192.0.2.2; 2001:db8::10 not advertised to any router by the leader" + note},
+		{"bgp: none (no session, or unhealthy)", ScopeLeader, nil, metav1.ConditionFalse, ReasonNotAdvertised,
+			"192.0.2.10 not advertised to any router by the leader; 2001:db8::10 not advertised to any router by the leader" + note},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := AnnouncedCondition([]netip.Addr{a, b}, tc.holders, 3)
+			c := AnnouncedCondition([]netip.Addr{a, b}, tc.holders, 3, tc.scope)
 			if c.Type != ConditionAnnounced || c.Status != tc.status || c.Reason != tc.reason || c.Message != tc.message || c.ObservedGeneration != 3 {
 				t.Fatalf("%+v, want %s %s %q", c, tc.status, tc.reason, tc.message)
 			}
@@ -84,7 +92,7 @@ func TestAnnouncedWritesTheCondition(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return holders
-	}, slog.New(slog.DiscardHandler))
+	}, ScopeGroup, slog.New(slog.DiscardHandler))
 	go w.Run(ctx)
 	expect := func(status metav1.ConditionStatus, reason, message string) {
 		t.Helper()

@@ -172,7 +172,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 			c.opts.Publisher.Owned(alloc.owned)
 		}
 		c.opts.Publisher.Served(served(d.Configured, refused), alloc.addrs)
-		c.opts.PoolStatus.Set(alloc.counts, alloc.errs)
+		c.opts.PoolStatus.Set(alloc.counts, alloc.errs, alloc.ranges)
 	}
 	c.record(d, res, parse, time.Since(start), err)
 	driver.LogPass(c.log, start, res, err, "services", d.Selected, "frontends", len(d.Config.Frontends), "parse", parse)

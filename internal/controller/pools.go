@@ -23,8 +23,9 @@ type allocation struct {
 	fresh    bool                    // computed by this pass (not the last one reused)
 	problems []desired.Problem
 	counts   map[string]pools.Counts
-	errs     map[string]string     // pool name: why its spec is unusable
-	owned    func(netip.Addr) bool // whether an address is in one of the pools
+	errs     map[string]string        // pool name: why its spec is unusable
+	owned    func(netip.Addr) bool    // whether an address is in one of the pools
+	ranges   map[string][]pools.Range // each pool's, by name (its status's announced addresses)
 }
 
 // allocate hands out the Services' addresses from the cached
@@ -90,6 +91,10 @@ func (c *Controller) allocate(svcs []*corev1.Service) allocation {
 		return slices.ContainsFunc(ps, func(p pools.Pool) bool {
 			return slices.ContainsFunc(p.Ranges, func(r pools.Range) bool { return r.Contains(a) })
 		})
+	}
+	out.ranges = make(map[string][]pools.Range, len(ps))
+	for _, p := range ps {
+		out.ranges[p.Name] = p.Ranges
 	}
 	c.lastAlloc = out
 	return out

@@ -3,6 +3,7 @@ package pools
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +55,37 @@ type AddressPoolStatus struct {
 	// Error says why the spec could not be used (the pool then serves
 	// nothing new; addresses already assigned from it stay).
 	Error string `json:"error,omitempty"`
+	// Announced is how many of the pool's addresses are announced now,
+	// as the leader's announcer knows (nil without --announce, or with
+	// an announcer that does not say: keepalived).
+	Announced *int64 `json:"announced,omitempty"`
+	// AnnouncedBy names who announces each of them, the first
+	// MaxAnnouncedBy by address.
+	AnnouncedBy []AddressHolders `json:"announcedBy,omitempty"`
+}
+
+// MaxAnnouncedBy bounds AddressPoolStatus.AnnouncedBy (the CRD's
+// maxItems): a pool's status stays small however many addresses it
+// serves; Announced counts them all.
+const MaxAnnouncedBy = 64
+
+// MaxHostsPerAddress bounds AddressHolders.Hosts (the CRD's maxItems):
+// one owner with layer 2, two for the moment a partition heals.
+const MaxHostsPerAddress = 16
+
+// AddressHolders is who announces one address.
+type AddressHolders struct {
+	Address string   `json:"address"`
+	Hosts   []string `json:"hosts"`
+}
+
+// Equal reports whether two statuses say the same.
+func (s AddressPoolStatus) Equal(o AddressPoolStatus) bool {
+	return s.Assigned == o.Assigned && s.Free == o.Free && s.Error == o.Error &&
+		(s.Announced == nil) == (o.Announced == nil) && (s.Announced == nil || *s.Announced == *o.Announced) &&
+		slices.EqualFunc(s.AnnouncedBy, o.AnnouncedBy, func(x, y AddressHolders) bool {
+			return x.Address == y.Address && slices.Equal(x.Hosts, y.Hosts)
+		})
 }
 
 // FromUnstructured converts an informer object.

@@ -13,7 +13,11 @@ import (
 // structure hashes.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tLISTEN\tBACKEND\tUP\tDRAINING\tDOWN\tMAINT\tLAST CHANGE\tIN SYNC")
+	head := "SERVICE\tLISTEN\tBACKEND\tUP\tDRAINING\tDOWN\tMAINT\tLAST CHANGE\tIN SYNC"
+	if r.Announced != nil {
+		head += "\tANNOUNCED BY"
+	}
+	fmt.Fprintln(tw, head)
 	sync := "yes"
 	if !r.InSync {
 		sync = "no"
@@ -23,11 +27,20 @@ func (r Report) WriteTable(w io.Writer) error {
 		if svc == "" {
 			svc = row.Frontend
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\n", svc, strings.Join(row.Listen, ","), row.Backend,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s", svc, strings.Join(row.Listen, ","), row.Backend,
 			row.Up, row.Draining, row.Down, row.Maint, ago(row.LastChange), sync)
+		if r.Announced != nil {
+			fmt.Fprintf(tw, "\t%s", announcedCell(row, r.Announced))
+		}
+		fmt.Fprintln(tw)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r.Announced != nil {
+		if err := r.Announced.write(w, r.now); err != nil {
+			return err
+		}
 	}
 	if r.Source == SourceDataplane {
 		return r.writeProblems(w)

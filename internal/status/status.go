@@ -31,6 +31,9 @@ type Row struct {
 	// LastChange is how long ago a server of the backend last changed
 	// state (HAProxy's lastchg); -1 when it has no server.
 	LastChange time.Duration `json:"lastChangeSeconds"`
+	// AnnouncedBy is who announces the listen addresses (WithAnnounced:
+	// with --announce=l2 or bgp; nil otherwise).
+	AnnouncedBy []string `json:"announcedBy,omitempty"`
 }
 
 // Report is the whole status.
@@ -42,6 +45,10 @@ type Report struct {
 	// Problems say why a Data Plane API report is not in sync.
 	Problems []string `json:"outOfSync,omitempty"`
 	Rows     []Row    `json:"services"`
+	// Announced, with an announcer that says, is whose view AnnouncedBy is.
+	Announced *Announced `json:"announced,omitempty"`
+	// now is when the report was taken (the age of Announced)
+	now time.Time
 }
 
 // Healthy reports whether the report gives no reason for concern: HAProxy

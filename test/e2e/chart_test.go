@@ -139,6 +139,34 @@ func TestHelmChartModes(t *testing.T) {
 					t.Error("the password's Secret not mounted")
 				}
 			}},
+		// keepalived: the flags, the shared volume, the sidecar with only the
+		// capabilities VRRP needs, the controller without any.
+		{"services-announce-keepalived", []string{"services.announce.keepalived.interface=eth1", "services.announce.keepalived.vrid=60",
+			"services.announce.keepalived.advert=100ms", "services.announce.keepalived.image.repository=example.com/keepalived", "services.announce.keepalived.image.tag=2.2.7"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				ds := find(t, objs, "DaemonSet", "")
+				sync := container(t, ds, "sync", false)
+				hasAll(t, "sync args", args(sync), "--announce=keepalived", "--announce-interface=eth1", "--announce-keepalived-vrid=60",
+					"--announce-keepalived-advert=100ms", "--announce-keepalived-config=/etc/keepalived/keepalived.conf",
+					"--announce-keepalived-health-file=/etc/keepalived/health")
+				if !strings.Contains(fmt.Sprint(sync["volumeMounts"]), "/etc/keepalived") {
+					t.Error("the controller does not write where keepalived reads")
+				}
+				if caps := fmt.Sprint(sync["securityContext"]); strings.Contains(caps, "NET_ADMIN") {
+					t.Errorf("the controller got NET_ADMIN: %s", caps)
+				}
+				ka := container(t, ds, "keepalived", false)
+				if ka["image"] != "example.com/keepalived:2.2.7" {
+					t.Errorf("keepalived image %v", ka["image"])
+				}
+				caps, _, _ := unstructured.NestedStringSlice(ka, "securityContext", "capabilities", "add")
+				if !slices.Equal(caps, []string{"NET_ADMIN", "NET_RAW"}) {
+					t.Errorf("keepalived capabilities %v, want NET_ADMIN and NET_RAW only", caps)
+				}
+				if !strings.Contains(fmt.Sprint(ka["volumeMounts"]), "/etc/keepalived") {
+					t.Error("keepalived does not read where the controller writes")
+				}
+			}},
 		{"services-address-pools", []string{"services.addressPools=true", "services.claimQPS=50", "services.claimBurst=100"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				ds := find(t, objs, "DaemonSet", "")
@@ -295,22 +323,26 @@ func unstructuredRules(t *testing.T, objs []*unstructured.Unstructured) []any {
 func TestHelmChartSchemaRejects(t *testing.T) {
 	helm := tool(t, "helm")
 	for _, set := range []string{
-		"replicas=3",                              // unknown (top level)
-		"services.hostnetwork=true",               // unknown (misspelt)
-		"services.kind=StatefulSet",               // not a workload the chart knows
-		"metrics.port=http",                       // ill-typed
-		"services.publishAddresses={lb.example}",  // not an IP
-		"mode=bogus",                              // no such mode
-		"apiserver.sources={dns}",                 // no such source
-		"env.haproxy.backendName=be x",            // not a backend name
-		"extraArgs={oops}",                        // not a flag
-		"services.nodeCheck=http:10256/a b",       // not a node check
-		"services.claimQPS=fast",                  // ill-typed
-		"services.claimBurst=0",                   // below 1
-		"mode=dataplane",                          // dataplane without its URL
-		"services.announce.bgp.peers={router1}",   // not an address
-		"services.announce.bgp.peers={192.0.2.1}", // no AS number for the node
-		"services.announce.bgp.bfd=fast",          // not a duration
+		"replicas=3",                                    // unknown (top level)
+		"services.hostnetwork=true",                     // unknown (misspelt)
+		"services.kind=StatefulSet",                     // not a workload the chart knows
+		"metrics.port=http",                             // ill-typed
+		"services.publishAddresses={lb.example}",        // not an IP
+		"mode=bogus",                                    // no such mode
+		"apiserver.sources={dns}",                       // no such source
+		"env.haproxy.backendName=be x",                  // not a backend name
+		"extraArgs={oops}",                              // not a flag
+		"services.nodeCheck=http:10256/a b",             // not a node check
+		"services.claimQPS=fast",                        // ill-typed
+		"services.claimBurst=0",                         // below 1
+		"mode=dataplane",                                // dataplane without its URL
+		"services.announce.bgp.peers={router1}",         // not an address
+		"services.announce.bgp.peers={192.0.2.1}",       // no AS number for the node
+		"services.announce.bgp.bfd=fast",                // not a duration
+		"services.announce.keepalived.interface=eth0",   // keepalived without its image
+		"services.announce.keepalived.advert=fast",      // not a duration
+		"services.announce.keepalived.interface=eth0 0", // not an interface name
+		"services.announce.keepalived.vrid=255",         // the IPv6 instance takes the next
 	} {
 		t.Run(set, func(t *testing.T) {
 			out, err := run(t, helm, "template", "x", chart, "--set", set)

@@ -31,6 +31,8 @@ type Announcer struct {
 	log    *slog.Logger
 	set    announce.Latest[announce.Want]
 	status announce.Asks[[]netip.Addr]
+	// the routers each address is advertised to (Advertised)
+	advertised announce.Asks[map[netip.Addr][]string]
 	// sessions going up (true) or down, by peer, from GoBGP's watcher
 	sessions chan session
 	// the peers as added, by address (BFD is switched on a copy)
@@ -51,7 +53,8 @@ func New(cfg Config) (*Announcer, error) {
 	}
 	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "bgp"),
 		set: announce.NewLatest[announce.Want](), status: make(announce.Asks[[]netip.Addr]),
-		sessions: make(chan session, 64), peers: map[string]*api.Peer{}}, nil
+		advertised: make(announce.Asks[map[netip.Addr][]string]),
+		sessions:   make(chan session, 64), peers: map[string]*api.Peer{}}, nil
 }
 
 // Set implements announce.Announcer.
@@ -59,13 +62,6 @@ func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 
 // Announced is what this host announces now (nil once Run has ended).
 func (a *Announcer) Announced(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
-
-// Holders implements announce.Reporter: this host, named by its router
-// ID, for each address it announces (a speaker does not hear the
-// others).
-func (a *Announcer) Holders(ctx context.Context) announce.Holders {
-	return a.holders(a.Announced(ctx))
-}
 
 // Run implements announce.Announcer. The sessions open at the first
 // healthy Want, with every route of it, so that a restarting speaker
@@ -100,6 +96,8 @@ func (a *Announcer) Run(ctx context.Context) error {
 			return nil
 		case c := <-a.status:
 			c <- slices.Clone(had)
+		case c := <-a.advertised:
+			c <- adjOut(s, a.cfg.Peers, a.cfg.families, up)
 		case ss := <-a.sessions:
 			up[ss.peer] = ss.up
 			a.cfg.Metrics.Sessions(count(up))

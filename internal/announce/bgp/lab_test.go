@@ -48,6 +48,9 @@ const speakerEnv = "HKS_BGP_SPEAKER"
 type speakerFile struct {
 	Config
 	WantFile string
+	// AdvertisedFile, when set, is where the child writes what it
+	// advertises to which router (Advertised, as JSON) every 50 ms
+	AdvertisedFile string
 }
 
 func TestMain(m *testing.M) {
@@ -98,6 +101,9 @@ func speakerMain(file string) int {
 			read()
 		}
 	}()
+	if sf.AdvertisedFile != "" {
+		go writeAdvertised(ctx, a, sf.AdvertisedFile)
+	}
 	if err := a.Run(ctx); err != nil {
 		log.Error("run", "error", err)
 		return 1
