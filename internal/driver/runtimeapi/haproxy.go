@@ -118,6 +118,10 @@ type HAProxy struct {
 	poolView    poolView // the last view (poolview.go)
 	poolRead    bool
 	poolWritten []byte
+	// unpublished: backends created at runtime that went, unpublished
+	// and not deleted yet (dynamic.go).
+	unpublished map[string]bool
+	pubUnknown  bool // read back: whether each is published is not known
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -247,6 +251,11 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		return res, d.reload(ctx, cfg, reasons, &res)
 	}
 	d.gate.none()
+	// Backends a class's defaults describe are created before their
+	// slots come into service (dynamic.go).
+	if err := d.addBackends(ctx, cfg, layout, &res); err != nil {
+		return res, err
+	}
 	ops, missing := plan.Ops(d.changed(layout), d.actual)
 	if len(missing) > 0 {
 		d.known = false
@@ -269,6 +278,9 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		return res, err
 	}
 	if err := d.execOps(ctx, down, &res); err != nil {
+		return res, err
+	}
+	if err := d.dropBackends(ctx, layout, &res); err != nil {
 		return res, err
 	}
 	d.layout, d.running, d.desired, d.loose = layout, cfg, cfg, nil

@@ -1,0 +1,123 @@
+package runtimeapi
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// TestBackendCreatedAtRuntime (HAProxy 3.4+): with no pool of spares, a
+// route moved to a Service no route used before is served with no reload,
+// by a backend of the Service's own name that the driver created at
+// runtime (add backend from its class's defaults, publish); the backend
+// it left is unpublished and deleted; the config file on disk names the
+// new backend and carries the hash that runs, so a restarted controller
+// reloads nothing and a reload loads it from the file. A backend with
+// ClientIP affinity, which no defaults section can describe, still
+// reloads. A client of another listener sees no failed connection.
+// On older versions (no add backend) it is skipped; without the driver's
+// part, the new backend is a reload and the test fails.
+func TestBackendCreatedAtRuntime(t *testing.T) {
+	lb := startLabWith(t, func(o *Options) {})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// A connection of its own per question: a reload's new worker is
+	// another process.
+	showInfo := func() (map[string]string, error) {
+		rt := haproxy.NewRuntime(lb.p.StatsSocket)
+		defer rt.Close()
+		return rt.ShowInfo(ctx)
+	}
+	info, err := showInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := haproxy.ParseVersion(info["Version"]); err != nil || !v.DynamicBackends() {
+		t.Skipf("HAProxy %q creates no backends at runtime (3.4+): set HAPROXY_BIN", info["Version"])
+	}
+	w := newPoolWorld(t)
+	nodeOf := map[string]int{"be_a": 0, "be_b": 1, "be_c": 2}
+	if _, err := lb.d.Apply(ctx, w.config([]string{"be_a"}, nodeOf)); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.answers(4); got["node-0"] != 4 {
+		t.Fatalf("start: L1 answered %v, want node-0 only", got)
+	}
+	stop := w.keepProbing(t)
+	noReload := lb.noReload(ctx, t)
+	backends := func() []string { // those with servers, as HAProxy lists them
+		t.Helper()
+		rt := haproxy.NewRuntime(lb.p.StatsSocket)
+		defer rt.Close()
+		states, err := rt.ShowServersState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range states {
+			if !slices.Contains(out, s.Backend) {
+				out = append(out, s.Backend)
+			}
+		}
+		return out
+	}
+
+	cfg := w.config([]string{"be_b"}, nodeOf)
+	noReload("a new backend", cfg)
+	if got := w.answers(8); got["node-1"] != 8 {
+		t.Fatalf("be_b: L1 answered %v, want node-1 only", got)
+	}
+	if got := lb.d.HAProxyBackend("be_b"); got != "be_b" {
+		t.Errorf("be_b is served by %s, want its own backend", got)
+	}
+	if have := backends(); !slices.Contains(have, "be_b") || slices.Contains(have, "be_a") {
+		t.Errorf("HAProxy's backends %v: want be_b created, be_a deleted", have)
+	}
+
+	// The file on disk runs what HAProxy runs: be_b from its class, the
+	// hash the worker reports.
+	lb.d.flush(ctx)
+	file, err := os.ReadFile(lb.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(file), "\nbackend be_b from "+render.DynamicPrefix) {
+		t.Errorf("the config file does not name be_b from its class:\n%s", file)
+	}
+	if info, err := showInfo(); err != nil || !strings.Contains(string(file), "description "+info["description"]+"\n") {
+		t.Errorf("the config file's hash is not the worker's %q (%v)", info["description"], err)
+	}
+
+	// A restarted controller finds be_b where it is: no reload.
+	_ = lb.d.Close()
+	lb.d = NewHAProxy(lb.options(func(o *Options) {}))
+	noReload("restart", cfg)
+	if drift, err := lb.d.Verify(ctx); err != nil || drift {
+		t.Errorf("Verify after the restart: drift %v, %v", drift, err)
+	}
+	if got := w.answers(4); got["node-1"] != 4 {
+		t.Fatalf("after the restart: L1 answered %v, want node-1 only", got)
+	}
+
+	// A backend with affinity cannot come from a defaults section: a
+	// reload, which loads be_b from the file as an ordinary backend.
+	w.affinity = time.Minute
+	res, err := lb.d.Apply(ctx, w.config([]string{"be_b", "be_c"}, nodeOf))
+	if err != nil || !res.Reloaded {
+		t.Fatalf("affinity: %+v, %v; want a reload", res, err)
+	}
+	if got := w.answers(20); got["node-1"] == 0 || got["node-2"] == 0 || got[""] > 0 {
+		t.Fatalf("after the reload: L1 answered %v, want be_b's node-1 and be_c's node-2", got)
+	}
+	if ok, failed := stop(); failed > 0 || ok == 0 {
+		t.Errorf("L2's client: %d failed connections of %d", failed, ok+failed)
+	} else {
+		t.Logf("L2's client: %d connections, none failed", ok)
+	}
+}
