@@ -51,9 +51,23 @@ func (d *HAProxy) learnVersion(v haproxy.Version) {
 	if !v.Known() {
 		return
 	}
-	if on := v.DynamicBackends(); on != d.opts.Render.DynamicBackends {
+	if on := v.DynamicBackends() && !d.opts.staticBackends; on != d.opts.Render.DynamicBackends {
 		d.opts.Render.DynamicBackends = on
 		d.log.Info("haproxy creates backends at runtime", "version", v.Text, "enabled", on)
+	}
+}
+
+// createdAtRuntime names the backends of cfg (a model) that HAProxy
+// creates at runtime, which the pool of spares leaves out
+// (spares.ViewExcept); nil when there are none. Under d.mu.
+func (d *HAProxy) createdAtRuntime(cfg model.Config) func(*model.Backend) bool {
+	from := render.DynamicBackends(cfg, d.opts.Render)
+	if len(from) == 0 {
+		return nil
+	}
+	return func(b *model.Backend) bool {
+		_, ok := from[b.Name]
+		return ok
 	}
 }
 

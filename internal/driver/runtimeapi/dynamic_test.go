@@ -10,6 +10,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
 // TestBackendCreatedAtRuntime (HAProxy 3.4+): with no pool of spares, a
@@ -27,20 +28,7 @@ func TestBackendCreatedAtRuntime(t *testing.T) {
 	lb := startLabWith(t, func(o *Options) {})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	// A connection of its own per question: a reload's new worker is
-	// another process.
-	showInfo := func() (map[string]string, error) {
-		rt := haproxy.NewRuntime(lb.p.StatsSocket)
-		defer rt.Close()
-		return rt.ShowInfo(ctx)
-	}
-	info, err := showInfo()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v, err := haproxy.ParseVersion(info["Version"]); err != nil || !v.DynamicBackends() {
-		t.Skipf("HAProxy %q creates no backends at runtime (3.4+): set HAPROXY_BIN", info["Version"])
-	}
+	showInfo := skipUnlessDynamic(ctx, t, lb)
 	w := newPoolWorld(t)
 	nodeOf := map[string]int{"be_a": 0, "be_b": 1, "be_c": 2}
 	if _, err := lb.d.Apply(ctx, w.config([]string{"be_a"}, nodeOf)); err != nil {
@@ -119,5 +107,68 @@ func TestBackendCreatedAtRuntime(t *testing.T) {
 		t.Errorf("L2's client: %d failed connections of %d", failed, ok+failed)
 	} else {
 		t.Logf("L2's client: %d connections, none failed", ok)
+	}
+}
+
+// skipUnlessDynamic skips a test whose HAProxy creates no backends at
+// runtime, and returns show info asked on a connection of its own per
+// call (a reload's new worker is another process).
+func skipUnlessDynamic(ctx context.Context, t *testing.T, lb *testLab) func() (map[string]string, error) {
+	t.Helper()
+	showInfo := func() (map[string]string, error) {
+		rt := haproxy.NewRuntime(lb.p.StatsSocket)
+		defer rt.Close()
+		return rt.ShowInfo(ctx)
+	}
+	info, err := showInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := haproxy.ParseVersion(info["Version"]); err != nil || !v.DynamicBackends() {
+		t.Skipf("HAProxy %q creates no backends at runtime (3.4+): set HAPROXY_BIN", info["Version"])
+	}
+	return showInfo
+}
+
+// TestBackendCreatedAtRuntimeBesidePool (HAProxy 3.4+): with a pool of
+// spares, a backend its class's defaults describe takes no spare (created
+// at runtime, no reload), while one with ClientIP affinity, which no
+// defaults section can hold, takes a spare as on older versions (after
+// the reload that makes its class's spares, the next one with none).
+func TestBackendCreatedAtRuntimeBesidePool(t *testing.T) {
+	lb := startLabWith(t, func(o *Options) { o.Pool = spares.Policy{Spares: 2, Other: 1, LowWater: 1} })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	skipUnlessDynamic(ctx, t, lb)
+	w := newPoolWorld(t)
+	nodeOf := map[string]int{"be_a": 0, "be_b": 1, "be_c": 2, "be_d": 1}
+	if _, err := lb.d.Apply(ctx, w.config([]string{"be_a"}, nodeOf)); err != nil {
+		t.Fatal(err)
+	}
+	noReload := lb.noReload(ctx, t)
+	noReload("a new backend", w.config([]string{"be_b"}, nodeOf))
+	if got := w.answers(4); got["node-1"] != 4 {
+		t.Fatalf("be_b: L1 answered %v, want node-1 only", got)
+	}
+	for _, b := range []string{"be_b", "be_keep"} {
+		if got := lb.d.HAProxyBackend(b); got != b {
+			t.Errorf("%s is served by %s, want its own backend, no spare", b, got)
+		}
+	}
+
+	w.affinity = time.Minute
+	if res, err := lb.d.Apply(ctx, w.config([]string{"be_c"}, nodeOf)); err != nil || !res.Reloaded {
+		t.Fatalf("the first backend with affinity: %+v, %v; want the reload that makes its class's spares", res, err)
+	}
+	if sp := lb.d.HAProxyBackend("be_c"); sp == "be_c" {
+		t.Errorf("be_c (affinity) took no spare")
+	}
+	noReload = lb.noReload(ctx, t)
+	noReload("a second backend with affinity", w.config([]string{"be_d"}, nodeOf))
+	if sp := lb.d.HAProxyBackend("be_d"); sp == "be_d" {
+		t.Errorf("be_d (affinity) took no spare")
+	}
+	if got := w.answers(4); got["node-1"] != 4 {
+		t.Fatalf("be_d: L1 answered %v, want node-1 only", got)
 	}
 }

@@ -52,6 +52,11 @@ type Options struct {
 	// so that a small batch can be preempted.
 	opsWindow int
 
+	// staticBackends, when set (by the pool's tests), keeps every
+	// backend static whatever HAProxy's version: no backend is created
+	// at runtime (dynamic.go), so the spares serve them as on 2.6.
+	staticBackends bool
+
 	// WholeMaps replaces every changed map whole, as before maps were
 	// changed by difference (mapsync.go): the baseline of benchmarks.
 	WholeMaps bool
