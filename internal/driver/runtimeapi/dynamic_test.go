@@ -25,7 +25,7 @@ import (
 // On older versions (no add backend) it is skipped; without the driver's
 // part, the new backend is a reload and the test fails.
 func TestBackendCreatedAtRuntime(t *testing.T) {
-	lb := startLabWith(t, func(o *Options) {})
+	lb := startLabWith(t, runtimeBackends)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	showInfo := skipUnlessDynamic(ctx, t, lb)
@@ -84,7 +84,7 @@ func TestBackendCreatedAtRuntime(t *testing.T) {
 
 	// A restarted controller finds be_b where it is: no reload.
 	_ = lb.d.Close()
-	lb.d = NewHAProxy(lb.options(func(o *Options) {}))
+	lb.d = NewHAProxy(lb.options(runtimeBackends))
 	noReload("restart", cfg)
 	if drift, err := lb.d.Verify(ctx); err != nil || drift {
 		t.Errorf("Verify after the restart: drift %v, %v", drift, err)
@@ -109,6 +109,10 @@ func TestBackendCreatedAtRuntime(t *testing.T) {
 		t.Logf("L2's client: %d connections, none failed", ok)
 	}
 }
+
+// runtimeBackends lets the lab's driver create backends at runtime where
+// HAProxy can (the lab's default is not to).
+func runtimeBackends(o *Options) { o.staticBackends = false }
 
 // skipUnlessDynamic skips a test whose HAProxy creates no backends at
 // runtime, and returns show info asked on a connection of its own per
@@ -136,7 +140,10 @@ func skipUnlessDynamic(ctx context.Context, t *testing.T, lb *testLab) func() (m
 // defaults section can hold, takes a spare as on older versions (after
 // the reload that makes its class's spares, the next one with none).
 func TestBackendCreatedAtRuntimeBesidePool(t *testing.T) {
-	lb := startLabWith(t, func(o *Options) { o.Pool = spares.Policy{Spares: 2, Other: 1, LowWater: 1} })
+	lb := startLabWith(t, func(o *Options) {
+		runtimeBackends(o)
+		o.Pool = spares.Policy{Spares: 2, Other: 1, LowWater: 1}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	skipUnlessDynamic(ctx, t, lb)

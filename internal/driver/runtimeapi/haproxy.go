@@ -52,9 +52,10 @@ type Options struct {
 	// so that a small batch can be preempted.
 	opsWindow int
 
-	// staticBackends, when set (by the pool's tests), keeps every
-	// backend static whatever HAProxy's version: no backend is created
-	// at runtime (dynamic.go), so the spares serve them as on 2.6.
+	// staticBackends, when set (by tests of the reload's and the pool's
+	// paths), keeps every backend static whatever HAProxy's version: no
+	// backend is created at runtime (dynamic.go); a new one is a reload
+	// or takes a spare, as on 2.6.
 	staticBackends bool
 
 	// WholeMaps replaces every changed map whole, as before maps were

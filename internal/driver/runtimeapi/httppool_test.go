@@ -25,7 +25,6 @@ func TestHTTPPoolServesNewBackendsWithoutReload(t *testing.T) {
 	l := startLabWith(t, func(o *Options) {
 		o.Render.ACLDir = filepath.Join(filepath.Dir(o.ConfigPath), "acl")
 		o.Pool = spares.Policy{Spares: 2, Other: 1, LowWater: 1}
-		o.staticBackends = true // the spares' path on 3.4+ too (dynamic.go)
 		o.ReloadSettle = 0
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -127,7 +127,6 @@ func startPoolLab(t *testing.T, settle time.Duration) *testLab {
 func poolOptions(settle time.Duration) func(*Options) {
 	return func(o *Options) {
 		o.ReloadSettle, o.Pool = settle, spares.Policy{Spares: 2, Other: 1, LowWater: 1}
-		o.staticBackends = true // the spares' path on 3.4+ too (dynamic.go)
 	}
 }
 
