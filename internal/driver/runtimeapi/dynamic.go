@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
@@ -69,6 +70,42 @@ func (d *HAProxy) createdAtRuntime(cfg model.Config) func(*model.Backend) bool {
 		_, ok := from[b.Name]
 		return ok
 	}
+}
+
+// classChanged lists, as reload reasons, the backends of cfg whose
+// settings differ from those of the model last applied while the
+// structure hash is the same: only backends created from a class's
+// defaults can (any other's settings are in the hash), and HAProxy
+// cannot move a backend to another defaults section: a reload writes it
+// from its new class. Under d.mu.
+func (d *HAProxy) classChanged(cfg model.Config) []string {
+	if !d.opts.Render.DynamicBackends || len(d.running.Backends) == 0 {
+		return nil
+	}
+	var out []string
+	for _, b := range cfg.Backends {
+		if b.Name == "" || b.Name[0] == '_' {
+			continue // the controller's own and the spares: static
+		}
+		i, ok := slices.BinarySearchFunc(d.running.Backends, b.Name, func(r *model.Backend, name string) int {
+			return strings.Compare(r.Name, name)
+		})
+		if !ok {
+			continue
+		}
+		if r := d.running.Backends[i]; r != b && !sameClass(r, b) {
+			out = append(out, "backend "+b.Name+" changed class (created at runtime from another defaults)")
+		}
+	}
+	return out
+}
+
+// sameClass reports whether a and b have the same settings but for their
+// Service (render writes no Service into a backend's section).
+func sameClass(a, b *model.Backend) bool {
+	c := *b
+	c.Service = a.Service
+	return a.SameStructure(&c)
 }
 
 // addBackends creates the backends of cfg written from a class's defaults

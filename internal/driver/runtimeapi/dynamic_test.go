@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
@@ -93,10 +94,36 @@ func TestBackendCreatedAtRuntime(t *testing.T) {
 		t.Fatalf("after the restart: L1 answered %v, want node-1 only", got)
 	}
 
+	// be_c of another class (a new defaults section: a reload), then be_b
+	// moved to that class: the hash is the same, but HAProxy cannot move
+	// a backend to another defaults section: a reload too.
+	withTimeout := func(cfg model.Config, names ...string) model.Config {
+		cfg.Backends = slices.Clone(cfg.Backends)
+		for i, b := range cfg.Backends {
+			if slices.Contains(names, b.Name) {
+				c := *b
+				c.TimeoutServer = 5 * time.Second
+				cfg.Backends[i] = &c
+			}
+		}
+		return cfg
+	}
+	two := w.config([]string{"be_b", "be_c"}, nodeOf)
+	if res, err := lb.d.Apply(ctx, withTimeout(two, "be_c")); err != nil || !res.Reloaded {
+		t.Fatalf("a new class: %+v, %v; want a reload", res, err)
+	}
+	res, err := lb.d.Apply(ctx, withTimeout(two, "be_b", "be_c"))
+	if err != nil || !res.Reloaded || !slices.ContainsFunc(res.Reasons, func(r string) bool { return strings.Contains(r, "be_b changed class") }) {
+		t.Fatalf("be_b to be_c's class: %+v, %v; want a reload for be_b's class", res, err)
+	}
+	if got := render.DynamicBackends(withTimeout(two, "be_b", "be_c"), render.Options{DynamicBackends: true}); got["be_b"] != got["be_c"] {
+		t.Fatalf("classes %v", got)
+	}
+
 	// A backend with affinity cannot come from a defaults section: a
 	// reload, which loads be_b from the file as an ordinary backend.
 	w.affinity = time.Minute
-	res, err := lb.d.Apply(ctx, w.config([]string{"be_b", "be_c"}, nodeOf))
+	res, err = lb.d.Apply(ctx, w.config([]string{"be_b", "be_c"}, nodeOf))
 	if err != nil || !res.Reloaded {
 		t.Fatalf("affinity: %+v, %v; want a reload", res, err)
 	}

@@ -226,11 +226,14 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	res.Render = time.Since(t)
 
 	var reasons []string
+	classChanged := d.classChanged(cfg) // dynamic.go
 	switch {
 	case hash != d.hash:
 		reasons = d.structureReasons(cfg)
 	case len(exhausted) > 0:
 		reasons = []string{"server slots exhausted in " + strings.Join(exhausted, ", ")}
+	case len(classChanged) > 0:
+		reasons = classChanged
 	case d.opts.Mode == ModeReload && !d.sameServers(layout):
 		reasons = []string{"servers changed (apply mode reload)"}
 	}
