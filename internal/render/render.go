@@ -56,6 +56,11 @@ type Options struct {
 	// Listeners is the listener mode (listeners.go): per-port frontends,
 	// or one fixed listener the kernel hands every connection to.
 	Listeners Listeners
+	// DynamicBackends: the HAProxy that loads the config creates
+	// backends at runtime (3.4+): the backends a class's named defaults
+	// can describe are written from it, after every other section, and
+	// are no structure (dynamic.go).
+	DynamicBackends bool
 }
 
 // Peers names the peers section and the local peer (writePeers). The
@@ -174,15 +179,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	}
 	w("")
 	w("defaults")
-	w("\tmode tcp")
-	w("\ttimeout connect 5s")
-	w("\ttimeout client 1m")
-	w("\ttimeout server 1m")
-	w("\tretries 2")
-	w("\toption redispatch")
-	if opts.StateFile != "" {
-		w("\tload-server-state-from-file global")
-	}
+	writeDefaults(w, opts)
 	writeMonitor(w, opts)
 	writeStats(w, opts)
 	if opts.TProxy() {
@@ -238,7 +235,11 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	}
 	agentInter := settings.FormatDuration(cfg.NodesAgentInter())
 	listenedSrc := listenedSources(cfg, opts)
+	dyn := dynamicBackends(cfg, opts, listenedSrc)
 	for _, be := range cfg.Backends {
+		if _, ok := dyn.from[be.Name]; ok {
+			continue // after every other section, from its class (dynamic.go)
+		}
 		w("")
 		w("backend", be.Name)
 		if be.HTTP {
@@ -326,21 +327,40 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			if s.Track != 0 {
 				track = " track " + model.NodesBackend + "/" + model.SlotName(int(s.Track)-1)
 			}
-			switch {
-			case skeleton:
-				w("\tserver", s.Name+track)
-			case s.WantMaint() && s.Used:
-				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port), "disabled"+track)
-			case s.Used && s.Server.Drain:
-				// No config keyword drains a server: the Runtime API and the
-				// server-state file carry it. The comment tells the reader.
-				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port)+track, "# drain")
-			case s.Used:
-				w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port)+track)
-			default:
-				w("\tserver", s.Name, FreeSlotAddr, "disabled"+track)
-			}
+			writeSlot(w, s, track, skeleton)
 		}
+	}
+	writeDynamic(w, cfg, layout, dyn, opts, skeleton)
+}
+
+// writeDefaults writes the settings every defaults section starts with.
+func writeDefaults(w func(...string), opts Options) {
+	w("\tmode tcp")
+	w("\ttimeout connect 5s")
+	w("\ttimeout client 1m")
+	w("\ttimeout server 1m")
+	w("\tretries 2")
+	w("\toption redispatch")
+	if opts.StateFile != "" {
+		w("\tload-server-state-from-file global")
+	}
+}
+
+// writeSlot writes one server slot (track: its keywords, "" for none).
+func writeSlot(w func(...string), s model.Slot, track string, skeleton bool) {
+	switch {
+	case skeleton:
+		w("\tserver", s.Name+track)
+	case s.WantMaint() && s.Used:
+		w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port), "disabled"+track)
+	case s.Used && s.Server.Drain:
+		// No config keyword drains a server: the Runtime API and the
+		// server-state file carry it. The comment tells the reader.
+		w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port)+track, "# drain")
+	case s.Used:
+		w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port)+track)
+	default:
+		w("\tserver", s.Name, FreeSlotAddr, "disabled"+track)
 	}
 }
 

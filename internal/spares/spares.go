@@ -291,7 +291,15 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 // frontend's own rules, render/http.go): the HTTP maps, written from the
 // view, name the backends HAProxy has.
 // Backends are sorted by name, as in any model.
-func View(s State, cfg model.Config) model.Config {
+func View(s State, cfg model.Config) model.Config { return ViewExcept(s, cfg, nil) }
+
+// ViewExcept is View with the backends own names (a nil own names none)
+// out of the pool: kept under their own names, as the controller's own
+// backends are. The local driver so keeps the backends HAProxy 3.4+
+// creates at runtime (runtimeapi/dynamic.go); Occupy and Grow are then
+// given the model without them (Without).
+func ViewExcept(s State, cfg model.Config, own func(*model.Backend) bool) model.Config {
+	pooled := func(b *model.Backend) bool { return pooled(b) && (own == nil || !own(b)) }
 	idx := s.index()
 	out := model.Config{UDP: cfg.UDP}
 	byName := make(map[string]*model.Backend, len(cfg.Backends))
@@ -353,6 +361,18 @@ func View(s State, cfg model.Config) model.Config {
 		out.Backends = append(out.Backends, &b)
 	}
 	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Without is cfg without the backends own names, for Occupy, Grow and
+// Restore beside ViewExcept: its Backends a new slice, the rest shared.
+func Without(cfg model.Config, own func(*model.Backend) bool) model.Config {
+	if own == nil {
+		return cfg
+	}
+	out := cfg
+	out.Changes = nil
+	out.Backends = slices.DeleteFunc(slices.Clone(cfg.Backends), own)
 	return out
 }
 

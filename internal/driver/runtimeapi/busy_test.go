@@ -59,7 +59,8 @@ func TestReloadRefusedWhileLoading(t *testing.T) {
 	}
 	d := NewHAProxy(Options{
 		ConfigPath: cfgPath, Binary: haproxytest.Bin(), MasterSocket: p.MasterSocket, ReloadTimeout: time.Minute,
-		Render: render.Options{StatsSocket: p.StatsSocket, StateFile: filepath.Join(dir, "server-state")},
+		Render:         render.Options{StatsSocket: p.StatsSocket, StateFile: filepath.Join(dir, "server-state")},
+		staticBackends: true, // new backends are its reloads, on 3.4+ too
 	})
 	t.Cleanup(func() { _ = d.Close() })
 	backends := func(n int) model.Config {

@@ -84,7 +84,8 @@ func TestFastCheckFirstRun(t *testing.T) {
 	waitStatus(ctx, t, p.StatsSocket, "after a start", "be_live", "UP", 3, bound)
 
 	// A reload (a new Service), then the servers of be_live fail.
-	d := NewHAProxy(Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(), MasterSocket: p.MasterSocket, ReloadTimeout: time.Minute, Render: ropts})
+	d := NewHAProxy(Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(), MasterSocket: p.MasterSocket, ReloadTimeout: time.Minute, Render: ropts,
+		staticBackends: true}) // the new Service is a reload on 3.4+ too
 	t.Cleanup(func() { _ = d.Close() })
 	if _, err := d.Apply(ctx, config(false)); err != nil {
 		t.Fatal(err)

@@ -52,6 +52,12 @@ type Options struct {
 	// so that a small batch can be preempted.
 	opsWindow int
 
+	// staticBackends, when set (by tests of the reload's and the pool's
+	// paths), keeps every backend static whatever HAProxy's version: no
+	// backend is created at runtime (dynamic.go); a new one is a reload
+	// or takes a spare, as on 2.6.
+	staticBackends bool
+
 	// WholeMaps replaces every changed map whole, as before maps were
 	// changed by difference (mapsync.go): the baseline of benchmarks.
 	WholeMaps bool
@@ -120,6 +126,10 @@ type HAProxy struct {
 	poolView    poolView // the last view (poolview.go)
 	poolRead    bool
 	poolWritten []byte
+	// unpublished: backends created at runtime that went, unpublished
+	// and not deleted yet (dynamic.go).
+	unpublished map[string]bool
+	pubUnknown  bool // read back: whether each is published is not known
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -218,11 +228,14 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	res.Render = time.Since(t)
 
 	var reasons []string
+	classChanged := d.classChanged(cfg) // dynamic.go
 	switch {
 	case hash != d.hash:
 		reasons = d.structureReasons(cfg)
 	case len(exhausted) > 0:
 		reasons = []string{"server slots exhausted in " + strings.Join(exhausted, ", ")}
+	case len(classChanged) > 0:
+		reasons = classChanged
 	case d.opts.Mode == ModeReload && !d.sameServers(layout):
 		reasons = []string{"servers changed (apply mode reload)"}
 	}
@@ -249,6 +262,11 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		return res, d.reload(ctx, cfg, reasons, &res)
 	}
 	d.gate.none()
+	// Backends a class's defaults describe are created before their
+	// slots come into service (dynamic.go).
+	if err := d.addBackends(ctx, cfg, layout, &res); err != nil {
+		return res, err
+	}
 	ops, missing := plan.Ops(d.changed(layout), d.actual)
 	if len(missing) > 0 {
 		d.known = false
@@ -271,6 +289,9 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		return res, err
 	}
 	if err := d.execOps(ctx, down, &res); err != nil {
+		return res, err
+	}
+	if err := d.dropBackends(ctx, layout, &res); err != nil {
 		return res, err
 	}
 	d.layout, d.running, d.desired, d.loose = layout, cfg, cfg, nil

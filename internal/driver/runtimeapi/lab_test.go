@@ -56,6 +56,10 @@ func (l *testLab) options(opt func(*Options)) Options {
 	o := Options{
 		ConfigPath: l.cfgPath, Binary: haproxytest.Bin(), MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute,
 		Render: render.Options{StatsSocket: l.p.StatsSocket, StateFile: l.statePath},
+		// A new backend is a reload (or a spare) on every version: the
+		// tests of those paths hold on 3.4+ too; dynamic_test.go's turn
+		// backends created at runtime on.
+		staticBackends: true,
 	}
 	opt(&o)
 	return o

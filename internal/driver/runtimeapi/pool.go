@@ -43,17 +43,26 @@ var ErrWaitingForSpare = errors.New("no free spare backend of its class: the poo
 
 // applyPooled is Apply with a pool, under d.mu.
 func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Result, error) {
-	if !d.poolRead {
-		d.pool, d.poolRead = d.readPool(cfg), true
+	if !d.known {
+		// The version read back decides which backends the pool keeps
+		// (dynamic.go).
+		if err := d.readBack(ctx); err != nil {
+			return driver.Result{}, err
+		}
 	}
-	next, waiting := spares.Occupy(d.pool, cfg)
-	grown, grow := spares.Grow(next, cfg, waiting, d.opts.Pool)
+	own := d.createdAtRuntime(cfg)
+	pooled := spares.Without(cfg, own)
+	if !d.poolRead {
+		d.pool, d.poolRead = d.readPool(pooled), true
+	}
+	next, waiting := spares.Occupy(d.pool, pooled)
+	grown, grow := spares.Grow(next, pooled, waiting, d.opts.Pool)
 	if !grow {
-		res, err := d.apply(ctx, d.poolView.of(next, cfg))
+		res, err := d.apply(ctx, d.poolView.of(next, cfg, own))
 		d.poolApplied(ctx, next, err)
 		return res, err
 	}
-	view := spares.View(next, cfg)
+	view := spares.ViewExcept(next, cfg, own)
 	var first driver.Result
 	if d.known && !d.wouldReload(view) {
 		// Serve what the spares can now, with no reload; then grow. The
@@ -68,7 +77,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		}
 		first = res
 	}
-	res, err := d.apply(ctx, spares.View(grown, cfg))
+	res, err := d.apply(ctx, spares.ViewExcept(grown, cfg, own))
 	res.Ops += first.Ops
 	res.Runtime += first.Runtime
 	res.Refused = append(first.Refused, res.Refused...)

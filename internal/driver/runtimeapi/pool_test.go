@@ -30,7 +30,7 @@ type poolWorld struct {
 	affinity time.Duration // of L1's backends
 }
 
-func newPoolWorld(t *testing.T) *poolWorld {
+func newPoolWorld(t testing.TB) *poolWorld {
 	w := &poolWorld{port: uint16(haproxytest.FreePort(t)), l1: haproxytest.FreePort(t), l2: haproxytest.FreePort(t)}
 	for i := range 3 {
 		n := lab.NewNodeServer(fmt.Sprint("node-", i), fmt.Sprintf("127.81.0.%d", i+1))

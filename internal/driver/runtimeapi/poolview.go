@@ -19,17 +19,19 @@ type poolView struct {
 	pool  []spares.Spare // and its pool's spares
 	view  model.Config
 	index map[string]int // model backend name -> index in view.Backends
+	own   bool           // some backends were out of the pool (of)
 }
 
-// of returns the view of cfg with pool s.
-func (v *poolView) of(s spares.State, cfg model.Config) model.Config {
-	if out, ok := v.derived(s, cfg); ok {
+// of returns the view of cfg with pool s, the backends own names out of
+// the pool (spares.ViewExcept).
+func (v *poolView) of(s spares.State, cfg model.Config, own func(*model.Backend) bool) model.Config {
+	if out, ok := v.derived(s, cfg); ok && v.own == (own != nil) {
 		v.cfg, v.view = cfg, out
 		v.cfg.Changes, v.view.Changes = nil, nil // hold no older Backends array
 		return out
 	}
-	out := spares.View(s, cfg)
-	v.cfg, v.pool, v.view = cfg, slices.Clone(s.Spares), out
+	out := spares.ViewExcept(s, cfg, own)
+	v.cfg, v.pool, v.view, v.own = cfg, slices.Clone(s.Spares), out, own != nil
 	v.cfg.Changes = nil
 	v.index = make(map[string]int, len(out.Backends))
 	for j, b := range out.Backends {

@@ -48,6 +48,10 @@ func (d *HAProxy) readBack(ctx context.Context) error {
 	d.pid = info["Pid"]
 	d.pidEpoch++
 	d.running = model.Config{}
+	if v, err := haproxy.ParseVersion(info["Version"]); err == nil {
+		d.learnVersion(v) // dynamic.go
+	}
+	d.unpublished, d.pubUnknown = nil, true // not known (dynamic.go)
 	foreign, err := d.readSlotStates(ctx, true)
 	if err != nil {
 		return err

@@ -129,6 +129,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	}
 	d.held.loaded(d.pid, maps) // the new worker read them from disk (mapsync.go)
 	d.hash, d.running, d.layout, d.desired, d.loose = hash, cfg, layout, cfg, nil
+	d.unpublished = nil // the new worker loaded only what the file names (dynamic.go)
 	d.assigned, d.consistent = true, false
 	d.gen++
 	d.certs.loaded(certs, d.pid)

@@ -15,6 +15,7 @@ func (d *HAProxy) noteVersion(r haproxy.ReloadResult) {
 		return
 	}
 	d.version = r.Version
+	d.learnVersion(r.Version) // dynamic.go
 	how := "by polling show proc"
 	if r.Version.SyncReload() {
 		how = "by the master's answer"
