@@ -1,7 +1,6 @@
 package objects
 
 import (
-	"encoding/json"
 	"fmt"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -36,7 +35,8 @@ func gatewayKind(kind string) bool {
 
 // gateway decodes a Gateway API object (h, its version checked) into l's
 // set; false when the kind is not one render reads.
-func (l *loader) gateway(h *header, raw []byte, ns, version string, first func(kind, ns, name string) bool, fail func(*header, error, error)) bool {
+func (l *loader) gateway(d decoding, ns, version string) bool {
+	h, fail := d.h, d.fail
 	want := "v1"
 	if h.Kind == "ReferenceGrant" && version == "v1beta1" {
 		want = "v1beta1"
@@ -48,43 +48,17 @@ func (l *loader) gateway(h *header, raw []byte, ns, version string, first func(k
 		fail(h, ErrVersion, fmt.Errorf("want %s/v1, got %q", GatewayGroup, h.APIVersion))
 		return true
 	}
-	decode := func(o any) bool {
-		if err := json.Unmarshal(raw, o); err != nil {
-			fail(h, ErrDecode, err)
-			return false
-		}
-		return true
-	}
 	switch h.Kind {
 	case "GatewayClass":
-		var o gwv1.GatewayClass
-		if decode(&o) && first(h.Kind, "", o.Name) {
-			l.set.GatewayClasses = append(l.set.GatewayClasses, &o)
-		}
+		decodeInto(d, "", &l.set.GatewayClasses)
 	case "Gateway":
-		var o gwv1.Gateway
-		if decode(&o) && first(h.Kind, ns, o.Name) {
-			o.Namespace = ns
-			l.set.Gateways = append(l.set.Gateways, &o)
-		}
+		decodeInto(d, ns, &l.set.Gateways)
 	case "HTTPRoute":
-		var o gwv1.HTTPRoute
-		if decode(&o) && first(h.Kind, ns, o.Name) {
-			o.Namespace = ns
-			l.set.HTTPRoutes = append(l.set.HTTPRoutes, &o)
-		}
+		decodeInto(d, ns, &l.set.HTTPRoutes)
 	case "GRPCRoute":
-		var o gwv1.GRPCRoute
-		if decode(&o) && first(h.Kind, ns, o.Name) {
-			o.Namespace = ns
-			l.set.GRPCRoutes = append(l.set.GRPCRoutes, &o)
-		}
+		decodeInto(d, ns, &l.set.GRPCRoutes)
 	case "ReferenceGrant":
-		var o gwv1beta1.ReferenceGrant
-		if decode(&o) && first(h.Kind, ns, o.Name) {
-			o.Namespace = ns
-			l.set.ReferenceGrants = append(l.set.ReferenceGrants, &o)
-		}
+		decodeInto(d, ns, &l.set.ReferenceGrants)
 	}
 	return true
 }

@@ -1,7 +1,6 @@
 package objects
 
 import (
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +28,8 @@ func ingressKind(kind string) bool {
 
 // ingress decodes an Ingress object into l's set; false when h is not
 // one render reads.
-func (l *loader) ingress(h *header, raw []byte, ns, group, version string, first func(kind, ns, name string) bool, fail func(*header, error, error)) bool {
+func (l *loader) ingress(d decoding, ns, group, version string) bool {
+	h, fail := d.h, d.fail
 	want := netv1.GroupName
 	if h.Kind == "Secret" {
 		want = ""
@@ -41,31 +41,13 @@ func (l *loader) ingress(h *header, raw []byte, ns, group, version string, first
 		fail(h, ErrVersion, fmt.Errorf("want v1 of %q, got %q", want, h.APIVersion))
 		return true
 	}
-	decode := func(o any) bool {
-		if err := json.Unmarshal(raw, o); err != nil {
-			fail(h, ErrDecode, err)
-			return false
-		}
-		return true
-	}
 	switch h.Kind {
 	case "IngressClass":
-		var o netv1.IngressClass
-		if decode(&o) && first(h.Kind, "", o.Name) {
-			l.set.IngressClasses = append(l.set.IngressClasses, &o)
-		}
+		decodeInto(d, "", &l.set.IngressClasses)
 	case "Ingress":
-		var o netv1.Ingress
-		if decode(&o) && first(h.Kind, ns, o.Name) {
-			o.Namespace = ns
-			l.set.Ingresses = append(l.set.Ingresses, &o)
-		}
+		decodeInto(d, ns, &l.set.Ingresses)
 	case "Secret":
-		var o corev1.Secret
-		if decode(&o) && first(h.Kind, ns, o.Name) {
-			o.Namespace = ns
-			l.set.Secrets = append(l.set.Secrets, &o)
-		}
+		decodeInto(d, ns, &l.set.Secrets)
 	}
 	return true
 }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -260,64 +259,40 @@ func (l *loader) value(raw json.RawMessage, doc int, path []int, inherit *header
 		}
 		return true
 	}
+	d := decoding{h: &h, raw: trimmed, first: first, fail: fail}
 	switch group, version := splitAPIVersion(h.APIVersion); {
 	case h.Kind == "Service" && group == "":
 		if version != "v1" {
 			fail(&h, ErrVersion, fmt.Errorf("want v1, got %q", h.APIVersion))
 			return
 		}
-		var o corev1.Service
-		if err := json.Unmarshal(trimmed, &o); err != nil {
-			fail(&h, ErrDecode, err)
-			return
-		}
-		o.Kind, o.APIVersion, o.Namespace = h.Kind, "v1", ns
-		if first("Service", ns, o.Name) {
-			l.set.Services = append(l.set.Services, &o)
+		if o := decodeInto(d, ns, &l.set.Services); o != nil {
+			o.Kind, o.APIVersion = h.Kind, "v1"
 		}
 	case h.Kind == "Node" && group == "":
 		if version != "v1" {
 			fail(&h, ErrVersion, fmt.Errorf("want v1, got %q", h.APIVersion))
 			return
 		}
-		var o corev1.Node
-		if err := json.Unmarshal(trimmed, &o); err != nil {
-			fail(&h, ErrDecode, err)
-			return
-		}
-		o.Kind, o.APIVersion = h.Kind, "v1"
-		if first("Node", "", o.Name) {
-			l.set.Nodes = append(l.set.Nodes, &o)
+		if o := decodeInto(d, "", &l.set.Nodes); o != nil {
+			o.Kind, o.APIVersion = h.Kind, "v1"
 		}
 	case h.Kind == "EndpointSlice" && group == discoveryv1.GroupName:
 		if version != "v1" {
 			fail(&h, ErrVersion, fmt.Errorf("want %s/v1, got %q", discoveryv1.GroupName, h.APIVersion))
 			return
 		}
-		var o discoveryv1.EndpointSlice
-		if err := json.Unmarshal(trimmed, &o); err != nil {
-			fail(&h, ErrDecode, err)
-			return
-		}
-		o.Kind, o.APIVersion, o.Namespace = h.Kind, discoveryv1.GroupName+"/v1", ns
-		if first("EndpointSlice", ns, o.Name) {
-			l.set.EndpointSlices = append(l.set.EndpointSlices, &o)
+		if o := decodeInto(d, ns, &l.set.EndpointSlices); o != nil {
+			o.Kind, o.APIVersion = h.Kind, discoveryv1.GroupName+"/v1"
 		}
 	case h.Kind == pools.Kind && group == pools.GVR.Group:
 		if version != pools.GVR.Version {
 			fail(&h, ErrVersion, fmt.Errorf("want %s/%s, got %q", pools.GVR.Group, pools.GVR.Version, h.APIVersion))
 			return
 		}
-		var o pools.AddressPool
-		if err := json.Unmarshal(trimmed, &o); err != nil {
-			fail(&h, ErrDecode, err)
-			return
-		}
-		if first(pools.Kind, "", o.Name) {
-			l.set.AddressPools = append(l.set.AddressPools, &o)
-		}
-	case group == GatewayGroup && l.gateway(&h, trimmed, ns, version, first, fail):
-	case l.ingress(&h, trimmed, ns, group, version, first, fail):
+		decodeInto(d, "", &l.set.AddressPools)
+	case group == GatewayGroup && l.gateway(d, ns, version):
+	case l.ingress(d, ns, group, version):
 	case group == GatewayGroup:
 		fail(&h, ErrKind, errors.New("render reads GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes and ReferenceGrants of the Gateway API only (run --mode=gateway serves the others)"))
 	default:
