@@ -37,18 +37,42 @@ func startMapLab(t testing.TB) *testLab {
 // httpBackend is an HTTP server on loopback answering its name and the
 // request headers the tests look at.
 func httpBackend(t *testing.T, name string) netip.AddrPort {
+	return serveHTTP(t, func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s set=%s add=%s gone=%s", name, r.Header.Get("X-Set"), strings.Join(r.Header.Values("X-Add"), "+"), r.Header.Get("X-Gone"))
+	})
+}
+
+// serveHTTP serves h on a free loopback port for the test's lifetime.
+func serveHTTP(t *testing.T, h http.HandlerFunc) netip.AddrPort {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s set=%s add=%s gone=%s", name, r.Header.Get("X-Set"), strings.Join(r.Header.Values("X-Add"), "+"), r.Header.Get("X-Gone"))
-	}), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return netip.MustParseAddrPort(ln.Addr().String())
 }
+
+// twoBackends is the setting of the HTTP map tests: a frontend
+// gw_apps_gw_80 on a free port of 127.0.0.1 (addr) whose table cfgOf
+// takes, before backends gwh_a and gwh_b of one server each (a, b).
+func twoBackends(t *testing.T, a, b netip.AddrPort) (addr string, cfgOf func(*model.HTTP) model.Config) {
+	port := uint16(haproxytest.FreePort(t))
+	be := func(n string, s netip.AddrPort) *model.Backend {
+		return &model.Backend{Name: n, Service: "apps/" + n, Balance: "roundrobin", HTTP: true, Servers: []model.Server{{Addr: s.Addr(), Port: s.Port()}}}
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port), func(h *model.HTTP) model.Config {
+		return model.Config{
+			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Service: "apps/gw", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
+			Backends:  []*model.Backend{be("gwh_a", a), be("gwh_b", b)},
+		}
+	}
+}
+
+// one is a single backend of weight 1.
+func one(n string) []model.WeightedBackend { return []model.WeightedBackend{{Name: n, Weight: 1}} }
 
 // httpGet sends one request for host and path (headers "name: value";
 // "Method: M" is the method) and returns the status and the body, or the
@@ -93,18 +117,7 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 	ctx := context.Background()
 
 	a, b := httpBackend(t, "A"), httpBackend(t, "B")
-	port := uint16(haproxytest.FreePort(t))
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	be := func(n string, s netip.AddrPort) *model.Backend {
-		return &model.Backend{Name: n, Service: "apps/" + n, Balance: "roundrobin", HTTP: true, Servers: []model.Server{{Addr: s.Addr(), Port: s.Port()}}}
-	}
-	cfgOf := func(h *model.HTTP) model.Config {
-		return model.Config{
-			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Service: "apps/gw", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
-			Backends:  []*model.Backend{be("gwh_a", a), be("gwh_b", b)},
-		}
-	}
-	one := func(n string) []model.WeightedBackend { return []model.WeightedBackend{{Name: n, Weight: 1}} }
+	addr, cfgOf := twoBackends(t, a, b)
 	headers := func() model.HTTPAction {
 		return model.HTTPAction{Backends: one("gwh_b"), Set: []model.HeaderValue{{Name: "x-set", Value: "one"}},
 			Add: []model.HeaderValue{{Name: "x-add", Value: "two"}}, Remove: []string{"x-gone"}}

@@ -3,14 +3,12 @@ package runtimeapi
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -18,22 +16,14 @@ import (
 // request's path and query, Host and Backend header, with a response
 // header X-Echo; "?delay=D" waits D first.
 func extBackend(t *testing.T, name string) netip.AddrPort {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveHTTP(t, func(w http.ResponseWriter, r *http.Request) {
 		if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil && d < 5*time.Second {
 			time.Sleep(d) // the slow backend a timeout is measured against
 		}
 		w.Header().Set("X-Echo", "echo")
 		w.Header().Set("X-Gone", "there")
 		fmt.Fprintf(w, "%s %s host=%s backend=%s resp=", name, r.URL.RequestURI(), r.Host, r.Header.Get("Backend"))
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return netip.MustParseAddrPort(ln.Addr().String())
+	})
 }
 
 // extGet is httpGet for host a.example.com that also returns the
@@ -81,18 +71,7 @@ func TestHTTPExtWithoutReload(t *testing.T) {
 	ctx := context.Background()
 
 	a, b := extBackend(t, "A"), extBackend(t, "B")
-	port := uint16(haproxytest.FreePort(t))
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	be := func(n string, s netip.AddrPort) *model.Backend {
-		return &model.Backend{Name: n, Service: "apps/" + n, Balance: "roundrobin", HTTP: true, Servers: []model.Server{{Addr: s.Addr(), Port: s.Port()}}}
-	}
-	cfgOf := func(h *model.HTTP) model.Config {
-		return model.Config{
-			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Service: "apps/gw", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
-			Backends:  []*model.Backend{be("gwh_a", a), be("gwh_b", b)},
-		}
-	}
-	one := func(n string) []model.WeightedBackend { return []model.WeightedBackend{{Name: n, Weight: 1}} }
+	addr, cfgOf := twoBackends(t, a, b)
 	set := func(n, v string) model.HeaderMods {
 		return model.HeaderMods{Set: []model.HeaderValue{{Name: n, Value: v}}}
 	}
