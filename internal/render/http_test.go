@@ -46,17 +46,23 @@ func TestGoldenHTTP(t *testing.T) {
 	assertHTTPGolden(t, httpRouted(), "http.cfg", "http-maps.txt") // httpext_test.go
 }
 
+// httpStructure gives the structure hash of cfg() after a change to its
+// first frontend's table.
+func httpStructure(cfg func() model.Config) func(change func(h *model.HTTP)) string {
+	withDir := opts
+	withDir.ACLDir = goldenACLDir
+	return func(change func(h *model.HTTP)) string {
+		c := cfg()
+		change(c.Frontends[0].HTTP)
+		layout, _ := plan.Assign(c, nil, true)
+		return StructureHash(c, layout, withDir)
+	}
+}
+
 // The table is data: rules, hosts, weights and actions changed keep the
 // structure; a header name matched or changed, or TLS, does not.
 func TestHTTPStructure(t *testing.T) {
-	withDir := opts
-	withDir.ACLDir = goldenACLDir
-	hash := func(change func(h *model.HTTP)) string {
-		cfg := httpRouted()
-		change(cfg.Frontends[0].HTTP)
-		layout, _ := plan.Assign(cfg, nil, true)
-		return StructureHash(cfg, layout, withDir)
-	}
+	hash := httpStructure(httpRouted)
 	base := hash(func(*model.HTTP) {})
 	for _, tc := range []struct {
 		name   string

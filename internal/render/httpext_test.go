@@ -73,14 +73,7 @@ func assertHTTPGolden(t *testing.T, cfg model.Config, cfgFile, mapsFile string) 
 // or a backend's header value changed keep the structure; a response
 // header name or a query parameter name does not.
 func TestHTTPExtStructure(t *testing.T) {
-	withDir := opts
-	withDir.ACLDir = goldenACLDir
-	hash := func(change func(h *model.HTTP)) string {
-		cfg := httpExt()
-		change(cfg.Frontends[0].HTTP)
-		layout, _ := plan.Assign(cfg, nil, true)
-		return StructureHash(cfg, layout, withDir)
-	}
+	hash := httpStructure(httpExt)
 	base := hash(func(*model.HTTP) {})
 	for _, tc := range []struct {
 		name   string
