@@ -202,8 +202,14 @@ func (e *env) addNode(name string, i int, ready bool, ports ...int32) {
 	}
 }
 
-// nodePort picks a node port in the apiserver's default range.
-func nodePort() int32 { return int32(30000 + rand.IntN(2700)) }
+// nodePort picks a node port in the static band of the apiserver's
+// default range (30000-30085 of 30000-32767), leaving room for the 12
+// consecutive ports a test takes from it at most: the apiserver allocates
+// the ports nobody names (a Local Service's healthCheckNodePort among them)
+// above that band while ports are free there, so a port drawn anywhere in
+// the range could be taken already (CI's TestNodeLeavesEveryBackend: its
+// eleventh nodePort was a Local Service's healthCheckNodePort).
+func nodePort() int32 { return int32(30000 + rand.IntN(64)) }
 
 // eventually polls cond until it returns nil or the deadline passes.
 func (e *env) eventually(what string, cond func() error) {
