@@ -158,11 +158,13 @@ test: deps deps-versions
 
 # The packages that talk to HAProxy itself (its clients and master CLI,
 # the start-up check, the local driver) again on each other supported
-# version: make test runs them on 3.0 after the whole suite on the host's
-# 2.6 (docs/testing.md has what each version showed). ~3 min warm; a cold
-# cache first makes 3.0's root file system (hack/haproxy-version.sh, 4-12
-# min). The whole suite on one version: make test-haproxy VERSION=3.0.
-TEST_VERSIONS ?= 3.0
+# version: make test runs them on 3.0 and on 3.4 (the first with backends
+# created at runtime) beside the whole suite on the host's 2.6
+# (docs/testing.md has what each version showed). ~3 min warm each; a
+# cold cache first makes each version's root file system
+# (hack/haproxy-version.sh, 4-12 min). The whole suite on one version:
+# make test-haproxy VERSION=3.0.
+TEST_VERSIONS ?= 3.0 3.4
 VERSION_PKGS ?= ./internal/haproxy/... ./internal/cli/ ./internal/driver/runtimeapi/
 VERSION_SKIP ?=
 # The end-to-end core on those versions too: one or more tests of each
