@@ -145,32 +145,37 @@ vet:
 	$(GO) vet $(PKGS)
 
 # The suite itself runs in two lanes side by side (hack/test.sh): test/e2e
-# and its core on E2E_VERSIONS in one, every other package, the client
-# packages on TEST_VERSIONS and the fuzz targets in the other.
+# and its core on TEST_VERSIONS in one, every other package, the client
+# packages and conformance on TEST_VERSIONS, the driver on
+# RUNTIME_VERSIONS and the fuzz targets in the other.
 test: deps deps-versions
 	$(WITH_TESTBIN) $(WITH_TOOLS) \
 	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
 	$(MAKE) --no-print-directory fmt-check && \
 	$(GO) vet $(PKGS) && \
 	GO='$(GO)' PKGS='$(PKGS)' TESTFLAGS='$(TESTFLAGS)' TEST_TIMEOUT='$(TEST_TIMEOUT)' \
-	TEST_VERSIONS='$(TEST_VERSIONS)' E2E_VERSIONS='$(E2E_VERSIONS)' VERSION_PKGS='$(VERSION_PKGS)' VERSION_E2E='$(VERSION_E2E)' \
+	TEST_VERSIONS='$(TEST_VERSIONS)' VERSION_PKGS='$(VERSION_PKGS)' VERSION_E2E='$(VERSION_E2E)' \
+	VERSION_CONFORMANCE='$(VERSION_CONFORMANCE)' RUNTIME_VERSIONS='$(RUNTIME_VERSIONS)' RUNTIME_PKGS='$(RUNTIME_PKGS)' \
 	VERSION_SKIP='$(VERSION_SKIP)' hack/test.sh
 
 # The packages that talk to HAProxy itself (its clients and master CLI,
-# the start-up check, the local driver) again on each other supported
-# version: make test runs them on 3.0 and on 3.4 (the first with backends
-# created at runtime) beside the whole suite on the host's 2.6
-# (docs/testing.md has what each version showed). ~3 min warm each; a
-# cold cache first makes each version's root file system
-# (hack/haproxy-version.sh, 4-12 min). The whole suite on one version:
-# make test-haproxy VERSION=3.0.
-TEST_VERSIONS ?= 3.0 3.4
-# The versions make test runs the end-to-end core on (VERSION_E2E below):
-# 3.0 only, since that lane is make test's longer one (with 3.4's core
-# too, a warm run took 1,182 s, close to the 20-minute budget); make
-# test-versions runs the core on every TEST_VERSIONS.
-E2E_VERSIONS ?= 3.0
+# the start-up check, the local driver) and the Gateway API conformance
+# suite again on each other supported version: make test runs them on 3.0
+# beside the whole suite on the host's 2.6 (docs/testing.md has what each
+# version showed). ~6 min warm; a cold cache first makes the version's
+# root file system (hack/haproxy-version.sh, 4-12 min). The whole suite on
+# one version: make test-haproxy VERSION=3.0.
+TEST_VERSIONS ?= 3.0
 VERSION_PKGS ?= ./internal/haproxy/... ./internal/cli/ ./internal/driver/runtimeapi/
+VERSION_CONFORMANCE ?= ./test/conformance/
+# The versions whose runtime powers the driver uses beyond 3.0's (from
+# 3.4 it creates backends at runtime: add/publish backend) and the
+# package that proves them there, in make test too (~1 min warm): the
+# whole client set and the end-to-end core on 3.4 would push make test
+# past 20 minutes (a warm run with them took 1,182 s); make
+# test-versions TEST_VERSIONS=3.4 runs them.
+RUNTIME_VERSIONS ?= 3.4
+RUNTIME_PKGS ?= ./internal/driver/runtimeapi/
 VERSION_SKIP ?=
 # The end-to-end core on those versions too: one or more tests of each
 # mode (Services, apiserver, gateway) and the chaos suite's fast cases,
@@ -185,6 +190,7 @@ test-versions: deps-versions
 		echo "HAProxy $$v: $$bin"; \
 		HAPROXY_BIN="$$bin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(if $(VERSION_SKIP),-skip '$(VERSION_SKIP)') $(VERSION_PKGS); \
 		$(if $(VERSION_E2E),HAPROXY_BIN="$$bin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) -run '$(VERSION_E2E)' ./test/e2e/;) \
+		$(if $(VERSION_CONFORMANCE),HAPROXY_BIN="$$bin" $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(VERSION_CONFORMANCE);) \
 	done
 
 # The whole suite against one HAProxy version, the binary from

@@ -4,12 +4,12 @@
 # minutes warm (docs/testing.md, "How long make test takes"):
 #
 #   lane 1: test/e2e on the host's HAProxy, then the end-to-end core
-#           (VERSION_E2E) on each of E2E_VERSIONS (3.0: lane 1 is the
-#           longer one, so 3.4's end-to-end core is left to make
-#           test-versions);
+#           (VERSION_E2E) on each of TEST_VERSIONS;
 #   lane 2: every other package one at a time (the conformance suite
 #           among them), then the HAProxy client packages (VERSION_PKGS)
-#           on each of TEST_VERSIONS, then make fuzz.
+#           and the conformance suite (VERSION_CONFORMANCE) on each of
+#           TEST_VERSIONS, the driver (RUNTIME_PKGS) on each of
+#           RUNTIME_VERSIONS, then make fuzz.
 #
 # The two end-to-end runs share one lane because two test/e2e processes
 # at once could take the same fixed loopback subnets; the other lane runs
@@ -19,8 +19,8 @@
 # either lane failed.
 #
 # Environment (the Makefile passes its variables): GO, PKGS, TESTFLAGS,
-# TEST_TIMEOUT, TEST_VERSIONS, E2E_VERSIONS, VERSION_PKGS, VERSION_E2E,
-# VERSION_SKIP.
+# TEST_TIMEOUT, TEST_VERSIONS, VERSION_PKGS, VERSION_E2E,
+# VERSION_CONFORMANCE, RUNTIME_VERSIONS, RUNTIME_PKGS, VERSION_SKIP.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -28,7 +28,9 @@ GO=${GO:-go}
 PKGS=${PKGS:-./...}
 TEST_TIMEOUT=${TEST_TIMEOUT:-40m}
 TEST_VERSIONS=${TEST_VERSIONS-3.0}
-E2E_VERSIONS=${E2E_VERSIONS-3.0}
+RUNTIME_VERSIONS=${RUNTIME_VERSIONS-}
+RUNTIME_PKGS=${RUNTIME_PKGS-./internal/driver/runtimeapi/}
+VERSION_CONFORMANCE=${VERSION_CONFORMANCE-}
 VERSION_PKGS=${VERSION_PKGS-./internal/haproxy/... ./internal/cli/ ./internal/driver/runtimeapi/}
 VERSION_E2E=${VERSION_E2E-}
 VERSION_SKIP=${VERSION_SKIP-}
@@ -47,7 +49,7 @@ done
 # The other versions' binaries first, one at a time: a cold cache builds
 # a root file system per version (hack/haproxy-version.sh).
 declare -A bins=()
-for v in $TEST_VERSIONS $E2E_VERSIONS; do
+for v in $TEST_VERSIONS $RUNTIME_VERSIONS; do
 	[ -z "${bins[$v]:-}" ] || continue
 	bins[$v]="$(hack/haproxy-version.sh "$v" | tail -n 1)"
 	echo "HAProxy $v: ${bins[$v]}"
@@ -59,7 +61,7 @@ lane1() {
 	[ -n "$e2e" ] || return 0
 	$GO test "${flags[@]}" "$e2e" || return
 	[ -n "$VERSION_E2E" ] || return 0
-	for v in $E2E_VERSIONS; do
+	for v in $TEST_VERSIONS; do
 		echo "test/e2e core on HAProxy $v (${bins[$v]})"
 		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" -run "$VERSION_E2E" "$e2e" || return
 	done
@@ -73,6 +75,15 @@ lane2() {
 		echo "HAProxy client packages on HAProxy $v (${bins[$v]})"
 		# shellcheck disable=SC2086 # VERSION_PKGS is a list of patterns
 		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $VERSION_PKGS || return
+		[ -n "$VERSION_CONFORMANCE" ] || continue
+		echo "conformance on HAProxy $v (${bins[$v]})"
+		# shellcheck disable=SC2086 # VERSION_CONFORMANCE is a list of patterns
+		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" $VERSION_CONFORMANCE || return
+	done
+	for v in $RUNTIME_VERSIONS; do
+		echo "the driver on HAProxy $v (${bins[$v]})"
+		# shellcheck disable=SC2086 # RUNTIME_PKGS is a list of patterns
+		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $RUNTIME_PKGS || return
 	done
 	make --no-print-directory fuzz
 }
