@@ -231,6 +231,7 @@ func (a *Announcer) setNode() {
 // a heartbeat when it is time (always when something changed).
 func (a *Announcer) step(beat bool) {
 	now := time.Now()
+	defer a.late(now)
 	ch := a.node.Decide(now)
 	a.apply(ch)
 	if beat || !ch.Empty() {
