@@ -132,7 +132,9 @@ func TestRouterPrefersTheLowerMED(t *testing.T) {
 // TestRouterKeepsRoutesAcrossARestart: with graceful restart, a speaker
 // that stops (SIGTERM: the controller restarted or upgraded) or dies
 // (SIGKILL) leaves its routes at the router, and its traffic with them,
-// until it is back; back with fewer addresses, the router drops the
+// until it is back: new connections answered, and one established
+// before the first stop carries on through both stops and restarts (0
+// lost); back with fewer addresses, the router drops the
 // stale ones it did not announce again. Without graceful restart a
 // speaker that stops withdraws its routes.
 func TestRouterKeepsRoutesAcrossARestart(t *testing.T) {
@@ -146,6 +148,14 @@ func TestRouterKeepsRoutesAcrossARestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// a connection established before the restarts carries on through
+	// them (0 lost)
+	serveEcho(t, lb1)
+	conn, err := keepConn(l, vip4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.c.Close()
 	for _, stop := range []string{"SIGTERM", "SIGKILL"} {
 		p := l.spk[lb1.Name]
 		if stop == "SIGTERM" {
@@ -157,8 +167,14 @@ func TestRouterKeepsRoutesAcrossARestart(t *testing.T) {
 		if err := l.stays(vip4, 4*time.Second, lb1); err != nil {
 			t.Fatalf("after %s: %v", stop, err)
 		}
+		if err := conn.alive(); err != nil {
+			t.Fatalf("after %s: %v", stop, err)
+		}
 		l.start(lb1, gr, both)
 		if err := l.stays(vip4, 3*time.Second, lb1); err != nil {
+			t.Fatalf("restarting after %s: %v", stop, err)
+		}
+		if err := conn.alive(); err != nil {
 			t.Fatalf("restarting after %s: %v", stop, err)
 		}
 	}

@@ -1,0 +1,81 @@
+package bgp
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+)
+
+// echoPort is where the hosts of TestRouterKeepsRoutesAcrossARestart
+// echo every line back on a connection kept open.
+const echoPort = 8081
+
+// serveEcho echoes each line back on every connection to echoPort on
+// h, until the test ends.
+func serveEcho(t *testing.T, h *netlab.Host) {
+	t.Helper()
+	var ln net.Listener
+	if err := netlab.Do(h.NS, func() (err error) { ln, err = net.Listen("tcp", fmt.Sprintf(":%d", echoPort)); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if _, err := c.Write([]byte(line)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+}
+
+// kept is a TCP connection from the router to an address, established
+// once and asked again and again.
+type kept struct {
+	c net.Conn
+	r *bufio.Reader
+	n int
+}
+
+func keepConn(l *lab, a netip.Addr) (*kept, error) {
+	c, err := netlab.DialTCP(l.router.NS, netip.Addr{}, netip.AddrPortFrom(a, echoPort))
+	if err != nil {
+		return nil, err
+	}
+	k := &kept{c: c, r: bufio.NewReader(c)}
+	return k, k.alive()
+}
+
+// alive sends a line on the connection and reads it back within 2 s.
+func (k *kept) alive() error {
+	k.n++
+	line := fmt.Sprintf("line %d\n", k.n)
+	_ = k.c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := k.c.Write([]byte(line)); err != nil {
+		return fmt.Errorf("the established connection: %w", err)
+	}
+	got, err := k.r.ReadString('\n')
+	if err != nil || got != line {
+		return fmt.Errorf("the established connection answered %q (%v), want %q", strings.TrimSpace(got), err, strings.TrimSpace(line))
+	}
+	return nil
+}
