@@ -16,8 +16,8 @@ import (
 // echo every line back on a connection kept open.
 const echoPort = 8081
 
-// serveEcho echoes each line back on every connection to echoPort on
-// h, until the test ends.
+// serveEcho greets every connection to echoPort on h with h's name
+// (a line) and then echoes each line back, until the test ends.
 func serveEcho(t *testing.T, h *netlab.Host) {
 	t.Helper()
 	var ln net.Listener
@@ -33,6 +33,9 @@ func serveEcho(t *testing.T, h *netlab.Host) {
 			}
 			go func() {
 				defer c.Close()
+				if _, err := c.Write([]byte(h.Name + "\n")); err != nil {
+					return
+				}
 				r := bufio.NewReader(c)
 				for {
 					line, err := r.ReadString('\n')
@@ -51,9 +54,10 @@ func serveEcho(t *testing.T, h *netlab.Host) {
 // kept is a TCP connection from the router to an address, established
 // once and asked again and again.
 type kept struct {
-	c net.Conn
-	r *bufio.Reader
-	n int
+	c    net.Conn
+	r    *bufio.Reader
+	n    int
+	host string // the host that greeted it
 }
 
 func keepConn(l *lab, a netip.Addr) (*kept, error) {
@@ -62,6 +66,12 @@ func keepConn(l *lab, a netip.Addr) (*kept, error) {
 		return nil, err
 	}
 	k := &kept{c: c, r: bufio.NewReader(c)}
+	hello, err := k.r.ReadString('\n')
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("no greeting: %w", err)
+	}
+	k.host = strings.TrimSpace(hello)
 	return k, k.alive()
 }
 
