@@ -60,8 +60,11 @@ type kept struct {
 	host string // the host that greeted it
 }
 
-func keepConn(l *lab, a netip.Addr) (*kept, error) {
-	c, err := netlab.DialTCP(l.router.NS, netip.Addr{}, netip.AddrPortFrom(a, echoPort))
+func keepConn(l *lab, a netip.Addr) (*kept, error) { return keepConnFrom(l.router.NS, a) }
+
+// keepConnFrom is keepConn from the namespace ns.
+func keepConnFrom(ns string, a netip.Addr) (*kept, error) {
+	c, err := netlab.DialTCP(ns, netip.Addr{}, netip.AddrPortFrom(a, echoPort))
 	if err != nil {
 		return nil, err
 	}

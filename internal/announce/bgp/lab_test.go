@@ -166,6 +166,7 @@ type birdOpts struct {
 	bfd      time.Duration // 0: no BFD
 	ipv6     bool          // the sessions over IPv6 (else IPv4)
 	v4over6  bool          // with ipv6, the IPv4 routes too (extended next hop)
+	noKernel bool          // BIRD leaves the router's IPv4 kernel table alone
 }
 
 // newLab builds the segment (the router first, then n hosts, each
