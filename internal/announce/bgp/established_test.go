@@ -20,35 +20,21 @@ const echoPort = 8081
 // (a line) and then echoes each line back, until the test ends.
 func serveEcho(t *testing.T, h *netlab.Host) {
 	t.Helper()
-	var ln net.Listener
-	if err := netlab.Do(h.NS, func() (err error) { ln, err = net.Listen("tcp", fmt.Sprintf(":%d", echoPort)); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	netlab.Serve(t, h, echoPort, func(c net.Conn) {
+		if _, err := c.Write([]byte(h.Name + "\n")); err != nil {
+			return
+		}
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				if _, err := c.Write([]byte(h.Name + "\n")); err != nil {
-					return
-				}
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if _, err := c.Write([]byte(line)); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := c.Write([]byte(line)); err != nil {
+				return
+			}
 		}
-	}()
+	})
 }
 
 // kept is a TCP connection from the router to an address, established
