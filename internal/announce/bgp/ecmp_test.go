@@ -45,7 +45,7 @@ func ecmpConnections(t *testing.T, resilient bool) {
 	w := announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true}
 	for _, h := range l.lbs {
 		l.start(h, speakerFile{Config: Config{RestartTime: 30 * time.Second}}, w)
-		serveEcho(t, h)
+		netlab.ServeEcho(t, h, echoPort)
 	}
 	lb1, lb2, lb3 := l.lbs[0], l.lbs[1], l.lbs[2]
 	client := l.clientBehind(t)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
@@ -15,27 +14,6 @@ import (
 // echoPort is where the hosts of TestRouterKeepsRoutesAcrossARestart
 // echo every line back on a connection kept open.
 const echoPort = 8081
-
-// serveEcho greets every connection to echoPort on h with h's name
-// (a line) and then echoes each line back, until the test ends.
-func serveEcho(t *testing.T, h *netlab.Host) {
-	t.Helper()
-	netlab.Serve(t, h, echoPort, func(c net.Conn) {
-		if _, err := c.Write([]byte(h.Name + "\n")); err != nil {
-			return
-		}
-		r := bufio.NewReader(c)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if _, err := c.Write([]byte(line)); err != nil {
-				return
-			}
-		}
-	})
-}
 
 // kept is a TCP connection from the router to an address, established
 // once and asked again and again.

@@ -150,7 +150,7 @@ func TestRouterKeepsRoutesAcrossARestart(t *testing.T) {
 	}
 	// a connection established before the restarts carries on through
 	// them (0 lost)
-	serveEcho(t, lb1)
+	netlab.ServeEcho(t, lb1, echoPort)
 	conn, err := keepConn(l, vip4)
 	if err != nil {
 		t.Fatal(err)

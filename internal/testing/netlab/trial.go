@@ -1,6 +1,7 @@
 package netlab
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -19,6 +20,28 @@ import (
 func ServeName(t testing.TB, h *Host, port uint16) {
 	t.Helper()
 	Serve(t, h, port, func(c net.Conn) { _, _ = io.WriteString(c, h.Name) })
+}
+
+// ServeEcho greets every TCP connection to port with the host's name (a
+// line), then echoes each line back, until the test ends (a connection
+// kept open: which host it ends on, and whether it lives on).
+func ServeEcho(t testing.TB, h *Host, port uint16) {
+	t.Helper()
+	Serve(t, h, port, func(c net.Conn) {
+		if _, err := io.WriteString(c, h.Name+"\n"); err != nil {
+			return
+		}
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
 }
 
 // Serve hands every TCP connection to port, on any address of the
