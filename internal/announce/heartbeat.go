@@ -17,10 +17,13 @@ type Heartbeat struct {
 	// Epoch (the sender's start, in Unix nanoseconds) and Seq (counting
 	// from 1 within an epoch) order a host's heartbeats: a receiver drops
 	// one not newer than the last it took (a replay).
-	Epoch   uint64  `json:"epoch"`
-	Seq     uint64  `json:"seq"`
-	Healthy bool    `json:"healthy"`
-	Claims  []Claim `json:"claims,omitempty"`
+	Epoch   uint64 `json:"epoch"`
+	Seq     uint64 `json:"seq"`
+	Healthy bool   `json:"healthy"`
+	// Fresh: the sender is within its hold-down (Node.HoldDown) and
+	// takes no free address while a steady host is there.
+	Fresh  bool    `json:"fresh,omitempty"`
+	Claims []Claim `json:"claims,omitempty"`
 }
 
 // Claim is an address the sender holds, and how.

@@ -24,12 +24,22 @@ type Node struct {
 	claims     map[netip.Addr]Hold // what this host holds
 	maxHolds   int
 	seen       map[netip.Addr]uint64 // the highest term heard of each address
+	// the hold-down (holddown.go): until freshUntil this host is fresh
+	// (started, healthy again or heard its peers again lately) and is
+	// given no free address while a steady host is there
+	holdDown   time.Duration
+	freshUntil time.Time
+	fresh      bool // at the last Decide
+	returned   bool // healthy again since the last Decide
 }
 
 type peer struct {
 	epoch, seq uint64
 	at         time.Time
 	host       Host
+	// until when this node counts the peer fresh on its own account (it
+	// heard it again after its silence)
+	freshUntil time.Time
 }
 
 // MaxHolds is the most addresses one host holds: its heartbeat must fit
@@ -55,6 +65,7 @@ func NewNode(id string, hold time.Duration, now time.Time) *Node {
 
 // Set is what the host should serve now.
 func (n *Node) Set(w Want) {
+	n.returned = n.returned || w.Healthy && !n.want.Healthy
 	n.want = w.Normal()
 	clear(n.wanted)
 	for _, a := range n.want.Addrs {
@@ -74,14 +85,19 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 	if p != nil && (hb.Epoch < p.epoch || hb.Epoch == p.epoch && hb.Seq <= p.seq) {
 		return false, ErrReplay
 	}
-	h := Host{ID: hb.Host, Healthy: hb.Healthy, Claims: make(map[netip.Addr]Hold, len(hb.Claims))}
+	n.heardAgain(p, now)
+	h := Host{ID: hb.Host, Healthy: hb.Healthy, Fresh: hb.Fresh, Claims: make(map[netip.Addr]Hold, len(hb.Claims))}
 	for _, c := range hb.Claims {
 		a := c.Addr.Unmap()
 		h.Claims[a] = c.Hold
 		n.seen[a] = max(n.seen[a], c.Term)
 	}
 	changed = p == nil || !n.live(p, now) || p.host.Healthy != h.Healthy || !sameClaims(p.host.Claims, h.Claims)
-	n.peers[hb.Host] = &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h}
+	until := time.Time{}
+	if p != nil {
+		until = p.freshUntil
+	}
+	n.peers[hb.Host] = &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until}
 	return changed, nil
 }
 
@@ -114,6 +130,7 @@ func (c Change) Empty() bool { return len(c.Take) == 0 && len(c.Release) == 0 }
 // changed. An unhealthy host holds nothing.
 func (n *Node) Decide(now time.Time) Change {
 	var ch Change
+	n.decideFresh(now)
 	if !n.want.Healthy {
 		for a := range n.claims {
 			ch.Release = append(ch.Release, a)
@@ -127,10 +144,12 @@ func (n *Node) Decide(now time.Time) Change {
 			delete(n.claims, a)
 		}
 	}
-	hosts := []Host{{ID: n.id, Healthy: true, Claims: n.claims}}
+	hosts := []Host{{ID: n.id, Healthy: true, Fresh: n.fresh, Claims: n.claims}}
 	for _, p := range n.peers {
 		if n.live(p, now) {
-			hosts = append(hosts, p.host)
+			h := p.host
+			h.Fresh = h.Fresh || now.Before(p.freshUntil)
+			hosts = append(hosts, h)
 		}
 	}
 	// map order must not matter: Assign is given the hosts by name
@@ -182,7 +201,7 @@ func (n *Node) Holds() []netip.Addr {
 // number).
 func (n *Node) Heartbeat() Heartbeat {
 	n.seq++
-	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy}
+	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh}
 	for _, a := range n.Holds() {
 		hb.Claims = append(hb.Claims, Claim{Addr: a, Hold: n.claims[a]})
 	}

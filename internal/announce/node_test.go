@@ -27,6 +27,8 @@ type sim struct {
 	cut     map[[2]string]bool
 	addrs   []netip.Addr
 	moves   int // takes after the group settled
+	// holdDown, when set before a node starts, is its hold-down
+	holdDown time.Duration
 }
 
 func newSim(t *testing.T, addrs []netip.Addr, names ...string) *sim {
@@ -40,6 +42,7 @@ func newSim(t *testing.T, addrs []netip.Addr, names ...string) *sim {
 
 func (s *sim) start(name string) {
 	n := NewNode(name, hold, s.now)
+	n.HoldDown(s.holdDown)
 	n.Set(Want{Addrs: s.addrs, Healthy: true})
 	s.nodes[name] = n
 	delete(s.stopped, name)

@@ -12,6 +12,9 @@ import (
 type Host struct {
 	ID      string
 	Healthy bool
+	// Fresh: within its hold-down (holddown.go): it keeps what it holds
+	// but is given a free address only when no steady host is healthy.
+	Fresh bool
 	// Claims are the addresses the host holds (see Hold).
 	Claims map[netip.Addr]Hold
 }
@@ -51,7 +54,9 @@ type Owner struct {
 //   - An address no healthy host holds goes to the healthy host holding
 //     the fewest addresses so far (addresses taken in order), the lowest
 //     rank among equals: addresses spread over the hosts, and a host that
-//     returns takes only what is free, nothing moves back to it. Its term
+//     returns takes only what is free, nothing moves back to it; a fresh
+//     host (within its hold-down) only when no healthy host is steady,
+//     so that a flapping host is given nothing to lose again. Its term
 //     is one more than any seen for the address (seen: the highest term
 //     this host ever heard for each address, claims of hosts not passed
 //     included), its support the number of hosts passed.
@@ -92,9 +97,13 @@ func Assign(addrs []netip.Addr, hosts []Host, seen map[netip.Addr]uint64) map[ne
 		load[best.Host]++
 	}
 	slices.SortFunc(free, netip.Addr.Compare)
+	steady := slices.DeleteFunc(slices.Clone(healthy), func(h Host) bool { return h.Fresh })
+	if len(steady) == 0 {
+		steady = healthy
+	}
 	for _, a := range free {
 		var pick string
-		for _, h := range healthy {
+		for _, h := range steady {
 			if pick == "" || load[h.ID] < load[pick] || load[h.ID] == load[pick] && rank(a, h.ID) < rank(a, pick) {
 				pick = h.ID
 			}

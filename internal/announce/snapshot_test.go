@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io/fs"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -41,6 +43,24 @@ func TestKeepSnapshot(t *testing.T) {
 		t.Fatalf("snapshot %+v (%v), want %s held by %v", last, err, vip, want)
 	}
 	holdsIs(5*time.Second, "lb1")
+	// nothing changed: the file is not written again (same inode, same
+	// Changed), only its modification time renewed, which is what
+	// status reads as Updated
+	first, fi := snapshotAt(t, path)
+	deadline := time.Now().Add(3 * SnapshotEvery)
+	for {
+		s, si := snapshotAt(t, path)
+		if !s.Changed.Equal(first.Changed) || inode(si) != inode(fi) {
+			t.Fatalf("rewritten without a change: changed %v -> %v, inode %d -> %d", first.Changed, s.Changed, inode(fi), inode(si))
+		}
+		if s.Updated.After(first.Updated) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the file's time not renewed within %v: %v", 3*SnapshotEvery, s.Updated)
+		}
+		time.Sleep(20 * time.Millisecond) // the pace of the polls
+	}
 	mu.Lock()
 	holders = Holders{vip: {"lb2"}}
 	mu.Unlock()
@@ -59,3 +79,44 @@ func TestKeepSnapshot(t *testing.T) {
 		t.Fatalf("the file is left after the stop: %v", err)
 	}
 }
+
+// TestSnapshotStaleByFileTime: a file whose modification time is older
+// than StaleAfter is stale, whatever it says of its last change.
+func TestSnapshotStaleByFileTime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), SnapshotFile)
+	now := time.Now()
+	if err := os.WriteFile(path, []byte(`{"announcer":"l2","changed":"`+now.UTC().Format(time.RFC3339Nano)+`","holders":{"192.0.2.10":["lb1"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		age   time.Duration
+		stale bool
+	}{{0, false}, {StaleAfter - time.Second, false}, {StaleAfter + time.Second, true}} {
+		at := now.Add(-tc.age)
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+		s, err := ReadSnapshot(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Stale(now); got != tc.stale || !s.Updated.Equal(at.UTC()) {
+			t.Errorf("file %v old: stale %v (updated %v), want %v", tc.age, got, s.Updated, tc.stale)
+		}
+	}
+}
+
+func snapshotAt(t *testing.T, path string) (Snapshot, os.FileInfo) {
+	t.Helper()
+	s, err := ReadSnapshot(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, fi
+}
+
+func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }

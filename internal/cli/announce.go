@@ -41,6 +41,7 @@ type announceFlags struct {
 	name       string
 	listen     string
 	interval   time.Duration
+	holdDown   time.Duration
 	bgp        bgpFlags
 	keepalived keepalivedFlags
 	// onMove is told who announces an address changed (not a flag: run
@@ -58,6 +59,7 @@ func (a *announceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.name, "announce-name", "", "with --announce=l2 or keepalived: this host's name in the group (default: the host name)")
 	fs.StringVar(&a.listen, "announce-listen", fmt.Sprintf(":%d", layer2.DefaultPort), "with --announce=l2: where heartbeats are read ([IP]:PORT)")
 	fs.DurationVar(&a.interval, "announce-interval", layer2.DefaultInterval, "with --announce=l2: heartbeat interval; a host silent for 3 intervals is gone and its addresses move")
+	fs.DurationVar(&a.holdDown, "announce-hold-down", layer2.DefaultHoldDown, "with --announce=l2: a host that started, became healthy again or was cut off and heard again takes no new address for this long while a steady host is there (a flapping host moves each address at most once); 0: none")
 	a.bgp.register(fs)
 	a.keepalived.register(fs)
 }
@@ -104,7 +106,10 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *met
 	if key = []byte(strings.TrimSpace(string(key))); len(key) < 16 {
 		return nil, flagErr("--announce-key-file: %s: the key has %d bytes, want at least 16", a.keyFile, len(key))
 	}
-	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, Logger: log, OnMove: a.onMove}
+	cfg := layer2.Config{ID: a.name, Interface: a.iface, Key: key, Interval: a.interval, HoldDown: a.holdDown, Logger: log, OnMove: a.onMove}
+	if a.holdDown <= 0 {
+		cfg.HoldDown = -1 // none
+	}
 	if rec != nil {
 		cfg.Metrics = rec
 	}

@@ -24,11 +24,11 @@ func (r *Registry) Announce(announcer string) *Announce {
 	l := prometheus.Labels{"announcer": announcer}
 	a := &Announce{
 		addresses: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "announced_addresses", ConstLabels: l,
-			Help: "Addresses this host announces now (BGP: routes announced to its routers; 0 while its health gate fails)."}),
+			Help: "Addresses this host announces now (BGP: routes advertised to a router whose session is established; 0 while its health gate fails)."}),
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "announce_sessions_up", ConstLabels: l,
 			Help: "Sessions with the routers that are up (BGP: established)."}),
 		address: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "announced_address", ConstLabels: l,
-			Help: "1 for each address this host announces now (layer 2: owns; BGP: announces to its routers), by address; summed over the hosts, who announces each."},
+			Help: "1 for each address this host announces now (layer 2: owns; BGP: advertises to an established router), by address; summed over the hosts, who announces each."},
 			[]string{"address"}),
 		held: map[netip.Addr]bool{},
 	}

@@ -18,14 +18,14 @@ func TestAnnounce(t *testing.T) {
 	a.Sessions(2)
 	a.Held([]netip.Addr{netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.11")})
 	a.Held([]netip.Addr{netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("2001:db8::10")}) // .10 let go
-	want := `# HELP haproxy_k8s_sync_announced_address 1 for each address this host announces now (layer 2: owns; BGP: announces to its routers), by address; summed over the hosts, who announces each.
+	want := `# HELP haproxy_k8s_sync_announced_address 1 for each address this host announces now (layer 2: owns; BGP: advertises to an established router), by address; summed over the hosts, who announces each.
 # TYPE haproxy_k8s_sync_announced_address gauge
 haproxy_k8s_sync_announced_address{address="192.0.2.11",announcer="bgp"} 1
 haproxy_k8s_sync_announced_address{address="2001:db8::10",announcer="bgp"} 1
 # HELP haproxy_k8s_sync_announce_sessions_up Sessions with the routers that are up (BGP: established).
 # TYPE haproxy_k8s_sync_announce_sessions_up gauge
 haproxy_k8s_sync_announce_sessions_up{announcer="bgp"} 2
-# HELP haproxy_k8s_sync_announced_addresses Addresses this host announces now (BGP: routes announced to its routers; 0 while its health gate fails).
+# HELP haproxy_k8s_sync_announced_addresses Addresses this host announces now (BGP: routes advertised to a router whose session is established; 0 while its health gate fails).
 # TYPE haproxy_k8s_sync_announced_addresses gauge
 haproxy_k8s_sync_announced_addresses{announcer="bgp"} 3
 `

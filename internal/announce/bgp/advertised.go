@@ -26,12 +26,17 @@ func (a *Announcer) Advertised(ctx context.Context) map[netip.Addr][]string {
 // (Advertised; a speaker does not hear the others, and a route in no
 // established session's Adj-RIB-Out reaches no router).
 func (a *Announcer) Holders(ctx context.Context) announce.Holders {
-	adv := a.Advertised(ctx)
+	return a.holders(addrsOf(a.Advertised(ctx)))
+}
+
+// addrsOf is the addresses of adv, sorted.
+func addrsOf(adv map[netip.Addr][]string) []netip.Addr {
 	addrs := make([]netip.Addr, 0, len(adv))
 	for ad := range adv {
 		addrs = append(addrs, ad)
 	}
-	return a.holders(addrs)
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	return addrs
 }
 
 // adjOut is what the speaker advertises to each router whose session is

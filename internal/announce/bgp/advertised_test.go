@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +17,28 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
 
+// heldRecorder keeps what the announcer told its metrics (Held).
+type heldRecorder struct {
+	mu   sync.Mutex
+	held []string
+	n    int
+}
+
+func (r *heldRecorder) Addresses(n int) { r.mu.Lock(); r.n = n; r.mu.Unlock() }
+func (r *heldRecorder) Sessions(int)    {}
+func (r *heldRecorder) Held(addrs []netip.Addr) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.held = r.held[:0]
+	for _, a := range addrs {
+		r.held = append(r.held, a.String())
+	}
+}
+
 // writeAdvertised is the speaker child's report for the test: what it
-// advertises to which router, written whole every 50 ms until ctx ends.
-func writeAdvertised(ctx context.Context, a *Announcer, file string) {
+// advertises to which router, written whole every 50 ms until ctx ends,
+// and beside it (file.metrics) the addresses its metrics were told.
+func writeAdvertised(ctx context.Context, a *Announcer, rec *heldRecorder, file string) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -30,6 +50,12 @@ func writeAdvertised(ctx context.Context, a *Announcer, file string) {
 		if b, err := json.Marshal(out); err == nil {
 			_ = atomicfile.Write(file, b, 0o600)
 		}
+		rec.mu.Lock()
+		m := map[string]any{"held": slices.Clone(rec.held), "addresses": rec.n}
+		rec.mu.Unlock()
+		if b, err := json.Marshal(m); err == nil {
+			_ = atomicfile.Write(file+".metrics", b, 0o600)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -40,7 +66,8 @@ func writeAdvertised(ctx context.Context, a *Announcer, file string) {
 
 // TestAdvertisedOnlyWhileEstablished: what a speaker says it advertises
 // (Advertised, and so its Holders, which the Announced condition is
-// written from) is only what a router holds a session for: against BIRD,
+// written from, and its metrics) is only what a router holds a session
+// for: against BIRD,
 // the address with the router once the session is up; nothing while
 // BIRD has the session disabled (the speaker still has the route in its
 // own table); the address again once it is enabled; nothing when the
@@ -72,6 +99,26 @@ func TestAdvertisedOnlyWhileEstablished(t *testing.T) {
 			for a, rs := range want {
 				if !slices.Equal(last[a], rs) {
 					return fmt.Errorf("advertised %v, want %v", last, want)
+				}
+			}
+			// the metrics say the same (within recordEvery)
+			b, err = os.ReadFile(file + ".metrics")
+			if err != nil {
+				return err
+			}
+			var m struct {
+				Held      []string
+				Addresses int
+			}
+			if err := json.Unmarshal(b, &m); err != nil {
+				return err
+			}
+			if len(m.Held) != len(want) || m.Addresses != len(want) {
+				return fmt.Errorf("metrics: %d addresses, held %v; advertised %v", m.Addresses, m.Held, want)
+			}
+			for _, a := range m.Held {
+				if _, ok := want[a]; !ok {
+					return fmt.Errorf("metrics: held %v; advertised %v", m.Held, want)
 				}
 			}
 			return nil

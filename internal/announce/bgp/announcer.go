@@ -89,6 +89,11 @@ func (a *Announcer) Run(ctx context.Context) error {
 	var had []netip.Addr
 	peered := false
 	up := map[string]bool{} // sessions established, by peer
+	// the metrics say what reaches a router (record): looked at on every
+	// change, and every recordEvery for the Adj-RIB-Outs GoBGP fills
+	// after a session comes up
+	rec := time.NewTicker(recordEvery)
+	defer rec.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -98,15 +103,17 @@ func (a *Announcer) Run(ctx context.Context) error {
 			c <- slices.Clone(had)
 		case c := <-a.advertised:
 			c <- adjOut(s, a.cfg.Peers, a.cfg.families, up)
+		case <-rec.C:
+			a.record(s, up)
 		case ss := <-a.sessions:
 			up[ss.peer] = ss.up
 			a.cfg.Metrics.Sessions(count(up))
 			a.bfd(ctx, s, ss)
+			a.record(s, up)
 		case w := <-a.set.C():
 			before := had
 			had = a.apply(s, had, routes(w))
-			a.cfg.Metrics.Addresses(len(had))
-			a.cfg.Metrics.Held(had)
+			a.record(s, up)
 			a.moved(before, had, w.Healthy)
 			if !peered && w.Healthy {
 				if err := a.peer(ctx, s); err != nil {
@@ -117,6 +124,21 @@ func (a *Announcer) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// recordEvery is how often the metrics are read again from the
+// Adj-RIB-Outs (record).
+const recordEvery = time.Second
+
+// record tells the metrics the addresses advertised to at least one
+// router whose session is up (adjOut, as Advertised), not those the
+// speaker merely holds: a route in no established session's
+// Adj-RIB-Out reaches no router, and the metrics never claim more than
+// the routers hear.
+func (a *Announcer) record(s *server.BgpServer, up map[string]bool) {
+	addrs := addrsOf(adjOut(s, a.cfg.Peers, a.cfg.families, up))
+	a.cfg.Metrics.Addresses(len(addrs))
+	a.cfg.Metrics.Held(addrs)
 }
 
 // apply announces what is wanted and not announced, and withdraws what

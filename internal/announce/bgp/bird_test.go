@@ -19,7 +19,11 @@ import (
 func (l *lab) birdConfig(o birdOpts) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "router id %s;\nlog stderr all;\nprotocol device {}\n", l.router.Addr)
-	b.WriteString("protocol kernel { debug { routes }; ipv4 { export all; }; merge paths on; }\n")
+	export4 := "all"
+	if o.noKernel {
+		export4 = "none" // the test programs the router's kernel itself
+	}
+	fmt.Fprintf(&b, "protocol kernel { debug { routes }; ipv4 { export %s; }; merge paths on; }\n", export4)
 	b.WriteString("protocol kernel { ipv6 { export all; }; merge paths on; }\n")
 	if o.bfd > 0 {
 		ms := o.bfd.Milliseconds()

@@ -74,6 +74,11 @@ func speakerMain(file string) int {
 	}
 	cfg := sf.Config
 	cfg.Logger, cfg.Metrics = log, nil
+	var rec *heldRecorder
+	if sf.AdvertisedFile != "" {
+		rec = &heldRecorder{}
+		cfg.Metrics = rec
+	}
 	a, err := New(cfg)
 	if err != nil {
 		log.Error("config", "error", err)
@@ -102,13 +107,28 @@ func speakerMain(file string) int {
 		}
 	}()
 	if sf.AdvertisedFile != "" {
-		go writeAdvertised(ctx, a, sf.AdvertisedFile)
+		go writeAdvertised(ctx, a, rec, sf.AdvertisedFile)
 	}
+	go logStalls(ctx, log)
 	if err := a.Run(ctx); err != nil {
 		log.Error("run", "error", err)
 		return 1
 	}
 	return 0
+}
+
+// logStalls logs every time this process woke more than 100 ms late
+// from a 10 ms sleep (the machine did not run it: a BFD session at
+// 100 ms x 3 cannot survive a stall of 300 ms), so that a failed test's
+// speaker log shows whether its BFD sessions went down on a stall.
+func logStalls(ctx context.Context, log *slog.Logger) {
+	for ctx.Err() == nil {
+		t := time.Now()
+		time.Sleep(10 * time.Millisecond) // the probe itself: how late this wakes is what is measured
+		if late := time.Since(t) - 10*time.Millisecond; late > 100*time.Millisecond {
+			log.Warn("stalled: this process woke late", "late", late.Round(time.Millisecond))
+		}
+	}
 }
 
 // lab is a router running BIRD 2 and load-balancer hosts running our
@@ -146,6 +166,7 @@ type birdOpts struct {
 	bfd      time.Duration // 0: no BFD
 	ipv6     bool          // the sessions over IPv6 (else IPv4)
 	v4over6  bool          // with ipv6, the IPv4 routes too (extended next hop)
+	noKernel bool          // BIRD leaves the router's IPv4 kernel table alone
 }
 
 // newLab builds the segment (the router first, then n hosts, each

@@ -27,6 +27,7 @@ const (
 	DefaultMisses   = 3
 	DefaultLifetime = 5 * time.Second
 	DefaultRefresh  = 10 * time.Second
+	DefaultHoldDown = 10 * time.Second
 )
 
 // Config is one host's announcer.
@@ -48,7 +49,13 @@ type Config struct {
 	// interval, when an address is taken; then one every Refresh.
 	Repeats int
 	Refresh time.Duration
-	Logger  *slog.Logger
+	// HoldDown: a host that started, became healthy again or was cut
+	// off and heard again is given no free address for this long while
+	// a steady host is there (announce.Node.HoldDown: a flapping host
+	// has nothing to lose at its next flap). 0: DefaultHoldDown;
+	// negative: none.
+	HoldDown time.Duration
+	Logger   *slog.Logger
 	// Metrics, when set, is told which addresses this host holds.
 	Metrics announce.Recorder
 	// OnMove, when set, is told every change of an address's owner this
@@ -79,6 +86,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Refresh <= 0 {
 		c.Refresh = DefaultRefresh
+	}
+	if c.HoldDown == 0 {
+		c.HoldDown = DefaultHoldDown
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -158,6 +168,7 @@ var errAbandon = errors.New("layer2: abandoned")
 func (a *Announcer) Run(ctx context.Context) error {
 	defer a.link.close()
 	a.node = announce.NewNode(a.cfg.ID, time.Duration(a.cfg.Misses)*a.cfg.Interval, time.Now())
+	a.node.HoldDown(max(a.cfg.HoldDown, 0))
 	a.up = a.link.carrier()
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -220,6 +231,7 @@ func (a *Announcer) setNode() {
 // a heartbeat when it is time (always when something changed).
 func (a *Announcer) step(beat bool) {
 	now := time.Now()
+	defer a.late(now)
 	ch := a.node.Decide(now)
 	a.apply(ch)
 	if beat || !ch.Empty() {

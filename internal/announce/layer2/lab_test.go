@@ -35,7 +35,10 @@ type group struct {
 	// holders is who holds vip now; healthy sets a host's health gate
 	holders func(vip netip.Addr) []string
 	// view is who holds each address as the named host hears the group
-	view    func(name string) announce.Holders
+	view func(name string) announce.Holders
+	// holds is what the named host's announcer holds (an error when it
+	// did not say within 5 s)
+	holds   func(name string) ([]netip.Addr, error)
 	healthy func(h *netlab.Host, ok bool) error
 	// kill, when set, kills the host's announcer (on) or starts a new one
 	kill func(h *netlab.Host, on bool) error
@@ -126,6 +129,15 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 			}
 		}
 		return out
+	}
+	g.holds = func(name string) ([]netip.Addr, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		held := get(name).Holds(ctx)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s did not say what it holds within 5 s", name)
+		}
+		return held, nil
 	}
 	g.view = func(name string) announce.Holders {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -29,3 +29,13 @@ func (a *Announcer) moved(now time.Time) {
 	}
 	a.known = h
 }
+
+// late logs a step that took more than an interval (from start): the
+// heartbeats waited for it, and three such in a row look like this
+// host's death to the others.
+func (a *Announcer) late(start time.Time) {
+	if took := time.Since(start); took > a.cfg.Interval {
+		a.log.Warn("a step of the announcer took longer than a heartbeat interval", "took", took.Round(time.Millisecond),
+			"interval", a.cfg.Interval, "holds", len(a.garp))
+	}
+}

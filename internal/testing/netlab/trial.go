@@ -1,6 +1,7 @@
 package netlab
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +19,36 @@ import (
 // failover tests' servers: who answered is who has the address).
 func ServeName(t testing.TB, h *Host, port uint16) {
 	t.Helper()
+	Serve(t, h, port, func(c net.Conn) { _, _ = io.WriteString(c, h.Name) })
+}
+
+// ServeEcho greets every TCP connection to port with the host's name (a
+// line), then echoes each line back, until the test ends (a connection
+// kept open: which host it ends on, and whether it lives on).
+func ServeEcho(t testing.TB, h *Host, port uint16) {
+	t.Helper()
+	Serve(t, h, port, func(c net.Conn) {
+		if _, err := io.WriteString(c, h.Name+"\n"); err != nil {
+			return
+		}
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// Serve hands every TCP connection to port, on any address of the
+// host's namespace, to handle (each in a goroutine of its own; the
+// connection closed after), until the test ends.
+func Serve(t testing.TB, h *Host, port uint16, handle func(net.Conn)) {
+	t.Helper()
 	var ln net.Listener
 	if err := Do(h.NS, func() (err error) { ln, err = net.Listen("tcp", fmt.Sprintf(":%d", port)); return err }); err != nil {
 		t.Fatal(err)
@@ -29,8 +60,10 @@ func ServeName(t testing.TB, h *Host, port uint16) {
 			if err != nil {
 				return
 			}
-			_, _ = io.WriteString(c, h.Name)
-			c.Close()
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
 		}
 	}()
 }

@@ -1,0 +1,46 @@
+package announce
+
+import "time"
+
+// The hold-down against a flapping host: a host is fresh for the
+// hold-down after it started, after its health gate passed again, and
+// after it heard its peers again once it had heard none (it was cut
+// off); and, in each other host's view, after that host heard it again
+// following its silence. Assign gives a fresh host no free address while
+// a steady one is healthy, so a host whose gate or link flaps is handed
+// nothing it could lose at its next flap: an address moves at most once
+// per flap of its owner, to a steady host, and never back. A fresh host
+// keeps what it holds; with no steady host (the group starting, or a
+// two-host group healing) the fresh ones are used as before. Each host
+// says whether it is fresh in its heartbeats, so all hosts see the same.
+
+// HoldDown sets how long a host stays fresh (0, the default of NewNode:
+// never fresh, no hold-down); it counts from the node's start too.
+func (n *Node) HoldDown(d time.Duration) {
+	n.holdDown = d
+	n.freshUntil = n.start.Add(d)
+}
+
+// decideFresh brings the node's own freshness up to now.
+func (n *Node) decideFresh(now time.Time) {
+	if n.returned {
+		n.returned = false
+		n.freshUntil = now.Add(n.holdDown)
+	}
+	n.fresh = now.Before(n.freshUntil)
+}
+
+// heardAgain notes a heartbeat of p (nil: never heard before) at now,
+// after p's silence: if this node had heard none of its peers for the
+// hold time, it was the one cut off (as a frozen host is) and is fresh
+// itself; otherwise p is fresh in this node's view. (A two-host group
+// healing: each is fresh by its own account, and says so.)
+func (n *Node) heardAgain(p *peer, now time.Time) {
+	switch {
+	case p == nil || n.live(p, now) || n.holdDown <= 0:
+	case n.Peers(now) == 0:
+		n.freshUntil = now.Add(n.holdDown)
+	default:
+		p.freshUntil = now.Add(n.holdDown)
+	}
+}
