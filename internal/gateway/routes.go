@@ -19,6 +19,10 @@ type world struct {
 	slices   map[Key][]*desired.Slice
 	grants   map[string][]*gwv1beta1.ReferenceGrant // by namespace
 	nsLabels map[string]map[string]string
+	btls     map[btlsTarget]*btlsPolicy // BackendTLSPolicies by target (backendtls.go)
+	btlsAll  []*btlsPolicy
+	btlsLost map[btlsTarget][]*btlsPolicy // the younger policies of a target
+	serving  Key // the Gateway serve is compiling
 }
 
 func newWorld(in Input) *world {

@@ -43,6 +43,7 @@ type certStore struct {
 	pid   string                       // the worker it is known for
 	files map[string][sha256.Size]byte // certificate file: digest of its content (zero: unknown)
 	lists map[string][]string          // crt-list: its lines (render.CrtListEntry.Line)
+	cas   map[string][sha256.Size]byte // CA file: digest of its content (cafiles.go)
 	// disk: the digest of what the driver last wrote to each file, so
 	// that a pass reads no file to find the few that changed.
 	disk map[string][sha256.Size]byte
@@ -52,6 +53,7 @@ type certStore struct {
 type certWant struct {
 	files map[string][]byte
 	lists map[string][]render.CrtListEntry
+	cas   map[string][]byte // CA files (cafiles.go)
 }
 
 // CertDir is the directory of the certificates beside a haproxy.cfg at
@@ -61,7 +63,7 @@ func CertDir(configPath string) string { return dirBeside(configPath, "certs") }
 
 // certsOf lists the files cfg's terminating frontends need.
 func certsOf(dir string, cfg model.Config) certWant {
-	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}}
+	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg)}
 	if dir == "" {
 		return w
 	}
@@ -86,7 +88,7 @@ func certsOf(dir string, cfg model.Config) certWant {
 // driver last wrote there (disk; without a record, from what the file
 // holds): the certificates, then the crt-lists naming them.
 func writeCerts(dir string, w certWant, disk map[string][sha256.Size]byte) error {
-	if dir == "" || len(w.files) == 0 && len(w.lists) == 0 {
+	if dir == "" || len(w.files) == 0 && len(w.lists) == 0 && len(w.cas) == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -108,6 +110,11 @@ func writeCerts(dir string, w certWant, disk map[string][sha256.Size]byte) error
 	}
 	for _, p := range slices.Sorted(maps.Keys(w.files)) {
 		if err := write(p, w.files[p]); err != nil {
+			return err
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(w.cas)) {
+		if err := write(p, w.cas[p]); err != nil {
 			return err
 		}
 	}
@@ -133,7 +140,8 @@ func pruneCerts(dir string, w certWant, disk map[string][sha256.Size]byte) {
 		p := filepath.Join(dir, e.Name())
 		_, cert := w.files[p]
 		_, list := w.lists[p]
-		if !cert && !list && (strings.HasSuffix(p, ".pem") || strings.HasSuffix(p, ".crtlist")) {
+		_, ca := w.cas[p]
+		if !cert && !list && !ca && (strings.HasSuffix(p, ".pem") || strings.HasSuffix(p, ".crtlist")) {
 			_ = os.Remove(p)
 			delete(disk, p)
 		}
@@ -156,6 +164,7 @@ func (s *certStore) loaded(w certWant, pid string) {
 	for p, b := range w.files {
 		s.files[p] = sha256.Sum256(b)
 	}
+	s.cas = digests(w.cas)
 	s.lists = make(map[string][]string, len(w.lists))
 	for p, es := range w.lists {
 		for _, e := range es {
@@ -199,7 +208,7 @@ func (d *HAProxy) pushRunningCerts(ctx context.Context, cfg model.Config, res *d
 func (d *HAProxy) pushCertsOf(ctx context.Context, cfg model.Config, res *driver.Result, prune bool) error {
 	dir := d.opts.Render.CertDir
 	w := certsOf(dir, cfg)
-	if len(w.lists) == 0 && (!d.certs.known || len(d.certs.files) == 0) {
+	if len(w.lists) == 0 && len(w.cas) == 0 && (!d.certs.known || len(d.certs.files) == 0) {
 		return nil
 	}
 	if err := writeCerts(dir, w, d.certs.onDisk()); err != nil {
@@ -214,6 +223,11 @@ func (d *HAProxy) pushCertsOf(ctx context.Context, cfg model.Config, res *driver
 		}
 	}
 	n, err := d.applyCerts(ctx, w, prune)
+	if err == nil {
+		var m int
+		m, err = d.applyCAs(ctx, w) // cafiles.go
+		n += m
+	}
 	res.Ops += n
 	if err != nil {
 		d.certs.known = false
@@ -392,6 +406,7 @@ func (d *HAProxy) readCerts(ctx context.Context, w certWant) error {
 		d.abortCerts(ctx, pending)
 	}
 	s.disk = d.certs.disk
+	s.cas = map[string][sha256.Size]byte{} // contents unknown: set again
 	d.certs = s
 	return nil
 }

@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
+)
+
+// btlsPolicyOf targets Service svc (section "" for every port) with a
+// hostname and CA refs "Kind/name".
+func btlsPolicyOf(name string, age int, svc, section, host string, cas ...string) *gwv1.BackendTLSPolicy {
+	p := &gwv1.BackendTLSPolicy{ObjectMeta: meta("apps", name, age)}
+	t := gwv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gwv1.LocalPolicyTargetReference{Kind: "Service", Name: gwv1.ObjectName(svc)}}
+	if section != "" {
+		t.SectionName = ptr(gwv1.SectionName(section))
+	}
+	p.Spec.TargetRefs = []gwv1.LocalPolicyTargetReferenceWithSectionName{t}
+	p.Spec.Validation.Hostname = gwv1.PreciseHostname(host)
+	for _, c := range cas {
+		k, n, _ := strings.Cut(c, "/")
+		p.Spec.Validation.CACertificateRefs = append(p.Spec.Validation.CACertificateRefs, gwv1.LocalObjectReference{Kind: gwv1.Kind(k), Name: gwv1.ObjectName(n)})
+	}
+	return p
+}
+
+func caMap(name, data string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: meta("apps", name, 0), Data: map[string]string{CAKey: data}}
+}
+
+func policyCond(res Result, name, typ string) string {
+	st, ok := res.Policies[Key{"apps", name}]
+	if !ok || len(st.Ancestors) == 0 {
+		return "no ancestor"
+	}
+	return condOf(st.Ancestors[0].Conditions, typ)
+}
+
+// backendTLSOf is the TLS of the backend of Service svc's port 80.
+func backendTLSOf(res Result, svc string) string {
+	for _, b := range res.Config.Backends {
+		if b.Name == name("gwh", "apps", svc, "80") {
+			if b.TLS == nil {
+				return "clear"
+			}
+			return b.TLS.SNI + " " + b.TLS.CA
+		}
+	}
+	return "no backend"
+}
+
+func TestBackendTLSPolicy(t *testing.T) {
+	ca := testcert.CA(t, "backend CA")
+	// Two certificates with a blank line between: the bundle is written
+	// again without it (a Runtime API payload ends at a blank line).
+	good := string(ca.PEM()) + "\n" + string(testcert.CA(t, "other CA").PEM())
+	for _, tc := range []struct {
+		name     string
+		policies []*gwv1.BackendTLSPolicy
+		cms      []*corev1.ConfigMap
+		policy   string // whose conditions
+		accepted string
+		resolved string
+		backend  string // of Service a
+	}{
+		{name: "valid: TLS with SNI and CA", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "True/ResolvedRefs", backend: "a.example.com ca_apps_p"},
+		{name: "section name of the port", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "p", "a.example.com", "ConfigMap/ca")},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "True/ResolvedRefs", backend: "a.example.com ca_apps_p"},
+		{name: "another port's section: clear", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "other", "a.example.com", "ConfigMap/ca")},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "no ancestor", resolved: "no ancestor", backend: "clear"},
+		{name: "ConfigMap missing: refused", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")},
+			policy: "p", accepted: "False/NoValidCACertificate", resolved: "False/InvalidCACertificateRef", backend: "no backend"},
+		{name: "bad PEM: refused", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")},
+			cms: []*corev1.ConfigMap{caMap("ca", "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")}, policy: "p",
+			accepted: "False/NoValidCACertificate", resolved: "False/InvalidCACertificateRef", backend: "no backend"},
+		{name: "a Secret as CA: invalid kind", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "Secret/ca")},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "False/NoValidCACertificate", resolved: "False/InvalidKind", backend: "no backend"},
+		{name: "one of two refs bad: served, refs not resolved", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca", "ConfigMap/gone")},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "False/InvalidCACertificateRef", backend: "a.example.com ca_apps_p"},
+		{name: "younger of two on a target: conflicted", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("old", 1, "a", "", "a.example.com", "ConfigMap/ca"),
+			btlsPolicyOf("young", 2, "a", "", "b.example.com", "ConfigMap/ca")},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "young", accepted: "False/Conflicted", resolved: "True/ResolvedRefs", backend: "a.example.com ca_apps_old"},
+		{name: "subjectAltNames: not verified, refused", policies: []*gwv1.BackendTLSPolicy{func() *gwv1.BackendTLSPolicy {
+			p := btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")
+			p.Spec.Validation.SubjectAltNames = []gwv1.SubjectAltName{{Type: gwv1.HostnameSubjectAltNameType, Hostname: "b.example.com"}}
+			return p
+		}()}, cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "False/Invalid", resolved: "True/ResolvedRefs", backend: "no backend"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base()
+			in.Gateways[0].Spec.Listeners = append(in.Gateways[0].Spec.Listeners, listenerOf("web", gwv1.HTTPProtocolType, 80, ""))
+			in.HTTPRoutes = []*gwv1.HTTPRoute{hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/")))}
+			in.BackendTLSPolicies, in.ConfigMaps = tc.policies, tc.cms
+			res := Compute(in, Options{UDP: true})
+			want(t, policyCond(res, tc.policy, "Accepted"), tc.accepted)
+			want(t, policyCond(res, tc.policy, "ResolvedRefs"), tc.resolved)
+			want(t, backendTLSOf(res, "a"), tc.backend)
+			if tc.backend == "no backend" {
+				want(t, table(httpOf(res, "80")), "* PathPrefix / -> _reject:1")
+			}
+			for _, b := range res.Config.Backends {
+				if b.TLS != nil && (!model.ValidBackendTLS(b.TLS) || strings.Contains(string(b.TLS.CAPEM), "\n\n")) {
+					t.Errorf("backend %s: TLS %q not valid, or a blank line in its CA", b.Name, b.TLS.SNI)
+				}
+			}
+		})
+	}
+}
+
+// A policy served once keeps its last good CA when its ConfigMap turns
+// bad, with the condition saying so; without the memo it is refused.
+func TestBackendTLSPolicyKeepsLastGood(t *testing.T) {
+	in := base()
+	in.Gateways[0].Spec.Listeners = append(in.Gateways[0].Spec.Listeners, listenerOf("web", gwv1.HTTPProtocolType, 80, ""))
+	in.HTTPRoutes = []*gwv1.HTTPRoute{hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/")))}
+	in.BackendTLSPolicies = []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")}
+	in.ConfigMaps = []*corev1.ConfigMap{caMap("ca", string(testcert.CA(t, "backend CA").PEM()))}
+	memo := &CAMemo{}
+	res := Compute(in, Options{UDP: true, CAs: memo})
+	want(t, backendTLSOf(res, "a"), "a.example.com ca_apps_p")
+	good := res.Config.Backends
+	in.ConfigMaps = []*corev1.ConfigMap{caMap("ca", "")}
+	res = Compute(in, Options{UDP: true, CAs: memo})
+	want(t, policyCond(res, "p", "Accepted"), "False/NoValidCACertificate")
+	want(t, backendTLSOf(res, "a"), "a.example.com ca_apps_p")
+	for i, b := range res.Config.Backends {
+		if b.TLS != nil && !b.TLS.Equal(good[i].TLS) {
+			t.Errorf("backend %s: CA changed, want the last good one", b.Name)
+		}
+	}
+	res = Compute(in, Options{UDP: true})
+	want(t, backendTLSOf(res, "a"), "no backend")
+}
