@@ -22,7 +22,7 @@ type world struct {
 	btls     map[btlsTarget]*btlsPolicy // BackendTLSPolicies by target (backendtls.go)
 	btlsAll  []*btlsPolicy
 	btlsLost map[btlsTarget][]*btlsPolicy // the younger policies of a target
-	serving  Key // the Gateway serve is compiling
+	serving  Key                          // the Gateway serve is compiling
 }
 
 func newWorld(in Input) *world {
