@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"maps"
 	"slices"
@@ -136,7 +138,9 @@ func policyTLS(p *gwv1.BackendTLSPolicy, cms map[Key]*corev1.ConfigMap) (t *mode
 		}
 		return nil, string(gwv1.BackendTLSPolicyReasonNoValidCACertificate), refsWhy, msg
 	}
-	return &model.BackendTLS{SNI: host, CA: model.Name("ca", p.Namespace, p.Name), CAPEM: bundle}, "", refsWhy, msg
+	sum := sha256.Sum256(bundle)
+	ca := model.Name("ca", p.Namespace, p.Name, hex.EncodeToString(sum[:6]))
+	return &model.BackendTLS{SNI: host, CA: ca, CAPEM: bundle}, "", refsWhy, msg
 }
 
 // caBundle is the ConfigMap's CA certificates, checked and written again

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -57,7 +59,11 @@ func TestBackendTLSPolicy(t *testing.T) {
 	ca := testcert.CA(t, "backend CA")
 	// Two certificates with a blank line between: the bundle is written
 	// again without it (a Runtime API payload ends at a blank line).
-	good := string(ca.PEM()) + "\n" + string(testcert.CA(t, "other CA").PEM())
+	other := testcert.CA(t, "other CA")
+	good := string(ca.PEM()) + "\n" + string(other.PEM())
+	// The bundle's name carries its digest: the PEM without the blank line.
+	sum := sha256.Sum256(append(ca.PEM(), other.PEM()...))
+	caName, oldName := model.Name("ca", "apps", "p", hex.EncodeToString(sum[:6])), model.Name("ca", "apps", "old", hex.EncodeToString(sum[:6]))
 	for _, tc := range []struct {
 		name     string
 		policies []*gwv1.BackendTLSPolicy
@@ -68,9 +74,9 @@ func TestBackendTLSPolicy(t *testing.T) {
 		backend  string // of Service a
 	}{
 		{name: "valid: TLS with SNI and CA", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")},
-			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "True/ResolvedRefs", backend: "a.example.com ca_apps_p"},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "True/ResolvedRefs", backend: "a.example.com " + caName},
 		{name: "section name of the port", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "p", "a.example.com", "ConfigMap/ca")},
-			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "True/ResolvedRefs", backend: "a.example.com ca_apps_p"},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "True/ResolvedRefs", backend: "a.example.com " + caName},
 		{name: "another port's section: clear", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "other", "a.example.com", "ConfigMap/ca")},
 			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "no ancestor", resolved: "no ancestor", backend: "clear"},
 		{name: "ConfigMap missing: refused", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")},
@@ -81,10 +87,10 @@ func TestBackendTLSPolicy(t *testing.T) {
 		{name: "a Secret as CA: invalid kind", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "Secret/ca")},
 			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "False/NoValidCACertificate", resolved: "False/InvalidKind", backend: "no backend"},
 		{name: "one of two refs bad: served, refs not resolved", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca", "ConfigMap/gone")},
-			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "False/InvalidCACertificateRef", backend: "a.example.com ca_apps_p"},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "p", accepted: "True/Accepted", resolved: "False/InvalidCACertificateRef", backend: "a.example.com " + caName},
 		{name: "younger of two on a target: conflicted", policies: []*gwv1.BackendTLSPolicy{btlsPolicyOf("old", 1, "a", "", "a.example.com", "ConfigMap/ca"),
 			btlsPolicyOf("young", 2, "a", "", "b.example.com", "ConfigMap/ca")},
-			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "young", accepted: "False/Conflicted", resolved: "True/ResolvedRefs", backend: "a.example.com ca_apps_old"},
+			cms: []*corev1.ConfigMap{caMap("ca", good)}, policy: "young", accepted: "False/Conflicted", resolved: "True/ResolvedRefs", backend: "a.example.com " + oldName},
 		{name: "subjectAltNames: not verified, refused", policies: []*gwv1.BackendTLSPolicy{func() *gwv1.BackendTLSPolicy {
 			p := btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")
 			p.Spec.Validation.SubjectAltNames = []gwv1.SubjectAltName{{Type: gwv1.HostnameSubjectAltNameType, Hostname: "b.example.com"}}
@@ -119,15 +125,18 @@ func TestBackendTLSPolicyKeepsLastGood(t *testing.T) {
 	in.Gateways[0].Spec.Listeners = append(in.Gateways[0].Spec.Listeners, listenerOf("web", gwv1.HTTPProtocolType, 80, ""))
 	in.HTTPRoutes = []*gwv1.HTTPRoute{hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/")))}
 	in.BackendTLSPolicies = []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")}
-	in.ConfigMaps = []*corev1.ConfigMap{caMap("ca", string(testcert.CA(t, "backend CA").PEM()))}
+	pemCA := testcert.CA(t, "backend CA").PEM()
+	in.ConfigMaps = []*corev1.ConfigMap{caMap("ca", string(pemCA))}
+	sum := sha256.Sum256(pemCA)
+	caName := model.Name("ca", "apps", "p", hex.EncodeToString(sum[:6]))
 	memo := &CAMemo{}
 	res := Compute(in, Options{UDP: true, CAs: memo})
-	want(t, backendTLSOf(res, "a"), "a.example.com ca_apps_p")
+	want(t, backendTLSOf(res, "a"), "a.example.com "+caName)
 	good := res.Config.Backends
 	in.ConfigMaps = []*corev1.ConfigMap{caMap("ca", "")}
 	res = Compute(in, Options{UDP: true, CAs: memo})
 	want(t, policyCond(res, "p", "Accepted"), "False/NoValidCACertificate")
-	want(t, backendTLSOf(res, "a"), "a.example.com ca_apps_p")
+	want(t, backendTLSOf(res, "a"), "a.example.com "+caName)
 	for i, b := range res.Config.Backends {
 		if b.TLS != nil && !b.TLS.Equal(good[i].TLS) {
 			t.Errorf("backend %s: CA changed, want the last good one", b.Name)

@@ -9,15 +9,15 @@ import (
 // Ingress's backend-protocol HTTPS): each connection sends SNI as its
 // server name and accepts only a certificate that chains to the CA
 // bundle and is for that name. Whether a backend speaks TLS, its SNI and
-// the name of its CA file are structure (the server lines carry them);
-// the CA's contents are data the driver changes through the Runtime API
-// (`set ssl ca-file` and `commit ssl ca-file`), never by a reload.
+// the name of its CA file are structure (the server lines carry them):
+// the gateway names a bundle by the digest of its contents, so another CA
+// is another file and a reload (runtimeapi/cafiles.go says why the
+// Runtime API's ca-file commands do not serve here).
 type BackendTLS struct {
 	// SNI is the server name sent and verified (ValidSNI, no wildcard).
 	SNI string
 	// CA names the CA bundle's file (ValidCertName): Name("ca",
-	// namespace, ConfigMap name), so backends sharing a ConfigMap share
-	// the file.
+	// namespace, policy name, digest of CAPEM).
 	CA string
 	// CAPEM is the bundle: one or more PEM certificates. Never logged.
 	CAPEM []byte

@@ -9,10 +9,10 @@ import (
 // the CA file under the certificate directory (Options.CertDir), the
 // policy's hostname as SNI and as the name the certificate must carry
 // (`verifyhost`: a DNS subjectAltName, or the CN without any). The file
-// is named by its CA (CAFile), its contents written and changed at
-// runtime by the driver (`set/commit ssl ca-file`), so a CA that rotates
-// is no reload; a backend that starts or stops speaking TLS, or changes
-// its hostname or CA name, is (its server lines change).
+// is named by its CA (CAFile), written by the driver before the reload
+// that needs it; a backend that starts or stops speaking TLS, or changes
+// its hostname or CA (a new name), is a reload (its server lines
+// change).
 //
 // Without a certificate directory (render with no driver), or with
 // settings the model's validator refuses, the backend refuses every

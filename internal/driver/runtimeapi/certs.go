@@ -43,7 +43,6 @@ type certStore struct {
 	pid   string                       // the worker it is known for
 	files map[string][sha256.Size]byte // certificate file: digest of its content (zero: unknown)
 	lists map[string][]string          // crt-list: its lines (render.CrtListEntry.Line)
-	cas   map[string][sha256.Size]byte // CA file: digest of its content (cafiles.go)
 	// disk: the digest of what the driver last wrote to each file, so
 	// that a pass reads no file to find the few that changed.
 	disk map[string][sha256.Size]byte
@@ -164,7 +163,6 @@ func (s *certStore) loaded(w certWant, pid string) {
 	for p, b := range w.files {
 		s.files[p] = sha256.Sum256(b)
 	}
-	s.cas = digests(w.cas)
 	s.lists = make(map[string][]string, len(w.lists))
 	for p, es := range w.lists {
 		for _, e := range es {
@@ -223,11 +221,6 @@ func (d *HAProxy) pushCertsOf(ctx context.Context, cfg model.Config, res *driver
 		}
 	}
 	n, err := d.applyCerts(ctx, w, prune)
-	if err == nil {
-		var m int
-		m, err = d.applyCAs(ctx, w) // cafiles.go
-		n += m
-	}
 	res.Ops += n
 	if err != nil {
 		d.certs.known = false
@@ -406,7 +399,6 @@ func (d *HAProxy) readCerts(ctx context.Context, w certWant) error {
 		d.abortCerts(ctx, pending)
 	}
 	s.disk = d.certs.disk
-	s.cas = map[string][sha256.Size]byte{} // contents unknown: set again
 	d.certs = s
 	return nil
 }
