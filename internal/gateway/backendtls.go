@@ -171,6 +171,19 @@ func caBundle(cm *corev1.ConfigMap) ([]byte, string) {
 	return out, ""
 }
 
+// tlsSuffix ends the name prefix of a backend speaking TLS ("gwhs",
+// "gwgs"): a backend that starts or stops speaking TLS takes another
+// name, so a reload never gives it the old one's servers' state. HAProxy
+// keeps each server's use of SSL in its server-state file and applies it
+// on load over the configuration (seen in the conformance run: a backend
+// that became TLS went on sending clear text after the reload).
+func tlsSuffix(t *model.BackendTLS) string {
+	if t == nil {
+		return ""
+	}
+	return "s"
+}
+
 // backendTLS is the TLS the backend of Service svc's port p speaks when
 // the routes of the Gateway being served (w.serving) use it, which is
 // recorded as the policy's ancestor: nil and false without a policy;

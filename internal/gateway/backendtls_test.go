@@ -45,7 +45,7 @@ func policyCond(res Result, name, typ string) string {
 // backendTLSOf is the TLS of the backend of Service svc's port 80.
 func backendTLSOf(res Result, svc string) string {
 	for _, b := range res.Config.Backends {
-		if b.Name == name("gwh", "apps", svc, "80") {
+		if b.Name == name("gwh", "apps", svc, "80") || b.Name == name("gwhs", "apps", svc, "80") {
 			if b.TLS == nil {
 				return "clear"
 			}

@@ -109,11 +109,11 @@ func TestSupportedFeatures(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{}, "GRPCRoute GRPCRouteNamedRouteRule Gateway GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
+		{Options{}, "BackendTLSPolicy GRPCRoute GRPCRouteNamedRouteRule Gateway GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
 			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
 			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
 			"HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},
-		{Options{Pooled: true}, "GRPCRoute GRPCRouteNamedRouteRule Gateway GatewayAddressEmpty GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
+		{Options{Pooled: true}, "BackendTLSPolicy GRPCRoute GRPCRouteNamedRouteRule Gateway GatewayAddressEmpty GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
 			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
 			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
 			"HTTPRouteResponseHeaderModification HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute UDPRoute"},

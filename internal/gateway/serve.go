@@ -154,6 +154,7 @@ func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend, 
 				backends[model.RejectBackend] = rejectBackend()
 				continue
 			}
+			prefix += tlsSuffix(btls)
 		}
 		n := name(prefix, rr.svc.Namespace, rr.svc.Name, strconv.Itoa(int(rr.port.Port)))
 		if _, ok := backends[n]; !ok {
