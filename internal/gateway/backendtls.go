@@ -31,7 +31,7 @@ import (
 
 // tlsFeatures are the TLS features of issue 34 the GatewayClass claims
 // (compute.go), each once its upstream tests pass (docs/gateway.md).
-var tlsFeatures = []gwv1.FeatureName{"BackendTLSPolicy"}
+var tlsFeatures = []gwv1.FeatureName{"BackendTLSPolicy", "GatewayBackendClientCertificate"}
 
 // CAKey is the ConfigMap key holding a CA bundle.
 const CAKey = "ca.crt"

@@ -145,3 +145,54 @@ func TestBackendTLSPolicyKeepsLastGood(t *testing.T) {
 	res = Compute(in, Options{UDP: true})
 	want(t, backendTLSOf(res, "a"), "no backend")
 }
+
+// A Gateway's backend client certificate is presented by its TLS
+// backends (a backend of their own, named by the certificate), and its
+// ResolvedRefs says whether the Secret resolved; a Secret missing leaves
+// the TLS backend presenting nothing and the condition False.
+func TestGatewayBackendClientCertificate(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		secrets  []*Secret
+		ns       string // the ref's namespace; "": the Gateway's
+		resolved string
+		cert     bool
+	}{
+		{name: "resolved", secrets: []*Secret{tlsSecret(t, "apps", "client", "gateway.example.com")}, resolved: "True/ResolvedRefs", cert: true},
+		{name: "missing", resolved: "False/InvalidClientCertificateRef"},
+		{name: "another namespace without a grant", ns: "other", secrets: []*Secret{tlsSecret(t, "other", "client", "gateway.example.com")},
+			resolved: "False/RefNotPermitted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base()
+			in.Gateways[0].Spec.Listeners = append(in.Gateways[0].Spec.Listeners, listenerOf("web", gwv1.HTTPProtocolType, 80, ""))
+			ref := secretRef(tc.ns, "client")
+			in.Gateways[0].Spec.TLS = &gwv1.GatewayTLSConfig{Backend: &gwv1.GatewayBackendTLS{ClientCertificateRef: &ref}}
+			in.HTTPRoutes = []*gwv1.HTTPRoute{hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/")))}
+			in.BackendTLSPolicies = []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")}
+			in.ConfigMaps = []*corev1.ConfigMap{caMap("ca", string(testcert.CA(t, "backend CA").PEM()))}
+			in.Secrets = tc.secrets
+			res := Compute(in, Options{UDP: true})
+			want(t, condOf(res.Gateways[Key{"apps", "gw"}].Conditions, "ResolvedRefs"), tc.resolved)
+			var tlsBackends []*model.Backend
+			for _, b := range res.Config.Backends {
+				if b.TLS != nil {
+					tlsBackends = append(tlsBackends, b)
+				}
+			}
+			if len(tlsBackends) != 1 {
+				t.Fatalf("%d TLS backends, want 1", len(tlsBackends))
+			}
+			b := tlsBackends[0]
+			if got := b.TLS.Cert != "" && len(b.TLS.CertPEM) > 0 && b.Name != name("gwhs", "apps", "a", "80"); got != tc.cert {
+				t.Errorf("backend %s presents %q: %v, want %v", b.Name, b.TLS.Cert, got, tc.cert)
+			}
+			if !model.ValidBackendTLS(b.TLS) {
+				t.Errorf("backend %s: TLS not valid", b.Name)
+			}
+		})
+	}
+	// No clientCertificateRef: no ResolvedRefs of the Gateway's own.
+	in := base()
+	want(t, condOf(Compute(in, Options{UDP: true}).Gateways[Key{"apps", "gw"}].Conditions, "ResolvedRefs"), "-")
+}

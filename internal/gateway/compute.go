@@ -120,6 +120,7 @@ func Compute(in Input, opts Options) Result {
 	}
 
 	w.resolveBackendTLS(in, opts.CAs)
+	w.clientCerts, w.certMemo = map[Key]*clientCert{}, opts.Certs // backendcert.go
 	opts.Routes.begin()
 	defer opts.Routes.end()
 	for _, r := range routesOf(in, opts.Routes) {
@@ -133,7 +134,9 @@ func Compute(in Input, opts Options) Result {
 		if x.addrOK {
 			serve(&res.Config, x, w, backends)
 		}
-		res.Gateways[x.key] = gatewayStatus(x, opts.Addresses)
+		st := gatewayStatus(x, opts.Addresses)
+		w.backendCertStatus(x, &st) // backendcert.go
+		res.Gateways[x.key] = st
 	}
 	res.Policies = w.policyStatuses(opts.ControllerName)
 	for _, b := range backends {

@@ -21,6 +21,12 @@ type BackendTLS struct {
 	CA string
 	// CAPEM is the bundle: one or more PEM certificates. Never logged.
 	CAPEM []byte
+	// Cert, when set, names the file (ValidCertName) of the client
+	// certificate and key presented to the servers (a Gateway's
+	// spec.tls.backend.clientCertificateRef); CertPEM is that bundle
+	// (certs.Parse). Never logged.
+	Cert    string
+	CertPEM []byte
 }
 
 // SameStructure reports whether t and u render the same server lines:
@@ -29,16 +35,17 @@ func (t *BackendTLS) SameStructure(u *BackendTLS) bool {
 	if t == nil || u == nil {
 		return t == u
 	}
-	return t.SNI == u.SNI && t.CA == u.CA
+	return t.SNI == u.SNI && t.CA == u.CA && t.Cert == u.Cert
 }
 
 // Equal compares two settings, the CA's contents included.
 func (t *BackendTLS) Equal(u *BackendTLS) bool {
-	return t.SameStructure(u) && (t == nil || bytes.Equal(t.CAPEM, u.CAPEM))
+	return t.SameStructure(u) && (t == nil || bytes.Equal(t.CAPEM, u.CAPEM) && bytes.Equal(t.CertPEM, u.CertPEM))
 }
 
 // ValidBackendTLS reports whether t may be rendered: an exact server
 // name and a CA name.
 func ValidBackendTLS(t *BackendTLS) bool {
-	return t != nil && ValidSNI(t.SNI) && !strings.Contains(t.SNI, "*") && ValidCertName(t.CA) && len(t.CAPEM) > 0
+	return t != nil && ValidSNI(t.SNI) && !strings.Contains(t.SNI, "*") && ValidCertName(t.CA) && len(t.CAPEM) > 0 &&
+		(t.Cert == "" || ValidCertName(t.Cert) && len(t.CertPEM) > 0)
 }

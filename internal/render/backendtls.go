@@ -26,10 +26,16 @@ func writeBackendTLS(w func(...string), be *model.Backend, opts Options) {
 	if be.TLS == nil {
 		return
 	}
-	if !model.ValidBackendTLS(be.TLS) || opts.CertDir == "" || !model.ValidFilePath(CAFile(opts.CertDir, be.TLS.CA)) {
+	if !model.ValidBackendTLS(be.TLS) || opts.CertDir == "" || !model.ValidFilePath(CAFile(opts.CertDir, be.TLS.CA)) ||
+		be.TLS.Cert != "" && !model.ValidFilePath(CertFile(opts.CertDir, be.TLS.Cert)) {
 		w("\thttp-request deny deny_status 503")
 		return
 	}
-	w("\tdefault-server ssl verify required ca-file " + CAFile(opts.CertDir, be.TLS.CA) +
-		" sni str(" + be.TLS.SNI + ") verifyhost " + be.TLS.SNI)
+	line := "\tdefault-server ssl verify required ca-file " + CAFile(opts.CertDir, be.TLS.CA) +
+		" sni str(" + be.TLS.SNI + ") verifyhost " + be.TLS.SNI
+	if be.TLS.Cert != "" {
+		// The client certificate presented (a Gateway's backend one).
+		line += " crt " + CertFile(opts.CertDir, be.TLS.Cert)
+	}
+	w(line)
 }

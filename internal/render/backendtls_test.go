@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
@@ -21,11 +22,18 @@ func reencrypting(t *testing.T) model.Config {
 	tlsBe := &model.Backend{Name: "gwh_apps_a_443", Balance: "roundrobin", HTTP: true, Servers: srv,
 		TLS: &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: testcert.CA(t, "backend CA").PEM()}}
 	clear := &model.Backend{Name: "gwh_apps_b_80", Balance: "roundrobin", HTTP: true, Servers: srv}
+	client := testcert.Issue(t, testcert.Spec{CN: "gateway"}, testcert.CA(t, "client CA"))
+	bundle, err := certs.Parse(client.PEM(), client.KeyPEM(t), client.Cert.NotBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtls := &model.Backend{Name: "gwhs_apps_c_443_ccert", Balance: "roundrobin", HTTP: true, Servers: srv,
+		TLS: &model.BackendTLS{SNI: "c.example.com", CA: "ca_apps_q", CAPEM: tlsBe.TLS.CAPEM, Cert: "ccert_apps_client", CertPEM: bundle.PEM}}
 	return model.Config{
 		Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 8080}},
 			HTTP: &model.HTTP{Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: "PathPrefix", Path: "/", Action: 0}}}},
 				Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: tlsBe.Name, Weight: 1}, {Name: clear.Name, Weight: 1}}}}}}},
-		Backends: []*model.Backend{tlsBe, clear},
+		Backends: []*model.Backend{tlsBe, clear, mtls},
 	}
 }
 
@@ -39,9 +47,18 @@ func TestGoldenBackendTLS(t *testing.T) {
 
 	// HAProxy loads it, with the CA file the driver writes.
 	dir := t.TempDir()
-	be := cfg.Backends[0]
-	if err := os.WriteFile(CAFile(dir, be.TLS.CA), be.TLS.CAPEM, 0o600); err != nil {
-		t.Fatal(err)
+	for _, be := range cfg.Backends {
+		if be.TLS == nil {
+			continue
+		}
+		if err := os.WriteFile(CAFile(dir, be.TLS.CA), be.TLS.CAPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if be.TLS.Cert != "" {
+			if err := os.WriteFile(CertFile(dir, be.TLS.Cert), be.TLS.CertPEM, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenCertDir), []byte(dir)))
 
@@ -79,6 +96,9 @@ func TestBackendTLSRefusedWithoutFiles(t *testing.T) {
 			got := string(Config(cfg, layout, o))
 			sec := got[strings.Index(got, "backend gwh_apps_a_443"):]
 			sec = sec[:strings.Index(sec, "backend gwh_apps_b_80")]
+			if strings.Contains(sec, "gwhs_apps_c") {
+				t.Fatal("sections out of order")
+			}
 			if !strings.Contains(sec, "http-request deny deny_status 503") || strings.Contains(sec, " ssl") {
 				t.Errorf("backend section:\n%s\nwant a deny and no ssl", sec)
 			}

@@ -26,6 +26,9 @@ func casOf(dir string, cfg model.Config) map[string][]byte {
 	for _, b := range cfg.Backends {
 		if model.ValidBackendTLS(b.TLS) {
 			out[render.CAFile(dir, b.TLS.CA)] = b.TLS.CAPEM
+			if b.TLS.Cert != "" {
+				out[render.CertFile(dir, b.TLS.Cert)] = b.TLS.CertPEM // the client certificate, named by its digest too
+			}
 		}
 	}
 	return out
