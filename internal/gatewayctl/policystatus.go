@@ -19,29 +19,9 @@ import (
 // merged with what they were.
 func (p *Publisher) policyAncestors(ns, name string, have []gwv1.PolicyAncestorStatus, res *gateway.Result, now metav1.Time) []gwv1.PolicyAncestorStatus {
 	want := res.Policies[gateway.Key{Namespace: ns, Name: name}].Ancestors
-	var out []gwv1.PolicyAncestorStatus
-	for _, h := range have {
-		if string(h.ControllerName) != p.opts.ControllerName {
-			out = append(out, h)
-		}
-	}
-	for _, w := range want {
-		var prev []metav1.Condition
-		for _, h := range have {
-			if string(h.ControllerName) == p.opts.ControllerName && sameParent(h.AncestorRef, w.AncestorRef) {
-				prev = h.Conditions
-			}
-		}
-		w.Conditions = mergeConditions(prev, w.Conditions, now)
-		out = append(out, w)
-	}
-	if len(out) == 0 && have == nil {
-		return nil
-	}
-	if out == nil {
-		out = []gwv1.PolicyAncestorStatus{}
-	}
-	return out
+	return mergeEntries(p.opts.ControllerName, have, want, now, func(e *gwv1.PolicyAncestorStatus) entry {
+		return entry{string(e.ControllerName), e.AncestorRef, &e.Conditions}
+	})
 }
 
 // enqueuePolicies adds every policy whose ancestors differ.
