@@ -3,6 +3,7 @@ package runtimeapi
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
@@ -20,12 +22,20 @@ import (
 // names signed by ca; each answer names the server name the client sent.
 func serveTLS(t *testing.T, ca testcert.Cert, names ...string) netip.AddrPort {
 	t.Helper()
+	return serveTLSConfig(t, ca, &tls.Config{}, names...)
+}
+
+// serveTLSConfig is serveTLS with the server's settings in cfg (its
+// certificate added).
+func serveTLSConfig(t *testing.T, ca testcert.Cert, cfg *tls.Config, names ...string) netip.AddrPort {
+	t.Helper()
 	leaf := testcert.Issue(t, testcert.Spec{CN: names[0], DNS: names}, ca)
 	pair, err := tls.X509KeyPair(leaf.PEM(), leaf.KeyPEM(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}})
+	cfg.Certificates = []tls.Certificate{pair}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,4 +107,53 @@ func TestBackendTLSCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(http.StatusServiceUnavailable, "")
+}
+
+// TestBackendTLSClientCertificate: a backend presenting a client
+// certificate (a Gateway's backend one) is let in by a server that
+// requires one signed by its CA; the same backend without it is refused.
+func TestBackendTLSClientCertificate(t *testing.T) {
+	l := startMapLab(t)
+	ctx := context.Background()
+	serverCA, clientCA := testcert.CA(t, "server CA"), testcert.CA(t, "client CA")
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCA.Cert)
+	srv := serveTLSConfig(t, serverCA, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, "a.example.com")
+	client := testcert.Issue(t, testcert.Spec{CN: "gateway", Client: true}, clientCA)
+	bundle, err := certs.Parse(client.PEM(), client.KeyPEM(t), client.Cert.NotBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint16(haproxytest.FreePort(t))
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	cfgOf := func(cert string, pem []byte) model.Config {
+		n := "gwhs_a" + cert
+		return model.Config{
+			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
+				HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
+					Actions: []model.HTTPAction{{Backends: one(n)}}}}},
+			Backends: []*model.Backend{{Name: n, Service: "apps/a", Balance: "roundrobin", HTTP: true,
+				Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
+				TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p_1", CAPEM: serverCA.PEM(), Cert: cert, CertPEM: pem}}},
+		}
+	}
+	eventually := func(code int) {
+		t.Helper()
+		var got int
+		var body string
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if got, body = httpGet(t, addr, "a.example.com", "/"); got == code {
+				return
+			}
+		}
+		t.Fatalf("last answer %d %q, want %d", got, body, code)
+	}
+	if _, err := l.d.Apply(ctx, cfgOf("", nil)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(http.StatusServiceUnavailable)
+	if _, err := l.d.Apply(ctx, cfgOf("ccert_apps_client_1", bundle.PEM)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(http.StatusOK)
 }
