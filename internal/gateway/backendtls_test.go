@@ -45,9 +45,16 @@ func policyCond(res Result, name, typ string) string {
 // backendTLSOf is the TLS of the backend of Service svc's port 80.
 func backendTLSOf(res Result, svc string) string {
 	for _, b := range res.Config.Backends {
-		if b.Name == name("gwh", "apps", svc, "80") || b.Name == name("gwhs", "apps", svc, "80") {
+		// A backend speaking TLS is named apart (server state, tlsSuffix).
+		if b.Name == name("gwh", "apps", svc, "80") {
+			if b.TLS != nil {
+				return "TLS under the clear backend's name"
+			}
+			return "clear"
+		}
+		if b.Name == name("gwhs", "apps", svc, "80") {
 			if b.TLS == nil {
-				return "clear"
+				return "clear under the TLS backend's name"
 			}
 			return b.TLS.SNI + " " + b.TLS.CA
 		}
