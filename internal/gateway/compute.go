@@ -19,7 +19,7 @@ import (
 var (
 	features = slices.Sorted(slices.Values(append([]gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
 		"HTTPRoute308RedirectStatusCode", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRoutePortRedirect", "HTTPRouteSchemeRedirect",
-		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures)...)))
+		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures, tlsFeatures)...)))
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
 )
 
@@ -119,6 +119,8 @@ func Compute(in Input, opts Options) Result {
 		byKey[x.key] = x
 	}
 
+	w.resolveBackendTLS(in, opts.CAs)
+	w.clientCerts, w.certMemo = map[Key]*clientCert{}, opts.Certs // backendcert.go
 	opts.Routes.begin()
 	defer opts.Routes.end()
 	for _, r := range routesOf(in, opts.Routes) {
@@ -132,8 +134,11 @@ func Compute(in Input, opts Options) Result {
 		if x.addrOK {
 			serve(&res.Config, x, w, backends)
 		}
-		res.Gateways[x.key] = gatewayStatus(x, opts.Addresses)
+		st := gatewayStatus(x, opts.Addresses)
+		w.backendCertStatus(x, &st) // backendcert.go
+		res.Gateways[x.key] = st
 	}
+	res.Policies = w.policyStatuses(opts.ControllerName)
 	for _, b := range backends {
 		res.Config.Backends = append(res.Config.Backends, b)
 	}

@@ -47,6 +47,10 @@ type Input struct {
 	Services   []*corev1.Service
 	Slices     []*desired.Slice
 	Namespaces []*corev1.Namespace // for allowedRoutes.namespaces.selector
+	// BackendTLSPolicies and the ConfigMaps holding their CA bundles
+	// (only their ca.crt is read: backendtls.go).
+	BackendTLSPolicies []*gwv1.BackendTLSPolicy
+	ConfigMaps         []*corev1.ConfigMap
 }
 
 // Options shape Compute.
@@ -79,6 +83,9 @@ type Options struct {
 	// Routes keeps GRPCRoutes' last valid rules across passes
 	// (routememo.go); nil: a route that turns bad serves nothing.
 	Routes *RouteMemo
+	// CAs keeps BackendTLSPolicies' last good settings (backendtls.go);
+	// nil: a policy that turns bad refuses its backends.
+	CAs *CAMemo
 }
 
 // Result is the model and the status of every object that is ours.
@@ -89,6 +96,9 @@ type Result struct {
 	// Routes: the parents' statuses this controller writes, by route
 	// (other controllers' entries are left alone by the writer).
 	Routes map[RouteKey][]gwv1.RouteParentStatus
+	// Policies: the BackendTLSPolicies' statuses (backendtls.go), by
+	// policy; one ancestor per Gateway whose routes use a target.
+	Policies map[Key]gwv1.PolicyStatus
 	// Assigned are the Gateways' addresses from the pools (Pooled), for
 	// the next pass's Options.Previous and for the claims: those in use
 	// and those being claimed.

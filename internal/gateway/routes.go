@@ -14,11 +14,18 @@ import (
 
 // world indexes what routes refer to.
 type world struct {
-	services map[Key]*corev1.Service
-	secrets  map[Key]*Secret
-	slices   map[Key][]*desired.Slice
-	grants   map[string][]*gwv1beta1.ReferenceGrant // by namespace
-	nsLabels map[string]map[string]string
+	services    map[Key]*corev1.Service
+	secrets     map[Key]*Secret
+	slices      map[Key][]*desired.Slice
+	grants      map[string][]*gwv1beta1.ReferenceGrant // by namespace
+	nsLabels    map[string]map[string]string
+	btls        map[btlsTarget]*btlsPolicy // BackendTLSPolicies by target (backendtls.go)
+	btlsAll     []*btlsPolicy
+	btlsLost    map[btlsTarget][]*btlsPolicy // the younger policies of a target
+	serving     Key                          // the Gateway serve is compiling
+	servingGW   *gwv1.Gateway
+	clientCerts map[Key]*clientCert // Gateways' backend client certificates (backendcert.go)
+	certMemo    *CertMemo
 }
 
 func newWorld(in Input) *world {

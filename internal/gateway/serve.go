@@ -15,6 +15,7 @@ import (
 // serve adds a Gateway's accepted listeners to the model: TCP and TLS
 // listeners of one port are one frontend, UDP listeners UDP ports.
 func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backend) {
+	w.serving, w.servingGW = x.key, x.obj // the ancestor of the BackendTLSPolicies its routes use
 	binds := func(port uint16) []model.Bind {
 		if len(x.addrs) == 0 {
 			return []model.Bind{{Port: port}}
@@ -145,11 +146,25 @@ func weighted(refs []resolvedRef, w *world, backends map[string]*model.Backend, 
 			// a backend of its own beside an HTTPRoute's HTTP/1.1 one.
 			prefix, h2 = "gwg", true
 		}
+		var btls *model.BackendTLS
+		if http {
+			var refuse bool
+			if btls, refuse = w.backendTLS(rr.svc, rr.port); refuse { // backendtls.go
+				add(model.RejectBackend, rr.weight)
+				backends[model.RejectBackend] = rejectBackend()
+				continue
+			}
+			btls = w.withClientCert(btls) // backendcert.go
+			prefix += tlsSuffix(btls)
+		}
 		n := name(prefix, rr.svc.Namespace, rr.svc.Name, strconv.Itoa(int(rr.port.Port)))
+		if btls != nil && btls.Cert != "" {
+			n = name(prefix, rr.svc.Namespace, rr.svc.Name, strconv.Itoa(int(rr.port.Port)), btls.Cert)
+		}
 		if _, ok := backends[n]; !ok {
 			// Also at weight 0: the backend stays, so a weight that
 			// comes and goes changes a route map only (no reload).
-			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin", HTTP: http, H2C: h2,
+			backends[n] = &model.Backend{Name: n, Service: rr.svc.String(), Balance: "roundrobin", HTTP: http, H2C: h2, TLS: btls,
 				Servers: desired.PodServers(w.slices[rr.svc], rr.port)}
 		}
 		if rr.weight > 0 {

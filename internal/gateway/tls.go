@@ -75,6 +75,7 @@ func (m *CertMemo) bundle(k Key, s *Secret) *certs.Bundle {
 // never served.
 func CertSecrets(gws []*gwv1.Gateway) map[Key]bool {
 	out := map[Key]bool{}
+	backendCertSecrets(gws, out) // backendcert.go
 	for _, g := range gws {
 		for _, l := range g.Spec.Listeners {
 			if l.Protocol != gwv1.HTTPSProtocolType || l.TLS == nil {

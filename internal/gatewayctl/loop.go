@@ -70,6 +70,8 @@ type Loop struct {
 	certs gateway.CertMemo
 	// routes: GRPCRoutes' last valid rules (the worker's alone).
 	routes gateway.RouteMemo
+	// cas: BackendTLSPolicies' last good settings (the worker's alone).
+	cas gateway.CAMemo
 }
 
 // New wires a loop.
@@ -129,6 +131,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	gopts := l.opts.Gateway
 	gopts.Certs = &l.certs
 	gopts.Routes = &l.routes
+	gopts.CAs = &l.cas
 	if gopts.Pooled {
 		gopts.Pools = l.pools.parse(l.src.Pools())
 		gopts.Previous = l.assigned

@@ -71,27 +71,44 @@ func gatewayStatus(g *gwv1.Gateway, res *gateway.Result, now metav1.Time) gwv1.G
 // they are, ours as the result says (merged with what they were).
 func (p *Publisher) parents(kind, ns, name string, have []gwv1.RouteParentStatus, res *gateway.Result, now metav1.Time) []gwv1.RouteParentStatus {
 	want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
-	var out []gwv1.RouteParentStatus
-	for _, h := range have {
-		if string(h.ControllerName) != p.opts.ControllerName {
-			out = append(out, h)
+	return mergeEntries(p.opts.ControllerName, have, want, now, func(e *gwv1.RouteParentStatus) entry {
+		return entry{string(e.ControllerName), e.ParentRef, &e.Conditions}
+	})
+}
+
+// entry is what mergeEntries reads of a route's parent or a policy's
+// ancestor: whose it is, which object, and its conditions.
+type entry struct {
+	controller string
+	ref        gwv1.ParentReference
+	conds      *[]metav1.Condition
+}
+
+// mergeEntries is have with other controllers' entries as they are and
+// ours as want says, each merged with what it was (mergeConditions).
+func mergeEntries[T any](controller string, have, want []T, now metav1.Time, of func(*T) entry) []T {
+	var out []T
+	for i := range have {
+		if of(&have[i]).controller != controller {
+			out = append(out, have[i])
 		}
 	}
 	for _, w := range want {
+		we := of(&w)
 		var prev []metav1.Condition
-		for _, h := range have {
-			if string(h.ControllerName) == p.opts.ControllerName && sameParent(h.ParentRef, w.ParentRef) {
-				prev = h.Conditions
+		for i := range have {
+			if h := of(&have[i]); h.controller == controller && sameParent(h.ref, we.ref) {
+				prev = *h.conds
 			}
 		}
-		w.Conditions = mergeConditions(prev, w.Conditions, now)
+		*we.conds = mergeConditions(prev, *we.conds, now)
 		out = append(out, w)
 	}
 	if len(out) == 0 && have == nil {
 		return nil
 	}
 	if out == nil {
-		out = []gwv1.RouteParentStatus{}
+		out = []T{}
 	}
 	return out
 }

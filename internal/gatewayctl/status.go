@@ -160,6 +160,7 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 	for _, r := range in.GRPCRoutes {
 		routes(gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
+	p.enqueuePolicies(func(it item) { q.Add(it) }, in, res, now) // policystatus.go
 }
 
 // alpha reports whether routes of kind are served as v1alpha2.
@@ -261,6 +262,8 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 				return err
 			},
 			func(*gwv1.GRPCRoute) error { return nil }) // GRPCRoutes are read as v1 only
+	case *gwv1.BackendTLSPolicy:
+		err = p.writePolicy(ctx, obj, res, now, wait) // policystatus.go
 	}
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -46,6 +46,10 @@ func setField(t *testing.T, v reflect.Value, i int) {
 			f.Set(reflect.ValueOf(&TLS{}))
 			return
 		}
+		if f.Type() == reflect.TypeOf(&BackendTLS{}) {
+			f.Set(reflect.ValueOf(&BackendTLS{}))
+			return
+		}
 		t.Fatalf("unhandled pointer field %s", v.Elem().Type().Field(i).Name)
 	default:
 		t.Fatalf("unhandled field %s of kind %s", v.Elem().Type().Field(i).Name, f.Kind())

@@ -32,7 +32,9 @@ import (
 // defaults section), a rule reading ACL files named by one frontend or
 // spare (source ranges behind the fixed listener), and servers that track
 // their node (each slot's `track` differs). The controller's own
-// backends (`_nodes`, `_reject`, spares) stay static too.
+// backends (`_nodes`, `_reject`, spares) stay static too, and so do
+// backends speaking TLS (backendtls.go: their CA file is under the
+// certificate directory, which a class's body does not know).
 
 // DynamicPrefix starts the name of a class's defaults section.
 const DynamicPrefix = "_dyn_"
@@ -75,7 +77,7 @@ func dynamicBackends(cfg model.Config, opts Options, listenedSrc map[string][]mo
 
 // dynamicOK reports whether be can be written from a class's defaults.
 func dynamicOK(be *model.Backend, opts Options, listenedSrc map[string][]model.Frontend) bool {
-	return be.Name != "" && be.Name[0] != '_' && be.Affinity == 0 && !be.TrackNodes &&
+	return be.Name != "" && be.Name[0] != '_' && be.Affinity == 0 && !be.TrackNodes && be.TLS == nil &&
 		len(listenedSrc[be.Name]) == 0 && !opts.SpareRanged(be.Name)
 }
 

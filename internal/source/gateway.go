@@ -71,6 +71,7 @@ type gatewaySet struct {
 	pools       cache.SharedIndexInformer
 	claims      cache.SharedIndexInformer // WithClaims
 	ing         ingressSet                // WithIngress
+	btls        btlsSet                   // BackendTLSPolicies (gatewaybtls.go)
 	informerGen
 }
 
@@ -140,6 +141,7 @@ func (g *Gateway) build() *gatewaySet {
 		set.starters = append(set.starters, set.poolFactory)
 	}
 	g.buildIngress(set)
+	g.buildBackendTLS(set, gf)
 	if g.claimsOn {
 		var cf informers.SharedInformerFactory
 		cf, set.claims = claimsInformer(g.client)
@@ -185,7 +187,7 @@ func (g *Gateway) Start(ctx context.Context, timeout time.Duration) error {
 func (g *Gateway) Snapshot() gateway.Input {
 	set := g.current()
 	gws := listOf[*gwv1.Gateway](set.gateways)
-	return gateway.Input{
+	in := gateway.Input{
 		Classes:    listOf[*gwv1.GatewayClass](set.classes),
 		Gateways:   gws,
 		TCPRoutes:  listOf[*gwv1.TCPRoute](set.tcp),
@@ -199,6 +201,8 @@ func (g *Gateway) Snapshot() gateway.Input {
 		Slices:     listOf[*desired.Slice](set.slices),
 		Namespaces: listOf[*corev1.Namespace](set.namespaces),
 	}
+	backendTLSInput(set, &in) // gatewaybtls.go
+	return in
 }
 
 func listOf[T any](inf cache.SharedIndexInformer) []T {
@@ -228,6 +232,8 @@ func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 		inf = set.http
 	case gateway.KindGRPCRoute:
 		inf = set.grpc
+	case KindBackendTLSPolicy:
+		inf = set.btls.policies
 	}
 	if inf == nil {
 		return nil, false

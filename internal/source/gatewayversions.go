@@ -26,6 +26,8 @@ var routeResources = map[string]string{
 	gateway.KindHTTPRoute: "httproutes",
 	// GRPCRoutes too, on the same listeners (v1 only).
 	gateway.KindGRPCRoute: "grpcroutes",
+	// Not a route: BackendTLSPolicies (v1 only, gatewaybtls.go).
+	KindBackendTLSPolicy: "backendtlspolicies",
 }
 
 // RouteVersions asks the apiserver which version of each route kind it

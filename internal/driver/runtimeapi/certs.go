@@ -52,6 +52,7 @@ type certStore struct {
 type certWant struct {
 	files map[string][]byte
 	lists map[string][]render.CrtListEntry
+	cas   map[string][]byte // CA files (cafiles.go)
 }
 
 // CertDir is the directory of the certificates beside a haproxy.cfg at
@@ -61,7 +62,7 @@ func CertDir(configPath string) string { return dirBeside(configPath, "certs") }
 
 // certsOf lists the files cfg's terminating frontends need.
 func certsOf(dir string, cfg model.Config) certWant {
-	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}}
+	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg)}
 	if dir == "" {
 		return w
 	}
@@ -86,7 +87,7 @@ func certsOf(dir string, cfg model.Config) certWant {
 // driver last wrote there (disk; without a record, from what the file
 // holds): the certificates, then the crt-lists naming them.
 func writeCerts(dir string, w certWant, disk map[string][sha256.Size]byte) error {
-	if dir == "" || len(w.files) == 0 && len(w.lists) == 0 {
+	if dir == "" || len(w.files) == 0 && len(w.lists) == 0 && len(w.cas) == 0 {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -108,6 +109,11 @@ func writeCerts(dir string, w certWant, disk map[string][sha256.Size]byte) error
 	}
 	for _, p := range slices.Sorted(maps.Keys(w.files)) {
 		if err := write(p, w.files[p]); err != nil {
+			return err
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(w.cas)) {
+		if err := write(p, w.cas[p]); err != nil {
 			return err
 		}
 	}
@@ -133,7 +139,8 @@ func pruneCerts(dir string, w certWant, disk map[string][sha256.Size]byte) {
 		p := filepath.Join(dir, e.Name())
 		_, cert := w.files[p]
 		_, list := w.lists[p]
-		if !cert && !list && (strings.HasSuffix(p, ".pem") || strings.HasSuffix(p, ".crtlist")) {
+		_, ca := w.cas[p]
+		if !cert && !list && !ca && (strings.HasSuffix(p, ".pem") || strings.HasSuffix(p, ".crtlist")) {
 			_ = os.Remove(p)
 			delete(disk, p)
 		}
@@ -199,7 +206,7 @@ func (d *HAProxy) pushRunningCerts(ctx context.Context, cfg model.Config, res *d
 func (d *HAProxy) pushCertsOf(ctx context.Context, cfg model.Config, res *driver.Result, prune bool) error {
 	dir := d.opts.Render.CertDir
 	w := certsOf(dir, cfg)
-	if len(w.lists) == 0 && (!d.certs.known || len(d.certs.files) == 0) {
+	if len(w.lists) == 0 && len(w.cas) == 0 && (!d.certs.known || len(d.certs.files) == 0) {
 		return nil
 	}
 	if err := writeCerts(dir, w, d.certs.onDisk()); err != nil {

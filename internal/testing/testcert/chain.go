@@ -77,6 +77,7 @@ type Spec struct {
 	Key       KeyType
 	NotBefore time.Time // zero: an hour ago
 	NotAfter  time.Time // zero: a day from now
+	Client    bool      // a client certificate too (extended key usage clientAuth)
 }
 
 var serial atomic.Int64
@@ -106,6 +107,9 @@ func Issue(t testing.TB, spec Spec, parent Cert) Cert {
 		tmpl.KeyUsage |= x509.KeyUsageCertSign
 	} else {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		if spec.Client {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		}
 	}
 	if _, ok := key.(*rsa.PrivateKey); ok {
 		tmpl.KeyUsage |= x509.KeyUsageKeyEncipherment

@@ -1,0 +1,159 @@
+package runtimeapi
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
+)
+
+// serveTLS serves HTTPS on a free loopback port with a certificate for
+// names signed by ca; each answer names the server name the client sent.
+func serveTLS(t *testing.T, ca testcert.Cert, names ...string) netip.AddrPort {
+	t.Helper()
+	return serveTLSConfig(t, ca, &tls.Config{}, names...)
+}
+
+// serveTLSConfig is serveTLS with the server's settings in cfg (its
+// certificate added).
+func serveTLSConfig(t *testing.T, ca testcert.Cert, cfg *tls.Config, names ...string) netip.AddrPort {
+	t.Helper()
+	leaf := testcert.Issue(t, testcert.Spec{CN: names[0], DNS: names}, ca)
+	pair, err := tls.X509KeyPair(leaf.PEM(), leaf.KeyPEM(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Certificates = []tls.Certificate{pair}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "sni=%s", r.TLS.ServerName)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return netip.MustParseAddrPort(ln.Addr().String())
+}
+
+// TestBackendTLSCA: a backend speaking TLS verifies its server against
+// the CA file and the hostname: a CA that did not sign the server's
+// certificate, or a hostname the certificate does not carry, refuses the
+// request (503); another CA is another file (its name carries its
+// digest) loaded by a reload; the server sees the hostname as SNI.
+func TestBackendTLSCA(t *testing.T) {
+	l := startMapLab(t)
+	ctx := context.Background()
+	right, wrong := testcert.CA(t, "right CA"), testcert.CA(t, "wrong CA")
+	srv := serveTLS(t, right, "a.example.com")
+	port := uint16(haproxytest.FreePort(t))
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	cfgOf := func(sni, caName string, ca testcert.Cert) model.Config {
+		return model.Config{
+			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
+				HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
+					Actions: []model.HTTPAction{{Backends: one("gwh_a")}}}}},
+			Backends: []*model.Backend{{Name: "gwh_a", Service: "apps/a", Balance: "roundrobin", HTTP: true,
+				Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
+				TLS:     &model.BackendTLS{SNI: sni, CA: caName, CAPEM: ca.PEM()}}},
+		}
+	}
+	// eventually polls until a request answers code (and body when not
+	// ""), printing the last answer on failure.
+	eventually := func(code int, body string) {
+		t.Helper()
+		var gotCode int
+		var gotBody string
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if gotCode, gotBody = httpGet(t, addr, "a.example.com", "/"); gotCode == code && (body == "" || gotBody == body) {
+				return
+			}
+		}
+		t.Fatalf("last answer %d %q, want %d %q", gotCode, gotBody, code, body)
+	}
+	caFiles := func() int {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(filepath.Dir(l.cfgPath), "certs", "ca_*.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(m)
+	}
+
+	if _, err := l.d.Apply(ctx, cfgOf("a.example.com", "ca_apps_p_1", wrong)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(http.StatusServiceUnavailable, "")
+	if _, err := l.d.Apply(ctx, cfgOf("a.example.com", "ca_apps_p_2", right)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(http.StatusOK, "sni=a.example.com")
+	if n := caFiles(); n != 1 {
+		t.Errorf("%d CA files, want the one in use", n)
+	}
+	// A hostname the certificate does not carry: refused.
+	if _, err := l.d.Apply(ctx, cfgOf("b.example.com", "ca_apps_p_2", right)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(http.StatusServiceUnavailable, "")
+}
+
+// TestBackendTLSClientCertificate: a backend presenting a client
+// certificate (a Gateway's backend one) is let in by a server that
+// requires one signed by its CA; the same backend without it is refused.
+func TestBackendTLSClientCertificate(t *testing.T) {
+	l := startMapLab(t)
+	ctx := context.Background()
+	serverCA, clientCA := testcert.CA(t, "server CA"), testcert.CA(t, "client CA")
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCA.Cert)
+	srv := serveTLSConfig(t, serverCA, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, "a.example.com")
+	client := testcert.Issue(t, testcert.Spec{CN: "gateway", Client: true}, clientCA)
+	bundle, err := certs.Parse(client.PEM(), client.KeyPEM(t), client.Cert.NotBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := uint16(haproxytest.FreePort(t))
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	cfgOf := func(cert string, pem []byte) model.Config {
+		n := "gwhs_a" + cert
+		return model.Config{
+			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
+				HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
+					Actions: []model.HTTPAction{{Backends: one(n)}}}}},
+			Backends: []*model.Backend{{Name: n, Service: "apps/a", Balance: "roundrobin", HTTP: true,
+				Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
+				TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p_1", CAPEM: serverCA.PEM(), Cert: cert, CertPEM: pem}}},
+		}
+	}
+	eventually := func(code int) {
+		t.Helper()
+		var got int
+		var body string
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if got, body = httpGet(t, addr, "a.example.com", "/"); got == code {
+				return
+			}
+		}
+		t.Fatalf("last answer %d %q, want %d", got, body, code)
+	}
+	if _, err := l.d.Apply(ctx, cfgOf("", nil)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(http.StatusServiceUnavailable)
+	if _, err := l.d.Apply(ctx, cfgOf("ccert_apps_client_1", bundle.PEM)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(http.StatusOK)
+}

@@ -1,0 +1,51 @@
+package model
+
+import (
+	"bytes"
+	"strings"
+)
+
+// BackendTLS makes a backend's servers speak TLS (a BackendTLSPolicy, an
+// Ingress's backend-protocol HTTPS): each connection sends SNI as its
+// server name and accepts only a certificate that chains to the CA
+// bundle and is for that name. Whether a backend speaks TLS, its SNI and
+// the name of its CA file are structure (the server lines carry them):
+// the gateway names a bundle by the digest of its contents, so another CA
+// is another file and a reload (runtimeapi/cafiles.go says why the
+// Runtime API's ca-file commands do not serve here).
+type BackendTLS struct {
+	// SNI is the server name sent and verified (ValidSNI, no wildcard).
+	SNI string
+	// CA names the CA bundle's file (ValidCertName): Name("ca",
+	// namespace, policy name, digest of CAPEM).
+	CA string
+	// CAPEM is the bundle: one or more PEM certificates. Never logged.
+	CAPEM []byte
+	// Cert, when set, names the file (ValidCertName) of the client
+	// certificate and key presented to the servers (a Gateway's
+	// spec.tls.backend.clientCertificateRef); CertPEM is that bundle
+	// (certs.Parse). Never logged.
+	Cert    string
+	CertPEM []byte
+}
+
+// SameStructure reports whether t and u render the same server lines:
+// equal but for the CA's contents.
+func (t *BackendTLS) SameStructure(u *BackendTLS) bool {
+	if t == nil || u == nil {
+		return t == u
+	}
+	return t.SNI == u.SNI && t.CA == u.CA && t.Cert == u.Cert
+}
+
+// Equal compares two settings, the CA's contents included.
+func (t *BackendTLS) Equal(u *BackendTLS) bool {
+	return t.SameStructure(u) && (t == nil || bytes.Equal(t.CAPEM, u.CAPEM) && bytes.Equal(t.CertPEM, u.CertPEM))
+}
+
+// ValidBackendTLS reports whether t may be rendered: an exact server
+// name and a CA name.
+func ValidBackendTLS(t *BackendTLS) bool {
+	return t != nil && ValidSNI(t.SNI) && !strings.Contains(t.SNI, "*") && ValidCertName(t.CA) && len(t.CAPEM) > 0 &&
+		(t.Cert == "" || ValidCertName(t.Cert) && len(t.CertPEM) > 0)
+}
