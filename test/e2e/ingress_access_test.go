@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+)
+
+// getFrom sends GET / with Host host from address src to dst:port and
+// returns the status.
+func getFrom(src, dst string, port int, host string) (int, error) {
+	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}
+	c := &http.Client{Transport: tr, Timeout: 3 * time.Second}
+	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(dst, fmt.Sprint(port))+"/", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// servesFrom is nil once GET / on host from src to dst answers status.
+func servesFrom(src, dst string, port int, host string, status int) func() error {
+	return func() error {
+		code, err := getFrom(src, dst, port, host)
+		if err != nil {
+			return fmt.Errorf("GET %s from %s to %s: %w", host, src, dst, err)
+		}
+		if code != status {
+			return fmt.Errorf("GET %s from %s to %s: %d, want %d", host, src, dst, code, status)
+		}
+		return nil
+	}
+}
+
+// TestIngressSourceRanges: ingress-nginx's allowlist-source-range (and
+// its older name whitelist-source-range) and denylist-source-range, and
+// HAProxy Ingress's denylist-source-range, on real HAProxy with clients
+// of several source addresses (127.0.0.1, 127.0.0.2, ::1): a source
+// outside the allow list or inside the deny list gets 403, the others
+// the Pod; an IPv6 range never opens or closes a route to an IPv4
+// client, nor an IPv4 range to an IPv6 one. Ingresses given, changed and
+// relieved of ranges on a running controller: 0 reloads. A range that
+// does not parse: an Event, the last good ranges keep applying.
+func TestIngressSourceRanges(t *testing.T) {
+	if tproxyMode() {
+		t.Skip("clients of the test's own source addresses to the plain listeners' binds")
+	}
+	if !inNetns(t, podAddrs...) {
+		return
+	}
+	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		t.Skipf("no IPv6 loopback in the network namespace: %v", err)
+	} else {
+		l.Close()
+	}
+	g := newGatewayEnv(t)
+	ing := g.client.NetworkingV1()
+	httpPort := haproxytest.FreePort(t)
+	httpPod(t, "web", podAddrs[0], 8080)
+	g.httpService("web", podAddrs[0])
+	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
+		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(i *netv1.Ingress) {
+		t.Helper()
+		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, hp := ingress.NginxPrefix, ingress.HAProxyPrefix
+	create(ingressOf("base", "base.example.com", nil, prefix("/", "web")))
+	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
+		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
+		"--bind-address", "::1",
+		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	g.eventually("the base Ingress serves", servesFrom("127.0.0.2", "127.0.0.1", httpPort, "base.example.com", 200))
+	before := g.reloads()
+
+	create(ingressOf("allow4", "allow4.example.com", map[string]string{n + "allowlist-source-range": "192.0.2.0/24, 127.0.0.1"}, prefix("/", "web")))
+	create(ingressOf("allow6", "allow6.example.com", map[string]string{n + "whitelist-source-range": "::/0"}, prefix("/", "web")))
+	create(ingressOf("deny4", "deny4.example.com", map[string]string{n + "denylist-source-range": "127.0.0.2/32"}, prefix("/", "web")))
+	create(ingressOf("deny6", "deny6.example.com", map[string]string{hp + "denylist-source-range": "::/0"}, prefix("/", "web")))
+	create(ingressOf("both", "both.example.com", map[string]string{n + "allowlist-source-range": "127.0.0.0/8,::1", n + "denylist-source-range": "127.0.0.2"}, prefix("/", "web")))
+
+	const a1, a2, v6 = "127.0.0.1", "127.0.0.2", "::1"
+	type req struct {
+		host     string
+		src, dst string
+		status   int
+	}
+	check := func(what string, cases []req) {
+		t.Helper()
+		// The last case is polled for (the Ingresses' pass), the others
+		// then hold at once.
+		last := cases[len(cases)-1]
+		g.eventually(what, servesFrom(last.src, last.dst, httpPort, last.host, last.status))
+		for _, c := range cases {
+			if err := servesFrom(c.src, c.dst, httpPort, c.host, c.status)(); err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+		}
+	}
+	check("ranges served", []req{
+		{"allow4.example.com", a1, a1, 200},
+		{"allow4.example.com", a2, a1, 403},
+		{"allow4.example.com", v6, v6, 403}, // an IPv4 list allows no IPv6 client
+		{"allow6.example.com", v6, v6, 200},
+		{"allow6.example.com", a1, a1, 403}, // ::/0 allows no IPv4 client
+		{"deny4.example.com", a1, a1, 200},
+		{"deny4.example.com", v6, v6, 200},
+		{"deny6.example.com", a1, a1, 200}, // ::/0 denies no IPv4 client
+		{"both.example.com", a1, a1, 200},
+		{"both.example.com", v6, v6, 200},
+		{"base.example.com", a2, a1, 200},
+		{"deny6.example.com", v6, v6, 403},
+		{"deny4.example.com", a2, a1, 403},
+		{"both.example.com", a2, a1, 403}, // denied inside the allow list
+	})
+
+	// Changed: allow4 now allows 127.0.0.2 only; deny4 loses its range.
+	updateIngress(t, ing.Ingresses(ns), "allow4", func(mod *netv1.Ingress) {
+		mod.Annotations[n+"allowlist-source-range"] = "127.0.0.2"
+	})
+	updateIngress(t, ing.Ingresses(ns), "deny4", func(mod *netv1.Ingress) {
+		delete(mod.Annotations, n+"denylist-source-range")
+	})
+	check("ranges changed", []req{
+		{"allow4.example.com", a1, a1, 403},
+		{"allow4.example.com", a2, a1, 200},
+		{"deny4.example.com", a2, a1, 200},
+	})
+	if r := g.reloads(); r != before {
+		t.Errorf("Ingresses given, changed and relieved of source ranges reloaded HAProxy %d times, want 0", r-before)
+	}
+
+	// A range that does not parse: refused with an Event; the last good
+	// ranges keep applying (never served open).
+	updateIngress(t, ing.Ingresses(ns), "allow4", func(mod *netv1.Ingress) {
+		mod.Annotations[n+"allowlist-source-range"] = "127.0.0.0/33"
+	})
+	g.eventually("an Event refuses the range", g.ingressEvent("allow4", "Refused", "allowlist-source-range"))
+	for _, c := range []req{{"allow4.example.com", a1, a1, 403}, {"allow4.example.com", a2, a1, 200}} {
+		if err := servesFrom(c.src, c.dst, httpPort, c.host, c.status)(); err != nil {
+			t.Errorf("the last good ranges of a refused Ingress: %v", err)
+		}
+	}
+	if t.Failed() {
+		t.Log(strings.TrimSpace(g.ctlLog.String()))
+	}
+}
