@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +16,8 @@ import (
 // whitelist-source-range, and denylist-source-range; HAProxy Ingress's
 // keys of the same names), compiled into the route model's
 // model.HTTPAccess of every action of the Ingress's paths: map data, no
-// reload. A value that does not parse refuses the Ingress (its last good
+// reload; and proxy-body-size, the largest request body (413 above it).
+// A value that does not parse refuses the Ingress (its last good
 // version keeps serving): an access list is never served open.
 
 // maxRanges bounds the ranges of one annotation.
@@ -25,6 +27,7 @@ const maxRanges = 1000
 type access struct {
 	allow, deny []netip.Prefix
 	allowKey    string // the key allow was read from
+	maxBody     int64  // proxy-body-size in bytes; 0: none
 }
 
 // parseAccess reads key (canonical; name without its prefix) into s when
@@ -33,6 +36,8 @@ type access struct {
 func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 	switch name {
 	case "allowlist-source-range", "whitelist-source-range", "denylist-source-range":
+	case "proxy-body-size":
+		return s.parseBodySize(val), true
 	default:
 		return "", false
 	}
@@ -97,8 +102,35 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // model is the access control of the Ingress's actions: nil when it has
 // none.
 func (a access) model() *model.HTTPAccess {
-	if len(a.allow) == 0 && len(a.deny) == 0 {
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 {
 		return nil
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny)}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody}
+}
+
+// bodySize is a body size: digits and an optional unit k, m or g (of
+// 1024), ingress-nginx's and HAProxy Ingress's; 0 and HAProxy Ingress's
+// "unlimited" are no limit.
+var bodySize = regexp.MustCompile(`^([0-9]{1,12})([kKmMgG]?)$`)
+
+// maxBody bounds a body size: 1 TiB.
+const maxBody = 1 << 40
+
+// parseBodySize reads proxy-body-size into s.access.maxBody.
+func (s *parsed) parseBodySize(val string) string {
+	if val == "unlimited" {
+		s.access.maxBody = 0
+		return ""
+	}
+	m := bodySize.FindStringSubmatch(val)
+	if m == nil {
+		return settings.ShowValue(val) + " is not a size (digits and k, m or g)"
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	n <<= map[string]int{"": 0, "k": 10, "m": 20, "g": 30}[strings.ToLower(m[2])]
+	if n > maxBody {
+		return settings.ShowValue(val) + " is larger than 1 TiB"
+	}
+	s.access.maxBody = n
+	return ""
 }

@@ -49,6 +49,7 @@ var (
 		NginxPrefix + "from-to-www-redirect",
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
+		NginxPrefix + "proxy-body-size", // access.go
 		NginxPrefix + "proxy-read-timeout",
 		NginxPrefix + "proxy-send-timeout",
 		NginxPrefix + "rewrite-target",
@@ -65,6 +66,7 @@ var (
 		HAProxyPrefix + "backend-protocol", // h1, h2; h1-ssl, h2-ssl refuse the Ingress
 		HAProxyPrefix + "denylist-source-range",
 		HAProxyPrefix + "headers",
+		HAProxyPrefix + "proxy-body-size",
 		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "redirect-to",
 		HAProxyPrefix + "rewrite-target",

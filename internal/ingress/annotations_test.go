@@ -105,6 +105,12 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "denylist-source-range", "!10.0.0.0/8", true},
 		{HAProxyPrefix + "denylist-source-range", "example.com", true},
 		{HAProxyOldPrefix + "allowlist-source-range", "10.0.0.0/8", false},
+		{NginxPrefix + "proxy-body-size", "8m", false},
+		{NginxPrefix + "proxy-body-size", "0", false},
+		{HAProxyPrefix + "proxy-body-size", "unlimited", false},
+		{NginxPrefix + "proxy-body-size", "8 m", true},
+		{NginxPrefix + "proxy-body-size", "8mb", true},
+		{NginxPrefix + "proxy-body-size", "2048g", true},
 		// Authentication not served: refused, never served open.
 		{NginxPrefix + "auth-type", "basic", true},
 		{HAProxyPrefix + "oauth", "oauth2_proxy", true},

@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// Access control of an HTTP action (Ingress's source-range annotations):
-// who the action serves, by the client's source address. Like the rest of
+// Access control of an HTTP action (Ingress's source-range and body-size
+// annotations): who the action serves, by the client's source address,
+// and how large a request body it takes. Like the rest of
 // the table it is map data (render/httpaccess.go): fixed rules answer 403
 // from the ranges an action names, so an Ingress given, changed or
 // relieved of a range reloads nothing.
@@ -19,11 +20,15 @@ import (
 // IPv4 client. The empty HTTPAccess restricts nothing.
 type HTTPAccess struct {
 	Allow, Deny []netip.Prefix // masked, valid
+	// MaxBody is the largest request body served, in bytes (0: any): a
+	// request whose Content-Length, or whose body as buffered, is
+	// larger is answered 413.
+	MaxBody int64
 }
 
 // Empty reports whether a restricts nothing.
 func (a *HTTPAccess) Empty() bool {
-	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0)
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0)
 }
 
 // HasAccess reports whether the table's access rules are written: some
@@ -38,5 +43,5 @@ func accessEqual(a, b *HTTPAccess) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny)
+	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody
 }

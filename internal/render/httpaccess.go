@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/hex"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -13,7 +14,7 @@ import (
 // (model.HTTP.HasAccess), so that no range is structure:
 //
 //   - access (map_str): "aK.d" the id "rN" of the action's denied ranges,
-//     "aK.a" that of its allowed ranges.
+//     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes.
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -54,6 +55,12 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 		w("\thttp-request set-var-fmt(txn.k) \"%[var(" + c.v + ")]|%[var(txn.sf)]|%[var(txn.sx)]\" if { var(" + c.v + ") -m found }")
 		w("\thttp-request return status 403 if { var(" + c.v + ") -m found } " + c.deny + "{ var(txn.k),map_beg(" + ranges + ") -m found }")
 	}
+	// The body's size: its Content-Length, or (chunked) what the
+	// frontend buffered (option http-buffer-request: the whole body up to
+	// the buffer's size).
+	w("\thttp-request set-var(txn.ab) var(txn.act),concat(.b),map_str(" + access + ")")
+	w("\thttp-request return status 413 if { var(txn.ab) -m found } { req.hdr(content-length),sub(txn.ab) gt 0 }")
+	w("\thttp-request return status 413 if { var(txn.ab) -m found } { req.body_size,sub(txn.ab) gt 0 }")
 }
 
 // accessEntries adds action a's access entries (its id idHole) to rel,
@@ -61,6 +68,9 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess) {
 	if a.Empty() {
 		return
+	}
+	if a.MaxBody > 0 {
+		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".b", strconv.FormatInt(a.MaxBody, 10)})
 	}
 	for _, s := range []struct {
 		tag    string
@@ -132,5 +142,5 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
-	return b
+	return keyInt(b, a.MaxBody)
 }

@@ -167,3 +167,106 @@ func TestIngressSourceRanges(t *testing.T) {
 		t.Log(strings.TrimSpace(g.ctlLog.String()))
 	}
 }
+
+// postSize sends POST / with Host host and a body of n bytes (chunked
+// when chunked) to 127.0.0.1:port and returns the status.
+func postSize(port int, host string, n int, chunked bool) (int, error) {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 3 * time.Second}
+	var body io.Reader = strings.NewReader(strings.Repeat("x", n))
+	if chunked {
+		body = io.MultiReader(body) // no length known: sent chunked
+	}
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/", port), body)
+	if err != nil {
+		return 0, err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// TestIngressBodySize: proxy-body-size (ingress-nginx's and HAProxy
+// Ingress's) on real HAProxy: a body larger than the limit is answered
+// 413, by its Content-Length or, chunked, as buffered; one within it
+// reaches the Pod; the limit set, changed and removed on a running
+// controller: 0 reloads.
+func TestIngressBodySize(t *testing.T) {
+	if tproxyMode() {
+		t.Skip("requests to the plain listeners' binds")
+	}
+	if !inNetns(t, podAddrs...) {
+		return
+	}
+	g := newGatewayEnv(t)
+	ing := g.client.NetworkingV1()
+	httpPort := haproxytest.FreePort(t)
+	httpPod(t, "web", podAddrs[0], 8080)
+	g.httpService("web", podAddrs[0])
+	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
+		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n, hp := ingress.NginxPrefix, ingress.HAProxyPrefix
+	for _, i := range []*netv1.Ingress{
+		ingressOf("base", "base.example.com", nil, prefix("/", "web")),
+	} {
+		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
+		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
+		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	sized := func(host string, size int, chunked bool, status int) func() error {
+		return func() error {
+			code, err := postSize(httpPort, host, size, chunked)
+			if err != nil {
+				return fmt.Errorf("POST %d bytes (chunked %v) to %s: %w", size, chunked, host, err)
+			}
+			if code != status {
+				return fmt.Errorf("POST %d bytes (chunked %v) to %s: %d, want %d", size, chunked, host, code, status)
+			}
+			return nil
+		}
+	}
+	g.eventually("the base Ingress serves", sized("base.example.com", 4000, false, 200))
+	before := g.reloads()
+	if _, err := ing.Ingresses(ns).Create(bg, ingressOf("small", "small.example.com", map[string]string{n + "proxy-body-size": "1k"}, prefix("/", "web")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g.eventually("the limit applies", sized("small.example.com", 1025, false, 413))
+	for _, c := range []struct {
+		host    string
+		size    int
+		chunked bool
+		status  int
+	}{
+		{"small.example.com", 1024, false, 200},
+		{"small.example.com", 1025, true, 413},
+		{"small.example.com", 1000, true, 200},
+		{"base.example.com", 4000, true, 200},
+	} {
+		if err := sized(c.host, c.size, c.chunked, c.status)(); err != nil {
+			t.Error(err)
+		}
+	}
+	updateIngress(t, ing.Ingresses(ns), "small", func(mod *netv1.Ingress) {
+		mod.Annotations = map[string]string{hp + "proxy-body-size": "2k"}
+	})
+	g.eventually("the limit changed", sized("small.example.com", 2000, false, 200))
+	if err := sized("small.example.com", 2049, false, 413)(); err != nil {
+		t.Error(err)
+	}
+	updateIngress(t, ing.Ingresses(ns), "small", func(mod *netv1.Ingress) {
+		mod.Annotations = nil
+	})
+	g.eventually("the limit removed", sized("small.example.com", 4000, false, 200))
+	if r := g.reloads(); r != before {
+		t.Errorf("a body limit set, changed and removed reloaded HAProxy %d times, want 0", r-before)
+	}
+}
