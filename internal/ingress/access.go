@@ -16,7 +16,8 @@ import (
 // whitelist-source-range, and denylist-source-range; HAProxy Ingress's
 // keys of the same names), compiled into the route model's
 // model.HTTPAccess of every action of the Ingress's paths: map data, no
-// reload; and proxy-body-size, the largest request body (413 above it).
+// reload; proxy-body-size, the largest request body (413 above it); and
+// limit-rps and limit-connections, per client (503 beyond them).
 // A value that does not parse refuses the Ingress (its last good
 // version keeps serving): an access list is never served open.
 
@@ -28,7 +29,11 @@ type access struct {
 	allow, deny []netip.Prefix
 	allowKey    string // the key allow was read from
 	maxBody     int64  // proxy-body-size in bytes; 0: none
+	rps, conns  int32  // limit-rps, limit-connections; 0: none
 }
+
+// maxLimit bounds limit-rps and limit-connections.
+const maxLimit = 1_000_000
 
 // parseAccess reads key (canonical; name without its prefix) into s when
 // it is a source-range key: done is false for the others, why says what
@@ -38,6 +43,17 @@ func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 	case "allowlist-source-range", "whitelist-source-range", "denylist-source-range":
 	case "proxy-body-size":
 		return s.parseBodySize(val), true
+	case "limit-rps", "limit-connections":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 || n > maxLimit {
+			return settings.ShowValue(val) + " is not a whole number from 0 to " + strconv.Itoa(maxLimit), true
+		}
+		if name == "limit-rps" {
+			s.access.rps = int32(n)
+		} else {
+			s.access.conns = int32(n)
+		}
+		return "", true
 	default:
 		return "", false
 	}
@@ -102,10 +118,10 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // model is the access control of the Ingress's actions: nil when it has
 // none.
 func (a access) model() *model.HTTPAccess {
-	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 {
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 {
 		return nil
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

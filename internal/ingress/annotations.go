@@ -47,6 +47,8 @@ var (
 		NginxPrefix + "denylist-source-range",
 		NginxPrefix + "force-ssl-redirect",
 		NginxPrefix + "from-to-www-redirect",
+		NginxPrefix + "limit-connections",
+		NginxPrefix + "limit-rps",
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
 		NginxPrefix + "proxy-body-size", // access.go
@@ -66,6 +68,8 @@ var (
 		HAProxyPrefix + "backend-protocol", // h1, h2; h1-ssl, h2-ssl refuse the Ingress
 		HAProxyPrefix + "denylist-source-range",
 		HAProxyPrefix + "headers",
+		HAProxyPrefix + "limit-connections",
+		HAProxyPrefix + "limit-rps",
 		HAProxyPrefix + "proxy-body-size",
 		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "redirect-to",

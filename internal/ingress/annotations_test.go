@@ -111,6 +111,10 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "proxy-body-size", "8 m", true},
 		{NginxPrefix + "proxy-body-size", "8mb", true},
 		{NginxPrefix + "proxy-body-size", "2048g", true},
+		{NginxPrefix + "limit-rps", "20", false},
+		{HAProxyPrefix + "limit-connections", "0", false},
+		{NginxPrefix + "limit-rps", "-1", true},
+		{NginxPrefix + "limit-connections", "5r/s", true},
 		// Authentication not served: refused, never served open.
 		{NginxPrefix + "auth-type", "basic", true},
 		{HAProxyPrefix + "oauth", "oauth2_proxy", true},

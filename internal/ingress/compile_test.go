@@ -154,7 +154,7 @@ func action(a model.HTTPAction) string {
 		}
 	}
 	if ac := a.Access; !ac.Empty() {
-		ext += fmt.Sprintf(" allow=%v deny=%v maxbody=%d", ac.Allow, ac.Deny, ac.MaxBody)
+		ext += fmt.Sprintf(" allow=%v deny=%v maxbody=%d rps=%d conns=%d", ac.Allow, ac.Deny, ac.MaxBody, ac.RPS, ac.Conns)
 	}
 	if rd := a.Redirect; rd != nil {
 		return fmt.Sprintf("redirect scheme=%q host=%q port=%d code=%d", rd.Scheme, rd.Host, rd.Port, rd.Code) + ext

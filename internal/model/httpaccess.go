@@ -24,11 +24,20 @@ type HTTPAccess struct {
 	// request whose Content-Length, or whose body as buffered, is
 	// larger is answered 413.
 	MaxBody int64
+	// RPS limits each client (by source address) to RPS requests a
+	// second on average over LimitWindow, in bursts of up to
+	// RPS×LimitWindow; Conns to Conns requests at once. Beyond either:
+	// 503. 0: no limit.
+	RPS, Conns int32
 }
+
+// LimitWindow is the span, in seconds, over which HTTPAccess.RPS is
+// averaged: ingress-nginx's default burst multiplier (a burst of 5×RPS).
+const LimitWindow = 5
 
 // Empty reports whether a restricts nothing.
 func (a *HTTPAccess) Empty() bool {
-	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0)
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0)
 }
 
 // HasAccess reports whether the table's access rules are written: some
@@ -43,5 +52,6 @@ func accessEqual(a, b *HTTPAccess) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody
+	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
+		a.RPS == b.RPS && a.Conns == b.Conns
 }

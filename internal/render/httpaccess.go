@@ -14,7 +14,9 @@ import (
 // (model.HTTP.HasAccess), so that no range is structure:
 //
 //   - access (map_str): "aK.d" the id "rN" of the action's denied ranges,
-//     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes.
+//     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes,
+//     "aK.r" the requests a client may send in model.LimitWindow, "aK.c"
+//     at once.
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -61,6 +63,16 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 	w("\thttp-request set-var(txn.ab) var(txn.act),concat(.b),map_str(" + access + ")")
 	w("\thttp-request return status 413 if { var(txn.ab) -m found } { req.hdr(content-length),sub(txn.ab) gt 0 }")
 	w("\thttp-request return status 413 if { var(txn.ab) -m found } { req.body_size,sub(txn.ab) gt 0 }")
+	// Rate and concurrency per client and action: the frontend's own
+	// stick table, keyed "aK|SOURCE", counter 2 (conn_cur counts the
+	// requests tracking the key at once, this one included).
+	w("\tstick-table type string len 64 size 100k expire " + strconv.Itoa(2*model.LimitWindow) + "s store http_req_rate(" + strconv.Itoa(model.LimitWindow) + "s),conn_cur")
+	w("\thttp-request set-var(txn.lr) var(txn.act),concat(.r),map_str(" + access + ")")
+	w("\thttp-request set-var(txn.lc) var(txn.act),concat(.c),map_str(" + access + ")")
+	w("\thttp-request set-var-fmt(txn.lk) \"%[var(txn.act)]|%[src]\" if { var(txn.lr) -m found } or { var(txn.lc) -m found }")
+	w("\thttp-request track-sc2 var(txn.lk) if { var(txn.lk) -m found }")
+	w("\thttp-request return status 503 if { var(txn.lr) -m found } { sc_http_req_rate(2),sub(txn.lr) gt 0 }")
+	w("\thttp-request return status 503 if { var(txn.lc) -m found } { sc_conn_cur(2),sub(txn.lc) gt 0 }")
 }
 
 // accessEntries adds action a's access entries (its id idHole) to rel,
@@ -71,6 +83,12 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 	}
 	if a.MaxBody > 0 {
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".b", strconv.FormatInt(a.MaxBody, 10)})
+	}
+	if a.RPS > 0 {
+		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".r", strconv.FormatInt(int64(a.RPS)*model.LimitWindow, 10)})
+	}
+	if a.Conns > 0 {
+		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".c", strconv.Itoa(int(a.Conns))})
 	}
 	for _, s := range []struct {
 		tag    string
@@ -142,5 +160,5 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
-	return keyInt(b, a.MaxBody)
+	return keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns))
 }

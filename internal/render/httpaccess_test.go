@@ -11,7 +11,8 @@ import (
 
 // httpAccess is an HTTP table whose actions restrict sources: an allow
 // list of both families, a deny list inside it, a deny list alone with
-// a body limit, and one action that declares the rules only.
+// body, rate and connection limits, and one action that declares the
+// rules only.
 func httpAccess() model.Config {
 	cfg := httpRouted()
 	pfx := func(ss ...string) []netip.Prefix {
@@ -32,7 +33,7 @@ func httpAccess() model.Config {
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}, Access: &model.HTTPAccess{}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Deny: pfx("192.0.2.128/25")}},
-			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20}},
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3}},
 			// The same allow list as action 1's: one set of entries.
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32")}},
@@ -58,6 +59,9 @@ func TestHTTPAccessStructure(t *testing.T) {
 	}
 	if hash(func(h *model.HTTP) { h.Actions[2].Access.MaxBody = 10 }) != base {
 		t.Error("a body limit changed changed the structure")
+	}
+	if hash(func(h *model.HTTP) { h.Actions[2].Access.RPS, h.Actions[1].Access.Conns = 0, 7 }) != base {
+		t.Error("a rate or connection limit changed changed the structure")
 	}
 	if hash(func(h *model.HTTP) {
 		for i := range h.Actions {

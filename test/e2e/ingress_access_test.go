@@ -270,3 +270,124 @@ func TestIngressBodySize(t *testing.T) {
 		t.Errorf("a body limit set, changed and removed reloaded HAProxy %d times, want 0", r-before)
 	}
 }
+
+// getPathFrom sends GET path with Host host from address src to
+// 127.0.0.1:port and returns the status.
+func getPathFrom(src string, port int, host, path string, timeout time.Duration) (int, error) {
+	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}, Timeout: timeout}
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}
+
+// TestIngressRateLimits: limit-rps and limit-connections (ingress-nginx's
+// and HAProxy Ingress's) on real HAProxy: a client past its burst of
+// 5×limit-rps gets 503 while another client is served; a client with a
+// request in progress gets 503 for a second one under
+// limit-connections: 1, another client and the same client once the
+// first ends are served; the limits set and changed on a running
+// controller: 0 reloads.
+func TestIngressRateLimits(t *testing.T) {
+	if tproxyMode() {
+		t.Skip("clients of the test's own source addresses to the plain listeners' binds")
+	}
+	if !inNetns(t, podAddrs...) {
+		return
+	}
+	g := newGatewayEnv(t)
+	ing := g.client.NetworkingV1()
+	httpPort := haproxytest.FreePort(t)
+	protoPod(t, "web", podAddrs[0], 8080)
+	g.serviceOf("web", podAddrs[0], 8080)
+	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
+		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ing.Ingresses(ns).Create(bg, ingressOf("base", "base.example.com", nil, prefix("/", "web")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
+		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
+		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	status := func(src, host, path string, want int) func() error {
+		return func() error {
+			code, err := getPathFrom(src, httpPort, host, path, 3*time.Second)
+			if err != nil {
+				return fmt.Errorf("GET %s%s from %s: %w", host, path, src, err)
+			}
+			if code != want {
+				return fmt.Errorf("GET %s%s from %s: %d, want %d", host, path, src, code, want)
+			}
+			return nil
+		}
+	}
+	g.eventually("the base Ingress serves", status("127.0.0.1", "base.example.com", "/", 200))
+	before := g.reloads()
+	n, hp := ingress.NginxPrefix, ingress.HAProxyPrefix
+	for _, i := range []*netv1.Ingress{
+		ingressOf("rps", "rps.example.com", map[string]string{n + "limit-rps": "2"}, prefix("/", "web")),
+		ingressOf("conns", "conns.example.com", map[string]string{hp + "limit-connections": "1"}, prefix("/", "web")),
+	} {
+		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.eventually("the limited Ingresses serve", status("127.0.0.1", "conns.example.com", "/", 200))
+
+	// limit-rps 2: a burst of 10 in 5 s; 30 requests at once exceed it.
+	codes := map[int]int{}
+	for range 30 {
+		code, err := getPathFrom("127.0.0.1", httpPort, "rps.example.com", "/", 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes[code]++
+	}
+	if codes[503] == 0 || codes[200] < 5 {
+		t.Errorf("30 requests at once under limit-rps 2: %v, want some 200 and then 503", codes)
+	}
+	if err := status("127.0.0.2", "rps.example.com", "/", 200)(); err != nil {
+		t.Errorf("another client under limit-rps: %v", err)
+	}
+
+	// limit-connections 1: a second request beside one in progress.
+	slow := make(chan error, 1)
+	go func() {
+		_, err := getPathFrom("127.0.0.1", httpPort, "conns.example.com", "/slow", 10*time.Second)
+		slow <- err
+	}()
+	g.eventually("a second request beside one in progress is refused", status("127.0.0.1", "conns.example.com", "/", 503))
+	if err := status("127.0.0.2", "conns.example.com", "/", 200)(); err != nil {
+		t.Errorf("another client under limit-connections: %v", err)
+	}
+	select {
+	case err := <-slow:
+		if err != nil {
+			t.Errorf("the request in progress: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the request in progress did not end within 15 s")
+	}
+	if err := status("127.0.0.1", "conns.example.com", "/", 200)(); err != nil {
+		t.Errorf("the client once its request ended: %v", err)
+	}
+
+	// Changed: the rate limit raised far; the client is served again.
+	updateIngress(t, ing.Ingresses(ns), "rps", func(mod *netv1.Ingress) {
+		mod.Annotations[n+"limit-rps"] = "100000"
+	})
+	g.eventually("the raised limit serves", status("127.0.0.1", "rps.example.com", "/", 200))
+	if r := g.reloads(); r != before {
+		t.Errorf("rate and connection limits set and changed reloaded HAProxy %d times, want 0", r-before)
+	}
+}
