@@ -36,6 +36,7 @@ const (
 // two prefixes is Unsupported.
 var (
 	honoured = []string{
+		NginxPrefix + "allowlist-source-range", // access.go
 		NginxPrefix + "app-root",
 		NginxPrefix + "backend-protocol", // HTTP, GRPC, H2C; HTTPS, GRPCS, FCGI refuse the Ingress
 		NginxPrefix + "canary",
@@ -43,10 +44,14 @@ var (
 		NginxPrefix + "canary-by-header-value",
 		NginxPrefix + "canary-weight",
 		NginxPrefix + "canary-weight-total",
+		NginxPrefix + "denylist-source-range",
 		NginxPrefix + "force-ssl-redirect",
 		NginxPrefix + "from-to-www-redirect",
+		NginxPrefix + "limit-connections",
+		NginxPrefix + "limit-rps",
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
+		NginxPrefix + "proxy-body-size", // access.go
 		NginxPrefix + "proxy-read-timeout",
 		NginxPrefix + "proxy-send-timeout",
 		NginxPrefix + "rewrite-target",
@@ -56,16 +61,23 @@ var (
 		NginxPrefix + "temporal-redirect-code",
 		NginxPrefix + "upstream-vhost",
 		NginxPrefix + "use-regex",
+		NginxPrefix + "whitelist-source-range",
 		NginxPrefix + "x-forwarded-prefix",
+		HAProxyPrefix + "allowlist-source-range",
 		HAProxyPrefix + "app-root",
 		HAProxyPrefix + "backend-protocol", // h1, h2; h1-ssl, h2-ssl refuse the Ingress
+		HAProxyPrefix + "denylist-source-range",
 		HAProxyPrefix + "headers",
+		HAProxyPrefix + "limit-connections",
+		HAProxyPrefix + "limit-rps",
+		HAProxyPrefix + "proxy-body-size",
 		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "redirect-to",
 		HAProxyPrefix + "rewrite-target",
 		HAProxyPrefix + "server-alias",
 		HAProxyPrefix + "ssl-redirect",
 		HAProxyPrefix + "timeout-server",
+		HAProxyPrefix + "whitelist-source-range",
 	}
 	refused = []string{
 		NginxPrefix + "auth-snippet",
@@ -105,6 +117,7 @@ type parsed struct {
 	aliases       []string // more host names served like the Ingress's hosts
 	redirectFrom  []string // host names redirected to the Ingress's first host
 	routing                // rewrites, redirects, timeouts, protocol (routing.go)
+	access        access   // source ranges (access.go)
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -146,6 +159,12 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		val := strings.TrimSpace(a[k])
 		ck := canonicalKey(k)
 		name := strings.TrimPrefix(strings.TrimPrefix(ck, NginxPrefix), HAProxyPrefix)
+		if why, done := s.parseAccess(ck, name, val); done {
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
 		if why, done := s.parseRouting(ck, name, val); done {
 			if why != "" {
 				bad(k, why)

@@ -93,11 +93,31 @@ func TestParseAnnotations(t *testing.T) {
 		{HAProxyPrefix + "redirect-from", "old.example.com", false},
 		{HAProxyPrefix + "redirect-from", "*.example.com", true},
 		{"example.com/other", "x", false},
-		// Access control not served: refused, never served open.
-		{NginxPrefix + "whitelist-source-range", "10.0.0.0/8", true},
+		// Source ranges (access.go): served; a value that does not parse
+		// refuses the Ingress, never serves it open.
+		{NginxPrefix + "whitelist-source-range", "10.0.0.0/8", false},
+		{NginxPrefix + "allowlist-source-range", "10.0.0.0/8, 2001:db8::/32,192.0.2.7", false},
+		{NginxPrefix + "denylist-source-range", "2001:db8::1", false},
+		{NginxPrefix + "allowlist-source-range", "10.0.0.0/33", true},
+		{NginxPrefix + "allowlist-source-range", "10.0.0.0/8\nhttp-request allow", true},
+		{NginxPrefix + "allowlist-source-range", "fe80::1%eth0", true},
+		{NginxPrefix + "allowlist-source-range", " , ", true},
+		{NginxPrefix + "denylist-source-range", "!10.0.0.0/8", true},
+		{HAProxyPrefix + "denylist-source-range", "example.com", true},
+		{HAProxyOldPrefix + "allowlist-source-range", "10.0.0.0/8", false},
+		{NginxPrefix + "proxy-body-size", "8m", false},
+		{NginxPrefix + "proxy-body-size", "0", false},
+		{HAProxyPrefix + "proxy-body-size", "unlimited", false},
+		{NginxPrefix + "proxy-body-size", "8 m", true},
+		{NginxPrefix + "proxy-body-size", "8mb", true},
+		{NginxPrefix + "proxy-body-size", "2048g", true},
+		{NginxPrefix + "limit-rps", "20", false},
+		{HAProxyPrefix + "limit-connections", "0", false},
+		{NginxPrefix + "limit-rps", "-1", true},
+		{NginxPrefix + "limit-connections", "5r/s", true},
+		// Authentication not served: refused, never served open.
 		{NginxPrefix + "auth-type", "basic", true},
 		{HAProxyPrefix + "oauth", "oauth2_proxy", true},
-		{HAProxyOldPrefix + "allowlist-source-range", "10.0.0.0/8", true},
 		{NginxPrefix + "auth-tls-verify-client", "off", false}, // unsupported: auth-tls-secret is what closes
 	} {
 		_, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})

@@ -41,7 +41,7 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 		}
 	}
 	hosts := map[string][]rulePath{}
-	fallback := ""
+	fallback, fallbackAccess := "", (*model.HTTPAccess)(nil)
 	for _, u := range units {
 		for _, p := range u.paths {
 			if p.alias && named[p.host] {
@@ -50,7 +50,7 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 			hosts[p.host] = append(hosts[p.host], rulePath{p, u})
 		}
 		if fallback == "" && u.fallback != "" {
-			fallback = u.fallback
+			fallback, fallbackAccess = u.fallback, u.set.access.model()
 		}
 	}
 	// from-to-www-redirect: the other name of a host; HAProxy Ingress's
@@ -101,8 +101,9 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 		// Action 0 declares the headers the honoured annotations may set:
 		// no rule uses it, but its names are the table's structure from
 		// the start, so an annotation that sets one changes map data
-		// only, never the configuration.
-		h := &model.HTTP{Port: port, Actions: []model.HTTPAction{{Set: Declared}}}
+		// only, never the configuration; its empty access control
+		// declares the access rules the same way (access.go).
+		h := &model.HTTP{Port: port, Actions: []model.HTTPAction{{Set: Declared, Access: &model.HTTPAccess{}}}}
 		action := func(a model.HTTPAction) int {
 			h.Actions = append(h.Actions, a)
 			return len(h.Actions) - 1
@@ -132,11 +133,12 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 					}
 					a = model.HTTPAction{Redirect: rd}
 				}
+				a.Access = r.u.set.access.model() // access.go: redirects too
 				host.Rules = append(host.Rules, model.HTTPRule{PathType: r.typ, Path: r.value, Headers: r.headers, Action: action(a)})
 			}
 			if fallback != "" {
 				host.Rules = append(host.Rules, model.HTTPRule{PathType: model.PathPrefix, Path: "/",
-					Action: action(model.HTTPAction{Backends: []model.WeightedBackend{{Name: fallback, Weight: 1}}})})
+					Action: action(model.HTTPAction{Backends: []model.WeightedBackend{{Name: fallback, Weight: 1}}, Access: fallbackAccess})})
 			}
 			h.Hosts = append(h.Hosts, host)
 		}

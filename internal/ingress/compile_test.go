@@ -73,6 +73,7 @@ func TestCompile(t *testing.T) {
 		{name: "www", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "routing", opts: Options{Class: "haproxy", Addresses: lb, HTTPPort: 8080}},
 		{name: "closing", previous: "closing-before", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "access", previous: "access-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +152,9 @@ func action(a model.HTTPAction) string {
 		if x.Timeout > 0 {
 			ext += fmt.Sprintf(" timeout=%s", x.Timeout)
 		}
+	}
+	if ac := a.Access; !ac.Empty() {
+		ext += fmt.Sprintf(" allow=%v deny=%v maxbody=%d rps=%d conns=%d", ac.Allow, ac.Deny, ac.MaxBody, ac.RPS, ac.Conns)
 	}
 	if rd := a.Redirect; rd != nil {
 		return fmt.Sprintf("redirect scheme=%q host=%q port=%d code=%d", rd.Scheme, rd.Host, rd.Port, rd.Code) + ext

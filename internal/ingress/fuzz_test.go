@@ -16,6 +16,8 @@ func FuzzParseAnnotations(f *testing.F) {
 		f.Add(i, "true")
 		f.Add(i, "a.example.com")
 		f.Add(i, "X-A: 1\nx-b 2")
+		f.Add(i, "10.0.0.0/8, 2001:db8::1")
+		f.Add(i, "8m")
 	}
 	f.Fuzz(func(t *testing.T, i int, v string) {
 		if i < 0 {
@@ -34,6 +36,14 @@ func FuzzParseAnnotations(f *testing.F) {
 			if !model.ValidSNI(a) {
 				t.Fatalf("host %q from %q", a, v)
 			}
+		}
+		for _, r := range append(s.access.allow, s.access.deny...) {
+			if !r.IsValid() || r != r.Masked() || r.Addr().Zone() != "" {
+				t.Fatalf("range %v from %q", r, v)
+			}
+		}
+		if a := s.access; a.maxBody < 0 || a.maxBody > maxBody || a.rps < 0 || a.conns < 0 {
+			t.Fatalf("limits %d %d %d from %q", a.maxBody, a.rps, a.conns, v)
 		}
 		if (s.canaryHeader != "" && !model.ValidHeaderName(s.canaryHeader)) || (s.canaryHdrWant != "" && !model.ValidHeaderValue(s.canaryHdrWant)) {
 			t.Fatalf("canary header %q=%q from %q", s.canaryHeader, s.canaryHdrWant, v)

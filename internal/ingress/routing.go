@@ -315,23 +315,17 @@ func appRoots(paths []path, root string) []path {
 	return out
 }
 
-// closing are the keys that restrict who is served (source ranges,
-// authentication): not served yet, and an Ingress served without one
+// closing are the keys that restrict who is served (authentication; the
+// source ranges are served, access.go): not served yet, and an Ingress served without one
 // would be open to whom it shuts out, so the Ingress is refused (its
 // last good version keeps serving) rather than served without it.
 var closing = []string{
-	NginxPrefix + "allowlist-source-range",
 	NginxPrefix + "auth-secret",
 	NginxPrefix + "auth-tls-secret",
 	NginxPrefix + "auth-type",
 	NginxPrefix + "auth-url",
-	NginxPrefix + "denylist-source-range",
-	NginxPrefix + "whitelist-source-range",
-	HAProxyPrefix + "allowlist-source-range",
 	HAProxyPrefix + "auth-secret",
 	HAProxyPrefix + "auth-tls-secret",
 	HAProxyPrefix + "auth-url",
-	HAProxyPrefix + "denylist-source-range",
 	HAProxyPrefix + "oauth",
-	HAProxyPrefix + "whitelist-source-range",
 }

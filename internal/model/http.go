@@ -106,6 +106,8 @@ type HTTPAction struct {
 
 	// Ext are the extended features (httpext.go); nil: none.
 	Ext *HTTPActionExt
+	// Access restricts who the action serves (httpaccess.go); nil: all.
+	Access *HTTPAccess
 }
 
 // HeaderValue is a header's name (lower case) and value.
@@ -206,6 +208,7 @@ func (h *HTTP) Equal(g *HTTP) bool {
 		}) &&
 		slices.EqualFunc(h.Actions, g.Actions, func(a, b HTTPAction) bool {
 			return slices.Equal(a.Backends, b.Backends) && slices.Equal(a.Set, b.Set) && slices.Equal(a.Add, b.Add) &&
-				slices.Equal(a.Remove, b.Remove) && (a.Redirect == nil) == (b.Redirect == nil) && (a.Redirect == nil || *a.Redirect == *b.Redirect) && extEqual(a.Ext, b.Ext)
+				slices.Equal(a.Remove, b.Remove) && (a.Redirect == nil) == (b.Redirect == nil) && (a.Redirect == nil || *a.Redirect == *b.Redirect) && extEqual(a.Ext, b.Ext) &&
+				accessEqual(a.Access, b.Access)
 		})
 }

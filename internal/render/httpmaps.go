@@ -68,6 +68,7 @@ func headerSetIDs(h *model.HTTP) (sets map[string]string, key string) {
 // lowerAction places action a's entries and returns its id.
 func lowerAction(p *placer, a model.HTTPAction) string {
 	rel := map[string][]HTTPMapEntry{}
+	accessEntries(p, rel, a.Access) // httpaccess.go
 	actionEntries(rel, idHole, a)
 	return p.place("a", rel)
 }

@@ -168,7 +168,7 @@ func actionKey(b []byte, a model.HTTPAction) []byte {
 		}
 		b = keyInt(keyString(b, x.Host), int64(x.Timeout))
 	}
-	return b
+	return accessKey(b, a.Access) // httpaccess.go
 }
 
 // hostKey appends host's content to b: its name, and each rule with the

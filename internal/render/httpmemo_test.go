@@ -2,6 +2,7 @@ package render
 
 import (
 	"math/rand/v2"
+	"net/netip"
 	"reflect"
 	"slices"
 	"strconv"
@@ -161,6 +162,13 @@ func fillLeaves(v reflect.Value, change int, n *int) []string {
 		names = append(names, name)
 		*n++
 		return *n-1 == change
+	}
+	if v.Type() == reflect.TypeFor[netip.Prefix]() {
+		v.Set(reflect.ValueOf(netip.MustParsePrefix("10.0.0.0/8")))
+		if leaf("Prefix") {
+			v.Set(reflect.ValueOf(netip.MustParsePrefix("10.0.0.0/9")))
+		}
+		return names
 	}
 	switch v.Kind() {
 	case reflect.Struct:

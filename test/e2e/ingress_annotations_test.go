@@ -75,7 +75,7 @@ func implSpecific(p, svc string) netv1.HTTPIngressPath {
 // from-to-www-redirect, proxy-read-timeout (504 after 1 s from a Pod
 // that takes 5 s), backend-protocol GRPC (HTTP/2 in clear to the Pod).
 // All of them added to a running controller: 0 reloads. Then a bad
-// rewrite-target, and a source range (access control not served yet):
+// rewrite-target, and authentication (access control not served yet):
 // an Event each, the last good version keeps serving.
 func TestIngressAnnotationsServed(t *testing.T) {
 	if !inNetns(t, podAddrs...) {
@@ -167,14 +167,14 @@ func TestIngressAnnotationsServed(t *testing.T) {
 		t.Errorf("another Ingress beside a refused one: %v", err)
 	}
 
-	// Access control not served yet: refused, never served open. The
+	// Authentication not served yet: refused, never served open. The
 	// new path it brings is not served; the last good version is.
 	updateIngress(t, ing.Ingresses(ns), "base", func(mod *netv1.Ingress) {
-		mod.Annotations = map[string]string{n + "whitelist-source-range": "192.0.2.0/24"}
+		mod.Annotations = map[string]string{n + "auth-type": "basic"}
 		mod.Spec.Rules[0].HTTP.Paths = []netv1.HTTPIngressPath{exact("/admin", "h2")}
 	})
-	g.eventually("an Event refuses the source range", g.ingressEvent("base", "Refused", "whitelist-source-range"))
+	g.eventually("an Event refuses the authentication", g.ingressEvent("base", "Refused", "auth-type"))
 	if err := answers(httpPort, false, "base.example.com", "/admin", 200, "web host=base.example.com path=/admin proto=HTTP/1.1")(); err != nil {
-		t.Errorf("the last good version of an Ingress given a source range: %v", err)
+		t.Errorf("the last good version of an Ingress given authentication: %v", err)
 	}
 }

@@ -1,0 +1,152 @@
+package ingress
+
+import (
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// The access-control annotations: who an Ingress serves, by the client's
+// source address (ingress-nginx's allowlist-source-range, its older name
+// whitelist-source-range, and denylist-source-range; HAProxy Ingress's
+// keys of the same names), compiled into the route model's
+// model.HTTPAccess of every action of the Ingress's paths: map data, no
+// reload; proxy-body-size, the largest request body (413 above it); and
+// limit-rps and limit-connections, per client (503 beyond them).
+// A value that does not parse refuses the Ingress (its last good
+// version keeps serving): an access list is never served open.
+
+// maxRanges bounds the ranges of one annotation.
+const maxRanges = 1000
+
+// access are the source-range annotations, checked.
+type access struct {
+	allow, deny []netip.Prefix
+	allowKey    string // the key allow was read from
+	maxBody     int64  // proxy-body-size in bytes; 0: none
+	rps, conns  int32  // limit-rps, limit-connections; 0: none
+}
+
+// maxLimit bounds limit-rps and limit-connections.
+const maxLimit = 1_000_000
+
+// parseAccess reads key (canonical; name without its prefix) into s when
+// it is a source-range key: done is false for the others, why says what
+// is wrong with a malformed value.
+func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
+	switch name {
+	case "allowlist-source-range", "whitelist-source-range", "denylist-source-range":
+	case "proxy-body-size":
+		return s.parseBodySize(val), true
+	case "limit-rps", "limit-connections":
+		n, err := strconv.Atoi(val)
+		if err != nil || n < 0 || n > maxLimit {
+			return settings.ShowValue(val) + " is not a whole number from 0 to " + strconv.Itoa(maxLimit), true
+		}
+		if name == "limit-rps" {
+			s.access.rps = int32(n)
+		} else {
+			s.access.conns = int32(n)
+		}
+		return "", true
+	default:
+		return "", false
+	}
+	ranges, why := parseRanges(val)
+	if why != "" {
+		return why, true
+	}
+	a := &s.access
+	if name == "denylist-source-range" {
+		for _, r := range ranges {
+			if !slices.Contains(a.deny, r) {
+				a.deny = append(a.deny, r)
+			}
+		}
+		return "", true
+	}
+	prefix := strings.TrimSuffix(key, name)
+	switch {
+	case a.allowKey == "":
+	case strings.HasPrefix(a.allowKey, prefix) && name == "whitelist-source-range":
+		// The older name of a key given under its new name too: the new
+		// one is read (keys come sorted: allowlist first).
+		return "", true
+	case !slices.Equal(a.allow, ranges):
+		return "differs from " + a.allowKey + ": which clients are allowed is ambiguous", true
+	}
+	a.allow, a.allowKey = ranges, key
+	return "", true
+}
+
+// parseRanges reads a list of CIDR ranges or addresses, separated by
+// commas or spaces (an address is the range of itself alone); each range
+// masked, each once, in the order given.
+func parseRanges(val string) ([]netip.Prefix, string) {
+	var out []netip.Prefix
+	for _, f := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil || a.Zone() != "" {
+				return nil, settings.ShowValue(f) + " is not an IPv4 or IPv6 address or CIDR range"
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if p.Addr().Zone() != "" {
+			return nil, settings.ShowValue(f) + " is not an IPv4 or IPv6 address or CIDR range"
+		}
+		p = p.Masked()
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+		if len(out) > maxRanges {
+			return nil, "more than " + strconv.Itoa(maxRanges) + " ranges"
+		}
+	}
+	if len(out) == 0 {
+		return nil, "no range"
+	}
+	return out, ""
+}
+
+// model is the access control of the Ingress's actions: nil when it has
+// none.
+func (a access) model() *model.HTTPAccess {
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 {
+		return nil
+	}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns}
+}
+
+// bodySize is a body size: digits and an optional unit k, m or g (of
+// 1024), ingress-nginx's and HAProxy Ingress's; 0 and HAProxy Ingress's
+// "unlimited" are no limit.
+var bodySize = regexp.MustCompile(`^([0-9]{1,12})([kKmMgG]?)$`)
+
+// maxBody bounds a body size: 1 TiB.
+const maxBody = 1 << 40
+
+// parseBodySize reads proxy-body-size into s.access.maxBody.
+func (s *parsed) parseBodySize(val string) string {
+	if val == "unlimited" {
+		s.access.maxBody = 0
+		return ""
+	}
+	m := bodySize.FindStringSubmatch(val)
+	if m == nil {
+		return settings.ShowValue(val) + " is not a size (digits and k, m or g)"
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	n <<= map[string]int{"": 0, "k": 10, "m": 20, "g": 30}[strings.ToLower(m[2])]
+	if n > maxBody {
+		return settings.ShowValue(val) + " is larger than 1 TiB"
+	}
+	s.access.maxBody = n
+	return ""
+}

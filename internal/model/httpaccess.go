@@ -1,0 +1,57 @@
+package model
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// Access control of an HTTP action (Ingress's source-range and body-size
+// annotations): who the action serves, by the client's source address,
+// and how large a request body it takes. Like the rest of
+// the table it is map data (render/httpaccess.go): fixed rules answer 403
+// from the ranges an action names, so an Ingress given, changed or
+// relieved of a range reloads nothing.
+
+// HTTPAccess restricts who an HTTPAction serves. A request whose source
+// is in one of Deny is answered 403; else, when Allow is not empty, one
+// whose source is in none of Allow is answered 403. A range of one
+// family never takes a client of the other: an IPv6 range (an IPv4-mapped
+// one too, unless written as IPv4) never opens or closes a route to an
+// IPv4 client. The empty HTTPAccess restricts nothing.
+type HTTPAccess struct {
+	Allow, Deny []netip.Prefix // masked, valid
+	// MaxBody is the largest request body served, in bytes (0: any): a
+	// request whose Content-Length, or whose body as buffered, is
+	// larger is answered 413.
+	MaxBody int64
+	// RPS limits each client (by source address) to RPS requests a
+	// second on average over LimitWindow, in bursts of up to
+	// RPS×LimitWindow; Conns to Conns requests at once. Beyond either:
+	// 503. 0: no limit.
+	RPS, Conns int32
+}
+
+// LimitWindow is the span, in seconds, over which HTTPAccess.RPS is
+// averaged: ingress-nginx's default burst multiplier (a burst of 5×RPS).
+const LimitWindow = 5
+
+// Empty reports whether a restricts nothing.
+func (a *HTTPAccess) Empty() bool {
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0)
+}
+
+// HasAccess reports whether the table's access rules are written: some
+// action carries an HTTPAccess (an empty one declares them, so that the
+// first range a route is given is map data, not structure).
+func (h *HTTP) HasAccess() bool {
+	return slices.ContainsFunc(h.Actions, func(a HTTPAction) bool { return a.Access != nil })
+}
+
+// accessEqual reports whether two actions' access controls are the same.
+func accessEqual(a, b *HTTPAccess) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
+		a.RPS == b.RPS && a.Conns == b.Conns
+}
