@@ -48,4 +48,6 @@ func TestCoveringIsTheScan(t *testing.T) {
 	}
 }
 
-func sameRule(a, b httpRule) bool { return a.host == b.host && a.age == b.age && a.ruleIdx == b.ruleIdx }
+func sameRule(a, b httpRule) bool {
+	return a.host == b.host && a.age == b.age && a.ruleIdx == b.ruleIdx
+}
