@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,27 +221,25 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 }
 
 // createRoutes creates HTTPRoutes r0..r<n-1> (host r<i>.example.com, to
-// web-a), eight writers at a time.
+// web-a), eight writers taking the next number in turn; the first error
+// fails b.
 func createRoutes(b *testing.B, gc gwclient.Interface, n int) {
+	var next atomic.Int64
+	var first atomic.Pointer[error]
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for w := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += 8 {
+	for range 8 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n && first.Load() == nil; i = int(next.Add(1) - 1) {
 				name := "r" + strconv.Itoa(i)
-				if _, err := gc.GatewayV1().HTTPRoutes(ns).Create(context.Background(), benchHTTPRoute(name, name+".example.com", "web-a"),
-					metav1.CreateOptions{}); err != nil {
-					errs <- err
-					return
+				rt := benchHTTPRoute(name, name+".example.com", "web-a")
+				if _, err := gc.GatewayV1().HTTPRoutes(ns).Create(context.Background(), rt, metav1.CreateOptions{}); err != nil {
+					first.CompareAndSwap(nil, &err)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatal(err)
+	if err := first.Load(); err != nil {
+		b.Fatal(*err)
 	}
 }
