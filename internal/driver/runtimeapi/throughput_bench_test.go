@@ -62,10 +62,7 @@ func load(b *testing.B, addr, host, path string, d time.Duration) (float64, int6
 //
 //	go test ./internal/driver/runtimeapi -run '^$' -bench BenchmarkHTTPThroughput -benchtime 1x
 func BenchmarkHTTPThroughput(b *testing.B) {
-	n := 10000
-	if v, err := strconv.Atoi(os.Getenv("HKS_BENCH_ROUTES")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchCount("HKS_BENCH_ROUTES", 10000)
 	for b.Loop() {
 		l := startMapLab(b)
 		d := l.d
@@ -97,4 +94,13 @@ func BenchmarkHTTPThroughput(b *testing.B) {
 		b.Logf("1 route: %.0f req/s, worker RSS %.1f MiB; %d routes: %.0f req/s (%.1f%%), worker RSS %.1f MiB; %d requests failed",
 			rate[1], rss[1], n, rate[n], rate[n]/rate[1]*100, rss[n], failed)
 	}
+}
+
+// benchCount is the positive number in the environment variable name,
+// or def.
+func benchCount(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
