@@ -164,7 +164,20 @@ func routesOf(in Input, memo *RouteMemo) []*route {
 	out = append(out, grpcRoutes(in, memo)...)
 	// The oldest route wins what two routes want (a TCP listener, a
 	// server name); ties by kind, namespace and name, as the spec says.
-	slices.SortFunc(out, func(a, b *route) int { return older(a.meta, b.meta, a.key.String(), b.key.String()) })
+	// Each key's string made once, not per comparison (routes created
+	// within a second tie on their time, and thousands do).
+	type keyed struct {
+		r *route
+		k string
+	}
+	ks := make([]keyed, len(out))
+	for i, r := range out {
+		ks[i] = keyed{r, r.key.String()}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return older(a.r.meta, b.r.meta, a.k, b.k) })
+	for i := range ks {
+		out[i] = ks[i].r
+	}
 	return out
 }
 

@@ -159,24 +159,13 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 				}
 			}
 		}
-		var keys []string
-		for _, r := range rules {
-			if !slices.Contains(keys, r.host) {
-				keys = append(keys, r.host)
-			}
-		}
-		slices.SortFunc(keys, precedenceAny)
+		byHost, keys, wild := rulesByHost(rules)
 		for _, k := range keys {
 			if have[k] {
 				continue // a more specific listener's
 			}
 			have[k] = true
-			var rs []httpRule
-			for _, r := range rules {
-				if hostCovers(r.host, k) {
-					rs = append(rs, r)
-				}
-			}
+			rs := covering(rules, byHost, wild, k)
 			slices.SortStableFunc(rs, httpPrecedence)
 			host := model.HTTPHost{Name: k}
 			type at struct{ age, rule, match int }
@@ -356,4 +345,45 @@ func httpPrecedence(a, b httpRule) int {
 		return c
 	}
 	return cmp.Compare(a.match, b.match)
+}
+
+// rulesByHost indexes rules by the host they match through: the rules'
+// places by host, the hosts in table order (precedenceAny) and the
+// wildcard hosts among them. A table host's rules are then found
+// through its own name, the wildcards and any host, not by a scan of
+// every rule (a scan per host was quadratic in the routes).
+func rulesByHost(rules []httpRule) (map[string][]int, []string, []string) {
+	byHost := map[string][]int{}
+	var keys, wild []string
+	for i, r := range rules {
+		if _, ok := byHost[r.host]; !ok {
+			keys = append(keys, r.host)
+			if strings.HasPrefix(r.host, "*.") {
+				wild = append(wild, r.host)
+			}
+		}
+		byHost[r.host] = append(byHost[r.host], i)
+	}
+	slices.SortFunc(keys, precedenceAny)
+	return byHost, keys, wild
+}
+
+// covering are the rules that serve table host k (hostCovers), in the
+// order of rules.
+func covering(rules []httpRule, byHost map[string][]int, wild []string, k string) []httpRule {
+	at := slices.Clone(byHost[k])
+	if k != model.AnyHost {
+		at = append(at, byHost[model.AnyHost]...)
+		for _, h := range wild {
+			if h != k && hostCovers(h, k) {
+				at = append(at, byHost[h]...)
+			}
+		}
+		slices.Sort(at)
+	}
+	rs := make([]httpRule, len(at))
+	for i, j := range at {
+		rs[i] = rules[j]
+	}
+	return rs
 }

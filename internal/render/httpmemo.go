@@ -25,6 +25,7 @@ type HTTPMapsMemo struct {
 	// Lowered counts the actions and hosts the last call lowered (not
 	// found in the memo): for tests and benchmarks.
 	Lowered int
+	ed      memoEdits // httpedits.go
 }
 
 // lowered is what lowering one action or host placed, in order.
@@ -38,8 +39,10 @@ type lowered struct {
 func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	m.Lowered = 0
 	if h == nil {
+		m.forgetEdits()
 		return HTTPMaps(h)
 	}
+	prevA, prevH := m.actions, m.hosts
 	sets, setsKey := headerSetIDs(h)
 	if setsKey != m.setsKey {
 		m.setsKey, m.hosts = setsKey, nil // a set's id moved: every host is lowered again
@@ -50,11 +53,15 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	}
 	ids := make(contentIDs, m.ids)
 	fits := true // no id of two contents (a collision the memo does not reproduce)
+	twice := false
 	actions := make(map[string]*lowered, len(h.Actions))
 	aids := make([]string, len(h.Actions))
 	for ai, a := range h.Actions {
 		m.buf = actionKey(m.buf[:0], a)
 		l := m.find(m.actions, func(p *placer) string { return lowerAction(p, a) })
+		if _, dup := actions[l.key]; dup && l.placesUnnamed() {
+			twice = true // counted once, written twice: no edit to count
+		}
 		actions[l.key] = l
 		aids[ai] = l.id
 		fits = fits && addLowered(out, ids, l)
@@ -63,6 +70,9 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	for _, host := range h.Hosts {
 		m.buf = hostKey(m.buf[:0], host, aids)
 		l := m.find(m.hosts, func(p *placer) string { lowerHost(p, host, sets, aids); return "" })
+		if _, dup := hosts[l.key]; dup && l.placesUnnamed() {
+			twice = true
+		}
 		hosts[l.key] = l
 		fits = fits && addLowered(out, ids, l)
 	}
@@ -74,9 +84,15 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		m.sizes[k] = len(es) + len(es)/8
 	}
 	if !fits {
+		m.forgetEdits()
 		return HTTPMaps(h)
 	}
 	listenerEntries(out, h.Listeners) // httpext.go
+	if twice {
+		m.forgetEdits()
+	} else {
+		m.countEdits(prevA, prevH, actions, hosts, out[HTTPListeners]) // httpedits.go
+	}
 	return out
 }
 
@@ -190,4 +206,15 @@ func hostKey(b []byte, host model.HTTPHost, aids []string) []byte {
 		}
 	}
 	return b
+}
+
+// placesUnnamed reports whether l places an entry named by no id (added
+// each time l is, where an id's entries are added once).
+func (l *lowered) placesUnnamed() bool {
+	for _, pl := range l.places {
+		if pl.id == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -34,6 +34,8 @@ func TestHTTPMapsMemo(t *testing.T) {
 	bad.Hosts[10].Rules[0].Action = 10000
 	bad.Listeners = []string{"a.example.com", "bad name"}
 	memo := &HTTPMapsMemo{}
+	var last map[string][]HTTPMapEntry
+	counted := false
 	for _, tc := range []struct {
 		name    string
 		table   *model.HTTP
@@ -58,6 +60,9 @@ func TestHTTPMapsMemo(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("the memo's maps differ from HTTPMaps's:\n%v\nwant\n%v", got, want)
 			}
+			// Known after a table the memo counted (not the first, not nil).
+			checkEditsIf(t, memo, last, got, counted && tc.table != nil) // httpedits_test.go
+			last, counted = got, tc.table != nil
 			if memo.Lowered > tc.lowered {
 				t.Errorf("lowered %d actions and hosts, want at most %d", memo.Lowered, tc.lowered)
 			}
@@ -100,6 +105,7 @@ func TestHTTPMapsMemoRandom(t *testing.T) {
 		h.Hosts = append(h.Hosts, model.HTTPHost{Name: "h" + strconv.Itoa(i) + ".example.com", Rules: []model.HTTPRule{rule(20), rule(20)}})
 	}
 	memo := &HTTPMapsMemo{}
+	var last map[string][]HTTPMapEntry
 	for pass := range 300 {
 		g := &model.HTTP{Port: h.Port, Actions: slices.Clone(h.Actions), Hosts: slices.Clone(h.Hosts)}
 		for range 1 + r.IntN(3) {
@@ -115,10 +121,14 @@ func TestHTTPMapsMemoRandom(t *testing.T) {
 				g.Hosts = append(g.Hosts, model.HTTPHost{Name: "n" + strconv.Itoa(pass) + ".example.com", Rules: []model.HTTPRule{rule(len(g.Actions))}})
 			}
 		}
-		if got, want := memo.Maps(g), HTTPMaps(g); !reflect.DeepEqual(got, want) {
+		got, want := memo.Maps(g), HTTPMaps(g)
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("pass %d: the memo's maps differ from HTTPMaps's:\n%v\nwant\n%v", pass, got, want)
 		}
-		h = g
+		if pass > 0 {
+			checkEdits(t, memo, last, got) // httpedits_test.go
+		}
+		h, last = g, got
 	}
 }
 

@@ -24,6 +24,12 @@ import (
 // benchController starts `init`, a real HAProxy and `run` with args on
 // it, in a directory of its own, and returns its log.
 func benchController(b *testing.B, kube *kubeapi.Server, args ...string) *haproxytest.LockedBuffer {
+	_, log := benchControllerHAProxy(b, kube, args...)
+	return log
+}
+
+// benchControllerHAProxy is benchController, returning the HAProxy too.
+func benchControllerHAProxy(b *testing.B, kube *kubeapi.Server, args ...string) (*haproxytest.Process, *haproxytest.LockedBuffer) {
 	dir := b.TempDir()
 	cfg, state := initHAProxy(b, dir), filepath.Join(dir, "state")
 	hap := haproxytest.Start(b, dir, cfg)
@@ -41,7 +47,7 @@ func benchController(b *testing.B, kube *kubeapi.Server, args ...string) *haprox
 			b.Errorf("controller did not stop")
 		}
 	})
-	return log
+	return hap, log
 }
 
 // untilServed polls port until the backend answering is want, and

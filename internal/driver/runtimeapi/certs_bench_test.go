@@ -48,10 +48,7 @@ func workerRSS(b *testing.B, d *HAProxy) float64 {
 //
 //	go test -run '^$' -bench BenchmarkCertificates -benchtime 1x ./internal/driver/runtimeapi/
 func BenchmarkCertificates(b *testing.B) {
-	n := 1000
-	if v, err := strconv.Atoi(os.Getenv("HKS_BENCH_CERTS")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchCount("HKS_BENCH_CERTS", 1000) // throughput_bench_test.go
 	for b.Loop() {
 		l := startLab(b)
 		w := newTLSWorld(b)

@@ -26,6 +26,7 @@ type patternFile struct {
 	body  []byte
 	lines []string
 	what  string // for logs and errors: what the file is of
+	edit  *fileEdit
 }
 
 // fileSet is the files of one kind (kind "acl" or "map": the Runtime

@@ -116,6 +116,7 @@ type HAProxy struct {
 	held       heldMaps  // what the worker holds of them (mapsync.go)
 	httpMemos  httpMemos // the HTTP maps lowered so far (httpmaps.go)
 	noHTTPMemo bool      // every pass lowers every table whole: the benchmarks' baseline
+	noMapEdits bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
 	certs      certStore // the TLS certificates the worker holds (certs.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string

@@ -43,7 +43,7 @@ func httpBackend(t *testing.T, name string) netip.AddrPort {
 }
 
 // serveHTTP serves h on a free loopback port for the test's lifetime.
-func serveHTTP(t *testing.T, h http.HandlerFunc) netip.AddrPort {
+func serveHTTP(t testing.TB, h http.HandlerFunc) netip.AddrPort {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

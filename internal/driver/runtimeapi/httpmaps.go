@@ -38,8 +38,9 @@ type httpFile struct {
 }
 
 // httpMapFiles are the map files of cfg's HTTP frontends, lowered
-// through memos (nil: none) and keeping in them only cfg's frontends.
-func httpMapFiles(dir string, cfg model.Config, memos *httpMemos) []patternFile {
+// through memos (nil: none) and keeping in them only cfg's frontends;
+// with edits, a file the memo knows the edit of carries it.
+func httpMapFiles(dir string, cfg model.Config, memos *httpMemos, edits bool) []patternFile {
 	var out []patternFile
 	kept := httpMemos{}
 	for _, f := range cfg.Frontends {
@@ -48,6 +49,8 @@ func httpMapFiles(dir string, cfg model.Config, memos *httpMemos) []patternFile 
 		}
 		m := &httpMemo{}
 		var maps map[string][]render.HTTPMapEntry
+		var changes map[string]render.HTTPMapEdit
+		known := false
 		if memos == nil {
 			maps = render.HTTPMaps(f.HTTP)
 		} else {
@@ -56,17 +59,22 @@ func httpMapFiles(dir string, cfg model.Config, memos *httpMemos) []patternFile 
 			}
 			kept[f.Name] = m
 			maps = m.maps.Maps(f.HTTP)
+			if edits {
+				changes, known = m.maps.Edits() // render/httpedits.go
+			}
 		}
 		files := make(map[string]httpFile, len(render.HTTPMapKinds))
 		for _, kind := range render.HTTPMapKinds {
 			path := render.HTTPMapFile(dir, f.Name, kind)
 			hf, ok := m.files[kind]
-			if !ok || hf.pf.path != path || !slices.Equal(hf.entries, maps[kind]) {
-				hf = httpFile{entries: maps[kind], pf: patternFile{path: path, body: render.HTTPMapContent(maps[kind]),
-					what: "HTTP map " + filepath.Base(path), lines: make([]string, 0, len(maps[kind]))}}
-				for _, e := range maps[kind] {
-					hf.pf.lines = append(hf.pf.lines, e.Key+" "+e.Value)
-				}
+			if ok && hf.pf.path == path && known && !changes[kind].Empty() {
+				// The memo's edit from the file last built: a worker
+				// holding that file needs only it (mapsync.go).
+				from := hf.pf.body
+				hf = newHTTPFile(path, maps[kind])
+				hf.pf.edit = &fileEdit{from: from, edit: changes[kind]}
+			} else if !ok || hf.pf.path != path || !slices.Equal(hf.entries, maps[kind]) {
+				hf = newHTTPFile(path, maps[kind])
 			}
 			files[kind] = hf
 			out = append(out, hf.pf)
@@ -77,4 +85,14 @@ func httpMapFiles(dir string, cfg model.Config, memos *httpMemos) []patternFile 
 		*memos = kept
 	}
 	return out
+}
+
+// newHTTPFile is the file of entries at path.
+func newHTTPFile(path string, entries []render.HTTPMapEntry) httpFile {
+	hf := httpFile{entries: entries, pf: patternFile{path: path, body: render.HTTPMapContent(entries),
+		what: "HTTP map " + filepath.Base(path), lines: make([]string, 0, len(entries))}}
+	for _, e := range entries {
+		hf.pf.lines = append(hf.pf.lines, e.Key+" "+e.Value)
+	}
+	return hf
 }

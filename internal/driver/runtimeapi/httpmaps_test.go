@@ -1,8 +1,10 @@
 package runtimeapi
 
 import (
+	"maps"
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -38,7 +40,11 @@ func TestHTTPMapFilesMemo(t *testing.T) {
 		{"again", cfg("gw_a", routeTable(50, "/x", 90)), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, want := httpMapFiles("/acl", tc.cfg, &memos), httpMapFiles("/acl", tc.cfg, nil)
+			got, want := httpMapFiles("/acl", tc.cfg, &memos, true), httpMapFiles("/acl", tc.cfg, nil, false)
+			for i := range got {
+				checkFileEdit(t, got[i]) // then compared without it
+				got[i].edit = nil
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("the files through the memos differ from those of the tables lowered whole")
 			}
@@ -46,5 +52,23 @@ func TestHTTPMapFilesMemo(t *testing.T) {
 				t.Errorf("%d memos kept, want %d", len(memos), tc.memos)
 			}
 		})
+	}
+}
+
+// checkFileEdit fails t unless f's edit (the memo's, if any) takes the
+// entries of the file it starts from to f's, as the worker is told.
+func checkFileEdit(t *testing.T, f patternFile) {
+	t.Helper()
+	if f.edit == nil {
+		return
+	}
+	from, _ := mapEntries(strings.Split(strings.TrimSuffix(string(f.edit.from), "\n"), "\n"))
+	e, ok := knownEdit(f, heldMap{body: string(f.edit.from), entries: from})
+	if !ok {
+		return // no cheaper than the whole file
+	}
+	want, _ := mapEntries(f.lines)
+	if got := e.wanted(); !maps.Equal(got, want) {
+		t.Errorf("%s: the edit %+v of the previous file gives\n%v\nwant\n%v", f.path, f.edit.edit, got, want)
 	}
 }

@@ -61,6 +61,7 @@ type mapEdit struct {
 	add   []render.MapEntry
 	del   []string // keys
 	want  map[string]string
+	base  map[string]string // with a known edit (knownEdit): what the worker holds, want once edited
 }
 
 // empty reports whether the edit changes nothing.
@@ -159,4 +160,50 @@ func mapCommands(edits []mapEdit, versions map[string]string) []string {
 		}
 	}
 	return cmds
+}
+
+// fileEdit is an edit a file's maker knows (render.HTTPMapsMemo's):
+// what takes a worker holding the file's bytes from to this file's
+// entries, without diffing the whole files (issue 30).
+type fileEdit struct {
+	from []byte
+	edit render.HTTPMapEdit
+}
+
+// knownEdit is the edit of f for a worker holding held (its entries,
+// changed in place once sent: see applyTo), and whether f's edit starts
+// from what the worker holds.
+func knownEdit(f patternFile, held heldMap) (mapEdit, bool) {
+	if f.edit == nil || held.entries == nil || held.body != string(f.edit.from) {
+		return mapEdit{}, false
+	}
+	e := mapEdit{path: f.path, base: held.entries, del: f.edit.edit.Del}
+	for _, a := range f.edit.edit.Add {
+		e.add = append(e.add, render.MapEntry{Key: a.Key, Value: a.Value})
+	}
+	for _, s := range f.edit.edit.Set {
+		e.set = append(e.set, render.MapEntry{Key: s.Key, Value: s.Value})
+	}
+	if e.count() >= len(f.lines)+2 {
+		return mapEdit{}, false // no cheaper than the whole file: diffMap decides
+	}
+	return e, true
+}
+
+// wanted is what the worker holds once e is sent: e.want, or e's base
+// edited in place.
+func (e mapEdit) wanted() map[string]string {
+	if e.base == nil {
+		return e.want
+	}
+	for _, a := range e.set {
+		e.base[a.Key] = a.Value
+	}
+	for _, a := range e.add {
+		e.base[a.Key] = a.Value
+	}
+	for _, k := range e.del {
+		delete(e.base, k)
+	}
+	return e.base
 }

@@ -110,17 +110,22 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 		if known && held.body == string(f.body) {
 			continue
 		}
-		var e mapEdit
+		e, edited := mapEdit{}, false
 		if known && !d.opts.WholeMaps {
+			e, edited = knownEdit(f, held) // mapdiff.go
+		}
+		switch {
+		case edited:
+		case known && !d.opts.WholeMaps:
 			e = diffMap(f.path, held.entries, f.lines)
-		} else {
+		default:
 			e = diffMap(f.path, nil, f.lines)
 		}
 		if !e.empty() {
 			e.what, e.body = f.what, f.body
 			edits = append(edits, e)
 		} else {
-			d.held.hold(d.pid, f, e.want)
+			d.held.hold(d.pid, f, e.wanted())
 		}
 	}
 	var sendErr error
@@ -136,7 +141,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 		} else {
 			res.Ops += n
 			for _, e := range edits {
-				d.held.hold(d.pid, patternFile{path: e.path, body: e.body}, e.want)
+				d.held.hold(d.pid, patternFile{path: e.path, body: e.body}, e.wanted())
 			}
 		}
 	}

@@ -58,8 +58,8 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 	if d.noHTTPMemo {
 		memos = nil
 	}
-	out = append(out, httpMapFiles(dir, cfg, memos)...) // httpmaps.go
-	return append(out, d.listenerMapFiles(cfg)...)      // the same kind of file (listeners.go)
+	out = append(out, httpMapFiles(dir, cfg, memos, !d.noMapEdits)...) // httpmaps.go
+	return append(out, d.listenerMapFiles(cfg)...)                     // the same kind of file (listeners.go)
 }
 
 // pushRouteMaps brings the route maps of the running worker to those of

@@ -1,0 +1,68 @@
+package gateway
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/cputime"
+)
+
+// manyRoutes is a Gateway with one HTTP listener, n HTTPRoutes (route i:
+// host r<i>.example.com, an Exact path, a header match, a 90/10 split of
+// two of svcs Services) and their Services.
+func manyRoutes(n, svcs int) Input {
+	in := Input{Classes: []*gwv1.GatewayClass{class("hks", ControllerName)},
+		Gateways: []*gwv1.Gateway{gateway("apps", "gw", "hks", 0, listenerOf("http", gwv1.HTTPProtocolType, 80, ""))}}
+	for i := range svcs {
+		s, sl := service("apps", "s"+strconv.Itoa(i), corev1.ProtocolTCP, 80, 8080, fmt.Sprintf("10.244.%d.%d", i/250, i%250+1))
+		in.Services, in.Slices = append(in.Services, s), append(in.Slices, sl)
+	}
+	for i := range n {
+		in.HTTPRoutes = append(in.HTTPRoutes, benchRoute(i, svcs, "/p"))
+	}
+	return in
+}
+
+func benchRoute(i, svcs int, path string) *gwv1.HTTPRoute {
+	r := httpRoute("apps", "r"+strconv.Itoa(i), parent("gw", ""))
+	r.CreationTimestamp.Time = t0.Add(time.Duration(i) * time.Second)
+	r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname("r" + strconv.Itoa(i) + ".example.com")}
+	exact := gwv1.PathMatchExact
+	p := path + strconv.Itoa(i)
+	r.Spec.Rules = []gwv1.HTTPRouteRule{{
+		Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &exact, Value: &p},
+			Headers: []gwv1.HTTPHeaderMatch{{Name: "x-env", Value: "canary"}}}},
+		BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: ref("", "s"+strconv.Itoa(i%svcs), 80, 90)}, {BackendRef: ref("", "s"+strconv.Itoa((i+1)%svcs), 80, 10)}},
+	}}
+	return r
+}
+
+// BenchmarkComputeHTTPRoutes: one pass of Compute with one HTTPRoute
+// changed among n.
+//
+//	go test ./internal/gateway -run '^$' -bench BenchmarkComputeHTTPRoutes -benchtime 20x
+func BenchmarkComputeHTTPRoutes(b *testing.B) {
+	for _, n := range []int{1000, 5000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			in := manyRoutes(n, n/2)
+			opts := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
+			Compute(in, opts)
+			gen := 0
+			var cpu time.Duration
+			for b.Loop() {
+				gen++
+				in.HTTPRoutes[0] = benchRoute(0, n/2, "/g"+strconv.Itoa(gen))
+				c := cputime.Used()
+				Compute(in, opts)
+				cpu += cputime.Used() - c
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(gen), "cpu-ms/op")
+		})
+	}
+}

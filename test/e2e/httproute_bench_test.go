@@ -1,0 +1,245 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/gwcrd"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// benchEnvInt is the benchmark setting in the environment variable name,
+// or def.
+func benchEnvInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// benchHTTPPod serves HTTP at ip:port answering every request with name,
+// and makes it Service name's one endpoint (port 80).
+func benchHTTPPod(b *testing.B, client kubernetes.Interface, name, ip string, port int32) {
+	ln, err := net.Listen("tcp", fmt.Sprintf("%s:%d", ip, port))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) }),
+		ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	b.Cleanup(func() { _ = srv.Close() })
+	ctx := context.Background()
+	if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := lab.ApplySlice(ctx, client, lab.SliceFor(ns, name, port, []lab.Endpoint{{IP: ip, Node: "n1", Ready: true}})); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// benchHTTPRoute is HTTPRoute name: host, every path to Service svc.
+func benchHTTPRoute(name, host, svc string) *gwv1.HTTPRoute {
+	return &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: parentRef("http")},
+			Hostnames: []gwv1.Hostname{gwv1.Hostname(host)},
+			Rules:     []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: backendRef(svc, 1)}}}}}}
+}
+
+// httpAnswer is the status and body of one GET for host through port
+// (no keep-alive: each probe a new connection).
+func httpAnswer(c *http.Client, port int, host string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Host = host
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// untilHTTP polls host through port until a request is answered 200 by
+// want, and returns how long after start that was; on timeout the last
+// answer seen.
+func untilHTTP(c *http.Client, port int, host, want string, start time.Time, deadline time.Duration) (time.Duration, error) {
+	var last string
+	for time.Since(start) < deadline {
+		code, body, err := httpAnswer(c, port, host)
+		if err == nil && code == http.StatusOK && body == want {
+			return time.Since(start), nil
+		}
+		last = fmt.Sprintf("%d %q %v", code, body, err)
+		time.Sleep(2 * time.Millisecond) // poll interval
+	}
+	return 0, fmt.Errorf("%s not answered 200 by %s within %s; last: %s", host, want, deadline, last)
+}
+
+// BenchmarkHTTPRoutePropagation: at N existing HTTPRoutes on one HTTP
+// listener (HKS_BENCH_ROUTES, default 5,000; each its own host, to
+// Service web-a), the time from an API write to the first 200 through a
+// real HAProxy for it: a new HTTPRoute (to web-b), and an existing one
+// moved to web-b (HKS_BENCH_CHANGES of each, default 40), one after the
+// other; p50/p99 of each and the reloads they took (the goal: 0).
+//
+//	HKS_TESTBIN_DIR=... go test -run '^$' -bench BenchmarkHTTPRoutePropagation -benchtime 1x ./test/e2e/
+func BenchmarkHTTPRoutePropagation(b *testing.B) {
+	if !inNetns(b, podAddrs...) {
+		return
+	}
+	n, changes := benchEnvInt("HKS_BENCH_ROUTES", 5000), benchEnvInt("HKS_BENCH_CHANGES", 40)
+	kube := kubeapi.Start(b)
+	gwcrd.InstallAll(b, kube.Config)
+	client := kube.Client(b)
+	gc, err := gwclient.NewForConfig(kube.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	benchHTTPPod(b, client, "web-a", podAddrs[0], 8080)
+	benchHTTPPod(b, client, "web-b", podAddrs[1], 8080)
+	port := haproxytest.FreePort(b)
+	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
+		Spec: gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := gc.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("http", gwv1.HTTPProtocolType, port, "")}}},
+		metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	createRoutes(b, gc, n)
+	// web-b has a route from the start: its backend is there, so a
+	// route to it needs no new backend (a reload without a pool).
+	if _, err := gc.GatewayV1().HTTPRoutes(ns).Create(ctx, benchHTTPRoute("seed-b", "seed-b.example.com", "web-b"), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	created := time.Since(t0)
+	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway")
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	t0 = time.Now()
+	if _, err := untilHTTP(c, port, fmt.Sprintf("r%d.example.com", n-1), "web-a", t0, 10*time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	synced := time.Since(t0)
+	master := haproxy.NewMaster(hap.MasterSocket)
+	reloads := func() int {
+		p, err := master.ShowProc(ctx)
+		if err != nil {
+			b.Fatalf("show proc: %v", err)
+		}
+		return p.Reloads
+	}
+
+	if path := os.Getenv("HKS_BENCH_CPUPROFILE"); path != "" { // the changes only
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	before := reloads()
+	var added, moved []time.Duration
+	for i := range changes {
+		name := fmt.Sprintf("new%d", i)
+		start := time.Now()
+		if _, err := gc.GatewayV1().HTTPRoutes(ns).Create(ctx, benchHTTPRoute(name, name+".example.com", "web-b"), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		d, err := untilHTTP(c, port, name+".example.com", "web-b", start, time.Minute)
+		if err != nil {
+			b.Fatalf("new route %d: %v", i, err)
+		}
+		added = append(added, d)
+	}
+	addReloads := reloads() - before
+	before = reloads()
+	for i := range changes {
+		name := fmt.Sprintf("r%d", i*(n/changes))
+		var start time.Time
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			rt, err := gc.GatewayV1().HTTPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			rt.Spec.Rules[0].BackendRefs[0].BackendRef = backendRef("web-b", 1)
+			start = time.Now()
+			_, err = gc.GatewayV1().HTTPRoutes(ns).Update(ctx, rt, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		d, err := untilHTTP(c, port, name+".example.com", "web-b", start, time.Minute)
+		if err != nil {
+			b.Fatalf("route %s moved: %v", name, err)
+		}
+		moved = append(moved, d)
+	}
+	moveReloads := reloads() - before
+	if os.Getenv("HKS_BENCH_LOG") != "" {
+		b.Logf("controller log:\n%s", log.String())
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(pct(added, 0.5)), "new-p50-ms")
+	b.ReportMetric(ms(pct(added, 0.99)), "new-p99-ms")
+	b.ReportMetric(ms(pct(moved, 0.5)), "moved-p50-ms")
+	b.ReportMetric(ms(pct(moved, 0.99)), "moved-p99-ms")
+	b.ReportMetric(float64(addReloads+moveReloads), "reloads")
+	b.Logf("%d HTTPRoutes (created in %s, served %s after the controller started); a new route, %d: p50 %s p99 %s, %d reloads; a route moved to another Service, %d: p50 %s p99 %s, %d reloads",
+		n, created.Round(time.Millisecond), synced.Round(time.Millisecond), changes, pct(added, 0.5), pct(added, 0.99), addReloads,
+		changes, pct(moved, 0.5), pct(moved, 0.99), moveReloads)
+}
+
+// createRoutes creates HTTPRoutes r0..r<n-1> (host r<i>.example.com, to
+// web-a), eight writers taking the next number in turn; the first error
+// fails b.
+func createRoutes(b *testing.B, gc gwclient.Interface, n int) {
+	var next atomic.Int64
+	var first atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n && first.Load() == nil; i = int(next.Add(1) - 1) {
+				name := "r" + strconv.Itoa(i)
+				rt := benchHTTPRoute(name, name+".example.com", "web-a")
+				if _, err := gc.GatewayV1().HTTPRoutes(ns).Create(context.Background(), rt, metav1.CreateOptions{}); err != nil {
+					first.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := first.Load(); err != nil {
+		b.Fatal(*err)
+	}
+}
