@@ -16,6 +16,7 @@ var extFeatures = []gwv1.FeatureName{
 	"HTTPRouteBackendProtocolWebSocket",
 	"HTTPRouteBackendRequestHeaderModification",
 	"HTTPRouteBackendTimeout",
+	"HTTPRouteCORS",
 	"HTTPRouteHostRewrite",
 	"HTTPRoutePathRedirect",
 	"HTTPRoutePathRewrite",

@@ -112,7 +112,7 @@ func checkFilter(f gwv1.HTTPRouteFilter, matches []gwv1.HTTPRouteMatch) string {
 			return "requestRedirect.statusCode is not one of 301, 302, 303, 307, 308"
 		}
 	default:
-		return "filter type " + string(f.Type) + " is not supported (RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite)"
+		return "filter type " + string(f.Type) + " is not supported (RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS)"
 	}
 	return ""
 }

@@ -167,6 +167,7 @@ func actionKey(b []byte, a model.HTTPAction) []byte {
 			b = keyInt(keyBool(keyString(b, p.Replace), p.Prefix), int64(p.Strip))
 		}
 		b = keyInt(keyString(b, x.Host), int64(x.Timeout))
+		b = keyCORS(b, x.CORS) // cors.go
 	}
 	return b
 }
