@@ -23,4 +23,7 @@ var extFeatures = []gwv1.FeatureName{
 	"HTTPRouteQueryParamMatching",
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
+	"HTTPRouteRetry",
+	"HTTPRouteRetryBackendTimeout",
+	"HTTPRouteRetryConnectionError",
 }

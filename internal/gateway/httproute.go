@@ -53,6 +53,9 @@ func checkHTTPRoute(r *gwv1.HTTPRoute) string {
 		if _, why := ruleTimeout(rule.Timeouts); why != "" {
 			return at + ".timeouts: " + why
 		}
+		if why := checkRetry(rule.Retry); why != "" { // retry.go
+			return at + ".retry: " + why
+		}
 	}
 	return ""
 }
@@ -262,10 +265,10 @@ func httpAction(r *route, rule gwv1.HTTPRouteRule, port uint16, scheme string, w
 	rr := *r
 	rr.refs = refs
 	if a.Ext != nil && len(a.Ext.BackendMods) > 0 {
-		a.Backends = eachWeighted(w.resolve(&rr), w, backends)
+		a.Backends = withRetry(eachWeighted(w.resolve(&rr), w, backends), rule.Retry, backends) // retry.go
 		return a
 	}
-	a.Backends = weighted(w.resolve(&rr), w, backends, true)
+	a.Backends = withRetry(weighted(w.resolve(&rr), w, backends, true), rule.Retry, backends)
 	return a
 }
 

@@ -248,6 +248,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			if be.H2C {
 				w(httpH2CServers)
 			}
+			writeHTTPRetry(w, be) // retry.go
 		}
 		if !skeleton && be.Name[0] == '_' && be.Service != "" {
 			// A spare of the pool (internal/spares) says whose it is: the
