@@ -64,7 +64,7 @@ func TestCORSRefused(t *testing.T) {
 		{"a method with ;", &gwv1.HTTPCORSFilter{AllowOrigins: []gwv1.CORSOrigin{"*"}, AllowMethods: []gwv1.HTTPMethodWithWildcard{"GET;show"}}},
 		{"a header with a newline", &gwv1.HTTPCORSFilter{AllowOrigins: []gwv1.CORSOrigin{"*"}, AllowHeaders: []gwv1.HTTPHeaderName{"x\ny"}}},
 		{"an exposed header with #", &gwv1.HTTPCORSFilter{AllowOrigins: []gwv1.CORSOrigin{"*"}, ExposeHeaders: []gwv1.HTTPHeaderName{"x#y"}}},
-		{"an age past a day", &gwv1.HTTPCORSFilter{AllowOrigins: []gwv1.CORSOrigin{"*"}, MaxAge: 86401}},
+		{"an age past a year", &gwv1.HTTPCORSFilter{AllowOrigins: []gwv1.CORSOrigin{"*"}, MaxAge: 31536001}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := Compute(httpInput("", hroute("bad", 1, nil, corsRule(tc.f)), hroute("good", 2, nil, hrule("b", hmatch("Exact", "/good")))), Options{UDP: true})

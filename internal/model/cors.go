@@ -39,8 +39,9 @@ const (
 	Wildcard  = "*"
 )
 
-// MaxCORSAge bounds CORS.MaxAge (a day).
-const MaxCORSAge = 86400
+// MaxCORSAge bounds CORS.MaxAge (a year; ingress-nginx's default is 20
+// days, browsers keep an answer a few hours at most).
+const MaxCORSAge = 31536000
 
 // corsOrigin is an origin of CORS.Origins.
 var corsOrigin = regexp.MustCompile(`^https?://(\*|(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*)(:[0-9]{1,5})?$`)
@@ -81,7 +82,7 @@ func (c *CORS) Valid() string {
 		}
 	}
 	if c.MaxAge < 0 || c.MaxAge > MaxCORSAge {
-		return "max age is not 0..86400 seconds"
+		return "max age is not 0..31536000 seconds"
 	}
 	return ""
 }
