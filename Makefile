@@ -238,7 +238,8 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/ingress:FuzzParseAnnotations:20000x \
 	./internal/ingress:FuzzRouting:20000x \
 	./internal/gateway:FuzzHTTPRouteExt:5000x \
-	./internal/gateway:FuzzGRPCRoute:2000x
+	./internal/gateway:FuzzGRPCRoute:2000x \
+	./internal/gateway:FuzzCORSFilter:10000x
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \

@@ -104,6 +104,9 @@ func checkExtFilter(f gwv1.HTTPRouteFilter, matches []gwv1.HTTPRouteMatch) (stri
 			}
 		}
 		return "", true
+	case gwv1.HTTPRouteFilterCORS:
+		_, why := corsPolicy(f.CORS) // cors.go
+		return why, true
 	}
 	return "", false
 }
@@ -187,6 +190,8 @@ func actionExt(rule gwv1.HTTPRouteRule) *model.HTTPActionExt {
 			}
 		case f.Type == gwv1.HTTPRouteFilterRequestRedirect && f.RequestRedirect != nil && f.RequestRedirect.Path != nil:
 			x.Path = pathRewrite(f.RequestRedirect.Path)
+		case f.Type == gwv1.HTTPRouteFilterCORS:
+			x.CORS, _ = corsPolicy(f.CORS) // cors.go
 		}
 	}
 	for i, b := range rule.BackendRefs {
@@ -203,7 +208,7 @@ func actionExt(rule gwv1.HTTPRouteRule) *model.HTTPActionExt {
 		}
 	}
 	x.Timeout, _ = ruleTimeout(rule.Timeouts)
-	if x.Response.Empty() && len(x.BackendMods) == 0 && x.Path == nil && x.Host == "" && x.Timeout == 0 {
+	if x.Response.Empty() && len(x.BackendMods) == 0 && x.Path == nil && x.Host == "" && x.Timeout == 0 && x.CORS == nil {
 		return nil
 	}
 	return &x

@@ -53,6 +53,9 @@ func checkHTTPRoute(r *gwv1.HTTPRoute) string {
 		if _, why := ruleTimeout(rule.Timeouts); why != "" {
 			return at + ".timeouts: " + why
 		}
+		if why := checkRetry(rule.Retry); why != "" { // retry.go
+			return at + ".retry: " + why
+		}
 	}
 	return ""
 }
@@ -112,7 +115,7 @@ func checkFilter(f gwv1.HTTPRouteFilter, matches []gwv1.HTTPRouteMatch) string {
 			return "requestRedirect.statusCode is not one of 301, 302, 303, 307, 308"
 		}
 	default:
-		return "filter type " + string(f.Type) + " is not supported (RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite)"
+		return "filter type " + string(f.Type) + " is not supported (RequestHeaderModifier, ResponseHeaderModifier, RequestRedirect, URLRewrite, CORS)"
 	}
 	return ""
 }
@@ -251,10 +254,10 @@ func httpAction(r *route, rule gwv1.HTTPRouteRule, port uint16, scheme string, w
 	rr := *r
 	rr.refs = refs
 	if a.Ext != nil && len(a.Ext.BackendMods) > 0 {
-		a.Backends = eachWeighted(w.resolve(&rr), w, backends)
+		a.Backends = withRetry(eachWeighted(w.resolve(&rr), w, backends), rule.Retry, backends) // retry.go
 		return a
 	}
-	a.Backends = weighted(w.resolve(&rr), w, backends, true)
+	a.Backends = withRetry(weighted(w.resolve(&rr), w, backends, true), rule.Retry, backends)
 	return a
 }
 

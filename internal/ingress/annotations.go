@@ -44,7 +44,14 @@ var (
 		NginxPrefix + "canary-by-header-value",
 		NginxPrefix + "canary-weight",
 		NginxPrefix + "canary-weight-total",
-		NginxPrefix + "denylist-source-range",
+		NginxPrefix + "cors-allow-credentials", // cors.go
+		NginxPrefix + "cors-allow-headers",
+		NginxPrefix + "cors-allow-methods",
+		NginxPrefix + "cors-allow-origin",
+		NginxPrefix + "cors-expose-headers",
+		NginxPrefix + "cors-max-age",
+		NginxPrefix + "denylist-source-range", // access.go
+		NginxPrefix + "enable-cors",
 		NginxPrefix + "force-ssl-redirect",
 		NginxPrefix + "from-to-www-redirect",
 		NginxPrefix + "limit-connections",
@@ -65,7 +72,14 @@ var (
 		NginxPrefix + "x-forwarded-prefix",
 		HAProxyPrefix + "allowlist-source-range",
 		HAProxyPrefix + "app-root",
-		HAProxyPrefix + "backend-protocol", // h1, h2; h1-ssl, h2-ssl refuse the Ingress
+		HAProxyPrefix + "backend-protocol",       // h1, h2; h1-ssl, h2-ssl refuse the Ingress
+		HAProxyPrefix + "cors-allow-credentials", // cors.go
+		HAProxyPrefix + "cors-allow-headers",
+		HAProxyPrefix + "cors-allow-methods",
+		HAProxyPrefix + "cors-allow-origin",
+		HAProxyPrefix + "cors-enable",
+		HAProxyPrefix + "cors-expose-headers",
+		HAProxyPrefix + "cors-max-age",
 		HAProxyPrefix + "denylist-source-range",
 		HAProxyPrefix + "headers",
 		HAProxyPrefix + "limit-connections",
@@ -112,12 +126,13 @@ type parsed struct {
 	canary        bool
 	canaryWeight  int // -1: none
 	canaryTotal   int
-	canaryHeader  string   // lower case
-	canaryHdrWant string   // "": "always"/"never" semantics
-	aliases       []string // more host names served like the Ingress's hosts
-	redirectFrom  []string // host names redirected to the Ingress's first host
-	routing                // rewrites, redirects, timeouts, protocol (routing.go)
-	access        access   // source ranges (access.go)
+	canaryHeader  string          // lower case
+	canaryHdrWant string          // "": "always"/"never" semantics
+	aliases       []string        // more host names served like the Ingress's hosts
+	redirectFrom  []string        // host names redirected to the Ingress's first host
+	routing                       // rewrites, redirects, timeouts, protocol (routing.go)
+	access        access          // source ranges (access.go)
+	cors          corsAnnotations // cors.go
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -160,6 +175,12 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		ck := canonicalKey(k)
 		name := strings.TrimPrefix(strings.TrimPrefix(ck, NginxPrefix), HAProxyPrefix)
 		if why, done := s.parseAccess(ck, name, val); done {
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.cors.parseCORS(name, val, strings.HasPrefix(ck, NginxPrefix)); done { // cors.go
 			if why != "" {
 				bad(k, why)
 			}
@@ -263,6 +284,9 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		bad(NginxPrefix+"canary-weight", "the weight must be at most canary-weight-total, which must be positive")
 	}
 	if why := s.finishRouting(); why != "" && refused == "" {
+		refused = why
+	}
+	if _, why := s.cors.policy(); why != "" && refused == "" {
 		refused = why
 	}
 	return s, other, refused

@@ -109,6 +109,8 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 			if why != "" {
 				return nil, pat + ": " + why
 			}
+			cors, _ := s.cors.policy() // cors.go: checked by parseAnnotations
+			ext = withCORS(ext, rd, cors)
 			u.paths = append(u.paths, path{host: host, typ: typ, value: value, idx: len(u.paths), backend: resolve(&p.Backend, pat+".backend"), ext: ext, redirect: rd})
 		}
 	}

@@ -32,6 +32,8 @@ type HTTPActionExt struct {
 	// Timeout bounds the wait for the backend's answer (HAProxy's server
 	// timeout of the request); 0: the backend's own.
 	Timeout time.Duration
+	// CORS is the action's cross-origin policy (cors.go); nil: none.
+	CORS *CORS
 }
 
 // HeaderMods are header changes: set (replace), add, remove. Names lower
@@ -108,7 +110,7 @@ func extEqual(a, b *HTTPActionExt) bool {
 	return a.Response.equal(b.Response) &&
 		slices.EqualFunc(a.BackendMods, b.BackendMods, HeaderMods.equal) &&
 		(a.Path == nil) == (b.Path == nil) && (a.Path == nil || *a.Path == *b.Path) &&
-		a.Host == b.Host && a.Timeout == b.Timeout
+		a.Host == b.Host && a.Timeout == b.Timeout && a.CORS.Equal(b.CORS)
 }
 
 // ResponseHeaders are the response header names the actions change,

@@ -172,6 +172,13 @@ type Backend struct {
 	H2C bool
 	// TLS, with HTTP, makes the servers speak TLS (backendtls.go).
 	TLS *BackendTLS
+
+	// RetryOn, with HTTP: when a request is retried (HAProxy's retry-on
+	// keywords, ValidRetryOn: retry.go), Retries times at most; "": the
+	// defaults' (connection failures, retries 2). A route rule's retry
+	// policy: a backend of its own per policy and Service port.
+	RetryOn string
+	Retries int
 }
 
 // WithServers is a copy of b with these servers. The backends of a Config
@@ -272,7 +279,8 @@ func (f Frontend) Equal(g Frontend) bool {
 func (b *Backend) SameStructure(c *Backend) bool {
 	return b == c || b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
 		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
-		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP && b.H2C == c.H2C && b.TLS.SameStructure(c.TLS)
+		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP && b.H2C == c.H2C && b.TLS.SameStructure(c.TLS) &&
+		b.RetryOn == c.RetryOn && b.Retries == c.Retries
 }
 
 // Structure returns a copy of b without servers: the part of a backend that

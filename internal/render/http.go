@@ -52,7 +52,7 @@ const (
 )
 
 // HTTPMapKinds are the kinds, in the order the driver updates them.
-var HTTPMapKinds = []string{HTTPRanges, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPListeners, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
+var HTTPMapKinds = []string{HTTPRanges, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
 
 // HTTPMapFile is the map of kind of HTTP frontend fe under dir.
 func HTTPMapFile(dir, fe, kind string) string {
@@ -112,7 +112,8 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	}
 	w("\thttp-request return status 404 if !{ var(txn.best) -m found }")
 	w("\thttp-request set-var(txn.act) var(txn.best),field(2,:)")
-	writeHTTPAccess(w, h, m) // httpaccess.go
+	writeHTTPAccess(w, h, m)  // httpaccess.go
+	writeCORS(w, m(HTTPCORS)) // cors.go
 	w("\thttp-request set-var(txn.rd) var(txn.act),map_str(" + m(HTTPRedirect) + ")")
 	w("\thttp-request set-var(txn.rh) var(txn.rd),field(3,|) if { var(txn.rd) -m found }")
 	w("\thttp-request set-var(txn.rh) var(txn.host) if { var(txn.rd) -m found } { var(txn.rh) -m len 0 }")
@@ -132,6 +133,7 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	w("\thttp-request return status 500 if { var(txn.be) -m str " + model.RejectBackend + " }")
 	writeHTTPHeaders(w, h.ModifiedHeaders(), "txn.act", m(HTTPHeaders))
 	writeHTTPExt(w, h, m)
+	writeCORSResponse(w) // cors.go
 	w("\tuse_backend %[var(txn.be)]")
 }
 

@@ -143,6 +143,7 @@ func extEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction) {
 		out[HTTPTimeouts] = append(out[HTTPTimeouts], HTTPMapEntry{aid, strconv.FormatInt(ms, 10)})
 	}
 	headerEntries(out, aid, ".r", x.Response)
+	corsEntries(out, aid, x.CORS) // cors.go
 }
 
 // headerEntries adds the entries of header changes m under id + tag

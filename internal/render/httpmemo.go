@@ -183,6 +183,7 @@ func actionKey(b []byte, a model.HTTPAction) []byte {
 			b = keyInt(keyBool(keyString(b, p.Replace), p.Prefix), int64(p.Strip))
 		}
 		b = keyInt(keyString(b, x.Host), int64(x.Timeout))
+		b = keyCORS(b, x.CORS) // cors.go
 	}
 	return accessKey(b, a.Access) // httpaccess.go
 }

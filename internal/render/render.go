@@ -249,6 +249,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 				w(httpH2CServers)
 			}
 			writeBackendTLS(w, be, opts) // backendtls.go
+			writeHTTPRetry(w, be)        // retry.go
 		}
 		if !skeleton && be.Name[0] == '_' && be.Service != "" {
 			// A spare of the pool (internal/spares) says whose it is: the
