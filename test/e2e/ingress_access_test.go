@@ -361,12 +361,31 @@ func TestIngressRateLimits(t *testing.T) {
 	}
 
 	// limit-connections 1: a second request beside one in progress.
-	slow := make(chan error, 1)
-	go func() {
-		_, err := getPathFrom("127.0.0.1", httpPort, "conns.example.com", "/slow", 10*time.Second)
-		slow <- err
-	}()
-	g.eventually("a second request beside one in progress is refused", status("127.0.0.1", "conns.example.com", "/", 503))
+	// A probe that reaches HAProxy before the slow request and is still
+	// open when it arrives makes the slow request the second (503): it
+	// then ends at once, and is sent again until one is in progress.
+	var slow chan error
+	startSlow := func() {
+		slow = make(chan error, 1)
+		go func(c chan error) {
+			code, err := getPathFrom("127.0.0.1", httpPort, "conns.example.com", "/slow", 10*time.Second)
+			if err == nil && code != 200 {
+				err = fmt.Errorf("answered %d", code)
+			}
+			c <- err
+		}(slow)
+	}
+	startSlow()
+	refused := status("127.0.0.1", "conns.example.com", "/", 503)
+	g.eventually("a second request beside one in progress is refused", func() error {
+		select {
+		case err := <-slow:
+			startSlow()
+			return fmt.Errorf("the slow request ended before a second was refused (%v): sent again", err)
+		default:
+		}
+		return refused()
+	})
 	if err := status("127.0.0.2", "conns.example.com", "/", 200)(); err != nil {
 		t.Errorf("another client under limit-connections: %v", err)
 	}
