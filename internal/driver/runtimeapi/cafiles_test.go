@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -137,21 +138,24 @@ func TestBackendTLSClientCertificate(t *testing.T) {
 				TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p_1", CAPEM: serverCA.PEM(), Cert: cert, CertPEM: pem}}},
 		}
 	}
-	eventually := func(code int) {
+	eventually := func(codes ...int) {
 		t.Helper()
 		var got int
 		var body string
 		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-			if got, body = httpGet(t, addr, "a.example.com", "/"); got == code {
+			if got, body = httpGet(t, addr, "a.example.com", "/"); slices.Contains(codes, got) {
 				return
 			}
 		}
-		t.Fatalf("last answer %d %q, want %d", got, body, code)
+		t.Fatalf("last answer %d %q, want one of %v", got, body, codes)
 	}
 	if _, err := l.d.Apply(ctx, cfgOf("", nil)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(http.StatusServiceUnavailable)
+	// Refused: 503 when the server's alert ends the handshake, 502 when
+	// TLS 1.3 finished the handshake first and the server's alert then
+	// closed the connection before any answer (seen under load).
+	eventually(http.StatusServiceUnavailable, http.StatusBadGateway)
 	if _, err := l.d.Apply(ctx, cfgOf("ccert_apps_client_1", bundle.PEM)); err != nil {
 		t.Fatal(err)
 	}
