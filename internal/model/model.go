@@ -170,6 +170,15 @@ type Backend struct {
 	// H2C: with HTTP, the servers speak HTTP/2 without TLS (prior
 	// knowledge): a Service port's appProtocol kubernetes.io/h2c.
 	H2C bool
+	// SourceChecked: a spare of the pool (internal/spares) behind the
+	// fixed listener that carries the source-range rule of the listened
+	// frontends it serves, reading two ACL files of its own (render's
+	// SpareSources). Set only on the pool's classes and the spares of
+	// them (spares.View), from whether the occupant has a restricted
+	// frontend: an unrestricted Service's spare has no rule and no files
+	// (HAProxy looks each pattern file up in a list of all of them, so
+	// their number costs quadratically at every start and reload).
+	SourceChecked bool
 }
 
 // WithServers is a copy of b with these servers. The backends of a Config
@@ -270,7 +279,8 @@ func (f Frontend) Equal(g Frontend) bool {
 func (b *Backend) SameStructure(c *Backend) bool {
 	return b == c || b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
 		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
-		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP && b.H2C == c.H2C
+		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP && b.H2C == c.H2C &&
+		b.SourceChecked == c.SourceChecked
 }
 
 // Structure returns a copy of b without servers: the part of a backend that

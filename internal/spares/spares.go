@@ -49,6 +49,11 @@ type Policy struct {
 	// LowWater: the pool grows when a class in use has fewer free spares
 	// than this (at most its target), or a backend waits for one.
 	LowWater int
+	// SourceTwin: the default class's twin (its settings, the other
+	// model.Backend.SourceChecked) keeps Other free spares too, as a
+	// class in use does: behind the fixed listener, a Service whose
+	// source ranges come or go takes one with no reload (sourced.go).
+	SourceTwin bool
 }
 
 // On reports whether p makes a pool.
@@ -234,6 +239,15 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 			def = c
 		}
 	}
+	if pol.SourceTwin && def >= 0 {
+		k := twin(grown.Classes[def])
+		c := slices.IndexFunc(grown.Classes, func(b model.Backend) bool { return b.SameStructure(&k) })
+		if c < 0 {
+			grown.Classes = append(grown.Classes, k)
+			c = len(grown.Classes) - 1
+		}
+		use[c] += 0 // in use: kept at Other free spares
+	}
 	target := func(c int) int {
 		if c == def {
 			return pol.Spares
@@ -357,7 +371,7 @@ func ViewExcept(s State, cfg model.Config, own func(*model.Backend) bool) model.
 		if o := byName[sp.Occupant]; o != nil {
 			b = *o
 		}
-		b.Name = sp.Name
+		b.Name, b.SourceChecked = sp.Name, s.Classes[sp.Class].SourceChecked
 		out.Backends = append(out.Backends, &b)
 	}
 	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })

@@ -50,13 +50,17 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 			return driver.Result{}, err
 		}
 	}
+	// Behind the fixed listener a restricted Service's spare carries the
+	// source rule and files, an unrestricted one's neither
+	// (spares/sourced.go).
+	cfg, pol := d.sourceMarks.Behind(cfg, d.opts.Pool, d.opts.Render.ListenedFunc())
 	own := d.createdAtRuntime(cfg)
 	pooled := spares.Without(cfg, own)
 	if !d.poolRead {
 		d.pool, d.poolRead = d.readPool(pooled), true
 	}
 	next, waiting := spares.Occupy(d.pool, pooled)
-	grown, grow := spares.Grow(next, pooled, waiting, d.opts.Pool)
+	grown, grow := spares.Grow(next, pooled, waiting, pol)
 	if !grow {
 		res, err := d.apply(ctx, d.poolView.of(next, cfg, own))
 		d.poolApplied(ctx, next, err)
