@@ -88,13 +88,14 @@ func twin(c model.Backend) model.Backend {
 
 // Behind is cfg and pol as the pool takes them: behind the fixed
 // listener (listened, render.Options.Listened, not nil) the backends
-// marked (Of) and the default class's twin kept (Policy.SourceTwin);
-// otherwise cfg and pol as they are. The driver and `render
+// marked (Of), the default class's twin kept (Policy.SourceTwin) and a
+// large spare per class (Policy.Sized, sized.go): there every new
+// Service takes a spare; otherwise cfg and pol as they are. The driver and `render
 // --backend-pool` both go through it.
 func (m *SourceMarks) Behind(cfg model.Config, pol Policy, listened func(model.Frontend) bool) (model.Config, Policy) {
 	if listened == nil {
 		return cfg, pol
 	}
-	pol.SourceTwin = true
+	pol.SourceTwin, pol.Sized = true, true
 	return m.Of(cfg, listened), pol
 }
