@@ -3,7 +3,6 @@ package tproxy
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -29,22 +28,7 @@ func TestLargerSpare(t *testing.T) {
 	// Servers that answer, on the load balancer's loopback: name i.
 	var servers []model.Server
 	for i := range 2 * spares.LargeSlots / 3 {
-		var ln net.Listener
-		if err := netlab.Do(l.lab.LB, func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				_, _ = fmt.Fprintf(c, "s%d\n", i)
-				c.Close()
-			}
-		}()
-		servers = append(servers, model.Server{Addr: netip.MustParseAddr("127.0.0.1"), Port: uint16(ln.Addr().(*net.TCPAddr).Port)})
+		servers = append(servers, model.Server{Addr: netip.MustParseAddr("127.0.0.1"), Port: answering(t, l.lab.LB, fmt.Sprintf("s%d", i))})
 	}
 	ctx := context.Background()
 	apply := func(what string, cfg model.Config) {
