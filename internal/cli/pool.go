@@ -40,12 +40,15 @@ func (p poolFlags) policy() (spares.Policy, error) {
 // view is cfg as a controller with this pool, starting with none on disk,
 // renders it at its first sync (render --backend-pool): every backend in a
 // spare, the free spares of each class. A running controller's numbering
-// follows its pool.json instead.
-func (p poolFlags) view(cfg model.Config) (model.Config, error) {
+// follows its pool.json instead. Behind the fixed listener (listened not
+// nil) restricted Services take spares that check sources, as run's do.
+func (p poolFlags) view(cfg model.Config, listened func(model.Frontend) bool) (model.Config, error) {
 	pol, err := p.policy()
 	if err != nil || !pol.On() {
 		return cfg, err
 	}
+	var marks spares.SourceMarks
+	cfg, pol = marks.Behind(cfg, pol, listened)
 	occ, waiting := spares.Occupy(spares.State{}, cfg)
 	grown, _ := spares.Grow(occ, cfg, waiting, pol)
 	return spares.View(grown, cfg), nil

@@ -146,10 +146,6 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	for _, s := range res.Skipped {
 		fmt.Fprintln(e.stderr, "warning: address skipped:", s)
 	}
-	if res.Config, err = f.pool.view(res.Config); err != nil {
-		return err
-	}
-	layout, _ := plan.Assign(res.Config, nil, true)
 	ropts := f.renderOptions()
 	if f.dir != "" {
 		// As run with --haproxy-config DIR/haproxy.cfg: source ranges in
@@ -159,6 +155,10 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	// With --listeners=tproxy, the listener's maps are in that directory,
 	// or on stdout beside run's default --haproxy-config (listeners.go).
 	ropts = f.listeners.options(ropts, defaultConfigPath)
+	if res.Config, err = f.pool.view(res.Config, ropts.ListenedFunc()); err != nil {
+		return err
+	}
+	layout, _ := plan.Assign(res.Config, nil, true)
 	cfg := render.Config(res.Config, layout, ropts)
 	rules := renderUDP(res.Config.UDP)
 	if err := fitsHAProxy(cfg, res.Config, f.dir != ""); err != nil {

@@ -179,6 +179,21 @@ type Backend struct {
 	// policy: a backend of its own per policy and Service port.
 	RetryOn string
 	Retries int
+	// SourceChecked: a spare of the pool (internal/spares) behind the
+	// fixed listener that carries the source-range rule of the listened
+	// frontends it serves, reading two ACL files of its own (render's
+	// SpareSources). Set only on the pool's classes and the spares of
+	// them (spares.View), from whether the occupant has a restricted
+	// frontend: an unrestricted Service's spare has no rule and no files
+	// (HAProxy looks each pattern file up in a list of all of them, so
+	// their number costs quadratically at every start and reload).
+	SourceChecked bool
+	// Slots: at least this many server slots when the backend is (re)sized
+	// (plan.Assign); 0: what its servers need (plan.SlotsFor). Set only on
+	// a spare of the pool sized for larger backends of its class
+	// (spares.Spare.Slots), so that a backend that outgrows its spare's
+	// slots moves to it with a map change rather than a reload.
+	Slots int
 }
 
 // WithServers is a copy of b with these servers. The backends of a Config
@@ -280,7 +295,7 @@ func (b *Backend) SameStructure(c *Backend) bool {
 	return b == c || b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
 		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
 		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP && b.H2C == c.H2C && b.TLS.SameStructure(c.TLS) &&
-		b.RetryOn == c.RetryOn && b.Retries == c.Retries
+		b.RetryOn == c.RetryOn && b.Retries == c.Retries && b.SourceChecked == c.SourceChecked && b.Slots == c.Slots
 }
 
 // Structure returns a copy of b without servers: the part of a backend that

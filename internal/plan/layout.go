@@ -49,7 +49,7 @@ func Assign(desired model.Config, prev model.Layout, resize bool) (next model.La
 		old := prev[be.Name]
 		size := len(old)
 		if old == nil || resize {
-			size = SlotsFor(len(be.Servers))
+			size = max(SlotsFor(len(be.Servers)), be.Slots)
 		}
 		slots, ok := assignBackend(be.Servers, old, size, resize, nodes.For(be))
 		if !ok {
@@ -101,7 +101,7 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 		} else {
 			size := len(old)
 			if old == nil {
-				size = SlotsFor(len(be.Servers))
+				size = max(SlotsFor(len(be.Servers)), be.Slots)
 			}
 			slots, ok := assignBackend(be.Servers, old, size, false, nodes.For(be))
 			if !ok {

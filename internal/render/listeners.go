@@ -194,8 +194,9 @@ func listenedSources(cfg model.Config, o Options) map[string][]model.Frontend {
 		return nil
 	}
 	var out map[string][]model.Frontend
+	spareSourced := o.SpareSourced(cfg)
 	for _, f := range cfg.Frontends {
-		if f.Restricted() && o.Listened(f) && !o.SpareSourced(f) {
+		if f.Restricted() && o.Listened(f) && !spareSourced(f) {
 			if out == nil {
 				out = map[string][]model.Frontend{}
 			}

@@ -276,7 +276,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if be.Balance == "source" {
 			w("\thash-type consistent")
 		}
-		if opts.SpareRanged(be.Name) {
+		if opts.SpareRanged(be) {
 			w("\t" + backendSourceRule(be.Name, opts))
 		}
 		for _, f := range listenedSrc[be.Name] {

@@ -12,15 +12,23 @@ import (
 // In tproxy mode a restricted Service's rule is in its backend (the
 // listener is shared). With the pool (internal/spares) that backend is a
 // spare, taken and given back with no reload, so the rule cannot depend on
-// which Service occupies it or whether that Service has ranges: every
-// spare carries one rule, always, reading two ACL files of its own (named
-// by the spare, per family: ACLFile(dir, "_pool_N", v6)), and what they
-// hold is data the driver changes through the Runtime API: the ranges of
-// the Service that occupies it, every client of each family when that
+// which Service occupies it: a spare of a class that checks sources
+// (model.Backend.SourceChecked: the pool's class of restricted Services)
+// carries one rule, always, reading two ACL files of its own (named by
+// the spare, per family: ACLFile(dir, "_pool_N", v6)), and what they hold
+// is data the driver changes through the Runtime API: the ranges of the
+// Service that occupies it, every client of each family when that
 // Service has none (EveryClient), and no client when the spare is free.
-// A Service taking or leaving a spare then changes no structure hash.
-// Without the pool, listened frontends keep their own files
-// (listenedSources).
+// A restricted Service taking or leaving such a spare then changes no
+// structure hash. A spare of a class that does not check sources (an
+// unrestricted Service's) has no rule and no files: HAProxy 2.6 looks
+// every pattern file up in one list of all of them (pat_ref_lookup), at
+// start, at each reload and for each `prepare acl`, so two files per
+// spare made a start quadratic in the pool (issue 29: 10,000 spares were
+// not loaded within 10 minutes). A restricted frontend whose spare does
+// not check sources keeps a rule of its own in the spare's section
+// (listenedSources): a reload, never a client let in. Without the pool,
+// listened frontends keep their own files (listenedSources).
 
 // EveryClient are the ranges of a spare whose occupant lets every client
 // in: one prefix of each family, each in its family's file. Behind the
@@ -30,17 +38,47 @@ import (
 // none), every other IPv6 client ::/0.
 var EveryClient = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 
-// SpareRanged reports whether the HAProxy backend named name carries a
-// spare's own source-range rule: a spare of the pool, in tproxy mode.
-func (o Options) SpareRanged(name string) bool {
-	_, ok := model.SpareIndex(name)
-	return ok && o.TProxy()
+// SpareRanged reports whether the HAProxy backend be carries a spare's
+// own source-range rule: a spare of the pool of a class that checks
+// sources, in tproxy mode.
+func (o Options) SpareRanged(be *model.Backend) bool {
+	_, ok := model.SpareIndex(be.Name)
+	return ok && be.SourceChecked && o.TProxy()
 }
 
-// SpareSourced reports whether f's source ranges are checked by its
-// spare's rule: a listened frontend whose backend is a spare.
-func (o Options) SpareSourced(f model.Frontend) bool {
-	return o.SpareRanged(f.Backend) && o.Listened(f)
+// ListenedFunc is Listened in tproxy mode, nil otherwise: what the pool
+// takes to mark the spares that check sources (spares.SourceMarks.Behind).
+func (o Options) ListenedFunc() func(model.Frontend) bool {
+	if !o.TProxy() {
+		return nil
+	}
+	return o.Listened
+}
+
+// rangedSpares are the names of cfg's backends that carry a spare's own
+// source-range rule (SpareRanged); nil when none does.
+func (o Options) rangedSpares(cfg model.Config) map[string]bool {
+	if !o.TProxy() {
+		return nil
+	}
+	var out map[string]bool
+	for _, be := range cfg.Backends {
+		if o.SpareRanged(be) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[be.Name] = true
+		}
+	}
+	return out
+}
+
+// SpareSourced returns whether a frontend of cfg has its source ranges
+// checked by its spare's rule: a listened frontend whose backend is a
+// spare that carries one.
+func (o Options) SpareSourced(cfg model.Config) func(f model.Frontend) bool {
+	ranged := o.rangedSpares(cfg)
+	return func(f model.Frontend) bool { return ranged[f.Backend] && o.Listened(f) }
 }
 
 // SpareSources are the source ranges of every spare of cfg (the model
@@ -64,7 +102,7 @@ func SpareSources(cfg model.Config, o Options) []model.Frontend {
 	}
 	byName := map[string]*spare{}
 	for _, be := range cfg.Backends {
-		if o.SpareRanged(be.Name) {
+		if o.SpareRanged(be) {
 			byName[be.Name] = &spare{}
 		}
 	}

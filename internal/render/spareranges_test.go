@@ -21,10 +21,11 @@ func TestSpareSources(t *testing.T) {
 		}
 		return f
 	}
-	spare := &model.Backend{Name: "_pool_3", Balance: "roundrobin"}
+	spare := &model.Backend{Name: "_pool_3", Balance: "roundrobin", SourceChecked: true}
+	unchecked := &model.Backend{Name: "_pool_4", Balance: "roundrobin"}
 	own := &model.Backend{Name: "be_own", Balance: "roundrobin"}
 	cfgOf := func(fs ...model.Frontend) model.Config {
-		return model.Config{Frontends: fs, Backends: []*model.Backend{own, spare}}
+		return model.Config{Frontends: fs, Backends: []*model.Backend{own, spare, unchecked}}
 	}
 	routed := model.Frontend{Name: "gw", Binds: []model.Bind{b("192.0.2.10", 443)},
 		Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "_pool_3", Weight: 1}}}}}
@@ -60,6 +61,8 @@ func TestSpareSources(t *testing.T) {
 		{"only a route", o, cfgOf(routed), []string{"0.0.0.0/0"}, []string{"::/0"}},
 		{"only an HTTP table", o, cfgOf(httpFE), []string{"0.0.0.0/0"}, []string{"::/0"}},
 		{"ports mode", opts, cfgOf(fe("a", "_pool_3", []string{"198.51.100.0/24"}, b("192.0.2.10", 80))), nil, nil},
+		{"no spare checks sources", o, model.Config{Frontends: []model.Frontend{fe("a", "_pool_4", nil, b("192.0.2.10", 80))},
+			Backends: []*model.Backend{own, unchecked}}, nil, nil},
 	} {
 		got := SpareSources(tc.cfg, tc.o)
 		if tc.v4 == nil {
@@ -81,32 +84,45 @@ func TestSpareSources(t *testing.T) {
 	}
 }
 
-// TestSpareRule: in tproxy mode a spare has one rule reading its own
-// files, whoever occupies it; its occupant's frontend has none of its
-// own; ports mode and a backend that is no spare are as before.
+// TestSpareRule: in tproxy mode a spare of a class that checks sources
+// has one rule reading its own files, whoever occupies it, and its
+// occupant's frontend has none of its own; a spare of a class that does
+// not has neither rule nor files (HAProxy's cost of a pattern file grows
+// with their number), and a restricted frontend sent to one anyway keeps
+// its own rule there (never a client let in); ports mode and a backend
+// that is no spare are as before.
 func TestSpareRule(t *testing.T) {
 	o := tproxyOpts()
 	f := model.Frontend{Name: "fe_a", Service: "default/a", Backend: "_pool_0",
 		Binds:        []model.Bind{{Addr: ap("192.0.2.10"), Port: 80, Transparent: true}},
 		SourceRanges: []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}}
-	cfg := model.Config{Frontends: []model.Frontend{f}, Backends: []*model.Backend{
-		{Name: "_pool_0", Balance: "roundrobin"}, {Name: "_pool_1", Balance: "roundrobin"}}}
+	fb := f
+	fb.Name, fb.Service, fb.Backend = "fe_b", "default/b", "_pool_2"
+	cfg := model.Config{Frontends: []model.Frontend{f, fb}, Backends: []*model.Backend{
+		{Name: "_pool_0", Balance: "roundrobin", SourceChecked: true}, {Name: "_pool_1", Balance: "roundrobin", SourceChecked: true},
+		{Name: "_pool_2", Balance: "roundrobin"}, {Name: "_pool_3", Balance: "roundrobin"}}}
 	got := string(Config(cfg, model.Layout{}, o))
-	for _, want := range []string{
-		"reject unless " + SourceCondition(SrcFileTest(ACLFile(o.ACLDir, "_pool_0", false)), SrcFileTest(ACLFile(o.ACLDir, "_pool_0", true))),
-		"reject unless " + SourceCondition(SrcFileTest(ACLFile(o.ACLDir, "_pool_1", false)), SrcFileTest(ACLFile(o.ACLDir, "_pool_1", true))),
-	} {
+	rule := func(owner string) string {
+		return "reject unless " + SourceCondition(SrcFileTest(ACLFile(o.ACLDir, owner, false)), SrcFileTest(ACLFile(o.ACLDir, owner, true)))
+	}
+	for _, want := range []string{rule("_pool_0"), rule("_pool_1"), rule("fe_b")} {
 		if strings.Count(got, want) != 1 {
 			t.Errorf("want once: %s\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, ACLFileName("fe_a", false)) {
-		t.Errorf("the occupant's own files are read:\n%s", got)
+	for _, not := range []string{ACLFileName("fe_a", false), ACLFileName("_pool_2", false), ACLFileName("_pool_3", false)} {
+		if strings.Contains(got, not) {
+			t.Errorf("%s is read:\n%s", not, got)
+		}
+	}
+	if srcs := SpareSources(cfg, o); len(srcs) != 2 || srcs[0].Name != "_pool_0" || srcs[1].Name != "_pool_1" {
+		t.Errorf("spare sources %v, want _pool_0's and _pool_1's", srcs)
 	}
 	if strings.Contains(string(Config(cfg, model.Layout{}, opts)), "_pool_0"+ACLFamily[0]) {
 		t.Errorf("a spare reads files of its own in ports mode")
 	}
-	if o.SpareRanged("be_a") || o.SpareRanged("_pool_01") || opts.SpareRanged("_pool_0") {
-		t.Errorf("SpareRanged holds for what is no spare in tproxy mode")
+	if o.SpareRanged(&model.Backend{Name: "be_a", SourceChecked: true}) || o.SpareRanged(&model.Backend{Name: "_pool_01", SourceChecked: true}) ||
+		opts.SpareRanged(&model.Backend{Name: "_pool_0", SourceChecked: true}) || o.SpareRanged(&model.Backend{Name: "_pool_0"}) {
+		t.Errorf("SpareRanged holds for what is no spare that checks sources in tproxy mode")
 	}
 }

@@ -52,8 +52,10 @@ func Decode(r io.Reader) (State, error) {
 }
 
 // Restore keeps of s the classes that some backend of cfg has, each as
-// cfg's backend has it, and the spares of those classes; an occupant that
-// is not in cfg leaves its spare free. What it drops (a class no Service
+// cfg's backend has it, and their twins (the other SourceChecked: kept
+// by Policy.SourceTwin, settings from the model all the same), and the
+// spares of those classes; an occupant that is not in cfg leaves its
+// spare free. What it drops (a class no Service
 // has any more) is a reload once, when the pool is rendered without it.
 func Restore(s State, cfg model.Config) State {
 	var out State
@@ -67,11 +69,12 @@ func Restore(s State, cfg model.Config) State {
 			continue
 		}
 		names[b.Name] = true
-		k := classKey(b)
-		i := slices.IndexFunc(s.Classes, func(c model.Backend) bool { return c.SameStructure(&k) })
-		if i >= 0 && remap[i] < 0 {
-			out.Classes = append(out.Classes, k)
-			remap[i] = len(out.Classes) - 1
+		for _, k := range []model.Backend{classKey(b), twin(classKey(b))} {
+			i := slices.IndexFunc(s.Classes, func(c model.Backend) bool { return c.SameStructure(&k) })
+			if i >= 0 && remap[i] < 0 {
+				out.Classes = append(out.Classes, k)
+				remap[i] = len(out.Classes) - 1
+			}
 		}
 	}
 	for _, sp := range s.Spares {

@@ -49,6 +49,14 @@ type Policy struct {
 	// LowWater: the pool grows when a class in use has fewer free spares
 	// than this (at most its target), or a backend waits for one.
 	LowWater int
+	// SourceTwin: the default class's twin (its settings, the other
+	// model.Backend.SourceChecked) keeps Other free spares too, as a
+	// class in use does: behind the fixed listener, a Service whose
+	// source ranges come or go takes one with no reload (sourced.go).
+	SourceTwin bool
+	// Sized: every class in use also keeps one free large spare, sized
+	// to its largest backend (sized.go).
+	Sized bool
 }
 
 // On reports whether p makes a pool.
@@ -59,6 +67,7 @@ type Spare struct {
 	Name     string `json:"name"`
 	Class    int    `json:"class"`              // index in State.Classes
 	Occupant string `json:"occupant,omitempty"` // the model backend in it; "" when free
+	Slots    int    `json:"slots,omitempty"`    // at least this many server slots (model.Backend.Slots; sized.go)
 }
 
 // State is the pool: its classes (each a backend's structure with no name,
@@ -153,6 +162,15 @@ func (s State) Clone() State {
 // classes and spares of prev stay (a spare goes only with a reload that
 // Grow decides).
 func Occupy(prev State, cfg model.Config) (next State, waiting []string) {
+	return OccupyFit(prev, cfg, nil)
+}
+
+// OccupyFit is Occupy knowing how many slots each spare has (slots; nil:
+// none known, as Occupy): a backend whose servers outgrow its spare's
+// slots moves to a free spare of its class that holds them, when one is
+// (a map change: sized.go), and a new backend takes the lowest free spare
+// of its class that holds its servers, or else the lowest free one.
+func OccupyFit(prev State, cfg model.Config, slots func(spare string) int) (next State, waiting []string) {
 	next = prev.Clone()
 	want := make(map[string]*model.Backend, len(cfg.Backends))
 	for _, b := range cfg.Backends {
@@ -160,8 +178,12 @@ func Occupy(prev State, cfg model.Config) (next State, waiting []string) {
 			want[b.Name] = b
 		}
 	}
+	fits := func(i int, b *model.Backend) bool {
+		return slots == nil || len(b.Servers) <= slots(next.Spares[i].Name)
+	}
 	placed := make(map[string]bool, len(want))
 	freed := make([]bool, len(next.Spares))
+	var outgrown []int // spares whose occupant outgrew them
 	for i := range next.Spares {
 		sp := &next.Spares[i]
 		if sp.Occupant == "" {
@@ -170,23 +192,36 @@ func Occupy(prev State, cfg model.Config) (next State, waiting []string) {
 		b, ok := want[sp.Occupant]
 		if ok && !placed[b.Name] && next.Classes[sp.Class].SameStructure(ptr(classKey(b))) {
 			placed[b.Name] = true
+			if !fits(i, b) {
+				outgrown = append(outgrown, i)
+			}
 			continue
 		}
 		sp.Occupant, freed[i] = "", true
+	}
+	free := func(c int, b *model.Backend, fit bool) int {
+		for i, sp := range next.Spares {
+			if c >= 0 && sp.Class == c && sp.Occupant == "" && !freed[i] && (!fit || fits(i, b)) {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, i := range outgrown {
+		b := want[next.Spares[i].Occupant]
+		if j := free(next.Spares[i].Class, b, true); j >= 0 {
+			next.Spares[j].Occupant = b.Name
+			next.Spares[i].Occupant, freed[i] = "", true
+		}
 	}
 	for _, b := range cfg.Backends { // sorted by name
 		if !pooled(b) || placed[b.Name] {
 			continue
 		}
 		c := next.classOf(b)
-		i := slices.IndexFunc(next.Spares, func(sp Spare) bool { return sp.Class == c && c >= 0 && sp.Occupant == "" })
-		for i >= 0 && freed[i] {
-			j := slices.IndexFunc(next.Spares[i+1:], func(sp Spare) bool { return sp.Class == c && sp.Occupant == "" })
-			if j < 0 {
-				i = -1
-				break
-			}
-			i += 1 + j
+		i := free(c, b, true)
+		if i < 0 {
+			i = free(c, b, false)
 		}
 		if i < 0 {
 			waiting = append(waiting, b.Name)
@@ -234,6 +269,15 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 			def = c
 		}
 	}
+	if pol.SourceTwin && def >= 0 {
+		k := twin(grown.Classes[def])
+		c := slices.IndexFunc(grown.Classes, func(b model.Backend) bool { return b.SameStructure(&k) })
+		if c < 0 {
+			grown.Classes = append(grown.Classes, k)
+			c = len(grown.Classes) - 1
+		}
+		use[c] += 0 // in use: kept at Other free spares
+	}
 	target := func(c int) int {
 		if c == def {
 			return pol.Spares
@@ -242,8 +286,12 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 	}
 	free := grown.Free()
 	grow = len(waiting) > 0
+	var large map[int]int
+	if pol.Sized {
+		large = grown.largeWanted(cfg, use)
+	}
 	for c := range use {
-		if free[c] < min(pol.LowWater, target(c)) {
+		if free[c] < min(pol.LowWater, target(c)) || large[c] > 0 {
 			grow = true
 		}
 	}
@@ -259,6 +307,10 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 		grown.Spares = append(grown.Spares, Spare{Name: SpareName(next), Class: c, Occupant: occupant})
 		next++
 	}
+	addLarge := func(c int) {
+		grown.Spares = append(grown.Spares, Spare{Name: SpareName(next), Class: c, Slots: large[c]})
+		next++
+	}
 	for _, name := range waiting {
 		if b := byName[name]; b != nil {
 			add(grown.classOf(b), name)
@@ -272,6 +324,9 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 	for _, c := range classes {
 		for n := free[c]; n < target(c); n++ {
 			add(c, "")
+		}
+		if large[c] > 0 {
+			addLarge(c)
 		}
 	}
 	return grown, true
@@ -357,7 +412,7 @@ func ViewExcept(s State, cfg model.Config, own func(*model.Backend) bool) model.
 		if o := byName[sp.Occupant]; o != nil {
 			b = *o
 		}
-		b.Name = sp.Name
+		b.Name, b.SourceChecked, b.Slots = sp.Name, s.Classes[sp.Class].SourceChecked, sp.Slots
 		out.Backends = append(out.Backends, &b)
 	}
 	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })

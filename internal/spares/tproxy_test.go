@@ -13,13 +13,18 @@ import (
 )
 
 // TestSpareRangesKeepStructureBehindListener: behind the fixed listener
-// (tproxy mode), a new Service taking a spare, restricted or not, keeps
-// the structure hash: each spare's rule reads files of its own, whose
-// contents are data. HAProxy accepts the config with those files.
+// (tproxy mode, backends marked by SourceMarks, the pool keeping the
+// default class's twin), a new Service taking a spare, restricted or
+// not, keeps the structure hash: a restricted one takes a spare of the
+// twin class, whose rule reads files of its own, whose contents are
+// data; an unrestricted one a spare with no rule and no files. A Service
+// whose ranges go moves back with no structural change. HAProxy accepts
+// the config with those files.
 func TestSpareRangesKeepStructureBehindListener(t *testing.T) {
 	opts := render.Options{StatsSocket: "/run/haproxy/admin.sock", StateFile: "/run/haproxy/state", ACLDir: "/etc/haproxy/acl",
 		Listeners: render.Listeners{Mode: render.ListenersTProxy}}
-	policy := Policy{Spares: 3, Other: 1, LowWater: 1}
+	policy := Policy{Spares: 3, Other: 2, LowWater: 1, SourceTwin: true}
+	var marks SourceMarks
 	svc := func(name, addr string, ranges ...string) (model.Frontend, *model.Backend) {
 		b := be("be_"+name, 0, "10.0.0.1:30080")
 		f := model.Frontend{Name: "fe_" + name, Service: b.Service, Backend: b.Name,
@@ -32,14 +37,19 @@ func TestSpareRangesKeepStructureBehindListener(t *testing.T) {
 	feA, beA := svc("a", "192.0.2.10")
 	cfg := cfgOf(beA)
 	cfg.Frontends = []model.Frontend{feA}
+	cfg = marks.Of(cfg, opts.Listened)
 	occ, waiting := Occupy(State{}, cfg)
 	s, _ := Grow(occ, cfg, waiting, policy)
 	view := View(s, cfg)
 	layout, _ := plan.Assign(view, nil, true)
 	hash := render.StructureHash(view, layout, opts)
 
+	if got := len(render.SpareSources(view, opts)); got != 2 {
+		t.Errorf("%d spares check sources, want 2 (the twin class's free ones): the others need no files", got)
+	}
 	feB, beB := svc("b", "192.0.2.11")
 	feC, beC := svc("c", "192.0.2.12", "198.51.100.0/24")
+	feCOpen, _ := svc("c", "192.0.2.12")
 	for _, tc := range []struct {
 		name string
 		fs   []model.Frontend
@@ -48,9 +58,11 @@ func TestSpareRangesKeepStructureBehindListener(t *testing.T) {
 		{"an unrestricted Service", []model.Frontend{feA, feB}, []*model.Backend{beA, beB}},
 		{"a restricted Service", []model.Frontend{feA, feC}, []*model.Backend{beA, beC}},
 		{"both", []model.Frontend{feA, feB, feC}, []*model.Backend{beA, beB, beC}},
+		{"c's ranges gone", []model.Frontend{feA, feB, feCOpen}, []*model.Backend{beA, beB, beC}},
 	} {
 		cfg2 := cfgOf(tc.bs...)
 		cfg2.Frontends = tc.fs
+		cfg2 = marks.Of(cfg2, opts.Listened)
 		s2, waiting := Occupy(s, cfg2)
 		if _, grow := Grow(s2, cfg2, waiting, policy); grow || len(waiting) > 0 {
 			t.Fatalf("%s: the pool grew (waiting %v)", tc.name, waiting)
@@ -59,6 +71,9 @@ func TestSpareRangesKeepStructureBehindListener(t *testing.T) {
 		layout2, _ := plan.Assign(view2, layout, false)
 		if h := render.StructureHash(view2, layout2, opts); h != hash {
 			t.Errorf("%s taking a spare changed the structure", tc.name)
+		}
+		if tc.name == "both" {
+			s = s2 // c's ranges go from here
 		}
 		if tc.name != "both" {
 			continue

@@ -43,7 +43,18 @@ func TestNewServiceOneReload(t *testing.T) {
 	}
 	e.setEndpoints("web", eps...)
 	e.eventually("web serves from its five nodes", serves(port, nodes[:5]...))
-	if got := e.reloads() - before; got != 1 {
+	// Behind the fixed listener with the pool (HKS_E2E_LISTENERS=tproxy)
+	// the new Service takes a free large spare (five servers, more than a
+	// small spare's four slots: docs/backend-pool.md, "Spares sized to
+	// their class"), with no reload; the pool may then grow another
+	// ahead of need, one reload after the settle time, which may or may
+	// not fall before this count (internal/driver/tproxy TestLargerSpare
+	// asserts that no reload is for the Service's slots).
+	got := e.reloads() - before
+	switch {
+	case tproxyMode() && got > 1:
+		t.Errorf("the new Service took %d reloads, want at most the pool's growth", got)
+	case !tproxyMode() && got != 1:
 		t.Errorf("the new Service took %d reloads, want 1", got)
 	}
 	e.eventually("warm still serves", serves(warm, "n1"))

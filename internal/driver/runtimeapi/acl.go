@@ -24,9 +24,9 @@ import (
 // the new ranges say for that family.
 
 // aclFiles are the ACL files of cfg's restricted frontends, and in tproxy
-// mode those of the spares of the pool (render.SpareSources: a listened
-// frontend whose backend is a spare has no files of its own, the spare's
-// hold its ranges, so that a Service taking or leaving a spare changes
+// mode those of the spares of the pool that check sources
+// (render.SpareSources: a listened frontend whose backend is such a spare
+// has no files of its own, the spare's hold its ranges, so that a Service taking or leaving a spare changes
 // files, never the structure).
 func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
 	o := d.opts.Render
@@ -35,6 +35,7 @@ func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
 		return nil
 	}
 	var out []patternFile
+	spareSourced := o.SpareSourced(cfg)
 	add := func(f model.Frontend, what string) {
 		for _, v6 := range []bool{false, true} {
 			out = append(out, patternFile{path: render.ACLFile(dir, f.Name, v6), body: render.ACLFileContent(f, v6),
@@ -42,7 +43,7 @@ func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
 		}
 	}
 	for _, f := range cfg.Frontends {
-		if f.Restricted() && !o.SpareSourced(f) {
+		if f.Restricted() && !spareSourced(f) {
 			add(f, "source ranges of "+f.Service)
 		}
 	}

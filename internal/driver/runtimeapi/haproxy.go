@@ -124,7 +124,8 @@ type HAProxy struct {
 	// The pool of ready backends (pool.go): as last applied, whether it
 	// was read from disk yet, and the bytes last written there.
 	pool        spares.State
-	poolView    poolView // the last view (poolview.go)
+	poolView    poolView           // the last view (poolview.go)
+	sourceMarks spares.SourceMarks // behind the fixed listener: which backends check sources (pool.go)
 	poolRead    bool
 	poolWritten []byte
 	// unpublished: backends created at runtime that went, unpublished

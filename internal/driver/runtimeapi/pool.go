@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 
@@ -50,13 +51,17 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 			return driver.Result{}, err
 		}
 	}
+	// Behind the fixed listener a restricted Service's spare carries the
+	// source rule and files, an unrestricted one's neither
+	// (spares/sourced.go).
+	cfg, pol := d.sourceMarks.Behind(cfg, d.opts.Pool, d.opts.Render.ListenedFunc())
 	own := d.createdAtRuntime(cfg)
 	pooled := spares.Without(cfg, own)
 	if !d.poolRead {
 		d.pool, d.poolRead = d.readPool(pooled), true
 	}
-	next, waiting := spares.Occupy(d.pool, pooled)
-	grown, grow := spares.Grow(next, pooled, waiting, d.opts.Pool)
+	next, waiting := spares.OccupyFit(d.pool, pooled, d.spareSlots)
+	grown, grow := spares.Grow(next, pooled, waiting, pol)
 	if !grow {
 		res, err := d.apply(ctx, d.poolView.of(next, cfg, own))
 		d.poolApplied(ctx, next, err)
@@ -95,6 +100,17 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		}
 	}
 	return res, err
+}
+
+// spareSlots is how many server slots the running config gives the
+// spare named name (spares.OccupyFit): a backend that outgrows them moves
+// to a larger free spare with a map change, rather than a reload. Unknown
+// (a spare not running yet): as many as needed, a reload sizes it anyway.
+func (d *HAProxy) spareSlots(name string) int {
+	if l, ok := d.layout[name]; ok && d.known {
+		return len(l)
+	}
+	return math.MaxInt
 }
 
 // wouldReload reports whether applying view needs a reload: another

@@ -103,9 +103,11 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 			}
 			ctx := context.Background()
 			start := time.Now()
-			if _, err := drv.Apply(ctx, cfg); err != nil {
+			res, err := drv.Apply(ctx, cfg)
+			if err != nil {
 				b.Fatal(err)
 			}
+			b.Logf("setup apply: %s", passTimes(res, time.Since(start)))
 			served := func(ports ...uint16) error {
 				return netlab.Eventually(ctx, 60*time.Second, func() error {
 					for len(ports) > 0 {
@@ -122,6 +124,7 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 				b.Fatal(err)
 			}
 			setup := time.Since(start)
+			b.Logf("setup served: %.1f s", setup.Seconds())
 			before := l.reloads(b)
 			var took []time.Duration
 			for i := 0; b.Loop(); i++ {
@@ -135,6 +138,7 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 				if len(res.Reasons) > 0 {
 					b.Logf("new Service %d: reload (%s)", port, strings.Join(res.Reasons, "; "))
 				}
+				b.Logf("new Service %d: %s", port, passTimes(res, time.Since(start)))
 				if err := served(port); err != nil {
 					b.Fatal(err)
 				}
@@ -166,6 +170,14 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 			b.ReportMetric(rssMiB(l.p.MasterPID()), "haproxy-rss-MiB")
 		})
 	}
+}
+
+// passTimes is a pass's Result as the benchmark logs it, with the wall
+// time of the whole Apply.
+func passTimes(res driver.Result, took time.Duration) string {
+	return fmt.Sprintf("apply %v (render %v, write %v, reload %v, runtime %v, ops %d)",
+		took.Round(time.Millisecond), res.Render.Round(time.Millisecond), res.Write.Round(time.Millisecond),
+		res.Reload.Round(time.Millisecond), res.Runtime.Round(time.Millisecond), res.Ops)
 }
 
 // quantilesMs sorts took and returns its quantile f in milliseconds.

@@ -36,8 +36,10 @@ func BenchmarkNewPort(b *testing.B) {
 			var policy spares.Policy
 			if m.pool {
 				// Enough free spares that no growth reload falls inside
-				// the timed part (growth is a reload ahead of need).
-				policy = spares.Policy{Spares: b.N + 2, Other: 1, LowWater: 1}
+				// the timed part (growth is a reload ahead of need), of
+				// both classes: every other new Service is restricted
+				// and takes a spare that checks sources.
+				policy = spares.Policy{Spares: b.N + 2, Other: b.N + 2, LowWater: 1}
 			}
 			l := startDPWith(b, m.mode, policy)
 			var drv driver.Driver = l.hd

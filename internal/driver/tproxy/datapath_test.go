@@ -76,22 +76,7 @@ func startDPWith(t testing.TB, mode string, pool spares.Policy) *dpLab {
 	ipn(t, lab.LB, "-6", "route", "add", "default", "via", "2001:db8::2")
 	l := &dpLab{lab: lab, server: map[string]uint16{}}
 	for _, name := range []string{"a", "b", "c", "d"} {
-		var ln net.Listener
-		if err := netlab.Do(lab.LB, func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		l.server[name] = uint16(ln.Addr().(*net.TCPAddr).Port)
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				_, _ = c.Write([]byte(name + "\n"))
-				c.Close()
-			}
-		}()
+		l.server[name] = answering(t, lab.LB, name)
 	}
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
@@ -116,6 +101,29 @@ func startDPWith(t testing.TB, mode string, pool spares.Policy) *dpLab {
 	t.Cleanup(k.Close)
 	l.drv = Ordered{HAProxy: hd, Kernel: k}
 	return l
+}
+
+// answering is the port of a server on 127.0.0.1 in the namespace ns
+// that answers every connection with name and a newline, until the test
+// ends.
+func answering(t testing.TB, ns, name string) uint16 {
+	t.Helper()
+	var ln net.Listener
+	if err := netlab.Do(ns, func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte(name + "\n"))
+			c.Close()
+		}
+	}()
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
 }
 
 func bind(a netip.Addr, port uint16) model.Bind {

@@ -15,13 +15,15 @@ import (
 
 // TestNewServiceFromPool: with the fixed listener and a pool of spare
 // backends, a new Service (a new address and port, a new backend) is a
-// map entry, a set element, a spare's slots and the spare's source-range
-// files: no reload, whether it is restricted or not. A restricted one
-// refuses a client outside its ranges; a Service that later takes the
-// spare another left finds none of its ranges; IPv4-mapped clients (a
-// PROXY header's) are checked as IPv4 ones.
+// map entry, a set element, a spare's slots and, for a restricted one, the
+// spare's source-range files (a spare of the class that checks sources):
+// no reload, whether it is restricted or not. A restricted one refuses a
+// client outside its ranges; a Service that later takes the spare
+// another left finds none of its ranges; IPv4-mapped clients (a PROXY
+// header's) are checked as IPv4 ones. Other: 3 keeps three free spares
+// that check sources, so that no growth falls inside the test.
 func TestNewServiceFromPool(t *testing.T) {
-	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 6, Other: 1, LowWater: 1})
+	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 6, Other: 3, LowWater: 1})
 	feA, beA := l.svc("a", bind(vipA, 80))
 	cfg := model.Config{Frontends: []model.Frontend{feA}, Backends: []*model.Backend{beA}}
 	l.apply(t, cfg)
@@ -53,19 +55,20 @@ func TestNewServiceFromPool(t *testing.T) {
 		t.Fatalf("c's backend is served by %q, not a spare", spareC)
 	}
 
-	// c goes; then d comes and takes c's spare (the lowest free): none of
-	// c's ranges is left.
+	// c goes; then d, restricted too, comes and takes c's spare (the
+	// lowest free one that checks sources): none of c's ranges is left.
 	cfg = model.Config{Frontends: []model.Frontend{feA, feB}, Backends: []*model.Backend{beA, beB}}
 	l.apply(t, cfg)
 	expect(t, map[netip.AddrPort]string{ap(vipB, 80): ""}, l.lab.Client, c10)
 	feD, beD := l.svc("d", bind(vipB, 443), bind(vipA6, 443))
+	feD.SourceRanges = pfx("192.0.2.11/32", "2001:db8::/64")
 	cfg = model.Config{Frontends: []model.Frontend{feA, feB, feD}, Backends: []*model.Backend{beA, beB, beD}}
 	l.apply(t, cfg)
 	if got := l.hd.HAProxyBackend(beD.Name); got != spareC {
 		t.Fatalf("d took %q, want c's spare %q", got, spareC)
 	}
 	expect(t, map[netip.AddrPort]string{ap(vipB, 443): "d", ap(vipB, 80): ""}, l.lab.Client, c11)
-	expect(t, map[netip.AddrPort]string{ap(vipB, 443): "d"}, l.lab.Client, c10)
+	expect(t, map[netip.AddrPort]string{ap(vipB, 443): ""}, l.lab.Client, c10)
 	expect(t, map[netip.AddrPort]string{ap(vipA6, 443): "d"}, l.lab.Client, netip.Addr{})
 	noReload("a Service gone and another taking its spare")
 

@@ -1,0 +1,101 @@
+package spares
+
+import (
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Spares that check sources. Behind the fixed listener (tproxy mode) a
+// restricted Service's source rule is in its backend, so whether a spare
+// carries one is part of its structure: model.Backend.SourceChecked, a
+// class setting like any other. A restricted Service takes a spare of a
+// class that checks sources (a rule and two ACL files of the spare's own,
+// render/spareranges.go), an unrestricted one a spare with neither; a
+// Service whose ranges come or go moves to a spare of the other class, a
+// map change. Policy.SourceTwin keeps free spares of the default class's
+// twin (the same settings, the other way), so that the first restricted
+// Service among unrestricted ones takes one with no reload.
+
+// SourceMarks marks, pass after pass, the backends of a model that check
+// sources (Of). It keeps the last pass, so that a pass that changes only
+// servers (model.Config.Changes) is marked in the size of its change and
+// keeps its Changes: the driver's servers-only path still takes it.
+type SourceMarks struct {
+	in, out   []*model.Backend
+	frontends []model.Frontend
+	checked   map[string]bool
+}
+
+// Of is cfg with every pooled backend that a frontend listened (for
+// which listened holds) and restricted names marked SourceChecked, and
+// every other one not; a backend whose mark changes is a copy, the
+// others are cfg's own. Backends keep their order.
+func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) model.Config {
+	ch := cfg.Changes
+	if ch != nil && m.in != nil && model.SameSlice(ch.Base, m.in) && model.SameSlice(cfg.Frontends, m.frontends) &&
+		len(cfg.Backends) == len(m.in) {
+		if m.out == nil { // nothing marked: cfg as it is
+			m.in = cfg.Backends
+			return cfg
+		}
+		base, out := m.out, slices.Clone(m.out)
+		for _, i := range ch.Backends {
+			if i >= 0 && i < len(out) {
+				out[i] = mark(cfg.Backends[i], m.checked[cfg.Backends[i].Name])
+			}
+		}
+		m.in, m.out = cfg.Backends, out
+		cfg.Backends = out
+		cfg.Changes = &model.Changes{Base: base, Backends: ch.Backends}
+		return cfg
+	}
+	checked := map[string]bool{}
+	for _, f := range cfg.Frontends {
+		if f.Restricted() && f.Backend != "" && listened(f) {
+			checked[f.Backend] = true
+		}
+	}
+	m.in, m.frontends, m.checked, m.out = cfg.Backends, cfg.Frontends, checked, nil
+	if len(checked) == 0 && !slices.ContainsFunc(cfg.Backends, func(b *model.Backend) bool { return b.SourceChecked }) {
+		return cfg
+	}
+	out := make([]*model.Backend, len(cfg.Backends))
+	for i, b := range cfg.Backends {
+		out[i] = mark(b, checked[b.Name])
+	}
+	m.out = out
+	cfg.Backends, cfg.Changes = out, nil
+	return cfg
+}
+
+// mark is b with SourceChecked set to checked (b itself when it has it).
+func mark(b *model.Backend, checked bool) *model.Backend {
+	checked = checked && pooled(b)
+	if b.SourceChecked == checked {
+		return b
+	}
+	c := *b
+	c.SourceChecked = checked
+	return &c
+}
+
+// twin is class c with the other SourceChecked.
+func twin(c model.Backend) model.Backend {
+	c.SourceChecked = !c.SourceChecked
+	return c
+}
+
+// Behind is cfg and pol as the pool takes them: behind the fixed
+// listener (listened, render.Options.Listened, not nil) the backends
+// marked (Of), the default class's twin kept (Policy.SourceTwin) and a
+// large spare per class (Policy.Sized, sized.go): there every new
+// Service takes a spare; otherwise cfg and pol as they are. The driver and `render
+// --backend-pool` both go through it.
+func (m *SourceMarks) Behind(cfg model.Config, pol Policy, listened func(model.Frontend) bool) (model.Config, Policy) {
+	if listened == nil {
+		return cfg, pol
+	}
+	pol.SourceTwin, pol.Sized = true, true
+	return m.Of(cfg, listened), pol
+}
