@@ -76,10 +76,7 @@ func TestIngressSourceRanges(t *testing.T) {
 	httpPort := haproxytest.FreePort(t)
 	httpPod(t, "web", podAddrs[0], 8080)
 	g.httpService("web", podAddrs[0])
-	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createIngressClass(t, ing)
 	create := func(i *netv1.Ingress) {
 		t.Helper()
 		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
@@ -171,12 +168,20 @@ func TestIngressSourceRanges(t *testing.T) {
 // postSize sends POST / with Host host and a body of n bytes (chunked
 // when chunked) to 127.0.0.1:port and returns the status.
 func postSize(port int, host string, n int, chunked bool) (int, error) {
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 3 * time.Second}
 	var body io.Reader = strings.NewReader(strings.Repeat("x", n))
 	if chunked {
 		body = io.MultiReader(body) // no length known: sent chunked
 	}
-	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/", port), body)
+	return requestFrom(nil, http.MethodPost, port, host, "/", body, 3*time.Second)
+}
+
+// requestFrom sends method path with Host host and body to
+// 127.0.0.1:port on a connection of its own, from local (nil: any
+// address), and returns the status.
+func requestFrom(local net.Addr, method string, port int, host, path string, body io.Reader, timeout time.Duration) (int, error) {
+	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: local}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}, Timeout: timeout}
+	req, err := http.NewRequest(method, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), body)
 	if err != nil {
 		return 0, err
 	}
@@ -207,10 +212,7 @@ func TestIngressBodySize(t *testing.T) {
 	httpPort := haproxytest.FreePort(t)
 	httpPod(t, "web", podAddrs[0], 8080)
 	g.httpService("web", podAddrs[0])
-	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createIngressClass(t, ing)
 	n, hp := ingress.NginxPrefix, ingress.HAProxyPrefix
 	for _, i := range []*netv1.Ingress{
 		ingressOf("base", "base.example.com", nil, prefix("/", "web")),
@@ -274,20 +276,7 @@ func TestIngressBodySize(t *testing.T) {
 // getPathFrom sends GET path with Host host from address src to
 // 127.0.0.1:port and returns the status.
 func getPathFrom(src string, port int, host, path string, timeout time.Duration) (int, error) {
-	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}, Timeout: timeout}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Host = host
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	return requestFrom(&net.TCPAddr{IP: net.ParseIP(src)}, http.MethodGet, port, host, path, nil, timeout)
 }
 
 // TestIngressRateLimits: limit-rps and limit-connections (ingress-nginx's
@@ -309,10 +298,7 @@ func TestIngressRateLimits(t *testing.T) {
 	httpPort := haproxytest.FreePort(t)
 	protoPod(t, "web", podAddrs[0], 8080)
 	g.serviceOf("web", podAddrs[0], 8080)
-	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createIngressClass(t, ing)
 	if _, err := ing.Ingresses(ns).Create(bg, ingressOf("base", "base.example.com", nil, prefix("/", "web")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -88,10 +88,7 @@ func TestIngressAnnotationsServed(t *testing.T) {
 	protoPod(t, "h2", podAddrs[1], 8081)
 	g.serviceOf("web", podAddrs[0], 8080)
 	g.serviceOf("h2", podAddrs[1], 8081)
-	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createIngressClass(t, ing)
 	create := func(i *netv1.Ingress) {
 		t.Helper()
 		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {

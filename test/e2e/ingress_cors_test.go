@@ -71,10 +71,7 @@ func TestIngressCORSPreflight(t *testing.T) {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	g.serviceOf("web", podAddrs[0], 8080)
-	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createIngressClass(t, ing)
 	create := func(i *netv1.Ingress) {
 		t.Helper()
 		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {

@@ -160,10 +160,7 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	httpPod(t, "canary", podAddrs[1], 8080)
 	g.httpService("web", podAddrs[0])
 	g.httpService("canary", podAddrs[1])
-	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createIngressClass(t, ing)
 	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, tlsSecret(t, "shop-tls", "shop.example.com"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +317,16 @@ func updateIngress(t *testing.T, c networkingclient.IngressInterface, name strin
 		return err
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createIngressClass creates the IngressClass "hks" of our controller,
+// which the Ingress tests' controllers serve (--ingress-class=hks).
+func createIngressClass(t *testing.T, ing networkingclient.NetworkingV1Interface) {
+	t.Helper()
+	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
+		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
