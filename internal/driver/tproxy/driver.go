@@ -211,6 +211,29 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 	return driver.Result{Runtime: took, Ops: ops}, nil
 }
 
+// Setup puts the policy routing and the table's fixed objects and rules
+// in place and reads the sets back, leaving their elements as they are
+// (so a restarted controller's probe drops no connection). An error
+// says the controller cannot set TPROXY up here: no CAP_NET_ADMIN, no
+// nftables or TPROXY expression in the kernel, no policy routing.
+func (d *Driver) Setup() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.rt.ensure(d.ns); err != nil {
+		return fmt.Errorf("%w: policy routing: %v", ErrApply, err)
+	}
+	d.applied = d.readBack()
+	if d.baseInPlace() {
+		return nil
+	}
+	d.queueBase()
+	if err := d.conn.Flush(); err != nil {
+		d.applied = nil
+		return fmt.Errorf("%w: table inet %s: %v", ErrApply, Table, err)
+	}
+	return nil
+}
+
 // queueBase (re)creates the table, its sets and chains, and replaces the
 // chains' rules; the sets' elements are left alone.
 func (d *Driver) queueBase() {
