@@ -29,7 +29,8 @@ import (
 // Controllers beside the Data Plane API driver, with --instance or in
 // the apiserver mode have no tproxy mode and keep their flags, as does a
 // test's controller started with --listeners=ports (a test of per-port
-// binds).
+// binds). The real-node and chaos tiers run tproxy mode unless it is
+// "ports" (realNodeListening).
 const envListeners = "HKS_E2E_LISTENERS"
 
 // tproxyVIP is the Services' address in tproxy mode: a documentation
@@ -187,10 +188,10 @@ func (e *env) logListenerMap() {
 	}
 	b, err := os.ReadFile(render.ListenerMapFile(filepath.Join(filepath.Dir(e.cfgPath), "acl")))
 	if err != nil {
-		e.t.Logf("%s=tproxy: no listener map: %v", envListeners, err)
+		e.t.Logf("tproxy mode: no listener map: %v", err)
 		return
 	}
-	e.t.Logf("%s=tproxy: the listener map held %d keys", envListeners, strings.Count(string(b), "\n"))
+	e.t.Logf("tproxy mode: the listener map held %d keys", strings.Count(string(b), "\n"))
 }
 
 // portsOnly skips a test of what only per-port frontends do (a bind that
