@@ -29,14 +29,15 @@ type listenerFlags struct {
 	netns string
 }
 
-// listenerMode is --listeners: ports or tproxy, nothing else.
+// listenerMode is --listeners: ports, tproxy or auto (listenersauto.go),
+// nothing else.
 type listenerMode struct{ p *string }
 
 func (v listenerMode) String() string { return *v.p }
 func (v listenerMode) Type() string   { return "string" }
 func (v listenerMode) Set(s string) error {
-	if s != render.ListenersPorts && s != render.ListenersTProxy {
-		return fmt.Errorf("want %s or %s, got %s", render.ListenersPorts, render.ListenersTProxy, strconv.Quote(s))
+	if s != render.ListenersPorts && s != render.ListenersTProxy && s != listenersAuto {
+		return fmt.Errorf("want %s, %s or %s, got %s", render.ListenersPorts, render.ListenersTProxy, listenersAuto, strconv.Quote(s))
 	}
 	*v.p = s
 	return nil
@@ -58,7 +59,7 @@ func (v portValue) Set(s string) error {
 
 func (l *listenerFlags) register(fs *pflag.FlagSet) {
 	l.mode, l.port = render.ListenersPorts, render.DefaultListenerPort
-	fs.Var(listenerMode{&l.mode}, "listeners", "how TCP connections reach HAProxy: 'ports' (a frontend and bind per Service port: a new address or port is a reload) or 'tproxy' (one fixed listener; the kernel hands it every address and port served through TPROXY in the table inet "+tproxy.Table+", the backend found in a map: a new address or port is no reload; needs CAP_NET_ADMIN; docs/listeners.md)")
+	fs.Var(listenerMode{&l.mode}, "listeners", "how TCP connections reach HAProxy: 'ports' (a frontend and bind per Service port: a new address or port is a reload) or 'tproxy' (one fixed listener; the kernel hands it every address and port served through TPROXY in the table inet "+tproxy.Table+", the backend found in a map: a new address or port is no reload; needs CAP_NET_ADMIN; docs/listeners.md) or 'auto' (run: tproxy where the controller can set it up, ports otherwise, said at start; render and init: ports)")
 	fs.Var(portValue{&l.port}, "listener-port", "the fixed listener's port with --listeners=tproxy (on every address, refusing what its map does not name)")
 }
 

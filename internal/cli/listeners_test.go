@@ -63,7 +63,7 @@ func TestListenerFlagsRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--listeners", "nat"}, "want ports or tproxy"},
+		{[]string{"--listeners", "nat"}, "want ports, tproxy or auto"},
 		{[]string{"--listeners", "tproxy", "--listener-port", "0"}, "want a port of 1-65535"},
 		{[]string{"--listener-port", "70000"}, "want a port of 1-65535"},
 	} {

@@ -80,6 +80,7 @@ that is no DNS label, a port outside 1-65535). What did render is still printed.
 			if err := finishFlags(c.Flags(), e.getenv, &f.shape); err != nil {
 				return err
 			}
+			f.listeners.offlineListeners(e.stderr) // listenersauto.go
 			return f.run(e, c.Flags().Changed("output"))
 		},
 	}
@@ -254,6 +255,7 @@ run's first pass. An existing config is kept unless --force.`,
 			if err := finishFlags(c.Flags(), e.getenv, &s); err != nil {
 				return err
 			}
+			s.listeners.offlineListeners(e.stderr) // listenersauto.go
 			if _, err := s.desiredOptions(); err != nil {
 				return err // the shape's flags, checked as run checks them
 			}

@@ -98,6 +98,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	}
 	routeKlog(log)
 	tuneGC(getenv, log)
+	f.resolveListeners(useDataplane, log) // listenersauto.go
 	switch f.mode {
 	case modeServices:
 	case modeAPIServer:

@@ -41,7 +41,7 @@ func controllerFaults() []chaosFault {
 			}
 			c.killController()
 			run.note("killed as HAProxy's master counted the reload")
-			run.extra = append(run.extra, c.serves("127.0.0.1:8180"))
+			run.extra = append(run.extra, c.serves(8180))
 		}, undo: func(c *chaosEnv, _ *faultRun) { c.startController() }},
 		{name: "controller-kill-9-in-persist", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			// A server change (n2 excluded: its server drained through the
@@ -79,15 +79,15 @@ func controllerFaults() []chaosFault {
 				c.createService(webService(fmt.Sprintf("b500-%d", i), "web", int32(burst500Port+i), "Cluster"))
 			}
 			run.note("killed after %d of %d new Services (created in %v)", burst500/2, burst500, time.Since(begin).Round(100*time.Millisecond))
-			run.extra = append(run.extra, c.serves(fmt.Sprintf("127.0.0.1:%d", burst500Port)),
-				c.serves(fmt.Sprintf("127.0.0.1:%d", burst500Port+burst500-1)),
-				c.inConfig(fmt.Sprintf(":%d", burst500Port+burst500/2)))
+			run.extra = append(run.extra, c.serves(burst500Port),
+				c.serves(burst500Port+burst500-1),
+				c.inFiles(burst500Port+burst500/2))
 		}, undo: func(c *chaosEnv, _ *faultRun) { c.startController() },
 			cleanup: func(c *chaosEnv) {
 				for i := range burst500 {
 					_ = c.client.CoreV1().Services(ns).Delete(bg, fmt.Sprintf("b500-%d", i), metav1.DeleteOptions{})
 				}
-				c.eventuallyWithin(chaosConverge, "the 500 Services gone", c.notInConfig(fmt.Sprintf(":%d", burst500Port)))
+				c.eventuallyWithin(chaosConverge, "the 500 Services gone", c.notInFiles(burst500Port))
 			}},
 		{name: "etcd-down-20s", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			finish := c.watchTimeline()
@@ -140,7 +140,7 @@ func controllerFaults() []chaosFault {
 			}
 			run.undone = time.Now()
 			run.note("a Service created once etcd was back (the apiserver wrote again %v after etcd was started)", time.Since(begin).Round(10*time.Millisecond))
-			run.extra = append(run.extra, c.serves("127.0.0.1:8181"))
+			run.extra = append(run.extra, c.serves(8181))
 		}},
 	}
 }

@@ -253,8 +253,8 @@ func chaosFaults() []chaosFault {
 				c.createService(webService(fmt.Sprintf("burst-%d", i), "web", int32(8100+i), "Cluster"))
 			}
 			run.note("killed after %d of %d new Services", n/2, n)
-			run.extra = append(run.extra, c.serves("127.0.0.1:8100"), c.serves(fmt.Sprintf("127.0.0.1:%d", 8100+n-1)),
-				c.inConfig(fmt.Sprintf(":%d", 8100+n/2)))
+			run.extra = append(run.extra, c.serves(8100), c.serves(8100+n-1),
+				c.inFiles(8100+n/2))
 		}, undo: func(c *chaosEnv, _ *faultRun) { c.startController() }},
 		{name: "controller-restart-apiserver-unreachable", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			c.killController()
@@ -268,7 +268,7 @@ func chaosFaults() []chaosFault {
 				run.note("while the controller was blind: %v", err)
 			}
 			run.note("restarted while the apiserver was unreachable for 10 s, a Service created meanwhile")
-			run.extra = append(run.extra, c.serves("127.0.0.1:8152"))
+			run.extra = append(run.extra, c.serves(8152))
 		}, undo: func(c *chaosEnv, _ *faultRun) {
 			if err := c.proxy.restore(); err != nil {
 				c.t.Fatal(err)
@@ -276,7 +276,7 @@ func chaosFaults() []chaosFault {
 		}},
 		{name: "apiserver-unreachable-30s", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
 			c.createService(webService("pre-outage", "web", 8151, "Cluster"))
-			c.eventuallyWithin(chaosConverge, "pre-outage served", c.serves("127.0.0.1:8151"))
+			c.eventuallyWithin(chaosConverge, "pre-outage served", c.serves(8151))
 			c.proxy.cut()
 			c.createService(webService("during-outage", "web", 8150, "Cluster"))
 			if err := c.client.CoreV1().Services(ns).Delete(bg, "pre-outage", metaDelete); err != nil {
@@ -289,7 +289,7 @@ func chaosFaults() []chaosFault {
 				run.note("during the outage: %v", err)
 			}
 			run.note("a Service created and one deleted during the outage")
-			run.extra = append(run.extra, c.serves("127.0.0.1:8150"), c.notInConfig(":8151"))
+			run.extra = append(run.extra, c.serves(8150), c.notInFiles(8151))
 		}, undo: func(c *chaosEnv, _ *faultRun) {
 			if err := c.proxy.restore(); err != nil {
 				c.t.Fatal(err)
@@ -349,14 +349,23 @@ func chaosFaults() []chaosFault {
 			}
 		}},
 		{name: "new-frontend-port-taken", haproxyKept: true, inject: func(c *chaosEnv, run *faultRun) {
+			// The port taken on the Services' address: in tproxy mode the
+			// kernel hands its connections to the fixed listener before
+			// any socket sees them, so the Service is served with no
+			// reload and the holder never answers.
 			var l net.Listener
-			if err := nodes.InNS(c.tier.LB, func() (err error) { l, err = net.Listen("tcp", "127.0.0.1:8160"); return err }); err != nil {
+			if err := nodes.InNS(c.tier.LB, func() (err error) { l, err = net.Listen("tcp", c.serviceAddr(8160)); return err }); err != nil {
 				c.t.Fatal(err)
 			}
-			run.extra = append(run.extra, c.serves("127.0.0.1:8160"))
+			run.extra = append(run.extra, c.serves(8160))
 			c.taken = l
 			before := c.proc()
 			c.createService(webService("taken", "web", 8160, "Cluster"))
+			if c.listen.tproxy {
+				c.eventuallyWithin(chaosConverge, "taken served through the fixed listener", c.serves(8160))
+				run.note("served through the fixed listener beside the port's holder (%d reloads)", c.proc().Reloads-before.Reloads)
+				return
+			}
 			err := waitUntil(chaosConverge, func() error {
 				if p := c.proc(); p.Failed > 0 || p.Reloads > before.Reloads {
 					return nil
@@ -379,7 +388,7 @@ func chaosFaults() []chaosFault {
 			fill(c.t, filler)
 			c.createService(webService("disk-full", "web", 8170, "Cluster"))
 			c.diskFault(run, "no space left on device")
-			run.extra = append(run.extra, c.serves("127.0.0.1:8170"))
+			run.extra = append(run.extra, c.serves(8170))
 		}, undo: func(c *chaosEnv, _ *faultRun) {
 			if err := os.Remove(filepath.Join(c.dir, "filler")); err != nil {
 				c.t.Fatal(err)
@@ -391,7 +400,7 @@ func chaosFaults() []chaosFault {
 			}
 			c.createService(webService("disk-ro", "web", 8171, "Cluster"))
 			c.diskFault(run, "read-only file system")
-			run.extra = append(run.extra, c.serves("127.0.0.1:8171"))
+			run.extra = append(run.extra, c.serves(8171))
 		}, undo: func(c *chaosEnv, _ *faultRun) {
 			if out, err := execOut("mount", "-o", "remount,rw", c.dir); err != nil {
 				c.t.Fatalf("remount rw: %v: %s", err, out)
@@ -441,27 +450,33 @@ func nftIn(t *testing.T, netns, script string) {
 	}
 }
 
-func (c *chaosEnv) serves(addr string) func() error {
+// serves reports nil once the Services' port answers (c.serviceAddr).
+func (c *chaosEnv) serves(port int32) func() error {
 	return func() error {
-		_, err := c.hostname(addr)
+		_, err := c.hostname(c.serviceAddr(port))
 		return err
 	}
 }
 
-func (c *chaosEnv) inConfig(sub string) func() error {
+// inFiles reports nil once HAProxy's files serve port: a bind on it in
+// haproxy.cfg, or in tproxy mode the listener map's key.
+func (c *chaosEnv) inFiles(port int32) func() error {
 	return func() error {
+		if c.listen.tproxy {
+			return c.listenerMapsTo(tproxyVIP, port, "")
+		}
 		b, err := os.ReadFile(c.cfgPath)
 		if err != nil {
 			return err
 		}
-		return contains(string(b), sub)
+		return contains(string(b), fmt.Sprintf(":%d", port))
 	}
 }
 
-func (c *chaosEnv) notInConfig(sub string) func() error {
+func (c *chaosEnv) notInFiles(port int32) func() error {
 	return func() error {
-		if c.inConfig(sub)() == nil {
-			return fmt.Errorf("%q still in haproxy.cfg", sub)
+		if c.inFiles(port)() == nil {
+			return fmt.Errorf("port %d still in HAProxy's files", port)
 		}
 		return nil
 	}

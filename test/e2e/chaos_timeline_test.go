@@ -138,7 +138,7 @@ func (c *chaosEnv) watchTimeline() (finish func() ([]string, []spell)) {
 				var st []string
 				serving := false
 				for _, r := range rows {
-					if strings.Contains(r.Proxy, fmt.Sprint(chaosPort)) && r.Server != "BACKEND" && r.Server != "FRONTEND" && r.Addr != "" {
+					if c.isWeb(r.Proxy) && r.Server != "BACKEND" && r.Server != "FRONTEND" && r.Addr != "" {
 						st = append(st, r.Addr+"="+r.Status)
 						serving = serving || !r.Down()
 					}

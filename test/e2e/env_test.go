@@ -54,6 +54,8 @@ type env struct {
 	ctlDone   chan error
 	ctlLog    *haproxytest.LockedBuffer
 	ctlArgs   []string
+
+	listen listening // how HAProxy takes TCP connections (listenersmode_test.go)
 }
 
 // newEnv starts the apiserver and an HAProxy that runs the config `init`
@@ -69,12 +71,15 @@ func newEnv(t *testing.T) *env {
 // the config's path.
 func initHAProxy(t testing.TB, dir string) string {
 	t.Helper()
+	return initHAProxyFor(t, dir, suiteListening())
+}
+
+// initHAProxyFor is initHAProxy for an env listening as l.
+func initHAProxyFor(t testing.TB, dir string, l listening) string {
+	t.Helper()
 	cfg := filepath.Join(dir, "haproxy.cfg")
-	args := []string{"haproxy-k8s-sync", "init", "--haproxy-config", cfg,
-		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")}
-	if tproxyMode() {
-		args = append(args, "--listeners", "tproxy")
-	}
+	args := append([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfg,
+		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")}, l.initArgs()...)
 	if code := cli.Main(args, nil, os.Stdout, os.Stderr); code != 0 {
 		t.Fatalf("init exited %d", code)
 	}
@@ -92,10 +97,11 @@ func localInstance(name, dir string, hap *haproxytest.Process, opts ...string) s
 func newEnvOn(t *testing.T, kube *kubeapi.Server) *env {
 	t.Helper()
 	inTProxyNetns(t)
-	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}, health: map[string]*lab.HealthServer{}}
+	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}, health: map[string]*lab.HealthServer{},
+		listen: suiteListening()}
 	e.client = e.kube.Client(t)
 	e.subnet = freeSubnet()
-	e.cfgPath = initHAProxy(t, e.dir)
+	e.cfgPath = initHAProxyFor(t, e.dir, e.listen)
 	e.hap = haproxytest.Start(t, e.dir, e.cfgPath)
 	e.master = haproxy.NewMaster(e.hap.MasterSocket)
 	e.runtime = haproxy.NewRuntime(e.hap.StatsSocket)
@@ -112,13 +118,12 @@ func (e *env) controllerArgs(extra ...string) []string {
 		"--master-socket", e.hap.MasterSocket,
 		"--stats-socket", e.hap.StatsSocket,
 		"--state-file", filepath.Join(e.dir, "state"),
-		"--bind-address", bindAddress(extra),
 		"--default-check-interval", "100ms", "--default-rise", "1", "--default-fall", "1",
 		"--resync-period", "3s", "--min-reload-interval", "100ms", "--persist-interval", "50ms",
 		"--log-level", "debug",
 		"--metrics-address", "", // tests run side by side: one that scrapes passes its own address
 		"--udp=off", // the kernel's UDP path only in network namespaces (udp_test.go)
-	}, slices.Concat(listenerArgs(extra), poolArgs(extra), extra)...)
+	}, slices.Concat(e.listen.args(extra), poolArgs(extra), extra)...)
 }
 
 func (e *env) startController(extra ...string) {

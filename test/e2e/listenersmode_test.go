@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
 )
 
 // envListeners, when "tproxy" (HKS_E2E_LISTENERS=tproxy), runs every
@@ -26,7 +29,8 @@ import (
 // Controllers beside the Data Plane API driver, with --instance or in
 // the apiserver mode have no tproxy mode and keep their flags, as does a
 // test's controller started with --listeners=ports (a test of per-port
-// binds).
+// binds). The real-node and chaos tiers run tproxy mode unless it is
+// "ports" (realNodeListening).
 const envListeners = "HKS_E2E_LISTENERS"
 
 // tproxyVIP is the Services' address in tproxy mode: a documentation
@@ -36,47 +40,87 @@ const envListeners = "HKS_E2E_LISTENERS"
 // TPROXY rule before any socket sees them.
 const tproxyVIP = "203.0.113.10"
 
-// tproxyMode reports whether the suite runs in tproxy mode.
-func tproxyMode() bool { return os.Getenv(envListeners) == "tproxy" }
+// listening is how one env's HAProxy and controllers take TCP
+// connections, and so where its clients reach Services: the one place
+// the suite decides it (init's flags, every controller's listener, pool
+// and bind flags, the Services' address, what stands for a Service's
+// frontend on disk). The Services, gateway and apiserver tests take the
+// suite's mode (suiteListening); the real-node and chaos tiers, whose
+// load balancer has a network namespace of its own, run tproxy mode with
+// a pool unless told otherwise (realNodeListening).
+type listening struct {
+	tproxy bool
+	// netns is --listener-netns: the namespace of the TPROXY table and
+	// policy routing ("": the controller's own, the test's namespace).
+	netns string
+}
+
+// suiteListening is the mode of HKS_E2E_LISTENERS (ports unless tproxy).
+func suiteListening() listening {
+	return listening{tproxy: os.Getenv(envListeners) == render.ListenersTProxy}
+}
+
+// realNodeListening is the real-node and chaos tiers' mode: tproxy with
+// a pool, the kernel's side in the load balancer's namespace lbNS (where
+// HAProxy runs), unless HKS_E2E_LISTENERS=ports.
+func realNodeListening(lbNS string) listening {
+	return listening{tproxy: os.Getenv(envListeners) != render.ListenersPorts, netns: nodes.NSPath(lbNS)}
+}
+
+// tproxyMode reports whether the suite runs in tproxy mode (for the
+// decisions taken before a test has an env).
+func tproxyMode() bool { return suiteListening().tproxy }
 
 // serviceIP is where the suite's clients reach Services and Gateways.
-func serviceIP() string {
-	if tproxyMode() {
+func serviceIP() string { return suiteListening().serviceIP() }
+
+// serviceIP is where the env's clients reach Services.
+func (l listening) serviceIP() string {
+	if l.tproxy {
 		return tproxyVIP
 	}
 	return "127.0.0.1"
 }
 
-// tproxyCapable reports whether a controller with these flags can run in
+// capable reports whether a controller with these flags can run in
 // tproxy mode.
-func tproxyCapable(extra []string) bool {
-	return tproxyMode() && !slices.ContainsFunc(extra, func(a string) bool {
+func (l listening) capable(extra []string) bool {
+	return l.tproxy && !slices.ContainsFunc(extra, func(a string) bool {
 		return strings.HasPrefix(a, "--dataplane") || strings.HasPrefix(a, "--instance") || a == "--mode=apiserver" || a == "--listeners=ports"
 	})
 }
 
-// listenerArgs are the flags of tproxy mode for a controller with extra
-// flags (a test's own flags follow, and win).
-func listenerArgs(extra []string) []string {
-	if !tproxyCapable(extra) {
-		return nil
+// args are the listener flags of a controller with extra flags (a test's
+// own flags follow, and win): --bind-address, and in tproxy mode
+// --listeners=tproxy, a pool (unless the suite or the test sizes one)
+// and the namespace of the kernel's side. The bind address is one only:
+// a frontend behind the fixed listener must have every bind on an
+// address the listener keys (render.Options.Listened).
+func (l listening) args(extra []string) []string {
+	if !l.capable(extra) {
+		return []string{"--bind-address", "127.0.0.1"}
 	}
-	var args []string
-	if len(poolArgs(extra)) == 0 {
+	args := []string{"--bind-address", tproxyVIP, "--listeners=tproxy"}
+	if len(poolArgs(extra)) == 0 && !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--backend-pool") }) {
 		args = append(args, "--backend-pool=4")
 	}
-	return append(args, "--listeners=tproxy")
+	if l.netns != "" {
+		args = append(args, "--listener-netns", l.netns)
+	}
+	return args
 }
 
-// bindAddress is the --bind-address of every test controller (a test's
-// own flags may add others): tproxyVIP in tproxy mode, else loopback.
-// Only one: a frontend behind the fixed listener must have every bind on
-// an address the listener keys (render.Options.Listened).
-func bindAddress(extra []string) string {
-	if tproxyCapable(extra) {
-		return tproxyVIP
+// initArgs are init's flags for the mode.
+func (l listening) initArgs() []string {
+	if l.tproxy {
+		return []string{"--listeners", "tproxy"}
 	}
-	return "127.0.0.1"
+	return nil
+}
+
+// serviceAddr is host:port of the env's Services' port.
+func (e *env) serviceAddr(port int32) string {
+	return net.JoinHostPort(e.listen.serviceIP(), strconv.Itoa(int(port)))
 }
 
 // inTProxyNetns is newEnv's part in tproxy mode: it reports true when the
@@ -139,15 +183,15 @@ func (e *env) occupiedSpares() map[string]bool {
 // frontends of their own (a loopback bind, a route) says 0, so that a
 // run of the suite in this mode shows what went through the listener.
 func (e *env) logListenerMap() {
-	if !tproxyMode() {
+	if !e.listen.tproxy {
 		return
 	}
 	b, err := os.ReadFile(render.ListenerMapFile(filepath.Join(filepath.Dir(e.cfgPath), "acl")))
 	if err != nil {
-		e.t.Logf("%s=tproxy: no listener map: %v", envListeners, err)
+		e.t.Logf("tproxy mode: no listener map: %v", err)
 		return
 	}
-	e.t.Logf("%s=tproxy: the listener map held %d keys", envListeners, strings.Count(string(b), "\n"))
+	e.t.Logf("tproxy mode: the listener map held %d keys", strings.Count(string(b), "\n"))
 }
 
 // portsOnly skips a test of what only per-port frontends do (a bind that
@@ -165,7 +209,7 @@ func portsOnly(t *testing.T) {
 // port) is in HAProxy's files: its own frontend in ports mode, its key
 // in the fixed listener's map in tproxy mode.
 func (e *env) serviceFrontend(fe string, port int32) error {
-	if !tproxyMode() {
+	if !e.listen.tproxy {
 		return contains(e.config(), "frontend "+fe)
 	}
 	return e.listenerMapsTo(tproxyVIP, port, "")

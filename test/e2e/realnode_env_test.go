@@ -58,8 +58,16 @@ func newRealNodeEnvWith(t *testing.T, opts nodes.Options) *realNodeEnv {
 func newRealNodeEnvIn(t *testing.T, opts nodes.Options, dir string) *realNodeEnv {
 	t.Helper()
 	tier := nodes.Start(t, opts)
-	e := &env{t: t, kube: tier.Kube, client: tier.Client, dir: dir}
-	e.cfgPath = initHAProxy(t, e.dir)
+	e := &env{t: t, kube: tier.Kube, client: tier.Client, dir: dir, listen: realNodeListening(tier.LB)}
+	if e.listen.tproxy {
+		// The Services' address, held by the load balancer as an
+		// announcer would hold it (the fixed listener's clients here run
+		// in its namespace).
+		if out, err := execOut("ip", "-n", tier.LB, "addr", "add", tproxyVIP+"/32", "dev", "eth0"); err != nil {
+			t.Fatalf("the Services' address in the load balancer's namespace: %v: %s", err, out)
+		}
+	}
+	e.cfgPath = initHAProxyFor(t, e.dir, e.listen)
 	e.hap = haproxytest.StartInNetNS(t, e.dir, e.cfgPath, nodes.NSPath(tier.LB))
 	e.master = haproxy.NewMaster(e.hap.MasterSocket)
 	e.runtime = haproxy.NewRuntime(e.hap.StatsSocket)

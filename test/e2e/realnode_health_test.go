@@ -55,7 +55,7 @@ func TestRealNodeHealth(t *testing.T) {
 	}
 	r.createUDPApp()
 	r.waitRolledOut("local-n1", "local-n2")
-	addr := "127.0.0.1:8003"
+	addr := r.serviceAddr(8003)
 	parent := r.t
 	// What the rendered backend must hold in each mode: servers following
 	// their node's check, or checked on the healthCheckNodePort.
@@ -89,7 +89,7 @@ func TestRealNodeHealth(t *testing.T) {
 				// What HAProxy runs, not only the file: a state file once
 				// carried the previous scenario's check port (kube-proxy's
 				// 10256) into this config, and n2 stayed DOWN.
-				r.eventually(m.name+" checked on its port", r.checksOn(fmt.Sprintf("be_%s_local_8003", ns), m.checkPort))
+				r.eventually(m.name+" checked on its port", r.checksOn(r.haproxyBackend(fmt.Sprintf("be_%s_local_8003", ns)), m.checkPort))
 			}
 			r.eventually("both nodes serve", r.servedBy(addr, "local-n1", "local-n2"))
 			n1 := r.tier.Node("n1")

@@ -77,11 +77,11 @@ func TestRealNodeKubeletStopped(t *testing.T) {
 		if k.local {
 			policy = corev1.ServiceExternalTrafficPolicyLocal
 		}
-		port := int32(8101 + i)
+		port := kubeletPort(i)
 		s := webService(k.name, "web", port, policy)
 		s.Annotations[settings.Prefix+"check"] = k.check
 		r.createService(s)
-		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(int(port)))
+		addrs = append(addrs, r.serviceAddr(port))
 	}
 	r.waitRolledOut(deps...)
 	parent := r.t
@@ -235,6 +235,17 @@ func (r *realNodeEnv) podIPOn(node string) string {
 
 func backendOf(svc string) string { return "be_" + ns + "_" + svc + "_" }
 
+// kubeletPort is the port of kubeletKinds[i]'s Service.
+func kubeletPort(i int) int32 { return int32(8101 + i) }
+
+// isKind reports whether the HAProxy backend pxname serves
+// kubeletKinds[i]'s Service: its own backend (by name prefix, backendOf),
+// or the spare it occupies with a pool (env.haproxyBackend).
+func (r *realNodeEnv) isKind(pxname string, i int) bool {
+	be := backendOf(kubeletKinds[i].name)
+	return strings.HasPrefix(pxname, be) || pxname == r.haproxyBackend(fmt.Sprintf("%s%d", be, kubeletPort(i)))
+}
+
 // waitNotReady watches the Node until its Ready condition is not True,
 // and returns when that was observed: a watch, as the controller's
 // informer, so that the times measured from it are the controller's own.
@@ -278,14 +289,14 @@ func (r *realNodeEnv) leaveTimes(addr string, since time.Time, limit time.Durati
 			in[s.Backend] = true
 		}
 		pending := 0
-		for _, k := range kubeletKinds {
+		for i, k := range kubeletKinds {
 			be := backendOf(k.name)
 			if _, done := left[be]; done {
 				continue
 			}
 			has := false
 			for b := range in {
-				has = has || strings.HasPrefix(b, be)
+				has = has || r.isKind(b, i)
 			}
 			if has {
 				pending++
@@ -318,9 +329,9 @@ func (r *realNodeEnv) sessionsTo(addr string) (map[string]int, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s/%s stot %q: %w", row["pxname"], row["svname"], row["stot"], err)
 		}
-		for _, k := range kubeletKinds {
-			if be := backendOf(k.name); strings.HasPrefix(row["pxname"], be) {
-				out[be] += n
+		for i, k := range kubeletKinds {
+			if r.isKind(row["pxname"], i) {
+				out[backendOf(k.name)] += n
 			}
 		}
 	}

@@ -25,7 +25,7 @@ func (r *realNodeEnv) rollingUpdate(t *testing.T, deps []string) {
 	r.startController()
 	defer r.stopController()
 	for _, port := range services {
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		addr := r.serviceAddr(port)
 		r.eventually("served on "+addr, func() error {
 			name, err := r.hostname(addr)
 			if err == nil && !old[name] {
@@ -38,7 +38,7 @@ func (r *realNodeEnv) rollingUpdate(t *testing.T, deps []string) {
 
 	loads := map[corev1.ServiceExternalTrafficPolicy]*steadyLoad{}
 	for policy, port := range services {
-		loads[policy] = r.startSteadyLoad(fmt.Sprintf("127.0.0.1:%d", port))
+		loads[policy] = r.startSteadyLoad(r.serviceAddr(port))
 	}
 	r.restart(deps...)
 	r.waitRolledOut(deps...)
@@ -46,7 +46,7 @@ func (r *realNodeEnv) rollingUpdate(t *testing.T, deps []string) {
 	// A few more connections reach only the new Pods.
 	r.eventually("new Pods answer", func() error {
 		for _, port := range services {
-			name, err := r.hostname(fmt.Sprintf("127.0.0.1:%d", port))
+			name, err := r.hostname(r.serviceAddr(port))
 			if err != nil {
 				return err
 			}

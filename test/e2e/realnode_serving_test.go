@@ -38,7 +38,7 @@ func TestRealNodeServing(t *testing.T) {
 	r.createService(webService("web-cluster", "web", 8001, corev1.ServiceExternalTrafficPolicyCluster))
 	r.createService(webService("web-local", "web", 8002, corev1.ServiceExternalTrafficPolicyLocal))
 	r.waitRolledOut(deps...)
-	cluster, local := "127.0.0.1:8001", "127.0.0.1:8002"
+	cluster, local := r.serviceAddr(8001), r.serviceAddr(8002)
 	parent := r.t
 
 	t.Run("rolling-update", func(t *testing.T) {

@@ -110,16 +110,30 @@ func (d *Driver) Close() {
 // Apply makes the sets hold the listened binds of cfg, in as few batches
 // as the kernel's limits allow (batch.go).
 func (d *Driver) Apply(_ context.Context, cfg model.Config) (driver.Result, error) {
-	return d.apply(cfg, false)
+	return d.apply(cfg, func(netip.AddrPort) bool { return true })
 }
 
 // Remove deletes the elements cfg no longer has, adding none: what runs
 // before HAProxy's driver takes a map entry away (Ordered).
 func (d *Driver) Remove(cfg model.Config) (driver.Result, error) {
-	return d.apply(cfg, true)
+	return d.apply(cfg, func(netip.AddrPort) bool { return false })
 }
 
-func (d *Driver) apply(cfg model.Config, removeOnly bool) (driver.Result, error) {
+// ApplyServed is Apply adding only the elements served listens too: the
+// binds of cfg whose map entries a HAProxy serving served holds, when it
+// applied part of cfg (Ordered). Elements cfg no longer has are deleted.
+func (d *Driver) ApplyServed(cfg, served model.Config) (driver.Result, error) {
+	v4, v6 := Elements(served, d.opts.Render)
+	in := make(map[netip.AddrPort]bool, len(v4)+len(v6))
+	for _, e := range append(v4, v6...) {
+		in[e] = true
+	}
+	return d.apply(cfg, func(e netip.AddrPort) bool { return in[e] })
+}
+
+// apply deletes the elements cfg lacks and adds those of cfg that add
+// lets in.
+func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	start := time.Now()
@@ -142,7 +156,7 @@ func (d *Driver) apply(cfg model.Config, removeOnly bool) (driver.Result, error)
 			ops++
 		}
 	}
-	var add, del [2][]nftables.SetElement
+	var adds, del [2][]nftables.SetElement
 	fam := func(ap netip.AddrPort) int {
 		if ap.Addr().Is4() {
 			return 0
@@ -154,21 +168,19 @@ func (d *Driver) apply(cfg model.Config, removeOnly bool) (driver.Result, error)
 			del[fam(e)] = append(del[fam(e)], nftables.SetElement{Key: key(e)})
 		}
 	}
-	if !removeOnly {
-		for e := range want {
-			if !d.applied[e] {
-				add[fam(e)] = append(add[fam(e)], nftables.SetElement{Key: key(e)})
-			}
+	for e := range want {
+		if !d.applied[e] && add(e) {
+			adds[fam(e)] = append(adds[fam(e)], nftables.SetElement{Key: key(e)})
 		}
 	}
 	for i := range del {
-		ops += len(del[i]) + len(add[i])
+		ops += len(del[i]) + len(adds[i])
 	}
 	if ops == 0 {
 		return driver.Result{}, nil
 	}
 	// The first batch carries the fixed objects when they are queued.
-	bs := batches(del, add)
+	bs := batches(del, adds)
 	for i := 0; i < max(1, len(bs)); i++ {
 		if i < len(bs) {
 			for _, op := range bs[i] {
@@ -189,7 +201,7 @@ func (d *Driver) apply(cfg model.Config, removeOnly bool) (driver.Result, error)
 			ap, _ := parseKey(e.Key)
 			delete(d.applied, ap)
 		}
-		for _, e := range add[i] {
+		for _, e := range adds[i] {
 			ap, _ := parseKey(e.Key)
 			d.applied[ap] = true
 		}
@@ -197,6 +209,29 @@ func (d *Driver) apply(cfg model.Config, removeOnly bool) (driver.Result, error)
 	took := time.Since(start)
 	d.opts.Logger.Debug("tproxy: applied", "elements", len(d.applied), "ops", ops, "took", took)
 	return driver.Result{Runtime: took, Ops: ops}, nil
+}
+
+// Setup puts the policy routing and the table's fixed objects and rules
+// in place and reads the sets back, leaving their elements as they are
+// (so a restarted controller's probe drops no connection). An error
+// says the controller cannot set TPROXY up here: no CAP_NET_ADMIN, no
+// nftables or TPROXY expression in the kernel, no policy routing.
+func (d *Driver) Setup() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.rt.ensure(d.ns); err != nil {
+		return fmt.Errorf("%w: policy routing: %v", ErrApply, err)
+	}
+	d.applied = d.readBack()
+	if d.baseInPlace() {
+		return nil
+	}
+	d.queueBase()
+	if err := d.conn.Flush(); err != nil {
+		d.applied = nil
+		return fmt.Errorf("%w: table inet %s: %v", ErrApply, Table, err)
+	}
+	return nil
 }
 
 // queueBase (re)creates the table, its sets and chains, and replaces the

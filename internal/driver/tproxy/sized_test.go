@@ -19,9 +19,9 @@ import (
 // free spare's slots (plan.MinSlots), and a Service whose servers outgrow
 // its spare, each take a large one with a map change: served, and no
 // reload for their slots (a reload may follow in the same pass, the pool
-// growing another large spare ahead of need: Ordered adds the new set
-// elements only once the pass applied whole, so the growth is not held
-// back here).
+// growing another large spare ahead of need: this driver has no settle
+// time, so the growth is not held back here; TestServedWhileGrowthDeferred
+// holds it back).
 func TestLargerSpare(t *testing.T) {
 	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 3, Other: 1, LowWater: 1})
 	hd := l.hd
