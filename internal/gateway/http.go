@@ -28,6 +28,10 @@ type Secret struct {
 	ValidTLS bool
 	Problem  string        // why not ValidTLS; never key material
 	Bundle   *certs.Bundle // with ValidTLS, for a Secret a listener refers to (tls.go)
+	// Auth is the key "auth" of a Secret not of type kubernetes.io/tls
+	// (an htpasswd file: an Ingress's basic authentication), when it has
+	// one of at most ingress.MaxAuthFile bytes.
+	Auth []byte
 }
 
 // statusOnly reports a listener of a protocol this controller does not

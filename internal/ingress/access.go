@@ -27,9 +27,10 @@ const maxRanges = 1000
 // access are the source-range annotations, checked.
 type access struct {
 	allow, deny []netip.Prefix
-	allowKey    string // the key allow was read from
-	maxBody     int64  // proxy-body-size in bytes; 0: none
-	rps, conns  int32  // limit-rps, limit-connections; 0: none
+	allowKey    string           // the key allow was read from
+	maxBody     int64            // proxy-body-size in bytes; 0: none
+	rps, conns  int32            // limit-rps, limit-connections; 0: none
+	auth        *model.BasicAuth // auth.go, resolved by compileOne
 }
 
 // maxLimit bounds limit-rps and limit-connections.
@@ -118,10 +119,10 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // model is the access control of the Ingress's actions: nil when it has
 // none.
 func (a access) model() *model.HTTPAccess {
-	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 {
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil {
 		return nil
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Auth: a.auth}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

@@ -38,6 +38,10 @@ var (
 	honoured = []string{
 		NginxPrefix + "allowlist-source-range", // access.go
 		NginxPrefix + "app-root",
+		NginxPrefix + "auth-realm", // auth.go
+		NginxPrefix + "auth-secret",
+		NginxPrefix + "auth-secret-type",
+		NginxPrefix + "auth-type",
 		NginxPrefix + "backend-protocol", // HTTP, GRPC, H2C; HTTPS, GRPCS, FCGI refuse the Ingress
 		NginxPrefix + "canary",
 		NginxPrefix + "canary-by-header",
@@ -72,6 +76,8 @@ var (
 		NginxPrefix + "x-forwarded-prefix",
 		HAProxyPrefix + "allowlist-source-range",
 		HAProxyPrefix + "app-root",
+		HAProxyPrefix + "auth-realm", // auth.go
+		HAProxyPrefix + "auth-secret",
 		HAProxyPrefix + "backend-protocol",       // h1, h2; h1-ssl, h2-ssl refuse the Ingress
 		HAProxyPrefix + "cors-allow-credentials", // cors.go
 		HAProxyPrefix + "cors-allow-headers",
@@ -133,6 +139,7 @@ type parsed struct {
 	routing                       // rewrites, redirects, timeouts, protocol (routing.go)
 	access        access          // source ranges (access.go)
 	cors          corsAnnotations // cors.go
+	auth          authAnnotations // auth.go
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -175,6 +182,12 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		ck := canonicalKey(k)
 		name := strings.TrimPrefix(strings.TrimPrefix(ck, NginxPrefix), HAProxyPrefix)
 		if why, done := s.parseAccess(ck, name, val); done {
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.parseAuth(ck, name, val); done { // auth.go
 			if why != "" {
 				bad(k, why)
 			}
@@ -284,6 +297,9 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		bad(NginxPrefix+"canary-weight", "the weight must be at most canary-weight-total, which must be positive")
 	}
 	if why := s.finishRouting(); why != "" && refused == "" {
+		refused = why
+	}
+	if why := s.auth.finish(); why != "" && refused == "" {
 		refused = why
 	}
 	if _, why := s.cors.policy(); why != "" && refused == "" {

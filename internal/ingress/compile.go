@@ -63,6 +63,10 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 			res.Events = append(res.Events, Event{k, reason, msg})
 		}
 	}
+	if why := u.set.auth.resolve(ing.Namespace, w.in.Auth, event); why != "" { // auth.go
+		return nil, why
+	}
+	u.set.access.auth = u.set.auth.auth
 	resolve := func(b *netv1.IngressBackend, at string) string {
 		n, why := w.backend(ing.Namespace, b, s.h2c)
 		if why != "" {

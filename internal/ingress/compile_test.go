@@ -50,6 +50,7 @@ func load(t *testing.T, name string) Input {
 		in.Slices = append(in.Slices, desired.SliceOf(s))
 	}
 	in.Certs, in.Problems = Certificates(set.Secrets, time.Now())
+	in.Auth = AuthFiles(set.Secrets)
 	return in
 }
 
@@ -74,6 +75,7 @@ func TestCompile(t *testing.T) {
 		{name: "routing", opts: Options{Class: "haproxy", Addresses: lb, HTTPPort: 8080}},
 		{name: "closing", previous: "closing-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "access", previous: "access-before", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "auth", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,6 +157,9 @@ func action(a model.HTTPAction) string {
 	}
 	if ac := a.Access; !ac.Empty() {
 		ext += fmt.Sprintf(" allow=%v deny=%v maxbody=%d rps=%d conns=%d", ac.Allow, ac.Deny, ac.MaxBody, ac.RPS, ac.Conns)
+		if au := ac.Auth; au != nil {
+			ext += fmt.Sprintf(" realm=%q users=%v", au.Realm, au.Users)
+		}
 	}
 	if rd := a.Redirect; rd != nil {
 		return fmt.Sprintf("redirect scheme=%q host=%q port=%d code=%d", rd.Scheme, rd.Host, rd.Port, rd.Code) + ext

@@ -45,6 +45,9 @@ func FuzzParseAnnotations(f *testing.F) {
 		if a := s.access; a.maxBody < 0 || a.maxBody > maxBody || a.rps < 0 || a.conns < 0 {
 			t.Fatalf("limits %d %d %d from %q", a.maxBody, a.rps, a.conns, v)
 		}
+		if !model.ValidRealm(s.auth.realm) {
+			t.Fatalf("realm %q from %q", s.auth.realm, v)
+		}
 		if (s.canaryHeader != "" && !model.ValidHeaderName(s.canaryHeader)) || (s.canaryHdrWant != "" && !model.ValidHeaderValue(s.canaryHdrWant)) {
 			t.Fatalf("canary header %q=%q from %q", s.canaryHeader, s.canaryHdrWant, v)
 		}

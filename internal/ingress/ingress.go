@@ -53,6 +53,9 @@ type Input struct {
 	// missing or holds no valid certificate, and Problems says why.
 	Certs    map[Key]*certs.Bundle
 	Problems map[Key]string
+	// Auth are the htpasswd files (key AuthKey, at most MaxAuthFile
+	// bytes) of the Secrets not of type kubernetes.io/tls that have one.
+	Auth map[Key][]byte
 }
 
 // Options shape Compile.

@@ -315,16 +315,14 @@ func appRoots(paths []path, root string) []path {
 	return out
 }
 
-// closing are the keys that restrict who is served (authentication; the
-// source ranges are served, access.go): not served yet, and an Ingress served without one
+// closing are the keys that restrict who is served (external and client
+// certificate authentication; the source ranges and basic authentication
+// are served, access.go, auth.go): not served yet, and an Ingress served without one
 // would be open to whom it shuts out, so the Ingress is refused (its
 // last good version keeps serving) rather than served without it.
 var closing = []string{
-	NginxPrefix + "auth-secret",
 	NginxPrefix + "auth-tls-secret",
-	NginxPrefix + "auth-type",
 	NginxPrefix + "auth-url",
-	HAProxyPrefix + "auth-secret",
 	HAProxyPrefix + "auth-tls-secret",
 	HAProxyPrefix + "auth-url",
 	HAProxyPrefix + "oauth",

@@ -28,3 +28,16 @@ func Certificates(secrets []*corev1.Secret, now time.Time) (map[Key]*certs.Bundl
 	}
 	return ok, bad
 }
+
+// AuthFiles are Input.Auth from Secrets (render's, read from files): the
+// key AuthKey of each Secret not of type kubernetes.io/tls that has one
+// of at most MaxAuthFile bytes, as the gateway source keeps them.
+func AuthFiles(secrets []*corev1.Secret) map[Key][]byte {
+	out := map[Key][]byte{}
+	for _, s := range secrets {
+		if a, ok := s.Data[AuthKey]; ok && s.Type != corev1.SecretTypeTLS && len(a) <= MaxAuthFile {
+			out[Key{s.Namespace, s.Name}] = a
+		}
+	}
+	return out
+}

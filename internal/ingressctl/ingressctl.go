@@ -81,9 +81,12 @@ func (s *Server) Collector() prometheus.Collector { return s.metric }
 func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 	classes, ings := s.src.Ingresses()
 	ii := ingress.Input{Classes: classes, Ingresses: ings, Services: in.Services, Slices: in.Slices,
-		Certs: map[ingress.Key]*certs.Bundle{}, Problems: map[ingress.Key]string{}}
+		Certs: map[ingress.Key]*certs.Bundle{}, Problems: map[ingress.Key]string{}, Auth: map[ingress.Key][]byte{}}
 	for _, sec := range in.Secrets {
 		k := ingress.Key{Namespace: sec.Namespace, Name: sec.Name}
+		if sec.Auth != nil {
+			ii.Auth[k] = sec.Auth
+		}
 		switch {
 		case sec.Bundle != nil:
 			ii.Certs[k] = sec.Bundle

@@ -52,7 +52,7 @@ const (
 )
 
 // HTTPMapKinds are the kinds, in the order the driver updates them.
-var HTTPMapKinds = []string{HTTPRanges, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
+var HTTPMapKinds = []string{HTTPRanges, HTTPUsers, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
 
 // HTTPMapFile is the map of kind of HTTP frontend fe under dir.
 func HTTPMapFile(dir, fe, kind string) string {
@@ -123,6 +123,7 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 		w("\thttp-request redirect location \"%[var(txn.rd),field(2,|)]://%[var(txn.rh)]%[var(txn.rd),field(4,|)]%[var(txn.rp)]\" code " + c +
 			" if { var(txn.rd),field(1,|) -m str " + c + " }")
 	}
+	writeHTTPAuth(w, h, m) // httpauth.go
 	// The backend first: its backendRef's own header changes follow the
 	// rule's (the value is "BACKEND" or "BACKEND|aK.bJ", httpext.go).
 	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.act)]:%[rand(" + strconv.Itoa(httpPick) + "),add(" + strconv.Itoa(httpPick) + ")]\"")

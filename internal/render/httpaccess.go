@@ -115,6 +115,7 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 		}
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + s.tag, p.place("r", set)})
 	}
+	authEntries(p, rel, a.Auth) // httpauth.go
 }
 
 // RangeKeys are the keys of range r in a ranges map without the set's id:
@@ -160,5 +161,5 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
-	return keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns))
+	return authKey(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), a.Auth)
 }

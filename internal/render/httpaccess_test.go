@@ -12,9 +12,11 @@ import (
 // httpAccess is an HTTP table whose actions restrict sources: an allow
 // list of both families, a deny list inside it, a deny list alone with
 // body, rate and connection limits, and one action that declares the
-// rules only.
+// rules only; two actions ask for basic authentication by the same users
+// (one user set) in two realms.
 func httpAccess() model.Config {
 	cfg := httpRouted()
+	users := []model.BasicUser{{Name: "alice", SHA1: "tiY7sUhYKUwI5L3866kDY+ENcrQ="}, {Name: "bob", SHA1: "XyRLaTIb/WCdo8CuWc58gPVHl68="}}
 	pfx := func(ss ...string) []netip.Prefix {
 		var out []netip.Prefix
 		for _, s := range ss {
@@ -32,11 +34,11 @@ func httpAccess() model.Config {
 		Actions: []model.HTTPAction{
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}, Access: &model.HTTPAccess{}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}},
-				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Deny: pfx("192.0.2.128/25")}},
+				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Deny: pfx("192.0.2.128/25"), Auth: &model.BasicAuth{Realm: "Office - staff only", Users: users}}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3}},
 			// The same allow list as action 1's: one set of entries.
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
-				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32")}},
+				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Auth: &model.BasicAuth{Realm: "same", Users: users}}},
 		}}
 	cfg.Frontends[0].HTTP = h
 	return cfg
@@ -62,6 +64,13 @@ func TestHTTPAccessStructure(t *testing.T) {
 	}
 	if hash(func(h *model.HTTP) { h.Actions[2].Access.RPS, h.Actions[1].Access.Conns = 0, 7 }) != base {
 		t.Error("a rate or connection limit changed changed the structure")
+	}
+	if hash(func(h *model.HTTP) {
+		h.Actions[1].Access.Auth.Users = h.Actions[1].Access.Auth.Users[:1]
+		h.Actions[1].Access.Auth.Realm = "other"
+		h.Actions[2].Access.Auth = &model.BasicAuth{}
+	}) != base {
+		t.Error("a user or realm changed or authentication added changed the structure")
 	}
 	if hash(func(h *model.HTTP) {
 		for i := range h.Actions {

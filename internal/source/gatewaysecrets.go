@@ -11,6 +11,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
 // Secrets in the gateway mode: every Secret is cached as a
@@ -48,6 +49,9 @@ func toSecret(s *corev1.Secret, now time.Time) *gateway.Secret {
 		ResourceVersion: s.ResourceVersion}}
 	if s.Type != corev1.SecretTypeTLS {
 		out.Problem = "not of type " + string(corev1.SecretTypeTLS)
+		if a, ok := s.Data[ingress.AuthKey]; ok && len(a) <= ingress.MaxAuthFile {
+			out.Auth = a
+		}
 		return out
 	}
 	b, err := certs.Parse(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey], now)

@@ -75,7 +75,7 @@ func implSpecific(p, svc string) netv1.HTTPIngressPath {
 // from-to-www-redirect, proxy-read-timeout (504 after 1 s from a Pod
 // that takes 5 s), backend-protocol GRPC (HTTP/2 in clear to the Pod).
 // All of them added to a running controller: 0 reloads. Then a bad
-// rewrite-target, and authentication (access control not served yet):
+// rewrite-target, and auth-type: basic without auth-secret (served open):
 // an Event each, the last good version keeps serving.
 func TestIngressAnnotationsServed(t *testing.T) {
 	if !inNetns(t, podAddrs...) {
