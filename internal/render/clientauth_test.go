@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"os"
 	"testing"
 
@@ -28,28 +27,28 @@ func TestGoldenClientAuth(t *testing.T) {
 	layout, _ := plan.Assign(cfg, nil, true)
 	o := opts
 	o.CertDir = goldenCertDir
-	got := Config(cfg, layout, o)
-	golden.Assert(t, "clientauth.cfg", got)
+	golden.Assert(t, "clientauth.cfg", Config(cfg, layout, o))
 
 	// HAProxy loads it, with the files the driver writes.
 	dir := t.TempDir()
-	write := func(p string, b []byte) {
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	files := map[string][]byte{CAFile(dir, tls.Client.CA): ca}
 	for _, fe := range cfg.Frontends {
 		if fe.TLS == nil {
 			continue
 		}
-		write(DefaultCertFile(dir, fe.Name), fe.TLS.Cert(fe.TLS.Default).PEM)
+		files[DefaultCertFile(dir, fe.Name)] = fe.TLS.Cert(fe.TLS.Default).PEM
 		for _, c := range fe.TLS.Certificates {
-			write(CertFile(dir, c.Name), c.PEM)
+			files[CertFile(dir, c.Name)] = c.PEM
 		}
-		write(CrtListFile(dir, fe.Name), CrtListContent(dir, fe))
+		files[CrtListFile(dir, fe.Name)] = CrtListContent(dir, fe)
 	}
-	write(CAFile(dir, tls.Client.CA), ca)
-	golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenCertDir), []byte(dir)))
+	for p, b := range files {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.CertDir = dir
+	golden.HAProxyAccepts(t, Config(cfg, layout, o))
 
 	// Whether and how clients are verified is structure (the bind line).
 	h := StructureHash(cfg, layout, o)

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -21,6 +23,14 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
+// newHTTPGatewayEnv is newGatewayEnv with every Gateway API CRD,
+// HTTPRoute's included.
+func newHTTPGatewayEnv(t *testing.T) *gwEnv {
+	e := newEnv(t)
+	gwcrd.InstallAll(t, e.kube.Config)
+	return newGatewayEnvOn(t, e)
+}
+
 // mtlsGet sends one HTTPS request for host through port, presenting
 // client (nil: no certificate; the certificate is sent whatever CA names
 // the server asks for, as the conformance suite does), trusting the
@@ -35,13 +45,13 @@ func mtlsGet(port int, host string, server *x509.Certificate, client *tls.Certif
 			}
 			return client, nil
 		}}
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s:%d/", serviceIP(), port), nil)
-	if err != nil {
-		return 0, "", err
+	// Every connection to the Gateway's address, the URL naming the host.
+	addr := fmt.Sprintf("%s:%d", serviceIP(), port)
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
-	req.Host = host
-	resp, err := c.Do(req)
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true, DialContext: dial}}
+	resp, err := c.Get("https://" + host + "/")
 	if err != nil {
 		return 0, "", err
 	}
@@ -61,11 +71,9 @@ func TestGatewayFrontendClientCertificates(t *testing.T) {
 	if !inNetns(t, podAddrs...) {
 		return
 	}
-	e := newEnv(t)
-	gwcrd.InstallAll(t, e.kube.Config) // HTTPRoute's CRD too
-	g := newGatewayEnvOn(t, e)
-	port := haproxytest.FreePort(t)
+	g := newHTTPGatewayEnv(t)
 	g.httpPod("web-a", 1, 8080)
+	port := haproxytest.FreePort(t)
 
 	serverSecret := tlsSecret(t, "server", "a.example.com") // ingress_test.go
 	block, _ := pem.Decode(serverSecret.Data[corev1.TLSCertKey])
