@@ -41,6 +41,9 @@ const CAKey = "ca.crt"
 // safe for concurrent use.
 type CAMemo struct {
 	last map[Key]*model.BackendTLS
+	// clients: the client CAs of HTTPS ports (clientauth.go), as the
+	// last pass used them; clientsNext: this pass's.
+	clients, clientsNext map[clientKey]*model.ClientAuth
 }
 
 // btlsPolicy is one BackendTLSPolicy as resolved for this pass.
@@ -60,10 +63,6 @@ type btlsTarget struct {
 
 // resolveBackendTLS resolves in's policies into w.btls.
 func (w *world) resolveBackendTLS(in Input, memo *CAMemo) {
-	cms := map[Key]*corev1.ConfigMap{}
-	for _, c := range in.ConfigMaps {
-		cms[Key{c.Namespace, c.Name}] = c
-	}
 	sorted := slices.Clone(in.BackendTLSPolicies)
 	slices.SortFunc(sorted, func(a, b *gwv1.BackendTLSPolicy) int {
 		return older(a.ObjectMeta, b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -76,7 +75,7 @@ func (w *world) resolveBackendTLS(in Input, memo *CAMemo) {
 		p := &btlsPolicy{obj: obj, ancestors: map[Key]bool{}}
 		w.btlsAll = append(w.btlsAll, p)
 		k := Key{obj.Namespace, obj.Name}
-		p.tls, p.accWhy, p.refsWhy, p.msg = policyTLS(obj, cms)
+		p.tls, p.accWhy, p.refsWhy, p.msg = policyTLS(obj, w.configMaps)
 		if memo != nil {
 			if p.tls == nil && memo.last[k] != nil && p.accWhy == string(gwv1.BackendTLSPolicyReasonNoValidCACertificate) {
 				p.tls = memo.last[k]

@@ -19,7 +19,7 @@ import (
 var (
 	features = slices.Sorted(slices.Values(append([]gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
 		"HTTPRoute308RedirectStatusCode", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRoutePortRedirect", "HTTPRouteSchemeRedirect",
-		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures, tlsFeatures)...)))
+		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures, tlsFeatures, frontendFeatures)...)))
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
 )
 
@@ -67,6 +67,8 @@ func Compute(in Input, opts Options) Result {
 	w := newWorld(in)
 	opts.Certs.begin()
 	defer opts.Certs.end()
+	opts.CAs.beginClients() // clientauth.go
+	defer opts.CAs.endClients()
 	var gws []*gw
 	byKey := map[Key]*gw{}
 	sorted := slices.Clone(in.Gateways)
@@ -100,6 +102,7 @@ func Compute(in Input, opts Options) Result {
 		for _, l := range x.listeners {
 			w.certRefs(g, l)
 			l.tls = w.listenerTLS(g, l, opts.Certs)
+			w.clientAuth(g, l, opts.CAs) // clientauth.go
 			if l.statusOnly() {
 				continue // binds nothing
 			}
@@ -136,6 +139,7 @@ func Compute(in Input, opts Options) Result {
 		}
 		st := gatewayStatus(x, opts.Addresses)
 		w.backendCertStatus(x, &st) // backendcert.go
+		frontendStatus(x.obj, &st)  // clientauth.go
 		res.Gateways[x.key] = st
 	}
 	res.Policies = w.policyStatuses(opts.ControllerName)

@@ -94,18 +94,25 @@ func (w *world) certRefs(g *gwv1.Gateway, l *listener) {
 // secretGranted reports whether a ReferenceGrant in the Secret's
 // namespace lets Gateway g refer to it.
 func (w *world) secretGranted(g *gwv1.Gateway, secret Key) bool {
-	for _, rg := range w.grants[secret.Namespace] {
-		from := false
+	return w.grantedTo("Gateway", g.Namespace, "Secret", secret)
+}
+
+// grantedTo reports whether a ReferenceGrant in obj's namespace lets
+// objects of kind from (of the Gateway API group) in namespace ns refer
+// to that core object of kind to.
+func (w *world) grantedTo(from, ns string, to gwv1.Kind, obj Key) bool {
+	for _, rg := range w.grants[obj.Namespace] {
+		ok := false
 		for _, f := range rg.Spec.From {
-			if f.Group == gwv1.GroupName && f.Kind == "Gateway" && string(f.Namespace) == g.Namespace {
-				from = true
+			if f.Group == gwv1.GroupName && string(f.Kind) == from && string(f.Namespace) == ns {
+				ok = true
 			}
 		}
-		if !from {
+		if !ok {
 			continue
 		}
 		for _, t := range rg.Spec.To {
-			if (t.Group == "" || t.Group == "core") && t.Kind == "Secret" && (t.Name == nil || string(*t.Name) == secret.Name) {
+			if (t.Group == "" || t.Group == "core") && t.Kind == to && (t.Name == nil || string(*t.Name) == obj.Name) {
 				return true
 			}
 		}

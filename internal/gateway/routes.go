@@ -26,6 +26,7 @@ type world struct {
 	servingGW   *gwv1.Gateway
 	clientCerts map[Key]*clientCert // Gateways' backend client certificates (backendcert.go)
 	certMemo    *CertMemo
+	configMaps  map[Key]*corev1.ConfigMap // CA bundles (backendtls.go, clientauth.go)
 }
 
 func newWorld(in Input) *world {
@@ -45,6 +46,10 @@ func newWorld(in Input) *world {
 	}
 	for _, g := range in.Grants {
 		w.grants[g.Namespace] = append(w.grants[g.Namespace], g)
+	}
+	w.configMaps = make(map[Key]*corev1.ConfigMap, len(in.ConfigMaps))
+	for _, c := range in.ConfigMaps {
+		w.configMaps[Key{c.Namespace, c.Name}] = c
 	}
 	return w
 }
@@ -115,23 +120,7 @@ func (w *world) servicePort(rr *resolvedRef, udp bool, port int32) (string, stri
 // granted reports whether a ReferenceGrant in the Service's namespace
 // lets route r refer to it.
 func (w *world) granted(r *route, svc Key) bool {
-	for _, g := range w.grants[svc.Namespace] {
-		from := false
-		for _, f := range g.Spec.From {
-			if f.Group == gwv1.GroupName && string(f.Kind) == r.key.Kind && string(f.Namespace) == r.key.Namespace {
-				from = true
-			}
-		}
-		if !from {
-			continue
-		}
-		for _, t := range g.Spec.To {
-			if (t.Group == "" || t.Group == "core") && t.Kind == "Service" && (t.Name == nil || string(*t.Name) == svc.Name) {
-				return true
-			}
-		}
-	}
-	return false
+	return w.grantedTo(r.key.Kind, r.key.Namespace, "Service", svc)
 }
 
 // attach attaches route r to the listeners of our Gateways its

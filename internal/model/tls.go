@@ -21,6 +21,9 @@ type TLS struct {
 	// ALPN are the application protocols offered, in order of
 	// preference ("h2", "http/1.1"); empty: none (ValidALPN).
 	ALPN []string
+	// Client, when set, verifies the clients' certificates
+	// (clientauth.go); nil: none is asked for.
+	Client *ClientAuth
 }
 
 // Certificate is one certificate and key a frontend serves.
@@ -90,7 +93,7 @@ func (t *TLS) Equal(u *TLS) bool {
 	if t == nil || u == nil {
 		return t == u
 	}
-	return t.Default == u.Default && slices.Equal(t.ALPN, u.ALPN) &&
+	return t.Default == u.Default && slices.Equal(t.ALPN, u.ALPN) && t.Client.Equal(u.Client) &&
 		slices.EqualFunc(t.Certificates, u.Certificates, func(a, b Certificate) bool {
 			return a.Name == b.Name && slices.Equal(a.SNI, b.SNI) && bytes.Equal(a.PEM, b.PEM)
 		})

@@ -96,6 +96,11 @@ func tlsBind(f model.Frontend, opts Options) (args string, ok bool) {
 		return "", false
 	}
 	args = " ssl crt-list " + CrtListFile(opts.CertDir, f.Name)
+	client, ok := clientAuthBind(f.TLS, opts) // clientauth.go
+	if !ok {
+		return "", false
+	}
+	args += client
 	var alpn []string
 	for _, p := range f.TLS.ALPN {
 		if model.ValidALPN([]string{p}) {

@@ -28,15 +28,19 @@ type btlsSet struct {
 }
 
 // buildBackendTLS adds the policies' and ConfigMaps' informers to set.
+// The ConfigMaps are watched without the policies too: a Gateway's
+// client certificate validation reads its CA bundles from them
+// (gateway/clientauth.go).
 func (g *Gateway) buildBackendTLS(set *gatewaySet, gf gwinformers.SharedInformerFactory) {
+	f := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(caTransform))
+	set.btls.configMaps = f.Core().V1().ConfigMaps().Informer()
+	set.starters = append(set.starters, f)
+	set.informers = append(set.informers, set.btls.configMaps)
 	if g.routes[KindBackendTLSPolicy] != RouteV1 {
 		return
 	}
 	set.btls.policies = gf.Gateway().V1().BackendTLSPolicies().Informer()
-	f := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(caTransform))
-	set.btls.configMaps = f.Core().V1().ConfigMaps().Informer()
-	set.starters = append(set.starters, f)
-	set.informers = append(set.informers, set.btls.policies, set.btls.configMaps)
+	set.informers = append(set.informers, set.btls.policies)
 }
 
 // caTransform keeps of a ConfigMap its name and its CA bundle key.

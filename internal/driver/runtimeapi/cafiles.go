@@ -17,11 +17,18 @@ import (
 // later (the server logged a failed handshake for each), so the Runtime
 // API does not carry the change to server lines there.
 
-// casOf lists the CA files cfg's backends name, by path.
+// casOf lists the CA files cfg's backends and frontends name, by path.
 func casOf(dir string, cfg model.Config) map[string][]byte {
 	out := map[string][]byte{}
 	if dir == "" {
 		return out
+	}
+	for _, f := range cfg.Frontends {
+		if f.TLS != nil && model.ValidClientAuth(f.TLS.Client) {
+			// A frontend's client CA (render/clientauth.go): named by
+			// its digest too, so a new CA is a new file and a reload.
+			out[render.CAFile(dir, f.TLS.Client.CA)] = f.TLS.Client.CAPEM
+		}
 	}
 	for _, b := range cfg.Backends {
 		if model.ValidBackendTLS(b.TLS) {

@@ -1,0 +1,34 @@
+package model
+
+import "bytes"
+
+// ClientAuth asks the clients of a frontend that terminates TLS for a
+// certificate and verifies it against a CA bundle (a Gateway's
+// spec.tls.frontend validation, per port). Like BackendTLS's CA, the
+// bundle's file is named by the digest of its contents, so another CA is
+// another file: whether a frontend verifies clients, its mode and its CA
+// file are its bind lines' settings (structure, a reload).
+type ClientAuth struct {
+	// CA names the CA bundle's file (ValidCertName).
+	CA string
+	// CAPEM is the bundle: one or more PEM certificates. Never logged.
+	CAPEM []byte
+	// Optional: a client without a certificate, or with one that does
+	// not verify, is let through too (AllowInsecureFallback); the
+	// certificate is still asked for.
+	Optional bool
+}
+
+// Equal compares two settings, the CA's contents included.
+func (a *ClientAuth) Equal(b *ClientAuth) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.CA == b.CA && a.Optional == b.Optional && bytes.Equal(a.CAPEM, b.CAPEM)
+}
+
+// ValidClientAuth reports whether a may be rendered: a CA name and a
+// bundle.
+func ValidClientAuth(a *ClientAuth) bool {
+	return a != nil && ValidCertName(a.CA) && len(a.CAPEM) > 0
+}

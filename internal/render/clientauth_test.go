@@ -1,0 +1,90 @@
+package render
+
+import (
+	"os"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
+)
+
+// The terminating frontend verifies its clients (required), and a copy
+// of it on another port lets them through (optional).
+func TestGoldenClientAuth(t *testing.T) {
+	cfg := terminating(t)
+	ca := testcert.CA(t, "client CA").PEM()
+	tls := *cfg.Frontends[0].TLS
+	tls.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca}
+	cfg.Frontends[0].TLS = &tls
+	opt := cfg.Frontends[0]
+	opt.Name, opt.Binds = "gw_default_gw_8443", []model.Bind{{Port: 9443}}
+	optTLS := tls
+	optTLS.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca, Optional: true}
+	opt.TLS = &optTLS
+	cfg.Frontends = append(cfg.Frontends, opt)
+	layout, _ := plan.Assign(cfg, nil, true)
+	o := opts
+	o.CertDir = goldenCertDir
+	golden.Assert(t, "clientauth.cfg", Config(cfg, layout, o))
+
+	// HAProxy loads it, with the files the driver writes.
+	dir := t.TempDir()
+	files := map[string][]byte{CAFile(dir, tls.Client.CA): ca}
+	for _, fe := range cfg.Frontends {
+		if fe.TLS == nil {
+			continue
+		}
+		files[DefaultCertFile(dir, fe.Name)] = fe.TLS.Cert(fe.TLS.Default).PEM
+		for _, c := range fe.TLS.Certificates {
+			files[CertFile(dir, c.Name)] = c.PEM
+		}
+		files[CrtListFile(dir, fe.Name)] = CrtListContent(dir, fe)
+	}
+	for p, b := range files {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.CertDir = dir
+	golden.HAProxyAccepts(t, Config(cfg, layout, o))
+
+	// Whether and how clients are verified is structure (the bind line).
+	h := StructureHash(cfg, layout, o)
+	optTLS.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca}
+	if StructureHash(cfg, layout, o) == h {
+		t.Error("optional to required kept the structure")
+	}
+}
+
+func TestClientAuthBind(t *testing.T) {
+	ca := []byte("PEM")
+	for _, tc := range []struct {
+		name string
+		t    *model.TLS
+		dir  string
+		want string
+		ok   bool
+	}{
+		{"none", &model.TLS{}, "/c", "", true},
+		{"required", &model.TLS{Client: &model.ClientAuth{CA: "cca_1", CAPEM: ca}}, "/c", " verify required ca-file /c/cca_1.pem", true},
+		{"optional", &model.TLS{Client: &model.ClientAuth{CA: "cca_1", CAPEM: ca, Optional: true}}, "/c",
+			" verify optional ca-file /c/cca_1.pem ca-ignore-err all crt-ignore-err all", true},
+		{"a name with syntax", &model.TLS{Client: &model.ClientAuth{CA: "x verify none", CAPEM: ca}}, "/c", "", false},
+		{"no bundle", &model.TLS{Client: &model.ClientAuth{CA: "cca_1"}}, "/c", "", false},
+		{"no directory", &model.TLS{Client: &model.ClientAuth{CA: "cca_1", CAPEM: ca}}, "", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := clientAuthBind(tc.t, Options{CertDir: tc.dir})
+			if got != tc.want || ok != tc.ok {
+				t.Fatalf("clientAuthBind = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
+			}
+			// A frontend whose verification cannot be written binds nothing.
+			args, ok := tlsBind(model.Frontend{Name: "fe", TLS: tc.t}, Options{CertDir: "/c"})
+			if tc.dir != "" && !tc.ok && (ok || args != "") {
+				t.Fatalf("tlsBind = %q, %v for settings the model refuses", args, ok)
+			}
+		})
+	}
+}
