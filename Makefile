@@ -15,6 +15,10 @@ TESTFLAGS ?=
 # 2-core machine and up to ~17 min on a loaded one: room for both.
 TEST_TIMEOUT ?= 40m
 PKGS ?= ./...
+# make test's queue (hack/test.sh): how many test processes run at once,
+# each in a network namespace of its own; TEST_FUZZ= leaves make fuzz out.
+TEST_JOBS ?= 3
+TEST_FUZZ ?= 1
 
 # Sizes for the benchmark, passed as flags only when set:
 #   make bench SERVICES=500 ENDPOINTS=20 NODES=50 CHANGES=1000
@@ -154,6 +158,7 @@ test: deps deps-versions
 	$(MAKE) --no-print-directory fmt-check && \
 	$(GO) vet $(PKGS) && \
 	GO='$(GO)' PKGS='$(PKGS)' TESTFLAGS='$(TESTFLAGS)' TEST_TIMEOUT='$(TEST_TIMEOUT)' \
+	TEST_JOBS='$(TEST_JOBS)' TEST_FUZZ='$(TEST_FUZZ)' \
 	TEST_VERSIONS='$(TEST_VERSIONS)' VERSION_PKGS='$(VERSION_PKGS)' VERSION_E2E='$(VERSION_E2E)' \
 	VERSION_CONFORMANCE='$(VERSION_CONFORMANCE)' RUNTIME_VERSIONS='$(RUNTIME_VERSIONS)' RUNTIME_PKGS='$(RUNTIME_PKGS)' \
 	VERSION_SKIP='$(VERSION_SKIP)' hack/test.sh

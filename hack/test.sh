@@ -1,32 +1,44 @@
 #!/usr/bin/env bash
-# make test's suite after fmt-check and vet, in two lanes side by side so
-# that the machine's two cores stay busy and the whole run stays under 20
-# minutes warm (docs/testing.md, "How long make test takes"):
+# make test's suite after fmt-check and vet, as a queue of jobs that
+# TEST_JOBS workers take longest first (docs/testing.md, "How make test
+# runs"):
 #
-#   lane 1: test/e2e on the host's HAProxy, then the end-to-end core
-#           (VERSION_E2E) on each of TEST_VERSIONS;
-#   lane 2: every other package one at a time (the conformance suite
-#           among them), then the HAProxy client packages (VERSION_PKGS)
-#           and the conformance suite (VERSION_CONFORMANCE) on each of
-#           TEST_VERSIONS, the driver (RUNTIME_PKGS) on each of
-#           RUNTIME_VERSIONS, then make fuzz.
+#   - every top-level test of test/e2e, one process each (its binary built
+#     once), on the host's HAProxy, and those matching VERSION_E2E again on
+#     each of TEST_VERSIONS;
+#   - each package named in hack/test-weights.txt, one job each; every
+#     other package in one job ("unit"), one package at a time;
+#   - the HAProxy client packages (VERSION_PKGS) and the conformance suite
+#     (VERSION_CONFORMANCE) on each of TEST_VERSIONS, the driver
+#     (RUNTIME_PKGS) on each of RUNTIME_VERSIONS;
+#   - make fuzz.
 #
-# The two end-to-end runs share one lane because two test/e2e processes
-# at once could take the same fixed loopback subnets; the other lane runs
-# one package at a time, so at most two test processes run at once, as
-# plain `go test -p 2 ./...` did. Lane 1's output is held in a file and
-# printed when both lanes are done; the exit status is non-zero when
-# either lane failed.
+# Every test binary runs in a network namespace of its own
+# (hack/netns-exec.sh), so that two of them at once can take the same
+# fixed loopback addresses and ports; without root (no unshare --net) the
+# jobs run one at a time in the host's namespace instead. A job's output is
+# printed when it ends (an e2e test's only when it failed); the run ends
+# with each job's time, and, when one failed, the failing tests' own lines.
+# The exit status is non-zero when any job failed.
 #
-# Environment (the Makefile passes its variables): GO, PKGS, TESTFLAGS,
-# TEST_TIMEOUT, TEST_VERSIONS, VERSION_PKGS, VERSION_E2E,
-# VERSION_CONFORMANCE, RUNTIME_VERSIONS, RUNTIME_PKGS, VERSION_SKIP.
+# hack/test-weights.txt holds each long job's seconds from a warm run
+# (the table this script prints at its end): the order the queue takes
+# them in, longest first, so that no long job starts last. A job it does
+# not name counts as DEFAULT_WEIGHT seconds.
+#
+# Environment (the Makefile passes its variables): GO, PKGS, TESTFLAGS
+# (flags for every test binary, e.g. -v; given to test/e2e's binary as
+# -test.FLAG), TEST_TIMEOUT, TEST_JOBS, TEST_VERSIONS, VERSION_PKGS,
+# VERSION_E2E, VERSION_CONFORMANCE, RUNTIME_VERSIONS, RUNTIME_PKGS,
+# VERSION_SKIP; TEST_FUZZ= leaves make fuzz out.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
 
 GO=${GO:-go}
 PKGS=${PKGS:-./...}
 TEST_TIMEOUT=${TEST_TIMEOUT:-40m}
+TEST_JOBS=${TEST_JOBS:-3}
 TEST_VERSIONS=${TEST_VERSIONS-3.0}
 RUNTIME_VERSIONS=${RUNTIME_VERSIONS-}
 RUNTIME_PKGS=${RUNTIME_PKGS-./internal/driver/runtimeapi/}
@@ -34,16 +46,48 @@ VERSION_CONFORMANCE=${VERSION_CONFORMANCE-}
 VERSION_PKGS=${VERSION_PKGS-./internal/haproxy/... ./internal/cli/ ./internal/driver/runtimeapi/}
 VERSION_E2E=${VERSION_E2E-}
 VERSION_SKIP=${VERSION_SKIP-}
+TEST_FUZZ=${TEST_FUZZ-1}
+DEFAULT_WEIGHT=10
 # shellcheck disable=SC2206 # TESTFLAGS is a list of flags
-flags=(-count=1 -timeout "$TEST_TIMEOUT" ${TESTFLAGS:-})
+testflags=(${TESTFLAGS:-})
+flags=(-count=1 -timeout "$TEST_TIMEOUT" "${testflags[@]}")
+e2eflags=(-test.count=1 -test.timeout "$TEST_TIMEOUT")
+for f in "${testflags[@]}"; do
+	case $f in -test.*) e2eflags+=("$f") ;; -*) e2eflags+=("-test.${f#-}") ;; *) e2eflags+=("$f") ;; esac
+done
 
-e2e_pkg="$($GO list -m)/test/e2e"
+exec_flags=(-exec "$root/hack/netns-exec.sh")
+netns=("$root/hack/netns-exec.sh")
+if ! unshare --net true 2>/dev/null; then
+	echo "hack/test.sh: no network namespace (unshare --net needs root): one job at a time, in the host's namespace"
+	exec_flags=()
+	netns=()
+	TEST_JOBS=1
+fi
+
+work="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+
+mod="$($GO list -m)"
+declare -A weight=()
+while read -r secs name; do
+	[ -n "${name:-}" ] && [ "${secs:0:1}" != "#" ] && weight[$name]=$secs
+done <hack/test-weights.txt
+
 # shellcheck disable=SC2086 # PKGS is a list of patterns
 mapfile -t pkgs < <($GO list $PKGS)
-rest=()
+unit=()
 e2e=
+own=()
 for p in "${pkgs[@]}"; do
-	if [ "$p" = "$e2e_pkg" ]; then e2e=$p; else rest+=("$p"); fi
+	rel=${p#"$mod"/}
+	if [ "$rel" = test/e2e ]; then
+		e2e=$p
+	elif [ -n "${weight[$rel]:-}" ]; then
+		own+=("$rel")
+	else
+		unit+=("$p")
+	fi
 done
 
 # The other versions' binaries first, one at a time: a cold cache builds
@@ -55,38 +99,108 @@ for v in $TEST_VERSIONS $RUNTIME_VERSIONS; do
 	echo "HAProxy $v: ${bins[$v]}"
 done
 
-# Each step returns on failure by itself: bash ignores set -e inside a
-# function called as `lane || ...`.
-lane1() {
-	[ -n "$e2e" ] || return 0
-	$GO test "${flags[@]}" "$e2e" || return
-	[ -n "$VERSION_E2E" ] || return 0
-	for v in $TEST_VERSIONS; do
-		echo "test/e2e core on HAProxy $v (${bins[$v]})"
-		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" -run "$VERSION_E2E" "$e2e" || return
-	done
+# The jobs: a name and a command line (words quoted with printf %q).
+names=()
+cmds=()
+add() {
+	local name=$1
+	shift
+	names+=("$name")
+	cmds+=("$(printf '%q ' "$@")")
+}
+gotest() { # gotest NAME [HAPROXY_BIN] -- ARGS...
+	local name=$1 bin=$2
+	shift 3
+	add "$name" env ${bin:+HAPROXY_BIN="$bin"} "$GO" test "${exec_flags[@]}" "${flags[@]}" "$@"
 }
 
-lane2() {
-	if [ "${#rest[@]}" -gt 0 ]; then
-		$GO test -p 1 "${flags[@]}" "${rest[@]}" || return
+if [ -n "$e2e" ]; then
+	echo "building test/e2e's binary"
+	$GO test -c -o "$work/e2e.test" ./test/e2e
+	mapfile -t e2etests < <(cd test/e2e && "$work/e2e.test" -test.list '^Test')
+	for t in "${e2etests[@]}"; do
+		add "test/e2e.$t" bash -c 'cd test/e2e && exec "$@"' - "${netns[@]}" "$work/e2e.test" -test.run "^$t\$" "${e2eflags[@]}"
+	done
+	if [ -n "$VERSION_E2E" ]; then
+		for v in $TEST_VERSIONS; do
+			for t in "${e2etests[@]}"; do
+				[[ $t =~ $VERSION_E2E ]] || continue
+				add "test/e2e.$t@$v" env HAPROXY_BIN="${bins[$v]}" bash -c 'cd test/e2e && exec "$@"' - "${netns[@]}" "$work/e2e.test" -test.run "^$t\$" "${e2eflags[@]}"
+			done
+		done
 	fi
-	for v in $TEST_VERSIONS; do
-		echo "HAProxy client packages on HAProxy $v (${bins[$v]})"
-		# shellcheck disable=SC2086 # VERSION_PKGS is a list of patterns
-		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $VERSION_PKGS || return
-		[ -n "$VERSION_CONFORMANCE" ] || continue
-		echo "conformance on HAProxy $v (${bins[$v]})"
-		# shellcheck disable=SC2086 # VERSION_CONFORMANCE is a list of patterns
-		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" $VERSION_CONFORMANCE || return
+fi
+# The conformance suite's failures are printed only with -v (its tests are
+# subtests of one): it always runs with -v, its log printed in full only
+# when it failed.
+verbose() { [[ $1 == test/conformance* ]] && echo -v || true; }
+for rel in "${own[@]}"; do
+	# shellcheck disable=SC2046 # verbose prints one flag or nothing
+	gotest "$rel" "" -- $(verbose "$rel") "./$rel"
+done
+if [ "${#unit[@]}" -gt 0 ]; then
+	gotest unit "" -- -p 1 "${unit[@]}"
+fi
+for v in $TEST_VERSIONS; do
+	# shellcheck disable=SC2086 # VERSION_PKGS is a list of patterns
+	gotest "clients@$v" "${bins[$v]}" -- ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $VERSION_PKGS
+	for p in $VERSION_CONFORMANCE; do
+		rel=${p#./}
+		rel=${rel%/}
+		# shellcheck disable=SC2046 # verbose prints one flag or nothing
+		gotest "$rel@$v" "${bins[$v]}" -- $(verbose "$rel") "$p"
 	done
-	for v in $RUNTIME_VERSIONS; do
-		echo "the driver on HAProxy $v (${bins[$v]})"
-		# shellcheck disable=SC2086 # RUNTIME_PKGS is a list of patterns
-		HAPROXY_BIN="${bins[$v]}" $GO test "${flags[@]}" ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $RUNTIME_PKGS || return
-	done
-	make --no-print-directory fuzz
+done
+for v in $RUNTIME_VERSIONS; do
+	# shellcheck disable=SC2086 # RUNTIME_PKGS is a list of patterns
+	gotest "runtime@$v" "${bins[$v]}" -- ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $RUNTIME_PKGS
+done
+[ -z "$TEST_FUZZ" ] || add fuzz make --no-print-directory fuzz
+
+# Longest first.
+mapfile -t order < <(for i in "${!names[@]}"; do
+	printf '%s %s\n' "${weight[${names[$i]}]:-$DEFAULT_WEIGHT}" "$i"
+done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
+
+echo "${#names[@]} jobs, $TEST_JOBS at once"
+declare -A running=() began=()
+took=()
+failed=()
+start() {
+	local i=$1
+	began[$i]=$(date +%s.%N)
+	bash -c "${cmds[$i]}" >"$work/$i.log" 2>&1 &
+	running[$!]=$i
 }
+reap() {
+	local pid rc=0 i secs
+	wait -n -p pid "${!running[@]}" || rc=$?
+	i=${running[$pid]}
+	unset "running[$pid]"
+	secs=$(awk -v a="${began[$i]}" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	took[$i]=$secs
+	if [ "$rc" != 0 ]; then
+		failed+=("$i")
+		echo "FAIL ${names[$i]} (${secs} s, exit $rc)"
+		if [ "$(wc -l <"$work/$i.log")" -le 3000 ]; then
+			cat "$work/$i.log"
+		else
+			head -n 100 "$work/$i.log"
+			echo "[... $(wc -l <"$work/$i.log") lines in all: the first 100 and the last 1000 ...]"
+			tail -n 1000 "$work/$i.log"
+		fi
+	else
+		echo "ok   ${names[$i]} (${secs} s)"
+		# A package job's line per package (a -v run's per top-level test).
+		[[ ${names[$i]} == test/e2e.* ]] || grep -E '^(ok|--- [A-Z]+: [^/]+ )' "$work/$i.log" || true
+	fi
+}
+t0=$SECONDS
+for i in "${order[@]}"; do
+	while [ "${#running[@]}" -ge "$TEST_JOBS" ]; do reap; done
+	start "$i"
+done
+while [ "${#running[@]}" -gt 0 ]; do reap; done
 
 # failures prints, for each failing test in the logs given, the lines its
 # test files logged (t.Log, t.Error, t.Fatal: "name_test.go:N: ...") around
@@ -110,20 +224,15 @@ failures() {
 	' "$@"
 }
 
-log="$(mktemp)"
-log2="$(mktemp)"
-trap 'rm -f "$log" "$log2"' EXIT
-lane1 >"$log" 2>&1 || exit &
-pid=$!
-rc2=0
-lane2 2>&1 | tee "$log2" || rc2=$?
-rc1=0
-wait "$pid" || rc1=$?
-echo "--- test/e2e and its core on other HAProxy versions (run beside the above) ---"
-cat "$log"
-if [ "$rc1" != 0 ] || [ "$rc2" != 0 ]; then
-	echo "--- the failing tests' own lines (from both lanes) ---"
-	failures "$log" "$log2"
+echo "--- each job's seconds, longest first (hack/test-weights.txt takes these) ---"
+for i in "${!names[@]}"; do printf '%6.0f %s\n' "${took[$i]:-0}" "${names[$i]}"; done | sort -k1,1nr | head -n 40
+echo "${#names[@]} jobs in $((SECONDS - t0)) s, $TEST_JOBS at once"
+if [ "${#failed[@]}" -gt 0 ]; then
+	echo "--- the failing tests' own lines ---"
+	for i in "${failed[@]}"; do
+		echo "== ${names[$i]}"
+		failures "$work/$i.log"
+	done
+	echo "failed: $(for i in "${failed[@]}"; do printf '%s ' "${names[$i]}"; done)"
+	exit 1
 fi
-echo "lane 1 (test/e2e): exit $rc1; lane 2 (the other packages, versions, fuzz): exit $rc2"
-[ "$rc1" = 0 ] && [ "$rc2" = 0 ]
