@@ -57,7 +57,9 @@ func InstallAll(t testing.TB, cfg *rest.Config) { install(t, cfg, "standard", Al
 // InstallAllExperimental is InstallAll from the experimental channel:
 // the same resources with the experimental fields (an HTTPRoute rule's
 // retry, for one) that the standard channel's schemas prune.
-func InstallAllExperimental(t testing.TB, cfg *rest.Config) { install(t, cfg, "experimental", All, nil) }
+func InstallAllExperimental(t testing.TB, cfg *rest.Config) {
+	install(t, cfg, "experimental", All, nil)
+}
 
 // InstallAlpha is Install, but the route CRDs named in alpha (e.g.
 // "tcproutes") serve and store v1alpha2 only, as in a cluster with an
