@@ -29,4 +29,6 @@ var extFeatures = []gwv1.FeatureName{
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
 	"HTTPRouteRetry",
+	// GATEWAY-TLS: TLS listeners in mode Terminate (tlsterminate.go).
+	"TLSRouteModeTerminate",
 }
