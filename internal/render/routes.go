@@ -36,6 +36,10 @@ func writeRoutes(w func(...string), f model.Frontend, mapDir string) {
 		w("\ttcp-request inspect-delay", settings.FormatDuration(delay))
 		w("\ttcp-request content accept if { req.ssl_hello_type 1 }")
 	}
+	if RoutesAsMaps(f, mapDir) {
+		tlsRouteMapRules(w, f, mapDir) // tlsroutemaps.go
+		return
+	}
 	if mapDir != "" {
 		routeMapRules(w, f, mapDir)
 		return
