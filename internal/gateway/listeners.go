@@ -107,7 +107,9 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 		if l.conflict != "" {
 			why := "PortUnavailable"
 			if l.mixed {
-				why = l.conflict // Accepted=False, ProtocolConflict (TLSRouteListenerMixedTerminationNotSupported)
+				// Accepted=False, ProtocolConflict, and no route kind
+				// (TLSRouteListenerMixedTerminationNotSupported).
+				why, l.kinds = l.conflict, nil
 			}
 			l.reject(why, "conflicts with another listener on port "+itoa(int(l.port))+" ("+l.conflict+")")
 		}

@@ -76,6 +76,7 @@ func TestTLSTerminate(t *testing.T) {
 				ls := listenerStatus(res, "apps", "gw", l)
 				want(t, condOf(ls.Conditions, "Accepted"), "False/ProtocolConflict")
 				want(t, condOf(ls.Conditions, "Conflicted"), "True/ProtocolConflict")
+				want(t, fmt.Sprint(len(ls.SupportedKinds)), "0")
 			}
 			want(t, routesOfFrontend(res, "9443"), "no frontend")
 		}},
