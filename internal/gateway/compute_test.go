@@ -248,12 +248,11 @@ func TestCompute(t *testing.T) {
 				t.Error("no HTTP frontend on port 80")
 			}
 		}},
-		{"a TLS listener terminating: not accepted, no route kind", func(in *Input) {
+		{"a TLS listener terminating without certificateRefs: not accepted", func(in *Input) {
 			m := gwv1.TLSModeTerminate
 			in.Gateways[0].Spec.Listeners[1].TLS.Mode = &m
 		}, Options{}, func(t *testing.T, res Result) {
 			want(t, condOf(listenerStatus(res, "apps", "gw", "tls").Conditions, "Accepted"), "False/UnsupportedValue")
-			want(t, fmt.Sprint(len(listenerStatus(res, "apps", "gw", "tls").SupportedKinds)), "0")
 			want(t, routesOfFrontend(res, "9443"), "no frontend")
 		}},
 		{"no valid listener: the Gateway is not accepted", func(in *Input) {

@@ -6,10 +6,11 @@ import gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 // the GatewayClass claims (compute.go adds them to features): each one
 // only once the upstream conformance tests for it pass against the data
 // path (test/conformance, docs/gateway.md "Extended HTTP features").
-// The retry features are served (retry.go) but not claimed: a rule's
-// retry is a field of the experimental channel's HTTPRoute, which the
-// standard channel's CRD (what the suite runs against here) prunes, so
-// HTTPRouteRetry cannot pass here yet.
+// HTTPRouteRetry (retry.go) passes on the experimental channel's CRDs,
+// which test/conformance installs (the standard channel's HTTPRoute
+// prunes a rule's retry). HTTPRouteRetryBackendTimeout and
+// HTTPRouteRetryConnectionError are served too (model.RetryEvents) but
+// not claimed: v1.6.3's suite has no test for either.
 var extFeatures = []gwv1.FeatureName{
 	"GatewayHTTPListenerIsolation",
 	"GatewayHTTPSListenerDetectMisdirectedRequests",
@@ -27,4 +28,7 @@ var extFeatures = []gwv1.FeatureName{
 	"HTTPRouteQueryParamMatching",
 	"HTTPRouteRequestTimeout",
 	"HTTPRouteResponseHeaderModification",
+	"HTTPRouteRetry",
+	// GATEWAY-TLS: TLS listeners in mode Terminate (tlsterminate.go).
+	"TLSRouteModeTerminate",
 }

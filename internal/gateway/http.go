@@ -37,7 +37,7 @@ type Secret struct {
 // statusOnly reports a listener of a protocol this controller does not
 // serve but reports status for: HTTPS, until TLS termination is served.
 func (l *listener) statusOnly() bool {
-	return l.spec.Protocol == gwv1.HTTPSProtocolType && l.tls == nil
+	return (l.spec.Protocol == gwv1.HTTPSProtocolType || l.terminates()) && l.tls == nil
 }
 
 // servesHTTP reports a listener served by an HTTP frontend: HTTP, or
@@ -64,7 +64,7 @@ func httpListener(l *listener) {
 // certificate and key. The first problem is the listener's ResolvedRefs
 // reason.
 func (w *world) certRefs(g *gwv1.Gateway, l *listener) {
-	if l.spec.Protocol != gwv1.HTTPSProtocolType || l.spec.TLS == nil {
+	if !l.terminating() { // HTTPS, or TLS Terminate (tlsterminate.go)
 		return
 	}
 	for _, ref := range l.spec.TLS.CertificateRefs {

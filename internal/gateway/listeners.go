@@ -23,11 +23,12 @@ type listener struct {
 	why, msg string
 	badKinds bool   // allowedRoutes.kinds named a kind we do not take
 	conflict string // "HostnameConflict" or "ProtocolConflict"; "" for none
+	mixed    bool   // conflict: TLS listeners of one port in both modes
 	attached int32
 	// certWhy/certMsg: an HTTPS listener's certificateRefs do not resolve
 	// (a ListenerConditionReason); "" when they do.
 	certWhy, certMsg string
-	tls              *model.TLS       // an HTTPS listener's termination (tls.go); nil: none to serve
+	tls              *model.TLS       // an HTTPS or TLS Terminate listener's termination (tls.go); nil: none to serve
 	routes           []*attachedRoute // served, oldest first
 	served           bool             // in the model
 }
@@ -66,12 +67,7 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 			}
 		case gwv1.TLSProtocolType:
 			kind = KindTLSRoute
-			if s.TLS != nil && s.TLS.Mode != nil && *s.TLS.Mode != gwv1.TLSModePassthrough {
-				// Takes no route kind then (supportedKinds empty, as the
-				// suite's TLSRouteListenerTerminateNotSupported wants).
-				l.reject("UnsupportedValue", "only tls.mode Passthrough is supported")
-				kind = ""
-			}
+			tlsListener(l) // tlsterminate.go
 		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
 			kind = KindHTTPRoute // HTTPS: status only (http.go)
 			also = []string{KindGRPCRoute}
@@ -96,6 +92,10 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 			switch {
 			case a.spec.Protocol != b.spec.Protocol:
 				a.conflict = "ProtocolConflict"
+			case a.terminates() != b.terminates():
+				// TLS listeners of one port are all Passthrough or all
+				// Terminate (no TLSRouteModeMixed: tlsterminate.go).
+				a.conflict, a.mixed = "ProtocolConflict", true
 			case (a.spec.Protocol != gwv1.TLSProtocolType && a.spec.Protocol != gwv1.HTTPProtocolType && !a.statusOnly()) || a.hostname == b.hostname:
 				if a.conflict == "" {
 					a.conflict = "HostnameConflict"
@@ -105,7 +105,13 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 	}
 	for _, l := range out {
 		if l.conflict != "" {
-			l.reject("PortUnavailable", "conflicts with another listener on port "+itoa(int(l.port))+" ("+l.conflict+")")
+			why := "PortUnavailable"
+			if l.mixed {
+				// Accepted=False, ProtocolConflict, and no route kind
+				// (TLSRouteListenerMixedTerminationNotSupported).
+				why, l.kinds = l.conflict, nil
+			}
+			l.reject(why, "conflicts with another listener on port "+itoa(int(l.port))+" ("+l.conflict+")")
 		}
 	}
 	return out

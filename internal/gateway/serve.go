@@ -56,6 +56,7 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 			fronts[l.port] = f
 			ports = append(ports, l.port)
 		}
+		f.TLS = withTLS(f.TLS, l.tls) // a TLS Terminate listener's certificates (tlsterminate.go)
 		for _, a := range l.routes {
 			if !a.served {
 				continue

@@ -78,7 +78,7 @@ func CertSecrets(gws []*gwv1.Gateway) map[Key]bool {
 	backendCertSecrets(gws, out) // backendcert.go
 	for _, g := range gws {
 		for _, l := range g.Spec.Listeners {
-			if l.Protocol != gwv1.HTTPSProtocolType || l.TLS == nil {
+			if !terminatingSpec(l) { // HTTPS, or TLS Terminate
 				continue
 			}
 			for _, ref := range l.TLS.CertificateRefs {
@@ -103,13 +103,16 @@ func certSecret(g *gwv1.Gateway, ref gwv1.SecretObjectReference) (Key, bool) {
 	return k, true
 }
 
-// listenerTLS is the termination of an HTTPS listener: nil when it has no
+// listenerTLS is the termination of an HTTPS or TLS Terminate listener: nil when it has no
 // certificate to serve.
 func (w *world) listenerTLS(g *gwv1.Gateway, l *listener, memo *CertMemo) *model.TLS {
-	if l.spec.Protocol != gwv1.HTTPSProtocolType || l.spec.TLS == nil {
+	if !l.terminating() {
 		return nil
 	}
-	t := &model.TLS{ALPN: slices.Clone(ALPN)}
+	t := &model.TLS{}
+	if l.spec.Protocol == gwv1.HTTPSProtocolType {
+		t.ALPN = slices.Clone(ALPN) // a TLS Terminate listener's stream is no HTTP: no ALPN
+	}
 	for _, ref := range l.spec.TLS.CertificateRefs {
 		k, ok := certSecret(g, ref)
 		if !ok || k.Namespace != g.Namespace && !w.secretGranted(g, k) {

@@ -79,7 +79,7 @@ func routeMapRules(w func(...string), f model.Frontend, dir string) {
 			continue
 		}
 		rule := "\tuse_backend %[var(sess.pick),map_int(" + RouteMapFile(dir, f.Name, i) + ")]"
-		if m := sniMatch(r.SNI); m != "" {
+		if m := sniMatchOf(f, r.SNI); m != "" {
 			rule += " if" + m
 		}
 		w(rule)

@@ -28,13 +28,17 @@ func writeRoutes(w func(...string), f model.Frontend, mapDir string) {
 			break
 		}
 	}
-	if f.BySNI() {
+	if f.BySNI() && !f.Terminates() {
 		delay := f.InspectDelay
 		if delay <= 0 {
 			delay = model.DefaultInspectDelay
 		}
 		w("\ttcp-request inspect-delay", settings.FormatDuration(delay))
 		w("\ttcp-request content accept if { req.ssl_hello_type 1 }")
+	}
+	if RoutesAsMaps(f, mapDir) {
+		tlsRouteMapRules(w, f, mapDir) // tlsroutemaps.go
+		return
 	}
 	if mapDir != "" {
 		routeMapRules(w, f, mapDir)
@@ -44,7 +48,7 @@ func writeRoutes(w func(...string), f model.Frontend, mapDir string) {
 		if r.SNI != "" && !model.ValidSNI(r.SNI) {
 			continue // never a rule that would take every connection
 		}
-		match := sniMatch(r.SNI)
+		match := sniMatchOf(f, r.SNI)
 		var total int64
 		for _, b := range r.Backends {
 			total += max(int64(b.Weight), 0)
@@ -71,14 +75,25 @@ func writeRoutes(w func(...string), f model.Frontend, mapDir string) {
 	}
 }
 
-// sniMatch is the condition of a route's server name: exact, or the
-// suffix after "*." for a wildcard; "" for a route that takes any.
-func sniMatch(sni string) string {
+// sniMatchOf is the condition of a route of f's server name: exact, or
+// the suffix after "*." for a wildcard; "" for a route that takes any.
+// A frontend that terminates TLS (a TLS Terminate listener) knows the
+// name from its own handshake (ssl_fc_sni) and waits for no ClientHello
+// in the stream, which is decrypted by then; others read the ClientHello
+// (req.ssl_sni).
+func sniMatchOf(f model.Frontend, sni string) string {
+	if f.Terminates() {
+		return sniFetchMatch("ssl_fc_sni", sni)
+	}
+	return sniFetchMatch("req.ssl_sni", sni)
+}
+
+func sniFetchMatch(fetch, sni string) string {
 	if sni == "" {
 		return ""
 	}
 	if suffix, ok := strings.CutPrefix(sni, "*"); ok {
-		return " { req.ssl_sni -i -m end " + suffix + " }"
+		return " { " + fetch + " -i -m end " + suffix + " }"
 	}
-	return " { req.ssl_sni -i " + sni + " }"
+	return " { " + fetch + " -i " + sni + " }"
 }

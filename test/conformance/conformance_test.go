@@ -89,7 +89,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 200, 400
-	gwcrd.InstallAll(t, cfg)
+	gwcrd.InstallAllExperimental(t, cfg) // experimental: a rule's retry survives
 	installPool(t, cfg)
 
 	// The controller, in-process, with HAProxy in the load balancer's

@@ -29,6 +29,9 @@ type routeMap struct {
 func routeMapsOf(dir string, cfg model.Config) []routeMap {
 	var out []routeMap
 	for _, f := range cfg.Frontends {
+		if render.RoutesAsMaps(f, dir) {
+			continue // its two maps instead (tlsRouteMapFiles)
+		}
 		for i, r := range f.Routes {
 			if r.SNI != "" && !model.ValidSNI(r.SNI) {
 				continue // no rule reads it (render)
@@ -54,6 +57,7 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 		}
 		out = append(out, pf)
 	}
+	out = append(out, tlsRouteMapFiles(dir, cfg)...) // tlsroutemaps.go
 	memos := &d.httpMemos
 	if d.noHTTPMemo {
 		memos = nil

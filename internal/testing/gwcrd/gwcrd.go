@@ -30,12 +30,15 @@ var Standard = []string{"gatewayclasses", "gateways", "tcproutes", "tlsroutes", 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // Dir is the module's config/crd/standard directory.
-func Dir() (string, error) {
+func Dir() (string, error) { return channelDir("standard") }
+
+// channelDir is the module's config/crd/<channel> directory.
+func channelDir(channel string) (string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
 	if err != nil {
 		return "", fmt.Errorf("go list -m sigs.k8s.io/gateway-api: %w", err)
 	}
-	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard"), nil
+	return filepath.Join(strings.TrimSpace(string(out)), "config", "crd", channel), nil
 }
 
 // All are every CRD of the standard channel (HTTPRoute, GRPCRoute,
@@ -49,19 +52,26 @@ func Install(t testing.TB, cfg *rest.Config) { InstallAlpha(t, cfg) }
 
 // InstallAll creates every CRD of the standard channel (All) and waits
 // until they are served.
-func InstallAll(t testing.TB, cfg *rest.Config) { install(t, cfg, All, nil) }
+func InstallAll(t testing.TB, cfg *rest.Config) { install(t, cfg, "standard", All, nil) }
+
+// InstallAllExperimental is InstallAll from the experimental channel:
+// the same resources with the experimental fields (an HTTPRoute rule's
+// retry, for one) that the standard channel's schemas prune.
+func InstallAllExperimental(t testing.TB, cfg *rest.Config) {
+	install(t, cfg, "experimental", All, nil)
+}
 
 // InstallAlpha is Install, but the route CRDs named in alpha (e.g.
 // "tcproutes") serve and store v1alpha2 only, as in a cluster with an
 // older bundle.
 func InstallAlpha(t testing.TB, cfg *rest.Config, alpha ...string) {
 	t.Helper()
-	install(t, cfg, Standard, alpha)
+	install(t, cfg, "standard", Standard, alpha)
 }
 
-func install(t testing.TB, cfg *rest.Config, resources, alpha []string) {
+func install(t testing.TB, cfg *rest.Config, channel string, resources, alpha []string) {
 	t.Helper()
-	dir, err := Dir()
+	dir, err := channelDir(channel)
 	if err != nil {
 		t.Fatal(err)
 	}
