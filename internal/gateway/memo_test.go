@@ -188,7 +188,7 @@ func (m *memoWorld) input() Input {
 // per-route memo gives what a pass computing every route gives, and the
 // memo is used (most routes are not compiled again).
 func TestMemoIsTheWholeCompute(t *testing.T) {
-	for seed := range uint64(4) {
+	for seed := range uint64(3) {
 		m := newMemoWorld(seed)
 		memo := &Memo{}
 		withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: memo}
