@@ -65,6 +65,8 @@ func Compute(in Input, opts Options) Result {
 	}
 
 	w := newWorld(in)
+	w.memo = opts.Memo // memo.go
+	opts.Memo.begin(in)
 	opts.Certs.begin()
 	defer opts.Certs.end()
 	opts.CAs.beginClients() // clientauth.go
@@ -126,9 +128,9 @@ func Compute(in Input, opts Options) Result {
 	w.clientCerts, w.certMemo = map[Key]*clientCert{}, opts.Certs // backendcert.go
 	opts.Routes.begin()
 	defer opts.Routes.end()
-	for _, r := range routesOf(in, opts.Routes) {
+	for _, r := range routesOf(in, opts.Routes, opts.Memo) {
 		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 {
-			res.Routes[r.key] = sts
+			res.Routes[r.key] = opts.Memo.parentStatus(r.key, sts)
 		}
 	}
 
@@ -149,6 +151,7 @@ func Compute(in Input, opts Options) Result {
 	slices.SortFunc(res.Config.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(res.Config.Frontends, func(a, b model.Frontend) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(res.Config.UDP, func(a, b model.UDPService) int { return cmp.Compare(a.Name, b.Name) })
+	opts.Memo.end(&res)
 	return res
 }
 

@@ -44,25 +44,31 @@ func benchRoute(i, svcs int, path string) *gwv1.HTTPRoute {
 }
 
 // BenchmarkComputeHTTPRoutes: one pass of Compute with one HTTPRoute
-// changed among n.
+// changed among n, every route compiled (whole) and with the per-route
+// memo (memo).
 //
 //	go test ./internal/gateway -run '^$' -bench BenchmarkComputeHTTPRoutes -benchtime 20x
 func BenchmarkComputeHTTPRoutes(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			in := manyRoutes(n, n/2)
-			opts := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
-			Compute(in, opts)
-			gen := 0
-			var cpu time.Duration
-			for b.Loop() {
-				gen++
-				in.HTTPRoutes[0] = benchRoute(0, n/2, "/g"+strconv.Itoa(gen))
-				c := cputime.Used()
+		for _, way := range []string{"whole", "memo"} {
+			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
+				in := manyRoutes(n, n/2)
+				opts := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
+				if way == "memo" {
+					opts.Memo = &Memo{}
+				}
 				Compute(in, opts)
-				cpu += cputime.Used() - c
-			}
-			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(gen), "cpu-ms/op")
-		})
+				gen := 0
+				var cpu time.Duration
+				for b.Loop() {
+					gen++
+					in.HTTPRoutes[0] = benchRoute(0, n/2, "/g"+strconv.Itoa(gen))
+					c := cputime.Used()
+					Compute(in, opts)
+					cpu += cputime.Used() - c
+				}
+				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(gen), "cpu-ms/op")
+			})
+		}
 	}
 }

@@ -86,6 +86,9 @@ type Options struct {
 	// CAs keeps BackendTLSPolicies' last good settings (backendtls.go);
 	// nil: a policy that turns bad refuses its backends.
 	CAs *CAMemo
+	// Memo keeps each route's compiled rules across passes (memo.go);
+	// nil: every pass compiles every route.
+	Memo *Memo
 }
 
 // Result is the model and the status of every object that is ours.
@@ -132,12 +135,14 @@ type route struct {
 	parents   []gwv1.ParentReference
 	hostnames []gwv1.Hostname // TLSRoute, HTTPRoute and GRPCRoute only
 	refs      []gwv1.BackendRef
-	http      *gwv1.HTTPRoute // an HTTPRoute's rules (httproute.go), a GRPCRoute's as HTTP (grpcroute.go)
-	invalid   string          // why the route cannot be served ("": it can)
-	kept      bool            // invalid, but its last valid rules are served (routememo.go)
+	http      *gwv1.HTTPRoute     // an HTTPRoute's rules (httproute.go), a GRPCRoute's as HTTP (grpcroute.go)
+	invalid   string              // why the route cannot be served ("": it can)
+	kept      bool                // invalid, but its last valid rules are served (routememo.go)
+	snis      map[string][]string // routeSNIs by listener hostname, kept with Memo (memo.go)
+	ks        string              // key.String(), made once
 }
 
-func routesOf(in Input, memo *RouteMemo) []*route {
+func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
 	var out []*route
 	for _, r := range in.TCPRoutes {
 		rt := &route{key: RouteKey{KindTCPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta, parents: r.Spec.ParentRefs}
@@ -160,7 +165,7 @@ func routesOf(in Input, memo *RouteMemo) []*route {
 		}
 		out = append(out, rt)
 	}
-	out = append(out, httpRoutes(in)...)
+	out = append(out, httpRoutes(in, m)...)
 	out = append(out, grpcRoutes(in, memo)...)
 	// The oldest route wins what two routes want (a TCP listener, a
 	// server name); ties by kind, namespace and name, as the spec says.
@@ -172,7 +177,10 @@ func routesOf(in Input, memo *RouteMemo) []*route {
 	}
 	ks := make([]keyed, len(out))
 	for i, r := range out {
-		ks[i] = keyed{r, r.key.String()}
+		if r.ks == "" {
+			r.ks = r.key.String()
+		}
+		ks[i] = keyed{r, r.ks}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int { return older(a.r.meta, b.r.meta, a.k, b.k) })
 	for i := range ks {

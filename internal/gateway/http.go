@@ -122,17 +122,22 @@ func (w *world) grantedTo(from, ns string, to gwv1.Kind, obj Key) bool {
 
 // httpRoutes are the HTTPRoutes as routes: their backendRefs, all rules'
 // (for ResolvedRefs), and why one cannot be served.
-func httpRoutes(in Input) []*route {
+func httpRoutes(in Input, m *Memo) []*route {
 	out := make([]*route, 0, len(in.HTTPRoutes))
 	for _, r := range in.HTTPRoutes {
-		rt := &route{key: RouteKey{KindHTTPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta,
-			parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames, http: r, invalid: checkHTTPRoute(r)}
-		for _, rule := range r.Spec.Rules {
-			for _, b := range rule.BackendRefs {
-				rt.refs = append(rt.refs, b.BackendRef)
-			}
-		}
-		out = append(out, rt)
+		out = append(out, m.httpRoute(r, httpRouteOf))
 	}
 	return out
+}
+
+// httpRouteOf is HTTPRoute r as a route.
+func httpRouteOf(r *gwv1.HTTPRoute) *route {
+	rt := &route{key: RouteKey{KindHTTPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta,
+		parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames, http: r, invalid: checkHTTPRoute(r)}
+	for _, rule := range r.Spec.Rules {
+		for _, b := range rule.BackendRefs {
+			rt.refs = append(rt.refs, b.BackendRef)
+		}
+	}
+	return rt
 }

@@ -140,25 +140,17 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 			if !a.served || a.r.http == nil {
 				continue
 			}
-			hosts := a.snis
-			for ri, rule := range a.r.http.Spec.Rules {
-				act := len(t.Actions)
-				base := httpAction(a.r, rule, port, scheme, w, backends)
-				t.Actions = append(t.Actions, base)
-				for mi, m := range matchesOf(rule) {
-					cm := compileMatch(m, act)
-					if x := forMatch(base, cm); x.Ext != base.Ext && mi == 0 { // httpext.go: a prefix replaced
-						t.Actions[act] = x
-					} else if x.Ext != base.Ext {
-						cm.Action = len(t.Actions)
-						t.Actions = append(t.Actions, x)
+			f := w.fragment(a, port, scheme, backends) // memo.go
+			off := len(t.Actions)
+			t.Actions = append(t.Actions, f.actions...)
+			for _, fm := range f.matches {
+				cm := fm.rule
+				cm.Action += off
+				for _, h := range a.snis {
+					if h == "" {
+						h = model.AnyHost
 					}
-					for _, h := range hosts {
-						if h == "" {
-							h = model.AnyHost
-						}
-						rules = append(rules, httpRule{host: h, rule: cm, age: age, ruleIdx: ri, match: mi})
-					}
+					rules = append(rules, httpRule{host: h, rule: cm, age: age, ruleIdx: fm.ruleIdx, match: fm.match})
 				}
 			}
 		}
@@ -170,14 +162,18 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 			have[k] = true
 			rs := covering(rules, byHost, wild, k)
 			slices.SortStableFunc(rs, httpPrecedence)
-			host := model.HTTPHost{Name: k}
-			type at struct{ age, rule, match int }
-			seen := map[at]bool{}
+			host := model.HTTPHost{Name: k, Rules: make([]model.HTTPRule, 0, len(rs))}
+			var seen map[matchAt]bool // with more than one rule only
+			if len(rs) > 1 {
+				seen = make(map[matchAt]bool, len(rs))
+			}
 			for _, r := range rs {
 				// A match that takes k through two of its route's
 				// hostnames counts once, at the more specific one.
-				if id := (at{r.age, r.ruleIdx, r.match}); !seen[id] {
-					seen[id] = true
+				if id := (matchAt{r.age, r.ruleIdx, r.match}); seen == nil || !seen[id] {
+					if seen != nil {
+						seen[id] = true
+					}
 					host.Rules = append(host.Rules, r.rule)
 				}
 			}
@@ -186,6 +182,33 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 	}
 	return t
 }
+
+// compileRoute compiles route r's rules for an HTTP frontend of this
+// port and scheme: its actions and matches, their Action relative to
+// the route's first action, and the backends they use added to backends.
+func compileRoute(r *route, port uint16, scheme string, w *world, backends map[string]*model.Backend) *fragment {
+	f := &fragment{}
+	for ri, rule := range r.http.Spec.Rules {
+		act := len(f.actions)
+		base := httpAction(r, rule, port, scheme, w, backends)
+		f.actions = append(f.actions, base)
+		for mi, m := range matchesOf(rule) {
+			cm := compileMatch(m, act)
+			if x := forMatch(base, cm); x.Ext != base.Ext && mi == 0 { // httpext.go: a prefix replaced
+				f.actions[act] = x
+			} else if x.Ext != base.Ext {
+				cm.Action = len(f.actions)
+				f.actions = append(f.actions, x)
+			}
+			f.matches = append(f.matches, fragMatch{cm, ri, mi})
+		}
+	}
+	return f
+}
+
+// matchAt is a match of a route on a listener: the route's age, the
+// rule's and the match's places.
+type matchAt struct{ age, rule, match int }
 
 // matchesOf are a rule's matches; none is one that takes every path.
 func matchesOf(rule gwv1.HTTPRouteRule) []gwv1.HTTPRouteMatch {

@@ -27,6 +27,7 @@ type world struct {
 	clientCerts map[Key]*clientCert // Gateways' backend client certificates (backendcert.go)
 	certMemo    *CertMemo
 	configMaps  map[Key]*corev1.ConfigMap // CA bundles (backendtls.go, clientauth.go)
+	memo        *Memo                     // Compute's per-route memo (memo.go); nil: none
 }
 
 func newWorld(in Input) *world {
@@ -141,7 +142,7 @@ func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.Route
 			continue // not a Gateway of ours
 		}
 		if refs == nil {
-			refs = w.resolve(r)
+			refs = w.resolved(r) // memo.go
 		}
 		st := gwv1.RouteParentStatus{ParentRef: p, ControllerName: gwv1.GatewayController(controller)}
 		accepted, why, msg := false, "UnsupportedValue", r.invalid
@@ -189,7 +190,7 @@ func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *wo
 		nsOK = true
 		var snis []string
 		if r.key.Kind == KindTLSRoute || r.key.Kind == KindHTTPRoute || r.key.Kind == KindGRPCRoute {
-			if snis = routeSNIs(r.hostnames, l.hostname); len(snis) == 0 {
+			if snis = w.snisOf(r, l.hostname); len(snis) == 0 {
 				continue
 			}
 		}

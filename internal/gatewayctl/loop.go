@@ -72,6 +72,8 @@ type Loop struct {
 	routes gateway.RouteMemo
 	// cas: BackendTLSPolicies' last good settings (the worker's alone).
 	cas gateway.CAMemo
+	// memo: each route's compiled rules across passes (the worker's alone).
+	memo gateway.Memo
 }
 
 // New wires a loop.
@@ -132,6 +134,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	gopts.Certs = &l.certs
 	gopts.Routes = &l.routes
 	gopts.CAs = &l.cas
+	gopts.Memo = &l.memo
 	if gopts.Pooled {
 		gopts.Pools = l.pools.parse(l.src.Pools())
 		gopts.Previous = l.assigned

@@ -58,6 +58,9 @@ type Publisher struct {
 	mu   sync.Mutex
 	last *gateway.Result
 	wake loop.Wake
+	// synced: the routes found in sync by the last enqueue (insync.go;
+	// enqueue's alone).
+	synced inSync
 }
 
 type item struct{ Kind, Namespace, Name string }
@@ -107,6 +110,7 @@ func (p *Publisher) Run(ctx context.Context) {
 	if p == nil {
 		return
 	}
+	p.synced = nil // a new leader looks at every object
 	loop.Writers[item]{
 		Name: "haproxy-k8s-sync-gateway-status", Workers: p.opts.Workers, Wake: p.wake,
 		Enqueue: p.enqueue, Write: p.write,
@@ -140,26 +144,36 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 			q.Add(item{"Gateway", g.Namespace, g.Name})
 		}
 	}
-	routes := func(kind, ns, name string, have []gwv1.RouteParentStatus) {
-		if !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have) {
-			q.Add(item{kind, ns, name})
+	synced := inSync{} // insync.go: those found in sync this time
+	routes := func(obj any, kind, ns, name string, have []gwv1.RouteParentStatus) {
+		it := item{kind, ns, name}
+		want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
+		if p.synced.same(it, obj, want) {
+			synced.mark(it, obj, want)
+			return
 		}
+		if !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have) {
+			q.Add(it)
+			return
+		}
+		synced.mark(it, obj, want)
 	}
 	for _, r := range in.TCPRoutes {
-		routes(gateway.KindTCPRoute, r.Namespace, r.Name, r.Status.Parents)
+		routes(r, gateway.KindTCPRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
 	for _, r := range in.TLSRoutes {
-		routes(gateway.KindTLSRoute, r.Namespace, r.Name, r.Status.Parents)
+		routes(r, gateway.KindTLSRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
 	for _, r := range in.UDPRoutes {
-		routes(gateway.KindUDPRoute, r.Namespace, r.Name, r.Status.Parents)
+		routes(r, gateway.KindUDPRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
 	for _, r := range in.HTTPRoutes {
-		routes(gateway.KindHTTPRoute, r.Namespace, r.Name, r.Status.Parents)
+		routes(r, gateway.KindHTTPRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
 	for _, r := range in.GRPCRoutes {
-		routes(gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents)
+		routes(r, gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
+	p.synced = synced
 	p.enqueuePolicies(func(it item) { q.Add(it) }, in, res, now) // policystatus.go
 }
 

@@ -1,0 +1,337 @@
+package gateway
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Memo is Compute's memo per route (issue 30): a pass recomputes only
+// the routes whose inputs changed and reuses the rest of the last pass.
+// The informers hand out objects that are never changed in place (an
+// update is a new object), so an input is the same when its pointer is.
+// What is kept:
+//
+//   - each HTTPRoute as a route, checked (checkHTTPRoute), by its object;
+//   - per route, its backendRefs resolved and its compiled rules on each
+//     HTTP listener it is served on (actions, matches, the backends they
+//     create), valid while the route object and the Services and
+//     EndpointSlices its backendRefs name are the ones they were read
+//     from;
+//   - per route, the parents' status, handed back as the very slice of
+//     the last pass when it did not change, so the status writer can
+//     skip it by identity (gatewayctl).
+//
+// Every route reads the GatewayClasses, Gateways, ReferenceGrants,
+// Namespaces and Secrets: a change to any of them forgets every route's
+// entry. With BackendTLSPolicies the memo is not used (a route's
+// backends record the policies' ancestors as they are computed). The
+// result is the same with and without it (TestMemoIsTheWholeCompute).
+// The caller (the gateway loop) owns it and passes it in Options.Memo;
+// nil: every pass computes every route. One pass at a time.
+type Memo struct {
+	pass    int
+	on      bool             // this pass may use the entries
+	world   map[any]struct{} // the objects every route reads, last pass
+	routes  map[*gwv1.HTTPRoute]*route
+	entries map[*route]*routeEntry
+	status  map[RouteKey][]gwv1.RouteParentStatus
+	seenRt  map[*gwv1.HTTPRoute]int // the pass each route was last seen in
+	// Reused and Compiled count the routes' compiled rules taken from
+	// the memo and compiled again, for tests and benchmarks.
+	Reused, Compiled int
+}
+
+// routeEntry is what the memo keeps of one route.
+type routeEntry struct {
+	pass  int
+	deps  []svcDep
+	refs  []resolvedRef // resolve(r); nil until asked
+	frags map[fragKey]*fragment
+}
+
+// svcDep is a Service a route's backendRefs name and its EndpointSlices,
+// as read.
+type svcDep struct {
+	svc    *corev1.Service
+	slices []*desired.Slice
+}
+
+// fragKey is where a route's rules are compiled: an HTTP frontend's port
+// and scheme, the Gateway and the host names the route takes there.
+type fragKey struct {
+	port   uint16
+	scheme string
+	gw     Key
+	snis   string
+}
+
+// fragment is one route's rules compiled for one HTTP frontend: its
+// actions (their places relative to the route's first), its matches
+// (Action relative too) and the backends they use.
+type fragment struct {
+	actions  []model.HTTPAction
+	matches  []fragMatch
+	backends map[string]*model.Backend
+}
+
+type fragMatch struct {
+	rule           model.HTTPRule
+	ruleIdx, match int
+}
+
+// begin starts a pass over in.
+func (m *Memo) begin(in Input) {
+	if m == nil {
+		return
+	}
+	m.pass++
+	m.on = len(in.BackendTLSPolicies) == 0
+	world := make(map[any]struct{}, len(in.Classes)+len(in.Gateways)+len(in.Grants)+len(in.Namespaces)+len(in.Secrets))
+	for _, o := range in.Classes {
+		world[o] = struct{}{}
+	}
+	for _, o := range in.Gateways {
+		world[o] = struct{}{}
+	}
+	for _, o := range in.Grants {
+		world[o] = struct{}{}
+	}
+	for _, o := range in.Namespaces {
+		world[o] = struct{}{}
+	}
+	for _, o := range in.Secrets {
+		world[o] = struct{}{}
+	}
+	if !m.on || !sameSet(m.world, world) || m.entries == nil {
+		m.entries = map[*route]*routeEntry{}
+	}
+	m.world = world
+	if m.routes == nil {
+		m.routes, m.seenRt, m.status = map[*gwv1.HTTPRoute]*route{}, map[*gwv1.HTTPRoute]int{}, map[RouteKey][]gwv1.RouteParentStatus{}
+	}
+}
+
+// end forgets what the pass did not see.
+func (m *Memo) end(res *Result) {
+	if m == nil {
+		return
+	}
+	for h, p := range m.seenRt {
+		if p != m.pass {
+			delete(m.seenRt, h)
+			delete(m.routes, h)
+		}
+	}
+	for r, e := range m.entries {
+		if e.pass != m.pass {
+			delete(m.entries, r)
+		}
+	}
+	m.status = res.Routes
+}
+
+func sameSet(a, b map[any]struct{}) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// httpRoute is h as a route, checked once per object.
+func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *route {
+	if m == nil {
+		return mk(h)
+	}
+	m.seenRt[h] = m.pass
+	r, ok := m.routes[h]
+	if !ok {
+		r = mk(h)
+		m.routes[h] = r
+	}
+	return r
+}
+
+// entry is r's entry for this pass: the last one when r read the same
+// Services and EndpointSlices, else an empty one. nil without a memo.
+func (m *Memo) entry(r *route, w *world) *routeEntry {
+	if m == nil || !m.on {
+		return nil
+	}
+	e := m.entries[r]
+	if e != nil && e.pass == m.pass {
+		return e
+	}
+	if e == nil || !e.fresh(r, w) {
+		e = &routeEntry{deps: depsOf(r, w)}
+		m.entries[r] = e
+	}
+	e.pass = m.pass
+	return e
+}
+
+// svcOf is the Service a backendRef of r names.
+func svcOf(r *route, ref gwv1.BackendRef) Key {
+	k := Key{r.key.Namespace, string(ref.Name)}
+	if ref.Namespace != nil {
+		k.Namespace = string(*ref.Namespace)
+	}
+	return k
+}
+
+func depsOf(r *route, w *world) []svcDep {
+	deps := make([]svcDep, 0, len(r.refs))
+	for _, ref := range r.refs {
+		k := svcOf(r, ref)
+		deps = append(deps, svcDep{w.services[k], w.slices[k]})
+	}
+	return deps
+}
+
+// fresh reports whether r's Services and EndpointSlices are the ones e
+// was computed from.
+func (e *routeEntry) fresh(r *route, w *world) bool {
+	if len(e.deps) != len(r.refs) {
+		return false
+	}
+	for i, ref := range r.refs {
+		k := svcOf(r, ref)
+		if !sameDep(e.deps[i], svcDep{w.services[k], w.slices[k]}) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameDep(a, b svcDep) bool {
+	if a.svc != b.svc || len(a.slices) != len(b.slices) {
+		return false
+	}
+	for _, s := range b.slices { // in any order: the informer lists them so
+		found := false
+		for _, t := range a.slices {
+			if s == t {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// resolved is w.resolve(r), from the memo when r's inputs are the same.
+func (w *world) resolved(r *route) []resolvedRef {
+	e := w.memo.entry(r, w)
+	if e == nil {
+		return w.resolve(r)
+	}
+	if e.refs == nil {
+		e.refs = w.resolve(r)
+	}
+	return e.refs
+}
+
+// fragment is route a's rules compiled for an HTTP frontend of this
+// port and scheme (compileRoute), from the memo when a's inputs are the
+// same; the backends they use are added to backends.
+func (w *world) fragment(a *attachedRoute, port uint16, scheme string, backends map[string]*model.Backend) *fragment {
+	e := w.memo.entry(a.r, w)
+	if e == nil {
+		return compileRoute(a.r, port, scheme, w, backends)
+	}
+	k := fragKey{port: port, scheme: scheme, gw: w.serving, snis: strings.Join(a.snis, "\x00")}
+	f := e.frags[k]
+	if f == nil {
+		made := map[string]*model.Backend{}
+		f = compileRoute(a.r, port, scheme, w, made)
+		f.backends = made
+		if e.frags == nil {
+			e.frags = map[fragKey]*fragment{}
+		}
+		e.frags[k] = f
+		w.memo.Compiled++
+	} else {
+		w.memo.Reused++
+	}
+	for n, b := range f.backends {
+		// A backend's content follows from its name and the world, so
+		// the one made first, as a whole pass would, is the same.
+		if _, ok := backends[n]; !ok {
+			backends[n] = b
+		}
+	}
+	return f
+}
+
+// snisOf is routeSNIs(r.hostnames, listener), kept on r with a memo
+// (an HTTPRoute's route lives as long as its object).
+func (w *world) snisOf(r *route, listener string) []string {
+	if w.memo == nil {
+		return routeSNIs(r.hostnames, listener)
+	}
+	if s, ok := r.snis[listener]; ok {
+		return s
+	}
+	if r.snis == nil {
+		r.snis = map[string][]string{}
+	}
+	s := routeSNIs(r.hostnames, listener)
+	r.snis[listener] = s
+	return s
+}
+
+// parentStatus is sts, or the last pass's slice of route k when it is
+// the same: unchanged statuses keep their identity.
+func (m *Memo) parentStatus(k RouteKey, sts []gwv1.RouteParentStatus) []gwv1.RouteParentStatus {
+	if m == nil {
+		return sts
+	}
+	if prev, ok := m.status[k]; ok && sameParents(prev, sts) {
+		return prev
+	}
+	return sts
+}
+
+func sameParents(a, b []gwv1.RouteParentStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.ControllerName != y.ControllerName || !sameRef(x.ParentRef, y.ParentRef) || len(x.Conditions) != len(y.Conditions) {
+			return false
+		}
+		for j := range x.Conditions {
+			c, d := x.Conditions[j], y.Conditions[j]
+			if c.Type != d.Type || c.Status != d.Status || c.Reason != d.Reason || c.Message != d.Message ||
+				c.ObservedGeneration != d.ObservedGeneration || !c.LastTransitionTime.Equal(&d.LastTransitionTime) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameRef(a, b gwv1.ParentReference) bool {
+	return a.Name == b.Name && eqPtr(a.Group, b.Group) && eqPtr(a.Kind, b.Kind) && eqPtr(a.Namespace, b.Namespace) &&
+		eqPtr(a.SectionName, b.SectionName) && eqPtr(a.Port, b.Port)
+}
+
+func eqPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

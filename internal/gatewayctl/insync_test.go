@@ -1,0 +1,84 @@
+package gatewayctl
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+)
+
+// fakeObjects is an informer cache of HTTPRoutes.
+type fakeObjects struct{ routes []*gwv1.HTTPRoute }
+
+func (f *fakeObjects) Object(string, string, string) (any, bool) { return nil, false }
+func (f *fakeObjects) Snapshot() gateway.Input                   { return gateway.Input{HTTPRoutes: f.routes} }
+
+func parentsWith(reason string) []gwv1.RouteParentStatus {
+	return []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "gw"}, ControllerName: gateway.ControllerName,
+		Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: reason, ObservedGeneration: 1}}}}
+}
+
+func queued(p *Publisher) []string {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())
+	defer q.ShutDown()
+	p.enqueue(q)
+	var out []string
+	for q.Len() > 0 {
+		it, _ := q.Get()
+		out = append(out, it.Name)
+		q.Done(it)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// The publisher skips a route it found in sync while its object and
+// its parents' slice are the same, and looks again when either changes:
+// a route whose object changed under an unchanged result is queued when
+// its status differs.
+func TestEnqueueSkipsRoutesInSync(t *testing.T) {
+	objs := &fakeObjects{}
+	res := gateway.Result{Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{}}
+	for _, n := range []string{"a", "b", "c"} {
+		res.Routes[gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: n}}] = parentsWith("Accepted")
+		objs.routes = append(objs.routes, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: n}})
+	}
+	p := NewPublisher(nil, objs, PublisherOptions{})
+	p.Applied(res)
+	if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("no status yet: queued %v, want a b c", got)
+	}
+	// The writes landed: the informer holds new objects.
+	for i, r := range objs.routes {
+		r = r.DeepCopy()
+		r.Status.Parents = parentsWith("Accepted")
+		objs.routes[i] = r
+	}
+	if got := queued(p); len(got) != 0 {
+		t.Fatalf("every status written: queued %v, want none", got)
+	}
+	if len(p.synced) != 3 {
+		t.Fatalf("%d routes marked in sync, want 3", len(p.synced))
+	}
+	// Route b's status changed behind us (a new object), the result
+	// did not: it is looked at again and queued.
+	b := objs.routes[1].DeepCopy()
+	b.Status.Parents = parentsWith("Other")
+	objs.routes[1] = b
+	if got := queued(p); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("b's status changed: queued %v, want b", got)
+	}
+	// Route c's result changed (a new slice): queued.
+	b = b.DeepCopy()
+	b.Status.Parents = parentsWith("Accepted")
+	objs.routes[1] = b
+	res.Routes[gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: "c"}}] = parentsWith("Changed")
+	p.Applied(res)
+	if got := queued(p); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("c's result changed: queued %v, want c", got)
+	}
+}
