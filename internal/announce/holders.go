@@ -65,12 +65,11 @@ func (n *Node) Holders(now time.Time) Holders {
 		out[a] = append(out[a], n.id)
 	}
 	for _, p := range n.peers {
-		h, ok := n.view(p, now)
-		if !ok || !h.Healthy {
+		if !n.live(p, now) || !p.host.Healthy {
 			continue
 		}
-		for a := range h.Claims {
-			out[a] = append(out[a], h.ID)
+		for a := range p.host.Claims {
+			out[a] = append(out[a], p.host.ID)
 		}
 	}
 	for a := range out {
