@@ -29,8 +29,8 @@ import (
 // Controllers beside the Data Plane API driver, with --instance or in
 // the apiserver mode have no tproxy mode and keep their flags, as does a
 // test's controller started with --listeners=ports (a test of per-port
-// binds). The real-node and chaos tiers run tproxy mode unless it is
-// "ports" (realNodeListening).
+// binds). The real-node and chaos tiers take their load balancer's
+// namespace for the TPROXY side (realNodeListening).
 const envListeners = "HKS_E2E_LISTENERS"
 
 // tproxyVIP is the Services' address in tproxy mode: a documentation
@@ -46,8 +46,8 @@ const tproxyVIP = "203.0.113.10"
 // and bind flags, the Services' address, what stands for a Service's
 // frontend on disk). The Services, gateway and apiserver tests take the
 // suite's mode (suiteListening); the real-node and chaos tiers, whose
-// load balancer has a network namespace of its own, run tproxy mode with
-// a pool unless told otherwise (realNodeListening).
+// load balancer has a network namespace of its own, run tproxy mode there
+// with a pool when the suite does (realNodeListening).
 type listening struct {
 	tproxy bool
 	// netns is --listener-netns: the namespace of the TPROXY table and
@@ -60,11 +60,14 @@ func suiteListening() listening {
 	return listening{tproxy: os.Getenv(envListeners) == render.ListenersTProxy}
 }
 
-// realNodeListening is the real-node and chaos tiers' mode: tproxy with
-// a pool, the kernel's side in the load balancer's namespace lbNS (where
-// HAProxy runs), unless HKS_E2E_LISTENERS=ports.
+// realNodeListening is the real-node and chaos tiers' mode: with
+// HKS_E2E_LISTENERS=tproxy, tproxy with a pool, the kernel's side in the
+// load balancer's namespace lbNS (where HAProxy runs); ports otherwise.
+// Not tproxy by default yet: in tproxy mode TestRealNodeHealth loses one
+// connection when n1 comes back (its server is served again before n1's
+// kube-proxy programs its endpoint; docs/listeners.md), in every run.
 func realNodeListening(lbNS string) listening {
-	return listening{tproxy: os.Getenv(envListeners) != render.ListenersPorts, netns: nodes.NSPath(lbNS)}
+	return listening{tproxy: os.Getenv(envListeners) == render.ListenersTProxy, netns: nodes.NSPath(lbNS)}
 }
 
 // tproxyMode reports whether the suite runs in tproxy mode (for the
