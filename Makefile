@@ -17,7 +17,7 @@ TEST_TIMEOUT ?= 40m
 PKGS ?= ./...
 # make test's queue (hack/test.sh): how many test processes run at once,
 # each in a network namespace of its own; TEST_FUZZ= leaves make fuzz out.
-TEST_JOBS ?= 3
+TEST_JOBS ?= 2
 TEST_FUZZ ?= 1
 
 # Sizes for the benchmark, passed as flags only when set:
