@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -16,20 +15,7 @@ import (
 // "name=value" lines sorted as HAProxy wrote them, and its Vary.
 func corsDo(t *testing.T, addr, method, path string, headers ...string) (int, string) {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	req, err := http.NewRequest(method, "http://"+addr+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = "a.example.com"
-	for _, h := range headers {
-		n, v, _ := strings.Cut(h, ": ")
-		req.Header.Add(n, v)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
+	resp := hostDo(t, method, addr, path, headers...)
 	defer resp.Body.Close()
 	var got []string
 	for _, n := range []string{"Access-Control-Allow-Origin", "Access-Control-Allow-Credentials", "Access-Control-Allow-Methods",

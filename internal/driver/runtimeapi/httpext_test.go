@@ -30,21 +30,7 @@ func extBackend(t *testing.T, name string) netip.AddrPort {
 // response headers X-Echo (every value), X-Set and X-Gone of a 200.
 func extGet(t *testing.T, addr, path string, headers ...string) (int, string) {
 	t.Helper()
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = "a.example.com"
-	for _, h := range headers {
-		n, v, _ := strings.Cut(h, ": ")
-		req.Header.Add(n, v)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
+	resp := hostDo(t, http.MethodGet, addr, path, headers...)
 	defer resp.Body.Close()
 	if loc := resp.Header.Get("Location"); loc != "" {
 		return resp.StatusCode, loc
@@ -56,6 +42,29 @@ func extGet(t *testing.T, addr, path string, headers ...string) (int, string) {
 		body += strings.Join([]string{strings.Join(resp.Header.Values("X-Echo"), "+"), resp.Header.Get("X-Set"), resp.Header.Get("X-Gone")}, ",")
 	}
 	return resp.StatusCode, body
+}
+
+// hostDo sends one request for host a.example.com to addr on a
+// connection of its own, with headers ("Name: value"), and returns the
+// answer as it is (redirects not followed); the caller closes its body.
+func hostDo(t *testing.T, method, addr, path string, headers ...string) *http.Response {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequest(method, "http://"+addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "a.example.com"
+	for _, h := range headers {
+		n, v, _ := strings.Cut(h, ": ")
+		req.Header.Add(n, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp
 }
 
 // TestHTTPExtWithoutReload: the extended features on a real HAProxy with
