@@ -166,11 +166,19 @@ echo "${#names[@]} jobs, $TEST_JOBS at once"
 declare -A running=() began=()
 took=()
 failed=()
+# Each job's CPU (user + system, its waited-for children's included) from
+# /usr/bin/time where it is installed: the suite is bound by CPU, and a
+# job's seconds alone do not say what it costs the other.
+timer=()
+[ ! -x /usr/bin/time ] || timer=(/usr/bin/time -f '%U %S' -o)
 start() {
 	local i=$1
 	began[$i]=$(date +%s.%N)
-	bash -c "${cmds[$i]}" >"$work/$i.log" 2>&1 &
+	"${timer[@]}" ${timer:+"$work/$i.cpu"} bash -c "${cmds[$i]}" >"$work/$i.log" 2>&1 &
 	running[$!]=$i
+}
+cpu() { # cpu I: the job's CPU seconds, or - when not measured
+	[ -s "$work/$1.cpu" ] && awk 'END { printf "%.0f", $1 + $2 }' "$work/$1.cpu" || echo -
 }
 reap() {
 	local pid rc=0 i secs
@@ -224,9 +232,10 @@ failures() {
 	' "$@"
 }
 
-echo "--- each job's seconds, longest first (hack/test-weights.txt takes these) ---"
-for i in "${!names[@]}"; do printf '%6.0f %s\n' "${took[$i]:-0}" "${names[$i]}"; done | sort -k1,1nr | head -n 40
-echo "${#names[@]} jobs in $((SECONDS - t0)) s, $TEST_JOBS at once"
+echo "--- each job's seconds and CPU seconds, longest first (hack/test-weights.txt takes the first) ---"
+for i in "${!names[@]}"; do printf '%6.0f %5s %s\n' "${took[$i]:-0}" "$(cpu "$i")" "${names[$i]}"; done | sort -k1,1nr | head -n 40
+total=$(for i in "${!names[@]}"; do cpu "$i"; echo; done | awk '$1 != "-" { s += $1 } END { printf "%.0f", s }')
+echo "${#names[@]} jobs in $((SECONDS - t0)) s, $TEST_JOBS at once, $total CPU seconds in the jobs"
 if [ "${#failed[@]}" -gt 0 ]; then
 	echo "--- the failing tests' own lines ---"
 	for i in "${failed[@]}"; do
