@@ -8,9 +8,10 @@
 #     each of TEST_VERSIONS;
 #   - each package named in hack/test-weights.txt, one job each; every
 #     other package in one job ("unit"), one package at a time;
-#   - the HAProxy client packages (VERSION_PKGS) and the conformance suite
-#     (VERSION_CONFORMANCE) on each of TEST_VERSIONS, the driver
-#     (RUNTIME_PKGS) on each of RUNTIME_VERSIONS;
+#   - the HAProxy client packages (VERSION_PKGS) on each of TEST_VERSIONS,
+#     the driver (RUNTIME_PKGS) on each of RUNTIME_VERSIONS;
+#   - the conformance suite (VERSION_CONFORMANCE) in one job: on the host's
+#     HAProxy, then on each of TEST_VERSIONS, on one real-node tier;
 #   - make fuzz.
 #
 # Every test binary runs in a network namespace of its own
@@ -79,9 +80,21 @@ mapfile -t pkgs < <($GO list $PKGS)
 unit=()
 e2e=
 own=()
+conf=()
+# conformance REL: REL is a package of VERSION_CONFORMANCE (a job of its own).
+conformance() {
+	local c
+	for c in $VERSION_CONFORMANCE; do
+		c=${c#./}
+		[ "${c%/}" != "$1" ] || return 0
+	done
+	return 1
+}
 for p in "${pkgs[@]}"; do
 	rel=${p#"$mod"/}
-	if [ "$rel" = test/e2e ]; then
+	if conformance "$rel"; then
+		conf+=("$rel")
+	elif [ "$rel" = test/e2e ]; then
 		e2e=$p
 	elif [ -n "${weight[$rel]:-}" ]; then
 		own+=("$rel")
@@ -144,12 +157,15 @@ fi
 for v in $TEST_VERSIONS; do
 	# shellcheck disable=SC2086 # VERSION_PKGS is a list of patterns
 	gotest "clients@$v" "${bins[$v]}" -- ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $VERSION_PKGS
-	for p in $VERSION_CONFORMANCE; do
-		rel=${p#./}
-		rel=${rel%/}
-		# shellcheck disable=SC2046 # verbose prints one flag or nothing
-		gotest "$rel@$v" "${bins[$v]}" -- $(verbose "$rel") "$p"
-	done
+done
+# The conformance suite once per HAProxy (the host's, then each of
+# TEST_VERSIONS) in one process, on one real-node tier: the tier is the
+# longest part of a run to start (HKS_CONFORMANCE_HAPROXY).
+confbins=${HAPROXY_BIN:-$(command -v haproxy || echo /usr/sbin/haproxy)}
+for v in $TEST_VERSIONS; do confbins+=" ${bins[$v]}"; done
+for rel in "${conf[@]}"; do
+	# shellcheck disable=SC2046 # verbose prints one flag or nothing
+	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" "$GO" test "${exec_flags[@]}" "${flags[@]}" $(verbose "$rel") "./$rel"
 done
 for v in $RUNTIME_VERSIONS; do
 	# shellcheck disable=SC2086 # RUNTIME_PKGS is a list of patterns
