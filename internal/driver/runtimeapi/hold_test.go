@@ -31,7 +31,9 @@ func TestFilledSlotWaitsForItsCheck(t *testing.T) {
 	w := newPoolWorld(t)
 	// Nothing listens there: refused at once, its check fails.
 	dead := model.Server{Addr: netip.MustParseAddr("127.81.0.9"), Port: w.port}
-	chk := model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 2, Fall: 2}
+	// Rise 3: the live server reads UP only 3 checks after its slot is
+	// filled, time enough to see both held first even on a loaded machine.
+	chk := model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 3, Fall: 2}
 	config := func(l1 []string, withDead bool) model.Config {
 		cfg := w.config(l1, map[string]int{"be_a": 0, "be_new": 1})
 		for i, b := range cfg.Backends {
