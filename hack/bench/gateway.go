@@ -234,7 +234,7 @@ func startMode(ctlBin, dir string, kube *kubeapi.Server, args ...string) (*modeP
 	}
 	all := append([]string{"run", "--kubeconfig", kube.KubeconfigPath, "--haproxy-config", h.cfg, "--haproxy-bin", haproxytest.Bin(),
 		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state, "--bind-address", "127.0.0.1",
-		"--log-level", "info", "--metrics-address", "", "--udp=off"}, args...)
+		"--log-level", "info", "--metrics-address", "", "--udp=off", "--listeners=ports"}, args...)
 	ctl, err := startController(filepath.Join(dir, "controller.log"), ctlBin, nil, all...)
 	if err != nil {
 		h.stop(syscall.SIGTERM, 10*time.Second)

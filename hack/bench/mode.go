@@ -69,7 +69,8 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
 		"--min-reload-interval", c.minReload.String(), "--reload-settle", c.reloadSettle.String(), "--persist-interval", c.persist.String(), "--log-level", "info",
 		"--metrics-address", "127.0.0.1:0",
-		"--udp=off"} // never the host's nftables
+		"--listeners=ports", // per-port frontends: never the host's TPROXY (the default, auto, would set it up)
+		"--udp=off"}         // never the host's nftables
 	if c.pprof != "" {
 		args = append(args, "--pprof-address", c.pprof)
 	}

@@ -118,7 +118,8 @@ func run(wait bool, bin string) error {
 		"--master-socket", hap.MasterSocket, "--stats-socket", stats, "--state-file", state,
 		"--bind-address", "127.0.0.1", "--default-check-interval", "500ms", "--default-fall", "2", "--default-rise", "2",
 		"--metrics-address", "127.0.0.1:0",
-		"--udp=off"} // never the host's nftables
+		"--listeners=ports", // per-port frontends: never the host's TPROXY (the default, auto, would set it up)
+		"--udp=off"}         // never the host's nftables
 	ctlDone := make(chan struct{})
 	go func() {
 		defer close(ctlDone)

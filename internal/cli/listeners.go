@@ -27,19 +27,22 @@ type listenerFlags struct {
 	mode  string
 	port  int
 	netns string
+	// given: --listeners was given (flag or environment), not the
+	// default auto.
+	given bool
 }
 
 // listenerMode is --listeners: ports, tproxy or auto (listenersauto.go),
 // nothing else.
-type listenerMode struct{ p *string }
+type listenerMode struct{ l *listenerFlags }
 
-func (v listenerMode) String() string { return *v.p }
+func (v listenerMode) String() string { return v.l.mode }
 func (v listenerMode) Type() string   { return "string" }
 func (v listenerMode) Set(s string) error {
 	if s != render.ListenersPorts && s != render.ListenersTProxy && s != listenersAuto {
 		return fmt.Errorf("want %s, %s or %s, got %s", render.ListenersPorts, render.ListenersTProxy, listenersAuto, strconv.Quote(s))
 	}
-	*v.p = s
+	v.l.mode, v.l.given = s, true
 	return nil
 }
 
@@ -58,8 +61,8 @@ func (v portValue) Set(s string) error {
 }
 
 func (l *listenerFlags) register(fs *pflag.FlagSet) {
-	l.mode, l.port = render.ListenersPorts, render.DefaultListenerPort
-	fs.Var(listenerMode{&l.mode}, "listeners", "how TCP connections reach HAProxy: 'ports' (a frontend and bind per Service port: a new address or port is a reload) or 'tproxy' (one fixed listener; the kernel hands it every address and port served through TPROXY in the table inet "+tproxy.Table+", the backend found in a map: a new address or port is no reload; needs CAP_NET_ADMIN; docs/listeners.md) or 'auto' (run: tproxy where the controller can set it up, ports otherwise, said at start; render and init: ports)")
+	l.mode, l.port = listenersAuto, render.DefaultListenerPort
+	fs.Var(listenerMode{l}, "listeners", "how TCP connections reach HAProxy: 'ports' (a frontend and bind per Service port: a new address or port is a reload) or 'tproxy' (one fixed listener; the kernel hands it every address and port served through TPROXY in the table inet "+tproxy.Table+", the backend found in a map: a new address or port is no reload; needs CAP_NET_ADMIN; docs/listeners.md) or 'auto', the default (run: tproxy, with a pool of ready backends, where the controller can set it up, ports otherwise, said at start; render and init: ports)")
 	fs.Var(portValue{&l.port}, "listener-port", "the fixed listener's port with --listeners=tproxy (on every address, refusing what its map does not name)")
 }
 

@@ -59,12 +59,15 @@ func (f *runFlags) resolveListeners(dataplane bool, log *slog.Logger) {
 }
 
 // offlineListeners is render's and init's --listeners=auto: the per-port
-// files, said on stderr.
+// files, said on stderr when auto was asked for (not the default).
 func (l *listenerFlags) offlineListeners(stderr io.Writer) {
 	if l.mode != listenersAuto {
 		return
 	}
 	l.mode = render.ListenersPorts
+	if !l.given {
+		return
+	}
 	fmt.Fprintln(stderr, "--listeners=auto: per-port frontends written; run takes the fixed listener through TPROXY where it can set it up (--listeners=tproxy writes that mode)")
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/objects"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
 )
@@ -67,5 +68,47 @@ func TestRenderBackendPool(t *testing.T) {
 	code, _, errs := mainOf("render", "-f", "testdata/cluster.yaml", "--backend-pool=-2")
 	if code != 2 || !strings.Contains(errs, "--backend-pool: want 0 to 100000") {
 		t.Errorf("render --backend-pool=-2: exit %d, %q", code, errs)
+	}
+}
+
+// TestDefaultListenersAndPool: --listeners is auto unless given; the pool
+// is DefaultListenerPool with the fixed listener (tproxy, as given or as
+// auto chose it) and none with per-port frontends, unless --backend-pool
+// is given, on the command line or in the environment (0 included).
+func TestDefaultListenersAndPool(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		mode string // the listeners as resolved
+		want int
+	}{
+		{"tproxy, not given", nil, nil, render.ListenersTProxy, DefaultListenerPool},
+		{"ports, not given", nil, nil, render.ListenersPorts, 0},
+		{"tproxy, given", []string{"--backend-pool=4"}, nil, render.ListenersTProxy, 4},
+		{"tproxy, given none", []string{"--backend-pool=0"}, nil, render.ListenersTProxy, 0},
+		{"ports, given", []string{"--backend-pool=4"}, nil, render.ListenersPorts, 4},
+		{"tproxy, from the environment", nil, map[string]string{EnvPrefix + "BACKEND_POOL": "8"}, render.ListenersTProxy, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := newFlagSet("run")
+			var p poolFlags
+			var l listenerFlags
+			p.register(fs)
+			l.register(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if err := applyEnv(fs, env(tc.env)); err != nil {
+				t.Fatal(err)
+			}
+			if l.mode != listenersAuto || l.given {
+				t.Errorf("--listeners: %q (given %v), want auto by default", l.mode, l.given)
+			}
+			p.forListeners(tc.mode)
+			if p.spares != tc.want {
+				t.Errorf("--backend-pool in %s mode: %d, want %d", tc.mode, p.spares, tc.want)
+			}
+		})
 	}
 }

@@ -81,6 +81,7 @@ that is no DNS label, a port outside 1-65535). What did render is still printed.
 				return err
 			}
 			f.listeners.offlineListeners(e.stderr) // listenersauto.go
+			f.pool.forListeners(f.listeners.mode)
 			return f.run(e, c.Flags().Changed("output"))
 		},
 	}

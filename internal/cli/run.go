@@ -84,11 +84,8 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	if err := f.ingress.check(f.mode, given, len(f.instances) > 0); err != nil {
 		return err
 	}
-	if f.poolPolicy, err = f.pool.policy(); err != nil {
+	if _, err = f.pool.policy(); err != nil {
 		return err
-	}
-	if f.mode == modeAPIServer {
-		f.poolPolicy = spares.Policy{} // one backend, never new
 	}
 	getenv, stderr := e.getenv, e.stderr
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
@@ -97,15 +94,24 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	}
 	routeKlog(log)
 	tuneGC(getenv, log)
+	if f.mode == modeGateway {
+		if err := f.announce.notIn(f.mode); err != nil {
+			return err // before the listeners' probe (auto) touches the kernel
+		}
+	}
 	f.resolveListeners(useDataplane, log) // listenersauto.go
+	f.pool.forListeners(f.shape.listeners.mode)
+	if f.poolPolicy, err = f.pool.policy(); err != nil {
+		return err
+	}
+	if f.mode == modeAPIServer {
+		f.poolPolicy = spares.Policy{} // one backend, never new
+	}
 	switch f.mode {
 	case modeServices:
 	case modeAPIServer:
 		return runAPIServer(ctx, f, f.api, log)
 	case modeGateway:
-		if err := f.announce.notIn(f.mode); err != nil {
-			return err
-		}
 		return runGateway(ctx, f, useDataplane, getenv, log)
 	}
 	dopts, err := f.desiredOptions()

@@ -18,10 +18,13 @@ const (
 	Drain
 	// Maint takes a slot out of service.
 	Maint
+	// Down forces a checked slot's health down: it serves again once its
+	// health check passes (UntilChecked). Its admin state is unchanged.
+	Down
 )
 
 func (k OpKind) String() string {
-	return [...]string{"addr", "ready", "drain", "maint"}[k]
+	return [...]string{"addr", "ready", "drain", "maint", "down"}[k]
 }
 
 // Op is one Runtime API operation on one slot.
@@ -119,6 +122,7 @@ func (rt Runtime) Apply(ops []Op) {
 		case Maint:
 			a.Maint, a.Server.Drain = true, false
 		}
+		// Down changes health, which Actual does not hold.
 	}
 }
 

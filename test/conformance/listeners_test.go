@@ -29,6 +29,8 @@ func listenerArgs(netns string) []string {
 		if pool == "" {
 			pool = "4"
 		}
+	} else {
+		args = append(args, "--listeners=ports") // not auto, the default
 	}
 	if pool != "" {
 		args = append(args, "--backend-pool="+pool)

@@ -96,7 +96,7 @@ func TestHelmChartModes(t *testing.T) {
 			}
 			sync := container(t, ds, "sync", false)
 			hasAll(t, "sync args", args(sync), "run", "--leader-elect", "--master-socket=/run/haproxy-k8s-sync/master.sock", "--metrics-address=:9742",
-				"--node-check=http:10256/healthz")
+				"--node-check=http:10256/healthz", "--listeners=auto")
 			rules, _, _ := unstructured.NestedSlice(find(t, objs, "ClusterRole", "").Object, "rules")
 			if strings.Contains(fmt.Sprint(rules), "services/status") {
 				t.Error("services/status granted without publish addresses")

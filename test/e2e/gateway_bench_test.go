@@ -35,7 +35,7 @@ func benchControllerHAProxy(b *testing.B, kube *kubeapi.Server, args ...string) 
 	hap := haproxytest.Start(b, dir, cfg)
 	all := append([]string{"--kubeconfig", kube.KubeconfigPath, "--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),
 		"--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket, "--state-file", state,
-		"--bind-address", "127.0.0.1", "--metrics-address", "", "--udp=off"}, args...)
+		"--bind-address", "127.0.0.1", "--listeners=ports", "--metrics-address", "", "--udp=off"}, args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	log, done := &haproxytest.LockedBuffer{}, make(chan error, 1)
 	go func() { done <- cli.Run(ctx, all, func(string) string { return "" }, log) }()

@@ -29,8 +29,9 @@ import (
 // Controllers beside the Data Plane API driver, with --instance or in
 // the apiserver mode have no tproxy mode and keep their flags, as does a
 // test's controller started with --listeners=ports (a test of per-port
-// binds). The real-node and chaos tiers take their load balancer's
-// namespace for the TPROXY side (realNodeListening).
+// binds). The real-node and chaos tiers run tproxy mode unless it is
+// "ports", the TPROXY side in their load balancer's namespace
+// (realNodeListening).
 const envListeners = "HKS_E2E_LISTENERS"
 
 // tproxyVIP is the Services' address in tproxy mode: a documentation
@@ -47,7 +48,7 @@ const tproxyVIP = "203.0.113.10"
 // frontend on disk). The Services, gateway and apiserver tests take the
 // suite's mode (suiteListening); the real-node and chaos tiers, whose
 // load balancer has a network namespace of its own, run tproxy mode there
-// with a pool when the suite does (realNodeListening).
+// with a pool unless told otherwise (realNodeListening).
 type listening struct {
 	tproxy bool
 	// netns is --listener-netns: the namespace of the TPROXY table and
@@ -60,14 +61,11 @@ func suiteListening() listening {
 	return listening{tproxy: os.Getenv(envListeners) == render.ListenersTProxy}
 }
 
-// realNodeListening is the real-node and chaos tiers' mode: with
-// HKS_E2E_LISTENERS=tproxy, tproxy with a pool, the kernel's side in the
-// load balancer's namespace lbNS (where HAProxy runs); ports otherwise.
-// Not tproxy by default yet: in tproxy mode TestRealNodeHealth loses one
-// connection when n1 comes back (its server is served again before n1's
-// kube-proxy programs its endpoint; docs/listeners.md), in every run.
+// realNodeListening is the real-node and chaos tiers' mode: tproxy with
+// a pool, the kernel's side in the load balancer's namespace lbNS (where
+// HAProxy runs), unless HKS_E2E_LISTENERS=ports.
 func realNodeListening(lbNS string) listening {
-	return listening{tproxy: os.Getenv(envListeners) == render.ListenersTProxy, netns: nodes.NSPath(lbNS)}
+	return listening{tproxy: os.Getenv(envListeners) != render.ListenersPorts, netns: nodes.NSPath(lbNS)}
 }
 
 // tproxyMode reports whether the suite runs in tproxy mode (for the
@@ -101,7 +99,16 @@ func (l listening) capable(extra []string) bool {
 // address the listener keys (render.Options.Listened).
 func (l listening) args(extra []string) []string {
 	if !l.capable(extra) {
-		return []string{"--bind-address", "127.0.0.1"}
+		args := []string{"--bind-address", "127.0.0.1"}
+		// --listeners=auto, the default, would set TPROXY up wherever it
+		// can: ports mode says so, for a controller that has the flag
+		// (the Data Plane API driver and --instance do not probe).
+		if !slices.ContainsFunc(extra, func(a string) bool {
+			return strings.HasPrefix(a, "--dataplane") || strings.HasPrefix(a, "--instance") || strings.HasPrefix(a, "--listeners")
+		}) {
+			args = append(args, "--listeners=ports")
+		}
+		return args
 	}
 	args := []string{"--bind-address", tproxyVIP, "--listeners=tproxy"}
 	if len(poolArgs(extra)) == 0 && !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--backend-pool") }) {

@@ -33,6 +33,7 @@ func TestLogsAreAllJSONWhenTheCAIsWrong(t *testing.T) {
 		"--master-socket", e.hap.MasterSocket, "--stats-socket", e.hap.StatsSocket,
 		"--state-file", filepath.Join(e.dir, "state"), "--metrics-address", "",
 		"--log-format", "json", "--log-level", "debug", "--cache-sync-timeout", "4s",
+		"--listeners=ports", // not this test's subject: no TPROXY set up (the default, auto, would try)
 	}
 	out := &haproxytest.LockedBuffer{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

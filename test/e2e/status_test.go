@@ -126,7 +126,7 @@ func (e *env) startReplica(bind string, extra ...string) *replica {
 	args := append([]string{
 		"--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),
 		"--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket,
-		"--state-file", filepath.Join(dir, "state"), "--bind-address", bind,
+		"--state-file", filepath.Join(dir, "state"), "--bind-address", bind, "--listeners=ports",
 		"--resync-period", "3s", "--min-reload-interval", "100ms", "--persist-interval", "50ms", "--log-level", "debug",
 	}, extra...)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -55,7 +55,7 @@ func BenchmarkUDPNodeLeave(b *testing.B) {
 	go func() {
 		done <- cli.Run(ctx, []string{"--kubeconfig", kube.KubeconfigPath, "--haproxy-config", cfgPath,
 			"--haproxy-bin", haproxytest.Bin(), "--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket,
-			"--state-file", filepath.Join(dir, "state"), "--metrics-address", "", "--log-level", "info",
+			"--state-file", filepath.Join(dir, "state"), "--metrics-address", "", "--log-level", "info", "--listeners=ports",
 			"--udp=nftables", "--udp-netns", netlab.Path(net.LB), "--udp-ip-forward=enable", "--udp-health=none"},
 			func(string) string { return "" }, log)
 	}()

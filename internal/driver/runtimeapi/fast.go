@@ -50,6 +50,7 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *drive
 	if len(missing) > 0 {
 		return false, nil // the general path reports it
 	}
+	ops = untilChecked(ops, d.actual, cfg)
 	d.leftBehindFirst(ops)
 	unsent, err := d.execOpsPreemptible(ctx, ops, res)
 	if err != nil {

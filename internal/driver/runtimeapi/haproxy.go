@@ -249,6 +249,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 			var err error
 			if d.opts.Mode != ModeReload {
 				ops, _ := plan.Ops(layout, d.actual)
+				ops = untilChecked(ops, d.actual, cfg)
 				err = d.execOps(ctx, ops, &res)
 				d.consistent = false // actual now follows layout, not d.layout
 				if err == nil {
@@ -274,6 +275,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		d.known = false
 		return res, fmt.Errorf("runtime state lacks %d slots (first %s): %w", len(missing), missing[0], haproxy.ErrCommand)
 	}
+	ops = untilChecked(ops, d.actual, cfg)
 	if err := d.pushACLs(ctx, cfg, &res); err != nil {
 		return res, err
 	}

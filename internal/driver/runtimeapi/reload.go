@@ -140,6 +140,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		d.known = false
 		return fmt.Errorf("after reload, runtime lacks %s: %w", missing[0], haproxy.ErrCommand)
 	}
+	ops = untilChecked(ops, d.actual, cfg)
 	if err := d.execOps(ctx, ops, res); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,6 +25,8 @@ func commands(ops []plan.Op) []string {
 			out = append(out, "set server "+target+" state drain")
 		case plan.Maint:
 			out = append(out, "set server "+target+" state maint")
+		case plan.Down:
+			out = append(out, "set server "+target+" health down")
 		}
 	}
 	return out
@@ -70,7 +73,8 @@ func (d *HAProxy) sendOps(ctx context.Context, ops []plan.Op, res *driver.Result
 
 // upThenDown splits ops, in their order, into the operations of slots
 // that stay or come into service (their first operation is no Maint or
-// Drain) and those of slots that leave it, each slot's operations kept
+// Drain, or they are held until their check passes: plan.UntilChecked)
+// and those of slots that leave it, each slot's operations kept
 // together: the driver sends the first before a route map change and the
 // second after, so that neither the backend a route moves to nor the one
 // it leaves is ever without a server in service while the route names it.
@@ -80,7 +84,8 @@ func upThenDown(ops []plan.Op) (up, down []plan.Op) {
 		for j < len(ops) && ops[j].Backend == ops[i].Backend && ops[j].Slot == ops[i].Slot {
 			j++
 		}
-		if k := ops[i].Kind; k == plan.Maint || k == plan.Drain {
+		held := slices.ContainsFunc(ops[i:j], func(o plan.Op) bool { return o.Kind == plan.Down })
+		if k := ops[i].Kind; k == plan.Maint || (k == plan.Drain && !held) {
 			down = append(down, ops[i:j]...)
 		} else {
 			up = append(up, ops[i:j]...)

@@ -108,22 +108,7 @@ func startDPWith(t testing.TB, mode string, pool spares.Policy) *dpLab {
 // ends.
 func answering(t testing.TB, ns, name string) uint16 {
 	t.Helper()
-	var ln net.Listener
-	if err := netlab.Do(ns, func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte(name + "\n"))
-			c.Close()
-		}
-	}()
-	return uint16(ln.Addr().(*net.TCPAddr).Port)
+	return netlab.Serve(t, ns, "127.0.0.1:0", func(c net.Conn) { _, _ = c.Write([]byte(name + "\n")) }).Port()
 }
 
 func bind(a netip.Addr, port uint16) model.Bind {

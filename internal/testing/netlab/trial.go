@@ -19,7 +19,7 @@ import (
 // failover tests' servers: who answered is who has the address).
 func ServeName(t testing.TB, h *Host, port uint16) {
 	t.Helper()
-	Serve(t, h, port, func(c net.Conn) { _, _ = io.WriteString(c, h.Name) })
+	Serve(t, h.NS, fmt.Sprintf(":%d", port), func(c net.Conn) { _, _ = io.WriteString(c, h.Name) })
 }
 
 // ServeEcho greets every TCP connection to port with the host's name (a
@@ -27,7 +27,7 @@ func ServeName(t testing.TB, h *Host, port uint16) {
 // kept open: which host it ends on, and whether it lives on).
 func ServeEcho(t testing.TB, h *Host, port uint16) {
 	t.Helper()
-	Serve(t, h, port, func(c net.Conn) {
+	Serve(t, h.NS, fmt.Sprintf(":%d", port), func(c net.Conn) {
 		if _, err := io.WriteString(c, h.Name+"\n"); err != nil {
 			return
 		}
@@ -44,13 +44,15 @@ func ServeEcho(t testing.TB, h *Host, port uint16) {
 	})
 }
 
-// Serve hands every TCP connection to port, on any address of the
-// host's namespace, to handle (each in a goroutine of its own; the
-// connection closed after), until the test ends.
-func Serve(t testing.TB, h *Host, port uint16, handle func(net.Conn)) {
+// Serve hands every TCP connection to addr (host:port as net.Listen
+// takes it: ":80" is any address, port 0 one the kernel picks) in the
+// network namespace ns to handle (each in a goroutine of its own; the
+// connection closed after), until the test ends. It returns the address
+// listened on.
+func Serve(t testing.TB, ns, addr string, handle func(net.Conn)) netip.AddrPort {
 	t.Helper()
 	var ln net.Listener
-	if err := Do(h.NS, func() (err error) { ln, err = net.Listen("tcp", fmt.Sprintf(":%d", port)); return err }); err != nil {
+	if err := Do(ns, func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
@@ -66,6 +68,7 @@ func Serve(t testing.TB, h *Host, port uint16, handle func(net.Conn)) {
 			}()
 		}
 	}()
+	return ln.Addr().(*net.TCPAddr).AddrPort()
 }
 
 // AskName opens one TCP connection from the namespace ns to dst and

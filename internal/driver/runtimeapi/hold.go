@@ -1,0 +1,27 @@
+package runtimeapi
+
+import (
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+)
+
+// untilChecked holds the slots of ops that come into service in a backend
+// of cfg checked by its own health check until that check passes
+// (plan.UntilChecked), from the runtime state rt the ops start from.
+// Servers following their node (TrackNodes: HAProxy refuses to force a
+// tracking server's health; the node's check decides) and the nodes' own
+// servers (model.NodesBackend) are not held.
+func untilChecked(ops []plan.Op, rt plan.Runtime, cfg model.Config) []plan.Op {
+	var checked map[string]bool // built at the first slot that comes into service
+	return plan.UntilChecked(ops, rt, func(be string) bool {
+		if checked == nil {
+			checked = make(map[string]bool)
+			for _, b := range cfg.Backends {
+				if b.Check.Enabled && !b.TrackNodes && b.Name != model.NodesBackend {
+					checked[b.Name] = true
+				}
+			}
+		}
+		return checked[be]
+	})
+}
