@@ -36,6 +36,6 @@ func (a *Announcer) moved(now time.Time) {
 func (a *Announcer) late(start time.Time) {
 	if took := time.Since(start); took > a.cfg.Interval {
 		a.log.Warn("a step of the announcer took longer than a heartbeat interval", "took", took.Round(time.Millisecond),
-			"interval", a.cfg.Interval, "holds", len(a.garp))
+			"interval", a.cfg.Interval, "holds", len(a.node.Holds()))
 	}
 }
