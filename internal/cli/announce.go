@@ -49,6 +49,9 @@ type announceFlags struct {
 	onMove announce.MoveFunc
 	// moved is poked on every move (the snapshot for `status`)
 	moved loop.Wake
+	// onRefused is told a router's refusal of the session (BGP; not a
+	// flag: run sets it, controller.RefusalEvents)
+	onRefused func(message string)
 }
 
 func (a *announceFlags) register(fs *pflag.FlagSet) {
@@ -229,6 +232,7 @@ func (a *announceFlags) statusWriters(client kubernetes.Interface, services cont
 	moved := controller.MoveEvents(pub, events)
 	a.moved = loop.NewWake()
 	a.onMove = func(m announce.Move) { moved(m); annStatus.Poke(); pools.Poke(); a.moved.Poke() }
+	a.onRefused = controller.RefusalEvents(pub, events)
 	return annStatus, func(d *announce.Driver) { announced.Store(d) }
 }
 
