@@ -39,9 +39,16 @@ func refusalOf(peer netip.Addr, reason api.PeerState_DisconnectReason, detail st
 }
 
 // Message says the refusal in one line (an Event's message), for the
-// speaker named by its router ID.
+// speaker named by its router ID. (GoBGP reports a NOTIFICATION that
+// answers its OPEN, such as BIRD's "bad peer AS", as an invalid message
+// without the NOTIFICATION's code: a message out of turn for its state
+// machine.)
 func (r Refusal) Message(routerID netip.Addr) string {
-	return fmt.Sprintf("router %s refused the BGP session of %s (%s: %s): the addresses are not announced to it", r.Peer, routerID, r.Reason, r.Detail)
+	why := r.Reason
+	if d := strings.ReplaceAll(r.Detail, "-", " "); d != "" && d != r.Reason {
+		why += ": " + r.Detail
+	}
+	return fmt.Sprintf("router %s refused the BGP session of %s (%s): the addresses are not announced to it", r.Peer, routerID, why)
 }
 
 // RefusalRecorder is a Recorder that also counts refusals
