@@ -28,6 +28,12 @@ const (
 	DefaultLifetime = 5 * time.Second
 	DefaultRefresh  = 10 * time.Second
 	DefaultHoldDown = 10 * time.Second
+	// DefaultRestartTime is the command line's restart time (Config's
+	// zero value is none)
+	DefaultRestartTime = 10 * time.Second
+	// KeptFile is the name of the file, beside the state file, where a
+	// stop for a restart leaves what it held
+	KeptFile = "announce-kept.json"
 	// finishWithin bounds how long a stop waits for the interface's
 	// worker to take the addresses off
 	finishWithin = 10 * time.Second
