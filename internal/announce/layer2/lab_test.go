@@ -1,14 +1,17 @@
 package layer2
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,4 +292,25 @@ func (g *group) faults() map[string]func(h *netlab.Host, on bool) error {
 		// its agent dies, leaving its addresses to lapse
 		"killed": g.kill,
 	}
+}
+
+// echoOwner waits until one host holds vip and the client reaches it,
+// then opens a connection to the echo server on port there and reads
+// its greeting (the owner's name); it fails the test otherwise.
+func (g *group) echoOwner(t *testing.T, vip netip.Addr, port uint16) (string, net.Conn, *bufio.Reader) {
+	t.Helper()
+	owner, err := g.steady(vip, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := netlab.DialTCP(g.client.NS, netip.Addr{}, netip.AddrPortFrom(vip, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	if hello, err := r.ReadString('\n'); err != nil || strings.TrimSpace(hello) != owner {
+		c.Close()
+		t.Fatalf("greeted %q (%v), want %s", hello, err, owner)
+	}
+	return owner, c, r
 }

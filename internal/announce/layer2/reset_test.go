@@ -1,13 +1,10 @@
 package layer2
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,19 +25,8 @@ func TestFailoverResetsConnections(t *testing.T) {
 	}
 	for _, fault := range []string{"frozen", "unhealthy"} {
 		t.Run(fault, func(t *testing.T) {
-			owner, err := g.steady(vip4, 30*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := netlab.DialTCP(g.client.NS, netip.Addr{}, netip.AddrPortFrom(vip4, port))
-			if err != nil {
-				t.Fatal(err)
-			}
+			owner, c, r := g.echoOwner(t, vip4, port)
 			defer c.Close()
-			r := bufio.NewReader(c)
-			if hello, err := r.ReadString('\n'); err != nil || strings.TrimSpace(hello) != owner {
-				t.Fatalf("greeted %q (%v), want %s", hello, err, owner)
-			}
 			h := g.host(owner)
 			start := time.Now()
 			if err := g.faults()[fault](h, true); err != nil {

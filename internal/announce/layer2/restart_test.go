@@ -1,10 +1,7 @@
 package layer2
 
 import (
-	"bufio"
 	"fmt"
-	"net/netip"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,19 +41,8 @@ func TestRestartKeepsAddresses(t *testing.T) {
 			for _, h := range g.lbs {
 				netlab.ServeEcho(t, h, port)
 			}
-			owner, err := g.steady(vip4, 30*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := netlab.DialTCP(g.client.NS, netip.Addr{}, netip.AddrPortFrom(vip4, port))
-			if err != nil {
-				t.Fatal(err)
-			}
+			owner, c, r := g.echoOwner(t, vip4, port)
 			defer c.Close()
-			r := bufio.NewReader(c)
-			if hello, err := r.ReadString('\n'); err != nil || strings.TrimSpace(hello) != owner {
-				t.Fatalf("greeted %q (%v), want %s", hello, err, owner)
-			}
 			before := moves.Load()
 			if err := g.restart(g.host(owner), time.Second); err != nil {
 				t.Fatal(err)
