@@ -153,6 +153,7 @@ func New(cfg Config) (*Announcer, error) {
 		l.close()
 		return nil, fmt.Errorf("layer2: heartbeats: %w", err)
 	}
+	readBuffer(conn)
 	log := cfg.Logger.With("announce", "l2", "interface", cfg.Interface)
 	return &Announcer{cfg: cfg, log: log, link: l, conn: conn,
 		set: announce.NewLatest[announce.Want](), in: make(chan heard, 64), work: newWorker(l, cfg, log),

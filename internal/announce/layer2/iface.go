@@ -4,10 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 )
@@ -249,5 +252,28 @@ func (w *worker) last(keep time.Duration) {
 		clear(w.on)
 		w.metrics.Addresses(0)
 		w.metrics.Held(nil)
+	}
+}
+
+// heartbeatBuffer is the heartbeat socket's receive buffer: a heartbeat
+// of a host holding hundreds of addresses is tens of kilobytes, some
+// twenty IP fragments whose buffers count twice its size, so the
+// kernel's default (about 200 kB) holds only a few; a reader kept
+// waiting a few hundred milliseconds by a loaded machine would lose
+// the next ones, and three lost in a row look like the sender's death.
+const heartbeatBuffer = 8 << 20
+
+// readBuffer sets the heartbeat socket's receive buffer to
+// heartbeatBuffer: beyond net.core.rmem_max with CAP_NET_ADMIN (which
+// the announcer has), else as far as rmem_max allows.
+func readBuffer(c *net.UDPConn) {
+	forced := false
+	if raw, err := c.SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) {
+			forced = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, heartbeatBuffer) == nil
+		})
+	}
+	if !forced {
+		_ = c.SetReadBuffer(heartbeatBuffer)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -126,8 +127,8 @@ func TestFailoverManyAddresses(t *testing.T) {
 	// lifetimes at least; each host counts every move it hears)
 	for time.Since(steadyAt) < 4*time.Second {
 		if m := moves.Load() - steadyMoves; m != 0 {
-			t.Fatalf("%d moves heard in the %s the 500 addresses sat on %s, want none (heartbeats late: the hosts took each other for dead; %s)",
-				m, time.Since(steadyAt).Round(time.Millisecond), lb1.Name, steps)
+			t.Fatalf("%d moves heard in the %s the 500 addresses sat on %s, want none (heartbeats late or lost: the hosts took each other for dead; %s; %s)",
+				m, time.Since(steadyAt).Round(time.Millisecond), lb1.Name, steps, udpDrops(g.lbs))
 		}
 		time.Sleep(50 * time.Millisecond) // the pace of the check, not a wait for an event
 	}
@@ -237,4 +238,40 @@ func (l *lateSteps) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return fmt.Sprintf("%d steps longer than a heartbeat interval, the longest %s", l.n, l.longest)
+}
+
+// udpDrops is, per host, the datagrams its kernel dropped for a full
+// receive buffer and the reassemblies that failed (/proc/net/snmp): a
+// failed run's log says whether heartbeats were lost on the way.
+func udpDrops(hosts []*netlab.Host) string {
+	var out []string
+	for _, h := range hosts {
+		var b []byte
+		err := netlab.Do(h.NS, func() (err error) { b, err = os.ReadFile("/proc/thread-self/net/snmp"); return err })
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", h.Name, err))
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s", h.Name, snmp(string(b), "Udp", "RcvbufErrors", "Ip", "ReasmFails")))
+	}
+	return "dropped: " + strings.Join(out, ", ")
+}
+
+// snmp picks counters out of /proc/net/snmp: pairs of (group, name).
+func snmp(text string, pairs ...string) string {
+	lines := strings.Split(text, "\n")
+	var out []string
+	for i := 0; i+1 < len(pairs); i += 2 {
+		for k := 0; k+1 < len(lines); k++ {
+			names, values := strings.Fields(lines[k]), strings.Fields(lines[k+1])
+			if len(names) == 0 || names[0] != pairs[i]+":" || len(values) != len(names) || values[0] != names[0] {
+				continue
+			}
+			if j := slices.Index(names, pairs[i+1]); j > 0 {
+				out = append(out, pairs[i+1]+" "+values[j])
+			}
+			break
+		}
+	}
+	return strings.Join(out, " ")
 }
