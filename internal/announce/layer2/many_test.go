@@ -51,7 +51,17 @@ func TestFailoverManyAddresses(t *testing.T) {
 	many := manyAddrs(n)
 	var moves atomic.Int64
 	steps := &lateSteps{}
-	cfg := Config{OnMove: func(announce.Move) { moves.Add(1) }, Logger: slog.New(steps)}
+	var whyMu sync.Mutex
+	why := map[string]int{} // the moves by why, after the group settled on lb1
+	counting := atomic.Bool{}
+	cfg := Config{OnMove: func(m announce.Move) {
+		moves.Add(1)
+		if counting.Load() {
+			whyMu.Lock()
+			why[m.Why+" from "+strings.Join(m.From, ",")+" to "+strings.Join(m.To, ",")]++
+			whyMu.Unlock()
+		}
+	}, Logger: slog.New(steps)}
 	// HKS_FAILOVER_MISSES: a host is dead after that many intervals of
 	// silence (default 3: 300 ms), to tell a starved machine from the
 	// announcer's own delays
@@ -118,17 +128,19 @@ func TestFailoverManyAddresses(t *testing.T) {
 		t.Fatalf("after the others returned: %v", err)
 	}
 	steadyMoves := moves.Load()
+	counting.Store(true)
+	whys := func() string { whyMu.Lock(); defer whyMu.Unlock(); return fmt.Sprint(why) }
 	steadyAt := time.Now()
 	if err := g.askAll(many, 20*time.Second, func(a netip.Addr, name string) bool { return name == lb1.Name }); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (%d moves heard meanwhile %s; %s; %s)", err, moves.Load()-steadyMoves, whys(), steps, udpDrops(g.lbs))
 	}
 	// all on lb1, the others healthy: nothing moves while the client
 	// asks each address and for a while after (two renewals of the
 	// lifetimes at least; each host counts every move it hears)
 	for time.Since(steadyAt) < 4*time.Second {
 		if m := moves.Load() - steadyMoves; m != 0 {
-			t.Fatalf("%d moves heard in the %s the 500 addresses sat on %s, want none (heartbeats late or lost: the hosts took each other for dead; %s; %s)",
-				m, time.Since(steadyAt).Round(time.Millisecond), lb1.Name, steps, udpDrops(g.lbs))
+			t.Fatalf("%d moves heard in the %s the 500 addresses sat on %s, want none (%s; %s; %s)",
+				m, time.Since(steadyAt).Round(time.Millisecond), lb1.Name, whys(), steps, udpDrops(g.lbs))
 		}
 		time.Sleep(50 * time.Millisecond) // the pace of the check, not a wait for an event
 	}
