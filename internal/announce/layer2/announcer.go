@@ -164,7 +164,9 @@ func New(cfg Config) (*Announcer, error) {
 // Set implements announce.Announcer.
 func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 
-// Holds is what this host holds now (nil once Run has ended).
+// Holds is what this host has on its interface now (nil once Run has
+// ended): an address it let go is not in it until it is off the
+// interface, one it took not until it is on.
 func (a *Announcer) Holds(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
 
 // errAbandon, as the cause of Run's context, ends Run without letting
@@ -230,9 +232,9 @@ func (a *Announcer) Run(ctx context.Context) error {
 				a.step(false)
 			}
 		case c := <-a.status:
-			c <- a.node.Holds()
+			c <- a.work.holding()
 		case c := <-a.holders:
-			c <- a.node.Holders(time.Now())
+			c <- a.served(time.Now())
 		}
 	}
 }

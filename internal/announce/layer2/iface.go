@@ -51,8 +51,10 @@ type worker struct {
 
 	mu      sync.Mutex
 	pending *ifaceJob
-	wake    chan struct{}
-	done    chan struct{}
+	// held: what is on the interface, as of the last job (holding)
+	held []netip.Addr
+	wake chan struct{}
+	done chan struct{}
 
 	// owned by run
 	on      map[netip.Addr]*garp
@@ -157,9 +159,7 @@ func (w *worker) apply(j *ifaceJob) {
 	changed := false
 	defer func() {
 		if changed || len(w.on) != before {
-			held := slices.SortedFunc(maps.Keys(w.on), netip.Addr.Compare)
-			w.metrics.Addresses(len(held))
-			w.metrics.Held(held)
+			w.publish()
 		}
 	}()
 	hold := make(map[netip.Addr]bool, len(j.hold))
@@ -250,9 +250,28 @@ func (w *worker) last(keep time.Duration) {
 	}
 	if keep <= 0 {
 		clear(w.on)
-		w.metrics.Addresses(0)
-		w.metrics.Held(nil)
+		w.publish()
 	}
+}
+
+// publish tells the metrics and holding what is on the interface now.
+func (w *worker) publish() {
+	held := slices.SortedFunc(maps.Keys(w.on), netip.Addr.Compare)
+	w.metrics.Addresses(len(held))
+	w.metrics.Held(held)
+	w.mu.Lock()
+	w.held = held
+	w.mu.Unlock()
+}
+
+// holding is what the worker has put on the interface and not taken off
+// yet, sorted: what this host serves, which the loop's decision runs
+// ahead of (a release is decided, and told to the others, before the
+// address is off the interface; a take before it is on).
+func (w *worker) holding() []netip.Addr {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.held)
 }
 
 // heartbeatBuffer is the heartbeat socket's receive buffer: a heartbeat
