@@ -57,6 +57,9 @@ A flag of another mode or driver given on the command line is an error (exit 2).
   haproxy-k8s-sync run --mode=apiserver --listen :8443 --bootstrap-servers 192.0.2.11,192.0.2.12`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := runAs(f.announce.runAs); err != nil {
+				return err
+			}
 			given := givenFlags(c.Flags())
 			if err := finishFlags(c.Flags(), e.getenv, &f.shape); err != nil {
 				return err
