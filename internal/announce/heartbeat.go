@@ -24,6 +24,11 @@ type Heartbeat struct {
 	// takes no free address while a steady host is there.
 	Fresh  bool    `json:"fresh,omitempty"`
 	Claims []Claim `json:"claims,omitempty"`
+	// Restart, in milliseconds: the sender restarts (its controller, not
+	// its data plane) and asks the others to keep counting it the holder
+	// of its claims for this long, though they hear nothing from it or it
+	// is not healthy yet (restart.go).
+	Restart int64 `json:"restart,omitempty"`
 }
 
 // Claim is an address the sender holds, and how.

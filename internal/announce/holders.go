@@ -65,11 +65,12 @@ func (n *Node) Holders(now time.Time) Holders {
 		out[a] = append(out[a], n.id)
 	}
 	for _, p := range n.peers {
-		if !n.live(p, now) || !p.host.Healthy {
+		h, ok := n.view(p, now)
+		if !ok || !h.Healthy {
 			continue
 		}
-		for a := range p.host.Claims {
-			out[a] = append(out[a], p.host.ID)
+		for a := range h.Claims {
+			out[a] = append(out[a], h.ID)
 		}
 	}
 	for a := range out {

@@ -31,6 +31,12 @@ type Node struct {
 	freshUntil time.Time
 	fresh      bool // at the last Decide
 	returned   bool // healthy again since the last Decide
+	// a restart (restart.go): the claims adopted from the last run are
+	// kept until adoptUntil while this host is not healthy yet; leaving
+	// asks the others to keep this host's claims that long
+	adoptUntil time.Time
+	leaving    time.Duration
+	decided    time.Time // the last Decide's now
 }
 
 type peer struct {
@@ -40,6 +46,8 @@ type peer struct {
 	// until when this node counts the peer fresh on its own account (it
 	// heard it again after its silence)
 	freshUntil time.Time
+	// until when the peer restarts: it holds its claims, heard or not
+	restartUntil time.Time
 }
 
 // MaxHolds is the most addresses one host holds: its heartbeat must fit
@@ -97,11 +105,17 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 	if p != nil {
 		until = p.freshUntil
 	}
-	n.peers[hb.Host] = &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until}
+	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until}
+	if hb.Restart > 0 {
+		np.restartUntil = now.Add(time.Duration(hb.Restart) * time.Millisecond)
+	}
+	n.peers[hb.Host] = np
 	return changed, nil
 }
 
-func (n *Node) live(p *peer, now time.Time) bool { return now.Sub(p.at) <= n.hold }
+func (n *Node) live(p *peer, now time.Time) bool {
+	return now.Sub(p.at) <= n.hold || now.Before(p.restartUntil)
+}
 
 func sameClaims(a, b map[netip.Addr]Hold) bool {
 	if len(a) != len(b) {
@@ -131,6 +145,10 @@ func (c Change) Empty() bool { return len(c.Take) == 0 && len(c.Release) == 0 }
 func (n *Node) Decide(now time.Time) Change {
 	var ch Change
 	n.decideFresh(now)
+	n.decided = now
+	if n.adopting(now) {
+		return ch
+	}
 	if !n.want.Healthy {
 		for a := range n.claims {
 			ch.Release = append(ch.Release, a)
@@ -146,9 +164,7 @@ func (n *Node) Decide(now time.Time) Change {
 	}
 	hosts := []Host{{ID: n.id, Healthy: true, Fresh: n.fresh, Claims: n.claims}}
 	for _, p := range n.peers {
-		if n.live(p, now) {
-			h := p.host
-			h.Fresh = h.Fresh || now.Before(p.freshUntil)
+		if h, ok := n.view(p, now); ok {
 			hosts = append(hosts, h)
 		}
 	}
@@ -201,7 +217,7 @@ func (n *Node) Holds() []netip.Addr {
 // number).
 func (n *Node) Heartbeat() Heartbeat {
 	n.seq++
-	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh}
+	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh, Restart: n.restart()}
 	for _, a := range n.Holds() {
 		hb.Claims = append(hb.Claims, Claim{Addr: a, Hold: n.claims[a]})
 	}
@@ -217,4 +233,17 @@ func (n *Node) Peers(now time.Time) int {
 		}
 	}
 	return k
+}
+
+// Due is whether a Decide at now could differ from the last one by the
+// passing of time alone: a peer live then is silent now, or its restart
+// ended (a cheap check, for an announcer that watches for silence more
+// often than it decides).
+func (n *Node) Due(now time.Time) bool {
+	for _, p := range n.peers {
+		if n.live(p, n.decided) != n.live(p, now) || n.decided.Before(p.restartUntil) != now.Before(p.restartUntil) {
+			return true
+		}
+	}
+	return false
 }

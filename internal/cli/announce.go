@@ -34,14 +34,20 @@ const (
 // announceFlags are the flags of the address announcer (docs/addresses.md,
 // "Putting the addresses on the wire").
 type announceFlags struct {
-	mode       string
-	iface      string
-	peers      []string
-	keyFile    string
-	name       string
-	listen     string
-	interval   time.Duration
-	holdDown   time.Duration
+	mode     string
+	iface    string
+	peers    []string
+	keyFile  string
+	name     string
+	listen   string
+	interval time.Duration
+	holdDown time.Duration
+	restart  time.Duration
+	// runAs: --announce-run-as (runas.go)
+	runAs string
+	// keptFile: where a stop for a restart leaves the addresses held
+	// (layer2.KeptFile beside the state file; not a flag: run sets it)
+	keptFile   string
 	bgp        bgpFlags
 	keepalived keepalivedFlags
 	// onMove is told who announces an address changed (not a flag: run
@@ -49,6 +55,9 @@ type announceFlags struct {
 	onMove announce.MoveFunc
 	// moved is poked on every move (the snapshot for `status`)
 	moved loop.Wake
+	// onRefused is told a router's refusal of the session (BGP; not a
+	// flag: run sets it, controller.RefusalEvents)
+	onRefused func(message string)
 }
 
 func (a *announceFlags) register(fs *pflag.FlagSet) {
@@ -60,6 +69,8 @@ func (a *announceFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.listen, "announce-listen", fmt.Sprintf(":%d", layer2.DefaultPort), "with --announce=l2: where heartbeats are read ([IP]:PORT)")
 	fs.DurationVar(&a.interval, "announce-interval", layer2.DefaultInterval, "with --announce=l2: heartbeat interval; a host silent for 3 intervals is gone and its addresses move")
 	fs.DurationVar(&a.holdDown, "announce-hold-down", layer2.DefaultHoldDown, "with --announce=l2: a host that started, became healthy again or was cut off and heard again takes no new address for this long while a steady host is there (a flapping host moves each address at most once); 0: none")
+	fs.StringVar(&a.runAs, "announce-run-as", "", "started as root: go on as UID:GID with CAP_NET_ADMIN and CAP_NET_RAW only (ambient capabilities: the process execs itself), what --announce=l2 needs in a container, where a non-root user's added capabilities have no effect (the chart); the container must add those two, CAP_SETUID and CAP_SETGID")
+	fs.DurationVar(&a.restart, "announce-restart-time", layer2.DefaultRestartTime, "with --announce=l2: graceful restart: a stopping controller leaves this host's addresses on the interface and the other hosts wait this long for it before taking them, so that a restart or an upgrade moves nothing (whole seconds); 0: a stop lets them go at once")
 	a.bgp.register(fs)
 	a.keepalived.register(fs)
 }
@@ -110,6 +121,10 @@ func (a *announceFlags) setup(ctx context.Context, static []netip.Addr, rec *met
 	if a.holdDown <= 0 {
 		cfg.HoldDown = -1 // none
 	}
+	if a.restart < 0 || a.restart%time.Second != 0 {
+		return nil, flagErr("--announce-restart-time: %s: want whole seconds, 0 or more", a.restart)
+	}
+	cfg.RestartTime, cfg.KeptFile = a.restart, a.keptFile
 	if rec != nil {
 		cfg.Metrics = rec
 	}
@@ -229,6 +244,7 @@ func (a *announceFlags) statusWriters(client kubernetes.Interface, services cont
 	moved := controller.MoveEvents(pub, events)
 	a.moved = loop.NewWake()
 	a.onMove = func(m announce.Move) { moved(m); annStatus.Poke(); pools.Poke(); a.moved.Poke() }
+	a.onRefused = controller.RefusalEvents(pub, events)
 	return annStatus, func(d *announce.Driver) { announced.Store(d) }
 }
 

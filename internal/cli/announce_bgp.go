@@ -162,6 +162,10 @@ func (a *announceFlags) setupBGP(ctx context.Context, static []netip.Addr, rec *
 		cfg.Metrics = rec
 	}
 	cfg.OnMove = a.onMove
+	if a.onRefused != nil {
+		id := cfg.RouterID
+		cfg.OnRefused = func(r bgp.Refusal) { a.onRefused(r.Message(id)) }
+	}
 	ann, err := bgp.New(cfg)
 	if err != nil {
 		return nil, flagErr("--announce=bgp: %v", err)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
@@ -56,6 +57,9 @@ A flag of another mode or driver given on the command line is an error (exit 2).
   haproxy-k8s-sync run --mode=apiserver --listen :8443 --bootstrap-servers 192.0.2.11,192.0.2.12`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := runAs(f.announce.runAs); err != nil {
+				return err
+			}
 			given := givenFlags(c.Flags())
 			if err := finishFlags(c.Flags(), e.getenv, &f.shape); err != nil {
 				return err
@@ -217,6 +221,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		Addresses: addrs, Pooled: f.publish.pools, QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log})
 	events, gate := f.publish.recorder(recorder)
 	annStatus, bindAnnouncer := f.announce.statusWriters(sclient, src, pub, poolStatus, events, log)
+	f.announce.keptFile = filepath.Join(filepath.Dir(f.stateFile), layer2.KeptFile)
 	ann, err := f.announce.setup(ctx, addrs, f.metrics.announce(f.announce.recorded()), log)
 	if err != nil {
 		return err

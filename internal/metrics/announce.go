@@ -14,6 +14,7 @@ type Announce struct {
 	addresses prometheus.Gauge
 	sessions  prometheus.Gauge
 	address   *prometheus.GaugeVec
+	refusals  *prometheus.CounterVec
 	mu        sync.Mutex
 	held      map[netip.Addr]bool
 }
@@ -30,9 +31,12 @@ func (r *Registry) Announce(announcer string) *Announce {
 		address: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: "announced_address", ConstLabels: l,
 			Help: "1 for each address this host announces now (layer 2: owns; BGP: advertises to an established router), by address; summed over the hosts, who announces each."},
 			[]string{"address"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "announce_refusals_total", ConstLabels: l,
+			Help: "Sessions a router refused (BGP: a NOTIFICATION received or sent, a peer AS other than configured, a malformed message), by router and reason."},
+			[]string{"peer", "reason"}),
 		held: map[netip.Addr]bool{},
 	}
-	r.reg.MustRegister(a.addresses, a.sessions, a.address)
+	r.reg.MustRegister(a.addresses, a.sessions, a.address, a.refusals)
 	return a
 }
 
@@ -70,5 +74,13 @@ func (a *Announce) Addresses(n int) {
 func (a *Announce) Sessions(n int) {
 	if a != nil {
 		a.sessions.Set(float64(n))
+	}
+}
+
+// Refused counts a session the router peer refused, and why
+// (bgp.RefusalRecorder).
+func (a *Announce) Refused(peer, reason string) {
+	if a != nil {
+		a.refusals.WithLabelValues(peer, reason).Inc()
 	}
 }

@@ -39,4 +39,25 @@ haproxy_k8s_sync_announced_addresses{announcer="bgp"} 3
 	none.Addresses(1)
 	none.Sessions(1)
 	none.Held(nil)
+	none.Refused("192.0.2.1", "bad peer as")
+}
+
+// TestAnnounceRefusals: each refusal counted by router and reason.
+func TestAnnounceRefusals(t *testing.T) {
+	r := New(Options{Version: "test"})
+	a := r.Announce("bgp")
+	a.Refused("192.0.2.1", "notification received")
+	a.Refused("192.0.2.1", "notification received")
+	a.Refused("2001:db8::1", "bad peer as")
+	want := `# HELP haproxy_k8s_sync_announce_refusals_total Sessions a router refused (BGP: a NOTIFICATION received or sent, a peer AS other than configured, a malformed message), by router and reason.
+# TYPE haproxy_k8s_sync_announce_refusals_total counter
+haproxy_k8s_sync_announce_refusals_total{announcer="bgp",peer="192.0.2.1",reason="notification received"} 2
+haproxy_k8s_sync_announce_refusals_total{announcer="bgp",peer="2001:db8::1",reason="bad peer as"} 1
+`
+	if err := testutil.GatherAndCompare(r.Gatherer(), strings.NewReader(want), "haproxy_k8s_sync_announce_refusals_total"); err != nil {
+		t.Fatal(err)
+	}
+	if problems, err := testutil.GatherAndLint(r.Gatherer(), "haproxy_k8s_sync_announce_refusals_total"); err != nil || len(problems) > 0 {
+		t.Fatalf("lint: %v %v", problems, err)
+	}
 }

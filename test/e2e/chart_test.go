@@ -167,6 +167,32 @@ func TestHelmChartModes(t *testing.T) {
 					t.Error("keepalived does not read where the controller writes")
 				}
 			}},
+		// layer 2: the flags, the group's key from its Secret, and the
+		// controller started as root with the four capabilities it needs
+		// to hand NET_ADMIN and NET_RAW to itself as the pod's user.
+		{"services-announce-l2", []string{"services.announce.l2.interface=eth1", "services.announce.l2.peers={192.0.2.11,192.0.2.12:7947}",
+			"services.announce.l2.keySecret=l2-key", "services.announce.l2.restartTime=20s"},
+			func(t *testing.T, objs []*unstructured.Unstructured) {
+				ds := find(t, objs, "DaemonSet", "")
+				sync := container(t, ds, "sync", false)
+				hasAll(t, "sync args", args(sync), "--announce=l2", "--announce-interface=eth1", "--announce-peers=192.0.2.11",
+					"--announce-peers=192.0.2.12:7947", "--announce-key-file=/etc/haproxy-k8s-sync/l2/key", "--announce-restart-time=20s",
+					"--announce-run-as=99:99")
+				caps, _, _ := unstructured.NestedStringSlice(sync, "securityContext", "capabilities", "add")
+				if !slices.Equal(caps, []string{"NET_ADMIN", "NET_RAW", "SETUID", "SETGID"}) {
+					t.Errorf("the controller's capabilities %v, want NET_ADMIN, NET_RAW, SETUID and SETGID only", caps)
+				}
+				if esc, _, _ := unstructured.NestedBool(sync, "securityContext", "allowPrivilegeEscalation"); esc {
+					t.Error("the controller may escalate privileges")
+				}
+				hap := container(t, ds, "haproxy", false)
+				if caps := fmt.Sprint(hap["securityContext"]); strings.Contains(caps, "NET_ADMIN") {
+					t.Errorf("HAProxy got NET_ADMIN: %s", caps)
+				}
+				if !strings.Contains(fmt.Sprint(ds.Object), "secretName:l2-key") {
+					t.Error("the group's key is not mounted from its Secret")
+				}
+			}},
 		{"services-address-pools", []string{"services.addressPools=true", "services.claimQPS=50", "services.claimBurst=100"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				ds := find(t, objs, "DaemonSet", "")

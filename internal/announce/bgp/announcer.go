@@ -40,8 +40,9 @@ type Announcer struct {
 }
 
 type session struct {
-	peer string
-	up   bool
+	peer    string
+	up      bool
+	refusal *Refusal // the session went down refused
 }
 
 var _ announce.Announcer = (*Announcer)(nil)
@@ -88,7 +89,8 @@ func (a *Announcer) Run(ctx context.Context) error {
 	}
 	var had []netip.Addr
 	peered := false
-	up := map[string]bool{} // sessions established, by peer
+	up := map[string]bool{}     // sessions established, by peer
+	told := map[string]string{} // refusals told, by peer (refused.go)
 	// the metrics say what reaches a router (record): looked at on every
 	// change, and every recordEvery for the Adj-RIB-Outs GoBGP fills
 	// after a session comes up
@@ -107,6 +109,12 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.record(s, up)
 		case ss := <-a.sessions:
 			up[ss.peer] = ss.up
+			if ss.up {
+				delete(told, ss.peer)
+			}
+			if ss.refusal != nil {
+				a.refused(*ss.refusal, told)
+			}
 			a.cfg.Metrics.Sessions(count(up))
 			a.bfd(ctx, s, ss)
 			a.record(s, up)
@@ -225,18 +233,21 @@ func (a *Announcer) peerEvent(ctx context.Context, ev *apiutil.WatchEventMessage
 		return
 	}
 	st := ev.Peer.State
+	var refusal *Refusal
 	switch st.SessionState {
 	case bgp.BGP_FSM_ESTABLISHED:
 		a.log.Info("session up", "peer", st.NeighborAddress, "peer_asn", st.PeerASN)
 	case bgp.BGP_FSM_IDLE, bgp.BGP_FSM_ACTIVE:
-		if st.DisconnectMessage != "" || st.DisconnectReason != api.PeerState_DISCONNECT_REASON_UNSPECIFIED {
+		if r, ok := refusalOf(st.NeighborAddress, st.DisconnectReason, st.DisconnectMessage); ok {
+			refusal = &r
+		} else if st.DisconnectMessage != "" || st.DisconnectReason != api.PeerState_DISCONNECT_REASON_UNSPECIFIED {
 			a.log.Warn("session down", "peer", st.NeighborAddress, "reason", st.DisconnectReason.String(), "message", st.DisconnectMessage)
 		}
 	default:
 		return
 	}
 	select {
-	case a.sessions <- session{peer: st.NeighborAddress.String(), up: st.SessionState == bgp.BGP_FSM_ESTABLISHED}:
+	case a.sessions <- session{peer: st.NeighborAddress.String(), up: st.SessionState == bgp.BGP_FSM_ESTABLISHED, refusal: refusal}:
 	case <-ctx.Done():
 	}
 }

@@ -95,6 +95,9 @@ type Config struct {
 	// OnMove, when set, is told each address this host starts or stops
 	// announcing (announce.Move, this host named by its router ID).
 	OnMove announce.MoveFunc `json:"-"`
+	// OnRefused, when set, is told each router that refuses this host's
+	// session (Refusal), once until that session is established again.
+	OnRefused func(Refusal) `json:"-"`
 }
 
 // Recorder is what the announcer reports (internal/metrics.Announce).

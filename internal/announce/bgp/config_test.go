@@ -122,3 +122,36 @@ func TestFamilies(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalOf: which sessions going down are refusals, and how they
+// are said.
+func TestRefusalOf(t *testing.T) {
+	peer := netip.MustParseAddr("192.0.2.1")
+	id := netip.MustParseAddr("192.0.2.2")
+	cases := []struct {
+		reason  api.PeerState_DisconnectReason
+		detail  string
+		refused bool
+		message string
+	}{
+		{api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, "notification-received open-message-error bad-peer-as", true,
+			"router 192.0.2.1 refused the BGP session of 192.0.2.2 (notification received: notification-received open-message-error bad-peer-as): the addresses are not announced to it"},
+		{api.PeerState_DISCONNECT_REASON_INVALID_MSG, "invalid-msg", true,
+			"router 192.0.2.1 refused the BGP session of 192.0.2.2 (invalid msg): the addresses are not announced to it"},
+		{api.PeerState_DISCONNECT_REASON_BAD_PEER_AS, "bad-peer-as", true, ""},
+		{api.PeerState_DISCONNECT_REASON_NOTIFICATION_SENT, "notification-sent hold-timer-expired", true, ""},
+		{api.PeerState_DISCONNECT_REASON_HOLD_TIMER_EXPIRED, "hold-timer-expired", false, ""},
+		{api.PeerState_DISCONNECT_REASON_READ_FAILED, "read-failed", false, ""},
+		{api.PeerState_DISCONNECT_REASON_IDLE_TIMER_EXPIRED, "idle-hold-timer-expired", false, ""},
+		{api.PeerState_DISCONNECT_REASON_ADMIN_DOWN, "admin-down", false, ""},
+	}
+	for _, tc := range cases {
+		r, ok := refusalOf(peer, tc.reason, tc.detail)
+		if ok != tc.refused {
+			t.Fatalf("%s: refused %v, want %v", tc.reason, ok, tc.refused)
+		}
+		if tc.message != "" && r.Message(id) != tc.message {
+			t.Fatalf("%s: %q, want %q", tc.reason, r.Message(id), tc.message)
+		}
+	}
+}

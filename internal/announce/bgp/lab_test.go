@@ -51,6 +51,9 @@ type speakerFile struct {
 	// AdvertisedFile, when set, is where the child writes what it
 	// advertises to which router (Advertised, as JSON) every 50 ms
 	AdvertisedFile string
+	// RefusedFile, when set, is where the child writes the refusals it
+	// was told (refused_test.go)
+	RefusedFile string
 }
 
 func TestMain(m *testing.M) {
@@ -78,6 +81,11 @@ func speakerMain(file string) int {
 	if sf.AdvertisedFile != "" {
 		rec = &heldRecorder{}
 		cfg.Metrics = rec
+	}
+	if sf.RefusedFile != "" {
+		r := &refusals{file: sf.RefusedFile}
+		cfg.Metrics = r
+		cfg.OnRefused = func(x Refusal) { r.told(x.Message(cfg.RouterID)) }
 	}
 	a, err := New(cfg)
 	if err != nil {
@@ -228,7 +236,10 @@ func newHostsLab(t testing.TB, n int, o birdOpts) *lab {
 func (l *lab) start(h *netlab.Host, base speakerFile, w announce.Want) {
 	l.t.Helper()
 	sf := base
-	sf.ASN, sf.RouterID = hostASN, h.Addr
+	sf.RouterID = h.Addr
+	if sf.ASN == 0 {
+		sf.ASN = hostASN
+	}
 	sf.Peers = []Peer{{Addr: l.routerAddr(), ASN: routerASN}}
 	if sf.HoldTime == 0 {
 		sf.HoldTime = MinHoldTime

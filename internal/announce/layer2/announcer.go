@@ -28,6 +28,15 @@ const (
 	DefaultLifetime = 5 * time.Second
 	DefaultRefresh  = 10 * time.Second
 	DefaultHoldDown = 10 * time.Second
+	// DefaultRestartTime is the command line's restart time (Config's
+	// zero value is none)
+	DefaultRestartTime = 10 * time.Second
+	// KeptFile is the name of the file, beside the state file, where a
+	// stop for a restart leaves what it held
+	KeptFile = "announce-kept.json"
+	// finishWithin bounds how long a stop waits for the interface's
+	// worker to take the addresses off
+	finishWithin = 10 * time.Second
 )
 
 // Config is one host's announcer.
@@ -61,6 +70,11 @@ type Config struct {
 	// OnMove, when set, is told every change of an address's owner this
 	// host hears (announce.Moves; the Events of the Services).
 	OnMove announce.MoveFunc
+	// RestartTime and KeptFile (both set): a stop keeps the addresses for
+	// the next run for up to RestartTime, what was held written to
+	// KeptFile (restart.go); otherwise a stop lets them go.
+	RestartTime time.Duration
+	KeptFile    string
 }
 
 func (c *Config) defaults() error {
@@ -106,12 +120,10 @@ type Announcer struct {
 	link *link
 	conn *net.UDPConn
 	set  announce.Latest[announce.Want]
-	in   chan announce.Heartbeat
+	in   chan heard
 	node *announce.Node
-	// per address held: when to announce it next, and how many of the
-	// first quick repeats are left
-	garp    map[netip.Addr]*garp
-	renewAt time.Time
+	// work: the interface's worker (iface.go)
+	work    *worker
 	status  announce.Asks[[]netip.Addr]
 	holders announce.Asks[announce.Holders]
 	// who holds each address, as last logged (moves.go)
@@ -124,11 +136,6 @@ type Announcer struct {
 	full      bool          // at announce.MaxHolds (logged once)
 }
 
-type garp struct {
-	next time.Time
-	left int
-}
-
 var _ announce.Announcer = (*Announcer)(nil)
 
 // New opens the interface and the heartbeat socket in the calling
@@ -137,7 +144,7 @@ func New(cfg Config) (*Announcer, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	l, err := openLink(cfg.Interface, cfg.Lifetime)
+	l, err := openLink(cfg.Interface)
 	if err != nil {
 		return nil, err
 	}
@@ -146,16 +153,20 @@ func New(cfg Config) (*Announcer, error) {
 		l.close()
 		return nil, fmt.Errorf("layer2: heartbeats: %w", err)
 	}
-	return &Announcer{cfg: cfg, log: cfg.Logger.With("announce", "l2", "interface", cfg.Interface), link: l, conn: conn,
-		set: announce.NewLatest[announce.Want](), in: make(chan announce.Heartbeat, 64),
-		garp: map[netip.Addr]*garp{}, status: make(announce.Asks[[]netip.Addr]), holders: make(announce.Asks[announce.Holders]),
+	readBuffer(conn)
+	log := cfg.Logger.With("announce", "l2", "interface", cfg.Interface)
+	return &Announcer{cfg: cfg, log: log, link: l, conn: conn,
+		set: announce.NewLatest[announce.Want](), in: make(chan heard, 64), work: newWorker(l, cfg, log),
+		status: make(announce.Asks[[]netip.Addr]), holders: make(announce.Asks[announce.Holders]),
 		operators: map[netip.Addr]bool{}, known: announce.Holders{}}, nil
 }
 
 // Set implements announce.Announcer.
 func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 
-// Holds is what this host holds now (nil once Run has ended).
+// Holds is what this host has on its interface now (nil once Run has
+// ended): an address it let go is not in it until it is off the
+// interface, one it took not until it is on.
 func (a *Announcer) Holds(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
 
 // errAbandon, as the cause of Run's context, ends Run without letting
@@ -169,11 +180,16 @@ func (a *Announcer) Run(ctx context.Context) error {
 	defer a.link.close()
 	a.node = announce.NewNode(a.cfg.ID, time.Duration(a.cfg.Misses)*a.cfg.Interval, time.Now())
 	a.node.HoldDown(max(a.cfg.HoldDown, 0))
+	a.adopt(time.Now())
 	a.up = a.link.carrier()
 	rctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); a.read(rctx) }()
 	defer func() { stop(); a.conn.Close(); <-done }()
+	// the worker outlives ctx (it is told its last job), unless abandoned
+	wctx, wstop := context.WithCancel(context.WithoutCancel(ctx))
+	defer wstop()
+	go a.work.run(wctx)
 	tick := time.NewTicker(a.cfg.Interval)
 	defer tick.Stop()
 	// a peer's silence is noticed within a quarter interval of its hold
@@ -184,21 +200,24 @@ func (a *Announcer) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			if errors.Is(context.Cause(ctx), errAbandon) {
+				wstop()
+				<-a.work.done
+				return nil
+			}
+			if a.leave() {
 				return nil
 			}
 			a.node.Set(announce.Want{})
 			a.apply(a.node.Decide(time.Now()))
 			a.send()
+			a.work.finish(0, finishWithin)
 			return nil
 		case w := <-a.set.C():
 			a.want = a.sweep(w)
 			a.setNode()
 			a.step(true)
-		case hb := <-a.in:
-			changed, err := a.node.Receive(hb, time.Now())
-			if err != nil {
-				a.log.Debug("heartbeat refused", "from", hb.Host, "error", err)
-			} else if changed {
+		case h := <-a.in:
+			if a.receive(h) {
 				a.step(false)
 			}
 		case <-tick.C:
@@ -209,11 +228,13 @@ func (a *Announcer) Run(ctx context.Context) error {
 			}
 			a.step(true)
 		case <-check.C:
-			a.step(false)
+			if a.node.Due(time.Now()) {
+				a.step(false)
+			}
 		case c := <-a.status:
-			c <- a.node.Holds()
+			c <- a.work.holding()
 		case c := <-a.holders:
-			c <- a.node.Holders(time.Now())
+			c <- a.served(time.Now())
 		}
 	}
 }
@@ -227,72 +248,38 @@ func (a *Announcer) setNode() {
 	a.node.Set(w)
 }
 
-// step decides, applies what changed, announces what is due, and sends
-// a heartbeat when it is time (always when something changed).
+// step decides, hands the worker what changed, and sends a heartbeat
+// when it is time (always when something changed). It does no
+// interface work itself (iface.go).
 func (a *Announcer) step(beat bool) {
 	now := time.Now()
 	defer a.late(now)
+	a.drain()
 	ch := a.node.Decide(now)
 	a.apply(ch)
 	if beat || !ch.Empty() {
 		a.send()
 	}
 	a.moved(now)
-	if now.After(a.renewAt) {
-		for ad := range a.garp {
-			if err := a.link.hold(ad); err != nil {
-				a.log.Warn("renewing an address", "address", ad, "error", err)
-			}
-		}
-		a.renewAt = now.Add(a.cfg.Lifetime / 3)
-	}
-	for ad, g := range a.garp {
-		if now.Before(g.next) {
-			continue
-		}
-		if err := a.link.announce(ad); err != nil {
-			a.log.Warn("announcing an address", "address", ad, "error", err)
-		}
-		if g.left > 0 {
-			g.left--
-			g.next = now.Add(a.cfg.Interval)
-		} else {
-			g.next = now.Add(a.cfg.Refresh)
-		}
-	}
 }
 
-// apply puts the addresses taken on the interface and announces them,
-// and takes the ones let go off.
+// apply hands the worker the addresses held after ch, and logs what
+// changed.
 func (a *Announcer) apply(ch announce.Change) {
-	if !ch.Empty() {
-		defer func() {
-			held := a.node.Holds()
-			a.cfg.Metrics.Addresses(len(held))
-			a.cfg.Metrics.Held(held)
-		}()
-	}
 	if ch.Unserved > 0 && !a.full {
 		a.log.Error("addresses not announced: this host holds the most a heartbeat can carry", "max", announce.MaxHolds, "unserved", ch.Unserved)
 	}
 	a.full = ch.Unserved > 0
+	if ch.Empty() {
+		return
+	}
+	a.work.put(a.node.Holds(), nil)
 	for _, ad := range ch.Release {
-		delete(a.garp, ad)
-		if err := a.link.drop(ad); err != nil {
-			a.log.Warn("dropping an address", "address", ad, "error", err)
-		}
 		a.log.Info("address released", "address", ad)
 	}
+	peers := a.node.Peers(time.Now())
 	for _, ad := range ch.Take {
-		if err := a.link.hold(ad); err != nil {
-			a.log.Warn("taking an address", "address", ad, "error", err)
-			continue
-		}
-		if err := a.link.announce(ad); err != nil {
-			a.log.Warn("announcing an address", "address", ad, "error", err)
-		}
-		a.garp[ad] = &garp{next: time.Now().Add(a.cfg.Interval), left: a.cfg.Repeats - 1}
-		a.log.Info("address taken", "address", ad, "peers", a.node.Peers(time.Now()))
+		a.log.Info("address taken", "address", ad, "peers", peers)
 	}
 }
 
@@ -308,21 +295,27 @@ func (a *Announcer) sweep(w announce.Want) announce.Want {
 		return w
 	}
 	out := announce.Want{Healthy: w.Healthy}
+	held := map[netip.Addr]bool{}
+	for _, ad := range a.node.Holds() {
+		held[ad] = true
+	}
+	var drop []netip.Addr
 	for _, ad := range w.Normal().Addrs {
 		permanent, there := on[ad]
-		switch _, held := a.garp[ad]; {
+		switch {
 		case there && permanent || slices.ContainsFunc(a.cfg.Peers, func(p netip.AddrPort) bool { return p.Addr().Unmap() == ad }):
 			if !a.operators[ad] {
 				a.log.Warn("address left alone: a host's own (a peer's, or on the interface without a lifetime)", "address", ad)
 				a.operators[ad] = true
 			}
 			continue
-		case there && !held:
-			if err := a.link.drop(ad); err != nil {
-				a.log.Warn("dropping an address left over", "address", ad, "error", err)
-			}
+		case there && !held[ad]:
+			drop = append(drop, ad)
 		}
 		out.Addrs = append(out.Addrs, ad)
+	}
+	if len(drop) > 0 {
+		a.work.put(a.node.Holds(), drop)
 	}
 	return out
 }
@@ -337,6 +330,36 @@ func (a *Announcer) send() {
 	for _, p := range a.cfg.Peers {
 		if _, err := a.conn.WriteToUDPAddrPort(b, p); err != nil {
 			a.log.Debug("heartbeat not sent", "peer", p, "error", err)
+		}
+	}
+}
+
+// heard is a heartbeat and when it arrived.
+type heard struct {
+	hb announce.Heartbeat
+	at time.Time
+}
+
+// receive hands the node a heartbeat, as of its arrival (a loop kept
+// waiting does not make its peers look silent); it reports whether it
+// changed what the node knows.
+func (a *Announcer) receive(h heard) bool {
+	changed, err := a.node.Receive(h.hb, h.at)
+	if err != nil {
+		a.log.Debug("heartbeat refused", "from", h.hb.Host, "error", err)
+	}
+	return changed
+}
+
+// drain takes the heartbeats already arrived, before a decision: a
+// peer whose heartbeat waits in the queue is not silent.
+func (a *Announcer) drain() {
+	for {
+		select {
+		case h := <-a.in:
+			a.receive(h)
+		default:
+			return
 		}
 	}
 }
@@ -358,7 +381,7 @@ func (a *Announcer) read(ctx context.Context) {
 			continue
 		}
 		select {
-		case a.in <- hb:
+		case a.in <- heard{hb, time.Now()}:
 		case <-ctx.Done():
 			return
 		}

@@ -1,13 +1,17 @@
 package layer2
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +46,9 @@ type group struct {
 	healthy func(h *netlab.Host, ok bool) error
 	// kill, when set, kills the host's announcer (on) or starts a new one
 	kill func(h *netlab.Host, on bool) error
+	// restart, when set, stops the host's announcer (as SIGTERM does) and
+	// starts a new one, unhealthy for its first unhealthyFor
+	restart func(h *netlab.Host, unhealthyFor time.Duration) error
 	// window: how long a trial waits for another host (default 15 s)
 	window time.Duration
 }
@@ -87,9 +94,12 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 		mu.Unlock()
 		stopped.Wait()
 	})
-	start := func(h *netlab.Host) error {
+	start := func(h *netlab.Host, healthy bool) error {
 		c := cfg
 		c.ID, c.Interface, c.Key = h.Name, "eth0", []byte("the group's key")
+		if c.KeptFile != "" { // a directory: one file per host
+			c.KeptFile = filepath.Join(c.KeptFile, h.Name+".json")
+		}
 		c.Listen = netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultPort)
 		for _, p := range g.lbs {
 			if p != h {
@@ -108,13 +118,15 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 		mu.Lock()
 		ann[h.Name], stop[h.Name], done[h.Name] = a, cancel, ended
 		mu.Unlock()
-		a.Set(want)
+		w := want
+		w.Healthy = healthy
+		a.Set(w)
 		stopped.Add(1)
 		go func() { defer stopped.Done(); defer close(ended); _ = a.Run(ctx) }()
 		return nil
 	}
 	for _, h := range g.lbs {
-		if err := start(h); err != nil {
+		if err := start(h, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,7 +178,25 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 		case <-time.After(5 * time.Second):
 			return fmt.Errorf("the announcer of %s did not end", h.Name)
 		}
-		return start(h)
+		return start(h, true)
+	}
+	g.restart = func(h *netlab.Host, unhealthyFor time.Duration) error {
+		mu.Lock()
+		s, ended := stop[h.Name], done[h.Name]
+		mu.Unlock()
+		s(nil)
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("the announcer of %s did not stop", h.Name)
+		}
+		if err := start(h, false); err != nil {
+			return err
+		}
+		// its health gate passes later (the new controller's caches
+		// syncing): a delay simulated, not a wait
+		time.AfterFunc(unhealthyFor, func() { _ = g.healthy(h, true) })
+		return nil
 	}
 	return g
 }
@@ -262,4 +292,25 @@ func (g *group) faults() map[string]func(h *netlab.Host, on bool) error {
 		// its agent dies, leaving its addresses to lapse
 		"killed": g.kill,
 	}
+}
+
+// echoOwner waits until one host holds vip and the client reaches it,
+// then opens a connection to the echo server on port there and reads
+// its greeting (the owner's name); it fails the test otherwise.
+func (g *group) echoOwner(t *testing.T, vip netip.Addr, port uint16) (string, net.Conn, *bufio.Reader) {
+	t.Helper()
+	owner, err := g.steady(vip, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := netlab.DialTCP(g.client.NS, netip.Addr{}, netip.AddrPortFrom(vip, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(c)
+	if hello, err := r.ReadString('\n'); err != nil || strings.TrimSpace(hello) != owner {
+		c.Close()
+		t.Fatalf("greeted %q (%v), want %s", hello, err, owner)
+	}
+	return owner, c, r
 }

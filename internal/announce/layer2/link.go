@@ -29,23 +29,22 @@ var ErrNoInterface = errors.New("layer2: no such interface")
 // unsolicited neighbour advertisements). Everything is opened in the
 // network namespace the link was made in, whichever thread uses it.
 type link struct {
-	ns       netns.NsHandle
-	own      bool // no CAP_SYS_ADMIN: every thread is in ns, no setns (nor allowed)
-	nl       *netlink.Handle
-	nlLink   netlink.Link
-	ifi      *net.Interface
-	lifetime time.Duration
-	arp      *arp.Client
-	ndp      *ndp.Conn
+	ns     netns.NsHandle
+	own    bool // no CAP_SYS_ADMIN: every thread is in ns, no setns (nor allowed)
+	nl     *netlink.Handle
+	nlLink netlink.Link
+	ifi    *net.Interface
+	arp    *arp.Client
+	ndp    *ndp.Conn
 }
 
 // openLink opens name in the calling thread's network namespace.
-func openLink(name string, lifetime time.Duration) (*link, error) {
+func openLink(name string) (*link, error) {
 	ns, err := netns.Get()
 	if err != nil {
 		return nil, err
 	}
-	l := &link{ns: ns, lifetime: lifetime}
+	l := &link{ns: ns}
 	// Entering the namespace needs CAP_SYS_ADMIN, even one's own. Without
 	// it the process cannot have moved a thread elsewhere either: every
 	// thread is in the namespace, and nothing needs entering.
@@ -102,9 +101,10 @@ func hostPrefix(a netip.Addr) *net.IPNet {
 	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}
 }
 
-// hold puts a on the interface, or renews its lifetime.
-func (l *link) hold(a netip.Addr) error {
-	secs := int(l.lifetime / time.Second)
+// hold puts a on the interface, or renews its lifetime (whole seconds,
+// at least one).
+func (l *link) hold(a netip.Addr, lifetime time.Duration) error {
+	secs := max(int(lifetime/time.Second), 1)
 	addr := &netlink.Addr{IPNet: hostPrefix(a), ValidLft: secs, PreferedLft: secs}
 	if a.Is6() {
 		// usable at once: the owner is the only one to put it on the

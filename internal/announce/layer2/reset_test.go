@@ -1,11 +1,11 @@
 package layer2
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -28,19 +28,8 @@ func TestFailoverResetsConnections(t *testing.T) {
 	}
 	for _, fault := range []string{"frozen", "unhealthy"} {
 		t.Run(fault, func(t *testing.T) {
-			owner, err := g.steady(vip4, 30*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c, err := netlab.DialTCP(g.client.NS, netip.Addr{}, netip.AddrPortFrom(vip4, port))
-			if err != nil {
-				t.Fatal(err)
-			}
+			owner, c, r := g.echoOwner(t, vip4, port)
 			defer c.Close()
-			r := bufio.NewReader(c)
-			if hello, err := r.ReadString('\n'); err != nil || strings.TrimSpace(hello) != owner {
-				t.Fatalf("greeted %q (%v), want %s", hello, err, owner)
-			}
 			h := g.host(owner)
 			start := time.Now()
 			if err := g.faults()[fault](h, true); err != nil {
@@ -70,7 +59,7 @@ func TestFailoverResetsConnections(t *testing.T) {
 			case err == nil:
 				t.Fatalf("%s: the connection lives on (%q): the address did not move", fault, line)
 			default:
-				t.Fatalf("%s: %v after %s, want a reset within 5 s", fault, err, took.Round(time.Millisecond))
+				t.Fatalf("%s: %v after %s, want a reset within 5 s; %s", fault, err, took.Round(time.Millisecond), g.wire(vip4, h))
 			}
 			if err := g.faults()[fault](h, false); err != nil {
 				t.Fatal(err)
@@ -80,4 +69,23 @@ func TestFailoverResetsConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+// wire is what the kernels say of vip's connections when a test fails:
+// which hosts have vip on their interface, the client's neighbour entry
+// for it, and the TCP connections to it on the client and on the old
+// owner (unacknowledged data, retransmissions).
+func (g *group) wire(vip netip.Addr, old *netlab.Host) string {
+	out := fmt.Sprintf("%s on the interfaces of %v", vip, netlab.OnEth0(g.lbs, vip))
+	run := func(ns string, args ...string) string {
+		b, err := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("%v: %v", args, err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	out += "; the client's neighbour: " + run(g.client.NS, "ip", "neigh", "show", vip.String())
+	out += "\nthe client's connections:\n" + run(g.client.NS, "ss", "-tni", "dst", vip.String())
+	out += fmt.Sprintf("\n%s's connections:\n", old.Name) + run(old.NS, "ss", "-tni", "src", vip.String())
+	return out
 }
