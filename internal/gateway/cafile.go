@@ -7,7 +7,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
-// Which CA bundles HAProxy can take at runtime (docs/tls.md, "CA files
+// Which CA bundles HAProxy can take at runtime (docs/gateway.md, "CA files
 // at runtime", measured on 2.6.12, 3.0.11, 3.2.26 and 3.4.7): the
 // driver replaces a CA file's contents with `set ssl ca-file` and
 // `commit ssl ca-file` when its name stays and its bundle changes, and

@@ -26,7 +26,7 @@ import "github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 // (gateway/cafile.go); HAProxy 2.6-3.4 verify against the committed
 // bundle but keep sending the names of the one loaded at start, so a
 // client choosing its certificate by those names would pick for the old
-// CA (docs/tls.md, "CA files at runtime"). Clients with one certificate
+// CA (docs/gateway.md, "CA files at runtime"). Clients with one certificate
 // send it whatever the names.
 //
 // Settings the model's validator refuses, or no certificate directory,

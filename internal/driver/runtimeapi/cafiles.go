@@ -25,7 +25,7 @@ import (
 // bundle on the bind lines that name F and on the server lines that name
 // F and present a client certificate (`crt`); a server line without
 // `crt` keeps the bundle it was started with, though the commit answers
-// Success (measured on 2.6.12, 3.0.11, 3.2.26 and 3.4.7: docs/tls.md,
+// Success (measured on 2.6.12, 3.0.11, 3.2.26 and 3.4.7: docs/gateway.md,
 // "CA files at runtime"). The gateway therefore names the CA of such a
 // backend by its digest (gateway/cafile.go): another bundle is another
 // file, which only a reload (the server lines change) loads. A file the
