@@ -3,19 +3,15 @@ package runtimeapi
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
@@ -113,58 +109,30 @@ func TestClientCAChangesWithoutReload(t *testing.T) {
 func TestBackendCAChangesWithoutReload(t *testing.T) {
 	l := startMapLab(t)
 	ctx := context.Background()
-	serverCA, wrongCA, clientCA := testcert.CA(t, "server CA"), testcert.CA(t, "wrong CA"), testcert.CA(t, "client CA")
-	pool := x509.NewCertPool()
-	pool.AddCert(clientCA.Cert)
-	srv := serveTLSConfig(t, serverCA, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, "a.example.com")
-	client := testcert.Issue(t, testcert.Spec{CN: "gateway", Client: true}, clientCA)
-	bundle, err := certs.Parse(client.PEM(), client.KeyPEM(t), client.Cert.NotBefore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := uint16(haproxytest.FreePort(t))
-	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	b := newClientCertBackend(t) // cafiles_test.go
+	wrongCA := testcert.CA(t, "wrong CA")
 	cfgOf := func(ca testcert.Cert) model.Config {
-		return model.Config{
-			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
-				HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
-					Actions: []model.HTTPAction{{Backends: one("gwhs_a")}}}}},
-			Backends: []*model.Backend{{Name: "gwhs_a", Service: "apps/a", Balance: "roundrobin", HTTP: true,
-				Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
-				TLS: &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: ca.PEM(),
-					Cert: "ccert_apps_client_1", CertPEM: bundle.PEM}}},
-		}
-	}
-	eventually := func(step string, codes ...int) {
-		t.Helper()
-		var got int
-		var body string
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-			if got, body = httpGet(t, addr, "a.example.com", "/"); slices.Contains(codes, got) {
-				return
-			}
-		}
-		t.Fatalf("%s: last answer %d %q, want one of %v", step, got, body, codes)
+		return b.config("gwhs_a", &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: ca.PEM(),
+			Cert: "ccert_apps_client_1", CertPEM: b.clientPEM})
 	}
 	if res, err := l.d.Apply(ctx, cfgOf(wrongCA)); err != nil || !res.Reloaded {
 		t.Fatalf("first apply: reloaded %v, %v", res.Reloaded, err)
 	}
 	base := l.reloads(ctx, t)
-	// 503 when the handshake fails, 502 when TLS 1.3 ends it late.
-	eventually("the wrong CA", http.StatusServiceUnavailable, http.StatusBadGateway)
+	b.answers(t, "the wrong CA", refusedCodes...)
 	for _, step := range []struct {
 		name  string
 		ca    testcert.Cert
 		codes []int
 	}{
-		{"the server's CA", serverCA, []int{http.StatusOK}},
-		{"the wrong CA again", wrongCA, []int{http.StatusServiceUnavailable, http.StatusBadGateway}},
+		{"the server's CA", b.serverCA, []int{http.StatusOK}},
+		{"the wrong CA again", wrongCA, refusedCodes},
 	} {
 		res, err := l.d.Apply(ctx, cfgOf(step.ca))
 		if err != nil || res.Reloaded {
 			t.Fatalf("%s: reloaded %v, %v", step.name, res.Reloaded, err)
 		}
-		eventually(step.name, step.codes...)
+		b.answers(t, step.name, step.codes...)
 	}
 	if n := l.reloads(ctx, t); n != base {
 		t.Errorf("%d reloads for the CA changes, want 0", n-base)
