@@ -28,8 +28,11 @@ import (
 // Success (measured on 2.6.12, 3.0.11, 3.2.26 and 3.4.7: docs/gateway.md,
 // "CA files at runtime"). The gateway therefore names the CA of such a
 // backend by its digest (gateway/cafile.go): another bundle is another
-// file, which only a reload (the server lines change) loads. A file the
-// worker does not hold is a new name, which comes with a reload.
+// file, which only a reload (the server lines change) loads; and should
+// a model keep the name of such a file with another bundle, the driver
+// reloads (staleServerCAs) rather than commit what the servers would not
+// use. A file the worker does not hold is a new name, which comes with a
+// reload.
 
 // casOf lists the CA files cfg's backends and frontends name, by path.
 func casOf(dir string, cfg model.Config) map[string][]byte {
@@ -51,6 +54,31 @@ func casOf(dir string, cfg model.Config) map[string][]byte {
 		}
 	}
 	return out
+}
+
+// staleServerCAs is why cfg needs a reload for its CA files: a file
+// that a backend presenting no client certificate names, which the
+// worker holds with another bundle (known: not after a restart of the
+// controller, when the worker's bundles are unknown).
+func (d *HAProxy) staleServerCAs(cfg model.Config) []string {
+	dir := d.opts.Render.CertDir
+	if dir == "" || !d.certs.known || d.certs.pid != d.pid {
+		return nil
+	}
+	var why []string
+	seen := map[string]bool{}
+	for _, b := range cfg.Backends {
+		if !model.ValidBackendTLS(b.TLS) || b.TLS.Cert != "" {
+			continue
+		}
+		p := render.CAFile(dir, b.TLS.CA)
+		old, held := d.certs.cas[p]
+		if held && old != ([sha256.Size]byte{}) && old != sha256.Sum256(b.TLS.CAPEM) && !seen[p] {
+			seen[p] = true
+			why = append(why, "CA bundle of "+b.TLS.CA+" changed (servers presenting no client certificate take a CA only at a reload)")
+		}
+	}
+	return why
 }
 
 // applyCAs commits to the worker the CA files of w it holds with

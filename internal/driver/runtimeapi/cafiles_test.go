@@ -52,7 +52,8 @@ func serveTLSConfig(t *testing.T, ca testcert.Cert, cfg *tls.Config, names ...st
 // the CA file and the hostname: a CA that did not sign the server's
 // certificate, or a hostname the certificate does not carry, refuses the
 // request (503); another CA is another file (its name carries its
-// digest) loaded by a reload; the server sees the hostname as SNI.
+// digest) loaded by a reload, and so is another bundle under the same
+// name; the server sees the hostname as SNI.
 func TestBackendTLSCA(t *testing.T) {
 	l := startMapLab(t)
 	ctx := context.Background()
@@ -106,6 +107,17 @@ func TestBackendTLSCA(t *testing.T) {
 	// A hostname the certificate does not carry: refused.
 	if _, err := l.d.Apply(ctx, cfgOf("b.example.com", "ca_apps_p_2", right)); err != nil {
 		t.Fatal(err)
+	}
+	eventually(http.StatusServiceUnavailable, "")
+	// The same CA file name with another bundle, on servers presenting
+	// no client certificate: a reload, since HAProxy would not apply a
+	// committed bundle to them (cafiles.go: staleServerCAs).
+	if _, err := l.d.Apply(ctx, cfgOf("a.example.com", "ca_apps_p_2", right)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(http.StatusOK, "sni=a.example.com")
+	if res, err := l.d.Apply(ctx, cfgOf("a.example.com", "ca_apps_p_2", wrong)); err != nil || !res.Reloaded {
+		t.Fatalf("another bundle under the same name: reloaded %v, %v", res.Reloaded, err)
 	}
 	eventually(http.StatusServiceUnavailable, "")
 }
