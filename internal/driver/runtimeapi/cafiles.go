@@ -144,3 +144,12 @@ func heldCAs(answer, dir string) (held map[string][sha256.Size]byte, open []stri
 	}
 	return held, open
 }
+
+// digests is each file's digest of its content.
+func digests(files map[string][]byte) map[string][sha256.Size]byte {
+	out := make(map[string][sha256.Size]byte, len(files))
+	for p, b := range files {
+		out[p] = sha256.Sum256(b)
+	}
+	return out
+}

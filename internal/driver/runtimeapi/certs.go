@@ -160,14 +160,7 @@ func (s *certStore) onDisk() map[string][sha256.Size]byte {
 // reload or a start).
 func (s *certStore) loaded(w certWant, pid string) {
 	s.known, s.pid = true, pid
-	s.files = make(map[string][sha256.Size]byte, len(w.files))
-	for p, b := range w.files {
-		s.files[p] = sha256.Sum256(b)
-	}
-	s.cas = make(map[string][sha256.Size]byte, len(w.cas))
-	for p, b := range w.cas {
-		s.cas[p] = sha256.Sum256(b)
-	}
+	s.files, s.cas = digests(w.files), digests(w.cas) // cafiles.go
 	s.lists = make(map[string][]string, len(w.lists))
 	for p, es := range w.lists {
 		for _, e := range es {
