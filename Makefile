@@ -246,11 +246,7 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/gateway:FuzzGRPCRoute:2000x \
 	./internal/gateway:FuzzCORSFilter:10000x
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; rest=$${t#*:}; name=$${rest%%:*}; budget=$(or $(FUZZTIME),$${rest#*:}); \
-		echo "fuzz $$name ($$pkg, $$budget)"; \
-		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$$budget -timeout=10m $$pkg; \
-	done
+	@GO='$(GO)' FUZZTIME='$(FUZZTIME)' hack/fuzz.sh $(FUZZ_TARGETS)
 
 # Placeholders: the programs under hack/demo and hack/bench are written
 # separately. Both may start a kube-apiserver through internal/testing/kubeapi.

@@ -8,9 +8,10 @@
 #     each of TEST_VERSIONS;
 #   - each package named in hack/test-weights.txt, one job each; every
 #     other package in one job ("unit"), one package at a time;
-#   - the HAProxy client packages (VERSION_PKGS) and the conformance suite
-#     (VERSION_CONFORMANCE) on each of TEST_VERSIONS, the driver
-#     (RUNTIME_PKGS) on each of RUNTIME_VERSIONS;
+#   - the HAProxy client packages (VERSION_PKGS) on each of TEST_VERSIONS,
+#     the driver (RUNTIME_PKGS) on each of RUNTIME_VERSIONS;
+#   - the conformance suite (VERSION_CONFORMANCE) in one job: on the host's
+#     HAProxy, then on each of TEST_VERSIONS, on one real-node tier;
 #   - make fuzz.
 #
 # Every test binary runs in a network namespace of its own
@@ -50,18 +51,16 @@ TEST_FUZZ=${TEST_FUZZ-1}
 DEFAULT_WEIGHT=10
 # shellcheck disable=SC2206 # TESTFLAGS is a list of flags
 testflags=(${TESTFLAGS:-})
-flags=(-count=1 -timeout "$TEST_TIMEOUT" "${testflags[@]}")
-e2eflags=(-test.count=1 -test.timeout "$TEST_TIMEOUT")
+# The flags every test binary gets (go test's, as the binary takes them).
+binflags=(-test.count=1 -test.timeout "$TEST_TIMEOUT")
 for f in "${testflags[@]}"; do
-	case $f in -test.*) e2eflags+=("$f") ;; -*) e2eflags+=("-test.${f#-}") ;; *) e2eflags+=("$f") ;; esac
+	case $f in -test.*) binflags+=("$f") ;; -*) binflags+=("-test.${f#-}") ;; *) binflags+=("$f") ;; esac
 done
 
-exec_flags=(-exec "$root/hack/netns-exec.sh")
-netns=("$root/hack/netns-exec.sh")
+export TEST_NETNS=1 # hack/test-run.sh: each binary in a namespace of its own
 if ! unshare --net true 2>/dev/null; then
 	echo "hack/test.sh: no network namespace (unshare --net needs root): one job at a time, in the host's namespace"
-	exec_flags=()
-	netns=()
+	TEST_NETNS=
 	TEST_JOBS=1
 fi
 
@@ -69,6 +68,19 @@ work="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 
 mod="$($GO list -m)"
+# Every package's test binary is built once, before the queue, into a
+# directory that outlives the run, one per checkout (TEST_BINARIES, under
+# ~/.cache/haproxy-k8s-sync/test-binaries): go test -c links a binary
+# again only when what it is built from changed (it compares the build ID
+# written in the file), and the jobs run it as often as they need (each
+# e2e test, each HAProxy version) without linking it again. hack/fuzz.sh
+# keeps its fuzzing binaries there too.
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/test-binaries
+export TEST_BINARIES=${TEST_BINARIES:-$cache/$(printf '%s' "$root" | sha256sum | cut -c1-16)}
+mkdir -p "$TEST_BINARIES"
+touch "$TEST_BINARIES"
+# Checkouts not tested for two weeks leave their binaries behind.
+find "$cache" -mindepth 1 -maxdepth 1 -type d -mtime +14 -exec rm -rf {} + 2>/dev/null || true
 declare -A weight=()
 while read -r secs name; do
 	[ -n "${name:-}" ] && [ "${secs:0:1}" != "#" ] && weight[$name]=$secs
@@ -79,16 +91,65 @@ mapfile -t pkgs < <($GO list $PKGS)
 unit=()
 e2e=
 own=()
+conf=()
+# conformance REL: REL is a package of VERSION_CONFORMANCE (a job of its own).
+conformance() {
+	local c
+	for c in $VERSION_CONFORMANCE; do
+		c=${c#./}
+		[ "${c%/}" != "$1" ] || return 0
+	done
+	return 1
+}
 for p in "${pkgs[@]}"; do
 	rel=${p#"$mod"/}
-	if [ "$rel" = test/e2e ]; then
+	if conformance "$rel"; then
+		conf+=("$rel")
+	elif [ "$rel" = test/e2e ]; then
 		e2e=$p
 	elif [ -n "${weight[$rel]:-}" ]; then
 		own+=("$rel")
 	else
-		unit+=("$p")
+		unit+=("$rel")
 	fi
 done
+# rels PATTERN...: the packages of PATTERNs that have tests, relative.
+rels() {
+	# shellcheck disable=SC2068 # patterns
+	$GO list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $@ | sed -e "s|^$mod/||" -e '/^$/d'
+}
+# shellcheck disable=SC2086 # PKGS is a list of patterns
+mapfile -t tested < <(rels $PKGS)
+declare -A hastests=()
+for rel in "${tested[@]}"; do hastests[$rel]=1; done
+withtests() { for rel in "$@"; do [ -z "${hastests[$rel]:-}" ] || echo "$rel"; done; }
+mapfile -t unit < <(withtests "${unit[@]}")
+mapfile -t own < <(withtests "${own[@]}")
+mapfile -t conf < <(withtests "${conf[@]}")
+
+echo "building ${#tested[@]} test binaries in $TEST_BINARIES ($TEST_JOBS at once)"
+buildfail=()
+build() { # build REL: its test binary; its log in $work/build.N
+	mkdir -p "$TEST_BINARIES/$1"
+	$GO test -c -o "$TEST_BINARIES/$1/pkg.test" "./$1"
+}
+n=0
+for i in "${!tested[@]}"; do
+	build "${tested[$i]}" >"$work/build.$i" 2>&1 || echo "$i" >>"$work/build.failed" &
+	n=$((n + 1))
+	if [ "$n" -ge "$TEST_JOBS" ]; then
+		wait -n || true
+		n=$((n - 1))
+	fi
+done
+wait
+if [ -s "$work/build.failed" ]; then
+	while read -r i; do
+		echo "--- building ${tested[$i]}'s test binary failed:"
+		cat "$work/build.$i"
+	done <"$work/build.failed"
+	exit 1
+fi
 
 # The other versions' binaries first, one at a time: a cold cache builds
 # a root file system per version (hack/haproxy-version.sh).
@@ -108,24 +169,22 @@ add() {
 	names+=("$name")
 	cmds+=("$(printf '%q ' "$@")")
 }
-gotest() { # gotest NAME [HAPROXY_BIN] -- ARGS...
+run() { # run NAME [HAPROXY_BIN] -- REL... -- ARGS...: the packages' binaries
 	local name=$1 bin=$2
 	shift 3
-	add "$name" env ${bin:+HAPROXY_BIN="$bin"} "$GO" test "${exec_flags[@]}" "${flags[@]}" "$@"
+	add "$name" env ${bin:+HAPROXY_BIN="$bin"} "$root/hack/test-run.sh" "$@"
 }
 
 if [ -n "$e2e" ]; then
-	echo "building test/e2e's binary"
-	$GO test -c -o "$work/e2e.test" ./test/e2e
-	mapfile -t e2etests < <(cd test/e2e && "$work/e2e.test" -test.list '^Test')
+	mapfile -t e2etests < <(cd test/e2e && "$TEST_BINARIES/test/e2e/pkg.test" -test.list '^Test')
 	for t in "${e2etests[@]}"; do
-		add "test/e2e.$t" bash -c 'cd test/e2e && exec "$@"' - "${netns[@]}" "$work/e2e.test" -test.run "^$t\$" "${e2eflags[@]}"
+		run "test/e2e.$t" "" -- test/e2e -- -test.run "^$t\$" "${binflags[@]}"
 	done
 	if [ -n "$VERSION_E2E" ]; then
 		for v in $TEST_VERSIONS; do
 			for t in "${e2etests[@]}"; do
 				[[ $t =~ $VERSION_E2E ]] || continue
-				add "test/e2e.$t@$v" env HAPROXY_BIN="${bins[$v]}" bash -c 'cd test/e2e && exec "$@"' - "${netns[@]}" "$work/e2e.test" -test.run "^$t\$" "${e2eflags[@]}"
+				run "test/e2e.$t@$v" "${bins[$v]}" -- test/e2e -- -test.run "^$t\$" "${binflags[@]}"
 			done
 		done
 	fi
@@ -133,27 +192,33 @@ fi
 # The conformance suite's failures are printed only with -v (its tests are
 # subtests of one): it always runs with -v, its log printed in full only
 # when it failed.
-verbose() { [[ $1 == test/conformance* ]] && echo -v || true; }
+verbose() { [[ $1 == test/conformance* ]] && echo -test.v || true; }
 for rel in "${own[@]}"; do
 	# shellcheck disable=SC2046 # verbose prints one flag or nothing
-	gotest "$rel" "" -- $(verbose "$rel") "./$rel"
+	run "$rel" "" -- "$rel" -- $(verbose "$rel") "${binflags[@]}"
 done
 if [ "${#unit[@]}" -gt 0 ]; then
-	gotest unit "" -- -p 1 "${unit[@]}"
+	run unit "" -- "${unit[@]}" -- "${binflags[@]}"
 fi
+skip=(${VERSION_SKIP:+-test.skip "$VERSION_SKIP"})
 for v in $TEST_VERSIONS; do
 	# shellcheck disable=SC2086 # VERSION_PKGS is a list of patterns
-	gotest "clients@$v" "${bins[$v]}" -- ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $VERSION_PKGS
-	for p in $VERSION_CONFORMANCE; do
-		rel=${p#./}
-		rel=${rel%/}
-		# shellcheck disable=SC2046 # verbose prints one flag or nothing
-		gotest "$rel@$v" "${bins[$v]}" -- $(verbose "$rel") "$p"
-	done
+	mapfile -t vrels < <(withtests $(rels $VERSION_PKGS))
+	run "clients@$v" "${bins[$v]}" -- "${vrels[@]}" -- "${skip[@]}" "${binflags[@]}"
+done
+# The conformance suite once per HAProxy (the host's, then each of
+# TEST_VERSIONS) in one process, on one real-node tier: the tier is the
+# longest part of a run to start (HKS_CONFORMANCE_HAPROXY).
+confbins=${HAPROXY_BIN:-$(command -v haproxy || echo /usr/sbin/haproxy)}
+for v in $TEST_VERSIONS; do confbins+=" ${bins[$v]}"; done
+for rel in "${conf[@]}"; do
+	# shellcheck disable=SC2046 # verbose prints one flag or nothing
+	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" "$root/hack/test-run.sh" "$rel" -- $(verbose "$rel") "${binflags[@]}"
 done
 for v in $RUNTIME_VERSIONS; do
 	# shellcheck disable=SC2086 # RUNTIME_PKGS is a list of patterns
-	gotest "runtime@$v" "${bins[$v]}" -- ${VERSION_SKIP:+-skip "$VERSION_SKIP"} $RUNTIME_PKGS
+	mapfile -t vrels < <(withtests $(rels $RUNTIME_PKGS))
+	run "runtime@$v" "${bins[$v]}" -- "${vrels[@]}" -- "${skip[@]}" "${binflags[@]}"
 done
 [ -z "$TEST_FUZZ" ] || add fuzz make --no-print-directory fuzz
 
@@ -166,11 +231,19 @@ echo "${#names[@]} jobs, $TEST_JOBS at once"
 declare -A running=() began=()
 took=()
 failed=()
+# Each job's CPU (user + system, its waited-for children's included) from
+# /usr/bin/time where it is installed: the suite is bound by CPU, and a
+# job's seconds alone do not say what it costs the other.
+timer=()
+[ ! -x /usr/bin/time ] || timer=(/usr/bin/time -f '%U %S' -o)
 start() {
 	local i=$1
 	began[$i]=$(date +%s.%N)
-	bash -c "${cmds[$i]}" >"$work/$i.log" 2>&1 &
+	"${timer[@]}" ${timer:+"$work/$i.cpu"} bash -c "${cmds[$i]}" >"$work/$i.log" 2>&1 &
 	running[$!]=$i
+}
+cpu() { # cpu I: the job's CPU seconds, or - when not measured
+	[ -s "$work/$1.cpu" ] && awk 'END { printf "%.0f", $1 + $2 }' "$work/$1.cpu" || echo -
 }
 reap() {
 	local pid rc=0 i secs
@@ -224,9 +297,10 @@ failures() {
 	' "$@"
 }
 
-echo "--- each job's seconds, longest first (hack/test-weights.txt takes these) ---"
-for i in "${!names[@]}"; do printf '%6.0f %s\n' "${took[$i]:-0}" "${names[$i]}"; done | sort -k1,1nr | head -n 40
-echo "${#names[@]} jobs in $((SECONDS - t0)) s, $TEST_JOBS at once"
+echo "--- each job's seconds and CPU seconds, longest first (hack/test-weights.txt takes the first) ---"
+for i in "${!names[@]}"; do printf '%6.0f %5s %s\n' "${took[$i]:-0}" "$(cpu "$i")" "${names[$i]}"; done | sort -k1,1nr | head -n 40
+total=$(for i in "${!names[@]}"; do cpu "$i"; echo; done | awk '$1 != "-" { s += $1 } END { printf "%.0f", s }')
+echo "${#names[@]} jobs in $((SECONDS - t0)) s, $TEST_JOBS at once, $total CPU seconds in the jobs"
 if [ "${#failed[@]}" -gt 0 ]; then
 	echo "--- the failing tests' own lines ---"
 	for i in "${failed[@]}"; do

@@ -101,6 +101,59 @@ func TestConformance(t *testing.T) {
 	gwcrd.InstallAllExperimental(t, cfg) // experimental: a rule's retry survives
 	installPool(t, cfg)
 
+	gc, err := gwclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{
+		ObjectMeta: metav1.ObjectMeta{Name: gatewayClass},
+		Spec:       gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// One suite run per HAProxy binary, on the one tier: the second
+	// starts from what the first left (its base resources kept), with
+	// every Gateway's status cleared so that nothing reads as Programmed
+	// before the new controller has programmed its HAProxy.
+	bins := haproxyBins()
+	for i, bin := range bins {
+		last := i == len(bins)-1
+		t.Run(versionName(t, bin), func(t *testing.T) {
+			if i > 0 {
+				clearGatewayStatus(ctx, t, gc)
+			}
+			serve(ctx, t, tier, bin)
+			// The suite infers the supported features from the
+			// GatewayClass's status: wait for it.
+			if err := waitUntil(2*time.Minute, func() error {
+				c, err := gc.GatewayV1().GatewayClasses().Get(ctx, gatewayClass, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				if len(c.Status.SupportedFeatures) == 0 {
+					return fmt.Errorf("GatewayClass %s has no supportedFeatures yet", gatewayClass)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("conformance: tier, CRDs, HAProxy and controller up %v after the start", time.Since(begin).Round(time.Second))
+			opts := options(t, cfg)
+			opts.CleanupBaseResources = last
+			if i > 0 {
+				opts.ReportOutputPath = "" // the report is the first binary's
+			}
+			runSuite(t, opts, failed)
+		})
+	}
+	t.Logf("conformance: whole run %v", time.Since(begin).Round(time.Second))
+}
+
+// serve starts HAProxy bin in the tier's load-balancer namespace and the
+// controller in-process in gateway mode driving it; both stop when t ends.
+func serve(ctx context.Context, t *testing.T, tier *nodes.Tier, bin string) {
+	t.Helper()
 	// The controller, in-process, with HAProxy in the load balancer's
 	// namespace and its UDP path in the same namespace's nftables.
 	dir := t.TempDir()
@@ -110,7 +163,7 @@ func TestConformance(t *testing.T) {
 		nil, os.Stdout, os.Stderr); code != 0 {
 		t.Fatalf("init exited %d", code)
 	}
-	hap := haproxytest.StartInNetNS(t, dir, cfgPath, nodes.NSPath(tier.LB))
+	hap := haproxytest.StartWithInNetNS(t, bin, dir, cfgPath, nodes.NSPath(tier.LB))
 	if args := listenerArgs(nodes.NSPath(tier.LB)); len(args) > 0 {
 		t.Logf("the controller's listener mode: %v", args)
 	}
@@ -122,7 +175,7 @@ func TestConformance(t *testing.T) {
 			"--mode=gateway",
 			"--kubeconfig", tier.Kube.KubeconfigPath,
 			"--haproxy-config", cfgPath,
-			"--haproxy-bin", haproxytest.Bin(),
+			"--haproxy-bin", bin,
 			"--master-socket", hap.MasterSocket,
 			"--stats-socket", hap.StatsSocket,
 			"--state-file", filepath.Join(dir, "state"),
@@ -146,36 +199,6 @@ func TestConformance(t *testing.T) {
 			t.Logf("controller log (tail):\n%s", tail(ctlLog.String(), 200))
 		}
 	})
-
-	gc, err := gwclient.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{
-		ObjectMeta: metav1.ObjectMeta{Name: gatewayClass},
-		Spec:       gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The suite infers the supported features from the GatewayClass's
-	// status: wait for it.
-	if err := waitUntil(2*time.Minute, func() error {
-		c, err := gc.GatewayV1().GatewayClasses().Get(ctx, gatewayClass, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if len(c.Status.SupportedFeatures) == 0 {
-			return fmt.Errorf("GatewayClass %s has no supportedFeatures yet", gatewayClass)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("conformance: tier, CRDs, HAProxy and controller up in %v", time.Since(begin).Round(time.Second))
-
-	opts := options(t, cfg)
-	runSuite(t, opts, failed)
-	t.Logf("conformance: whole run %v", time.Since(begin).Round(time.Second))
 }
 
 // options are the suite's options for our profiles: the supported

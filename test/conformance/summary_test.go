@@ -32,7 +32,9 @@ func (f *failedTests) hook(t *testing.T, test suite.ConformanceTest, _ *suite.Co
 	if !t.Failed() {
 		return
 	}
-	ft := failedTest{name: test.ShortName, description: test.Description}
+	// The whole name: the suite runs once per HAProxy binary, each run
+	// a subtest named for the version (conformance_test.go).
+	ft := failedTest{name: t.Name(), description: test.Description}
 	for _, n := range test.Features {
 		ft.features = append(ft.features, string(n))
 	}
@@ -74,12 +76,12 @@ func TestFailedTestsSummary(t *testing.T) {
 	}{
 		{"none failed", nil, nil},
 		{"two failed, in the order they ended", []failedTest{
-			{name: "HTTPRouteRetry", description: "retries", features: []string{"Gateway", "HTTPRouteRetry"}},
-			{name: "TLSRouteSimpleSameNamespace", description: "a TLSRoute"},
+			{name: "TestConformance/2.6.12/HTTPRouteRetry", description: "retries", features: []string{"Gateway", "HTTPRouteRetry"}},
+			{name: "TestConformance/3.0.11/TLSRouteSimpleSameNamespace", description: "a TLSRoute"},
 		}, []string{
-			"conformance: 2 test(s) failed: HTTPRouteRetry, TLSRouteSimpleSameNamespace (each one's messages are in its own --- FAIL block above)",
-			"conformance: FAILED HTTPRouteRetry: retries (features: Gateway, HTTPRouteRetry)",
-			"conformance: FAILED TLSRouteSimpleSameNamespace: a TLSRoute",
+			"conformance: 2 test(s) failed: TestConformance/2.6.12/HTTPRouteRetry, TestConformance/3.0.11/TLSRouteSimpleSameNamespace (each one's messages are in its own --- FAIL block above)",
+			"conformance: FAILED TestConformance/2.6.12/HTTPRouteRetry: retries (features: Gateway, HTTPRouteRetry)",
+			"conformance: FAILED TestConformance/3.0.11/TLSRouteSimpleSameNamespace: a TLSRoute",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

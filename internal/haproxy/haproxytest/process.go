@@ -139,12 +139,19 @@ func Start(t testing.TB, dir, cfgPath string) *Process {
 // the sockets stay files in dir.
 func StartInNetNS(t testing.TB, dir, cfgPath, netns string) *Process {
 	t.Helper()
+	return StartWithInNetNS(t, "", dir, cfgPath, netns)
+}
+
+// StartWithInNetNS is StartInNetNS with the haproxy binary bin ("": Bin()).
+func StartWithInNetNS(t testing.TB, bin, dir, cfgPath, netns string) *Process {
+	t.Helper()
 	p := &Process{
 		Dir:          dir,
 		ConfigPath:   cfgPath,
 		MasterSocket: MasterSocketPath(dir),
 		StatsSocket:  StatsSocketPath(dir),
 		NetNS:        netns,
+		Bin:          bin,
 	}
 	p.launch(t)
 	return p

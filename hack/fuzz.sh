@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# fuzz.sh PKG:NAME:BUDGET... runs each fuzz target NAME of package PKG
+# (./internal/...) for BUDGET (go test's -fuzztime: 8s, 20000x; FUZZTIME
+# overrides every budget), as `go test -run '^$' -fuzz '^NAME$'` does, but
+# with one fuzzing build per package instead of one per target: the
+# binary (go test -c -fuzz) is kept in TEST_BINARIES/fuzz (hack/test.sh's
+# directory; by default one per checkout under
+# ~/.cache/haproxy-k8s-sync/test-binaries) and linked again only when what
+# it is built from changed. The corpus grows where go test keeps it
+# (GOCACHE/fuzz/IMPORTPATH). Stops at the first target that fails.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+GO=${GO:-go}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/test-binaries
+bindir=${TEST_BINARIES:-$cache/$(printf '%s' "$root" | sha256sum | cut -c1-16)}/fuzz
+gocache="$($GO env GOCACHE)"
+mod="$($GO list -m)"
+declare -A built=()
+for t in "$@"; do
+	pkg=${t%%:*}
+	rest=${t#*:}
+	name=${rest%%:*}
+	budget=${FUZZTIME:-${rest#*:}}
+	rel=${pkg#./}
+	rel=${rel%/}
+	bin=$bindir/$rel/pkg.test
+	if [ -z "${built[$rel]:-}" ]; then
+		mkdir -p "$bindir/$rel"
+		$GO test -c -fuzz=. -o "$bin" "./$rel"
+		built[$rel]=1
+	fi
+	echo "fuzz $name ($pkg, $budget)"
+	(cd "$rel" && "$bin" -test.run='^$' -test.fuzz="^$name\$" -test.fuzztime="$budget" \
+		-test.fuzzcachedir="$gocache/fuzz/$mod/$rel" -test.timeout=10m -test.paniconexit0)
+	echo "ok   $name"
+done
