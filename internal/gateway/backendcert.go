@@ -100,13 +100,14 @@ func (w *world) backendCertStatus(x *gw, st *gwv1.GatewayStatus) {
 
 // withClientCert is t with the client certificate of the Gateway being
 // served (w.serving), if it has one.
+// Without one, its CA file is named by its digest (cafile.go).
 func (w *world) withClientCert(t *model.BackendTLS) *model.BackendTLS {
 	if t == nil || w.servingGW == nil {
-		return t
+		return caByDigest(t)
 	}
 	c := w.clientCertOf(w.servingGW)
 	if c.name == "" {
-		return t
+		return caByDigest(t)
 	}
 	u := *t
 	u.Cert, u.CertPEM = c.name, c.pem

@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"maps"
 	"slices"
@@ -137,9 +135,9 @@ func policyTLS(p *gwv1.BackendTLSPolicy, cms map[Key]*corev1.ConfigMap) (t *mode
 		}
 		return nil, string(gwv1.BackendTLSPolicyReasonNoValidCACertificate), refsWhy, msg
 	}
-	sum := sha256.Sum256(bundle)
-	ca := model.Name("ca", p.Namespace, p.Name, hex.EncodeToString(sum[:6]))
-	return &model.BackendTLS{SNI: host, CA: ca, CAPEM: bundle}, "", refsWhy, msg
+	// Named for the policy; by its digest too where the servers present
+	// no client certificate (withClientCert, cafile.go).
+	return &model.BackendTLS{SNI: host, CA: model.Name("ca", p.Namespace, p.Name), CAPEM: bundle}, "", refsWhy, msg
 }
 
 // caBundle is the ConfigMap's CA certificates, checked and written again

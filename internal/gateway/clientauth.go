@@ -1,8 +1,7 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"strconv"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -26,10 +25,10 @@ import (
 // are not accepted (NoValidCACertificate) and bind nothing, rather than
 // serve without verifying, unless the port was verified with a valid
 // bundle before: that bundle is then kept (CAMemo), the listener
-// served, and ResolvedRefs says so. The bundle's file is named by its
-// digest: a CA that changes is a new file and a reload, like a
-// BackendTLSPolicy's (docs/gateway.md says why not the Runtime API's
-// ca-file commands).
+// served, and ResolvedRefs says so. The bundle's file is named for the
+// Gateway and port: a CA that changes is the same file with other
+// contents, committed through the Runtime API with no reload (cafile.go;
+// the bind sends no CA names, render/clientauth.go says why).
 
 // frontendFeatures are the features of frontend client certificate
 // validation the GatewayClass claims (compute.go), once their upstream
@@ -112,8 +111,9 @@ func (w *world) clientAuth(g *gwv1.Gateway, l *listener, memo *CAMemo) {
 	key := clientKey{Key{g.Namespace, g.Name}, l.port}
 	var a *model.ClientAuth
 	if len(bundle) > 0 {
-		sum := sha256.Sum256(bundle)
-		a = &model.ClientAuth{CA: model.Name("cca", hex.EncodeToString(sum[:8])), CAPEM: bundle}
+		// Named for the port: another bundle is committed to the same
+		// file at runtime (cafile.go).
+		a = &model.ClientAuth{CA: model.Name("cca", g.Namespace, g.Name, strconv.Itoa(int(l.port))), CAPEM: bundle}
 	} else if memo != nil && memo.clients[key] != nil {
 		c := *memo.clients[key]
 		a = &c

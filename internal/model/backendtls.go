@@ -9,10 +9,13 @@ import (
 // Ingress's backend-protocol HTTPS): each connection sends SNI as its
 // server name and accepts only a certificate that chains to the CA
 // bundle and is for that name. Whether a backend speaks TLS, its SNI and
-// the name of its CA file are structure (the server lines carry them):
-// the gateway names a bundle by the digest of its contents, so another CA
-// is another file and a reload (runtimeapi/cafiles.go says why the
-// Runtime API's ca-file commands do not serve here).
+// the name of its CA file are structure (the server lines carry them);
+// the bundle of a name is not: the local driver commits another bundle
+// of the same name through the Runtime API, which HAProxy applies only
+// to servers presenting a client certificate (Cert). So the gateway
+// names the bundle of a backend without Cert by the digest of its
+// contents too: another CA is another file and a reload
+// (gateway/cafile.go, runtimeapi/cafiles.go).
 type BackendTLS struct {
 	// SNI is the server name sent and verified (ValidSNI, no wildcard).
 	SNI string

@@ -4,10 +4,11 @@ import "bytes"
 
 // ClientAuth asks the clients of a frontend that terminates TLS for a
 // certificate and verifies it against a CA bundle (a Gateway's
-// spec.tls.frontend validation, per port). Like BackendTLS's CA, the
-// bundle's file is named by the digest of its contents, so another CA is
-// another file: whether a frontend verifies clients, its mode and its CA
-// file are its bind lines' settings (structure, a reload).
+// spec.tls.frontend validation, per port). Whether a frontend verifies
+// clients, its mode and its CA file's name are its bind lines' settings
+// (structure, a reload); the bundle is not: the gateway names the file
+// for the port, and the local driver commits another bundle through the
+// Runtime API (gateway/cafile.go, runtimeapi/cafiles.go).
 type ClientAuth struct {
 	// CA names the CA bundle's file (ValidCertName).
 	CA string

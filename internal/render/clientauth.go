@@ -13,13 +13,21 @@ import "github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 // the insecure fallback needs, are bind options only (a crt-list line
 // takes verify and ca-file but not those).
 //
-//   - required: `verify required ca-file F`: a client without a
+//   - required: `verify required ca-file F no-ca-names`: a client without a
 //     certificate, or with one that does not chain to F, fails the
 //     handshake;
 //   - optional (AllowInsecureFallback): `verify optional ca-file F
-//     ca-ignore-err all crt-ignore-err all`: the certificate is asked
+//     no-ca-names ca-ignore-err all crt-ignore-err all`: the certificate is asked
 //     for, and the handshake goes on without one or with one that does
 //     not verify.
+//
+// `no-ca-names`: the handshake names no CA to the client. The file is
+// named for the port and its bundle committed at runtime when it changes
+// (gateway/cafile.go); HAProxy 2.6-3.4 verify against the committed
+// bundle but keep sending the names of the one loaded at start, so a
+// client choosing its certificate by those names would pick for the old
+// CA (docs/gateway.md, "CA files at runtime"). Clients with one certificate
+// send it whatever the names.
 //
 // Settings the model's validator refuses, or no certificate directory,
 // leave the frontend without binds (tlsBind), never verifying nothing.
@@ -36,7 +44,7 @@ func clientAuthBind(t *model.TLS, opts Options) (args string, ok bool) {
 		return "", false
 	}
 	if a.Optional {
-		return " verify optional ca-file " + CAFile(opts.CertDir, a.CA) + " ca-ignore-err all crt-ignore-err all", true
+		return " verify optional ca-file " + CAFile(opts.CertDir, a.CA) + " no-ca-names ca-ignore-err all crt-ignore-err all", true
 	}
-	return " verify required ca-file " + CAFile(opts.CertDir, a.CA), true
+	return " verify required ca-file " + CAFile(opts.CertDir, a.CA) + " no-ca-names", true
 }

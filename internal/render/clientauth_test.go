@@ -68,9 +68,9 @@ func TestClientAuthBind(t *testing.T) {
 		ok   bool
 	}{
 		{"none", &model.TLS{}, "/c", "", true},
-		{"required", &model.TLS{Client: &model.ClientAuth{CA: "cca_1", CAPEM: ca}}, "/c", " verify required ca-file /c/cca_1.pem", true},
+		{"required", &model.TLS{Client: &model.ClientAuth{CA: "cca_1", CAPEM: ca}}, "/c", " verify required ca-file /c/cca_1.pem no-ca-names", true},
 		{"optional", &model.TLS{Client: &model.ClientAuth{CA: "cca_1", CAPEM: ca, Optional: true}}, "/c",
-			" verify optional ca-file /c/cca_1.pem ca-ignore-err all crt-ignore-err all", true},
+			" verify optional ca-file /c/cca_1.pem no-ca-names ca-ignore-err all crt-ignore-err all", true},
 		{"a name with syntax", &model.TLS{Client: &model.ClientAuth{CA: "x verify none", CAPEM: ca}}, "/c", "", false},
 		{"no bundle", &model.TLS{Client: &model.ClientAuth{CA: "cca_1"}}, "/c", "", false},
 		{"no directory", &model.TLS{Client: &model.ClientAuth{CA: "cca_1", CAPEM: ca}}, "", "", false},

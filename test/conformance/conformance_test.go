@@ -73,6 +73,15 @@ const (
 // backends of the suite's manifests as real Pods on two real nodes.
 func TestConformance(t *testing.T) {
 	begin := time.Now()
+	// The failed tests named last (summary_test.go): the first cleanup
+	// runs last, once the parallel tests (resumed when this function
+	// returns) have ended and the tier's and controller's logs are out.
+	failed := &failedTests{}
+	t.Cleanup(func() {
+		for _, l := range failed.lines() {
+			t.Error(l)
+		}
+	})
 	tier := nodes.Start(t, nodes.Options{Images: []string{"conformance-images.tar"}})
 	if err := tier.LinkCaller(callerAddr, gatewayPool); err != nil {
 		t.Fatal(err)
@@ -135,7 +144,7 @@ func TestConformance(t *testing.T) {
 			if i > 0 {
 				opts.ReportOutputPath = "" // the report is the first binary's
 			}
-			runSuite(t, opts)
+			runSuite(t, opts, failed)
 		})
 	}
 	t.Logf("conformance: whole run %v", time.Since(begin).Round(time.Second))
@@ -259,8 +268,9 @@ func options(t *testing.T, cfg *rest.Config) suite.ConformanceOptions {
 	}
 }
 
-func runSuite(t *testing.T, opts suite.ConformanceOptions) {
+func runSuite(t *testing.T, opts suite.ConformanceOptions, failed *failedTests) {
 	t.Helper()
+	opts.Hook = failed.hook
 	cs, err := suite.NewConformanceTestSuite(opts)
 	if err != nil {
 		t.Fatalf("conformance suite: %v", err)

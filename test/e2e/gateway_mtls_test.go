@@ -63,7 +63,8 @@ func mtlsGet(port int, host string, server *x509.Certificate, client *tls.Certif
 // TestGatewayFrontendClientCertificates: an HTTPS listener of a Gateway
 // whose spec.tls.frontend names a CA (a ConfigMap) serves a client whose
 // certificate that CA signed and refuses, in the handshake, one with an
-// unknown certificate or none; the ConfigMap deleted, the last valid CA
+// unknown certificate or none; the ConfigMap changed to another CA and
+// back, the new CA is verified against with no reload; the ConfigMap deleted, the last valid CA
 // is still verified against (ResolvedRefs False says so); switched to
 // AllowInsecureFallback, every client is let through and the Gateway
 // carries InsecureFrontendValidationMode.
@@ -140,6 +141,34 @@ func TestGatewayFrontendClientCertificates(t *testing.T) {
 	g.eventually("the known client served", served(known))
 	refused("an unknown client certificate", unknown)
 	refused("no client certificate", nil)
+
+	// The CA's ConfigMap changed to another CA and back: committed
+	// through the Runtime API, no reload (issue 34).
+	reloads := g.reloads()
+	setCA := func(ca testcert.Cert) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cm, err := g.client.CoreV1().ConfigMaps(ns).Get(bg, "client-ca", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cm.Data[gateway.CAKey] = string(ca.PEM())
+			_, err = g.client.CoreV1().ConfigMaps(ns).Update(bg, cm, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setCA(otherCA)
+	g.eventually("the other CA's client served", served(unknown))
+	refused("the first CA's client, after the change", known)
+	setCA(clientCA)
+	g.eventually("the known client served again", served(known))
+	refused("the other CA's client, after the change back", unknown)
+	if n := g.reloads() - reloads; n != 0 {
+		t.Errorf("%d reloads for two changes of the CA, want 0", n)
+	}
 
 	listenerCond := func(typ string) string {
 		gw, err := g.gw.GatewayV1().Gateways(ns).Get(bg, "gw", metav1.GetOptions{})

@@ -43,6 +43,7 @@ type certStore struct {
 	pid   string                       // the worker it is known for
 	files map[string][sha256.Size]byte // certificate file: digest of its content (zero: unknown)
 	lists map[string][]string          // crt-list: its lines (render.CrtListEntry.Line)
+	cas   map[string][sha256.Size]byte // CA file the worker holds: digest of its bundle (zero: unknown; cafiles.go)
 	// disk: the digest of what the driver last wrote to each file, so
 	// that a pass reads no file to find the few that changed.
 	disk map[string][sha256.Size]byte
@@ -159,10 +160,7 @@ func (s *certStore) onDisk() map[string][sha256.Size]byte {
 // reload or a start).
 func (s *certStore) loaded(w certWant, pid string) {
 	s.known, s.pid = true, pid
-	s.files = make(map[string][sha256.Size]byte, len(w.files))
-	for p, b := range w.files {
-		s.files[p] = sha256.Sum256(b)
-	}
+	s.files, s.cas = digests(w.files), digests(w.cas) // cafiles.go
 	s.lists = make(map[string][]string, len(w.lists))
 	for p, es := range w.lists {
 		for _, e := range es {
@@ -271,6 +269,12 @@ func (d *HAProxy) applyCerts(ctx context.Context, w certWant, prune bool) (int, 
 		}
 	}
 
+	n, err := d.applyCAs(ctx, w) // cafiles.go
+	sent += n
+	if err != nil {
+		return sent, err
+	}
+
 	var adds, dels []haproxy.Command
 	var gone []string
 	for _, l := range slices.Sorted(maps.Keys(w.lists)) {
@@ -369,7 +373,7 @@ func entryFile(line string) string {
 // w is set again. Transactions left open are aborted.
 func (d *HAProxy) readCerts(ctx context.Context, w certWant) error {
 	lists := slices.Sorted(maps.Keys(w.lists))
-	cmds := []haproxy.Command{{Line: "show ssl cert"}}
+	cmds := []haproxy.Command{{Line: "show ssl cert"}, {Line: "show ssl ca-file"}}
 	for _, l := range lists {
 		cmds = append(cmds, haproxy.Command{Line: "show ssl crt-list " + l})
 	}
@@ -388,8 +392,10 @@ func (d *HAProxy) readCerts(ctx context.Context, w certWant) error {
 			s.files[line] = [sha256.Size]byte{}
 		}
 	}
+	cas, openCAs := heldCAs(ans[1], dir) // cafiles.go
+	s.cas = cas
 	for i, l := range lists {
-		for _, line := range strings.Split(ans[i+1], "\n") {
+		for _, line := range strings.Split(ans[i+2], "\n") {
 			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
 				s.lists[l] = append(s.lists[l], line)
 			}
@@ -397,6 +403,9 @@ func (d *HAProxy) readCerts(ctx context.Context, w certWant) error {
 	}
 	if len(pending) > 0 {
 		d.abortCerts(ctx, pending)
+	}
+	if len(openCAs) > 0 {
+		d.abortCAs(ctx, openCAs)
 	}
 	s.disk = d.certs.disk
 	d.certs = s

@@ -231,9 +231,12 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 
 	var reasons []string
 	classChanged := d.classChanged(cfg) // dynamic.go
+	staleCAs := d.staleServerCAs(cfg)   // cafiles.go
 	switch {
 	case hash != d.hash:
 		reasons = d.structureReasons(cfg)
+	case len(staleCAs) > 0:
+		reasons = staleCAs
 	case len(exhausted) > 0:
 		reasons = []string{"server slots exhausted in " + strings.Join(exhausted, ", ")}
 	case len(classChanged) > 0:
