@@ -42,7 +42,7 @@ var (
 		NginxPrefix + "auth-secret",
 		NginxPrefix + "auth-secret-type",
 		NginxPrefix + "auth-type",
-		NginxPrefix + "backend-protocol", // HTTP, GRPC, H2C; HTTPS, GRPCS, FCGI refuse the Ingress
+		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress
 		NginxPrefix + "canary",
 		NginxPrefix + "canary-by-header",
 		NginxPrefix + "canary-by-header-value",
@@ -64,6 +64,10 @@ var (
 		NginxPrefix + "permanent-redirect-code",
 		NginxPrefix + "proxy-body-size", // access.go
 		NginxPrefix + "proxy-read-timeout",
+		NginxPrefix + "proxy-ssl-name", // backendtls.go
+		NginxPrefix + "proxy-ssl-secret",
+		NginxPrefix + "proxy-ssl-server-name",
+		NginxPrefix + "proxy-ssl-verify",
 		NginxPrefix + "proxy-send-timeout",
 		NginxPrefix + "rewrite-target",
 		NginxPrefix + "server-alias",
@@ -78,7 +82,7 @@ var (
 		HAProxyPrefix + "app-root",
 		HAProxyPrefix + "auth-realm", // auth.go
 		HAProxyPrefix + "auth-secret",
-		HAProxyPrefix + "backend-protocol",       // h1, h2; h1-ssl, h2-ssl refuse the Ingress
+		HAProxyPrefix + "backend-protocol",       // h1, h2, h1-ssl, h2-ssl
 		HAProxyPrefix + "cors-allow-credentials", // cors.go
 		HAProxyPrefix + "cors-allow-headers",
 		HAProxyPrefix + "cors-allow-methods",
@@ -94,6 +98,11 @@ var (
 		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "redirect-to",
 		HAProxyPrefix + "rewrite-target",
+		HAProxyPrefix + "secure-backends", // backendtls.go
+		HAProxyPrefix + "secure-crt-secret",
+		HAProxyPrefix + "secure-sni",
+		HAProxyPrefix + "secure-verify-ca-secret",
+		HAProxyPrefix + "secure-verify-hostname",
 		HAProxyPrefix + "server-alias",
 		HAProxyPrefix + "ssl-redirect",
 		HAProxyPrefix + "timeout-server",
@@ -132,14 +141,15 @@ type parsed struct {
 	canary        bool
 	canaryWeight  int // -1: none
 	canaryTotal   int
-	canaryHeader  string          // lower case
-	canaryHdrWant string          // "": "always"/"never" semantics
-	aliases       []string        // more host names served like the Ingress's hosts
-	redirectFrom  []string        // host names redirected to the Ingress's first host
-	routing                       // rewrites, redirects, timeouts, protocol (routing.go)
-	access        access          // source ranges (access.go)
-	cors          corsAnnotations // cors.go
-	auth          authAnnotations // auth.go
+	canaryHeader  string                // lower case
+	canaryHdrWant string                // "": "always"/"never" semantics
+	aliases       []string              // more host names served like the Ingress's hosts
+	redirectFrom  []string              // host names redirected to the Ingress's first host
+	routing                             // rewrites, redirects, timeouts, protocol (routing.go)
+	access        access                // source ranges (access.go)
+	cors          corsAnnotations       // cors.go
+	auth          authAnnotations       // auth.go
+	btls          backendTLSAnnotations // backendtls.go
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -188,6 +198,12 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			continue
 		}
 		if why, done := s.parseAuth(ck, name, val); done { // auth.go
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.parseBackendTLS(ck, name, val); done { // backendtls.go
 			if why != "" {
 				bad(k, why)
 			}
@@ -297,6 +313,9 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		bad(NginxPrefix+"canary-weight", "the weight must be at most canary-weight-total, which must be positive")
 	}
 	if why := s.finishRouting(); why != "" && refused == "" {
+		refused = why
+	}
+	if why := s.btls.finish(); why != "" && refused == "" {
 		refused = why
 	}
 	if why := s.auth.finish(); why != "" && refused == "" {

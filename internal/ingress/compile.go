@@ -67,8 +67,12 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.set.access.auth = u.set.auth.auth
+	btls, tag, why := u.set.btls.resolve(ing.Namespace, w.in, event) // backendtls.go
+	if why != "" {
+		return nil, why
+	}
 	resolve := func(b *netv1.IngressBackend, at string) string {
-		n, why := w.backend(ing.Namespace, b, s.h2c)
+		n, why := w.backend(ing.Namespace, b, s.h2c, btls, tag)
 		if why != "" {
 			event("BackendNotFound", at+": "+why+"; its requests are answered 500")
 			w.backends[model.RejectBackend] = &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}}
