@@ -16,8 +16,9 @@ import (
 )
 
 // tlsPod is an HTTPS server at ip:port with cert, answering
-// "NAME sni=SNI client=CN": the server name the client sent and the
-// common name of the client certificate it presented ("" for none).
+// "NAME sni=SNI client=CN proto=PROTO": the server name the client sent,
+// the common name of the client certificate it presented ("" for none)
+// and the HTTP version (HTTP/2 when ALPN chose h2).
 func tlsPod(t *testing.T, name, ip string, port int, cert testcert.Cert) {
 	t.Helper()
 	pair, err := tls.X509KeyPair(cert.PEM(), cert.KeyPEM(t))
@@ -25,7 +26,7 @@ func tlsPod(t *testing.T, name, ip string, port int, cert testcert.Cert) {
 		t.Fatal(err)
 	}
 	l, err := tls.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)), &tls.Config{Certificates: []tls.Certificate{pair},
-		ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12})
+		ClientAuth: tls.RequestClientCert, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func tlsPod(t *testing.T, name, ip string, port int, cert testcert.Cert) {
 		if len(r.TLS.PeerCertificates) > 0 {
 			client = r.TLS.PeerCertificates[0].Subject.CommonName
 		}
-		fmt.Fprintf(w, "%s sni=%s client=%s", name, r.TLS.ServerName, client)
+		fmt.Fprintf(w, "%s sni=%s client=%s proto=%s", name, r.TLS.ServerName, client, r.Proto)
 	})}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
@@ -47,7 +48,7 @@ func tlsPod(t *testing.T, name, ip string, port int, cert testcert.Cert) {
 // proxy-ssl-name checked and sent (proxy-ssl-server-name), the Secret's
 // pair presented as client certificate; HAProxy Ingress's secure-backends
 // verified against secure-verify-ca-secret with secure-verify-hostname
-// (no SNI), h1-ssl with secure-sni; verification against another CA or
+// (no SNI), h1-ssl with secure-sni, GRPCS (HTTP/2 over TLS); verification against another CA or
 // another name answers 503, the Pod in clear without an annotation does
 // not answer 200. The CA Secret deleted: an InvalidBackendTLS Event and
 // 503, never unverified.
@@ -84,6 +85,7 @@ func TestIngressBackendTLS(t *testing.T) {
 		ingressOf("secure", "secure.example.com", map[string]string{hp + "secure-backends": "true",
 			hp + "secure-verify-ca-secret": "backend-ca", hp + "secure-verify-hostname": "web.internal"}, prefix("/", "secure")),
 		ingressOf("sni", "sni.example.com", map[string]string{hp + "backend-protocol": "h1-ssl", hp + "secure-sni": "web.internal"}, prefix("/", "secure")),
+		ingressOf("grpcs", "grpcs.example.com", map[string]string{n + "backend-protocol": "GRPCS"}, prefix("/", "secure")),
 		ingressOf("wrong-ca", "wrong-ca.example.com", map[string]string{hp + "secure-backends": "true",
 			hp + "secure-verify-ca-secret": "other-ca"}, prefix("/", "secure")),
 	)
@@ -96,7 +98,8 @@ func TestIngressBackendTLS(t *testing.T) {
 	}{
 		{"verify.example.com", 200, "secure sni=web.internal client=haproxy-client"},
 		{"secure.example.com", 200, "secure sni= client="},
-		{"sni.example.com", 200, "secure sni=web.internal client="},
+		{"sni.example.com", 200, "secure sni=web.internal client= proto=HTTP/1.1"},
+		{"grpcs.example.com", 200, "secure sni= client= proto=HTTP/2.0"}, // HTTP/2 over TLS, ALPN h2
 		{"wrong-name.example.com", 503, ""},
 		{"wrong-ca.example.com", 503, ""},
 		{"clear.example.com", 400, ""}, // Go's answer to HTTP on its TLS port
