@@ -36,6 +36,8 @@ const (
 // two prefixes is Unsupported.
 var (
 	honoured = []string{
+		NginxPrefix + "affinity", // cookie.go
+		NginxPrefix + "affinity-mode",
 		NginxPrefix + "allowlist-source-range", // access.go
 		NginxPrefix + "app-root",
 		NginxPrefix + "auth-realm", // auth.go
@@ -71,6 +73,11 @@ var (
 		NginxPrefix + "proxy-send-timeout",
 		NginxPrefix + "rewrite-target",
 		NginxPrefix + "server-alias",
+		NginxPrefix + "session-cookie-expires", // cookie.go
+		NginxPrefix + "session-cookie-max-age",
+		NginxPrefix + "session-cookie-name",
+		NginxPrefix + "session-cookie-samesite",
+		NginxPrefix + "session-cookie-secure",
 		NginxPrefix + "ssl-redirect",
 		NginxPrefix + "temporal-redirect",
 		NginxPrefix + "temporal-redirect-code",
@@ -78,6 +85,7 @@ var (
 		NginxPrefix + "use-regex",
 		NginxPrefix + "whitelist-source-range",
 		NginxPrefix + "x-forwarded-prefix",
+		HAProxyPrefix + "affinity", // cookie.go
 		HAProxyPrefix + "allowlist-source-range",
 		HAProxyPrefix + "app-root",
 		HAProxyPrefix + "auth-realm", // auth.go
@@ -104,6 +112,8 @@ var (
 		HAProxyPrefix + "secure-verify-ca-secret",
 		HAProxyPrefix + "secure-verify-hostname",
 		HAProxyPrefix + "server-alias",
+		HAProxyPrefix + "session-cookie-name", // cookie.go
+		HAProxyPrefix + "session-cookie-strategy",
 		HAProxyPrefix + "ssl-redirect",
 		HAProxyPrefix + "timeout-server",
 		HAProxyPrefix + "whitelist-source-range",
@@ -150,6 +160,7 @@ type parsed struct {
 	cors          corsAnnotations       // cors.go
 	auth          authAnnotations       // auth.go
 	btls          backendTLSAnnotations // backendtls.go
+	cookie        cookieAnnotations     // cookie.go
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -198,6 +209,12 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			continue
 		}
 		if why, done := s.parseAuth(ck, name, val); done { // auth.go
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.parseCookie(ck, name, val); done { // cookie.go
 			if why != "" {
 				bad(k, why)
 			}

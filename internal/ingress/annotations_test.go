@@ -60,6 +60,16 @@ func TestParseAnnotations(t *testing.T) {
 		{HAProxyPrefix + "backend-protocol", "h2-ssl", false},
 		{HAProxyOldPrefix + "backend-protocol", "h1-ssl", false}, // HAProxy Ingress's older prefix
 		{HAProxyOldPrefix + "backend-protocol", "h3", true},
+		// Cookie affinity (cookie.go): a name and attributes checked.
+		{NginxPrefix + "affinity", "cookie", false},
+		{NginxPrefix + "affinity", "ip", true},
+		{NginxPrefix + "affinity-mode", "balanced", false},
+		{NginxPrefix + "session-cookie-name", "SRV; Path=/", true},
+		{NginxPrefix + "session-cookie-max-age", "3600", false},
+		{NginxPrefix + "session-cookie-max-age", "1h", true},
+		{NginxPrefix + "session-cookie-samesite", "Lax", false},
+		{NginxPrefix + "session-cookie-samesite", "Lax; Domain=x", true},
+		{HAProxyPrefix + "session-cookie-strategy", "prefix", true},
 		// Backend TLS (backendtls.go): names and switches checked.
 		{NginxPrefix + "proxy-ssl-verify", "on", false},
 		{NginxPrefix + "proxy-ssl-verify", "yes", true},

@@ -85,6 +85,7 @@ func TestCompile(t *testing.T) {
 		{name: "access", previous: "access-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "auth", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "backendtls", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "cookie", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -117,6 +118,9 @@ func dump(r Result) []byte {
 		fmt.Fprintf(&b, "backend %s servers", be.Name)
 		if be.H2C {
 			b.WriteString(" (h2c)")
+		}
+		if c := be.Cookie; c != nil {
+			fmt.Fprintf(&b, " (cookie %+v)", *c)
 		}
 		if t := be.TLS; t != nil {
 			// Names and switches, never PEM.

@@ -50,6 +50,9 @@ func FuzzParseAnnotations(f *testing.F) {
 				t.Fatalf("backend TLS name %q from %q", n, v)
 			}
 		}
+		if c, _ := s.cookie.affinity(); c != nil && !model.ValidCookieAffinity(c) { // cookie.go
+			t.Fatalf("cookie %+v from %q", *c, v)
+		}
 		if !model.ValidRealm(s.auth.realm) {
 			t.Fatalf("realm %q from %q", s.auth.realm, v)
 		}

@@ -239,12 +239,22 @@ func newWorld(in Input) *world {
 	return w
 }
 
+// variant is what an Ingress's annotations make of its backends: each
+// setting that is structure makes a backend of its own, named by it.
+type variant struct {
+	h2c       bool              // backend-protocol (routing.go)
+	tls       *model.BackendTLS // backendtls.go
+	tlsTag    string
+	cookie    *model.CookieAffinity // cookie.go
+	cookieTag string
+}
+
 // backend is the model backend of an Ingress backend (a Service port),
 // added to w.backends (one of its own, suffixed h2c, when the Ingress
 // says the port speaks HTTP/2: backend-protocol; suffixed by its TLS
-// settings when it speaks TLS: backendtls.go); "" and why when it does
-// not resolve.
-func (w *world) backend(ns string, b *netv1.IngressBackend, h2c bool, tls *model.BackendTLS, tag string) (string, string) {
+// settings when it speaks TLS: backendtls.go, and by its cookie:
+// cookie.go); "" and why when it does not resolve.
+func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, string) {
 	if b.Service == nil {
 		return "", "backend.resource is not supported (a Service only)"
 	}
@@ -267,16 +277,19 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, h2c bool, tls *model
 		return "", "Service " + k.String() + " has no TCP port " + want
 	}
 	parts := []string{ns, svc.Name, strconv.Itoa(int(port.Port))}
-	if h2c {
+	if v.h2c {
 		parts = append(parts, "h2c")
 	}
-	if tls != nil {
-		parts = append(parts, tag)
+	if v.tls != nil {
+		parts = append(parts, v.tlsTag)
+	}
+	if v.cookie != nil {
+		parts = append(parts, v.cookieTag)
 	}
 	n := model.Name("ing", parts...)
 	if _, ok := w.backends[n]; !ok {
-		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true, H2C: h2c, TLS: tls,
-			Servers: desired.PodServers(w.slices[k], *port)}
+		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true, H2C: v.h2c, TLS: v.tls,
+			Cookie: v.cookie, Servers: desired.PodServers(w.slices[k], *port)}
 	}
 	return n, ""
 }
