@@ -1,14 +1,13 @@
 package gateway
 
 import (
-	"crypto/x509"
-	"encoding/pem"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -146,24 +145,9 @@ func caBundle(cm *corev1.ConfigMap) ([]byte, string) {
 	if cm == nil {
 		return nil, "not found"
 	}
-	rest := []byte(cm.Data[CAKey])
-	var out []byte
-	for len(rest) > 0 {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		if b.Type != "CERTIFICATE" {
-			continue
-		}
-		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
-			return nil, CAKey + " holds a certificate that does not parse"
-		}
-		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b.Bytes})...)
-	}
-	if len(out) == 0 {
-		return nil, CAKey + " holds no PEM certificate"
+	out, err := certs.CABundle([]byte(cm.Data[CAKey]))
+	if err != nil {
+		return nil, CAKey + " " + err.Error()
 	}
 	return out, ""
 }

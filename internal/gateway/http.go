@@ -32,6 +32,12 @@ type Secret struct {
 	// (an htpasswd file: an Ingress's basic authentication), when it has
 	// one of at most ingress.MaxAuthFile bytes.
 	Auth []byte
+	// CA is the key ca.crt of a Secret that has one, checked
+	// (certs.CABundle): the CA bundle an Ingress's backend TLS verifies
+	// its servers with (proxy-ssl-secret, secure-verify-ca-secret);
+	// CAProblem says why a ca.crt is not one.
+	CA        []byte
+	CAProblem string
 }
 
 // statusOnly reports a listener of a protocol this controller does not

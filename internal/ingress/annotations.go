@@ -36,13 +36,15 @@ const (
 // two prefixes is Unsupported.
 var (
 	honoured = []string{
+		NginxPrefix + "affinity", // cookie.go
+		NginxPrefix + "affinity-mode",
 		NginxPrefix + "allowlist-source-range", // access.go
 		NginxPrefix + "app-root",
 		NginxPrefix + "auth-realm", // auth.go
 		NginxPrefix + "auth-secret",
 		NginxPrefix + "auth-secret-type",
 		NginxPrefix + "auth-type",
-		NginxPrefix + "backend-protocol", // HTTP, GRPC, H2C; HTTPS, GRPCS, FCGI refuse the Ingress
+		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress
 		NginxPrefix + "canary",
 		NginxPrefix + "canary-by-header",
 		NginxPrefix + "canary-by-header-value",
@@ -64,9 +66,18 @@ var (
 		NginxPrefix + "permanent-redirect-code",
 		NginxPrefix + "proxy-body-size", // access.go
 		NginxPrefix + "proxy-read-timeout",
+		NginxPrefix + "proxy-ssl-name", // backendtls.go
+		NginxPrefix + "proxy-ssl-secret",
+		NginxPrefix + "proxy-ssl-server-name",
+		NginxPrefix + "proxy-ssl-verify",
 		NginxPrefix + "proxy-send-timeout",
 		NginxPrefix + "rewrite-target",
 		NginxPrefix + "server-alias",
+		NginxPrefix + "session-cookie-expires", // cookie.go
+		NginxPrefix + "session-cookie-max-age",
+		NginxPrefix + "session-cookie-name",
+		NginxPrefix + "session-cookie-samesite",
+		NginxPrefix + "session-cookie-secure",
 		NginxPrefix + "ssl-redirect",
 		NginxPrefix + "temporal-redirect",
 		NginxPrefix + "temporal-redirect-code",
@@ -74,11 +85,12 @@ var (
 		NginxPrefix + "use-regex",
 		NginxPrefix + "whitelist-source-range",
 		NginxPrefix + "x-forwarded-prefix",
+		HAProxyPrefix + "affinity", // cookie.go
 		HAProxyPrefix + "allowlist-source-range",
 		HAProxyPrefix + "app-root",
 		HAProxyPrefix + "auth-realm", // auth.go
 		HAProxyPrefix + "auth-secret",
-		HAProxyPrefix + "backend-protocol",       // h1, h2; h1-ssl, h2-ssl refuse the Ingress
+		HAProxyPrefix + "backend-protocol",       // h1, h2, h1-ssl, h2-ssl
 		HAProxyPrefix + "cors-allow-credentials", // cors.go
 		HAProxyPrefix + "cors-allow-headers",
 		HAProxyPrefix + "cors-allow-methods",
@@ -94,7 +106,14 @@ var (
 		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "redirect-to",
 		HAProxyPrefix + "rewrite-target",
+		HAProxyPrefix + "secure-backends", // backendtls.go
+		HAProxyPrefix + "secure-crt-secret",
+		HAProxyPrefix + "secure-sni",
+		HAProxyPrefix + "secure-verify-ca-secret",
+		HAProxyPrefix + "secure-verify-hostname",
 		HAProxyPrefix + "server-alias",
+		HAProxyPrefix + "session-cookie-name", // cookie.go
+		HAProxyPrefix + "session-cookie-strategy",
 		HAProxyPrefix + "ssl-redirect",
 		HAProxyPrefix + "timeout-server",
 		HAProxyPrefix + "whitelist-source-range",
@@ -132,14 +151,16 @@ type parsed struct {
 	canary        bool
 	canaryWeight  int // -1: none
 	canaryTotal   int
-	canaryHeader  string          // lower case
-	canaryHdrWant string          // "": "always"/"never" semantics
-	aliases       []string        // more host names served like the Ingress's hosts
-	redirectFrom  []string        // host names redirected to the Ingress's first host
-	routing                       // rewrites, redirects, timeouts, protocol (routing.go)
-	access        access          // source ranges (access.go)
-	cors          corsAnnotations // cors.go
-	auth          authAnnotations // auth.go
+	canaryHeader  string                // lower case
+	canaryHdrWant string                // "": "always"/"never" semantics
+	aliases       []string              // more host names served like the Ingress's hosts
+	redirectFrom  []string              // host names redirected to the Ingress's first host
+	routing                             // rewrites, redirects, timeouts, protocol (routing.go)
+	access        access                // source ranges (access.go)
+	cors          corsAnnotations       // cors.go
+	auth          authAnnotations       // auth.go
+	btls          backendTLSAnnotations // backendtls.go
+	cookie        cookieAnnotations     // cookie.go
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -188,6 +209,18 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			continue
 		}
 		if why, done := s.parseAuth(ck, name, val); done { // auth.go
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.parseCookie(ck, name, val); done { // cookie.go
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.parseBackendTLS(ck, name, val); done { // backendtls.go
 			if why != "" {
 				bad(k, why)
 			}
@@ -297,6 +330,9 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		bad(NginxPrefix+"canary-weight", "the weight must be at most canary-weight-total, which must be positive")
 	}
 	if why := s.finishRouting(); why != "" && refused == "" {
+		refused = why
+	}
+	if why := s.btls.finish(); why != "" && refused == "" {
 		refused = why
 	}
 	if why := s.auth.finish(); why != "" && refused == "" {

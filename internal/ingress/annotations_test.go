@@ -51,13 +51,38 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "x-forwarded-prefix", "/a b", true},
 		{NginxPrefix + "backend-protocol", "GRPC", false},
 		{NginxPrefix + "backend-protocol", "h2c", false},
-		{NginxPrefix + "backend-protocol", "HTTPS", true},
-		{NginxPrefix + "backend-protocol", "GRPCS", true},
+		{NginxPrefix + "backend-protocol", "HTTPS", false}, // backendtls.go
+		{NginxPrefix + "backend-protocol", "GRPCS", false},
+		{NginxPrefix + "backend-protocol", "AUTO_HTTP", true},
 		{NginxPrefix + "backend-protocol", "FCGI", true},
 		{NginxPrefix + "backend-protocol", "http", false},
 		{HAProxyPrefix + "backend-protocol", "h2", false},
-		{HAProxyPrefix + "backend-protocol", "h2-ssl", true},
-		{HAProxyOldPrefix + "backend-protocol", "h1-ssl", true}, // HAProxy Ingress's older prefix
+		{HAProxyPrefix + "backend-protocol", "h2-ssl", false},
+		{HAProxyOldPrefix + "backend-protocol", "h1-ssl", false}, // HAProxy Ingress's older prefix
+		{HAProxyOldPrefix + "backend-protocol", "h3", true},
+		// Cookie affinity (cookie.go): a name and attributes checked.
+		{NginxPrefix + "affinity", "cookie", false},
+		{NginxPrefix + "affinity", "ip", true},
+		{NginxPrefix + "affinity-mode", "balanced", false},
+		{NginxPrefix + "session-cookie-name", "SRV; Path=/", true},
+		{NginxPrefix + "session-cookie-max-age", "3600", false},
+		{NginxPrefix + "session-cookie-max-age", "1h", true},
+		{NginxPrefix + "session-cookie-samesite", "Lax", false},
+		{NginxPrefix + "session-cookie-samesite", "Lax; Domain=x", true},
+		{HAProxyPrefix + "session-cookie-strategy", "prefix", true},
+		// Backend TLS (backendtls.go): names and switches checked.
+		{NginxPrefix + "proxy-ssl-verify", "on", false},
+		{NginxPrefix + "proxy-ssl-verify", "yes", true},
+		{NginxPrefix + "proxy-ssl-name", "api.internal", false},
+		{NginxPrefix + "proxy-ssl-name", "api.internal verify none", true},
+		{NginxPrefix + "proxy-ssl-server-name", "on", true}, // needs proxy-ssl-name
+		{NginxPrefix + "proxy-ssl-secret", "apps/ca", false},
+		{NginxPrefix + "proxy-ssl-secret", "a/b/c", true},
+		{HAProxyPrefix + "secure-backends", "true", false},
+		{HAProxyPrefix + "secure-backends", "on", true},
+		{HAProxyPrefix + "secure-sni", "api.internal", false},
+		{HAProxyPrefix + "secure-sni", "host", true}, // the request's name: not served yet
+		{HAProxyPrefix + "secure-verify-hostname", "*.internal", true},
 		{HAProxyOldPrefix + "config-backend", "x", true},
 		{NginxPrefix + "rewrite-target", "/$1", false}, // checked against each path (TestCompile/routing)
 		{NginxPrefix + "rewrite-target", "", true},

@@ -67,8 +67,14 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.set.access.auth = u.set.auth.auth
+	btls, tag, why := u.set.btls.resolve(ing.Namespace, w.in, event) // backendtls.go
+	if why != "" {
+		return nil, why
+	}
+	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
+	v.cookie, v.cookieTag = s.cookie.affinity() // cookie.go
 	resolve := func(b *netv1.IngressBackend, at string) string {
-		n, why := w.backend(ing.Namespace, b, s.h2c)
+		n, why := w.backend(ing.Namespace, b, v)
 		if why != "" {
 			event("BackendNotFound", at+": "+why+"; its requests are answered 500")
 			w.backends[model.RejectBackend] = &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}}

@@ -44,6 +44,13 @@ func load(t *testing.T, name string) Input {
 			c := testcert.Issue(t, testcert.Spec{CN: s.Name, DNS: strings.Split(dns, ",")}, testcert.Cert{})
 			s.Data = map[string][]byte{corev1.TLSCertKey: c.PEM(), corev1.TLSPrivateKeyKey: c.KeyPEM(t)}
 		}
+		if s.Annotations["test/ca"] == "true" {
+			// A CA bundle (backend TLS), beside a certificate if any.
+			if s.Data == nil {
+				s.Data = map[string][]byte{}
+			}
+			s.Data[CAKey] = testcert.CA(t, s.Name).PEM()
+		}
 	}
 	in := Input{Classes: set.IngressClasses, Ingresses: set.Ingresses, Services: set.Services}
 	for _, s := range set.EndpointSlices {
@@ -51,6 +58,7 @@ func load(t *testing.T, name string) Input {
 	}
 	in.Certs, in.Problems = Certificates(set.Secrets, time.Now())
 	in.Auth = AuthFiles(set.Secrets)
+	in.CAs, in.CAProblems = CAFiles(set.Secrets)
 	return in
 }
 
@@ -76,6 +84,8 @@ func TestCompile(t *testing.T) {
 		{name: "closing", previous: "closing-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "access", previous: "access-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "auth", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "backendtls", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "cookie", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +118,14 @@ func dump(r Result) []byte {
 		fmt.Fprintf(&b, "backend %s servers", be.Name)
 		if be.H2C {
 			b.WriteString(" (h2c)")
+		}
+		if c := be.Cookie; c != nil {
+			fmt.Fprintf(&b, " (cookie %+v)", *c)
+		}
+		if t := be.TLS; t != nil {
+			// Names and switches, never PEM.
+			fmt.Fprintf(&b, " (tls sni=%q verifyhost=%q noverify=%v ca=%v cert=%v valid=%v)", t.SNI, t.VerifyHost, t.NoVerify,
+				t.CA != "", t.Cert != "", model.ValidBackendTLS(t))
 		}
 		for _, s := range be.Servers {
 			fmt.Fprintf(&b, " %s", netip.AddrPortFrom(s.Addr, s.Port))

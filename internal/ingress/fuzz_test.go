@@ -45,6 +45,14 @@ func FuzzParseAnnotations(f *testing.F) {
 		if a := s.access; a.maxBody < 0 || a.maxBody > maxBody || a.rps < 0 || a.conns < 0 {
 			t.Fatalf("limits %d %d %d from %q", a.maxBody, a.rps, a.conns, v)
 		}
+		for _, n := range []string{s.btls.name, s.btls.sni, s.btls.verifyHost} { // backendtls.go
+			if n != "" && (!model.ValidSNI(n) || strings.Contains(n, "*")) {
+				t.Fatalf("backend TLS name %q from %q", n, v)
+			}
+		}
+		if c, _ := s.cookie.affinity(); c != nil && !model.ValidCookieAffinity(c) { // cookie.go
+			t.Fatalf("cookie %+v from %q", *c, v)
+		}
 		if !model.ValidRealm(s.auth.realm) {
 			t.Fatalf("realm %q from %q", s.auth.realm, v)
 		}

@@ -56,6 +56,10 @@ type Input struct {
 	// Auth are the htpasswd files (key AuthKey, at most MaxAuthFile
 	// bytes) of the Secrets not of type kubernetes.io/tls that have one.
 	Auth map[Key][]byte
+	// CAs are the checked CA bundles (key CAKey) of the Secrets that
+	// have one, for backend TLS; CAProblems says why a ca.crt is not.
+	CAs        map[Key][]byte
+	CAProblems map[Key]string
 }
 
 // Options shape Compile.
@@ -235,11 +239,22 @@ func newWorld(in Input) *world {
 	return w
 }
 
+// variant is what an Ingress's annotations make of its backends: each
+// setting that is structure makes a backend of its own, named by it.
+type variant struct {
+	h2c       bool              // backend-protocol (routing.go)
+	tls       *model.BackendTLS // backendtls.go
+	tlsTag    string
+	cookie    *model.CookieAffinity // cookie.go
+	cookieTag string
+}
+
 // backend is the model backend of an Ingress backend (a Service port),
 // added to w.backends (one of its own, suffixed h2c, when the Ingress
-// says the port speaks HTTP/2 in clear: backend-protocol); "" and why
-// when it does not resolve.
-func (w *world) backend(ns string, b *netv1.IngressBackend, h2c bool) (string, string) {
+// says the port speaks HTTP/2: backend-protocol; suffixed by its TLS
+// settings when it speaks TLS: backendtls.go, and by its cookie:
+// cookie.go); "" and why when it does not resolve.
+func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, string) {
 	if b.Service == nil {
 		return "", "backend.resource is not supported (a Service only)"
 	}
@@ -261,13 +276,20 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, h2c bool) (string, s
 		}
 		return "", "Service " + k.String() + " has no TCP port " + want
 	}
-	n := model.Name("ing", ns, svc.Name, strconv.Itoa(int(port.Port)))
-	if h2c {
-		n = model.Name("ing", ns, svc.Name, strconv.Itoa(int(port.Port)), "h2c")
+	parts := []string{ns, svc.Name, strconv.Itoa(int(port.Port))}
+	if v.h2c {
+		parts = append(parts, "h2c")
 	}
+	if v.tls != nil {
+		parts = append(parts, v.tlsTag)
+	}
+	if v.cookie != nil {
+		parts = append(parts, v.cookieTag)
+	}
+	n := model.Name("ing", parts...)
 	if _, ok := w.backends[n]; !ok {
-		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true, H2C: h2c,
-			Servers: desired.PodServers(w.slices[k], *port)}
+		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true, H2C: v.h2c, TLS: v.tls,
+			Cookie: v.cookie, Servers: desired.PodServers(w.slices[k], *port)}
 	}
 	return n, ""
 }

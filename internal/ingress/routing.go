@@ -43,7 +43,7 @@ type routing struct {
 	tempCode     int // temporal-redirect-code (0: 302)
 	temporal     bool
 	timeout      time.Duration
-	h2c          bool // backend-protocol GRPC, H2C, h2
+	h2c          bool // backend-protocol GRPC, H2C, h2 (and GRPCS, h2-ssl: over TLS)
 }
 
 // maxTimeout bounds a timeout annotation.
@@ -124,8 +124,12 @@ func (s *parsed) parseRouting(key, name, val string) (why string, done bool) {
 		case nginx && strings.EqualFold(val, "HTTP"), !nginx && val == "h1":
 		case nginx && (strings.EqualFold(val, "GRPC") || strings.EqualFold(val, "H2C")), !nginx && val == "h2":
 			s.h2c = true
+		case nginx && (strings.EqualFold(val, "HTTPS") || strings.EqualFold(val, "GRPCS")), !nginx && (val == "h1-ssl" || val == "h2-ssl"):
+			// TLS to the Pods (backendtls.go); GRPCS and h2-ssl HTTP/2 over it.
+			s.btls.on, s.btls.nginx = true, s.btls.nginx || nginx
+			s.h2c = s.h2c || strings.EqualFold(val, "GRPCS") || val == "h2-ssl"
 		default:
-			return settings.ShowValue(val) + " is not served (HTTP, GRPC or H2C; h1 or h2): TLS to the backend is not", true
+			return settings.ShowValue(val) + " is not served (HTTP, HTTPS, GRPC, GRPCS or H2C; h1, h2, h1-ssl or h2-ssl)", true
 		}
 	default:
 		return "", false

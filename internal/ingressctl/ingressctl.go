@@ -81,11 +81,18 @@ func (s *Server) Collector() prometheus.Collector { return s.metric }
 func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 	classes, ings := s.src.Ingresses()
 	ii := ingress.Input{Classes: classes, Ingresses: ings, Services: in.Services, Slices: in.Slices,
-		Certs: map[ingress.Key]*certs.Bundle{}, Problems: map[ingress.Key]string{}, Auth: map[ingress.Key][]byte{}}
+		Certs: map[ingress.Key]*certs.Bundle{}, Problems: map[ingress.Key]string{}, Auth: map[ingress.Key][]byte{},
+		CAs: map[ingress.Key][]byte{}, CAProblems: map[ingress.Key]string{}}
 	for _, sec := range in.Secrets {
 		k := ingress.Key{Namespace: sec.Namespace, Name: sec.Name}
 		if sec.Auth != nil {
 			ii.Auth[k] = sec.Auth
+		}
+		switch {
+		case sec.CA != nil:
+			ii.CAs[k] = sec.CA // backend TLS
+		case sec.CAProblem != "":
+			ii.CAProblems[k] = sec.CAProblem
 		}
 		switch {
 		case sec.Bundle != nil:

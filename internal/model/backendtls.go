@@ -30,6 +30,16 @@ type BackendTLS struct {
 	// (certs.Parse). Never logged.
 	Cert    string
 	CertPEM []byte
+	// The Ingresses' backend TLS (internal/ingress/backendtls.go) may
+	// ask for less than a BackendTLSPolicy: SNI "" sends no server name;
+	// NoVerify does not verify the servers' certificates (`verify none`,
+	// ingress-nginx's proxy-ssl-verify off, its default), CA and CAPEM
+	// then empty; VerifyHost, when set, is the name the certificate must
+	// carry in place of SNI (HAProxy's verifyhost, which it checks only
+	// when no SNI is sent: with an SNI, the SNI's name is checked). With
+	// neither SNI nor VerifyHost, only the chain is verified.
+	NoVerify   bool
+	VerifyHost string
 }
 
 // SameStructure reports whether t and u render the same server lines:
@@ -38,7 +48,7 @@ func (t *BackendTLS) SameStructure(u *BackendTLS) bool {
 	if t == nil || u == nil {
 		return t == u
 	}
-	return t.SNI == u.SNI && t.CA == u.CA && t.Cert == u.Cert
+	return t.SNI == u.SNI && t.CA == u.CA && t.Cert == u.Cert && t.NoVerify == u.NoVerify && t.VerifyHost == u.VerifyHost
 }
 
 // Equal compares two settings, the CA's contents included.
@@ -46,9 +56,11 @@ func (t *BackendTLS) Equal(u *BackendTLS) bool {
 	return t.SameStructure(u) && (t == nil || bytes.Equal(t.CAPEM, u.CAPEM) && bytes.Equal(t.CertPEM, u.CertPEM))
 }
 
-// ValidBackendTLS reports whether t may be rendered: an exact server
-// name and a CA name.
+// ValidBackendTLS reports whether t may be rendered: exact server names
+// (or none, an Ingress's) and a CA name unless NoVerify.
 func ValidBackendTLS(t *BackendTLS) bool {
-	return t != nil && ValidSNI(t.SNI) && !strings.Contains(t.SNI, "*") && ValidCertName(t.CA) && len(t.CAPEM) > 0 &&
+	exact := func(n string) bool { return n == "" || ValidSNI(n) && !strings.Contains(n, "*") }
+	return t != nil && exact(t.SNI) && exact(t.VerifyHost) &&
+		(t.NoVerify && t.CA == "" && len(t.CAPEM) == 0 || !t.NoVerify && ValidCertName(t.CA) && len(t.CAPEM) > 0) &&
 		(t.Cert == "" || ValidCertName(t.Cert) && len(t.CertPEM) > 0)
 }

@@ -18,6 +18,11 @@ func TestBackendTLS(t *testing.T) {
 		{"syntax in SNI", &BackendTLS{SNI: "a verify none", CA: "ca", CAPEM: []byte("x")}, false, false, false},
 		{"path in CA", &BackendTLS{SNI: "a.example.com", CA: "../ca", CAPEM: []byte("x")}, false, false, false},
 		{"no CA", &BackendTLS{SNI: "a.example.com", CA: "ca"}, false, false, false},
+		{"no verification", &BackendTLS{NoVerify: true}, false, false, true},
+		{"no verification with a CA", &BackendTLS{NoVerify: true, CA: "ca", CAPEM: []byte("x")}, false, false, false},
+		{"no SNI, the chain verified", &BackendTLS{CA: "ca_apps_p_1", CAPEM: []byte("x")}, false, false, true},
+		{"verify host", &BackendTLS{SNI: "a.example.com", VerifyHost: "b.example.com", CA: "ca_apps_p_1", CAPEM: []byte("x")}, false, false, true},
+		{"syntax in verify host", &BackendTLS{VerifyHost: "a crt /etc/x", CA: "ca", CAPEM: []byte("x")}, false, false, false},
 	} {
 		if got := a.SameStructure(tc.b); got != tc.same {
 			t.Errorf("%s: SameStructure = %v, want %v", tc.name, got, tc.same)

@@ -172,6 +172,9 @@ type Backend struct {
 	H2C bool
 	// TLS, with HTTP, makes the servers speak TLS (backendtls.go).
 	TLS *BackendTLS
+	// Cookie, with HTTP, keeps each client on its server by a cookie
+	// (cookie.go).
+	Cookie *CookieAffinity `json:",omitempty"`
 
 	// RetryOn, with HTTP: when a request is retried (HAProxy's retry-on
 	// keywords, ValidRetryOn: retry.go), Retries times at most; "": the
@@ -294,7 +297,7 @@ func (f Frontend) Equal(g Frontend) bool {
 func (b *Backend) SameStructure(c *Backend) bool {
 	return b == c || b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
 		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
-		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP && b.H2C == c.H2C && b.TLS.SameStructure(c.TLS) &&
+		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP && b.H2C == c.H2C && b.TLS.SameStructure(c.TLS) && b.Cookie.Equal(c.Cookie) &&
 		b.RetryOn == c.RetryOn && b.Retries == c.Retries && b.SourceChecked == c.SourceChecked && b.Slots == c.Slots
 }
 

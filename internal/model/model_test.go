@@ -50,6 +50,10 @@ func setField(t *testing.T, v reflect.Value, i int) {
 			f.Set(reflect.ValueOf(&BackendTLS{}))
 			return
 		}
+		if f.Type() == reflect.TypeOf(&CookieAffinity{}) {
+			f.Set(reflect.ValueOf(&CookieAffinity{}))
+			return
+		}
 		t.Fatalf("unhandled pointer field %s", v.Elem().Type().Field(i).Name)
 	default:
 		t.Fatalf("unhandled field %s of kind %s", v.Elem().Type().Field(i).Name, f.Kind())

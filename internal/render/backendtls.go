@@ -1,6 +1,8 @@
 package render
 
 import (
+	"cmp"
+
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -26,13 +28,27 @@ func writeBackendTLS(w func(...string), be *model.Backend, opts Options) {
 	if be.TLS == nil {
 		return
 	}
-	if !model.ValidBackendTLS(be.TLS) || opts.CertDir == "" || !model.ValidFilePath(CAFile(opts.CertDir, be.TLS.CA)) ||
+	if !model.ValidBackendTLS(be.TLS) || opts.CertDir == "" || !be.TLS.NoVerify && !model.ValidFilePath(CAFile(opts.CertDir, be.TLS.CA)) ||
 		be.TLS.Cert != "" && !model.ValidFilePath(CertFile(opts.CertDir, be.TLS.Cert)) {
 		w("\thttp-request deny deny_status 503")
 		return
 	}
-	line := "\tdefault-server ssl verify required ca-file " + CAFile(opts.CertDir, be.TLS.CA) +
-		" sni str(" + be.TLS.SNI + ") verifyhost " + be.TLS.SNI
+	t := be.TLS
+	line := "\tdefault-server ssl verify required ca-file " + CAFile(opts.CertDir, t.CA)
+	if t.NoVerify {
+		line = "\tdefault-server ssl verify none" // an Ingress's proxy-ssl-verify off
+	}
+	if t.SNI != "" {
+		line += " sni str(" + t.SNI + ")"
+	}
+	if host := cmp.Or(t.VerifyHost, t.SNI); host != "" && !t.NoVerify {
+		line += " verifyhost " + host
+	}
+	if be.H2C {
+		// HTTP/2 over TLS (an Ingress's GRPCS): servers such as gRPC's
+		// want it negotiated.
+		line += " alpn h2"
+	}
 	if be.TLS.Cert != "" {
 		// The client certificate presented (a Gateway's backend one).
 		line += " crt " + CertFile(opts.CertDir, be.TLS.Cert)

@@ -77,7 +77,7 @@ func dynamicBackends(cfg model.Config, opts Options, listenedSrc map[string][]mo
 
 // dynamicOK reports whether be can be written from a class's defaults.
 func dynamicOK(be *model.Backend, opts Options, listenedSrc map[string][]model.Frontend) bool {
-	return be.Name != "" && be.Name[0] != '_' && be.Affinity == 0 && !be.TrackNodes && be.TLS == nil &&
+	return be.Name != "" && be.Name[0] != '_' && be.Affinity == 0 && !be.TrackNodes && be.TLS == nil && be.Cookie == nil &&
 		len(listenedSrc[be.Name]) == 0 && !opts.SpareRanged(be)
 }
 

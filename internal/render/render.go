@@ -249,6 +249,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 				w(httpH2CServers)
 			}
 			writeBackendTLS(w, be, opts) // backendtls.go
+			writeCookie(w, be)           // cookie.go
 			writeHTTPRetry(w, be)        // retry.go
 		}
 		if !skeleton && be.Name[0] == '_' && be.Service != "" {
@@ -329,7 +330,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			if s.Track != 0 {
 				track = " track " + model.NodesBackend + "/" + model.SlotName(int(s.Track)-1)
 			}
-			writeSlot(w, s, track, skeleton)
+			writeSlot(w, s, track+slotCookie(be, s.Name), skeleton)
 		}
 	}
 	writeDynamic(w, cfg, layout, dyn, opts, skeleton)

@@ -47,6 +47,7 @@ func (g *Gateway) secretTransform(obj any) (any, error) {
 func toSecret(s *corev1.Secret, now time.Time) *gateway.Secret {
 	out := &gateway.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name, UID: s.UID,
 		ResourceVersion: s.ResourceVersion}}
+	out.CA, out.CAProblem = ingress.SecretCA(s) // an Ingress's backend TLS
 	if s.Type != corev1.SecretTypeTLS {
 		out.Problem = "not of type " + string(corev1.SecretTypeTLS)
 		if a, ok := s.Data[ingress.AuthKey]; ok && len(a) <= ingress.MaxAuthFile {

@@ -12,7 +12,6 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
@@ -60,10 +59,8 @@ func servesFrom(src, dst string, port int, host string, status int) func() error
 // relieved of ranges on a running controller: 0 reloads. A range that
 // does not parse: an Event, the last good ranges keep applying.
 func TestIngressSourceRanges(t *testing.T) {
-	if tproxyMode() {
-		t.Skip("clients of the test's own source addresses to the plain listeners' binds")
-	}
-	if !inNetns(t, podAddrs...) {
+	g, ok := newPlainIngressEnv(t)
+	if !ok {
 		return
 	}
 	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
@@ -71,24 +68,11 @@ func TestIngressSourceRanges(t *testing.T) {
 	} else {
 		l.Close()
 	}
-	g := newGatewayEnv(t)
-	ing := g.client.NetworkingV1()
-	httpPort := haproxytest.FreePort(t)
-	httpPod(t, "web", podAddrs[0], 8080)
-	g.httpService("web", podAddrs[0])
-	createIngressClass(t, ing)
-	create := func(i *netv1.Ingress) {
-		t.Helper()
-		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ing, httpPort, create := g.ing, g.httpPort, g.create
+	g.web("web", 0)
 	n, hp := ingress.NginxPrefix, ingress.HAProxyPrefix
 	create(ingressOf("base", "base.example.com", nil, prefix("/", "web")))
-	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
-		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
-		"--bind-address", "::1",
-		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	g.start("--bind-address", "::1")
 	g.eventually("the base Ingress serves", servesFrom("127.0.0.2", "127.0.0.1", httpPort, "base.example.com", 200))
 	before := g.reloads()
 
@@ -201,29 +185,15 @@ func requestFrom(local net.Addr, method string, port int, host, path string, bod
 // reaches the Pod; the limit set, changed and removed on a running
 // controller: 0 reloads.
 func TestIngressBodySize(t *testing.T) {
-	if tproxyMode() {
-		t.Skip("requests to the plain listeners' binds")
-	}
-	if !inNetns(t, podAddrs...) {
+	g, ok := newPlainIngressEnv(t)
+	if !ok {
 		return
 	}
-	g := newGatewayEnv(t)
-	ing := g.client.NetworkingV1()
-	httpPort := haproxytest.FreePort(t)
-	httpPod(t, "web", podAddrs[0], 8080)
-	g.httpService("web", podAddrs[0])
-	createIngressClass(t, ing)
+	ing, httpPort := g.ing, g.httpPort
+	g.web("web", 0)
 	n, hp := ingress.NginxPrefix, ingress.HAProxyPrefix
-	for _, i := range []*netv1.Ingress{
-		ingressOf("base", "base.example.com", nil, prefix("/", "web")),
-	} {
-		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
-		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
-		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	g.create(ingressOf("base", "base.example.com", nil, prefix("/", "web")))
+	g.start()
 	sized := func(host string, size int, chunked bool, status int) func() error {
 		return func() error {
 			code, err := postSize(httpPort, host, size, chunked)
@@ -287,24 +257,15 @@ func getPathFrom(src string, port int, host, path string, timeout time.Duration)
 // first ends are served; the limits set and changed on a running
 // controller: 0 reloads.
 func TestIngressRateLimits(t *testing.T) {
-	if tproxyMode() {
-		t.Skip("clients of the test's own source addresses to the plain listeners' binds")
-	}
-	if !inNetns(t, podAddrs...) {
+	g, ok := newPlainIngressEnv(t)
+	if !ok {
 		return
 	}
-	g := newGatewayEnv(t)
-	ing := g.client.NetworkingV1()
-	httpPort := haproxytest.FreePort(t)
+	ing, httpPort := g.ing, g.httpPort
 	protoPod(t, "web", podAddrs[0], 8080)
 	g.serviceOf("web", podAddrs[0], 8080)
-	createIngressClass(t, ing)
-	if _, err := ing.Ingresses(ns).Create(bg, ingressOf("base", "base.example.com", nil, prefix("/", "web")), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
-		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
-		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	g.create(ingressOf("base", "base.example.com", nil, prefix("/", "web")))
+	g.start()
 	status := func(src, host, path string, want int) func() error {
 		return func() error {
 			code, err := getPathFrom(src, httpPort, host, path, 3*time.Second)

@@ -12,7 +12,6 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
@@ -78,32 +77,21 @@ func implSpecific(p, svc string) netv1.HTTPIngressPath {
 // rewrite-target, and auth-type: basic without auth-secret (served open):
 // an Event each, the last good version keeps serving.
 func TestIngressAnnotationsServed(t *testing.T) {
-	if !inNetns(t, podAddrs...) {
+	g, ok := newIngressEnv(t)
+	if !ok {
 		return
 	}
-	g := newGatewayEnv(t)
-	ing := g.client.NetworkingV1()
-	httpPort := haproxytest.FreePort(t)
+	ing, httpPort, create := g.ing, g.httpPort, g.create
 	protoPod(t, "web", podAddrs[0], 8080)
 	protoPod(t, "h2", podAddrs[1], 8081)
 	g.serviceOf("web", podAddrs[0], 8080)
 	g.serviceOf("h2", podAddrs[1], 8081)
-	createIngressClass(t, ing)
-	create := func(i *netv1.Ingress) {
-		t.Helper()
-		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	n := ingress.NginxPrefix
 	// The backends exist before the controller: a backend new to HAProxy
 	// is structure (as for HTTPRoutes), the annotations are not.
 	create(ingressOf("base", "base.example.com", nil, prefix("/", "web")))
 	create(ingressOf("grpc", "grpc.example.com", map[string]string{n + "backend-protocol": "GRPC"}, prefix("/", "h2")))
-	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
-		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
-		"--leader-elect", "--leader-election-namespace", "haproxy-k8s-sync", "--leader-election-name", "haproxy-k8s-sync-gateway",
-		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	g.start(leaderFlags...)
 	g.eventually("the base Ingress serves", answers(httpPort, false, "base.example.com", "/x", 200, "web host=base.example.com path=/x proto=HTTP/1.1"))
 	g.eventually("backend-protocol GRPC: HTTP/2 in clear", answers(httpPort, false, "grpc.example.com", "/svc.Method", 200, "h2 host=grpc.example.com path=/svc.Method proto=HTTP/2.0"))
 	before := g.reloads()

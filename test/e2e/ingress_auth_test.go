@@ -14,7 +14,6 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
@@ -56,19 +55,13 @@ func getAuth(port int, host, user, pass string) (int, string, error) {
 // entries: an InvalidAuthSecret Event naming the format, and nobody is
 // admitted (fails closed).
 func TestIngressBasicAuth(t *testing.T) {
-	if tproxyMode() {
-		t.Skip("requests to the plain listeners' binds")
-	}
-	if !inNetns(t, podAddrs...) {
+	g, ok := newPlainIngressEnv(t)
+	if !ok {
 		return
 	}
-	g := newGatewayEnv(t)
-	ing := g.client.NetworkingV1()
+	ing, httpPort := g.ing, g.httpPort
 	secrets := g.client.CoreV1().Secrets(ns)
-	httpPort := haproxytest.FreePort(t)
-	httpPod(t, "web", podAddrs[0], 8080)
-	g.httpService("web", podAddrs[0])
-	createIngressClass(t, ing)
+	g.web("web", 0)
 	n, hp := ingress.NginxPrefix, ingress.HAProxyPrefix
 	secret := func(name, file string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Type: corev1.SecretTypeOpaque,
@@ -89,9 +82,7 @@ func TestIngressBasicAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
-		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
-		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	g.start()
 	as := func(host, user, pass string, want int) func() error {
 		return func() error {
 			code, challenge, err := getAuth(httpPort, host, user, pass)

@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	netv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
@@ -53,12 +49,11 @@ func corsRequest(port int, host, method, path, origin string) (int, string, erro
 // an origin not allowed gets no CORS header; the Pod's own answers to
 // allowed origins carry it. Added to a running controller: 0 reloads.
 func TestIngressCORSPreflight(t *testing.T) {
-	if !inNetns(t, podAddrs...) {
+	g, ok := newIngressEnv(t)
+	if !ok {
 		return
 	}
-	g := newGatewayEnv(t)
-	ing := g.client.NetworkingV1()
-	httpPort := haproxytest.FreePort(t)
+	httpPort, create := g.httpPort, g.create
 	var seen atomic.Int64
 	l, err := net.Listen("tcp", net.JoinHostPort(podAddrs[0], "8080"))
 	if err != nil {
@@ -71,20 +66,10 @@ func TestIngressCORSPreflight(t *testing.T) {
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	g.serviceOf("web", podAddrs[0], 8080)
-	createIngressClass(t, ing)
-	create := func(i *netv1.Ingress) {
-		t.Helper()
-		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The backend exists before the controller: a backend new to HAProxy
 	// is structure, the annotations are not.
 	create(ingressOf("base", "base.example.com", nil, prefix("/", "web")))
-	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
-		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
-		"--leader-elect", "--leader-election-namespace", "haproxy-k8s-sync", "--leader-election-name", "haproxy-k8s-sync-gateway",
-		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort))
+	g.start(leaderFlags...)
 	g.eventually("the base Ingress serves", answers(httpPort, false, "base.example.com", "/x", 200, "web GET /x"))
 	before := g.reloads()
 

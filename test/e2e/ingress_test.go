@@ -19,7 +19,6 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
@@ -42,15 +41,7 @@ func httpPod(t *testing.T, name, ip string, port int) {
 // httpService is Service name (port 80) whose endpoint is ip:8080.
 func (g *gwEnv) httpService(name, ip string) {
 	g.t.Helper()
-	_, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}) // lab.SliceFor names its port tcp
-	if err != nil {
-		g.t.Fatal(err)
-	}
-	sl := lab.SliceFor(ns, name, 8080, []lab.Endpoint{{IP: ip, Node: "n1", Ready: true}})
-	if err := lab.ApplySlice(bg, g.client, sl); err != nil {
-		g.t.Fatal(err)
-	}
+	g.serviceOf(name, ip, 8080)
 }
 
 // get sends GET path with Host host to serviceIP():port (over TLS with SNI
@@ -150,29 +141,20 @@ func ingressOf(name, host string, ann map[string]string, paths ...netv1.HTTPIngr
 // header name new to the table: 1), the refused Ingress keeps its last
 // good version and gets an Event.
 func TestIngressServedWithoutReload(t *testing.T) {
-	if !inNetns(t, podAddrs...) {
+	g, ok := newIngressEnv(t)
+	if !ok {
 		return
 	}
-	g := newGatewayEnv(t)
-	ing := g.client.NetworkingV1()
-	httpPort, httpsPort := haproxytest.FreePort(t), haproxytest.FreePort(t)
-	httpPod(t, "web", podAddrs[0], 8080)
-	httpPod(t, "canary", podAddrs[1], 8080)
-	g.httpService("web", podAddrs[0])
-	g.httpService("canary", podAddrs[1])
-	createIngressClass(t, ing)
+	ing, httpPort, httpsPort := g.ing, g.httpPort, haproxytest.FreePort(t)
+	g.web("web", 0)
+	g.web("canary", 1)
 	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, tlsSecret(t, "shop-tls", "shop.example.com"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	shop := ingressOf("shop", "shop.example.com", nil, prefix("/app", "web"), exact("/exact", "canary"))
 	shop.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{"shop.example.com"}, SecretName: "shop-tls"}}
-	if _, err := ing.Ingresses(ns).Create(bg, shop, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	g.startController("--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
-		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
-		"--leader-elect", "--leader-election-namespace", "haproxy-k8s-sync", "--leader-election-name", "haproxy-k8s-sync-gateway",
-		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", httpPort), fmt.Sprintf("--ingress-https-port=%d", httpsPort))
+	g.create(shop)
+	g.start(append(leaderFlags, fmt.Sprintf("--ingress-https-port=%d", httpsPort))...)
 
 	const host = "shop.example.com"
 	g.eventually("HTTPS serves /app", answers(httpsPort, true, host, "/app/x", 200, "web host=shop.example.com path=/app/x"))

@@ -1,0 +1,128 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// getCookie sends GET / with Host host to serviceIP():port with cookie
+// ("" for none) and returns the Pod that answered (the body's first
+// word) and the Set-Cookie header.
+func getCookie(port int, host, cookie string) (pod, setCookie string, err error) {
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 3 * time.Second}
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s:%d/", serviceIP(), port), nil)
+	if err != nil {
+		return "", "", err
+	}
+	req.Host = host
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", "", fmt.Errorf("GET %s: %d %q", host, resp.StatusCode, b)
+	}
+	pod, _, _ = strings.Cut(string(b), " ")
+	return pod, resp.Header.Get("Set-Cookie"), err
+}
+
+// TestIngressCookieAffinity: ingress-nginx's affinity: cookie with
+// session-cookie-name, -max-age and -samesite on real HAProxy, a Service
+// of two Pods: the first answer sets the cookie (HttpOnly, Max-Age,
+// SameSite), and every request carrying it reaches the Pod that set it;
+// without it requests go to both Pods; an Ingress without affinity to
+// the same Service sets no cookie.
+func TestIngressCookieAffinity(t *testing.T) {
+	g, ok := newIngressEnv(t)
+	if !ok {
+		return
+	}
+	httpPod(t, "a", podAddrs[0], 8080)
+	httpPod(t, "b", podAddrs[1], 8080)
+	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sl := lab.SliceFor(ns, "web", 8080, []lab.Endpoint{{IP: podAddrs[0], Node: "n1", Ready: true}, {IP: podAddrs[1], Node: "n1", Ready: true}})
+	if err := lab.ApplySlice(bg, g.client, sl); err != nil {
+		t.Fatal(err)
+	}
+	n := ingress.NginxPrefix
+	g.create(
+		ingressOf("sticky", "sticky.example.com", map[string]string{n + "affinity": "cookie", n + "session-cookie-name": "SRV",
+			n + "session-cookie-max-age": "3600", n + "session-cookie-samesite": "lax"}, prefix("/", "web")),
+		ingressOf("plain", "plain.example.com", nil, prefix("/", "web")),
+	)
+	g.start()
+	// bothPods is nil once requests without a cookie to host reach both
+	// Pods within a few tries, and fails if one sets a cookie when want
+	// is "" or sets none otherwise.
+	bothPods := func(host string, wantCookie bool) func() error {
+		return func() error {
+			seen := map[string]bool{}
+			var err error
+			for range 8 {
+				pod, set, e := getCookie(g.httpPort, host, "")
+				if e != nil {
+					return e
+				}
+				if (set != "") != wantCookie {
+					return fmt.Errorf("GET %s: Set-Cookie %q", host, set)
+				}
+				seen[pod] = true
+			}
+			if !seen["a"] || !seen["b"] {
+				err = fmt.Errorf("GET %s without a cookie reached %v, want a and b", host, seen)
+			}
+			return err
+		}
+	}
+	g.eventually("the plain Ingress balances without a cookie", bothPods("plain.example.com", false))
+	g.eventually("the sticky Ingress sets a cookie on first answers", bothPods("sticky.example.com", true))
+	for _, first := range []string{"a", "b"} {
+		var cookie string
+		for range 8 { // the first answer from Pod first
+			pod, set, err := getCookie(g.httpPort, "sticky.example.com", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pod == first {
+				cookie = set
+				break
+			}
+		}
+		if cookie == "" {
+			t.Fatalf("no answer of Pod %s set a cookie", first)
+		}
+		for _, attr := range []string{"SRV=", "HttpOnly", "Max-Age=3600", "SameSite=Lax"} {
+			if !strings.Contains(cookie, attr) {
+				t.Errorf("Set-Cookie %q: no %s", cookie, attr)
+			}
+		}
+		pair, _, _ := strings.Cut(cookie, ";")
+		for range 6 {
+			pod, _, err := getCookie(g.httpPort, "sticky.example.com", pair)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pod != first {
+				t.Fatalf("with %s: Pod %s answered, want %s", pair, pod, first)
+			}
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	networkingclient "k8s.io/client-go/kubernetes/typed/networking/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+)
+
+// ingressEnv is the world every Ingress test opens with: its own network
+// namespace holding podAddrs, a gateway environment (a real apiserver,
+// HAProxy), a free port for the Ingresses' HTTP frontend and our
+// IngressClass "hks".
+type ingressEnv struct {
+	*gwEnv
+	ing      networkingclient.NetworkingV1Interface
+	httpPort int
+}
+
+// newIngressEnv opens an Ingress test; ok is false when the caller
+// returns (the test ran again in its own network namespace, inNetns).
+func newIngressEnv(t *testing.T) (g *ingressEnv, ok bool) {
+	t.Helper()
+	if !inNetns(t, podAddrs...) {
+		return nil, false
+	}
+	gw := newGatewayEnv(t)
+	g = &ingressEnv{gwEnv: gw, ing: gw.client.NetworkingV1(), httpPort: haproxytest.FreePort(t)}
+	createIngressClass(t, g.ing)
+	return g, true
+}
+
+// newPlainIngressEnv is newIngressEnv for a test that sends its requests
+// to the plain listeners' binds (from the test's own source addresses):
+// skipped with --listeners=tproxy.
+func newPlainIngressEnv(t *testing.T) (*ingressEnv, bool) {
+	t.Helper()
+	if tproxyMode() {
+		t.Skip("requests to the plain listeners' binds")
+	}
+	return newIngressEnv(t)
+}
+
+// web starts an httpPod name at podAddrs[i]:8080 and its Service (port 80).
+func (g *ingressEnv) web(name string, i int) {
+	g.t.Helper()
+	httpPod(g.t, name, podAddrs[i], 8080)
+	g.httpService(name, podAddrs[i])
+}
+
+// create creates the Ingresses.
+func (g *ingressEnv) create(ings ...*netv1.Ingress) {
+	g.t.Helper()
+	for _, i := range ings {
+		if _, err := g.ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
+			g.t.Fatal(err)
+		}
+	}
+}
+
+// start runs the controller in the gateway mode serving IngressClass hks
+// on httpPort, with exactly the shipped roles (deploy/gateway/rbac.yaml
+// and ingress-rbac.yaml), and extra flags.
+func (g *ingressEnv) start(extra ...string) {
+	g.t.Helper()
+	args := []string{"--mode=gateway", "--kubeconfig", "", "--api-server", g.kube.URL, "--ca-file", g.kube.CAPath,
+		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
+		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", g.httpPort)}
+	g.startController(append(args, extra...)...)
+}
+
+// leaderFlags make the controller elect a leader, as shipped.
+var leaderFlags = []string{"--leader-elect", "--leader-election-namespace", "haproxy-k8s-sync", "--leader-election-name", "haproxy-k8s-sync-gateway"}
