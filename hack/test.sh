@@ -189,13 +189,8 @@ if [ -n "$e2e" ]; then
 		done
 	fi
 fi
-# The conformance suite's failures are printed only with -v (its tests are
-# subtests of one): it always runs with -v, its log printed in full only
-# when it failed.
-verbose() { [[ $1 == test/conformance* ]] && echo -test.v || true; }
 for rel in "${own[@]}"; do
-	# shellcheck disable=SC2046 # verbose prints one flag or nothing
-	run "$rel" "" -- "$rel" -- $(verbose "$rel") "${binflags[@]}"
+	run "$rel" "" -- "$rel" -- "${binflags[@]}"
 done
 if [ "${#unit[@]}" -gt 0 ]; then
 	run unit "" -- "${unit[@]}" -- "${binflags[@]}"
@@ -212,8 +207,7 @@ done
 confbins=${HAPROXY_BIN:-$(command -v haproxy || echo /usr/sbin/haproxy)}
 for v in $TEST_VERSIONS; do confbins+=" ${bins[$v]}"; done
 for rel in "${conf[@]}"; do
-	# shellcheck disable=SC2046 # verbose prints one flag or nothing
-	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" "$root/hack/test-run.sh" "$rel" -- $(verbose "$rel") "${binflags[@]}"
+	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" "$root/hack/test-run.sh" "$rel" -- "${binflags[@]}"
 done
 for v in $RUNTIME_VERSIONS; do
 	# shellcheck disable=SC2086 # RUNTIME_PKGS is a list of patterns
