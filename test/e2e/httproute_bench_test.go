@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,7 +142,9 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		b.Fatal(err)
 	}
 	created := time.Since(t0)
-	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway")
+	// At debug every pass logs its "update" line: the passes are counted.
+	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway", "--log-level", "debug")
+	passes := func() int { return strings.Count(log.String(), "msg=update") }
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	t0 = time.Now()
 	if _, err := untilHTTP(c, port, fmt.Sprintf("r%d.example.com", n-1), "web-a", t0, 10*time.Minute); err != nil {
@@ -167,7 +170,7 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	before := reloads()
+	before, passes0 := reloads(), passes()
 	var added, moved []time.Duration
 	for i := range changes {
 		name := fmt.Sprintf("new%d", i)
@@ -206,6 +209,16 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		moved = append(moved, d)
 	}
 	moveReloads := reloads() - before
+	// The passes of the changes, once the last one's status is written
+	// and the controller idle (a second with no pass, at most a minute).
+	settle := time.Now()
+	for n, since := passes(), time.Now(); time.Since(since) < time.Second && time.Since(settle) < time.Minute; {
+		time.Sleep(50 * time.Millisecond) // poll interval
+		if m := passes(); m != n {
+			n, since = m, time.Now()
+		}
+	}
+	perChange := float64(passes()-passes0) / float64(2*changes)
 	if os.Getenv("HKS_BENCH_LOG") != "" {
 		b.Logf("controller log:\n%s", log.String())
 	}
@@ -215,9 +228,10 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	b.ReportMetric(ms(pct(moved, 0.5)), "moved-p50-ms")
 	b.ReportMetric(ms(pct(moved, 0.99)), "moved-p99-ms")
 	b.ReportMetric(float64(addReloads+moveReloads), "reloads")
-	b.Logf("%d HTTPRoutes (created in %s, served %s after the controller started); a new route, %d: p50 %s p99 %s, %d reloads; a route moved to another Service, %d: p50 %s p99 %s, %d reloads",
+	b.ReportMetric(perChange, "passes/change")
+	b.Logf("%d HTTPRoutes (created in %s, served %s after the controller started); a new route, %d: p50 %s p99 %s, %d reloads; a route moved to another Service, %d: p50 %s p99 %s, %d reloads; %.2f passes per change",
 		n, created.Round(time.Millisecond), synced.Round(time.Millisecond), changes, pct(added, 0.5), pct(added, 0.99), addReloads,
-		changes, pct(moved, 0.5), pct(moved, 0.99), moveReloads)
+		changes, pct(moved, 0.5), pct(moved, 0.99), moveReloads, perChange)
 }
 
 // createRoutes creates HTTPRoutes r0..r<n-1> (host r<i>.example.com, to
