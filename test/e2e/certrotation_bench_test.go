@@ -8,13 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/gwcrd"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
@@ -33,23 +28,13 @@ func BenchmarkCertificateRotationEndToEnd(b *testing.B) {
 		return
 	}
 	n, rotations := benchEnvInt("HKS_BENCH_ROUTES", 1000), benchEnvInt("HKS_BENCH_ROTATIONS", 20)
-	kube := kubeapi.Start(b)
-	gwcrd.InstallAll(b, kube.Config)
-	client := kube.Client(b)
-	gc, err := gwclient.NewForConfig(kube.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
+	kube, client, gc := benchGatewayAPI(b)
 	ctx := context.Background()
 	benchHTTPPod(b, client, "web-a", podAddrs[0], 8080)
 	httpPort, httpsPort := haproxytest.FreePort(b), haproxytest.FreePort(b)
 	ca := testcert.CA(b, "rotation CA")
 	s, leaf := rotationSecret(b, "cert", "a.example.com", ca)
 	if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	gw := httpsGateway(httpsPort, "cert")
@@ -70,14 +55,7 @@ func BenchmarkCertificateRotationEndToEnd(b *testing.B) {
 		b.Fatal(err)
 	}
 	synced := time.Since(t0)
-	master := haproxy.NewMaster(hap.MasterSocket)
-	reloads := func() int {
-		p, err := master.ShowProc(ctx)
-		if err != nil {
-			b.Fatalf("show proc: %v", err)
-		}
-		return p.Reloads
-	}
+	reloads := benchReloads(b, hap)
 	before := reloads()
 	stop := h.startLoad(2, 5*time.Millisecond)
 	var took []time.Duration

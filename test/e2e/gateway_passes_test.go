@@ -19,23 +19,9 @@ import (
 // test controllers log at debug, so every pass has one).
 func (e *env) passes() int { return strings.Count(e.ctlLog.String(), "msg=update") }
 
-// settledPasses waits until no pass has started for quiet (bounded by
+// settledPasses waits until no pass has started for quiet (at most
 // converge) and returns the passes so far.
-func (e *env) settledPasses(quiet time.Duration) int {
-	e.t.Helper()
-	deadline := time.Now().Add(converge)
-	n, since := e.passes(), time.Now()
-	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond) // poll interval
-		if m := e.passes(); m != n {
-			n, since = m, time.Now()
-		} else if time.Since(since) >= quiet {
-			return n
-		}
-	}
-	e.t.Fatalf("the controller did not stay idle for %s within %s (%d passes)", quiet, converge, n)
-	return 0
-}
+func (e *env) settledPasses(quiet time.Duration) int { return idlePasses(e.passes, quiet, converge) }
 
 // TestGatewayStatusWritesCostNoPass: one HTTPRoute changed among several
 // is one pass of the controller: the route's status it then writes comes

@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,13 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/gwcrd"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
@@ -55,26 +49,6 @@ func rssKiB(pid int) (rss, hwm int64) {
 	return rss, hwm
 }
 
-// parallel runs fn(0..n-1) on eight goroutines; the first error fails b.
-func parallel(b *testing.B, n int, fn func(i int) error) {
-	var next atomic.Int64
-	var first atomic.Pointer[error]
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n && first.Load() == nil; i = int(next.Add(1) - 1) {
-				if err := fn(i); err != nil {
-					first.CompareAndSwap(nil, &err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := first.Load(); err != nil {
-		b.Fatal(*err)
-	}
-}
-
 // BenchmarkGatewayHTTPScaleRSS: the controller (its binary, a process of
 // its own) and HAProxy at HKS_BENCH_ROUTES HTTPRoutes (default 10,000; on
 // one HTTP listener, each its own host) to HKS_BENCH_SERVICES Services
@@ -95,13 +69,7 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/haproxy-k8s-sync").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	kube := kubeapi.Start(b)
-	gwcrd.InstallAll(b, kube.Config)
-	client := kube.Client(b)
-	gc, err := gwclient.NewForConfig(kube.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
+	kube, client, gc := benchGatewayAPI(b)
 	ctx := context.Background()
 	benchHTTPPod(b, client, "web-a", podAddrs[0], 8080) // s<i>'s endpoints point here too
 	t0 := time.Now()
@@ -112,10 +80,6 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 		_, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
 		return err
 	})
-	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
 	httpPort, httpsPort := haproxytest.FreePort(b), haproxytest.FreePort(b)
 	ls := []gwv1.Listener{listener("http", gwv1.HTTPProtocolType, httpPort, "")}
 	const perListener = 64 // the API's limit of certificateRefs

@@ -114,21 +114,11 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		return
 	}
 	n, changes := benchEnvInt("HKS_BENCH_ROUTES", 5000), benchEnvInt("HKS_BENCH_CHANGES", 40)
-	kube := kubeapi.Start(b)
-	gwcrd.InstallAll(b, kube.Config)
-	client := kube.Client(b)
-	gc, err := gwclient.NewForConfig(kube.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
+	kube, client, gc := benchGatewayAPI(b)
 	ctx := context.Background()
 	benchHTTPPod(b, client, "web-a", podAddrs[0], 8080)
 	benchHTTPPod(b, client, "web-b", podAddrs[1], 8080)
 	port := haproxytest.FreePort(b)
-	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
 	if _, err := gc.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("http", gwv1.HTTPProtocolType, port, "")}}},
 		metav1.CreateOptions{}); err != nil {
@@ -151,14 +141,7 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		b.Fatal(err)
 	}
 	synced := time.Since(t0)
-	master := haproxy.NewMaster(hap.MasterSocket)
-	reloads := func() int {
-		p, err := master.ShowProc(ctx)
-		if err != nil {
-			b.Fatalf("show proc: %v", err)
-		}
-		return p.Reloads
-	}
+	reloads := benchReloads(b, hap)
 
 	if path := os.Getenv("HKS_BENCH_CPUPROFILE"); path != "" { // the changes only
 		f, err := os.Create(path)
@@ -170,7 +153,10 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
-	before, passes0 := reloads(), passes()
+	// The passes so far, once the first statuses are written and the
+	// controller idle.
+	passes0 := idlePasses(passes, time.Second, time.Minute)
+	before := reloads()
 	var added, moved []time.Duration
 	for i := range changes {
 		name := fmt.Sprintf("new%d", i)
@@ -210,15 +196,8 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	}
 	moveReloads := reloads() - before
 	// The passes of the changes, once the last one's status is written
-	// and the controller idle (a second with no pass, at most a minute).
-	settle := time.Now()
-	for n, since := passes(), time.Now(); time.Since(since) < time.Second && time.Since(settle) < time.Minute; {
-		time.Sleep(50 * time.Millisecond) // poll interval
-		if m := passes(); m != n {
-			n, since = m, time.Now()
-		}
-	}
-	perChange := float64(passes()-passes0) / float64(2*changes)
+	// and the controller idle.
+	perChange := float64(idlePasses(passes, time.Second, time.Minute)-passes0) / float64(2*changes)
 	if os.Getenv("HKS_BENCH_LOG") != "" {
 		b.Logf("controller log:\n%s", log.String())
 	}
@@ -235,18 +214,25 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 }
 
 // createRoutes creates HTTPRoutes r0..r<n-1> (host r<i>.example.com, to
-// web-a), eight writers taking the next number in turn; the first error
-// fails b.
+// web-a), eight writers at once; the first error fails b.
 func createRoutes(b *testing.B, gc gwclient.Interface, n int) {
+	parallel(b, n, func(i int) error {
+		name := "r" + strconv.Itoa(i)
+		_, err := gc.GatewayV1().HTTPRoutes(ns).Create(context.Background(), benchHTTPRoute(name, name+".example.com", "web-a"), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// parallel runs fn(0..n-1) on eight goroutines, each taking the next
+// number in turn; the first error fails b.
+func parallel(b *testing.B, n int, fn func(i int) error) {
 	var next atomic.Int64
 	var first atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n && first.Load() == nil; i = int(next.Add(1) - 1) {
-				name := "r" + strconv.Itoa(i)
-				rt := benchHTTPRoute(name, name+".example.com", "web-a")
-				if _, err := gc.GatewayV1().HTTPRoutes(ns).Create(context.Background(), rt, metav1.CreateOptions{}); err != nil {
+				if err := fn(i); err != nil {
 					first.CompareAndSwap(nil, &err)
 				}
 			}
@@ -255,5 +241,48 @@ func createRoutes(b *testing.B, gc gwclient.Interface, n int) {
 	wg.Wait()
 	if err := first.Load(); err != nil {
 		b.Fatal(*err)
+	}
+}
+
+// benchGatewayAPI starts a kube-apiserver with every Gateway API CRD and
+// our GatewayClass hks, and returns it and its clients.
+func benchGatewayAPI(b *testing.B) (*kubeapi.Server, kubernetes.Interface, gwclient.Interface) {
+	kube := kubeapi.Start(b)
+	gwcrd.InstallAll(b, kube.Config)
+	client := kube.Client(b)
+	gc, err := gwclient.NewForConfig(kube.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := gc.GatewayV1().GatewayClasses().Create(context.Background(), &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
+		Spec: gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return kube, client, gc
+}
+
+// idlePasses waits until passes stays the same for quiet (at most
+// bound) and returns it.
+func idlePasses(passes func() int, quiet, bound time.Duration) int {
+	start := time.Now()
+	n, since := passes(), time.Now()
+	for time.Since(since) < quiet && time.Since(start) < bound {
+		time.Sleep(50 * time.Millisecond) // poll interval
+		if m := passes(); m != n {
+			n, since = m, time.Now()
+		}
+	}
+	return n
+}
+
+// benchReloads returns a function counting the reloads of hap's master.
+func benchReloads(b *testing.B, hap *haproxytest.Process) func() int {
+	master := haproxy.NewMaster(hap.MasterSocket)
+	return func() int {
+		p, err := master.ShowProc(context.Background())
+		if err != nil {
+			b.Fatalf("show proc: %v", err)
+		}
+		return p.Reloads
 	}
 }
