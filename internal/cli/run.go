@@ -98,6 +98,13 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	routeKlog(log)
 	tuneGC(getenv, log)
 	f.resolveListeners(useDataplane, log) // listenersauto.go
+	// Every mode serves its profiles (the gateway and apiserver modes
+	// took the flag and served none).
+	if f.pprof != "" {
+		if err := servePprof(ctx, f.pprof, log); err != nil {
+			return err
+		}
+	}
 	switch f.mode {
 	case modeServices:
 	case modeAPIServer:
@@ -124,11 +131,6 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	}
 	choice := f.chooseDriver(useDataplane)
 	dopts = choice.capabilities(udpCaps).shape(dopts)
-	if f.pprof != "" {
-		if err := servePprof(ctx, f.pprof, log); err != nil {
-			return err
-		}
-	}
 	return f.runServices(ctx, choice, dopts, udp, getenv, log)
 }
 
