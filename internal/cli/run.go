@@ -111,6 +111,13 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	if f.mode == modeAPIServer {
 		f.poolPolicy = spares.Policy{} // one backend, never new
 	}
+	// Every mode serves its profiles (the gateway and apiserver modes
+	// took the flag and served none).
+	if f.pprof != "" {
+		if err := servePprof(ctx, f.pprof, log); err != nil {
+			return err
+		}
+	}
 	switch f.mode {
 	case modeServices:
 	case modeAPIServer:
@@ -134,11 +141,6 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	}
 	choice := f.chooseDriver(useDataplane)
 	dopts = choice.capabilities(udpCaps).shape(dopts)
-	if f.pprof != "" {
-		if err := servePprof(ctx, f.pprof, log); err != nil {
-			return err
-		}
-	}
 	return f.runServices(ctx, choice, dopts, udp, getenv, log)
 }
 

@@ -75,8 +75,14 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 	slices.Sort(ports)
 	for _, p := range ports {
 		if ls, ok := httpPorts[p]; ok {
+			// Every HTTPS listener's certificates on the port (each
+			// served for its names), the first listener's default.
+			var tls *model.TLS
+			for _, l := range ls {
+				tls = withTLS(tls, l.tls)
+			}
 			cfg.Frontends = append(cfg.Frontends, model.Frontend{Name: name("gw", x.key.Namespace, x.key.Name, strconv.Itoa(int(p))),
-				Service: x.key.String(), Binds: binds(p), TLS: ls[0].tls, HTTP: httpTable(ls, p, w, backends)})
+				Service: x.key.String(), Binds: binds(p), TLS: tls, HTTP: httpTable(ls, p, w, backends)})
 			continue
 		}
 		f := fronts[p]

@@ -108,7 +108,9 @@ func (l *Loop) Synced() bool { return l.src.Synced() }
 // Run starts the informers, waits for their caches and processes passes
 // until ctx ends.
 func (l *Loop) Run(ctx context.Context) error {
-	if err := l.src.OnChange(l.Trigger); err != nil {
+	// An update that changes nothing a pass reads (our own status
+	// writes, mostly) costs no pass: the publisher compares again.
+	if err := l.src.OnChangeOr(l.Trigger, l.opts.Publisher.Poke); err != nil {
 		return err
 	}
 	if err := l.src.Start(ctx, l.opts.SyncTimeout); err != nil {

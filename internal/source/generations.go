@@ -19,7 +19,7 @@ type informerGen struct {
 	cancel    context.CancelFunc
 }
 
-func (g *informerGen) register(fn func()) error { return registerAll(fn, g.informers) }
+func (g *informerGen) register(h handler) error { return registerAll(h, g.informers) }
 
 // start runs the factories' informers until ctx ends or stop is called.
 func (g *informerGen) start(ctx context.Context) {
@@ -43,9 +43,14 @@ type generations[S any, G interface {
 }] struct {
 	set      atomic.Pointer[S]
 	build    func() G
-	handlers []func()
+	handlers []handler
 	relister *relister
 }
+
+// handler is what a source's user registers: change runs on every add,
+// delete and update that is Relevant (updates.go); quiet, when not nil,
+// on every other update (a status written, say), which needs no pass.
+type handler struct{ change, quiet func() }
 
 // rebuild makes the generation in use a new one from build (not started).
 func (g *generations[S, G]) rebuild(build func() G) {
@@ -55,11 +60,18 @@ func (g *generations[S, G]) rebuild(build func() G) {
 
 func (g *generations[S, G]) current() *S { return g.set.Load() }
 
-// OnChange registers fn to run on every add, update and delete (of this
-// generation of the informers and of every later one). Call before Start.
-func (g *generations[S, G]) OnChange(fn func()) error {
-	g.handlers = append(g.handlers, fn)
-	return G(g.set.Load()).register(fn)
+// OnChange registers fn to run on every add, delete and update that
+// changes what a pass reads (Relevant) (of this generation of the
+// informers and of every later one). Call before Start.
+func (g *generations[S, G]) OnChange(fn func()) error { return g.OnChangeOr(fn, nil) }
+
+// OnChangeOr is OnChange, and quiet (when not nil) runs on every update
+// that changes nothing a pass reads: a status written, by us or another
+// controller (the status publisher compares again).
+func (g *generations[S, G]) OnChangeOr(fn, quiet func()) error {
+	h := handler{change: fn, quiet: quiet}
+	g.handlers = append(g.handlers, h)
+	return G(g.set.Load()).register(h)
 }
 
 // Synced reports whether all caches of the generation in use have synced.

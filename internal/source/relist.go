@@ -160,7 +160,7 @@ func WatchOutages(ctx context.Context, o *Outage, log *slog.Logger, probe rest.I
 // generation is one generation of a source's informers, started and
 // stopped together.
 type generation interface {
-	register(fn func()) error
+	register(h handler) error
 	start(ctx context.Context)
 	stop()
 	synced() bool
@@ -174,10 +174,10 @@ type generation interface {
 func relistInto[S any, G interface {
 	*S
 	generation
-}](ctx context.Context, timeout time.Duration, cur *atomic.Pointer[S], build func() G, handlers []func()) error {
+}](ctx context.Context, timeout time.Duration, cur *atomic.Pointer[S], build func() G, handlers []handler) error {
 	next := build()
-	for _, fn := range handlers {
-		if err := next.register(fn); err != nil {
+	for _, h := range handlers {
+		if err := next.register(h); err != nil {
 			return err
 		}
 	}
@@ -189,22 +189,29 @@ func relistInto[S any, G interface {
 		return errors.New("the new informers did not sync within " + timeout.String())
 	}
 	G(cur.Swap((*S)(next))).stop()
-	for _, fn := range handlers {
-		fn()
+	for _, h := range handlers {
+		h.change()
 	}
 	return nil
 }
 
-// registerAll adds a handler running fn on every add, update and delete
-// of each informer.
-func registerAll(fn func(), infs []cache.SharedIndexInformer) error {
-	h := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { fn() },
-		UpdateFunc: func(any, any) { fn() },
-		DeleteFunc: func(any) { fn() },
+// registerAll adds a handler to each informer running h.change on every
+// add, delete and Relevant update, h.quiet (if any) on the other updates.
+func registerAll(h handler, infs []cache.SharedIndexInformer) error {
+	funcs := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(any) { h.change() },
+		UpdateFunc: func(old, new any) {
+			switch {
+			case Relevant(old, new):
+				h.change()
+			case h.quiet != nil:
+				h.quiet()
+			}
+		},
+		DeleteFunc: func(any) { h.change() },
 	}
 	for _, inf := range infs {
-		if _, err := inf.AddEventHandler(h); err != nil {
+		if _, err := inf.AddEventHandler(funcs); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,21 +114,11 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		return
 	}
 	n, changes := benchEnvInt("HKS_BENCH_ROUTES", 5000), benchEnvInt("HKS_BENCH_CHANGES", 40)
-	kube := kubeapi.Start(b)
-	gwcrd.InstallAll(b, kube.Config)
-	client := kube.Client(b)
-	gc, err := gwclient.NewForConfig(kube.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
+	kube, client, gc := benchGatewayAPI(b)
 	ctx := context.Background()
 	benchHTTPPod(b, client, "web-a", podAddrs[0], 8080)
 	benchHTTPPod(b, client, "web-b", podAddrs[1], 8080)
 	port := haproxytest.FreePort(b)
-	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
 	if _, err := gc.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("http", gwv1.HTTPProtocolType, port, "")}}},
 		metav1.CreateOptions{}); err != nil {
@@ -141,21 +132,16 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		b.Fatal(err)
 	}
 	created := time.Since(t0)
-	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway")
+	// At debug every pass logs its "update" line: the passes are counted.
+	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway", "--log-level", "debug")
+	passes := func() int { return strings.Count(log.String(), "msg=update") }
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	t0 = time.Now()
 	if _, err := untilHTTP(c, port, fmt.Sprintf("r%d.example.com", n-1), "web-a", t0, 10*time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	synced := time.Since(t0)
-	master := haproxy.NewMaster(hap.MasterSocket)
-	reloads := func() int {
-		p, err := master.ShowProc(ctx)
-		if err != nil {
-			b.Fatalf("show proc: %v", err)
-		}
-		return p.Reloads
-	}
+	reloads := benchReloads(b, hap)
 
 	if path := os.Getenv("HKS_BENCH_CPUPROFILE"); path != "" { // the changes only
 		f, err := os.Create(path)
@@ -167,6 +153,9 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		}
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
+	// The passes so far, once the first statuses are written and the
+	// controller idle.
+	passes0 := idlePasses(passes, time.Second, time.Minute)
 	before := reloads()
 	var added, moved []time.Duration
 	for i := range changes {
@@ -206,6 +195,9 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		moved = append(moved, d)
 	}
 	moveReloads := reloads() - before
+	// The passes of the changes, once the last one's status is written
+	// and the controller idle.
+	perChange := float64(idlePasses(passes, time.Second, time.Minute)-passes0) / float64(2*changes)
 	if os.Getenv("HKS_BENCH_LOG") != "" {
 		b.Logf("controller log:\n%s", log.String())
 	}
@@ -215,24 +207,32 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	b.ReportMetric(ms(pct(moved, 0.5)), "moved-p50-ms")
 	b.ReportMetric(ms(pct(moved, 0.99)), "moved-p99-ms")
 	b.ReportMetric(float64(addReloads+moveReloads), "reloads")
-	b.Logf("%d HTTPRoutes (created in %s, served %s after the controller started); a new route, %d: p50 %s p99 %s, %d reloads; a route moved to another Service, %d: p50 %s p99 %s, %d reloads",
+	b.ReportMetric(perChange, "passes/change")
+	b.Logf("%d HTTPRoutes (created in %s, served %s after the controller started); a new route, %d: p50 %s p99 %s, %d reloads; a route moved to another Service, %d: p50 %s p99 %s, %d reloads; %.2f passes per change",
 		n, created.Round(time.Millisecond), synced.Round(time.Millisecond), changes, pct(added, 0.5), pct(added, 0.99), addReloads,
-		changes, pct(moved, 0.5), pct(moved, 0.99), moveReloads)
+		changes, pct(moved, 0.5), pct(moved, 0.99), moveReloads, perChange)
 }
 
 // createRoutes creates HTTPRoutes r0..r<n-1> (host r<i>.example.com, to
-// web-a), eight writers taking the next number in turn; the first error
-// fails b.
+// web-a), eight writers at once; the first error fails b.
 func createRoutes(b *testing.B, gc gwclient.Interface, n int) {
+	parallel(b, n, func(i int) error {
+		name := "r" + strconv.Itoa(i)
+		_, err := gc.GatewayV1().HTTPRoutes(ns).Create(context.Background(), benchHTTPRoute(name, name+".example.com", "web-a"), metav1.CreateOptions{})
+		return err
+	})
+}
+
+// parallel runs fn(0..n-1) on eight goroutines, each taking the next
+// number in turn; the first error fails b.
+func parallel(b *testing.B, n int, fn func(i int) error) {
 	var next atomic.Int64
 	var first atomic.Pointer[error]
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < n && first.Load() == nil; i = int(next.Add(1) - 1) {
-				name := "r" + strconv.Itoa(i)
-				rt := benchHTTPRoute(name, name+".example.com", "web-a")
-				if _, err := gc.GatewayV1().HTTPRoutes(ns).Create(context.Background(), rt, metav1.CreateOptions{}); err != nil {
+				if err := fn(i); err != nil {
 					first.CompareAndSwap(nil, &err)
 				}
 			}
@@ -241,5 +241,48 @@ func createRoutes(b *testing.B, gc gwclient.Interface, n int) {
 	wg.Wait()
 	if err := first.Load(); err != nil {
 		b.Fatal(*err)
+	}
+}
+
+// benchGatewayAPI starts a kube-apiserver with every Gateway API CRD and
+// our GatewayClass hks, and returns it and its clients.
+func benchGatewayAPI(b *testing.B) (*kubeapi.Server, kubernetes.Interface, gwclient.Interface) {
+	kube := kubeapi.Start(b)
+	gwcrd.InstallAll(b, kube.Config)
+	client := kube.Client(b)
+	gc, err := gwclient.NewForConfig(kube.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := gc.GatewayV1().GatewayClasses().Create(context.Background(), &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
+		Spec: gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	return kube, client, gc
+}
+
+// idlePasses waits until passes stays the same for quiet (at most
+// bound) and returns it.
+func idlePasses(passes func() int, quiet, bound time.Duration) int {
+	start := time.Now()
+	n, since := passes(), time.Now()
+	for time.Since(since) < quiet && time.Since(start) < bound {
+		time.Sleep(50 * time.Millisecond) // poll interval
+		if m := passes(); m != n {
+			n, since = m, time.Now()
+		}
+	}
+	return n
+}
+
+// benchReloads returns a function counting the reloads of hap's master.
+func benchReloads(b *testing.B, hap *haproxytest.Process) func() int {
+	master := haproxy.NewMaster(hap.MasterSocket)
+	return func() int {
+		p, err := master.ShowProc(context.Background())
+		if err != nil {
+			b.Fatalf("show proc: %v", err)
+		}
+		return p.Reloads
 	}
 }

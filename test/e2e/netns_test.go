@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -64,7 +65,13 @@ func inNetns(t testing.TB, addrs ...string) bool {
 	}
 	args := []string{"netns", "exec", name, os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.timeout", "10m"}
 	if _, ok := t.(*testing.B); ok {
-		args = []string{"netns", "exec", name, os.Args[0], "-test.run", "^$", "-test.bench", "^" + t.Name() + "$", "-test.benchtime", "1x", "-test.v", "-test.timeout", "10m"}
+		// A benchmark's own run takes the outer -timeout (a large one
+		// may need more than 10 minutes to create its objects).
+		timeout := "10m"
+		if f := flag.Lookup("test.timeout"); f != nil && f.Value.String() != "0s" {
+			timeout = f.Value.String()
+		}
+		args = []string{"netns", "exec", name, os.Args[0], "-test.run", "^$", "-test.bench", "^" + t.Name() + "$", "-test.benchtime", "1x", "-test.v", "-test.timeout", timeout}
 	}
 	cmd := exec.Command("ip", args...)
 	cmd.Env = append(os.Environ(), envNetns+"="+name, kubeapi.EnvBinDir+"="+bins)
