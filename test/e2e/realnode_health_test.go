@@ -23,6 +23,10 @@ const (
 	// nodeGrace is the node-lifecycle controller's grace period here (the
 	// kubelets renew their Lease every second).
 	nodeGrace = 6 * time.Second
+	// maxLagLosses is how many connections a node returning under the
+	// node check may lose before its kube-proxy has the endpoint, not
+	// counted (below); more than that counts.
+	maxLagLosses = 5
 )
 
 // TestRealNodeHealth runs, on one tier of real nodes, a Local Service on
@@ -122,7 +126,9 @@ func TestRealNodeHealth(t *testing.T) {
 
 			total, failed, _ := load.stop()
 			t.Logf("%d connections, %d failed", total, len(failed))
-			if m.checkPort == 0 && len(failed) > back {
+			// At most a few: the losses seen were 1 a run; more is not
+			// that race and counts.
+			if m.checkPort == 0 && len(failed) > back && len(failed)-back <= maxLagLosses {
 				// Following its node, n1's server serves again as soon as
 				// the EndpointSlice says n1's Pod is ready, and n1's
 				// kube-proxy may program it seconds later (2.4-3.3 s
