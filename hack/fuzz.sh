@@ -12,8 +12,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 GO=${GO:-go}
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/test-binaries
-bindir=${TEST_BINARIES:-$cache/$(printf '%s' "$root" | sha256sum | cut -c1-16)}/fuzz
+# shellcheck source=hack/test-binaries.sh
+. hack/test-binaries.sh
+bindir=$TEST_BINARIES/fuzz
 gocache="$($GO env GOCACHE)"
 mod="$($GO list -m)"
 declare -A built=()

@@ -75,19 +75,33 @@ mod="$($GO list -m)"
 # written in the file), and the jobs run it as often as they need (each
 # e2e test, each HAProxy version) without linking it again. hack/fuzz.sh
 # keeps its fuzzing binaries there too.
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/test-binaries
-export TEST_BINARIES=${TEST_BINARIES:-$cache/$(printf '%s' "$root" | sha256sum | cut -c1-16)}
+# shellcheck source=hack/test-binaries.sh
+. hack/test-binaries.sh
 mkdir -p "$TEST_BINARIES"
 touch "$TEST_BINARIES"
 # Checkouts not tested for two weeks leave their binaries behind.
-find "$cache" -mindepth 1 -maxdepth 1 -type d -mtime +14 -exec rm -rf {} + 2>/dev/null || true
+find "$TEST_BINARIES_CACHE" -mindepth 1 -maxdepth 1 -type d -mtime +14 -exec rm -rf {} + 2>/dev/null || true
 declare -A weight=()
 while read -r secs name; do
 	[ -n "${name:-}" ] && [ "${secs:0:1}" != "#" ] && weight[$name]=$secs
 done <hack/test-weights.txt
 
-# shellcheck disable=SC2086 # PKGS is a list of patterns
-mapfile -t pkgs < <($GO list $PKGS)
+# rels PATTERN...: the packages of PATTERNs that have tests, relative
+# to the module.
+rels() {
+	# shellcheck disable=SC2068 # patterns
+	$GO list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $@ | sed -e "s|^$mod/||" -e '/^$/d'
+}
+# built RELS...: those of RELS among PKGS's (the binaries built).
+built() { for rel in "$@"; do [ -z "${hastests[$rel]:-}" ] || echo "$rel"; done; }
+# shellcheck disable=SC2086 # lists of patterns
+mapfile -t tested < <(rels $PKGS)
+declare -A hastests=()
+for rel in "${tested[@]}"; do hastests[$rel]=1; done
+# shellcheck disable=SC2046,SC2086
+mapfile -t vrels < <(built $(rels $VERSION_PKGS))
+# shellcheck disable=SC2046,SC2086
+mapfile -t rrels < <(built $(rels $RUNTIME_PKGS))
 unit=()
 e2e=
 own=()
@@ -101,34 +115,19 @@ conformance() {
 	done
 	return 1
 }
-for p in "${pkgs[@]}"; do
-	rel=${p#"$mod"/}
+for rel in "${tested[@]}"; do
 	if conformance "$rel"; then
 		conf+=("$rel")
 	elif [ "$rel" = test/e2e ]; then
-		e2e=$p
+		e2e=$rel
 	elif [ -n "${weight[$rel]:-}" ]; then
 		own+=("$rel")
 	else
 		unit+=("$rel")
 	fi
 done
-# rels PATTERN...: the packages of PATTERNs that have tests, relative.
-rels() {
-	# shellcheck disable=SC2068 # patterns
-	$GO list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $@ | sed -e "s|^$mod/||" -e '/^$/d'
-}
-# shellcheck disable=SC2086 # PKGS is a list of patterns
-mapfile -t tested < <(rels $PKGS)
-declare -A hastests=()
-for rel in "${tested[@]}"; do hastests[$rel]=1; done
-withtests() { for rel in "$@"; do [ -z "${hastests[$rel]:-}" ] || echo "$rel"; done; }
-mapfile -t unit < <(withtests "${unit[@]}")
-mapfile -t own < <(withtests "${own[@]}")
-mapfile -t conf < <(withtests "${conf[@]}")
 
 echo "building ${#tested[@]} test binaries in $TEST_BINARIES ($TEST_JOBS at once)"
-buildfail=()
 build() { # build REL: its test binary; its log in $work/build.N
 	mkdir -p "$TEST_BINARIES/$1"
 	$GO test -c -o "$TEST_BINARIES/$1/pkg.test" "./$1"
@@ -197,8 +196,6 @@ if [ "${#unit[@]}" -gt 0 ]; then
 fi
 skip=(${VERSION_SKIP:+-test.skip "$VERSION_SKIP"})
 for v in $TEST_VERSIONS; do
-	# shellcheck disable=SC2086 # VERSION_PKGS is a list of patterns
-	mapfile -t vrels < <(withtests $(rels $VERSION_PKGS))
 	run "clients@$v" "${bins[$v]}" -- "${vrels[@]}" -- "${skip[@]}" "${binflags[@]}"
 done
 # The conformance suite once per HAProxy (the host's, then each of
@@ -210,9 +207,7 @@ for rel in "${conf[@]}"; do
 	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" "$root/hack/test-run.sh" "$rel" -- "${binflags[@]}"
 done
 for v in $RUNTIME_VERSIONS; do
-	# shellcheck disable=SC2086 # RUNTIME_PKGS is a list of patterns
-	mapfile -t vrels < <(withtests $(rels $RUNTIME_PKGS))
-	run "runtime@$v" "${bins[$v]}" -- "${vrels[@]}" -- "${skip[@]}" "${binflags[@]}"
+	run "runtime@$v" "${bins[$v]}" -- "${rrels[@]}" -- "${skip[@]}" "${binflags[@]}"
 done
 [ -z "$TEST_FUZZ" ] || add fuzz make --no-print-directory fuzz
 
