@@ -46,11 +46,10 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *drive
 		}
 	}
 	res.Render = time.Since(t)
-	ops, missing := plan.Ops(changed, d.actual)
+	ops, missing := d.ops(changed, cfg)
 	if len(missing) > 0 {
 		return false, nil // the general path reports it
 	}
-	ops = untilChecked(ops, d.actual, cfg)
 	d.leftBehindFirst(ops)
 	unsent, err := d.execOpsPreemptible(ctx, ops, res)
 	if err != nil {

@@ -251,8 +251,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 			// reload.
 			var err error
 			if d.opts.Mode != ModeReload {
-				ops, _ := plan.Ops(layout, d.actual)
-				ops = untilChecked(ops, d.actual, cfg)
+				ops, _ := d.ops(layout, cfg)
 				err = d.execOps(ctx, ops, &res)
 				d.consistent = false // actual now follows layout, not d.layout
 				if err == nil {
@@ -273,12 +272,11 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.addBackends(ctx, cfg, layout, &res); err != nil {
 		return res, err
 	}
-	ops, missing := plan.Ops(d.changed(layout), d.actual)
+	ops, missing := d.ops(d.changed(layout), cfg)
 	if len(missing) > 0 {
 		d.known = false
 		return res, fmt.Errorf("runtime state lacks %d slots (first %s): %w", len(missing), missing[0], haproxy.ErrCommand)
 	}
-	ops = untilChecked(ops, d.actual, cfg)
 	if err := d.pushACLs(ctx, cfg, &res); err != nil {
 		return res, err
 	}

@@ -5,6 +5,15 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
 
+// ops is plan.Ops of layout against what HAProxy runs now, with the
+// slots that come into service held until their check passes
+// (untilChecked): every path that applies a layout at runtime takes its
+// operations from here, so none brings a slot in unchecked.
+func (d *HAProxy) ops(layout model.Layout, cfg model.Config) ([]plan.Op, []string) {
+	ops, missing := plan.Ops(layout, d.actual)
+	return untilChecked(ops, d.actual, cfg), missing
+}
+
 // untilChecked holds the slots of ops that come into service in a backend
 // of cfg checked by its own health check until that check passes
 // (plan.UntilChecked), from the runtime state rt the ops start from.

@@ -135,12 +135,11 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.certs.loaded(certs, d.pid)
 	pruneCerts(d.opts.Render.CertDir, certs, d.certs.onDisk())
 	// The state file may have restored states that no longer hold.
-	ops, missing := plan.Ops(layout, d.actual)
+	ops, missing := d.ops(layout, cfg)
 	if len(missing) > 0 {
 		d.known = false
 		return fmt.Errorf("after reload, runtime lacks %s: %w", missing[0], haproxy.ErrCommand)
 	}
-	ops = untilChecked(ops, d.actual, cfg)
 	if err := d.execOps(ctx, ops, res); err != nil {
 		return err
 	}
