@@ -49,6 +49,7 @@ func gatewayStatus(g *gwv1.Gateway, res *gateway.Result, now metav1.Time) gwv1.G
 	st := *g.Status.DeepCopy()
 	st.Conditions = mergeConditions(st.Conditions, want.Conditions, now)
 	st.Addresses = want.Addresses
+	st.AttachedListenerSets = want.AttachedListenerSets // gateway/listenerset.go
 	ls := make([]gwv1.ListenerStatus, 0, len(want.Listeners))
 	for _, w := range want.Listeners {
 		var have []metav1.Condition
