@@ -19,7 +19,7 @@ import (
 var (
 	features = slices.Sorted(slices.Values(append([]gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
 		"HTTPRoute308RedirectStatusCode", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRoutePortRedirect", "HTTPRouteSchemeRedirect",
-		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures, tlsFeatures, frontendFeatures)...)))
+		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures, tlsFeatures, frontendFeatures, listenerSetFeatures)...)))
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
 )
 

@@ -20,6 +20,10 @@ import (
 // attach to the entries through a parentRef of kind ListenerSet; a
 // parentRef naming the Gateway reaches its own listeners only.
 
+// listenerSetFeatures are claimed in the GatewayClass's supportedFeatures:
+// the 13 upstream ListenerSet tests pass (docs/conformance/README.md).
+var listenerSetFeatures = []gwv1.FeatureName{"ListenerSet"}
+
 // KindListenerSet is the kind of a ListenerSet, as a route's parentRef
 // names it.
 const KindListenerSet = "ListenerSet"
