@@ -12,6 +12,8 @@ import (
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 func listenerSet(ns, name string, age int, gw Key, entries ...gwv1.Listener) *gwv1.ListenerSet {
@@ -275,6 +277,43 @@ func TestListenerSets(t *testing.T) {
 			in := lsBase()
 			tc.change(&in)
 			tc.check(t, Compute(in, Options{}))
+		})
+	}
+}
+
+// An entry on a port its Gateway serves adds map data to that port's
+// frontend: the structure HAProxy is reloaded for stays the same. An
+// entry on a new port is a new frontend.
+func TestListenerSetEntryStructure(t *testing.T) {
+	route := func(name string, p gwv1.ParentReference) *gwv1.HTTPRoute {
+		r := hroute(name, 2, nil, hrule("a", hmatch("PathPrefix", "/")))
+		r.Spec.ParentRefs = []gwv1.ParentReference{p}
+		return r
+	}
+	hash := func(in Input) string {
+		res := Compute(in, Options{})
+		layout, _ := plan.Assign(res.Config, nil, true)
+		return render.StructureHash(res.Config, layout, render.Options{StatsSocket: "/run/hks/admin.sock"})
+	}
+	before := lsBase()
+	before.HTTPRoutes = []*gwv1.HTTPRoute{route("gw-route", parent("gw", ""))}
+	for _, tc := range []struct {
+		name  string
+		entry gwv1.Listener
+		same  bool
+	}{
+		{"an entry on the Gateway's port", listenerOf("extra", gwv1.HTTPProtocolType, 80, "ls.example.com"), true},
+		{"an entry on a port of its own", listenerOf("extra", gwv1.HTTPProtocolType, 8080, "ls.example.com"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			after := lsBase()
+			after.ListenerSets = []*gwv1.ListenerSet{listenerSet("apps", "ls", 1, gwKey, tc.entry)}
+			after.HTTPRoutes = []*gwv1.HTTPRoute{before.HTTPRoutes[0], route("ls-route", lsParent("", "ls", ""))}
+			res := Compute(after, Options{})
+			want(t, entryCond(res, "apps", "ls", "extra"), accepted+" 1")
+			if got := hash(after) == hash(before); got != tc.same {
+				t.Errorf("structure unchanged: %v, want %v", got, tc.same)
+			}
 		})
 	}
 }
