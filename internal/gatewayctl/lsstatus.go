@@ -21,18 +21,18 @@ func listenerSetStatus(s *gwv1.ListenerSet, res *gateway.Result, now metav1.Time
 	want := res.ListenerSets[gateway.Key{Namespace: s.Namespace, Name: s.Name}]
 	st := *s.Status.DeepCopy()
 	st.Conditions = mergeConditions(st.Conditions, want.Conditions, now)
-	var ls []gwv1.ListenerEntryStatus
-	for _, w := range want.Listeners {
-		var have []metav1.Condition
-		for _, h := range st.Listeners {
-			if h.Name == w.Name {
-				have = h.Conditions
-			}
+	// An entry's status has a Gateway listener's fields: merged alike.
+	conv := func(in []gwv1.ListenerEntryStatus) []gwv1.ListenerStatus {
+		out := make([]gwv1.ListenerStatus, len(in))
+		for i, e := range in {
+			out[i] = gwv1.ListenerStatus(e)
 		}
-		w.Conditions = mergeConditions(have, w.Conditions, now)
-		ls = append(ls, w)
+		return out
 	}
-	st.Listeners = ls
+	st.Listeners = nil
+	for _, l := range mergeListeners(conv(s.Status.Listeners), conv(want.Listeners), now) {
+		st.Listeners = append(st.Listeners, gwv1.ListenerEntryStatus(l))
+	}
 	return st
 }
 
