@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
 // ListenerSets (gateway.networking.k8s.io/v1) add listener entries to the
@@ -141,6 +143,27 @@ func (w *world) addListenerSets(x *gw, sets []*gwv1.ListenerSet, udp bool) {
 			x.listeners = append(x.listeners, l)
 		}
 	}
+}
+
+// listenerSetPorts adds to ports those of the entries of the ListenerSets
+// g admits (sets name g): an address shared with other Gateways or
+// Services (pools.Allocate) must be free on every port g serves.
+func listenerSetPorts(g *gwv1.Gateway, sets []*gwv1.ListenerSet, nsLabels map[string]map[string]string, ports []pools.Port) []pools.Port {
+	for _, s := range sets {
+		if !admitsListeners(g, s.Namespace, nsLabels) {
+			continue
+		}
+		for _, e := range s.Spec.Listeners {
+			p := pools.Port{Protocol: "TCP", Port: e.Port}
+			if e.Protocol == gwv1.UDPProtocolType {
+				p.Protocol = "UDP"
+			}
+			if !slices.Contains(ports, p) {
+				ports = append(ports, p)
+			}
+		}
+	}
+	return ports
 }
 
 // ownListeners are x's own listeners, without the ListenerSets' entries.

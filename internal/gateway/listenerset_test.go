@@ -13,6 +13,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
@@ -314,6 +315,39 @@ func TestListenerSetEntryStructure(t *testing.T) {
 			if got := hash(after) == hash(before); got != tc.same {
 				t.Errorf("structure unchanged: %v, want %v", got, tc.same)
 			}
+		})
+	}
+}
+
+// With --address-pools, an address is shared (by key) only where no port
+// clashes: an admitted entry's port counts as the Gateway's own.
+func TestListenerSetPortsInAddressSharing(t *testing.T) {
+	shared := map[string]string{pools.SharedIPAnnotation: "k"}
+	for _, tc := range []struct {
+		name  string
+		sets  []*gwv1.ListenerSet
+		allow *gwv1.AllowedListeners
+		want  string
+	}{
+		{"no entry: shared with the Service", nil, allowListeners(gwv1.NamespacesFromSame, nil), "198.18.0.1"},
+		{"an entry on the Service's port: an address of its own",
+			[]*gwv1.ListenerSet{listenerSet("apps", "ls", 1, gwKey, listenerOf("tls", gwv1.TCPProtocolType, 443, ""))},
+			allowListeners(gwv1.NamespacesFromSame, nil), "198.18.0.0"},
+		{"an entry not admitted does not count",
+			[]*gwv1.ListenerSet{listenerSet("apps", "ls", 1, gwKey, listenerOf("tls", gwv1.TCPProtocolType, 443, ""))},
+			nil, "198.18.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := gateway("apps", "gw", "hks", 1, listenerOf("tcp", gwv1.TCPProtocolType, 8443, ""))
+			g.Annotations, g.Spec.AllowedListeners = shared, tc.allow
+			in := Input{Classes: []*gwv1.GatewayClass{class("hks", ControllerName)}, Gateways: []*gwv1.Gateway{g},
+				Services: []*corev1.Service{lbService("web", 0, "198.18.0.1", shared)}, ListenerSets: tc.sets}
+			res := Compute(in, Options{Pooled: true, Pools: []pools.Pool{testPool(t, "p", "198.18.0.0/30")}})
+			var got []string
+			for _, a := range res.Gateways[gwKey].Addresses {
+				got = append(got, a.Value)
+			}
+			want(t, strings.Join(got, ","), tc.want)
 		})
 	}
 }
