@@ -45,6 +45,8 @@ type announceFlags struct {
 	restart  time.Duration
 	// runAs: --announce-run-as (runas.go)
 	runAs string
+	// drainFile: --announce-drain-file (announce_drain.go)
+	drainFile string
 	// keptFile: where a stop for a restart leaves the addresses held
 	// (layer2.KeptFile beside the state file; not a flag: run sets it)
 	keptFile   string
@@ -71,6 +73,7 @@ func (a *announceFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&a.holdDown, "announce-hold-down", layer2.DefaultHoldDown, "with --announce=l2: a host that started, became healthy again or was cut off and heard again takes no new address for this long while a steady host is there (a flapping host moves each address at most once); 0: none")
 	fs.StringVar(&a.runAs, "announce-run-as", "", "started as root: go on as UID:GID with CAP_NET_ADMIN and CAP_NET_RAW only (ambient capabilities: the process execs itself), what --announce=l2 needs in a container, where a non-root user's added capabilities have no effect (the chart); the container must add those two, CAP_SETUID and CAP_SETGID")
 	fs.DurationVar(&a.restart, "announce-restart-time", layer2.DefaultRestartTime, "with --announce=l2: graceful restart: a stopping controller leaves this host's addresses on the interface and the other hosts wait this long for it before taking them, so that a restart or an upgrade moves nothing (whole seconds); 0: a stop lets them go at once")
+	fs.StringVar(&a.drainFile, "announce-drain-file", "", "with --announce: while this file exists this host counts as unhealthy (its addresses move to the other hosts, its BGP routes are withdrawn) and its HAProxy serves on; removed at start (the chart's preStop hook creates it, so that a Pod being replaced hands its addresses over before its HAProxy stops)")
 	a.bgp.register(fs)
 	a.keepalived.register(fs)
 }

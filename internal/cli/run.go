@@ -253,7 +253,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		if choice.label == driverHAProxy {
 			stats = f.stats
 		}
-		defer startGate(ctx, ann, ready, stats)()
+		defer startGate(ctx, ann, f.announce.drained(ready, log), stats)()
 	}
 	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run, annStatus.Run}, ctl.Trigger, log); err != nil {
 		return err

@@ -138,6 +138,7 @@ func TestHelmChartModes(t *testing.T) {
 				if !strings.Contains(fmt.Sprint(sync["volumeMounts"]), "/etc/haproxy-k8s-sync/bgp") || !strings.Contains(fmt.Sprint(ds.Object), "bgp-pw") {
 					t.Error("the password's Secret not mounted")
 				}
+				handsOver(t, ds)
 			}},
 		// keepalived: the flags, the shared volume, the sidecar with only the
 		// capabilities VRRP needs, the controller without any.
@@ -192,6 +193,7 @@ func TestHelmChartModes(t *testing.T) {
 				if !strings.Contains(fmt.Sprint(ds.Object), "secretName:l2-key") {
 					t.Error("the group's key is not mounted from its Secret")
 				}
+				handsOver(t, ds)
 			}},
 		{"services-address-pools", []string{"services.addressPools=true", "services.claimQPS=50", "services.claimBurst=100"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -379,5 +381,24 @@ func TestHelmChartSchemaRejects(t *testing.T) {
 				t.Errorf("error does not name the schema: %v", err)
 			}
 		})
+	}
+}
+
+// handsOver checks that a Pod of ds going away hands its node's
+// addresses over before its HAProxy stops: the controller reads a drain
+// file that its preStop hook creates (then waits, so that the health
+// gate sees it before the stop), and HAProxy's preStop hook waits
+// longer than that before HAProxy stops (docs/addresses.md).
+func handsOver(t *testing.T, ds *unstructured.Unstructured) {
+	t.Helper()
+	sync, hap := container(t, ds, "sync", false), container(t, ds, "haproxy", false)
+	hasAll(t, "sync args", args(sync), "--announce-drain-file=/run/haproxy-k8s-sync/drain")
+	syncStop, _, _ := unstructured.NestedStringSlice(sync, "lifecycle", "preStop", "exec", "command")
+	if len(syncStop) != 3 || !strings.Contains(syncStop[2], "touch /run/haproxy-k8s-sync/drain") || !strings.Contains(syncStop[2], "sleep 2") {
+		t.Errorf("the controller's preStop %q: want the drain file created, then 2 s", syncStop)
+	}
+	hapStop, _, _ := unstructured.NestedStringSlice(hap, "lifecycle", "preStop", "exec", "command")
+	if !slices.Equal(hapStop, []string{"sleep", "3"}) {
+		t.Errorf("HAProxy's preStop %q: want it to serve 3 s more, past the controller's 2", hapStop)
 	}
 }

@@ -25,6 +25,13 @@ const (
 	idleAfterReset = 2
 )
 
+// deferral is how long (seconds) a router whose session came up waits
+// for this host's routes while another router's session is not up yet
+// (GoBGP's restarting speaker waits for every router's End-of-RIB
+// before it sends any; 360 s by default). It keeps the stale routes
+// meanwhile, so only a change made in that second waits.
+const deferral = 1
+
 // Announcer is the BGP announce.Announcer.
 type Announcer struct {
 	cfg    Config
@@ -180,6 +187,16 @@ func (a *Announcer) apply(s *server.BgpServer, had, want []netip.Addr) []netip.A
 func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
 	hold := uint64(a.cfg.HoldTime / time.Second)
 	gr := a.cfg.RestartTime > 0
+	// the restarting speaker's OPEN (RFC 4724: restart state, and the
+	// forwarding state kept for every family: HAProxy ran on). Without
+	// them a router holding this host's routes as stale drops them the
+	// moment the new session is up, before the first update, and its
+	// traffic to them goes nowhere for that moment
+	// (TestRouterKeepsRoutesAcrossARestart); with them it keeps them
+	// until this speaker's End-of-RIB. On a first start the router holds
+	// none: nothing changes for it.
+	restart := &api.GracefulRestart{Enabled: gr, RestartTime: uint32(a.cfg.RestartTime / time.Second),
+		LocalRestarting: gr, DeferralTime: deferral}
 	for _, p := range a.cfg.Peers {
 		var afiSafis []*api.AfiSafi
 		for _, afi := range a.cfg.families(p) {
@@ -193,7 +210,7 @@ func (a *Announcer) peer(ctx context.Context, s *server.BgpServer) error {
 			Timers:          &api.Timers{Config: &api.TimersConfig{HoldTime: hold, KeepaliveInterval: hold / 3, ConnectRetry: connectRetry, IdleHoldTimeAfterReset: idleAfterReset}},
 			Transport:       &api.Transport{RemotePort: uint32(p.port())},
 			AfiSafis:        afiSafis,
-			GracefulRestart: &api.GracefulRestart{Enabled: gr, RestartTime: uint32(a.cfg.RestartTime / time.Second)},
+			GracefulRestart: restart,
 		}
 		a.peers[p.Addr.String()] = peer
 		if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: peer}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -97,6 +98,18 @@ func (l *lab) routes(a netip.Addr) ([]route, error) {
 		}
 	}
 	return rs, nil
+}
+
+// kernelRemovals counts the times the router's BIRD took a's route out
+// of its kernel table (its kernel protocol's "removed" lines): each one
+// is a moment when the router had no route for a, and its traffic to a
+// went nowhere.
+func (l *lab) kernelRemovals(a netip.Addr) (int, error) {
+	b, err := os.ReadFile(l.bird.LogPath)
+	if err != nil {
+		return 0, err
+	}
+	return strings.Count(string(b), "< removed "+netip.PrefixFrom(a, a.BitLen()).String()+" "), nil
 }
 
 // nexthops are the next hops of a's route in the router's kernel table

@@ -178,6 +178,13 @@ func TestRouterKeepsRoutesAcrossARestart(t *testing.T) {
 			t.Fatalf("restarting after %s: %v", stop, err)
 		}
 	}
+	// the router never took the route out of its forwarding table, not
+	// even for the moment between the new session and its first update
+	// (a restarting speaker that does not say it kept its forwarding
+	// state has its stale routes dropped at once, RFC 4724 4.2)
+	if n, err := l.kernelRemovals(vip4); err != nil || n != 0 {
+		t.Fatalf("the router's kernel route for %s removed %d times across the restarts (%v), want 0", vip4, n, err)
+	}
 	// back with vip4 only: vip4b, stale, goes once the session is up
 	l.spk[lb1.Name].Stop(5 * time.Second)
 	l.start(lb1, gr, announce.Want{Addrs: []netip.Addr{vip4}, Healthy: true})

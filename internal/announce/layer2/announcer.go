@@ -134,6 +134,7 @@ type Announcer struct {
 	want      announce.Want // the last one set, swept
 	up        bool          // the link's carrier
 	full      bool          // at announce.MaxHolds (logged once)
+	ran       time.Time     // when the loop last ran (stall.go)
 }
 
 var _ announce.Announcer = (*Announcer)(nil)
@@ -213,14 +214,17 @@ func (a *Announcer) Run(ctx context.Context) error {
 			a.work.finish(0, finishWithin)
 			return nil
 		case w := <-a.set.C():
+			a.awake(time.Now())
 			a.want = a.sweep(w)
 			a.setNode()
 			a.step(true)
 		case h := <-a.in:
+			a.awake(time.Now())
 			if a.receive(h) {
 				a.step(false)
 			}
 		case <-tick.C:
+			a.awake(time.Now())
 			if up := a.link.carrier(); up != a.up {
 				a.up = up
 				a.log.Info("link carrier", "up", up)
@@ -228,6 +232,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 			}
 			a.step(true)
 		case <-check.C:
+			a.awake(time.Now())
 			if a.node.Due(time.Now()) {
 				a.step(false)
 			}
