@@ -123,7 +123,20 @@ func (e *env) controllerArgs(extra ...string) []string {
 		"--log-level", "debug",
 		"--metrics-address", "", // tests run side by side: one that scrapes passes its own address
 		"--udp=off", // the kernel's UDP path only in network namespaces (udp_test.go)
-	}, slices.Concat(e.listen.args(extra), poolArgs(extra), extra)...)
+	}, slices.Concat(e.listen.args(extra), e.localCheck(), poolArgs(extra), extra)...)
+}
+
+// localCheck is the --local-check of the env's controllers: the stand-in
+// nodes (e.health) answer kube-proxy's /healthz only, not a Local
+// Service's healthCheckNodePort (the default check of such a Service), so
+// there their Local Services follow their node, as before; a test of that
+// check says --local-check=health-check-node-port. Real nodes' kube-proxy
+// answers both: the default.
+func (e *env) localCheck() []string {
+	if e.health == nil {
+		return nil
+	}
+	return []string{"--local-check=service-port"}
 }
 
 func (e *env) startController(extra ...string) {

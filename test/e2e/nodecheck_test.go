@@ -173,7 +173,7 @@ func TestNodeCheckByDefault(t *testing.T) {
 	}
 	maddr := l.Addr().String()
 	l.Close()
-	e.startController("--metrics-address", maddr) // no check or node-check flag: the defaults
+	e.startController("--metrics-address", maddr) // no check or node-check flag: the defaults (Local Services: the env's --local-check=service-port)
 	e.eventually("web served by every node", serves(web, "n1", "n2", "n3"))
 	e.eventually("shop served by the nodes of its endpoints", serves(shop, "n1", "n2"))
 	cfg := e.config()
