@@ -56,6 +56,9 @@ type env struct {
 	ctlArgs   []string
 
 	listen listening // how HAProxy takes TCP connections (listenersmode_test.go)
+	// localCheckDefault: the test's stand-ins answer the healthCheckNodePort
+	// too, and its controllers run the default --local-check (localCheck).
+	localCheckDefault bool
 }
 
 // newEnv starts the apiserver and an HAProxy that runs the config `init`
@@ -133,7 +136,7 @@ func (e *env) controllerArgs(extra ...string) []string {
 // check says --local-check=health-check-node-port. Real nodes' kube-proxy
 // answers both: the default.
 func (e *env) localCheck() []string {
-	if e.health == nil {
+	if e.health == nil || e.localCheckDefault {
 		return nil
 	}
 	return []string{"--local-check=service-port"}

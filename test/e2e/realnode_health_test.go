@@ -92,7 +92,11 @@ func TestRealNodeHealth(t *testing.T) {
 				// What HAProxy runs, not only the file: a state file once
 				// carried the previous scenario's check port (kube-proxy's
 				// 10256) into this config, and n2 stayed DOWN.
-				r.eventually(m.name+" checked on its port", r.checksOn(r.haproxyBackend(fmt.Sprintf("be_%s_local_8003", ns)), m.checkPort))
+				// The backend's HAProxy name asked each time: the pool's
+				// file names its spare only once the controller wrote it.
+				r.eventually(m.name+" checked on its port", func() error {
+					return r.checksOn(r.haproxyBackend(fmt.Sprintf("be_%s_local_8003", ns)), m.checkPort)()
+				})
 			}
 			r.eventually("both nodes serve", r.servedBy(addr, "local-n1", "local-n2"))
 			n1 := r.tier.Node("n1")

@@ -146,7 +146,9 @@ func TestStateFileBeforeReloadLetsReusedSlotServe(t *testing.T) {
 	}
 	t.Cleanup(node.Close)
 	local := netip.MustParseAddr("127.0.0.1")
-	check := model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 3, Fall: 1}
+	// Rise 20 at 200 ms: starting down, the new server reads UP ~4 s after
+	// the reload, after Apply returns even on a loaded machine.
+	check := model.Check{Enabled: true, Inter: 200 * time.Millisecond, Rise: 20, Fall: 1}
 	cfg := model.Config{
 		Frontends: []model.Frontend{{Name: "fe_web", Backend: "be_web", Binds: []model.Bind{{Addr: local, Port: uint16(fePort)}}}},
 		Backends:  []*model.Backend{{Name: "be_web", Balance: "roundrobin", Check: check, Servers: []model.Server{{Addr: local, Port: uint16(dead)}}}},
@@ -187,7 +189,7 @@ func TestStateFileBeforeReloadLetsReusedSlotServe(t *testing.T) {
 	if err := l.opState("be_web", "s1", haproxy.OpStopped); err != nil {
 		t.Fatalf("right after the reload: %v", err)
 	}
-	persistEventually(t, 10*time.Second, "traffic to the live server", func() error {
+	persistEventually(t, 30*time.Second, "traffic to the live server", func() error {
 		got, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", fePort), time.Second)
 		if err == nil && got != "hello" {
 			err = fmt.Errorf("got %q", got)

@@ -36,10 +36,11 @@ func TestReloadedServerStartsDown(t *testing.T) {
 		live = append(live, model.Server{Addr: netip.MustParseAddr("127.0.0.1"), Port: uint16(p)})
 	}
 	dead := model.Server{Addr: netip.MustParseAddr("127.0.0.1"), Port: uint16(haproxytest.FreePort(t))} // nothing listens
-	// Rise 5 at 400 ms: a server that starts down reads UP only ~2 s after
-	// the reload, long after the driver's Apply returns even on a loaded
-	// machine; one that starts UP reads UP at once.
-	chk := model.Check{Enabled: true, Inter: 400 * time.Millisecond, Rise: 5, Fall: 2}
+	// Rise 20 at 500 ms: a server that starts down reads UP only ~10 s
+	// after the reload, long after the driver's Apply returns even on a
+	// loaded machine (at rise 5 x 400 ms, a run at load 35 saw it UP when
+	// Apply returned); one that starts UP reads UP at once.
+	chk := model.Check{Enabled: true, Inter: 500 * time.Millisecond, Rise: 20, Fall: 2}
 	a := &model.Backend{Name: "be_a", Balance: "roundrobin", Check: chk, Servers: live[:1]}
 	b := &model.Backend{Name: "be_b", Balance: "roundrobin", Check: chk, Servers: []model.Server{live[1], dead}}
 
@@ -76,7 +77,7 @@ func TestReloadedServerStartsDown(t *testing.T) {
 	// reads UP.
 	waitUp := func(step, want string, never ...string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for {
 			st := states()
 			for _, n := range never {
@@ -91,7 +92,7 @@ func TestReloadedServerStartsDown(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				raw, _ := os.ReadFile(l.statePath)
-				t.Fatalf("%s: %s not UP within 30 s: %v\nthe state file loaded by the reload:\n%s", step, want, st, raw)
+				t.Fatalf("%s: %s not UP within 60 s: %v\nthe state file loaded by the reload:\n%s", step, want, st, raw)
 			}
 			time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
 		}
