@@ -374,13 +374,17 @@ func num(v float64, unit string) string {
 
 // nodeCheckArgs is the controller's --node-check flags: the stand-ins'
 // /healthz with -health-checks=node (res counts the checks), else none.
+// The stand-ins answer no Service's healthCheckNodePort: the Local
+// Services are checked as the bench says (-health-checks), not there
+// (--local-check=service-port; its default checks them there since
+// issue 29).
 func (c *config) nodeCheckArgs(res *result) []string {
 	if c.nodeChecks() {
 		res.NodeChecks = c.nodes
 		return []string{"--node-check=http:" + strconv.Itoa(nodeCheckPort) + "/healthz", "--node-check-interval=" + c.nodeInter.String(),
-			"--node-check-rise=" + strconv.Itoa(c.nodeRise), "--node-check-fall=" + strconv.Itoa(c.nodeFall)}
+			"--node-check-rise=" + strconv.Itoa(c.nodeRise), "--node-check-fall=" + strconv.Itoa(c.nodeFall), "--local-check=service-port"}
 	}
 	// Explicit: the stand-ins answer no /healthz here, and the
 	// controller's default node check would take every node down.
-	return []string{"--node-check=none"}
+	return []string{"--node-check=none", "--local-check=service-port"}
 }

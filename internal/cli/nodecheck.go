@@ -45,6 +45,14 @@ func (v specValue) Set(s string) error {
 // 503 while the node is drained or deleted (KEP-3836).
 const DefaultNodeCheck = "http:10256/healthz"
 
+// DefaultLocalCheck is the default of --local-check: a Local Service with
+// a healthCheckNodePort is checked there on each server, the one check
+// that answers 200 only once the node's kube-proxy serves the Service's
+// local endpoint (the node check, kube-proxy's /healthz, answers 200
+// seconds before that: a returning node's server served too early and
+// lost connections, issue 29). service-port keeps one check per node.
+const DefaultLocalCheck = "health-check-node-port"
+
 func (n *nodeCheck) register(fs *pflag.FlagSet) {
 	n.spec = DefaultNodeCheck
 	fs.Var(specValue{&n.spec, &n.given}, "node-check", "health check of each node, inherited by the servers that follow their node (node mode, Services with check auto or false): "+
@@ -53,8 +61,9 @@ func (n *nodeCheck) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&n.inter, "node-check-interval", 2*time.Second, "interval of the node check")
 	fs.IntVar(&n.rise, "node-check-rise", 2, "successful node checks before a node is up again")
 	fs.IntVar(&n.fall, "node-check-fall", 2, "failed node checks before a node and every server following it is down")
-	fs.StringVar(&n.local, "local-check", "service-port", "what checks the servers of externalTrafficPolicy Local Services in node mode: "+
-		"'service-port' (the node check they follow, or their own nodePort with check true or without a node check) or 'health-check-node-port' (kube-proxy's spec.healthCheckNodePort on each server, with check auto or true: GET / answers 200 while the node has a ready local endpoint, as cloud load balancers check)")
+	fs.StringVar(&n.local, "local-check", DefaultLocalCheck, "what checks the servers of externalTrafficPolicy Local Services in node mode: "+
+		"'health-check-node-port' (kube-proxy's spec.healthCheckNodePort on each server, with check auto or true: GET / answers 200 once the node's kube-proxy serves a ready local endpoint, as cloud load balancers check; a Service without one is as with service-port) "+
+		"or 'service-port' (the node check they follow, or their own nodePort with check true or without a node check: one check per node, but a node's server may serve before its kube-proxy has the Service's endpoint)")
 }
 
 // logStart says, once at start, which node check is in effect: a node

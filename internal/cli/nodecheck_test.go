@@ -50,8 +50,8 @@ func TestNodeCheckFlags(t *testing.T) {
 			if o.NodeCheck != tc.want {
 				t.Errorf("NodeCheck = %+v, want %+v", o.NodeCheck, tc.want)
 			}
-			if o.LocalHealthCheck {
-				t.Errorf("LocalHealthCheck on by default")
+			if !o.LocalHealthCheck {
+				t.Errorf("LocalHealthCheck off by default (issue 29: a Local Service is checked on its healthCheckNodePort)")
 			}
 		})
 	}

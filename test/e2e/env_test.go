@@ -56,6 +56,9 @@ type env struct {
 	ctlArgs   []string
 
 	listen listening // how HAProxy takes TCP connections (listenersmode_test.go)
+	// localCheckDefault: the test's stand-ins answer the healthCheckNodePort
+	// too, and its controllers run the default --local-check (localCheck).
+	localCheckDefault bool
 }
 
 // newEnv starts the apiserver and an HAProxy that runs the config `init`
@@ -123,7 +126,20 @@ func (e *env) controllerArgs(extra ...string) []string {
 		"--log-level", "debug",
 		"--metrics-address", "", // tests run side by side: one that scrapes passes its own address
 		"--udp=off", // the kernel's UDP path only in network namespaces (udp_test.go)
-	}, slices.Concat(e.listen.args(extra), poolArgs(extra), extra)...)
+	}, slices.Concat(e.listen.args(extra), e.localCheck(), poolArgs(extra), extra)...)
+}
+
+// localCheck is the --local-check of the env's controllers: the stand-in
+// nodes (e.health) answer kube-proxy's /healthz only, not a Local
+// Service's healthCheckNodePort (the default check of such a Service), so
+// there their Local Services follow their node, as before; a test of that
+// check says --local-check=health-check-node-port. Real nodes' kube-proxy
+// answers both: the default.
+func (e *env) localCheck() []string {
+	if e.health == nil || e.localCheckDefault {
+		return nil
+	}
+	return []string{"--local-check=service-port"}
 }
 
 func (e *env) startController(extra ...string) {

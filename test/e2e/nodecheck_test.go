@@ -102,13 +102,19 @@ func (e *env) serverDown(backend, addr string) func() error {
 	}
 }
 
-// With --local-check=health-check-node-port, the servers of a Local
-// Service are checked on kube-proxy's per-Service health check
-// (healthCheckNodePort, GET /): a node whose health check answers 503 (its
-// kube-proxy sees no local endpoint) is taken out by HAProxy itself, with
-// no reload, and comes back with 200.
+// By default (--local-check=health-check-node-port since issue 29), the
+// servers of a Local Service that has a healthCheckNodePort are checked on
+// kube-proxy's per-Service health check there (GET /): a node whose health
+// check answers 503 (its kube-proxy sees no local endpoint) is taken out
+// by HAProxy itself, with no reload, and comes back with 200. A node whose
+// endpoint the EndpointSlice says is ready again while its kube-proxy
+// does not serve it yet (its healthCheckNodePort still 503, its /healthz
+// 200: kube-proxy seconds behind) is not sent a connection until its
+// kube-proxy serves it. With the former default, following the node
+// check, it was at once: connections lost on real nodes (TestRealNodeHealth).
 func TestLocalHealthCheckNodePort(t *testing.T) {
 	e := newEnv(t)
+	e.localCheckDefault = true
 	e.subnet = 61 // this test's nodes: 127.61.0.11-12
 	np := nodePort()
 	e.addNode("n1", 11, true, np)
@@ -132,7 +138,7 @@ func TestLocalHealthCheckNodePort(t *testing.T) {
 		health[n] = h
 	}
 	e.setEndpoints("web", pod(1, "n1"), pod(2, "n2"))
-	e.startController("--local-check=health-check-node-port")
+	e.startController() // the default --local-check
 	e.eventually("both nodes serve", serves(port, "n1", "n2"))
 	for _, want := range []string{"option httpchk GET /\n", fmt.Sprintf(" port %d", hcnp)} {
 		if err := contains(e.config(), want); err != nil {
@@ -145,8 +151,44 @@ func TestLocalHealthCheckNodePort(t *testing.T) {
 	e.eventually("traffic to n1 only", serves(port, "n1"))
 	health["n2"].SetHealthy(true)
 	e.eventually("n2 back", serves(port, "n1", "n2"))
+
+	// n1's Pod goes and comes back; n1's kube-proxy lags behind.
+	n1 := fmt.Sprintf("127.%d.0.11", e.subnet)
+	health["n1"].SetHealthy(false)
+	e.setEndpoints("web", pod(2, "n2"))
+	e.eventually("n1 leaves with its endpoint", serves(port, "n2"))
+	e.setEndpoints("web", pod(1, "n1"), pod(2, "n2"))
+	e.eventually("n1's server back in its backend", e.serverInService(fmt.Sprintf("be_%s_web_%d", ns, port), n1))
+	// Many checks (100 ms apart here) and connections long: none reaches n1.
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		if err := serves(port, "n2")(); err != nil {
+			t.Fatalf("n1 served before its kube-proxy did (healthCheckNodePort 503): %v", err)
+		}
+	}
+	health["n1"].SetHealthy(true)
+	e.eventually("n1 serves once its kube-proxy does", serves(port, "n1", "n2"))
 	if got := e.reloads(); got != before {
 		t.Errorf("%d reloads, want 0", got-before)
+	}
+}
+
+// serverInService reports nil once backend (its HAProxy name: a spare of
+// the pool in tproxy mode) has a server at addr out of maintenance.
+func (e *env) serverInService(backend, addr string) func() error {
+	return func() error {
+		rt := haproxy.NewRuntime(e.hap.StatsSocket) // not a connection to a worker before a reload
+		defer rt.Close()
+		st, err := rt.ShowServersState(bg)
+		if err != nil {
+			return err
+		}
+		be := e.haproxyBackend(backend)
+		for _, s := range st {
+			if s.Backend == be && s.Addr.String() == addr && !s.Maint() {
+				return nil
+			}
+		}
+		return fmt.Errorf("no server at %s in service in %s", addr, be)
 	}
 }
 
@@ -173,7 +215,7 @@ func TestNodeCheckByDefault(t *testing.T) {
 	}
 	maddr := l.Addr().String()
 	l.Close()
-	e.startController("--metrics-address", maddr) // no check or node-check flag: the defaults
+	e.startController("--metrics-address", maddr) // no check or node-check flag: the defaults (Local Services: the env's --local-check=service-port)
 	e.eventually("web served by every node", serves(web, "n1", "n2", "n3"))
 	e.eventually("shop served by the nodes of its endpoints", serves(shop, "n1", "n2"))
 	cfg := e.config()

@@ -323,13 +323,6 @@ func (r *realNodeEnv) startSteadyLoad(addr string) *steadyLoad {
 	return l
 }
 
-// failedSoFar is how many connections have failed so far.
-func (l *steadyLoad) failedSoFar() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.failed)
-}
-
 // stop ends the load and returns what it saw.
 func (l *steadyLoad) stop() (total int, failed []string, seen map[string]int) {
 	close(l.stopc)

@@ -21,8 +21,16 @@ func (d *HAProxy) ops(layout model.Layout, cfg model.Config) ([]plan.Op, []strin
 // tracking server's health; the node's check decides) and the nodes' own
 // servers (model.NodesBackend) are not held.
 func untilChecked(ops []plan.Op, rt plan.Runtime, cfg model.Config) []plan.Op {
-	var checked map[string]bool // built at the first slot that comes into service
-	return plan.UntilChecked(ops, rt, func(be string) bool {
+	return plan.UntilChecked(ops, rt, checkedBy(cfg))
+}
+
+// checkedBy reports which backends of cfg are checked by their own health
+// check, whose servers coming into service wait for it: at runtime
+// (untilChecked) and through a reload (startDown). It builds its set at
+// its first call.
+func checkedBy(cfg model.Config) func(be string) bool {
+	var checked map[string]bool
+	return func(be string) bool {
 		if checked == nil {
 			checked = make(map[string]bool)
 			for _, b := range cfg.Backends {
@@ -32,5 +40,5 @@ func untilChecked(ops []plan.Op, rt plan.Runtime, cfg model.Config) []plan.Op {
 			}
 		}
 		return checked[be]
-	})
+	}
 }

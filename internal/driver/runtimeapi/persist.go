@@ -107,23 +107,44 @@ func (d *HAProxy) saveState(ctx context.Context) error {
 	}
 	d.stateMu.Lock()
 	defer d.stateMu.Unlock()
-	return d.saveStateLocked(ctx, nil)
+	return d.saveStateLocked(ctx, nil, nil)
 }
 
 // saveStateLocked writes the state file; with next set (before a reload to
-// that layout) only the slots that keep their server carry their state.
+// that layout) only the slots that keep their server carry their state,
+// and, with checked set too, every other slot in service of a backend
+// checked by itself starts down (startDown).
 // HAProxy's dump streams straight into the temporary file, filtered line by
 // line, so it never sits whole in memory.
-func (d *HAProxy) saveStateLocked(ctx context.Context, next model.Layout) error {
+func (d *HAProxy) saveStateLocked(ctx context.Context, next model.Layout, checked func(be string) bool) error {
 	if d.opts.Render.StateFile == "" {
 		return nil
 	}
 	var filter haproxy.ServersStateFilter
+	var down *startDown
 	if next != nil {
-		filter = func(header string) func([]byte) bool { return keepUnchanged(header, next) }
+		if checked != nil {
+			down = newStartDown(next, checked)
+		}
+		filter = func(header string) func([]byte) bool {
+			if down == nil {
+				return keepUnchanged(header, next)
+			}
+			keep := keepUnchangedNoting(header, next, down.keptLine)
+			if keep == nil {
+				down = nil // which lines are kept is unknown: add none
+			}
+			return keep
+		}
 	}
 	return atomicfile.WriteFunc(d.opts.Render.StateFile, 0o644, func(f *os.File) error {
-		return haproxy.WriteServersState(ctx, d.opts.Render.StatsSocket, f, filter)
+		if err := haproxy.WriteServersState(ctx, d.opts.Render.StatsSocket, f, filter); err != nil {
+			return err
+		}
+		if down != nil {
+			return down.write(f)
+		}
+		return nil
 	})
 }
 

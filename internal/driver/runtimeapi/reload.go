@@ -51,7 +51,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	// checks it, another process: the reload waits for the longer of the
 	// two, not their sum.
 	saved := make(chan error, 1)
-	go func() { saved <- d.saveStateLocked(ctx, layout) }()
+	go func() { saved <- d.saveStateLocked(ctx, layout, checkedBy(cfg)) }()
 	waitSaved := func() {
 		if saved == nil {
 			return

@@ -24,6 +24,13 @@ import (
 // It is built from the header and then decides line by line, so the dump
 // (megabytes at tens of thousands of servers) is never held whole.
 func keepUnchanged(header string, next model.Layout) func(line []byte) bool {
+	return keepUnchangedNoting(header, next, nil)
+}
+
+// keepUnchangedNoting is keepUnchanged that also calls kept, when not nil,
+// with the backend and server of each line it keeps (views of the line).
+// It returns nil where keepUnchanged keeps every line.
+func keepUnchangedNoting(header string, next model.Layout, kept func(be, srv []byte)) func(line []byte) bool {
 	iBe, iSrv, iAddr, iPort := -1, -1, -1, -1
 	for i, c := range strings.Fields(strings.TrimPrefix(header, "#")) {
 		switch c {
@@ -49,7 +56,13 @@ func keepUnchanged(header string, next model.Layout) func(line []byte) bool {
 		if len(fields) <= need {
 			return true
 		}
-		return keeps(next, fields[iBe], fields[iSrv], fields[iAddr], fields[iPort], scratch[:0])
+		if !keeps(next, fields[iBe], fields[iSrv], fields[iAddr], fields[iPort], scratch[:0]) {
+			return false
+		}
+		if kept != nil {
+			kept(fields[iBe], fields[iSrv])
+		}
+		return true
 	}
 }
 
