@@ -47,6 +47,9 @@ type certStore struct {
 	// disk: the digest of what the driver last wrote to each file, so
 	// that a pass reads no file to find the few that changed.
 	disk map[string][sha256.Size]byte
+	// renew: the CA files committed since the servers naming them were
+	// last renewed (renew.go), their bundles another or unknown.
+	renew []string
 }
 
 // certWant is what a model wants on disk and in the worker.
