@@ -164,6 +164,7 @@ func (s *certStore) onDisk() map[string][sha256.Size]byte {
 func (s *certStore) loaded(w certWant, pid string) {
 	s.known, s.pid = true, pid
 	s.files, s.cas = digests(w.files), digests(w.cas) // cafiles.go
+	s.renew = nil                                     // the servers read the files (renew.go)
 	s.lists = make(map[string][]string, len(w.lists))
 	for p, es := range w.lists {
 		for _, e := range es {
