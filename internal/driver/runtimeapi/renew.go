@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -65,7 +66,7 @@ func (d *HAProxy) renewServers(ctx context.Context, cfg model.Config, paths []st
 	if len(paths) == 0 {
 		return nil
 	}
-	n := 0
+	n, t := 0, time.Now()
 	for _, be := range cfg.Backends {
 		if !renewable(be) || !slices.Contains(paths, render.CAFile(d.opts.Render.CertDir, be.TLS.CA)) || len(d.actual[be.Name]) == 0 {
 			continue
@@ -79,7 +80,7 @@ func (d *HAProxy) renewServers(ctx context.Context, cfg model.Config, paths []st
 		n++
 	}
 	if n > 0 {
-		d.log.Info("servers created again for a new CA bundle, without reload", "backends", n)
+		d.log.Info("servers created again for a new CA bundle, without reload", "backends", n, "took", time.Since(t))
 	}
 	return nil
 }
@@ -167,10 +168,53 @@ func (d *HAProxy) deleteWhenIdle(ctx context.Context, srv string, res *driver.Re
 			res.Ops += 2
 			return err
 		}
+		// Connections that went idle after the server entered
+		// maintenance stay in its pool until purged (seen on 2.6.12:
+		// more than 10 s); entering maintenance again drops them.
+		if err := d.dropIdle(ctx, srv, res); err != nil {
+			return err
+		}
 		if err := sleepCtx(ctx, renewPoll); err != nil {
 			return err
 		}
 	}
+}
+
+// dropIdle puts server srv ("backend/server", in maintenance) into drain
+// and back into maintenance when it has idle connections and none in use:
+// entering maintenance drops a server's idle connections (drain takes no
+// new connection from the balancing).
+func (d *HAProxy) dropIdle(ctx context.Context, srv string, res *driver.Result) error {
+	be, _, _ := strings.Cut(srv, "/")
+	ans, err := d.rt.ExecChecked(ctx, []string{"show servers conn " + be})
+	res.Ops++
+	if err != nil {
+		return err
+	}
+	if used, idle := serverConns(ans[0], srv); used != 0 || idle == 0 {
+		return nil
+	}
+	_, err = d.rt.ExecChecked(ctx, []string{"set server " + srv + " state drain", "set server " + srv + " state maint"})
+	res.Ops += 2
+	return err
+}
+
+// serverConns reads the connections in use and idle of server srv
+// ("backend/server") from `show servers conn`'s answer (-1: not listed).
+func serverConns(answer, srv string) (used, idle int) {
+	for _, line := range strings.Split(answer, "\n") {
+		// bkname/svname bkid/svid addr port - purge_delay used_cur
+		// used_max need_est unsafe_nb safe_nb idle_lim idle_cur ...
+		f := strings.Fields(line)
+		if len(f) > 12 && f[0] == srv {
+			u, err1 := strconv.Atoi(f[6])
+			i, err2 := strconv.Atoi(f[12])
+			if err1 == nil && err2 == nil {
+				return u, i
+			}
+		}
+	}
+	return -1, -1
 }
 
 // waitUp waits until the servers names of backend be are running (their

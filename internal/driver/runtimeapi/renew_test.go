@@ -155,3 +155,45 @@ func (l *requestLoad) stop() (n, bad int, last string) {
 	l.wg.Wait()
 	return l.n, l.bad, l.last
 }
+
+// TestBackendCAReloadsWhenNotRenewable: a backend presenting no client
+// certificate whose servers `add server` cannot create as rendered (cookie
+// affinity: 2.6 takes no `cookie` at runtime) reloads when its CA file
+// takes another bundle (staleServerCAs), rather than commit a bundle its
+// servers would not use: the server signed by the new CA is then served.
+func TestBackendCAReloadsWhenNotRenewable(t *testing.T) {
+	l := startMapLab(t)
+	ctx := context.Background()
+	caA, caB := testcert.CA(t, "CA a"), testcert.CA(t, "CA b")
+	srv := serveTLS(t, caB, "a.example.com")
+	port := uint16(haproxytest.FreePort(t))
+	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
+	cfgOf := func(bundle []byte) model.Config {
+		return model.Config{
+			Frontends: []model.Frontend{{Name: "ing_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
+				HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
+					Actions: []model.HTTPAction{{Backends: one("ing_a")}}}}},
+			Backends: []*model.Backend{{Name: "ing_a", Service: "apps/a", Balance: "roundrobin", HTTP: true,
+				Cookie:  &model.CookieAffinity{Name: "srv"},
+				Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
+				TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_s", CAPEM: bundle}}},
+		}
+	}
+	if res, err := l.d.Apply(ctx, cfgOf(caA.PEM())); err != nil || !res.Reloaded {
+		t.Fatalf("CA a: reloaded %v, %v", res.Reloaded, err)
+	}
+	if code, body := httpGet(t, addr, "a.example.com", "/"); !containsCode(refusedCodes, code) {
+		t.Fatalf("CA a, server of CA b: %d %q, want one of %v", code, body, refusedCodes)
+	}
+	if res, err := l.d.Apply(ctx, cfgOf(caB.PEM())); err != nil || !res.Reloaded {
+		t.Fatalf("CA b: reloaded %v, %v; want a reload", res.Reloaded, err)
+	}
+	var code int
+	var body string
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if code, body = httpGet(t, addr, "a.example.com", "/"); code == http.StatusOK {
+			return
+		}
+	}
+	t.Fatalf("CA b, server of CA b: last answer %d %q, want 200", code, body)
+}
