@@ -85,24 +85,15 @@ func Renew(be string, states []Actual, checked bool) []Phase {
 
 // bringIn appends the operations that bring server srv of be, created in
 // maintenance, into service (drained when drain), held until its check
-// passes when checked (drain, health down, then ready: see UntilChecked),
-// and adds srv to up when its check must pass.
+// passes when checked (appendHeld, as UntilChecked holds a slot), and adds
+// srv to up when its check must pass.
 func bringIn(ops []Op, up []string, be, srv string, drain, checked bool) ([]Op, []string) {
-	op := Op{Backend: be, Slot: srv}
-	if !checked {
-		op.Kind = Ready
-		if drain {
-			op.Kind = Drain
-		}
-		return append(ops, op), up
+	op := Op{Kind: Ready, Backend: be, Slot: srv}
+	if checked {
+		return appendHeld(ops, []Op{op}, drain), append(up, srv)
 	}
-	op.Kind = Drain
-	ops = append(ops, op)
-	op.Kind = Down
-	ops = append(ops, op)
-	if !drain {
-		op.Kind = Ready
-		ops = append(ops, op)
+	if drain {
+		op.Kind = Drain
 	}
-	return ops, append(up, srv)
+	return append(ops, op), up
 }

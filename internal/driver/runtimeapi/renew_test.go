@@ -39,14 +39,9 @@ func TestBackendCARenewedWithoutReload(t *testing.T) {
 			port := uint16(haproxytest.FreePort(t))
 			addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
 			cfgOf := func(srv netip.AddrPort, bundle []byte) model.Config {
-				return model.Config{
-					Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
-						HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
-							Actions: []model.HTTPAction{{Backends: one("gwhs_a")}}}}},
-					Backends: []*model.Backend{{Name: "gwhs_a", Service: "apps/a", Balance: "roundrobin", HTTP: true, Check: tc.check,
-						Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
-						TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: bundle}}},
-				}
+				return tlsBackendConfig(port, &model.Backend{Name: "gwhs_a", Service: "apps/a", Balance: "roundrobin", HTTP: true, Check: tc.check,
+					Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
+					TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: bundle}})
 			}
 			answers := func(step string, codes ...int) {
 				t.Helper()
@@ -97,6 +92,17 @@ func TestBackendCARenewedWithoutReload(t *testing.T) {
 				t.Errorf("%d reloads for the CA changes, want 0", n-base)
 			}
 		})
+	}
+}
+
+// tlsBackendConfig is an HTTP frontend on port of 127.0.0.1 sending every
+// request to be.
+func tlsBackendConfig(port uint16, be *model.Backend) model.Config {
+	return model.Config{
+		Frontends: []model.Frontend{{Name: "fe_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
+			HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
+				Actions: []model.HTTPAction{{Backends: one(be.Name)}}}}},
+		Backends: []*model.Backend{be},
 	}
 }
 
@@ -169,15 +175,10 @@ func TestBackendCAReloadsWhenNotRenewable(t *testing.T) {
 	port := uint16(haproxytest.FreePort(t))
 	addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
 	cfgOf := func(bundle []byte) model.Config {
-		return model.Config{
-			Frontends: []model.Frontend{{Name: "ing_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
-				HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
-					Actions: []model.HTTPAction{{Backends: one("ing_a")}}}}},
-			Backends: []*model.Backend{{Name: "ing_a", Service: "apps/a", Balance: "roundrobin", HTTP: true,
-				Cookie:  &model.CookieAffinity{Name: "srv"},
-				Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
-				TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_s", CAPEM: bundle}}},
-		}
+		return tlsBackendConfig(port, &model.Backend{Name: "ing_a", Service: "apps/a", Balance: "roundrobin", HTTP: true,
+			Cookie:  &model.CookieAffinity{Name: "srv"},
+			Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
+			TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_s", CAPEM: bundle}})
 	}
 	if res, err := l.d.Apply(ctx, cfgOf(caA.PEM())); err != nil || !res.Reloaded {
 		t.Fatalf("CA a: reloaded %v, %v", res.Reloaded, err)
