@@ -19,6 +19,12 @@ PKGS ?= ./...
 # each in a network namespace of its own; TEST_FUZZ= leaves make fuzz out.
 TEST_JOBS ?= 2
 TEST_FUZZ ?= 1
+# make test (its vet and every test binary) and make fuzz compile with
+# -trimpath: no package's build then depends on where the checkout is, so a
+# clone at a new path (CI's) reuses the compile cache of every other one
+# instead of compiling all of our packages again (384 s before the queue,
+# measured at a new path without it).
+WITH_TRIMPATH = GOFLAGS="-trimpath $${GOFLAGS:-}"; export GOFLAGS;
 
 # Sizes for the benchmark, passed as flags only when set:
 #   make bench SERVICES=500 ENDPOINTS=20 NODES=50 CHANGES=1000
@@ -153,7 +159,7 @@ vet:
 # packages and conformance on TEST_VERSIONS, the driver on
 # RUNTIME_VERSIONS and the fuzz targets in the other.
 test: deps deps-versions
-	$(WITH_TESTBIN) $(WITH_TOOLS) \
+	$(WITH_TESTBIN) $(WITH_TOOLS) $(WITH_TRIMPATH) \
 	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
 	$(MAKE) --no-print-directory fmt-check && \
 	$(GO) vet $(PKGS) && \
@@ -246,7 +252,7 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/gateway:FuzzGRPCRoute:2000x \
 	./internal/gateway:FuzzCORSFilter:10000x
 fuzz:
-	@GO='$(GO)' FUZZTIME='$(FUZZTIME)' hack/fuzz.sh $(FUZZ_TARGETS)
+	@$(WITH_TRIMPATH) GO='$(GO)' FUZZTIME='$(FUZZTIME)' hack/fuzz.sh $(FUZZ_TARGETS)
 
 # Placeholders: the programs under hack/demo and hack/bench are written
 # separately. Both may start a kube-apiserver through internal/testing/kubeapi.

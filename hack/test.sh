@@ -77,7 +77,18 @@ mod="$($GO list -m)"
 # keeps its fuzzing binaries there too.
 # shellcheck source=hack/test-binaries.sh
 . hack/test-binaries.sh
-mkdir -p "$TEST_BINARIES"
+# A checkout's first run starts from a copy of the binaries last used by
+# another (make test builds with -trimpath, so a binary does not depend on
+# where its checkout is): go test -c then links only what differs, and a
+# CI clone at a new path does not link every binary again.
+if [ ! -d "$TEST_BINARIES" ]; then
+	seed="$(ls -dt "$TEST_BINARIES_CACHE"/*/ 2>/dev/null | head -n 1 || true)"
+	mkdir -p "$TEST_BINARIES"
+	if [ -n "$seed" ] && [[ " ${GOFLAGS:-} " == *" -trimpath "* ]]; then
+		echo "test binaries: starting from a copy of $seed"
+		cp -a "$seed." "$TEST_BINARIES/" || true
+	fi
+fi
 touch "$TEST_BINARIES"
 # Checkouts not tested for two weeks leave their binaries behind.
 find "$TEST_BINARIES_CACHE" -mindepth 1 -maxdepth 1 -type d -mtime +14 -exec rm -rf {} + 2>/dev/null || true

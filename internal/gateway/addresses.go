@@ -46,9 +46,11 @@ func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]net
 	out := make(map[Key]gwAddrs, len(gws))
 	keys := map[string]Key{}
 	published, share := map[string][]netip.Addr{}, map[string]string{}
+	lsets := listenerSetsByParent(in.ListenerSets)
 	for _, g := range gws {
 		r, bad := pools.GatewayRequest(g, nsLabels[g.Namespace])
 		k := Key{g.Namespace, g.Name}
+		r.Ports = listenerSetPorts(g, lsets[k], nsLabels, r.Ports) // listenerset.go
 		if len(bad) > 0 {
 			out[k] = gwAddrs{why: string(gwv1.GatewayReasonAddressNotUsable), msg: "spec.addresses: not an IP address: " + strings.Join(bad, ", ")}
 			continue

@@ -19,7 +19,7 @@ import (
 var (
 	features = slices.Sorted(slices.Values(append([]gwv1.FeatureName{"Gateway", "HTTPRoute", "HTTPRoute303RedirectStatusCode", "HTTPRoute307RedirectStatusCode",
 		"HTTPRoute308RedirectStatusCode", "HTTPRouteMethodMatching", "HTTPRouteParentRefPort", "HTTPRoutePortRedirect", "HTTPRouteSchemeRedirect",
-		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures, tlsFeatures, frontendFeatures)...)))
+		"ReferenceGrant", "TCPRoute", "TLSRoute", "UDPRoute"}, slices.Concat(extFeatures, grpcFeatures, tlsFeatures, frontendFeatures, listenerSetFeatures)...)))
 	pooledFeatures = []gwv1.FeatureName{"GatewayAddressEmpty", "GatewayStaticAddresses"}
 )
 
@@ -32,7 +32,8 @@ type gw struct {
 	addrWhy   string       // the reason when not
 	addrMsg   string       // its message ("": the reason's usual one)
 	pooled    bool         // addrs are from the AddressPools: bound transparent
-	listeners []*listener
+	listeners []*listener  // its own, then its ListenerSets' entries
+	sets      []*lset      // the ListenerSets naming it (listenerset.go)
 }
 
 // Compute builds the model and the statuses for in.
@@ -40,7 +41,8 @@ func Compute(in Input, opts Options) Result {
 	if opts.ControllerName == "" {
 		opts.ControllerName = ControllerName
 	}
-	res := Result{Classes: map[string]gwv1.GatewayClassStatus{}, Gateways: map[Key]gwv1.GatewayStatus{}, Routes: map[RouteKey][]gwv1.RouteParentStatus{}}
+	res := Result{Classes: map[string]gwv1.GatewayClassStatus{}, Gateways: map[Key]gwv1.GatewayStatus{}, Routes: map[RouteKey][]gwv1.RouteParentStatus{},
+		ListenerSets: map[Key]gwv1.ListenerSetStatus{}}
 	accepted := map[string]bool{}
 	for _, c := range in.Classes {
 		if string(c.Spec.ControllerName) != opts.ControllerName {
@@ -78,6 +80,7 @@ func Compute(in Input, opts Options) Result {
 		return older(a.ObjectMeta, b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	taken := map[portKey]Key{} // a port bound by an older Gateway
+	lsets := listenerSetsByParent(in.ListenerSets)
 	var ours []*gwv1.Gateway
 	for _, g := range sorted {
 		if accepted[string(g.Spec.GatewayClassName)] {
@@ -101,6 +104,7 @@ func Compute(in Input, opts Options) Result {
 			x.addrs, x.addrOK, x.addrWhy, x.addrMsg, x.pooled = a.addrs, a.why == "", a.why, a.msg, true
 		}
 		x.listeners = listenersOf(g, opts.UDP)
+		w.addListenerSets(x, lsets[x.key], opts.UDP) // listenerset.go
 		for _, l := range x.listeners {
 			w.certRefs(g, l)
 			l.tls = w.listenerTLS(g, l, opts.Certs)
@@ -142,6 +146,7 @@ func Compute(in Input, opts Options) Result {
 		st := gatewayStatus(x, opts.Addresses)
 		w.backendCertStatus(x, &st) // backendcert.go
 		frontendStatus(x.obj, &st)  // clientauth.go
+		listenerSetStatuses(x, &st, &res)
 		res.Gateways[x.key] = st
 	}
 	res.Policies = w.policyStatuses(opts.ControllerName)

@@ -51,6 +51,9 @@ type Input struct {
 	// (only their ca.crt is read: backendtls.go).
 	BackendTLSPolicies []*gwv1.BackendTLSPolicy
 	ConfigMaps         []*corev1.ConfigMap
+	// ListenerSets add listener entries to the Gateways they name
+	// (listenerset.go).
+	ListenerSets []*gwv1.ListenerSet
 }
 
 // Options shape Compute.
@@ -102,6 +105,9 @@ type Result struct {
 	// Policies: the BackendTLSPolicies' statuses (backendtls.go), by
 	// policy; one ancestor per Gateway whose routes use a target.
 	Policies map[Key]gwv1.PolicyStatus
+	// ListenerSets: the statuses of the ListenerSets naming a Gateway of
+	// ours (listenerset.go), by ListenerSet.
+	ListenerSets map[Key]gwv1.ListenerSetStatus
 	// Assigned are the Gateways' addresses from the pools (Pooled), for
 	// the next pass's Options.Previous and for the claims: those in use
 	// and those being claimed.

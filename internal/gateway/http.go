@@ -73,16 +73,17 @@ func (w *world) certRefs(g *gwv1.Gateway, l *listener) {
 	if !l.terminating() { // HTTPS, or TLS Terminate (tlsterminate.go)
 		return
 	}
+	kind, home := l.owner(g) // listenerset.go: a ListenerSet's entry refers as the ListenerSet
 	for _, ref := range l.spec.TLS.CertificateRefs {
-		k := Key{g.Namespace, string(ref.Name)}
+		k := Key{home, string(ref.Name)}
 		if ref.Namespace != nil {
 			k.Namespace = string(*ref.Namespace)
 		}
 		switch {
 		case (ref.Group != nil && *ref.Group != "" && *ref.Group != "core") || (ref.Kind != nil && *ref.Kind != "Secret"):
 			l.certWhy, l.certMsg = "InvalidCertificateRef", "certificateRefs may only name Secrets"
-		case k.Namespace != g.Namespace && !w.secretGranted(g, k):
-			l.certWhy, l.certMsg = "RefNotPermitted", "no ReferenceGrant in "+k.Namespace+" allows Gateways from "+g.Namespace+" to Secret "+k.Name
+		case k.Namespace != home && !w.grantedTo(kind, home, "Secret", k):
+			l.certWhy, l.certMsg = "RefNotPermitted", "no ReferenceGrant in "+k.Namespace+" allows "+kind+"s from "+home+" to Secret "+k.Name
 		case w.secrets[k] == nil:
 			l.certWhy, l.certMsg = "InvalidCertificateRef", "Secret "+k.String()+" not found"
 		case !w.secrets[k].ValidTLS:

@@ -112,11 +112,11 @@ func TestSupportedFeatures(t *testing.T) {
 		{Options{}, "BackendTLSPolicy GRPCRoute GRPCRouteNamedRouteRule Gateway GatewayBackendClientCertificate GatewayFrontendClientCertificateValidation GatewayFrontendClientCertificateValidationInsecureFallback GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
 			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteCORS HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
 			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
-			"HTTPRouteResponseHeaderModification HTTPRouteRetry HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute TLSRouteModeTerminate UDPRoute"},
+			"HTTPRouteResponseHeaderModification HTTPRouteRetry HTTPRouteSchemeRedirect ListenerSet ReferenceGrant TCPRoute TLSRoute TLSRouteModeTerminate UDPRoute"},
 		{Options{Pooled: true}, "BackendTLSPolicy GRPCRoute GRPCRouteNamedRouteRule Gateway GatewayAddressEmpty GatewayBackendClientCertificate GatewayFrontendClientCertificateValidation GatewayFrontendClientCertificateValidationInsecureFallback GatewayHTTPListenerIsolation GatewayHTTPSListenerDetectMisdirectedRequests GatewayPort8080 GatewayStaticAddresses HTTPRoute HTTPRoute303RedirectStatusCode HTTPRoute307RedirectStatusCode HTTPRoute308RedirectStatusCode " +
 			"HTTPRouteBackendProtocolH2C HTTPRouteBackendProtocolWebSocket HTTPRouteBackendRequestHeaderModification HTTPRouteBackendTimeout HTTPRouteCORS HTTPRouteDestinationPortMatching HTTPRouteHostRewrite HTTPRouteMethodMatching HTTPRouteNamedRouteRule " +
 			"HTTPRouteParentRefPort HTTPRoutePathRedirect HTTPRoutePathRewrite HTTPRoutePortRedirect HTTPRouteQueryParamMatching HTTPRouteRequestTimeout " +
-			"HTTPRouteResponseHeaderModification HTTPRouteRetry HTTPRouteSchemeRedirect ReferenceGrant TCPRoute TLSRoute TLSRouteModeTerminate UDPRoute"},
+			"HTTPRouteResponseHeaderModification HTTPRouteRetry HTTPRouteSchemeRedirect ListenerSet ReferenceGrant TCPRoute TLSRoute TLSRouteModeTerminate UDPRoute"},
 	} {
 		var got []string
 		for _, f := range Compute(base(), tc.opts).Classes["hks"].SupportedFeatures {

@@ -31,6 +31,7 @@ type listener struct {
 	tls              *model.TLS       // an HTTPS or TLS Terminate listener's termination (tls.go); nil: none to serve
 	routes           []*attachedRoute // served, oldest first
 	served           bool             // in the model
+	set              *lset            // the ListenerSet of an entry (listenerset.go); nil: the Gateway's own
 }
 
 // attachedRoute is a route attached to a listener, with the server names
@@ -51,55 +52,15 @@ func (l *listener) reject(why, msg string) { l.accepted, l.why, l.msg = false, w
 func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 	var out []*listener
 	for _, s := range g.Spec.Listeners {
-		l := &listener{spec: s, port: uint16(s.Port), accepted: true}
-		if s.Hostname != nil {
-			l.hostname = string(*s.Hostname)
-		}
-		var kind string
-		var also []string // further route kinds (an HTTP listener's GRPCRoutes)
-		switch s.Protocol {
-		case gwv1.TCPProtocolType:
-			kind = KindTCPRoute
-		case gwv1.UDPProtocolType:
-			kind = KindUDPRoute
-			if !udp {
-				l.reject("UnsupportedProtocol", "UDP listeners need the UDP data path (--udp)")
-			}
-		case gwv1.TLSProtocolType:
-			kind = KindTLSRoute
-			tlsListener(l) // tlsterminate.go
-		case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
-			kind = KindHTTPRoute // HTTPS: status only (http.go)
-			also = []string{KindGRPCRoute}
-			httpListener(l)
-		default:
-			l.reject("UnsupportedProtocol", "protocol "+strconv.Quote(string(s.Protocol))+" is not supported: TCP, TLS (passthrough), UDP and HTTP are (HTTPS: status only)")
-		}
-		if l.hostname != "" && !model.ValidSNI(l.hostname) {
-			l.reject("UnsupportedValue", "hostname is not a valid DNS name")
-		}
-		if s.Port < 1 || s.Port > 65535 {
-			l.reject("UnsupportedValue", "port out of range")
-		}
-		l.kinds = supportedKinds(s.AllowedRoutes, kind, also, &l.badKinds)
-		out = append(out, l)
+		out = append(out, newListener(s, udp))
 	}
 	for i, a := range out {
 		for j, b := range out {
-			if i == j || a.port != b.port || a.udp() != b.udp() || !a.accepted || !b.accepted {
+			if i == j {
 				continue
 			}
-			switch {
-			case a.spec.Protocol != b.spec.Protocol:
-				a.conflict = "ProtocolConflict"
-			case a.terminates() != b.terminates():
-				// TLS listeners of one port are all Passthrough or all
-				// Terminate (no TLSRouteModeMixed: tlsterminate.go).
-				a.conflict, a.mixed = "ProtocolConflict", true
-			case (a.spec.Protocol != gwv1.TLSProtocolType && a.spec.Protocol != gwv1.HTTPProtocolType && !a.statusOnly()) || a.hostname == b.hostname:
-				if a.conflict == "" {
-					a.conflict = "HostnameConflict"
-				}
+			if c, mixed := conflictOf(a, b); c != "" && (a.conflict == "" || c == "ProtocolConflict") {
+				a.conflict, a.mixed = c, a.mixed || mixed
 			}
 		}
 	}
@@ -115,6 +76,63 @@ func listenersOf(g *gwv1.Gateway, udp bool) []*listener {
 		}
 	}
 	return out
+}
+
+// newListener validates one listener (of a Gateway, or an entry of a
+// ListenerSet: listenerset.go) alone.
+func newListener(s gwv1.Listener, udp bool) *listener {
+	l := &listener{spec: s, port: uint16(s.Port), accepted: true}
+	if s.Hostname != nil {
+		l.hostname = string(*s.Hostname)
+	}
+	var kind string
+	var also []string // further route kinds (an HTTP listener's GRPCRoutes)
+	switch s.Protocol {
+	case gwv1.TCPProtocolType:
+		kind = KindTCPRoute
+	case gwv1.UDPProtocolType:
+		kind = KindUDPRoute
+		if !udp {
+			l.reject("UnsupportedProtocol", "UDP listeners need the UDP data path (--udp)")
+		}
+	case gwv1.TLSProtocolType:
+		kind = KindTLSRoute
+		tlsListener(l) // tlsterminate.go
+	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
+		kind = KindHTTPRoute // HTTPS: status only (http.go)
+		also = []string{KindGRPCRoute}
+		httpListener(l)
+	default:
+		l.reject("UnsupportedProtocol", "protocol "+strconv.Quote(string(s.Protocol))+" is not supported: TCP, TLS (passthrough), UDP and HTTP are (HTTPS: status only)")
+	}
+	if l.hostname != "" && !model.ValidSNI(l.hostname) {
+		l.reject("UnsupportedValue", "hostname is not a valid DNS name")
+	}
+	if s.Port < 1 || s.Port > 65535 {
+		l.reject("UnsupportedValue", "port out of range")
+	}
+	l.kinds = supportedKinds(s.AllowedRoutes, kind, also, &l.badKinds)
+	return l
+}
+
+// conflictOf is how listener a conflicts with b, both accepted on their
+// own: "ProtocolConflict" (mixed: TLS listeners of one port in both
+// modes), "HostnameConflict", or "" for none.
+func conflictOf(a, b *listener) (string, bool) {
+	if a.port != b.port || a.udp() != b.udp() || !a.accepted || !b.accepted {
+		return "", false
+	}
+	switch {
+	case a.spec.Protocol != b.spec.Protocol:
+		return "ProtocolConflict", false
+	case a.terminates() != b.terminates():
+		// TLS listeners of one port are all Passthrough or all
+		// Terminate (no TLSRouteModeMixed: tlsterminate.go).
+		return "ProtocolConflict", true
+	case (a.spec.Protocol != gwv1.TLSProtocolType && a.spec.Protocol != gwv1.HTTPProtocolType && !a.statusOnly()) || a.hostname == b.hostname:
+		return "HostnameConflict", false
+	}
+	return "", false
 }
 
 // supportedKinds are the route kinds a listener of this protocol takes,
@@ -154,7 +172,7 @@ func (l *listener) allows(g *gwv1.Gateway, ns string, nsLabels map[string]map[st
 	case gwv1.NamespacesFromAll:
 		return true
 	case gwv1.NamespacesFromSame:
-		return ns == g.Namespace
+		return ns == l.home(g)
 	case gwv1.NamespacesFromSelector:
 		if sel == nil {
 			return false

@@ -107,6 +107,9 @@ func (m *Memo) begin(in Input) {
 	for _, o := range in.Secrets {
 		world[o] = struct{}{}
 	}
+	for _, o := range in.ListenerSets {
+		world[o] = struct{}{}
+	}
 	if !m.on || !sameSet(m.world, world) || m.entries == nil {
 		m.entries = map[*route]*routeEntry{}
 	}

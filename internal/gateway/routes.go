@@ -28,11 +28,12 @@ type world struct {
 	certMemo    *CertMemo
 	configMaps  map[Key]*corev1.ConfigMap // CA bundles (backendtls.go, clientauth.go)
 	memo        *Memo                     // Compute's per-route memo (memo.go); nil: none
+	sets        map[Key]*lset             // the ListenerSets naming a Gateway of ours (listenerset.go)
 }
 
 func newWorld(in Input) *world {
 	w := &world{services: map[Key]*corev1.Service{}, secrets: map[Key]*Secret{}, slices: map[Key][]*desired.Slice{}, grants: map[string][]*gwv1beta1.ReferenceGrant{},
-		nsLabels: namespaceLabels(in.Namespaces)}
+		nsLabels: namespaceLabels(in.Namespaces), sets: map[Key]*lset{}}
 	for _, s := range in.Services {
 		w.services[Key{s.Namespace, s.Name}] = s
 	}
@@ -130,16 +131,9 @@ func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.Route
 	var out []gwv1.RouteParentStatus
 	var refs []resolvedRef
 	for _, p := range r.parents {
-		if (p.Group != nil && *p.Group != gwv1.GroupName) || (p.Kind != nil && *p.Kind != "Gateway") {
-			continue
-		}
-		k := Key{r.key.Namespace, string(p.Name)}
-		if p.Namespace != nil {
-			k.Namespace = string(*p.Namespace)
-		}
-		x, ok := gws[k]
-		if !ok {
-			continue // not a Gateway of ours
+		x, lis := w.parentListeners(r, p, gws) // a Gateway's own listeners, or a ListenerSet's (listenerset.go)
+		if x == nil {
+			continue // not a Gateway of ours, nor a ListenerSet naming one
 		}
 		if refs == nil {
 			refs = w.resolved(r) // memo.go
@@ -148,9 +142,9 @@ func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.Route
 		accepted, why, msg := false, "UnsupportedValue", r.invalid
 		switch {
 		case r.invalid == "":
-			accepted, why, msg = attachTo(r, x, p, refs, w)
+			accepted, why, msg = attachTo(r, x, lis, p, refs, w)
 		case r.kept: // its last valid rules are served; the change is refused
-			attachTo(r, x, p, refs, w)
+			attachTo(r, x, lis, p, refs, w)
 			msg += "; its last valid version is served"
 		}
 		st.Conditions = append(st.Conditions, cond("Accepted", accepted, why, msg, r.meta.Generation))
@@ -173,9 +167,9 @@ func attach(r *route, gws map[Key]*gw, w *world, controller string) []gwv1.Route
 // conformance suite wants), but an older route keeps what it has: a TCP
 // or UDP listener serves its oldest route only, a TLS server name goes
 // to the oldest route that asks for it.
-func attachTo(r *route, x *gw, p gwv1.ParentReference, refs []resolvedRef, w *world) (bool, string, string) {
+func attachTo(r *route, x *gw, lis []*listener, p gwv1.ParentReference, refs []resolvedRef, w *world) (bool, string, string) {
 	section, kindOK, nsOK, hostOK := false, false, false, false
-	for _, l := range x.listeners {
+	for _, l := range lis {
 		if (p.SectionName != nil && *p.SectionName != l.spec.Name) || (p.Port != nil && uint16(*p.Port) != l.port) {
 			continue
 		}

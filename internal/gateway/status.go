@@ -30,8 +30,9 @@ func gatewayStatus(x *gw, lb []netip.Addr) gwv1.GatewayStatus {
 			st.Addresses = append(st.Addresses, gwv1.GatewayStatusAddress{Type: &ip, Value: a.String()})
 		}
 	}
+	own := x.ownListeners() // not the ListenerSets' entries (listenerset.go)
 	valid := 0
-	for _, l := range x.listeners {
+	for _, l := range own {
 		if l.accepted {
 			valid++
 		}
@@ -42,7 +43,7 @@ func gatewayStatus(x *gw, lb []netip.Addr) gwv1.GatewayStatus {
 	case valid == 0:
 		// As the conformance suite wants: no valid listener, not accepted.
 		st.Conditions = append(st.Conditions, cond("Accepted", false, "ListenersNotValid", "no listener is valid", gen))
-	case valid < len(x.listeners):
+	case valid < len(own):
 		st.Conditions = append(st.Conditions, cond("Accepted", true, "ListenersNotValid", "some listeners are not valid", gen))
 	default:
 		st.Conditions = append(st.Conditions, cond("Accepted", true, "Accepted", "accepted", gen))
@@ -57,39 +58,48 @@ func gatewayStatus(x *gw, lb []netip.Addr) gwv1.GatewayStatus {
 	default:
 		st.Conditions = append(st.Conditions, cond("Programmed", true, "Programmed", "programmed", gen))
 	}
-	for _, l := range x.listeners {
-		ls := gwv1.ListenerStatus{Name: l.spec.Name, AttachedRoutes: l.attached, SupportedKinds: []gwv1.RouteGroupKind{}}
-		for _, k := range l.kinds {
-			g := gwv1.Group(gwv1.GroupName)
-			ls.SupportedKinds = append(ls.SupportedKinds, gwv1.RouteGroupKind{Group: &g, Kind: gwv1.Kind(k)})
-		}
-		if l.accepted {
-			ls.Conditions = append(ls.Conditions, cond("Accepted", true, "Accepted", "accepted", gen))
-		} else {
-			ls.Conditions = append(ls.Conditions, cond("Accepted", false, l.why, l.msg, gen))
-		}
-		switch {
-		case l.served && x.addrOK:
-			ls.Conditions = append(ls.Conditions, cond("Programmed", true, "Programmed", "programmed", gen))
-		case l.statusOnly() && l.accepted && l.certWhy == "":
-			ls.Conditions = append(ls.Conditions, cond("Programmed", false, "Pending", "HTTPS listeners bind nothing yet: TLS termination is not served", gen))
-		default:
-			ls.Conditions = append(ls.Conditions, cond("Programmed", false, "Invalid", "not programmed", gen))
-		}
-		switch {
-		case l.badKinds:
-			ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", false, "InvalidRouteKinds", "allowedRoutes.kinds names kinds this listener cannot take", gen))
-		case l.certWhy != "":
-			ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", false, l.certWhy, l.certMsg, gen))
-		default:
-			ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", true, "ResolvedRefs", "resolved", gen))
-		}
-		if l.conflict != "" {
-			ls.Conditions = append(ls.Conditions, cond("Conflicted", true, l.conflict, l.msg, gen))
-		} else {
-			ls.Conditions = append(ls.Conditions, cond("Conflicted", false, "NoConflicts", "no conflicts", gen))
-		}
-		st.Listeners = append(st.Listeners, ls)
+	for _, l := range own {
+		st.Listeners = append(st.Listeners, listenerStatusOf(x, l, gen))
 	}
 	return st
+}
+
+// listenerStatusOf is one listener's status (a ListenerSet entry's has the
+// same fields), at generation gen of its Gateway or ListenerSet.
+func listenerStatusOf(x *gw, l *listener, gen int64) gwv1.ListenerStatus {
+	ls := gwv1.ListenerStatus{Name: l.spec.Name, AttachedRoutes: l.attached, SupportedKinds: []gwv1.RouteGroupKind{}}
+	for _, k := range l.kinds {
+		g := gwv1.Group(gwv1.GroupName)
+		ls.SupportedKinds = append(ls.SupportedKinds, gwv1.RouteGroupKind{Group: &g, Kind: gwv1.Kind(k)})
+	}
+	if l.accepted {
+		ls.Conditions = append(ls.Conditions, cond("Accepted", true, "Accepted", "accepted", gen))
+	} else {
+		ls.Conditions = append(ls.Conditions, cond("Accepted", false, l.why, l.msg, gen))
+	}
+	switch {
+	case l.set != nil && l.conflict != "":
+		// A ListenerSet's entry that lost to a listener before it.
+		ls.Conditions = append(ls.Conditions, cond("Programmed", false, l.conflict, l.msg, gen))
+	case l.served && x.addrOK:
+		ls.Conditions = append(ls.Conditions, cond("Programmed", true, "Programmed", "programmed", gen))
+	case l.statusOnly() && l.accepted && l.certWhy == "":
+		ls.Conditions = append(ls.Conditions, cond("Programmed", false, "Pending", "HTTPS listeners bind nothing yet: TLS termination is not served", gen))
+	default:
+		ls.Conditions = append(ls.Conditions, cond("Programmed", false, "Invalid", "not programmed", gen))
+	}
+	switch {
+	case l.badKinds:
+		ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", false, "InvalidRouteKinds", "allowedRoutes.kinds names kinds this listener cannot take", gen))
+	case l.certWhy != "":
+		ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", false, l.certWhy, l.certMsg, gen))
+	default:
+		ls.Conditions = append(ls.Conditions, cond("ResolvedRefs", true, "ResolvedRefs", "resolved", gen))
+	}
+	if l.conflict != "" {
+		ls.Conditions = append(ls.Conditions, cond("Conflicted", true, l.conflict, l.msg, gen))
+	} else {
+		ls.Conditions = append(ls.Conditions, cond("Conflicted", false, "NoConflicts", "no conflicts", gen))
+	}
+	return ls
 }

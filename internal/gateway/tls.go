@@ -93,10 +93,16 @@ func CertSecrets(gws []*gwv1.Gateway) map[Key]bool {
 
 // certSecret is the Secret a certificateRef names, if it names one.
 func certSecret(g *gwv1.Gateway, ref gwv1.SecretObjectReference) (Key, bool) {
+	return certSecretIn(g.Namespace, ref)
+}
+
+// certSecretIn is the Secret a certificateRef of an object in namespace
+// ns names, if it names one.
+func certSecretIn(ns string, ref gwv1.SecretObjectReference) (Key, bool) {
 	if (ref.Group != nil && *ref.Group != "" && *ref.Group != "core") || (ref.Kind != nil && *ref.Kind != "Secret") {
 		return Key{}, false
 	}
-	k := Key{g.Namespace, string(ref.Name)}
+	k := Key{ns, string(ref.Name)}
 	if ref.Namespace != nil {
 		k.Namespace = string(*ref.Namespace)
 	}
@@ -113,9 +119,10 @@ func (w *world) listenerTLS(g *gwv1.Gateway, l *listener, memo *CertMemo) *model
 	if l.spec.Protocol == gwv1.HTTPSProtocolType {
 		t.ALPN = slices.Clone(ALPN) // a TLS Terminate listener's stream is no HTTP: no ALPN
 	}
+	kind, home := l.owner(g) // listenerset.go
 	for _, ref := range l.spec.TLS.CertificateRefs {
-		k, ok := certSecret(g, ref)
-		if !ok || k.Namespace != g.Namespace && !w.secretGranted(g, k) {
+		k, ok := certSecretIn(home, ref)
+		if !ok || k.Namespace != home && !w.grantedTo(kind, home, "Secret", k) {
 			continue
 		}
 		b := memo.bundle(k, w.secrets[k])

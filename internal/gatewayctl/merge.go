@@ -49,22 +49,29 @@ func gatewayStatus(g *gwv1.Gateway, res *gateway.Result, now metav1.Time) gwv1.G
 	st := *g.Status.DeepCopy()
 	st.Conditions = mergeConditions(st.Conditions, want.Conditions, now)
 	st.Addresses = want.Addresses
-	ls := make([]gwv1.ListenerStatus, 0, len(want.Listeners))
-	for _, w := range want.Listeners {
-		var have []metav1.Condition
-		for _, h := range st.Listeners {
+	st.AttachedListenerSets = want.AttachedListenerSets // gateway/listenerset.go
+	st.Listeners = mergeListeners(st.Listeners, want.Listeners, now)
+	return st
+}
+
+// mergeListeners is want, each listener's conditions merged with those
+// of the listener of its name in have (nil for none).
+func mergeListeners(have, want []gwv1.ListenerStatus, now metav1.Time) []gwv1.ListenerStatus {
+	if len(want) == 0 {
+		return nil
+	}
+	ls := make([]gwv1.ListenerStatus, 0, len(want))
+	for _, w := range want {
+		var prev []metav1.Condition
+		for _, h := range have {
 			if h.Name == w.Name {
-				have = h.Conditions
+				prev = h.Conditions
 			}
 		}
-		w.Conditions = mergeConditions(have, w.Conditions, now)
+		w.Conditions = mergeConditions(prev, w.Conditions, now)
 		ls = append(ls, w)
 	}
-	st.Listeners = ls
-	if len(ls) == 0 {
-		st.Listeners = nil
-	}
-	return st
+	return ls
 }
 
 // parents is a route's status.parents: other controllers' entries as

@@ -174,7 +174,8 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 		routes(r, gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
 	p.synced = synced
-	p.enqueuePolicies(func(it item) { q.Add(it) }, in, res, now) // policystatus.go
+	p.enqueuePolicies(func(it item) { q.Add(it) }, in, res, now)   // policystatus.go
+	enqueueListenerSets(func(it item) { q.Add(it) }, in, res, now) // lsstatus.go
 }
 
 // alpha reports whether routes of kind are served as v1alpha2.
@@ -278,6 +279,8 @@ func (p *Publisher) write(ctx context.Context, it item) error {
 			func(*gwv1.GRPCRoute) error { return nil }) // GRPCRoutes are read as v1 only
 	case *gwv1.BackendTLSPolicy:
 		err = p.writePolicy(ctx, obj, res, now, wait) // policystatus.go
+	case *gwv1.ListenerSet:
+		err = p.writeListenerSet(ctx, obj, res, now, wait) // lsstatus.go
 	}
 	if apierrors.IsNotFound(err) {
 		return nil

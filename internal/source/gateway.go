@@ -72,6 +72,7 @@ type gatewaySet struct {
 	claims      cache.SharedIndexInformer // WithClaims
 	ing         ingressSet                // WithIngress
 	btls        btlsSet                   // BackendTLSPolicies (gatewaybtls.go)
+	lsets       cache.SharedIndexInformer // ListenerSets (gatewaylistenersets.go)
 	informerGen
 }
 
@@ -142,6 +143,7 @@ func (g *Gateway) build() *gatewaySet {
 	}
 	g.buildIngress(set)
 	g.buildBackendTLS(set, gf)
+	g.buildListenerSets(set, gf)
 	if g.claimsOn {
 		var cf informers.SharedInformerFactory
 		cf, set.claims = claimsInformer(g.client)
@@ -201,7 +203,8 @@ func (g *Gateway) Snapshot() gateway.Input {
 		Slices:     listOf[*desired.Slice](set.slices),
 		Namespaces: listOf[*corev1.Namespace](set.namespaces),
 	}
-	backendTLSInput(set, &in) // gatewaybtls.go
+	backendTLSInput(set, &in)  // gatewaybtls.go
+	listenerSetInput(set, &in) // gatewaylistenersets.go
 	return in
 }
 
@@ -234,6 +237,9 @@ func (g *Gateway) Object(kind, namespace, name string) (any, bool) {
 		inf = set.grpc
 	case KindBackendTLSPolicy:
 		inf = set.btls.policies
+	}
+	if ls, ok := listenerSetInformer(set, kind); ok {
+		inf = ls
 	}
 	if inf == nil {
 		return nil, false

@@ -28,6 +28,8 @@ var routeResources = map[string]string{
 	gateway.KindGRPCRoute: "grpcroutes",
 	// Not a route: BackendTLSPolicies (v1 only, gatewaybtls.go).
 	KindBackendTLSPolicy: "backendtlspolicies",
+	// Nor ListenerSets (v1 only, gatewaylistenersets.go).
+	gateway.KindListenerSet: "listenersets",
 }
 
 // RouteVersions asks the apiserver which version of each route kind it

@@ -58,7 +58,7 @@ func statusRead(old, new any) (changed, generational bool) {
 		n, ok := new.(*gwv1.Gateway)
 		return !ok || !equality.Semantic.DeepEqual(o.Status.Addresses, n.Status.Addresses), true
 	case *gwv1.GatewayClass, *gwv1.HTTPRoute, *gwv1.GRPCRoute, *gwv1.TCPRoute, *gwv1.TLSRoute, *gwv1.UDPRoute,
-		*gwv1beta1.ReferenceGrant, *gwv1.BackendTLSPolicy, *netv1.Ingress:
+		*gwv1beta1.ReferenceGrant, *gwv1.BackendTLSPolicy, *gwv1.ListenerSet, *netv1.Ingress:
 		return false, true
 	}
 	return false, false

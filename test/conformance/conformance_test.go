@@ -122,6 +122,7 @@ func TestConformance(t *testing.T) {
 		t.Run(versionName(t, bin), func(t *testing.T) {
 			if i > 0 {
 				clearGatewayStatus(ctx, t, gc)
+				waitNamespacesGone(ctx, t, cfg) // namespaces_test.go
 			}
 			serve(ctx, t, tier, bin)
 			// The suite infers the supported features from the

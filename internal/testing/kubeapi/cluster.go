@@ -16,13 +16,17 @@ import (
 
 // Controllers are the kube-controller-manager controllers Options.Controllers
 // runs: enough for Deployments to make Pods and for the endpoint-slice
-// controller to write their EndpointSlices.
+// controller to write their EndpointSlices; and the namespace controller,
+// so that a Namespace deleted (the conformance suite's ListenerSet tests
+// delete those their manifests create) is emptied and goes, as on a
+// cluster, rather than staying Terminating for good.
 var Controllers = []string{
 	"endpointslice-controller",
 	"serviceaccount-controller",
 	"deployment-controller",
 	"replicaset-controller",
 	"garbage-collector-controller",
+	"namespace-controller",
 }
 
 // KwokStages is the stage configuration kwok runs with (kwok-stages.yaml):
