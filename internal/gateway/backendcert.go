@@ -99,15 +99,15 @@ func (w *world) backendCertStatus(x *gw, st *gwv1.GatewayStatus) {
 }
 
 // withClientCert is t with the client certificate of the Gateway being
-// served (w.serving), if it has one.
-// Without one, its CA file is named by its digest (cafile.go).
+// served (w.serving), if it has one. Its CA file keeps its name either
+// way (cafile.go).
 func (w *world) withClientCert(t *model.BackendTLS) *model.BackendTLS {
 	if t == nil || w.servingGW == nil {
-		return caByDigest(t)
+		return t
 	}
 	c := w.clientCertOf(w.servingGW)
 	if c.name == "" {
-		return caByDigest(t)
+		return t
 	}
 	u := *t
 	u.Cert, u.CertPEM = c.name, c.pem

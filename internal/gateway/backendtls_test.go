@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -68,9 +66,8 @@ func TestBackendTLSPolicy(t *testing.T) {
 	// again without it (a Runtime API payload ends at a blank line).
 	other := testcert.CA(t, "other CA")
 	good := string(ca.PEM()) + "\n" + string(other.PEM())
-	// The bundle's name carries its digest: the PEM without the blank line.
-	sum := sha256.Sum256(append(ca.PEM(), other.PEM()...))
-	caName, oldName := model.Name("ca", "apps", "p", hex.EncodeToString(sum[:6])), model.Name("ca", "apps", "old", hex.EncodeToString(sum[:6]))
+	// The bundle is named for its policy (cafile.go), whatever it holds.
+	caName, oldName := model.Name("ca", "apps", "p"), model.Name("ca", "apps", "old")
 	for _, tc := range []struct {
 		name     string
 		policies []*gwv1.BackendTLSPolicy
@@ -134,8 +131,7 @@ func TestBackendTLSPolicyKeepsLastGood(t *testing.T) {
 	in.BackendTLSPolicies = []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")}
 	pemCA := testcert.CA(t, "backend CA").PEM()
 	in.ConfigMaps = []*corev1.ConfigMap{caMap("ca", string(pemCA))}
-	sum := sha256.Sum256(pemCA)
-	caName := model.Name("ca", "apps", "p", hex.EncodeToString(sum[:6]))
+	caName := model.Name("ca", "apps", "p")
 	memo := &CAMemo{}
 	res := Compute(in, Options{UDP: true, CAs: memo})
 	want(t, backendTLSOf(res, "a"), "a.example.com "+caName)

@@ -169,8 +169,9 @@ func (b *backendTLSAnnotations) resolve(ns string, in Input, event func(reason, 
 			}
 			event("InvalidBackendTLS", "Secret "+k.String()+": "+p+"; the backend's requests are answered 503 until it holds a CA bundle")
 		} else {
-			sum := sha256.Sum256(ca)
-			t.CA, t.CAPEM = model.Name("ca", k.Namespace, k.Name, hex.EncodeToString(sum[:6])), ca
+			// Named for its Secret: another bundle is committed and the
+			// servers created again, no reload (runtimeapi/renew.go).
+			t.CA, t.CAPEM = model.Name("ca", k.Namespace, k.Name), ca
 		}
 	}
 	if crtSecret != "" {
@@ -200,9 +201,9 @@ func (b *backendTLSAnnotations) resolve(ns string, in Input, event func(reason, 
 
 // tlsTag is the part of the name of a backend speaking TLS that says its
 // settings: other settings (names sent and checked, verification, the
-// Secrets named) are another backend; another CA or certificate in the
-// same Secret is the same backend with another file (a reload, as for a
-// BackendTLSPolicy), and a backend never changes between clear and TLS
+// Secrets named) are another backend; another CA in the same Secret is
+// the same backend and file with another bundle (no reload, as for a
+// BackendTLSPolicy), another certificate another file (a reload), and a backend never changes between clear and TLS
 // under one name (gateway.tlsSuffix says why).
 func tlsTag(t *model.BackendTLS, ca, crt string) string {
 	verify := "v"

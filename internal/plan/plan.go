@@ -21,10 +21,17 @@ const (
 	// Down forces a checked slot's health down: it serves again once its
 	// health check passes (UntilChecked). Its admin state is unchanged.
 	Down
+	// Create adds a server named Slot at Server to Backend at runtime,
+	// in maintenance, with the backend's server settings (the driver
+	// writes them): a renewal (renew.go).
+	Create
+	// Delete removes server Slot of Backend; it must be in maintenance
+	// with its connections gone (renew.go).
+	Delete
 )
 
 func (k OpKind) String() string {
-	return [...]string{"addr", "ready", "drain", "maint", "down"}[k]
+	return [...]string{"addr", "ready", "drain", "maint", "down", "create", "delete"}[k]
 }
 
 // Op is one Runtime API operation on one slot.
@@ -121,8 +128,11 @@ func (rt Runtime) Apply(ops []Op) {
 			a.Maint, a.Server.Drain = false, true
 		case Maint:
 			a.Maint, a.Server.Drain = true, false
+		case Create:
+			*a = Actual{Server: model.Server{Addr: o.Server.Addr, Port: o.Server.Port}, Maint: true}
 		}
-		// Down changes health, which Actual does not hold.
+		// Down changes health, which Actual does not hold; a Delete is
+		// followed by the slot's Create (renew.go).
 	}
 }
 

@@ -2,6 +2,7 @@ package render
 
 import (
 	"cmp"
+	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -33,25 +34,39 @@ func writeBackendTLS(w func(...string), be *model.Backend, opts Options) {
 		w("\thttp-request deny deny_status 503")
 		return
 	}
+	w("\tdefault-server " + strings.Join(tlsServerOptions(be, opts), " "))
+}
+
+// tlsServerOptions are the server keywords of be's TLS settings, valid.
+func tlsServerOptions(be *model.Backend, opts Options) []string {
 	t := be.TLS
-	line := "\tdefault-server ssl verify required ca-file " + CAFile(opts.CertDir, t.CA)
+	out := []string{"ssl", "verify", "required", "ca-file", CAFile(opts.CertDir, t.CA)}
 	if t.NoVerify {
-		line = "\tdefault-server ssl verify none" // an Ingress's proxy-ssl-verify off
+		out = []string{"ssl", "verify", "none"} // an Ingress's proxy-ssl-verify off
 	}
 	if t.SNI != "" {
-		line += " sni str(" + t.SNI + ")"
+		out = append(out, "sni", "str("+t.SNI+")")
 	}
 	if host := cmp.Or(t.VerifyHost, t.SNI); host != "" && !t.NoVerify {
-		line += " verifyhost " + host
+		out = append(out, "verifyhost", host)
 	}
 	if be.H2C {
 		// HTTP/2 over TLS (an Ingress's GRPCS): servers such as gRPC's
 		// want it negotiated.
-		line += " alpn h2"
+		out = append(out, "alpn", "h2")
 	}
-	if be.TLS.Cert != "" {
+	if t.Cert != "" {
 		// The client certificate presented (a Gateway's backend one).
-		line += " crt " + CertFile(opts.CertDir, be.TLS.Cert)
+		out = append(out, "crt", CertFile(opts.CertDir, t.Cert))
 	}
-	w(line)
+	return out
+}
+
+// RenewOptions are the keywords `add server` takes for a server of be, a
+// backend speaking TLS with valid settings, created again at runtime
+// (runtimeapi/renew.go): a server added at runtime inherits no
+// default-server line, so it names the backend's TLS and check settings
+// itself.
+func RenewOptions(be *model.Backend, opts Options) []string {
+	return append(ServerOptions(be), tlsServerOptions(be, opts)...)
 }

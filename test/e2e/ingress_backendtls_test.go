@@ -50,8 +50,9 @@ func tlsPod(t *testing.T, name, ip string, port int, cert testcert.Cert) {
 // verified against secure-verify-ca-secret with secure-verify-hostname
 // (no SNI), h1-ssl with secure-sni, GRPCS (HTTP/2 over TLS); verification against another CA or
 // another name answers 503, the Pod in clear without an annotation does
-// not answer 200. The CA Secret deleted: an InvalidBackendTLS Event and
-// 503, never unverified.
+// not answer 200. The other CA's Secret given the Pod's CA: served, with
+// no reload. The CA Secret deleted: an InvalidBackendTLS Event and 503,
+// never unverified.
 func TestIngressBackendTLS(t *testing.T) {
 	g, ok := newIngressEnv(t)
 	if !ok {
@@ -113,6 +114,22 @@ func TestIngressBackendTLS(t *testing.T) {
 		if err := answers(g.httpPort, false, "wrong-ca.example.com", "/", 503, "")(); err != nil {
 			t.Error(err)
 		}
+	}
+	// The Pod's CA put into other-ca: the bundle is committed and the
+	// backend's servers created again at runtime (runtimeapi/renew.go),
+	// no reload.
+	reloads := g.reloads()
+	otherCA, err := secrets.Get(bg, "other-ca", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA.Data[ingress.CAKey] = ca.PEM()
+	if _, err := secrets.Update(bg, otherCA, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g.eventually("other-ca holds the Pod's CA: served", answers(g.httpPort, false, "wrong-ca.example.com", "/", 200, "secure sni= client="))
+	if n := g.reloads() - reloads; n != 0 {
+		t.Errorf("%d reloads for a CA rotated in a Secret, want 0", n)
 	}
 	if err := secrets.Delete(bg, "ca-and-client", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,8 @@ func casOf(dir string, cfg model.Config) map[string][]byte {
 }
 
 // staleServerCAs is why cfg needs a reload for its CA files: a file
-// that a backend presenting no client certificate names, which the
+// that a backend presenting no client certificate names, whose servers
+// cannot be created again at runtime (renewable, renew.go), which the
 // worker holds with another bundle (known: not after a restart of the
 // controller, when the worker's bundles are unknown).
 func (d *HAProxy) staleServerCAs(cfg model.Config) []string {
@@ -68,8 +69,8 @@ func (d *HAProxy) staleServerCAs(cfg model.Config) []string {
 	var why []string
 	seen := map[string]bool{}
 	for _, b := range cfg.Backends {
-		if !model.ValidBackendTLS(b.TLS) || b.TLS.Cert != "" {
-			continue
+		if !model.ValidBackendTLS(b.TLS) || b.TLS.Cert != "" || renewable(b) {
+			continue // renewable: its servers are created again (renew.go)
 		}
 		p := render.CAFile(dir, b.TLS.CA)
 		old, held := d.certs.cas[p]
@@ -112,6 +113,7 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 	for _, p := range touched {
 		s.cas[p] = sha256.Sum256(w.cas[p])
 	}
+	s.renew = append(s.renew, touched...)
 	d.log.Info("CA files changed without reload", "files", len(touched))
 	return len(cmds), nil
 }

@@ -51,9 +51,9 @@ func serveTLSConfig(t *testing.T, ca testcert.Cert, cfg *tls.Config, names ...st
 // TestBackendTLSCA: a backend speaking TLS verifies its server against
 // the CA file and the hostname: a CA that did not sign the server's
 // certificate, or a hostname the certificate does not carry, refuses the
-// request (503); another CA is another file (its name carries its
-// digest) loaded by a reload, and so is another bundle under the same
-// name; the server sees the hostname as SNI.
+// request (503); another CA is another file loaded by a reload, another
+// bundle under the same name is committed and the servers created again
+// (renew.go); the server sees the hostname as SNI.
 func TestBackendTLSCA(t *testing.T) {
 	l := startMapLab(t)
 	ctx := context.Background()
@@ -110,13 +110,13 @@ func TestBackendTLSCA(t *testing.T) {
 	}
 	eventually(http.StatusServiceUnavailable, "")
 	// The same CA file name with another bundle, on servers presenting
-	// no client certificate: a reload, since HAProxy would not apply a
-	// committed bundle to them (cafiles.go: staleServerCAs).
+	// no client certificate: no reload, the servers are created again
+	// naming the committed bundle (renew.go), which refuses the server.
 	if _, err := l.d.Apply(ctx, cfgOf("a.example.com", "ca_apps_p_2", right)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(http.StatusOK, "sni=a.example.com")
-	if res, err := l.d.Apply(ctx, cfgOf("a.example.com", "ca_apps_p_2", wrong)); err != nil || !res.Reloaded {
+	if res, err := l.d.Apply(ctx, cfgOf("a.example.com", "ca_apps_p_2", wrong)); err != nil || res.Reloaded {
 		t.Fatalf("another bundle under the same name: reloaded %v, %v", res.Reloaded, err)
 	}
 	eventually(http.StatusServiceUnavailable, "")

@@ -47,6 +47,9 @@ type certStore struct {
 	// disk: the digest of what the driver last wrote to each file, so
 	// that a pass reads no file to find the few that changed.
 	disk map[string][sha256.Size]byte
+	// renew: the CA files committed since the servers naming them were
+	// last renewed (renew.go), their bundles another or unknown.
+	renew []string
 }
 
 // certWant is what a model wants on disk and in the worker.
@@ -161,6 +164,7 @@ func (s *certStore) onDisk() map[string][sha256.Size]byte {
 func (s *certStore) loaded(w certWant, pid string) {
 	s.known, s.pid = true, pid
 	s.files, s.cas = digests(w.files), digests(w.cas) // cafiles.go
+	s.renew = nil                                     // the servers read the files (renew.go)
 	s.lists = make(map[string][]string, len(w.lists))
 	for p, es := range w.lists {
 		for _, e := range es {

@@ -296,6 +296,9 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.execOps(ctx, down, &res); err != nil {
 		return res, err
 	}
+	if err := d.renewServers(ctx, cfg, d.certs.takeRenew(), &res); err != nil { // renew.go
+		return res, err
+	}
 	if err := d.dropBackends(ctx, layout, &res); err != nil {
 		return res, err
 	}
