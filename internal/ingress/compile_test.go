@@ -86,6 +86,7 @@ func TestCompile(t *testing.T) {
 		{name: "auth", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "backendtls", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "cookie", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "retry", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +122,9 @@ func dump(r Result) []byte {
 		}
 		if c := be.Cookie; c != nil {
 			fmt.Fprintf(&b, " (cookie %+v)", *c)
+		}
+		if be.RetryOn != "" {
+			fmt.Fprintf(&b, " (retry-on %q retries %d idempotent %v)", be.RetryOn, be.Retries, be.RetryIdempotent)
 		}
 		if t := be.TLS; t != nil {
 			// Names and switches, never PEM.
