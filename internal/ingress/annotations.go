@@ -87,6 +87,7 @@ var (
 		NginxPrefix + "ssl-redirect",
 		NginxPrefix + "temporal-redirect",
 		NginxPrefix + "temporal-redirect-code",
+		NginxPrefix + "upstream-hash-by", // hashby.go
 		NginxPrefix + "upstream-vhost",
 		NginxPrefix + "use-regex",
 		NginxPrefix + "whitelist-source-range",
@@ -156,6 +157,7 @@ type parsed struct {
 	set          []model.HeaderValue   // request headers replaced
 	canary       canaryAnnotations     // canary.go
 	retry        retryAnnotations      // retry.go
+	balance      string                // upstream-hash-by (hashby.go); "": roundrobin
 	aliases      []string              // more host names served like the Ingress's hosts
 	redirectFrom []string              // host names redirected to the Ingress's first host
 	routing                            // rewrites, redirects, timeouts, protocol (routing.go)
@@ -268,6 +270,13 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			default:
 				s.wwwRedirect = b
 			}
+		case "upstream-hash-by":
+			b, why := parseHashBy(val) // hashby.go
+			if why != "" {
+				bad(k, why)
+				continue
+			}
+			s.balance = b
 		case "upstream-vhost":
 			h := strings.ToLower(val)
 			if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {

@@ -123,6 +123,9 @@ func dump(r Result) []byte {
 		if c := be.Cookie; c != nil {
 			fmt.Fprintf(&b, " (cookie %+v)", *c)
 		}
+		if be.Balance != "roundrobin" {
+			fmt.Fprintf(&b, " (balance %q)", be.Balance)
+		}
 		if be.RetryOn != "" {
 			fmt.Fprintf(&b, " (retry-on %q retries %d idempotent %v)", be.RetryOn, be.Retries, be.RetryIdempotent)
 		}

@@ -251,6 +251,7 @@ type variant struct {
 	retries   int
 	retryIdem bool
 	retryTag  string
+	balance   string // hashby.go; "": roundrobin
 }
 
 // backend is the model backend of an Ingress backend (a Service port),
@@ -293,9 +294,14 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, 
 	if v.retryOn != "" {
 		parts = append(parts, v.retryTag)
 	}
+	balance := "roundrobin"
+	if v.balance != "" {
+		balance = v.balance
+		parts = append(parts, "h", v.balance) // model.Name keeps only its characters
+	}
 	n := model.Name("ing", parts...)
 	if _, ok := w.backends[n]; !ok {
-		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true, H2C: v.h2c, TLS: v.tls,
+		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: balance, HTTP: true, H2C: v.h2c, TLS: v.tls,
 			Cookie: v.cookie, RetryOn: v.retryOn, Retries: v.retries, RetryIdempotent: v.retryIdem, Servers: desired.PodServers(w.slices[k], *port)}
 	}
 	return n, ""

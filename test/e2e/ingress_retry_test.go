@@ -68,7 +68,9 @@ func statuses(port int, method, host string, n int) (map[int]int, error) {
 //     no cookie the main Service;
 //   - a canary by header pattern ^(eu-west|eu-central)$: both values reach
 //     the canary, another value (or one the pattern would match only
-//     unanchored) the main Service.
+//     unanchored) the main Service;
+//   - upstream-hash-by $request_uri on a Service of two Pods: a URI always
+//     reaches the same Pod, and different URIs both Pods.
 func TestIngressRetryAndCanary(t *testing.T) {
 	g, ok := newPlainIngressEnv(t)
 	if !ok {
@@ -80,6 +82,13 @@ func TestIngressRetryAndCanary(t *testing.T) {
 	httpPod(t, "good", podAddrs[0], 8081)
 	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "flaky"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pair"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.ApplySlice(bg, g.client, lab.SliceFor(ns, "pair", 8080, []lab.Endpoint{{IP: podAddrs[0], Node: "n1", Ready: true}, {IP: podAddrs[1], Node: "n1", Ready: true}})); err != nil {
 		t.Fatal(err)
 	}
 	sl := lab.SliceFor(ns, "flaky", 8081, []lab.Endpoint{{IP: podAddrs[2], Node: "n1", Ready: true}, {IP: podAddrs[0], Node: "n1", Ready: true}})
@@ -96,6 +105,7 @@ func TestIngressRetryAndCanary(t *testing.T) {
 		ingressOf("region", "region.example.com", nil, prefix("/", "web")),
 		ingressOf("region-canary", "region.example.com", map[string]string{n + "canary": "true", n + "canary-by-header": "X-Region",
 			n + "canary-by-header-pattern": "^(eu-west|eu-central)$"}, prefix("/", "canary")),
+		ingressOf("hash", "hash.example.com", map[string]string{n + "upstream-hash-by": "$request_uri"}, prefix("/", "pair")),
 	)
 	g.start()
 
@@ -152,6 +162,39 @@ func TestIngressRetryAndCanary(t *testing.T) {
 			if err := answers(g.httpPort, false, "region.example.com", "/", 200, c.want, hs...)(); err != nil {
 				t.Errorf("X-Region %q: %v", c.region, err)
 			}
+		}
+	})
+
+	t.Run("upstream-hash-by", func(t *testing.T) {
+		pods := func(path string, n int) (map[string]int, error) {
+			seen := map[string]int{}
+			for range n {
+				code, body, err := get(g.httpPort, false, "hash.example.com", path)
+				if err != nil || code != http.StatusOK {
+					return seen, fmt.Errorf("GET hash.example.com%s: %d %q %v", path, code, body, err)
+				}
+				pod, _, _ := strings.Cut(body, " ")
+				seen[pod]++
+			}
+			return seen, nil
+		}
+		g.eventually("the hashing Ingress serves", answers(g.httpPort, false, "hash.example.com", "/", 200, ""))
+		all := map[string]bool{}
+		for i := range 12 {
+			path := fmt.Sprintf("/item/%d?page=%d", i, i)
+			seen, err := pods(path, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != 1 {
+				t.Errorf("GET %s x4 reached %v, want one Pod", path, seen)
+			}
+			for p := range seen {
+				all[p] = true
+			}
+		}
+		if !all["web"] || !all["canary"] {
+			t.Errorf("12 URIs reached %v, want both Pods", all)
 		}
 	})
 }
