@@ -64,6 +64,7 @@ var (
 		NginxPrefix + "from-to-www-redirect",
 		NginxPrefix + "limit-connections",
 		NginxPrefix + "limit-rps",
+		NginxPrefix + "limit-whitelist", // access.go
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
 		NginxPrefix + "proxy-body-size",     // access.go
@@ -109,6 +110,7 @@ var (
 		HAProxyPrefix + "headers",
 		HAProxyPrefix + "limit-connections",
 		HAProxyPrefix + "limit-rps",
+		HAProxyPrefix + "limit-whitelist",
 		HAProxyPrefix + "proxy-body-size",
 		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "redirect-to",

@@ -182,6 +182,9 @@ func action(a model.HTTPAction) string {
 	}
 	if ac := a.Access; !ac.Empty() {
 		ext += fmt.Sprintf(" allow=%v deny=%v maxbody=%d rps=%d conns=%d", ac.Allow, ac.Deny, ac.MaxBody, ac.RPS, ac.Conns)
+		if len(ac.Exempt) > 0 {
+			ext += fmt.Sprintf(" exempt=%v", ac.Exempt)
+		}
 		if au := ac.Auth; au != nil {
 			ext += fmt.Sprintf(" realm=%q users=%v", au.Realm, au.Users)
 		}

@@ -111,7 +111,7 @@ func TestIngressRetryAndCanary(t *testing.T) {
 
 	t.Run("proxy-next-upstream", func(t *testing.T) {
 		// Both Pods serve once the plain Ingress answers 502 and 200.
-		g.eventually("the plain Ingress reaches both Pods", func() error {
+		eventuallyIn(t, "the plain Ingress reaches both Pods", func() error {
 			seen, err := statuses(g.httpPort, http.MethodGet, "plain.example.com", 8)
 			if err != nil {
 				return err
@@ -121,7 +121,7 @@ func TestIngressRetryAndCanary(t *testing.T) {
 			}
 			return nil
 		})
-		g.eventually("the retrying Ingress serves", answers(g.httpPort, false, "retry.example.com", "/", 200, "good "))
+		eventuallyIn(t, "the retrying Ingress serves", answers(g.httpPort, false, "retry.example.com", "/", 200, "good "))
 		seen, err := statuses(g.httpPort, http.MethodGet, "retry.example.com", 20)
 		if err != nil || seen[http.StatusOK] != 20 {
 			t.Errorf("GET retry.example.com x20: %v (%v), want 20 answers 200: a 502 is passed on to the other Pod", seen, err)
@@ -133,7 +133,7 @@ func TestIngressRetryAndCanary(t *testing.T) {
 	})
 
 	t.Run("canary-by-cookie", func(t *testing.T) {
-		g.eventually("beta_user=always reaches the canary", answers(g.httpPort, false, "beta.example.com", "/", 200, "canary ", "Cookie: a=1; beta_user=always"))
+		eventuallyIn(t, "beta_user=always reaches the canary", answers(g.httpPort, false, "beta.example.com", "/", 200, "canary ", "Cookie: a=1; beta_user=always"))
 		for _, c := range []struct{ cookie, want string }{
 			{"beta_user=always", "canary "}, {"beta_user=never", "web "}, {"beta_user=maybe", "web "}, {"other=always", "web "}, {"", "web "},
 		} {
@@ -151,7 +151,7 @@ func TestIngressRetryAndCanary(t *testing.T) {
 	})
 
 	t.Run("canary-by-header-pattern", func(t *testing.T) {
-		g.eventually("X-Region: eu-west reaches the canary", answers(g.httpPort, false, "region.example.com", "/", 200, "canary ", "X-Region: eu-west"))
+		eventuallyIn(t, "X-Region: eu-west reaches the canary", answers(g.httpPort, false, "region.example.com", "/", 200, "canary ", "X-Region: eu-west"))
 		for _, c := range []struct{ region, want string }{
 			{"eu-west", "canary "}, {"eu-central", "canary "}, {"us-east", "web "}, {"eu-west-1", "web "}, {"", "web "},
 		} {
@@ -178,7 +178,7 @@ func TestIngressRetryAndCanary(t *testing.T) {
 			}
 			return seen, nil
 		}
-		g.eventually("the hashing Ingress serves", answers(g.httpPort, false, "hash.example.com", "/", 200, ""))
+		eventuallyIn(t, "the hashing Ingress serves", answers(g.httpPort, false, "hash.example.com", "/", 200, ""))
 		all := map[string]bool{}
 		for i := range 12 {
 			path := fmt.Sprintf("/item/%d?page=%d", i, i)
