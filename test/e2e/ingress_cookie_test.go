@@ -8,11 +8,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
 // getCookie sends GET / with Host host to serviceIP():port with cookie
@@ -55,14 +51,7 @@ func TestIngressCookieAffinity(t *testing.T) {
 	}
 	httpPod(t, "a", podAddrs[0], 8080)
 	httpPod(t, "b", podAddrs[1], 8080)
-	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sl := lab.SliceFor(ns, "web", 8080, []lab.Endpoint{{IP: podAddrs[0], Node: "n1", Ready: true}, {IP: podAddrs[1], Node: "n1", Ready: true}})
-	if err := lab.ApplySlice(bg, g.client, sl); err != nil {
-		t.Fatal(err)
-	}
+	g.podsService("web", 8080, podAddrs[0], podAddrs[1]) // ingress_retry_test.go
 	n := ingress.NginxPrefix
 	g.create(
 		ingressOf("sticky", "sticky.example.com", map[string]string{n + "affinity": "cookie", n + "session-cookie-name": "SRV",

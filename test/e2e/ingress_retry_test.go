@@ -20,16 +20,39 @@ import (
 // with the body "NAME".
 func failingPod(t *testing.T, name, ip string, port int) {
 	t.Helper()
+	servePod(t, ip, port, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		fmt.Fprint(w, name)
+	}))
+}
+
+// servePod serves h at ip:port (an address of the test's own network
+// namespace) until the test ends.
+func servePod(t *testing.T, ip string, port int, h http.Handler) {
+	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusBadGateway)
-		fmt.Fprint(w, name)
-	})}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: h}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
+}
+
+// podsService is Service name (port 80) whose endpoints are ips at port.
+func (g *ingressEnv) podsService(name string, port int32, ips ...string) {
+	g.t.Helper()
+	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
+		g.t.Fatal(err)
+	}
+	var eps []lab.Endpoint
+	for _, ip := range ips {
+		eps = append(eps, lab.Endpoint{IP: ip, Node: "n1", Ready: true})
+	}
+	if err := lab.ApplySlice(bg, g.client, lab.SliceFor(ns, name, port, eps)); err != nil {
+		g.t.Fatal(err)
+	}
 }
 
 // statuses sends n requests of method to host on serviceIP():port and
@@ -80,21 +103,8 @@ func TestIngressRetryAndCanary(t *testing.T) {
 	g.web("canary", 1)
 	failingPod(t, "bad", podAddrs[2], 8081)
 	httpPod(t, "good", podAddrs[0], 8081)
-	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "flaky"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "pair"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.ApplySlice(bg, g.client, lab.SliceFor(ns, "pair", 8080, []lab.Endpoint{{IP: podAddrs[0], Node: "n1", Ready: true}, {IP: podAddrs[1], Node: "n1", Ready: true}})); err != nil {
-		t.Fatal(err)
-	}
-	sl := lab.SliceFor(ns, "flaky", 8081, []lab.Endpoint{{IP: podAddrs[2], Node: "n1", Ready: true}, {IP: podAddrs[0], Node: "n1", Ready: true}})
-	if err := lab.ApplySlice(bg, g.client, sl); err != nil {
-		t.Fatal(err)
-	}
+	g.podsService("flaky", 8081, podAddrs[2], podAddrs[0])
+	g.podsService("pair", 8080, podAddrs[0], podAddrs[1])
 	n := ingress.NginxPrefix
 	g.create(
 		ingressOf("retry", "retry.example.com", map[string]string{n + "proxy-next-upstream": "error timeout http_502", n + "proxy-next-upstream-tries": "3"},
