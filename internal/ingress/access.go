@@ -17,7 +17,8 @@ import (
 // keys of the same names), compiled into the route model's
 // model.HTTPAccess of every action of the Ingress's paths: map data, no
 // reload; proxy-body-size, the largest request body (413 above it); and
-// limit-rps and limit-connections, per client (503 beyond them).
+// limit-rps and limit-connections, per client (503 beyond them), but for
+// the sources of limit-whitelist.
 // A value that does not parse refuses the Ingress (its last good
 // version keeps serving): an access list is never served open.
 
@@ -30,6 +31,7 @@ type access struct {
 	allowKey    string           // the key allow was read from
 	maxBody     int64            // proxy-body-size in bytes; 0: none
 	rps, conns  int32            // limit-rps, limit-connections; 0: none
+	exempt      []netip.Prefix   // limit-whitelist: sources the limits skip
 	auth        *model.BasicAuth // auth.go, resolved by compileOne
 }
 
@@ -42,6 +44,12 @@ const maxLimit = 1_000_000
 func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 	switch name {
 	case "allowlist-source-range", "whitelist-source-range", "denylist-source-range":
+	case "limit-whitelist":
+		ranges, why := parseRanges(val)
+		if why == "" {
+			s.access.exempt = ranges
+		}
+		return why, true
 	case "proxy-body-size":
 		return s.parseBodySize(val), true
 	case "limit-rps", "limit-connections":
@@ -120,9 +128,13 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // none.
 func (a access) model() *model.HTTPAccess {
 	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil {
-		return nil
+		return nil // limit-whitelist alone exempts from no limit
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Auth: a.auth}
+	var exempt []netip.Prefix
+	if a.rps > 0 || a.conns > 0 {
+		exempt = slices.Clone(a.exempt)
+	}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Exempt: exempt, Auth: a.auth}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

@@ -46,7 +46,9 @@ var (
 		NginxPrefix + "auth-type",
 		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress
 		NginxPrefix + "canary",
+		NginxPrefix + "canary-by-cookie", // canary.go
 		NginxPrefix + "canary-by-header",
+		NginxPrefix + "canary-by-header-pattern",
 		NginxPrefix + "canary-by-header-value",
 		NginxPrefix + "canary-weight",
 		NginxPrefix + "canary-weight-total",
@@ -62,9 +64,12 @@ var (
 		NginxPrefix + "from-to-www-redirect",
 		NginxPrefix + "limit-connections",
 		NginxPrefix + "limit-rps",
+		NginxPrefix + "limit-whitelist", // access.go
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
-		NginxPrefix + "proxy-body-size", // access.go
+		NginxPrefix + "proxy-body-size",     // access.go
+		NginxPrefix + "proxy-next-upstream", // retry.go
+		NginxPrefix + "proxy-next-upstream-tries",
 		NginxPrefix + "proxy-read-timeout",
 		NginxPrefix + "proxy-ssl-name", // backendtls.go
 		NginxPrefix + "proxy-ssl-secret",
@@ -73,14 +78,17 @@ var (
 		NginxPrefix + "proxy-send-timeout",
 		NginxPrefix + "rewrite-target",
 		NginxPrefix + "server-alias",
+		NginxPrefix + "session-cookie-domain",
 		NginxPrefix + "session-cookie-expires", // cookie.go
 		NginxPrefix + "session-cookie-max-age",
 		NginxPrefix + "session-cookie-name",
+		NginxPrefix + "session-cookie-path",
 		NginxPrefix + "session-cookie-samesite",
 		NginxPrefix + "session-cookie-secure",
 		NginxPrefix + "ssl-redirect",
 		NginxPrefix + "temporal-redirect",
 		NginxPrefix + "temporal-redirect-code",
+		NginxPrefix + "upstream-hash-by", // hashby.go
 		NginxPrefix + "upstream-vhost",
 		NginxPrefix + "use-regex",
 		NginxPrefix + "whitelist-source-range",
@@ -102,6 +110,7 @@ var (
 		HAProxyPrefix + "headers",
 		HAProxyPrefix + "limit-connections",
 		HAProxyPrefix + "limit-rps",
+		HAProxyPrefix + "limit-whitelist",
 		HAProxyPrefix + "proxy-body-size",
 		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "redirect-to",
@@ -144,23 +153,21 @@ func VerdictOf(key string) (Verdict, bool) {
 
 // parsed are an Ingress's honoured annotations, checked.
 type parsed struct {
-	sslRedirect   *bool // nil: the default (true for a host with TLS)
-	forceSSL      bool
-	wwwRedirect   bool
-	set           []model.HeaderValue // request headers replaced
-	canary        bool
-	canaryWeight  int // -1: none
-	canaryTotal   int
-	canaryHeader  string                // lower case
-	canaryHdrWant string                // "": "always"/"never" semantics
-	aliases       []string              // more host names served like the Ingress's hosts
-	redirectFrom  []string              // host names redirected to the Ingress's first host
-	routing                             // rewrites, redirects, timeouts, protocol (routing.go)
-	access        access                // source ranges (access.go)
-	cors          corsAnnotations       // cors.go
-	auth          authAnnotations       // auth.go
-	btls          backendTLSAnnotations // backendtls.go
-	cookie        cookieAnnotations     // cookie.go
+	sslRedirect  *bool // nil: the default (true for a host with TLS)
+	forceSSL     bool
+	wwwRedirect  bool
+	set          []model.HeaderValue   // request headers replaced
+	canary       canaryAnnotations     // canary.go
+	retry        retryAnnotations      // retry.go
+	balance      string                // upstream-hash-by (hashby.go); "": roundrobin
+	aliases      []string              // more host names served like the Ingress's hosts
+	redirectFrom []string              // host names redirected to the Ingress's first host
+	routing                            // rewrites, redirects, timeouts, protocol (routing.go)
+	access       access                // source ranges (access.go)
+	cors         corsAnnotations       // cors.go
+	auth         authAnnotations       // auth.go
+	btls         backendTLSAnnotations // backendtls.go
+	cookie       cookieAnnotations     // cookie.go
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -173,7 +180,7 @@ type notHonoured struct {
 // checked into parsed, the others listed; refused is why the Ingress
 // is refused ("" when it is not): a refused key, or a malformed value.
 func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refused string) {
-	s.canaryWeight, s.canaryTotal = -1, 100
+	s.canary.weight, s.canary.total = -1, 100
 	keys := make([]string, 0, len(a))
 	for k := range a {
 		keys = append(keys, k)
@@ -232,6 +239,18 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			}
 			continue
 		}
+		if why, done := s.retry.parseRetry(name, val); done { // retry.go
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.canary.parseCanary(name, val); done { // canary.go
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
 		if why, done := s.parseRouting(ck, name, val); done {
 			if why != "" {
 				bad(k, why)
@@ -239,7 +258,7 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			continue
 		}
 		switch name {
-		case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect", "canary":
+		case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect":
 			b, err := strconv.ParseBool(val)
 			if err != nil {
 				bad(k, settings.ShowValue(val)+" is not true or false")
@@ -250,11 +269,16 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 				s.sslRedirect = &b
 			case "force-ssl-redirect":
 				s.forceSSL = b
-			case "from-to-www-redirect":
-				s.wwwRedirect = b
 			default:
-				s.canary = b
+				s.wwwRedirect = b
 			}
+		case "upstream-hash-by":
+			b, why := parseHashBy(val) // hashby.go
+			if why != "" {
+				bad(k, why)
+				continue
+			}
+			s.balance = b
 		case "upstream-vhost":
 			h := strings.ToLower(val)
 			if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {
@@ -300,34 +324,10 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 					*list = append(*list, h)
 				}
 			}
-		case "canary-weight", "canary-weight-total":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 || n > 1_000_000 {
-				bad(k, settings.ShowValue(val)+" is not a whole number from 0 to 1000000")
-				continue
-			}
-			if name == "canary-weight" {
-				s.canaryWeight = n
-			} else {
-				s.canaryTotal = n
-			}
-		case "canary-by-header":
-			h := strings.ToLower(val)
-			if !model.ValidHeaderName(h) {
-				bad(k, settings.ShowValue(val)+" is not a header name")
-				continue
-			}
-			s.canaryHeader = h
-		case "canary-by-header-value":
-			if val == "" || !model.ValidHeaderValue(val) {
-				bad(k, settings.ShowValue(val)+" is empty or has spaces, control characters or one of % # \\ \" ' | ;")
-				continue
-			}
-			s.canaryHdrWant = val
 		}
 	}
-	if s.canaryTotal == 0 || s.canaryWeight > s.canaryTotal {
-		bad(NginxPrefix+"canary-weight", "the weight must be at most canary-weight-total, which must be positive")
+	if why := s.canary.finish(); why != "" {
+		bad(NginxPrefix+"canary-weight", why)
 	}
 	if why := s.finishRouting(); why != "" && refused == "" {
 		refused = why

@@ -72,7 +72,9 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
-	v.cookie, v.cookieTag = s.cookie.affinity() // cookie.go
+	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
+	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go
+	v.balance = s.balance                                            // hashby.go
 	resolve := func(b *netv1.IngressBackend, at string) string {
 		n, why := w.backend(ing.Namespace, b, v)
 		if why != "" {
@@ -145,48 +147,6 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	}
 	u.tls = ing.Spec.TLS
 	return u, ""
-}
-
-// applyCanaries folds each canary Ingress into the main paths it shares
-// a host, a path and a path type with: by header first (a rule of its
-// own ahead of the main one), then by weight. A canary with no main
-// path is served nowhere, as ingress-nginx does.
-func applyCanaries(units []*unit) []*unit {
-	var mains []*unit
-	for _, u := range units {
-		if !u.set.canary {
-			mains = append(mains, u)
-		}
-	}
-	for _, c := range units {
-		if !c.set.canary {
-			continue
-		}
-		for _, cp := range c.paths {
-			for _, m := range mains {
-				for i, mp := range m.paths {
-					if mp.host != cp.host || mp.typ != cp.typ || mp.value != cp.value || len(mp.headers) > 0 {
-						continue
-					}
-					if h := c.set.canaryHeader; h != "" {
-						if want := c.set.canaryHdrWant; want != "" {
-							m.paths = append(m.paths, path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: cp.backend, headers: []model.HeaderMatch{{Name: h, Value: want}}, ext: mp.ext, redirect: mp.redirect})
-						} else {
-							m.paths = append(m.paths,
-								path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: cp.backend, headers: []model.HeaderMatch{{Name: h, Value: "always"}}, ext: mp.ext, redirect: mp.redirect},
-								path{host: mp.host, typ: mp.typ, value: mp.value, idx: mp.idx, backend: mp.backend, headers: []model.HeaderMatch{{Name: h, Value: "never"}}, ext: mp.ext, redirect: mp.redirect})
-						}
-					}
-					if wt := c.set.canaryWeight; wt >= 0 {
-						// Both backends stay in the action at weight 0,
-						// so a weight that comes and goes is map data.
-						m.paths[i].weights = []model.WeightedBackend{{Name: mp.backend, Weight: int32(c.set.canaryTotal - wt)}, {Name: cp.backend, Weight: int32(wt)}}
-					}
-				}
-			}
-		}
-	}
-	return mains
 }
 
 // byPrecedence orders the paths of one host: Exact first, then the

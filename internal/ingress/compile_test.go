@@ -86,6 +86,7 @@ func TestCompile(t *testing.T) {
 		{name: "auth", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "backendtls", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "cookie", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "retry", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,6 +122,12 @@ func dump(r Result) []byte {
 		}
 		if c := be.Cookie; c != nil {
 			fmt.Fprintf(&b, " (cookie %+v)", *c)
+		}
+		if be.Balance != "roundrobin" {
+			fmt.Fprintf(&b, " (balance %q)", be.Balance)
+		}
+		if be.RetryOn != "" {
+			fmt.Fprintf(&b, " (retry-on %q retries %d idempotent %v)", be.RetryOn, be.Retries, be.RetryIdempotent)
 		}
 		if t := be.TLS; t != nil {
 			// Names and switches, never PEM.
@@ -175,6 +182,9 @@ func action(a model.HTTPAction) string {
 	}
 	if ac := a.Access; !ac.Empty() {
 		ext += fmt.Sprintf(" allow=%v deny=%v maxbody=%d rps=%d conns=%d", ac.Allow, ac.Deny, ac.MaxBody, ac.RPS, ac.Conns)
+		if len(ac.Exempt) > 0 {
+			ext += fmt.Sprintf(" exempt=%v", ac.Exempt)
+		}
 		if au := ac.Auth; au != nil {
 			ext += fmt.Sprintf(" realm=%q users=%v", au.Realm, au.Users)
 		}

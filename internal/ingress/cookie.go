@@ -12,7 +12,7 @@ import (
 
 // Cookie affinity: ingress-nginx's affinity: cookie with affinity-mode,
 // session-cookie-name, -max-age (and the older -expires), -secure,
-// -samesite; HAProxy Ingress's affinity: cookie, session-cookie-name and
+// -samesite, -path, -domain; HAProxy Ingress's affinity: cookie, session-cookie-name and
 // session-cookie-strategy: insert. The Ingress's backends carry a
 // model.CookieAffinity (render/cookie.go): a backend of their own, named
 // by the setting, so its first use is one reload (a cookie is
@@ -31,6 +31,8 @@ type cookieAnnotations struct {
 	expires  int // session-cookie-expires
 	secure   bool
 	sameSite string
+	path     string // session-cookie-path
+	domain   string // session-cookie-domain
 }
 
 // parseCookie reads key (canonical; name without its prefix) into s when
@@ -78,6 +80,17 @@ func (s *parsed) parseCookie(key, name, val string) (why string, done bool) {
 			}
 		}
 		return settings.ShowValue(val) + " is not Strict, Lax or None", true
+	case "session-cookie-path":
+		if !model.ValidHTTPPath(val) {
+			return settings.ShowValue(val) + " is not an absolute path of URL characters", true
+		}
+		c.path = val
+	case "session-cookie-domain":
+		d := strings.ToLower(val)
+		if !model.ValidCookieDomain(d) {
+			return settings.ShowValue(val) + " is not a host name (a leading . allowed)", true
+		}
+		c.domain = d
 	case "session-cookie-strategy":
 		if val != "insert" {
 			return settings.ShowValue(val) + " is not served (insert only)", true
@@ -94,13 +107,18 @@ func (c *cookieAnnotations) affinity() (*model.CookieAffinity, string) {
 	if !c.on {
 		return nil, ""
 	}
-	a := &model.CookieAffinity{Name: c.name, MaxAge: c.maxAge, Secure: c.secure, SameSite: c.sameSite}
+	a := &model.CookieAffinity{Name: c.name, MaxAge: c.maxAge, Secure: c.secure, SameSite: c.sameSite, Path: c.path, Domain: c.domain}
 	if a.Name == "" {
 		a.Name = DefaultCookie
 	}
 	if a.MaxAge == 0 {
 		a.MaxAge = c.expires
 	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{a.Name, strconv.Itoa(a.MaxAge), strconv.FormatBool(a.Secure), a.SameSite}, "|")))
+	parts := []string{a.Name, strconv.Itoa(a.MaxAge), strconv.FormatBool(a.Secure), a.SameSite}
+	if a.Path != "" || a.Domain != "" {
+		// Only then: the names of the backends without them stay.
+		parts = append(parts, a.Path, a.Domain)
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "|")))
 	return a, "c" + hex.EncodeToString(sum[:4])
 }

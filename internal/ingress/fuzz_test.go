@@ -56,8 +56,16 @@ func FuzzParseAnnotations(f *testing.F) {
 		if !model.ValidRealm(s.auth.realm) {
 			t.Fatalf("realm %q from %q", s.auth.realm, v)
 		}
-		if (s.canaryHeader != "" && !model.ValidHeaderName(s.canaryHeader)) || (s.canaryHdrWant != "" && !model.ValidHeaderValue(s.canaryHdrWant)) {
-			t.Fatalf("canary header %q=%q from %q", s.canaryHeader, s.canaryHdrWant, v)
+		for _, p := range s.canary.matches("main", "canary") { // canary.go
+			for _, m := range p.headers {
+				n, isCookie := strings.CutPrefix(m.Name, model.CookieMatch)
+				if (isCookie && !model.ValidCookieName(n)) || (!isCookie && !model.ValidHeaderName(n)) || !model.ValidHeaderValue(m.Value) {
+					t.Fatalf("canary match %q=%q from %q", m.Name, m.Value, v)
+				}
+			}
+		}
+		if on, n, _, _ := s.retry.policy(); on != "" && (!model.ValidRetryOn(on) || n < 0 || n > model.MaxRetries) { // retry.go
+			t.Fatalf("retry %q %d from %q", on, n, v)
 		}
 	})
 }

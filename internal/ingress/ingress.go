@@ -247,13 +247,18 @@ type variant struct {
 	tlsTag    string
 	cookie    *model.CookieAffinity // cookie.go
 	cookieTag string
+	retryOn   string // retry.go
+	retries   int
+	retryIdem bool
+	retryTag  string
+	balance   string // hashby.go; "": roundrobin
 }
 
 // backend is the model backend of an Ingress backend (a Service port),
 // added to w.backends (one of its own, suffixed h2c, when the Ingress
 // says the port speaks HTTP/2: backend-protocol; suffixed by its TLS
 // settings when it speaks TLS: backendtls.go, and by its cookie:
-// cookie.go); "" and why when it does not resolve.
+// cookie.go, and by its retry policy: retry.go); "" and why when it does not resolve.
 func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, string) {
 	if b.Service == nil {
 		return "", "backend.resource is not supported (a Service only)"
@@ -286,10 +291,18 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, 
 	if v.cookie != nil {
 		parts = append(parts, v.cookieTag)
 	}
+	if v.retryOn != "" {
+		parts = append(parts, v.retryTag)
+	}
+	balance := "roundrobin"
+	if v.balance != "" {
+		balance = v.balance
+		parts = append(parts, "h", v.balance) // model.Name keeps only its characters
+	}
 	n := model.Name("ing", parts...)
 	if _, ok := w.backends[n]; !ok {
-		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: "roundrobin", HTTP: true, H2C: v.h2c, TLS: v.tls,
-			Cookie: v.cookie, Servers: desired.PodServers(w.slices[k], *port)}
+		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: balance, HTTP: true, H2C: v.h2c, TLS: v.tls,
+			Cookie: v.cookie, RetryOn: v.retryOn, Retries: v.retries, RetryIdempotent: v.retryIdem, Servers: desired.PodServers(w.slices[k], *port)}
 	}
 	return n, ""
 }

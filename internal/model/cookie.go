@@ -1,6 +1,9 @@
 package model
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // CookieAffinity keeps each client on the server it first went to with a
 // cookie HAProxy inserts (an Ingress's affinity: cookie): the backend's
@@ -17,6 +20,10 @@ type CookieAffinity struct {
 	Secure bool
 	// SameSite is "", "Strict", "Lax" or "None".
 	SameSite string
+	// Path and Domain are the cookie's Path and Domain attributes ("":
+	// none): ValidHTTPPath, and a host name (ValidSNI, no wildcard) with
+	// an optional leading '.'.
+	Path, Domain string `json:",omitempty"`
 }
 
 // MaxCookieAge bounds CookieAffinity.MaxAge (ten years).
@@ -40,7 +47,15 @@ func ValidCookieName(n string) bool {
 // ValidCookieAffinity reports whether c may be rendered.
 func ValidCookieAffinity(c *CookieAffinity) bool {
 	return c != nil && ValidCookieName(c.Name) && c.MaxAge >= 0 && c.MaxAge <= MaxCookieAge &&
-		slices.Contains([]string{"", "Strict", "Lax", "None"}, c.SameSite)
+		slices.Contains([]string{"", "Strict", "Lax", "None"}, c.SameSite) &&
+		(c.Path == "" || ValidHTTPPath(c.Path)) && (c.Domain == "" || ValidCookieDomain(c.Domain))
+}
+
+// ValidCookieDomain reports whether d may be a cookie's Domain: a host
+// name (ValidSNI, no wildcard), with an optional leading '.'.
+func ValidCookieDomain(d string) bool {
+	h := strings.TrimPrefix(d, ".")
+	return ValidSNI(h) && !strings.HasPrefix(h, "*")
 }
 
 // Equal compares two settings (nil: none).

@@ -29,6 +29,9 @@ type HTTPAccess struct {
 	// RPS×LimitWindow; Conns to Conns requests at once. Beyond either:
 	// 503. 0: no limit.
 	RPS, Conns int32
+	// Exempt are the sources RPS and Conns do not limit (an Ingress's
+	// limit-whitelist): masked, valid.
+	Exempt []netip.Prefix
 	// Auth, when set, admits only the requests of its users
 	// (basicauth.go): 401 for the others.
 	Auth *BasicAuth
@@ -40,7 +43,7 @@ const LimitWindow = 5
 
 // Empty reports whether a restricts nothing.
 func (a *HTTPAccess) Empty() bool {
-	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && a.Auth == nil)
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && len(a.Exempt) == 0 && a.Auth == nil)
 }
 
 // HasAccess reports whether the table's access rules are written: some
@@ -56,5 +59,5 @@ func accessEqual(a, b *HTTPAccess) bool {
 		return a == b
 	}
 	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
-		a.RPS == b.RPS && a.Conns == b.Conns && basicAuthEqual(a.Auth, b.Auth)
+		a.RPS == b.RPS && a.Conns == b.Conns && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth)
 }

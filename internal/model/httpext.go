@@ -91,6 +91,11 @@ func PrefixSegments(p string) int {
 // (HeaderSets): QueryMatch + NAME.
 const QueryMatch = "?"
 
+// CookieMatch stands for the request's cookie NAME among a rule's match
+// names (HeaderSets): CookieMatch + NAME (ValidCookieName), its first
+// occurrence's value matched exactly (an Ingress's canary-by-cookie).
+const CookieMatch = ":cookie:"
+
 // queryName is a query parameter name that may be written into the
 // configuration (an argument of url_param): letters, digits, '-', '.',
 // '_', '~'.

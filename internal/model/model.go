@@ -182,6 +182,11 @@ type Backend struct {
 	// policy: a backend of its own per policy and Service port.
 	RetryOn string
 	Retries int
+	// RetryIdempotent, with RetryOn: a request of a method that is not
+	// idempotent (POST, PATCH, LOCK: nginx's list) is retried only after
+	// its connection failed, never once it was sent (an Ingress's
+	// proxy-next-upstream without non_idempotent).
+	RetryIdempotent bool `json:",omitempty"`
 	// SourceChecked: a spare of the pool (internal/spares) behind the
 	// fixed listener that carries the source-range rule of the listened
 	// frontends it serves, reading two ACL files of its own (render's
@@ -298,7 +303,7 @@ func (b *Backend) SameStructure(c *Backend) bool {
 	return b == c || b.Name == c.Name && b.Service == c.Service && b.Balance == c.Balance && b.Check == c.Check &&
 		b.SendProxyV2 == c.SendProxyV2 && b.TimeoutConnect == c.TimeoutConnect && b.TimeoutServer == c.TimeoutServer &&
 		b.TrackNodes == c.TrackNodes && b.Affinity == c.Affinity && b.HTTP == c.HTTP && b.H2C == c.H2C && b.TLS.SameStructure(c.TLS) && b.Cookie.Equal(c.Cookie) &&
-		b.RetryOn == c.RetryOn && b.Retries == c.Retries && b.SourceChecked == c.SourceChecked && b.Slots == c.Slots
+		b.RetryOn == c.RetryOn && b.Retries == c.Retries && b.RetryIdempotent == c.RetryIdempotent && b.SourceChecked == c.SourceChecked && b.Slots == c.Slots
 }
 
 // Structure returns a copy of b without servers: the part of a backend that

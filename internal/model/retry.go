@@ -15,6 +15,10 @@ var RetryCodes = []int{401, 403, 404, 408, 425, 500, 501, 502, 503, 504}
 // answering, or the server timeout fired.
 var RetryEvents = []string{"conn-failure", "empty-response", "response-timeout"}
 
+// RetryJunk is the retry-on keyword of a response HAProxy could not
+// parse (nginx's invalid_header), valid in a RetryOn beside RetryEvents.
+const RetryJunk = "junk-response"
+
 // MaxRetries bounds Backend.Retries.
 const MaxRetries = 10
 
@@ -27,7 +31,7 @@ func ValidRetryOn(s string) bool {
 	}
 	for i, w := range words {
 		code, err := strconv.Atoi(w)
-		if !slices.Contains(RetryEvents, w) && (err != nil || !slices.Contains(RetryCodes, code) || strconv.Itoa(code) != w) {
+		if !slices.Contains(RetryEvents, w) && w != RetryJunk && (err != nil || !slices.Contains(RetryCodes, code) || strconv.Itoa(code) != w) {
 			return false
 		}
 		if slices.Contains(words[:i], w) {

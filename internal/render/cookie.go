@@ -32,6 +32,12 @@ func writeCookie(w func(...string), be *model.Backend) {
 	if c.SameSite != "" {
 		line += " attr SameSite=" + c.SameSite
 	}
+	if c.Domain != "" {
+		line += " domain " + c.Domain
+	}
+	if c.Path != "" {
+		line += " attr Path=" + c.Path
+	}
 	w(line)
 }
 

@@ -46,7 +46,8 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 	access, ranges := m(HTTPAccessMap), m(HTTPRanges)
 	w("\thttp-request set-var(txn.ad) var(txn.act),concat(.d),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.aa) var(txn.act),concat(.a),map_str(" + access + ")")
-	const either = " if { var(txn.ad) -m found } or { var(txn.aa) -m found }"
+	w("\thttp-request set-var(txn.aw) var(txn.act),concat(.w),map_str(" + access + ")")
+	const either = " if { var(txn.ad) -m found } or { var(txn.aa) -m found } or { var(txn.aw) -m found }"
 	w("\thttp-request set-var(txn.sx) src,hex" + either)
 	w("\thttp-request set-var(txn.sx) src,bytes(12),hex if { var(txn.sx) -m len 32 } { var(txn.sx) -m beg 00000000000000000000FFFF }")
 	w("\thttp-request set-var(txn.sf) str(4) if { var(txn.sx) -m len 8 }")
@@ -69,10 +70,13 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 	w("\tstick-table type string len 64 size 100k expire " + strconv.Itoa(2*model.LimitWindow) + "s store http_req_rate(" + strconv.Itoa(model.LimitWindow) + "s),conn_cur")
 	w("\thttp-request set-var(txn.lr) var(txn.act),concat(.r),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.lc) var(txn.act),concat(.c),map_str(" + access + ")")
-	w("\thttp-request set-var-fmt(txn.lk) \"%[var(txn.act)]|%[src]\" if { var(txn.lr) -m found } or { var(txn.lc) -m found }")
+	// Sources the limits exempt (txn.lx): a range set of their own.
+	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.aw)]|%[var(txn.sf)]|%[var(txn.sx)]\" if { var(txn.aw) -m found }")
+	w("\thttp-request set-var(txn.lx) str(1) if { var(txn.aw) -m found } { var(txn.k),map_beg(" + ranges + ") -m found }")
+	w("\thttp-request set-var-fmt(txn.lk) \"%[var(txn.act)]|%[src]\" if !{ var(txn.lx) -m found } { var(txn.lr) -m found } or !{ var(txn.lx) -m found } { var(txn.lc) -m found }")
 	w("\thttp-request track-sc2 var(txn.lk) if { var(txn.lk) -m found }")
-	w("\thttp-request return status 503 if { var(txn.lr) -m found } { sc_http_req_rate(2),sub(txn.lr) gt 0 }")
-	w("\thttp-request return status 503 if { var(txn.lc) -m found } { sc_conn_cur(2),sub(txn.lc) gt 0 }")
+	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lr) -m found } { sc_http_req_rate(2),sub(txn.lr) gt 0 }")
+	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lc) -m found } { sc_conn_cur(2),sub(txn.lc) gt 0 }")
 }
 
 // accessEntries adds action a's access entries (its id idHole) to rel,
@@ -93,7 +97,7 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 	for _, s := range []struct {
 		tag    string
 		ranges []netip.Prefix
-	}{{".d", a.Deny}, {".a", a.Allow}} {
+	}{{".d", a.Deny}, {".a", a.Allow}, {".w", a.Exempt}} {
 		if len(s.ranges) == 0 {
 			continue
 		}
@@ -106,8 +110,8 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 		if len(set[HTTPRanges]) == 0 {
 			// Only ranges that are not valid: for an allow list that
 			// refuses every source (an id with no entries), for a deny
-			// list none.
-			if s.tag == ".d" {
+			// list or the limits' exempt sources none.
+			if s.tag != ".a" {
 				continue
 			}
 			rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + s.tag, "r-none"})
@@ -155,7 +159,7 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 	if a == nil {
 		return b
 	}
-	for _, rs := range [][]netip.Prefix{a.Allow, a.Deny} {
+	for _, rs := range [][]netip.Prefix{a.Allow, a.Deny, a.Exempt} {
 		b = keyInt(b, int64(len(rs)))
 		for _, r := range rs {
 			b = keyString(b, r.String())

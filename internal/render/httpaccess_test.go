@@ -11,7 +11,8 @@ import (
 
 // httpAccess is an HTTP table whose actions restrict sources: an allow
 // list of both families, a deny list inside it, a deny list alone with
-// body, rate and connection limits, and one action that declares the
+// body, rate and connection limits (a range exempt from them), and one
+// action that declares the
 // rules only; two actions ask for basic authentication by the same users
 // (one user set) in two realms.
 func httpAccess() model.Config {
@@ -35,7 +36,7 @@ func httpAccess() model.Config {
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}, Access: &model.HTTPAccess{}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Deny: pfx("192.0.2.128/25"), Auth: &model.BasicAuth{Realm: "Office - staff only", Users: users}}},
-			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3}},
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3, Exempt: pfx("203.0.113.0/24")}},
 			// The same allow list as action 1's: one set of entries.
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Auth: &model.BasicAuth{Realm: "same", Users: users}}},
@@ -55,6 +56,9 @@ func TestHTTPAccessStructure(t *testing.T) {
 	base := hash(func(*model.HTTP) {})
 	if hash(func(h *model.HTTP) { h.Actions[2].Access.Deny = nil }) != base {
 		t.Error("a deny list removed changed the structure")
+	}
+	if hash(func(h *model.HTTP) { h.Actions[2].Access.Exempt = nil }) != base {
+		t.Error("the limits' exempt sources removed changed the structure")
 	}
 	if hash(func(h *model.HTTP) { h.Actions[1].Access.Allow = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")} }) != base {
 		t.Error("an allow list changed changed the structure")

@@ -38,13 +38,16 @@ const (
 const httpTimeoutVar = "txn.tmo"
 
 // matchFetch is what a match name of a header set reads from the
-// request: a header's last value, the method, or a query parameter.
+// request: a header's last value, the method, a query parameter, or
+// a cookie's first value.
 func matchFetch(n string) string {
 	switch {
 	case n == model.MethodMatch:
 		return "%[method]"
 	case strings.HasPrefix(n, model.QueryMatch):
 		return "%[url_param(" + strings.TrimPrefix(n, model.QueryMatch) + ")]"
+	case strings.HasPrefix(n, model.CookieMatch):
+		return "%[req.cook(" + strings.TrimPrefix(n, model.CookieMatch) + ")]"
 	}
 	return "%[req.fhdr(" + n + ")]"
 }
@@ -53,6 +56,9 @@ func matchFetch(n string) string {
 func validMatchName(n string) bool {
 	if q, ok := strings.CutPrefix(n, model.QueryMatch); ok {
 		return model.ValidQueryName(q)
+	}
+	if c, ok := strings.CutPrefix(n, model.CookieMatch); ok {
+		return model.ValidCookieName(c)
 	}
 	return n == model.MethodMatch || model.ValidHeaderName(n)
 }

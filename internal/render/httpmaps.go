@@ -151,7 +151,7 @@ func validRules(rules []model.HTTPRule, actions int) []rule {
 		hs = slices.CompactFunc(hs, func(a, b model.HeaderMatch) bool { return a.Name == b.Name })
 		x := rule{HTTPRule: r}
 		for _, m := range hs {
-			ok = ok && (m.Name == model.MethodMatch || strings.HasPrefix(m.Name, model.QueryMatch) || model.ValidHeaderName(m.Name)) && model.ValidHeaderValue(m.Value)
+			ok = ok && validMatchName(m.Name) && model.ValidHeaderValue(m.Value) // httpext.go
 			x.names, x.values = append(x.names, m.Name), append(x.values, m.Value)
 		}
 		if ok {

@@ -274,7 +274,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		} else {
 			w("\tbalance", be.Balance)
 		}
-		if be.Balance == "source" {
+		if be.Balance == "source" || model.HashedBalance(be.Balance) {
 			w("\thash-type consistent")
 		}
 		if opts.SpareRanged(be) {

@@ -15,4 +15,9 @@ func writeHTTPRetry(w func(...string), be *model.Backend) {
 	}
 	w("\tretry-on " + be.RetryOn)
 	w("\tretries " + strconv.Itoa(be.Retries))
+	if be.RetryIdempotent {
+		// After a connection failure HAProxy still retries (the request
+		// was not sent); past it, never a method that is not idempotent.
+		w("\thttp-request disable-l7-retry if METH_POST or { method PATCH } or { method LOCK }")
+	}
 }

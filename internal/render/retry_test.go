@@ -11,12 +11,15 @@ import (
 // TestGoldenHTTPRetry: an HTTP backend with a retry policy writes its
 // retry-on and retries, which HAProxy accepts; a policy that is not
 // valid (a code HAProxy cannot retry on, syntax, too many retries)
-// writes nothing.
+// writes nothing; a policy for idempotent requests only turns L7
+// retries off for POST, PATCH and LOCK.
 func TestGoldenHTTPRetry(t *testing.T) {
 	cfg := httpRouted()
 	twin := *cfg.Backends[1]
 	twin.Name, twin.RetryOn, twin.Retries = twin.Name+"_r3-500-503", "conn-failure empty-response response-timeout 500 503", 3
-	cfg.Backends = append(cfg.Backends, &twin)
+	safe := twin
+	safe.Name, safe.RetryIdempotent = twin.Name+"_idem", true
+	cfg.Backends = append(cfg.Backends, &twin, &safe)
 	for i, bad := range []struct {
 		on string
 		n  int

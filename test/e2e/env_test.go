@@ -235,6 +235,13 @@ func nodePort() int32 { return int32(30000 + rand.IntN(64)) }
 // eventually polls cond until it returns nil or the deadline passes.
 func (e *env) eventually(what string, cond func() error) {
 	e.t.Helper()
+	eventuallyIn(e.t, what, cond)
+}
+
+// eventuallyIn is eventually for test t (a subtest's own, so that its
+// failure ends only that subtest).
+func eventuallyIn(t testing.TB, what string, cond func() error) {
+	t.Helper()
 	deadline := time.Now().Add(converge)
 	var err error
 	for time.Now().Before(deadline) {
@@ -243,7 +250,7 @@ func (e *env) eventually(what string, cond func() error) {
 		}
 		time.Sleep(20 * time.Millisecond) // poll interval, not synchronisation
 	}
-	e.t.Fatalf("%s: not reached within %s: %v", what, converge, err)
+	t.Fatalf("%s: not reached within %s: %v", what, converge, err)
 }
 
 // serves reports nil when connections to the frontend on port reach

@@ -251,7 +251,8 @@ func getPathFrom(src string, port int, host, path string, timeout time.Duration)
 
 // TestIngressRateLimits: limit-rps and limit-connections (ingress-nginx's
 // and HAProxy Ingress's) on real HAProxy: a client past its burst of
-// 5×limit-rps gets 503 while another client is served; a client with a
+// 5×limit-rps gets 503 while another client is served, and a client in
+// limit-whitelist is never limited; a client with a
 // request in progress gets 503 for a second one under
 // limit-connections: 1, another client and the same client once the
 // first ends are served; the limits set and changed on a running
@@ -284,6 +285,7 @@ func TestIngressRateLimits(t *testing.T) {
 	for _, i := range []*netv1.Ingress{
 		ingressOf("rps", "rps.example.com", map[string]string{n + "limit-rps": "2"}, prefix("/", "web")),
 		ingressOf("conns", "conns.example.com", map[string]string{hp + "limit-connections": "1"}, prefix("/", "web")),
+		ingressOf("exempt", "exempt.example.com", map[string]string{n + "limit-rps": "2", n + "limit-whitelist": "127.0.0.1/32, 2001:db8::/32"}, prefix("/", "web")),
 	} {
 		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -305,6 +307,25 @@ func TestIngressRateLimits(t *testing.T) {
 	}
 	if err := status("127.0.0.2", "rps.example.com", "/", 200)(); err != nil {
 		t.Errorf("another client under limit-rps: %v", err)
+	}
+
+	// limit-whitelist: 127.0.0.1 is not limited, 127.0.0.2 is.
+	g.eventually("the Ingress with exempt sources serves", status("127.0.0.1", "exempt.example.com", "/", 200))
+	for _, c := range []struct {
+		src     string
+		limited bool
+	}{{"127.0.0.1", false}, {"127.0.0.2", true}} {
+		codes := map[int]int{}
+		for range 30 {
+			code, err := getPathFrom(c.src, httpPort, "exempt.example.com", "/", 3*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codes[code]++
+		}
+		if limited := codes[503] > 0; limited != c.limited || codes[200] < 5 {
+			t.Errorf("30 requests at once from %s under limit-rps 2 and limit-whitelist 127.0.0.1: %v, want limited %v", c.src, codes, c.limited)
+		}
 	}
 
 	// limit-connections 1: a second request beside one in progress.

@@ -8,11 +8,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
 // getCookie sends GET / with Host host to serviceIP():port with cookie
@@ -42,11 +38,12 @@ func getCookie(port int, host, cookie string) (pod, setCookie string, err error)
 }
 
 // TestIngressCookieAffinity: ingress-nginx's affinity: cookie with
-// session-cookie-name, -max-age and -samesite on real HAProxy, a Service
-// of two Pods: the first answer sets the cookie (HttpOnly, Max-Age,
-// SameSite), and every request carrying it reaches the Pod that set it;
-// without it requests go to both Pods; an Ingress without affinity to
-// the same Service sets no cookie.
+// session-cookie-name, -max-age, -samesite, -path and -domain on real
+// HAProxy, a Service of two Pods: the first answer sets the cookie
+// (HttpOnly, Max-Age, SameSite, Path, Domain), and every request
+// carrying it reaches the Pod that set it; without it requests go to
+// both Pods; an Ingress without affinity to the same Service sets no
+// cookie.
 func TestIngressCookieAffinity(t *testing.T) {
 	g, ok := newIngressEnv(t)
 	if !ok {
@@ -54,18 +51,12 @@ func TestIngressCookieAffinity(t *testing.T) {
 	}
 	httpPod(t, "a", podAddrs[0], 8080)
 	httpPod(t, "b", podAddrs[1], 8080)
-	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	sl := lab.SliceFor(ns, "web", 8080, []lab.Endpoint{{IP: podAddrs[0], Node: "n1", Ready: true}, {IP: podAddrs[1], Node: "n1", Ready: true}})
-	if err := lab.ApplySlice(bg, g.client, sl); err != nil {
-		t.Fatal(err)
-	}
+	g.podsService("web", 8080, podAddrs[0], podAddrs[1]) // ingress_retry_test.go
 	n := ingress.NginxPrefix
 	g.create(
 		ingressOf("sticky", "sticky.example.com", map[string]string{n + "affinity": "cookie", n + "session-cookie-name": "SRV",
-			n + "session-cookie-max-age": "3600", n + "session-cookie-samesite": "lax"}, prefix("/", "web")),
+			n + "session-cookie-max-age": "3600", n + "session-cookie-samesite": "lax", n + "session-cookie-path": "/shop",
+			n + "session-cookie-domain": "sticky.example.com"}, prefix("/", "web")),
 		ingressOf("plain", "plain.example.com", nil, prefix("/", "web")),
 	)
 	g.start()
@@ -109,10 +100,15 @@ func TestIngressCookieAffinity(t *testing.T) {
 		if cookie == "" {
 			t.Fatalf("no answer of Pod %s set a cookie", first)
 		}
-		for _, attr := range []string{"SRV=", "HttpOnly", "Max-Age=3600", "SameSite=Lax"} {
+		for _, attr := range []string{"SRV=", "HttpOnly", "Max-Age=3600", "SameSite=Lax", "Path=/shop", "domain=sticky.example.com"} {
 			if !strings.Contains(cookie, attr) {
 				t.Errorf("Set-Cookie %q: no %s", cookie, attr)
 			}
+		}
+		// HAProxy writes path=/ itself; a browser takes the last Path
+		// (RFC 6265, 5.3), which must be the Ingress's.
+		if i := strings.LastIndex(strings.ToLower(cookie), "path="); i < 0 || !strings.HasPrefix(cookie[i:], "Path=/shop") {
+			t.Errorf("Set-Cookie %q: the last Path is not /shop", cookie)
 		}
 		pair, _, _ := strings.Cut(cookie, ";")
 		for range 6 {

@@ -27,15 +27,9 @@ import (
 // headers asked for by the test (X-Forwarded-Prefix).
 func httpPod(t *testing.T, name, ip string, port int) {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	servePod(t, ip, port, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { // ingress_retry_test.go
 		fmt.Fprintf(w, "%s host=%s path=%s xfp=%s", name, r.Host, r.URL.Path, r.Header.Get("X-Forwarded-Prefix"))
-	})}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	}))
 }
 
 // httpService is Service name (port 80) whose endpoint is ip:8080.
