@@ -41,9 +41,13 @@ type Memo struct {
 	entries map[*route]*routeEntry
 	status  map[RouteKey][]gwv1.RouteParentStatus
 	seenRt  map[*gwv1.HTTPRoute]int // the pass each route was last seen in
+	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
+	// TablesIncremental and TablesWhole count the HTTP tables built
+	// from the last one and built whole (tablememo.go).
+	TablesIncremental, TablesWhole int
 }
 
 // routeEntry is what the memo keeps of one route.
@@ -113,6 +117,7 @@ func (m *Memo) begin(in Input) {
 	m.world = world
 	if m.routes == nil {
 		m.routes, m.seenRt, m.status = map[*gwv1.HTTPRoute]*route{}, map[*gwv1.HTTPRoute]int{}, map[RouteKey][]gwv1.RouteParentStatus{}
+		m.tables = map[tableKey]*tableMemo{}
 	}
 }
 
@@ -130,6 +135,11 @@ func (m *Memo) end(res *Result) {
 	for r, e := range m.entries {
 		if e.pass != m.pass {
 			delete(m.entries, r)
+		}
+	}
+	for k, t := range m.tables {
+		if t.pass != m.pass {
+			delete(m.tables, k)
 		}
 	}
 	m.status = res.Routes
