@@ -117,6 +117,14 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	if len(t.Actions) == 0 {
 		t.Actions = nil // as httpTable leaves it
 	}
+	for _, ss := range slots {
+		for _, s := range ss {
+			// The kept fragments' actions are the table's own, not a
+			// second copy of them (the same values: neither changes).
+			n := len(s.f.actions)
+			s.f.actions = t.Actions[s.off : s.off+n : s.off+n]
+		}
+	}
 	if old == nil || old.scheme != scheme || !slices.Equal(old.lhosts, lhosts) || !old.update(slots, n) {
 		old = &tableMemo{scheme: scheme, lhosts: lhosts}
 		old.whole(slots)
