@@ -82,3 +82,37 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 		t.Fatalf("c's result changed: queued %v, want c", got)
 	}
 }
+
+// A route whose status differs is queued by every enqueue until its
+// write lands, but merged and compared once while its object and its
+// parents' slice are the same (thousands of first statuses being
+// written cost an enqueue a lookup each, not a merge); a route gone is
+// forgotten.
+func TestEnqueueComparesOnlyWhatChanged(t *testing.T) {
+	objs := &fakeObjects{}
+	res := gateway.Result{Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{}}
+	for _, n := range []string{"a", "b", "c"} {
+		res.Routes[gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: n}}] = parentsWith("Accepted")
+		objs.routes = append(objs.routes, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: n}})
+	}
+	p := NewPublisher(nil, objs, PublisherOptions{})
+	p.Applied(res)
+	for i := range 3 {
+		if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Fatalf("enqueue %d, no status written yet: queued %v, want a b c", i, got)
+		}
+		if p.compared != 3 {
+			t.Fatalf("enqueue %d: %d routes compared in all, want 3 (each once)", i, p.compared)
+		}
+	}
+	// b's write landed (a new object); c was deleted.
+	b := objs.routes[1].DeepCopy()
+	b.Status.Parents = parentsWith("Accepted")
+	objs.routes = []*gwv1.HTTPRoute{objs.routes[0], b}
+	if got := queued(p); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("b written, c deleted: queued %v, want a", got)
+	}
+	if p.compared != 4 || len(p.synced) != 2 {
+		t.Fatalf("%d compared in all (want 4: b again), %d remembered (want 2)", p.compared, len(p.synced))
+	}
+}
