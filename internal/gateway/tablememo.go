@@ -323,19 +323,5 @@ func (in *tableInput) host(k string) model.HTTPHost {
 			}
 		}
 	}
-	slices.SortStableFunc(rs, httpPrecedence)
-	host := model.HTTPHost{Name: k, Rules: make([]model.HTTPRule, 0, len(rs))}
-	var seen map[matchAt]bool
-	if len(rs) > 1 {
-		seen = make(map[matchAt]bool, len(rs))
-	}
-	for _, r := range rs {
-		if id := (matchAt{r.age, r.ruleIdx, r.match}); seen == nil || !seen[id] {
-			if seen != nil {
-				seen[id] = true
-			}
-			host.Rules = append(host.Rules, r.rule)
-		}
-	}
-	return host
+	return hostOf(k, rs) // httproute.go
 }

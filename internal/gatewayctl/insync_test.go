@@ -36,11 +36,9 @@ func queued(p *Publisher) []string {
 	return out
 }
 
-// The publisher skips a route it found in sync while its object and
-// its parents' slice are the same, and looks again when either changes:
-// a route whose object changed under an unchanged result is queued when
-// its status differs.
-func TestEnqueueSkipsRoutesInSync(t *testing.T) {
+// threeRoutes is a publisher of routes apps/a, b and c, each with a
+// result and no status yet.
+func threeRoutes() (*fakeObjects, gateway.Result, *Publisher) {
 	objs := &fakeObjects{}
 	res := gateway.Result{Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{}}
 	for _, n := range []string{"a", "b", "c"} {
@@ -49,6 +47,15 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 	}
 	p := NewPublisher(nil, objs, PublisherOptions{})
 	p.Applied(res)
+	return objs, res, p
+}
+
+// The publisher skips a route it found in sync while its object and
+// its parents' slice are the same, and looks again when either changes:
+// a route whose object changed under an unchanged result is queued when
+// its status differs.
+func TestEnqueueSkipsRoutesInSync(t *testing.T) {
+	objs, res, p := threeRoutes()
 	if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("no status yet: queued %v, want a b c", got)
 	}
@@ -89,14 +96,7 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 // written cost an enqueue a lookup each, not a merge); a route gone is
 // forgotten.
 func TestEnqueueComparesOnlyWhatChanged(t *testing.T) {
-	objs := &fakeObjects{}
-	res := gateway.Result{Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{}}
-	for _, n := range []string{"a", "b", "c"} {
-		res.Routes[gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: n}}] = parentsWith("Accepted")
-		objs.routes = append(objs.routes, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: n}})
-	}
-	p := NewPublisher(nil, objs, PublisherOptions{})
-	p.Applied(res)
+	objs, _, p := threeRoutes()
 	for i := range 3 {
 		if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
 			t.Fatalf("enqueue %d, no status written yet: queued %v, want a b c", i, got)
