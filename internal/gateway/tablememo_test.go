@@ -160,3 +160,26 @@ func TestTableMemoIsTheWholeTable(t *testing.T) {
 		})
 	}
 }
+
+// FuzzTableMemo: from any seed, a world of routes changed step by step
+// gets from the kept tables what a whole pass builds.
+func FuzzTableMemo(f *testing.F) {
+	f.Add(uint64(1), uint8(20), uint8(2))
+	f.Add(uint64(7), uint8(40), uint8(0))
+	f.Add(uint64(9), uint8(5), uint8(5))
+	f.Fuzz(func(t *testing.T, seed uint64, routes, catchAll uint8) {
+		w := newTableWorld(seed, 1+int(routes%40), int(catchAll%8))
+		withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: &Memo{}}
+		whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
+		for step := range 30 {
+			what := "start"
+			if step > 0 {
+				what = w.edit()
+			}
+			in := w.input()
+			if d := firstDiff(Compute(in, withMemo), Compute(in, whole)); d != "" {
+				t.Fatalf("step %d (%s): the kept table differs from the whole one: %s", step, what, d)
+			}
+		}
+	})
+}
