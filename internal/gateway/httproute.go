@@ -120,10 +120,9 @@ func checkFilter(f gwv1.HTTPRouteFilter, matches []gwv1.HTTPRouteMatch) string {
 	return ""
 }
 
-// httpTable compiles the served routes of an HTTP frontend's listeners
-// (ls, on one port) into its table. Listeners with more specific
-// hostnames come first and keep a host name two of them give.
-func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model.Backend) *model.HTTP {
+// newTable starts an HTTP frontend's table for listeners ls (sorted
+// here, more specific hostnames first) on port, and says its scheme.
+func newTable(ls []*listener, port uint16) (*model.HTTP, string) {
 	t := &model.HTTP{Port: port}
 	scheme := "http"
 	if ls[0].tls != nil {
@@ -133,6 +132,14 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 	if scheme == "https" {
 		t.Listeners = listenerHosts(ls) // httpext.go
 	}
+	return t, scheme
+}
+
+// httpTable compiles the served routes of an HTTP frontend's listeners
+// (ls, on one port) into its table. Listeners with more specific
+// hostnames come first and keep a host name two of them give.
+func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model.Backend) *model.HTTP {
+	t, scheme := newTable(ls, port)
 	have := map[string]bool{}
 	for _, l := range ls {
 		var rules []httpRule

@@ -85,15 +85,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	if m == nil || !m.on {
 		return httpTable(ls, port, w, backends)
 	}
-	t := &model.HTTP{Port: port}
-	scheme := "http"
-	if ls[0].tls != nil {
-		scheme = "https"
-	}
-	slices.SortStableFunc(ls, func(a, b *listener) int { return precedence(a.hostname, b.hostname) })
-	if scheme == "https" {
-		t.Listeners = listenerHosts(ls) // httpext.go
-	}
+	t, scheme := newTable(ls, port)
 	k := tableKey{w.serving, port}
 	old := m.tables[k]
 	lhosts := make([]string, len(ls))
