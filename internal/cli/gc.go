@@ -3,21 +3,48 @@ package cli
 import (
 	"log/slog"
 	"runtime/debug"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// defaultGCPercent is the collector's target when the environment sets
-// neither GOGC nor GOMEMLIMIT: the heap may grow by a quarter of its live size
-// between collections instead of doubling. The controller's live heap is
-// mostly its informer caches and the model (about 55 MiB at 10,000
-// Services); doubling it was most of its peak RSS.
+// defaultGCPercent is the collector's target when the environment does
+// not set GOGC: the heap may grow by a quarter of its live size between
+// collections instead of doubling. The controller's live heap is mostly
+// its informer caches and the model (about 55 MiB at 10,000 Services);
+// doubling it was most of its peak RSS.
 const defaultGCPercent = 25
 
-// tuneGC applies defaultGCPercent unless the operator tuned the collector
-// through the environment, and reports the setting in force.
-func tuneGC(getenv func(string) string, log *slog.Logger) {
-	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
-		log.Info("garbage collector tuned by the environment", "GOGC", getenv("GOGC"), "GOMEMLIMIT", getenv("GOMEMLIMIT"))
-		return
+// tuneGC applies defaultGCPercent unless the operator set GOGC, and the
+// soft memory limit of --memory-limit when given (limit > 0; it takes
+// the place of GOMEMLIMIT's), and reports the setting in force.
+func tuneGC(getenv func(string) string, limit int64, log *slog.Logger) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
 	}
-	debug.SetGCPercent(defaultGCPercent)
+	if limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" || limit > 0 {
+		log.Info("garbage collector tuned", "GOGC", getenv("GOGC"), "GOMEMLIMIT", getenv("GOMEMLIMIT"), "memory_limit", limit)
+	}
+}
+
+// memoryLimit parses --memory-limit: a Kubernetes quantity of bytes
+// (140Mi, 150M, 157286400); "" or 0 for none.
+func memoryLimit(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Sign() < 0 {
+		return 0, flagErr("--memory-limit: want a quantity of bytes such as 140Mi, got %q", s)
+	}
+	v, ok := q.AsInt64()
+	if !ok || v < 0 {
+		return 0, flagErr("--memory-limit: %q is out of range", s)
+	}
+	if v > 0 && v < 32<<20 {
+		return 0, flagErr("--memory-limit: %q is below the 32Mi the controller needs to start", s)
+	}
+	return v, nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"testing"
 )
@@ -10,21 +11,54 @@ import (
 func TestTuneGC(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, tc := range []struct {
-		name string
-		env  map[string]string
-		want int
+		name      string
+		env       map[string]string
+		limit     int64
+		want      int
+		wantLimit int64
 	}{
-		{"default", nil, defaultGCPercent},
-		{"GOGC set", map[string]string{"GOGC": "200"}, 123},
-		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "200MiB"}, 123},
+		{"default", nil, 0, defaultGCPercent, math.MaxInt64},
+		{"GOGC set", map[string]string{"GOGC": "200"}, 0, 123, math.MaxInt64},
+		{"GOMEMLIMIT set: GOGC still ours", map[string]string{"GOMEMLIMIT": "200MiB"}, 0, defaultGCPercent, math.MaxInt64},
+		{"--memory-limit", nil, 140 << 20, defaultGCPercent, 140 << 20},
+		{"--memory-limit and GOGC", map[string]string{"GOGC": "50", "GOMEMLIMIT": "1GiB"}, 100 << 20, 123, 100 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			old := debug.SetGCPercent(123)
 			defer debug.SetGCPercent(old)
-			tuneGC(func(k string) string { return tc.env[k] }, log)
+			oldLimit := debug.SetMemoryLimit(math.MaxInt64)
+			defer debug.SetMemoryLimit(oldLimit)
+			tuneGC(func(k string) string { return tc.env[k] }, tc.limit, log)
 			if got := debug.SetGCPercent(123); got != tc.want {
 				t.Errorf("GC percent %d, want %d", got, tc.want)
 			}
+			if got := debug.SetMemoryLimit(-1); got != tc.wantLimit {
+				t.Errorf("memory limit %d, want %d", got, tc.wantLimit)
+			}
 		})
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"", 0, false},
+		{"0", 0, false},
+		{"140Mi", 140 << 20, false},
+		{"150M", 150_000_000, false},
+		{"157286400", 157286400, false},
+		{"1Gi", 1 << 30, false},
+		{"10Mi", 0, true}, // too small to start
+		{"-1Mi", 0, true},
+		{"lots", 0, true},
+		{"140MiB", 0, true}, // Go's spelling, not a quantity
+	} {
+		got, err := memoryLimit(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("memoryLimit(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.err)
+		}
 	}
 }

@@ -97,7 +97,11 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 		return err
 	}
 	routeKlog(log)
-	tuneGC(getenv, log)
+	memLimit, err := memoryLimit(f.memLimit)
+	if err != nil {
+		return err
+	}
+	tuneGC(getenv, memLimit, log)
 	if f.mode == modeGateway {
 		if err := f.announce.notIn(f.mode); err != nil {
 			return err // before the listeners' probe (auto) touches the kernel

@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -70,5 +71,40 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(gen), "cpu-ms/op")
 			})
 		}
+	}
+}
+
+// BenchmarkComputeHTTPRoutesHeap: the heap a gateway loop keeps between
+// passes at n HTTPRoutes (each its own host, to n/2 Services): the
+// memo and the last pass's result, measured after a collection, beside
+// the input itself (measured the same way before the first pass).
+//
+//	go test ./internal/gateway -run '^$' -bench BenchmarkComputeHTTPRoutesHeap -benchtime 1x
+func BenchmarkComputeHTTPRoutesHeap(b *testing.B) {
+	for _, n := range []int{10000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			for b.Loop() {
+				heap := func() float64 {
+					var ms runtime.MemStats
+					runtime.GC()
+					runtime.ReadMemStats(&ms)
+					return float64(ms.HeapAlloc) / (1 << 20)
+				}
+				in := manyRoutes(n, n/2)
+				base := heap()
+				opts := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: &Memo{}}
+				res := Compute(in, opts)
+				for i := range 3 { // a few changes, as a running loop sees
+					in.HTTPRoutes[i] = benchRoute(i, n/2, "/h")
+					res = Compute(in, opts)
+				}
+				kept := heap() - base
+				runtime.KeepAlive(res)
+				runtime.KeepAlive(in)
+				runtime.KeepAlive(opts.Memo)
+				b.ReportMetric(kept, "kept-MiB")
+				b.ReportMetric(base, "input-MiB")
+			}
+		})
 	}
 }

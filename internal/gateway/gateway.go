@@ -141,11 +141,11 @@ type route struct {
 	parents   []gwv1.ParentReference
 	hostnames []gwv1.Hostname // TLSRoute, HTTPRoute and GRPCRoute only
 	refs      []gwv1.BackendRef
-	http      *gwv1.HTTPRoute     // an HTTPRoute's rules (httproute.go), a GRPCRoute's as HTTP (grpcroute.go)
-	invalid   string              // why the route cannot be served ("": it can)
-	kept      bool                // invalid, but its last valid rules are served (routememo.go)
-	snis      map[string][]string // routeSNIs by listener hostname, kept with Memo (memo.go)
-	ks        string              // key.String(), made once
+	http      *gwv1.HTTPRoute // an HTTPRoute's rules (httproute.go), a GRPCRoute's as HTTP (grpcroute.go)
+	invalid   string          // why the route cannot be served ("": it can)
+	kept      bool            // invalid, but its last valid rules are served (routememo.go)
+	snis      []listenerSNIs  // routeSNIs by listener hostname, kept with Memo (memo.go)
+	ks        string          // key.String(), made once
 }
 
 func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {

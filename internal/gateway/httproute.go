@@ -120,10 +120,9 @@ func checkFilter(f gwv1.HTTPRouteFilter, matches []gwv1.HTTPRouteMatch) string {
 	return ""
 }
 
-// httpTable compiles the served routes of an HTTP frontend's listeners
-// (ls, on one port) into its table. Listeners with more specific
-// hostnames come first and keep a host name two of them give.
-func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model.Backend) *model.HTTP {
+// newTable starts an HTTP frontend's table for listeners ls (sorted
+// here, more specific hostnames first) on port, and says its scheme.
+func newTable(ls []*listener, port uint16) (*model.HTTP, string) {
 	t := &model.HTTP{Port: port}
 	scheme := "http"
 	if ls[0].tls != nil {
@@ -133,6 +132,14 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 	if scheme == "https" {
 		t.Listeners = listenerHosts(ls) // httpext.go
 	}
+	return t, scheme
+}
+
+// httpTable compiles the served routes of an HTTP frontend's listeners
+// (ls, on one port) into its table. Listeners with more specific
+// hostnames come first and keep a host name two of them give.
+func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model.Backend) *model.HTTP {
+	t, scheme := newTable(ls, port)
 	have := map[string]bool{}
 	for _, l := range ls {
 		var rules []httpRule
@@ -160,27 +167,31 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 				continue // a more specific listener's
 			}
 			have[k] = true
-			rs := covering(rules, byHost, wild, k)
-			slices.SortStableFunc(rs, httpPrecedence)
-			host := model.HTTPHost{Name: k, Rules: make([]model.HTTPRule, 0, len(rs))}
-			var seen map[matchAt]bool // with more than one rule only
-			if len(rs) > 1 {
-				seen = make(map[matchAt]bool, len(rs))
-			}
-			for _, r := range rs {
-				// A match that takes k through two of its route's
-				// hostnames counts once, at the more specific one.
-				if id := (matchAt{r.age, r.ruleIdx, r.match}); seen == nil || !seen[id] {
-					if seen != nil {
-						seen[id] = true
-					}
-					host.Rules = append(host.Rules, r.rule)
-				}
-			}
-			t.Hosts = append(t.Hosts, host)
+			t.Hosts = append(t.Hosts, hostOf(k, covering(rules, byHost, wild, k)))
 		}
 	}
 	return t
+}
+
+// hostOf is table host k from the rules that serve it: in the spec's
+// order, a match that takes k through two of its route's hostnames
+// once, at the more specific one. rs is sorted in place.
+func hostOf(k string, rs []httpRule) model.HTTPHost {
+	slices.SortStableFunc(rs, httpPrecedence)
+	host := model.HTTPHost{Name: k, Rules: make([]model.HTTPRule, 0, len(rs))}
+	var seen map[matchAt]bool // with more than one rule only
+	if len(rs) > 1 {
+		seen = make(map[matchAt]bool, len(rs))
+	}
+	for _, r := range rs {
+		if id := (matchAt{r.age, r.ruleIdx, r.match}); seen == nil || !seen[id] {
+			if seen != nil {
+				seen[id] = true
+			}
+			host.Rules = append(host.Rules, r.rule)
+		}
+	}
+	return host
 }
 
 // compileRoute compiles route r's rules for an HTTP frontend of this

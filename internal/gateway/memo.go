@@ -1,7 +1,7 @@
 package gateway
 
 import (
-	"strings"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -41,9 +41,13 @@ type Memo struct {
 	entries map[*route]*routeEntry
 	status  map[RouteKey][]gwv1.RouteParentStatus
 	seenRt  map[*gwv1.HTTPRoute]int // the pass each route was last seen in
+	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
+	// TablesIncremental and TablesWhole count the HTTP tables built
+	// from the last one and built whole (tablememo.go).
+	TablesIncremental, TablesWhole int
 }
 
 // routeEntry is what the memo keeps of one route.
@@ -51,7 +55,15 @@ type routeEntry struct {
 	pass  int
 	deps  []svcDep
 	refs  []resolvedRef // resolve(r); nil until asked
-	frags map[fragKey]*fragment
+	frags []fragAt      // one or a few: a slice, not a map (thousands are kept)
+}
+
+// fragAt is a route's fragment for a frontend and the route's server
+// names there.
+type fragAt struct {
+	k    fragKey
+	snis []string
+	f    *fragment
 }
 
 // svcDep is a Service a route's backendRefs name and its EndpointSlices,
@@ -62,12 +74,12 @@ type svcDep struct {
 }
 
 // fragKey is where a route's rules are compiled: an HTTP frontend's port
-// and scheme, the Gateway and the host names the route takes there.
+// and scheme, and the Gateway (with the host names the route takes
+// there: fragAt).
 type fragKey struct {
 	port   uint16
 	scheme string
 	gw     Key
-	snis   string
 }
 
 // fragment is one route's rules compiled for one HTTP frontend: its
@@ -76,7 +88,7 @@ type fragKey struct {
 type fragment struct {
 	actions  []model.HTTPAction
 	matches  []fragMatch
-	backends map[string]*model.Backend
+	backends []*model.Backend // a slice, not the map compileRoute fills: thousands are kept
 }
 
 type fragMatch struct {
@@ -116,6 +128,7 @@ func (m *Memo) begin(in Input) {
 	m.world = world
 	if m.routes == nil {
 		m.routes, m.seenRt, m.status = map[*gwv1.HTTPRoute]*route{}, map[*gwv1.HTTPRoute]int{}, map[RouteKey][]gwv1.RouteParentStatus{}
+		m.tables = map[tableKey]*tableMemo{}
 	}
 }
 
@@ -133,6 +146,11 @@ func (m *Memo) end(res *Result) {
 	for r, e := range m.entries {
 		if e.pass != m.pass {
 			delete(m.entries, r)
+		}
+	}
+	for k, t := range m.tables {
+		if t.pass != m.pass {
+			delete(m.tables, k)
 		}
 	}
 	m.status = res.Routes
@@ -254,25 +272,28 @@ func (w *world) fragment(a *attachedRoute, port uint16, scheme string, backends 
 	if e == nil {
 		return compileRoute(a.r, port, scheme, w, backends)
 	}
-	k := fragKey{port: port, scheme: scheme, gw: w.serving, snis: strings.Join(a.snis, "\x00")}
-	f := e.frags[k]
+	k := fragKey{port: port, scheme: scheme, gw: w.serving}
+	f := e.frag(k, a.snis)
 	if f == nil {
 		made := map[string]*model.Backend{}
 		f = compileRoute(a.r, port, scheme, w, made)
-		f.backends = made
-		if e.frags == nil {
-			e.frags = map[fragKey]*fragment{}
+		f.backends = make([]*model.Backend, 0, len(made))
+		for n, b := range made {
+			if o := backends[n]; o != nil {
+				b = o // the same backend another route made: kept once
+			}
+			f.backends = append(f.backends, b)
 		}
-		e.frags[k] = f
+		e.frags = append(e.frags, fragAt{k: k, snis: a.snis, f: f})
 		w.memo.Compiled++
 	} else {
 		w.memo.Reused++
 	}
-	for n, b := range f.backends {
+	for _, b := range f.backends {
 		// A backend's content follows from its name and the world, so
 		// the one made first, as a whole pass would, is the same.
-		if _, ok := backends[n]; !ok {
-			backends[n] = b
+		if _, ok := backends[b.Name]; !ok {
+			backends[b.Name] = b
 		}
 	}
 	return f
@@ -284,15 +305,31 @@ func (w *world) snisOf(r *route, listener string) []string {
 	if w.memo == nil {
 		return routeSNIs(r.hostnames, listener)
 	}
-	if s, ok := r.snis[listener]; ok {
-		return s
-	}
-	if r.snis == nil {
-		r.snis = map[string][]string{}
+	for _, s := range r.snis {
+		if s.listener == listener {
+			return s.snis
+		}
 	}
 	s := routeSNIs(r.hostnames, listener)
-	r.snis[listener] = s
+	r.snis = append(r.snis, listenerSNIs{listener, s})
 	return s
+}
+
+// listenerSNIs are a route's server names on listeners of a hostname.
+// A route has one or a few: a slice, not a map (thousands are kept).
+type listenerSNIs struct {
+	listener string
+	snis     []string
+}
+
+// frag is e's fragment for frontend k and these server names.
+func (e *routeEntry) frag(k fragKey, snis []string) *fragment {
+	for _, f := range e.frags {
+		if f.k == k && slices.Equal(f.snis, snis) {
+			return f.f
+		}
+	}
+	return nil
 }
 
 // parentStatus is sts, or the last pass's slice of route k when it is

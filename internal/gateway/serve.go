@@ -82,7 +82,7 @@ func serve(cfg *model.Config, x *gw, w *world, backends map[string]*model.Backen
 				tls = withTLS(tls, l.tls)
 			}
 			cfg.Frontends = append(cfg.Frontends, model.Frontend{Name: name("gw", x.key.Namespace, x.key.Name, strconv.Itoa(int(p))),
-				Service: x.key.String(), Binds: binds(p), TLS: tls, HTTP: httpTable(ls, p, w, backends)})
+				Service: x.key.String(), Binds: binds(p), TLS: tls, HTTP: w.tableOf(ls, p, backends)}) // tablememo.go
 			continue
 		}
 		f := fronts[p]

@@ -36,11 +36,9 @@ func queued(p *Publisher) []string {
 	return out
 }
 
-// The publisher skips a route it found in sync while its object and
-// its parents' slice are the same, and looks again when either changes:
-// a route whose object changed under an unchanged result is queued when
-// its status differs.
-func TestEnqueueSkipsRoutesInSync(t *testing.T) {
+// threeRoutes is a publisher of routes apps/a, b and c, each with a
+// result and no status yet.
+func threeRoutes() (*fakeObjects, gateway.Result, *Publisher) {
 	objs := &fakeObjects{}
 	res := gateway.Result{Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{}}
 	for _, n := range []string{"a", "b", "c"} {
@@ -49,6 +47,15 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 	}
 	p := NewPublisher(nil, objs, PublisherOptions{})
 	p.Applied(res)
+	return objs, res, p
+}
+
+// The publisher skips a route it found in sync while its object and
+// its parents' slice are the same, and looks again when either changes:
+// a route whose object changed under an unchanged result is queued when
+// its status differs.
+func TestEnqueueSkipsRoutesInSync(t *testing.T) {
+	objs, res, p := threeRoutes()
 	if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("no status yet: queued %v, want a b c", got)
 	}
@@ -80,5 +87,32 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 	p.Applied(res)
 	if got := queued(p); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("c's result changed: queued %v, want c", got)
+	}
+}
+
+// A route whose status differs is queued by every enqueue until its
+// write lands, but merged and compared once while its object and its
+// parents' slice are the same (thousands of first statuses being
+// written cost an enqueue a lookup each, not a merge); a route gone is
+// forgotten.
+func TestEnqueueComparesOnlyWhatChanged(t *testing.T) {
+	objs, _, p := threeRoutes()
+	for i := range 3 {
+		if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
+			t.Fatalf("enqueue %d, no status written yet: queued %v, want a b c", i, got)
+		}
+		if p.compared != 3 {
+			t.Fatalf("enqueue %d: %d routes compared in all, want 3 (each once)", i, p.compared)
+		}
+	}
+	// b's write landed (a new object); c was deleted.
+	b := objs.routes[1].DeepCopy()
+	b.Status.Parents = parentsWith("Accepted")
+	objs.routes = []*gwv1.HTTPRoute{objs.routes[0], b}
+	if got := queued(p); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("b written, c deleted: queued %v, want a", got)
+	}
+	if p.compared != 4 || len(p.synced) != 2 {
+		t.Fatalf("%d compared in all (want 4: b again), %d remembered (want 2)", p.compared, len(p.synced))
 	}
 }

@@ -58,9 +58,11 @@ type Publisher struct {
 	mu   sync.Mutex
 	last *gateway.Result
 	wake loop.Wake
-	// synced: the routes found in sync by the last enqueue (insync.go;
-	// enqueue's alone).
-	synced inSync
+	// synced: what enqueue found for each route, and enqueues its count
+	// (insync.go; enqueue's alone).
+	synced   inSync
+	enqueues int
+	compared int // routes merged and compared, for tests
 }
 
 type item struct{ Kind, Namespace, Name string }
@@ -144,19 +146,23 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 			q.Add(item{"Gateway", g.Namespace, g.Name})
 		}
 	}
-	synced := inSync{} // insync.go: those found in sync this time
+	if p.synced == nil {
+		p.synced = inSync{} // insync.go: what each route was found to be
+	}
+	p.enqueues++
+	gen := p.enqueues
 	routes := func(obj any, kind, ns, name string, have []gwv1.RouteParentStatus) {
 		it := item{kind, ns, name}
 		want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
-		if p.synced.same(it, obj, want) {
-			synced.mark(it, obj, want)
-			return
+		differs, known := p.synced.verdict(it, obj, want, gen)
+		if !known {
+			differs = !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have)
+			p.compared++
+			p.synced.mark(it, obj, want, differs, gen)
 		}
-		if !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have) {
+		if differs {
 			q.Add(it)
-			return
 		}
-		synced.mark(it, obj, want)
 	}
 	for _, r := range in.TCPRoutes {
 		routes(r, gateway.KindTCPRoute, r.Namespace, r.Name, r.Status.Parents)
@@ -173,7 +179,7 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 	for _, r := range in.GRPCRoutes {
 		routes(r, gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
-	p.synced = synced
+	p.synced.sweep(gen)
 	p.enqueuePolicies(func(it item) { q.Add(it) }, in, res, now)   // policystatus.go
 	enqueueListenerSets(func(it item) { q.Add(it) }, in, res, now) // lsstatus.go
 }

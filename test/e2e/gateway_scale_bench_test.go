@@ -58,6 +58,7 @@ func rssKiB(pid int) (rss, hwm int64) {
 // controller's RSS and peak RSS (VmHWM) and HAProxy's (master and
 // worker). The goal (issue 30): the controller <= 150 MiB.
 // HKS_BENCH_HEAPPROFILE writes the controller's heap profile there.
+// HKS_BENCH_MEMORY_LIMIT is passed as the controller's --memory-limit.
 //
 //	HKS_TESTBIN_DIR=... go test -run '^$' -bench BenchmarkGatewayHTTPScaleRSS -benchtime 1x ./test/e2e/
 func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
@@ -112,6 +113,9 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 		"--haproxy-bin", haproxytest.Bin(), "--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket,
 		"--state-file", filepath.Join(dir, "state"), "--bind-address", "127.0.0.1", "--metrics-address", "", "--udp=off",
 		"--pprof-address", pprofAddr)
+	if v := os.Getenv("HKS_BENCH_MEMORY_LIMIT"); v != "" { // --memory-limit, e.g. 130Mi
+		ctl.Args = append(ctl.Args, "--memory-limit="+v)
+	}
 	logf, err := os.Create(filepath.Join(dir, "controller.log"))
 	if err != nil {
 		b.Fatal(err)

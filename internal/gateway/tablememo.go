@@ -1,0 +1,319 @@
+package gateway
+
+import (
+	"cmp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// An HTTP frontend's table kept between passes (issue 30): httpTable is
+// a pure function of its listeners' hostnames and, per listener, the
+// served routes in order with their compiled rules (fragments), their
+// ages and their first actions' places. The memo keeps that input, an
+// index of it by host, and the table it gave; a pass compares the new
+// input with the kept one place by place, and builds again only the
+// hosts whose rules came from a place that differs (a route changed,
+// added or deleted, its rules moved): the other hosts' rules are the
+// last table's, shared (a model's table is never changed once made).
+// A changed place that matches through a wildcard or any host, a
+// listener set that differs, or more than a quarter of the places
+// changed: every host is built again, from the index. The result is
+// httpTable's (TestTableMemoIsTheWholeTable, TestMemoIsTheWholeCompute).
+
+// tableKey is an HTTP frontend: its Gateway and port.
+type tableKey struct {
+	gw   Key
+	port uint16
+}
+
+// tableMemo is one frontend's table and what it was built from.
+type tableMemo struct {
+	pass   int
+	scheme string
+	lhosts []string      // the listeners' hostnames, in table order
+	ls     []*tableInput // per listener
+	t      *model.HTTP
+	owner  []int          // per host of t, the listener whose rules it has
+	owners map[string]int // the same by host name
+}
+
+// tableInput is one listener's part: its served routes, in order, and
+// their places by the host they match through.
+type tableInput struct {
+	slots  []tableSlot
+	byHost map[string][]int // ascending
+	wild   []string         // the wildcard hosts of byHost
+}
+
+// tableSlot is a served route's place in the table.
+type tableSlot struct {
+	r    *route
+	f    *fragment
+	snis []string
+	age  int // the route's place among the listener's routes
+	off  int // its first action's place in the table's Actions
+}
+
+func (s *tableSlot) same(o *tableSlot) bool {
+	return s.r == o.r && s.f == o.f && s.age == o.age && s.off == o.off && slices.Equal(s.snis, o.snis)
+}
+
+// hosts are the table hosts s's rules match through (none without a
+// rule: httpTable has no host for such a route).
+func (s *tableSlot) hosts() []string {
+	if len(s.f.matches) == 0 {
+		return nil
+	}
+	out := make([]string, len(s.snis))
+	for i, h := range s.snis {
+		if h == "" {
+			h = model.AnyHost
+		}
+		out[i] = h
+	}
+	return out
+}
+
+// tableOf is httpTable(ls, port, w, backends), built from the last
+// pass's table of this frontend where its input is the same. Without a
+// memo in use, httpTable.
+func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.Backend) *model.HTTP {
+	m := w.memo
+	if m == nil || !m.on {
+		return httpTable(ls, port, w, backends)
+	}
+	t, scheme := newTable(ls, port)
+	k := tableKey{w.serving, port}
+	old := m.tables[k]
+	lhosts := make([]string, len(ls))
+	slots := make([][]tableSlot, len(ls))
+	n := 0
+	if old != nil {
+		t.Actions = make([]model.HTTPAction, 0, len(old.t.Actions))
+	}
+	for i, l := range ls {
+		lhosts[i] = l.hostname
+		for age, a := range l.routes {
+			if !a.served || a.r.http == nil {
+				continue
+			}
+			f := w.fragment(a, port, scheme, backends) // memo.go
+			slots[i] = append(slots[i], tableSlot{r: a.r, f: f, snis: a.snis, age: age, off: len(t.Actions)})
+			t.Actions = append(t.Actions, f.actions...)
+			n++
+		}
+	}
+	if len(t.Actions) == 0 {
+		t.Actions = nil // as httpTable leaves it
+	}
+	for _, ss := range slots {
+		for _, s := range ss {
+			// The kept fragments' actions are the table's own, not a
+			// second copy of them (the same values: neither changes).
+			n := len(s.f.actions)
+			s.f.actions = t.Actions[s.off : s.off+n : s.off+n]
+		}
+	}
+	if old == nil || old.scheme != scheme || !slices.Equal(old.lhosts, lhosts) || !old.update(slots, n) {
+		old = &tableMemo{scheme: scheme, lhosts: lhosts}
+		old.whole(slots)
+		m.TablesWhole++
+	} else {
+		m.TablesIncremental++
+	}
+	old.pass = m.pass
+	t.Hosts = old.t.Hosts
+	old.t = t
+	m.tables[k] = old
+	return t
+}
+
+// whole indexes slots and builds every host.
+func (tm *tableMemo) whole(slots [][]tableSlot) {
+	tm.ls = make([]*tableInput, len(slots))
+	var keys []string
+	tm.owners = map[string]int{}
+	for i, ss := range slots {
+		in := &tableInput{slots: ss, byHost: map[string][]int{}}
+		for j := range ss {
+			for _, h := range ss[j].hosts() {
+				if _, ok := in.byHost[h]; !ok && strings.HasPrefix(h, "*.") {
+					in.wild = append(in.wild, h)
+				}
+				in.byHost[h] = append(in.byHost[h], j)
+				if _, ok := tm.owners[h]; !ok {
+					tm.owners[h] = i
+					keys = append(keys, h)
+				}
+			}
+		}
+		tm.ls[i] = in
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmpHost(tm.owners[a], a, tm.owners[b], b) })
+	t := &model.HTTP{}
+	tm.owner = make([]int, len(keys))
+	for i, h := range keys {
+		o := tm.owners[h]
+		tm.owner[i] = o
+		t.Hosts = append(t.Hosts, tm.ls[o].host(h))
+	}
+	tm.t = t
+}
+
+// update brings the index to slots and builds again the hosts whose
+// places changed; false when the whole table is to be built instead.
+func (tm *tableMemo) update(slots [][]tableSlot, n int) bool {
+	dirty := map[string]bool{}
+	changed := 0
+	for i, in := range tm.ls {
+		ss := slots[i]
+		for j := range max(len(in.slots), len(ss)) {
+			if j < len(in.slots) && j < len(ss) && in.slots[j].same(&ss[j]) {
+				continue
+			}
+			if changed++; changed > 8 && changed*4 > n {
+				return false
+			}
+			if j < len(in.slots) {
+				for _, h := range in.slots[j].hosts() {
+					if h == model.AnyHost || strings.HasPrefix(h, "*.") {
+						return false
+					}
+					dirty[h] = true
+				}
+			}
+			if j < len(ss) {
+				for _, h := range ss[j].hosts() {
+					if h == model.AnyHost || strings.HasPrefix(h, "*.") {
+						return false
+					}
+					dirty[h] = true
+				}
+			}
+		}
+	}
+	// The index: each changed place's old hosts out, its new ones in.
+	for i, in := range tm.ls {
+		ss := slots[i]
+		for j := range max(len(in.slots), len(ss)) {
+			if j < len(in.slots) && j < len(ss) && in.slots[j].same(&ss[j]) {
+				continue
+			}
+			if j < len(in.slots) {
+				for _, h := range in.slots[j].hosts() {
+					in.unindex(h, j)
+				}
+			}
+			if j < len(ss) {
+				for _, h := range ss[j].hosts() {
+					in.index(h, j)
+				}
+			}
+		}
+		in.slots = ss
+	}
+	// The changed hosts out of the last table, built again where they
+	// still have rules, in their places.
+	type placed struct {
+		at    int
+		owner int
+		host  model.HTTPHost
+	}
+	hosts, owner := tm.t.Hosts, tm.owner
+	removed := map[int]bool{}
+	var add []placed
+	for h := range dirty {
+		if o, ok := tm.owners[h]; ok {
+			removed[tm.find(o, h)] = true
+			delete(tm.owners, h)
+		}
+		for i, in := range tm.ls {
+			if len(in.byHost[h]) > 0 {
+				tm.owners[h] = i
+				add = append(add, placed{owner: i, host: in.host(h)})
+				break
+			}
+		}
+	}
+	for i := range add {
+		add[i].at = tm.find(add[i].owner, add[i].host.Name)
+	}
+	slices.SortFunc(add, func(a, b placed) int { return cmpHost(a.owner, a.host.Name, b.owner, b.host.Name) })
+	nh := make([]model.HTTPHost, 0, len(hosts)+len(add)-len(removed))
+	no := make([]int, 0, cap(nh))
+	next := 0
+	for i := range len(hosts) + 1 {
+		for ; next < len(add) && add[next].at == i; next++ {
+			nh, no = append(nh, add[next].host), append(no, add[next].owner)
+		}
+		if i < len(hosts) && !removed[i] {
+			nh, no = append(nh, hosts[i]), append(no, owner[i])
+		}
+	}
+	tm.t = &model.HTTP{Hosts: nh}
+	tm.owner = no
+	if len(nh) == 0 {
+		tm.t.Hosts = nil // as httpTable leaves it
+	}
+	return true
+}
+
+// find is the place in the last table of host h of listener o, or
+// where it would be.
+func (tm *tableMemo) find(o int, h string) int {
+	hosts := tm.t.Hosts
+	return sort.Search(len(hosts), func(i int) bool { return cmpHost(tm.owner[i], hosts[i].Name, o, h) >= 0 })
+}
+
+// cmpHost is the table's order of hosts: by the listener that has
+// them, then precedenceAny.
+func cmpHost(o1 int, h1 string, o2 int, h2 string) int {
+	if c := cmp.Compare(o1, o2); c != 0 {
+		return c
+	}
+	return precedenceAny(h1, h2)
+}
+
+func (in *tableInput) index(h string, j int) {
+	at, _ := slices.BinarySearch(in.byHost[h], j)
+	in.byHost[h] = slices.Insert(in.byHost[h], at, j)
+}
+
+func (in *tableInput) unindex(h string, j int) {
+	if at, ok := slices.BinarySearch(in.byHost[h], j); ok {
+		in.byHost[h] = slices.Delete(in.byHost[h], at, at+1)
+	}
+	if len(in.byHost[h]) == 0 {
+		delete(in.byHost, h)
+	}
+}
+
+// host is table host k of this listener: the rules matching through k,
+// any host and the wildcards covering k, in the spec's order, each
+// match once (as httpTable builds it).
+func (in *tableInput) host(k string) model.HTTPHost {
+	var rs []httpRule
+	add := func(h string) {
+		for _, j := range in.byHost[h] {
+			s := &in.slots[j]
+			for _, fm := range s.f.matches {
+				cm := fm.rule
+				cm.Action += s.off
+				rs = append(rs, httpRule{host: h, rule: cm, age: s.age, ruleIdx: fm.ruleIdx, match: fm.match})
+			}
+		}
+	}
+	add(k)
+	if k != model.AnyHost {
+		add(model.AnyHost)
+		for _, h := range in.wild {
+			if h != k && hostCovers(h, k) {
+				add(h)
+			}
+		}
+	}
+	return hostOf(k, rs) // httproute.go
+}

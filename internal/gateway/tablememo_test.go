@@ -1,0 +1,185 @@
+package gateway
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// tableWorld is a random world for the table memo: one Gateway with two
+// HTTP listeners on one port (any host, and *.example.com) and one on
+// another, routes mostly of exact hosts (a few shared, some on the
+// wildcard listener's domain), now and then a wildcard or no hostname;
+// edits change, add and delete routes anywhere in the order, change
+// their number of rules (their actions' places move) and their
+// Services.
+type tableWorld struct {
+	rnd     *rand.Rand
+	gen     int
+	next    int
+	gws     []*gwv1.Gateway
+	classes []*gwv1.GatewayClass
+	routes  map[string]*gwv1.HTTPRoute
+	svcs    []*corev1.Service
+	// catchAll: routes r0 to r<catchAll-1> match through a wildcard or
+	// any host, the others through exact names.
+	catchAll int
+}
+
+func newTableWorld(seed uint64, n, catchAll int) *tableWorld {
+	w := &tableWorld{rnd: rand.New(rand.NewPCG(seed, 31)), routes: map[string]*gwv1.HTTPRoute{}, catchAll: catchAll}
+	w.classes = []*gwv1.GatewayClass{class("hks", ControllerName)}
+	w.gws = []*gwv1.Gateway{gateway("apps", "gw", "hks", 0,
+		listenerOf("web", gwv1.HTTPProtocolType, 80, ""), listenerOf("wild", gwv1.HTTPProtocolType, 80, "*.example.com"),
+		listenerOf("alt", gwv1.HTTPProtocolType, 8080, "b.example.com"))}
+	for i := range 6 {
+		s, _ := service("apps", "s"+strconv.Itoa(i), corev1.ProtocolTCP, 80, 8080, "10.244.0.1")
+		w.svcs = append(w.svcs, s)
+	}
+	for range n {
+		w.route(w.next)
+		w.next++
+	}
+	return w
+}
+
+// route writes route i anew: a new object, its creation time kept.
+func (w *tableWorld) route(i int) {
+	name := "r" + strconv.Itoa(i)
+	r := httpRoute("apps", name, parent("gw", ""))
+	r.CreationTimestamp.Time = t0.Add(time.Duration(i/3) * time.Second) // ties broken by name
+	w.gen++
+	r.Generation = int64(w.gen)
+	switch k := w.rnd.IntN(40); {
+	case i < w.catchAll && k < 20:
+		r.Spec.Hostnames = []gwv1.Hostname{"*.example.com"}
+	case i < w.catchAll: // no hostname: any host
+	case k < 20:
+		r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("h%d.example.com", w.rnd.IntN(30)))}
+	default:
+		r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("h%d.test", w.rnd.IntN(30)))}
+		if w.rnd.IntN(4) == 0 {
+			r.Spec.Hostnames = append(r.Spec.Hostnames, "b.example.com")
+		}
+	}
+	for range w.rnd.IntN(3) { // none: a route with no rule
+		path, exact := "/"+strconv.Itoa(w.rnd.IntN(3)), gwv1.PathMatchExact
+		m := gwv1.HTTPRouteMatch{Path: &gwv1.HTTPPathMatch{Value: &path}}
+		if w.rnd.IntN(2) == 0 {
+			m.Path.Type = &exact
+		}
+		if w.rnd.IntN(3) == 0 {
+			m.Headers = []gwv1.HTTPHeaderMatch{{Name: "X-Env", Value: "v" + strconv.Itoa(w.rnd.IntN(2))}}
+		}
+		rule := gwv1.HTTPRouteRule{Matches: []gwv1.HTTPRouteMatch{m}}
+		if w.rnd.IntN(3) == 0 {
+			rule.Matches = append(rule.Matches, gwv1.HTTPRouteMatch{})
+		}
+		rule.BackendRefs = []gwv1.HTTPBackendRef{{BackendRef: ref("", "s"+strconv.Itoa(w.rnd.IntN(7)), 80, int32(1+w.rnd.IntN(3)))}}
+		r.Spec.Rules = append(r.Spec.Rules, rule)
+	}
+	w.routes[name] = r
+}
+
+// edit changes the world at random and says how.
+func (w *tableWorld) edit() string {
+	switch k := w.rnd.IntN(20); {
+	case k < 12:
+		i := w.rnd.IntN(w.next)
+		w.route(i)
+		return "route r" + strconv.Itoa(i)
+	case k < 15:
+		w.route(w.next)
+		w.next++
+		return "new route r" + strconv.Itoa(w.next-1)
+	case k < 18:
+		n := "r" + strconv.Itoa(w.rnd.IntN(w.next))
+		delete(w.routes, n)
+		return "deleted " + n
+	case k < 19:
+		i := w.rnd.IntN(len(w.svcs))
+		s, _ := service("apps", "s"+strconv.Itoa(i), corev1.ProtocolTCP, 80, 8080, "10.244.0.1")
+		w.svcs[i] = s
+		return "service s" + strconv.Itoa(i)
+	}
+	return "nothing"
+}
+
+func (w *tableWorld) input() Input {
+	in := Input{Classes: w.classes, Gateways: w.gws, Services: w.svcs}
+	for _, r := range w.routes {
+		in.HTTPRoutes = append(in.HTTPRoutes, r)
+	}
+	return in
+}
+
+// TestTableMemoIsTheWholeTable: over random sequences of changes, the
+// HTTP tables a memo keeps between passes (tablememo.go) are the ones a
+// pass computing everything builds; and where catch-all routes are few
+// and old, at least half of them are built from the last table (a
+// route deleted or given another number of rules moves every younger
+// route's actions: their hosts are built again, whole past a quarter).
+func TestTableMemoIsTheWholeTable(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		seed                   uint64
+		routes, catchAll, step int
+		kept                   bool // tables built from the last one at least as often as whole
+	}{
+		{"small", 1, 20, 2, 300, true},
+		{"larger", 2, 200, 3, 120, true},
+		{"no catch-all", 3, 120, 0, 200, true},
+		{"catch-alls anywhere", 4, 60, 60, 200, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTableWorld(tc.seed, tc.routes, tc.catchAll)
+			memo := &Memo{}
+			withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: memo}
+			whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
+			for step := range tc.step {
+				what := "start"
+				if step > 0 {
+					what = w.edit()
+				}
+				in := w.input()
+				got, want := Compute(in, withMemo), Compute(in, whole)
+				if d := firstDiff(got, want); d != "" {
+					t.Fatalf("step %d (%s): the kept table differs from the whole one: %s", step, what, d)
+				}
+			}
+			if tc.kept && memo.TablesIncremental < memo.TablesWhole {
+				t.Errorf("%d tables built from the last one, %d whole: want at least as many from the last one", memo.TablesIncremental, memo.TablesWhole)
+			}
+			t.Logf("%d tables built from the last one, %d whole", memo.TablesIncremental, memo.TablesWhole)
+		})
+	}
+}
+
+// FuzzTableMemo: from any seed, a world of routes changed step by step
+// gets from the kept tables what a whole pass builds.
+func FuzzTableMemo(f *testing.F) {
+	f.Add(uint64(1), uint8(20), uint8(2))
+	f.Add(uint64(7), uint8(40), uint8(0))
+	f.Add(uint64(9), uint8(5), uint8(5))
+	f.Fuzz(func(t *testing.T, seed uint64, routes, catchAll uint8) {
+		w := newTableWorld(seed, 1+int(routes%40), int(catchAll%8))
+		withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: &Memo{}}
+		whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
+		for step := range 30 {
+			what := "start"
+			if step > 0 {
+				what = w.edit()
+			}
+			in := w.input()
+			if d := firstDiff(Compute(in, withMemo), Compute(in, whole)); d != "" {
+				t.Fatalf("step %d (%s): the kept table differs from the whole one: %s", step, what, d)
+			}
+		}
+	})
+}
