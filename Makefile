@@ -250,7 +250,8 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/ingress:FuzzRouting:20000x \
 	./internal/gateway:FuzzHTTPRouteExt:5000x \
 	./internal/gateway:FuzzGRPCRoute:2000x \
-	./internal/gateway:FuzzCORSFilter:10000x
+	./internal/gateway:FuzzCORSFilter:10000x \
+	./internal/gateway:FuzzTableMemo:60x
 fuzz:
 	@$(WITH_TRIMPATH) GO='$(GO)' FUZZTIME='$(FUZZTIME)' hack/fuzz.sh $(FUZZ_TARGETS)
 
