@@ -77,12 +77,14 @@ mod="$($GO list -m)"
 # keeps its fuzzing binaries there too.
 # shellcheck source=hack/test-binaries.sh
 . hack/test-binaries.sh
-# A checkout's first run starts from a copy of the binaries last used by
-# another (make test builds with -trimpath, so a binary does not depend on
-# where its checkout is): go test -c then links only what differs, and a
-# CI clone at a new path does not link every binary again.
+# A checkout's first run starts from a copy of the binaries of the
+# checkout whose whole suite (test/e2e's binary) was built last (make
+# test builds with -trimpath, so a binary does not depend on where its
+# checkout is): go test -c then links only what differs, and a CI clone
+# at a new path does not link every binary again.
 if [ ! -d "$TEST_BINARIES" ]; then
-	seed="$(ls -dt "$TEST_BINARIES_CACHE"/*/ 2>/dev/null | head -n 1 || true)"
+	seed="$(ls -t "$TEST_BINARIES_CACHE"/*/test/e2e/pkg.test 2>/dev/null | head -n 1 || true)"
+	seed=${seed%test/e2e/pkg.test}
 	mkdir -p "$TEST_BINARIES"
 	if [ -n "$seed" ] && [[ " ${GOFLAGS:-} " == *" -trimpath "* ]]; then
 		echo "test binaries: starting from a copy of $seed"
