@@ -119,7 +119,10 @@ func run(wait bool, bin string) error {
 		"--bind-address", "127.0.0.1", "--default-check-interval", "500ms", "--default-fall", "2", "--default-rise", "2",
 		"--metrics-address", "127.0.0.1:0",
 		"--listeners=ports", // per-port frontends: never the host's TPROXY (the default, auto, would set it up)
-		"--udp=off"}         // never the host's nftables
+		// The stand-in nodes answer kube-proxy's /healthz but no Service's
+		// healthCheckNodePort (the default Local check since nodes5).
+		"--local-check=service-port",
+		"--udp=off"} // never the host's nftables
 	ctlDone := make(chan struct{})
 	go func() {
 		defer close(ctlDone)
