@@ -51,6 +51,12 @@ type Result struct {
 	Ops        int      // Runtime API operations sent and applied
 	OpsFailed  int      // Runtime API operations of batches that failed
 	RetryAfter time.Duration
+	// Again: the pass applied, and the driver has work under way that
+	// goes on in later passes (a backend's servers created again phase by
+	// phase: runtimeapi/renew.go); the loop comes back after Again (a
+	// turn put off, no retry), so that other changes go through between
+	// the phases. Zero: nothing under way.
+	Again time.Duration
 	// Refused: parts of the model the driver left out while it applied
 	// the rest (a frontend on a port another process holds), each
 	// retried by the next pass.

@@ -40,6 +40,9 @@ func (f Fanout) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 		res.Ops += r.Ops
 		res.Runtime += r.Runtime
 		res.Refused = append(res.Refused, r.Refused...)
+		if r.Again > 0 && (res.Again == 0 || r.Again < res.Again) {
+			res.Again = r.Again // the soonest any driver asks for
+		}
 	}
 	return res, errors.Join(errs...)
 }

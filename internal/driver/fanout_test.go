@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -48,6 +49,28 @@ func TestFanout(t *testing.T) {
 	drift, err := f.Verify(context.Background())
 	if !drift || err != nil || udp.invalid != 1 {
 		t.Errorf("Verify = %v, %v; invalidated %d", drift, err, udp.invalid)
+	}
+}
+
+// TestFanoutAgain: a pass comes back as soon as the first driver with
+// work under way asks.
+func TestFanoutAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b time.Duration
+		want time.Duration
+	}{
+		{"none", 0, 0, 0},
+		{"the first", 250 * time.Millisecond, 0, 250 * time.Millisecond},
+		{"another", 0, time.Second, time.Second},
+		{"the soonest", time.Second, 250 * time.Millisecond, 250 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Fanout{&part{res: Result{Again: tc.a}}, &part{res: Result{Again: tc.b}}}
+			if res, err := f.Apply(context.Background(), model.Config{}); err != nil || res.Again != tc.want {
+				t.Errorf("Again = %v, %v; want %v", res.Again, err, tc.want)
+			}
+		})
 	}
 }
 

@@ -10,8 +10,12 @@ import (
 
 // Outcome is the loop's rule for a pass that applied through a driver: a
 // put-off reload (ErrDeferred) comes back after res.RetryAfter, any other
-// error is retried with backoff.
+// error is retried with backoff, and a pass that applied with work under
+// way (res.Again) comes back after res.Again.
 func Outcome(res Result, err error) loop.Outcome {
+	if err == nil && res.Again > 0 {
+		return loop.Outcome{Later: true, After: res.Again}
+	}
 	return loop.Outcome{Err: err, Later: errors.Is(err, ErrDeferred), After: res.RetryAfter}
 }
 
@@ -31,6 +35,8 @@ func LogPass(log *slog.Logger, start time.Time, res Result, err error, attrs ...
 		attrs = append(attrs, "reload_in", res.RetryAfter)
 	case err != nil:
 		attrs = append(attrs, "err", err)
+	case res.Again > 0:
+		attrs = append(attrs, "again_in", res.Again)
 	}
 	if res.Reloaded || res.Ops > 0 || err != nil {
 		log.Info("update", attrs...)

@@ -13,17 +13,21 @@ import (
 func TestOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
+		res   Result
 		err   error
 		later bool
+		after time.Duration
 	}{
-		{"applied", nil, false},
-		{"reload put off, wrapped", fmt.Errorf("instance a: %w", ErrDeferred), true},
-		{"failed", errors.New("socket unavailable"), false},
+		{"applied", Result{RetryAfter: 3 * time.Second}, nil, false, 0},
+		{"reload put off, wrapped", Result{RetryAfter: 3 * time.Second}, fmt.Errorf("instance a: %w", ErrDeferred), true, 3 * time.Second},
+		{"failed", Result{RetryAfter: 3 * time.Second}, errors.New("socket unavailable"), false, 0},
+		{"applied, work under way", Result{Again: 250 * time.Millisecond}, nil, true, 250 * time.Millisecond},
+		{"failed with work under way: a retry", Result{Again: 250 * time.Millisecond}, errors.New("socket unavailable"), false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := Outcome(Result{RetryAfter: 3 * time.Second}, tc.err)
-			if o.Later != tc.later || !errors.Is(o.Err, tc.err) || (tc.later && o.After != 3*time.Second) {
-				t.Errorf("Outcome = %+v, want Later %v with the error kept and After 3s when later", o, tc.later)
+			o := Outcome(tc.res, tc.err)
+			if o.Later != tc.later || !errors.Is(o.Err, tc.err) || (tc.later && o.After != tc.after) {
+				t.Errorf("Outcome = %+v, want Later %v with the error kept and After %v when later", o, tc.later, tc.after)
 			}
 		})
 	}
@@ -43,6 +47,7 @@ func TestLogPass(t *testing.T) {
 		{"runtime ops", Result{Ops: 2}, nil, "INFO", []string{"ops=2"}, []string{"reloaded"}},
 		{"reload put off", Result{RetryAfter: time.Second}, fmt.Errorf("instance a: %w", ErrDeferred), "INFO", []string{"reload_in=1s"}, []string{"err="}},
 		{"failed", Result{}, errors.New("socket unavailable"), "INFO", []string{"err=\"socket unavailable\""}, []string{"reload_in"}},
+		{"work under way", Result{Ops: 1, Again: 250 * time.Millisecond}, nil, "INFO", []string{"again_in=250ms"}, []string{"err=", "reload_in"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

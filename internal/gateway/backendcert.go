@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -13,10 +10,11 @@ import (
 // .clientCertificateRef, GatewayBackendClientCertificate): a
 // kubernetes.io/tls Secret whose certificate and key HAProxy presents to
 // the servers of every backend that speaks TLS (BackendTLSPolicy) for this
-// Gateway's routes (`crt` on the server lines). The file is named by the
-// digest of the bundle, and a backend presenting one carries its name, so
-// backends of Gateways with other certificates are apart and a rotation
-// is a new file and a reload, as for a CA (backendtls.go). A Secret that
+// Gateway's routes (`crt` on the server lines). The file is named for the
+// Secret, and a backend presenting one carries its name, so backends of
+// Gateways with other certificates are apart; a rotation keeps the name
+// and the local driver commits the new certificate to the file through
+// the Runtime API, with no reload (runtimeapi/clientcerts.go). A Secret that
 // does not resolve leaves the Gateway's ResolvedRefs False
 // (InvalidClientCertificateRef, or RefNotPermitted across namespaces
 // without a ReferenceGrant) and its TLS backends present nothing; a
@@ -77,8 +75,7 @@ func (w *world) clientCertOf(g *gwv1.Gateway) *clientCert {
 		}
 	}
 	if b != nil {
-		sum := sha256.Sum256(b.PEM)
-		c.name, c.pem = model.Name("ccert", s.Namespace, s.Name, hex.EncodeToString(sum[:6])), b.PEM
+		c.name, c.pem = model.Name("ccert", s.Namespace, s.Name), b.PEM
 	}
 	return c
 }

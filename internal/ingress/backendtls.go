@@ -182,8 +182,9 @@ func (b *backendTLSAnnotations) resolve(ns string, in Input, event func(reason, 
 		crtSecret = k.String()
 		switch c := in.Certs[k]; {
 		case c != nil:
-			sum := sha256.Sum256(c.PEM)
-			t.Cert, t.CertPEM = model.Name("ccert", k.Namespace, k.Name, hex.EncodeToString(sum[:6])), c.PEM
+			// Named for its Secret: a rotation is committed through the
+			// Runtime API, no reload (runtimeapi/clientcerts.go).
+			t.Cert, t.CertPEM = model.Name("ccert", k.Namespace, k.Name), c.PEM
 		case !b.nginx:
 			// ingress-nginx's proxy-ssl-secret may hold a CA only.
 			p := in.Problems[k]

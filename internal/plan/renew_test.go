@@ -52,25 +52,7 @@ func TestRenew(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			phases := Renew("be", tc.states, tc.checked)
-			var got []string
-			for _, ph := range phases {
-				var ops []string
-				for _, o := range ph.Ops {
-					if o.Backend != "be" {
-						t.Errorf("op %v on backend %q", o, o.Backend)
-					}
-					s := o.Kind.String() + " " + o.Slot
-					if o.Kind == Create {
-						s += " " + netip.AddrPortFrom(o.Server.Addr, o.Server.Port).String()
-					}
-					ops = append(ops, s)
-				}
-				line := strings.Join(ops, ", ")
-				if len(ph.Up) > 0 {
-					line += " | " + strings.Join(ph.Up, " ")
-				}
-				got = append(got, line)
-			}
+			got := phaseLines(t, phases)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("phases:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
@@ -84,4 +66,31 @@ func TestRenew(t *testing.T) {
 			}
 		})
 	}
+}
+
+// phaseLines writes each phase as its operations ("kind slot", Create
+// and SetAddr with their address) and, after "|", the servers whose check
+// must pass before the next phase.
+func phaseLines(t *testing.T, phases []Phase) []string {
+	t.Helper()
+	var got []string
+	for _, ph := range phases {
+		var ops []string
+		for _, o := range ph.Ops {
+			if o.Backend != "be" {
+				t.Errorf("op %v on backend %q", o, o.Backend)
+			}
+			s := o.Kind.String() + " " + o.Slot
+			if o.Kind == Create || o.Kind == SetAddr {
+				s += " " + netip.AddrPortFrom(o.Server.Addr, o.Server.Port).String()
+			}
+			ops = append(ops, s)
+		}
+		line := strings.Join(ops, ", ")
+		if len(ph.Up) > 0 {
+			line += " | " + strings.Join(ph.Up, " ")
+		}
+		got = append(got, line)
+	}
+	return got
 }

@@ -30,6 +30,7 @@ func SlotIndex(name string) (int, bool) {
 // Finish. The zero value is ready to use.
 type RuntimeBuilder struct {
 	rt      Runtime
+	twins   Twins // twins a renewal left (TwinName), by backend
 	foreign []string
 	skip    map[string]bool // backends found foreign
 	be      string          // backend of cur (an owned copy)
@@ -54,11 +55,35 @@ func (b *RuntimeBuilder) Add(be, srv string, a Actual) {
 		// continue its slots.
 		b.be, b.cur, b.open = be, append(b.cur[:0], b.rt[be]...), true
 	}
+	if i, ok := TwinIndex(srv); ok {
+		// A renewal's twin (Renew) is listed after the slots or before
+		// them (the slots created again after it): the slots stay in
+		// order around it.
+		if b.twins == nil {
+			b.twins = Twins{}
+		}
+		if b.twins[be] == nil {
+			b.twins[be] = map[int]Actual{}
+		}
+		b.twins[be][i] = a
+		return
+	}
 	if i, ok := SlotIndex(srv); !ok || i != len(b.cur) {
 		b.markForeign()
 		return
 	}
 	b.cur = append(b.cur, a)
+}
+
+// Twins returns the twins found in the backends that are not foreign,
+// after Finish.
+func (b *RuntimeBuilder) Twins() Twins {
+	for be := range b.twins {
+		if b.skip[be] {
+			delete(b.twins, be)
+		}
+	}
+	return b.twins
 }
 
 // markForeign drops the current backend for good.
@@ -70,6 +95,17 @@ func (b *RuntimeBuilder) markForeign() {
 	b.foreign = append(b.foreign, b.be)
 	delete(b.rt, b.be)
 	b.open = false
+}
+
+// MarkForeign has Finish list be as foreign (and Twins leave it out): a
+// backend the caller cannot take as it is.
+func (b *RuntimeBuilder) MarkForeign(be string) {
+	if b.skip[be] {
+		return
+	}
+	b.flush()
+	b.be, b.open = be, true
+	b.markForeign()
 }
 
 // flush stores the current backend's states in a slice of their exact

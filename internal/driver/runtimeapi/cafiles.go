@@ -49,7 +49,7 @@ func casOf(dir string, cfg model.Config) map[string][]byte {
 		if model.ValidBackendTLS(b.TLS) {
 			out[render.CAFile(dir, b.TLS.CA)] = b.TLS.CAPEM
 			if b.TLS.Cert != "" {
-				out[render.CertFile(dir, b.TLS.Cert)] = b.TLS.CertPEM // the client certificate, named by its digest
+				out[render.CertFile(dir, b.TLS.Cert)] = b.TLS.CertPEM // the client certificate (clientcerts.go)
 			}
 		}
 	}
@@ -83,16 +83,20 @@ func (d *HAProxy) staleServerCAs(cfg model.Config) []string {
 }
 
 // applyCAs commits to the worker the CA files of w it holds with
-// another bundle, and returns how many commands it sent. A CA file of
-// w's that is a client certificate (casOf) is no CA file of the worker's
-// and is left alone.
+// another bundle, and returns how many commands it sent. A file of w's
+// cas that is a client certificate (casOf) is no CA file of the
+// worker's: it is committed as a certificate (clientcerts.go).
 func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
+	n, err := d.applyClientCerts(ctx, w)
+	if err != nil {
+		return n, err
+	}
 	s := &d.certs
 	var cmds []haproxy.Command
 	var touched []string
 	for _, p := range slices.Sorted(maps.Keys(w.cas)) {
 		old, held := s.cas[p]
-		if !held || old == sha256.Sum256(w.cas[p]) {
+		if w.clients[p] || !held || old == sha256.Sum256(w.cas[p]) {
 			continue
 		}
 		cmds = append(cmds, haproxy.Command{Line: "set ssl ca-file " + p, Payload: w.cas[p]},
@@ -100,7 +104,7 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 		touched = append(touched, p)
 	}
 	if len(cmds) == 0 {
-		return 0, nil
+		return n, nil
 	}
 	ans, err := d.rt.ExecCommands(ctx, cmds)
 	if err == nil {
@@ -108,14 +112,14 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 	}
 	if err != nil {
 		d.abortCAs(ctx, touched)
-		return len(cmds), err
+		return n + len(cmds), err
 	}
 	for _, p := range touched {
 		s.cas[p] = sha256.Sum256(w.cas[p])
 	}
 	s.renew = append(s.renew, touched...)
 	d.log.Info("CA files changed without reload", "files", len(touched))
-	return len(cmds), nil
+	return n + len(cmds), nil
 }
 
 // abortCAs drops the CA transactions a failed step may have left open.

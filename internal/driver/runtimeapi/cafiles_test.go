@@ -116,8 +116,8 @@ func TestBackendTLSCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(http.StatusOK, "sni=a.example.com")
-	if res, err := l.d.Apply(ctx, cfgOf("a.example.com", "ca_apps_p_2", wrong)); err != nil || res.Reloaded {
-		t.Fatalf("another bundle under the same name: reloaded %v, %v", res.Reloaded, err)
+	if reloaded, err := applyUntilDone(ctx, l.d, cfgOf("a.example.com", "ca_apps_p_2", wrong)); err != nil || reloaded {
+		t.Fatalf("another bundle under the same name: reloaded %v, %v", reloaded, err)
 	}
 	eventually(http.StatusServiceUnavailable, "")
 }

@@ -75,5 +75,5 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *drive
 		d.opts.onServersOnly()
 	}
 	d.schedulePersist()
-	return true, nil
+	return true, d.renewServers(ctx, cfg, d.certs.takeRenew(), res) // renewals under way go on (renew.go)
 }

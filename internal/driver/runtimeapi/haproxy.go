@@ -106,8 +106,12 @@ type HAProxy struct {
 	// unsent: backends whose operations a preempted server-only pass did
 	// not send, each with when it was first left behind (unsentSeq);
 	// actual and layout differ there (see preempt.go).
-	unsent     map[string]uint64
-	unsentSeq  uint64
+	unsent    map[string]uint64
+	unsentSeq uint64
+	// renewals: the backends whose servers are being created again,
+	// each where its renewal stands (renew.go).
+	renewals   map[string]*renewal
+	leftTwins  plan.Twins // twins found by a read back, not yet ended (renewback.go)
 	persist    chan struct{}
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
@@ -296,9 +300,6 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.execOps(ctx, down, &res); err != nil {
 		return res, err
 	}
-	if err := d.renewServers(ctx, cfg, d.certs.takeRenew(), &res); err != nil { // renew.go
-		return res, err
-	}
 	if err := d.dropBackends(ctx, layout, &res); err != nil {
 		return res, err
 	}
@@ -306,7 +307,10 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	d.assigned, d.consistent, d.unsent = true, true, nil
 	d.gen++
 	d.schedulePersist()
-	return res, nil
+	// Renewals go on after the state is recorded: one ending has the
+	// next pass plan every backend (renew.go).
+	err := d.renewServers(ctx, cfg, d.certs.takeRenew(), &res)
+	return res, err
 }
 
 // assign places cfg's servers into the slots in force, without resizing.

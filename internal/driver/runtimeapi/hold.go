@@ -8,10 +8,12 @@ import (
 // ops is plan.Ops of layout against what HAProxy runs now, with the
 // slots that come into service held until their check passes
 // (untilChecked): every path that applies a layout at runtime takes its
-// operations from here, so none brings a slot in unchecked.
+// operations from here, so none brings a slot in unchecked, and none
+// touches a backend whose servers are being created again (renew.go:
+// heldForRenewal).
 func (d *HAProxy) ops(layout model.Layout, cfg model.Config) ([]plan.Op, []string) {
 	ops, missing := plan.Ops(layout, d.actual)
-	return untilChecked(ops, d.actual, cfg), missing
+	return untilChecked(d.heldForRenewal(ops), d.actual, cfg), missing
 }
 
 // untilChecked holds the slots of ops that come into service in a backend

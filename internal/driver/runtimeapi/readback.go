@@ -97,10 +97,13 @@ func (d *HAProxy) readSlots(ctx context.Context) error {
 // It returns the backends left out because their servers are not slots
 // s1, s2, ... in order (see plan.RuntimeBuilder).
 func (d *HAProxy) readSlotStates(ctx context.Context, withLayout bool) (foreign []string, err error) {
-	rt, foreign, err := d.dumpStates(ctx)
+	rt, foreign, twins, err := d.dumpStates(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read server states: %w", err)
 	}
+	// A renewal cut short (a restart): ended by the next pass, or, when
+	// slots are missing, by a reload (renewback.go).
+	foreign = d.adoptTwins(rt, twins, foreign)
 	d.actual = rt
 	if withLayout {
 		// The layout read back is the runtime state itself, with the
@@ -119,15 +122,15 @@ func (d *HAProxy) readSlotStates(ctx context.Context, withLayout bool) (foreign 
 // dumpStates reads every slot's state over a connection of its own, row
 // by row: the dump (megabytes at tens of thousands of servers) is never
 // held whole, so reading back costs little beyond the resulting state.
-func (d *HAProxy) dumpStates(ctx context.Context) (plan.Runtime, []string, error) {
+func (d *HAProxy) dumpStates(ctx context.Context) (plan.Runtime, []string, plan.Twins, error) {
 	var b plan.RuntimeBuilder
 	err := haproxy.ScanServersState(ctx, d.opts.Render.StatsSocket, func(s haproxy.ServerState) error {
 		b.Add(s.Backend, s.Server, actualOf(s))
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rt, foreign := b.Finish()
-	return rt, foreign, nil
+	return rt, foreign, b.Twins(), nil
 }

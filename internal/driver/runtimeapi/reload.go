@@ -117,6 +117,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	}
 	res.Reloaded = true
 	d.optsReason = ""
+	d.renewals = nil // the new worker created every server from the files (renew.go)
 	d.opts.Render.Legacy = 0
 	restore(false)
 	if dir := d.opts.Render.ACLDir; dir != "" {

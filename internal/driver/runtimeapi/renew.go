@@ -2,16 +2,14 @@ package runtimeapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -28,22 +26,31 @@ import (
 // runtime"). No reload, and no request without a server: twins serve
 // while the slots are deleted and created again.
 //
-// The waits are bounded: a server still holding connections after
-// renewDrain has them shut (`shutdown sessions server`), and a server
-// whose check has not passed after renewUp is left to its check (the
-// bundle asked for is what verifies, whatever it lets in). A renewal cut
-// short by an error is followed by a reload (renewFailed), which rebuilds
-// the backend from the files: they hold the new bundle already.
+// A renewal is no wait inside a pass: each pass sends what may go now
+// and records where each backend's renewal stands (d.renewals), and the
+// pass's Result asks the loop to come back (driver.Result.Again, every
+// renewPoll), so that other changes go through between the phases and
+// several backends renew side by side. A phase whose servers must pass
+// their check, or whose deletions HAProxy refuses while connections
+// remain, is looked at again by the next pass. While a backend renews,
+// no other operation touches its slots (heldForRenewal); its changes are
+// planned once it is done. The waits are bounded: a server still holding
+// connections after renewDrain has them shut (`shutdown sessions
+// server`), and a server whose check has not passed after renewUp is left
+// to its check (the bundle asked for is what verifies, whatever it lets
+// in). A renewal cut short by an error is followed by a reload
+// (renewFailed), which rebuilds the backend from the files: they hold the
+// new bundle already; a reload ends every renewal under way.
 
 // renewFailed stands for the structure hash after a renewal cut short.
 const renewFailed = "(servers renewed for a CA in doubt)"
 
-// renewDrain and renewUp bound a renewal's waits; renewPoll is how often
-// it looks.
+// renewDrain and renewUp bound a renewal's waits; renewPoll is how soon
+// a pass with a renewal under way asks to come back.
 var (
 	renewDrain = 10 * time.Second
 	renewUp    = 15 * time.Second
-	renewPoll  = 50 * time.Millisecond
+	renewPoll  = 100 * time.Millisecond
 )
 
 // renewable reports whether the servers of be are renewed when the bundle
@@ -59,73 +66,217 @@ func renewable(be *model.Backend) bool {
 		be.Name != model.NodesBackend
 }
 
-// renewServers renews the servers of the backends of cfg that name one of
-// the CA files applyCAs just committed (paths), in cfg's order. Under d.mu,
-// after the pass's operations: d.actual is what the worker runs.
+// A renewal is where the renewal of one backend stands.
+type renewal struct {
+	phases []plan.Phase
+	next   int       // the phase to send next
+	sent   bool      // phases[next] was sent, its waits not over
+	dels   []string  // its servers ("backend/server") still to delete
+	up     []string  // its servers whose check must pass
+	until  time.Time // when its wait ends
+	opts   string    // the servers' keywords
+	check  bool      // the servers run a health check
+	again  bool      // another bundle was committed meanwhile: renew once more
+}
+
+// renewServers starts the renewal of the backends of cfg that name one of
+// the CA files applyCAs committed since the last pass (paths), and takes
+// every renewal under way as far as it may go now. Under d.mu, after the
+// pass's operations: d.actual is what the worker runs. res.Again asks for
+// the next pass while any is under way.
 func (d *HAProxy) renewServers(ctx context.Context, cfg model.Config, paths []string, res *driver.Result) error {
-	if len(paths) == 0 {
-		return nil
-	}
-	n, t := 0, time.Now()
+	d.settleTwins(cfg) // renewals cut short by a restart (renewback.go)
 	for _, be := range cfg.Backends {
+		if len(paths) == 0 {
+			break
+		}
 		if !renewable(be) || !slices.Contains(paths, render.CAFile(d.opts.Render.CertDir, be.TLS.CA)) || len(d.actual[be.Name]) == 0 {
 			continue
 		}
-		if err := d.renewBackend(ctx, be, res); err != nil {
+		if r, ok := d.renewals[be.Name]; ok {
+			r.again = true // twins made before this commit hold the bundle before it
+			continue
+		}
+		d.startRenewal(be)
+	}
+	if len(d.renewals) == 0 {
+		return nil
+	}
+	t := time.Now()
+	defer func() { res.Runtime += time.Since(t) }()
+	ended := false
+	for _, name := range slices.Sorted(maps.Keys(d.renewals)) {
+		done, err := d.advance(ctx, name, d.renewals[name], res)
+		if err != nil {
 			// Slots may be missing or twins left: the next pass
 			// reloads, from files that hold the new bundle already.
+			d.renewals = nil
 			d.hash, d.optsReason = renewFailed, "servers renewed for a CA in doubt"
-			return fmt.Errorf("renewing the servers of %s for its CA: %w", be.Name, err)
+			return fmt.Errorf("renewing the servers of %s for its CA: %w", name, err)
 		}
-		n++
+		if done {
+			d.endRenewal(cfg, name)
+			ended = true
+		}
 	}
-	if n > 0 {
-		d.log.Info("servers created again for a new CA bundle, without reload", "backends", n, "took", time.Since(t))
+	if len(d.renewals) > 0 || ended {
+		// One more pass after the last ends: it plans the changes held
+		// back from the backends renewed (heldForRenewal).
+		res.Again = renewPoll
 	}
 	return nil
 }
 
-// renewBackend sends the phases of be's renewal, from the slots' states
-// in d.actual, waiting as each phase says.
-func (d *HAProxy) renewBackend(ctx context.Context, be *model.Backend, res *driver.Result) error {
-	opts := strings.Join(render.RenewOptions(be, d.opts.Render), " ")
-	withCheck := be.Check.Enabled
-	t := time.Now()
-	defer func() { res.Runtime += time.Since(t) }()
-	for _, ph := range plan.Renew(be.Name, slices.Clone(d.actual[be.Name]), withCheck) {
-		var cmds []string
-		var dels []string
-		for _, o := range ph.Ops {
-			switch o.Kind {
-			case plan.Create:
-				cmds = append(cmds, createCommands(o, opts, withCheck)...)
-			case plan.Delete:
-				dels = append(dels, o.Backend+"/"+o.Slot)
-			default:
-				cmds = append(cmds, commands([]plan.Op{o})...)
-			}
-		}
-		if len(cmds) > 0 {
-			ans, err := d.rt.ExecChecked(ctx, cmds)
-			res.Ops += len(ans)
-			if err != nil {
-				res.OpsFailed += len(cmds) - len(ans)
-				return err
-			}
-		}
-		for _, srv := range dels {
-			if err := d.deleteWhenIdle(ctx, srv, res); err != nil {
-				return err
-			}
-		}
-		d.actual.Apply(ph.Ops)
-		if len(ph.Up) > 0 {
-			if err := d.waitUp(ctx, be.Name, ph.Up); err != nil {
-				return err
-			}
+// startRenewal records the renewal of be, from its slots' states in
+// d.actual; the first pass to advance it sends its first phase.
+func (d *HAProxy) startRenewal(be *model.Backend) {
+	if d.renewals == nil {
+		d.renewals = map[string]*renewal{}
+	}
+	d.renewals[be.Name] = &renewal{
+		phases: plan.Renew(be.Name, slices.Clone(d.actual[be.Name]), be.Check.Enabled),
+		opts:   strings.Join(render.RenewOptions(be, d.opts.Render), " "),
+		check:  be.Check.Enabled,
+	}
+	d.log.Info("servers to be created again for a new CA bundle, without reload", "backend", be.Name)
+}
+
+// endRenewal forgets the renewal of be, done, and has the next pass plan
+// every backend: the changes held back from be meanwhile (heldForRenewal)
+// are then sent. A renewal asked for again starts afresh.
+func (d *HAProxy) endRenewal(cfg model.Config, be string) {
+	r := d.renewals[be]
+	delete(d.renewals, be)
+	d.consistent = false
+	d.log.Info("servers created again for a new CA bundle, without reload", "backend", be, "phases", len(r.phases))
+	if !r.again {
+		return
+	}
+	for _, b := range cfg.Backends {
+		if b.Name == be && renewable(b) && len(d.actual[be]) > 0 {
+			d.startRenewal(b)
 		}
 	}
+}
+
+// advance takes the renewal r of backend be as far as it may go now: the
+// waits of the phase sent looked at once, then the next phases sent until
+// one has to wait. It reports whether the renewal is done.
+func (d *HAProxy) advance(ctx context.Context, be string, r *renewal, res *driver.Result) (bool, error) {
+	for range len(r.phases) + 1 { // bounded: one phase a round at most
+		if r.sent {
+			over, err := d.waited(ctx, be, r, res)
+			if err != nil || !over {
+				return false, err
+			}
+			r.sent = false
+			r.next++
+		}
+		if r.next == len(r.phases) {
+			return true, nil
+		}
+		if err := d.sendPhase(ctx, r, res); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// sendPhase sends r's next phase: its creations and state changes in one
+// batch, its deletions tried once each (waited tries them again).
+func (d *HAProxy) sendPhase(ctx context.Context, r *renewal, res *driver.Result) error {
+	ph := r.phases[r.next]
+	var cmds []string
+	r.dels = r.dels[:0]
+	for _, o := range ph.Ops {
+		switch o.Kind {
+		case plan.Create:
+			cmds = append(cmds, createCommands(o, r.opts, r.check)...)
+		case plan.Delete:
+			r.dels = append(r.dels, o.Backend+"/"+o.Slot)
+		default:
+			cmds = append(cmds, commands([]plan.Op{o})...)
+		}
+	}
+	if len(cmds) > 0 {
+		ans, err := d.rt.ExecChecked(ctx, cmds)
+		res.Ops += len(ans)
+		if err != nil {
+			res.OpsFailed += len(cmds) - len(ans)
+			return err
+		}
+	}
+	d.actual.Apply(ph.Ops)
+	d.verify.touch(ph.Ops)
+	r.up = ph.Up
+	r.sent = true
+	r.until = time.Now().Add(renewUp)
+	if len(r.dels) > 0 {
+		r.until = time.Now().Add(renewDrain)
+	}
 	return nil
+}
+
+// waited looks once at the waits of the phase r sent: its deletions
+// tried again, its servers' checks read. It reports whether they are
+// over (done, or their time is up).
+func (d *HAProxy) waited(ctx context.Context, be string, r *renewal, res *driver.Result) (bool, error) {
+	if len(r.dels) > 0 {
+		left, err := d.deleteIdle(ctx, r.dels, time.Now().After(r.until), res)
+		r.dels = left
+		if err != nil || len(left) > 0 {
+			return false, err
+		}
+	}
+	if len(r.up) == 0 {
+		return true, nil
+	}
+	ans, err := d.rt.ExecChecked(ctx, []string{"show servers state " + be})
+	res.Ops++
+	if err != nil {
+		return false, err
+	}
+	down := notRunning(ans[0], r.up)
+	if len(down) > 0 && time.Now().After(r.until) {
+		d.log.Warn("renewed servers not up yet; left to their check", "backend", be, "servers", down, "waited", renewUp)
+		return true, nil
+	}
+	return len(down) == 0, nil
+}
+
+// heldForRenewal returns ops without the operations on backends being
+// renewed: their slots are the renewal's until it ends, and endRenewal
+// has the next pass plan them again.
+func (d *HAProxy) heldForRenewal(ops []plan.Op) []plan.Op {
+	if len(d.renewals) == 0 && len(d.leftTwins) == 0 {
+		return ops
+	}
+	out := ops[:0:0]
+	for _, o := range ops {
+		_, renewing := d.renewals[o.Backend]
+		_, left := d.leftTwins[o.Backend]
+		if !renewing && !left {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// renewing returns the backends of foreign that are neither being
+// renewed nor in touched (Verify: a renewal's twins are no foreign
+// servers, nor are those of a renewal that ended during the read), and
+// adds the renewing ones to touched, whose states prove nothing.
+func (d *HAProxy) renewing(foreign []string, touched map[string]bool) []string {
+	for be := range d.renewals {
+		touched[be] = true
+	}
+	var out []string
+	for _, be := range foreign {
+		if !touched[be] {
+			out = append(out, be)
+		}
+	}
+	return out
 }
 
 // createCommands are the commands that create server o.Slot at o.Server
@@ -144,138 +295,12 @@ func createCommands(o plan.Op, opts string, withCheck bool) []string {
 	return cmds
 }
 
-// deleteWhenIdle deletes server srv ("backend/server", in maintenance),
-// asking again every renewPoll while HAProxy refuses because connections
-// remain; after renewDrain they are shut and it asks once more.
-func (d *HAProxy) deleteWhenIdle(ctx context.Context, srv string, res *driver.Result) error {
-	del := []string{"del server " + srv}
-	end := time.Now().Add(renewDrain)
-	for {
-		_, err := d.rt.ExecChecked(ctx, del)
-		res.Ops++
-		var ce *haproxy.CommandError
-		switch {
-		case err == nil:
-			return nil
-		case !errors.As(err, &ce):
-			return err // the socket, not the answer
-		case time.Now().After(end):
-			d.log.Warn("server still has connections after the drain; shutting them", "server", srv, "drain", renewDrain)
-			if _, err := d.rt.ExecChecked(ctx, []string{"shutdown sessions server " + srv}); err != nil {
-				return err
-			}
-			_, err := d.rt.ExecChecked(ctx, del)
-			res.Ops += 2
-			return err
-		}
-		// Connections that went idle after the server entered
-		// maintenance stay in its pool until purged (seen on 2.6.12:
-		// more than 10 s); entering maintenance again drops them.
-		if err := d.dropIdle(ctx, srv, res); err != nil {
-			return err
-		}
-		if err := sleepCtx(ctx, renewPoll); err != nil {
-			return err
-		}
-	}
-}
-
-// dropIdle puts server srv ("backend/server", in maintenance) into drain
-// and back into maintenance when it has idle connections and none in use:
-// entering maintenance drops a server's idle connections (drain takes no
-// new connection from the balancing).
-func (d *HAProxy) dropIdle(ctx context.Context, srv string, res *driver.Result) error {
-	be, _, _ := strings.Cut(srv, "/")
-	ans, err := d.rt.ExecChecked(ctx, []string{"show servers conn " + be})
-	res.Ops++
-	if err != nil {
-		return err
-	}
-	if used, idle := serverConns(ans[0], srv); used != 0 || idle == 0 {
-		return nil
-	}
-	_, err = d.rt.ExecChecked(ctx, []string{"set server " + srv + " state drain", "set server " + srv + " state maint"})
-	res.Ops += 2
-	return err
-}
-
-// serverConns reads the connections in use and idle of server srv
-// ("backend/server") from `show servers conn`'s answer (-1: not listed).
-func serverConns(answer, srv string) (used, idle int) {
-	for _, line := range strings.Split(answer, "\n") {
-		// bkname/svname bkid/svid addr port - purge_delay used_cur
-		// used_max need_est unsafe_nb safe_nb idle_lim idle_cur ...
-		f := strings.Fields(line)
-		if len(f) > 12 && f[0] == srv {
-			u, err1 := strconv.Atoi(f[6])
-			i, err2 := strconv.Atoi(f[12])
-			if err1 == nil && err2 == nil {
-				return u, i
-			}
-		}
-	}
-	return -1, -1
-}
-
-// waitUp waits until the servers names of backend be are running (their
-// check passed), for at most renewUp; past that it logs the servers still
-// down and goes on.
-func (d *HAProxy) waitUp(ctx context.Context, be string, names []string) error {
-	end := time.Now().Add(renewUp)
-	for {
-		ans, err := d.rt.ExecChecked(ctx, []string{"show servers state " + be})
-		if err != nil {
-			return err
-		}
-		down := notRunning(ans[0], names)
-		if len(down) == 0 {
-			return nil
-		}
-		if time.Now().After(end) {
-			d.log.Warn("renewed servers not up yet; left to their check", "backend", be, "servers", down, "waited", renewUp)
-			return nil
-		}
-		if err := sleepCtx(ctx, renewPoll); err != nil {
-			return err
-		}
-	}
-}
-
-// notRunning lists the names among names that `show servers state`'s
-// answer does not report running (srv_op_state 2).
-func notRunning(answer string, names []string) []string {
-	running := map[string]bool{}
-	for _, line := range strings.Split(answer, "\n") {
-		f := strings.Fields(line)
-		// be_id be_name srv_id srv_name srv_addr srv_op_state ...
-		if len(f) > 5 && !strings.HasPrefix(f[0], "#") && f[5] == "2" {
-			running[f[3]] = true
-		}
-	}
-	var out []string
-	for _, n := range names {
-		if !running[n] {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// sleepCtx waits for d or the end of ctx.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // takeRenew returns the CA files committed since it was last called.
 func (s *certStore) takeRenew() []string {
 	out := s.renew
 	s.renew = nil
 	return out
 }
+
+// renewCount is how many backends are being renewed (under d.mu).
+func (d *HAProxy) renewCount() int { return len(d.renewals) }

@@ -93,6 +93,7 @@ func (d *HAProxy) Verify(ctx context.Context) (drift bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	touched := d.verify.touched
+	seen.foreign = d.renewing(seen.foreign, touched) // twins of a renewal are no foreign servers (renew.go)
 	if !d.known || d.verify.reads != reads || !d.gate.last.Equal(lastReload) {
 		d.log.Debug("verify: state replaced during the read; result dropped", "read", read)
 		return false, nil
@@ -160,6 +161,9 @@ func (d *HAProxy) readRunning(ctx context.Context) (running, error) {
 	}
 	r := running{pid: info["Pid"], pidAfter: after["Pid"], hash: strings.TrimPrefix(info["description"], render.DescriptionPrefix)}
 	r.states, r.foreign = b.Finish()
+	for be := range b.Twins() {
+		r.foreign = append(r.foreign, be) // unless being renewed (renewing)
+	}
 	return r, nil
 }
 
