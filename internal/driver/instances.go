@@ -126,6 +126,13 @@ func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 	if err == nil {
 		in.mu.Lock()
 		in.last = nil
+		if res.Again > 0 {
+			// Work under way (a renewal): the turn that comes back
+			// applies this model again, whole, unless a newer came.
+			c := *cfg
+			c.Changes = nil
+			in.last = &c
+		}
 		in.mu.Unlock()
 		if res.Reloaded || res.Ops > 0 {
 			in.log.Info("instance update", "ops", res.Ops, "reloaded", res.Reloaded, "total", time.Since(start))

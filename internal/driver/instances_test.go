@@ -17,6 +17,7 @@ type recDriver struct {
 	applied []string
 	down    bool
 	block   chan struct{}
+	again   int // the next passes that report work under way (Result.Again)
 }
 
 func (d *recDriver) Apply(ctx context.Context, cfg model.Config) (Result, error) {
@@ -36,6 +37,10 @@ func (d *recDriver) Apply(ctx context.Context, cfg model.Config) (Result, error)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.applied = append(d.applied, cfg.Frontends[0].Name)
+	if d.again > 0 {
+		d.again--
+		return Result{Again: time.Millisecond}, nil
+	}
 	return Result{}, nil
 }
 
@@ -134,5 +139,34 @@ func TestInstancesObserveEachOnItsOwn(t *testing.T) {
 	}
 	if n := count(oks, "failing"); n != 0 {
 		t.Errorf("failing instance observed %d successes", n)
+	}
+}
+
+// An instance whose driver has work under way (Result.Again) comes back
+// and applies its model again, with no newer model handed over, until the
+// work is done.
+func TestInstancesComeBackForWorkUnderWay(t *testing.T) {
+	d := &recDriver{again: 3}
+	m := NewInstances([]Instance{{Name: "a", Driver: d}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	if _, err := m.Apply(ctx, cfgNamed("a")); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.applied)
+	}
+	waitUntil(t, "the model applied 4 times", func() bool { return count() == 4 })
+	// The work done, nothing comes back: the next model is the fifth
+	// pass.
+	if _, err := m.Apply(ctx, cfgNamed("b")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the next model applied", func() bool { return d.last() == "b" })
+	if n := count(); n != 5 {
+		t.Errorf("applied %d times, want 5", n)
 	}
 }
