@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,10 +132,52 @@ func TestIngressBackendTLS(t *testing.T) {
 	if n := g.reloads() - reloads; n != 0 {
 		t.Errorf("%d reloads for a CA rotated in a Secret, want 0", n)
 	}
+	// The client certificate rotated in ca-and-client: its file keeps its
+	// name (named for the Secret) and the new one is committed through
+	// the Runtime API (runtimeapi/clientcerts.go): the Pod sees the new
+	// subject, with no reload and no request failing meanwhile.
+	reloads = g.reloads()
+	rotated := testcert.Issue(t, testcert.Spec{CN: "haproxy-client-2", Client: true}, other)
+	cc, err := secrets.Get(bg, "ca-and-client", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc.Data[corev1.TLSCertKey], cc.Data[corev1.TLSPrivateKeyKey] = rotated.PEM(), rotated.KeyPEM(t)
+	if _, err := secrets.Update(bg, cc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, failed, last := untilServed(g.httpPort, "verify.example.com", "secure sni=web.internal client=haproxy-client-2", 30*time.Second); failed > 0 || n == 0 {
+		t.Errorf("client certificate rotated: %d of %d requests failed or never the new subject, the last: %s", failed, n, last)
+	}
+	if n := g.reloads() - reloads; n != 0 {
+		t.Errorf("%d reloads for a client certificate rotated in a Secret, want 0", n)
+	}
 	if err := secrets.Delete(bg, "ca-and-client", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	g.eventually("the CA Secret deleted: an Event", g.ingressEvent("verify", "InvalidBackendTLS", "ca-and-client"))
 	g.eventually("the CA Secret deleted: 503, never unverified", answers(g.httpPort, false, "verify.example.com", "/", 503, ""))
 	g.eventually("the others still served", answers(g.httpPort, false, "secure.example.com", "/", 200, "secure sni= client="))
+}
+
+// untilServed sends requests for host one after another until one is
+// answered 200 with a body starting with want, for at most within: n is
+// how many were sent (0: want never seen) and failed how many were not
+// answered 200, the last failure in last.
+func untilServed(port int, host, want string, within time.Duration) (n, failed int, last string) {
+	for end := time.Now().Add(within); time.Now().Before(end); {
+		code, body, err := get(port, false, host, "/")
+		n++
+		switch {
+		case err != nil:
+			failed, last = failed+1, err.Error()
+		case code != http.StatusOK:
+			failed, last = failed+1, fmt.Sprintf("%d %q", code, body)
+		case strings.HasPrefix(body, want):
+			return n, failed, last
+		default:
+			last = body
+		}
+	}
+	return 0, failed, "never " + want + "; last " + last
 }
