@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -198,4 +199,42 @@ func TestGatewayBackendClientCertificate(t *testing.T) {
 	// No clientCertificateRef: no ResolvedRefs of the Gateway's own.
 	in := base()
 	want(t, condOf(Compute(in, Options{UDP: true}).Gateways[Key{"apps", "gw"}].Conditions, "ResolvedRefs"), "-")
+}
+
+// A Gateway's backend client certificate rotated in its Secret keeps its
+// file's name and its backend's (named for the Secret): only the bundle
+// changes, which the local driver commits at runtime, no reload
+// (runtimeapi/clientcerts.go).
+func TestGatewayBackendClientCertificateRotated(t *testing.T) {
+	in := base()
+	in.Gateways[0].Spec.Listeners = append(in.Gateways[0].Spec.Listeners, listenerOf("web", gwv1.HTTPProtocolType, 80, ""))
+	ref := secretRef("", "client")
+	in.Gateways[0].Spec.TLS = &gwv1.GatewayTLSConfig{Backend: &gwv1.GatewayBackendTLS{ClientCertificateRef: &ref}}
+	in.HTTPRoutes = []*gwv1.HTTPRoute{hroute("r", 1, nil, hrule("a", hmatch("PathPrefix", "/")))}
+	in.BackendTLSPolicies = []*gwv1.BackendTLSPolicy{btlsPolicyOf("p", 1, "a", "", "a.example.com", "ConfigMap/ca")}
+	in.ConfigMaps = []*corev1.ConfigMap{caMap("ca", string(testcert.CA(t, "backend CA").PEM()))}
+	tlsOf := func() *model.Backend {
+		t.Helper()
+		res := Compute(in, Options{UDP: true})
+		for _, b := range res.Config.Backends {
+			if b.TLS != nil {
+				return b
+			}
+		}
+		t.Fatal("no TLS backend")
+		return nil
+	}
+	in.Secrets = []*Secret{tlsSecret(t, "apps", "client", "gateway.example.com")}
+	before := tlsOf()
+	in.Secrets = []*Secret{tlsSecret(t, "apps", "client", "gateway.example.com")} // another key pair
+	after := tlsOf()
+	if want := model.Name("ccert", "apps", "client"); before.TLS.Cert != want || after.TLS.Cert != want {
+		t.Errorf("certificate files %q, then %q; want %q both", before.TLS.Cert, after.TLS.Cert, want)
+	}
+	if before.Name != after.Name || !before.SameStructure(after) {
+		t.Errorf("backend %s, then %s: the structure changed", before.Name, after.Name)
+	}
+	if bytes.Equal(before.TLS.CertPEM, after.TLS.CertPEM) {
+		t.Error("the rotated certificate is not the one presented")
+	}
 }
