@@ -106,6 +106,7 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 	if len(cmds) == 0 {
 		return n, nil
 	}
+	d.caFreePid = "" // no client certificate committed to this worker any more (clientcerts.go)
 	ans, err := d.rt.ExecCommands(ctx, cmds)
 	if err == nil {
 		err = committed(cmds, ans)

@@ -110,18 +110,22 @@ type HAProxy struct {
 	unsentSeq uint64
 	// renewals: the backends whose servers are being created again,
 	// each where its renewal stands (renew.go).
-	renewals   map[string]*renewal
-	leftTwins  plan.Twins // twins found by a read back, not yet ended (renewback.go)
-	persist    chan struct{}
-	optsReason string // why SetStatsPage changed the render options, until a reload applies them
-	verify     verifyState
-	acls       fileSet   // the source ranges' ACL files (acl.go)
-	routeMaps  fileSet   // the routes' map files (routemaps.go)
-	held       heldMaps  // what the worker holds of them (mapsync.go)
-	httpMemos  httpMemos // the HTTP maps lowered so far (httpmaps.go)
-	noHTTPMemo bool      // every pass lowers every table whole: the benchmarks' baseline
-	noMapEdits bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
-	certs      certStore // the TLS certificates the worker holds (certs.go)
+	renewals  map[string]*renewal
+	leftTwins plan.Twins // twins found by a read back, not yet ended (renewback.go)
+	caFreePid string     // the worker that loaded the files at a reload and took no CA commit since (clientcerts.go)
+	// clientCertsStale: a pass found a client certificate it may not
+	// commit; the next one reloads (clientcerts.go).
+	clientCertsStale bool
+	persist          chan struct{}
+	optsReason       string // why SetStatsPage changed the render options, until a reload applies them
+	verify           verifyState
+	acls             fileSet   // the source ranges' ACL files (acl.go)
+	routeMaps        fileSet   // the routes' map files (routemaps.go)
+	held             heldMaps  // what the worker holds of them (mapsync.go)
+	httpMemos        httpMemos // the HTTP maps lowered so far (httpmaps.go)
+	noHTTPMemo       bool      // every pass lowers every table whole: the benchmarks' baseline
+	noMapEdits       bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
+	certs            certStore // the TLS certificates the worker holds (certs.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)
@@ -234,13 +238,16 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	res.Render = time.Since(t)
 
 	var reasons []string
-	classChanged := d.classChanged(cfg) // dynamic.go
-	staleCAs := d.staleServerCAs(cfg)   // cafiles.go
+	classChanged := d.classChanged(cfg)   // dynamic.go
+	staleCAs := d.staleServerCAs(cfg)     // cafiles.go
+	staleCerts := d.staleClientCerts(cfg) // clientcerts.go
 	switch {
 	case hash != d.hash:
 		reasons = d.structureReasons(cfg)
 	case len(staleCAs) > 0:
 		reasons = staleCAs
+	case len(staleCerts) > 0:
+		reasons = staleCerts
 	case len(exhausted) > 0:
 		reasons = []string{"server slots exhausted in " + strings.Join(exhausted, ", ")}
 	case len(classChanged) > 0:
@@ -310,6 +317,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	// Renewals go on after the state is recorded: one ending has the
 	// next pass plan every backend (renew.go).
 	err := d.renewServers(ctx, cfg, d.certs.takeRenew(), &res)
+	d.againForClientCerts(&res) // clientcerts.go
 	return res, err
 }
 
