@@ -132,7 +132,7 @@ func TestIngressBackendTLS(t *testing.T) {
 	if _, err := secrets.Update(bg, cc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if n, failed, last := untilServed(g.httpPort, "verify.example.com", "secure sni=web.internal client=haproxy-client-2", 30*time.Second); failed > 0 || n == 0 {
+	if n, failed, last := untilAnswered(g.httpPort, "verify.example.com", "secure sni=web.internal client=haproxy-client-2", 30*time.Second); failed > 0 || n == 0 {
 		t.Errorf("client certificate rotated: %d of %d requests failed or never the new subject, the last: %s", failed, n, last)
 	}
 	if n := g.reloads() - reloads; n != 0 {
@@ -162,11 +162,11 @@ func TestIngressBackendTLS(t *testing.T) {
 	g.eventually("the others still served", answers(g.httpPort, false, "secure.example.com", "/", 200, "secure sni= client="))
 }
 
-// untilServed sends requests for host one after another until one is
+// untilAnswered sends requests for host one after another until one is
 // answered 200 with a body starting with want, for at most within: n is
 // how many were sent (0: want never seen) and failed how many were not
 // answered 200, the last failure in last.
-func untilServed(port int, host, want string, within time.Duration) (n, failed int, last string) {
+func untilAnswered(port int, host, want string, within time.Duration) (n, failed int, last string) {
 	for end := time.Now().Add(within); time.Now().Before(end); {
 		code, body, err := get(port, false, host, "/")
 		n++
