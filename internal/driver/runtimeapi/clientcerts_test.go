@@ -126,3 +126,20 @@ func serveTLSHandler(t *testing.T, ca testcert.Cert, cfg *tls.Config, h http.Han
 	t.Cleanup(func() { _ = srv.Close() })
 	return netip.MustParseAddrPort(ln.Addr().String())
 }
+
+func TestCertFingerprint(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer, want string
+	}{
+		{"2.6's answer", "Filename: /c/ccert_a.pem\nStatus: Used\nSerial: 01\nSHA1 FingerPrint: 3B1F00AA\nSubject: /CN=a\n", "3B1F00AA"},
+		{"padded", "  SHA1 FingerPrint:   AB12  \n", "AB12"},
+		{"none", "Filename: /c/ccert_a.pem\nStatus: Unused\n", ""},
+		{"empty", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := certFingerprint(tc.answer); got != tc.want {
+				t.Errorf("certFingerprint = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
