@@ -97,17 +97,6 @@ func (b *RuntimeBuilder) markForeign() {
 	b.open = false
 }
 
-// MarkForeign has Finish list be as foreign (and Twins leave it out): a
-// backend the caller cannot take as it is.
-func (b *RuntimeBuilder) MarkForeign(be string) {
-	if b.skip[be] {
-		return
-	}
-	b.flush()
-	b.be, b.open = be, true
-	b.markForeign()
-}
-
 // flush stores the current backend's states in a slice of their exact
 // size: the scratch slice is reused for the next backend.
 func (b *RuntimeBuilder) flush() {
