@@ -36,8 +36,8 @@ type Phase struct {
 }
 
 // TwinName is the name of the twin of slot i (0-based) during a renewal:
-// no slot name (SlotIndex refuses it), so RuntimeBuilder takes a backend
-// caught with twins for foreign, and a reload rebuilds it.
+// no slot name (SlotIndex refuses it); RuntimeBuilder reports a backend
+// caught with twins apart (Twins), and Settle ends its renewal.
 func TwinName(i int) string { return "r" + strconv.Itoa(i+1) }
 
 // Renew lists the phases that renew backend be, whose slots are in the

@@ -27,7 +27,9 @@ func SlotIndex(name string) (int, bool) {
 // configuration order. A backend whose servers are not named s1, s2, ...
 // in that order is a structure this controller did not render: it is left
 // out of the Runtime, so that Ops reports its slots missing, and listed by
-// Finish. The zero value is ready to use.
+// Finish. The twins of a renewal (TwinName) are no such servers: they are
+// reported apart (Twins), the slots around them still in order. The zero
+// value is ready to use.
 type RuntimeBuilder struct {
 	rt      Runtime
 	twins   Twins // twins a renewal left (TwinName), by backend
