@@ -199,6 +199,8 @@ func (p *passes) stop(t *testing.T) {
 	close(p.done)
 	p.cancel()
 	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.err != nil {
 		t.Errorf("a pass failed: %v", p.err)
 	}
