@@ -30,22 +30,9 @@ func serveTLS(t *testing.T, ca testcert.Cert, names ...string) netip.AddrPort {
 // certificate added).
 func serveTLSConfig(t *testing.T, ca testcert.Cert, cfg *tls.Config, names ...string) netip.AddrPort {
 	t.Helper()
-	leaf := testcert.Issue(t, testcert.Spec{CN: names[0], DNS: names}, ca)
-	pair, err := tls.X509KeyPair(leaf.PEM(), leaf.KeyPEM(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Certificates = []tls.Certificate{pair}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveTLSHandler(t, ca, cfg, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "sni=%s", r.TLS.ServerName)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return netip.MustParseAddrPort(ln.Addr().String())
+	}, names...) // clientcerts_test.go
 }
 
 // TestBackendTLSCA: a backend speaking TLS verifies its server against

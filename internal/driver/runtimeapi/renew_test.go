@@ -32,17 +32,8 @@ func TestBackendCARenewedWithoutReload(t *testing.T) {
 		{"checked", model.Check{Enabled: true, Inter: time.Second, Rise: 1, Fall: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := startMapLab(t)
-			ctx := context.Background()
-			caA, caB := testcert.CA(t, "CA a"), testcert.CA(t, "CA b")
-			srvA, srvB := serveTLS(t, caA, "a.example.com"), serveTLS(t, caB, "a.example.com")
-			port := uint16(haproxytest.FreePort(t))
-			addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
-			cfgOf := func(srv netip.AddrPort, bundle []byte) model.Config {
-				return tlsBackendConfig(port, &model.Backend{Name: "gwhs_a", Service: "apps/a", Balance: "roundrobin", HTTP: true, Check: tc.check,
-					Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
-					TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: bundle}})
-			}
+			r := newRenewLab(t, tc.check)
+			l, ctx, caA, caB, srvA, srvB, addr, cfgOf := r.l, r.ctx, r.caA, r.caB, r.srvA, r.srvB, r.addr, r.cfgOf
 			answers := func(step string, codes ...int) {
 				t.Helper()
 				var got int
@@ -93,6 +84,33 @@ func TestBackendCARenewedWithoutReload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renewLab is a lab HAProxy before one TLS backend gwhs_a (checked as
+// check says) of one server, two CAs and a server signed by each.
+type renewLab struct {
+	l          *testLab
+	ctx        context.Context
+	caA, caB   testcert.Cert
+	srvA, srvB netip.AddrPort
+	addr       string
+	port       uint16
+	check      model.Check
+}
+
+func newRenewLab(t *testing.T, check model.Check) *renewLab {
+	r := &renewLab{l: startMapLab(t), ctx: context.Background(), caA: testcert.CA(t, "CA a"), caB: testcert.CA(t, "CA b"),
+		port: uint16(haproxytest.FreePort(t)), check: check}
+	r.srvA, r.srvB = serveTLS(t, r.caA, "a.example.com"), serveTLS(t, r.caB, "a.example.com")
+	r.addr = net.JoinHostPort("127.0.0.1", fmt.Sprint(r.port))
+	return r
+}
+
+// cfgOf is the model of gwhs_a at server srv, verified against bundle.
+func (r *renewLab) cfgOf(srv netip.AddrPort, bundle []byte) model.Config {
+	return tlsBackendConfig(r.port, &model.Backend{Name: "gwhs_a", Service: "apps/a", Balance: "roundrobin", HTTP: true, Check: r.check,
+		Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
+		TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: bundle}})
 }
 
 // applyUntilDone applies cfg, and again as the loop would while the

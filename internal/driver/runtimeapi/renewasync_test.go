@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -222,18 +221,8 @@ func TestRenewalCutShortEndsWithoutReload(t *testing.T) {
 		{"twins serving beside the slots created again", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := startMapLab(t)
-			ctx := context.Background()
-			caA, caB := testcert.CA(t, "CA a"), testcert.CA(t, "CA b")
-			srvA, srvB := serveTLS(t, caA, "a.example.com"), serveTLS(t, caB, "a.example.com")
-			port := uint16(haproxytest.FreePort(t))
-			addr := net.JoinHostPort("127.0.0.1", fmt.Sprint(port))
-			cfgOf := func(srv netip.AddrPort, bundle []byte) model.Config {
-				return tlsBackendConfig(port, &model.Backend{Name: "gwhs_a", Service: "apps/a", Balance: "roundrobin", HTTP: true,
-					Check:   model.Check{Enabled: true, Inter: 500 * time.Millisecond, Rise: 3, Fall: 3},
-					Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
-					TLS:     &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: bundle}})
-			}
+			r := newRenewLab(t, model.Check{Enabled: true, Inter: 500 * time.Millisecond, Rise: 3, Fall: 3})
+			l, ctx, caA, caB, srvA, srvB, addr, cfgOf := r.l, r.ctx, r.caA, r.caB, r.srvA, r.srvB, r.addr, r.cfgOf
 			both := append(caA.PEM(), caB.PEM()...)
 			if _, err := applyUntilDone(ctx, l.d, cfgOf(srvA, caA.PEM())); err != nil {
 				t.Fatal(err)
@@ -255,8 +244,8 @@ func TestRenewalCutShortEndsWithoutReload(t *testing.T) {
 					t.Fatal(err)
 				}
 				l.d.mu.Lock()
-				r := l.d.renewals["gwhs_a"]
-				at := r != nil && r.sent && r.next == tc.phase
+				rn := l.d.renewals["gwhs_a"]
+				at := rn != nil && rn.sent && rn.next == tc.phase
 				l.d.mu.Unlock()
 				if at {
 					break
