@@ -83,11 +83,12 @@ func (d *HAProxy) staleServerCAs(cfg model.Config) []string {
 }
 
 // applyCAs commits to the worker the CA files of w it holds with
-// another bundle, and returns how many commands it sent. A file of w's
-// cas that is a client certificate (casOf) is no CA file of the
-// worker's: it is committed as a certificate (clientcerts.go).
+// another bundle, and returns how many commands it sent. The files of
+// the backends presenting a client certificate, the certificate (no CA
+// file of the worker's) and their CA files, are committed apart
+// (clientcerts.go).
 func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
-	n, err := d.applyClientCerts(ctx, w)
+	n, err := d.applyClientFiles(ctx, w)
 	if err != nil {
 		return n, err
 	}
@@ -96,7 +97,7 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 	var touched []string
 	for _, p := range slices.Sorted(maps.Keys(w.cas)) {
 		old, held := s.cas[p]
-		if w.clients[p] || !held || old == sha256.Sum256(w.cas[p]) {
+		if w.clients.certs[p] || w.clients.cas[p] || !held || old == sha256.Sum256(w.cas[p]) {
 			continue
 		}
 		cmds = append(cmds, haproxy.Command{Line: "set ssl ca-file " + p, Payload: w.cas[p]},
@@ -106,7 +107,6 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 	if len(cmds) == 0 {
 		return n, nil
 	}
-	d.caFreePid = "" // no client certificate committed to this worker any more (clientcerts.go)
 	ans, err := d.rt.ExecCommands(ctx, cmds)
 	if err == nil {
 		err = committed(cmds, ans)

@@ -57,9 +57,9 @@ type certWant struct {
 	files map[string][]byte
 	lists map[string][]render.CrtListEntry
 	cas   map[string][]byte // CA files (cafiles.go)
-	// clients: the files of cas that are backends' client certificates
-	// (clientcerts.go).
-	clients map[string]bool
+	// clients: the files of cas of the backends presenting a client
+	// certificate (clientcerts.go).
+	clients clientFiles
 }
 
 // CertDir is the directory of the certificates beside a haproxy.cfg at
@@ -69,7 +69,7 @@ func CertDir(configPath string) string { return dirBeside(configPath, "certs") }
 
 // certsOf lists the files cfg's terminating frontends need.
 func certsOf(dir string, cfg model.Config) certWant {
-	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg), clients: clientCertsOf(dir, cfg)}
+	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg), clients: clientFilesOf(dir, cfg)}
 	if dir == "" {
 		return w
 	}

@@ -1,7 +1,6 @@
 package runtimeapi
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha1" //nolint:gosec // HAProxy names a certificate by its SHA-1 fingerprint; compared, not trusted
 	"crypto/sha256"
@@ -30,81 +29,124 @@ import (
 // 2.6.12 and 3.0.11: the server sees the new subject 4-5 ms after the
 // commit); connections already open keep the one they were made with.
 //
-// Unless a CA file was committed to that worker before: HAProxy before
-// the fix of haproxy/haproxy#3165 (October 2025, not in Debian's 2.6.12)
-// leaves the server instances a CA commit rebuilt out of the
-// certificate's list, and a certificate committed afterwards leaves them
-// pointing at a freed store: measured on 2.6.12, the worker died at the
-// next commit. So a certificate is committed only to a worker that
-// loaded the files at a reload of this driver and took no CA commit
-// since (caFree); otherwise its rotation is a reload (staleClientCerts).
-// After a restart of the controller the worker's history is not known:
-// a certificate whose content is not known is compared by its SHA-1
-// fingerprint (`show ssl cert F`), and one that differs is a reload.
+// But never both kinds of commits to one worker: HAProxy without the fix
+// of haproxy/haproxy#3165 (October 2025; not in Debian's 2.6.12) leaves
+// the server instances a `commit ssl ca-file` rebuilt out of the
+// certificate's list. Measured on 2.6.12: a certificate committed after
+// the server's CA file was accepted and not used (the old subject went
+// on), and the worker died at a commit after a certificate and a CA file
+// had been committed, of either kind. So, for the backends presenting a
+// client certificate, a worker that loaded the files at a reload of this
+// driver takes commits of one kind: certificates, or their CA files
+// (commits); the other kind, or both at once, is a reload
+// (staleClientFiles), after which the count starts again. After a
+// restart of the controller what the worker took is not known: a file
+// whose content is not known is compared with what the worker holds by
+// the SHA-1 fingerprints HAProxy prints (`show ssl cert F`, `show ssl
+// ca-file F`), kept when the same, and a reload when not, as is any
+// change until the next reload.
 
-// clientCertsOf lists the files of the client certificates cfg's
-// backends present, by path (each also in casOf's list).
-func clientCertsOf(dir string, cfg model.Config) map[string]bool {
-	out := map[string]bool{}
+// clientFiles are the files of the backends presenting a client
+// certificate, by path: their certificates and their CA files (each
+// also in casOf's list).
+type clientFiles struct {
+	certs, cas map[string]bool
+}
+
+// certCommits is what a worker took of the clientFiles at runtime since
+// it loaded them from the files at a reload of this driver (pid).
+type certCommits struct {
+	pid        string
+	certs, cas bool
+}
+
+// clientFilesOf lists the clientFiles of cfg.
+func clientFilesOf(dir string, cfg model.Config) clientFiles {
+	out := clientFiles{certs: map[string]bool{}, cas: map[string]bool{}}
 	if dir == "" {
 		return out
 	}
 	for _, b := range cfg.Backends {
 		if model.ValidBackendTLS(b.TLS) && b.TLS.Cert != "" {
-			out[render.CertFile(dir, b.TLS.Cert)] = true
+			out.certs[render.CertFile(dir, b.TLS.Cert)] = true
+			if !b.TLS.NoVerify {
+				out.cas[render.CAFile(dir, b.TLS.CA)] = true
+			}
 		}
 	}
 	return out
 }
 
-// anotherCert stands for the digest of a certificate the worker holds
-// that is known to differ from the file's.
-var anotherCert = sha256.Sum256([]byte("(another certificate)"))
+// anotherFile stands for the digest of a file the worker holds that is
+// known to differ from the one wanted.
+var anotherFile = sha256.Sum256([]byte("(another content)"))
 
-// caFree reports whether a client certificate may be committed to the
-// running worker: it loaded the files at a reload of this driver, and no
-// CA file was committed to it since.
-func (d *HAProxy) caFree() bool { return d.pid != "" && d.caFreePid == d.pid }
+// mayCommit reports whether a file of the kind cert (else a CA file) of
+// the clientFiles may be committed to the running worker.
+func (d *HAProxy) mayCommit(cert bool) bool {
+	c := d.commits
+	if d.pid == "" || c.pid != d.pid {
+		return false // not loaded at a reload of this driver: not known
+	}
+	if cert {
+		return !c.cas
+	}
+	return !c.certs
+}
 
-// staleClientCerts is why cfg needs a reload for its client
-// certificates: a file the worker holds with another content, which may
-// not be committed to it (caFree).
-func (d *HAProxy) staleClientCerts(cfg model.Config) []string {
+// staleClientFiles is why cfg needs a reload for the clientFiles: files
+// the worker holds with another content that may not be committed to it
+// (mayCommit), or a certificate and a CA file both changed.
+func (d *HAProxy) staleClientFiles(cfg model.Config) []string {
 	dir := d.opts.Render.CertDir
-	if dir == "" || !d.certs.known || d.certs.pid != d.pid || d.caFree() {
+	if dir == "" || !d.certs.known || d.certs.pid != d.pid {
 		return nil
 	}
-	var why []string
+	differs := func(p string, body []byte) bool {
+		old, held := d.certs.cas[p]
+		return held && old != ([sha256.Size]byte{}) && old != sha256.Sum256(body)
+	}
+	var certs, cas []string
 	for _, b := range cfg.Backends {
 		if !model.ValidBackendTLS(b.TLS) || b.TLS.Cert == "" {
 			continue
 		}
-		p := render.CertFile(dir, b.TLS.Cert)
-		old, held := d.certs.cas[p]
-		if held && old != ([sha256.Size]byte{}) && old != sha256.Sum256(b.TLS.CertPEM) && !slices.Contains(why, p) {
-			why = append(why, p)
+		if p := render.CertFile(dir, b.TLS.Cert); differs(p, b.TLS.CertPEM) && !slices.Contains(certs, p) {
+			certs = append(certs, p)
+		}
+		if p := render.CAFile(dir, b.TLS.CA); !b.TLS.NoVerify && differs(p, b.TLS.CAPEM) && !slices.Contains(cas, p) {
+			cas = append(cas, p)
 		}
 	}
-	if len(why) == 0 {
+	switch {
+	case len(certs) > 0 && len(cas) > 0:
+	case len(certs) > 0 && !d.mayCommit(true):
+	case len(cas) > 0 && !d.mayCommit(false):
+	default:
 		return nil
 	}
-	return []string{fmt.Sprintf("backend client certificate %s changed on a worker that took a CA commit (haproxy/haproxy#3165)", strings.Join(why, ", "))}
+	return []string{fmt.Sprintf("backend client certificate files changed (%s) that this worker may not take at runtime (haproxy/haproxy#3165)",
+		strings.Join(append(certs, cas...), ", "))}
 }
 
-// applyClientCerts commits to the worker the client certificates of w
-// whose content differs from what it holds, when it may (caFree), and
-// returns how many commands it sent. A certificate the worker holds with
-// a content not known (read back after a restart) is compared by its
-// fingerprint; one it does not hold is new, and comes with the reload of
-// the server lines naming it.
-func (d *HAProxy) applyClientCerts(ctx context.Context, w certWant) (int, error) {
+// applyClientFiles commits to the worker the clientFiles of w whose
+// content differs from what it holds, when it may (mayCommit), and
+// returns how many commands it sent. A file the worker holds with a
+// content not known (read back after a restart) is compared by its
+// fingerprints; one it does not hold is new, and comes with the reload
+// of the server lines naming it.
+func (d *HAProxy) applyClientFiles(ctx context.Context, w certWant) (int, error) {
 	s := &d.certs
+	sent := 0
 	var cmds []haproxy.Command
-	var touched []string
-	sent, stale := 0, false
-	for _, p := range slices.Sorted(maps.Keys(w.clients)) {
+	var certs, cas []string
+	for _, p := range slices.Sorted(maps.Keys(w.cas)) {
+		cert, ca := w.clients.certs[p], w.clients.cas[p]
+		if !cert && !ca {
+			continue
+		}
 		old, held := s.cas[p]
-		if _, ok := s.files[p]; ok {
+		if _, ok := s.files[p]; ok && cert {
 			held = true // `show ssl cert` listed it (readCerts)
 		}
 		sum := sha256.Sum256(w.cas[p])
@@ -112,7 +154,7 @@ func (d *HAProxy) applyClientCerts(ctx context.Context, w certWant) (int, error)
 			continue
 		}
 		if old == ([sha256.Size]byte{}) {
-			same, err := d.holdsCert(ctx, p, w.cas[p])
+			same, err := d.holds(ctx, p, cert, w.cas[p])
 			sent++
 			if err != nil {
 				return sent, err
@@ -121,72 +163,97 @@ func (d *HAProxy) applyClientCerts(ctx context.Context, w certWant) (int, error)
 				s.cas[p] = sum
 				continue
 			}
-			s.cas[p] = anotherCert
+			s.cas[p] = anotherFile
 		}
-		if !d.caFree() {
-			stale = true
+		if !d.mayCommit(cert) {
+			d.clientFilesStale = true // the next pass reloads (againForClientFiles)
 			continue
 		}
-		cmds = append(cmds, haproxy.Command{Line: "set ssl cert " + p, Payload: w.cas[p]},
-			haproxy.Command{Line: "commit ssl cert " + p})
-		touched = append(touched, p)
+		if cert {
+			certs = append(certs, p)
+			cmds = append(cmds, haproxy.Command{Line: "set ssl cert " + p, Payload: w.cas[p]}, haproxy.Command{Line: "commit ssl cert " + p})
+		} else {
+			cas = append(cas, p)
+			cmds = append(cmds, haproxy.Command{Line: "set ssl ca-file " + p, Payload: w.cas[p]}, haproxy.Command{Line: "commit ssl ca-file " + p})
+		}
 	}
-	if len(cmds) > 0 {
-		ans, err := d.rt.ExecCommands(ctx, cmds)
-		sent += len(cmds)
-		if err == nil {
-			err = committed(cmds, ans)
-		}
-		if err != nil {
-			d.abortCerts(ctx, touched)
-			return sent, err
-		}
-		for _, p := range touched {
-			s.cas[p] = sha256.Sum256(w.cas[p])
-		}
-		d.log.Info("backend client certificates changed without reload", "files", len(touched))
+	if len(certs) > 0 && len(cas) > 0 {
+		d.clientFilesStale = true // both kinds: a reload (staleClientFiles)
+		return sent, nil
 	}
-	// Found only now (read back): the pass asks to come back, and the
-	// next one reloads (staleClientCerts, againForClientCerts).
-	d.clientCertsStale = d.clientCertsStale || stale
+	if len(cmds) == 0 {
+		return sent, nil
+	}
+	d.commits.certs = d.commits.certs || len(certs) > 0
+	d.commits.cas = d.commits.cas || len(cas) > 0
+	ans, err := d.rt.ExecCommands(ctx, cmds)
+	sent += len(cmds)
+	if err == nil {
+		err = committed(cmds, ans)
+	}
+	if err != nil {
+		d.abortCerts(ctx, certs)
+		d.abortCAs(ctx, cas)
+		return sent, err
+	}
+	for _, p := range append(certs, cas...) {
+		s.cas[p] = sha256.Sum256(w.cas[p])
+	}
+	d.log.Info("backend client certificate files changed without reload", "certificates", len(certs), "ca_files", len(cas))
 	return sent, nil
 }
 
-// againForClientCerts has the loop come back when a pass found a client
-// certificate it may not commit (applyClientCerts): the next pass
-// reloads for it.
-func (d *HAProxy) againForClientCerts(res *driver.Result) {
-	if d.clientCertsStale {
-		d.clientCertsStale = false
+// againForClientFiles has the loop come back when a pass found a file it
+// may not commit (applyClientFiles): the next pass reloads for it.
+func (d *HAProxy) againForClientFiles(res *driver.Result) {
+	if d.clientFilesStale {
+		d.clientFilesStale = false
 		if res.Again == 0 {
 			res.Again = renewPoll
 		}
 	}
 }
 
-// holdsCert reports whether the worker's certificate store p holds the
-// leaf certificate of bundle (the first PEM block), by the SHA-1
-// fingerprint `show ssl cert p` prints.
-func (d *HAProxy) holdsCert(ctx context.Context, p string, bundle []byte) (bool, error) {
-	ans, err := d.rt.ExecCommands(ctx, []haproxy.Command{{Line: "show ssl cert " + p}})
+// holds reports whether the worker's store p holds the certificates of
+// bundle, by the SHA-1 fingerprints `show ssl cert p` (cert: the leaf,
+// the bundle's first) or `show ssl ca-file p` (each of them) prints.
+func (d *HAProxy) holds(ctx context.Context, p string, cert bool, bundle []byte) (bool, error) {
+	line := "show ssl ca-file " + p
+	if cert {
+		line = "show ssl cert " + p
+	}
+	ans, err := d.rt.ExecCommands(ctx, []haproxy.Command{{Line: line}})
 	if err != nil {
 		return false, err
 	}
-	blk, _ := pem.Decode(bundle)
-	if blk == nil {
-		return false, nil
-	}
-	want := sha1.Sum(blk.Bytes) //nolint:gosec // see the import
-	return bytes.EqualFold([]byte(certFingerprint(ans[0])), []byte(hex.EncodeToString(want[:]))), nil
-}
-
-// certFingerprint reads the "SHA1 FingerPrint:" line of `show ssl cert
-// F`'s answer ("" when there is none).
-func certFingerprint(answer string) string {
-	for _, line := range strings.Split(answer, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "SHA1 FingerPrint:"); ok {
-			return strings.TrimSpace(v)
+	var want []string
+	for rest := bundle; ; {
+		blk, r := pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		rest = r
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		sum := sha1.Sum(blk.Bytes) //nolint:gosec // see the import
+		want = append(want, strings.ToUpper(hex.EncodeToString(sum[:])))
+		if cert {
+			break
 		}
 	}
-	return ""
+	got := certFingerprints(ans[0])
+	return len(want) > 0 && slices.Equal(got, want), nil
+}
+
+// certFingerprints reads the "SHA1 FingerPrint:" lines of `show ssl cert
+// F` or `show ssl ca-file F`, in order, upper case.
+func certFingerprints(answer string) []string {
+	var out []string
+	for _, line := range strings.Split(answer, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "SHA1 FingerPrint:"); ok {
+			out = append(out, strings.ToUpper(strings.TrimSpace(v)))
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,18 +128,19 @@ func serveTLSHandler(t *testing.T, ca testcert.Cert, cfg *tls.Config, h http.Han
 	return netip.MustParseAddrPort(ln.Addr().String())
 }
 
-func TestCertFingerprint(t *testing.T) {
+func TestCertFingerprints(t *testing.T) {
 	for _, tc := range []struct {
-		name, answer, want string
+		name, answer string
+		want         []string
 	}{
-		{"2.6's answer", "Filename: /c/ccert_a.pem\nStatus: Used\nSerial: 01\nSHA1 FingerPrint: 3B1F00AA\nSubject: /CN=a\n", "3B1F00AA"},
-		{"padded", "  SHA1 FingerPrint:   AB12  \n", "AB12"},
-		{"none", "Filename: /c/ccert_a.pem\nStatus: Unused\n", ""},
-		{"empty", "", ""},
+		{"a certificate", "Filename: /c/ccert_a.pem\nStatus: Used\nSerial: 01\nSHA1 FingerPrint: 3b1f00aa\nSubject: /CN=a\n", []string{"3B1F00AA"}},
+		{"a CA file", "Filename: /c/ca.pem\nStatus: Used\n\nCertificate #1:\n  SHA1 FingerPrint: AB12  \n\nCertificate #2:\n  SHA1 FingerPrint: CD34\n", []string{"AB12", "CD34"}},
+		{"none", "Filename: /c/ccert_a.pem\nStatus: Unused\n", nil},
+		{"empty", "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := certFingerprint(tc.answer); got != tc.want {
-				t.Errorf("certFingerprint = %q, want %q", got, tc.want)
+			if got := certFingerprints(tc.answer); !slices.Equal(got, tc.want) {
+				t.Errorf("certFingerprints = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -111,11 +111,11 @@ type HAProxy struct {
 	// renewals: the backends whose servers are being created again,
 	// each where its renewal stands (renew.go).
 	renewals  map[string]*renewal
-	leftTwins plan.Twins // twins found by a read back, not yet ended (renewback.go)
-	caFreePid string     // the worker that loaded the files at a reload and took no CA commit since (clientcerts.go)
-	// clientCertsStale: a pass found a client certificate it may not
-	// commit; the next one reloads (clientcerts.go).
-	clientCertsStale bool
+	leftTwins plan.Twins  // twins found by a read back, not yet ended (renewback.go)
+	commits   certCommits // what the worker took of the client certificates' files (clientcerts.go)
+	// clientFilesStale: a pass found a client certificate's file it may
+	// not commit; the next one reloads (clientcerts.go).
+	clientFilesStale bool
 	persist          chan struct{}
 	optsReason       string // why SetStatsPage changed the render options, until a reload applies them
 	verify           verifyState
@@ -240,7 +240,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	var reasons []string
 	classChanged := d.classChanged(cfg)   // dynamic.go
 	staleCAs := d.staleServerCAs(cfg)     // cafiles.go
-	staleCerts := d.staleClientCerts(cfg) // clientcerts.go
+	staleCerts := d.staleClientFiles(cfg) // clientcerts.go
 	switch {
 	case hash != d.hash:
 		reasons = d.structureReasons(cfg)
@@ -317,7 +317,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	// Renewals go on after the state is recorded: one ending has the
 	// next pass plan every backend (renew.go).
 	err := d.renewServers(ctx, cfg, d.certs.takeRenew(), &res)
-	d.againForClientCerts(&res) // clientcerts.go
+	d.againForClientFiles(&res) // clientcerts.go
 	return res, err
 }
 

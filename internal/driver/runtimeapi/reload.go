@@ -134,7 +134,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.assigned, d.consistent = true, false
 	d.gen++
 	d.certs.loaded(certs, d.pid)
-	d.caFreePid = d.pid // its files loaded, no CA committed yet (clientcerts.go)
+	d.commits = certCommits{pid: d.pid} // its files loaded, nothing committed yet (clientcerts.go)
 	pruneCerts(d.opts.Render.CertDir, certs, d.certs.onDisk())
 	// The state file may have restored states that no longer hold.
 	ops, missing := d.ops(layout, cfg)
