@@ -20,13 +20,13 @@ import (
 // file's name when it rotates (named for its Secret), and the new one is
 // committed through the Runtime API (clientcerts.go): a server that
 // requires a client certificate then sees the new subject, with no
-// reload and no failed request while requests flow; in the same pass as
-// a CA change too (the certificate first). A rotation on a worker that
-// took a CA commit reloads instead (haproxy/haproxy#3165: the commit
-// crashed 2.6.12's worker), and the next rotation after that reload is
-// committed again. A controller started afresh keeps the certificate the
-// worker holds (the same fingerprint: no reload), and reloads for one
-// rotated while it was away (the worker's commits unknown).
+// reload and no failed request while requests flow. A worker takes
+// commits of one kind, certificates or their CA files
+// (haproxy/haproxy#3165: mixed, 2.6.12 ignored a certificate or its
+// worker died): the other kind, or both at once, is a reload, after which
+// commits are taken again. A controller started afresh keeps the files
+// the worker holds when their fingerprints are the ones wanted (no
+// reload), and reloads for a certificate rotated while it was away.
 func TestBackendClientCertRotated(t *testing.T) {
 	l := startMapLab(t)
 	ctx := context.Background()
@@ -85,7 +85,9 @@ func TestBackendClientCertRotated(t *testing.T) {
 		reload   bool
 	}{
 		{name: "certificate b", cn: "client b", ca: []testcert.Cert{b.serverCA}},
-		{name: "certificate c and another CA bundle", cn: "client c", ca: []testcert.Cert{b.serverCA, otherCA}},
+		{name: "a CA bundle after a certificate commit", cn: "client b", ca: []testcert.Cert{b.serverCA, otherCA}, reload: true},
+		{name: "certificate c and a CA bundle at once", cn: "client c", ca: []testcert.Cert{b.serverCA}, reload: true},
+		{name: "a CA bundle after that reload", cn: "client c", ca: []testcert.Cert{b.serverCA, otherCA}},
 		{name: "certificate d after a CA commit", cn: "client d", ca: []testcert.Cert{b.serverCA, otherCA}, reload: true},
 		{name: "certificate e after that reload", cn: "client e", ca: []testcert.Cert{b.serverCA, otherCA}},
 		{name: "certificate e, restarted", cn: "client e", ca: []testcert.Cert{b.serverCA, otherCA}, restart: true},
@@ -103,8 +105,8 @@ func TestBackendClientCertRotated(t *testing.T) {
 	if n, failed, last := load.stop(); n == 0 || failed > 0 {
 		t.Errorf("rotations under load: %d of %d requests failed, the last: %s", failed, n, last)
 	}
-	if n := l.reloads(ctx, t); n != base+2 {
-		t.Errorf("%d reloads for the rotations, want 2", n-base)
+	if n := l.reloads(ctx, t); n != base+4 {
+		t.Errorf("%d reloads for the rotations, want 4", n-base)
 	}
 }
 
