@@ -147,7 +147,10 @@ func (d *HAProxy) applyClientFiles(ctx context.Context, w certWant) (int, error)
 		}
 		old, held := s.cas[p]
 		if _, ok := s.files[p]; ok && cert {
-			held = true // `show ssl cert` listed it (readCerts)
+			// `show ssl cert` listed it (readCerts): a server's, no
+			// frontend's, which applyCerts would delete as unused.
+			held = true
+			delete(s.files, p)
 		}
 		sum := sha256.Sum256(w.cas[p])
 		if !held || old == sum {
