@@ -237,7 +237,7 @@ func (l *lateSteps) Enabled(context.Context, slog.Level) bool { return true }
 func (l *lateSteps) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *lateSteps) WithGroup(string) slog.Handler            { return l }
 func (l *lateSteps) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "a step of the announcer took longer than a heartbeat interval" {
+	if r.Message != lateMessage {
 		return nil
 	}
 	l.mu.Lock()
