@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -60,16 +61,22 @@ func TestMain(m *testing.M) {
 // and tells the others, or keeps its addresses for a restart); SIGKILL
 // is an agent that died.
 func hostMain(file string) int {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	var hf hostFile
 	b, err := os.ReadFile(file)
 	if err == nil {
 		err = json.Unmarshal(b, &hf)
 	}
 	if err != nil {
-		log.Error("host file", "error", err)
+		fmt.Fprintln(os.Stderr, "host file:", err)
 		return 1
 	}
+	// its warnings always in its log (a failed test prints its end), the
+	// rest with Log
+	level := slog.LevelWarn
+	if hf.Log {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	ev, err := net.Dial("unix", hf.Events)
 	if err != nil {
 		log.Error("events", "error", err)
@@ -91,11 +98,7 @@ func hostMain(file string) int {
 	}()
 	cfg := hf.Config
 	cfg.OnMove = func(m announce.Move) { events <- hostEvent{Host: cfg.ID, Move: &m} }
-	var text slog.Handler = slog.DiscardHandler
-	if hf.Log {
-		text = log.Handler()
-	}
-	cfg.Logger = slog.New(lateHandler{Handler: text, late: func(d time.Duration) { events <- hostEvent{Host: cfg.ID, Late: d} }})
+	cfg.Logger = slog.New(lateHandler{Handler: log.Handler(), late: func(d time.Duration) { events <- hostEvent{Host: cfg.ID, Late: d} }})
 	a, err := New(cfg)
 	if err != nil {
 		log.Error("new", "error", err)
