@@ -3,7 +3,6 @@ package layer2
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -180,6 +179,3 @@ func (l lateHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (l lateHandler) WithGroup(name string) slog.Handler {
 	return lateHandler{Handler: l.Handler.WithGroup(name), late: l.late}
 }
-
-// errNoAnswer: the child did not answer within the time asked.
-var errNoAnswer = errors.New("the host's announcer did not answer")

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,6 +22,9 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
 )
+
+// errNoAnswer: the host's process answered a request with an error.
+var errNoAnswer = errors.New("the host's announcer did not answer")
 
 // hostProc is one host's announcer process and the client that asks it.
 type hostProc struct {
