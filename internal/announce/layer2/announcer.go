@@ -64,12 +64,12 @@ type Config struct {
 	// has nothing to lose at its next flap). 0: DefaultHoldDown;
 	// negative: none.
 	HoldDown time.Duration
-	Logger   *slog.Logger
+	Logger   *slog.Logger `json:"-"`
 	// Metrics, when set, is told which addresses this host holds.
-	Metrics announce.Recorder
+	Metrics announce.Recorder `json:"-"`
 	// OnMove, when set, is told every change of an address's owner this
 	// host hears (announce.Moves; the Events of the Services).
-	OnMove announce.MoveFunc
+	OnMove announce.MoveFunc `json:"-"`
 	// RestartTime and KeptFile (both set): a stop keeps the addresses for
 	// the next run for up to RestartTime, what was held written to
 	// KeptFile (restart.go); otherwise a stop lets them go.
@@ -170,10 +170,6 @@ func (a *Announcer) Set(w announce.Want) { a.set.Put(w) }
 // interface, one it took not until it is on.
 func (a *Announcer) Holds(ctx context.Context) []netip.Addr { return a.status.Ask(ctx) }
 
-// errAbandon, as the cause of Run's context, ends Run without letting
-// go or telling anyone, as an agent that died (the tests' crash).
-var errAbandon = errors.New("layer2: abandoned")
-
 // Run implements announce.Announcer: until ctx ends it exchanges
 // heartbeats and holds and announces what this host owns; then it
 // withdraws its addresses and tells the others at once.
@@ -187,7 +183,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { defer close(done); a.read(rctx) }()
 	defer func() { stop(); a.conn.Close(); <-done }()
-	// the worker outlives ctx (it is told its last job), unless abandoned
+	// the worker outlives ctx (it is told its last job)
 	wctx, wstop := context.WithCancel(context.WithoutCancel(ctx))
 	defer wstop()
 	go a.work.run(wctx)
@@ -200,11 +196,6 @@ func (a *Announcer) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), errAbandon) {
-				wstop()
-				<-a.work.done
-				return nil
-			}
 			if a.leave() {
 				return nil
 			}

@@ -4,15 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,8 +24,8 @@ var (
 const servePort = 8080
 
 // group is three load-balancer hosts and a client on one segment, the
-// hosts running an announcer: ours in-process (newGroup) or keepalived
-// (newKeepalived, keepalived_test.go).
+// hosts running an announcer: ours, a process per host (newGroup,
+// hostproc_test.go), or keepalived (newKeepalived, keepalived_test.go).
 type group struct {
 	t      testing.TB
 	seg    *netlab.Segment
@@ -49,6 +44,8 @@ type group struct {
 	// restart, when set, stops the host's announcer (as SIGTERM does) and
 	// starts a new one, unhealthy for its first unhealthyFor
 	restart func(h *netlab.Host, unhealthyFor time.Duration) error
+	// pids, when set, are the processes of the hosts' announcers
+	pids func() []int
 	// window: how long a trial waits for another host (default 15 s)
 	window time.Duration
 }
@@ -73,133 +70,6 @@ func newHosts(t testing.TB) *group {
 
 // wanted is what every host serves.
 var wanted = announce.Want{Addrs: []netip.Addr{vip4, vip6}, Healthy: true}
-
-// newGroup runs our announcer on each host, in-process, each told wanted
-// and extra.
-func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
-	t.Helper()
-	g := newHosts(t)
-	want := wanted
-	want.Addrs = append(slices.Clone(want.Addrs), extra...)
-	var mu sync.Mutex
-	ann := map[string]*Announcer{}
-	stop := map[string]context.CancelCauseFunc{}
-	done := map[string]chan struct{}{}
-	var stopped sync.WaitGroup
-	t.Cleanup(func() {
-		mu.Lock()
-		for _, s := range stop {
-			s(nil)
-		}
-		mu.Unlock()
-		stopped.Wait()
-	})
-	start := func(h *netlab.Host, healthy bool) error {
-		c := cfg
-		c.ID, c.Interface, c.Key = h.Name, "eth0", []byte("the group's key")
-		if c.KeptFile != "" { // a directory: one file per host
-			c.KeptFile = filepath.Join(c.KeptFile, h.Name+".json")
-		}
-		c.Listen = netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultPort)
-		for _, p := range g.lbs {
-			if p != h {
-				c.Peers = append(c.Peers, netip.AddrPortFrom(p.Addr, DefaultPort))
-			}
-		}
-		if testing.Verbose() && os.Getenv("HKS_ANNOUNCE_LOG") != "" {
-			c.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("host", h.Name)
-		}
-		var a *Announcer
-		if err := netlab.Do(h.NS, func() (err error) { a, err = New(c); return err }); err != nil {
-			return err
-		}
-		ctx, cancel := context.WithCancelCause(context.Background())
-		ended := make(chan struct{})
-		mu.Lock()
-		ann[h.Name], stop[h.Name], done[h.Name] = a, cancel, ended
-		mu.Unlock()
-		w := want
-		w.Healthy = healthy
-		a.Set(w)
-		stopped.Add(1)
-		go func() { defer stopped.Done(); defer close(ended); _ = a.Run(ctx) }()
-		return nil
-	}
-	for _, h := range g.lbs {
-		if err := start(h, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	get := func(name string) *Announcer { mu.Lock(); defer mu.Unlock(); return ann[name] }
-	g.holders = func(vip netip.Addr) []string {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		var out []string
-		for _, h := range g.lbs {
-			if slices.Contains(get(h.Name).Holds(ctx), vip) {
-				out = append(out, h.Name)
-			}
-		}
-		return out
-	}
-	g.holds = func(name string) ([]netip.Addr, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		held := get(name).Holds(ctx)
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s did not say what it holds within 5 s", name)
-		}
-		return held, nil
-	}
-	g.view = func(name string) announce.Holders {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		return get(name).Holders(ctx)
-	}
-	g.healthy = func(h *netlab.Host, ok bool) error {
-		w := want
-		w.Healthy = ok
-		get(h.Name).Set(w)
-		return nil
-	}
-	// the agent dies (its addresses stay until their lifetime lapses) and
-	// starts again
-	g.kill = func(h *netlab.Host, on bool) error {
-		mu.Lock()
-		s, ended := stop[h.Name], done[h.Name]
-		mu.Unlock()
-		if on {
-			s(errAbandon)
-			return nil
-		}
-		// the dead agent's socket closed before a new one binds the port
-		select {
-		case <-ended:
-		case <-time.After(5 * time.Second):
-			return fmt.Errorf("the announcer of %s did not end", h.Name)
-		}
-		return start(h, true)
-	}
-	g.restart = func(h *netlab.Host, unhealthyFor time.Duration) error {
-		mu.Lock()
-		s, ended := stop[h.Name], done[h.Name]
-		mu.Unlock()
-		s(nil)
-		select {
-		case <-ended:
-		case <-time.After(10 * time.Second):
-			return fmt.Errorf("the announcer of %s did not stop", h.Name)
-		}
-		if err := start(h, false); err != nil {
-			return err
-		}
-		// its health gate passes later (the new controller's caches
-		// syncing): a delay simulated, not a wait
-		time.AfterFunc(unhealthyFor, func() { _ = g.healthy(h, true) })
-		return nil
-	}
-	return g
-}
 
 // serve answers every TCP connection to the port with the host's name.
 func (g *group) serve(h *netlab.Host) { netlab.ServeName(g.t, h, servePort) }

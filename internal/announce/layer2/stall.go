@@ -7,13 +7,14 @@ import "time"
 // than an interval means it did not run (its process was not
 // scheduled: a loaded machine, a paused one), and it heard nothing
 // meanwhile. The peers' heartbeats of that span wait in the socket or
-// were never sent (every host of a test is one process): either way
-// their silence is this host's, and the node does not count it
-// (announce.Node.Deaf). Without that, the first decision after a stall
-// longer than the hold time, taken before the reader hands over what
-// arrived, found every peer silent and took their addresses (a process
-// stopped for 500 ms: 403-1,004 moves of the 500 addresses of
-// TestFailoverManyAddresses, TestStalledProcessMovesNothing).
+// were never sent (a paused machine, or a test stopping its hosts'
+// processes): either way their silence is this host's, and the node
+// does not count it (announce.Node.Deaf). Without that, the first
+// decision after a stall longer than the hold time, taken before the
+// reader hands over what arrived, found every peer silent and took
+// their addresses (a process stopped for 500 ms: 403-1,004 moves of the
+// 500 addresses of TestFailoverManyAddresses,
+// TestStalledProcessMovesNothing).
 func (a *Announcer) awake(now time.Time) {
 	gap := now.Sub(a.ran)
 	first := a.ran.IsZero()

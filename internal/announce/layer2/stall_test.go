@@ -3,8 +3,9 @@ package layer2
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,10 +14,10 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
 
-// TestStalledProcessMovesNothing: the process of the three hosts is
-// stopped for longer than the hold time (SIGSTOP, then SIGCONT 500 ms
-// later, three times: what a starved test process, or a paused machine,
-// goes through). Nobody sent and nobody heard meanwhile, so nothing
+// TestStalledProcessMovesNothing: the processes of the three hosts are
+// stopped together for longer than the hold time (SIGSTOP, then SIGCONT
+// 500 ms later, three times: what a paused machine, or hosts starved
+// together, go through). Nobody sent and nobody heard meanwhile, so nothing
 // moves: each host counts the stall as its own deafness, not as its
 // peers' silence (stall.go). Before, the first decision after the stall
 // found every peer silent and took its addresses.
@@ -64,9 +65,13 @@ func TestStalledProcessMovesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	m0 := moves.Load()
-	pid := os.Getpid()
+	var pids []string
+	for _, p := range g.pids() {
+		pids = append(pids, strconv.Itoa(p))
+	}
+	all3 := strings.Join(pids, " ")
 	for i := range 3 {
-		stop := fmt.Sprintf("kill -STOP %d; sleep 0.5; kill -CONT %d", pid, pid)
+		stop := fmt.Sprintf("kill -STOP %s; sleep 0.5; kill -CONT %s", all3, all3)
 		if out, err := exec.Command("sh", "-c", stop).CombinedOutput(); err != nil {
 			t.Fatalf("stall %d: %v: %s", i+1, err, out)
 		}
