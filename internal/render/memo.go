@@ -41,7 +41,7 @@ func sameStructure(a, b model.Config, la, lb model.Layout, opts Options) bool {
 		return false
 	}
 	for i := range a.Backends {
-		if !a.Backends[i].SameStructure(b.Backends[i]) {
+		if !sameSkeleton(a.Backends[i], b.Backends[i]) {
 			return false
 		}
 		sa, sb := la[a.Backends[i].Name], lb[b.Backends[i].Name]
@@ -125,4 +125,20 @@ func sameFrontendStructure(a, b []model.Frontend, opts Options) bool {
 // frontend behind the fixed listener with no source ranges.
 func skeletonless(f model.Frontend, opts Options) bool {
 	return !f.Restricted() && opts.Listened(f)
+}
+
+// sameSkeleton is SameStructure but for the Service, which the skeleton
+// does not write (only the config's "# serves" comment of a spare): a
+// spare of the pool taken by a new Service, or given back, is the same
+// skeleton.
+func sameSkeleton(a, b *model.Backend) bool {
+	if a.SameStructure(b) {
+		return true
+	}
+	if a.Service == b.Service {
+		return false
+	}
+	x, y := *a, *b
+	x.Service, y.Service = "", ""
+	return x.SameStructure(&y)
 }

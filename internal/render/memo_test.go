@@ -100,6 +100,9 @@ func TestHashMemoListened(t *testing.T) {
 		}
 		return out
 	}
+	spare := func(service string) *model.Backend {
+		return &model.Backend{Name: "_pool_0", Service: service, Balance: "roundrobin"}
+	}
 	everyAddr := model.Frontend{Name: "fe_c", Backend: "be_c", Binds: []model.Bind{{Port: 81}}} // a section of its own
 	steps := []struct {
 		name    string
@@ -114,6 +117,9 @@ func TestHashMemoListened(t *testing.T) {
 		{"on every address", model.Config{Frontends: []model.Frontend{fe("a", 80), fe("b", 83, "10.1.0.0/16"), everyAddr}, Backends: be("a", "b", "c")}, 1},
 		{"a listened one removed", model.Config{Frontends: []model.Frontend{fe("b", 83, "10.1.0.0/16"), everyAddr}, Backends: be("a", "b", "c")}, 0},
 		{"the restricted one gone", model.Config{Frontends: []model.Frontend{everyAddr}, Backends: be("a", "b", "c")}, 1},
+		{"a free spare", model.Config{Frontends: []model.Frontend{everyAddr}, Backends: append(be("a", "b", "c"), spare(""))}, 1},
+		{"the spare taken by a Service", model.Config{Frontends: []model.Frontend{everyAddr}, Backends: append(be("a", "b", "c"), spare("default/d"))}, 0},
+		{"and given back", model.Config{Frontends: []model.Frontend{everyAddr}, Backends: append(be("a", "b", "c"), spare(""))}, 0},
 	}
 	var m HashMemo
 	for _, s := range steps {
