@@ -37,7 +37,8 @@ func ViewExcept(s State, cfg model.Config, own func(*model.Backend) bool) model.
 func viewExcept(s State, cfg model.Config, own func(*model.Backend) bool, memo *ViewMemo) model.Config {
 	pooled := func(b *model.Backend) bool { return pooled(b) && (own == nil || !own(b)) }
 	idx := s.index()
-	out := model.Config{UDP: cfg.UDP}
+	out := model.Config{UDP: cfg.UDP, Frontends: make([]model.Frontend, 0, len(cfg.Frontends)),
+		Backends: make([]*model.Backend, 0, len(cfg.Backends)+len(s.Spares)+1)}
 	byName := make(map[string]*model.Backend, len(cfg.Backends))
 	for _, b := range cfg.Backends {
 		byName[b.Name] = b
