@@ -170,7 +170,7 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 		}
 	}
 	for e := range want {
-		if !d.applied[e] && add(e) {
+		if add(e) && !d.applied[e] { // add first: Remove's is false, no lookup
 			adds[fam(e)] = append(adds[fam(e)], nftables.SetElement{Key: key(e)})
 		}
 	}
