@@ -93,13 +93,27 @@ func run(wait bool, bin string) error {
 		}
 	}
 
-	step("Services: web (externalTrafficPolicy Cluster, port %d) and shop (Local, port %d, pods on n1 and n2)", webPort, shopPort)
+	step("Services: web (externalTrafficPolicy Cluster, port %d) and shop (Local, port %d, pods on n1 and n2; kube-proxy's stand-ins answer its healthCheckNodePort 200 there, 503 on n3)", webPort, shopPort)
 	if _, err := lab.CreateService(ctx, client, lab.Service{Namespace: ns, Name: "web", Port: webPort, NodePort: nodePort}); err != nil {
 		return err
 	}
-	if _, err := lab.CreateService(ctx, client, lab.Service{Namespace: ns, Name: "shop", Port: shopPort, NodePort: nodePort + 1, Local: true,
-		Annotations: map[string]string{"haproxy-k8s-sync.io/balance": "leastconn"}}); err != nil {
+	shop, err := lab.CreateService(ctx, client, lab.Service{Namespace: ns, Name: "shop", Port: shopPort, NodePort: nodePort + 1, Local: true,
+		Annotations: map[string]string{"haproxy-k8s-sync.io/balance": "leastconn"}})
+	if err != nil {
 		return err
+	}
+	// kube-proxy answers a Local Service's healthCheckNodePort on every
+	// node: 200 where the node has a local endpoint, 503 elsewhere. The
+	// controller checks shop's servers there (--local-check's default).
+	shopHealth := map[string]*lab.HealthServer{}
+	for i, name := range []string{"n1", "n2", "n3"} {
+		h, err := lab.NewHealthServer(fmt.Sprintf("127.77.0.%d:%d", i+1, shop.Spec.HealthCheckNodePort))
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		h.SetHealthy(name != "n3") // shop's pods are on n1 and n2
+		shopHealth[name] = h
 	}
 	for _, n := range nodes {
 		if err := n.Listen(nodePort + 1); err != nil {
@@ -119,10 +133,7 @@ func run(wait bool, bin string) error {
 		"--bind-address", "127.0.0.1", "--default-check-interval", "500ms", "--default-fall", "2", "--default-rise", "2",
 		"--metrics-address", "127.0.0.1:0",
 		"--listeners=ports", // per-port frontends: never the host's TPROXY (the default, auto, would set it up)
-		// The stand-in nodes answer kube-proxy's /healthz but no Service's
-		// healthCheckNodePort (the default Local check since nodes5).
-		"--local-check=service-port",
-		"--udp=off"} // never the host's nftables
+		"--udp=off"}         // never the host's nftables
 	ctlDone := make(chan struct{})
 	go func() {
 		defer close(ctlDone)
@@ -153,6 +164,7 @@ func run(wait bool, bin string) error {
 	step("node n2 fails: its NodePorts and /healthz stop answering and it turns NotReady")
 	nodes["n2"].Close()
 	health["n2"].Close()
+	shopHealth["n2"].SetHealthy(false)
 	if err := lab.SetNodeReady(ctx, client, "n2", false); err != nil {
 		return err
 	}
@@ -161,6 +173,7 @@ func run(wait bool, bin string) error {
 	}
 	step("the shop pod moves from n2 to n3 (EndpointSlice update)")
 	eps[1] = lab.Endpoint{IP: "10.244.3.9", Node: "n3", Ready: true}
+	shopHealth["n3"].SetHealthy(true) // kube-proxy on n3 has the local endpoint
 	if err := lab.ApplySlice(ctx, client, lab.SliceFor(ns, "shop", 8080, eps)); err != nil {
 		return err
 	}

@@ -25,6 +25,10 @@ type SourceMarks struct {
 	in, out   []*model.Backend
 	frontends []model.Frontend
 	checked   map[string]bool
+	// copies: the marked copy each backend of the last whole pass got,
+	// by object: a backend that is the same object and keeps its mark is
+	// the same copy (ViewMemo then keeps its spare's backend).
+	copies map[*model.Backend]*model.Backend
 }
 
 // Of is cfg with every pooled backend that a frontend listened (for
@@ -43,6 +47,9 @@ func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) m
 		for _, i := range ch.Backends {
 			if i >= 0 && i < len(out) {
 				out[i] = mark(cfg.Backends[i], m.checked[cfg.Backends[i].Name])
+				if out[i] != cfg.Backends[i] && m.copies != nil {
+					m.copies[cfg.Backends[i]] = out[i] // the next whole pass keeps only its own
+				}
 			}
 		}
 		m.in, m.out = cfg.Backends, out
@@ -58,13 +65,22 @@ func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) m
 	}
 	m.in, m.frontends, m.checked, m.out = cfg.Backends, cfg.Frontends, checked, nil
 	if len(checked) == 0 && !slices.ContainsFunc(cfg.Backends, func(b *model.Backend) bool { return b.SourceChecked }) {
+		m.copies = nil
 		return cfg
 	}
 	out := make([]*model.Backend, len(cfg.Backends))
+	copies := make(map[*model.Backend]*model.Backend, len(m.copies))
 	for i, b := range cfg.Backends {
-		out[i] = mark(b, checked[b.Name])
+		if c, ok := m.copies[b]; ok && c.SourceChecked == (checked[b.Name] && pooled(b)) {
+			out[i] = c
+		} else {
+			out[i] = mark(b, checked[b.Name])
+		}
+		if out[i] != b {
+			copies[b] = out[i]
+		}
 	}
-	m.out = out
+	m.out, m.copies = out, copies
 	cfg.Backends, cfg.Changes = out, nil
 	return cfg
 }

@@ -2,6 +2,7 @@ package spares
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -57,6 +58,16 @@ func TestSourceMarks(t *testing.T) {
 		}
 		if got.Backends[0] != out.Backends[0] || got.Backends[2] != out.Backends[2] {
 			t.Errorf("%s: backends that did not change are not the ones of the last pass", tc.name)
+		}
+		// A whole pass (a new Service behind the listener) with the same
+		// backend objects: each is the very one of the last pass, a
+		// marked copy included (the view's memo keeps its spare).
+		whole := model.Config{Frontends: append(slices.Clone(tc.fs), fe("d")), Backends: next.Backends}
+		again := m.Of(whole, listened)
+		for i, b := range again.Backends {
+			if b != got.Backends[i] {
+				t.Errorf("%s: %s made again by a whole pass", tc.name, b.Name)
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
@@ -54,6 +55,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 	// Behind the fixed listener a restricted Service's spare carries the
 	// source rule and files, an unrestricted one's neither
 	// (spares/sourced.go).
+	start := time.Now()
 	cfg, pol := d.sourceMarks.Behind(cfg, d.opts.Pool, d.opts.Render.ListenedFunc())
 	own := d.createdAtRuntime(cfg)
 	pooled := spares.Without(cfg, own)
@@ -63,8 +65,15 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 	next, waiting := spares.OccupyFit(d.pool, pooled, d.spareSlots)
 	grown, grow := spares.Grow(next, pooled, waiting, pol)
 	if !grow {
-		res, err := d.apply(ctx, d.poolView.of(next, cfg, own))
+		// The pool's own work counts as the pass's: its placing and view
+		// as render (planning), pool.json as write.
+		view := d.poolView.of(next, cfg, own)
+		placed := time.Since(start)
+		res, err := d.apply(ctx, view)
+		t := time.Now()
 		d.poolApplied(ctx, next, err)
+		res.Render += placed
+		res.Write += time.Since(t)
 		return res, err
 	}
 	view := spares.ViewExcept(next, cfg, own)

@@ -20,6 +20,10 @@ type poolView struct {
 	view  model.Config
 	index map[string]int // model backend name -> index in view.Backends
 	own   bool           // some backends were out of the pool (of)
+	// memo keeps the spares' backends by object: a view made anew (a
+	// new Service, a pool changed) copies only the spares whose occupant
+	// or class changed, and the plan finds the rest the same pointers.
+	memo spares.ViewMemo
 }
 
 // of returns the view of cfg with pool s, the backends own names out of
@@ -30,7 +34,7 @@ func (v *poolView) of(s spares.State, cfg model.Config, own func(*model.Backend)
 		v.cfg.Changes, v.view.Changes = nil, nil // hold no older Backends array
 		return out
 	}
-	out := spares.ViewExcept(s, cfg, own)
+	out := v.memo.ViewExcept(s, cfg, own)
 	v.cfg, v.pool, v.view, v.own = cfg, slices.Clone(s.Spares), out, own != nil
 	v.cfg.Changes = nil
 	v.index = make(map[string]int, len(out.Backends))

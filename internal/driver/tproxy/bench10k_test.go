@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,9 +100,13 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 				}
 				return c
 			}
-			for i := range n {
-				cfg = add(cfg, uint16(30000+i))
+			// One add of all n: an add per Service copied the growing
+			// slices n times (quadratic: seconds of CPU before setup).
+			all := make([]uint16, n)
+			for i := range all {
+				all[i] = uint16(30000 + i)
 			}
+			cfg = add(cfg, all...)
 			ctx := context.Background()
 			start := time.Now()
 			res, err := drv.Apply(ctx, cfg)
@@ -125,6 +131,7 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 			}
 			setup := time.Since(start)
 			b.Logf("setup served: %.1f s", setup.Seconds())
+			keepConfig(b, l.hopts.ConfigPath, m.name)
 			before := l.reloads(b)
 			var took []time.Duration
 			for i := 0; b.Loop(); i++ {
@@ -169,6 +176,41 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 			b.ReportMetric(setup.Seconds(), "setup-s")
 			b.ReportMetric(rssMiB(l.p.MasterPID()), "haproxy-rss-MiB")
 		})
+	}
+}
+
+// envKeepConfig names a directory where BenchmarkNewServiceAmongMany
+// copies the config of its n Services and the files beside it (regular
+// files only), one directory per mode, to time HAProxy's parse of it
+// alone (haproxy -c, the original directory's name replaced: it is in
+// "from").
+const envKeepConfig = "HKS_BENCH_KEEP_CONFIG"
+
+func keepConfig(b *testing.B, path, mode string) {
+	keep := os.Getenv(envKeepConfig)
+	if keep == "" {
+		return
+	}
+	src, dst := filepath.Dir(path), filepath.Join(keep, strings.ReplaceAll(mode, "+", "-"))
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = os.MkdirAll(filepath.Dir(filepath.Join(dst, rel)), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+		}
+		return err
+	})
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dst, "from"), []byte(src), 0o644)
+	}
+	if err != nil {
+		b.Logf("%s: %v", envKeepConfig, err)
 	}
 }
 

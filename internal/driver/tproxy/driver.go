@@ -67,6 +67,11 @@ type Driver struct {
 
 	mu      sync.Mutex
 	applied map[netip.AddrPort]bool // what the sets hold; nil: unknown (read it back)
+	// want: the elements of the frontends wantOf (the last model's): a
+	// pass's Remove and Apply, and passes that change no frontend, find
+	// them without walking the model again.
+	wantOf []model.Frontend
+	want   map[netip.AddrPort]bool
 }
 
 // ErrApply classifies a failed batch or policy routing change.
@@ -137,11 +142,7 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	start := time.Now()
-	v4, v6 := Elements(cfg, d.opts.Render)
-	want := make(map[netip.AddrPort]bool, len(v4)+len(v6))
-	for _, e := range append(v4, v6...) {
-		want[e] = true
-	}
+	want := d.wanted(cfg)
 	ops := 0
 	if d.applied == nil {
 		// After a start or an Invalidate: the policy routing again (it
@@ -169,7 +170,7 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 		}
 	}
 	for e := range want {
-		if !d.applied[e] && add(e) {
+		if add(e) && !d.applied[e] { // add first: Remove's is false, no lookup
 			adds[fam(e)] = append(adds[fam(e)], nftables.SetElement{Key: key(e)})
 		}
 	}
@@ -209,6 +210,26 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 	took := time.Since(start)
 	d.opts.Logger.Debug("tproxy: applied", "elements", len(d.applied), "ops", ops, "took", took)
 	return driver.Result{Runtime: took, Ops: ops}, nil
+}
+
+// wanted is the set of the listened binds of cfg (Elements, unsorted),
+// kept while cfg's frontends are the very same slice. Under d.mu; the
+// caller does not change it.
+func (d *Driver) wanted(cfg model.Config) map[netip.AddrPort]bool {
+	if d.want != nil && model.SameSlice(d.wantOf, cfg.Frontends) {
+		return d.want
+	}
+	want := make(map[netip.AddrPort]bool, len(cfg.Frontends))
+	for _, f := range cfg.Frontends {
+		if !d.opts.Render.Listened(f) {
+			continue
+		}
+		for _, b := range f.Binds {
+			want[netip.AddrPortFrom(b.Addr, b.Port)] = true
+		}
+	}
+	d.wantOf, d.want = cfg.Frontends, want
+	return want
 }
 
 // Setup puts the policy routing and the table's fixed objects and rules
