@@ -47,6 +47,9 @@ type Memo struct {
 	changed map[Key]bool  // the Services whose object or EndpointSlices differ from the last pass's
 	lsig    []listenerSig // the last pass's listener signature (attachmemo.go)
 	lgen    int           // counts the signatures that differed
+	// nSeen and nUsed count the routes seen and the entries used in the
+	// pass: end walks the maps only when some were not.
+	nSeen, nUsed int
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
@@ -103,6 +106,7 @@ func (m *Memo) begin(in Input) {
 		return
 	}
 	m.pass++
+	m.nSeen, m.nUsed = 0, 0
 	m.on = len(in.BackendTLSPolicies) == 0
 	world := make(map[any]struct{}, len(in.Classes)+len(in.Gateways)+len(in.Grants)+len(in.Namespaces)+len(in.Secrets))
 	for _, o := range in.Classes {
@@ -138,15 +142,19 @@ func (m *Memo) end(res *Result) {
 	if m == nil {
 		return
 	}
-	for h, p := range m.seenRt {
-		if p != m.pass {
-			delete(m.seenRt, h)
-			delete(m.routes, h)
+	if m.nSeen < len(m.seenRt) { // else every one was seen: nothing to walk
+		for h, p := range m.seenRt {
+			if p != m.pass {
+				delete(m.seenRt, h)
+				delete(m.routes, h)
+			}
 		}
 	}
-	for r, e := range m.entries {
-		if e.pass != m.pass {
-			delete(m.entries, r)
+	if m.nUsed < len(m.entries) {
+		for r, e := range m.entries {
+			if e.pass != m.pass {
+				delete(m.entries, r)
+			}
 		}
 	}
 	for k, t := range m.tables {
@@ -173,6 +181,9 @@ func sameSet(a, b map[any]struct{}) bool {
 func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *route {
 	if m == nil {
 		return mk(h)
+	}
+	if m.seenRt[h] != m.pass {
+		m.nSeen++
 	}
 	m.seenRt[h] = m.pass
 	r, ok := m.routes[h]
@@ -229,6 +240,9 @@ func (m *Memo) entry(r *route, w *world) *routeEntry {
 	if e == nil || e.pass != m.pass && !e.freshSince(r, m.changed) {
 		e = &routeEntry{}
 		m.entries[r] = e
+	}
+	if e.pass != m.pass {
+		m.nUsed++
 	}
 	e.pass = m.pass
 	r.e, r.epass = e, m.pass
