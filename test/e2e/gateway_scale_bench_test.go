@@ -223,7 +223,7 @@ func watchPeak(b *testing.B, pid int, start time.Time, logPath string) func() st
 				continue
 			}
 			last = hwm
-			line := strings.TrimSpace(tail(readFile(logPath), 1))
+			line := lastLine(readFile(logPath))
 			if len(line) > 160 {
 				line = line[:160]
 			}
@@ -237,6 +237,12 @@ func watchPeak(b *testing.B, pid int, start time.Time, logPath string) func() st
 		defer mu.Unlock()
 		return strings.Join(out, "\n")
 	}
+}
+
+// lastLine is s's last line that is not empty.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 func readFile(path string) string {
