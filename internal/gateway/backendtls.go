@@ -62,7 +62,7 @@ type btlsTarget struct {
 func (w *world) resolveBackendTLS(in Input, memo *CAMemo) {
 	sorted := slices.Clone(in.BackendTLSPolicies)
 	slices.SortFunc(sorted, func(a, b *gwv1.BackendTLSPolicy) int {
-		return older(a.ObjectMeta, b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return older(&a.ObjectMeta, &b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	w.btls = map[btlsTarget]*btlsPolicy{}
 	w.btlsAll = nil

@@ -41,7 +41,7 @@ func Compute(in Input, opts Options) Result {
 	if opts.ControllerName == "" {
 		opts.ControllerName = ControllerName
 	}
-	res := Result{Classes: map[string]gwv1.GatewayClassStatus{}, Gateways: map[Key]gwv1.GatewayStatus{}, Routes: map[RouteKey][]gwv1.RouteParentStatus{},
+	res := Result{Classes: map[string]gwv1.GatewayClassStatus{}, Gateways: map[Key]gwv1.GatewayStatus{}, Routes: make(map[RouteKey][]gwv1.RouteParentStatus, len(in.HTTPRoutes)+len(in.GRPCRoutes)+len(in.TCPRoutes)+len(in.TLSRoutes)+len(in.UDPRoutes)),
 		ListenerSets: map[Key]gwv1.ListenerSetStatus{}}
 	accepted := map[string]bool{}
 	for _, c := range in.Classes {
@@ -69,6 +69,7 @@ func Compute(in Input, opts Options) Result {
 	w := newWorld(in)
 	w.memo = opts.Memo // memo.go
 	opts.Memo.begin(in)
+	opts.Memo.moved(w)
 	opts.Certs.begin()
 	defer opts.Certs.end()
 	opts.CAs.beginClients() // clientauth.go
@@ -77,7 +78,7 @@ func Compute(in Input, opts Options) Result {
 	byKey := map[Key]*gw{}
 	sorted := slices.Clone(in.Gateways)
 	slices.SortFunc(sorted, func(a, b *gwv1.Gateway) int {
-		return older(a.ObjectMeta, b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return older(&a.ObjectMeta, &b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	taken := map[portKey]Key{} // a port bound by an older Gateway
 	lsets := listenerSetsByParent(in.ListenerSets)
@@ -132,13 +133,14 @@ func Compute(in Input, opts Options) Result {
 	w.clientCerts, w.certMemo = map[Key]*clientCert{}, opts.Certs // backendcert.go
 	opts.Routes.begin()
 	defer opts.Routes.end()
+	w.indexListeners(gws) // attachmemo.go
 	for _, r := range routesOf(in, opts.Routes, opts.Memo) {
-		if sts := attach(r, byKey, w, opts.ControllerName); len(sts) > 0 {
-			res.Routes[r.key] = opts.Memo.parentStatus(r.key, sts)
+		if sts := w.attached(r, byKey, opts.ControllerName); len(sts) > 0 {
+			res.Routes[r.key] = sts
 		}
 	}
 
-	backends := map[string]*model.Backend{}
+	backends := make(map[string]*model.Backend, len(in.Services)) // about one per Service port: grown no more
 	for _, x := range gws {
 		if x.addrOK {
 			serve(&res.Config, x, w, backends)

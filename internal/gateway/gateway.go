@@ -137,7 +137,7 @@ type RouteKey struct {
 // route is what Compute reads of any route kind.
 type route struct {
 	key       RouteKey
-	meta      metav1.ObjectMeta
+	meta      *metav1.ObjectMeta // the object's own (not a copy: thousands are kept)
 	parents   []gwv1.ParentReference
 	hostnames []gwv1.Hostname // TLSRoute, HTTPRoute and GRPCRoute only
 	refs      []gwv1.BackendRef
@@ -146,26 +146,28 @@ type route struct {
 	kept      bool            // invalid, but its last valid rules are served (routememo.go)
 	snis      []listenerSNIs  // routeSNIs by listener hostname, kept with Memo (memo.go)
 	ks        string          // key.String(), made once
+	e         *routeEntry     // its memo entry in pass epass (memo.go)
+	epass     int
 }
 
 func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
 	var out []*route
 	for _, r := range in.TCPRoutes {
-		rt := &route{key: RouteKey{KindTCPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta, parents: r.Spec.ParentRefs}
+		rt := &route{key: RouteKey{KindTCPRoute, Key{r.Namespace, r.Name}}, meta: &r.ObjectMeta, parents: r.Spec.ParentRefs}
 		if len(r.Spec.Rules) > 0 {
 			rt.refs = r.Spec.Rules[0].BackendRefs
 		}
 		out = append(out, rt)
 	}
 	for _, r := range in.TLSRoutes {
-		rt := &route{key: RouteKey{KindTLSRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta, parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
+		rt := &route{key: RouteKey{KindTLSRoute, Key{r.Namespace, r.Name}}, meta: &r.ObjectMeta, parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
 		if len(r.Spec.Rules) > 0 {
 			rt.refs = r.Spec.Rules[0].BackendRefs
 		}
 		out = append(out, rt)
 	}
 	for _, r := range in.UDPRoutes {
-		rt := &route{key: RouteKey{KindUDPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta, parents: r.Spec.ParentRefs}
+		rt := &route{key: RouteKey{KindUDPRoute, Key{r.Namespace, r.Name}}, meta: &r.ObjectMeta, parents: r.Spec.ParentRefs}
 		if len(r.Spec.Rules) > 0 {
 			rt.refs = r.Spec.Rules[0].BackendRefs
 		}
@@ -197,7 +199,7 @@ func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
 
 func (k RouteKey) String() string { return k.Kind + "/" + k.Key.String() }
 
-func older(a, b metav1.ObjectMeta, ka, kb string) int {
+func older(a, b *metav1.ObjectMeta, ka, kb string) int {
 	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 		return c
 	}

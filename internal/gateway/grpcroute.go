@@ -39,7 +39,7 @@ var (
 func grpcRoutes(in Input, memo *RouteMemo) []*route {
 	out := make([]*route, 0, len(in.GRPCRoutes))
 	for _, r := range in.GRPCRoutes {
-		rt := &route{key: RouteKey{KindGRPCRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta,
+		rt := &route{key: RouteKey{KindGRPCRoute, Key{r.Namespace, r.Name}}, meta: &r.ObjectMeta,
 			parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames}
 		rt.http, rt.invalid = asHTTPRoute(r)
 		rt.http, rt.kept = memo.rules(rt.key, rt.http)

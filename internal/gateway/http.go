@@ -139,7 +139,7 @@ func httpRoutes(in Input, m *Memo) []*route {
 
 // httpRouteOf is HTTPRoute r as a route.
 func httpRouteOf(r *gwv1.HTTPRoute) *route {
-	rt := &route{key: RouteKey{KindHTTPRoute, Key{r.Namespace, r.Name}}, meta: r.ObjectMeta,
+	rt := &route{key: RouteKey{KindHTTPRoute, Key{r.Namespace, r.Name}}, meta: &r.ObjectMeta,
 		parents: r.Spec.ParentRefs, hostnames: r.Spec.Hostnames, http: r, invalid: checkHTTPRoute(r)}
 	for _, rule := range r.Spec.Rules {
 		for _, b := range rule.BackendRefs {

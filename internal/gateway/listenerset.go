@@ -79,7 +79,7 @@ func listenerSetsByParent(sets []*gwv1.ListenerSet) map[Key][]*gwv1.ListenerSet 
 	}
 	for _, group := range out {
 		slices.SortFunc(group, func(a, b *gwv1.ListenerSet) int {
-			return older(a.ObjectMeta, b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+			return older(&a.ObjectMeta, &b.ObjectMeta, a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 		})
 	}
 	return out

@@ -42,20 +42,31 @@ type Memo struct {
 	status  map[RouteKey][]gwv1.RouteParentStatus
 	seenRt  map[*gwv1.HTTPRoute]int // the pass each route was last seen in
 	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
+	svcs    map[Key]*corev1.Service // the last pass's Services and EndpointSlices (world's)
+	slices  map[Key][]*desired.Slice
+	changed map[Key]bool  // the Services whose object or EndpointSlices differ from the last pass's
+	lsig    []listenerSig // the last pass's listener signature (attachmemo.go)
+	lgen    int           // counts the signatures that differed
+	// nSeen and nUsed count the routes seen and the entries used in the
+	// pass: end walks the maps only when some were not.
+	nSeen, nUsed int
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
 	// TablesIncremental and TablesWhole count the HTTP tables built
 	// from the last one and built whole (tablememo.go).
 	TablesIncremental, TablesWhole int
+	// AttachReused counts the routes whose attachment was replayed
+	// (attachmemo.go).
+	AttachReused int
 }
 
 // routeEntry is what the memo keeps of one route.
 type routeEntry struct {
 	pass  int
-	deps  []svcDep
 	refs  []resolvedRef // resolve(r); nil until asked
 	frags []fragAt      // one or a few: a slice, not a map (thousands are kept)
+	att   *attachRec    // what attach did (attachmemo.go); nil: not recorded
 }
 
 // fragAt is a route's fragment for a frontend and the route's server
@@ -64,13 +75,6 @@ type fragAt struct {
 	k    fragKey
 	snis []string
 	f    *fragment
-}
-
-// svcDep is a Service a route's backendRefs name and its EndpointSlices,
-// as read.
-type svcDep struct {
-	svc    *corev1.Service
-	slices []*desired.Slice
 }
 
 // fragKey is where a route's rules are compiled: an HTTP frontend's port
@@ -102,6 +106,7 @@ func (m *Memo) begin(in Input) {
 		return
 	}
 	m.pass++
+	m.nSeen, m.nUsed = 0, 0
 	m.on = len(in.BackendTLSPolicies) == 0
 	world := make(map[any]struct{}, len(in.Classes)+len(in.Gateways)+len(in.Grants)+len(in.Namespaces)+len(in.Secrets))
 	for _, o := range in.Classes {
@@ -137,15 +142,19 @@ func (m *Memo) end(res *Result) {
 	if m == nil {
 		return
 	}
-	for h, p := range m.seenRt {
-		if p != m.pass {
-			delete(m.seenRt, h)
-			delete(m.routes, h)
+	if m.nSeen < len(m.seenRt) { // else every one was seen: nothing to walk
+		for h, p := range m.seenRt {
+			if p != m.pass {
+				delete(m.seenRt, h)
+				delete(m.routes, h)
+			}
 		}
 	}
-	for r, e := range m.entries {
-		if e.pass != m.pass {
-			delete(m.entries, r)
+	if m.nUsed < len(m.entries) {
+		for r, e := range m.entries {
+			if e.pass != m.pass {
+				delete(m.entries, r)
+			}
 		}
 	}
 	for k, t := range m.tables {
@@ -173,6 +182,9 @@ func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *ro
 	if m == nil {
 		return mk(h)
 	}
+	if m.seenRt[h] != m.pass {
+		m.nSeen++
+	}
 	m.seenRt[h] = m.pass
 	r, ok := m.routes[h]
 	if !ok {
@@ -182,22 +194,73 @@ func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *ro
 	return r
 }
 
+// moved notes the Services whose object or EndpointSlices are not the
+// last pass's (added and deleted ones too): an entry of the last pass
+// is fresh when its route names none of them (its deps were the last
+// pass's world, checked or made then). Every pass, with or without the
+// memo in use.
+func (m *Memo) moved(w *world) {
+	if m == nil {
+		return
+	}
+	m.changed = map[Key]bool{}
+	for k, s := range w.services {
+		if m.svcs[k] != s {
+			m.changed[k] = true
+		}
+	}
+	for k := range m.svcs {
+		if _, ok := w.services[k]; !ok {
+			m.changed[k] = true
+		}
+	}
+	for k, sl := range w.slices {
+		if !sameSlices(m.slices[k], sl) {
+			m.changed[k] = true
+		}
+	}
+	for k := range m.slices {
+		if _, ok := w.slices[k]; !ok {
+			m.changed[k] = true
+		}
+	}
+	m.svcs, m.slices = w.services, w.slices
+}
+
 // entry is r's entry for this pass: the last one when r read the same
 // Services and EndpointSlices, else an empty one. nil without a memo.
 func (m *Memo) entry(r *route, w *world) *routeEntry {
 	if m == nil || !m.on {
 		return nil
 	}
-	e := m.entries[r]
-	if e != nil && e.pass == m.pass {
-		return e
+	if r.epass == m.pass && r.e != nil {
+		return r.e // asked before in this pass
 	}
-	if e == nil || !e.fresh(r, w) {
-		e = &routeEntry{deps: depsOf(r, w)}
+	e := m.entries[r]
+	if e == nil || e.pass != m.pass && !e.freshSince(r, m.changed) {
+		e = &routeEntry{}
 		m.entries[r] = e
 	}
+	if e.pass != m.pass {
+		m.nUsed++
+	}
 	e.pass = m.pass
+	r.e, r.epass = e, m.pass
 	return e
+}
+
+// freshSince reports whether e, an entry of the last pass, still holds:
+// r names no Service changed since (its deps were the last pass's).
+func (e *routeEntry) freshSince(r *route, changed map[Key]bool) bool {
+	if len(changed) == 0 {
+		return true
+	}
+	for _, ref := range r.refs {
+		if changed[svcOf(r, ref)] {
+			return false
+		}
+	}
+	return true
 }
 
 // svcOf is the Service a backendRef of r names.
@@ -209,37 +272,14 @@ func svcOf(r *route, ref gwv1.BackendRef) Key {
 	return k
 }
 
-func depsOf(r *route, w *world) []svcDep {
-	deps := make([]svcDep, 0, len(r.refs))
-	for _, ref := range r.refs {
-		k := svcOf(r, ref)
-		deps = append(deps, svcDep{w.services[k], w.slices[k]})
-	}
-	return deps
-}
-
-// fresh reports whether r's Services and EndpointSlices are the ones e
-// was computed from.
-func (e *routeEntry) fresh(r *route, w *world) bool {
-	if len(e.deps) != len(r.refs) {
+// sameSlices reports whether a and b hold the same EndpointSlices.
+func sameSlices(a, b []*desired.Slice) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	for i, ref := range r.refs {
-		k := svcOf(r, ref)
-		if !sameDep(e.deps[i], svcDep{w.services[k], w.slices[k]}) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameDep(a, b svcDep) bool {
-	if a.svc != b.svc || len(a.slices) != len(b.slices) {
-		return false
-	}
-	for _, s := range b.slices { // in any order: the informer lists them so
+	for _, s := range b { // in any order: the informer lists them so
 		found := false
-		for _, t := range a.slices {
+		for _, t := range a {
 			if s == t {
 				found = true
 				break

@@ -29,10 +29,17 @@ type world struct {
 	configMaps  map[Key]*corev1.ConfigMap // CA bundles (backendtls.go, clientauth.go)
 	memo        *Memo                     // Compute's per-route memo (memo.go); nil: none
 	sets        map[Key]*lset             // the ListenerSets naming a Gateway of ours (listenerset.go)
+	// The pass's listeners numbered, and the claims of the route being
+	// attached, with the memo (attachmemo.go).
+	lindex map[*listener]int
+	lall   []*listener
+	rec    []claimRec
+	recOK  bool
 }
 
 func newWorld(in Input) *world {
-	w := &world{services: map[Key]*corev1.Service{}, secrets: map[Key]*Secret{}, slices: map[Key][]*desired.Slice{}, grants: map[string][]*gwv1beta1.ReferenceGrant{},
+	w := &world{services: make(map[Key]*corev1.Service, len(in.Services)), secrets: make(map[Key]*Secret, len(in.Secrets)),
+		slices: make(map[Key][]*desired.Slice, len(in.Services)), grants: map[string][]*gwv1beta1.ReferenceGrant{},
 		nsLabels: namespaceLabels(in.Namespaces), sets: map[Key]*lset{}}
 	for _, s := range in.Services {
 		w.services[Key{s.Namespace, s.Name}] = s
@@ -190,6 +197,7 @@ func attachTo(r *route, x *gw, lis []*listener, p gwv1.ParentReference, refs []r
 		}
 		hostOK = true
 		l.claim(r, snis, refs)
+		w.recordClaim(l, l.routes[len(l.routes)-1]) // attachmemo.go
 	}
 	switch {
 	case !section:

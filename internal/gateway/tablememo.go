@@ -137,13 +137,9 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 	var keys []string
 	tm.owners = map[string]int{}
 	for i, ss := range slots {
-		in := &tableInput{slots: ss, byHost: map[string][]int{}}
+		in := newTableInput(ss)
 		for j := range ss {
 			for _, h := range ss[j].hosts() {
-				if _, ok := in.byHost[h]; !ok && strings.HasPrefix(h, "*.") {
-					in.wild = append(in.wild, h)
-				}
-				in.byHost[h] = append(in.byHost[h], j)
 				if _, ok := tm.owners[h]; !ok {
 					tm.owners[h] = i
 					keys = append(keys, h)
@@ -165,39 +161,86 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 
 // update brings the index to slots and builds again the hosts whose
 // places changed; false when the whole table is to be built instead.
+// A place is matched with the last table's by its route: one whose
+// route, rules and names are the same is kept wherever it is now (a
+// route older than it came or went, or changed its number of actions:
+// its own moved), and the hosts it alone serves keep their rules, their
+// actions renumbered (moved: the last table's action places to the new
+// ones); the others' hosts are built again.
 func (tm *tableMemo) update(slots [][]tableSlot, n int) bool {
 	dirty := map[string]bool{}
 	changed := 0
+	remap := make([]int, len(tm.t.Actions)) // a kept action's new place; -1: gone
+	for i := range remap {
+		remap[i] = -1
+	}
+	moved := make([]bool, len(tm.ls)) // a listener whose places moved
+	renumber := false
+	dirtyHosts := func(s *tableSlot) bool {
+		for _, h := range s.hosts() {
+			if h == model.AnyHost || strings.HasPrefix(h, "*.") {
+				return false
+			}
+			dirty[h] = true
+		}
+		return true
+	}
 	for i, in := range tm.ls {
 		ss := slots[i]
-		for j := range max(len(in.slots), len(ss)) {
-			if j < len(in.slots) && j < len(ss) && in.slots[j].same(&ss[j]) {
+		at := make(map[*route]int, len(in.slots))
+		for j := range in.slots {
+			if _, twice := at[in.slots[j].r]; twice {
+				return false // a route on a listener twice (two parentRefs): by place only
+			}
+			at[in.slots[j].r] = j
+		}
+		kept := make([]bool, len(in.slots))
+		seen := make(map[*route]bool, len(ss))
+		for j := range ss {
+			s := &ss[j]
+			if seen[s.r] {
+				return false
+			}
+			seen[s.r] = true
+			if o, ok := at[s.r]; ok && in.slots[o].f == s.f && slices.Equal(in.slots[o].snis, s.snis) {
+				kept[o] = true
+				old := &in.slots[o]
+				if o != j || old.age != s.age || old.off != s.off {
+					moved[i] = true
+				}
+				renumber = renumber || old.off != s.off
+				for k := range s.f.actions {
+					remap[old.off+k] = s.off + k
+				}
 				continue
 			}
 			if changed++; changed > 8 && changed*4 > n {
 				return false
 			}
-			if j < len(in.slots) {
-				for _, h := range in.slots[j].hosts() {
-					if h == model.AnyHost || strings.HasPrefix(h, "*.") {
-						return false
-					}
-					dirty[h] = true
-				}
+			if !dirtyHosts(s) {
+				return false
 			}
-			if j < len(ss) {
-				for _, h := range ss[j].hosts() {
-					if h == model.AnyHost || strings.HasPrefix(h, "*.") {
-						return false
-					}
-					dirty[h] = true
-				}
+		}
+		for j := range in.slots {
+			if kept[j] {
+				continue
+			}
+			if changed++; changed > 8 && changed*4 > n {
+				return false
+			}
+			if !dirtyHosts(&in.slots[j]) {
+				return false
 			}
 		}
 	}
-	// The index: each changed place's old hosts out, its new ones in.
+	// The index: a listener whose places moved indexed again, else each
+	// changed place's old hosts out, its new ones in.
 	for i, in := range tm.ls {
 		ss := slots[i]
+		if moved[i] {
+			*in = *newTableInput(ss)
+			continue
+		}
 		for j := range max(len(in.slots), len(ss)) {
 			if j < len(in.slots) && j < len(ss) && in.slots[j].same(&ss[j]) {
 				continue
@@ -241,6 +284,9 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int) bool {
 	for i := range add {
 		add[i].at = tm.find(add[i].owner, add[i].host.Name)
 	}
+	if renumber {
+		hosts = renumbered(hosts, removed, remap)
+	}
 	slices.SortFunc(add, func(a, b placed) int { return cmpHost(a.owner, a.host.Name, b.owner, b.host.Name) })
 	nh := make([]model.HTTPHost, 0, len(hosts)+len(add)-len(removed))
 	no := make([]int, 0, cap(nh))
@@ -275,6 +321,41 @@ func cmpHost(o1 int, h1 string, o2 int, h2 string) int {
 		return c
 	}
 	return precedenceAny(h1, h2)
+}
+
+// newTableInput indexes a listener's places by host.
+func newTableInput(ss []tableSlot) *tableInput {
+	in := &tableInput{slots: ss, byHost: map[string][]int{}}
+	for j := range ss {
+		for _, h := range ss[j].hosts() {
+			if _, ok := in.byHost[h]; !ok && strings.HasPrefix(h, "*.") {
+				in.wild = append(in.wild, h)
+			}
+			in.byHost[h] = append(in.byHost[h], j)
+		}
+	}
+	return in
+}
+
+// renumbered are the last table's hosts with their rules' actions at
+// their new places (remap), a host copied only when one moved; the
+// removed ones are left as they are (dropped by the caller).
+func renumbered(hosts []model.HTTPHost, removed map[int]bool, remap []int) []model.HTTPHost {
+	out := hosts
+	for i, h := range hosts {
+		if removed[i] || !slices.ContainsFunc(h.Rules, func(r model.HTTPRule) bool { return remap[r.Action] != r.Action }) {
+			continue
+		}
+		if &out[0] == &hosts[0] {
+			out = slices.Clone(hosts) // the last table's are shared: never changed
+		}
+		rules := slices.Clone(h.Rules)
+		for k := range rules {
+			rules[k].Action = remap[rules[k].Action]
+		}
+		out[i].Rules = rules
+	}
+	return out
 }
 
 func (in *tableInput) index(h string, j int) {

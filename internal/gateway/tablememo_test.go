@@ -183,3 +183,43 @@ func FuzzTableMemo(f *testing.F) {
 		}
 	})
 }
+
+// A route deleted, or given more actions, moves the actions of every
+// younger route: their hosts keep their rules, renumbered, and the
+// table is built from the last one, not whole, and is the whole one.
+func TestTableMemoKeepsMovedRoutes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(w *tableWorld)
+	}{
+		{"an old route deleted", func(w *tableWorld) { delete(w.routes, "r3") }},
+		{"an old route given another rule", func(w *tableWorld) {
+			r := w.routes["r4"].DeepCopy()
+			r.Spec.Rules = append(r.Spec.Rules, r.Spec.Rules...)
+			r.Spec.Rules = append(r.Spec.Rules, gwv1.HTTPRouteRule{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: ref("", "s1", 80, 1)}}})
+			w.routes["r4"] = r
+		}},
+		{"a route between old ones", func(w *tableWorld) {
+			w.route(w.next)
+			w.routes["r"+strconv.Itoa(w.next)].CreationTimestamp.Time = t0.Add(-time.Second) // the oldest
+			w.next++
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newTableWorld(5, 100, 0)
+			memo := &Memo{}
+			withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: memo}
+			whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
+			Compute(w.input(), withMemo)
+			before := memo.TablesWhole
+			tc.edit(w)
+			in := w.input()
+			if d := firstDiff(Compute(in, withMemo), Compute(in, whole)); d != "" {
+				t.Fatalf("the kept table differs from the whole one: %s", d)
+			}
+			if memo.TablesWhole != before {
+				t.Errorf("%d tables built whole after the change: want every one built from the last", memo.TablesWhole-before)
+			}
+		})
+	}
+}

@@ -15,10 +15,16 @@ import (
 // status write among thousands still to do, costs the publisher that
 // route. Kept across enqueues (entries not seen in one are dropped);
 // enqueue's alone, one goroutine.
-type inSync map[item]syncedAs
+//
+// Keyed by the cached object (a pointer: hashed as one, not as three
+// strings): an object replaced is another key, and its old entry is
+// swept. Under the same result as the enqueue before (a poke from an
+// informer, say: a status write landing), a route's wanted parents are
+// the ones its entry was checked with, so known reads the entry alone
+// and the result is not looked up at all.
+type inSync map[any]syncedAs
 
 type syncedAs struct {
-	obj     any
 	want    *gwv1.RouteParentStatus // the parents' first element; nil: none
 	n       int
 	differs bool // the status differed: queued
@@ -33,33 +39,46 @@ func wantOf(want []gwv1.RouteParentStatus) syncedAs {
 	return s
 }
 
-// verdict is what was found for it as obj with want: whether its status
-// differed, and whether that is known (ok); the entry is marked seen in
-// enqueue gen.
-func (s inSync) verdict(it item, obj any, want []gwv1.RouteParentStatus, gen int) (differs, ok bool) {
-	last, found := s[it]
-	w := wantOf(want)
-	if !found || last.obj != obj || last.want != w.want || last.n != w.n {
+// known is what the last enqueue found for obj, when it saw it (an
+// entry of an older one is swept): valid as it is under the same
+// result. The entry is marked seen in enqueue gen.
+func (s inSync) known(obj any, gen int) (differs, ok bool) {
+	last, found := s[obj]
+	if !found || last.seen != gen-1 {
 		return false, false
 	}
 	last.seen = gen
-	s[it] = last
+	s[obj] = last
 	return last.differs, true
 }
 
-// mark records what was found for it as obj with want in enqueue gen.
-func (s inSync) mark(it item, obj any, want []gwv1.RouteParentStatus, differs bool, gen int) {
+// verdict is what was found for obj with want: whether its status
+// differed, and whether that is known (ok); the entry is marked seen in
+// enqueue gen.
+func (s inSync) verdict(obj any, want []gwv1.RouteParentStatus, gen int) (differs, ok bool) {
+	last, found := s[obj]
 	w := wantOf(want)
-	w.obj, w.differs, w.seen = obj, differs, gen
-	s[it] = w
+	if !found || last.want != w.want || last.n != w.n {
+		return false, false
+	}
+	last.seen = gen
+	s[obj] = last
+	return last.differs, true
 }
 
-// sweep drops the routes enqueue gen did not see (deleted, or no longer
-// ours).
+// mark records what was found for obj with want in enqueue gen.
+func (s inSync) mark(obj any, want []gwv1.RouteParentStatus, differs bool, gen int) {
+	w := wantOf(want)
+	w.differs, w.seen = differs, gen
+	s[obj] = w
+}
+
+// sweep drops the objects enqueue gen did not see (replaced, deleted,
+// or no longer ours).
 func (s inSync) sweep(gen int) {
-	for it, e := range s {
+	for o, e := range s {
 		if e.seen != gen {
-			delete(s, it)
+			delete(s, o)
 		}
 	}
 }

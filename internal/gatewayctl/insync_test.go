@@ -116,3 +116,40 @@ func TestEnqueueComparesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("%d compared in all (want 4: b again), %d remembered (want 2)", p.compared, len(p.synced))
 	}
 }
+
+// Under the result the last enqueue compared with (an informer's poke:
+// a status write landing), a route whose object is the same is neither
+// looked up in the result nor compared: its entry holds as it is. A
+// route whose object changed, or every route after a new result, is
+// looked up again.
+func TestEnqueueUnderTheSameResultLooksNothingUp(t *testing.T) {
+	objs, res, p := threeRoutes()
+	queued(p)
+	if p.looked != 3 {
+		t.Fatalf("first enqueue: %d routes looked up, want 3", p.looked)
+	}
+	for i, r := range objs.routes {
+		r = r.DeepCopy()
+		r.Status.Parents = parentsWith("Accepted")
+		objs.routes[i] = r
+	}
+	queued(p) // three new objects
+	for i := range 3 {
+		if got := queued(p); len(got) != 0 {
+			t.Fatalf("enqueue %d: queued %v, want none", i, got)
+		}
+		if p.looked != 6 {
+			t.Fatalf("enqueue %d under the same result, no object changed: %d looked up in all, want 6 (none again)", i, p.looked)
+		}
+	}
+	b := objs.routes[1].DeepCopy()
+	b.Status.Parents = parentsWith("Other")
+	objs.routes[1] = b
+	if got := queued(p); !slices.Equal(got, []string{"b"}) || p.looked != 7 {
+		t.Fatalf("b's object changed: queued %v and %d looked up in all, want b and 7", got, p.looked)
+	}
+	p.Applied(res) // a new result (the same statuses)
+	if got := queued(p); !slices.Equal(got, []string{"b"}) || p.looked != 10 {
+		t.Fatalf("a new result: queued %v and %d looked up in all, want b and 10", got, p.looked)
+	}
+}

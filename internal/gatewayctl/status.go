@@ -62,7 +62,9 @@ type Publisher struct {
 	// (insync.go; enqueue's alone).
 	synced   inSync
 	enqueues int
-	compared int // routes merged and compared, for tests
+	enqueued *gateway.Result // the result the last enqueue compared with
+	compared int             // routes merged and compared, for tests
+	looked   int             // routes' wanted status looked up, for tests
 }
 
 type item struct{ Kind, Namespace, Name string }
@@ -112,7 +114,7 @@ func (p *Publisher) Run(ctx context.Context) {
 	if p == nil {
 		return
 	}
-	p.synced = nil // a new leader looks at every object
+	p.synced, p.enqueued = nil, nil // a new leader looks at every object
 	loop.Writers[item]{
 		Name: "haproxy-k8s-sync-gateway-status", Workers: p.opts.Workers, Wake: p.wake,
 		Enqueue: p.enqueue, Write: p.write,
@@ -151,17 +153,24 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 	}
 	p.enqueues++
 	gen := p.enqueues
+	sameRes := res == p.enqueued // insync.go: the entries hold as they are
+	p.enqueued = res
 	routes := func(obj any, kind, ns, name string, have []gwv1.RouteParentStatus) {
-		it := item{kind, ns, name}
-		want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
-		differs, known := p.synced.verdict(it, obj, want, gen)
+		differs, known := false, false
+		if sameRes {
+			differs, known = p.synced.known(obj, gen)
+		}
 		if !known {
-			differs = !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have)
-			p.compared++
-			p.synced.mark(it, obj, want, differs, gen)
+			want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
+			p.looked++
+			if differs, known = p.synced.verdict(obj, want, gen); !known {
+				differs = !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have)
+				p.compared++
+				p.synced.mark(obj, want, differs, gen)
+			}
 		}
 		if differs {
-			q.Add(it)
+			q.Add(item{kind, ns, name})
 		}
 	}
 	for _, r := range in.TCPRoutes {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,6 +138,7 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 		}
 		logf.Close()
 	})
+	rises := watchPeak(b, ctl.Process.Pid, t0, filepath.Join(dir, "controller.log"))
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	last := fmt.Sprintf("r%d.example.com", routes-1)
 	if _, err := untilHTTP(c, httpPort, last, "web-a", t0, 15*time.Minute); err != nil {
@@ -189,11 +191,63 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 		}
 	}
 	mib := func(kib int64) float64 { return float64(kib) / 1024 }
+	b.Logf("the controller's peak RSS as it rose (from its start; its log's last line then):\n%s", rises())
 	b.ReportMetric(mib(rss), "ctl-rss-MiB")
 	b.ReportMetric(mib(hwm), "ctl-peak-MiB")
 	b.ReportMetric(mib(masterRSS+workerRSS), "haproxy-rss-MiB")
 	b.Logf("%d HTTPRoutes, %d Services, %d certificates (created in %s; all served %s after the controller started): controller RSS %.1f MiB once served, %.1f MiB after 20 changes, peak %.1f MiB; HAProxy master %.1f + worker %.1f MiB",
 		routes, services, certs, created.Round(time.Second), synced.Round(time.Second), mib(settledRSS), mib(rss), mib(hwm), mib(masterRSS), mib(workerRSS))
+}
+
+// watchPeak samples pid's VmHWM every 100 ms until the benchmark ends and
+// returns, through the func it returns, each rise of 4 MiB or more: when
+// (from start) and the controller log's last line then, which says what
+// it was doing when the peak was made.
+func watchPeak(b *testing.B, pid int, start time.Time, logPath string) func() string {
+	var mu sync.Mutex
+	var out []string
+	var last int64
+	done := make(chan struct{})
+	b.Cleanup(func() { close(done) })
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			_, hwm := rssKiB(pid)
+			if hwm < last+4*1024 {
+				continue
+			}
+			last = hwm
+			line := lastLine(readFile(logPath))
+			if len(line) > 160 {
+				line = line[:160]
+			}
+			mu.Lock()
+			out = append(out, fmt.Sprintf("%s %.1f MiB: %s", time.Since(start).Round(100*time.Millisecond), float64(hwm)/1024, line))
+			mu.Unlock()
+		}
+	}()
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(out, "\n")
+	}
+}
+
+// lastLine is s's last line that is not empty.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 // scaleService creates Service name (port 80) with one ready endpoint, the

@@ -11,6 +11,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // Patterns HAProxy reads from files (the ACL files of source ranges,
@@ -25,8 +26,32 @@ type patternFile struct {
 	path  string
 	body  []byte
 	lines []string
-	what  string // for logs and errors: what the file is of
-	edit  *fileEdit
+	// entries: an HTTP map's, whose lines are made from them only when
+	// asked (allLines): a pass that sends the memo's edit needs none of
+	// them (httpmaps.go).
+	entries []render.HTTPMapEntry
+	what    string // for logs and errors: what the file is of
+	edit    *fileEdit
+}
+
+// allLines are f's lines, made from its entries for an HTTP map.
+func (f patternFile) allLines() []string {
+	if f.lines != nil || len(f.entries) == 0 {
+		return f.lines
+	}
+	out := make([]string, len(f.entries))
+	for i, e := range f.entries {
+		out[i] = e.Key + " " + e.Value
+	}
+	return out
+}
+
+// count is len(f.allLines()), made or not.
+func (f patternFile) count() int {
+	if f.lines != nil {
+		return len(f.lines)
+	}
+	return len(f.entries)
 }
 
 // fileSet is the files of one kind (kind "acl" or "map": the Runtime
@@ -94,7 +119,7 @@ func (d *HAProxy) push(ctx context.Context, s *fileSet, want []patternFile, res 
 	files := make([]string, len(changed))
 	lines := make([][]string, len(changed))
 	for i, f := range changed {
-		files[i], lines[i] = f.path, f.lines
+		files[i], lines[i] = f.path, f.allLines()
 	}
 	ops, err := d.replaceFiles(ctx, s.kind, files, lines)
 	if err != nil {

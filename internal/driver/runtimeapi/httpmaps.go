@@ -87,12 +87,9 @@ func httpMapFiles(dir string, cfg model.Config, memos *httpMemos, edits bool) []
 	return out
 }
 
-// newHTTPFile is the file of entries at path.
+// newHTTPFile is the file of entries at path (its lines made only when
+// a worker needs the file diffed or whole: patternFile.allLines).
 func newHTTPFile(path string, entries []render.HTTPMapEntry) httpFile {
-	hf := httpFile{entries: entries, pf: patternFile{path: path, body: render.HTTPMapContent(entries),
-		what: "HTTP map " + filepath.Base(path), lines: make([]string, 0, len(entries))}}
-	for _, e := range entries {
-		hf.pf.lines = append(hf.pf.lines, e.Key+" "+e.Value)
-	}
-	return hf
+	return httpFile{entries: entries, pf: patternFile{path: path, body: render.HTTPMapContent(entries),
+		what: "HTTP map " + filepath.Base(path), entries: entries}}
 }

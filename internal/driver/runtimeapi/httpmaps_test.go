@@ -67,7 +67,7 @@ func checkFileEdit(t *testing.T, f patternFile) {
 	if !ok {
 		return // no cheaper than the whole file
 	}
-	want, _ := mapEntries(f.lines)
+	want, _ := mapEntries(f.allLines())
 	if got := e.wanted(); !maps.Equal(got, want) {
 		t.Errorf("%s: the edit %+v of the previous file gives\n%v\nwant\n%v", f.path, f.edit.edit, got, want)
 	}

@@ -184,7 +184,7 @@ func knownEdit(f patternFile, held heldMap) (mapEdit, bool) {
 	for _, s := range f.edit.edit.Set {
 		e.set = append(e.set, render.MapEntry{Key: s.Key, Value: s.Value})
 	}
-	if e.count() >= len(f.lines)+2 {
+	if e.count() >= f.count()+2 {
 		return mapEdit{}, false // no cheaper than the whole file: diffMap decides
 	}
 	return e, true

@@ -71,7 +71,7 @@ func (h *heldMaps) hold(pid string, f patternFile, entries map[string]string) {
 func (h *heldMaps) loaded(pid string, want []patternFile) {
 	h.pid, h.files, h.read = pid, make(map[string]heldMap, len(want)), nil
 	for _, f := range want {
-		if entries, ok := mapEntries(f.lines); ok {
+		if entries, ok := mapEntries(f.allLines()); ok {
 			h.files[f.path] = heldMap{body: string(f.body), entries: entries}
 		}
 	}
@@ -117,9 +117,9 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 		switch {
 		case edited:
 		case known && !d.opts.WholeMaps:
-			e = diffMap(f.path, held.entries, f.lines)
+			e = diffMap(f.path, held.entries, f.allLines())
 		default:
-			e = diffMap(f.path, nil, f.lines)
+			e = diffMap(f.path, nil, f.allLines())
 		}
 		if !e.empty() {
 			e.what, e.body = f.what, f.body
