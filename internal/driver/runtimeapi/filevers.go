@@ -60,6 +60,12 @@ func (f patternFile) count() int {
 type fileSet struct {
 	kind string
 	last map[string]string // path: content last written
+	// unsynced: written without an fsync (atomicfile.WriteUnsynced), for
+	// files written after the worker has them (mapsync.go) and rewritten
+	// whole by the driver's first pass (last is empty then), so that a
+	// change does not wait for the disk. See docs/backend-pool.md, "What
+	// the files on disk describe".
+	unsynced bool
 }
 
 // write writes each file of want whose content is not the one last
@@ -73,7 +79,11 @@ func (s *fileSet) write(dir string, want []patternFile) ([]patternFile, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return wrote, err
 		}
-		if err := atomicfile.Write(f.path, f.body, 0o644); err != nil {
+		write := atomicfile.Write
+		if s.unsynced {
+			write = atomicfile.WriteUnsynced
+		}
+		if err := write(f.path, f.body, 0o644); err != nil {
 			return wrote, fmt.Errorf("%s: %w", f.what, err)
 		}
 		if s.last == nil {

@@ -168,7 +168,7 @@ func NewHAProxy(opts Options) *HAProxy {
 	}
 	return &HAProxy{
 		acls:      fileSet{kind: "acl"},
-		routeMaps: fileSet{kind: "map"},
+		routeMaps: fileSet{kind: "map", unsynced: true},
 		opts:      opts,
 		rt:        haproxy.NewRuntime(opts.Render.StatsSocket),
 		master:    haproxy.NewMaster(opts.MasterSocket),

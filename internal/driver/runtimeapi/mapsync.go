@@ -87,9 +87,10 @@ func (h *heldMaps) forget() { h.files = nil }
 // the edits sent. On failure what the worker holds is unknown: every
 // file is replaced whole next time.
 //
-// The worker is told before the files are written (a file's sync takes
+// The worker is told before the files are written (a file's write took
 // hundreds of milliseconds for the megabyte of a large table on a busy
-// disk): a request is served by the new route that much sooner. No
+// disk while it was synced; it is not any more, fileSet.unsynced): a
+// request is served by the new route that much sooner. No
 // worker of this driver starts in between (a reload writes every file
 // first, under the same lock); one started behind its back reads the
 // file before the change, and being a worker of another pid, it gets

@@ -154,7 +154,10 @@ func (d *HAProxy) poolApplied(ctx context.Context, s spares.State, err error) {
 	if bytes.Equal(buf.Bytes(), d.poolWritten) {
 		return
 	}
-	if err := atomicfile.Write(d.poolFile(), buf.Bytes(), 0o644); err != nil {
+	// Unsynced: the spares it names already run (it is written after the
+	// pass applied); a pool.json lost to a machine crash is rebuilt, one
+	// reload (readPool).
+	if err := atomicfile.WriteUnsynced(d.poolFile(), buf.Bytes(), 0o644); err != nil {
 		d.log.Error("could not write the backend pool", "err", err)
 		return
 	}
