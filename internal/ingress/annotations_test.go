@@ -119,7 +119,7 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "proxy-ssl-ciphers", "HIGH:!aNULL:!MD5", false},
 		{NginxPrefix + "proxy-ssl-ciphers", "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256", false},
 		{NginxPrefix + "proxy-ssl-ciphers", "HIGH verify none", true},
-		{NginxPrefix + "proxy-ssl-ciphers", "FOO-BAR", true},   // OpenSSL would refuse the list
+		{NginxPrefix + "proxy-ssl-ciphers", "FOO-BAR", true},    // OpenSSL would refuse the list
 		{NginxPrefix + "proxy-ssl-ciphers", "HIGH:!HIGH", true}, // empty
 		{NginxPrefix + "proxy-ssl-ciphers", "AES128-SHA:!AES128-SHA", true},
 		{NginxPrefix + "proxy-ssl-ciphers", "!aNULL", true},
