@@ -103,17 +103,38 @@ func BenchmarkIngressPropagation(b *testing.B) {
 	}
 	moveReloads := reloads() - before
 	perChange := float64(idlePasses(passes, time.Second, time.Minute)-passes0) / float64(2*changes)
+	propagation{kind: "Ingresses", n: n, created: created, synced: synced, added: added, moved: moved,
+		addReloads: addReloads, moveReloads: moveReloads, perChange: perChange}.report(b, log)
+}
+
+// propagation is what a propagation benchmark measured: N objects of a
+// kind created and served, the times from the API write to the first
+// answer for new objects and for objects moved to another Service, the
+// reloads each took and the passes per change.
+type propagation struct {
+	kind                    string
+	n                       int
+	created, synced         time.Duration
+	added, moved            []time.Duration
+	addReloads, moveReloads int
+	perChange               float64
+}
+
+// report writes p as b's metrics and one log line (and the controller's
+// log with HKS_BENCH_LOG).
+func (p propagation) report(b *testing.B, log *haproxytest.LockedBuffer) {
+	b.Helper()
 	if os.Getenv("HKS_BENCH_LOG") != "" {
 		b.Logf("controller log:\n%s", log.String())
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.ReportMetric(ms(pct(added, 0.5)), "new-p50-ms")
-	b.ReportMetric(ms(pct(added, 0.99)), "new-p99-ms")
-	b.ReportMetric(ms(pct(moved, 0.5)), "moved-p50-ms")
-	b.ReportMetric(ms(pct(moved, 0.99)), "moved-p99-ms")
-	b.ReportMetric(float64(addReloads+moveReloads), "reloads")
-	b.ReportMetric(perChange, "passes/change")
-	b.Logf("%d Ingresses (created in %s, served %s after the controller started); a new Ingress, %d: p50 %s p99 %s, %d reloads; an Ingress moved to another Service, %d: p50 %s p99 %s, %d reloads; %.2f passes per change",
-		n, created.Round(time.Millisecond), synced.Round(time.Millisecond), changes, pct(added, 0.5), pct(added, 0.99), addReloads,
-		changes, pct(moved, 0.5), pct(moved, 0.99), moveReloads, perChange)
+	b.ReportMetric(ms(pct(p.added, 0.5)), "new-p50-ms")
+	b.ReportMetric(ms(pct(p.added, 0.99)), "new-p99-ms")
+	b.ReportMetric(ms(pct(p.moved, 0.5)), "moved-p50-ms")
+	b.ReportMetric(ms(pct(p.moved, 0.99)), "moved-p99-ms")
+	b.ReportMetric(float64(p.addReloads+p.moveReloads), "reloads")
+	b.ReportMetric(p.perChange, "passes/change")
+	b.Logf("%d %s (created in %s, served %s after the controller started); new, %d: p50 %s p99 %s, %d reloads; moved to another Service, %d: p50 %s p99 %s, %d reloads; %.2f passes per change",
+		p.n, p.kind, p.created.Round(time.Millisecond), p.synced.Round(time.Millisecond), len(p.added), pct(p.added, 0.5), pct(p.added, 0.99), p.addReloads,
+		len(p.moved), pct(p.moved, 0.5), pct(p.moved, 0.99), p.moveReloads, p.perChange)
 }
