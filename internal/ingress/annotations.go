@@ -81,6 +81,7 @@ var (
 		NginxPrefix + "proxy-ssl-protocols",
 		NginxPrefix + "rewrite-target",
 		NginxPrefix + "server-alias",
+		NginxPrefix + "service-upstream", // upstream.go
 		NginxPrefix + "session-cookie-domain",
 		NginxPrefix + "session-cookie-expires", // cookie.go
 		NginxPrefix + "session-cookie-max-age",
@@ -125,6 +126,7 @@ var (
 		HAProxyPrefix + "secure-verify-ca-secret",
 		HAProxyPrefix + "secure-verify-hostname",
 		HAProxyPrefix + "server-alias",
+		HAProxyPrefix + "service-upstream",
 		HAProxyPrefix + "session-cookie-name", // cookie.go
 		HAProxyPrefix + "session-cookie-strategy",
 		HAProxyPrefix + "ssl-cipher-suites-backend", // tlsopts.go
@@ -167,6 +169,7 @@ type parsed struct {
 	retry        retryAnnotations      // retry.go
 	balance      string                // upstream-hash-by (hashby.go); "": roundrobin
 	lb           string                // load-balance, balance-algorithm (balance.go)
+	upstream     bool                  // service-upstream (upstream.go)
 	aliases      []string              // more host names served like the Ingress's hosts
 	redirectFrom []string              // host names redirected to the Ingress's first host
 	routing                            // rewrites, redirects, timeouts, protocol (routing.go)
@@ -286,6 +289,13 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			default:
 				s.wwwRedirect = b
 			}
+		case "service-upstream":
+			u, why := parseUpstream(val) // upstream.go
+			if why != "" {
+				bad(k, why)
+				continue
+			}
+			s.upstream = u
 		case "upstream-hash-by":
 			b, why := parseHashBy(val) // hashby.go
 			if why != "" {

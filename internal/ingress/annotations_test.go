@@ -128,6 +128,8 @@ func TestParseAnnotations(t *testing.T) {
 		{HAProxyPrefix + "ssl-cipher-suites-backend", "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256", false},
 		{HAProxyPrefix + "ssl-cipher-suites-backend", "TLS_AES_128_GCM_SHA256:HIGH", true},
 		{NginxPrefix + "ssl-cipher-suites-backend", "TLS_AES_128_GCM_SHA256", false}, // not nginx's: unsupported
+		{NginxPrefix + "service-upstream", "true", false},                            // upstream.go
+		{HAProxyPrefix + "service-upstream", "yes", true},
 		// Balance (balance.go).
 		{NginxPrefix + "load-balance", "ewma", false},
 		{NginxPrefix + "load-balance", "round_robin", false},

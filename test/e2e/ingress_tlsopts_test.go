@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
@@ -46,11 +50,27 @@ func versionPod(t *testing.T, ip string, port int, lo, hi uint16) {
 // malformed list refused with an Event and the last good version kept;
 // and load-balance: ewma (HAProxy Ingress's balance-algorithm:
 // leastconn) sending concurrent requests away from a slow Pod, where
-// round robin gives it half.
+// round robin gives it half; service-upstream sending to the Service's
+// cluster IP (a listener of the test's standing in for kube-proxy), not
+// to its Pod.
 func TestIngressTLSVersionsAndBalance(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
-	if !ok {
+	if tproxyMode() {
+		t.Skip("requests to the plain listeners' binds")
+	}
+	const clusterIP = "10.0.5.7" // in the test apiserver's Service range
+	if !inNetns(t, append(slices.Clone(podAddrs), clusterIP)...) {
 		return
+	}
+	g, _ := newIngressEnv(t)
+	servePod(t, podAddrs[2], 8095, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "pod") }))
+	servePod(t, clusterIP, 80, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "cluster-ip") }))
+	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "upstream"},
+		Spec: corev1.ServiceSpec{ClusterIP: clusterIP, Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}},
+		metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.ApplySlice(bg, g.client, lab.SliceFor(ns, "upstream", 8095, []lab.Endpoint{{IP: podAddrs[2], Node: "n1", Ready: true}})); err != nil {
+		t.Fatal(err)
 	}
 	versionPod(t, podAddrs[0], 8443, tls.VersionTLS12, tls.VersionTLS13)
 	g.serviceOf("both", podAddrs[0], 8443)
@@ -86,6 +106,8 @@ func TestIngressTLSVersionsAndBalance(t *testing.T) {
 		ingressOf("rr", "rr.example.com", nil, prefix("/", "pair")),
 		ingressOf("ewma", "ewma.example.com", map[string]string{n + "load-balance": "ewma"}, prefix("/", "pair")),
 		ingressOf("leastconn", "leastconn.example.com", map[string]string{hp + "balance-algorithm": "leastconn"}, prefix("/", "pair")),
+		ingressOf("pods", "pods.example.com", nil, prefix("/", "upstream")),
+		ingressOf("upstream", "upstream.example.com", map[string]string{n + "service-upstream": "true"}, prefix("/", "upstream")),
 	)
 	g.start()
 	for _, c := range []struct {
@@ -101,6 +123,8 @@ func TestIngressTLSVersionsAndBalance(t *testing.T) {
 		{"aes256.example.com", 200, "vers=TLS 1.2 suite=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
 		{"hi-aes256.example.com", 200, "vers=TLS 1.2 suite=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"},
 		{"hi-chacha.example.com", 200, "vers=TLS 1.3 suite=TLS_CHACHA20_POLY1305_SHA256"},
+		{"pods.example.com", 200, "pod"},
+		{"upstream.example.com", 200, "cluster-ip"},
 	} {
 		g.eventually("GET "+c.host, answers(g.httpPort, false, c.host, "/", c.status, c.body))
 	}
