@@ -65,6 +65,7 @@ var (
 		NginxPrefix + "limit-connections",
 		NginxPrefix + "limit-rps",
 		NginxPrefix + "limit-whitelist", // access.go
+		NginxPrefix + "load-balance",    // balance.go
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
 		NginxPrefix + "proxy-body-size",     // access.go
@@ -76,8 +77,11 @@ var (
 		NginxPrefix + "proxy-ssl-server-name",
 		NginxPrefix + "proxy-ssl-verify",
 		NginxPrefix + "proxy-send-timeout",
+		NginxPrefix + "proxy-ssl-ciphers", // tlsopts.go
+		NginxPrefix + "proxy-ssl-protocols",
 		NginxPrefix + "rewrite-target",
 		NginxPrefix + "server-alias",
+		NginxPrefix + "service-upstream", // upstream.go
 		NginxPrefix + "session-cookie-domain",
 		NginxPrefix + "session-cookie-expires", // cookie.go
 		NginxPrefix + "session-cookie-max-age",
@@ -99,6 +103,7 @@ var (
 		HAProxyPrefix + "auth-realm", // auth.go
 		HAProxyPrefix + "auth-secret",
 		HAProxyPrefix + "backend-protocol",       // h1, h2, h1-ssl, h2-ssl
+		HAProxyPrefix + "balance-algorithm",      // balance.go
 		HAProxyPrefix + "cors-allow-credentials", // cors.go
 		HAProxyPrefix + "cors-allow-headers",
 		HAProxyPrefix + "cors-allow-methods",
@@ -121,8 +126,11 @@ var (
 		HAProxyPrefix + "secure-verify-ca-secret",
 		HAProxyPrefix + "secure-verify-hostname",
 		HAProxyPrefix + "server-alias",
+		HAProxyPrefix + "service-upstream",
 		HAProxyPrefix + "session-cookie-name", // cookie.go
 		HAProxyPrefix + "session-cookie-strategy",
+		HAProxyPrefix + "ssl-cipher-suites-backend", // tlsopts.go
+		HAProxyPrefix + "ssl-ciphers-backend",
 		HAProxyPrefix + "ssl-redirect",
 		HAProxyPrefix + "timeout-server",
 		HAProxyPrefix + "whitelist-source-range",
@@ -160,6 +168,8 @@ type parsed struct {
 	canary       canaryAnnotations     // canary.go
 	retry        retryAnnotations      // retry.go
 	balance      string                // upstream-hash-by (hashby.go); "": roundrobin
+	lb           string                // load-balance, balance-algorithm (balance.go)
+	upstream     bool                  // service-upstream (upstream.go)
 	aliases      []string              // more host names served like the Ingress's hosts
 	redirectFrom []string              // host names redirected to the Ingress's first host
 	routing                            // rewrites, redirects, timeouts, protocol (routing.go)
@@ -251,6 +261,13 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			}
 			continue
 		}
+		if lb, why, done := parseBalance(strings.HasPrefix(ck, NginxPrefix), name, val); done { // balance.go
+			if why != "" {
+				bad(k, why)
+			}
+			s.lb = lb
+			continue
+		}
 		if why, done := s.parseRouting(ck, name, val); done {
 			if why != "" {
 				bad(k, why)
@@ -272,6 +289,13 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			default:
 				s.wwwRedirect = b
 			}
+		case "service-upstream":
+			u, why := parseUpstream(val) // upstream.go
+			if why != "" {
+				bad(k, why)
+				continue
+			}
+			s.upstream = u
 		case "upstream-hash-by":
 			b, why := parseHashBy(val) // hashby.go
 			if why != "" {
@@ -325,6 +349,9 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 				}
 			}
 		}
+	}
+	if s.balance == "" {
+		s.balance = s.lb // upstream-hash-by wins (balance.go)
 	}
 	if why := s.canary.finish(); why != "" {
 		bad(NginxPrefix+"canary-weight", why)

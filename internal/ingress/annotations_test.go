@@ -109,6 +109,34 @@ func TestParseAnnotations(t *testing.T) {
 		{HAProxyPrefix + "secure-sni", "host", true}, // the request's name: not served yet
 		{HAProxyPrefix + "secure-verify-hostname", "*.internal", true},
 		{HAProxyOldPrefix + "config-backend", "x", true},
+		// Versions and ciphers (tlsopts.go): known names only, never an
+		// empty list, never a second word.
+		{NginxPrefix + "proxy-ssl-protocols", "TLSv1.2 TLSv1.3", false},
+		{NginxPrefix + "proxy-ssl-protocols", "TLSv1.3", false},
+		{NginxPrefix + "proxy-ssl-protocols", "TLSv1 TLSv1.2", true}, // a gap
+		{NginxPrefix + "proxy-ssl-protocols", "SSLv3 TLSv1", true},
+		{NginxPrefix + "proxy-ssl-protocols", "", true},
+		{NginxPrefix + "proxy-ssl-ciphers", "HIGH:!aNULL:!MD5", false},
+		{NginxPrefix + "proxy-ssl-ciphers", "ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES128-GCM-SHA256", false},
+		{NginxPrefix + "proxy-ssl-ciphers", "HIGH verify none", true},
+		{NginxPrefix + "proxy-ssl-ciphers", "FOO-BAR", true},    // OpenSSL would refuse the list
+		{NginxPrefix + "proxy-ssl-ciphers", "HIGH:!HIGH", true}, // empty
+		{NginxPrefix + "proxy-ssl-ciphers", "AES128-SHA:!AES128-SHA", true},
+		{NginxPrefix + "proxy-ssl-ciphers", "!aNULL", true},
+		{NginxPrefix + "proxy-ssl-ciphers", "HIGH\nhttp-request deny", true},
+		{HAProxyPrefix + "ssl-ciphers-backend", "ECDHE-ECDSA-AES256-GCM-SHA384", false},
+		{HAProxyPrefix + "ssl-cipher-suites-backend", "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256", false},
+		{HAProxyPrefix + "ssl-cipher-suites-backend", "TLS_AES_128_GCM_SHA256:HIGH", true},
+		{NginxPrefix + "ssl-cipher-suites-backend", "TLS_AES_128_GCM_SHA256", false}, // not nginx's: unsupported
+		{NginxPrefix + "service-upstream", "true", false},                            // upstream.go
+		{HAProxyPrefix + "service-upstream", "yes", true},
+		// Balance (balance.go).
+		{NginxPrefix + "load-balance", "ewma", false},
+		{NginxPrefix + "load-balance", "round_robin", false},
+		{NginxPrefix + "load-balance", "least_conn", true},
+		{HAProxyPrefix + "balance-algorithm", "leastconn", false},
+		{HAProxyPrefix + "balance-algorithm", "uri", true},
+		{HAProxyPrefix + "balance-algorithm", "leastconn\n\tretries 9", true},
 		{NginxPrefix + "rewrite-target", "/$1", false}, // checked against each path (TestCompile/routing)
 		{NginxPrefix + "rewrite-target", "", true},
 		{HAProxyPrefix + "rewrite-target", "/a b", true},

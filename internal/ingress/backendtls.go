@@ -43,12 +43,18 @@ type backendTLSAnnotations struct {
 	crtSecret  string // secure-crt-secret
 	sni        string // secure-sni
 	verifyHost string // secure-verify-hostname
+	// proxy-ssl-protocols, proxy-ssl-ciphers, ssl-ciphers-backend,
+	// ssl-cipher-suites-backend (tlsopts.go)
+	minVer, maxVer, ciphers, suites string
 }
 
 // parseBackendTLS reads key (canonical; name without its prefix) into s
 // when it is a backend TLS key: done is false for the others.
 func (s *parsed) parseBackendTLS(key, name, val string) (why string, done bool) {
 	b := &s.btls
+	if why, done := b.parseTLSOptions(key, name, val); done { // tlsopts.go
+		return why, true
+	}
 	host := func(dst *string) string {
 		h := strings.ToLower(val)
 		if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {
@@ -129,7 +135,7 @@ func (b *backendTLSAnnotations) resolve(ns string, in Input, event func(reason, 
 	if !b.on {
 		return nil, "", ""
 	}
-	t = &model.BackendTLS{}
+	t = &model.BackendTLS{MinVer: b.minVer, MaxVer: b.maxVer, Ciphers: b.ciphers, CipherSuites: b.suites}
 	caSecret, crtSecret := b.caSecret, b.crtSecret
 	verify := caSecret != ""
 	if b.nginx {
@@ -211,7 +217,12 @@ func tlsTag(t *model.BackendTLS, ca, crt string) string {
 	if t.NoVerify {
 		verify = "n"
 	}
-	sum := sha256.Sum256([]byte(strings.Join([]string{t.SNI, t.VerifyHost, verify, ca, crt}, "|")))
+	parts := []string{t.SNI, t.VerifyHost, verify, ca, crt}
+	if t.MinVer != "" || t.MaxVer != "" || t.Ciphers != "" || t.CipherSuites != "" {
+		// tlsopts.go; a backend without them keeps its name
+		parts = append(parts, t.MinVer, t.MaxVer, t.Ciphers, t.CipherSuites)
+	}
+	sum := sha256.Sum256([]byte(strings.Join(parts, "|")))
 	return "s" + hex.EncodeToString(sum[:4])
 }
 

@@ -75,6 +75,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go
 	v.balance = s.balance                                            // hashby.go
+	v.upstream = s.upstream                                          // upstream.go
 	resolve := func(b *netv1.IngressBackend, at string) string {
 		n, why := w.backend(ing.Namespace, b, v)
 		if why != "" {

@@ -133,6 +133,9 @@ func dump(r Result) []byte {
 			// Names and switches, never PEM.
 			fmt.Fprintf(&b, " (tls sni=%q verifyhost=%q noverify=%v ca=%v cert=%v valid=%v)", t.SNI, t.VerifyHost, t.NoVerify,
 				t.CA != "", t.Cert != "", model.ValidBackendTLS(t))
+			if t.MinVer != "" || t.MaxVer != "" || t.Ciphers != "" || t.CipherSuites != "" {
+				fmt.Fprintf(&b, " (versions %q-%q ciphers %q suites %q)", t.MinVer, t.MaxVer, t.Ciphers, t.CipherSuites)
+			}
 		}
 		for _, s := range be.Servers {
 			fmt.Fprintf(&b, " %s", netip.AddrPortFrom(s.Addr, s.Port))

@@ -252,6 +252,7 @@ type variant struct {
 	retryIdem bool
 	retryTag  string
 	balance   string // hashby.go; "": roundrobin
+	upstream  bool   // upstream.go
 }
 
 // backend is the model backend of an Ingress backend (a Service port),
@@ -299,10 +300,18 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, 
 		balance = v.balance
 		parts = append(parts, "h", v.balance) // model.Name keeps only its characters
 	}
+	servers := desired.PodServers(w.slices[k], *port)
+	if v.upstream {
+		var why string
+		if servers, why = clusterServer(svc, *port); why != "" { // upstream.go
+			return "", why
+		}
+		parts = append(parts, "u")
+	}
 	n := model.Name("ing", parts...)
 	if _, ok := w.backends[n]; !ok {
 		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: balance, HTTP: true, H2C: v.h2c, TLS: v.tls,
-			Cookie: v.cookie, RetryOn: v.retryOn, Retries: v.retries, RetryIdempotent: v.retryIdem, Servers: desired.PodServers(w.slices[k], *port)}
+			Cookie: v.cookie, RetryOn: v.retryOn, Retries: v.retries, RetryIdempotent: v.retryIdem, Servers: servers}
 	}
 	return n, ""
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 )
 
@@ -40,6 +41,14 @@ type BackendTLS struct {
 	// neither SNI nor VerifyHost, only the chain is verified.
 	NoVerify   bool
 	VerifyHost string
+	// The Ingresses' TLS versions and ciphers (ingress-nginx's proxy-ssl-protocols,
+	// proxy-ssl-ciphers; HAProxy Ingress's ssl-ciphers-backend,
+	// ssl-cipher-suites-backend): MinVer and MaxVer bound the versions
+	// offered (HAProxy's ssl-min-ver, ssl-max-ver: ValidTLSVersion);
+	// Ciphers is the OpenSSL list for TLS 1.2 and older, CipherSuites the
+	// TLS 1.3 one (ValidCipherList). "": the library's.
+	MinVer, MaxVer        string
+	Ciphers, CipherSuites string
 }
 
 // SameStructure reports whether t and u render the same server lines:
@@ -48,7 +57,8 @@ func (t *BackendTLS) SameStructure(u *BackendTLS) bool {
 	if t == nil || u == nil {
 		return t == u
 	}
-	return t.SNI == u.SNI && t.CA == u.CA && t.Cert == u.Cert && t.NoVerify == u.NoVerify && t.VerifyHost == u.VerifyHost
+	return t.SNI == u.SNI && t.CA == u.CA && t.Cert == u.Cert && t.NoVerify == u.NoVerify && t.VerifyHost == u.VerifyHost &&
+		t.MinVer == u.MinVer && t.MaxVer == u.MaxVer && t.Ciphers == u.Ciphers && t.CipherSuites == u.CipherSuites
 }
 
 // Equal compares two settings, the CA's contents included.
@@ -62,5 +72,38 @@ func ValidBackendTLS(t *BackendTLS) bool {
 	exact := func(n string) bool { return n == "" || ValidSNI(n) && !strings.Contains(n, "*") }
 	return t != nil && exact(t.SNI) && exact(t.VerifyHost) &&
 		(t.NoVerify && t.CA == "" && len(t.CAPEM) == 0 || !t.NoVerify && ValidCertName(t.CA) && len(t.CAPEM) > 0) &&
-		(t.Cert == "" || ValidCertName(t.Cert) && len(t.CertPEM) > 0)
+		(t.Cert == "" || ValidCertName(t.Cert) && len(t.CertPEM) > 0) &&
+		(t.MinVer == "" || ValidTLSVersion(t.MinVer)) && (t.MaxVer == "" || ValidTLSVersion(t.MaxVer)) &&
+		(t.Ciphers == "" || ValidCipherList(t.Ciphers)) && (t.CipherSuites == "" || ValidCipherList(t.CipherSuites))
+}
+
+// ValidTLSVersion reports whether v is a version HAProxy's ssl-min-ver
+// and ssl-max-ver take (TLS only).
+func ValidTLSVersion(v string) bool {
+	switch v {
+	case "TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3":
+		return true
+	}
+	return false
+}
+
+// cipherName is one element of an OpenSSL cipher or suite list: a name
+// or alias with its ! - + prefix, or @STRENGTH.
+var cipherName = regexp.MustCompile(`^[!+-]?@?[A-Za-z0-9][A-Za-z0-9_.=-]{0,63}$`)
+
+// ValidCipherList reports whether s is one word of cipher names HAProxy
+// cannot read as anything else (no space, quote, comment or variable);
+// whether OpenSSL knows the names is the caller's (an Ingress's list is
+// of known names only: ingress/tlsopts.go).
+func ValidCipherList(s string) bool {
+	names := strings.Split(s, ":")
+	if len(names) > 64 {
+		return false
+	}
+	for _, n := range names {
+		if !cipherName.MatchString(n) || strings.Contains(n, "\n") {
+			return false
+		}
+	}
+	return true
 }

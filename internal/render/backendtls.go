@@ -50,6 +50,12 @@ func tlsServerOptions(be *model.Backend, opts Options) []string {
 	if host := cmp.Or(t.VerifyHost, t.SNI); host != "" && !t.NoVerify {
 		out = append(out, "verifyhost", host)
 	}
+	// An Ingress's versions and ciphers (model.ValidBackendTLS checked them).
+	for _, kw := range [][2]string{{"ssl-min-ver", t.MinVer}, {"ssl-max-ver", t.MaxVer}, {"ciphers", t.Ciphers}, {"ciphersuites", t.CipherSuites}} {
+		if kw[1] != "" {
+			out = append(out, kw[0], kw[1])
+		}
+	}
 	if be.H2C {
 		// HTTP/2 over TLS (an Ingress's GRPCS): servers such as gRPC's
 		// want it negotiated.

@@ -15,7 +15,8 @@ import (
 
 // An Ingress's backend TLS asks for less than a BackendTLSPolicy
 // (internal/ingress/backendtls.go): no verification, no SNI with the
-// chain verified, a name checked other than the SNI, HTTP/2 over TLS.
+// chain verified, a name checked other than the SNI, HTTP/2 over TLS,
+// TLS versions and ciphers.
 func TestGoldenIngressBackendTLS(t *testing.T) {
 	srv := []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 8443}}
 	ca := testcert.CA(t, "backend CA").PEM()
@@ -32,6 +33,8 @@ func TestGoldenIngressBackendTLS(t *testing.T) {
 			be("ing_c_chain", false, model.BackendTLS{CA: "ca_c", CAPEM: ca}),
 			be("ing_d_verifyhost", false, model.BackendTLS{CA: "ca_d", CAPEM: ca, VerifyHost: "d.internal"}),
 			be("ing_e_grpcs", true, model.BackendTLS{CA: "ca_e", CAPEM: ca, SNI: "e.internal"}),
+			be("ing_f_versions", false, model.BackendTLS{NoVerify: true, MinVer: "TLSv1.2", MaxVer: "TLSv1.3",
+				Ciphers: "ECDHE-ECDSA-AES128-GCM-SHA256:!aNULL", CipherSuites: "TLS_AES_256_GCM_SHA384"}),
 		},
 	}
 	layout, _ := plan.Assign(cfg, nil, true)
@@ -45,6 +48,7 @@ func TestGoldenIngressBackendTLS(t *testing.T) {
 		"ca-file " + goldenCertDir + "/ca_c.pem\n",
 		"ca-file " + goldenCertDir + "/ca_d.pem verifyhost d.internal\n",
 		"sni str(e.internal) verifyhost e.internal alpn h2\n",
+		"default-server ssl verify none ssl-min-ver TLSv1.2 ssl-max-ver TLSv1.3 ciphers ECDHE-ECDSA-AES128-GCM-SHA256:!aNULL ciphersuites TLS_AES_256_GCM_SHA384\n",
 	} {
 		if !bytes.Contains(got, []byte(want)) {
 			t.Errorf("no %q in the configuration", want)

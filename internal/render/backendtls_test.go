@@ -86,6 +86,9 @@ func TestBackendTLSRefusedWithoutFiles(t *testing.T) {
 		{"wildcard SNI", goldenCertDir, func(b *model.BackendTLS) { b.SNI = "*.example.com" }},
 		{"CA name with a path", goldenCertDir, func(b *model.BackendTLS) { b.CA = "../ca" }},
 		{"no CA", goldenCertDir, func(b *model.BackendTLS) { b.CAPEM = nil }},
+		{"ciphers with a space", goldenCertDir, func(b *model.BackendTLS) { b.Ciphers = "HIGH verify none" }},
+		{"ciphers with a comment", goldenCertDir, func(b *model.BackendTLS) { b.Ciphers = "HIGH#x" }},
+		{"a version not TLS", goldenCertDir, func(b *model.BackendTLS) { b.MinVer = "SSLv3" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := reencrypting(t)

@@ -35,6 +35,8 @@ func Slim(obj any) (any, error) {
 				IPFamilies:     o.Spec.IPFamilies,
 				IPFamilyPolicy: o.Spec.IPFamilyPolicy,
 				LoadBalancerIP: o.Spec.LoadBalancerIP,
+				// An Ingress's service-upstream (ingress/upstream.go).
+				ClusterIP: o.Spec.ClusterIP,
 			},
 			Status: corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer},
 		}, nil

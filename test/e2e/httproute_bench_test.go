@@ -198,19 +198,8 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	// The passes of the changes, once the last one's status is written
 	// and the controller idle.
 	perChange := float64(idlePasses(passes, time.Second, time.Minute)-passes0) / float64(2*changes)
-	if os.Getenv("HKS_BENCH_LOG") != "" {
-		b.Logf("controller log:\n%s", log.String())
-	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.ReportMetric(ms(pct(added, 0.5)), "new-p50-ms")
-	b.ReportMetric(ms(pct(added, 0.99)), "new-p99-ms")
-	b.ReportMetric(ms(pct(moved, 0.5)), "moved-p50-ms")
-	b.ReportMetric(ms(pct(moved, 0.99)), "moved-p99-ms")
-	b.ReportMetric(float64(addReloads+moveReloads), "reloads")
-	b.ReportMetric(perChange, "passes/change")
-	b.Logf("%d HTTPRoutes (created in %s, served %s after the controller started); a new route, %d: p50 %s p99 %s, %d reloads; a route moved to another Service, %d: p50 %s p99 %s, %d reloads; %.2f passes per change",
-		n, created.Round(time.Millisecond), synced.Round(time.Millisecond), changes, pct(added, 0.5), pct(added, 0.99), addReloads,
-		changes, pct(moved, 0.5), pct(moved, 0.99), moveReloads, perChange)
+	propagation{kind: "HTTPRoutes", n: n, created: created, synced: synced, added: added, moved: moved,
+		addReloads: addReloads, moveReloads: moveReloads, perChange: perChange}.report(b, log)
 }
 
 // createRoutes creates HTTPRoutes r0..r<n-1> (host r<i>.example.com, to

@@ -299,7 +299,7 @@ func updateIngress(t *testing.T, c networkingclient.IngressInterface, name strin
 
 // createIngressClass creates the IngressClass "hks" of our controller,
 // which the Ingress tests' controllers serve (--ingress-class=hks).
-func createIngressClass(t *testing.T, ing networkingclient.NetworkingV1Interface) {
+func createIngressClass(t testing.TB, ing networkingclient.NetworkingV1Interface) {
 	t.Helper()
 	if _, err := ing.IngressClasses().Create(bg, &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
 		Spec: netv1.IngressClassSpec{Controller: ingress.ControllerName}}, metav1.CreateOptions{}); err != nil {
