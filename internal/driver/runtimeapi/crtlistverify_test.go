@@ -31,7 +31,10 @@ import (
 //   - fe1: the default line as the driver writes it today (no filter);
 //   - fe2: the default line with the SNI filter `!*` (served only to
 //     clients no other line matches);
-//   - fe3: as fe2, the bind with `ca-ignore-err all crt-ignore-err all`.
+//   - fe3: as fe2, the bind with `ca-ignore-err all crt-ignore-err all`;
+//   - fe4: as fe2, with a rule refusing, after the handshake, a client
+//     that presented no certificate when a map says its frontend
+//     requires one (the clients of the default line, never asked).
 //
 // Then, with no reload: the certificate and a CA file created at runtime
 // (`new ssl cert`, `new ssl ca-file`, set, commit), a line for a.example
@@ -54,10 +57,13 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 	}
 	clients := map[string]*tls.Certificate{"none": nil, "a": clientOf(caA), "b": clientOf(caB)}
 
-	fes := []struct{ name, filter, bind string }{
-		{"fe1", "", ""},
-		{"fe2", " !*", ""},
-		{"fe3", " !*", " ca-ignore-err all crt-ignore-err all"},
+	required := filepath.Join(dir, "clientauth.map")
+	writeFile(t, required, nil)
+	fes := []struct{ name, filter, bind, rule string }{
+		{"fe1", "", "", ""},
+		{"fe2", " !*", "", ""},
+		{"fe3", " !*", " ca-ignore-err all crt-ignore-err all", ""},
+		{"fe4", " !*", "", "    tcp-request session reject if !{ ssl_c_used } { fe_name,map(" + required + ") -m str required }\n"},
 	}
 	addr := map[string]string{}
 	cfg := haproxytest.MinimalConfig(dir)
@@ -67,8 +73,8 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 		writeFile(t, def, leafPEM)
 		writeFile(t, list, []byte(def+fe.filter+"\n"))
 		addr[fe.name] = fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(t))
-		cfg += fmt.Sprintf("\nfrontend %s\n    mode http\n    bind %s ssl crt-list %s%s\n    http-request return status 200 content-type text/plain string ok\n",
-			fe.name, addr[fe.name], list, fe.bind)
+		cfg += fmt.Sprintf("\nfrontend %s\n    mode http\n    bind %s ssl crt-list %s%s\n%s    http-request return status 200 content-type text/plain string ok\n",
+			fe.name, addr[fe.name], list, fe.bind, fe.rule)
 	}
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
 	writeFile(t, cfgPath, []byte(cfg))
@@ -169,11 +175,31 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 	each(o, "fe1", "a.example", "200", "200", "200") // the default line's copy answers for its names first
 	each(o, "fe2", "a.example", "refused+asked", "200+asked", "refused+asked")
 	each(o, "fe3", "a.example", "refused+asked", "200+asked", "200+asked") // the bind's ignore-err lets b in
-	for _, fe := range []string{"fe1", "fe2", "fe3"} {
+	each(o, "fe4", "a.example", "refused+asked", "200+asked", "refused+asked")
+	for _, fe := range []string{"fe1", "fe2", "fe3", "fe4"} {
 		each(o, fe, `""`, "200", "200", "200") // no SNI: the default line, nothing asked
 		each(o, fe, "other.example", "200", "200", "200")
 	}
 	want("verify required", o)
+	// The line reads back with its options (a restarted controller's view).
+	ans, err := rt.Exec(ctx, []string{"show ssl crt-list " + filepath.Join(dir, "fe2.crtlist")})
+	if err != nil || !strings.Contains(strings.Join(ans, ""), "verify required") {
+		t.Errorf("show ssl crt-list: %q, %v; want the line's options", ans, err)
+	}
+	// fe4: the map says the frontend requires a certificate: the default
+	// line's clients (no SNI, or a name no line has) are refused after
+	// their handshake; the line's own verification is unchanged.
+	run(haproxy.Command{Line: "add map " + required + " fe4 required"})
+	o = outcome{}
+	each(o, "fe4", `""`, "refused", "refused", "refused")
+	each(o, "fe4", "other.example", "refused", "refused", "refused")
+	each(o, "fe4", "a.example", "refused+asked", "200+asked", "refused+asked")
+	each(o, "fe2", `""`, "200", "200", "200")
+	want("fe4 required in the map", o)
+	run(haproxy.Command{Line: "del map " + required + " fe4"})
+	o = outcome{}
+	each(o, "fe4", `""`, "200", "200", "200")
+	want("fe4 out of the map", o)
 
 	line(" [verify optional ca-file " + caFile + " no-ca-names]")
 	o = outcome{}
@@ -195,7 +221,7 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 	want("CA b committed", o)
 
 	// The default line cannot be taken out (nor so replaced) at runtime.
-	ans, err := rt.Exec(ctx, []string{"del ssl crt-list " + filepath.Join(dir, "fe2.crtlist") + " " + filepath.Join(dir, "fe2.default.pem")})
+	ans, err = rt.Exec(ctx, []string{"del ssl crt-list " + filepath.Join(dir, "fe2.crtlist") + " " + filepath.Join(dir, "fe2.default.pem")})
 	if err != nil || len(ans) != 1 || !strings.Contains(ans[0], "cannot be deleted") {
 		t.Errorf("del of the default line: %q, %v; want it refused", ans, err)
 	}
