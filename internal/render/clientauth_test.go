@@ -40,7 +40,7 @@ func TestGoldenClientAuth(t *testing.T) {
 		for _, c := range fe.TLS.Certificates {
 			files[CertFile(dir, c.Name)] = c.PEM
 		}
-		files[CrtListFile(dir, fe.Name)] = CrtListContent(dir, fe)
+		files[CrtListFile(dir, fe.Name)] = CrtListContent(Options{CertDir: dir}, fe)
 	}
 	for p, b := range files {
 		if err := os.WriteFile(p, b, 0o600); err != nil {

@@ -57,6 +57,9 @@ type certWant struct {
 	files map[string][]byte
 	lists map[string][]render.CrtListEntry
 	cas   map[string][]byte // CA files (cafiles.go)
+	// clientCAs: the CA files of frontends' client verification, which
+	// the driver creates in a worker that does not hold them.
+	clientCAs map[string]bool
 }
 
 // CertDir is the directory of the certificates beside a haproxy.cfg at
@@ -65,8 +68,9 @@ type certWant struct {
 func CertDir(configPath string) string { return dirBeside(configPath, "certs") }
 
 // certsOf lists the files cfg's terminating frontends need.
-func certsOf(dir string, cfg model.Config) certWant {
-	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg)}
+func certsOf(opts render.Options, cfg model.Config) certWant {
+	dir := opts.CertDir
+	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg), clientCAs: clientCAsOf(dir, cfg)}
 	if dir == "" {
 		return w
 	}
@@ -82,7 +86,7 @@ func certsOf(dir string, cfg model.Config) certWant {
 				w.files[render.CertFile(dir, c.Name)] = c.PEM
 			}
 		}
-		w.lists[render.CrtListFile(dir, f.Name)] = render.CrtListEntries(dir, f)
+		w.lists[render.CrtListFile(dir, f.Name)] = render.CrtListEntries(opts, f)
 	}
 	return w
 }
@@ -207,7 +211,7 @@ func (d *HAProxy) pushRunningCerts(ctx context.Context, cfg model.Config, res *d
 // deleted and no file removed.
 func (d *HAProxy) pushCertsOf(ctx context.Context, cfg model.Config, res *driver.Result, prune bool) error {
 	dir := d.opts.Render.CertDir
-	w := certsOf(dir, cfg)
+	w := certsOf(d.opts.Render, cfg)
 	if len(w.lists) == 0 && len(w.cas) == 0 && (!d.certs.known || len(d.certs.files) == 0) {
 		return nil
 	}

@@ -118,32 +118,10 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 
 	// A case: which frontend, the SNI ("" none), the client's certificate.
 	// Its outcome: "200" served, "refused" handshake or first read failed;
-	// "+asked" when the client was asked for a certificate.
+	// "+asked" when the client was asked for a certificate. Served is an
+// HTTP 200, or a node stand-in's name (a TCP frontend, tlsWorld).
 	type outcome map[string]string // "fe sni client" -> outcome
-	probe := func(fe, sni, client string) string {
-		var asked atomic.Bool
-		c := &tls.Config{ServerName: sni, InsecureSkipVerify: true, //nolint:gosec // the server's certificate is not the subject
-			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-				asked.Store(true)
-				if clients[client] == nil {
-					return &tls.Certificate{}, nil
-				}
-				return clients[client], nil
-			}}
-		res := "refused"
-		if conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr[fe], c); err == nil {
-			_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-			_, _ = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
-			if got, err := io.ReadAll(conn); err == nil && strings.HasPrefix(string(got), "HTTP/1.1 200") {
-				res = "200"
-			}
-			conn.Close()
-		}
-		if asked.Load() {
-			res += "+asked"
-		}
-		return res
-	}
+	probe := func(fe, sni, client string) string { return tlsProbe(addr[fe], sni, clients[client]) }
 	// want polls (a runtime change applies to new handshakes at once; the
 	// deadline only bounds the wait) until every case has its outcome.
 	want := func(step string, in outcome) {
@@ -235,4 +213,34 @@ func writeFile(t *testing.T, path string, b []byte) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// tlsProbe sends one request to addr naming sni ("" none) with the
+// client certificate cert (nil: none when asked) and says what happened:
+// "200" served, "refused" the handshake or the answer failed, and
+// "+asked" when the client was asked for a certificate. Served is an
+// HTTP 200, or a node stand-in's name (a TCP frontend, tlsWorld).
+func tlsProbe(addr, sni string, cert *tls.Certificate) string {
+	var asked atomic.Bool
+	c := &tls.Config{ServerName: sni, InsecureSkipVerify: true, //nolint:gosec // the server's certificate is not the subject
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			asked.Store(true)
+			if cert == nil {
+				return &tls.Certificate{}, nil
+			}
+			return cert, nil
+		}}
+	res := "refused"
+	if conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, c); err == nil {
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		_, _ = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
+		if got, err := io.ReadAll(conn); err == nil && (strings.HasPrefix(string(got), "HTTP/1.1 200") || strings.HasPrefix(string(got), "node-")) {
+			res = "200"
+		}
+		conn.Close()
+	}
+	if asked.Load() {
+		res += "+asked"
+	}
+	return res
 }

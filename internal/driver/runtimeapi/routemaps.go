@@ -57,7 +57,8 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 		}
 		out = append(out, pf)
 	}
-	out = append(out, tlsRouteMapFiles(dir, cfg)...) // tlsroutemaps.go
+	out = append(out, tlsRouteMapFiles(dir, cfg)...)             // tlsroutemaps.go
+	out = append(out, clientAuthMapFiles(d.opts.Render, cfg)...) // clientauth.go
 	memos := &d.httpMemos
 	if d.noHTTPMemo {
 		memos = nil
