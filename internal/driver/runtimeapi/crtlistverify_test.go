@@ -119,7 +119,7 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 	// A case: which frontend, the SNI ("" none), the client's certificate.
 	// Its outcome: "200" served, "refused" handshake or first read failed;
 	// "+asked" when the client was asked for a certificate. Served is an
-// HTTP 200, or a node stand-in's name (a TCP frontend, tlsWorld).
+	// HTTP 200, or a node stand-in's name (a TCP frontend, tlsWorld).
 	type outcome map[string]string // "fe sni client" -> outcome
 	probe := func(fe, sni, client string) string { return tlsProbe(addr[fe], sni, clients[client]) }
 	// want polls (a runtime change applies to new handshakes at once; the
