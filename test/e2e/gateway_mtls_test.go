@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,10 +37,19 @@ func newHTTPGatewayEnv(t *testing.T) *gwEnv {
 // the server asks for, as the conformance suite does), trusting the
 // server's self-signed leaf: the status and body, or the error.
 func mtlsGet(port int, host string, server *x509.Certificate, client *tls.Certificate) (int, string, error) {
+	code, body, _, err := mtlsAsked(port, host, server, client)
+	return code, body, err
+}
+
+// mtlsAsked is mtlsGet, also saying whether the server asked for a
+// client certificate.
+func mtlsAsked(port int, host string, server *x509.Certificate, client *tls.Certificate) (int, string, bool, error) {
 	roots := x509.NewCertPool()
 	roots.AddCert(server)
+	var asked atomic.Bool
 	cfg := &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			asked.Store(true)
 			if client == nil {
 				return &tls.Certificate{}, nil
 			}
@@ -53,11 +63,11 @@ func mtlsGet(port int, host string, server *x509.Certificate, client *tls.Certif
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true, DialContext: dial}}
 	resp, err := c.Get("https://" + host + "/")
 	if err != nil {
-		return 0, "", err
+		return 0, "", asked.Load(), err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), nil
+	return resp.StatusCode, string(body), asked.Load(), nil
 }
 
 // TestGatewayFrontendClientCertificates: an HTTPS listener of a Gateway

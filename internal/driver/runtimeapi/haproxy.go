@@ -111,13 +111,17 @@ type HAProxy struct {
 	persist    chan struct{}
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
-	acls       fileSet   // the source ranges' ACL files (acl.go)
-	routeMaps  fileSet   // the routes' map files (routemaps.go)
-	held       heldMaps  // what the worker holds of them (mapsync.go)
-	httpMemos  httpMemos // the HTTP maps lowered so far (httpmaps.go)
-	noHTTPMemo bool      // every pass lowers every table whole: the benchmarks' baseline
-	noMapEdits bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
-	certs      certStore // the TLS certificates the worker holds (certs.go)
+	acls       fileSet // the source ranges' ACL files (acl.go)
+	routeMaps  fileSet // the routes' map files (routemaps.go)
+	// mapsHeldBack, while pushRouteMaps lists the files: the frontends
+	// the client certificate map names only after the certificates
+	// (clientauth.go).
+	mapsHeldBack func(model.Frontend) bool
+	held         heldMaps  // what the worker holds of them (mapsync.go)
+	httpMemos    httpMemos // the HTTP maps lowered so far (httpmaps.go)
+	noHTTPMemo   bool      // every pass lowers every table whole: the benchmarks' baseline
+	noMapEdits   bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
+	certs        certStore // the TLS certificates the worker holds (certs.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)
@@ -291,6 +295,9 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		return res, err
 	}
 	if err := d.pushCerts(ctx, cfg, &res); err != nil {
+		return res, err
+	}
+	if err := d.pushClientAuth(ctx, cfg, &res); err != nil { // clientauth.go
 		return res, err
 	}
 	if err := d.execOps(ctx, down, &res); err != nil {
