@@ -31,22 +31,7 @@ func TestGoldenClientAuth(t *testing.T) {
 
 	// HAProxy loads it, with the files the driver writes.
 	dir := t.TempDir()
-	files := map[string][]byte{CAFile(dir, tls.Client.CA): ca}
-	for _, fe := range cfg.Frontends {
-		if fe.TLS == nil {
-			continue
-		}
-		files[DefaultCertFile(dir, fe.Name)] = fe.TLS.Cert(fe.TLS.Default).PEM
-		for _, c := range fe.TLS.Certificates {
-			files[CertFile(dir, c.Name)] = c.PEM
-		}
-		files[CrtListFile(dir, fe.Name)] = CrtListContent(Options{CertDir: dir}, fe)
-	}
-	for p, b := range files {
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTLSFiles(t, cfg, Options{CertDir: dir}, map[string][]byte{CAFile(dir, tls.Client.CA): ca})
 	o.CertDir = dir
 	golden.HAProxyAccepts(t, Config(cfg, layout, o))
 
@@ -86,5 +71,31 @@ func TestClientAuthBind(t *testing.T) {
 				t.Fatalf("tlsBind = %q, %v for settings the model refuses", args, ok)
 			}
 		})
+	}
+}
+
+// writeTLSFiles writes the files the driver writes for cfg's terminating
+// frontends under opts.CertDir (certificates, crt-lists) and more.
+func writeTLSFiles(t *testing.T, cfg model.Config, opts Options, more map[string][]byte) {
+	t.Helper()
+	files := map[string][]byte{}
+	for p, b := range more {
+		files[p] = b
+	}
+	dir := opts.CertDir
+	for _, fe := range cfg.Frontends {
+		if fe.TLS == nil {
+			continue
+		}
+		files[DefaultCertFile(dir, fe.Name)] = fe.TLS.Cert(fe.TLS.Default).PEM
+		for _, c := range fe.TLS.Certificates {
+			files[CertFile(dir, c.Name)] = c.PEM
+		}
+		files[CrtListFile(dir, fe.Name)] = CrtListContent(opts, fe)
+	}
+	for p, b := range files {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"os"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -34,22 +33,7 @@ func TestGoldenClientAuthOnLines(t *testing.T) {
 	// HAProxy loads it, with the files the driver writes.
 	dir := t.TempDir()
 	o.CertDir, o.ACLDir = dir, dir
-	files := map[string][]byte{CAFile(dir, tls.Client.CA): ca, ClientAuthMapFile(dir): []byte(cfg.Frontends[0].Name + " required\n")}
-	for _, fe := range cfg.Frontends {
-		if fe.TLS == nil {
-			continue
-		}
-		files[DefaultCertFile(dir, fe.Name)] = fe.TLS.Cert(fe.TLS.Default).PEM
-		for _, c := range fe.TLS.Certificates {
-			files[CertFile(dir, c.Name)] = c.PEM
-		}
-		files[CrtListFile(dir, fe.Name)] = CrtListContent(o, fe)
-	}
-	for p, b := range files {
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTLSFiles(t, cfg, o, map[string][]byte{CAFile(dir, tls.Client.CA): ca, ClientAuthMapFile(dir): []byte(cfg.Frontends[0].Name + " required\n")})
 	golden.HAProxyAccepts(t, Config(cfg, layout, o))
 
 	h := StructureHash(cfg, layout, o)

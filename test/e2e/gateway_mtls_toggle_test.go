@@ -2,22 +2,18 @@ package e2e
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
 // TestGatewayClientValidationToggles: AllowValidOnly turned on and off
@@ -34,33 +30,12 @@ func TestGatewayClientValidationToggles(t *testing.T) {
 	g := newHTTPGatewayEnv(t)
 	g.httpPod("web-a", 1, 8080)
 	port, otherPort := haproxytest.FreePort(t), haproxytest.FreePort(t)
-	secret := tlsSecret(t, "server", "a.example.com", "b.example.com") // ingress_test.go
-	block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
-	server, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	clientCA, otherCA := testcert.CA(t, "client CA"), testcert.CA(t, "unknown CA")
-	pair := func(ca testcert.Cert) *tls.Certificate {
-		c := testcert.Issue(t, testcert.Spec{CN: "client", Client: true}, ca)
-		p, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &p
-	}
-	known, unknown := pair(clientCA), pair(otherCA)
-	caMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "client-ca", Namespace: ns}, Data: map[string]string{gateway.CAKey: string(clientCA.PEM())}}
-	if _, err := g.client.CoreV1().ConfigMaps(ns).Create(bg, caMap, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m := newMTLSFixture(t, g, "a.example.com", "b.example.com") // gateway_mtls_test.go
+	server, known, unknown := m.server, m.known, m.unknown
 	refs := &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: "server"}}}
 	a, b := listener("a", gwv1.HTTPSProtocolType, port, "a.example.com"), listener("b", gwv1.HTTPSProtocolType, otherPort, "b.example.com")
 	a.TLS, b.TLS = refs, refs
-	_, err = g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
+	_, err := g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{a, b}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

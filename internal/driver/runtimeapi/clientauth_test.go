@@ -25,15 +25,7 @@ func TestClientAuthTogglesWithoutReload(t *testing.T) {
 	w := newTLSWorld(t)
 	ctx := context.Background()
 	caA, caB := testcert.CA(t, "client CA a"), testcert.CA(t, "client CA b")
-	clientOf := func(ca testcert.Cert) *tls.Certificate {
-		c := testcert.Issue(t, testcert.Spec{CN: "client of " + ca.Cert.Subject.CommonName, Client: true}, ca)
-		pair, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &pair
-	}
-	clients := map[string]*tls.Certificate{"none": nil, "a": clientOf(caA), "b": clientOf(caB)}
+	clients := map[string]*tls.Certificate{"none": nil, "a": clientPair(t, caA), "b": clientPair(t, caB)} // crtlistverify_test.go
 	_, cert := w.issue(testcert.ECDSA, "a.example")
 	otherPort := uint16(haproxytest.FreePort(t))
 	other := fmt.Sprintf("127.0.0.1:%d", otherPort)
