@@ -295,6 +295,9 @@ func (d *HAProxy) applyCerts(ctx context.Context, w certWant, prune bool) (int, 
 			delete(old, e.File)
 			switch {
 			case was == line:
+			case i == 0 && !prune:
+				// A reload is waiting (pushRunningCerts): it loads the
+				// file (the default line took `!*` in mtls6).
 			case i == 0:
 				// The default line never changes (its file does).
 				return sent, fmt.Errorf("crt-list %s: default entry %q, want %q: %w", l, was, line, haproxy.ErrCommand)
