@@ -10,20 +10,29 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
+// clientAuthConfig: the terminating frontend verifies its clients
+// (required, tls), and a copy of it on another port lets them through
+// (optional, optTLS); ca is the client CA.
+func clientAuthConfig(t *testing.T) (cfg model.Config, tls, optTLS *model.TLS, ca []byte) {
+	t.Helper()
+	cfg = terminating(t)
+	ca = testcert.CA(t, "client CA").PEM()
+	req := *cfg.Frontends[0].TLS
+	req.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca}
+	cfg.Frontends[0].TLS = &req
+	opt := cfg.Frontends[0]
+	opt.Name, opt.Binds = "gw_default_gw_8443", []model.Bind{{Port: 9443}}
+	o := req
+	o.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca, Optional: true}
+	opt.TLS = &o
+	cfg.Frontends = append(cfg.Frontends, opt)
+	return cfg, &req, &o, ca
+}
+
 // The terminating frontend verifies its clients (required), and a copy
 // of it on another port lets them through (optional).
 func TestGoldenClientAuth(t *testing.T) {
-	cfg := terminating(t)
-	ca := testcert.CA(t, "client CA").PEM()
-	tls := *cfg.Frontends[0].TLS
-	tls.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca}
-	cfg.Frontends[0].TLS = &tls
-	opt := cfg.Frontends[0]
-	opt.Name, opt.Binds = "gw_default_gw_8443", []model.Bind{{Port: 9443}}
-	optTLS := tls
-	optTLS.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca, Optional: true}
-	opt.TLS = &optTLS
-	cfg.Frontends = append(cfg.Frontends, opt)
+	cfg, tls, optTLS, ca := clientAuthConfig(t)
 	layout, _ := plan.Assign(cfg, nil, true)
 	o := opts
 	o.CertDir = goldenCertDir

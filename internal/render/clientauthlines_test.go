@@ -6,24 +6,13 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/golden"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
 // With an ACL directory, AllowValidOnly is written on the crt-list lines
 // and the map, not on the bind: turning it on or off keeps the
 // structure; the fallback keeps the bind's ignore lists (a reload).
 func TestGoldenClientAuthOnLines(t *testing.T) {
-	cfg := terminating(t)
-	ca := testcert.CA(t, "client CA").PEM()
-	tls := *cfg.Frontends[0].TLS
-	tls.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca}
-	cfg.Frontends[0].TLS = &tls
-	opt := cfg.Frontends[0]
-	opt.Name, opt.Binds = "gw_default_gw_8443", []model.Bind{{Port: 9443}}
-	optTLS := tls
-	optTLS.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca, Optional: true}
-	opt.TLS = &optTLS
-	cfg.Frontends = append(cfg.Frontends, opt)
+	cfg, tls, _, ca := clientAuthConfig(t) // clientauth_test.go
 	layout, _ := plan.Assign(cfg, nil, true)
 	o := opts
 	o.CertDir, o.ACLDir = goldenCertDir, goldenACLDir
