@@ -111,17 +111,13 @@ type HAProxy struct {
 	persist    chan struct{}
 	optsReason string // why SetStatsPage changed the render options, until a reload applies them
 	verify     verifyState
-	acls       fileSet // the source ranges' ACL files (acl.go)
-	routeMaps  fileSet // the routes' map files (routemaps.go)
-	// mapsHeldBack, while pushRouteMaps lists the files: the frontends
-	// the client certificate map names only after the certificates
-	// (clientauth.go).
-	mapsHeldBack func(model.Frontend) bool
-	held         heldMaps  // what the worker holds of them (mapsync.go)
-	httpMemos    httpMemos // the HTTP maps lowered so far (httpmaps.go)
-	noHTTPMemo   bool      // every pass lowers every table whole: the benchmarks' baseline
-	noMapEdits   bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
-	certs        certStore // the TLS certificates the worker holds (certs.go)
+	acls       fileSet   // the source ranges' ACL files (acl.go)
+	routeMaps  fileSet   // the routes' map files (routemaps.go)
+	held       heldMaps  // what the worker holds of them (mapsync.go)
+	httpMemos  httpMemos // the HTTP maps lowered so far (httpmaps.go)
+	noHTTPMemo bool      // every pass lowers every table whole: the benchmarks' baseline
+	noMapEdits bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
+	certs      certStore // the TLS certificates the worker holds (certs.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)
@@ -136,6 +132,11 @@ type HAProxy struct {
 	// and not deleted yet (dynamic.go).
 	unpublished map[string]bool
 	pubUnknown  bool // read back: whether each is published is not known
+
+	// mapsHeldBack, while pushRouteMaps lists the files: the frontends
+	// the client certificate map names only after the certificates
+	// (clientauth.go).
+	mapsHeldBack func(model.Frontend) bool
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
