@@ -4,11 +4,12 @@ import "bytes"
 
 // ClientAuth asks the clients of a frontend that terminates TLS for a
 // certificate and verifies it against a CA bundle (a Gateway's
-// spec.tls.frontend validation, per port). Whether a frontend verifies
-// clients, its mode and its CA file's name are its bind lines' settings
-// (structure, a reload); the bundle is not: the gateway names the file
-// for the port, and the local driver commits another bundle through the
-// Runtime API (gateway/cafile.go, runtimeapi/cafiles.go).
+// spec.tls.frontend validation, per port). With the local driver,
+// required verification is its crt-list lines' and a map entry (runtime
+// data, render/clientauth.go); the fallback (Optional) is also its bind
+// lines' (structure, a reload). The bundle is data: the gateway names the
+// file for the port, and the local driver commits another bundle through
+// the Runtime API (gateway/cafile.go, runtimeapi/cafiles.go).
 type ClientAuth struct {
 	// CA names the CA bundle's file (ValidCertName).
 	CA string

@@ -10,20 +10,29 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
+// clientAuthConfig: the terminating frontend verifies its clients
+// (required, tls), and a copy of it on another port lets them through
+// (optional, optTLS); ca is the client CA.
+func clientAuthConfig(t *testing.T) (cfg model.Config, tls, optTLS *model.TLS, ca []byte) {
+	t.Helper()
+	cfg = terminating(t)
+	ca = testcert.CA(t, "client CA").PEM()
+	req := *cfg.Frontends[0].TLS
+	req.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca}
+	cfg.Frontends[0].TLS = &req
+	opt := cfg.Frontends[0]
+	opt.Name, opt.Binds = "gw_default_gw_8443", []model.Bind{{Port: 9443}}
+	o := req
+	o.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca, Optional: true}
+	opt.TLS = &o
+	cfg.Frontends = append(cfg.Frontends, opt)
+	return cfg, &req, &o, ca
+}
+
 // The terminating frontend verifies its clients (required), and a copy
 // of it on another port lets them through (optional).
 func TestGoldenClientAuth(t *testing.T) {
-	cfg := terminating(t)
-	ca := testcert.CA(t, "client CA").PEM()
-	tls := *cfg.Frontends[0].TLS
-	tls.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca}
-	cfg.Frontends[0].TLS = &tls
-	opt := cfg.Frontends[0]
-	opt.Name, opt.Binds = "gw_default_gw_8443", []model.Bind{{Port: 9443}}
-	optTLS := tls
-	optTLS.Client = &model.ClientAuth{CA: "cca_0123456789abcdef", CAPEM: ca, Optional: true}
-	opt.TLS = &optTLS
-	cfg.Frontends = append(cfg.Frontends, opt)
+	cfg, tls, optTLS, ca := clientAuthConfig(t)
 	layout, _ := plan.Assign(cfg, nil, true)
 	o := opts
 	o.CertDir = goldenCertDir
@@ -31,22 +40,7 @@ func TestGoldenClientAuth(t *testing.T) {
 
 	// HAProxy loads it, with the files the driver writes.
 	dir := t.TempDir()
-	files := map[string][]byte{CAFile(dir, tls.Client.CA): ca}
-	for _, fe := range cfg.Frontends {
-		if fe.TLS == nil {
-			continue
-		}
-		files[DefaultCertFile(dir, fe.Name)] = fe.TLS.Cert(fe.TLS.Default).PEM
-		for _, c := range fe.TLS.Certificates {
-			files[CertFile(dir, c.Name)] = c.PEM
-		}
-		files[CrtListFile(dir, fe.Name)] = CrtListContent(dir, fe)
-	}
-	for p, b := range files {
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTLSFiles(t, cfg, Options{CertDir: dir}, map[string][]byte{CAFile(dir, tls.Client.CA): ca})
 	o.CertDir = dir
 	golden.HAProxyAccepts(t, Config(cfg, layout, o))
 
@@ -86,5 +80,31 @@ func TestClientAuthBind(t *testing.T) {
 				t.Fatalf("tlsBind = %q, %v for settings the model refuses", args, ok)
 			}
 		})
+	}
+}
+
+// writeTLSFiles writes the files the driver writes for cfg's terminating
+// frontends under opts.CertDir (certificates, crt-lists) and more.
+func writeTLSFiles(t *testing.T, cfg model.Config, opts Options, more map[string][]byte) {
+	t.Helper()
+	files := map[string][]byte{}
+	for p, b := range more {
+		files[p] = b
+	}
+	dir := opts.CertDir
+	for _, fe := range cfg.Frontends {
+		if fe.TLS == nil {
+			continue
+		}
+		files[DefaultCertFile(dir, fe.Name)] = fe.TLS.Cert(fe.TLS.Default).PEM
+		for _, c := range fe.TLS.Certificates {
+			files[CertFile(dir, c.Name)] = c.PEM
+		}
+		files[CrtListFile(dir, fe.Name)] = CrtListContent(opts, fe)
+	}
+	for p, b := range files {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -208,6 +208,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			}
 			w(line + tlsArgs)
 		}
+		if rule := clientAuthRule(f, opts); rule != "" && tlsOK {
+			w(rule) // clientauth.go
+		}
 		if f.MaxConn > 0 {
 			w("\tmaxconn", strconv.Itoa(f.MaxConn))
 		}

@@ -17,8 +17,12 @@ import (
 // removes a bind's default entry at runtime, but it does replace a
 // certificate's contents, so another Secret becoming the default is a
 // `set ssl cert` on that file too. Then one line per certificate, with its
-// server names as SNI filters. No strict-sni: a client naming no known
-// host gets the default certificate.
+// server names as SNI filters, and with client verification on the lines
+// its sslbindconf (clientauth.go). No strict-sni: a client naming no
+// known host gets the default certificate. The default line has the
+// filter `!*`: its certificate's names are served by that certificate's
+// own line, with that line's options (without it the default line
+// answers for them: measured, docs/gateway.md).
 
 // CrtListFile is frontend fe's crt-list under dir.
 func CrtListFile(dir, fe string) string { return dir + "/" + fe + ".crtlist" }
@@ -33,33 +37,40 @@ func DefaultCertFile(dir, fe string) string { return dir + "/" + fe + ".default.
 // server names it is served for (none: the names it carries).
 type CrtListEntry struct {
 	File string
+	Opts string // sslbindconf, in the order HAProxy prints it back
 	SNI  []string
 }
 
 // Line is the entry as a crt-list line (and an `add ssl crt-list`
 // payload).
 func (e CrtListEntry) Line() string {
-	if len(e.SNI) == 0 {
-		return e.File
+	line := e.File
+	if e.Opts != "" {
+		line += " [" + e.Opts + "]"
 	}
-	return e.File + " " + strings.Join(e.SNI, " ")
+	if len(e.SNI) == 0 {
+		return line
+	}
+	return line + " " + strings.Join(e.SNI, " ")
 }
 
-// CrtListEntries are the lines of f's crt-list under dir: the default
-// certificate's file first, then each certificate with a valid name, in
-// order. Filters model.ValidSNI refuses are left out; a certificate left
+// CrtListEntries are the lines of f's crt-list under opts.CertDir: the
+// default certificate's file first (`!*`), then each certificate with a
+// valid name, in order, with the client verification (clientauth.go). Filters model.ValidSNI refuses are left out; a certificate left
 // with none is left out too (it would otherwise answer for every name
 // it carries, which the producer did not ask for).
-func CrtListEntries(dir string, f model.Frontend) []CrtListEntry {
+func CrtListEntries(opts Options, f model.Frontend) []CrtListEntry {
 	if f.TLS == nil {
 		return nil
 	}
-	out := []CrtListEntry{{File: DefaultCertFile(dir, f.Name)}}
+	dir := opts.CertDir
+	out := []CrtListEntry{{File: DefaultCertFile(dir, f.Name), SNI: []string{"!*"}}}
+	verify := clientAuthLine(f.TLS, opts)
 	for _, c := range f.TLS.Certificates {
 		if !model.ValidCertName(c.Name) {
 			continue
 		}
-		e := CrtListEntry{File: CertFile(dir, c.Name)}
+		e := CrtListEntry{File: CertFile(dir, c.Name), Opts: verify}
 		for _, s := range c.SNI {
 			if model.ValidSNI(s) {
 				e.SNI = append(e.SNI, s)
@@ -73,10 +84,10 @@ func CrtListEntries(dir string, f model.Frontend) []CrtListEntry {
 	return out
 }
 
-// CrtListContent is what f's crt-list under dir holds.
-func CrtListContent(dir string, f model.Frontend) []byte {
+// CrtListContent is what f's crt-list under opts.CertDir holds.
+func CrtListContent(opts Options, f model.Frontend) []byte {
 	var b bytes.Buffer
-	for _, e := range CrtListEntries(dir, f) {
+	for _, e := range CrtListEntries(opts, f) {
 		b.WriteString(e.Line())
 		b.WriteByte('\n')
 	}

@@ -54,7 +54,7 @@ func TestGoldenTLS(t *testing.T) {
 	got := Config(cfg, layout, o)
 	golden.Assert(t, "tls.cfg", got)
 	fe := cfg.Frontends[0]
-	golden.Assert(t, "tls.crtlist", CrtListContent(goldenCertDir, fe))
+	golden.Assert(t, "tls.crtlist", CrtListContent(Options{CertDir: goldenCertDir}, fe))
 
 	// HAProxy loads it, with the files the driver writes.
 	dir := t.TempDir()
@@ -67,7 +67,7 @@ func TestGoldenTLS(t *testing.T) {
 	for _, c := range fe.TLS.Certificates {
 		write(CertFile(dir, c.Name), c.PEM)
 	}
-	write(CrtListFile(dir, fe.Name), CrtListContent(dir, fe))
+	write(CrtListFile(dir, fe.Name), CrtListContent(Options{CertDir: dir}, fe))
 	golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenCertDir), []byte(dir)))
 }
 

@@ -74,8 +74,9 @@ func TestGoldenTLSTerminateRoutes(t *testing.T) {
 			for _, c := range f.TLS.Certificates {
 				write(CertFile(dir, c.Name), c.PEM)
 			}
-			write(CrtListFile(dir, f.Name), CrtListContent(dir, f))
+			write(CrtListFile(dir, f.Name), CrtListContent(Options{CertDir: dir}, f))
 			if tc.aclDir != "" {
+				write(ClientAuthMapFile(dir), nil)
 				for _, fr := range cfg.Frontends {
 					for i, r := range fr.Routes {
 						write(RouteMapFile(dir, fr.Name, i), RouteMapContent(r))

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,10 +37,19 @@ func newHTTPGatewayEnv(t *testing.T) *gwEnv {
 // the server asks for, as the conformance suite does), trusting the
 // server's self-signed leaf: the status and body, or the error.
 func mtlsGet(port int, host string, server *x509.Certificate, client *tls.Certificate) (int, string, error) {
+	code, body, _, err := mtlsAsked(port, host, server, client)
+	return code, body, err
+}
+
+// mtlsAsked is mtlsGet, also saying whether the server asked for a
+// client certificate.
+func mtlsAsked(port int, host string, server *x509.Certificate, client *tls.Certificate) (int, string, bool, error) {
 	roots := x509.NewCertPool()
 	roots.AddCert(server)
+	var asked atomic.Bool
 	cfg := &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			asked.Store(true)
 			if client == nil {
 				return &tls.Certificate{}, nil
 			}
@@ -53,11 +63,52 @@ func mtlsGet(port int, host string, server *x509.Certificate, client *tls.Certif
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true, DialContext: dial}}
 	resp, err := c.Get("https://" + host + "/")
 	if err != nil {
-		return 0, "", err
+		return 0, "", asked.Load(), err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), nil
+	return resp.StatusCode, string(body), asked.Load(), nil
+}
+
+// mtlsFixture: a server certificate (the Secret "server", for hosts),
+// a client CA (the ConfigMap "client-ca") and another CA, and a client
+// certificate of each.
+type mtlsFixture struct {
+	server            *x509.Certificate
+	clientCA, otherCA testcert.Cert
+	known, unknown    *tls.Certificate
+	caMap             *corev1.ConfigMap
+}
+
+func newMTLSFixture(t *testing.T, g *gwEnv, hosts ...string) mtlsFixture {
+	t.Helper()
+	secret := tlsSecret(t, "server", hosts...) // ingress_test.go
+	block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
+	if block == nil {
+		t.Fatal("the server certificate is no PEM")
+	}
+	server, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m := mtlsFixture{server: server, clientCA: testcert.CA(t, "client CA"), otherCA: testcert.CA(t, "unknown CA")}
+	pair := func(ca testcert.Cert) *tls.Certificate {
+		c := testcert.Issue(t, testcert.Spec{CN: "client", Client: true}, ca)
+		p, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	m.known, m.unknown = pair(m.clientCA), pair(m.otherCA)
+	m.caMap = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "client-ca", Namespace: ns}, Data: map[string]string{gateway.CAKey: string(m.clientCA.PEM())}}
+	if _, err := g.client.CoreV1().ConfigMaps(ns).Create(bg, m.caMap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestGatewayFrontendClientCertificates: an HTTPS listener of a Gateway
@@ -76,35 +127,11 @@ func TestGatewayFrontendClientCertificates(t *testing.T) {
 	g.httpPod("web-a", 1, 8080)
 	port := haproxytest.FreePort(t)
 
-	serverSecret := tlsSecret(t, "server", "a.example.com") // ingress_test.go
-	block, _ := pem.Decode(serverSecret.Data[corev1.TLSCertKey])
-	if block == nil {
-		t.Fatal("the server certificate is no PEM")
-	}
-	server, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, serverSecret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	clientCA, otherCA := testcert.CA(t, "client CA"), testcert.CA(t, "unknown CA")
-	pair := func(ca testcert.Cert) *tls.Certificate {
-		c := testcert.Issue(t, testcert.Spec{CN: "client", Client: true}, ca)
-		p, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &p
-	}
-	known, unknown := pair(clientCA), pair(otherCA)
-	caMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "client-ca", Namespace: ns}, Data: map[string]string{gateway.CAKey: string(clientCA.PEM())}}
-	if _, err := g.client.CoreV1().ConfigMaps(ns).Create(bg, caMap, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m := newMTLSFixture(t, g, "a.example.com")
+	server, clientCA, otherCA, known, unknown, caMap := m.server, m.clientCA, m.otherCA, m.known, m.unknown, m.caMap
 	https := listener("https", gwv1.HTTPSProtocolType, port, "")
 	https.TLS = &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: "server"}}}
-	_, err = g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
+	_, err := g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{https},
 			TLS: &gwv1.GatewayTLSConfig{Frontend: &gwv1.FrontendTLSConfig{Default: gwv1.TLSConfig{Validation: &gwv1.FrontendTLSValidation{
 				CACertificateRefs: []gwv1.ObjectReference{{Kind: "ConfigMap", Name: "client-ca"}}}}}}}}, metav1.CreateOptions{})

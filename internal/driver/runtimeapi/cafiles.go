@@ -56,6 +56,17 @@ func casOf(dir string, cfg model.Config) map[string][]byte {
 	return out
 }
 
+// clientCAsOf lists the client CA files of cfg's frontends, by path.
+func clientCAsOf(dir string, cfg model.Config) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range cfg.Frontends {
+		if dir != "" && f.TLS != nil && model.ValidClientAuth(f.TLS.Client) {
+			out[render.CAFile(dir, f.TLS.Client.CA)] = true
+		}
+	}
+	return out
+}
+
 // staleServerCAs is why cfg needs a reload for its CA files: a file
 // that a backend presenting no client certificate names, whose servers
 // cannot be created again at runtime (renewable, renew.go), which the
@@ -83,9 +94,11 @@ func (d *HAProxy) staleServerCAs(cfg model.Config) []string {
 }
 
 // applyCAs commits to the worker the CA files of w it holds with
-// another bundle, and returns how many commands it sent. The files of
-// the backends presenting a client certificate, the certificate (no CA
-// file of the worker's) and their CA files, are committed apart
+// another bundle, and creates the frontends' client CA files it does not
+// hold (`new ssl ca-file`: a crt-list line added next may name one,
+// render/clientauth.go); it returns how many commands it sent. The files
+// of the backends presenting a client certificate, the certificate (no
+// CA file of the worker's) and their CA files, are committed apart
 // (clientcerts.go).
 func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 	n, err := d.applyClientFiles(ctx, w)
@@ -94,15 +107,22 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 	}
 	s := &d.certs
 	var cmds []haproxy.Command
-	var touched []string
+	var touched, created []string
 	for _, p := range slices.Sorted(maps.Keys(w.cas)) {
 		old, held := s.cas[p]
-		if w.clients.certs[p] || w.clients.cas[p] || !held || old == sha256.Sum256(w.cas[p]) {
+		switch {
+		case w.clients.certs[p] || w.clients.cas[p]:
 			continue
+		case !held && w.clientCAs[p]:
+			cmds = append(cmds, haproxy.Command{Line: "new ssl ca-file " + p})
+			created = append(created, p)
+		case !held || old == sha256.Sum256(w.cas[p]):
+			continue
+		default:
+			touched = append(touched, p)
 		}
 		cmds = append(cmds, haproxy.Command{Line: "set ssl ca-file " + p, Payload: w.cas[p]},
 			haproxy.Command{Line: "commit ssl ca-file " + p})
-		touched = append(touched, p)
 	}
 	if len(cmds) == 0 {
 		return n, nil
@@ -112,14 +132,14 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 		err = committed(cmds, ans)
 	}
 	if err != nil {
-		d.abortCAs(ctx, touched)
+		d.abortCAs(ctx, append(touched, created...))
 		return n + len(cmds), err
 	}
-	for _, p := range touched {
+	for _, p := range append(touched, created...) {
 		s.cas[p] = sha256.Sum256(w.cas[p])
 	}
 	s.renew = append(s.renew, touched...)
-	d.log.Info("CA files changed without reload", "files", len(touched))
+	d.log.Info("CA files changed without reload", "files", len(touched), "created", len(created))
 	return n + len(cmds), nil
 }
 

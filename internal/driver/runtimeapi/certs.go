@@ -60,6 +60,9 @@ type certWant struct {
 	// clients: the files of cas of the backends presenting a client
 	// certificate (clientcerts.go).
 	clients clientFiles
+	// clientCAs: the CA files of frontends' client verification, which
+	// the driver creates in a worker that does not hold them.
+	clientCAs map[string]bool
 }
 
 // CertDir is the directory of the certificates beside a haproxy.cfg at
@@ -68,8 +71,10 @@ type certWant struct {
 func CertDir(configPath string) string { return dirBeside(configPath, "certs") }
 
 // certsOf lists the files cfg's terminating frontends need.
-func certsOf(dir string, cfg model.Config) certWant {
-	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg), clients: clientFilesOf(dir, cfg)}
+func certsOf(opts render.Options, cfg model.Config) certWant {
+	dir := opts.CertDir
+	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg),
+		clients: clientFilesOf(dir, cfg), clientCAs: clientCAsOf(dir, cfg)}
 	if dir == "" {
 		return w
 	}
@@ -85,7 +90,7 @@ func certsOf(dir string, cfg model.Config) certWant {
 				w.files[render.CertFile(dir, c.Name)] = c.PEM
 			}
 		}
-		w.lists[render.CrtListFile(dir, f.Name)] = render.CrtListEntries(dir, f)
+		w.lists[render.CrtListFile(dir, f.Name)] = render.CrtListEntries(opts, f)
 	}
 	return w
 }
@@ -210,7 +215,7 @@ func (d *HAProxy) pushRunningCerts(ctx context.Context, cfg model.Config, res *d
 // deleted and no file removed.
 func (d *HAProxy) pushCertsOf(ctx context.Context, cfg model.Config, res *driver.Result, prune bool) error {
 	dir := d.opts.Render.CertDir
-	w := certsOf(dir, cfg)
+	w := certsOf(d.opts.Render, cfg)
 	if len(w.lists) == 0 && len(w.cas) == 0 && (!d.certs.known || len(d.certs.files) == 0) {
 		return nil
 	}
@@ -294,6 +299,9 @@ func (d *HAProxy) applyCerts(ctx context.Context, w certWant, prune bool) (int, 
 			delete(old, e.File)
 			switch {
 			case was == line:
+			case i == 0 && !prune:
+				// A reload is waiting (pushRunningCerts): it loads the
+				// file (the default line took `!*` in mtls6).
 			case i == 0:
 				// The default line never changes (its file does).
 				return sent, fmt.Errorf("crt-list %s: default entry %q, want %q: %w", l, was, line, haproxy.ErrCommand)

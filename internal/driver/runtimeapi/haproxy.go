@@ -140,6 +140,11 @@ type HAProxy struct {
 	// and not deleted yet (dynamic.go).
 	unpublished map[string]bool
 	pubUnknown  bool // read back: whether each is published is not known
+
+	// mapsHeldBack, while pushRouteMaps lists the files: the frontends
+	// the client certificate map names only after the certificates
+	// (clientauth.go).
+	mapsHeldBack func(model.Frontend) bool
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
@@ -302,6 +307,9 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		return res, err
 	}
 	if err := d.pushCerts(ctx, cfg, &res); err != nil {
+		return res, err
+	}
+	if err := d.pushClientAuth(ctx, cfg, &res); err != nil { // clientauth.go
 		return res, err
 	}
 	if err := d.execOps(ctx, down, &res); err != nil {

@@ -57,7 +57,8 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 		}
 		out = append(out, pf)
 	}
-	out = append(out, tlsRouteMapFiles(dir, cfg)...) // tlsroutemaps.go
+	out = append(out, tlsRouteMapFiles(dir, cfg)...)                             // tlsroutemaps.go
+	out = append(out, clientAuthMapFiles(d.opts.Render, cfg, d.mapsHeldBack)...) // clientauth.go
 	memos := &d.httpMemos
 	if d.noHTTPMemo {
 		memos = nil
@@ -70,7 +71,10 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 // cfg, whose structure is the one running (same hash: the same routes
 // read the same files).
 func (d *HAProxy) pushRouteMaps(ctx context.Context, cfg model.Config, res *driver.Result) error {
-	edits, err := d.pushMaps(ctx, &d.routeMaps, d.routeMapFiles(cfg), res) // mapsync.go
+	d.mapsHeldBack = d.heldBack // clientauth.go: pushClientAuth, after the certificates
+	files := d.routeMapFiles(cfg)
+	d.mapsHeldBack = nil
+	edits, err := d.pushMaps(ctx, &d.routeMaps, files, res) // mapsync.go
 	if err != nil {
 		return fmt.Errorf("runtime API, route maps: %w", err)
 	}

@@ -1,0 +1,77 @@
+package runtimeapi
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// clientAuthMapFiles is the map of the frontends whose clients must
+// present a certificate (render/clientauth.go: AllowValidOnly verified
+// on the crt-list lines; the map refuses the default line's clients,
+// which are never asked), pushed like the route maps: turning
+// AllowValidOnly on or off is an entry, no reload. None when no frontend
+// terminates TLS (no rule reads it).
+//
+// Order: a frontend enters the map only once its lines verify (a client
+// of its hosts is then asked; entering before, the rule would refuse
+// the client about to present a valid certificate), and leaves it before
+// they stop (routemaps.go pushes the map before the certificates:
+// pushRouteMaps holds back what heldBack says, pushClientAuth sends it
+// after them).
+func clientAuthMapFiles(opts render.Options, cfg model.Config, heldBack func(model.Frontend) bool) []patternFile {
+	if !render.ClientAuthOnLines(opts) {
+		return nil
+	}
+	var entries []render.MapEntry
+	terminating := false
+	for _, f := range cfg.Frontends {
+		if f.TLS == nil {
+			continue
+		}
+		terminating = true
+		if render.ClientAuthRequired(f) && (heldBack == nil || !heldBack(f)) {
+			entries = append(entries, render.MapEntry{Key: f.Name, Value: "required"})
+		}
+	}
+	if !terminating {
+		return nil
+	}
+	pf := patternFile{path: render.ClientAuthMapFile(opts.ACLDir), body: render.MapContent(entries), what: "client certificate map"}
+	for _, e := range entries {
+		pf.lines = append(pf.lines, e.Key+" "+e.Value)
+	}
+	return []patternFile{pf}
+}
+
+// heldBack reports whether the worker's crt-list lines of f are known
+// not to verify yet (a frontend whose AllowValidOnly turns on this pass).
+func (d *HAProxy) heldBack(f model.Frontend) bool {
+	if !d.certs.known || d.certs.pid != d.pid {
+		return false
+	}
+	lines := d.certs.lists[render.CrtListFile(d.opts.Render.CertDir, f.Name)]
+	for _, l := range lines[min(1, len(lines)):] {
+		if strings.Contains(l, "[verify required") {
+			return false
+		}
+	}
+	return true
+}
+
+// pushClientAuth sends the client certificate map whole, after the
+// certificates: the frontends pushRouteMaps held back enter it.
+func (d *HAProxy) pushClientAuth(ctx context.Context, cfg model.Config, res *driver.Result) error {
+	files := clientAuthMapFiles(d.opts.Render, cfg, nil)
+	if len(files) == 0 {
+		return nil
+	}
+	if _, err := d.pushMaps(ctx, &d.routeMaps, files, res); err != nil { // mapsync.go
+		return fmt.Errorf("runtime API, client certificate map: %w", err)
+	}
+	return nil
+}

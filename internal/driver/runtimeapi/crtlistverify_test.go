@@ -1,0 +1,249 @@
+package runtimeapi
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
+)
+
+// TestCrtListLineVerifyAtRuntime records what HAProxy does with client
+// certificate verification written on crt-list lines added at runtime
+// (issue 34, branch mtls6; docs/gateway.md, "Verification per crt-list
+// line"). No driver: a hand-written config, the Runtime API and TLS
+// clients that say whether they were asked for a certificate.
+//
+// Three frontends, each a bind with a crt-list whose only line at start is
+// its default certificate, a copy of the certificate added later for
+// a.example (as render/tls.go writes it):
+//
+//   - fe1: the default line as the driver writes it today (no filter);
+//   - fe2: the default line with the SNI filter `!*` (served only to
+//     clients no other line matches);
+//   - fe3: as fe2, the bind with `ca-ignore-err all crt-ignore-err all`;
+//   - fe4: as fe2, with a rule refusing, after the handshake, a client
+//     that presented no certificate when a map says its frontend
+//     requires one (the clients of the default line, never asked).
+//
+// Then, with no reload: the certificate and a CA file created at runtime
+// (`new ssl cert`, `new ssl ca-file`, set, commit), a line for a.example
+// added with `[verify required ca-file F no-ca-names]`, replaced (del +
+// add) with `verify optional`, with no verify, with required again, and F
+// given another CA (`set ssl ca-file` + `commit ssl ca-file`).
+func TestCrtListLineVerifyAtRuntime(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	srvCA, caA, caB := testcert.CA(t, "server CA"), testcert.CA(t, "client CA a"), testcert.CA(t, "client CA b")
+	leaf := testcert.Issue(t, testcert.Spec{DNS: []string{"a.example"}}, srvCA)
+	leafPEM := append(leaf.PEM(), leaf.KeyPEM(t)...)
+	clients := map[string]*tls.Certificate{"none": nil, "a": clientPair(t, caA), "b": clientPair(t, caB)}
+
+	required := filepath.Join(dir, "clientauth.map")
+	writeFile(t, required, nil)
+	fes := []struct{ name, filter, bind, rule string }{
+		{"fe1", "", "", ""},
+		{"fe2", " !*", "", ""},
+		{"fe3", " !*", " ca-ignore-err all crt-ignore-err all", ""},
+		{"fe4", " !*", "", "    tcp-request session reject if !{ ssl_c_used } { fe_name,map(" + required + ") -m str required }\n"},
+	}
+	addr := map[string]string{}
+	cfg := haproxytest.MinimalConfig(dir)
+	for _, fe := range fes {
+		def := filepath.Join(dir, fe.name+".default.pem")
+		list := filepath.Join(dir, fe.name+".crtlist")
+		writeFile(t, def, leafPEM)
+		writeFile(t, list, []byte(def+fe.filter+"\n"))
+		addr[fe.name] = fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(t))
+		cfg += fmt.Sprintf("\nfrontend %s\n    mode http\n    bind %s ssl crt-list %s%s\n%s    http-request return status 200 content-type text/plain string ok\n",
+			fe.name, addr[fe.name], list, fe.bind, fe.rule)
+	}
+	cfgPath := filepath.Join(dir, "haproxy.cfg")
+	writeFile(t, cfgPath, []byte(cfg))
+	p := haproxytest.Start(t, dir, cfgPath)
+	rt := haproxy.NewRuntime(p.StatsSocket)
+	t.Cleanup(func() { _ = rt.Close() })
+	run := func(cmds ...haproxy.Command) {
+		t.Helper()
+		if _, err := rt.ExecCommands(ctx, cmds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reloads := func() int {
+		pr, err := haproxy.NewMaster(p.MasterSocket).ShowProc(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.Reloads
+	}
+	base := reloads()
+
+	cert, caFile := filepath.Join(dir, "a.pem"), filepath.Join(dir, "cca.pem")
+	run(haproxy.Command{Line: "new ssl cert " + cert}, haproxy.Command{Line: "set ssl cert " + cert, Payload: leafPEM},
+		haproxy.Command{Line: "commit ssl cert " + cert},
+		haproxy.Command{Line: "new ssl ca-file " + caFile}, haproxy.Command{Line: "set ssl ca-file " + caFile, Payload: caA.PEM()},
+		haproxy.Command{Line: "commit ssl ca-file " + caFile})
+	// line replaces a.example's line on every frontend (del + add).
+	added := false
+	line := func(opts string) {
+		t.Helper()
+		for _, fe := range fes {
+			list := filepath.Join(dir, fe.name+".crtlist")
+			var cmds []haproxy.Command
+			if added {
+				cmds = append(cmds, haproxy.Command{Line: "del ssl crt-list " + list + " " + cert})
+			}
+			run(append(cmds, haproxy.Command{Line: "add ssl crt-list " + list, Payload: []byte(cert + opts + " a.example")})...)
+		}
+		added = true
+	}
+
+	// A case: which frontend, the SNI ("" none), the client's certificate.
+	// Its outcome: "200" served, "refused" handshake or first read failed;
+	// "+asked" when the client was asked for a certificate. Served is an
+	// HTTP 200, or a node stand-in's name (a TCP frontend, tlsWorld).
+	type outcome map[string]string // "fe sni client" -> outcome
+	probe := func(fe, sni, client string) string { return tlsProbe(addr[fe], sni, clients[client]) }
+	// want polls (a runtime change applies to new handshakes at once; the
+	// deadline only bounds the wait) until every case has its outcome.
+	want := func(step string, in outcome) {
+		t.Helper()
+		var last string
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			last = ""
+			for c, w := range in {
+				f := strings.SplitN(c, " ", 3)
+				sni := strings.Trim(f[1], `"`)
+				if got := probe(f[0], sni, f[2]); got != w {
+					last += fmt.Sprintf("\n\t%s: got %s, want %s", c, got, w)
+				}
+			}
+			if last == "" {
+				return
+			}
+		}
+		t.Fatalf("%s:%s", step, last)
+	}
+	// each is the same outcome on fe2 and fe3 for the three clients.
+	each := func(o outcome, fe, sni string, none, a, b string) {
+		o[fe+" "+sni+" none"], o[fe+" "+sni+" a"], o[fe+" "+sni+" b"] = none, a, b
+	}
+
+	// verify required on the line.
+	line(" [verify required ca-file " + caFile + " no-ca-names]")
+	o := outcome{}
+	each(o, "fe1", "a.example", "200", "200", "200") // the default line's copy answers for its names first
+	each(o, "fe2", "a.example", "refused+asked", "200+asked", "refused+asked")
+	each(o, "fe3", "a.example", "refused+asked", "200+asked", "200+asked") // the bind's ignore-err lets b in
+	each(o, "fe4", "a.example", "refused+asked", "200+asked", "refused+asked")
+	for _, fe := range []string{"fe1", "fe2", "fe3", "fe4"} {
+		each(o, fe, `""`, "200", "200", "200") // no SNI: the default line, nothing asked
+		each(o, fe, "other.example", "200", "200", "200")
+	}
+	want("verify required", o)
+	// The line reads back with its options (a restarted controller's view).
+	ans, err := rt.Exec(ctx, []string{"show ssl crt-list " + filepath.Join(dir, "fe2.crtlist")})
+	if err != nil || !strings.Contains(strings.Join(ans, ""), "verify required") {
+		t.Errorf("show ssl crt-list: %q, %v; want the line's options", ans, err)
+	}
+	// fe4: the map says the frontend requires a certificate: the default
+	// line's clients (no SNI, or a name no line has) are refused after
+	// their handshake; the line's own verification is unchanged.
+	run(haproxy.Command{Line: "add map " + required + " fe4 required"})
+	o = outcome{}
+	each(o, "fe4", `""`, "refused", "refused", "refused")
+	each(o, "fe4", "other.example", "refused", "refused", "refused")
+	each(o, "fe4", "a.example", "refused+asked", "200+asked", "refused+asked")
+	each(o, "fe2", `""`, "200", "200", "200")
+	want("fe4 required in the map", o)
+	run(haproxy.Command{Line: "del map " + required + " fe4"})
+	o = outcome{}
+	each(o, "fe4", `""`, "200", "200", "200")
+	want("fe4 out of the map", o)
+
+	line(" [verify optional ca-file " + caFile + " no-ca-names]")
+	o = outcome{}
+	each(o, "fe2", "a.example", "200+asked", "200+asked", "refused+asked")
+	each(o, "fe3", "a.example", "200+asked", "200+asked", "200+asked")
+	each(o, "fe2", `""`, "200", "200", "200")
+	want("verify optional", o)
+
+	line("")
+	o = outcome{}
+	each(o, "fe2", "a.example", "200", "200", "200")
+	each(o, "fe3", "a.example", "200", "200", "200")
+	want("no verify", o)
+
+	line(" [verify required ca-file " + caFile + " no-ca-names]")
+	run(haproxy.Command{Line: "set ssl ca-file " + caFile, Payload: caB.PEM()}, haproxy.Command{Line: "commit ssl ca-file " + caFile})
+	o = outcome{}
+	each(o, "fe2", "a.example", "refused+asked", "refused+asked", "200+asked")
+	want("CA b committed", o)
+
+	// The default line cannot be taken out (nor so replaced) at runtime.
+	ans, err = rt.Exec(ctx, []string{"del ssl crt-list " + filepath.Join(dir, "fe2.crtlist") + " " + filepath.Join(dir, "fe2.default.pem")})
+	if err != nil || len(ans) != 1 || !strings.Contains(ans[0], "cannot be deleted") {
+		t.Errorf("del of the default line: %q, %v; want it refused", ans, err)
+	}
+	if n := reloads(); n != base {
+		t.Errorf("%d reloads, want 0", n-base)
+	}
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tlsProbe sends one request to addr naming sni ("" none) with the
+// client certificate cert (nil: none when asked) and says what happened:
+// "200" served, "refused" the handshake or the answer failed, and
+// "+asked" when the client was asked for a certificate. Served is an
+// HTTP 200, or a node stand-in's name (a TCP frontend, tlsWorld).
+func tlsProbe(addr, sni string, cert *tls.Certificate) string {
+	var asked atomic.Bool
+	c := &tls.Config{ServerName: sni, InsecureSkipVerify: true, //nolint:gosec // the server's certificate is not the subject
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			asked.Store(true)
+			if cert == nil {
+				return &tls.Certificate{}, nil
+			}
+			return cert, nil
+		}}
+	res := "refused"
+	if conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, c); err == nil {
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		_, _ = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
+		if got, err := io.ReadAll(conn); err == nil && (strings.HasPrefix(string(got), "HTTP/1.1 200") || strings.HasPrefix(string(got), "node-")) {
+			res = "200"
+		}
+		conn.Close()
+	}
+	if asked.Load() {
+		res += "+asked"
+	}
+	return res
+}
+
+// clientPair is a client certificate that ca signed, with its key.
+func clientPair(t *testing.T, ca testcert.Cert) *tls.Certificate {
+	t.Helper()
+	c := testcert.Issue(t, testcert.Spec{CN: "client of " + ca.Cert.Subject.CommonName, Client: true}, ca)
+	pair, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pair
+}
