@@ -130,10 +130,15 @@ func sameClaims(a, b map[netip.Addr]Hold) bool {
 }
 
 // Change is what Decide changed: addresses taken and let go, and how
-// many this host was given but could not take (MaxHolds).
+// many this host was given but could not take (MaxHolds). Contested are
+// addresses this host keeps that a live peer claims too (a partition
+// healed: the peer lets go when it hears this host): the neighbours may
+// have heard the peer announce them last, so this host announces them
+// again.
 type Change struct {
 	Take, Release []netip.Addr
 	Unserved      int
+	Contested     []netip.Addr
 }
 
 // Empty is whether nothing changed.
@@ -186,6 +191,8 @@ func (n *Node) Decide(now time.Time) Change {
 		case held && (!ok || o.Host != n.id):
 			ch.Release = append(ch.Release, a)
 			delete(n.claims, a)
+		case held && contested(a, hosts[1:]):
+			ch.Contested = append(ch.Contested, a)
 		case !held && ok && o.Host == n.id && !settling && len(n.claims) >= n.maxHolds:
 			ch.Unserved++
 		case !held && ok && o.Host == n.id && !settling:
@@ -195,6 +202,16 @@ func (n *Node) Decide(now time.Time) Change {
 		}
 	}
 	return sorted(ch)
+}
+
+// contested is whether one of peers claims a.
+func contested(a netip.Addr, peers []Host) bool {
+	for _, p := range peers {
+		if _, ok := p.Claims[a]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func sorted(c Change) Change {
