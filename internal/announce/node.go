@@ -37,6 +37,9 @@ type Node struct {
 	adoptUntil time.Time
 	leaving    time.Duration
 	decided    time.Time // the last Decide's now
+	// returnedPeer: a peer heard again after its silence since the last
+	// Decide (Change.Again)
+	returnedPeer bool
 }
 
 type peer struct {
@@ -94,6 +97,7 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		return false, ErrReplay
 	}
 	n.heardAgain(p, now)
+	n.returnedPeer = n.returnedPeer || p != nil && !n.live(p, now)
 	h := Host{ID: hb.Host, Healthy: hb.Healthy, Fresh: hb.Fresh, Claims: make(map[netip.Addr]Hold, len(hb.Claims))}
 	for _, c := range hb.Claims {
 		a := c.Addr.Unmap()
@@ -130,15 +134,17 @@ func sameClaims(a, b map[netip.Addr]Hold) bool {
 }
 
 // Change is what Decide changed: addresses taken and let go, and how
-// many this host was given but could not take (MaxHolds). Contested are
-// addresses this host keeps that a live peer claims too (a partition
-// healed: the peer lets go when it hears this host): the neighbours may
-// have heard the peer announce them last, so this host announces them
-// again.
+// many this host was given but could not take (MaxHolds). Again are
+// addresses this host keeps that the neighbours may have heard another
+// host announce last, so it announces them again: a live peer claims
+// them too, or a peer was heard again after its silence (a partition
+// healed: the host that was cut off took every address and announced
+// it, and lets go when it hears this host, perhaps before its claim
+// reached this host).
 type Change struct {
 	Take, Release []netip.Addr
 	Unserved      int
-	Contested     []netip.Addr
+	Again         []netip.Addr
 }
 
 // Empty is whether nothing changed.
@@ -183,6 +189,8 @@ func (n *Node) Decide(now time.Time) Change {
 		n.claims[a] = c
 	}
 	owners := Assign(n.want.Addrs, hosts, n.seen)
+	again := n.returnedPeer
+	n.returnedPeer = false
 	settling := now.Sub(n.start) < n.hold
 	for _, a := range n.want.Addrs {
 		o, ok := owners[a]
@@ -191,8 +199,8 @@ func (n *Node) Decide(now time.Time) Change {
 		case held && (!ok || o.Host != n.id):
 			ch.Release = append(ch.Release, a)
 			delete(n.claims, a)
-		case held && contested(a, hosts[1:]):
-			ch.Contested = append(ch.Contested, a)
+		case held && (again || contested(a, hosts[1:])):
+			ch.Again = append(ch.Again, a)
 		case !held && ok && o.Host == n.id && !settling && len(n.claims) >= n.maxHolds:
 			ch.Unserved++
 		case !held && ok && o.Host == n.id && !settling:
