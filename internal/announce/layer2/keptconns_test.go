@@ -148,10 +148,10 @@ func TestFailoverKeepsConnections(t *testing.T) {
 			_ = g.seg.Freeze(victim, false)
 		}
 	}()
-	// the failover bound: the goal's max (0.8 s) with room for a loaded
-	// machine; the kernel's retransmission of the write is the reset's
-	// clock (200 ms, then 400 ms...)
-	const bound = 3 * time.Second
+	// the failover bound with room for a loaded machine (as
+	// TestFailoverResetsConnections): the reset comes at the client's
+	// next retransmission after the move (200 ms, then 400 ms...)
+	const bound = 5 * time.Second
 	for _, k := range gone {
 		if err := k.echo(bound - time.Since(start)); !errors.Is(err, syscall.ECONNRESET) {
 			t.Errorf("%s's connection to %s: %v %s after the freeze, want a reset within %s; %s",
