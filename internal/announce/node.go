@@ -204,12 +204,40 @@ func (n *Node) Decide(now time.Time) Change {
 		case !held && ok && o.Host == n.id && !settling && len(n.claims) >= n.maxHolds:
 			ch.Unserved++
 		case !held && ok && o.Host == n.id && !settling:
+			o.Support = n.support(a, o.Support, now)
 			n.claims[a] = o.Hold
 			n.seen[a] = max(n.seen[a], o.Term)
 			ch.Take = append(ch.Take, a)
 		}
 	}
 	return sorted(ch)
+}
+
+// support is the support of a taking of a at now, at most most: when a
+// peer silent now held a, only the peers heard well after its last
+// heartbeat (half the hold time) count beside this host. A peer heard
+// last about when the holder was is as likely cut off with it: a host
+// that is itself being cut off hears its peers fall silent one by one,
+// and must not take the first one's addresses with the support of the
+// others (it would keep them against their holder when the cut heals
+// before it noticed the rest).
+func (n *Node) support(a netip.Addr, most int, now time.Time) int {
+	var gone *peer
+	for _, p := range n.peers {
+		if _, ok := p.host.Claims[a]; ok && !n.live(p, now) && (gone == nil || p.at.After(gone.at)) {
+			gone = p
+		}
+	}
+	if gone == nil {
+		return most
+	}
+	k := 1
+	for _, p := range n.peers {
+		if n.live(p, now) && p.at.Sub(gone.at) > n.hold/2 {
+			k++
+		}
+	}
+	return min(k, most)
 }
 
 // contested is whether one of peers claims a.
