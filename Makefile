@@ -302,13 +302,18 @@ bench-listeners: deps-haproxy
 # announcer beside keepalived, TRIALS per fault and family; prints the
 # table of BENCHMARKS.md. FAILOVER_ONLY=ours or keepalived runs one.
 # Then the BGP announcer against BIRD 2 (internal/announce/bgp, its own
-# table; FAILOVER_ONLY=bgp runs it alone, =keepalived skips it).
+# table; FAILOVER_ONLY=bgp runs it alone, =keepalived skips it). Without
+# FAILOVER_ONLY also: 500 addresses at once, TRIALS trials for a client
+# behind a router (keepalived beside us), connections kept across a
+# failover (10 runs), the 10-minute apiserver outage.
 TRIALS ?= 20
 FAILOVER_ONLY ?=
 .PHONY: failover
 failover: deps
 	HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_ONLY=$(FAILOVER_ONLY) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkFailover$$' -benchtime 1x -timeout 60m $(if $(filter bgp,$(FAILOVER_ONLY)),,./internal/announce/layer2/) ./internal/announce/bgp/
 	$(if $(FAILOVER_ONLY),,$(GO) test -count=1 -v -run '^TestFailoverManyAddresses$$' ./internal/announce/layer2/)
+	$(if $(FAILOVER_ONLY),,HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_KEEPALIVED=1 $(GO) test -count=1 -v -run '^TestFailoverBehindRouter$$' -timeout 30m ./internal/announce/layer2/)
+	$(if $(FAILOVER_ONLY),,$(GO) test -count=10 -v -run '^TestFailoverKeepsConnections$$' ./internal/announce/layer2/)
 	$(if $(FAILOVER_ONLY),,$(WITH_TESTBIN) HKS_APISERVER_OUTAGE=10m $(GO) test -count=1 -v -run '^TestAnnounceThroughAPIServerOutage$$' -timeout 20m ./internal/cli/)
 
 clean:

@@ -37,6 +37,9 @@ type Node struct {
 	adoptUntil time.Time
 	leaving    time.Duration
 	decided    time.Time // the last Decide's now
+	// returnedPeer: a peer heard again after its silence since the last
+	// Decide (Change.Again)
+	returnedPeer bool
 }
 
 type peer struct {
@@ -94,6 +97,7 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		return false, ErrReplay
 	}
 	n.heardAgain(p, now)
+	n.returnedPeer = n.returnedPeer || p != nil && !n.live(p, now)
 	h := Host{ID: hb.Host, Healthy: hb.Healthy, Fresh: hb.Fresh, Claims: make(map[netip.Addr]Hold, len(hb.Claims))}
 	for _, c := range hb.Claims {
 		a := c.Addr.Unmap()
@@ -130,10 +134,17 @@ func sameClaims(a, b map[netip.Addr]Hold) bool {
 }
 
 // Change is what Decide changed: addresses taken and let go, and how
-// many this host was given but could not take (MaxHolds).
+// many this host was given but could not take (MaxHolds). Again are
+// addresses this host keeps that the neighbours may have heard another
+// host announce last, so it announces them again: a live peer claims
+// them too, or a peer was heard again after its silence (a partition
+// healed: the host that was cut off took every address and announced
+// it, and lets go when it hears this host, perhaps before its claim
+// reached this host).
 type Change struct {
 	Take, Release []netip.Addr
 	Unserved      int
+	Again         []netip.Addr
 }
 
 // Empty is whether nothing changed.
@@ -178,6 +189,8 @@ func (n *Node) Decide(now time.Time) Change {
 		n.claims[a] = c
 	}
 	owners := Assign(n.want.Addrs, hosts, n.seen)
+	again := n.returnedPeer
+	n.returnedPeer = false
 	settling := now.Sub(n.start) < n.hold
 	for _, a := range n.want.Addrs {
 		o, ok := owners[a]
@@ -186,15 +199,55 @@ func (n *Node) Decide(now time.Time) Change {
 		case held && (!ok || o.Host != n.id):
 			ch.Release = append(ch.Release, a)
 			delete(n.claims, a)
+		case held && (again || contested(a, hosts[1:])):
+			ch.Again = append(ch.Again, a)
 		case !held && ok && o.Host == n.id && !settling && len(n.claims) >= n.maxHolds:
 			ch.Unserved++
 		case !held && ok && o.Host == n.id && !settling:
+			o.Support = n.support(a, o.Support, now)
 			n.claims[a] = o.Hold
 			n.seen[a] = max(n.seen[a], o.Term)
 			ch.Take = append(ch.Take, a)
 		}
 	}
 	return sorted(ch)
+}
+
+// support is the support of a taking of a at now, at most most: when a
+// peer silent now held a, only the peers heard well after its last
+// heartbeat (half the hold time) count beside this host. A peer heard
+// last about when the holder was is as likely cut off with it: a host
+// that is itself being cut off hears its peers fall silent one by one,
+// and must not take the first one's addresses with the support of the
+// others (it would keep them against their holder when the cut heals
+// before it noticed the rest).
+func (n *Node) support(a netip.Addr, most int, now time.Time) int {
+	var gone *peer
+	for _, p := range n.peers {
+		if _, ok := p.host.Claims[a]; ok && !n.live(p, now) && (gone == nil || p.at.After(gone.at)) {
+			gone = p
+		}
+	}
+	if gone == nil {
+		return most
+	}
+	k := 1
+	for _, p := range n.peers {
+		if n.live(p, now) && p.at.Sub(gone.at) > n.hold/2 {
+			k++
+		}
+	}
+	return min(k, most)
+}
+
+// contested is whether one of peers claims a.
+func contested(a netip.Addr, peers []Host) bool {
+	for _, p := range peers {
+		if _, ok := p.Claims[a]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func sorted(c Change) Change {

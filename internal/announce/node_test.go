@@ -310,3 +310,90 @@ func TestNodeMaxHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNodeAnnouncesAgainAfterHeal: when a partition heals, the host that
+// keeps an address the returning host took while cut off is told to
+// announce it again (Change.Again), whichever of the two hears the other
+// first: when it hears the returning host (back after its silence, or
+// claiming the address), and not once that host, heard again, no longer
+// claims it. Nothing else changes for it.
+func TestNodeAnnouncesAgainAfterHeal(t *testing.T) {
+	type hearing struct {
+		to, from string
+		again    bool // the owner (lb2) is told to announce what it keeps
+	}
+	cases := []struct {
+		name  string
+		steps []hearing
+	}{
+		{"the owner hears the returning host first", []hearing{
+			{"lb2", "lb1", true}, {"lb1", "lb2", false}, {"lb2", "lb1", false}}},
+		{"the returning host hears the owner first and lets go", []hearing{
+			{"lb1", "lb2", false}, {"lb2", "lb1", true}, {"lb2", "lb1", false}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, addrs(6), "lb1", "lb2", "lb3")
+			s.step(5)
+			s.oneOwnerEach()
+			s.cut[[2]string{"lb1", "lb2"}], s.cut[[2]string{"lb1", "lb3"}] = true, true
+			s.step(5)
+			if got := len(s.nodes["lb1"].Holds()); got != 6 {
+				t.Fatalf("the lone host holds %d addresses, want all 6", got)
+			}
+			clear(s.cut)
+			kept := s.nodes["lb2"].Holds()
+			for i, h := range tc.steps {
+				b, err := Seal(s.nodes[h.from].Heartbeat(), key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.deliver(h.to, b); err != nil {
+					t.Fatal(err)
+				}
+				ch := s.nodes[h.to].Decide(s.now)
+				if h.to != "lb2" {
+					continue
+				}
+				var want []netip.Addr
+				if h.again {
+					want = kept
+				}
+				if !slices.Equal(ch.Again, want) {
+					t.Errorf("step %d: announce again %v, want %v", i, ch.Again, want)
+				}
+				if !ch.Empty() {
+					t.Errorf("step %d: the owner changed %+v", i, ch)
+				}
+			}
+		})
+	}
+}
+
+// TestNodeQuickHealKeepsOwners: a host cut off from its peers one after
+// the other (lb3 first, lb2 a heartbeat later) notices lb3's silence
+// first and takes its addresses while lb2 still counts as live; the cut
+// heals before it notices lb2's. Those takings count lb2 as no support
+// (heard last about when lb3 was), so lb3, which never stopped, keeps
+// its addresses when the cut heals.
+func TestNodeQuickHealKeepsOwners(t *testing.T) {
+	s := newSim(t, addrs(6), "lb1", "lb2", "lb3")
+	s.step(5)
+	s.oneOwnerEach()
+	kept := s.nodes["lb3"].Holds()
+	s.cut[[2]string{"lb1", "lb3"}] = true
+	s.step(1)
+	s.cut[[2]string{"lb1", "lb2"}] = true
+	s.step(3)
+	if !slices.ContainsFunc(kept, func(a netip.Addr) bool { return slices.Contains(s.nodes["lb1"].Holds(), a) }) {
+		t.Fatalf("lb1 took none of lb3's %v while cut off (holds %v): the scene is not set", kept, s.nodes["lb1"].Holds())
+	}
+	clear(s.cut)
+	s.step(3)
+	s.oneOwnerEach()
+	for _, a := range kept {
+		if own := s.owners()[a]; len(own) != 1 || own[0] != "lb3" {
+			t.Errorf("%s held by %v after the heal, was lb3's (which never stopped)", a, own)
+		}
+	}
+}

@@ -59,7 +59,8 @@ type Owner struct {
 //     so that a flapping host is given nothing to lose again. Its term
 //     is one more than any seen for the address (seen: the highest term
 //     this host ever heard for each address, claims of hosts not passed
-//     included), its support the number of hosts passed.
+//     included), its support the number of hosts passed (Node.Decide
+//     counts fewer for a taking from a silent holder: Node.support).
 //
 // The rank of a host for an address is a hash of both (rendezvous
 // hashing), so ties break the same way everywhere without favouring one

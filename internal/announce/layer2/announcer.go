@@ -266,10 +266,13 @@ func (a *Announcer) apply(ch announce.Change) {
 		a.log.Error("addresses not announced: this host holds the most a heartbeat can carry", "max", announce.MaxHolds, "unserved", ch.Unserved)
 	}
 	a.full = ch.Unserved > 0
-	if ch.Empty() {
+	if ch.Empty() && len(ch.Again) == 0 {
 		return
 	}
-	a.work.put(a.node.Holds(), nil)
+	a.work.put(a.node.Holds(), nil, ch.Again...)
+	for _, ad := range ch.Again {
+		a.log.Info("address announced again: a peer claims it too or was heard again", "address", ad)
+	}
 	for _, ad := range ch.Release {
 		a.log.Info("address released", "address", ad)
 	}

@@ -37,6 +37,9 @@ type ifaceJob struct {
 	// leave what is held with that lifetime (a restart, restart.go)
 	final bool
 	keep  time.Duration
+	// again: held addresses to announce again, repeats and all (a peer
+	// claimed them too; they accumulate as drop does)
+	again map[netip.Addr]bool
 }
 
 // worker is the interface's side of the announcer.
@@ -72,16 +75,19 @@ func newWorker(l *link, cfg Config, log *slog.Logger) *worker {
 		on: map[netip.Addr]*garp{}}
 }
 
-// put hands the worker the addresses to hold now, and addresses to drop
-// unless held; it never blocks.
-func (w *worker) put(hold []netip.Addr, drop []netip.Addr) {
+// put hands the worker the addresses to hold now, addresses to drop
+// unless held, and held addresses to announce again; it never blocks.
+func (w *worker) put(hold []netip.Addr, drop []netip.Addr, again ...netip.Addr) {
 	w.mu.Lock()
 	if w.pending == nil {
-		w.pending = &ifaceJob{drop: map[netip.Addr]bool{}}
+		w.pending = &ifaceJob{drop: map[netip.Addr]bool{}, again: map[netip.Addr]bool{}}
 	}
 	w.pending.hold = hold
 	for _, a := range drop {
 		w.pending.drop[a] = true
+	}
+	for _, a := range again {
+		w.pending.again[a] = true
 	}
 	w.mu.Unlock()
 	select {
@@ -95,7 +101,7 @@ func (w *worker) put(hold []netip.Addr, drop []netip.Addr) {
 func (w *worker) finish(keep, within time.Duration) {
 	w.mu.Lock()
 	if w.pending == nil {
-		w.pending = &ifaceJob{drop: map[netip.Addr]bool{}}
+		w.pending = &ifaceJob{drop: map[netip.Addr]bool{}, again: map[netip.Addr]bool{}}
 	}
 	w.pending.final, w.pending.keep = true, keep
 	w.mu.Unlock()
@@ -197,6 +203,16 @@ func (w *worker) apply(j *ifaceJob) {
 			w.log.Warn("announcing an address", "address", a, "error", err)
 		}
 		w.on[a] = &garp{next: time.Now().Add(w.interval), left: w.repeats - 1}
+	}
+	for a := range j.again {
+		g, on := w.on[a]
+		if !on {
+			continue
+		}
+		if err := w.link.announce(a); err != nil {
+			w.log.Warn("announcing an address", "address", a, "error", err)
+		}
+		g.next, g.left = time.Now().Add(w.interval), w.repeats-1
 	}
 }
 
