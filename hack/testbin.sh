@@ -24,8 +24,6 @@
 #   conformance-images.tar
 #       both packaged by hack/image/testimage under the image names the
 #       suite's manifests use (registry.k8s.io/...; never pulled).
-#
-# And on request only (not in the default set):
 #   controller-images.tar
 #       the image the chart runs in the real-node tier,
 #       testimages.invalid/haproxy-k8s-sync:1: this checkout's controller,
@@ -34,8 +32,9 @@
 #       root on a cold cache), packaged by hack/image/testimage. Keyed by
 #       the controller's sources (go.mod, go.sum, the non-test .go files of
 #       cmd/ and internal/ but internal/testing), the root's cache
-#       directory (its recipe's key) and hack/image/testimage; about
-#       230 MB, a new one for each change of those sources.
+#       directory (its recipe's key) and hack/image/testimage; 157 MB,
+#       a new one for each change of those sources (a static link and 7 s
+#       of packing), of which the newest 3 are kept.
 #
 # Each one is cached on its own, in
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin/bin/<name>/<key>/
@@ -67,8 +66,7 @@ log() { printf 'testbin: %s\n' "$*" >&2; }
 
 gobins=(kube-apiserver kube-controller-manager kubelet kube-proxy etcd agnhost)
 confbins=(echo-basic coredns)
-all=("${gobins[@]}" kwok test-images.tar "${confbins[@]}" conformance-images.tar)
-extra=(controller-images.tar)
+all=("${gobins[@]}" kwok test-images.tar "${confbins[@]}" conformance-images.tar controller-images.tar)
 
 # kube-apiserver reports the version of k8s.io/kubernetes from go.mod on
 # /version, as a released binary would (unstamped it says v0.0.0-master).
@@ -88,7 +86,7 @@ ldflags="-X $vpkg.gitVersion=$kver -X $vpkg.gitMajor=$kmajor -X $vpkg.gitMinor=$
 requested=("$@")
 [[ ${#requested[@]} -gt 0 ]] || requested=("${all[@]}")
 for r in "${requested[@]}"; do
-	[[ " ${all[*]} ${extra[*]} " == *" $r "* ]] || { log "unknown binary $r (known: ${all[*]} ${extra[*]})"; exit 2; }
+	[[ " ${all[*]} " == *" $r "* ]] || { log "unknown binary $r (known: ${all[*]})"; exit 2; }
 done
 want() { [[ " ${requested[*]} " == *" $1 "* ]]; }
 # The images need agnhost.
@@ -235,6 +233,9 @@ build_missing() {
 		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2
 		"$tmp/testimage" -controller "$tmp/haproxy-k8s-sync" -haproxy-root "$haproxy_dir/root" -o "$tmp/controller-images.tar" >&2
 		install_one controller-images.tar "$tmp/controller-images.tar"
+		# One per source change: keep the newest 3 (a set naming an older
+		# one is never reused, its key would be rebuilt first).
+		(cd "$cache_root/bin/controller-images.tar" && ls -1t | tail -n +4 | xargs -r rm -rf --)
 	fi
 	if [[ " ${todo[*]} " == *" test-images.tar "* ]]; then
 		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2
