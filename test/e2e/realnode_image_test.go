@@ -67,6 +67,8 @@ func TestRealNodeControllerImage(t *testing.T) {
 	if last.Status.Phase != corev1.PodSucceeded {
 		t.Errorf("phase %s, want Succeeded", last.Status.Phase)
 	}
-	t.Logf("the chart's image ran its three commands; Pod ended %s after creation",
-		time.Since(last.CreationTimestamp.Time).Round(time.Second))
+	if !t.Failed() {
+		t.Logf("the chart's image ran its three commands; Pod ended %s after creation",
+			time.Since(last.CreationTimestamp.Time).Round(time.Second))
+	}
 }
