@@ -24,6 +24,17 @@
 #   conformance-images.tar
 #       both packaged by hack/image/testimage under the image names the
 #       suite's manifests use (registry.k8s.io/...; never pulled).
+#   controller-images.tar
+#       the image the chart runs in the real-node tier,
+#       testimages.invalid/haproxy-k8s-sync:1: this checkout's controller,
+#       built static (CGO_ENABLED=0), over the HAProxy 3.0 root file system
+#       hack/haproxy-version.sh 3.0 makes (which it runs, building that
+#       root on a cold cache), packaged by hack/image/testimage. Keyed by
+#       the controller's sources (go.mod, go.sum, the non-test .go files of
+#       cmd/ and internal/ but internal/testing), the root's cache
+#       directory (its recipe's key) and hack/image/testimage; 157 MB,
+#       a new one for each change of those sources (a static link and 7 s
+#       of packing), of which the newest 3 are kept.
 #
 # Each one is cached on its own, in
 #   ${XDG_CACHE_HOME:-$HOME/.cache}/haproxy-k8s-sync/testbin/bin/<name>/<key>/
@@ -55,7 +66,7 @@ log() { printf 'testbin: %s\n' "$*" >&2; }
 
 gobins=(kube-apiserver kube-controller-manager kubelet kube-proxy etcd agnhost)
 confbins=(echo-basic coredns)
-all=("${gobins[@]}" kwok test-images.tar "${confbins[@]}" conformance-images.tar)
+all=("${gobins[@]}" kwok test-images.tar "${confbins[@]}" conformance-images.tar controller-images.tar)
 
 # kube-apiserver reports the version of k8s.io/kubernetes from go.mod on
 # /version, as a released binary would (unstamped it says v0.0.0-master).
@@ -128,6 +139,20 @@ for b in "${confbins[@]}"; do
 	} | sha256sum | cut -c1-16)
 done
 key[conformance-images.tar]=$(printf '%s\n%s\n' "${key[echo-basic]} ${key[coredns]}" "$imgkey" | sha256sum | cut -c1-16)
+
+if want controller-images.tar; then
+	haproxy_dir=$("$root/hack/haproxy-version.sh" 3.0 | tail -n 1)
+	haproxy_dir=$(dirname "$(dirname "$haproxy_dir")") # .../haproxy/3.0-<key>
+	[[ -x "$haproxy_dir/root/usr/sbin/haproxy" ]] || { log "no HAProxy root file system in $haproxy_dir"; exit 1; }
+	key[controller-images.tar]=$({
+		hashfiles "$root" go.mod go.sum
+		(cd "$root" && find cmd internal -path internal/testing -prune -o -type f -name '*.go' ! -name '*_test.go' -print0 |
+			LC_ALL=C sort -z | xargs -0 sha256sum)
+		basename "$haproxy_dir"
+		echo "$platform"
+		echo "$imgkey"
+	} | sha256sum | cut -c1-16)
+fi
 
 path() { echo "$cache_root/bin/$1/${key[$1]}"; }
 have() { [[ -f "$(path "$1")/.complete" && -e "$(path "$1")/$1" ]]; }
@@ -202,6 +227,15 @@ build_missing() {
 		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2
 		"$tmp/testimage" -echo-basic "$(path echo-basic)/echo-basic" -coredns "$(path coredns)/coredns" -o "$tmp/conformance-images.tar" >&2
 		install_one conformance-images.tar "$tmp/conformance-images.tar"
+	fi
+	if [[ " ${todo[*]} " == *" controller-images.tar "* ]]; then
+		(cd "$root" && CGO_ENABLED=0 "$GO" build -trimpath -o "$tmp/haproxy-k8s-sync" ./cmd/haproxy-k8s-sync) >&2
+		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2
+		"$tmp/testimage" -controller "$tmp/haproxy-k8s-sync" -haproxy-root "$haproxy_dir/root" -o "$tmp/controller-images.tar" >&2
+		install_one controller-images.tar "$tmp/controller-images.tar"
+		# One per source change: keep the newest 3 (a set naming an older
+		# one is never reused, its key would be rebuilt first).
+		(cd "$cache_root/bin/controller-images.tar" && ls -1t | tail -n +4 | xargs -r rm -rf --)
 	fi
 	if [[ " ${todo[*]} " == *" test-images.tar "* ]]; then
 		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2

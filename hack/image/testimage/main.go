@@ -16,6 +16,12 @@
 // API conformance suite's manifests name (conformance.go).
 //
 //	testimage -echo-basic DIR/echo-basic -coredns DIR/coredns -o DIR/conformance-images.tar
+//
+// With -controller and -haproxy-root it packs the image the chart runs
+// in (controller.go): the static controller over an HAProxy root file
+// system.
+//
+//	testimage -controller DIR/haproxy-k8s-sync -haproxy-root ROOT -o DIR/controller-images.tar
 package main
 
 import (
@@ -42,9 +48,13 @@ func main() {
 	out := flag.String("o", "", "output tarball")
 	echo := flag.String("echo-basic", "", "static echo-basic binary (conformance images)")
 	coredns := flag.String("coredns", "", "static coredns binary (conformance images)")
+	controller := flag.String("controller", "", "static haproxy-k8s-sync binary (the chart's image)")
+	haproxyRoot := flag.String("haproxy-root", "", "root file system holding usr/sbin/haproxy (the chart's image)")
 	flag.Parse()
 	var err error
-	if *echo != "" || *coredns != "" {
+	if *controller != "" || *haproxyRoot != "" {
+		err = buildController(*controller, *haproxyRoot, *out)
+	} else if *echo != "" || *coredns != "" {
 		err = buildConformance(*echo, *coredns, *out)
 	} else {
 		err = build(*bin, *out)

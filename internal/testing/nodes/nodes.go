@@ -49,6 +49,10 @@ import (
 const (
 	AgnhostImage = "testimages.invalid/agnhost:1"
 	PauseImage   = "testimages.invalid/pause:1"
+	// ControllerImage is the chart's image (the controller over HAProxy's
+	// root file system), in the archive "controller-images.tar"
+	// (Options.Images), which hack/testbin.sh builds on request.
+	ControllerImage = "testimages.invalid/haproxy-k8s-sync:1"
 )
 
 // KubeProxyHealthPort is where kube-proxy answers /healthz on every node

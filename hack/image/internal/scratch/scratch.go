@@ -1,7 +1,8 @@
 // Package scratch builds OCI images on no base image and without a
 // container daemon (go-containerregistry): one layer of the entries given,
 // everything dated the Unix epoch so that a build is reproducible, for
-// linux on this machine's architecture. The controller's image
+// linux on this machine's architecture; DirLayer makes a layer of a
+// directory tree (dir.go). The controller's image
 // (hack/image) and the test images (hack/image/testimage) are built with
 // it.
 package scratch
@@ -61,7 +62,12 @@ func Layer(entries ...Entry) (v1.Layer, error) {
 // architecture, with the run configuration config sets (entrypoint,
 // command, user, environment).
 func Image(layer v1.Layer, config func(*v1.Config)) (v1.Image, error) {
-	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layer)
+	return Layered([]v1.Layer{layer}, config)
+}
+
+// Layered is Image of several layers, the first at the bottom.
+func Layered(layers []v1.Layer, config func(*v1.Config)) (v1.Image, error) {
+	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), layers...)
 	if err != nil {
 		return nil, err
 	}
