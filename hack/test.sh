@@ -12,7 +12,8 @@
 #     the driver (RUNTIME_PKGS) on each of RUNTIME_VERSIONS;
 #   - the conformance suite (VERSION_CONFORMANCE) in one job: on the host's
 #     HAProxy, then on each of TEST_VERSIONS, on one real-node tier;
-#   - make fuzz.
+#   - make fuzz;
+#   - the tests of hack/image, a module of its own (the image builders).
 #
 # Every test binary runs in a network namespace of its own
 # (hack/netns-exec.sh), so that two of them at once can take the same
@@ -223,6 +224,8 @@ for v in $RUNTIME_VERSIONS; do
 	run "runtime@$v" "${bins[$v]}" -- "${rrels[@]}" -- "${skip[@]}" "${binflags[@]}"
 done
 [ -z "$TEST_FUZZ" ] || add fuzz make --no-print-directory fuzz
+# hack/image is a module of its own (the image builders): its tests too.
+add hack/image "$GO" -C "$root/hack/image" test -count=1 ./...
 
 # Longest first.
 mapfile -t order < <(for i in "${!names[@]}"; do
