@@ -36,6 +36,12 @@ func queued(p *Publisher) []string {
 	return out
 }
 
+// walked is queued after a Poke: an enqueue that walks every route.
+func walked(p *Publisher) []string {
+	p.Poke()
+	return queued(p)
+}
+
 // threeRoutes is a publisher of routes apps/a, b and c, each with a
 // result and no status yet.
 func threeRoutes() (*fakeObjects, gateway.Result, *Publisher) {
@@ -56,7 +62,7 @@ func threeRoutes() (*fakeObjects, gateway.Result, *Publisher) {
 // its status differs.
 func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 	objs, res, p := threeRoutes()
-	if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
+	if got := walked(p); !slices.Equal(got, []string{"a", "b", "c"}) {
 		t.Fatalf("no status yet: queued %v, want a b c", got)
 	}
 	// The writes landed: the informer holds new objects.
@@ -65,7 +71,7 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 		r.Status.Parents = parentsWith("Accepted")
 		objs.routes[i] = r
 	}
-	if got := queued(p); len(got) != 0 {
+	if got := walked(p); len(got) != 0 {
 		t.Fatalf("every status written: queued %v, want none", got)
 	}
 	if len(p.synced) != 3 {
@@ -76,7 +82,7 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 	b := objs.routes[1].DeepCopy()
 	b.Status.Parents = parentsWith("Other")
 	objs.routes[1] = b
-	if got := queued(p); !slices.Equal(got, []string{"b"}) {
+	if got := walked(p); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("b's status changed: queued %v, want b", got)
 	}
 	// Route c's result changed (a new slice): queued.
@@ -85,7 +91,7 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 	objs.routes[1] = b
 	res.Routes[gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: "c"}}] = parentsWith("Changed")
 	p.Applied(res)
-	if got := queued(p); !slices.Equal(got, []string{"c"}) {
+	if got := walked(p); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("c's result changed: queued %v, want c", got)
 	}
 }
@@ -98,7 +104,7 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 func TestEnqueueComparesOnlyWhatChanged(t *testing.T) {
 	objs, _, p := threeRoutes()
 	for i := range 3 {
-		if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
+		if got := walked(p); !slices.Equal(got, []string{"a", "b", "c"}) {
 			t.Fatalf("enqueue %d, no status written yet: queued %v, want a b c", i, got)
 		}
 		if p.compared != 3 {
@@ -109,7 +115,7 @@ func TestEnqueueComparesOnlyWhatChanged(t *testing.T) {
 	b := objs.routes[1].DeepCopy()
 	b.Status.Parents = parentsWith("Accepted")
 	objs.routes = []*gwv1.HTTPRoute{objs.routes[0], b}
-	if got := queued(p); !slices.Equal(got, []string{"a"}) {
+	if got := walked(p); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("b written, c deleted: queued %v, want a", got)
 	}
 	if p.compared != 4 || len(p.synced) != 2 {
@@ -124,7 +130,7 @@ func TestEnqueueComparesOnlyWhatChanged(t *testing.T) {
 // looked up again.
 func TestEnqueueUnderTheSameResultLooksNothingUp(t *testing.T) {
 	objs, res, p := threeRoutes()
-	queued(p)
+	walked(p)
 	if p.looked != 3 {
 		t.Fatalf("first enqueue: %d routes looked up, want 3", p.looked)
 	}
@@ -133,9 +139,9 @@ func TestEnqueueUnderTheSameResultLooksNothingUp(t *testing.T) {
 		r.Status.Parents = parentsWith("Accepted")
 		objs.routes[i] = r
 	}
-	queued(p) // three new objects
+	walked(p) // three new objects
 	for i := range 3 {
-		if got := queued(p); len(got) != 0 {
+		if got := walked(p); len(got) != 0 {
 			t.Fatalf("enqueue %d: queued %v, want none", i, got)
 		}
 		if p.looked != 6 {
@@ -145,11 +151,11 @@ func TestEnqueueUnderTheSameResultLooksNothingUp(t *testing.T) {
 	b := objs.routes[1].DeepCopy()
 	b.Status.Parents = parentsWith("Other")
 	objs.routes[1] = b
-	if got := queued(p); !slices.Equal(got, []string{"b"}) || p.looked != 7 {
+	if got := walked(p); !slices.Equal(got, []string{"b"}) || p.looked != 7 {
 		t.Fatalf("b's object changed: queued %v and %d looked up in all, want b and 7", got, p.looked)
 	}
 	p.Applied(res) // a new result (the same statuses)
-	if got := queued(p); !slices.Equal(got, []string{"b"}) || p.looked != 10 {
+	if got := walked(p); !slices.Equal(got, []string{"b"}) || p.looked != 10 {
 		t.Fatalf("a new result: queued %v and %d looked up in all, want b and 10", got, p.looked)
 	}
 }

@@ -109,8 +109,9 @@ func (l *Loop) Synced() bool { return l.src.Synced() }
 // until ctx ends.
 func (l *Loop) Run(ctx context.Context) error {
 	// An update that changes nothing a pass reads (our own status
-	// writes, mostly) costs no pass: the publisher compares again.
-	if err := l.src.OnChangeOr(l.Trigger, l.opts.Publisher.Poke); err != nil {
+	// writes, mostly) costs no pass: the publisher compares that object
+	// again.
+	if err := l.src.OnChangeOr(l.Trigger, l.opts.Publisher.Changed); err != nil {
 		return err
 	}
 	if err := l.src.Start(ctx, l.opts.SyncTimeout); err != nil {

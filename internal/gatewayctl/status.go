@@ -63,8 +63,13 @@ type Publisher struct {
 	synced   inSync
 	enqueues int
 	enqueued *gateway.Result // the result the last enqueue compared with
-	compared int             // routes merged and compared, for tests
-	looked   int             // routes' wanted status looked up, for tests
+	// changed: the objects updated (a status written) since the last
+	// enqueue, and full whether it must look at every object instead
+	// (changed.go; under mu).
+	changed  []any
+	full     bool
+	compared int // routes merged and compared, for tests
+	looked   int // routes' wanted status looked up, for tests
 }
 
 type item struct{ Kind, Namespace, Name string }
@@ -99,12 +104,14 @@ func (p *Publisher) Applied(res gateway.Result) {
 	p.Poke()
 }
 
-// Poke makes the publisher compare every object again (an object's
-// status changed under it, say).
+// Poke makes the publisher compare every object again.
 func (p *Publisher) Poke() {
 	if p == nil {
 		return
 	}
+	p.mu.Lock()
+	p.full, p.changed = true, nil
+	p.mu.Unlock()
 	p.wake.Poke()
 }
 
@@ -130,11 +137,16 @@ func (p *Publisher) result() *gateway.Result {
 	return p.last
 }
 
-// enqueue queues every object whose status differs from what it should be.
+// enqueue queues every object whose status differs from what it should
+// be: under the result the last enqueue compared with, only the objects
+// updated since (changed.go), when they are all routes.
 func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
-	res := p.result()
+	res, changed, full := p.take()
 	if res == nil {
 		return // nothing applied yet: nothing is known to be served
+	}
+	if !full && res == p.enqueued && p.synced != nil && p.enqueueChanged(q, res, changed) {
+		return
 	}
 	in := p.objs.Snapshot()
 	now := metav1.Now()
@@ -156,22 +168,7 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 	sameRes := res == p.enqueued // insync.go: the entries hold as they are
 	p.enqueued = res
 	routes := func(obj any, kind, ns, name string, have []gwv1.RouteParentStatus) {
-		differs, known := false, false
-		if sameRes {
-			differs, known = p.synced.known(obj, gen)
-		}
-		if !known {
-			want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
-			p.looked++
-			if differs, known = p.synced.verdict(obj, want, gen); !known {
-				differs = !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have)
-				p.compared++
-				p.synced.mark(obj, want, differs, gen)
-			}
-		}
-		if differs {
-			q.Add(item{kind, ns, name})
-		}
+		p.route(q, res, obj, kind, ns, name, have, now, gen, sameRes)
 	}
 	for _, r := range in.TCPRoutes {
 		routes(r, gateway.KindTCPRoute, r.Namespace, r.Name, r.Status.Parents)

@@ -49,8 +49,12 @@ type generations[S any, G interface {
 
 // handler is what a source's user registers: change runs on every add,
 // delete and update that is Relevant (updates.go); quiet, when not nil,
-// on every other update (a status written, say), which needs no pass.
-type handler struct{ change, quiet func() }
+// on every other update (a status written, say), which needs no pass,
+// with the updated object (the cache's).
+type handler struct {
+	change func()
+	quiet  func(obj any)
+}
 
 // rebuild makes the generation in use a new one from build (not started).
 func (g *generations[S, G]) rebuild(build func() G) {
@@ -67,8 +71,9 @@ func (g *generations[S, G]) OnChange(fn func()) error { return g.OnChangeOr(fn, 
 
 // OnChangeOr is OnChange, and quiet (when not nil) runs on every update
 // that changes nothing a pass reads: a status written, by us or another
-// controller (the status publisher compares again).
-func (g *generations[S, G]) OnChangeOr(fn, quiet func()) error {
+// controller (the status publisher compares that object again). quiet
+// is given the updated object, the one the cache now holds.
+func (g *generations[S, G]) OnChangeOr(fn func(), quiet func(obj any)) error {
 	h := handler{change: fn, quiet: quiet}
 	g.handlers = append(g.handlers, h)
 	return G(g.set.Load()).register(h)

@@ -196,7 +196,8 @@ func relistInto[S any, G interface {
 }
 
 // registerAll adds a handler to each informer running h.change on every
-// add, delete and Relevant update, h.quiet (if any) on the other updates.
+// add, delete and Relevant update, h.quiet (if any) on the other updates
+// with the updated object.
 func registerAll(h handler, infs []cache.SharedIndexInformer) error {
 	funcs := cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { h.change() },
@@ -205,7 +206,7 @@ func registerAll(h handler, infs []cache.SharedIndexInformer) error {
 			case Relevant(old, new):
 				h.change()
 			case h.quiet != nil:
-				h.quiet()
+				h.quiet(new)
 			}
 		},
 		DeleteFunc: func(any) { h.change() },

@@ -33,7 +33,7 @@ func TestStatusWritesAreNoChange(t *testing.T) {
 	src := NewGateway(client, gc, false, map[string]string{gateway.KindHTTPRoute: RouteV1})
 	src.WithIngress(gateway.Key{})
 	var changes, quiet atomic.Int64
-	if err := src.OnChangeOr(func() { changes.Add(1) }, func() { quiet.Add(1) }); err != nil {
+	if err := src.OnChangeOr(func() { changes.Add(1) }, func(any) { quiet.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
 	rt, err := gc.GatewayV1().HTTPRoutes("default").Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "r"},

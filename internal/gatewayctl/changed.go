@@ -1,0 +1,99 @@
+package gatewayctl
+
+import (
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+)
+
+// maxChanged bounds the objects remembered between two enqueues; past
+// it, the next enqueue looks at every object (as cheap per object).
+const maxChanged = 4096
+
+// Changed tells the publisher that obj (the informer cache's object) was
+// updated in a way no pass reads: a status written, by us or another
+// controller. Under the same result, the next enqueue compares the
+// objects so told and walks no list; it never blocks.
+func (p *Publisher) Changed(obj any) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	switch {
+	case p.full:
+	case len(p.changed) >= maxChanged:
+		p.full, p.changed = true, nil
+	default:
+		p.changed = append(p.changed, obj)
+	}
+	p.mu.Unlock()
+	p.wake.Poke()
+}
+
+// take returns the last result, the objects changed since the last
+// enqueue and whether every object must be looked at, and starts afresh.
+func (p *Publisher) take() (res *gateway.Result, changed []any, full bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	res, changed, full = p.last, p.changed, p.full
+	p.changed, p.full = nil, false
+	return res, changed, full
+}
+
+// enqueueChanged queues those of the changed objects whose status
+// differs, when every one is a route (the result the same as the last
+// enqueue's: every other route's entry holds). It reports false, having
+// decided nothing, when one is of another kind (a Gateway's status
+// depends on its routes': the caller looks at everything).
+func (p *Publisher) enqueueChanged(q workqueue.TypedRateLimitingInterface[item], res *gateway.Result, changed []any) bool {
+	for _, o := range changed {
+		switch o.(type) {
+		case *gwv1.TCPRoute, *gwv1.TLSRoute, *gwv1.UDPRoute, *gwv1.HTTPRoute, *gwv1.GRPCRoute:
+		default:
+			return false
+		}
+	}
+	now := metav1.Now()
+	gen := p.enqueues // entries marked as seen by the last walk: the next one keeps them
+	for _, o := range changed {
+		switch r := o.(type) {
+		case *gwv1.TCPRoute:
+			p.route(q, res, r, gateway.KindTCPRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
+		case *gwv1.TLSRoute:
+			p.route(q, res, r, gateway.KindTLSRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
+		case *gwv1.UDPRoute:
+			p.route(q, res, r, gateway.KindUDPRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
+		case *gwv1.HTTPRoute:
+			p.route(q, res, r, gateway.KindHTTPRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
+		case *gwv1.GRPCRoute:
+			p.route(q, res, r, gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
+		}
+	}
+	return true
+}
+
+// route queues one route when its status differs from what res says,
+// reading and keeping its entry in p.synced (insync.go): under the same
+// result (sameRes) an entry the last walk saw holds as it is.
+func (p *Publisher) route(q workqueue.TypedRateLimitingInterface[item], res *gateway.Result, obj any, kind, ns, name string,
+	have []gwv1.RouteParentStatus, now metav1.Time, gen int, sameRes bool) {
+	differs, known := false, false
+	if sameRes {
+		differs, known = p.synced.known(obj, gen)
+	}
+	if !known {
+		want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
+		p.looked++
+		if differs, known = p.synced.verdict(obj, want, gen); !known {
+			differs = !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have)
+			p.compared++
+			p.synced.mark(obj, want, differs, gen)
+		}
+	}
+	if differs {
+		q.Add(item{kind, ns, name})
+	}
+}

@@ -1,0 +1,92 @@
+package gatewayctl
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// written replaces route i by a copy with parents (a status write that
+// landed, or another controller's) and tells the publisher, as the
+// informer does.
+func written(p *Publisher, objs *fakeObjects, i int, parents []gwv1.RouteParentStatus) {
+	r := objs.routes[i].DeepCopy()
+	r.Status.Parents = parents
+	objs.routes[i] = r
+	p.Changed(r)
+}
+
+// Under the same result, an enqueue after status writes landed compares
+// the routes it was told of and no other, and still queues every one of
+// them whose status differs: ours overwritten by someone else, or a
+// write that landed wrong. Poke, a new result or a changed object that
+// is not a route make it look at every route again.
+func TestEnqueueComparesTheChangedRoutes(t *testing.T) {
+	tests := []struct {
+		name    string
+		reasons map[int]string // route index -> the reason its status is written with
+		want    []string
+	}{
+		{name: "all landed as wanted", reasons: map[int]string{0: "Accepted", 1: "Accepted", 2: "Accepted"}},
+		{name: "b overwritten", reasons: map[int]string{0: "Accepted", 1: "Other", 2: "Accepted"}, want: []string{"b"}},
+		{name: "a and c overwritten, b not yet written", reasons: map[int]string{0: "Other", 2: "Other"}, want: []string{"a", "c"}},
+		{name: "nothing landed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs, _, p := threeRoutes()
+			if got := queued(p); !slices.Equal(got, []string{"a", "b", "c"}) {
+				t.Fatalf("no status yet: queued %v, want a b c", got)
+			}
+			looked := p.looked
+			for i, reason := range tt.reasons {
+				written(p, objs, i, parentsWith(reason))
+			}
+			if got := queued(p); !slices.Equal(got, tt.want) {
+				t.Fatalf("queued %v, want %v", got, tt.want)
+			}
+			if n := p.looked - looked; n != len(tt.reasons) {
+				t.Fatalf("%d routes looked up, want %d (the changed ones only)", n, len(tt.reasons))
+			}
+		})
+	}
+}
+
+// A route the enqueue was not told of keeps the verdict of the walk
+// before (b, not yet written, stays queued by the worker's queue, not
+// re-added); Poke, a new result, or a changed object that is not a route
+// walk every route again and queue each one that differs.
+func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
+	objs, res, p := threeRoutes()
+	queued(p)
+	for i := range 3 {
+		written(p, objs, i, parentsWith("Accepted"))
+	}
+	if got := queued(p); len(got) != 0 {
+		t.Fatalf("every status written: queued %v, want none", got)
+	}
+	// b changed behind us and nobody told the publisher: a Poke finds it.
+	b := objs.routes[1].DeepCopy()
+	b.Status.Parents = parentsWith("Other")
+	objs.routes[1] = b
+	if got := queued(p); len(got) != 0 {
+		t.Fatalf("nothing told: queued %v, want none (no walk)", got)
+	}
+	p.Poke()
+	if got := queued(p); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("after Poke: queued %v, want b", got)
+	}
+	// A Gateway's status changed: every route is walked, b queued again.
+	p.Changed(&gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "gw"}})
+	if got := queued(p); !slices.Equal(got, []string{"b"}) {
+		t.Fatalf("a Gateway changed: queued %v, want b", got)
+	}
+	// A new result: every route is looked up again.
+	p.Applied(res)
+	looked := p.looked
+	if got := queued(p); !slices.Equal(got, []string{"b"}) || p.looked != looked+3 {
+		t.Fatalf("a new result: queued %v, %d looked up, want b and 3", got, p.looked-looked)
+	}
+}
