@@ -79,10 +79,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	v.upstream = s.upstream                                          // upstream.go
 	resolve := func(b *netv1.IngressBackend, at string) string {
 		n, why := w.backend(ing.Namespace, b, v)
-		if w.rec != nil {
-			w.rec.calls = append(w.rec.calls, backendCall{b: b, name: n, why: why})
-			w.rec.v = v
-		}
+		w.rec.call(w, ing.Namespace, b, v, n, why) // unitmemo.go
 		if why != "" {
 			event("BackendNotFound", at+": "+why+"; its requests are answered 500")
 			w.backends[model.RejectBackend] = &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}}

@@ -3,8 +3,10 @@ package ingress
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -15,11 +17,11 @@ import (
 // result is the one of compiling every Ingress (TestUnitMemoIsTheWholeCompile).
 //
 // What a unit depends on beyond its object:
-//   - its Service backends: each w.backend call is replayed (a map lookup
-//     and, for a model backend new to the pass, its servers) and must
-//     give the same name and the same reason as when it was compiled;
-//     a Service or its EndpointSlices that change change the backend
-//     itself, which is built each pass, not the unit;
+//   - its Service backends: while the Service and its EndpointSlices are
+//     the objects read (by pointer: never changed in place), the model
+//     backend made is reused as it is; otherwise the w.backend call is
+//     made again and must give the same name and the same reason as when
+//     it was compiled (a new Endpoint changes the backend, not the unit);
 //   - Secrets (basic authentication, backend TLS): an Ingress that reads
 //     one is compiled every pass (not memoised);
 //   - nothing of Options: compileOne does not read them.
@@ -35,10 +37,38 @@ type memoUnit struct {
 	cacheable bool
 }
 
-// backendCall is one w.backend call of compileOne and what it answered.
+// backendCall is one w.backend call of compileOne, what it answered,
+// and what it read: while the Service and its EndpointSlices are these,
+// the backend is this one.
 type backendCall struct {
 	b         *netv1.IngressBackend
 	name, why string
+	svc       *corev1.Service
+	slices    []*desired.Slice
+	backend   *model.Backend
+}
+
+// call records a w.backend call of the Ingress compiled (e nil: none).
+func (e *memoUnit) call(w *world, ns string, b *netv1.IngressBackend, v variant, name, why string) {
+	if e == nil {
+		return
+	}
+	c := backendCall{b: b, name: name, why: why, backend: w.backends[name]}
+	if b.Service != nil {
+		k := Key{ns, b.Service.Name}
+		c.svc, c.slices = w.services[k], w.slices[k]
+	}
+	e.calls = append(e.calls, c)
+	e.v = v
+}
+
+// same reports whether the call reads what it read.
+func (c *backendCall) same(w *world, ns string) bool {
+	if c.b.Service == nil || c.why != "" {
+		return false
+	}
+	k := Key{ns, c.b.Service.Name}
+	return c.svc != nil && w.services[k] == c.svc && slices.Equal(w.slices[k], c.slices)
 }
 
 // sameObject: the Ingress compiled is ing (the same object, or the same
@@ -54,7 +84,15 @@ func (e *memoUnit) sameObject(ing *netv1.Ingress) bool {
 // (build changes the units it gets); nil when a backend does not resolve
 // as it did.
 func (e *memoUnit) replay(ing *netv1.Ingress, w *world, res *Result) *unit {
-	for _, c := range e.calls {
+	for i := range e.calls {
+		c := &e.calls[i]
+		if c.same(w, ing.Namespace) {
+			// The backend it made (equal to what it would make now).
+			if _, ok := w.backends[c.name]; !ok {
+				w.backends[c.name] = c.backend
+			}
+			continue
+		}
 		// The same IngressBackend of an object with the same version:
 		// the pointer of the version compiled is as good.
 		if n, why := w.backend(ing.Namespace, c.b, e.v); n != c.name || why != c.why {
