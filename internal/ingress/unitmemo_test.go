@@ -37,6 +37,15 @@ func pick(r *rand.Rand, n int) int {
 	return r.IntN(n)
 }
 
+// move moves a random object of from to the end of to (neither's array
+// changed: a pass may still hold it).
+func move[T any](from, to *[]T, r *rand.Rand) {
+	if i := pick(r, len(*from)); i >= 0 {
+		*to = append(slices.Clone(*to), (*from)[i])
+		*from = slices.Delete(slices.Clone(*from), i, i+1)
+	}
+}
+
 var memoEdits = []edit{
 	{"same object, new version", func(in, _ *Input, r *rand.Rand) {
 		if i := pick(r, len(in.Ingresses)); i >= 0 {
@@ -102,18 +111,8 @@ var memoEdits = []edit{
 			gone.Ingresses = slices.Delete(gone.Ingresses, i, i+1)
 		}
 	}},
-	{"Service deleted", func(in, gone *Input, r *rand.Rand) {
-		if i := pick(r, len(in.Services)); i >= 0 {
-			gone.Services = append(gone.Services, in.Services[i])
-			in.Services = slices.Delete(slices.Clone(in.Services), i, i+1)
-		}
-	}},
-	{"Service back", func(in, gone *Input, r *rand.Rand) {
-		if i := pick(r, len(gone.Services)); i >= 0 {
-			in.Services = append(slices.Clone(in.Services), gone.Services[i])
-			gone.Services = slices.Delete(gone.Services, i, i+1)
-		}
-	}},
+	{"Service deleted", func(in, gone *Input, r *rand.Rand) { move(&in.Services, &gone.Services, r) }},
+	{"Service back", func(in, gone *Input, r *rand.Rand) { move(&gone.Services, &in.Services, r) }},
 	{"Service's ports renumbered", func(in, _ *Input, r *rand.Rand) {
 		if i := pick(r, len(in.Services)); i >= 0 {
 			c := in.Services[i].DeepCopy()
@@ -140,18 +139,8 @@ var memoEdits = []edit{
 			in.Slices[i] = &c
 		}
 	}},
-	{"EndpointSlice deleted", func(in, gone *Input, r *rand.Rand) {
-		if i := pick(r, len(in.Slices)); i >= 0 {
-			gone.Slices = append(gone.Slices, in.Slices[i])
-			in.Slices = slices.Delete(slices.Clone(in.Slices), i, i+1)
-		}
-	}},
-	{"EndpointSlice back", func(in, gone *Input, r *rand.Rand) {
-		if i := pick(r, len(gone.Slices)); i >= 0 {
-			in.Slices = append(slices.Clone(in.Slices), gone.Slices[i])
-			gone.Slices = slices.Delete(gone.Slices, i, i+1)
-		}
-	}},
+	{"EndpointSlice deleted", func(in, gone *Input, r *rand.Rand) { move(&in.Slices, &gone.Slices, r) }},
+	{"EndpointSlice back", func(in, gone *Input, r *rand.Rand) { move(&gone.Slices, &in.Slices, r) }},
 	{"nothing", func(*Input, *Input, *rand.Rand) {}},
 }
 
