@@ -43,12 +43,13 @@ type path struct {
 func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	k := Key{ing.Namespace, ing.Name}
 	s, other, refused := parseAnnotations(ing.Annotations)
+	if w.rec != nil {
+		w.rec.other = other
+		w.rec.cacheable = refused == "" && !s.auth.basic && !s.btls.on
+	}
 	if res != nil {
+		countOthers(res, other) // unitmemo.go
 		for _, o := range other {
-			if res.Annotations[o.verdict] == nil {
-				res.Annotations[o.verdict] = map[string]int{}
-			}
-			res.Annotations[o.verdict][o.key]++
 			if o.verdict == Unsupported {
 				res.Events = append(res.Events, Event{k, "UnsupportedAnnotation", "annotation " + o.key + " is not supported: the Ingress is served without it"})
 			}
@@ -78,6 +79,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	v.upstream = s.upstream                                          // upstream.go
 	resolve := func(b *netv1.IngressBackend, at string) string {
 		n, why := w.backend(ing.Namespace, b, v)
+		w.rec.call(w, ing.Namespace, b, v, n, why) // unitmemo.go
 		if why != "" {
 			event("BackendNotFound", at+": "+why+"; its requests are answered 500")
 			w.backends[model.RejectBackend] = &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}}

@@ -75,3 +75,37 @@ func BenchmarkCompile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompileOneChange: a pass after one Ingress changed (a new
+// version of it), the memo of the passes before kept: what a pass of
+// run --mode=gateway --ingress-class costs per change at 5,000 Ingresses.
+// NoMemo forgets the compiled Ingresses before each pass (main's code).
+func BenchmarkCompileOneChange(b *testing.B) {
+	for _, memo := range []bool{true, false} {
+		b.Run(fmt.Sprintf("ingresses=5000/memo=%v", memo), func(b *testing.B) {
+			in := benchInput(5000)
+			for i, ing := range in.Ingresses {
+				c := ing.DeepCopy()
+				c.ResourceVersion = "1"
+				in.Ingresses[i] = c
+			}
+			last := &Memo{}
+			opts := Options{Class: "haproxy", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, Last: last}
+			Compile(in, opts)
+			b.ReportAllocs()
+			start := cpuTime()
+			i := 0
+			for b.Loop() {
+				in.Ingresses[i%len(in.Ingresses)] = newVersion(in.Ingresses[i%len(in.Ingresses)], nil)
+				i++
+				if !memo {
+					last.units = nil
+				}
+				if res := Compile(in, opts); len(res.Frontends) != 1 {
+					b.Fatalf("%d frontends", len(res.Frontends))
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}

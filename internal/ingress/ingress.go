@@ -111,6 +111,9 @@ type Event struct {
 // The caller owns it; one pass at a time.
 type Memo struct {
 	last map[Key]*netv1.Ingress
+	// units are the Ingresses compiled, by object (unitmemo.go).
+	units, next map[Key]*memoUnit
+	hits        int // Ingresses not compiled again, in all (tests)
 }
 
 func (m *Memo) get(k Key) *netv1.Ingress {
@@ -123,6 +126,7 @@ func (m *Memo) get(k Key) *netv1.Ingress {
 func (m *Memo) keep(seen map[Key]*netv1.Ingress) {
 	if m != nil {
 		m.last = seen
+		m.units, m.next = m.next, nil
 	}
 }
 
@@ -142,7 +146,7 @@ func Compile(in Input, opts Options) Result {
 	var units []*unit
 	for _, ing := range ours {
 		k := Key{ing.Namespace, ing.Name}
-		u, refused := compileOne(ing, w, &res)
+		u, refused := opts.Last.compile(ing, w, &res) // unitmemo.go
 		if refused != "" {
 			last := opts.Last.get(k)
 			var prev *unit
@@ -218,6 +222,7 @@ type world struct {
 	in       Input
 	backends map[string]*model.Backend
 	res      *Result
+	rec      *memoUnit // what compileOne reads and tells, while it is memoised
 }
 
 // event records a Warning on an Ingress.

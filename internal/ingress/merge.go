@@ -48,9 +48,14 @@ func Merge(cfg *model.Config, r Result) (conflicts []string) {
 			g.TLS = &t
 		}
 	}
+	have := make(map[string]bool, len(cfg.Backends))
+	for _, c := range cfg.Backends {
+		have[c.Name] = true
+	}
 	for _, b := range r.Backends {
-		if !slices.ContainsFunc(cfg.Backends, func(c *model.Backend) bool { return c.Name == b.Name }) {
+		if !have[b.Name] {
 			cfg.Backends = append(cfg.Backends, b)
+			have[b.Name] = true
 		}
 	}
 	slices.SortFunc(cfg.Frontends, func(a, b model.Frontend) int { return strings.Compare(a.Name, b.Name) })

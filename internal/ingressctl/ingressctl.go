@@ -11,6 +11,8 @@ import (
 	"context"
 	"log/slog"
 	"maps"
+	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -143,15 +145,22 @@ func (s *Server) report(res ingress.Result) {
 // status may now list the addresses.
 func (s *Server) Applied() {
 	want := make(map[ingress.Key][]string, len(s.pending.Served))
+	// Every served Ingress lists the same addresses (Options.Addresses):
+	// their text is made once a pass, not once an Ingress.
+	var lastAddrs []netip.Addr
+	var lastIPs []string
 	for k, addrs := range s.pending.Served {
-		ips := make([]string, 0, len(addrs))
-		for _, a := range addrs {
-			ips = append(ips, a.String())
+		if lastIPs == nil || !slices.Equal(addrs, lastAddrs) {
+			lastIPs = make([]string, 0, len(addrs))
+			for _, a := range addrs {
+				lastIPs = append(lastIPs, a.String())
+			}
+			lastAddrs = addrs
 		}
-		want[k] = ips
+		want[k] = lastIPs
 	}
 	s.mu.Lock()
-	changed := !maps.EqualFunc(s.applied, want, func(a, b []string) bool { return equalStrings(a, b) })
+	changed := !maps.EqualFunc(s.applied, want, slices.Equal[[]string])
 	s.applied = want
 	s.mu.Unlock()
 	if changed {
@@ -172,16 +181,4 @@ func (s *Server) Run(ctx context.Context) {
 			s.log.Warn("could not write an Ingress's status; will retry", "ingress", k.String(), "err", err, "retries", retries)
 		},
 	}.Run(ctx)
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -17,9 +17,10 @@ import (
 // should say.
 func (s *Server) enqueue(q workqueue.TypedRateLimitingInterface[ingress.Key]) {
 	_, ings := s.src.Ingresses()
+	ours := s.ours()
 	for _, ing := range ings {
 		k := ingress.Key{Namespace: ing.Namespace, Name: ing.Name}
-		if _, ok := s.want(ing); ok {
+		if _, ok := s.want(ing, ours); ok {
 			q.Add(k)
 		}
 	}
@@ -30,13 +31,9 @@ func (s *Server) enqueue(q workqueue.TypedRateLimitingInterface[ingress.Key]) {
 // of the model that runs; one we no longer serve loses what we wrote
 // (only when it lists nothing but our addresses: another controller's
 // status is left alone).
-func (s *Server) want(ing *netv1.Ingress) ([]netv1.IngressLoadBalancerIngress, bool) {
+func (s *Server) want(ing *netv1.Ingress, ours []string) ([]netv1.IngressLoadBalancerIngress, bool) {
 	s.mu.Lock()
 	ips, served := s.applied[ingress.Key{Namespace: ing.Namespace, Name: ing.Name}]
-	var ours []string
-	for _, a := range s.opts.Ingress.Addresses {
-		ours = append(ours, a.String())
-	}
 	s.mu.Unlock()
 	have := ing.Status.LoadBalancer.Ingress
 	if !served {
@@ -57,6 +54,15 @@ func (s *Server) want(ing *netv1.Ingress) ([]netv1.IngressLoadBalancerIngress, b
 	return want, !same
 }
 
+// ours are our addresses as status lists them (Options.Ingress.Addresses).
+func (s *Server) ours() []string {
+	var out []string
+	for _, a := range s.opts.Ingress.Addresses {
+		out = append(out, a.String())
+	}
+	return out
+}
+
 // write updates one Ingress's status when it differs, naming the cached
 // resourceVersion (an Ingress changed meanwhile is retried).
 func (s *Server) write(ctx context.Context, k ingress.Key) error {
@@ -64,7 +70,7 @@ func (s *Server) write(ctx context.Context, k ingress.Key) error {
 	if !ok {
 		return nil
 	}
-	want, differs := s.want(ing)
+	want, differs := s.want(ing, s.ours())
 	if !differs {
 		return nil
 	}

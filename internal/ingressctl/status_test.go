@@ -38,7 +38,7 @@ func TestWant(t *testing.T) {
 			s.Applied()
 			ing := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "b"}}
 			ing.Status.LoadBalancer.Ingress = tc.have
-			got, differs := s.want(ing)
+			got, differs := s.want(ing, s.ours())
 			if differs != tc.differs || len(got) != len(tc.want) || (len(got) == 1 && got[0].IP != tc.want[0].IP) {
 				t.Errorf("want %v %v, got %v %v", tc.want, tc.differs, got, differs)
 			}
