@@ -58,6 +58,9 @@ type clientFiles struct {
 type certCommits struct {
 	pid        string
 	certs, cas bool
+	// feCerts, feCAs: the same for the frontends verifying their
+	// clients (frontcommits.go).
+	feCerts, feCAs bool
 }
 
 // clientFilesOf lists the clientFiles of cfg.
