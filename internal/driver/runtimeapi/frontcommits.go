@@ -2,9 +2,7 @@ package runtimeapi
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -92,15 +90,7 @@ func (d *HAProxy) staleFrontFiles(cfg model.Config) []string {
 			}
 		}
 	}
-	switch {
-	case len(certs) > 0 && len(cas) > 0:
-	case len(certs) > 0 && !d.mayCommitFront(true):
-	case len(cas) > 0 && !d.mayCommitFront(false):
-	default:
-		return nil
-	}
-	return []string{fmt.Sprintf("certificates or client CA files of verifying frontends changed (%s) that this worker may not take at runtime (haproxy/haproxy#3165)",
-		strings.Join(append(certs, cas...), ", "))}
+	return oneKind(certs, cas, d.mayCommitFront, "certificates or client CA files of verifying frontends") // clientcerts.go
 }
 
 // holdFront reports whether the file p of the frontFiles of w, held with
