@@ -116,7 +116,7 @@ func (d *HAProxy) applyCAs(ctx context.Context, w certWant) (int, error) {
 		case !held && w.clientCAs[p]:
 			cmds = append(cmds, haproxy.Command{Line: "new ssl ca-file " + p})
 			created = append(created, p)
-		case !held || old == sha256.Sum256(w.cas[p]):
+		case !held || old == sha256.Sum256(w.cas[p]) || d.holdFront(w, p, old):
 			continue
 		default:
 			touched = append(touched, p)

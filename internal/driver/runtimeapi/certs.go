@@ -63,6 +63,9 @@ type certWant struct {
 	// clientCAs: the CA files of frontends' client verification, which
 	// the driver creates in a worker that does not hold them.
 	clientCAs map[string]bool
+	// front: the certificates of the crt-list lines of the frontends
+	// verifying their clients, and their CA files (frontcommits.go).
+	front clientFiles
 }
 
 // CertDir is the directory of the certificates beside a haproxy.cfg at
@@ -74,7 +77,7 @@ func CertDir(configPath string) string { return dirBeside(configPath, "certs") }
 func certsOf(opts render.Options, cfg model.Config) certWant {
 	dir := opts.CertDir
 	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg),
-		clients: clientFilesOf(dir, cfg), clientCAs: clientCAsOf(dir, cfg)}
+		clients: clientFilesOf(dir, cfg), clientCAs: clientCAsOf(dir, cfg), front: frontClientFilesOf(dir, cfg)}
 	if dir == "" {
 		return w
 	}
@@ -256,7 +259,7 @@ func (d *HAProxy) applyCerts(ctx context.Context, w certWant, prune bool) (int, 
 	for _, p := range slices.Sorted(maps.Keys(w.files)) {
 		sum := sha256.Sum256(w.files[p])
 		old, ok := s.files[p]
-		if ok && old == sum {
+		if ok && old == sum || ok && d.holdFront(w, p, old) {
 			continue
 		}
 		if !ok {

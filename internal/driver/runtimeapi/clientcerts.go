@@ -58,6 +58,9 @@ type clientFiles struct {
 type certCommits struct {
 	pid        string
 	certs, cas bool
+	// feCerts, feCAs: the same for the frontends verifying their
+	// clients (frontcommits.go).
+	feCerts, feCAs bool
 }
 
 // clientFilesOf lists the clientFiles of cfg.
@@ -118,15 +121,22 @@ func (d *HAProxy) staleClientFiles(cfg model.Config) []string {
 			cas = append(cas, p)
 		}
 	}
+	return oneKind(certs, cas, d.mayCommit, "backend client certificate files")
+}
+
+// oneKind is why a reload is needed when the certificates certs and the
+// CA files cas changed: both kinds at once, or a kind the worker may not
+// take (may, haproxy/haproxy#3165); what names the files.
+func oneKind(certs, cas []string, may func(cert bool) bool, what string) []string {
 	switch {
 	case len(certs) > 0 && len(cas) > 0:
-	case len(certs) > 0 && !d.mayCommit(true):
-	case len(cas) > 0 && !d.mayCommit(false):
+	case len(certs) > 0 && !may(true):
+	case len(cas) > 0 && !may(false):
 	default:
 		return nil
 	}
-	return []string{fmt.Sprintf("backend client certificate files changed (%s) that this worker may not take at runtime (haproxy/haproxy#3165)",
-		strings.Join(append(certs, cas...), ", "))}
+	return []string{fmt.Sprintf("%s changed (%s) that this worker may not take at runtime (haproxy/haproxy#3165)",
+		what, strings.Join(append(certs, cas...), ", "))}
 }
 
 // applyClientFiles commits to the worker the clientFiles of w whose

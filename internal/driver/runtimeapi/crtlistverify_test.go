@@ -4,12 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -213,27 +210,7 @@ func writeFile(t *testing.T, path string, b []byte) {
 // "+asked" when the client was asked for a certificate. Served is an
 // HTTP 200, or a node stand-in's name (a TCP frontend, tlsWorld).
 func tlsProbe(addr, sni string, cert *tls.Certificate) string {
-	var asked atomic.Bool
-	c := &tls.Config{ServerName: sni, InsecureSkipVerify: true, //nolint:gosec // the server's certificate is not the subject
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			asked.Store(true)
-			if cert == nil {
-				return &tls.Certificate{}, nil
-			}
-			return cert, nil
-		}}
-	res := "refused"
-	if conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, c); err == nil {
-		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-		_, _ = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n")
-		if got, err := io.ReadAll(conn); err == nil && (strings.HasPrefix(string(got), "HTTP/1.1 200") || strings.HasPrefix(string(got), "node-")) {
-			res = "200"
-		}
-		conn.Close()
-	}
-	if asked.Load() {
-		res += "+asked"
-	}
+	res, _ := servedProbe(addr, sni, cert) // fecacommit_test.go
 	return res
 }
 

@@ -243,9 +243,9 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	res.Render = time.Since(t)
 
 	var reasons []string
-	classChanged := d.classChanged(cfg)   // dynamic.go
-	staleCAs := d.staleServerCAs(cfg)     // cafiles.go
-	staleCerts := d.staleClientFiles(cfg) // clientcerts.go
+	classChanged := d.classChanged(cfg)                                      // dynamic.go
+	staleCAs := d.staleServerCAs(cfg)                                        // cafiles.go
+	staleCerts := append(d.staleClientFiles(cfg), d.staleFrontFiles(cfg)...) // clientcerts.go, frontcommits.go
 	switch {
 	case hash != d.hash:
 		reasons = d.structureReasons(cfg)

@@ -1,0 +1,112 @@
+package runtimeapi
+
+import (
+	"crypto/sha256"
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// The frontend side of haproxy/haproxy#3165 (clientcerts.go has the
+// backend side). A frontend verifying its clients (AllowValidOnly,
+// render/clientauth.go) names its CA file on its crt-list lines; a
+// `commit ssl ca-file F` rebuilds the instances of those lines and,
+// without the fix (Debian's 2.6.12 and 3.0.11), leaves them out of their
+// certificate's list. Measured (TestFrontendCertAndCAFileCommits): a
+// certificate of such a line committed after F's commit is accepted and
+// not served (the old subject goes on), and the worker dies at the next
+// commit of F; 3.4.7 serves every step. So the same rule as the
+// backends': a worker loaded at a reload of this driver takes commits of
+// one kind for these files, the certificates of verifying frontends'
+// lines or their CA files; the other kind, or both in one pass, is one
+// reload (staleFrontFiles), after which the count starts again.
+//
+// Not covered: after a restart of the controller the worker's contents
+// are not known (zero digests, readCerts) and a file is set again as
+// before, blindly (the backends compare fingerprints, holds).
+
+// frontClientFilesOf lists, by path, the certificates of the crt-list
+// lines of the frontends verifying their clients, and their CA files.
+func frontClientFilesOf(dir string, cfg model.Config) clientFiles {
+	out := clientFiles{certs: map[string]bool{}, cas: map[string]bool{}}
+	if dir == "" {
+		return out
+	}
+	for _, f := range cfg.Frontends {
+		if f.TLS == nil || !model.ValidClientAuth(f.TLS.Client) {
+			continue
+		}
+		out.cas[render.CAFile(dir, f.TLS.Client.CA)] = true
+		for _, c := range f.TLS.Certificates {
+			if model.ValidCertName(c.Name) {
+				out.certs[render.CertFile(dir, c.Name)] = true
+			}
+		}
+	}
+	return out
+}
+
+// mayCommitFront reports whether a file of the kind cert (else a CA
+// file) of the frontFiles may be committed to the running worker.
+func (d *HAProxy) mayCommitFront(cert bool) bool {
+	c := d.commits
+	if d.pid == "" || c.pid != d.pid {
+		return false // not loaded at a reload of this driver: not known
+	}
+	if cert {
+		return !c.feCAs
+	}
+	return !c.feCerts
+}
+
+// frontChanged is whether the worker holds the file p, its content
+// known, with another content than body.
+func (d *HAProxy) frontChanged(held map[string][sha256.Size]byte, p string, body []byte) bool {
+	old, ok := held[p]
+	return ok && old != ([sha256.Size]byte{}) && old != sha256.Sum256(body)
+}
+
+// staleFrontFiles is why cfg needs a reload for the frontFiles: a
+// certificate of a verifying line or a client CA file changed that the
+// worker may not take (mayCommitFront), or both kinds changed.
+func (d *HAProxy) staleFrontFiles(cfg model.Config) []string {
+	dir := d.opts.Render.CertDir
+	if dir == "" || !d.certs.known || d.certs.pid != d.pid {
+		return nil
+	}
+	var certs, cas []string
+	for _, f := range cfg.Frontends {
+		if f.TLS == nil || !model.ValidClientAuth(f.TLS.Client) {
+			continue
+		}
+		if p := render.CAFile(dir, f.TLS.Client.CA); d.frontChanged(d.certs.cas, p, f.TLS.Client.CAPEM) && !slices.Contains(cas, p) {
+			cas = append(cas, p)
+		}
+		for _, c := range f.TLS.Certificates {
+			p := render.CertFile(dir, c.Name)
+			if model.ValidCertName(c.Name) && d.frontChanged(d.certs.files, p, c.PEM) && !slices.Contains(certs, p) {
+				certs = append(certs, p)
+			}
+		}
+	}
+	return oneKind(certs, cas, d.mayCommitFront, "certificates or client CA files of verifying frontends") // clientcerts.go
+}
+
+// holdFront reports whether the file p of the frontFiles of w, held with
+// the known content old, must not be committed now (mayCommitFront):
+// the pass leaves it and the next one reloads (againForClientFiles).
+// Otherwise it notes that the worker takes a commit of its kind.
+func (d *HAProxy) holdFront(w certWant, p string, old [sha256.Size]byte) bool {
+	cert, ca := w.front.certs[p], w.front.cas[p]
+	if (!cert && !ca) || old == ([sha256.Size]byte{}) {
+		return false
+	}
+	if !d.mayCommitFront(cert) {
+		d.clientFilesStale = true
+		return true
+	}
+	d.commits.feCerts = d.commits.feCerts || cert
+	d.commits.feCAs = d.commits.feCAs || ca
+	return false
+}
