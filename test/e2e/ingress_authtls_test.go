@@ -35,6 +35,16 @@ func misdirectedGet(port int, sni, host string) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// checkAll reports each case's error.
+func checkAll(t *testing.T, cases ...func() error) {
+	t.Helper()
+	for _, c := range cases {
+		if err := c(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
 // TestIngressClientCertificates: ingress-nginx's auth-tls-secret (a
 // Secret's ca.crt) and auth-tls-verify-client on real HAProxy, per host:
 // a host with "on" refuses in the handshake a client without a
@@ -88,15 +98,7 @@ func TestIngressClientCertificates(t *testing.T) {
 	}
 	g.eventually("the open host serves", served(hosts[2], nil))
 	g.eventually("the verified host serves the CA's client", served(hosts[0], m.known))
-	check := func(cases ...func() error) {
-		t.Helper()
-		for _, c := range cases {
-			if err := c(); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	check(
+	checkAll(t,
 		refused(hosts[0], nil), refused(hosts[0], m.unknown),
 		served(hosts[1], nil), served(hosts[1], m.known), refused(hosts[1], m.unknown),
 		served(hosts[2], m.unknown),
@@ -112,7 +114,7 @@ func TestIngressClientCertificates(t *testing.T) {
 		mod.Annotations = map[string]string{n + "auth-tls-secret": "clients-ca"}
 	})
 	g.eventually("verification turned on", refused(hosts[2], nil))
-	check(served(hosts[2], m.known))
+	checkAll(t, served(hosts[2], m.known))
 	updateIngress(t, g.ing.Ingresses(ns), "open", func(mod *netv1.Ingress) {
 		mod.Annotations = map[string]string{n + "auth-tls-secret": "clients-ca", n + "auth-tls-verify-client": "off"}
 	})
