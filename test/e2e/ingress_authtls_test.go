@@ -20,8 +20,13 @@ import (
 // named sni, and returns the status.
 func misdirectedGet(port int, sni, host string) (int, error) {
 	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{ServerName: sni, InsecureSkipVerify: true}} //nolint:gosec // the test's own certificates
-	c := &http.Client{Transport: tr, Timeout: 3 * time.Second}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("https://%s:%d/", serviceIP(), port), nil)
+	return statusOf(&http.Client{Transport: tr, Timeout: 3 * time.Second}, fmt.Sprintf("https://%s:%d/", serviceIP(), port), host)
+}
+
+// statusOf sends GET url with Host host through c and returns the
+// status.
+func statusOf(c *http.Client, url, host string) (int, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return 0, err
 	}
