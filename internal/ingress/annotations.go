@@ -43,6 +43,8 @@ var (
 		NginxPrefix + "auth-realm", // auth.go
 		NginxPrefix + "auth-secret",
 		NginxPrefix + "auth-secret-type",
+		NginxPrefix + "auth-tls-secret", // authtls.go
+		NginxPrefix + "auth-tls-verify-client",
 		NginxPrefix + "auth-type",
 		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress
 		NginxPrefix + "canary",
@@ -178,6 +180,7 @@ type parsed struct {
 	auth         authAnnotations       // auth.go
 	btls         backendTLSAnnotations // backendtls.go
 	cookie       cookieAnnotations     // cookie.go
+	authTLS      authTLSAnnotations    // authtls.go
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -226,6 +229,12 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			continue
 		}
 		if why, done := s.parseAuth(ck, name, val); done { // auth.go
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.authTLS.parseAuthTLS(ck, name, val); done { // authtls.go
 			if why != "" {
 				bad(k, why)
 			}

@@ -215,12 +215,17 @@ func certificates(units []*unit, w *world, opts Options) (map[string]bool, *mode
 	hosts := map[string]bool{}
 	sni := map[string][]string{}
 	pem := map[string][]byte{}
+	client := map[string]*model.ClientAuth{} // authtls.go
+	var closed []string
 	for _, u := range units {
 		for _, t := range u.tls {
 			for _, h := range t.Hosts {
 				hosts[strings.ToLower(h)] = true
 			}
 			if t.SecretName == "" {
+				if u.client != nil {
+					closed = append(closed, lowered(t.Hosts)...)
+				}
 				continue
 			}
 			k := Key{u.key.Namespace, t.SecretName}
@@ -230,10 +235,19 @@ func certificates(units []*unit, w *world, opts Options) (map[string]bool, *mode
 				if why == "" {
 					why = "not found"
 				}
+				if u.client != nil {
+					w.event(u.key, "InvalidCertificate", "Secret "+k.String()+": "+why+"; its hosts verify their clients, so they answer 403 until it holds a certificate")
+					closed = append(closed, lowered(t.Hosts)...)
+					continue
+				}
 				w.event(u.key, "InvalidCertificate", "Secret "+k.String()+": "+why+"; its hosts are served with the default certificate")
 				continue
 			}
 			n := model.Name("cert", k.Namespace, k.Name)
+			if u.client != nil {
+				n = authCertName(k, u.client)
+				client[n] = u.client
+			}
 			pem[n] = b.PEM
 			for _, h := range t.Hosts {
 				sni[n] = append(sni[n], strings.ToLower(h))
@@ -252,11 +266,16 @@ func certificates(units []*unit, w *world, opts Options) (map[string]bool, *mode
 			t.Default = n
 		}
 	}
+	verified := verifiedHosts(sni, client, closed) // authtls.go
 	for _, n := range slices.Sorted(maps.Keys(pem)) {
 		s := slices.Compact(slices.Sorted(slices.Values(sni[n])))
-		s = slices.DeleteFunc(s, func(h string) bool { return !model.ValidSNI(h) })
-		t.Certificates = append(t.Certificates, model.Certificate{Name: n, SNI: s, PEM: pem[n]})
+		s = slices.DeleteFunc(s, func(h string) bool { return !model.ValidSNI(h) || (client[n] == nil && verified[h]) })
+		if len(s) == 0 && len(sni[n]) > 0 && n != t.Default {
+			continue // every name verified on another line
+		}
+		t.Certificates = append(t.Certificates, model.Certificate{Name: n, SNI: s, PEM: pem[n], Client: client[n]})
 	}
+	t.Closed = slices.Compact(slices.Sorted(slices.Values(closed)))
 	if len(t.Certificates) == 0 {
 		return hosts, nil
 	}

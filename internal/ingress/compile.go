@@ -19,6 +19,7 @@ type unit struct {
 	paths    []path
 	fallback string // spec.defaultBackend's model backend; "" when none
 	tls      []netv1.IngressTLS
+	client   *model.ClientAuth // its hosts' client verification (authtls.go); nil: none
 }
 
 // path is one path of one rule.
@@ -72,6 +73,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	if why != "" {
 		return nil, why
 	}
+	u.client = u.set.authTLS.resolve(ing.Namespace, w.in, event) // authtls.go
 	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go
@@ -149,6 +151,9 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		}
 	}
 	u.tls = ing.Spec.TLS
+	if why := authTLSHosts(u); why != "" { // authtls.go
+		return nil, why
+	}
 	return u, ""
 }
 

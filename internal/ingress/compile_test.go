@@ -88,6 +88,7 @@ func TestCompile(t *testing.T) {
 		{name: "cookie", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "retry", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
+		{name: "authtls", opts: Options{Class: "haproxy", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -111,6 +112,12 @@ func dump(r Result) []byte {
 			fmt.Fprintf(&b, "  tls default %s alpn %v\n", f.TLS.Default, f.TLS.ALPN)
 			for _, c := range f.TLS.Certificates {
 				fmt.Fprintf(&b, "    cert %s sni %v\n", c.Name, c.SNI)
+				if a := c.Client; a != nil { // authtls.go
+					fmt.Fprintf(&b, "      client ca %s optional %v bundle %v\n", a.CA, a.Optional, len(a.CAPEM) > 0)
+				}
+			}
+			if len(f.TLS.Closed) > 0 {
+				fmt.Fprintf(&b, "    closed %v\n", f.TLS.Closed)
 			}
 		}
 		dumpHTTP(&b, f.HTTP)

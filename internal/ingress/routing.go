@@ -325,7 +325,7 @@ func appRoots(paths []path, root string) []path {
 // would be open to whom it shuts out, so the Ingress is refused (its
 // last good version keeps serving) rather than served without it.
 var closing = []string{
-	NginxPrefix + "auth-tls-secret",
+	NginxPrefix + "auth-tls-match-cn", // authtls.go: the hosts' clients are verified, their names not matched
 	NginxPrefix + "auth-url",
 	HAProxyPrefix + "auth-tls-secret",
 	HAProxyPrefix + "auth-url",

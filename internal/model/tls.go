@@ -24,6 +24,10 @@ type TLS struct {
 	// Client, when set, verifies the clients' certificates
 	// (clientauth.go); nil: none is asked for.
 	Client *ClientAuth
+	// Closed are server names whose requests are refused (403): hosts
+	// whose clients must be verified (Certificate.Client) but that have
+	// no certificate to verify them on (an Ingress's TLS Secret missing).
+	Closed []string
 }
 
 // Certificate is one certificate and key a frontend serves.
@@ -39,6 +43,10 @@ type Certificate struct {
 	// PEM is the bundle HAProxy loads: certificates then key, no blank
 	// line (certs.Parse makes it). Never logged.
 	PEM []byte
+	// Client, when set, verifies the clients of this certificate's
+	// server names (an Ingress's auth-tls-*, per host) on its crt-list
+	// line, over TLS.Client; nil: the frontend's.
+	Client *ClientAuth
 }
 
 // ALPNProtocols are the protocols a frontend may offer.
@@ -93,8 +101,8 @@ func (t *TLS) Equal(u *TLS) bool {
 	if t == nil || u == nil {
 		return t == u
 	}
-	return t.Default == u.Default && slices.Equal(t.ALPN, u.ALPN) && t.Client.Equal(u.Client) &&
+	return t.Default == u.Default && slices.Equal(t.ALPN, u.ALPN) && t.Client.Equal(u.Client) && slices.Equal(t.Closed, u.Closed) &&
 		slices.EqualFunc(t.Certificates, u.Certificates, func(a, b Certificate) bool {
-			return a.Name == b.Name && slices.Equal(a.SNI, b.SNI) && bytes.Equal(a.PEM, b.PEM)
+			return a.Name == b.Name && slices.Equal(a.SNI, b.SNI) && bytes.Equal(a.PEM, b.PEM) && a.Client.Equal(b.Client)
 		})
 }

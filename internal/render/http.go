@@ -78,6 +78,9 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	w("\thttp-request set-var(txn.host) req.hdr(host),field(1,:),lower")
 	if f.TLS != nil {
 		writeMisdirected(w, m(HTTPListeners)) // httpext.go
+		if mf := ClientAuthMapFile(dir); model.ValidFilePath(mf) {
+			writeHostClientAuth(w, mf) // hostauth.go
+		}
 	}
 	w("\thttp-request set-var(txn.hid) var(txn.host),map_str(" + m(HTTPHosts) + ")")
 	for i := 2; i < 2+WildcardDepth; i++ {

@@ -71,6 +71,12 @@ func CrtListEntries(opts Options, f model.Frontend) []CrtListEntry {
 			continue
 		}
 		e := CrtListEntry{File: CertFile(dir, c.Name), Opts: verify}
+		if c.Client != nil {
+			var ok bool // hostauth.go: the host's, over the frontend's; a line that cannot verify is left out
+			if e.Opts, ok = certClientAuthLine(c.Client, opts); !ok {
+				continue
+			}
+		}
 		for _, s := range c.SNI {
 			if model.ValidSNI(s) {
 				e.SNI = append(e.SNI, s)

@@ -20,19 +20,7 @@ import (
 func getFrom(src, dst string, port int, host string) (int, error) {
 	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 	tr := &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}
-	c := &http.Client{Transport: tr, Timeout: 3 * time.Second}
-	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(dst, fmt.Sprint(port))+"/", nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Host = host
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	return statusOf(&http.Client{Transport: tr, Timeout: 3 * time.Second}, "http://"+net.JoinHostPort(dst, fmt.Sprint(port))+"/", host) // ingress_authtls_test.go
 }
 
 // servesFrom is nil once GET / on host from src to dst answers status.

@@ -100,15 +100,7 @@ func TestIngressBasicAuth(t *testing.T) {
 	}
 	g.eventually("the base Ingress serves", as("base.example.com", "", "", 200))
 	g.eventually("admin asks for a password", as("admin.example.com", "", "", 401))
-	check := func(cases ...func() error) {
-		t.Helper()
-		for _, c := range cases {
-			if err := c(); err != nil {
-				t.Error(err)
-			}
-		}
-	}
-	check(
+	checkAll(t,
 		as("admin.example.com", "alice", "wonder:land", 200),
 		as("admin.example.com", "bob", "builder", 200),
 		as("admin.example.com", "alice", "wonder", 401),
@@ -131,14 +123,14 @@ func TestIngressBasicAuth(t *testing.T) {
 		mod.Annotations = map[string]string{hp + "auth-secret": "users"}
 	})
 	g.eventually("authentication added (HAProxy Ingress's key)", as("base.example.com", "", "", 401))
-	check(as("base.example.com", "carol", "c4rol", 200))
+	checkAll(t, as("base.example.com", "carol", "c4rol", 200))
 	updateIngress(t, ing.Ingresses(ns), "base", func(mod *netv1.Ingress) {
 		mod.Annotations = map[string]string{hp + "auth-secret": "old-users"}
 	})
 	g.eventually("an apr1 entry reported", g.ingressEvent("base", "InvalidAuthSecret", "apr1"))
 	// carol is a user of the Secret named before, not of this one.
 	g.eventually("a Secret with an apr1 entry admits nobody", as("base.example.com", "carol", "c4rol", 401))
-	check(as("base.example.com", "erin", "e", 401), as("admin.example.com", "carol", "c4rol", 200))
+	checkAll(t, as("base.example.com", "erin", "e", 401), as("admin.example.com", "carol", "c4rol", 200))
 	updateIngress(t, ing.Ingresses(ns), "admin", func(mod *netv1.Ingress) { mod.Annotations = nil })
 	g.eventually("authentication removed", as("admin.example.com", "", "", 200))
 	if r := g.reloads(); r != before {

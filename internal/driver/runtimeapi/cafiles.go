@@ -44,6 +44,9 @@ func casOf(dir string, cfg model.Config) map[string][]byte {
 		if f.TLS != nil && model.ValidClientAuth(f.TLS.Client) {
 			out[render.CAFile(dir, f.TLS.Client.CA)] = f.TLS.Client.CAPEM
 		}
+		for _, c := range hostClientAuths(f) {
+			out[render.CAFile(dir, c.CA)] = c.CAPEM
+		}
 	}
 	for _, b := range cfg.Backends {
 		if model.ValidBackendTLS(b.TLS) {
@@ -62,6 +65,11 @@ func clientCAsOf(dir string, cfg model.Config) map[string]bool {
 	for _, f := range cfg.Frontends {
 		if dir != "" && f.TLS != nil && model.ValidClientAuth(f.TLS.Client) {
 			out[render.CAFile(dir, f.TLS.Client.CA)] = true
+		}
+		for _, c := range hostClientAuths(f) {
+			if dir != "" {
+				out[render.CAFile(dir, c.CA)] = true
+			}
 		}
 	}
 	return out

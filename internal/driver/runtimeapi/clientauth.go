@@ -37,6 +37,7 @@ func clientAuthMapFiles(opts render.Options, cfg model.Config, heldBack func(mod
 		if render.ClientAuthRequired(f) && (heldBack == nil || !heldBack(f)) {
 			entries = append(entries, render.MapEntry{Key: f.Name, Value: "required"})
 		}
+		entries = append(entries, render.HostClientAuthEntries(opts, f)...) // per host (render/hostauth.go)
 	}
 	if !terminating {
 		return nil
@@ -74,4 +75,20 @@ func (d *HAProxy) pushClientAuth(ctx context.Context, cfg model.Config, res *dri
 		return fmt.Errorf("runtime API, client certificate map: %w", err)
 	}
 	return nil
+}
+
+// hostClientAuths are the valid client verifications of f's
+// certificates (per host, render/hostauth.go): their CA files are
+// written and committed as the frontend's are (cafiles.go).
+func hostClientAuths(f model.Frontend) []*model.ClientAuth {
+	if f.TLS == nil {
+		return nil
+	}
+	var out []*model.ClientAuth
+	for _, c := range f.TLS.Certificates {
+		if model.ValidClientAuth(c.Client) {
+			out = append(out, c.Client)
+		}
+	}
+	return out
 }

@@ -1,0 +1,175 @@
+package ingress
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// Client certificate authentication of an Ingress's hosts
+// (ingress-nginx's auth-tls-secret and auth-tls-verify-client): the CA
+// bundle of the Secret's ca.crt verifies the clients of every host of
+// the Ingress, on that host's crt-list line, as model.Certificate.Client
+// (render/hostauth.go): "on" (the default) refuses a client without a
+// valid certificate in the handshake, "optional" lets one without a
+// certificate through and refuses one whose certificate does not verify,
+// "off" asks nothing. A request for such a host on a connection that
+// named another server (or none) is answered 421, so no client reaches
+// the host without its handshake. Map data and crt-list lines: turning
+// it on, off or to another CA reloads nothing.
+//
+// Refused (an Event, the last good version kept): optional_no_ca (a
+// certificate asked for and not verified needs the bind's ignore lists,
+// which would let unverified certificates through every host's
+// `verify required` too), a host of the rules without a spec.tls entry
+// of the Ingress naming it, a wildcard host (the per-host rules look up
+// exact names), and a malformed value. A CA Secret missing or without a
+// valid ca.crt: an Event, and the hosts answer 403 until it has one,
+// never served unverified.
+
+// authTLSAnnotations are an Ingress's auth-tls-* keys, checked.
+type authTLSAnnotations struct {
+	secret string // "name" or "namespace/name"; "": none
+	mode   string // "on", "optional", "off"; "": on
+}
+
+// parseAuthTLS reads key (canonical; name without its prefix) into a
+// when it is one of its keys (done).
+func (a *authTLSAnnotations) parseAuthTLS(key, name, val string) (why string, done bool) {
+	if !strings.HasPrefix(key, NginxPrefix) {
+		return "", false
+	}
+	switch name {
+	case "auth-tls-secret":
+		ns, n, ok := strings.Cut(val, "/")
+		if !ok {
+			ns, n = "", val
+		}
+		if (ok && !validObjectName(ns)) || !validObjectName(n) {
+			return settings.ShowValue(val) + " is not a Secret name or namespace/name", true
+		}
+		a.secret = val
+		return "", true
+	case "auth-tls-verify-client":
+		switch val {
+		case "on", "optional", "off":
+			a.mode = val
+			return "", true
+		case "optional_no_ca":
+			return "optional_no_ca is refused: a certificate asked for but not verified would need HAProxy's ignore lists on the bind, which would let unverified certificates through every host's verification", true
+		}
+		return settings.ShowValue(val) + " is not on, off, optional or optional_no_ca", true
+	}
+	return "", false
+}
+
+// validObjectName reports whether n may name a Secret or a namespace
+// (a DNS subdomain, as the API requires).
+func validObjectName(n string) bool {
+	if n == "" || len(n) > 253 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// resolve is the verification of the Ingress's hosts (nil: none): the
+// CA bundle of the Secret named, in namespace ns unless it names one.
+// A CA that does not resolve is an Event and a verification without a
+// bundle, which render closes (403).
+func (a authTLSAnnotations) resolve(ns string, in Input, event func(reason, msg string)) *model.ClientAuth {
+	if a.secret == "" || a.mode == "off" {
+		return nil
+	}
+	k := Key{ns, a.secret}
+	if sns, n, ok := strings.Cut(a.secret, "/"); ok {
+		k = Key{sns, n}
+	}
+	c := &model.ClientAuth{CA: model.Name("cca", k.Namespace, k.Name), Optional: a.mode == "optional"}
+	if ca := in.CAs[k]; ca != nil {
+		c.CAPEM = ca
+	} else {
+		p := in.CAProblems[k]
+		if p == "" {
+			p = "not found, or no key " + CAKey
+		}
+		event("InvalidClientCA", "Secret "+k.String()+": "+p+"; the Ingress's hosts answer 403 until it holds a CA bundle")
+	}
+	return c
+}
+
+// authTLSHosts is why u cannot verify its hosts' clients ("" when it
+// can, or verifies none): every host of its rules must be an exact name
+// its spec.tls lists.
+func authTLSHosts(u *unit) string {
+	if u.client == nil {
+		return ""
+	}
+	var tls []string
+	for _, t := range u.tls {
+		for _, h := range t.Hosts {
+			tls = append(tls, strings.ToLower(h))
+		}
+	}
+	for _, p := range u.paths {
+		switch {
+		case p.host == model.AnyHost:
+			return "auth-tls-secret: a rule without a host cannot verify its clients by host; name the host"
+		case strings.HasPrefix(p.host, "*"):
+			return "auth-tls-secret: the wildcard host " + p.host + " is refused: clients are verified per exact host name"
+		case !slices.Contains(tls, p.host):
+			return "auth-tls-secret: host " + p.host + " has no spec.tls entry of this Ingress, so no certificate line of its own to verify its clients on"
+		}
+	}
+	if u.set.sslRedirect != nil && !*u.set.sslRedirect {
+		return "auth-tls-secret with ssl-redirect false would serve the hosts over plain HTTP, unverified"
+	}
+	if u.fallback != "" {
+		return "auth-tls-secret: spec.defaultBackend serves every host, which cannot verify its clients by host"
+	}
+	return ""
+}
+
+// authCertName names the certificate of Secret k served with client
+// verification c: a line of its own, apart from the Secret's plain one.
+func authCertName(k Key, c *model.ClientAuth) string {
+	mode := "on"
+	if c.Optional {
+		mode = "opt"
+	}
+	return model.Name("cert", k.Namespace, k.Name, c.CA, mode)
+}
+
+// verifiedHosts are the names whose clients some line verifies, or that
+// are closed: the Secrets' plain lines leave them out, so a client
+// naming one always meets its verification.
+func verifiedHosts(sni map[string][]string, client map[string]*model.ClientAuth, closed []string) map[string]bool {
+	out := map[string]bool{}
+	for n, c := range client {
+		if c != nil {
+			for _, h := range sni[n] {
+				out[h] = true
+			}
+		}
+	}
+	for _, h := range closed {
+		out[h] = true
+	}
+	return out
+}
+
+// lowered are hosts in lower case.
+func lowered(hosts []string) []string {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i] = strings.ToLower(h)
+	}
+	return out
+}

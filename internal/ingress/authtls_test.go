@@ -1,0 +1,35 @@
+package ingress
+
+import "testing"
+
+// TestAuthTLSAnnotations: the auth-tls keys' values, read or refused;
+// HAProxy Ingress's auth-tls-secret stays refused (closing), match-cn is
+// refused (served without it, it would admit whom it shuts out).
+func TestAuthTLSAnnotations(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		refused    bool
+		want       authTLSAnnotations
+	}{
+		{NginxPrefix + "auth-tls-secret", "ca", false, authTLSAnnotations{secret: "ca"}},
+		{NginxPrefix + "auth-tls-secret", "other/ca", false, authTLSAnnotations{secret: "other/ca"}},
+		{NginxPrefix + "auth-tls-secret", "a/b/c", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-secret", "Bad_Name", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-secret", "/ca", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-verify-client", "on", false, authTLSAnnotations{mode: "on"}},
+		{NginxPrefix + "auth-tls-verify-client", "optional", false, authTLSAnnotations{mode: "optional"}},
+		{NginxPrefix + "auth-tls-verify-client", "off", false, authTLSAnnotations{mode: "off"}},
+		{NginxPrefix + "auth-tls-verify-client", "optional_no_ca", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-verify-client", "yes", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-match-cn", "CN=alice", true, authTLSAnnotations{}},
+		{HAProxyPrefix + "auth-tls-secret", "ca", true, authTLSAnnotations{}},
+	} {
+		s, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})
+		if (refused != "") != tc.refused {
+			t.Errorf("%s=%q: refused %q, want refused %v", tc.key, tc.value, refused, tc.refused)
+		}
+		if s.authTLS != tc.want {
+			t.Errorf("%s=%q: read %+v, want %+v", tc.key, tc.value, s.authTLS, tc.want)
+		}
+	}
+}

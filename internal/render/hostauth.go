@@ -1,0 +1,105 @@
+package render
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// Client certificate verification per host (model.Certificate.Client: an
+// Ingress's auth-tls-* annotations). The certificate's crt-list line
+// carries the host's `verify required|optional no-ca-names ca-file F`
+// (runtime data, as the frontend's own in clientauth.go), so a client
+// naming the host in its handshake is verified against the host's CA:
+// with "required" one without a valid certificate fails the handshake,
+// with "optional" one without a certificate passes and one whose
+// certificate does not verify fails. A request is routed by its Host,
+// which a client may set to a verified host on a connection that named
+// another one (or none, reaching the default line that asks nothing), so
+// the map ClientAuthMapFile also holds, per such host, the key
+// "frontend/host" with
+//   - HostVerify: the request's Host must be the connection's server
+//     name, else 421 (the client is told to connect again naming it);
+//   - HostClosed: the host's verification cannot be written (its CA is
+//     not valid, no crt-list line, or no certificate: model.TLS.Closed):
+//     every request 403, never served unverified.
+// Map entries only: a host turning verification on or off reloads
+// nothing; the three rules are in every terminating HTTP frontend with
+// a map directory. Only exact host names: a wildcard's hosts are not
+// looked up (the Ingress compiler refuses auth-tls on wildcard hosts).
+
+// Values of a host's entry in ClientAuthMapFile.
+const (
+	HostVerify = "verify"
+	HostClosed = "closed"
+)
+
+// certClientAuthLine is the sslbindconf of a certificate line verifying
+// its own clients (a); ok is false when it cannot be written.
+func certClientAuthLine(a *model.ClientAuth, opts Options) (string, bool) {
+	if !model.ValidClientAuth(a) || opts.CertDir == "" || !model.ValidFilePath(CAFile(opts.CertDir, a.CA)) {
+		return "", false
+	}
+	mode := "required"
+	if a.Optional {
+		mode = "optional"
+	}
+	return "verify " + mode + " no-ca-names ca-file " + CAFile(opts.CertDir, a.CA), true
+}
+
+// HostClientAuthEntries are f's per-host entries of ClientAuthMapFile,
+// sorted by key: each exact server name of a certificate with its own
+// Client, HostVerify when its line verifies, else HostClosed; and each
+// of TLS.Closed, HostClosed. A name of two such certificates is closed
+// unless both verify alike.
+func HostClientAuthEntries(opts Options, f model.Frontend) []MapEntry {
+	if f.TLS == nil || !ClientAuthOnLines(opts) {
+		return nil
+	}
+	listed := map[string]string{}
+	for _, e := range CrtListEntries(opts, f) {
+		listed[e.File] = e.Opts
+	}
+	val := map[string]string{}
+	line := map[string]string{}
+	for _, c := range f.TLS.Certificates {
+		if c.Client == nil {
+			continue
+		}
+		want, ok := certClientAuthLine(c.Client, opts)
+		got, in := listed[CertFile(opts.CertDir, c.Name)]
+		v := HostVerify
+		if !ok || !in || got != want {
+			v = HostClosed
+		}
+		for _, h := range c.SNI {
+			if !model.ValidSNI(h) || h[0] == '*' {
+				continue
+			}
+			k := f.Name + "/" + h
+			if old, seen := val[k]; seen && (old != v || line[k] != want) {
+				v = HostClosed
+			}
+			val[k], line[k] = v, want
+		}
+	}
+	for _, h := range f.TLS.Closed {
+		if model.ValidSNI(h) && h[0] != '*' {
+			val[f.Name+"/"+h] = HostClosed
+		}
+	}
+	out := make([]MapEntry, 0, len(val))
+	for _, k := range slices.Sorted(maps.Keys(val)) {
+		out = append(out, MapEntry{Key: k, Value: val[k]})
+	}
+	return out
+}
+
+// writeHostClientAuth writes the per-host rules reading mapFile, after
+// writeMisdirected (which sets txn.sni).
+func writeHostClientAuth(w func(...string), mapFile string) {
+	w("\thttp-request set-var-fmt(txn.ck) \"%[fe_name]/%[var(txn.host)]\"")
+	w("\thttp-request deny status 403 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostClosed + " }")
+	w("\thttp-request return status 421 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostVerify + " } !{ var(txn.sni),strcmp(txn.host) eq 0 }")
+}
