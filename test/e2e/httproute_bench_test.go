@@ -132,9 +132,10 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		b.Fatal(err)
 	}
 	created := time.Since(t0)
-	// At debug every pass logs its "update" line: the passes are counted.
-	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway", "--log-level", "debug")
-	passes := func() int { return strings.Count(log.String(), "msg=update") }
+	// At debug every pass logs its "update" line: the passes are counted;
+	// in JSON for its times at full precision (the stages).
+	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway", "--log-level", "debug", "--log-format", "json")
+	passes := func() int { return strings.Count(log.String(), `"msg":"update"`) }
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	t0 = time.Now()
 	if _, err := untilHTTP(c, port, fmt.Sprintf("r%d.example.com", n-1), "web-a", t0, 10*time.Minute); err != nil {
@@ -158,23 +159,28 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	passes0 := idlePasses(passes, time.Second, time.Minute)
 	before := reloads()
 	var added, moved []time.Duration
+	var addedAt, movedAt []change
+	events := watchRoutes(b, gc)
 	for i := range changes {
 		name := fmt.Sprintf("new%d", i)
 		start := time.Now()
 		if _, err := gc.GatewayV1().HTTPRoutes(ns).Create(ctx, benchHTTPRoute(name, name+".example.com", "web-b"), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
+		written := time.Now()
 		d, err := untilHTTP(c, port, name+".example.com", "web-b", start, time.Minute)
 		if err != nil {
 			b.Fatalf("new route %d: %v", i, err)
 		}
 		added = append(added, d)
+		seen, _ := events.first(name, start, 10*time.Second)
+		addedAt = append(addedAt, change{start: start, written: written, seen: seen, served: start.Add(d)})
 	}
 	addReloads := reloads() - before
 	before = reloads()
 	for i := range changes {
 		name := fmt.Sprintf("r%d", i*(n/changes))
-		var start time.Time
+		var start, written time.Time
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			rt, err := gc.GatewayV1().HTTPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -183,6 +189,7 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 			rt.Spec.Rules[0].BackendRefs[0].BackendRef = backendRef("web-b", 1)
 			start = time.Now()
 			_, err = gc.GatewayV1().HTTPRoutes(ns).Update(ctx, rt, metav1.UpdateOptions{})
+			written = time.Now()
 			return err
 		})
 		if err != nil {
@@ -193,6 +200,8 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 			b.Fatalf("route %s moved: %v", name, err)
 		}
 		moved = append(moved, d)
+		seen, _ := events.first(name, start, 10*time.Second)
+		movedAt = append(movedAt, change{start: start, written: written, seen: seen, served: start.Add(d)})
 	}
 	moveReloads := reloads() - before
 	// The passes of the changes, once the last one's status is written
@@ -200,6 +209,9 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	perChange := float64(idlePasses(passes, time.Second, time.Minute)-passes0) / float64(2*changes)
 	propagation{kind: "HTTPRoutes", n: n, created: created, synced: synced, added: added, moved: moved,
 		addReloads: addReloads, moveReloads: moveReloads, perChange: perChange}.report(b, log)
+	ps := runtimePasses(log.String())
+	reportStages(b, "new", stages(addedAt, ps))
+	reportStages(b, "moved", stages(movedAt, ps))
 }
 
 // createRoutes creates HTTPRoutes r0..r<n-1> (host r<i>.example.com, to

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+)
+
+// routeEvents records when a watch of the test's own (beside the
+// controller's informer, on the same apiserver) first saw each HTTPRoute
+// event at or after a mark: the apiserver's delivery of a write.
+type routeEvents struct {
+	mu   sync.Mutex
+	seen map[string][]time.Time
+}
+
+// watchRoutes watches the HTTPRoutes of ns from now until b ends.
+func watchRoutes(b *testing.B, gc gwclient.Interface) *routeEvents {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	w, err := gc.GatewayV1().HTTPRoutes(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &routeEvents{seen: map[string][]time.Time{}}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			at := time.Now()
+			if m, ok := ev.Object.(metav1.Object); ok {
+				e.mu.Lock()
+				e.seen[m.GetName()] = append(e.seen[m.GetName()], at)
+				e.mu.Unlock()
+			}
+		}
+	}()
+	return e
+}
+
+// first is the first event of name at or after t, polled until deadline.
+func (e *routeEvents) first(name string, t time.Time, deadline time.Duration) (time.Time, bool) {
+	for start := time.Now(); time.Since(start) < deadline; time.Sleep(time.Millisecond) { // poll interval
+		e.mu.Lock()
+		for _, at := range e.seen[name] {
+			if !at.Before(t) {
+				e.mu.Unlock()
+				return at, true
+			}
+		}
+		e.mu.Unlock()
+	}
+	return time.Time{}, false
+}
+
+// pass is one controller pass that changed HAProxy at runtime, from its
+// JSON "update" log line: when it started and ended.
+type pass struct{ start, end time.Time }
+
+// runtimePasses are the passes with ops in log (--log-format json).
+func runtimePasses(log string) []pass {
+	var out []pass
+	sc := bufio.NewScanner(strings.NewReader(log))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var l struct {
+			Time  time.Time     `json:"time"`
+			Msg   string        `json:"msg"`
+			Ops   int           `json:"ops"`
+			Total time.Duration `json:"total"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "update" || l.Ops == 0 {
+			continue
+		}
+		out = append(out, pass{start: l.Time.Add(-l.Total), end: l.Time})
+	}
+	return out
+}
+
+// change is one write's timestamps: the write called and returned, the
+// test's watch seeing it, and the first 200 through HAProxy.
+type change struct{ start, written, seen, served time.Time }
+
+// stages splits each change's time to the first 200 at its pass (the
+// first runtime pass ending after the write returned): write (the API call,
+// apiserver and etcd), watch (until the event reached a watcher), queue
+// (the event to its pass's start), pass (compute and map commands
+// answered), probe (pass end to first 200). A change with no pass found
+// is left out.
+func stages(changes []change, passes []pass) map[string][]time.Duration {
+	out := map[string][]time.Duration{}
+	for _, c := range changes {
+		i := 0
+		for i < len(passes) && passes[i].end.Before(c.written) {
+			i++
+		}
+		if i == len(passes) {
+			continue
+		}
+		p := passes[i]
+		out["write"] = append(out["write"], c.written.Sub(c.start))
+		out["watch"] = append(out["watch"], c.seen.Sub(c.written))
+		out["queue"] = append(out["queue"], p.start.Sub(c.seen))
+		out["pass"] = append(out["pass"], p.end.Sub(p.start))
+		out["probe"] = append(out["probe"], c.served.Sub(p.end))
+	}
+	return out
+}
+
+// stageOrder is the order stages are reported in.
+var stageOrder = []string{"write", "watch", "queue", "pass", "probe"}
+
+// reportStages logs each stage's p50/p99 and reports its p50 as a metric.
+func reportStages(b *testing.B, kind string, s map[string][]time.Duration) {
+	b.Helper()
+	var parts []string
+	for _, k := range stageOrder {
+		if len(s[k]) == 0 {
+			continue
+		}
+		parts = append(parts, k+" p50 "+pct(s[k], 0.5).Round(10*time.Microsecond).String()+" p99 "+pct(s[k], 0.99).Round(10*time.Microsecond).String())
+		b.ReportMetric(float64(pct(s[k], 0.5).Microseconds())/1000, kind+"-"+k+"-p50-ms")
+	}
+	b.Logf("%s, stages (%d changes): %s", kind, len(s["write"]), strings.Join(parts, "; "))
+}
