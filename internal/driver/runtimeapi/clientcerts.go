@@ -92,9 +92,19 @@ func (d *HAProxy) mayCommit(cert bool) bool {
 		return false // not loaded at a reload of this driver: not known
 	}
 	if cert {
-		return !c.cas
+		return !c.cas && !certCommitUnsure(d.version)
 	}
 	return !c.certs
+}
+
+// certCommitUnsure reports whether a backend client certificate commit is
+// not relied on with HAProxy v: on 3.0.11 a certificate committed right
+// after a reload was at times (1 run in 6 of TestBackendClientCertRotated,
+// 2026-11-29) answered "Success!" and not presented, the old subject going
+// on; not seen on 2.6.12 nor 3.4.7, cause not found yet. There a rotation
+// is a reload, as before the commit was built.
+func certCommitUnsure(v haproxy.Version) bool {
+	return v.AtLeast(3, 0) && !v.AtLeast(3, 4)
 }
 
 // staleClientFiles is why cfg needs a reload for the clientFiles: files

@@ -35,6 +35,10 @@ func TestBackendClientCertRotated(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(clientCA.Cert)
 	b.srv = serveTLSHandler(t, b.serverCA, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, func(w http.ResponseWriter, r *http.Request) {
+		// Each connection serves one request: a rotated certificate is
+		// presented on the server's next connections, and one HAProxy
+		// kept open from before would go on answering with the old.
+		w.Header().Set("Connection", "close")
 		fmt.Fprintf(w, "cn=%s", r.TLS.PeerCertificates[0].Subject.CommonName)
 	}, "a.example.com")
 	pems := map[string][]byte{}
@@ -78,6 +82,8 @@ func TestBackendClientCertRotated(t *testing.T) {
 
 	load := startLoad(b.addr, "a.example.com")
 	d := l.d
+	unsure := certCommitUnsure(d.version) // such a version reloads for a certificate
+	want, last := 0, "client a"
 	for _, step := range []struct {
 		name, cn string
 		ca       []testcert.Cert
@@ -97,16 +103,24 @@ func TestBackendClientCertRotated(t *testing.T) {
 			d = NewHAProxy(l.d.opts)
 			t.Cleanup(func() { _ = d.Close() })
 		}
-		if reloaded, err := applyUntilDone(ctx, d, cfgOf(step.cn, step.ca...)); err != nil || reloaded != step.reload {
-			t.Fatalf("%s: reloaded %v, %v; want reloaded %v", step.name, reloaded, err, step.reload)
+		wantReload := step.reload
+		if unsure { // no certificate commit: a CA commit is always taken
+			wantReload = step.cn != last
 		}
+		if reloaded, err := applyUntilDone(ctx, d, cfgOf(step.cn, step.ca...)); err != nil || reloaded != wantReload {
+			t.Fatalf("%s: reloaded %v, %v; want reloaded %v", step.name, reloaded, err, wantReload)
+		}
+		if wantReload {
+			want++
+		}
+		last = step.cn
 		subject(step.name, step.cn)
 	}
 	if n, failed, last := load.stop(); n == 0 || failed > 0 {
 		t.Errorf("rotations under load: %d of %d requests failed, the last: %s", failed, n, last)
 	}
-	if n := l.reloads(ctx, t); n != base+4 {
-		t.Errorf("%d reloads for the rotations, want 4", n-base)
+	if n := l.reloads(ctx, t); n != base+want {
+		t.Errorf("%d reloads for the rotations, want %d", n-base, want)
 	}
 }
 
