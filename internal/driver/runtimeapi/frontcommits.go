@@ -20,28 +20,62 @@ import (
 // backends': a worker loaded at a reload of this driver takes commits of
 // one kind for these files, the certificates of verifying frontends'
 // lines or their CA files; the other kind, or both in one pass, is one
-// reload (staleFrontFiles), after which the count starts again.
+// reload (staleFrontFiles), after which the count starts again. A
+// host's own verifying line (an Ingress's auth-tls-*, Certificate.Client)
+// is such a line too, with its CA file.
 //
 // Not covered: after a restart of the controller the worker's contents
 // are not known (zero digests, readCerts) and a file is set again as
 // before, blindly (the backends compare fingerprints, holds).
 
 // frontClientFilesOf lists, by path, the certificates of the crt-list
-// lines of the frontends verifying their clients, and their CA files.
+// lines verifying their clients (a frontend's, or a host's own), and
+// their CA files.
 func frontClientFilesOf(dir string, cfg model.Config) clientFiles {
 	out := clientFiles{certs: map[string]bool{}, cas: map[string]bool{}}
 	if dir == "" {
 		return out
 	}
 	for _, f := range cfg.Frontends {
-		if f.TLS == nil || !model.ValidClientAuth(f.TLS.Client) {
+		for _, v := range verifyingLines(f) {
+			out.cas[render.CAFile(dir, v.ca.CA)] = true
+			if v.cert != nil {
+				out.certs[render.CertFile(dir, v.cert.Name)] = true
+			}
+		}
+	}
+	return out
+}
+
+// verifyingLine is a client CA file a frontend's crt-list lines verify
+// with, and the certificate of one such line (nil: the CA alone).
+type verifyingLine struct {
+	ca   *model.ClientAuth
+	cert *model.Certificate
+}
+
+// verifyingLines lists f's lines that verify their clients: every
+// certificate's when the frontend verifies (TLS.Client), and a host's
+// own (Certificate.Client, an Ingress's auth-tls-*) with its CA file.
+func verifyingLines(f model.Frontend) []verifyingLine {
+	if f.TLS == nil {
+		return nil
+	}
+	var out []verifyingLine
+	front := model.ValidClientAuth(f.TLS.Client)
+	if front {
+		out = append(out, verifyingLine{ca: f.TLS.Client})
+	}
+	for i := range f.TLS.Certificates {
+		c := &f.TLS.Certificates[i]
+		if !model.ValidCertName(c.Name) {
 			continue
 		}
-		out.cas[render.CAFile(dir, f.TLS.Client.CA)] = true
-		for _, c := range f.TLS.Certificates {
-			if model.ValidCertName(c.Name) {
-				out.certs[render.CertFile(dir, c.Name)] = true
-			}
+		switch {
+		case model.ValidClientAuth(c.Client):
+			out = append(out, verifyingLine{ca: c.Client, cert: c})
+		case front:
+			out = append(out, verifyingLine{ca: f.TLS.Client, cert: c})
 		}
 	}
 	return out
@@ -77,15 +111,14 @@ func (d *HAProxy) staleFrontFiles(cfg model.Config) []string {
 	}
 	var certs, cas []string
 	for _, f := range cfg.Frontends {
-		if f.TLS == nil || !model.ValidClientAuth(f.TLS.Client) {
-			continue
-		}
-		if p := render.CAFile(dir, f.TLS.Client.CA); d.frontChanged(d.certs.cas, p, f.TLS.Client.CAPEM) && !slices.Contains(cas, p) {
-			cas = append(cas, p)
-		}
-		for _, c := range f.TLS.Certificates {
-			p := render.CertFile(dir, c.Name)
-			if model.ValidCertName(c.Name) && d.frontChanged(d.certs.files, p, c.PEM) && !slices.Contains(certs, p) {
+		for _, v := range verifyingLines(f) {
+			if p := render.CAFile(dir, v.ca.CA); d.frontChanged(d.certs.cas, p, v.ca.CAPEM) && !slices.Contains(cas, p) {
+				cas = append(cas, p)
+			}
+			if v.cert == nil {
+				continue
+			}
+			if p := render.CertFile(dir, v.cert.Name); d.frontChanged(d.certs.files, p, v.cert.PEM) && !slices.Contains(certs, p) {
 				certs = append(certs, p)
 			}
 		}
