@@ -56,12 +56,33 @@ type clientFiles struct {
 // certCommits is what a worker took of the clientFiles at runtime since
 // it loaded them from the files at a reload of this driver (pid).
 type certCommits struct {
-	pid        string
-	certs, cas bool
-	// feCerts, feCAs: the same for the frontends verifying their
-	// clients (frontcommits.go).
-	feCerts, feCAs bool
+	pid string
+	// back: the backends presenting a client certificate; front: the
+	// frontends verifying their clients (frontcommits.go).
+	back, front commitKinds
 }
+
+// commitKinds is which kinds of file a worker took commits of.
+type commitKinds struct{ certs, cas bool }
+
+// may reports whether a file of the kind cert (else a CA file) may be
+// committed: not when the worker took the other kind.
+func (k commitKinds) may(cert bool) bool {
+	if cert {
+		return !k.cas
+	}
+	return !k.certs
+}
+
+// took notes that the worker takes commits of these kinds.
+func (k *commitKinds) took(certs, cas bool) {
+	k.certs = k.certs || certs
+	k.cas = k.cas || cas
+}
+
+// loadedHere reports whether the running worker was loaded at a reload
+// of this driver, so that what it took is known.
+func (c certCommits) loadedHere(pid string) bool { return pid != "" && c.pid == pid }
 
 // clientFilesOf lists the clientFiles of cfg.
 func clientFilesOf(dir string, cfg model.Config) clientFiles {
@@ -87,14 +108,10 @@ var anotherFile = sha256.Sum256([]byte("(another content)"))
 // mayCommit reports whether a file of the kind cert (else a CA file) of
 // the clientFiles may be committed to the running worker.
 func (d *HAProxy) mayCommit(cert bool) bool {
-	c := d.commits
-	if d.pid == "" || c.pid != d.pid {
+	if !d.commits.loadedHere(d.pid) {
 		return false // not loaded at a reload of this driver: not known
 	}
-	if cert {
-		return !c.cas && !certCommitUnsure(d.version)
-	}
-	return !c.certs
+	return d.commits.back.may(cert) && !(cert && certCommitUnsure(d.version))
 }
 
 // certCommitUnsure reports whether a backend client certificate commit is
@@ -207,8 +224,7 @@ func (d *HAProxy) applyClientFiles(ctx context.Context, w certWant) (int, error)
 	if len(cmds) == 0 {
 		return sent, nil
 	}
-	d.commits.certs = d.commits.certs || len(certs) > 0
-	d.commits.cas = d.commits.cas || len(cas) > 0
+	d.commits.back.took(len(certs) > 0, len(cas) > 0)
 	ans, err := d.rt.ExecCommands(ctx, cmds)
 	sent += len(cmds)
 	if err == nil {

@@ -84,14 +84,7 @@ func verifyingLines(f model.Frontend) []verifyingLine {
 // mayCommitFront reports whether a file of the kind cert (else a CA
 // file) of the frontFiles may be committed to the running worker.
 func (d *HAProxy) mayCommitFront(cert bool) bool {
-	c := d.commits
-	if d.pid == "" || c.pid != d.pid {
-		return false // not loaded at a reload of this driver: not known
-	}
-	if cert {
-		return !c.feCAs
-	}
-	return !c.feCerts
+	return d.commits.loadedHere(d.pid) && d.commits.front.may(cert)
 }
 
 // frontChanged is whether the worker holds the file p, its content
@@ -139,7 +132,6 @@ func (d *HAProxy) holdFront(w certWant, p string, old [sha256.Size]byte) bool {
 		d.clientFilesStale = true
 		return true
 	}
-	d.commits.feCerts = d.commits.feCerts || cert
-	d.commits.feCAs = d.commits.feCAs || ca
+	d.commits.front.took(cert, ca)
 	return false
 }
