@@ -158,9 +158,20 @@ func cmpString(a, b string) int {
 
 // MapContent is a map file of entries.
 func MapContent(entries []MapEntry) []byte {
-	var b bytes.Buffer
+	if len(entries) == 0 {
+		return nil
+	}
+	n := 0
 	for _, e := range entries {
-		b.WriteString(e.Key + " " + e.Value + "\n")
+		n += len(e.Key) + len(e.Value) + 2
+	}
+	var b bytes.Buffer
+	b.Grow(n)
+	for _, e := range entries {
+		b.WriteString(e.Key)
+		b.WriteByte(' ')
+		b.WriteString(e.Value)
+		b.WriteByte('\n')
 	}
 	return b.Bytes()
 }

@@ -125,6 +125,7 @@ type HAProxy struct {
 	httpMemos        httpMemos // the HTTP maps lowered so far (httpmaps.go)
 	noHTTPMemo       bool      // every pass lowers every table whole: the benchmarks' baseline
 	noMapEdits       bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
+	listenerMemo     listenerMemo // the listener's map entries kept by frontend (listeners.go)
 	certs            certStore // the TLS certificates the worker holds (certs.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string

@@ -24,17 +24,47 @@ func (d *HAProxy) listenerMapFiles(cfg model.Config) []patternFile {
 	if !o.TProxy() {
 		return nil
 	}
-	listen, proxy := render.ListenerEntries(cfg, o)
-	return []patternFile{
-		mapFile(render.ProxyMapFile(o.ACLDir), proxy, "listener PROXY map"),
-		mapFile(render.ListenerMapFile(o.ACLDir), listen, "listener map"),
+	m := &d.listenerMemo
+	listen, proxy, le, pe, known := m.memo.Entries(cfg, o)
+	lf := mapFile(render.ListenerMapFile(o.ACLDir), listen, "listener map")
+	pf := mapFile(render.ProxyMapFile(o.ACLDir), proxy, "listener PROXY map")
+	if known && !d.noMapEdits {
+		// The memo's edits start from the files of its last call: a
+		// worker holding those needs only them (mapsync.go).
+		lf.edit = &fileEdit{from: m.listen, edit: httpEdit(le)}
+		pf.edit = &fileEdit{from: m.proxy, edit: httpEdit(pe)}
 	}
+	m.listen, m.proxy = lf.body, pf.body
+	return []patternFile{pf, lf}
 }
 
+// listenerMemo is the listener maps' memo (render.ListenerMemo) and the
+// files it made last, from which its edits start.
+type listenerMemo struct {
+	memo          render.ListenerMemo
+	listen, proxy []byte
+}
+
+// httpEdit is e as the edit of a file the driver sends (fileEdit).
+func httpEdit(e render.ListenerEdit) render.HTTPMapEdit {
+	var out render.HTTPMapEdit
+	for _, a := range e.Add {
+		out.Add = append(out.Add, render.HTTPMapEntry(a))
+	}
+	for _, s := range e.Set {
+		out.Set = append(out.Set, render.HTTPMapEntry(s))
+	}
+	out.Del = e.Del
+	return out
+}
+
+// mapFile is the map file at path of entries, its lines made only when
+// asked (patternFile.allLines): a pass that sends an edit needs none.
 func mapFile(path string, entries []render.MapEntry, what string) patternFile {
 	pf := patternFile{path: path, body: render.MapContent(entries), what: what}
-	for _, e := range entries {
-		pf.lines = append(pf.lines, e.Key+" "+e.Value)
+	pf.entries = make([]render.HTTPMapEntry, len(entries))
+	for i, e := range entries {
+		pf.entries[i] = render.HTTPMapEntry(e)
 	}
 	return pf
 }

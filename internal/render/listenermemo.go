@@ -1,0 +1,207 @@
+package render
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// ListenerMemo gives ListenerEntries pass after pass from the frontends
+// that changed (issue 29): a new Service among 10,000 is its own keys
+// added to the entries kept, not 10,000 keys built, sorted and diffed
+// again. A frontend is the same as in the last pass when its name,
+// binds (the very slice: models share what did not change), backend,
+// PROXY flag and what makes it listened (routes, TLS) are; the walk over
+// both passes' frontends, sorted by name, compares only those. Beside the
+// entries it gives each map's edit from the last pass's entries (keys
+// added, changed, deleted), which the driver hands to a worker that holds
+// the last pass's file. Frontends not sorted by name, or other options,
+// are computed whole. The zero value is ready; not safe for concurrent
+// use. The slices it returns are its own until the next call.
+type ListenerMemo struct {
+	o         Options
+	frontends []listenedFrontend // the last pass's, in its order
+	owners    map[string][]keyOwner
+	listen    []MapEntry // sorted by key
+	proxy     []MapEntry
+	ok        bool
+}
+
+// listenedFrontend is what the listener maps take of a frontend.
+type listenedFrontend struct {
+	name     string
+	binds    []model.Bind
+	backend  string
+	proxy    bool
+	routed   bool
+	tls      bool
+	listened bool
+}
+
+// keyOwner is a listened frontend binding a key: the first by name keeps
+// the key, as in ListenerEntries.
+type keyOwner struct {
+	frontend, backend string
+	proxy             bool
+}
+
+// ListenerEdit is one map's change from the memo's last entries to its
+// new ones: keys added and changed (their new entries) and deleted, each
+// sorted by key.
+type ListenerEdit struct {
+	Add, Set []MapEntry
+	Del      []string
+}
+
+// Empty reports whether e changes nothing.
+func (e ListenerEdit) Empty() bool { return len(e.Add)+len(e.Set)+len(e.Del) == 0 }
+
+// Entries are ListenerEntries(cfg, o), and each map's edit from the
+// entries of the last call (known false on the first call, or after a
+// call computed whole: the edits are then empty and mean nothing).
+func (m *ListenerMemo) Entries(cfg model.Config, o Options) (listen, proxy []MapEntry, listenEdit, proxyEdit ListenerEdit, known bool) {
+	if !o.TProxy() {
+		*m = ListenerMemo{}
+		return nil, nil, ListenerEdit{}, ListenerEdit{}, false
+	}
+	if !m.ok || m.o != o || !sortedByName(cfg.Frontends) {
+		m.whole(cfg, o)
+		return m.listen, m.proxy, ListenerEdit{}, ListenerEdit{}, false
+	}
+	touched := map[string]bool{}
+	next := make([]listenedFrontend, 0, len(cfg.Frontends))
+	i := 0
+	for _, f := range cfg.Frontends {
+		for i < len(m.frontends) && m.frontends[i].name < f.Name {
+			m.drop(m.frontends[i], touched) // gone
+			i++
+		}
+		var old *listenedFrontend
+		if i < len(m.frontends) && m.frontends[i].name == f.Name {
+			old = &m.frontends[i]
+			i++
+		}
+		if old != nil && old.same(f) {
+			next = append(next, *old)
+			continue
+		}
+		if old != nil {
+			m.drop(*old, touched)
+		}
+		lf := listenedOf(f, o)
+		m.take(lf, touched)
+		next = append(next, lf)
+	}
+	for ; i < len(m.frontends); i++ {
+		m.drop(m.frontends[i], touched)
+	}
+	m.frontends = next
+	keys := make([]string, 0, len(touched))
+	for k := range touched {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var lv, pv string
+		if own := m.owners[k]; len(own) > 0 {
+			lv = own[0].backend
+			if own[0].proxy {
+				pv = "1"
+			}
+		}
+		m.listen = setEntry(m.listen, k, lv, &listenEdit)
+		m.proxy = setEntry(m.proxy, k, pv, &proxyEdit)
+	}
+	return m.listen, m.proxy, listenEdit, proxyEdit, true
+}
+
+// whole computes the entries as ListenerEntries does and keeps what the
+// next call compares.
+func (m *ListenerMemo) whole(cfg model.Config, o Options) {
+	listen, proxy := ListenerEntries(cfg, o)
+	*m = ListenerMemo{o: o, listen: listen, proxy: proxy, owners: map[string][]keyOwner{},
+		frontends: make([]listenedFrontend, 0, len(cfg.Frontends))}
+	for _, f := range cfg.Frontends {
+		lf := listenedOf(f, o)
+		m.frontends = append(m.frontends, lf)
+		m.take(lf, nil)
+	}
+	m.ok = sortedByName(cfg.Frontends)
+}
+
+// take records lf's keys, marking them touched.
+func (m *ListenerMemo) take(lf listenedFrontend, touched map[string]bool) {
+	if !lf.listened {
+		return
+	}
+	for _, b := range lf.binds {
+		k := ListenerKey(b.Addr, b.Port)
+		own := m.owners[k]
+		if slices.ContainsFunc(own, func(o keyOwner) bool { return o.frontend == lf.name }) {
+			continue // a frontend binding a key twice owns it once
+		}
+		at, _ := slices.BinarySearchFunc(own, lf.name, func(o keyOwner, name string) int { return strings.Compare(o.frontend, name) })
+		m.owners[k] = slices.Insert(own, at, keyOwner{frontend: lf.name, backend: lf.backend, proxy: lf.proxy})
+		if touched != nil {
+			touched[k] = true
+		}
+	}
+}
+
+// drop forgets lf's keys, marking them touched.
+func (m *ListenerMemo) drop(lf listenedFrontend, touched map[string]bool) {
+	if !lf.listened {
+		return
+	}
+	for _, b := range lf.binds {
+		k := ListenerKey(b.Addr, b.Port)
+		own := slices.DeleteFunc(m.owners[k], func(o keyOwner) bool { return o.frontend == lf.name })
+		if len(own) == 0 {
+			delete(m.owners, k)
+		} else {
+			m.owners[k] = own
+		}
+		touched[k] = true
+	}
+}
+
+// listenedOf is what the listener maps take of f.
+func listenedOf(f model.Frontend, o Options) listenedFrontend {
+	return listenedFrontend{name: f.Name, binds: f.Binds, backend: f.Backend, proxy: f.AcceptProxy,
+		routed: f.Routed(), tls: f.TLS != nil, listened: o.Listened(f)}
+}
+
+// same reports whether f gives the listener maps what lf gave: then
+// Options.Listened(f) is lf's too, without being asked again.
+func (lf *listenedFrontend) same(f model.Frontend) bool {
+	return lf.name == f.Name && lf.backend == f.Backend && lf.proxy == f.AcceptProxy &&
+		lf.routed == f.Routed() && lf.tls == (f.TLS != nil) && model.SameSlice(lf.binds, f.Binds)
+}
+
+// setEntry gives key the value v in entries (sorted by key; v "": no
+// entry) and notes the change in e.
+func setEntry(entries []MapEntry, key, v string, e *ListenerEdit) []MapEntry {
+	i, found := slices.BinarySearchFunc(entries, key, func(a MapEntry, k string) int { return strings.Compare(a.Key, k) })
+	switch {
+	case found && v == "":
+		e.Del = append(e.Del, key)
+		return slices.Delete(entries, i, i+1)
+	case found && entries[i].Value != v:
+		entries[i].Value = v
+		e.Set = append(e.Set, entries[i])
+	case !found && v != "":
+		entries = slices.Insert(entries, i, MapEntry{key, v})
+		e.Add = append(e.Add, entries[i])
+	}
+	return entries
+}
+
+func sortedByName(fs []model.Frontend) bool {
+	for i := 1; i < len(fs); i++ {
+		if fs[i-1].Name >= fs[i].Name {
+			return false
+		}
+	}
+	return true
+}

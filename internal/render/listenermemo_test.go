@@ -1,0 +1,156 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// TestListenerMemoRandomEdits: pass after pass of random edits to a
+// model's frontends (Services added and removed, a bind added, moved
+// onto another's key or dropped, a backend renamed, the PROXY flag
+// flipped, a frontend routed), the memo's entries are ListenerEntries'
+// whole computation, and its edits take the last pass's entries to the
+// new ones. Unchanged frontends are the very same objects between passes
+// (their binds the same slices), as a model that shares what did not
+// change gives them.
+func TestListenerMemoRandomEdits(t *testing.T) {
+	o := tproxyOpts()
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 29))
+			var fs []model.Frontend
+			for i := range 40 {
+				fs = append(fs, randomListened(r, i))
+			}
+			var memo ListenerMemo
+			var prevListen, prevProxy map[string]string
+			for pass := range 300 {
+				fs = randomFrontendEdit(r, fs, pass)
+				cfg := model.Config{Frontends: fs}
+				listen, proxy, le, pe, known := memo.Entries(cfg, o)
+				wl, wp := ListenerEntries(cfg, o)
+				if !slices.Equal(listen, wl) || !slices.Equal(proxy, wp) {
+					t.Fatalf("pass %d: memo\n%v\n%v\nwhole\n%v\n%v", pass, listen, proxy, wl, wp)
+				}
+				if pass > 0 && !known {
+					t.Fatalf("pass %d: edits unknown for sorted frontends", pass)
+				}
+				if known {
+					checkListenerEdit(t, "listen", prevListen, le, wl)
+					checkListenerEdit(t, "proxy", prevProxy, pe, wp)
+				}
+				prevListen, prevProxy = entryMap(wl), entryMap(wp)
+			}
+		})
+	}
+}
+
+// TestListenerMemoUnsorted: frontends not sorted by name are computed
+// whole, and say so.
+func TestListenerMemoUnsorted(t *testing.T) {
+	o := tproxyOpts()
+	r := rand.New(rand.NewPCG(7, 29))
+	fs := []model.Frontend{randomListened(r, 2), randomListened(r, 1)}
+	var memo ListenerMemo
+	for pass := range 3 {
+		listen, proxy, _, _, known := memo.Entries(model.Config{Frontends: fs}, o)
+		wl, wp := ListenerEntries(model.Config{Frontends: fs}, o)
+		if known || !slices.Equal(listen, wl) || !slices.Equal(proxy, wp) {
+			t.Fatalf("pass %d: known %v, memo %v %v, whole %v %v", pass, known, listen, proxy, wl, wp)
+		}
+	}
+}
+
+func entryMap(es []MapEntry) map[string]string {
+	out := make(map[string]string, len(es))
+	for _, e := range es {
+		out[e.Key] = e.Value
+	}
+	return out
+}
+
+// checkListenerEdit fails t unless e applied to prev gives want.
+func checkListenerEdit(t *testing.T, what string, prev map[string]string, e ListenerEdit, want []MapEntry) {
+	t.Helper()
+	m := maps.Clone(prev)
+	for _, a := range e.Add {
+		if _, had := m[a.Key]; had {
+			t.Fatalf("%s: added %s, which it had", what, a.Key)
+		}
+		m[a.Key] = a.Value
+	}
+	for _, s := range e.Set {
+		if old, had := m[s.Key]; !had || old == s.Value {
+			t.Fatalf("%s: set %s to %s, which it had not (%q)", what, s.Key, s.Value, old)
+		}
+		m[s.Key] = s.Value
+	}
+	for _, d := range e.Del {
+		if _, had := m[d]; !had {
+			t.Fatalf("%s: deleted %s, which it had not", what, d)
+		}
+		delete(m, d)
+	}
+	if w := entryMap(want); !maps.Equal(m, w) {
+		t.Fatalf("%s: the previous entries edited (%v) are\n%v\nwant\n%v", what, e, m, w)
+	}
+}
+
+// randomListened is a listened frontend named for i, on one of a few
+// addresses and ports, so that keys collide now and then.
+func randomListened(r *rand.Rand, i int) model.Frontend {
+	return model.Frontend{Name: fmt.Sprintf("svc-%04d", i), Backend: fmt.Sprintf("_pool_%d", r.IntN(50)),
+		AcceptProxy: r.IntN(4) == 0, Binds: []model.Bind{randomBind(r)}}
+}
+
+func randomBind(r *rand.Rand) model.Bind {
+	addrs := []string{"192.0.2.10", "192.0.2.11", "2001:db8::10", "127.0.0.1"}
+	return model.Bind{Addr: netip.MustParseAddr(addrs[r.IntN(len(addrs))]), Port: uint16(80 + r.IntN(30)), Transparent: true}
+}
+
+// randomFrontendEdit changes fs as a new model would: a new slice, the
+// frontend edited a copy with new binds, the others the same values.
+func randomFrontendEdit(r *rand.Rand, fs []model.Frontend, pass int) []model.Frontend {
+	out := slices.Clone(fs)
+	if len(out) == 0 || r.IntN(6) == 0 {
+		f := randomListened(r, 1000+pass)
+		at, _ := slices.BinarySearchFunc(out, f.Name, func(a model.Frontend, n string) int {
+			return cmpString(a.Name, n)
+		})
+		return slices.Insert(out, at, f)
+	}
+	i := r.IntN(len(out))
+	f := out[i]
+	switch r.IntN(7) {
+	case 0:
+		return slices.Delete(out, i, i+1)
+	case 1:
+		f.Binds = append(slices.Clone(f.Binds), randomBind(r))
+	case 2:
+		if len(f.Binds) > 1 {
+			f.Binds = slices.Clone(f.Binds[1:])
+		}
+	case 3:
+		f.Backend = fmt.Sprintf("_pool_%d", r.IntN(50))
+	case 4:
+		f.AcceptProxy = !f.AcceptProxy
+	case 5:
+		if f.Routed() {
+			f.Routes = nil
+		} else {
+			f.Routes = []model.Route{{Backends: []model.WeightedBackend{{Name: f.Backend, Weight: 1}}}}
+		}
+	case 6:
+		b := slices.Clone(f.Binds)
+		b[0] = randomBind(r)
+		f.Binds = b
+	}
+	out[i] = f
+	return out
+}
