@@ -119,14 +119,14 @@ type HAProxy struct {
 	persist          chan struct{}
 	optsReason       string // why SetStatsPage changed the render options, until a reload applies them
 	verify           verifyState
-	acls             fileSet   // the source ranges' ACL files (acl.go)
-	routeMaps        fileSet   // the routes' map files (routemaps.go)
-	held             heldMaps  // what the worker holds of them (mapsync.go)
-	httpMemos        httpMemos // the HTTP maps lowered so far (httpmaps.go)
-	noHTTPMemo       bool      // every pass lowers every table whole: the benchmarks' baseline
-	noMapEdits       bool      // the memo's edits unused, files diffed whole: the benchmarks' baseline
+	acls             fileSet      // the source ranges' ACL files (acl.go)
+	routeMaps        fileSet      // the routes' map files (routemaps.go)
+	held             heldMaps     // what the worker holds of them (mapsync.go)
+	httpMemos        httpMemos    // the HTTP maps lowered so far (httpmaps.go)
+	noHTTPMemo       bool         // every pass lowers every table whole: the benchmarks' baseline
+	noMapEdits       bool         // the memo's edits unused, files diffed whole: the benchmarks' baseline
 	listenerMemo     listenerMemo // the listener's map entries kept by frontend (listeners.go)
-	certs            certStore // the TLS certificates the worker holds (certs.go)
+	certs            certStore    // the TLS certificates the worker holds (certs.go)
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)
