@@ -35,6 +35,9 @@ func ViewExcept(s State, cfg model.Config, own func(*model.Backend) bool) model.
 // viewExcept is ViewExcept, the spares' backends taken from memo when it
 // has them (nil: none kept).
 func viewExcept(s State, cfg model.Config, own func(*model.Backend) bool, memo *ViewMemo) model.Config {
+	if out, ok := memo.delta(s, cfg, own); ok { // viewdelta.go
+		return out
+	}
 	pooled := func(b *model.Backend) bool { return pooled(b) && (own == nil || !own(b)) }
 	idx := s.index()
 	out := model.Config{UDP: cfg.UDP, Frontends: make([]model.Frontend, 0, len(cfg.Frontends)),
@@ -51,33 +54,17 @@ func viewExcept(s State, cfg model.Config, own func(*model.Backend) bool, memo *
 		return name, b == nil || !pooled(b)
 	}
 	reject := slices.ContainsFunc(cfg.Frontends, func(f model.Frontend) bool { return f.Routed() })
-	for _, f := range cfg.Frontends {
-		if f.Routed() {
-			f.Routes = slices.Clone(f.Routes)
-			for i, r := range f.Routes {
-				r.Backends = slices.Clone(r.Backends)
-				for j, wb := range r.Backends {
-					n, ok := haproxyName(wb.Name)
-					if !ok {
-						n = model.RejectBackend
-					}
-					r.Backends[j].Name = n
-				}
-				f.Routes[i] = r
-			}
-		} else if f.HTTP != nil {
-			f.HTTP = f.HTTP.WithBackends(func(name string) string {
-				if n, ok := haproxyName(name); ok {
-					return n
-				}
-				return model.RejectBackend
-			})
-		} else if f.Backend != "" {
-			n, ok := haproxyName(f.Backend)
-			if !ok {
-				continue
-			}
-			f.Backend = n
+	frontOut := memo.frontends(len(cfg.Frontends))
+	for i, f := range cfg.Frontends {
+		f, ok := viewFrontend(f, haproxyName)
+		if frontOut != nil {
+			frontOut[i] = -1
+		}
+		if !ok {
+			continue
+		}
+		if frontOut != nil {
+			frontOut[i] = len(out.Frontends)
 		}
 		out.Frontends = append(out.Frontends, f)
 	}
@@ -96,17 +83,58 @@ func viewExcept(s State, cfg model.Config, own func(*model.Backend) bool, memo *
 			out.Backends = append(out.Backends, b)
 			continue
 		}
-		b := s.Classes[sp.Class]
-		if o != nil {
-			b = *o
-		}
-		b.Name, b.SourceChecked, b.Slots = sp.Name, s.Classes[sp.Class].SourceChecked, sp.Slots
-		memo.keep(sp, o, &b)
-		out.Backends = append(out.Backends, &b)
+		out.Backends = append(out.Backends, memo.spareView(s, sp, o))
 	}
 	memo.end()
 	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
+	memo.remember(s, cfg, own, out, reject, frontOut)
 	return out
+}
+
+// viewFrontend is f as the view has it, its backends in HAProxy's names
+// (haproxyName: a name and whether it is served), and false when it is
+// left out (its one backend waits for a spare).
+func viewFrontend(f model.Frontend, haproxyName func(string) (string, bool)) (model.Frontend, bool) {
+	if f.Routed() {
+		f.Routes = slices.Clone(f.Routes)
+		for i, r := range f.Routes {
+			r.Backends = slices.Clone(r.Backends)
+			for j, wb := range r.Backends {
+				n, ok := haproxyName(wb.Name)
+				if !ok {
+					n = model.RejectBackend
+				}
+				r.Backends[j].Name = n
+			}
+			f.Routes[i] = r
+		}
+	} else if f.HTTP != nil {
+		f.HTTP = f.HTTP.WithBackends(func(name string) string {
+			if n, ok := haproxyName(name); ok {
+				return n
+			}
+			return model.RejectBackend
+		})
+	} else if f.Backend != "" {
+		n, ok := haproxyName(f.Backend)
+		if !ok {
+			return f, false
+		}
+		f.Backend = n
+	}
+	return f, true
+}
+
+// spareView is the backend the view makes of sp with occupant o (nil:
+// free), kept by memo.
+func (m *ViewMemo) spareView(s State, sp Spare, o *model.Backend) *model.Backend {
+	b := s.Classes[sp.Class]
+	if o != nil {
+		b = *o
+	}
+	b.Name, b.SourceChecked, b.Slots = sp.Name, s.Classes[sp.Class].SourceChecked, sp.Slots
+	m.keep(sp, o, &b)
+	return &b
 }
 
 // Without is cfg without the backends own names, for Occupy, Grow and

@@ -16,8 +16,10 @@ type ViewMemo struct {
 	same    []bool                 // per class of the view being made: as in classes
 	gen     uint64                 // counts views
 	touched int                    // spares of the view being made
-	// built counts the spares' backends made rather than reused (tests).
-	built int
+	// built counts the spares' backends made rather than reused, deltas
+	// the views made from the last one (viewdelta.go) (tests).
+	built, deltas int
+	last          lastView // what the next view's delta starts from
 }
 
 type viewedSpare struct {

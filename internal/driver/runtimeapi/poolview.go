@@ -37,6 +37,10 @@ func (v *poolView) of(s spares.State, cfg model.Config, own func(*model.Backend)
 	out := v.memo.ViewExcept(s, cfg, own)
 	v.cfg, v.pool, v.view, v.own = cfg, slices.Clone(s.Spares), out, own != nil
 	v.cfg.Changes = nil
+	if idx := v.memo.Index(); idx != nil {
+		v.index = idx // kept by the memo, by difference (spares/viewdelta.go)
+		return out
+	}
 	v.index = make(map[string]int, len(out.Backends))
 	// Each spare's occupant from one walk of the pool, not a search per
 	// spare (s.ModelBackend): quadratic at 10,000 spares, 2.3 s of CPU in

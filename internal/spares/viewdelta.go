@@ -1,0 +1,254 @@
+package spares
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// The view from the pass's changes (issue 29). When the pool has the
+// same spares as at the last view (the same names, classes and sizes:
+// only occupants may differ) and the controller's own backends are the
+// same objects, the view is the last one with only what changed made
+// again: the spares whose occupant changed or is another object, and
+// the frontends that are other values or name a backend whose HAProxy
+// name changed. What changed is found by walking the model's backends
+// and frontends beside the last ones (both sorted by name), comparing
+// objects, not by building maps of every name; the backends keep their
+// order, so nothing is sorted. Anything else is viewed whole.
+
+// lastView is what the memo's delta starts from.
+type lastView struct {
+	ok        bool
+	frontends []model.Frontend // the model last viewed
+	backends  []*model.Backend
+	spares    []Spare // its pool's, a copy
+	out       model.Config
+	frontOut  []int          // per frontend of the model: its index in out.Frontends, -1 left out
+	spareAt   []int          // per spare: its index in out.Backends
+	occ       map[string]int // occupant -> its spare's index
+	index     map[string]int // model backend -> its index in out.Backends
+	reject    bool           // out has the reject backend the view adds
+}
+
+// Index maps each model backend of the last view to its index in that
+// view's Backends (a spare's occupant to the spare's): the memo's own,
+// read only, until the next view.
+func (m *ViewMemo) Index() map[string]int { return m.last.index }
+
+// frontends is the slice in which a whole view records where each
+// frontend went (nil without a memo).
+func (m *ViewMemo) frontends(n int) []int {
+	if m == nil {
+		return nil
+	}
+	return make([]int, n)
+}
+
+// remember keeps a whole view for the next delta.
+func (m *ViewMemo) remember(s State, cfg model.Config, own func(*model.Backend) bool, out model.Config, reject bool, frontOut []int) {
+	if m == nil {
+		return
+	}
+	m.last = lastView{}
+	if own != nil || !sortedBackends(cfg.Backends) || !sortedByName(cfg.Frontends) {
+		return // viewed whole next time too
+	}
+	pos := make(map[string]int, len(s.Spares))
+	for i, sp := range s.Spares {
+		pos[sp.Name] = i
+	}
+	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: slices.Clone(s.Spares), out: out,
+		frontOut: frontOut, spareAt: make([]int, len(s.Spares)), occ: make(map[string]int, len(s.Spares)),
+		index: make(map[string]int, len(out.Backends)), reject: reject}
+	for j, b := range out.Backends {
+		if i, ok := pos[b.Name]; ok {
+			l.spareAt[i] = j
+			if o := s.Spares[i].Occupant; o != "" {
+				l.index[o] = j
+			}
+		} else {
+			l.index[b.Name] = j
+		}
+	}
+	for i, sp := range s.Spares {
+		if sp.Occupant == "" {
+			continue
+		}
+		if _, dup := l.occ[sp.Occupant]; dup {
+			return // two spares with one occupant: whole
+		}
+		l.occ[sp.Occupant] = i
+	}
+	m.last = l
+}
+
+// delta is the view of s and cfg made from the last one, and whether it
+// could be (see above).
+func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) bool) (model.Config, bool) {
+	if m == nil || !m.last.ok || own != nil || len(s.Spares) != len(m.last.spares) || !m.sameClasses(s) {
+		return model.Config{}, false
+	}
+	l := &m.last
+	for i, sp := range s.Spares {
+		if p := l.spares[i]; sp.Name != p.Name || sp.Class != p.Class || sp.Slots != p.Slots {
+			return model.Config{}, false
+		}
+	}
+	reject := slices.ContainsFunc(cfg.Frontends, func(f model.Frontend) bool { return f.Routed() })
+	changed, ok := changedBackends(l.backends, cfg.Backends)
+	if !ok || reject != l.reject || !sortedByName(cfg.Frontends) {
+		return model.Config{}, false
+	}
+	// moved: the model backends whose HAProxy name may have changed.
+	moved := make(map[string]bool, len(changed)+2)
+	for _, name := range changed {
+		if !pooled(&model.Backend{Name: name}) {
+			return model.Config{}, false // the controller's own: whole
+		}
+		moved[name] = true
+	}
+	var spares []int // whose view is made again
+	for i, sp := range s.Spares {
+		if was := l.spares[i].Occupant; was != sp.Occupant {
+			moved[was], moved[sp.Occupant] = true, true
+			spares = append(spares, i)
+		} else if sp.Occupant != "" && moved[sp.Occupant] {
+			spares = append(spares, i)
+		}
+	}
+	delete(moved, "")
+	for _, i := range spares { // occupants gone first, then the new ones
+		if was := l.spares[i].Occupant; was != "" && l.occ[was] == i {
+			delete(l.occ, was)
+			delete(l.index, was)
+		}
+	}
+	for _, i := range spares {
+		if o := s.Spares[i].Occupant; o != "" {
+			if _, dup := l.occ[o]; dup {
+				m.last = lastView{}
+				return model.Config{}, false // two spares with one occupant: whole
+			}
+			l.occ[o] = i
+			l.index[o] = l.spareAt[i]
+		}
+	}
+	byName := func(name string) *model.Backend {
+		i, found := slices.BinarySearchFunc(cfg.Backends, name, func(b *model.Backend, n string) int { return strings.Compare(b.Name, n) })
+		if !found {
+			return nil
+		}
+		return cfg.Backends[i]
+	}
+	out := model.Config{UDP: cfg.UDP, Backends: slices.Clone(l.out.Backends),
+		Frontends: make([]model.Frontend, 0, len(cfg.Frontends))}
+	for _, i := range spares {
+		sp := s.Spares[i]
+		out.Backends[l.spareAt[i]] = m.spareView(s, sp, byName(sp.Occupant))
+		l.spares[i].Occupant = sp.Occupant
+	}
+	haproxyName := func(name string) (string, bool) {
+		if i, ok := l.occ[name]; ok {
+			return s.Spares[i].Name, true
+		}
+		b := byName(name)
+		return name, b == nil || !pooled(b)
+	}
+	frontOut := make([]int, len(cfg.Frontends))
+	j := 0
+	for i, f := range cfg.Frontends {
+		for j < len(l.frontends) && l.frontends[j].Name < f.Name {
+			j++
+		}
+		if j < len(l.frontends) && l.frontends[j].Name == f.Name && sameFrontend(&f, &l.frontends[j]) &&
+			!f.Routed() && f.HTTP == nil && !moved[f.Backend] {
+			frontOut[i] = -1
+			if k := l.frontOut[j]; k >= 0 {
+				frontOut[i] = len(out.Frontends)
+				out.Frontends = append(out.Frontends, l.out.Frontends[k])
+			}
+			continue
+		}
+		vf, ok := viewFrontend(f, haproxyName)
+		frontOut[i] = -1
+		if ok {
+			frontOut[i] = len(out.Frontends)
+			out.Frontends = append(out.Frontends, vf)
+		}
+	}
+	l.frontends, l.backends, l.out, l.frontOut = cfg.Frontends, cfg.Backends, out, frontOut
+	m.deltas++
+	return out, true
+}
+
+// sameClasses reports whether s has the classes of the last view.
+func (m *ViewMemo) sameClasses(s State) bool {
+	if len(s.Classes) != len(m.classes) {
+		return false
+	}
+	for c := range s.Classes {
+		if !sameClass(&m.classes[c], &s.Classes[c]) {
+			return false
+		}
+	}
+	return true
+}
+
+// changedBackends lists the names of the backends that are in one of
+// was and now and not the same object in the other, both sorted by name;
+// false when now is not sorted.
+func changedBackends(was, now []*model.Backend) ([]string, bool) {
+	var out []string
+	i := 0
+	for k, b := range now {
+		if k > 0 && now[k-1].Name >= b.Name {
+			return nil, false
+		}
+		for i < len(was) && was[i].Name < b.Name {
+			out = append(out, was[i].Name)
+			i++
+		}
+		if i < len(was) && was[i].Name == b.Name {
+			if was[i] != b {
+				out = append(out, b.Name)
+			}
+			i++
+			continue
+		}
+		out = append(out, b.Name)
+	}
+	for ; i < len(was); i++ {
+		out = append(out, was[i].Name)
+	}
+	return out, true
+}
+
+// sameFrontend reports whether a and b are the same frontend value: the
+// same fields, the same slices and pointers (a model shares what did not
+// change).
+func sameFrontend(a, b *model.Frontend) bool {
+	return a.Name == b.Name && a.Service == b.Service && a.AcceptProxy == b.AcceptProxy && a.MaxConn == b.MaxConn &&
+		a.TimeoutClient == b.TimeoutClient && a.Backend == b.Backend && a.InspectDelay == b.InspectDelay &&
+		a.TLS == b.TLS && a.HTTP == b.HTTP && model.SameSlice(a.Binds, b.Binds) &&
+		model.SameSlice(a.SourceRanges, b.SourceRanges) && model.SameSlice(a.Routes, b.Routes)
+}
+
+func sortedBackends(bs []*model.Backend) bool {
+	for i := 1; i < len(bs); i++ {
+		if bs[i-1].Name >= bs[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedByName(fs []model.Frontend) bool {
+	for i := 1; i < len(fs); i++ {
+		if fs[i-1].Name >= fs[i].Name {
+			return false
+		}
+	}
+	return true
+}
