@@ -98,6 +98,10 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 					c.Frontends = append(c.Frontends, fe)
 					c.Backends = append(c.Backends, be)
 				}
+				// Sorted by name, as desired makes a model (model.Config):
+				// the new Services' ports sort before the first n's.
+				slices.SortStableFunc(c.Frontends, func(a, b model.Frontend) int { return strings.Compare(a.Name, b.Name) })
+				slices.SortStableFunc(c.Backends, func(a, b *model.Backend) int { return strings.Compare(a.Name, b.Name) })
 				return c
 			}
 			// One add of all n: an add per Service copied the growing
