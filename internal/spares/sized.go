@@ -37,11 +37,11 @@ func largeFor(most int) int {
 
 // largeWanted is, per class in use, the slots of the large spare it
 // lacks (0: it has a free one that large).
-func (s State) largeWanted(cfg model.Config, use map[int]int) map[int]int {
+func (s State) largeWanted(cfg model.Config, cls []int, use map[int]int) map[int]int {
 	most := make(map[int]int, len(use))
-	for _, b := range cfg.Backends {
+	for j, b := range cfg.Backends {
 		if pooled(b) {
-			if c := s.classOf(b); c >= 0 {
+			if c := cls[j]; c >= 0 {
 				most[c] = max(most[c], len(b.Servers))
 			}
 		}

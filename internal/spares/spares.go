@@ -170,17 +170,23 @@ func Occupy(prev State, cfg model.Config) (next State, waiting []string) {
 // (a map change: sized.go), and a new backend takes the lowest free spare
 // of its class that holds its servers, or else the lowest free one.
 func OccupyFit(prev State, cfg model.Config, slots func(spare string) int) (next State, waiting []string) {
+	return occupyFit(prev, cfg, slots, prev.classesOf(cfg.Backends))
+}
+
+// occupyFit is OccupyFit given each backend's class in prev (cls, by
+// index in cfg.Backends: classesOf).
+func occupyFit(prev State, cfg model.Config, slots func(spare string) int, cls []int) (next State, waiting []string) {
 	next = prev.Clone()
-	want := make(map[string]*model.Backend, len(cfg.Backends))
-	for _, b := range cfg.Backends {
+	want := make(map[string]int, len(cfg.Backends)) // name -> index in cfg.Backends
+	for j, b := range cfg.Backends {
 		if pooled(b) {
-			want[b.Name] = b
+			want[b.Name] = j
 		}
 	}
 	fits := func(i int, b *model.Backend) bool {
 		return slots == nil || len(b.Servers) <= slots(next.Spares[i].Name)
 	}
-	placed := make(map[string]bool, len(want))
+	placed := make([]bool, len(cfg.Backends))
 	freed := make([]bool, len(next.Spares))
 	var outgrown []int // spares whose occupant outgrew them
 	for i := range next.Spares {
@@ -188,10 +194,10 @@ func OccupyFit(prev State, cfg model.Config, slots func(spare string) int) (next
 		if sp.Occupant == "" {
 			continue
 		}
-		b, ok := want[sp.Occupant]
-		if ok && !placed[b.Name] && next.Classes[sp.Class].SameStructure(ptr(classKey(b))) {
-			placed[b.Name] = true
-			if !fits(i, b) {
+		j, ok := want[sp.Occupant]
+		if ok && !placed[j] && next.sameClass(sp.Class, cls[j]) {
+			placed[j] = true
+			if !fits(i, cfg.Backends[j]) {
 				outgrown = append(outgrown, i)
 			}
 			continue
@@ -207,17 +213,17 @@ func OccupyFit(prev State, cfg model.Config, slots func(spare string) int) (next
 		return -1
 	}
 	for _, i := range outgrown {
-		b := want[next.Spares[i].Occupant]
+		b := cfg.Backends[want[next.Spares[i].Occupant]]
 		if j := free(next.Spares[i].Class, b, true); j >= 0 {
 			next.Spares[j].Occupant = b.Name
 			next.Spares[i].Occupant, freed[i] = "", true
 		}
 	}
-	for _, b := range cfg.Backends { // sorted by name
-		if !pooled(b) || placed[b.Name] {
+	for j, b := range cfg.Backends { // sorted by name
+		if !pooled(b) || placed[j] {
 			continue
 		}
-		c := next.classOf(b)
+		c := cls[j]
 		i := free(c, b, true)
 		if i < 0 {
 			i = free(c, b, false)
@@ -227,9 +233,15 @@ func OccupyFit(prev State, cfg model.Config, slots func(spare string) int) (next
 			continue
 		}
 		next.Spares[i].Occupant = b.Name
-		placed[b.Name] = true
+		placed[j] = true
 	}
 	return next, waiting
+}
+
+// sameClass reports whether the classes numbered a and b of s are the
+// same structure (b -1: none, never the same).
+func (s State) sameClass(a, b int) bool {
+	return b >= 0 && (a == b || a >= 0 && a < len(s.Classes) && s.Classes[a].SameStructure(&s.Classes[b]))
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -244,21 +256,29 @@ func ptr[T any](v T) *T { return &v }
 // in them. Classes are added for the waiting backends' own; nothing is
 // removed.
 func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State, grow bool) {
+	return growBy(s, cfg, waiting, pol, s.classesOf(cfg.Backends))
+}
+
+// growBy is Grow given each backend's class in s (cls, by index in
+// cfg.Backends: classesOf).
+func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) (grown State, grow bool) {
 	if !pol.On() {
 		return s, false
 	}
 	grown = s.Clone()
-	byName := make(map[string]*model.Backend, len(cfg.Backends))
+	cls = slices.Clone(cls)
 	use := make(map[int]int) // class -> backends of cfg in it
-	for _, b := range cfg.Backends {
+	for j, b := range cfg.Backends {
 		if !pooled(b) {
 			continue
 		}
-		byName[b.Name] = b
-		c := grown.classOf(b)
+		c := cls[j]
 		if c < 0 {
-			grown.Classes = append(grown.Classes, classKey(b))
-			c = len(grown.Classes) - 1
+			if c = grown.classOf(b); c < 0 { // a class added for an earlier one
+				grown.Classes = append(grown.Classes, classKey(b))
+				c = len(grown.Classes) - 1
+			}
+			cls[j] = c
 		}
 		use[c]++
 	}
@@ -287,7 +307,7 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 	grow = len(waiting) > 0
 	var large map[int]int
 	if pol.Sized {
-		large = grown.largeWanted(cfg, use)
+		large = grown.largeWanted(cfg, cls, use)
 	}
 	for c := range use {
 		if free[c] < min(pol.LowWater, target(c)) || large[c] > 0 {
@@ -310,9 +330,17 @@ func Grow(s State, cfg model.Config, waiting []string, pol Policy) (grown State,
 		grown.Spares = append(grown.Spares, Spare{Name: SpareName(next), Class: c, Slots: large[c]})
 		next++
 	}
-	for _, name := range waiting {
-		if b := byName[name]; b != nil {
-			add(grown.classOf(b), name)
+	if len(waiting) > 0 {
+		at := make(map[string]int, len(cfg.Backends))
+		for j, b := range cfg.Backends {
+			if pooled(b) {
+				at[b.Name] = j
+			}
+		}
+		for _, name := range waiting {
+			if j, ok := at[name]; ok {
+				add(cls[j], name)
+			}
 		}
 	}
 	classes := make([]int, 0, len(use))

@@ -135,6 +135,7 @@ type HAProxy struct {
 	pool        spares.State
 	poolView    poolView           // the last view (poolview.go)
 	sourceMarks spares.SourceMarks // behind the fixed listener: which backends check sources (pool.go)
+	classMemo   spares.ClassMemo   // each backend's class, kept by object (pool.go)
 	poolRead    bool
 	poolWritten []byte
 	// unpublished: backends created at runtime that went, unpublished

@@ -62,8 +62,8 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 	if !d.poolRead {
 		d.pool, d.poolRead = d.readPool(pooled), true
 	}
-	next, waiting := spares.OccupyFit(d.pool, pooled, d.spareSlots)
-	grown, grow := spares.Grow(next, pooled, waiting, pol)
+	next, waiting := d.classMemo.OccupyFit(d.pool, pooled, d.spareSlots)
+	grown, grow := d.classMemo.Grow(next, pooled, waiting, pol)
 	if !grow {
 		// The pool's own work counts as the pass's: its placing and view
 		// as render (planning), pool.json as write.
