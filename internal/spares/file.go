@@ -1,6 +1,7 @@
 package spares
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -94,4 +95,54 @@ func Restore(s State, cfg model.Config) State {
 // configPath (the local driver's default): pool.json beside it.
 func FileBeside(configPath string) string {
 	return filepath.Join(filepath.Dir(configPath), "pool.json")
+}
+
+// EncodeMemo encodes a pool pass after pass as Encode does, byte for
+// byte, encoding again only the spares that differ from the last pass's
+// at the same place (issue 29: pool.json of 10,000 spares was encoded
+// whole for one new Service). The zero value is ready; not safe for
+// concurrent use.
+type EncodeMemo struct {
+	spares []Spare
+	lines  [][]byte // each spare's JSON
+	// encoded counts the spares encoded (tests).
+	encoded int
+}
+
+// Encode is s as Encode writes it.
+func (m *EncodeMemo) Encode(s State) ([]byte, error) {
+	if s.Spares == nil {
+		var b bytes.Buffer
+		err := Encode(&b, s)
+		return b.Bytes(), err
+	}
+	classes, err := json.Marshal(s.Classes)
+	if err != nil {
+		return nil, err
+	}
+	lines := make([][]byte, len(s.Spares))
+	n := len(classes) + 32
+	for i, sp := range s.Spares {
+		if i < len(m.spares) && m.spares[i] == sp {
+			lines[i] = m.lines[i]
+		} else if lines[i], err = json.Marshal(sp); err != nil {
+			return nil, err
+		} else {
+			m.encoded++
+		}
+		n += len(lines[i]) + 1
+	}
+	out := make([]byte, 0, n)
+	out = append(out, `{"classes":`...)
+	out = append(out, classes...)
+	out = append(out, `,"spares":[`...)
+	for i, l := range lines {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, l...)
+	}
+	out = append(out, "]}\n"...)
+	m.spares, m.lines = append(m.spares[:0], s.Spares...), lines
+	return out, nil
 }

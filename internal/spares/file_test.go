@@ -2,6 +2,8 @@ package spares
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -89,4 +91,53 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEncodeMemoRandomEdits: pass after pass of random changes to a pool
+// (a spare taken, given back, resized, the pool grown, a class added,
+// a spare removed: another at each place), the memo's bytes are Encode's,
+// and only the spares that changed are encoded again.
+func TestEncodeMemoRandomEdits(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 8))
+	s := State{Classes: []model.Backend{{Balance: "roundrobin"}}}
+	for i := range 20 {
+		s.Spares = append(s.Spares, Spare{Name: SpareName(i)})
+	}
+	var m EncodeMemo
+	for pass := range 300 {
+		s = s.Clone()
+		changed := 1
+		switch i := r.IntN(len(s.Spares)); r.IntN(6) {
+		case 0:
+			s.Spares[i].Occupant = fmt.Sprintf("svc-%d", pass)
+		case 1:
+			s.Spares[i].Occupant = ""
+		case 2:
+			s.Spares[i].Slots = 16
+		case 3:
+			n, _ := SpareIndex(s.Spares[len(s.Spares)-1].Name)
+			s.Spares = append(s.Spares, Spare{Name: SpareName(n + 1), Occupant: "<&>"})
+		case 4:
+			s.Classes = append(s.Classes, model.Backend{Balance: "source", TimeoutServer: time.Duration(pass)})
+			changed = 0
+		case 5:
+			s.Spares = slices.Delete(s.Spares, i, i+1)
+			changed = len(s.Spares) - i
+		}
+		before := m.encoded
+		got, err := m.Encode(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := Encode(&want, s); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("pass %d: memo\n%s\nEncode\n%s", pass, got, want.Bytes())
+		}
+		if n := m.encoded - before; pass > 0 && n > changed {
+			t.Fatalf("pass %d: %d spares encoded, at most %d changed", pass, n, changed)
+		}
+	}
 }

@@ -364,6 +364,9 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 // clears their tables, so that the next occupant's clients stick to
 // nothing of the old one's.
 func Freed(prev, next State) []string {
+	if !slices.ContainsFunc(next.Classes, func(c model.Backend) bool { return c.Affinity > 0 }) {
+		return nil // no stick table to clear (and no map of every spare built)
+	}
 	var out []string
 	was := make(map[string]string, len(prev.Spares))
 	for _, sp := range prev.Spares {

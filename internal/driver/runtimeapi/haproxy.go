@@ -136,6 +136,7 @@ type HAProxy struct {
 	poolView    poolView           // the last view (poolview.go)
 	sourceMarks spares.SourceMarks // behind the fixed listener: which backends check sources (pool.go)
 	classMemo   spares.ClassMemo   // each backend's class, kept by object (pool.go)
+	poolEncoded spares.EncodeMemo  // pool.json, its unchanged spares not encoded again (pool.go)
 	poolRead    bool
 	poolWritten []byte
 	// unpublished: backends created at runtime that went, unpublished

@@ -147,21 +147,21 @@ func (d *HAProxy) poolApplied(ctx context.Context, s spares.State, err error) {
 		}
 	}
 	d.pool = s
-	var buf bytes.Buffer
-	if err := spares.Encode(&buf, s); err != nil {
+	body, err := d.poolEncoded.Encode(s) // only the spares that changed encoded again
+	if err != nil {
 		return
 	}
-	if bytes.Equal(buf.Bytes(), d.poolWritten) {
+	if bytes.Equal(body, d.poolWritten) {
 		return
 	}
 	// Unsynced: the spares it names already run (it is written after the
 	// pass applied); a pool.json lost to a machine crash is rebuilt, one
 	// reload (readPool).
-	if err := atomicfile.WriteUnsynced(d.poolFile(), buf.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteUnsynced(d.poolFile(), body, 0o644); err != nil {
 		d.log.Error("could not write the backend pool", "err", err)
 		return
 	}
-	d.poolWritten = buf.Bytes()
+	d.poolWritten = body
 }
 
 func (d *HAProxy) poolFile() string {
