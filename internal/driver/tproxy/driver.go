@@ -67,11 +67,10 @@ type Driver struct {
 
 	mu      sync.Mutex
 	applied map[netip.AddrPort]bool // what the sets hold; nil: unknown (read it back)
-	// want: the elements of the frontends wantOf (the last model's): a
-	// pass's Remove and Apply, and passes that change no frontend, find
-	// them without walking the model again.
-	wantOf []model.Frontend
-	want   map[netip.AddrPort]bool
+	// wants: the elements of the last model's frontends, kept by
+	// frontend, and those the sets may not hold as wanted (wantset.go):
+	// a pass's Remove and Apply look at those only.
+	wants wantSet
 }
 
 // ErrApply classifies a failed batch or policy routing change.
@@ -142,7 +141,7 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	start := time.Now()
-	want := d.wanted(cfg)
+	d.wants.update(cfg, d.opts.Render) // wantset.go: by the frontends that changed
 	ops := 0
 	if d.applied == nil {
 		// After a start or an Invalidate: the policy routing again (it
@@ -152,6 +151,7 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 			return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
 		}
 		d.applied = d.readBack()
+		d.wants.unknown()
 		if !d.baseInPlace() {
 			d.queueBase()
 			ops++
@@ -164,15 +164,12 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 		}
 		return 1
 	}
-	for e := range d.applied {
-		if !want[e] {
-			del[fam(e)] = append(del[fam(e)], nftables.SetElement{Key: key(e)})
-		}
+	dels, added := d.wants.diff(d.applied, add)
+	for _, e := range dels {
+		del[fam(e)] = append(del[fam(e)], nftables.SetElement{Key: key(e)})
 	}
-	for e := range want {
-		if add(e) && !d.applied[e] { // add first: Remove's is false, no lookup
-			adds[fam(e)] = append(adds[fam(e)], nftables.SetElement{Key: key(e)})
-		}
+	for _, e := range added {
+		adds[fam(e)] = append(adds[fam(e)], nftables.SetElement{Key: key(e)})
 	}
 	for i := range del {
 		ops += len(del[i]) + len(adds[i])
@@ -207,29 +204,10 @@ func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.
 			d.applied[ap] = true
 		}
 	}
+	d.wants.settled(d.applied)
 	took := time.Since(start)
 	d.opts.Logger.Debug("tproxy: applied", "elements", len(d.applied), "ops", ops, "took", took)
 	return driver.Result{Runtime: took, Ops: ops}, nil
-}
-
-// wanted is the set of the listened binds of cfg (Elements, unsorted),
-// kept while cfg's frontends are the very same slice. Under d.mu; the
-// caller does not change it.
-func (d *Driver) wanted(cfg model.Config) map[netip.AddrPort]bool {
-	if d.want != nil && model.SameSlice(d.wantOf, cfg.Frontends) {
-		return d.want
-	}
-	want := make(map[netip.AddrPort]bool, len(cfg.Frontends))
-	for _, f := range cfg.Frontends {
-		if !d.opts.Render.Listened(f) {
-			continue
-		}
-		for _, b := range f.Binds {
-			want[netip.AddrPortFrom(b.Addr, b.Port)] = true
-		}
-	}
-	d.wantOf, d.want = cfg.Frontends, want
-	return want
 }
 
 // Setup puts the policy routing and the table's fixed objects and rules
@@ -244,6 +222,7 @@ func (d *Driver) Setup() error {
 		return fmt.Errorf("%w: policy routing: %v", ErrApply, err)
 	}
 	d.applied = d.readBack()
+	d.wants.unknown()
 	if d.baseInPlace() {
 		return nil
 	}

@@ -3,7 +3,6 @@ package tproxy
 import (
 	"maps"
 	"net/netip"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -59,19 +58,16 @@ func TestElements(t *testing.T) {
 	if v4, v6 := Elements(cfg, render.Options{ACLDir: "/x"}); v4 != nil || v6 != nil {
 		t.Errorf("ports mode has elements %v %v", v4, v6)
 	}
-	// The driver's set of them (wanted) holds the same elements, kept
-	// while the frontends are the very same slice, made again for another.
-	d := &Driver{opts: Options{Render: tproxyOpts}}
-	w := d.wanted(cfg)
-	if got := slices.SortedFunc(maps.Keys(w), netip.AddrPort.Compare); !slices.Equal(got, append(v4, v6...)) {
+	// The driver's set of them (wantSet) holds the same elements, kept
+	// by frontend: another model's only changes what changed.
+	var w wantSet
+	w.update(cfg, tproxyOpts)
+	if got := slices.SortedFunc(maps.Keys(w.count), netip.AddrPort.Compare); !slices.Equal(got, append(v4, v6...)) {
 		t.Errorf("wanted = %v, want %v", got, append(v4, v6...))
 	}
-	if d.wanted(model.Config{Frontends: cfg.Frontends}); len(d.want) != len(w) || reflect.ValueOf(d.want).UnsafePointer() != reflect.ValueOf(w).UnsafePointer() {
-		t.Error("wanted made again for the same frontends")
-	}
-	fewer := model.Config{Frontends: cfg.Frontends[1:]}
-	if got := d.wanted(fewer); len(got) != 1 || !got[netip.MustParseAddrPort("203.0.113.10:443")] {
-		t.Errorf("wanted of another slice = %v, want 203.0.113.10:443 alone", got)
+	w.update(model.Config{Frontends: cfg.Frontends[1:]}, tproxyOpts)
+	if len(w.count) != 1 || !w.wants(netip.MustParseAddrPort("203.0.113.10:443")) {
+		t.Errorf("wanted of fewer frontends = %v, want 203.0.113.10:443 alone", w.count)
 	}
 }
 

@@ -1,0 +1,176 @@
+package tproxy
+
+import (
+	"net/netip"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// wantSet is the elements the sets should hold (the listened binds of
+// the last model), kept by frontend from pass to pass (issue 29): a walk
+// of both passes' frontends, sorted by name, finds the few that changed
+// (other binds, backend or listened state: render.Options.Listened asked
+// only of those), and only their elements are looked at. Beside the set
+// it keeps the elements that may differ from the kernel's (dirty): every
+// element a pass touched, until the sets hold it as wanted. A pass then
+// compares those with the kernel's, not every element twice. Frontends
+// not sorted by name, or other options, are taken whole, and the next
+// diff looks at every element.
+type wantSet struct {
+	o      render.Options
+	fronts []wantFront
+	count  map[netip.AddrPort]int  // listened frontends binding each element
+	dirty  map[netip.AddrPort]bool // nil: every element may differ
+	ok     bool
+}
+
+// wantFront is what the sets take of a frontend.
+type wantFront struct {
+	name     string
+	binds    []model.Bind
+	routed   bool
+	tls      bool
+	backend  string
+	listened bool
+}
+
+func wantFrontOf(f model.Frontend, o render.Options) wantFront {
+	return wantFront{name: f.Name, binds: f.Binds, routed: f.Routed(), tls: f.TLS != nil, backend: f.Backend, listened: o.Listened(f)}
+}
+
+// same reports whether f is listened as wf was: the same binds (the very
+// slice), backend, routes and TLS.
+func (wf *wantFront) same(f *model.Frontend) bool {
+	return wf.name == f.Name && wf.backend == f.Backend && wf.routed == f.Routed() && wf.tls == (f.TLS != nil) &&
+		model.SameSlice(wf.binds, f.Binds)
+}
+
+// update takes cfg's frontends.
+func (w *wantSet) update(cfg model.Config, o render.Options) {
+	if !w.ok || w.o != o || !sortedFrontends(cfg.Frontends) {
+		w.whole(cfg, o)
+		return
+	}
+	next := make([]wantFront, 0, len(cfg.Frontends))
+	i := 0
+	for k := range cfg.Frontends {
+		f := &cfg.Frontends[k]
+		for i < len(w.fronts) && w.fronts[i].name < f.Name {
+			w.take(w.fronts[i], -1)
+			i++
+		}
+		if i < len(w.fronts) && w.fronts[i].name == f.Name {
+			old := &w.fronts[i]
+			i++
+			if old.same(f) {
+				next = append(next, *old)
+				continue
+			}
+			w.take(*old, -1)
+		}
+		wf := wantFrontOf(*f, o)
+		w.take(wf, 1)
+		next = append(next, wf)
+	}
+	for ; i < len(w.fronts); i++ {
+		w.take(w.fronts[i], -1)
+	}
+	w.fronts = next
+}
+
+// whole takes cfg's frontends anew: the next diff looks at every element.
+func (w *wantSet) whole(cfg model.Config, o render.Options) {
+	*w = wantSet{o: o, count: make(map[netip.AddrPort]int, len(cfg.Frontends)), fronts: make([]wantFront, 0, len(cfg.Frontends))}
+	for _, f := range cfg.Frontends {
+		wf := wantFrontOf(f, o)
+		w.take(wf, 1)
+		w.fronts = append(w.fronts, wf)
+	}
+	w.ok = sortedFrontends(cfg.Frontends)
+}
+
+// take counts wf's elements in (by 1) or out (by -1), each noted dirty.
+func (w *wantSet) take(wf wantFront, by int) {
+	if !wf.listened {
+		return
+	}
+	for _, b := range wf.binds {
+		e := netip.AddrPortFrom(b.Addr, b.Port)
+		if n := w.count[e] + by; n > 0 {
+			w.count[e] = n
+		} else {
+			delete(w.count, e)
+		}
+		if w.dirty != nil {
+			w.dirty[e] = true
+		}
+	}
+}
+
+// wants reports whether the sets should hold e.
+func (w *wantSet) wants(e netip.AddrPort) bool { return w.count[e] > 0 }
+
+// diff is what takes applied (the kernel's elements) to the wanted ones:
+// the elements to delete and those to add that add lets in.
+func (w *wantSet) diff(applied map[netip.AddrPort]bool, add func(netip.AddrPort) bool) (del, adds []netip.AddrPort) {
+	if w.dirty == nil {
+		for e := range applied {
+			if !w.wants(e) {
+				del = append(del, e)
+			}
+		}
+		for e := range w.count {
+			if add(e) && !applied[e] {
+				adds = append(adds, e)
+			}
+		}
+		return del, adds
+	}
+	for e := range w.dirty {
+		switch want := w.wants(e); {
+		case !want && applied[e]:
+			del = append(del, e)
+		case want && !applied[e] && add(e):
+			adds = append(adds, e)
+		}
+	}
+	return del, adds
+}
+
+// settled notes that the kernel's elements are applied: the elements
+// that hold what is wanted are no longer dirty.
+func (w *wantSet) settled(applied map[netip.AddrPort]bool) {
+	if w.dirty == nil {
+		w.dirty = make(map[netip.AddrPort]bool)
+		for e := range w.count {
+			if !applied[e] {
+				w.dirty[e] = true
+			}
+		}
+		for e := range applied {
+			if !w.wants(e) {
+				w.dirty[e] = true
+			}
+		}
+		return
+	}
+	for e := range w.dirty {
+		if w.wants(e) == applied[e] {
+			delete(w.dirty, e)
+		}
+	}
+}
+
+// unknown makes the next diff look at every element (the kernel's set was
+// read back, or a batch failed).
+func (w *wantSet) unknown() { w.dirty = nil }
+
+func sortedFrontends(fs []model.Frontend) bool {
+	for i := 1; i < len(fs); i++ {
+		if fs[i-1].Name >= fs[i].Name {
+			return false
+		}
+	}
+	return true
+}

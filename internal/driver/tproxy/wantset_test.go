@@ -1,0 +1,151 @@
+package tproxy
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// TestWantSetRandomEdits: pass after pass of random edits to a model's
+// frontends (Services added and removed, binds added, changed and
+// dropped, a frontend routed, so no longer listened), each pass's Remove
+// (no adds), then its Apply (every add, or only some: ApplyServed) to a
+// stand-in for the kernel's set, and now and then the set changed behind
+// the driver's back and read back: the wantSet's diff, looking at the
+// elements that changed only, is the whole comparison's, and the set
+// ends holding what the model listens.
+func TestWantSetRandomEdits(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 29))
+			var fs []model.Frontend
+			for i := range 30 {
+				fs = insertFront(fs, randomFront(r, i))
+			}
+			var w wantSet
+			applied := map[netip.AddrPort]bool{}
+			w.unknown()
+			for pass := range 300 {
+				fs = editFronts(r, fs, pass)
+				cfg := model.Config{Frontends: fs}
+				w.update(cfg, tproxyOpts)
+				want := wholeWant(cfg)
+				if !maps.Equal(w.count, want) {
+					t.Fatalf("pass %d: counts %v, want %v", pass, w.count, want)
+				}
+				if r.IntN(20) == 0 { // changed behind our back, read back
+					for e := range applied {
+						if r.IntN(3) == 0 {
+							delete(applied, e)
+						}
+					}
+					applied[netip.MustParseAddrPort("192.0.2.99:1")] = true
+					w.unknown()
+				}
+				served := func(e netip.AddrPort) bool { return e.Port()%3 != 0 }
+				if r.IntN(2) == 0 {
+					served = func(netip.AddrPort) bool { return true }
+				}
+				for _, add := range []func(netip.AddrPort) bool{func(netip.AddrPort) bool { return false }, served} {
+					del, adds := w.diff(applied, add)
+					wd, wa := wholeDiff(applied, want, add)
+					if !slices.Equal(sortedAPs(del), wd) || !slices.Equal(sortedAPs(adds), wa) {
+						t.Fatalf("pass %d: diff %v %v, whole %v %v", pass, sortedAPs(del), sortedAPs(adds), wd, wa)
+					}
+					for _, e := range del {
+						delete(applied, e)
+					}
+					for _, e := range adds {
+						applied[e] = true
+					}
+					w.settled(applied)
+				}
+			}
+		})
+	}
+}
+
+func wholeWant(cfg model.Config) map[netip.AddrPort]int {
+	out := map[netip.AddrPort]int{}
+	for _, f := range cfg.Frontends {
+		if tproxyOpts.Listened(f) {
+			for _, b := range f.Binds {
+				out[netip.AddrPortFrom(b.Addr, b.Port)]++
+			}
+		}
+	}
+	return out
+}
+
+func wholeDiff(applied map[netip.AddrPort]bool, want map[netip.AddrPort]int, add func(netip.AddrPort) bool) (del, adds []netip.AddrPort) {
+	for e := range applied {
+		if want[e] == 0 {
+			del = append(del, e)
+		}
+	}
+	for e := range want {
+		if add(e) && !applied[e] {
+			adds = append(adds, e)
+		}
+	}
+	return sortedAPs(del), sortedAPs(adds)
+}
+
+func sortedAPs(s []netip.AddrPort) []netip.AddrPort {
+	s = slices.Clone(s)
+	slices.SortFunc(s, netip.AddrPort.Compare)
+	return s
+}
+
+func randomFront(r *rand.Rand, i int) model.Frontend {
+	return model.Frontend{Name: fmt.Sprintf("fe-%04d", i), Backend: "be", Binds: []model.Bind{randomListenBind(r)}}
+}
+
+func randomListenBind(r *rand.Rand) model.Bind {
+	addrs := []string{"203.0.113.10", "203.0.113.11", "2001:db8:1::10"}
+	return model.Bind{Addr: netip.MustParseAddr(addrs[r.IntN(len(addrs))]), Port: uint16(80 + r.IntN(40)), Transparent: true}
+}
+
+func insertFront(fs []model.Frontend, f model.Frontend) []model.Frontend {
+	i, _ := slices.BinarySearchFunc(fs, f.Name, func(x model.Frontend, n string) int { return strings.Compare(x.Name, n) })
+	return slices.Insert(fs, i, f)
+}
+
+// editFronts changes fs as a new model would: a new slice, an edited
+// frontend a copy with new binds, the others the same values.
+func editFronts(r *rand.Rand, fs []model.Frontend, pass int) []model.Frontend {
+	out := slices.Clone(fs)
+	if len(out) < 3 || r.IntN(5) == 0 {
+		return insertFront(out, randomFront(r, 1000+pass))
+	}
+	i := r.IntN(len(out))
+	f := out[i]
+	switch r.IntN(5) {
+	case 0:
+		return slices.Delete(out, i, i+1)
+	case 1:
+		f.Binds = append(slices.Clone(f.Binds), randomListenBind(r))
+	case 2:
+		if len(f.Binds) > 1 {
+			f.Binds = slices.Clone(f.Binds[1:])
+		}
+	case 3:
+		b := slices.Clone(f.Binds)
+		b[0] = randomListenBind(r)
+		f.Binds = b
+	case 4:
+		if f.Routed() {
+			f.Routes = nil
+		} else {
+			f.Routes = []model.Route{{Backends: []model.WeightedBackend{{Name: "be", Weight: 1}}}}
+		}
+	}
+	out[i] = f
+	return out
+}
