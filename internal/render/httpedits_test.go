@@ -34,24 +34,7 @@ func checkEditsIf(t *testing.T, memo *HTTPMapsMemo, prev, got map[string][]HTTPM
 	for _, k := range HTTPMapKinds {
 		m, _ := asMap(prev[k])
 		e := edits[k]
-		for _, a := range e.Add {
-			if _, had := m[a.Key]; had {
-				t.Fatalf("%s: added %s, which the map had", k, a.Key)
-			}
-			m[a.Key] = a.Value
-		}
-		for _, s := range e.Set {
-			if old, had := m[s.Key]; !had || old == s.Value {
-				t.Fatalf("%s: set %s to %s, which the map had not (%q, %v)", k, s.Key, s.Value, old, had)
-			}
-			m[s.Key] = s.Value
-		}
-		for _, d := range e.Del {
-			if _, had := m[d]; !had {
-				t.Fatalf("%s: deleted %s, which the map had not", k, d)
-			}
-			delete(m, d)
-		}
+		editMap(t, k, m, e.Add, e.Set, e.Del)
 		if want, _ := asMap(got[k]); !maps.Equal(m, want) {
 			t.Fatalf("%s: the previous map edited (%v) is\n%v\nwant\n%v", k, e, m, want)
 		}
@@ -69,4 +52,30 @@ func asMap(es []HTTPMapEntry) (map[string]string, bool) {
 		m[e.Key] = e.Value
 	}
 	return m, unique
+}
+
+// editMap applies an edit to m, failing t when it adds a key m has, sets
+// one it has not (or to the value it has) or deletes one it has not.
+func editMap[E ~struct{ Key, Value string }](t *testing.T, what string, m map[string]string, add, set []E, del []string) {
+	t.Helper()
+	for _, e := range add {
+		a := struct{ Key, Value string }(e)
+		if _, had := m[a.Key]; had {
+			t.Fatalf("%s: added %s, which the map had", what, a.Key)
+		}
+		m[a.Key] = a.Value
+	}
+	for _, e := range set {
+		s := struct{ Key, Value string }(e)
+		if old, had := m[s.Key]; !had || old == s.Value {
+			t.Fatalf("%s: set %s to %s, which the map had not (%q, %v)", what, s.Key, s.Value, old, had)
+		}
+		m[s.Key] = s.Value
+	}
+	for _, d := range del {
+		if _, had := m[d]; !had {
+			t.Fatalf("%s: deleted %s, which the map had not", what, d)
+		}
+		delete(m, d)
+	}
 }

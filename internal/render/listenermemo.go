@@ -65,7 +65,7 @@ func (m *ListenerMemo) Entries(cfg model.Config, o Options) (listen, proxy []Map
 		*m = ListenerMemo{}
 		return nil, nil, ListenerEdit{}, ListenerEdit{}, false
 	}
-	if !m.ok || m.o != o || !sortedByName(cfg.Frontends) {
+	if !m.ok || m.o != o || !model.FrontendsSorted(cfg.Frontends) {
 		m.whole(cfg, o)
 		return m.listen, m.proxy, ListenerEdit{}, ListenerEdit{}, false
 	}
@@ -127,7 +127,7 @@ func (m *ListenerMemo) whole(cfg model.Config, o Options) {
 		m.frontends = append(m.frontends, lf)
 		m.take(lf, nil)
 	}
-	m.ok = sortedByName(cfg.Frontends)
+	m.ok = model.FrontendsSorted(cfg.Frontends)
 }
 
 // take records lf's keys, marking them touched.
@@ -195,13 +195,4 @@ func setEntry(entries []MapEntry, key, v string, e *ListenerEdit) []MapEntry {
 		e.Add = append(e.Add, entries[i])
 	}
 	return entries
-}
-
-func sortedByName(fs []model.Frontend) bool {
-	for i := 1; i < len(fs); i++ {
-		if fs[i-1].Name >= fs[i].Name {
-			return false
-		}
-	}
-	return true
 }

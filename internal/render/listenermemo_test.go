@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/modeledit"
 )
 
 // TestListenerMemoRandomEdits: pass after pass of random edits to a
@@ -28,10 +29,12 @@ func TestListenerMemoRandomEdits(t *testing.T) {
 			for i := range 40 {
 				fs = append(fs, randomListened(r, i))
 			}
+			n := 1000
+			newFront := func() model.Frontend { n++; return randomListened(r, n) }
 			var memo ListenerMemo
 			var prevListen, prevProxy map[string]string
 			for pass := range 300 {
-				fs = randomFrontendEdit(r, fs, pass)
+				fs = modeledit.Frontends(r, fs, newFront, func() model.Bind { return randomBind(r) })
 				cfg := model.Config{Frontends: fs}
 				listen, proxy, le, pe, known := memo.Entries(cfg, o)
 				wl, wp := ListenerEntries(cfg, o)
@@ -79,24 +82,7 @@ func entryMap(es []MapEntry) map[string]string {
 func checkListenerEdit(t *testing.T, what string, prev map[string]string, e ListenerEdit, want []MapEntry) {
 	t.Helper()
 	m := maps.Clone(prev)
-	for _, a := range e.Add {
-		if _, had := m[a.Key]; had {
-			t.Fatalf("%s: added %s, which it had", what, a.Key)
-		}
-		m[a.Key] = a.Value
-	}
-	for _, s := range e.Set {
-		if old, had := m[s.Key]; !had || old == s.Value {
-			t.Fatalf("%s: set %s to %s, which it had not (%q)", what, s.Key, s.Value, old)
-		}
-		m[s.Key] = s.Value
-	}
-	for _, d := range e.Del {
-		if _, had := m[d]; !had {
-			t.Fatalf("%s: deleted %s, which it had not", what, d)
-		}
-		delete(m, d)
-	}
+	editMap(t, what, m, e.Add, e.Set, e.Del)
 	if w := entryMap(want); !maps.Equal(m, w) {
 		t.Fatalf("%s: the previous entries edited (%v) are\n%v\nwant\n%v", what, e, m, w)
 	}
@@ -112,45 +98,4 @@ func randomListened(r *rand.Rand, i int) model.Frontend {
 func randomBind(r *rand.Rand) model.Bind {
 	addrs := []string{"192.0.2.10", "192.0.2.11", "2001:db8::10", "127.0.0.1"}
 	return model.Bind{Addr: netip.MustParseAddr(addrs[r.IntN(len(addrs))]), Port: uint16(80 + r.IntN(30)), Transparent: true}
-}
-
-// randomFrontendEdit changes fs as a new model would: a new slice, the
-// frontend edited a copy with new binds, the others the same values.
-func randomFrontendEdit(r *rand.Rand, fs []model.Frontend, pass int) []model.Frontend {
-	out := slices.Clone(fs)
-	if len(out) == 0 || r.IntN(6) == 0 {
-		f := randomListened(r, 1000+pass)
-		at, _ := slices.BinarySearchFunc(out, f.Name, func(a model.Frontend, n string) int {
-			return cmpString(a.Name, n)
-		})
-		return slices.Insert(out, at, f)
-	}
-	i := r.IntN(len(out))
-	f := out[i]
-	switch r.IntN(7) {
-	case 0:
-		return slices.Delete(out, i, i+1)
-	case 1:
-		f.Binds = append(slices.Clone(f.Binds), randomBind(r))
-	case 2:
-		if len(f.Binds) > 1 {
-			f.Binds = slices.Clone(f.Binds[1:])
-		}
-	case 3:
-		f.Backend = fmt.Sprintf("_pool_%d", r.IntN(50))
-	case 4:
-		f.AcceptProxy = !f.AcceptProxy
-	case 5:
-		if f.Routed() {
-			f.Routes = nil
-		} else {
-			f.Routes = []model.Route{{Backends: []model.WeightedBackend{{Name: f.Backend, Weight: 1}}}}
-		}
-	case 6:
-		b := slices.Clone(f.Binds)
-		b[0] = randomBind(r)
-		f.Binds = b
-	}
-	out[i] = f
-	return out
 }

@@ -55,7 +55,7 @@ func (m *ClassMemo) Grow(s State, cfg model.Config, waiting []string, pol Policy
 // that are the same objects when s's classes begin with the last call's
 // (Grow only adds classes): a backend that had none is asked again.
 func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
-	keep := sortedBackends(bs) && len(m.classes) <= len(s.Classes)
+	keep := model.BackendsSorted(bs) && len(m.classes) <= len(s.Classes)
 	for c := 0; keep && c < len(m.classes); c++ {
 		keep = sameClass(&m.classes[c], &s.Classes[c])
 	}
@@ -80,7 +80,7 @@ func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
 	}
 	m.classes = append(m.classes[:0], s.Classes...)
 	m.backends, m.class = nil, nil
-	if sortedBackends(bs) {
+	if model.BackendsSorted(bs) {
 		m.backends, m.class = bs, out
 	}
 	return slices.Clip(out)

@@ -52,7 +52,7 @@ func (m *ViewMemo) remember(s State, cfg model.Config, own func(*model.Backend) 
 		return
 	}
 	m.last = lastView{}
-	if own != nil || !sortedBackends(cfg.Backends) || !sortedByName(cfg.Frontends) {
+	if own != nil || !model.BackendsSorted(cfg.Backends) || !model.FrontendsSorted(cfg.Frontends) {
 		return // viewed whole next time too
 	}
 	pos := make(map[string]int, len(s.Spares))
@@ -98,7 +98,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 	}
 	reject := slices.ContainsFunc(cfg.Frontends, func(f model.Frontend) bool { return f.Routed() })
 	changed, ok := changedBackends(l.backends, cfg.Backends)
-	if !ok || reject != l.reject || !sortedByName(cfg.Frontends) {
+	if !ok || reject != l.reject || !model.FrontendsSorted(cfg.Frontends) {
 		return model.Config{}, false
 	}
 	// moved: the model backends whose HAProxy name may have changed.
@@ -233,22 +233,4 @@ func sameFrontend(a, b *model.Frontend) bool {
 		a.TimeoutClient == b.TimeoutClient && a.Backend == b.Backend && a.InspectDelay == b.InspectDelay &&
 		a.TLS == b.TLS && a.HTTP == b.HTTP && model.SameSlice(a.Binds, b.Binds) &&
 		model.SameSlice(a.SourceRanges, b.SourceRanges) && model.SameSlice(a.Routes, b.Routes)
-}
-
-func sortedBackends(bs []*model.Backend) bool {
-	for i := 1; i < len(bs); i++ {
-		if bs[i-1].Name >= bs[i].Name {
-			return false
-		}
-	}
-	return true
-}
-
-func sortedByName(fs []model.Frontend) bool {
-	for i := 1; i < len(fs); i++ {
-		if fs[i-1].Name >= fs[i].Name {
-			return false
-		}
-	}
-	return true
 }

@@ -48,7 +48,7 @@ func (wf *wantFront) same(f *model.Frontend) bool {
 
 // update takes cfg's frontends.
 func (w *wantSet) update(cfg model.Config, o render.Options) {
-	if !w.ok || w.o != o || !sortedFrontends(cfg.Frontends) {
+	if !w.ok || w.o != o || !model.FrontendsSorted(cfg.Frontends) {
 		w.whole(cfg, o)
 		return
 	}
@@ -87,7 +87,7 @@ func (w *wantSet) whole(cfg model.Config, o render.Options) {
 		w.take(wf, 1)
 		w.fronts = append(w.fronts, wf)
 	}
-	w.ok = sortedFrontends(cfg.Frontends)
+	w.ok = model.FrontendsSorted(cfg.Frontends)
 }
 
 // take counts wf's elements in (by 1) or out (by -1), each noted dirty.
@@ -165,12 +165,3 @@ func (w *wantSet) settled(applied map[netip.AddrPort]bool) {
 // unknown makes the next diff look at every element (the kernel's set was
 // read back, or a batch failed).
 func (w *wantSet) unknown() { w.dirty = nil }
-
-func sortedFrontends(fs []model.Frontend) bool {
-	for i := 1; i < len(fs); i++ {
-		if fs[i-1].Name >= fs[i].Name {
-			return false
-		}
-	}
-	return true
-}

@@ -6,10 +6,10 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/modeledit"
 )
 
 // TestWantSetRandomEdits: pass after pass of random edits to a model's
@@ -26,13 +26,15 @@ func TestWantSetRandomEdits(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 29))
 			var fs []model.Frontend
 			for i := range 30 {
-				fs = insertFront(fs, randomFront(r, i))
+				fs = modeledit.Insert(fs, randomFront(r, i))
 			}
+			n := 1000
+			newFront := func() model.Frontend { n++; return randomFront(r, n) }
 			var w wantSet
 			applied := map[netip.AddrPort]bool{}
 			w.unknown()
 			for pass := range 300 {
-				fs = editFronts(r, fs, pass)
+				fs = modeledit.Frontends(r, fs, newFront, func() model.Bind { return randomListenBind(r) })
 				cfg := model.Config{Frontends: fs}
 				w.update(cfg, tproxyOpts)
 				want := wholeWant(cfg)
@@ -110,42 +112,4 @@ func randomFront(r *rand.Rand, i int) model.Frontend {
 func randomListenBind(r *rand.Rand) model.Bind {
 	addrs := []string{"203.0.113.10", "203.0.113.11", "2001:db8:1::10"}
 	return model.Bind{Addr: netip.MustParseAddr(addrs[r.IntN(len(addrs))]), Port: uint16(80 + r.IntN(40)), Transparent: true}
-}
-
-func insertFront(fs []model.Frontend, f model.Frontend) []model.Frontend {
-	i, _ := slices.BinarySearchFunc(fs, f.Name, func(x model.Frontend, n string) int { return strings.Compare(x.Name, n) })
-	return slices.Insert(fs, i, f)
-}
-
-// editFronts changes fs as a new model would: a new slice, an edited
-// frontend a copy with new binds, the others the same values.
-func editFronts(r *rand.Rand, fs []model.Frontend, pass int) []model.Frontend {
-	out := slices.Clone(fs)
-	if len(out) < 3 || r.IntN(5) == 0 {
-		return insertFront(out, randomFront(r, 1000+pass))
-	}
-	i := r.IntN(len(out))
-	f := out[i]
-	switch r.IntN(5) {
-	case 0:
-		return slices.Delete(out, i, i+1)
-	case 1:
-		f.Binds = append(slices.Clone(f.Binds), randomListenBind(r))
-	case 2:
-		if len(f.Binds) > 1 {
-			f.Binds = slices.Clone(f.Binds[1:])
-		}
-	case 3:
-		b := slices.Clone(f.Binds)
-		b[0] = randomListenBind(r)
-		f.Binds = b
-	case 4:
-		if f.Routed() {
-			f.Routes = nil
-		} else {
-			f.Routes = []model.Route{{Backends: []model.WeightedBackend{{Name: "be", Weight: 1}}}}
-		}
-	}
-	out[i] = f
-	return out
 }
