@@ -42,8 +42,11 @@ var EveryClient = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustP
 // own source-range rule: a spare of the pool of a class that checks
 // sources, in tproxy mode.
 func (o Options) SpareRanged(be *model.Backend) bool {
+	if !be.SourceChecked { // first: a bool, before a name's parse, for each of 10,000 backends a pass
+		return false
+	}
 	_, ok := model.SpareIndex(be.Name)
-	return ok && be.SourceChecked && o.TProxy()
+	return ok && o.TProxy()
 }
 
 // ListenedFunc is Listened in tproxy mode, nil otherwise: what the pool

@@ -34,17 +34,20 @@ var ErrPortTaken = errors.New("frontend port taken by another process")
 // "address in use" is left to HAProxy. A frontend that listened reports
 // true for binds nothing (the tproxy listener serves it): it is not tried.
 func withoutTaken(ctx context.Context, running, cfg model.Config, listened func(model.Frontend) bool) (model.Config, []driver.Refusal) {
-	have := map[model.Bind]bool{}
-	for _, f := range running.Frontends {
-		for _, b := range f.Binds {
-			have[b] = true
-		}
-	}
+	var have map[model.Bind]bool // made at the first frontend that binds: behind the fixed listener, none
 	var refused []driver.Refusal
 	drop := map[int]bool{}
 	for i, f := range cfg.Frontends {
 		if listened(f) {
 			continue
+		}
+		if have == nil {
+			have = map[model.Bind]bool{}
+			for _, f := range running.Frontends {
+				for _, b := range f.Binds {
+					have[b] = true
+				}
+			}
 		}
 		var taken []string
 		for _, b := range f.Binds {

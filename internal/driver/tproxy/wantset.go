@@ -19,6 +19,7 @@ import (
 // diff looks at every element.
 type wantSet struct {
 	o      render.Options
+	of     []model.Frontend // the model's frontends last taken
 	fronts []wantFront
 	count  map[netip.AddrPort]int  // listened frontends binding each element
 	dirty  map[netip.AddrPort]bool // nil: every element may differ
@@ -48,6 +49,10 @@ func (wf *wantFront) same(f *model.Frontend) bool {
 
 // update takes cfg's frontends.
 func (w *wantSet) update(cfg model.Config, o render.Options) {
+	if w.ok && w.o == o && model.SameSlice(w.of, cfg.Frontends) {
+		return // the same frontends (a pass's Remove, then its Apply)
+	}
+	defer func() { w.of = cfg.Frontends }()
 	if !w.ok || w.o != o || !model.FrontendsSorted(cfg.Frontends) {
 		w.whole(cfg, o)
 		return
@@ -81,7 +86,7 @@ func (w *wantSet) update(cfg model.Config, o render.Options) {
 
 // whole takes cfg's frontends anew: the next diff looks at every element.
 func (w *wantSet) whole(cfg model.Config, o render.Options) {
-	*w = wantSet{o: o, count: make(map[netip.AddrPort]int, len(cfg.Frontends)), fronts: make([]wantFront, 0, len(cfg.Frontends))}
+	*w = wantSet{o: o, of: cfg.Frontends, count: make(map[netip.AddrPort]int, len(cfg.Frontends)), fronts: make([]wantFront, 0, len(cfg.Frontends))}
 	for _, f := range cfg.Frontends {
 		wf := wantFrontOf(f, o)
 		w.take(wf, 1)
