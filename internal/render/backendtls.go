@@ -62,8 +62,11 @@ func tlsServerOptions(be *model.Backend, opts Options) []string {
 		out = append(out, "alpn", "h2")
 	}
 	if t.Cert != "" {
-		// The client certificate presented (a Gateway's backend one).
-		out = append(out, "crt", CertFile(opts.CertDir, t.Cert))
+		// The client certificate presented (a Gateway's backend one),
+		// and no TLS session resumption: a resumed session carries the
+		// identity of the full handshake it came from, so a server would
+		// go on seeing a rotated-out certificate (ClientCertNoReuse).
+		out = append(out, "crt", CertFile(opts.CertDir, t.Cert), "no-ssl-reuse")
 	}
 	return out
 }
