@@ -149,7 +149,7 @@ func TestBackendClientCertRotated(t *testing.T) {
 
 // serveTLSHandler serves HTTPS with h on a free loopback port, with a
 // certificate for names signed by ca and the server's settings in cfg.
-func serveTLSHandler(t *testing.T, ca testcert.Cert, cfg *tls.Config, h http.HandlerFunc, names ...string) netip.AddrPort {
+func serveTLSHandler(t testing.TB, ca testcert.Cert, cfg *tls.Config, h http.HandlerFunc, names ...string) netip.AddrPort {
 	t.Helper()
 	leaf := testcert.Issue(t, testcert.Spec{CN: names[0], DNS: names}, ca)
 	pair, err := tls.X509KeyPair(leaf.PEM(), leaf.KeyPEM(t))
