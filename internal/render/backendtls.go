@@ -62,8 +62,13 @@ func tlsServerOptions(be *model.Backend, opts Options) []string {
 		out = append(out, "alpn", "h2")
 	}
 	if t.Cert != "" {
-		// The client certificate presented (a Gateway's backend one).
-		out = append(out, "crt", CertFile(opts.CertDir, t.Cert))
+		// The client certificate presented (a Gateway's backend one,
+		// an Ingress's proxy-ssl-secret), and no TLS session resumed:
+		// a resumed session carries the identity of the full handshake
+		// it came from, and one stored by a handshake that straddled a
+		// rotation's commit would go on presenting the old certificate
+		// (runtimeapi/clientcerts.go).
+		out = append(out, "crt", CertFile(opts.CertDir, t.Cert), "no-ssl-reuse")
 	}
 	return out
 }

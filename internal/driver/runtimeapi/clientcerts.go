@@ -29,6 +29,25 @@ import (
 // 2.6.12 and 3.0.11: the server sees the new subject 4-5 ms after the
 // commit); connections already open keep the one they were made with.
 //
+// Such servers resume no TLS session (`no-ssl-reuse` on their lines,
+// render.tlsServerOptions). HAProxy keeps a server's last session per
+// thread (2.9+ lends it to threads that have none) and resumes it on new
+// connections, and a resumed session carries the identity of the full
+// handshake it came from: the server sees the old subject. `commit ssl
+// cert` empties that store (ssl_ckch.c, __ssl_sock_load_new_ckch_instance,
+// 2.6 to 3.4 alike), but a connection whose handshake began before the
+// commit stores its session after it, made with the old certificate, and
+// every later connection resuming it (and the sessions the server issues
+// on those) goes on with the old identity. Measured with the commit
+// allowed on every version (TestBackendClientCertRotated with 20 more
+// connections after each step, 2026-11-29): up to 18 of the 20 presented
+// the old subject, resumed, until the next reload, in 16 of 20 runs on
+// 3.0.11, 4 of 10 on 2.6.12 and 6 of 10 on 3.4.7 (what had kept 3.0-3.3
+// on a reload, certCommitUnsure, was this); none with `no-ssl-reuse`.
+// TestBackendClientCertNotResumed meets that race every run. Without the
+// sessions, a commit is relied on with every version; the cost is a full
+// handshake per new connection (BENCHMARKS.md).
+//
 // But never both kinds of commits to one worker: HAProxy without the fix
 // of haproxy/haproxy#3165 (October 2025; not in Debian's 2.6.12) leaves
 // the server instances a `commit ssl ca-file` rebuilt out of the
@@ -111,17 +130,7 @@ func (d *HAProxy) mayCommit(cert bool) bool {
 	if !d.commits.loadedHere(d.pid) {
 		return false // not loaded at a reload of this driver: not known
 	}
-	return d.commits.back.may(cert) && !(cert && certCommitUnsure(d.version))
-}
-
-// certCommitUnsure reports whether a backend client certificate commit is
-// not relied on with HAProxy v: on 3.0.11 a certificate committed right
-// after a reload was at times (1 run in 6 of TestBackendClientCertRotated,
-// 2026-11-29) answered "Success!" and not presented, the old subject going
-// on; not seen on 2.6.12 nor 3.4.7, cause not found yet. There a rotation
-// is a reload, as before the commit was built.
-func certCommitUnsure(v haproxy.Version) bool {
-	return v.AtLeast(3, 0) && !v.AtLeast(3, 4)
+	return d.commits.back.may(cert)
 }
 
 // staleClientFiles is why cfg needs a reload for the clientFiles: files

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,13 +37,26 @@ func TestBackendClientCertRotated(t *testing.T) {
 	clientCA := testcert.CA(t, "client CA r")
 	pool := x509.NewCertPool()
 	pool.AddCert(clientCA.Cert)
+	var seenMu sync.Mutex
+	seen := map[string]int{}
 	b.srv = serveTLSHandler(t, b.serverCA, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, func(w http.ResponseWriter, r *http.Request) {
 		// Each connection serves one request: a rotated certificate is
 		// presented on the server's next connections, and one HAProxy
 		// kept open from before would go on answering with the old.
 		w.Header().Set("Connection", "close")
-		fmt.Fprintf(w, "cn=%s", r.TLS.PeerCertificates[0].Subject.CommonName)
+		cn := r.TLS.PeerCertificates[0].Subject.CommonName
+		seenMu.Lock() // what the server saw, for the failures' messages
+		seen[fmt.Sprintf("%s resumed=%v", cn, r.TLS.DidResume)]++
+		seenMu.Unlock()
+		fmt.Fprintf(w, "cn=%s", cn)
 	}, "a.example.com")
+	seenOf := func() string {
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		s := fmt.Sprint(seen)
+		clear(seen)
+		return s
+	}
 	pems := map[string][]byte{}
 	pemOf := func(cn string) []byte {
 		if p, ok := pems[cn]; ok {
@@ -69,10 +85,23 @@ func TestBackendClientCertRotated(t *testing.T) {
 		var body string
 		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 			if code, body = tryGet(b.addr, "a.example.com"); code == http.StatusOK && body == "cn="+cn {
+				// And every new connection after it: a resumed TLS
+				// session would present the old subject (no-ssl-reuse).
+				stale := 0
+				for range 10 {
+					if _, body := tryGet(b.addr, "a.example.com"); body != "cn="+cn {
+						stale++
+					}
+				}
+				if stale > 0 {
+					t.Errorf("%s: %d of the 10 connections after the first with cn=%s presented another certificate; the server saw %s",
+						step, stale, cn, seenOf())
+				}
+				seenOf()
 				return
 			}
 		}
-		t.Fatalf("%s: last answer %d %q, want 200 cn=%s", step, code, body, cn)
+		t.Fatalf("%s: last answer %d %q, want 200 cn=%s; the server saw %s", step, code, body, cn, seenOf())
 	}
 	if res, err := l.d.Apply(ctx, cfgOf("client a", b.serverCA)); err != nil || !res.Reloaded {
 		t.Fatalf("first apply: reloaded %v, %v", res.Reloaded, err)
@@ -82,8 +111,7 @@ func TestBackendClientCertRotated(t *testing.T) {
 
 	load := startLoad(b.addr, "a.example.com")
 	d := l.d
-	unsure := certCommitUnsure(d.version) // such a version reloads for a certificate
-	want, last := 0, "client a"
+	want := 0
 	for _, step := range []struct {
 		name, cn string
 		ca       []testcert.Cert
@@ -103,17 +131,12 @@ func TestBackendClientCertRotated(t *testing.T) {
 			d = NewHAProxy(l.d.opts)
 			t.Cleanup(func() { _ = d.Close() })
 		}
-		wantReload := step.reload
-		if unsure { // no certificate commit: a CA commit is always taken
-			wantReload = step.cn != last
+		if reloaded, err := applyUntilDone(ctx, d, cfgOf(step.cn, step.ca...)); err != nil || reloaded != step.reload {
+			t.Fatalf("%s: reloaded %v, %v; want reloaded %v", step.name, reloaded, err, step.reload)
 		}
-		if reloaded, err := applyUntilDone(ctx, d, cfgOf(step.cn, step.ca...)); err != nil || reloaded != wantReload {
-			t.Fatalf("%s: reloaded %v, %v; want reloaded %v", step.name, reloaded, err, wantReload)
-		}
-		if wantReload {
+		if step.reload {
 			want++
 		}
-		last = step.cn
 		subject(step.name, step.cn)
 	}
 	if n, failed, last := load.stop(); n == 0 || failed > 0 {
@@ -126,7 +149,7 @@ func TestBackendClientCertRotated(t *testing.T) {
 
 // serveTLSHandler serves HTTPS with h on a free loopback port, with a
 // certificate for names signed by ca and the server's settings in cfg.
-func serveTLSHandler(t *testing.T, ca testcert.Cert, cfg *tls.Config, h http.HandlerFunc, names ...string) netip.AddrPort {
+func serveTLSHandler(t testing.TB, ca testcert.Cert, cfg *tls.Config, h http.HandlerFunc, names ...string) netip.AddrPort {
 	t.Helper()
 	leaf := testcert.Issue(t, testcert.Spec{CN: names[0], DNS: names}, ca)
 	pair, err := tls.X509KeyPair(leaf.PEM(), leaf.KeyPEM(t))
@@ -159,5 +182,91 @@ func TestCertFingerprints(t *testing.T) {
 				t.Errorf("certFingerprints = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBackendClientCertNotResumed: a connection whose handshake began
+// before a client certificate's commit and ended after it does not hand
+// the servers' later connections the old identity. HAProxy keeps a
+// server's last TLS session (per thread, and 2.9+ lends it to the other
+// threads) and resumes it on new connections; `commit ssl cert` empties
+// that store, but the handshake in flight stores its session after, made
+// with the old certificate, and a resumed session carries the identity
+// of the full handshake it came from (the server saw the old subject on
+// every later connection: 3.0.11, 2026-11-29). So servers presenting a
+// client certificate resume no session (`no-ssl-reuse`,
+// render.tlsServerOptions). The server here holds one ClientHello until
+// the commit is done, so that the race is met every run.
+func TestBackendClientCertNotResumed(t *testing.T) {
+	l := startMapLab(t)
+	ctx := context.Background()
+	b := newClientCertBackend(t)
+	clientCA := testcert.CA(t, "client CA n")
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCA.Cert)
+	var hold atomic.Pointer[chan struct{}] // armed: the next ClientHello waits until it is closed
+	held := make(chan struct{}, 1)
+	cfg := &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			if release := hold.Swap(nil); release != nil {
+				held <- struct{}{}
+				select {
+				case <-*release:
+				case <-time.After(10 * time.Second):
+				}
+			}
+			return nil, nil
+		}}
+	b.srv = serveTLSHandler(t, b.serverCA, cfg, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		fmt.Fprintf(w, "cn=%s resumed=%v", r.TLS.PeerCertificates[0].Subject.CommonName, r.TLS.DidResume)
+	}, "a.example.com")
+	cfgOf := func(cn string) model.Config {
+		c := testcert.Issue(t, testcert.Spec{CN: cn, Client: true}, clientCA)
+		bu, err := certs.Parse(c.PEM(), c.KeyPEM(t), c.Cert.NotBefore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.config("gwhs_a_ccert_apps_client", &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: b.serverCA.PEM(),
+			Cert: "ccert_apps_client", CertPEM: bu.PEM})
+	}
+	if res, err := l.d.Apply(ctx, cfgOf("client a")); err != nil || !res.Reloaded {
+		t.Fatalf("first apply: reloaded %v, %v", res.Reloaded, err)
+	}
+	var body string
+	for end := time.Now().Add(10 * time.Second); !strings.HasPrefix(body, "cn=client a "); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("certificate a: last answer %q", body)
+		}
+		_, body = tryGet(b.addr, "a.example.com")
+	}
+	for range 4 { // sessions of certificate a in the store
+		tryGet(b.addr, "a.example.com")
+	}
+
+	release := make(chan struct{})
+	hold.Store(&release)
+	first := make(chan string, 1)
+	go func() { _, body := tryGet(b.addr, "a.example.com"); first <- body }()
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no handshake reached the server")
+	}
+	reloaded, err := applyUntilDone(ctx, l.d, cfgOf("client b"))
+	close(release)
+	if err != nil || reloaded {
+		t.Fatalf("certificate b: reloaded %v, %v; want a commit", reloaded, err)
+	}
+	t.Logf("the connection begun before the commit: %q", <-first)
+
+	var stale []string
+	for range 20 {
+		if _, body := tryGet(b.addr, "a.example.com"); !strings.HasPrefix(body, "cn=client b ") {
+			stale = append(stale, body)
+		}
+	}
+	if len(stale) > 0 {
+		t.Errorf("%d of 20 connections after the commit presented another certificate: %q", len(stale), stale)
 	}
 }
