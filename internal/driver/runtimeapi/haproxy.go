@@ -57,6 +57,10 @@ type Options struct {
 	// backend is created at runtime (dynamic.go); a new one is a reload
 	// or takes a spare, as on 2.6.
 	staticBackends bool
+	// staticSlots, when set (by tests), writes every slot of every
+	// backend in the config file: none is created at runtime
+	// (runtimeslots.go).
+	staticSlots bool
 
 	// WholeMaps replaces every changed map whole, as before maps were
 	// changed by difference (mapsync.go): the baseline of benchmarks.
@@ -141,6 +145,10 @@ type HAProxy struct {
 	unpublished map[string]bool
 	pubUnknown  bool // read back: whether each is published is not known
 
+	// slotArgs: the `add server` keywords of the backends whose free
+	// slots are created at runtime, by backend (runtimeslots.go).
+	slotArgs map[string]string
+
 	// mapsHeldBack, while pushRouteMaps lists the files: the frontends
 	// the client certificate map names only after the certificates
 	// (clientauth.go).
@@ -159,6 +167,10 @@ func NewHAProxy(opts Options) *HAProxy {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	// A spare's free slots are created at runtime when needed, not
+	// parsed at every reload (runtimeslots.go); the reload mode runs no
+	// such operation.
+	opts.Render.RuntimeSlots = opts.Mode != ModeReload && !opts.staticSlots
 	if opts.Render.ACLDir == "" && opts.ConfigPath != "" {
 		// Source ranges live in files beside the config (acl.go), so
 		// they change with no reload; a directory whose name HAProxy

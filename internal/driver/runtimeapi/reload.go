@@ -136,6 +136,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.certs.loaded(certs, d.pid)
 	d.commits = certCommits{pid: d.pid} // its files loaded, nothing committed yet (clientcerts.go)
 	pruneCerts(d.opts.Render.CertDir, certs, d.certs.onDisk())
+	d.padAbsent(cfg, layout) // runtimeslots.go
 	// The state file may have restored states that no longer hold.
 	ops, missing := d.ops(layout, cfg)
 	if len(missing) > 0 {

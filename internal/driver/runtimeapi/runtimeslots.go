@@ -1,0 +1,98 @@
+package runtimeapi
+
+import (
+	"os"
+	"strings"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// A spare's free slots created at runtime (render.Options.RuntimeSlots,
+// render/runtimeslots.go; issue 29, the pool's start): the config file
+// holds a spare's slots up to the last one in use, so the start and every
+// reload parse ~half the server lines at 10,000 Services. The driver
+// knows the others as absent (plan.Actual.Absent): after a reload (the
+// new worker has what the file holds) and after a read back (a restarted
+// controller or HAProxy: the file's comment names them), and the plan
+// creates one (`add server ... disabled`, with the backend's server
+// keywords) in the pass that first puts a server into it, before its
+// other operations, and before any map names the spare (upThenDown sends
+// it with the slots coming into service). The structure hash covers every
+// slot either way: no reload.
+
+// padAbsent marks absent the slots of layout that the file just loaded
+// left out (render.FileSlots) of the backends of cfg that may have them.
+// Under d.mu, after a reload's read of the slots.
+func (d *HAProxy) padAbsent(cfg model.Config, layout model.Layout) {
+	if !d.opts.Render.RuntimeSlots {
+		return
+	}
+	n := 0
+	for _, be := range cfg.Backends {
+		if render.RuntimeSlotsOK(be, d.opts.Render) {
+			n += d.actual.WithAbsent(be.Name, len(layout[be.Name]))
+		}
+	}
+	if n > 0 {
+		d.log.Debug("free slots not in the config file, created at runtime when needed", "slots", n)
+	}
+}
+
+// restoreAbsent is padAbsent after a read back, from the config file's
+// comments (render.ScanRuntimeSlots) when the file is the one running
+// (hash): the layout read from HAProxy gets the free slots the file names
+// and HAProxy lacks, so the next pass finds the same structure hash and
+// does not reload. Under d.mu.
+func (d *HAProxy) restoreAbsent(path, hash string) {
+	if hash == "" || hash == foreignHash {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fileHash, slots, err := render.ScanRuntimeSlots(f)
+	if err != nil || fileHash != hash {
+		return
+	}
+	for be, n := range slots {
+		// A spare with every slot absent lists no server: no entry yet.
+		cur := d.layout[be]
+		if len(cur) >= n {
+			continue
+		}
+		for i := len(cur); i < n; i++ {
+			cur = append(cur, model.Slot{Name: model.SlotName(i)})
+		}
+		d.layout[be] = cur
+		d.actual.WithAbsent(be, n)
+	}
+}
+
+// createArgs fills d.slotArgs with the `add server` keywords of every
+// backend of cfg that ops create a slot in. Under d.mu.
+func (d *HAProxy) createArgs(ops []plan.Op, cfg model.Config) {
+	var want map[string]bool
+	for _, o := range ops {
+		if o.Kind == plan.Create {
+			if want == nil {
+				want = map[string]bool{}
+			}
+			want[o.Backend] = true
+		}
+	}
+	if want == nil {
+		return
+	}
+	if d.slotArgs == nil {
+		d.slotArgs = map[string]string{}
+	}
+	for _, be := range cfg.Backends {
+		if want[be.Name] {
+			d.slotArgs[be.Name] = strings.Join(render.RuntimeSlotOptions(be), " ")
+		}
+	}
+}
