@@ -122,5 +122,3 @@ func TestSpareSlotsCreatedAtRuntime(t *testing.T) {
 		t.Fatalf("after a restart: L1 answered %v", got)
 	}
 }
-
-
