@@ -1,8 +1,6 @@
 package runtimeapi
 
 import (
-	"slices"
-
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
@@ -23,21 +21,10 @@ func (d *HAProxy) ops(layout model.Layout, cfg model.Config) ([]plan.Op, []strin
 // of cfg checked by its own health check until that check passes
 // (plan.UntilChecked), from the runtime state rt the ops start from.
 // Servers following their node (TrackNodes: HAProxy refuses to force a
-// tracking server's health; the node's check decides) are not held; the
-// nodes' own servers (model.NodesBackend) are, with the node check: a
-// node back from NotReady, or new in a free slot, whose check fails
-// (kube-proxy not answering yet) would otherwise be up at once, and every
-// server following it with it, until the check noticed. They carry that
-// hold to their followers: HAProxy hands a tracked server's drain and
-// health to the servers tracking it.
+// tracking server's health; the node's check decides) and the nodes' own
+// servers (model.NodesBackend) are not held.
 func untilChecked(ops []plan.Op, rt plan.Runtime, cfg model.Config) []plan.Op {
-	checked := checkedBy(cfg)
-	nodes := slices.ContainsFunc(cfg.Backends, func(b *model.Backend) bool {
-		return b.Name == model.NodesBackend && b.Check.Enabled
-	})
-	return plan.UntilChecked(ops, rt, func(be string) bool {
-		return checked(be) || (nodes && be == model.NodesBackend)
-	})
+	return plan.UntilChecked(ops, rt, checkedBy(cfg))
 }
 
 // checkedBy reports which backends of cfg are checked by their own health
