@@ -146,6 +146,9 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if err := d.execOps(ctx, ops, res); err != nil {
 		return err
 	}
+	if err := d.createFreeSpares(ctx, cfg, layout, res); err != nil { // runtimeslots.go
+		return err
+	}
 	d.consistent, d.unsent = true, nil
 	d.schedulePersist()
 	return nil

@@ -1,9 +1,12 @@
 package runtimeapi
 
 import (
+	"context"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -19,8 +22,10 @@ import (
 // creates one (`add server ... disabled`, with the backend's server
 // keywords) in the pass that first puts a server into it, before its
 // other operations, and before any map names the spare (upThenDown sends
-// it with the slots coming into service). The structure hash covers every
-// slot either way: no reload.
+// it with the slots coming into service). The free spares' slots (a few
+// hundred) are created right after a reload (createFreeSpares), so a new
+// Service finds them there. The structure hash covers every slot either
+// way: no reload.
 
 // padAbsent marks absent the slots of layout that the file just loaded
 // left out (render.FileSlots) of the backends of cfg that may have them.
@@ -95,4 +100,41 @@ func (d *HAProxy) createArgs(ops []plan.Op, cfg model.Config) {
 			d.slotArgs[be.Name] = strings.Join(render.RuntimeSlotOptions(be), " ")
 		}
 	}
+}
+
+// maxEagerSlots bounds the slots createFreeSpares creates after one
+// reload (~50 µs each in HAProxy 2.6); the others are created when a
+// server needs them.
+const maxEagerSlots = 4096
+
+// createFreeSpares creates, after a reload, the absent slots of the
+// spares that hold no server (a pool's free spares: 4 slots each, tens to
+// a few hundred spares): a new Service takes one of them and finds its
+// slots there, with no `add server` in its own pass. The occupied
+// spares' free slots (most of them) stay absent until needed. Under
+// d.mu.
+func (d *HAProxy) createFreeSpares(ctx context.Context, cfg model.Config, layout model.Layout, res *driver.Result) error {
+	if !d.opts.Render.RuntimeSlots {
+		return nil
+	}
+	free := model.Server{Addr: plan.FreeAddr.Addr(), Port: plan.FreeAddr.Port()}
+	var ops []plan.Op
+	for _, be := range cfg.Backends {
+		if len(ops) >= maxEagerSlots {
+			break
+		}
+		slots := layout[be.Name]
+		if !render.RuntimeSlotsOK(be, d.opts.Render) || slices.ContainsFunc(slots, func(s model.Slot) bool { return s.Used }) {
+			continue
+		}
+		st := d.actual[be.Name]
+		for i := plan.Present(st); i < len(st) && i < len(slots) && len(ops) < maxEagerSlots; i++ {
+			ops = append(ops, plan.Op{Kind: plan.Create, Backend: be.Name, Slot: slots[i].Name, Server: free})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	d.createArgs(ops, cfg)
+	return d.execOps(ctx, ops, res)
 }

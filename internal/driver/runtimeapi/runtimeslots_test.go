@@ -3,6 +3,8 @@ package runtimeapi
 import (
 	"context"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,13 +14,16 @@ import (
 )
 
 // TestSpareSlotsCreatedAtRuntime: a spare's free slots are not in the
-// config file (one comment names them) and not in HAProxy; a backend
-// taking a free spare is served with no reload, its slots created at
-// runtime in order (s1, s2, ... as `show servers state` reads them);
+// config file (one comment names them); HAProxy holds those of the free
+// spares (created after the reload), not an occupied spare's; a backend
+// taking a free spare is served with no reload, its slots in order (s1,
+// s2, ... as `show servers state` reads them);
 // Verify finds no drift; the file written after the pass holds the slot
 // in use; after HAProxy reloaded the file behind the controller's back
-// (as a restarted HAProxy would load it), the controller converges with
-// no reload of its own, and a restarted controller too.
+// (as a restarted HAProxy would load it: every free slot absent), the
+// controller converges with no reload of its own, a new backend's spare
+// gets its slots created in its pass, and a restarted controller
+// converges too.
 func TestSpareSlotsCreatedAtRuntime(t *testing.T) {
 	lb := startPoolLab(t, 300*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -53,19 +58,27 @@ func TestSpareSlotsCreatedAtRuntime(t *testing.T) {
 		}
 		return out
 	}
+	// The free spares' slots were created after the reload; an occupied
+	// spare's free ones are absent.
 	slots, running := fileSlots(), servers()
 	spareA := lb.d.HAProxyBackend("be_a")
-	var free string
+	free := 0
 	for be, n := range slots {
-		if len(running[be]) >= n {
-			t.Errorf("%s: HAProxy has %d servers, the file names %d slots: want the free ones absent", be, len(running[be]), n)
-		}
-		if be != spareA && len(running[be]) == 0 && (free == "" || be < free) {
-			free = be
+		inUse := slices.ContainsFunc(running[be], func(s haproxy.ServerState) bool { return !s.Maint() })
+		switch {
+		case inUse && len(running[be]) >= n:
+			t.Errorf("%s: HAProxy has %d servers, the file names %d slots: want its free ones absent", be, len(running[be]), n)
+		case !inUse && len(running[be]) != n:
+			t.Errorf("free spare %s: HAProxy has %d servers, want its %d slots created after the reload", be, len(running[be]), n)
+		case !inUse:
+			free++
 		}
 	}
-	if len(slots) == 0 || free == "" {
-		t.Fatalf("no spare with slots created at runtime (file: %v)", slots)
+	if n, ok := slots[spareA]; !ok || len(running[spareA]) >= n {
+		t.Fatalf("be_a's spare %s: %d servers in HAProxy, file %v: want slots left out", spareA, len(running[spareA]), slots)
+	}
+	if free == 0 {
+		t.Fatalf("no free spare named by the file (%v)", slots)
 	}
 
 	noReload := lb.noReload(ctx, t)
@@ -89,8 +102,13 @@ func TestSpareSlotsCreatedAtRuntime(t *testing.T) {
 	if !lb.d.flush(ctx) {
 		t.Fatal("flush wrote nothing")
 	}
-	if n, ok := fileSlots()[spareB]; ok && n <= len(running[spareB]) {
-		t.Errorf("file names %d slots of %s created at runtime, HAProxy has %d", n, spareB, len(running[spareB]))
+	text, err := os.ReadFile(lb.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, _, _ := strings.Cut(strings.SplitN(string(text), "\nbackend "+spareB+"\n", 2)[1], "\n\n")
+	if !strings.Contains(section, "server s1 "+w.nodes[1].IP+":") {
+		t.Errorf("the file after the pass does not hold %s's slot in use:\n%s", spareB, section)
 	}
 
 	// HAProxy loads the file again behind the controller's back.
