@@ -57,10 +57,6 @@ type Options struct {
 	// backend is created at runtime (dynamic.go); a new one is a reload
 	// or takes a spare, as on 2.6.
 	staticBackends bool
-	// staticSlots, when set (by tests), writes every slot of every
-	// backend in the config file: none is created at runtime
-	// (runtimeslots.go).
-	staticSlots bool
 
 	// WholeMaps replaces every changed map whole, as before maps were
 	// changed by difference (mapsync.go): the baseline of benchmarks.
@@ -170,7 +166,7 @@ func NewHAProxy(opts Options) *HAProxy {
 	// A spare's free slots are created at runtime when needed, not
 	// parsed at every reload (runtimeslots.go); the reload mode runs no
 	// such operation.
-	opts.Render.RuntimeSlots = opts.Mode != ModeReload && !opts.staticSlots
+	opts.Render.RuntimeSlots = opts.Mode != ModeReload
 	if opts.Render.ACLDir == "" && opts.ConfigPath != "" {
 		// Source ranges live in files beside the config (acl.go), so
 		// they change with no reload; a directory whose name HAProxy
