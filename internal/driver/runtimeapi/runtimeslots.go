@@ -2,7 +2,6 @@ package runtimeapi
 
 import (
 	"context"
-	"os"
 	"slices"
 	"strings"
 
@@ -51,11 +50,8 @@ func (d *HAProxy) padAbsent(cfg model.Config, layout model.Layout) {
 // and HAProxy lacks, so the next pass finds the same structure hash and
 // does not reload. Under d.mu.
 func (d *HAProxy) restoreAbsent(path, hash string) {
-	if hash == "" || hash == foreignHash {
-		return
-	}
-	f, err := os.Open(path)
-	if err != nil {
+	f := openRendered(path, hash) // tracks.go
+	if f == nil {
 		return
 	}
 	defer f.Close()
