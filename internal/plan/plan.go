@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"net/netip"
 	"sort"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -46,6 +47,11 @@ type Op struct {
 type Actual struct {
 	Server model.Server // address and port; Drain set when in drain
 	Maint  bool
+	// Absent: a free slot of the layout that HAProxy does not have yet,
+	// which the driver creates at runtime when a server needs it (the
+	// config file leaves it out: render.RuntimeSlotsOK). Absent slots
+	// are the last of their backend, and also Maint.
+	Absent bool
 }
 
 // Runtime maps a backend to the states of its slots, in order: element i
@@ -67,6 +73,7 @@ func Ops(layout model.Layout, rt Runtime) (ops []Op, missing []string) {
 	sort.Strings(names)
 	for _, be := range names {
 		actual := rt[be]
+		created := -1 // the absent slots up to this one are created
 		for i, sl := range layout[be] {
 			// A slot that is not the i-th by name cannot be found by
 			// index: treat it as absent rather than guess.
@@ -74,10 +81,58 @@ func Ops(layout model.Layout, rt Runtime) (ops []Op, missing []string) {
 				missing = append(missing, be+"/"+sl.Name)
 				continue
 			}
-			ops = appendSlotOps(ops, be, sl, actual[i])
+			a := actual[i]
+			if a.Absent {
+				if sl.WantMaint() && !sl.Used {
+					continue // free, and stays so: not created
+				}
+				// Created in order, the free ones before it too: HAProxy
+				// lists servers added at runtime after the others, in the
+				// order added, and RuntimeBuilder reads slots in order.
+				for j := created + 1; j <= i; j++ {
+					if actual[j].Absent {
+						ops = append(ops, Op{Kind: Create, Backend: be, Slot: layout[be][j].Name, Server: freeServer})
+					}
+				}
+				created = i
+				a = Actual{Maint: true, Server: freeServer}
+			}
+			ops = appendSlotOps(ops, be, sl, a)
 		}
 	}
 	return ops, missing
+}
+
+// FreeAddr is where a slot created at runtime for a server points until
+// its SetAddr (render.FreeSlotAddr).
+var FreeAddr = netip.MustParseAddrPort("127.0.0.1:1")
+
+var freeServer = model.Server{Addr: FreeAddr.Addr(), Port: FreeAddr.Port()}
+
+// WithAbsent appends to the states of backend be in rt an absent slot
+// (Actual.Absent) for each slot of slots that rt lacks: the free slots
+// the config file left out (render.FileSlots). It reports how many.
+func (rt Runtime) WithAbsent(be string, slots int) int {
+	s := rt[be]
+	n := slots - len(s)
+	if n <= 0 {
+		return 0
+	}
+	for range n {
+		s = append(s, Actual{Maint: true, Absent: true})
+	}
+	rt[be] = s
+	return n
+}
+
+// Present is how many of states HAProxy has: all but the absent ones
+// at their end.
+func Present(states []Actual) int {
+	n := len(states)
+	for n > 0 && states[n-1].Absent {
+		n--
+	}
+	return n
 }
 
 func appendSlotOps(ops []Op, be string, sl model.Slot, a Actual) []Op {

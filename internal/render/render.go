@@ -61,6 +61,11 @@ type Options struct {
 	// can describe are written from it, after every other section, and
 	// are no structure (dynamic.go).
 	DynamicBackends bool
+	// RuntimeSlots: a spare's free slots after its last one in use are
+	// not written (one comment names them) but created at runtime when a
+	// server needs one (runtimeslots.go). The structure hash is the same
+	// either way.
+	RuntimeSlots bool
 }
 
 // Peers names the peers section and the local peer (writePeers). The
@@ -323,7 +328,13 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if ds := defaultServer(be); ds != "" {
 			w("\tdefault-server" + ds)
 		}
-		for _, s := range layout[be.Name] {
+		slots := layout[be.Name]
+		if !skeleton {
+			n := FileSlots(be, slots, opts)
+			writeRuntimeSlots(w, slots, n) // runtimeslots.go
+			slots = slots[:n]
+		}
+		for _, s := range slots {
 			// A slot bound to its node's slot follows it; one bound to
 			// none (a server of a node that had no free bound slot since
 			// the last reload, or a free slot that may take one) carries

@@ -144,6 +144,10 @@ type HAProxy struct {
 	unpublished map[string]bool
 	pubUnknown  bool // read back: whether each is published is not known
 
+	// slotArgs: the `add server` keywords of the backends whose free
+	// slots are created at runtime, by backend (runtimeslots.go).
+	slotArgs map[string]string
+
 	// mapsHeldBack, while pushRouteMaps lists the files: the frontends
 	// the client certificate map names only after the certificates
 	// (clientauth.go).
@@ -162,6 +166,10 @@ func NewHAProxy(opts Options) *HAProxy {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	// A spare's free slots are created at runtime when needed, not
+	// parsed at every reload (runtimeslots.go); the reload mode runs no
+	// such operation.
+	opts.Render.RuntimeSlots = opts.Mode != ModeReload
 	if opts.Render.ACLDir == "" && opts.ConfigPath != "" {
 		// Source ranges live in files beside the config (acl.go), so
 		// they change with no reload; a directory whose name HAProxy

@@ -13,6 +13,7 @@ import (
 // heldForRenewal).
 func (d *HAProxy) ops(layout model.Layout, cfg model.Config) ([]plan.Op, []string) {
 	ops, missing := plan.Ops(layout, d.actual)
+	d.createArgs(ops, cfg) // runtimeslots.go
 	return untilChecked(d.heldForRenewal(ops), d.actual, cfg), missing
 }
 

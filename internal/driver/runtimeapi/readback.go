@@ -40,6 +40,9 @@ func (d *HAProxy) waitHash(ctx context.Context, hash string, workers []int) erro
 
 // readBack learns what HAProxy runs: its structure hash and slot states.
 func (d *HAProxy) readBack(ctx context.Context) error {
+	// A fresh connection: the one held may be to a worker a reload
+	// behind the controller's back left stopping (its proxies disabled).
+	d.rt.Reset()
 	info, err := d.rt.ShowInfo(ctx)
 	if err != nil {
 		return fmt.Errorf("read running state: %w", err)
@@ -111,6 +114,7 @@ func (d *HAProxy) readSlotStates(ctx context.Context, withLayout bool) (foreign 
 		// does not show them).
 		d.layout, d.loose = rt.Layout(), nil
 		restoreTracks(d.layout, d.opts.ConfigPath, d.hash, d.log)
+		d.restoreAbsent(d.opts.ConfigPath, d.hash) // runtimeslots.go
 		d.assigned, d.consistent, d.unsent = false, true, nil
 	}
 	d.gen++

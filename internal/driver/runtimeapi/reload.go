@@ -136,6 +136,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	d.certs.loaded(certs, d.pid)
 	d.commits = certCommits{pid: d.pid} // its files loaded, nothing committed yet (clientcerts.go)
 	pruneCerts(d.opts.Render.CertDir, certs, d.certs.onDisk())
+	d.padAbsent(cfg, layout) // runtimeslots.go
 	// The state file may have restored states that no longer hold.
 	ops, missing := d.ops(layout, cfg)
 	if len(missing) > 0 {
@@ -143,6 +144,9 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 		return fmt.Errorf("after reload, runtime lacks %s: %w", missing[0], haproxy.ErrCommand)
 	}
 	if err := d.execOps(ctx, ops, res); err != nil {
+		return err
+	}
+	if err := d.createFreeSpares(ctx, cfg, layout, res); err != nil { // runtimeslots.go
 		return err
 	}
 	d.consistent, d.unsent = true, nil

@@ -195,7 +195,7 @@ func (d *HAProxy) sendPhase(ctx context.Context, r *renewal, res *driver.Result)
 		case plan.Delete:
 			r.dels = append(r.dels, o.Backend+"/"+o.Slot)
 		default:
-			cmds = append(cmds, commands([]plan.Op{o})...)
+			cmds = append(cmds, commands([]plan.Op{o}, nil)...)
 		}
 	}
 	if len(cmds) > 0 {

@@ -11,8 +11,10 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
 
-// commands turns plan operations into Runtime API commands.
-func commands(ops []plan.Op) []string {
+// commands turns plan operations into Runtime API commands; args are the
+// `add server` keywords of the backends whose slots ops create
+// (runtimeslots.go).
+func commands(ops []plan.Op, args map[string]string) []string {
 	out := make([]string, 0, len(ops))
 	for _, o := range ops {
 		target := o.Backend + "/" + o.Slot
@@ -27,6 +29,8 @@ func commands(ops []plan.Op) []string {
 			out = append(out, "set server "+target+" state maint")
 		case plan.Down:
 			out = append(out, "set server "+target+" health down")
+		case plan.Create:
+			out = append(out, createCommands(o, args[o.Backend], false)...)
 		}
 	}
 	return out
@@ -48,7 +52,7 @@ func (d *HAProxy) sendOps(ctx context.Context, ops []plan.Op, res *driver.Result
 	}
 	t := time.Now()
 	defer func() { res.Runtime += time.Since(t) }()
-	cmds := commands(ops)
+	cmds := commands(ops, d.slotArgs)
 	d.verify.touch(ops) // all of them: conservative when stopped early
 	var ans []string
 	var err error

@@ -17,11 +17,8 @@ import (
 // structure hash then differs from the running one, and the next pass
 // reloads, which binds the slots again: slower, never wrong.
 func restoreTracks(layout model.Layout, path, hash string, log *slog.Logger) {
-	if hash == "" || hash == foreignHash {
-		return
-	}
-	f, err := os.Open(path)
-	if err != nil {
+	f := openRendered(path, hash)
+	if f == nil {
 		return
 	}
 	defer f.Close()
@@ -32,7 +29,7 @@ func restoreTracks(layout model.Layout, path, hash string, log *slog.Logger) {
 	}
 	var found []bound
 	matches := false
-	err = render.ScanConfig(f, func(section, be string, fields []string) {
+	err := render.ScanConfig(f, func(section, be string, fields []string) {
 		switch {
 		case len(fields) == 2 && fields[0] == "description":
 			matches = fields[1] == render.DescriptionPrefix+hash
@@ -62,4 +59,19 @@ func restoreTracks(layout model.Layout, path, hash string, log *slog.Logger) {
 			slots[b.slot].Track = b.track
 		}
 	}
+}
+
+// openRendered opens the config file at path to read back what the
+// running HAProxy loaded (hash, read from it), nil when that hash is none
+// of this controller's or the file cannot be opened. The caller checks
+// the file's own description against hash.
+func openRendered(path, hash string) *os.File {
+	if hash == "" || hash == foreignHash {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	return f
 }

@@ -178,8 +178,8 @@ func adoptStates(actual, seen plan.Runtime, skip map[string]bool) (n int, first,
 			continue
 		}
 		cur, ok := actual[be]
-		if !ok || len(cur) != len(states) {
-			return n, first, be
+		if !ok || plan.Present(cur) != len(states) {
+			return n, first, be // absent slots (runtimeslots.go) are none of HAProxy's
 		}
 		for i, a := range states {
 			if cur[i] != a {
@@ -191,8 +191,8 @@ func adoptStates(actual, seen plan.Runtime, skip map[string]bool) (n int, first,
 			}
 		}
 	}
-	for be := range actual {
-		if _, ok := seen[be]; !ok && !skip[be] {
+	for be, cur := range actual {
+		if _, ok := seen[be]; !ok && !skip[be] && plan.Present(cur) > 0 {
 			return n, first, be
 		}
 	}
