@@ -47,6 +47,7 @@ type Memo struct {
 	changed map[Key]bool  // the Services whose object or EndpointSlices differ from the last pass's
 	lsig    []listenerSig // the last pass's listener signature (attachmemo.go)
 	lgen    int           // counts the signatures that differed
+	order   orderMemo     // the routes' order (ordermemo.go)
 	// nSeen and nUsed count the routes seen and the entries used in the
 	// pass: end walks the maps only when some were not.
 	nSeen, nUsed int
