@@ -96,6 +96,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	}
 	for i, l := range ls {
 		lhosts[i] = l.hostname
+		slots[i] = make([]tableSlot, 0, len(l.routes)) // grown no more: thousands
 		for age, a := range l.routes {
 			if !a.served || a.r.http == nil {
 				continue
