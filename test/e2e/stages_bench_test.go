@@ -124,8 +124,10 @@ func stages(changes []change, passes []pass) map[string][]time.Duration {
 		}
 		p := passes[i]
 		out["write"] = append(out["write"], c.written.Sub(c.start))
-		out["watch"] = append(out["watch"], c.seen.Sub(c.written))
-		out["queue"] = append(out["queue"], p.start.Sub(c.seen))
+		if !c.seen.IsZero() { // else the test's watch missed it (a watch ended): no watch or queue time
+			out["watch"] = append(out["watch"], c.seen.Sub(c.written))
+			out["queue"] = append(out["queue"], p.start.Sub(c.seen))
+		}
 		out["pass"] = append(out["pass"], p.end.Sub(p.start))
 		if p.parts {
 			out["compute"] = append(out["compute"], p.compute)
