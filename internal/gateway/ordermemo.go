@@ -19,13 +19,12 @@ import (
 // (TestOrderMemoIsTheSort), with a few comparisons instead of ~60,000.
 
 // ranked is a route's place in the last pass's order, valid while the
-// route has the metadata it was ranked with.
+// route has the metadata it was ranked with (its key is its object's).
 type ranked struct {
 	by   *orderMemo
 	gen  int // the order it is a place of (orderMemo.gen)
 	at   int
 	meta *metav1.ObjectMeta
-	ks   string
 }
 
 // orderMemo is the last pass's order. The zero value is ready.
@@ -44,7 +43,7 @@ func (o *orderMemo) sorted(rs []*route) {
 	var fresh []*route
 	for _, r := range rs {
 		k := &r.rank
-		if k.by == o && k.gen == o.gen && k.meta == r.meta && k.ks == r.ks && k.at < len(byRank) && byRank[k.at] == nil {
+		if k.by == o && k.gen == o.gen && k.meta == r.meta && k.at < len(byRank) && byRank[k.at] == nil {
 			byRank[k.at] = r
 			continue
 		}
@@ -65,6 +64,6 @@ func (o *orderMemo) sorted(rs []*route) {
 	o.gen++
 	o.n = len(out)
 	for i, r := range out {
-		r.rank = ranked{by: o, gen: o.gen, at: i, meta: r.meta, ks: r.ks}
+		r.rank = ranked{by: o, gen: o.gen, at: i, meta: r.meta}
 	}
 }
