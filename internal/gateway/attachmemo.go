@@ -42,6 +42,10 @@ type claimRec struct {
 	l      int
 	snis   []string
 	served bool
+	// a: what the claim attached, handed out again as it is by a replay
+	// (nothing changes an attachedRoute once claim made it), so a pass
+	// allocates none for the routes it replays.
+	a *attachedRoute
 }
 
 // listenerSig is the part of a listener's state the signature holds.
@@ -88,7 +92,11 @@ func (w *world) attached(r *route, gws map[Key]*gw, controller string) []gwv1.Ro
 	if e != nil && e.att != nil && e.att.lgen == m.lgen && (len(e.att.claims) == 0 || e.refs != nil) {
 		for _, c := range e.att.claims {
 			l := w.lall[c.l]
-			l.routes = append(l.routes, &attachedRoute{r: r, refs: e.refs, snis: c.snis, served: c.served})
+			a := c.a
+			if a == nil || a.r != r || !sameRefs(a.refs, e.refs) {
+				a = &attachedRoute{r: r, refs: e.refs, snis: c.snis, served: c.served}
+			}
+			l.routes = append(l.routes, a)
 			l.attached++
 		}
 		m.AttachReused++
@@ -116,5 +124,10 @@ func (w *world) recordClaim(l *listener, a *attachedRoute) {
 		w.recOK = false // a claim that cannot be replayed
 		return
 	}
-	w.rec = append(w.rec, claimRec{l: i, snis: a.snis, served: a.served})
+	w.rec = append(w.rec, claimRec{l: i, snis: a.snis, served: a.served, a: a})
+}
+
+// sameRefs reports whether a and b are the same slice.
+func sameRefs(a, b []resolvedRef) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

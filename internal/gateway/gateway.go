@@ -148,6 +148,7 @@ type route struct {
 	ks        string          // key.String(), made once
 	e         *routeEntry     // its memo entry in pass epass (memo.go)
 	epass     int
+	rank      ranked // its place in the last pass's order (ordermemo.go)
 }
 
 func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
@@ -183,11 +184,17 @@ func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
 		r *route
 		k string
 	}
-	ks := make([]keyed, len(out))
-	for i, r := range out {
+	for _, r := range out {
 		if r.ks == "" {
 			r.ks = r.key.String()
 		}
+	}
+	if m != nil {
+		m.order.sorted(out) // ordermemo.go: the last pass's order, kept
+		return out
+	}
+	ks := make([]keyed, len(out))
+	for i, r := range out {
 		ks[i] = keyed{r, r.ks}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int { return older(a.r.meta, b.r.meta, a.k, b.k) })

@@ -47,6 +47,11 @@ type Memo struct {
 	changed map[Key]bool  // the Services whose object or EndpointSlices differ from the last pass's
 	lsig    []listenerSig // the last pass's listener signature (attachmemo.go)
 	lgen    int           // counts the signatures that differed
+	order   orderMemo     // the routes' order (ordermemo.go)
+	// objs: the world's Classes, Gateways and ListenerSets of the last
+	// pass, each the object it stands for (worldmemo.go); nextObjs this
+	// pass's, being made.
+	objs, nextObjs map[worldKey]any
 	// nSeen and nUsed count the routes seen and the entries used in the
 	// pass: end walks the maps only when some were not.
 	nSeen, nUsed int
@@ -109,11 +114,12 @@ func (m *Memo) begin(in Input) {
 	m.nSeen, m.nUsed = 0, 0
 	m.on = len(in.BackendTLSPolicies) == 0
 	world := make(map[any]struct{}, len(in.Classes)+len(in.Gateways)+len(in.Grants)+len(in.Namespaces)+len(in.Secrets))
+	m.nextObjs = make(map[worldKey]any, len(in.Classes)+len(in.Gateways)+len(in.ListenerSets))
 	for _, o := range in.Classes {
-		world[o] = struct{}{}
+		world[m.standIn("GatewayClass", o, sameClass)] = struct{}{} // worldmemo.go: our status writes are no change
 	}
 	for _, o := range in.Gateways {
-		world[o] = struct{}{}
+		world[m.standIn("Gateway", o, sameGateway)] = struct{}{}
 	}
 	for _, o := range in.Grants {
 		world[o] = struct{}{}
@@ -125,8 +131,9 @@ func (m *Memo) begin(in Input) {
 		world[o] = struct{}{}
 	}
 	for _, o := range in.ListenerSets {
-		world[o] = struct{}{}
+		world[m.standIn("ListenerSet", o, sameListenerSet)] = struct{}{}
 	}
+	m.objs = m.nextObjs
 	if !m.on || !sameSet(m.world, world) || m.entries == nil {
 		m.entries = map[*route]*routeEntry{}
 	}

@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
@@ -131,13 +134,14 @@ func memoNSIndex(ns string) int {
 
 // edit changes one thing at random, or nothing (a resync).
 func (m *memoWorld) edit() string {
-	switch k := m.rnd.IntN(11); k {
+	switch k := m.rnd.IntN(13); k {
 	case 0, 1, 2:
 		i := m.rnd.IntN(34)
 		m.editRoute(i)
 		return "route r" + strconv.Itoa(i)
 	case 3:
-		for k := range m.routes {
+		if len(m.routes) > 0 { // one of them by the seed (not by the map's order: the test is the same each run)
+			k := slices.Sorted(maps.Keys(m.routes))[m.rnd.IntN(len(m.routes))]
 			delete(m.routes, k)
 			return "deleted route " + k
 		}
@@ -159,6 +163,16 @@ func (m *memoWorld) edit() string {
 		m.grants = []*gwv1beta1.ReferenceGrant{grant("other", "apps", KindHTTPRoute, ""), grant("apps", "other", KindHTTPRoute, "s2")}
 		return "grants added"
 	case 7:
+		if m.rnd.IntN(2) == 0 { // a listener's hostname (its generation as it was: the spec is compared)
+			g := m.gateways[0].DeepCopy()
+			h := gwv1.Hostname("*.test")
+			if l := &g.Spec.Listeners[1]; l.Hostname != nil && *l.Hostname == h {
+				h = "*.example.com"
+			}
+			g.Spec.Listeners[1].Hostname = &h
+			m.gateways[0] = g
+			return "gateway gw's hostname " + string(h)
+		}
 		g := m.gateways[1].DeepCopy()
 		if len(g.Spec.Listeners) == 1 {
 			g.Spec.Listeners = append(g.Spec.Listeners, g.Spec.Listeners[0])
@@ -181,6 +195,16 @@ func (m *memoWorld) edit() string {
 		}
 		m.lb = []netip.Addr{lbAddr}
 		return "load balancer address of gw2 back"
+	case 9, 10: // our status written: a new object, its status only (or the addresses a pass reads)
+		i := m.rnd.IntN(len(m.gateways))
+		g := m.gateways[i].DeepCopy()
+		g.Status.Listeners = append(g.Status.Listeners, gwv1.ListenerStatus{Name: "web", AttachedRoutes: int32(m.gen)})
+		m.gen++
+		if k == 10 {
+			g.Status.Addresses = append(g.Status.Addresses, gwv1.GatewayStatusAddress{Value: "127.0.0." + strconv.Itoa(m.rnd.IntN(3)+1)})
+		}
+		m.gateways[i] = g
+		return "status of gateway " + g.Name
 	}
 	return "nothing"
 }
@@ -280,4 +304,62 @@ func firstDiff(got, want Result) string {
 		}
 	}
 	return ""
+}
+
+// A Gateway or GatewayClass whose status alone was written (by us, after
+// a pass) is the same world: no route is compiled or attached again; a
+// change of a Gateway's labels is another world.
+func TestMemoKeepsEntriesAcrossStatusWrites(t *testing.T) {
+	m := newMemoWorld(2)
+	memo := &Memo{}
+	opts := Options{Addresses: m.lb, Routes: &RouteMemo{}, Memo: memo}
+	Compute(m.input(), opts)
+	for i, g := range m.gateways {
+		g = g.DeepCopy()
+		g.Status.Listeners = []gwv1.ListenerStatus{{Name: "web", AttachedRoutes: 7}}
+		m.gateways[i] = g
+	}
+	c := m.classes[0].DeepCopy()
+	c.Status.Conditions = append(c.Status.Conditions, metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue})
+	m.classes[0] = c
+	compiled, attached := memo.Compiled, memo.AttachReused
+	got := Compute(m.input(), opts)
+	if d := firstDiff(got, Compute(m.input(), Options{Addresses: m.lb, Routes: &RouteMemo{}})); d != "" {
+		t.Fatalf("after the status writes the memo's pass differs from the whole one: %s", d)
+	}
+	if memo.Compiled != compiled || memo.AttachReused == attached {
+		t.Errorf("after status writes alone: %d routes compiled again, %d attachments replayed: want 0 and all", memo.Compiled-compiled, memo.AttachReused-attached)
+	}
+	g := m.gateways[0].DeepCopy()
+	g.Labels = map[string]string{"a": "b"}
+	m.gateways[0] = g
+	compiled = memo.Compiled
+	Compute(m.input(), opts)
+	if memo.Compiled == compiled {
+		t.Error("a Gateway's labels changed and no route was compiled again: the world's change was missed")
+	}
+}
+
+// sameGateway: what a pass reads of a Gateway is its spec and its
+// status.addresses (the pools' stickiness), not the rest of its status.
+func TestSameGatewayButStatus(t *testing.T) {
+	base := gateway("apps", "gw", "hks", 0, listenerOf("web", gwv1.HTTPProtocolType, 80, ""))
+	for _, tc := range []struct {
+		name string
+		edit func(g *gwv1.Gateway)
+		same bool
+	}{
+		{"listeners' status", func(g *gwv1.Gateway) { g.Status.Listeners = []gwv1.ListenerStatus{{Name: "web", AttachedRoutes: 3}} }, true},
+		{"conditions", func(g *gwv1.Gateway) { g.Status.Conditions = []metav1.Condition{{Type: "Programmed"}} }, true},
+		{"status.addresses", func(g *gwv1.Gateway) { g.Status.Addresses = []gwv1.GatewayStatusAddress{{Value: "192.0.2.1"}} }, false},
+		{"a listener's port", func(g *gwv1.Gateway) { g.Spec.Listeners[0].Port = 81 }, false},
+		{"labels", func(g *gwv1.Gateway) { g.Labels = map[string]string{"a": "b"} }, false},
+		{"generation", func(g *gwv1.Gateway) { g.Generation++ }, false},
+	} {
+		g := base.DeepCopy()
+		tc.edit(g)
+		if got := sameMeta(base, g) && sameGateway(base, g); got != tc.same {
+			t.Errorf("%s changed: same %v, want %v", tc.name, got, tc.same)
+		}
+	}
 }

@@ -91,11 +91,12 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	lhosts := make([]string, len(ls))
 	slots := make([][]tableSlot, len(ls))
 	n := 0
-	if old != nil {
-		t.Actions = make([]model.HTTPAction, 0, len(old.t.Actions))
+	if old != nil { // room for a few more: a new route must not copy them all again
+		t.Actions = make([]model.HTTPAction, 0, len(old.t.Actions)+len(old.t.Actions)/64+8)
 	}
 	for i, l := range ls {
 		lhosts[i] = l.hostname
+		slots[i] = make([]tableSlot, 0, len(l.routes)) // grown no more: thousands
 		for age, a := range l.routes {
 			if !a.served || a.r.http == nil {
 				continue

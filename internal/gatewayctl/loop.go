@@ -157,7 +157,10 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	if l.applied != nil {
 		l.applied.computed(out) // before the instances can report it
 	}
+	applyStart := time.Now()
 	res, err := l.drv.Apply(ctx, out.Config)
+	apply := time.Since(applyStart)
+	statusStart := time.Now()
 	if err == nil && l.applied == nil {
 		// Only what runs is reported: a route is never Accepted, nor a
 		// listener Programmed, before the driver applied them.
@@ -166,8 +169,12 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 			l.opts.Beside.Applied()
 		}
 	}
+	// parse: the snapshot and gateway.Compute (and the Ingresses beside);
+	// apply: the driver's whole Apply (its render, write, runtime within);
+	// status: handing the result to the publisher.
 	driver.LogPass(l.log, start, res, err,
-		"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends), "udp", len(out.Config.UDP), "parse", parse)
+		"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends), "udp", len(out.Config.UDP), "parse", parse,
+		"apply", apply, "status", time.Since(statusStart))
 	return res, err
 }
 

@@ -157,6 +157,10 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	// The passes so far, once the first statuses are written and the
 	// controller idle.
 	passes0 := idlePasses(passes, time.Second, time.Minute)
+	if path := os.Getenv("HKS_BENCH_MEMPROFILE"); path != "" { // what the changes allocate: pprof -base path.base path
+		writeHeapProfile(b, path+".base")
+		defer writeHeapProfile(b, path)
+	}
 	before := reloads()
 	var added, moved []time.Duration
 	var addedAt, movedAt []change
@@ -212,6 +216,19 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	ps := runtimePasses(log.String())
 	reportStages(b, "new", stages(addedAt, ps))
 	reportStages(b, "moved", stages(movedAt, ps))
+}
+
+// writeHeapProfile writes the heap profile (allocations since the start
+// included) to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // createRoutes creates HTTPRoutes r0..r<n-1> (host r<i>.example.com, to

@@ -60,8 +60,17 @@ func (e *routeEvents) first(name string, t time.Time, deadline time.Duration) (t
 }
 
 // pass is one controller pass that changed HAProxy at runtime, from its
-// JSON "update" log line: when it started and ended.
-type pass struct{ start, end time.Time }
+// JSON "update" log line: when it started and ended, and its parts.
+type pass struct {
+	start, end time.Time
+	// compute: the snapshot and gateway.Compute ("parse"); driver: the
+	// driver's Apply less its write and runtime ("apply" - "write" -
+	// "runtime": planning, the maps' lowering and diff); write: the map
+	// files written; runtime: the Runtime API's commands answered;
+	// status: the result handed to the status publisher ("status").
+	compute, driver, write, runtime, status time.Duration
+	parts                                   bool // the line had "apply" (older code: not)
+}
 
 // runtimePasses are the passes with ops in log (--log-format json).
 func runtimePasses(log string) []pass {
@@ -70,15 +79,24 @@ func runtimePasses(log string) []pass {
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		var l struct {
-			Time  time.Time     `json:"time"`
-			Msg   string        `json:"msg"`
-			Ops   int           `json:"ops"`
-			Total time.Duration `json:"total"`
+			Time    time.Time      `json:"time"`
+			Msg     string         `json:"msg"`
+			Ops     int            `json:"ops"`
+			Total   time.Duration  `json:"total"`
+			Parse   time.Duration  `json:"parse"`
+			Apply   *time.Duration `json:"apply"`
+			Write   time.Duration  `json:"write"`
+			Runtime time.Duration  `json:"runtime"`
+			Status  time.Duration  `json:"status"`
 		}
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "update" || l.Ops == 0 {
 			continue
 		}
-		out = append(out, pass{start: l.Time.Add(-l.Total), end: l.Time})
+		p := pass{start: l.Time.Add(-l.Total), end: l.Time, compute: l.Parse, write: l.Write, runtime: l.Runtime, status: l.Status}
+		if l.Apply != nil {
+			p.parts, p.driver = true, *l.Apply-l.Write-l.Runtime
+		}
+		out = append(out, p)
 	}
 	return out
 }
@@ -92,7 +110,8 @@ type change struct{ start, written, seen, served time.Time }
 // apiserver and etcd), watch (until the event reached a watcher), queue
 // (the event to its pass's start), pass (compute and map commands
 // answered), probe (pass end to first 200). A change with no pass found
-// is left out.
+// is left out. The pass is split further, where its line has the parts:
+// compute, driver (planning and lowering), mapwrite, runtime, status.
 func stages(changes []change, passes []pass) map[string][]time.Duration {
 	out := map[string][]time.Duration{}
 	for _, c := range changes {
@@ -105,16 +124,25 @@ func stages(changes []change, passes []pass) map[string][]time.Duration {
 		}
 		p := passes[i]
 		out["write"] = append(out["write"], c.written.Sub(c.start))
-		out["watch"] = append(out["watch"], c.seen.Sub(c.written))
-		out["queue"] = append(out["queue"], p.start.Sub(c.seen))
+		if !c.seen.IsZero() { // else the test's watch missed it (a watch ended): no watch or queue time
+			out["watch"] = append(out["watch"], c.seen.Sub(c.written))
+			out["queue"] = append(out["queue"], p.start.Sub(c.seen))
+		}
 		out["pass"] = append(out["pass"], p.end.Sub(p.start))
+		if p.parts {
+			out["compute"] = append(out["compute"], p.compute)
+			out["driver"] = append(out["driver"], p.driver)
+			out["mapwrite"] = append(out["mapwrite"], p.write)
+			out["runtime"] = append(out["runtime"], p.runtime)
+			out["status"] = append(out["status"], p.status)
+		}
 		out["probe"] = append(out["probe"], c.served.Sub(p.end))
 	}
 	return out
 }
 
 // stageOrder is the order stages are reported in.
-var stageOrder = []string{"write", "watch", "queue", "pass", "probe"}
+var stageOrder = []string{"write", "watch", "queue", "pass", "compute", "driver", "mapwrite", "runtime", "status", "probe"}
 
 // reportStages logs each stage's p50/p99 and reports its p50 as a metric.
 func reportStages(b *testing.B, kind string, s map[string][]time.Duration) {
