@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,16 +143,7 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	synced := time.Since(t0)
 	reloads := benchReloads(b, hap)
 
-	if path := os.Getenv("HKS_BENCH_CPUPROFILE"); path != "" { // the changes only
-		f, err := os.Create(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			b.Fatal(err)
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
-	}
+	defer cpuProfile(b)() // the changes only
 	// The passes so far, once the first statuses are written and the
 	// controller idle.
 	passes0 := idlePasses(passes, time.Second, time.Minute)
