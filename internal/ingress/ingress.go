@@ -87,6 +87,8 @@ type Options struct {
 }
 
 // Result is the model of the served Ingresses and what to tell them.
+// Its maps and slices may be shared with the memo (Options.Last) and
+// with the Results of other passes: not to be modified.
 type Result struct {
 	Frontends []model.Frontend // the HTTP frontend, and the HTTPS one when a certificate resolves
 	Backends  []*model.Backend

@@ -40,9 +40,10 @@ type passState struct {
 	ours     func(*netv1.Ingress) bool
 	svcs     map[*corev1.Service]struct{}
 	slices   map[*desired.Slice]struct{}
-	w        *world                 // its Service and EndpointSlice indexes
-	objs     map[Key]*netv1.Ingress // every Ingress of the input, ours or not
-	units    map[Key]*unit          // the served Ingresses
+	w        *world                      // its Service and EndpointSlice indexes
+	objs     map[Key]*netv1.Ingress      // every Ingress of the input, ours or not
+	ptrs     map[*netv1.Ingress]struct{} // the same objects (a pointer hashes faster than a Key)
+	units    map[Key]*unit               // the served Ingresses
 	tb       *tables
 	refs     map[string]int // per backend, the paths using it
 	backends map[string]*model.Backend
@@ -74,7 +75,7 @@ func (m *Memo) record(in Input, opts Options, ours func(*netv1.Ingress) bool, un
 	}
 	p := &passState{in: in, opts: opts, ours: ours, w: w, tb: tb, res: res,
 		svcs: make(map[*corev1.Service]struct{}, len(in.Services)), slices: make(map[*desired.Slice]struct{}, len(in.Slices)),
-		objs: make(map[Key]*netv1.Ingress, len(in.Ingresses)), units: make(map[Key]*unit, len(units)),
+		objs: make(map[Key]*netv1.Ingress, len(in.Ingresses)), ptrs: make(map[*netv1.Ingress]struct{}, len(in.Ingresses)), units: make(map[Key]*unit, len(units)),
 		refs: map[string]int{}, backends: maps.Clone(w.backends)}
 	p.opts.Last = nil
 	for _, u := range units {
@@ -99,6 +100,7 @@ func (m *Memo) record(in Input, opts Options, ours func(*netv1.Ingress) bool, un
 	}
 	for _, ing := range in.Ingresses {
 		p.objs[Key{ing.Namespace, ing.Name}] = ing
+		p.ptrs[ing] = struct{}{}
 	}
 	m.pass = p
 }
@@ -162,17 +164,18 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 		return Result{}, false
 	}
 	changed := map[Key]*netv1.Ingress{} // nil: gone
-	seen := 0
+	seen := 0                           // the objects of the last pass, and their keys
 	for _, ing := range in.Ingresses {
+		if _, ok := p.ptrs[ing]; ok {
+			seen++
+			continue
+		}
 		k := Key{ing.Namespace, ing.Name}
-		o, ok := p.objs[k]
-		if ok {
+		if p.objs[k] != nil {
 			seen++
 		}
-		if o != ing {
-			if changed[k] = ing; len(changed) > maxPatch {
-				return Result{}, false
-			}
+		if changed[k] = ing; len(changed) > maxPatch {
+			return Result{}, false
 		}
 	}
 	if seen < len(p.objs) {
@@ -262,9 +265,15 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	if len(p.units) == 0 {
 		return Result{}, false
 	}
-	res := Result{Served: maps.Clone(p.res.Served), Events: slices.Clone(p.res.Events), Annotations: map[Verdict]map[string]int{}}
-	for v, keys := range p.res.Annotations {
-		res.Annotations[v] = maps.Clone(keys)
+	// Events and annotation counts are the last pass's; so is Served
+	// unless an Ingress came or went (shared: a Result is not modified).
+	res := Result{Served: p.res.Served, Events: p.res.Events, Annotations: p.res.Annotations}
+	cloned := false
+	for k := range changed {
+		if _, was := p.res.Served[k]; was != (now[k] != nil) {
+			res.Served, cloned = maps.Clone(p.res.Served), true
+			break
+		}
 	}
 	for _, f := range p.res.Frontends {
 		f.Binds = binds(opts, f.HTTP.Port)
@@ -281,18 +290,26 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 		}
 	}
 	for k, ing := range changed {
-		delete(res.Served, k)
+		if o := p.objs[k]; o != nil {
+			delete(p.ptrs, o)
+		}
 		delete(m.last, k)
 		delete(m.units, k)
 		if ing == nil {
 			delete(p.objs, k)
-			continue
+		} else {
+			p.objs[k] = ing
+			p.ptrs[ing] = struct{}{}
 		}
-		p.objs[k] = ing
 		if now[k] != nil {
-			res.Served[k] = opts.Addresses
 			m.last[k] = ing
 			m.units[k] = m.next[k]
+		}
+		if cloned { // else served before and now, with the same addresses
+			delete(res.Served, k)
+			if now[k] != nil {
+				res.Served[k] = opts.Addresses
+			}
 		}
 	}
 	p.in, p.res = in, res
