@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,4 +277,21 @@ func benchReloads(b *testing.B, hap *haproxytest.Process) func() int {
 		}
 		return p.Reloads
 	}
+}
+
+// cpuProfile writes the process's CPU profile, until the function it
+// returns is called, to HKS_BENCH_CPUPROFILE (unset: nothing).
+func cpuProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("HKS_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }

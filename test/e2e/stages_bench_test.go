@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"os"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -122,23 +120,6 @@ func stages(changes []change, passes []pass) map[string][]time.Duration {
 		out["probe"] = append(out["probe"], c.served.Sub(p.end))
 	}
 	return out
-}
-
-// cpuProfile writes the process's CPU profile, until the function it
-// returns is called, to HKS_BENCH_CPUPROFILE (unset: nothing).
-func cpuProfile(b *testing.B) (stop func()) {
-	path := os.Getenv("HKS_BENCH_CPUPROFILE")
-	if path == "" {
-		return func() {}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		b.Fatal(err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 // stageOrder is the order stages are reported in.
