@@ -323,7 +323,8 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 // actions at their new places; nil when old's actions are not one run
 // per host (as tables.host makes them).
 func (tb *tables) patchTable(old *model.HTTP, touched []string, https bool) *model.HTTP {
-	h := newTable(old.Port)
+	c := *old // every other field of the table (Listeners, ...) as it was
+	h := &c
 	h.Actions = make([]model.HTTPAction, 1, len(old.Actions)+4*len(touched))
 	h.Actions[0] = old.Actions[0]
 	h.Hosts = make([]model.HTTPHost, 0, len(old.Hosts)+len(touched))
