@@ -24,13 +24,13 @@ var (
 
 // build writes the served units into res: the HTTP frontend's table
 // (redirects to HTTPS where ssl-redirect says so), the HTTPS frontend's
-// table and certificates, and the backends.
-func build(res *Result, units []*unit, w *world, opts Options) {
-	for i, u := range units {
-		u.age = i
-	}
+// table and certificates, and the backends. What the tables were made
+// of is returned (passmemo.go keeps it).
+func build(res *Result, units []*unit, w *world, opts Options) *tables {
 	units = applyCanaries(units)
+	tb := &tables{opts: opts, www: map[string]model.Redirect{}, hosts: map[string][]rulePath{}}
 	tlsHosts, t := certificates(units, w, opts)
+	tb.tlsHosts = tlsHosts
 	// server-alias: ignored for a host an Ingress's rules name.
 	named := map[string]bool{}
 	for _, u := range units {
@@ -40,8 +40,7 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 			}
 		}
 	}
-	hosts := map[string][]rulePath{}
-	fallback, fallbackAccess := "", (*model.HTTPAccess)(nil)
+	hosts := tb.hosts
 	for _, u := range units {
 		for _, p := range u.paths {
 			if p.alias && named[p.host] {
@@ -49,14 +48,14 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 			}
 			hosts[p.host] = append(hosts[p.host], rulePath{p, u})
 		}
-		if fallback == "" && u.fallback != "" {
-			fallback, fallbackAccess = u.fallback, u.set.access.model()
+		if tb.fallback == "" && u.fallback != "" {
+			tb.fallback, tb.fallbackAccess = u.fallback, u.set.access.model()
 		}
 	}
 	// from-to-www-redirect: the other name of a host; HAProxy Ingress's
 	// redirect-from: more names, to the Ingress's first host; unless an
 	// Ingress serves them.
-	www := map[string]model.Redirect{}
+	www := tb.www
 	redirectFrom := func(from, to string, code int) {
 		if _, taken := hosts[from]; !taken && model.ValidSNI(from) {
 			if _, ok := www[from]; !ok {
@@ -88,7 +87,7 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 			}
 		}
 	}
-	if fallback != "" {
+	if tb.fallback != "" {
 		if _, ok := hosts[model.AnyHost]; !ok {
 			hosts[model.AnyHost] = nil
 		}
@@ -98,72 +97,96 @@ func build(res *Result, units []*unit, w *world, opts Options) {
 	slices.SortFunc(names, hostOrder)
 
 	table := func(port uint16, https bool) *model.HTTP {
-		// Action 0 declares the headers the honoured annotations may set:
-		// no rule uses it, but its names are the table's structure from
-		// the start, so an annotation that sets one changes map data
-		// only, never the configuration; its empty access control
-		// declares the access rules the same way (access.go).
-		h := &model.HTTP{Port: port, Actions: []model.HTTPAction{{Set: Declared, Access: &model.HTTPAccess{}}}}
-		action := func(a model.HTTPAction) int {
-			h.Actions = append(h.Actions, a)
-			return len(h.Actions) - 1
-		}
+		h := newTable(port)
 		for _, name := range names {
-			host := model.HTTPHost{Name: name}
-			if to, ok := www[name]; ok {
-				rd := ownRedirect(to, https, port)
-				host.Rules = []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: action(model.HTTPAction{Redirect: rd})}}
-				h.Hosts = append(h.Hosts, host)
-				continue
-			}
-			rs := slices.Clone(hosts[name])
-			slices.SortStableFunc(rs, byPrecedence)
-			for _, r := range rs {
-				a := model.HTTPAction{Backends: r.weights, Set: r.u.set.set, Ext: r.ext}
-				if a.Backends == nil {
-					a.Backends = []model.WeightedBackend{{Name: r.backend, Weight: 1}}
-				}
-				if r.redirect != nil {
-					a = model.HTTPAction{Redirect: ownRedirect(*r.redirect, https, port), Ext: r.ext}
-				}
-				if !https && redirects(r.u, r.host, tlsHosts) {
-					rd := &model.Redirect{Scheme: "https", Code: 308}
-					if opts.HTTPSPort != 443 {
-						rd.Port = opts.HTTPSPort
-					}
-					a = model.HTTPAction{Redirect: rd}
-				}
-				a.Access = r.u.set.access.model() // access.go: redirects too
-				host.Rules = append(host.Rules, model.HTTPRule{PathType: r.typ, Path: r.value, Headers: r.headers, Action: action(a)})
-			}
-			if fallback != "" {
-				host.Rules = append(host.Rules, model.HTTPRule{PathType: model.PathPrefix, Path: "/",
-					Action: action(model.HTTPAction{Backends: []model.WeightedBackend{{Name: fallback, Weight: 1}}, Access: fallbackAccess})})
-			}
-			h.Hosts = append(h.Hosts, host)
+			h.Hosts = append(h.Hosts, tb.host(h, name, https))
 		}
 		return h
 	}
-	binds := func(port uint16) []model.Bind {
-		if len(opts.Addresses) == 0 {
-			return []model.Bind{{Port: port}}
-		}
-		out := make([]model.Bind, len(opts.Addresses))
-		for i, a := range opts.Addresses {
-			out[i] = model.Bind{Addr: a, Port: port}
-		}
-		return out
-	}
 	if len(units) == 0 {
-		return
+		return tb
 	}
-	res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPFrontend, Service: "ingress", Binds: binds(opts.HTTPPort), HTTP: table(opts.HTTPPort, false)})
+	res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPFrontend, Service: "ingress", Binds: binds(opts, opts.HTTPPort), HTTP: table(opts.HTTPPort, false)})
 	if t != nil {
-		res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPSFrontend, Service: "ingress", Binds: binds(opts.HTTPSPort), TLS: t, HTTP: table(opts.HTTPSPort, true)})
+		res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPSFrontend, Service: "ingress", Binds: binds(opts, opts.HTTPSPort), TLS: t, HTTP: table(opts.HTTPSPort, true)})
 	}
 	for _, n := range slices.Sorted(maps.Keys(w.backends)) {
 		res.Backends = append(res.Backends, w.backends[n])
 	}
+	return tb
+}
+
+// tables is what build made the tables of: every host's paths, the
+// redirected hosts, the default backend and the hosts with TLS.
+type tables struct {
+	opts           Options
+	hosts          map[string][]rulePath
+	www            map[string]model.Redirect
+	fallback       string // "" when none
+	fallbackAccess *model.HTTPAccess
+	tlsHosts       map[string]bool
+}
+
+// newTable is a table with no host yet. Action 0 declares the headers
+// the honoured annotations may set: no rule uses it, but its names are
+// the table's structure from the start, so an annotation that sets one
+// changes map data only, never the configuration; its empty access
+// control declares the access rules the same way (access.go).
+func newTable(port uint16) *model.HTTP {
+	return &model.HTTP{Port: port, Actions: []model.HTTPAction{{Set: Declared, Access: &model.HTTPAccess{}}}}
+}
+
+// host is the table's host name, its rules' actions appended to h's
+// (one per rule, in order).
+func (tb *tables) host(h *model.HTTP, name string, https bool) model.HTTPHost {
+	port, opts := h.Port, tb.opts
+	action := func(a model.HTTPAction) int {
+		h.Actions = append(h.Actions, a)
+		return len(h.Actions) - 1
+	}
+	host := model.HTTPHost{Name: name}
+	if to, ok := tb.www[name]; ok {
+		rd := ownRedirect(to, https, port)
+		host.Rules = []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: action(model.HTTPAction{Redirect: rd})}}
+		return host
+	}
+	rs := slices.Clone(tb.hosts[name])
+	slices.SortStableFunc(rs, byPrecedence)
+	for _, r := range rs {
+		a := model.HTTPAction{Backends: r.weights, Set: r.u.set.set, Ext: r.ext}
+		if a.Backends == nil {
+			a.Backends = []model.WeightedBackend{{Name: r.backend, Weight: 1}}
+		}
+		if r.redirect != nil {
+			a = model.HTTPAction{Redirect: ownRedirect(*r.redirect, https, port), Ext: r.ext}
+		}
+		if !https && redirects(r.u, r.host, tb.tlsHosts) {
+			rd := &model.Redirect{Scheme: "https", Code: 308}
+			if opts.HTTPSPort != 443 {
+				rd.Port = opts.HTTPSPort
+			}
+			a = model.HTTPAction{Redirect: rd}
+		}
+		a.Access = r.u.set.access.model() // access.go: redirects too
+		host.Rules = append(host.Rules, model.HTTPRule{PathType: r.typ, Path: r.value, Headers: r.headers, Action: action(a)})
+	}
+	if tb.fallback != "" {
+		host.Rules = append(host.Rules, model.HTTPRule{PathType: model.PathPrefix, Path: "/",
+			Action: action(model.HTTPAction{Backends: []model.WeightedBackend{{Name: tb.fallback, Weight: 1}}, Access: tb.fallbackAccess})})
+	}
+	return host
+}
+
+// binds are the frontend's of port.
+func binds(opts Options, port uint16) []model.Bind {
+	if len(opts.Addresses) == 0 {
+		return []model.Bind{{Port: port}}
+	}
+	out := make([]model.Bind, len(opts.Addresses))
+	for i, a := range opts.Addresses {
+		out[i] = model.Bind{Addr: a, Port: port}
+	}
+	return out
 }
 
 // ownRedirect is rd on a frontend of port (HTTPS when https): a

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"strconv"
 	"strings"
+	"time"
 
 	netv1 "k8s.io/api/networking/v1"
 
@@ -14,7 +15,7 @@ import (
 // unit is one Ingress, checked: its paths, default backend and TLS.
 type unit struct {
 	key      Key
-	age      int
+	created  time.Time // with key, the Ingresses' order (olderFirst)
 	set      parsed
 	paths    []path
 	fallback string // spec.defaultBackend's model backend; "" when none
@@ -59,7 +60,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	if refused != "" {
 		return nil, refused
 	}
-	u := &unit{key: k, set: s}
+	u := &unit{key: k, created: ing.CreationTimestamp.Time, set: s}
 	event := func(reason, msg string) {
 		if res != nil {
 			res.Events = append(res.Events, Event{k, reason, msg})
@@ -170,7 +171,16 @@ func byPrecedence(a, b rulePath) int {
 	if c := cmp.Compare(len(strings.TrimRight(b.value, "/")), len(strings.TrimRight(a.value, "/"))); c != 0 {
 		return c
 	}
-	return cmp.Or(cmp.Compare(len(b.headers), len(a.headers)), cmp.Compare(a.u.age, b.u.age), cmp.Compare(a.idx, b.idx))
+	return cmp.Or(cmp.Compare(len(b.headers), len(a.headers)), olderFirst(a.u, b.u), cmp.Compare(a.idx, b.idx))
+}
+
+// olderFirst orders units as ourIngresses orders their Ingresses:
+// oldest first, namespace/name on ties.
+func olderFirst(a, b *unit) int {
+	if c := a.created.Compare(b.created); c != 0 {
+		return c
+	}
+	return cmp.Or(cmp.Compare(a.key.Namespace, b.key.Namespace), cmp.Compare(a.key.Name, b.key.Name))
 }
 
 // rulePath is a path and the Ingress it comes from.

@@ -77,12 +77,14 @@ func BenchmarkCompile(b *testing.B) {
 }
 
 // BenchmarkCompileOneChange: a pass after one Ingress changed (a new
-// version of it), the memo of the passes before kept: what a pass of
+// version of it), the memos of the passes before kept: what a pass of
 // run --mode=gateway --ingress-class costs per change at 5,000 Ingresses.
-// NoMemo forgets the compiled Ingresses before each pass (main's code).
+// memo=units forgets the last pass before each (a whole pass with the
+// per-Ingress memo: ingmemo7's code), memo=none the compiled Ingresses
+// too (main's code before it).
 func BenchmarkCompileOneChange(b *testing.B) {
-	for _, memo := range []bool{true, false} {
-		b.Run(fmt.Sprintf("ingresses=5000/memo=%v", memo), func(b *testing.B) {
+	for _, memo := range []string{"pass", "units", "none"} {
+		b.Run("ingresses=5000/memo="+memo, func(b *testing.B) {
 			in := benchInput(5000)
 			for i, ing := range in.Ingresses {
 				c := ing.DeepCopy()
@@ -98,14 +100,27 @@ func BenchmarkCompileOneChange(b *testing.B) {
 			for b.Loop() {
 				in.Ingresses[i%len(in.Ingresses)] = newVersion(in.Ingresses[i%len(in.Ingresses)], nil)
 				i++
-				if !memo {
+				if memo != "pass" {
+					last.pass = nil
+				}
+				if memo == "none" {
 					last.units = nil
 				}
 				if res := Compile(in, opts); len(res.Frontends) != 1 {
 					b.Fatalf("%d frontends", len(res.Frontends))
 				}
 			}
+			if want := b.N * btoi(memo == "pass"); last.patched != want {
+				b.Fatalf("%d passes patched, want %d", last.patched, want)
+			}
 			b.ReportMetric(float64((cpuTime()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -87,6 +87,8 @@ type Options struct {
 }
 
 // Result is the model of the served Ingresses and what to tell them.
+// Its maps and slices may be shared with the memo (Options.Last) and
+// with the Results of other passes: not to be modified.
 type Result struct {
 	Frontends []model.Frontend // the HTTP frontend, and the HTTPS one when a certificate resolves
 	Backends  []*model.Backend
@@ -114,6 +116,10 @@ type Memo struct {
 	// units are the Ingresses compiled, by object (unitmemo.go).
 	units, next map[Key]*memoUnit
 	hits        int // Ingresses not compiled again, in all (tests)
+	// pass is the last pass, for the next to patch (passmemo.go); nil:
+	// the next is a whole pass.
+	pass    *passState
+	patched int // passes patched, in all (tests)
 }
 
 func (m *Memo) get(k Key) *netv1.Ingress {
@@ -138,16 +144,22 @@ func Compile(in Input, opts Options) Result {
 	if opts.HTTPSPort == 0 {
 		opts.HTTPSPort = 443
 	}
+	if res, ok := opts.Last.patch(in, opts); ok { // passmemo.go
+		return res
+	}
 	res := Result{Served: map[Key][]netip.Addr{}, Annotations: map[Verdict]map[string]int{}}
 	w := newWorld(in)
 	w.res = &res
-	ours := ourIngresses(in, opts.Class)
+	isOurs := classFilter(in, opts.Class)
+	ours := ourIngresses(in, isOurs)
 	good := map[Key]*netv1.Ingress{}
 	var units []*unit
+	anyRefused := false
 	for _, ing := range ours {
 		k := Key{ing.Namespace, ing.Name}
 		u, refused := opts.Last.compile(ing, w, &res) // unitmemo.go
 		if refused != "" {
+			anyRefused = true
 			last := opts.Last.get(k)
 			var prev *unit
 			if last != nil {
@@ -168,13 +180,33 @@ func Compile(in Input, opts Options) Result {
 		res.Served[k] = opts.Addresses
 	}
 	opts.Last.keep(good)
-	build(&res, units, w, opts)
+	tb := build(&res, units, w, opts)
+	opts.Last.record(in, opts, isOurs, units, anyRefused, tb, w, res)
 	return res
 }
 
-// ourIngresses are the Ingresses of our class, oldest first
-// (namespace/name on ties): the order that breaks precedence ties.
-func ourIngresses(in Input, class string) []*netv1.Ingress {
+// ourIngresses are the Ingresses of in that ours says are of our
+// class, oldest first (namespace/name on ties): the order that breaks
+// precedence ties.
+func ourIngresses(in Input, ours func(*netv1.Ingress) bool) []*netv1.Ingress {
+	var out []*netv1.Ingress
+	for _, ing := range in.Ingresses {
+		if ours(ing) {
+			out = append(out, ing)
+		}
+	}
+	slices.SortFunc(out, func(a, b *netv1.Ingress) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// classFilter reports whether an Ingress is of our class, with in's
+// IngressClasses.
+func classFilter(in Input, class string) func(*netv1.Ingress) bool {
 	classes := map[string]*netv1.IngressClass{}
 	defaultOurs := false
 	for _, c := range in.Classes {
@@ -183,7 +215,7 @@ func ourIngresses(in Input, class string) []*netv1.Ingress {
 			defaultOurs = true
 		}
 	}
-	ours := func(ing *netv1.Ingress) bool {
+	return func(ing *netv1.Ingress) bool {
 		if a, ok := ing.Annotations[ClassAnnotation]; ok {
 			// The old annotation wins over spec.ingressClassName, as
 			// the controllers that read both do; it may name a class
@@ -200,19 +232,6 @@ func ourIngresses(in Input, class string) []*netv1.Ingress {
 		}
 		return defaultOurs
 	}
-	var out []*netv1.Ingress
-	for _, ing := range in.Ingresses {
-		if ours(ing) {
-			out = append(out, ing)
-		}
-	}
-	slices.SortFunc(out, func(a, b *netv1.Ingress) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	return out
 }
 
 // world indexes what Ingresses refer to.

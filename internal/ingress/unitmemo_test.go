@@ -175,7 +175,7 @@ func TestUnitMemoIsTheWholeCompile(t *testing.T) {
 				if step > 0 {
 					e.apply(&in, &gone, r)
 				}
-				whole.units = nil
+				whole.units, whole.pass = nil, nil
 				want := Compile(in, Options{Class: tc.class, Addresses: lb, Last: whole})
 				got := Compile(in, Options{Class: tc.class, Addresses: lb, Last: memo})
 				if !reflect.DeepEqual(got, want) {

@@ -10,7 +10,6 @@ package ingressctl
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -108,8 +107,9 @@ func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 	res := ingress.Compile(ii, opts)
 	for _, c := range ingress.Merge(cfg, res) {
 		s.log.Warn("ingress: " + c)
-		// Not served: status must not say so.
-		clear(res.Served)
+		// Not served: status must not say so. (A new map: the
+		// Result's may be the compiler's memo's.)
+		res.Served = map[ingress.Key][]netip.Addr{}
 	}
 	s.pending = res
 	s.report(res)
@@ -144,28 +144,55 @@ func (s *Server) report(res ingress.Result) {
 // Applied says the model of the last Add runs: the served Ingresses'
 // status may now list the addresses.
 func (s *Server) Applied() {
+	s.mu.Lock()
+	same := sameServed(s.applied, s.pending.Served)
+	s.mu.Unlock()
+	if same { // most passes: nothing to write, no map made
+		return
+	}
 	want := make(map[ingress.Key][]string, len(s.pending.Served))
-	// Every served Ingress lists the same addresses (Options.Addresses):
-	// their text is made once a pass, not once an Ingress.
-	var lastAddrs []netip.Addr
-	var lastIPs []string
+	var text addrText
 	for k, addrs := range s.pending.Served {
-		if lastIPs == nil || !slices.Equal(addrs, lastAddrs) {
-			lastIPs = make([]string, 0, len(addrs))
-			for _, a := range addrs {
-				lastIPs = append(lastIPs, a.String())
-			}
-			lastAddrs = addrs
-		}
-		want[k] = lastIPs
+		want[k] = text.of(addrs)
 	}
 	s.mu.Lock()
-	changed := !maps.EqualFunc(s.applied, want, slices.Equal[[]string])
 	s.applied = want
 	s.mu.Unlock()
-	if changed {
-		s.wake.Poke()
+	s.wake.Poke()
+}
+
+// addrText is the text of the addresses of the last call: every served
+// Ingress lists the same (Options.Addresses), so it is made once a pass,
+// not once an Ingress.
+type addrText struct {
+	addrs []netip.Addr
+	ips   []string
+}
+
+func (t *addrText) of(addrs []netip.Addr) []string {
+	if t.ips == nil || !slices.Equal(addrs, t.addrs) {
+		t.ips = make([]string, 0, len(addrs))
+		for _, a := range addrs {
+			t.ips = append(t.ips, a.String())
+		}
+		t.addrs = addrs
 	}
+	return t.ips
+}
+
+// sameServed reports whether applied says what served does.
+func sameServed(applied map[ingress.Key][]string, served map[ingress.Key][]netip.Addr) bool {
+	if applied == nil || len(applied) != len(served) {
+		return false
+	}
+	var text addrText
+	for k, addrs := range served {
+		ips, ok := applied[k]
+		if !ok || !slices.Equal(ips, text.of(addrs)) {
+			return false
+		}
+	}
+	return true
 }
 
 // Run writes the Ingresses' status until ctx ends (under leader

@@ -45,3 +45,36 @@ func TestWant(t *testing.T) {
 		})
 	}
 }
+
+// TestAppliedWakesOnChange: the status writers are woken when what the
+// served Ingresses' status should say changed, and only then.
+func TestAppliedWakesOnChange(t *testing.T) {
+	a, b := []netip.Addr{netip.MustParseAddr("192.0.2.10")}, []netip.Addr{netip.MustParseAddr("192.0.2.11")}
+	k1, k2 := ingress.Key{Namespace: "a", Name: "1"}, ingress.Key{Namespace: "a", Name: "2"}
+	s := New(nil, Options{})
+	for i, step := range []struct {
+		served map[ingress.Key][]netip.Addr
+		wake   bool
+	}{
+		{map[ingress.Key][]netip.Addr{}, true}, // the first: nothing written yet
+		{map[ingress.Key][]netip.Addr{}, false},
+		{map[ingress.Key][]netip.Addr{k1: a}, true},
+		{map[ingress.Key][]netip.Addr{k1: a}, false},
+		{map[ingress.Key][]netip.Addr{k1: a, k2: a}, true},
+		{map[ingress.Key][]netip.Addr{k1: a, k2: b}, true},
+		{map[ingress.Key][]netip.Addr{k1: a, k2: b}, false},
+		{map[ingress.Key][]netip.Addr{k2: b}, true},
+	} {
+		s.pending = ingress.Result{Served: step.served}
+		s.Applied()
+		woke := false
+		select {
+		case <-s.wake:
+			woke = true
+		default:
+		}
+		if woke != step.wake {
+			t.Fatalf("step %d: woken %v, want %v", i, woke, step.wake)
+		}
+	}
+}

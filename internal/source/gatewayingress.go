@@ -1,6 +1,8 @@
 package source
 
 import (
+	"strings"
+
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -40,6 +42,8 @@ func (g *Gateway) buildIngress(set *gatewaySet) {
 		return obj, nil
 	}))
 	set.ing.ingresses = f.Networking().V1().Ingresses().Informer()
+	// Not started yet: AddIndexers cannot fail.
+	_ = set.ing.ingresses.AddIndexers(cache.Indexers{tlsSecretIndex: tlsSecrets})
 	set.ing.classes = f.Networking().V1().IngressClasses().Informer()
 	set.starters = append(set.starters, f)
 	set.informers = append(set.informers, set.ing.ingresses, set.ing.classes)
@@ -67,8 +71,28 @@ func (g *Gateway) IngressObject(namespace, name string) (*netv1.Ingress, bool) {
 	return ing, ok
 }
 
+// tlsSecretIndex indexes the cached Ingresses by the Secrets their TLS
+// sections name ("namespace/name"): a pass reads the names from the
+// index, not from every Ingress.
+const tlsSecretIndex = "tlsSecret"
+
+// tlsSecrets is the index function of tlsSecretIndex.
+func tlsSecrets(obj any) ([]string, error) {
+	ing, ok := obj.(*netv1.Ingress)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, t := range ing.Spec.TLS {
+		if t.SecretName != "" {
+			out = append(out, ing.Namespace+"/"+t.SecretName)
+		}
+	}
+	return out, nil
+}
+
 // ingressSecrets adds to want the Secrets the cached Ingresses' TLS
-// sections name, and the default certificate.
+// sections name, and the default certificate's.
 func (g *Gateway) ingressSecrets(want map[gateway.Key]bool) {
 	if !g.ingressOn {
 		return
@@ -76,11 +100,13 @@ func (g *Gateway) ingressSecrets(want map[gateway.Key]bool) {
 	if g.ingressCert.Name != "" {
 		want[g.ingressCert] = true
 	}
-	for _, ing := range listOf[*netv1.Ingress](g.current().ing.ingresses) {
-		for _, t := range ing.Spec.TLS {
-			if t.SecretName != "" {
-				want[gateway.Key{Namespace: ing.Namespace, Name: t.SecretName}] = true
-			}
+	inf := g.current().ing.ingresses
+	if inf == nil {
+		return
+	}
+	for _, v := range inf.GetIndexer().ListIndexFuncValues(tlsSecretIndex) {
+		if ns, name, ok := strings.Cut(v, "/"); ok {
+			want[gateway.Key{Namespace: ns, Name: name}] = true
 		}
 	}
 }

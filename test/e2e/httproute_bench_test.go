@@ -144,16 +144,7 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	synced := time.Since(t0)
 	reloads := benchReloads(b, hap)
 
-	if path := os.Getenv("HKS_BENCH_CPUPROFILE"); path != "" { // the changes only
-		f, err := os.Create(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			b.Fatal(err)
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
-	}
+	defer cpuProfile(b)() // the changes only
 	// The passes so far, once the first statuses are written and the
 	// controller idle.
 	passes0 := idlePasses(passes, time.Second, time.Minute)
@@ -303,4 +294,21 @@ func benchReloads(b *testing.B, hap *haproxytest.Process) func() int {
 		}
 		return p.Reloads
 	}
+}
+
+// cpuProfile writes the process's CPU profile, until the function it
+// returns is called, to HKS_BENCH_CPUPROFILE (unset: nothing).
+func cpuProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("HKS_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }

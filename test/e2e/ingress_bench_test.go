@@ -12,6 +12,7 @@ import (
 
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
@@ -23,8 +24,10 @@ import (
 // real HAProxy for it: a new Ingress (to web-b), and an existing one
 // moved to web-b (HKS_BENCH_CHANGES of each, default 40), one after the
 // other; p50/p99 of each and the reloads they took (the goal: p50 <= 20
-// ms, p99 <= 100 ms, 0 reloads). The Ingress twin of
-// BenchmarkHTTPRoutePropagation.
+// ms, p99 <= 100 ms, 0 reloads), and each change's stages (stages:
+// write, watch, queue, pass, probe). The Ingress twin of
+// BenchmarkHTTPRoutePropagation; HKS_BENCH_CPUPROFILE=FILE profiles the
+// process (the controller runs in it) during the changes.
 //
 //	HKS_TESTBIN_DIR=... go test -run '^$' -bench BenchmarkIngressPropagation -benchtime 1x ./test/e2e/
 func BenchmarkIngressPropagation(b *testing.B) {
@@ -52,9 +55,10 @@ func BenchmarkIngressPropagation(b *testing.B) {
 	}
 	created := time.Since(t0)
 	// At debug every pass logs its "update" line: the passes are counted.
-	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway", "--log-level", "debug",
+	// In JSON for its times at full precision (the stages).
+	hap, log := benchControllerHAProxy(b, kube, "--mode=gateway", "--log-level", "debug", "--log-format", "json",
 		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", port))
-	passes := func() int { return strings.Count(log.String(), "msg=update") }
+	passes := func() int { return strings.Count(log.String(), `"msg":"update"`) }
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	t0 = time.Now()
 	if _, err := untilHTTP(c, port, fmt.Sprintf("i%d.example.com", n-1), "web-a", t0, 10*time.Minute); err != nil {
@@ -65,23 +69,31 @@ func BenchmarkIngressPropagation(b *testing.B) {
 	passes0 := idlePasses(passes, time.Second, time.Minute)
 	before := reloads()
 	var added, moved []time.Duration
+	var addedAt, movedAt []change
+	events := watchEvents(b, func(ctx context.Context) (watch.Interface, error) {
+		return ing.Ingresses(ns).Watch(ctx, metav1.ListOptions{})
+	})
+	stopProfile := cpuProfile(b) // the changes only
 	for i := range changes {
 		name := fmt.Sprintf("new%d", i)
 		start := time.Now()
 		if _, err := ing.Ingresses(ns).Create(ctx, ingressOf(name, name+".example.com", nil, prefix("/", "web-b")), metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
+		written := time.Now()
 		d, err := untilHTTP(c, port, name+".example.com", "web-b", start, time.Minute)
 		if err != nil {
 			b.Fatalf("new Ingress %d: %v", i, err)
 		}
 		added = append(added, d)
+		seen, _ := events.first(name, start, 10*time.Second)
+		addedAt = append(addedAt, change{start: start, written: written, seen: seen, served: start.Add(d)})
 	}
 	addReloads := reloads() - before
 	before = reloads()
 	for i := range changes {
 		name := fmt.Sprintf("i%d", i*(n/changes))
-		var start time.Time
+		var start, written time.Time
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			x, err := ing.Ingresses(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -90,6 +102,7 @@ func BenchmarkIngressPropagation(b *testing.B) {
 			x.Spec.Rules[0].HTTP.Paths[0].Backend.Service = &netv1.IngressServiceBackend{Name: "web-b", Port: netv1.ServiceBackendPort{Number: 80}}
 			start = time.Now()
 			_, err = ing.Ingresses(ns).Update(ctx, x, metav1.UpdateOptions{})
+			written = time.Now()
 			return err
 		})
 		if err != nil {
@@ -100,11 +113,17 @@ func BenchmarkIngressPropagation(b *testing.B) {
 			b.Fatalf("Ingress %s moved: %v", name, err)
 		}
 		moved = append(moved, d)
+		seen, _ := events.first(name, start, 10*time.Second)
+		movedAt = append(movedAt, change{start: start, written: written, seen: seen, served: start.Add(d)})
 	}
+	stopProfile()
 	moveReloads := reloads() - before
 	perChange := float64(idlePasses(passes, time.Second, time.Minute)-passes0) / float64(2*changes)
 	propagation{kind: "Ingresses", n: n, created: created, synced: synced, added: added, moved: moved,
 		addReloads: addReloads, moveReloads: moveReloads, perChange: perChange}.report(b, log)
+	ps := runtimePasses(log.String())
+	reportStages(b, "new", stages(addedAt, ps))
+	reportStages(b, "moved", stages(movedAt, ps))
 }
 
 // propagation is what a propagation benchmark measured: N objects of a

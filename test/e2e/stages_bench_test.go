@@ -10,12 +10,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 )
 
 // routeEvents records when a watch of the test's own (beside the
-// controller's informer, on the same apiserver) first saw each HTTPRoute
-// event at or after a mark: the apiserver's delivery of a write.
+// controller's informer, on the same apiserver) first saw each event of
+// an object at or after a mark: the apiserver's delivery of a write.
 type routeEvents struct {
 	mu   sync.Mutex
 	seen map[string][]time.Time
@@ -23,9 +24,17 @@ type routeEvents struct {
 
 // watchRoutes watches the HTTPRoutes of ns from now until b ends.
 func watchRoutes(b *testing.B, gc gwclient.Interface) *routeEvents {
+	return watchEvents(b, func(ctx context.Context) (watch.Interface, error) {
+		return gc.GatewayV1().HTTPRoutes(ns).Watch(ctx, metav1.ListOptions{})
+	})
+}
+
+// watchEvents records the events of the watch start opens, from now
+// until b ends.
+func watchEvents(b *testing.B, start func(context.Context) (watch.Interface, error)) *routeEvents {
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	w, err := gc.GatewayV1().HTTPRoutes(ns).Watch(ctx, metav1.ListOptions{})
+	w, err := start(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
