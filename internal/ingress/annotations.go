@@ -43,7 +43,8 @@ var (
 		NginxPrefix + "auth-realm", // auth.go
 		NginxPrefix + "auth-secret",
 		NginxPrefix + "auth-secret-type",
-		NginxPrefix + "auth-tls-secret", // authtls.go
+		NginxPrefix + "auth-tls-pass-certificate-to-upstream", // authtls.go
+		NginxPrefix + "auth-tls-secret",
 		NginxPrefix + "auth-tls-verify-client",
 		NginxPrefix + "auth-type",
 		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress

@@ -74,6 +74,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.client = u.set.authTLS.resolve(ing.Namespace, w.in, event) // authtls.go
+	u.set.access.clientCert = u.set.authTLS.clientCert(u.client)
 	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go

@@ -137,6 +137,9 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	w("\thttp-request return status 500 if { var(txn.be) -m str " + model.RejectBackend + " }")
 	writeHTTPHeaders(w, h.ModifiedHeaders(), "txn.act", m(HTTPHeaders))
 	writeHTTPExt(w, h, m)
+	if f.TLS != nil && h.HasAccess() {
+		writeClientCertHeaders(w, m(HTTPAccessMap)) // clientcert.go
+	}
 	writeCORSResponse(w) // cors.go
 	w("\tuse_backend %[var(txn.be)]")
 }
