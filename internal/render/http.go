@@ -52,7 +52,7 @@ const (
 )
 
 // HTTPMapKinds are the kinds, in the order the driver updates them.
-var HTTPMapKinds = []string{HTTPRanges, HTTPUsers, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
+var HTTPMapKinds = []string{HTTPRanges, HTTPUsers, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPPass, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
 
 // HTTPMapFile is the map of kind of HTTP frontend fe under dir.
 func HTTPMapFile(dir, fe, kind string) string {
