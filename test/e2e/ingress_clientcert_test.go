@@ -2,18 +2,16 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -32,20 +30,8 @@ type clientCertSeen struct {
 // clientCertGet sends GET / to host over TLS with client (nil: none) and
 // the request headers hdrs ("Name: value"), and decodes the Pod's report.
 func clientCertGet(port int, host string, server *x509.Certificate, client *tls.Certificate, hdrs ...string) (clientCertSeen, error) {
-	roots := x509.NewCertPool()
-	roots.AddCert(server)
-	cfg := &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			if client == nil {
-				return &tls.Certificate{}, nil
-			}
-			return client, nil
-		}}
-	addr := fmt.Sprintf("%s:%d", serviceIP(), port)
-	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true, DialContext: dial}}
+	var asked atomic.Bool
+	c := mtlsClient(port, host, server, client, &asked) // gateway_mtls_test.go
 	req, err := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
 	if err != nil {
 		return clientCertSeen{}, err
