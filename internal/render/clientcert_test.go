@@ -1,7 +1,6 @@
 package render
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -75,12 +74,7 @@ func TestClientCertHeaders(t *testing.T) {
 	dir := t.TempDir()
 	o.CertDir, o.ACLDir = dir, dir
 	writeTLSFiles(t, cfg, o, map[string][]byte{ClientAuthMapFile(dir): nil}) // clientauth_test.go
-	m := HTTPMaps(f.HTTP)
-	for _, kind := range HTTPMapKinds {
-		if err := os.WriteFile(HTTPMapFile(dir, f.Name, kind), HTTPMapContent(m[kind]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeHTTPMapFiles(t, dir, *f)
 	if !slices.Contains(ClientCertHeaders, "ssl-client-cert") {
 		t.Fatal("ClientCertHeaders lost ssl-client-cert")
 	}

@@ -85,12 +85,7 @@ func startTerminating(b *testing.B, pod uint16, split bool) string {
 	cfg = model.Config{Frontends: []model.Frontend{f}, Backends: []*model.Backend{be}}
 	o := Options{StatsSocket: haproxytest.StatsSocketPath(dir), CertDir: dir, ACLDir: dir}
 	writeTLSFiles(b, cfg, o, map[string][]byte{ClientAuthMapFile(dir): nil}) // clientauth_test.go
-	m := HTTPMaps(f.HTTP)
-	for _, kind := range HTTPMapKinds {
-		if err := os.WriteFile(HTTPMapFile(dir, f.Name, kind), HTTPMapContent(m[kind]), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	writeHTTPMapFiles(b, dir, f)
 	layout, _ := plan.Assign(cfg, nil, true)
 	path := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(path, Config(cfg, layout, o), 0o644); err != nil {

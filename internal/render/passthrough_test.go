@@ -98,11 +98,18 @@ func TestPassthrough(t *testing.T) {
 	o.CertDir, o.ACLDir = dir, dir
 	f.HTTP = routes(model.PassRoute{SNI: "pass.example", Backend: tcp.Name})
 	writeTLSFiles(t, cfg, o, map[string][]byte{ClientAuthMapFile(dir): nil}) // clientauth_test.go
+	writeHTTPMapFiles(t, dir, *f)
+	golden.HAProxyAccepts(t, Config(cfg, layout, o))
+}
+
+// writeHTTPMapFiles writes f's HTTP map files under dir, as the driver
+// does, for HAProxy to load.
+func writeHTTPMapFiles(t testing.TB, dir string, f model.Frontend) {
+	t.Helper()
 	m := HTTPMaps(f.HTTP)
 	for _, kind := range HTTPMapKinds {
 		if err := os.WriteFile(HTTPMapFile(dir, f.Name, kind), HTTPMapContent(m[kind]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	golden.HAProxyAccepts(t, Config(cfg, layout, o))
 }
