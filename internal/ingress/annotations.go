@@ -43,7 +43,8 @@ var (
 		NginxPrefix + "auth-realm", // auth.go
 		NginxPrefix + "auth-secret",
 		NginxPrefix + "auth-secret-type",
-		NginxPrefix + "auth-tls-secret", // authtls.go
+		NginxPrefix + "auth-tls-pass-certificate-to-upstream", // authtls.go
+		NginxPrefix + "auth-tls-secret",
 		NginxPrefix + "auth-tls-verify-client",
 		NginxPrefix + "auth-type",
 		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress
@@ -91,6 +92,7 @@ var (
 		NginxPrefix + "session-cookie-path",
 		NginxPrefix + "session-cookie-samesite",
 		NginxPrefix + "session-cookie-secure",
+		NginxPrefix + "ssl-passthrough", // passthrough.go
 		NginxPrefix + "ssl-redirect",
 		NginxPrefix + "temporal-redirect",
 		NginxPrefix + "temporal-redirect-code",
@@ -133,6 +135,7 @@ var (
 		HAProxyPrefix + "session-cookie-strategy",
 		HAProxyPrefix + "ssl-cipher-suites-backend", // tlsopts.go
 		HAProxyPrefix + "ssl-ciphers-backend",
+		HAProxyPrefix + "ssl-passthrough", // passthrough.go
 		HAProxyPrefix + "ssl-redirect",
 		HAProxyPrefix + "timeout-server",
 		HAProxyPrefix + "whitelist-source-range",
@@ -181,6 +184,7 @@ type parsed struct {
 	btls         backendTLSAnnotations // backendtls.go
 	cookie       cookieAnnotations     // cookie.go
 	authTLS      authTLSAnnotations    // authtls.go
+	passthrough  bool                  // ssl-passthrough (passthrough.go)
 }
 
 // notHonoured is an annotation key not applied and its verdict.
@@ -229,6 +233,12 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 			continue
 		}
 		if why, done := s.parseAuth(ck, name, val); done { // auth.go
+			if why != "" {
+				bad(k, why)
+			}
+			continue
+		}
+		if why, done := s.parsePassthrough(ck, name, val); done { // passthrough.go
 			if why != "" {
 				bad(k, why)
 			}

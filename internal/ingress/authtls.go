@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -33,6 +34,22 @@ import (
 type authTLSAnnotations struct {
 	secret string // "name" or "namespace/name"; "": none
 	mode   string // "on", "optional", "off"; "": on
+	pass   bool   // auth-tls-pass-certificate-to-upstream
+}
+
+// clientCert is what the backend is told of the client's certificate
+// (model.HTTPAccess.ClientCert) when the Ingress verifies its clients
+// (c not nil): ingress-nginx's ssl-client-verify, -subject-dn and
+// -issuer-dn headers always, ssl-client-cert with
+// auth-tls-pass-certificate-to-upstream.
+func (a authTLSAnnotations) clientCert(c *model.ClientAuth) uint8 {
+	switch {
+	case c == nil:
+		return 0
+	case a.pass:
+		return model.ClientCertPass
+	}
+	return model.ClientCertInfo
 }
 
 // parseAuthTLS reads key (canonical; name without its prefix) into a
@@ -61,6 +78,13 @@ func (a *authTLSAnnotations) parseAuthTLS(key, name, val string) (why string, do
 			return "optional_no_ca is refused: a certificate asked for but not verified would need HAProxy's ignore lists on the bind, which would let unverified certificates through every host's verification", true
 		}
 		return settings.ShowValue(val) + " is not on, off, optional or optional_no_ca", true
+	case "auth-tls-pass-certificate-to-upstream":
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return settings.ShowValue(val) + " is not true or false", true
+		}
+		a.pass = b
+		return "", true
 	}
 	return "", false
 }

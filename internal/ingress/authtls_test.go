@@ -1,6 +1,10 @@
 package ingress
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
 
 // TestAuthTLSAnnotations: the auth-tls keys' values, read or refused;
 // HAProxy Ingress's auth-tls-secret stays refused (closing), match-cn is
@@ -22,6 +26,9 @@ func TestAuthTLSAnnotations(t *testing.T) {
 		{NginxPrefix + "auth-tls-verify-client", "optional_no_ca", true, authTLSAnnotations{}},
 		{NginxPrefix + "auth-tls-verify-client", "yes", true, authTLSAnnotations{}},
 		{NginxPrefix + "auth-tls-match-cn", "CN=alice", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "true", false, authTLSAnnotations{pass: true}},
+		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "false", false, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "always", true, authTLSAnnotations{}},
 		{HAProxyPrefix + "auth-tls-secret", "ca", true, authTLSAnnotations{}},
 	} {
 		s, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})
@@ -30,6 +37,26 @@ func TestAuthTLSAnnotations(t *testing.T) {
 		}
 		if s.authTLS != tc.want {
 			t.Errorf("%s=%q: read %+v, want %+v", tc.key, tc.value, s.authTLS, tc.want)
+		}
+	}
+}
+
+// TestAuthTLSClientCert: the headers a verified host passes (none
+// without verification; the certificate only when asked).
+func TestAuthTLSClientCert(t *testing.T) {
+	c := &model.ClientAuth{CA: "cca_ns_ca"}
+	for _, tc := range []struct {
+		a    authTLSAnnotations
+		c    *model.ClientAuth
+		want uint8
+	}{
+		{authTLSAnnotations{}, nil, 0},
+		{authTLSAnnotations{pass: true}, nil, 0},
+		{authTLSAnnotations{}, c, model.ClientCertInfo},
+		{authTLSAnnotations{pass: true}, c, model.ClientCertPass},
+	} {
+		if got := tc.a.clientCert(tc.c); got != tc.want {
+			t.Errorf("%+v with client %v: %d, want %d", tc.a, tc.c != nil, got, tc.want)
 		}
 	}
 }

@@ -108,7 +108,15 @@ func build(res *Result, units []*unit, w *world, opts Options) *tables {
 	}
 	res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPFrontend, Service: "ingress", Binds: binds(opts, opts.HTTPPort), HTTP: table(opts.HTTPPort, false)})
 	if t != nil {
-		res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPSFrontend, Service: "ingress", Binds: binds(opts, opts.HTTPSPort), TLS: t, HTTP: table(opts.HTTPSPort, true)})
+		h := table(opts.HTTPSPort, true)
+		h.Passthrough = passthrough(units) // passthrough.go
+		res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPSFrontend, Service: "ingress", Binds: binds(opts, opts.HTTPSPort), TLS: t, HTTP: h})
+	} else {
+		for _, u := range units {
+			if u.pass != nil {
+				w.event(u.key, "PassthroughNotServed", "ssl-passthrough: no Ingress certificate resolves, so there is no HTTPS frontend to pass its hosts' connections on; give one (a spec.tls Secret or --ingress-default-certificate)")
+			}
+		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(w.backends)) {
 		res.Backends = append(res.Backends, w.backends[n])
@@ -153,6 +161,9 @@ func (tb *tables) host(h *model.HTTP, name string, https bool) model.HTTPHost {
 	rs := slices.Clone(tb.hosts[name])
 	slices.SortStableFunc(rs, byPrecedence)
 	for _, r := range rs {
+		if https && r.u.pass != nil {
+			continue // passthrough.go: its TLS never reaches this table
+		}
 		a := model.HTTPAction{Backends: r.weights, Set: r.u.set.set, Ext: r.ext}
 		if a.Backends == nil {
 			a.Backends = []model.WeightedBackend{{Name: r.backend, Weight: 1}}
@@ -241,6 +252,9 @@ func certificates(units []*unit, w *world, opts Options) (map[string]bool, *mode
 	client := map[string]*model.ClientAuth{} // authtls.go
 	var closed []string
 	for _, u := range units {
+		if u.pass != nil {
+			continue // passthrough.go: HAProxy does not terminate its hosts
+		}
 		for _, t := range u.tls {
 			for _, h := range t.Hosts {
 				hosts[strings.ToLower(h)] = true

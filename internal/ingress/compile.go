@@ -21,6 +21,7 @@ type unit struct {
 	fallback string // spec.defaultBackend's model backend; "" when none
 	tls      []netv1.IngressTLS
 	client   *model.ClientAuth // its hosts' client verification (authtls.go); nil: none
+	pass     []model.PassRoute // ssl-passthrough's names (passthrough.go); nil: none
 }
 
 // path is one path of one rule.
@@ -75,12 +76,13 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.client = u.set.authTLS.resolve(ing.Namespace, w.in, event) // authtls.go
+	u.set.access.clientCert = u.set.authTLS.clientCert(u.client)
 	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go
 	v.balance = s.balance                                            // hashby.go
 	v.upstream = s.upstream                                          // upstream.go
-	resolve := func(b *netv1.IngressBackend, at string) string {
+	resolveAs := func(b *netv1.IngressBackend, at string, v variant) string {
 		n, why := w.backend(ing.Namespace, b, v)
 		w.rec.call(w, ing.Namespace, b, v, n, why) // unitmemo.go
 		if why != "" {
@@ -89,6 +91,14 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 			return model.RejectBackend
 		}
 		return n
+	}
+	resolve := func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, v) }
+	if s.passthrough { // passthrough.go
+		var why string
+		u.pass, why = passRoutes(ing, s, func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, variant{tcp: true}) })
+		if why != "" {
+			return nil, why
+		}
 	}
 	for ri, r := range ing.Spec.Rules {
 		at := "spec.rules[" + strconv.Itoa(ri) + "]"

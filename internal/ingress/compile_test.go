@@ -89,6 +89,7 @@ func TestCompile(t *testing.T) {
 		{name: "retry", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 		{name: "authtls", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "passthrough", opts: Options{Class: "haproxy", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -173,6 +174,11 @@ func dumpHTTP(b *bytes.Buffer, h *model.HTTP) {
 				fmt.Fprintf(b, " [%s=%s]", m.Name, m.Value)
 			}
 			fmt.Fprintf(b, " -> %s\n", action(h.Actions[r.Action]))
+		}
+	}
+	if p := h.Passthrough; p != nil && len(p.Routes) > 0 { // passthrough.go
+		for _, r := range p.Routes {
+			fmt.Fprintf(b, "  passthrough %s -> %s\n", r.SNI, r.Backend)
 		}
 	}
 }

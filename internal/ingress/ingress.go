@@ -277,6 +277,7 @@ type variant struct {
 	retryTag  string
 	balance   string // hashby.go; "": roundrobin
 	upstream  bool   // upstream.go
+	tcp       bool   // ssl-passthrough (passthrough.go): mode tcp
 }
 
 // backend is the model backend of an Ingress backend (a Service port),
@@ -332,8 +333,13 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, 
 		}
 		parts = append(parts, "u")
 	}
+	if v.tcp {
+		parts = append(parts, "t")
+	}
 	n := model.Name("ing", parts...)
-	if _, ok := w.backends[n]; !ok {
+	if _, ok := w.backends[n]; !ok && v.tcp {
+		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: balance, Servers: servers}
+	} else if !ok {
 		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: balance, HTTP: true, H2C: v.h2c, TLS: v.tls,
 			Cookie: v.cookie, RetryOn: v.retryOn, Retries: v.retries, RetryIdempotent: v.retryIdem, Servers: servers}
 	}

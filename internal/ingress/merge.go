@@ -90,7 +90,7 @@ func sameBinds(a, b []model.Bind) bool {
 // first (render/httpmaps.go), so an HTTPRoute wins the requests it
 // matches on the same path; a more specific Ingress path wins its own.
 func MergeHTTP(gw, ing *model.HTTP) *model.HTTP {
-	out := &model.HTTP{Port: gw.Port, Actions: slices.Clone(gw.Actions)}
+	out := &model.HTTP{Port: gw.Port, Actions: slices.Clone(gw.Actions), Passthrough: ing.Passthrough}
 	off := len(out.Actions)
 	out.Actions = append(out.Actions, ing.Actions...)
 	shift := func(rs []model.HTTPRule) []model.HTTPRule {

@@ -27,6 +27,9 @@ type HTTP struct {
 	// for one without): a request whose Host picks another listener than
 	// its connection's server name did is misdirected (httpext.go).
 	Listeners []string
+	// Passthrough, on a frontend that terminates TLS: the server names
+	// not terminated (passthrough.go); nil: none.
+	Passthrough *Passthrough
 }
 
 // HTTPHost is one host name of the table: an exact name ("a.example.com"),
@@ -200,7 +203,7 @@ func (h *HTTP) Equal(g *HTTP) bool {
 	if h == nil || g == nil {
 		return h == g
 	}
-	return h.Port == g.Port && slices.Equal(h.Listeners, g.Listeners) &&
+	return h.Port == g.Port && slices.Equal(h.Listeners, g.Listeners) && h.Passthrough.Equal(g.Passthrough) &&
 		slices.EqualFunc(h.Hosts, g.Hosts, func(a, b HTTPHost) bool {
 			return a.Name == b.Name && slices.EqualFunc(a.Rules, b.Rules, func(x, y HTTPRule) bool {
 				return x.PathType == y.PathType && x.Path == y.Path && x.Action == y.Action && x.Method == y.Method && slices.Equal(x.Headers, y.Headers) && slices.Equal(x.Query, y.Query)

@@ -35,7 +35,20 @@ type HTTPAccess struct {
 	// Auth, when set, admits only the requests of its users
 	// (basicauth.go): 401 for the others.
 	Auth *BasicAuth
+	// ClientCert passes what the client's certificate says to the
+	// backend in request headers (an Ingress's auth-tls-*, on a frontend
+	// that terminates TLS: render/clientcert.go): ClientCertInfo the
+	// verification result and the subject's and issuer's names,
+	// ClientCertPass those and the certificate itself; 0 none. Not a
+	// restriction: Empty ignores it.
+	ClientCert uint8
 }
+
+// The values of HTTPAccess.ClientCert.
+const (
+	ClientCertInfo uint8 = 1
+	ClientCertPass uint8 = 2
+)
 
 // LimitWindow is the span, in seconds, over which HTTPAccess.RPS is
 // averaged: ingress-nginx's default burst multiplier (a burst of 5×RPS).
@@ -59,5 +72,6 @@ func accessEqual(a, b *HTTPAccess) bool {
 		return a == b
 	}
 	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
-		a.RPS == b.RPS && a.Conns == b.Conns && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth)
+		a.RPS == b.RPS && a.Conns == b.Conns && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
+		a.ClientCert == b.ClientCert
 }

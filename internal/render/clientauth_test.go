@@ -85,7 +85,7 @@ func TestClientAuthBind(t *testing.T) {
 
 // writeTLSFiles writes the files the driver writes for cfg's terminating
 // frontends under opts.CertDir (certificates, crt-lists) and more.
-func writeTLSFiles(t *testing.T, cfg model.Config, opts Options, more map[string][]byte) {
+func writeTLSFiles(t testing.TB, cfg model.Config, opts Options, more map[string][]byte) {
 	t.Helper()
 	files := map[string][]byte{}
 	for p, b := range more {

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -94,11 +93,6 @@ func TestHostClientAuthEntries(t *testing.T) {
 	tls.Certificates[0].Client = &model.ClientAuth{CA: "cca_ok", CAPEM: ca}
 	f.TLS = &tls
 	writeTLSFiles(t, cfg, o, map[string][]byte{CAFile(dir, "cca_ok"): ca, ClientAuthMapFile(dir): MapContent(HostClientAuthEntries(o, *f))}) // clientauth_test.go
-	m := HTTPMaps(f.HTTP)
-	for _, kind := range HTTPMapKinds {
-		if err := os.WriteFile(HTTPMapFile(dir, f.Name, kind), HTTPMapContent(m[kind]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeHTTPMapFiles(t, dir, *f)
 	golden.HAProxyAccepts(t, Config(cfg, layout, o))
 }

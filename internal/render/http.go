@@ -52,7 +52,7 @@ const (
 )
 
 // HTTPMapKinds are the kinds, in the order the driver updates them.
-var HTTPMapKinds = []string{HTTPRanges, HTTPUsers, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
+var HTTPMapKinds = []string{HTTPRanges, HTTPUsers, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPPass, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
 
 // HTTPMapFile is the map of kind of HTTP frontend fe under dir.
 func HTTPMapFile(dir, fe, kind string) string {
@@ -137,6 +137,9 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	w("\thttp-request return status 500 if { var(txn.be) -m str " + model.RejectBackend + " }")
 	writeHTTPHeaders(w, h.ModifiedHeaders(), "txn.act", m(HTTPHeaders))
 	writeHTTPExt(w, h, m)
+	if f.TLS != nil && h.HasAccess() {
+		writeClientCertHeaders(w, m(HTTPAccessMap)) // clientcert.go
+	}
 	writeCORSResponse(w) // cors.go
 	w("\tuse_backend %[var(txn.be)]")
 }

@@ -82,6 +82,7 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 // accessEntries adds action a's access entries (its id idHole) to rel,
 // placing each range set under an id of its own.
 func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess) {
+	clientCertEntry(rel, a) // clientcert.go
 	if a.Empty() {
 		return
 	}
@@ -165,5 +166,5 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
-	return authKey(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), a.Auth)
+	return authKey(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.ClientCert)), a.Auth)
 }

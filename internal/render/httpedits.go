@@ -25,7 +25,7 @@ type HTTPMapEdit struct {
 func (e HTTPMapEdit) Empty() bool { return len(e.Add)+len(e.Set)+len(e.Del) == 0 }
 
 // entryRef is an entry of the last table and how many lowered actions
-// and hosts (or the listeners' list) place it.
+// and hosts (or the listeners' and passthrough names' lists) place it.
 type entryRef struct {
 	value string
 	n     int
@@ -35,7 +35,7 @@ type entryRef struct {
 // edit that led to it.
 type memoEdits struct {
 	refs      map[string]map[string]*entryRef // by kind, by key; nil: unknown
-	listeners *lowered                        // the listeners' entries, as one lowered thing
+	listeners *lowered                        // the listeners' and passthrough names' entries, as one lowered thing
 	edits     map[string]HTTPMapEdit          // by kind, only kinds that changed
 	known     bool
 }
@@ -53,8 +53,8 @@ func (m *HTTPMapsMemo) forgetEdits() { m.ed = memoEdits{} }
 
 // countEdits updates the counts from the previous call's lowered
 // actions and hosts (prevA, prevH) to this call's, and the edits.
-func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lowered, listeners []HTTPMapEntry) {
-	lis := &lowered{places: []placement{{groups: []kindEntries{{kind: HTTPListeners, entries: slices.Clone(listeners)}}}}}
+func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lowered, listeners, pass []HTTPMapEntry) {
+	lis := &lowered{places: []placement{{groups: []kindEntries{{kind: HTTPListeners, entries: slices.Clone(listeners)}, {kind: HTTPPass, entries: slices.Clone(pass)}}}}}
 	prevL := m.ed.listeners
 	if m.ed.refs == nil {
 		m.ed = memoEdits{refs: map[string]map[string]*entryRef{}}
@@ -62,7 +62,7 @@ func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lower
 	} else {
 		m.ed.known = true
 	}
-	if prevL != nil && slices.Equal(prevL.places[0].groups[0].entries, listeners) {
+	if prevL != nil && slices.Equal(prevL.places[0].groups[0].entries, listeners) && slices.Equal(prevL.places[0].groups[1].entries, pass) {
 		lis = prevL
 	}
 	m.ed.listeners = lis

@@ -40,6 +40,7 @@ func HTTPMaps(h *model.HTTP) map[string][]HTTPMapEntry {
 		lowerHost(p, host, sets, aids)
 	}
 	listenerEntries(out, h.Listeners) // httpext.go
+	passEntries(out, h.Passthrough)   // passthrough.go
 	return out
 }
 

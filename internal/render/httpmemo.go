@@ -88,10 +88,11 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		return HTTPMaps(h)
 	}
 	listenerEntries(out, h.Listeners) // httpext.go
+	passEntries(out, h.Passthrough)   // passthrough.go
 	if twice {
 		m.forgetEdits()
 	} else {
-		m.countEdits(prevA, prevH, actions, hosts, out[HTTPListeners]) // httpedits.go
+		m.countEdits(prevA, prevH, actions, hosts, out[HTTPListeners], out[HTTPPass]) // httpedits.go
 	}
 	return out
 }

@@ -195,13 +195,20 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			continue // served by the fixed listener (listeners.go)
 		}
 		w("")
-		w("frontend", f.Name)
 		tlsArgs, tlsOK := tlsBind(f, opts)
+		pass := tlsOK && passthroughOn(f, opts)
+		if pass {
+			writePassthrough(w, f, opts) // passthrough.go: the splitter takes the binds
+		}
+		w("frontend", f.Name)
 		if !tlsOK {
 			w("\t# no certificate directory: TLS termination not bound")
 		}
+		if pass {
+			w("\tbind " + passSocket(f.Name, opts) + " accept-proxy" + tlsArgs)
+		}
 		for _, bd := range f.Binds {
-			if !tlsOK {
+			if !tlsOK || pass {
 				break
 			}
 			line := "\tbind " + bindAddr(bd)

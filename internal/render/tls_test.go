@@ -19,7 +19,7 @@ const goldenCertDir = "/var/lib/hks/certs"
 // terminating is a model with one TLS-terminating frontend of two
 // certificates (one with a filter model.ValidSNI refuses) beside a plain
 // one.
-func terminating(t *testing.T) model.Config {
+func terminating(t testing.TB) model.Config {
 	t.Helper()
 	root := testcert.CA(t, "root")
 	bundle := func(names ...string) []byte {

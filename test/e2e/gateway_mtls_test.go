@@ -44,9 +44,22 @@ func mtlsGet(port int, host string, server *x509.Certificate, client *tls.Certif
 // mtlsAsked is mtlsGet, also saying whether the server asked for a
 // client certificate.
 func mtlsAsked(port int, host string, server *x509.Certificate, client *tls.Certificate) (int, string, bool, error) {
+	var asked atomic.Bool
+	resp, err := mtlsClient(port, host, server, client, &asked).Get("https://" + host + "/")
+	if err != nil {
+		return 0, "", asked.Load(), err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), asked.Load(), nil
+}
+
+// mtlsClient is an HTTP client for host over TLS to serviceIP():port
+// (every connection there, the URL naming the host), trusting server,
+// presenting client (nil: none) when asked, which it notes in asked.
+func mtlsClient(port int, host string, server *x509.Certificate, client *tls.Certificate, asked *atomic.Bool) *http.Client {
 	roots := x509.NewCertPool()
 	roots.AddCert(server)
-	var asked atomic.Bool
 	cfg := &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			asked.Store(true)
@@ -55,19 +68,11 @@ func mtlsAsked(port int, host string, server *x509.Certificate, client *tls.Cert
 			}
 			return client, nil
 		}}
-	// Every connection to the Gateway's address, the URL naming the host.
 	addr := fmt.Sprintf("%s:%d", serviceIP(), port)
 	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true, DialContext: dial}}
-	resp, err := c.Get("https://" + host + "/")
-	if err != nil {
-		return 0, "", asked.Load(), err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body), asked.Load(), nil
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true, DialContext: dial}}
 }
 
 // mtlsFixture: a server certificate (the Secret "server", for hosts),

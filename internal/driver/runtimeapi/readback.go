@@ -129,6 +129,9 @@ func (d *HAProxy) readSlotStates(ctx context.Context, withLayout bool) (foreign 
 func (d *HAProxy) dumpStates(ctx context.Context) (plan.Runtime, []string, plan.Twins, error) {
 	var b plan.RuntimeBuilder
 	err := haproxy.ScanServersState(ctx, d.opts.Render.StatsSocket, func(s haproxy.ServerState) error {
+		if render.IsPassBackend(s.Backend) {
+			return nil // render/passthrough.go: no slots
+		}
 		b.Add(s.Backend, s.Server, actualOf(s))
 		return nil
 	})

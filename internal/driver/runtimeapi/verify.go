@@ -149,6 +149,9 @@ func (d *HAProxy) readRunning(ctx context.Context) (running, error) {
 			started = true
 			d.verify.at("dump-started")
 		}
+		if render.IsPassBackend(s.Backend) {
+			return nil // render/passthrough.go: no slots
+		}
 		b.Add(s.Backend, s.Server, actualOf(s))
 		return nil
 	})
