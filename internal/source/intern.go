@@ -1,7 +1,7 @@
 package source
 
 import (
-	"unique"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,24 +13,47 @@ import (
 // repeats (its namespace and kind, the groups, kinds and names of its
 // references, the path types, and the conditions our own status writes)
 // is one more copy per route. The transform shares the bytes of those
-// strings between the cached objects (the runtime's weak canonicalisation
-// map, as desired.SliceOf does for node names: a value no longer in use
-// is forgotten, no map of ours grows). Only fields whose values repeat
-// across objects are interned: a route's name, UID, resourceVersion and
-// hostnames stay as decoded. Pointers are not shared: each object keeps
-// its own, only what they point at is a shared string. The objects stay
-// equal field for field but for that annotation (TestInternKeepsTheRoute).
+// strings between the cached objects through one small table (strs):
+// only fields whose values repeat across objects are interned, a
+// route's name, UID, resourceVersion and hostnames stay as decoded.
+// Pointers are not shared: each object keeps its own, only what they
+// point at is a shared string. The objects stay equal field for field
+// but for that annotation (TestInternKeepsTheRoute).
 
 // internLimit: longer strings are left as they are (a condition message
 // naming many listeners is seldom repeated).
 const internLimit = 256
+
+// internEntries bounds the table: when full it starts again empty (the
+// strings already shared stay shared; only the sharing of later ones
+// starts over), so it never holds more than internEntries strings of
+// at most internLimit bytes, whatever the cluster holds. A map lookup
+// under a lock costs a route about a tenth of the runtime's weak
+// canonicalisation map (unique.Make: ~12 µs a route,
+// BenchmarkInternHTTPRoute).
+const internEntries = 8192
+
+// strs is the table of interned strings, for every informer's transform.
+var strs = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
 
 // str returns s with its bytes shared with every equal string interned.
 func str[S ~string](s S) S {
 	if s == "" || len(s) > internLimit {
 		return s
 	}
-	return S(unique.Make(string(s)).Value())
+	strs.Lock()
+	defer strs.Unlock()
+	if c, ok := strs.m[string(s)]; ok {
+		return S(c)
+	}
+	if len(strs.m) >= internEntries {
+		strs.m = make(map[string]string, internEntries)
+	}
+	strs.m[string(s)] = string(s)
+	return s
 }
 
 // strp interns what p points at, in place.
@@ -74,9 +97,11 @@ func internBackendRef(r *gwv1.BackendObjectReference) {
 	r.Name = str(r.Name)
 }
 
-// internRouteCommon interns a route's parents and its status: the
-// parents' references, the controller names and the conditions.
-func internRouteCommon(spec *gwv1.CommonRouteSpec, st *gwv1.RouteStatus) {
+// internRouteCommon interns what every route kind has: its type and
+// metadata, its parents and its status (the parents' references, the
+// controller names and the conditions).
+func internRouteCommon(t *metav1.TypeMeta, m *metav1.ObjectMeta, spec *gwv1.CommonRouteSpec, st *gwv1.RouteStatus) {
+	internMeta(t, m)
 	for i := range spec.ParentRefs {
 		internParentRef(&spec.ParentRefs[i])
 	}
@@ -93,8 +118,7 @@ func internRouteCommon(spec *gwv1.CommonRouteSpec, st *gwv1.RouteStatus) {
 
 // internHTTPRoute interns r's repeated strings in place.
 func internHTTPRoute(r *gwv1.HTTPRoute) {
-	internMeta(&r.TypeMeta, &r.ObjectMeta)
-	internRouteCommon(&r.Spec.CommonRouteSpec, &r.Status.RouteStatus)
+	internRouteCommon(&r.TypeMeta, &r.ObjectMeta, &r.Spec.CommonRouteSpec, &r.Status.RouteStatus)
 	for i := range r.Spec.Rules {
 		rule := &r.Spec.Rules[i]
 		for j := range rule.Matches {
@@ -123,8 +147,7 @@ func internHTTPRoute(r *gwv1.HTTPRoute) {
 
 // internGRPCRoute interns r's repeated strings in place.
 func internGRPCRoute(r *gwv1.GRPCRoute) {
-	internMeta(&r.TypeMeta, &r.ObjectMeta)
-	internRouteCommon(&r.Spec.CommonRouteSpec, &r.Status.RouteStatus)
+	internRouteCommon(&r.TypeMeta, &r.ObjectMeta, &r.Spec.CommonRouteSpec, &r.Status.RouteStatus)
 	for i := range r.Spec.Rules {
 		rule := &r.Spec.Rules[i]
 		for j := range rule.BackendRefs {
