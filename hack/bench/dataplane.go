@@ -253,7 +253,7 @@ func (b *bench) runDataplane(ctx context.Context, changes int) (*result, error) 
 	res.ReloadsBurst = obs.reloads() - r1
 	logf("burst: %d Services served %.2fs after the first write, %d reloads", burstSize, res.BurstSync, res.ReloadsBurst)
 
-	_, hwm := procStatus(ctl.pid())
+	_, hwm, _ := procStatus(ctl.pid())
 	res.ControllerRSS = float64(hwm) / 1024
 	res.ControllerCPU = cpuSeconds(ctl.pid())
 	logf("cost: controller peak RSS %.1f MiB, CPU %.2f s", res.ControllerRSS, res.ControllerCPU)

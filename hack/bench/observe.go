@@ -145,7 +145,7 @@ func (o *observer) rssMiB(ctx context.Context) float64 {
 	}
 	var kib int64
 	for _, pid := range append([]int{p.MasterPID}, p.Workers...) {
-		rss, _ := procStatus(pid)
+		rss, _, _ := procStatus(pid)
 		kib += rss
 	}
 	return float64(kib) / 1024

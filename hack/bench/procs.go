@@ -144,11 +144,16 @@ func startHAProxy(ctlBin, dir string) (*haproxyProc, error) {
 	return nil, fmt.Errorf("haproxy not ready after 15s, see %s", p.log)
 }
 
-// procStatus reads VmRSS and VmHWM (KiB) of pid.
-func procStatus(pid int) (rss, hwm int64) {
+// procStatus reads VmRSS, VmHWM and RssFile (KiB) of pid. RssFile is
+// the part of VmRSS that is file pages, mostly the binary's own text and
+// data mapped in: how much of it depends on the page cache (a binary
+// written in large writes is mapped in large folios by ext4 on 6.x
+// kernels), not on what the process allocates (BENCHMARKS.md, "HTTP at
+// scale").
+func procStatus(pid int) (rss, hwm, file int64) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -162,9 +167,11 @@ func procStatus(pid int) (rss, hwm int64) {
 			rss = v
 		case "VmHWM:":
 			hwm = v
+		case "RssFile:":
+			file = v
 		}
 	}
-	return rss, hwm
+	return rss, hwm, file
 }
 
 // cpuSeconds is utime+stime of pid.

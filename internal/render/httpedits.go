@@ -56,7 +56,13 @@ func (m *HTTPMapsMemo) forgetEdits() { m.ed = memoEdits{} }
 func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lowered, listeners, pass []HTTPMapEntry) {
 	lis := &lowered{places: []placement{{groups: []kindEntries{{kind: HTTPListeners, entries: slices.Clone(listeners)}, {kind: HTTPPass, entries: slices.Clone(pass)}}}}}
 	prevL := m.ed.listeners
-	if m.ed.refs == nil {
+	// The first call (or the first after the edits were forgotten) only
+	// counts: its edit would be every entry added, which no caller can
+	// use (Edits reports it unknown), and at a first pass of thousands
+	// of routes the keys noted for it and the sorted lists were a large
+	// part of the pass's peak memory.
+	first := m.ed.refs == nil
+	if first {
 		m.ed = memoEdits{refs: map[string]map[string]*entryRef{}}
 		prevA, prevH, prevL = nil, nil, nil
 	} else {
@@ -79,6 +85,9 @@ func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lower
 	}
 	touch := func(kind, key string) *entryRef {
 		r := m.ed.refs[kind][key]
+		if first {
+			return r
+		}
 		if _, ok := before[at{kind, key}]; !ok {
 			var v *string
 			if r != nil {
@@ -138,6 +147,9 @@ func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lower
 	if conflict {
 		m.forgetEdits()
 		return
+	}
+	if first {
+		return // m.ed.edits nil, m.ed.known false
 	}
 	edits := map[string]HTTPMapEdit{}
 	for a, old := range before {

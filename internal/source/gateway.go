@@ -154,7 +154,8 @@ func (g *Gateway) build() *gatewaySet {
 }
 
 // gatewayTransform keeps the caches free of managedFields, the bulk of a
-// small object, and turns v1alpha2 routes into their v1 form.
+// small object, turns v1alpha2 routes into their v1 form, and shares the
+// strings HTTP and gRPC routes repeat (intern.go).
 func gatewayTransform(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -166,9 +167,14 @@ func gatewayTransform(obj any) (any, error) {
 		return convert[gwv1.TLSRoute](o)
 	case *gwv1a2.UDPRoute:
 		return convert[gwv1.UDPRoute](o)
-	case *gwv1.HTTPRoute, *gwv1.GRPCRoute:
+	case *gwv1.HTTPRoute:
 		// Served: the spec whole; the status is the writer's (kept
-		// for its comparisons, as for the other route kinds).
+		// for its comparisons, as for the other route kinds). Their
+		// repeated strings shared (intern.go).
+		internHTTPRoute(o)
+		return o, nil
+	case *gwv1.GRPCRoute:
+		internGRPCRoute(o)
 		return o, nil
 	}
 	return obj, nil

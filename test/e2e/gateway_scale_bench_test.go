@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
@@ -28,26 +29,29 @@ import (
 
 // rssKiB reads VmRSS and VmHWM (KiB) of pid from /proc.
 func rssKiB(pid int) (rss, hwm int64) {
+	m := procMem(pid)
+	return m["VmRSS"], m["VmHWM"]
+}
+
+// procMem reads the memory lines of pid's /proc status (KiB by name:
+// VmRSS, VmHWM, RssAnon, RssFile, ...).
+func procMem(pid int) map[string]int64 {
+	out := map[string]int64{}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0
+		return out
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
+		if !ok || !strings.HasSuffix(v, " kB") {
 			continue
 		}
 		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		switch k {
-		case "VmRSS":
-			rss = n
-		case "VmHWM":
-			hwm = n
-		}
+		out[k] = n
 	}
-	return rss, hwm
+	return out
 }
 
 // BenchmarkGatewayHTTPScaleRSS: the controller (its binary, a process of
@@ -58,39 +62,45 @@ func rssKiB(pid int) (rss, hwm int64) {
 // every route and certificate is served, and after 20 route changes, the
 // controller's RSS and peak RSS (VmHWM) and HAProxy's (master and
 // worker). The goal (issue 30): the controller <= 150 MiB.
-// HKS_BENCH_HEAPPROFILE writes the controller's heap profile there.
-// HKS_BENCH_MEMORY_LIMIT is passed as the controller's --memory-limit.
+//
+// The objects are created once; each controller run then starts from a
+// fresh HAProxy. HKS_BENCH_CONTROLLERS (label=binary [NAME=value...],...;
+// default the binary built from this tree, "this") and HKS_BENCH_RUNS (default 1,
+// each a round of the list, so binaries alternate) compare builds side
+// by side on the same objects. HKS_BENCH_CONTROLLER_ENV (space-separated
+// NAME=value, e.g. GODEBUG=gctrace=1) is added to each controller's
+// environment; HKS_BENCH_LOGDIR keeps each controller's log there
+// (label-run.log). HKS_BENCH_HEAPPROFILE writes each run's heap profile
+// (path.label-run when several). HKS_BENCH_MEMORY_LIMIT is passed as the
+// controller's --memory-limit.
 //
 //	HKS_TESTBIN_DIR=... go test -run '^$' -bench BenchmarkGatewayHTTPScaleRSS -benchtime 1x ./test/e2e/
 func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 	if !inNetns(b, podAddrs...) {
 		return
 	}
-	routes, services, certs := benchEnvInt("HKS_BENCH_ROUTES", 10000), benchEnvInt("HKS_BENCH_SERVICES", 5000), benchEnvInt("HKS_BENCH_CERTS", 1000)
-	bin := filepath.Join(b.TempDir(), "haproxy-k8s-sync")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/haproxy-k8s-sync").CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	s := scaleObjects{routes: benchEnvInt("HKS_BENCH_ROUTES", 10000), services: benchEnvInt("HKS_BENCH_SERVICES", 5000), certs: benchEnvInt("HKS_BENCH_CERTS", 1000)}
+	ctls := scaleControllers(b)
 	kube, client, gc := benchGatewayAPI(b)
+	s.kubeconfig, s.gc = kube.KubeconfigPath, gc
 	ctx := context.Background()
 	benchHTTPPod(b, client, "web-a", podAddrs[0], 8080) // s<i>'s endpoints point here too
 	t0 := time.Now()
-	parallel(b, services, func(i int) error { return scaleService(ctx, client, fmt.Sprintf("s%d", i)) })
-	const perListener = 64 // the API's limit of certificateRefs
-	ca := testcert.CA(b, "scale CA")
-	parallel(b, certs, func(i int) error {
+	parallel(b, s.services, func(i int) error { return scaleService(ctx, client, fmt.Sprintf("s%d", i)) })
+	s.ca = testcert.CA(b, "scale CA")
+	parallel(b, s.certs, func(i int) error {
 		// Named under its listener's hostname (*.l<k>.example.com): a
 		// listener serves the certificates of the names it accepts.
-		s, _ := rotationSecret(b, fmt.Sprintf("c%d", i), fmt.Sprintf("c%d.l%d.example.com", i, i/perListener), ca)
-		_, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{})
+		sec, _ := rotationSecret(b, fmt.Sprintf("c%d", i), fmt.Sprintf("c%d.l%d.example.com", i, i/scalePerListener), s.ca)
+		_, err := client.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{})
 		return err
 	})
-	httpPort, httpsPort := haproxytest.FreePort(b), haproxytest.FreePort(b)
-	ls := []gwv1.Listener{listener("http", gwv1.HTTPProtocolType, httpPort, "")}
-	for k := 0; k*perListener < certs; k++ {
-		l := listener(fmt.Sprintf("https%d", k), gwv1.HTTPSProtocolType, httpsPort, fmt.Sprintf("*.l%d.example.com", k))
+	s.httpPort, s.httpsPort = haproxytest.FreePort(b), haproxytest.FreePort(b)
+	ls := []gwv1.Listener{listener("http", gwv1.HTTPProtocolType, s.httpPort, "")}
+	for k := 0; k*scalePerListener < s.certs; k++ {
+		l := listener(fmt.Sprintf("https%d", k), gwv1.HTTPSProtocolType, s.httpsPort, fmt.Sprintf("*.l%d.example.com", k))
 		l.TLS = &gwv1.ListenerTLSConfig{}
-		for i := k * perListener; i < min(certs, (k+1)*perListener); i++ {
+		for i := k * scalePerListener; i < min(s.certs, (k+1)*scalePerListener); i++ {
 			l.TLS.CertificateRefs = append(l.TLS.CertificateRefs, gwv1.SecretObjectReference{Name: gwv1.ObjectName(fmt.Sprintf("c%d", i))})
 		}
 		ls = append(ls, l)
@@ -99,34 +109,88 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: ls}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	parallel(b, routes, func(i int) error {
+	parallel(b, s.routes, func(i int) error {
 		name := fmt.Sprintf("r%d", i)
-		_, err := gc.GatewayV1().HTTPRoutes(ns).Create(ctx, benchHTTPRoute(name, name+".example.com", fmt.Sprintf("s%d", i%services)), metav1.CreateOptions{})
+		_, err := gc.GatewayV1().HTTPRoutes(ns).Create(ctx, benchHTTPRoute(name, name+".example.com", fmt.Sprintf("s%d", i%s.services)), metav1.CreateOptions{})
 		return err
 	})
-	created := time.Since(t0)
+	b.Logf("%d HTTPRoutes, %d Services, %d certificates created in %s", s.routes, s.services, s.certs, time.Since(t0).Round(time.Second))
+	runs := benchEnvInt("HKS_BENCH_RUNS", 1)
+	for k := range runs {
+		for _, c := range ctls {
+			s.run(b, c, k, len(ctls)*runs > 1)
+		}
+	}
+}
 
+// scalePerListener is the API's limit of certificateRefs per listener.
+const scalePerListener = 64
+
+// scaleObjects is what BenchmarkGatewayHTTPScaleRSS created, for each run.
+type scaleObjects struct {
+	routes, services, certs int
+	httpPort, httpsPort     int
+	ca                      testcert.Cert
+	kubeconfig              string
+	gc                      gwclient.Interface
+}
+
+// scaleController is a controller binary under its label, and what it
+// adds to its environment.
+type scaleController struct {
+	label, bin string
+	env        []string
+}
+
+// scaleControllers reads HKS_BENCH_CONTROLLERS, or builds this tree's.
+func scaleControllers(b *testing.B) []scaleController {
+	var out []scaleController
+	for _, e := range strings.Split(os.Getenv("HKS_BENCH_CONTROLLERS"), ",") {
+		if label, rest, ok := strings.Cut(strings.TrimSpace(e), "="); ok {
+			f := strings.Fields(rest)
+			out = append(out, scaleController{label, f[0], f[1:]})
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	bin := filepath.Join(b.TempDir(), "haproxy-k8s-sync")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/haproxy-k8s-sync").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return []scaleController{{"this", bin, nil}}
+}
+
+// run starts controller c (run k) with a fresh HAProxy, waits until the
+// last route and certificate are served, changes 20 routes, and reports
+// the memory; each run stops its controller and HAProxy.
+func (s *scaleObjects) run(b *testing.B, c scaleController, k int, several bool) {
+	ctx := context.Background()
 	dir := b.TempDir()
 	cfg := initHAProxy(b, dir)
 	hap := haproxytest.Start(b, dir, cfg)
+	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
-	ctl := exec.Command(bin, "run", "--mode=gateway", "--kubeconfig", kube.KubeconfigPath, "--haproxy-config", cfg,
+	ctl := exec.Command(c.bin, "run", "--mode=gateway", "--kubeconfig", s.kubeconfig, "--haproxy-config", cfg,
 		"--haproxy-bin", haproxytest.Bin(), "--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket,
 		"--state-file", filepath.Join(dir, "state"), "--bind-address", "127.0.0.1", "--metrics-address", "", "--udp=off",
 		"--pprof-address", pprofAddr)
 	if v := os.Getenv("HKS_BENCH_MEMORY_LIMIT"); v != "" { // --memory-limit, e.g. 130Mi
 		ctl.Args = append(ctl.Args, "--memory-limit="+v)
 	}
-	logf, err := os.Create(filepath.Join(dir, "controller.log"))
+	ctl.Env = append(append(os.Environ(), strings.Fields(os.Getenv("HKS_BENCH_CONTROLLER_ENV"))...), c.env...)
+	logPath := filepath.Join(dir, "controller.log")
+	logf, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctl.Stdout, ctl.Stderr = logf, logf
-	t0 = time.Now()
+	name := fmt.Sprintf("%s-%d", c.label, k+1)
+	t0 := time.Now()
 	if err := ctl.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
+	defer func() {
 		_ = ctl.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { _ = ctl.Wait(); close(done) }()
@@ -137,14 +201,18 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 			<-done
 		}
 		logf.Close()
-	})
-	rises := watchPeak(b, ctl.Process.Pid, t0, filepath.Join(dir, "controller.log"))
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	last := fmt.Sprintf("r%d.example.com", routes-1)
-	if _, err := untilHTTP(c, httpPort, last, "web-a", t0, 15*time.Minute); err != nil {
-		b.Fatalf("%v; controller log: %s", err, fileTail(filepath.Join(dir, "controller.log")))
+		if d := os.Getenv("HKS_BENCH_LOGDIR"); d != "" {
+			_ = os.WriteFile(filepath.Join(d, name+".log"), []byte(readFile(logPath)), 0o644)
+		}
+	}()
+	rises, anonPeak, stop := watchPeak(ctl.Process.Pid, t0, logPath)
+	defer stop()
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	last := fmt.Sprintf("r%d.example.com", s.routes-1)
+	if _, err := untilHTTP(hc, s.httpPort, last, "web-a", t0, 15*time.Minute); err != nil {
+		b.Fatalf("%s: %v; controller log: %s", name, err, fileTail(logPath))
 	}
-	h := newHandshaker(fmt.Sprintf("127.0.0.1:%d", httpsPort), fmt.Sprintf("c%d.l%d.example.com", certs-1, (certs-1)/perListener), ca)
+	h := newHandshaker(fmt.Sprintf("127.0.0.1:%d", s.httpsPort), fmt.Sprintf("c%d.l%d.example.com", s.certs-1, (s.certs-1)/scalePerListener), s.ca)
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		_, err := h.hello()
@@ -152,7 +220,7 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 			break
 		}
 		if time.Now().After(deadline) { // the memory is measured all the same
-			b.Errorf("certificate c%d not served: %v", certs-1, err)
+			b.Errorf("%s: certificate c%d not served: %v", name, s.certs-1, err)
 			break
 		}
 		time.Sleep(50 * time.Millisecond) // poll interval
@@ -160,21 +228,26 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 	synced := time.Since(t0)
 	settledRSS, _ := rssKiB(ctl.Process.Pid)
 
-	for i := range 20 { // changes: routes moved to another Service
-		name := fmt.Sprintf("r%d", i*(routes/20))
-		rt, err := gc.GatewayV1().HTTPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
+	for i := range 20 { // changes: routes moved to web-a, and back to their Service in the next run
+		name := fmt.Sprintf("r%d", i*(s.routes/20))
+		rt, err := s.gc.GatewayV1().HTTPRoutes(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		rt.Spec.Rules[0].BackendRefs[0].BackendRef = backendRef("web-a", 1)
-		if _, err := gc.GatewayV1().HTTPRoutes(ns).Update(ctx, rt, metav1.UpdateOptions{}); err != nil {
+		to := backendRef("web-a", 1)
+		if k%2 == 1 {
+			to = backendRef(fmt.Sprintf("s%d", i*(s.routes/20)%s.services), 1)
+		}
+		rt.Spec.Rules[0].BackendRefs[0].BackendRef = to
+		if _, err := s.gc.GatewayV1().HTTPRoutes(ns).Update(ctx, rt, metav1.UpdateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := untilHTTP(c, httpPort, "r0.example.com", "web-a", time.Now(), 5*time.Minute); err != nil {
+	if _, err := untilHTTP(hc, s.httpPort, "r0.example.com", "web-a", time.Now(), 5*time.Minute); err != nil {
 		b.Fatal(err)
 	}
-	rss, hwm := rssKiB(ctl.Process.Pid)
+	mem := procMem(ctl.Process.Pid)
+	rss, hwm := mem["VmRSS"], mem["VmHWM"]
 	p, err := haproxy.NewMaster(hap.MasterSocket).ShowProc(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -186,29 +259,48 @@ func BenchmarkGatewayHTTPScaleRSS(b *testing.B) {
 		workerRSS += r
 	}
 	if path := os.Getenv("HKS_BENCH_HEAPPROFILE"); path != "" {
+		if several {
+			path += "." + name
+		}
 		if err := saveURL("http://"+pprofAddr+"/debug/pprof/heap", path); err != nil {
 			b.Errorf("heap profile: %v", err)
 		}
 	}
 	mib := func(kib int64) float64 { return float64(kib) / 1024 }
-	b.Logf("the controller's peak RSS as it rose (from its start; its log's last line then):\n%s", rises())
-	b.ReportMetric(mib(rss), "ctl-rss-MiB")
-	b.ReportMetric(mib(hwm), "ctl-peak-MiB")
-	b.ReportMetric(mib(masterRSS+workerRSS), "haproxy-rss-MiB")
-	b.Logf("%d HTTPRoutes, %d Services, %d certificates (created in %s; all served %s after the controller started): controller RSS %.1f MiB once served, %.1f MiB after 20 changes, peak %.1f MiB; HAProxy master %.1f + worker %.1f MiB",
-		routes, services, certs, created.Round(time.Second), synced.Round(time.Second), mib(settledRSS), mib(rss), mib(hwm), mib(masterRSS), mib(workerRSS))
+	b.Logf("%s: the controller's peak RSS as it rose (from its start; its log's last line then):\n%s", name, rises())
+	suffix := ""
+	if several {
+		suffix = "-" + name
+	}
+	b.ReportMetric(mib(rss), "ctl-rss-MiB"+suffix)
+	b.ReportMetric(mib(hwm), "ctl-peak-MiB"+suffix)
+	b.ReportMetric(mib(anonPeak()), "ctl-anon-peak-MiB"+suffix)
+	b.ReportMetric(mib(masterRSS+workerRSS), "haproxy-rss-MiB"+suffix)
+	b.Logf("%s (%s): %d HTTPRoutes, %d Services, %d certificates, all served %s after the controller started: controller RSS %.1f MiB once served, %.1f MiB after 20 changes, peak %.1f MiB (its own, RssAnon: %.1f MiB at most; the binary's pages, RssFile: %.1f MiB at the end); HAProxy master %.1f + worker %.1f MiB; load %s",
+		name, strings.Join(append([]string{c.bin}, c.env...), " "), s.routes, s.services, s.certs, synced.Round(100*time.Millisecond), mib(settledRSS), mib(rss), mib(hwm),
+		mib(anonPeak()), mib(mem["RssFile"]), mib(masterRSS), mib(workerRSS), loadAvg())
 }
 
-// watchPeak samples pid's VmHWM every 100 ms until the benchmark ends and
-// returns, through the func it returns, each rise of 4 MiB or more: when
+// loadAvg is the kernel's load averages (1, 5, 15 minutes).
+func loadAvg() string {
+	f := strings.Fields(readFile("/proc/loadavg"))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// watchPeak samples pid's /proc status every 100 ms until stop is called
+// and returns, through rises, each rise of VmHWM of 4 MiB or more: when
 // (from start) and the controller log's last line then, which says what
-// it was doing when the peak was made.
-func watchPeak(b *testing.B, pid int, start time.Time, logPath string) func() string {
+// it was doing when the peak was made; and, through anonPeak, the
+// highest RssAnon sampled (KiB: the process's own memory, without the
+// binary's file pages VmHWM also counts).
+func watchPeak(pid int, start time.Time, logPath string) (rises func() string, anonPeak func() int64, stop func()) {
 	var mu sync.Mutex
 	var out []string
-	var last int64
+	var last, anon int64
 	done := make(chan struct{})
-	b.Cleanup(func() { close(done) })
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
@@ -218,7 +310,11 @@ func watchPeak(b *testing.B, pid int, start time.Time, logPath string) func() st
 				return
 			case <-t.C:
 			}
-			_, hwm := rssKiB(pid)
+			m := procMem(pid)
+			mu.Lock()
+			anon = max(anon, m["RssAnon"])
+			mu.Unlock()
+			hwm := m["VmHWM"]
 			if hwm < last+4*1024 {
 				continue
 			}
@@ -233,10 +329,14 @@ func watchPeak(b *testing.B, pid int, start time.Time, logPath string) func() st
 		}
 	}()
 	return func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return strings.Join(out, "\n")
-	}
+			mu.Lock()
+			defer mu.Unlock()
+			return strings.Join(out, "\n")
+		}, func() int64 {
+			mu.Lock()
+			defer mu.Unlock()
+			return anon
+		}, func() { close(done) }
 }
 
 // lastLine is s's last line that is not empty.
