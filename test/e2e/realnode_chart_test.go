@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -183,6 +184,21 @@ spec: {addresses: [`+chartPool+`]}
 	if total < 50 {
 		t.Errorf("only %d connections tried during the hand-over", total)
 	}
+	if t.Failed() {
+		return
+	}
+
+	// The apiserver stopped (HKS_CHART_OUTAGE, default 5 s): nothing
+	// moves; then the holder's HAProxy killed during the outage still
+	// fails over within the bound (2 s here, on a loaded machine; the
+	// issue's 0.3 s p95 is measured in namespaces).
+	outage := 5 * time.Second
+	if v := os.Getenv("HKS_CHART_OUTAGE"); v != "" {
+		if outage, err = time.ParseDuration(v); err != nil || outage <= 0 {
+			t.Fatalf("HKS_CHART_OUTAGE=%q: want a positive duration", v)
+		}
+	}
+	chartOutage(t, tier, addr, vip, next, outage, 2*time.Second)
 }
 
 // clientLoad dials vip from the tier's client namespace every 10 ms, a new
