@@ -130,50 +130,61 @@ func chartPodReport(r *realNodeEnv) string {
 // procStatus is what /proc/PID/status says of a process's identity.
 type procStatus struct{ uid, gid, capEff string }
 
-// controllerStatus finds the controller's process (haproxy-k8s-sync run)
-// in node n's network namespace and reads its real uid and gid and its
-// effective capabilities.
-func controllerStatus(n *nodes.Node) (procStatus, error) {
+// procsInNS lists the processes in node n's network namespace whose
+// command line match accepts (argv split at NULs).
+func procsInNS(n *nodes.Node, match func(argv [][]byte) bool) ([]string, error) {
 	fi, err := os.Stat(nodes.NSPath(n.NS))
 	if err != nil {
-		return procStatus{}, err
+		return nil, err
 	}
 	want := fmt.Sprintf("net:[%d]", fi.Sys().(*syscall.Stat_t).Ino)
 	dirs, err := filepath.Glob("/proc/[0-9]*")
 	if err != nil {
-		return procStatus{}, err
+		return nil, err
 	}
+	var out []string
 	for _, d := range dirs {
 		cmd, err := os.ReadFile(d + "/cmdline")
-		if err != nil {
+		if err != nil || !match(bytes.Split(cmd, []byte{0})) {
 			continue
 		}
-		argv := bytes.Split(cmd, []byte{0})
-		if len(argv) < 2 || filepath.Base(string(argv[0])) != "haproxy-k8s-sync" || string(argv[1]) != "run" {
-			continue
+		if ns, err := os.Readlink(d + "/ns/net"); err == nil && ns == want {
+			out = append(out, d)
 		}
-		if ns, err := os.Readlink(d + "/ns/net"); err != nil || ns != want {
-			continue
-		}
-		status, err := os.ReadFile(d + "/status")
-		if err != nil {
-			return procStatus{}, err
-		}
-		var st procStatus
-		for _, line := range strings.Split(string(status), "\n") {
-			f := strings.Fields(line)
-			switch {
-			case len(f) >= 2 && f[0] == "Uid:":
-				st.uid = f[1]
-			case len(f) >= 2 && f[0] == "Gid:":
-				st.gid = f[1]
-			case len(f) >= 2 && f[0] == "CapEff:":
-				st.capEff = f[1]
-			}
-		}
-		return st, nil
 	}
-	return procStatus{}, fmt.Errorf("no controller process in %s", n.NS)
+	return out, nil
+}
+
+// controllerStatus finds the controller's process (haproxy-k8s-sync run)
+// in node n's network namespace and reads its real uid and gid and its
+// effective capabilities.
+func controllerStatus(n *nodes.Node) (procStatus, error) {
+	dirs, err := procsInNS(n, func(argv [][]byte) bool {
+		return len(argv) >= 2 && filepath.Base(string(argv[0])) == "haproxy-k8s-sync" && string(argv[1]) == "run"
+	})
+	if err != nil {
+		return procStatus{}, err
+	}
+	if len(dirs) == 0 {
+		return procStatus{}, fmt.Errorf("no controller process in %s", n.NS)
+	}
+	status, err := os.ReadFile(dirs[0] + "/status")
+	if err != nil {
+		return procStatus{}, err
+	}
+	var st procStatus
+	for _, line := range strings.Split(string(status), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "Uid:":
+			st.uid = f[1]
+		case len(f) >= 2 && f[0] == "Gid:":
+			st.gid = f[1]
+		case len(f) >= 2 && f[0] == "CapEff:":
+			st.capEff = f[1]
+		}
+	}
+	return st, nil
 }
 
 // waitServiceAddress waits for the Service's first load-balancer address.

@@ -1,10 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -63,33 +62,14 @@ func chartOutage(t *testing.T, tier *nodes.Tier, addr, vip string, holder *nodes
 // namespace: the chart's HAProxy container on that node, master and
 // workers, which the test's own Pod runs.
 func killHAProxy(n *nodes.Node) (int, error) {
-	fi, err := os.Stat(nodes.NSPath(n.NS))
-	if err != nil {
-		return 0, err
-	}
-	want := fmt.Sprintf("net:[%d]", fi.Sys().(*syscall.Stat_t).Ino)
-	dirs, err := filepath.Glob("/proc/[0-9]*")
+	dirs, err := procsInNS(n, func(argv [][]byte) bool { return filepath.Base(string(argv[0])) == "haproxy" })
 	if err != nil {
 		return 0, err
 	}
 	killed := 0
 	for _, d := range dirs {
-		cmd, err := os.ReadFile(d + "/cmdline")
-		if err != nil {
-			continue
-		}
-		argv := bytes.Split(cmd, []byte{0})
-		if filepath.Base(string(argv[0])) != "haproxy" {
-			continue
-		}
-		if ns, err := os.Readlink(d + "/ns/net"); err != nil || ns != want {
-			continue
-		}
-		var pid int
-		if _, err := fmt.Sscanf(filepath.Base(d), "%d", &pid); err != nil {
-			continue
-		}
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err == nil && syscall.Kill(pid, syscall.SIGKILL) == nil {
 			killed++
 		}
 	}
