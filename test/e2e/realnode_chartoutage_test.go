@@ -16,8 +16,16 @@ import (
 // then holder's HAProxy is killed, still without an apiserver, and the
 // other node must take addr and a client on the underlay be answered
 // through it within bound. The apiserver is started again after.
-func chartOutage(t *testing.T, tier *nodes.Tier, addr, vip string, holder *nodes.Node, outage, bound time.Duration) {
+func chartOutage(t *testing.T, tier *nodes.Tier, pods map[string]string, addr, vip string, holder *nodes.Node, outage, bound time.Duration) {
 	t.Helper()
+	// The apiserver stopped, the controllers' logs from the nodes.
+	defer func() {
+		if t.Failed() {
+			for _, n := range tier.Nodes {
+				t.Log(n.ContainerLog(chartNS, pods[n.Name], "sync", 40))
+			}
+		}
+	}()
 	tier.Kube.StopAPIServer()
 	defer func() {
 		if err := tier.Kube.StartAPIServer(); err != nil {
