@@ -305,7 +305,8 @@ bench-listeners: deps-haproxy
 # table; FAILOVER_ONLY=bgp runs it alone, =keepalived skips it). Without
 # FAILOVER_ONLY also: 500 addresses at once, TRIALS trials for a client
 # behind a router (keepalived beside us), connections kept across a
-# failover (10 runs), the 10-minute apiserver outage.
+# failover (10 runs), the 10-minute apiserver outage (the announcer alone,
+# then the chart's Pods on the real-node tier with a host failing in it).
 TRIALS ?= 20
 FAILOVER_ONLY ?=
 .PHONY: failover
@@ -315,6 +316,7 @@ failover: deps
 	$(if $(FAILOVER_ONLY),,HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_KEEPALIVED=1 $(GO) test -count=1 -v -run '^TestFailoverBehindRouter$$' -timeout 30m ./internal/announce/layer2/)
 	$(if $(FAILOVER_ONLY),,$(GO) test -count=10 -v -run '^TestFailoverKeepsConnections$$' ./internal/announce/layer2/)
 	$(if $(FAILOVER_ONLY),,$(WITH_TESTBIN) HKS_APISERVER_OUTAGE=10m $(GO) test -count=1 -v -run '^TestAnnounceThroughAPIServerOutage$$' -timeout 20m ./internal/cli/)
+	$(if $(FAILOVER_ONLY),,$(WITH_TESTBIN) HKS_CHART_OUTAGE=10m $(GO) test -count=1 -v -run '^TestRealNodeChartAnnounce$$' -timeout 25m ./test/e2e/)
 
 clean:
 	rm -rf bin

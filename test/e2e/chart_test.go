@@ -178,7 +178,10 @@ func TestHelmChartModes(t *testing.T) {
 				sync := container(t, ds, "sync", false)
 				hasAll(t, "sync args", args(sync), "--announce=l2", "--announce-interface=eth1", "--announce-peers=192.0.2.11",
 					"--announce-peers=192.0.2.12:7947", "--announce-key-file=/etc/haproxy-k8s-sync/l2/key", "--announce-restart-time=20s",
-					"--announce-run-as=99:99")
+					"--announce-run-as=99:99", "--announce-name=$(NODE_NAME)", "--listeners=ports")
+				if env := fmt.Sprint(sync["env"]); !strings.Contains(env, "NODE_NAME") || !strings.Contains(env, "spec.nodeName") {
+					t.Errorf("--announce-name's NODE_NAME is not the Pod's node: %v", env)
+				}
 				caps, _, _ := unstructured.NestedStringSlice(sync, "securityContext", "capabilities", "add")
 				if !slices.Equal(caps, []string{"NET_ADMIN", "NET_RAW", "SETUID", "SETGID"}) {
 					t.Errorf("the controller's capabilities %v, want NET_ADMIN, NET_RAW, SETUID and SETGID only", caps)

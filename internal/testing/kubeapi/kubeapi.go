@@ -108,6 +108,10 @@ type Options struct {
 	// NoKwok runs kube-controller-manager without kwok: the Nodes are real
 	// kubelets (internal/testing/nodes), which kwok must not manage.
 	NoKwok bool
+	// CertIPs are more addresses the serving certificate names, e.g. the
+	// ClusterIP of default/kubernetes in another service range, which an
+	// in-cluster client (a Pod) dials.
+	CertIPs []net.IP
 }
 
 // Start runs etcd and kube-apiserver in t.TempDir() and waits until the
@@ -159,7 +163,7 @@ func StartProcessWithOptions(dir string, opts Options) (s *Server, stop func(), 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
-	creds, err := writeCredentials(filepath.Join(dir, "pki"), advertise)
+	creds, err := writeCredentials(filepath.Join(dir, "pki"), advertise, opts.CertIPs...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("credentials: %w", err)
 	}

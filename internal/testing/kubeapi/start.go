@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
@@ -19,6 +21,10 @@ import (
 	clientcmdlatest "k8s.io/client-go/tools/clientcmd/api/latest"
 	"sigs.k8s.io/yaml"
 )
+
+// disableAdmission is the apiserver's flag for the admission plugins it
+// turns off.
+const disableAdmission = "--disable-admission-plugins="
 
 // startEtcd runs etcd on two free loopback ports and waits for /health.
 func (s *Server) startEtcd(bin string) error {
@@ -121,10 +127,14 @@ func (s *Server) startAPIServerOn(bin string, c *credentials, advertise, bindIP 
 			"--service-account-key-file=" + c.saPubFile,
 			"--service-account-signing-key-file=" + c.saKeyFile,
 			"--service-cluster-ip-range=" + serviceCIDR,
-			// Without kube-controller-manager no default ServiceAccount
-			// exists, and this plugin would reject every Pod.
-			"--disable-admission-plugins=ServiceAccount",
 			"--profiling=false",
+		}
+		// Without kube-controller-manager no default ServiceAccount
+		// exists, and this plugin would reject every Pod; a caller
+		// passing its own --disable-admission-plugins (empty: the
+		// ServiceAccount plugin on, Pods get their token) decides.
+		if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, disableAdmission) }) {
+			args = append(args, disableAdmission+"ServiceAccount")
 		}
 		args = append(args, extra...)
 		p, err := startProcess("kube-apiserver", bin, filepath.Join(s.Dir, logName("kube-apiserver", attempt)), args...)

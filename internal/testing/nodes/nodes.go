@@ -76,6 +76,12 @@ type Options struct {
 	// Images are more image archives of the testbin directory (e.g.
 	// "conformance-images.tar") every node imports besides test-images.tar.
 	Images []string
+	// InCluster lets Pods reach the apiserver as on a cluster, through
+	// default/kubernetes with their service-account token (incluster.go):
+	// for a chart's workload running in the tier. Off by default: it turns
+	// the ServiceAccount admission plugin on, which rejects a Pod created
+	// before its namespace's default ServiceAccount exists.
+	InCluster bool
 }
 
 // Tier is a running set of real nodes with their apiserver.
@@ -125,11 +131,15 @@ func Start(t testing.TB, opts Options) *Tier {
 			t.Fatalf("nodes: %s missing in %s (hack/testbin.sh builds it; HKS_TESTBIN_DIR names an older set?): %v", b, bins, err)
 		}
 	}
-	kube := kubeapi.StartWithOptions(t, kubeapi.Options{
+	ko := kubeapi.Options{
 		Controllers: true, NoKwok: true,
 		APIServerArgs:         []string{"--service-cluster-ip-range=" + ServiceCIDR},
 		ControllerManagerArgs: opts.ControllerManagerArgs,
-	})
+	}
+	if opts.InCluster {
+		inClusterOptions(&ko, opts.ControllerManagerArgs)
+	}
+	kube := kubeapi.StartWithOptions(t, ko)
 	p := fmt.Sprintf("hkn%d-%d-", os.Getpid()%100000, seq.Add(1))
 	tr := &Tier{Kube: kube, Client: kube.Client(t), Underlay: p + "u", LB: p + "lb", ClientNS: p + "c",
 		dir: t.TempDir(), prefix: p, bins: bins, images: opts.Images}
@@ -167,6 +177,21 @@ func (t *Tier) start(opts Options) error {
 	t.cleanup(t.fwd.close)
 	if err := t.writeNodeKubeconfig(); err != nil {
 		return err
+	}
+	if opts.InCluster {
+		if err := t.publishAPIServer(); err != nil {
+			return err
+		}
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			t.bindDaemonPods(stop)
+		}()
+		t.cleanup(func() error {
+			close(stop)
+			<-done
+			return nil
+		})
 	}
 	errs := make([]error, len(t.Nodes))
 	var wg sync.WaitGroup
