@@ -36,11 +36,12 @@ type ClassMemo struct {
 	class    []int            // their classes
 	// kept counts the classes taken from the last pass (tests).
 	kept int
+	occ  occupyMemo // OccupyFit from what changed (occupymemo.go)
 }
 
 // OccupyFit is spares.OccupyFit, the classes kept by object.
 func (m *ClassMemo) OccupyFit(prev State, cfg model.Config, slots func(spare string) int) (State, []string) {
-	return occupyFit(prev, cfg, slots, m.of(prev, cfg.Backends))
+	return m.occ.fit(prev, cfg, slots, m.of(prev, cfg.Backends))
 }
 
 // Grow is spares.Grow, the classes kept by object.

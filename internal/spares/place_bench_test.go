@@ -2,6 +2,7 @@ package spares
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -27,5 +28,46 @@ func BenchmarkPlaceNewBackend(b *testing.B) {
 		if _, grow := Grow(next, cfg, waiting, pol); grow || len(waiting) > 0 {
 			b.Fatalf("grow %v, waiting %v: want the new backend in a free spare", grow, waiting)
 		}
+	}
+}
+
+// BenchmarkOccupyFitPass: the driver's OccupyFit of a pass at 10,000
+// Services, a new backend coming and going pass after pass, the slots
+// of each spare asked of a map as the driver's spareSlots does: the
+// whole walk (occupyFit) beside the memo's from what changed
+// (occupymemo.go).
+//
+//	go test ./internal/spares -run '^$' -bench OccupyFitPass -benchtime 200x
+func BenchmarkOccupyFitPass(b *testing.B) {
+	const n = 10000
+	pol := Policy{Spares: 200, Other: 1, LowWater: 1}
+	var without model.Config
+	for i := range n {
+		without.Backends = append(without.Backends, &model.Backend{Name: fmt.Sprintf("be_%05d", i), Service: fmt.Sprintf("ns/s%05d", i), Balance: "roundrobin"})
+	}
+	s0, waiting := Occupy(State{}, without)
+	s0, _ = Grow(s0, without, waiting, pol)
+	layout := map[string]int{}
+	for _, sp := range s0.Spares {
+		layout[sp.Name] = 4
+	}
+	slots := func(name string) int { return layout[name] }
+	with := model.Config{Backends: append(slices.Clone(without.Backends), &model.Backend{Name: "be_new", Service: "ns/new", Balance: "roundrobin"})}
+	for _, memo := range []bool{false, true} {
+		b.Run(map[bool]string{false: "whole", true: "memo"}[memo], func(b *testing.B) {
+			var m ClassMemo
+			s, cfgs, k := s0, []model.Config{with, without}, 0
+			for b.Loop() {
+				if memo {
+					s, waiting = m.OccupyFit(s, cfgs[k%2], slots)
+				} else {
+					s, waiting = OccupyFit(s, cfgs[k%2], slots)
+				}
+				if len(waiting) > 0 {
+					b.Fatalf("waiting %v", waiting)
+				}
+				k++
+			}
+		})
 	}
 }
