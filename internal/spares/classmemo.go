@@ -44,6 +44,11 @@ func (m *ClassMemo) OccupyFit(prev State, cfg model.Config, slots func(spare str
 	return m.occ.fit(prev, cfg, slots, m.of(prev, cfg.Backends))
 }
 
+// SlotsChanged tells the memo that the spares' slots may have changed
+// other than with their occupants (the driver read HAProxy's state back):
+// the next OccupyFit walks every spare.
+func (m *ClassMemo) SlotsChanged() { m.occ.out = nil }
+
 // Grow is spares.Grow, the classes kept by object.
 func (m *ClassMemo) Grow(s State, cfg model.Config, waiting []string, pol Policy) (State, bool) {
 	if !pol.On() {

@@ -19,10 +19,11 @@ import (
 // edits.
 //
 // What it takes for granted: a spare's slots (the slots func) change only
-// for a spare whose occupant changes, or through a reload (after which
-// the driver's pool is another State: the whole computation again). A
-// backend that was not outgrown is not asked again while it is the same
-// object in the same spare.
+// for a spare whose occupant changes, or through a reload, which sizes
+// every occupied spare for its occupant's servers anyway; after the
+// driver reads HAProxy's state back, ClassMemo.SlotsChanged has the next
+// pass walk every spare. A backend that was not outgrown is not asked
+// again while it is the same object in the same spare.
 
 // occupyMemo is the last occupyFit's result, kept by object. The zero
 // value is ready.

@@ -16,7 +16,8 @@ import (
 // pool it returned, gives what the whole occupyFit gives: the same spares
 // kept, freed, moved and taken, the same backends waiting. The pool grows
 // only now and then, so that backends wait and outgrown ones stay where
-// they are for a few passes. Most passes are computed from what changed.
+// they are for a few passes; now and then every spare's slots change, as
+// read back (SlotsChanged). Most passes are computed from what changed.
 func TestOccupyMemoRandomEdits(t *testing.T) {
 	pol := Policy{Spares: 3, Other: 1, LowWater: 1, Sized: true}
 	for _, seed := range []uint64{1, 2, 3, 4, 5, 6} {
@@ -25,7 +26,8 @@ func TestOccupyMemoRandomEdits(t *testing.T) {
 			var bs []*model.Backend
 			var s State
 			var m ClassMemo
-			slots := func(name string) int { i, _ := SpareIndex(name); return 4 + i%3*4 }
+			shift := 0 // the slots read back anew (SlotsChanged)
+			slots := func(name string) int { i, _ := SpareIndex(name); return 4 + (i+shift)%3*4 }
 			n := 0
 			const passes = 400
 			for pass := range passes {
@@ -47,6 +49,10 @@ func TestOccupyMemoRandomEdits(t *testing.T) {
 						c.TimeoutServer = randomTimeout(r)
 						bs[i] = &c
 					}
+				}
+				if pass%50 == 49 {
+					shift++
+					m.SlotsChanged()
 				}
 				cfg := model.Config{Backends: bs}
 				want, wantWaiting := OccupyFit(s, cfg, slots)
