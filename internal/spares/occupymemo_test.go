@@ -33,22 +33,7 @@ func TestOccupyMemoRandomEdits(t *testing.T) {
 			for pass := range passes {
 				bs = slices.Clone(bs)
 				for range 1 + r.IntN(2) {
-					switch k := r.IntN(8); {
-					case k <= 2 || len(bs) < 4:
-						n++
-						bs = insertSorted(bs, be(fmt.Sprintf("svc-%03d", n), randomTimeout(r), "10.0.0.1:80"))
-					case k == 3:
-						i := r.IntN(len(bs))
-						bs = slices.Delete(bs, i, i+1)
-					case k <= 5:
-						i := r.IntN(len(bs))
-						bs[i] = bs[i].WithServers(make([]model.Server, r.IntN(14)))
-					default:
-						i := r.IntN(len(bs))
-						c := *bs[i]
-						c.TimeoutServer = randomTimeout(r)
-						bs[i] = &c
-					}
+					bs = randomEdit(r, bs, &n, 14)
 				}
 				if pass%50 == 49 {
 					shift++

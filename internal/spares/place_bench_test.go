@@ -14,14 +14,8 @@ import (
 //
 //	go test ./internal/spares -run '^$' -bench PlaceNewBackend -benchtime 100x
 func BenchmarkPlaceNewBackend(b *testing.B) {
-	const n = 10000
 	pol := Policy{Spares: 200, Other: 1, LowWater: 1}
-	var cfg model.Config
-	for i := range n {
-		cfg.Backends = append(cfg.Backends, &model.Backend{Name: fmt.Sprintf("be_%05d", i), Service: fmt.Sprintf("ns/s%05d", i), Balance: "roundrobin"})
-	}
-	s, waiting := Occupy(State{}, cfg)
-	s, _ = Grow(s, cfg, waiting, pol)
+	cfg, s := manyPlaced(10000, pol)
 	cfg.Backends = append(cfg.Backends, &model.Backend{Name: "be_new", Service: "ns/new", Balance: "roundrobin"})
 	for b.Loop() {
 		next, waiting := OccupyFit(s, cfg, nil)
@@ -39,14 +33,8 @@ func BenchmarkPlaceNewBackend(b *testing.B) {
 //
 //	go test ./internal/spares -run '^$' -bench OccupyFitPass -benchtime 200x
 func BenchmarkOccupyFitPass(b *testing.B) {
-	const n = 10000
-	pol := Policy{Spares: 200, Other: 1, LowWater: 1}
-	var without model.Config
-	for i := range n {
-		without.Backends = append(without.Backends, &model.Backend{Name: fmt.Sprintf("be_%05d", i), Service: fmt.Sprintf("ns/s%05d", i), Balance: "roundrobin"})
-	}
-	s0, waiting := Occupy(State{}, without)
-	s0, _ = Grow(s0, without, waiting, pol)
+	without, s0 := manyPlaced(10000, Policy{Spares: 200, Other: 1, LowWater: 1})
+	var waiting []string
 	layout := map[string]int{}
 	for _, sp := range s0.Spares {
 		layout[sp.Name] = 4
@@ -70,4 +58,16 @@ func BenchmarkOccupyFitPass(b *testing.B) {
 			}
 		})
 	}
+}
+
+// manyPlaced is n backends of one class, each in a spare, and the pool
+// grown as pol wants.
+func manyPlaced(n int, pol Policy) (model.Config, State) {
+	var cfg model.Config
+	for i := range n {
+		cfg.Backends = append(cfg.Backends, &model.Backend{Name: fmt.Sprintf("be_%05d", i), Service: fmt.Sprintf("ns/s%05d", i), Balance: "roundrobin"})
+	}
+	s, waiting := Occupy(State{}, cfg)
+	s, _ = Grow(s, cfg, waiting, pol)
+	return cfg, s
 }
