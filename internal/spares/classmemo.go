@@ -61,7 +61,8 @@ func (m *ClassMemo) Grow(s State, cfg model.Config, waiting []string, pol Policy
 // that are the same objects when s's classes begin with the last call's
 // (Grow only adds classes): a backend that had none is asked again.
 func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
-	keep := model.BackendsSorted(bs) && len(m.classes) <= len(s.Classes)
+	sorted := model.BackendsSorted(bs)
+	keep := sorted && len(m.classes) <= len(s.Classes)
 	for c := 0; keep && c < len(m.classes); c++ {
 		keep = sameClass(&m.classes[c], &s.Classes[c])
 	}
@@ -86,7 +87,7 @@ func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
 	}
 	m.classes = append(m.classes[:0], s.Classes...)
 	m.backends, m.class = nil, nil
-	if model.BackendsSorted(bs) {
+	if sorted {
 		m.backends, m.class = bs, out
 	}
 	return slices.Clip(out)

@@ -41,7 +41,8 @@ type occupyMemo struct {
 
 // fit is occupyFit(prev, cfg, slots, cls), from what changed when it can.
 func (m *occupyMemo) fit(prev State, cfg model.Config, slots func(string) int, cls []int) (State, []string) {
-	next, waiting, ok := m.delta(prev, cfg, slots, cls)
+	sorted := model.BackendsSorted(cfg.Backends) // one walk of the names: ~0.1 ms at 10,000
+	next, waiting, ok := m.delta(prev, cfg, slots, cls, sorted)
 	if !ok {
 		next, waiting = occupyFit(prev, cfg, slots, cls)
 		m.rebuild(next, cfg, slots)
@@ -49,7 +50,7 @@ func (m *occupyMemo) fit(prev State, cfg model.Config, slots func(string) int, c
 		m.reused++
 	}
 	m.out, m.classes, m.backends, m.cls, m.waiting = next.Spares, len(next.Classes), nil, nil, waiting
-	if model.BackendsSorted(cfg.Backends) {
+	if sorted {
 		m.backends, m.cls = cfg.Backends, cls
 	} else {
 		m.out = nil
@@ -81,9 +82,9 @@ func (m *occupyMemo) rebuild(next State, cfg model.Config, slots func(string) in
 
 // delta is occupyFit from the backends that changed since the last call;
 // false when prev is not the State it returned or cfg is not sorted.
-func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int, cls []int) (State, []string, bool) {
+func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int, cls []int, sorted bool) (State, []string, bool) {
 	if m.out == nil || len(prev.Spares) != len(m.out) || len(prev.Spares) == 0 || &prev.Spares[0] != &m.out[0] ||
-		len(prev.Classes) != m.classes || !model.BackendsSorted(cfg.Backends) {
+		len(prev.Classes) != m.classes || !sorted {
 		return State{}, nil, false
 	}
 	// The backends to look at: changed, gone, waiting or outgrown.
