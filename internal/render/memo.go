@@ -41,7 +41,9 @@ func sameStructure(a, b model.Config, la, lb model.Layout, opts Options) bool {
 		return false
 	}
 	for i := range a.Backends {
-		if !sameSkeleton(a.Backends[i], b.Backends[i]) {
+		// The same object (desired and the pool's view keep a backend
+		// that did not change): the same skeleton, not compared again.
+		if a.Backends[i] != b.Backends[i] && !sameSkeleton(a.Backends[i], b.Backends[i]) {
 			return false
 		}
 		sa, sb := la[a.Backends[i].Name], lb[b.Backends[i].Name]

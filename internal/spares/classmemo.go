@@ -36,12 +36,18 @@ type ClassMemo struct {
 	class    []int            // their classes
 	// kept counts the classes taken from the last pass (tests).
 	kept int
+	occ  occupyMemo // OccupyFit from what changed (occupymemo.go)
 }
 
 // OccupyFit is spares.OccupyFit, the classes kept by object.
 func (m *ClassMemo) OccupyFit(prev State, cfg model.Config, slots func(spare string) int) (State, []string) {
-	return occupyFit(prev, cfg, slots, m.of(prev, cfg.Backends))
+	return m.occ.fit(prev, cfg, slots, m.of(prev, cfg.Backends))
 }
+
+// SlotsChanged tells the memo that the spares' slots may have changed
+// other than with their occupants (the driver read HAProxy's state back):
+// the next OccupyFit walks every spare.
+func (m *ClassMemo) SlotsChanged() { m.occ.out = nil }
 
 // Grow is spares.Grow, the classes kept by object.
 func (m *ClassMemo) Grow(s State, cfg model.Config, waiting []string, pol Policy) (State, bool) {
@@ -55,7 +61,8 @@ func (m *ClassMemo) Grow(s State, cfg model.Config, waiting []string, pol Policy
 // that are the same objects when s's classes begin with the last call's
 // (Grow only adds classes): a backend that had none is asked again.
 func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
-	keep := model.BackendsSorted(bs) && len(m.classes) <= len(s.Classes)
+	sorted := model.BackendsSorted(bs)
+	keep := sorted && len(m.classes) <= len(s.Classes)
 	for c := 0; keep && c < len(m.classes); c++ {
 		keep = sameClass(&m.classes[c], &s.Classes[c])
 	}
@@ -80,7 +87,7 @@ func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
 	}
 	m.classes = append(m.classes[:0], s.Classes...)
 	m.backends, m.class = nil, nil
-	if model.BackendsSorted(bs) {
+	if sorted {
 		m.backends, m.class = bs, out
 	}
 	return slices.Clip(out)

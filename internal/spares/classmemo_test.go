@@ -28,24 +28,7 @@ func TestClassMemoRandomEdits(t *testing.T) {
 			slots := func(name string) int { i, _ := SpareIndex(name); return 4 + i%3*4 }
 			n := 0
 			for pass := range 300 {
-				bs = slices.Clone(bs)
-				switch k := r.IntN(6); {
-				case k <= 1 || len(bs) < 4:
-					n++
-					bs = insertSorted(bs, be(fmt.Sprintf("svc-%03d", n), randomTimeout(r), "10.0.0.1:80"))
-				case k == 2:
-					i := r.IntN(len(bs))
-					bs = slices.Delete(bs, i, i+1)
-				case k == 3:
-					i := r.IntN(len(bs))
-					servers := make([]model.Server, r.IntN(9))
-					bs[i] = bs[i].WithServers(servers)
-				default:
-					i := r.IntN(len(bs))
-					c := *bs[i]
-					c.TimeoutServer = randomTimeout(r)
-					bs[i] = &c
-				}
+				bs = randomEdit(r, slices.Clone(bs), &n, 9)
 				cfg := model.Config{Backends: bs}
 				next, waiting := m.OccupyFit(s, cfg, slots)
 				wantNext, wantWaiting := OccupyFit(s, cfg, slots)
@@ -83,4 +66,28 @@ func reversedClasses(s State) State {
 // first seen one of them first.
 func randomTimeout(r *rand.Rand) time.Duration {
 	return time.Duration(r.IntN(3)) * time.Second
+}
+
+// randomEdit is bs with one random edit (a Service added, named after
+// *n; one removed; its servers, fewer than servers, changed; its class
+// changed: a new object of another structure, maybe a class the pool
+// does not have yet). bs is edited in place.
+func randomEdit(r *rand.Rand, bs []*model.Backend, n *int, servers int) []*model.Backend {
+	switch k := r.IntN(6); {
+	case k <= 1 || len(bs) < 4:
+		*n++
+		return insertSorted(bs, be(fmt.Sprintf("svc-%03d", *n), randomTimeout(r), "10.0.0.1:80"))
+	case k == 2:
+		i := r.IntN(len(bs))
+		return slices.Delete(bs, i, i+1)
+	case k == 3:
+		i := r.IntN(len(bs))
+		bs[i] = bs[i].WithServers(make([]model.Server, r.IntN(servers)))
+	default:
+		i := r.IntN(len(bs))
+		c := *bs[i]
+		c.TimeoutServer = randomTimeout(r)
+		bs[i] = &c
+	}
+	return bs
 }

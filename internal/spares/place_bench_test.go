@@ -2,6 +2,7 @@ package spares
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -13,14 +14,8 @@ import (
 //
 //	go test ./internal/spares -run '^$' -bench PlaceNewBackend -benchtime 100x
 func BenchmarkPlaceNewBackend(b *testing.B) {
-	const n = 10000
 	pol := Policy{Spares: 200, Other: 1, LowWater: 1}
-	var cfg model.Config
-	for i := range n {
-		cfg.Backends = append(cfg.Backends, &model.Backend{Name: fmt.Sprintf("be_%05d", i), Service: fmt.Sprintf("ns/s%05d", i), Balance: "roundrobin"})
-	}
-	s, waiting := Occupy(State{}, cfg)
-	s, _ = Grow(s, cfg, waiting, pol)
+	cfg, s := manyPlaced(10000, pol)
 	cfg.Backends = append(cfg.Backends, &model.Backend{Name: "be_new", Service: "ns/new", Balance: "roundrobin"})
 	for b.Loop() {
 		next, waiting := OccupyFit(s, cfg, nil)
@@ -28,4 +23,51 @@ func BenchmarkPlaceNewBackend(b *testing.B) {
 			b.Fatalf("grow %v, waiting %v: want the new backend in a free spare", grow, waiting)
 		}
 	}
+}
+
+// BenchmarkOccupyFitPass: the driver's OccupyFit of a pass at 10,000
+// Services, a new backend coming and going pass after pass, the slots
+// of each spare asked of a map as the driver's spareSlots does: the
+// whole walk (occupyFit) beside the memo's from what changed
+// (occupymemo.go).
+//
+//	go test ./internal/spares -run '^$' -bench OccupyFitPass -benchtime 200x
+func BenchmarkOccupyFitPass(b *testing.B) {
+	without, s0 := manyPlaced(10000, Policy{Spares: 200, Other: 1, LowWater: 1})
+	var waiting []string
+	layout := map[string]int{}
+	for _, sp := range s0.Spares {
+		layout[sp.Name] = 4
+	}
+	slots := func(name string) int { return layout[name] }
+	with := model.Config{Backends: append(slices.Clone(without.Backends), &model.Backend{Name: "be_new", Service: "ns/new", Balance: "roundrobin"})}
+	for _, memo := range []bool{false, true} {
+		b.Run(map[bool]string{false: "whole", true: "memo"}[memo], func(b *testing.B) {
+			var m ClassMemo
+			s, cfgs, k := s0, []model.Config{with, without}, 0
+			for b.Loop() {
+				if memo {
+					s, waiting = m.OccupyFit(s, cfgs[k%2], slots)
+				} else {
+					s, waiting = OccupyFit(s, cfgs[k%2], slots)
+				}
+				if len(waiting) > 0 {
+					b.Fatalf("waiting %v", waiting)
+				}
+				k++
+			}
+		})
+	}
+}
+
+// manyPlaced is n backends of one class, each in a spare, and the pool
+// grown as pol wants.
+func manyPlaced(n int, pol Policy) (model.Config, State) {
+	var cfg model.Config
+	for i := range n {
+		cfg.Backends = append(cfg.Backends, &model.Backend{Name: fmt.Sprintf("be_%05d", i), Service: fmt.Sprintf("ns/s%05d", i), Balance: "roundrobin"})
+	}
+	s, waiting := Occupy(State{}, cfg)
+	s, _ = Grow(s, cfg, waiting, pol)
+	return cfg, s
 }

@@ -51,6 +51,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		if err := d.readBack(ctx); err != nil {
 			return driver.Result{}, err
 		}
+		d.classMemo.SlotsChanged() // the slots read back: OccupyFit asks every spare's
 	}
 	// Behind the fixed listener a restricted Service's spare carries the
 	// source rule and files, an unrestricted one's neither

@@ -1,0 +1,74 @@
+package render
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// TestHashMemoRandomEdits: pass after pass of random edits, most
+// backends the same objects as in the last pass (as desired and the
+// pool's view keep them), the memo's hash is StructureHash's: a backend
+// replaced by one with other servers only (no render), with another
+// setting, its slots resized or following a node while the backend is
+// the same object, backends added and removed.
+func TestHashMemoRandomEdits(t *testing.T) {
+	opts := Options{StatsSocket: "/s"}
+	slots := func(n int) []model.Slot {
+		s := make([]model.Slot, n)
+		for i := range s {
+			s[i].Name = model.SlotName(i)
+		}
+		return s
+	}
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 29))
+			var bs []*model.Backend
+			layout := model.Layout{}
+			var m HashMemo
+			n := 0
+			for pass := range 300 {
+				bs, layout = slices.Clone(bs), maps.Clone(layout)
+				switch k := r.IntN(7); {
+				case k == 0 || len(bs) < 3:
+					n++
+					b := &model.Backend{Name: fmt.Sprintf("be_%03d", n), Balance: "roundrobin"}
+					bs = append(bs, b)
+					layout[b.Name] = slots(4)
+				case k == 1:
+					i := r.IntN(len(bs))
+					delete(layout, bs[i].Name)
+					bs = slices.Delete(bs, i, i+1)
+				case k == 2:
+					i := r.IntN(len(bs))
+					bs[i] = bs[i].WithServers(make([]model.Server, r.IntN(3)))
+				case k == 3:
+					i := r.IntN(len(bs))
+					c := *bs[i]
+					c.Balance = []string{"roundrobin", "leastconn"}[r.IntN(2)]
+					bs[i] = &c
+				case k == 4:
+					name := bs[r.IntN(len(bs))].Name
+					layout[name] = slots(4 + 4*r.IntN(2))
+				case k == 5:
+					name := bs[r.IntN(len(bs))].Name
+					s := slices.Clone(layout[name])
+					s[0].Track = uint16(r.IntN(2))
+					layout[name] = s
+				}
+				cfg := model.Config{Backends: bs}
+				if got, want := m.StructureHash(cfg, layout, opts), StructureHash(cfg, layout, opts); got != want {
+					t.Fatalf("pass %d: memo hash %s, want %s", pass, got, want)
+				}
+			}
+			if m.renders > 300*3/4 {
+				t.Errorf("%d skeletons rendered in 300 passes, want fewer", m.renders)
+			}
+		})
+	}
+}
