@@ -13,4 +13,7 @@ if [ -z "${HKS_NETNS_EXEC:-}" ]; then
 fi
 unset HKS_NETNS_EXEC
 ip link set lo up
+# internal/testing/privnet: a test binary in a namespace of its own
+# already, which it would otherwise make itself.
+export HKS_PRIVATE_NETNS=1
 exec "$@"
