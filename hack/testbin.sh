@@ -234,8 +234,12 @@ build_missing() {
 		"$tmp/testimage" -controller "$tmp/haproxy-k8s-sync" -haproxy-root "$haproxy_dir/root" -o "$tmp/controller-images.tar" >&2
 		install_one controller-images.tar "$tmp/controller-images.tar"
 		# One per source change: keep the newest 3 (a set naming an older
-		# one is never reused, its key would be rebuilt first).
-		(cd "$cache_root/bin/controller-images.tar" && ls -1t | tail -n +4 | xargs -r rm -rf --)
+		# one is never reused, its key would be rebuilt first), and any
+		# used in the last 2 hours (below: a set printed touches its
+		# own): another checkout's make test may be running with it, and
+		# lost it mid-run when this kept only the newest 3.
+		(cd "$cache_root/bin/controller-images.tar" && ls -1t | tail -n +4 |
+			while read -r d; do [[ -n $(find "$d" -maxdepth 0 -mmin +120) ]] && rm -rf -- "$d"; done) || true
 	fi
 	if [[ " ${todo[*]} " == *" test-images.tar "* ]]; then
 		(cd "$imgsrc" && "$GO" build -o "$tmp/testimage" ./testimage) >&2
@@ -269,4 +273,6 @@ if [[ ! -f "$set_dir/.complete" ]]; then
 		rm -rf "$tmp" # another caller made the same set meanwhile
 	fi
 fi
+# In use from now on: not evicted by another checkout's build (above).
+if [[ " ${requested[*]} " == *" controller-images.tar "* ]]; then touch "$(path controller-images.tar)"; fi
 echo "$set_dir"
