@@ -60,14 +60,22 @@ func TestCustomHeaders(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
+		same   bool // the Ingress's version is the same every pass (the unit memo's case)
 		passes []pass
 	}{
-		{"set then changed", []pass{
+		{"the memo follows the ConfigMap's version", true, []pass{
+			{"hdrs", cm("1", map[string]string{"x-a": "1"}), "x-a=1", ""},
+			{"hdrs", cm("1", map[string]string{"x-a": "1"}), "x-a=1", ""},
+			{"hdrs", cm("2", map[string]string{"x-a": "2"}), "x-a=2", ""},
+			{"hdrs", cm("3", map[string]string{"x-a": "a b"}), "x-a=2", "InvalidCustomHeaders"},
+			{"hdrs", cm("3", map[string]string{"x-a": "a b"}), "x-a=2", "InvalidCustomHeaders"},
+		}},
+		{"set then changed", false, []pass{
 			{"hdrs", cm("1", map[string]string{"X-Frame-Options": "DENY", "x-a": "1"}), "x-a=1,x-frame-options=DENY", ""},
 			{"default/hdrs", cm("2", map[string]string{"x-a": "2"}), "x-a=2", ""},
 			{"", cm("2", map[string]string{"x-a": "2"}), "", ""},
 		}},
-		{"bad value keeps the last valid", []pass{
+		{"bad value keeps the last valid", false, []pass{
 			{"hdrs", cm("1", map[string]string{"x-a": "1"}), "x-a=1", ""},
 			{"hdrs", cm("2", map[string]string{"x-a": "1\nhttp-request deny"}), "x-a=1", "InvalidCustomHeaders"},
 			{"hdrs", cm("3", map[string]string{"x-a": "a|b"}), "x-a=1", "version 1 are kept"},
@@ -75,12 +83,12 @@ func TestCustomHeaders(t *testing.T) {
 			{"hdrs", nil, "x-a=1", "is missing"},
 			{"hdrs", cm("5", map[string]string{"x-a": "3"}), "x-a=3", ""},
 		}},
-		{"bad without a valid one refuses", []pass{
+		{"bad without a valid one refuses", false, []pass{
 			{"hdrs", cm("1", map[string]string{"x-a": "has space"}), "refused", "Refused"},
 			{"hdrs", nil, "refused", "is missing"},
 			{"hdrs", cm("2", map[string]string{"bad name": "v"}), "refused", "not a header name"},
 		}},
-		{"another namespace", []pass{
+		{"another namespace", false, []pass{
 			{"kube-system/hdrs", cm("1", map[string]string{"x-a": "1"}), "refused", "Ingress's namespace"},
 		}},
 	} {
@@ -89,7 +97,10 @@ func TestCustomHeaders(t *testing.T) {
 			for i, p := range tc.passes {
 				in := benchInput(1)
 				ing := *in.Ingresses[0]
-				ing.ResourceVersion = fmt.Sprint(i) // a new version every pass
+				ing.ResourceVersion, ing.UID = fmt.Sprint(i), "u" // a new version every pass
+				if tc.same {
+					ing.ResourceVersion = "7"
+				}
 				ing.Annotations = map[string]string{}
 				if p.ref != "" {
 					ing.Annotations[customHeadersKey] = p.ref
