@@ -98,6 +98,7 @@ var (
 		NginxPrefix + "temporal-redirect-code",
 		NginxPrefix + "upstream-hash-by", // hashby.go
 		NginxPrefix + "upstream-vhost",
+		NginxPrefix + "custom-headers",
 		NginxPrefix + "use-regex",
 		NginxPrefix + "whitelist-source-range",
 		NginxPrefix + "x-forwarded-prefix",

@@ -71,6 +71,10 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.set.access.auth = u.set.auth.auth
+	respHeaders, why := w.customHeaders(ing, event) // customheaders.go
+	if why != "" {
+		return nil, why
+	}
 	btls, tag, why := u.set.btls.resolve(ing.Namespace, w.in, event) // backendtls.go
 	if why != "" {
 		return nil, why
@@ -139,6 +143,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 			}
 			cors, _ := s.cors.policy() // cors.go: checked by parseAnnotations
 			ext = withCORS(ext, rd, cors)
+			ext = withHeaders(ext, respHeaders) // customheaders.go
 			u.paths = append(u.paths, path{host: host, typ: typ, value: value, idx: len(u.paths), backend: resolve(&p.Backend, pat+".backend"), ext: ext, redirect: rd})
 		}
 	}

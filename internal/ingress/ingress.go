@@ -60,6 +60,9 @@ type Input struct {
 	// have one, for backend TLS; CAProblems says why a ca.crt is not.
 	CAs        map[Key][]byte
 	CAProblems map[Key]string
+	// ConfigMaps are the ConfigMaps the Ingresses' custom-headers name
+	// (customheaders.go), with their header data only (HeaderData).
+	ConfigMaps map[Key]*corev1.ConfigMap
 }
 
 // Options shape Compile.
@@ -120,6 +123,9 @@ type Memo struct {
 	// the next is a whole pass.
 	pass    *passState
 	patched int // passes patched, in all (tests)
+	// headers are the last valid version of each ConfigMap of
+	// custom-headers a kept Ingress names (customheaders.go).
+	headers map[Key]lastHeaders
 }
 
 func (m *Memo) get(k Key) *netv1.Ingress {
@@ -133,6 +139,7 @@ func (m *Memo) keep(seen map[Key]*netv1.Ingress) {
 	if m != nil {
 		m.last = seen
 		m.units, m.next = m.next, nil
+		m.pruneHeaders(seen) // customheaders.go
 	}
 }
 
@@ -149,7 +156,7 @@ func Compile(in Input, opts Options) Result {
 	}
 	res := Result{Served: map[Key][]netip.Addr{}, Annotations: map[Verdict]map[string]int{}}
 	w := newWorld(in)
-	w.res = &res
+	w.res, w.memo = &res, opts.Last
 	isOurs := classFilter(in, opts.Class)
 	ours := ourIngresses(in, isOurs)
 	good := map[Key]*netv1.Ingress{}
@@ -242,6 +249,7 @@ type world struct {
 	backends map[string]*model.Backend
 	res      *Result
 	rec      *memoUnit // what compileOne reads and tells, while it is memoised
+	memo     *Memo     // nil: none
 }
 
 // event records a Warning on an Ingress.

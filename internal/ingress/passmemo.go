@@ -132,7 +132,7 @@ func (p *passState) sameWorld(in Input, opts Options) bool {
 	eqPtr := func(a, b *certs.Bundle) bool { return a == b }
 	return maps.EqualFunc(in.Certs, p.in.Certs, eqPtr) && maps.Equal(in.Problems, p.in.Problems) &&
 		maps.EqualFunc(in.Auth, p.in.Auth, bytes.Equal) && maps.EqualFunc(in.CAs, p.in.CAs, bytes.Equal) &&
-		maps.Equal(in.CAProblems, p.in.CAProblems)
+		maps.Equal(in.CAProblems, p.in.CAProblems) && maps.Equal(in.ConfigMaps, p.in.ConfigMaps)
 }
 
 func samePtrs[T any](a, b []*T) bool {
@@ -193,7 +193,7 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	}
 	// Compile the changed Ingresses first: nothing of the memo is
 	// changed until every one is simple.
-	w := &world{services: p.w.services, slices: p.w.slices, in: in, backends: map[string]*model.Backend{}}
+	w := &world{services: p.w.services, slices: p.w.slices, in: in, backends: map[string]*model.Backend{}, memo: m} // memo: a valid ConfigMap of headers remembered (customheaders.go)
 	var scratch Result
 	scratch.Annotations = map[Verdict]map[string]int{}
 	w.res = &scratch

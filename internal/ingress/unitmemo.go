@@ -22,6 +22,8 @@ import (
 //     backend made is reused as it is; otherwise the w.backend call is
 //     made again and must give the same name and the same reason as when
 //     it was compiled (a new Endpoint changes the backend, not the unit);
+//   - the ConfigMap of custom-headers: while its resourceVersion is the
+//     one read (customheaders.go);
 //   - Secrets (basic authentication, backend TLS): an Ingress that reads
 //     one is compiled every pass (not memoised);
 //   - nothing of Options: compileOne does not read them.
@@ -34,6 +36,7 @@ type memoUnit struct {
 	calls     []backendCall
 	events    []Event
 	other     []notHonoured
+	headers   []headersRead // the ConfigMaps of custom-headers read (customheaders.go)
 	cacheable bool
 }
 
@@ -130,7 +133,7 @@ func (m *Memo) compile(ing *netv1.Ingress, w *world, res *Result) (*unit, string
 	if m.next == nil {
 		m.next = make(map[Key]*memoUnit, len(m.units))
 	}
-	if e := m.units[k]; e != nil && e.sameObject(ing) {
+	if e := m.units[k]; e != nil && e.sameObject(ing) && e.sameHeaders(w) {
 		if u := e.replay(ing, w, res); u != nil {
 			m.next[k] = e
 			m.hits++

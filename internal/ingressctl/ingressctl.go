@@ -83,7 +83,7 @@ func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 	classes, ings := s.src.Ingresses()
 	ii := ingress.Input{Classes: classes, Ingresses: ings, Services: in.Services, Slices: in.Slices,
 		Certs: map[ingress.Key]*certs.Bundle{}, Problems: map[ingress.Key]string{}, Auth: map[ingress.Key][]byte{},
-		CAs: map[ingress.Key][]byte{}, CAProblems: map[ingress.Key]string{}}
+		CAs: map[ingress.Key][]byte{}, CAProblems: map[ingress.Key]string{}, ConfigMaps: s.src.IngressConfigMaps()}
 	for _, sec := range in.Secrets {
 		k := ingress.Key{Namespace: sec.Namespace, Name: sec.Name}
 		if sec.Auth != nil {

@@ -9,6 +9,7 @@ import (
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
 // BackendTLSPolicies (gateway/backendtls.go), watched when the apiserver
@@ -43,7 +44,9 @@ func (g *Gateway) buildBackendTLS(set *gatewaySet, gf gwinformers.SharedInformer
 	set.informers = append(set.informers, set.btls.policies)
 }
 
-// caTransform keeps of a ConfigMap its name and its CA bundle key.
+// caTransform keeps of a ConfigMap its name, its CA bundle key and, when
+// it may be a list of response headers (ingress.HeaderData: at most 32
+// header names and 16 KiB), the rest of its data, for custom-headers.
 func caTransform(obj any) (any, error) {
 	c, ok := obj.(*corev1.ConfigMap)
 	if !ok {
@@ -51,8 +54,12 @@ func caTransform(obj any) (any, error) {
 	}
 	out := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name, UID: c.UID,
 		ResourceVersion: c.ResourceVersion}}
+	out.Data = ingress.HeaderData(c.Data, gateway.CAKey)
 	if v, ok := c.Data[gateway.CAKey]; ok {
-		out.Data = map[string]string{gateway.CAKey: v}
+		if out.Data == nil {
+			out.Data = map[string]string{}
+		}
+		out.Data[gateway.CAKey] = v
 	}
 	return out, nil
 }

@@ -3,12 +3,14 @@ package source
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
 // Ingresses beside the Gateways (run --mode=gateway --ingress-class): the
@@ -43,7 +45,7 @@ func (g *Gateway) buildIngress(set *gatewaySet) {
 	}))
 	set.ing.ingresses = f.Networking().V1().Ingresses().Informer()
 	// Not started yet: AddIndexers cannot fail.
-	_ = set.ing.ingresses.AddIndexers(cache.Indexers{tlsSecretIndex: tlsSecrets})
+	_ = set.ing.ingresses.AddIndexers(cache.Indexers{tlsSecretIndex: tlsSecrets, headersIndex: headerConfigMaps})
 	set.ing.classes = f.Networking().V1().IngressClasses().Informer()
 	set.starters = append(set.starters, f)
 	set.informers = append(set.informers, set.ing.ingresses, set.ing.classes)
@@ -109,4 +111,38 @@ func (g *Gateway) ingressSecrets(want map[gateway.Key]bool) {
 			want[gateway.Key{Namespace: ns, Name: name}] = true
 		}
 	}
+}
+
+// headersIndex indexes the cached Ingresses by the ConfigMap their
+// custom-headers names ("namespace/name"): a pass reads only those.
+const headersIndex = "customHeaders"
+
+// headerConfigMaps is the index function of headersIndex.
+func headerConfigMaps(obj any) ([]string, error) {
+	ing, ok := obj.(*netv1.Ingress)
+	if !ok {
+		return nil, nil
+	}
+	if k, ok := ingress.CustomHeadersRef(ing.Namespace, ing.Annotations); ok {
+		return []string{k.String()}, nil
+	}
+	return nil, nil
+}
+
+// IngressConfigMaps are the cached ConfigMaps the Ingresses'
+// custom-headers name (with their header data only), shared with the
+// cache: not to be modified.
+func (g *Gateway) IngressConfigMaps() map[ingress.Key]*corev1.ConfigMap {
+	set := g.current()
+	out := map[ingress.Key]*corev1.ConfigMap{}
+	if set.ing.ingresses == nil || set.btls.configMaps == nil {
+		return out
+	}
+	for _, v := range set.ing.ingresses.GetIndexer().ListIndexFuncValues(headersIndex) {
+		o, ok, err := set.btls.configMaps.GetStore().GetByKey(v)
+		if cm, isCM := o.(*corev1.ConfigMap); ok && err == nil && isCM {
+			out[ingress.Key{Namespace: cm.Namespace, Name: cm.Name}] = cm
+		}
+	}
+	return out
 }

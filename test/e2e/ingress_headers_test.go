@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+)
+
+// responseHeader is nil once GET / on host answers 200 with header name
+// equal to want ("": absent).
+func responseHeader(port int, host, name, want string) func() error {
+	return func() error {
+		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 3 * time.Second}
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s:%d/", serviceIP(), port), nil)
+		if err != nil {
+			return err
+		}
+		req.Host = host
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if got := resp.Header.Get(name); resp.StatusCode != 200 || got != want {
+			return fmt.Errorf("%s: %d, %s %q, want 200 %q", host, resp.StatusCode, name, got, want)
+		}
+		return nil
+	}
+}
+
+// TestIngressCustomHeaders: ingress-nginx's custom-headers on real
+// HAProxy: the ConfigMap's headers reach the client; a value changed in
+// the ConfigMap is served with 0 reloads; a value that would inject a
+// map separator is refused with an Event and the last valid value kept.
+func TestIngressCustomHeaders(t *testing.T) {
+	g, ok := newPlainIngressEnv(t)
+	if !ok {
+		return
+	}
+	g.web("web", 0)
+	cms := g.client.CoreV1().ConfigMaps(ns)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hdrs"}, Data: map[string]string{"X-Frame-Options": "DENY", "X-Team": "one"}}
+	if _, err := cms.Create(bg, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g.create(ingressOf("base", "base.example.com", nil, prefix("/", "web")))
+	g.create(ingressOf("hdrs", "hdrs.example.com", map[string]string{ingress.NginxPrefix + "custom-headers": "hdrs"}, prefix("/", "web")))
+	g.start(leaderFlags...)
+	g.eventually("the headers reach the client", responseHeader(g.httpPort, "hdrs.example.com", "X-Team", "one"))
+	if err := responseHeader(g.httpPort, "hdrs.example.com", "X-Frame-Options", "DENY")(); err != nil {
+		t.Error(err)
+	}
+	if err := responseHeader(g.httpPort, "base.example.com", "X-Team", "")(); err != nil {
+		t.Errorf("an Ingress without custom-headers: %v", err)
+	}
+	before := g.reloads()
+	update := func(v string) {
+		t.Helper()
+		cur, err := cms.Get(bg, "hdrs", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Data["X-Team"] = v
+		if _, err := cms.Update(bg, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update("two")
+	g.eventually("the new value reaches the client", responseHeader(g.httpPort, "hdrs.example.com", "X-Team", "two"))
+	if r := g.reloads(); r != before {
+		t.Errorf("a header value changed reloaded HAProxy %d times, want 0", r-before)
+	}
+	update("a|b")
+	g.eventually("the bad value has an Event", g.ingressEvent("hdrs", "InvalidCustomHeaders", "hdrs"))
+	if err := responseHeader(g.httpPort, "hdrs.example.com", "X-Team", "two")(); err != nil {
+		t.Errorf("the last valid value: %v", err)
+	}
+	if r := g.reloads(); r != before {
+		t.Errorf("a bad header value reloaded HAProxy %d times, want 0", r-before)
+	}
+}
