@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -41,9 +42,16 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
+// cache is what a Server reads of the Gateway source (source.Gateway
+// WithIngress): the cached IngressClasses and Ingresses.
+type cache interface {
+	Ingresses() ([]*netv1.IngressClass, []*netv1.Ingress)
+	IngressObject(namespace, name string) (*netv1.Ingress, bool)
+}
+
 // Server is the Ingress source's part of the gateway mode's loop.
 type Server struct {
-	src     *source.Gateway
+	src     cache
 	opts    Options
 	log     *slog.Logger
 	limiter flowcontrol.RateLimiter
@@ -56,10 +64,20 @@ type Server struct {
 	mu      sync.Mutex
 	applied map[ingress.Key][]string // what status should say, of the model that runs
 	wake    loop.Wake
+	// the keys to look at by the next enqueue (changed.go), or every
+	// cached Ingress (full)
+	dirty map[ingress.Key]struct{}
+	full  bool
+	// looked counts the Ingresses enqueue compared (tests).
+	looked int
 }
 
 // New returns a Server reading src (WithIngress).
 func New(src *source.Gateway, opts Options) *Server {
+	return newServer(src, opts)
+}
+
+func newServer(src cache, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -156,6 +174,7 @@ func (s *Server) Applied() {
 		want[k] = text.of(addrs)
 	}
 	s.mu.Lock()
+	s.markChangedLocked(s.applied, want)
 	s.applied = want
 	s.mu.Unlock()
 	s.wake.Poke()
@@ -201,6 +220,7 @@ func (s *Server) Run(ctx context.Context) {
 	if s.opts.Client == nil {
 		return
 	}
+	s.lookAtEverything() // a new leader looks at every Ingress
 	loop.Writers[ingress.Key]{
 		Name: "haproxy-k8s-sync-ingress-status", Workers: 2, Wake: s.wake,
 		Enqueue: s.enqueue, Write: s.write,
