@@ -1,6 +1,8 @@
 package ingressctl
 
 import (
+	"net/netip"
+	"reflect"
 	"slices"
 
 	netv1 "k8s.io/api/networking/v1"
@@ -44,20 +46,39 @@ func (s *Server) markLocked(k ingress.Key) {
 	}
 }
 
-// markChangedLocked remembers every key whose entry differs between the
-// applied maps old and now (s.mu held): served anew, no longer served, or
-// listing other addresses.
-func (s *Server) markChangedLocked(old, now map[ingress.Key][]string) {
-	for k, ips := range now {
-		if was, ok := old[k]; !ok || !slices.Equal(was, ips) {
+// applyLocked makes s.applied say what served does, in place, and
+// remembers each key whose entry changed (served anew, no longer served,
+// other addresses); it reports whether any did (s.mu held). A Result's
+// Served is never modified (ingress.Result): the map of the last call
+// again is the same, and costs no walk.
+func (s *Server) applyLocked(served map[ingress.Key][]netip.Addr) bool {
+	if s.applied != nil && s.from != nil && reflect.ValueOf(served).UnsafePointer() == s.from {
+		return false
+	}
+	s.from = reflect.ValueOf(served).UnsafePointer()
+	changed := s.applied == nil // the first: nothing written yet
+	if changed {
+		s.applied = make(map[ingress.Key][]string, len(served))
+	}
+	var text addrText
+	for k, addrs := range served {
+		ips := text.of(addrs)
+		if was, ok := s.applied[k]; !ok || !slices.Equal(was, ips) {
+			s.applied[k] = ips
 			s.markLocked(k)
+			changed = true
 		}
 	}
-	for k := range old {
-		if _, ok := now[k]; !ok {
-			s.markLocked(k)
+	if len(s.applied) != len(served) { // some no longer served
+		for k := range s.applied {
+			if _, ok := served[k]; !ok {
+				delete(s.applied, k)
+				s.markLocked(k)
+				changed = true
+			}
 		}
 	}
+	return changed
 }
 
 // take returns the keys remembered since the last enqueue and whether

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,8 @@ type Server struct {
 	// cached Ingress (full)
 	dirty map[ingress.Key]struct{}
 	full  bool
+	from  unsafe.Pointer // the Served map applied last
+
 	// looked counts the Ingresses enqueue compared (tests).
 	looked int
 }
@@ -160,24 +163,15 @@ func (s *Server) report(res ingress.Result) {
 }
 
 // Applied says the model of the last Add runs: the served Ingresses'
-// status may now list the addresses.
+// status may now list the addresses. The writers are woken when that
+// changed what some Ingress's status should say (changed.go).
 func (s *Server) Applied() {
 	s.mu.Lock()
-	same := sameServed(s.applied, s.pending.Served)
+	changed := s.applyLocked(s.pending.Served)
 	s.mu.Unlock()
-	if same { // most passes: nothing to write, no map made
-		return
+	if changed {
+		s.wake.Poke()
 	}
-	want := make(map[ingress.Key][]string, len(s.pending.Served))
-	var text addrText
-	for k, addrs := range s.pending.Served {
-		want[k] = text.of(addrs)
-	}
-	s.mu.Lock()
-	s.markChangedLocked(s.applied, want)
-	s.applied = want
-	s.mu.Unlock()
-	s.wake.Poke()
 }
 
 // addrText is the text of the addresses of the last call: every served
@@ -197,21 +191,6 @@ func (t *addrText) of(addrs []netip.Addr) []string {
 		t.addrs = addrs
 	}
 	return t.ips
-}
-
-// sameServed reports whether applied says what served does.
-func sameServed(applied map[ingress.Key][]string, served map[ingress.Key][]netip.Addr) bool {
-	if applied == nil || len(applied) != len(served) {
-		return false
-	}
-	var text addrText
-	for k, addrs := range served {
-		ips, ok := applied[k]
-		if !ok || !slices.Equal(ips, text.of(addrs)) {
-			return false
-		}
-	}
-	return true
 }
 
 // Run writes the Ingresses' status until ctx ends (under leader
