@@ -4,8 +4,12 @@ import (
 	"slices"
 	"testing"
 
+	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // written replaces route i by a copy with parents (a status write that
@@ -88,5 +92,54 @@ func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
 	looked := p.looked
 	if got := queued(p); !slices.Equal(got, []string{"b"}) || p.looked != looked+3 {
 		t.Fatalf("a new result: queued %v, %d looked up, want b and 3", got, p.looked-looked)
+	}
+}
+
+// beside is a Beside owning the objects its own reports true of.
+type beside struct {
+	own  func(any) bool
+	told []any
+}
+
+func (b *beside) Add(*model.Config, gateway.Input) {}
+func (b *beside) Applied()                         {}
+func (b *beside) Changed(obj any) bool {
+	if !b.own(obj) {
+		return false
+	}
+	b.told = append(b.told, obj)
+	return true
+}
+
+// An update no pass reads goes to the source beside when it is its own
+// (an Ingress's status written: the publisher, told of an object that is
+// not a route, would look at every route), to the publisher otherwise.
+func TestQuietUpdateToItsOwner(t *testing.T) {
+	ing := &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "i"}}
+	route := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "a"}}
+	for _, tc := range []struct {
+		name       string
+		obj        any
+		beside     bool
+		publisher  int
+		besideTold int
+	}{
+		{"an Ingress, with the Ingresses beside", ing, true, 0, 1},
+		{"a route, with the Ingresses beside", route, true, 1, 0},
+		{"a route, nothing beside", route, false, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, p := threeRoutes()
+			p.take() // nothing told yet
+			b := &beside{own: func(o any) bool { _, ok := o.(*netv1.Ingress); return ok }}
+			l := &Loop{opts: Options{Publisher: p}}
+			if tc.beside {
+				l.opts.Beside = b
+			}
+			l.quiet(tc.obj)
+			if len(p.changed) != tc.publisher || len(b.told) != tc.besideTold {
+				t.Fatalf("publisher told %d, beside %d; want %d, %d", len(p.changed), len(b.told), tc.publisher, tc.besideTold)
+			}
+		})
 	}
 }

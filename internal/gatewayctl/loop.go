@@ -51,6 +51,10 @@ type Beside interface {
 	Add(cfg *model.Config, in gateway.Input)
 	// Applied says the model of the last Add runs.
 	Applied()
+	// Changed is told of an update no pass reads (a status written) and
+	// reports whether obj is its own (an Ingress): then the Gateways'
+	// publisher is not told.
+	Changed(obj any) bool
 }
 
 // Loop keeps the drivers in step with the Gateway API objects.
@@ -111,7 +115,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	// An update that changes nothing a pass reads (our own status
 	// writes, mostly) costs no pass: the publisher compares that object
 	// again.
-	if err := l.src.OnChangeOr(l.Trigger, l.opts.Publisher.Changed); err != nil {
+	if err := l.src.OnChangeOr(l.Trigger, l.quiet); err != nil {
 		return err
 	}
 	if err := l.src.Start(ctx, l.opts.SyncTimeout); err != nil {
@@ -123,6 +127,17 @@ func (l *Loop) Run(ctx context.Context) error {
 	return l.loop.Run(ctx, func(ctx context.Context, _ string) loop.Outcome {
 		return driver.Outcome(l.sync(ctx))
 	})
+}
+
+// quiet hands an update no pass reads to the source whose object it is:
+// an Ingress's to the Ingresses' writers (a Gateway publisher told of an
+// object that is not a route looks at every object), any other to the
+// publisher.
+func (l *Loop) quiet(obj any) {
+	if l.opts.Beside != nil && l.opts.Beside.Changed(obj) {
+		return
+	}
+	l.opts.Publisher.Changed(obj)
 }
 
 // sync is one pass: snapshot → gateway.Compute → driver → status.

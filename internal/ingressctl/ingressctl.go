@@ -13,9 +13,11 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/flowcontrol"
@@ -41,9 +43,16 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
+// cache is what a Server reads of the Gateway source (source.Gateway
+// WithIngress): the cached IngressClasses and Ingresses.
+type cache interface {
+	Ingresses() ([]*netv1.IngressClass, []*netv1.Ingress)
+	IngressObject(namespace, name string) (*netv1.Ingress, bool)
+}
+
 // Server is the Ingress source's part of the gateway mode's loop.
 type Server struct {
-	src     *source.Gateway
+	src     cache
 	opts    Options
 	log     *slog.Logger
 	limiter flowcontrol.RateLimiter
@@ -56,10 +65,22 @@ type Server struct {
 	mu      sync.Mutex
 	applied map[ingress.Key][]string // what status should say, of the model that runs
 	wake    loop.Wake
+	// the keys to look at by the next enqueue (changed.go), or every
+	// cached Ingress (full)
+	dirty map[ingress.Key]struct{}
+	full  bool
+	from  unsafe.Pointer // the Served map applied last
+
+	// looked counts the Ingresses enqueue compared (tests).
+	looked int
 }
 
 // New returns a Server reading src (WithIngress).
 func New(src *source.Gateway, opts Options) *Server {
+	return newServer(src, opts)
+}
+
+func newServer(src cache, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -142,23 +163,15 @@ func (s *Server) report(res ingress.Result) {
 }
 
 // Applied says the model of the last Add runs: the served Ingresses'
-// status may now list the addresses.
+// status may now list the addresses. The writers are woken when that
+// changed what some Ingress's status should say (changed.go).
 func (s *Server) Applied() {
 	s.mu.Lock()
-	same := sameServed(s.applied, s.pending.Served)
+	changed := s.applyLocked(s.pending.Served)
 	s.mu.Unlock()
-	if same { // most passes: nothing to write, no map made
-		return
+	if changed {
+		s.wake.Poke()
 	}
-	want := make(map[ingress.Key][]string, len(s.pending.Served))
-	var text addrText
-	for k, addrs := range s.pending.Served {
-		want[k] = text.of(addrs)
-	}
-	s.mu.Lock()
-	s.applied = want
-	s.mu.Unlock()
-	s.wake.Poke()
 }
 
 // addrText is the text of the addresses of the last call: every served
@@ -180,27 +193,13 @@ func (t *addrText) of(addrs []netip.Addr) []string {
 	return t.ips
 }
 
-// sameServed reports whether applied says what served does.
-func sameServed(applied map[ingress.Key][]string, served map[ingress.Key][]netip.Addr) bool {
-	if applied == nil || len(applied) != len(served) {
-		return false
-	}
-	var text addrText
-	for k, addrs := range served {
-		ips, ok := applied[k]
-		if !ok || !slices.Equal(ips, text.of(addrs)) {
-			return false
-		}
-	}
-	return true
-}
-
 // Run writes the Ingresses' status until ctx ends (under leader
 // election, while this replica leads).
 func (s *Server) Run(ctx context.Context) {
 	if s.opts.Client == nil {
 		return
 	}
+	s.lookAtEverything() // a new leader looks at every Ingress
 	loop.Writers[ingress.Key]{
 		Name: "haproxy-k8s-sync-ingress-status", Workers: 2, Wake: s.wake,
 		Enqueue: s.enqueue, Write: s.write,

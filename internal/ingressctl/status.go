@@ -8,23 +8,9 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
-
-// enqueue queues every cached Ingress whose status differs from what it
-// should say.
-func (s *Server) enqueue(q workqueue.TypedRateLimitingInterface[ingress.Key]) {
-	_, ings := s.src.Ingresses()
-	ours := s.ours()
-	for _, ing := range ings {
-		k := ingress.Key{Namespace: ing.Namespace, Name: ing.Name}
-		if _, ok := s.want(ing, ours); ok {
-			q.Add(k)
-		}
-	}
-}
 
 // want is the status.loadBalancer.ingress ing should carry, and whether
 // it differs from what it carries. A served Ingress lists the addresses
