@@ -22,9 +22,14 @@ type HTTPMapsMemo struct {
 	buf            []byte
 	sizes          map[string]int // each kind's entries in the last table, and room to grow
 	ids            int            // the ids of the last table
+	seenA          []seenAction   // the last table's actions and hosts by place (httpident.go)
+	seenH          []seenHost
+	aids           []string // the last table's actions' ids
 	// Lowered counts the actions and hosts the last call lowered (not
 	// found in the memo): for tests and benchmarks.
 	Lowered int
+	// Same counts those the last call took by identity (httpident.go).
+	Same int
 	ed      memoEdits // httpedits.go
 }
 
@@ -37,7 +42,7 @@ type lowered struct {
 
 // Maps returns HTTPMaps(h).
 func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
-	m.Lowered = 0
+	m.Lowered, m.Same = 0, 0
 	if h == nil {
 		m.forgetEdits()
 		return HTTPMaps(h)
@@ -45,7 +50,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	prevA, prevH := m.actions, m.hosts
 	sets, setsKey := headerSetIDs(h)
 	if setsKey != m.setsKey {
-		m.setsKey, m.hosts = setsKey, nil // a set's id moved: every host is lowered again
+		m.setsKey, m.hosts, m.seenH = setsKey, nil, nil // a set's id moved: every host is lowered again
 	}
 	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
 	for _, k := range HTTPMapKinds {
@@ -56,9 +61,15 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	twice := false
 	actions := make(map[string]*lowered, len(h.Actions))
 	aids := make([]string, len(h.Actions))
-	for ai, a := range h.Actions {
-		m.buf = actionKey(m.buf[:0], a)
-		l := m.find(m.actions, func(p *placer) string { return lowerAction(p, a) })
+	seenA := make([]seenAction, len(h.Actions))
+	for ai := range h.Actions {
+		a := &h.Actions[ai]
+		l, ident := m.sameAction(ai, a) // httpident.go
+		if l == nil {
+			m.buf = actionKey(m.buf[:0], *a)
+			l = m.find(m.actions, func(p *placer) string { return lowerAction(p, *a) })
+		}
+		seenA[ai] = seenAction{ident, l}
 		if _, dup := actions[l.key]; dup && l.placesUnnamed() {
 			twice = true // counted once, written twice: no edit to count
 		}
@@ -67,9 +78,15 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		fits = fits && addLowered(out, ids, l)
 	}
 	hosts := make(map[string]*lowered, len(h.Hosts))
-	for _, host := range h.Hosts {
-		m.buf = hostKey(m.buf[:0], host, aids)
-		l := m.find(m.hosts, func(p *placer) string { lowerHost(p, host, sets, aids); return "" })
+	seenH := make([]seenHost, len(h.Hosts))
+	for hi := range h.Hosts {
+		host := &h.Hosts[hi]
+		l, ident := m.sameHost(hi, host, aids)
+		if l == nil {
+			m.buf = hostKey(m.buf[:0], *host, aids)
+			l = m.find(m.hosts, func(p *placer) string { lowerHost(p, *host, sets, aids); return "" })
+		}
+		seenH[hi] = seenHost{ident, l}
 		if _, dup := hosts[l.key]; dup && l.placesUnnamed() {
 			twice = true
 		}
@@ -77,6 +94,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		fits = fits && addLowered(out, ids, l)
 	}
 	m.actions, m.hosts, m.ids = actions, hosts, len(ids)
+	m.seenA, m.seenH, m.aids = seenA, seenH, aids
 	if m.sizes == nil {
 		m.sizes = make(map[string]int, len(out))
 	}

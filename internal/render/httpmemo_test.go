@@ -106,10 +106,32 @@ func TestHTTPMapsMemoRandom(t *testing.T) {
 	}
 	memo := &HTTPMapsMemo{}
 	var last map[string][]HTTPMapEntry
+	same := 0
 	for pass := range 300 {
+		// Each pass's table shares what it did not change with the last
+		// one (as the compilers' memos do): the memo's identity path.
 		g := &model.HTTP{Port: h.Port, Actions: slices.Clone(h.Actions), Hosts: slices.Clone(h.Hosts)}
 		for range 1 + r.IntN(3) {
-			switch i := r.IntN(len(g.Hosts)); r.IntN(4) {
+			switch i := r.IntN(len(g.Hosts)); r.IntN(7) {
+			case 4: // an action inserted, the rules after it renumbered (copied)
+				at := r.IntN(len(g.Actions) + 1)
+				g.Actions = slices.Insert(g.Actions, at, action())
+				for k := range g.Hosts {
+					g.Hosts[k].Rules = slices.Clone(g.Hosts[k].Rules)
+					for j := range g.Hosts[k].Rules {
+						if g.Hosts[k].Rules[j].Action >= at {
+							g.Hosts[k].Rules[j].Action++
+						}
+					}
+				}
+			case 5: // a weight changed in place of a copy: the same place, new slices
+				k := r.IntN(len(g.Actions))
+				g.Actions[k].Backends = slices.Clone(g.Actions[k].Backends)
+				g.Actions[k].Backends[0].Weight = int32(r.IntN(3))
+			case 6: // another field changed, the backends kept
+				k := r.IntN(len(g.Actions))
+				g.Actions[k].Set = []model.HeaderValue{{Name: "x-c", Value: strconv.Itoa(r.IntN(3))}}
+				g.Actions[k].Redirect = nil
 			case 0:
 				g.Actions[r.IntN(len(g.Actions))] = action()
 			case 1:
@@ -128,7 +150,10 @@ func TestHTTPMapsMemoRandom(t *testing.T) {
 		if pass > 0 {
 			checkEdits(t, memo, last, got) // httpedits_test.go
 		}
-		h, last = g, got
+		h, last, same = g, got, same+memo.Same
+	}
+	if same < 300*len(h.Hosts) {
+		t.Errorf("%d actions and hosts taken by identity in 300 passes: the fast path is not used", same)
 	}
 }
 
