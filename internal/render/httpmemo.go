@@ -30,7 +30,7 @@ type HTTPMapsMemo struct {
 	Lowered int
 	// Same counts those the last call took by identity (httpident.go).
 	Same int
-	ed      memoEdits // httpedits.go
+	ed   memoEdits // httpedits.go
 }
 
 // lowered is what lowering one action or host placed, in order.
