@@ -52,8 +52,9 @@ func (m *HTTPMapsMemo) Edits() (map[string]HTTPMapEdit, bool) {
 func (m *HTTPMapsMemo) forgetEdits() { m.ed = memoEdits{} }
 
 // countEdits updates the counts from the previous call's lowered
-// actions and hosts (prevA, prevH) to this call's, and the edits.
-func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lowered, listeners, pass []HTTPMapEntry) {
+// actions and hosts to this call's (gone: in the previous table only;
+// came: in this one only), and the edits.
+func (m *HTTPMapsMemo) countEdits(gone, came []*lowered, listeners, pass []HTTPMapEntry) {
 	lis := &lowered{places: []placement{{groups: []kindEntries{{kind: HTTPListeners, entries: slices.Clone(listeners)}, {kind: HTTPPass, entries: slices.Clone(pass)}}}}}
 	prevL := m.ed.listeners
 	// The first call (or the first after the edits were forgotten) only
@@ -64,7 +65,12 @@ func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lower
 	first := m.ed.refs == nil
 	if first {
 		m.ed = memoEdits{refs: map[string]map[string]*entryRef{}}
-		prevA, prevH, prevL = nil, nil, nil
+		prevL, gone, came = nil, nil, nil // everything in this table came
+		for _, u := range []useCounts{m.usesA, m.usesH} {
+			for l := range u.n {
+				came = append(came, l)
+			}
+		}
 	} else {
 		m.ed.known = true
 	}
@@ -124,22 +130,14 @@ func (m *HTTPMapsMemo) countEdits(prevA, prevH, actions, hosts map[string]*lower
 			}
 		})
 	}
-	for _, pair := range [][2]map[string]*lowered{{prevA, actions}, {prevH, hosts}} {
-		for k, l := range pair[0] {
-			if pair[1][k] != l {
-				drop(l)
-			}
-		}
+	for _, l := range gone {
+		drop(l)
 	}
 	if prevL != nil && prevL != lis {
 		drop(prevL)
 	}
-	for _, pair := range [][2]map[string]*lowered{{prevA, actions}, {prevH, hosts}} {
-		for k, l := range pair[1] {
-			if pair[0][k] != l {
-				take(l)
-			}
-		}
+	for _, l := range came {
+		take(l)
 	}
 	if prevL != lis {
 		take(lis)

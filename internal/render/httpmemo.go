@@ -22,30 +22,40 @@ type HTTPMapsMemo struct {
 	buf            []byte
 	sizes          map[string]int // each kind's entries in the last table, and room to grow
 	ids            int            // the ids of the last table
+	seenA          []seenAction   // the last table's actions and hosts by place (httpident.go)
+	seenH          []seenHost
+	usesA, usesH   useCounts // httpuses.go
+	aids           []string  // the last table's actions' ids
 	// Lowered counts the actions and hosts the last call lowered (not
 	// found in the memo): for tests and benchmarks.
 	Lowered int
-	ed      memoEdits // httpedits.go
+	// Same counts those the last call took by identity (httpident.go).
+	Same int
+	ed   memoEdits // httpedits.go
 }
 
 // lowered is what lowering one action or host placed, in order.
 type lowered struct {
-	key    string
-	id     string // an action's id
-	places []placement
+	key     string
+	id      string // an action's id
+	places  []placement
+	unnamed bool // placesUnnamed
 }
 
 // Maps returns HTTPMaps(h).
 func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
-	m.Lowered = 0
+	m.Lowered, m.Same = 0, 0
 	if h == nil {
 		m.forgetEdits()
 		return HTTPMaps(h)
 	}
-	prevA, prevH := m.actions, m.hosts
 	sets, setsKey := headerSetIDs(h)
-	if setsKey != m.setsKey {
-		m.setsKey, m.hosts = setsKey, nil // a set's id moved: every host is lowered again
+	setsMoved := setsKey != m.setsKey
+	if setsMoved || m.hosts == nil {
+		m.setsKey, m.hosts = setsKey, map[string]*lowered{} // a set's id moved: every host is lowered again
+	}
+	if m.actions == nil {
+		m.actions = map[string]*lowered{}
 	}
 	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
 	for _, k := range HTTPMapKinds {
@@ -53,30 +63,56 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	}
 	ids := make(contentIDs, m.ids)
 	fits := true // no id of two contents (a collision the memo does not reproduce)
-	twice := false
-	actions := make(map[string]*lowered, len(h.Actions))
 	aids := make([]string, len(h.Actions))
-	for ai, a := range h.Actions {
-		m.buf = actionKey(m.buf[:0], a)
-		l := m.find(m.actions, func(p *placer) string { return lowerAction(p, a) })
-		if _, dup := actions[l.key]; dup && l.placesUnnamed() {
-			twice = true // counted once, written twice: no edit to count
+	seenA := make([]seenAction, len(h.Actions))
+	for ai := range h.Actions {
+		a := &h.Actions[ai]
+		l, ident := m.sameAction(ai, a) // httpident.go
+		var old *lowered
+		if ai < len(m.seenA) {
+			old = m.seenA[ai].l
 		}
-		actions[l.key] = l
+		if l == nil {
+			m.buf = actionKey(m.buf[:0], *a)
+			l = m.find(m.actions, func(p *placer) string { return lowerAction(p, *a) })
+		}
+		seenA[ai] = seenAction{ident, l}
+		m.usesA.move(old, l) // httpuses.go
 		aids[ai] = l.id
 		fits = fits && addLowered(out, ids, l)
 	}
-	hosts := make(map[string]*lowered, len(h.Hosts))
-	for _, host := range h.Hosts {
-		m.buf = hostKey(m.buf[:0], host, aids)
-		l := m.find(m.hosts, func(p *placer) string { lowerHost(p, host, sets, aids); return "" })
-		if _, dup := hosts[l.key]; dup && l.placesUnnamed() {
-			twice = true
+	for _, s := range m.seenA[min(len(m.seenA), len(h.Actions)):] {
+		m.usesA.move(s.l, nil)
+	}
+	seenH := make([]seenHost, len(h.Hosts))
+	for hi := range h.Hosts {
+		host := &h.Hosts[hi]
+		var l, old *lowered
+		var ident hostIdent
+		if !setsMoved {
+			l, ident = m.sameHost(hi, host, aids)
+		} else {
+			ident = identOfHost(host)
 		}
-		hosts[l.key] = l
+		if hi < len(m.seenH) {
+			old = m.seenH[hi].l
+		}
+		if l == nil {
+			m.buf = hostKey(m.buf[:0], *host, aids)
+			l = m.find(m.hosts, func(p *placer) string { lowerHost(p, *host, sets, aids); return "" })
+		}
+		seenH[hi] = seenHost{ident, l}
+		m.usesH.move(old, l)
 		fits = fits && addLowered(out, ids, l)
 	}
-	m.actions, m.hosts, m.ids = actions, hosts, len(ids)
+	for _, s := range m.seenH[min(len(m.seenH), len(h.Hosts)):] {
+		m.usesH.move(s.l, nil)
+	}
+	gone, came := m.usesA.settle(m.actions, nil, nil)
+	gone, came = m.usesH.settle(m.hosts, gone, came)
+	twice := m.usesA.multi+m.usesH.multi > 0 // counted once, written twice: no edit to count
+	m.ids = len(ids)
+	m.seenA, m.seenH, m.aids = seenA, seenH, aids
 	if m.sizes == nil {
 		m.sizes = make(map[string]int, len(out))
 	}
@@ -92,7 +128,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	if twice {
 		m.forgetEdits()
 	} else {
-		m.countEdits(prevA, prevH, actions, hosts, out[HTTPListeners], out[HTTPPass]) // httpedits.go
+		m.countEdits(gone, came, out[HTTPListeners], out[HTTPPass]) // httpedits.go
 	}
 	return out
 }
@@ -105,7 +141,10 @@ func (m *HTTPMapsMemo) find(memo map[string]*lowered, lower func(*placer) string
 	m.Lowered++
 	p := &placer{ids: contentIDs{}}
 	id := lower(p)
-	return &lowered{key: string(m.buf), id: id, places: p.places}
+	l := &lowered{key: string(m.buf), id: id, places: p.places}
+	l.unnamed = l.placesUnnamed()
+	memo[l.key] = l // a second place of this content in this table takes it too
+	return l
 }
 
 // addLowered adds l's placements to out, each id once, and reports

@@ -106,16 +106,43 @@ func TestHTTPMapsMemoRandom(t *testing.T) {
 	}
 	memo := &HTTPMapsMemo{}
 	var last map[string][]HTTPMapEntry
+	same, known := 0, 0
 	for pass := range 300 {
+		// Each pass's table shares what it did not change with the last
+		// one (as the compilers' memos do): the memo's identity path.
 		g := &model.HTTP{Port: h.Port, Actions: slices.Clone(h.Actions), Hosts: slices.Clone(h.Hosts)}
+		twice := false
 		for range 1 + r.IntN(3) {
-			switch i := r.IntN(len(g.Hosts)); r.IntN(4) {
+			switch i := r.IntN(len(g.Hosts)); r.IntN(8) {
+			case 4: // an action inserted, the rules after it renumbered (copied)
+				at := r.IntN(len(g.Actions) + 1)
+				g.Actions = slices.Insert(g.Actions, at, action())
+				for k := range g.Hosts {
+					g.Hosts[k].Rules = slices.Clone(g.Hosts[k].Rules)
+					for j := range g.Hosts[k].Rules {
+						if g.Hosts[k].Rules[j].Action >= at {
+							g.Hosts[k].Rules[j].Action++
+						}
+					}
+				}
+			case 5: // a weight changed in place of a copy: the same place, new slices
+				k := r.IntN(len(g.Actions))
+				g.Actions[k].Backends = slices.Clone(g.Actions[k].Backends)
+				g.Actions[k].Backends[0].Weight = int32(r.IntN(3))
+			case 7: // a host twice (its entry written twice: edits unknown), for this pass only
+				if !twice {
+					g.Hosts, twice = append(g.Hosts, g.Hosts[i]), true
+				}
+			case 6: // another field changed, the backends kept
+				k := r.IntN(len(g.Actions))
+				g.Actions[k].Set = []model.HeaderValue{{Name: "x-c", Value: strconv.Itoa(r.IntN(3))}}
+				g.Actions[k].Redirect = nil
 			case 0:
 				g.Actions[r.IntN(len(g.Actions))] = action()
 			case 1:
 				g.Hosts[i].Rules = append(slices.Clone(g.Hosts[i].Rules[:1]), rule(len(g.Actions)))
 			case 2:
-				g.Hosts[i].Name = "h" + strconv.Itoa(r.IntN(40)) + ".example.com"
+				g.Hosts[i].Name = "r" + strconv.Itoa(pass) + "-" + strconv.Itoa(i) + ".example.com" // names stay unique: edits known
 			case 3:
 				g.Hosts = slices.Delete(g.Hosts, i, i+1)
 				g.Hosts = append(g.Hosts, model.HTTPHost{Name: "n" + strconv.Itoa(pass) + ".example.com", Rules: []model.HTTPRule{rule(len(g.Actions))}})
@@ -128,7 +155,24 @@ func TestHTTPMapsMemoRandom(t *testing.T) {
 		if pass > 0 {
 			checkEdits(t, memo, last, got) // httpedits_test.go
 		}
-		h, last = g, got
+		if _, unique := asMap(got[HTTPHosts]); !unique {
+			if _, known := memo.Edits(); known {
+				t.Fatalf("pass %d: a host written twice, and the edits known", pass)
+			}
+		}
+		if _, ok := memo.Edits(); ok {
+			known++
+		}
+		h, last, same = g, got, same+memo.Same
+		if twice { // the next pass without the second one
+			h = &model.HTTP{Port: g.Port, Actions: g.Actions, Hosts: g.Hosts[:len(g.Hosts)-1]}
+		}
+	}
+	if known < 50 { // 66 with this seed
+		t.Errorf("edits known in %d passes of 300: too few checked", known)
+	}
+	if same < 300*20 {
+		t.Errorf("%d actions and hosts taken by identity in 300 passes: the fast path is not used", same)
 	}
 }
 
@@ -222,14 +266,19 @@ func fillLeaves(v reflect.Value, change int, n *int) []string {
 // BenchmarkHTTPMaps: one route's path changed in a table of n routes
 // (idTable), lowered whole (HTTPMaps, the baseline) and through a memo,
 // side by side: the CPU a pass spends on the HTTP maps (cpu-ms/op: the
-// wall time waits for a core on a shared machine).
+// wall time waits for a core on a shared machine). The changed table
+// shares the other hosts' rules and the actions' slices with the first,
+// as the compilers' memos hand them from pass to pass.
 // go test ./internal/render -run '^$' -bench BenchmarkHTTPMaps -benchtime 50x
 func BenchmarkHTTPMaps(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
 		for _, way := range []string{"whole", "memo"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
-				tables := [2]*model.HTTP{idTable(n, nil, nil), idTable(n, nil, nil)}
-				tables[1].Hosts[n/2].Rules[0].Path = "/moved"
+				t0 := idTable(n, nil, nil)
+				t1 := &model.HTTP{Port: t0.Port, Listeners: t0.Listeners, Actions: slices.Clone(t0.Actions), Hosts: slices.Clone(t0.Hosts)}
+				t1.Hosts[n/2].Rules = slices.Clone(t1.Hosts[n/2].Rules)
+				t1.Hosts[n/2].Rules[0].Path = "/moved"
+				tables := [2]*model.HTTP{t0, t1}
 				memo := &HTTPMapsMemo{}
 				memo.Maps(tables[0])
 				i, cpu := 0, cputime.Used()
