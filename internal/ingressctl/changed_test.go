@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -28,6 +29,8 @@ func (c fakeCache) IngressObject(namespace, name string) (*netv1.Ingress, bool) 
 	ing, ok := c[name]
 	return ing, ok && namespace == "a"
 }
+
+func (c fakeCache) IngressConfigMaps() map[ingress.Key]*corev1.ConfigMap { return nil }
 
 // queuedBy runs one enqueue and returns the names it queued, sorted, and
 // how many Ingresses it compared.

@@ -48,6 +48,7 @@ type Options struct {
 type cache interface {
 	Ingresses() ([]*netv1.IngressClass, []*netv1.Ingress)
 	IngressObject(namespace, name string) (*netv1.Ingress, bool)
+	IngressConfigMaps() map[ingress.Key]*corev1.ConfigMap
 }
 
 // Server is the Ingress source's part of the gateway mode's loop.
