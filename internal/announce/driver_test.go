@@ -1,7 +1,6 @@
 package announce
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -57,7 +57,7 @@ func TestDriverGate(t *testing.T) {
 	var fail error
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs haproxytest.LockedBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	go d.Gate(ctx, 5*time.Millisecond, func(context.Context) error { mu.Lock(); defer mu.Unlock(); return fail }, log)
 	wait := func(healthy bool) {
@@ -101,16 +101,3 @@ func TestDriverGate(t *testing.T) {
 		t.Fatalf("logged %q, want %q:\n%s", got, want, logs.String())
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for the gate's goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

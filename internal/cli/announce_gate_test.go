@@ -8,13 +8,13 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
@@ -108,7 +108,7 @@ func TestGateSlowAnswers(t *testing.T) {
 	if _, err := d.Apply(ctx, model.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncLog
+	var logs haproxytest.LockedBuffer
 	go d.Gate(ctx, gateEvery, gate(configured(func() bool { return true }, inst), ask), slog.New(slog.NewTextHandler(&logs, nil)))
 	healthy := func(want bool, within time.Duration) {
 		t.Helper()
@@ -152,12 +152,3 @@ func TestGateSlowAnswers(t *testing.T) {
 		t.Fatalf("the failure not logged with its part:\n%s", l)
 	}
 }
-
-// syncLog is a log sink safe for the gate's goroutine and the test.
-type syncLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncLog) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncLog) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
