@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
@@ -82,11 +83,18 @@ func gate(ready, ask func(context.Context) error) func(context.Context) error {
 		case err == nil:
 			answered = now
 			return nil
-		case ctx.Err() != nil && !answered.IsZero() && now.Sub(answered) < answerGrace:
+		case timedOut(ctx, err) && !answered.IsZero() && now.Sub(answered) < answerGrace:
 			return nil // slow, not gone
 		}
 		return fmt.Errorf("%w: %w", errGateHAProxy, err)
 	}
+}
+
+// timedOut: err is the tick's deadline, not HAProxy gone. A socket's
+// deadline (the tick's, set on the connection: "i/o timeout") can fire
+// before ctx's own timer has marked it done on a loaded node.
+func timedOut(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // startGate runs ann's health gate (announceGate) until ctx ends; the

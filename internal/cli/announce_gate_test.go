@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -88,7 +89,8 @@ func TestGateSlowAnswers(t *testing.T) {
 	inst := metrics.New(metrics.Options{}).Instance("slow")
 	inst.Pass(metrics.OutcomeApplied, time.Millisecond)
 	inst.Pass(metrics.OutcomeError, time.Millisecond) // the apiserver gone
-	// how HAProxy answers: 0 at once, 1 later than the tick, 2 refused
+	// how HAProxy answers: 0 at once, 1 later than the tick (3: as
+	// the socket's own deadline reports it), 2 refused
 	var mode atomic.Int32
 	var onTime atomic.Int64 // answers on time
 	ask := func(ctx context.Context) error {
@@ -96,6 +98,8 @@ func TestGateSlowAnswers(t *testing.T) {
 		case 1:
 			<-ctx.Done()
 			return fmt.Errorf("exec: %w", ctx.Err())
+		case 3: // the socket's deadline first, ctx not yet marked done
+			return fmt.Errorf("connect: %w", os.ErrDeadlineExceeded)
 		case 2:
 			return fmt.Errorf("connect: %w", syscall.ECONNREFUSED)
 		}
@@ -124,8 +128,8 @@ func TestGateSlowAnswers(t *testing.T) {
 	healthy(true, 5*time.Second)
 	_, told := rec.last()
 	// answers late for most of the grace, then on time again, twice
-	for range 2 {
-		mode.Store(1)
+	for _, slow := range []int32{1, 3} {
+		mode.Store(slow)
 		end := time.Now().Add(answerGrace * 7 / 10)
 		for time.Now().Before(end) {
 			if w, n := rec.last(); n != told || !w.Healthy {
