@@ -2,6 +2,7 @@ package announce
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"time"
@@ -67,20 +68,38 @@ func (d *Driver) SetHealthy(ok bool) {
 }
 
 // Gate asks check every period until ctx ends: the host is healthy while
-// it answers nil.
-func (d *Driver) Gate(ctx context.Context, every time.Duration, check func(context.Context) error) {
+// it answers nil. Each change of the verdict is logged, a failure with
+// check's error (which names the part that failed), so that an address
+// let go for this host's health says why.
+func (d *Driver) Gate(ctx context.Context, every time.Duration, check func(context.Context) error, log *slog.Logger) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	first := true
 	for {
 		cctx, cancel := context.WithTimeout(ctx, every)
-		d.SetHealthy(check(cctx) == nil)
+		err := check(cctx)
 		cancel()
+		if ok := err == nil; ctx.Err() == nil && (first || ok != d.isHealthy()) {
+			first = false
+			if ok {
+				log.Info("health gate passes: this host may serve its addresses")
+			} else {
+				log.Warn("health gate fails: this host lets its addresses go", "why", err.Error())
+			}
+		}
+		d.SetHealthy(err == nil)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+func (d *Driver) isHealthy() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.healthy
 }
 
 // Holders is who announces each address as this host knows it (its

@@ -3,12 +3,15 @@ package announce
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -54,7 +57,9 @@ func TestDriverGate(t *testing.T) {
 	var fail error
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go d.Gate(ctx, 5*time.Millisecond, func(context.Context) error { mu.Lock(); defer mu.Unlock(); return fail })
+	var logs haproxytest.LockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	go d.Gate(ctx, 5*time.Millisecond, func(context.Context) error { mu.Lock(); defer mu.Unlock(); return fail }, log)
 	wait := func(healthy bool) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
@@ -72,5 +77,27 @@ func TestDriverGate(t *testing.T) {
 	wait(false)
 	if w := r.last(); !slices.Equal(w.Addrs, []netip.Addr{a}) {
 		t.Fatalf("unhealthy: %+v, the addresses kept", w)
+	}
+	mu.Lock()
+	fail = nil
+	mu.Unlock()
+	wait(true)
+	cancel()
+	// each change of the verdict logged once, a failure with its why
+	want := []string{"health gate passes", "health gate fails", "health gate passes"}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		switch {
+		case strings.Contains(l, "health gate passes"):
+			got = append(got, "health gate passes")
+		case strings.Contains(l, "health gate fails"):
+			got = append(got, "health gate fails")
+			if !strings.Contains(l, `why="HAProxy does not answer"`) {
+				t.Errorf("the failure logged without its why: %s", l)
+			}
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("logged %q, want %q:\n%s", got, want, logs.String())
 	}
 }

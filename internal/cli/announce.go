@@ -18,7 +18,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce/layer2"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 )
@@ -176,41 +175,12 @@ func withAnnouncer(d driver.Driver, ann *announce.Driver) driver.Driver {
 	return driver.Fanout{d, ann}
 }
 
-// announceGate is the announcer's health gate: the controller ready
-// (/readyz) and, with the local HAProxy (stats: its admin socket), that
-// HAProxy answering now, asked on one kept connection (readiness alone
-// would trust the last pass for a while).
-func announceGate(ready func(context.Context) error, stats string) (check func(context.Context) error, stop func()) {
-	if stats == "" {
-		return ready, func() {}
-	}
-	rt := haproxy.NewRuntime(stats)
-	return func(ctx context.Context) error {
-		if err := ready(ctx); err != nil {
-			return err
-		}
-		_, err := rt.ShowInfo(ctx)
-		return err
-	}, func() { rt.Close() }
-}
-
 // notIn refuses --announce in a mode that does not run it yet.
 func (a *announceFlags) notIn(mode string) error {
 	if a.mode != "" {
 		return flagErr("--announce: not in --mode=%s yet (only --mode=services)", mode)
 	}
 	return nil
-}
-
-// gateEvery is how often the health gate asks.
-const gateEvery = 100 * time.Millisecond
-
-// startGate runs ann's health gate (announceGate) until ctx ends; the
-// function returned closes its connection to HAProxy.
-func startGate(ctx context.Context, ann *announce.Driver, ready func(context.Context) error, stats string) func() {
-	check, stop := announceGate(ready, stats)
-	go ann.Gate(ctx, gateEvery, check)
-	return stop
 }
 
 // recorded is the announcer whose metrics are recorded ("" with

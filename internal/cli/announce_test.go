@@ -70,29 +70,6 @@ func TestParsePeer(t *testing.T) {
 	}
 }
 
-// TestAnnounceGate: the host is unhealthy when the controller is not
-// ready, or when its local HAProxy does not answer though it is.
-func TestAnnounceGate(t *testing.T) {
-	ctx := context.Background()
-	notReady := errors.New("informer caches not synced")
-	ready := func(context.Context) error { return nil }
-	check, stop := announceGate(func(context.Context) error { return notReady }, "")
-	defer stop()
-	if err := check(ctx); !errors.Is(err, notReady) {
-		t.Fatalf("not ready: %v", err)
-	}
-	check, stop = announceGate(ready, "")
-	defer stop()
-	if err := check(ctx); err != nil {
-		t.Fatalf("ready, no local HAProxy: %v", err)
-	}
-	check, stop = announceGate(ready, filepath.Join(t.TempDir(), "no-haproxy.sock"))
-	defer stop()
-	if err := check(ctx); err == nil {
-		t.Fatal("ready, the local HAProxy gone: healthy")
-	}
-}
-
 // TestAnnounceOtherModes: --announce is refused where it would not run.
 func TestAnnounceOtherModes(t *testing.T) {
 	for _, tc := range []struct {

@@ -257,7 +257,14 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		if choice.label == driverHAProxy {
 			stats = f.stats
 		}
-		defer startGate(ctx, ann, f.announce.drained(ready, log), stats)()
+		// with the local HAProxy the gate asks it itself: its readiness
+		// is the caches and a configuration applied once, nothing the
+		// apiserver or the last pass decides (issue 31)
+		gateReady := ready
+		if stats != "" {
+			gateReady = configured(ctl.Synced, inst)
+		}
+		defer startGate(ctx, ann, f.announce.drained(gateReady, log), stats, log)()
 	}
 	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run, annStatus.Run}, ctl.Trigger, log); err != nil {
 		return err

@@ -161,6 +161,7 @@ type Instance struct {
 
 	mu          sync.Mutex
 	lastOutcome string
+	configured  bool            // a pass applied (or deferred a reload) once
 	model       model.Config    // last desired model, counted when scraped
 	reasons     map[string]bool // refusal reasons exported so far
 }
@@ -177,7 +178,19 @@ func (i *Instance) Pass(outcome string, d time.Duration) {
 	}
 	i.mu.Lock()
 	i.lastOutcome = outcome
+	i.configured = i.configured || outcome == OutcomeApplied || outcome == OutcomeDeferred
 	i.mu.Unlock()
+}
+
+// Configured is whether a pass recorded applied (or deferred a reload)
+// once: the driver runs a configuration of ours.
+func (i *Instance) Configured() bool {
+	if i == nil {
+		return false
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.configured
 }
 
 // LastOutcome is the outcome of the last pass recorded, "" before any.

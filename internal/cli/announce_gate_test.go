@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+)
+
+// TestAnnounceGate: the host is unhealthy when the controller is not
+// ready, or when its local HAProxy does not answer though it is; each
+// failure names its part.
+func TestAnnounceGate(t *testing.T) {
+	ctx := context.Background()
+	notReady := errors.New("informer caches not synced")
+	ready := func(context.Context) error { return nil }
+	check, stop := announceGate(func(context.Context) error { return notReady }, "")
+	defer stop()
+	if err := check(ctx); !errors.Is(err, notReady) || !errors.Is(err, errGateNotReady) {
+		t.Fatalf("not ready: %v", err)
+	}
+	check, stop = announceGate(ready, "")
+	defer stop()
+	if err := check(ctx); err != nil {
+		t.Fatalf("ready, no local HAProxy: %v", err)
+	}
+	check, stop = announceGate(ready, filepath.Join(t.TempDir(), "no-haproxy.sock"))
+	defer stop()
+	if err := check(ctx); !errors.Is(err, errGateHAProxy) {
+		t.Fatalf("ready, the local HAProxy gone: %v", err)
+	}
+}
+
+// TestConfigured: the gate's readiness beside the local HAProxy is the
+// caches and a configuration applied once, not the last pass's outcome.
+func TestConfigured(t *testing.T) {
+	reg := metrics.New(metrics.Options{})
+	for _, tc := range []struct {
+		name     string
+		synced   bool
+		outcomes []string
+		want     string // "" ready, else part of the error
+	}{
+		{"caches not synced", false, []string{metrics.OutcomeApplied}, "informer caches not synced"},
+		{"no pass yet", true, nil, "no configuration applied yet"},
+		{"only failed passes", true, []string{metrics.OutcomeError}, "no configuration applied yet"},
+		{"applied", true, []string{metrics.OutcomeApplied}, ""},
+		{"deferred", true, []string{metrics.OutcomeDeferred}, ""},
+		{"applied, then failed (apiserver gone)", true, []string{metrics.OutcomeApplied, metrics.OutcomeError, metrics.OutcomeError}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst := reg.Instance(strings.NewReplacer(" ", "_", ",", "", "(", "", ")", "").Replace(tc.name))
+			for _, o := range tc.outcomes {
+				inst.Pass(o, time.Millisecond)
+			}
+			err := configured(func() bool { return tc.synced }, inst)(context.Background())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("not ready: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestGateSlowAnswers: an apiserver outage on a loaded node. The last
+// pass failed and the local HAProxy answers, some answers slower than
+// a gate tick: the host stays healthy (the announcer is told nothing
+// new). Then HAProxy is gone (its socket refuses): unhealthy within a
+// few ticks, the log naming HAProxy.
+func TestGateSlowAnswers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inst := metrics.New(metrics.Options{}).Instance("slow")
+	inst.Pass(metrics.OutcomeApplied, time.Millisecond)
+	inst.Pass(metrics.OutcomeError, time.Millisecond) // the apiserver gone
+	// how HAProxy answers: 0 at once, 1 later than the tick (3: as
+	// the socket's own deadline reports it), 2 refused
+	var mode atomic.Int32
+	var onTime atomic.Int64 // answers on time
+	ask := func(ctx context.Context) error {
+		switch mode.Load() {
+		case 1:
+			<-ctx.Done()
+			return fmt.Errorf("exec: %w", ctx.Err())
+		case 3: // the socket's deadline first, ctx not yet marked done
+			return fmt.Errorf("connect: %w", os.ErrDeadlineExceeded)
+		case 2:
+			return fmt.Errorf("connect: %w", syscall.ECONNREFUSED)
+		}
+		onTime.Add(1)
+		return nil
+	}
+	vip := netip.MustParseAddr("192.0.2.10")
+	rec := &wants{}
+	d := announce.NewDriver(rec, vip)
+	if _, err := d.Apply(ctx, model.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	var logs haproxytest.LockedBuffer
+	go d.Gate(ctx, gateEvery, gate(configured(func() bool { return true }, inst), ask), slog.New(slog.NewTextHandler(&logs, nil)))
+	healthy := func(want bool, within time.Duration) {
+		t.Helper()
+		if err := netlab.Eventually(ctx, within, func() error {
+			if w, _ := rec.last(); w.Healthy != want {
+				return fmt.Errorf("told %+v, want healthy=%v", w, want)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healthy(true, 5*time.Second)
+	_, told := rec.last()
+	// answers late for most of the grace, then on time again, twice
+	for _, slow := range []int32{1, 3} {
+		mode.Store(slow)
+		end := time.Now().Add(answerGrace * 7 / 10)
+		for time.Now().Before(end) {
+			if w, n := rec.last(); n != told || !w.Healthy {
+				t.Fatalf("HAProxy slow: the announcer was told %+v (%d Wants, %d before)\n%s", w, n, told, logs.String())
+			}
+			time.Sleep(gateEvery / 4) // the pace of the checks, not a wait for anything
+		}
+		n := onTime.Load()
+		mode.Store(0)
+		if err := netlab.Eventually(ctx, 5*time.Second, func() error {
+			if onTime.Load() < n+2 {
+				return errors.New("not answered on time twice")
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode.Store(2)
+	start := time.Now()
+	healthy(false, 2*time.Second)
+	t.Logf("HAProxy gone: unhealthy after %s", time.Since(start).Round(time.Millisecond))
+	if l := logs.String(); !strings.Contains(l, "health gate fails") || !strings.Contains(l, errGateHAProxy.Error()) {
+		t.Fatalf("the failure not logged with its part:\n%s", l)
+	}
+}
