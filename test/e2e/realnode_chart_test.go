@@ -167,7 +167,8 @@ spec: {addresses: [`+chartPool+`]}
 	t.Logf("%s moved %s -> %s, seen %v after the Pod's deletion; %d connections until the new Pod was Ready, %d failed: %v",
 		addr, owner.Name, next.Name, moved.Round(time.Millisecond), total, len(failed), failed)
 	if held := holders(t, tier, addr); len(held) != 1 || held[0] != next {
-		t.Errorf("after the new Pod started, %s is held by %v, want %s alone", addr, nodeNames(held), next.Name)
+		t.Errorf("after the new Pod started, %s is held by %v, want %s alone\n%s\n(the replaced Pod, %s)\n%s", addr, nodeNames(held), next.Name,
+			announcerLog(tier, pods), ownerPod, announcerLog(tier, map[string]string{owner.Name: ownerPod}))
 	}
 	refused := 0
 	for _, f := range failed {

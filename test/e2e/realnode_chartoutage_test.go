@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ func chartOutage(t *testing.T, tier *nodes.Tier, pods map[string]string, addr, v
 			for _, n := range tier.Nodes {
 				t.Log(n.ContainerLog(chartNS, pods[n.Name], "sync", 40))
 			}
+			t.Log(announcerLog(tier, pods))
 		}
 	}()
 	tier.Kube.StopAPIServer()
@@ -85,4 +87,35 @@ func killHAProxy(n *nodes.Node) (int, error) {
 		return 0, fmt.Errorf("no haproxy process in %s", n.NS)
 	}
 	return killed, nil
+}
+
+// announcerMarks pick the announcer's own lines out of a controller's log:
+// the health gate's verdicts, the addresses taken, released and moved, the
+// carrier, a late step, a restart's kept or adopted addresses.
+var announcerMarks = []string{"health gate", "address ", "addresses ", "link carrier", "a step of the announcer", "adopted"}
+
+// announcerLog is the announcer's lines of each node's controller (the
+// chart's sync container) in pods, node by node, at most 80 each: what a
+// failed hand-over or outage is read from (the whole log is gone with the
+// tier).
+func announcerLog(tier *nodes.Tier, pods map[string]string) string {
+	var b strings.Builder
+	for _, n := range tier.Nodes {
+		if pods[n.Name] == "" {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(n.ContainerLog(chartNS, pods[n.Name], "sync", 1<<20), "\n") {
+			for _, m := range announcerMarks {
+				if strings.Contains(l, m) {
+					lines = append(lines, l)
+					break
+				}
+			}
+		}
+		fmt.Fprintf(&b, "--- %s (%s): the announcer's lines, %d ---\n", n.Name, pods[n.Name], len(lines))
+		b.WriteString(strings.Join(lines[max(0, len(lines)-80):], "\n"))
+		b.WriteString("\n")
+	}
+	return b.String()
 }
