@@ -64,10 +64,14 @@ func announceGate(ready func(context.Context) error, stats string) (check func(c
 }
 
 // gate is the check of announceGate: ready, then (when set) ask, each
-// failure wrapped with its part; ask's answer given answerGrace when it
-// only ran out of time.
+// failure wrapped with its part. ask runs apart from the tick (asker):
+// an answer slower than a tick is waited for on the same connection for
+// up to answerGrace, and the host stays healthy meanwhile if HAProxy
+// answered within answerGrace; a refused or closed socket fails the
+// tick it is seen in.
 func gate(ready, ask func(context.Context) error) func(context.Context) error {
 	var answered time.Time // the last answer; zero before the first
+	a := &asker{ask: ask}
 	return func(ctx context.Context) error {
 		if err := ready(ctx); err != nil {
 			if errors.Is(err, errDraining) {
@@ -78,23 +82,60 @@ func gate(ready, ask func(context.Context) error) func(context.Context) error {
 		if ask == nil {
 			return nil
 		}
-		err := ask(ctx)
-		switch now := time.Now(); {
+		pending, err := a.result(ctx)
+		now := time.Now()
+		slow := !answered.IsZero() && now.Sub(answered) < answerGrace
+		switch {
+		case pending && slow:
+			return nil // slow, not gone
+		case pending:
+			return fmt.Errorf("%w: asked %s ago, no answer yet", errGateHAProxy, now.Sub(a.since).Round(time.Millisecond))
 		case err == nil:
 			answered = now
 			return nil
-		case timedOut(ctx, err) && !answered.IsZero() && now.Sub(answered) < answerGrace:
-			return nil // slow, not gone
+		case timedOut(err) && slow:
+			return nil
 		}
 		return fmt.Errorf("%w: %w", errGateHAProxy, err)
 	}
 }
 
-// timedOut: err is the tick's deadline, not HAProxy gone. A socket's
-// deadline (the tick's, set on the connection: "i/o timeout") can fire
-// before ctx's own timer has marked it done on a loaded node.
-func timedOut(ctx context.Context, err error) bool {
-	return ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
+// asker asks one question at a time, each with answerGrace of its own
+// rather than the gate's tick: a slow answer arrives on the kept
+// connection (a tick's deadline would drop it, and the next tick would
+// have to connect and handshake within its 100 ms on a loaded node).
+type asker struct {
+	ask   func(context.Context) error
+	done  chan error // the question in flight's answer; nil when none
+	since time.Time  // when it was asked
+}
+
+// result asks (unless a question is in flight) and waits for the answer
+// within ctx: pending when ctx ended first (the
+// question stays in flight for the next call), else the answer's error.
+func (a *asker) result(ctx context.Context) (pending bool, err error) {
+	if a.done == nil {
+		done := make(chan error, 1)
+		a.done, a.since = done, time.Now()
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), answerGrace)
+		go func() {
+			defer cancel()
+			done <- a.ask(actx)
+		}()
+	}
+	select {
+	case err := <-a.done:
+		a.done = nil
+		return false, err
+	case <-ctx.Done():
+		return true, nil
+	}
+}
+
+// timedOut: err is a deadline (the question's own, or a socket's: "i/o
+// timeout"), not HAProxy gone.
+func timedOut(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // startGate runs ann's health gate (announceGate) until ctx ends; the

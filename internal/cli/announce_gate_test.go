@@ -79,23 +79,34 @@ func TestConfigured(t *testing.T) {
 }
 
 // TestGateSlowAnswers: an apiserver outage on a loaded node. The last
-// pass failed and the local HAProxy answers, some answers slower than
-// a gate tick: the host stays healthy (the announcer is told nothing
-// new). Then HAProxy is gone (its socket refuses): unhealthy within a
-// few ticks, the log naming HAProxy.
+// pass failed and the local HAProxy answers, but every answer slower
+// than a gate tick (three ticks), for twice the grace: the host stays
+// healthy (the announcer is told nothing new), each answer waited for
+// on its connection rather than dropped at the tick's end; then a
+// socket's own deadline reported at once, for most of the grace:
+// healthy. A hung HAProxy (no answer at all) fails after the grace, its
+// log line saying so; HAProxy gone (its socket refuses): unhealthy
+// within a few ticks, the log naming HAProxy.
 func TestGateSlowAnswers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	inst := metrics.New(metrics.Options{}).Instance("slow")
 	inst.Pass(metrics.OutcomeApplied, time.Millisecond)
 	inst.Pass(metrics.OutcomeError, time.Millisecond) // the apiserver gone
-	// how HAProxy answers: 0 at once, 1 later than the tick (3: as
-	// the socket's own deadline reports it), 2 refused
+	// how HAProxy answers: 0 at once, 1 three ticks late, 3 a socket's
+	// deadline at once, 4 never (hung), 2 refused
 	var mode atomic.Int32
 	var onTime atomic.Int64 // answers on time
 	ask := func(ctx context.Context) error {
 		switch mode.Load() {
 		case 1:
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("exec: %w", ctx.Err())
+			case <-time.After(3 * gateEvery): // the answer's delay, not a wait for anything
+				return nil
+			}
+		case 4:
 			<-ctx.Done()
 			return fmt.Errorf("exec: %w", ctx.Err())
 		case 3: // the socket's deadline first, ctx not yet marked done
@@ -125,18 +136,8 @@ func TestGateSlowAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	healthy(true, 5*time.Second)
-	_, told := rec.last()
-	// answers late for most of the grace, then on time again, twice
-	for _, slow := range []int32{1, 3} {
-		mode.Store(slow)
-		end := time.Now().Add(answerGrace * 7 / 10)
-		for time.Now().Before(end) {
-			if w, n := rec.last(); n != told || !w.Healthy {
-				t.Fatalf("HAProxy slow: the announcer was told %+v (%d Wants, %d before)\n%s", w, n, told, logs.String())
-			}
-			time.Sleep(gateEvery / 4) // the pace of the checks, not a wait for anything
-		}
+	onTimeTwice := func() {
+		t.Helper()
 		n := onTime.Load()
 		mode.Store(0)
 		if err := netlab.Eventually(ctx, 5*time.Second, func() error {
@@ -148,8 +149,36 @@ func TestGateSlowAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mode.Store(2)
+	healthy(true, 5*time.Second)
+	_, told := rec.last()
+	for _, tc := range []struct {
+		mode int32
+		span time.Duration
+	}{{1, 2 * answerGrace}, {3, answerGrace * 7 / 10}} {
+		mode.Store(tc.mode)
+		end := time.Now().Add(tc.span)
+		for time.Now().Before(end) {
+			if w, n := rec.last(); n != told || !w.Healthy {
+				t.Fatalf("HAProxy slow (mode %d): the announcer was told %+v (%d Wants, %d before)\n%s", tc.mode, w, n, told, logs.String())
+			}
+			time.Sleep(gateEvery / 4) // the pace of the checks, not a wait for anything
+		}
+		onTimeTwice()
+	}
+	mode.Store(4)
 	start := time.Now()
+	healthy(false, answerGrace+2*time.Second)
+	t.Logf("HAProxy hung: unhealthy after %s", time.Since(start).Round(time.Millisecond))
+	if hung := time.Since(start); hung < answerGrace-gateEvery {
+		t.Errorf("HAProxy hung: unhealthy after %s, before the grace (%s)", hung, answerGrace)
+	}
+	if l := logs.String(); !strings.Contains(l, "no answer yet") {
+		t.Errorf("the hang not logged as such:\n%s", l)
+	}
+	onTimeTwice()
+	healthy(true, 2*time.Second)
+	mode.Store(2)
+	start = time.Now()
 	healthy(false, 2*time.Second)
 	t.Logf("HAProxy gone: unhealthy after %s", time.Since(start).Round(time.Millisecond))
 	if l := logs.String(); !strings.Contains(l, "health gate fails") || !strings.Contains(l, errGateHAProxy.Error()) {
