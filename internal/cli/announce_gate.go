@@ -111,8 +111,8 @@ type asker struct {
 }
 
 // result asks (unless a question is in flight) and waits for the answer
-// within ctx: pending when ctx ended first (the
-// question stays in flight for the next call), else the answer's error.
+// within ctx: pending when ctx ended first (the question stays in flight
+// for the next call), else the answer's error.
 func (a *asker) result(ctx context.Context) (pending bool, err error) {
 	if a.done == nil {
 		done := make(chan error, 1)
