@@ -30,6 +30,9 @@ type listenerFlags struct {
 	// given: --listeners was given (flag or environment), not the
 	// default auto.
 	given bool
+	// probed: what auto's probe put in place, removed if run fails
+	// before its loop starts (undoProbe); nil once it starts.
+	probed tproxy.Undo
 }
 
 // listenerMode is --listeners: ports, tproxy or auto (listenersauto.go),
