@@ -63,12 +63,13 @@ func (f *runFlags) resolveListeners(dataplane bool, log *slog.Logger) {
 	log.Info("TCP listeners chosen", "listeners", listenersAuto, "chose", chosen, "why", why)
 }
 
-// undoProbe removes what the probe of --listeners=auto put in place when
-// run fails (err) before its loop starts: a run that never served leaves
-// nothing on the host (what an earlier controller left stays:
-// tproxy.Undo). Once the loop runs (keepProbed) the table and the policy
-// routing stay when it stops, so that traffic keeps flowing, as with
-// --listeners=tproxy (`cleanup --listeners` removes them).
+// undoProbe removes what the probe of --listeners=auto (or, with
+// --listeners=tproxy, the driver) put in place when run fails (err)
+// before its loop starts: a run that never served leaves nothing on the
+// host (what an earlier controller left stays: tproxy.Undo). Once the
+// loop runs (keepProbed) the table and the policy routing stay when it
+// stops, so that traffic keeps flowing (`cleanup --listeners` removes
+// them).
 func (l *listenerFlags) undoProbe(err error, log *slog.Logger) {
 	undo := l.probed
 	if err == nil || undo == nil {

@@ -86,22 +86,30 @@ func TestRunBadFlagTouchesNoKernel(t *testing.T) {
 	}
 }
 
-// run failing after the probe of --listeners=auto chose tproxy (here: the
-// profiles' address taken) removes what the probe put in place, and only
+// run failing after the probe of --listeners=auto chose tproxy (the
+// profiles' address taken: before the drivers are built; the metrics
+// address taken: after) removes what the probe put in place, and only
 // that: a table and policy routing an earlier controller left, serving
-// traffic, stay.
+// traffic, stay. So does run with --listeners=tproxy, whose driver puts
+// the policy routing in place when it is built.
 func TestRunFailureAfterProbeUndoesIt(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer busy.Close()
+	pprof, metrics := []string{"--pprof-address", busy.Addr().String()}, []string{"--metrics-address", busy.Addr().String()}
 	for _, tc := range []struct {
 		name   string
-		before bool // an earlier controller's table and policy routing
+		args   []string
+		before bool   // an earlier controller's table and policy routing
+		said   string // in run's log: the kernel's side was set up
 	}{
-		{"nothing before", false},
-		{"a running controller's", true},
+		{"auto pprof taken", pprof, false, "chose=tproxy"},
+		{"auto pprof taken earlier table kept", pprof, true, "chose=tproxy"},
+		{"auto metrics taken", metrics, false, "one fixed listener through TPROXY"},
+		{"auto metrics taken earlier table kept", metrics, true, "one fixed listener through TPROXY"},
+		{"tproxy metrics taken", append([]string{"--listeners=tproxy"}, metrics...), false, "one fixed listener through TPROXY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lab := netlab.New(t, 0)
@@ -111,12 +119,12 @@ func TestRunFailureAfterProbeUndoesIt(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			log, table, rule, err := probeRun(t, lab, "--pprof-address", busy.Addr().String())
+			log, table, rule, err := probeRun(t, lab, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), "address already in use") {
-				t.Fatalf("run: %v, want the profiles' address in use\n%s", err, log)
+				t.Fatalf("run: %v, want an address in use\n%s", err, log)
 			}
-			if !strings.Contains(log, "chose=tproxy") {
-				t.Fatalf("run did not probe and choose tproxy:\n%s", log)
+			if !strings.Contains(log, tc.said) {
+				t.Fatalf("run did not set TPROXY up (%q not logged):\n%s", tc.said, log)
 			}
 			if table != tc.before || rule != tc.before {
 				t.Errorf("after run failed: TPROXY table %v, policy routing rule %v; want both %v\n%s", table, rule, tc.before, log)

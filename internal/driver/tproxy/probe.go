@@ -25,9 +25,7 @@ type Undo func() error
 // missing capability reads as "operation not permitted"): the caller
 // (--listeners=auto) then runs per-port frontends.
 func Probe(opts Options) (undo Undo, err error) {
-	opts.defaults()
-	had, _ := present(opts) // unreadable: nothing there we could keep either
-	undo = func() error { return remove(opts, !had.table, !had.routing) }
+	undo = Since(opts)
 	d, err := New(opts)
 	if err == nil {
 		err = d.Setup()
@@ -40,6 +38,16 @@ func Probe(opts Options) (undo Undo, err error) {
 		return func() error { return nil }, fmt.Errorf("%w (and removing what was set up: %v)", err, cerr)
 	}
 	return func() error { return nil }, err
+}
+
+// Since reads which of the table and the policy routing the namespace of
+// opts holds now; its Undo removes what is put in place after (by Probe,
+// New, a first Apply). Unreadable counts as absent: nothing there could
+// be kept either.
+func Since(opts Options) Undo {
+	opts.defaults()
+	had, _ := present(opts)
+	return func() error { return remove(opts, !had.table, !had.routing) }
 }
 
 // inPlace is what of TPROXY's kernel side a namespace holds.
