@@ -23,16 +23,10 @@ const modeGateway = "gateway"
 // listeners on the local HAProxy (or on each --instance, all local),
 // UDP listeners on the nftables table.
 func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func(string) string, log *slog.Logger) error {
-	dopts, err := f.desiredOptions()
+	dopts, choice, udp, err := f.shapedOptions(ctx, false, log) // run.go
 	if err != nil {
 		return err
 	}
-	udp, udpCaps, err := f.udp.setup(ctx, log)
-	if err != nil {
-		return err
-	}
-	choice := f.chooseDriver(false)
-	dopts = choice.capabilities(udpCaps).shape(dopts)
 	outage := source.NewOutage()
 	cfg, client, err := watchedClient(f.kube, outage)
 	if err != nil {

@@ -127,17 +127,27 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	case modeGateway:
 		return runGateway(ctx, f, useDataplane, getenv, log)
 	}
-	dopts, err := f.desiredOptions()
+	dopts, choice, udp, err := f.shapedOptions(ctx, useDataplane, log)
 	if err != nil {
 		return err
+	}
+	return f.runServices(ctx, choice, dopts, udp, getenv, log)
+}
+
+// shapedOptions are the desired state's options shaped by the drivers of
+// choice (compose.go), and the kernel's UDP driver where it runs (nil
+// otherwise): the Services and the gateway mode alike.
+func (f *runFlags) shapedOptions(ctx context.Context, useDataplane bool, log *slog.Logger) (desired.Options, driverChoice, *nft.Driver, error) {
+	dopts, err := f.desiredOptions()
+	if err != nil {
+		return dopts, driverChoice{}, nil, err
 	}
 	udp, udpCaps, err := f.udp.setup(ctx, log)
 	if err != nil {
-		return err
+		return dopts, driverChoice{}, nil, err
 	}
 	choice := f.chooseDriver(useDataplane)
-	dopts = choice.capabilities(udpCaps).shape(dopts)
-	return f.runServices(ctx, choice, dopts, udp, getenv, log)
+	return choice.capabilities(udpCaps).shape(dopts), choice, udp, nil
 }
 
 // watchedClient is the config and the client of the apiserver o names,
