@@ -101,8 +101,13 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 		return err
 	}
 	tuneGC(getenv, memLimit, log)
+	if f.mode == modeGateway {
+		if err := f.announce.notIn(f.mode); err != nil {
+			return err // before the listeners' probe (auto) touches the kernel
+		}
+	}
 	if err := f.checkFlags(useDataplane, log); err != nil {
-		return err // before the listeners' probe (auto) touches the kernel
+		return err // runcheck.go: so is every other flag
 	}
 	f.resolveListeners(useDataplane, log) // listenersauto.go
 	defer func() { f.listeners.undoProbe(err, log) }()

@@ -22,10 +22,7 @@ func (f *runFlags) checkFlags(useDataplane bool, log *slog.Logger) error {
 	if f.mode == modeAPIServer {
 		return nil
 	}
-	if f.mode == modeGateway {
-		if err := f.announce.notIn(f.mode); err != nil {
-			return err
-		}
+	if f.mode == modeGateway { // --announce refused before (run.go)
 		if err := gatewayDrivers(f, useDataplane, log); err != nil {
 			return err
 		}
