@@ -23,19 +23,10 @@ const modeGateway = "gateway"
 // listeners on the local HAProxy (or on each --instance, all local),
 // UDP listeners on the nftables table.
 func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func(string) string, log *slog.Logger) error {
-	if err := gatewayDrivers(f, useDataplane, log); err != nil {
-		return err
-	}
-	dopts, err := f.desiredOptions()
+	dopts, choice, udp, err := f.shapedOptions(ctx, false, log) // run.go
 	if err != nil {
 		return err
 	}
-	udp, udpCaps, err := f.udp.setup(ctx, log)
-	if err != nil {
-		return err
-	}
-	choice := f.chooseDriver(false)
-	dopts = choice.capabilities(udpCaps).shape(dopts)
 	outage := source.NewOutage()
 	cfg, client, err := watchedClient(f.kube, outage)
 	if err != nil {
@@ -136,10 +127,11 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 	}
 	b.watch(ctx, loop.Trigger)
 	log.Info("starting", append([]any{"version", Version, "mode", modeGateway, "controllerName", gateway.ControllerName, "udp", udp != nil, "addressPools", f.publish.pools}, b.attrs...)...)
+	f.listeners.keepProbed()
 	return loop.Run(ctx)
 }
 
-// gatewayDrivers refuses the drivers the gateway mode cannot use: the
+// gatewayDrivers (checkFlags) refuses the drivers the gateway mode cannot use: the
 // Data Plane API (its driver does not render routes), as --driver or as
 // an --instance; local HAProxy instances are checked as in the Services
 // mode.

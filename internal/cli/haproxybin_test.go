@@ -30,16 +30,7 @@ func TestRunRefusesUnsupportedHAProxy(t *testing.T) {
 	}
 	v26, v30 := read("vv-2.6.txt"), read("vv-3.0.txt")
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := unreachableKubeconfig(t, dir)
 	for _, tc := range []struct {
 		name, vv string
 		want     []string

@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
+	"testing"
 
 	"github.com/spf13/pflag"
 )
@@ -30,4 +33,21 @@ func newFlagSet(name string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	return fs
+}
+
+// unreachableKubeconfig writes dir/kubeconfig naming an apiserver nothing
+// answers (127.0.0.1:1), for tests of run that end before it is asked.
+func unreachableKubeconfig(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(p, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -30,6 +30,10 @@ type listenerFlags struct {
 	// given: --listeners was given (flag or environment), not the
 	// default auto.
 	given bool
+	// probed: removes what auto's probe or the tproxy driver put in
+	// place, if run fails before its loop starts (undoProbe); nil once
+	// it starts.
+	probed tproxy.Undo
 }
 
 // listenerMode is --listeners: ports, tproxy or auto (listenersauto.go),
@@ -103,7 +107,11 @@ func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driv
 	if ropts.ACLDir == "" {
 		return nil, nil, flagErr("--listeners=tproxy: the directory beside --haproxy-config %s cannot hold the listener's maps (a path HAProxy reads whole is needed)", f.config)
 	}
-	k, err := tproxy.New(tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log})
+	kopts := tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log}
+	if f.listeners.probed == nil { // --listeners=tproxy: no probe before
+		f.listeners.probed = tproxy.Since(kopts)
+	}
+	k, err := tproxy.New(kopts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--listeners=tproxy: %w", err)
 	}

@@ -49,14 +49,42 @@ func (f *runFlags) resolveListeners(dataplane bool, log *slog.Logger) {
 		return
 	}
 	aclDir := runtimeapi.ACLDir(f.config)
-	probe := func() error {
+	var undo tproxy.Undo
+	probe := func() (err error) {
 		ropts := l.optionsIn(render.ListenersTProxy, f.renderOptions(), f.config)
-		return tproxy.Probe(tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log})
+		undo, err = tproxy.Probe(tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log})
+		return err
 	}
 	chosen, why := autoListeners(f.mode, dataplane, len(f.instances) > 0, aclDir, probe)
 	l.mode = chosen
+	if chosen == render.ListenersTProxy {
+		l.probed = undo
+	}
 	log.Info("TCP listeners chosen", "listeners", listenersAuto, "chose", chosen, "why", why)
 }
+
+// undoProbe removes what the probe of --listeners=auto (or, with
+// --listeners=tproxy, the driver) put in place when run fails (err)
+// before its loop starts: a run that never served leaves nothing on the
+// host (what an earlier controller left stays: tproxy.Undo). Once the
+// loop runs (keepProbed) the table and the policy routing stay when it
+// stops, so that traffic keeps flowing (`cleanup --listeners` removes
+// them).
+func (l *listenerFlags) undoProbe(err error, log *slog.Logger) {
+	undo := l.probed
+	if err == nil || undo == nil {
+		return
+	}
+	l.probed = nil
+	if uerr := undo(); uerr != nil {
+		log.Error("run failed before starting; removing what the TPROXY probe set up failed too", "err", uerr)
+		return
+	}
+	log.Info("run failed before starting: removed what the TPROXY probe set up", "table", "inet "+tproxy.Table)
+}
+
+// keepProbed keeps what the probe put in place: the loop starts.
+func (l *listenerFlags) keepProbed() { l.probed = nil }
 
 // offlineListeners is render's and init's --listeners=auto: the per-port
 // files, said on stderr when auto was asked for (not the default).

@@ -29,7 +29,7 @@ func TestAutoListeners(t *testing.T) {
 	lab := netlab.New(t, 0)
 	ns := netlab.Path(lab.LB)
 	ropts := render.Options{ACLDir: "/etc/haproxy/acl", Listeners: render.Listeners{Mode: render.ListenersTProxy}}
-	asRoot := func() error { return tproxy.Probe(tproxy.Options{NetNS: ns, Render: ropts}) }
+	asRoot := func() error { _, err := tproxy.Probe(tproxy.Options{NetNS: ns, Render: ropts}); return err }
 	withoutNetAdmin := func() error { return probeWithoutNetAdmin(t, ns) }
 	never := func() error { return errors.New("probed") }
 	for _, tc := range []struct {
@@ -98,7 +98,7 @@ func TestProbeChild(t *testing.T) {
 		t.Skip("run by TestAutoListeners")
 	}
 	ropts := render.Options{ACLDir: "/etc/haproxy/acl", Listeners: render.Listeners{Mode: render.ListenersTProxy}}
-	if err := tproxy.Probe(tproxy.Options{NetNS: ns, Render: ropts}); err != nil {
+	if _, err := tproxy.Probe(tproxy.Options{NetNS: ns, Render: ropts}); err != nil {
 		fmt.Println("probe:", strings.ReplaceAll(err.Error(), "\n", " "))
 		return
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/controller"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/nft"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
@@ -72,7 +71,7 @@ A flag of another mode or driver given on the command line is an error (exit 2).
 }
 
 // run is `run`: the controller.
-func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]bool, e *cmdEnv) error {
+func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]bool, e *cmdEnv) (err error) {
 	switch f.mode {
 	case modeServices, modeAPIServer, modeGateway:
 	default:
@@ -107,7 +106,11 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 			return err // before the listeners' probe (auto) touches the kernel
 		}
 	}
+	if err := f.checkFlags(useDataplane, log); err != nil {
+		return err // runcheck.go: so is every other flag
+	}
 	f.resolveListeners(useDataplane, log) // listenersauto.go
+	defer func() { f.listeners.undoProbe(err, log) }()
 	f.pool.forListeners(f.shape.listeners.mode)
 	if f.poolPolicy, err = f.pool.policy(); err != nil {
 		return err
@@ -129,23 +132,27 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	case modeGateway:
 		return runGateway(ctx, f, useDataplane, getenv, log)
 	}
-	dopts, err := f.desiredOptions()
+	dopts, choice, udp, err := f.shapedOptions(ctx, useDataplane, log)
 	if err != nil {
 		return err
 	}
-	if f.apply != runtimeapi.ModeHybrid && f.apply != runtimeapi.ModeReload {
-		return flagErr("--apply: want hybrid or reload, got %q", f.apply)
-	}
-	if err := f.instances.check(useDataplane, f.statsPage, f.renderOptions(), log); err != nil {
-		return err
+	return f.runServices(ctx, choice, dopts, udp, getenv, log)
+}
+
+// shapedOptions are the desired state's options shaped by the drivers of
+// choice (compose.go), and the kernel's UDP driver where it runs (nil
+// otherwise): the Services and the gateway mode alike.
+func (f *runFlags) shapedOptions(ctx context.Context, useDataplane bool, log *slog.Logger) (desired.Options, driverChoice, *nft.Driver, error) {
+	dopts, err := f.desiredOptions()
+	if err != nil {
+		return dopts, driverChoice{}, nil, err
 	}
 	udp, udpCaps, err := f.udp.setup(ctx, log)
 	if err != nil {
-		return err
+		return dopts, driverChoice{}, nil, err
 	}
 	choice := f.chooseDriver(useDataplane)
-	dopts = choice.capabilities(udpCaps).shape(dopts)
-	return f.runServices(ctx, choice, dopts, udp, getenv, log)
+	return choice.capabilities(udpCaps).shape(dopts), choice, udp, nil
 }
 
 // watchedClient is the config and the client of the apiserver o names,
@@ -272,6 +279,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	b.watch(ctx, ctl.Trigger)
 	log.Info("starting", append([]any{"version", Version}, append(b.attrs, "targets", dopts.Targets)...)...)
 	f.nodeCheck.logStart(log, dopts)
+	f.listeners.keepProbed()
 	return ctl.Run(ctx)
 }
 

@@ -42,10 +42,7 @@ func (u *udpFlags) register(fs *pflag.FlagSet) {
 // if so (nil otherwise); the capabilities say which, and why not, for the
 // Events.
 func (u *udpFlags) setup(ctx context.Context, log *slog.Logger) (*nft.Driver, capabilities, error) {
-	if u.forward != "require" && u.forward != "enable" {
-		return nil, capabilities{}, flagErr("--udp-ip-forward: want require or enable, got %q", u.forward)
-	}
-	h, err := nft.ParseHealth(u.health, u.interval)
+	h, err := u.check()
 	if err != nil {
 		return nil, capabilities{}, err
 	}
@@ -53,12 +50,8 @@ func (u *udpFlags) setup(ctx context.Context, log *slog.Logger) (*nft.Driver, ca
 		log.Info("UDP ports are not load balanced", "reason", why)
 		return nil, capabilities{udpOff: why}, nil
 	}
-	switch u.mode {
-	case udpOff:
+	if u.mode == udpOff {
 		return skip("UDP load balancing is off (--udp=off)")
-	case "", udpNFTables:
-	default:
-		return nil, capabilities{}, flagErr("--udp: want nftables or off, got %q", u.mode)
 	}
 	if !nft.HasNetAdmin() {
 		if u.mode == udpNFTables {
@@ -75,6 +68,20 @@ func (u *udpFlags) setup(ctx context.Context, log *slog.Logger) (*nft.Driver, ca
 	}
 	log.Info("UDP ports are load balanced by the kernel", "table", "inet "+nft.Table, "health", u.health)
 	return d, capabilities{udp: true}, nil
+}
+
+// check refuses bad UDP flags, touching nothing (run's checkFlags), and
+// returns the nodes' health check they ask for.
+func (u *udpFlags) check() (nft.Health, error) {
+	if u.forward != "require" && u.forward != "enable" {
+		return nft.Health{}, flagErr("--udp-ip-forward: want require or enable, got %q", u.forward)
+	}
+	switch u.mode {
+	case udpOff, "", udpNFTables:
+	default:
+		return nft.Health{}, flagErr("--udp: want nftables or off, got %q", u.mode)
+	}
+	return nft.ParseHealth(u.health, u.interval)
 }
 
 // compose is the controller's driver: HAProxy for TCP, and the kernel for

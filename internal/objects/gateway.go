@@ -65,29 +65,9 @@ func (l *loader) gateway(d decoding, ns, version string) bool {
 
 // mergeGateway is Merge for the Gateway API objects.
 func (s *Set) mergeGateway(o Set, keep func(kind, ns, name string) bool) {
-	for _, x := range o.GatewayClasses {
-		if keep("GatewayClass", "", x.Name) {
-			s.GatewayClasses = append(s.GatewayClasses, x)
-		}
-	}
-	for _, x := range o.Gateways {
-		if keep("Gateway", x.Namespace, x.Name) {
-			s.Gateways = append(s.Gateways, x)
-		}
-	}
-	for _, x := range o.HTTPRoutes {
-		if keep("HTTPRoute", x.Namespace, x.Name) {
-			s.HTTPRoutes = append(s.HTTPRoutes, x)
-		}
-	}
-	for _, x := range o.GRPCRoutes {
-		if keep("GRPCRoute", x.Namespace, x.Name) {
-			s.GRPCRoutes = append(s.GRPCRoutes, x)
-		}
-	}
-	for _, x := range o.ReferenceGrants {
-		if keep("ReferenceGrant", x.Namespace, x.Name) {
-			s.ReferenceGrants = append(s.ReferenceGrants, x)
-		}
-	}
+	mergeInto(&s.GatewayClasses, o.GatewayClasses, "GatewayClass", false, keep)
+	mergeInto(&s.Gateways, o.Gateways, "Gateway", true, keep)
+	mergeInto(&s.HTTPRoutes, o.HTTPRoutes, "HTTPRoute", true, keep)
+	mergeInto(&s.GRPCRoutes, o.GRPCRoutes, "GRPCRoute", true, keep)
+	mergeInto(&s.ReferenceGrants, o.ReferenceGrants, "ReferenceGrant", true, keep)
 }

@@ -57,19 +57,7 @@ func (s *Set) Ingressed() bool { return len(s.Ingresses)+len(s.IngressClasses) >
 
 // mergeIngress is Merge for the Ingress objects.
 func (s *Set) mergeIngress(o Set, keep func(kind, ns, name string) bool) {
-	for _, x := range o.IngressClasses {
-		if keep("IngressClass", "", x.Name) {
-			s.IngressClasses = append(s.IngressClasses, x)
-		}
-	}
-	for _, x := range o.Ingresses {
-		if keep("Ingress", x.Namespace, x.Name) {
-			s.Ingresses = append(s.Ingresses, x)
-		}
-	}
-	for _, x := range o.Secrets {
-		if keep("Secret", x.Namespace, x.Name) {
-			s.Secrets = append(s.Secrets, x)
-		}
-	}
+	mergeInto(&s.IngressClasses, o.IngressClasses, "IngressClass", false, keep)
+	mergeInto(&s.Ingresses, o.Ingresses, "Ingress", true, keep)
+	mergeInto(&s.Secrets, o.Secrets, "Secret", true, keep)
 }

@@ -39,29 +39,35 @@ func (s *Set) Merge(o Set) []error {
 		}
 		return true
 	}
-	for _, x := range o.Services {
-		if keep("Service", x.Namespace, x.Name) {
-			s.Services = append(s.Services, x)
-		}
-	}
-	for _, x := range o.EndpointSlices {
-		if keep("EndpointSlice", x.Namespace, x.Name) {
-			s.EndpointSlices = append(s.EndpointSlices, x)
-		}
-	}
-	for _, x := range o.Nodes {
-		if keep("Node", "", x.Name) {
-			s.Nodes = append(s.Nodes, x)
-		}
-	}
-	for _, x := range o.AddressPools {
-		if keep(pools.Kind, "", x.Name) {
-			s.AddressPools = append(s.AddressPools, x)
-		}
-	}
+	mergeInto(&s.Services, o.Services, "Service", true, keep)
+	mergeInto(&s.EndpointSlices, o.EndpointSlices, "EndpointSlice", true, keep)
+	mergeInto(&s.Nodes, o.Nodes, "Node", false, keep)
+	mergeInto(&s.AddressPools, o.AddressPools, pools.Kind, false, keep)
 	s.mergeGateway(o, keep)
 	s.mergeIngress(o, keep)
 	return errs
+}
+
+// named is an object of the API: a namespace ("" for a kind of the
+// cluster) and a name.
+type named interface {
+	GetNamespace() string
+	GetName() string
+}
+
+// mergeInto appends to dst the objects of src that keep lets in (Merge):
+// by kind, namespace (none for a kind of the cluster: namespaced false)
+// and name.
+func mergeInto[T named](dst *[]T, src []T, kind string, namespaced bool, keep func(kind, ns, name string) bool) {
+	for _, x := range src {
+		ns := ""
+		if namespaced {
+			ns = x.GetNamespace()
+		}
+		if keep(kind, ns, x.GetName()) {
+			*dst = append(*dst, x)
+		}
+	}
 }
 
 func ref(kind, ns, name string) string { return kind + " " + ns + "/" + name }

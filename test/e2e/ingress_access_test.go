@@ -20,7 +20,7 @@ import (
 func getFrom(src, dst string, port int, host string) (int, error) {
 	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 	tr := &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}
-	return statusOf(&http.Client{Transport: tr, Timeout: 3 * time.Second}, "http://"+net.JoinHostPort(dst, fmt.Sprint(port))+"/", host) // ingress_authtls_test.go
+	return statusOf(&http.Client{Transport: tr, Timeout: 3 * time.Second}, http.MethodGet, "http://"+net.JoinHostPort(dst, fmt.Sprint(port))+"/", host, nil) // hostrequest_test.go
 }
 
 // servesFrom is nil once GET / on host from src to dst answers status.
@@ -153,18 +153,7 @@ func postSize(port int, host string, n int, chunked bool) (int, error) {
 func requestFrom(local net.Addr, method string, port int, host, path string, body io.Reader, timeout time.Duration) (int, error) {
 	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: local}
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}, Timeout: timeout}
-	req, err := http.NewRequest(method, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), body)
-	if err != nil {
-		return 0, err
-	}
-	req.Host = host
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	return statusOf(c, method, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), host, body)
 }
 
 // TestIngressBodySize: proxy-body-size (ingress-nginx's and HAProxy

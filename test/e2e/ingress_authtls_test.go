@@ -3,7 +3,6 @@ package e2e
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -20,24 +19,7 @@ import (
 // named sni, and returns the status.
 func misdirectedGet(port int, sni, host string) (int, error) {
 	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{ServerName: sni, InsecureSkipVerify: true}} //nolint:gosec // the test's own certificates
-	return statusOf(&http.Client{Transport: tr, Timeout: 3 * time.Second}, fmt.Sprintf("https://%s:%d/", serviceIP(), port), host)
-}
-
-// statusOf sends GET url with Host host through c and returns the
-// status.
-func statusOf(c *http.Client, url, host string) (int, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Host = host
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	return statusOf(&http.Client{Transport: tr, Timeout: 3 * time.Second}, http.MethodGet, fmt.Sprintf("https://%s:%d/", serviceIP(), port), host, nil)
 }
 
 // checkAll reports each case's error.

@@ -17,18 +17,12 @@ import (
 func responseHeader(port int, host, name, want string) func() error {
 	return func() error {
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 3 * time.Second}
-		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s:%d/", serviceIP(), port), nil)
+		code, h, err := headersOf(c, http.MethodGet, fmt.Sprintf("http://%s:%d/", serviceIP(), port), host, nil)
 		if err != nil {
 			return err
 		}
-		req.Host = host
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if got := resp.Header.Get(name); resp.StatusCode != 200 || got != want {
-			return fmt.Errorf("%s: %d, %s %q, want 200 %q", host, resp.StatusCode, name, got, want)
+		if got := h.Get(name); code != 200 || got != want {
+			return fmt.Errorf("%s: %d, %s %q, want 200 %q", host, code, name, got, want)
 		}
 		return nil
 	}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -61,18 +60,11 @@ func statuses(port int, method, host string, n int) (map[int]int, error) {
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 3 * time.Second}
 	seen := map[int]int{}
 	for range n {
-		req, err := http.NewRequest(method, fmt.Sprintf("http://%s:%d/", serviceIP(), port), strings.NewReader("x"))
-		if err != nil {
-			return nil, err
-		}
-		req.Host = host
-		resp, err := c.Do(req)
+		code, err := statusOf(c, method, fmt.Sprintf("http://%s:%d/", serviceIP(), port), host, strings.NewReader("x"))
 		if err != nil {
 			return seen, err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		seen[resp.StatusCode]++
+		seen[code]++
 	}
 	return seen, nil
 }

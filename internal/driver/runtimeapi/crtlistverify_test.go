@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
@@ -48,33 +47,17 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 
 	required := filepath.Join(dir, "clientauth.map")
 	writeFile(t, required, nil)
-	fes := []struct{ name, filter, bind, rule string }{
-		{"fe1", "", "", ""},
-		{"fe2", " !*", "", ""},
-		{"fe3", " !*", " ca-ignore-err all crt-ignore-err all", ""},
-		{"fe4", " !*", "", "    tcp-request session reject if !{ ssl_c_used } { fe_name,map(" + required + ") -m str required }\n"},
+	fes := []crtListFrontend{
+		{name: "fe1", defaultPEM: leafPEM},
+		{name: "fe2", defaultPEM: leafPEM, filter: " !*"},
+		{name: "fe3", defaultPEM: leafPEM, filter: " !*", bind: " ca-ignore-err all crt-ignore-err all"},
+		{name: "fe4", defaultPEM: leafPEM, filter: " !*", rules: "    tcp-request session reject if !{ ssl_c_used } { fe_name,map(" + required + ") -m str required }\n"},
 	}
-	addr := map[string]string{}
-	cfg := haproxytest.MinimalConfig(dir)
-	for _, fe := range fes {
-		def := filepath.Join(dir, fe.name+".default.pem")
-		list := filepath.Join(dir, fe.name+".crtlist")
-		writeFile(t, def, leafPEM)
-		writeFile(t, list, []byte(def+fe.filter+"\n"))
-		addr[fe.name] = fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(t))
-		cfg += fmt.Sprintf("\nfrontend %s\n    mode http\n    bind %s ssl crt-list %s%s\n%s    http-request return status 200 content-type text/plain string ok\n",
-			fe.name, addr[fe.name], list, fe.bind, fe.rule)
-	}
-	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	writeFile(t, cfgPath, []byte(cfg))
-	p := haproxytest.Start(t, dir, cfgPath)
-	rt := haproxy.NewRuntime(p.StatsSocket)
-	t.Cleanup(func() { _ = rt.Close() })
+	lab := startCrtLists(t, dir, fes...)
+	p, rt, addr := lab.p, lab.rt, lab.addr
 	run := func(cmds ...haproxy.Command) {
 		t.Helper()
-		if _, err := rt.ExecCommands(ctx, cmds); err != nil {
-			t.Fatal(err)
-		}
+		lab.exec(t, "runtime API", cmds...)
 	}
 	reloads := func() int {
 		pr, err := haproxy.NewMaster(p.MasterSocket).ShowProc(ctx)
@@ -86,21 +69,17 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 	base := reloads()
 
 	cert, caFile := filepath.Join(dir, "a.pem"), filepath.Join(dir, "cca.pem")
-	run(haproxy.Command{Line: "new ssl cert " + cert}, haproxy.Command{Line: "set ssl cert " + cert, Payload: leafPEM},
-		haproxy.Command{Line: "commit ssl cert " + cert},
-		haproxy.Command{Line: "new ssl ca-file " + caFile}, haproxy.Command{Line: "set ssl ca-file " + caFile, Payload: caA.PEM()},
-		haproxy.Command{Line: "commit ssl ca-file " + caFile})
+	run(append(sslNew("cert", cert, leafPEM), sslNew("ca-file", caFile, caA.PEM())...)...)
 	// line replaces a.example's line on every frontend (del + add).
 	added := false
 	line := func(opts string) {
 		t.Helper()
 		for _, fe := range fes {
-			list := filepath.Join(dir, fe.name+".crtlist")
 			var cmds []haproxy.Command
 			if added {
-				cmds = append(cmds, haproxy.Command{Line: "del ssl crt-list " + list + " " + cert})
+				cmds = append(cmds, haproxy.Command{Line: "del ssl crt-list " + lab.list(fe.name) + " " + cert})
 			}
-			run(append(cmds, haproxy.Command{Line: "add ssl crt-list " + list, Payload: []byte(cert + opts + " a.example")})...)
+			run(append(cmds, haproxy.Command{Line: "add ssl crt-list " + lab.list(fe.name), Payload: []byte(cert + opts + " a.example")})...)
 		}
 		added = true
 	}
@@ -182,7 +161,7 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 	want("no verify", o)
 
 	line(" [verify required ca-file " + caFile + " no-ca-names]")
-	run(haproxy.Command{Line: "set ssl ca-file " + caFile, Payload: caB.PEM()}, haproxy.Command{Line: "commit ssl ca-file " + caFile})
+	run(sslSet("ca-file", caFile, caB.PEM())...)
 	o = outcome{}
 	each(o, "fe2", "a.example", "refused+asked", "refused+asked", "200+asked")
 	want("CA b committed", o)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
@@ -49,32 +48,13 @@ func TestFrontendCertAndCAFileCommits(t *testing.T) {
 	// fe1: a.example's line verifies with F; fe2: b.example's line, no
 	// verification. Both lines and their certificates are added at
 	// runtime, as the driver adds a host's.
-	addr := map[string]string{}
-	cfg := haproxytest.MinimalConfig(dir)
-	for _, fe := range []string{"fe1", "fe2"} {
-		def, list := filepath.Join(dir, fe+".default.pem"), filepath.Join(dir, fe+".crtlist")
-		writeFile(t, def, pemOf(fe+" default", "default.example"))
-		writeFile(t, list, []byte(def+" !*\n"))
-		addr[fe] = fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(t))
-		cfg += fmt.Sprintf("\nfrontend %s\n    mode http\n    bind %s ssl crt-list %s\n    http-request return status 200 content-type text/plain string ok\n",
-			fe, addr[fe], list)
-	}
-	cfgPath := filepath.Join(dir, "haproxy.cfg")
-	writeFile(t, cfgPath, []byte(cfg))
-	p := haproxytest.Start(t, dir, cfgPath)
-	rt := haproxy.NewRuntime(p.StatsSocket)
-	t.Cleanup(func() { _ = rt.Close() })
+	lab := startCrtLists(t, dir,
+		crtListFrontend{name: "fe1", defaultPEM: pemOf("fe1 default", "default.example"), filter: " !*"},
+		crtListFrontend{name: "fe2", defaultPEM: pemOf("fe2 default", "default.example"), filter: " !*"})
+	p, addr := lab.p, lab.addr
 	run := func(step string, cmds ...haproxy.Command) {
 		t.Helper()
-		ans, err := rt.ExecCommands(ctx, cmds)
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		for i, a := range ans {
-			if strings.Contains(strings.ToLower(a), "error") || strings.Contains(a, "Can't") || strings.Contains(a, "failed") {
-				t.Fatalf("%s: %q answered %q", step, cmds[i].Line, a)
-			}
-		}
+		lab.exec(t, step, cmds...)
 	}
 	master := haproxy.NewMaster(p.MasterSocket)
 	workers := func() []int {
@@ -87,14 +67,11 @@ func TestFrontendCertAndCAFileCommits(t *testing.T) {
 	}
 
 	certA, certB, caFile := filepath.Join(dir, "a.pem"), filepath.Join(dir, "b.pem"), filepath.Join(dir, "cca.pem")
-	run("create", haproxy.Command{Line: "new ssl cert " + certA}, haproxy.Command{Line: "set ssl cert " + certA, Payload: pemOf("a v1", "a.example")},
-		haproxy.Command{Line: "commit ssl cert " + certA},
-		haproxy.Command{Line: "new ssl cert " + certB}, haproxy.Command{Line: "set ssl cert " + certB, Payload: pemOf("b v1", "b.example")},
-		haproxy.Command{Line: "commit ssl cert " + certB},
-		haproxy.Command{Line: "new ssl ca-file " + caFile}, haproxy.Command{Line: "set ssl ca-file " + caFile, Payload: caA.PEM()},
-		haproxy.Command{Line: "commit ssl ca-file " + caFile},
-		haproxy.Command{Line: "add ssl crt-list " + filepath.Join(dir, "fe1.crtlist"), Payload: []byte(certA + " [verify required ca-file " + caFile + " no-ca-names] a.example")},
-		haproxy.Command{Line: "add ssl crt-list " + filepath.Join(dir, "fe2.crtlist"), Payload: []byte(certB + " b.example")})
+	create := slices.Concat(sslNew("cert", certA, pemOf("a v1", "a.example")), sslNew("cert", certB, pemOf("b v1", "b.example")),
+		sslNew("ca-file", caFile, caA.PEM()), []haproxy.Command{
+			{Line: "add ssl crt-list " + lab.list("fe1"), Payload: []byte(certA + " [verify required ca-file " + caFile + " no-ca-names] a.example")},
+			{Line: "add ssl crt-list " + lab.list("fe2"), Payload: []byte(certB + " b.example")}})
+	run("create", create...)
 	start := workers()
 	if len(start) != 1 {
 		t.Fatalf("workers %v, want one", start)
@@ -158,19 +135,29 @@ func TestFrontendCertAndCAFileCommits(t *testing.T) {
 			t.Fatalf("%s:%s", step, last)
 		}
 	}
-	setCA := func(ca testcert.Cert) []haproxy.Command {
-		return []haproxy.Command{{Line: "set ssl ca-file " + caFile, Payload: ca.PEM()}, {Line: "commit ssl ca-file " + caFile}}
+	setCA := func(ca testcert.Cert) []haproxy.Command { return sslSet("ca-file", caFile, ca.PEM()) }
+	setCert := func(path, cn, host string) []haproxy.Command { return sslSet("cert", path, pemOf(cn, host)) }
+	// Each step's commands, then what fe1 and fe2 must serve (check).
+	type step struct {
+		name        string
+		cmds        []haproxy.Command
+		cnA, ok, cb string
 	}
-	setCert := func(path string, pem []byte) []haproxy.Command {
-		return []haproxy.Command{{Line: "set ssl cert " + path, Payload: pem}, {Line: "commit ssl cert " + path}}
+	steps := func(ss ...step) {
+		t.Helper()
+		for _, s := range ss {
+			if s.cmds != nil {
+				run(s.name, s.cmds...)
+			}
+			check(s.name, s.cnA, s.ok, s.cb)
+		}
 	}
-
-	check("created", "a v1", "a", "b v1")
-	run("F <- b", setCA(caB)...)
-	check("F committed (CA b)", "a v1", "b", "b v1")
-	run("b v2", setCert(certB, pemOf("b v2", "b.example"))...)
-	check("b.example (another frontend) rotated after F's commit", "a v1", "b", "b v2")
-	run("a v2", setCert(certA, pemOf("a v2", "a.example"))...)
+	steps(
+		step{"created", nil, "a v1", "a", "b v1"},
+		step{"F committed (CA b)", setCA(caB), "a v1", "b", "b v1"},
+		step{"b.example (another frontend) rotated after F's commit", setCert(certB, "b v2", "b.example"), "a v1", "b", "b v2"},
+	)
+	run("a v2", setCert(certA, "a v2", "a.example")...)
 	if !servesWithin(addr["fe1"], clients["b"], "a v2", 2*time.Second) {
 		// haproxy/haproxy#3165 (2.6.12, 3.0.11): the commit answered
 		// Success and the line goes on serving the old certificate; the
@@ -180,15 +167,13 @@ func TestFrontendCertAndCAFileCommits(t *testing.T) {
 		t.Logf("haproxy/haproxy#3165 present: a certificate committed after its line's CA file was committed is not served (frontcommits.go reloads instead)")
 		return
 	}
-	check("a.example rotated after F's commit", "a v2", "b", "b v2")
-	run("F <- a", setCA(caA)...)
-	check("F committed again (CA a) after a rotation", "a v2", "a", "b v2")
-	run("a v3", setCert(certA, pemOf("a v3", "a.example"))...)
-	check("a.example rotated again", "a v3", "a", "b v2")
-	run("b v3", setCert(certB, pemOf("b v3", "b.example"))...)
-	check("b.example (another frontend) rotated after F's commits", "a v3", "a", "b v3")
-	run("F <- b again", setCA(caB)...)
-	check("F committed a third time", "a v3", "b", "b v3")
+	steps(
+		step{"a.example rotated after F's commit", nil, "a v2", "b", "b v2"},
+		step{"F committed again (CA a) after a rotation", setCA(caA), "a v2", "a", "b v2"},
+		step{"a.example rotated again", setCert(certA, "a v3", "a.example"), "a v3", "a", "b v2"},
+		step{"b.example (another frontend) rotated after F's commits", setCert(certB, "b v3", "b.example"), "a v3", "a", "b v3"},
+		step{"F committed a third time", setCA(caB), "a v3", "b", "b v3"},
+	)
 
 	loadOK(t, halt, &sent, &failed)
 }

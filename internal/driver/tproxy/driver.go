@@ -309,32 +309,3 @@ func (d *Driver) Invalidate() {
 	defer d.mu.Unlock()
 	d.applied = nil
 }
-
-// Cleanup deletes the table and the policy routing (`cleanup`).
-func Cleanup(netnsPath string, opts Options) error {
-	opts.NetNS = netnsPath
-	opts.defaults()
-	ns := netns.None()
-	var copts []nftables.ConnOption
-	if netnsPath != "" {
-		f, err := os.Open(netnsPath)
-		if err != nil {
-			return fmt.Errorf("network namespace: %w", err)
-		}
-		defer f.Close()
-		ns = netns.NsHandle(int(f.Fd()))
-		copts = append(copts, nftables.WithNetNSFd(int(f.Fd())))
-	}
-	conn, err := nftables.New(copts...)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	if t, err := conn.ListTableOfFamily(Table, nftables.TableFamilyINet); err == nil && t != nil {
-		conn.DelTable(table)
-		errs = append(errs, conn.Flush())
-	}
-	rt := routing{mark: opts.Mark, table: opts.RouteTable, prio: opts.RulePriority}
-	errs = append(errs, rt.remove(ns))
-	return errors.Join(errs...)
-}
