@@ -124,6 +124,9 @@ func BenchmarkIngressPropagation(b *testing.B) {
 	ps := runtimePasses(log.String())
 	reportStages(b, "new", stages(addedAt, ps))
 	reportStages(b, "moved", stages(movedAt, ps))
+	pp := passParts(log.String())
+	reportPassParts(b, "new", addedAt, pp)
+	reportPassParts(b, "moved", movedAt, pp)
 }
 
 // propagation is what a propagation benchmark measured: N objects of a
