@@ -20,6 +20,10 @@ type passPart struct {
 	gcs                                              int
 	alloc                                            uint64
 	found                                            bool
+	// the Ingresses' parts (ingressctl): input read, compile, merge;
+	// why the compile was whole ("" patched)
+	input, compile, merge time.Duration
+	whole                 string
 }
 
 // passParts are the passes with ops in log, in order.
@@ -41,12 +45,17 @@ func passParts(log string) []passPart {
 			Assist   time.Duration  `json:"gc_assist"`
 			GCs      int            `json:"gcs"`
 			Alloc    uint64         `json:"alloc"`
+			Input    time.Duration  `json:"ingress_input"`
+			Compile  time.Duration  `json:"ingress_compile"`
+			Merge    time.Duration  `json:"ingress_merge"`
+			Whole    string         `json:"ingress_whole"`
 		}
 		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "update" || l.Ops == 0 {
 			continue
 		}
 		out = append(out, passPart{start: l.Time.Add(-l.Total), end: l.Time, snapshot: deref(l.Snapshot), compute: l.Compute,
-			beside: l.Beside, waited: l.Waited, pause: l.Pause, assist: l.Assist, gcs: l.GCs, alloc: l.Alloc, found: l.Snapshot != nil})
+			beside: l.Beside, waited: l.Waited, pause: l.Pause, assist: l.Assist, gcs: l.GCs, alloc: l.Alloc, found: l.Snapshot != nil,
+			input: l.Input, compile: l.Compile, merge: l.Merge, whole: l.Whole})
 	}
 	return out
 }
@@ -94,6 +103,7 @@ func reportPassParts(b *testing.B, kind string, changes []change, parts []passPa
 	b.Helper()
 	var watch, informer, ours, snap, comp, beside []time.Duration
 	var slow []string
+	wholes := map[string]int{}
 	for _, c := range changes {
 		i := 0
 		for i < len(parts) && parts[i].end.Before(c.written) {
@@ -111,10 +121,14 @@ func reportPassParts(b *testing.B, kind string, changes []change, parts []passPa
 			ours = append(ours, c.served.Sub(event))
 		}
 		snap, comp, beside = append(snap, p.snapshot), append(comp, p.compute), append(beside, p.beside)
+		if p.whole != "" {
+			wholes[p.whole]++
+		}
 		if d := p.end.Sub(p.start); d > 50*time.Millisecond {
-			slow = append(slow, fmt.Sprintf("%s (snapshot %s, compute %s, beside %s, gcs %d, pause %s, assist %s, alloc %d kB)",
-				d.Round(100*time.Microsecond), p.snapshot.Round(100*time.Microsecond), p.compute.Round(100*time.Microsecond),
-				p.beside.Round(100*time.Microsecond), p.gcs, p.pause.Round(10*time.Microsecond), p.assist.Round(10*time.Microsecond), p.alloc>>10))
+			r := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+			slow = append(slow, fmt.Sprintf("%s (snapshot %s, compute %s, beside %s [input %s, compile %s, merge %s, whole %q], gcs %d, pause %s, assist %s, alloc %d kB)",
+				r(d), r(p.snapshot), r(p.compute), r(p.beside), r(p.input), r(p.compile), r(p.merge), p.whole,
+				p.gcs, r(p.pause), r(p.assist), p.alloc>>10))
 		}
 	}
 	if len(snap) == 0 {
@@ -133,6 +147,7 @@ func reportPassParts(b *testing.B, kind string, changes []change, parts []passPa
 	b.Logf("%s, write -> controller's event:  %s", kind, histogram(informer))
 	b.Logf("%s, controller's event -> 200:    %s", kind, histogram(ours))
 	b.Logf("%s, passes over 50 ms (%d): %s", kind, len(slow), strings.Join(slow, "; "))
+	b.Logf("%s, whole Ingress compiles by reason: %v", kind, wholes)
 	if len(ours) > 0 {
 		b.ReportMetric(float64(pct(ours, 0.5).Microseconds())/1000, kind+"-fromevent-p50-ms")
 		b.ReportMetric(float64(pct(ours, 0.99).Microseconds())/1000, kind+"-fromevent-p99-ms")
