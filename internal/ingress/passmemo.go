@@ -180,6 +180,7 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 		return m.whole(why)
 	}
 	changed := map[Key]*netv1.Ingress{} // nil: gone
+	var restated []*netv1.Ingress       // new objects that compile as the last (a status written)
 	seen := 0                           // the objects of the last pass, and their keys
 	for _, ing := range in.Ingresses {
 		if _, ok := p.ptrs[ing]; ok {
@@ -187,8 +188,12 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 			continue
 		}
 		k := Key{ing.Namespace, ing.Name}
-		if p.objs[k] != nil {
+		if o := p.objs[k]; o != nil {
 			seen++
+			if sameCompiled(o, ing) {
+				restated = append(restated, ing)
+				continue
+			}
 		}
 		if changed[k] = ing; len(changed) > maxPatch {
 			return m.whole("too many Ingresses changed")
@@ -233,6 +238,12 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	}
 	// Commit: from here the state is the new pass's, or dropped.
 	m.pass = nil
+	for _, ing := range restated { // the objects of this pass, for the next
+		k := Key{ing.Namespace, ing.Name}
+		delete(p.ptrs, p.objs[k])
+		p.objs[k] = ing
+		p.ptrs[ing] = struct{}{}
+	}
 	var touched []string
 	for k := range changed {
 		for _, u := range []*unit{p.units[k], now[k]} {
