@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +155,28 @@ func reportPassParts(b *testing.B, kind string, changes []change, parts []passPa
 		b.ReportMetric(float64(pct(ours, 0.5).Microseconds())/1000, kind+"-fromevent-p50-ms")
 		b.ReportMetric(float64(pct(ours, 0.99).Microseconds())/1000, kind+"-fromevent-p99-ms")
 	}
+}
+
+// allocProfile, with HKS_BENCH_MEMPROFILE=PREFIX, writes the process's
+// heap profile to PREFIX.before now and to PREFIX.after when stop is
+// called: what the changes allocated is
+// `go tool pprof -sample_index=alloc_space -base PREFIX.before TEST PREFIX.after`.
+func allocProfile(b *testing.B) (stop func()) {
+	prefix := os.Getenv("HKS_BENCH_MEMPROFILE")
+	if prefix == "" {
+		return func() {}
+	}
+	write := func(path string) {
+		runtime.GC() // the profile is as of the last collection
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write(prefix + ".before")
+	return func() { write(prefix + ".after") }
 }
