@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -168,14 +167,7 @@ func allocProfile(b *testing.B) (stop func()) {
 	}
 	write := func(path string) {
 		runtime.GC() // the profile is as of the last collection
-		f, err := os.Create(path)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer f.Close()
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
-			b.Fatal(err)
-		}
+		writeHeapProfile(b, path)
 	}
 	write(prefix + ".before")
 	return func() { write(prefix + ".after") }
