@@ -199,7 +199,8 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	parts := slowParts{"snapshot", snapshot, "compute", compute, "beside", beside, "parse", parse,
 		"apply", apply, "status", time.Since(statusStart), "waited", waitedFor(ctx, start)}
 	parts = append(parts, gcstat.Read().Since(gc0).Attrs()...)
-	if b, ok := l.opts.Beside.(interface{ Parts() []any }); ok {
+	if b, ok := l.opts.Beside.(interface{ Parts() []any }); ok { // ingressctl.Server: its own parts
+
 		parts = append(parts, b.Parts()...)
 	}
 	driver.LogPass(l.log, start, res, err, append([]any{"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends),
