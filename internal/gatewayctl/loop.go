@@ -15,6 +15,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gcstat"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
@@ -146,8 +147,10 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		return driver.Result{}, errors.New("informer caches not synced")
 	}
 	start := time.Now()
+	gc0 := gcstat.Read()
 	ctx = l.changes.Take(ctx)
 	in := l.src.Snapshot()
+	snapshot := time.Since(start)
 	gopts := l.opts.Gateway
 	gopts.Certs = &l.certs
 	gopts.Routes = &l.routes
@@ -160,10 +163,14 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 			gopts.Claims = claims.ToPools(claims.ReadAll(l.src.Claims()))
 		}
 	}
+	computeStart := time.Now()
 	out := gateway.Compute(in, gopts)
+	compute := time.Since(computeStart)
+	besideStart := time.Now()
 	if l.opts.Beside != nil {
 		l.opts.Beside.Add(&out.Config, in)
 	}
+	beside := time.Since(besideStart)
 	l.assigned = out.Assigned
 	if l.opts.Claimer != nil {
 		l.opts.Claimer.Want(wants(in.Gateways, out)) // it plans again: claims may have changed
@@ -184,12 +191,21 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 			l.opts.Beside.Applied()
 		}
 	}
-	// parse: the snapshot and gateway.Compute (and the Ingresses beside);
-	// apply: the driver's whole Apply (its render, write, runtime within);
-	// status: handing the result to the publisher.
-	driver.LogPass(l.log, start, res, err,
-		"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends), "udp", len(out.Config.UDP), "parse", parse,
-		"apply", apply, "status", time.Since(statusStart))
+	// parse: the snapshot and gateway.Compute (and the Ingresses beside),
+	// split into snapshot, compute and beside; apply: the driver's whole
+	// Apply (its render, write, runtime within); status: handing the
+	// result to the publisher; waited: from the first change the pass
+	// took to its start; then the collections and allocation in the pass.
+	parts := slowParts{"snapshot", snapshot, "compute", compute, "beside", beside, "parse", parse,
+		"apply", apply, "status", time.Since(statusStart), "waited", waitedFor(ctx, start)}
+	parts = append(parts, gcstat.Read().Since(gc0).Attrs()...)
+	if b, ok := l.opts.Beside.(interface{ Parts() []any }); ok { // ingressctl.Server: its own parts
+
+		parts = append(parts, b.Parts()...)
+	}
+	driver.LogPass(l.log, start, res, err, append([]any{"gateways", len(out.Gateways), "frontends", len(out.Config.Frontends),
+		"udp", len(out.Config.UDP)}, parts...)...)
+	logSlow(l.log, start, parts)
 	return res, err
 }
 

@@ -122,7 +122,10 @@ type Memo struct {
 	// pass is the last pass, for the next to patch (passmemo.go); nil:
 	// the next is a whole pass.
 	pass    *passState
-	patched int // passes patched, in all (tests)
+	patched int    // passes patched, in all (tests)
+	why     string // why the last Compile was a whole pass (Whole)
+	// unrecorded: why the last whole pass was not kept to patch.
+	unrecorded string
 	// headers are the last valid version of each ConfigMap of
 	// custom-headers a kept Ingress names (customheaders.go).
 	headers map[Key]lastHeaders

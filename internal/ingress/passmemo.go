@@ -69,10 +69,11 @@ func (m *Memo) record(in Input, opts Options, ours func(*netv1.Ingress) bool, un
 	if m == nil {
 		return
 	}
-	m.pass = nil
+	m.pass, m.unrecorded = nil, "a refused Ingress, none served or a www redirect"
 	if refused || len(units) == 0 || len(res.Frontends) == 0 || len(tb.www) > 0 {
 		return
 	}
+	m.unrecorded = "a canary, redirected or aliased host"
 	p := &passState{in: in, opts: opts, ours: ours, w: w, tb: tb, res: res,
 		svcs: make(map[*corev1.Service]struct{}, len(in.Services)), slices: make(map[*desired.Slice]struct{}, len(in.Slices)),
 		objs: make(map[Key]*netv1.Ingress, len(in.Ingresses)), ptrs: make(map[*netv1.Ingress]struct{}, len(in.Ingresses)), units: make(map[Key]*unit, len(units)),
@@ -90,7 +91,8 @@ func (m *Memo) record(in Input, opts Options, ours func(*netv1.Ingress) bool, un
 		}
 	}
 	if len(p.refs) != len(p.backends) || slices.ContainsFunc(slices.Collect(maps.Keys(p.refs)), func(n string) bool { return p.backends[n] == nil }) {
-		return // a backend no served path uses: made by a refused version, say
+		m.unrecorded = "a backend no served path uses"
+		return // made by a refused version, say
 	}
 	for _, s := range in.Services {
 		p.svcs[s] = struct{}{}
@@ -102,7 +104,7 @@ func (m *Memo) record(in Input, opts Options, ours func(*netv1.Ingress) bool, un
 		p.objs[Key{ing.Namespace, ing.Name}] = ing
 		p.ptrs[ing] = struct{}{}
 	}
-	m.pass = p
+	m.pass, m.unrecorded = p, ""
 }
 
 // count adds n to the uses of u's paths' backends.
@@ -117,22 +119,33 @@ func (p *passState) count(u *unit, n int) {
 	}
 }
 
-// sameWorld reports whether in and opts are the last pass's but for
-// the Ingresses.
-func (p *passState) sameWorld(in Input, opts Options) bool {
+// sameWorld is "" when in and opts are the last pass's but for the
+// Ingresses, else what differs.
+func (p *passState) sameWorld(in Input, opts Options) string {
 	o := opts
 	o.Last = nil
-	if o.Class != p.opts.Class || o.HTTPPort != p.opts.HTTPPort || o.HTTPSPort != p.opts.HTTPSPort ||
-		o.DefaultCert != p.opts.DefaultCert || !slices.Equal(o.Addresses, p.opts.Addresses) {
-		return false
-	}
-	if !samePtrs(in.Classes, p.in.Classes) || !inSet(in.Services, p.svcs) || !inSet(in.Slices, p.slices) {
-		return false
+	switch {
+	case o.Class != p.opts.Class || o.HTTPPort != p.opts.HTTPPort || o.HTTPSPort != p.opts.HTTPSPort ||
+		o.DefaultCert != p.opts.DefaultCert || !slices.Equal(o.Addresses, p.opts.Addresses):
+		return "other options"
+	case !samePtrs(in.Classes, p.in.Classes):
+		return "other IngressClasses"
+	case !inSet(in.Services, p.svcs):
+		return "other Services"
+	case !inSet(in.Slices, p.slices):
+		return "other EndpointSlices"
 	}
 	eqPtr := func(a, b *certs.Bundle) bool { return a == b }
-	return maps.EqualFunc(in.Certs, p.in.Certs, eqPtr) && maps.Equal(in.Problems, p.in.Problems) &&
-		maps.EqualFunc(in.Auth, p.in.Auth, bytes.Equal) && maps.EqualFunc(in.CAs, p.in.CAs, bytes.Equal) &&
-		maps.Equal(in.CAProblems, p.in.CAProblems) && maps.Equal(in.ConfigMaps, p.in.ConfigMaps)
+	switch {
+	case !maps.EqualFunc(in.Certs, p.in.Certs, eqPtr) || !maps.Equal(in.Problems, p.in.Problems):
+		return "other certificates"
+	case !maps.EqualFunc(in.Auth, p.in.Auth, bytes.Equal) || !maps.EqualFunc(in.CAs, p.in.CAs, bytes.Equal) ||
+		!maps.Equal(in.CAProblems, p.in.CAProblems):
+		return "other auth or CA Secrets"
+	case !maps.Equal(in.ConfigMaps, p.in.ConfigMaps):
+		return "other ConfigMaps"
+	}
+	return ""
 }
 
 func samePtrs[T any](a, b []*T) bool {
@@ -157,13 +170,17 @@ func inSet[T any](xs []*T, set map[*T]struct{}) bool {
 // longer be right).
 func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	if m == nil || m.pass == nil {
-		return Result{}, false
+		if m != nil && m.unrecorded != "" {
+			return m.whole("last pass not kept: " + m.unrecorded)
+		}
+		return m.whole("no last pass")
 	}
 	p := m.pass
-	if !p.sameWorld(in, opts) {
-		return Result{}, false
+	if why := p.sameWorld(in, opts); why != "" {
+		return m.whole(why)
 	}
 	changed := map[Key]*netv1.Ingress{} // nil: gone
+	var restated []*netv1.Ingress       // new objects that compile as the last (a status written)
 	seen := 0                           // the objects of the last pass, and their keys
 	for _, ing := range in.Ingresses {
 		if _, ok := p.ptrs[ing]; ok {
@@ -171,11 +188,15 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 			continue
 		}
 		k := Key{ing.Namespace, ing.Name}
-		if p.objs[k] != nil {
+		if o := p.objs[k]; o != nil {
 			seen++
+			if sameCompiled(o, ing) {
+				restated = append(restated, ing)
+				continue
+			}
 		}
 		if changed[k] = ing; len(changed) > maxPatch {
-			return Result{}, false
+			return m.whole("too many Ingresses changed")
 		}
 	}
 	if seen < len(p.objs) {
@@ -186,7 +207,7 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 		for k := range p.objs {
 			if !now[k] {
 				if changed[k] = nil; len(changed) > maxPatch {
-					return Result{}, false
+					return m.whole("too many Ingresses changed")
 				}
 			}
 		}
@@ -203,7 +224,7 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	for k, ing := range changed {
 		if old := p.units[k]; old != nil {
 			if e := m.units[k]; !simple(old) || e == nil || len(e.events) > 0 || len(e.other) > 0 {
-				return Result{}, false
+				return m.whole("a changed Ingress was not simple")
 			}
 		}
 		if ing == nil || !p.ours(ing) {
@@ -211,12 +232,18 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 		}
 		u, refused := m.compile(ing, w, &scratch)
 		if refused != "" || u == nil || !simple(u) || len(scratch.Events) > 0 || len(scratch.Annotations) > 0 || m.next[k] == nil {
-			return Result{}, false
+			return m.whole("a changed Ingress is not simple")
 		}
 		now[k] = u
 	}
 	// Commit: from here the state is the new pass's, or dropped.
 	m.pass = nil
+	for _, ing := range restated { // the objects of this pass, for the next
+		k := Key{ing.Namespace, ing.Name}
+		delete(p.ptrs, p.objs[k])
+		p.objs[k] = ing
+		p.ptrs[ing] = struct{}{}
+	}
 	var touched []string
 	for k := range changed {
 		for _, u := range []*unit{p.units[k], now[k]} {
@@ -263,7 +290,7 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 		}
 	}
 	if len(p.units) == 0 {
-		return Result{}, false
+		return m.whole("no Ingress served")
 	}
 	// Events and annotation counts are the last pass's; so is Served
 	// unless an Ingress came or went (shared: a Result is not modified).
@@ -278,7 +305,7 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	for _, f := range p.res.Frontends {
 		f.Binds = binds(opts, f.HTTP.Port)
 		if f.HTTP = p.tb.patchTable(f.HTTP, touched, f.TLS != nil); f.HTTP == nil {
-			return Result{}, false
+			return m.whole("a table not one run per host")
 		}
 		res.Frontends = append(res.Frontends, f)
 	}
@@ -315,7 +342,25 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	p.in, p.res = in, res
 	m.pass = p
 	m.patched++
+	m.why = ""
 	return res, true
+}
+
+// whole records why a pass was not patched (Memo.Whole) and declines.
+func (m *Memo) whole(why string) (Result, bool) {
+	if m != nil {
+		m.why = why
+	}
+	return Result{}, false
+}
+
+// Whole is why the last Compile was a whole pass ("" when it was
+// patched, or with no memo): for a slow pass's log line.
+func (m *Memo) Whole() string {
+	if m == nil {
+		return ""
+	}
+	return m.why
 }
 
 // patchTable is old with the hosts touched built again (those with no

@@ -65,6 +65,18 @@ var passEdits = []edit{
 			}
 		}
 	}},
+	{"status written to many Ingresses (more than a patch takes), one with its spec changed too", func(in, _ *Input, r *rand.Rand) {
+		in.Ingresses = slices.Clone(in.Ingresses)
+		for range 2 * maxPatch {
+			i := pick(r, len(in.Ingresses))
+			in.Ingresses[i] = statusWritten(in.Ingresses[i], r.IntN(250))
+		}
+		i := pick(r, len(in.Ingresses))
+		in.Ingresses[i] = newVersion(in.Ingresses[i], func(c *netv1.Ingress) {
+			c.Status.LoadBalancer.Ingress = []netv1.IngressLoadBalancerIngress{{IP: "192.0.2.99"}}
+			c.Spec.Rules[0].Host = fmt.Sprintf("h%d.example.com", r.IntN(12))
+		})
+	}},
 	{"annotation toggled (ssl-redirect, force-ssl-redirect, canary, default backend)", func(in, _ *Input, r *rand.Rand) {
 		i := pick(r, len(in.Ingresses))
 		k := NginxPrefix + []string{"ssl-redirect", "force-ssl-redirect", "canary", "app-root"}[r.IntN(4)]
@@ -127,6 +139,62 @@ func TestPassMemoIsTheWholeCompile(t *testing.T) {
 				t.Fatalf("%d of 300 passes patched with the memo, %d without: want most, none", memo.patched, whole.patched)
 			}
 			t.Logf("%d of 300 passes patched", memo.patched)
+		})
+	}
+}
+
+// statusWritten is ing with its status written (a new object and
+// resourceVersion, nothing a compile reads).
+func statusWritten(ing *netv1.Ingress, n int) *netv1.Ingress {
+	return newVersion(ing, func(c *netv1.Ingress) {
+		c.Status.LoadBalancer.Ingress = []netv1.IngressLoadBalancerIngress{{IP: fmt.Sprintf("192.0.2.%d", n)}}
+	})
+}
+
+// TestPassMemoTakesStatusWrites: a pass after the status of more
+// Ingresses than a patch changes was written (as the writers do after a
+// start, at --status-qps) and one Ingress was added is patched, and is
+// what compiling every Ingress gives; an annotation or spec changed with
+// the status is compiled again.
+func TestPassMemoTakesStatusWrites(t *testing.T) {
+	tests := []struct {
+		name      string
+		also      func(*netv1.Ingress) // changed beside the status, on every restated Ingress but the first
+		wantPatch bool
+	}{
+		{"status only", nil, true},
+		{"an annotation too", func(c *netv1.Ingress) { c.Annotations[NginxPrefix+"ssl-redirect"] = "false" }, false},
+		{"a path too", func(c *netv1.Ingress) { c.Spec.Rules[0].HTTP.Paths[0].Path = "/moved" }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := benchInput(100)
+			opts := Options{Class: "haproxy", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10")}}
+			memo := &Memo{}
+			opts.Last = memo
+			Compile(in, opts)
+			in.Ingresses = slices.Clone(in.Ingresses)
+			for i := range 3 * maxPatch {
+				in.Ingresses[i] = statusWritten(in.Ingresses[i], i)
+				if tc.also != nil && i > 0 {
+					in.Ingresses[i] = newVersion(in.Ingresses[i], tc.also)
+				}
+			}
+			in.Ingresses = append(in.Ingresses, newVersion(in.Ingresses[len(in.Ingresses)-1], func(c *netv1.Ingress) {
+				c.Name, c.Spec.Rules[0].Host = "added", "added.example.com"
+			}))
+			got := Compile(in, opts)
+			if patched := memo.patched == 1; patched != tc.wantPatch {
+				t.Errorf("patched %v (whole: %q), want %v", patched, memo.Whole(), tc.wantPatch)
+			}
+			if want := Compile(in, Options{Class: opts.Class, Addresses: opts.Addresses}); !reflect.DeepEqual(got, want) {
+				t.Fatalf("the memo's result\n%s\ncompiling every Ingress\n%s", dump(got), dump(want))
+			}
+			// The next pass, with nothing changed, is patched from this one.
+			before := memo.patched
+			if Compile(in, opts); memo.patched != before+1 {
+				t.Errorf("the pass after was not patched: %q", memo.Whole())
+			}
 		})
 	}
 }

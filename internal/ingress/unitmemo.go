@@ -1,10 +1,12 @@
 package ingress
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -80,7 +82,19 @@ func (e *memoUnit) sameObject(ing *netv1.Ingress) bool {
 	if e.ing == ing {
 		return true
 	}
-	return ing.ResourceVersion != "" && ing.ResourceVersion == e.ing.ResourceVersion && ing.UID == e.ing.UID
+	return ing.ResourceVersion != "" && ing.ResourceVersion == e.ing.ResourceVersion && ing.UID == e.ing.UID ||
+		sameCompiled(e.ing, ing)
+}
+
+// sameCompiled reports whether b compiles as a does: the same Ingress
+// (UID, namespace, name, creation time) with the same spec and
+// annotations, everything compileOne and the class filter read of it. A
+// status written (ours at every new Ingress, another controller's) makes
+// a new object and resourceVersion but nothing to compile.
+func sameCompiled(a, b *netv1.Ingress) bool {
+	return a.UID == b.UID && a.Namespace == b.Namespace && a.Name == b.Name &&
+		a.CreationTimestamp.Equal(&b.CreationTimestamp) && maps.Equal(a.Annotations, b.Annotations) &&
+		equality.Semantic.DeepEqual(a.Spec, b.Spec)
 }
 
 // replay tells what the unit told into res and returns a copy of it

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,6 +61,7 @@ type Server struct {
 	memo    ingress.Memo
 	// the worker's alone: the last pass's result and Events.
 	pending ingress.Result
+	parts   []any // the last Add's (Parts)
 	events  map[ingress.Event]bool
 	metric  *prometheus.GaugeVec
 
@@ -102,6 +104,7 @@ func (s *Server) Collector() prometheus.Collector { return s.metric }
 // merges them into cfg (ingress.Merge: HTTPRoutes first on a shared
 // frontend). The Warnings are recorded now, each once while it holds.
 func (s *Server) Add(cfg *model.Config, in gateway.Input) {
+	start := time.Now()
 	classes, ings := s.src.Ingresses()
 	ii := ingress.Input{Classes: classes, Ingresses: ings, Services: in.Services, Slices: in.Slices,
 		Certs: map[ingress.Key]*certs.Bundle{}, Problems: map[ingress.Key]string{}, Auth: map[ingress.Key][]byte{},
@@ -126,7 +129,9 @@ func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 	}
 	opts := s.opts.Ingress
 	opts.Last = &s.memo
+	compileStart := time.Now()
 	res := ingress.Compile(ii, opts)
+	mergeStart := time.Now()
 	for _, c := range ingress.Merge(cfg, res) {
 		s.log.Warn("ingress: " + c)
 		// Not served: status must not say so. (A new map: the
@@ -135,7 +140,14 @@ func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 	}
 	s.pending = res
 	s.report(res)
+	s.parts = []any{"ingress_input", compileStart.Sub(start), "ingress_compile", mergeStart.Sub(compileStart),
+		"ingress_merge", time.Since(mergeStart), "ingress_whole", s.memo.Whole()}
 }
+
+// Parts are the last Add's timed parts, as log attributes: the input
+// read, the compile, the merge into the model and the report, and why
+// the compile was a whole pass ("" when it patched the last).
+func (s *Server) Parts() []any { return s.parts }
 
 // report records the pass's Events that the last pass did not have, logs
 // them, and sets the annotation metric.

@@ -27,7 +27,9 @@ import (
 // ms, p99 <= 100 ms, 0 reloads), and each change's stages (stages:
 // write, watch, queue, pass, probe). The Ingress twin of
 // BenchmarkHTTPRoutePropagation; HKS_BENCH_CPUPROFILE=FILE profiles the
-// process (the controller runs in it) during the changes.
+// process (the controller runs in it) during the changes, and
+// HKS_BENCH_MEMPROFILE=PREFIX writes its allocations before and after
+// them (allocProfile).
 //
 //	HKS_TESTBIN_DIR=... go test -run '^$' -bench BenchmarkIngressPropagation -benchtime 1x ./test/e2e/
 func BenchmarkIngressPropagation(b *testing.B) {
@@ -74,6 +76,7 @@ func BenchmarkIngressPropagation(b *testing.B) {
 		return ing.Ingresses(ns).Watch(ctx, metav1.ListOptions{})
 	})
 	stopProfile := cpuProfile(b) // the changes only
+	stopAllocs := allocProfile(b)
 	for i := range changes {
 		name := fmt.Sprintf("new%d", i)
 		start := time.Now()
@@ -117,6 +120,7 @@ func BenchmarkIngressPropagation(b *testing.B) {
 		movedAt = append(movedAt, change{start: start, written: written, seen: seen, served: start.Add(d)})
 	}
 	stopProfile()
+	stopAllocs()
 	moveReloads := reloads() - before
 	perChange := float64(idlePasses(passes, time.Second, time.Minute)-passes0) / float64(2*changes)
 	propagation{kind: "Ingresses", n: n, created: created, synced: synced, added: added, moved: moved,
@@ -124,6 +128,9 @@ func BenchmarkIngressPropagation(b *testing.B) {
 	ps := runtimePasses(log.String())
 	reportStages(b, "new", stages(addedAt, ps))
 	reportStages(b, "moved", stages(movedAt, ps))
+	pp := passParts(log.String())
+	reportPassParts(b, "new", addedAt, pp)
+	reportPassParts(b, "moved", movedAt, pp)
 }
 
 // propagation is what a propagation benchmark measured: N objects of a
