@@ -89,22 +89,44 @@ func sameFrontendStructure(a, b []model.Frontend, opts Options) bool {
 			return false
 		}
 		for i := range a {
-			if !a[i].Equal(b[i]) {
+			if !model.SameFrontend(&a[i], &b[i]) && !a[i].Equal(b[i]) {
 				return false
 			}
 		}
 		return true
 	}
+	// Both sides' skeleton frontends, in order, must be equal. A pair that
+	// is the same value (model.SameFrontend: the view keeps a frontend
+	// that did not change) writes the same either way and is passed at
+	// once, without asking Listened of its binds; a skeletonless one is
+	// passed on its own side. Which side is looked at first goes by name
+	// (a Config's frontends are sorted), so that a frontend come or gone
+	// puts the two sides back in step; any order gives the right answer,
+	// only more Listened calls.
 	i, j := 0, 0
-	for {
-		for i < len(a) && skeletonless(a[i], opts) {
-			i++
+	for i < len(a) || j < len(b) {
+		if i < len(a) && j < len(b) && model.SameFrontend(&a[i], &b[j]) {
+			i, j = i+1, j+1
+			continue
 		}
-		for j < len(b) && skeletonless(b[j], opts) {
+		if i < len(a) && (j == len(b) || a[i].Name <= b[j].Name) && skeletonless(a[i], opts) {
+			i++
+			continue
+		}
+		if j < len(b) && (i == len(a) || b[j].Name <= a[i].Name) && skeletonless(b[j], opts) {
 			j++
+			continue
+		}
+		if i < len(a) && skeletonless(a[i], opts) {
+			i++
+			continue
+		}
+		if j < len(b) && skeletonless(b[j], opts) {
+			j++
+			continue
 		}
 		if i == len(a) || j == len(b) {
-			return i == len(a) && j == len(b)
+			return false // a skeleton frontend on one side only
 		}
 		fa, fb := a[i], b[j]
 		if opts.Listened(fa) != opts.Listened(fb) {
@@ -121,6 +143,7 @@ func sameFrontendStructure(a, b []model.Frontend, opts Options) bool {
 		}
 		i, j = i+1, j+1
 	}
+	return true
 }
 
 // skeletonless reports whether f writes nothing into the skeleton: a
