@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/modeledit"
 )
 
 // memoFrontend is a frontend of kind k behind the fixed listener: 0
@@ -29,9 +30,9 @@ func memoFrontend(name string, port uint16, k int) model.Frontend {
 // TestHashMemoRandomFrontends: pass after pass of random edits of the
 // frontends behind the fixed listener, most of them the same values as in
 // the last pass (as the pool's view keeps them), the memo's hash is
-// StructureHash's: frontends of each kind added and removed, a copy with
-// new slices, a port, ranges, backend or kind changed, and now and then
-// the whole list out of order. It fails if the memo's walk passes a pair
+// StructureHash's: the edits of modeledit (frontends added and removed,
+// binds, backend, PROXY flag, routed), a copy with new slices, ranges or
+// kind changed, and now and then the whole list out of order. It fails if the memo's walk passes a pair
 // it should compare, or loses its step.
 func TestHashMemoRandomFrontends(t *testing.T) {
 	opts := Options{StatsSocket: "/s", ACLDir: "/acl", Listeners: Listeners{Mode: ListenersTProxy}}
@@ -42,37 +43,34 @@ func TestHashMemoRandomFrontends(t *testing.T) {
 			var m HashMemo
 			n, skipped := 0, 0
 			for pass := range 400 {
-				fs = slices.Clone(fs)
 				sorted := true
-				switch k := r.IntN(9); {
-				case k == 0 || len(fs) < 4:
+				switch k := r.IntN(10); {
+				case k < 5 || len(fs) < 4: // added, removed, binds, backend, PROXY, routed
 					n++
-					fs = append(fs, memoFrontend(fmt.Sprintf("fe_%04d", r.IntN(10000)), uint16(20000+n), r.IntN(3)))
-				case k == 1:
-					i := r.IntN(len(fs))
-					fs = slices.Delete(fs, i, i+1)
-				case k == 2: // the same value, new slices
+					fs = modeledit.Frontends(r, fs, func() model.Frontend {
+						return memoFrontend(fmt.Sprintf("fe_%04d", r.IntN(10000)), uint16(20000+n), r.IntN(3))
+					}, func() model.Bind {
+						return model.Bind{Addr: netip.MustParseAddr("203.0.113.10"), Port: uint16(30000 + r.IntN(100)), Transparent: true}
+					})
+				case k == 5: // the same value, new slices
+					fs = slices.Clone(fs)
 					i := r.IntN(len(fs))
 					fs[i].Binds = slices.Clone(fs[i].Binds)
-				case k == 3:
-					i := r.IntN(len(fs))
-					fs[i].Binds = []model.Bind{{Addr: fs[i].Binds[0].Addr, Port: uint16(30000 + r.IntN(100)), Transparent: true}}
-				case k == 4:
+				case k == 6: // restricted or not
+					fs = slices.Clone(fs)
 					i := r.IntN(len(fs))
 					fs[i].SourceRanges = [][]netip.Prefix{nil, {netip.MustParsePrefix("10.1.0.0/16")}}[r.IntN(2)]
-				case k == 5:
+				case k == 7: // another kind
+					fs = slices.Clone(fs)
 					i := r.IntN(len(fs))
-					fs[i].Backend = fmt.Sprintf("be_x%d", r.IntN(3))
-				case k == 6:
-					i := r.IntN(len(fs))
-					f := memoFrontend(fs[i].Name, fs[i].Binds[0].Port, r.IntN(3))
-					fs[i] = f
-				case k == 7 && r.IntN(4) == 0:
+					fs[i] = memoFrontend(fs[i].Name, fs[i].Binds[0].Port, r.IntN(3))
+				case k == 8 && r.IntN(4) == 0:
+					fs = slices.Clone(fs)
 					r.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
 					sorted = false
 				}
-				if sorted {
-					slices.SortFunc(fs, func(a, b model.Frontend) int { return strings.Compare(a.Name, b.Name) })
+				if sorted && !model.FrontendsSorted(fs) { // after a shuffle: a new slice, the memo holds the last
+					fs = slices.SortedFunc(slices.Values(fs), func(a, b model.Frontend) int { return strings.Compare(a.Name, b.Name) })
 				}
 				cfg := model.Config{Frontends: fs}
 				before := m.renders
