@@ -70,8 +70,19 @@ func Assign(desired model.Config, prev model.Layout, resize bool) (next model.La
 // Memo hands out the same slice while nothing changes) keeps its slots
 // without comparing them server by server.
 func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize bool) (next model.Layout, exhausted []string) {
+	next, exhausted, _ = AssignDelta(desired, prevDesired, prev, resize)
+	return next, exhausted
+}
+
+// AssignDelta is AssignFrom, and when next is a copy of prev with only
+// some backends' slots made anew, says which (model.LayoutDelta; nil
+// otherwise): the structure hash's memo and the driver's changed
+// backends then look at those alone, not at every backend of both
+// layouts (issue 29).
+func AssignDelta(desired, prevDesired model.Config, prev model.Layout, resize bool) (next model.Layout, exhausted []string, delta *model.LayoutDelta) {
 	if resize || len(desired.Backends) != len(prevDesired.Backends) {
-		return Assign(desired, prev, resize)
+		next, exhausted = Assign(desired, prev, resize)
+		return next, exhausted, nil
 	}
 	// Start from a copy of prev (cheaper than building the map anew) when
 	// it has exactly the desired backends, which is the common case.
@@ -82,6 +93,7 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 		next = make(model.Layout, len(desired.Backends))
 	}
 	found := 0
+	var rebuilt []string
 	var nodes binder
 	var flipped map[netip.Addr]bool // nodes whose state changed
 	for i := range nodesFirst(desired.Backends, nil) {
@@ -108,6 +120,9 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 				exhausted = append(exhausted, be.Name)
 			}
 			next[be.Name] = slots
+			if !model.SameSlice(old, slots) {
+				rebuilt = append(rebuilt, be.Name)
+			}
 		}
 		if be.Name == model.NodesBackend {
 			nodes = newBinder(next[be.Name])
@@ -123,7 +138,33 @@ func AssignFrom(desired, prevDesired model.Config, prev model.Layout, resize boo
 			}
 		}
 	}
-	return next, exhausted
+	if same && found == len(prev) { // no key added or removed
+		delta = &model.LayoutDelta{Base: prev, Changed: rebuilt}
+	}
+	return next, exhausted, delta
+}
+
+// ChangedSlots is the part of next whose slots are not the very same
+// slice as in prev, or whose backend prev lacks: the backends that may
+// need runtime operations. With delta (AssignDelta's, made from prev
+// itself) only its Changed backends are looked at; otherwise every one.
+func ChangedSlots(next, prev model.Layout, delta *model.LayoutDelta) model.Layout {
+	out := make(model.Layout)
+	if delta != nil && model.SameLayout(delta.Base, prev) {
+		for _, be := range delta.Changed {
+			if slots, ok := next[be]; ok && !model.SameSlice(prev[be], slots) {
+				out[be] = slots
+			}
+		}
+		return out
+	}
+	for be, slots := range next {
+		old, ok := prev[be]
+		if !ok || !model.SameSlice(old, slots) {
+			out[be] = slots
+		}
+	}
+	return out
 }
 
 func assignBackend(servers []model.Server, old []model.Slot, size int, grow bool, bind binder) ([]model.Slot, bool) {

@@ -22,6 +22,7 @@ import (
 type ListenerMemo struct {
 	o         Options
 	frontends []listenedFrontend // the last pass's, in its order
+	spare     []listenedFrontend // the pass before last's: the next pass's array
 	owners    map[string][]keyOwner
 	listen    []MapEntry // sorted by key
 	proxy     []MapEntry
@@ -70,7 +71,9 @@ func (m *ListenerMemo) Entries(cfg model.Config, o Options) (listen, proxy []Map
 		return m.listen, m.proxy, ListenerEdit{}, ListenerEdit{}, false
 	}
 	touched := map[string]bool{}
-	next := make([]listenedFrontend, 0, len(cfg.Frontends))
+	// The array of the pass before last, reused: ~0.5 MB a pass at
+	// 10,000 Services not allocated (issue 29).
+	next := slices.Grow(m.spare[:0], len(cfg.Frontends))
 	i := 0
 	for _, f := range cfg.Frontends {
 		for i < len(m.frontends) && m.frontends[i].name < f.Name {
@@ -96,7 +99,8 @@ func (m *ListenerMemo) Entries(cfg model.Config, o Options) (listen, proxy []Map
 	for ; i < len(m.frontends); i++ {
 		m.drop(m.frontends[i], touched)
 	}
-	m.frontends = next
+	clear(m.frontends) // hold no binds of the pass before
+	m.frontends, m.spare = next, m.frontends
 	keys := make([]string, 0, len(touched))
 	for k := range touched {
 		keys = append(keys, k)

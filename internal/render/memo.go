@@ -25,7 +25,19 @@ type HashMemo struct {
 
 // StructureHash returns StructureHash(cfg, layout, opts).
 func (m *HashMemo) StructureHash(cfg model.Config, layout model.Layout, opts Options) string {
-	if m.valid && m.opts == opts && sameStructure(m.cfg, cfg, m.layout, layout, opts) {
+	return m.StructureHashFrom(cfg, layout, opts, nil)
+}
+
+// StructureHashFrom is StructureHash for a layout made as delta says
+// (plan.AssignDelta): when its base is the very layout last hashed, only
+// the slots of the backends it names, and of the backends that are other
+// objects, are compared (issue 29: two lookups of every backend's slots a
+// pass otherwise). A nil delta, or one from another layout, is ignored.
+func (m *HashMemo) StructureHashFrom(cfg model.Config, layout model.Layout, opts Options, delta *model.LayoutDelta) string {
+	if delta != nil && !model.SameLayout(delta.Base, m.layout) {
+		delta = nil
+	}
+	if m.valid && m.opts == opts && sameStructure(m.cfg, cfg, m.layout, layout, opts, delta) {
 		m.cfg, m.layout = cfg, layout // same structure; drop references to the old servers
 		return m.hash
 	}
@@ -35,28 +47,49 @@ func (m *HashMemo) StructureHash(cfg model.Config, layout model.Layout, opts Opt
 	return m.hash
 }
 
-// sameStructure compares what build writes in skeleton mode.
-func sameStructure(a, b model.Config, la, lb model.Layout, opts Options) bool {
+// sameStructure compares what build writes in skeleton mode. With delta
+// (lb made from la itself), a backend that is the same object in both
+// and that delta does not name has the same slots too.
+func sameStructure(a, b model.Config, la, lb model.Layout, opts Options, delta *model.LayoutDelta) bool {
 	if len(a.Backends) != len(b.Backends) || !sameFrontendStructure(a.Frontends, b.Frontends, opts) {
 		return false
 	}
 	for i := range a.Backends {
 		// The same object (desired and the pool's view keep a backend
 		// that did not change): the same skeleton, not compared again.
-		if a.Backends[i] != b.Backends[i] && !sameSkeleton(a.Backends[i], b.Backends[i]) {
+		if a.Backends[i] == b.Backends[i] {
+			if delta != nil {
+				continue // its slots: below, if delta names it
+			}
+		} else if !sameSkeleton(a.Backends[i], b.Backends[i]) {
 			return false
 		}
-		sa, sb := la[a.Backends[i].Name], lb[b.Backends[i].Name]
-		if len(sa) != len(sb) {
+		if !sameSlots(la[a.Backends[i].Name], lb[b.Backends[i].Name]) {
 			return false
 		}
-		if model.SameSlice(sa, sb) {
-			continue // the same slots (the plan package reuses them)
-		}
-		for j := range sa {
-			if sa[j].Name != sb[j].Name || sa[j].Track != sb[j].Track {
+	}
+	if delta != nil {
+		for _, name := range delta.Changed {
+			if !sameSlots(la[name], lb[name]) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// sameSlots reports whether two backends' slots write the same skeleton:
+// the same names, each following the same node.
+func sameSlots(sa, sb []model.Slot) bool {
+	if len(sa) != len(sb) {
+		return false
+	}
+	if model.SameSlice(sa, sb) {
+		return true // the same slots (the plan package reuses them)
+	}
+	for j := range sa {
+		if sa[j].Name != sb[j].Name || sa[j].Track != sb[j].Track {
+			return false
 		}
 	}
 	return true
@@ -89,22 +122,44 @@ func sameFrontendStructure(a, b []model.Frontend, opts Options) bool {
 			return false
 		}
 		for i := range a {
-			if !a[i].Equal(b[i]) {
+			if !model.SameFrontend(&a[i], &b[i]) && !a[i].Equal(b[i]) {
 				return false
 			}
 		}
 		return true
 	}
+	// Both sides' skeleton frontends, in order, must be equal. A pair that
+	// is the same value (model.SameFrontend: the view keeps a frontend
+	// that did not change) writes the same either way and is passed at
+	// once, without asking Listened of its binds; a skeletonless one is
+	// passed on its own side. Which side is looked at first goes by name
+	// (a Config's frontends are sorted), so that a frontend come or gone
+	// puts the two sides back in step; any order gives the right answer,
+	// only more Listened calls.
 	i, j := 0, 0
-	for {
-		for i < len(a) && skeletonless(a[i], opts) {
-			i++
+	for i < len(a) || j < len(b) {
+		if i < len(a) && j < len(b) && model.SameFrontend(&a[i], &b[j]) {
+			i, j = i+1, j+1
+			continue
 		}
-		for j < len(b) && skeletonless(b[j], opts) {
+		if i < len(a) && (j == len(b) || a[i].Name <= b[j].Name) && skeletonless(a[i], opts) {
+			i++
+			continue
+		}
+		if j < len(b) && (i == len(a) || b[j].Name <= a[i].Name) && skeletonless(b[j], opts) {
 			j++
+			continue
+		}
+		if i < len(a) && skeletonless(a[i], opts) {
+			i++
+			continue
+		}
+		if j < len(b) && skeletonless(b[j], opts) {
+			j++
+			continue
 		}
 		if i == len(a) || j == len(b) {
-			return i == len(a) && j == len(b)
+			return false // a skeleton frontend on one side only
 		}
 		fa, fb := a[i], b[j]
 		if opts.Listened(fa) != opts.Listened(fb) {
@@ -121,6 +176,7 @@ func sameFrontendStructure(a, b []model.Frontend, opts Options) bool {
 		}
 		i, j = i+1, j+1
 	}
+	return true
 }
 
 // skeletonless reports whether f writes nothing into the skeleton: a

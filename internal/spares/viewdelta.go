@@ -162,7 +162,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		for j < len(l.frontends) && l.frontends[j].Name < f.Name {
 			j++
 		}
-		if j < len(l.frontends) && l.frontends[j].Name == f.Name && sameFrontend(&f, &l.frontends[j]) &&
+		if j < len(l.frontends) && l.frontends[j].Name == f.Name && model.SameFrontend(&f, &l.frontends[j]) &&
 			!f.Routed() && f.HTTP == nil && !moved[f.Backend] {
 			frontOut[i] = -1
 			if k := l.frontOut[j]; k >= 0 {
@@ -223,14 +223,4 @@ func changedBackends(was, now []*model.Backend) ([]string, bool) {
 		out = append(out, was[i].Name)
 	}
 	return out, true
-}
-
-// sameFrontend reports whether a and b are the same frontend value: the
-// same fields, the same slices and pointers (a model shares what did not
-// change).
-func sameFrontend(a, b *model.Frontend) bool {
-	return a.Name == b.Name && a.Service == b.Service && a.AcceptProxy == b.AcceptProxy && a.MaxConn == b.MaxConn &&
-		a.TimeoutClient == b.TimeoutClient && a.Backend == b.Backend && a.InspectDelay == b.InspectDelay &&
-		a.TLS == b.TLS && a.HTTP == b.HTTP && model.SameSlice(a.Binds, b.Binds) &&
-		model.SameSlice(a.SourceRanges, b.SourceRanges) && model.SameSlice(a.Routes, b.Routes)
 }

@@ -249,8 +249,8 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		d.consistent = false // plan every backend, the ones left behind too
 	}
 	t := time.Now()
-	layout, exhausted := d.assign(cfg)
-	hash := d.adoptRendering(cfg, layout, d.hashes.StructureHash(cfg, layout, d.opts.Render))
+	layout, exhausted, delta := d.assign(cfg)
+	hash := d.adoptRendering(cfg, layout, d.hashes.StructureHashFrom(cfg, layout, d.opts.Render, delta))
 	res.Render = time.Since(t)
 
 	var reasons []string
@@ -299,7 +299,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.addBackends(ctx, cfg, layout, &res); err != nil {
 		return res, err
 	}
-	ops, missing := d.ops(d.changed(layout), cfg)
+	ops, missing := d.ops(d.changed(layout, delta), cfg)
 	if len(missing) > 0 {
 		d.known = false
 		return res, fmt.Errorf("runtime state lacks %d slots (first %s): %w", len(missing), missing[0], haproxy.ErrCommand)
@@ -341,30 +341,27 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 }
 
 // assign places cfg's servers into the slots in force, without resizing.
-func (d *HAProxy) assign(cfg model.Config) (model.Layout, []string) {
+// With d.layout's own copy, it says which backends' slots it made anew
+// (plan.AssignDelta).
+func (d *HAProxy) assign(cfg model.Config) (model.Layout, []string, *model.LayoutDelta) {
 	if d.assigned {
-		return plan.AssignFrom(cfg, d.desired, d.layout, false)
+		return plan.AssignDelta(cfg, d.desired, d.layout, false)
 	}
-	return plan.Assign(cfg, d.layout, false)
+	layout, exhausted := plan.Assign(cfg, d.layout, false)
+	return layout, exhausted, nil
 }
 
 // changed returns the part of layout that may need operations: all of it,
 // or, while actual is known to match d.layout, the backends whose slots are
 // not the very same slice as in d.layout (plan.AssignFrom keeps the slice of
-// every backend it leaves alone). The operations are those plan.Ops would
-// list for the whole layout.
-func (d *HAProxy) changed(layout model.Layout) model.Layout {
+// every backend it leaves alone; with its delta only the backends it names
+// are looked at: plan.ChangedSlots). The operations are those plan.Ops
+// would list for the whole layout.
+func (d *HAProxy) changed(layout model.Layout, delta *model.LayoutDelta) model.Layout {
 	if !d.consistent {
 		return layout
 	}
-	out := make(model.Layout)
-	for be, slots := range layout {
-		old, ok := d.layout[be]
-		if !ok || !model.SameSlice(old, slots) {
-			out[be] = slots
-		}
-	}
-	return out
+	return plan.ChangedSlots(layout, d.layout, delta)
 }
 
 func (d *HAProxy) structureReasons(cfg model.Config) []string {

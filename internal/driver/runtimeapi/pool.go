@@ -127,8 +127,8 @@ func (d *HAProxy) spareSlots(name string) int {
 // structure than the one running, or a backend out of slots. Pure: it
 // plans as apply does and changes nothing.
 func (d *HAProxy) wouldReload(view model.Config) bool {
-	layout, exhausted := d.assign(view)
-	return len(exhausted) > 0 || d.hashes.StructureHash(view, layout, d.opts.Render) != d.hash
+	layout, exhausted, delta := d.assign(view)
+	return len(exhausted) > 0 || d.hashes.StructureHashFrom(view, layout, d.opts.Render, delta) != d.hash
 }
 
 // poolApplied records the pool of a pass that applied (err nil, or a

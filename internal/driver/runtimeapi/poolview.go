@@ -35,7 +35,9 @@ func (v *poolView) of(s spares.State, cfg model.Config, own func(*model.Backend)
 		return out
 	}
 	out := v.memo.ViewExcept(s, cfg, own)
-	v.cfg, v.pool, v.view, v.own = cfg, slices.Clone(s.Spares), out, own != nil
+	// v.pool is only compared (derived): its array is reused, not a
+	// copy of every spare allocated a pass.
+	v.cfg, v.pool, v.view, v.own = cfg, append(v.pool[:0], s.Spares...), out, own != nil
 	v.cfg.Changes = nil
 	if idx := v.memo.Index(); idx != nil {
 		v.index = idx // kept by the memo, by difference (spares/viewdelta.go)

@@ -37,7 +37,14 @@ func withoutTaken(ctx context.Context, running, cfg model.Config, listened func(
 	var have map[model.Bind]bool // made at the first frontend that binds: behind the fixed listener, none
 	var refused []driver.Refusal
 	drop := map[int]bool{}
+	j := 0 // running's frontend of f's name, both sorted by name as a Config's are
 	for i, f := range cfg.Frontends {
+		for j < len(running.Frontends) && running.Frontends[j].Name < f.Name {
+			j++
+		}
+		if j < len(running.Frontends) && model.SameFrontend(&f, &running.Frontends[j]) {
+			continue // running as it is: every bind of it runs (issue 29: listened not asked of 10,000)
+		}
 		if listened(f) {
 			continue
 		}

@@ -3,6 +3,7 @@ package runtimeapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -101,6 +102,29 @@ func TestWithoutTaken(t *testing.T) {
 				t.Errorf("the input was modified")
 			}
 		})
+	}
+}
+
+// A pass that adds one frontend to those running asks whether the
+// listener serves that one only: the others are the same values as the
+// running ones (the view keeps them), whose binds all run.
+func TestWithoutTakenAsksOnlyNewFrontends(t *testing.T) {
+	vip := netip.MustParseAddr("203.0.113.10")
+	var running []model.Frontend
+	for i := range 100 {
+		running = append(running, model.Frontend{Name: fmt.Sprintf("fe_%03d", 2*i), Backend: "be",
+			Binds: []model.Bind{{Addr: vip, Port: uint16(20000 + i), Transparent: true}}})
+	}
+	cfg := model.Config{Frontends: slices.Insert(slices.Clone(running), 51, // after fe_100
+		model.Frontend{Name: "fe_101", Backend: "be", Binds: []model.Bind{{Addr: vip, Port: 30000, Transparent: true}}})}
+	asked := 0
+	listened := func(f model.Frontend) bool { asked++; return true }
+	got, refused := withoutTaken(context.Background(), model.Config{Frontends: running}, cfg, listened)
+	if len(got.Frontends) != len(cfg.Frontends) || len(refused) > 0 {
+		t.Fatalf("kept %d frontends of %d, refused %v", len(got.Frontends), len(cfg.Frontends), refused)
+	}
+	if asked != 1 {
+		t.Errorf("listened asked of %d frontends, want 1 (the new one)", asked)
 	}
 }
 

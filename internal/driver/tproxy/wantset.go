@@ -2,6 +2,7 @@ package tproxy
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -21,6 +22,7 @@ type wantSet struct {
 	o      render.Options
 	of     []model.Frontend // the model's frontends last taken
 	fronts []wantFront
+	spare  []wantFront             // the pass before last's fronts: the next pass's array
 	count  map[netip.AddrPort]int  // listened frontends binding each element
 	dirty  map[netip.AddrPort]bool // nil: every element may differ
 	ok     bool
@@ -57,7 +59,9 @@ func (w *wantSet) update(cfg model.Config, o render.Options) {
 		w.whole(cfg, o)
 		return
 	}
-	next := make([]wantFront, 0, len(cfg.Frontends))
+	// The array of the pass before last, reused: ~0.5 MB a pass at
+	// 10,000 Services not allocated (issue 29).
+	next := slices.Grow(w.spare[:0], len(cfg.Frontends))
 	i := 0
 	for k := range cfg.Frontends {
 		f := &cfg.Frontends[k]
@@ -81,7 +85,8 @@ func (w *wantSet) update(cfg model.Config, o render.Options) {
 	for ; i < len(w.fronts); i++ {
 		w.take(w.fronts[i], -1)
 	}
-	w.fronts = next
+	clear(w.fronts) // hold no binds of the pass before
+	w.fronts, w.spare = next, w.fronts
 }
 
 // whole takes cfg's frontends anew: the next diff looks at every element.
