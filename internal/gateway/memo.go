@@ -55,6 +55,11 @@ type Memo struct {
 	// nSeen and nUsed count the routes seen and the entries used in the
 	// pass: end walks the maps only when some were not.
 	nSeen, nUsed int
+	// nPrev counts the routes of the last pass's status seen again in
+	// this one, delta the routes whose status may have changed
+	// (routesdelta.go).
+	nPrev int
+	delta []RouteKey
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
@@ -112,6 +117,7 @@ func (m *Memo) begin(in Input) {
 	}
 	m.pass++
 	m.nSeen, m.nUsed = 0, 0
+	m.nPrev, m.delta = 0, nil // routesdelta.go
 	m.on = len(in.BackendTLSPolicies) == 0
 	world := make(map[any]struct{}, len(in.Classes)+len(in.Gateways)+len(in.Grants)+len(in.Namespaces)+len(in.Secrets))
 	m.nextObjs = make(map[worldKey]any, len(in.Classes)+len(in.Gateways)+len(in.ListenerSets))
@@ -169,6 +175,7 @@ func (m *Memo) end(res *Result) {
 			delete(m.tables, k)
 		}
 	}
+	m.endDelta(res) // routesdelta.go: before m.status is this pass's
 	m.status = res.Routes
 }
 
@@ -196,6 +203,7 @@ func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *ro
 	r, ok := m.routes[h]
 	if !ok {
 		r = mk(h)
+		r.made = m.pass
 		m.routes[h] = r
 	}
 	return r
