@@ -158,6 +158,9 @@ type route struct {
 	epass     int
 	rank      ranked // its place in the last pass's order (ordermemo.go)
 	made      int    // the memo's pass that made it (routesdelta.go)
+	// sts: its parents' status in pass stsPass (routesdelta.go).
+	sts     []gwv1.RouteParentStatus
+	stsPass int
 }
 
 func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {

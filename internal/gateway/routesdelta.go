@@ -15,19 +15,25 @@ import gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 // last pass's only when fewer were seen again.
 
 // noteRoute records, after r's attachment gave sts, whether r's status
-// may differ from the last pass's.
+// may differ from the last pass's. An HTTPRoute the memo kept holds its
+// last pass's slice: no lookup of the last pass's map by key (the pass
+// replays most routes' attachment without one).
 func (m *Memo) noteRoute(r *route, sts []gwv1.RouteParentStatus) {
 	if m == nil {
 		return
 	}
-	prev, had := m.status[r.key]
-	if had {
+	var prev []gwv1.RouteParentStatus
+	kept := r.key.Kind == KindHTTPRoute && r.made != m.pass
+	if kept && r.stsPass == m.pass-1 {
+		prev = r.sts
+	} else if !kept {
+		prev = m.status[r.key] // a new object, or a kind the memo does not keep
+	}
+	if len(prev) > 0 {
 		m.nPrev++
 	}
-	switch {
-	case r.key.Kind != KindHTTPRoute || r.made == m.pass:
-	case !sameSlice(prev, sts): // a new slice, or an entry come or gone
-	default:
+	r.sts, r.stsPass = sts, m.pass
+	if kept && sameSlice(prev, sts) {
 		return
 	}
 	m.delta = append(m.delta, r.key)
