@@ -44,15 +44,30 @@ func (p *Publisher) take() (res *gateway.Result, changed []any, keys []gateway.R
 }
 
 // enqueueChanged queues those of the changed objects whose status
-// differs, when every one is a route (the result the same as the last
-// enqueue's: every other route's entry holds). It reports false, having
-// decided nothing, when one is of another kind (a Gateway's status
-// depends on its routes': the caller looks at everything).
+// differs (the result the same as the last enqueue's: every other
+// route's entry holds). A GatewayClass, Gateway, BackendTLSPolicy or
+// ListenerSet among them (our own Gateway status write landing, after
+// every new route) has the few objects of those kinds compared again,
+// not every route: a route's wanted status is the result's, whatever
+// those objects' status says. It reports false, having decided nothing,
+// when one is of another kind: the caller looks at everything.
 func (p *Publisher) enqueueChanged(q workqueue.TypedRateLimitingInterface[item], res *gateway.Result, changed []any) bool {
-	if !allRoutes(changed) {
-		return false
+	others := false
+	for _, o := range changed {
+		if _, _, _, _, ok := routeOf(o); ok {
+			continue
+		}
+		switch o.(type) {
+		case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.BackendTLSPolicy, *gwv1.ListenerSet:
+			others = true
+		default:
+			return false
+		}
 	}
 	now := metav1.Now()
+	if others {
+		p.enqueueOthers(q, p.objs.Snapshot(), res, now)
+	}
 	gen := p.enqueues // entries marked as seen by the last walk: the next one keeps them
 	for _, o := range changed {
 		p.routeObj(q, res, o, now, gen)
