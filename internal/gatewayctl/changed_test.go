@@ -59,12 +59,10 @@ func TestEnqueueComparesTheChangedRoutes(t *testing.T) {
 	}
 }
 
-// A route the enqueue was not told of keeps the verdict of the walk
-// before (b, not yet written, stays queued by the worker's queue, not
-// re-added); Poke, a new result, or a changed object that is not a route
-// walk every route again and queue each one that differs.
-func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
-	objs, res, p := threeRoutes()
+// allWritten has threeRoutes' statuses written as wanted and checks that
+// nothing is queued then.
+func allWritten(t *testing.T, objs *fakeObjects, p *Publisher) {
+	t.Helper()
 	queued(p)
 	for i := range 3 {
 		written(p, objs, i, parentsWith("Accepted"))
@@ -72,6 +70,15 @@ func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
 	if got := queued(p); len(got) != 0 {
 		t.Fatalf("every status written: queued %v, want none", got)
 	}
+}
+
+// A route the enqueue was not told of keeps the verdict of the walk
+// before (b, not yet written, stays queued by the worker's queue, not
+// re-added); Poke, a new result, or a changed object that is not a route
+// walk every route again and queue each one that differs.
+func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
+	objs, res, p := threeRoutes()
+	allWritten(t, objs, p)
 	// b changed behind us and nobody told the publisher: a Poke finds it.
 	b := objs.routes[1].DeepCopy()
 	b.Status.Parents = parentsWith("Other")
@@ -151,13 +158,7 @@ func TestQuietUpdateToItsOwner(t *testing.T) {
 // route: a route's wanted status is the result's.
 func TestGatewayChangeLooksAtTheGateways(t *testing.T) {
 	objs, _, p := threeRoutes()
-	queued(p)
-	for i := range 3 {
-		written(p, objs, i, parentsWith("Accepted"))
-	}
-	if got := queued(p); len(got) != 0 {
-		t.Fatalf("every status written: queued %v, want none", got)
-	}
+	allWritten(t, objs, p)
 	key := gateway.Key{Namespace: "apps", Name: "gw"}
 	p.last.Gateways = map[gateway.Key]gwv1.GatewayStatus{key: {Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"}}}}
 	g := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "gw"}}
