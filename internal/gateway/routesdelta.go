@@ -2,7 +2,9 @@ package gateway
 
 import gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-// The routes whose status a pass may have changed (Result.RoutesChanged),
+// The routes' parents' status across passes: an unchanged one handed back
+// as the last pass's very slice (parentStatus), and the routes whose
+// status a pass may have changed (Result.RoutesChanged),
 // so that the status publisher looks at those and not at every route of
 // every new result. A pass with the memo hands an unchanged route the
 // very slice of the pass before (parentStatus); what is listed is what
@@ -56,4 +58,48 @@ func (m *Memo) endDelta(res *Result) {
 // sameSlice reports whether a and b are the same slice (not only equal).
 func sameSlice(a, b []gwv1.RouteParentStatus) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// parentStatus is sts, or the last pass's slice of route k when it is
+// the same: unchanged statuses keep their identity.
+func (m *Memo) parentStatus(k RouteKey, sts []gwv1.RouteParentStatus) []gwv1.RouteParentStatus {
+	if m == nil {
+		return sts
+	}
+	if prev, ok := m.status[k]; ok && sameParents(prev, sts) {
+		return prev
+	}
+	return sts
+}
+
+func sameParents(a, b []gwv1.RouteParentStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.ControllerName != y.ControllerName || !sameRef(x.ParentRef, y.ParentRef) || len(x.Conditions) != len(y.Conditions) {
+			return false
+		}
+		for j := range x.Conditions {
+			c, d := x.Conditions[j], y.Conditions[j]
+			if c.Type != d.Type || c.Status != d.Status || c.Reason != d.Reason || c.Message != d.Message ||
+				c.ObservedGeneration != d.ObservedGeneration || !c.LastTransitionTime.Equal(&d.LastTransitionTime) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameRef(a, b gwv1.ParentReference) bool {
+	return a.Name == b.Name && eqPtr(a.Group, b.Group) && eqPtr(a.Kind, b.Kind) && eqPtr(a.Namespace, b.Namespace) &&
+		eqPtr(a.SectionName, b.SectionName) && eqPtr(a.Port, b.Port)
+}
+
+func eqPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
