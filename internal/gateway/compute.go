@@ -135,9 +135,11 @@ func Compute(in Input, opts Options) Result {
 	defer opts.Routes.end()
 	w.indexListeners(gws) // attachmemo.go
 	for _, r := range routesOf(in, opts.Routes, opts.Memo) {
-		if sts := w.attached(r, byKey, opts.ControllerName); len(sts) > 0 {
+		sts := w.attached(r, byKey, opts.ControllerName)
+		if len(sts) > 0 {
 			res.Routes[r.key] = sts
 		}
+		opts.Memo.noteRoute(r, sts) // routesdelta.go
 	}
 
 	backends := make(map[string]*model.Backend, len(in.Services)) // about one per Service port: grown no more

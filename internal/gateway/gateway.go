@@ -112,6 +112,14 @@ type Result struct {
 	// the next pass's Options.Previous and for the claims: those in use
 	// and those being claimed.
 	Assigned map[Key][]netip.Addr
+	// Pass and RoutesChanged, with a Memo (routesdelta.go): the memo's
+	// pass that made this result, and the routes whose entry in Routes
+	// may differ from the result of the pass before (Pass-1): a new or
+	// another slice, an entry gone, a route's object new, or a route of
+	// a kind the memo does not keep. Every other route's entry is the
+	// very slice of that result, its object the same. Pass 0: unknown.
+	Pass          int
+	RoutesChanged []RouteKey
 	// Generations the statuses were computed from (observedGeneration
 	// is in the conditions; this keys the writer's comparisons).
 }
@@ -149,6 +157,10 @@ type route struct {
 	e         *routeEntry     // its memo entry in pass epass (memo.go)
 	epass     int
 	rank      ranked // its place in the last pass's order (ordermemo.go)
+	made      int    // the memo's pass that made it (routesdelta.go)
+	// sts: its parents' status in pass stsPass (routesdelta.go).
+	sts     []gwv1.RouteParentStatus
+	stsPass int
 }
 
 func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {

@@ -55,6 +55,11 @@ type Memo struct {
 	// nSeen and nUsed count the routes seen and the entries used in the
 	// pass: end walks the maps only when some were not.
 	nSeen, nUsed int
+	// nPrev counts the routes of the last pass's status seen again in
+	// this one, delta the routes whose status may have changed
+	// (routesdelta.go).
+	nPrev int
+	delta []RouteKey
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
@@ -112,6 +117,7 @@ func (m *Memo) begin(in Input) {
 	}
 	m.pass++
 	m.nSeen, m.nUsed = 0, 0
+	m.nPrev, m.delta = 0, nil // routesdelta.go
 	m.on = len(in.BackendTLSPolicies) == 0
 	world := make(map[any]struct{}, len(in.Classes)+len(in.Gateways)+len(in.Grants)+len(in.Namespaces)+len(in.Secrets))
 	m.nextObjs = make(map[worldKey]any, len(in.Classes)+len(in.Gateways)+len(in.ListenerSets))
@@ -169,6 +175,7 @@ func (m *Memo) end(res *Result) {
 			delete(m.tables, k)
 		}
 	}
+	m.endDelta(res) // routesdelta.go: before m.status is this pass's
 	m.status = res.Routes
 }
 
@@ -196,6 +203,7 @@ func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *ro
 	r, ok := m.routes[h]
 	if !ok {
 		r = mk(h)
+		r.made = m.pass
 		m.routes[h] = r
 	}
 	return r
@@ -377,48 +385,4 @@ func (e *routeEntry) frag(k fragKey, snis []string) *fragment {
 		}
 	}
 	return nil
-}
-
-// parentStatus is sts, or the last pass's slice of route k when it is
-// the same: unchanged statuses keep their identity.
-func (m *Memo) parentStatus(k RouteKey, sts []gwv1.RouteParentStatus) []gwv1.RouteParentStatus {
-	if m == nil {
-		return sts
-	}
-	if prev, ok := m.status[k]; ok && sameParents(prev, sts) {
-		return prev
-	}
-	return sts
-}
-
-func sameParents(a, b []gwv1.RouteParentStatus) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if x.ControllerName != y.ControllerName || !sameRef(x.ParentRef, y.ParentRef) || len(x.Conditions) != len(y.Conditions) {
-			return false
-		}
-		for j := range x.Conditions {
-			c, d := x.Conditions[j], y.Conditions[j]
-			if c.Type != d.Type || c.Status != d.Status || c.Reason != d.Reason || c.Message != d.Message ||
-				c.ObservedGeneration != d.ObservedGeneration || !c.LastTransitionTime.Equal(&d.LastTransitionTime) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func sameRef(a, b gwv1.ParentReference) bool {
-	return a.Name == b.Name && eqPtr(a.Group, b.Group) && eqPtr(a.Kind, b.Kind) && eqPtr(a.Namespace, b.Namespace) &&
-		eqPtr(a.SectionName, b.SectionName) && eqPtr(a.Port, b.Port)
-}
-
-func eqPtr[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }

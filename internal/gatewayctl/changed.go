@@ -35,44 +35,79 @@ func (p *Publisher) Changed(obj any) {
 
 // take returns the last result, the objects changed since the last
 // enqueue and whether every object must be looked at, and starts afresh.
-func (p *Publisher) take() (res *gateway.Result, changed []any, full bool) {
+func (p *Publisher) take() (res *gateway.Result, changed []any, keys []gateway.RouteKey, full bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	res, changed, full = p.last, p.changed, p.full
-	p.changed, p.full = nil, false
-	return res, changed, full
+	res, changed, keys, full = p.last, p.changed, p.keys, p.full
+	p.changed, p.keys, p.full = nil, nil, false
+	return res, changed, keys, full
 }
 
 // enqueueChanged queues those of the changed objects whose status
-// differs, when every one is a route (the result the same as the last
-// enqueue's: every other route's entry holds). It reports false, having
-// decided nothing, when one is of another kind (a Gateway's status
-// depends on its routes': the caller looks at everything).
+// differs (the result the same as the last enqueue's: every other
+// route's entry holds). A GatewayClass, Gateway, BackendTLSPolicy or
+// ListenerSet among them (our own Gateway status write landing, after
+// every new route) has the few objects of those kinds compared again,
+// not every route: a route's wanted status is the result's, whatever
+// those objects' status says. It reports false, having decided nothing,
+// when one is of another kind: the caller looks at everything.
 func (p *Publisher) enqueueChanged(q workqueue.TypedRateLimitingInterface[item], res *gateway.Result, changed []any) bool {
+	others := false
 	for _, o := range changed {
+		if _, _, _, _, ok := routeOf(o); ok {
+			continue
+		}
 		switch o.(type) {
-		case *gwv1.TCPRoute, *gwv1.TLSRoute, *gwv1.UDPRoute, *gwv1.HTTPRoute, *gwv1.GRPCRoute:
+		case *gwv1.GatewayClass, *gwv1.Gateway, *gwv1.BackendTLSPolicy, *gwv1.ListenerSet:
+			others = true
 		default:
 			return false
 		}
 	}
 	now := metav1.Now()
+	if others {
+		p.enqueueOthers(q, p.objs.Snapshot(), res, now)
+	}
 	gen := p.enqueues // entries marked as seen by the last walk: the next one keeps them
 	for _, o := range changed {
-		switch r := o.(type) {
-		case *gwv1.TCPRoute:
-			p.route(q, res, r, gateway.KindTCPRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
-		case *gwv1.TLSRoute:
-			p.route(q, res, r, gateway.KindTLSRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
-		case *gwv1.UDPRoute:
-			p.route(q, res, r, gateway.KindUDPRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
-		case *gwv1.HTTPRoute:
-			p.route(q, res, r, gateway.KindHTTPRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
-		case *gwv1.GRPCRoute:
-			p.route(q, res, r, gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents, now, gen, false)
+		p.routeObj(q, res, o, now, gen)
+	}
+	return true
+}
+
+// allRoutes reports whether every object is a route.
+func allRoutes(objs []any) bool {
+	for _, o := range objs {
+		if _, _, _, _, ok := routeOf(o); !ok {
+			return false
 		}
 	}
 	return true
+}
+
+// routeOf is obj's kind, namespace, name and parents' status, when it
+// is a route.
+func routeOf(obj any) (kind, ns, name string, have []gwv1.RouteParentStatus, ok bool) {
+	switch r := obj.(type) {
+	case *gwv1.TCPRoute:
+		return gateway.KindTCPRoute, r.Namespace, r.Name, r.Status.Parents, true
+	case *gwv1.TLSRoute:
+		return gateway.KindTLSRoute, r.Namespace, r.Name, r.Status.Parents, true
+	case *gwv1.UDPRoute:
+		return gateway.KindUDPRoute, r.Namespace, r.Name, r.Status.Parents, true
+	case *gwv1.HTTPRoute:
+		return gateway.KindHTTPRoute, r.Namespace, r.Name, r.Status.Parents, true
+	case *gwv1.GRPCRoute:
+		return gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents, true
+	}
+	return "", "", "", nil, false
+}
+
+// routeObj is route for obj, a route.
+func (p *Publisher) routeObj(q workqueue.TypedRateLimitingInterface[item], res *gateway.Result, obj any, now metav1.Time, gen int) {
+	if kind, ns, name, have, ok := routeOf(obj); ok {
+		p.route(q, res, obj, kind, ns, name, have, now, gen, false)
+	}
 }
 
 // route queues one route when its status differs from what res says,

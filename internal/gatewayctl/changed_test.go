@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -58,12 +59,10 @@ func TestEnqueueComparesTheChangedRoutes(t *testing.T) {
 	}
 }
 
-// A route the enqueue was not told of keeps the verdict of the walk
-// before (b, not yet written, stays queued by the worker's queue, not
-// re-added); Poke, a new result, or a changed object that is not a route
-// walk every route again and queue each one that differs.
-func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
-	objs, res, p := threeRoutes()
+// allWritten has threeRoutes' statuses written as wanted and checks that
+// nothing is queued then.
+func allWritten(t *testing.T, objs *fakeObjects, p *Publisher) {
+	t.Helper()
 	queued(p)
 	for i := range 3 {
 		written(p, objs, i, parentsWith("Accepted"))
@@ -71,6 +70,15 @@ func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
 	if got := queued(p); len(got) != 0 {
 		t.Fatalf("every status written: queued %v, want none", got)
 	}
+}
+
+// A route the enqueue was not told of keeps the verdict of the walk
+// before (b, not yet written, stays queued by the worker's queue, not
+// re-added); Poke, a new result, or a changed object that is not a route
+// walk every route again and queue each one that differs.
+func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
+	objs, res, p := threeRoutes()
+	allWritten(t, objs, p)
 	// b changed behind us and nobody told the publisher: a Poke finds it.
 	b := objs.routes[1].DeepCopy()
 	b.Status.Parents = parentsWith("Other")
@@ -82,10 +90,11 @@ func TestEnqueueWalksEverythingWhenTold(t *testing.T) {
 	if got := queued(p); !slices.Equal(got, []string{"b"}) {
 		t.Fatalf("after Poke: queued %v, want b", got)
 	}
-	// A Gateway's status changed: every route is walked, b queued again.
-	p.Changed(&gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "gw"}})
+	// An object of a kind the publisher does not compare changed: every
+	// route is walked, b queued again.
+	p.Changed(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "s"}})
 	if got := queued(p); !slices.Equal(got, []string{"b"}) {
-		t.Fatalf("a Gateway changed: queued %v, want b", got)
+		t.Fatalf("a Secret changed: queued %v, want b", got)
 	}
 	// A new result: every route is looked up again.
 	p.Applied(res)
@@ -141,5 +150,22 @@ func TestQuietUpdateToItsOwner(t *testing.T) {
 				t.Fatalf("publisher told %d, beside %d; want %d, %d", len(p.changed), len(b.told), tc.publisher, tc.besideTold)
 			}
 		})
+	}
+}
+
+// Our own Gateway status write landing (after every new route: its
+// listeners' attachedRoutes) has the Gateways compared again, and no
+// route: a route's wanted status is the result's.
+func TestGatewayChangeLooksAtTheGateways(t *testing.T) {
+	objs, _, p := threeRoutes()
+	allWritten(t, objs, p)
+	key := gateway.Key{Namespace: "apps", Name: "gw"}
+	p.last.Gateways = map[gateway.Key]gwv1.GatewayStatus{key: {Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"}}}}
+	g := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "gw"}}
+	objs.gateways = []*gwv1.Gateway{g}
+	walks := p.enqueues // each walk of every route counts one
+	p.Changed(g)
+	if got := queued(p); !slices.Equal(got, []string{"gw"}) || p.enqueues != walks {
+		t.Fatalf("a Gateway changed: queued %v, %d walks of every route; want gw and none", got, p.enqueues-walks)
 	}
 }

@@ -12,10 +12,22 @@ import (
 )
 
 // fakeObjects is an informer cache of HTTPRoutes.
-type fakeObjects struct{ routes []*gwv1.HTTPRoute }
+type fakeObjects struct {
+	routes   []*gwv1.HTTPRoute
+	gateways []*gwv1.Gateway
+}
 
-func (f *fakeObjects) Object(string, string, string) (any, bool) { return nil, false }
-func (f *fakeObjects) Snapshot() gateway.Input                   { return gateway.Input{HTTPRoutes: f.routes} }
+func (f *fakeObjects) Object(kind, ns, name string) (any, bool) {
+	for _, r := range f.routes {
+		if kind == gateway.KindHTTPRoute && r.Namespace == ns && r.Name == name {
+			return r, true
+		}
+	}
+	return nil, false
+}
+func (f *fakeObjects) Snapshot() gateway.Input {
+	return gateway.Input{HTTPRoutes: f.routes, Gateways: f.gateways}
+}
 
 func parentsWith(reason string) []gwv1.RouteParentStatus {
 	return []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "gw"}, ControllerName: gateway.ControllerName,

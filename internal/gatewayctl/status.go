@@ -66,8 +66,15 @@ type Publisher struct {
 	// changed: the objects updated (a status written) since the last
 	// enqueue, and full whether it must look at every object instead
 	// (changed.go; under mu).
-	changed  []any
-	full     bool
+	changed []any
+	full    bool
+	// keys: the routes whose wanted status may differ between the
+	// result the last enqueue took and the last one applied, each
+	// result following the one before pass by pass (delta.go; under
+	// mu); walked: the routes' entries after the last walk of every
+	// route (enqueue's alone).
+	keys     []gateway.RouteKey
+	walked   int
 	compared int // routes merged and compared, for tests
 	looked   int // routes' wanted status looked up, for tests
 }
@@ -99,9 +106,10 @@ func (p *Publisher) Applied(res gateway.Result) {
 		return
 	}
 	p.mu.Lock()
+	p.step(p.last, &res) // delta.go: the routes to look at, or everything
 	p.last = &res
 	p.mu.Unlock()
-	p.Poke()
+	p.wake.Poke()
 }
 
 // Poke makes the publisher compare every object again.
@@ -110,7 +118,7 @@ func (p *Publisher) Poke() {
 		return
 	}
 	p.mu.Lock()
-	p.full, p.changed = true, nil
+	p.full, p.changed, p.keys = true, nil, nil
 	p.mu.Unlock()
 	p.wake.Poke()
 }
@@ -141,25 +149,19 @@ func (p *Publisher) result() *gateway.Result {
 // be: under the result the last enqueue compared with, only the objects
 // updated since (changed.go), when they are all routes.
 func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
-	res, changed, full := p.take()
+	res, changed, keys, full := p.take()
 	if res == nil {
 		return // nothing applied yet: nothing is known to be served
 	}
 	if !full && res == p.enqueued && p.synced != nil && p.enqueueChanged(q, res, changed) {
 		return
 	}
+	if !full && res != p.enqueued && p.enqueueKeys(q, res, changed, keys) { // delta.go
+		return
+	}
 	in := p.objs.Snapshot()
 	now := metav1.Now()
-	for _, c := range in.Classes {
-		if _, ok := res.Classes[c.Name]; ok && !equality.Semantic.DeepEqual(classStatus(c, res, now), c.Status) {
-			q.Add(item{"GatewayClass", "", c.Name})
-		}
-	}
-	for _, g := range in.Gateways {
-		if _, ok := res.Gateways[gateway.Key{Namespace: g.Namespace, Name: g.Name}]; ok && !equality.Semantic.DeepEqual(gatewayStatus(g, res, now), g.Status) {
-			q.Add(item{"Gateway", g.Namespace, g.Name})
-		}
-	}
+	p.enqueueOthers(q, in, res, now)
 	if p.synced == nil {
 		p.synced = inSync{} // insync.go: what each route was found to be
 	}
@@ -186,6 +188,22 @@ func (p *Publisher) enqueue(q workqueue.TypedRateLimitingInterface[item]) {
 		routes(r, gateway.KindGRPCRoute, r.Namespace, r.Name, r.Status.Parents)
 	}
 	p.synced.sweep(gen)
+	p.walked = len(p.synced)
+}
+
+// enqueueOthers queues the GatewayClasses, Gateways, policies and
+// ListenerSets whose status differs: few objects, each walk.
+func (p *Publisher) enqueueOthers(q workqueue.TypedRateLimitingInterface[item], in gateway.Input, res *gateway.Result, now metav1.Time) {
+	for _, c := range in.Classes {
+		if _, ok := res.Classes[c.Name]; ok && !equality.Semantic.DeepEqual(classStatus(c, res, now), c.Status) {
+			q.Add(item{"GatewayClass", "", c.Name})
+		}
+	}
+	for _, g := range in.Gateways {
+		if _, ok := res.Gateways[gateway.Key{Namespace: g.Namespace, Name: g.Name}]; ok && !equality.Semantic.DeepEqual(gatewayStatus(g, res, now), g.Status) {
+			q.Add(item{"Gateway", g.Namespace, g.Name})
+		}
+	}
 	p.enqueuePolicies(func(it item) { q.Add(it) }, in, res, now)   // policystatus.go
 	enqueueListenerSets(func(it item) { q.Add(it) }, in, res, now) // lsstatus.go
 }

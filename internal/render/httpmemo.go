@@ -24,6 +24,8 @@ type HTTPMapsMemo struct {
 	ids            int            // the ids of the last table
 	seenA          []seenAction   // the last table's actions and hosts by place (httpident.go)
 	seenH          []seenHost
+	spareA         []seenAction // the table's before, reused as the next one's: a pass allocates neither
+	spareH         []seenHost
 	usesA, usesH   useCounts // httpuses.go
 	aids           []string  // the last table's actions' ids
 	// Lowered counts the actions and hosts the last call lowered (not
@@ -64,7 +66,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	ids := make(contentIDs, m.ids)
 	fits := true // no id of two contents (a collision the memo does not reproduce)
 	aids := make([]string, len(h.Actions))
-	seenA := make([]seenAction, len(h.Actions))
+	seenA := grown(m.spareA, len(h.Actions))
 	for ai := range h.Actions {
 		a := &h.Actions[ai]
 		l, ident := m.sameAction(ai, a) // httpident.go
@@ -84,7 +86,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	for _, s := range m.seenA[min(len(m.seenA), len(h.Actions)):] {
 		m.usesA.move(s.l, nil)
 	}
-	seenH := make([]seenHost, len(h.Hosts))
+	seenH := grown(m.spareH, len(h.Hosts))
 	for hi := range h.Hosts {
 		host := &h.Hosts[hi]
 		var l, old *lowered
@@ -112,6 +114,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	gone, came = m.usesH.settle(m.hosts, gone, came)
 	twice := m.usesA.multi+m.usesH.multi > 0 // counted once, written twice: no edit to count
 	m.ids = len(ids)
+	m.spareA, m.spareH = m.seenA, m.seenH
 	m.seenA, m.seenH, m.aids = seenA, seenH, aids
 	if m.sizes == nil {
 		m.sizes = make(map[string]int, len(out))
@@ -131,6 +134,17 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		m.countEdits(gone, came, out[HTTPListeners], out[HTTPPass]) // httpedits.go
 	}
 	return out
+}
+
+// grown is s with length n, its elements zero, reusing its array when
+// it has room.
+func grown[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // find returns the lowered entry of m.buf's key in memo, or lowers it.
