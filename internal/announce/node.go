@@ -40,6 +40,11 @@ type Node struct {
 	// returnedPeer: a peer heard again after its silence since the last
 	// Decide (Change.Again)
 	returnedPeer bool
+	// a stall (deaf.go): what the next heartbeats say of it, and how
+	// each hold's support was lowered
+	deafSay   time.Duration
+	deafBeats int
+	lows      map[netip.Addr]*low
 }
 
 type peer struct {
@@ -71,7 +76,7 @@ var (
 func NewNode(id string, hold time.Duration, now time.Time) *Node {
 	return &Node{id: id, hold: hold, start: now, epoch: uint64(now.UnixNano()), maxHolds: MaxHolds,
 		wanted: map[netip.Addr]bool{}, peers: map[string]*peer{},
-		claims: map[netip.Addr]Hold{}, seen: map[netip.Addr]uint64{}}
+		claims: map[netip.Addr]Hold{}, seen: map[netip.Addr]uint64{}, lows: map[netip.Addr]*low{}}
 }
 
 // Set is what the host should serve now.
@@ -97,6 +102,7 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		return false, ErrReplay
 	}
 	n.heardAgain(p, now)
+	n.forgive(hb.Host, p, hb, now)
 	n.returnedPeer = n.returnedPeer || p != nil && !n.live(p, now)
 	h := Host{ID: hb.Host, Healthy: hb.Healthy, Fresh: hb.Fresh, Claims: make(map[netip.Addr]Hold, len(hb.Claims))}
 	for _, c := range hb.Claims {
@@ -183,11 +189,8 @@ func (n *Node) Decide(now time.Time) Change {
 	slices.SortFunc(hosts[1:], func(a, b Host) int { return strings.Compare(a.ID, b.ID) })
 	// a hold's support only falls: a host cut off from the others keeps
 	// what it holds, but loses it to the side that heard more once the
-	// partition heals
-	for a, c := range n.claims {
-		c.Support = min(c.Support, len(hosts))
-		n.claims[a] = c
-	}
+	// partition heals (a peer's own stall is forgiven: deaf.go)
+	silent := n.lower(len(hosts), now)
 	owners := Assign(n.want.Addrs, hosts, n.seen)
 	again := n.returnedPeer
 	n.returnedPeer = false
@@ -206,6 +209,7 @@ func (n *Node) Decide(now time.Time) Change {
 		case !held && ok && o.Host == n.id && !settling:
 			o.Support = n.support(a, o.Support, now)
 			n.claims[a] = o.Hold
+			n.taken(a, o.Hold, len(hosts), silent, now)
 			n.seen[a] = max(n.seen[a], o.Term)
 			ch.Take = append(ch.Take, a)
 		}
@@ -270,7 +274,7 @@ func (n *Node) Holds() []netip.Addr {
 // number).
 func (n *Node) Heartbeat() Heartbeat {
 	n.seq++
-	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh, Restart: n.restart()}
+	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh, Restart: n.restart(), Deaf: n.deaf()}
 	for _, a := range n.Holds() {
 		hb.Claims = append(hb.Claims, Claim{Addr: a, Hold: n.claims[a]})
 	}
