@@ -56,6 +56,8 @@ type peer struct {
 	freshUntil time.Time
 	// until when the peer restarts: it holds its claims, heard or not
 	restartUntil time.Time
+	// since when it was heard with no silence longer than the hold time
+	since time.Time
 }
 
 // MaxHolds is the most addresses one host holds: its heartbeat must fit
@@ -111,11 +113,14 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		n.seen[a] = max(n.seen[a], c.Term)
 	}
 	changed = p == nil || !n.live(p, now) || p.host.Healthy != h.Healthy || !sameClaims(p.host.Claims, h.Claims)
-	until := time.Time{}
+	until, since := time.Time{}, now
 	if p != nil {
 		until = p.freshUntil
+		if n.live(p, now) {
+			since = p.since
+		}
 	}
-	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until}
+	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until, since: since}
 	if hb.Restart > 0 {
 		np.restartUntil = now.Add(time.Duration(hb.Restart) * time.Millisecond)
 	}
@@ -219,7 +224,11 @@ func (n *Node) Decide(now time.Time) Change {
 
 // support is the support of a taking of a at now, at most most: when a
 // peer silent now held a, only the peers heard well after its last
-// heartbeat (half the hold time) count beside this host. A peer heard
+// heartbeat (half the hold time), and with no silence since before it,
+// count beside this host. A peer heard again only after a silence of its
+// own is as likely on the other side of a cut that just healed: this
+// host, cut off, hears its peers again one by one, and must not take the
+// addresses of the one still to come with the support of the first. A peer heard
 // last about when the holder was is as likely cut off with it: a host
 // that is itself being cut off hears its peers fall silent one by one,
 // and must not take the first one's addresses with the support of the
@@ -237,7 +246,7 @@ func (n *Node) support(a netip.Addr, most int, now time.Time) int {
 	}
 	k := 1
 	for _, p := range n.peers {
-		if n.live(p, now) && p.at.Sub(gone.at) > n.hold/2 {
+		if n.live(p, now) && p.at.Sub(gone.at) > n.hold/2 && !p.since.After(gone.at) {
 			k++
 		}
 	}
