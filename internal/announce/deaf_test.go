@@ -120,29 +120,42 @@ func TestNodeHealAfterStall(t *testing.T) {
 // TestNodeHealHeardOneByOne: lb1 is cut off for just over the hold time
 // and hears lb3 again before lb2 (TestFailoverKeepsConnections on a
 // loaded machine: lb2's next heartbeat was still to come). lb3, heard
-// again only after lb1's own silence, does not count as support for
-// taking lb2's addresses: lb1 takes them with support 1 at most, loses
-// them to lb2 once it hears it, and lb2 keeps them.
+// again only after a silence (even one within the hold time: its cut
+// began a little later), does not count as support for taking lb2's
+// addresses: lb1 takes them with support 1 at most, loses them to lb2
+// once it hears it, and lb2 keeps them.
 func TestNodeHealHeardOneByOne(t *testing.T) {
-	s := newSim(t, addrs(6), "lb1", "lb2", "lb3")
-	s.step(5)
-	s.oneOwnerEach()
-	before := s.owners()
-	s.cut[[2]string{"lb1", "lb2"}], s.cut[[2]string{"lb1", "lb3"}] = true, true
-	s.step(int(hold / tick))
-	delete(s.cut, [2]string{"lb1", "lb3"})
-	s.step(1)
-	for _, c := range s.nodes["lb1"].Claims() {
-		if before[c.Addr][0] == "lb2" && c.Support > 1 {
-			t.Errorf("lb1 took lb2's %s with support %d, hearing lb3 again alone", c.Addr, c.Support)
-		}
-	}
-	clear(s.cut)
-	s.step(1)
-	s.oneOwnerEach()
-	for a, o := range before {
-		if o[0] == "lb2" && s.owners()[a][0] != "lb2" {
-			t.Errorf("%s moved from lb2 (stayed up) to %v", a, s.owners()[a])
-		}
+	for _, tc := range []struct {
+		name string
+		lag  int // ticks between the cut from lb2 and the cut from lb3
+	}{
+		{"both cut at once", 0},
+		{"lb3 cut a tick later: its silence within the hold", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, addrs(6), "lb1", "lb2", "lb3")
+			s.step(5)
+			s.oneOwnerEach()
+			before := s.owners()
+			s.cut[[2]string{"lb1", "lb2"}] = true
+			s.step(tc.lag)
+			s.cut[[2]string{"lb1", "lb3"}] = true
+			s.step(int(hold/tick) - tc.lag)
+			delete(s.cut, [2]string{"lb1", "lb3"})
+			s.step(1)
+			for _, c := range s.nodes["lb1"].Claims() {
+				if before[c.Addr][0] == "lb2" && c.Support > 1 {
+					t.Errorf("lb1 took lb2's %s with support %d, hearing lb3 again alone", c.Addr, c.Support)
+				}
+			}
+			clear(s.cut)
+			s.step(1)
+			s.oneOwnerEach()
+			for a, o := range before {
+				if o[0] == "lb2" && s.owners()[a][0] != "lb2" {
+					t.Errorf("%s moved from lb2 (stayed up) to %v", a, s.owners()[a])
+				}
+			}
+		})
 	}
 }

@@ -56,7 +56,9 @@ type peer struct {
 	freshUntil time.Time
 	// until when the peer restarts: it holds its claims, heard or not
 	restartUntil time.Time
-	// since when it was heard with no silence longer than the hold time
+	// since when it was heard with no gap longer than half the hold time
+	// (a silence as support() counts them: a cut that healed within the
+	// hold time is one too)
 	since time.Time
 }
 
@@ -116,7 +118,7 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 	until, since := time.Time{}, now
 	if p != nil {
 		until = p.freshUntil
-		if n.live(p, now) {
+		if now.Sub(p.at) <= n.hold/2 {
 			since = p.since
 		}
 	}
