@@ -98,7 +98,9 @@ func (n *Node) lower(hosts int, now time.Time) map[string]bool {
 // and those came after p was last heard (a silence of p before that
 // may have been a cut, and stays counted).
 func (n *Node) forgive(id string, p *peer, hb Heartbeat, now time.Time) {
-	if p == nil || hb.Deaf <= 0 || now.Sub(p.at) > time.Duration(hb.Deaf)*time.Millisecond+n.hold {
+	// a stall longer than an hour is none we heed (and overflows nothing)
+	if p == nil || hb.Deaf <= 0 || hb.Deaf > time.Hour.Milliseconds() ||
+		now.Sub(p.at) > time.Duration(hb.Deaf)*time.Millisecond+n.hold {
 		return
 	}
 	for a, l := range n.lows {
