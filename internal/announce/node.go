@@ -226,16 +226,17 @@ func (n *Node) Decide(now time.Time) Change {
 
 // support is the support of a taking of a at now, at most most: when a
 // peer silent now held a, only the peers heard well after its last
-// heartbeat (half the hold time), and with no silence since before it,
-// count beside this host. A peer heard again only after a silence of its
-// own is as likely on the other side of a cut that just healed: this
-// host, cut off, hears its peers again one by one, and must not take the
-// addresses of the one still to come with the support of the first. A peer heard
-// last about when the holder was is as likely cut off with it: a host
-// that is itself being cut off hears its peers fall silent one by one,
+// heartbeat (half the hold time), and with no gap as long since before
+// it, count beside this host. A peer heard last about when the holder
+// was is as likely cut off with it: a host that is itself being cut off
+// hears its peers fall silent one by one,
 // and must not take the first one's addresses with the support of the
 // others (it would keep them against their holder when the cut heals
-// before it noticed the rest).
+// before it noticed the rest). And a peer heard again after a gap is as
+// likely on the other side of a cut that just healed: this host, cut
+// off, hears its peers again one by one, and must not take the addresses
+// of the one still to come with the support of the first
+// (TestNodeHealHeardOneByOne).
 func (n *Node) support(a netip.Addr, most int, now time.Time) int {
 	var gone *peer
 	for _, p := range n.peers {
