@@ -29,6 +29,10 @@ type Heartbeat struct {
 	// of its claims for this long, though they hear nothing from it or it
 	// is not healthy yet (restart.go).
 	Restart int64 `json:"restart,omitempty"`
+	// Deaf, in milliseconds: the sender stalled (its loop did not run:
+	// it neither sent nor heard) for this long lately (Node.Deaf), so a
+	// receiver does not count that silence as a cut between them (deaf.go).
+	Deaf int64 `json:"deaf,omitempty"`
 }
 
 // Claim is an address the sender holds, and how.

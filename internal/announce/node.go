@@ -40,6 +40,11 @@ type Node struct {
 	// returnedPeer: a peer heard again after its silence since the last
 	// Decide (Change.Again)
 	returnedPeer bool
+	// a stall (deaf.go): what the next heartbeats say of it, and how
+	// each hold's support was lowered
+	deafSay   time.Duration
+	deafBeats int
+	lows      map[netip.Addr]*low
 }
 
 type peer struct {
@@ -51,6 +56,10 @@ type peer struct {
 	freshUntil time.Time
 	// until when the peer restarts: it holds its claims, heard or not
 	restartUntil time.Time
+	// since when it was heard with no gap longer than half the hold time
+	// (a silence as support() counts them: a cut that healed within the
+	// hold time is one too)
+	since time.Time
 }
 
 // MaxHolds is the most addresses one host holds: its heartbeat must fit
@@ -71,7 +80,7 @@ var (
 func NewNode(id string, hold time.Duration, now time.Time) *Node {
 	return &Node{id: id, hold: hold, start: now, epoch: uint64(now.UnixNano()), maxHolds: MaxHolds,
 		wanted: map[netip.Addr]bool{}, peers: map[string]*peer{},
-		claims: map[netip.Addr]Hold{}, seen: map[netip.Addr]uint64{}}
+		claims: map[netip.Addr]Hold{}, seen: map[netip.Addr]uint64{}, lows: map[netip.Addr]*low{}}
 }
 
 // Set is what the host should serve now.
@@ -97,6 +106,7 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		return false, ErrReplay
 	}
 	n.heardAgain(p, now)
+	n.forgive(hb.Host, p, hb, now)
 	n.returnedPeer = n.returnedPeer || p != nil && !n.live(p, now)
 	h := Host{ID: hb.Host, Healthy: hb.Healthy, Fresh: hb.Fresh, Claims: make(map[netip.Addr]Hold, len(hb.Claims))}
 	for _, c := range hb.Claims {
@@ -105,11 +115,14 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		n.seen[a] = max(n.seen[a], c.Term)
 	}
 	changed = p == nil || !n.live(p, now) || p.host.Healthy != h.Healthy || !sameClaims(p.host.Claims, h.Claims)
-	until := time.Time{}
+	until, since := time.Time{}, now
 	if p != nil {
 		until = p.freshUntil
+		if now.Sub(p.at) <= n.hold/2 {
+			since = p.since
+		}
 	}
-	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until}
+	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until, since: since}
 	if hb.Restart > 0 {
 		np.restartUntil = now.Add(time.Duration(hb.Restart) * time.Millisecond)
 	}
@@ -183,11 +196,8 @@ func (n *Node) Decide(now time.Time) Change {
 	slices.SortFunc(hosts[1:], func(a, b Host) int { return strings.Compare(a.ID, b.ID) })
 	// a hold's support only falls: a host cut off from the others keeps
 	// what it holds, but loses it to the side that heard more once the
-	// partition heals
-	for a, c := range n.claims {
-		c.Support = min(c.Support, len(hosts))
-		n.claims[a] = c
-	}
+	// partition heals (a peer's own stall is forgiven: deaf.go)
+	silent := n.lower(len(hosts), now)
 	owners := Assign(n.want.Addrs, hosts, n.seen)
 	again := n.returnedPeer
 	n.returnedPeer = false
@@ -206,6 +216,7 @@ func (n *Node) Decide(now time.Time) Change {
 		case !held && ok && o.Host == n.id && !settling:
 			o.Support = n.support(a, o.Support, now)
 			n.claims[a] = o.Hold
+			n.taken(a, o.Hold, len(hosts), silent, now)
 			n.seen[a] = max(n.seen[a], o.Term)
 			ch.Take = append(ch.Take, a)
 		}
@@ -215,12 +226,17 @@ func (n *Node) Decide(now time.Time) Change {
 
 // support is the support of a taking of a at now, at most most: when a
 // peer silent now held a, only the peers heard well after its last
-// heartbeat (half the hold time) count beside this host. A peer heard
-// last about when the holder was is as likely cut off with it: a host
-// that is itself being cut off hears its peers fall silent one by one,
+// heartbeat (half the hold time), and with no gap as long since before
+// it, count beside this host. A peer heard last about when the holder
+// was is as likely cut off with it: a host that is itself being cut off
+// hears its peers fall silent one by one,
 // and must not take the first one's addresses with the support of the
 // others (it would keep them against their holder when the cut heals
-// before it noticed the rest).
+// before it noticed the rest). And a peer heard again after a gap is as
+// likely on the other side of a cut that just healed: this host, cut
+// off, hears its peers again one by one, and must not take the addresses
+// of the one still to come with the support of the first
+// (TestNodeHealHeardOneByOne).
 func (n *Node) support(a netip.Addr, most int, now time.Time) int {
 	var gone *peer
 	for _, p := range n.peers {
@@ -233,7 +249,7 @@ func (n *Node) support(a netip.Addr, most int, now time.Time) int {
 	}
 	k := 1
 	for _, p := range n.peers {
-		if n.live(p, now) && p.at.Sub(gone.at) > n.hold/2 {
+		if n.live(p, now) && p.at.Sub(gone.at) > n.hold/2 && !p.since.After(gone.at) {
 			k++
 		}
 	}
@@ -270,7 +286,7 @@ func (n *Node) Holds() []netip.Addr {
 // number).
 func (n *Node) Heartbeat() Heartbeat {
 	n.seq++
-	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh, Restart: n.restart()}
+	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh, Restart: n.restart(), Deaf: n.deaf()}
 	for _, a := range n.Holds() {
 		hb.Claims = append(hb.Claims, Claim{Addr: a, Hold: n.claims[a]})
 	}
