@@ -41,8 +41,8 @@ type Mapping struct {
 // Result is what Executable did: the mappings advised, their size, and
 // the process's file pages (RssFile, KiB) before and after.
 type Result struct {
-	Mappings             int
-	Bytes                int64
+	Mappings                    int
+	Bytes                       int64
 	FileKiBBefore, FileKiBAfter int64
 }
 
