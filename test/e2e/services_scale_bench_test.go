@@ -20,9 +20,11 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
-// The Services world of BenchmarkServicesScaleRSS: Service i listens on
-// port svcScalePort+i with nodePort svcScaleNodePort+i; its endpoint j
-// runs on node (i+j) mod the nodes, at 127.77.0.<n+1>.
+// The Services world of BenchmarkServicesScaleRSS (hack/bench's): Service
+// i listens on port svcScalePort+i with nodePort svcScaleNodePort+i,
+// externalTrafficPolicy Local; its endpoint j runs on node (i+j) mod the
+// nodes, at 127.77.0.<n+1>, so its backend has a server per endpoint (a
+// Cluster Service would have one per node: 20 servers each).
 const (
 	svcScalePort     = 20000
 	svcScaleNodePort = 30000
@@ -53,7 +55,7 @@ func BenchmarkServicesScaleRSS(b *testing.B) {
 	services, endpoints := benchEnvInt("HKS_BENCH_SERVICES", 10000), benchEnvInt("HKS_BENCH_ENDPOINTS", 5)
 	ctls := scaleControllers(b)
 	kube := kubeapi.StartWithOptions(b, kubeapi.Options{APIServerArgs: []string{
-		fmt.Sprintf("--service-node-port-range=%d-%d", svcScaleNodePort, svcScaleNodePort+services+100),
+		fmt.Sprintf("--service-node-port-range=%d-%d", svcScaleNodePort, svcScaleNodePort+2*services+200),
 		"--service-cluster-ip-range=172.20.0.0/16"}})
 	client := kube.Client(b)
 	ctx := context.Background()
@@ -66,6 +68,9 @@ func BenchmarkServicesScaleRSS(b *testing.B) {
 		name := fmt.Sprintf("svc-%05d", i)
 		if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class, Selector: map[string]string{"app": name},
+				// Its healthCheckNodePort set too: allocated, it could take
+				// the nodePort of a Service created later.
+				ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: int32(svcScaleNodePort + services + 100 + i),
 				Ports: []corev1.ServicePort{{Name: "tcp", Port: int32(svcScalePort + i), NodePort: int32(svcScaleNodePort + i), Protocol: corev1.ProtocolTCP}}},
 		}, metav1.CreateOptions{}); err != nil {
 			return err
