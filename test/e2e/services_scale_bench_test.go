@@ -114,20 +114,8 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 	} else {
 		args = append(args, "--bind-address", "127.0.0.1", "--listeners=ports")
 	}
-	ctl := exec.Command(c.bin, args...)
-	ctl.Env = append(append(os.Environ(), strings.Fields(os.Getenv("HKS_BENCH_CONTROLLER_ENV"))...), c.env...)
-	logPath := filepath.Join(dir, "controller.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctl.Stdout, ctl.Stderr = logf, logf
-	name := fmt.Sprintf("%s-%d", c.label, k+1)
-	t0 := time.Now()
-	if err := ctl.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer stopScaleController(ctl, logf, logPath, name)
+	ctl, logPath, name, t0 := startScaleController(b, c, k, dir, args)
+	defer ctl.stop()
 	rises, anonPeak, stop := watchPeak(ctl.Process.Pid, t0, logPath)
 	defer stop()
 	served, err := untilServicesServed(hap.StatsSocket, services, 15*time.Minute)
@@ -142,14 +130,7 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 		time.Sleep(100 * time.Millisecond) // watchPeak samples meanwhile; not a synchronisation
 	}
 	mem := procMem(ctl.Process.Pid)
-	if path := os.Getenv("HKS_BENCH_HEAPPROFILE"); path != "" {
-		if several {
-			path += "." + name
-		}
-		if err := saveURL("http://"+pprofAddr+"/debug/pprof/heap", path); err != nil {
-			b.Errorf("heap profile: %v", err)
-		}
-	}
+	saveHeapProfile(b, pprofAddr, name, several)
 	mib := func(kib int64) float64 { return float64(kib) / 1024 }
 	b.Logf("%s: the controller's peak RSS as it rose (from its start; its log's last line then):\n%s", name, rises())
 	suffix := ""
@@ -192,20 +173,62 @@ func untilServicesServed(statsSocket string, n int, timeout time.Duration) (time
 	return time.Time{}, fmt.Errorf("%d of %d Services served after %s", got, n, timeout)
 }
 
-// stopScaleController stops ctl (SIGINT, then a kill after 10 s) and
-// keeps its log under HKS_BENCH_LOGDIR as name.log.
-func stopScaleController(ctl *exec.Cmd, logf *os.File, logPath, name string) {
-	_ = ctl.Process.Signal(os.Interrupt)
+// saveHeapProfile writes the heap profile of the controller serving
+// pprof at addr to HKS_BENCH_HEAPPROFILE (.name when several runs).
+func saveHeapProfile(b *testing.B, addr, name string, several bool) {
+	path := os.Getenv("HKS_BENCH_HEAPPROFILE")
+	if path == "" {
+		return
+	}
+	if several {
+		path += "." + name
+	}
+	if err := saveURL("http://"+addr+"/debug/pprof/heap", path); err != nil {
+		b.Errorf("heap profile: %v", err)
+	}
+}
+
+// scaleProc is a controller process of the scale benchmarks.
+type scaleProc struct {
+	*exec.Cmd
+	logf          *os.File
+	logPath, name string
+}
+
+// startScaleController starts controller c (run k) with args, its log
+// in dir, and returns it, its log's path, the run's name (label-k) and
+// when it started.
+func startScaleController(b *testing.B, c scaleController, k int, dir string, args []string) (*scaleProc, string, string, time.Time) {
+	ctl := exec.Command(c.bin, args...)
+	ctl.Env = append(append(os.Environ(), strings.Fields(os.Getenv("HKS_BENCH_CONTROLLER_ENV"))...), c.env...)
+	logPath := filepath.Join(dir, "controller.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctl.Stdout, ctl.Stderr = logf, logf
+	name := fmt.Sprintf("%s-%d", c.label, k+1)
+	t0 := time.Now()
+	if err := ctl.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return &scaleProc{ctl, logf, logPath, name}, logPath, name, t0
+}
+
+// stop stops the controller (SIGINT, then a kill after 10 s) and keeps
+// its log under HKS_BENCH_LOGDIR as name.log.
+func (p *scaleProc) stop() {
+	_ = p.Process.Signal(os.Interrupt)
 	done := make(chan struct{})
-	go func() { _ = ctl.Wait(); close(done) }()
+	go func() { _ = p.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		_ = ctl.Process.Kill()
+		_ = p.Process.Kill()
 		<-done
 	}
-	logf.Close()
+	p.logf.Close()
 	if d := os.Getenv("HKS_BENCH_LOGDIR"); d != "" {
-		_ = os.WriteFile(filepath.Join(d, name+".log"), []byte(readFile(logPath)), 0o644)
+		_ = os.WriteFile(filepath.Join(d, p.name+".log"), []byte(readFile(p.logPath)), 0o644)
 	}
 }
