@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"log/slog"
 	"runtime/debug"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pageout"
 )
 
 // defaultGCPercent is the collector's target when the environment does
@@ -26,6 +31,33 @@ func tuneGC(getenv func(string) string, limit int64, log *slog.Logger) {
 	}
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" || limit > 0 {
 		log.Info("garbage collector tuned", "GOGC", getenv("GOGC"), "GOMEMLIMIT", getenv("GOMEMLIMIT"), "memory_limit", limit)
+	}
+}
+
+// pageOutStart hands the kernel back the executable's pages that the
+// process's start touched (every package's init; internal/pageout): they
+// would stay resident for as long as it runs (~11 MiB of the peak RSS at
+// 10,000 Services, ~24 MiB of an idle controller's). What the controller uses later faults back in. A kernel
+// without MADV_PAGEOUT leaves them, said at debug level. Once per
+// process: a later run in the same process (tests run several) finds
+// only pages its work uses.
+func pageOutStart(log *slog.Logger) {
+	pageOutOnce.Do(func() { pageOut(log) })
+}
+
+var pageOutOnce sync.Once
+
+func pageOut(log *slog.Logger) {
+	t0 := time.Now()
+	res, err := pageout.Executable()
+	switch {
+	case errors.Is(err, pageout.ErrUnsupported):
+		log.Debug("start-up pages of the executable kept", "reason", err)
+	case err != nil:
+		log.Warn("start-up pages of the executable kept", "err", err)
+	default:
+		log.Info("start-up pages of the executable paged out", "mappings", res.Mappings,
+			"file_kib_before", res.FileKiBBefore, "file_kib_after", res.FileKiBAfter, "took", time.Since(t0))
 	}
 }
 

@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"bytes"
 	"io"
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -60,5 +63,19 @@ func TestMemoryLimit(t *testing.T) {
 		if (err != nil) != tc.err || got != tc.want {
 			t.Errorf("memoryLimit(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// The executable's start-up pages are paged out once per process: a
+// second run in the same process (the tests start many) does not page
+// out what its work uses.
+func TestPageOutStartOnce(t *testing.T) {
+	pageOutOnce = sync.Once{}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pageOutStart(log)
+	pageOutStart(log)
+	if n := strings.Count(buf.String(), "start-up pages of the executable"); n != 1 {
+		t.Fatalf("%d page-out lines, want 1:\n%s", n, buf.String())
 	}
 }

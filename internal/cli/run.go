@@ -101,6 +101,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 		return err
 	}
 	tuneGC(getenv, memLimit, log)
+	pageOutStart(log)
 	if f.mode == modeGateway {
 		if err := f.announce.notIn(f.mode); err != nil {
 			return err // before the listeners' probe (auto) touches the kernel

@@ -116,13 +116,18 @@ func nodesBackend(nodes map[string]nodeInfo, last []model.Server, check model.Ch
 // port cannot be reached (no nodePort in node mode and no override).
 func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options,
 	nodes map[string]nodeInfo, eps []*Slice, fam family) ([]model.Server, bool) {
-	var best []model.Server // deduplicated by sorted()
+	// Deduplicated by sorted(); sized once for the most servers a branch
+	// below can add (an endpoint or a node each, usually all of them):
+	// appended from nil, each backend's servers grew by doubling and kept
+	// the room until the backend changed.
+	var best []model.Server
 	add := func(a netip.Addr, port uint16, st EndpointState) {
 		if st != epGone {
 			best = append(best, model.Server{Addr: a, Port: port, Drain: st == epDrain})
 		}
 	}
 	if podTargets(svc, opts) {
+		best = make([]model.Server, 0, endpointsIn(eps))
 		for _, sl := range eps {
 			port, found := slicePort(sl, p)
 			if set.BackendPort != 0 {
@@ -158,6 +163,7 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 		}
 	}
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
+		best = make([]model.Server, 0, endpointsIn(eps))
 		// As kube-proxy counts them: a node serves port p only if it hosts
 		// an endpoint of a slice that carries p by name. The controller
 		// puts Pods lacking a named targetPort in slices without that port
@@ -187,10 +193,20 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 	if len(eps) > 0 && !hasEndpoint(eps, p) {
 		return nil, true
 	}
+	best = make([]model.Server, 0, len(nodes))
 	for _, n := range nodes {
 		addNode(n, epReady)
 	}
 	return sorted(best), true
+}
+
+// endpointsIn counts the endpoints of eps.
+func endpointsIn(eps []*Slice) int {
+	n := 0
+	for _, sl := range eps {
+		n += len(sl.Endpoints)
+	}
+	return n
 }
 
 // hasEndpoint reports whether a slice carrying port p (as kube-proxy

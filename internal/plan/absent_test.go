@@ -88,6 +88,9 @@ func TestWithAbsentAndPresent(t *testing.T) {
 	if n := rt.WithAbsent("be", 2); n != 0 {
 		t.Fatalf("WithAbsent of fewer slots added %d", n)
 	}
+	if c := cap(rt["be"]); c != 3 {
+		t.Fatalf("WithAbsent left room for %d states, want 3: the padded states are kept for every spare", c)
+	}
 	if p := Present(rt["be"]); p != 1 || len(rt["be"]) != 3 || !rt["be"][2].Maint {
 		t.Fatalf("Present %d of %+v", p, rt["be"])
 	}

@@ -171,40 +171,15 @@ func (s *scaleObjects) run(b *testing.B, c scaleController, k int, several bool)
 	hap := haproxytest.Start(b, dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
-	ctl := exec.Command(c.bin, "run", "--mode=gateway", "--kubeconfig", s.kubeconfig, "--haproxy-config", cfg,
+	args := []string{"run", "--mode=gateway", "--kubeconfig", s.kubeconfig, "--haproxy-config", cfg,
 		"--haproxy-bin", haproxytest.Bin(), "--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket,
 		"--state-file", filepath.Join(dir, "state"), "--bind-address", "127.0.0.1", "--metrics-address", "", "--udp=off",
-		"--pprof-address", pprofAddr)
+		"--pprof-address", pprofAddr}
 	if v := os.Getenv("HKS_BENCH_MEMORY_LIMIT"); v != "" { // --memory-limit, e.g. 130Mi
-		ctl.Args = append(ctl.Args, "--memory-limit="+v)
+		args = append(args, "--memory-limit="+v)
 	}
-	ctl.Env = append(append(os.Environ(), strings.Fields(os.Getenv("HKS_BENCH_CONTROLLER_ENV"))...), c.env...)
-	logPath := filepath.Join(dir, "controller.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctl.Stdout, ctl.Stderr = logf, logf
-	name := fmt.Sprintf("%s-%d", c.label, k+1)
-	t0 := time.Now()
-	if err := ctl.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		_ = ctl.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = ctl.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = ctl.Process.Kill()
-			<-done
-		}
-		logf.Close()
-		if d := os.Getenv("HKS_BENCH_LOGDIR"); d != "" {
-			_ = os.WriteFile(filepath.Join(d, name+".log"), []byte(readFile(logPath)), 0o644)
-		}
-	}()
+	ctl, logPath, name, t0 := startScaleController(b, c, k, dir, args)
+	defer ctl.stop()
 	rises, anonPeak, stop := watchPeak(ctl.Process.Pid, t0, logPath)
 	defer stop()
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -258,14 +233,7 @@ func (s *scaleObjects) run(b *testing.B, c scaleController, k int, several bool)
 		r, _ := rssKiB(w)
 		workerRSS += r
 	}
-	if path := os.Getenv("HKS_BENCH_HEAPPROFILE"); path != "" {
-		if several {
-			path += "." + name
-		}
-		if err := saveURL("http://"+pprofAddr+"/debug/pprof/heap", path); err != nil {
-			b.Errorf("heap profile: %v", err)
-		}
-	}
+	saveHeapProfile(b, pprofAddr, name, several)
 	mib := func(kib int64) float64 { return float64(kib) / 1024 }
 	b.Logf("%s: the controller's peak RSS as it rose (from its start; its log's last line then):\n%s", name, rises())
 	suffix := ""
