@@ -35,17 +35,20 @@ func responseHeader(port int, host, name, want string) func() error {
 }
 
 // TestIngressCustomHeaders: ingress-nginx's custom-headers on real
-// HAProxy: the ConfigMap's headers reach the client; a value changed in
-// the ConfigMap is served with 0 reloads; a value that would inject a
+// HAProxy: the ConfigMap's headers reach the client, values with spaces,
+// ';' and quotes exactly (HSTS, CSP); a value changed in the ConfigMap
+// is served with 0 reloads; a value that would inject a
 // map separator is refused with an Event and the last valid value kept.
 func TestIngressCustomHeaders(t *testing.T) {
 	g, ok := newPlainIngressEnv(t)
 	if !ok {
 		return
 	}
+	const hsts, csp = "max-age=31536000; includeSubDomains", `default-src 'self'; img-src "data:"`
 	g.web("web", 0)
 	cms := g.client.CoreV1().ConfigMaps(ns)
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hdrs"}, Data: map[string]string{"X-Frame-Options": "DENY", "X-Team": "one"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "hdrs"}, Data: map[string]string{"X-Frame-Options": "DENY", "X-Team": "one",
+		"Strict-Transport-Security": hsts, "Content-Security-Policy": csp}}
 	if _, err := cms.Create(bg, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +56,10 @@ func TestIngressCustomHeaders(t *testing.T) {
 	g.create(ingressOf("hdrs", "hdrs.example.com", map[string]string{ingress.NginxPrefix + "custom-headers": "hdrs"}, prefix("/", "web")))
 	g.start(leaderFlags...)
 	g.eventually("the headers reach the client", responseHeader(g.httpPort, "hdrs.example.com", "X-Team", "one"))
-	if err := responseHeader(g.httpPort, "hdrs.example.com", "X-Frame-Options", "DENY")(); err != nil {
-		t.Error(err)
+	for n, v := range map[string]string{"X-Frame-Options": "DENY", "Strict-Transport-Security": hsts, "Content-Security-Policy": csp} {
+		if err := responseHeader(g.httpPort, "hdrs.example.com", n, v)(); err != nil {
+			t.Error(err)
+		}
 	}
 	if err := responseHeader(g.httpPort, "base.example.com", "X-Team", "")(); err != nil {
 		t.Errorf("an Ingress without custom-headers: %v", err)
@@ -71,14 +76,15 @@ func TestIngressCustomHeaders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	update("two")
-	g.eventually("the new value reaches the client", responseHeader(g.httpPort, "hdrs.example.com", "X-Team", "two"))
+	const two = "two;  'spaced' value" // through the Runtime API
+	update(two)
+	g.eventually("the new value reaches the client", responseHeader(g.httpPort, "hdrs.example.com", "X-Team", two))
 	if r := g.reloads(); r != before {
 		t.Errorf("a header value changed reloaded HAProxy %d times, want 0", r-before)
 	}
 	update("a|b")
 	g.eventually("the bad value has an Event", g.ingressEvent("hdrs", "InvalidCustomHeaders", "hdrs"))
-	if err := responseHeader(g.httpPort, "hdrs.example.com", "X-Team", "two")(); err != nil {
+	if err := responseHeader(g.httpPort, "hdrs.example.com", "X-Team", two)(); err != nil {
 		t.Errorf("the last valid value: %v", err)
 	}
 	if r := g.reloads(); r != before {
