@@ -140,7 +140,7 @@ func FuzzCLIValue(f *testing.F) {
 		}
 		cmd := "set map /m a0.rs.x " + CLIValue(v)
 		got := cliWords(cmd + ";show info")
-		if len(got) != 2 || len(got[0]) != 4 || got[0][3] != v || len(got[1]) != 2 {
+		if len(got) != 2 || len(got[0]) != 5 || got[0][4] != v || len(got[1]) != 2 {
 			t.Fatalf("%q escaped as %q: read %q", v, CLIValue(v), got)
 		}
 		if k, rest := cliMapLine("a0.rs.x "+v), "a0.rs.x "+CLIValue(v); k != rest {
