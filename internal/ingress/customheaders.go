@@ -218,6 +218,9 @@ func (m *Memo) pruneHeaders(kept map[Key]*netv1.Ingress) {
 		return
 	}
 	named := map[Key]bool{}
+	for _, k := range m.globalKeys {
+		named[k] = true // globalheaders.go
+	}
 	for _, ing := range kept {
 		if k, ok := CustomHeadersRef(ing.Namespace, ing.Annotations); ok {
 			named[k] = true

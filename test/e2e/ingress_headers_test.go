@@ -91,3 +91,62 @@ func TestIngressCustomHeaders(t *testing.T) {
 		t.Errorf("a bad header value reloaded HAProxy %d times, want 0", r-before)
 	}
 }
+
+// TestIngressGlobalHeaders: --ingress-proxy-set-headers and
+// --ingress-add-headers (ingress-nginx's proxy-set-headers and
+// add-headers) on real HAProxy: the request headers reach the Pod and
+// the response headers the client, on every Ingress; a value changed is
+// served with 0 reloads; a bad value is an Event on the ConfigMap and
+// the last valid value stays.
+func TestIngressGlobalHeaders(t *testing.T) {
+	g, ok := newPlainIngressEnv(t)
+	if !ok {
+		return
+	}
+	const hsts = "max-age=31536000; includeSubDomains"
+	// The Pod answers the request header X-Using it got as X-Got-Using.
+	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Got-Using", r.Header.Get("X-Using"))
+		fmt.Fprint(w, "web")
+	}))
+	g.httpService("web", podAddrs[0])
+	cms := g.client.CoreV1().ConfigMaps(ns)
+	for name, data := range map[string]map[string]string{"set": {"X-Using": "haproxy; k8s 'sync'"}, "add": {"Strict-Transport-Security": hsts}} {
+		if _, err := cms.Create(bg, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.create(ingressOf("a", "a.example.com", nil, prefix("/", "web")), ingressOf("b", "b.example.com", nil, prefix("/", "web")))
+	g.start(append(leaderFlags, "--ingress-proxy-set-headers="+ns+"/set", "--ingress-add-headers="+ns+"/add")...)
+	g.eventually("the request header reaches the Pod", responseHeader(g.httpPort, "a.example.com", "X-Got-Using", "haproxy; k8s 'sync'"))
+	for _, host := range []string{"a.example.com", "b.example.com"} {
+		if err := responseHeader(g.httpPort, host, "Strict-Transport-Security", hsts)(); err != nil {
+			t.Error(err)
+		}
+	}
+	before := g.reloads()
+	update := func(v string) {
+		t.Helper()
+		cur, err := cms.Get(bg, "set", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Data["X-Using"] = v
+		if _, err := cms.Update(bg, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update("two;  2")
+	g.eventually("the new value reaches the Pod", responseHeader(g.httpPort, "b.example.com", "X-Got-Using", "two;  2"))
+	if r := g.reloads(); r != before {
+		t.Errorf("a header value changed reloaded HAProxy %d times, want 0", r-before)
+	}
+	update("a|b")
+	g.eventually("the bad value has an Event on the ConfigMap", g.ingressEvent("set", ingress.InvalidGlobalHeaders, `"X-Using"`))
+	if err := responseHeader(g.httpPort, "a.example.com", "X-Got-Using", "two;  2")(); err != nil {
+		t.Errorf("the last valid value: %v", err)
+	}
+	if r := g.reloads(); r != before {
+		t.Errorf("a bad header value reloaded HAProxy %d times, want 0", r-before)
+	}
+}
