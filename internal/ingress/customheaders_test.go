@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // responseHeaders are the response headers every rule of app-0's host
@@ -17,6 +19,17 @@ func responseHeaders(t *testing.T, res Result) string {
 	if _, ok := res.Served[Key{"default", "app-0"}]; !ok {
 		return "refused"
 	}
+	return appHeaders(res, func(a model.HTTPAction) []model.HeaderValue {
+		if a.Ext == nil {
+			return nil
+		}
+		return a.Ext.Response.Set
+	})
+}
+
+// appHeaders are the headers of which every rule of app-0's host's
+// action sets ("name=value,..."; "" when none).
+func appHeaders(res Result, of func(model.HTTPAction) []model.HeaderValue) string {
 	var out []string
 	for _, f := range res.Frontends {
 		if f.HTTP == nil {
@@ -28,10 +41,8 @@ func responseHeaders(t *testing.T, res Result) string {
 			}
 			for _, r := range h.Rules {
 				var hs []string
-				if x := f.HTTP.Actions[r.Action].Ext; x != nil {
-					for _, v := range x.Response.Set {
-						hs = append(hs, v.Name+"="+v.Value)
-					}
+				for _, v := range of(f.HTTP.Actions[r.Action]) {
+					hs = append(hs, v.Name+"="+v.Value)
 				}
 				out = append(out, strings.Join(hs, ","))
 			}

@@ -1,41 +1,19 @@
 package ingress
 
 import (
-	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // requestHeaders are the request headers every rule of app-0's host
 // sets ("" when none).
 func requestHeaders(res Result) string {
-	var out []string
-	for _, f := range res.Frontends {
-		if f.HTTP == nil {
-			continue
-		}
-		for _, h := range f.HTTP.Hosts {
-			if h.Name != "app-0.example.com" {
-				continue
-			}
-			for _, r := range h.Rules {
-				var hs []string
-				for _, v := range f.HTTP.Actions[r.Action].Set {
-					hs = append(hs, v.Name+"="+v.Value)
-				}
-				out = append(out, strings.Join(hs, ","))
-			}
-		}
-	}
-	out = slices.Compact(out)
-	if len(out) != 1 {
-		return fmt.Sprintf("rules differ: %q", out)
-	}
-	return out[0]
+	return appHeaders(res, func(a model.HTTPAction) []model.HeaderValue { return a.Set })
 }
 
 // TestGlobalHeaders: passes one after the other with one memo, the

@@ -34,6 +34,20 @@ func responseHeader(port int, host, name, want string) func() error {
 	}
 }
 
+// setConfigMapKey sets key of ConfigMap name to v.
+func (g *gwEnv) setConfigMapKey(name, key, v string) {
+	g.t.Helper()
+	cms := g.client.CoreV1().ConfigMaps(ns)
+	cur, err := cms.Get(bg, name, metav1.GetOptions{})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	cur.Data[key] = v
+	if _, err := cms.Update(bg, cur, metav1.UpdateOptions{}); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
 // TestIngressCustomHeaders: ingress-nginx's custom-headers on real
 // HAProxy: the ConfigMap's headers reach the client, values with spaces,
 // ';' and quotes exactly (HSTS, CSP); a value changed in the ConfigMap
@@ -65,17 +79,7 @@ func TestIngressCustomHeaders(t *testing.T) {
 		t.Errorf("an Ingress without custom-headers: %v", err)
 	}
 	before := g.reloads()
-	update := func(v string) {
-		t.Helper()
-		cur, err := cms.Get(bg, "hdrs", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cur.Data["X-Team"] = v
-		if _, err := cms.Update(bg, cur, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	update := func(v string) { t.Helper(); g.setConfigMapKey("hdrs", "X-Team", v) }
 	const two = "two;  'spaced' value" // through the Runtime API
 	update(two)
 	g.eventually("the new value reaches the client", responseHeader(g.httpPort, "hdrs.example.com", "X-Team", two))
@@ -125,17 +129,7 @@ func TestIngressGlobalHeaders(t *testing.T) {
 		}
 	}
 	before := g.reloads()
-	update := func(v string) {
-		t.Helper()
-		cur, err := cms.Get(bg, "set", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cur.Data["X-Using"] = v
-		if _, err := cms.Update(bg, cur, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	update := func(v string) { t.Helper(); g.setConfigMapKey("set", "X-Using", v) }
 	update("two;  2")
 	g.eventually("the new value reaches the Pod", responseHeader(g.httpPort, "b.example.com", "X-Got-Using", "two;  2"))
 	if r := g.reloads(); r != before {
