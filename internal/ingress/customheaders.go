@@ -68,6 +68,18 @@ func HeaderData(data map[string]string, caKey string) map[string]string {
 // model.ValidHeaderSetValue).
 const badSetValue = "is empty or holds a control character, a non-ASCII byte or one of % # \\ |"
 
+// HeaderConfigMaps are cms as the source keeps them (HeaderData, by
+// key), for render, which reads them from files.
+func HeaderConfigMaps(cms []*corev1.ConfigMap) map[Key]*corev1.ConfigMap {
+	out := make(map[Key]*corev1.ConfigMap, len(cms))
+	for _, c := range cms {
+		kept := *c
+		kept.Data = HeaderData(c.Data, "")
+		out[Key{c.Namespace, c.Name}] = &kept
+	}
+	return out
+}
+
 // customHeadersKey is the annotation naming the ConfigMap.
 const customHeadersKey = NginxPrefix + "custom-headers"
 
