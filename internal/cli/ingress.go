@@ -28,12 +28,17 @@ type ingressFlags struct {
 	httpPort    uint16
 	httpsPort   uint16
 	defaultCert string
+	// proxySetHeaders and addHeaders: NAMESPACE/NAME of ConfigMaps of
+	// headers every Ingress path carries (ingress/globalheaders.go).
+	proxySetHeaders, addHeaders string
 }
 
 func (f *ingressFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.class, "ingress-class", "", "with --mode=gateway, also serve the Ingresses of this IngressClass (spec.controller "+ingress.ControllerName+"; or the kubernetes.io/ingress.class annotation) on the HTTP path of the Gateways (docs/ingress.md); off when empty")
 	fs.Uint16Var(&f.httpPort, "ingress-http-port", 80, "the Ingresses' HTTP port (--ingress-class)")
 	fs.Uint16Var(&f.httpsPort, "ingress-https-port", 443, "the Ingresses' HTTPS port, served once a TLS Secret resolves (--ingress-class)")
+	fs.StringVar(&f.proxySetHeaders, "ingress-proxy-set-headers", "", "NAMESPACE/NAME of a ConfigMap of request headers (each key a header name, its value the value) sent to the Pods of every Ingress path, as ingress-nginx's proxy-set-headers (--ingress-class); an Ingress's own headers of a name win")
+	fs.StringVar(&f.addHeaders, "ingress-add-headers", "", "NAMESPACE/NAME of a ConfigMap of response headers sent to the clients of every Ingress path, as ingress-nginx's add-headers (--ingress-class); an Ingress's custom-headers of a name win")
 	fs.StringVar(&f.defaultCert, "ingress-default-certificate", "", "NAMESPACE/NAME of the kubernetes.io/tls Secret served to clients naming no host of an Ingress's certificate (--ingress-class); default: the first certificate by name")
 }
 
@@ -41,7 +46,7 @@ func (f *ingressFlags) register(fs *pflag.FlagSet) {
 // --instance, or malformed.
 func (f *ingressFlags) check(mode string, given map[string]bool, instances bool) error {
 	if f.class == "" {
-		for _, n := range []string{"ingress-http-port", "ingress-https-port", "ingress-default-certificate"} {
+		for _, n := range []string{"ingress-http-port", "ingress-https-port", "ingress-default-certificate", "ingress-proxy-set-headers", "ingress-add-headers"} {
 			if given[n] {
 				return flagErr("--%s needs --ingress-class", n)
 			}
@@ -56,13 +61,24 @@ func (f *ingressFlags) check(mode string, given map[string]bool, instances bool)
 	case f.httpPort == 0 || f.httpsPort == 0 || f.httpPort == f.httpsPort:
 		return flagErr("--ingress-http-port and --ingress-https-port: two different ports, not 0")
 	}
-	if f.defaultCert != "" {
-		ns, name, ok := strings.Cut(f.defaultCert, "/")
-		if !ok || ns == "" || name == "" {
-			return flagErr("--ingress-default-certificate: want NAMESPACE/NAME, got %q", f.defaultCert)
+	for n, v := range map[string]string{"ingress-default-certificate": f.defaultCert, "ingress-proxy-set-headers": f.proxySetHeaders, "ingress-add-headers": f.addHeaders} {
+		if v == "" {
+			continue
+		}
+		if k := refKey(v); k.Namespace == "" {
+			return flagErr("--%s: want NAMESPACE/NAME, got %q", n, v)
 		}
 	}
 	return nil
+}
+
+// refKey reads a flag's NAMESPACE/NAME (zero: not one).
+func refKey(v string) ingress.Key {
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return ingress.Key{}
+	}
+	return ingress.Key{Namespace: ns, Name: name}
 }
 
 func (f *ingressFlags) certKey() gateway.Key {
@@ -88,6 +104,8 @@ func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []neti
 		return nil, nil
 	}
 	src.WithIngress(f.certKey())
+	setH, addH := refKey(f.proxySetHeaders), refKey(f.addHeaders)
+	src.WithIngressConfigMaps(setH, addH)
 	sclient, err := statusClient(cfg)
 	if err != nil {
 		return nil, err
@@ -95,7 +113,7 @@ func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []neti
 	k := f.certKey()
 	return ingressctl.New(src, ingressctl.Options{
 		Ingress: ingress.Options{Class: f.class, Addresses: addrs, HTTPPort: f.httpPort, HTTPSPort: f.httpsPort,
-			DefaultCert: ingress.Key{Namespace: k.Namespace, Name: k.Name}},
+			DefaultCert: ingress.Key{Namespace: k.Namespace, Name: k.Name}, ProxySetHeaders: setH, AddHeaders: addH},
 		Client: sclient, QPS: qps, Burst: burst, Recorder: rec, Logger: log,
 	}), nil
 }

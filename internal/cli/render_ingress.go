@@ -28,6 +28,7 @@ func renderIngresses(cfg *model.Config, set objects.Set, stderr io.Writer) {
 	in.Certs, in.Problems = ingress.Certificates(set.Secrets, time.Now())
 	in.Auth = ingress.AuthFiles(set.Secrets)
 	in.CAs, in.CAProblems = ingress.CAFiles(set.Secrets)
+	in.ConfigMaps = ingress.HeaderConfigMaps(set.ConfigMaps)
 	if len(in.Classes) == 0 {
 		add := func(n string) {
 			if n != "" && !slices.ContainsFunc(in.Classes, func(c *netv1.IngressClass) bool { return c.Name == n }) {

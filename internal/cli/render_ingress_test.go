@@ -74,3 +74,21 @@ func renderedMaps(t *testing.T, dir string) []byte {
 	}
 	return maps.Bytes()
 }
+
+// TestRenderIngressCustomHeaders: render reads the ConfigMap an
+// Ingress's custom-headers names from its input, so the headers are in
+// the map files it writes (values with spaces and ';' as they are).
+func TestRenderIngressCustomHeaders(t *testing.T) {
+	cfg, maps, stderr := renderToDir(t, "testdata/ingress-headers.yaml")
+	if strings.Contains(stderr.String(), "warning") {
+		t.Errorf("warnings:\n%s", stderr.String())
+	}
+	for _, want := range []string{".rs.strict-transport-security max-age=31536000; includeSubDomains\n", ".rs.x-frame-options DENY\n"} {
+		if !bytes.Contains(maps, []byte(want)) {
+			t.Errorf("the maps lack %q:\n%s", want, maps)
+		}
+	}
+	if !bytes.Contains(cfg, []byte("http-response set-header strict-transport-security")) {
+		t.Errorf("no rule sets the header:\n%s", cfg)
+	}
+}

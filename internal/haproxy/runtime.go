@@ -193,10 +193,22 @@ func validCommand(c string) error {
 		return errors.New("empty command")
 	case strings.ContainsAny(c, "\r\n"):
 		return errors.New("command contains a newline")
-	case strings.Contains(c, ";"):
-		// HAProxy splits on ';' and answers each part separately, which
-		// would break the one-answer-per-command framing.
-		return errors.New("command contains ';'")
+	}
+	// HAProxy splits a line on ';' and answers each part separately,
+	// which would break the one-answer-per-command framing; a ';' or a
+	// space escaped with a backslash is a character of an argument (a
+	// map value's: runtimeapi.CLIValue), and a backslash at the end
+	// would escape the ';' joinCommands puts after the command.
+	for i := 0; i < len(c); i++ {
+		switch c[i] {
+		case '\\':
+			if i == len(c)-1 {
+				return errors.New("command ends with a backslash")
+			}
+			i++
+		case ';':
+			return errors.New("command contains ';'")
+		}
 	}
 	return nil
 }

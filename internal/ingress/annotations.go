@@ -347,8 +347,8 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 					n, hv, ok = strings.Cut(line, " ")
 				}
 				n, hv = strings.ToLower(strings.TrimSpace(n)), strings.TrimSpace(hv)
-				if !ok || !model.ValidHeaderName(n) || hv == "" || !model.ValidHeaderValue(hv) {
-					bad(k, "line "+settings.ShowValue(line)+" is not a header name and a value without spaces, control characters or one of % # \\ \" ' | ;")
+				if !ok || !model.ValidHeaderName(n) || hv == "" || !model.ValidHeaderSetValue(hv) {
+					bad(k, "line "+settings.ShowValue(line)+" is not a header name and a value: the value "+badSetValue)
 					break
 				}
 				s.set = setHeader(s.set, n, hv)

@@ -162,7 +162,10 @@ func TestParseAnnotations(t *testing.T) {
 		{HAProxyPrefix + "timeout-server", "1500", false}, // ms
 		{HAProxyPrefix + "timeout-server", "2d", true},
 		{HAProxyPrefix + "timeout-server", "5 s", true},
-		{HAProxyPrefix + "headers", "X-A: 1\nX-B: has space", true},
+		{HAProxyPrefix + "headers", "X-A: 1\nX-B: has space; and 'quotes'", false},
+		{HAProxyPrefix + "headers", "X-A: 1\nX-B: 100%", true},
+		{HAProxyPrefix + "headers", "X-A: 1\nX-B: a|b", true},
+		{HAProxyPrefix + "headers", "X-A: caf\u00e9", true},
 		{HAProxyPrefix + "headers", "X-A: 1\nx-b 2", false},
 		{HAProxyPrefix + "config-defaults", "anything", true},
 		{NginxPrefix + "stream-snippet", "", true},

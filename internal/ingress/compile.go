@@ -75,6 +75,8 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	if why != "" {
 		return nil, why
 	}
+	respHeaders = withGlobal(w.globalResponse(), respHeaders) // globalheaders.go
+	u.set.set = withGlobal(w.globalRequest(), u.set.set)
 	btls, tag, why := u.set.btls.resolve(ing.Namespace, w.in, event) // backendtls.go
 	if why != "" {
 		return nil, why

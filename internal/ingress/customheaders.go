@@ -22,8 +22,10 @@ import (
 //
 // A ConfigMap missing, too large or holding a name or value that could
 // reach HAProxy's syntax or a map's separators (model.ValidHeaderName,
-// model.ValidHeaderValue: no space, quote, '%', '#', '\', '|' or ';')
-// is an Event InvalidCustomHeaders; the headers of its last valid
+// model.ValidHeaderSetValue: a value may hold spaces, ';' and quotes,
+// which the map file and the Runtime API carry exactly, but no control
+// character, '%', '#', '\', '|' or non-ASCII) is an Event
+// InvalidCustomHeaders; the headers of its last valid
 // version (Memo) are kept, and without one the Ingress is refused (its
 // last good version kept).
 
@@ -58,6 +60,22 @@ func HeaderData(data map[string]string, caKey string) map[string]string {
 		if k != caKey {
 			out[k] = v
 		}
+	}
+	return out
+}
+
+// badSetValue is why a header's value is refused (not
+// model.ValidHeaderSetValue).
+const badSetValue = "is empty or holds a control character, a non-ASCII byte or one of % # \\ |"
+
+// HeaderConfigMaps are cms as the source keeps them (HeaderData, by
+// key), for render, which reads them from files.
+func HeaderConfigMaps(cms []*corev1.ConfigMap) map[Key]*corev1.ConfigMap {
+	out := make(map[Key]*corev1.ConfigMap, len(cms))
+	for _, c := range cms {
+		kept := *c
+		kept.Data = HeaderData(c.Data, "")
+		out[Key{c.Namespace, c.Name}] = &kept
 	}
 	return out
 }
@@ -113,8 +131,8 @@ func parseCustomHeaders(cm *corev1.ConfigMap) ([]model.HeaderValue, string) {
 		if !model.ValidHeaderName(n) {
 			return nil, "key " + settings.ShowValue(k) + " is not a header name"
 		}
-		if v == "" || !model.ValidHeaderValue(v) {
-			return nil, "the value of " + settings.ShowValue(k) + " is empty or holds a space, a control character or one of % # \\ \" ' | ;"
+		if v == "" || !model.ValidHeaderSetValue(v) {
+			return nil, "the value of " + settings.ShowValue(k) + " " + badSetValue
 		}
 		out = setHeader(out, n, v)
 	}
@@ -212,6 +230,9 @@ func (m *Memo) pruneHeaders(kept map[Key]*netv1.Ingress) {
 		return
 	}
 	named := map[Key]bool{}
+	for _, k := range m.globalKeys {
+		named[k] = true // globalheaders.go
+	}
 	for _, ing := range kept {
 		if k, ok := CustomHeadersRef(ing.Namespace, ing.Annotations); ok {
 			named[k] = true

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // responseHeaders are the response headers every rule of app-0's host
@@ -17,6 +19,17 @@ func responseHeaders(t *testing.T, res Result) string {
 	if _, ok := res.Served[Key{"default", "app-0"}]; !ok {
 		return "refused"
 	}
+	return appHeaders(res, func(a model.HTTPAction) []model.HeaderValue {
+		if a.Ext == nil {
+			return nil
+		}
+		return a.Ext.Response.Set
+	})
+}
+
+// appHeaders are the headers of which every rule of app-0's host's
+// action sets ("name=value,..."; "" when none).
+func appHeaders(res Result, of func(model.HTTPAction) []model.HeaderValue) string {
 	var out []string
 	for _, f := range res.Frontends {
 		if f.HTTP == nil {
@@ -28,10 +41,8 @@ func responseHeaders(t *testing.T, res Result) string {
 			}
 			for _, r := range h.Rules {
 				var hs []string
-				if x := f.HTTP.Actions[r.Action].Ext; x != nil {
-					for _, v := range x.Response.Set {
-						hs = append(hs, v.Name+"="+v.Value)
-					}
+				for _, v := range of(f.HTTP.Actions[r.Action]) {
+					hs = append(hs, v.Name+"="+v.Value)
 				}
 				out = append(out, strings.Join(hs, ","))
 			}
@@ -67,8 +78,8 @@ func TestCustomHeaders(t *testing.T) {
 			{"hdrs", cm("1", map[string]string{"x-a": "1"}), "x-a=1", ""},
 			{"hdrs", cm("1", map[string]string{"x-a": "1"}), "x-a=1", ""},
 			{"hdrs", cm("2", map[string]string{"x-a": "2"}), "x-a=2", ""},
-			{"hdrs", cm("3", map[string]string{"x-a": "a b"}), "x-a=2", "InvalidCustomHeaders"},
-			{"hdrs", cm("3", map[string]string{"x-a": "a b"}), "x-a=2", "InvalidCustomHeaders"},
+			{"hdrs", cm("3", map[string]string{"x-a": "a|b"}), "x-a=2", "InvalidCustomHeaders"},
+			{"hdrs", cm("3", map[string]string{"x-a": "a|b"}), "x-a=2", "InvalidCustomHeaders"},
 		}},
 		{"set then changed", false, []pass{
 			{"hdrs", cm("1", map[string]string{"X-Frame-Options": "DENY", "x-a": "1"}), "x-a=1,x-frame-options=DENY", ""},
@@ -79,14 +90,21 @@ func TestCustomHeaders(t *testing.T) {
 			{"hdrs", cm("1", map[string]string{"x-a": "1"}), "x-a=1", ""},
 			{"hdrs", cm("2", map[string]string{"x-a": "1\nhttp-request deny"}), "x-a=1", "InvalidCustomHeaders"},
 			{"hdrs", cm("3", map[string]string{"x-a": "a|b"}), "x-a=1", "version 1 are kept"},
-			{"hdrs", cm("4", map[string]string{"x-a": "a;b"}), "x-a=1", "InvalidCustomHeaders"},
+			{"hdrs", cm("4", map[string]string{"x-a": "100%"}), "x-a=1", "InvalidCustomHeaders"},
+			{"hdrs", cm("5", map[string]string{"x-a": "a\\;b"}), "x-a=1", "InvalidCustomHeaders"},
+			{"hdrs", cm("6", map[string]string{"x-a": "a\tb"}), "x-a=1", "InvalidCustomHeaders"},
 			{"hdrs", nil, "x-a=1", "is missing"},
-			{"hdrs", cm("5", map[string]string{"x-a": "3"}), "x-a=3", ""},
+			{"hdrs", cm("7", map[string]string{"x-a": "3"}), "x-a=3", ""},
 		}},
 		{"bad without a valid one refuses", false, []pass{
-			{"hdrs", cm("1", map[string]string{"x-a": "has space"}), "refused", "Refused"},
+			{"hdrs", cm("1", map[string]string{"x-a": "has#hash"}), "refused", "Refused"},
 			{"hdrs", nil, "refused", "is missing"},
 			{"hdrs", cm("2", map[string]string{"bad name": "v"}), "refused", "not a header name"},
+		}},
+		{"spaces, ';' and quotes", false, []pass{
+			{"hdrs", cm("1", map[string]string{"Strict-Transport-Security": " max-age=31536000; includeSubDomains ",
+				"Content-Security-Policy": `default-src 'self'; img-src "data:"`}),
+				`content-security-policy=default-src 'self'; img-src "data:",strict-transport-security=max-age=31536000; includeSubDomains`, ""},
 		}},
 		{"another namespace", false, []pass{
 			{"kube-system/hdrs", cm("1", map[string]string{"x-a": "1"}), "refused", "Ingress's namespace"},

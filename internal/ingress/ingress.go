@@ -83,6 +83,10 @@ type Options struct {
 	// certificate (--ingress-default-certificate); zero: the first
 	// certificate by name.
 	DefaultCert Key
+	// ProxySetHeaders and AddHeaders are ConfigMaps of request and
+	// response headers every path carries (--ingress-proxy-set-headers,
+	// --ingress-add-headers: globalheaders.go); zero: none.
+	ProxySetHeaders, AddHeaders Key
 	// Last keeps each Ingress's last good object across passes: an
 	// Ingress whose new version is refused keeps serving it. nil: no
 	// memory.
@@ -100,6 +104,9 @@ type Result struct {
 	// with the addresses their status should list.
 	Served map[Key][]netip.Addr
 	Events []Event
+	// ConfigMapEvents are Warnings to record on ConfigMaps the options
+	// name (Event.Ingress is the ConfigMap's key: globalheaders.go).
+	ConfigMapEvents []Event
 	// Annotations counts the Ingresses carrying each annotation key not
 	// honoured, by verdict (Unsupported, Refused).
 	Annotations map[Verdict]map[string]int
@@ -129,6 +136,10 @@ type Memo struct {
 	// headers are the last valid version of each ConfigMap of
 	// custom-headers a kept Ingress names (customheaders.go).
 	headers map[Key]lastHeaders
+	// global is the last pass's controller-wide headers, globalKeys the
+	// ConfigMaps they are read from (globalheaders.go).
+	global     *globalHeaders
+	globalKeys []Key
 }
 
 func (m *Memo) get(k Key) *netv1.Ingress {
@@ -160,6 +171,7 @@ func Compile(in Input, opts Options) Result {
 	res := Result{Served: map[Key][]netip.Addr{}, Annotations: map[Verdict]map[string]int{}}
 	w := newWorld(in)
 	w.res, w.memo = &res, opts.Last
+	w.resolveGlobal(opts, &res) // globalheaders.go
 	isOurs := classFilter(in, opts.Class)
 	ours := ourIngresses(in, isOurs)
 	good := map[Key]*netv1.Ingress{}
@@ -251,8 +263,9 @@ type world struct {
 	in       Input
 	backends map[string]*model.Backend
 	res      *Result
-	rec      *memoUnit // what compileOne reads and tells, while it is memoised
-	memo     *Memo     // nil: none
+	rec      *memoUnit      // what compileOne reads and tells, while it is memoised
+	memo     *Memo          // nil: none
+	global   *globalHeaders // the controller-wide headers (globalheaders.go); nil: none
 }
 
 // event records a Warning on an Ingress.

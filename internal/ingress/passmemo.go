@@ -218,6 +218,9 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	var scratch Result
 	scratch.Annotations = map[Verdict]map[string]int{}
 	w.res = &scratch
+	if w.resolveGlobal(opts, &scratch); len(scratch.ConfigMapEvents) > 0 { // globalheaders.go
+		return Result{}, false
+	}
 	m.next = map[Key]*memoUnit{}
 	defer func() { m.next = nil }()
 	now := map[Key]*unit{}

@@ -28,7 +28,9 @@ import (
 //     one read (customheaders.go);
 //   - Secrets (basic authentication, backend TLS): an Ingress that reads
 //     one is compiled every pass (not memoised);
-//   - nothing of Options: compileOne does not read them.
+//   - the controller-wide headers (Options.ProxySetHeaders, AddHeaders):
+//     while the pass's are the object compiled with (globalheaders.go);
+//   - nothing else of Options: compileOne does not read them.
 
 // memoUnit is one Ingress's compilation.
 type memoUnit struct {
@@ -38,7 +40,8 @@ type memoUnit struct {
 	calls     []backendCall
 	events    []Event
 	other     []notHonoured
-	headers   []headersRead // the ConfigMaps of custom-headers read (customheaders.go)
+	headers   []headersRead  // the ConfigMaps of custom-headers read (customheaders.go)
+	global    *globalHeaders // the controller-wide headers compiled with (globalheaders.go)
 	cacheable bool
 }
 
@@ -147,14 +150,14 @@ func (m *Memo) compile(ing *netv1.Ingress, w *world, res *Result) (*unit, string
 	if m.next == nil {
 		m.next = make(map[Key]*memoUnit, len(m.units))
 	}
-	if e := m.units[k]; e != nil && e.sameObject(ing) && e.sameHeaders(w) {
+	if e := m.units[k]; e != nil && e.sameObject(ing) && e.sameHeaders(w) && e.global == w.global {
 		if u := e.replay(ing, w, res); u != nil {
 			m.next[k] = e
 			m.hits++
 			return u, ""
 		}
 	}
-	rec := &memoUnit{ing: ing}
+	rec := &memoUnit{ing: ing, global: w.global}
 	first := len(res.Events)
 	w.rec = rec
 	u, refused := compileOne(ing, w, res)

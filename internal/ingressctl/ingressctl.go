@@ -139,7 +139,7 @@ func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 		res.Served = map[ingress.Key][]netip.Addr{}
 	}
 	s.pending = res
-	s.report(res)
+	s.report(res, ii.ConfigMaps)
 	s.parts = []any{"ingress_input", compileStart.Sub(start), "ingress_compile", mergeStart.Sub(compileStart),
 		"ingress_merge", time.Since(mergeStart), "ingress_whole", s.memo.Whole()}
 }
@@ -150,8 +150,9 @@ func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 func (s *Server) Parts() []any { return s.parts }
 
 // report records the pass's Events that the last pass did not have, logs
-// them, and sets the annotation metric.
-func (s *Server) report(res ingress.Result) {
+// them, and sets the annotation metric. The Events on ConfigMaps (the
+// controller-wide headers') are recorded on cms's objects.
+func (s *Server) report(res ingress.Result, cms map[ingress.Key]*corev1.ConfigMap) {
 	now := make(map[ingress.Event]bool, len(res.Events))
 	for _, e := range res.Events {
 		now[e] = true
@@ -164,6 +165,16 @@ func (s *Server) report(res ingress.Result) {
 		}
 		if o, ok := s.src.IngressObject(e.Ingress.Namespace, e.Ingress.Name); ok {
 			s.opts.Recorder.Event(o, corev1.EventTypeWarning, e.Reason, e.Message)
+		}
+	}
+	for _, e := range res.ConfigMapEvents {
+		now[e] = true
+		if s.events[e] {
+			continue
+		}
+		s.log.Warn("ingress: "+e.Message, "configmap", e.Ingress.String(), "reason", e.Reason)
+		if cm := cms[e.Ingress]; cm != nil && s.opts.Recorder != nil {
+			s.opts.Recorder.Event(cm, corev1.EventTypeWarning, e.Reason, e.Message)
 		}
 	}
 	s.events = now

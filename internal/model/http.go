@@ -170,6 +170,30 @@ func ValidHeaderValue(v string) bool {
 	return true
 }
 
+// ValidHeaderSetValue reports whether v may be the value of a header
+// set or added (HeaderMods.Set, Add): looser than ValidHeaderValue, as
+// such a value is only ever the value of a map entry, never a key, a
+// word of the configuration or a format. A map file's value is the rest
+// of its line after the key, its ends trimmed, and the Runtime API
+// reads a space and ';' escaped with a backslash (runtimeapi.CLIValue);
+// quotes are plain characters to both (HAProxy 2.6, 3.0 and 3.4: see
+// docs/ingress.md, custom-headers). So spaces inside, ';' and quotes
+// are allowed (`max-age=31536000; includeSubDomains`,
+// `default-src 'self'`); a space at either end, a control character,
+// '%', '#', a backslash, '|' and anything beyond ASCII are not.
+func ValidHeaderSetValue(v string) bool {
+	if len(v) > 1024 || strings.TrimSpace(v) != v {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c < ' ' || c >= 0x7f || strings.IndexByte("%#\\|", c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // HeaderSets are the distinct sets of header names the table's rules
 // match on (MethodMatch for a method), each sorted, the empty set first: the structure of the
 // matching rules (render/http.go writes one lookup per set).

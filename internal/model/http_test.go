@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestValidHTTPText(t *testing.T) {
 	for _, c := range []struct {
@@ -52,5 +55,38 @@ func TestHeaderSets(t *testing.T) {
 	got := h.HeaderSets()
 	if len(got) != 3 || len(got[0]) != 0 || got[1][0] != "a" || got[1][1] != "b" || got[2][0] != "c" {
 		t.Fatalf("HeaderSets = %q", got)
+	}
+}
+
+func TestValidHeaderSetValue(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{
+		{"max-age=31536000; includeSubDomains", true},
+		{"default-src 'self'", true},
+		{`a "quoted" value`, true},
+		{"two  spaces", true},
+		{"plain", true},
+		{"", true}, // emptiness is the callers' check
+		{" lead", false},
+		{"trail ", false},
+		{"a\tb", false},
+		{"a\nb", false},
+		{"a\rb", false},
+		{"a\x00b", false},
+		{"a\x7fb", false},
+		{"caf\xc3\xa9", false},
+		{"100%", false},
+		{"%[src]", false},
+		{"a#b", false},
+		{`a\ b`, false},
+		{`a\;b`, false},
+		{"a|b", false},
+		{strings.Repeat("a", 1025), false},
+	} {
+		if got := ValidHeaderSetValue(c.in); got != c.ok {
+			t.Errorf("ValidHeaderSetValue(%q) = %v", c.in, got)
+		}
 	}
 }

@@ -37,7 +37,7 @@ type HTTPActionExt struct {
 }
 
 // HeaderMods are header changes: set (replace), add, remove. Names lower
-// case (ValidHeaderName), values ValidHeaderValue and not empty.
+// case (ValidHeaderName), values ValidHeaderSetValue and not empty.
 type HeaderMods struct {
 	Set, Add []HeaderValue
 	Remove   []string

@@ -9,18 +9,20 @@ import (
 
 // The Ingress objects render reads (render of the Ingress source, run
 // --mode=gateway --ingress-class): IngressClasses and Ingresses of
-// networking.k8s.io/v1, and Secrets (v1) for their certificates.
+// networking.k8s.io/v1, Secrets (v1) for their certificates, and
+// ConfigMaps (v1) for their custom-headers.
 
 // IngressSet holds them, beside the Services and EndpointSlices of Set.
 type IngressSet struct {
 	IngressClasses []*netv1.IngressClass
 	Ingresses      []*netv1.Ingress
 	Secrets        []*corev1.Secret
+	ConfigMaps     []*corev1.ConfigMap
 }
 
 func ingressKind(kind string) bool {
 	switch kind {
-	case "IngressClass", "Ingress", "Secret":
+	case "IngressClass", "Ingress", "Secret", "ConfigMap":
 		return true
 	}
 	return false
@@ -31,7 +33,7 @@ func ingressKind(kind string) bool {
 func (l *loader) ingress(d decoding, ns, group, version string) bool {
 	h, fail := d.h, d.fail
 	want := netv1.GroupName
-	if h.Kind == "Secret" {
+	if h.Kind == "Secret" || h.Kind == "ConfigMap" {
 		want = ""
 	}
 	if !ingressKind(h.Kind) || group != want {
@@ -48,6 +50,8 @@ func (l *loader) ingress(d decoding, ns, group, version string) bool {
 		decodeInto(d, ns, &l.set.Ingresses)
 	case "Secret":
 		decodeInto(d, ns, &l.set.Secrets)
+	case "ConfigMap":
+		decodeInto(d, ns, &l.set.ConfigMaps)
 	}
 	return true
 }
@@ -60,4 +64,5 @@ func (s *Set) mergeIngress(o Set, keep func(kind, ns, name string) bool) {
 	mergeInto(&s.IngressClasses, o.IngressClasses, "IngressClass", false, keep)
 	mergeInto(&s.Ingresses, o.Ingresses, "Ingress", true, keep)
 	mergeInto(&s.Secrets, o.Secrets, "Secret", true, keep)
+	mergeInto(&s.ConfigMaps, o.ConfigMaps, "ConfigMap", true, keep)
 }

@@ -15,6 +15,7 @@ func TestMergeEveryKind(t *testing.T) {
 			"AddressPool": len(s.AddressPools), "GatewayClass": len(s.GatewayClasses), "Gateway": len(s.Gateways),
 			"HTTPRoute": len(s.HTTPRoutes), "GRPCRoute": len(s.GRPCRoutes), "ReferenceGrant": len(s.ReferenceGrants),
 			"IngressClass": len(s.IngressClasses), "Ingress": len(s.Ingresses), "Secret": len(s.Secrets),
+			"ConfigMap": len(s.ConfigMaps),
 		}[kind]
 	}
 	for _, tc := range []struct{ apiVersion, kind, ref string }{
@@ -30,6 +31,7 @@ func TestMergeEveryKind(t *testing.T) {
 		{"networking.k8s.io/v1", "IngressClass", "/a"},
 		{"networking.k8s.io/v1", "Ingress", "default/a"},
 		{"v1", "Secret", "default/a"},
+		{"v1", "ConfigMap", "default/a"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			doc := func(name string) string {

@@ -62,7 +62,7 @@ ports:
 - port: 8080
 ---
 apiVersion: v1
-kind: ConfigMap
+kind: Pod
 metadata: {name: ignored}
 data: {a: b}
 ---
@@ -134,7 +134,7 @@ func TestLoad(t *testing.T) {
 		{name: "multi-document YAML", input: multiDoc, want: []string{
 			"Service default/web", "EndpointSlice default/web-abc", "Node node-1",
 		}, errs: []wantErr{
-			{ErrKind, "in.yaml: document 4 (ConfigMap ignored): kind not read: render reads Services, EndpointSlices, Nodes and AddressPools only, not ConfigMap of v1"},
+			{ErrKind, "in.yaml: document 4 (Pod ignored): kind not read: render reads Services, EndpointSlices, Nodes and AddressPools only, not Pod of v1"},
 			{ErrKind, "document 5 (Service knative-ignored): kind not read: render reads Services, EndpointSlices, Nodes and AddressPools only, not Service of serving.knative.dev/v1"},
 		}},
 		{name: "kubectl List with bad items", input: kubectlList, want: []string{
@@ -226,7 +226,7 @@ func checkErrs(t *testing.T, errs []error, want []wantErr) {
 
 func TestLoadFields(t *testing.T) {
 	set, errs := Load(strings.NewReader(multiDoc), "x")
-	if len(errs) != 2 { // the ConfigMap and knative's Service
+	if len(errs) != 2 { // the Pod and knative's Service
 		t.Fatal(errs)
 	}
 	svc := set.Services[0]

@@ -19,7 +19,7 @@ type Set struct {
 	Nodes          []*corev1.Node
 	AddressPools   []*pools.AddressPool
 	GatewaySet     // Gateway API objects (gateway.go)
-	IngressSet     // IngressClasses, Ingresses, Secrets (ingress.go)
+	IngressSet     // IngressClasses, Ingresses, Secrets, ConfigMaps (ingress.go)
 
 	// where each object was read ("Kind namespace/name": "source:
 	// document N, item I"), to name both places of a duplicate.

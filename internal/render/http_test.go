@@ -125,6 +125,9 @@ func TestHTTPMapsRefuseSyntax(t *testing.T) {
 					{Redirect: &model.Redirect{Scheme: "http", Host: s, Code: 302}}}}
 			for kind, es := range HTTPMaps(h) {
 				for _, e := range es {
+					if kind == HTTPHeaders && e.Value == s && model.ValidHeaderSetValue(s) {
+						continue // a header's value may hold spaces and ';' (a map value only)
+					}
 					if strings.Contains(e.Key, s) || strings.Contains(e.Value, s) {
 						t.Errorf("%s map holds %q: %q %q", kind, s, e.Key, e.Value)
 					}

@@ -158,7 +158,7 @@ func headerEntries(out map[string][]HTTPMapEntry, id, tag string, m model.Header
 	seen := map[string]bool{}
 	hdr := func(t, name, value string) {
 		k := id + tag + t + name
-		if model.ValidHeaderName(name) && model.ValidHeaderValue(value) && value != "" && !seen[k] {
+		if model.ValidHeaderName(name) && model.ValidHeaderSetValue(value) && value != "" && !seen[k] {
 			seen[k] = true
 			out[HTTPHeaders] = append(out[HTTPHeaders], HTTPMapEntry{k, value})
 		}

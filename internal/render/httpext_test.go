@@ -115,6 +115,9 @@ func TestHTTPExtRefuseSyntax(t *testing.T) {
 					{Redirect: &model.Redirect{Scheme: "http", Code: 302}, Ext: &model.HTTPActionExt{Path: &model.PathRewrite{Replace: s, Prefix: true}}}}}
 			for kind, es := range HTTPMaps(h) {
 				for _, e := range es {
+					if kind == HTTPHeaders && e.Value == s && model.ValidHeaderSetValue(s) {
+						continue // a header's value may hold spaces and ';' (a map value only)
+					}
 					if strings.Contains(e.Key, s) || strings.Contains(e.Value, s) {
 						t.Errorf("%s map holds %q: %q %q", kind, s, e.Key, e.Value)
 					}

@@ -43,6 +43,7 @@ type Gateway struct {
 	// ingressOn: and the Ingresses (WithIngress, gatewayingress.go)
 	ingressOn   bool
 	ingressCert gateway.Key
+	ingressCMs  []string // "namespace/name" of ConfigMaps the Ingress compiler reads besides (WithIngressConfigMaps)
 
 	// The named Secrets' problems logged (gatewaysecrets.go).
 	secretState secretState

@@ -129,16 +129,28 @@ func headerConfigMaps(obj any) ([]string, error) {
 	return nil, nil
 }
 
+// WithIngressConfigMaps names ConfigMaps of headers the Ingress
+// compiler reads beside those the Ingresses name (the controller-wide
+// headers: ingress.Options.ProxySetHeaders, AddHeaders). Call before
+// Run.
+func (g *Gateway) WithIngressConfigMaps(keys ...ingress.Key) {
+	for _, k := range keys {
+		if k != (ingress.Key{}) {
+			g.ingressCMs = append(g.ingressCMs, k.String())
+		}
+	}
+}
+
 // IngressConfigMaps are the cached ConfigMaps the Ingresses'
-// custom-headers name (with their header data only), shared with the
-// cache: not to be modified.
+// custom-headers name and those WithIngressConfigMaps names (with their
+// header data only), shared with the cache: not to be modified.
 func (g *Gateway) IngressConfigMaps() map[ingress.Key]*corev1.ConfigMap {
 	set := g.current()
 	out := map[ingress.Key]*corev1.ConfigMap{}
 	if set.ing.ingresses == nil || set.btls.configMaps == nil {
 		return out
 	}
-	for _, v := range set.ing.ingresses.GetIndexer().ListIndexFuncValues(headersIndex) {
+	for _, v := range append(set.ing.ingresses.GetIndexer().ListIndexFuncValues(headersIndex), g.ingressCMs...) {
 		o, ok, err := set.btls.configMaps.GetStore().GetByKey(v)
 		if cm, isCM := o.(*corev1.ConfigMap); ok && err == nil && isCM {
 			out[ingress.Key{Namespace: cm.Namespace, Name: cm.Name}] = cm

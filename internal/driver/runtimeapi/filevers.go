@@ -162,6 +162,9 @@ func (d *HAProxy) replaceFiles(ctx context.Context, kind string, files []string,
 			return 0, fmt.Errorf("%s: unexpected answer %q: %w", prep[i], ans[i], haproxy.ErrCommand)
 		}
 		for _, l := range lines[i] {
+			if kind == "map" {
+				l = cliMapLine(l) // clivalue.go
+			}
 			cmds = append(cmds, "add "+kind+" @"+v+" "+f+" "+l)
 		}
 		cmds = append(cmds, "commit "+kind+" @"+v+" "+f)

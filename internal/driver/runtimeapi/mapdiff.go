@@ -142,16 +142,16 @@ func mapCommands(edits []mapEdit, versions map[string]string) []string {
 		if e.whole {
 			v := versions[e.path]
 			for _, l := range e.lines {
-				cmds = append(cmds, "add map @"+v+" "+e.path+" "+l)
+				cmds = append(cmds, "add map @"+v+" "+e.path+" "+cliMapLine(l))
 			}
 			cmds = append(cmds, "commit map @"+v+" "+e.path)
 			continue
 		}
 		for _, m := range e.set {
-			cmds = append(cmds, "set map "+e.path+" "+m.Key+" "+m.Value)
+			cmds = append(cmds, "set map "+e.path+" "+m.Key+" "+CLIValue(m.Value))
 		}
 		for _, m := range e.add {
-			cmds = append(cmds, "add map "+e.path+" "+m.Key+" "+m.Value)
+			cmds = append(cmds, "add map "+e.path+" "+m.Key+" "+CLIValue(m.Value))
 		}
 	}
 	for i := len(edits) - 1; i >= 0; i-- {

@@ -73,14 +73,17 @@ func showEntries(ctx context.Context, t *testing.T, d *HAProxy, path string) map
 	}
 	out := map[string][2]string{}
 	for _, l := range strings.Split(ans[0], "\n") {
-		f := strings.Fields(l) // "0x... key value"
-		if len(f) != 3 {
+		// "0x... key value", the value the rest of the line (it may
+		// hold spaces: headervalues_test.go).
+		ref, rest, ok := strings.Cut(l, " ")
+		k, v, ok2 := strings.Cut(rest, " ")
+		if !ok || !ok2 || !strings.HasPrefix(ref, "0x") {
 			continue
 		}
-		if _, dup := out[f[1]]; dup {
-			t.Errorf("%s holds %s twice", path, f[1])
+		if _, dup := out[k]; dup {
+			t.Errorf("%s holds %s twice", path, k)
 		}
-		out[f[1]] = [2]string{f[0], f[2]}
+		out[k] = [2]string{ref, v}
 	}
 	return out
 }
