@@ -62,8 +62,8 @@ func BenchmarkServicesScaleNew(b *testing.B) {
 	w.client, w.kubeconfig = kube.Client(b), kube.KubeconfigPath
 	w.watch = watchNewSlices(b, w.client)
 	for _, c := range ctls {
-		for _, m := range modes {
-			w.run(b, c, m == "tproxy")
+		for k, m := range modes {
+			w.run(b, c, k, m == "tproxy")
 		}
 	}
 }
@@ -79,9 +79,10 @@ type newSvcWorld struct {
 	next                            int
 }
 
-// run starts controller c with a fresh HAProxy in one listener mode,
-// waits until the world is served, then times the new Services.
-func (w *newSvcWorld) run(b *testing.B, c scaleController, tproxy bool) {
+// run starts controller c (its run nth: its log is label-nth+1.log under
+// HKS_BENCH_LOGDIR) with a fresh HAProxy in one listener mode, waits
+// until the world is served, then times the new Services.
+func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool) {
 	mode := "ports"
 	if tproxy {
 		mode = "tproxy+pool"
@@ -91,7 +92,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, tproxy bool) {
 	hap := haproxytest.Start(b, dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
-	ctl, logPath, name, t0 := startScaleController(b, c, 0, dir, svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr))
+	ctl, logPath, name, t0 := startScaleController(b, c, nth, dir, svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr))
 	defer ctl.stop()
 	served, err := untilServicesServed(hap.StatsSocket, w.services, 15*time.Minute)
 	if err != nil {
@@ -124,6 +125,9 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, tproxy bool) {
 		if seen, ok := w.watch.at(k); ok {
 			toWatch, fromWatch = append(toWatch, seen.Sub(written)), append(fromWatch, got.Sub(seen))
 		}
+		// The wall clock, to read beside the controller's log.
+		b.Logf("%s %s: new Service %d: slice written %s, answered %.1f ms later", name, mode, k,
+			written.UTC().Format("15:04:05.000"), float64(got.Sub(written).Microseconds())/1000)
 	}
 	closeAll(stand)
 	r1 := reloads()
