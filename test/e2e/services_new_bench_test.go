@@ -114,7 +114,10 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	for range w.one {
 		k := w.next
 		w.next++
-		written := w.create(b, k, stand)
+		written, err := w.create(k, stand)
+		if err != nil {
+			b.Fatal(err)
+		}
 		got, err := untilNewAnswered(w.target(addr, k), written, w.deadline)
 		if err != nil {
 			failed++
@@ -162,13 +165,17 @@ func (w *newSvcWorld) runBurst(b *testing.B, addr string) (time.Duration, int) {
 	w.next += w.burst
 	start := time.Now()
 	var wg sync.WaitGroup
+	errs := make([]error, w.burst)
 	for k := first; k < first+w.burst; k++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.create(b, k, stand) }()
+		go func() { defer wg.Done(); _, errs[k-first] = w.create(k, stand) }()
 	}
 	wg.Wait()
 	pending := map[int]bool{}
 	for k := first; k < first+w.burst; k++ {
+		if err := errs[k-first]; err != nil {
+			b.Logf("burst: new Service %d not created: %v", k, err) // counted as not answered
+		}
 		pending[k] = true
 	}
 	for len(pending) > 0 && time.Since(start) < w.deadline {
@@ -210,13 +217,13 @@ func closeAll(s []*lab.NodeServer) {
 // create opens new Service k's nodePort on its endpoints' nodes, writes
 // the Service, then its EndpointSlice, and returns when that write
 // returned.
-func (w *newSvcWorld) create(b *testing.B, k int, stand []*lab.NodeServer) time.Time {
+func (w *newSvcWorld) create(k int, stand []*lab.NodeServer) (time.Time, error) {
 	ctx := context.Background()
 	name := fmt.Sprintf("new-%05d", k)
 	eps := make([]lab.Endpoint, w.endpoints)
 	for j := range eps {
 		if err := stand[w.node(k, j)].Listen(w.nodePort(k)); err != nil {
-			b.Fatal(err)
+			return time.Time{}, err
 		}
 		i := k*16 + j + 1
 		eps[j] = lab.Endpoint{IP: fmt.Sprintf("10.250.%d.%d", (i>>8)&255, i&255), Node: fmt.Sprintf("node-%02d", w.node(k, j)), Ready: true}
@@ -227,14 +234,14 @@ func (w *newSvcWorld) create(b *testing.B, k int, stand []*lab.NodeServer) time.
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: int32(w.nodePort(k) + 1),
 			Ports: []corev1.ServicePort{{Name: "tcp", Port: int32(w.port(k)), NodePort: int32(w.nodePort(k)), Protocol: corev1.ProtocolTCP}}},
 	}, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
+		return time.Time{}, fmt.Errorf("Service %s: %w", name, err)
 	}
 	sl := lab.SliceFor(ns, name, 8080, eps)
 	sl.Labels[newSvcLabel] = strconv.Itoa(k)
 	if _, err := w.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sl, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
+		return time.Time{}, fmt.Errorf("EndpointSlice of %s: %w", name, err)
 	}
-	return time.Now()
+	return time.Now(), nil
 }
 
 // untilNewAnswered polls addr every millisecond until a stand-in answers
