@@ -54,8 +54,22 @@ func BenchmarkServicesScaleRSS(b *testing.B) {
 	}
 	services, endpoints := benchEnvInt("HKS_BENCH_SERVICES", 10000), benchEnvInt("HKS_BENCH_ENDPOINTS", 5)
 	ctls := scaleControllers(b)
+	kube := svcScaleWorld(b, services, endpoints, 0)
+	tproxy := os.Getenv("HKS_BENCH_LISTENERS") != "ports"
+	runs := benchEnvInt("HKS_BENCH_RUNS", 1)
+	for k := range runs {
+		for _, c := range ctls {
+			svcScaleRun(b, kube.KubeconfigPath, services, tproxy, c, k, len(ctls)*runs > 1)
+		}
+	}
+}
+
+// svcScaleWorld starts a kube-apiserver holding the world of
+// BenchmarkServicesScaleRSS, its node-port range with room for spare
+// more Services (two node ports each, above the world's).
+func svcScaleWorld(b *testing.B, services, endpoints, spare int) *kubeapi.Server {
 	kube := kubeapi.StartWithOptions(b, kubeapi.Options{APIServerArgs: []string{
-		fmt.Sprintf("--service-node-port-range=%d-%d", svcScaleNodePort, svcScaleNodePort+2*services+200),
+		fmt.Sprintf("--service-node-port-range=%d-%d", svcScaleNodePort, svcScaleNodePort+2*services+200+2*spare),
 		"--service-cluster-ip-range=172.20.0.0/16"}})
 	client := kube.Client(b)
 	ctx := context.Background()
@@ -84,13 +98,7 @@ func BenchmarkServicesScaleRSS(b *testing.B) {
 		return err
 	})
 	b.Logf("%d Services, %d endpoints, %d Nodes created in %s", services, services*endpoints, svcScaleNodes, time.Since(t0).Round(time.Second))
-	tproxy := os.Getenv("HKS_BENCH_LISTENERS") != "ports"
-	runs := benchEnvInt("HKS_BENCH_RUNS", 1)
-	for k := range runs {
-		for _, c := range ctls {
-			svcScaleRun(b, kube.KubeconfigPath, services, tproxy, c, k, len(ctls)*runs > 1)
-		}
-	}
+	return kube
 }
 
 // svcScaleRun starts controller c (run k) with a fresh HAProxy, waits
@@ -103,18 +111,7 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 	hap := haproxytest.Start(b, dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
-	args := []string{"run", "--kubeconfig", kubeconfig, "--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),
-		"--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket, "--state-file", filepath.Join(dir, "state"),
-		"--metrics-address", "", "--udp=off", "--pprof-address", pprofAddr,
-		// No checks: HAProxy's 50,000 checks would take the cores the
-		// controller is measured on; its memory does not depend on them.
-		"--default-check=false", "--node-check=none"}
-	if tproxy { // run's default pool size
-		args = append(args, "--bind-address", tproxyVIP, "--listeners=tproxy")
-	} else {
-		args = append(args, "--bind-address", "127.0.0.1", "--listeners=ports")
-	}
-	ctl, logPath, name, t0 := startScaleController(b, c, k, dir, args)
+	ctl, logPath, name, t0 := startScaleController(b, c, k, dir, svcScaleArgs(kubeconfig, cfg, dir, hap, tproxy, pprofAddr))
 	defer ctl.stop()
 	rises, anonPeak, stop := watchPeak(ctl.Process.Pid, t0, logPath)
 	defer stop()
@@ -143,6 +140,24 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 	b.Logf("%s (%s): %d Services served %s after the controller started: peak %.1f MiB (RssAnon at most %.1f MiB; RssFile %.1f MiB at the end), RSS %.1f MiB 5 s later; load %s",
 		name, strings.Join(append([]string{c.bin}, c.env...), " "), services, servedAfter.Round(100*time.Millisecond), mib(mem["VmHWM"]),
 		mib(anonPeak()), mib(mem["RssFile"]), mib(mem["VmRSS"]), loadAvg())
+}
+
+// svcScaleArgs are run's flags in the scale benchmarks' Services mode:
+// HAProxy hap's files in dir, the listeners tproxy (run's default pool)
+// or ports, no checks, pprof at pprofAddr.
+func svcScaleArgs(kubeconfig, cfg, dir string, hap *haproxytest.Process, tproxy bool, pprofAddr string) []string {
+	args := []string{"run", "--kubeconfig", kubeconfig, "--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),
+		"--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket, "--state-file", filepath.Join(dir, "state"),
+		"--metrics-address", "", "--udp=off", "--pprof-address", pprofAddr,
+		// No checks: HAProxy's 50,000 checks would take the cores the
+		// controller is measured on; its memory does not depend on them.
+		"--default-check=false", "--node-check=none"}
+	if tproxy { // run's default pool size
+		args = append(args, "--bind-address", tproxyVIP, "--listeners=tproxy")
+	} else {
+		args = append(args, "--bind-address", "127.0.0.1", "--listeners=ports")
+	}
+	return args
 }
 
 // untilServicesServed polls HAProxy until n backends have a server in

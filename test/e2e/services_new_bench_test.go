@@ -1,0 +1,302 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+)
+
+// newSvcLabel marks the EndpointSlices of the Services a benchmark adds
+// to the world, so that its own watch sees only them.
+const newSvcLabel = "hks-bench-new"
+
+// BenchmarkServicesScaleNew is issue 29's defining number end to end: in
+// BenchmarkServicesScaleRSS's world (HKS_BENCH_SERVICES LoadBalancer
+// Services, default 10,000, HKS_BENCH_ENDPOINTS endpoints each, a real
+// kube-apiserver), once the controller (its binary, run's defaults but
+// for the checks) serves them all, HKS_BENCH_NEW new Services (default
+// 50) one at a time, each timed from its EndpointSlice's create
+// returning to the first connection from the test's namespace to the
+// Service's address answered by a stand-in on a node's nodePort through
+// HAProxy (polled every 1 ms, deadline HKS_BENCH_NEW_DEADLINE seconds,
+// default 60); then a burst of HKS_BENCH_BURST (default 100) created at
+// once, until all answer. HAProxy's reloads are counted across each
+// part. The write -> watch column is the test's own watch of the new
+// EndpointSlices (the same apiserver's watch the controller's informer
+// sees; the controller logs no event). Each listener mode of
+// HKS_BENCH_MODES (default "tproxy,ports": tproxy with run's pool, then
+// a frontend per port) runs with a fresh HAProxy and controller over the
+// same objects, for each controller of HKS_BENCH_CONTROLLERS.
+//
+//	HKS_TESTBIN_DIR=... go test -run '^$' -bench 'BenchmarkServicesScaleNew$' -benchtime 1x -timeout 60m ./test/e2e/
+func BenchmarkServicesScaleNew(b *testing.B) {
+	if !inNetns(b, tproxyVIP) {
+		return
+	}
+	services, endpoints := benchEnvInt("HKS_BENCH_SERVICES", 10000), benchEnvInt("HKS_BENCH_ENDPOINTS", 5)
+	w := newSvcWorld{services: services, endpoints: endpoints, one: benchEnvInt("HKS_BENCH_NEW", 50),
+		burst: benchEnvInt("HKS_BENCH_BURST", 100), deadline: time.Duration(benchEnvInt("HKS_BENCH_NEW_DEADLINE", 60)) * time.Second}
+	modes := strings.Split(os.Getenv("HKS_BENCH_MODES"), ",")
+	if os.Getenv("HKS_BENCH_MODES") == "" {
+		modes = []string{"tproxy", "ports"}
+	}
+	ctls := scaleControllers(b)
+	kube := svcScaleWorld(b, services, endpoints, len(modes)*len(ctls)*(w.one+w.burst))
+	w.client, w.kubeconfig = kube.Client(b), kube.KubeconfigPath
+	w.watch = watchNewSlices(b, w.client)
+	for _, c := range ctls {
+		for k, m := range modes {
+			w.run(b, c, k, m == "tproxy")
+		}
+	}
+}
+
+// newSvcWorld is the world of BenchmarkServicesScaleNew and the next
+// new Service's number.
+type newSvcWorld struct {
+	services, endpoints, one, burst int
+	deadline                        time.Duration
+	client                          kubernetes.Interface
+	kubeconfig                      string
+	watch                           *sliceSeen
+	next                            int
+}
+
+// run starts controller c (its run nth: its log is label-nth+1.log under
+// HKS_BENCH_LOGDIR) with a fresh HAProxy in one listener mode, waits
+// until the world is served, then times the new Services.
+func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool) {
+	mode := "ports"
+	if tproxy {
+		mode = "tproxy+pool"
+	}
+	dir := b.TempDir()
+	cfg := initHAProxyFor(b, dir, listening{tproxy: tproxy})
+	hap := haproxytest.Start(b, dir, cfg)
+	defer hap.Kill(b)
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
+	ctl, logPath, name, t0 := startScaleController(b, c, nth, dir, svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr))
+	defer ctl.stop()
+	served, err := untilServicesServed(hap.StatsSocket, w.services, 15*time.Minute)
+	if err != nil {
+		b.Fatalf("%s %s: %v; controller log: %s", name, mode, err, fileTail(logPath))
+	}
+	b.Logf("%s %s: %d Services served %s after the controller started (load %s)", name, mode, w.services, served.Sub(t0).Round(100*time.Millisecond), loadAvg())
+	addr := "127.0.0.1"
+	if tproxy {
+		addr = tproxyVIP
+	}
+	reloads := benchReloads(b, hap)
+	// A few seconds for the passes after the first (status writes, the
+	// pool's growth) to end before the timed part.
+	time.Sleep(5 * time.Second) // not a synchronisation: the reloads are counted from here
+	r0 := reloads()
+	var lat, toWatch, fromWatch []time.Duration
+	failed := 0
+	stand := w.standIns()
+	for range w.one {
+		k := w.next
+		w.next++
+		written, err := w.create(k, stand)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, err := untilNewAnswered(w.target(addr, k), written, w.deadline)
+		if err != nil {
+			failed++
+			b.Logf("%s %s: new Service %d: %v", name, mode, k, err)
+			continue
+		}
+		lat = append(lat, got.Sub(written))
+		if seen, ok := w.watch.at(k); ok {
+			toWatch, fromWatch = append(toWatch, seen.Sub(written)), append(fromWatch, got.Sub(seen))
+		}
+		// The wall clock, to read beside the controller's log.
+		b.Logf("%s %s: new Service %d: slice written %s, answered %.1f ms later", name, mode, k,
+			written.UTC().Format("15:04:05.000"), float64(got.Sub(written).Microseconds())/1000)
+	}
+	closeAll(stand)
+	r1 := reloads()
+	burst, burstFailed := w.runBurst(b, addr)
+	r2 := reloads()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	line := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("p50 %.1f / p99 %.1f / max %.1f ms", ms(pct(ds, 0.5)), ms(pct(ds, 0.99)), ms(maxDur(ds)))
+	}
+	b.Logf("%s %s at %d Services: %d new Services one at a time (%d not answered within %s), EndpointSlice written -> first connection answered: %s; %d reloads",
+		name, mode, w.services, w.one, failed, w.deadline, line(lat), r1-r0)
+	b.Logf("%s %s: split: written -> the test's watch sees the slice %s; watch -> answered %s", name, mode, line(toWatch), line(fromWatch))
+	b.Logf("%s %s: burst of %d: all answered %.1f ms after the first write (%d not answered); %d reloads; load %s",
+		name, mode, w.burst, ms(burst), burstFailed, r2-r1, loadAvg())
+	if len(lat) > 0 {
+		b.ReportMetric(ms(pct(lat, 0.5)), mode+"-p50-ms")
+		b.ReportMetric(ms(pct(lat, 0.99)), mode+"-p99-ms")
+	}
+	b.ReportMetric(ms(burst), mode+"-burst-ms")
+	b.ReportMetric(float64(r2-r0), mode+"-reloads")
+}
+
+// runBurst creates w.burst new Services at once and returns the time
+// from the first write until each answered, and how many did not.
+func (w *newSvcWorld) runBurst(b *testing.B, addr string) (time.Duration, int) {
+	stand := w.standIns()
+	defer closeAll(stand)
+	first := w.next
+	w.next += w.burst
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, w.burst)
+	for k := first; k < first+w.burst; k++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, errs[k-first] = w.create(k, stand) }()
+	}
+	wg.Wait()
+	pending := map[int]bool{}
+	for k := first; k < first+w.burst; k++ {
+		if err := errs[k-first]; err != nil {
+			b.Logf("burst: new Service %d not created: %v", k, err) // counted as not answered
+		}
+		pending[k] = true
+	}
+	for len(pending) > 0 && time.Since(start) < w.deadline {
+		for k := range pending {
+			if _, err := lab.Probe(w.target(addr, k), 200*time.Millisecond); err == nil {
+				delete(pending, k)
+			}
+		}
+		time.Sleep(time.Millisecond) // poll interval
+	}
+	return time.Since(start), len(pending)
+}
+
+// Service k's numbers: its port after the world's, its nodePort and
+// healthCheckNodePort above the world's (svcScaleWorld's room).
+func (w *newSvcWorld) port(k int) int     { return svcScalePort + w.services + k }
+func (w *newSvcWorld) nodePort(k int) int { return svcScaleNodePort + 2*w.services + 200 + 2*k }
+func (w *newSvcWorld) node(k, j int) int  { return (k + j) % svcScaleNodes }
+
+func (w *newSvcWorld) target(addr string, k int) string {
+	return net.JoinHostPort(addr, strconv.Itoa(w.port(k)))
+}
+
+// standIns are the nodes' stand-ins (nothing listening yet).
+func (w *newSvcWorld) standIns() []*lab.NodeServer {
+	out := make([]*lab.NodeServer, svcScaleNodes)
+	for n := range out {
+		out[n] = lab.NewNodeServer(fmt.Sprintf("node-%02d", n), fmt.Sprintf("127.77.0.%d", n+1))
+	}
+	return out
+}
+
+func closeAll(s []*lab.NodeServer) {
+	for _, n := range s {
+		n.Close()
+	}
+}
+
+// create opens new Service k's nodePort on its endpoints' nodes, writes
+// the Service, then its EndpointSlice, and returns when that write
+// returned.
+func (w *newSvcWorld) create(k int, stand []*lab.NodeServer) (time.Time, error) {
+	ctx := context.Background()
+	name := fmt.Sprintf("new-%05d", k)
+	eps := make([]lab.Endpoint, w.endpoints)
+	for j := range eps {
+		if err := stand[w.node(k, j)].Listen(w.nodePort(k)); err != nil {
+			return time.Time{}, err
+		}
+		i := k*16 + j + 1
+		eps[j] = lab.Endpoint{IP: fmt.Sprintf("10.250.%d.%d", (i>>8)&255, i&255), Node: fmt.Sprintf("node-%02d", w.node(k, j)), Ready: true}
+	}
+	class := desired.DefaultClass
+	if _, err := w.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class, Selector: map[string]string{"app": name},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: int32(w.nodePort(k) + 1),
+			Ports: []corev1.ServicePort{{Name: "tcp", Port: int32(w.port(k)), NodePort: int32(w.nodePort(k)), Protocol: corev1.ProtocolTCP}}},
+	}, metav1.CreateOptions{}); err != nil {
+		return time.Time{}, fmt.Errorf("Service %s: %w", name, err)
+	}
+	sl := lab.SliceFor(ns, name, 8080, eps)
+	sl.Labels[newSvcLabel] = strconv.Itoa(k)
+	if _, err := w.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+		return time.Time{}, fmt.Errorf("EndpointSlice of %s: %w", name, err)
+	}
+	return time.Now(), nil
+}
+
+// untilNewAnswered polls addr every millisecond until a stand-in answers
+// through HAProxy, and returns when.
+func untilNewAnswered(addr string, from time.Time, deadline time.Duration) (time.Time, error) {
+	var err error
+	for time.Since(from) < deadline {
+		if _, err = lab.Probe(addr, 200*time.Millisecond); err == nil {
+			return time.Now(), nil
+		}
+		time.Sleep(time.Millisecond) // poll interval
+	}
+	return time.Time{}, fmt.Errorf("%s not answered within %s: %v", addr, deadline, err)
+}
+
+// sliceSeen records when the test's own watch first saw each new
+// Service's EndpointSlice.
+type sliceSeen struct {
+	mu   sync.Mutex
+	seen map[int]time.Time
+}
+
+func watchNewSlices(b *testing.B, client kubernetes.Interface) *sliceSeen {
+	s := &sliceSeen{seen: map[int]time.Time{}}
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = newSvcLabel }))
+	inf := f.Discovery().V1().EndpointSlices().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		now := time.Now()
+		es, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok {
+			return
+		}
+		k, err := strconv.Atoi(es.Labels[newSvcLabel])
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, ok := s.seen[k]; !ok {
+			s.seen[k] = now
+		}
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+	return s
+}
+
+func (s *sliceSeen) at(k int) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.seen[k]
+	return t, ok
+}
