@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 )
 
 // errDraining: the host's health gate fails because its drain file
 // exists (--announce-drain-file).
-var errDraining = errors.New("draining")
+var errDraining = announce.ErrDraining
 
 // drained is the health gate's readiness check with the drain file
 // (--announce-drain-file) in front: while the file exists this host is

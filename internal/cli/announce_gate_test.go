@@ -28,19 +28,19 @@ func TestAnnounceGate(t *testing.T) {
 	ctx := context.Background()
 	notReady := errors.New("informer caches not synced")
 	ready := func(context.Context) error { return nil }
-	check, stop := announceGate(func(context.Context) error { return notReady }, "")
+	check, stop := announce.HealthGate(func(context.Context) error { return notReady }, "")
 	defer stop()
-	if err := check(ctx); !errors.Is(err, notReady) || !errors.Is(err, errGateNotReady) {
+	if err := check(ctx); !errors.Is(err, notReady) || !errors.Is(err, announce.ErrGateNotReady) {
 		t.Fatalf("not ready: %v", err)
 	}
-	check, stop = announceGate(ready, "")
+	check, stop = announce.HealthGate(ready, "")
 	defer stop()
 	if err := check(ctx); err != nil {
 		t.Fatalf("ready, no local HAProxy: %v", err)
 	}
-	check, stop = announceGate(ready, filepath.Join(t.TempDir(), "no-haproxy.sock"))
+	check, stop = announce.HealthGate(ready, filepath.Join(t.TempDir(), "no-haproxy.sock"))
 	defer stop()
-	if err := check(ctx); !errors.Is(err, errGateHAProxy) {
+	if err := check(ctx); !errors.Is(err, announce.ErrGateHAProxy) {
 		t.Fatalf("ready, the local HAProxy gone: %v", err)
 	}
 }
@@ -103,7 +103,7 @@ func TestGateSlowAnswers(t *testing.T) {
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("exec: %w", ctx.Err())
-			case <-time.After(3 * gateEvery): // the answer's delay, not a wait for anything
+			case <-time.After(3 * announce.GateEvery): // the answer's delay, not a wait for anything
 				return nil
 			}
 		case 4:
@@ -124,7 +124,7 @@ func TestGateSlowAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs haproxytest.LockedBuffer
-	go d.Gate(ctx, gateEvery, gate(configured(func() bool { return true }, inst), ask), slog.New(slog.NewTextHandler(&logs, nil)))
+	go d.Gate(ctx, announce.GateEvery, announce.HealthCheck(configured(func() bool { return true }, inst), ask), slog.New(slog.NewTextHandler(&logs, nil)))
 	healthy := func(want bool, within time.Duration) {
 		t.Helper()
 		if err := netlab.Eventually(ctx, within, func() error {
@@ -154,23 +154,23 @@ func TestGateSlowAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		mode int32
 		span time.Duration
-	}{{1, 2 * answerGrace}, {3, answerGrace * 7 / 10}} {
+	}{{1, 2 * announce.AnswerGrace}, {3, announce.AnswerGrace * 7 / 10}} {
 		mode.Store(tc.mode)
 		end := time.Now().Add(tc.span)
 		for time.Now().Before(end) {
 			if w, n := rec.last(); n != told || !w.Healthy {
 				t.Fatalf("HAProxy slow (mode %d): the announcer was told %+v (%d Wants, %d before)\n%s", tc.mode, w, n, told, logs.String())
 			}
-			time.Sleep(gateEvery / 4) // the pace of the checks, not a wait for anything
+			time.Sleep(announce.GateEvery / 4) // the pace of the checks, not a wait for anything
 		}
 		onTimeTwice()
 	}
 	mode.Store(4)
 	start := time.Now()
-	healthy(false, answerGrace+2*time.Second)
+	healthy(false, announce.AnswerGrace+2*time.Second)
 	t.Logf("HAProxy hung: unhealthy after %s", time.Since(start).Round(time.Millisecond))
-	if hung := time.Since(start); hung < answerGrace-gateEvery {
-		t.Errorf("HAProxy hung: unhealthy after %s, before the grace (%s)", hung, answerGrace)
+	if hung := time.Since(start); hung < announce.AnswerGrace-announce.GateEvery {
+		t.Errorf("HAProxy hung: unhealthy after %s, before the grace (%s)", hung, announce.AnswerGrace)
 	}
 	if l := logs.String(); !strings.Contains(l, "no answer yet") {
 		t.Errorf("the hang not logged as such:\n%s", l)
@@ -181,7 +181,7 @@ func TestGateSlowAnswers(t *testing.T) {
 	start = time.Now()
 	healthy(false, 2*time.Second)
 	t.Logf("HAProxy gone: unhealthy after %s", time.Since(start).Round(time.Millisecond))
-	if l := logs.String(); !strings.Contains(l, "health gate fails") || !strings.Contains(l, errGateHAProxy.Error()) {
+	if l := logs.String(); !strings.Contains(l, "health gate fails") || !strings.Contains(l, announce.ErrGateHAProxy.Error()) {
 		t.Fatalf("the failure not logged with its part:\n%s", l)
 	}
 }

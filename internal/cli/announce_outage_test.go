@@ -74,8 +74,8 @@ func TestAnnounceThroughAPIServerOutage(t *testing.T) {
 	}
 	// the gate as run wires it beside the local HAProxy (its answers
 	// here always on time: TestGateSlowAnswers has the slow ones)
-	check := gate(configured(src.Synced, inst), func(context.Context) error { return nil })
-	go d.Gate(ctx, gateEvery, check, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	check := announce.HealthCheck(configured(src.Synced, inst), func(context.Context) error { return nil })
+	go d.Gate(ctx, announce.GateEvery, check, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := netlab.Eventually(ctx, 10*time.Second, func() error {
 		if w, _ := rec.last(); !w.Healthy || len(w.Addrs) != 1 || w.Addrs[0] != vip {
 			return fmt.Errorf("told %+v, want %s healthy", w, vip)
@@ -92,7 +92,7 @@ func TestAnnounceThroughAPIServerOutage(t *testing.T) {
 			if w, n := rec.last(); n != told || !w.Healthy {
 				t.Fatalf("%s: the announcer was told %+v (%d Wants, %d before)", what, w, n, told)
 			}
-			time.Sleep(gateEvery) // the pace of the checks, not a wait for anything
+			time.Sleep(announce.GateEvery) // the pace of the checks, not a wait for anything
 		}
 	}
 	kube.StopAPIServer()

@@ -272,7 +272,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		if stats != "" {
 			gateReady = configured(ctl.Synced, inst)
 		}
-		defer startGate(ctx, ann, f.announce.drained(gateReady, log), stats, log)()
+		defer ann.StartGate(ctx, f.announce.drained(gateReady, log), stats, log)()
 	}
 	if err := f.publish.start(ctx, cfg, gate, []func(context.Context){pub.Run, poolStatus.Run, claimer.Run, annStatus.Run}, ctl.Trigger, log); err != nil {
 		return err

@@ -70,7 +70,11 @@ func vipLine(out string) string {
 // connection answered by another host (one tried every 10 ms), for our
 // announcer and keepalived (with its default advert and with VRRPv3
 // adverts every 100 ms) in the same harness, printed as a table
-// (BENCHMARKS.md). HKS_FAILOVER_ONLY=ours or keepalived runs one.
+// (BENCHMARKS.md). Ours runs twice: its health gate set by the test
+// (the faults frozen, unhealthy and killed: the agent), and the real
+// health gate asking a real HAProxy on each host (newGatedGroup: the
+// owner's HAProxy killed). HKS_FAILOVER_ONLY=ours (both of ours),
+// gate (the second alone) or keepalived runs those.
 func BenchmarkFailover(b *testing.B) {
 	trials := 20
 	if v, err := strconv.Atoi(os.Getenv("HKS_FAILOVER_TRIALS")); err == nil && v > 0 {
@@ -82,6 +86,7 @@ func BenchmarkFailover(b *testing.B) {
 	}
 	all := []announcer{
 		{"haproxy-k8s-sync l2, heartbeat 100 ms x 3", func(b *testing.B) *group { return newGroup(b, Config{}) }},
+		{"haproxy-k8s-sync l2, heartbeat 100 ms x 3, the real health gate", func(b *testing.B) *group { return newGatedGroup(b) }},
 		{keepalived{advert: "1", version: 2}.String(), func(b *testing.B) *group { return newKeepalived(b, keepalived{advert: "1", version: 2}) }},
 		{keepalived{advert: "0.1", version: 3}.String(), func(b *testing.B) *group { return newKeepalived(b, keepalived{advert: "0.1", version: 3}) }},
 	}
@@ -94,12 +99,13 @@ func BenchmarkFailover(b *testing.B) {
 	defer func() { fmt.Println("load average at the end:", load()) }()
 	rows := []string{netlab.Row("announcer", "fault", "family", "trials", "p50", "p95", "max"), netlab.Row("---", "---", "---", "---", "---", "---", "---")}
 	for _, an := range all {
-		if only == "ours" && !strings.HasPrefix(an.name, "haproxy") || only == "keepalived" && !strings.HasPrefix(an.name, "keepalived") {
+		if only == "ours" && !strings.HasPrefix(an.name, "haproxy") || only == "keepalived" && !strings.HasPrefix(an.name, "keepalived") ||
+			only == "gate" && !strings.HasSuffix(an.name, "health gate") {
 			continue
 		}
 		b.Run(strings.Fields(an.name)[0], func(b *testing.B) {
 			g := an.make(b)
-			for _, fault := range []string{"frozen", "unhealthy", "killed"} {
+			for _, fault := range []string{"frozen", "unhealthy", "killed", "haproxy killed"} {
 				if g.faults()[fault] == nil {
 					continue
 				}

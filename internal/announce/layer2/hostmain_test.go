@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // hostEnv names, in a child of the test binary, the file of the layer 2
@@ -35,6 +36,10 @@ type hostFile struct {
 	Events string
 	// Log: the announcer's log lines to the child's log file too
 	Log bool
+	// Stats, when set: the admin socket of the host's HAProxy; the
+	// child's Want.Healthy is then the real health gate's verdict
+	// (announce.HealthGate, as run wires it), not the test's
+	Stats string
 }
 
 // hostEvent is one line the child sends the test.
@@ -103,7 +108,17 @@ func hostMain(file string) int {
 		log.Error("new", "error", err)
 		return 1
 	}
-	a.Set(hf.Want)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	if hf.Stats == "" {
+		a.Set(hf.Want)
+	} else {
+		// the controller's readiness is not here: always ready, so the
+		// verdict is HAProxy's answer
+		d := announce.NewDriver(a, hf.Want.Addrs...)
+		_, _ = d.Apply(ctx, model.Config{})
+		defer d.StartGate(ctx, func(context.Context) error { return nil }, hf.Stats, log)()
+	}
 	ln, err := net.Listen("unix", hf.Socket)
 	if err != nil {
 		log.Error("socket", "error", err)
@@ -111,8 +126,6 @@ func hostMain(file string) int {
 	}
 	srv := &http.Server{Handler: hostAPI(a), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
 	err = a.Run(ctx)
 	_ = srv.Close()
 	close(events)

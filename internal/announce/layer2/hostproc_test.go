@@ -38,7 +38,14 @@ type hostProc struct {
 // hears, and cfg's Logger each host's late steps (lateMessage).
 func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 	t.Helper()
-	g := newHosts(t)
+	return startGroup(t, newHosts(t), cfg, nil, extra...)
+}
+
+// startGroup runs our announcer on each of g's hosts (newGroup); with
+// stats, each host's behind the real health gate asking the HAProxy
+// whose admin socket stats names (newGatedGroup).
+func startGroup(t testing.TB, g *group, cfg Config, stats func(h *netlab.Host) string, extra ...netip.Addr) *group {
+	t.Helper()
 	want := wanted
 	want.Addrs = append(slices.Clone(want.Addrs), extra...)
 	// a short directory: Unix socket paths are at most 107 bytes
@@ -86,6 +93,9 @@ func newGroup(t testing.TB, cfg Config, extra ...netip.Addr) *group {
 		w.Healthy = healthy
 		hf := hostFile{Config: c, Want: w, Socket: filepath.Join(dir, h.Name+".sock"), Events: events,
 			Log: testing.Verbose() && os.Getenv("HKS_ANNOUNCE_LOG") != ""}
+		if stats != nil {
+			hf.Stats = stats(h)
+		}
 		_ = os.Remove(hf.Socket) // a killed run's
 		file := filepath.Join(dir, h.Name+".host")
 		b, err := json.Marshal(hf)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
 
@@ -48,10 +49,19 @@ type group struct {
 	pids func() []int
 	// window: how long a trial waits for another host (default 15 s)
 	window time.Duration
+	// haproxies, when set, are the hosts' HAProxies by host name, each
+	// serving servePort in front of its host's name (newGatedGroup)
+	haproxies map[string]*haproxytest.Process
 }
 
 // newHosts builds the segment, the hosts' sysctls and their servers.
 func newHosts(t testing.TB) *group {
+	t.Helper()
+	return newHostsWith(t, (*group).serve)
+}
+
+// newHostsWith is newHosts with serve putting each host's server up.
+func newHostsWith(t testing.TB, serve func(g *group, h *netlab.Host)) *group {
 	t.Helper()
 	seg := netlab.NewSegment(t, "lb1", "lb2", "lb3", "client")
 	if _, err := exec.LookPath("nft"); err != nil {
@@ -63,7 +73,7 @@ func newHosts(t testing.TB) *group {
 		// from their own address (docs/addresses.md)
 		seg.Sysctl(h, "net.ipv4.conf.all.arp_ignore", "1")
 		seg.Sysctl(h, "net.ipv4.conf.all.arp_announce", "2")
-		g.serve(h)
+		serve(g, h)
 	}
 	return g
 }
@@ -154,6 +164,11 @@ func (g *group) failover(vip netip.Addr, fault func(h *netlab.Host, on bool) err
 
 // faults the trials inject, by name.
 func (g *group) faults() map[string]func(h *netlab.Host, on bool) error {
+	if g.haproxies != nil {
+		// behind the real health gate only HAProxy's own fault is the
+		// gate's to see (newGatedGroup)
+		return map[string]func(h *netlab.Host, on bool) error{"haproxy killed": g.killHAProxy}
+	}
 	return map[string]func(h *netlab.Host, on bool) error{
 		// its link up, every frame to and from it dropped at the switch
 		"frozen": func(h *netlab.Host, on bool) error { return g.seg.Freeze(h, on) },
