@@ -118,7 +118,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 			s.f.actions = t.Actions[s.off : s.off+n : s.off+n]
 		}
 	}
-	if old == nil || old.scheme != scheme || !slices.Equal(old.lhosts, lhosts) || !old.update(slots, n) {
+	if old == nil || old.scheme != scheme || !slices.Equal(old.lhosts, lhosts) || !old.update(slots, n, &m.stamps) {
 		old = &tableMemo{scheme: scheme, lhosts: lhosts}
 		old.whole(slots)
 		m.TablesWhole++
@@ -168,7 +168,7 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 // its own moved), and the hosts it alone serves keep their rules, their
 // actions renumbered (moved: the last table's action places to the new
 // ones); the others' hosts are built again.
-func (tm *tableMemo) update(slots [][]tableSlot, n int) bool {
+func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	dirty := map[string]bool{}
 	changed := 0
 	remap := make([]int, len(tm.t.Actions)) // a kept action's new place; -1: gone
@@ -188,22 +188,17 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int) bool {
 	}
 	for i, in := range tm.ls {
 		ss := slots[i]
-		at := make(map[*route]int, len(in.slots))
-		for j := range in.slots {
-			if _, twice := at[in.slots[j].r]; twice {
-				return false // a route on a listener twice (two parentRefs): by place only
-			}
-			at[in.slots[j].r] = j
+		was, now := st.next(), st.next() // tablestamps.go
+		if !markOld(in.slots, was) {
+			return false // a route on a listener twice (two parentRefs): by place only
 		}
 		kept := make([]bool, len(in.slots))
-		seen := make(map[*route]bool, len(ss))
 		for j := range ss {
 			s := &ss[j]
-			if seen[s.r] {
+			if seenTwice(s.r, now) {
 				return false
 			}
-			seen[s.r] = true
-			if o, ok := at[s.r]; ok && in.slots[o].f == s.f && slices.Equal(in.slots[o].snis, s.snis) {
+			if o, ok := oldPlace(s.r, in.slots, was); ok && in.slots[o].f == s.f && slices.Equal(in.slots[o].snis, s.snis) {
 				kept[o] = true
 				old := &in.slots[o]
 				if o != j || old.age != s.age || old.off != s.off {
