@@ -38,6 +38,7 @@ type tableMemo struct {
 	t      *model.HTTP
 	owner  []int          // per host of t, the listener whose rules it has
 	owners map[string]int // the same by host name
+	spare  [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
 }
 
 // tableInput is one listener's part: its served routes, in order, and
@@ -90,13 +91,15 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old := m.tables[k]
 	lhosts := make([]string, len(ls))
 	slots := make([][]tableSlot, len(ls))
+	var spare, last [][]tableSlot
 	n := 0
 	if old != nil { // room for a few more: a new route must not copy them all again
 		t.Actions = make([]model.HTTPAction, 0, len(old.t.Actions)+len(old.t.Actions)/64+8)
+		spare, last = old.spare, old.slots()
 	}
 	for i, l := range ls {
 		lhosts[i] = l.hostname
-		slots[i] = make([]tableSlot, 0, len(l.routes)) // grown no more: thousands
+		slots[i] = reslot(spare, i, len(l.routes)) // grown no more: thousands
 		for age, a := range l.routes {
 			if !a.served || a.r.http == nil {
 				continue
@@ -126,6 +129,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 		m.TablesIncremental++
 	}
 	old.pass = m.pass
+	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
 	old.t = t
 	m.tables[k] = old

@@ -12,6 +12,10 @@ package gateway
 // last table has the route there (a stale or foreign mark is no place),
 // and a mark that says "twice" wrongly costs a whole table, never a
 // wrong one.
+//
+// The slots themselves, one slice per listener of thousands, are reused
+// every other pass (reslot): at a new route, they were a tenth of a
+// pass's allocation.
 
 // tabMarks are a route's marks.
 type tabMarks struct {
@@ -56,4 +60,26 @@ func seenTwice(r *route, stamp int) bool {
 	}
 	r.tab.seen = stamp
 	return false
+}
+
+// reslot is spare[i] emptied, to hold a listener's n slots, or a new
+// slice: a table's slots are made once per listener and reused every
+// other pass (the last pass's are compared with the new ones; those of
+// the pass before are read by nothing).
+func reslot(spare [][]tableSlot, i, n int) []tableSlot {
+	if i < len(spare) && cap(spare[i]) >= n {
+		s := spare[i][:cap(spare[i])]
+		clear(s) // no route kept alive by a slot past the end
+		return s[:0]
+	}
+	return make([]tableSlot, 0, n)
+}
+
+// slots are tm's slots per listener.
+func (tm *tableMemo) slots() [][]tableSlot {
+	out := make([][]tableSlot, len(tm.ls))
+	for i, in := range tm.ls {
+		out[i] = in.slots
+	}
+	return out
 }
