@@ -156,8 +156,9 @@ type route struct {
 	ks        string          // key.String(), made once
 	e         *routeEntry     // its memo entry in pass epass (memo.go)
 	epass     int
-	rank      ranked // its place in the last pass's order (ordermemo.go)
-	made      int    // the memo's pass that made it (routesdelta.go)
+	rank      ranked   // its place in the last pass's order (ordermemo.go)
+	made      int      // the memo's pass that made it (routesdelta.go)
+	tab       tabMarks // its places in a table's update (tablestamps.go)
 	// sts: its parents' status in pass stsPass (routesdelta.go).
 	sts     []gwv1.RouteParentStatus
 	stsPass int

@@ -42,6 +42,7 @@ type Memo struct {
 	status  map[RouteKey][]gwv1.RouteParentStatus
 	seenRt  map[*gwv1.HTTPRoute]int // the pass each route was last seen in
 	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
+	stamps  stamper                 // for the tables' updates (tablestamps.go)
 	svcs    map[Key]*corev1.Service // the last pass's Services and EndpointSlices (world's)
 	slices  map[Key][]*desired.Slice
 	changed map[Key]bool  // the Services whose object or EndpointSlices differ from the last pass's

@@ -38,6 +38,7 @@ type tableMemo struct {
 	t      *model.HTTP
 	owner  []int          // per host of t, the listener whose rules it has
 	owners map[string]int // the same by host name
+	spare  [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
 }
 
 // tableInput is one listener's part: its served routes, in order, and
@@ -90,13 +91,15 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old := m.tables[k]
 	lhosts := make([]string, len(ls))
 	slots := make([][]tableSlot, len(ls))
+	var spare, last [][]tableSlot
 	n := 0
 	if old != nil { // room for a few more: a new route must not copy them all again
 		t.Actions = make([]model.HTTPAction, 0, len(old.t.Actions)+len(old.t.Actions)/64+8)
+		spare, last = old.spare, old.slots()
 	}
 	for i, l := range ls {
 		lhosts[i] = l.hostname
-		slots[i] = make([]tableSlot, 0, len(l.routes)) // grown no more: thousands
+		slots[i] = reslot(spare, i, len(l.routes)) // grown no more: thousands
 		for age, a := range l.routes {
 			if !a.served || a.r.http == nil {
 				continue
@@ -118,7 +121,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 			s.f.actions = t.Actions[s.off : s.off+n : s.off+n]
 		}
 	}
-	if old == nil || old.scheme != scheme || !slices.Equal(old.lhosts, lhosts) || !old.update(slots, n) {
+	if old == nil || old.scheme != scheme || !slices.Equal(old.lhosts, lhosts) || !old.update(slots, n, &m.stamps) {
 		old = &tableMemo{scheme: scheme, lhosts: lhosts}
 		old.whole(slots)
 		m.TablesWhole++
@@ -126,6 +129,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 		m.TablesIncremental++
 	}
 	old.pass = m.pass
+	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
 	old.t = t
 	m.tables[k] = old
@@ -168,7 +172,7 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 // its own moved), and the hosts it alone serves keep their rules, their
 // actions renumbered (moved: the last table's action places to the new
 // ones); the others' hosts are built again.
-func (tm *tableMemo) update(slots [][]tableSlot, n int) bool {
+func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	dirty := map[string]bool{}
 	changed := 0
 	remap := make([]int, len(tm.t.Actions)) // a kept action's new place; -1: gone
@@ -188,22 +192,17 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int) bool {
 	}
 	for i, in := range tm.ls {
 		ss := slots[i]
-		at := make(map[*route]int, len(in.slots))
-		for j := range in.slots {
-			if _, twice := at[in.slots[j].r]; twice {
-				return false // a route on a listener twice (two parentRefs): by place only
-			}
-			at[in.slots[j].r] = j
+		was, now := st.next(), st.next() // tablestamps.go
+		if !markOld(in.slots, was) {
+			return false // a route on a listener twice (two parentRefs): by place only
 		}
 		kept := make([]bool, len(in.slots))
-		seen := make(map[*route]bool, len(ss))
 		for j := range ss {
 			s := &ss[j]
-			if seen[s.r] {
+			if seenTwice(s.r, now) {
 				return false
 			}
-			seen[s.r] = true
-			if o, ok := at[s.r]; ok && in.slots[o].f == s.f && slices.Equal(in.slots[o].snis, s.snis) {
+			if o, ok := oldPlace(s.r, in.slots, was); ok && in.slots[o].f == s.f && slices.Equal(in.slots[o].snis, s.snis) {
 				kept[o] = true
 				old := &in.slots[o]
 				if o != j || old.age != s.age || old.off != s.off {

@@ -30,6 +30,10 @@ type tableWorld struct {
 	// catchAll: routes r0 to r<catchAll-1> match through a wildcard or
 	// any host, the others through exact names.
 	catchAll int
+	// twice: a route in twice is attached to the any-host listener
+	// twice (a parentRef with its section and one without): the table
+	// is then built whole.
+	twice int
 }
 
 func newTableWorld(seed uint64, n, catchAll int) *tableWorld {
@@ -53,6 +57,9 @@ func newTableWorld(seed uint64, n, catchAll int) *tableWorld {
 func (w *tableWorld) route(i int) {
 	name := "r" + strconv.Itoa(i)
 	r := httpRoute("apps", name, parent("gw", ""))
+	if w.twice > 0 && w.rnd.IntN(w.twice) == 0 {
+		r.Spec.ParentRefs = append(r.Spec.ParentRefs, parent("gw", "web"))
+	}
 	r.CreationTimestamp.Time = t0.Add(time.Duration(i/3) * time.Second) // ties broken by name
 	w.gen++
 	r.Generation = int64(w.gen)
@@ -131,14 +138,17 @@ func TestTableMemoIsTheWholeTable(t *testing.T) {
 		seed                   uint64
 		routes, catchAll, step int
 		kept                   bool // tables built from the last one at least as often as whole
+		twice                  int  // a route in twice attached twice to a listener (tableWorld)
 	}{
-		{"small", 1, 20, 2, 300, true},
-		{"larger", 2, 200, 3, 120, true},
-		{"no catch-all", 3, 120, 0, 200, true},
-		{"catch-alls anywhere", 4, 60, 60, 200, false},
+		{"small", 1, 20, 2, 300, true, 0},
+		{"larger", 2, 200, 3, 120, true, 0},
+		{"no catch-all", 3, 120, 0, 200, true, 0},
+		{"catch-alls anywhere", 4, 60, 60, 200, false, 0},
+		{"routes on a listener twice", 6, 60, 0, 200, false, 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newTableWorld(tc.seed, tc.routes, tc.catchAll)
+			w.twice = tc.twice
 			memo := &Memo{}
 			withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: memo}
 			whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
