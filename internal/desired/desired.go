@@ -322,7 +322,8 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 					if mp != nil {
 						// Its own object, not in store: the memo keeps it
 						// past this pass, and would keep store's whole array.
-						mp.haveProxies, mp.fe, mp.be = true, fe, &be
+						kept := be // only this copy escapes, not be
+						mp.haveProxies, mp.fe, mp.be = true, fe, &kept
 						bp = mp.be
 					} else {
 						store = append(store, be) // never grows: ports is enough
