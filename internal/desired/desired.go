@@ -312,22 +312,29 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				}
 				claimAll(claimed, grp.binds, k)
 				var fe model.Frontend
-				var be model.Backend
+				var bp *model.Backend
 				if mp != nil && mp.haveProxies {
-					fe, be = mp.fe, mp.be
+					fe, bp = mp.fe, mp.backend(servers)
 				} else {
+					var be model.Backend
 					fe, be = proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1, grp)
+					be.Servers = servers
 					if mp != nil {
-						mp.haveProxies, mp.fe, mp.be = true, fe, be
+						// Its own object, not in store: the memo keeps it
+						// past this pass, and would keep store's whole array.
+						kept := be // only this copy escapes, not be
+						mp.haveProxies, mp.fe, mp.be = true, fe, &kept
+						bp = mp.be
+					} else {
+						store = append(store, be) // never grows: ports is enough
+						bp = &store[len(store)-1]
 					}
 				}
-				be.Servers = servers
 				if !reuseGood {
 					res.Config.Frontends = append(res.Config.Frontends, fe)
 				}
 				res.Problems = append(res.Problems, listenerProblem(svc, fe, opts)...)
-				store = append(store, be) // never grows: ports is enough
-				res.Config.Backends = append(res.Config.Backends, &store[len(store)-1])
+				res.Config.Backends = append(res.Config.Backends, bp)
 				configured = true
 			}
 		}

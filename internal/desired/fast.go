@@ -53,7 +53,10 @@ func (m *Memo) remember(res Result, svcs []candidate, valid bool) {
 		for i := range e.ports {
 			mp := &e.ports[i]
 			mp.idx = -1
-			if j, ok := index[mp.be.Name]; ok && mp.haveProxies {
+			if !mp.haveProxies {
+				continue
+			}
+			if j, ok := index[mp.be.Name]; ok {
 				mp.idx = j
 			}
 		}
@@ -142,6 +145,7 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 				backends = slices.Clone(base) // pointers: the backends stay shared
 			}
 			backends[j] = backends[j].WithServers(mp.servers) // shared: never changed in place
+			mp.be = backends[j]
 			changed = append(changed, int(j))
 		}
 	}

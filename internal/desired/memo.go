@@ -240,7 +240,20 @@ type memoPort struct {
 	ok          bool
 	haveProxies bool
 	fe          model.Frontend
-	be          model.Backend // without servers
+	// be is the port's backend in the last Result that had it, with that
+	// pass's servers: the very object, not a copy (the memo and the model
+	// held every backend twice at 10,000 Services, issue 29). Shared,
+	// never changed in place; set with haveProxies.
+	be *model.Backend
+}
+
+// backend is the port's backend with servers: the last one when its
+// servers are the very same slice, else a copy with them, kept.
+func (mp *memoPort) backend(servers []model.Server) *model.Backend {
+	if !model.SameSlice(mp.be.Servers, servers) || (mp.be.Servers == nil) != (servers == nil) {
+		mp.be = mp.be.WithServers(servers)
+	}
+	return mp.be
 }
 
 func sameOptions(a, b Options) bool {

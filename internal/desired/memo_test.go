@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,6 +101,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 			var prevGood map[string]settings.Settings
 			var lastGood map[string]settings.Settings
 			var prevBackends []*model.Backend
+			var prevValues []model.Backend
 			for step := range 400 {
 				switch rng.IntN(8) {
 				case 0:
@@ -128,7 +130,8 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				in.Memo = &memo
 				got := Compute(in, opts)
 				checkChanges(t, step, got.Config, prevBackends)
-				prevBackends = got.Config.Backends
+				checkKept(t, step, prevBackends, prevValues)
+				prevBackends, prevValues = got.Config.Backends, backendValues(got.Config.Backends)
 				got.Config.Changes = nil
 				if got.ServersOnly {
 					serversOnly++
@@ -185,6 +188,28 @@ func checkChanges(t *testing.T, step int, cfg model.Config, prev []*model.Backen
 		}
 		if differ := !reflect.DeepEqual(cfg.Backends[i].Servers, prev[i].Servers); differ && !listed[i] {
 			t.Fatalf("step %d: backend %s changed but is not listed", step, cfg.Backends[i].Name)
+		}
+	}
+}
+
+// backendValues copies bs, servers and all.
+func backendValues(bs []*model.Backend) []model.Backend {
+	out := make([]model.Backend, len(bs))
+	for i, b := range bs {
+		out[i] = *b
+		out[i].Servers = slices.Clone(b.Servers)
+	}
+	return out
+}
+
+// checkKept fails when a pass changed a backend of an earlier Result in
+// place (the memo keeps and hands out the Result's own objects): bs
+// must still be what values copied.
+func checkKept(t *testing.T, step int, bs []*model.Backend, values []model.Backend) {
+	t.Helper()
+	for i, b := range bs {
+		if !reflect.DeepEqual(*b, values[i]) {
+			t.Fatalf("step %d: the last pass's backend %s changed in place:\n%+v\nwas\n%+v", step, b.Name, *b, values[i])
 		}
 	}
 }
