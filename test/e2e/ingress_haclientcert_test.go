@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"crypto/sha1" //nolint:gosec // the fingerprint HAProxy Ingress sends, compared
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+)
+
+// haClientCertSeen is what the Pod of TestIngressHAProxyClientCertificates
+// reports of HAProxy Ingress's X-SSL-Client-* headers and of ingress-nginx's
+// ssl-client-verify (Absent lists the X-SSL-Client-* names not received).
+type haClientCertSeen struct {
+	CN, DN, SHA1, Cert, NginxVerify string
+	Absent                          []string
+}
+
+// haClientCertGet sends GET / to host over TLS with client (nil: none) and
+// the request headers hdrs ("Name: value"), and decodes the Pod's report.
+func haClientCertGet(port int, host string, server *x509.Certificate, client *tls.Certificate, hdrs ...string) (haClientCertSeen, error) {
+	var asked atomic.Bool
+	c := mtlsClient(port, host, server, client, &asked) // gateway_mtls_test.go
+	req, err := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
+	if err != nil {
+		return haClientCertSeen{}, err
+	}
+	for _, h := range hdrs {
+		n, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(n, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return haClientCertSeen{}, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var seen haClientCertSeen
+	if resp.StatusCode != http.StatusOK {
+		return seen, fmt.Errorf("status %d: %s", resp.StatusCode, body)
+	}
+	return seen, json.Unmarshal(body, &seen)
+}
+
+// TestIngressHAProxyClientCertificates: HAProxy Ingress's auth-tls-secret,
+// auth-tls-verify-client, auth-tls-strict and auth-tls-cert-header on real
+// HAProxy: the Pod gets X-SSL-Client-CN, -DN and -SHA1 as HAProxy
+// Ingress sends them (quoted; the DN in HAProxy's default form; the
+// SHA-1 of the DER in upper-case hex) and with auth-tls-cert-header
+// X-SSL-Client-Cert (the DER in base64, quoted), never ingress-nginx's
+// ssl-client-* headers nor the X-SSL-Client-* a client forged; a client
+// without a certificate is served under optional. The certificate header
+// turned off and on: 0 reloads.
+func TestIngressHAProxyClientCertificates(t *testing.T) {
+	g, ok := newPlainIngressEnv(t)
+	if !ok {
+		return
+	}
+	httpsPort := haproxytest.FreePort(t)
+	names := []string{"X-SSL-Client-CN", "X-SSL-Client-DN", "X-SSL-Client-SHA1", "X-SSL-Client-Cert"}
+	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := haClientCertSeen{CN: r.Header.Get(names[0]), DN: r.Header.Get(names[1]), SHA1: r.Header.Get(names[2]),
+			Cert: r.Header.Get(names[3]), NginxVerify: r.Header.Get("ssl-client-verify")}
+		for _, n := range names {
+			if _, ok := r.Header[http.CanonicalHeaderKey(n)]; !ok {
+				s.Absent = append(s.Absent, n)
+			}
+		}
+		_ = json.NewEncoder(w).Encode(s)
+	}))
+	g.httpService("hdrs", podAddrs[0])
+	host := "hai.example.com"
+	m := newMTLSFixture(t, g.gwEnv, host) // gateway_mtls_test.go
+	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clients-ca", Namespace: ns}, Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{ingress.CAKey: m.clientCA.PEM()}}
+	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, caSecret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := ingress.HAProxyPrefix
+	ann := func(cert string) map[string]string {
+		return map[string]string{p + "auth-tls-secret": ns + "/clients-ca", p + "auth-tls-verify-client": "optional",
+			p + "auth-tls-strict": "true", p + "auth-tls-cert-header": cert}
+	}
+	ing := ingressOf("hai", host, ann("true"), prefix("/", "hdrs"))
+	ing.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{host}, SecretName: "server"}}
+	g.create(ing)
+	g.start(fmt.Sprintf("--ingress-https-port=%d", httpsPort))
+
+	leaf, err := x509.ParseCertificate(m.known.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha1.Sum(leaf.Raw) //nolint:gosec // compared with what HAProxy sends
+	want := haClientCertSeen{CN: `"` + leaf.Subject.CommonName + `"`, DN: `"/CN=` + leaf.Subject.CommonName + `"`,
+		SHA1: `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`, Cert: `"` + base64.StdEncoding.EncodeToString(leaf.Raw) + `"`}
+	forged := []string{"X-SSL-Client-CN: admin", "X-SSL-Client-DN: /CN=admin", "X-SSL-Client-SHA1: 00", "X-SSL-Client-Cert: forged"}
+	withCert := func(wantCert bool) func() error {
+		return func() error {
+			s, err := haClientCertGet(httpsPort, host, m.server, m.known, forged...)
+			if err != nil {
+				return err
+			}
+			w := want
+			if !wantCert {
+				w.Cert, w.Absent = "", []string{"X-SSL-Client-Cert"}
+			}
+			if fmt.Sprint(s) != fmt.Sprint(w) {
+				return fmt.Errorf("with the CA's certificate the Pod saw %+v; want %+v", s, w)
+			}
+			return nil
+		}
+	}
+	g.eventually("the Pod sees HAProxy Ingress's headers of the client's certificate", withCert(true))
+	checkAll(t, func() error {
+		s, err := haClientCertGet(httpsPort, host, m.server, nil, forged...)
+		if err != nil {
+			return fmt.Errorf("without a certificate under optional: %v", err)
+		}
+		if s.CN == "admin" || s.DN == "/CN=admin" || s.SHA1 == "00" || s.Cert != "" || s.NginxVerify != "" {
+			return fmt.Errorf("without a certificate the Pod saw %+v: a forged header, the certificate or ingress-nginx's header", s)
+		}
+		t.Logf("without a certificate the Pod saw %+v", s)
+		return nil
+	})
+
+	before := g.reloads()
+	updateIngress(t, g.ing.Ingresses(ns), "hai", func(mod *netv1.Ingress) { mod.Annotations = ann("false") })
+	g.eventually("the certificate header turned off", withCert(false))
+	updateIngress(t, g.ing.Ingresses(ns), "hai", func(mod *netv1.Ingress) { mod.Annotations = ann("true") })
+	g.eventually("the certificate header turned on", withCert(true))
+	if r := g.reloads(); r != before {
+		t.Errorf("auth-tls-cert-header turned off and on reloaded HAProxy %d times, want 0", r-before)
+	}
+}
