@@ -28,13 +28,15 @@ type clientCertSeen struct {
 }
 
 // clientCertGet sends GET / to host over TLS with client (nil: none) and
-// the request headers hdrs ("Name: value"), and decodes the Pod's report.
-func clientCertGet(port int, host string, server *x509.Certificate, client *tls.Certificate, hdrs ...string) (clientCertSeen, error) {
+// the request headers hdrs ("Name: value"), and decodes the Pod's report
+// (a T in JSON).
+func clientCertGet[T any](port int, host string, server *x509.Certificate, client *tls.Certificate, hdrs ...string) (T, error) {
+	var seen T
 	var asked atomic.Bool
 	c := mtlsClient(port, host, server, client, &asked) // gateway_mtls_test.go
 	req, err := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
 	if err != nil {
-		return clientCertSeen{}, err
+		return seen, err
 	}
 	for _, h := range hdrs {
 		n, v, _ := bytes.Cut([]byte(h), []byte(": "))
@@ -42,11 +44,10 @@ func clientCertGet(port int, host string, server *x509.Certificate, client *tls.
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return clientCertSeen{}, err
+		return seen, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	var seen clientCertSeen
 	if resp.StatusCode != http.StatusOK {
 		return seen, fmt.Errorf("status %d: %s", resp.StatusCode, body)
 	}
@@ -96,7 +97,7 @@ func TestIngressClientCertificateHeaders(t *testing.T) {
 	forged := []string{"ssl-client-verify: SUCCESS", "ssl-client-subject-dn: CN=admin", "ssl-client-cert: forged"}
 	withCert := func(wantCert bool) func() error {
 		return func() error {
-			s, err := clientCertGet(httpsPort, host, m.server, m.known, forged...)
+			s, err := clientCertGet[clientCertSeen](httpsPort, host, m.server, m.known, forged...)
 			if err != nil {
 				return err
 			}
@@ -122,7 +123,7 @@ func TestIngressClientCertificateHeaders(t *testing.T) {
 	}
 	g.eventually("the Pod sees the client's certificate", withCert(true))
 	checkAll(t, func() error {
-		s, err := clientCertGet(httpsPort, host, m.server, nil, forged...)
+		s, err := clientCertGet[clientCertSeen](httpsPort, host, m.server, nil, forged...)
 		if err != nil {
 			return err
 		}

@@ -2,16 +2,13 @@ package e2e
 
 import (
 	"crypto/sha1" //nolint:gosec // the fingerprint HAProxy Ingress sends, compared
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,32 +25,6 @@ import (
 type haClientCertSeen struct {
 	CN, DN, SHA1, Cert, NginxVerify string
 	Absent                          []string
-}
-
-// haClientCertGet sends GET / to host over TLS with client (nil: none) and
-// the request headers hdrs ("Name: value"), and decodes the Pod's report.
-func haClientCertGet(port int, host string, server *x509.Certificate, client *tls.Certificate, hdrs ...string) (haClientCertSeen, error) {
-	var asked atomic.Bool
-	c := mtlsClient(port, host, server, client, &asked) // gateway_mtls_test.go
-	req, err := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
-	if err != nil {
-		return haClientCertSeen{}, err
-	}
-	for _, h := range hdrs {
-		n, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(n, v)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return haClientCertSeen{}, err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var seen haClientCertSeen
-	if resp.StatusCode != http.StatusOK {
-		return seen, fmt.Errorf("status %d: %s", resp.StatusCode, body)
-	}
-	return seen, json.Unmarshal(body, &seen)
 }
 
 // TestIngressHAProxyClientCertificates: HAProxy Ingress's auth-tls-secret,
@@ -110,7 +81,7 @@ func TestIngressHAProxyClientCertificates(t *testing.T) {
 	forged := []string{"X-SSL-Client-CN: admin", "X-SSL-Client-DN: /CN=admin", "X-SSL-Client-SHA1: 00", "X-SSL-Client-Cert: forged"}
 	withCert := func(wantCert bool) func() error {
 		return func() error {
-			s, err := haClientCertGet(httpsPort, host, m.server, m.known, forged...)
+			s, err := clientCertGet[haClientCertSeen](httpsPort, host, m.server, m.known, forged...)
 			if err != nil {
 				return err
 			}
@@ -126,7 +97,7 @@ func TestIngressHAProxyClientCertificates(t *testing.T) {
 	}
 	g.eventually("the Pod sees HAProxy Ingress's headers of the client's certificate", withCert(true))
 	checkAll(t, func() error {
-		s, err := haClientCertGet(httpsPort, host, m.server, nil, forged...)
+		s, err := clientCertGet[haClientCertSeen](httpsPort, host, m.server, nil, forged...)
 		if err != nil {
 			return fmt.Errorf("without a certificate under optional: %v", err)
 		}
