@@ -22,7 +22,8 @@ import (
 //
 // HAProxy Ingress's names (ClientCertHAInfo, ClientCertHAPass: its
 // auth-tls-secret and auth-tls-cert-header), with its default prefix
-// X-SSL and its very samples, quoted as its rules quote them (%{+Q}):
+// X-SSL and its very samples, written as its rules write them (%{+Q},
+// which HAProxy does not quote in a header):
 // X-SSL-Client-CN (the subject's CN), X-SSL-Client-DN (the subject in
 // HAProxy's default form, /C=../CN=..), X-SSL-Client-SHA1 (the DER's
 // SHA-1, upper-case hex) and with ClientCertHAPass X-SSL-Client-Cert (the

@@ -30,9 +30,9 @@ type haClientCertSeen struct {
 // TestIngressHAProxyClientCertificates: HAProxy Ingress's auth-tls-secret,
 // auth-tls-verify-client, auth-tls-strict and auth-tls-cert-header on real
 // HAProxy: the Pod gets X-SSL-Client-CN, -DN and -SHA1 as HAProxy
-// Ingress sends them (quoted; the DN in HAProxy's default form; the
-// SHA-1 of the DER in upper-case hex) and with auth-tls-cert-header
-// X-SSL-Client-Cert (the DER in base64, quoted), never ingress-nginx's
+// Ingress sends them (the DN in HAProxy's default form; the SHA-1 of the
+// DER in upper-case hex) and with auth-tls-cert-header
+// X-SSL-Client-Cert (the DER in base64), never ingress-nginx's
 // ssl-client-* headers nor the X-SSL-Client-* a client forged; a client
 // without a certificate is served under optional. The certificate header
 // turned off and on: 0 reloads.
@@ -76,8 +76,9 @@ func TestIngressHAProxyClientCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha1.Sum(leaf.Raw) //nolint:gosec // compared with what HAProxy sends
-	want := haClientCertSeen{CN: `"` + leaf.Subject.CommonName + `"`, DN: `"/CN=` + leaf.Subject.CommonName + `"`,
-		SHA1: `"` + strings.ToUpper(hex.EncodeToString(sum[:])) + `"`, Cert: `"` + base64.StdEncoding.EncodeToString(leaf.Raw) + `"`}
+	// HAProxy Ingress's %{+Q}: HAProxy quotes nothing in a header.
+	want := haClientCertSeen{CN: leaf.Subject.CommonName, DN: "/CN=" + leaf.Subject.CommonName,
+		SHA1: strings.ToUpper(hex.EncodeToString(sum[:])), Cert: base64.StdEncoding.EncodeToString(leaf.Raw)}
 	forged := []string{"X-SSL-Client-CN: admin", "X-SSL-Client-DN: /CN=admin", "X-SSL-Client-SHA1: 00", "X-SSL-Client-Cert: forged"}
 	withCert := func(wantCert bool) func() error {
 		return func() error {
