@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"crypto/sha1" //nolint:gosec // the fingerprint HAProxy Ingress sends, compared
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -11,9 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
@@ -53,29 +50,14 @@ func TestIngressHAProxyClientCertificates(t *testing.T) {
 		}
 		_ = json.NewEncoder(w).Encode(s)
 	}))
-	g.httpService("hdrs", podAddrs[0])
 	host := "hai.example.com"
-	m := newMTLSFixture(t, g.gwEnv, host) // gateway_mtls_test.go
-	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clients-ca", Namespace: ns}, Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{ingress.CAKey: m.clientCA.PEM()}}
-	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, caSecret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	p := ingress.HAProxyPrefix
 	ann := func(cert string) map[string]string {
 		return map[string]string{p + "auth-tls-secret": ns + "/clients-ca", p + "auth-tls-verify-client": "optional",
 			p + "auth-tls-strict": "true", p + "auth-tls-cert-header": cert}
 	}
-	ing := ingressOf("hai", host, ann("true"), prefix("/", "hdrs"))
-	ing.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{host}, SecretName: "server"}}
-	g.create(ing)
-	g.start(fmt.Sprintf("--ingress-https-port=%d", httpsPort))
-
-	leaf, err := x509.ParseCertificate(m.known.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha1.Sum(leaf.Raw) //nolint:gosec // compared with what HAProxy sends
+	m, leaf := serveVerified(t, g, "hai", host, ann("true"), httpsPort) // ingress_clientcert_test.go
+	sum := sha1.Sum(leaf.Raw)                                           //nolint:gosec // compared with what HAProxy sends
 	// HAProxy Ingress's %{+Q}: HAProxy quotes nothing in a header.
 	want := haClientCertSeen{CN: leaf.Subject.CommonName, DN: "/CN=" + leaf.Subject.CommonName,
 		SHA1: strings.ToUpper(hex.EncodeToString(sum[:])), Cert: base64.StdEncoding.EncodeToString(leaf.Raw)}
