@@ -107,6 +107,10 @@ var (
 		HAProxyPrefix + "app-root",
 		HAProxyPrefix + "auth-realm", // auth.go
 		HAProxyPrefix + "auth-secret",
+		HAProxyPrefix + "auth-tls-cert-header", // authtls.go
+		HAProxyPrefix + "auth-tls-secret",
+		HAProxyPrefix + "auth-tls-strict",
+		HAProxyPrefix + "auth-tls-verify-client",
 		HAProxyPrefix + "backend-protocol",       // h1, h2, h1-ssl, h2-ssl
 		HAProxyPrefix + "balance-algorithm",      // balance.go
 		HAProxyPrefix + "cors-allow-credentials", // cors.go

@@ -35,6 +35,9 @@ type authTLSAnnotations struct {
 	secret string // "name" or "namespace/name"; "": none
 	mode   string // "on", "optional", "off"; "": on
 	pass   bool   // auth-tls-pass-certificate-to-upstream
+	ha     bool   // the Secret named by HAProxy Ingress's key: its X-SSL-Client-* headers
+	haCert bool   // HAProxy Ingress's auth-tls-cert-header
+	lax    bool   // HAProxy Ingress's auth-tls-strict: false written (not given: a Warning)
 }
 
 // clientCert is what the backend is told of the client's certificate
@@ -46,6 +49,10 @@ func (a authTLSAnnotations) clientCert(c *model.ClientAuth) uint8 {
 	switch {
 	case c == nil:
 		return 0
+	case a.haCert:
+		return model.ClientCertHAPass
+	case a.ha:
+		return model.ClientCertHAInfo
 	case a.pass:
 		return model.ClientCertPass
 	}
@@ -53,9 +60,12 @@ func (a authTLSAnnotations) clientCert(c *model.ClientAuth) uint8 {
 }
 
 // parseAuthTLS reads key (canonical; name without its prefix) into a
-// when it is one of its keys (done).
+// when it is one of its keys (done). Both prefixes' auth-tls-secret and
+// auth-tls-verify-client mean the same; HAProxy Ingress's secret passes
+// its X-SSL-Client-* headers instead of ingress-nginx's ssl-client-*.
 func (a *authTLSAnnotations) parseAuthTLS(key, name, val string) (why string, done bool) {
-	if !strings.HasPrefix(key, NginxPrefix) {
+	ha := strings.HasPrefix(key, HAProxyPrefix)
+	if !ha && !strings.HasPrefix(key, NginxPrefix) {
 		return "", false
 	}
 	switch name {
@@ -67,7 +77,21 @@ func (a *authTLSAnnotations) parseAuthTLS(key, name, val string) (why string, do
 		if (ok && !validObjectName(ns)) || !validObjectName(n) {
 			return settings.ShowValue(val) + " is not a Secret name or namespace/name", true
 		}
-		a.secret = val
+		if a.secret != "" && a.secret != val {
+			return "names " + settings.ShowValue(val) + " where the other prefix's auth-tls-secret names " + settings.ShowValue(a.secret), true
+		}
+		a.secret, a.ha = val, a.ha || ha
+		return "", true
+	case "auth-tls-strict", "auth-tls-cert-header":
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return settings.ShowValue(val) + " is not true or false", true
+		}
+		if name == "auth-tls-strict" {
+			a.lax = !b
+		} else {
+			a.haCert = b
+		}
 		return "", true
 	case "auth-tls-verify-client":
 		switch val {

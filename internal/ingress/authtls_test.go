@@ -7,8 +7,9 @@ import (
 )
 
 // TestAuthTLSAnnotations: the auth-tls keys' values, read or refused;
-// HAProxy Ingress's auth-tls-secret stays refused (closing), match-cn is
-// refused (served without it, it would admit whom it shuts out).
+// HAProxy Ingress's read as ingress-nginx's (its secret choosing its
+// X-SSL-Client-* headers), match-cn is refused (served without it, it
+// would admit whom it shuts out).
 func TestAuthTLSAnnotations(t *testing.T) {
 	for _, tc := range []struct {
 		key, value string
@@ -29,7 +30,18 @@ func TestAuthTLSAnnotations(t *testing.T) {
 		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "true", false, authTLSAnnotations{pass: true}},
 		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "false", false, authTLSAnnotations{}},
 		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "always", true, authTLSAnnotations{}},
-		{HAProxyPrefix + "auth-tls-secret", "ca", true, authTLSAnnotations{}},
+		{HAProxyPrefix + "auth-tls-secret", "ca", false, authTLSAnnotations{secret: "ca", ha: true}},
+		{HAProxyPrefix + "auth-tls-secret", "other/ca", false, authTLSAnnotations{secret: "other/ca", ha: true}},
+		{HAProxyPrefix + "auth-tls-secret", "file:///dir/ca.pem", true, authTLSAnnotations{}},
+		{"ingress.kubernetes.io/auth-tls-secret", "ca", false, authTLSAnnotations{secret: "ca", ha: true}},
+		{HAProxyPrefix + "auth-tls-verify-client", "optional", false, authTLSAnnotations{mode: "optional"}},
+		{HAProxyPrefix + "auth-tls-verify-client", "optional_no_ca", true, authTLSAnnotations{}},
+		{HAProxyPrefix + "auth-tls-strict", "true", false, authTLSAnnotations{}},
+		{HAProxyPrefix + "auth-tls-strict", "false", false, authTLSAnnotations{lax: true}},
+		{HAProxyPrefix + "auth-tls-strict", "maybe", true, authTLSAnnotations{}},
+		{HAProxyPrefix + "auth-tls-cert-header", "true", false, authTLSAnnotations{haCert: true}},
+		{HAProxyPrefix + "auth-tls-cert-header", "yes", true, authTLSAnnotations{}},
+		{HAProxyPrefix + "auth-tls-error-page", "https://e.example/", false, authTLSAnnotations{}},
 	} {
 		s, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})
 		if (refused != "") != tc.refused {
@@ -54,9 +66,25 @@ func TestAuthTLSClientCert(t *testing.T) {
 		{authTLSAnnotations{pass: true}, nil, 0},
 		{authTLSAnnotations{}, c, model.ClientCertInfo},
 		{authTLSAnnotations{pass: true}, c, model.ClientCertPass},
+		{authTLSAnnotations{ha: true}, nil, 0},
+		{authTLSAnnotations{ha: true}, c, model.ClientCertHAInfo},
+		{authTLSAnnotations{ha: true, haCert: true}, c, model.ClientCertHAPass},
 	} {
 		if got := tc.a.clientCert(tc.c); got != tc.want {
 			t.Errorf("%+v with client %v: %d, want %d", tc.a, tc.c != nil, got, tc.want)
 		}
+	}
+}
+
+// TestAuthTLSBothPrefixes: both prefixes' auth-tls-secret naming one
+// Secret is read (HAProxy Ingress's headers); naming two refuses the
+// Ingress.
+func TestAuthTLSBothPrefixes(t *testing.T) {
+	s, _, refused := parseAnnotations(map[string]string{NginxPrefix + "auth-tls-secret": "ca", HAProxyPrefix + "auth-tls-secret": "ca"})
+	if refused != "" || s.authTLS != (authTLSAnnotations{secret: "ca", ha: true}) {
+		t.Errorf("one Secret under both prefixes: %+v, refused %q", s.authTLS, refused)
+	}
+	if _, _, refused := parseAnnotations(map[string]string{NginxPrefix + "auth-tls-secret": "ca", HAProxyPrefix + "auth-tls-secret": "other"}); refused == "" {
+		t.Error("two Secrets under the two prefixes: not refused")
 	}
 }

@@ -82,6 +82,9 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.client = u.set.authTLS.resolve(ing.Namespace, w.in, event) // authtls.go
+	if u.set.authTLS.lax {
+		event("UnsupportedAnnotation", "annotation "+HAProxyPrefix+"auth-tls-strict: false is not honoured: a host whose CA Secret does not resolve answers 403, never serves clients unverified")
+	}
 	u.set.access.clientCert = u.set.authTLS.clientCert(u.client)
 	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go

@@ -327,7 +327,6 @@ func appRoots(paths []path, root string) []path {
 var closing = []string{
 	NginxPrefix + "auth-tls-match-cn", // authtls.go: the hosts' clients are verified, their names not matched
 	NginxPrefix + "auth-url",
-	HAProxyPrefix + "auth-tls-secret",
 	HAProxyPrefix + "auth-url",
 	HAProxyPrefix + "oauth",
 }

@@ -48,6 +48,10 @@ type HTTPAccess struct {
 const (
 	ClientCertInfo uint8 = 1
 	ClientCertPass uint8 = 2
+	// HAProxy Ingress's X-SSL-Client-CN, -DN and -SHA1; with
+	// ClientCertHAPass (auth-tls-cert-header) X-SSL-Client-Cert too.
+	ClientCertHAInfo uint8 = 3
+	ClientCertHAPass uint8 = 4
 )
 
 // LimitWindow is the span, in seconds, over which HTTPAccess.RPS is

@@ -31,7 +31,8 @@ func TestClientCertHeaders(t *testing.T) {
 	for _, tc := range []struct {
 		cc    uint8
 		entry string // the action's .t entry; "" none
-	}{{0, ""}, {model.ClientCertInfo, "1"}, {model.ClientCertPass, "2"}, {7, ""}} {
+	}{{0, ""}, {model.ClientCertInfo, "1"}, {model.ClientCertPass, "2"},
+		{model.ClientCertHAInfo, "3"}, {model.ClientCertHAPass, "4"}, {7, ""}} {
 		f.HTTP = table(tc.cc)
 		got := ""
 		for _, e := range HTTPMaps(f.HTTP)[HTTPAccessMap] {
@@ -49,7 +50,10 @@ func TestClientCertHeaders(t *testing.T) {
 	text := string(Config(cfg, layout, o))
 	for _, rule := range []string{
 		"http-request set-var(txn.tc) var(txn.act),concat(.t),map_str(" + HTTPMapFile(o.ACLDir, f.Name, HTTPAccessMap) + ")",
-		"http-request del-header ssl-client-cert if { var(txn.tc) -m found }",
+		"http-request del-header ssl-client-cert if { var(txn.tc) -m str 1 2 }",
+		"http-request del-header X-SSL-Client-SHA1 if { var(txn.tc) -m str 3 4 }",
+		"http-request set-header X-SSL-Client-SHA1 %{+Q}[ssl_c_sha1,hex] if { var(txn.tc) -m str 3 4 }",
+		"http-request set-header X-SSL-Client-Cert %{+Q}[ssl_c_der,base64] if { var(txn.tc) -m str 4 }",
 		"http-request set-header ssl-client-subject-dn %[ssl_c_s_dn(,0,rfc2253)]",
 		"%[ssl_c_der,base64,url_enc]",
 	} {

@@ -28,13 +28,15 @@ type clientCertSeen struct {
 }
 
 // clientCertGet sends GET / to host over TLS with client (nil: none) and
-// the request headers hdrs ("Name: value"), and decodes the Pod's report.
-func clientCertGet(port int, host string, server *x509.Certificate, client *tls.Certificate, hdrs ...string) (clientCertSeen, error) {
+// the request headers hdrs ("Name: value"), and decodes the Pod's report
+// (a T in JSON).
+func clientCertGet[T any](port int, host string, server *x509.Certificate, client *tls.Certificate, hdrs ...string) (T, error) {
+	var seen T
 	var asked atomic.Bool
 	c := mtlsClient(port, host, server, client, &asked) // gateway_mtls_test.go
 	req, err := http.NewRequest(http.MethodGet, "https://"+host+"/", nil)
 	if err != nil {
-		return clientCertSeen{}, err
+		return seen, err
 	}
 	for _, h := range hdrs {
 		n, v, _ := bytes.Cut([]byte(h), []byte(": "))
@@ -42,11 +44,10 @@ func clientCertGet(port int, host string, server *x509.Certificate, client *tls.
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return clientCertSeen{}, err
+		return seen, err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	var seen clientCertSeen
 	if resp.StatusCode != http.StatusOK {
 		return seen, fmt.Errorf("status %d: %s", resp.StatusCode, body)
 	}
@@ -71,32 +72,17 @@ func TestIngressClientCertificateHeaders(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(clientCertSeen{r.Header.Get("ssl-client-verify"), r.Header.Get("ssl-client-subject-dn"),
 			r.Header.Get("ssl-client-issuer-dn"), r.Header.Get("ssl-client-cert")})
 	}))
-	g.httpService("hdrs", podAddrs[0])
 	host := "certs.example.com"
-	m := newMTLSFixture(t, g.gwEnv, host) // gateway_mtls_test.go
-	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clients-ca", Namespace: ns}, Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{ingress.CAKey: m.clientCA.PEM()}}
-	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, caSecret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	n := ingress.NginxPrefix
 	ann := func(pass string) map[string]string {
 		return map[string]string{n + "auth-tls-secret": "clients-ca", n + "auth-tls-verify-client": "optional",
 			n + "auth-tls-pass-certificate-to-upstream": pass}
 	}
-	ing := ingressOf("certs", host, ann("true"), prefix("/", "hdrs"))
-	ing.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{host}, SecretName: "server"}}
-	g.create(ing)
-	g.start(fmt.Sprintf("--ingress-https-port=%d", httpsPort))
-
-	leaf, err := x509.ParseCertificate(m.known.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, leaf := serveVerified(t, g, "certs", host, ann("true"), httpsPort)
 	forged := []string{"ssl-client-verify: SUCCESS", "ssl-client-subject-dn: CN=admin", "ssl-client-cert: forged"}
 	withCert := func(wantCert bool) func() error {
 		return func() error {
-			s, err := clientCertGet(httpsPort, host, m.server, m.known, forged...)
+			s, err := clientCertGet[clientCertSeen](httpsPort, host, m.server, m.known, forged...)
 			if err != nil {
 				return err
 			}
@@ -122,7 +108,7 @@ func TestIngressClientCertificateHeaders(t *testing.T) {
 	}
 	g.eventually("the Pod sees the client's certificate", withCert(true))
 	checkAll(t, func() error {
-		s, err := clientCertGet(httpsPort, host, m.server, nil, forged...)
+		s, err := clientCertGet[clientCertSeen](httpsPort, host, m.server, nil, forged...)
 		if err != nil {
 			return err
 		}
@@ -140,4 +126,29 @@ func TestIngressClientCertificateHeaders(t *testing.T) {
 	if r := g.reloads(); r != before {
 		t.Errorf("auth-tls-pass-certificate-to-upstream turned off and on reloaded HAProxy %d times, want 0", r-before)
 	}
+}
+
+// serveVerified serves the Pod's Service hdrs at host through the
+// Ingress name with annotations ann, its spec.tls the mTLS fixture's
+// Secret, the Secret clients-ca holding the fixture's client CA, and
+// starts the controller on httpsPort; leaf is the known client's
+// certificate.
+func serveVerified(t *testing.T, g *ingressEnv, name, host string, ann map[string]string, httpsPort int) (m mtlsFixture, leaf *x509.Certificate) {
+	t.Helper()
+	g.httpService("hdrs", podAddrs[0])
+	m = newMTLSFixture(t, g.gwEnv, host) // gateway_mtls_test.go
+	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clients-ca", Namespace: ns}, Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{ingress.CAKey: m.clientCA.PEM()}}
+	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, caSecret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ing := ingressOf(name, host, ann, prefix("/", "hdrs"))
+	ing.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{host}, SecretName: "server"}}
+	g.create(ing)
+	g.start(fmt.Sprintf("--ingress-https-port=%d", httpsPort))
+	leaf, err := x509.ParseCertificate(m.known.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, leaf
 }
