@@ -2,14 +2,17 @@ package tproxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -113,4 +116,49 @@ func TestServedBeforeGrowthReload(t *testing.T) {
 	// a outgrows its spare the same way: answered by its new fifth server.
 	_, beA5 := svc("a", 80, plan4+1)
 	servedFirst("a Service outgrowing its spare", cfgOf([]model.Frontend{feA, feB}, beA5, beB), 80, fmt.Sprintf("s%d", plan4))
+}
+
+// TestNewServicesWhileLargeGrowthDeferred (issue 29, new29's 1,000-Service
+// run): new Services one after another, each arriving with no servers and
+// then getting more than a free spare's slots, while the reload gate holds
+// the pool's growth back (a settle time, as run has): each is served with
+// no reload, the one that finds the class's large spare taken included.
+func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
+	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 6, Other: 1, LowWater: 1})
+	hopts := l.hopts
+	hopts.ReloadSettle = time.Hour
+	hd := runtimeapi.NewHAProxy(hopts)
+	t.Cleanup(func() { _ = hd.Close() })
+	l.hd, l.drv.HAProxy = hd, hd
+	var servers []model.Server
+	for i := range plan4 + 1 {
+		servers = append(servers, model.Server{Addr: netip.MustParseAddr("127.0.0.1"), Port: answering(t, l.lab.LB, fmt.Sprintf("s%d", i))})
+	}
+	svc := func(name string, port uint16, n int) (model.Frontend, *model.Backend) {
+		return model.Frontend{Name: "fe_" + name, Service: "default/" + name, Backend: "be_" + name, Binds: []model.Bind{bind(vipA, port)}},
+			&model.Backend{Name: "be_" + name, Service: "default/" + name, Balance: "roundrobin", Servers: servers[:n]}
+	}
+	feA, beA := svc("a", 80, plan4+1)
+	cfg := model.Config{Frontends: []model.Frontend{feA}, Backends: []*model.Backend{beA}}
+	l.apply(t, cfg)
+	before := l.reloads(t)
+	ctx := context.Background()
+	for i := range 4 {
+		name, port := fmt.Sprintf("n%d", i), uint16(100+i)
+		fe, be0 := svc(name, port, 0)
+		_, be := svc(name, port, plan4+1)
+		for _, b := range []*model.Backend{be0, be} {
+			next := model.Config{Frontends: append(slices.Clone(cfg.Frontends), fe), Backends: append(slices.Clone(cfg.Backends), b)}
+			res, err := l.drv.Apply(ctx, next)
+			if err != nil && !errors.Is(err, driver.ErrDeferred) {
+				t.Fatalf("%s with %d servers: %v", name, len(b.Servers), err)
+			}
+			t.Logf("%s with %d servers: %v (refused %v), in %s", name, len(b.Servers), err, res.Refused, hd.HAProxyBackend(b.Name))
+		}
+		cfg = model.Config{Frontends: append(slices.Clone(cfg.Frontends), fe), Backends: append(slices.Clone(cfg.Backends), be)}
+		expect(t, map[netip.AddrPort]string{netip.AddrPortFrom(vipA, port): "s0"}, l.lab.Client, netip.Addr{})
+	}
+	if after := l.reloads(t); after != before {
+		t.Errorf("new Services while the growth is held back: %d reloads, want 0", after-before)
+	}
 }
