@@ -45,14 +45,7 @@ func TestServedBeforeGrowthReload(t *testing.T) {
 	}
 	t.Setenv("HAPROXY_BIN", wrapper)
 	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 3, Other: 1, LowWater: 1})
-	var servers []model.Server
-	for i := range plan4 + 1 {
-		servers = append(servers, model.Server{Addr: netip.MustParseAddr("127.0.0.1"), Port: answering(t, l.lab.LB, fmt.Sprintf("s%d", i))})
-	}
-	svc := func(name string, port uint16, n int) (model.Frontend, *model.Backend) {
-		return model.Frontend{Name: "fe_" + name, Service: "default/" + name, Backend: "be_" + name, Binds: []model.Bind{bind(vipA, port)}},
-			&model.Backend{Name: "be_" + name, Service: "default/" + name, Balance: "roundrobin", Servers: servers[:n]}
-	}
+	svc := l.outgrowing(t)
 	cfgOf := func(fes []model.Frontend, bes ...*model.Backend) model.Config {
 		return model.Config{Frontends: fes, Backends: bes}
 	}
@@ -130,14 +123,7 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	hd := runtimeapi.NewHAProxy(hopts)
 	t.Cleanup(func() { _ = hd.Close() })
 	l.hd, l.drv.HAProxy = hd, hd
-	var servers []model.Server
-	for i := range plan4 + 1 {
-		servers = append(servers, model.Server{Addr: netip.MustParseAddr("127.0.0.1"), Port: answering(t, l.lab.LB, fmt.Sprintf("s%d", i))})
-	}
-	svc := func(name string, port uint16, n int) (model.Frontend, *model.Backend) {
-		return model.Frontend{Name: "fe_" + name, Service: "default/" + name, Backend: "be_" + name, Binds: []model.Bind{bind(vipA, port)}},
-			&model.Backend{Name: "be_" + name, Service: "default/" + name, Balance: "roundrobin", Servers: servers[:n]}
-	}
+	svc := l.outgrowing(t)
 	feA, beA := svc("a", 80, plan4+1)
 	cfg := model.Config{Frontends: []model.Frontend{feA}, Backends: []*model.Backend{beA}}
 	l.apply(t, cfg)
@@ -160,5 +146,19 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	}
 	if after := l.reloads(t); after != before {
 		t.Errorf("new Services while the growth is held back: %d reloads, want 0", after-before)
+	}
+}
+
+// outgrowing starts plan4+1 servers answering s0, s1, ... and returns a
+// Service port on vipA with the first n of them: more than a free
+// spare's slots when n is plan4+1.
+func (l *dpLab) outgrowing(t *testing.T) func(name string, port uint16, n int) (model.Frontend, *model.Backend) {
+	var servers []model.Server
+	for i := range plan4 + 1 {
+		servers = append(servers, model.Server{Addr: netip.MustParseAddr("127.0.0.1"), Port: answering(t, l.lab.LB, fmt.Sprintf("s%d", i))})
+	}
+	return func(name string, port uint16, n int) (model.Frontend, *model.Backend) {
+		return model.Frontend{Name: "fe_" + name, Service: "default/" + name, Backend: "be_" + name, Binds: []model.Bind{bind(vipA, port)}},
+			&model.Backend{Name: "be_" + name, Service: "default/" + name, Balance: "roundrobin", Servers: servers[:n]}
 	}
 }
