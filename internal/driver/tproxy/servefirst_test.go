@@ -147,6 +147,25 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	if after := l.reloads(t); after != before {
 		t.Errorf("new Services while the growth is held back: %d reloads, want 0", after-before)
 	}
+
+	// The growth's reload (a restarted controller's first pass waits for
+	// nothing) gives every Service all its servers: n1, cut to its small
+	// spare's slots meanwhile, is answered by its fifth.
+	hopts.ReloadSettle = 0
+	hd2 := runtimeapi.NewHAProxy(hopts)
+	t.Cleanup(func() { _ = hd2.Close() })
+	l.drv.Invalidate()
+	l.hd, l.drv.HAProxy = hd2, hd2
+	l.apply(t, cfg)
+	err := netlab.Eventually(ctx, 10*time.Second, func() error {
+		if got, err := ask(l.lab.Client, netip.Addr{}, netip.AddrPortFrom(vipA, 101)); got != fmt.Sprintf("s%d", plan4) {
+			return fmt.Errorf("n1 answered %q (%v), want its fifth server", got, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }
 
 // outgrowing starts plan4+1 servers answering s0, s1, ... and returns a
