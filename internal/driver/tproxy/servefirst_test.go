@@ -152,10 +152,7 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	// nothing) gives every Service all its servers: n1, cut to its small
 	// spare's slots meanwhile, is answered by its fifth.
 	hopts.ReloadSettle = 0
-	hd2 := runtimeapi.NewHAProxy(hopts)
-	t.Cleanup(func() { _ = hd2.Close() })
-	l.drv.Invalidate()
-	l.hd, l.drv.HAProxy = hd2, hd2
+	l.restart(t, hopts)
 	l.apply(t, cfg)
 	err := netlab.Eventually(ctx, 10*time.Second, func() error {
 		if got, err := ask(l.lab.Client, netip.Addr{}, netip.AddrPortFrom(vipA, 101)); got != fmt.Sprintf("s%d", plan4) {
@@ -180,4 +177,13 @@ func (l *dpLab) outgrowing(t *testing.T) func(name string, port uint16, n int) (
 		return model.Frontend{Name: "fe_" + name, Service: "default/" + name, Backend: "be_" + name, Binds: []model.Bind{bind(vipA, port)}},
 			&model.Backend{Name: "be_" + name, Service: "default/" + name, Balance: "roundrobin", Servers: servers[:n]}
 	}
+}
+
+// restart replaces the lab's HAProxy driver by a new one with opts, as a
+// restarted controller's: the kernel's and HAProxy's state read back.
+func (l *dpLab) restart(t *testing.T, opts runtimeapi.Options) {
+	hd := runtimeapi.NewHAProxy(opts)
+	t.Cleanup(func() { _ = hd.Close() })
+	l.drv.Invalidate()
+	l.hd, l.drv.HAProxy = hd, hd
 }
