@@ -77,7 +77,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		res.Write += time.Since(t)
 		return res, err
 	}
-	view := spares.ViewExcept(next, cfg, own)
+	view := d.fitted(spares.ViewExcept(next, cfg, own))
 	var first driver.Result
 	if d.known && !d.wouldReload(view) {
 		// Serve what the spares can now, with no reload; then grow. The
@@ -110,6 +110,37 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		}
 	}
 	return res, err
+}
+
+// fitted is view with every spare whose occupant has more servers than
+// the spare's running slots cut to those slots. A backend that outgrew
+// its spare while no larger one is free (the growth held back by the
+// reload gate) is served by the slots it has until the growth's reload
+// gives it a larger spare; without the cut it would be a backend out of
+// slots (wouldReload), and the serve-first apply of every later pass,
+// the new Services' in free spares included, would be skipped until
+// then (issue 29).
+func (d *HAProxy) fitted(view model.Config) model.Config {
+	var out []*model.Backend
+	for i, b := range view.Backends {
+		if _, ok := spares.SpareIndex(b.Name); !ok {
+			continue
+		}
+		n := d.spareSlots(b.Name)
+		if len(b.Servers) <= n {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(view.Backends)
+		}
+		c := *b
+		c.Servers = b.Servers[:n:n]
+		out[i] = &c
+	}
+	if out != nil {
+		view.Backends = out
+	}
+	return view
 }
 
 // spareSlots is how many server slots the running config gives the

@@ -99,10 +99,7 @@ func TestServedWhileGrowthDeferred(t *testing.T) {
 	// A restarted controller's first pass reloads at once: the pool
 	// grows and the one waiting is served.
 	hopts.ReloadSettle = 0
-	hd2 := runtimeapi.NewHAProxy(hopts)
-	t.Cleanup(func() { _ = hd2.Close() })
-	l.drv.Invalidate()
-	l.hd, l.drv.HAProxy = hd2, hd2
+	l.restart(t, hopts)
 	l.apply(t, withWaiting)
 	expect(t, map[netip.AddrPort]string{waitV4: "c", lastV4: "c", ap(vipA, 80): "a"}, l.lab.Client, netip.Addr{})
 }
