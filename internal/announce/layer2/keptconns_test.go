@@ -54,17 +54,7 @@ func TestFailoverKeepsConnections(t *testing.T) {
 	for _, h := range g.lbs {
 		netlab.ServeEcho(t, h, port)
 	}
-	owners := func() (map[netip.Addr]string, error) {
-		out := map[netip.Addr]string{}
-		for _, v := range vips {
-			hs := g.holders(v)
-			if len(hs) != 1 {
-				return nil, fmt.Errorf("%s held by %v", v, hs)
-			}
-			out[v] = hs[0]
-		}
-		return out, nil
-	}
+	owners := func() (map[netip.Addr]string, error) { return g.owners(vips) }
 	var before map[netip.Addr]string
 	spread := func() error {
 		var err error

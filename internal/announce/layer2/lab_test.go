@@ -119,6 +119,20 @@ func (g *group) steady(vip netip.Addr, timeout time.Duration) (string, error) {
 	return owner, err
 }
 
+// owners is the one holder of each of vips, or an error naming an
+// address with none or several.
+func (g *group) owners(vips []netip.Addr) (map[netip.Addr]string, error) {
+	out := map[netip.Addr]string{}
+	for _, v := range vips {
+		hs := g.holders(v)
+		if len(hs) != 1 {
+			return nil, fmt.Errorf("%s held by %v", v, hs)
+		}
+		out[v] = hs[0]
+	}
+	return out, nil
+}
+
 func (g *group) host(name string) *netlab.Host {
 	for _, h := range g.lbs {
 		if h.Name == name {

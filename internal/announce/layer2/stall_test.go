@@ -34,17 +34,7 @@ func TestStalledProcessMovesNothing(t *testing.T) {
 	extra := manyAddrs(6)
 	g := newGroup(t, cfg, extra...)
 	all := append([]netip.Addr{vip4, vip6}, extra...)
-	owners := func() (map[netip.Addr]string, error) {
-		out := map[netip.Addr]string{}
-		for _, a := range all {
-			hs := g.holders(a)
-			if len(hs) != 1 {
-				return nil, fmt.Errorf("%s held by %v", a, hs)
-			}
-			out[a] = hs[0]
-		}
-		return out, nil
-	}
+	owners := func() (map[netip.Addr]string, error) { return g.owners(all) }
 	// settled: one holder of each, and every host's view says so (the
 	// views' first changes, from nobody, are no moves)
 	var before map[netip.Addr]string

@@ -76,39 +76,68 @@ func (s *Segment) Sysctl(h *Host, key, value string) {
 // loaded machine (`nft -f` took up to 2.3 s at load 38: a failover
 // clock started before it measured the command).
 func (s *Segment) Freeze(h *Host, frozen bool) error {
+	var rules [][]expr.Any
+	for _, key := range []expr.MetaKey{expr.MetaKeyIIFNAME, expr.MetaKeyOIFNAME} {
+		rules = append(rules, []expr.Any{
+			&expr.Meta{Key: key, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(h.port)},
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		})
+	}
+	if err := s.dropTable("freeze_"+h.port, frozen, rules); err != nil {
+		return fmt.Errorf("freeze %s (%v): %w", h.Name, frozen, err)
+	}
+	return nil
+}
+
+// Partition cuts (or heals) the segment between a and b: frames from a's
+// port to b's and from b's to a's are dropped at the switch, broadcasts
+// included (the bridge checks each copy it floods); both still reach
+// every other host. Like Freeze, one netlink batch from this process, in
+// place when Partition returns.
+func (s *Segment) Partition(a, b *Host, cut bool) error {
+	var rules [][]expr.Any
+	for _, d := range [][2]*Host{{a, b}, {b, a}} {
+		rules = append(rules, []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(d[0].port)},
+			&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 2, Data: ifname(d[1].port)},
+			&expr.Verdict{Kind: expr.VerdictDrop},
+		})
+	}
+	if err := s.dropTable("cut_"+a.port+"_"+b.port, cut, rules); err != nil {
+		return fmt.Errorf("partition %s|%s (%v): %w", a.Name, b.Name, cut, err)
+	}
+	return nil
+}
+
+// dropTable adds (on) or deletes the bridge table name in the switch's
+// namespace, its forward chain holding rules, in one netlink batch.
+func (s *Segment) dropTable(name string, on bool, rules [][]expr.Any) error {
 	ns, err := os.Open(Path(s.Bridge))
 	if err != nil {
-		return fmt.Errorf("freeze %s: %w", h.Name, err)
+		return err
 	}
 	defer ns.Close()
 	conn, err := nftables.New(nftables.WithNetNSFd(int(ns.Fd())))
 	if err != nil {
-		return fmt.Errorf("freeze %s: %w", h.Name, err)
+		return err
 	}
 	defer conn.CloseLasting()
-	table := &nftables.Table{Family: nftables.TableFamilyBridge, Name: "freeze_" + h.port}
-	if !frozen {
+	table := &nftables.Table{Family: nftables.TableFamilyBridge, Name: name}
+	if !on {
 		conn.DelTable(table)
-		if err := conn.Flush(); err != nil {
-			return fmt.Errorf("unfreeze %s: %w", h.Name, err)
-		}
-		return nil
+		return conn.Flush()
 	}
 	conn.AddTable(table)
 	policy := nftables.ChainPolicyAccept
 	chain := conn.AddChain(&nftables.Chain{Name: "forward", Table: table, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookForward, Priority: nftables.ChainPriorityFilter, Policy: &policy})
-	for _, key := range []expr.MetaKey{expr.MetaKeyIIFNAME, expr.MetaKeyOIFNAME} {
-		conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: []expr.Any{
-			&expr.Meta{Key: key, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(h.port)},
-			&expr.Verdict{Kind: expr.VerdictDrop},
-		}})
+	for _, r := range rules {
+		conn.AddRule(&nftables.Rule{Table: table, Chain: chain, Exprs: r})
 	}
-	if err := conn.Flush(); err != nil {
-		return fmt.Errorf("freeze %s: %w", h.Name, err)
-	}
-	return nil
+	return conn.Flush()
 }
 
 // ifname is an interface name as the kernel compares it (IFNAMSIZ bytes,
