@@ -86,6 +86,10 @@ func HealthCheck(ready, ask func(context.Context) error) func(context.Context) e
 			return nil
 		case timedOut(err) && slow:
 			return nil
+		case timedOut(err) && now.Sub(a.since) >= AnswerGrace:
+			// the question's own deadline: a hang, whichever of it and
+			// the grace a loaded node's tick saw first
+			return fmt.Errorf("%w: asked %s ago, no answer yet (%w)", ErrGateHAProxy, now.Sub(a.since).Round(time.Millisecond), err)
 		}
 		return fmt.Errorf("%w: %w", ErrGateHAProxy, err)
 	}
