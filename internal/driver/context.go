@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // What a loop tells a driver about the pass it hands over, besides the
@@ -74,4 +76,23 @@ func (c *Changes) Take(ctx context.Context) context.Context {
 		ctx = WithChanged(ctx, time.Unix(0, c.first.Load()))
 	}
 	return WithPreempt(ctx, c.pending.Load)
+}
+
+type servedKey struct{}
+
+// WithServed returns a context whose Apply tells served, part-way through a
+// pass, the model the running HAProxy serves once part of the pass is
+// applied and a reload is still to come in the same pass (the pool's
+// growth after its serve-first apply): what a companion driver may now
+// follow (tproxy.Ordered adds the set elements of what is served, so that
+// a new Service does not wait for that reload). Without it, nothing is told.
+func WithServed(ctx context.Context, served func(model.Config)) context.Context {
+	return context.WithValue(ctx, servedKey{}, served)
+}
+
+// Served calls the WithServed callback of ctx, if any, with served.
+func Served(ctx context.Context, served model.Config) {
+	if f, _ := ctx.Value(servedKey{}).(func(model.Config)); f != nil {
+		f(served)
+	}
 }

@@ -91,6 +91,10 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 			return res, err
 		}
 		first = res
+		// What this apply serves is in the running worker and in the files
+		// it reads: a companion (the kernel's set elements) may follow it
+		// now, not after the growth's reload (issue 29).
+		driver.Served(ctx, d.running)
 	}
 	res, err := d.apply(ctx, spares.ViewExcept(grown, cfg, own))
 	res.Ops += first.Ops

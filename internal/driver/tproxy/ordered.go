@@ -22,7 +22,10 @@ var (
 // model; when it held a reload back (driver.ErrDeferred: the pool's
 // growth, say, waiting for a quiet moment) those of the part it serves
 // already (Serving: a new Service in a free spare), so that nothing it
-// serves waits for that reload; none after any other error. So at every
+// serves waits for that reload; none after any other error. A pass that
+// serves its part first and then reloads in the same Apply (the pool's
+// growth let through by the reload gate) adds that part's elements
+// between the two (driver.WithServed). So at every
 // moment, a kill of the controller included, every element has its map
 // entry, in the running HAProxy and in the file a restarted one reads; an
 // entry without an element only waits for the next pass (no traffic
@@ -44,10 +47,23 @@ type Serving interface {
 // Apply implements driver.Driver.
 func (o Ordered) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	kr, kerr := o.Kernel.Remove(cfg)
+	// A pass that serves part of itself before a reload (the pool's
+	// serve-first apply, then its growth) tells what is served: its
+	// elements go in then, not after the reload.
+	var early driver.Result
+	var eerr error
+	ctx = driver.WithServed(ctx, func(served model.Config) {
+		if eerr == nil {
+			r, err := o.Kernel.ApplyServed(cfg, served)
+			early.Ops += r.Ops
+			early.Runtime += r.Runtime
+			eerr = err
+		}
+	})
 	res, err := o.HAProxy.Apply(ctx, cfg)
-	res.Ops += kr.Ops
-	res.Runtime += kr.Runtime
-	if kerr != nil {
+	res.Ops += kr.Ops + early.Ops
+	res.Runtime += kr.Runtime + early.Runtime
+	if kerr = errors.Join(kerr, eerr); kerr != nil {
 		return res, errors.Join(err, kerr)
 	}
 	switch s, ok := o.HAProxy.(Serving); {

@@ -33,7 +33,8 @@ const slowReload = 2 * time.Second
 // not by it: the pass serves first and grows after (applyPooled). The
 // same for a Service whose servers outgrow its spare. Every reload is made
 // slower (slowReload), so that an answer that waits for the
-// reload comes after the pass ends.
+// reload comes after the pass ends. Last, a Service new in the pass that
+// grows the pool: its set element too is added before the reload.
 func TestServedBeforeGrowthReload(t *testing.T) {
 	// The master re-executes argv[0] on a reload: a wrapper named so
 	// sleeps there (HAProxy sets HAPROXY_MWORKER_REEXEC), not at the start.
@@ -109,6 +110,12 @@ func TestServedBeforeGrowthReload(t *testing.T) {
 	// a outgrows its spare the same way: answered by its new fifth server.
 	_, beA5 := svc("a", 80, plan4+1)
 	servedFirst("a Service outgrowing its spare", cfgOf([]model.Frontend{feA, feB}, beA5, beB), 80, fmt.Sprintf("s%d", plan4))
+
+	// c arrives with its servers in one pass, new to the kernel's set too:
+	// its element goes in with the serve-first apply, not after the
+	// growth's reload (Ordered, driver.WithServed).
+	feC, beC := svc("c", 82, plan4+1)
+	servedFirst("a new Service whose pass grows the pool", cfgOf([]model.Frontend{feA, feB, feC}, beA5, beB, beC), 82, "")
 }
 
 // TestNewServicesWhileLargeGrowthDeferred (issue 29, new29's 1,000-Service
