@@ -58,6 +58,7 @@ type Controller struct {
 	lastGood map[string]settings.Settings
 	memo     desired.Memo // per-Service work kept between passes (passes are serial)
 	store    lastGoodStore
+	good     *goodWriter       // writes lastGood off the pass's path (goodwriter.go)
 	reported map[string]string // "ns/name/reason" → message last emitted
 	// notReadyKept: the nodes the last pass kept serving though NotReady
 	// (fail open, failopen.go).
@@ -102,6 +103,7 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 		log:       log,
 		lastGood:  make(map[string]settings.Settings),
 		store:     lastGoodStore{opts.LastGoodPath},
+		good:      newGoodWriter(lastGoodStore{opts.LastGoodPath}, log),
 		reported:  make(map[string]string),
 		lastPools: make(map[string]pools.Pool),
 	}
@@ -124,12 +126,18 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Warn("ignoring unreadable last good settings", "err", err)
 	}
 	c.lastGood = lg
+	c.good.loaded(lg)
 	if err := c.src.Start(ctx, c.opts.SyncTimeout); err != nil {
 		return err
 	}
 	c.log.Info("caches synced")
 	c.Trigger()
 	go driver.Resync(ctx, c.drv, c.opts.ResyncPeriod, c.log, c.opts.Metrics.Drift, c.Trigger)
+	// What the last pass handed the writer is on disk before Run returns.
+	wctx, stop := context.WithCancel(ctx)
+	written := make(chan struct{})
+	go func() { c.good.run(wctx); close(written) }()
+	defer func() { stop(); <-written }()
 	return c.loop.Run(ctx, func(ctx context.Context, _ string) loop.Outcome {
 		return driver.Outcome(c.sync(ctx))
 	})
@@ -158,13 +166,13 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	c.failOpen(d.NotReadyKept, nodes)
 	c.logSkipped(d.Skipped)
 	c.nodeAddrEvents(d.Skipped, nodes)
-	if err := c.store.save(c.lastGood, d.Good); err != nil {
-		c.log.Warn("could not save last good settings", "err", err)
-	}
 	c.lastGood = d.Good
 	parse := time.Since(start)
 
 	res, err := c.drv.Apply(ctx, d.Config)
+	// On disk after the driver applied, by the writer's goroutine: the
+	// file is for the next start, nothing this pass serves waits for it.
+	c.good.want(d.Good)
 	refused := c.refusals(res.Refused)
 	c.report(slices.Concat(d.Problems, refused))
 	if err == nil {

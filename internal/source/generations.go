@@ -93,7 +93,7 @@ func (g *generations[S, G]) startAndWait(ctx context.Context, timeout time.Durat
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return cache.WaitForCacheSync(wctx.Done(), g.Synced)
+	return waitSynced(wctx, g.Synced)
 }
 
 // relistAfterOutage sets up the relister: probe is asked /readyz.

@@ -1,0 +1,193 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
+)
+
+// statDriver records, at each Apply, whether the last-good file exists.
+type statDriver struct {
+	path    string
+	existed []bool
+}
+
+func (d *statDriver) Apply(context.Context, model.Config) (driver.Result, error) {
+	_, err := os.Stat(d.path)
+	d.existed = append(d.existed, err == nil)
+	return driver.Result{}, nil
+}
+
+// untilFile polls path until check accepts its content, or fails the
+// test after a deadline.
+func untilFile(t *testing.T, path string, check func(map[string]settings.Settings) error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var m map[string]settings.Settings
+		b, err := os.ReadFile(path)
+		if err == nil {
+			err = json.Unmarshal(b, &m)
+		}
+		if err == nil {
+			err = check(m)
+		}
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", path, err)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}
+
+// The first pass of a start reaches the driver before the last good
+// settings are written (they were encoded and synced on its path: ~0.1 s
+// at 10,000 Services), and the writer then puts them on disk.
+func TestLastGoodWrittenAfterTheDriver(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "last-good-settings.json")
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}}
+	src := source.New(fake.NewSimpleClientset(svc), "")
+	drv := &statDriver{path: path}
+	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults(), ClassLess: true}, LastGoodPath: path})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := src.Start(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(drv.existed) != 1 || drv.existed[0] {
+		t.Fatalf("last-good file existed when the driver applied (%v): written on the pass's path", drv.existed)
+	}
+	go c.good.run(ctx)
+	untilFile(t, path, func(m map[string]settings.Settings) error {
+		if _, ok := m["ns/web"]; !ok {
+			return fmt.Errorf("no ns/web in %v", m)
+		}
+		return nil
+	})
+}
+
+// The writer writes the newest map it was handed, what was still pending
+// when it stops too, and nothing for a map equal to the file's.
+func TestGoodWriter(t *testing.T) {
+	one := func(keys ...string) map[string]settings.Settings {
+		m := map[string]settings.Settings{}
+		for _, k := range keys {
+			m[k] = settings.Defaults()
+		}
+		return m
+	}
+	cases := []struct {
+		name    string
+		loaded  map[string]settings.Settings // the file at start (nil: none)
+		wants   []map[string]settings.Settings
+		running bool // the writer runs while they are handed over; else only its stop writes
+		want    map[string]settings.Settings
+		written bool
+	}{
+		{name: "newest of several", wants: []map[string]settings.Settings{one("ns/a"), one("ns/a", "ns/b")}, running: true,
+			want: one("ns/a", "ns/b"), written: true},
+		{name: "pending at stop", wants: []map[string]settings.Settings{one("ns/a"), one("ns/c")},
+			want: one("ns/c"), written: true},
+		{name: "same as the file", loaded: one("ns/a"), wants: []map[string]settings.Settings{one("ns/a")}, running: true,
+			want: one("ns/a"), written: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "last-good.json")
+			if tc.loaded != nil {
+				b, _ := json.Marshal(tc.loaded)
+				if err := os.WriteFile(path, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, _ := os.Stat(path)
+			w := newGoodWriter(lastGoodStore{path}, slog.Default())
+			w.loaded(tc.loaded)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			start := func() { go func() { w.run(ctx); close(done) }() }
+			if tc.running {
+				start()
+			}
+			for _, m := range tc.wants {
+				w.want(m)
+			}
+			if tc.running {
+				untilFile(t, path, func(m map[string]settings.Settings) error {
+					if !maps.Equal(m, tc.want) {
+						return fmt.Errorf("holds %v, want %v", m, tc.want)
+					}
+					return nil
+				})
+			}
+			cancel()
+			if !tc.running {
+				start()
+			}
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the writer did not stop")
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]settings.Settings
+			if err := json.Unmarshal(b, &got); err != nil || !maps.Equal(got, tc.want) {
+				t.Fatalf("file holds %v (%v), want %v", got, err, tc.want)
+			}
+			after, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rewritten := before == nil || !os.SameFile(before, after); rewritten != tc.written {
+				t.Errorf("file written: %v, want %v", rewritten, tc.written)
+			}
+		})
+	}
+}
+
+// A write that fails is said in the log and leaves the pass alone; the
+// next map is written once the file can be.
+func TestGoodWriterFailedWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing")
+	path := filepath.Join(dir, "last-good.json")
+	w := newGoodWriter(lastGoodStore{path}, slog.Default())
+	w.want(map[string]settings.Settings{"ns/a": settings.Defaults()})
+	w.flush()
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stat after a failed write: %v", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w.want(map[string]settings.Settings{"ns/a": settings.Defaults()})
+	w.flush()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("not written once it could be: %v", err)
+	}
+}

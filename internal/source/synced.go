@@ -1,0 +1,33 @@
+package source
+
+import (
+	"context"
+	"time"
+)
+
+// syncPoll is how often a start asks whether every cache synced.
+// client-go's cache.WaitForCacheSync asks every 100 ms: the first pass of
+// a start waited up to that long after the last list ended (115 ms at
+// 10,000 Services, loaded: BENCHMARKS.md, issue 29). Asking costs a few
+// atomic loads.
+const syncPoll = 5 * time.Millisecond
+
+// waitSynced asks synced at once and then every syncPoll until it says
+// true (true) or ctx ends (false).
+func waitSynced(ctx context.Context, synced func() bool) bool {
+	if synced() {
+		return true
+	}
+	t := time.NewTicker(syncPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			if synced() {
+				return true
+			}
+		}
+	}
+}
