@@ -47,7 +47,8 @@ var (
 		NginxPrefix + "auth-type",
 		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress
 		NginxPrefix + "canary",
-		NginxPrefix + "canary-by-cookie", // canary.go
+		NginxPrefix + "client-body-buffer-size", // access.go: checked; HAProxy streams bodies
+		NginxPrefix + "canary-by-cookie",        // canary.go
 		NginxPrefix + "canary-by-header",
 		NginxPrefix + "canary-by-header-pattern",
 		NginxPrefix + "canary-by-header-value",
@@ -69,8 +70,9 @@ var (
 		NginxPrefix + "load-balance",    // balance.go
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
-		NginxPrefix + "proxy-body-size",     // access.go
-		NginxPrefix + "proxy-next-upstream", // retry.go
+		NginxPrefix + "proxy-body-size",       // access.go
+		NginxPrefix + "proxy-connect-timeout", // connect.go
+		NginxPrefix + "proxy-next-upstream",   // retry.go
 		NginxPrefix + "proxy-next-upstream-tries",
 		NginxPrefix + "proxy-read-timeout",
 		NginxPrefix + "proxy-ssl-name", // backendtls.go
@@ -140,6 +142,7 @@ var (
 		HAProxyPrefix + "ssl-ciphers-backend",
 		HAProxyPrefix + "ssl-passthrough", // passthrough.go
 		HAProxyPrefix + "ssl-redirect",
+		HAProxyPrefix + "timeout-connect", // connect.go
 		HAProxyPrefix + "timeout-server",
 		HAProxyPrefix + "whitelist-source-range",
 	}
