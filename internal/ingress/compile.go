@@ -54,7 +54,11 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		countOthers(res, other) // unitmemo.go
 		for _, o := range other {
 			if o.verdict == Unsupported {
-				res.Events = append(res.Events, Event{k, "UnsupportedAnnotation", "annotation " + o.key + " is not supported: the Ingress is served without it"})
+				msg := "annotation " + o.key + " is not supported: the Ingress is served without it"
+				if why := unsupportedWhy[canonicalKey(o.key)]; why != "" { // authtls.go
+					msg += " (" + why + ")"
+				}
+				res.Events = append(res.Events, Event{k, "UnsupportedAnnotation", msg})
 			}
 		}
 	}
