@@ -141,7 +141,8 @@ func (g *gwEnv) noEvent(name, text string) error {
 // A Pod that never accepts (its SYNs dropped) is answered 503 after the
 // Ingress's connect timeout of 1 s per try (three tries: 3 s, not the
 // defaults' 15 s); with --backend-pool a second Ingress with the same
-// timeout to another Service takes a spare of that class: 0 reloads.
+// timeout (HAProxy Ingress's timeout-connect: 1s) to another Service
+// takes a spare of that class: 0 reloads.
 // Bodies below and above client-body-buffer-size (and HAProxy's 16 KB
 // buffer), with a length or chunked, reach the Pod intact; the key is no
 // UnsupportedAnnotation. A bad value of either: an Event, the last good
@@ -181,8 +182,9 @@ func TestIngressConnectTimeoutAndBodyBuffer(t *testing.T) {
 	lo, hi := 2500*time.Millisecond, 8*time.Second // 3 tries of 1 s; the defaults' 5 s would be 15 s
 	g.eventually("proxy-connect-timeout 1 s", failsWithin(g.httpPort, "slow.example.com", lo, hi))
 	before := g.reloads()
-	g.create(ingressOf("slow2", "slow2.example.com", map[string]string{n + "proxy-connect-timeout": "1"}, prefix("/", "stall2")))
-	g.eventually("a second Ingress with 1 s", failsWithin(g.httpPort, "slow2.example.com", lo, hi))
+	// HAProxy Ingress's key, the same timeout: the same class.
+	g.create(ingressOf("slow2", "slow2.example.com", map[string]string{ingress.HAProxyPrefix + "timeout-connect": "1s"}, prefix("/", "stall2")))
+	g.eventually("a second Ingress with 1 s (timeout-connect)", failsWithin(g.httpPort, "slow2.example.com", lo, hi))
 	if r := g.reloads(); r != before {
 		t.Errorf("a new Service's backend of a connect timeout in use reloaded HAProxy %d times, want 0", r-before)
 	}
