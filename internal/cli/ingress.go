@@ -39,9 +39,11 @@ type globalHeaderFlags struct {
 	proxySetHeaders, addHeaders string
 }
 
-func (f *globalHeaderFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.proxySetHeaders, "ingress-proxy-set-headers", "", "NAMESPACE/NAME of a ConfigMap of request headers (each key a header name, its value the value) sent to the Pods of every Ingress path, as ingress-nginx's proxy-set-headers (--ingress-class); an Ingress's own headers of a name win")
-	fs.StringVar(&f.addHeaders, "ingress-add-headers", "", "NAMESPACE/NAME of a ConfigMap of response headers sent to the clients of every Ingress path, as ingress-nginx's add-headers (--ingress-class); an Ingress's custom-headers of a name win")
+// register adds the flags; where says where the ConfigMap comes from
+// (run: "--ingress-class", render: its input).
+func (f *globalHeaderFlags) register(fs *pflag.FlagSet, where string) {
+	fs.StringVar(&f.proxySetHeaders, "ingress-proxy-set-headers", "", "NAMESPACE/NAME of a ConfigMap of request headers (each key a header name, its value the value) sent to the Pods of every Ingress path, as ingress-nginx's proxy-set-headers ("+where+"); an Ingress's own headers of a name win")
+	fs.StringVar(&f.addHeaders, "ingress-add-headers", "", "NAMESPACE/NAME of a ConfigMap of response headers sent to the clients of every Ingress path, as ingress-nginx's add-headers ("+where+"); an Ingress's custom-headers of a name win")
 }
 
 // check refuses a value that is not NAMESPACE/NAME.
@@ -63,7 +65,7 @@ func (f *ingressFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.class, "ingress-class", "", "with --mode=gateway, also serve the Ingresses of this IngressClass (spec.controller "+ingress.ControllerName+"; or the kubernetes.io/ingress.class annotation) on the HTTP path of the Gateways (docs/ingress.md); off when empty")
 	fs.Uint16Var(&f.httpPort, "ingress-http-port", 80, "the Ingresses' HTTP port (--ingress-class)")
 	fs.Uint16Var(&f.httpsPort, "ingress-https-port", 443, "the Ingresses' HTTPS port, served once a TLS Secret resolves (--ingress-class)")
-	f.globalHeaderFlags.register(fs)
+	f.globalHeaderFlags.register(fs, "--ingress-class")
 	fs.StringVar(&f.defaultCert, "ingress-default-certificate", "", "NAMESPACE/NAME of the kubernetes.io/tls Secret served to clients naming no host of an Ingress's certificate (--ingress-class); default: the first certificate by name")
 }
 

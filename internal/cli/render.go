@@ -95,7 +95,7 @@ that is no DNS label, a port outside 1-65535). What did render is still printed.
 		fs.StringVarP(&f.dir, "output-dir", "o", "", "write "+renderConfigFile+" and "+renderRulesFile+" (when there are UDP ports) into this directory instead of stdout")
 	})
 	addGroup(fs, groupHAProxy, scopeAll, f.pool.register)
-	addGroup(fs, groupIngress, scopeAll, f.headers.register)
+	addGroup(fs, groupIngress, scopeAll, func(fs *pflag.FlagSet) { f.headers.register(fs, "a ConfigMap of the input") })
 	f.shape.register(fs, e.getenv)
 	c.AddCommand(newStaticPodCmd(e))
 	return c
