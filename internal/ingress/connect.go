@@ -9,15 +9,18 @@ import (
 
 // ingress-nginx's proxy-connect-timeout (whole seconds) and HAProxy
 // Ingress's timeout-connect (a HAProxy time): how long a connection to a
-// Pod may take to be established. HAProxy sets no connect timeout per
-// request (http-request set-timeout takes client, server and tunnel,
-// 2.6 to 3.4), so it is a backend setting, `timeout connect`: the
+// Pod may take to be established. HAProxy 2.6 and 3.0 set no connect
+// timeout per request (http-request set-timeout takes server, tunnel and
+// from 3.0 client; 3.4's connect is not used yet: docs/ingress.md), so
+// it is a backend setting, `timeout connect`: the
 // Ingress's backends are backends of their own, named by the timeout
 // (variant.connect, ingress.go). A value's first use is one reload (a
 // backend HAProxy does not have yet) or, with --backend-pool, a spare of
 // its class when the pool has one free; every other Ingress with the same
-// value none. The value is honoured exactly, nothing rounded; 5 s (nginx's
-// default, the defaults section's) is the Ingress's usual backends.
+// value none. The value is honoured exactly (a HAProxy time in
+// microseconds rounded up to the millisecond, HAProxy's unit); 5 s
+// (nginx's default, the defaults section's) is the Ingress's usual
+// backends.
 
 // parseConnect reads proxy-connect-timeout or timeout-connect (name) into
 // s.connect; nginx's key wins when both are given.
@@ -34,6 +37,7 @@ func (s *parsed) parseConnect(name, val string) string {
 		if d, why = parseHAProxyTime(val); why != "" {
 			return why
 		}
+		d = (d + time.Millisecond - 1).Truncate(time.Millisecond) // the backends' names count ms
 		if s.connectNginx {
 			return ""
 		}
