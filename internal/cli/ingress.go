@@ -28,17 +28,44 @@ type ingressFlags struct {
 	httpPort    uint16
 	httpsPort   uint16
 	defaultCert string
+	globalHeaderFlags
+}
+
+// globalHeaderFlags name ingress-nginx's controller-wide header
+// ConfigMaps, flags of run and render alike.
+type globalHeaderFlags struct {
 	// proxySetHeaders and addHeaders: NAMESPACE/NAME of ConfigMaps of
 	// headers every Ingress path carries (ingress/globalheaders.go).
 	proxySetHeaders, addHeaders string
+}
+
+// register adds the flags; where says where the ConfigMap comes from
+// (run: "--ingress-class", render: its input).
+func (f *globalHeaderFlags) register(fs *pflag.FlagSet, where string) {
+	fs.StringVar(&f.proxySetHeaders, "ingress-proxy-set-headers", "", "NAMESPACE/NAME of a ConfigMap of request headers (each key a header name, its value the value) sent to the Pods of every Ingress path, as ingress-nginx's proxy-set-headers ("+where+"); an Ingress's own headers of a name win")
+	fs.StringVar(&f.addHeaders, "ingress-add-headers", "", "NAMESPACE/NAME of a ConfigMap of response headers sent to the clients of every Ingress path, as ingress-nginx's add-headers ("+where+"); an Ingress's custom-headers of a name win")
+}
+
+// check refuses a value that is not NAMESPACE/NAME.
+func (f *globalHeaderFlags) check() error {
+	for n, v := range map[string]string{"ingress-proxy-set-headers": f.proxySetHeaders, "ingress-add-headers": f.addHeaders} {
+		if v != "" && refKey(v).Namespace == "" {
+			return flagErr("--%s: want NAMESPACE/NAME, got %q", n, v)
+		}
+	}
+	return nil
+}
+
+// keys are the ConfigMaps named (zero keys for none).
+func (f *globalHeaderFlags) keys() (proxySet, add ingress.Key) {
+	return refKey(f.proxySetHeaders), refKey(f.addHeaders)
 }
 
 func (f *ingressFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.class, "ingress-class", "", "with --mode=gateway, also serve the Ingresses of this IngressClass (spec.controller "+ingress.ControllerName+"; or the kubernetes.io/ingress.class annotation) on the HTTP path of the Gateways (docs/ingress.md); off when empty")
 	fs.Uint16Var(&f.httpPort, "ingress-http-port", 80, "the Ingresses' HTTP port (--ingress-class)")
 	fs.Uint16Var(&f.httpsPort, "ingress-https-port", 443, "the Ingresses' HTTPS port, served once a TLS Secret resolves (--ingress-class)")
-	fs.StringVar(&f.proxySetHeaders, "ingress-proxy-set-headers", "", "NAMESPACE/NAME of a ConfigMap of request headers (each key a header name, its value the value) sent to the Pods of every Ingress path, as ingress-nginx's proxy-set-headers (--ingress-class); an Ingress's own headers of a name win")
-	fs.StringVar(&f.addHeaders, "ingress-add-headers", "", "NAMESPACE/NAME of a ConfigMap of response headers sent to the clients of every Ingress path, as ingress-nginx's add-headers (--ingress-class); an Ingress's custom-headers of a name win")
+	f.globalHeaderFlags.register(fs, "--ingress-class")
 	fs.StringVar(&f.defaultCert, "ingress-default-certificate", "", "NAMESPACE/NAME of the kubernetes.io/tls Secret served to clients naming no host of an Ingress's certificate (--ingress-class); default: the first certificate by name")
 }
 
@@ -61,15 +88,10 @@ func (f *ingressFlags) check(mode string, given map[string]bool, instances bool)
 	case f.httpPort == 0 || f.httpsPort == 0 || f.httpPort == f.httpsPort:
 		return flagErr("--ingress-http-port and --ingress-https-port: two different ports, not 0")
 	}
-	for n, v := range map[string]string{"ingress-default-certificate": f.defaultCert, "ingress-proxy-set-headers": f.proxySetHeaders, "ingress-add-headers": f.addHeaders} {
-		if v == "" {
-			continue
-		}
-		if k := refKey(v); k.Namespace == "" {
-			return flagErr("--%s: want NAMESPACE/NAME, got %q", n, v)
-		}
+	if f.defaultCert != "" && refKey(f.defaultCert).Namespace == "" {
+		return flagErr("--%s: want NAMESPACE/NAME, got %q", "ingress-default-certificate", f.defaultCert)
 	}
-	return nil
+	return f.globalHeaderFlags.check()
 }
 
 // refKey reads a flag's NAMESPACE/NAME (zero: not one).
@@ -104,7 +126,7 @@ func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []neti
 		return nil, nil
 	}
 	src.WithIngress(f.certKey())
-	setH, addH := refKey(f.proxySetHeaders), refKey(f.addHeaders)
+	setH, addH := f.keys()
 	src.WithIngressConfigMaps(setH, addH)
 	sclient, err := statusClient(cfg)
 	if err != nil {

@@ -44,6 +44,9 @@ type renderFlags struct {
 	output string
 	dir    string
 	pool   poolFlags
+	// headers: the Ingresses' controller-wide header ConfigMaps, read
+	// from the input (render_ingress.go).
+	headers globalHeaderFlags
 }
 
 func newRenderCmd(e *cmdEnv) *cobra.Command {
@@ -92,6 +95,7 @@ that is no DNS label, a port outside 1-65535). What did render is still printed.
 		fs.StringVarP(&f.dir, "output-dir", "o", "", "write "+renderConfigFile+" and "+renderRulesFile+" (when there are UDP ports) into this directory instead of stdout")
 	})
 	addGroup(fs, groupHAProxy, scopeAll, f.pool.register)
+	addGroup(fs, groupIngress, scopeAll, func(fs *pflag.FlagSet) { f.headers.register(fs, "a ConfigMap of the input") })
 	f.shape.register(fs, e.getenv)
 	c.AddCommand(newStaticPodCmd(e))
 	return c
@@ -110,6 +114,9 @@ func (f *renderFlags) run(e *cmdEnv, outputGiven bool) error {
 	}
 	if len(f.files) == 0 {
 		return errors.New("render: at least one -f FILE is needed")
+	}
+	if err := f.headers.check(); err != nil {
+		return err
 	}
 	opts, err := f.desiredOptions()
 	if err != nil {

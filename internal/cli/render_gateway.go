@@ -14,6 +14,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver/runtimeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/objects"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
@@ -62,7 +63,8 @@ func (f *renderFlags) runGateway(e *cmdEnv, set objects.Set, refused refusals, o
 		}
 	}
 	if set.Ingressed() {
-		renderIngresses(&res.Config, set, e.stderr)
+		setH, addH := f.headers.keys()
+		renderIngresses(&res.Config, set, ingress.Options{ProxySetHeaders: setH, AddHeaders: addH}, e.stderr)
 	}
 	http := slices.ContainsFunc(res.Config.Frontends, func(fe model.Frontend) bool { return fe.HTTP != nil })
 	if http && f.dir == "" {

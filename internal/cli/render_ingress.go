@@ -19,11 +19,13 @@ import (
 // renderIngresses adds the Ingresses of set to cfg as run --mode=gateway
 // --ingress-class serves them (on ports 80 and 443, every address), and
 // writes on stderr each Warning an Ingress would get: an annotation not
-// supported or refused, a backend or Secret that does not resolve.
+// supported or refused, a backend or Secret that does not resolve; and
+// each a ConfigMap of opts (--ingress-proxy-set-headers,
+// --ingress-add-headers, read from the input) would get.
 // Without IngressClasses in the input, every class the Ingresses name is
 // taken as this controller's. render writes no certificate files: an
 // HTTPS frontend is left out, with a warning.
-func renderIngresses(cfg *model.Config, set objects.Set, stderr io.Writer) {
+func renderIngresses(cfg *model.Config, set objects.Set, opts ingress.Options, stderr io.Writer) {
 	in := ingress.Input{Classes: set.IngressClasses, Ingresses: set.Ingresses, Services: set.Services, Slices: desired.SlicesOf(set.EndpointSlices)}
 	in.Certs, in.Problems = ingress.Certificates(set.Secrets, time.Now())
 	in.Auth = ingress.AuthFiles(set.Secrets)
@@ -42,9 +44,12 @@ func renderIngresses(cfg *model.Config, set objects.Set, stderr io.Writer) {
 			}
 		}
 	}
-	res := ingress.Compile(in, ingress.Options{})
+	res := ingress.Compile(in, opts)
 	for _, ev := range res.Events {
 		fmt.Fprintf(stderr, "warning: Ingress %s: %s: %s\n", settings.ShowName(ev.Ingress.String()), ev.Reason, ev.Message)
+	}
+	for _, ev := range res.ConfigMapEvents {
+		fmt.Fprintf(stderr, "warning: ConfigMap %s: %s: %s\n", settings.ShowName(ev.Ingress.String()), ev.Reason, ev.Message)
 	}
 	res.Frontends = slices.DeleteFunc(res.Frontends, func(f model.Frontend) bool {
 		if f.TLS != nil {

@@ -34,17 +34,17 @@ func TestRenderIngress(t *testing.T) {
 	}
 }
 
-// renderToDir renders file with -o into a directory of the test's,
-// checks that HAProxy accepts the config, and returns it (the directory
-// and the structure hash written as /DIR and HASH), the map files
-// (renderedMaps) and stderr.
-func renderToDir(t *testing.T, file string) (cfg, maps []byte, stderr *bytes.Buffer) {
+// renderToDir renders file with -o into a directory of the test's
+// (and the flags extra), checks that HAProxy accepts the config, and
+// returns it (the directory and the structure hash written as /DIR and
+// HASH), the map files (renderedMaps) and stderr.
+func renderToDir(t *testing.T, file string, extra ...string) (cfg, maps []byte, stderr *bytes.Buffer) {
 	t.Helper()
 	dir := t.TempDir()
 	var stdout bytes.Buffer
 	stderr = &bytes.Buffer{}
-	if err := renderCmd([]string{"-f", file, "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state", "-o", dir},
-		env(nil), nil, &stdout, stderr); err != nil {
+	args := []string{"-f", file, "--stats-socket", "/run/hks/admin.sock", "--state-file", "/var/lib/hks/state", "-o", dir}
+	if err := renderCmd(append(args, extra...), env(nil), nil, &stdout, stderr); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
 	cfg, err := os.ReadFile(filepath.Join(dir, renderConfigFile))
@@ -90,5 +90,29 @@ func TestRenderIngressCustomHeaders(t *testing.T) {
 	}
 	if !bytes.Contains(cfg, []byte("http-response set-header strict-transport-security")) {
 		t.Errorf("no rule sets the header:\n%s", cfg)
+	}
+}
+
+// TestRenderIngressGlobalHeaders: render's --ingress-proxy-set-headers
+// and --ingress-add-headers name ConfigMaps of its input, as run's do:
+// their headers are in the map files (an Ingress's own custom-headers of
+// a name win); a ConfigMap not in the input is a warning; a flag that is
+// not NAMESPACE/NAME is refused.
+func TestRenderIngressGlobalHeaders(t *testing.T) {
+	cfg, maps, stderr := renderToDir(t, "testdata/ingress-global.yaml", "--ingress-proxy-set-headers=shop/set", "--ingress-add-headers=shop/add")
+	if strings.Contains(stderr.String(), "warning") {
+		t.Errorf("warnings:\n%s", stderr.String())
+	}
+	golden.Assert(t, "ingress-global.cfg", cfg)
+	golden.Assert(t, "ingress-global-maps.txt", maps)
+
+	_, _, stderr = renderToDir(t, "testdata/ingress-global.yaml", "--ingress-add-headers=shop/gone")
+	if want := "warning: ConfigMap shop/gone: InvalidGlobalHeaders: add-headers: ConfigMap shop/gone is missing"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	var out, errOut bytes.Buffer
+	err := renderCmd([]string{"-f", "testdata/ingress-global.yaml", "-o", t.TempDir(), "--ingress-proxy-set-headers=set"}, env(nil), nil, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "want NAMESPACE/NAME") {
+		t.Errorf("--ingress-proxy-set-headers=set: %v, want NAMESPACE/NAME refused", err)
 	}
 }

@@ -53,6 +53,11 @@ func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 		return why, true
 	case "proxy-body-size":
 		return s.parseBodySize(val), true
+	case "client-body-buffer-size":
+		// Checked, nothing rendered: HAProxy streams every body through
+		// its buffer and never writes one to disk (docs/ingress.md, "Body size").
+		_, why := sizeBytes(val)
+		return why, true
 	case "limit-rps", "limit-connections":
 		n, err := strconv.Atoi(val)
 		if err != nil || n < 0 || n > maxLimit {
@@ -152,15 +157,24 @@ func (s *parsed) parseBodySize(val string) string {
 		s.access.maxBody = 0
 		return ""
 	}
+	n, why := sizeBytes(val)
+	if why == "" {
+		s.access.maxBody = n
+	}
+	return why
+}
+
+// sizeBytes reads an nginx size (digits and k, m or g, of 1,024) up to
+// 1 TiB.
+func sizeBytes(val string) (int64, string) {
 	m := bodySize.FindStringSubmatch(val)
 	if m == nil {
-		return settings.ShowValue(val) + " is not a size (digits and k, m or g)"
+		return 0, settings.ShowValue(val) + " is not a size (digits and k, m or g)"
 	}
 	n, _ := strconv.ParseInt(m[1], 10, 64)
 	n <<= map[string]int{"": 0, "k": 10, "m": 20, "g": 30}[strings.ToLower(m[2])]
 	if n > maxBody {
-		return settings.ShowValue(val) + " is larger than 1 TiB"
+		return 0, settings.ShowValue(val) + " is larger than 1 TiB"
 	}
-	s.access.maxBody = n
-	return ""
+	return n, ""
 }

@@ -2,11 +2,9 @@ package ingress
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // Annotations of ingress-nginx (nginx.ingress.kubernetes.io/*) and HAProxy
@@ -49,7 +47,8 @@ var (
 		NginxPrefix + "auth-type",
 		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress
 		NginxPrefix + "canary",
-		NginxPrefix + "canary-by-cookie", // canary.go
+		NginxPrefix + "client-body-buffer-size", // access.go: checked; HAProxy streams bodies
+		NginxPrefix + "canary-by-cookie",        // canary.go
 		NginxPrefix + "canary-by-header",
 		NginxPrefix + "canary-by-header-pattern",
 		NginxPrefix + "canary-by-header-value",
@@ -71,8 +70,9 @@ var (
 		NginxPrefix + "load-balance",    // balance.go
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
-		NginxPrefix + "proxy-body-size",     // access.go
-		NginxPrefix + "proxy-next-upstream", // retry.go
+		NginxPrefix + "proxy-body-size",       // access.go
+		NginxPrefix + "proxy-connect-timeout", // connect.go
+		NginxPrefix + "proxy-next-upstream",   // retry.go
 		NginxPrefix + "proxy-next-upstream-tries",
 		NginxPrefix + "proxy-read-timeout",
 		NginxPrefix + "proxy-ssl-name", // backendtls.go
@@ -142,6 +142,7 @@ var (
 		HAProxyPrefix + "ssl-ciphers-backend",
 		HAProxyPrefix + "ssl-passthrough", // passthrough.go
 		HAProxyPrefix + "ssl-redirect",
+		HAProxyPrefix + "timeout-connect", // connect.go
 		HAProxyPrefix + "timeout-server",
 		HAProxyPrefix + "whitelist-source-range",
 	}
@@ -231,146 +232,12 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		val := strings.TrimSpace(a[k])
 		ck := canonicalKey(k)
 		name := strings.TrimPrefix(strings.TrimPrefix(ck, NginxPrefix), HAProxyPrefix)
-		if why, done := s.parseAccess(ck, name, val); done {
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if why, done := s.parseAuth(ck, name, val); done { // auth.go
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if why, done := s.parsePassthrough(ck, name, val); done { // passthrough.go
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if why, done := s.authTLS.parseAuthTLS(ck, name, val); done { // authtls.go
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if why, done := s.parseCookie(ck, name, val); done { // cookie.go
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if why, done := s.parseBackendTLS(ck, name, val); done { // backendtls.go
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if why, done := s.cors.parseCORS(name, val, strings.HasPrefix(ck, NginxPrefix)); done { // cors.go
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if why, done := s.retry.parseRetry(name, val); done { // retry.go
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if why, done := s.canary.parseCanary(name, val); done { // canary.go
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		if lb, why, done := parseBalance(strings.HasPrefix(ck, NginxPrefix), name, val); done { // balance.go
-			if why != "" {
-				bad(k, why)
-			}
-			s.lb = lb
-			continue
-		}
-		if why, done := s.parseRouting(ck, name, val); done {
-			if why != "" {
-				bad(k, why)
-			}
-			continue
-		}
-		switch name {
-		case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect":
-			b, err := strconv.ParseBool(val)
-			if err != nil {
-				bad(k, settings.ShowValue(val)+" is not true or false")
-				continue
-			}
-			switch name {
-			case "ssl-redirect":
-				s.sslRedirect = &b
-			case "force-ssl-redirect":
-				s.forceSSL = b
-			default:
-				s.wwwRedirect = b
-			}
-		case "service-upstream":
-			u, why := parseUpstream(val) // upstream.go
-			if why != "" {
-				bad(k, why)
-				continue
-			}
-			s.upstream = u
-		case "upstream-hash-by":
-			b, why := parseHashBy(val) // hashby.go
-			if why != "" {
-				bad(k, why)
-				continue
-			}
-			s.balance = b
-		case "upstream-vhost":
-			h := strings.ToLower(val)
-			if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {
-				bad(k, settings.ShowValue(val)+" is not a host name")
-				continue
-			}
-			s.set = setHeader(s.set, "host", h)
-		case "x-forwarded-prefix":
-			if !model.ValidHTTPPath(val) {
-				bad(k, settings.ShowValue(val)+" is not an absolute path of URL characters")
-				continue
-			}
-			s.set = setHeader(s.set, "x-forwarded-prefix", val)
-		case "headers":
-			for _, line := range strings.Split(val, "\n") {
-				line = strings.TrimSpace(line)
-				if line == "" {
-					continue
+		for _, parse := range parsers {
+			if why, done := parse(&s, ck, name, val); done {
+				if why != "" {
+					bad(k, why)
 				}
-				n, hv, ok := strings.Cut(line, ":")
-				if !ok {
-					n, hv, ok = strings.Cut(line, " ")
-				}
-				n, hv = strings.ToLower(strings.TrimSpace(n)), strings.TrimSpace(hv)
-				if !ok || !model.ValidHeaderName(n) || hv == "" || !model.ValidHeaderSetValue(hv) {
-					bad(k, "line "+settings.ShowValue(line)+" is not a header name and a value: the value "+badSetValue)
-					break
-				}
-				s.set = setHeader(s.set, n, hv)
-			}
-		case "server-alias", "redirect-from":
-			list := &s.aliases
-			if name == "redirect-from" {
-				list = &s.redirectFrom
-			}
-			for _, h := range strings.FieldsFunc(val, func(r rune) bool { return r == ',' || r == ' ' }) {
-				h = strings.ToLower(h)
-				if !model.ValidSNI(h) || strings.HasPrefix(h, "*") {
-					bad(k, settings.ShowValue(h)+" is not a host name")
-					break
-				}
-				if !slices.Contains(*list, h) {
-					*list = append(*list, h)
-				}
+				break
 			}
 		}
 	}

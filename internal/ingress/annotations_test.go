@@ -162,6 +162,13 @@ func TestParseAnnotations(t *testing.T) {
 		{HAProxyPrefix + "timeout-server", "1500", false}, // ms
 		{HAProxyPrefix + "timeout-server", "2d", true},
 		{HAProxyPrefix + "timeout-server", "5 s", true},
+		{NginxPrefix + "proxy-connect-timeout", "10", false}, // connect.go
+		{NginxPrefix + "proxy-connect-timeout", "10s", true}, // seconds as a number, as proxy-read-timeout
+		{NginxPrefix + "proxy-connect-timeout", "0", true},
+		{NginxPrefix + "proxy-connect-timeout", "86401", true},
+		{HAProxyPrefix + "timeout-connect", "1500", false}, // ms
+		{HAProxyPrefix + "timeout-connect", "5s\n\ttimeout server 1s", true},
+		{HAProxyPrefix + "timeout-connect", "0", true},
 		{HAProxyPrefix + "headers", "X-A: 1\nX-B: has space; and 'quotes'", false},
 		{HAProxyPrefix + "headers", "X-A: 1\nX-B: 100%", true},
 		{HAProxyPrefix + "headers", "X-A: 1\nX-B: a|b", true},
@@ -192,6 +199,11 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "proxy-body-size", "8 m", true},
 		{NginxPrefix + "proxy-body-size", "8mb", true},
 		{NginxPrefix + "proxy-body-size", "2048g", true},
+		{NginxPrefix + "client-body-buffer-size", "16k", false}, // checked, nothing rendered
+		{NginxPrefix + "client-body-buffer-size", "1M", false},
+		{NginxPrefix + "client-body-buffer-size", "16kb", true},
+		{NginxPrefix + "client-body-buffer-size", "unlimited", true},
+		{NginxPrefix + "client-body-buffer-size", "2048g", true},
 		{NginxPrefix + "limit-rps", "20", false},
 		{HAProxyPrefix + "limit-connections", "0", false},
 		{NginxPrefix + "limit-rps", "-1", true},

@@ -30,6 +30,20 @@ import (
 // valid ca.crt: an Event, and the hosts answer 403 until it has one,
 // never served unverified.
 
+// unsupportedWhy is why a key is not honoured, said in its
+// UnsupportedAnnotation Event, for the keys whose reason a user would not
+// guess (canonical keys).
+var unsupportedWhy = map[string]string{
+	NginxPrefix + "auth-tls-error-page":   errorPageWhy,
+	HAProxyPrefix + "auth-tls-error-page": errorPageWhy,
+}
+
+// errorPageWhy: ingress-nginx redirects a client whose certificate does
+// not verify to the page; here that client's handshake is refused, and
+// serving it would take ignoring verification errors on the bind, for
+// every host of the frontend.
+const errorPageWhy = "a client without a valid certificate is refused in the TLS handshake, so there is no HTTP answer to redirect to the page"
+
 // authTLSAnnotations are an Ingress's auth-tls-* keys, checked.
 type authTLSAnnotations struct {
 	secret string // "name" or "namespace/name"; "": none

@@ -54,7 +54,11 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		countOthers(res, other) // unitmemo.go
 		for _, o := range other {
 			if o.verdict == Unsupported {
-				res.Events = append(res.Events, Event{k, "UnsupportedAnnotation", "annotation " + o.key + " is not supported: the Ingress is served without it"})
+				msg := "annotation " + o.key + " is not supported: the Ingress is served without it"
+				if why := unsupportedWhy[canonicalKey(o.key)]; why != "" { // authtls.go
+					msg += " (" + why + ")"
+				}
+				res.Events = append(res.Events, Event{k, "UnsupportedAnnotation", msg})
 			}
 		}
 	}
@@ -90,6 +94,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go
 	v.balance = s.balance                                            // hashby.go
+	v.connect = s.backendConnect()                                   // connect.go
 	v.upstream = s.upstream                                          // upstream.go
 	resolveAs := func(b *netv1.IngressBackend, at string, v variant) string {
 		n, why := w.backend(ing.Namespace, b, v)

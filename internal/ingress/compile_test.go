@@ -134,6 +134,9 @@ func dump(r Result) []byte {
 		if be.Balance != "roundrobin" {
 			fmt.Fprintf(&b, " (balance %q)", be.Balance)
 		}
+		if be.TimeoutConnect != 0 {
+			fmt.Fprintf(&b, " (timeout connect %v)", be.TimeoutConnect)
+		}
 		if be.RetryOn != "" {
 			fmt.Fprintf(&b, " (retry-on %q retries %d idempotent %v)", be.RetryOn, be.Retries, be.RetryIdempotent)
 		}

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -299,16 +300,18 @@ type variant struct {
 	retries   int
 	retryIdem bool
 	retryTag  string
-	balance   string // hashby.go; "": roundrobin
-	upstream  bool   // upstream.go
-	tcp       bool   // ssl-passthrough (passthrough.go): mode tcp
+	connect   time.Duration // connect.go; 0: the defaults'
+	balance   string        // hashby.go; "": roundrobin
+	upstream  bool          // upstream.go
+	tcp       bool          // ssl-passthrough (passthrough.go): mode tcp
 }
 
 // backend is the model backend of an Ingress backend (a Service port),
 // added to w.backends (one of its own, suffixed h2c, when the Ingress
 // says the port speaks HTTP/2: backend-protocol; suffixed by its TLS
 // settings when it speaks TLS: backendtls.go, and by its cookie:
-// cookie.go, and by its retry policy: retry.go); "" and why when it does not resolve.
+// cookie.go, by its retry policy: retry.go, and by its connect timeout:
+// connect.go); "" and why when it does not resolve.
 func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, string) {
 	if b.Service == nil {
 		return "", "backend.resource is not supported (a Service only)"
@@ -344,6 +347,9 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, 
 	if v.retryOn != "" {
 		parts = append(parts, v.retryTag)
 	}
+	if t := connectTag(v.connect); t != "" {
+		parts = append(parts, t)
+	}
 	balance := "roundrobin"
 	if v.balance != "" {
 		balance = v.balance
@@ -365,7 +371,7 @@ func (w *world) backend(ns string, b *netv1.IngressBackend, v variant) (string, 
 		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: balance, Servers: servers}
 	} else if !ok {
 		w.backends[n] = &model.Backend{Name: n, Service: k.String(), Balance: balance, HTTP: true, H2C: v.h2c, TLS: v.tls,
-			Cookie: v.cookie, RetryOn: v.retryOn, Retries: v.retries, RetryIdempotent: v.retryIdem, Servers: servers}
+			Cookie: v.cookie, RetryOn: v.retryOn, Retries: v.retries, RetryIdempotent: v.retryIdem, TimeoutConnect: v.connect, Servers: servers}
 	}
 	return n, ""
 }

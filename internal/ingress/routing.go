@@ -43,7 +43,9 @@ type routing struct {
 	tempCode     int // temporal-redirect-code (0: 302)
 	temporal     bool
 	timeout      time.Duration
-	h2c          bool // backend-protocol GRPC, H2C, h2 (and GRPCS, h2-ssl: over TLS)
+	connect      time.Duration // proxy-connect-timeout, timeout-connect: the backends' (connect.go); 0: the defaults' 5 s
+	connectNginx bool          // connect read from proxy-connect-timeout
+	h2c          bool          // backend-protocol GRPC, H2C, h2 (and GRPCS, h2-ssl: over TLS)
 }
 
 // maxTimeout bounds a timeout annotation.
@@ -108,17 +110,13 @@ func (s *parsed) parseRouting(key, name, val string) (why string, done bool) {
 		// send: the longer of the two.
 		s.timeout = max(s.timeout, time.Duration(n)*time.Second)
 	case "timeout-server":
-		m := haproxyTime.FindStringSubmatch(val)
-		if m == nil {
-			return settings.ShowValue(val) + " is not a HAProxy time (digits and us, ms, s, m, h or d)", true
-		}
-		n, _ := strconv.Atoi(m[1])
-		unit := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[m[2]]
-		d := time.Duration(n) * unit
-		if d < time.Millisecond || d > maxTimeout {
-			return settings.ShowValue(val) + " is not from 1ms to 24h", true
+		d, why := parseHAProxyTime(val)
+		if why != "" {
+			return why, true
 		}
 		s.timeout = d
+	case "proxy-connect-timeout", "timeout-connect":
+		return s.parseConnect(name, val), true // connect.go
 	case "backend-protocol":
 		switch {
 		case nginx && strings.EqualFold(val, "HTTP"), !nginx && val == "h1":
@@ -135,6 +133,21 @@ func (s *parsed) parseRouting(key, name, val string) (why string, done bool) {
 		return "", false
 	}
 	return "", true
+}
+
+// parseHAProxyTime reads a HAProxy time from 1ms to 24h.
+func parseHAProxyTime(val string) (time.Duration, string) {
+	m := haproxyTime.FindStringSubmatch(val)
+	if m == nil {
+		return 0, settings.ShowValue(val) + " is not a HAProxy time (digits and us, ms, s, m, h or d)"
+	}
+	n, _ := strconv.Atoi(m[1])
+	unit := map[string]time.Duration{"": time.Millisecond, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[m[2]]
+	d := time.Duration(n) * unit
+	if d < time.Millisecond || d > maxTimeout {
+		return 0, settings.ShowValue(val) + " is not from 1ms to 24h"
+	}
+	return d, ""
 }
 
 // finishRouting sets what depends on more than one key ("" or why the
