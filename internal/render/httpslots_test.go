@@ -86,3 +86,21 @@ func checkSlots(t *testing.T, pass int, m *HTTPMapsMemo) {
 		}
 	}
 }
+
+// TestHTTPMapContent: a map file is one "key value" line per entry, in
+// order, and its bytes are allocated once, at their size.
+func TestHTTPMapContent(t *testing.T) {
+	for _, c := range []struct {
+		entries []HTTPMapEntry
+		want    string
+	}{
+		{nil, ""},
+		{[]HTTPMapEntry{{"a.example.com", "h1"}}, "a.example.com h1\n"},
+		{[]HTTPMapEntry{{"k", "v w"}, {"a1", ""}}, "k v w\na1 \n"},
+	} {
+		got := HTTPMapContent(c.entries)
+		if string(got) != c.want || cap(got) != len(got) {
+			t.Errorf("HTTPMapContent(%v) = %q (cap %d), want %q at its size", c.entries, got, cap(got), c.want)
+		}
+	}
+}
