@@ -46,16 +46,22 @@ func benchRoute(i, svcs int, path string) *gwv1.HTTPRoute {
 
 // BenchmarkComputeHTTPRoutes: one pass of Compute with one HTTPRoute
 // changed among n, every route compiled (whole) and with the per-route
-// memo (memo).
+// memo (memo); memo-2svc is memo with the routes' backends two Services,
+// as in BenchmarkHTTPRoutePropagation (test/e2e), where the routes, not
+// the Services, are the many.
 //
 //	go test ./internal/gateway -run '^$' -bench BenchmarkComputeHTTPRoutes -benchtime 20x
 func BenchmarkComputeHTTPRoutes(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		for _, way := range []string{"whole", "memo"} {
+		for _, way := range []string{"whole", "memo", "memo-2svc"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
-				in := manyRoutes(n, n/2)
+				svcs := n / 2
+				if way == "memo-2svc" {
+					svcs = 2
+				}
+				in := manyRoutes(n, svcs)
 				opts := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
-				if way == "memo" {
+				if way != "whole" {
 					opts.Memo = &Memo{}
 				}
 				Compute(in, opts)
@@ -63,7 +69,7 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 				var cpu time.Duration
 				for b.Loop() {
 					gen++
-					in.HTTPRoutes[0] = benchRoute(0, n/2, "/g"+strconv.Itoa(gen))
+					in.HTTPRoutes[0] = benchRoute(0, svcs, "/g"+strconv.Itoa(gen))
 					c := cputime.Used()
 					Compute(in, opts)
 					cpu += cputime.Used() - c
