@@ -193,14 +193,12 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	for i, in := range tm.ls {
 		ss := slots[i]
 		was, now := st.next(), st.next() // tablestamps.go
-		if !markOld(in.slots, was) {
-			return false // a route on a listener twice (two parentRefs): by place only
-		}
+		markOld(in.slots, was)
 		kept := make([]bool, len(in.slots))
 		for j := range ss {
 			s := &ss[j]
 			if seenTwice(s.r, now) {
-				return false
+				return false // a route on a listener twice (two parentRefs): by place only
 			}
 			if o, ok := oldPlace(s.r, in.slots, was); ok && in.slots[o].f == s.f && slices.Equal(in.slots[o].snis, s.snis) {
 				kept[o] = true
