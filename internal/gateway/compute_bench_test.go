@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,15 +49,16 @@ func benchRoute(i, svcs int, path string) *gwv1.HTTPRoute {
 // changed among n, every route compiled (whole) and with the per-route
 // memo (memo); memo-2svc is memo with the routes' backends two Services,
 // as in BenchmarkHTTPRoutePropagation (test/e2e), where the routes, not
-// the Services, are the many.
+// the Services, are the many; new-2svc the same with a new route (the
+// youngest) added each pass instead of route 0 changed.
 //
 //	go test ./internal/gateway -run '^$' -bench BenchmarkComputeHTTPRoutes -benchtime 20x
 func BenchmarkComputeHTTPRoutes(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		for _, way := range []string{"whole", "memo", "memo-2svc"} {
+		for _, way := range []string{"whole", "memo", "memo-2svc", "new-2svc"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
 				svcs := n / 2
-				if way == "memo-2svc" {
+				if strings.HasSuffix(way, "-2svc") {
 					svcs = 2
 				}
 				in := manyRoutes(n, svcs)
@@ -69,7 +71,11 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 				var cpu time.Duration
 				for b.Loop() {
 					gen++
-					in.HTTPRoutes[0] = benchRoute(0, svcs, "/g"+strconv.Itoa(gen))
+					if way == "new-2svc" {
+						in.HTTPRoutes = append(in.HTTPRoutes, benchRoute(n+gen, svcs, "/p"))
+					} else {
+						in.HTTPRoutes[0] = benchRoute(0, svcs, "/g"+strconv.Itoa(gen))
+					}
 					c := cputime.Used()
 					Compute(in, opts)
 					cpu += cputime.Used() - c

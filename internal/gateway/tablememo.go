@@ -39,6 +39,7 @@ type tableMemo struct {
 	owner  []int          // per host of t, the listener whose rules it has
 	owners map[string]int // the same by host name
 	spare  [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
+	actsHW int            // the largest length a table has had over t.Actions' array (tableactions.go)
 }
 
 // tableInput is one listener's part: its served routes, in order, and
@@ -93,8 +94,9 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	slots := make([][]tableSlot, len(ls))
 	var spare, last [][]tableSlot
 	n := 0
-	if old != nil { // room for a few more: a new route must not copy them all again
-		t.Actions = make([]model.HTTPAction, 0, len(old.t.Actions)+len(old.t.Actions)/64+8)
+	var acts actionsOf // tableactions.go
+	if old != nil {    // room for a few more: a new route must not copy them all again
+		acts = actionsOf{base: old.t.Actions, hw: old.actsHW, room: len(old.t.Actions) + len(old.t.Actions)/64 + 8}
 		spare, last = old.spare, old.slots()
 	}
 	for i, l := range ls {
@@ -105,11 +107,13 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 				continue
 			}
 			f := w.fragment(a, port, scheme, backends) // memo.go
-			slots[i] = append(slots[i], tableSlot{r: a.r, f: f, snis: a.snis, age: age, off: len(t.Actions)})
-			t.Actions = append(t.Actions, f.actions...)
+			slots[i] = append(slots[i], tableSlot{r: a.r, f: f, snis: a.snis, age: age, off: acts.len()})
+			acts.add(f.actions)
 			n++
 		}
 	}
+	var actsHW int
+	t.Actions, actsHW = acts.done()
 	if len(t.Actions) == 0 {
 		t.Actions = nil // as httpTable leaves it
 	}
@@ -131,7 +135,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old.pass = m.pass
 	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
-	old.t = t
+	old.t, old.actsHW = t, actsHW
 	m.tables[k] = old
 	return t
 }
