@@ -51,11 +51,13 @@ func (a *actionsOf) len() int {
 	return len(a.out)
 }
 
-// done is the table's Actions and the largest length a table has had
-// over their array.
-func (a *actionsOf) done() ([]model.HTTPAction, int) {
+// done is the table's Actions; a.hw is then the largest length a table
+// has had over their array.
+func (a *actionsOf) done() []model.HTTPAction {
 	if a.out == nil {
-		return a.base[:a.n], max(a.hw, a.n)
+		a.hw = max(a.hw, a.n)
+		return a.base[:a.n]
 	}
-	return a.out, len(a.out)
+	a.hw = len(a.out)
+	return a.out
 }

@@ -58,7 +58,8 @@ func TestActionsOfSharesTheLastArray(t *testing.T) {
 			a.add(p)
 			want = append(want, p...)
 		}
-		got, hw := a.done()
+		got := a.done()
+		hw := a.hw
 		if !reflect.DeepEqual(got, want) || hw != c.hw2 || (&got[0] == &base[:1][0]) != c.shared {
 			t.Errorf("%s: %d actions, hw %d, shared %v; want %d, %d, %v", c.name, len(got), hw, &got[0] == &base[:1][0], len(want), c.hw2, c.shared)
 		}

@@ -93,9 +93,8 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	lhosts := make([]string, len(ls))
 	slots := make([][]tableSlot, len(ls))
 	var spare, last [][]tableSlot
-	n := 0
-	var acts actionsOf // tableactions.go
-	if old != nil {    // room for a few more: a new route must not copy them all again
+	n, acts := 0, actionsOf{} // tableactions.go
+	if old != nil {           // room for a few more: a new route must not copy them all again
 		acts = actionsOf{base: old.t.Actions, hw: old.actsHW, room: len(old.t.Actions) + len(old.t.Actions)/64 + 8}
 		spare, last = old.spare, old.slots()
 	}
@@ -112,8 +111,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 			n++
 		}
 	}
-	var actsHW int
-	t.Actions, actsHW = acts.done()
+	t.Actions = acts.done()
 	if len(t.Actions) == 0 {
 		t.Actions = nil // as httpTable leaves it
 	}
@@ -135,7 +133,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old.pass = m.pass
 	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
-	old.t, old.actsHW = t, actsHW
+	old.t, old.actsHW = t, acts.hw
 	m.tables[k] = old
 	return t
 }
