@@ -29,6 +29,7 @@ type HTTPMapsMemo struct {
 	spareH         []seenHost
 	usesA, usesH   useCounts // httpuses.go
 	aids           []string  // the last table's actions' ids
+	spareAids      []string  // the table's before, reused as the next one's
 	// Lowered counts the actions and hosts the last call lowered (not
 	// found in the memo): for tests and benchmarks.
 	Lowered int
@@ -66,7 +67,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	}
 	m.pass++
 	fits := true // no id of two contents (a collision the memo does not reproduce)
-	aids := make([]string, len(h.Actions))
+	aids := grown(m.spareAids, len(h.Actions))
 	seenA := grown(m.spareA, len(h.Actions))
 	for ai := range h.Actions {
 		a := &h.Actions[ai]
@@ -116,7 +117,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	m.release(gone)                          // httpslots.go
 	twice := m.usesA.multi+m.usesH.multi > 0 // counted once, written twice: no edit to count
 	m.spareA, m.spareH = m.seenA, m.seenH
-	m.seenA, m.seenH, m.aids = seenA, seenH, aids
+	m.seenA, m.seenH, m.aids, m.spareAids = seenA, seenH, aids, m.aids
 	if m.sizes == nil {
 		m.sizes = make(map[string]int, len(out))
 	}
