@@ -68,16 +68,16 @@ func seenTwice(r *route, stamp int) bool {
 }
 
 // reslot is spare[i] emptied, to hold a listener's n slots, or a new
-// slice: a table's slots are made once per listener and reused every
-// other pass (the last pass's are compared with the new ones; those of
-// the pass before are read by nothing).
+// slice with room for a few more: a table's slots are made once per
+// listener and reused every other pass (the last pass's are compared
+// with the new ones; those of the pass before are read by nothing).
 func reslot(spare [][]tableSlot, i, n int) []tableSlot {
 	if i < len(spare) && cap(spare[i]) >= n {
 		s := spare[i][:cap(spare[i])]
 		clear(s) // no route kept alive by a slot past the end
 		return s[:0]
 	}
-	return make([]tableSlot, 0, n)
+	return make([]tableSlot, 0, n+n/64+8) // room: a new route each pass must not make them again
 }
 
 // slots are tm's slots per listener.

@@ -48,3 +48,16 @@ func TestTableMemoRouteTwiceIsWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestReslotKeepsRoom: a listener's slots are made with room for a few
+// more routes, so a new route each pass reuses the spare slots of the
+// pass before the last instead of making them again.
+func TestReslotKeepsRoom(t *testing.T) {
+	first := reslot(nil, 0, 5000)
+	spare := [][]tableSlot{first[:5000]}
+	for _, n := range []int{5000, 5001, 5002} {
+		if got := reslot(spare, 0, n); cap(got) != cap(first) || len(got) != 0 || &got[:1][0] != &first[:1][0] {
+			t.Errorf("%d slots: a new slice (cap %d), want the spare one (cap %d)", n, cap(got), cap(first))
+		}
+	}
+}
