@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,16 +47,23 @@ func benchRoute(i, svcs int, path string) *gwv1.HTTPRoute {
 
 // BenchmarkComputeHTTPRoutes: one pass of Compute with one HTTPRoute
 // changed among n, every route compiled (whole) and with the per-route
-// memo (memo).
+// memo (memo); memo-2svc is memo with the routes' backends two Services,
+// as in BenchmarkHTTPRoutePropagation (test/e2e), where the routes, not
+// the Services, are the many; new-2svc the same with a new route (the
+// youngest) added each pass instead of route 0 changed.
 //
 //	go test ./internal/gateway -run '^$' -bench BenchmarkComputeHTTPRoutes -benchtime 20x
 func BenchmarkComputeHTTPRoutes(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		for _, way := range []string{"whole", "memo"} {
+		for _, way := range []string{"whole", "memo", "memo-2svc", "new-2svc"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
-				in := manyRoutes(n, n/2)
+				svcs := n / 2
+				if strings.HasSuffix(way, "-2svc") {
+					svcs = 2
+				}
+				in := manyRoutes(n, svcs)
 				opts := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
-				if way == "memo" {
+				if way != "whole" {
 					opts.Memo = &Memo{}
 				}
 				Compute(in, opts)
@@ -63,7 +71,11 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 				var cpu time.Duration
 				for b.Loop() {
 					gen++
-					in.HTTPRoutes[0] = benchRoute(0, n/2, "/g"+strconv.Itoa(gen))
+					if way == "new-2svc" {
+						in.HTTPRoutes = append(in.HTTPRoutes, benchRoute(n+gen, svcs, "/p"))
+					} else {
+						in.HTTPRoutes[0] = benchRoute(0, svcs, "/g"+strconv.Itoa(gen))
+					}
 					c := cputime.Used()
 					Compute(in, opts)
 					cpu += cputime.Used() - c

@@ -158,6 +158,7 @@ type route struct {
 	epass     int
 	rank      ranked   // its place in the last pass's order (ordermemo.go)
 	made      int      // the memo's pass that made it (routesdelta.go)
+	seen      int      // the memo's last pass that saw its object (memo.go: forgotten after a pass without)
 	tab       tabMarks // its places in a table's update (tablestamps.go)
 	// sts: its parents' status in pass stsPass (routesdelta.go).
 	sts     []gwv1.RouteParentStatus

@@ -40,7 +40,6 @@ type Memo struct {
 	routes  map[*gwv1.HTTPRoute]*route
 	entries map[*route]*routeEntry
 	status  map[RouteKey][]gwv1.RouteParentStatus
-	seenRt  map[*gwv1.HTTPRoute]int // the pass each route was last seen in
 	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
 	stamps  stamper                 // for the tables' updates (tablestamps.go)
 	svcs    map[Key]*corev1.Service // the last pass's Services and EndpointSlices (world's)
@@ -146,7 +145,7 @@ func (m *Memo) begin(in Input) {
 	}
 	m.world = world
 	if m.routes == nil {
-		m.routes, m.seenRt, m.status = map[*gwv1.HTTPRoute]*route{}, map[*gwv1.HTTPRoute]int{}, map[RouteKey][]gwv1.RouteParentStatus{}
+		m.routes, m.status = map[*gwv1.HTTPRoute]*route{}, map[RouteKey][]gwv1.RouteParentStatus{}
 		m.tables = map[tableKey]*tableMemo{}
 	}
 }
@@ -156,10 +155,9 @@ func (m *Memo) end(res *Result) {
 	if m == nil {
 		return
 	}
-	if m.nSeen < len(m.seenRt) { // else every one was seen: nothing to walk
-		for h, p := range m.seenRt {
-			if p != m.pass {
-				delete(m.seenRt, h)
+	if m.nSeen < len(m.routes) { // else every one was seen: nothing to walk
+		for h, r := range m.routes {
+			if r.seen != m.pass {
 				delete(m.routes, h)
 			}
 		}
@@ -197,15 +195,15 @@ func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *ro
 	if m == nil {
 		return mk(h)
 	}
-	if m.seenRt[h] != m.pass {
-		m.nSeen++
-	}
-	m.seenRt[h] = m.pass
 	r, ok := m.routes[h]
 	if !ok {
 		r = mk(h)
 		r.made = m.pass
 		m.routes[h] = r
+	}
+	if r.seen != m.pass {
+		m.nSeen++
+		r.seen = m.pass
 	}
 	return r
 }

@@ -39,6 +39,7 @@ type tableMemo struct {
 	owner  []int          // per host of t, the listener whose rules it has
 	owners map[string]int // the same by host name
 	spare  [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
+	actsHW int            // the largest length a table has had over t.Actions' array (tableactions.go)
 }
 
 // tableInput is one listener's part: its served routes, in order, and
@@ -92,9 +93,9 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	lhosts := make([]string, len(ls))
 	slots := make([][]tableSlot, len(ls))
 	var spare, last [][]tableSlot
-	n := 0
-	if old != nil { // room for a few more: a new route must not copy them all again
-		t.Actions = make([]model.HTTPAction, 0, len(old.t.Actions)+len(old.t.Actions)/64+8)
+	n, acts := 0, actionsOf{} // tableactions.go
+	if old != nil {           // room for a few more: a new route must not copy them all again
+		acts = actionsOf{base: old.t.Actions, hw: old.actsHW, room: len(old.t.Actions) + len(old.t.Actions)/64 + 8}
 		spare, last = old.spare, old.slots()
 	}
 	for i, l := range ls {
@@ -105,11 +106,12 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 				continue
 			}
 			f := w.fragment(a, port, scheme, backends) // memo.go
-			slots[i] = append(slots[i], tableSlot{r: a.r, f: f, snis: a.snis, age: age, off: len(t.Actions)})
-			t.Actions = append(t.Actions, f.actions...)
+			slots[i] = append(slots[i], tableSlot{r: a.r, f: f, snis: a.snis, age: age, off: acts.len()})
+			acts.add(f.actions)
 			n++
 		}
 	}
+	t.Actions = acts.done()
 	if len(t.Actions) == 0 {
 		t.Actions = nil // as httpTable leaves it
 	}
@@ -131,7 +133,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old.pass = m.pass
 	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
-	old.t = t
+	old.t, old.actsHW = t, acts.hw
 	m.tables[k] = old
 	return t
 }
@@ -193,14 +195,12 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	for i, in := range tm.ls {
 		ss := slots[i]
 		was, now := st.next(), st.next() // tablestamps.go
-		if !markOld(in.slots, was) {
-			return false // a route on a listener twice (two parentRefs): by place only
-		}
+		markOld(in.slots, was)
 		kept := make([]bool, len(in.slots))
 		for j := range ss {
 			s := &ss[j]
 			if seenTwice(s.r, now) {
-				return false
+				return false // a route on a listener twice (two parentRefs): by place only
 			}
 			if o, ok := oldPlace(s.r, in.slots, was); ok && in.slots[o].f == s.f && slices.Equal(in.slots[o].snis, s.snis) {
 				kept[o] = true

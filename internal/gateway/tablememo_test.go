@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // tableWorld is a random world for the table memo: one Gateway with two
@@ -152,6 +154,8 @@ func TestTableMemoIsTheWholeTable(t *testing.T) {
 			memo := &Memo{}
 			withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: memo}
 			whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
+			var last Result
+			var lastActs [][]model.HTTPAction
 			for step := range tc.step {
 				what := "start"
 				if step > 0 {
@@ -162,6 +166,8 @@ func TestTableMemoIsTheWholeTable(t *testing.T) {
 				if d := firstDiff(got, want); d != "" {
 					t.Fatalf("step %d (%s): the kept table differs from the whole one: %s", step, what, d)
 				}
+				checkTablesKept(t, step, last, lastActs) // tableactions_test.go
+				last, lastActs = got, tablesActions(got)
 			}
 			if tc.kept && memo.TablesIncremental < memo.TablesWhole {
 				t.Errorf("%d tables built from the last one, %d whole: want at least as many from the last one", memo.TablesIncremental, memo.TablesWhole)

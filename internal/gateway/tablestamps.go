@@ -2,7 +2,8 @@ package gateway
 
 // A table's update (tablememo.go) matches each served route's place with
 // its place in the last table of the same listener, and refuses a
-// listener where a route has two places. It did so with two maps of
+// listener where a route has two places in the new table (seenTwice).
+// It did so with two maps of
 // every route per listener per pass; at thousands of routes those maps
 // were about a twentieth of a pass's CPU and a tenth of its
 // allocation (issue 30).
@@ -34,16 +35,19 @@ func (s *stamper) next() int {
 }
 
 // markOld marks each route of the last table's slots with its place
-// under stamp; false when a route is there twice.
-func markOld(slots []tableSlot, stamp int) bool {
+// under stamp (a route there twice: its last place). The last table
+// needs no refusal of its own: a route object's places on a listener
+// change in number only with the Gateway or a ListenerSet, and a new
+// one of those makes every fragment new (the memo's entries forgotten),
+// so no place of the last table is kept then; otherwise a route twice
+// in the last table is twice in the new one (seenTwice refuses it) or
+// gone (its places not kept: their hosts built again).
+// TestTableMemoRouteTwiceIsWhole.
+func markOld(slots []tableSlot, stamp int) {
 	for j := range slots {
 		r := slots[j].r
-		if r.tab.old == stamp {
-			return false
-		}
 		r.tab.old, r.tab.at = stamp, j
 	}
-	return true
 }
 
 // oldPlace is r's place among slots, marked under stamp by markOld.
@@ -64,16 +68,16 @@ func seenTwice(r *route, stamp int) bool {
 }
 
 // reslot is spare[i] emptied, to hold a listener's n slots, or a new
-// slice: a table's slots are made once per listener and reused every
-// other pass (the last pass's are compared with the new ones; those of
-// the pass before are read by nothing).
+// slice with room for a few more: a table's slots are made once per
+// listener and reused every other pass (the last pass's are compared
+// with the new ones; those of the pass before are read by nothing).
 func reslot(spare [][]tableSlot, i, n int) []tableSlot {
 	if i < len(spare) && cap(spare[i]) >= n {
 		s := spare[i][:cap(spare[i])]
 		clear(s) // no route kept alive by a slot past the end
 		return s[:0]
 	}
-	return make([]tableSlot, 0, n)
+	return make([]tableSlot, 0, n+n/64+8) // room: a new route each pass must not make them again
 }
 
 // slots are tm's slots per listener.

@@ -76,7 +76,11 @@ func ValidMethod(m string) bool {
 // MatchNames are r's header names, MethodMatch first when it matches a
 // method, then sorted, each once.
 func (r HTTPRule) MatchNames() []string {
-	names := make([]string, 0, len(r.Headers)+1)
+	return r.appendMatchNames(make([]string, 0, len(r.Headers)+len(r.Query)+1))
+}
+
+// appendMatchNames appends MatchNames to names (its length zero).
+func (r HTTPRule) appendMatchNames(names []string) []string {
 	for _, m := range r.Headers {
 		names = append(names, m.Name)
 	}
@@ -199,11 +203,13 @@ func ValidHeaderSetValue(v string) bool {
 // matching rules (render/http.go writes one lookup per set).
 func (h *HTTP) HeaderSets() [][]string {
 	out := [][]string{{}}
+	var names []string // one rule's, reused: a set is copied only when new
+	has := func(s []string) bool { return slices.Equal(s, names) }
 	for _, host := range h.Hosts {
 		for _, r := range host.Rules {
-			names := r.MatchNames()
-			if !slices.ContainsFunc(out, func(s []string) bool { return slices.Equal(s, names) }) {
-				out = append(out, names)
+			names = r.appendMatchNames(names[:0])
+			if !slices.ContainsFunc(out, has) {
+				out = append(out, slices.Clone(names))
 			}
 		}
 	}

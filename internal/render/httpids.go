@@ -40,6 +40,7 @@ type placement struct {
 	id     string
 	sum    [sha256.Size]byte
 	groups []kindEntries
+	slot   *idSlot // the memo's (httpslots.go); nil in HTTPMaps
 }
 
 // kindEntries are the entries of one kind.

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -223,10 +222,19 @@ func decimalPrefixes(lo, hi int64) []string {
 }
 
 // HTTPMapContent is what a map file holds for these entries.
+// Its bytes are allocated once, at their size: a pass writes the files
+// of the kinds a change touched whole, thousands of entries each.
 func HTTPMapContent(entries []HTTPMapEntry) []byte {
-	var b bytes.Buffer
+	n := 0
 	for _, e := range entries {
-		b.WriteString(e.Key + " " + e.Value + "\n")
+		n += len(e.Key) + len(e.Value) + 2
 	}
-	return b.Bytes()
+	if n == 0 {
+		return nil
+	}
+	b := make([]byte, 0, n)
+	for _, e := range entries {
+		b = append(append(append(append(b, e.Key...), ' '), e.Value...), '\n')
+	}
+	return b
 }

@@ -20,14 +20,16 @@ type HTTPMapsMemo struct {
 	actions, hosts map[string]*lowered
 	setsKey        string // the header sets the hosts were lowered with
 	buf            []byte
-	sizes          map[string]int // each kind's entries in the last table, and room to grow
-	ids            int            // the ids of the last table
-	seenA          []seenAction   // the last table's actions and hosts by place (httpident.go)
+	sizes          map[string]int     // each kind's entries in the last table, and room to grow
+	idTab          map[string]*idSlot // every id the held lowered things place (httpslots.go)
+	pass           uint64             // this call's stamp on the slots
+	seenA          []seenAction       // the last table's actions and hosts by place (httpident.go)
 	seenH          []seenHost
 	spareA         []seenAction // the table's before, reused as the next one's: a pass allocates neither
 	spareH         []seenHost
 	usesA, usesH   useCounts // httpuses.go
 	aids           []string  // the last table's actions' ids
+	spareAids      []string  // the table's before, reused as the next one's
 	// Lowered counts the actions and hosts the last call lowered (not
 	// found in the memo): for tests and benchmarks.
 	Lowered int
@@ -63,9 +65,9 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	for _, k := range HTTPMapKinds {
 		out[k] = make([]HTTPMapEntry, 0, m.sizes[k]) // the last table's: a pass grows no slice
 	}
-	ids := make(contentIDs, m.ids)
+	m.pass++
 	fits := true // no id of two contents (a collision the memo does not reproduce)
-	aids := make([]string, len(h.Actions))
+	aids := grown(m.spareAids, len(h.Actions))
 	seenA := grown(m.spareA, len(h.Actions))
 	for ai := range h.Actions {
 		a := &h.Actions[ai]
@@ -81,7 +83,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		seenA[ai] = seenAction{ident, l}
 		m.usesA.move(old, l) // httpuses.go
 		aids[ai] = l.id
-		fits = fits && addLowered(out, ids, l)
+		fits = fits && addLowered(out, m.pass, l)
 	}
 	for _, s := range m.seenA[min(len(m.seenA), len(h.Actions)):] {
 		m.usesA.move(s.l, nil)
@@ -105,17 +107,17 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		}
 		seenH[hi] = seenHost{ident, l}
 		m.usesH.move(old, l)
-		fits = fits && addLowered(out, ids, l)
+		fits = fits && addLowered(out, m.pass, l)
 	}
 	for _, s := range m.seenH[min(len(m.seenH), len(h.Hosts)):] {
 		m.usesH.move(s.l, nil)
 	}
 	gone, came := m.usesA.settle(m.actions, nil, nil)
 	gone, came = m.usesH.settle(m.hosts, gone, came)
+	m.release(gone)                          // httpslots.go
 	twice := m.usesA.multi+m.usesH.multi > 0 // counted once, written twice: no edit to count
-	m.ids = len(ids)
 	m.spareA, m.spareH = m.seenA, m.seenH
-	m.seenA, m.seenH, m.aids = seenA, seenH, aids
+	m.seenA, m.seenH, m.aids, m.spareAids = seenA, seenH, aids, m.aids
 	if m.sizes == nil {
 		m.sizes = make(map[string]int, len(out))
 	}
@@ -157,26 +159,9 @@ func (m *HTTPMapsMemo) find(memo map[string]*lowered, lower func(*placer) string
 	id := lower(p)
 	l := &lowered{key: string(m.buf), id: id, places: p.places}
 	l.unnamed = l.placesUnnamed()
+	m.intern(l)     // httpslots.go
 	memo[l.key] = l // a second place of this content in this table takes it too
 	return l
-}
-
-// addLowered adds l's placements to out, each id once, and reports
-// false when an id stands for another content in out already.
-func addLowered(out map[string][]HTTPMapEntry, ids contentIDs, l *lowered) bool {
-	for _, pl := range l.places {
-		if pl.id != "" {
-			if had, ok := ids[pl.id]; ok {
-				if had != pl.sum {
-					return false
-				}
-				continue
-			}
-			ids[pl.id] = pl.sum
-		}
-		addPlacement(out, pl)
-	}
-	return true
 }
 
 // The keys: every field, strings with their length, numbers as varints,

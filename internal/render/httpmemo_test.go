@@ -155,6 +155,7 @@ func TestHTTPMapsMemoRandom(t *testing.T) {
 		if pass > 0 {
 			checkEdits(t, memo, last, got) // httpedits_test.go
 		}
+		checkSlots(t, pass, memo) // httpslots_test.go
 		if _, unique := asMap(got[HTTPHosts]); !unique {
 			if _, known := memo.Edits(); known {
 				t.Fatalf("pass %d: a host written twice, and the edits known", pass)

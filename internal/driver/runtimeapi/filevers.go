@@ -1,6 +1,7 @@
 package runtimeapi
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -59,7 +60,7 @@ func (f patternFile) count() int {
 // last written to each.
 type fileSet struct {
 	kind string
-	last map[string]string // path: content last written
+	last map[string][]byte // path: content last written (the file's own bytes, never changed once made: not copied)
 	// unsynced: written without an fsync (atomicfile.WriteUnsynced), for
 	// files written after the worker has them (mapsync.go) and rewritten
 	// whole by the driver's first pass (last is empty then), so that a
@@ -73,7 +74,7 @@ type fileSet struct {
 func (s *fileSet) write(dir string, want []patternFile) ([]patternFile, error) {
 	var wrote []patternFile
 	for _, f := range want {
-		if old, ok := s.last[f.path]; ok && old == string(f.body) {
+		if old, ok := s.last[f.path]; ok && bytes.Equal(old, f.body) {
 			continue
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -87,9 +88,9 @@ func (s *fileSet) write(dir string, want []patternFile) ([]patternFile, error) {
 			return wrote, fmt.Errorf("%s: %w", f.what, err)
 		}
 		if s.last == nil {
-			s.last = make(map[string]string)
+			s.last = make(map[string][]byte)
 		}
-		s.last[f.path] = string(f.body)
+		s.last[f.path] = f.body
 		wrote = append(wrote, f)
 	}
 	return wrote, nil

@@ -63,7 +63,7 @@ func checkFileEdit(t *testing.T, f patternFile) {
 		return
 	}
 	from, _ := mapEntries(strings.Split(strings.TrimSuffix(string(f.edit.from), "\n"), "\n"))
-	e, ok := knownEdit(f, heldMap{body: string(f.edit.from), entries: from})
+	e, ok := knownEdit(f, heldMap{body: f.edit.from, entries: from})
 	if !ok {
 		return // no cheaper than the whole file
 	}

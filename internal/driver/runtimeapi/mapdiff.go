@@ -1,6 +1,7 @@
 package runtimeapi
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 
@@ -174,7 +175,7 @@ type fileEdit struct {
 // changed in place once sent: see applyTo), and whether f's edit starts
 // from what the worker holds.
 func knownEdit(f patternFile, held heldMap) (mapEdit, bool) {
-	if f.edit == nil || held.entries == nil || held.body != string(f.edit.from) {
+	if f.edit == nil || held.entries == nil || !bytes.Equal(held.body, f.edit.from) {
 		return mapEdit{}, false
 	}
 	e := mapEdit{path: f.path, base: held.entries, del: f.edit.edit.Del}

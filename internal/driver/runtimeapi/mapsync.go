@@ -1,6 +1,7 @@
 package runtimeapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +34,7 @@ type heldMaps struct {
 // given (so a file whose bytes did not change needs no diff) and its
 // entries.
 type heldMap struct {
-	body    string
+	body    []byte // the file's own bytes (never changed once made: not copied)
 	entries map[string]string
 }
 
@@ -63,7 +64,7 @@ func (h *heldMaps) hold(pid string, f patternFile, entries map[string]string) {
 	if h.files == nil {
 		h.files = make(map[string]heldMap)
 	}
-	h.files[f.path] = heldMap{body: string(f.body), entries: entries}
+	h.files[f.path] = heldMap{body: f.body, entries: entries}
 }
 
 // loaded records that the worker pid read every file of want from disk
@@ -72,7 +73,7 @@ func (h *heldMaps) loaded(pid string, want []patternFile) {
 	h.pid, h.files, h.read = pid, make(map[string]heldMap, len(want)), nil
 	for _, f := range want {
 		if entries, ok := mapEntries(f.allLines()); ok {
-			h.files[f.path] = heldMap{body: string(f.body), entries: entries}
+			h.files[f.path] = heldMap{body: f.body, entries: entries}
 		}
 	}
 }
@@ -108,7 +109,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			continue
 		}
 		held, known := d.held.of(d.pid, f.path)
-		if known && held.body == string(f.body) {
+		if known && bytes.Equal(held.body, f.body) {
 			continue
 		}
 		e, edited := mapEdit{}, false
