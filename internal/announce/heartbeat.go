@@ -33,6 +33,10 @@ type Heartbeat struct {
 	// it neither sent nor heard) for this long lately (Node.Deaf), so a
 	// receiver does not count that silence as a cut between them (deaf.go).
 	Deaf int64 `json:"deaf,omitempty"`
+	// Hears: the healthy peers the sender heard within the hold time, and
+	// the newest heartbeat it took from each (hears.go). An older sender
+	// sends none and an older receiver ignores it (JSON).
+	Hears []Heard `json:"hears,omitempty"`
 }
 
 // Claim is an address the sender holds, and how.

@@ -1,0 +1,130 @@
+package announce
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// TestNodeCutWithWitness: lb1 and lb2 cut from each other while lb3
+// hears both (issue 31's partition between two hosts). Each heartbeat
+// names the peers its sender hears, so lb1 knows lb2 is alive on lb3's
+// side and takes nothing of lb2's (nor lb2 of lb1's): one holder per
+// address for the whole cut, and nothing moves when it heals. The other
+// cases are what the witness must not change or cannot do.
+func TestNodeCutWithWitness(t *testing.T) {
+	cases := []struct {
+		name  string
+		hosts []string
+		old   []string // hosts sending no Hears (an older version)
+		// during: after the cut, what happens to lb2 (nil: nothing)
+		during func(s *sim)
+		ticks  int
+		// twoHolders: some address is held twice at the end of the cut
+		// (none may be, otherwise); moves: takes during the cut
+		twoHolders bool
+		moves      bool
+	}{
+		{name: "a witness hears both: nothing moves", hosts: []string{"lb1", "lb2", "lb3"}, ticks: 20},
+		{name: "the holder fails during the cut: its addresses move once", hosts: []string{"lb1", "lb2", "lb3"},
+			during: func(s *sim) { s.stopped["lb2"] = true }, ticks: 6, moves: true},
+		{name: "the holder turns unhealthy during the cut", hosts: []string{"lb1", "lb2", "lb3"},
+			during: func(s *sim) { s.nodes["lb2"].Set(Want{Addrs: s.addrs}) }, ticks: 6, moves: true},
+		{name: "an older witness (no Hears): two holders, as before", hosts: []string{"lb1", "lb2", "lb3"},
+			old: []string{"lb3"}, ticks: 10, twoHolders: true, moves: true},
+		{name: "two hosts alone: no witness, both hold", hosts: []string{"lb1", "lb2"},
+			ticks: 10, twoHolders: true, moves: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, addrs(6), tc.hosts...)
+			s.old = map[string]bool{}
+			for _, h := range tc.old {
+				s.old[h] = true
+			}
+			s.step(5)
+			s.oneOwnerEach()
+			before := s.moves
+			s.cut[[2]string{"lb1", "lb2"}] = true
+			if tc.during != nil {
+				s.step(1)
+				tc.during(s)
+			}
+			twice := false
+			for range tc.ticks {
+				s.step(1)
+				for a, own := range s.owners() {
+					if len(own) > 1 {
+						twice = true
+						if !tc.twoHolders {
+							t.Fatalf("%s held by %v during the cut (+%v)", a, own, s.now.Sub(time.Unix(1000, 0)))
+						}
+					}
+				}
+			}
+			if twice != tc.twoHolders {
+				t.Fatalf("two holders during the cut: %v, want %v (owners %v)", twice, tc.twoHolders, s.owners())
+			}
+			if moved := s.moves != before; moved != tc.moves {
+				t.Fatalf("takes during the cut: %d, want some: %v", s.moves-before, tc.moves)
+			}
+			if !tc.twoHolders {
+				if tc.during != nil {
+					s.oneOwnerEach("lb2")
+				} else {
+					s.oneOwnerEach()
+				}
+			}
+			clear(s.cut)
+			s.step(2)
+			if tc.during != nil {
+				s.oneOwnerEach("lb2")
+			} else {
+				s.oneOwnerEach()
+			}
+		})
+	}
+}
+
+// TestSupportCountsOnlyWhoLostTheHolder: the support of a taking from a
+// silent holder counts a live peer only when its heartbeat does not say
+// it heard the holder after this host did.
+func TestSupportCountsOnlyWhoLostTheHolder(t *testing.T) {
+	a := netip.MustParseAddr("192.0.2.1")
+	cases := []struct {
+		name  string
+		hears []Heard // lb3's list
+		want  int
+	}{
+		{"no list (an older version)", nil, 2},
+		{"names another host", []Heard{{Host: "lb4", Epoch: 1, Seq: 9}}, 2},
+		{"heard lb2's last heartbeat, as this host did", []Heard{{Host: "lb2", Epoch: 1, Seq: 2}}, 2},
+		{"heard lb2 after this host", []Heard{{Host: "lb2", Epoch: 1, Seq: 3}}, 1},
+		{"heard lb2 restarted (a newer epoch)", []Heard{{Host: "lb2", Epoch: 2, Seq: 1}}, 1},
+		{"heard an older lb2", []Heard{{Host: "lb2", Epoch: 0, Seq: 7}}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Unix(1000, 0)
+			n := NewNode("lb1", hold, t0)
+			recv := func(hb Heartbeat, at time.Time) {
+				t.Helper()
+				if _, err := n.Receive(hb, at); err != nil && !errors.Is(err, ErrReplay) {
+					t.Fatal(err)
+				}
+			}
+			claims := []Claim{{Addr: a, Hold: Hold{Term: 1, Support: 3}}}
+			recv(Heartbeat{Host: "lb2", Epoch: 1, Seq: 1, Healthy: true, Claims: claims}, t0)
+			recv(Heartbeat{Host: "lb2", Epoch: 1, Seq: 2, Healthy: true, Claims: claims}, t0.Add(tick))
+			// lb3 heard every tick, well after lb2 fell silent
+			for i := range 6 {
+				recv(Heartbeat{Host: "lb3", Epoch: 1, Seq: uint64(i + 1), Healthy: true, Hears: tc.hears}, t0.Add(time.Duration(i)*tick))
+			}
+			now := t0.Add(5*tick + time.Millisecond)
+			if got := n.support(a, 3, now); got != tc.want {
+				t.Fatalf("support %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
