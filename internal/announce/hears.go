@@ -33,8 +33,8 @@ type Heard struct {
 	Seq   uint64 `json:"seq"`
 }
 
-// MaxHears is the most peers a heartbeat names (with MaxHolds claims it
-// still fits in one datagram); a group is a few hosts.
+// MaxHears is the most peers a heartbeat names (a group is a few
+// hosts); Seal names fewer when the claims leave too little room.
 const MaxHears = 32
 
 // hears is the Hears of the next heartbeat: the healthy peers heard

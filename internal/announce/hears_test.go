@@ -2,6 +2,7 @@ package announce
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -126,5 +127,66 @@ func TestSupportCountsOnlyWhoLostTheHolder(t *testing.T) {
 				t.Fatalf("support %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSealCutsHears: a heartbeat with the most claims a host holds, of
+// the longest IPv6 addresses, has little room left; the peers it names
+// are cut to fit rather than the heartbeat refused (which would make the
+// host fall silent), and every claim goes out.
+func TestSealCutsHears(t *testing.T) {
+	hb := Heartbeat{Host: "lb1", Epoch: 1 << 62, Seq: 1 << 40, Healthy: true}
+	for i := range MaxHolds {
+		b := netip.MustParseAddr("2001:db8:1234:5678:9abc:def0:1010:1010").As16()
+		b[14], b[15] = 0x10|byte(i>>8), 0x10|byte(i)
+		hb.Claims = append(hb.Claims, Claim{Addr: netip.AddrFrom16(b), Hold: Hold{Term: 999_999, Support: 9}})
+	}
+	for i := range MaxHears {
+		hb.Hears = append(hb.Hears, Heard{Host: fmt.Sprintf("%063d", i), Epoch: 1 << 62, Seq: 1 << 40})
+	}
+	b, err := Seal(hb, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Open(b, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Claims) != MaxHolds || len(got.Hears) >= MaxHears {
+		t.Fatalf("%d claims, %d peers named; want %d claims and fewer than %d peers", len(got.Claims), len(got.Hears), MaxHolds, MaxHears)
+	}
+	t.Logf("%d bytes, %d of %d peers named", len(b), len(got.Hears), MaxHears)
+	// the names kept are the first ones, as they were
+	for i, h := range got.Hears {
+		if h != hb.Hears[i] {
+			t.Fatalf("peer %d: %+v, sent %+v", i, h, hb.Hears[i])
+		}
+	}
+}
+
+// TestForgedHearsRefused: a heartbeat naming peers is signed like the
+// rest: a list changed on the wire, or signed with another key, is
+// refused and vouches for nobody.
+func TestForgedHearsRefused(t *testing.T) {
+	s := newSim(t, addrs(6), "lb1", "lb2", "lb3")
+	s.step(5)
+	s.oneOwnerEach()
+	s.cut[[2]string{"lb1", "lb2"}] = true
+	s.stopped["lb3"] = true // lb1 and lb2 alone, cut: each takes the other's
+	forged, err := Seal(Heartbeat{Host: "lb3", Epoch: 1 << 62, Seq: 1, Healthy: true,
+		Hears: []Heard{{Host: "lb1", Epoch: 1 << 62, Seq: 1 << 40}, {Host: "lb2", Epoch: 1 << 62, Seq: 1 << 40}}}, []byte("a guess"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		for _, to := range []string{"lb1", "lb2"} {
+			if _, err := s.deliver(to, forged); !errors.Is(err, ErrBadMAC) {
+				t.Fatalf("forged list to %s: %v, want ErrBadMAC", to, err)
+			}
+		}
+		s.step(1)
+	}
+	if got := len(s.nodes["lb1"].Holds()) + len(s.nodes["lb2"].Holds()); got != 12 {
+		t.Fatalf("lb1 and lb2 hold %d addresses together, want 12 (both all 6: no witness)", got)
 	}
 }
