@@ -1,6 +1,7 @@
 package announce
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -95,4 +96,40 @@ func sameHeard(a, b map[string]Heard) bool {
 		}
 	}
 	return true
+}
+
+// lastHolder is the peer silent at now (and its name) that claimed a,
+// heard last of those; nil for none.
+func (n *Node) lastHolder(a netip.Addr, now time.Time) (string, *peer) {
+	var gone *peer
+	goneID := ""
+	for id, p := range n.peers {
+		if _, ok := p.host.Claims[a]; ok && !n.live(p, now) && (gone == nil || p.at.After(gone.at)) {
+			gone, goneID = p, id
+		}
+	}
+	return goneID, gone
+}
+
+// awaits is whether a taking of a at now waits for a witness: a peer
+// heard within the hold time (not one merely restarting, which may be
+// gone for long) that names the peers it hears was last heard no later
+// than half a hold time after the silent holder's last heartbeat, so its
+// word on the holder (still heard on its side, or silent there too) is
+// not in yet. Its next heartbeat settles it, or its own silence (a host
+// being cut off hears its peers fall silent one by one). Without the
+// wait, a witness's heartbeat late by less than an interval (a loaded
+// machine) let the taking through, and two hosts held the address
+// until it came (TestNodeAwaitsLateWitness).
+func (n *Node) awaits(a netip.Addr, now time.Time) bool {
+	_, gone := n.lastHolder(a, now)
+	if gone == nil {
+		return false
+	}
+	for _, p := range n.peers {
+		if p != gone && p.hears != nil && now.Sub(p.at) <= n.hold && !p.at.After(gone.at.Add(n.hold/2)) {
+			return true
+		}
+	}
+	return false
 }

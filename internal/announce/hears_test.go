@@ -190,3 +190,34 @@ func TestForgedHearsRefused(t *testing.T) {
 		t.Fatalf("lb1 and lb2 hold %d addresses together, want 12 (both all 6: no witness)", got)
 	}
 }
+
+// TestNodeAwaitsLateWitness: lb1 | lb2 cut, and lb3's heartbeats to
+// lb1 lost for the three ticks around lb2's hold expiring there (a
+// loaded witness, late by less than its own hold): lb3's last word on
+// lb2 came with lb2's last heartbeat, so lb1 cannot tell a cut from a
+// failure yet and waits for lb3's next heartbeat instead of taking lb2's
+// addresses (two holders until it came).
+func TestNodeAwaitsLateWitness(t *testing.T) {
+	s := newSim(t, addrs(6), "lb1", "lb2", "lb3")
+	s.step(5)
+	s.oneOwnerEach()
+	before := s.moves
+	s.cut[[2]string{"lb1", "lb2"}] = true
+	s.step(1)
+	s.cut[[2]string{"lb1", "lb3"}] = true
+	for i := range 8 {
+		if i == 3 {
+			delete(s.cut, [2]string{"lb1", "lb3"})
+		}
+		s.step(1)
+		for a, own := range s.owners() {
+			if len(own) > 1 {
+				t.Fatalf("%s held by %v, tick %d of the late witness", a, own, i+1)
+			}
+		}
+	}
+	if s.moves != before {
+		t.Fatalf("%d takes during the cut, want none", s.moves-before)
+	}
+	s.oneOwnerEach()
+}

@@ -45,6 +45,9 @@ type Node struct {
 	deafSay   time.Duration
 	deafBeats int
 	lows      map[netip.Addr]*low
+	// waiting: the last Decide put off a taking for a witness's word
+	// (hears.go); the next heartbeat heard decides again at once
+	waiting bool
 }
 
 type peer struct {
@@ -132,7 +135,7 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		np.restartUntil = now.Add(time.Duration(hb.Restart) * time.Millisecond)
 	}
 	n.peers[hb.Host] = np
-	return changed, nil
+	return changed || n.waiting, nil
 }
 
 func (n *Node) live(p *peer, now time.Time) bool {
@@ -207,6 +210,7 @@ func (n *Node) Decide(now time.Time) Change {
 	again := n.returnedPeer
 	n.returnedPeer = false
 	settling := now.Sub(n.start) < n.hold
+	n.waiting = false
 	for _, a := range n.want.Addrs {
 		o, ok := owners[a]
 		_, held := n.claims[a]
@@ -218,6 +222,8 @@ func (n *Node) Decide(now time.Time) Change {
 			ch.Again = append(ch.Again, a)
 		case !held && ok && o.Host == n.id && !settling && len(n.claims) >= n.maxHolds:
 			ch.Unserved++
+		case !held && ok && o.Host == n.id && !settling && n.awaits(a, now):
+			n.waiting = true
 		case !held && ok && o.Host == n.id && !settling:
 			o.Support = n.support(a, o.Support, now)
 			n.claims[a] = o.Hold
@@ -246,13 +252,7 @@ func (n *Node) Decide(now time.Time) Change {
 // is alive on its side (hears.go; such a holder is vouched for and
 // stays in the view, so this counts only a peer heard by restart).
 func (n *Node) support(a netip.Addr, most int, now time.Time) int {
-	var gone *peer
-	goneID := ""
-	for id, p := range n.peers {
-		if _, ok := p.host.Claims[a]; ok && !n.live(p, now) && (gone == nil || p.at.After(gone.at)) {
-			gone, goneID = p, id
-		}
-	}
+	goneID, gone := n.lastHolder(a, now)
 	if gone == nil {
 		return most
 	}

@@ -381,9 +381,13 @@ func TestNodeAnnouncesAgainAfterHeal(t *testing.T) {
 // first and takes its addresses while lb2 still counts as live; the cut
 // heals before it notices lb2's. Those takings count lb2 as no support
 // (heard last about when lb3 was), so lb3, which never stopped, keeps
-// its addresses when the cut heals.
+// its addresses when the cut heals. lb2 is of an older version (its
+// heartbeats name no peers): a lb2 naming the peers it hears, heard last
+// about when lb3 was, makes lb1 wait for its word instead of taking
+// (hears.go, TestNodeAwaitsLateWitness), and the scene is never set.
 func TestNodeQuickHealKeepsOwners(t *testing.T) {
 	s := newSim(t, addrs(6), "lb1", "lb2", "lb3")
+	s.old = map[string]bool{"lb2": true}
 	s.step(5)
 	s.oneOwnerEach()
 	kept := s.nodes["lb3"].Holds()
