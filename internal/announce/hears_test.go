@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -220,4 +221,36 @@ func TestNodeAwaitsLateWitness(t *testing.T) {
 		t.Fatalf("%d takes during the cut, want none", s.moves-before)
 	}
 	s.oneOwnerEach()
+}
+
+// TestNodeQuickHealKeepsOwners: a host cut off from its peers one after
+// the other (lb3 first, lb2 a heartbeat later) notices lb3's silence
+// first and takes its addresses while lb2 still counts as live; the cut
+// heals before it notices lb2's. Those takings count lb2 as no support
+// (heard last about when lb3 was), so lb3, which never stopped, keeps
+// its addresses when the cut heals. lb2 is of an older version (its
+// heartbeats name no peers): a lb2 naming the peers it hears, heard last
+// about when lb3 was, makes lb1 wait for its word instead of taking
+// (hears.go, TestNodeAwaitsLateWitness), and the scene is never set.
+func TestNodeQuickHealKeepsOwners(t *testing.T) {
+	s := newSim(t, addrs(6), "lb1", "lb2", "lb3")
+	s.old = map[string]bool{"lb2": true}
+	s.step(5)
+	s.oneOwnerEach()
+	kept := s.nodes["lb3"].Holds()
+	s.cut[[2]string{"lb1", "lb3"}] = true
+	s.step(1)
+	s.cut[[2]string{"lb1", "lb2"}] = true
+	s.step(3)
+	if !slices.ContainsFunc(kept, func(a netip.Addr) bool { return slices.Contains(s.nodes["lb1"].Holds(), a) }) {
+		t.Fatalf("lb1 took none of lb3's %v while cut off (holds %v): the scene is not set", kept, s.nodes["lb1"].Holds())
+	}
+	clear(s.cut)
+	s.step(3)
+	s.oneOwnerEach()
+	for _, a := range kept {
+		if own := s.owners()[a]; len(own) != 1 || own[0] != "lb3" {
+			t.Errorf("%s held by %v after the heal, was lb3's (which never stopped)", a, own)
+		}
+	}
 }
