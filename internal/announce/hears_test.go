@@ -145,14 +145,7 @@ func TestSealCutsHears(t *testing.T) {
 	for i := range MaxHears {
 		hb.Hears = append(hb.Hears, Heard{Host: fmt.Sprintf("%063d", i), Epoch: 1 << 62, Seq: 1 << 40})
 	}
-	b, err := Seal(hb, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Open(b, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, b := sealOpen(t, hb, key)
 	if len(got.Claims) != MaxHolds || len(got.Hears) >= MaxHears {
 		t.Fatalf("%d claims, %d peers named; want %d claims and fewer than %d peers", len(got.Claims), len(got.Hears), MaxHolds, MaxHears)
 	}
