@@ -33,6 +33,10 @@ type Heartbeat struct {
 	// it neither sent nor heard) for this long lately (Node.Deaf), so a
 	// receiver does not count that silence as a cut between them (deaf.go).
 	Deaf int64 `json:"deaf,omitempty"`
+	// Hears: the healthy peers the sender heard within the hold time, and
+	// the newest heartbeat it took from each (hears.go). An older sender
+	// sends none and an older receiver ignores it (JSON).
+	Hears []Heard `json:"hears,omitempty"`
 }
 
 // Claim is an address the sender holds, and how.
@@ -54,9 +58,15 @@ const MaxHeartbeat = 60 << 10
 var magic = []byte("HKA1")
 
 // Seal encodes hb signed with key (HMAC-SHA256 over all that precedes
-// the MAC).
+// the MAC). When the claims leave too little room, hb.Hears is cut
+// (halved until it fits, at worst dropped): a heartbeat must go out,
+// and one naming fewer peers only vouches for fewer (hears.go).
 func Seal(hb Heartbeat, key []byte) ([]byte, error) {
 	body, err := json.Marshal(hb)
+	for err == nil && len(magic)+len(body)+sha256.Size > MaxHeartbeat && len(hb.Hears) > 0 {
+		hb.Hears = hb.Hears[:len(hb.Hears)/2]
+		body, err = json.Marshal(hb)
+	}
 	if err != nil {
 		return nil, err
 	}

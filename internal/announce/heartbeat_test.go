@@ -10,14 +10,7 @@ func TestHeartbeatSealOpen(t *testing.T) {
 	key := []byte("group key")
 	hb := Heartbeat{Host: "lb1", Epoch: 7, Seq: 3, Healthy: true,
 		Claims: []Claim{{netip.MustParseAddr("192.0.2.10"), Hold{2, 3}}, {netip.MustParseAddr("2001:db8::10"), Hold{1, 2}}}}
-	b, err := Seal(hb, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := Open(b, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got, b := sealOpen(t, hb, key)
 	if got.Host != hb.Host || got.Seq != 3 || got.Epoch != 7 || !got.Healthy || len(got.Claims) != 2 || got.Claims[1] != hb.Claims[1] {
 		t.Fatalf("opened %+v, want %+v", got, hb)
 	}
@@ -44,4 +37,19 @@ func TestHeartbeatSealOpen(t *testing.T) {
 	if _, err := Open(noHost, key); !errors.Is(err, ErrMalformed) {
 		t.Errorf("no host: %v, want ErrMalformed", err)
 	}
+}
+
+// sealOpen seals hb with key and opens it again, failing t on an error;
+// it returns what was opened and the sealed bytes.
+func sealOpen(t *testing.T, hb Heartbeat, key []byte) (Heartbeat, []byte) {
+	t.Helper()
+	b, err := Seal(hb, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Open(b, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, b
 }

@@ -37,7 +37,7 @@ func (n *Node) decideFresh(now time.Time) {
 // healing: each is fresh by its own account, and says so.)
 func (n *Node) heardAgain(p *peer, now time.Time) {
 	switch {
-	case p == nil || n.live(p, now) || n.holdDown <= 0:
+	case p == nil || n.live(p, now) || n.holdDown <= 0 || n.vouched(p.host.ID, p, now):
 	case n.Peers(now) == 0:
 		n.freshUntil = now.Add(n.holdDown)
 	default:

@@ -45,6 +45,9 @@ type Node struct {
 	deafSay   time.Duration
 	deafBeats int
 	lows      map[netip.Addr]*low
+	// waiting: the last Decide put off a taking for a witness's word
+	// (hears.go); the next heartbeat heard decides again at once
+	waiting bool
 }
 
 type peer struct {
@@ -60,6 +63,9 @@ type peer struct {
 	// (a silence as support() counts them: a cut that healed within the
 	// hold time is one too)
 	since time.Time
+	// the peers its last heartbeat says it hears (hears.go; nil: none,
+	// or an older version)
+	hears map[string]Heard
 }
 
 // MaxHolds is the most addresses one host holds: its heartbeat must fit
@@ -114,7 +120,9 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		h.Claims[a] = c.Hold
 		n.seen[a] = max(n.seen[a], c.Term)
 	}
-	changed = p == nil || !n.live(p, now) || p.host.Healthy != h.Healthy || !sameClaims(p.host.Claims, h.Claims)
+	hears := hearsMap(hb.Hears)
+	changed = p == nil || !n.live(p, now) || p.host.Healthy != h.Healthy || !sameClaims(p.host.Claims, h.Claims) ||
+		!sameHeard(p.hears, hears)
 	until, since := time.Time{}, now
 	if p != nil {
 		until = p.freshUntil
@@ -122,12 +130,12 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 			since = p.since
 		}
 	}
-	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until, since: since}
+	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until, since: since, hears: hears}
 	if hb.Restart > 0 {
 		np.restartUntil = now.Add(time.Duration(hb.Restart) * time.Millisecond)
 	}
 	n.peers[hb.Host] = np
-	return changed, nil
+	return changed || n.waiting, nil
 }
 
 func (n *Node) live(p *peer, now time.Time) bool {
@@ -202,6 +210,7 @@ func (n *Node) Decide(now time.Time) Change {
 	again := n.returnedPeer
 	n.returnedPeer = false
 	settling := now.Sub(n.start) < n.hold
+	n.waiting = false
 	for _, a := range n.want.Addrs {
 		o, ok := owners[a]
 		_, held := n.claims[a]
@@ -213,6 +222,8 @@ func (n *Node) Decide(now time.Time) Change {
 			ch.Again = append(ch.Again, a)
 		case !held && ok && o.Host == n.id && !settling && len(n.claims) >= n.maxHolds:
 			ch.Unserved++
+		case !held && ok && o.Host == n.id && !settling && n.awaits(a, now):
+			n.waiting = true
 		case !held && ok && o.Host == n.id && !settling:
 			o.Support = n.support(a, o.Support, now)
 			n.claims[a] = o.Hold
@@ -236,20 +247,18 @@ func (n *Node) Decide(now time.Time) Change {
 // likely on the other side of a cut that just healed: this host, cut
 // off, hears its peers again one by one, and must not take the addresses
 // of the one still to come with the support of the first
-// (TestNodeHealHeardOneByOne).
+// (TestNodeHealHeardOneByOne). And a peer that heard the holder after
+// this host last did (its heartbeat's Hears) does not count: the holder
+// is alive on its side (hears.go; such a holder is vouched for and
+// stays in the view, so this counts only a peer heard by restart).
 func (n *Node) support(a netip.Addr, most int, now time.Time) int {
-	var gone *peer
-	for _, p := range n.peers {
-		if _, ok := p.host.Claims[a]; ok && !n.live(p, now) && (gone == nil || p.at.After(gone.at)) {
-			gone = p
-		}
-	}
+	goneID, gone := n.lastHolder(a, now)
 	if gone == nil {
 		return most
 	}
 	k := 1
 	for _, p := range n.peers {
-		if n.live(p, now) && p.at.Sub(gone.at) > n.hold/2 && !p.since.After(gone.at) {
+		if n.live(p, now) && p.at.Sub(gone.at) > n.hold/2 && !p.since.After(gone.at) && !hearsAfter(p, goneID, gone) {
 			k++
 		}
 	}
@@ -286,7 +295,8 @@ func (n *Node) Holds() []netip.Addr {
 // number).
 func (n *Node) Heartbeat() Heartbeat {
 	n.seq++
-	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh, Restart: n.restart(), Deaf: n.deaf()}
+	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh, Restart: n.restart(), Deaf: n.deaf(),
+		Hears: n.hears()}
 	for _, a := range n.Holds() {
 		hb.Claims = append(hb.Claims, Claim{Addr: a, Hold: n.claims[a]})
 	}

@@ -76,9 +76,10 @@ func (n *Node) restart() int64 {
 
 // view is the peer p as Assign and Holders see it at now, and whether it
 // counts (heard within the hold time, or restarting): a restarting peer
-// is the healthy, fresh holder of its claims.
+// is the healthy, fresh holder of its claims; a silent peer a live one
+// still hears (vouched, hears.go) is as last heard.
 func (n *Node) view(p *peer, now time.Time) (Host, bool) {
-	if !n.live(p, now) {
+	if !n.live(p, now) && !n.vouched(p.host.ID, p, now) {
 		return Host{}, false
 	}
 	h := p.host

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,7 +75,8 @@ func vipLine(out string) string {
 // (the faults frozen, unhealthy and killed: the agent), and the real
 // health gate asking a real HAProxy on each host (newGatedGroup: the
 // owner's HAProxy killed). HKS_FAILOVER_ONLY=ours (both of ours),
-// gate (the second alone) or keepalived runs those.
+// gate (the second alone) or keepalived runs those; HKS_FAILOVER_FAULTS
+// (a comma-separated list, say frozen) only those faults.
 func BenchmarkFailover(b *testing.B) {
 	trials := 20
 	if v, err := strconv.Atoi(os.Getenv("HKS_FAILOVER_TRIALS")); err == nil && v > 0 {
@@ -91,6 +93,7 @@ func BenchmarkFailover(b *testing.B) {
 		{keepalived{advert: "0.1", version: 3}.String(), func(b *testing.B) *group { return newKeepalived(b, keepalived{advert: "0.1", version: 3}) }},
 	}
 	only := os.Getenv("HKS_FAILOVER_ONLY")
+	faults := strings.Split(os.Getenv("HKS_FAILOVER_FAULTS"), ",")
 	load := func() string {
 		b, _ := os.ReadFile("/proc/loadavg")
 		return strings.Join(strings.Fields(string(b))[:3], " ")
@@ -106,7 +109,7 @@ func BenchmarkFailover(b *testing.B) {
 		b.Run(strings.Fields(an.name)[0], func(b *testing.B) {
 			g := an.make(b)
 			for _, fault := range []string{"frozen", "unhealthy", "killed", "haproxy killed"} {
-				if g.faults()[fault] == nil {
+				if g.faults()[fault] == nil || faults[0] != "" && !slices.Contains(faults, fault) {
 					continue
 				}
 				for _, vip := range []netip.Addr{vip4, vip6} {
