@@ -335,7 +335,6 @@ func (b *Backend) Structure() Backend {
 // that follow it may still be in service of their own (it cannot put
 // them in maintenance while their node is).
 type Slot struct {
-	Name   string
 	Used   bool
 	Held   bool
 	Track  uint16
