@@ -319,11 +319,13 @@ func (b *Backend) Structure() Backend {
 	return c
 }
 
-// Slot is one named server line of a backend. Backends carry a few more
+// Slot is one server line of a backend. Backends carry a few more
 // slots than servers so that servers can come and go through the Runtime
 // API without a reload. A slot that is not Used is in maintenance; its
 // Server then holds at most the address it last pointed at (never Drain
-// or Maint).
+// or Maint). The i-th slot of a backend (0-based) is named SlotName(i):
+// its name is its place, not a field (a layout holds tens of thousands
+// of slots, issue 29).
 //
 // In a backend with TrackNodes, Track is 1 + the index of the slot of the
 // NodesBackend whose state this slot follows (0 for none: a small number
