@@ -32,8 +32,7 @@ type passPart struct {
 func passParts(log string) []passPart {
 	var out []passPart
 	type line struct {
-		Time     time.Time      `json:"time"`
-		Total    time.Duration  `json:"total"`
+		passEnd
 		Snapshot *time.Duration `json:"snapshot"`
 		Compute  time.Duration  `json:"compute"`
 		Beside   time.Duration  `json:"beside"`
@@ -53,6 +52,13 @@ func passParts(log string) []passPart {
 			input: l.Input, compile: l.Compile, merge: l.Merge, whole: l.Whole})
 	})
 	return out
+}
+
+// passEnd is what every pass line says of its pass: when it ended and
+// how long it took.
+type passEnd struct {
+	Time  time.Time     `json:"time"`
+	Total time.Duration `json:"total"`
 }
 
 // forPassLines calls each with every "update" line of a pass with ops in

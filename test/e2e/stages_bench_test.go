@@ -83,8 +83,7 @@ type pass struct {
 func runtimePasses(log string) []pass {
 	var out []pass
 	type line struct {
-		Time    time.Time      `json:"time"`
-		Total   time.Duration  `json:"total"`
+		passEnd
 		Parse   time.Duration  `json:"parse"`
 		Apply   *time.Duration `json:"apply"`
 		Write   time.Duration  `json:"write"`
