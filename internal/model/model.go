@@ -144,11 +144,8 @@ func onlyChars(s, extra string) bool {
 
 // Backend is one pool of servers. A Config holds pointers to its
 // backends, and successive Configs share the backends that did not change:
-// once in a Config, a Backend is never modified (see WithServers).
-//
-// Its flags come last, side by side: a Backend is held once per Service
-// port, and once more per spare of the pool's view (issue 29: 240 bytes
-// rather than 280).
+// once in a Config, a Backend is never modified (see WithServers). Its
+// flags come last, side by side: 240 bytes rather than 280 (issue 29).
 type Backend struct {
 	Name           string
 	Service        string // "namespace/name", for messages only
@@ -323,9 +320,7 @@ func (b *Backend) Structure() Backend {
 // slots than servers so that servers can come and go through the Runtime
 // API without a reload. A slot that is not Used is in maintenance; its
 // Server then holds at most the address it last pointed at (never Drain
-// or Maint). The i-th slot of a backend (0-based) is named SlotName(i):
-// its name is its place, not a field (a layout holds tens of thousands
-// of slots, issue 29).
+// or Maint). The i-th slot (0-based) is named SlotName(i), by its place.
 //
 // In a backend with TrackNodes, Track is 1 + the index of the slot of the
 // NodesBackend whose state this slot follows (0 for none: a small number

@@ -351,8 +351,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			if s.Track != 0 {
 				track = " track " + model.NodesBackend + "/" + model.SlotName(int(s.Track)-1)
 			}
-			name := model.SlotName(i)
-			writeSlot(w, name, s, track+slotCookie(be, name), skeleton)
+			writeSlot(w, model.SlotName(i), s, track+slotCookie(be, model.SlotName(i)), skeleton)
 		}
 	}
 	writeDynamic(w, cfg, layout, dyn, opts, skeleton)
@@ -371,8 +370,7 @@ func writeDefaults(w func(...string), opts Options) {
 	}
 }
 
-// writeSlot writes one server slot, named name (track: its keywords, ""
-// for none).
+// writeSlot writes one server slot, name (track: its keywords, "": none).
 func writeSlot(w func(...string), name string, s model.Slot, track string, skeleton bool) {
 	switch {
 	case skeleton:
