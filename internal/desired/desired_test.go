@@ -67,6 +67,11 @@ type ep struct {
 }
 
 func slice(ns, svcName string, port int32, eps ...ep) *Slice {
+	return SliceOf(endpointSlice(ns, svcName, port, eps...))
+}
+
+// endpointSlice is the EndpointSlice slice converts.
+func endpointSlice(ns, svcName string, port int32, eps ...ep) *discoveryv1.EndpointSlice {
 	name := "http"
 	proto := corev1.ProtocolTCP
 	s := &discoveryv1.EndpointSlice{
@@ -82,7 +87,7 @@ func slice(ns, svcName string, port int32, eps ...ep) *Slice {
 			Conditions: discoveryv1.EndpointConditions{Ready: &e.ready, Serving: &e.serving, Terminating: &e.terminating},
 		})
 	}
-	return SliceOf(s)
+	return s
 }
 
 var nodes = []*corev1.Node{

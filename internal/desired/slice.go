@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Slice is what the desired state reads of an EndpointSlice, in a form
@@ -15,9 +14,9 @@ import (
 // source.Slim). Addresses are parsed and endpoint conditions reduced to
 // one state once, when the object arrives, not on every pass.
 type Slice struct {
-	// ObjectMeta carries only Name, Namespace, UID and ResourceVersion:
-	// enough for the informer's keys.
-	metav1.ObjectMeta
+	// SliceMeta carries only Name, Namespace, UID and ResourceVersion:
+	// enough for the informer's keys (slicemeta.go).
+	SliceMeta
 	Service   string // the kubernetes.io/service-name label; "" for none
 	FQDN      bool   // addressType FQDN: no address can be a server
 	Endpoints []Endpoint
@@ -60,10 +59,10 @@ const (
 // SliceOf converts an EndpointSlice. Node names are shared between slices.
 func SliceOf(s *discoveryv1.EndpointSlice) *Slice {
 	out := &Slice{
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
-		Service:    s.Labels[discoveryv1.LabelServiceName],
-		FQDN:       s.AddressType == discoveryv1.AddressTypeFQDN,
-		Endpoints:  make([]Endpoint, len(s.Endpoints)),
+		SliceMeta: SliceMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Service:   s.Labels[discoveryv1.LabelServiceName],
+		FQDN:      s.AddressType == discoveryv1.AddressTypeFQDN,
+		Endpoints: make([]Endpoint, len(s.Endpoints)),
 	}
 	for i, e := range s.Endpoints {
 		ep := Endpoint{State: stateOf(e)}

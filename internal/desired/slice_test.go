@@ -25,8 +25,8 @@ func TestSliceOf(t *testing.T) {
 		Ports: []discoveryv1.EndpointPort{{Name: &name, Port: &port}, {Protocol: &udp}},
 	}
 	want := &Slice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-x", ResourceVersion: "7"},
-		Service:    "web",
+		SliceMeta: SliceMeta{Namespace: "ns", Name: "web-x", ResourceVersion: "7"},
+		Service:   "web",
 		Endpoints: []Endpoint{
 			{Addr: netip.MustParseAddr("10.0.0.1"), Node: "n1", State: epReady},
 			{Addr: netip.MustParseAddr("fd00::2"), State: epDrain},

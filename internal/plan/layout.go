@@ -191,7 +191,7 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 	kept := make([]model.Slot, len(old))
 	last := -1
 	for i, sl := range old {
-		kept[i] = model.Slot{Name: model.SlotName(i), Server: lastAddr(sl.Server), Track: sl.Track, Held: sl.Held && !sl.Used && !grow}
+		kept[i] = model.Slot{Server: lastAddr(sl.Server), Track: sl.Track, Held: sl.Held && !sl.Used && !grow}
 		if !sl.Used {
 			continue
 		}
@@ -209,7 +209,7 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 		if i < len(kept) {
 			slots[i] = kept[i]
 		} else {
-			slots[i] = model.Slot{Name: model.SlotName(i)}
+			slots[i] = model.Slot{}
 		}
 	}
 	// New servers first return to a free slot that last pointed at them,
@@ -245,7 +245,7 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 			if !grow {
 				return slots, false
 			}
-			slots = append(slots, model.Slot{Name: model.SlotName(len(slots))})
+			slots = append(slots, model.Slot{})
 		}
 		slots[next].Used, slots[next].Server = true, s
 	}
@@ -262,15 +262,12 @@ func assignSlots(servers []model.Server, old []model.Slot, size int, grow bool, 
 }
 
 // unchanged reports whether old already is the assignment of servers: its
-// slots are named in order, its used slots hold exactly servers (state
+// used slots hold exactly servers (state
 // included) and its free slots hold at most an address. Passes that change nothing in a
 // backend, the vast majority, then reuse its slots as they are.
 func unchanged(servers []model.Server, old []model.Slot, bind binder) bool {
 	used := 0
-	for i, sl := range old {
-		if !isSlotName(sl.Name, i) {
-			return false
-		}
+	for _, sl := range old {
 		if !sl.Used {
 			if sl.Server.Drain || sl.Server.Maint {
 				return false // assignSlots keeps only the address of a free slot
@@ -303,21 +300,6 @@ func unchanged(servers []model.Server, old []model.Slot, bind binder) bool {
 		}
 	}
 	return true
-}
-
-// isSlotName reports whether name == model.SlotName(i), without allocating.
-func isSlotName(name string, i int) bool {
-	if len(name) < 2 || name[0] != 's' {
-		return false
-	}
-	n := 0
-	for _, c := range name[1:] {
-		if c < '0' || c > '9' || (n == 0 && c == '0') {
-			return false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n == i+1
 }
 
 // lastAddr is what a slot freed from s remembers: its address and port.

@@ -75,10 +75,8 @@ func Ops(layout model.Layout, rt Runtime) (ops []Op, missing []string) {
 		actual := rt[be]
 		created := -1 // the absent slots up to this one are created
 		for i, sl := range layout[be] {
-			// A slot that is not the i-th by name cannot be found by
-			// index: treat it as absent rather than guess.
-			if i >= len(actual) || !isSlotName(sl.Name, i) {
-				missing = append(missing, be+"/"+sl.Name)
+			if i >= len(actual) {
+				missing = append(missing, be+"/"+model.SlotName(i))
 				continue
 			}
 			a := actual[i]
@@ -91,13 +89,13 @@ func Ops(layout model.Layout, rt Runtime) (ops []Op, missing []string) {
 				// order added, and RuntimeBuilder reads slots in order.
 				for j := created + 1; j <= i; j++ {
 					if actual[j].Absent {
-						ops = append(ops, Op{Kind: Create, Backend: be, Slot: layout[be][j].Name, Server: freeServer})
+						ops = append(ops, Op{Kind: Create, Backend: be, Slot: model.SlotName(j), Server: freeServer})
 					}
 				}
 				created = i
 				a = Actual{Maint: true, Server: freeServer}
 			}
-			ops = appendSlotOps(ops, be, sl, a)
+			ops = appendSlotOps(ops, be, i, sl, a)
 		}
 	}
 	return ops, missing
@@ -141,8 +139,8 @@ func Present(states []Actual) int {
 	return n
 }
 
-func appendSlotOps(ops []Op, be string, sl model.Slot, a Actual) []Op {
-	op := func(k OpKind) Op { return Op{Kind: k, Backend: be, Slot: sl.Name, Server: sl.Server} }
+func appendSlotOps(ops []Op, be string, i int, sl model.Slot, a Actual) []Op {
+	op := func(k OpKind) Op { return Op{Kind: k, Backend: be, Slot: model.SlotName(i), Server: sl.Server} }
 	if sl.WantMaint() {
 		if !a.Maint {
 			ops = append(ops, op(Maint))

@@ -20,9 +20,9 @@ func cfgWith(servers ...model.Server) model.Config {
 
 func used(layout model.Layout) map[string]string {
 	out := map[string]string{}
-	for _, s := range layout["be"] {
+	for i, s := range layout["be"] {
 		if s.Used {
-			out[s.Name] = s.Server.Key().String()
+			out[model.SlotName(i)] = s.Server.Key().String()
 		}
 	}
 	return out
@@ -92,10 +92,10 @@ func TestOps(t *testing.T) {
 	drain := b
 	drain.Drain = true
 	layout := model.Layout{"be": {
-		{Name: "s1", Used: true, Server: a},
-		{Name: "s2", Used: true, Server: drain},
-		{Name: "s3"},
-		{Name: "s4", Used: true, Server: b},
+		{Used: true, Server: a},
+		{Used: true, Server: drain},
+		{},
+		{Used: true, Server: b},
 	}}
 	rt := Runtime{"be": {
 		{Server: a}, // s1 in place: nothing
@@ -133,10 +133,9 @@ func TestOpsMissing(t *testing.T) {
 		layout model.Layout
 		want   []string
 	}{
-		{"all present", model.Layout{"be": {{Name: "s1", Used: true, Server: a}, {Name: "s2"}}}, nil},
-		{"beyond the states", model.Layout{"be": {{Name: "s1", Used: true, Server: a}, {Name: "s2"}, {Name: "s3"}}}, []string{"be/s3"}},
-		{"misnamed slot", model.Layout{"be": {{Name: "s2", Used: true, Server: a}, {Name: "s1"}}}, []string{"be/s2", "be/s1"}},
-		{"unknown backend", model.Layout{"new": {{Name: "s1"}}, "other": {{Name: "s1", Used: true, Server: a}}}, []string{"new/s1"}},
+		{"all present", model.Layout{"be": {{Used: true, Server: a}, {}}}, nil},
+		{"beyond the states", model.Layout{"be": {{Used: true, Server: a}, {}, {}}}, []string{"be/s3"}},
+		{"unknown backend", model.Layout{"new": {{}}, "other": {{Used: true, Server: a}}}, []string{"new/s1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

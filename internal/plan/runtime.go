@@ -120,17 +120,13 @@ func (b *RuntimeBuilder) Finish() (rt Runtime, foreign []string) {
 
 // Layout returns the layout that rt describes: a slot in maintenance is
 // free and remembers its address, any other slot holds the server it
-// points at. Slot names are shared between backends.
+// points at.
 func (rt Runtime) Layout() model.Layout {
 	layout := make(model.Layout, len(rt))
-	var names []string
 	for be, states := range rt {
-		for len(names) < len(states) {
-			names = append(names, model.SlotName(len(names)))
-		}
 		slots := make([]model.Slot, len(states))
 		for i, a := range states {
-			slots[i] = model.Slot{Name: names[i], Used: !a.Maint, Server: a.Server}
+			slots[i] = model.Slot{Used: !a.Maint, Server: a.Server}
 		}
 		layout[be] = slots
 	}

@@ -20,7 +20,7 @@ func benchLayout() model.Layout {
 	for b := range benchBackends {
 		slots := make([]model.Slot, benchSlots)
 		for i := range slots {
-			slots[i] = model.Slot{Name: model.SlotName(i), Used: i < 6,
+			slots[i] = model.Slot{Used: i < 6,
 				Server: model.Server{Addr: netip.AddrFrom4([4]byte{10, byte(b >> 8), byte(b), byte(i)}), Port: 30000}}
 		}
 		l[fmt.Sprintf("be_ns%d_svc%d_80", b%50, b)] = slots
@@ -33,8 +33,8 @@ func benchLayout() model.Layout {
 func benchRuntime(l model.Layout) Runtime {
 	var b RuntimeBuilder
 	for be, slots := range l {
-		for _, sl := range slots {
-			b.Add(be, sl.Name, Actual{Server: sl.Server, Maint: !sl.Used})
+		for i, sl := range slots {
+			b.Add(be, model.SlotName(i), Actual{Server: sl.Server, Maint: !sl.Used})
 		}
 	}
 	rt, _ := b.Finish()

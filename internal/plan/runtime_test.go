@@ -75,7 +75,7 @@ func TestRuntimeBuilder(t *testing.T) {
 func TestRuntimeLayout(t *testing.T) {
 	a := srv("10.0.0.1", 80)
 	rt := Runtime{"be": {{Server: a}, {Server: srv("127.0.0.1", 1), Maint: true}}}
-	want := model.Layout{"be": {{Name: "s1", Used: true, Server: a}, {Name: "s2", Server: srv("127.0.0.1", 1)}}}
+	want := model.Layout{"be": {{Used: true, Server: a}, {Server: srv("127.0.0.1", 1)}}}
 	if got := rt.Layout(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Layout = %+v, want %+v", got, want)
 	}

@@ -27,7 +27,7 @@ func nodeSrv(a string, down bool) model.Server {
 // free slot).
 func slotsOf(slots []model.Slot) []string {
 	var out []string
-	for _, s := range slots {
+	for i, s := range slots {
 		addr := "-"
 		if s.Used {
 			addr = s.Server.Key().String()
@@ -39,7 +39,7 @@ func slotsOf(slots []model.Slot) []string {
 		if s.Track != 0 {
 			track = model.SlotName(int(s.Track) - 1)
 		}
-		out = append(out, fmt.Sprintf("%s:%s/%s", s.Name, addr, track))
+		out = append(out, fmt.Sprintf("%s:%s/%s", model.SlotName(i), addr, track))
 	}
 	return out
 }
@@ -136,10 +136,10 @@ func TestAssignNodeSlotReused(t *testing.T) {
 	if len(ex) > 0 {
 		t.Fatalf("exhausted: %v", ex)
 	}
-	for _, sl := range back["be"] {
+	for i, sl := range back["be"] {
 		if sl.Used && sl.Server.Addr == b.Addr && sl.Track != 0 {
 			if ns := newBinder(back[model.NodesBackend]).slotOf(b); sl.Track != ns {
-				t.Errorf("%s holds node 2's server but follows _nodes slot %d (node 2 is %d)", sl.Name, sl.Track, ns)
+				t.Errorf("%s holds node 2's server but follows _nodes slot %d (node 2 is %d)", model.SlotName(i), sl.Track, ns)
 			}
 		}
 	}
@@ -251,7 +251,7 @@ func TestAssignHeldNodeSlot(t *testing.T) {
 		})
 	}
 	// Only a held slot free: a new node does not fit without a reload.
-	full := []model.Slot{nodes[0], {Name: "s2", Used: true, Server: n2}}
+	full := []model.Slot{nodes[0], {Used: true, Server: n2}}
 	if _, ex := Assign(trackCfg([]model.Server{n2, n3}), model.Layout{model.NodesBackend: full}, false); len(ex) != 1 {
 		t.Errorf("exhausted %v, want the NodesBackend", ex)
 	}

@@ -128,8 +128,8 @@ func writeDynamic(w func(...string), cfg model.Config, layout model.Layout, d dy
 		}
 		w("")
 		w("backend", be.Name, "from", from)
-		for _, s := range layout[be.Name] {
-			writeSlot(w, s, "", false)
+		for i, s := range layout[be.Name] {
+			writeSlot(w, model.SlotName(i), s, "", false)
 		}
 	}
 }

@@ -79,7 +79,7 @@ func sameStructure(a, b model.Config, la, lb model.Layout, opts Options, delta *
 }
 
 // sameSlots reports whether two backends' slots write the same skeleton:
-// the same names, each following the same node.
+// as many slots (named by their place), each following the same node.
 func sameSlots(sa, sb []model.Slot) bool {
 	if len(sa) != len(sb) {
 		return false
@@ -88,7 +88,7 @@ func sameSlots(sa, sb []model.Slot) bool {
 		return true // the same slots (the plan package reuses them)
 	}
 	for j := range sa {
-		if sa[j].Name != sb[j].Name || sa[j].Track != sb[j].Track {
+		if sa[j].Track != sb[j].Track {
 			return false
 		}
 	}

@@ -18,7 +18,6 @@ func TestHashMemo(t *testing.T) {
 	layout := func(n int, servers ...model.Server) model.Layout {
 		slots := make([]model.Slot, n)
 		for i := range slots {
-			slots[i].Name = model.SlotName(i)
 			if i < len(servers) {
 				slots[i].Used, slots[i].Server = true, servers[i]
 			}
@@ -61,9 +60,9 @@ func withTrack(l model.Layout) model.Layout {
 // Rebase swaps the references the memo keeps only for the hash it holds.
 func TestHashMemoRebase(t *testing.T) {
 	a := model.Config{Backends: []*model.Backend{{Name: "be_a", Balance: "roundrobin"}}}
-	la := model.Layout{"be_a": {{Name: "s1"}}}
+	la := model.Layout{"be_a": {{}}}
 	b := model.Config{Backends: []*model.Backend{{Name: "be_a", Balance: "roundrobin", Servers: []model.Server{{Port: 1}}}}}
-	lb := model.Layout{"be_a": {{Name: "s1", Used: true}}}
+	lb := model.Layout{"be_a": {{Used: true}}}
 	var m HashMemo
 	h := m.StructureHash(a, la, Options{})
 	m.Rebase(b, lb, "another")

@@ -341,7 +341,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			writeRuntimeSlots(w, slots, n) // runtimeslots.go
 			slots = slots[:n]
 		}
-		for _, s := range slots {
+		for i, s := range slots {
 			// A slot bound to its node's slot follows it; one bound to
 			// none (a server of a node that had no free bound slot since
 			// the last reload, or a free slot that may take one) carries
@@ -351,7 +351,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			if s.Track != 0 {
 				track = " track " + model.NodesBackend + "/" + model.SlotName(int(s.Track)-1)
 			}
-			writeSlot(w, s, track+slotCookie(be, s.Name), skeleton)
+			writeSlot(w, model.SlotName(i), s, track+slotCookie(be, model.SlotName(i)), skeleton)
 		}
 	}
 	writeDynamic(w, cfg, layout, dyn, opts, skeleton)
@@ -370,21 +370,21 @@ func writeDefaults(w func(...string), opts Options) {
 	}
 }
 
-// writeSlot writes one server slot (track: its keywords, "" for none).
-func writeSlot(w func(...string), s model.Slot, track string, skeleton bool) {
+// writeSlot writes one server slot, name (track: its keywords, "": none).
+func writeSlot(w func(...string), name string, s model.Slot, track string, skeleton bool) {
 	switch {
 	case skeleton:
-		w("\tserver", s.Name+track)
+		w("\tserver", name+track)
 	case s.WantMaint() && s.Used:
-		w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port), "disabled"+track)
+		w("\tserver", name, addrPort(s.Server.Addr, s.Server.Port), "disabled"+track)
 	case s.Used && s.Server.Drain:
 		// No config keyword drains a server: the Runtime API and the
 		// server-state file carry it. The comment tells the reader.
-		w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port)+track, "# drain")
+		w("\tserver", name, addrPort(s.Server.Addr, s.Server.Port)+track, "# drain")
 	case s.Used:
-		w("\tserver", s.Name, addrPort(s.Server.Addr, s.Server.Port)+track)
+		w("\tserver", name, addrPort(s.Server.Addr, s.Server.Port)+track)
 	default:
-		w("\tserver", s.Name, FreeSlotAddr, "disabled"+track)
+		w("\tserver", name, FreeSlotAddr, "disabled"+track)
 	}
 }
 

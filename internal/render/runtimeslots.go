@@ -80,7 +80,7 @@ func RuntimeSlotOptions(be *model.Backend) []string {
 // any.
 func writeRuntimeSlots(w func(...string), slots []model.Slot, n int) {
 	if n < len(slots) {
-		w("\t" + RuntimeSlotsComment + slots[n].Name + "-" + slots[len(slots)-1].Name)
+		w("\t" + RuntimeSlotsComment + model.SlotName(n) + "-" + model.SlotName(len(slots)-1))
 	}
 }
 

@@ -72,7 +72,7 @@ func TestRuntimeSlots(t *testing.T) {
 		n := FileSlots(be, layout[name], on)
 		for i, s := range layout[name] {
 			if i >= n && (s.Used || s.Track != 0) {
-				t.Fatalf("%s/%s holds a server and is left out of the file", name, s.Name)
+				t.Fatalf("%s/%s holds a server and is left out of the file", name, model.SlotName(i))
 			}
 		}
 	}

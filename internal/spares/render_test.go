@@ -108,9 +108,9 @@ func TestSpareChangesHandsWithoutReload(t *testing.T) {
 		t.Errorf("giving a spare back changed the structure")
 	}
 	sp := s2.HAProxyBackend(extra.Name)
-	for _, sl := range layout3[sp] {
+	for i, sl := range layout3[sp] {
 		if sl.Used {
-			t.Errorf("the freed spare %s still has a server in %s", sp, sl.Name)
+			t.Errorf("the freed spare %s still has a server in %s", sp, model.SlotName(i))
 		}
 	}
 }

@@ -234,12 +234,7 @@ func (s *scaleObjects) run(b *testing.B, c scaleController, k int, several bool)
 		workerRSS += r
 	}
 	saveHeapProfile(b, pprofAddr, name, several)
-	mib := func(kib int64) float64 { return float64(kib) / 1024 }
-	b.Logf("%s: the controller's peak RSS as it rose (from its start; its log's last line then):\n%s", name, rises())
-	suffix := ""
-	if several {
-		suffix = "-" + name
-	}
+	suffix := logRises(b, name, several, rises)
 	b.ReportMetric(mib(rss), "ctl-rss-MiB"+suffix)
 	b.ReportMetric(mib(hwm), "ctl-peak-MiB"+suffix)
 	b.ReportMetric(mib(anonPeak()), "ctl-anon-peak-MiB"+suffix)

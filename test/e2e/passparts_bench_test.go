@@ -31,35 +31,54 @@ type passPart struct {
 // passParts are the passes with ops in log, in order.
 func passParts(log string) []passPart {
 	var out []passPart
-	sc := bufio.NewScanner(strings.NewReader(log))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var l struct {
-			Time     time.Time      `json:"time"`
-			Msg      string         `json:"msg"`
-			Ops      int            `json:"ops"`
-			Total    time.Duration  `json:"total"`
-			Snapshot *time.Duration `json:"snapshot"`
-			Compute  time.Duration  `json:"compute"`
-			Beside   time.Duration  `json:"beside"`
-			Waited   time.Duration  `json:"waited"`
-			Pause    time.Duration  `json:"gc_pause"`
-			Assist   time.Duration  `json:"gc_assist"`
-			GCs      int            `json:"gcs"`
-			Alloc    uint64         `json:"alloc"`
-			Input    time.Duration  `json:"ingress_input"`
-			Compile  time.Duration  `json:"ingress_compile"`
-			Merge    time.Duration  `json:"ingress_merge"`
-			Whole    string         `json:"ingress_whole"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "update" || l.Ops == 0 {
-			continue
-		}
+	type line struct {
+		passEnd
+		Snapshot *time.Duration `json:"snapshot"`
+		Compute  time.Duration  `json:"compute"`
+		Beside   time.Duration  `json:"beside"`
+		Waited   time.Duration  `json:"waited"`
+		Pause    time.Duration  `json:"gc_pause"`
+		Assist   time.Duration  `json:"gc_assist"`
+		GCs      int            `json:"gcs"`
+		Alloc    uint64         `json:"alloc"`
+		Input    time.Duration  `json:"ingress_input"`
+		Compile  time.Duration  `json:"ingress_compile"`
+		Merge    time.Duration  `json:"ingress_merge"`
+		Whole    string         `json:"ingress_whole"`
+	}
+	forPassLines(log, func(l line) {
 		out = append(out, passPart{start: l.Time.Add(-l.Total), end: l.Time, snapshot: deref(l.Snapshot), compute: l.Compute,
 			beside: l.Beside, waited: l.Waited, pause: l.Pause, assist: l.Assist, gcs: l.GCs, alloc: l.Alloc, found: l.Snapshot != nil,
 			input: l.Input, compile: l.Compile, merge: l.Merge, whole: l.Whole})
-	}
+	})
 	return out
+}
+
+// passEnd is what every pass line says of its pass: when it ended and
+// how long it took.
+type passEnd struct {
+	Time  time.Time     `json:"time"`
+	Total time.Duration `json:"total"`
+}
+
+// forPassLines calls each with every "update" line of a pass with ops in
+// log (--log-format json), in order, decoded into a T.
+func forPassLines[T any](log string, each func(T)) {
+	sc := bufio.NewScanner(strings.NewReader(log))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var head struct {
+			Msg string `json:"msg"`
+			Ops int    `json:"ops"`
+		}
+		if json.Unmarshal(sc.Bytes(), &head) != nil || head.Msg != "update" || head.Ops == 0 {
+			continue
+		}
+		var l T
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			each(l)
+		}
+	}
 }
 
 func deref(d *time.Duration) time.Duration {

@@ -128,12 +128,7 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 	}
 	mem := procMem(ctl.Process.Pid)
 	saveHeapProfile(b, pprofAddr, name, several)
-	mib := func(kib int64) float64 { return float64(kib) / 1024 }
-	b.Logf("%s: the controller's peak RSS as it rose (from its start; its log's last line then):\n%s", name, rises())
-	suffix := ""
-	if several {
-		suffix = "-" + name
-	}
+	suffix := logRises(b, name, several, rises)
 	b.ReportMetric(mib(mem["VmHWM"]), "ctl-peak-MiB"+suffix)
 	b.ReportMetric(mib(anonPeak()), "ctl-anon-peak-MiB"+suffix)
 	b.ReportMetric(mib(mem["RssFile"]), "ctl-file-MiB"+suffix)
@@ -187,6 +182,20 @@ func untilServicesServed(statsSocket string, n int, timeout time.Duration) (time
 	}
 	return time.Time{}, fmt.Errorf("%d of %d Services served after %s", got, n, timeout)
 }
+
+// logRises logs how the controller's peak RSS rose in run name (rises:
+// watchPeak's) and returns the suffix of the run's metrics: "-name" when
+// there are several runs, else none.
+func logRises(b *testing.B, name string, several bool, rises func() string) string {
+	b.Logf("%s: the controller's peak RSS as it rose (from its start; its log's last line then):\n%s", name, rises())
+	if several {
+		return "-" + name
+	}
+	return ""
+}
+
+// mib is kib KiB in MiB.
+func mib(kib int64) float64 { return float64(kib) / 1024 }
 
 // saveHeapProfile writes the heap profile of the controller serving
 // pprof at addr to HKS_BENCH_HEAPPROFILE (.name when several runs).

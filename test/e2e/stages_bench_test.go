@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -84,29 +82,21 @@ type pass struct {
 // runtimePasses are the passes with ops in log (--log-format json).
 func runtimePasses(log string) []pass {
 	var out []pass
-	sc := bufio.NewScanner(strings.NewReader(log))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var l struct {
-			Time    time.Time      `json:"time"`
-			Msg     string         `json:"msg"`
-			Ops     int            `json:"ops"`
-			Total   time.Duration  `json:"total"`
-			Parse   time.Duration  `json:"parse"`
-			Apply   *time.Duration `json:"apply"`
-			Write   time.Duration  `json:"write"`
-			Runtime time.Duration  `json:"runtime"`
-			Status  time.Duration  `json:"status"`
-		}
-		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Msg != "update" || l.Ops == 0 {
-			continue
-		}
+	type line struct {
+		passEnd
+		Parse   time.Duration  `json:"parse"`
+		Apply   *time.Duration `json:"apply"`
+		Write   time.Duration  `json:"write"`
+		Runtime time.Duration  `json:"runtime"`
+		Status  time.Duration  `json:"status"`
+	}
+	forPassLines(log, func(l line) {
 		p := pass{start: l.Time.Add(-l.Total), end: l.Time, compute: l.Parse, write: l.Write, runtime: l.Runtime, status: l.Status}
 		if l.Apply != nil {
 			p.parts, p.driver = true, *l.Apply-l.Write-l.Runtime
 		}
 		out = append(out, p)
-	}
+	})
 	return out
 }
 

@@ -153,7 +153,7 @@ func (d *Driver) holdNodes(prev model.Layout) {
 	}
 	copied := false
 	for i, sl := range slots {
-		h := held[sl.Name] && !sl.Used
+		h := held[model.SlotName(i)] && !sl.Used
 		if sl.Held == h {
 			continue
 		}

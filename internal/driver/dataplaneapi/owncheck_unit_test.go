@@ -94,8 +94,8 @@ func TestOwnCheckFields(t *testing.T) {
 			layout, _ := plan.Assign(cfg, nil, false)
 			if tc.olderChecked {
 				sec := &section{base: Object{"name": name, "adv_check": "httpchk", "httpchk_params": map[string]any{"method": "GET", "uri": "/healthz"}, "http_check_list": expect200}}
-				for _, sl := range layout[name] {
-					sec.children = append(sec.children, Object{"name": sl.Name, "address": freeAddr, "port": int64(freePort), "maintenance": "enabled",
+				for i := range layout[name] {
+					sec.children = append(sec.children, Object{"name": model.SlotName(i), "address": freeAddr, "port": int64(freePort), "maintenance": "enabled",
 						"check": "enabled", "inter": int64(1000), "rise": int64(2), "fall": int64(2), "health_check_port": int64(10256)})
 				}
 				have.backends[name] = sec

@@ -80,7 +80,7 @@ func layoutOf(sec *section, portless bool) []model.Slot {
 		if !ok {
 			return slots
 		}
-		sl := model.Slot{Name: model.SlotName(i), Used: c["maintenance"] != "enabled", Track: trackOf(c)}
+		sl := model.Slot{Used: c["maintenance"] != "enabled", Track: trackOf(c)}
 		addr, _ := c["address"].(string)
 		port, hasPort := toInt(c["port"])
 		okPort, free := port > 0 && port < 65536, addr == freeAddr && port == freePort
@@ -167,15 +167,16 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 			d.backendCheck(base, b.Check, loose)
 		}
 		sec := &section{base: base}
-		for _, sl := range layout[b.Name] {
+		for i, sl := range layout[b.Name] {
+			name := model.SlotName(i)
 			var o Object
 			if h != nil {
-				if old, _ := h.child(sl.Name); old != nil {
+				if old, _ := h.child(name); old != nil {
 					o = maps.Clone(old)
 				}
 			}
 			if o == nil {
-				o = Object{"name": sl.Name}
+				o = Object{"name": name}
 			}
 			setOrDelete(o, "track", model.NodesBackend+"/"+model.SlotName(int(sl.Track)-1), sl.Track != 0)
 			if d.opts.Seed == "" && b.Name != model.NodesBackend {
@@ -186,7 +187,7 @@ func (d *Driver) target(have, prev *state, cfg model.Config, layout model.Layout
 				setAddr(o, b.Name, sl.Server.Addr.String(), sl.Server.Port)
 				delete(o, "maintenance")
 				if sl.Server.Drain {
-					drain[b.Name+"/"+sl.Name] = true
+					drain[b.Name+"/"+name] = true
 				}
 			default:
 				o["maintenance"] = "enabled"

@@ -138,7 +138,7 @@ func (d *HAProxy) addBackends(ctx context.Context, cfg model.Config, layout mode
 		// first: added from the last slot to the first, they read in
 		// slot order, as plan.RuntimeBuilder wants them.
 		for i := len(slots) - 1; i >= 0; i-- {
-			nb.Servers = append(nb.Servers, haproxy.NewServer{Name: slots[i].Name, Addr: freeSlot, Options: opts, Disabled: true})
+			nb.Servers = append(nb.Servers, haproxy.NewServer{Name: model.SlotName(i), Addr: freeSlot, Options: opts, Disabled: true})
 		}
 		cmds = append(cmds, nb.Commands()...)
 		added = append(added, be.Name)

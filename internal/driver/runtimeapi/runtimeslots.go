@@ -66,7 +66,7 @@ func (d *HAProxy) restoreAbsent(path, hash string) {
 			continue
 		}
 		for i := len(cur); i < n; i++ {
-			cur = append(cur, model.Slot{Name: model.SlotName(i)})
+			cur = append(cur, model.Slot{})
 		}
 		d.layout[be] = cur
 		d.actual.WithAbsent(be, n)
@@ -125,7 +125,7 @@ func (d *HAProxy) createFreeSpares(ctx context.Context, cfg model.Config, layout
 		}
 		st := d.actual[be.Name]
 		for i := plan.Present(st); i < len(st) && i < len(slots) && len(ops) < maxEagerSlots; i++ {
-			ops = append(ops, plan.Op{Kind: plan.Create, Backend: be.Name, Slot: slots[i].Name, Server: free})
+			ops = append(ops, plan.Op{Kind: plan.Create, Backend: be.Name, Slot: model.SlotName(i), Server: free})
 		}
 	}
 	if len(ops) == 0 {

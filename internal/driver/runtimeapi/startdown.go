@@ -66,14 +66,15 @@ func (s *startDown) write(w io.Writer) error {
 		if !s.checked(be) {
 			continue
 		}
-		for _, sl := range slots {
-			if sl.WantMaint() || s.kept[be][sl.Name] || !sl.Server.Addr.IsValid() {
+		for i, sl := range slots {
+			name := model.SlotName(i)
+			if sl.WantMaint() || s.kept[be][name] || !sl.Server.Addr.IsValid() {
 				continue
 			}
 			b = append(b[:0], "0 "...)
 			b = append(b, be...)
 			b = append(b, " 0 "...)
-			b = append(b, sl.Name...)
+			b = append(b, name...)
 			b = append(b, ' ')
 			b = sl.Server.Addr.AppendTo(b)
 			b = append(b, " 0 0 1 1 0 1 0 0 6 0 0 0 - "...)

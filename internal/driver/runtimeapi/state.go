@@ -7,6 +7,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
 
 // keepUnchanged is the filter of "show servers state" lines (format 1) that
@@ -81,19 +82,10 @@ func keeps(next model.Layout, be, srv, addr, port, scratch []byte) bool {
 	return bytes.Equal(strconv.AppendUint(scratch, uint64(sl.Server.Port), 10), port)
 }
 
-// findSlot returns the slot named name. Slot i is normally named
-// model.SlotName(i), which is tried first so that a backend of many slots
-// is not scanned for each of its lines.
+// findSlot returns the slot named name: slot i is named model.SlotName(i).
 func findSlot(slots []model.Slot, name []byte) *model.Slot {
-	if len(name) > 1 && name[0] == 's' {
-		if n, err := strconv.Atoi(string(name[1:])); err == nil && n >= 1 && n <= len(slots) && slots[n-1].Name == string(name) {
-			return &slots[n-1]
-		}
-	}
-	for i := range slots {
-		if slots[i].Name == string(name) {
-			return &slots[i]
-		}
+	if i, ok := plan.SlotIndex(string(name)); ok && i < len(slots) {
+		return &slots[i]
 	}
 	return nil
 }

@@ -212,12 +212,12 @@ func TestVerifyCorrectsDrift(t *testing.T) {
 	slots := l.d.layout["be_2"]
 	l.d.mu.Unlock()
 	usedSlot, freeSlot := "", ""
-	for _, sl := range slots {
+	for i, sl := range slots {
 		switch {
 		case sl.Used && usedSlot == "":
-			usedSlot = sl.Name
+			usedSlot = model.SlotName(i)
 		case !sl.Used && freeSlot == "":
-			freeSlot = sl.Name
+			freeSlot = model.SlotName(i)
 		}
 	}
 	tests := []struct {
