@@ -172,6 +172,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	if peers {
 		w("\tlocalpeer", LocalPeer)
 	}
+	if ExtAuthLoaded(cfg, opts) {
+		w("\tlua-load", ExtAuthLuaFile(opts.ACLDir)) // extauth.go
+	}
 	if !skeleton {
 		w("\tdescription", DescriptionPrefix+hash)
 	}
