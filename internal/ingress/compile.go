@@ -71,6 +71,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.set.access.auth = u.set.auth.auth
+	u.set.access.ext = u.set.auth.ext.model()       // extauth.go
 	respHeaders, why := w.customHeaders(ing, event) // customheaders.go
 	if why != "" {
 		return nil, why
