@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,4 +120,26 @@ func (a *extAuthAnnotations) model() *model.ExtAuth {
 		m = "GET"
 	}
 	return &model.ExtAuth{Method: m, URL: a.url, Headers: a.headers, SignIn: a.signin}
+}
+
+// clusterWarning says why a's auth URL may not be reached ("" when
+// nothing does): HAProxy resolves its host with its own resolvers (the
+// nameservers of its host's resolv.conf), where a cluster Service name
+// (NAME.NAMESPACE.svc, .svc.cluster.local) resolves only when that is the
+// cluster's DNS. Requests are then answered 500 (fail closed).
+func clusterWarning(a *model.ExtAuth) string {
+	if a == nil {
+		return ""
+	}
+	p, err := url.Parse(a.URL)
+	if err != nil {
+		return ""
+	}
+	h := strings.TrimSuffix(strings.ToLower(p.Hostname()), ".")
+	if !strings.HasSuffix(h, ".svc") && !strings.Contains(h, ".svc.") {
+		return ""
+	}
+	return "auth-url host " + strconv.Quote(h) + " is a cluster Service name: HAProxy resolves it with the nameservers of its own host " +
+		"(resolv.conf), not through the cluster; unless those answer for the cluster, every request is answered 500. " +
+		"Name an address or a host HAProxy's resolvers know"
 }

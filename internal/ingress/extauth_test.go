@@ -47,3 +47,25 @@ func TestExtAuthAnnotations(t *testing.T) {
 		}
 	}
 }
+
+func TestExtAuthClusterWarning(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		warn bool
+	}{
+		{"http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth", true},
+		{"http://oauth2-proxy.auth.svc/oauth2/auth", true},
+		{"https://AUTH.NS.SVC.cluster.example./x", true},
+		{"http://10.0.0.1/auth", false},
+		{"https://auth.example.com/check", false},
+		{"http://svc.example.com/check", false},
+	} {
+		got := clusterWarning(&model.ExtAuth{Method: "GET", URL: tc.url})
+		if (got != "") != tc.warn {
+			t.Errorf("%s: warning %q, want one: %v", tc.url, got, tc.warn)
+		}
+	}
+	if clusterWarning(nil) != "" {
+		t.Error("a warning without external authentication")
+	}
+}
