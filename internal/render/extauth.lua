@@ -82,9 +82,13 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
     return
   end
   if status == 401 and signin ~= "" then
-    local sep = "?"
-    if signin:find("?", 1, true) then sep = "&" end
-    return answer(txn, 302, { ["location"] = signin .. sep .. "rd=" .. escape(original) })
+    local to = signin
+    if not (signin:find("?rd=", 1, true) or signin:find("&rd=", 1, true)) then
+      local sep = "?"
+      if signin:find("?", 1, true) then sep = "&" end
+      to = signin .. sep .. "rd=" .. escape(original)
+    end
+    return answer(txn, 302, { ["location"] = to })
   end
   if status == 401 or status == 403 then
     local h = {}
