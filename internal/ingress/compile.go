@@ -103,6 +103,13 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return n
 	}
 	resolve := func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, v) }
+	if ext := u.set.access.ext; ext != nil { // extauth.go
+		if b, why := authService(ext.URL, ing.Namespace); b != nil {
+			ext.Backend = resolveAs(b, "annotation "+NginxPrefix+"auth-url", variant{})
+		} else if why != "" {
+			event("AuthURLClusterService", why)
+		}
+	}
 	if s.passthrough { // passthrough.go
 		var why string
 		u.pass, why = passRoutes(ing, s, func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, variant{tcp: true}) })

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	netv1 "k8s.io/api/networking/v1"
+
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
@@ -122,24 +124,40 @@ func (a *extAuthAnnotations) model() *model.ExtAuth {
 	return &model.ExtAuth{Method: m, URL: a.url, Headers: a.headers, SignIn: a.signin}
 }
 
-// clusterWarning says why a's auth URL may not be reached ("" when
-// nothing does): HAProxy resolves its host with its own resolvers (the
-// nameservers of its host's resolv.conf), where a cluster Service name
-// (NAME.NAMESPACE.svc, .svc.cluster.local) resolves only when that is the
-// cluster's DNS. Requests are then answered 500 (fail closed).
-func clusterWarning(a *model.ExtAuth) string {
-	if a == nil {
-		return ""
-	}
-	p, err := url.Parse(a.URL)
+// authService is the Service an auth URL names (nil when it names
+// none): http://NAME.NAMESPACE.svc[.cluster.local][:PORT]/... of the
+// Ingress's own namespace ns, reached through HAProxy's own backend of
+// it (port 80 when none is given). why says why such a host is not
+// served that way: another namespace, or https (HAProxy then resolves it
+// with its own resolvers, the nameservers of its host's resolv.conf,
+// which answer for the cluster only if they are its DNS; requests are
+// answered 500 when it does not resolve).
+func authService(u, ns string) (b *netv1.IngressBackend, why string) {
+	p, err := url.Parse(u)
 	if err != nil {
-		return ""
+		return nil, ""
 	}
 	h := strings.TrimSuffix(strings.ToLower(p.Hostname()), ".")
-	if !strings.HasSuffix(h, ".svc") && !strings.Contains(h, ".svc.") {
-		return ""
+	h, ok := strings.CutSuffix(h, ".svc.cluster.local")
+	if !ok {
+		if h, ok = strings.CutSuffix(h, ".svc"); !ok {
+			return nil, ""
+		}
 	}
-	return "auth-url host " + strconv.Quote(h) + " is a cluster Service name: HAProxy resolves it with the nameservers of its own host " +
-		"(resolv.conf), not through the cluster; unless those answer for the cluster, every request is answered 500. " +
-		"Name an address or a host HAProxy's resolvers know"
+	name, sns, ok := strings.Cut(h, ".")
+	port := 80
+	if pt := p.Port(); pt != "" {
+		port, _ = strconv.Atoi(pt) // checked by model.ExtAuthURLProblem
+	}
+	const dns = ": HAProxy resolves it with the nameservers of its own host (resolv.conf), not through the cluster; " +
+		"unless those answer for the cluster, every request is answered 500"
+	switch {
+	case !ok || name == "" || strings.Contains(sns, "."):
+		return nil, "auth-url host " + strconv.Quote(p.Hostname()) + " is not NAME.NAMESPACE.svc" + dns
+	case sns != ns:
+		return nil, "auth-url names a Service of namespace " + strconv.Quote(sns) + ", not the Ingress's own" + dns
+	case p.Scheme != "http":
+		return nil, "auth-url names a Service over https, which is not sent through HAProxy's backends yet" + dns
+	}
+	return &netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: name, Port: netv1.ServiceBackendPort{Number: int32(port)}}}, ""
 }

@@ -48,24 +48,32 @@ func TestExtAuthAnnotations(t *testing.T) {
 	}
 }
 
-func TestExtAuthClusterWarning(t *testing.T) {
+func TestAuthService(t *testing.T) {
 	for _, tc := range []struct {
-		url  string
-		warn bool
+		url, svc string
+		port     int32
+		warn     bool
 	}{
-		{"http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth", true},
-		{"http://oauth2-proxy.auth.svc/oauth2/auth", true},
-		{"https://AUTH.NS.SVC.cluster.example./x", true},
-		{"http://10.0.0.1/auth", false},
-		{"https://auth.example.com/check", false},
-		{"http://svc.example.com/check", false},
+		{"http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", 4180, false},
+		{"http://auth.default.svc/check", "auth", 80, false},
+		{"http://AUTH.default.SVC./check", "auth", 80, false},
+		{"http://auth.other.svc/check", "", 0, true},
+		{"https://auth.default.svc/check", "", 0, true},
+		{"http://default.svc/check", "", 0, true},
+		{"http://a.b.default.svc/check", "", 0, true},
+		{"http://10.0.0.1/auth", "", 0, false},
+		{"https://auth.example.com/check", "", 0, false},
+		{"http://svc.example.com/check", "", 0, false},
 	} {
-		got := clusterWarning(&model.ExtAuth{Method: "GET", URL: tc.url})
-		if (got != "") != tc.warn {
-			t.Errorf("%s: warning %q, want one: %v", tc.url, got, tc.warn)
+		b, why := authService(tc.url, "default")
+		if (why != "") != tc.warn {
+			t.Errorf("%s: warning %q, want one: %v", tc.url, why, tc.warn)
 		}
-	}
-	if clusterWarning(nil) != "" {
-		t.Error("a warning without external authentication")
+		switch {
+		case tc.svc == "" && b != nil:
+			t.Errorf("%s: Service %+v, want none", tc.url, b.Service)
+		case tc.svc != "" && (b == nil || b.Service.Name != tc.svc || b.Service.Port.Number != tc.port):
+			t.Errorf("%s: %+v, want %s:%d", tc.url, b, tc.svc, tc.port)
+		}
 	}
 }

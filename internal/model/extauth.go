@@ -29,6 +29,11 @@ type ExtAuth struct {
 	// SignIn, when set, is where a 401 is redirected (302), with rd= the
 	// original URL (ExtAuthURLProblem too).
 	SignIn string
+	// Backend, when set, is the HAProxy backend of the cluster Service
+	// URL names (ValidBackendName): the request goes through HAProxy's
+	// internal frontend (render/extauth.go) to that backend's servers,
+	// with no DNS. "": to URL's host, as HAProxy resolves it.
+	Backend string
 }
 
 // ExtAuthMethods are the methods an ExtAuth may use (those the Lua
@@ -116,14 +121,28 @@ func ValidExtAuth(a *ExtAuth) bool {
 			return false
 		}
 	}
+	return a.Backend == "" || ValidBackendName(a.Backend)
+}
+
+// ValidBackendName reports whether n may name a backend: what Name
+// writes (lower-case letters, digits, '-' and '_'), at most MaxNameLen.
+func ValidBackendName(n string) bool {
+	if n == "" || len(n) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !NameByte(c) && c != '_' {
+			return false
+		}
+	}
 	return true
 }
 
 // Spec is a's settings as the Lua action reads them (render/extauth.lua):
-// four lines, the method, the URL, the headers passed on (comma
-// separated) and the sign-in URL.
+// five lines, the method, the URL, the headers passed on (comma
+// separated), the sign-in URL and the backend.
 func (a *ExtAuth) Spec() string {
-	return a.Method + "\n" + a.URL + "\n" + strings.Join(a.Headers, ",") + "\n" + a.SignIn
+	return a.Method + "\n" + a.URL + "\n" + strings.Join(a.Headers, ",") + "\n" + a.SignIn + "\n" + a.Backend
 }
 
 // extAuthEqual reports whether two settings are the same.
@@ -131,5 +150,5 @@ func extAuthEqual(a, b *ExtAuth) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Method == b.Method && a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.SignIn == b.SignIn
+	return a.Method == b.Method && a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.SignIn == b.SignIn && a.Backend == b.Backend
 }

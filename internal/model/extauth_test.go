@@ -53,6 +53,8 @@ func TestValidExtAuth(t *testing.T) {
 		{"bad sign-in", func(a *ExtAuth) { a.SignIn = "https://a.example/x y" }, false},
 		{"header with a comma", func(a *ExtAuth) { a.Headers = []string{"x-a,x-b"} }, false},
 		{"header in capitals", func(a *ExtAuth) { a.Headers = []string{"X-User"} }, false},
+		{"a backend", func(a *ExtAuth) { a.Backend = "ing_default_auth_80" }, true},
+		{"a backend that is no name", func(a *ExtAuth) { a.Backend = "ing default" }, false},
 	} {
 		a := ok
 		a.Headers = append([]string(nil), ok.Headers...)
@@ -64,7 +66,7 @@ func TestValidExtAuth(t *testing.T) {
 	if ValidExtAuth(nil) {
 		t.Error("ValidExtAuth(nil) = true")
 	}
-	if got, want := ok.Spec(), "GET\nhttp://a.example/auth\nx-user\nhttps://login.example/"; got != want {
+	if got, want := ok.Spec(), "GET\nhttp://a.example/auth\nx-user\nhttps://login.example/\n"; got != want {
 		t.Errorf("Spec = %q, want %q", got, want)
 	}
 }

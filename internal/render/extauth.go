@@ -27,6 +27,47 @@ var ExtAuthLua []byte
 // ExtAuthLuaFile is the Lua file's path in the map directory dir.
 func ExtAuthLuaFile(dir string) string { return dir + "/extauth.lua" }
 
+// ExtAuthFrontend is the internal frontend that sends the Lua action's
+// requests for a cluster Service (model.ExtAuth.Backend) to its backend,
+// named by the header ExtAuthHeader the Lua action sets; it listens on a
+// unix socket beside the Lua file (ExtAuthSocket), which only processes
+// of the host reach, so no client names a backend.
+const (
+	ExtAuthFrontend = "_extauth"
+	ExtAuthHeader   = "x-hks-auth-backend"
+)
+
+// ExtAuthSocket is the internal frontend's socket in dir ("" when the
+// path is too long for a unix socket: such requests are then answered
+// 500 by the Lua action, which cannot connect).
+func ExtAuthSocket(dir string) string {
+	if p := dir + "/extauth.sock"; len(p) <= maxUnixPath {
+		return p
+	}
+	return ""
+}
+
+// maxUnixPath is the longest unix socket path written (Linux's sun_path
+// holds 108 bytes; HAProxy's reload renames it with a suffix).
+const maxUnixPath = 90
+
+// writeExtAuthFrontend writes the internal frontend when the Lua file is
+// loaded.
+func writeExtAuthFrontend(w func(...string), cfg model.Config, opts Options) {
+	sock := ExtAuthSocket(opts.ACLDir)
+	if sock == "" || !ExtAuthLoaded(cfg, opts) {
+		return
+	}
+	w("")
+	w("frontend", ExtAuthFrontend)
+	w("	mode http")
+	w("	bind unix@" + sock + " mode 600")
+	w("	timeout client 10s")
+	w("	http-request set-var(txn.eb) req.hdr(" + ExtAuthHeader + ")")
+	w("	http-request del-header " + ExtAuthHeader)
+	w("	use_backend %[var(txn.eb)] if { var(txn.eb) -m found }")
+}
+
 // ExtAuthLoaded reports whether the config rendered from cfg with opts
 // loads the Lua file: some HTTP frontend writes the access rules and its
 // path is one HAProxy reads.

@@ -2,9 +2,14 @@
 -- Written by the controller beside haproxy.cfg and loaded by lua-load; the
 -- frontend's fixed rules run the action hks_auth only for a request whose
 -- route has external authentication, with txn.ax holding the route's
--- settings (map data, checked by the controller), four lines:
+-- settings (map data, checked by the controller), five lines:
 --   METHOD, the auth URL, the response headers to pass on (comma
---   separated, may be empty), the sign-in URL (may be empty).
+--   separated, may be empty), the sign-in URL (may be empty), the HAProxy
+--   backend of the cluster Service the URL names (may be empty: the URL's
+--   host as HAProxy resolves it). With a backend, the request goes to the
+--   internal frontend _extauth on the unix socket extauth.sock beside
+--   this file, which sends it to that backend.
+
 -- The auth server is asked with the request's headers (not its body).
 -- 2xx: the request goes on, with the named response headers replacing
 -- any the client sent; 401 and 403 are answered (401 with a sign-in URL:
@@ -15,7 +20,12 @@ local skip = {
   ["host"] = true, ["content-length"] = true, ["transfer-encoding"] = true,
   ["connection"] = true, ["keep-alive"] = true, ["proxy-connection"] = true,
   ["te"] = true, ["upgrade"] = true, ["expect"] = true, ["trailer"] = true,
+  ["x-hks-auth-backend"] = true,
 }
+
+-- the internal frontend's socket, beside this file
+local here = (debug.getinfo(1, "S").source or ""):match("^@(.*)/[^/]*$")
+local socket = here and ("unix@" .. here .. "/extauth.sock")
 
 local methods = { GET = "get", HEAD = "head", POST = "post", PUT = "put", DELETE = "delete" }
 
@@ -37,6 +47,7 @@ end
 core.register_action("hks_auth", { "http-req" }, function(txn)
   local l = lines(txn:get_var("txn.ax") or "")
   local method, url, pass, signin = methods[l[1] or ""], l[2] or "", l[3] or "", l[4] or ""
+  local backend = l[5] or ""
   local authority = url:match("^https?://([^/]+)")
   if method == nil or authority == nil then
     return answer(txn, 500)
@@ -64,8 +75,14 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
   headers["x-real-ip"] = { tostring(txn.f:src()) }
   headers["x-sent-from"] = { "haproxy-k8s-sync" }
 
+  local req = { url = url, headers = headers, timeout = 5000 }
+  if backend ~= "" then
+    if socket == nil then return answer(txn, 500) end
+    req.dst = socket
+    headers["x-hks-auth-backend"] = { backend }
+  end
   local hc = core.httpclient()
-  local ok, res = pcall(hc[method], hc, { url = url, headers = headers, timeout = 5000 })
+  local ok, res = pcall(hc[method], hc, req)
   local status = 0
   if ok and res ~= nil and res.status ~= nil then status = res.status end
 

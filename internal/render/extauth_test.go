@@ -18,8 +18,8 @@ func TestExtAuthEntries(t *testing.T) {
 		want string // the decoded value; "" for no entry
 	}{
 		{"none", nil, ""},
-		{"valid", &model.ExtAuth{Method: "GET", URL: "http://a.example/x", Headers: []string{"x-a", "x-b"}}, "GET\nhttp://a.example/x\nx-a,x-b\n"},
-		{"with sign-in", &model.ExtAuth{Method: "HEAD", URL: "http://a.example/x", SignIn: "https://s.example/?a=b"}, "HEAD\nhttp://a.example/x\n\nhttps://s.example/?a=b"},
+		{"valid", &model.ExtAuth{Method: "GET", URL: "http://a.example/x", Headers: []string{"x-a", "x-b"}}, "GET\nhttp://a.example/x\nx-a,x-b\n\n"},
+		{"with sign-in", &model.ExtAuth{Method: "HEAD", URL: "http://a.example/x", SignIn: "https://s.example/?a=b"}, "HEAD\nhttp://a.example/x\n\nhttps://s.example/?a=b\n"},
 		{"a URL that is not valid", &model.ExtAuth{Method: "GET", URL: "http://a.example/x\nglobal"}, "-"},
 		{"a method that is not valid", &model.ExtAuth{Method: "GET\n", URL: "http://a.example/x"}, "-"},
 	} {

@@ -31,6 +31,7 @@ func httpAccess() model.Config {
 			{PathType: model.PathPrefix, Path: "/public", Action: 2},
 			{PathType: model.PathPrefix, Path: "/same", Action: 3},
 			{PathType: model.PathPrefix, Path: "/asked", Action: 4},
+			{PathType: model.PathPrefix, Path: "/service", Action: 5},
 			{PathType: model.PathPrefix, Path: "/", Action: 0},
 		}}},
 		Actions: []model.HTTPAction{
@@ -44,6 +45,9 @@ func httpAccess() model.Config {
 			// External authentication (extauth.go).
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
 				Access: &model.HTTPAccess{ExtAuth: &model.ExtAuth{Method: "GET", URL: "http://auth.example.com:8080/check?a=1", Headers: []string{"x-email", "x-user"}, SignIn: "https://login.example.com/start"}}},
+			// ... of a cluster Service, through the internal frontend.
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
+				Access: &model.HTTPAccess{ExtAuth: &model.ExtAuth{Method: "GET", URL: "http://auth.default.svc/check", Backend: "gwh_default_a_80"}}},
 		}}
 	cfg.Frontends[0].HTTP = h
 	return cfg

@@ -51,7 +51,9 @@ func askThrough(port int, host, path, token string) (authAnswer, error) {
 // client's own X-User replaced), 401 (with its WWW-Authenticate) and 403
 // reach the client, 401 with auth-signin redirects there with rd= the
 // original URL, any other answer and an auth server that refuses
-// connections are 500; an Ingress without auth-url never asks. auth-url
+// connections are 500; an Ingress without auth-url never asks. An
+// auth-url naming a cluster Service (NAME.NS.svc.cluster.local) is asked
+// through HAProxy's own backend of that Service. auth-url
 // added, changed and removed on a running controller: 0 reloads. A
 // malformed auth-url: an Event, the last good configuration kept.
 func TestIngressExtAuth(t *testing.T) {
@@ -93,7 +95,11 @@ func TestIngressExtAuth(t *testing.T) {
 		ingressOf("guarded", "guarded.example.com", guarded, prefix("/", "web")),
 		ingressOf("signin", "signin.example.com", map[string]string{n + "auth-url": authURL, n + "auth-signin": "https://login.example.com/start"}, prefix("/", "web")),
 		ingressOf("down", "down.example.com", map[string]string{n + "auth-url": "http://" + podAddrs[1] + ":9001/auth"}, prefix("/", "web")),
+		// A cluster Service, reached through HAProxy's own backend of it.
+		ingressOf("svc", "svc.example.com", map[string]string{n + "auth-url": "http://authsvc." + ns + ".svc.cluster.local/auth",
+			n + "auth-response-headers": "X-User"}, prefix("/", "web")),
 	)
+	g.podsService("authsvc", 9000, podAddrs[1])
 	g.start()
 	want := func(host, path, token string, code int, check func(a authAnswer) error) func() error {
 		return func() error {
@@ -139,6 +145,9 @@ func TestIngressExtAuth(t *testing.T) {
 		}),
 		want("signin.example.com", "/", "ok", 200, body("user=mallory")), // no auth-response-headers: the client's own
 		want("down.example.com", "/", "ok", 500, nil),
+		want("svc.example.com", "/", "ok", 200, body("user=alice token=ok")),
+		want("svc.example.com", "/", "no", 403, nil),
+		want("svc.example.com", "/", "", 401, nil),
 	)
 	if o, _ := origin.Load().(string); !strings.HasPrefix(o, "http://signin.example.com/") && !strings.HasPrefix(o, "http://guarded.example.com/") {
 		t.Errorf("the auth server's last X-Original-URL %q", o)
