@@ -48,14 +48,23 @@ func TestExtAuthLoaded(t *testing.T) {
 	cfg := httpAccess()
 	o := opts
 	o.ACLDir = goldenACLDir
-	if !ExtAuthLoaded(cfg, o) || !strings.Contains(string(Config(cfg, nil, o)), "\tlua-load "+goldenACLDir+"/extauth.lua\n") {
+	text := string(Config(cfg, nil, o))
+	if !ExtAuthLoaded(cfg, o) || !strings.Contains(text, "\tlua-load "+goldenACLDir+"/extauth.lua\n") {
 		t.Error("a frontend with access: no lua-load")
+	}
+	if !strings.Contains(text, "frontend _extauth\n\tmode http\n\tbind unix@"+goldenACLDir+"/extauth.sock mode 600\n") {
+		t.Error("a frontend with access: no internal frontend on the socket")
+	}
+	long := o
+	long.ACLDir = "/var/lib/" + strings.Repeat("d", 80)
+	if ExtAuthSocket(long.ACLDir) != "" || strings.Contains(string(Config(cfg, nil, long)), "frontend _extauth") {
+		t.Error("a socket path too long for a unix socket written")
 	}
 	for i := range cfg.Frontends[0].HTTP.Actions {
 		cfg.Frontends[0].HTTP.Actions[i].Access = nil
 	}
-	if ExtAuthLoaded(cfg, o) || strings.Contains(string(Config(cfg, nil, o)), "lua-load") {
-		t.Error("no frontend with access: lua-load written")
+	if text := string(Config(cfg, nil, o)); ExtAuthLoaded(cfg, o) || strings.Contains(text, "lua-load") || strings.Contains(text, "_extauth") {
+		t.Error("no frontend with access: lua-load or the internal frontend written")
 	}
 	var b strings.Builder
 	writeExtAuth(func(p ...string) { b.WriteString(strings.Join(p, " ") + "\n") }, "m", false)
