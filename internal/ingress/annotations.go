@@ -38,13 +38,17 @@ var (
 		NginxPrefix + "affinity-mode",
 		NginxPrefix + "allowlist-source-range", // access.go
 		NginxPrefix + "app-root",
-		NginxPrefix + "auth-realm", // auth.go
+		NginxPrefix + "auth-method",           // extauth.go
+		NginxPrefix + "auth-realm",            // auth.go
+		NginxPrefix + "auth-response-headers", // extauth.go
 		NginxPrefix + "auth-secret",
 		NginxPrefix + "auth-secret-type",
+		NginxPrefix + "auth-signin",                           // extauth.go
 		NginxPrefix + "auth-tls-pass-certificate-to-upstream", // authtls.go
 		NginxPrefix + "auth-tls-secret",
 		NginxPrefix + "auth-tls-verify-client",
 		NginxPrefix + "auth-type",
+		NginxPrefix + "auth-url",         // extauth.go
 		NginxPrefix + "backend-protocol", // HTTP, HTTPS, GRPC, GRPCS, H2C; AUTO_HTTP, FCGI refuse the Ingress
 		NginxPrefix + "canary",
 		NginxPrefix + "client-body-buffer-size", // access.go: checked; HAProxy streams bodies

@@ -37,7 +37,8 @@ type authAnnotations struct {
 	secret string // the Secret's name (its namespace checked by compileOne)
 	nginx  bool   // the secret named by ingress-nginx's key
 	realm  string
-	auth   *model.BasicAuth // resolved by compileOne
+	auth   *model.BasicAuth   // resolved by compileOne
+	ext    extAuthAnnotations // auth-url and its keys (extauth.go)
 }
 
 // parseAuth reads key (canonical; name without its prefix) into s when it
@@ -72,13 +73,16 @@ func (s *parsed) parseAuth(key, name, val string) (why string, done bool) {
 		}
 		a.realm = val
 	default:
-		return "", false
+		return a.ext.parseExtAuth(key, name, val) // extauth.go
 	}
 	return "", true
 }
 
 // finish checks the keys together ("" or why the Ingress is refused).
 func (a *authAnnotations) finish() string {
+	if why := a.ext.finish(); why != "" {
+		return why
+	}
 	switch {
 	case a.secret != "" && !a.basic:
 		return "annotation " + NginxPrefix + "auth-secret: without auth-type: basic the Ingress would be served open"

@@ -75,6 +75,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.set.access.auth = u.set.auth.auth
+	u.set.access.ext = u.set.auth.ext.model()       // extauth.go
 	respHeaders, why := w.customHeaders(ing, event) // customheaders.go
 	if why != "" {
 		return nil, why
@@ -107,6 +108,13 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return n
 	}
 	resolve := func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, v) }
+	if ext := u.set.access.ext; ext != nil { // extauth.go
+		if b, why := authService(ext.URL, ing.Namespace); b != nil {
+			ext.Backend = resolveAs(b, "annotation "+NginxPrefix+"auth-url", variant{})
+		} else if why != "" {
+			event("AuthURLClusterService", why)
+		}
+	}
 	if s.passthrough { // passthrough.go
 		var why string
 		u.pass, why = passRoutes(ing, s, func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, variant{tcp: true}) })

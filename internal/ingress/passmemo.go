@@ -55,7 +55,8 @@ type passState struct {
 func simple(u *unit) bool {
 	s := &u.set
 	if s.canary.on || s.wwwRedirect || len(s.aliases) > 0 || len(s.redirectFrom) > 0 || u.fallback != "" ||
-		len(u.tls) > 0 || u.client != nil || u.pass != nil || s.auth.basic || s.btls.on {
+		len(u.tls) > 0 || u.client != nil || u.pass != nil || s.auth.basic || s.btls.on ||
+		(s.access.ext != nil && s.access.ext.Backend != "") { // a backend no path names (extauth.go)
 		return false
 	}
 	return !slices.ContainsFunc(u.paths, func(p path) bool {

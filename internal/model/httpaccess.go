@@ -35,6 +35,9 @@ type HTTPAccess struct {
 	// Auth, when set, admits only the requests of its users
 	// (basicauth.go): 401 for the others.
 	Auth *BasicAuth
+	// ExtAuth, when set, asks another server about each request first
+	// (extauth.go): what it answers decides.
+	ExtAuth *ExtAuth
 	// ClientCert passes what the client's certificate says to the
 	// backend in request headers (an Ingress's auth-tls-*, on a frontend
 	// that terminates TLS: render/clientcert.go): ClientCertInfo the
@@ -60,7 +63,7 @@ const LimitWindow = 5
 
 // Empty reports whether a restricts nothing.
 func (a *HTTPAccess) Empty() bool {
-	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && len(a.Exempt) == 0 && a.Auth == nil)
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil)
 }
 
 // HasAccess reports whether the table's access rules are written: some
@@ -77,5 +80,6 @@ func accessEqual(a, b *HTTPAccess) bool {
 	}
 	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
 		a.RPS == b.RPS && a.Conns == b.Conns && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
+		extAuthEqual(a.ExtAuth, b.ExtAuth) &&
 		a.ClientCert == b.ClientCert
 }

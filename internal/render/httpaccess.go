@@ -120,7 +120,8 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 		}
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + s.tag, p.place("r", set)})
 	}
-	authEntries(p, rel, a.Auth) // httpauth.go
+	authEntries(p, rel, a.Auth)    // httpauth.go
+	extAuthEntries(rel, a.ExtAuth) // extauth.go
 }
 
 // RangeKeys are the keys of range r in a ranges map without the set's id:
@@ -166,5 +167,5 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
-	return authKey(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.ClientCert)), a.Auth)
+	return extAuthKey(authKey(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.ClientCert)), a.Auth), a.ExtAuth)
 }

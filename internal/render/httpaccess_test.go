@@ -30,6 +30,8 @@ func httpAccess() model.Config {
 			{PathType: model.PathPrefix, Path: "/office", Action: 1},
 			{PathType: model.PathPrefix, Path: "/public", Action: 2},
 			{PathType: model.PathPrefix, Path: "/same", Action: 3},
+			{PathType: model.PathPrefix, Path: "/asked", Action: 4},
+			{PathType: model.PathPrefix, Path: "/service", Action: 5},
 			{PathType: model.PathPrefix, Path: "/", Action: 0},
 		}}},
 		Actions: []model.HTTPAction{
@@ -40,6 +42,12 @@ func httpAccess() model.Config {
 			// The same allow list as action 1's: one set of entries.
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Auth: &model.BasicAuth{Realm: "same", Users: users}}},
+			// External authentication (extauth.go).
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
+				Access: &model.HTTPAccess{ExtAuth: &model.ExtAuth{Method: "GET", URL: "http://auth.example.com:8080/check?a=1", Headers: []string{"x-email", "x-user"}, SignIn: "https://login.example.com/start"}}},
+			// ... of a cluster Service, through the internal frontend.
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
+				Access: &model.HTTPAccess{ExtAuth: &model.ExtAuth{Method: "GET", URL: "http://auth.default.svc/check", Backend: "gwh_default_a_80"}}},
 		}}
 	cfg.Frontends[0].HTTP = h
 	return cfg
@@ -68,6 +76,15 @@ func TestHTTPAccessStructure(t *testing.T) {
 	}
 	if hash(func(h *model.HTTP) { h.Actions[2].Access.RPS, h.Actions[1].Access.Conns = 0, 7 }) != base {
 		t.Error("a rate or connection limit changed changed the structure")
+	}
+	if hash(func(h *model.HTTP) { h.Actions[4].Access.ExtAuth.URL = "https://other.example/" }) != base {
+		t.Error("an auth URL changed changed the structure")
+	}
+	if hash(func(h *model.HTTP) {
+		h.Actions[4].Access.ExtAuth = nil
+		h.Actions[2].Access.ExtAuth = &model.ExtAuth{Method: "POST", URL: "http://10.0.0.1/"}
+	}) != base {
+		t.Error("external authentication added or removed changed the structure")
 	}
 	if hash(func(h *model.HTTP) {
 		h.Actions[1].Access.Auth.Users = h.Actions[1].Access.Auth.Users[:1]

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -57,11 +56,9 @@ func assertHTTPGolden(t *testing.T, cfg model.Config, cfgFile, mapsFile string) 
 	golden.Assert(t, cfgFile, got)
 	var maps bytes.Buffer
 	dir := t.TempDir()
+	writeHTTPMapFiles(t, dir, cfg.Frontends[0]) // passthrough_test.go
 	m := HTTPMaps(cfg.Frontends[0].HTTP)
 	for _, kind := range HTTPMapKinds {
-		if err := os.WriteFile(HTTPMapFile(dir, cfg.Frontends[0].Name, kind), HTTPMapContent(m[kind]), 0o644); err != nil {
-			t.Fatal(err)
-		}
 		maps.WriteString("# " + HTTPMapFile(goldenACLDir, cfg.Frontends[0].Name, kind) + "\n")
 		maps.Write(HTTPMapContent(m[kind]))
 	}

@@ -112,4 +112,7 @@ func writeHTTPMapFiles(t testing.TB, dir string, f model.Frontend) {
 			t.Fatal(err)
 		}
 	}
+	if err := os.WriteFile(ExtAuthLuaFile(dir), ExtAuthLua, 0o644); err != nil { // lua-load reads it (extauth.go)
+		t.Fatal(err)
+	}
 }

@@ -172,6 +172,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	if peers {
 		w("\tlocalpeer", LocalPeer)
 	}
+	if ExtAuthLoaded(cfg, opts) {
+		w("\tlua-load", ExtAuthLuaFile(opts.ACLDir)) // extauth.go
+	}
 	if !skeleton {
 		w("\tdescription", DescriptionPrefix+hash)
 	}
@@ -187,6 +190,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 	writeDefaults(w, opts)
 	writeMonitor(w, opts)
 	writeStats(w, opts)
+	writeExtAuthFrontend(w, cfg, opts) // extauth.go
 	if opts.TProxy() {
 		writeListener(w, opts)
 	}

@@ -36,5 +36,8 @@ func PatternFiles(cfg model.Config, opts render.Options) map[string][]byte {
 	for _, f := range append(d.aclFiles(cfg), d.routeMapFiles(cfg)...) {
 		out[f.path] = f.body
 	}
+	if path, body, ok := extAuthFile(cfg, opts); ok {
+		out[path] = body
+	}
 	return out
 }

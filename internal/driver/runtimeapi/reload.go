@@ -70,6 +70,9 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	if _, err := d.routeMaps.write(d.opts.Render.ACLDir, maps); err != nil {
 		return err
 	}
+	if err := writeExtAuth(cfg, d.opts.Render); err != nil { // extauth.go
+		return err
+	}
 	certs := certsOf(d.opts.Render, cfg)
 	if err := writeCerts(d.opts.Render.CertDir, certs, d.certs.onDisk()); err != nil {
 		return err

@@ -1,0 +1,163 @@
+package ingress
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	netv1 "k8s.io/api/networking/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+)
+
+// External authentication: ingress-nginx's auth-url with auth-method,
+// auth-response-headers and auth-signin, as a model.ExtAuth on the
+// Ingress's actions (map data: render/extauth.go). Each request is first
+// asked of the URL, with the request's headers; 2xx serves it (the named
+// response headers set on the request), 401 and 403 are answered (401 with
+// auth-signin: a redirect there), anything else 500. A malformed value
+// refuses the Ingress (its last good version keeps serving): served
+// without it, it would be open.
+
+// maxAuthHeaders bounds auth-response-headers.
+const maxAuthHeaders = 32
+
+// extAuthAnnotations are the external authentication keys, checked.
+type extAuthAnnotations struct {
+	url, method, signin string
+	headers             []string
+	given               string // a key given without auth-url
+}
+
+// parseExtAuth reads an external authentication key (name without its
+// prefix, ingress-nginx's only) into a: done is false for the others.
+func (a *extAuthAnnotations) parseExtAuth(key, name, val string) (why string, done bool) {
+	if !strings.HasPrefix(key, NginxPrefix) {
+		return "", false
+	}
+	switch name {
+	case "auth-url":
+		if why := extAuthURLProblem(val); why != "" {
+			return why, true
+		}
+		a.url = val
+	case "auth-method":
+		m := strings.ToUpper(val)
+		if !slices.Contains(model.ExtAuthMethods, m) {
+			return settings.ShowValue(val) + " is not one of " + strings.Join(model.ExtAuthMethods, ", "), true
+		}
+		a.method = m
+	case "auth-response-headers":
+		hs, why := parseAuthHeaders(val)
+		if why != "" {
+			return why, true
+		}
+		a.headers = hs
+	case "auth-signin":
+		if why := extAuthURLProblem(val); why != "" {
+			return why, true
+		}
+		a.signin = val
+	default:
+		return "", false
+	}
+	if name != "auth-url" && a.given == "" {
+		a.given = key
+	}
+	return "", true
+}
+
+// extAuthURLProblem is model.ExtAuthURLProblem, naming nginx's variables,
+// which are not expanded.
+func extAuthURLProblem(u string) string {
+	if strings.Contains(u, "$") {
+		return settings.ShowValue(u) + ": nginx variables ($host, $escaped_request_uri, ...) are not expanded; name the host"
+	}
+	if why := model.ExtAuthURLProblem(u); why != "" {
+		return settings.ShowValue(u) + ": " + why
+	}
+	return ""
+}
+
+// parseAuthHeaders reads a comma separated list of header names: lower
+// case, sorted, each once.
+func parseAuthHeaders(val string) ([]string, string) {
+	var out []string
+	for _, f := range strings.Split(val, ",") {
+		h := strings.ToLower(strings.TrimSpace(f))
+		if h == "" {
+			continue
+		}
+		if !model.ValidHeaderName(h) {
+			return nil, settings.ShowValue(f) + " is not a header name"
+		}
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+		if len(out) > maxAuthHeaders {
+			return nil, "more than " + strconv.Itoa(maxAuthHeaders) + " headers"
+		}
+	}
+	slices.Sort(out)
+	return out, ""
+}
+
+// finish checks the keys together ("" or why the Ingress is refused).
+func (a *extAuthAnnotations) finish() string {
+	if a.url == "" && a.given != "" {
+		return "annotation " + a.given + ": without auth-url there is nobody to ask"
+	}
+	return ""
+}
+
+// model is the Ingress's external authentication (nil without auth-url).
+func (a *extAuthAnnotations) model() *model.ExtAuth {
+	if a.url == "" {
+		return nil
+	}
+	m := a.method
+	if m == "" {
+		m = "GET"
+	}
+	return &model.ExtAuth{Method: m, URL: a.url, Headers: a.headers, SignIn: a.signin}
+}
+
+// authService is the Service an auth URL names (nil when it names
+// none): http://NAME.NAMESPACE.svc[.cluster.local][:PORT]/... of the
+// Ingress's own namespace ns, reached through HAProxy's own backend of
+// it (port 80 when none is given). why says why such a host is not
+// served that way: another namespace, or https (HAProxy then resolves it
+// with its own resolvers, the nameservers of its host's resolv.conf,
+// which answer for the cluster only if they are its DNS; requests are
+// answered 500 when it does not resolve).
+func authService(u, ns string) (b *netv1.IngressBackend, why string) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return nil, ""
+	}
+	h := strings.TrimSuffix(strings.ToLower(p.Hostname()), ".")
+	h, ok := strings.CutSuffix(h, ".svc.cluster.local")
+	if !ok {
+		if h, ok = strings.CutSuffix(h, ".svc"); !ok {
+			return nil, ""
+		}
+	}
+	name, sns, ok := strings.Cut(h, ".")
+	port := 80
+	if pt := p.Port(); pt != "" {
+		port, _ = strconv.Atoi(pt) // checked by model.ExtAuthURLProblem
+	}
+	const dns = ": HAProxy resolves it with the nameservers of its own host (resolv.conf), not through the cluster; " +
+		"unless those answer for the cluster, every request is answered 500"
+	switch {
+	case !ok || name == "" || strings.Contains(sns, "."):
+		return nil, "auth-url host " + strconv.Quote(p.Hostname()) + " is not NAME.NAMESPACE.svc" + dns
+	case sns != ns:
+		return nil, "auth-url names a Service of namespace " + strconv.Quote(sns) + ", not the Ingress's own" + dns
+	case p.Scheme != "http":
+		return nil, "auth-url names a Service over https, which is not sent through HAProxy's backends yet" + dns
+	}
+	return &netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: name, Port: netv1.ServiceBackendPort{Number: int32(port)}}}, ""
+}

@@ -1,0 +1,79 @@
+package ingress
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+func TestExtAuthAnnotations(t *testing.T) {
+	const u = NginxPrefix + "auth-url"
+	for _, tc := range []struct {
+		name    string
+		a       map[string]string
+		want    *model.ExtAuth
+		refused string // a part of why the Ingress is refused
+	}{
+		{"none", map[string]string{}, nil, ""},
+		{"url alone: GET", map[string]string{u: "http://auth.example.com/check"},
+			&model.ExtAuth{Method: "GET", URL: "http://auth.example.com/check"}, ""},
+		{"every key", map[string]string{u: " https://10.0.0.1:8443/a?b=c ", NginxPrefix + "auth-method": "post",
+			NginxPrefix + "auth-response-headers": "X-User, x-email,X-User", NginxPrefix + "auth-signin": "https://login.example/start"},
+			&model.ExtAuth{Method: "POST", URL: "https://10.0.0.1:8443/a?b=c", Headers: []string{"x-email", "x-user"}, SignIn: "https://login.example/start"}, ""},
+		{"an nginx variable", map[string]string{u: "https://$host/oauth2/auth"}, nil, "not expanded"},
+		{"a newline", map[string]string{u: "http://a.example/x\n\tglobal"}, nil, "visible ASCII"},
+		{"another scheme", map[string]string{u: "file:///etc/passwd"}, nil, "http or https"},
+		{"a method we do not have", map[string]string{u: "http://a.example/", NginxPrefix + "auth-method": "PATCH"}, nil, "is not one of"},
+		{"a header that is not a name", map[string]string{u: "http://a.example/", NginxPrefix + "auth-response-headers": "x-a,x b"}, nil, "not a header name"},
+		{"a bad sign-in", map[string]string{u: "http://a.example/", NginxPrefix + "auth-signin": "login"}, nil, "http or https"},
+		{"sign-in without url", map[string]string{NginxPrefix + "auth-signin": "https://login.example/"}, nil, "without auth-url"},
+		{"HAProxy Ingress's auth-url still refused", map[string]string{HAProxyPrefix + "auth-url": "http://a.example/"}, nil, "refused"},
+	} {
+		s, _, refused := parseAnnotations(tc.a)
+		if tc.refused != "" {
+			if !strings.Contains(refused, tc.refused) {
+				t.Errorf("%s: refused %q, want it to say %q", tc.name, refused, tc.refused)
+			}
+			continue
+		}
+		if refused != "" {
+			t.Errorf("%s: refused %q", tc.name, refused)
+			continue
+		}
+		if got := s.auth.ext.model(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestAuthService(t *testing.T) {
+	for _, tc := range []struct {
+		url, svc string
+		port     int32
+		warn     bool
+	}{
+		{"http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", 4180, false},
+		{"http://auth.default.svc/check", "auth", 80, false},
+		{"http://AUTH.default.SVC./check", "auth", 80, false},
+		{"http://auth.other.svc/check", "", 0, true},
+		{"https://auth.default.svc/check", "", 0, true},
+		{"http://default.svc/check", "", 0, true},
+		{"http://a.b.default.svc/check", "", 0, true},
+		{"http://10.0.0.1/auth", "", 0, false},
+		{"https://auth.example.com/check", "", 0, false},
+		{"http://svc.example.com/check", "", 0, false},
+	} {
+		b, why := authService(tc.url, "default")
+		if (why != "") != tc.warn {
+			t.Errorf("%s: warning %q, want one: %v", tc.url, why, tc.warn)
+		}
+		switch {
+		case tc.svc == "" && b != nil:
+			t.Errorf("%s: Service %+v, want none", tc.url, b.Service)
+		case tc.svc != "" && (b == nil || b.Service.Name != tc.svc || b.Service.Port.Number != tc.port):
+			t.Errorf("%s: %+v, want %s:%d", tc.url, b, tc.svc, tc.port)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package model
+
+import (
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// External authentication of an HTTP action (an Ingress's auth-url): each
+// request is first asked of another server, whose answer decides (2xx:
+// served, with some of its response headers passed on; 401 and 403:
+// answered so; anything else: 500). HAProxy asks from Lua (its
+// httpclient: render/extauth.lua), run by a fixed rule for the actions
+// whose map entry names an ExtAuth, so it is map data: adding, changing
+// or removing it reloads nothing.
+
+// ExtAuth is where and how a request is asked about.
+type ExtAuth struct {
+	// Method of the request to URL: one of ExtAuthMethods.
+	Method string
+	// URL is asked (ExtAuthURLProblem: http or https, a host, no user
+	// information or fragment).
+	URL string
+	// Headers of the auth server's 2xx answer set on the request (the
+	// client's own copies removed), ValidHeaderName each (lower case), sorted.
+	Headers []string
+	// SignIn, when set, is where a 401 is redirected (302), with rd= the
+	// original URL (ExtAuthURLProblem too).
+	SignIn string
+	// Backend, when set, is the HAProxy backend of the cluster Service
+	// URL names (ValidBackendName): the request goes through HAProxy's
+	// internal frontend (render/extauth.go) to that backend's servers,
+	// with no DNS. "": to URL's host, as HAProxy resolves it.
+	Backend string
+}
+
+// ExtAuthMethods are the methods an ExtAuth may use (those the Lua
+// httpclient of HAProxy 2.6 has).
+var ExtAuthMethods = []string{"GET", "HEAD", "POST", "PUT", "DELETE"}
+
+// maxExtAuthURL bounds an auth or sign-in URL.
+const maxExtAuthURL = 2048
+
+// ExtAuthURLProblem says what keeps u from being an auth or sign-in URL
+// ("" when nothing does): http or https, a host (a name or an address)
+// and an optional port, path and query, visible ASCII only (no space,
+// no map or command separator), no user information or fragment, at
+// most 2,048 bytes.
+func ExtAuthURLProblem(u string) string {
+	if u == "" {
+		return "empty"
+	}
+	if len(u) > maxExtAuthURL {
+		return "longer than " + strconv.Itoa(maxExtAuthURL) + " bytes"
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == ';' || c == '#' || c == '|' {
+			return "holds a character outside visible ASCII or one of \" ' \\ ; # |"
+		}
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return "not a URL"
+	}
+	switch {
+	case p.Scheme != "http" && p.Scheme != "https":
+		return "scheme " + strconv.Quote(p.Scheme) + ": http or https only"
+	case p.Opaque != "" || p.Host == "":
+		return "no host"
+	case p.User != nil:
+		return "user information is not sent"
+	}
+	host, port := p.Host, ""
+	if h, pt, err := net.SplitHostPort(p.Host); err == nil {
+		host, port = h, pt
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "" || (net.ParseIP(host) == nil && !validHostName(host)) {
+		return "host " + strconv.Quote(host) + " is not a DNS name or an IP address"
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "port " + strconv.Quote(port) + " is not 1-65535"
+		}
+	}
+	return ""
+}
+
+// validHostName reports whether h is a DNS name: labels of letters,
+// digits and hyphens, not starting or ending with a hyphen.
+func validHostName(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(h, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ValidExtAuth reports whether a may be written.
+func ValidExtAuth(a *ExtAuth) bool {
+	if a == nil || !slices.Contains(ExtAuthMethods, a.Method) || ExtAuthURLProblem(a.URL) != "" {
+		return false
+	}
+	if a.SignIn != "" && ExtAuthURLProblem(a.SignIn) != "" {
+		return false
+	}
+	for _, h := range a.Headers {
+		if !ValidHeaderName(h) {
+			return false
+		}
+	}
+	return a.Backend == "" || ValidBackendName(a.Backend)
+}
+
+// ValidBackendName reports whether n may name a backend: what Name
+// writes (lower-case letters, digits, '-' and '_'), at most MaxNameLen.
+func ValidBackendName(n string) bool {
+	if n == "" || len(n) > MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if c := n[i]; !NameByte(c) && c != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// Spec is a's settings as the Lua action reads them (render/extauth.lua):
+// five lines, the method, the URL, the headers passed on (comma
+// separated), the sign-in URL and the backend.
+func (a *ExtAuth) Spec() string {
+	return a.Method + "\n" + a.URL + "\n" + strings.Join(a.Headers, ",") + "\n" + a.SignIn + "\n" + a.Backend
+}
+
+// extAuthEqual reports whether two settings are the same.
+func extAuthEqual(a, b *ExtAuth) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Method == b.Method && a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.SignIn == b.SignIn && a.Backend == b.Backend
+}

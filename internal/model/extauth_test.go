@@ -1,0 +1,72 @@
+package model
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestExtAuthURLProblem(t *testing.T) {
+	for _, tc := range []struct {
+		url, want string // want: a part of the problem, "" for none
+	}{
+		{"http://auth.example.com/check", ""},
+		{"https://auth.example.com:8443/check?x=1&y=%20", ""},
+		{"http://10.0.0.1:9000", ""},
+		{"http://[2001:db8::1]:80/a", ""},
+		{"http://svc.ns.svc.cluster.local/auth", ""},
+		{"", "empty"},
+		{"ftp://a.example/", "http or https"},
+		{"auth.example.com/check", "http or https"},
+		{"http:///check", "no host"},
+		{"http://user:pw@a.example/", "user information"},
+		{"http://a.example:0/", "port"},
+		{"http://a.example:70000/", "port"},
+		{"http://a_b.example/", "not a DNS name"},
+		{"http://-a.example/", "not a DNS name"},
+		{"http://a.example/x y", "visible ASCII"},
+		{"http://a.example/x\nglobal", "visible ASCII"},
+		{"http://a.example/x;y", "visible ASCII"},
+		{"http://a.example/#frag", "visible ASCII"},
+		{"http://a.example/a|b", "visible ASCII"},
+		{"http://a.example/" + strings.Repeat("a", 2048), "longer"},
+	} {
+		got := ExtAuthURLProblem(tc.url)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("ExtAuthURLProblem(%.40q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestValidExtAuth(t *testing.T) {
+	ok := ExtAuth{Method: "GET", URL: "http://a.example/auth", Headers: []string{"x-user"}, SignIn: "https://login.example/"}
+	for _, tc := range []struct {
+		name string
+		edit func(a *ExtAuth)
+		want bool
+	}{
+		{"valid", func(*ExtAuth) {}, true},
+		{"no sign-in, no headers", func(a *ExtAuth) { a.SignIn, a.Headers = "", nil }, true},
+		{"POST", func(a *ExtAuth) { a.Method = "POST" }, true},
+		{"lower-case method", func(a *ExtAuth) { a.Method = "get" }, false},
+		{"PATCH", func(a *ExtAuth) { a.Method = "PATCH" }, false},
+		{"bad URL", func(a *ExtAuth) { a.URL = "gopher://a.example/" }, false},
+		{"bad sign-in", func(a *ExtAuth) { a.SignIn = "https://a.example/x y" }, false},
+		{"header with a comma", func(a *ExtAuth) { a.Headers = []string{"x-a,x-b"} }, false},
+		{"header in capitals", func(a *ExtAuth) { a.Headers = []string{"X-User"} }, false},
+		{"a backend", func(a *ExtAuth) { a.Backend = "ing_default_auth_80" }, true},
+		{"a backend that is no name", func(a *ExtAuth) { a.Backend = "ing default" }, false},
+	} {
+		a := ok
+		a.Headers = append([]string(nil), ok.Headers...)
+		tc.edit(&a)
+		if got := ValidExtAuth(&a); got != tc.want {
+			t.Errorf("%s: ValidExtAuth = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if ValidExtAuth(nil) {
+		t.Error("ValidExtAuth(nil) = true")
+	}
+	if got, want := ok.Spec(), "GET\nhttp://a.example/auth\nx-user\nhttps://login.example/\n"; got != want {
+		t.Errorf("Spec = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,117 @@
+-- haproxy-k8s-sync: external authentication (an Ingress's auth-url).
+-- Written by the controller beside haproxy.cfg and loaded by lua-load; the
+-- frontend's fixed rules run the action hks_auth only for a request whose
+-- route has external authentication, with txn.ax holding the route's
+-- settings (map data, checked by the controller), five lines:
+--   METHOD, the auth URL, the response headers to pass on (comma
+--   separated, may be empty), the sign-in URL (may be empty), the HAProxy
+--   backend of the cluster Service the URL names (may be empty: the URL's
+--   host as HAProxy resolves it). With a backend, the request goes to the
+--   internal frontend _extauth on the unix socket extauth.sock beside
+--   this file, which sends it to that backend.
+
+-- The auth server is asked with the request's headers (not its body).
+-- 2xx: the request goes on, with the named response headers replacing
+-- any the client sent; 401 and 403 are answered (401 with a sign-in URL:
+-- a redirect there with rd= the original URL); anything else, a timeout
+-- or a refused connection: 500.
+
+local skip = {
+  ["host"] = true, ["content-length"] = true, ["transfer-encoding"] = true,
+  ["connection"] = true, ["keep-alive"] = true, ["proxy-connection"] = true,
+  ["te"] = true, ["upgrade"] = true, ["expect"] = true, ["trailer"] = true,
+  ["x-hks-auth-backend"] = true,
+}
+
+-- the internal frontend's socket, beside this file
+local here = (debug.getinfo(1, "S").source or ""):match("^@(.*)/[^/]*$")
+local socket = here and ("unix@" .. here .. "/extauth.sock")
+
+local methods = { GET = "get", HEAD = "head", POST = "post", PUT = "put", DELETE = "delete" }
+
+local function lines(s)
+  local out = {}
+  for l in (s .. "\n"):gmatch("([^\n]*)\n") do out[#out + 1] = l end
+  return out
+end
+
+local function escape(s)
+  return (s:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", c:byte()) end))
+end
+
+local function answer(txn, status, headers)
+  local reply = txn:reply({ status = status, headers = headers or {} })
+  txn:done(reply)
+end
+
+core.register_action("hks_auth", { "http-req" }, function(txn)
+  local l = lines(txn:get_var("txn.ax") or "")
+  local method, url, pass, signin = methods[l[1] or ""], l[2] or "", l[3] or "", l[4] or ""
+  local backend = l[5] or ""
+  local authority = url:match("^https?://([^/]+)")
+  if method == nil or authority == nil then
+    return answer(txn, 500)
+  end
+  local scheme = "http"
+  if txn.f:ssl_fc() == 1 then scheme = "https" end
+  local host = txn.f:req_hdr("host") or ""
+  local uri = txn.f:url() or "/"
+  local original = scheme .. "://" .. host .. uri
+
+  local headers = {}
+  for name, values in pairs(txn.http:req_get_headers()) do
+    if not skip[name] then
+      local vs = {}
+      for i = 0, #values do
+        if values[i] ~= nil then vs[#vs + 1] = values[i] end
+      end
+      headers[name] = vs
+    end
+  end
+  headers["host"] = { authority }
+  headers["x-original-url"] = { original }
+  headers["x-original-method"] = { txn.f:method() }
+  headers["x-auth-request-redirect"] = { uri }
+  headers["x-real-ip"] = { tostring(txn.f:src()) }
+  headers["x-sent-from"] = { "haproxy-k8s-sync" }
+
+  local req = { url = url, headers = headers, timeout = 5000 }
+  if backend ~= "" then
+    if socket == nil then return answer(txn, 500) end
+    req.dst = socket
+    headers["x-hks-auth-backend"] = { backend }
+  end
+  local hc = core.httpclient()
+  local ok, res = pcall(hc[method], hc, req)
+  local status = 0
+  if ok and res ~= nil and res.status ~= nil then status = res.status end
+
+  if status >= 200 and status < 300 then
+    for name in pass:gmatch("[^,]+") do
+      txn.http:req_del_header(name)
+      local got = res.headers and res.headers[name:lower()]
+      if got ~= nil then
+        for i = 0, #got do
+          if got[i] ~= nil then txn.http:req_add_header(name, got[i]) end
+        end
+      end
+    end
+    return
+  end
+  if status == 401 and signin ~= "" then
+    local to = signin
+    if not (signin:find("?rd=", 1, true) or signin:find("&rd=", 1, true)) then
+      local sep = "?"
+      if signin:find("?", 1, true) then sep = "&" end
+      to = signin .. sep .. "rd=" .. escape(original)
+    end
+    return answer(txn, 302, { ["location"] = to })
+  end
+  if status == 401 or status == 403 then
+    local h = {}
+    local www = res.headers and res.headers["www-authenticate"]
+    if status == 401 and www ~= nil and www[0] ~= nil then h["www-authenticate"] = www[0] end
+    return answer(txn, status, h)
+  end
+  answer(txn, 500)
+end, 0)

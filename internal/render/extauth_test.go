@@ -1,0 +1,74 @@
+package render
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// An action's external authentication is one access map entry: its
+// settings in base64, or "-" (answered 500 by the Lua action) when they
+// are not valid, so an action is never served unasked.
+func TestExtAuthEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    *model.ExtAuth
+		want string // the decoded value; "" for no entry
+	}{
+		{"none", nil, ""},
+		{"valid", &model.ExtAuth{Method: "GET", URL: "http://a.example/x", Headers: []string{"x-a", "x-b"}}, "GET\nhttp://a.example/x\nx-a,x-b\n\n"},
+		{"with sign-in", &model.ExtAuth{Method: "HEAD", URL: "http://a.example/x", SignIn: "https://s.example/?a=b"}, "HEAD\nhttp://a.example/x\n\nhttps://s.example/?a=b\n"},
+		{"a URL that is not valid", &model.ExtAuth{Method: "GET", URL: "http://a.example/x\nglobal"}, "-"},
+		{"a method that is not valid", &model.ExtAuth{Method: "GET\n", URL: "http://a.example/x"}, "-"},
+	} {
+		rel := map[string][]HTTPMapEntry{}
+		extAuthEntries(rel, tc.a)
+		es := rel[HTTPAccessMap]
+		if tc.want == "" {
+			if len(es) != 0 {
+				t.Errorf("%s: entries %v, want none", tc.name, es)
+			}
+			continue
+		}
+		if len(es) != 1 || es[0].Key != idHole+".x" {
+			t.Fatalf("%s: entries %v, want one %s.x", tc.name, es, idHole)
+		}
+		got, err := base64.StdEncoding.DecodeString(es[0].Value)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: value %q (%v), want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// The Lua file is loaded only where a frontend writes the access rules,
+// and without a path for it such a request is answered 500.
+func TestExtAuthLoaded(t *testing.T) {
+	cfg := httpAccess()
+	o := opts
+	o.ACLDir = goldenACLDir
+	text := string(Config(cfg, nil, o))
+	if !ExtAuthLoaded(cfg, o) || !strings.Contains(text, "\tlua-load "+goldenACLDir+"/extauth.lua\n") {
+		t.Error("a frontend with access: no lua-load")
+	}
+	if !strings.Contains(text, "frontend _extauth\n\tmode http\n\tbind unix@"+goldenACLDir+"/extauth.sock mode 600\n") {
+		t.Error("a frontend with access: no internal frontend on the socket")
+	}
+	long := o
+	long.ACLDir = "/var/lib/" + strings.Repeat("d", 80)
+	if ExtAuthSocket(long.ACLDir) != "" || strings.Contains(string(Config(cfg, nil, long)), "frontend _extauth") {
+		t.Error("a socket path too long for a unix socket written")
+	}
+	for i := range cfg.Frontends[0].HTTP.Actions {
+		cfg.Frontends[0].HTTP.Actions[i].Access = nil
+	}
+	if text := string(Config(cfg, nil, o)); ExtAuthLoaded(cfg, o) || strings.Contains(text, "lua-load") || strings.Contains(text, "_extauth") {
+		t.Error("no frontend with access: lua-load or the internal frontend written")
+	}
+	var b strings.Builder
+	writeExtAuth(func(p ...string) { b.WriteString(strings.Join(p, " ") + "\n") }, "m", false)
+	if !strings.Contains(b.String(), "return status 500 if { var(txn.ax) -m found }") || strings.Contains(b.String(), "lua.") {
+		t.Errorf("without the Lua file:\n%s", b.String())
+	}
+}
