@@ -43,6 +43,16 @@ const ReasonWaitingForSpare = "WaitingForSpare"
 // ErrWaitingForSpare: no spare of a backend's class is free yet.
 var ErrWaitingForSpare = errors.New("no free spare backend of its class: the pool grows with the next reload")
 
+// ReasonServedByFewerServers is the Warning Event reason of a Service
+// served by fewer servers than it has: it outgrew its spare's slots and
+// no larger spare is free until the pool grows (fitted). The Service is
+// served meanwhile (driver.Refusal.Served); the Warning is not repeated
+// once it is whole.
+const ReasonServedByFewerServers = "ServedByFewerServers"
+
+// ErrFewerServers: a backend is served by fewer servers than it has.
+var ErrFewerServers = errors.New("served by fewer servers than it has until the pool grows with the next reload")
+
 // applyPooled is Apply with a pool, under d.mu.
 func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	if !d.known {
@@ -77,7 +87,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		res.Write += time.Since(t)
 		return res, err
 	}
-	view := d.fitted(spares.ViewExcept(next, cfg, own))
+	view, cut := d.fitted(spares.ViewExcept(next, cfg, own), next)
 	var first driver.Result
 	if d.known && !d.wouldReload(view) {
 		// Serve what the spares can now, with no reload; then grow. The
@@ -96,6 +106,9 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 	res.Ops += first.Ops
 	res.Runtime += first.Runtime
 	res.Refused = append(first.Refused, res.Refused...)
+	if err != nil {
+		res.Refused = append(res.Refused, cut...) // served by the spare's slots until the growth
+	}
 	switch {
 	case err == nil:
 		d.poolApplied(ctx, grown, nil)
@@ -120,8 +133,11 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 // slots (wouldReload), and the serve-first apply of every later pass,
 // the new Services' in free spares included, would be skipped until
 // then (issue 29).
-func (d *HAProxy) fitted(view model.Config) model.Config {
+// Each Service so cut is reported (ReasonServedByFewerServers, served),
+// its backend named as the model names it (s, the pool of view).
+func (d *HAProxy) fitted(view model.Config, s spares.State) (model.Config, []driver.Refusal) {
 	var out []*model.Backend
+	var cut []driver.Refusal
 	for i, b := range view.Backends {
 		if _, ok := spares.SpareIndex(b.Name); !ok {
 			continue
@@ -136,11 +152,13 @@ func (d *HAProxy) fitted(view model.Config) model.Config {
 		c := *b
 		c.Servers = b.Servers[:n:n]
 		out[i] = &c
+		cut = append(cut, driver.Refusal{Service: b.Service, Reason: ReasonServedByFewerServers, Served: true,
+			Err: fmt.Errorf("backend %s: %d of its %d servers: %w", s.ModelBackend(b.Name), n, len(b.Servers), ErrFewerServers)})
 	}
 	if out != nil {
 		view.Backends = out
 	}
-	return view
+	return view, cut
 }
 
 // spareSlots is how many server slots the running config gives the

@@ -129,6 +129,7 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	l.apply(t, cfg)
 	before := l.reloads(t)
 	ctx := context.Background()
+	fewer := map[string]bool{} // Services reported served by fewer servers
 	for i := range 4 {
 		name, port := fmt.Sprintf("n%d", i), uint16(100+i)
 		fe, be0 := svc(name, port, 0)
@@ -140,6 +141,14 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 				t.Fatalf("%s with %d servers: %v", name, len(b.Servers), err)
 			}
 			t.Logf("%s with %d servers: %v (refused %v), in %s", name, len(b.Servers), err, res.Refused, hd.HAProxyBackend(b.Name))
+			for _, r := range res.Refused {
+				if r.Reason == runtimeapi.ReasonServedByFewerServers {
+					fewer[r.Service] = true
+					if !r.Served {
+						t.Errorf("%s: %v not said to be served", r.Service, r.Err)
+					}
+				}
+			}
 		}
 		cfg = model.Config{Frontends: append(slices.Clone(cfg.Frontends), fe), Backends: append(slices.Clone(cfg.Backends), be)}
 		expect(t, map[netip.AddrPort]string{netip.AddrPortFrom(vipA, port): "s0"}, l.lab.Client, netip.Addr{})
@@ -151,10 +160,19 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	// The growth's reload (a restarted controller's first pass waits for
 	// nothing) gives every Service all its servers: n1, cut to its small
 	// spare's slots meanwhile, is answered by its fifth.
+	if !fewer["default/n1"] {
+		t.Errorf("n1, cut to its small spare's slots, not reported served by fewer servers (reported: %v)", fewer)
+	}
 	hopts.ReloadSettle = 0
 	l.restart(t, hopts)
-	l.apply(t, cfg)
-	err := netlab.Eventually(ctx, 10*time.Second, func() error {
+	res, err := l.drv.Apply(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(res.Refused, func(r driver.Refusal) bool { return r.Reason == runtimeapi.ReasonServedByFewerServers }); i >= 0 {
+		t.Errorf("after the growth, every Service whole, yet reported: %v", res.Refused[i].Err)
+	}
+	err = netlab.Eventually(ctx, 10*time.Second, func() error {
 		if got, err := ask(l.lab.Client, netip.Addr{}, netip.AddrPortFrom(vipA, 101)); got != fmt.Sprintf("s%d", plan4) {
 			return fmt.Errorf("n1 answered %q (%v), want its fifth server", got, err)
 		}
