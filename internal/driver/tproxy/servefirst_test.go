@@ -35,15 +35,7 @@ const slowReload = 2 * time.Second
 // slower (slowReload), so that an answer that waits for the
 // reload comes after the pass ends.
 func TestServedBeforeGrowthReload(t *testing.T) {
-	// The master re-executes argv[0] on a reload: a wrapper named so
-	// sleeps there (HAProxy sets HAPROXY_MWORKER_REEXEC), not at the start.
-	wrapper := filepath.Join(t.TempDir(), "haproxy-slow-reload")
-	script := fmt.Sprintf("#!/bin/bash\n[ -n \"$HAPROXY_MWORKER_REEXEC\" ] && sleep %d\nexec -a %s %s \"$@\"\n",
-		int(slowReload/time.Second), wrapper, haproxytest.Bin())
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HAPROXY_BIN", wrapper)
+	slowReloads(t, "")
 	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 3, Other: 1, LowWater: 1})
 	svc := l.outgrowing(t)
 	cfgOf := func(fes []model.Frontend, bes ...*model.Backend) model.Config {
@@ -109,6 +101,25 @@ func TestServedBeforeGrowthReload(t *testing.T) {
 	// a outgrows its spare the same way: answered by its new fifth server.
 	_, beA5 := svc("a", 80, plan4+1)
 	servedFirst("a Service outgrowing its spare", cfgOf([]model.Frontend{feA, feB}, beA5, beB), 80, fmt.Sprintf("s%d", plan4))
+}
+
+// slowReloads has the HAProxy that tests start from now on take
+// slowReload longer over every reload. The master re-executes argv[0] on
+// a reload: a wrapper named so sleeps there (HAProxy sets
+// HAPROXY_MWORKER_REEXEC), not at the start. With mark, the wrapper
+// creates that file when a reload begins.
+func slowReloads(t *testing.T, mark string) {
+	wrapper := filepath.Join(t.TempDir(), "haproxy-slow-reload")
+	touch := ""
+	if mark != "" {
+		touch = fmt.Sprintf("touch %s; ", mark)
+	}
+	script := fmt.Sprintf("#!/bin/bash\n[ -n \"$HAPROXY_MWORKER_REEXEC\" ] && { %ssleep %d; }\nexec -a %s %s \"$@\"\n",
+		touch, int(slowReload/time.Second), wrapper, haproxytest.Bin())
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HAPROXY_BIN", wrapper)
 }
 
 // TestNewServicesWhileLargeGrowthDeferred (issue 29, new29's 1,000-Service
