@@ -171,6 +171,9 @@ func (d *HAProxy) applyBeside(ctx context.Context, cfg model.Config, next spares
 	if grow {
 		view, cut = d.fitted(spares.ViewExcept(next, cfg, own), next)
 	}
+	if !certsOf(d.opts.Render, view).none() {
+		return driver.Result{}, nil, false // certificates are committed per worker: not while it changes
+	}
 	res, err := d.apply(ctx, view)
 	if errors.Is(err, errReloadHeld) {
 		return driver.Result{}, nil, false
