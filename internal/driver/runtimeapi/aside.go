@@ -32,7 +32,6 @@ type asideReload struct {
 	done    chan asideReport // buffered: the goroutine never waits
 	report  *asideReport     // received
 	started time.Time
-	base    spares.State // the pool the old worker runs
 	grown   spares.State // the pool the new worker loads
 	passes  int          // passes applied to the old worker meanwhile
 	freed   []string     // spares given back meanwhile

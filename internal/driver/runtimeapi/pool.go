@@ -147,7 +147,7 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 		d.poolApplied(ctx, grown, nil)
 		d.log.Info("backend pool grew", "spares", len(grown.Spares), "added", len(grown.Spares)-len(next.Spares), "waited", len(waiting))
 	case errors.Is(err, errAside):
-		d.aside.base, d.aside.grown = next, grown
+		d.aside.grown = grown
 		d.poolApplied(ctx, next, nil) // the spares it had serve until the reload's end
 		res.Refused = append(res.Refused, waitingFor(cfg, waiting)...)
 		err = d.againAside(&res, waiting)
