@@ -179,13 +179,18 @@ func (d *HAProxy) applyBeside(ctx context.Context, cfg model.Config, next spares
 		return driver.Result{}, nil, false
 	}
 	d.aside.passes++
-	d.poolApplied(ctx, next, err)
+	if err != nil {
+		// The worker the driver's connection reaches may be the old one,
+		// stopping once the new one took over ("Proxy is disabled"):
+		// the reload ends first, then the pass runs as usual (what this
+		// one sent is sent again, endAside).
+		d.log.Debug("a pass beside the reload aside failed; ending the reload first", "err", err)
+		return driver.Result{}, nil, false
+	}
+	d.poolApplied(ctx, next, nil)
 	res.Refused = append(res.Refused, cut...)
 	res.Refused = append(res.Refused, waitingFor(cfg, waiting)...)
-	if err == nil {
-		err = d.againAside(&res, waiting)
-	}
-	return res, err, true
+	return res, d.againAside(&res, waiting), true
 }
 
 // againAside has the loop come back for the end of the reload aside: a

@@ -24,10 +24,10 @@ import (
 // asideLab is a tproxy lab with a pool whose reloads take slowReload
 // longer, its driver growing the pool aside (runtimeapi.Options.GrowAside)
 // or not, and mark: the file the slow wrapper creates when a reload
-// begins.
+// begins (while mark+".fail" exists, reloads fail).
 func asideLab(t *testing.T, aside bool) (*dpLab, string) {
 	mark := filepath.Join(t.TempDir(), "reexec")
-	slowReloads(t, mark)
+	slowReloads(t, mark, mark+".fail")
 	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 3, Other: 1, LowWater: 1})
 	l.hopts.GrowAside = aside
 	l.restart(t, l.hopts)
@@ -283,5 +283,64 @@ func TestPassesDuringGrowthReloadsConverge(t *testing.T) {
 		want[p] = n
 	}
 	l.serves(t, want)
+	l.mapsAreFiles(t)
+}
+
+// TestGrowthReloadAsideFails (issue 29): a growth reload aside that the
+// master fails leaves the previous config file in place and the old
+// worker serving what the passes applied (b in the class's large spare,
+// c, new meanwhile); once reloads work again the growth is made and
+// everything is served as before, the maps their files.
+func TestGrowthReloadAsideFails(t *testing.T) {
+	l, mark := asideLab(t, true)
+	svc := l.outgrowing(t)
+	feA, beA := svc("a", 80, 1)
+	feB, beB0 := svc("b", 81, 0)
+	_, beB := svc("b", 81, plan4+1)
+	feC, beC := svc("c", 82, 1)
+	l.apply(t, model.Config{Frontends: []model.Frontend{feA, feB}, Backends: []*model.Backend{beA, beB0}})
+	before, err := os.ReadFile(l.hopts.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mark+".fail", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The growth goes aside; c comes meanwhile; a later pass finds the
+	// reload failed.
+	grown := model.Config{Frontends: []model.Frontend{feA, feB}, Backends: []*model.Backend{beA, beB}}
+	if _, err := l.drv.Apply(ctx, grown); err != nil && !errors.Is(err, driver.ErrDeferred) {
+		t.Fatal(err)
+	}
+	all := model.Config{Frontends: []model.Frontend{feA, feB, feC}, Backends: []*model.Backend{beA, beB, beC}}
+	var failed error
+	for i := 0; failed == nil; i++ {
+		res, err := l.drv.Apply(ctx, all)
+		switch {
+		case err != nil && !errors.Is(err, driver.ErrDeferred):
+			failed = err
+		case i > 200:
+			t.Fatalf("the failing reload never reported: %v, again %v", err, res.Again)
+		default:
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(max(res.Again, res.RetryAfter, 10*time.Millisecond)):
+			}
+		}
+	}
+	t.Logf("the reload aside failed: %v", failed)
+	if after, err := os.ReadFile(l.hopts.ConfigPath); err != nil || string(after) != string(before) {
+		t.Errorf("after the failed reload the config file is not the one that runs (%v)", err)
+	}
+	l.serves(t, map[uint16]int{80: 1, 81: plan4 + 1, 82: 1})
+
+	if err := os.Remove(mark + ".fail"); err != nil {
+		t.Fatal(err)
+	}
+	l.settle(t, all)
+	l.serves(t, map[uint16]int{80: 1, 81: plan4 + 1, 82: 1})
 	l.mapsAreFiles(t)
 }

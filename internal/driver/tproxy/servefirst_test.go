@@ -35,7 +35,7 @@ const slowReload = 2 * time.Second
 // slower (slowReload), so that an answer that waits for the
 // reload comes after the pass ends.
 func TestServedBeforeGrowthReload(t *testing.T) {
-	slowReloads(t, "")
+	slowReloads(t, "", "")
 	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 3, Other: 1, LowWater: 1})
 	svc := l.outgrowing(t)
 	cfgOf := func(fes []model.Frontend, bes ...*model.Backend) model.Config {
@@ -107,15 +107,23 @@ func TestServedBeforeGrowthReload(t *testing.T) {
 // slowReload longer over every reload. The master re-executes argv[0] on
 // a reload: a wrapper named so sleeps there (HAProxy sets
 // HAPROXY_MWORKER_REEXEC), not at the start. With mark, the wrapper
-// creates that file when a reload begins.
-func slowReloads(t *testing.T, mark string) {
+// creates that file when a reload begins; with fail, a reload while that
+// file exists fails (the master keeps the old workers: a config file
+// that cannot be read).
+func slowReloads(t *testing.T, mark, fail string) {
 	wrapper := filepath.Join(t.TempDir(), "haproxy-slow-reload")
-	touch := ""
+	touch, bad := "", ""
 	if mark != "" {
 		touch = fmt.Sprintf("touch %s; ", mark)
 	}
-	script := fmt.Sprintf("#!/bin/bash\n[ -n \"$HAPROXY_MWORKER_REEXEC\" ] && { %ssleep %d; }\nexec -a %s %s \"$@\"\n",
-		touch, int(slowReload/time.Second), wrapper, haproxytest.Bin())
+	if fail != "" {
+		// The master re-executes with the argv it has: a missing file
+		// added once is taken out again before it is added or not.
+		bad = fmt.Sprintf("args=(); prev=; for a in \"$@\"; do if [ \"$prev\" = -f ] && [ \"$a\" = %[1]s.missing ]; then unset 'args[${#args[@]}-1]'; else args+=(\"$a\"); fi; prev=$a; done; set -- \"${args[@]}\"\n"+
+			"[ -n \"$HAPROXY_MWORKER_REEXEC\" ] && [ -e %[1]s ] && set -- \"$@\" -f %[1]s.missing\n", fail)
+	}
+	script := fmt.Sprintf("#!/bin/bash\n[ -n \"$HAPROXY_MWORKER_REEXEC\" ] && { %ssleep %d; }\n%sexec -a %s %s \"$@\"\n",
+		touch, int(slowReload/time.Second), bad, wrapper, haproxytest.Bin())
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
