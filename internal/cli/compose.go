@@ -113,7 +113,7 @@ func (f *runFlags) newLocalHAProxy(l localHAProxy, log *slog.Logger) (hd *runtim
 	hd = runtimeapi.NewHAProxy(runtimeapi.Options{
 		ConfigPath: l.config, Binary: f.bin, MasterSocket: l.master, Render: l.render,
 		Mode: f.apply, MinReloadInterval: f.minReload, ReloadSettle: f.reloadSettle, Logger: log,
-		Pool: f.poolPolicy,
+		Pool: f.poolPolicy, GrowAside: f.poolPolicy.On(),
 	})
 	stopPersist := persist(hd, f.persist, f.persistMax)
 	return hd, func() {

@@ -179,7 +179,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		if alloc.owned != nil {
 			c.opts.Publisher.Owned(alloc.owned)
 		}
-		c.opts.Publisher.Served(served(d.Configured, refused), alloc.addrs)
+		c.opts.Publisher.Served(served(d.Configured, res.Refused), alloc.addrs)
 		c.opts.PoolStatus.Set(alloc.counts, alloc.errs, alloc.ranges)
 	}
 	c.record(d, res, parse, time.Since(start), err)
@@ -230,15 +230,16 @@ func (c *Controller) refusals(rs []driver.Refusal) []desired.Problem {
 }
 
 // served is configured without the Services a driver refused (their
-// status waits until they are served).
-func served(configured []*corev1.Service, refused []desired.Problem) []*corev1.Service {
-	if len(refused) == 0 {
+// status waits until they are served); a Service served in part
+// (Refusal.Served: some of its servers left out) keeps its status.
+func served(configured []*corev1.Service, refused []driver.Refusal) []*corev1.Service {
+	if !slices.ContainsFunc(refused, func(r driver.Refusal) bool { return !r.Served }) {
 		return configured
 	}
 	out := make([]*corev1.Service, 0, len(configured))
 	for _, svc := range configured {
-		if !slices.ContainsFunc(refused, func(p desired.Problem) bool {
-			return p.Service.Namespace == svc.Namespace && p.Service.Name == svc.Name
+		if !slices.ContainsFunc(refused, func(r driver.Refusal) bool {
+			return !r.Served && r.Service == svc.Namespace+"/"+svc.Name
 		}) {
 			out = append(out, svc)
 		}

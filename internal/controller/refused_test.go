@@ -7,7 +7,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 )
 
 // TestRefusalEvents: a router's refusal is a Warning Event on each
@@ -42,4 +45,34 @@ func TestRefusalEvents(t *testing.T) {
 		})
 	}
 	RefusalEvents(nil, nil)(msg) // nothing published, no recorder: nothing
+}
+
+// TestServedKeepsPartlyServed: a Service the driver left out waits for its
+// status; one it serves in part (Refusal.Served: some servers cut, issue
+// 29's ServedByFewerServers) keeps it, with its Warning all the same.
+func TestServedKeepsPartlyServed(t *testing.T) {
+	svc := func(name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+	all := []*corev1.Service{svc("a"), svc("b"), svc("c")}
+	for _, tc := range []struct {
+		name    string
+		refused []driver.Refusal
+		want    []string
+	}{
+		{"none", nil, []string{"a", "b", "c"}},
+		{"left out", []driver.Refusal{{Service: "ns/b", Reason: "PortTaken"}}, []string{"a", "c"}},
+		{"served in part", []driver.Refusal{{Service: "ns/b", Reason: "ServedByFewerServers", Served: true}}, []string{"a", "b", "c"}},
+		{"both", []driver.Refusal{{Service: "ns/a", Reason: "ServedByFewerServers", Served: true}, {Service: "ns/c", Reason: "WaitingForSpare"}}, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, s := range served(all, tc.refused) {
+				got = append(got, s.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("served %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

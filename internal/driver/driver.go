@@ -80,4 +80,8 @@ type Refusal struct {
 	Service string // namespace/name
 	Reason  string // an Event reason, e.g. PortTaken
 	Err     error
+	// Served: the Service is served all the same, in part (some of its
+	// servers left out): a Warning, and its LoadBalancer status is
+	// written.
+	Served bool
 }

@@ -67,6 +67,9 @@ type Options struct {
 	// is kept ("": PoolFile(ConfigPath)).
 	Pool     spares.Policy
 	PoolFile string
+	// GrowAside: the pool's growth reload goes on aside while later
+	// passes apply what needs no reload (aside.go).
+	GrowAside bool
 }
 
 // HAProxy drives one HAProxy in master-worker mode through its master CLI,
@@ -139,6 +142,12 @@ type HAProxy struct {
 	poolEncoded spares.EncodeMemo  // pool.json, its unchanged spares not encoded again (pool.go)
 	poolRead    bool
 	poolWritten []byte
+	// aside: a growth reload under way aside (aside.go); asideNext: the
+	// reload of this pass may go aside. lastReload: how long the last
+	// reload took the master.
+	aside      *asideReload
+	asideNext  bool
+	lastReload time.Duration
 	// unpublished: backends created at runtime that went, unpublished
 	// and not deleted yet (dynamic.go).
 	unpublished map[string]bool
@@ -270,6 +279,9 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 		reasons = classChanged
 	case d.opts.Mode == ModeReload && !d.sameServers(layout):
 		reasons = []string{"servers changed (apply mode reload)"}
+	}
+	if len(reasons) > 0 && d.aside != nil {
+		return res, errReloadHeld // nothing changed yet: the pass runs again after the reload aside (aside.go)
 	}
 	if len(reasons) > 0 {
 		if wait := d.gate.wait(d.now(), driver.ChangedAt(ctx)); wait > 0 {

@@ -46,7 +46,9 @@ const finalFlushTimeout = 3 * time.Second
 // case: nothing was written and it is still due.
 func (d *HAProxy) flush(ctx context.Context) bool {
 	d.mu.Lock()
-	if !d.known {
+	if !d.known || d.aside != nil {
+		// Unknown, or a reload aside (aside.go) owns the config file
+		// until its end, which schedules the next write.
 		d.mu.Unlock()
 		return true
 	}
@@ -72,7 +74,7 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 	defer os.Remove(tmp) // no-op once renamed
 
 	d.mu.Lock()
-	if !d.known || d.gen != gen {
+	if !d.known || d.gen != gen || d.aside != nil {
 		d.mu.Unlock()
 		d.schedulePersist()
 		return false

@@ -43,13 +43,49 @@ const ReasonWaitingForSpare = "WaitingForSpare"
 // ErrWaitingForSpare: no spare of a backend's class is free yet.
 var ErrWaitingForSpare = errors.New("no free spare backend of its class: the pool grows with the next reload")
 
-// applyPooled is Apply with a pool, under d.mu.
+// ReasonServedByFewerServers is the Warning Event reason of a Service
+// served by fewer servers than it has: it outgrew its spare's slots and
+// no larger spare is free until the pool grows (fitted). The Service is
+// served meanwhile (driver.Refusal.Served); the Warning is not repeated
+// once it is whole.
+const ReasonServedByFewerServers = "ServedByFewerServers"
+
+// ErrFewerServers: a backend is served by fewer servers than it has.
+var ErrFewerServers = errors.New("served by fewer servers than it has until the pool grows with the next reload")
+
+// applyPooled is Apply with a pool, under d.mu. While a growth reload is
+// under way aside (aside.go) a pass that needs no reload applies to the
+// running worker; any other ends that reload first.
 func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Result, error) {
+	var ended driver.Result
+	if d.aside != nil {
+		if d.known && !d.aside.over() {
+			if res, err, ok := d.applyPooledPass(ctx, cfg, true); ok {
+				return res, err
+			}
+		}
+		if err := d.endAside(ctx, &ended); err != nil {
+			return ended, err
+		}
+	}
+	res, err, _ := d.applyPooledPass(ctx, cfg, false)
+	if ended.Reloaded {
+		res.Reloaded, res.Reload = true, res.Reload+ended.Reload
+		res.Ops, res.Runtime = res.Ops+ended.Ops, res.Runtime+ended.Runtime
+		res.Reasons = append(ended.Reasons, res.Reasons...)
+	}
+	return res, err
+}
+
+// applyPooledPass is a pass of applyPooled. beside: a reload is under
+// way aside; the pass applies only what needs none (ok false: it needs
+// one, nothing was changed).
+func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside bool) (driver.Result, error, bool) {
 	if !d.known {
 		// The version read back decides which backends the pool keeps
 		// (dynamic.go).
 		if err := d.readBack(ctx); err != nil {
-			return driver.Result{}, err
+			return driver.Result{}, err, true
 		}
 		d.classMemo.SlotsChanged() // the slots read back: OccupyFit asks every spare's
 	}
@@ -65,6 +101,9 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 	}
 	next, waiting := d.classMemo.OccupyFit(d.pool, pooled, d.spareSlots)
 	grown, grow := d.classMemo.Grow(next, pooled, waiting, pol)
+	if beside {
+		return d.applyBeside(ctx, cfg, next, waiting, grow, own)
+	}
 	if !grow {
 		// The pool's own work counts as the pass's: its placing and view
 		// as render (planning), pool.json as write.
@@ -75,10 +114,11 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		d.poolApplied(ctx, next, err)
 		res.Render += placed
 		res.Write += time.Since(t)
-		return res, err
+		return res, err, true
 	}
-	view := d.fitted(spares.ViewExcept(next, cfg, own))
+	view, cut := d.fitted(spares.ViewExcept(next, cfg, own), next)
 	var first driver.Result
+	served := false
 	if d.known && !d.wouldReload(view) {
 		// Serve what the spares can now, with no reload; then grow. The
 		// growth is still wanted since it was first: this pass does not
@@ -88,32 +128,99 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 		d.gate.wanted = wanted
 		d.poolApplied(ctx, next, err)
 		if err != nil {
-			return res, err
+			return res, err, true
 		}
-		first = res
+		first, served = res, true
 		// What this apply serves is in the running worker and in the files
 		// it reads: a companion (the kernel's set elements) may follow it
 		// now, not after the growth's reload (issue 29).
 		driver.Served(ctx, d.running)
 	}
+	// Its reload may go aside (aside.go) once the spares it had serve.
+	d.asideNext = served && own == nil && d.mayAside()
 	res, err := d.apply(ctx, spares.ViewExcept(grown, cfg, own))
+	d.asideNext = false
 	res.Ops += first.Ops
 	res.Runtime += first.Runtime
 	res.Refused = append(first.Refused, res.Refused...)
+	if err != nil {
+		res.Refused = append(res.Refused, cut...) // served by the spare's slots until the growth
+	}
 	switch {
 	case err == nil:
 		d.poolApplied(ctx, grown, nil)
 		d.log.Info("backend pool grew", "spares", len(grown.Spares), "added", len(grown.Spares)-len(next.Spares), "waited", len(waiting))
+	case errors.Is(err, errAside):
+		d.aside.grown = grown
+		d.poolApplied(ctx, next, nil) // the spares it had serve until the reload's end
+		res.Refused = append(res.Refused, waitingFor(cfg, waiting)...)
+		err = d.againAside(&res, waiting)
 	case errors.Is(err, driver.ErrDeferred):
 		d.poolApplied(ctx, next, nil) // the spares it had serve
-		for _, name := range waiting {
-			if i := slices.IndexFunc(cfg.Backends, func(b *model.Backend) bool { return b.Name == name }); i >= 0 {
-				res.Refused = append(res.Refused, driver.Refusal{Service: cfg.Backends[i].Service,
-					Reason: ReasonWaitingForSpare, Err: fmt.Errorf("backend %s: %w", name, ErrWaitingForSpare)})
-			}
+		res.Refused = append(res.Refused, waitingFor(cfg, waiting)...)
+	}
+	return res, err, true
+}
+
+// applyBeside is a pass while a reload is under way aside: the model
+// placed in the spares the running worker has (next), cut to their
+// slots (fitted), applied with no reload. ok false: the pass needs a
+// reload, and changed nothing.
+func (d *HAProxy) applyBeside(ctx context.Context, cfg model.Config, next spares.State, waiting []string, grow bool, own func(*model.Backend) bool) (driver.Result, error, bool) {
+	if own != nil {
+		return driver.Result{}, nil, false // a backend created at runtime: not while the worker changes
+	}
+	view := d.poolView.of(next, cfg, own)
+	var cut []driver.Refusal
+	if grow {
+		view, cut = d.fitted(spares.ViewExcept(next, cfg, own), next)
+	}
+	if !certsOf(d.opts.Render, view).none() {
+		return driver.Result{}, nil, false // certificates are committed per worker: not while it changes
+	}
+	res, err := d.apply(ctx, view)
+	if errors.Is(err, errReloadHeld) {
+		return driver.Result{}, nil, false
+	}
+	d.aside.passes++
+	if err != nil {
+		// The worker the driver's connection reaches may be the old one,
+		// stopping once the new one took over ("Proxy is disabled"):
+		// the reload ends first, then the pass runs as usual (what this
+		// one sent is sent again, endAside).
+		d.log.Debug("a pass beside the reload aside failed; ending the reload first", "err", err)
+		return driver.Result{}, nil, false
+	}
+	d.poolApplied(ctx, next, nil)
+	res.Refused = append(res.Refused, cut...)
+	res.Refused = append(res.Refused, waitingFor(cfg, waiting)...)
+	return res, d.againAside(&res, waiting), true
+}
+
+// againAside has the loop come back for the end of the reload aside: a
+// pass that applied all it could (Again), or, when backends wait for the
+// spares that reload brings, held back (ErrDeferred, RetryAfter: their
+// listener set elements wait too, tproxy.Ordered reading Serving).
+func (d *HAProxy) againAside(res *driver.Result, waiting []string) error {
+	if len(waiting) > 0 {
+		res.RetryAfter = d.asideAgain()
+		return driver.ErrDeferred
+	}
+	res.Again = d.asideAgain()
+	return nil
+}
+
+// waitingFor reports the backends of cfg named in waiting as waiting for
+// the pool to grow (WaitingForSpare).
+func waitingFor(cfg model.Config, waiting []string) []driver.Refusal {
+	var out []driver.Refusal
+	for _, name := range waiting {
+		if i := slices.IndexFunc(cfg.Backends, func(b *model.Backend) bool { return b.Name == name }); i >= 0 {
+			out = append(out, driver.Refusal{Service: cfg.Backends[i].Service,
+				Reason: ReasonWaitingForSpare, Err: fmt.Errorf("backend %s: %w", name, ErrWaitingForSpare)})
 		}
 	}
-	return res, err
+	return out
 }
 
 // fitted is view with every spare whose occupant has more servers than
@@ -124,8 +231,11 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 // slots (wouldReload), and the serve-first apply of every later pass,
 // the new Services' in free spares included, would be skipped until
 // then (issue 29).
-func (d *HAProxy) fitted(view model.Config) model.Config {
+// Each Service so cut is reported (ReasonServedByFewerServers, served),
+// its backend named as the model names it (s, the pool of view).
+func (d *HAProxy) fitted(view model.Config, s spares.State) (model.Config, []driver.Refusal) {
 	var out []*model.Backend
+	var cut []driver.Refusal
 	for i, b := range view.Backends {
 		if _, ok := spares.SpareIndex(b.Name); !ok {
 			continue
@@ -140,11 +250,13 @@ func (d *HAProxy) fitted(view model.Config) model.Config {
 		c := *b
 		c.Servers = b.Servers[:n:n]
 		out[i] = &c
+		cut = append(cut, driver.Refusal{Service: b.Service, Reason: ReasonServedByFewerServers, Served: true,
+			Err: fmt.Errorf("backend %s: %d of its %d servers: %w", s.ModelBackend(b.Name), n, len(b.Servers), ErrFewerServers)})
 	}
 	if out != nil {
 		view.Backends = out
 	}
-	return view
+	return view, cut
 }
 
 // spareSlots is how many server slots the running config gives the
@@ -176,6 +288,9 @@ func (d *HAProxy) poolApplied(ctx context.Context, s spares.State, err error) {
 	var clear []string
 	for _, name := range spares.Freed(d.pool, s) {
 		clear = append(clear, "clear table "+name)
+		if d.aside != nil {
+			d.aside.freed = append(d.aside.freed, name) // cleared again in the new worker (aside.go)
+		}
 	}
 	if len(clear) > 0 {
 		if _, err := d.rt.ExecChecked(ctx, clear); err != nil {

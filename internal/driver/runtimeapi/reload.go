@@ -21,6 +21,37 @@ import (
 // reload renders cfg with resized slots, validates and writes it, reloads
 // HAProxy and then corrects any slot the state file restored differently.
 func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string, res *driver.Result) error {
+	p, err := d.reloadWrite(ctx, cfg, reasons, res)
+	if err != nil {
+		return err
+	}
+	if d.asideNext && p.certs.none() {
+		return d.reloadAside(ctx, p) // aside.go
+	}
+	t := time.Now()
+	rel, err := d.tellMaster(ctx, p)
+	res.Reload = time.Since(t)
+	d.lastReload = res.Reload
+	return d.reloadEnd(ctx, p, rel, err, res)
+}
+
+// writtenReload is a reload whose files are written, the config file
+// committed, not yet told to the master: the server-state file stays
+// locked (stateMu) until the master has reloaded (tellMaster).
+type writtenReload struct {
+	cfg         model.Config
+	reasons     []string
+	layout      model.Layout
+	hash        string
+	maps        []patternFile
+	certs       certWant
+	restore     func(putBack bool)
+	unlockState func()
+}
+
+// reloadWrite renders cfg with resized slots and writes every file the
+// new worker reads (the server state saved alongside), the config last.
+func (d *HAProxy) reloadWrite(ctx context.Context, cfg model.Config, reasons []string, res *driver.Result) (*writtenReload, error) {
 	ro := d.opts.Render // a reload writes the current rendering (upgrade.go)
 	ro.Legacy = 0
 	t := time.Now()
@@ -30,7 +61,7 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	// HAProxy refuses a config that needs more open files than it may
 	// have, which `haproxy -c` does not check: no reload into a refusal.
 	if err := d.checkFDs(ctx, cfg, layout, ro, res); err != nil {
-		return fmt.Errorf("reload (%s) not tried: %w", firstReasons(reasons), err)
+		return nil, fmt.Errorf("reload (%s) not tried: %w", firstReasons(reasons), err)
 	}
 	res.Reasons = reasons
 
@@ -45,7 +76,12 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 			d.stateMu.Unlock()
 		}
 	}
-	defer unlockState()
+	written := false
+	defer func() {
+		if !written {
+			unlockState()
+		}
+	}()
 	// The state dump (megabytes at tens of thousands of servers, HAProxy's
 	// work and ours) runs while the new file is rendered and `haproxy -c`
 	// checks it, another process: the reload waits for the longer of the
@@ -64,22 +100,22 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	defer waitSaved()
 	// The new worker reads the source ranges and route maps from their files.
 	if _, err := d.acls.write(d.opts.Render.ACLDir, d.aclFiles(cfg)); err != nil {
-		return err
+		return nil, err
 	}
 	maps := d.routeMapFiles(cfg)
 	if _, err := d.routeMaps.write(d.opts.Render.ACLDir, maps); err != nil {
-		return err
+		return nil, err
 	}
 	if err := writeExtAuth(cfg, d.opts.Render); err != nil { // extauth.go
-		return err
+		return nil, err
 	}
 	certs := certsOf(d.opts.Render, cfg)
 	if err := writeCerts(d.opts.Render.CertDir, certs, d.certs.onDisk()); err != nil {
-		return err
+		return nil, err
 	}
 	tmp, digest, err := d.writeConfig(cfg, layout, ro, hash)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.Remove(tmp) // no-op once renamed
 	restore := d.keepPrevious()
@@ -94,20 +130,33 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	res.Write = time.Since(t)
 	if err != nil {
 		restore(false)
-		return err
+		return nil, err
 	}
 	d.written = digest
 	d.gen++
+	written = true
+	return &writtenReload{cfg: cfg, reasons: reasons, layout: layout, hash: hash, maps: maps, certs: certs,
+		restore: restore, unlockState: unlockState}, nil
+}
 
-	t = time.Now()
+// tellMaster has the master reload p's files and waits until it has, or
+// failed; then the state file is free again. It touches no other state
+// of the driver: it may run outside d.mu (aside.go).
+func (d *HAProxy) tellMaster(ctx context.Context, p *writtenReload) (haproxy.ReloadResult, error) {
 	rctx, cancel := context.WithTimeout(ctx, d.opts.ReloadTimeout)
-	rel, err := d.master.ReloadReport(rctx)
-	cancel()
+	defer cancel()
+	defer p.unlockState()
+	return d.master.ReloadReport(rctx)
+}
+
+// reloadEnd records the reload of p that the master reported (rel, err):
+// on failure the previous file put back, on success the new worker read
+// and its slots corrected.
+func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.ReloadResult, err error, res *driver.Result) error {
+	cfg, reasons, layout, hash, maps, certs, restore := p.cfg, p.reasons, p.layout, p.hash, p.maps, p.certs, p.restore
 	d.noteVersion(rel)
-	res.Reload = time.Since(t)
 	d.gate.reloaded(d.now())
 	d.rt.Reset()
-	unlockState()
 	if err != nil {
 		// The old workers keep serving the old config: put it back on disk
 		// so the file always matches what runs.

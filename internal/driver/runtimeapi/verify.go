@@ -67,11 +67,11 @@ func (d *HAProxy) Verify(ctx context.Context) (drift bool, err error) {
 	defer d.verify.mu.Unlock()
 
 	d.mu.Lock()
-	if !d.known {
+	if !d.known || d.aside != nil { // a reload aside: the worker is changing (aside.go)
 		d.mu.Unlock()
 		return false, nil
 	}
-	hash, pid, reads, lastReload := d.hash, d.pid, d.verify.reads, d.gate.last
+	hash, pid, reads, lastReload, epoch := d.hash, d.pid, d.verify.reads, d.gate.last, d.pidEpoch
 	d.verify.touched = make(map[string]bool)
 	d.mu.Unlock()
 	defer func() { // on every return: runs after the deferred unlock below
@@ -94,7 +94,7 @@ func (d *HAProxy) Verify(ctx context.Context) (drift bool, err error) {
 	defer d.mu.Unlock()
 	touched := d.verify.touched
 	seen.foreign = d.renewing(seen.foreign, touched) // twins of a renewal are no foreign servers (renew.go)
-	if !d.known || d.verify.reads != reads || !d.gate.last.Equal(lastReload) {
+	if !d.known || d.verify.reads != reads || !d.gate.last.Equal(lastReload) || d.aside != nil || d.pidEpoch != epoch {
 		d.log.Debug("verify: state replaced during the read; result dropped", "read", read)
 		return false, nil
 	}

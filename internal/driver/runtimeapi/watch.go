@@ -35,7 +35,7 @@ func (d *HAProxy) Watch(ctx context.Context, interval time.Duration, trigger fun
 // worker meanwhile, says nothing about a restart and is ignored.
 func (d *HAProxy) observe(epoch uint64, pid string, err error, down bool, trigger func()) bool {
 	d.mu.Lock()
-	stale := d.pidEpoch != epoch
+	stale := d.pidEpoch != epoch || d.aside != nil // a reload aside changes the worker (aside.go)
 	changed := d.known && d.pid != "" && pid != d.pid
 	d.mu.Unlock()
 	if stale {

@@ -36,15 +36,7 @@ const slowReload = 2 * time.Second
 // reload comes after the pass ends. Last, a Service new in the pass that
 // grows the pool: its set element too is added before the reload.
 func TestServedBeforeGrowthReload(t *testing.T) {
-	// The master re-executes argv[0] on a reload: a wrapper named so
-	// sleeps there (HAProxy sets HAPROXY_MWORKER_REEXEC), not at the start.
-	wrapper := filepath.Join(t.TempDir(), "haproxy-slow-reload")
-	script := fmt.Sprintf("#!/bin/bash\n[ -n \"$HAPROXY_MWORKER_REEXEC\" ] && sleep %d\nexec -a %s %s \"$@\"\n",
-		int(slowReload/time.Second), wrapper, haproxytest.Bin())
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HAPROXY_BIN", wrapper)
+	slowReloads(t, "", "")
 	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 3, Other: 1, LowWater: 1})
 	svc := l.outgrowing(t)
 	cfgOf := func(fes []model.Frontend, bes ...*model.Backend) model.Config {
@@ -118,6 +110,33 @@ func TestServedBeforeGrowthReload(t *testing.T) {
 	servedFirst("a new Service whose pass grows the pool", cfgOf([]model.Frontend{feA, feB, feC}, beA5, beB, beC), 82, "")
 }
 
+// slowReloads has the HAProxy that tests start from now on take
+// slowReload longer over every reload. The master re-executes argv[0] on
+// a reload: a wrapper named so sleeps there (HAProxy sets
+// HAPROXY_MWORKER_REEXEC), not at the start. With mark, the wrapper
+// creates that file when a reload begins; with fail, a reload while that
+// file exists fails (the master keeps the old workers: a config file
+// that cannot be read).
+func slowReloads(t *testing.T, mark, fail string) {
+	wrapper := filepath.Join(t.TempDir(), "haproxy-slow-reload")
+	touch, bad := "", ""
+	if mark != "" {
+		touch = fmt.Sprintf("touch %s; ", mark)
+	}
+	if fail != "" {
+		// The master re-executes with the argv it has: a missing file
+		// added once is taken out again before it is added or not.
+		bad = fmt.Sprintf("args=(); prev=; for a in \"$@\"; do if [ \"$prev\" = -f ] && [ \"$a\" = %[1]s.missing ]; then unset 'args[${#args[@]}-1]'; else args+=(\"$a\"); fi; prev=$a; done; set -- \"${args[@]}\"\n"+
+			"[ -n \"$HAPROXY_MWORKER_REEXEC\" ] && [ -e %[1]s ] && set -- \"$@\" -f %[1]s.missing\n", fail)
+	}
+	script := fmt.Sprintf("#!/bin/bash\n[ -n \"$HAPROXY_MWORKER_REEXEC\" ] && { %ssleep %d; }\n%sexec -a %s %s \"$@\"\n",
+		touch, int(slowReload/time.Second), bad, wrapper, haproxytest.Bin())
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HAPROXY_BIN", wrapper)
+}
+
 // TestNewServicesWhileLargeGrowthDeferred (issue 29, new29's 1,000-Service
 // run): new Services one after another, each arriving with no servers and
 // then getting more than a free spare's slots, while the reload gate holds
@@ -136,6 +155,7 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	l.apply(t, cfg)
 	before := l.reloads(t)
 	ctx := context.Background()
+	fewer := map[string]bool{} // Services reported served by fewer servers
 	for i := range 4 {
 		name, port := fmt.Sprintf("n%d", i), uint16(100+i)
 		fe, be0 := svc(name, port, 0)
@@ -147,6 +167,14 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 				t.Fatalf("%s with %d servers: %v", name, len(b.Servers), err)
 			}
 			t.Logf("%s with %d servers: %v (refused %v), in %s", name, len(b.Servers), err, res.Refused, hd.HAProxyBackend(b.Name))
+			for _, r := range res.Refused {
+				if r.Reason == runtimeapi.ReasonServedByFewerServers {
+					fewer[r.Service] = true
+					if !r.Served {
+						t.Errorf("%s: %v not said to be served", r.Service, r.Err)
+					}
+				}
+			}
 		}
 		cfg = model.Config{Frontends: append(slices.Clone(cfg.Frontends), fe), Backends: append(slices.Clone(cfg.Backends), be)}
 		expect(t, map[netip.AddrPort]string{netip.AddrPortFrom(vipA, port): "s0"}, l.lab.Client, netip.Addr{})
@@ -158,10 +186,19 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	// The growth's reload (a restarted controller's first pass waits for
 	// nothing) gives every Service all its servers: n1, cut to its small
 	// spare's slots meanwhile, is answered by its fifth.
+	if !fewer["default/n1"] {
+		t.Errorf("n1, cut to its small spare's slots, not reported served by fewer servers (reported: %v)", fewer)
+	}
 	hopts.ReloadSettle = 0
 	l.restart(t, hopts)
-	l.apply(t, cfg)
-	err := netlab.Eventually(ctx, 10*time.Second, func() error {
+	res, err := l.drv.Apply(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(res.Refused, func(r driver.Refusal) bool { return r.Reason == runtimeapi.ReasonServedByFewerServers }); i >= 0 {
+		t.Errorf("after the growth, every Service whole, yet reported: %v", res.Refused[i].Err)
+	}
+	err = netlab.Eventually(ctx, 10*time.Second, func() error {
 		if got, err := ask(l.lab.Client, netip.Addr{}, netip.AddrPortFrom(vipA, 101)); got != fmt.Sprintf("s%d", plan4) {
 			return fmt.Errorf("n1 answered %q (%v), want its fifth server", got, err)
 		}
