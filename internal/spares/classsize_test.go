@@ -2,6 +2,7 @@ package spares
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,12 +62,12 @@ func TestClassSizedSpares(t *testing.T) {
 	}{
 		{"small backends: 4-slot spares", repeat(10, 2), map[int]int{0: 4, 16: 1}},
 		{"5 servers: 8 slots", repeat(10, 5), map[int]int{8: 4, 16: 1}},
-		{"85% small, 15% of 5: 8 slots", append(repeat(85, 1), repeat(15, 5)...), map[int]int{8: 4 + 100/BatchShare, 16: 1}},
-		{"95% small, 5% of 5: 4 slots", append(repeat(95, 1), repeat(5, 5)...), map[int]int{0: 4 + 100/BatchShare, 16: 1}},
+		{"85% small, 15% of 5: 8 slots", append(repeat(85, 1), repeat(15, 5)...), map[int]int{8: 4 + 2*(100/BatchShare), 16: 1}},
+		{"95% small, 5% of 5: 4 slots", append(repeat(95, 1), repeat(5, 5)...), map[int]int{0: 4 + 2*(100/BatchShare), 16: 1}},
 		{"no servers yet: 4 slots", repeat(3, 0), map[int]int{0: 4, 16: 1}},
 		{"40 servers: bounded, the large spare sized to them", repeat(10, 40), map[int]int{MaxClassSlots: 4, 64: 1}},
-		{"1,000 of 5: a batch of 1/32", repeat(1000, 5), map[int]int{8: 4 + 1000/BatchShare, 16: 1}},
-		{"10,000 of 5: the batch bounded, large spares batched", repeat(10000, 5), map[int]int{8: 4 + MaxBatch, 16: min(10000/LargeShare, MaxLarge)}},
+		{"1,000 of 5: two batches of 1/16", repeat(1000, 5), map[int]int{8: 4 + 2*(1000/BatchShare), 16: 1}},
+		{"10,000 of 5: the batch bounded, large spares batched", repeat(10000, 5), map[int]int{8: 4 + 2*MaxBatch, 16: min(10000/LargeShare, MaxLarge)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := backends(tc.counts...)
@@ -132,21 +133,24 @@ func (p *pass) run(cfg model.Config) {
 
 // TestNewServicesAtScale: 50 new Services of 5 servers, one at a time,
 // each arriving with no servers and getting its 5 in the next pass,
-// against a pool sized from 10,000 (or 1,000) Services of 5: never a move (each
+// against a pool sized from 10,000 (or 500) Services of 5: never a move (each
 // keeps the spare it took), never a wait, and at most ceil(50/batch)
-// growths; likewise from a pool.json written before class sizing (its
-// free spares of 4 slots), which the first growth resizes.
+// growths; then a burst of 100 finds a free spare each. Likewise from a
+// pool.json written before class sizing (its free spares of 4 slots),
+// which the first growth resizes.
 func TestNewServicesAtScale(t *testing.T) {
 	const add = 50
 	pol := Policy{Spares: 16, Other: 1, LowWater: 1, Sized: true}
 	for _, tc := range []struct {
-		name string
-		have int
-		old  bool // the pool from before: free spares of 4 slots, one large
+		name    string
+		have    int
+		old     bool // the pool from before: free spares of 4 slots, one large
+		growths int  // of the 50 (at most ceil(50/batch))
+		burst   bool // a burst of 100 then finds a spare each
 	}{
-		{"sized pool, 10,000", 10000, false},
-		{"pool.json from before sizing, 10,000", 10000, true},
-		{"sized pool, 1,000: growths within the run", 1000, false},
+		{"sized pool, 10,000", 10000, false, 0, true},
+		{"pool.json from before sizing, 10,000", 10000, true, 0, true},
+		{"sized pool, 500: a growth within the run", 500, false, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			have, b := tc.have, batch(pol, tc.have)
@@ -202,8 +206,17 @@ func TestNewServicesAtScale(t *testing.T) {
 				}
 				bs = cfg.Backends
 			}
-			if limit := (add + b - 1) / b; p.growths > limit {
-				t.Errorf("%d growths for %d new Services, want at most %d (batch %d)", p.growths, add, limit, b)
+			// A burst of 100 in one pass: each takes a free spare,
+			// none waits for the growth it starts.
+			burst := slices.Clone(bs)
+			for i := range 100 {
+				burst = append(burst, be(fmt.Sprintf("u%03d", i), 0, servers(5)...))
+			}
+			if _, waiting := OccupyFit(p.pool, model.Config{Backends: burst}, func(name string) int { return p.running[name] }); tc.burst && len(waiting) > 0 {
+				t.Errorf("a burst of 100: %d wait for a spare", len(waiting))
+			}
+			if limit := (add + b - 1) / b; p.growths > limit || p.growths != tc.growths {
+				t.Errorf("%d growths for %d new Services, want %d, at most %d (batch %d)", p.growths, add, tc.growths, limit, b)
 			}
 			t.Logf("%d growths, batch %d", p.growths, b)
 		})

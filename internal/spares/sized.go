@@ -50,10 +50,11 @@ const (
 	// backend has more servers keeps spares this large (its large
 	// spare holds the rest, or a reload sizes them).
 	MaxClassSlots = LargeSlots
-	// BatchShare: a growth adds, beyond the class's target, one free
-	// spare per BatchShare backends of the class, at most MaxBatch (HAProxy's
-	// memory per spare: docs/backend-pool.md).
-	BatchShare = 32
+	// BatchShare: a class's batch is one free spare per BatchShare
+	// backends of the class, at most MaxBatch (HAProxy's memory per
+	// spare: docs/backend-pool.md). A growth brings the class to its
+	// target plus two batches, and comes when less than one is free.
+	BatchShare = 16
 	MaxBatch   = 128
 	// LargeShare: a growth that adds large spares adds one per
 	// LargeShare backends of the class, at least one, at most MaxLarge.
@@ -82,8 +83,8 @@ func classSlots(hist *[MaxClassSlots/4 + 1]int) int {
 	return 0
 }
 
-// batch is how many free spares a growth adds beyond the target of a
-// class with n backends (Policy.Sized; 0 otherwise).
+// batch is the batch of a class with n backends (Policy.Sized; 0
+// otherwise).
 func batch(pol Policy, n int) int {
 	if !pol.Sized {
 		return 0
@@ -93,13 +94,15 @@ func batch(pol Policy, n int) int {
 
 // fill is the free spares a class with the given target and n backends
 // has after a growth.
-func fill(pol Policy, target, n int) int { return target + batch(pol, n) }
+func fill(pol Policy, target, n int) int { return target + 2*batch(pol, n) }
 
 // lowWater: a class with fewer free spares than this makes the pool
-// grow: Policy.LowWater (at most the target), or with Policy.Sized half
-// the batch, so that a growth comes while half the batch is still free.
+// grow: Policy.LowWater (at most the target), or with Policy.Sized a
+// batch, so that a growth comes while a batch is still free (a burst of
+// new Services that size takes spares during the growth's reload), and
+// the next one a batch and the target of new Services later.
 func lowWater(pol Policy, target, n int) int {
-	return max(min(pol.LowWater, target), batch(pol, n)/2)
+	return max(min(pol.LowWater, target), batch(pol, n))
 }
 
 // largeBatch is how many large spares a growth adds to a class with n
