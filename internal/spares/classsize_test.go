@@ -222,3 +222,37 @@ func TestNewServicesAtScale(t *testing.T) {
 		})
 	}
 }
+
+// TestBestFit: a new backend takes the free spare of its class that
+// holds it with the fewest declared slots, the lowest numbered of those:
+// a large spare numbered before the class-sized ones stays free.
+func TestBestFit(t *testing.T) {
+	cls := []model.Backend{classKey(be("", 0))}
+	for _, tc := range []struct {
+		name    string
+		spares  []Spare
+		servers int
+		want    string
+	}{
+		{"no servers: the sized spare, not the large one before it", []Spare{{Name: "_pool_0", Slots: 16}, {Name: "_pool_1", Slots: 8}, {Name: "_pool_2", Slots: 8}}, 0, "_pool_1"},
+		{"5 servers: the sized spare", []Spare{{Name: "_pool_0", Slots: 16}, {Name: "_pool_1", Slots: 8}}, 5, "_pool_1"},
+		{"9 servers: only the large one holds them", []Spare{{Name: "_pool_0", Slots: 8}, {Name: "_pool_1", Slots: 16}}, 9, "_pool_1"},
+		{"a 4-slot spare from before first, for a backend it holds", []Spare{{Name: "_pool_0", Slots: 8}, {Name: "_pool_1"}}, 2, "_pool_1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := State{Classes: cls, Spares: tc.spares}
+			slots := func(name string) int {
+				for _, sp := range s.Spares {
+					if sp.Name == name {
+						return max(sp.Slots, plan.MinSlots)
+					}
+				}
+				return 0
+			}
+			next, waiting := OccupyFit(s, cfgOf(be("a", 0, servers(tc.servers)...)), slots)
+			if got := next.HAProxyBackend("a"); len(waiting) > 0 || got != tc.want {
+				t.Errorf("a in %s (waiting %v), want %s", got, waiting, tc.want)
+			}
+		})
+	}
+}
