@@ -151,12 +151,7 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 	}
 	slices.Sort(outgrown) // occupyFit moves them in the spares' order
 	free := func(c int, b *model.Backend, fit bool) int {
-		for i, sp := range next.Spares {
-			if c >= 0 && sp.Class == c && sp.Occupant == "" && !freed[i] && (!fit || fits(i, b)) {
-				return i
-			}
-		}
-		return -1
+		return bestFree(next.Spares, c, func(i int) bool { return !freed[i] && (!fit || fits(i, b)) })
 	}
 	var stuck []string
 	for _, i := range outgrown {

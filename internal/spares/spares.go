@@ -205,12 +205,7 @@ func occupyFit(prev State, cfg model.Config, slots func(spare string) int, cls [
 		sp.Occupant, freed[i] = "", true
 	}
 	free := func(c int, b *model.Backend, fit bool) int {
-		for i, sp := range next.Spares {
-			if c >= 0 && sp.Class == c && sp.Occupant == "" && !freed[i] && (!fit || fits(i, b)) {
-				return i
-			}
-		}
-		return -1
+		return bestFree(next.Spares, c, func(i int) bool { return !freed[i] && (!fit || fits(i, b)) })
 	}
 	for _, i := range outgrown {
 		b := cfg.Backends[want[next.Spares[i].Occupant]]
@@ -305,25 +300,26 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 	}
 	free := grown.Free()
 	grow = len(waiting) > 0
-	var large map[int]int
+	var large, size map[int]int
 	if pol.Sized {
-		large = grown.largeWanted(cfg, cls, use)
+		large, size = grown.sizing(cfg, cls, use)
 	}
 	for c := range use {
-		if free[c] < min(pol.LowWater, target(c)) || large[c] > 0 {
+		if free[c] < lowWater(pol, target(c), use[c]) || large[c] > 0 {
 			grow = true
 		}
 	}
 	if !grow {
 		return s, false
 	}
+	grown.resizeFree(size)
 	next := 0
 	if n := len(grown.Spares); n > 0 {
 		next, _ = SpareIndex(grown.Spares[n-1].Name)
 		next++
 	}
 	add := func(c int, occupant string) {
-		grown.Spares = append(grown.Spares, Spare{Name: SpareName(next), Class: c, Occupant: occupant})
+		grown.Spares = append(grown.Spares, Spare{Name: SpareName(next), Class: c, Occupant: occupant, Slots: size[c]})
 		next++
 	}
 	addLarge := func(c int) {
@@ -349,11 +345,13 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 	}
 	slices.Sort(classes)
 	for _, c := range classes {
-		for n := free[c]; n < target(c); n++ {
+		for n := free[c]; n < fill(pol, target(c), use[c]); n++ {
 			add(c, "")
 		}
 		if large[c] > 0 {
-			addLarge(c)
+			for range largeBatch(pol, use[c]) {
+				addLarge(c)
+			}
 		}
 	}
 	return grown, true

@@ -30,8 +30,10 @@ const slowReload = 2 * time.Second
 // moves to the class's free large spare with a map change, and the pool
 // then grows another large spare ahead of need with a reload in the same
 // pass (no settle time here). The Service is answered before that reload,
-// not by it: the pass serves first and grows after (applyPooled). The
-// same for a Service whose servers outgrow its spare. Every reload is made
+// not by it: the pass serves first and grows after (applyPooled). That
+// growth sizes the class's free spares to its backends, so a Service
+// whose servers then outgrow its spare moves into one with no reload.
+// Every reload is made
 // slower (slowReload), so that an answer that waits for the
 // reload comes after the pass ends. Last, a Service new in the pass that
 // grows the pool: its set element too is added before the reload.
@@ -99,15 +101,28 @@ func TestServedBeforeGrowthReload(t *testing.T) {
 	_, beB := svc("b", 81, plan4+1)
 	servedFirst("a new Service's servers that do not fit its spare", cfgOf([]model.Frontend{feA, feB}, beA, beB), 81, "")
 
-	// a outgrows its spare the same way: answered by its new fifth server.
+	// a outgrows its spare the same way: that growth sized the class's
+	// free spares to its backends (5 servers: 8 slots, spares/sized.go),
+	// so a moves into one with a map change and no growth: answered by
+	// its new fifth server with no reload.
 	_, beA5 := svc("a", 80, plan4+1)
-	servedFirst("a Service outgrowing its spare", cfgOf([]model.Frontend{feA, feB}, beA5, beB), 80, fmt.Sprintf("s%d", plan4))
+	before = l.reloads(t)
+	l.apply(t, cfgOf([]model.Frontend{feA, feB}, beA5, beB))
+	expect(t, map[netip.AddrPort]string{netip.AddrPortFrom(vipA, 80): fmt.Sprintf("s%d", plan4)}, l.lab.Client, netip.Addr{})
+	if after := l.reloads(t); after != before {
+		t.Errorf("a Service outgrowing its spare into a free one of the class's size: %d reloads, want 0", after-before)
+	}
 
 	// c arrives with its servers in one pass, new to the kernel's set too:
 	// its element goes in with the serve-first apply, not after the
-	// growth's reload (Ordered, driver.WithServed).
+	// growth's reload (Ordered, driver.WithServed). d and e come in the
+	// same pass: e takes the class's free large spare (the sized ones
+	// taken), so the pass grows the pool.
 	feC, beC := svc("c", 82, plan4+1)
-	servedFirst("a new Service whose pass grows the pool", cfgOf([]model.Frontend{feA, feB, feC}, beA5, beB, beC), 82, "")
+	feD, beD := svc("d", 83, plan4+1)
+	feE, beE := svc("e", 84, plan4+1)
+	servedFirst("a new Service whose pass grows the pool",
+		cfgOf([]model.Frontend{feA, feB, feC, feD, feE}, beA5, beB, beC, beD, beE), 82, "")
 }
 
 // slowReloads has the HAProxy that tests start from now on take
