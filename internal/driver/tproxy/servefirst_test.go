@@ -165,7 +165,10 @@ func TestNewServicesWhileLargeGrowthDeferred(t *testing.T) {
 	t.Cleanup(func() { _ = hd.Close() })
 	l.hd, l.drv.HAProxy = hd, hd
 	svc := l.outgrowing(t)
-	feA, beA := svc("a", 80, plan4+1)
+	// a has one server, so the class's free spares are sized to plan4
+	// slots (spares sized to their class): the new Services' five do not
+	// fit them.
+	feA, beA := svc("a", 80, 1)
 	cfg := model.Config{Frontends: []model.Frontend{feA}, Backends: []*model.Backend{beA}}
 	l.apply(t, cfg)
 	before := l.reloads(t)
