@@ -93,8 +93,16 @@ if [ ! -d "$TEST_BINARIES" ]; then
 	fi
 fi
 touch "$TEST_BINARIES"
-# Checkouts not tested for two weeks leave their binaries behind.
+# Checkouts not tested for two weeks leave their binaries behind, and so
+# do those beyond the six tested last once idle for two hours: a set is
+# ~1.5 GB, and a machine that tests a fresh clone many times a day (a
+# session's CI checks) filled its disk with them (kubelet's disk-pressure
+# evictions failed TestRealNodeChartAnnounce, 2026-11-29).
 find "$TEST_BINARIES_CACHE" -mindepth 1 -maxdepth 1 -type d -mtime +14 -exec rm -rf {} + 2>/dev/null || true
+# shellcheck disable=SC2012 # names are hex hashes
+ls -dt "$TEST_BINARIES_CACHE"/*/ 2>/dev/null | tail -n +7 | while read -r old; do
+	find "$old" -maxdepth 0 -mmin +120 -exec rm -rf {} + 2>/dev/null || true
+done
 declare -A weight=()
 while read -r secs name; do
 	[ -n "${name:-}" ] && [ "${secs:0:1}" != "#" ] && weight[$name]=$secs
