@@ -102,7 +102,7 @@ find "$TEST_BINARIES_CACHE" -mindepth 1 -maxdepth 1 -type d -mtime +14 -exec rm 
 # shellcheck disable=SC2012 # names are hex hashes
 ls -dt "$TEST_BINARIES_CACHE"/*/ 2>/dev/null | tail -n +7 | while read -r old; do
 	find "$old" -maxdepth 0 -mmin +120 -exec rm -rf {} + 2>/dev/null || true
-done
+done || true
 declare -A weight=()
 while read -r secs name; do
 	[ -n "${name:-}" ] && [ "${secs:0:1}" != "#" ] && weight[$name]=$secs
