@@ -3,6 +3,8 @@ package source
 import (
 	"context"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // syncPoll is how often a start asks whether every cache synced.
@@ -15,19 +17,8 @@ const syncPoll = 5 * time.Millisecond
 // waitSynced asks synced at once and then every syncPoll until it says
 // true (true) or ctx ends (false).
 func waitSynced(ctx context.Context, synced func() bool) bool {
-	if synced() {
-		return true
-	}
-	t := time.NewTicker(syncPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			if synced() {
-				return true
-			}
-		}
-	}
+	err := wait.PollUntilContextCancel(ctx, syncPoll, true, func(context.Context) (bool, error) {
+		return synced(), nil
+	})
+	return err == nil
 }
