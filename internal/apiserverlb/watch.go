@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
 // The EndpointSlices of default/kubernetes, which the apiservers maintain.
@@ -102,13 +104,10 @@ func (w *watcher) start(ctx context.Context, onChange func()) error {
 
 func (w *watcher) stop() { w.cancel() }
 
-// waitSynced blocks until every cache has synced or ctx ends.
+// waitSynced blocks until every cache has synced or ctx ends, asking as
+// often as the Services mode's start does (source.WaitSynced).
 func (w *watcher) waitSynced(ctx context.Context) bool {
-	var fns []cache.InformerSynced
-	for _, inf := range w.informers() {
-		fns = append(fns, inf.HasSynced)
-	}
-	return cache.WaitForCacheSync(ctx.Done(), fns...)
+	return source.WaitSynced(ctx, w.synced)
 }
 
 func (w *watcher) synced() bool {

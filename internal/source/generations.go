@@ -93,7 +93,7 @@ func (g *generations[S, G]) startAndWait(ctx context.Context, timeout time.Durat
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return waitSynced(wctx, g.Synced)
+	return WaitSynced(wctx, g.Synced)
 }
 
 // relistAfterOutage sets up the relister: probe is asked /readyz.

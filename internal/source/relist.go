@@ -184,7 +184,7 @@ func relistInto[S any, G interface {
 	next.start(ctx)
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if !waitSynced(wctx, next.synced) {
+	if !WaitSynced(wctx, next.synced) {
 		next.stop()
 		return errors.New("the new informers did not sync within " + timeout.String())
 	}

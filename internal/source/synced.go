@@ -14,9 +14,9 @@ import (
 // atomic loads.
 const syncPoll = 5 * time.Millisecond
 
-// waitSynced asks synced at once and then every syncPoll until it says
+// WaitSynced asks synced at once and then every syncPoll until it says
 // true (true) or ctx ends (false).
-func waitSynced(ctx context.Context, synced func() bool) bool {
+func WaitSynced(ctx context.Context, synced func() bool) bool {
 	err := wait.PollUntilContextCancel(ctx, syncPoll, true, func(context.Context) (bool, error) {
 		return synced(), nil
 	})

@@ -32,10 +32,10 @@ func TestWaitSynced(t *testing.T) {
 			}
 			defer cancel()
 			start := time.Now()
-			got := waitSynced(ctx, synced)
+			got := WaitSynced(ctx, synced)
 			took := time.Since(start)
 			if got != tc.want {
-				t.Fatalf("waitSynced = %v after %d questions, want %v", got, asked.Load(), tc.want)
+				t.Fatalf("WaitSynced = %v after %d questions, want %v", got, asked.Load(), tc.want)
 			}
 			if took > tc.within {
 				t.Errorf("took %s (%d questions), want within %s", took, asked.Load(), tc.within)
