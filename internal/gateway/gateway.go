@@ -100,8 +100,9 @@ type Result struct {
 	Classes  map[string]gwv1.GatewayClassStatus // by name
 	Gateways map[Key]gwv1.GatewayStatus
 	// Routes: the parents' statuses this controller writes, by route
-	// (other controllers' entries are left alone by the writer).
-	Routes map[RouteKey][]gwv1.RouteParentStatus
+	// (other controllers' entries are left alone by the writer); kept
+	// from the last result where unchanged (routestatuses.go).
+	Routes RouteStatuses
 	// Policies: the BackendTLSPolicies' statuses (backendtls.go), by
 	// policy; one ancestor per Gateway whose routes use a target.
 	Policies map[Key]gwv1.PolicyStatus

@@ -39,7 +39,7 @@ type Memo struct {
 	world   map[any]struct{} // the objects every route reads, last pass
 	routes  map[*gwv1.HTTPRoute]*route
 	entries map[*route]*routeEntry
-	status  map[RouteKey][]gwv1.RouteParentStatus
+	status  RouteStatuses           // the last result's (routestatuses.go)
 	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
 	stamps  stamper                 // for the tables' updates (tablestamps.go)
 	svcs    map[Key]*corev1.Service // the last pass's Services and EndpointSlices (world's)
@@ -145,7 +145,7 @@ func (m *Memo) begin(in Input) {
 	}
 	m.world = world
 	if m.routes == nil {
-		m.routes, m.status = map[*gwv1.HTTPRoute]*route{}, map[RouteKey][]gwv1.RouteParentStatus{}
+		m.routes = map[*gwv1.HTTPRoute]*route{}
 		m.tables = map[tableKey]*tableMemo{}
 	}
 }
