@@ -143,6 +143,7 @@ func Compute(in Input, opts Options) Result {
 	}
 	opts.Memo.gone(rs, &sb)
 	res.Routes = sb.done()
+	opts.Memo.keepRoutesBuf(rs)
 
 	backends := make(map[string]*model.Backend, len(in.Services)) // about one per Service port: grown no more
 	for _, x := range gws {
@@ -162,6 +163,7 @@ func Compute(in Input, opts Options) Result {
 	slices.SortFunc(res.Config.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(res.Config.Frontends, func(a, b model.Frontend) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(res.Config.UDP, func(a, b model.UDPService) int { return cmp.Compare(a.Name, b.Name) })
+	w.keepListenerRoutes() // attachmemo.go
 	opts.Memo.end(&res)
 	return res
 }

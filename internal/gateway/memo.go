@@ -60,6 +60,12 @@ type Memo struct {
 	// (routesdelta.go).
 	nPrev int
 	delta []RouteKey
+	// rs: the array of the routes' list a pass makes (routesOf), reused;
+	// empty between passes.
+	rs []*route
+	// lroutes: the arrays of the listeners' lists of routes, by place
+	// (attachmemo.go keepListenerRoutes); empty between passes.
+	lroutes [][]*attachedRoute
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
