@@ -57,8 +57,8 @@ func (f *renderFlags) runGateway(e *cmdEnv, set objects.Set, refused refusals, o
 			warn("Gateway "+settings.ShowName(k.String())+" listener "+settings.ShowName(string(l.Name)), l.Conditions)
 		}
 	}
-	for _, k := range slices.SortedFunc(maps.Keys(res.Routes), func(a, b gateway.RouteKey) int { return strings.Compare(a.String(), b.String()) }) {
-		for _, p := range res.Routes[k] {
+	for _, k := range slices.SortedFunc(maps.Keys(res.Routes.Map()), func(a, b gateway.RouteKey) int { return strings.Compare(a.String(), b.String()) }) {
+		for _, p := range res.Routes.Get(k) {
 			warn(k.Kind+" "+settings.ShowName(k.Key.String())+" parent "+settings.ShowName(string(p.ParentRef.Name)), p.Conditions)
 		}
 	}

@@ -41,8 +41,7 @@ func Compute(in Input, opts Options) Result {
 	if opts.ControllerName == "" {
 		opts.ControllerName = ControllerName
 	}
-	res := Result{Classes: map[string]gwv1.GatewayClassStatus{}, Gateways: map[Key]gwv1.GatewayStatus{}, Routes: make(map[RouteKey][]gwv1.RouteParentStatus, len(in.HTTPRoutes)+len(in.GRPCRoutes)+len(in.TCPRoutes)+len(in.TLSRoutes)+len(in.UDPRoutes)),
-		ListenerSets: map[Key]gwv1.ListenerSetStatus{}}
+	res := Result{Classes: map[string]gwv1.GatewayClassStatus{}, Gateways: map[Key]gwv1.GatewayStatus{}, ListenerSets: map[Key]gwv1.ListenerSetStatus{}}
 	accepted := map[string]bool{}
 	for _, c := range in.Classes {
 		if string(c.Spec.ControllerName) != opts.ControllerName {
@@ -134,13 +133,17 @@ func Compute(in Input, opts Options) Result {
 	opts.Routes.begin()
 	defer opts.Routes.end()
 	w.indexListeners(gws) // attachmemo.go
-	for _, r := range routesOf(in, opts.Routes, opts.Memo) {
+	rs := routesOf(in, opts.Routes, opts.Memo)
+	sb := routeStatusBuild{s: opts.Memo.lastStatus()} // routestatuses.go: the last result's, copied where it changes
+	for _, r := range rs {
 		sts := w.attached(r, byKey, opts.ControllerName)
-		if len(sts) > 0 {
-			res.Routes[r.key] = sts
+		if opts.Memo.noteRoute(r, sts) { // routesdelta.go
+			sb.put(r.key, sts)
 		}
-		opts.Memo.noteRoute(r, sts) // routesdelta.go
 	}
+	opts.Memo.gone(rs, &sb)
+	res.Routes = sb.done()
+	opts.Memo.keepRoutesBuf(rs)
 
 	backends := make(map[string]*model.Backend, len(in.Services)) // about one per Service port: grown no more
 	for _, x := range gws {
@@ -160,6 +163,7 @@ func Compute(in Input, opts Options) Result {
 	slices.SortFunc(res.Config.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(res.Config.Frontends, func(a, b model.Frontend) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(res.Config.UDP, func(a, b model.UDPService) int { return cmp.Compare(a.Name, b.Name) })
+	w.keepListenerRoutes() // attachmemo.go
 	opts.Memo.end(&res)
 	return res
 }

@@ -47,7 +47,7 @@ func TestGolden(t *testing.T) {
 	cfg := render.Config(res.Config, layout, render.Options{StatsSocket: "/run/hks/admin.sock"})
 	golden.Assert(t, "base.cfg", cfg)
 	golden.HAProxyAccepts(t, cfg)
-	st, err := yaml.Marshal(map[string]any{"classes": res.Classes, "gateways": keyed(res.Gateways), "routes": keyed(res.Routes), "udp": res.Config.UDP})
+	st, err := yaml.Marshal(map[string]any{"classes": res.Classes, "gateways": keyed(res.Gateways), "routes": keyed(res.Routes.Map()), "udp": res.Config.UDP})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func condOf(cs []metav1.Condition, typ string) string {
 }
 
 func routeCond(res Result, kind, ns, name, typ string) string {
-	sts := res.Routes[RouteKey{kind, Key{ns, name}}]
+	sts := res.Routes.Get(RouteKey{kind, Key{ns, name}})
 	if len(sts) == 0 {
 		return "none"
 	}
@@ -138,7 +138,7 @@ func TestCompute(t *testing.T) {
 			want(t, routesOfFrontend(res, "4464"), "no frontend")
 		}},
 		{"a class of another controller", func(in *Input) { in.Gateways[0].Spec.GatewayClassName = "other" }, Options{}, func(t *testing.T, res Result) {
-			want(t, fmt.Sprint(len(res.Gateways), len(res.Routes), len(res.Config.Frontends)), "0 0 0")
+			want(t, fmt.Sprint(len(res.Gateways), res.Routes.Len(), len(res.Config.Frontends)), "0 0 0")
 		}},
 		{"cross-namespace ref without a grant", func(in *Input) {
 			c, sc := service("other", "c", corev1.ProtocolTCP, 80, 80, "10.244.3.3")

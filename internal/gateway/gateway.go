@@ -100,8 +100,9 @@ type Result struct {
 	Classes  map[string]gwv1.GatewayClassStatus // by name
 	Gateways map[Key]gwv1.GatewayStatus
 	// Routes: the parents' statuses this controller writes, by route
-	// (other controllers' entries are left alone by the writer).
-	Routes map[RouteKey][]gwv1.RouteParentStatus
+	// (other controllers' entries are left alone by the writer); kept
+	// from the last result where unchanged (routestatuses.go).
+	Routes RouteStatuses
 	// Policies: the BackendTLSPolicies' statuses (backendtls.go), by
 	// policy; one ancestor per Gateway whose routes use a target.
 	Policies map[Key]gwv1.PolicyStatus
@@ -166,7 +167,7 @@ type route struct {
 }
 
 func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
-	var out []*route
+	out := m.routesBuf()
 	for _, r := range in.TCPRoutes {
 		rt := &route{key: RouteKey{KindTCPRoute, Key{r.Namespace, r.Name}}, meta: &r.ObjectMeta, parents: r.Spec.ParentRefs}
 		if len(r.Spec.Rules) > 0 {
@@ -188,7 +189,7 @@ func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
 		}
 		out = append(out, rt)
 	}
-	out = append(out, httpRoutes(in, m)...)
+	out = httpRoutes(out, in, m)
 	out = append(out, grpcRoutes(in, memo)...)
 	// The oldest route wins what two routes want (a TCP listener, a
 	// server name); ties by kind, namespace and name, as the spec says.
@@ -225,4 +226,22 @@ func older(a, b *metav1.ObjectMeta, ka, kb string) int {
 		return c
 	}
 	return cmp.Compare(ka, kb)
+}
+
+// routesBuf is an empty list with the room of the last pass's (nil
+// without a memo).
+func (m *Memo) routesBuf() []*route {
+	if m == nil {
+		return nil
+	}
+	return m.rs[:0]
+}
+
+// keepRoutesBuf keeps rs's array for the next pass, holding no route.
+func (m *Memo) keepRoutesBuf(rs []*route) {
+	if m == nil {
+		return
+	}
+	clear(rs)
+	m.rs = rs[:0]
 }

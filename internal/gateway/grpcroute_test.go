@@ -130,7 +130,7 @@ func TestGRPCRouteRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			res := Compute(grpcInput(groute("bad", 1, nil, tc.rule), groute("good", 2, nil, grule("b", gmatch("pkg.Echo", "Good")))), Options{UDP: true})
 			want(t, routeCond(res, KindGRPCRoute, "apps", "bad", "Accepted"), "False/UnsupportedValue")
-			if msg := res.Routes[RouteKey{KindGRPCRoute, Key{"apps", "bad"}}][0].Conditions[0].Message; !strings.Contains(msg, tc.why) {
+			if msg := res.Routes.Get(RouteKey{KindGRPCRoute, Key{"apps", "bad"}})[0].Conditions[0].Message; !strings.Contains(msg, tc.why) {
 				t.Errorf("message %q, want it to say %q", msg, tc.why)
 			}
 			want(t, routeCond(res, KindGRPCRoute, "apps", "good", "Accepted"), "True/Accepted")
@@ -213,7 +213,7 @@ func TestGRPCRouteKeepsLastGood(t *testing.T) {
 
 	res = Compute(grpcInput(bad), Options{UDP: true, Routes: &memo})
 	want(t, routeCond(res, KindGRPCRoute, "apps", "g", "Accepted"), "False/UnsupportedValue")
-	c := res.Routes[RouteKey{KindGRPCRoute, Key{"apps", "g"}}][0].Conditions[0]
+	c := res.Routes.Get(RouteKey{KindGRPCRoute, Key{"apps", "g"}})[0].Conditions[0]
 	if !strings.Contains(c.Message, "without a service") || !strings.Contains(c.Message, "last valid version is served") || c.ObservedGeneration != 4 {
 		t.Errorf("condition %+v", c)
 	}

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -129,8 +131,8 @@ func (w *world) grantedTo(from, ns string, to gwv1.Kind, obj Key) bool {
 
 // httpRoutes are the HTTPRoutes as routes: their backendRefs, all rules'
 // (for ResolvedRefs), and why one cannot be served.
-func httpRoutes(in Input, m *Memo) []*route {
-	out := make([]*route, 0, len(in.HTTPRoutes))
+func httpRoutes(out []*route, in Input, m *Memo) []*route {
+	out = slices.Grow(out, len(in.HTTPRoutes))
 	for _, r := range in.HTTPRoutes {
 		out = append(out, m.httpRoute(r, httpRouteOf))
 	}

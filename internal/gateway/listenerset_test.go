@@ -211,13 +211,13 @@ func TestListenerSets(t *testing.T) {
 				route("apps", "entry-via-gw", 4, parent("gw", "extra")),
 			}
 		}, func(t *testing.T, res Result) {
-			both := res.Routes[RouteKey{KindHTTPRoute, Key{"apps", "both"}}]
+			both := res.Routes.Get(RouteKey{KindHTTPRoute, Key{"apps", "both"}})
 			if len(both) != 2 || both[1].ParentRef.Kind == nil || *both[1].ParentRef.Kind != KindListenerSet {
 				t.Fatalf("route both: parents %+v, want the Gateway's and the ListenerSet's", both)
 			}
 			want(t, condOf(both[0].Conditions, "Accepted"), "True/Accepted")
 			want(t, condOf(both[1].Conditions, "Accepted"), "True/Accepted")
-			want(t, fmt.Sprint(len(res.Routes[RouteKey{KindHTTPRoute, Key{"apps", "gw-only"}}])), "1")
+			want(t, fmt.Sprint(len(res.Routes.Get(RouteKey{KindHTTPRoute, Key{"apps", "gw-only"}}))), "1")
 			want(t, routeCond(res, KindHTTPRoute, "apps", "entry-via-gw", "Accepted"), "False/NoMatchingParent")
 			want(t, fmt.Sprint(listenerStatus(res, "apps", "gw", "web").AttachedRoutes), "2")
 			want(t, entryCond(res, "apps", "ls", "extra"), accepted+" 1")

@@ -39,7 +39,7 @@ type Memo struct {
 	world   map[any]struct{} // the objects every route reads, last pass
 	routes  map[*gwv1.HTTPRoute]*route
 	entries map[*route]*routeEntry
-	status  map[RouteKey][]gwv1.RouteParentStatus
+	status  RouteStatuses           // the last result's (routestatuses.go)
 	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
 	stamps  stamper                 // for the tables' updates (tablestamps.go)
 	svcs    map[Key]*corev1.Service // the last pass's Services and EndpointSlices (world's)
@@ -60,6 +60,12 @@ type Memo struct {
 	// (routesdelta.go).
 	nPrev int
 	delta []RouteKey
+	// rs: the array of the routes' list a pass makes (routesOf), reused;
+	// empty between passes.
+	rs []*route
+	// lroutes: the arrays of the listeners' lists of routes, by place
+	// (attachmemo.go keepListenerRoutes); empty between passes.
+	lroutes [][]*attachedRoute
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
@@ -145,7 +151,7 @@ func (m *Memo) begin(in Input) {
 	}
 	m.world = world
 	if m.routes == nil {
-		m.routes, m.status = map[*gwv1.HTTPRoute]*route{}, map[RouteKey][]gwv1.RouteParentStatus{}
+		m.routes = map[*gwv1.HTTPRoute]*route{}
 		m.tables = map[tableKey]*tableMemo{}
 	}
 }

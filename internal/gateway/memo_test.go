@@ -233,6 +233,8 @@ func TestMemoIsTheWholeCompute(t *testing.T) {
 		memo := &Memo{}
 		withMemo := Options{Routes: &RouteMemo{}, Memo: memo}
 		whole := Options{Routes: &RouteMemo{}}
+		var last RouteStatuses // the last pass's statuses, and a copy of them
+		var lastCopy map[RouteKey][]gwv1.RouteParentStatus
 		for step := range 100 {
 			what := "start"
 			if step > 0 {
@@ -244,6 +246,10 @@ func TestMemoIsTheWholeCompute(t *testing.T) {
 			if d := firstDiff(got, want); d != "" {
 				t.Fatalf("seed %d step %d (%s): the memo's pass differs from the whole one: %s", seed, step, what, d)
 			}
+			if step > 0 && !reflect.DeepEqual(last.Map(), lastCopy) { // routestatuses.go: a result never changes
+				t.Fatalf("seed %d step %d (%s): the last pass's route statuses changed", seed, step, what)
+			}
+			last, lastCopy = got.Routes, got.Routes.Map()
 		}
 		if memo.Reused < 2*memo.Compiled {
 			t.Errorf("seed %d: the memo reused %d routes' rules and compiled %d: want most reused", seed, memo.Reused, memo.Compiled)
@@ -269,8 +275,8 @@ func TestMemoKeepsUnchangedStatus(t *testing.T) {
 	}
 	second := Compute(m.input(), opts)
 	same, changed := 0, 0
-	for k, sts := range second.Routes {
-		prev, ok := first.Routes[k]
+	for k, sts := range second.Routes.All() {
+		prev, ok := first.Routes.Lookup(k)
 		if !ok || len(sts) == 0 {
 			continue
 		}
@@ -299,7 +305,7 @@ func firstDiff(got, want Result) string {
 		name      string
 		got, want any
 	}{{"frontends", got.Config.Frontends, want.Config.Frontends}, {"backends", got.Config.Backends, want.Config.Backends},
-		{"routes' status", got.Routes, want.Routes}, {"gateways' status", got.Gateways, want.Gateways}, {"result", got, want}} {
+		{"routes' status", got.Routes.Map(), want.Routes.Map()}, {"gateways' status", got.Gateways, want.Gateways}, {"result", got, want}} {
 		if !reflect.DeepEqual(p.got, p.want) {
 			return fmt.Sprintf("%s:\nmemo:  %+v\nwhole: %+v", p.name, p.got, p.want)
 		}

@@ -31,6 +31,9 @@ type ranked struct {
 type orderMemo struct {
 	gen int // counts the orders made
 	n   int // the routes in the last order
+	// byRank: the array sorted places the kept routes in, reused (a
+	// pass would allocate one of every route); not read between calls.
+	byRank []*route
 	// Kept and Sorted count the routes placed by rank and those sorted
 	// in the last call, for tests and benchmarks.
 	Kept, Sorted int
@@ -39,7 +42,11 @@ type orderMemo struct {
 // sorted sorts rs (each with its key string made) by older, using the
 // ranks of the last call, and ranks them for the next.
 func (o *orderMemo) sorted(rs []*route) {
-	byRank := make([]*route, o.n)
+	if cap(o.byRank) < o.n {
+		o.byRank = make([]*route, o.n+o.n/8+8) // room for a few more
+	}
+	byRank := o.byRank[:o.n]
+	clear(byRank)
 	var fresh []*route
 	for _, r := range rs {
 		k := &r.rank
@@ -61,6 +68,7 @@ func (o *orderMemo) sorted(rs []*route) {
 		from = at
 	}
 	out = append(out, kept[from:]...)
+	clear(kept) // holds no route until the next call
 	o.gen++
 	o.n = len(out)
 	for i, r := range out {

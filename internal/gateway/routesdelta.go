@@ -17,40 +17,63 @@ import gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 // last pass's only when fewer were seen again.
 
 // noteRoute records, after r's attachment gave sts, whether r's status
-// may differ from the last pass's. An HTTPRoute the memo kept holds its
-// last pass's slice: no lookup of the last pass's map by key (the pass
-// replays most routes' attachment without one).
-func (m *Memo) noteRoute(r *route, sts []gwv1.RouteParentStatus) {
+// may differ from the last pass's, and reports it: r's entry in the
+// result is then to be set (routestatuses.go), else it is the last
+// result's. An HTTPRoute the memo kept holds its last pass's slice: no
+// lookup of the last pass's statuses by key (the pass replays most
+// routes' attachment without one). Without a memo: true.
+func (m *Memo) noteRoute(r *route, sts []gwv1.RouteParentStatus) bool {
 	if m == nil {
-		return
+		return true
 	}
 	var prev []gwv1.RouteParentStatus
 	kept := r.key.Kind == KindHTTPRoute && r.made != m.pass
 	if kept && r.stsPass == m.pass-1 {
 		prev = r.sts
 	} else if !kept {
-		prev = m.status[r.key] // a new object, or a kind the memo does not keep
+		prev = m.status.Get(r.key) // a new object, or a kind the memo does not keep
 	}
 	if len(prev) > 0 {
 		m.nPrev++
 	}
 	r.sts, r.stsPass = sts, m.pass
 	if kept && sameSlice(prev, sts) {
-		return
+		return false
 	}
 	m.delta = append(m.delta, r.key)
+	return true
 }
 
-// endDelta adds the routes of the last pass's status that this pass did
-// not see (deleted objects) and hands the list to res.
-func (m *Memo) endDelta(res *Result) {
-	if m.nPrev < len(m.status) {
-		for k := range m.status {
-			if _, ok := res.Routes[k]; !ok {
-				m.delta = append(m.delta, k)
-			}
+// lastStatus is the last pass's statuses (none without a memo).
+func (m *Memo) lastStatus() RouteStatuses {
+	if m == nil {
+		return RouteStatuses{}
+	}
+	return m.status
+}
+
+// gone removes from b the entries of the last pass's statuses whose
+// route this pass did not note (rs: the routes it did; deleted objects),
+// and lists them as changed. They are found by count: the statuses and
+// rs are walked only when fewer entries were seen again than there are.
+func (m *Memo) gone(rs []*route, b *routeStatusBuild) {
+	if m == nil || m.nPrev >= m.status.Len() {
+		return
+	}
+	seen := make(map[RouteKey]struct{}, len(rs))
+	for _, r := range rs {
+		seen[r.key] = struct{}{}
+	}
+	for k := range m.status.All() {
+		if _, ok := seen[k]; !ok {
+			m.delta = append(m.delta, k)
+			b.put(k, nil)
 		}
 	}
+}
+
+// endDelta hands the list of routes whose status may have changed to res.
+func (m *Memo) endDelta(res *Result) {
 	res.Pass, res.RoutesChanged = m.pass, m.delta
 	m.delta = nil
 }
@@ -66,7 +89,7 @@ func (m *Memo) parentStatus(k RouteKey, sts []gwv1.RouteParentStatus) []gwv1.Rou
 	if m == nil {
 		return sts
 	}
-	if prev, ok := m.status[k]; ok && sameParents(prev, sts) {
+	if prev, ok := m.status.Lookup(k); ok && sameParents(prev, sts) {
 		return prev
 	}
 	return sts

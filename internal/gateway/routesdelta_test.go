@@ -52,10 +52,10 @@ func TestRoutesChangedIsTheDifference(t *testing.T) {
 						t.Fatalf("seed %d step %d (%s): route %v's object is new and it is not listed", seed, step, what, k)
 					}
 				}
-				for _, rs := range []map[RouteKey][]gwv1.RouteParentStatus{last.Routes, res.Routes} {
-					for k := range rs {
-						was, had := last.Routes[k]
-						now, has := res.Routes[k]
+				for _, rs := range []RouteStatuses{last.Routes, res.Routes} {
+					for k := range rs.All() {
+						was, had := last.Routes.Lookup(k)
+						now, has := res.Routes.Lookup(k)
 						if (had != has || !sameSlice(was, now)) && !told[k] {
 							t.Fatalf("seed %d step %d (%s): route %v's status entry changed (%v -> %v) and it is not listed", seed, step, what, k, had, has)
 						}

@@ -1,6 +1,10 @@
 package gateway
 
-import "github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+import (
+	"slices"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
 
 // A table's actions kept in the last table's array while they are the
 // same (issue 30): each place's fragment holds its actions as a part of
@@ -60,4 +64,25 @@ func (a *actionsOf) done() []model.HTTPAction {
 	}
 	a.hw = len(a.out)
 	return a.out
+}
+
+// renumbered are the last table's hosts with their rules' actions at
+// their new places (remap), a host copied only when one moved; the
+// removed ones are left as they are (dropped by the caller).
+func renumbered(hosts []model.HTTPHost, removed map[int]bool, remap []int) []model.HTTPHost {
+	out := hosts
+	for i, h := range hosts {
+		if removed[i] || !slices.ContainsFunc(h.Rules, func(r model.HTTPRule) bool { return remap[r.Action] != r.Action }) {
+			continue
+		}
+		if &out[0] == &hosts[0] {
+			out = slices.Clone(hosts) // the last table's are shared: never changed
+		}
+		rules := slices.Clone(h.Rules)
+		for k := range rules {
+			rules[k].Action = remap[rules[k].Action]
+		}
+		out[i].Rules = rules
+	}
+	return out
 }

@@ -31,15 +31,16 @@ type tableKey struct {
 
 // tableMemo is one frontend's table and what it was built from.
 type tableMemo struct {
-	pass   int
-	scheme string
-	lhosts []string      // the listeners' hostnames, in table order
-	ls     []*tableInput // per listener
-	t      *model.HTTP
-	owner  []int          // per host of t, the listener whose rules it has
-	owners map[string]int // the same by host name
-	spare  [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
-	actsHW int            // the largest length a table has had over t.Actions' array (tableactions.go)
+	pass          int
+	scheme        string
+	lhosts        []string      // the listeners' hostnames, in table order
+	ls            []*tableInput // per listener
+	t             *model.HTTP
+	owner         []int          // per host of t, the listener whose rules it has
+	owners        map[string]int // the same by host name
+	spare         [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
+	actsHW        int            // the largest length a table has had over t.Actions' array (tableactions.go)
+	remap, owner0 []int          // arrays update reuses: its renumbering, the owners before the last
 }
 
 // tableInput is one listener's part: its served routes, in order, and
@@ -177,7 +178,8 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	dirty := map[string]bool{}
 	changed := 0
-	remap := make([]int, len(tm.t.Actions)) // a kept action's new place; -1: gone
+	remap := slices.Grow(tm.remap[:0], len(tm.t.Actions))[:len(tm.t.Actions)] // a kept action's new place; -1: gone
+	tm.remap = remap
 	for i := range remap {
 		remap[i] = -1
 	}
@@ -289,7 +291,7 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	}
 	slices.SortFunc(add, func(a, b placed) int { return cmpHost(a.owner, a.host.Name, b.owner, b.host.Name) })
 	nh := make([]model.HTTPHost, 0, len(hosts)+len(add)-len(removed))
-	no := make([]int, 0, cap(nh))
+	no := slices.Grow(tm.owner0[:0], cap(nh))
 	next := 0
 	for i := range len(hosts) + 1 {
 		for ; next < len(add) && add[next].at == i; next++ {
@@ -300,7 +302,7 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 		}
 	}
 	tm.t = &model.HTTP{Hosts: nh}
-	tm.owner = no
+	tm.owner, tm.owner0 = no, tm.owner
 	if len(nh) == 0 {
 		tm.t.Hosts = nil // as httpTable leaves it
 	}
@@ -335,27 +337,6 @@ func newTableInput(ss []tableSlot) *tableInput {
 		}
 	}
 	return in
-}
-
-// renumbered are the last table's hosts with their rules' actions at
-// their new places (remap), a host copied only when one moved; the
-// removed ones are left as they are (dropped by the caller).
-func renumbered(hosts []model.HTTPHost, removed map[int]bool, remap []int) []model.HTTPHost {
-	out := hosts
-	for i, h := range hosts {
-		if removed[i] || !slices.ContainsFunc(h.Rules, func(r model.HTTPRule) bool { return remap[r.Action] != r.Action }) {
-			continue
-		}
-		if &out[0] == &hosts[0] {
-			out = slices.Clone(hosts) // the last table's are shared: never changed
-		}
-		rules := slices.Clone(h.Rules)
-		for k := range rules {
-			rules[k].Action = remap[rules[k].Action]
-		}
-		out[i].Rules = rules
-	}
-	return out
 }
 
 func (in *tableInput) index(h string, j int) {

@@ -120,7 +120,7 @@ func (p *Publisher) route(q workqueue.TypedRateLimitingInterface[item], res *gat
 		differs, known = p.synced.known(obj, gen)
 	}
 	if !known {
-		want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
+		want := res.Routes.Get(gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}})
 		p.looked++
 		if differs, known = p.synced.verdict(obj, want, gen); !known {
 			differs = !equality.Semantic.DeepEqual(p.parents(kind, ns, name, have, res, now), have)

@@ -33,15 +33,17 @@ func BenchmarkPublisherNewResult(b *testing.B) {
 		for _, way := range []string{"walk", "listed"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
 				objs := &indexedObjects{byName: map[string]*gwv1.HTTPRoute{}}
-				res := gateway.Result{Pass: 1, Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{}}
+				res := gateway.Result{Pass: 1}
+				sts := map[gateway.RouteKey][]gwv1.RouteParentStatus{}
 				for i := range n {
 					name := "r" + strconv.Itoa(i)
 					r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}}
 					r.Status.Parents = parentsWith("Accepted")
 					objs.routes = append(objs.routes, r)
 					objs.byName[name] = r
-					res.Routes[routeKey(name)] = parentsWith("Accepted")
+					sts[routeKey(name)] = parentsWith("Accepted")
 				}
+				res.Routes = gateway.RouteStatusesOf(sts)
 				p := NewPublisher(nil, objs, PublisherOptions{})
 				q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())
 				defer q.ShutDown()
@@ -51,7 +53,7 @@ func BenchmarkPublisherNewResult(b *testing.B) {
 				for b.Loop() {
 					next := gateway.Result{Pass: res.Pass + 1, Routes: res.Routes}
 					k := routeKey("r" + strconv.Itoa(next.Pass%n))
-					next.Routes[k] = parentsWith("Accepted") // a new slice, the same status
+					next.Routes = next.Routes.With(k, parentsWith("Accepted")) // a new slice, the same status
 					next.RoutesChanged = []gateway.RouteKey{k}
 					res = next
 					p.Applied(res)

@@ -35,14 +35,16 @@ func routeKey(name string) gateway.RouteKey {
 func newDeltaWorld(seed uint64, n int) *deltaWorld {
 	w := &deltaWorld{rnd: rand.New(rand.NewPCG(seed, 30)), objs: &fakeObjects{}, pending: map[string]bool{},
 		q: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[item]())}
-	w.res = gateway.Result{Pass: 1, Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{}}
+	w.res = gateway.Result{Pass: 1}
+	sts := map[gateway.RouteKey][]gwv1.RouteParentStatus{}
 	for i := range n {
 		name := "r" + strconv.Itoa(i)
 		w.objs.routes = append(w.objs.routes, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name}})
 		if i%5 != 0 {
-			w.res.Routes[routeKey(name)] = parentsWith("Accepted")
+			sts[routeKey(name)] = parentsWith("Accepted")
 		}
 	}
+	w.res.Routes = gateway.RouteStatusesOf(sts)
 	w.p = NewPublisher(nil, w.objs, PublisherOptions{})
 	w.p.Applied(w.res)
 	return w
@@ -51,18 +53,15 @@ func newDeltaWorld(seed uint64, n int) *deltaWorld {
 // next is the result after the last one, a few routes' wanted status
 // new, gone or come; all is listed as changed besides.
 func (w *deltaWorld) next(all bool) gateway.Result {
-	res := gateway.Result{Pass: w.res.Pass + 1, Routes: make(map[gateway.RouteKey][]gwv1.RouteParentStatus, len(w.res.Routes))}
-	for k, v := range w.res.Routes {
-		res.Routes[k] = v
-	}
+	res := gateway.Result{Pass: w.res.Pass + 1, Routes: w.res.Routes}
 	for range 1 + w.rnd.IntN(3) {
 		k := routeKey(w.objs.routes[w.rnd.IntN(len(w.objs.routes))].Name)
 		switch w.rnd.IntN(3) {
 		case 0:
-			delete(res.Routes, k)
+			res.Routes = res.Routes.With(k, nil)
 		default:
 			w.gen++
-			res.Routes[k] = parentsWith("Reason" + strconv.Itoa(w.gen%4))
+			res.Routes = res.Routes.With(k, parentsWith("Reason"+strconv.Itoa(w.gen%4)))
 		}
 		res.RoutesChanged = append(res.RoutesChanged, k)
 	}

@@ -58,9 +58,9 @@ func walked(p *Publisher) []string {
 // result and no status yet.
 func threeRoutes() (*fakeObjects, gateway.Result, *Publisher) {
 	objs := &fakeObjects{}
-	res := gateway.Result{Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{}}
+	res := gateway.Result{}
 	for _, n := range []string{"a", "b", "c"} {
-		res.Routes[gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: n}}] = parentsWith("Accepted")
+		res.Routes = res.Routes.With(gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: n}}, parentsWith("Accepted"))
 		objs.routes = append(objs.routes, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: n}})
 	}
 	p := NewPublisher(nil, objs, PublisherOptions{})
@@ -101,7 +101,7 @@ func TestEnqueueSkipsRoutesInSync(t *testing.T) {
 	b = b.DeepCopy()
 	b.Status.Parents = parentsWith("Accepted")
 	objs.routes[1] = b
-	res.Routes[gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: "c"}}] = parentsWith("Changed")
+	res.Routes = res.Routes.With(gateway.RouteKey{Kind: gateway.KindHTTPRoute, Key: gateway.Key{Namespace: "apps", Name: "c"}}, parentsWith("Changed"))
 	p.Applied(res)
 	if got := walked(p); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("c's result changed: queued %v, want c", got)

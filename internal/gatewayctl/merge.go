@@ -77,7 +77,7 @@ func mergeListeners(have, want []gwv1.ListenerStatus, now metav1.Time) []gwv1.Li
 // parents is a route's status.parents: other controllers' entries as
 // they are, ours as the result says (merged with what they were).
 func (p *Publisher) parents(kind, ns, name string, have []gwv1.RouteParentStatus, res *gateway.Result, now metav1.Time) []gwv1.RouteParentStatus {
-	want := res.Routes[gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}}]
+	want := res.Routes.Get(gateway.RouteKey{Kind: kind, Key: gateway.Key{Namespace: ns, Name: name}})
 	return mergeEntries(p.opts.ControllerName, have, want, now, func(e *gwv1.RouteParentStatus) entry {
 		return entry{string(e.ControllerName), e.ParentRef, &e.Conditions}
 	})

@@ -67,7 +67,7 @@ func TestParents(t *testing.T) {
 	key := gateway.RouteKey{Kind: gateway.KindTCPRoute, Key: gateway.Key{Namespace: "ns", Name: "r"}}
 	other := parentStatus("example.com/other", "theirs", "True", then)
 	have := []gwv1.RouteParentStatus{other, parentStatus(gateway.ControllerName, "gw", "True", then), parentStatus(gateway.ControllerName, "gone", "True", then)}
-	res := &gateway.Result{Routes: map[gateway.RouteKey][]gwv1.RouteParentStatus{key: {parentStatus(gateway.ControllerName, "gw", "True", metav1.Time{})}}}
+	res := &gateway.Result{Routes: gateway.RouteStatuses{}.With(key, []gwv1.RouteParentStatus{parentStatus(gateway.ControllerName, "gw", "True", metav1.Time{})})}
 	got := p.parents(key.Kind, "ns", "r", have, res, now)
 	if len(got) != 2 || got[0].ControllerName != "example.com/other" || got[0].Conditions[0].LastTransitionTime != then {
 		t.Fatalf("another controller's entry changed: %+v", got)
