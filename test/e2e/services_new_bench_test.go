@@ -92,7 +92,8 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	hap := haproxytest.Start(b, dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
-	ctl, logPath, name, t0 := startScaleController(b, c, nth, dir, svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr))
+	args := svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr)
+	ctl, logPath, name, t0 := startScaleController(b, c, nth, dir, args)
 	defer ctl.stop()
 	served, err := untilServicesServed(hap.StatsSocket, w.services, 15*time.Minute)
 	if err != nil {
@@ -154,6 +155,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	}
 	b.ReportMetric(ms(burst), mode+"-burst-ms")
 	b.ReportMetric(float64(r2-r0), mode+"-reloads")
+	w.restarts(b, c, nth, ctl, hap, args, mode)
 }
 
 // runBurst creates w.burst new Services at once and returns the time
