@@ -43,7 +43,9 @@ const newSvcLabel = "hks-bench-new"
 // sees; the controller logs no event). Each listener mode of
 // HKS_BENCH_MODES (default "tproxy,ports": tproxy with run's pool, then
 // a frontend per port) runs with a fresh HAProxy and controller over the
-// same objects, for each controller of HKS_BENCH_CONTROLLERS.
+// same objects, for each controller of HKS_BENCH_CONTROLLERS. With
+// HKS_BENCH_RESTART=1 each run ends with its restarts timed
+// (services_restart_bench_test.go).
 //
 //	HKS_TESTBIN_DIR=... go test -run '^$' -bench 'BenchmarkServicesScaleNew$' -benchtime 1x -timeout 60m ./test/e2e/
 func BenchmarkServicesScaleNew(b *testing.B) {
