@@ -43,7 +43,9 @@ const newSvcLabel = "hks-bench-new"
 // sees; the controller logs no event). Each listener mode of
 // HKS_BENCH_MODES (default "tproxy,ports": tproxy with run's pool, then
 // a frontend per port) runs with a fresh HAProxy and controller over the
-// same objects, for each controller of HKS_BENCH_CONTROLLERS.
+// same objects, for each controller of HKS_BENCH_CONTROLLERS. With
+// HKS_BENCH_RESTART=1 each run ends with its restarts timed
+// (services_restart_bench_test.go).
 //
 //	HKS_TESTBIN_DIR=... go test -run '^$' -bench 'BenchmarkServicesScaleNew$' -benchtime 1x -timeout 60m ./test/e2e/
 func BenchmarkServicesScaleNew(b *testing.B) {
@@ -92,7 +94,8 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	hap := haproxytest.Start(b, dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
-	ctl, logPath, name, t0 := startScaleController(b, c, nth, dir, svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr))
+	args := svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr)
+	ctl, logPath, name, t0 := startScaleController(b, c, nth, dir, args)
 	defer ctl.stop()
 	served, err := untilServicesServed(hap.StatsSocket, w.services, 15*time.Minute)
 	if err != nil {
@@ -154,6 +157,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	}
 	b.ReportMetric(ms(burst), mode+"-burst-ms")
 	b.ReportMetric(float64(r2-r0), mode+"-reloads")
+	w.restarts(b, c, nth, ctl, hap, args, mode)
 }
 
 // runBurst creates w.burst new Services at once and returns the time

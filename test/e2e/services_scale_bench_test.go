@@ -217,6 +217,7 @@ type scaleProc struct {
 	*exec.Cmd
 	logf          *os.File
 	logPath, name string
+	stopped       bool
 }
 
 // startScaleController starts controller c (run k) with args, its log
@@ -236,12 +237,16 @@ func startScaleController(b *testing.B, c scaleController, k int, dir string, ar
 	if err := ctl.Start(); err != nil {
 		b.Fatal(err)
 	}
-	return &scaleProc{ctl, logf, logPath, name}, logPath, name, t0
+	return &scaleProc{Cmd: ctl, logf: logf, logPath: logPath, name: name}, logPath, name, t0
 }
 
 // stop stops the controller (SIGINT, then a kill after 10 s) and keeps
-// its log under HKS_BENCH_LOGDIR as name.log.
+// its log under HKS_BENCH_LOGDIR as name.log, once.
 func (p *scaleProc) stop() {
+	if p.stopped {
+		return
+	}
+	p.stopped = true
 	_ = p.Process.Signal(os.Interrupt)
 	done := make(chan struct{})
 	go func() { _ = p.Wait(); close(done) }()
