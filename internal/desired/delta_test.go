@@ -127,3 +127,32 @@ func TestServicesDelta(t *testing.T) {
 		})
 	}
 }
+
+// spliced drops and adds elements of a sorted slice by binary search,
+// and refuses a drop it cannot find or an add in another's place.
+func TestSpliced(t *testing.T) {
+	for _, tc := range []struct {
+		old, drop, add []int
+		want           []int
+		ok             bool
+	}{
+		{old: []int{1, 3, 5}, want: []int{1, 3, 5}, ok: true},
+		{old: []int{1, 3, 5}, add: []int{4}, want: []int{1, 3, 4, 5}, ok: true},
+		{old: []int{1, 3, 5}, add: []int{6, 0, 2}, want: []int{0, 1, 2, 3, 5, 6}, ok: true},
+		{old: []int{1, 3, 5}, drop: []int{1, 5}, want: []int{3}, ok: true},
+		{old: []int{1, 3, 5}, drop: []int{3}, add: []int{3}, want: []int{1, 3, 5}, ok: true}, // replaced
+		{old: []int{1, 3, 5}, drop: []int{3}, add: []int{2, 4}, want: []int{1, 2, 4, 5}, ok: true},
+		{old: []int{1, 3}, drop: []int{1, 3}, want: nil, ok: true},
+		{old: nil, add: []int{7}, want: []int{7}, ok: true},
+		{old: []int{1, 3, 5}, drop: []int{4}, ok: false},    // not there
+		{old: []int{1, 3, 5}, add: []int{3}, ok: false},     // in a kept one's place
+		{old: []int{1, 3, 5}, add: []int{4, 4}, ok: false},  // twice
+		{old: []int{1, 3, 5}, drop: []int{3, 3}, ok: false}, // dropped twice
+		{old: []int{1, 3, 5}, drop: []int{3}, add: []int{3, 3}, ok: false},
+	} {
+		got, ok := spliced(tc.old, tc.drop, tc.add, func(a, b int) int { return a - b }, func(a, b int) bool { return a == b })
+		if ok != tc.ok || (ok && !reflect.DeepEqual(got, tc.want)) {
+			t.Errorf("spliced(%v, drop %v, add %v) = %v, %v; want %v, %v", tc.old, tc.drop, tc.add, got, ok, tc.want, tc.ok)
+		}
+	}
+}
