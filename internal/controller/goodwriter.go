@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
@@ -19,10 +20,17 @@ import (
 // whose annotations turn invalid keeps the settings it had; a write
 // that a crash cut short leaves the file of the pass before, which
 // atomicfile keeps whole.
+//
+// After a write the writer waits lastGoodGap before the next: a burst of
+// new Services at 10,000 otherwise wrote the file after every pass, a
+// core's worth of encoding beside the passes (issue 29). A stop writes
+// what is pending at once.
 type goodWriter struct {
 	store lastGoodStore
 	log   *slog.Logger
 	kick  chan struct{} // one pending kick; want never blocks
+	gap   time.Duration
+	after func(time.Duration) <-chan time.Time // time.After; tests wait on their own
 
 	mu      sync.Mutex
 	pending map[string]settings.Settings // the newest map not written yet
@@ -31,8 +39,12 @@ type goodWriter struct {
 }
 
 func newGoodWriter(store lastGoodStore, log *slog.Logger) *goodWriter {
-	return &goodWriter{store: store, log: log, kick: make(chan struct{}, 1)}
+	return &goodWriter{store: store, log: log, kick: make(chan struct{}, 1), gap: lastGoodGap, after: time.After}
 }
+
+// lastGoodGap is the least time between two writes of the last good
+// settings.
+const lastGoodGap = 2 * time.Second
 
 // loaded records what the file held at start (lastGoodStore.load), so
 // that a first pass with the same settings writes nothing.
@@ -63,26 +75,36 @@ func (w *goodWriter) run(ctx context.Context) {
 			w.flush()
 			return
 		case <-w.kick:
+		}
+		if !w.flush() || w.gap <= 0 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
 			w.flush()
+			return
+		case <-w.after(w.gap):
 		}
 	}
 }
 
-// flush writes the pending map if it differs from the file's. A failed
-// write is logged; the next pass that changes a setting writes again.
-func (w *goodWriter) flush() {
+// flush writes the pending map if it differs from the file's, and says
+// whether it tried. A failed write is logged; the next pass that changes
+// a setting writes again.
+func (w *goodWriter) flush() bool {
 	w.mu.Lock()
 	m, has, old := w.pending, w.has, w.written
 	w.pending, w.has = nil, false
 	w.mu.Unlock()
-	if !has {
-		return
+	if !has || sameMap(old, m) {
+		return false
 	}
 	if err := w.store.save(old, m); err != nil {
 		w.log.Warn("could not save last good settings", "err", err)
-		return
+		return true
 	}
 	w.mu.Lock()
 	w.written = m
 	w.mu.Unlock()
+	return true
 }

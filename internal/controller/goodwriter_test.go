@@ -191,3 +191,65 @@ func TestGoodWriterFailedWrite(t *testing.T) {
 		t.Fatalf("not written once it could be: %v", err)
 	}
 }
+
+// After a write the writer waits lastGoodGap before the next one, the
+// newest map handed to it meanwhile written then; a stop during the wait
+// writes what is pending at once.
+func TestGoodWriterSpacesWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "last-good.json")
+	w := newGoodWriter(lastGoodStore{path}, slog.Default())
+	release := make(chan time.Time)
+	waiting := make(chan time.Duration, 1)
+	w.after = func(d time.Duration) <-chan time.Time { waiting <- d; return release }
+	untilWaiting := func() {
+		t.Helper()
+		select {
+		case d := <-waiting:
+			if d != lastGoodGap {
+				t.Fatalf("waits %v, want %v", d, lastGoodGap)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the writer did not wait after a write")
+		}
+	}
+	holds := func(keys ...string) func(map[string]settings.Settings) error {
+		return func(m map[string]settings.Settings) error {
+			if len(m) != len(keys) {
+				return fmt.Errorf("holds %v, want %v", m, keys)
+			}
+			for _, k := range keys {
+				if _, ok := m[k]; !ok {
+					return fmt.Errorf("holds %v, want %v", m, keys)
+				}
+			}
+			return nil
+		}
+	}
+	set := func(keys ...string) map[string]settings.Settings {
+		m := map[string]settings.Settings{}
+		for _, k := range keys {
+			m[k] = settings.Defaults()
+		}
+		return m
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.run(ctx); close(done) }()
+	w.want(set("ns/a"))
+	untilFile(t, path, holds("ns/a"))
+	untilWaiting()
+	w.want(set("ns/a", "ns/b"))
+	w.want(set("ns/a", "ns/b", "ns/c"))
+	untilFile(t, path, holds("ns/a")) // the writer waits on release: nothing else can be written
+	release <- time.Now()
+	untilFile(t, path, holds("ns/a", "ns/b", "ns/c"))
+	untilWaiting()
+	w.want(set("ns/d"))
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer did not stop")
+	}
+	untilFile(t, path, holds("ns/d"))
+}

@@ -152,12 +152,19 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	bySvc := memo.slicesByService(in.Slices)
 
 	svcs, ok := memo.candidates(in.Services)
+	delta := false // a few Services came or went (delta.go)
+	if !ok && memo.servicesDelta(in.Services, opts, nodes, bySvc, in.Addresses) {
+		svcs, ok, delta = memo.sorted, true, true
+	}
 	var optIn []Problem // Services the enabled annotation fails to opt in
 	if ok {
 		optIn = memo.optIn
 	}
 	if ok {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
+			if delta { // frontends and backends came or went
+				res.ServersOnly, res.Config.Changes = false, nil
+			}
 			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
 		}
 	}
@@ -170,13 +177,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				svcs = append(svcs, candidate{s, key(s)})
 			}
 		}
-		// Earlier Services win port conflicts.
-		slices.SortFunc(svcs, func(a, b candidate) int {
-			if c := a.svc.CreationTimestamp.Time.Compare(b.svc.CreationTimestamp.Time); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.key, b.key)
-		})
+		slices.SortFunc(svcs, byAge)
 		optIn = badOptIns(in.Services, opts)
 		memo.setCandidates(in.Services, svcs)
 		if memo != nil {
@@ -358,7 +359,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	res.Config.Backends = withNodes(res.Config.Backends, nodes, opts.NodeCheck, memo)
 	if memo != nil {
 		memo.good, memo.goodAllMemo = res.Good, allMemo
-		memo.frontends = res.Config.Frontends
+		memo.frontends, memo.claimed = res.Config.Frontends, claimed
 		memo.remember(res, svcs, valid)
 	}
 	return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)

@@ -17,7 +17,9 @@ type lastResult struct {
 	problems   []Problem
 	configured []*corev1.Service
 	selected   int
-	nodesAt    int // index of the model.NodesBackend in backends, or -1
+	nodesAt    int  // index of the model.NodesBackend in backends, or -1
+	tracking   int  // backends that follow their nodes (TrackNodes)
+	conflicts  bool // a Service lost a port conflict
 }
 
 // remember keeps res for the next pass; valid: every selected Service had
@@ -33,6 +35,12 @@ func (m *Memo) remember(res Result, svcs []candidate, valid bool) {
 		configured: res.Configured,
 		selected:   res.Selected,
 		nodesAt:    nodesIndex(res.Config.Backends),
+		conflicts:  slices.ContainsFunc(res.Problems, func(p Problem) bool { return p.Reason == ReasonPortConflict }),
+	}
+	for _, b := range res.Config.Backends {
+		if b.TrackNodes {
+			m.last.tracking++
+		}
 	}
 	if !m.last.valid {
 		m.byKey = nil
@@ -144,8 +152,16 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 			i, fam := x/len(e.fams), e.fams[x%len(e.fams)]
 			p, mp := svc.Spec.Ports[i], &e.ports[x]
 			j := mp.idx
-			if j < 0 || !mp.haveProxies || int(j) >= len(backends) || backends[j].Name != mp.be.Name {
+			if j < 0 || !mp.haveProxies {
 				continue // not configured in the last pass
+			}
+			if int(j) >= len(backends) || backends[j].Name != mp.be.Name {
+				// Moved by Services added or removed (delta.go).
+				k, found := slices.BinarySearchFunc(backends, mp.be.Name, func(b *model.Backend, n string) int { return strings.Compare(b.Name, n) })
+				if !found {
+					continue
+				}
+				j, mp.idx = int32(k), int32(k)
 			}
 			if !mp.haveServers {
 				servers, ok := serversFor(svc, p, e.set, opts, m.nodes, eps, fam)

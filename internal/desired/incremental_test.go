@@ -23,6 +23,7 @@ func TestIncrementalMatchesWholeWorld(t *testing.T) {
 	for _, seed := range desiredtest.Seeds(t, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			w := desiredtest.New(seed)
+			w.Churn = seed%2 == 0 // Services deleted and created again (servicesDelta)
 			view := newView(w.Last.Config)
 			for step := range 300 {
 				prev := w.Last.Config

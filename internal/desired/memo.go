@@ -31,10 +31,10 @@ type Memo struct {
 	nodes   map[string]nodeInfo // nodes with an address in the last pass
 	entries map[*corev1.Service]*memoEntry
 
-	services map[*corev1.Service]struct{} // Input.Services of the last pass
-	sorted   []candidate                  // what Compute selected and sorted from them
-	udp      []candidate                  // udpCandidates(sorted)
-	optIn    []Problem                    // badOptIns of the Services
+	services map[*corev1.Service]uint64 // Input.Services of the last pass, stamped by the pass that saw them last
+	sorted   []candidate                // what Compute selected and sorted from them
+	udp      []candidate                // udpCandidates(sorted)
+	optIn    []Problem                  // badOptIns of the Services
 
 	feOrder, beOrder sortCache // how the last frontends and backends were sorted
 
@@ -59,6 +59,12 @@ type Memo struct {
 	dirtySvcs map[*corev1.Service]struct{} // Services whose servers a node change forgot
 	scratch   []string                     // track's node list, reused
 	addrs     map[string][]netip.Addr      // Input.Addresses of the last pass
+
+	// For passes that add or remove a few Services (delta.go): the
+	// addresses and ports the configured frontends claim, by the
+	// Service's key; deltas counts the passes servicesDelta took.
+	claimed map[claim]string
+	deltas  int
 }
 
 type sliceRef struct {
@@ -193,9 +199,9 @@ func (m *Memo) setCandidates(svcs []*corev1.Service, sorted []candidate) {
 	if m == nil {
 		return
 	}
-	m.services = make(map[*corev1.Service]struct{}, len(svcs))
+	m.services = make(map[*corev1.Service]uint64, len(svcs))
 	for _, s := range svcs {
-		m.services[s] = struct{}{}
+		m.services[s] = m.pass
 	}
 	if len(m.services) != len(svcs) {
 		m.services = nil // duplicates: never reuse
@@ -280,6 +286,7 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 		m.good, m.frontends = nil, nil
 		m.byNode = nil
 		m.last, m.byKey = lastResult{}, nil
+		m.claimed = nil
 		m.clearDirty()
 	}
 	if m.entries == nil {

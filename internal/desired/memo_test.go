@@ -22,9 +22,14 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 		invalid bool // some Services have invalid annotations
 		track   bool // TrackNodes, and some Services without checks
 		udp     bool // some second ports are UDP, and Options.UDP
-	}{{TargetNodes, true, false, false}, {TargetPods, true, false, true}, {TargetNodes, false, false, false}, {TargetNodes, true, true, true}, {TargetNodes, false, true, false}} {
+		// distinct: each Service on ports of its own (no port conflict),
+		// so that Services coming and going take servicesDelta.
+		distinct bool
+	}{{TargetNodes, true, false, false, false}, {TargetPods, true, false, true, false}, {TargetNodes, false, false, false, false},
+		{TargetNodes, true, true, true, false}, {TargetNodes, false, true, false, false},
+		{TargetNodes, false, true, false, true}, {TargetPods, false, false, false, true}, {TargetNodes, false, false, true, true}} {
 		targets := tc.targets
-		t.Run(fmt.Sprint(targets, tc.invalid, tc.track, tc.udp), func(t *testing.T) {
+		t.Run(fmt.Sprint(targets, tc.invalid, tc.track, tc.udp, tc.distinct), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			opts := defaults()
 			opts.Targets = targets
@@ -64,13 +69,20 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				}
 				s := svc("ns", fmt.Sprint("s", i), rng.IntN(10), o...)
 				s.Spec.Ports[0].Port = int32(80 + rng.IntN(20))
+				if tc.distinct {
+					s.Spec.Ports[0].Port = int32(80 + i)
+				}
 				s.Spec.Ports[0].NodePort = int32(30000 + i)
 				if rng.IntN(4) == 0 {
 					proto := corev1.ProtocolTCP
 					if tc.udp && rng.IntN(2) == 0 {
 						proto = corev1.ProtocolUDP
 					}
-					s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "b", Port: int32(200 + rng.IntN(20)), NodePort: int32(31000 + i), Protocol: proto})
+					port := int32(200 + rng.IntN(20))
+					if tc.distinct {
+						port = int32(200 + i)
+					}
+					s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "b", Port: port, NodePort: int32(31000 + i), Protocol: proto})
 				}
 				return s
 			}
@@ -161,6 +173,10 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 			if !tc.invalid && serversOnly == 0 {
 				t.Fatal("no pass changed only servers")
 			}
+			if tc.distinct && memo.deltas == 0 {
+				t.Fatal("no pass took the Services that came or went alone (servicesDelta)")
+			}
+			t.Logf("%d passes of 400 took the Services that came or went alone", memo.deltas)
 		})
 	}
 }

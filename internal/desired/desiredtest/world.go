@@ -46,6 +46,12 @@ type World struct {
 	Last desired.Result
 	// Fast counts the passes the memo served incrementally.
 	Fast int
+	// Churn: Services are also deleted and created again (a new
+	// object), which the memo may take alone (servicesDelta). Off, the
+	// events of a seed are those they always were.
+	Churn bool
+
+	gone []bool // per Service, deleted (Churn)
 
 	rng   *rand.Rand
 	nodes []node
@@ -183,6 +189,18 @@ func (w *World) Step() {
 }
 
 func (w *World) event() {
+	if w.Churn && w.rng.IntN(8) == 0 {
+		s := w.rng.IntN(len(w.svcs))
+		if w.gone == nil {
+			w.gone = make([]bool, len(w.svcs))
+		}
+		w.gone[s] = !w.gone[s]
+		if !w.gone[s] {
+			w.svcs[s] = w.svcs[s].DeepCopy() // created again: a new object
+		}
+		w.logf("service %s deleted=%v", w.svcs[s].Name, w.gone[s])
+		return
+	}
 	i := w.rng.IntN(Nodes)
 	n := &w.nodes[i]
 	s, j := w.rng.IntN(len(w.svcs)), w.rng.IntN(2)
@@ -273,7 +291,11 @@ func (w *World) Log(n int) string {
 // Input is the world as the informers hold it now.
 func (w *World) Input() desired.Input {
 	var in desired.Input
-	in.Services = append(in.Services, w.svcs...)
+	for i, s := range w.svcs {
+		if i >= len(w.gone) || !w.gone[i] {
+			in.Services = append(in.Services, s)
+		}
+	}
 	for _, ss := range w.sls {
 		for _, sl := range ss {
 			if sl != nil {
