@@ -99,7 +99,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	if w.connectReq {
 		s.connectReq, v.connect = v.connect, 0 // the paths' map data
 	}
-	v.upstream = s.upstream                                          // upstream.go
+	v.upstream = s.upstream // upstream.go
 	resolveAs := func(b *netv1.IngressBackend, at string, v variant) string {
 		n, why := w.backend(ing.Namespace, b, v)
 		w.rec.call(w, ing.Namespace, b, v, n, why) // unitmemo.go
