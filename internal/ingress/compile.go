@@ -96,10 +96,10 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go
 	v.balance = s.balance                                            // hashby.go
 	v.connect = s.backendConnect()                                   // connect.go
+	v.upstream = s.upstream                                          // upstream.go
 	if w.connectReq {
-		s.connectReq, v.connect = v.connect, 0 // the paths' map data
+		s.connectReq, v.connect = v.connect, 0 // the paths' map data (connect.go)
 	}
-	v.upstream = s.upstream // upstream.go
 	resolveAs := func(b *netv1.IngressBackend, at string, v variant) string {
 		n, why := w.backend(ing.Namespace, b, v)
 		w.rec.call(w, ing.Namespace, b, v, n, why) // unitmemo.go
