@@ -69,12 +69,10 @@ func (a *extAuthAnnotations) parseExtAuth(key, name, val string) (why string, do
 	return "", true
 }
 
-// extAuthURLProblem is model.ExtAuthURLProblem, naming nginx's variables,
-// which are not expanded.
+// extAuthURLProblem is model.ExtAuthURLProblem, naming the value. nginx
+// variables ($host, $escaped_request_uri, ...: model.ExtAuthVars) stay in
+// the URL, expanded by the Lua action from each request.
 func extAuthURLProblem(u string) string {
-	if strings.Contains(u, "$") {
-		return settings.ShowValue(u) + ": nginx variables ($host, $escaped_request_uri, ...) are not expanded; name the host"
-	}
 	if why := model.ExtAuthURLProblem(u); why != "" {
 		return settings.ShowValue(u) + ": " + why
 	}
