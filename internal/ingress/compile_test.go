@@ -93,6 +93,7 @@ func TestCompile(t *testing.T) {
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 		{name: "authtls", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "passthrough", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "extauth-ns", opts: Options{Class: "haproxy", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -53,30 +54,30 @@ func TestExtAuthAnnotations(t *testing.T) {
 
 func TestAuthService(t *testing.T) {
 	for _, tc := range []struct {
-		url, svc string
-		port     int32
-		warn     bool
+		url, svc, ns string // ns: the Service's namespace, "" for the Ingress's
+		port         int32
+		warn         bool
 	}{
-		{"http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", 4180, false},
-		{"http://auth.default.svc/check", "auth", 80, false},
-		{"http://AUTH.default.SVC./check", "auth", 80, false},
-		{"http://auth.other.svc/check", "", 0, true},
-		{"https://auth.default.svc/check", "", 0, true},
-		{"http://default.svc/check", "", 0, true},
-		{"http://a.b.default.svc/check", "", 0, true},
-		{"http://10.0.0.1/auth", "", 0, false},
-		{"https://auth.example.com/check", "", 0, false},
-		{"http://svc.example.com/check", "", 0, false},
+		{"http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", "", 4180, false},
+		{"http://auth.default.svc/check", "auth", "", 80, false},
+		{"http://AUTH.default.SVC./check", "auth", "", 80, false},
+		{"http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", "auth", 4180, false}, // another namespace: as ingress-nginx
+		{"https://auth.default.svc/check", "", "", 0, true},
+		{"http://default.svc/check", "", "", 0, true},
+		{"http://a.b.default.svc/check", "", "", 0, true},
+		{"http://10.0.0.1/auth", "", "", 0, false},
+		{"https://auth.example.com/check", "", "", 0, false},
+		{"http://svc.example.com/check", "", "", 0, false},
 	} {
-		b, why := authService(tc.url, "default")
+		b, sns, why := authService(tc.url, "default")
 		if (why != "") != tc.warn {
 			t.Errorf("%s: warning %q, want one: %v", tc.url, why, tc.warn)
 		}
 		switch {
 		case tc.svc == "" && b != nil:
 			t.Errorf("%s: Service %+v, want none", tc.url, b.Service)
-		case tc.svc != "" && (b == nil || b.Service.Name != tc.svc || b.Service.Port.Number != tc.port):
-			t.Errorf("%s: %+v, want %s:%d", tc.url, b, tc.svc, tc.port)
+		case tc.svc != "" && (b == nil || b.Service.Name != tc.svc || b.Service.Port.Number != tc.port || sns != cmp.Or(tc.ns, "default")):
+			t.Errorf("%s: %+v in %q, want %s:%d in %q", tc.url, b, sns, tc.svc, tc.port, cmp.Or(tc.ns, "default"))
 		}
 	}
 }
