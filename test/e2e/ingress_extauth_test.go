@@ -53,7 +53,8 @@ func askThrough(port int, host, path, token string) (authAnswer, error) {
 // original URL, any other answer and an auth server that refuses
 // connections are 500; an Ingress without auth-url never asks. An
 // auth-url naming a cluster Service (NAME.NS.svc.cluster.local) is asked
-// through HAProxy's own backend of that Service. nginx variables ($host,
+// through HAProxy's own backend of that Service, of the Ingress's
+// namespace or another one. nginx variables ($host,
 // $escaped_request_uri, $scheme, $http_*, $arg_*, $uri, $request_method)
 // in the auth URL (its query and its host) and in auth-signin
 // (oauth2-proxy's https://$host/oauth2/start?rd=$escaped_request_uri)
@@ -119,6 +120,10 @@ func TestIngressExtAuth(t *testing.T) {
 			n + "auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri"}, prefix("/", "web")),
 	)
 	g.podsService("authsvc", 9000, podAddrs[1])
+	// Another namespace's Service (oauth2-proxy's usual place): the same.
+	g.podsServiceIn("auth", "authsvc", 9000, podAddrs[1])
+	g.create(ingressOf("otherns", "otherns.example.com", map[string]string{n + "auth-url": "http://authsvc.auth.svc.cluster.local/auth",
+		n + "auth-response-headers": "X-User"}, prefix("/", "web")))
 	g.start()
 	want := func(host, path, token string, code int, check func(a authAnswer) error) func() error {
 		return func() error {
@@ -167,6 +172,8 @@ func TestIngressExtAuth(t *testing.T) {
 		want("svc.example.com", "/", "ok", 200, body("user=alice token=ok")),
 		want("svc.example.com", "/", "no", 403, nil),
 		want("svc.example.com", "/", "", 401, nil),
+		want("otherns.example.com", "/", "ok", 200, body("user=alice token=ok")),
+		want("otherns.example.com", "/", "", 401, nil),
 	)
 	checkAll(t,
 		want("vars.example.com", "/p?page=2", "ok", 200, body("user=host=vars.example.com&rd=%2Fp%3Fpage%3D2&s=http&t=ok&p=2&u=/p&m=GET token=ok")),
