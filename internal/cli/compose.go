@@ -131,6 +131,7 @@ func (f *runFlags) single(log *slog.Logger) (*runtimeapi.HAProxy, func(), error)
 		return nil, nil, err
 	}
 	ropts := f.renderOptions()
+	ropts.ConnectPerRequest = f.binVersion.ConnectPerRequest() // the Ingresses' connect timeouts as map data
 	if err := f.statsPage.resolve(&ropts, log); err != nil {
 		return nil, nil, err
 	}
@@ -229,6 +230,7 @@ func (f *runFlags) buildInstances(ctx context.Context, dopts desired.Options, ge
 				return nil, err
 			}
 			ro := ropts
+			ro.ConnectPerRequest = f.binVersion.ConnectPerRequest()
 			ro.StatsSocket, ro.StateFile = s.stats, s.state
 			if s.page != nil {
 				ro.Stats, ro.StatsAuth = s.page.bind, s.page.auth

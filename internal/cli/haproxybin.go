@@ -24,7 +24,7 @@ func (f *runFlags) checkHAProxy(log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--haproxy-bin %s: %w", f.bin, err)
 	}
-	f.binChecked = true
+	f.binChecked, f.binVersion = true, b.Version
 	log.Info("haproxy binary", "bin", f.bin, "version", b.Version.Text)
 	return nil
 }

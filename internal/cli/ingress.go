@@ -120,8 +120,10 @@ func (f *ingressFlags) recorder(ctx context.Context, client kubernetes.Interface
 
 // setup makes the Ingress source of the gateway mode's loop (nil without
 // --ingress-class): src also watches Ingresses; Events through rec
-// (recorder, gated by leadership), status through a client of its own.
-func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []netip.Addr, qps float32, burst int, rec record.EventRecorder, log *slog.Logger) (*ingressctl.Server, error) {
+// (recorder, gated by leadership), status through a client of its own;
+// connectReq: the HAProxy sets a connect timeout per request (the
+// driver's render.Options.ConnectPerRequest, from the same version).
+func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []netip.Addr, qps float32, burst int, connectReq bool, rec record.EventRecorder, log *slog.Logger) (*ingressctl.Server, error) {
 	if f.class == "" {
 		return nil, nil
 	}
@@ -135,7 +137,7 @@ func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []neti
 	k := f.certKey()
 	return ingressctl.New(src, ingressctl.Options{
 		Ingress: ingress.Options{Class: f.class, Addresses: addrs, HTTPPort: f.httpPort, HTTPSPort: f.httpsPort,
-			DefaultCert: ingress.Key{Namespace: k.Namespace, Name: k.Name}, ProxySetHeaders: setH, AddHeaders: addH},
+			DefaultCert: ingress.Key{Namespace: k.Namespace, Name: k.Name}, ProxySetHeaders: setH, AddHeaders: addH, ConnectPerRequest: connectReq},
 		Client: sclient, QPS: qps, Burst: burst, Recorder: rec, Logger: log,
 	}), nil
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -40,6 +41,9 @@ type runFlags struct {
 	onApplied func(instance string, cfg model.Config)
 	// binChecked: --haproxy-bin passed checkHAProxy (haproxybin.go).
 	binChecked bool
+	// binVersion: --haproxy-bin's version, once checked: what the config
+	// may use (a connect timeout per request: ConnectPerRequest).
+	binVersion haproxy.Version
 	// poolPolicy: the pool of ready backends --backend-pool* ask for
 	// (pool.go), checked by run; none in the apiserver mode.
 	poolPolicy spares.Policy

@@ -73,3 +73,15 @@ const (
 // SyncReload reports whether v's master answers a reload with its outcome
 // (2.7+); older ones are confirmed by polling `show proc`.
 func (v Version) SyncReload() bool { return v.AtLeast(syncReloadMajor, syncReloadMinor) }
+
+// From 3.4 `http-request set-timeout` also takes `connect` (and `queue`,
+// `tarpit`: doc/configuration.txt of 3.4, haproxy commit 5a079d181 of
+// 3.4-dev10; 2.6 to 3.3 take client, server and tunnel only): a backend
+// sets the connect timeout of the request from an expression.
+const connectPerRequestMajor, connectPerRequestMinor = 3, 4
+
+// ConnectPerRequest reports whether v sets a connect timeout per request
+// (3.4+). The zero Version (not known) does not.
+func (v Version) ConnectPerRequest() bool {
+	return v.AtLeast(connectPerRequestMajor, connectPerRequestMinor)
+}

@@ -97,9 +97,12 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	v.balance = s.balance                                            // hashby.go
 	v.connect = s.backendConnect()                                   // connect.go
 	v.upstream = s.upstream                                          // upstream.go
-	resolveAs := func(b *netv1.IngressBackend, at string, v variant) string {
-		n, why := w.backend(ing.Namespace, b, v)
-		w.rec.call(w, ing.Namespace, b, v, n, why) // unitmemo.go
+	if w.connectReq {
+		s.connectReq, v.connect = v.connect, 0 // the paths' map data (connect.go)
+	}
+	resolveIn := func(ns string, b *netv1.IngressBackend, at string, v variant) string {
+		n, why := w.backend(ns, b, v)
+		w.rec.call(w, ns, b, v, n, why) // unitmemo.go
 		if why != "" {
 			event("BackendNotFound", at+": "+why+"; its requests are answered 500")
 			w.backends[model.RejectBackend] = &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}}
@@ -107,10 +110,11 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		}
 		return n
 	}
+	resolveAs := func(b *netv1.IngressBackend, at string, v variant) string { return resolveIn(ing.Namespace, b, at, v) }
 	resolve := func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, v) }
 	if ext := u.set.access.ext; ext != nil { // extauth.go
-		if b, why := authService(ext.URL, ing.Namespace); b != nil {
-			ext.Backend = resolveAs(b, "annotation "+NginxPrefix+"auth-url", variant{})
+		if b, sns, why := authService(ext.URL, ing.Namespace); b != nil {
+			ext.Backend = resolveIn(sns, b, "annotation "+NginxPrefix+"auth-url", variant{})
 		} else if why != "" {
 			event("AuthURLClusterService", why)
 		}

@@ -81,6 +81,9 @@ func TestCompile(t *testing.T) {
 		{name: "refused", previous: "refused-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "www", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "routing", opts: Options{Class: "haproxy", Addresses: lb, HTTPPort: 8080}},
+		// HAProxy 3.4+: the connect timeouts are the paths' map data, no
+		// backends of their own (connect.go).
+		{name: "routing-connect", input: "routing", opts: Options{Class: "haproxy", Addresses: lb, HTTPPort: 8080, ConnectPerRequest: true}},
 		{name: "closing", previous: "closing-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "access", previous: "access-before", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "auth", opts: Options{Class: "haproxy", Addresses: lb}},
@@ -90,6 +93,7 @@ func TestCompile(t *testing.T) {
 		{name: "migrate", opts: Options{Class: "haproxy-k8s-sync", Addresses: lb}},
 		{name: "authtls", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "passthrough", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "extauth-ns", opts: Options{Class: "haproxy", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -194,6 +198,9 @@ func action(a model.HTTPAction) string {
 			if p.Prefix {
 				ext += fmt.Sprintf(" strip=%d", p.Strip)
 			}
+		}
+		if x.Connect > 0 {
+			ext += fmt.Sprintf(" connect=%s", x.Connect)
 		}
 		if x.Timeout > 0 {
 			ext += fmt.Sprintf(" timeout=%s", x.Timeout)

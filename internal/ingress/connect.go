@@ -9,18 +9,24 @@ import (
 
 // ingress-nginx's proxy-connect-timeout (whole seconds) and HAProxy
 // Ingress's timeout-connect (a HAProxy time): how long a connection to a
-// Pod may take to be established. HAProxy 2.6 and 3.0 set no connect
-// timeout per request (http-request set-timeout takes server, tunnel and
-// from 3.0 client; 3.4's connect is not used yet: docs/ingress.md), so
-// it is a backend setting, `timeout connect`: the
-// Ingress's backends are backends of their own, named by the timeout
-// (variant.connect, ingress.go). A value's first use is one reload (a
-// backend HAProxy does not have yet) or, with --backend-pool, a spare of
-// its class when the pool has one free; every other Ingress with the same
-// value none. The value is honoured exactly (a HAProxy time in
-// microseconds rounded up to the millisecond, HAProxy's unit); 5 s
-// (nginx's default, the defaults section's) is the Ingress's usual
-// backends.
+// Pod may take to be established. The value is honoured exactly (a
+// HAProxy time in microseconds rounded up to the millisecond, HAProxy's
+// unit); 5 s (nginx's default, the defaults section's) is nothing to set.
+//
+// HAProxy 3.4+ sets a connect timeout per request (http-request
+// set-timeout connect; Options.ConnectPerRequest, from --haproxy-bin's
+// version): the timeout is the paths' map data (s.connectReq, pathRoute's
+// model.HTTPActionExt.Connect: the timeouts map's "aK.c", render/httpext.go)
+// and the Ingress's backends are the Service port's usual ones: no reload
+// for any value.
+//
+// 2.6 to 3.3 set no connect timeout per request (set-timeout takes
+// server, tunnel and from 3.0 client), so it is a backend setting,
+// `timeout connect`: the Ingress's backends are backends of their own,
+// named by the timeout (variant.connect, ingress.go). A value's first use
+// is one reload (a backend HAProxy does not have yet) or, with
+// --backend-pool, a spare of its class when the pool has one free; every
+// other Ingress with the same value none.
 
 // parseConnect reads proxy-connect-timeout or timeout-connect (name) into
 // s.connect; nginx's key wins when both are given.

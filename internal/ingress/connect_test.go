@@ -1,8 +1,17 @@
 package ingress
 
 import (
+	"fmt"
+	"net/netip"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	netv1 "k8s.io/api/networking/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // TestParseConnect: proxy-connect-timeout (whole seconds) and
@@ -33,5 +42,49 @@ func TestParseConnect(t *testing.T) {
 		if got := s.backendConnect(); got != tc.want || connectTag(got) != tc.tag {
 			t.Errorf("%v: %v tag %q, want %v tag %q", tc.ann, got, connectTag(got), tc.want, tc.tag)
 		}
+	}
+}
+
+// TestConnectPerRequestPatched: with Options.ConnectPerRequest (HAProxy
+// 3.4+) an Ingress added with a connect timeout is the paths' map data in
+// a patched pass as in a whole one (no backend of its own); without it,
+// backends named by the value.
+func TestConnectPerRequestPatched(t *testing.T) {
+	for _, tc := range []struct {
+		perRequest bool
+		backend    bool // a backend ..._c2000
+		connect    time.Duration
+	}{{false, true, 0}, {true, false, 2 * time.Second}} {
+		t.Run(fmt.Sprint("per-request=", tc.perRequest), func(t *testing.T) {
+			in := benchInput(10)
+			memo := &Memo{}
+			opts := Options{Class: "haproxy", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, ConnectPerRequest: tc.perRequest, Last: memo}
+			Compile(in, opts)
+			in.Ingresses = append(slices.Clone(in.Ingresses), newVersion(in.Ingresses[0], func(c *netv1.Ingress) {
+				c.Name, c.Spec.Rules[0].Host = "added", "added.example.com"
+				c.Annotations = map[string]string{NginxPrefix + "proxy-connect-timeout": "2"}
+			}))
+			got := Compile(in, opts)
+			if memo.patched != 1 {
+				t.Errorf("not patched: %q", memo.Whole())
+			}
+			whole := opts
+			whole.Last = nil
+			if want := Compile(in, whole); !reflect.DeepEqual(got, want) {
+				t.Fatalf("the patched result\n%s\ncompiling every Ingress\n%s", dump(got), dump(want))
+			}
+			if has := slices.ContainsFunc(got.Backends, func(b *model.Backend) bool { return strings.HasSuffix(b.Name, "_c2000") }); has != tc.backend {
+				t.Errorf("a backend _c2000: %v, want %v", has, tc.backend)
+			}
+			var connect time.Duration
+			for _, a := range got.Frontends[0].HTTP.Actions {
+				if a.Ext != nil && a.Ext.Connect > 0 {
+					connect = a.Ext.Connect
+				}
+			}
+			if connect != tc.connect {
+				t.Errorf("an action's connect timeout %v, want %v", connect, tc.connect)
+			}
+		})
 	}
 }

@@ -69,12 +69,10 @@ func (a *extAuthAnnotations) parseExtAuth(key, name, val string) (why string, do
 	return "", true
 }
 
-// extAuthURLProblem is model.ExtAuthURLProblem, naming nginx's variables,
-// which are not expanded.
+// extAuthURLProblem is model.ExtAuthURLProblem, naming the value. nginx
+// variables ($host, $escaped_request_uri, ...: model.ExtAuthVars) stay in
+// the URL, expanded by the Lua action from each request.
 func extAuthURLProblem(u string) string {
-	if strings.Contains(u, "$") {
-		return settings.ShowValue(u) + ": nginx variables ($host, $escaped_request_uri, ...) are not expanded; name the host"
-	}
 	if why := model.ExtAuthURLProblem(u); why != "" {
 		return settings.ShowValue(u) + ": " + why
 	}
@@ -125,23 +123,25 @@ func (a *extAuthAnnotations) model() *model.ExtAuth {
 }
 
 // authService is the Service an auth URL names (nil when it names
-// none): http://NAME.NAMESPACE.svc[.cluster.local][:PORT]/... of the
-// Ingress's own namespace ns, reached through HAProxy's own backend of
-// it (port 80 when none is given). why says why such a host is not
-// served that way: another namespace, or https (HAProxy then resolves it
-// with its own resolvers, the nameservers of its host's resolv.conf,
-// which answer for the cluster only if they are its DNS; requests are
-// answered 500 when it does not resolve).
-func authService(u, ns string) (b *netv1.IngressBackend, why string) {
+// none) and its namespace: http://NAME.NAMESPACE.svc[.cluster.local][:PORT]/...,
+// reached through HAProxy's own backend of it (port 80 when none is
+// given), in the Ingress's namespace ns or another one: ingress-nginx
+// reaches any namespace's Service by the cluster's DNS, and oauth2-proxy
+// usually runs in a namespace of its own. why says why such a host is not
+// served that way: https (HAProxy then resolves it with its own
+// resolvers, the nameservers of its host's resolv.conf, which answer for
+// the cluster only if they are its DNS; requests are answered 500 when
+// it does not resolve), or a host that is not NAME.NAMESPACE.svc.
+func authService(u, ns string) (b *netv1.IngressBackend, sns, why string) {
 	p, err := url.Parse(u)
 	if err != nil {
-		return nil, ""
+		return nil, "", ""
 	}
 	h := strings.TrimSuffix(strings.ToLower(p.Hostname()), ".")
 	h, ok := strings.CutSuffix(h, ".svc.cluster.local")
 	if !ok {
 		if h, ok = strings.CutSuffix(h, ".svc"); !ok {
-			return nil, ""
+			return nil, "", ""
 		}
 	}
 	name, sns, ok := strings.Cut(h, ".")
@@ -152,12 +152,10 @@ func authService(u, ns string) (b *netv1.IngressBackend, why string) {
 	const dns = ": HAProxy resolves it with the nameservers of its own host (resolv.conf), not through the cluster; " +
 		"unless those answer for the cluster, every request is answered 500"
 	switch {
-	case !ok || name == "" || strings.Contains(sns, "."):
-		return nil, "auth-url host " + strconv.Quote(p.Hostname()) + " is not NAME.NAMESPACE.svc" + dns
-	case sns != ns:
-		return nil, "auth-url names a Service of namespace " + strconv.Quote(sns) + ", not the Ingress's own" + dns
+	case !ok || name == "" || sns == "" || strings.Contains(sns, "."):
+		return nil, "", "auth-url host " + strconv.Quote(p.Hostname()) + " is not NAME.NAMESPACE.svc" + dns
 	case p.Scheme != "http":
-		return nil, "auth-url names a Service over https, which is not sent through HAProxy's backends yet" + dns
+		return nil, "", "auth-url names a Service over https, which is not sent through HAProxy's backends yet" + dns
 	}
-	return &netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: name, Port: netv1.ServiceBackendPort{Number: int32(port)}}}, ""
+	return &netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: name, Port: netv1.ServiceBackendPort{Number: int32(port)}}}, sns, ""
 }

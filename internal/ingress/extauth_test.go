@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,7 +23,10 @@ func TestExtAuthAnnotations(t *testing.T) {
 		{"every key", map[string]string{u: " https://10.0.0.1:8443/a?b=c ", NginxPrefix + "auth-method": "post",
 			NginxPrefix + "auth-response-headers": "X-User, x-email,X-User", NginxPrefix + "auth-signin": "https://login.example/start"},
 			&model.ExtAuth{Method: "POST", URL: "https://10.0.0.1:8443/a?b=c", Headers: []string{"x-email", "x-user"}, SignIn: "https://login.example/start"}, ""},
-		{"an nginx variable", map[string]string{u: "https://$host/oauth2/auth"}, nil, "not expanded"},
+		{"nginx variables (oauth2-proxy's form)", map[string]string{u: "https://$host/oauth2/auth", NginxPrefix + "auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri"},
+			&model.ExtAuth{Method: "GET", URL: "https://$host/oauth2/auth", SignIn: "https://$host/oauth2/start?rd=$escaped_request_uri"}, ""},
+		{"an nginx variable we do not expand", map[string]string{u: "https://$host/oauth2/auth?x=$ssl_client_s_dn"}, nil, "$ssl_client_s_dn is not one of"},
+		{"a sign-in with one", map[string]string{u: "https://a.example/", NginxPrefix + "auth-signin": "https://$hostname/"}, nil, "$hostname is not one of"},
 		{"a newline", map[string]string{u: "http://a.example/x\n\tglobal"}, nil, "visible ASCII"},
 		{"another scheme", map[string]string{u: "file:///etc/passwd"}, nil, "http or https"},
 		{"a method we do not have", map[string]string{u: "http://a.example/", NginxPrefix + "auth-method": "PATCH"}, nil, "is not one of"},
@@ -50,30 +54,30 @@ func TestExtAuthAnnotations(t *testing.T) {
 
 func TestAuthService(t *testing.T) {
 	for _, tc := range []struct {
-		url, svc string
-		port     int32
-		warn     bool
+		url, svc, ns string // ns: the Service's namespace, "" for the Ingress's
+		port         int32
+		warn         bool
 	}{
-		{"http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", 4180, false},
-		{"http://auth.default.svc/check", "auth", 80, false},
-		{"http://AUTH.default.SVC./check", "auth", 80, false},
-		{"http://auth.other.svc/check", "", 0, true},
-		{"https://auth.default.svc/check", "", 0, true},
-		{"http://default.svc/check", "", 0, true},
-		{"http://a.b.default.svc/check", "", 0, true},
-		{"http://10.0.0.1/auth", "", 0, false},
-		{"https://auth.example.com/check", "", 0, false},
-		{"http://svc.example.com/check", "", 0, false},
+		{"http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", "", 4180, false},
+		{"http://auth.default.svc/check", "auth", "", 80, false},
+		{"http://AUTH.default.SVC./check", "auth", "", 80, false},
+		{"http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", "auth", 4180, false}, // another namespace: as ingress-nginx
+		{"https://auth.default.svc/check", "", "", 0, true},
+		{"http://default.svc/check", "", "", 0, true},
+		{"http://a.b.default.svc/check", "", "", 0, true},
+		{"http://10.0.0.1/auth", "", "", 0, false},
+		{"https://auth.example.com/check", "", "", 0, false},
+		{"http://svc.example.com/check", "", "", 0, false},
 	} {
-		b, why := authService(tc.url, "default")
+		b, sns, why := authService(tc.url, "default")
 		if (why != "") != tc.warn {
 			t.Errorf("%s: warning %q, want one: %v", tc.url, why, tc.warn)
 		}
 		switch {
 		case tc.svc == "" && b != nil:
 			t.Errorf("%s: Service %+v, want none", tc.url, b.Service)
-		case tc.svc != "" && (b == nil || b.Service.Name != tc.svc || b.Service.Port.Number != tc.port):
-			t.Errorf("%s: %+v, want %s:%d", tc.url, b, tc.svc, tc.port)
+		case tc.svc != "" && (b == nil || b.Service.Name != tc.svc || b.Service.Port.Number != tc.port || sns != cmp.Or(tc.ns, "default")):
+			t.Errorf("%s: %+v in %q, want %s:%d in %q", tc.url, b, sns, tc.svc, tc.port, cmp.Or(tc.ns, "default"))
 		}
 	}
 }

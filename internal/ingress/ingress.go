@@ -88,6 +88,12 @@ type Options struct {
 	// response headers every path carries (--ingress-proxy-set-headers,
 	// --ingress-add-headers: globalheaders.go); zero: none.
 	ProxySetHeaders, AddHeaders Key
+	// ConnectPerRequest: the HAProxy served sets a connect timeout per
+	// request (3.4+, haproxy.Version.ConnectPerRequest): a connect
+	// timeout annotation is the path's map data (model.HTTPActionExt's
+	// Connect), not backends of its own (connect.go). The same for the
+	// Memo's whole life.
+	ConnectPerRequest bool
 	// Last keeps each Ingress's last good object across passes: an
 	// Ingress whose new version is refused keeps serving it. nil: no
 	// memory.
@@ -171,7 +177,7 @@ func Compile(in Input, opts Options) Result {
 	}
 	res := Result{Served: map[Key][]netip.Addr{}, Annotations: map[Verdict]map[string]int{}}
 	w := newWorld(in)
-	w.res, w.memo = &res, opts.Last
+	w.res, w.memo, w.connectReq = &res, opts.Last, opts.ConnectPerRequest
 	w.resolveGlobal(opts, &res) // globalheaders.go
 	isOurs := classFilter(in, opts.Class)
 	ours := ourIngresses(in, isOurs)
@@ -267,6 +273,9 @@ type world struct {
 	rec      *memoUnit      // what compileOne reads and tells, while it is memoised
 	memo     *Memo          // nil: none
 	global   *globalHeaders // the controller-wide headers (globalheaders.go); nil: none
+	// connectReq: a connect timeout is set per request
+	// (Options.ConnectPerRequest, connect.go).
+	connectReq bool
 }
 
 // event records a Warning on an Ingress.

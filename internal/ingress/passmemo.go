@@ -127,7 +127,7 @@ func (p *passState) sameWorld(in Input, opts Options) string {
 	o.Last = nil
 	switch {
 	case o.Class != p.opts.Class || o.HTTPPort != p.opts.HTTPPort || o.HTTPSPort != p.opts.HTTPSPort ||
-		o.DefaultCert != p.opts.DefaultCert || !slices.Equal(o.Addresses, p.opts.Addresses):
+		o.DefaultCert != p.opts.DefaultCert || o.ConnectPerRequest != p.opts.ConnectPerRequest || !slices.Equal(o.Addresses, p.opts.Addresses):
 		return "other options"
 	case !samePtrs(in.Classes, p.in.Classes):
 		return "other IngressClasses"
@@ -215,7 +215,7 @@ func (m *Memo) patch(in Input, opts Options) (Result, bool) {
 	}
 	// Compile the changed Ingresses first: nothing of the memo is
 	// changed until every one is simple.
-	w := &world{services: p.w.services, slices: p.w.slices, in: in, backends: map[string]*model.Backend{}, memo: m} // memo: a valid ConfigMap of headers remembered (customheaders.go)
+	w := &world{services: p.w.services, slices: p.w.slices, in: in, backends: map[string]*model.Backend{}, memo: m, connectReq: opts.ConnectPerRequest} // memo: a valid ConfigMap of headers remembered (customheaders.go)
 	var scratch Result
 	scratch.Annotations = map[Verdict]map[string]int{}
 	w.res = &scratch

@@ -45,6 +45,7 @@ type routing struct {
 	timeout      time.Duration
 	connect      time.Duration // proxy-connect-timeout, timeout-connect: the backends' (connect.go); 0: the defaults' 5 s
 	connectNginx bool          // connect read from proxy-connect-timeout
+	connectReq   time.Duration // connect set per request, the paths' (connect.go); 0: none
 	h2c          bool          // backend-protocol GRPC, H2C, h2 (and GRPCS, h2-ssl: over TLS)
 }
 
@@ -277,10 +278,10 @@ func (s *parsed) pathRoute(typ, value string, group int) (ext *model.HTTPActionE
 		}
 		return &model.HTTPActionExt{Path: &model.PathRewrite{Replace: path}}, rd, ""
 	}
-	if s.rewrite == "" && s.timeout == 0 {
+	if s.rewrite == "" && s.timeout == 0 && s.connectReq == 0 {
 		return nil, nil, ""
 	}
-	x := &model.HTTPActionExt{Timeout: s.timeout}
+	x := &model.HTTPActionExt{Timeout: s.timeout, Connect: s.connectReq}
 	switch t := s.rewrite; {
 	case t == "":
 	case s.rewritePfx && typ == model.PathPrefix:
@@ -306,7 +307,7 @@ func (s *parsed) pathRoute(typ, value string, group int) (ext *model.HTTPActionE
 		}
 		x.Path = &model.PathRewrite{Replace: head + "/", Prefix: true, Strip: n}
 	}
-	if x.Path == nil && x.Timeout == 0 {
+	if x.Path == nil && x.Timeout == 0 && x.Connect == 0 {
 		return nil, nil, ""
 	}
 	return x, nil, ""

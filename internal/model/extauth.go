@@ -47,13 +47,26 @@ const maxExtAuthURL = 2048
 // ("" when nothing does): http or https, a host (a name or an address)
 // and an optional port, path and query, visible ASCII only (no space,
 // no map or command separator), no user information or fragment, at
-// most 2,048 bytes.
+// most 2,048 bytes. It may hold nginx variables (extauthvars.go), each
+// checked as a sample value in its place.
 func ExtAuthURLProblem(u string) string {
 	if u == "" {
 		return "empty"
 	}
 	if len(u) > maxExtAuthURL {
 		return "longer than " + strconv.Itoa(maxExtAuthURL) + " bytes"
+	}
+	if strings.Contains(u, "$") {
+		for i := 0; i < len(u); i++ {
+			if c := u[i]; c <= ' ' || c >= 0x7f {
+				return "holds a character outside visible ASCII or one of \" ' \\ ; # |"
+			}
+		}
+		sampled, bad := withExtAuthVars(u)
+		if bad != "" {
+			return bad
+		}
+		u = sampled
 	}
 	for i := 0; i < len(u); i++ {
 		if c := u[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\'' || c == '\\' || c == ';' || c == '#' || c == '|' {

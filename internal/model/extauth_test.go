@@ -70,3 +70,30 @@ func TestValidExtAuth(t *testing.T) {
 		t.Errorf("Spec = %q, want %q", got, want)
 	}
 }
+
+// TestExtAuthURLVariables: nginx variables, $name or ${name}, known ones
+// or of a family, are allowed where their sample value keeps the URL
+// valid; an unknown one, a lone '$' or an unclosed "${" is a problem.
+func TestExtAuthURLVariables(t *testing.T) {
+	for _, tc := range []struct {
+		url, want string // want: a part of the problem, "" for none
+	}{
+		{"https://$host/oauth2/start?rd=$escaped_request_uri", ""},
+		{"https://$host/oauth2/auth", ""},
+		{"$scheme://$host:$server_port/start?rd=$scheme://$http_host$request_uri", ""},
+		{"https://login.example/${host}/x?u=$uri$is_args$args&m=$request_method&a=$remote_addr", ""},
+		{"https://login.example/?t=$http_x_token&q=$arg_page&c=$cookie_session&h=$best_http_host&d=$document_uri&q2=$query_string", ""},
+		{"https://$nonsense/auth", "$nonsense is not one of"},
+		{"https://a.example/?x=$HOST", "starts no variable"},
+		{"https://a.example/?x=$", "starts no variable"},
+		{"https://a.example/?x=${host", "closing"},
+		{"https://a.example/?x=$http_", "$http_ is not one of"},
+		{"https://$host.evil/ x", "visible ASCII"},
+		{"https://$remote_addr:$host/", "not a URL"},
+	} {
+		got := ExtAuthURLProblem(tc.url)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("ExtAuthURLProblem(%q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}

@@ -32,6 +32,10 @@ type HTTPActionExt struct {
 	// Timeout bounds the wait for the backend's answer (HAProxy's server
 	// timeout of the request); 0: the backend's own.
 	Timeout time.Duration
+	// Connect bounds the connection to the backend's server (HAProxy's
+	// connect timeout of the request, set per request from 3.4:
+	// haproxy.Version.ConnectPerRequest); 0: the backend's own.
+	Connect time.Duration
 	// CORS is the action's cross-origin policy (cors.go); nil: none.
 	CORS *CORS
 }
@@ -115,7 +119,7 @@ func extEqual(a, b *HTTPActionExt) bool {
 	return a.Response.equal(b.Response) &&
 		slices.EqualFunc(a.BackendMods, b.BackendMods, HeaderMods.equal) &&
 		(a.Path == nil) == (b.Path == nil) && (a.Path == nil || *a.Path == *b.Path) &&
-		a.Host == b.Host && a.Timeout == b.Timeout && a.CORS.Equal(b.CORS)
+		a.Host == b.Host && a.Timeout == b.Timeout && a.Connect == b.Connect && a.CORS.Equal(b.CORS)
 }
 
 // ResponseHeaders are the response header names the actions change,

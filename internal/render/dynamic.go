@@ -64,7 +64,7 @@ func dynamicBackends(cfg model.Config, opts Options, listenedSrc map[string][]mo
 		if !dynamicOK(be, opts, listenedSrc) {
 			continue
 		}
-		body := classBody(be)
+		body := classBody(be, opts.ConnectPerRequest)
 		sum := sha256.Sum256([]byte(body))
 		name := DynamicPrefix + hex.EncodeToString(sum[:4])
 		if d.from == nil {
@@ -82,12 +82,13 @@ func dynamicOK(be *model.Backend, opts Options, listenedSrc map[string][]model.F
 }
 
 // classBody is the settings lines build writes for be's section (its
-// skeleton without name and servers): the body of its class's defaults.
-func classBody(be *model.Backend) string {
+// skeleton without name and servers): the body of its class's defaults
+// (connect: Options.ConnectPerRequest).
+func classBody(be *model.Backend, connect bool) string {
 	c := be.Structure()
 	c.Name, c.Service, c.Servers = "x", "", nil
 	var b bytes.Buffer
-	build(&b, model.Config{Backends: []*model.Backend{&c}}, nil, Options{}, "", true)
+	build(&b, model.Config{Backends: []*model.Backend{&c}}, nil, Options{ConnectPerRequest: connect}, "", true)
 	s := b.String()
 	const head = "\nbackend x\n"
 	return s[strings.Index(s, head)+len(head):]

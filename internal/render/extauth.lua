@@ -13,8 +13,10 @@
 -- The auth server is asked with the request's headers (not its body).
 -- 2xx: the request goes on, with the named response headers replacing
 -- any the client sent; 401 and 403 are answered (401 with a sign-in URL:
--- a redirect there with rd= the original URL); anything else, a timeout
--- or a refused connection: 500.
+-- a redirect there with rd= the original URL unless it has an rd=);
+-- anything else, a timeout or a refused connection: 500. The auth and
+-- sign-in URLs may hold nginx variables, expanded from the request
+-- (expand); an auth URL whose host is then no host name or address: 500.
 
 local skip = {
   ["host"] = true, ["content-length"] = true, ["transfer-encoding"] = true,
@@ -39,6 +41,92 @@ local function escape(s)
   return (s:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", c:byte()) end))
 end
 
+-- nginx variables in the auth and sign-in URLs (model/extauthvars.go:
+-- $name or ${name}, checked by the controller), expanded from the
+-- request in one pass (a value holding '$' is not expanded again); a
+-- value's characters that cannot stand in a URL are escaped, but
+-- $escaped_request_uri's, escaped whole.
+local function urlsafe(s)
+  return (s:gsub("[%c%s\"'<>\\^`{|}#$\127-\255]", function(c) return string.format("%%%02X", c:byte()) end))
+end
+
+local function hostname(h)
+  h = (h or ""):lower()
+  if h:sub(1, 1) == "[" then return h:match("^(%b[])") or h end
+  return (h:gsub(":%d*$", ""))
+end
+
+local function path(txn) return txn.f:path() or "/" end
+local function query(txn) return txn.f:query() or "" end
+local function httphost(txn) return txn.f:req_hdr("host") or "" end
+
+local vars = {
+  scheme = function(txn) if txn.f:ssl_fc() == 1 then return "https" end return "http" end,
+  host = function(txn) return hostname(txn.f:req_hdr("host")) end,
+  http_host = httphost,
+  best_http_host = httphost,
+  server_port = function(txn) return tostring(txn.f:dst_port() or "") end,
+  request_uri = function(txn) return txn.f:url() or "/" end,
+  escaped_request_uri = function(txn) return escape(txn.f:url() or "/") end,
+  uri = path,
+  document_uri = path,
+  args = query,
+  query_string = query,
+  is_args = function(txn) if query(txn) ~= "" then return "?" end return "" end,
+  request_method = function(txn) return txn.f:method() or "" end,
+  remote_addr = function(txn) return tostring(txn.f:src() or "") end,
+}
+
+local families = {
+  http_ = function(txn, n) return txn.f:req_hdr((n:gsub("_", "-"))) end,
+  arg_ = function(txn, n) return txn.f:url_param(n) end,
+  cookie_ = function(txn, n) return txn.f:req_cook(n) end,
+}
+
+local function value(txn, name)
+  local f = vars[name]
+  if f ~= nil then
+    local v = tostring(f(txn) or "")
+    if name == "escaped_request_uri" then return v end
+    return urlsafe(v)
+  end
+  for prefix, g in pairs(families) do
+    if #name > #prefix and name:sub(1, #prefix) == prefix then
+      return urlsafe(tostring(g(txn, name:sub(#prefix + 1)) or ""))
+    end
+  end
+  return ""
+end
+
+local function expand(txn, s)
+  if not s:find("$", 1, true) then return s end
+  local out, i = {}, 1
+  while true do
+    local at = s:find("$", i, true)
+    if at == nil then
+      out[#out + 1] = s:sub(i)
+      break
+    end
+    out[#out + 1] = s:sub(i, at - 1)
+    local name, after = s:match("^{([%w_]+)}()", at + 1)
+    if name == nil then name, after = s:match("^([%w_]+)()", at + 1) end
+    if name == nil then
+      out[#out + 1] = "$"
+      i = at + 1
+    else
+      out[#out + 1] = value(txn, name)
+      i = after
+    end
+  end
+  return table.concat(out)
+end
+
+-- validAuthority: a host name, an IPv4 or a bracketed IPv6 address, and
+-- an optional port (a variable's value may be anything).
+local function validAuthority(a)
+  return a:match("^[%w%.%-]+$") or a:match("^[%w%.%-]+:%d+$") or a:match("^%[[%x:%.]+%]$") or a:match("^%[[%x:%.]+%]:%d+$")
+end
+
 local function answer(txn, status, headers)
   local reply = txn:reply({ status = status, headers = headers or {} })
   txn:done(reply)
@@ -46,10 +134,10 @@ end
 
 core.register_action("hks_auth", { "http-req" }, function(txn)
   local l = lines(txn:get_var("txn.ax") or "")
-  local method, url, pass, signin = methods[l[1] or ""], l[2] or "", l[3] or "", l[4] or ""
+  local method, url, pass, signin = methods[l[1] or ""], expand(txn, l[2] or ""), l[3] or "", l[4] or ""
   local backend = l[5] or ""
-  local authority = url:match("^https?://([^/]+)")
-  if method == nil or authority == nil then
+  local authority = url:match("^https?://([^/?]+)")
+  if method == nil or authority == nil or not validAuthority(authority) then
     return answer(txn, 500)
   end
   local scheme = "http"
@@ -99,11 +187,11 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
     return
   end
   if status == 401 and signin ~= "" then
-    local to = signin
+    local to = expand(txn, signin)
     if not (signin:find("?rd=", 1, true) or signin:find("&rd=", 1, true)) then
       local sep = "?"
-      if signin:find("?", 1, true) then sep = "&" end
-      to = signin .. sep .. "rd=" .. escape(original)
+      if to:find("?", 1, true) then sep = "&" end
+      to = to .. sep .. "rd=" .. escape(original)
     end
     return answer(txn, 302, { ["location"] = to })
   end

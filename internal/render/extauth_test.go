@@ -20,6 +20,9 @@ func TestExtAuthEntries(t *testing.T) {
 		{"none", nil, ""},
 		{"valid", &model.ExtAuth{Method: "GET", URL: "http://a.example/x", Headers: []string{"x-a", "x-b"}}, "GET\nhttp://a.example/x\nx-a,x-b\n\n"},
 		{"with sign-in", &model.ExtAuth{Method: "HEAD", URL: "http://a.example/x", SignIn: "https://s.example/?a=b"}, "HEAD\nhttp://a.example/x\n\nhttps://s.example/?a=b\n"},
+		{"nginx variables (expanded by the Lua action)", &model.ExtAuth{Method: "GET", URL: "https://$host/oauth2/auth", SignIn: "https://$host/oauth2/start?rd=$escaped_request_uri"},
+			"GET\nhttps://$host/oauth2/auth\n\nhttps://$host/oauth2/start?rd=$escaped_request_uri\n"},
+		{"an unknown variable", &model.ExtAuth{Method: "GET", URL: "https://$hostname/auth"}, "-"},
 		{"a URL that is not valid", &model.ExtAuth{Method: "GET", URL: "http://a.example/x\nglobal"}, "-"},
 		{"a method that is not valid", &model.ExtAuth{Method: "GET\n", URL: "http://a.example/x"}, "-"},
 	} {

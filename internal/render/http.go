@@ -61,8 +61,9 @@ func HTTPMapFile(dir, fe, kind string) string {
 
 // writeHTTP writes the rules of an HTTP frontend (after its binds).
 // Without a map directory nothing can be looked up: every request is
-// answered 503.
-func writeHTTP(w func(...string), f model.Frontend, dir string) {
+// answered 503. connect: the action's connect timeout is looked up too
+// (Options.ConnectPerRequest).
+func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 	h := f.HTTP
 	w("\tmode http")
 	w("\tlog stdout format raw local0 info")
@@ -136,7 +137,7 @@ func writeHTTP(w func(...string), f model.Frontend, dir string) {
 	w("\thttp-request set-var(txn.be) var(txn.be),field(1,|)")
 	w("\thttp-request return status 500 if { var(txn.be) -m str " + model.RejectBackend + " }")
 	writeHTTPHeaders(w, h.ModifiedHeaders(), "txn.act", m(HTTPHeaders))
-	writeHTTPExt(w, h, m)
+	writeHTTPExt(w, h, m, connect)
 	if f.TLS != nil && h.HasAccess() {
 		writeClientCertHeaders(w, m(HTTPAccessMap)) // clientcert.go
 	}

@@ -17,7 +17,8 @@ import (
 //     trailing "/"); "aK.h" the Host header a rewrite sets.
 //   - timeouts (map_str_int): "aK" the action's server timeout in ms,
 //     which every HTTP backend sets for the request (set-timeout is a
-//     backend's keyword).
+//     backend's keyword); "aK.c" its connect timeout in ms, looked up
+//     and set only with Options.ConnectPerRequest (HAProxy 3.4+).
 //
 // Query parameter matches are names of the match map's sets
 // (model.QueryMatch + name, url_param); response header changes and a
@@ -36,6 +37,10 @@ const (
 // httpTimeoutVar is the variable an HTTP frontend leaves the request's
 // server timeout in (ms) for the backend to set.
 const httpTimeoutVar = "txn.tmo"
+
+// httpConnectVar is the variable an HTTP frontend leaves the request's
+// connect timeout in (ms), with Options.ConnectPerRequest.
+const httpConnectVar = "txn.ctmo"
 
 // matchFetch is what a match name of a header set reads from the
 // request: a header's last value, the method, a query parameter, or
@@ -101,12 +106,15 @@ func writeHTTPHeaders(w func(...string), names []string, id, headersMap string) 
 
 // writeHTTPExt writes the rewrites, the timeout and the response header
 // changes of the chosen action (after its request header changes).
-func writeHTTPExt(w func(...string), h *model.HTTP, m func(string) string) {
+func writeHTTPExt(w func(...string), h *model.HTTP, m func(string) string, connect bool) {
 	writeHTTPHeaders(w, h.BackendHeaders(), "txn.bh", m(HTTPHeaders))
 	host := "var(txn.act),concat(.h),map_str(" + m(HTTPRewrite) + ")"
 	w("\thttp-request set-header host %[" + host + "] if { " + host + " -m found }")
 	w("\thttp-request set-path %[var(txn.np)] if { var(txn.np) -m found }")
 	w("\thttp-request set-var(" + httpTimeoutVar + ") var(txn.act),map_str_int(" + m(HTTPTimeouts) + ")")
+	if connect {
+		w("\thttp-request set-var(" + httpConnectVar + ") var(txn.act),concat(.c),map_str_int(" + m(HTTPTimeouts) + ")")
+	}
 	for _, n := range h.ResponseHeaders() {
 		if !model.ValidHeaderName(n) {
 			continue
@@ -122,6 +130,11 @@ func writeHTTPExt(w func(...string), h *model.HTTP, m func(string) string) {
 // httpBackendTimeout is the rule of every HTTP backend that applies the
 // timeout its frontend chose for the request.
 const httpBackendTimeout = "\thttp-request set-timeout server var(" + httpTimeoutVar + ") if { var(" + httpTimeoutVar + ") -m found }"
+
+// httpBackendConnect is the rule of every HTTP backend that applies the
+// connect timeout its frontend chose for the request
+// (Options.ConnectPerRequest: HAProxy 3.4+ only).
+const httpBackendConnect = "\thttp-request set-timeout connect var(" + httpConnectVar + ") if { var(" + httpConnectVar + ") -m found }"
 
 // extEntries adds the entries of action a's extended features (id aid):
 // its rewrites, timeout and response header changes; the backends'
@@ -147,6 +160,9 @@ func extEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction) {
 	}
 	if ms := x.Timeout.Milliseconds(); ms > 0 {
 		out[HTTPTimeouts] = append(out[HTTPTimeouts], HTTPMapEntry{aid, strconv.FormatInt(ms, 10)})
+	}
+	if ms := x.Connect.Milliseconds(); ms > 0 {
+		out[HTTPTimeouts] = append(out[HTTPTimeouts], HTTPMapEntry{aid + ".c", strconv.FormatInt(ms, 10)})
 	}
 	headerEntries(out, aid, ".r", x.Response)
 	corsEntries(out, aid, x.CORS) // cors.go

@@ -221,7 +221,7 @@ func actionKey(b []byte, a model.HTTPAction) []byte {
 		if p := x.Path; p != nil {
 			b = keyInt(keyBool(keyString(b, p.Replace), p.Prefix), int64(p.Strip))
 		}
-		b = keyInt(keyString(b, x.Host), int64(x.Timeout))
+		b = keyInt(keyInt(keyString(b, x.Host), int64(x.Timeout)), int64(x.Connect))
 		b = keyCORS(b, x.CORS) // cors.go
 	}
 	return accessKey(b, a.Access) // httpaccess.go

@@ -61,6 +61,12 @@ type Options struct {
 	// can describe are written from it, after every other section, and
 	// are no structure (dynamic.go).
 	DynamicBackends bool
+	// ConnectPerRequest: the HAProxy that loads the config sets a connect
+	// timeout per request (3.4+: haproxy.Version.ConnectPerRequest). An
+	// HTTP frontend looks the action's up in its timeouts map and every
+	// HTTP backend sets it (httpext.go), so a new connect timeout is map
+	// data, no backend of its own.
+	ConnectPerRequest bool
 	// RuntimeSlots: a spare's free slots after its last one in use are
 	// not written (one comment names them) but created at runtime when a
 	// server needs one (runtimeslots.go). The structure hash is the same
@@ -237,7 +243,7 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 			w("\ttimeout client", settings.FormatDuration(f.TimeoutClient))
 		}
 		if f.HTTP != nil {
-			writeHTTP(w, f, opts.ACLDir)
+			writeHTTP(w, f, opts.ACLDir, opts.ConnectPerRequest)
 		} else if f.Routed() {
 			writeRoutes(w, f, opts.ACLDir)
 		} else {
@@ -264,6 +270,9 @@ func build(b writer, cfg model.Config, layout model.Layout, opts Options, hash s
 		if be.HTTP {
 			w("\tmode http")
 			w(httpBackendTimeout) // httpext.go
+			if opts.ConnectPerRequest {
+				w(httpBackendConnect)
+			}
 			if be.H2C {
 				w(httpH2CServers)
 			}

@@ -142,7 +142,9 @@ func (g *gwEnv) noEvent(name, text string) error {
 // Ingress's connect timeout of 1 s per try (three tries: 3 s, not the
 // defaults' 15 s); with --backend-pool a second Ingress with the same
 // timeout (HAProxy Ingress's timeout-connect: 1s) to another Service
-// takes a spare of that class: 0 reloads.
+// takes a spare of that class: 0 reloads. A third with a value not in
+// use yet (2 s) is answered 503 after three tries of 2 s; on HAProxy 3.4
+// (a connect timeout per request, map data) with 0 reloads.
 // Bodies below and above client-body-buffer-size (and HAProxy's 16 KB
 // buffer), with a length or chunked, reach the Pod intact; the key is no
 // UnsupportedAnnotation. A bad value of either: an Event, the last good
@@ -188,6 +190,18 @@ func TestIngressConnectTimeoutAndBodyBuffer(t *testing.T) {
 	if r := g.reloads(); r != before {
 		t.Errorf("a new Service's backend of a connect timeout in use reloaded HAProxy %d times, want 0", r-before)
 	}
+	// A value no Ingress used yet: on 3.4 the path's map data (HAProxy's
+	// set-timeout connect), no reload; on 2.6 and 3.0 backends of their
+	// own (a class the pool does not hold: its growth's reload).
+	before = g.reloads()
+	g.serviceOf("stall3", podAddrs[1], 8080)
+	g.create(ingressOf("slow3", "slow3.example.com", map[string]string{n + "proxy-connect-timeout": "2"}, prefix("/", "stall3")))
+	g.eventually("a new connect timeout, 2 s", failsWithin(g.httpPort, "slow3.example.com", 5500*time.Millisecond, 12*time.Second))
+	r := g.reloads() - before
+	if haproxyVersion(t).ConnectPerRequest() && r != 0 {
+		t.Errorf("a connect timeout new to HAProxy 3.4 reloaded it %d times, want 0 (map data)", r)
+	}
+	t.Logf("a connect timeout new to HAProxy %s: %d reloads", haproxyVersion(t), r)
 
 	updateIngress(t, g.ing.Ingresses(ns), "slow", func(mod *netv1.Ingress) { mod.Annotations[n+"proxy-connect-timeout"] = "1s" })
 	updateIngress(t, g.ing.Ingresses(ns), "body", func(mod *netv1.Ingress) { mod.Annotations[n+"client-body-buffer-size"] = "1kb" })

@@ -53,7 +53,12 @@ func askThrough(port int, host, path, token string) (authAnswer, error) {
 // original URL, any other answer and an auth server that refuses
 // connections are 500; an Ingress without auth-url never asks. An
 // auth-url naming a cluster Service (NAME.NS.svc.cluster.local) is asked
-// through HAProxy's own backend of that Service. auth-url
+// through HAProxy's own backend of that Service, of the Ingress's
+// namespace or another one. nginx variables ($host,
+// $escaped_request_uri, $scheme, $http_*, $arg_*, $uri, $request_method)
+// in the auth URL (its query and its host) and in auth-signin
+// (oauth2-proxy's https://$host/oauth2/start?rd=$escaped_request_uri)
+// are expanded from each request; an unknown one refuses. auth-url
 // added, changed and removed on a running controller: 0 reloads. A
 // malformed auth-url: an Event, the last good configuration kept.
 func TestIngressExtAuth(t *testing.T) {
@@ -73,6 +78,11 @@ func TestIngressExtAuth(t *testing.T) {
 		origin.Store(r.Header.Get("X-Original-URL"))
 		if r.URL.Path == "/deny" {
 			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		if r.URL.Path == "/vars" { // the query it was asked with, as the user
+			w.Header().Set("X-User", r.URL.RawQuery)
+			w.WriteHeader(http.StatusOK)
 			return
 		}
 		switch r.Header.Get("X-Token") {
@@ -98,8 +108,22 @@ func TestIngressExtAuth(t *testing.T) {
 		// A cluster Service, reached through HAProxy's own backend of it.
 		ingressOf("svc", "svc.example.com", map[string]string{n + "auth-url": "http://authsvc." + ns + ".svc.cluster.local/auth",
 			n + "auth-response-headers": "X-User"}, prefix("/", "web")),
+		// nginx variables, expanded from each request by the Lua action:
+		// in the auth URL's query, in its host (an Ingress of every host,
+		// asked with the address of the auth server as Host) and
+		// oauth2-proxy's sign-in form.
+		ingressOf("vars", "vars.example.com", map[string]string{n + "auth-response-headers": "X-User",
+			n + "auth-url": "http://" + podAddrs[1] + ":9000/vars?host=$host&rd=$escaped_request_uri&s=$scheme&t=$http_x_token&p=$arg_page&u=${uri}&m=$request_method"},
+			prefix("/", "web")),
+		ingressOf("anyhost", "", map[string]string{n + "auth-url": "http://$host:9000/auth", n + "auth-response-headers": "X-User"}, prefix("/", "web")),
+		ingressOf("oauth", "oauth.example.com", map[string]string{n + "auth-url": authURL,
+			n + "auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri"}, prefix("/", "web")),
 	)
 	g.podsService("authsvc", 9000, podAddrs[1])
+	// Another namespace's Service (oauth2-proxy's usual place): the same.
+	g.podsServiceIn("auth", "authsvc", 9000, podAddrs[1])
+	g.create(ingressOf("otherns", "otherns.example.com", map[string]string{n + "auth-url": "http://authsvc.auth.svc.cluster.local/auth",
+		n + "auth-response-headers": "X-User"}, prefix("/", "web")))
 	g.start()
 	want := func(host, path, token string, code int, check func(a authAnswer) error) func() error {
 		return func() error {
@@ -148,8 +172,22 @@ func TestIngressExtAuth(t *testing.T) {
 		want("svc.example.com", "/", "ok", 200, body("user=alice token=ok")),
 		want("svc.example.com", "/", "no", 403, nil),
 		want("svc.example.com", "/", "", 401, nil),
+		want("otherns.example.com", "/", "ok", 200, body("user=alice token=ok")),
+		want("otherns.example.com", "/", "", 401, nil),
 	)
-	if o, _ := origin.Load().(string); o != "http://svc.example.com/" { // the last request asked
+	checkAll(t,
+		want("vars.example.com", "/p?page=2", "ok", 200, body("user=host=vars.example.com&rd=%2Fp%3Fpage%3D2&s=http&t=ok&p=2&u=/p&m=GET token=ok")),
+		want(podAddrs[1], "/", "ok", 200, body("user=alice token=ok")), // $host: the auth server's address
+		want(podAddrs[1], "/", "", 401, nil),
+		want("oauth.example.com", "/p?q=1", "", 302, func(a authAnswer) error {
+			if w := "https://oauth.example.com/oauth2/start?rd=%2Fp%3Fq%3D1"; a.loc != w {
+				return fmt.Errorf("Location %q, want %q", a.loc, w)
+			}
+			return nil
+		}),
+		want("oauth.example.com", "/", "ok", 200, nil),
+	)
+	if o, _ := origin.Load().(string); o != "http://oauth.example.com/" { // the last request asked
 		t.Errorf("the auth server's last X-Original-URL %q", o)
 	}
 	before := asked.Load()
@@ -172,8 +210,8 @@ func TestIngressExtAuth(t *testing.T) {
 	}
 
 	updateIngress(t, g.ing.Ingresses(ns), "guarded", func(mod *netv1.Ingress) {
-		mod.Annotations = map[string]string{n + "auth-url": "https://$host/oauth2/auth"}
+		mod.Annotations = map[string]string{n + "auth-url": "https://$hostname/oauth2/auth"}
 	})
-	g.eventually("an Event refuses the auth-url", g.ingressEvent("guarded", "Refused", "not expanded"))
+	g.eventually("an Event refuses the auth-url", g.ingressEvent("guarded", "Refused", "$hostname is not one of"))
 	checkAll(t, want("guarded.example.com", "/", "ok", 200, body("user=alice")), want("guarded.example.com", "/", "", 401, nil))
 }

@@ -144,6 +144,12 @@ func TestIngressSSLPassthrough(t *testing.T) {
 // backends at runtime (3.4+: runtimeapi/dynamic.go).
 func backendsAtRuntime(t *testing.T) bool {
 	t.Helper()
+	return haproxyVersion(t).AtLeast(3, 4)
+}
+
+// haproxyVersion is the version of the tests' HAProxy (haproxy -v).
+func haproxyVersion(t *testing.T) haproxy.Version {
+	t.Helper()
 	out, err := exec.Command(haproxytest.Bin(), "-v").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -157,5 +163,5 @@ func backendsAtRuntime(t *testing.T) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v.AtLeast(3, 4)
+	return v
 }

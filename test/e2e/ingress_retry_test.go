@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
@@ -41,7 +42,16 @@ func servePod(t *testing.T, ip string, port int, h http.Handler) {
 // podsService is Service name (port 80) whose endpoints are ips at port.
 func (g *ingressEnv) podsService(name string, port int32, ips ...string) {
 	g.t.Helper()
-	if _, err := g.client.CoreV1().Services(ns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+	g.podsServiceIn(ns, name, port, ips...)
+}
+
+// podsServiceIn is podsService in namespace sns (created when missing).
+func (g *ingressEnv) podsServiceIn(sns, name string, port int32, ips ...string) {
+	g.t.Helper()
+	if _, err := g.client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		g.t.Fatal(err)
+	}
+	if _, err := g.client.CoreV1().Services(sns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
 		g.t.Fatal(err)
 	}
@@ -49,7 +59,7 @@ func (g *ingressEnv) podsService(name string, port int32, ips ...string) {
 	for _, ip := range ips {
 		eps = append(eps, lab.Endpoint{IP: ip, Node: "n1", Ready: true})
 	}
-	if err := lab.ApplySlice(bg, g.client, lab.SliceFor(ns, name, port, eps)); err != nil {
+	if err := lab.ApplySlice(bg, g.client, lab.SliceFor(sns, name, port, eps)); err != nil {
 		g.t.Fatal(err)
 	}
 }
