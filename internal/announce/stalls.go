@@ -74,7 +74,13 @@ func (n *Node) holdOf(p *peer) time.Duration {
 	if p.stall <= 0 {
 		return n.hold
 	}
-	return min(max(n.hold, p.stall*3/2+n.hold/3), max(n.hold, MaxStallHold))
+	return AllowedSilence(n.hold, p.stall)
+}
+
+// AllowedSilence is how long a peer that told of a stall may be silent
+// before it is gone, for a hold time hold.
+func AllowedSilence(hold, stall time.Duration) time.Duration {
+	return min(max(hold, stall*3/2+hold/3), max(hold, MaxStallHold))
 }
 
 // peerStall is a heartbeat's Stall as a duration, bounded.

@@ -4,6 +4,8 @@ import (
 	"runtime/metrics"
 	"syscall"
 	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
 )
 
 // awake notes that the heartbeat loop runs at now. The loop wakes at
@@ -35,16 +37,20 @@ func (a *Announcer) awake(now time.Time) {
 		return
 	}
 	a.node.Deaf(gap - a.cfg.Interval/4)
+	longest := gap > a.node.Stall(now)
 	a.node.Stalled(gap, now)
-	cpu, gcs := a.evidence.cpu-ev.cpu, a.evidence.gcs-ev.gcs
-	if hold := time.Duration(a.cfg.Misses) * a.cfg.Interval; gap >= hold {
-		a.log.Warn("the announcer did not run for longer than the hold time: its peers' silence meanwhile not counted",
-			"stalled", gap.Round(time.Millisecond), "hold", hold, "cpu", cpu.Round(time.Millisecond), "gcs", gcs,
-			"told", a.node.Stall(now).Round(time.Millisecond))
-		return
+	hold := time.Duration(a.cfg.Misses) * a.cfg.Interval
+	args := []any{"stalled", gap.Round(time.Millisecond), "hold", hold,
+		"cpu", (a.evidence.cpu - ev.cpu).Round(time.Millisecond), "gcs", a.evidence.gcs - ev.gcs,
+		"allowed", announce.AllowedSilence(hold, a.node.Stall(now)).Round(time.Millisecond)}
+	switch {
+	case gap >= hold:
+		a.log.Warn("the announcer did not run for longer than the hold time: its peers' silence meanwhile not counted", args...)
+	case longest:
+		a.log.Info("the announcer stalled longer than it did lately: its peers allow its silence longer", args...)
+	default:
+		a.log.Debug("the announcer stalled", args...)
 	}
-	a.log.Debug("the announcer stalled", "stalled", gap.Round(time.Millisecond), "cpu", cpu.Round(time.Millisecond), "gcs", gcs,
-		"told", a.node.Stall(now).Round(time.Millisecond))
 }
 
 // evidence is what the process had done at a moment: its CPU time (all
