@@ -40,19 +40,11 @@ func TestNodeCutWithWitness(t *testing.T) {
 		{name: "two hosts alone: no witness, both hold", hosts: []string{"lb1", "lb2"},
 			ticks: 10, twoHolders: true, moves: true},
 		{name: "new addresses appear during the cut: each taken once", hosts: []string{"lb1", "lb2", "lb3"},
-			during: func(s *sim) {
-				s.addrs = append(s.addrs, addrs(12)[6:]...)
-				for _, n := range s.nodes {
-					n.Set(Want{Addrs: s.addrs, Healthy: true})
-				}
-			}, ticks: 20, moves: true},
+			during: func(s *sim) { s.want(addrs(12)[6:]...) }, ticks: 20, moves: true},
 		{name: "new addresses appear one a tick during the cut: each taken once", hosts: []string{"lb1", "lb2", "lb3"},
 			each: func(s *sim, i int) {
 				if i < 6 {
-					s.addrs = append(s.addrs, addrs(12)[6+i])
-					for _, n := range s.nodes {
-						n.Set(Want{Addrs: s.addrs, Healthy: true})
-					}
+					s.want(addrs(12)[6+i])
 				}
 			}, ticks: 20, moves: true},
 		// the documented limit (docs/addresses.md): lb1 holds lb2's
@@ -63,10 +55,7 @@ func TestNodeCutWithWitness(t *testing.T) {
 		{name: "new addresses appear one a tick in descending order: two holders until the heal", hosts: []string{"lb1", "lb2", "lb3"},
 			each: func(s *sim, i int) {
 				if i < 6 {
-					s.addrs = append(s.addrs, addrs(12)[11-i])
-					for _, n := range s.nodes {
-						n.Set(Want{Addrs: s.addrs, Healthy: true})
-					}
+					s.want(addrs(12)[11-i])
 				}
 			}, ticks: 20, twoHolders: true, moves: true},
 	}
@@ -282,5 +271,13 @@ func TestNodeQuickHealKeepsOwners(t *testing.T) {
 		if own := s.owners()[a]; len(own) != 1 || own[0] != "lb3" {
 			t.Errorf("%s held by %v after the heal, was lb3's (which never stopped)", a, own)
 		}
+	}
+}
+
+// want adds more to the addresses every node of s serves (healthy).
+func (s *sim) want(more ...netip.Addr) {
+	s.addrs = append(s.addrs, more...)
+	for _, n := range s.nodes {
+		n.Set(Want{Addrs: s.addrs, Healthy: true})
 	}
 }

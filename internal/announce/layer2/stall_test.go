@@ -25,12 +25,7 @@ func TestStalledProcessMovesNothing(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh to stop and continue this process")
 	}
-	var moves atomic.Int64
-	cfg := Config{OnMove: func(m announce.Move) {
-		if len(m.From) > 0 {
-			moves.Add(1)
-		}
-	}}
+	moves, cfg := countMoves()
 	extra := manyAddrs(6)
 	g := newGroup(t, cfg, extra...)
 	all := append([]netip.Addr{vip4, vip6}, extra...)
@@ -97,12 +92,7 @@ func TestStalledHolderMovesNothing(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh to stop and continue this process")
 	}
-	var moves atomic.Int64
-	cfg := Config{OnMove: func(m announce.Move) {
-		if len(m.From) > 0 {
-			moves.Add(1)
-		}
-	}}
+	moves, cfg := countMoves()
 	g := newGroup(t, cfg)
 	all := []netip.Addr{vip4, vip6}
 	var before map[netip.Addr]string
@@ -157,4 +147,15 @@ func TestStalledHolderMovesNothing(t *testing.T) {
 			t.Fatalf("%s held by %s after the stalls, by %s before", a, after[a], h)
 		}
 	}
+}
+
+// countMoves is a Config whose OnMove counts the moves from a holder
+// (not an address's first owner).
+func countMoves() (*atomic.Int64, Config) {
+	moves := new(atomic.Int64)
+	return moves, Config{OnMove: func(m announce.Move) {
+		if len(m.From) > 0 {
+			moves.Add(1)
+		}
+	}}
 }
