@@ -208,6 +208,7 @@ func (n *Node) Decide(now time.Time) Change {
 	}
 	// map order must not matter: Assign is given the hosts by name
 	slices.SortFunc(hosts[1:], func(a, b Host) int { return strings.Compare(a.ID, b.ID) })
+	n.markCut(hosts, now)
 	// a hold's support only falls: a host cut off from the others keeps
 	// what it holds, but loses it to the side that heard more once the
 	// partition heals (a peer's own stall is forgiven: deaf.go)
