@@ -316,7 +316,7 @@ failover: deps
 	$(if $(FAILOVER_ONLY),,HKS_FAILOVER_TRIALS=$(TRIALS) HKS_FAILOVER_KEEPALIVED=1 $(GO) test -count=1 -v -run '^TestFailoverBehindRouter$$' -timeout 30m ./internal/announce/layer2/)
 	$(if $(FAILOVER_ONLY),,$(GO) test -count=10 -v -run '^TestFailoverKeepsConnections$$' ./internal/announce/layer2/)
 	$(if $(FAILOVER_ONLY),,$(WITH_TESTBIN) HKS_APISERVER_OUTAGE=10m $(GO) test -count=1 -v -run '^TestAnnounceThroughAPIServerOutage$$' -timeout 20m ./internal/cli/)
-	$(if $(FAILOVER_ONLY),,$(WITH_TESTBIN) HKS_CHART_OUTAGE=10m HKS_CHART_L2_INTERVAL=300ms $(GO) test -count=1 -v -run '^TestRealNodeChartAnnounce$$' -timeout 25m ./test/e2e/)
+	$(if $(FAILOVER_ONLY),,$(WITH_TESTBIN) HKS_CHART_OUTAGE=10m $(GO) test -count=1 -v -run '^TestRealNodeChartAnnounce$$' -timeout 25m ./test/e2e/)
 
 clean:
 	rm -rf bin

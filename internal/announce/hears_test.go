@@ -22,7 +22,9 @@ func TestNodeCutWithWitness(t *testing.T) {
 		old   []string // hosts sending no Hears (an older version)
 		// during: after the cut, what happens to lb2 (nil: nothing)
 		during func(s *sim)
-		ticks  int
+		// each, when set, is called at each tick of the cut
+		each  func(s *sim, i int)
+		ticks int
 		// twoHolders: some address is held twice at the end of the cut
 		// (none may be, otherwise); moves: takes during the cut
 		twoHolders bool
@@ -37,6 +39,34 @@ func TestNodeCutWithWitness(t *testing.T) {
 			old: []string{"lb3"}, ticks: 10, twoHolders: true, moves: true},
 		{name: "two hosts alone: no witness, both hold", hosts: []string{"lb1", "lb2"},
 			ticks: 10, twoHolders: true, moves: true},
+		{name: "new addresses appear during the cut: each taken once", hosts: []string{"lb1", "lb2", "lb3"},
+			during: func(s *sim) { s.want(addrs(12)[6:]...) }, ticks: 20, moves: true},
+		{name: "new addresses appear one a tick during the cut: each taken once", hosts: []string{"lb1", "lb2", "lb3"},
+			each: func(s *sim, i int) {
+				if i < 6 {
+					s.want(addrs(12)[6+i])
+				}
+			}, ticks: 20, moves: true},
+		// lb1 holds lb2's claims as last heard, so an address lb2 took
+		// during the cut is free in lb1's view; in ascending order the
+		// views agree (Assign spreads free addresses in order), out of
+		// order they did not, and both took one: now, once each notices
+		// the cut (a hold time), lb1 and lb2 are cut (cutoff.go) and only
+		// lb3 is given a free address
+		{name: "new addresses appear one a tick in descending order after a hold: each taken once", hosts: []string{"lb1", "lb2", "lb3"},
+			each: func(s *sim, i int) {
+				if i >= 4 && i < 10 {
+					s.want(addrs(12)[15-i])
+				}
+			}, ticks: 20, moves: true},
+		// the limit left (docs/addresses.md): within the first hold time
+		// of the cut nobody knows of it yet
+		{name: "new addresses appear one a tick in descending order at once: two holders until the heal", hosts: []string{"lb1", "lb2", "lb3"},
+			each: func(s *sim, i int) {
+				if i < 6 {
+					s.want(addrs(12)[11-i])
+				}
+			}, ticks: 20, twoHolders: true, moves: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +84,10 @@ func TestNodeCutWithWitness(t *testing.T) {
 				tc.during(s)
 			}
 			twice := false
-			for range tc.ticks {
+			for i := range tc.ticks {
+				if tc.each != nil {
+					tc.each(s, i)
+				}
 				s.step(1)
 				for a, own := range s.owners() {
 					if len(own) > 1 {
@@ -72,15 +105,17 @@ func TestNodeCutWithWitness(t *testing.T) {
 				t.Fatalf("takes during the cut: %d, want some: %v", s.moves-before, tc.moves)
 			}
 			if !tc.twoHolders {
-				if tc.during != nil {
+				if tc.during != nil && len(s.addrs) == 6 {
 					s.oneOwnerEach("lb2")
+				} else if len(s.addrs) > 6 {
+					s.oneOwnerEach()
 				} else {
 					s.oneOwnerEach()
 				}
 			}
 			clear(s.cut)
 			s.step(2)
-			if tc.during != nil {
+			if tc.during != nil && len(s.addrs) == 6 {
 				s.oneOwnerEach("lb2")
 			} else {
 				s.oneOwnerEach()
@@ -245,5 +280,13 @@ func TestNodeQuickHealKeepsOwners(t *testing.T) {
 		if own := s.owners()[a]; len(own) != 1 || own[0] != "lb3" {
 			t.Errorf("%s held by %v after the heal, was lb3's (which never stopped)", a, own)
 		}
+	}
+}
+
+// want adds more to the addresses every node of s serves (healthy).
+func (s *sim) want(more ...netip.Addr) {
+	s.addrs = append(s.addrs, more...)
+	for _, n := range s.nodes {
+		n.Set(Want{Addrs: s.addrs, Healthy: true})
 	}
 }

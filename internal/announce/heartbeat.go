@@ -33,6 +33,11 @@ type Heartbeat struct {
 	// it neither sent nor heard) for this long lately (Node.Deaf), so a
 	// receiver does not count that silence as a cut between them (deaf.go).
 	Deaf int64 `json:"deaf,omitempty"`
+	// Stall, in milliseconds: the longest stall of the sender's loop
+	// within StallMemory; a receiver allows its silence that measure
+	// before it counts the sender gone (stalls.go). An older receiver
+	// ignores it (JSON) and holds the sender to the hold time.
+	Stall int64 `json:"stall,omitempty"`
 	// Hears: the healthy peers the sender heard within the hold time, and
 	// the newest heartbeat it took from each (hears.go). An older sender
 	// sends none and an older receiver ignores it (JSON).

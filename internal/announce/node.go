@@ -48,6 +48,8 @@ type Node struct {
 	// waiting: the last Decide put off a taking for a witness's word
 	// (hears.go); the next heartbeat heard decides again at once
 	waiting bool
+	// this host's own stalls lately (stalls.go)
+	stalls stalls
 }
 
 type peer struct {
@@ -63,6 +65,8 @@ type peer struct {
 	// (a silence as support() counts them: a cut that healed within the
 	// hold time is one too)
 	since time.Time
+	// the longest stall the peer told of (Heartbeat.Stall; stalls.go)
+	stall time.Duration
 	// the peers its last heartbeat says it hears (hears.go; nil: none,
 	// or an older version)
 	hears map[string]Heard
@@ -130,7 +134,8 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 			since = p.since
 		}
 	}
-	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until, since: since, hears: hears}
+	np := &peer{epoch: hb.Epoch, seq: hb.Seq, at: now, host: h, freshUntil: until, since: since, hears: hears,
+		stall: peerStall(hb.Stall)}
 	if hb.Restart > 0 {
 		np.restartUntil = now.Add(time.Duration(hb.Restart) * time.Millisecond)
 	}
@@ -139,7 +144,7 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 }
 
 func (n *Node) live(p *peer, now time.Time) bool {
-	return now.Sub(p.at) <= n.hold || now.Before(p.restartUntil)
+	return now.Sub(p.at) <= n.holdOf(p) || now.Before(p.restartUntil)
 }
 
 func sameClaims(a, b map[netip.Addr]Hold) bool {
@@ -178,6 +183,7 @@ func (n *Node) Decide(now time.Time) Change {
 	var ch Change
 	n.decideFresh(now)
 	n.decided = now
+	n.stalls.roll(now)
 	if n.adopting(now) {
 		return ch
 	}
@@ -202,6 +208,7 @@ func (n *Node) Decide(now time.Time) Change {
 	}
 	// map order must not matter: Assign is given the hosts by name
 	slices.SortFunc(hosts[1:], func(a, b Host) int { return strings.Compare(a.ID, b.ID) })
+	n.markCut(hosts, now)
 	// a hold's support only falls: a host cut off from the others keeps
 	// what it holds, but loses it to the side that heard more once the
 	// partition heals (a peer's own stall is forgiven: deaf.go)
@@ -296,7 +303,7 @@ func (n *Node) Holds() []netip.Addr {
 func (n *Node) Heartbeat() Heartbeat {
 	n.seq++
 	hb := Heartbeat{Host: n.id, Epoch: n.epoch, Seq: n.seq, Healthy: n.want.Healthy, Fresh: n.fresh, Restart: n.restart(), Deaf: n.deaf(),
-		Hears: n.hears()}
+		Stall: n.stallMs(), Hears: n.hears()}
 	for _, a := range n.Holds() {
 		hb.Claims = append(hb.Claims, Claim{Addr: a, Hold: n.claims[a]})
 	}

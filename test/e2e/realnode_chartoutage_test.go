@@ -63,6 +63,9 @@ func chartOutage(t *testing.T, tier *nodes.Tier, pods map[string]string, addr, v
 	}
 	t.Logf("the apiserver stopped for %s: %s kept by %s; its HAProxy killed then: answered through the other node %s later",
 		outage, addr, holder.Name, served.Round(time.Millisecond))
+	// the stalls each controller had and told its peer (what the hold
+	// allowed for; docs/addresses.md)
+	t.Log(announcerLog(tier, pods, "the announcer"))
 	if served > bound {
 		t.Errorf("failover during the apiserver outage took %s, bound %s", served.Round(time.Millisecond), bound)
 	}
@@ -92,13 +95,16 @@ func killHAProxy(n *nodes.Node) (int, error) {
 // announcerMarks pick the announcer's own lines out of a controller's log:
 // the health gate's verdicts, the addresses taken, released and moved, the
 // carrier, a late step, a restart's kept or adopted addresses.
-var announcerMarks = []string{"health gate", "address ", "addresses ", "link carrier", "a step of the announcer", "adopted"}
+var announcerMarks = []string{"health gate", "address ", "addresses ", "link carrier", "the announcer", "adopted"}
 
 // announcerLog is the announcer's lines of each node's controller (the
 // chart's sync container) in pods, node by node, at most 80 each: what a
 // failed hand-over or outage is read from (the whole log is gone with the
-// tier).
-func announcerLog(tier *nodes.Tier, pods map[string]string) string {
+// tier). With marks, only the lines holding one of those.
+func announcerLog(tier *nodes.Tier, pods map[string]string, marks ...string) string {
+	if len(marks) == 0 {
+		marks = announcerMarks
+	}
 	var b strings.Builder
 	for _, n := range tier.Nodes {
 		if pods[n.Name] == "" {
@@ -106,7 +112,7 @@ func announcerLog(tier *nodes.Tier, pods map[string]string) string {
 		}
 		var lines []string
 		for _, l := range strings.Split(n.ContainerLog(chartNS, pods[n.Name], "sync", 1<<20), "\n") {
-			for _, m := range announcerMarks {
+			for _, m := range marks {
 				if strings.Contains(l, m) {
 					lines = append(lines, l)
 					break

@@ -135,6 +135,7 @@ type Announcer struct {
 	up        bool          // the link's carrier
 	full      bool          // at announce.MaxHolds (logged once)
 	ran       time.Time     // when the loop last ran (stall.go)
+	evidence  evidence      // what the process had done then (stall.go)
 }
 
 var _ announce.Announcer = (*Announcer)(nil)

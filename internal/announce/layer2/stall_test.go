@@ -25,12 +25,7 @@ func TestStalledProcessMovesNothing(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh to stop and continue this process")
 	}
-	var moves atomic.Int64
-	cfg := Config{OnMove: func(m announce.Move) {
-		if len(m.From) > 0 {
-			moves.Add(1)
-		}
-	}}
+	moves, cfg := countMoves()
 	extra := manyAddrs(6)
 	g := newGroup(t, cfg, extra...)
 	all := append([]netip.Addr{vip4, vip6}, extra...)
@@ -82,4 +77,85 @@ func TestStalledProcessMovesNothing(t *testing.T) {
 			t.Fatalf("%s held by %s after the stalls, by %s before", a, after[a], h)
 		}
 	}
+}
+
+// TestStalledHolderMovesNothing: the three hosts' processes are stopped
+// together once for 350 ms (the machine stalls everyone: nothing moves,
+// TestStalledProcessMovesNothing), so each host has a stall of its own
+// to tell (Heartbeat.Stall). Then the holder of the addresses alone is
+// stopped for 350 ms, twice (the holder of the IPv4 address): longer than the hold time (300 ms), which
+// made its peers take its addresses; they now allow a host its own told
+// stalls (announce/stalls.go), and nothing moves. A frozen host that
+// never stalled is still failed over after the hold time
+// (BenchmarkFailover, TestFailoverManyAddresses).
+func TestStalledHolderMovesNothing(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh to stop and continue this process")
+	}
+	moves, cfg := countMoves()
+	g := newGroup(t, cfg)
+	all := []netip.Addr{vip4, vip6}
+	var before map[netip.Addr]string
+	if err := netlab.Eventually(t.Context(), 20*time.Second, func() (err error) {
+		if before, err = g.owners(all); err != nil {
+			return err
+		}
+		for _, h := range g.lbs {
+			for a, o := range before {
+				if v := g.view(h.Name); len(v[a]) != 1 || v[a][0] != o {
+					return fmt.Errorf("%s says %s is held by %v, it is by %s", h.Name, a, v[a], o)
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	holder := -1
+	var all3 []string
+	for i, p := range g.pids() {
+		all3 = append(all3, strconv.Itoa(p))
+		if g.lbs[i].Name == before[vip4] {
+			holder = i
+		}
+	}
+	stall := func(what string, pids ...string) {
+		t.Helper()
+		m0 := moves.Load()
+		ps := strings.Join(pids, " ")
+		if out, err := exec.Command("sh", "-c", fmt.Sprintf("kill -STOP %s; sleep 0.35; kill -CONT %s", ps, ps)).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", what, err, out)
+		}
+		end := time.Now().Add(1500 * time.Millisecond)
+		for time.Now().Before(end) {
+			if m := moves.Load() - m0; m != 0 {
+				t.Fatalf("%d moves heard after %s, want none", m, what)
+			}
+			time.Sleep(50 * time.Millisecond) // the pace of the check, not a wait for an event
+		}
+	}
+	stall("the three hosts stopped together for 350 ms", all3...)
+	for i := range 2 {
+		stall(fmt.Sprintf("the holder %s stopped alone for 350 ms (%d)", before[vip4], i+1), all3[holder])
+	}
+	after, err := g.owners(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for a, h := range before {
+		if after[a] != h {
+			t.Fatalf("%s held by %s after the stalls, by %s before", a, after[a], h)
+		}
+	}
+}
+
+// countMoves is a Config whose OnMove counts the moves from a holder
+// (not an address's first owner).
+func countMoves() (*atomic.Int64, Config) {
+	moves := new(atomic.Int64)
+	return moves, Config{OnMove: func(m announce.Move) {
+		if len(m.From) > 0 {
+			moves.Add(1)
+		}
+	}}
 }
