@@ -230,7 +230,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		}
 		switch {
 		case e != nil && e.ready:
-			set = e.set
+			set = *e.set
 		case e != nil && e.bad != nil:
 			bad = e.bad // the same object: the same errors
 		default:
@@ -243,7 +243,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 					e.bad = bad
 				}
 			case e != nil:
-				e.init(set, len(svc.Spec.Ports), nil)
+				e.init(memo.shared(set), len(svc.Spec.Ports), nil)
 			}
 		}
 		if bad != nil {
@@ -278,7 +278,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 			if nf == 0 {
 				nf = len(groups)
 				if e != nil && len(e.fams) != nf {
-					e.init(set, len(svc.Spec.Ports), groups)
+					e.init(memo.shared(set), len(svc.Spec.Ports), groups)
 				}
 			}
 			for g, grp := range groups {

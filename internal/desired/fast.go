@@ -148,7 +148,7 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 				continue // not configured in the last pass
 			}
 			if !mp.haveServers {
-				servers, ok := serversFor(svc, p, e.set, opts, m.nodes, eps, fam)
+				servers, ok := serversFor(svc, p, *e.set, opts, m.nodes, eps, fam)
 				if !e.tracked {
 					m.track(e, svc, eps)
 					e.tracked = true
