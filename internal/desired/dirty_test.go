@@ -90,3 +90,39 @@ func TestMemoSharesEqualSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoFrontendsInTheResult: the memo holds each port's frontend in
+// the Result's own Frontends array, not a copy of its own (a second copy
+// of every frontend, ~1.7 MB at 10,000, issue 29), after a first pass,
+// a pass with the same Services and one with a new Service.
+func TestMemoFrontendsInTheResult(t *testing.T) {
+	in := bigInput(6, func(i int) []ep {
+		return []ep{{ip: fmt.Sprintf("192.168.0.%d", i+1), node: "n1", ready: true, serving: true}}
+	})
+	last := in.Services[5]
+	in.Services = in.Services[:5]
+	memo := new(Memo)
+	in.Memo = memo
+	for _, step := range []string{"first pass", "the same Services", "a new Service"} {
+		if step == "a new Service" {
+			in.Services = append(in.Services, last)
+		}
+		r := Compute(in, defaults())
+		if len(r.Config.Frontends) != len(in.Services) {
+			t.Fatalf("%s: %d frontends, want %d", step, len(r.Config.Frontends), len(in.Services))
+		}
+		for _, s := range in.Services {
+			e := memo.entries[s]
+			if e == nil || len(e.ports) == 0 || !e.ports[0].haveProxies {
+				t.Fatalf("%s: %s has no memoised proxies", step, s.Name)
+			}
+			in := false
+			for i := range r.Config.Frontends {
+				in = in || e.ports[0].fe == &r.Config.Frontends[i]
+			}
+			if !in {
+				t.Errorf("%s: %s's memoised frontend %q is a copy, not the Result's", step, s.Name, e.ports[0].fe.Name)
+			}
+		}
+	}
+}

@@ -247,12 +247,33 @@ type memoPort struct {
 	servers     []model.Server
 	ok          bool
 	haveProxies bool
-	fe          model.Frontend
+	// fe is the port's frontend: in the last Result's Frontends that had
+	// it (an array never changed once made), not a copy of its own
+	// (pointFrontends; issue 29). Set with haveProxies.
+	fe *model.Frontend
 	// be is the port's backend in the last Result that had it, with that
 	// pass's servers: the very object, not a copy (the memo and the model
 	// held every backend twice at 10,000 Services, issue 29). Shared,
 	// never changed in place; set with haveProxies.
 	be *model.Backend
+}
+
+// pointFrontends points each memo port's fe at its frontend in fes, the
+// Result's sorted frontends: fes[i] was appended as order[i] (nil
+// order: as i), by owners[order[i]] (nil: no memo port).
+func pointFrontends(fes []model.Frontend, order []int32, owners []*memoPort) {
+	if owners == nil {
+		return
+	}
+	for i := range fes {
+		j := int32(i)
+		if order != nil {
+			j = order[i]
+		}
+		if mp := owners[j]; mp != nil {
+			mp.fe = &fes[i]
+		}
+	}
 }
 
 // backend is the port's backend with servers: the last one when its
