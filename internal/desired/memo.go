@@ -406,7 +406,8 @@ func (m *Memo) shared(set settings.Settings) *settings.Settings {
 	if m.sets == nil || len(m.sets) >= maxSharedSets {
 		m.sets = make(map[settings.Settings]*settings.Settings)
 	}
-	p := &set
+	p := new(settings.Settings) // not &set: set would be on the heap at every call
+	*p = set
 	m.sets[set] = p
 	return p
 }
