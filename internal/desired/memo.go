@@ -47,6 +47,10 @@ type Memo struct {
 	sliceKeys map[*Slice]*sliceRef
 	bySvc     map[string][]*Slice
 
+	// byNode lists the entries whose servers depend on a node ("": on
+	// every node), to forget their servers when the node changes.
+	byNode map[string]map[*memoEntry]struct{}
+
 	// For passes that change only servers (fast.go): the last Result, the
 	// selected Services by key, and what changed since the last pass.
 	last      lastResult
@@ -108,11 +112,7 @@ func (m *Memo) slicesByService(in []*Slice) map[string][]*Slice {
 	return m.bySvc
 }
 
-// track records which nodes the servers of e, just computed, depend on
-// ("": every node), to forget them when one of those nodes changes
-// (begin). There is no index by node: a pass with a changed node walks
-// the entries once (10,000 Services: well under a millisecond), where a
-// per-node set of every entry kept ~3.5 MB for good (issue 29).
+// track records which nodes the servers of e, just computed, depend on.
 func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*Slice) {
 	if m == nil {
 		return
@@ -133,40 +133,33 @@ func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*Slice) {
 	}
 	m.scratch = nodes
 	if slices.Equal(nodes, e.nodes) {
-		return // the usual case when a node changed: the endpoints still run where they ran
-	}
-	e.nodes = append(e.nodes[:0], nodes...)
-}
-
-// forgetNodes forgets the servers of the entries that depend on a node
-// in changed (its address changed, or it came or went), or in flipped
-// (only its eligibility changed) unless their servers follow their
-// nodes (tracksNodes), and marks them dirty. An entry that depends on
-// every node ("") is forgotten when any node changed.
-func (m *Memo) forgetNodes(changed, flipped map[string]bool) {
-	if len(changed) == 0 && len(flipped) == 0 {
+		// Already indexed so (the usual case when a node changed: the
+		// endpoints still run where they ran).
 		return
 	}
-	for _, e := range m.entries {
-		if len(e.nodes) == 0 {
-			continue
+	m.untrack(e)
+	e.nodes = append(e.nodes, nodes...)
+	if m.byNode == nil {
+		m.byNode = make(map[string]map[*memoEntry]struct{})
+	}
+	for _, n := range e.nodes {
+		set := m.byNode[n]
+		if set == nil {
+			set = make(map[*memoEntry]struct{})
+			m.byNode[n] = set
 		}
-		hit, onlyEligibility := false, true
-		for _, n := range e.nodes {
-			switch {
-			case n == "":
-				hit, onlyEligibility = true, onlyEligibility && len(changed) == 0
-			case changed[n]:
-				hit, onlyEligibility = true, false
-			case flipped[n]:
-				hit = true
-			}
-		}
-		if hit && (!onlyEligibility || !e.tracksNodes(m.opts)) {
-			e.forgetServers()
-			m.markEntryDirty(e)
+		set[e] = struct{}{}
+	}
+}
+
+func (m *Memo) untrack(e *memoEntry) {
+	for _, n := range e.nodes {
+		delete(m.byNode[n], e)
+		if len(m.byNode[n]) == 0 {
+			delete(m.byNode, n)
 		}
 	}
+	e.nodes = e.nodes[:0]
 }
 
 func (e *memoEntry) forgetServers() {
@@ -229,7 +222,7 @@ type memoEntry struct {
 	slices []*Slice
 	ports  []memoPort // by index in Spec.Ports times len(fams), plus the family's index
 	fams   []family   // the family of each frontend of a port (groupsOf)
-	nodes  []string   // the nodes the servers depend on ("": every node), for Memo.forgetNodes
+	nodes  []string   // what the servers depend on, as tracked in Memo.byNode
 	// tracked: nodes describes the servers held in ports.
 	tracked bool
 	// bad: the Service's annotations are invalid (never ready then).
@@ -307,6 +300,7 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 		m.nodes = nil
 		m.services, m.sorted, m.udp = nil, nil, nil
 		m.good, m.frontends = nil, nil
+		m.byNode = nil
 		m.last, m.byKey = lastResult{}, nil
 		m.clearDirty()
 	}
@@ -338,7 +332,29 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 		}
 	}
 	m.nodes = nodes
-	m.forgetNodes(changed, flipped)
+	// The servers of Services that follow their nodes do not depend on
+	// the nodes' eligibility (tracksNodes): only the NodesBackend does.
+	forget := func(e *memoEntry, onlyEligibility bool) {
+		if !onlyEligibility || !e.tracksNodes(m.opts) {
+			e.forgetServers()
+			m.markEntryDirty(e)
+		}
+	}
+	if len(changed) > 0 || len(flipped) > 0 {
+		for e := range m.byNode[""] {
+			forget(e, len(changed) == 0)
+		}
+	}
+	for name := range changed {
+		for e := range m.byNode[name] {
+			forget(e, false)
+		}
+	}
+	for name := range flipped {
+		for e := range m.byNode[name] {
+			forget(e, true)
+		}
+	}
 }
 
 // end drops the entries of Services the pass did not see.
@@ -348,6 +364,7 @@ func (m *Memo) end() {
 	}
 	for svc, e := range m.entries {
 		if e.pass != m.pass {
+			m.untrack(e)
 			delete(m.entries, svc)
 		}
 	}
@@ -377,7 +394,10 @@ func (m *Memo) drop(svc *corev1.Service) {
 	if m == nil {
 		return
 	}
-	delete(m.entries, svc)
+	if e := m.entries[svc]; e != nil {
+		m.untrack(e)
+		delete(m.entries, svc)
+	}
 }
 
 // init makes e hold the results for settings set and the ports of e.svc,
