@@ -253,6 +253,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		Logger:       log,
 		Metrics:      inst,
 		Leading:      gate.Leading,
+		OnSynced:     func() { pageOutSynced(log) },
 	})
 	ready := b.ready(ctl.Synced, inst)
 	if err := f.metrics.serve(ctx, ready, log); err != nil {

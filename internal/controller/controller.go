@@ -44,6 +44,10 @@ type Options struct {
 	// leader reports problems (Events and their log lines); another
 	// replica reports what remains once it leads. nil: it always does.
 	Leading func() bool
+	// OnSynced, when set, is called once the informer caches synced,
+	// before the first pass (cli: the executable's pages the lists
+	// touched paged out, issue 29). It must not block.
+	OnSynced func()
 }
 
 // Controller keeps one HAProxy in sync with the cluster.
@@ -131,6 +135,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 	c.log.Info("caches synced")
+	if c.opts.OnSynced != nil {
+		c.opts.OnSynced()
+	}
 	c.Trigger()
 	go driver.Resync(ctx, c.drv, c.opts.ResyncPeriod, c.log, c.opts.Metrics.Drift, c.Trigger)
 	// What the last pass handed the writer is on disk before Run returns.

@@ -86,7 +86,7 @@ func (m *Memo) servicesDelta(svcs []*corev1.Service, opts Options, nodes map[str
 	for _, a := range d.adds {
 		m.services[a.c.svc] = m.pass
 		e := m.entry(a.c.svc, a.c.key, a.eps)
-		e.init(a.set, len(a.c.svc.Spec.Ports), a.groups)
+		e.init(m.shared(a.set), len(a.c.svc.Spec.Ports), a.groups)
 		copy(e.ports, a.ports)
 		if a.groups != nil { // servers computed: tracked as a whole pass does
 			m.track(e, a.c.svc, a.eps)
@@ -198,7 +198,7 @@ func (d *delta) remove(m *Memo, removed []*corev1.Service) bool {
 				continue // not configured in the last pass
 			}
 			configured = true
-			d.dropFe = append(d.dropFe, mp.fe)
+			d.dropFe = append(d.dropFe, *mp.fe)
 			d.dropBe = append(d.dropBe, mp.be)
 			if mp.be.TrackNodes {
 				d.tracking--
@@ -278,7 +278,10 @@ func (d *delta) add(m *Memo, added []*corev1.Service, opts Options, nodes map[st
 				be.Servers = servers
 				kept := be
 				// idx 0: configured, found by name (serversOnly).
-				a.ports[i*nf+g] = memoPort{haveServers: true, servers: servers, ok: true, haveProxies: true, fe: fe, be: &kept}
+				// fe: its own copy (a whole pass points it into the Result's
+				// array, pointFrontends; the delta's splice does not re-point).
+				feKept := fe
+				a.ports[i*nf+g] = memoPort{haveServers: true, servers: servers, ok: true, haveProxies: true, fe: &feKept, be: &kept}
 				d.addFe = append(d.addFe, fe)
 				d.addBe = append(d.addBe, &kept)
 				if kept.TrackNodes {

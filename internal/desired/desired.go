@@ -211,6 +211,10 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	// Backends are shared with later passes from here on: never modified
 	// once in a Config (a pass that changes one copies it).
 	store := make([]model.Backend, 0, ports)
+	var owners []*memoPort // the memo's port of each frontend appended (pointFrontends)
+	if memo != nil && !reuseGood {
+		owners = make([]*memoPort, 0, ports)
+	}
 	res.Config.Backends = make([]*model.Backend, 0, ports)
 	claimed := make(map[claim]string)
 	valid := true // every Service's annotations are valid
@@ -231,7 +235,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		}
 		switch {
 		case e != nil && e.ready:
-			set = e.set
+			set = *e.set
 		case e != nil && e.bad != nil:
 			bad = e.bad // the same object: the same errors
 		default:
@@ -244,7 +248,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 					e.bad = bad
 				}
 			case e != nil:
-				e.init(set, len(svc.Spec.Ports), nil)
+				e.init(memo.shared(set), len(svc.Spec.Ports), nil)
 			}
 		}
 		if bad != nil {
@@ -279,7 +283,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 			if nf == 0 {
 				nf = len(groups)
 				if e != nil && len(e.fams) != nf {
-					e.init(set, len(svc.Spec.Ports), groups)
+					e.init(memo.shared(set), len(svc.Spec.Ports), groups)
 				}
 			}
 			for g, grp := range groups {
@@ -315,7 +319,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				var fe model.Frontend
 				var bp *model.Backend
 				if mp != nil && mp.haveProxies {
-					fe, bp = mp.fe, mp.backend(servers)
+					fe, bp = *mp.fe, mp.backend(servers)
 				} else {
 					var be model.Backend
 					fe, be = proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1, grp)
@@ -324,7 +328,11 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 						// Its own object, not in store: the memo keeps it
 						// past this pass, and would keep store's whole array.
 						kept := be // only this copy escapes, not be
-						mp.haveProxies, mp.fe, mp.be = true, fe, &kept
+						mp.haveProxies, mp.be = true, &kept
+						if reuseGood { // else the frontend in the Result's array (pointFrontends)
+							keptFe := fe
+							mp.fe = &keptFe
+						}
 						bp = mp.be
 					} else {
 						store = append(store, be) // never grows: ports is enough
@@ -333,6 +341,9 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				}
 				if !reuseGood {
 					res.Config.Frontends = append(res.Config.Frontends, fe)
+					if owners != nil {
+						owners = append(owners, mp)
+					}
 				}
 				res.Problems = append(res.Problems, listenerProblem(svc, fe, opts)...)
 				res.Config.Backends = append(res.Config.Backends, bp)
@@ -353,9 +364,11 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	if reuseGood {
 		res.Config.Frontends = memo.frontends
 	} else {
-		res.Config.Frontends = sortedByName(res.Config.Frontends, func(f *model.Frontend) string { return f.Name }, feOrder)
+		var order []int32
+		res.Config.Frontends, order = sortedByName(res.Config.Frontends, func(f *model.Frontend) string { return f.Name }, feOrder)
+		pointFrontends(res.Config.Frontends, order, owners)
 	}
-	res.Config.Backends = sortedByName(res.Config.Backends, func(b **model.Backend) string { return (*b).Name }, beOrder)
+	res.Config.Backends, _ = sortedByName(res.Config.Backends, func(b **model.Backend) string { return (*b).Name }, beOrder)
 	res.Config.Backends = withNodes(res.Config.Backends, nodes, opts.NodeCheck, memo)
 	if memo != nil {
 		memo.good, memo.goodAllMemo = res.Good, allMemo
@@ -368,14 +381,16 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 // sortedByName sorts by name, as slices.SortFunc with cmp.Compare on the
 // names would (names are unique), but moves indices instead of the
 // elements, and returns the input itself when it is already sorted. With a
-// cache, the order found for the same sequence of names is reused.
-func sortedByName[T any](in []T, name func(*T) string, cache *sortCache) []T {
+// cache, the order found for the same sequence of names is reused. The
+// order returned is where each element came from (out[i] = in[order[i]]);
+// nil: in itself.
+func sortedByName[T any](in []T, name func(*T) string, cache *sortCache) ([]T, []int32) {
 	sorted := true
 	for i := 1; i < len(in) && sorted; i++ {
 		sorted = name(&in[i-1]) <= name(&in[i])
 	}
 	if sorted {
-		return in
+		return in, nil
 	}
 	var idx []int32
 	if cache != nil && len(cache.names) == len(in) {
@@ -405,5 +420,5 @@ func sortedByName[T any](in []T, name func(*T) string, cache *sortCache) []T {
 	for i, j := range idx {
 		out[i] = in[j]
 	}
-	return out
+	return out, idx
 }

@@ -164,7 +164,7 @@ func (m *Memo) serversOnly(opts Options, bySvc map[string][]*Slice) (Result, boo
 				j, mp.idx = int32(k), int32(k)
 			}
 			if !mp.haveServers {
-				servers, ok := serversFor(svc, p, e.set, opts, m.nodes, eps, fam)
+				servers, ok := serversFor(svc, p, *e.set, opts, m.nodes, eps, fam)
 				if !e.tracked {
 					m.track(e, svc, eps)
 					e.tracked = true

@@ -55,10 +55,11 @@ type Memo struct {
 	// selected Services by key, and what changed since the last pass.
 	last      lastResult
 	byKey     map[string]*corev1.Service
-	dirtyKeys map[string]struct{}          // Services whose slices came or went
-	dirtySvcs map[*corev1.Service]struct{} // Services whose servers a node change forgot
-	scratch   []string                     // track's node list, reused
-	addrs     map[string][]netip.Addr      // Input.Addresses of the last pass
+	dirtyKeys map[string]struct{}                      // Services whose slices came or went
+	dirtySvcs map[*corev1.Service]struct{}             // Services whose servers a node change forgot
+	scratch   []string                                 // track's node list, reused
+	sets      map[settings.Settings]*settings.Settings // the entries' settings objects (shared)
+	addrs     map[string][]netip.Addr                  // Input.Addresses of the last pass
 
 	// For passes that add or remove a few Services (delta.go): the
 	// addresses and ports the configured frontends claim, by the
@@ -220,10 +221,10 @@ func (m *Memo) udpCandidates(svcs []candidate) []candidate {
 
 type memoEntry struct {
 	svc    *corev1.Service
-	key    string // "namespace/name"
-	pass   uint64 // last pass that saw the Service
-	ready  bool   // set and ports hold results
-	set    settings.Settings
+	key    string             // "namespace/name"
+	pass   uint64             // last pass that saw the Service
+	ready  bool               // set and ports hold results
+	set    *settings.Settings // shared by the entries of equal settings (Memo.shared); never changed
 	slices []*Slice
 	ports  []memoPort // by index in Spec.Ports times len(fams), plus the family's index
 	fams   []family   // the family of each frontend of a port (groupsOf)
@@ -245,12 +246,33 @@ type memoPort struct {
 	servers     []model.Server
 	ok          bool
 	haveProxies bool
-	fe          model.Frontend
+	// fe is the port's frontend: in the last Result's Frontends that had
+	// it (an array never changed once made), not a copy of its own
+	// (pointFrontends; issue 29). Set with haveProxies.
+	fe *model.Frontend
 	// be is the port's backend in the last Result that had it, with that
 	// pass's servers: the very object, not a copy (the memo and the model
 	// held every backend twice at 10,000 Services, issue 29). Shared,
 	// never changed in place; set with haveProxies.
 	be *model.Backend
+}
+
+// pointFrontends points each memo port's fe at its frontend in fes, the
+// Result's sorted frontends: fes[i] was appended as order[i] (nil
+// order: as i), by owners[order[i]] (nil: no memo port).
+func pointFrontends(fes []model.Frontend, order []int32, owners []*memoPort) {
+	if owners == nil {
+		return
+	}
+	for i := range fes {
+		j := int32(i)
+		if order != nil {
+			j = order[i]
+		}
+		if mp := owners[j]; mp != nil {
+			mp.fe = &fes[i]
+		}
+	}
 }
 
 // backend is the port's backend with servers: the last one when its
@@ -388,7 +410,7 @@ func (m *Memo) drop(svc *corev1.Service) {
 // init makes e hold the results for settings set and the ports of e.svc,
 // each with the frontends of groups (nil: one, of the Service's first
 // family).
-func (e *memoEntry) init(set settings.Settings, ports int, groups []famGroup) {
+func (e *memoEntry) init(set *settings.Settings, ports int, groups []famGroup) {
 	e.ready, e.set = true, set
 	e.fams = e.fams[:0]
 	for _, g := range groups {
@@ -400,10 +422,31 @@ func (e *memoEntry) init(set settings.Settings, ports int, groups []famGroup) {
 	e.ports = make([]memoPort, ports*len(e.fams))
 }
 
+// shared is set as the entries hold it: one object for equal settings
+// (most Services have the same: not a copy of ~130 bytes in every entry,
+// issue 29). The index holds at most maxSharedSets; when full it starts
+// again (the entries keep their objects: equal values, some twice).
+func (m *Memo) shared(set settings.Settings) *settings.Settings {
+	if p := m.sets[set]; p != nil {
+		return p
+	}
+	if m.sets == nil || len(m.sets) >= maxSharedSets {
+		m.sets = make(map[settings.Settings]*settings.Settings)
+	}
+	p := new(settings.Settings) // not &set: set would be on the heap at every call
+	*p = set
+	m.sets[set] = p
+	return p
+}
+
+// maxSharedSets bounds Memo.sets: settings that differ from Service to
+// Service (a timeout each) are not worth sharing.
+const maxSharedSets = 64
+
 // tracksNodes reports whether every backend of e follows its nodes.
 func (e *memoEntry) tracksNodes(opts Options) bool {
 	for _, f := range e.fams {
-		if !tracksNodes(e.svc, e.set, opts, f) {
+		if !tracksNodes(e.svc, *e.set, opts, f) {
 			return false
 		}
 	}

@@ -33,6 +33,21 @@ func rssKiB(pid int) (rss, hwm int64) {
 	return m["VmRSS"], m["VmHWM"]
 }
 
+// haproxyRSS is the VmRSS (KiB) of hap's master and of its workers
+// together.
+func haproxyRSS(ctx context.Context, hap *haproxytest.Process) (master, workers int64, err error) {
+	p, err := haproxy.NewMaster(hap.MasterSocket).ShowProc(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	master, _ = rssKiB(hap.MasterPID())
+	for _, w := range p.Workers {
+		r, _ := rssKiB(w)
+		workers += r
+	}
+	return master, workers, nil
+}
+
 // procMem reads the memory lines of pid's /proc status (KiB by name:
 // VmRSS, VmHWM, RssAnon, RssFile, ...).
 func procMem(pid int) map[string]int64 {
@@ -223,15 +238,9 @@ func (s *scaleObjects) run(b *testing.B, c scaleController, k int, several bool)
 	}
 	mem := procMem(ctl.Process.Pid)
 	rss, hwm := mem["VmRSS"], mem["VmHWM"]
-	p, err := haproxy.NewMaster(hap.MasterSocket).ShowProc(ctx)
+	masterRSS, workerRSS, err := haproxyRSS(ctx, hap)
 	if err != nil {
 		b.Fatal(err)
-	}
-	masterRSS, _ := rssKiB(hap.MasterPID())
-	var workerRSS int64
-	for _, w := range p.Workers {
-		r, _ := rssKiB(w)
-		workerRSS += r
 	}
 	saveHeapProfile(b, pprofAddr, name, several)
 	suffix := logRises(b, name, several, rises)

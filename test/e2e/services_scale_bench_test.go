@@ -38,7 +38,7 @@ const (
 // every Service's backend has its servers in HAProxy: its peak RSS
 // (VmHWM), the highest RssAnon sampled (its own memory) and RssFile at
 // the end (the binary's pages), and when each rise of the peak happened
-// (the log line then). Issue 29's goal: peak RSS <= 100 MiB.
+// (the log line then); and HAProxy's RSS (master and workers) then. Issue 29's goal: peak RSS <= 100 MiB.
 //
 // The listeners are run's default where it can set them up, tproxy with
 // its pool of ready backends (HKS_BENCH_LISTENERS=ports: a frontend per
@@ -127,14 +127,21 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 		time.Sleep(100 * time.Millisecond) // watchPeak samples meanwhile; not a synchronisation
 	}
 	mem := procMem(ctl.Process.Pid)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	masterRSS, workerRSS, err := haproxyRSS(ctx, hap)
+	cancel()
+	if err != nil {
+		b.Fatalf("%s: HAProxy's RSS: %v", name, err)
+	}
 	saveHeapProfile(b, pprofAddr, name, several)
 	suffix := logRises(b, name, several, rises)
 	b.ReportMetric(mib(mem["VmHWM"]), "ctl-peak-MiB"+suffix)
 	b.ReportMetric(mib(anonPeak()), "ctl-anon-peak-MiB"+suffix)
 	b.ReportMetric(mib(mem["RssFile"]), "ctl-file-MiB"+suffix)
-	b.Logf("%s (%s): %d Services served %s after the controller started: peak %.1f MiB (RssAnon at most %.1f MiB; RssFile %.1f MiB at the end), RSS %.1f MiB 5 s later; load %s",
+	b.ReportMetric(mib(masterRSS+workerRSS), "haproxy-rss-MiB"+suffix)
+	b.Logf("%s (%s): %d Services served %s after the controller started: peak %.1f MiB (RssAnon at most %.1f MiB; RssFile %.1f MiB at the end), RSS %.1f MiB 5 s later; HAProxy master %.1f + worker %.1f MiB; load %s",
 		name, strings.Join(append([]string{c.bin}, c.env...), " "), services, servedAfter.Round(100*time.Millisecond), mib(mem["VmHWM"]),
-		mib(anonPeak()), mib(mem["RssFile"]), mib(mem["VmRSS"]), loadAvg())
+		mib(anonPeak()), mib(mem["RssFile"]), mib(mem["VmRSS"]), mib(masterRSS), mib(workerRSS), loadAvg())
 }
 
 // svcScaleArgs are run's flags in the scale benchmarks' Services mode:
