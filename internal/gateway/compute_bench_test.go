@@ -50,12 +50,14 @@ func benchRoute(i, svcs int, path string) *gwv1.HTTPRoute {
 // memo (memo); memo-2svc is memo with the routes' backends two Services,
 // as in BenchmarkHTTPRoutePropagation (test/e2e), where the routes, not
 // the Services, are the many; new-2svc the same with a new route (the
-// youngest) added each pass instead of route 0 changed.
+// youngest) added each pass instead of route 0 changed; status-2svc
+// the same with a new object for each of n/2 routes whose status alone
+// differs (the publisher's writes echoed: at the start, every route's).
 //
 //	go test ./internal/gateway -run '^$' -bench BenchmarkComputeHTTPRoutes -benchtime 20x
 func BenchmarkComputeHTTPRoutes(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		for _, way := range []string{"whole", "memo", "memo-2svc", "new-2svc"} {
+		for _, way := range []string{"whole", "memo", "memo-2svc", "new-2svc", "status-2svc"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
 				svcs := n / 2
 				if strings.HasSuffix(way, "-2svc") {
@@ -71,9 +73,16 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 				var cpu time.Duration
 				for b.Loop() {
 					gen++
-					if way == "new-2svc" {
+					switch way {
+					case "new-2svc":
 						in.HTTPRoutes = append(in.HTTPRoutes, benchRoute(n+gen, svcs, "/p"))
-					} else {
+					case "status-2svc":
+						for i := range n / 2 {
+							r := *in.HTTPRoutes[(gen*n/2+i)%n] // the spec shared: never changed in place
+							r.Status.Parents = []gwv1.RouteParentStatus{{ControllerName: gwv1.GatewayController("g" + strconv.Itoa(gen))}}
+							in.HTTPRoutes[(gen*n/2+i)%n] = &r
+						}
+					default:
 						in.HTTPRoutes[0] = benchRoute(0, svcs, "/g"+strconv.Itoa(gen))
 					}
 					c := cputime.Used()

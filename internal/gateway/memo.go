@@ -38,6 +38,7 @@ type Memo struct {
 	on      bool             // this pass may use the entries
 	world   map[any]struct{} // the objects every route reads, last pass
 	routes  map[*gwv1.HTTPRoute]*route
+	byKey   map[RouteKey]keyedRoute // the routes by name, for stand-ins (worldmemo.go)
 	entries map[*route]*routeEntry
 	status  RouteStatuses           // the last result's (routestatuses.go)
 	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
@@ -152,6 +153,7 @@ func (m *Memo) begin(in Input) {
 	m.world = world
 	if m.routes == nil {
 		m.routes = map[*gwv1.HTTPRoute]*route{}
+		m.byKey = map[RouteKey]keyedRoute{}
 		m.tables = map[tableKey]*tableMemo{}
 	}
 }
@@ -164,7 +166,7 @@ func (m *Memo) end(res *Result) {
 	if m.nSeen < len(m.routes) { // else every one was seen: nothing to walk
 		for h, r := range m.routes {
 			if r.seen != m.pass {
-				delete(m.routes, h)
+				m.forgetRoute(h, r) // worldmemo.go
 			}
 		}
 	}
@@ -203,9 +205,13 @@ func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *ro
 	}
 	r, ok := m.routes[h]
 	if !ok {
-		r = mk(h)
+		r = m.routeStandIn(h) // worldmemo.go: our status write echoed
+		if r == nil {
+			r = mk(h)
+		}
 		r.made = m.pass
 		m.routes[h] = r
+		m.byKey[r.key] = keyedRoute{r, h}
 	}
 	if r.seen != m.pass {
 		m.nSeen++

@@ -239,3 +239,63 @@ func TestTableMemoKeepsMovedRoutes(t *testing.T) {
 		})
 	}
 }
+
+// An HTTPRoute's status written (a new object, its spec the same) keeps
+// its compiled rules and its place: at the start every route's status
+// is written, and the pass that saw those objects, and the next change,
+// built the table whole (more than a quarter of the routes new). A
+// sequence as BenchmarkHTTPRoutePropagation's: after the first pass
+// none builds the table whole, and each is the whole computation's.
+func TestTableMemoKeepsRoutesAcrossStatusWrites(t *testing.T) {
+	w := newTableWorld(7, 100, 0)
+	memo := &Memo{}
+	withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: memo}
+	whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
+	statuses := func(names ...string) {
+		for _, n := range names {
+			r := w.routes[n].DeepCopy()
+			r.Status.Parents = []gwv1.RouteParentStatus{{ControllerName: ControllerName, ParentRef: parent("gw", "")}}
+			w.routes[n] = r
+		}
+	}
+	all := func() []string {
+		var ns []string
+		for n := range w.routes {
+			ns = append(ns, n)
+		}
+		return ns
+	}
+	for i, step := range []struct {
+		what string
+		edit func()
+	}{
+		{"start", func() {}},
+		{"every route's status", func() { statuses(all()...) }},
+		{"a new route", func() { w.route(w.next); w.next++ }},
+		{"its status", func() { statuses("r" + strconv.Itoa(w.next-1)) }},
+		{"a route moved to another Service", func() {
+			r := w.routes["r5"].DeepCopy()
+			r.Generation++
+			r.Spec.Rules = []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: ref("", "s5", 80, 1)}}}}
+			w.routes["r5"] = r
+		}},
+		{"its status", func() { statuses("r5") }},
+		{"a route's hostnames", func() {
+			r := w.routes["r9"].DeepCopy()
+			r.Generation++
+			r.Spec.Hostnames = []gwv1.Hostname{"other.test"}
+			w.routes["r9"] = r
+		}},
+		{"every route's status again", func() { statuses(all()...) }},
+	} {
+		step.edit()
+		before := memo.TablesWhole
+		in := w.input()
+		if d := firstDiff(Compute(in, withMemo), Compute(in, whole)); d != "" {
+			t.Fatalf("%s: the kept table differs from the whole one: %s", step.what, d)
+		}
+		if got := memo.TablesWhole - before; i > 0 && got != 0 {
+			t.Errorf("%s: %d tables built whole, want 0", step.what, got)
+		}
+	}
+}

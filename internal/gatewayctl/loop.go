@@ -164,6 +164,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		}
 	}
 	computeStart := time.Now()
+	whole0, kept0 := l.memo.TablesWhole, l.memo.TablesIncremental
 	out := gateway.Compute(in, gopts)
 	compute := time.Since(computeStart)
 	besideStart := time.Now()
@@ -197,7 +198,8 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	// result to the publisher; waited: from the first change the pass
 	// took to its start; then the collections and allocation in the pass.
 	parts := slowParts{"snapshot", snapshot, "compute", compute, "beside", beside, "parse", parse,
-		"apply", apply, "status", time.Since(statusStart), "waited", waitedFor(ctx, start)}
+		"apply", apply, "status", time.Since(statusStart), "waited", waitedFor(ctx, start),
+		"tables_whole", l.memo.TablesWhole - whole0, "tables_kept", l.memo.TablesIncremental - kept0}
 	parts = append(parts, gcstat.Read().Since(gc0).Attrs()...)
 	if b, ok := l.opts.Beside.(interface{ Parts() []any }); ok { // ingressctl.Server: its own parts
 

@@ -205,6 +205,11 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	propagation{kind: "HTTPRoutes", n: n, created: created, synced: synced, added: added, moved: moved,
 		addReloads: addReloads, moveReloads: moveReloads, perChange: perChange}.report(b, log)
 	ps := runtimePasses(log.String())
+	if path := os.Getenv("HKS_BENCH_LOG"); path != "" { // the controller's log, for its passes' fields
+		if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
 	reportStages(b, "new", stages(addedAt, ps))
 	reportStages(b, "moved", stages(movedAt, ps))
 }
