@@ -89,27 +89,36 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		m.usesA.move(s.l, nil)
 	}
 	seenH := grown(m.spareH, len(h.Hosts))
+	j := 0 // the last table's first place not yet aligned with this one's (httpident.go)
 	for hi := range h.Hosts {
 		host := &h.Hosts[hi]
-		var l, old *lowered
+		var l *lowered
 		var ident hostIdent
+		at := -1
 		if !setsMoved {
-			l, ident = m.sameHost(hi, host, aids)
+			l, ident, at = m.sameHostNear(j, host, aids)
 		} else {
 			ident = identOfHost(host)
 		}
-		if hi < len(m.seenH) {
-			old = m.seenH[hi].l
-		}
-		if l == nil {
+		if l != nil {
+			for _, s := range m.seenH[j:at] { // the last table's hosts skipped: gone
+				m.usesH.move(s.l, nil)
+			}
+			j = at + 1
+		} else {
 			m.buf = hostKey(m.buf[:0], *host, aids)
 			l = m.find(m.hosts, func(p *placer) string { lowerHost(p, *host, sets, aids); return "" })
+			var old *lowered
+			if m.replaces(j, h.Hosts[hi+1:], aids) {
+				old = m.seenH[j].l
+				j++
+			}
+			m.usesH.move(old, l)
 		}
 		seenH[hi] = seenHost{ident, l}
-		m.usesH.move(old, l)
 		fits = fits && addLowered(out, m.pass, l)
 	}
-	for _, s := range m.seenH[min(len(m.seenH), len(h.Hosts)):] {
+	for _, s := range m.seenH[min(len(m.seenH), j):] {
 		m.usesH.move(s.l, nil)
 	}
 	gone, came := m.usesA.settle(m.actions, nil, nil)
