@@ -61,9 +61,9 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	if m.actions == nil {
 		m.actions = map[string]*lowered{}
 	}
-	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
-	for _, k := range HTTPMapKinds {
-		out[k] = make([]HTTPMapEntry, 0, m.sizes[k]) // the last table's: a pass grows no slice
+	lists := make(kindLists, len(HTTPMapKinds))
+	for i, k := range HTTPMapKinds {
+		lists[i] = make([]HTTPMapEntry, 0, m.sizes[k]) // the last table's: a pass grows no slice
 	}
 	m.pass++
 	fits := true // no id of two contents (a collision the memo does not reproduce)
@@ -83,7 +83,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		seenA[ai] = seenAction{ident, l}
 		m.usesA.move(old, l) // httpuses.go
 		aids[ai] = l.id
-		fits = fits && addLowered(out, m.pass, l)
+		fits = fits && addLowered(lists, m.pass, l)
 	}
 	for _, s := range m.seenA[min(len(m.seenA), len(h.Actions)):] {
 		m.usesA.move(s.l, nil)
@@ -116,7 +116,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 			m.usesH.move(old, l)
 		}
 		seenH[hi] = seenHost{ident, l}
-		fits = fits && addLowered(out, m.pass, l)
+		fits = fits && addLowered(lists, m.pass, l)
 	}
 	for _, s := range m.seenH[min(len(m.seenH), j):] {
 		m.usesH.move(s.l, nil)
@@ -127,6 +127,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	twice := m.usesA.multi+m.usesH.multi > 0 // counted once, written twice: no edit to count
 	m.spareA, m.spareH = m.seenA, m.seenH
 	m.seenA, m.seenH, m.aids, m.spareAids = seenA, seenH, aids, m.aids
+	out := lists.asMaps()
 	if m.sizes == nil {
 		m.sizes = make(map[string]int, len(out))
 	}
