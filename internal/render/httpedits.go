@@ -55,7 +55,7 @@ func (m *HTTPMapsMemo) forgetEdits() { m.ed = memoEdits{} }
 // actions and hosts to this call's (gone: in the previous table only;
 // came: in this one only), and the edits.
 func (m *HTTPMapsMemo) countEdits(gone, came []*lowered, listeners, pass []HTTPMapEntry) {
-	lis := &lowered{places: []placement{{groups: []kindEntries{{kind: HTTPListeners, entries: slices.Clone(listeners)}, {kind: HTTPPass, entries: slices.Clone(pass)}}}}}
+	lis := &lowered{places: []placement{{groups: []kindEntries{{kind: HTTPListeners, entries: slices.Clone(listeners), ki: kindIndex(HTTPListeners)}, {kind: HTTPPass, entries: slices.Clone(pass), ki: kindIndex(HTTPPass)}}}}}
 	prevL := m.ed.listeners
 	// The first call (or the first after the edits were forgotten) only
 	// counts: its edit would be every entry added, which no caller can

@@ -43,10 +43,29 @@ type placement struct {
 	slot   *idSlot // the memo's (httpslots.go); nil in HTTPMaps
 }
 
-// kindEntries are the entries of one kind.
+// kindEntries are the entries of one kind (ki: the kind's place in
+// HTTPMapKinds, kindIndex).
 type kindEntries struct {
 	kind    string
 	entries []HTTPMapEntry
+	ki      int
+}
+
+// kindIndex is kind's place in HTTPMapKinds (-1: none).
+func kindIndex(kind string) int { return slices.Index(HTTPMapKinds, kind) }
+
+// kindLists are a table's entries by kind, at the kind's place in
+// HTTPMapKinds: the memo adds a placement's entries without a map lookup
+// per group (addLowered).
+type kindLists [][]HTTPMapEntry
+
+// asMaps is l by kind.
+func (l kindLists) asMaps() map[string][]HTTPMapEntry {
+	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
+	for i, k := range HTTPMapKinds {
+		out[k] = l[i]
+	}
+	return out
 }
 
 // placer gives ids to contents: straight into the table's maps (out
@@ -94,7 +113,7 @@ func (p *placer) place(tag string, rel map[string][]HTTPMapEntry) string {
 		for i, e := range rel[k] {
 			es[i] = HTTPMapEntry{strings.ReplaceAll(e.Key, idHole, id), strings.ReplaceAll(e.Value, idHole, id)}
 		}
-		pl.groups[g] = kindEntries{k, es}
+		pl.groups[g] = kindEntries{k, es, kindIndex(k)}
 	}
 	if p.out != nil {
 		addPlacement(p.out, pl)
@@ -106,7 +125,7 @@ func (p *placer) place(tag string, rel map[string][]HTTPMapEntry) string {
 
 // add adds an entry named by no id of its own (a host's).
 func (p *placer) add(kind string, e HTTPMapEntry) {
-	pl := placement{groups: []kindEntries{{kind, []HTTPMapEntry{e}}}}
+	pl := placement{groups: []kindEntries{{kind, []HTTPMapEntry{e}, kindIndex(kind)}}}
 	if p.out != nil {
 		addPlacement(p.out, pl)
 	} else {

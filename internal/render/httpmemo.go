@@ -61,9 +61,9 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	if m.actions == nil {
 		m.actions = map[string]*lowered{}
 	}
-	out := make(map[string][]HTTPMapEntry, len(HTTPMapKinds))
-	for _, k := range HTTPMapKinds {
-		out[k] = make([]HTTPMapEntry, 0, m.sizes[k]) // the last table's: a pass grows no slice
+	lists := make(kindLists, len(HTTPMapKinds))
+	for i, k := range HTTPMapKinds {
+		lists[i] = make([]HTTPMapEntry, 0, m.sizes[k]) // the last table's: a pass grows no slice
 	}
 	m.pass++
 	fits := true // no id of two contents (a collision the memo does not reproduce)
@@ -83,33 +83,42 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		seenA[ai] = seenAction{ident, l}
 		m.usesA.move(old, l) // httpuses.go
 		aids[ai] = l.id
-		fits = fits && addLowered(out, m.pass, l)
+		fits = fits && addLowered(lists, m.pass, l)
 	}
 	for _, s := range m.seenA[min(len(m.seenA), len(h.Actions)):] {
 		m.usesA.move(s.l, nil)
 	}
 	seenH := grown(m.spareH, len(h.Hosts))
+	j := 0 // the last table's first place not yet aligned with this one's (httpident.go)
 	for hi := range h.Hosts {
 		host := &h.Hosts[hi]
-		var l, old *lowered
+		var l *lowered
 		var ident hostIdent
+		at := -1
 		if !setsMoved {
-			l, ident = m.sameHost(hi, host, aids)
+			l, ident, at = m.sameHostNear(j, host, aids)
 		} else {
 			ident = identOfHost(host)
 		}
-		if hi < len(m.seenH) {
-			old = m.seenH[hi].l
-		}
-		if l == nil {
+		if l != nil {
+			for _, s := range m.seenH[j:at] { // the last table's hosts skipped: gone
+				m.usesH.move(s.l, nil)
+			}
+			j = at + 1
+		} else {
 			m.buf = hostKey(m.buf[:0], *host, aids)
 			l = m.find(m.hosts, func(p *placer) string { lowerHost(p, *host, sets, aids); return "" })
+			var old *lowered
+			if m.replaces(j, h.Hosts[hi+1:], aids) {
+				old = m.seenH[j].l
+				j++
+			}
+			m.usesH.move(old, l)
 		}
 		seenH[hi] = seenHost{ident, l}
-		m.usesH.move(old, l)
-		fits = fits && addLowered(out, m.pass, l)
+		fits = fits && addLowered(lists, m.pass, l)
 	}
-	for _, s := range m.seenH[min(len(m.seenH), len(h.Hosts)):] {
+	for _, s := range m.seenH[min(len(m.seenH), j):] {
 		m.usesH.move(s.l, nil)
 	}
 	gone, came := m.usesA.settle(m.actions, nil, nil)
@@ -118,6 +127,7 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	twice := m.usesA.multi+m.usesH.multi > 0 // counted once, written twice: no edit to count
 	m.spareA, m.spareH = m.seenA, m.seenH
 	m.seenA, m.seenH, m.aids, m.spareAids = seenA, seenH, aids, m.aids
+	out := lists.asMaps()
 	if m.sizes == nil {
 		m.sizes = make(map[string]int, len(out))
 	}

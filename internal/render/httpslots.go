@@ -56,7 +56,7 @@ func (m *HTTPMapsMemo) release(gone []*lowered) {
 // addLowered adds l's placements to out, each id once in the call
 // stamped pass, and reports false when an id stands for another content
 // in this call already.
-func addLowered(out map[string][]HTTPMapEntry, pass uint64, l *lowered) bool {
+func addLowered(out kindLists, pass uint64, l *lowered) bool {
 	for i := range l.places {
 		pl := &l.places[i]
 		if s := pl.slot; s != nil {
@@ -68,7 +68,9 @@ func addLowered(out map[string][]HTTPMapEntry, pass uint64, l *lowered) bool {
 			}
 			s.stamp, s.sum = pass, pl.sum
 		}
-		addPlacement(out, *pl)
+		for _, g := range pl.groups {
+			out[g.ki] = append(out[g.ki], g.entries...)
+		}
 	}
 	return true
 }

@@ -13,7 +13,7 @@ func TestAddLoweredStampsIDs(t *testing.T) {
 	sumA, sumB := sha256.Sum256([]byte("a")), sha256.Sum256([]byte("b"))
 	m := &HTTPMapsMemo{}
 	low := func(sum [sha256.Size]byte, value string) *lowered {
-		l := &lowered{places: []placement{{id: "a1", sum: sum, groups: []kindEntries{{HTTPBackends, []HTTPMapEntry{{"a1", value}}}}}}}
+		l := &lowered{places: []placement{{id: "a1", sum: sum, groups: []kindEntries{{HTTPBackends, []HTTPMapEntry{{"a1", value}}, kindIndex(HTTPBackends)}}}}}
 		m.intern(l)
 		return l
 	}
@@ -30,13 +30,13 @@ func TestAddLoweredStampsIDs(t *testing.T) {
 		{"the other content in a later call", 3, []*lowered{b}, true, 1},
 		{"and the first again in the next", 4, []*lowered{a2, a}, true, 1},
 	} {
-		out := map[string][]HTTPMapEntry{}
+		out := make(kindLists, len(HTTPMapKinds))
 		fits := true
 		for _, l := range c.add {
 			fits = fits && addLowered(out, c.pass, l)
 		}
-		if fits != c.fits || len(out[HTTPBackends]) != c.entries {
-			t.Errorf("%s: fits %v with %d entries, want %v with %d", c.name, fits, len(out[HTTPBackends]), c.fits, c.entries)
+		if got := out[kindIndex(HTTPBackends)]; fits != c.fits || len(got) != c.entries {
+			t.Errorf("%s: fits %v with %d entries, want %v with %d", c.name, fits, len(got), c.fits, c.entries)
 		}
 	}
 	if n := m.idTab["a1"].refs; n != 3 {

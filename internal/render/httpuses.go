@@ -10,6 +10,8 @@ type useCounts struct {
 	n      map[*lowered]int
 	multi  int              // lowered things placing an unnamed entry, held at two places or more
 	before map[*lowered]int // this pass: each one touched, its count before
+	// touched is how many the last pass touched (for tests).
+	touched int
 }
 
 // move is one place of the table going from old to cur (nil: none).
@@ -66,6 +68,7 @@ func (u *useCounts) settle(memo map[string]*lowered, gone, came []*lowered) ([]*
 			came = append(came, l)
 		}
 	}
+	u.touched = len(u.before)
 	clear(u.before)
 	return gone, came
 }

@@ -3,14 +3,11 @@ package runtimeapi
 import (
 	"context"
 	"net/netip"
-	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/cputime"
 )
 
 // One HTTPRoute changed among n on a real HAProxy: the driver's pass (the
@@ -43,37 +40,12 @@ func BenchmarkHTTPRouteChange(b *testing.B) {
 					b.Fatal(err)
 				}
 				reloads := l.reloads(ctx, b)
-				gen, ops := 0, 0
-				var took, served, cpu []time.Duration
-				for b.Loop() {
+				gen := 0
+				benchApplies(b, d, func() model.Config {
 					gen++
 					// Route 0's Exact path, every other change its split too.
-					cfg := cfgOf(routeTable(n, "/app"+strconv.Itoa(gen), int32(90-gen%2*80)))
-					t, c := time.Now(), cputime.Used()
-					res, err := d.Apply(ctx, cfg)
-					took = append(took, time.Since(t))
-					cpu = append(cpu, cputime.Used()-c)
-					served = append(served, took[len(took)-1]-res.Write)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if len(res.Reasons) > 0 {
-						b.Fatalf("reloaded: %v", res.Reasons)
-					}
-					ops += res.Ops
-				}
-				slices.Sort(took)
-				slices.Sort(served)
-				slices.Sort(cpu)
-				ms := func(d []time.Duration, q float64) float64 {
-					return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
-				}
-				b.ReportMetric(float64(ops)/float64(len(took)), "commands/op")
-				b.ReportMetric(ms(took, 0.5), "p50-ms")
-				b.ReportMetric(ms(took, 0.99), "p99-ms")
-				b.ReportMetric(ms(served, 0.5), "served-p50-ms")
-				b.ReportMetric(ms(served, 0.99), "served-p99-ms")
-				b.ReportMetric(ms(cpu, 0.5), "cpu-p50-ms")
+					return cfgOf(routeTable(n, "/app"+strconv.Itoa(gen), int32(90-gen%2*80)))
+				})
 				if rl := l.reloads(ctx, b) - reloads; rl != 0 {
 					b.Fatalf("%d reloads", rl)
 				}
