@@ -41,6 +41,7 @@ func build(res *Result, units []*unit, w *world, opts Options) *tables {
 		}
 	}
 	hosts := tb.hosts
+	var oldest *unit // the oldest Ingress with a defaultBackend
 	for _, u := range units {
 		for _, p := range u.paths {
 			if p.alias && named[p.host] {
@@ -48,9 +49,15 @@ func build(res *Result, units []*unit, w *world, opts Options) *tables {
 			}
 			hosts[p.host] = append(hosts[p.host], rulePath{p, u})
 		}
-		if tb.fallback == "" && u.fallback != "" {
-			tb.fallback, tb.fallbackAccess = u.fallback, u.set.access.model()
+		if u.fallback != "" && oldest == nil {
+			oldest = u
 		}
+		if tb.fallback == "" && u.fallback != "" && w.serves(u.fallback) {
+			tb.setFallback(u)
+		}
+	}
+	if tb.fallback == "" && oldest != nil {
+		tb.setFallback(oldest) // none has a server: the oldest's
 	}
 	// from-to-www-redirect: the other name of a host; HAProxy Ingress's
 	// redirect-from: more names, to the Ingress's first host; unless an
@@ -132,7 +139,26 @@ type tables struct {
 	www            map[string]model.Redirect
 	fallback       string // "" when none
 	fallbackAccess *model.HTTPAccess
+	fallbackSet    []model.HeaderValue
+	fallbackExt    *model.HTTPActionExt
 	tlsHosts       map[string]bool
+}
+
+// setFallback makes u's spec.defaultBackend the tables' default backend:
+// that of the oldest Ingress whose default backend has a server in
+// service (w.serves), else of the oldest (an Ingress whose Pods are gone,
+// its namespace being deleted, does not keep every unmatched request
+// answered 503 while a newer one could serve).
+func (tb *tables) setFallback(u *unit) {
+	tb.fallback, tb.fallbackAccess = u.fallback, u.set.access.model()
+	tb.fallbackSet, tb.fallbackExt = u.fallbackSet, u.fallbackExt
+}
+
+// serves reports whether model backend name has a server in service
+// (neither draining nor in maintenance).
+func (w *world) serves(name string) bool {
+	b := w.backends[name]
+	return b != nil && slices.ContainsFunc(b.Servers, func(s model.Server) bool { return !s.Drain && !s.Maint })
 }
 
 // newTable is a table with no host yet. Action 0 declares the headers
@@ -152,7 +178,7 @@ func (tb *tables) host(h *model.HTTP, name string, https bool) model.HTTPHost {
 		h.Actions = append(h.Actions, a)
 		return len(h.Actions) - 1
 	}
-	host := model.HTTPHost{Name: name}
+	host := model.HTTPHost{Name: model.OneLabel(name)} // "*." takes one label (the Ingress spec)
 	if to, ok := tb.www[name]; ok {
 		rd := ownRedirect(to, https, port)
 		host.Rules = []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: action(model.HTTPAction{Redirect: rd})}}
@@ -183,7 +209,8 @@ func (tb *tables) host(h *model.HTTP, name string, https bool) model.HTTPHost {
 	}
 	if tb.fallback != "" {
 		host.Rules = append(host.Rules, model.HTTPRule{PathType: model.PathPrefix, Path: "/",
-			Action: action(model.HTTPAction{Backends: []model.WeightedBackend{{Name: tb.fallback, Weight: 1}}, Access: tb.fallbackAccess})})
+			Action: action(model.HTTPAction{Backends: []model.WeightedBackend{{Name: tb.fallback, Weight: 1}}, Access: tb.fallbackAccess,
+				Set: tb.fallbackSet, Ext: tb.fallbackExt})})
 	}
 	return host
 }
@@ -233,7 +260,7 @@ func hostOrder(a, b string) int {
 		switch {
 		case s == model.AnyHost:
 			return 2
-		case strings.HasPrefix(s, "*."):
+		case strings.HasPrefix(s, "*."), strings.HasPrefix(s, model.OneLabelPrefix):
 			return 1
 		}
 		return 0

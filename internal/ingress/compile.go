@@ -19,9 +19,13 @@ type unit struct {
 	set      parsed
 	paths    []path
 	fallback string // spec.defaultBackend's model backend; "" when none
-	tls      []netv1.IngressTLS
-	client   *model.ClientAuth // its hosts' client verification (authtls.go); nil: none
-	pass     []model.PassRoute // ssl-passthrough's names (passthrough.go); nil: none
+	// fallbackSet and fallbackExt: the default backend's header changes
+	// (the controller-wide ones); nil: none.
+	fallbackSet []model.HeaderValue
+	fallbackExt *model.HTTPActionExt
+	tls         []netv1.IngressTLS
+	client      *model.ClientAuth // its hosts' client verification (authtls.go); nil: none
+	pass        []model.PassRoute // ssl-passthrough's names (passthrough.go); nil: none
 }
 
 // path is one path of one rule.
@@ -180,6 +184,9 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	}
 	if b := ing.Spec.DefaultBackend; b != nil {
 		u.fallback = resolve(b, "spec.defaultBackend")
+		// The controller-wide headers (globalheaders.go) are every
+		// request's: the default backend's too.
+		u.fallbackSet, u.fallbackExt = w.globalRequest(), withHeaders(nil, w.globalResponse())
 	}
 	for ti, t := range ing.Spec.TLS {
 		for _, h := range t.Hosts {

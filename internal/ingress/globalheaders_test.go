@@ -1,12 +1,14 @@
 package ingress
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
@@ -95,6 +97,94 @@ func TestGlobalHeaders(t *testing.T) {
 				if len(res.Events) > 0 {
 					t.Errorf("pass %d: Ingress Events %v", i, res.Events)
 				}
+			}
+		})
+	}
+}
+
+// TestGlobalHeadersDefaultBackend: the controller-wide headers reach the
+// requests spec.defaultBackend serves too (the catch-all host's last
+// rule), not only the Ingresses' paths.
+func TestGlobalHeadersDefaultBackend(t *testing.T) {
+	setKey, addKey := Key{"ingress-system", "set"}, Key{"ingress-system", "add"}
+	in := benchInput(1)
+	ing := *in.Ingresses[0]
+	ing.Annotations = nil
+	ing.Spec.DefaultBackend = &ing.Spec.Rules[0].HTTP.Paths[0].Backend
+	ing.Spec.Rules = nil
+	in.Ingresses[0] = &ing
+	in.ConfigMaps = map[Key]*corev1.ConfigMap{
+		setKey: {ObjectMeta: metav1.ObjectMeta{Namespace: setKey.Namespace, Name: setKey.Name, ResourceVersion: "1"}, Data: map[string]string{"X-Using": "haproxy"}},
+		addKey: {ObjectMeta: metav1.ObjectMeta{Namespace: addKey.Namespace, Name: addKey.Name, ResourceVersion: "1"}, Data: map[string]string{"Server": "haproxy-k8s-sync"}},
+	}
+	res := Compile(in, Options{Class: "haproxy", ProxySetHeaders: setKey, AddHeaders: addKey})
+	var found bool
+	for _, f := range res.Frontends {
+		if f.HTTP == nil {
+			continue
+		}
+		for _, h := range f.HTTP.Hosts {
+			if h.Name != model.AnyHost || len(h.Rules) == 0 {
+				continue
+			}
+			a := f.HTTP.Actions[h.Rules[len(h.Rules)-1].Action]
+			found = true
+			if len(a.Set) != 1 || a.Set[0] != (model.HeaderValue{Name: "x-using", Value: "haproxy"}) {
+				t.Errorf("%s: the default backend's request headers %v, want x-using=haproxy", f.Name, a.Set)
+			}
+			if a.Ext == nil || len(a.Ext.Response.Set) != 1 || a.Ext.Response.Set[0] != (model.HeaderValue{Name: "server", Value: "haproxy-k8s-sync"}) {
+				t.Errorf("%s: the default backend's response headers %+v, want server=haproxy-k8s-sync", f.Name, a.Ext)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no catch-all host serving the default backend")
+	}
+}
+
+// TestDefaultBackendServing: of the Ingresses with a defaultBackend, the
+// oldest whose backend has a server serves every unmatched request; with
+// none serving, the oldest (ingress-controller-conformance's default
+// backend feature: the ended scenario's Ingress, its Pods gone, stayed
+// the catch-all and every request was 503).
+func TestDefaultBackendServing(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		dropSlices  []int // Ingresses whose EndpointSlice is gone
+		wantBackend string
+	}{
+		{"both serve: the oldest", nil, "app-0"},
+		{"the oldest has no server: the next", []int{0}, "app-1"},
+		{"none serves: the oldest", []int{0, 1}, "app-0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := benchInput(2)
+			for i, ing := range in.Ingresses {
+				x := *ing
+				x.Annotations = nil
+				x.Spec.DefaultBackend = &x.Spec.Rules[0].HTTP.Paths[0].Backend
+				x.Spec.Rules = nil
+				in.Ingresses[i] = &x
+			}
+			var kept []*desired.Slice
+			for i, s := range in.Slices {
+				if !slices.Contains(c.dropSlices, i) {
+					kept = append(kept, s)
+				}
+			}
+			in.Slices = kept
+			res := Compile(in, Options{Class: "haproxy"})
+			got := ""
+			for _, f := range res.Frontends {
+				for _, h := range f.HTTP.Hosts {
+					if h.Name == model.AnyHost && len(h.Rules) > 0 {
+						a := f.HTTP.Actions[h.Rules[len(h.Rules)-1].Action]
+						got = a.Backends[0].Name
+					}
+				}
+			}
+			if !strings.Contains(got, "_"+c.wantBackend+"_") {
+				t.Errorf("the catch-all's backend %q, want %s's", got, c.wantBackend)
 			}
 		})
 	}

@@ -153,6 +153,9 @@ func covers(h, n string) bool {
 		return false
 	case strings.HasPrefix(h, "*."):
 		return strings.HasSuffix(n, h[1:])
+	case strings.HasPrefix(h, model.OneLabelPrefix):
+		label, ok := strings.CutSuffix(n, h[1:])
+		return ok && label != "" && !strings.ContainsAny(label, ".*+")
 	}
 	return false
 }

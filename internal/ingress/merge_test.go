@@ -49,3 +49,28 @@ func TestMerge(t *testing.T) {
 		t.Errorf("on another port: %+v", apart.Frontends)
 	}
 }
+
+// TestCovers: which table host serves a name the table does not list; a
+// one-label wildcard ("+.", an Ingress's "*.") covers one label only.
+func TestCovers(t *testing.T) {
+	for _, c := range []struct {
+		h, n string
+		want bool
+	}{
+		{model.AnyHost, "a.foo.com", true},
+		{"*.foo.com", "a.foo.com", true},
+		{"*.foo.com", "a.b.foo.com", true},
+		{"*.foo.com", "+.foo.com", true},
+		{"*.foo.com", "foo.com", false},
+		{"+.foo.com", "a.foo.com", true},
+		{"+.foo.com", "a.b.foo.com", false},
+		{"+.foo.com", "foo.com", false},
+		{"+.foo.com", "*.foo.com", false},
+		{"a.foo.com", "a.foo.com", false}, // not a host the table lists
+		{"*.foo.com", model.AnyHost, false},
+	} {
+		if got := covers(c.h, c.n); got != c.want {
+			t.Errorf("covers(%q, %q) = %v, want %v", c.h, c.n, got, c.want)
+		}
+	}
+}

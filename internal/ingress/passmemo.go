@@ -385,10 +385,12 @@ func (tb *tables) patchTable(old *model.HTTP, touched []string, https bool) *mod
 		ti++
 	}
 	for _, oh := range old.Hosts {
-		for ti < len(touched) && hostOrder(touched[ti], oh.Name) < 0 {
+		// The table names a wildcard "+." (model.OneLabel), touched "*.":
+		// the same order either way.
+		for ti < len(touched) && hostOrder(model.OneLabel(touched[ti]), oh.Name) < 0 {
 			emit()
 		}
-		if ti < len(touched) && touched[ti] == oh.Name {
+		if ti < len(touched) && model.OneLabel(touched[ti]) == oh.Name {
 			emit()
 			continue
 		}

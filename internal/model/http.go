@@ -33,8 +33,10 @@ type HTTP struct {
 }
 
 // HTTPHost is one host name of the table: an exact name ("a.example.com"),
-// a wildcard ("*.example.com": one label or more before the suffix), or
-// AnyHost. Lower case, checked by ValidSNI (AnyHost aside).
+// a wildcard ("*.example.com": one label or more before the suffix, a
+// Gateway's), a one-label wildcard ("+.example.com", OneLabel: exactly one
+// label before the suffix, an Ingress's), or AnyHost. Lower case, checked
+// by ValidHTTPHost.
 type HTTPHost struct {
 	Name  string
 	Rules []HTTPRule
@@ -43,6 +45,30 @@ type HTTPHost struct {
 // AnyHost is the host of the rules that serve every host name no other
 // HTTPHost of the table takes.
 const AnyHost = "*"
+
+// OneLabelPrefix starts a table's one-label wildcard: "+.example.com"
+// takes bar.example.com, not baz.bar.example.com nor example.com, as the
+// Ingress spec defines "*.example.com" (a Gateway's "*.example.com" takes
+// one label or more: the Gateway API's).
+const OneLabelPrefix = "+."
+
+// OneLabel is the table's name of an Ingress host: a wildcard "*.x" as
+// the one-label "+.x", any other name as it is.
+func OneLabel(host string) string {
+	if rest, ok := strings.CutPrefix(host, "*."); ok {
+		return OneLabelPrefix + rest
+	}
+	return host
+}
+
+// ValidHTTPHost reports whether name may be an HTTPHost's: AnyHost, a
+// ValidSNI name, or a one-label wildcard of a valid suffix.
+func ValidHTTPHost(name string) bool {
+	if rest, ok := strings.CutPrefix(name, OneLabelPrefix); ok {
+		return ValidSNI("*." + rest)
+	}
+	return name == AnyHost || ValidSNI(name)
+}
 
 // Path match kinds.
 const (

@@ -90,3 +90,30 @@ func TestValidHeaderSetValue(t *testing.T) {
 		}
 	}
 }
+
+// TestOneLabel: an Ingress's wildcard is the table's one-label "+." name;
+// any other host as it is; ValidHTTPHost takes what render writes.
+func TestOneLabel(t *testing.T) {
+	for _, c := range []struct {
+		in, want string
+		valid    bool
+	}{
+		{"*.foo.com", "+.foo.com", true},
+		{"foo.bar.com", "foo.bar.com", true},
+		{AnyHost, AnyHost, true},
+		{"*.", "+.", false},
+		{"*.a b", "+.a b", false},
+		{"*.*.foo.com", "+.*.foo.com", false},
+	} {
+		got := OneLabel(c.in)
+		if got != c.want {
+			t.Errorf("OneLabel(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if v := ValidHTTPHost(got); v != c.valid {
+			t.Errorf("ValidHTTPHost(%q) = %v, want %v", got, v, c.valid)
+		}
+	}
+	if ValidHTTPHost("+.+.foo.com") || ValidHTTPHost("+foo.com") {
+		t.Error("a malformed one-label wildcard taken")
+	}
+}

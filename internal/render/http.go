@@ -14,9 +14,10 @@ import (
 // rules of their own (structure). The rules, in order:
 //
 //  1. host: the Host header without its port, lower case, looked up
-//     exactly, then as "*." + the host less its first label, less two,
-//     ... (WildcardDepth times: the longest wildcard first), then AnyHost;
-//     the value is the host's id "hN".
+//     exactly, then as "+." + the host less its first label (a one-label
+//     wildcard, model.OneLabelPrefix: an Ingress's), then as "*." + the
+//     host less its first label, less two, ... (WildcardDepth times: the
+//     longest wildcard first), then AnyHost; the value is the host's id "hN".
 //  2. path: "hN" + path looked up exactly (Exact, and every PathPrefix
 //     that takes that path), else "hN" + path + "/" by the longest
 //     prefix (map_beg: a prefix tree), a prefix being written with one
@@ -84,6 +85,8 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 		}
 	}
 	w("\thttp-request set-var(txn.hid) var(txn.host),map_str(" + m(HTTPHosts) + ")")
+	w("\thttp-request set-var-fmt(txn.hw) \"" + model.OneLabelPrefix + "%[var(txn.host),field(2,.,0)]\"" + hidMissing)
+	w("\thttp-request set-var(txn.hid) var(txn.hw),map_str(" + m(HTTPHosts) + ")" + hidMissing)
 	for i := 2; i < 2+WildcardDepth; i++ {
 		w("\thttp-request set-var-fmt(txn.hw) \"*.%[var(txn.host),field(" + strconv.Itoa(i) + ",.,0)]\"" + hidMissing)
 		w("\thttp-request set-var(txn.hid) var(txn.hw),map_str(" + m(HTTPHosts) + ")" + hidMissing)

@@ -77,7 +77,7 @@ func lowerAction(p *placer, a model.HTTPAction) string {
 // exact and prefix paths under the host's id, then the host; nothing
 // for a host whose name is not valid. aids are the actions' ids.
 func lowerHost(p *placer, host model.HTTPHost, sets map[string]string, aids []string) {
-	if host.Name != model.AnyHost && !model.ValidSNI(host.Name) {
+	if !model.ValidHTTPHost(host.Name) {
 		return
 	}
 	paths := map[string][]HTTPMapEntry{} // the host's exact and prefix entries, under idHole

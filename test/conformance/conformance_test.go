@@ -157,34 +157,45 @@ func serve(ctx context.Context, t *testing.T, tier *nodes.Tier, bin string) {
 	t.Helper()
 	// The controller, in-process, with HAProxy in the load balancer's
 	// namespace and its UDP path in the same namespace's nftables.
+	if args := listenerArgs(nodes.NSPath(tier.LB)); len(args) > 0 {
+		t.Logf("the controller's listener mode: %v", args)
+	}
+	startController(ctx, t, tier, bin, initListenerArgs(), append([]string{
+		"--mode=gateway",
+		"--address-pools",
+		"--udp=nftables", "--udp-netns", nodes.NSPath(tier.LB), "--udp-ip-forward=enable", "--udp-health=none",
+		"--log-level", "debug",
+	}, listenerArgs(nodes.NSPath(tier.LB))...))
+}
+
+// startController starts HAProxy bin in the tier's load-balancer
+// namespace (its first configuration written by init with initArgs) and
+// the controller in-process with args and the flags that make it drive
+// that HAProxy; both stop when t ends (the controller's log tail shown
+// when t failed).
+func startController(ctx context.Context, t *testing.T, tier *nodes.Tier, bin string, initArgs, args []string) {
+	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "haproxy.cfg")
 	if code := cli.Main(append([]string{"haproxy-k8s-sync", "init", "--haproxy-config", cfgPath,
-		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")}, initListenerArgs()...),
+		"--stats-socket", haproxytest.StatsSocketPath(dir), "--state-file", filepath.Join(dir, "state")}, initArgs...),
 		nil, os.Stdout, os.Stderr); code != 0 {
 		t.Fatalf("init exited %d", code)
 	}
 	hap := haproxytest.StartWithInNetNS(t, bin, dir, cfgPath, nodes.NSPath(tier.LB))
-	if args := listenerArgs(nodes.NSPath(tier.LB)); len(args) > 0 {
-		t.Logf("the controller's listener mode: %v", args)
-	}
 	ctlCtx, ctlCancel := context.WithCancel(ctx)
 	ctlDone := make(chan error, 1)
 	ctlLog := &haproxytest.LockedBuffer{}
 	go func() {
 		ctlDone <- cli.Run(ctlCtx, append([]string{
-			"--mode=gateway",
 			"--kubeconfig", tier.Kube.KubeconfigPath,
 			"--haproxy-config", cfgPath,
 			"--haproxy-bin", bin,
 			"--master-socket", hap.MasterSocket,
 			"--stats-socket", hap.StatsSocket,
 			"--state-file", filepath.Join(dir, "state"),
-			"--address-pools",
-			"--udp=nftables", "--udp-netns", nodes.NSPath(tier.LB), "--udp-ip-forward=enable", "--udp-health=none",
 			"--metrics-address", "",
-			"--log-level", "debug",
-		}, listenerArgs(nodes.NSPath(tier.LB))...), func(string) string { return "" }, ctlLog)
+		}, args...), func(string) string { return "" }, ctlLog)
 	}()
 	t.Cleanup(func() {
 		ctlCancel()

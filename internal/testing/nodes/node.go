@@ -143,7 +143,7 @@ func (n *Node) ctr(args ...string) error {
 
 func (n *Node) importImages() error {
 	for _, name := range append([]string{"test-images.tar"}, n.tier.images...) {
-		tar, err := filepath.EvalSymlinks(filepath.Join(n.tier.bins, name))
+		tar, err := filepath.EvalSymlinks(binPath(n.tier.bins, name))
 		if err != nil {
 			return err
 		}

@@ -74,7 +74,8 @@ type Options struct {
 	// ControllerManagerArgs are extra kube-controller-manager flags.
 	ControllerManagerArgs []string
 	// Images are more image archives of the testbin directory (e.g.
-	// "conformance-images.tar") every node imports besides test-images.tar.
+	// "conformance-images.tar"), or absolute paths of archives built
+	// elsewhere, every node imports besides test-images.tar.
 	Images []string
 	// InCluster lets Pods reach the apiserver as on a cluster, through
 	// default/kubernetes with their service-account token (incluster.go):
@@ -127,7 +128,7 @@ func Start(t testing.TB, opts Options) *Tier {
 		t.Fatalf("nodes: %v", err)
 	}
 	for _, b := range append([]string{"kubelet", "kube-proxy", "test-images.tar"}, opts.Images...) {
-		if _, err := os.Stat(filepath.Join(bins, b)); err != nil {
+		if _, err := os.Stat(binPath(bins, b)); err != nil {
 			t.Fatalf("nodes: %s missing in %s (hack/testbin.sh builds it; HKS_TESTBIN_DIR names an older set?): %v", b, bins, err)
 		}
 	}
@@ -314,4 +315,13 @@ func (t *Tier) Node(name string) *Node {
 		}
 	}
 	return nil
+}
+
+// binPath is name in the testbin directory bins, or name itself when it
+// is absolute (Options.Images built outside hack/testbin.sh).
+func binPath(bins, name string) string {
+	if filepath.IsAbs(name) {
+		return name
+	}
+	return filepath.Join(bins, name)
 }
