@@ -303,6 +303,7 @@ func (d *HAProxy) poolApplied(ctx context.Context, s spares.State, err error) {
 		return
 	}
 	if bytes.Equal(body, d.poolWritten) {
+		d.poolWritten = body // the memo's bytes: the last ones not kept twice
 		return
 	}
 	// Unsynced: the spares it names already run (it is written after the
