@@ -174,6 +174,7 @@ func TestEncodeMemoKeepsOnlyItsOutput(t *testing.T) {
 			}
 		})
 		// The spares' copy (48 bytes each) and a few bytes each more.
+		t.Logf("change %v: kept %d bytes beside a %d-byte output", change, kept, len(out))
 		if limit := uint64(len(out)) + n*(48+16); kept > limit {
 			t.Errorf("change %v: the memo and its %d-byte output keep %d bytes, want at most %d", change, len(out), kept, limit)
 		}
