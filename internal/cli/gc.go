@@ -67,6 +67,17 @@ func pageOutSynced(log *slog.Logger) {
 
 var pageOutSyncedOnce sync.Once
 
+// pageOutApplied hands the kernel back, once the first pass applied,
+// the executable's pages only the start-up's work touched (the first
+// whole compute, the pool's growth, the reload and its read back): the
+// peak comes right after that pass (issue 29). What later passes use
+// faults back in. On a goroutine, as at the start. Once per process.
+func pageOutApplied(log *slog.Logger) {
+	go pageOutAppliedOnce.Do(func() { pageOut(log, "pages of the executable paged out after the first pass") })
+}
+
+var pageOutAppliedOnce sync.Once
+
 // pageOutExecutable is pageout.Executable (a test's stand-in).
 var pageOutExecutable = pageout.Executable
 

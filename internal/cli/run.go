@@ -254,6 +254,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		Metrics:      inst,
 		Leading:      gate.Leading,
 		OnSynced:     func() { pageOutSynced(log) },
+		OnApplied:    func() { pageOutApplied(log) },
 	})
 	ready := b.ready(ctl.Synced, inst)
 	if err := f.metrics.serve(ctx, ready, log); err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,10 @@ type Options struct {
 	// before the first pass (cli: the executable's pages the lists
 	// touched paged out, issue 29). It must not block.
 	OnSynced func()
+	// OnApplied, when set, is called once, after the first pass the
+	// driver applied (cli: the executable's pages the start-up's work
+	// touched paged out again, issue 29's peak). It must not block.
+	OnApplied func()
 }
 
 // Controller keeps one HAProxy in sync with the cluster.
@@ -59,6 +64,7 @@ type Controller struct {
 	loop     *loop.Loop
 	log      *slog.Logger
 
+	applied  sync.Once // OnApplied
 	lastGood map[string]settings.Settings
 	memo     desired.Memo // per-Service work kept between passes (passes are serial)
 	store    lastGoodStore
@@ -177,6 +183,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	parse := time.Since(start)
 
 	res, err := c.drv.Apply(ctx, d.Config)
+	if err == nil && c.opts.OnApplied != nil {
+		c.applied.Do(c.opts.OnApplied)
+	}
 	// On disk after the driver applied, by the writer's goroutine: the
 	// file is for the next start, nothing this pass serves waits for it.
 	c.good.want(d.Good)

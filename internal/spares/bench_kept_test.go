@@ -65,3 +65,48 @@ func keptModel(n int) model.Config {
 	slices.SortFunc(cfg.Backends, func(a, b *model.Backend) int { return strings.Compare(a.Name, b.Name) })
 	return cfg
 }
+
+// BenchmarkEncodeMemoKept reports what pool.json's encoding memo keeps
+// with the output it returned (which the driver keeps as the bytes last
+// written) at 20,000 spares (issue 29's peak: 10,000 Services and their
+// pool): after a first encode (/first) and after a second one with one
+// spare changed (/one-changed) (kept-B/op: live bytes after a
+// collection; the pool itself not counted).
+//
+//	go test ./internal/spares -run '^$' -bench EncodeMemoKept -benchtime 3x
+func BenchmarkEncodeMemoKept(b *testing.B) {
+	const n = 20000
+	s := State{Classes: []model.Backend{{Balance: "roundrobin"}}}
+	for i := range n {
+		s.Spares = append(s.Spares, Spare{Name: SpareName(i), Occupant: fmt.Sprintf("be_default_svc-%05d_%d", i, 20000+i), Slots: 8})
+	}
+	changed := s.Clone()
+	changed.Spares[n/2].Occupant = ""
+	for _, bc := range []struct {
+		name  string
+		pools []State
+	}{{"first", []State{s}}, {"one-changed", []State{s, changed}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var kept uint64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				var m EncodeMemo
+				var out []byte
+				for _, p := range bc.pools {
+					var err error
+					if out, err = m.Encode(p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				kept += after.HeapAlloc - before.HeapAlloc
+				runtime.KeepAlive(&m)
+				runtime.KeepAlive(out)
+			}
+			b.ReportMetric(float64(kept)/float64(b.N), "kept-B/op")
+		})
+	}
+}

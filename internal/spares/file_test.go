@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -140,4 +141,57 @@ func TestEncodeMemoRandomEdits(t *testing.T) {
 			t.Fatalf("pass %d: %d spares encoded, at most %d changed", pass, n, changed)
 		}
 	}
+}
+
+// TestEncodeMemoKeepsOnlyItsOutput: what the memo keeps beside the
+// output it returned (which the driver keeps anyway, as the bytes last
+// written) is the pool's spares and a few bytes each, not each spare's
+// JSON again (issue 29's peak: ~2.4 MB at 20,000 spares), after a
+// first encode and after one with a spare changed.
+func TestEncodeMemoKeepsOnlyItsOutput(t *testing.T) {
+	const n = 20000
+	s := State{Classes: []model.Backend{{Balance: "roundrobin"}}}
+	for i := range n {
+		s.Spares = append(s.Spares, Spare{Name: SpareName(i), Occupant: fmt.Sprintf("be_default_svc-%05d_%d", i, 20000+i), Slots: 8})
+	}
+	for _, change := range []bool{false, true} {
+		if change {
+			s = s.Clone()
+			s.Spares[n/2].Occupant = ""
+		}
+		var m *EncodeMemo
+		var out []byte
+		kept := heapGrowth(func() {
+			m = &EncodeMemo{}
+			var err error
+			if out, err = m.Encode(s); err != nil {
+				t.Fatal(err)
+			}
+			if change { // the second encode copies all but one spare
+				if out, err = m.Encode(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		// The spares' copy (48 bytes each) and a few bytes each more.
+		t.Logf("change %v: kept %d bytes beside a %d-byte output", change, kept, len(out))
+		if limit := uint64(len(out)) + n*(48+16); kept > limit {
+			t.Errorf("change %v: the memo and its %d-byte output keep %d bytes, want at most %d", change, len(out), kept, limit)
+		}
+		runtime.KeepAlive(m)
+	}
+}
+
+// heapGrowth is how much more heap is live after f than before it.
+func heapGrowth(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if after.HeapAlloc < before.HeapAlloc {
+		return 0
+	}
+	return after.HeapAlloc - before.HeapAlloc
 }

@@ -64,7 +64,8 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *drive
 	cfg.Changes = nil // not needed any more; it holds the previous Backends
 	// d.layout is updated in place (a copy of 10,000 entries per pass was
 	// the driver's largest allocation): it is read only under d.mu, and
-	// flush copies it before rendering outside the lock.
+	// a flush rendering it outside the lock has it copied first.
+	d.ownLayout()
 	for name, slots := range changed {
 		d.layout[name] = slots
 	}

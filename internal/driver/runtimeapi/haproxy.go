@@ -99,7 +99,10 @@ type HAProxy struct {
 	now      func() time.Time  // the gate's clock (replaced in tests)
 	written  [sha256.Size]byte // digest of the bytes last written to ConfigPath (megabytes at scale: not kept)
 	desired  model.Config
-	gen      uint64 // counts changes of desired, layout and written
+	// layoutLent: a flush renders layout outside mu (persist.go
+	// lendLayout); a change in place copies it first (ownLayout).
+	layoutLent bool
+	gen        uint64 // counts changes of desired, layout and written
 	// assigned: layout is what plan.Assign gave for desired.
 	assigned bool
 	// consistent: actual holds what layout says for every backend, so a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -336,4 +337,52 @@ func BenchmarkSaveState(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestFlushLendsTheLayout: a flush renders the driver's layout outside
+// its lock without copying it (issue 29's peak: 2.1 MB at 10,000
+// Services); a servers-only pass while it renders changes a copy, not the
+// layout lent, and with no pass meanwhile the flush takes it back.
+func TestFlushLendsTheLayout(t *testing.T) {
+	l := startPersistLab(t)
+	ctx := persistCtx(t)
+	fast := 0
+	l.d.opts.onServersOnly = func() { fast++ }
+	cfg := persistConfig(3, 4, 0)
+	if _, err := l.d.Apply(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !l.d.flush(ctx) {
+		t.Fatal("flush: not written")
+	}
+	l.d.mu.Lock()
+	lent := l.d.lendLayout()
+	was := lent["be_001"]
+	l.d.mu.Unlock()
+
+	next := model.Config{Backends: slices.Clone(cfg.Backends)}
+	next.Backends[1] = cfg.Backends[1].WithServers(cfg.Backends[1].Servers[:2])
+	next.Changes = &model.Changes{Base: cfg.Backends, Backends: []int{1}}
+	if _, err := l.d.Apply(ctx, next); err != nil || fast != 1 {
+		t.Fatalf("a servers-only pass: %v, %d taken by the servers-only path, want 1", err, fast)
+	}
+	l.d.mu.Lock()
+	defer l.d.mu.Unlock()
+	if got := lent["be_001"]; !slices.Equal(got, was) {
+		t.Errorf("the layout lent changed under its render: %v, was %v", got, was)
+	}
+	if now := l.d.layout["be_001"]; slices.Equal(now, was) {
+		t.Errorf("the servers-only pass did not change the driver's layout: %v", now)
+	}
+	if l.d.layoutLent {
+		t.Error("still lent after the pass copied it")
+	}
+	l.d.mu.Unlock()
+	if !l.d.flush(ctx) {
+		t.Fatal("flush: not written")
+	}
+	l.d.mu.Lock()
+	if l.d.layoutLent {
+		t.Error("a flush with no pass meanwhile left the layout lent")
+	}
 }

@@ -116,7 +116,7 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 		res.Write += time.Since(t)
 		return res, err, true
 	}
-	view, cut := d.fitted(spares.ViewExcept(next, cfg, own), next)
+	view, cut := d.fitted(d.poolView.of(next, cfg, own), next)
 	var first driver.Result
 	served := false
 	if d.known && !d.wouldReload(view) {
@@ -138,7 +138,10 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 	}
 	// Its reload may go aside (aside.go) once the spares it had serve.
 	d.asideNext = served && own == nil && d.mayAside()
-	res, err := d.apply(ctx, spares.ViewExcept(grown, cfg, own))
+	// The grown pool viewed through the memo: the next pass finds the
+	// very backends this one applied, not a second copy of every spare
+	// beside them (issue 29's peak, right after the first pass).
+	res, err := d.apply(ctx, d.poolView.of(grown, cfg, own))
 	d.asideNext = false
 	res.Ops += first.Ops
 	res.Runtime += first.Runtime
@@ -173,7 +176,7 @@ func (d *HAProxy) applyBeside(ctx context.Context, cfg model.Config, next spares
 	view := d.poolView.of(next, cfg, own)
 	var cut []driver.Refusal
 	if grow {
-		view, cut = d.fitted(spares.ViewExcept(next, cfg, own), next)
+		view, cut = d.fitted(view, next)
 	}
 	if !certsOf(d.opts.Render, view).none() {
 		return driver.Result{}, nil, false // certificates are committed per worker: not while it changes
@@ -254,7 +257,9 @@ func (d *HAProxy) fitted(view model.Config, s spares.State) (model.Config, []dri
 			Err: fmt.Errorf("backend %s: %d of its %d servers: %w", s.ModelBackend(b.Name), n, len(b.Servers), ErrFewerServers)})
 	}
 	if out != nil {
-		view.Backends = out
+		// Changes (a view derived from the last, poolView) names
+		// the backends that changed, not the ones cut here.
+		view.Backends, view.Changes = out, nil
 	}
 	return view, cut
 }
@@ -303,6 +308,7 @@ func (d *HAProxy) poolApplied(ctx context.Context, s spares.State, err error) {
 		return
 	}
 	if bytes.Equal(body, d.poolWritten) {
+		d.poolWritten = body // the memo's bytes: the last ones not kept twice
 		return
 	}
 	// Unsynced: the spares it names already run (it is written after the

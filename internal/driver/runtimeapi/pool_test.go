@@ -223,6 +223,20 @@ func TestPoolServesNewBackendsWithoutReload(t *testing.T) {
 		t.Fatalf("after the growth: L1 answered %v, want be_f's node-2 too and no refusal", got)
 	}
 	noReload = lb.noReload(ctx, t) // counted from the growth on
+	// The grown pool was viewed through the memo (issue 29's peak): a
+	// pass of the same model views every spare as the very backend the
+	// growth applied, not a second copy of each.
+	lb.d.mu.Lock()
+	grownView := lb.d.desired.Backends
+	lb.d.mu.Unlock()
+	noReload("the same model after the growth", cfg)
+	lb.d.mu.Lock()
+	for i, b := range lb.d.desired.Backends {
+		if i < len(grownView) && b != grownView[i] && b.Name == grownView[i].Name {
+			t.Errorf("after the growth %s is another copy, not the backend the growth applied", b.Name)
+		}
+	}
+	lb.d.mu.Unlock()
 
 	// A restarted controller: the same spares, the same assignment, no reload.
 	before := map[string]string{}

@@ -59,6 +59,7 @@ func (d *HAProxy) restoreAbsent(path, hash string) {
 	if err != nil || fileHash != hash {
 		return
 	}
+	d.ownLayout()
 	for be, n := range slots {
 		// A spare with every slot absent lists no server: no entry yet.
 		cur := d.layout[be]
