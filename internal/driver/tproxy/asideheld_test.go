@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -134,9 +135,11 @@ func (l *dpLab) applyWithin(t *testing.T, h *heldReload, what string, cfg model.
 // under way (Again, or ErrDeferred with RetryAfter for a Service waiting
 // for the growth's spares), not reloaded: a new Service in a free spare
 // (answered before the reload ends), a Service's servers changing, a
-// Service gone, a new Service no free spare fits. Then the reload is let
-// go: the passes converge with that one reload, every Service answered by
-// exactly its servers, every map the worker holds its file.
+// Service gone, a new Service no free spare fits; then new Services until
+// one finds no spare at all: its pass returns deferred (ErrDeferred,
+// RetryAfter, the Service waiting for a spare, not answered), the others
+// answered. Then the reload is let go: the passes converge, every Service
+// answered by exactly its servers, every map the worker holds its file.
 func TestPassReturnsDuringHeldGrowthReload(t *testing.T) {
 	h := heldReloads(t)
 	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 3, Other: 1, LowWater: 1})
@@ -146,11 +149,10 @@ func TestPassReturnsDuringHeldGrowthReload(t *testing.T) {
 	servers := map[uint16]int{80: 1, 81: 0, 83: 2} // port: servers of Service p<port>
 	cfgOf := func() model.Config {
 		var cfg model.Config
-		for _, p := range []uint16{80, 81, 82, 83, 84} {
-			if n, ok := servers[p]; ok {
-				fe, be := svc(fmt.Sprintf("p%d", p), p, n)
-				cfg.Frontends, cfg.Backends = append(cfg.Frontends, fe), append(cfg.Backends, be)
-			}
+		ports := slices.Sorted(maps.Keys(servers))
+		for _, p := range ports {
+			fe, be := svc(fmt.Sprintf("p%d", p), p, servers[p])
+			cfg.Frontends, cfg.Backends = append(cfg.Frontends, fe), append(cfg.Backends, be)
 		}
 		return cfg
 	}
@@ -198,16 +200,45 @@ func TestPassReturnsDuringHeldGrowthReload(t *testing.T) {
 		}
 		expect(t, want, l.lab.Client, netip.Addr{})
 	}
+	// New Services, one a pass, until the spares the running worker has
+	// are all taken: the first that finds none waits for the growth's
+	// (ErrDeferred, RetryAfter; refused as waiting) and is not answered;
+	// each before it is.
+	waited := uint16(0)
+	for p := uint16(90); p < 110 && waited == 0; p++ {
+		servers[p] = 1
+		name := fmt.Sprintf("new Service p%d", p)
+		res, err := l.applyWithin(t, h, name, cfgOf())
+		answer := "s0"
+		switch {
+		case res.Reloaded:
+			t.Fatalf("%s: reloaded while the growth's reload is held", name)
+		case errors.Is(err, driver.ErrDeferred):
+			if res.RetryAfter <= 0 || !slices.ContainsFunc(res.Refused, func(r driver.Refusal) bool {
+				return r.Service == fmt.Sprintf("default/p%d", p) && r.Reason == runtimeapi.ReasonWaitingForSpare
+			}) {
+				t.Fatalf("%s: deferred, retry after %v, refused %v; want it waiting for a spare", name, res.RetryAfter, res.Refused)
+			}
+			waited, answer = p, ""
+		case err != nil || res.Again <= 0:
+			t.Fatalf("%s: %v, again %v; want applied, the loop to come back for the reload under way", name, err, res.Again)
+		}
+		expect(t, map[netip.AddrPort]string{netip.AddrPortFrom(vipA, p): answer}, l.lab.Client, netip.Addr{})
+	}
+	if waited == 0 {
+		t.Fatal("20 new Services, none waited for a spare: the test no longer exercises a pass deferred beside the reload")
+	}
 	if _, err := os.Stat(h.flag); err == nil {
 		t.Fatal("no reload was held: the steps did not run beside the growth's reload")
 	}
 
 	h.release(t)
 	l.settle(t, cfgOf())
-	got := l.reloads(t) - before
-	t.Logf("%d reloads after the held one's pass", got)
-	if got != 1 {
-		t.Errorf("%d reloads, want the growth's 1", got)
+	// The held growth's reload, and the growth that the waiting Service,
+	// placed in a spare that reload brought, asks of the pool (one spare
+	// free per class, LowWater).
+	if got := l.reloads(t) - before; got != 2 {
+		t.Errorf("%d reloads, want 2: the held growth's, then the next growth's", got)
 	}
 	want := map[uint16]int{80: 0}
 	for p, n := range servers {
