@@ -80,12 +80,15 @@ func (c *Changes) Take(ctx context.Context) context.Context {
 
 type servedKey struct{}
 
-// WithServed returns a context whose Apply tells served, part-way through a
-// pass, the model the running HAProxy serves once part of the pass is
-// applied and a reload is still to come in the same pass (the pool's
-// growth after its serve-first apply): what a companion driver may now
+// WithServed returns a context whose Apply tells served the model the
+// running HAProxy serves when that is less than the pass: part-way
+// through a pass, once part of it is applied and a reload is still to
+// come in the same pass (the pool's growth after its serve-first apply),
+// and as a pass returns whose reload was held back (ErrDeferred), if the
+// driver knows what it serves. That is what a companion driver may now
 // follow (tproxy.Ordered adds the set elements of what is served, so that
-// a new Service does not wait for that reload). Without it, nothing is told.
+// a new Service does not wait for that reload); it is the one way a
+// driver tells it. Without it, nothing is told.
 func WithServed(ctx context.Context, served func(model.Config)) context.Context {
 	return context.WithValue(ctx, servedKey{}, served)
 }

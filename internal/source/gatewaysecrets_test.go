@@ -20,8 +20,6 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/certs"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/gwcrd"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
@@ -30,8 +28,8 @@ import (
 // with no GET of a Secret (the client here fails every one, as the
 // shipped role would); a bad one carries why.
 func TestGatewaySecretsFromCache(t *testing.T) {
-	kube := kubeapi.Start(t)
-	gwcrd.Install(t, kube.Config)
+	kube := sharedAPIServer(t)
+	ns := testNamespace(t, kube)
 	var gets atomic.Int32
 	cfg := rest.CopyConfig(kube.Config)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -62,14 +60,14 @@ func TestGatewaySecretsFromCache(t *testing.T) {
 		return map[string][]byte{corev1.TLSCertKey: c.PEM(), corev1.TLSPrivateKeyKey: key}, c
 	}
 	secret := func(name string, data map[string][]byte) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Type: corev1.SecretTypeTLS, Data: data}
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeTLS, Data: data}
 	}
 	named, _ := tlsData("named.example", nil)
 	other, _ := tlsData("other.example", nil)
 	_, stranger := tlsData("x.example", nil)
 	bad, _ := tlsData("bad.example", &stranger)
 	for name, d := range map[string]map[string][]byte{"named": named, "other": other, "bad": bad} {
-		if _, err := client.CoreV1().Secrets("default").Create(ctx, secret(name, d), metav1.CreateOptions{}); err != nil {
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, secret(name, d), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,9 +78,9 @@ func TestGatewaySecretsFromCache(t *testing.T) {
 		}
 		return l
 	}
-	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gw"},
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{listener("named", "bad")}}}
-	if gw, err = gc.GatewayV1().Gateways("default").Create(ctx, gw, metav1.CreateOptions{}); err != nil {
+	if gw, err = gc.GatewayV1().Gateways(ns).Create(ctx, gw, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	src := NewGateway(client, gc, false, map[string]string{})
@@ -137,12 +135,12 @@ func TestGatewaySecretsFromCache(t *testing.T) {
 
 	// Named later: from the cache, then its updates.
 	gw.Spec.Listeners = []gwv1.Listener{listener("named", "other")}
-	if _, err := gc.GatewayV1().Gateways("default").Update(ctx, gw, metav1.UpdateOptions{}); err != nil {
+	if _, err := gc.GatewayV1().Gateways(ns).Update(ctx, gw, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	until("a Secret named later", func(m map[string]*gateway.Secret) error { return holds(m["other"], other) })
 	rotated, _ := tlsData("other.example", nil)
-	if _, err := client.CoreV1().Secrets("default").Update(ctx, secret("other", rotated), metav1.UpdateOptions{}); err != nil {
+	if _, err := client.CoreV1().Secrets(ns).Update(ctx, secret("other", rotated), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	until("a rotation", func(m map[string]*gateway.Secret) error { return holds(m["other"], rotated) })

@@ -13,8 +13,6 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/gwcrd"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 )
 
 // On a real apiserver: a status written to an HTTPRoute or an Ingress
@@ -22,8 +20,8 @@ import (
 // handlers as a quiet update, no change (no pass); a spec or label change
 // of either is a change. Without Relevant every one of them was a pass.
 func TestStatusWritesAreNoChange(t *testing.T) {
-	kube := kubeapi.Start(t)
-	gwcrd.InstallAll(t, kube.Config)
+	kube := sharedAPIServer(t)
+	ns := testNamespace(t, kube)
 	client := kube.Client(t)
 	gc, err := gwclient.NewForConfig(kube.Config)
 	if err != nil {
@@ -36,13 +34,13 @@ func TestStatusWritesAreNoChange(t *testing.T) {
 	if err := src.OnChangeOr(func() { changes.Add(1) }, func(any) { quiet.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
-	rt, err := gc.GatewayV1().HTTPRoutes("default").Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "r"},
+	rt, err := gc.GatewayV1().HTTPRoutes(ns).Create(ctx, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r"},
 		Spec: gwv1.HTTPRouteSpec{Hostnames: []gwv1.Hostname{"a.example.com"}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	class := "hks"
-	ing, err := client.NetworkingV1().Ingresses("default").Create(ctx, &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "i"},
+	ing, err := client.NetworkingV1().Ingresses(ns).Create(ctx, &netv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "i"},
 		Spec: netv1.IngressSpec{IngressClassName: &class, Rules: []netv1.IngressRule{{Host: "a.example.com"}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -74,14 +72,14 @@ func TestStatusWritesAreNoChange(t *testing.T) {
 		}
 	}
 	routeRV := func() string {
-		o, ok := src.Object(gateway.KindHTTPRoute, "default", "r")
+		o, ok := src.Object(gateway.KindHTTPRoute, ns, "r")
 		if !ok {
 			return ""
 		}
 		return o.(*gwv1.HTTPRoute).ResourceVersion
 	}
 	ingRV := func() string {
-		o, ok := src.IngressObject("default", "i")
+		o, ok := src.IngressObject(ns, "i")
 		if !ok {
 			return ""
 		}
@@ -90,27 +88,27 @@ func TestStatusWritesAreNoChange(t *testing.T) {
 	step("route status written", func() (string, error) {
 		rt.Status.Parents = []gwv1.RouteParentStatus{{ParentRef: gwv1.ParentReference{Name: "gw"}, ControllerName: gateway.ControllerName,
 			Conditions: []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", LastTransitionTime: metav1.Now()}}}}
-		rt, err = gc.GatewayV1().HTTPRoutes("default").UpdateStatus(ctx, rt, metav1.UpdateOptions{})
+		rt, err = gc.GatewayV1().HTTPRoutes(ns).UpdateStatus(ctx, rt, metav1.UpdateOptions{})
 		return rv(rt, err)
 	}, routeRV, 0, 1)
 	step("route spec changed", func() (string, error) {
 		rt.Spec.Hostnames = []gwv1.Hostname{"b.example.com"}
-		rt, err = gc.GatewayV1().HTTPRoutes("default").Update(ctx, rt, metav1.UpdateOptions{})
+		rt, err = gc.GatewayV1().HTTPRoutes(ns).Update(ctx, rt, metav1.UpdateOptions{})
 		return rv(rt, err)
 	}, routeRV, 1, 0)
 	step("route label changed", func() (string, error) {
 		rt.Labels = map[string]string{"tier": "b"}
-		rt, err = gc.GatewayV1().HTTPRoutes("default").Update(ctx, rt, metav1.UpdateOptions{})
+		rt, err = gc.GatewayV1().HTTPRoutes(ns).Update(ctx, rt, metav1.UpdateOptions{})
 		return rv(rt, err)
 	}, routeRV, 1, 0)
 	step("ingress status written", func() (string, error) {
 		ing.Status.LoadBalancer.Ingress = []netv1.IngressLoadBalancerIngress{{IP: "192.0.2.1"}}
-		ing, err = client.NetworkingV1().Ingresses("default").UpdateStatus(ctx, ing, metav1.UpdateOptions{})
+		ing, err = client.NetworkingV1().Ingresses(ns).UpdateStatus(ctx, ing, metav1.UpdateOptions{})
 		return rv(ing, err)
 	}, ingRV, 0, 1)
 	step("ingress spec changed", func() (string, error) {
 		ing.Spec.Rules[0].Host = "b.example.com"
-		ing, err = client.NetworkingV1().Ingresses("default").Update(ctx, ing, metav1.UpdateOptions{})
+		ing, err = client.NetworkingV1().Ingresses(ns).Update(ctx, ing, metav1.UpdateOptions{})
 		return rv(ing, err)
 	}, ingRV, 1, 0)
 }

@@ -16,8 +16,6 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/gwcrd"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 )
 
 // wireTypes records the media type of every apiserver answer by the
@@ -62,8 +60,8 @@ func (w *wireTypes) of(res string) map[string]bool {
 // names no content type: a ContentType set on the shared config would
 // turn every list to JSON, or break every custom resource.
 func TestWireFormats(t *testing.T) {
-	kube := kubeapi.Start(t)
-	gwcrd.InstallAll(t, kube.Config)
+	kube := sharedAPIServer(t)
+	ns := testNamespace(t, kube)
 	cfg, err := kubeclient.Config(kubeclient.Options{Kubeconfig: kube.KubeconfigPath})
 	if err != nil {
 		t.Fatal(err)
@@ -80,17 +78,17 @@ func TestWireFormats(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := client.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+	if _, err := client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create a Service: %v", err)
 	}
-	gw, err := gc.GatewayV1().Gateways("default").Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
+	gw, err := gc.GatewayV1().Gateways(ns).Create(ctx, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{{Name: "l", Port: 80, Protocol: gwv1.TCPProtocolType}}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create a Gateway: %v", err)
 	}
 	gw.Status.Addresses = []gwv1.GatewayStatusAddress{{Value: "192.0.2.1"}}
-	if _, err := gc.GatewayV1().Gateways("default").UpdateStatus(ctx, gw, metav1.UpdateOptions{}); err != nil {
+	if _, err := gc.GatewayV1().Gateways(ns).UpdateStatus(ctx, gw, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("write a Gateway's status: %v", err)
 	}
 

@@ -151,10 +151,18 @@ func TestSettleSharesOneReload(t *testing.T) {
 	}
 	for i, p := range passes {
 		clock = clock.Add(p.advance)
-		res, err := d.Apply(ctx, p.cfg)
+		// A companion (tproxy.Ordered) learns what the running worker
+		// serves only through the context: told once as a held-back
+		// pass returns, the structure last applied (the new frontend is
+		// not in it); never for a pass that applied whole.
+		var told []model.Config
+		res, err := d.Apply(driver.WithServed(ctx, func(c model.Config) { told = append(told, c) }), p.cfg)
 		if p.wait > 0 {
 			if !errors.Is(err, driver.ErrDeferred) || res.RetryAfter != p.wait || res.Reloaded {
 				t.Fatalf("pass %d (%s): %v, retry after %v, reloaded %v; want deferred %v", i, p.name, err, res.RetryAfter, res.Reloaded, p.wait)
+			}
+			if len(told) != 1 || len(told[0].Frontends) != 1 || told[0].Frontends[0].Name != fe.Name {
+				t.Fatalf("pass %d (%s): told served %d times (%v), want once, the running %s alone", i, p.name, len(told), frontendNames(told), fe.Name)
 			}
 			if i == 0 {
 				// The running backend's change did not wait.
@@ -165,6 +173,9 @@ func TestSettleSharesOneReload(t *testing.T) {
 		if err != nil || !res.Reloaded {
 			t.Fatalf("pass %d (%s): reloaded %v, %v", i, p.name, res.Reloaded, err)
 		}
+		if len(told) != 0 {
+			t.Fatalf("pass %d (%s) applied whole, yet told served %v", i, p.name, frontendNames(told))
+		}
 		assertServing(t, ctx, lb.p.StatsSocket, p.cfg)
 	}
 	if got := reloads() - before; got != 1 {
@@ -174,4 +185,17 @@ func TestSettleSharesOneReload(t *testing.T) {
 	if res, err := d.Apply(ctx, passes[2].cfg); err != nil || res.Reloaded || res.Ops != 0 {
 		t.Errorf("same config again: reloaded %v, %d ops, %v", res.Reloaded, res.Ops, err)
 	}
+}
+
+// frontendNames is the frontends' names of each model told.
+func frontendNames(told []model.Config) [][]string {
+	var out [][]string
+	for _, c := range told {
+		var names []string
+		for _, f := range c.Frontends {
+			names = append(names, f.Name)
+		}
+		out = append(out, names)
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package runtimeapi
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -226,10 +227,22 @@ func (d *HAProxy) Close() error {
 func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	var res driver.Result
+	var err error
 	if d.opts.Pool.On() {
-		return d.applyPooled(ctx, cfg)
+		res, err = d.applyPooled(ctx, cfg)
+	} else {
+		res, err = d.apply(ctx, cfg)
 	}
-	return d.apply(ctx, cfg)
+	if errors.Is(err, driver.ErrDeferred) && d.known {
+		// A reload held back: what the running worker serves is the part
+		// of the pass applied without it (with a pool, its spares'
+		// view), whose listener map entries the worker holds; a companion
+		// (tproxy.Ordered) may follow that part now. Unknown after a
+		// failure or a reload refused as busy: nothing is told.
+		driver.Served(ctx, d.running)
+	}
+	return res, err
 }
 
 // apply is Apply of a model in HAProxy's names, under d.mu.

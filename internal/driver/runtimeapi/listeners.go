@@ -68,16 +68,3 @@ func mapFile(path string, entries []render.MapEntry, what string) patternFile {
 	}
 	return pf
 }
-
-// Serving returns the model the running worker serves as this driver
-// last applied it (in HAProxy's names: with a pool, its spares), and
-// whether that is known: after a pass whose reload was held back
-// (driver.ErrDeferred), the part of the pass applied without it, whose
-// listener map entries the worker holds (tproxy.Ordered adds their set
-// elements). Unknown after a failure or a reload refused as busy, until
-// the state is read back; read back, it is empty until a pass applies.
-func (d *HAProxy) Serving() (model.Config, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.running, d.known
-}

@@ -203,7 +203,7 @@ func (d *HAProxy) applyBeside(ctx context.Context, cfg model.Config, next spares
 // againAside has the loop come back for the end of the reload aside: a
 // pass that applied all it could (Again), or, when backends wait for the
 // spares that reload brings, held back (ErrDeferred, RetryAfter: their
-// listener set elements wait too, tproxy.Ordered reading Serving).
+// listener set elements wait too: HAProxy.Apply tells tproxy.Ordered only what is served).
 func (d *HAProxy) againAside(res *driver.Result, waiting []string) error {
 	if len(waiting) > 0 {
 		res.RetryAfter = d.asideAgain()

@@ -222,6 +222,8 @@ func (l *dpLab) mapsAreFiles(t *testing.T) {
 // growth reloads (2 s slower) go on aside; at the end every Service is
 // answered by exactly its servers, a removed one by none, and every map
 // the worker holds is its file. No pass is lost to a reload under way.
+// Which passes fall beside a reload here is the timing's;
+// TestPassReturnsDuringHeldGrowthReload forces that interleaving.
 func TestPassesDuringGrowthReloadsConverge(t *testing.T) {
 	l, _ := asideLab(t, true)
 	svc := l.outgrowing(t)

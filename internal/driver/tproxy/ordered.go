@@ -19,13 +19,15 @@ var (
 // its map lacks: elements that go are deleted first, then HAProxy applies
 // (its map files written, then its running maps changed), and only then
 // are the new elements added: all of them when HAProxy applied the whole
-// model; when it held a reload back (driver.ErrDeferred: the pool's
-// growth, say, waiting for a quiet moment) those of the part it serves
-// already (Serving: a new Service in a free spare), so that nothing it
-// serves waits for that reload; none after any other error. A pass that
-// serves its part first and then reloads in the same Apply (the pool's
-// growth let through by the reload gate) adds that part's elements
-// between the two (driver.WithServed). So at every
+// model; those of the part it serves already when it tells so through
+// the context (driver.WithServed): part-way through a pass that serves
+// its part first and then reloads in the same Apply (the pool's growth
+// let through by the reload gate), between the two; and as it returns a
+// pass whose reload it held back (driver.ErrDeferred: the pool's growth,
+// say, waiting for a quiet moment; a new Service in a free spare is
+// served), so that nothing it serves waits for that reload; none after
+// any other error, nor after a deferral whose served part it does not
+// know. So at every
 // moment, a kill of the controller included, every element has its map
 // entry, in the running HAProxy and in the file a restarted one reads; an
 // entry without an element only waits for the next pass (no traffic
@@ -36,20 +38,12 @@ type Ordered struct {
 	Kernel  *Driver
 }
 
-// Serving is what HAProxy's driver tells Ordered after a pass whose reload
-// it held back: the model the running HAProxy serves, its listener's maps
-// included (as HAProxy names it: the binds are the model's), and whether
-// that is known.
-type Serving interface {
-	Serving() (model.Config, bool)
-}
-
 // Apply implements driver.Driver.
 func (o Ordered) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	kr, kerr := o.Kernel.Remove(cfg)
-	// A pass that serves part of itself before a reload (the pool's
-	// serve-first apply, then its growth) tells what is served: its
-	// elements go in then, not after the reload.
+	// What HAProxy tells it serves before the whole pass is (a part
+	// served before a reload in the same pass, or held back with the
+	// reload): its elements go in then, not after the reload.
 	var early driver.Result
 	var eerr error
 	ctx = driver.WithServed(ctx, func(served model.Config) {
@@ -66,24 +60,16 @@ func (o Ordered) Apply(ctx context.Context, cfg model.Config) (driver.Result, er
 	if kerr = errors.Join(kerr, eerr); kerr != nil {
 		return res, errors.Join(err, kerr)
 	}
-	switch s, ok := o.HAProxy.(Serving); {
-	case err == nil:
-		kr, kerr = o.Kernel.Apply(ctx, cfg)
-	case errors.Is(err, driver.ErrDeferred) && ok:
-		served, known := s.Serving()
-		if !known {
-			return res, err
-		}
-		kr, kerr = o.Kernel.ApplyServed(cfg, served)
-	default:
-		return res, err
+	if err != nil {
+		return res, err // deferred: what is served has its elements (above)
 	}
+	kr, kerr = o.Kernel.Apply(ctx, cfg)
 	res.Ops += kr.Ops
 	res.Runtime += kr.Runtime
 	if kerr != nil {
-		return res, errors.Join(err, kerr)
+		return res, kerr
 	}
-	return res, err
+	return res, nil
 }
 
 // Verify implements driver.Verifier: HAProxy's verification, and the
