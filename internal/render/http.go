@@ -44,7 +44,7 @@ const httpLogFormat = `"%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %tsc 
 
 // HTTPMap kinds: the map files of an HTTP frontend (HTTPMapFile).
 const (
-	HTTPHosts    = "hosts"
+	HTTPHosts = "hosts"
 	// HTTPOneLabel holds the one-label wildcards (model.OneLabelPrefix, an
 	// Ingress's "*.x") by their suffix "x": a map of their own, so a
 	// request that no exact host takes looks them up in it (empty, at no
