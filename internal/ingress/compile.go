@@ -117,8 +117,12 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	resolveAs := func(b *netv1.IngressBackend, at string, v variant) string { return resolveIn(ing.Namespace, b, at, v) }
 	resolve := func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, v) }
 	if ext := u.set.access.ext; ext != nil { // extauth.go
-		if b, sns, why := authService(ext.URL, ing.Namespace); b != nil {
-			ext.Backend = resolveIn(sns, b, "annotation "+NginxPrefix+"auth-url", variant{})
+		if b, sns, t, why := authService(ext.URL, ing.Namespace); b != nil {
+			av := variant{}
+			if t != nil {
+				av = variant{tls: t, tlsTag: tlsTag(t, "", "")} // backendtls.go
+			}
+			ext.Backend = resolveIn(sns, b, "annotation "+NginxPrefix+"auth-url", av)
 		} else if why != "" {
 			event("AuthURLClusterService", why)
 		}

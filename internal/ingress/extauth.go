@@ -123,39 +123,46 @@ func (a *extAuthAnnotations) model() *model.ExtAuth {
 }
 
 // authService is the Service an auth URL names (nil when it names
-// none) and its namespace: http://NAME.NAMESPACE.svc[.cluster.local][:PORT]/...,
-// reached through HAProxy's own backend of it (port 80 when none is
-// given), in the Ingress's namespace ns or another one: ingress-nginx
-// reaches any namespace's Service by the cluster's DNS, and oauth2-proxy
-// usually runs in a namespace of its own. why says why such a host is not
-// served that way: https (HAProxy then resolves it with its own
-// resolvers, the nameservers of its host's resolv.conf, which answer for
-// the cluster only if they are its DNS; requests are answered 500 when
-// it does not resolve), or a host that is not NAME.NAMESPACE.svc.
-func authService(u, ns string) (b *netv1.IngressBackend, sns, why string) {
+// none), its namespace and, for an https URL, the TLS to its servers:
+// http[s]://NAME.NAMESPACE.svc[.cluster.local][:PORT]/..., reached
+// through HAProxy's own backend of it (port 80 when none is given, 443
+// over https), in the Ingress's namespace ns or another one:
+// ingress-nginx reaches any namespace's Service by the cluster's DNS, and
+// oauth2-proxy usually runs in a namespace of its own. Over https the
+// backend speaks TLS to the servers as ingress-nginx's auth location
+// does by default: the URL's host sent as SNI (its proxy_ssl_server_name
+// on), the server's certificate not verified (nginx's proxy_ssl_verify
+// off). why says why a host is not served that way: one that is not
+// NAME.NAMESPACE.svc (HAProxy then resolves it with its own resolvers,
+// the nameservers of its host's resolv.conf, which answer for the
+// cluster only if they are its DNS; requests are answered 500 when it
+// does not resolve).
+func authService(u, ns string) (b *netv1.IngressBackend, sns string, t *model.BackendTLS, why string) {
 	p, err := url.Parse(u)
 	if err != nil {
-		return nil, "", ""
+		return nil, "", nil, ""
 	}
-	h := strings.TrimSuffix(strings.ToLower(p.Hostname()), ".")
-	h, ok := strings.CutSuffix(h, ".svc.cluster.local")
+	host := strings.TrimSuffix(strings.ToLower(p.Hostname()), ".")
+	h, ok := strings.CutSuffix(host, ".svc.cluster.local")
 	if !ok {
-		if h, ok = strings.CutSuffix(h, ".svc"); !ok {
-			return nil, "", ""
+		if h, ok = strings.CutSuffix(host, ".svc"); !ok {
+			return nil, "", nil, ""
 		}
 	}
 	name, sns, ok := strings.Cut(h, ".")
 	port := 80
+	if p.Scheme == "https" {
+		port = 443
+	}
 	if pt := p.Port(); pt != "" {
 		port, _ = strconv.Atoi(pt) // checked by model.ExtAuthURLProblem
 	}
-	const dns = ": HAProxy resolves it with the nameservers of its own host (resolv.conf), not through the cluster; " +
-		"unless those answer for the cluster, every request is answered 500"
-	switch {
-	case !ok || name == "" || sns == "" || strings.Contains(sns, "."):
-		return nil, "", "auth-url host " + strconv.Quote(p.Hostname()) + " is not NAME.NAMESPACE.svc" + dns
-	case p.Scheme != "http":
-		return nil, "", "auth-url names a Service over https, which is not sent through HAProxy's backends yet" + dns
+	if !ok || name == "" || sns == "" || strings.Contains(sns, ".") {
+		return nil, "", nil, "auth-url host " + strconv.Quote(p.Hostname()) + " is not NAME.NAMESPACE.svc: HAProxy resolves it with the nameservers " +
+			"of its own host (resolv.conf), not through the cluster; unless those answer for the cluster, every request is answered 500"
 	}
-	return &netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: name, Port: netv1.ServiceBackendPort{Number: int32(port)}}}, sns, ""
+	if p.Scheme == "https" {
+		t = &model.BackendTLS{SNI: host, NoVerify: true}
+	}
+	return &netv1.IngressBackend{Service: &netv1.IngressServiceBackend{Name: name, Port: netv1.ServiceBackendPort{Number: int32(port)}}}, sns, t, ""
 }

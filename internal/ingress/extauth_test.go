@@ -56,28 +56,35 @@ func TestAuthService(t *testing.T) {
 	for _, tc := range []struct {
 		url, svc, ns string // ns: the Service's namespace, "" for the Ingress's
 		port         int32
+		sni          string // over https: the name sent, unverified; "": clear
 		warn         bool
 	}{
-		{"http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", "", 4180, false},
-		{"http://auth.default.svc/check", "auth", "", 80, false},
-		{"http://AUTH.default.SVC./check", "auth", "", 80, false},
-		{"http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", "auth", 4180, false}, // another namespace: as ingress-nginx
-		{"https://auth.default.svc/check", "", "", 0, true},
-		{"http://default.svc/check", "", "", 0, true},
-		{"http://a.b.default.svc/check", "", "", 0, true},
-		{"http://10.0.0.1/auth", "", "", 0, false},
-		{"https://auth.example.com/check", "", "", 0, false},
-		{"http://svc.example.com/check", "", "", 0, false},
+		{"http://oauth2-proxy.default.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", "", 4180, "", false},
+		{"http://auth.default.svc/check", "auth", "", 80, "", false},
+		{"http://AUTH.default.SVC./check", "auth", "", 80, "", false},
+		{"http://oauth2-proxy.auth.svc.cluster.local:4180/oauth2/auth", "oauth2-proxy", "auth", 4180, "", false}, // another namespace: as ingress-nginx
+		{"https://auth.default.svc/check", "auth", "", 443, "auth.default.svc", false},
+		{"https://Auth.Other.svc.cluster.local.:8443/check", "auth", "other", 8443, "auth.other.svc.cluster.local", false},
+		{"http://default.svc/check", "", "", 0, "", true},
+		{"https://default.svc/check", "", "", 0, "", true},
+		{"http://a.b.default.svc/check", "", "", 0, "", true},
+		{"http://10.0.0.1/auth", "", "", 0, "", false},
+		{"https://auth.example.com/check", "", "", 0, "", false},
+		{"http://svc.example.com/check", "", "", 0, "", false},
 	} {
-		b, sns, why := authService(tc.url, "default")
+		b, sns, tls, why := authService(tc.url, "default")
 		if (why != "") != tc.warn {
 			t.Errorf("%s: warning %q, want one: %v", tc.url, why, tc.warn)
 		}
 		switch {
-		case tc.svc == "" && b != nil:
-			t.Errorf("%s: Service %+v, want none", tc.url, b.Service)
+		case tc.svc == "" && (b != nil || tls != nil):
+			t.Errorf("%s: Service %+v (TLS %+v), want none", tc.url, b, tls)
 		case tc.svc != "" && (b == nil || b.Service.Name != tc.svc || b.Service.Port.Number != tc.port || sns != cmp.Or(tc.ns, "default")):
 			t.Errorf("%s: %+v in %q, want %s:%d in %q", tc.url, b, sns, tc.svc, tc.port, cmp.Or(tc.ns, "default"))
+		case tc.svc != "" && tc.sni == "" && tls != nil:
+			t.Errorf("%s: TLS %+v, want clear", tc.url, tls)
+		case tc.sni != "" && (tls == nil || tls.SNI != tc.sni || !tls.NoVerify || !model.ValidBackendTLS(tls)):
+			t.Errorf("%s: TLS %+v, want SNI %q unverified", tc.url, tls, tc.sni)
 		}
 	}
 }

@@ -153,9 +153,16 @@ func ValidBackendName(n string) bool {
 
 // Spec is a's settings as the Lua action reads them (render/extauth.lua):
 // five lines, the method, the URL, the headers passed on (comma
-// separated), the sign-in URL and the backend.
+// separated), the sign-in URL and the backend. With a Backend the URL is
+// written http: the Lua action speaks clear HTTP to the internal
+// frontend's unix socket, and the backend of an https URL's Service
+// speaks TLS to its servers itself (ingress/extauth.go authService).
 func (a *ExtAuth) Spec() string {
-	return a.Method + "\n" + a.URL + "\n" + strings.Join(a.Headers, ",") + "\n" + a.SignIn + "\n" + a.Backend
+	u := a.URL
+	if a.Backend != "" && len(u) > len("https://") && strings.EqualFold(u[:len("https://")], "https://") {
+		u = "http://" + u[len("https://"):]
+	}
+	return a.Method + "\n" + u + "\n" + strings.Join(a.Headers, ",") + "\n" + a.SignIn + "\n" + a.Backend
 }
 
 // extAuthEqual reports whether two settings are the same.

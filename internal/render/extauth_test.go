@@ -22,6 +22,12 @@ func TestExtAuthEntries(t *testing.T) {
 		{"with sign-in", &model.ExtAuth{Method: "HEAD", URL: "http://a.example/x", SignIn: "https://s.example/?a=b"}, "HEAD\nhttp://a.example/x\n\nhttps://s.example/?a=b\n"},
 		{"nginx variables (expanded by the Lua action)", &model.ExtAuth{Method: "GET", URL: "https://$host/oauth2/auth", SignIn: "https://$host/oauth2/start?rd=$escaped_request_uri"},
 			"GET\nhttps://$host/oauth2/auth\n\nhttps://$host/oauth2/start?rd=$escaped_request_uri\n"},
+		// A Service's backend: the Lua action asks the internal frontend in
+		// clear; the backend of an https URL speaks TLS itself.
+		{"a Service over https", &model.ExtAuth{Method: "GET", URL: "https://auth.ns.svc:8443/x", Backend: "ing_ns_auth_8443_s1"},
+			"GET\nhttp://auth.ns.svc:8443/x\n\n\ning_ns_auth_8443_s1"},
+		{"a Service over http", &model.ExtAuth{Method: "GET", URL: "http://auth.ns.svc/x", Backend: "ing_ns_auth_80"}, "GET\nhttp://auth.ns.svc/x\n\n\ning_ns_auth_80"},
+		{"https without a backend", &model.ExtAuth{Method: "GET", URL: "https://auth.example/x"}, "GET\nhttps://auth.example/x\n\n\n"},
 		{"an unknown variable", &model.ExtAuth{Method: "GET", URL: "https://$hostname/auth"}, "-"},
 		{"a URL that is not valid", &model.ExtAuth{Method: "GET", URL: "http://a.example/x\nglobal"}, "-"},
 		{"a method that is not valid", &model.ExtAuth{Method: "GET\n", URL: "http://a.example/x"}, "-"},

@@ -14,8 +14,9 @@ import (
 // rules of their own (structure). The rules, in order:
 //
 //  1. host: the Host header without its port, lower case, looked up
-//     exactly, then as "+." + the host less its first label (a one-label
-//     wildcard, model.OneLabelPrefix: an Ingress's), then as "*." + the
+//     exactly, then the host less its first label in the one-label
+//     wildcards' map (model.OneLabelPrefix: an Ingress's; HTTPOneLabel,
+//     keyed by the suffix), then as "*." + the
 //     host less its first label, less two, ... (WildcardDepth times: the
 //     longest wildcard first), then AnyHost; the value is the host's id "hN".
 //  2. path: "hN" + path looked up exactly (Exact, and every PathPrefix
@@ -43,7 +44,13 @@ const httpLogFormat = `"%ci:%cp [%tr] %ft %b/%s %TR/%Tw/%Tc/%Tr/%Ta %ST %B %tsc 
 
 // HTTPMap kinds: the map files of an HTTP frontend (HTTPMapFile).
 const (
-	HTTPHosts    = "hosts"
+	HTTPHosts = "hosts"
+	// HTTPOneLabel holds the one-label wildcards (model.OneLabelPrefix, an
+	// Ingress's "*.x") by their suffix "x": a map of their own, so a
+	// request that no exact host takes looks them up in it (empty, at no
+	// cost to speak of, while no Ingress has a wildcard host) by a suffix
+	// the rule already has, with no key to format.
+	HTTPOneLabel = "onelabel"
 	HTTPExact    = "exact"
 	HTTPPrefix   = "prefix"
 	HTTPMatch    = "match"
@@ -53,7 +60,7 @@ const (
 )
 
 // HTTPMapKinds are the kinds, in the order the driver updates them.
-var HTTPMapKinds = []string{HTTPRanges, HTTPUsers, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPPass, HTTPMatch, HTTPExact, HTTPPrefix, HTTPHosts}
+var HTTPMapKinds = []string{HTTPRanges, HTTPUsers, HTTPAccessMap, HTTPBackends, HTTPRedirect, HTTPHeaders, HTTPRewrite, HTTPTimeouts, HTTPCORS, HTTPListeners, HTTPPass, HTTPMatch, HTTPExact, HTTPPrefix, HTTPOneLabel, HTTPHosts}
 
 // HTTPMapFile is the map of kind of HTTP frontend fe under dir.
 func HTTPMapFile(dir, fe, kind string) string {
@@ -85,8 +92,7 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 		}
 	}
 	w("\thttp-request set-var(txn.hid) var(txn.host),map_str(" + m(HTTPHosts) + ")")
-	w("\thttp-request set-var-fmt(txn.hw) \"" + model.OneLabelPrefix + "%[var(txn.host),field(2,.,0)]\"" + hidMissing)
-	w("\thttp-request set-var(txn.hid) var(txn.hw),map_str(" + m(HTTPHosts) + ")" + hidMissing)
+	w("\thttp-request set-var(txn.hid) var(txn.host),field(2,.,0),map_str(" + m(HTTPOneLabel) + ")" + hidMissing)
 	for i := 2; i < 2+WildcardDepth; i++ {
 		w("\thttp-request set-var-fmt(txn.hw) \"*.%[var(txn.host),field(" + strconv.Itoa(i) + ",.,0)]\"" + hidMissing)
 		w("\thttp-request set-var(txn.hid) var(txn.hw),map_str(" + m(HTTPHosts) + ")" + hidMissing)

@@ -70,6 +70,9 @@ func TestHTTPStructure(t *testing.T) {
 		same   bool
 	}{
 		{"a host added", func(h *model.HTTP) { h.Hosts = append(h.Hosts, model.HTTPHost{Name: "c.example.com"}) }, true},
+		{"a one-label wildcard added", func(h *model.HTTP) {
+			h.Hosts = append(h.Hosts, model.HTTPHost{Name: model.OneLabelPrefix + "example.com", Rules: h.Hosts[1].Rules})
+		}, true},
 		{"a path changed", func(h *model.HTTP) { h.Hosts[0].Rules[0].Path = "/other" }, true},
 		{"a weight changed", func(h *model.HTTP) { h.Actions[2].Backends[0].Weight = 1 }, true},
 		{"a header value changed", func(h *model.HTTP) { h.Hosts[0].Rules[1].Headers[0].Value = "three" }, true},
@@ -134,5 +137,49 @@ func TestHTTPMapsRefuseSyntax(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A one-label wildcard (an Ingress's "*.foo.com", "+.foo.com" in the
+// table) is an entry of the onelabel map keyed by its suffix, never of
+// the hosts map, which keeps the exact names and the Gateways' "*."
+// wildcards; without one the onelabel map is empty, so the rule that
+// reads it costs a lookup in an empty map.
+func TestHTTPOneLabelMap(t *testing.T) {
+	rule := []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}
+	act := []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "b", Weight: 1}}}}
+	for _, tc := range []struct {
+		name            string
+		hosts           []string
+		onelabel, exact []string // the keys of each map
+	}{
+		{"no one-label wildcard", []string{"a.foo.com", "*.foo.com", model.AnyHost}, nil, []string{"a.foo.com", "*.foo.com", model.AnyHost}},
+		{"one beside a Gateway's wildcard of the same suffix", []string{"a.foo.com", "+.foo.com", "*.foo.com", "+.bar.com"},
+			[]string{"foo.com", "bar.com"}, []string{"a.foo.com", "*.foo.com"}},
+	} {
+		h := &model.HTTP{Port: 80, Actions: act}
+		for _, n := range tc.hosts {
+			h.Hosts = append(h.Hosts, model.HTTPHost{Name: n, Rules: rule})
+		}
+		maps := HTTPMaps(h)
+		keys := func(kind string) []string {
+			var out []string
+			for _, e := range maps[kind] {
+				out = append(out, e.Key)
+			}
+			return out
+		}
+		if got := keys(HTTPOneLabel); strings.Join(got, " ") != strings.Join(tc.onelabel, " ") {
+			t.Errorf("%s: onelabel map keys %q, want %q", tc.name, got, tc.onelabel)
+		}
+		if got := keys(HTTPHosts); strings.Join(got, " ") != strings.Join(tc.exact, " ") {
+			t.Errorf("%s: hosts map keys %q, want %q", tc.name, got, tc.exact)
+		}
+	}
+	o := opts
+	o.ACLDir = goldenACLDir
+	text := string(Config(httpRouted(), nil, o))
+	if want := "var(txn.host),field(2,.,0),map_str("; !strings.Contains(text, want) || strings.Contains(text, `"+.%[`) {
+		t.Errorf("the one-label rule does not look the suffix up in its own map:\n%s", text)
 	}
 }

@@ -122,6 +122,10 @@ func lowerHost(p *placer, host model.HTTPHost, sets map[string]string, aids []st
 			return r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), pre)
 		})
 	}
+	if rest, ok := strings.CutPrefix(host.Name, model.OneLabelPrefix); ok {
+		p.add(HTTPOneLabel, HTTPMapEntry{rest, p.place("h", paths)})
+		return
+	}
 	p.add(HTTPHosts, HTTPMapEntry{host.Name, p.place("h", paths)})
 }
 

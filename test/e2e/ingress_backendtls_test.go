@@ -42,6 +42,23 @@ func tlsPod(t *testing.T, name, ip string, port int, cert testcert.Cert) {
 	t.Cleanup(func() { _ = srv.Close() })
 }
 
+// serveTLSPod serves h over TLS with cert at ip:port (an address of the
+// test's own network namespace) until the test ends.
+func serveTLSPod(t *testing.T, ip string, port int, cert testcert.Cert, h http.Handler) {
+	t.Helper()
+	pair, err := tls.X509KeyPair(cert.PEM(), cert.KeyPEM(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", net.JoinHostPort(ip, fmt.Sprint(port)), &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: h}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
 // TestIngressBackendTLS: backend TLS annotations on real HAProxy to a
 // Pod speaking TLS with a certificate for web.internal from a test CA:
 // ingress-nginx's backend-protocol HTTPS unverified (its default), and

@@ -12,6 +12,7 @@ import (
 	netv1 "k8s.io/api/networking/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
 // authAnswer is what a request to an Ingress got: its status, body and
@@ -54,7 +55,10 @@ func askThrough(port int, host, path, token string) (authAnswer, error) {
 // connections are 500; an Ingress without auth-url never asks. An
 // auth-url naming a cluster Service (NAME.NS.svc.cluster.local) is asked
 // through HAProxy's own backend of that Service, of the Ingress's
-// namespace or another one. nginx variables ($host,
+// namespace or another one; over https (authtls.NS.svc.cluster.local,
+// port 443) with TLS to its servers, the URL's host as SNI and Host, the
+// server's certificate (of a CA HAProxy is not given) not verified, as
+// ingress-nginx by default. nginx variables ($host,
 // $escaped_request_uri, $scheme, $http_*, $arg_*, $uri, $request_method)
 // in the auth URL (its query and its host) and in auth-signin
 // (oauth2-proxy's https://$host/oauth2/start?rd=$escaped_request_uri)
@@ -73,7 +77,7 @@ func TestIngressExtAuth(t *testing.T) {
 	g.httpService("web", podAddrs[0])
 	var asked atomic.Int64
 	var origin atomic.Value
-	servePod(t, podAddrs[1], 9000, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	authServer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		asked.Add(1)
 		origin.Store(r.Header.Get("X-Original-URL"))
 		if r.URL.Path == "/deny" {
@@ -87,7 +91,11 @@ func TestIngressExtAuth(t *testing.T) {
 		}
 		switch r.Header.Get("X-Token") {
 		case "ok":
-			w.Header().Set("X-User", "alice")
+			user := "alice"
+			if r.TLS != nil { // over https: the server name HAProxy sent, and the Host
+				user += " sni=" + r.TLS.ServerName + " host=" + r.Host
+			}
+			w.Header().Set("X-User", user)
 			w.WriteHeader(http.StatusOK)
 		case "no":
 			w.WriteHeader(http.StatusForbidden)
@@ -97,7 +105,12 @@ func TestIngressExtAuth(t *testing.T) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="test"`)
 			w.WriteHeader(http.StatusUnauthorized)
 		}
-	}))
+	})
+	servePod(t, podAddrs[1], 9000, authServer)
+	// The same auth server over https, with a certificate of a CA HAProxy
+	// is not given (ingress-nginx does not verify the auth server's).
+	tlsName := "authtls." + ns + ".svc.cluster.local"
+	serveTLSPod(t, podAddrs[1], 9443, testcert.Issue(t, testcert.Spec{CN: tlsName, DNS: []string{tlsName}}, testcert.CA(t, "auth CA")), authServer)
 	authURL := "http://" + podAddrs[1] + ":9000/auth"
 	guarded := map[string]string{n + "auth-url": authURL, n + "auth-response-headers": "X-User"}
 	g.create(
@@ -120,6 +133,11 @@ func TestIngressExtAuth(t *testing.T) {
 			n + "auth-signin": "https://$host/oauth2/start?rd=$escaped_request_uri"}, prefix("/", "web")),
 	)
 	g.podsService("authsvc", 9000, podAddrs[1])
+	// A cluster Service over https (port 443 when none is named): its own
+	// backend speaking TLS to the servers.
+	g.podsServiceAt(ns, "authtls", 443, 9443, podAddrs[1])
+	g.create(ingressOf("svctls", "svctls.example.com", map[string]string{n + "auth-url": "https://" + tlsName + "/auth",
+		n + "auth-response-headers": "X-User"}, prefix("/", "web")))
 	// Another namespace's Service (oauth2-proxy's usual place): the same.
 	g.podsServiceIn("auth", "authsvc", 9000, podAddrs[1])
 	g.create(ingressOf("otherns", "otherns.example.com", map[string]string{n + "auth-url": "http://authsvc.auth.svc.cluster.local/auth",
@@ -174,6 +192,9 @@ func TestIngressExtAuth(t *testing.T) {
 		want("svc.example.com", "/", "", 401, nil),
 		want("otherns.example.com", "/", "ok", 200, body("user=alice token=ok")),
 		want("otherns.example.com", "/", "", 401, nil),
+		want("svctls.example.com", "/", "ok", 200, body("user=alice sni="+tlsName+" host="+tlsName+" token=ok")),
+		want("svctls.example.com", "/", "no", 403, nil),
+		want("svctls.example.com", "/", "", 401, nil),
 	)
 	checkAll(t,
 		want("vars.example.com", "/p?page=2", "ok", 200, body("user=host=vars.example.com&rd=%2Fp%3Fpage%3D2&s=http&t=ok&p=2&u=/p&m=GET token=ok")),

@@ -14,7 +14,8 @@ import (
 // ingress-controller-conformance host_rules feature checks): bar.foo.com
 // is served, baz.bar.foo.com and foo.com are not (404), beside an exact
 // host; a Gateway's wildcard keeps taking one label or more (render's
-// "*." lookups, the HTTPRoute tests and the Gateway API suite).
+// "*." lookups, the HTTPRoute tests and the Gateway API suite). A
+// wildcard added and one removed on a running controller: 0 reloads.
 func TestIngressWildcardOneLabel(t *testing.T) {
 	g, ok := newPlainIngressEnv(t)
 	if !ok {
@@ -42,6 +43,22 @@ func TestIngressWildcardOneLabel(t *testing.T) {
 		if err := answers(port, false, c.host, "/", c.status, c.want)(); err != nil {
 			t.Error(err)
 		}
+	}
+	// A wildcard added to and one removed from a running controller: map
+	// data (the one-label map), no reload (the backend stays in use: a
+	// backend removed is structure).
+	reloads := g.reloads()
+	g.create(ingressOf("wild2", "*.baz.com", nil, prefix("/", "web")))
+	g.eventually("a wildcard added", answers(port, false, "a.baz.com", "/", 200, "web "))
+	if err := g.ing.Ingresses(ns).Delete(bg, "wild", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g.eventually("a wildcard removed", answers(port, false, "bar.foo.com", "/", 404, ""))
+	if err := answers(port, false, "b.a.baz.com", "/", 404, "")(); err != nil {
+		t.Error(err)
+	}
+	if r := g.reloads(); r != reloads {
+		t.Errorf("a wildcard host added and one removed reloaded HAProxy %d times, want 0", r-reloads)
 	}
 }
 

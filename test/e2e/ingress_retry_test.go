@@ -48,11 +48,17 @@ func (g *ingressEnv) podsService(name string, port int32, ips ...string) {
 // podsServiceIn is podsService in namespace sns (created when missing).
 func (g *ingressEnv) podsServiceIn(sns, name string, port int32, ips ...string) {
 	g.t.Helper()
+	g.podsServiceAt(sns, name, 80, port, ips...)
+}
+
+// podsServiceAt is podsServiceIn with the Service's port svcPort.
+func (g *ingressEnv) podsServiceAt(sns, name string, svcPort, port int32, ips ...string) {
+	g.t.Helper()
 	if _, err := g.client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		g.t.Fatal(err)
 	}
 	if _, err := g.client.CoreV1().Services(sns).Create(bg, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: 80, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "tcp", Port: svcPort, Protocol: corev1.ProtocolTCP}}}}, metav1.CreateOptions{}); err != nil {
 		g.t.Fatal(err)
 	}
 	var eps []lab.Endpoint
