@@ -110,6 +110,8 @@ type fragment struct {
 	actions  []model.HTTPAction
 	matches  []fragMatch
 	backends []*model.Backend // a slice, not the map compileRoute fills: thousands are kept
+	names    *model.HTTPShape // its actions' part of the table's shape, once named (tableshape.go)
+	named    bool
 }
 
 type fragMatch struct {
