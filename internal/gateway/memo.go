@@ -258,7 +258,9 @@ func (m *Memo) moved(w *world) {
 // entry is r's entry for this pass: the last pass's when r read the
 // same Services and EndpointSlices in the same world, else an empty one.
 // It is kept on the route (no map of every route's entry to look up and
-// to sweep: an entry goes with its route). nil without a memo.
+// to sweep: an entry goes with its route; one of a route no pass asks
+// for any longer, not served, stays until the route goes or is asked
+// again). nil without a memo.
 func (m *Memo) entry(r *route, w *world) *routeEntry {
 	if m == nil || !m.on {
 		return nil
