@@ -155,12 +155,11 @@ type route struct {
 	kept      bool            // invalid, but its last valid rules are served (routememo.go)
 	snis      []listenerSNIs  // routeSNIs by listener hostname, kept with Memo (memo.go)
 	ks        string          // key.String(), made once
-	e         *routeEntry     // its memo entry in pass epass (memo.go)
-	epass     int
-	rank      ranked   // its place in the last pass's order (ordermemo.go)
-	made      int      // the memo's pass that made it (routesdelta.go)
-	seen      int      // the memo's last pass that saw its object (memo.go: forgotten after a pass without)
-	tab       tabMarks // its places in a table's update (tablestamps.go)
+	e         *routeEntry     // its memo entry (memo.go)
+	rank      ranked          // its place in the last pass's order (ordermemo.go)
+	made      int             // the memo's pass that made it (routesdelta.go)
+	seen      int             // the memo's last pass that saw its object (memo.go: forgotten after a pass without)
+	tab       tabMarks        // its places in a table's update (tablestamps.go)
 	// sts: its parents' status in pass stsPass (routesdelta.go).
 	sts     []gwv1.RouteParentStatus
 	stsPass int

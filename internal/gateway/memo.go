@@ -34,12 +34,14 @@ import (
 // The caller (the gateway loop) owns it and passes it in Options.Memo;
 // nil: every pass computes every route. One pass at a time.
 type Memo struct {
-	pass    int
-	on      bool             // this pass may use the entries
-	world   map[any]struct{} // the objects every route reads, last pass
-	routes  map[*gwv1.HTTPRoute]*route
-	byKey   map[RouteKey]keyedRoute // the routes by name, for stand-ins (worldmemo.go)
-	entries map[*route]*routeEntry
+	pass   int
+	on     bool             // this pass may use the entries
+	world  map[any]struct{} // the objects every route reads, last pass
+	routes map[*gwv1.HTTPRoute]*route
+	byKey  map[RouteKey]keyedRoute // the routes by name, for stand-ins (worldmemo.go)
+	// egen: the world's generation; a route's entry (route.e) holds
+	// while it is of this one (every route's forgotten at once).
+	egen    int
 	status  RouteStatuses           // the last result's (routestatuses.go)
 	tables  map[tableKey]*tableMemo // each HTTP frontend's table (tablememo.go)
 	stamps  stamper                 // for the tables' updates (tablestamps.go)
@@ -53,9 +55,11 @@ type Memo struct {
 	// pass, each the object it stands for (worldmemo.go); nextObjs this
 	// pass's, being made.
 	objs, nextObjs map[worldKey]any
-	// nSeen and nUsed count the routes seen and the entries used in the
-	// pass: end walks the maps only when some were not.
-	nSeen, nUsed int
+	// nSeen counts the routes seen in the pass: end walks the routes
+	// only when some were not.
+	nSeen int
+	// sweeps counts the passes that walked every route kept (tests).
+	sweeps int
 	// nPrev counts the routes of the last pass's status seen again in
 	// this one, delta the routes whose status may have changed
 	// (routesdelta.go).
@@ -80,6 +84,7 @@ type Memo struct {
 
 // routeEntry is what the memo keeps of one route.
 type routeEntry struct {
+	gen   int // Memo.egen when made
 	pass  int
 	refs  []resolvedRef // resolve(r); nil until asked
 	frags []fragAt      // one or a few: a slice, not a map (thousands are kept)
@@ -110,6 +115,8 @@ type fragment struct {
 	actions  []model.HTTPAction
 	matches  []fragMatch
 	backends []*model.Backend // a slice, not the map compileRoute fills: thousands are kept
+	names    *model.HTTPShape // its actions' part of the table's shape, once named (tableshape.go)
+	named    bool
 }
 
 type fragMatch struct {
@@ -123,7 +130,7 @@ func (m *Memo) begin(in Input) {
 		return
 	}
 	m.pass++
-	m.nSeen, m.nUsed = 0, 0
+	m.nSeen = 0
 	m.nPrev, m.delta = 0, nil // routesdelta.go
 	m.on = len(in.BackendTLSPolicies) == 0
 	world := make(map[any]struct{}, len(in.Classes)+len(in.Gateways)+len(in.Grants)+len(in.Namespaces)+len(in.Secrets))
@@ -147,8 +154,8 @@ func (m *Memo) begin(in Input) {
 		world[m.standIn("ListenerSet", o, sameListenerSet)] = struct{}{}
 	}
 	m.objs = m.nextObjs
-	if !m.on || !sameSet(m.world, world) || m.entries == nil {
-		m.entries = map[*route]*routeEntry{}
+	if !m.on || !sameSet(m.world, world) {
+		m.egen++ // every route's entry forgotten
 	}
 	m.world = world
 	if m.routes == nil {
@@ -164,16 +171,10 @@ func (m *Memo) end(res *Result) {
 		return
 	}
 	if m.nSeen < len(m.routes) { // else every one was seen: nothing to walk
+		m.sweeps++
 		for h, r := range m.routes {
 			if r.seen != m.pass {
 				m.forgetRoute(h, r) // worldmemo.go
-			}
-		}
-	}
-	if m.nUsed < len(m.entries) {
-		for r, e := range m.entries {
-			if e.pass != m.pass {
-				delete(m.entries, r)
 			}
 		}
 	}
@@ -207,6 +208,7 @@ func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *ro
 	if !ok {
 		r = m.routeStandIn(h) // worldmemo.go: our status write echoed
 		if r == nil {
+			m.replaced(h)
 			r = mk(h)
 		}
 		r.made = m.pass
@@ -253,25 +255,25 @@ func (m *Memo) moved(w *world) {
 	m.svcs, m.slices = w.services, w.slices
 }
 
-// entry is r's entry for this pass: the last one when r read the same
-// Services and EndpointSlices, else an empty one. nil without a memo.
+// entry is r's entry for this pass: the last pass's when r read the
+// same Services and EndpointSlices in the same world, else an empty one.
+// It is kept on the route (no map of every route's entry to look up and
+// to sweep: an entry goes with its route; one of a route no pass asks
+// for any longer, not served, stays until the route goes or is asked
+// again). nil without a memo.
 func (m *Memo) entry(r *route, w *world) *routeEntry {
 	if m == nil || !m.on {
 		return nil
 	}
-	if r.epass == m.pass && r.e != nil {
-		return r.e // asked before in this pass
-	}
-	e := m.entries[r]
-	if e == nil || e.pass != m.pass && !e.freshSince(r, m.changed) {
-		e = &routeEntry{}
-		m.entries[r] = e
-	}
-	if e.pass != m.pass {
-		m.nUsed++
+	e := r.e
+	switch {
+	case e != nil && e.gen == m.egen && e.pass == m.pass:
+		return e // asked before in this pass
+	case e == nil || e.gen != m.egen || e.pass != m.pass-1 || !e.freshSince(r, m.changed):
+		e = &routeEntry{gen: m.egen}
+		r.e = e
 	}
 	e.pass = m.pass
-	r.e, r.epass = e, m.pass
 	return e
 }
 

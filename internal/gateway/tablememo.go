@@ -41,6 +41,12 @@ type tableMemo struct {
 	spare         [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
 	actsHW        int            // the largest length a table has had over t.Actions' array (tableactions.go)
 	remap, owner0 []int          // arrays update reuses: its renumbering, the owners before the last
+	// The header sets of t's rules, counted, and their sorted list (nil:
+	// to be made again); buffers for their keys (tableshape.go).
+	sets    map[string]*headerSet
+	hsets   [][]string
+	nameBuf []string
+	keyBuf  []byte
 }
 
 // tableInput is one listener's part: its served routes, in order, and
@@ -95,6 +101,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	slots := make([][]tableSlot, len(ls))
 	var spare, last [][]tableSlot
 	n, acts := 0, actionsOf{} // tableactions.go
+	var names model.HTTPShape // the places' action names (tableshape.go)
 	if old != nil {           // room for a few more: a new route must not copy them all again
 		acts = actionsOf{base: old.t.Actions, hw: old.actsHW, room: len(old.t.Actions) + len(old.t.Actions)/64 + 8}
 		spare, last = old.spare, old.slots()
@@ -109,6 +116,9 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 			f := w.fragment(a, port, scheme, backends) // memo.go
 			slots[i] = append(slots[i], tableSlot{r: a.r, f: f, snis: a.snis, age: age, off: acts.len()})
 			acts.add(f.actions)
+			if an := f.actionNames(); an != nil {
+				names.Add(an)
+			}
 			n++
 		}
 	}
@@ -134,6 +144,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old.pass = m.pass
 	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
+	t.Shape = old.shapeOf(names) // tableshape.go
 	old.t, old.actsHW = t, acts.hw
 	m.tables[k] = old
 	return t
@@ -165,6 +176,7 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 		t.Hosts = append(t.Hosts, tm.ls[o].host(h))
 	}
 	tm.t = t
+	tm.countAll() // tableshape.go
 }
 
 // update brings the index to slots and builds again the hosts whose
@@ -285,6 +297,10 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	}
 	for i := range add {
 		add[i].at = tm.find(add[i].owner, add[i].host.Name)
+		tm.countHost(&add[i].host, 1) // tableshape.go
+	}
+	for i := range removed {
+		tm.countHost(&hosts[i], -1)
 	}
 	if renumber {
 		hosts = renumbered(hosts, removed, remap)

@@ -36,6 +36,10 @@ type tableWorld struct {
 	// twice (a parentRef with its section and one without): the table
 	// is then built whole.
 	twice int
+	// shapes: rules match on one of a few sets of headers and a method,
+	// and change request and response headers, so that a table's header
+	// sets and action names come and go (tableshape.go).
+	shapes bool
 }
 
 func newTableWorld(seed uint64, n, catchAll int) *tableWorld {
@@ -91,9 +95,39 @@ func (w *tableWorld) route(i int) {
 			rule.Matches = append(rule.Matches, gwv1.HTTPRouteMatch{})
 		}
 		rule.BackendRefs = []gwv1.HTTPBackendRef{{BackendRef: ref("", "s"+strconv.Itoa(w.rnd.IntN(7)), 80, int32(1+w.rnd.IntN(3)))}}
+		if w.shapes {
+			w.shape(&rule)
+		}
 		r.Spec.Rules = append(r.Spec.Rules, rule)
 	}
 	w.routes[name] = r
+}
+
+// shape gives rule's first match some of a few headers (or a method) to
+// match on, and the rule, at times, header changes of each kind, their
+// names from a few: the shapes of the tables (tableshape.go) change.
+func (w *tableWorld) shape(rule *gwv1.HTTPRouteRule) {
+	name := func() gwv1.HTTPHeaderName { return gwv1.HTTPHeaderName("X-" + strconv.Itoa(w.rnd.IntN(4))) }
+	m := &rule.Matches[0]
+	m.Headers = nil
+	for range w.rnd.IntN(3) {
+		m.Headers = append(m.Headers, gwv1.HTTPHeaderMatch{Name: name(), Value: "v"})
+	}
+	if w.rnd.IntN(4) == 0 {
+		get := gwv1.HTTPMethodGet
+		m.Method = &get
+	}
+	mods := func() *gwv1.HTTPHeaderFilter {
+		return &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: name(), Value: "1"}}, Remove: []string{"x-r" + strconv.Itoa(w.rnd.IntN(2))}}
+	}
+	switch w.rnd.IntN(6) {
+	case 0:
+		rule.Filters = append(rule.Filters, gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: mods()})
+	case 1:
+		rule.Filters = append(rule.Filters, gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterResponseHeaderModifier, ResponseHeaderModifier: mods()})
+	case 2:
+		rule.BackendRefs[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: mods()}}
+	}
 }
 
 // edit changes the world at random and says how.
@@ -141,16 +175,18 @@ func TestTableMemoIsTheWholeTable(t *testing.T) {
 		routes, catchAll, step int
 		kept                   bool // tables built from the last one at least as often as whole
 		twice                  int  // a route in twice attached twice to a listener (tableWorld)
+		shapes                 bool // header sets and names coming and going (tableWorld)
 	}{
-		{"small", 1, 20, 2, 300, true, 0},
-		{"larger", 2, 200, 3, 120, true, 0},
-		{"no catch-all", 3, 120, 0, 200, true, 0},
-		{"catch-alls anywhere", 4, 60, 60, 200, false, 0},
-		{"routes on a listener twice", 6, 60, 0, 200, false, 8},
+		{"small", 1, 20, 2, 300, true, 0, false},
+		{"larger", 2, 200, 3, 120, true, 0, false},
+		{"no catch-all", 3, 120, 0, 200, true, 0, false},
+		{"catch-alls anywhere", 4, 60, 60, 200, false, 0, false},
+		{"routes on a listener twice", 6, 60, 0, 200, false, 8, false},
+		{"header sets and names", 7, 40, 2, 300, true, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newTableWorld(tc.seed, tc.routes, tc.catchAll)
-			w.twice = tc.twice
+			w.twice, w.shapes = tc.twice, tc.shapes
 			memo := &Memo{}
 			withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: memo}
 			whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}

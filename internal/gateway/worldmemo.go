@@ -54,6 +54,17 @@ func (m *Memo) routeStandIn(h *gwv1.HTTPRoute) *route {
 	return k.r
 }
 
+// replaced forgets the route of the last object of h's name, which h,
+// another object (not a stand-in), replaces: the pass then finds no
+// route it did not see, and walks none of the thousands it kept
+// (Memo.end). One already seen in this pass is left to end.
+func (m *Memo) replaced(h *gwv1.HTTPRoute) {
+	k, ok := m.byKey[RouteKey{KindHTTPRoute, Key{h.Namespace, h.Name}}]
+	if ok && k.obj != h && k.r.seen != m.pass {
+		delete(m.routes, k.obj)
+	}
+}
+
 // forgetRoute forgets route r of object h (deleted).
 func (m *Memo) forgetRoute(h *gwv1.HTTPRoute, r *route) {
 	delete(m.routes, h)

@@ -30,6 +30,12 @@ type HTTP struct {
 	// Passthrough, on a frontend that terminates TLS: the server names
 	// not terminated (passthrough.go); nil: none.
 	Passthrough *Passthrough
+
+	// Shape, when set, is the table's structure data as Hosts and
+	// Actions give it (httpshape.go), kept by a producer that builds the
+	// table from its last one (the gateway's table memo); nil: computed
+	// from them when asked. Equal ignores it.
+	Shape *HTTPShape
 }
 
 // HTTPHost is one host name of the table: an exact name ("a.example.com"),
@@ -105,7 +111,9 @@ func (r HTTPRule) MatchNames() []string {
 	return r.appendMatchNames(make([]string, 0, len(r.Headers)+len(r.Query)+1))
 }
 
-// appendMatchNames appends MatchNames to names (its length zero).
+// AppendMatchNames appends MatchNames to names (its length zero).
+func (r HTTPRule) AppendMatchNames(names []string) []string { return r.appendMatchNames(names) }
+
 func (r HTTPRule) appendMatchNames(names []string) []string {
 	for _, m := range r.Headers {
 		names = append(names, m.Name)
@@ -228,6 +236,9 @@ func ValidHeaderSetValue(v string) bool {
 // match on (MethodMatch for a method), each sorted, the empty set first: the structure of the
 // matching rules (render/http.go writes one lookup per set).
 func (h *HTTP) HeaderSets() [][]string {
+	if h.Shape != nil {
+		return h.Shape.HeaderSets
+	}
 	out := [][]string{{}}
 	var names []string // one rule's, reused: a set is copied only when new
 	has := func(s []string) bool { return slices.Equal(s, names) }
@@ -239,13 +250,21 @@ func (h *HTTP) HeaderSets() [][]string {
 			}
 		}
 	}
-	slices.SortFunc(out[1:], func(a, b []string) int { return strings.Compare(strings.Join(a, ","), strings.Join(b, ",")) })
+	SortHeaderSets(out[1:])
 	return out
+}
+
+// SortHeaderSets sorts sets as HeaderSets orders them after the empty set.
+func SortHeaderSets(sets [][]string) {
+	slices.SortFunc(sets, func(a, b []string) int { return strings.Compare(strings.Join(a, ","), strings.Join(b, ",")) })
 }
 
 // ModifiedHeaders are the header names the actions set, add or remove,
 // sorted: a rule of the configuration each.
 func (h *HTTP) ModifiedHeaders() []string {
+	if h.Shape != nil {
+		return h.Shape.Modified
+	}
 	var out []string
 	for _, a := range h.Actions {
 		out = append(out, HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove}.Names()...)

@@ -70,6 +70,9 @@ func (a *HTTPAccess) Empty() bool {
 // action carries an HTTPAccess (an empty one declares them, so that the
 // first range a route is given is map data, not structure).
 func (h *HTTP) HasAccess() bool {
+	if h.Shape != nil {
+		return h.Shape.Access
+	}
 	return slices.ContainsFunc(h.Actions, func(a HTTPAction) bool { return a.Access != nil })
 }
 

@@ -125,6 +125,9 @@ func extEqual(a, b *HTTPActionExt) bool {
 // ResponseHeaders are the response header names the actions change,
 // sorted: a rule of the configuration each.
 func (h *HTTP) ResponseHeaders() []string {
+	if h.Shape != nil {
+		return h.Shape.Response
+	}
 	var out []string
 	for _, a := range h.Actions {
 		if a.Ext != nil {
@@ -138,6 +141,9 @@ func (h *HTTP) ResponseHeaders() []string {
 // BackendHeaders are the request header names some backend's own
 // changes touch, sorted: a rule of the configuration each.
 func (h *HTTP) BackendHeaders() []string {
+	if h.Shape != nil {
+		return h.Shape.Backend
+	}
 	var out []string
 	for _, a := range h.Actions {
 		if a.Ext == nil {
