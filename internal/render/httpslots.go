@@ -53,6 +53,39 @@ func (m *HTTPMapsMemo) release(gone []*lowered) {
 	}
 }
 
+// fits reports whether no id of the memo's table stands for two
+// contents (addLowered would report false): a walk of the table's
+// places that adds nothing.
+func (m *HTTPMapsMemo) fits() bool {
+	m.pass++
+	check := func(l *lowered) bool {
+		for i := range l.places {
+			pl := &l.places[i]
+			if s := pl.slot; s != nil {
+				if s.stamp == m.pass {
+					if s.sum != pl.sum {
+						return false
+					}
+					continue
+				}
+				s.stamp, s.sum = m.pass, pl.sum
+			}
+		}
+		return true
+	}
+	for _, s := range m.seenA {
+		if !check(s.l) {
+			return false
+		}
+	}
+	for _, s := range m.seenH {
+		if !check(s.l) {
+			return false
+		}
+	}
+	return true
+}
+
 // addLowered adds l's placements to out, each id once in the call
 // stamped pass, and reports false when an id stands for another content
 // in this call already.
