@@ -13,16 +13,19 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/cputime"
 )
 
-// withNewRoute is h with a new route's host put at place at (the
-// compiler's table keeps its hosts in order, so a new route's host lands
-// among them and moves every host after it) and its action appended
-// (the compiler writes a new route's actions past the last table's),
-// every other host's rules and action's slices shared with h, as the
-// compiler's memo hands them from pass to pass.
-func withNewRoute(h *model.HTTP, at int) *model.HTTP {
+// withNewRoute is h with a new route's host (new.example.com) put at
+// place at (the compiler's table keeps its hosts in order, so a new
+// route's host lands among them and moves every host after it) and its
+// action appended (the compiler writes a new route's actions past the
+// last table's), every other host's rules and action's slices shared
+// with h, as the compiler's memo hands them from pass to pass.
+func withNewRoute(h *model.HTTP, at int) *model.HTTP { return withRoute(h, at, "new.example.com") }
+
+// withRoute is withNewRoute with the host's name.
+func withRoute(h *model.HTTP, at int, name string) *model.HTTP {
 	nh := &model.HTTP{Port: h.Port, Listeners: h.Listeners, Actions: slices.Clone(h.Actions)}
 	nh.Actions = append(nh.Actions, model.HTTPAction{Backends: []model.WeightedBackend{{Name: "gwh_b", Weight: 1}}})
-	nh.Hosts = append(slices.Clone(h.Hosts[:at]), model.HTTPHost{Name: "new.example.com", Rules: []model.HTTPRule{
+	nh.Hosts = append(slices.Clone(h.Hosts[:at]), model.HTTPHost{Name: name, Rules: []model.HTTPRule{
 		{PathType: model.PathPrefix, Path: "/", Action: len(nh.Actions) - 1},
 	}})
 	nh.Hosts = append(nh.Hosts, h.Hosts[at:]...)
