@@ -22,6 +22,7 @@ type HTTPMapsMemo struct {
 	buf            []byte
 	sizes          map[string]int     // each kind's entries in the last table, and room to grow
 	idTab          map[string]*idSlot // every id the held lowered things place (httpslots.go)
+	clashes        int                // slots given by placements of two digests (httpslots.go)
 	pass           uint64             // this call's stamp on the slots
 	seenA          []seenAction       // the last table's actions and hosts by place (httpident.go)
 	seenH          []seenHost

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,18 +283,19 @@ func fillLeaves(v reflect.Value, change int, n *int) []string {
 // BenchmarkHTTPMaps: one route's path changed in a table of n routes
 // (idTable), lowered whole (HTTPMaps, the baseline) and through a memo,
 // and (new) a new route's host put in the table's middle and taken out
-// again in turn (newRouteTable), through a memo, side by side: the CPU a pass spends on the HTTP maps (cpu-ms/op: the
+// again in turn (newRouteTable), through a memo (new-update: Update
+// alone, the part of a pass before its edit is sent), side by side: the CPU a pass spends on the HTTP maps (cpu-ms/op: the
 // wall time waits for a core on a shared machine). The changed table
 // shares the other hosts' rules and the actions' slices with the first,
 // as the compilers' memos hand them from pass to pass.
 // go test ./internal/render -run '^$' -bench BenchmarkHTTPMaps -benchtime 50x
 func BenchmarkHTTPMaps(b *testing.B) {
 	for _, n := range []int{1000, 5000} {
-		for _, way := range []string{"whole", "memo", "new"} {
+		for _, way := range []string{"whole", "memo", "new", "new-update"} {
 			b.Run(strconv.Itoa(n)+"/"+way, func(b *testing.B) {
 				t0 := idTable(n, nil, nil)
 				var t1 *model.HTTP
-				if way == "new" {
+				if strings.HasPrefix(way, "new") {
 					t1 = newRouteTable(t0, n/2)
 				} else {
 					t1 = &model.HTTP{Port: t0.Port, Listeners: t0.Listeners, Actions: slices.Clone(t0.Actions), Hosts: slices.Clone(t0.Hosts)}
@@ -306,9 +308,12 @@ func BenchmarkHTTPMaps(b *testing.B) {
 				i, cpu := 0, cputime.Used()
 				for b.Loop() {
 					i++
-					if way == "whole" {
+					switch way {
+					case "whole":
 						HTTPMaps(tables[i%2])
-					} else {
+					case "new-update":
+						memo.Update(tables[i%2]) // what a pass does before it sends the edit
+					default:
 						memo.Maps(tables[i%2])
 					}
 				}
