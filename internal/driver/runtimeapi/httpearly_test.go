@@ -50,6 +50,19 @@ func checkMapsAre(ctx context.Context, t *testing.T, d *HAProxy, step string, h 
 	}
 }
 
+// httpLab is startMapLab with one HTTP frontend on a free port: cfgOf
+// makes its configuration of table h, backend gwh_a's server a dead
+// port, gwh_b's b (none: a dead port too).
+func httpLab(t *testing.T, b netip.AddrPort) (l *testLab, port uint16, cfgOf func(h *model.HTTP) model.Config) {
+	l = startMapLab(t)
+	port = uint16(haproxytest.FreePort(t))
+	none := netip.MustParseAddrPort("127.0.0.1:1")
+	if !b.IsValid() {
+		b = none
+	}
+	return l, port, func(h *model.HTTP) model.Config { return httpConfig(port, h, none, b) }
+}
+
 // TestHTTPMapEditsSentBeforeBuilt: a new route's pass at 1,000 routes
 // sends its entries to the worker before the whole maps are built and
 // their files written: when the batch has gone, the worker holds the
@@ -60,16 +73,12 @@ func checkMapsAre(ctx context.Context, t *testing.T, d *HAProxy, step string, h 
 // first and replaces the maps whole, as before. No reload.
 func TestHTTPMapEditsSentBeforeBuilt(t *testing.T) {
 	const n = 1000
-	l := startMapLab(t)
+	l, port, cfgOf := httpLab(t, httpBackend(t, "B"))
 	d := l.d
 	ctx := context.Background()
-	b := httpBackend(t, "B")
-	port := uint16(haproxytest.FreePort(t))
 	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port).String()
-	none := netip.MustParseAddrPort("127.0.0.1:1")
 	t0 := routeTable(n, "/app", 90)
 	t1 := withNewRoute(t0, n/2) // httpnew_bench_test.go: new.example.com to gwh_b
-	cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, b) }
 	if _, err := d.Apply(ctx, cfgOf(t0)); err != nil {
 		t.Fatal(err)
 	}
@@ -146,12 +155,9 @@ func TestHTTPMapsStoppedBeforeWritten(t *testing.T) {
 		{"moved on", func(_, t1 *model.HTTP) *model.HTTP { return withRoute(t1, 10, "other.example.com") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := startMapLab(t)
+			l, _, cfgOf := httpLab(t, netip.AddrPort{})
 			d := l.d
 			ctx := context.Background()
-			port := uint16(haproxytest.FreePort(t))
-			none := netip.MustParseAddrPort("127.0.0.1:1")
-			cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, none) }
 			t0 := routeTable(n, "/app", 90)
 			t1 := withNewRoute(t0, n/2)
 			if _, err := d.Apply(ctx, cfgOf(t0)); err != nil {
