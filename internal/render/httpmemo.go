@@ -186,15 +186,13 @@ func (m *HTTPMapsMemo) Build() map[string][]HTTPMapEntry {
 	return out
 }
 
-// grown is s with length n, its elements zero, reusing its array when
-// it has room.
+// grown is s with length n, reusing its array when it has room; its
+// elements are the array's old ones (Update sets every one of them).
 func grown[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}
-	s = s[:n]
-	clear(s)
-	return s
+	return s[:n]
 }
 
 // find returns the lowered entry of m.buf's key in memo, or lowers it.
