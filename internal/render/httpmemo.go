@@ -22,6 +22,7 @@ type HTTPMapsMemo struct {
 	buf            []byte
 	sizes          map[string]int     // each kind's entries in the last table, and room to grow
 	idTab          map[string]*idSlot // every id the held lowered things place (httpslots.go)
+	clashes        int                // slots given by placements of two digests (httpslots.go)
 	pass           uint64             // this call's stamp on the slots
 	seenA          []seenAction       // the last table's actions and hosts by place (httpident.go)
 	seenH          []seenHost
@@ -36,6 +37,12 @@ type HTTPMapsMemo struct {
 	// Same counts those the last call took by identity (httpident.go).
 	Same int
 	ed   memoEdits // httpedits.go
+	// table is the table last given to Update, for Build; whole: Build
+	// gives HTTPMaps(table) (nil, or an id of two contents); lis and pas
+	// its listeners' and passthrough names' entries.
+	table    *model.HTTP
+	whole    bool
+	lis, pas []HTTPMapEntry
 }
 
 // lowered is what lowering one action or host placed, in order.
@@ -46,12 +53,26 @@ type lowered struct {
 	unnamed bool // placesUnnamed
 }
 
-// Maps returns HTTPMaps(h).
+// Maps returns HTTPMaps(h): Update, then Build.
 func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
+	m.Update(h)
+	return m.Build()
+}
+
+// Update takes h as the memo's table: it lowers the actions and hosts
+// that changed and counts the edit from the previous table (Edits, which
+// it returns), without building the table's whole maps: Build does,
+// after it, so a caller can send the edit to HAProxy before (issue 30:
+// a new route among thousands is its few entries' edit, and the whole
+// maps and their files come after). Build gives h's maps until the next
+// Update.
+func (m *HTTPMapsMemo) Update(h *model.HTTP) (map[string]HTTPMapEdit, bool) {
 	m.Lowered, m.Same = 0, 0
+	m.table, m.whole, m.lis, m.pas = h, false, nil, nil
 	if h == nil {
+		m.whole = true
 		m.forgetEdits()
-		return HTTPMaps(h)
+		return m.Edits()
 	}
 	sets, setsKey := headerSetIDs(h)
 	setsMoved := setsKey != m.setsKey
@@ -61,12 +82,6 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	if m.actions == nil {
 		m.actions = map[string]*lowered{}
 	}
-	lists := make(kindLists, len(HTTPMapKinds))
-	for i, k := range HTTPMapKinds {
-		lists[i] = make([]HTTPMapEntry, 0, m.sizes[k]) // the last table's: a pass grows no slice
-	}
-	m.pass++
-	fits := true // no id of two contents (a collision the memo does not reproduce)
 	aids := grown(m.spareAids, len(h.Actions))
 	seenA := grown(m.spareA, len(h.Actions))
 	for ai := range h.Actions {
@@ -83,7 +98,6 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 		seenA[ai] = seenAction{ident, l}
 		m.usesA.move(old, l) // httpuses.go
 		aids[ai] = l.id
-		fits = fits && addLowered(lists, m.pass, l)
 	}
 	for _, s := range m.seenA[min(len(m.seenA), len(h.Actions)):] {
 		m.usesA.move(s.l, nil)
@@ -116,7 +130,6 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 			m.usesH.move(old, l)
 		}
 		seenH[hi] = seenHost{ident, l}
-		fits = fits && addLowered(lists, m.pass, l)
 	}
 	for _, s := range m.seenH[min(len(m.seenH), j):] {
 		m.usesH.move(s.l, nil)
@@ -127,6 +140,40 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	twice := m.usesA.multi+m.usesH.multi > 0 // counted once, written twice: no edit to count
 	m.spareA, m.spareH = m.seenA, m.seenH
 	m.seenA, m.seenH, m.aids, m.spareAids = seenA, seenH, aids, m.aids
+	if !m.fits() {
+		m.whole = true
+		m.forgetEdits()
+		return m.Edits()
+	}
+	named := map[string][]HTTPMapEntry{}
+	listenerEntries(named, h.Listeners) // httpext.go
+	passEntries(named, h.Passthrough)   // passthrough.go
+	m.lis, m.pas = named[HTTPListeners], named[HTTPPass]
+	if twice {
+		m.forgetEdits()
+	} else {
+		m.countEdits(gone, came, m.lis, m.pas) // httpedits.go
+	}
+	return m.Edits()
+}
+
+// Build returns HTTPMaps of the table last given to Update: its lowered
+// actions' and hosts' entries in their places, each id's once.
+func (m *HTTPMapsMemo) Build() map[string][]HTTPMapEntry {
+	if m.whole || m.table == nil {
+		return HTTPMaps(m.table)
+	}
+	lists := make(kindLists, len(HTTPMapKinds))
+	for i, k := range HTTPMapKinds {
+		lists[i] = make([]HTTPMapEntry, 0, m.sizes[k]) // the last table's: a pass grows no slice
+	}
+	m.pass++
+	for _, s := range m.seenA {
+		addLowered(lists, m.pass, s.l) // fits: Update checked
+	}
+	for _, s := range m.seenH {
+		addLowered(lists, m.pass, s.l)
+	}
 	out := lists.asMaps()
 	if m.sizes == nil {
 		m.sizes = make(map[string]int, len(out))
@@ -134,29 +181,18 @@ func (m *HTTPMapsMemo) Maps(h *model.HTTP) map[string][]HTTPMapEntry {
 	for k, es := range out {
 		m.sizes[k] = len(es) + len(es)/8
 	}
-	if !fits {
-		m.forgetEdits()
-		return HTTPMaps(h)
-	}
-	listenerEntries(out, h.Listeners) // httpext.go
-	passEntries(out, h.Passthrough)   // passthrough.go
-	if twice {
-		m.forgetEdits()
-	} else {
-		m.countEdits(gone, came, out[HTTPListeners], out[HTTPPass]) // httpedits.go
-	}
+	out[HTTPListeners] = append(out[HTTPListeners], m.lis...)
+	out[HTTPPass] = append(out[HTTPPass], m.pas...)
 	return out
 }
 
-// grown is s with length n, its elements zero, reusing its array when
-// it has room.
+// grown is s with length n, reusing its array when it has room; its
+// elements are the array's old ones (Update sets every one of them).
 func grown[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}
-	s = s[:n]
-	clear(s)
-	return s
+	return s[:n]
 }
 
 // find returns the lowered entry of m.buf's key in memo, or lowers it.

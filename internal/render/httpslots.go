@@ -11,11 +11,14 @@ import "crypto/sha256"
 // the ids: a pass over thousands of routes only reads its slots.
 
 // idSlot is one id: the call that last added its entries, the digest of
-// the content it stood for then, and how many held placements give it.
+// the content it stood for when it was first placed, how many held
+// placements give it, and how many of those of another digest (a
+// collision: HTTPMaps numbers one of them apart).
 type idSlot struct {
 	stamp uint64
 	sum   [sha256.Size]byte
 	refs  int
+	odd   int
 }
 
 // intern gives each of l's ids its slot.
@@ -30,8 +33,13 @@ func (m *HTTPMapsMemo) intern(l *lowered) {
 		}
 		s := m.idTab[pl.id]
 		if s == nil {
-			s = &idSlot{}
+			s = &idSlot{sum: pl.sum}
 			m.idTab[pl.id] = s
+		} else if s.sum != pl.sum {
+			if s.odd == 0 {
+				m.clashes++
+			}
+			s.odd++
 		}
 		s.refs++
 		pl.slot = s
@@ -43,34 +51,44 @@ func (m *HTTPMapsMemo) intern(l *lowered) {
 func (m *HTTPMapsMemo) release(gone []*lowered) {
 	for _, l := range gone {
 		for _, pl := range l.places {
-			if pl.slot == nil {
+			s := pl.slot
+			if s == nil {
 				continue
 			}
-			if pl.slot.refs--; pl.slot.refs == 0 {
+			if s.sum != pl.sum {
+				if s.odd--; s.odd == 0 {
+					m.clashes--
+				}
+			}
+			if s.refs--; s.refs == 0 {
 				delete(m.idTab, pl.id)
 			}
 		}
 	}
 }
 
+// fits reports whether no id of the memo's table stands for two
+// contents: no slot is given by placements of two digests. Every
+// placement a slot counts is of the table (release drops those gone),
+// so this needs no walk of the table. It may say false where the
+// contents of another digest are all that is left of a slot (the first
+// gone): Build then gives HTTPMaps's maps, and the edit is unknown,
+// which is never wrong; a collision of 48 bits is that rare.
+func (m *HTTPMapsMemo) fits() bool { return m.clashes == 0 }
+
 // addLowered adds l's placements to out, each id once in the call
-// stamped pass, and reports false when an id stands for another content
-// in this call already.
-func addLowered(out kindLists, pass uint64, l *lowered) bool {
+// stamped pass (fits: every placement of an id is of one content).
+func addLowered(out kindLists, pass uint64, l *lowered) {
 	for i := range l.places {
 		pl := &l.places[i]
 		if s := pl.slot; s != nil {
 			if s.stamp == pass {
-				if s.sum != pl.sum {
-					return false
-				}
 				continue
 			}
-			s.stamp, s.sum = pass, pl.sum
+			s.stamp = pass
 		}
 		for _, g := range pl.groups {
 			out[g.ki] = append(out[g.ki], g.entries...)
 		}
 	}
-	return true
 }

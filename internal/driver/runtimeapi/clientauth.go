@@ -71,7 +71,7 @@ func (d *HAProxy) pushClientAuth(ctx context.Context, cfg model.Config, res *dri
 	if len(files) == 0 {
 		return nil
 	}
-	if _, err := d.pushMaps(ctx, &d.routeMaps, files, res); err != nil { // mapsync.go
+	if _, err := d.pushMaps(ctx, &d.routeMaps, files, nil, res); err != nil { // mapsync.go
 		return fmt.Errorf("runtime API, client certificate map: %w", err)
 	}
 	return nil

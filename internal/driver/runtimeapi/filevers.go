@@ -33,6 +33,11 @@ type patternFile struct {
 	entries []render.HTTPMapEntry
 	what    string // for logs and errors: what the file is of
 	edit    *fileEdit
+	// pending: an HTTP map whose bytes and entries are made after its
+	// edit goes to the worker (httpMapUpdate); size is its entries'
+	// count. It only goes by its edit (mapsync.go).
+	pending bool
+	size    int
 }
 
 // allLines are f's lines, made from its entries for an HTTP map.
@@ -49,6 +54,9 @@ func (f patternFile) allLines() []string {
 
 // count is len(f.allLines()), made or not.
 func (f patternFile) count() int {
+	if f.pending {
+		return f.size
+	}
 	if f.lines != nil {
 		return len(f.lines)
 	}

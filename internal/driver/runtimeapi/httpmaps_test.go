@@ -1,9 +1,11 @@
 package runtimeapi
 
 import (
+	"bytes"
 	"maps"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,18 +31,23 @@ func TestHTTPMapFilesMemo(t *testing.T) {
 		name  string
 		cfg   model.Config
 		memos int
+		early bool // the files listed before they are built
 	}{
-		{"first", cfg("gw_a", routeTable(50, "/x", 90)), 1},
-		{"moved", cfg("gw_a", routeTable(50, "/moved", 90)), 1},
-		{"reweighted", cfg("gw_a", routeTable(50, "/moved", 10)), 1},
-		{"back", cfg("gw_a", routeTable(50, "/x", 90)), 1},
-		{"two frontends", two, 2},
-		{"renamed", cfg("gw_c", routeTable(50, "/x", 90)), 1},
-		{"no HTTP", model.Config{}, 0},
-		{"again", cfg("gw_a", routeTable(50, "/x", 90)), 1},
+		{"first", cfg("gw_a", routeTable(50, "/x", 90)), 1, false},
+		{"moved", cfg("gw_a", routeTable(50, "/moved", 90)), 1, true},
+		{"reweighted", cfg("gw_a", routeTable(50, "/moved", 10)), 1, true},
+		{"back", cfg("gw_a", routeTable(50, "/x", 90)), 1, true},
+		{"two frontends", two, 2, false}, // gw_b's first table
+		{"unchanged", two, 2, true},
+		{"renamed", cfg("gw_c", routeTable(50, "/x", 90)), 1, false},
+		{"no HTTP", model.Config{}, 0, true},
+		{"again", cfg("gw_a", routeTable(50, "/x", 90)), 1, false},
+		{"new route", cfg("gw_a", withNewRoute(routeTable(50, "/x", 90), 25)), 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, want := httpMapFiles("/acl", tc.cfg, &memos, true), httpMapFiles("/acl", tc.cfg, nil, false)
+			early, build := httpMapUpdate("/acl", tc.cfg, &memos, true)
+			got, want := build(), httpMapFiles("/acl", tc.cfg, nil, false)
+			checkEarly(t, early, got, tc.early)
 			for i := range got {
 				checkFileEdit(t, got[i]) // then compared without it
 				got[i].edit = nil
@@ -52,6 +59,40 @@ func TestHTTPMapFilesMemo(t *testing.T) {
 				t.Errorf("%d memos kept, want %d", len(memos), tc.memos)
 			}
 		})
+	}
+}
+
+// checkEarly fails t unless early (httpMapUpdate's) is nil exactly when
+// not want, and otherwise lists built's files in order: a file the
+// same (its bytes), or pending with the edit built's file carries.
+func checkEarly(t *testing.T, early, built []patternFile, want bool) {
+	t.Helper()
+	if (early != nil || len(built) == 0) != want {
+		t.Fatalf("files listed before they are built: %v, want %v", early != nil, want)
+	}
+	if early == nil {
+		return
+	}
+	if len(early) != len(built) {
+		t.Fatalf("%d files listed before they are built, %d built", len(early), len(built))
+	}
+	pending := 0
+	for i, f := range early {
+		b := built[i]
+		switch {
+		case f.path != b.path:
+			t.Errorf("file %d: %s listed, %s built", i, f.path, b.path)
+		case f.pending:
+			pending++
+			if b.edit == nil || !reflect.DeepEqual(*f.edit, *b.edit) || f.count() != b.count() {
+				t.Errorf("%s: pending with edit %+v (%d entries), built with %+v (%d)", f.path, f.edit, f.count(), b.edit, b.count())
+			}
+		case !bytes.Equal(f.body, b.body):
+			t.Errorf("%s: listed as the last file built, and built anew", f.path)
+		}
+	}
+	if pending == 0 && !slices.EqualFunc(early, built, func(a, b patternFile) bool { return bytes.Equal(a.body, b.body) }) {
+		t.Errorf("no file pending, and the files changed")
 	}
 }
 

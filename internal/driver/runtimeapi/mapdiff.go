@@ -63,6 +63,9 @@ type mapEdit struct {
 	del   []string // keys
 	want  map[string]string
 	base  map[string]string // with a known edit (knownEdit): what the worker holds, want once edited
+	// pending: the file's bytes are made after the edit is sent (body
+	// nil until then: pushMaps)
+	pending bool
 }
 
 // empty reports whether the edit changes nothing.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,39 +97,31 @@ func (h *heldMaps) forget() { h.files = nil }
 // first, under the same lock); one started behind its back reads the
 // file before the change, and being a worker of another pid, it gets
 // every file whole in the next pass.
-func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, res *driver.Result) ([]mapEdit, error) {
+//
+// With build (httpMapUpdate), want's pending files are not made yet:
+// when each of them goes to the worker by its edit, the batch is sent
+// first and build makes every file after it (the HTTP maps built whole
+// after a new route's entries are served: issue 30); otherwise build
+// makes them before anything is sent. Either way the files written are
+// build's, before pushMaps returns: what a reload reads afterwards is
+// what the worker runs. A controller stopped between the batch and the
+// write leaves files older than the worker's maps; the next process
+// knows nothing the worker holds (heldMaps is per process) and replaces
+// every map whole from the files it writes, as after any restart.
+func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, build func() []patternFile, res *driver.Result) ([]mapEdit, error) {
 	if _, listed := d.held.reads(d.pid, ""); !listed {
 		if err := d.listMaps(ctx); err != nil {
 			d.known = false
 			return nil, err
 		}
 	}
-	var edits []mapEdit
-	for _, f := range want {
-		if read, _ := d.held.reads(d.pid, f.path); !read {
-			continue
-		}
-		held, known := d.held.of(d.pid, f.path)
-		if known && bytes.Equal(held.body, f.body) {
-			continue
-		}
-		e, edited := mapEdit{}, false
-		if known && !d.opts.WholeMaps {
-			e, edited = knownEdit(f, held) // mapdiff.go
-		}
-		switch {
-		case edited:
-		case known && !d.opts.WholeMaps:
-			e = diffMap(f.path, held.entries, f.allLines())
-		default:
-			e = diffMap(f.path, nil, f.allLines())
-		}
-		if !e.empty() {
-			e.what, e.body = f.what, f.body
-			edits = append(edits, e)
-		} else {
-			d.held.hold(d.pid, f, e.wanted())
-		}
+	if build != nil && want == nil {
+		want, build = build(), nil
+	}
+	edits, early := d.mapEdits(want)
+	if !early && build != nil {
+		want, build = build(), nil
+		edits, _ = d.mapEdits(want)
 	}
 	var sendErr error
 	if len(edits) > 0 {
@@ -142,20 +135,81 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			sendErr = err
 		} else {
 			res.Ops += n
-			for _, e := range edits {
-				d.held.hold(d.pid, patternFile{path: e.path, body: e.body}, e.wanted())
+		}
+	}
+	t := time.Now()
+	if build != nil {
+		if testHookMapsSent != nil && slices.ContainsFunc(edits, func(e mapEdit) bool { return e.pending }) {
+			testHookMapsSent()
+		}
+		want = build() // the files made after the worker is told: part of their write
+	}
+	if sendErr == nil {
+		var made map[string][]byte // the pending files' bytes, by path
+		for _, e := range edits {
+			if e.body == nil && e.pending {
+				if made == nil {
+					made = make(map[string][]byte)
+					for _, f := range want {
+						made[f.path] = f.body
+					}
+				}
+				e.body = made[e.path]
 			}
+			d.held.hold(d.pid, patternFile{path: e.path, body: e.body}, e.wanted())
 		}
 	}
 	// Written even when the worker failed them: a HAProxy that starts
 	// reads the wanted maps, and the running one gets them whole next time.
-	t := time.Now()
 	_, err := s.write(d.opts.Render.ACLDir, want)
 	res.Write += time.Since(t)
 	if sendErr != nil {
 		return nil, errors.Join(sendErr, err)
 	}
 	return edits, err
+}
+
+// testHookMapsSent, when set (tests), runs after a batch sent before
+// its files were made, before they are made and written: where a
+// controller stopped leaves the worker ahead of the files.
+var testHookMapsSent func()
+
+// mapEdits are the edits that bring the worker's maps to want (a file
+// whose bytes the worker holds needs none; a file no edit changes is
+// recorded as held), and false when a pending file cannot go by its
+// edit (the worker does not hold what it starts from, or the whole map
+// is cheaper): want must be made whole first.
+func (d *HAProxy) mapEdits(want []patternFile) ([]mapEdit, bool) {
+	var edits []mapEdit
+	for _, f := range want {
+		if read, _ := d.held.reads(d.pid, f.path); !read {
+			continue
+		}
+		held, known := d.held.of(d.pid, f.path)
+		if known && !f.pending && bytes.Equal(held.body, f.body) {
+			continue
+		}
+		e, edited := mapEdit{}, false
+		if known && !d.opts.WholeMaps {
+			e, edited = knownEdit(f, held) // mapdiff.go
+		}
+		switch {
+		case edited:
+		case f.pending:
+			return nil, false
+		case known && !d.opts.WholeMaps:
+			e = diffMap(f.path, held.entries, f.allLines())
+		default:
+			e = diffMap(f.path, nil, f.allLines())
+		}
+		if !e.empty() {
+			e.what, e.body, e.pending = f.what, f.body, f.pending
+			edits = append(edits, e)
+		} else {
+			d.held.hold(d.pid, f, e.wanted())
+		}
+	}
+	return edits, true
 }
 
 // listMaps learns which map files the worker's configuration reads

@@ -239,12 +239,9 @@ func TestRouteChangeByDifference(t *testing.T) {
 // and a change is a few commands.
 func TestMapPushFailureReplacesWhole(t *testing.T) {
 	const n = 50
-	l := startMapLab(t)
+	l, _, cfgOf := httpLab(t, netip.AddrPort{}) // httpearly_test.go
 	d := l.d
 	ctx := context.Background()
-	port := uint16(haproxytest.FreePort(t))
-	none := netip.MustParseAddrPort("127.0.0.1:1")
-	cfgOf := func(h *model.HTTP) model.Config { return httpConfig(port, h, none, none) }
 	if _, err := d.Apply(ctx, cfgOf(routeTable(n, "/app", 100))); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -45,9 +46,19 @@ func routeMapsOf(dir string, cfg model.Config) []routeMap {
 // routeMapFiles are the map files of cfg's routes, the HTTP frontends'
 // too (httpmaps.go).
 func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
+	_, build := d.routeMapFilesEarly(cfg)
+	return build()
+}
+
+// routeMapFilesEarly gives the HTTP maps' memos cfg's tables and returns
+// build, which makes every file of routeMapFiles (call it once, after),
+// and, when the HTTP maps can go to the worker by their memos' edits
+// before they are made (httpMapUpdate), the files in build's order with
+// those pending; nil otherwise.
+func (d *HAProxy) routeMapFilesEarly(cfg model.Config) (early []patternFile, build func() []patternFile) {
 	dir := d.opts.Render.ACLDir
 	if dir == "" {
-		return nil
+		return nil, func() []patternFile { return nil }
 	}
 	var out []patternFile
 	for _, m := range routeMapsOf(dir, cfg) {
@@ -63,8 +74,15 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 	if d.noHTTPMemo {
 		memos = nil
 	}
-	out = append(out, httpMapFiles(dir, cfg, memos, !d.noMapEdits)...) // httpmaps.go
-	return append(out, d.listenerMapFiles(cfg)...)                     // the same kind of file (listeners.go)
+	httpEarly, httpBuild := httpMapUpdate(dir, cfg, memos, !d.noMapEdits) // httpmaps.go
+	listeners := d.listenerMapFiles(cfg)                                  // the same kind of file (listeners.go)
+	build = func() []patternFile {
+		return slices.Concat(out, httpBuild(), listeners)
+	}
+	if httpEarly == nil && slices.ContainsFunc(cfg.Frontends, func(f model.Frontend) bool { return f.HTTP != nil }) {
+		return nil, build
+	}
+	return slices.Concat(out, httpEarly, listeners), build
 }
 
 // pushRouteMaps brings the route maps of the running worker to those of
@@ -72,9 +90,9 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 // read the same files).
 func (d *HAProxy) pushRouteMaps(ctx context.Context, cfg model.Config, res *driver.Result) error {
 	d.mapsHeldBack = d.heldBack // clientauth.go: pushClientAuth, after the certificates
-	files := d.routeMapFiles(cfg)
+	files, build := d.routeMapFilesEarly(cfg)
 	d.mapsHeldBack = nil
-	edits, err := d.pushMaps(ctx, &d.routeMaps, files, res) // mapsync.go
+	edits, err := d.pushMaps(ctx, &d.routeMaps, files, build, res) // mapsync.go
 	if err != nil {
 		return fmt.Errorf("runtime API, route maps: %w", err)
 	}
