@@ -260,7 +260,11 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 	if !pol.On() {
 		return s, false
 	}
-	grown = s.Clone()
+	// The spares are copied only once the pool grows: a pass that does
+	// not grow (nearly every one) reads them (Free, sizing), and a copy
+	// of 10,000 spares a pass was a megabyte for one new Service
+	// (issue 29). The classes are copied now: a class may be added below.
+	grown = State{Classes: slices.Clone(s.Classes), Spares: s.Spares}
 	cls = slices.Clone(cls)
 	use := make(map[int]int) // class -> backends of cfg in it
 	for j, b := range cfg.Backends {
@@ -312,6 +316,7 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 	if !grow {
 		return s, false
 	}
+	grown.Spares = slices.Clone(s.Spares)
 	grown.resizeFree(size)
 	next := 0
 	if n := len(grown.Spares); n > 0 {
