@@ -266,7 +266,9 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 	// (issue 29). The classes are copied now: a class may be added below.
 	grown = State{Classes: slices.Clone(s.Classes), Spares: s.Spares}
 	cls = slices.Clone(cls)
-	use := make(map[int]int) // class -> backends of cfg in it
+	// Counted by class index first (a few classes), then the classes in
+	// use as a map: not a map update per backend, 10,000 a pass.
+	count := make([]int, len(grown.Classes))
 	for j, b := range cfg.Backends {
 		if !pooled(b) {
 			continue
@@ -279,7 +281,16 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 			}
 			cls[j] = c
 		}
-		use[c]++
+		for c >= len(count) {
+			count = append(count, 0)
+		}
+		count[c]++
+	}
+	use := make(map[int]int, len(count)) // class -> backends of cfg in it
+	for c, n := range count {
+		if n > 0 {
+			use[c] = n
+		}
 	}
 	def := -1
 	for c, n := range use {
