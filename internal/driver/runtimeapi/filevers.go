@@ -35,7 +35,7 @@ type patternFile struct {
 	// lines only when asked; read within the pass that made the file.
 	listened []render.MapEntry
 	what     string // for logs and errors: what the file is of
-	edit    *fileEdit
+	edit     *fileEdit
 }
 
 // allLines are f's lines, made from its entries for an HTTP map.
