@@ -99,3 +99,23 @@ func Served(ctx context.Context, served model.Config) {
 		f(served)
 	}
 }
+
+type appliedKey struct{}
+
+// WithApplied returns a context whose Apply calls applied once the whole
+// model is in the running HAProxy and in the files a restarted one reads,
+// before what is left of its pass (the pool's own file, pool.json:
+// bookkeeping of what already runs): what a companion driver may now
+// follow (tproxy.Ordered adds the new set elements then, so that a new
+// Service is not held up by that write, issue 29). Without it, or when
+// Apply does not call it, the companion follows after Apply returns.
+func WithApplied(ctx context.Context, applied func()) context.Context {
+	return context.WithValue(ctx, appliedKey{}, applied)
+}
+
+// Applied calls the WithApplied callback of ctx, if any.
+func Applied(ctx context.Context) {
+	if f, _ := ctx.Value(appliedKey{}).(func()); f != nil {
+		f()
+	}
+}

@@ -63,6 +63,17 @@ func TestAssignDeltaRandomEdits(t *testing.T) {
 				if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gex, wex) {
 					t.Fatalf("pass %d: AssignDelta %v %v, AssignFrom %v %v", pass, got, gex, want, wex)
 				}
+				// The very backends of the last pass are taken without a
+				// look at prev: the same as copies of them (the same
+				// servers), which are looked at.
+				copies := model.Config{}
+				for _, b := range prevCfg.Backends {
+					c := *b
+					copies.Backends = append(copies.Backends, &c)
+				}
+				if ref, rex, _ := AssignDelta(cfg, copies, prev, false); !reflect.DeepEqual(got, ref) || !reflect.DeepEqual(gex, rex) {
+					t.Fatalf("pass %d: AssignDelta %v %v, from copies of the last backends %v %v", pass, got, gex, ref, rex)
+				}
 				if !reflect.DeepEqual(prev, before) {
 					t.Fatalf("pass %d: prev changed", pass)
 				}

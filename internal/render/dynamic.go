@@ -52,6 +52,11 @@ type dynamic struct {
 // Options.DynamicBackends). The driver creates the backends it lists with
 // `add backend NAME from DEFAULTS`.
 func DynamicBackends(cfg model.Config, opts Options) map[string]string {
+	if !opts.DynamicBackends {
+		// Not a walk of every frontend (listenedSources) for none: the
+		// driver asks twice a pass, a new Service's at 10,000 too.
+		return nil
+	}
 	return dynamicBackends(cfg, opts, listenedSources(cfg, opts)).from
 }
 

@@ -2,6 +2,7 @@ package spares
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -254,5 +255,30 @@ func TestBestFit(t *testing.T) {
 				t.Errorf("a in %s (waiting %v), want %s", got, waiting, tc.want)
 			}
 		})
+	}
+}
+
+// TestGrowLeavesItsInput: Grow copies the spares only when the pool
+// grows (a pass that does not grow reads them), and then never writes
+// into the pool it was given: the driver keeps that pool as the one
+// running until the growth's reload succeeds.
+func TestGrowLeavesItsInput(t *testing.T) {
+	cfg := backends(repeat(10, 5)...)
+	occ, waiting := Occupy(State{}, cfg)
+	pool, _ := Grow(occ, cfg, waiting, Policy{Spares: 4, Other: 1, LowWater: 1}) // free spares of 4 slots
+	before := pool.Clone()
+	sized := Policy{Spares: 4, Other: 1, LowWater: 1, Sized: true}
+	grown, grow := Grow(pool, cfg, nil, sized) // resizes the free spares to 8 slots, adds a large one
+	if !grow {
+		t.Fatal("no growth to a sized pool")
+	}
+	if got := freeSlots(grown); got[8] == 0 {
+		t.Fatalf("free spares by slots %v, want some of 8", got)
+	}
+	if !reflect.DeepEqual(pool, before) {
+		t.Errorf("Grow wrote into its input:\n%+v\nwant\n%+v", pool.Spares, before.Spares)
+	}
+	if same, again := Grow(grown, cfg, nil, sized); again || !reflect.DeepEqual(same, grown) {
+		t.Errorf("the grown pool changed again (grow %v)", again)
 	}
 }

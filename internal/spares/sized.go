@@ -158,11 +158,12 @@ func (s *State) resizeFree(size map[int]int) {
 // (large; absent: it has a free one that large) and the slots of its
 // free spares (size; absent: plan.MinSlots).
 func (s State) sizing(cfg model.Config, cls []int, use map[int]int) (large, size map[int]int) {
-	most := make(map[int]int, len(use))
-	hist := make(map[int]*[MaxClassSlots/4 + 1]int, len(use))
+	// By class index (a few classes), not a map lookup per backend.
+	most := make([]int, len(s.Classes))
+	hist := make([]*[MaxClassSlots/4 + 1]int, len(s.Classes))
 	for j, b := range cfg.Backends {
 		if pooled(b) {
-			if c := cls[j]; c >= 0 {
+			if c := cls[j]; c >= 0 && c < len(most) {
 				n := len(b.Servers)
 				most[c] = max(most[c], n)
 				h := hist[c]
@@ -184,8 +185,10 @@ func (s State) sizing(cfg model.Config, cls []int, use map[int]int) (large, size
 		}
 		want := largeFor(most[c])
 		has := false
-		for _, sp := range s.Spares {
-			if sp.Class == c && sp.Occupant == "" && sp.Slots >= want {
+		// From the last: the free large spares are the ones a growth
+		// added last, not found after a walk of 10,000 taken ones.
+		for i := len(s.Spares) - 1; i >= 0; i-- {
+			if sp := &s.Spares[i]; sp.Class == c && sp.Occupant == "" && sp.Slots >= want {
 				has = true
 				break
 			}

@@ -260,9 +260,15 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 	if !pol.On() {
 		return s, false
 	}
-	grown = s.Clone()
+	// The spares are copied only once the pool grows: a pass that does
+	// not grow (nearly every one) reads them (Free, sizing), and a copy
+	// of 10,000 spares a pass was a megabyte for one new Service
+	// (issue 29). The classes are copied now: a class may be added below.
+	grown = State{Classes: slices.Clone(s.Classes), Spares: s.Spares}
 	cls = slices.Clone(cls)
-	use := make(map[int]int) // class -> backends of cfg in it
+	// Counted by class index first (a few classes), then the classes in
+	// use as a map: not a map update per backend, 10,000 a pass.
+	count := make([]int, len(grown.Classes))
 	for j, b := range cfg.Backends {
 		if !pooled(b) {
 			continue
@@ -275,7 +281,16 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 			}
 			cls[j] = c
 		}
-		use[c]++
+		for c >= len(count) {
+			count = append(count, 0)
+		}
+		count[c]++
+	}
+	use := make(map[int]int, len(count)) // class -> backends of cfg in it
+	for c, n := range count {
+		if n > 0 {
+			use[c] = n
+		}
 	}
 	def := -1
 	for c, n := range use {
@@ -312,6 +327,7 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 	if !grow {
 		return s, false
 	}
+	grown.Spares = slices.Clone(s.Spares)
 	grown.resizeFree(size)
 	next := 0
 	if n := len(grown.Spares); n > 0 {

@@ -179,6 +179,13 @@ func (d *HAProxy) addBackends(ctx context.Context, cfg model.Config, layout mode
 // tries to delete them; a deletion HAProxy refuses (connections still
 // open) is tried again in a later pass. Under d.mu.
 func (d *HAProxy) dropBackends(ctx context.Context, layout model.Layout, res *driver.Result) error {
+	if !d.opts.Render.DynamicBackends && len(d.unpublished) == 0 {
+		// No backend is created at runtime, none waits for its deletion:
+		// the backends HAProxy runs are the structure's, the same as
+		// layout's. Not a walk of every backend a pass (issue 29: ~1 ms
+		// of a new Service's pass at 10,000 on HAProxy 2.6).
+		return nil
+	}
 	var gone []string
 	for name := range d.actual {
 		if _, ok := layout[name]; !ok {

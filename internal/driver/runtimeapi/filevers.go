@@ -31,8 +31,11 @@ type patternFile struct {
 	// asked (allLines): a pass that sends the memo's edit needs none of
 	// them (httpmaps.go).
 	entries []render.HTTPMapEntry
-	what    string // for logs and errors: what the file is of
-	edit    *fileEdit
+	// listened: the listener's map entries (listeners.go), likewise made
+	// lines only when asked; read within the pass that made the file.
+	listened []render.MapEntry
+	what     string // for logs and errors: what the file is of
+	edit     *fileEdit
 	// pending: an HTTP map whose bytes and entries are made after its
 	// edit goes to the worker (httpMapUpdate); size is its entries'
 	// count. It only goes by its edit (mapsync.go).
@@ -42,14 +45,25 @@ type patternFile struct {
 
 // allLines are f's lines, made from its entries for an HTTP map.
 func (f patternFile) allLines() []string {
-	if f.lines != nil || len(f.entries) == 0 {
+	if f.lines != nil || len(f.entries)+len(f.listened) == 0 {
 		return f.lines
 	}
-	out := make([]string, len(f.entries))
-	for i, e := range f.entries {
-		out[i] = e.Key + " " + e.Value
+	out := make([]string, 0, len(f.entries)+len(f.listened))
+	for _, e := range f.entries {
+		out = append(out, e.Key+" "+e.Value)
+	}
+	for _, e := range f.listened {
+		out = append(out, e.Key+" "+e.Value)
 	}
 	return out
+}
+
+// own is f holding nothing of a memo's: its listener entries made lines.
+func (f patternFile) own() patternFile {
+	if f.listened != nil {
+		f.lines, f.listened = f.allLines(), nil
+	}
+	return f
 }
 
 // count is len(f.allLines()), made or not.
@@ -60,7 +74,7 @@ func (f patternFile) count() int {
 	if f.lines != nil {
 		return len(f.lines)
 	}
-	return len(f.entries)
+	return len(f.entries) + len(f.listened)
 }
 
 // fileSet is the files of one kind (kind "acl" or "map": the Runtime

@@ -61,10 +61,7 @@ func httpEdit(e render.ListenerEdit) render.HTTPMapEdit {
 // mapFile is the map file at path of entries, its lines made only when
 // asked (patternFile.allLines): a pass that sends an edit needs none.
 func mapFile(path string, entries []render.MapEntry, what string) patternFile {
-	pf := patternFile{path: path, body: render.MapContent(entries), what: what}
-	pf.entries = make([]render.HTTPMapEntry, len(entries))
-	for i, e := range entries {
-		pf.entries[i] = render.HTTPMapEntry(e)
-	}
-	return pf
+	// The memo's own entries, not a copy of 10,000 a pass (issue 29):
+	// read only within this pass (the memo changes them in the next).
+	return patternFile{path: path, body: render.MapContent(entries), listened: entries, what: what}
 }

@@ -103,6 +103,12 @@ func (d *HAProxy) reloadWrite(ctx context.Context, cfg model.Config, reasons []s
 		return nil, err
 	}
 	maps := d.routeMapFiles(cfg)
+	for i := range maps {
+		// Kept until the reload ends, perhaps after passes beside it
+		// (aside.go) that change the listener memo's entries: their own
+		// lines now.
+		maps[i] = maps[i].own()
+	}
 	if _, err := d.routeMaps.write(d.opts.Render.ACLDir, maps); err != nil {
 		return nil, err
 	}

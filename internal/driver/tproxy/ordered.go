@@ -27,7 +27,9 @@ var (
 // say, waiting for a quiet moment; a new Service in a free spare is
 // served), so that nothing it serves waits for that reload; none after
 // any other error, nor after a deferral whose served part it does not
-// know. So at every
+// know. A pass that applied the whole model and has only its own
+// bookkeeping left (the pool's file) adds every new element when it
+// tells so (driver.WithApplied), not after that. So at every
 // moment, a kill of the controller included, every element has its map
 // entry, in the running HAProxy and in the file a restarted one reads; an
 // entry without an element only waits for the next pass (no traffic
@@ -54,6 +56,16 @@ func (o Ordered) Apply(ctx context.Context, cfg model.Config) (driver.Result, er
 			eerr = err
 		}
 	})
+	// A pass that tells when the whole model runs, before the rest of
+	// its work (the pool's file), has the new elements added then.
+	var applied *driver.Result
+	var aerr error
+	ctx = driver.WithApplied(ctx, func() {
+		if eerr == nil && applied == nil {
+			r, err := o.Kernel.Apply(ctx, cfg)
+			applied, aerr = &r, err
+		}
+	})
 	res, err := o.HAProxy.Apply(ctx, cfg)
 	res.Ops += kr.Ops + early.Ops
 	res.Runtime += kr.Runtime + early.Runtime
@@ -63,7 +75,11 @@ func (o Ordered) Apply(ctx context.Context, cfg model.Config) (driver.Result, er
 	if err != nil {
 		return res, err // deferred: what is served has its elements (above)
 	}
-	kr, kerr = o.Kernel.Apply(ctx, cfg)
+	if applied != nil {
+		kr, kerr = *applied, aerr
+	} else {
+		kr, kerr = o.Kernel.Apply(ctx, cfg)
+	}
 	res.Ops += kr.Ops
 	res.Runtime += kr.Runtime
 	if kerr != nil {
