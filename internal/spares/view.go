@@ -87,7 +87,11 @@ func viewExcept(s State, cfg model.Config, own func(*model.Backend) bool, memo *
 	}
 	memo.end()
 	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
-	memo.remember(s, cfg, own, out, reject, frontOut)
+	if memo != nil && memo.laterView {
+		memo.later(s, cfg, own, out, reject, frontOut)
+		return out
+	}
+	memo.remember(s.Spares, false, cfg, own != nil, out, reject, frontOut)
 	return out
 }
 

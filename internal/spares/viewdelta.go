@@ -35,7 +35,10 @@ type lastView struct {
 // Index maps each model backend of the last view to its index in that
 // view's Backends (a spare's occupant to the spare's): the memo's own,
 // read only, until the next view.
-func (m *ViewMemo) Index() map[string]int { return m.last.index }
+func (m *ViewMemo) Index() map[string]int {
+	m.settle()
+	return m.last.index
+}
 
 // frontends is the slice in which a whole view records where each
 // frontend went (nil without a memo).
@@ -46,33 +49,37 @@ func (m *ViewMemo) frontends(n int) []int {
 	return make([]int, n)
 }
 
-// remember keeps a whole view for the next delta.
-func (m *ViewMemo) remember(s State, cfg model.Config, own func(*model.Backend) bool, out model.Config, reject bool, frontOut []int) {
+// remember keeps a whole view for the next delta (spares: the pool's,
+// copied unless owned, the memo's own copy).
+func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bool, out model.Config, reject bool, frontOut []int) {
 	if m == nil {
 		return
 	}
 	m.last = lastView{}
-	if own != nil || !model.BackendsSorted(cfg.Backends) || !model.FrontendsSorted(cfg.Frontends) {
+	if own || !model.BackendsSorted(cfg.Backends) || !model.FrontendsSorted(cfg.Frontends) {
 		return // viewed whole next time too
 	}
-	pos := make(map[string]int, len(s.Spares))
-	for i, sp := range s.Spares {
+	if !owned {
+		spares = slices.Clone(spares)
+	}
+	pos := make(map[string]int, len(spares))
+	for i, sp := range spares {
 		pos[sp.Name] = i
 	}
-	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: slices.Clone(s.Spares), out: out,
-		frontOut: frontOut, spareAt: make([]int, len(s.Spares)), occ: make(map[string]int, len(s.Spares)),
+	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: spares, out: out,
+		frontOut: frontOut, spareAt: make([]int, len(spares)), occ: make(map[string]int, len(spares)),
 		index: make(map[string]int, len(out.Backends)), reject: reject}
 	for j, b := range out.Backends {
 		if i, ok := pos[b.Name]; ok {
 			l.spareAt[i] = j
-			if o := s.Spares[i].Occupant; o != "" {
+			if o := spares[i].Occupant; o != "" {
 				l.index[o] = j
 			}
 		} else {
 			l.index[b.Name] = j
 		}
 	}
-	for i, sp := range s.Spares {
+	for i, sp := range spares {
 		if sp.Occupant == "" {
 			continue
 		}
@@ -87,7 +94,11 @@ func (m *ViewMemo) remember(s State, cfg model.Config, own func(*model.Backend) 
 // delta is the view of s and cfg made from the last one, and whether it
 // could be (see above).
 func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) bool) (model.Config, bool) {
-	if m == nil || !m.last.ok || own != nil || len(s.Spares) != len(m.last.spares) || !m.sameClasses(s) {
+	if m == nil || m.laterView {
+		return model.Config{}, false
+	}
+	m.settle()
+	if !m.last.ok || own != nil || len(s.Spares) != len(m.last.spares) || !m.sameClasses(s) {
 		return model.Config{}, false
 	}
 	l := &m.last

@@ -20,6 +20,10 @@ type ViewMemo struct {
 	// the views made from the last one (viewdelta.go) (tests).
 	built, deltas int
 	last          lastView // what the next view's delta starts from
+	// pending is the last view when ViewLater made it, its maps not
+	// built (viewlater.go); laterView: ViewLater is making one.
+	pending   *pendingView
+	laterView bool
 }
 
 type viewedSpare struct {
@@ -42,7 +46,7 @@ func (m *ViewMemo) begin(s State) {
 		return
 	}
 	m.gen, m.touched = m.gen+1, 0
-	if m.spares == nil {
+	if m.spares == nil && !m.laterView {
 		m.spares = make(map[string]viewedSpare, len(s.Spares))
 	}
 	m.same = m.same[:0]
@@ -68,6 +72,9 @@ func (m *ViewMemo) reuse(sp Spare, o *model.Backend) *model.Backend {
 	if !ok || v.occupant != o || v.class != sp.Class || v.slots != sp.Slots || !m.same[sp.Class] {
 		return nil
 	}
+	if m.laterView {
+		return v.view // the map is left as it is: dropped at the view's end (later)
+	}
 	v.gen = m.gen
 	m.spares[sp.Name] = v
 	m.touched++
@@ -81,12 +88,15 @@ func (m *ViewMemo) keep(sp Spare, o, b *model.Backend) {
 	}
 	m.built++
 	m.touched++
+	if m.laterView {
+		return // built later (settle)
+	}
 	m.spares[sp.Name] = viewedSpare{occupant: o, class: sp.Class, slots: sp.Slots, view: b, gen: m.gen}
 }
 
 // end forgets the spares this view did not have.
 func (m *ViewMemo) end() {
-	if m == nil || m.touched == len(m.spares) {
+	if m == nil || m.laterView || m.touched == len(m.spares) {
 		return
 	}
 	for name, v := range m.spares {

@@ -147,8 +147,9 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 	d.asideNext = served && own == nil && d.mayAside()
 	// The grown pool viewed through the memo: the next pass finds the
 	// very backends this one applied, not a second copy of every spare
-	// beside them (issue 29's peak, right after the first pass).
-	res, err := d.apply(ctx, d.poolView.of(grown, cfg, own))
+	// beside them (issue 29's peak, right after the first pass); the
+	// memo's maps are built by the next pass that needs them.
+	res, err := d.apply(ctx, d.poolView.ofLater(grown, cfg, own))
 	d.asideNext = false
 	res.Ops += first.Ops
 	res.Runtime += first.Runtime

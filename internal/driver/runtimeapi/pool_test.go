@@ -226,8 +226,14 @@ func TestPoolServesNewBackendsWithoutReload(t *testing.T) {
 	// The grown pool was viewed through the memo (issue 29's peak): a
 	// pass of the same model views every spare as the very backend the
 	// growth applied, not a second copy of each.
+	// Its maps (the memo's and the view's index) were left to the pass
+	// that needs them, not built into the growth's.
 	lb.d.mu.Lock()
 	grownView := lb.d.desired.Backends
+	if lb.d.poolView.index != nil || !lb.d.poolView.indexLater || lb.d.poolView.memo.Built() {
+		t.Errorf("the growth built the pool view's maps (index %d entries, memo's built %v)",
+			len(lb.d.poolView.index), lb.d.poolView.memo.Built())
+	}
 	lb.d.mu.Unlock()
 	noReload("the same model after the growth", cfg)
 	lb.d.mu.Lock()

@@ -20,6 +20,8 @@ type poolView struct {
 	view  model.Config
 	index map[string]int // model backend name -> index in view.Backends
 	own   bool           // some backends were out of the pool (of)
+	// indexLater: index is built when derived needs it (ofLater).
+	indexLater bool
 	// memo keeps the spares' backends by object: a view made anew (a
 	// new Service, a pool changed) copies only the spares whose occupant
 	// or class changed, and the plan finds the rest the same pointers.
@@ -29,38 +31,72 @@ type poolView struct {
 // of returns the view of cfg with pool s, the backends own names out of
 // the pool (spares.ViewExcept).
 func (v *poolView) of(s spares.State, cfg model.Config, own func(*model.Backend) bool) model.Config {
+	return v.view1(s, cfg, own, false)
+}
+
+// ofLater is of for the pool's growth, the first pass's at a start
+// (issue 29's peak): the view's backends are the memo's, but its maps
+// and the view's index are built by the next pass that needs them
+// (spares.ViewMemo.ViewLater), not into this pass's live heap.
+func (v *poolView) ofLater(s spares.State, cfg model.Config, own func(*model.Backend) bool) model.Config {
+	return v.view1(s, cfg, own, true)
+}
+
+func (v *poolView) view1(s spares.State, cfg model.Config, own func(*model.Backend) bool, later bool) model.Config {
 	if out, ok := v.derived(s, cfg); ok && v.own == (own != nil) {
 		v.cfg, v.view = cfg, out
 		v.cfg.Changes, v.view.Changes = nil, nil // hold no older Backends array
 		return out
 	}
-	out := v.memo.ViewExcept(s, cfg, own)
+	var out model.Config
+	if later {
+		out = v.memo.ViewLater(s, cfg, own)
+	} else {
+		out = v.memo.ViewExcept(s, cfg, own)
+	}
 	// v.pool is only compared (derived): its array is reused, not a
 	// copy of every spare allocated a pass.
 	v.cfg, v.pool, v.view, v.own = cfg, append(v.pool[:0], s.Spares...), out, own != nil
 	v.cfg.Changes = nil
-	if idx := v.memo.Index(); idx != nil {
-		v.index = idx // kept by the memo, by difference (spares/viewdelta.go)
-		return out
+	v.index, v.indexLater = nil, later
+	if !later {
+		v.index = v.indexOf()
 	}
-	v.index = make(map[string]int, len(out.Backends))
+	return out
+}
+
+// indexed is the last view's index, built now if it was left (ofLater);
+// nil before any view.
+func (v *poolView) indexed() map[string]int {
+	if v.indexLater {
+		v.index, v.indexLater = v.indexOf(), false
+	}
+	return v.index
+}
+
+// indexOf builds the index of the last view (v.view of pool v.pool).
+func (v *poolView) indexOf() map[string]int {
+	if idx := v.memo.Index(); idx != nil {
+		return idx // kept by the memo, by difference (spares/viewdelta.go)
+	}
+	index := make(map[string]int, len(v.view.Backends))
 	// Each spare's occupant from one walk of the pool, not a search per
 	// spare (s.ModelBackend): quadratic at 10,000 spares, 2.3 s of CPU in
 	// 15 passes of the benchmark at 10,000 Services.
-	occupant := make(map[string]string, len(s.Spares))
-	for _, sp := range s.Spares {
+	occupant := make(map[string]string, len(v.pool))
+	for _, sp := range v.pool {
 		occupant[sp.Name] = sp.Occupant
 	}
-	for j, b := range out.Backends {
+	for j, b := range v.view.Backends {
 		name := b.Name
 		if _, ok := spares.SpareIndex(name); ok {
 			name = occupant[name]
 		}
 		if name != "" {
-			v.index[name] = j
+			index[name] = j
 		}
 	}
-	return out
+	return index
 }
 
 // derived is the view of cfg derived from the last one, when cfg changes
@@ -68,11 +104,12 @@ func (v *poolView) of(s spares.State, cfg model.Config, own func(*model.Backend)
 // same.
 func (v *poolView) derived(s spares.State, cfg model.Config) (model.Config, bool) {
 	ch := cfg.Changes
-	if ch == nil || v.index == nil || !model.SameSlice(ch.Base, v.cfg.Backends) ||
+	if ch == nil || (v.index == nil && !v.indexLater) || !model.SameSlice(ch.Base, v.cfg.Backends) ||
 		len(cfg.Backends) != len(v.cfg.Backends) || !model.SameSlice(cfg.Frontends, v.cfg.Frontends) ||
 		!slices.Equal(s.Spares, v.pool) {
 		return model.Config{}, false
 	}
+	index := v.indexed()
 	backends := slices.Clone(v.view.Backends)
 	idx := make([]int, 0, len(ch.Backends))
 	for _, i := range ch.Backends {
@@ -80,7 +117,7 @@ func (v *poolView) derived(s spares.State, cfg model.Config) (model.Config, bool
 			return model.Config{}, false
 		}
 		b := cfg.Backends[i]
-		j, ok := v.index[b.Name]
+		j, ok := index[b.Name]
 		if !ok {
 			return model.Config{}, false // waiting: not in the view
 		}
