@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,11 @@ type Controller struct {
 	lastGood map[string]settings.Settings
 	memo     desired.Memo // per-Service work kept between passes (passes are serial)
 	store    lastGoodStore
-	good     *goodWriter       // writes lastGood off the pass's path (goodwriter.go)
+	good     *goodWriter // writes lastGood off the pass's path (goodwriter.go)
+	// goodMu is held while a pass computes, which may edit the last
+	// pass's Good in place (desired.Result.GoodEdited); good reads the
+	// maps handed to it only under it, shared.
+	goodMu   sync.RWMutex
 	reported map[string]string // "ns/name/reason" → message last emitted
 	// notReadyKept: the nodes the last pass kept serving though NotReady
 	// (fail open, failopen.go).
@@ -95,7 +100,7 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 		opts.SyncTimeout = 5 * time.Minute
 	}
 	log := opts.Logger
-	return &Controller{
+	c := &Controller{
 		opts:     opts,
 		src:      src,
 		drv:      drv,
@@ -111,6 +116,8 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 		reported:  make(map[string]string),
 		lastPools: make(map[string]pools.Pool),
 	}
+	c.good.guard = c.goodMu.RLocker()
+	return c
 }
 
 // Trigger asks for a pass.
@@ -168,7 +175,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 			c.opts.Claimer.Want(alloc.wants, alloc.mine) // before the driver: claims need not wait for HAProxy
 		}
 	}
+	c.goodMu.Lock()
 	d := desired.Compute(in, dopts)
+	c.goodMu.Unlock()
 	d.Problems = slices.Concat(d.Problems, alloc.problems) // d's may be the memo's
 	c.failOpen(d.NotReadyKept, nodes)
 	c.logSkipped(d.Skipped)
@@ -179,7 +188,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	res, err := c.drv.Apply(ctx, d.Config)
 	// On disk after the driver applied, by the writer's goroutine: the
 	// file is for the next start, nothing this pass serves waits for it.
-	c.good.want(d.Good)
+	c.good.want(d.Good, d.GoodEdited)
 	refused := c.refusals(res.Refused)
 	c.report(slices.Concat(d.Problems, refused))
 	if err == nil {

@@ -2,7 +2,6 @@ package desired
 
 import (
 	"cmp"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -64,8 +63,9 @@ func (m *Memo) servicesDelta(svcs []*corev1.Service, opts Options, nodes map[str
 	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return false
 	}
-	// What may no longer fail is done: the memo takes the change.
-	good := maps.Clone(m.good)
+	// What may no longer fail is done: the memo takes the change. Good
+	// is edited in place (Result.GoodEdited).
+	good := m.good
 	for _, s := range removed {
 		delete(m.services, s)
 		delete(m.dirtySvcs, s)

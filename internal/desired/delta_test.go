@@ -112,6 +112,10 @@ func TestServicesDelta(t *testing.T) {
 			got := Compute(in, opts)
 			in.Memo = nil
 			want := Compute(in, opts)
+			if got.GoodEdited != (memo.deltas == 1) {
+				t.Fatalf("GoodEdited %v after %d deltas", got.GoodEdited, memo.deltas)
+			}
+			got.GoodEdited = false // the last pass's map, edited in place
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("with memo\n%+v\nwhole\n%+v", got, want)
 			}
