@@ -65,8 +65,9 @@ type Controller struct {
 	store    lastGoodStore
 	good     *goodWriter // writes lastGood off the pass's path (goodwriter.go)
 	// goodMu is held while a pass computes, which may edit the last
-	// pass's Good in place (desired.Result.GoodEdited); good reads the
-	// maps handed to it only under it, shared.
+	// pass's Good in place (desired.Result.GoodEdited); good starts
+	// reading a map handed to it only under it, shared, and the passes
+	// while it reads have the memo copy instead (desired.Memo.CopyGood).
 	goodMu   sync.RWMutex
 	reported map[string]string // "ns/name/reason" → message last emitted
 	// notReadyKept: the nodes the last pass kept serving though NotReady
@@ -176,6 +177,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		}
 	}
 	c.goodMu.Lock()
+	c.memo.CopyGood(c.good.reading()) // the writer reads the last Good: not edited in place
 	d := desired.Compute(in, dopts)
 	c.goodMu.Unlock()
 	d.Problems = slices.Concat(d.Problems, alloc.problems) // d's may be the memo's

@@ -258,10 +258,10 @@ func TestGoodWriterSpacesWrites(t *testing.T) {
 
 // A pass that adds or removes a few Services edits the last pass's map in
 // place (desired.Result.GoodEdited): the writer writes it again though it
-// is the very map it wrote, writes what it held under the guard (a
-// copy), and trusts the map it wrote no longer to match the file; with
-// the race detector, the edits under the guard and the writer's reads
-// never meet.
+// is the very map it wrote, and trusts the map it wrote no longer to
+// match the file; while it reads a map, a pass copies before it changes
+// one (as desired.Memo.CopyGood), so with the race detector the passes'
+// edits and the writer's reads never meet.
 func TestGoodWriterMapEditedInPlace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "last-good.json")
 	var mu sync.RWMutex
@@ -275,43 +275,47 @@ func TestGoodWriterMapEditedInPlace(t *testing.T) {
 			return nil
 		}
 	}
-	edit := func(m map[string]settings.Settings, add, del string) {
+	// pass changes m as a delta pass does and hands it to the writer.
+	pass := func(m map[string]settings.Settings, add, del string) map[string]settings.Settings {
 		mu.Lock()
-		defer mu.Unlock()
+		edited := !w.reading()
+		if !edited {
+			m = maps.Clone(m)
+		}
 		if add != "" {
 			m[add] = settings.Defaults()
 		}
 		delete(m, del)
+		mu.Unlock()
+		w.want(m, edited)
+		return m
 	}
 	m := map[string]settings.Settings{"ns/a": settings.Defaults()}
 	w.want(m, false)
 	w.flush()
 	untilFile(t, path, holds("ns/a"))
-	edit(m, "ns/b", "")
-	w.want(m, true) // the same map, edited: written again
+	m = pass(m, "ns/b", "") // the same map, edited: written again
 	w.flush()
 	untilFile(t, path, holds("ns/a", "ns/b"))
 	// Edited again, then a whole pass's new map with the same contents
 	// before the writer ran: the map written last is no proof of what
 	// the file holds.
-	edit(m, "ns/c", "ns/a")
-	w.want(m, true)
+	m = pass(m, "ns/c", "ns/a")
 	w.want(maps.Clone(m), false)
 	w.flush()
 	untilFile(t, path, holds("ns/b", "ns/c"))
 
-	// Edits racing the writer: the file ends with the last.
+	// Passes racing the writer: the file ends with the last.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	for i := range 50 {
-		edit(m, fmt.Sprintf("ns/x%02d", i), "")
-		w.want(m, true)
+	for i := range 200 {
+		m = pass(m, fmt.Sprintf("ns/x%03d", i), "")
 	}
 	want := []string{"ns/b", "ns/c"}
-	for i := range 50 {
-		want = append(want, fmt.Sprintf("ns/x%02d", i))
+	for i := range 200 {
+		want = append(want, fmt.Sprintf("ns/x%03d", i))
 	}
 	untilFile(t, path, holds(want...))
 }

@@ -115,7 +115,7 @@ type Result struct {
 	// copying 10,000 entries was half of such a pass's allocations, issue
 	// 29). A memoised pass's Good may thus change in a later pass: a
 	// caller that keeps it past the next pass, or reads it on another
-	// goroutine, takes a copy while no pass runs.
+	// goroutine, asks for copies meanwhile (Memo.CopyGood).
 	GoodEdited bool
 	Problems   []Problem
 	Selected   int // Services taken
@@ -170,7 +170,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	if ok {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
 			if delta { // frontends and backends came or went
-				res.ServersOnly, res.Config.Changes, res.GoodEdited = false, nil, true
+				res.ServersOnly, res.Config.Changes, res.GoodEdited = false, nil, !memo.goodCopy
 			}
 			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
 		}
