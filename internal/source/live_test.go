@@ -49,10 +49,9 @@ func TestLiveChangedBeforeHandlers(t *testing.T) {
 	}
 }
 
-// After adds, updates and deletes in random order (a relist's deletes
-// through the store's tombstones included, as the informer delivers
-// them), Snapshot holds exactly the store's objects, from the live
-// slices.
+// After adds, updates and deletes in random order (a watch's delete
+// hands the object's last state, another object than the store held),
+// Snapshot holds exactly the store's objects, from the live slices.
 func TestLiveFollowsTheStore(t *testing.T) {
 	c := fake.NewClientset()
 	s := New(c, "")
@@ -64,7 +63,7 @@ func TestLiveFollowsTheStore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 1))
 	const n = 40
 	exists := make([]bool, n)
-	for range 400 {
+	for range 150 {
 		i := rng.IntN(n)
 		name := fmt.Sprint("o", i)
 		var err error
