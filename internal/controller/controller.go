@@ -68,7 +68,12 @@ type Controller struct {
 	lastGood map[string]settings.Settings
 	memo     desired.Memo // per-Service work kept between passes (passes are serial)
 	store    lastGoodStore
-	good     *goodWriter       // writes lastGood off the pass's path (goodwriter.go)
+	good     *goodWriter // writes lastGood off the pass's path (goodwriter.go)
+	// goodMu is held while a pass computes, which may edit the last
+	// pass's Good in place (desired.Result.GoodEdited); good starts
+	// reading a map handed to it only under it, shared, and the passes
+	// while it reads have the memo copy instead (desired.Memo.CopyGood).
+	goodMu   sync.RWMutex
 	reported map[string]string // "ns/name/reason" → message last emitted
 	// notReadyKept: the nodes the last pass kept serving though NotReady
 	// (fail open, failopen.go).
@@ -101,7 +106,7 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 		opts.SyncTimeout = 5 * time.Minute
 	}
 	log := opts.Logger
-	return &Controller{
+	c := &Controller{
 		opts:     opts,
 		src:      src,
 		drv:      drv,
@@ -117,6 +122,8 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 		reported:  make(map[string]string),
 		lastPools: make(map[string]pools.Pool),
 	}
+	c.good.guard = c.goodMu.RLocker()
+	return c
 }
 
 // Trigger asks for a pass.
@@ -174,7 +181,10 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 			c.opts.Claimer.Want(alloc.wants, alloc.mine) // before the driver: claims need not wait for HAProxy
 		}
 	}
+	c.goodMu.Lock()
+	c.memo.CopyGood(c.good.reading()) // the writer reads the last Good: not edited in place
 	d := desired.Compute(in, dopts)
+	c.goodMu.Unlock()
 	d.Problems = slices.Concat(d.Problems, alloc.problems) // d's may be the memo's
 	c.failOpen(d.NotReadyKept, nodes)
 	c.logSkipped(d.Skipped)
@@ -188,7 +198,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	}
 	// On disk after the driver applied, by the writer's goroutine: the
 	// file is for the next start, nothing this pass serves waits for it.
-	c.good.want(d.Good)
+	c.good.want(d.Good, d.GoodEdited)
 	refused := c.refusals(res.Refused)
 	c.report(slices.Concat(d.Problems, refused))
 	if err == nil {

@@ -9,6 +9,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,7 +135,7 @@ func TestGoodWriter(t *testing.T) {
 				start()
 			}
 			for _, m := range tc.wants {
-				w.want(m)
+				w.want(m, false)
 			}
 			if tc.running {
 				untilFile(t, path, func(m map[string]settings.Settings) error {
@@ -177,7 +179,7 @@ func TestGoodWriterFailedWrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "missing")
 	path := filepath.Join(dir, "last-good.json")
 	w := newGoodWriter(lastGoodStore{path}, slog.Default())
-	w.want(map[string]settings.Settings{"ns/a": settings.Defaults()})
+	w.want(map[string]settings.Settings{"ns/a": settings.Defaults()}, false)
 	w.flush()
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("stat after a failed write: %v", err)
@@ -185,7 +187,7 @@ func TestGoodWriterFailedWrite(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w.want(map[string]settings.Settings{"ns/a": settings.Defaults()})
+	w.want(map[string]settings.Settings{"ns/a": settings.Defaults()}, false)
 	w.flush()
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("not written once it could be: %v", err)
@@ -235,16 +237,16 @@ func TestGoodWriterSpacesWrites(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.run(ctx); close(done) }()
-	w.want(set("ns/a"))
+	w.want(set("ns/a"), false)
 	untilFile(t, path, holds("ns/a"))
 	untilWaiting()
-	w.want(set("ns/a", "ns/b"))
-	w.want(set("ns/a", "ns/b", "ns/c"))
+	w.want(set("ns/a", "ns/b"), false)
+	w.want(set("ns/a", "ns/b", "ns/c"), false)
 	untilFile(t, path, holds("ns/a")) // the writer waits on release: nothing else can be written
 	release <- time.Now()
 	untilFile(t, path, holds("ns/a", "ns/b", "ns/c"))
 	untilWaiting()
-	w.want(set("ns/d"))
+	w.want(set("ns/d"), false)
 	cancel()
 	select {
 	case <-done:
@@ -252,4 +254,68 @@ func TestGoodWriterSpacesWrites(t *testing.T) {
 		t.Fatal("the writer did not stop")
 	}
 	untilFile(t, path, holds("ns/d"))
+}
+
+// A pass that adds or removes a few Services edits the last pass's map in
+// place (desired.Result.GoodEdited): the writer writes it again though it
+// is the very map it wrote, and trusts the map it wrote no longer to
+// match the file; while it reads a map, a pass copies before it changes
+// one (as desired.Memo.CopyGood), so with the race detector the passes'
+// edits and the writer's reads never meet.
+func TestGoodWriterMapEditedInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "last-good.json")
+	var mu sync.RWMutex
+	w := newGoodWriter(lastGoodStore{path}, slog.Default())
+	w.guard, w.gap = mu.RLocker(), 0
+	holds := func(keys ...string) func(map[string]settings.Settings) error {
+		return func(m map[string]settings.Settings) error {
+			if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, keys) {
+				return fmt.Errorf("holds %v, want %v", got, keys)
+			}
+			return nil
+		}
+	}
+	// pass changes m as a delta pass does and hands it to the writer.
+	pass := func(m map[string]settings.Settings, add, del string) map[string]settings.Settings {
+		mu.Lock()
+		edited := !w.reading()
+		if !edited {
+			m = maps.Clone(m)
+		}
+		if add != "" {
+			m[add] = settings.Defaults()
+		}
+		delete(m, del)
+		mu.Unlock()
+		w.want(m, edited)
+		return m
+	}
+	m := map[string]settings.Settings{"ns/a": settings.Defaults()}
+	w.want(m, false)
+	w.flush()
+	untilFile(t, path, holds("ns/a"))
+	m = pass(m, "ns/b", "") // the same map, edited: written again
+	w.flush()
+	untilFile(t, path, holds("ns/a", "ns/b"))
+	// Edited again, then a whole pass's new map with the same contents
+	// before the writer ran: the map written last is no proof of what
+	// the file holds.
+	m = pass(m, "ns/c", "ns/a")
+	w.want(maps.Clone(m), false)
+	w.flush()
+	untilFile(t, path, holds("ns/b", "ns/c"))
+
+	// Passes racing the writer: the file ends with the last.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	for i := range 200 {
+		m = pass(m, fmt.Sprintf("ns/x%03d", i), "")
+	}
+	want := []string{"ns/b", "ns/c"}
+	for i := range 200 {
+		want = append(want, fmt.Sprintf("ns/x%03d", i))
+	}
+	untilFile(t, path, holds(want...))
 }

@@ -54,7 +54,15 @@ func (s lastGoodStore) load() (map[string]settings.Settings, error) {
 // json.Marshal of the whole map would hold all of it (twice, while its
 // buffer grows) on every pass that changes a Service.
 func (s lastGoodStore) save(old, m map[string]settings.Settings) error {
-	if s.path == "" || sameMap(old, m) || maps.Equal(old, m) {
+	if sameMap(old, m) || maps.Equal(old, m) {
+		return nil
+	}
+	return s.write(m)
+}
+
+// write writes m whole.
+func (s lastGoodStore) write(m map[string]settings.Settings) error {
+	if s.path == "" {
 		return nil
 	}
 	return atomicfile.WriteFunc(s.path, 0o600, func(f *os.File) error {

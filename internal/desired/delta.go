@@ -64,8 +64,13 @@ func (m *Memo) servicesDelta(svcs []*corev1.Service, opts Options, nodes map[str
 	if !ok1 || !ok2 || !ok3 || !ok4 {
 		return false
 	}
-	// What may no longer fail is done: the memo takes the change.
-	good := maps.Clone(m.good)
+	// What may no longer fail is done: the memo takes the change. Good
+	// is edited in place (Result.GoodEdited) unless a reader holds it
+	// (CopyGood).
+	good := m.good
+	if m.goodCopy {
+		good = maps.Clone(m.good)
+	}
 	for _, s := range removed {
 		delete(m.services, s)
 		delete(m.dirtySvcs, s)
@@ -110,6 +115,16 @@ func (m *Memo) servicesDelta(svcs []*corev1.Service, opts Options, nodes map[str
 	m.last.nodesAt, m.last.tracking = nodesIndex(backends), tracking
 	m.deltas++
 	return true
+}
+
+// CopyGood makes the passes that follow copy the last pass's Good before
+// a delta changes it (yes), or edit it in place (no, the default;
+// Result.GoodEdited): a caller reading the last Good on another goroutine
+// asks for copies while it reads.
+func (m *Memo) CopyGood(yes bool) {
+	if m != nil {
+		m.goodCopy = yes
+	}
 }
 
 // servicesChanged is which of svcs the last pass did not have, and which

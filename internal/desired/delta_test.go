@@ -112,6 +112,10 @@ func TestServicesDelta(t *testing.T) {
 			got := Compute(in, opts)
 			in.Memo = nil
 			want := Compute(in, opts)
+			if got.GoodEdited != (memo.deltas == 1) {
+				t.Fatalf("GoodEdited %v after %d deltas", got.GoodEdited, memo.deltas)
+			}
+			got.GoodEdited = false // the last pass's map, edited in place
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("with memo\n%+v\nwhole\n%+v", got, want)
 			}
@@ -154,5 +158,38 @@ func TestSpliced(t *testing.T) {
 		if ok != tc.ok || (ok && !reflect.DeepEqual(got, tc.want)) {
 			t.Errorf("spliced(%v, drop %v, add %v) = %v, %v; want %v, %v", tc.old, tc.drop, tc.add, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// A delta edits the last pass's Good in place (GoodEdited), unless the
+// caller asked for copies (CopyGood: its writer reads that map): then the
+// last Good stays as it was.
+func TestServicesDeltaGood(t *testing.T) {
+	for _, copyGood := range []bool{false, true} {
+		t.Run(fmt.Sprint("copy=", copyGood), func(t *testing.T) {
+			opts := defaults()
+			opts.SharedListener = true
+			opts.Binds = []netip.Addr{netip.MustParseAddr("10.255.0.1")}
+			mk := func(name string, age int, p int32) *corev1.Service {
+				s := svc("ns", name, age)
+				s.Spec.Ports[0].Port, s.Spec.Ports[0].NodePort = p, 30000+p
+				return s
+			}
+			var memo Memo
+			in := Input{Services: []*corev1.Service{mk("a", 1, 81), mk("b", 2, 82)}, Memo: &memo}
+			last := Compute(in, opts).Good
+			memo.CopyGood(copyGood)
+			in.Services = append(in.Services, mk("c", 3, 83))
+			r := Compute(in, opts)
+			if memo.deltas != 1 {
+				t.Fatalf("%d deltas, want 1", memo.deltas)
+			}
+			if _, ok := r.Good["ns/c"]; !ok || len(r.Good) != 3 {
+				t.Fatalf("Good %v", r.Good)
+			}
+			if _, edited := last["ns/c"]; edited != !copyGood || r.GoodEdited != !copyGood {
+				t.Fatalf("the last Good holds the new Service: %v, GoodEdited %v; want %v", edited, r.GoodEdited, !copyGood)
+			}
+		})
 	}
 }

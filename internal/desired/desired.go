@@ -108,10 +108,17 @@ type Problem struct {
 
 // Result is the outcome of one pass.
 type Result struct {
-	Config   model.Config
-	Good     map[string]settings.Settings // the next pass's LastGood
-	Problems []Problem
-	Selected int // Services taken
+	Config model.Config
+	Good   map[string]settings.Settings // the next pass's LastGood
+	// GoodEdited: Good is the last pass's map, with the keys of the
+	// Services that came or went added and removed in place (delta.go;
+	// copying 10,000 entries was half of such a pass's allocations, issue
+	// 29). A memoised pass's Good may thus change in a later pass: a
+	// caller that keeps it past the next pass, or reads it on another
+	// goroutine, asks for copies meanwhile (Memo.CopyGood).
+	GoodEdited bool
+	Problems   []Problem
+	Selected   int // Services taken
 	// Configured lists the Services with at least one frontend, in the
 	// order they were considered.
 	Configured []*corev1.Service
@@ -163,7 +170,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	if ok {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
 			if delta { // frontends and backends came or went
-				res.ServersOnly, res.Config.Changes = false, nil
+				res.ServersOnly, res.Config.Changes, res.GoodEdited = false, nil, !memo.goodCopy
 			}
 			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
 		}

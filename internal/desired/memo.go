@@ -40,6 +40,7 @@ type Memo struct {
 
 	good        map[string]settings.Settings // Result.Good of the last pass
 	goodAllMemo bool                         // every Service of that pass had a memoised entry
+	goodCopy    bool                         // CopyGood: a delta copies good before it edits it
 	frontends   []model.Frontend             // Result.Config.Frontends of the last pass
 
 	// The EndpointSlices grouped by Service, kept up to date from one pass

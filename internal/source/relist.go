@@ -200,15 +200,8 @@ func relistInto[S any, G interface {
 // with the updated object.
 func registerAll(h handler, infs []cache.SharedIndexInformer) error {
 	funcs := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { h.change() },
-		UpdateFunc: func(old, new any) {
-			switch {
-			case Relevant(old, new):
-				h.change()
-			case h.quiet != nil:
-				h.quiet(new)
-			}
-		},
+		AddFunc:    func(any) { h.change() },
+		UpdateFunc: h.updated,
 		DeleteFunc: func(any) { h.change() },
 	}
 	for _, inf := range infs {
@@ -217,6 +210,17 @@ func registerAll(h handler, infs []cache.SharedIndexInformer) error {
 		}
 	}
 	return nil
+}
+
+// updated runs h.change on a Relevant update, else h.quiet (if any) with
+// the updated object.
+func (h handler) updated(old, new any) {
+	switch {
+	case Relevant(old, new):
+		h.change()
+	case h.quiet != nil:
+		h.quiet(new)
+	}
 }
 
 // syncedAll reports whether every informer has synced.

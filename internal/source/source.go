@@ -55,6 +55,33 @@ type informerSet struct {
 	gateways    cache.SharedIndexInformer // WithGateways
 	claims      cache.SharedIndexInformer // WithClaims
 	informerGen
+
+	// The Services, EndpointSlices and Nodes as slices kept by their
+	// events (live.go), for Snapshot; their handlers run from them.
+	liveSvcs   *live[*corev1.Service]
+	liveSlices *live[*desired.Slice]
+	liveNodes  *live[*corev1.Node]
+}
+
+// register runs h on the events of every informer of the set: on the
+// Services', EndpointSlices' and Nodes' after their live slices changed.
+func (s *informerSet) register(h handler) error {
+	s.liveSvcs.handlers = append(s.liveSvcs.handlers, h)
+	s.liveSlices.handlers = append(s.liveSlices.handlers, h)
+	s.liveNodes.handlers = append(s.liveNodes.handlers, h)
+	var rest []cache.SharedIndexInformer
+	for _, inf := range s.informers {
+		if inf != s.services && inf != s.slices && inf != s.nodes {
+			rest = append(rest, inf)
+		}
+	}
+	return registerAll(h, rest)
+}
+
+// synced reports whether every cache synced and the live slices hold
+// their first lists.
+func (s *informerSet) synced() bool {
+	return s.informerGen.synced() && s.liveSvcs.synced() && s.liveSlices.synced() && s.liveNodes.synced()
 }
 
 // New builds the informers. With namespace set (single-Service mode),
@@ -87,6 +114,8 @@ func (s *Source) build() *informerSet {
 	// Nodes are cluster-scoped: a namespaced factory would not list them.
 	nf := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(Slim))
 	set.nodes = nf.Core().V1().Nodes().Informer()
+	set.liveSvcs, set.liveSlices, set.liveNodes = newLive[*corev1.Service](set.services),
+		newLive[*desired.Slice](set.slices), newLive[*corev1.Node](set.nodes)
 	if s.dyn != nil {
 		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
 		set.pools = set.poolFactory.ForResource(pools.GVR).Informer()
@@ -160,9 +189,19 @@ func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
 // must not keep them past the pass. Passes are serial.
 func (s *Source) Snapshot() (svcs []*corev1.Service, eps []*desired.Slice, nodes []*corev1.Node) {
 	set := s.current()
-	s.svcBuf = listInto(s.svcBuf, set.services)
-	s.sliceBuf = listInto(s.sliceBuf, set.slices)
-	s.nodeBuf = listInto(s.nodeBuf, set.nodes)
+	var ok [3]bool
+	s.svcBuf, ok[0] = set.liveSvcs.into(s.svcBuf)
+	s.sliceBuf, ok[1] = set.liveSlices.into(s.sliceBuf)
+	s.nodeBuf, ok[2] = set.liveNodes.into(s.nodeBuf)
+	if !ok[0] {
+		s.svcBuf = listInto(s.svcBuf, set.services)
+	}
+	if !ok[1] {
+		s.sliceBuf = listInto(s.sliceBuf, set.slices)
+	}
+	if !ok[2] {
+		s.nodeBuf = listInto(s.nodeBuf, set.nodes)
+	}
 	return s.svcBuf, s.sliceBuf, s.nodeBuf
 }
 
