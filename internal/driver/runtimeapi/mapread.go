@@ -19,7 +19,8 @@ import (
 //
 // HAProxy writes each entry of the current version as "%p key value"
 // (the value as given, spaces and all; no value for a bare pattern),
-// 2.6 to 3.4 alike, and dumps the whole map into one answer, however
+// 2.6 to 3.4 alike (a version prepared and never committed, a
+// controller killed in a whole replace, is not shown: tested), and dumps the whole map into one answer, however
 // long: its CLI applet yields when its buffer is full and resumes where
 // it stopped, and the client reads until the prompt (haproxy.Runtime).
 

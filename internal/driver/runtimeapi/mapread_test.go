@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
@@ -89,6 +90,18 @@ func TestRestartedDriverReadsMapsBack(t *testing.T) {
 				t.Errorf("%s: HAProxy's %s (%d entries) is not its file (%d)", step, p, len(got), len(w))
 			}
 		}
+	}
+
+	// A version prepared and never committed (a controller killed in a
+	// whole replace) is not what the worker serves: not read back.
+	hostsMap := render.HTTPMapFile(l.d.opts.Render.ACLDir, "gw_apps_gw_80", render.HTTPHosts)
+	ans, err := l.d.rt.ExecChecked(ctx, []string{"prepare map " + hostsMap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.TrimPrefix(ans[0], "New version created: ")
+	if _, err := l.d.rt.ExecChecked(ctx, []string{"add map @" + v + " " + hostsMap + " uncommitted.example.com 1"}); err != nil {
+		t.Fatal(err)
 	}
 
 	// mapOps: the map commands a restarted driver's first pass sent (on
