@@ -3,6 +3,7 @@ package runtimeapi
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -15,7 +16,9 @@ import (
 // it holds (`show map FILE`, every unknown file in one batch) and sends
 // only the difference (diffMap). A read that fails or does not look like
 // a map's dump (a line that is not "0xREF key [value]", a key twice)
-// leaves that file unknown: it is replaced whole, as before.
+// leaves that file unknown: it is replaced whole, as before. The source
+// ranges' ACL files likewise (`show acl FILE`, heldACLs): one the worker
+// holds line for line is not pushed again.
 //
 // HAProxy writes each entry of the current version as "%p key value"
 // (the value as given, spaces and all; no value for a bare pattern),
@@ -103,6 +106,76 @@ func (h *heldMaps) unknownMaps(pid string, want []patternFile) []string {
 		if _, known := h.of(pid, f.path); !known {
 			out = append(out, f.path)
 		}
+	}
+	return out
+}
+
+// heldACLs are the ACL files of changed (written this pass) less those
+// whose running contents were unknown (not in unknown: their last
+// contents were pushed) and that the worker already holds line for line
+// (`show acl FILE`, one batch): a controller restarted beside a running
+// HAProxy pushes none of the source ranges it left. A file the read does
+// not confirm is pushed whole, as before.
+func (d *HAProxy) heldACLs(ctx context.Context, changed []patternFile, unknown map[string]bool) []patternFile {
+	var ask []patternFile
+	for _, f := range changed {
+		if unknown[f.path] {
+			ask = append(ask, f)
+		}
+	}
+	if len(ask) == 0 {
+		return changed
+	}
+	cmds := make([]string, len(ask))
+	for i, f := range ask {
+		cmds[i] = "show acl " + f.path
+	}
+	ans, err := d.rt.ExecAnswers(ctx, cmds)
+	if err != nil || len(ans) != len(ask) {
+		return changed
+	}
+	held := map[string]bool{}
+	for i, a := range ans {
+		if a.Failed() {
+			continue
+		}
+		if got, err := parseShowACL(a.Text); err == nil && slices.Equal(got, sortedLines(ask[i].allLines())) {
+			held[ask[i].path] = true
+		}
+	}
+	out := changed[:0:0]
+	for _, f := range changed {
+		if !held[f.path] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// parseShowACL reads the answer of `show acl FILE` ("0xREF pattern" a
+// line) into its patterns, sorted.
+func parseShowACL(text string) ([]string, error) {
+	var out []string
+	if text == "" {
+		return out, nil
+	}
+	for n, l := range strings.Split(text, "\n") {
+		ref, pat, _ := strings.Cut(l, " ")
+		if len(ref) < 3 || !strings.HasPrefix(ref, "0x") || pat == "" || strings.Contains(pat, " ") {
+			return nil, fmt.Errorf("line %d: %.80q is not a pattern", n+1, l)
+		}
+		out = append(out, pat)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// sortedLines is a sorted copy of lines.
+func sortedLines(lines []string) []string {
+	out := slices.Clone(lines)
+	slices.Sort(out)
+	if out == nil {
+		out = []string{}
 	}
 	return out
 }

@@ -164,3 +164,34 @@ func TestRestartedDriverReadsMapsBack(t *testing.T) {
 		t.Errorf("%d reloads, want 0", got-reloads)
 	}
 }
+
+// TestRestartedDriverKeepsSourceRanges: a driver that starts beside a
+// HAProxy holding its source ranges (a controller restarted) pushes none
+// of the ACL files the worker holds line for line (`show acl`), and
+// only the file whose ranges changed while it was down, whole (prepare,
+// its one line, commit); it used to push every ACL file whole. No
+// reload; the ranges in force are the new ones.
+func TestRestartedDriverKeepsSourceRanges(t *testing.T) {
+	l := startLab(t)
+	w := newRangesWorld(t)
+	ctx := context.Background()
+	if _, err := l.d.Apply(ctx, w.config(pfxs("127.0.0.2/32", "192.0.2.0/24"), 0)); err != nil {
+		t.Fatal(err)
+	}
+	restart := func() *HAProxy {
+		d := NewHAProxy(l.d.opts)
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}
+	d := restart()
+	res, err := d.Apply(ctx, w.config(pfxs("127.0.0.2/32", "192.0.2.0/24"), 0))
+	if err != nil || res.Reloaded || res.Ops != 0 {
+		t.Errorf("unchanged world: %d Runtime API commands, reloaded %v, %v; want 0, none", res.Ops, res.Reloaded, err)
+	}
+	d = restart()
+	res, err = d.Apply(ctx, w.config(pfxs("127.0.0.3/32"), 0))
+	if err != nil || res.Reloaded || res.Ops != 3 {
+		t.Errorf("ranges changed while it was down: %d Runtime API commands, reloaded %v, %v; want 3 (the IPv4 file replaced), none", res.Ops, res.Reloaded, err)
+	}
+	expectServed(t, w.restricted, map[string]bool{"127.0.0.2": false, "127.0.0.3": true, "127.0.0.4": false})
+}
