@@ -81,6 +81,9 @@ func TestControllerRestartReloads(t *testing.T) {
 			t.Errorf("%s: the restarted controller changed %d map entries and replaced %d maps whole, want %d and 0; its map lines:\n%s",
 				c.name, entries, whole, c.entries, mapLines(e.ctlLog.String()))
 		}
+		if n := strings.Count(e.ctlLog.String(), "source ranges changed without reload"); n != 0 {
+			t.Errorf("%s: the restarted controller pushed source ranges in %d passes, want none (the worker holds them)", c.name, n)
+		}
 		e.stopController()
 	}
 }
