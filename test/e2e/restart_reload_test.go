@@ -25,7 +25,7 @@ import (
 // changes by difference (runtimeapi/mapread.go): no map command in an
 // unchanged world, exactly the added Service's listener entry otherwise
 // (it replaced the listener's maps whole: at 10,000 Services 10,166
-// commands).
+// commands); no source-range ACL file the worker holds is pushed again.
 func TestControllerRestartReloads(t *testing.T) {
 	e := newEnv(t)
 	np := nodePort()
