@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +20,12 @@ import (
 // work only (issue 29: a start at 10,000 Services is not a 1.5 s reload).
 // A Service added while the controller was down is structure: one reload
 // with per-port frontends, none with the fixed listener and its pool.
+//
+// The maps a restarted controller finds in the worker it reads back and
+// changes by difference (runtimeapi/mapread.go): no map command in an
+// unchanged world, exactly the added Service's listener entry otherwise
+// (it replaced the listener's maps whole: at 10,000 Services 10,166
+// commands); no source-range ACL file the worker holds is pushed again.
 func TestControllerRestartReloads(t *testing.T) {
 	e := newEnv(t)
 	np := nodePort()
@@ -34,9 +41,9 @@ func TestControllerRestartReloads(t *testing.T) {
 	e.stopController()
 
 	added := int32(haproxytest.FreePort(t))
-	newReloads := 1 // a new frontend
+	newReloads, newEntries := 1, 0 // a new frontend, its reload loading the maps
 	if tproxyMode() {
-		newReloads = 0 // a map entry and a spare
+		newReloads, newEntries = 0, 1 // a spare and the listener map's entry
 	}
 	for _, c := range []struct {
 		name       string
@@ -45,15 +52,16 @@ func TestControllerRestartReloads(t *testing.T) {
 		port       int32
 		want       []string
 		reloads    int
+		entries    int // map entries added, changed or deleted
 	}{
-		{"unchanged world", false, func() {}, port, []string{"n1"}, 0},
-		{"servers changed while it was down", false, func() { e.setEndpoints("web", pod(1, "n1"), pod(2, "n2")) }, port, []string{"n1", "n2"}, 0},
-		{"HAProxy too, unchanged world", true, func() {}, port, []string{"n1", "n2"}, 0},
-		{"HAProxy too, servers changed", true, func() { e.setEndpoints("web", pod(2, "n2"), pod(3, "n3")) }, port, []string{"n2", "n3"}, 0},
+		{"unchanged world", false, func() {}, port, []string{"n1"}, 0, 0},
+		{"servers changed while it was down", false, func() { e.setEndpoints("web", pod(1, "n1"), pod(2, "n2")) }, port, []string{"n1", "n2"}, 0, 0},
+		{"HAProxy too, unchanged world", true, func() {}, port, []string{"n1", "n2"}, 0, 0},
+		{"HAProxy too, servers changed", true, func() { e.setEndpoints("web", pod(2, "n2"), pod(3, "n3")) }, port, []string{"n2", "n3"}, 0, 0},
 		{"a Service added while it was down", false, func() {
 			e.createService(lab.Service{Namespace: ns, Name: "added", Port: added, NodePort: np + 1, Local: true})
 			e.setEndpoints("added", pod(4, "n1"))
-		}, added, []string{"n1"}, newReloads},
+		}, added, []string{"n1"}, newReloads, newEntries},
 	} {
 		if c.haproxyToo {
 			e.hap.Kill(t)
@@ -69,6 +77,13 @@ func TestControllerRestartReloads(t *testing.T) {
 		if got := e.reloads() - before; got != c.reloads {
 			t.Errorf("%s: %d reloads at the controller's restart, want %d; its passes:\n%s", c.name, got, c.reloads, passLines(e.ctlLog.String()))
 		}
+		if entries, whole := mapEdits(e.ctlLog.String()); entries != c.entries || whole != 0 {
+			t.Errorf("%s: the restarted controller changed %d map entries and replaced %d maps whole, want %d and 0; its map lines:\n%s",
+				c.name, entries, whole, c.entries, mapLines(e.ctlLog.String()))
+		}
+		if n := strings.Count(e.ctlLog.String(), "source ranges changed without reload"); n != 0 {
+			t.Errorf("%s: the restarted controller pushed source ranges in %d passes, want none (the worker holds them)", c.name, n)
+		}
 		e.stopController()
 	}
 }
@@ -82,6 +97,38 @@ func (e *env) applied() error {
 		}
 	}
 	return fmt.Errorf("no pass applied yet")
+}
+
+// mapEdits sums what a controller's log says its passes changed in the
+// maps without a reload (runtimeapi's logMapEdits lines): the entries
+// added, changed and deleted, and the maps replaced whole.
+func mapEdits(log string) (entries, whole int) {
+	for _, l := range strings.Split(mapLines(log), "\n") {
+		for _, f := range strings.Fields(l) {
+			k, v, _ := strings.Cut(f, "=")
+			n, err := strconv.Atoi(v)
+			switch {
+			case err != nil:
+			case k == "added" || k == "changed" || k == "deleted":
+				entries += n
+			case k == "replaced_whole":
+				whole += n
+			}
+		}
+	}
+	return entries, whole
+}
+
+// mapLines are the lines of a controller's log saying what its passes
+// changed in the maps without a reload.
+func mapLines(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "changed without reload") && strings.Contains(l, "replaced_whole=") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // passLines are the "update" lines of a controller's log.

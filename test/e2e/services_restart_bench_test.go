@@ -48,6 +48,7 @@ func (w *newSvcWorld) restarts(b *testing.B, c scaleController, nth int, ctl *sc
 	b.ReportMetric(applied.Sub(t0).Seconds(), mode+"-ctl-restart-s")
 	b.ReportMetric(float64(r1-r0), mode+"-ctl-restart-reloads")
 	ctl2.stop()
+	logMapWork(b, name+" "+mode+" restarted", logPath)
 
 	// A host's reboot: HAProxy and the controller start together, HAProxy
 	// from the files the last run left.
@@ -66,11 +67,33 @@ func (w *newSvcWorld) restarts(b *testing.B, c scaleController, nth int, ctl *sc
 		b.Fatalf("%s %s: %v; log: %s", name, mode, err, fileTail(logPath))
 	}
 	r2 := reloads() // a new master: its count starts at 0
+	logMapWork(b, name+" "+mode+" reboot", logPath)
 	b.Logf("%s %s: HAProxy and the controller started together from the last run's files at %d Services: HAProxy up %s, every Service served %s, the controller's first pass applied %s after its start; %d reloads (load %s)",
 		name, mode, n, up.Sub(t0).Round(10*time.Millisecond), served.Sub(t0).Round(10*time.Millisecond),
 		applied.Sub(t0).Round(10*time.Millisecond), r2, loadAvg())
 	b.ReportMetric(max(served.Sub(t0), applied.Sub(t0)).Seconds(), mode+"-reboot-s")
 	b.ReportMetric(float64(r2), mode+"-reboot-reloads")
+}
+
+// logMapWork logs the first applied pass of the controller log at path
+// (its "update" line: ops, runtime) and what its passes changed in the
+// maps without a reload (entries, maps replaced whole: restart_reload_test.go's
+// mapEdits): a restart's map commands.
+func logMapWork(b *testing.B, what, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Logf("%s: %v", what, err)
+		return
+	}
+	first := ""
+	for _, l := range strings.Split(passLines(string(data)), "\n") {
+		if !strings.Contains(l, "err=") {
+			first = l
+			break
+		}
+	}
+	entries, whole := mapEdits(string(data))
+	b.Logf("%s: map entries changed %d, maps replaced whole %d; first applied pass: %s", what, entries, whole, first)
 }
 
 // untilPassApplied polls the controller's log at path (text or JSON) until

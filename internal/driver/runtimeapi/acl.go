@@ -59,8 +59,9 @@ func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
 
 // pushACLs brings the ranges of the running worker to those of cfg, whose
 // structure is the one running (same hash: the same frontends are
-// restricted). After a restart of the controller (running unknown) that
-// is every restricted frontend once.
+// restricted). After a restart of the controller (running unknown) each
+// file is read back first and pushed only when the worker does not hold
+// it (heldACLs, mapread.go).
 func (d *HAProxy) pushACLs(ctx context.Context, cfg model.Config, res *driver.Result) error {
 	changed, err := d.push(ctx, &d.acls, d.aclFiles(cfg), res)
 	if err != nil {

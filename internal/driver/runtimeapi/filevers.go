@@ -143,12 +143,26 @@ func (s *fileSet) prune(dir string, want []patternFile) {
 // worker their new contents. On failure what the worker holds is unknown:
 // every file is written and pushed again next time.
 func (d *HAProxy) push(ctx context.Context, s *fileSet, want []patternFile, res *driver.Result) ([]patternFile, error) {
+	var unknown map[string]bool // the files whose running contents are not known (mapread.go)
+	if s.kind == "acl" && !d.opts.WholeMaps {
+		for _, f := range want {
+			if _, ok := s.last[f.path]; !ok {
+				if unknown == nil {
+					unknown = map[string]bool{}
+				}
+				unknown[f.path] = true
+			}
+		}
+	}
 	changed, err := s.write(d.opts.Render.ACLDir, want)
 	if err != nil || len(changed) == 0 {
 		return nil, err
 	}
 	t := time.Now()
 	defer func() { res.Runtime += time.Since(t) }()
+	if changed = d.heldACLs(ctx, changed, unknown); len(changed) == 0 { // mapread.go
+		return nil, nil
+	}
 	files := make([]string, len(changed))
 	lines := make([][]string, len(changed))
 	for i, f := range changed {

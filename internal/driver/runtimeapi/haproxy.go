@@ -129,6 +129,7 @@ type HAProxy struct {
 	acls             fileSet      // the source ranges' ACL files (acl.go)
 	routeMaps        fileSet      // the routes' map files (routemaps.go)
 	held             heldMaps     // what the worker holds of them (mapsync.go)
+	mapOps           int          // the map commands sent since the driver was made (mapsync.go)
 	httpMemos        httpMemos    // the HTTP maps lowered so far (httpmaps.go)
 	noHTTPMemo       bool         // every pass lowers every table whole: the benchmarks' baseline
 	noMapEdits       bool         // the memo's edits unused, files diffed whole: the benchmarks' baseline

@@ -15,7 +15,8 @@ import (
 // key whose value changed, `del map` for a key gone. A route changed
 // among thousands is then a few commands, not the thousands of a whole
 // replace (`prepare`/`add @V`/`commit map`), which stays the way of a
-// map whose running entries are unknown.
+// map whose running entries are unknown and cannot be read back
+// (mapread.go).
 //
 // What a request sees between two commands. Each command changes one
 // key atomically. A map_str lookup reads one key; a map_beg lookup takes

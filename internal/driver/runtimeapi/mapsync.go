@@ -18,7 +18,9 @@ import (
 // entry by entry (route, HTTP and listener maps), by path: exact while
 // known. A worker (pid) that is not the one the entries were read for,
 // a push that failed, a path never pushed or loaded: unknown, and that
-// file is replaced whole once (mapdiff.go), then by difference again.
+// file's entries are read back from the worker (`show map`, mapread.go)
+// and diffed, or, if the read fails, replaced whole once (mapdiff.go);
+// then by difference again.
 //
 // A map file the worker's configuration does not read (an HTTP
 // frontend's headers map while no rule changes a header) is unknown to
@@ -37,6 +39,9 @@ type heldMaps struct {
 type heldMap struct {
 	body    []byte // the file's own bytes (never changed once made: not copied)
 	entries map[string]string
+	// readBack: the entries were read from the worker (mapread.go), the
+	// bytes it was given are not known (body nil): diffed by entries.
+	readBack bool
 }
 
 // reads reports whether the worker pid's configuration reads path, and
@@ -106,8 +111,9 @@ func (h *heldMaps) forget() { h.files = nil }
 // build's, before pushMaps returns: what a reload reads afterwards is
 // what the worker runs. A controller stopped between the batch and the
 // write leaves files older than the worker's maps; the next process
-// knows nothing the worker holds (heldMaps is per process) and replaces
-// every map whole from the files it writes, as after any restart.
+// knows nothing the worker holds (heldMaps is per process), reads the
+// worker's maps back and sends the difference from the files it writes
+// (mapread.go), as after any restart.
 func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, build func() []patternFile, res *driver.Result) ([]mapEdit, error) {
 	if _, listed := d.held.reads(d.pid, ""); !listed {
 		if err := d.listMaps(ctx); err != nil {
@@ -117,6 +123,11 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 	}
 	if build != nil && want == nil {
 		want, build = build(), nil
+	}
+	if !d.opts.WholeMaps {
+		t := time.Now()
+		d.readMaps(ctx, d.held.unknownMaps(d.pid, want)) // mapread.go
+		res.Runtime += time.Since(t)
 	}
 	edits, early := d.mapEdits(want)
 	if !early && build != nil {
@@ -135,6 +146,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			sendErr = err
 		} else {
 			res.Ops += n
+			d.mapOps += n
 		}
 	}
 	t := time.Now()
@@ -186,11 +198,11 @@ func (d *HAProxy) mapEdits(want []patternFile) ([]mapEdit, bool) {
 			continue
 		}
 		held, known := d.held.of(d.pid, f.path)
-		if known && !f.pending && bytes.Equal(held.body, f.body) {
+		if known && !held.readBack && !f.pending && bytes.Equal(held.body, f.body) {
 			continue
 		}
 		e, edited := mapEdit{}, false
-		if known && !d.opts.WholeMaps {
+		if known && !held.readBack && !d.opts.WholeMaps {
 			e, edited = knownEdit(f, held) // mapdiff.go
 		}
 		switch {
