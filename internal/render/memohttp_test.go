@@ -153,3 +153,44 @@ func TestHashMemoRandomHTTP(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHashMemoHTTPRouteNew: the structure hash of a pass that adds
+// a route in the middle of a table of n routes, then takes it away, in
+// turn (the other hosts' slices shared, each table with its Shape kept,
+// as the gateway's table memo hands them): the memo compares the two
+// tables' Shapes, not their routes, and renders no skeleton (issue 30).
+// go test ./internal/render -run '^$' -bench BenchmarkHashMemoHTTPRouteNew -benchmem
+func BenchmarkHashMemoHTTPRouteNew(b *testing.B) {
+	o := opts
+	o.ACLDir = goldenACLDir
+	for _, n := range []int{1000, 5000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			h := &model.HTTP{Port: 80}
+			for i := range n {
+				h.Hosts = append(h.Hosts, model.HTTPHost{Name: fmt.Sprintf("r%d.example.com", i), Rules: []model.HTTPRule{
+					{PathType: model.PathExact, Path: fmt.Sprint("/p", i), Action: 2 * i},
+					{PathType: model.PathPrefix, Path: "/", Headers: []model.HeaderMatch{{Name: "version", Value: "2"}}, Action: 2*i + 1},
+				}})
+				h.Actions = append(h.Actions, model.HTTPAction{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}},
+					model.HTTPAction{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}})
+			}
+			nh := &model.HTTP{Port: h.Port, Actions: append(slices.Clone(h.Actions), model.HTTPAction{})}
+			nh.Hosts = append(slices.Clone(h.Hosts[:n/2]), model.HTTPHost{Name: "new.example.com",
+				Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: len(nh.Actions) - 1}}})
+			nh.Hosts = append(nh.Hosts, h.Hosts[n/2:]...)
+			var cfgs [2]model.Config
+			for i, t := range []*model.HTTP{shaped(h), shaped(nh)} {
+				cfgs[i] = httpRouted()
+				cfgs[i].Frontends[0].HTTP = t
+			}
+			layout, _ := plan.Assign(cfgs[0], nil, true)
+			var m HashMemo
+			i := 0
+			for b.Loop() {
+				i++
+				m.StructureHash(cfgs[i%2], layout, o)
+			}
+			b.ReportMetric(float64(m.renders)/float64(i), "renders/op")
+		})
+	}
+}
