@@ -284,11 +284,20 @@ func serves(port int32, want ...string) func() error {
 
 func (e *env) reloads() int {
 	e.t.Helper()
-	p, err := e.master.ShowProc(context.Background())
-	if err != nil {
-		e.t.Fatalf("show proc: %v", err)
+	// The master answers nothing while it re-executes for a reload (an
+	// empty "show proc", CI 2026-11-29): asked again until it answers,
+	// bounded by a deadline.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := e.master.ShowProc(context.Background())
+		if err == nil {
+			return p.Reloads
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("show proc: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
 	}
-	return p.Reloads
 }
 
 // event returns nil once the Service has an Event with reason.
