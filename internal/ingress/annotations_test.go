@@ -74,6 +74,10 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "upstream-vhost", "*.example.com", true},
 		{NginxPrefix + "upstream-vhost", "a.example.com\nhttp-request deny", true},
 		{NginxPrefix + "x-forwarded-prefix", "/a b", true},
+		{NginxPrefix + "connection-proxy-header", "close", false},
+		{NginxPrefix + "connection-proxy-header", "Keep-Alive", false},
+		{NginxPrefix + "connection-proxy-header", "upgrade", true},
+		{NginxPrefix + "connection-proxy-header", "close\nhttp-request deny", true},
 		{NginxPrefix + "backend-protocol", "GRPC", false},
 		{NginxPrefix + "backend-protocol", "h2c", false},
 		{NginxPrefix + "backend-protocol", "HTTPS", false}, // backendtls.go

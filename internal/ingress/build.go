@@ -9,9 +9,10 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
-// Declared are the request headers honoured annotations set (upstream-vhost,
-// x-forwarded-prefix), with a value no request sees.
-var Declared = []model.HeaderValue{{Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
+// Declared are the request headers honoured annotations set
+// (connection-proxy-header, upstream-vhost, x-forwarded-prefix), with a
+// value no request sees.
+var Declared = []model.HeaderValue{{Name: "connection", Value: "declared"}, {Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
 
 // ALPN is what the HTTPS frontend offers, in order.
 var ALPN = []string{"h2", "http/1.1"}

@@ -71,6 +71,18 @@ func (s *parsed) parseOther(_, name, val string) (why string, done bool) {
 			return settings.ShowValue(val) + " is not a host name", true
 		}
 		s.set = setHeader(s.set, "host", h)
+	case "connection-proxy-header":
+		// HAProxy writes the Connection header toward the Pods itself:
+		// keep-alive is what it does for HTTP/1.1 unasked, close is sent
+		// and the server connection closed after the answer. Other
+		// tokens (upgrade) it manages per request.
+		switch strings.ToLower(strings.TrimSpace(val)) {
+		case "keep-alive":
+		case "close":
+			s.set = setHeader(s.set, "connection", "close")
+		default:
+			return settings.ShowValue(val) + " is not keep-alive or close", true
+		}
 	case "x-forwarded-prefix":
 		if !model.ValidHTTPPath(val) {
 			return settings.ShowValue(val) + " is not an absolute path of URL characters", true

@@ -1,0 +1,51 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+
+	netv1 "k8s.io/api/networking/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+)
+
+// TestIngressConnectionProxyHeader: ingress-nginx's connection-proxy-header
+// on real HAProxy: `close` reaches the Pod as `Connection: close` (the
+// server connection is not kept for another request), `keep-alive` is
+// HAProxy's own HTTP/1.1 default (no close), and a value HAProxy does not
+// send (`upgrade`) refuses the Ingress with an Event while its last good
+// version serves; none of it reloads.
+func TestIngressConnectionProxyHeader(t *testing.T) {
+	g, ok := newIngressEnv(t)
+	if !ok {
+		return
+	}
+	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "conn close=%t connection=%s", r.Close, r.Header.Get("Connection"))
+	}))
+	g.httpService("conn", podAddrs[0])
+	const host = "conn.example.com"
+	g.create(ingressOf("conn", host, map[string]string{ingress.NginxPrefix + "connection-proxy-header": "close"}, prefix("/", "conn")))
+	g.start()
+	g.eventually("close sent to the Pod", answers(g.httpPort, false, host, "/", 200, "conn close=true connection=close"))
+
+	before := g.reloads()
+	set := func(v string) {
+		updateIngress(t, g.ing.Ingresses(ns), "conn", func(o *netv1.Ingress) {
+			o.Annotations[ingress.NginxPrefix+"connection-proxy-header"] = v
+		})
+	}
+	set("Keep-Alive")
+	g.eventually("keep-alive: no close", answers(g.httpPort, false, host, "/", 200, "conn close=false connection="))
+	set("close")
+	g.eventually("close again", answers(g.httpPort, false, host, "/", 200, "conn close=true connection=close"))
+	set("upgrade")
+	g.eventually("an Event refuses the value", g.ingressEvent("conn", "Refused", "connection-proxy-header"))
+	if err := answers(g.httpPort, false, host, "/", 200, "conn close=true connection=close")(); err != nil {
+		t.Errorf("the last good version: %v", err)
+	}
+	if r := g.reloads(); r != before {
+		t.Errorf("connection-proxy-header changes reloaded HAProxy %d times, want 0", r-before)
+	}
+}
