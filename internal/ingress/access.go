@@ -35,6 +35,7 @@ type access struct {
 	auth        *model.BasicAuth // auth.go, resolved by compileOne
 	clientCert  uint8            // authtls.go: model.HTTPAccess.ClientCert, set by compileOne
 	ext         *model.ExtAuth   // extauth.go, set by compileOne
+	noLog       bool             // enable-access-log: false
 }
 
 // maxLimit bounds limit-rps and limit-connections.
@@ -54,6 +55,13 @@ func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 		return why, true
 	case "proxy-body-size":
 		return s.parseBodySize(val), true
+	case "enable-access-log":
+		b, err := strconv.ParseBool(val)
+		if err != nil {
+			return settings.ShowValue(val) + " is not true or false", true
+		}
+		s.access.noLog = !b
+		return "", true
 	case "client-body-buffer-size":
 		// Checked, nothing rendered: HAProxy streams every body through
 		// its buffer and never writes one to disk (docs/ingress.md, "Body size").
@@ -134,14 +142,14 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // model is the access control of the Ingress's actions: nil when it has
 // none.
 func (a access) model() *model.HTTPAccess {
-	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil {
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog {
 		return nil // limit-whitelist alone exempts from no limit
 	}
 	var exempt []netip.Prefix
 	if a.rps > 0 || a.conns > 0 {
 		exempt = slices.Clone(a.exempt)
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

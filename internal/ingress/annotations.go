@@ -103,6 +103,7 @@ var (
 		NginxPrefix + "upstream-hash-by", // hashby.go
 		NginxPrefix + "upstream-vhost",
 		NginxPrefix + "custom-headers",
+		NginxPrefix + "enable-access-log", // access.go
 		NginxPrefix + "connection-proxy-header",
 		NginxPrefix + "use-regex",
 		NginxPrefix + "whitelist-source-range",

@@ -74,6 +74,8 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "upstream-vhost", "*.example.com", true},
 		{NginxPrefix + "upstream-vhost", "a.example.com\nhttp-request deny", true},
 		{NginxPrefix + "x-forwarded-prefix", "/a b", true},
+		{NginxPrefix + "enable-access-log", "false", false},
+		{NginxPrefix + "enable-access-log", "off", true},
 		{NginxPrefix + "connection-proxy-header", "close", false},
 		{NginxPrefix + "connection-proxy-header", "Keep-Alive", false},
 		{NginxPrefix + "connection-proxy-header", "upgrade", true},

@@ -215,6 +215,9 @@ func action(a model.HTTPAction) string {
 			ext += fmt.Sprintf(" realm=%q users=%v", au.Realm, au.Users)
 		}
 	}
+	if ac := a.Access; ac != nil && ac.NoLog {
+		ext += " nolog"
+	}
 	if rd := a.Redirect; rd != nil {
 		return fmt.Sprintf("redirect scheme=%q host=%q port=%d code=%d", rd.Scheme, rd.Host, rd.Port, rd.Code) + ext
 	}

@@ -45,6 +45,10 @@ type HTTPAccess struct {
 	// ClientCertPass those and the certificate itself; 0 none. Not a
 	// restriction: Empty ignores it.
 	ClientCert uint8
+	// NoLog leaves the action's requests out of HAProxy's per-request
+	// log (an Ingress's enable-access-log: false). Not a restriction:
+	// Empty ignores it.
+	NoLog bool
 }
 
 // The values of HTTPAccess.ClientCert.
@@ -84,5 +88,5 @@ func accessEqual(a, b *HTTPAccess) bool {
 	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
 		a.RPS == b.RPS && a.Conns == b.Conns && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
 		extAuthEqual(a.ExtAuth, b.ExtAuth) &&
-		a.ClientCert == b.ClientCert
+		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog
 }

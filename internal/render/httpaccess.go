@@ -16,7 +16,7 @@ import (
 //   - access (map_str): "aK.d" the id "rN" of the action's denied ranges,
 //     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes,
 //     "aK.r" the requests a client may send in model.LimitWindow, "aK.c"
-//     at once.
+//     at once, "aK.n" present when the action's requests are not logged.
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -44,6 +44,8 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 		return
 	}
 	access, ranges := m(HTTPAccessMap), m(HTTPRanges)
+	// First, so that what answers below is not logged either.
+	w("\thttp-request set-log-level silent if { var(txn.act),concat(.n),map_str(" + access + ") -m found }")
 	w("\thttp-request set-var(txn.ad) var(txn.act),concat(.d),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.aa) var(txn.act),concat(.a),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.aw) var(txn.act),concat(.w),map_str(" + access + ")")
@@ -83,6 +85,9 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 // placing each range set under an id of its own.
 func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess) {
 	clientCertEntry(rel, a) // clientcert.go
+	if a != nil && a.NoLog {
+		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".n", "1"})
+	}
 	if a.Empty() {
 		return
 	}
@@ -167,5 +172,6 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
+	b = keyBool(b, a.NoLog)
 	return extAuthKey(authKey(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.ClientCert)), a.Auth), a.ExtAuth)
 }

@@ -38,7 +38,7 @@ func httpAccess() model.Config {
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}, Access: &model.HTTPAccess{}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Deny: pfx("192.0.2.128/25"), Auth: &model.BasicAuth{Realm: "Office - staff only", Users: users}}},
-			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3, Exempt: pfx("203.0.113.0/24")}},
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3, Exempt: pfx("203.0.113.0/24"), NoLog: true}},
 			// The same allow list as action 1's: one set of entries.
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Auth: &model.BasicAuth{Realm: "same", Users: users}}},
@@ -76,6 +76,9 @@ func TestHTTPAccessStructure(t *testing.T) {
 	}
 	if hash(func(h *model.HTTP) { h.Actions[2].Access.RPS, h.Actions[1].Access.Conns = 0, 7 }) != base {
 		t.Error("a rate or connection limit changed changed the structure")
+	}
+	if hash(func(h *model.HTTP) { h.Actions[2].Access.NoLog, h.Actions[1].Access.NoLog = false, true }) != base {
+		t.Error("an action's log switched changed the structure")
 	}
 	if hash(func(h *model.HTTP) { h.Actions[4].Access.ExtAuth.URL = "https://other.example/" }) != base {
 		t.Error("an auth URL changed changed the structure")
