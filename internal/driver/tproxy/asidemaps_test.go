@@ -1,7 +1,6 @@
 package tproxy
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,33 +10,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
-
-// logBuffer is a driver's debug log kept for a test (the pass runs on
-// applyWithin's goroutine).
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // readBackFiles are the map files the log's "reading running maps back"
 // lines name.
@@ -75,7 +55,7 @@ func mapFiles(t *testing.T, dir string) map[string]string {
 func TestGrowthAsideReadsBackRewrittenMapsOnly(t *testing.T) {
 	h := heldReloads(t)
 	l := startDPWith(t, render.ListenersTProxy, spares.Policy{Spares: 3, Other: 1, LowWater: 1})
-	logs := &logBuffer{}
+	logs := &haproxytest.LockedBuffer{}
 	l.hopts.GrowAside = true
 	l.hopts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	l.restart(t, l.hopts)
