@@ -35,6 +35,10 @@ type asideReload struct {
 	grown   spares.State // the pool the new worker loads
 	passes  int          // passes applied to the old worker meanwhile
 	freed   []string     // spares given back meanwhile
+	// rewrote: the map files passes meanwhile wrote (pushMaps), by path.
+	// The new worker read each at some moment of the reload: those it
+	// may hold in either version, the others as the reload wrote them.
+	rewrote map[string]bool
 }
 
 // asideReport is the master's answer to a reload aside.
@@ -119,7 +123,10 @@ func (d *HAProxy) endAside(ctx context.Context, res *driver.Result) error {
 		return err // the old workers serve what d.pool says
 	}
 	if a.passes > 0 {
-		d.held.loaded(d.pid, nil) // entries not known: replaced whole (mapsync.go)
+		// reloadEnd recorded the new worker holding the maps the reload
+		// wrote; a file a pass rewrote meanwhile it may hold in either
+		// version: read back (mapread.go). The others are known.
+		d.held.unknown(d.pid, a.rewrote)
 		d.acls.last, d.routeMaps.last = nil, nil
 	}
 	d.classMemo.SlotsChanged()
@@ -180,4 +187,14 @@ func grownWith(cur, grown spares.State) spares.State {
 func (w certWant) none() bool {
 	return len(w.files) == 0 && len(w.lists) == 0 && len(w.cas) == 0 && len(w.clientCAs) == 0 &&
 		len(w.clients.certs) == 0 && len(w.clients.cas) == 0 && len(w.front.certs) == 0 && len(w.front.cas) == 0
+}
+
+// wrote records files a pass beside the reload wrote.
+func (a *asideReload) wrote(files []patternFile) {
+	for _, f := range files {
+		if a.rewrote == nil {
+			a.rewrote = make(map[string]bool)
+		}
+		a.rewrote[f.path] = true
+	}
 }

@@ -38,6 +38,7 @@ func (d *HAProxy) readMaps(ctx context.Context, paths []string) int {
 	for i, p := range paths {
 		cmds[i] = "show map " + p
 	}
+	d.log.Debug("reading running maps back", "maps", len(paths), "files", paths)
 	ans, err := d.rt.ExecAnswers(ctx, cmds)
 	if err != nil {
 		d.log.Debug("running maps not read back; replacing them whole", "maps", len(paths), "err", err)

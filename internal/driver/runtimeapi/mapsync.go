@@ -87,6 +87,18 @@ func (h *heldMaps) loaded(pid string, want []patternFile) {
 // forget makes every file unknown.
 func (h *heldMaps) forget() { h.files = nil }
 
+// unknown makes the files of paths unknown for the worker pid (all of
+// them if it is not the worker the entries are for).
+func (h *heldMaps) unknown(pid string, paths map[string]bool) {
+	if h.pid != pid {
+		h.pid, h.files, h.read = pid, nil, nil
+		return
+	}
+	for p := range paths {
+		delete(h.files, p)
+	}
+}
+
 // pushMaps brings the running worker's maps to want, by difference where
 // the driver knows what the worker holds, whole otherwise, in one batch
 // (after one round trip for the `prepare` of whole replaces, if any),
@@ -173,7 +185,10 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 	}
 	// Written even when the worker failed them: a HAProxy that starts
 	// reads the wanted maps, and the running one gets them whole next time.
-	_, err := s.write(d.opts.Render.ACLDir, want)
+	wrote, err := s.write(d.opts.Render.ACLDir, want)
+	if d.aside != nil {
+		d.aside.wrote(wrote) // aside.go
+	}
 	res.Write += time.Since(t)
 	if sendErr != nil {
 		return nil, errors.Join(sendErr, err)

@@ -55,15 +55,20 @@ func (d *HAProxy) reloadWrite(ctx context.Context, cfg model.Config, reasons []s
 	ro := d.opts.Render // a reload writes the current rendering (upgrade.go)
 	ro.Legacy = 0
 	t := time.Now()
+	st := newStages()
+	defer st.log(d.log, "reload written")
 	layout, _ := plan.Assign(cfg, d.layout, true)
+	st.mark("assign")
 	hash := d.hashes.StructureHash(cfg, layout, ro)
 	res.Render += time.Since(t)
+	st.mark("hash")
 	// HAProxy refuses a config that needs more open files than it may
 	// have, which `haproxy -c` does not check: no reload into a refusal.
 	if err := d.checkFDs(ctx, cfg, layout, ro, res); err != nil {
 		return nil, fmt.Errorf("reload (%s) not tried: %w", firstReasons(reasons), err)
 	}
 	res.Reasons = reasons
+	st.mark("fds")
 
 	t = time.Now()
 	// Hold the state file until the new worker runs: a concurrent flush
@@ -102,6 +107,7 @@ func (d *HAProxy) reloadWrite(ctx context.Context, cfg model.Config, reasons []s
 	if _, err := d.acls.write(d.opts.Render.ACLDir, d.aclFiles(cfg)); err != nil {
 		return nil, err
 	}
+	st.mark("acls")
 	maps := d.routeMapFiles(cfg)
 	for i := range maps {
 		// Kept until the reload ends, perhaps after passes beside it
@@ -112,6 +118,7 @@ func (d *HAProxy) reloadWrite(ctx context.Context, cfg model.Config, reasons []s
 	if _, err := d.routeMaps.write(d.opts.Render.ACLDir, maps); err != nil {
 		return nil, err
 	}
+	st.mark("maps")
 	if err := writeExtAuth(cfg, d.opts.Render); err != nil { // extauth.go
 		return nil, err
 	}
@@ -119,11 +126,13 @@ func (d *HAProxy) reloadWrite(ctx context.Context, cfg model.Config, reasons []s
 	if err := writeCerts(d.opts.Render.CertDir, certs, d.certs.onDisk()); err != nil {
 		return nil, err
 	}
+	st.mark("certs")
 	tmp, digest, err := d.writeConfig(cfg, layout, ro, hash)
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(tmp) // no-op once renamed
+	st.mark("config")
 	restore := d.keepPrevious()
 	// No `haproxy -c` here: the master parses the new file itself when
 	// it reloads and keeps the old workers when that fails (2.6: `show
@@ -132,8 +141,10 @@ func (d *HAProxy) reloadWrite(ctx context.Context, cfg model.Config, reasons []s
 	// reload's config twice (issue 29: 5.9 s of 11.5 s at 10,000
 	// Services). `render` still checks what it writes.
 	waitSaved()
+	st.mark("state_wait")
 	err = atomicfile.Commit(tmp, d.opts.ConfigPath)
 	res.Write = time.Since(t)
+	st.mark("commit")
 	if err != nil {
 		restore(false)
 		return nil, err
@@ -160,6 +171,8 @@ func (d *HAProxy) tellMaster(ctx context.Context, p *writtenReload) (haproxy.Rel
 // and its slots corrected.
 func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.ReloadResult, err error, res *driver.Result) error {
 	cfg, reasons, layout, hash, maps, certs, restore := p.cfg, p.reasons, p.layout, p.hash, p.maps, p.certs, p.restore
+	st := newStages()
+	defer st.log(d.log, "reload ended")
 	d.noteVersion(rel)
 	d.gate.reloaded(d.now())
 	d.rt.Reset()
@@ -182,10 +195,12 @@ func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.R
 		d.acls.prune(dir, d.aclFiles(cfg))
 		d.routeMaps.prune(dir, maps)
 	}
+	st.mark("prune")
 	if err := d.waitHash(ctx, hash, rel.Workers); err != nil {
 		d.known = false
 		return err
 	}
+	st.mark("hash_and_slots")
 	d.held.loaded(d.pid, maps) // the new worker read them from disk (mapsync.go)
 	d.hash, d.running, d.layout, d.desired, d.loose = hash, cfg, layout, cfg, nil
 	d.unpublished = nil // the new worker loaded only what the file names (dynamic.go)
@@ -195,8 +210,10 @@ func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.R
 	d.commits = certCommits{pid: d.pid} // its files loaded, nothing committed yet (clientcerts.go)
 	pruneCerts(d.opts.Render.CertDir, certs, d.certs.onDisk())
 	d.padAbsent(cfg, layout) // runtimeslots.go
+	st.mark("loaded")
 	// The state file may have restored states that no longer hold.
 	ops, missing := d.ops(layout, cfg)
+	st.mark("plan")
 	if len(missing) > 0 {
 		d.known = false
 		return fmt.Errorf("after reload, runtime lacks %s: %w", missing[0], haproxy.ErrCommand)
@@ -204,9 +221,11 @@ func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.R
 	if err := d.execOps(ctx, ops, res); err != nil {
 		return err
 	}
+	st.mark("ops")
 	if err := d.createFreeSpares(ctx, cfg, layout, res); err != nil { // runtimeslots.go
 		return err
 	}
+	st.mark("free_spares")
 	d.consistent, d.unsent = true, nil
 	d.schedulePersist()
 	return nil
