@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pageout"
 )
 
@@ -98,21 +99,30 @@ func pageOut(log *slog.Logger, msg string) {
 }
 
 // memoryLimit parses --memory-limit: a Kubernetes quantity of bytes
-// (140Mi, 150M, 157286400); "" or 0 for none.
-func memoryLimit(s string) (int64, error) {
+// (140Mi, 150M, 157286400), 0 for none; given says the operator chose
+// (anything but ""): the Services mode's limit that follows the
+// cluster (internal/memlimit) is then not set.
+func memoryLimit(s string) (limit int64, given bool, err error) {
 	if s == "" {
-		return 0, nil
+		return 0, false, nil
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil || q.Sign() < 0 {
-		return 0, flagErr("--memory-limit: want a quantity of bytes such as 140Mi, got %q", s)
+		return 0, false, flagErr("--memory-limit: want a quantity of bytes such as 140Mi, got %q", s)
 	}
 	v, ok := q.AsInt64()
 	if !ok || v < 0 {
-		return 0, flagErr("--memory-limit: %q is out of range", s)
+		return 0, false, flagErr("--memory-limit: %q is out of range", s)
 	}
 	if v > 0 && v < 32<<20 {
-		return 0, flagErr("--memory-limit: %q is below the 32Mi the controller needs to start", s)
+		return 0, false, flagErr("--memory-limit: %q is below the 32Mi the controller needs to start", s)
 	}
-	return v, nil
+	return v, true, nil
+}
+
+// memoryTuner is the Services mode's limit that follows the cluster's
+// size (internal/memlimit), or nil when the operator chose one: GOMEMLIMIT
+// in the environment, or --memory-limit given (0 included).
+func memoryTuner(getenv func(string) string, given bool, log *slog.Logger) *memlimit.Tuner {
+	return memlimit.New(memlimit.Default, given || getenv("GOMEMLIMIT") != "", log)
 }

@@ -96,7 +96,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 		return err
 	}
 	routeKlog(log)
-	memLimit, err := memoryLimit(f.memLimit)
+	memLimit, _, err := memoryLimit(f.memLimit)
 	if err != nil {
 		return err
 	}
@@ -253,6 +253,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		Logger:       log,
 		Metrics:      inst,
 		Leading:      gate.Leading,
+		MemoryLimit:  memoryTuner(getenv, f.memLimit != "", log),
 		OnSynced:     func() { pageOutSynced(log) },
 		OnApplied:    func() { pageOutApplied(log) },
 	})

@@ -1,0 +1,111 @@
+// Package memlimit sets Go's soft memory limit from the size of the
+// cluster the controller serves (issue 29: the controller's peak RSS at
+// 10,000 Services). GOGC=25 lets the heap grow a quarter over its live
+// size between collections; the live heap is highest at the end of a
+// start's first pass, and that quarter on top of it was the peak. A soft
+// limit caps the heap there, but a fixed one cannot serve every cluster:
+// near the live heap of 10,000 Services it would make the collector run
+// all the time at 20,000. So the limit is predicted from what the caches
+// hold (Services and endpoints counted before each pass, the first
+// included) and never set below what the live heap, as last measured,
+// needs with room to spare. The operator's own limit (GOMEMLIMIT,
+// --memory-limit) is never changed.
+package memlimit
+
+import (
+	"log/slog"
+	"math"
+	"runtime/debug"
+	"runtime/metrics"
+)
+
+// Size is what the caches hold.
+type Size struct {
+	Services  int // Services listed (ours or not: the caches hold them all)
+	Endpoints int // endpoints of the EndpointSlices listed
+}
+
+// Model is how much memory the Go runtime may hold for a cluster of a
+// size. The values are fitted to measured runs (BENCHMARKS.md, issue 29).
+type Model struct {
+	Floor       int64 // never below: a small cluster's limit stays out of the collector's way
+	Base        int64 // the process at no Services (package inits, client-go, runtime)
+	PerService  int64 // a Service's share at the first pass's highest live heap, with its spare
+	PerEndpoint int64 // an endpoint's (its server, slot and runtime state)
+	RoomPercent int64 // over the live heap measured: the limit is never below live*(100+RoomPercent)/100+Beside
+	Beside      int64 // the runtime's memory beside the live heap (stacks, metadata, spans' rest)
+}
+
+// Default is the model `run` uses in the Services mode: at 10,000
+// Services with 5 endpoints each, 82 MiB.
+var Default = Model{
+	Floor:       64 << 20,
+	Base:        24 << 20,
+	PerService:  4608,
+	PerEndpoint: 256,
+	RoomPercent: 10,
+	Beside:      14 << 20,
+}
+
+// For is the limit for a cluster of size s whose live heap, as last
+// measured, is live bytes.
+func (m Model) For(s Size, live uint64) int64 {
+	want := m.Base + m.PerService*int64(max(s.Services, 0)) + m.PerEndpoint*int64(max(s.Endpoints, 0))
+	l := int64(min(live, math.MaxInt64/256)) // no overflow below
+	need := l + l*m.RoomPercent/100 + m.Beside
+	return max(m.Floor, want, need)
+}
+
+// Tuner applies a Model before each pass. A nil Tuner does nothing (the
+// operator set a limit, or the mode does not follow one).
+type Tuner struct {
+	model  Model
+	set    func(int64) int64 // debug.SetMemoryLimit
+	live   func() uint64     // the live heap as of the last collection
+	log    *slog.Logger
+	limit  int64 // what it set last; 0 before the first
+	logged int64 // the limit last logged
+}
+
+// New is a Tuner of model m, or nil when the operator chose the limit:
+// operator is true when GOMEMLIMIT is in the environment or
+// --memory-limit was given (a quantity, or 0 for none).
+func New(m Model, operator bool, log *slog.Logger) *Tuner {
+	if operator {
+		return nil
+	}
+	return &Tuner{model: m, set: debug.SetMemoryLimit, live: liveHeap, log: log}
+}
+
+// Follow sets the limit for a cluster of size s (before a pass: the
+// first pass's is set from the caches alone). It returns the limit in
+// force; 0 from a nil Tuner.
+func (t *Tuner) Follow(s Size) int64 {
+	if t == nil {
+		return 0
+	}
+	live := t.live()
+	limit := t.model.For(s, live)
+	if limit != t.limit {
+		t.set(limit)
+		t.limit = limit
+	}
+	// Logged when it moved by an eighth since last logged: a pass that
+	// adds a Service moves it by a few KiB.
+	if d := limit - t.logged; d > t.logged/8 || -d > t.logged/8 {
+		t.logged = limit
+		t.log.Info("memory limit follows the cluster", "services", s.Services, "endpoints", s.Endpoints,
+			"limit_mib", limit>>20, "live_heap_mib", live>>20)
+	}
+	return limit
+}
+
+// liveHeap is the heap marked live by the last collection (0 before it).
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
