@@ -13,10 +13,13 @@
 package memlimit
 
 import (
+	"context"
 	"log/slog"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 )
 
 // Size is what the caches hold.
@@ -63,8 +66,10 @@ type Tuner struct {
 	set    func(int64) int64 // debug.SetMemoryLimit
 	live   func() uint64     // the live heap as of the last collection
 	log    *slog.Logger
-	limit  int64 // what it set last; 0 before the first
-	logged int64 // the limit last logged
+	mu     sync.Mutex // Follow, and Watch's check after each collection
+	size   Size       // the caches' size at the last Follow
+	limit  int64      // what it set last; 0 before the first
+	logged int64      // the limit last logged
 }
 
 // New is a Tuner of model m, or nil when the operator chose the limit:
@@ -84,7 +89,41 @@ func (t *Tuner) Follow(s Size) int64 {
 	if t == nil {
 		return 0
 	}
-	live := t.live()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.size = s
+	return t.apply()
+}
+
+// Watch checks the limit after every collection until ctx ends: a live
+// heap that outgrew the prediction (a cluster whose Services cost more
+// than the model's: many ports, servers on every node) raises it within
+// one collection, so the collector never runs flat out against a limit
+// below what is live; and a limit raised so comes back down once the
+// live heap does. On a nil Tuner it does nothing.
+func (t *Tuner) Watch(ctx context.Context) {
+	if t == nil || ctx.Err() != nil {
+		return
+	}
+	// An object of its own (not the tiny allocator's, which shares a
+	// block), unreachable at once: its cleanup runs after the next
+	// collection, and arms the next.
+	runtime.AddCleanup(&struct{ _ [32]byte }{}, func(ctx context.Context) {
+		if ctx.Err() != nil {
+			return
+		}
+		t.mu.Lock()
+		if t.limit != 0 { // before the first Follow the caches' size is unknown
+			t.apply()
+		}
+		t.mu.Unlock()
+		t.Watch(ctx)
+	}, ctx)
+}
+
+// apply sets the limit for t.size and the live heap now; t.mu held.
+func (t *Tuner) apply() int64 {
+	s, live := t.size, t.live()
 	limit := t.model.For(s, live)
 	if limit != t.limit {
 		t.set(limit)

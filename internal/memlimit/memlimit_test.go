@@ -2,10 +2,14 @@ package memlimit
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 const mib = 1 << 20
@@ -104,4 +108,49 @@ func TestLiveHeapReads(t *testing.T) {
 		t.Fatalf("live heap %d bytes with 4 MiB kept", got)
 	}
 	runtime.KeepAlive(keep)
+}
+
+// Watch raises the limit after a collection that found the live heap
+// above the prediction's room, without waiting for the next pass.
+func TestWatchRaisesAfterACollection(t *testing.T) {
+	var mu sync.Mutex
+	var last int64
+	var live atomic.Uint64
+	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, RoomPercent: 10, Beside: 14 * mib}, false, slog.New(slog.DiscardHandler))
+	tu.set = func(v int64) int64 { mu.Lock(); last = v; mu.Unlock(); return 0 }
+	tu.live = live.Load
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tu.Watch(ctx)
+	predicted := tu.Follow(Size{Services: 10000})
+	live.Store(200 * mib) // the first pass of a heavier cluster
+	want := int64(220*mib + 14*mib)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		mu.Lock()
+		got := last
+		mu.Unlock()
+		if got == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("limit %d after collections (predicted %d), want %d", got, predicted, want)
+		}
+		time.Sleep(time.Millisecond) // the cleanup runs on its own goroutine; polled with a deadline
+	}
+	live.Store(10 * mib) // and back to the prediction once the live heap fell
+	for {
+		runtime.GC()
+		mu.Lock()
+		got := last
+		mu.Unlock()
+		if got == predicted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("limit %d after the live heap fell, want the prediction %d", got, predicted)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
