@@ -47,54 +47,61 @@ func TestTuneGC(t *testing.T) {
 
 func TestMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
-		in    string
-		want  int64
-		given bool
-		err   bool
+		in   string
+		want int64
+		auto bool
+		err  bool
 	}{
-		{"", 0, false, false}, // the Services mode's limit follows the cluster
-		{"0", 0, true, false}, // none, chosen
-		{"140Mi", 140 << 20, true, false},
-		{"150M", 150_000_000, true, false},
-		{"157286400", 157286400, true, false},
-		{"1Gi", 1 << 30, true, false},
+		{"", 0, false, false},
+		{"0", 0, false, false},
+		{"auto", 0, true, false}, // the Services mode's limit follows the cluster
+		{"140Mi", 140 << 20, false, false},
+		{"150M", 150_000_000, false, false},
+		{"157286400", 157286400, false, false},
+		{"1Gi", 1 << 30, false, false},
 		{"10Mi", 0, false, true}, // too small to start
 		{"-1Mi", 0, false, true},
 		{"lots", 0, false, true},
+		{"Auto", 0, false, true},
 		{"140MiB", 0, false, true}, // Go's spelling, not a quantity
 	} {
-		got, given, err := memoryLimit(tc.in)
-		if (err != nil) != tc.err || got != tc.want || given != tc.given {
-			t.Errorf("memoryLimit(%q) = %d, %v, %v; want %d, %v, error %v", tc.in, got, given, err, tc.want, tc.given, tc.err)
+		got, auto, err := memoryLimit(tc.in)
+		if (err != nil) != tc.err || got != tc.want || auto != tc.auto {
+			t.Errorf("memoryLimit(%q) = %d, %v, %v; want %d, %v, error %v", tc.in, got, auto, err, tc.want, tc.auto, tc.err)
 		}
 	}
 }
 
-// The limit that follows the cluster is the Services mode's only when
-// the operator chose none: GOMEMLIMIT in the environment (even "off") or
-// --memory-limit given (even 0) wins.
+// The limit that follows the cluster is there only with
+// --memory-limit=auto, and the operator's GOMEMLIMIT (even "off") wins
+// over it.
 func TestMemoryTunerOnlyWithoutTheOperators(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
 	for _, tc := range []struct {
 		name  string
 		env   map[string]string
 		flag  string
 		tuner bool
 	}{
-		{"neither", nil, "", true},
-		{"GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "256MiB"}, "", false},
-		{"GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, "", false},
+		{"auto", nil, "auto", true},
+		{"auto and GOGC", map[string]string{"GOGC": "50"}, "auto", true},
+		{"auto and GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "256MiB"}, "auto", false},
+		{"auto and GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, "auto", false},
+		{"no flag", nil, "", false},
 		{"--memory-limit", nil, "140Mi", false},
 		{"--memory-limit=0", nil, "0", false},
-		{"GOGC alone", map[string]string{"GOGC": "50"}, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, given, err := memoryLimit(tc.flag)
+			_, auto, err := memoryLimit(tc.flag)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := memoryTuner(func(k string) string { return tc.env[k] }, given, log) != nil; got != tc.tuner {
+			var buf bytes.Buffer
+			tu := memoryTuner(func(k string) string { return tc.env[k] }, auto, slog.New(slog.NewTextHandler(&buf, nil)))
+			if got := tu != nil; got != tc.tuner {
 				t.Errorf("a limit following the cluster: %v, want %v", got, tc.tuner)
+			}
+			if said := strings.Contains(buf.String(), "GOMEMLIMIT is set"); said != (auto && tc.env["GOMEMLIMIT"] != "") {
+				t.Errorf("said GOMEMLIMIT wins: %v; log %q", said, buf.String())
 			}
 		})
 	}

@@ -242,7 +242,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	bindAnnouncer(ann)
 	f.announce.keepSnapshot(ctx, ann, filepath.Join(filepath.Dir(f.stateFile), announce.SnapshotFile), log)
-	memory := memoryTuner(getenv, f.memLimit != "", log)
+	memory := memoryTuner(getenv, f.memLimit == "auto", log)
 	memory.Watch(ctx)
 	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,

@@ -62,7 +62,7 @@ func TestMemoryLimitFollowsTheCaches(t *testing.T) {
 	drv := &limitDriver{}
 	src := source.New(client, "")
 	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults(), Class: desired.DefaultClass},
-		MemoryLimit: memlimit.New(m, false, slog.New(slog.DiscardHandler))})
+		MemoryLimit: memlimit.New(m, slog.New(slog.DiscardHandler))})
 	if err := src.Start(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}

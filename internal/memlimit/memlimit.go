@@ -1,15 +1,16 @@
 // Package memlimit sets Go's soft memory limit from the size of the
-// cluster the controller serves (issue 29: the controller's peak RSS at
-// 10,000 Services). GOGC=25 lets the heap grow a quarter over its live
-// size between collections; the live heap is highest at the end of a
-// start's first pass, and that quarter on top of it was the peak. A soft
-// limit caps the heap there, but a fixed one cannot serve every cluster:
-// near the live heap of 10,000 Services it would make the collector run
-// all the time at 20,000. So the limit is predicted from what the caches
-// hold (Services and endpoints counted before each pass, the first
-// included) and never set below what the live heap, as last measured,
-// needs with room to spare. The operator's own limit (GOMEMLIMIT,
-// --memory-limit) is never changed.
+// cluster the controller serves (`run --memory-limit=auto`, issue 29: the
+// controller's peak RSS at 10,000 Services). GOGC=25 lets the heap grow a
+// quarter over its live size between collections; the live heap is
+// highest at the end of a start's first pass, and that quarter on top of
+// it was the start's peak. A soft limit caps the heap there, but a fixed
+// one cannot serve every cluster: near the live heap of 10,000 Services it
+// would make the collector run all the time at 20,000. So the limit is
+// predicted from what the caches hold (Services and endpoints counted
+// before each pass, the first included) and never set below what the
+// live heap, as last measured, needs with room to spare. It is a trade,
+// not a free cut: once the live heap nears the limit the collector runs
+// often, and a pass waits for it (BENCHMARKS.md, issue 29).
 package memlimit
 
 import (
@@ -59,8 +60,8 @@ func (m Model) For(s Size, live uint64) int64 {
 	return max(m.Floor, want, need)
 }
 
-// Tuner applies a Model before each pass. A nil Tuner does nothing (the
-// operator set a limit, or the mode does not follow one).
+// Tuner applies a Model before each pass. A nil Tuner does nothing (no
+// --memory-limit=auto, or the operator's GOMEMLIMIT wins).
 type Tuner struct {
 	model  Model
 	set    func(int64) int64 // debug.SetMemoryLimit
@@ -72,13 +73,8 @@ type Tuner struct {
 	logged int64      // the limit last logged
 }
 
-// New is a Tuner of model m, or nil when the operator chose the limit:
-// operator is true when GOMEMLIMIT is in the environment or
-// --memory-limit was given (a quantity, or 0 for none).
-func New(m Model, operator bool, log *slog.Logger) *Tuner {
-	if operator {
-		return nil
-	}
+// New is a Tuner of model m.
+func New(m Model, log *slog.Logger) *Tuner {
 	return &Tuner{model: m, set: debug.SetMemoryLimit, live: liveHeap, log: log}
 }
 

@@ -56,22 +56,21 @@ func TestDefaultAtScale(t *testing.T) {
 	}
 }
 
-// The operator's limit wins: no Tuner, and a nil Tuner sets nothing.
-func TestOperatorLimitWins(t *testing.T) {
-	if tu := New(Default, true, slog.New(slog.DiscardHandler)); tu != nil {
-		t.Fatal("a Tuner although the operator chose the limit")
-	}
+// A nil Tuner (no --memory-limit=auto, or GOMEMLIMIT set: internal/cli)
+// sets nothing.
+func TestNilTunerSetsNothing(t *testing.T) {
 	var tu *Tuner
 	if got := tu.Follow(Size{Services: 10000}); got != 0 {
 		t.Fatalf("a nil Tuner set %d", got)
 	}
+	tu.Watch(context.Background())
 }
 
 func TestTunerFollows(t *testing.T) {
 	var buf bytes.Buffer
 	var set []int64
 	live := uint64(0)
-	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, PerEndpoint: 256, RoomPercent: 10, Beside: 14 * mib}, false,
+	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, PerEndpoint: 256, RoomPercent: 10, Beside: 14 * mib},
 		slog.New(slog.NewTextHandler(&buf, nil)))
 	tu.set = func(v int64) int64 { set = append(set, v); return 0 }
 	tu.live = func() uint64 { return live }
@@ -116,7 +115,7 @@ func TestWatchRaisesAfterACollection(t *testing.T) {
 	var mu sync.Mutex
 	var last int64
 	var live atomic.Uint64
-	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, RoomPercent: 10, Beside: 14 * mib}, false, slog.New(slog.DiscardHandler))
+	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, RoomPercent: 10, Beside: 14 * mib}, slog.New(slog.DiscardHandler))
 	tu.set = func(v int64) int64 { mu.Lock(); last = v; mu.Unlock(); return 0 }
 	tu.live = live.Load
 	ctx, cancel := context.WithCancel(context.Background())
