@@ -122,34 +122,26 @@ func TestWatchRaisesAfterACollection(t *testing.T) {
 	defer cancel()
 	tu.Watch(ctx)
 	predicted := tu.Follow(Size{Services: 10000})
-	live.Store(200 * mib) // the first pass of a heavier cluster
-	want := int64(220*mib + 14*mib)
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		runtime.GC()
-		mu.Lock()
-		got := last
-		mu.Unlock()
-		if got == want {
-			break
+	// untilSet collects until the cleanup (its own goroutine) set want,
+	// polled with a deadline.
+	untilSet := func(want int64, what string) {
+		for {
+			runtime.GC()
+			mu.Lock()
+			got := last
+			mu.Unlock()
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: limit %d after collections, want %d", what, got, want)
+			}
+			time.Sleep(time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("limit %d after collections (predicted %d), want %d", got, predicted, want)
-		}
-		time.Sleep(time.Millisecond) // the cleanup runs on its own goroutine; polled with a deadline
 	}
-	live.Store(10 * mib) // and back to the prediction once the live heap fell
-	for {
-		runtime.GC()
-		mu.Lock()
-		got := last
-		mu.Unlock()
-		if got == predicted {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("limit %d after the live heap fell, want the prediction %d", got, predicted)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	live.Store(200 * mib)
+	untilSet(220*mib+14*mib, "the first pass of a heavier cluster")
+	live.Store(10 * mib)
+	untilSet(predicted, "the live heap fell: back to the prediction")
 }
