@@ -41,7 +41,7 @@ type Model struct {
 }
 
 // Default is the model `run` uses in the Services mode: at 10,000
-// Services with 5 endpoints each, 82 MiB.
+// Services with 5 endpoints each, 80 MiB.
 var Default = Model{
 	Floor:       64 << 20,
 	Base:        24 << 20,
