@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pageout"
 )
 
@@ -98,21 +99,42 @@ func pageOut(log *slog.Logger, msg string) {
 }
 
 // memoryLimit parses --memory-limit: a Kubernetes quantity of bytes
-// (140Mi, 150M, 157286400); "" or 0 for none.
-func memoryLimit(s string) (int64, error) {
+// (140Mi, 150M, 157286400), "" or 0 for none, or auto: the Services
+// mode's limit that follows the cluster (internal/memlimit).
+func memoryLimit(s string) (limit int64, auto bool, err error) {
 	if s == "" {
-		return 0, nil
+		return 0, false, nil
+	}
+	if s == "auto" {
+		return 0, true, nil
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil || q.Sign() < 0 {
-		return 0, flagErr("--memory-limit: want a quantity of bytes such as 140Mi, got %q", s)
+		return 0, false, flagErr("--memory-limit: want a quantity of bytes such as 140Mi, or auto, got %q", s)
 	}
 	v, ok := q.AsInt64()
 	if !ok || v < 0 {
-		return 0, flagErr("--memory-limit: %q is out of range", s)
+		return 0, false, flagErr("--memory-limit: %q is out of range", s)
 	}
 	if v > 0 && v < 32<<20 {
-		return 0, flagErr("--memory-limit: %q is below the 32Mi the controller needs to start", s)
+		return 0, false, flagErr("--memory-limit: %q is below the 32Mi the controller needs to start", s)
 	}
-	return v, nil
+	return v, false, nil
+}
+
+// memoryTuner is the limit that follows the cluster's size
+// (internal/memlimit) when --memory-limit=auto, or nil. The operator's
+// GOMEMLIMIT wins: with it in the environment, auto is said and not
+// applied. Opt-in: near the live heap the collector runs often, and at
+// 10,000 Services that made a new Service's pass wait for it (a new
+// Service's p50 23.5 -> 58.3 ms, BENCHMARKS.md, issue 29).
+func memoryTuner(getenv func(string) string, auto bool, log *slog.Logger) *memlimit.Tuner {
+	if !auto {
+		return nil
+	}
+	if v := getenv("GOMEMLIMIT"); v != "" {
+		log.Info("--memory-limit=auto not applied: GOMEMLIMIT is set", "GOMEMLIMIT", v)
+		return nil
+	}
+	return memlimit.New(memlimit.Default, log)
 }

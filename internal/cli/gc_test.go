@@ -49,23 +49,61 @@ func TestMemoryLimit(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want int64
+		auto bool
 		err  bool
 	}{
-		{"", 0, false},
-		{"0", 0, false},
-		{"140Mi", 140 << 20, false},
-		{"150M", 150_000_000, false},
-		{"157286400", 157286400, false},
-		{"1Gi", 1 << 30, false},
-		{"10Mi", 0, true}, // too small to start
-		{"-1Mi", 0, true},
-		{"lots", 0, true},
-		{"140MiB", 0, true}, // Go's spelling, not a quantity
+		{"", 0, false, false},
+		{"0", 0, false, false},
+		{"auto", 0, true, false}, // the Services mode's limit follows the cluster
+		{"140Mi", 140 << 20, false, false},
+		{"150M", 150_000_000, false, false},
+		{"157286400", 157286400, false, false},
+		{"1Gi", 1 << 30, false, false},
+		{"10Mi", 0, false, true}, // too small to start
+		{"-1Mi", 0, false, true},
+		{"lots", 0, false, true},
+		{"Auto", 0, false, true},
+		{"140MiB", 0, false, true}, // Go's spelling, not a quantity
 	} {
-		got, err := memoryLimit(tc.in)
-		if (err != nil) != tc.err || got != tc.want {
-			t.Errorf("memoryLimit(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.err)
+		got, auto, err := memoryLimit(tc.in)
+		if (err != nil) != tc.err || got != tc.want || auto != tc.auto {
+			t.Errorf("memoryLimit(%q) = %d, %v, %v; want %d, %v, error %v", tc.in, got, auto, err, tc.want, tc.auto, tc.err)
 		}
+	}
+}
+
+// The limit that follows the cluster is there only with
+// --memory-limit=auto, and the operator's GOMEMLIMIT (even "off") wins
+// over it.
+func TestMemoryTunerOnlyWithoutTheOperators(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		flag  string
+		tuner bool
+	}{
+		{"auto", nil, "auto", true},
+		{"auto and GOGC", map[string]string{"GOGC": "50"}, "auto", true},
+		{"auto and GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "256MiB"}, "auto", false},
+		{"auto and GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, "auto", false},
+		{"no flag", nil, "", false},
+		{"--memory-limit", nil, "140Mi", false},
+		{"--memory-limit=0", nil, "0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, auto, err := memoryLimit(tc.flag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			tu := memoryTuner(func(k string) string { return tc.env[k] }, auto, slog.New(slog.NewTextHandler(&buf, nil)))
+			if got := tu != nil; got != tc.tuner {
+				t.Errorf("a limit following the cluster: %v, want %v", got, tc.tuner)
+			}
+			if said := strings.Contains(buf.String(), "GOMEMLIMIT is set"); said != (auto && tc.env["GOMEMLIMIT"] != "") {
+				t.Errorf("said GOMEMLIMIT wins: %v; log %q", said, buf.String())
+			}
+		})
 	}
 }
 

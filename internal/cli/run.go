@@ -96,7 +96,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 		return err
 	}
 	routeKlog(log)
-	memLimit, err := memoryLimit(f.memLimit)
+	memLimit, _, err := memoryLimit(f.memLimit)
 	if err != nil {
 		return err
 	}
@@ -242,6 +242,8 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	}
 	bindAnnouncer(ann)
 	f.announce.keepSnapshot(ctx, ann, filepath.Join(filepath.Dir(f.stateFile), announce.SnapshotFile), log)
+	memory := memoryTuner(getenv, f.memLimit == "auto", log)
+	memory.Watch(ctx)
 	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
@@ -253,6 +255,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		Logger:       log,
 		Metrics:      inst,
 		Leading:      gate.Leading,
+		MemoryLimit:  memory,
 		OnSynced:     func() { pageOutSynced(log) },
 		OnApplied:    func() { pageOutApplied(log) },
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
@@ -45,6 +46,9 @@ type Options struct {
 	// leader reports problems (Events and their log lines); another
 	// replica reports what remains once it leads. nil: it always does.
 	Leading func() bool
+	// MemoryLimit, when set, sets Go's soft memory limit from the
+	// caches' size before each pass (internal/memlimit, issue 29).
+	MemoryLimit *memlimit.Tuner
 	// OnSynced, when set, is called once the informer caches synced,
 	// before the first pass (cli: the executable's pages the lists
 	// touched paged out, issue 29). It must not block.
@@ -171,6 +175,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	start := time.Now()
 	ctx = c.changes.Take(ctx)
 	svcs, eps, nodes := c.src.Snapshot()
+	if c.opts.MemoryLimit != nil {
+		c.opts.MemoryLimit.Follow(memlimit.Size{Services: len(svcs), Endpoints: desired.CountEndpoints(eps)})
+	}
 	in := desired.Input{Services: svcs, Slices: eps, Nodes: nodes, LastGood: c.lastGood, Memo: &c.memo}
 	dopts := c.opts.Desired
 	var alloc allocation

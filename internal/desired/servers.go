@@ -127,7 +127,7 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 		}
 	}
 	if podTargets(svc, opts) {
-		best = make([]model.Server, 0, endpointsIn(eps))
+		best = make([]model.Server, 0, CountEndpoints(eps))
 		for _, sl := range eps {
 			port, found := slicePort(sl, p)
 			if set.BackendPort != 0 {
@@ -163,7 +163,7 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 		}
 	}
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
-		best = make([]model.Server, 0, endpointsIn(eps))
+		best = make([]model.Server, 0, CountEndpoints(eps))
 		// As kube-proxy counts them: a node serves port p only if it hosts
 		// an endpoint of a slice that carries p by name. The controller
 		// puts Pods lacking a named targetPort in slices without that port
@@ -200,8 +200,8 @@ func serversFor(svc *corev1.Service, p corev1.ServicePort, set settings.Settings
 	return sorted(best), true
 }
 
-// endpointsIn counts the endpoints of eps.
-func endpointsIn(eps []*Slice) int {
+// CountEndpoints counts the endpoints of eps.
+func CountEndpoints(eps []*Slice) int {
 	n := 0
 	for _, sl := range eps {
 		n += len(sl.Endpoints)

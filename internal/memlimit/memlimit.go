@@ -1,0 +1,146 @@
+// Package memlimit sets Go's soft memory limit from the size of the
+// cluster the controller serves (`run --memory-limit=auto`, issue 29: the
+// controller's peak RSS at 10,000 Services). GOGC=25 lets the heap grow a
+// quarter over its live size between collections; the live heap is
+// highest at the end of a start's first pass, and that quarter on top of
+// it was the start's peak. A soft limit caps the heap there, but a fixed
+// one cannot serve every cluster: near the live heap of 10,000 Services it
+// would make the collector run all the time at 20,000. So the limit is
+// predicted from what the caches hold (Services and endpoints counted
+// before each pass, the first included) and never set below what the
+// live heap, as last measured, needs with room to spare. It is a trade,
+// not a free cut: once the live heap nears the limit the collector runs
+// often, and a pass waits for it (BENCHMARKS.md, issue 29).
+package memlimit
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// Size is what the caches hold.
+type Size struct {
+	Services  int // Services listed (ours or not: the caches hold them all)
+	Endpoints int // endpoints of the EndpointSlices listed
+}
+
+// Model is how much memory the Go runtime may hold for a cluster of a
+// size. The values are fitted to measured runs (BENCHMARKS.md, issue 29).
+type Model struct {
+	Floor       int64 // never below: a small cluster's limit stays out of the collector's way
+	Base        int64 // the process at no Services (package inits, client-go, runtime)
+	PerService  int64 // a Service's share at the first pass's highest live heap, with its spare
+	PerEndpoint int64 // an endpoint's (its server, slot and runtime state)
+	RoomPercent int64 // over the live heap measured: the limit is never below live*(100+RoomPercent)/100+Beside
+	Beside      int64 // the runtime's memory beside the live heap (stacks, metadata, spans' rest)
+}
+
+// Default is the model `run` uses in the Services mode: at 10,000
+// Services with 5 endpoints each, 80 MiB.
+var Default = Model{
+	Floor:       64 << 20,
+	Base:        24 << 20,
+	PerService:  4608,
+	PerEndpoint: 256,
+	RoomPercent: 10,
+	Beside:      14 << 20,
+}
+
+// For is the limit for a cluster of size s whose live heap, as last
+// measured, is live bytes.
+func (m Model) For(s Size, live uint64) int64 {
+	want := m.Base + m.PerService*int64(max(s.Services, 0)) + m.PerEndpoint*int64(max(s.Endpoints, 0))
+	l := int64(min(live, math.MaxInt64/256)) // no overflow below
+	need := l + l*m.RoomPercent/100 + m.Beside
+	return max(m.Floor, want, need)
+}
+
+// Tuner applies a Model before each pass. A nil Tuner does nothing (no
+// --memory-limit=auto, or the operator's GOMEMLIMIT wins).
+type Tuner struct {
+	model  Model
+	set    func(int64) int64 // debug.SetMemoryLimit
+	live   func() uint64     // the live heap as of the last collection
+	log    *slog.Logger
+	mu     sync.Mutex // Follow, and Watch's check after each collection
+	size   Size       // the caches' size at the last Follow
+	limit  int64      // what it set last; 0 before the first
+	logged int64      // the limit last logged
+}
+
+// New is a Tuner of model m.
+func New(m Model, log *slog.Logger) *Tuner {
+	return &Tuner{model: m, set: debug.SetMemoryLimit, live: liveHeap, log: log}
+}
+
+// Follow sets the limit for a cluster of size s (before a pass: the
+// first pass's is set from the caches alone). It returns the limit in
+// force; 0 from a nil Tuner.
+func (t *Tuner) Follow(s Size) int64 {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.size = s
+	return t.apply()
+}
+
+// Watch checks the limit after every collection until ctx ends: a live
+// heap that outgrew the prediction (a cluster whose Services cost more
+// than the model's: many ports, servers on every node) raises it within
+// one collection, so the collector never runs flat out against a limit
+// below what is live; and a limit raised so comes back down once the
+// live heap does. On a nil Tuner it does nothing.
+func (t *Tuner) Watch(ctx context.Context) {
+	if t == nil || ctx.Err() != nil {
+		return
+	}
+	// An object of its own (not the tiny allocator's, which shares a
+	// block), unreachable at once: its cleanup runs after the next
+	// collection, and arms the next.
+	runtime.AddCleanup(&struct{ _ [32]byte }{}, func(ctx context.Context) {
+		if ctx.Err() != nil {
+			return
+		}
+		t.mu.Lock()
+		if t.limit != 0 { // before the first Follow the caches' size is unknown
+			t.apply()
+		}
+		t.mu.Unlock()
+		t.Watch(ctx)
+	}, ctx)
+}
+
+// apply sets the limit for t.size and the live heap now; t.mu held.
+func (t *Tuner) apply() int64 {
+	s, live := t.size, t.live()
+	limit := t.model.For(s, live)
+	if limit != t.limit {
+		t.set(limit)
+		t.limit = limit
+	}
+	// Logged when it moved by an eighth since last logged: a pass that
+	// adds a Service moves it by a few KiB.
+	if d := limit - t.logged; d > t.logged/8 || -d > t.logged/8 {
+		t.logged = limit
+		t.log.Info("memory limit follows the cluster", "services", s.Services, "endpoints", s.Endpoints,
+			"limit_mib", limit>>20, "live_heap_mib", live>>20)
+	}
+	return limit
+}
+
+// liveHeap is the heap marked live by the last collection (0 before it).
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
