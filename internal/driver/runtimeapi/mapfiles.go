@@ -93,12 +93,15 @@ func (d *HAProxy) writeMapFiles() error {
 	if !d.mapFiles.due {
 		return nil
 	}
+	t := time.Now()
 	dir := d.opts.Render.ACLDir
 	var files []patternFile
 	for _, name := range slices.Sorted(maps.Keys(d.httpMemos)) {
 		files = append(files, d.httpMemos[name].build(dir, name)...) // httpmaps.go
 	}
-	_, err := d.routeMaps.write(dir, files)
+	built := time.Since(t)
+	wrote, err := d.routeMaps.write(dir, files)
 	d.mapFiles.due, d.mapFiles.failed = err != nil, err != nil
+	d.log.Debug("HTTP maps' files written after the passes", "files", len(wrote), "build", built, "total", time.Since(t))
 	return err
 }
