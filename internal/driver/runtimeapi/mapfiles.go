@@ -63,6 +63,10 @@ func (m *mapFiles) leave() {
 	}
 }
 
+// written notes that a pass wrote every HTTP map's file of the memos'
+// latest tables: nothing is due, and a write that failed before is over.
+func (m *mapFiles) written() { m.due, m.failed = false, false }
+
 // runMapFiles writes the HTTP maps' files the passes leave until ctx
 // ends, then what is still due; passes write their own files again
 // after. Run runs it.

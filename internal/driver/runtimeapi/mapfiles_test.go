@@ -172,3 +172,35 @@ func TestHTTPMapFilesConcurrentPasses(t *testing.T) {
 		t.Errorf("%d reloads, want 0", got-reloads)
 	}
 }
+
+// TestHTTPMapFilesAfterFailedWrite: once a write after the passes
+// failed, the next pass builds and writes its files itself (an error of
+// its own would go to the workqueue); when it has, passes leave their
+// files to Run again.
+func TestHTTPMapFilesAfterFailedWrite(t *testing.T) {
+	const n = 300
+	l, _, cfgOf := httpLab(t, netip.AddrPort{})
+	d := l.d
+	ctx := context.Background()
+	d.mapFiles.on = true // as while Run runs, its writes not made here
+	t0 := routeTable(n, "/app", 90)
+	if _, err := d.Apply(ctx, cfgOf(t0)); err != nil {
+		t.Fatal(err)
+	}
+	hosts := render.HTTPMapFile(d.opts.Render.ACLDir, "gw_apps_gw_80", render.HTTPHosts)
+	d.mapFiles.due, d.mapFiles.failed = true, true // Run's write failed
+	t1 := withRoute(t0, 5, "first.example.com")
+	if _, err := d.Apply(ctx, cfgOf(t1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fileMap(t, hosts)["first.example.com"]; !ok || d.mapFiles.failed || d.mapFiles.due {
+		t.Errorf("after a failed write: the pass wrote its hosts file %v (failed %v, due %v), want it written, nothing due", ok, d.mapFiles.failed, d.mapFiles.due)
+	}
+	t2 := withRoute(t1, 9, "then.example.com")
+	if _, err := d.Apply(ctx, cfgOf(t2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fileMap(t, hosts)["then.example.com"]; ok || !d.mapFiles.due {
+		t.Errorf("then: the pass wrote its hosts file %v (due %v), want it left to Run", ok, d.mapFiles.due)
+	}
+}

@@ -122,6 +122,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			return nil, err
 		}
 	}
+	whole := build != nil // every HTTP map's file made in this pass (unless left: mapfiles.go)
 	if build != nil && want == nil {
 		want, build = build(), nil
 	}
@@ -178,8 +179,11 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 	// Written even when the worker failed them: a HAProxy that starts
 	// reads the wanted maps, and the running one gets them whole next time.
 	_, err := s.write(d.opts.Render.ACLDir, want) // not the pending files (their bytes not made)
-	if left && slices.ContainsFunc(want, func(f patternFile) bool { return f.pending }) {
+	switch {
+	case left && slices.ContainsFunc(want, func(f patternFile) bool { return f.pending }):
 		d.mapFiles.leave() // written after the pass (mapfiles.go)
+	case whole && !left && err == nil:
+		d.mapFiles.written() // every file of the latest tables written
 	}
 	res.Write += time.Since(t)
 	if sendErr != nil {
