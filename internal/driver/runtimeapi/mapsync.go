@@ -110,7 +110,9 @@ func (h *heldMaps) forget() { h.files = nil }
 // after a new route's entries are served: issue 30); otherwise build
 // makes them before anything is sent. Either way the files written are
 // build's, before pushMaps returns: what a reload reads afterwards is
-// what the worker runs. A controller stopped between the batch and the
+// what the worker runs. While Run runs, a batch sent by the memo's edits
+// leaves the files to it instead (not built here: mapfiles.go), and a
+// reload writes every file itself. A controller stopped between the batch and the
 // write leaves files older than the worker's maps; the next process
 // knows nothing the worker holds (heldMaps is per process), reads the
 // worker's maps back and sends the difference from the files it writes
