@@ -106,7 +106,9 @@ func untilHTTP(c *http.Client, port int, host, want string, start time.Time, dea
 // Service web-a), the time from an API write to the first 200 through a
 // real HAProxy for it: a new HTTPRoute (to web-b), and an existing one
 // moved to web-b (HKS_BENCH_CHANGES of each, default 40), one after the
-// other; p50/p99 of each and the reloads they took (the goal: 0).
+// other; p50/p99 of each and the reloads they took (the goal: 0). The
+// first 200 is detected by staggered probers on kept connections
+// (httpprobe_test.go; HKS_BENCH_PROBE=old: a connection every 2 ms).
 //
 //	HKS_TESTBIN_DIR=... go test -run '^$' -bench BenchmarkHTTPRoutePropagation -benchtime 1x ./test/e2e/
 func BenchmarkHTTPRoutePropagation(b *testing.B) {
@@ -153,6 +155,10 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		defer writeHeapProfile(b, path)
 	}
 	before := reloads()
+	// The changes' first 200 detected by staggered probers on kept
+	// connections (httpprobe_test.go).
+	probes := newHTTPProbes(port)
+	defer probes.close()
 	var added, moved []time.Duration
 	var addedAt, movedAt []change
 	events := watchRoutes(b, gc)
@@ -163,7 +169,7 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 			b.Fatal(err)
 		}
 		written := time.Now()
-		d, err := untilHTTP(c, port, name+".example.com", "web-b", start, time.Minute)
+		d, err := probes.until(name+".example.com", "web-b", start, time.Minute)
 		if err != nil {
 			b.Fatalf("new route %d: %v", i, err)
 		}
@@ -190,7 +196,7 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, err := untilHTTP(c, port, name+".example.com", "web-b", start, time.Minute)
+		d, err := probes.until(name+".example.com", "web-b", start, time.Minute)
 		if err != nil {
 			b.Fatalf("route %s moved: %v", name, err)
 		}
@@ -204,6 +210,7 @@ func BenchmarkHTTPRoutePropagation(b *testing.B) {
 	perChange := float64(idlePasses(passes, time.Second, time.Minute)-passes0) / float64(2*changes)
 	propagation{kind: "HTTPRoutes", n: n, created: created, synced: synced, added: added, moved: moved,
 		addReloads: addReloads, moveReloads: moveReloads, perChange: perChange}.report(b, log)
+	probes.report(b)
 	ps := runtimePasses(log.String())
 	if path := os.Getenv("HKS_BENCH_LOG"); path != "" { // the controller's log, for its passes' fields
 		if err := os.WriteFile(path, []byte(log.String()), 0o644); err != nil {

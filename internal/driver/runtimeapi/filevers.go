@@ -41,6 +41,9 @@ type patternFile struct {
 	// count. It only goes by its edit (mapsync.go).
 	pending bool
 	size    int
+	// ver: an HTTP map's version (httpmaps.go: its entries, whether its
+	// bytes are made or not); 0: known by its bytes alone.
+	ver uint64
 }
 
 // allLines are f's lines, made from its entries for an HTTP map.
@@ -96,6 +99,9 @@ type fileSet struct {
 func (s *fileSet) write(dir string, want []patternFile) ([]patternFile, error) {
 	var wrote []patternFile
 	for _, f := range want {
+		if f.pending {
+			continue // its bytes not made: written later (mapfiles.go)
+		}
 		if old, ok := s.last[f.path]; ok && bytes.Equal(old, f.body) {
 			continue
 		}

@@ -131,6 +131,7 @@ type HAProxy struct {
 	held             heldMaps     // what the worker holds of them (mapsync.go)
 	mapOps           int          // the map commands sent since the driver was made (mapsync.go)
 	httpMemos        httpMemos    // the HTTP maps lowered so far (httpmaps.go)
+	mapFiles         mapFiles     // the HTTP maps' files left to write after the passes (mapfiles.go)
 	noHTTPMemo       bool         // every pass lowers every table whole: the benchmarks' baseline
 	noMapEdits       bool         // the memo's edits unused, files diffed whole: the benchmarks' baseline
 	listenerMemo     listenerMemo // the listener's map entries kept by frontend (listeners.go)
@@ -204,6 +205,7 @@ func NewHAProxy(opts Options) *HAProxy {
 		master:    haproxy.NewMaster(opts.MasterSocket),
 		log:       opts.Logger,
 		persist:   make(chan struct{}, 1),
+		mapFiles:  mapFiles{quiet: mapFilesQuiet, maxDelay: mapFilesMaxDelay, kick: make(chan struct{}, 1)},
 		gate:      reloadGate{minInterval: opts.MinReloadInterval, settle: opts.ReloadSettle},
 		now:       time.Now,
 	}

@@ -145,7 +145,8 @@ func TestHTTPMapEditsSentBeforeBuilt(t *testing.T) {
 // process knows nothing the worker holds, reads its maps back and sends
 // the difference from the table it wants (mapread.go) and writes the files, whether the world kept the
 // change or went back meanwhile; then a route is a few commands again.
-// No reload.
+// No reload. "left": the pass left its files to Run (mapfiles.go), and
+// the controller was killed before Run wrote them.
 func TestHTTPMapsStoppedBeforeWritten(t *testing.T) {
 	const n = 300
 	for _, tc := range []struct {
@@ -155,10 +156,14 @@ func TestHTTPMapsStoppedBeforeWritten(t *testing.T) {
 		{"kept", func(_, t1 *model.HTTP) *model.HTTP { return t1 }},
 		{"back", func(t0, _ *model.HTTP) *model.HTTP { return t0 }},
 		{"moved on", func(_, t1 *model.HTTP) *model.HTTP { return withRoute(t1, 10, "other.example.com") }},
+		{"left kept", func(_, t1 *model.HTTP) *model.HTTP { return t1 }},
+		{"left moved on", func(_, t1 *model.HTTP) *model.HTTP { return withRoute(t1, 10, "other.example.com") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, _, cfgOf := httpLab(t, netip.AddrPort{})
 			d := l.d
+			// As while Run runs, killed before it writes anything.
+			d.mapFiles.on = strings.HasPrefix(tc.name, "left")
 			ctx := context.Background()
 			t0 := routeTable(n, "/app", 90)
 			t1 := withNewRoute(t0, n/2)

@@ -3,6 +3,7 @@ package runtimeapi
 import (
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -28,10 +29,17 @@ type httpMemos map[string]*httpMemo
 
 type httpMemo struct {
 	maps  render.HTTPMapsMemo
-	files map[string]httpFile // by kind
-	// built: files are those of the table last given to maps.Update (a
-	// pass that updated the memo and never built its files leaves the
-	// memo's edit counted from a table no file holds: no edit from them).
+	files map[string]httpFile // by kind, as last built (each of its version)
+	// vers: by kind, the version of the entries the memo's last table
+	// gives (httpVersion; 0: none yet); prev, the version the last
+	// Update's edit of that kind starts from (0: no edit known); sizes,
+	// the entries' count of each kind's version. A pass that sends the
+	// memo's edit needs no file built (the files are written after the
+	// pass, mapfiles.go): the worker is said to hold a version, and the
+	// next edit starts from it.
+	vers, prev map[string]uint64
+	sizes      map[string]int
+	// built: files are those of the table last given to maps.Update.
 	built bool
 }
 
@@ -39,6 +47,70 @@ type httpMemo struct {
 type httpFile struct {
 	entries []render.HTTPMapEntry
 	pf      patternFile
+}
+
+// httpVersion numbers the versions of the HTTP maps' entries (every
+// driver's: a version names one content of one file).
+var httpVersion atomic.Uint64
+
+// update gives m the table h (maps.Update) and moves each kind's version
+// on: a kind the edit changes, or any kind when the edit is not known,
+// gets a new version, from its last one when the edit is known.
+func (m *httpMemo) update(h *model.HTTP) (map[string]render.HTTPMapEdit, bool) {
+	changes, known := m.maps.Update(h) // render/httpmemo.go
+	if m.vers == nil {
+		m.vers, m.prev, m.sizes = map[string]uint64{}, map[string]uint64{}, map[string]int{}
+	}
+	for _, kind := range render.HTTPMapKinds {
+		e, v := changes[kind], m.vers[kind]
+		switch {
+		case known && e.Empty() && v != 0:
+			m.prev[kind] = 0
+			continue
+		case known && v != 0:
+			m.prev[kind] = v
+			if m.sizes[kind] >= 0 {
+				m.sizes[kind] += len(e.Add) - len(e.Del)
+			}
+		default:
+			m.prev[kind], m.sizes[kind] = 0, -1 // counted by the next build
+		}
+		m.vers[kind] = httpVersion.Add(1)
+		m.built = false
+	}
+	return changes, known
+}
+
+// build makes the files of m's table whole (maps.Build), keeping each
+// kind's file whose version, or else entries, are the last built's, and
+// returns them in HTTPMapKinds' order, carrying no edit.
+func (m *httpMemo) build(dir, name string) []patternFile {
+	if m.built {
+		out := make([]patternFile, 0, len(render.HTTPMapKinds))
+		for _, kind := range render.HTTPMapKinds {
+			out = append(out, m.files[kind].pf)
+		}
+		return out
+	}
+	maps := m.maps.Build() // render/httpmemo.go
+	files := make(map[string]httpFile, len(render.HTTPMapKinds))
+	out := make([]patternFile, 0, len(render.HTTPMapKinds))
+	for _, kind := range render.HTTPMapKinds {
+		path, v := render.HTTPMapFile(dir, name, kind), m.vers[kind]
+		hf, ok := m.files[kind]
+		switch {
+		case ok && hf.pf.path == path && hf.pf.ver == v:
+		case ok && hf.pf.path == path && slices.Equal(hf.entries, maps[kind]):
+			hf.pf.ver = v
+		default:
+			hf = newHTTPFile(path, maps[kind])
+			hf.pf.ver = v
+		}
+		files[kind], m.sizes[kind] = hf, len(hf.entries)
+		out = append(out, hf.pf)
+	}
+	m.files, m.built = files, true
+	return out
 }
 
 // httpMapFiles are the map files of cfg's HTTP frontends, lowered
@@ -81,12 +153,8 @@ func httpMapUpdate(dir string, cfg model.Config, memos *httpMemos, edits bool) (
 			if m == nil {
 				m = &httpMemo{}
 			}
-			if !m.built {
-				m.files = nil
-			}
 			kept[f.Name], u.m = m, m
-			changes, known := m.maps.Update(f.HTTP) // render/httpmemo.go
-			m.built = false
+			changes, known := m.update(f.HTTP)
 			if edits {
 				u.changes, u.known = changes, known
 			}
@@ -97,17 +165,9 @@ func httpMapUpdate(dir string, cfg model.Config, memos *httpMemos, edits bool) (
 			if !ok {
 				break
 			}
-			path := render.HTTPMapFile(dir, f.Name, kind)
-			hf, had := u.m.files[kind]
-			switch e := u.changes[kind]; {
-			case !had || hf.pf.path != path:
-				ok = false
-			case e.Empty():
-				early = append(early, hf.pf)
-			default:
-				early = append(early, patternFile{path: path, what: "HTTP map " + filepath.Base(path),
-					edit: &fileEdit{from: hf.pf.body, edit: e}, pending: true, size: len(hf.entries) + len(e.Add) - len(e.Del)})
-			}
+			f, known := u.early(dir, kind)
+			ok = ok && known
+			early = append(early, f)
 		}
 	}
 	if memos != nil {
@@ -126,6 +186,34 @@ func httpMapUpdate(dir string, cfg model.Config, memos *httpMemos, edits bool) (
 	return early, build
 }
 
+// early is u's file of kind before any is built: the last one built
+// when it is of the memo's version; otherwise pending (its bytes made
+// later), with the memo's edit from the version before. false: the
+// edit of kind is not known (the file must be built first).
+func (u httpUpdated) early(dir, kind string) (patternFile, bool) {
+	m := u.m
+	path, v := render.HTTPMapFile(dir, u.name, kind), m.vers[kind]
+	if hf, ok := m.files[kind]; ok && hf.pf.path == path && hf.pf.ver == v {
+		return hf.pf, true
+	}
+	f := patternFile{path: path, what: "HTTP map " + filepath.Base(path), pending: true, ver: v, size: m.sizes[kind]}
+	switch e := u.changes[kind]; {
+	case m.sizes[kind] < 0:
+		return f, false
+	case e.Empty():
+		// The version the worker holds, if it does (mapEdits); built
+		// first otherwise.
+	case m.prev[kind] == 0:
+		return f, false
+	default:
+		f.edit = &fileEdit{fromVer: m.prev[kind], edit: e}
+		if hf, ok := m.files[kind]; ok && hf.pf.ver == m.prev[kind] {
+			f.edit.from = hf.pf.body
+		}
+	}
+	return f, true
+}
+
 // files makes u's files whole: from its memo's table (Build), keeping
 // each kind's file whose entries are the last built's; a file the memo
 // knows the edit of carries it.
@@ -139,25 +227,23 @@ func (u httpUpdated) files(dir string) []patternFile {
 		return out
 	}
 	m := u.m
-	maps := m.maps.Build() // render/httpmemo.go
-	files := make(map[string]httpFile, len(render.HTTPMapKinds))
-	out := make([]patternFile, 0, len(render.HTTPMapKinds))
+	var from map[string][]byte // the bytes of the versions the edits start from, when built
 	for _, kind := range render.HTTPMapKinds {
-		path := render.HTTPMapFile(dir, u.name, kind)
-		hf, ok := m.files[kind]
-		if ok && hf.pf.path == path && u.known && !u.changes[kind].Empty() {
-			// The memo's edit from the file last built: a worker
-			// holding that file needs only it (mapsync.go).
-			from := hf.pf.body
-			hf = newHTTPFile(path, maps[kind])
-			hf.pf.edit = &fileEdit{from: from, edit: u.changes[kind]}
-		} else if !ok || hf.pf.path != path || !slices.Equal(hf.entries, maps[kind]) {
-			hf = newHTTPFile(path, maps[kind])
+		if hf, ok := m.files[kind]; ok && u.known && m.prev[kind] != 0 && hf.pf.ver == m.prev[kind] {
+			if from == nil {
+				from = map[string][]byte{}
+			}
+			from[kind] = hf.pf.body
 		}
-		files[kind] = hf
-		out = append(out, hf.pf)
 	}
-	m.files, m.built = files, true
+	out := m.build(dir, u.name)
+	for i, kind := range render.HTTPMapKinds {
+		if u.known && m.prev[kind] != 0 && !u.changes[kind].Empty() {
+			// The memo's edit from the version before: a worker
+			// holding that needs only it (mapsync.go).
+			out[i].edit = &fileEdit{fromVer: m.prev[kind], from: from[kind], edit: u.changes[kind]}
+		}
+	}
 	return out
 }
 

@@ -67,6 +67,7 @@ type mapEdit struct {
 	// pending: the file's bytes are made after the edit is sent (body
 	// nil until then: pushMaps)
 	pending bool
+	ver     uint64 // the file's (patternFile.ver)
 }
 
 // empty reports whether the edit changes nothing.
@@ -172,14 +173,24 @@ func mapCommands(edits []mapEdit, versions map[string]string) []string {
 // entries, without diffing the whole files (issue 30).
 type fileEdit struct {
 	from []byte
-	edit render.HTTPMapEdit
+	// fromVer: the version (patternFile.ver) it starts from, whose bytes
+	// (from) may never have been made; 0: from's bytes.
+	fromVer uint64
+	edit    render.HTTPMapEdit
 }
 
 // knownEdit is the edit of f for a worker holding held (its entries,
 // changed in place once sent: see applyTo), and whether f's edit starts
 // from what the worker holds.
 func knownEdit(f patternFile, held heldMap) (mapEdit, bool) {
-	if f.edit == nil || held.entries == nil || !bytes.Equal(held.body, f.edit.from) {
+	if f.edit == nil || held.entries == nil {
+		return mapEdit{}, false
+	}
+	if f.edit.fromVer != 0 && held.ver != 0 {
+		if held.ver != f.edit.fromVer {
+			return mapEdit{}, false
+		}
+	} else if f.edit.fromVer != 0 && f.edit.from == nil || !bytes.Equal(held.body, f.edit.from) {
 		return mapEdit{}, false
 	}
 	e := mapEdit{path: f.path, base: held.entries, del: f.edit.edit.Del}

@@ -37,7 +37,8 @@ type heldMaps struct {
 // given (so a file whose bytes did not change needs no diff) and its
 // entries.
 type heldMap struct {
-	body    []byte // the file's own bytes (never changed once made: not copied)
+	body    []byte // the file's own bytes (never changed once made: not copied); nil: not made yet
+	ver     uint64 // the file's version (patternFile.ver), 0: known by body alone
 	entries map[string]string
 	// readBack: the entries were read from the worker (mapread.go), the
 	// bytes it was given are not known (body nil): diffed by entries.
@@ -70,7 +71,7 @@ func (h *heldMaps) hold(pid string, f patternFile, entries map[string]string) {
 	if h.files == nil {
 		h.files = make(map[string]heldMap)
 	}
-	h.files[f.path] = heldMap{body: f.body, entries: entries}
+	h.files[f.path] = heldMap{body: f.body, ver: f.ver, entries: entries}
 }
 
 // loaded records that the worker pid read every file of want from disk
@@ -79,7 +80,7 @@ func (h *heldMaps) loaded(pid string, want []patternFile) {
 	h.pid, h.files, h.read = pid, make(map[string]heldMap, len(want)), nil
 	for _, f := range want {
 		if entries, ok := mapEntries(f.allLines()); ok {
-			h.files[f.path] = heldMap{body: f.body, entries: entries}
+			h.files[f.path] = heldMap{body: f.body, ver: f.ver, entries: entries}
 		}
 	}
 }
@@ -121,7 +122,9 @@ func (h *heldMaps) unknown(pid string, paths map[string]bool) {
 // after a new route's entries are served: issue 30); otherwise build
 // makes them before anything is sent. Either way the files written are
 // build's, before pushMaps returns: what a reload reads afterwards is
-// what the worker runs. A controller stopped between the batch and the
+// what the worker runs. While Run runs, a batch sent by the memo's edits
+// leaves the files to it instead (not built here: mapfiles.go), and a
+// reload writes every file itself. A controller stopped between the batch and the
 // write leaves files older than the worker's maps; the next process
 // knows nothing the worker holds (heldMaps is per process), reads the
 // worker's maps back and sends the difference from the files it writes
@@ -133,6 +136,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			return nil, err
 		}
 	}
+	whole := build != nil // every HTTP map's file made in this pass (unless left: mapfiles.go)
 	if build != nil && want == nil {
 		want, build = build(), nil
 	}
@@ -162,11 +166,14 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 		}
 	}
 	t := time.Now()
+	left := false
 	if build != nil {
 		if testHookMapsSent != nil && slices.ContainsFunc(edits, func(e mapEdit) bool { return e.pending }) {
 			testHookMapsSent()
 		}
-		want = build() // the files made after the worker is told: part of their write
+		if left = sendErr == nil && d.mapFiles.later(); !left {
+			want = build() // the files made after the worker is told: part of their write
+		}
 	}
 	if sendErr == nil {
 		var made map[string][]byte // the pending files' bytes, by path
@@ -180,14 +187,20 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 				}
 				e.body = made[e.path]
 			}
-			d.held.hold(d.pid, patternFile{path: e.path, body: e.body}, e.wanted())
+			d.held.hold(d.pid, patternFile{path: e.path, body: e.body, ver: e.ver}, e.wanted())
 		}
 	}
 	// Written even when the worker failed them: a HAProxy that starts
 	// reads the wanted maps, and the running one gets them whole next time.
-	wrote, err := s.write(d.opts.Render.ACLDir, want)
+	wrote, err := s.write(d.opts.Render.ACLDir, want) // not the pending files (their bytes not made)
 	if d.aside != nil {
 		d.aside.wrote(wrote) // aside.go
+	}
+	switch {
+	case left && slices.ContainsFunc(want, func(f patternFile) bool { return f.pending }):
+		d.mapFiles.leave() // written after the pass (mapfiles.go)
+	case whole && !left && err == nil:
+		d.mapFiles.written() // every file of the latest tables written
 	}
 	res.Write += time.Since(t)
 	if sendErr != nil {
@@ -213,7 +226,7 @@ func (d *HAProxy) mapEdits(want []patternFile) ([]mapEdit, bool) {
 			continue
 		}
 		held, known := d.held.of(d.pid, f.path)
-		if known && !held.readBack && !f.pending && bytes.Equal(held.body, f.body) {
+		if known && !held.readBack && (f.ver != 0 && held.ver == f.ver || !f.pending && held.body != nil && bytes.Equal(held.body, f.body)) {
 			continue
 		}
 		e, edited := mapEdit{}, false
@@ -230,7 +243,7 @@ func (d *HAProxy) mapEdits(want []patternFile) ([]mapEdit, bool) {
 			e = diffMap(f.path, nil, f.allLines())
 		}
 		if !e.empty() {
-			e.what, e.body, e.pending = f.what, f.body, f.pending
+			e.what, e.body, e.pending, e.ver = f.what, f.body, f.pending, f.ver
 			edits = append(edits, e)
 		} else {
 			d.held.hold(d.pid, f, e.wanted())

@@ -1,0 +1,206 @@
+package runtimeapi
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// runMapFilesFor runs d.Run (its map files written after quiet, at the
+// latest maxDelay) until the function it returns is called, which waits
+// for Run's end; Run's loop of the map files is on when it returns.
+func runMapFilesFor(t *testing.T, d *HAProxy, quiet, maxDelay time.Duration) (stop func()) {
+	t.Helper()
+	d.mapFiles.quiet, d.mapFiles.maxDelay = quiet, maxDelay
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		d.Run(ctx, time.Hour, time.Hour)
+	}()
+	stop = func() {
+		cancel()
+		select {
+		case <-ran:
+		case <-time.After(time.Minute):
+			t.Fatal("Run did not return within a minute of its end")
+		}
+	}
+	t.Cleanup(stop)
+	for start := time.Now(); ; time.Sleep(time.Millisecond) { // poll interval
+		d.mu.Lock()
+		on := d.mapFiles.on
+		d.mu.Unlock()
+		if on {
+			return stop
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("Run's loop of the map files not on within 10 s")
+		}
+	}
+}
+
+// TestHTTPMapFilesAfterPasses: while Run runs, passes that send the
+// memo's edit leave the HTTP maps' files to it (issue 30, mapfiles.go):
+// each new table is served when its pass returns, by a few commands
+// chained from what the worker holds with no file built, and the files
+// on disk stay the last ones written; a reload right after (a new
+// frontend) writes every map file before the master reads them: the new
+// worker serves the routes of the last pass. Files left again are
+// written when Run ends. No reload but the one asked for.
+func TestHTTPMapFilesAfterPasses(t *testing.T) {
+	const n = 1000
+	l, port, cfgOf := httpLab(t, httpBackend(t, "B"))
+	d := l.d
+	ctx := context.Background()
+	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port).String()
+	stop := runMapFilesFor(t, d, time.Hour, time.Hour) // written only by a reload, or when Run ends
+	t0 := routeTable(n, "/app", 90)
+	if _, err := d.Apply(ctx, cfgOf(t0)); err != nil {
+		t.Fatal(err)
+	}
+	checkMapsAre(ctx, t, d, "first", t0) // a first table is built before it is sent
+	reloads := l.reloads(ctx, t)
+	hosts := render.HTTPMapFile(d.opts.Render.ACLDir, "gw_apps_gw_80", render.HTTPHosts)
+	onDisk := fileMap(t, hosts)
+	t1 := withNewRoute(t0, n/2)
+	t2 := withRoute(t1, 10, "other.example.com")
+	t3 := withRoute(t0, 10, "other.example.com")
+	for i, h := range []*model.HTTP{t1, t2, t3} {
+		res, err := d.Apply(ctx, cfgOf(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Ops == 0 || res.Ops > 8 {
+			t.Errorf("pass %d: %d commands, want 1..8 (the memo's edit)", i+1, res.Ops)
+		}
+		for kind, p := range httpKinds(ctx, t, d) {
+			if got, want := showMap(ctx, t, d, p), mustEntries(t, render.HTTPMaps(h)[kind]); !maps.Equal(got, want) {
+				t.Errorf("pass %d: HAProxy's %s map holds %d entries, not the table's %d", i+1, kind, len(got), len(want))
+			}
+		}
+		if got := fileMap(t, hosts); !maps.Equal(got, onDisk) {
+			t.Errorf("pass %d: the hosts file written in the pass (%d entries, the last written %d)", i+1, len(got), len(onDisk))
+		}
+		if m := d.httpMemos["gw_apps_gw_80"]; m == nil || m.built {
+			t.Errorf("pass %d: the memo's files built in the pass", i+1)
+		}
+	}
+	if status, body := httpGet(t, addr, "other.example.com", "/"); status != 200 || !strings.HasPrefix(body, "B") {
+		t.Errorf("after the passes: GET other.example.com/: %d %q, want 200 from B", status, body)
+	}
+	if got := l.reloads(ctx, t); got != reloads {
+		t.Fatalf("%d reloads, want 0", got-reloads)
+	}
+
+	// A reload right after: the new worker reads the map files.
+	extra := model.Frontend{Name: "fe_extra", Backend: "gwh_b",
+		Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: uint16(haproxytest.FreePort(t))}}}
+	withFrontend := func(h *model.HTTP) model.Config {
+		c := cfgOf(h)
+		c.Frontends = append(c.Frontends, extra)
+		return c
+	}
+	res, err := d.Apply(ctx, withFrontend(t3))
+	if err != nil || !res.Reloaded {
+		t.Fatalf("a new frontend: reloaded %v, %v; want a reload", res.Reloaded, err)
+	}
+	if status, body := httpGet(t, addr, "other.example.com", "/"); status != 200 || !strings.HasPrefix(body, "B") {
+		t.Errorf("reloaded: GET other.example.com/: %d %q, want 200 from B (the files the new worker read are older than the pass)", status, body)
+	}
+	checkMapsAre(ctx, t, d, "reloaded", t3)
+
+	// Left again: written when Run ends.
+	t4 := withRoute(t3, 20, "late.example.com")
+	if _, err := d.Apply(ctx, withFrontend(t4)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fileMap(t, hosts)["late.example.com"]; ok {
+		t.Errorf("late.example.com in the hosts file when its pass returned, want it left to Run")
+	}
+	stop()
+	checkMapsAre(ctx, t, d, "Run ended", t4)
+}
+
+// mustEntries are entries by key.
+func mustEntries(t *testing.T, entries []render.HTTPMapEntry) map[string]string {
+	t.Helper()
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		out[e.Key] = e.Value
+	}
+	return out
+}
+
+// TestHTTPMapFilesConcurrentPasses: passes and Run's writes of the files
+// they leave interleave (a write due 1 ms after a pass, at the latest
+// 3 ms): no update is lost, the files on disk once Run ends and the
+// worker's maps are the last pass's table, and every pass sent the
+// memo's edit, no reload. Run it with -race.
+func TestHTTPMapFilesConcurrentPasses(t *testing.T) {
+	const n, passes = 300, 40
+	l, _, cfgOf := httpLab(t, netip.AddrPort{})
+	d := l.d
+	ctx := context.Background()
+	stop := runMapFilesFor(t, d, time.Millisecond, 3*time.Millisecond)
+	h := routeTable(n, "/app", 90)
+	if _, err := d.Apply(ctx, cfgOf(h)); err != nil {
+		t.Fatal(err)
+	}
+	reloads := l.reloads(ctx, t)
+	for i := range passes {
+		h = withRoute(h, (i*37)%n, fmt.Sprintf("c%d.example.com", i))
+		res, err := d.Apply(ctx, cfgOf(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Ops == 0 || res.Ops > 8 {
+			t.Errorf("pass %d: %d commands, want 1..8 (the memo's edit)", i, res.Ops)
+		}
+	}
+	stop()
+	checkMapsAre(ctx, t, d, "after the passes", h)
+	if got := l.reloads(ctx, t); got != reloads {
+		t.Errorf("%d reloads, want 0", got-reloads)
+	}
+}
+
+// TestHTTPMapFilesAfterFailedWrite: once a write after the passes
+// failed, the next pass builds and writes its files itself (an error of
+// its own would go to the workqueue); when it has, passes leave their
+// files to Run again.
+func TestHTTPMapFilesAfterFailedWrite(t *testing.T) {
+	const n = 300
+	l, _, cfgOf := httpLab(t, netip.AddrPort{})
+	d := l.d
+	ctx := context.Background()
+	d.mapFiles.on = true // as while Run runs, its writes not made here
+	t0 := routeTable(n, "/app", 90)
+	if _, err := d.Apply(ctx, cfgOf(t0)); err != nil {
+		t.Fatal(err)
+	}
+	hosts := render.HTTPMapFile(d.opts.Render.ACLDir, "gw_apps_gw_80", render.HTTPHosts)
+	d.mapFiles.due, d.mapFiles.failed = true, true // Run's write failed
+	t1 := withRoute(t0, 5, "first.example.com")
+	if _, err := d.Apply(ctx, cfgOf(t1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fileMap(t, hosts)["first.example.com"]; !ok || d.mapFiles.failed || d.mapFiles.due {
+		t.Errorf("after a failed write: the pass wrote its hosts file %v (failed %v, due %v), want it written, nothing due", ok, d.mapFiles.failed, d.mapFiles.due)
+	}
+	t2 := withRoute(t1, 9, "then.example.com")
+	if _, err := d.Apply(ctx, cfgOf(t2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := fileMap(t, hosts)["then.example.com"]; ok || !d.mapFiles.due {
+		t.Errorf("then: the pass wrote its hosts file %v (due %v), want it left to Run", ok, d.mapFiles.due)
+	}
+}
