@@ -360,9 +360,7 @@ func (w *world) fragment(a *attachedRoute, port uint16, scheme string, backends 
 	for _, b := range f.backends {
 		// A backend's content follows from its name and the world, so
 		// the one made first, as a whole pass would, is the same.
-		if _, ok := backends[b.Name]; !ok {
-			backends[b.Name] = b
-		}
+		w.recent.put(backends, b) // backendsrecent.go
 	}
 	return f
 }
