@@ -40,6 +40,7 @@ type tableMemo struct {
 	owners        map[string]int // the same by host name
 	spare         [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
 	actsHW        int            // the largest length a table has had over t.Actions' array (tableactions.go)
+	inPlace       bool           // the last update matched the places place by place (tableinplace.go)
 	remap, owner0 []int          // arrays update reuses: its renumbering, the owners before the last
 	// The header sets of t's rules, counted, and their sorted list (nil:
 	// to be made again); buffers for their keys (tableshape.go).
@@ -140,6 +141,9 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 		m.TablesWhole++
 	} else {
 		m.TablesIncremental++
+		if old.inPlace {
+			m.TablesInPlace++
+		}
 	}
 	old.pass = m.pass
 	old.spare = last // no longer read: the next pass's slots
@@ -188,6 +192,12 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 // actions renumbered (moved: the last table's action places to the new
 // ones); the others' hosts are built again.
 func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
+	tm.inPlace = false
+	if dirty, ok := tm.placeByPlace(slots); ok { // tableinplace.go
+		tm.inPlace = true
+		tm.rebuild(dirty, false, nil)
+		return true
+	}
 	dirty := map[string]bool{}
 	changed := 0
 	remap := slices.Grow(tm.remap[:0], len(tm.t.Actions))[:len(tm.t.Actions)] // a kept action's new place; -1: gone
@@ -272,8 +282,15 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 		}
 		in.slots = ss
 	}
-	// The changed hosts out of the last table, built again where they
-	// still have rules, in their places.
+	tm.rebuild(dirty, renumber, remap)
+	return true
+}
+
+// rebuild takes the dirty hosts out of the last table and builds them
+// again where they still have rules, in their places, from the index
+// (brought to the new slots); renumber: the kept hosts' actions moved
+// (remap: an action's new place).
+func (tm *tableMemo) rebuild(dirty map[string]bool, renumber bool, remap []int) {
 	type placed struct {
 		at    int
 		owner int
@@ -308,21 +325,39 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	slices.SortFunc(add, func(a, b placed) int { return cmpHost(a.owner, a.host.Name, b.owner, b.host.Name) })
 	nh := make([]model.HTTPHost, 0, len(hosts)+len(add)-len(removed))
 	no := slices.Grow(tm.owner0[:0], cap(nh))
-	next := 0
-	for i := range len(hosts) + 1 {
-		for ; next < len(add) && add[next].at == i; next++ {
+	// The kept hosts copied in runs between the places where a host is
+	// added (before the last table's host at) or removed.
+	rm := make([]int, 0, len(removed))
+	for i := range removed {
+		rm = append(rm, i)
+	}
+	slices.Sort(rm)
+	for from, next, r := 0, 0, 0; ; {
+		to := len(hosts)
+		if next < len(add) {
+			to = min(to, add[next].at)
+		}
+		if r < len(rm) {
+			to = min(to, rm[r])
+		}
+		nh, no = append(nh, hosts[from:to]...), append(no, owner[from:to]...)
+		for ; next < len(add) && add[next].at == to; next++ {
 			nh, no = append(nh, add[next].host), append(no, add[next].owner)
 		}
-		if i < len(hosts) && !removed[i] {
-			nh, no = append(nh, hosts[i]), append(no, owner[i])
+		switch {
+		case r < len(rm) && rm[r] == to:
+			r, from = r+1, to+1
+		case to == len(hosts):
+			tm.t = &model.HTTP{Hosts: nh}
+			tm.owner, tm.owner0 = no, tm.owner
+			if len(nh) == 0 {
+				tm.t.Hosts = nil // as httpTable leaves it
+			}
+			return
+		default:
+			from = to
 		}
 	}
-	tm.t = &model.HTTP{Hosts: nh}
-	tm.owner, tm.owner0 = no, tm.owner
-	if len(nh) == 0 {
-		tm.t.Hosts = nil // as httpTable leaves it
-	}
-	return true
 }
 
 // find is the place in the last table of host h of listener o, or
