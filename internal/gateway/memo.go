@@ -77,8 +77,7 @@ type Memo struct {
 	// TablesIncremental and TablesWhole count the HTTP tables built
 	// from the last one and built whole (tablememo.go).
 	TablesIncremental, TablesWhole int
-	// TablesInPlace counts the incremental ones whose places were the
-	// last table's place by place but a few (tableinplace.go).
+	// TablesInPlace: the incremental ones updated place by place (tableinplace.go).
 	TablesInPlace int
 	// AttachReused counts the routes whose attachment was replayed
 	// (attachmemo.go).
