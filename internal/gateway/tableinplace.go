@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -83,4 +84,23 @@ func (tm *tableMemo) placeByPlace(slots [][]tableSlot) (map[string]bool, bool) {
 		in.slots = slots[i] // the last slots' array is reused (reslot)
 	}
 	return dirty, true
+}
+
+// lastFragment is fragment(a, ...) when the last table's place at a's
+// place (was) holds a's route with its entry of this pass, the one f
+// was taken from (an entry is made anew when what its route reads
+// changed), and the same names, in a table of the same scheme: f, its
+// backends put into backends; nil otherwise. No lookup of the entry's
+// fragments by frontend: at a place kept, a pass looked every route's
+// fragment up again.
+func (w *world) lastFragment(a *attachedRoute, was *tableSlot, backends map[string]*model.Backend) *fragment {
+	e := a.r.e
+	if was.r != a.r || was.e != e || e == nil || e.gen != w.memo.egen || e.pass != w.memo.pass || !slices.Equal(was.snis, a.snis) {
+		return nil
+	}
+	for _, b := range was.f.backends {
+		w.recent.put(backends, b) // backendsrecent.go
+	}
+	w.memo.Reused++
+	return was.f
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // TestTablePlaceByPlace: a route added after every other, or changed at
@@ -89,6 +91,44 @@ func TestTablePlaceByPlace(t *testing.T) {
 			}
 			if kept := memo.TablesWhole == whole0; kept != tc.wantKeptAtAll {
 				t.Errorf("built from the last table: %v, want %v", kept, tc.wantKeptAtAll)
+			}
+		})
+	}
+}
+
+// TestLastFragment: the last table's fragment at a place is taken only
+// for the same route with the entry it came from, made or checked in
+// this pass and of the memo's generation, and the same names.
+func TestLastFragment(t *testing.T) {
+	f := &fragment{backends: []*model.Backend{{Name: "b"}}}
+	for _, tc := range []struct {
+		name string
+		edit func(a *attachedRoute, was *tableSlot)
+		want *fragment
+	}{
+		{"the same", func(*attachedRoute, *tableSlot) {}, f},
+		{"another route", func(a *attachedRoute, _ *tableSlot) { a.r = &route{e: a.r.e} }, nil},
+		{"another entry", func(a *attachedRoute, _ *tableSlot) { a.r.e = &routeEntry{gen: 2, pass: 5} }, nil},
+		{"no entry", func(a *attachedRoute, was *tableSlot) { a.r.e, was.e = nil, nil }, nil},
+		{"an entry of the last pass", func(a *attachedRoute, _ *tableSlot) { a.r.e.pass = 4 }, nil},
+		{"an entry of another generation", func(a *attachedRoute, _ *tableSlot) { a.r.e.gen = 1 }, nil},
+		{"other names", func(a *attachedRoute, _ *tableSlot) { a.snis = []string{"b.test"} }, nil},
+		{"the same names in another slice", func(a *attachedRoute, _ *tableSlot) { a.snis = []string{"a.test"} }, f},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{memo: &Memo{pass: 5, egen: 2}}
+			e := &routeEntry{gen: 2, pass: 5}
+			r := &route{e: e}
+			a := &attachedRoute{r: r, snis: []string{"a.test"}}
+			was := tableSlot{r: r, e: e, f: f, snis: a.snis}
+			tc.edit(a, &was)
+			backends := map[string]*model.Backend{}
+			got := w.lastFragment(a, &was, backends)
+			if got != tc.want {
+				t.Fatalf("got %p, want %p", got, tc.want)
+			}
+			if got != nil && backends["b"] != f.backends[0] {
+				t.Errorf("its backend not put: %v", backends)
 			}
 		})
 	}

@@ -59,6 +59,7 @@ type tableInput struct {
 // tableSlot is a served route's place in the table.
 type tableSlot struct {
 	r    *route
+	e    *routeEntry // r's entry when f was taken from it
 	f    *fragment
 	snis []string
 	age  int // the route's place among the listener's routes
@@ -112,8 +113,14 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 			if !a.served || a.r.http == nil {
 				continue
 			}
-			f := w.fragment(a, port, scheme, backends) // memo.go
-			slots[i] = append(slots[i], tableSlot{r: a.r, f: f, snis: a.snis, age: age, off: acts.len()})
+			var f *fragment
+			if j := len(slots[i]); old != nil && old.scheme == scheme && i < len(last) && j < len(last[i]) {
+				f = w.lastFragment(a, &last[i][j], backends) // tableinplace.go
+			}
+			if f == nil {
+				f = w.fragment(a, port, scheme, backends) // memo.go
+			}
+			slots[i] = append(slots[i], tableSlot{r: a.r, e: a.r.e, f: f, snis: a.snis, age: age, off: acts.len()})
 			acts.add(f.actions)
 			if an := f.actionNames(); an != nil {
 				names.Add(an)
@@ -129,8 +136,9 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 		for _, s := range ss {
 			// The kept fragments' actions are the table's own, not a
 			// second copy of them (the same values: neither changes).
-			n := len(s.f.actions)
-			s.f.actions = t.Actions[s.off : s.off+n : s.off+n]
+			if n := len(s.f.actions); n == 0 || &s.f.actions[0] != &t.Actions[s.off] {
+				s.f.actions = t.Actions[s.off : s.off+n : s.off+n]
+			}
 		}
 	}
 	if old == nil || old.scheme != scheme || !slices.Equal(old.lhosts, lhosts) || !old.update(slots, n, &m.stamps) {
