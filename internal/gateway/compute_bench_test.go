@@ -105,9 +105,13 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 // controller's pass does between the apiserver's, HAProxy's and the
 // driver's work (the pass is memory-bound there: its many routes'
 // objects, a few cache lines each, are read from memory).
-var evictBuf = make([]byte, 64<<20)
+// Made at the first use: not for every test of the package.
+var evictBuf []byte
 
 func evict() {
+	if evictBuf == nil {
+		evictBuf = make([]byte, 64<<20)
+	}
 	for i := 0; i < len(evictBuf); i += 64 {
 		evictBuf[i]++
 	}
