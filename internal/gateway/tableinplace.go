@@ -31,10 +31,10 @@ import (
 // maxInPlace is the most places that may differ.
 const maxInPlace = 8
 
-// placeByPlace brings the index to slots and reports the hosts to build
-// again, when slots are the last table's place by place but a few;
-// false (nothing changed) otherwise.
-func (tm *tableMemo) placeByPlace(slots [][]tableSlot) (map[string]bool, bool) {
+// placeByPlace brings the index to slots and puts the hosts to build
+// again into dirty, when slots are the last table's place by place but
+// a few; false (the index unchanged, dirty perhaps not empty) otherwise.
+func (tm *tableMemo) placeByPlace(slots [][]tableSlot, dirty map[string]bool) bool {
 	type place struct{ l, j int }
 	var diff [maxInPlace]place
 	nd := 0
@@ -45,13 +45,12 @@ func (tm *tableMemo) placeByPlace(slots [][]tableSlot) (map[string]bool, bool) {
 				continue
 			}
 			if nd == maxInPlace {
-				return nil, false
+				return false
 			}
 			diff[nd] = place{i, j}
 			nd++
 		}
 	}
-	dirty := map[string]bool{}
 	mark := func(hs []string) bool {
 		for _, h := range hs {
 			if h == model.AnyHost || strings.HasPrefix(h, "*.") {
@@ -64,7 +63,8 @@ func (tm *tableMemo) placeByPlace(slots [][]tableSlot) (map[string]bool, bool) {
 	for _, d := range diff[:nd] {
 		old, ss := tm.ls[d.l].slots, slots[d.l]
 		if d.j < len(old) && !mark(old[d.j].hosts()) || d.j < len(ss) && !mark(ss[d.j].hosts()) {
-			return nil, false
+			clear(dirty)
+			return false
 		}
 	}
 	for _, d := range diff[:nd] { // ascending by listener, then place
@@ -83,7 +83,7 @@ func (tm *tableMemo) placeByPlace(slots [][]tableSlot) (map[string]bool, bool) {
 	for i, in := range tm.ls {
 		in.slots = slots[i] // the last slots' array is reused (reslot)
 	}
-	return dirty, true
+	return true
 }
 
 // lastFragment is fragment(a, ...) when the last table's place at a's

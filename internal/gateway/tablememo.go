@@ -199,13 +199,12 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 // actions renumbered (moved: the last table's action places to the new
 // ones); the others' hosts are built again.
 func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
-	tm.inPlace = false
-	if dirty, ok := tm.placeByPlace(slots); ok { // tableinplace.go
-		tm.inPlace = true
+	dirty := map[string]bool{}
+	tm.inPlace = tm.placeByPlace(slots, dirty) // tableinplace.go
+	if tm.inPlace {
 		tm.rebuild(dirty, false, nil)
 		return true
 	}
-	dirty := map[string]bool{}
 	changed := 0
 	remap := slices.Grow(tm.remap[:0], len(tm.t.Actions))[:len(tm.t.Actions)] // a kept action's new place; -1: gone
 	tm.remap = remap
