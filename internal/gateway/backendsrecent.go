@@ -24,8 +24,8 @@ type recentBackends struct {
 // put puts b into backends (the pass's map) unless a backend of its
 // name is there, as a whole pass does.
 func (rb *recentBackends) put(backends map[string]*model.Backend, b *model.Backend) {
-	for _, o := range rb.b {
-		if o == b {
+	for i := range len(rb.b) { // the last put first
+		if rb.b[(rb.next+len(rb.b)-1-i)%len(rb.b)] == b {
 			rb.Hits++
 			return
 		}

@@ -95,7 +95,7 @@ func (tm *tableMemo) placeByPlace(slots [][]tableSlot, dirty map[string]bool) bo
 // fragment up again.
 func (w *world) lastFragment(a *attachedRoute, was *tableSlot, backends map[string]*model.Backend) *fragment {
 	e := a.r.e
-	if was.r != a.r || was.e != e || e == nil || e.gen != w.memo.egen || e.pass != w.memo.pass || !slices.Equal(was.snis, a.snis) {
+	if was.r != a.r || was.e != e || e == nil || e.gen != w.memo.egen || e.pass != w.memo.pass || !sameNames(was.snis, a.snis) {
 		return nil
 	}
 	for _, b := range was.f.backends {
@@ -103,4 +103,9 @@ func (w *world) lastFragment(a *attachedRoute, was *tableSlot, backends map[stri
 	}
 	w.memo.Reused++
 	return was.f
+}
+
+// sameNames: a and b hold the same names (the same array: at once).
+func sameNames(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0]) || slices.Equal(a, b)
 }

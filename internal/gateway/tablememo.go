@@ -68,7 +68,7 @@ type tableSlot struct {
 
 func (s *tableSlot) same(o *tableSlot) bool {
 	return s.r == o.r && s.f == o.f && s.age == o.age && s.off == o.off &&
-		(len(s.snis) == len(o.snis) && (len(s.snis) == 0 || &s.snis[0] == &o.snis[0]) || slices.Equal(s.snis, o.snis))
+		sameNames(s.snis, o.snis) // tableinplace.go
 }
 
 // hosts are the table hosts s's rules match through (none without a
