@@ -77,6 +77,8 @@ type Memo struct {
 	// TablesIncremental and TablesWhole count the HTTP tables built
 	// from the last one and built whole (tablememo.go).
 	TablesIncremental, TablesWhole int
+	// TablesInPlace: the incremental ones updated place by place (tableinplace.go).
+	TablesInPlace int
 	// AttachReused counts the routes whose attachment was replayed
 	// (attachmemo.go).
 	AttachReused int
@@ -360,9 +362,7 @@ func (w *world) fragment(a *attachedRoute, port uint16, scheme string, backends 
 	for _, b := range f.backends {
 		// A backend's content follows from its name and the world, so
 		// the one made first, as a whole pass would, is the same.
-		if _, ok := backends[b.Name]; !ok {
-			backends[b.Name] = b
-		}
+		w.recent.put(backends, b) // backendsrecent.go
 	}
 	return f
 }

@@ -35,6 +35,9 @@ type world struct {
 	lall   []*listener
 	rec    []claimRec
 	recOK  bool
+	// recent: the backends last put into the pass's backends map by a
+	// kept fragment (backendsrecent.go).
+	recent recentBackends
 }
 
 func newWorld(in Input) *world {

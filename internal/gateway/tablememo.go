@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"cmp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -40,6 +38,7 @@ type tableMemo struct {
 	owners        map[string]int // the same by host name
 	spare         [][]tableSlot  // per listener, the slots of the pass before the last (tablestamps.go)
 	actsHW        int            // the largest length a table has had over t.Actions' array (tableactions.go)
+	inPlace       bool           // the last update matched the places place by place (tableinplace.go)
 	remap, owner0 []int          // arrays update reuses: its renumbering, the owners before the last
 	// The header sets of t's rules, counted, and their sorted list (nil:
 	// to be made again); buffers for their keys (tableshape.go).
@@ -60,6 +59,7 @@ type tableInput struct {
 // tableSlot is a served route's place in the table.
 type tableSlot struct {
 	r    *route
+	e    *routeEntry // r's entry when f was taken from it
 	f    *fragment
 	snis []string
 	age  int // the route's place among the listener's routes
@@ -67,7 +67,8 @@ type tableSlot struct {
 }
 
 func (s *tableSlot) same(o *tableSlot) bool {
-	return s.r == o.r && s.f == o.f && s.age == o.age && s.off == o.off && slices.Equal(s.snis, o.snis)
+	return s.r == o.r && s.f == o.f && s.age == o.age && s.off == o.off &&
+		sameNames(s.snis, o.snis) // tableinplace.go
 }
 
 // hosts are the table hosts s's rules match through (none without a
@@ -113,8 +114,14 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 			if !a.served || a.r.http == nil {
 				continue
 			}
-			f := w.fragment(a, port, scheme, backends) // memo.go
-			slots[i] = append(slots[i], tableSlot{r: a.r, f: f, snis: a.snis, age: age, off: acts.len()})
+			var f *fragment
+			if j := len(slots[i]); old != nil && old.scheme == scheme && i < len(last) && j < len(last[i]) {
+				f = w.lastFragment(a, &last[i][j], backends) // tableinplace.go
+			}
+			if f == nil {
+				f = w.fragment(a, port, scheme, backends) // memo.go
+			}
+			slots[i] = append(slots[i], tableSlot{r: a.r, e: a.r.e, f: f, snis: a.snis, age: age, off: acts.len()})
 			acts.add(f.actions)
 			if an := f.actionNames(); an != nil {
 				names.Add(an)
@@ -130,8 +137,9 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 		for _, s := range ss {
 			// The kept fragments' actions are the table's own, not a
 			// second copy of them (the same values: neither changes).
-			n := len(s.f.actions)
-			s.f.actions = t.Actions[s.off : s.off+n : s.off+n]
+			if n := len(s.f.actions); n == 0 || &s.f.actions[0] != &t.Actions[s.off] {
+				s.f.actions = t.Actions[s.off : s.off+n : s.off+n]
+			}
 		}
 	}
 	if old == nil || old.scheme != scheme || !slices.Equal(old.lhosts, lhosts) || !old.update(slots, n, &m.stamps) {
@@ -140,6 +148,9 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 		m.TablesWhole++
 	} else {
 		m.TablesIncremental++
+		if old.inPlace {
+			m.TablesInPlace++
+		}
 	}
 	old.pass = m.pass
 	old.spare = last // no longer read: the next pass's slots
@@ -189,6 +200,11 @@ func (tm *tableMemo) whole(slots [][]tableSlot) {
 // ones); the others' hosts are built again.
 func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	dirty := map[string]bool{}
+	tm.inPlace = tm.placeByPlace(slots, dirty) // tableinplace.go
+	if tm.inPlace {
+		tm.rebuild(dirty, false, nil)
+		return true
+	}
 	changed := 0
 	remap := slices.Grow(tm.remap[:0], len(tm.t.Actions))[:len(tm.t.Actions)] // a kept action's new place; -1: gone
 	tm.remap = remap
@@ -272,73 +288,8 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 		}
 		in.slots = ss
 	}
-	// The changed hosts out of the last table, built again where they
-	// still have rules, in their places.
-	type placed struct {
-		at    int
-		owner int
-		host  model.HTTPHost
-	}
-	hosts, owner := tm.t.Hosts, tm.owner
-	removed := map[int]bool{}
-	var add []placed
-	for h := range dirty {
-		if o, ok := tm.owners[h]; ok {
-			removed[tm.find(o, h)] = true
-			delete(tm.owners, h)
-		}
-		for i, in := range tm.ls {
-			if len(in.byHost[h]) > 0 {
-				tm.owners[h] = i
-				add = append(add, placed{owner: i, host: in.host(h)})
-				break
-			}
-		}
-	}
-	for i := range add {
-		add[i].at = tm.find(add[i].owner, add[i].host.Name)
-		tm.countHost(&add[i].host, 1) // tableshape.go
-	}
-	for i := range removed {
-		tm.countHost(&hosts[i], -1)
-	}
-	if renumber {
-		hosts = renumbered(hosts, removed, remap)
-	}
-	slices.SortFunc(add, func(a, b placed) int { return cmpHost(a.owner, a.host.Name, b.owner, b.host.Name) })
-	nh := make([]model.HTTPHost, 0, len(hosts)+len(add)-len(removed))
-	no := slices.Grow(tm.owner0[:0], cap(nh))
-	next := 0
-	for i := range len(hosts) + 1 {
-		for ; next < len(add) && add[next].at == i; next++ {
-			nh, no = append(nh, add[next].host), append(no, add[next].owner)
-		}
-		if i < len(hosts) && !removed[i] {
-			nh, no = append(nh, hosts[i]), append(no, owner[i])
-		}
-	}
-	tm.t = &model.HTTP{Hosts: nh}
-	tm.owner, tm.owner0 = no, tm.owner
-	if len(nh) == 0 {
-		tm.t.Hosts = nil // as httpTable leaves it
-	}
+	tm.rebuild(dirty, renumber, remap)
 	return true
-}
-
-// find is the place in the last table of host h of listener o, or
-// where it would be.
-func (tm *tableMemo) find(o int, h string) int {
-	hosts := tm.t.Hosts
-	return sort.Search(len(hosts), func(i int) bool { return cmpHost(tm.owner[i], hosts[i].Name, o, h) >= 0 })
-}
-
-// cmpHost is the table's order of hosts: by the listener that has
-// them, then precedenceAny.
-func cmpHost(o1 int, h1 string, o2 int, h2 string) int {
-	if c := cmp.Compare(o1, o2); c != 0 {
-		return c
-	}
-	return precedenceAny(h1, h2)
 }
 
 // newTableInput indexes a listener's places by host.
