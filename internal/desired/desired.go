@@ -160,8 +160,10 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 
 	svcs, ok := memo.candidates(in.Services)
 	delta := false // a few Services came or went (delta.go)
+	var fronts *model.FrontendChanges
 	if !ok && memo.servicesDelta(in.Services, opts, nodes, bySvc, in.Addresses) {
 		svcs, ok, delta = memo.sorted, true, true
+		fronts, memo.frontDelta = memo.frontDelta, nil // the frontends it added and removed
 	}
 	var optIn []Problem // Services the enabled annotation fails to opt in
 	if ok {
@@ -171,6 +173,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
 			if delta { // frontends and backends came or went
 				res.ServersOnly, res.Config.Changes, res.GoodEdited = false, nil, !memo.goodCopy
+				res.Config.FrontChanges = fronts
 			}
 			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
 		}

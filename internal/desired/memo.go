@@ -42,6 +42,7 @@ type Memo struct {
 	goodAllMemo bool                         // every Service of that pass had a memoised entry
 	goodCopy    bool                         // CopyGood: a delta copies good before it edits it
 	frontends   []model.Frontend             // Result.Config.Frontends of the last pass
+	frontDelta  *model.FrontendChanges       // servicesDelta's frontends, for its Result
 
 	// The EndpointSlices grouped by Service, kept up to date from one pass
 	// to the next by looking only at slices that came or went.

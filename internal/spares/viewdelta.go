@@ -30,6 +30,7 @@ type lastView struct {
 	occ       map[string]int // occupant -> its spare's index
 	index     map[string]int // model backend -> its index in out.Backends
 	reject    bool           // out has the reject backend the view adds
+	plain     bool           // no frontend is routed or HTTP (viewnamed.go)
 }
 
 // Index maps each model backend of the last view to its index in that
@@ -68,7 +69,7 @@ func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bo
 	}
 	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: spares, out: out,
 		frontOut: frontOut, spareAt: make([]int, len(spares)), occ: make(map[string]int, len(spares)),
-		index: make(map[string]int, len(out.Backends)), reject: reject}
+		index: make(map[string]int, len(out.Backends)), reject: reject, plain: plainFrontends(cfg.Frontends)}
 	for j, b := range out.Backends {
 		if i, ok := pos[b.Name]; ok {
 			l.spareAt[i] = j
@@ -170,9 +171,18 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		b := byName(name)
 		return name, b == nil || !pooled(b)
 	}
+	if names, ok := cfg.FrontendsChangedFrom(l.frontends); ok {
+		if frontOut, ok := l.named(&out, cfg, names, moved, haproxyName); ok { // viewnamed.go
+			l.frontends, l.backends, l.out, l.frontOut = cfg.Frontends, cfg.Backends, out, frontOut
+			m.deltas++
+			m.named++
+			return out, true
+		}
+		out.Frontends = out.Frontends[:0]
+	}
 	frontOut := make([]int, len(cfg.Frontends))
 	j := 0
-	reject := false
+	reject, plain := false, true
 	// The last view's frontends kept are copied in runs (run: the next
 	// ones of l.out.Frontends to append), not one by one.
 	runAt, runN := 0, 0
@@ -190,6 +200,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		}
 		routed := f.Routed()
 		reject = reject || routed
+		plain = plain && !routed && f.HTTP == nil
 		for j < len(l.frontends) && l.frontends[j].Name < f.Name {
 			j++
 		}
@@ -222,7 +233,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		m.last = lastView{}
 		return model.Config{}, false
 	}
-	l.frontends, l.backends, l.out, l.frontOut = cfg.Frontends, cfg.Backends, out, frontOut
+	l.frontends, l.backends, l.out, l.frontOut, l.plain = cfg.Frontends, cfg.Backends, out, frontOut, plain
 	m.deltas++
 	return out, true
 }

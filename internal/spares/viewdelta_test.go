@@ -19,7 +19,8 @@ import (
 // the memo's view, made from the last one where it can, is ViewExcept's
 // whole view, and its Index is the view's, model backend to position.
 // Unchanged objects stay the same between steps, as a model that shares
-// what did not change keeps them.
+// what did not change keeps them. Half the steps say which frontends
+// changed (model.FrontendChanges), as desired's delta pass does.
 func TestViewDeltaRandomEdits(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5} {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
@@ -27,7 +28,13 @@ func TestViewDeltaRandomEdits(t *testing.T) {
 			w := newWorld(r)
 			var m ViewMemo
 			for step := range 400 {
+				prev := w.cfg.Frontends
+				w.cfg.FrontChanges = nil
 				w.edit(r, step)
+				if r.IntN(2) == 0 { // as desired's delta pass says (model.FrontendChanges)
+					w.cfg.FrontChanges = &model.FrontendChanges{Base: prev, Of: w.cfg.Frontends,
+						Names: model.ChangedFrontends(prev, w.cfg.Frontends)}
+				}
 				got := m.ViewExcept(w.s, w.cfg, nil)
 				want := ViewExcept(w.s, w.cfg, nil)
 				if !reflect.DeepEqual(got, want) {
@@ -39,6 +46,9 @@ func TestViewDeltaRandomEdits(t *testing.T) {
 			}
 			if m.deltas < 200 {
 				t.Errorf("%d of 400 views made from the last one, want most", m.deltas)
+			}
+			if m.named < 20 {
+				t.Errorf("%d of 400 views took the frontends by name, want more", m.named)
 			}
 		})
 	}

@@ -358,6 +358,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.dropBackends(ctx, layout, &res); err != nil {
 		return res, err
 	}
+	cfg.FrontChanges = nil // kept, it would hold the previous Frontends array alive
 	d.layout, d.running, d.desired, d.loose = layout, cfg, cfg, nil
 	d.assigned, d.consistent, d.unsent = true, true, nil
 	d.gen++
