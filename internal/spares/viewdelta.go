@@ -171,17 +171,19 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		b := byName(name)
 		return name, b == nil || !pooled(b)
 	}
+	base := l.out.Frontends // the last view's: its FrontChanges' Base
 	if names, ok := cfg.FrontendsChangedFrom(l.frontends); ok {
 		if frontOut, ok := l.named(&out, cfg, names, moved, haproxyName); ok { // viewnamed.go
 			l.frontends, l.backends, l.out, l.frontOut = cfg.Frontends, cfg.Backends, out, frontOut
 			m.deltas++
 			m.named++
-			return out, true
+			return viewChanges(out, base, names), true
 		}
 		out.Frontends = out.Frontends[:0]
 	}
 	frontOut := make([]int, len(cfg.Frontends))
 	j := 0
+	var names []string // the frontends made again or gone (the view's FrontChanges)
 	reject, plain := false, true
 	// The last view's frontends kept are copied in runs (run: the next
 	// ones of l.out.Frontends to append), not one by one.
@@ -202,10 +204,11 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		reject = reject || routed
 		plain = plain && !routed && f.HTTP == nil
 		for j < len(l.frontends) && l.frontends[j].Name < f.Name {
+			names = append(names, l.frontends[j].Name) // gone
 			j++
 		}
-		if j < len(l.frontends) && l.frontends[j].Name == f.Name && model.SameFrontend(f, &l.frontends[j]) &&
-			!routed && f.HTTP == nil && !moved[f.Backend] {
+		had := j < len(l.frontends) && l.frontends[j].Name == f.Name
+		if had && model.SameFrontend(f, &l.frontends[j]) && !routed && f.HTTP == nil && !moved[f.Backend] {
 			frontOut[i] = -1
 			if k := l.frontOut[j]; k >= 0 {
 				if runN > 0 && runAt+runN != k {
@@ -217,9 +220,14 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 				frontOut[i] = len(out.Frontends) + runN
 				runN++
 			}
+			j++
 			continue
 		}
+		if had {
+			j++
+		}
 		flush()
+		names = append(names, f.Name)
 		vf, ok := viewFrontend(*f, haproxyName)
 		frontOut[i] = -1
 		if ok {
@@ -228,6 +236,9 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		}
 	}
 	flush()
+	for ; j < len(l.frontends); j++ {
+		names = append(names, l.frontends[j].Name) // gone, after the last
+	}
 	if reject != l.reject {
 		// The reject backend comes or goes: whole, as above.
 		m.last = lastView{}
@@ -235,7 +246,16 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 	}
 	l.frontends, l.backends, l.out, l.frontOut, l.plain = cfg.Frontends, cfg.Backends, out, frontOut, plain
 	m.deltas++
-	return out, true
+	return viewChanges(out, base, names), true
+}
+
+// viewChanges is out saying which of its frontends the delta made again
+// or left out against base, the last view's (model.FrontendChanges;
+// names may hold more: a routed or HTTP frontend is made again the same).
+// The memo keeps out without it: it would hold base alive.
+func viewChanges(out model.Config, base []model.Frontend, names []string) model.Config {
+	out.FrontChanges = &model.FrontendChanges{Base: base, Of: out.Frontends, Names: names}
+	return out
 }
 
 // sameClasses reports whether s has the classes of the last view.

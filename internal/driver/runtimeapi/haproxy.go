@@ -260,8 +260,13 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	// all binds would look new otherwise.
 	// A server-only change of a model whose frontends all applied last
 	// time has no new bind.
+	// The frontends the view says it changed (spares.ViewMemo): kept in
+	// d.running or the hash's memo, they would hold the last view's
+	// Frontends alive.
+	fronts := cfg.FrontChanges
+	cfg.FrontChanges = nil
 	if d.running.Frontends != nil && (cfg.Changes == nil || d.refusedLast != "") {
-		cfg, res.Refused = withoutTaken(ctx, d.running, cfg, d.opts.Render.Listened)
+		cfg, res.Refused = withoutTaken(ctx, d.running, cfg, fronts, d.opts.Render.Listened)
 	}
 	d.noteRefused(res.Refused)
 	if done, err := d.applyServers(ctx, cfg, &res); done {
@@ -358,7 +363,6 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.dropBackends(ctx, layout, &res); err != nil {
 		return res, err
 	}
-	cfg.FrontChanges = nil // kept, it would hold the previous Frontends array alive
 	d.layout, d.running, d.desired, d.loose = layout, cfg, cfg, nil
 	d.assigned, d.consistent, d.unsent = true, true, nil
 	d.gen++

@@ -57,7 +57,7 @@ func (v *poolView) view1(s spares.State, cfg model.Config, own func(*model.Backe
 	// v.pool is only compared (derived): its array is reused, not a
 	// copy of every spare allocated a pass.
 	v.cfg, v.pool, v.view, v.own = cfg, append(v.pool[:0], s.Spares...), out, own != nil
-	v.cfg.Changes, v.cfg.FrontChanges = nil, nil
+	v.cfg.Changes, v.cfg.FrontChanges, v.view.FrontChanges = nil, nil, nil
 	v.index, v.indexLater = nil, later
 	if !later {
 		v.index = v.indexOf()
