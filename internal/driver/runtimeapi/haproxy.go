@@ -127,6 +127,7 @@ type HAProxy struct {
 	optsReason       string // why SetStatsPage changed the render options, until a reload applies them
 	verify           verifyState
 	acls             fileSet      // the source ranges' ACL files (acl.go)
+	ranged           rangedMemo   // which backends carry a spare's source rule (aclmemo.go)
 	routeMaps        fileSet      // the routes' map files (routemaps.go)
 	held             heldMaps     // what the worker holds of them (mapsync.go)
 	mapOps           int          // the map commands sent since the driver was made (mapsync.go)
