@@ -35,27 +35,39 @@ func (c *Config) FrontendsChangedFrom(base []Frontend) ([]string, bool) {
 // the names of the frontends in one of was and now and not the same
 // (SameFrontend) in the other, both sorted by name (FrontendsSorted).
 func ChangedFrontends(was, now []Frontend) []string {
+	out, _ := ChangedByName(was, now, func(f *Frontend) string { return f.Name }, SameFrontend)
+	return out
+}
+
+// ChangedByName lists the names of the elements in one of was and now
+// and not the same (same) in the other, both sorted by name (name); false
+// when now is not sorted, strictly. The memos that walk two passes side
+// by side take it (spares/viewdelta.go: backends by object).
+func ChangedByName[T any](was, now []T, name func(*T) string, same func(a, b *T) bool) ([]string, bool) {
 	var out []string
 	i := 0
 	for k := range now {
-		f := &now[k]
-		for i < len(was) && was[i].Name < f.Name {
-			out = append(out, was[i].Name)
+		e, n := &now[k], name(&now[k])
+		if k > 0 && name(&now[k-1]) >= n {
+			return nil, false
+		}
+		for i < len(was) && name(&was[i]) < n {
+			out = append(out, name(&was[i]))
 			i++
 		}
-		if i < len(was) && was[i].Name == f.Name {
-			if !SameFrontend(&was[i], f) {
-				out = append(out, f.Name)
+		if i < len(was) && name(&was[i]) == n {
+			if !same(&was[i], e) {
+				out = append(out, n)
 			}
 			i++
 			continue
 		}
-		out = append(out, f.Name)
+		out = append(out, n)
 	}
 	for ; i < len(was); i++ {
-		out = append(out, was[i].Name)
+		out = append(out, name(&was[i]))
 	}
-	return out
+	return out, true
 }
 
 // FrontendIndex is where the frontend named name is in fs, sorted by

@@ -275,27 +275,6 @@ func (m *ViewMemo) sameClasses(s State) bool {
 // was and now and not the same object in the other, both sorted by name;
 // false when now is not sorted.
 func changedBackends(was, now []*model.Backend) ([]string, bool) {
-	var out []string
-	i := 0
-	for k, b := range now {
-		if k > 0 && now[k-1].Name >= b.Name {
-			return nil, false
-		}
-		for i < len(was) && was[i].Name < b.Name {
-			out = append(out, was[i].Name)
-			i++
-		}
-		if i < len(was) && was[i].Name == b.Name {
-			if was[i] != b {
-				out = append(out, b.Name)
-			}
-			i++
-			continue
-		}
-		out = append(out, b.Name)
-	}
-	for ; i < len(was); i++ {
-		out = append(out, was[i].Name)
-	}
-	return out, true
+	return model.ChangedByName(was, now, func(b **model.Backend) string { return (*b).Name },
+		func(a, b **model.Backend) bool { return *a == *b })
 }
