@@ -109,6 +109,7 @@ func (m *Memo) servicesDelta(svcs []*corev1.Service, opts Options, nodes map[str
 	if len(backends) == 0 { // as a whole pass leaves them
 		frontends, backends = nil, nil
 	}
+	m.frontDelta = &model.FrontendChanges{Base: m.frontends, Of: frontends, Names: d.frontNames()}
 	m.sorted, m.good, m.frontends = sorted, good, frontends
 	m.last.backends, m.last.configured = backends, configured
 	m.last.selected += len(d.addC) - len(d.dropC)
@@ -310,6 +311,20 @@ func (d *delta) add(m *Memo, added []*corev1.Service, opts Options, nodes map[st
 		d.adds = append(d.adds, a)
 	}
 	return true
+}
+
+// frontNames is the names of the frontends the delta adds and drops,
+// sorted, each once (model.FrontendChanges.Names).
+func (d *delta) frontNames() []string {
+	names := make([]string, 0, len(d.dropFe)+len(d.addFe))
+	for _, f := range d.dropFe {
+		names = append(names, f.Name)
+	}
+	for _, f := range d.addFe {
+		names = append(names, f.Name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // byAge is the order of the candidates: earlier Services win port

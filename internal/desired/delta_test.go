@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // A pass after Services came or went gives the whole compute's Result,
@@ -107,9 +110,16 @@ func TestServicesDelta(t *testing.T) {
 			in.Slices = append(in.Slices, slice("ns", "d", 8080, ep{ip: "192.168.0.4", node: "n2", ready: true, serving: true}))
 			var memo Memo
 			in.Memo = &memo
-			Compute(in, opts)
+			first := Compute(in, opts)
 			in.Services = tc.change(append([]*corev1.Service(nil), svcs...))
 			got := Compute(in, opts)
+			// A delta says which frontends it added and removed, a whole
+			// pass nothing (model.FrontendChanges).
+			if names, said := got.Config.FrontendsChangedFrom(first.Config.Frontends); said != tc.delta ||
+				(said && !slices.Equal(names, model.ChangedFrontends(first.Config.Frontends, got.Config.Frontends))) {
+				t.Fatalf("frontends changed %v (said %v), want %v", names, said, model.ChangedFrontends(first.Config.Frontends, got.Config.Frontends))
+			}
+			got.Config.FrontChanges = nil
 			in.Memo = nil
 			want := Compute(in, opts)
 			if got.GoodEdited != (memo.deltas == 1) {

@@ -4,7 +4,6 @@
 package desired
 
 import (
-	"cmp"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -160,8 +159,10 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 
 	svcs, ok := memo.candidates(in.Services)
 	delta := false // a few Services came or went (delta.go)
+	var fronts *model.FrontendChanges
 	if !ok && memo.servicesDelta(in.Services, opts, nodes, bySvc, in.Addresses) {
 		svcs, ok, delta = memo.sorted, true, true
+		fronts, memo.frontDelta = memo.frontDelta, nil // the frontends it added and removed
 	}
 	var optIn []Problem // Services the enabled annotation fails to opt in
 	if ok {
@@ -171,6 +172,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
 			if delta { // frontends and backends came or went
 				res.ServersOnly, res.Config.Changes, res.GoodEdited = false, nil, !memo.goodCopy
+				res.Config.FrontChanges = fronts
 			}
 			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
 		}
@@ -383,49 +385,4 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		memo.remember(res, svcs, valid)
 	}
 	return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
-}
-
-// sortedByName sorts by name, as slices.SortFunc with cmp.Compare on the
-// names would (names are unique), but moves indices instead of the
-// elements, and returns the input itself when it is already sorted. With a
-// cache, the order found for the same sequence of names is reused. The
-// order returned is where each element came from (out[i] = in[order[i]]);
-// nil: in itself.
-func sortedByName[T any](in []T, name func(*T) string, cache *sortCache) ([]T, []int32) {
-	sorted := true
-	for i := 1; i < len(in) && sorted; i++ {
-		sorted = name(&in[i-1]) <= name(&in[i])
-	}
-	if sorted {
-		return in, nil
-	}
-	var idx []int32
-	if cache != nil && len(cache.names) == len(in) {
-		idx = cache.perm
-		for i := range in {
-			if name(&in[i]) != cache.names[i] {
-				idx = nil
-				break
-			}
-		}
-	}
-	if idx == nil {
-		idx = make([]int32, len(in))
-		for i := range idx {
-			idx[i] = int32(i)
-		}
-		slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(name(&in[a]), name(&in[b])) })
-		if cache != nil {
-			cache.names = make([]string, len(in))
-			for i := range in {
-				cache.names[i] = name(&in[i])
-			}
-			cache.perm = idx
-		}
-	}
-	out := make([]T, len(in))
-	for i, j := range idx {
-		out[i] = in[j]
-	}
-	return out, idx
 }

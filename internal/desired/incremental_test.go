@@ -3,6 +3,7 @@ package desired_test
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,6 +26,7 @@ func TestIncrementalMatchesWholeWorld(t *testing.T) {
 			w := desiredtest.New(seed)
 			w.Churn = seed%2 == 0 // Services deleted and created again (servicesDelta)
 			view := newView(w.Last.Config)
+			fronts := 0 // passes that said which frontends they changed
 			for step := range 300 {
 				prev := w.Last.Config
 				w.Step()
@@ -32,12 +34,37 @@ func TestIncrementalMatchesWholeWorld(t *testing.T) {
 				if msg := compare(w, view); msg != "" {
 					t.Fatalf("step %d: %s\n%s", step, msg, w.Log(12))
 				}
+				if msg, said := frontChanges(prev, w.Last.Config); msg != "" {
+					t.Fatalf("step %d: %s\n%s", step, msg, w.Log(12))
+				} else if said {
+					fronts++
+				}
 			}
 			if w.Fast == 0 {
 				t.Fatal("no pass was incremental")
 			}
+			if w.Churn && fronts == 0 {
+				t.Fatal("no pass said which frontends it changed (servicesDelta not taken)")
+			}
 		})
 	}
+}
+
+// frontChanges checks cfg.FrontChanges (said: set) against the whole
+// walk of prev's frontends and cfg's.
+func frontChanges(prev, cfg model.Config) (msg string, said bool) {
+	fc := cfg.FrontChanges
+	if fc == nil {
+		return "", false
+	}
+	names, ok := cfg.FrontendsChangedFrom(prev.Frontends)
+	if !ok {
+		return "FrontChanges set, but not from the last pass's frontends to this pass's", true
+	}
+	if want := model.ChangedFrontends(prev.Frontends, cfg.Frontends); !slices.Equal(names, want) {
+		return fmt.Sprintf("FrontChanges.Names %v, the whole walk %v", names, want), true
+	}
+	return "", true
 }
 
 // view is each backend's servers as a consumer of Config.Changes holds

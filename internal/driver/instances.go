@@ -80,7 +80,7 @@ func (m *Instances) Apply(_ context.Context, cfg model.Config) (Result, error) {
 		if in.next != nil {
 			// The instance skipped a model: Changes describes the step
 			// from that one, not from what the instance runs.
-			c.Changes = nil
+			c.Changes, c.FrontChanges = nil, nil
 		}
 		in.next = &c
 		in.mu.Unlock()
@@ -110,7 +110,7 @@ func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 		// After a failure Changes no longer describes the step from what
 		// the instance runs: apply the model whole.
 		c := *cfg
-		c.Changes = nil
+		c.Changes, c.FrontChanges = nil, nil
 		cfg = &c
 	}
 	in.last = cfg
@@ -130,7 +130,7 @@ func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 			// Work under way (a renewal): the turn that comes back
 			// applies this model again, whole, unless a newer came.
 			c := *cfg
-			c.Changes = nil
+			c.Changes, c.FrontChanges = nil, nil
 			in.last = &c
 		}
 		in.mu.Unlock()

@@ -96,15 +96,8 @@ func AssignDelta(desired, prevDesired model.Config, prev model.Layout, resize bo
 	var rebuilt []string
 	var nodes binder
 	var flipped map[netip.Addr]bool // nodes whose state changed
-	for i := range nodesFirst(desired.Backends, nil) {
+	one := func(i int) {
 		be := desired.Backends[i]
-		if same && be == prevDesired.Backends[i] && be.Name != model.NodesBackend && !(be.TrackNodes && flipped != nil) {
-			// The very backend of prevDesired at its place: prev (Assign's
-			// layout for prevDesired) has its slots, which next, a copy,
-			// keeps. Not a lookup of each of 10,000 (issue 29).
-			found++
-			continue
-		}
 		old, ok := prev[be.Name]
 		if ok {
 			found++
@@ -134,6 +127,31 @@ func AssignDelta(desired, prevDesired model.Config, prev model.Layout, resize bo
 		if be.Name == model.NodesBackend {
 			nodes = newBinder(next[be.Name])
 			flipped = flippedNodes(prev[be.Name], next[be.Name])
+		}
+	}
+	if idx, ok := movedOnly(desired, prevDesired, prev, same); ok {
+		// Only the backends that are not the very ones of prevDesired at
+		// their place are looked at (issue 29: a walk that read every
+		// backend's name, 10,000 objects, for one new Service); the
+		// others keep prev's slots, which next, a copy, has.
+		found = len(desired.Backends) - len(idx)
+		if slots, ok := prev[model.NodesBackend]; ok {
+			nodes = newBinder(slots) // the nodes' backend is one kept
+		}
+		for _, i := range idx {
+			one(i)
+		}
+	} else {
+		for i := range nodesFirst(desired.Backends, nil) {
+			be := desired.Backends[i]
+			if same && be == prevDesired.Backends[i] && be.Name != model.NodesBackend && !(be.TrackNodes && flipped != nil) {
+				// The very backend of prevDesired at its place: prev
+				// (Assign's layout for prevDesired) has its slots, which
+				// next, a copy, keeps. Not a lookup of each of 10,000.
+				found++
+				continue
+			}
+			one(i)
 		}
 	}
 	if same && found != len(prev) {
@@ -312,4 +330,25 @@ func unchanged(servers []model.Server, old []model.Slot, bind binder) bool {
 // lastAddr is what a slot freed from s remembers: its address and port.
 func lastAddr(s model.Server) model.Server {
 	return model.Server{Addr: s.Addr, Port: s.Port}
+}
+
+// movedOnly lists the places where desired's backend is not the very
+// one of prevDesired (pointers compared, no backend read), when AssignDelta
+// may look at those alone: next is a copy of prev (same), and neither
+// config has the nodes' backend at such a place (a node's change of state
+// has the backends that follow their node looked at too: the whole walk).
+func movedOnly(desired, prevDesired model.Config, prev model.Layout, same bool) ([]int, bool) {
+	if !same {
+		return nil, false
+	}
+	var idx []int
+	for i, be := range desired.Backends {
+		if be != prevDesired.Backends[i] {
+			if be.Name == model.NodesBackend || prevDesired.Backends[i].Name == model.NodesBackend {
+				return nil, false
+			}
+			idx = append(idx, i)
+		}
+	}
+	return idx, true
 }

@@ -80,8 +80,39 @@ func (o Options) rangedSpares(cfg model.Config) map[string]bool {
 // checked by its spare's rule: a listened frontend whose backend is a
 // spare that carries one.
 func (o Options) SpareSourced(cfg model.Config) func(f model.Frontend) bool {
-	ranged := o.rangedSpares(cfg)
+	return o.spareSourcedBy(o.rangedSpares(cfg))
+}
+
+func (o Options) spareSourcedBy(ranged map[string]bool) func(f model.Frontend) bool {
 	return func(f model.Frontend) bool { return ranged[f.Backend] && o.Listened(f) }
+}
+
+// RangedSpares is the index in cfg.Backends of each backend that carries
+// a spare's own source-range rule (SpareRanged), ascending: for a caller
+// that keeps it from pass to pass (the driver's, runtimeapi/aclmemo.go)
+// and gives it to SpareSourcesAt.
+func (o Options) RangedSpares(cfg model.Config) []int {
+	var out []int
+	if !o.TProxy() {
+		return nil
+	}
+	for i, be := range cfg.Backends {
+		if o.SpareRanged(be) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// SpareSourcesAt is SpareSources and SpareSourced of cfg with its
+// ranged spares given by their index (RangedSpares), not looked for
+// among every backend.
+func SpareSourcesAt(cfg model.Config, o Options, ranged []int) ([]model.Frontend, func(model.Frontend) bool) {
+	names := make(map[string]bool, len(ranged))
+	for _, i := range ranged {
+		names[cfg.Backends[i].Name] = true
+	}
+	return spareSources(cfg, o, ranged), o.spareSourcedBy(names)
 }
 
 // SpareSources are the source ranges of every spare of cfg (the model
@@ -96,23 +127,23 @@ func (o Options) SpareSourced(cfg model.Config) func(f model.Frontend) bool {
 //     route, an HTTP table) lets every client in: those frontends keep
 //     their own rules.
 func SpareSources(cfg model.Config, o Options) []model.Frontend {
-	if !o.TProxy() {
+	return spareSources(cfg, o, o.RangedSpares(cfg))
+}
+
+func spareSources(cfg model.Config, o Options, ranged []int) []model.Frontend {
+	if !o.TProxy() || len(ranged) == 0 {
 		return nil
 	}
 	type spare struct {
 		used, listened bool
 		ranges         []netip.Prefix
 	}
-	byName := map[string]*spare{}
-	for _, be := range cfg.Backends {
-		if o.SpareRanged(be) {
-			byName[be.Name] = &spare{}
-		}
+	byName := make(map[string]*spare, len(ranged))
+	for _, i := range ranged {
+		byName[cfg.Backends[i].Name] = &spare{}
 	}
-	if len(byName) == 0 {
-		return nil
-	}
-	for _, f := range cfg.Frontends {
+	for k := range cfg.Frontends {
+		f := &cfg.Frontends[k] // not a copy of each of 10,000
 		for _, r := range f.Routes {
 			for _, wb := range r.Backends {
 				if s := byName[wb.Name]; s != nil {
@@ -130,7 +161,7 @@ func SpareSources(cfg model.Config, o Options) []model.Frontend {
 			continue
 		}
 		s.used = true
-		if !o.Listened(f) {
+		if !o.Listened(*f) {
 			continue
 		}
 		ranges := EveryClient
@@ -144,11 +175,9 @@ func SpareSources(cfg model.Config, o Options) []model.Frontend {
 		}
 	}
 	var out []model.Frontend
-	for _, be := range cfg.Backends {
+	for _, i := range ranged {
+		be := cfg.Backends[i]
 		s := byName[be.Name]
-		if s == nil {
-			continue
-		}
 		f := model.Frontend{Name: be.Name, Service: be.Service, Backend: be.Name}
 		switch {
 		case s.listened:

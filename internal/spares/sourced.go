@@ -24,7 +24,9 @@ import (
 type SourceMarks struct {
 	in, out   []*model.Backend
 	frontends []model.Frontend
-	checked   map[string]bool
+	// checked counts, per backend, the listened restricted frontends
+	// that name it (none: not in the map), kept from pass to pass.
+	checked map[string]int
 	// copies: the marked copy each backend of the last whole pass got,
 	// by object: a backend that is the same object and keeps its mark is
 	// the same copy (ViewMemo then keeps its spare's backend).
@@ -46,7 +48,7 @@ func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) m
 		base, out := m.out, slices.Clone(m.out)
 		for _, i := range ch.Backends {
 			if i >= 0 && i < len(out) {
-				out[i] = mark(cfg.Backends[i], m.checked[cfg.Backends[i].Name])
+				out[i] = mark(cfg.Backends[i], m.checked[cfg.Backends[i].Name] > 0)
 				if out[i] != cfg.Backends[i] && m.copies != nil {
 					m.copies[cfg.Backends[i]] = out[i] // the next whole pass keeps only its own
 				}
@@ -57,12 +59,7 @@ func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) m
 		cfg.Changes = &model.Changes{Base: base, Backends: ch.Backends}
 		return cfg
 	}
-	checked := map[string]bool{}
-	for _, f := range cfg.Frontends {
-		if f.Restricted() && f.Backend != "" && listened(f) {
-			checked[f.Backend] = true
-		}
-	}
+	checked := m.count(cfg, listened)
 	m.in, m.frontends, m.checked, m.out = cfg.Backends, cfg.Frontends, checked, nil
 	if len(checked) == 0 && !slices.ContainsFunc(cfg.Backends, func(b *model.Backend) bool { return b.SourceChecked }) {
 		m.copies = nil
@@ -71,10 +68,10 @@ func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) m
 	out := make([]*model.Backend, len(cfg.Backends))
 	copies := make(map[*model.Backend]*model.Backend, len(m.copies))
 	for i, b := range cfg.Backends {
-		if c, ok := m.copies[b]; ok && c.SourceChecked == (checked[b.Name] && pooled(b)) {
+		if c, ok := m.copies[b]; ok && c.SourceChecked == (checked[b.Name] > 0 && pooled(b)) {
 			out[i] = c
 		} else {
-			out[i] = mark(b, checked[b.Name])
+			out[i] = mark(b, checked[b.Name] > 0)
 		}
 		if out[i] != b {
 			copies[b] = out[i]
@@ -83,6 +80,35 @@ func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) m
 	m.out, m.copies = out, copies
 	cfg.Backends, cfg.Changes = out, nil
 	return cfg
+}
+
+// count is the checked counts of cfg's frontends: from the last pass's
+// when cfg says which frontends changed against the last pass's very
+// Frontends (model.FrontendChanges: desired's delta, a new Service),
+// only those looked at (issue 29: 10,000 frontends a pass); else every
+// frontend counted anew.
+func (m *SourceMarks) count(cfg model.Config, listened func(model.Frontend) bool) map[string]int {
+	counts := func(f *model.Frontend) bool { return f.Restricted() && f.Backend != "" && listened(*f) }
+	if names, ok := cfg.FrontendsChangedFrom(m.frontends); ok && m.checked != nil {
+		for _, name := range names {
+			if i, was := model.FrontendIndex(m.frontends, name); was && counts(&m.frontends[i]) {
+				if m.checked[m.frontends[i].Backend]--; m.checked[m.frontends[i].Backend] == 0 {
+					delete(m.checked, m.frontends[i].Backend)
+				}
+			}
+			if i, now := model.FrontendIndex(cfg.Frontends, name); now && counts(&cfg.Frontends[i]) {
+				m.checked[cfg.Frontends[i].Backend]++
+			}
+		}
+		return m.checked
+	}
+	checked := map[string]int{}
+	for i := range cfg.Frontends {
+		if f := &cfg.Frontends[i]; counts(f) {
+			checked[f.Backend]++
+		}
+	}
+	return checked
 }
 
 // mark is b with SourceChecked set to checked (b itself when it has it).

@@ -1,6 +1,8 @@
 package spares
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"testing"
@@ -91,5 +93,80 @@ func TestSourceTwin(t *testing.T) {
 	}
 	if _, again := Grow(s, cfg, nil, pol); again {
 		t.Errorf("the pool grows again")
+	}
+}
+
+// TestSourceMarksRandomEdits: pass after pass of random edits to the
+// frontends (added, removed, restricted or not, another backend, not
+// listened), the marks kept from the last pass, half the passes saying
+// which frontends changed (model.FrontendChanges, as desired's delta
+// does), are those of a whole count.
+func TestSourceMarksRandomEdits(t *testing.T) {
+	listened := func(f model.Frontend) bool { return len(f.Binds) > 0 }
+	vip := netip.MustParseAddr("192.0.2.10")
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 29))
+			var backends []*model.Backend
+			for i := range 8 {
+				backends = append(backends, be(fmt.Sprintf("be_%d", i), 0, fmt.Sprintf("10.0.0.%d:1", i+1)))
+			}
+			front := func(name string) model.Frontend {
+				f := model.Frontend{Name: name, Backend: backends[r.IntN(len(backends))].Name}
+				if r.IntN(4) > 0 {
+					f.Binds = []model.Bind{{Addr: vip, Port: uint16(1 + r.IntN(1000))}}
+				}
+				if r.IntN(2) == 0 {
+					f.SourceRanges = []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}
+				}
+				return f
+			}
+			var m SourceMarks
+			var fs []model.Frontend
+			said, marked := 0, 0
+			for pass := range 400 {
+				prev := fs
+				fs = slices.Clone(fs)
+				for range 1 + r.IntN(2) {
+					switch k := r.IntN(3); {
+					case k == 0 || len(fs) < 3:
+						name := fmt.Sprintf("fe_%03d", r.IntN(300))
+						if i, found := model.FrontendIndex(fs, name); !found {
+							fs = slices.Insert(fs, i, front(name))
+						}
+					case k == 1:
+						i := r.IntN(len(fs))
+						fs = slices.Delete(fs, i, i+1)
+					default:
+						i := r.IntN(len(fs))
+						fs[i] = front(fs[i].Name)
+					}
+				}
+				cfg := model.Config{Frontends: fs, Backends: backends}
+				if r.IntN(2) == 0 {
+					cfg.FrontChanges = &model.FrontendChanges{Base: prev, Of: fs, Names: model.ChangedFrontends(prev, fs)}
+					said++
+				}
+				got := m.Of(cfg, listened)
+				var whole SourceMarks
+				want := whole.Of(model.Config{Frontends: fs, Backends: backends}, listened)
+				if model.SameSlice(want.Backends, backends) != model.SameSlice(got.Backends, backends) {
+					t.Fatalf("pass %d: the model's own backends kept %v, by a whole count %v", pass,
+						model.SameSlice(got.Backends, backends), model.SameSlice(want.Backends, backends))
+				}
+				for i := range want.Backends {
+					if want.Backends[i].SourceChecked {
+						marked++
+					}
+					if got.Backends[i].SourceChecked != want.Backends[i].SourceChecked {
+						t.Fatalf("pass %d: %s SourceChecked %v, a whole count %v", pass, want.Backends[i].Name,
+							got.Backends[i].SourceChecked, want.Backends[i].SourceChecked)
+					}
+				}
+			}
+			if said == 0 || marked == 0 {
+				t.Fatalf("%d passes said their frontends' changes, %d backends marked", said, marked)
+			}
+		})
 	}
 }

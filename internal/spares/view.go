@@ -148,7 +148,7 @@ func Without(cfg model.Config, own func(*model.Backend) bool) model.Config {
 		return cfg
 	}
 	out := cfg
-	out.Changes = nil
+	out.Changes, out.FrontChanges = nil, nil
 	out.Backends = slices.DeleteFunc(slices.Clone(cfg.Backends), own)
 	return out
 }

@@ -30,6 +30,7 @@ type lastView struct {
 	occ       map[string]int // occupant -> its spare's index
 	index     map[string]int // model backend -> its index in out.Backends
 	reject    bool           // out has the reject backend the view adds
+	plain     bool           // no frontend is routed or HTTP (viewnamed.go)
 }
 
 // Index maps each model backend of the last view to its index in that
@@ -68,7 +69,7 @@ func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bo
 	}
 	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: spares, out: out,
 		frontOut: frontOut, spareAt: make([]int, len(spares)), occ: make(map[string]int, len(spares)),
-		index: make(map[string]int, len(out.Backends)), reject: reject}
+		index: make(map[string]int, len(out.Backends)), reject: reject, plain: plainFrontends(cfg.Frontends)}
 	for j, b := range out.Backends {
 		if i, ok := pos[b.Name]; ok {
 			l.spareAt[i] = j
@@ -170,9 +171,20 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		b := byName(name)
 		return name, b == nil || !pooled(b)
 	}
+	base := l.out.Frontends // the last view's: its FrontChanges' Base
+	if names, ok := cfg.FrontendsChangedFrom(l.frontends); ok {
+		if frontOut, ok := l.named(&out, cfg, names, moved, haproxyName); ok { // viewnamed.go
+			l.frontends, l.backends, l.out, l.frontOut = cfg.Frontends, cfg.Backends, out, frontOut
+			m.deltas++
+			m.named++
+			return viewChanges(out, base, names), true
+		}
+		out.Frontends = out.Frontends[:0]
+	}
 	frontOut := make([]int, len(cfg.Frontends))
 	j := 0
-	reject := false
+	var names []string // the frontends made again or gone (the view's FrontChanges)
+	reject, plain := false, true
 	// The last view's frontends kept are copied in runs (run: the next
 	// ones of l.out.Frontends to append), not one by one.
 	runAt, runN := 0, 0
@@ -190,11 +202,13 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		}
 		routed := f.Routed()
 		reject = reject || routed
+		plain = plain && !routed && f.HTTP == nil
 		for j < len(l.frontends) && l.frontends[j].Name < f.Name {
+			names = append(names, l.frontends[j].Name) // gone
 			j++
 		}
-		if j < len(l.frontends) && l.frontends[j].Name == f.Name && model.SameFrontend(f, &l.frontends[j]) &&
-			!routed && f.HTTP == nil && !moved[f.Backend] {
+		had := j < len(l.frontends) && l.frontends[j].Name == f.Name
+		if had && model.SameFrontend(f, &l.frontends[j]) && !routed && f.HTTP == nil && !moved[f.Backend] {
 			frontOut[i] = -1
 			if k := l.frontOut[j]; k >= 0 {
 				if runN > 0 && runAt+runN != k {
@@ -206,9 +220,14 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 				frontOut[i] = len(out.Frontends) + runN
 				runN++
 			}
+			j++
 			continue
 		}
+		if had {
+			j++
+		}
 		flush()
+		names = append(names, f.Name)
 		vf, ok := viewFrontend(*f, haproxyName)
 		frontOut[i] = -1
 		if ok {
@@ -217,14 +236,26 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		}
 	}
 	flush()
+	for ; j < len(l.frontends); j++ {
+		names = append(names, l.frontends[j].Name) // gone, after the last
+	}
 	if reject != l.reject {
 		// The reject backend comes or goes: whole, as above.
 		m.last = lastView{}
 		return model.Config{}, false
 	}
-	l.frontends, l.backends, l.out, l.frontOut = cfg.Frontends, cfg.Backends, out, frontOut
+	l.frontends, l.backends, l.out, l.frontOut, l.plain = cfg.Frontends, cfg.Backends, out, frontOut, plain
 	m.deltas++
-	return out, true
+	return viewChanges(out, base, names), true
+}
+
+// viewChanges is out saying which of its frontends the delta made again
+// or left out against base, the last view's (model.FrontendChanges;
+// names may hold more: a routed or HTTP frontend is made again the same).
+// The memo keeps out without it: it would hold base alive.
+func viewChanges(out model.Config, base []model.Frontend, names []string) model.Config {
+	out.FrontChanges = &model.FrontendChanges{Base: base, Of: out.Frontends, Names: names}
+	return out
 }
 
 // sameClasses reports whether s has the classes of the last view.
@@ -244,27 +275,6 @@ func (m *ViewMemo) sameClasses(s State) bool {
 // was and now and not the same object in the other, both sorted by name;
 // false when now is not sorted.
 func changedBackends(was, now []*model.Backend) ([]string, bool) {
-	var out []string
-	i := 0
-	for k, b := range now {
-		if k > 0 && now[k-1].Name >= b.Name {
-			return nil, false
-		}
-		for i < len(was) && was[i].Name < b.Name {
-			out = append(out, was[i].Name)
-			i++
-		}
-		if i < len(was) && was[i].Name == b.Name {
-			if was[i] != b {
-				out = append(out, b.Name)
-			}
-			i++
-			continue
-		}
-		out = append(out, b.Name)
-	}
-	for ; i < len(was); i++ {
-		out = append(out, was[i].Name)
-	}
-	return out, true
+	return model.ChangedByName(was, now, func(b **model.Backend) string { return (*b).Name },
+		func(a, b **model.Backend) bool { return *a == *b })
 }

@@ -19,16 +19,31 @@ import (
 // the memo's view, made from the last one where it can, is ViewExcept's
 // whole view, and its Index is the view's, model backend to position.
 // Unchanged objects stay the same between steps, as a model that shares
-// what did not change keeps them.
+// what did not change keeps them. Half the steps say which frontends
+// changed (model.FrontendChanges), as desired's delta pass does.
 func TestViewDeltaRandomEdits(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4, 5} {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 29))
 			w := newWorld(r)
 			var m ViewMemo
+			var lastOut []model.Frontend // the view's last Frontends
+			said := 0                    // views that said their frontends' changes
 			for step := range 400 {
+				prev := w.cfg.Frontends
+				w.cfg.FrontChanges = nil
 				w.edit(r, step)
+				if r.IntN(2) == 0 { // as desired's delta pass says (model.FrontendChanges)
+					w.cfg.FrontChanges = &model.FrontendChanges{Base: prev, Of: w.cfg.Frontends,
+						Names: model.ChangedFrontends(prev, w.cfg.Frontends)}
+				}
 				got := m.ViewExcept(w.s, w.cfg, nil)
+				if msg := checkViewChanges(got, lastOut); msg != "" {
+					t.Fatalf("step %d (%s): %s", step, w.last, msg)
+				} else if got.FrontChanges != nil {
+					said++
+				}
+				got.FrontChanges, lastOut = nil, got.Frontends
 				want := ViewExcept(w.s, w.cfg, nil)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d (%s): the memo's view\n%s\nwant\n%s", step, w.last, viewString(got), viewString(want))
@@ -39,6 +54,12 @@ func TestViewDeltaRandomEdits(t *testing.T) {
 			}
 			if m.deltas < 200 {
 				t.Errorf("%d of 400 views made from the last one, want most", m.deltas)
+			}
+			if m.named < 20 {
+				t.Errorf("%d of 400 views took the frontends by name, want more", m.named)
+			}
+			if said < m.deltas {
+				t.Errorf("%d of %d views made from the last one said their frontends' changes", said, m.deltas)
 			}
 		})
 	}
@@ -218,4 +239,27 @@ func viewString(c model.Config) string {
 		fmt.Fprintf(&b, "  backend %s (%s) %v\n", be.Name, be.Service, be.Servers)
 	}
 	return b.String()
+}
+
+// checkViewChanges checks a view's FrontChanges, when it has one: made
+// from the last view's very Frontends (base), every frontend changed or
+// gone named (model.ChangedFrontends), the names sorted, each once.
+func checkViewChanges(got model.Config, base []model.Frontend) string {
+	fc := got.FrontChanges
+	if fc == nil {
+		return ""
+	}
+	names, ok := got.FrontendsChangedFrom(base)
+	if !ok {
+		return "FrontChanges not from the last view's Frontends to this one's"
+	}
+	if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
+		return fmt.Sprintf("FrontChanges.Names %v: not sorted, or a name twice", names)
+	}
+	for _, name := range model.ChangedFrontends(base, got.Frontends) {
+		if !slices.Contains(names, name) {
+			return fmt.Sprintf("frontend %s changed, not in FrontChanges.Names %v", name, names)
+		}
+	}
+	return ""
 }

@@ -17,9 +17,10 @@ type ViewMemo struct {
 	gen     uint64                 // counts views
 	touched int                    // spares of the view being made
 	// built counts the spares' backends made rather than reused, deltas
-	// the views made from the last one (viewdelta.go) (tests).
-	built, deltas int
-	last          lastView // what the next view's delta starts from
+	// the views made from the last one (viewdelta.go), named those of
+	// them whose frontends were taken by name (viewnamed.go) (tests).
+	built, deltas, named int
+	last                 lastView // what the next view's delta starts from
 	// pending is the last view when ViewLater made it, its maps not
 	// built (viewlater.go); laterView: ViewLater is making one.
 	pending   *pendingView

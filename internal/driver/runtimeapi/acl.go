@@ -35,19 +35,19 @@ func (d *HAProxy) aclFiles(cfg model.Config) []patternFile {
 		return nil
 	}
 	var out []patternFile
-	spareSourced := o.SpareSourced(cfg)
+	spares, spareSourced := render.SpareSourcesAt(cfg, o, d.ranged.of(cfg, o)) // aclmemo.go
 	add := func(f model.Frontend, what string) {
 		for _, v6 := range []bool{false, true} {
 			out = append(out, patternFile{path: render.ACLFile(dir, f.Name, v6), body: render.ACLFileContent(f, v6),
 				lines: render.ACLLines(f, v6), what: what})
 		}
 	}
-	for _, f := range cfg.Frontends {
-		if f.Restricted() && !spareSourced(f) {
-			add(f, "source ranges of "+f.Service)
+	for i := range cfg.Frontends {
+		if f := &cfg.Frontends[i]; f.Restricted() && !spareSourced(*f) {
+			add(*f, "source ranges of "+f.Service)
 		}
 	}
-	for _, f := range render.SpareSources(cfg, o) {
+	for _, f := range spares {
 		what := "source ranges of free spare " + f.Name
 		if f.Service != "" {
 			what = "source ranges of " + f.Service + " (" + f.Name + ")"

@@ -127,6 +127,7 @@ type HAProxy struct {
 	optsReason       string // why SetStatsPage changed the render options, until a reload applies them
 	verify           verifyState
 	acls             fileSet      // the source ranges' ACL files (acl.go)
+	ranged           rangedMemo   // which backends carry a spare's source rule (aclmemo.go)
 	routeMaps        fileSet      // the routes' map files (routemaps.go)
 	held             heldMaps     // what the worker holds of them (mapsync.go)
 	mapOps           int          // the map commands sent since the driver was made (mapsync.go)
@@ -262,8 +263,13 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	// all binds would look new otherwise.
 	// A server-only change of a model whose frontends all applied last
 	// time has no new bind.
+	// The frontends the view says it changed (spares.ViewMemo): kept in
+	// d.running or the hash's memo, they would hold the last view's
+	// Frontends alive.
+	fronts := cfg.FrontChanges
+	cfg.FrontChanges = nil
 	if d.running.Frontends != nil && (cfg.Changes == nil || d.refusedLast != "") {
-		cfg, res.Refused = withoutTaken(ctx, d.running, cfg, d.opts.Render.Listened)
+		cfg, res.Refused = withoutTaken(ctx, d.running, cfg, fronts, d.opts.Render.Listened)
 	}
 	d.noteRefused(res.Refused)
 	if done, err := d.applyServers(ctx, cfg, &res); done {

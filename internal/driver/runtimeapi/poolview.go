@@ -45,7 +45,7 @@ func (v *poolView) ofLater(s spares.State, cfg model.Config, own func(*model.Bac
 func (v *poolView) view1(s spares.State, cfg model.Config, own func(*model.Backend) bool, later bool) model.Config {
 	if out, ok := v.derived(s, cfg); ok && v.own == (own != nil) {
 		v.cfg, v.view = cfg, out
-		v.cfg.Changes, v.view.Changes = nil, nil // hold no older Backends array
+		v.cfg.Changes, v.view.Changes, v.cfg.FrontChanges = nil, nil, nil // hold no older arrays
 		return out
 	}
 	var out model.Config
@@ -57,7 +57,7 @@ func (v *poolView) view1(s spares.State, cfg model.Config, own func(*model.Backe
 	// v.pool is only compared (derived): its array is reused, not a
 	// copy of every spare allocated a pass.
 	v.cfg, v.pool, v.view, v.own = cfg, append(v.pool[:0], s.Spares...), out, own != nil
-	v.cfg.Changes = nil
+	v.cfg.Changes, v.cfg.FrontChanges, v.view.FrontChanges = nil, nil, nil
 	v.index, v.indexLater = nil, later
 	if !later {
 		v.index = v.indexOf()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/netip"
 	"strings"
@@ -33,18 +34,15 @@ var ErrPortTaken = errors.New("frontend port taken by another process")
 // new binds are tried: the running ones are HAProxy's own. Any error but
 // "address in use" is left to HAProxy. A frontend that listened reports
 // true for binds nothing (the tproxy listener serves it): it is not tried.
-func withoutTaken(ctx context.Context, running, cfg model.Config, listened func(model.Frontend) bool) (model.Config, []driver.Refusal) {
+// With fronts saying which frontends of cfg changed against running's
+// (the pool's view, model.FrontendChanges), only those are looked at.
+func withoutTaken(ctx context.Context, running, cfg model.Config, fronts *model.FrontendChanges,
+	listened func(model.Frontend) bool) (model.Config, []driver.Refusal) {
 	var have map[model.Bind]bool // made at the first frontend that binds: behind the fixed listener, none
 	var refused []driver.Refusal
 	drop := map[int]bool{}
-	j := 0 // running's frontend of f's name, both sorted by name as a Config's are
-	for i, f := range cfg.Frontends {
-		for j < len(running.Frontends) && running.Frontends[j].Name < f.Name {
-			j++
-		}
-		if j < len(running.Frontends) && model.SameFrontend(&f, &running.Frontends[j]) {
-			continue // running as it is: every bind of it runs (issue 29: listened not asked of 10,000)
-		}
+	for i := range changedFrontends(running.Frontends, cfg.Frontends, fronts) {
+		f := cfg.Frontends[i]
 		if listened(f) {
 			continue
 		}
@@ -146,4 +144,44 @@ func bindString(b model.Bind) string {
 		return fmt.Sprintf(":%d", b.Port)
 	}
 	return netip.AddrPortFrom(b.Addr, b.Port).String()
+}
+
+// changedFrontends yields the index of each frontend of cfg that is not,
+// by name, the same (model.SameFrontend) as running's: running as it is,
+// every bind of it runs (issue 29: listened not asked of 10,000). With
+// fronts made from running's very Frontends, only the frontends it names
+// are looked at; otherwise both are walked, sorted by name as a Config's
+// are.
+func changedFrontends(running, cfg []model.Frontend, fronts *model.FrontendChanges) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		c := model.Config{Frontends: cfg, FrontChanges: fronts}
+		if names, ok := c.FrontendsChangedFrom(running); ok {
+			for _, name := range names {
+				i, now := model.FrontendIndex(cfg, name)
+				if !now {
+					continue // gone
+				}
+				if j, was := model.FrontendIndex(running, name); was && model.SameFrontend(&cfg[i], &running[j]) {
+					continue
+				}
+				if !yield(i) {
+					return
+				}
+			}
+			return
+		}
+		j := 0 // running's frontend of f's name
+		for i := range cfg {
+			f := &cfg[i]
+			for j < len(running) && running[j].Name < f.Name {
+				j++
+			}
+			if j < len(running) && model.SameFrontend(f, &running[j]) {
+				continue
+			}
+			if !yield(i) {
+				return
+			}
+		}
+	}
 }

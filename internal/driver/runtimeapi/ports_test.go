@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -80,7 +82,7 @@ func TestWithoutTaken(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := model.Config{Frontends: tc.want, Backends: backends, Changes: &model.Changes{}}
-			got, refused := withoutTaken(context.Background(), model.Config{Frontends: tc.running}, cfg, render.Options{}.Listened)
+			got, refused := withoutTaken(context.Background(), model.Config{Frontends: tc.running}, cfg, nil, render.Options{}.Listened)
 			fes, bes := names(got)
 			if !slices.Equal(fes, tc.keptFE) || !slices.Equal(bes, tc.keptBE) {
 				t.Errorf("kept frontends %v backends %v, want %v %v", fes, bes, tc.keptFE, tc.keptBE)
@@ -119,7 +121,7 @@ func TestWithoutTakenAsksOnlyNewFrontends(t *testing.T) {
 		model.Frontend{Name: "fe_101", Backend: "be", Binds: []model.Bind{{Addr: vip, Port: 30000, Transparent: true}}})}
 	asked := 0
 	listened := func(f model.Frontend) bool { asked++; return true }
-	got, refused := withoutTaken(context.Background(), model.Config{Frontends: running}, cfg, listened)
+	got, refused := withoutTaken(context.Background(), model.Config{Frontends: running}, cfg, nil, listened)
 	if len(got.Frontends) != len(cfg.Frontends) || len(refused) > 0 {
 		t.Fatalf("kept %d frontends of %d, refused %v", len(got.Frontends), len(cfg.Frontends), refused)
 	}
@@ -136,4 +138,69 @@ func reusePort(_, _ string, c syscall.RawConn) error {
 		return err
 	}
 	return serr
+}
+
+// changedFrontends from the view's FrontChanges gives what the walk of
+// both passes gives, over random passes (frontends added, removed,
+// changed; the names said hold more than changed, as the view's may);
+// a FrontChanges from another pass's frontends is not taken.
+func TestChangedFrontendsRandom(t *testing.T) {
+	vip := netip.MustParseAddr("203.0.113.10")
+	for _, seed := range []uint64{1, 2, 3} {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(seed, 29))
+			var running []model.Frontend
+			for i := range 40 {
+				running = append(running, model.Frontend{Name: fmt.Sprintf("fe_%03d", 2*i), Backend: "be",
+					Binds: []model.Bind{{Addr: vip, Port: uint16(20000 + i)}}})
+			}
+			collect := func(s iter.Seq[int]) []int { return slices.Collect(s) }
+			named, stale := 0, 0
+			for pass := range 300 {
+				cfg := slices.Clone(running)
+				for range 1 + r.IntN(3) {
+					switch i := r.IntN(len(cfg)); r.IntN(3) {
+					case 0: // a new frontend
+						name := fmt.Sprintf("fe_%03d_%d", r.IntN(80), pass)
+						j, found := model.FrontendIndex(cfg, name)
+						if !found {
+							cfg = slices.Insert(cfg, j, model.Frontend{Name: name, Backend: "be",
+								Binds: []model.Bind{{Addr: vip, Port: uint16(30000 + pass)}}})
+						}
+					case 1:
+						if len(cfg) > 5 {
+							cfg = slices.Delete(cfg, i, i+1)
+						}
+					case 2: // changed
+						cfg[i].Binds = []model.Bind{{Addr: vip, Port: uint16(40000 + pass)}}
+					}
+				}
+				names := model.ChangedFrontends(running, cfg)
+				for range r.IntN(3) { // more than changed
+					names = append(names, cfg[r.IntN(len(cfg))].Name)
+				}
+				slices.Sort(names)
+				names = slices.Compact(names)
+				whole := collect(changedFrontends(running, cfg, nil))
+				fc := &model.FrontendChanges{Base: running, Of: cfg, Names: names}
+				if got := collect(changedFrontends(running, cfg, fc)); !slices.Equal(got, whole) {
+					t.Fatalf("pass %d: by name %v, the walk %v", pass, got, whole)
+				}
+				named++
+				// Said against another pass's frontends (a pass that
+				// failed, a view made twice): the walk.
+				other := &model.FrontendChanges{Base: slices.Clone(running), Of: cfg, Names: names[:len(names)/2]}
+				if got := collect(changedFrontends(running, cfg, other)); !slices.Equal(got, whole) {
+					t.Fatalf("pass %d: from another base %v, the walk %v", pass, got, whole)
+				}
+				if len(names)/2 < len(names) {
+					stale++
+				}
+				running = cfg
+			}
+			if named == 0 || stale == 0 {
+				t.Fatalf("by name %d, stale %d passes", named, stale)
+			}
+		})
+	}
 }

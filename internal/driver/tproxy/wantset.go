@@ -3,6 +3,7 @@ package tproxy
 import (
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -55,7 +56,14 @@ func (w *wantSet) update(cfg model.Config, o render.Options) {
 		return // the same frontends (a pass's Remove, then its Apply)
 	}
 	defer func() { w.of = cfg.Frontends }()
-	if !w.ok || w.o != o || !model.FrontendsSorted(cfg.Frontends) {
+	if !w.ok || w.o != o {
+		w.whole(cfg, o)
+		return
+	}
+	if names, ok := cfg.FrontendsChangedFrom(w.of); ok && w.named(cfg, names, o) {
+		return // the desired delta's few frontends, not a walk of all
+	}
+	if !model.FrontendsSorted(cfg.Frontends) {
 		w.whole(cfg, o)
 		return
 	}
@@ -87,6 +95,35 @@ func (w *wantSet) update(cfg model.Config, o render.Options) {
 	}
 	clear(w.fronts) // hold no binds of the pass before
 	w.fronts, w.spare = next, w.fronts
+}
+
+// named takes cfg's frontends when only those named (sorted) differ
+// from the last taken (model.FrontendChanges): the others' wantFronts
+// are copied in runs, unlooked at. False, nothing changed, when names
+// are not sorted.
+func (w *wantSet) named(cfg model.Config, names []string, o render.Options) bool {
+	if !slices.IsSorted(names) {
+		return false
+	}
+	next := slices.Grow(w.spare[:0], len(cfg.Frontends))
+	i := 0 // in w.fronts
+	for _, name := range names {
+		j, had := slices.BinarySearchFunc(w.fronts[i:], name, func(wf wantFront, n string) int { return strings.Compare(wf.name, n) })
+		next = append(next, w.fronts[i:i+j]...)
+		if i += j; had {
+			w.take(w.fronts[i], -1)
+			i++
+		}
+		if k, ok := model.FrontendIndex(cfg.Frontends, name); ok {
+			wf := wantFrontOf(cfg.Frontends[k], o)
+			w.take(wf, 1)
+			next = append(next, wf)
+		}
+	}
+	next = append(next, w.fronts[i:]...)
+	clear(w.fronts)
+	w.fronts, w.spare = next, w.fronts
+	return true
 }
 
 // whole takes cfg's frontends anew: the next diff looks at every element.

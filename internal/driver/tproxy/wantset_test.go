@@ -19,7 +19,9 @@ import (
 // stand-in for the kernel's set, and now and then the set changed behind
 // the driver's back and read back: the wantSet's diff, looking at the
 // elements that changed only, is the whole comparison's, and the set
-// ends holding what the model listens.
+// ends holding what the model listens. Half the passes say which
+// frontends changed (model.FrontendChanges, desired's delta pass): the
+// wantSet taken by those names is the whole walk's.
 func TestWantSetRandomEdits(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3, 4} {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
@@ -33,13 +35,24 @@ func TestWantSetRandomEdits(t *testing.T) {
 			var w wantSet
 			applied := map[netip.AddrPort]bool{}
 			w.unknown()
+			named := 0 // passes taken by the names that changed
 			for pass := range 300 {
+				prev := fs
 				fs = modeledit.Frontends(r, fs, newFront, func() model.Bind { return randomListenBind(r) })
 				cfg := model.Config{Frontends: fs}
+				if r.IntN(2) == 0 { // as desired's delta pass says (model.FrontendChanges)
+					cfg.FrontChanges = &model.FrontendChanges{Base: prev, Of: fs, Names: model.ChangedFrontends(prev, fs)}
+					named++
+				}
 				w.update(cfg, tproxyOpts)
 				want := wholeWant(cfg)
 				if !maps.Equal(w.count, want) {
 					t.Fatalf("pass %d: counts %v, want %v", pass, w.count, want)
+				}
+				var whole wantSet
+				whole.whole(cfg, tproxyOpts)
+				if !slices.EqualFunc(w.fronts, whole.fronts, sameWantFront) {
+					t.Fatalf("pass %d (named: %v): fronts %v, want %v", pass, cfg.FrontChanges != nil, w.fronts, whole.fronts)
 				}
 				if r.IntN(20) == 0 { // changed behind our back, read back
 					for e := range applied {
@@ -69,8 +82,16 @@ func TestWantSetRandomEdits(t *testing.T) {
 					w.settled(applied)
 				}
 			}
+			if named == 0 {
+				t.Fatal("no pass said which frontends changed")
+			}
 		})
 	}
+}
+
+func sameWantFront(a, b wantFront) bool {
+	return a.name == b.name && a.backend == b.backend && a.routed == b.routed && a.tls == b.tls &&
+		a.listened == b.listened && slices.Equal(a.binds, b.binds)
 }
 
 func wholeWant(cfg model.Config) map[netip.AddrPort]int {
