@@ -156,26 +156,44 @@ func (c *config) servedAt(i int) string {
 // namespace reexecInNetns made.
 func inNamespace() bool { return os.Getenv(envBenchNetns) != "" }
 
-// runListeners runs the hybrid mode once per -listeners mode (the first
-// one's result carries the second as its Baseline: the table's columns).
+// binaries is how many controllers each listener mode runs with.
+func (c *config) binaries() int {
+	if c.baseBin != "" {
+		return 2
+	}
+	return 1
+}
+
+// runListeners runs the hybrid mode once per -listeners mode, with the
+// -base-controller-bin first when given (the first run's result carries
+// the second as its Baseline: the table's columns).
 func (b *bench) runListeners(ctx context.Context) (*result, error) {
 	var first, prev *result
-	base := b.cfg
+	base, bin := b.cfg, b.ctlBin
+	defer func() { b.cfg, b.ctlBin = base, bin }()
 	for _, l := range base.listenerModes {
-		b.cfg = base
-		b.cfg.listeners = l
-		r, err := b.runMode(ctx, "hybrid", base.changes)
-		if err != nil {
-			return nil, fmt.Errorf("listeners %s: %w", l, err)
+		bins := []string{bin}
+		if base.baseBin != "" {
+			bins = []string{base.baseBin, bin}
 		}
-		r.Mode = "hybrid-" + l
-		if first == nil {
-			first = r
-		} else {
-			prev.Baseline = r
+		for k, ctl := range bins {
+			b.cfg, b.ctlBin = base, ctl
+			b.cfg.listeners = l
+			r, err := b.runMode(ctx, "hybrid", base.changes)
+			if err != nil {
+				return nil, fmt.Errorf("listeners %s, controller %s: %w", l, ctl, err)
+			}
+			r.Mode = "hybrid-" + l
+			if len(bins) > 1 && k == 0 {
+				r.Mode = "base-" + l
+			}
+			if first == nil {
+				first = r
+			} else {
+				prev.Baseline = r
+			}
+			prev = r
 		}
-		prev = r
 	}
-	b.cfg = base
 	return first, nil
 }

@@ -64,6 +64,8 @@ type config struct {
 	statusQPS                           float64
 	listenerModes                       []string // -listeners, in order (listeners.go)
 	listeners                           string   // this run's: ports or tproxy
+	logLevel                            string   // the controller's --log-level
+	baseBin                             string   // -base-controller-bin: each listener mode first with this controller
 }
 
 func main() {
@@ -111,6 +113,8 @@ func main() {
 	flag.DurationVar(&loadDur, "load-duration", time.Hour, "internal: load process time limit")
 	flag.IntVar(&loadMax, "load-max", 1000000, "internal: load process connection limit")
 	flag.StringVar(&listeners, "listeners", "ports", "the controller's listener mode: ports (a frontend per port on 127.0.0.1), tproxy (run's default: the fixed listener and the backend pool, on "+tproxyVIP+"; root: the benchmark runs in a network namespace of its own), or both comma-separated (tproxy,ports: one after the other, side by side in the table; no -baseline)")
+	flag.StringVar(&c.baseBin, "base-controller-bin", "", "run each -listeners mode first with this controller binary (the baseline, e.g. main's), then with the one under test, against the same objects (at most two runs in all; with -baseline=false)")
+	flag.StringVar(&c.logLevel, "controller-log-level", "info", "the controller's --log-level (debug: every pass and event, to take a change's time apart)")
 	flag.BoolVar(&c.gateway, "gateway", false, "instead: the Gateway API mode against the Services mode, endpoint and route churn to served, -changes per phase (root: a network namespace of its own)")
 	flag.IntVar(&c.gatewayScale, "gateway-scale", 0, "with -gateway: N more Services, each the backend of a TCPRoute on a listener of its own, from port frontend-base+100; the new-backend phase runs again with --backend-pool")
 	flag.Parse()
@@ -152,8 +156,10 @@ func (c *config) validate() error {
 		return fmt.Errorf("-node-check-interval, -node-check-rise, -node-check-fall must be positive, -node-deaths not negative")
 	case c.services > 30000:
 		return fmt.Errorf("at most 30000 Services")
-	case len(c.listenerModes) > 1 && c.baseline:
-		return fmt.Errorf("-listeners with two modes: add -baseline=false (the table's columns are the two modes)")
+	case len(c.listenerModes)*c.binaries() > 2:
+		return fmt.Errorf("-listeners with two modes and -base-controller-bin: at most two runs (the table's two columns)")
+	case len(c.listenerModes)*c.binaries() > 1 && c.baseline:
+		return fmt.Errorf("-listeners with two modes or -base-controller-bin: add -baseline=false (the table's columns are the two runs)")
 	case c.anyTProxy() && (c.pools || c.comparePools || c.driver != "haproxy"):
 		return fmt.Errorf("-listeners=tproxy: not with -pools, -compare-pools or -driver=dataplane")
 	case c.npBase+nodePortSpan(c.services) > 65535 || c.feBase+c.services+burstSize+1 > 65535:
@@ -321,7 +327,7 @@ func run(c config) error {
 		fmt.Println(string(js))
 		return nil
 	}
-	if len(c.listenerModes) > 1 {
+	if len(c.listenerModes)*c.binaries() > 1 {
 		res, err := b.runListeners(ctx)
 		if err != nil {
 			return err

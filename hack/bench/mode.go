@@ -55,6 +55,9 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	c, w := b.cfg, b.w
 	logf("=== mode %s ===", mode)
 	dir := filepath.Join(b.dir, mode+"-"+c.listeners) // hybrid-tproxy, reload-ports, ...
+	if c.baseBin != "" && b.ctlBin == c.baseBin {
+		dir += "-base"
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -71,7 +74,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state,
 		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
 		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
-		"--min-reload-interval", c.minReload.String(), "--reload-settle", c.reloadSettle.String(), "--persist-interval", c.persist.String(), "--log-level", "info",
+		"--min-reload-interval", c.minReload.String(), "--reload-settle", c.reloadSettle.String(), "--persist-interval", c.persist.String(), "--log-level", c.logLevel,
 		"--metrics-address", "127.0.0.1:0",
 		"--udp=off"} // never the host's nftables
 	args = append(args, c.listenArgs()...)
