@@ -312,9 +312,7 @@ func run(c config) error {
 		if err != nil {
 			return fmt.Errorf("dataplane: %w", err)
 		}
-		printTable(os.Stdout, res)
-		js, _ := json.Marshal(res)
-		fmt.Println(string(js))
+		report(res)
 		return nil
 	}
 	if c.comparePools {
@@ -322,9 +320,7 @@ func run(c config) error {
 		if err != nil {
 			return err
 		}
-		printTable(os.Stdout, res)
-		js, _ := json.Marshal(res)
-		fmt.Println(string(js))
+		report(res)
 		return nil
 	}
 	if len(c.listenerModes)*c.binaries() > 1 {
@@ -332,9 +328,7 @@ func run(c config) error {
 		if err != nil {
 			return err
 		}
-		printTable(os.Stdout, res)
-		js, _ := json.Marshal(res)
-		fmt.Println(string(js))
+		report(res)
 		return nil
 	}
 	res, err := b.runMode(ctx, "hybrid", c.changes)
@@ -346,10 +340,15 @@ func run(c config) error {
 			return fmt.Errorf("baseline: %w", err)
 		}
 	}
+	report(res)
+	return nil
+}
+
+// report prints the table and, as the last line, the JSON object.
+func report(res *result) {
 	printTable(os.Stdout, res)
 	js, _ := json.Marshal(res)
 	fmt.Println(string(js))
-	return nil
 }
 
 func logf(format string, args ...any) {
