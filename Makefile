@@ -33,14 +33,19 @@ WITH_TRIMPATH = GOFLAGS="-trimpath $${GOFLAGS:-}"; export GOFLAGS;
 # CHECKS=node: servers follow their node, each node checked once (--node-check);
 # then nodes die and drain under load (-node-deaths, in BENCHFLAGS).
 # DRIVER=dataplane measures the Data Plane API driver against its test server.
+# LISTENERS=tproxy: run's default listener mode (the fixed listener and the
+# backend pool; root: the bench runs in a network namespace of its own);
+# LISTENERS=tproxy,ports both side by side (with BENCHFLAGS=-baseline=false).
 SERVICES ?=
+LISTENERS ?=
 CHANGES ?=
 ENDPOINTS ?=
 NODES ?=
 BENCHFLAGS ?=
 DEMOFLAGS ?=
 SIZEFLAGS = $(if $(SERVICES),-services=$(SERVICES)) $(if $(CHANGES),-changes=$(CHANGES)) \
-	$(if $(ENDPOINTS),-endpoints=$(ENDPOINTS)) $(if $(NODES),-nodes=$(NODES)) $(if $(CHECKS),-health-checks=$(CHECKS))
+	$(if $(ENDPOINTS),-endpoints=$(ENDPOINTS)) $(if $(NODES),-nodes=$(NODES)) $(if $(CHECKS),-health-checks=$(CHECKS)) \
+	$(if $(LISTENERS),-listeners=$(LISTENERS))
 
 # Debian installs haproxy in /usr/sbin, often missing from a user's PATH.
 export PATH := $(PATH):/usr/sbin:/usr/local/sbin

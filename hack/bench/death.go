@@ -138,7 +138,7 @@ func (b *bench) deathRound(ctx context.Context, obs *observer, ctl *proc, kind s
 	var backends []string
 	for i := range c.probe {
 		if (n-i%c.nodes+c.nodes)%c.nodes < c.endpoints {
-			backends = append(backends, b.w.backend(i))
+			backends = append(backends, obs.haproxyName(b.w.backend(i)))
 		}
 	}
 	rd.Backends = len(backends)

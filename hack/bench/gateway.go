@@ -50,7 +50,11 @@ var gwPods = []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"}
 // runGatewayBench runs the benchmark, in its network namespace.
 func runGatewayBench(c config) error {
 	if os.Getenv(envBenchNetns) == "" {
-		return reexecInNetns(c)
+		pods := make([]string, len(gwPods))
+		for i, a := range gwPods {
+			pods[i] = a + "/24"
+		}
+		return reexecInNetns(c, pods)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -138,11 +142,12 @@ func runGatewayBench(c config) error {
 	return nil
 }
 
-// reexecInNetns creates the network namespace, runs this benchmark again
-// inside it and removes it.
-func reexecInNetns(c config) error {
+// reexecInNetns creates the network namespace, with addrs (CIDR) on a
+// dummy interface of its own, runs this benchmark again inside it and
+// removes it.
+func reexecInNetns(c config, addrs []string) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("-gateway needs root (a network namespace of its own)")
+		return fmt.Errorf("-gateway and -listeners=tproxy need root (a network namespace of their own)")
 	}
 	ctlBin := c.ctlBin
 	if ctlBin == "" {
@@ -178,8 +183,8 @@ func reexecInNetns(c config) error {
 	if err := ip("-n", name, "link", "set", "hks0", "up"); err != nil {
 		return err
 	}
-	for _, a := range gwPods {
-		if err := ip("-n", name, "addr", "add", a+"/24", "dev", "hks0"); err != nil {
+	for _, a := range addrs {
+		if err := ip("-n", name, "addr", "add", a, "dev", "hks0"); err != nil {
 			return err
 		}
 	}

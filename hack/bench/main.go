@@ -62,6 +62,10 @@ type config struct {
 	gatewayScale                        int  // with gateway: more routed backends (gatewaypool.go)
 	comparePools                        bool
 	statusQPS                           float64
+	listenerModes                       []string // -listeners, in order (listeners.go)
+	listeners                           string   // this run's: ports or tproxy
+	logLevel                            string   // the controller's --log-level
+	baseBin                             string   // -base-controller-bin: each listener mode first with this controller
 }
 
 func main() {
@@ -69,6 +73,7 @@ func main() {
 	var loadTarget string
 	var loadDur time.Duration
 	var loadMax int
+	var listeners string
 	flag.IntVar(&c.services, "services", 1000, "LoadBalancer Services (S)")
 	flag.StringVar(&c.publish, "publish-address", "", "the controller's --publish-address: every Service's status written, as -pools does (for a fair comparison with -pools)")
 	flag.BoolVar(&c.pools, "pools", false, "each Service on its own address from an AddressPool (--address-pools; a loopback pool, 127.64.0.0/16)")
@@ -107,9 +112,18 @@ func main() {
 	flag.StringVar(&loadTarget, "load-target", "", "internal: run as the load process against these addresses")
 	flag.DurationVar(&loadDur, "load-duration", time.Hour, "internal: load process time limit")
 	flag.IntVar(&loadMax, "load-max", 1000000, "internal: load process connection limit")
+	flag.StringVar(&listeners, "listeners", "ports", "the controller's listener mode: ports (a frontend per port on 127.0.0.1), tproxy (run's default: the fixed listener and the backend pool, on "+tproxyVIP+"; root: the benchmark runs in a network namespace of its own), or both comma-separated (tproxy,ports: one after the other, side by side in the table; no -baseline)")
+	flag.StringVar(&c.baseBin, "base-controller-bin", "", "run each -listeners mode first with this controller binary (the baseline, e.g. main's), then with the one under test, against the same objects (at most two runs in all; with -baseline=false)")
+	flag.StringVar(&c.logLevel, "controller-log-level", "info", "the controller's --log-level (debug: every pass and event, to take a change's time apart)")
 	flag.BoolVar(&c.gateway, "gateway", false, "instead: the Gateway API mode against the Services mode, endpoint and route churn to served, -changes per phase (root: a network namespace of its own)")
 	flag.IntVar(&c.gatewayScale, "gateway-scale", 0, "with -gateway: N more Services, each the backend of a TCPRoute on a listener of its own, from port frontend-base+100; the new-backend phase runs again with --backend-pool")
 	flag.Parse()
+	var err error
+	if c.listenerModes, err = parseListeners(listeners); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	c.listeners = c.listenerModes[0]
 	if loadTarget != "" {
 		os.Exit(runLoad(loadTarget, c.loadRate, loadDur, loadMax))
 	}
@@ -142,6 +156,12 @@ func (c *config) validate() error {
 		return fmt.Errorf("-node-check-interval, -node-check-rise, -node-check-fall must be positive, -node-deaths not negative")
 	case c.services > 30000:
 		return fmt.Errorf("at most 30000 Services")
+	case len(c.listenerModes)*c.binaries() > 2:
+		return fmt.Errorf("-listeners with two modes and -base-controller-bin: at most two runs (the table's two columns)")
+	case len(c.listenerModes)*c.binaries() > 1 && c.baseline:
+		return fmt.Errorf("-listeners with two modes or -base-controller-bin: add -baseline=false (the table's columns are the two runs)")
+	case c.anyTProxy() && (c.pools || c.comparePools || c.driver != "haproxy"):
+		return fmt.Errorf("-listeners=tproxy: not with -pools, -compare-pools or -driver=dataplane")
 	case c.npBase+nodePortSpan(c.services) > 65535 || c.feBase+c.services+burstSize+1 > 65535:
 		return fmt.Errorf("too many Services for the port bases")
 	}
@@ -197,6 +217,9 @@ type bench struct {
 func run(c config) error {
 	if err := c.validate(); err != nil {
 		return err
+	}
+	if c.anyTProxy() && !inNamespace() {
+		return reexecInNetns(c, []string{tproxyVIP + "/32"})
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -289,9 +312,7 @@ func run(c config) error {
 		if err != nil {
 			return fmt.Errorf("dataplane: %w", err)
 		}
-		printTable(os.Stdout, res)
-		js, _ := json.Marshal(res)
-		fmt.Println(string(js))
+		report(res)
 		return nil
 	}
 	if c.comparePools {
@@ -299,9 +320,15 @@ func run(c config) error {
 		if err != nil {
 			return err
 		}
-		printTable(os.Stdout, res)
-		js, _ := json.Marshal(res)
-		fmt.Println(string(js))
+		report(res)
+		return nil
+	}
+	if len(c.listenerModes)*c.binaries() > 1 {
+		res, err := b.runListeners(ctx)
+		if err != nil {
+			return err
+		}
+		report(res)
 		return nil
 	}
 	res, err := b.runMode(ctx, "hybrid", c.changes)
@@ -313,10 +340,15 @@ func run(c config) error {
 			return fmt.Errorf("baseline: %w", err)
 		}
 	}
+	report(res)
+	return nil
+}
+
+// report prints the table and, as the last line, the JSON object.
+func report(res *result) {
 	printTable(os.Stdout, res)
 	js, _ := json.Marshal(res)
 	fmt.Println(string(js))
-	return nil
 }
 
 func logf(format string, args ...any) {

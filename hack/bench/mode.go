@@ -40,8 +40,11 @@ type result struct {
 	InitialSync   float64      `json:"initial_sync_s"`
 	StatusSync    float64      `json:"status_sync_s,omitempty"` // every Service's status written (with -pools: allocated), from the controller's start
 	HealthChecks  bool         `json:"health_checks"`
-	NodeChecks    int          `json:"node_checks"` // checks HAProxy runs for --node-check: one per node
+	NodeChecks    int          `json:"node_checks"`          // checks HAProxy runs for --node-check: one per node
+	ReloadsSync   int          `json:"reloads_initial_sync"` // from HAProxy's start until 2 s after the initial sync (the pool's growth)
+	Reloads       []string     `json:"reloads,omitempty"`    // the controller's update line of every reload of the run, timed
 	Mode          string       `json:"mode"`
+	Listeners     string       `json:"listeners"`                   // ports or tproxy (with run's pool)
 	NodeDeath     *deathResult `json:"node_death,omitempty"`        // -health-checks=node: nodes taken out under load
 	NodeFlip      *flipResult  `json:"haproxy_node_flip,omitempty"` // HAProxy alone: a node's server in and out of maintenance
 	Baseline      *result      `json:"baseline,omitempty"`
@@ -51,27 +54,30 @@ type result struct {
 func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result, error) {
 	c, w := b.cfg, b.w
 	logf("=== mode %s ===", mode)
-	dir := filepath.Join(b.dir, mode)
+	dir := filepath.Join(b.dir, mode+"-"+c.listeners) // hybrid-tproxy, reload-ports, ...
+	if c.baseBin != "" && b.ctlBin == c.baseBin {
+		dir += "-base"
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	h, err := startHAProxy(b.ctlBin, dir)
+	h, err := startHAProxy(b.ctlBin, dir, c.initArgs()...)
 	if err != nil {
 		return nil, err
 	}
 	defer h.stop(syscall.SIGTERM, 10*time.Second)
-	obs := newObserver(h)
+	obs := newObserver(h, c.poolFile(h))
 	defer obs.close()
-	res := &result{Mode: mode, Services: c.services, Endpoints: c.services * c.endpoints, Changes: changes, HealthChecks: c.checks()}
+	res := &result{Mode: mode, Listeners: c.listeners, Services: c.services, Endpoints: c.services * c.endpoints, Changes: changes, HealthChecks: c.checks()}
 
 	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--haproxy-config", h.cfg, "--haproxy-bin", haproxytest.Bin(),
-		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state, "--bind-address", "127.0.0.1",
+		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state,
 		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
 		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
-		"--min-reload-interval", c.minReload.String(), "--reload-settle", c.reloadSettle.String(), "--persist-interval", c.persist.String(), "--log-level", "info",
+		"--min-reload-interval", c.minReload.String(), "--reload-settle", c.reloadSettle.String(), "--persist-interval", c.persist.String(), "--log-level", c.logLevel,
 		"--metrics-address", "127.0.0.1:0",
-		"--listeners=ports", // per-port frontends: never the host's TPROXY (the default, auto, would set it up)
-		"--udp=off"}         // never the host's nftables
+		"--udp=off"} // never the host's nftables
+	args = append(args, c.listenArgs()...)
 	if c.pprof != "" {
 		args = append(args, "--pprof-address", c.pprof)
 	}
@@ -104,6 +110,13 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	}
 	res.InitialSync = seen.Sub(start).Seconds()
 	logf("initial sync: every server of %d backends in HAProxy %.2fs after the controller started", c.services, res.InitialSync)
+	if err := pause(ctx, c.minReload+2*time.Second); err != nil { // the passes after the first (the pool's growth) before the churn
+		return nil, err
+	}
+	if res.ReloadsSync, err = obs.reloads(ctx); err != nil {
+		return nil, err
+	}
+	logf("reloads from HAProxy's start until 2 s after the initial sync: %d", res.ReloadsSync)
 	var addrs map[int]netip.Addr
 	if c.writesStatus() {
 		// Statuses (with -pools: the allocation) written before the churn:
@@ -203,6 +216,9 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	res.ReloadsBurst = r2 - r1
 	logf("burst: %d Services created in %s, all served %.2fs after the first write, %d reloads",
 		burstSize, created.Round(time.Millisecond), res.BurstSync, res.ReloadsBurst)
+	if res.Reloads, err = reloadLines(ctx, ctl.log, r2); err != nil {
+		return nil, err
+	}
 
 	lr, err := load.finish()
 	if err != nil {
@@ -249,6 +265,9 @@ type backendWaiter interface {
 	waitBackend(ctx context.Context, be string, want map[netip.AddrPort]bool, fresh bool, timeout time.Duration) (time.Time, error)
 }
 
+// slowChange: a change seen later than this is logged with its time.
+const slowChange = 20 * time.Millisecond
+
 func (b *bench) churn(ctx context.Context, obs backendWaiter, n int, fresh bool) ([]time.Duration, error) {
 	w := b.w
 	rng := rand.New(rand.NewPCG(b.cfg.seed, 7))
@@ -287,6 +306,10 @@ func (b *bench) churn(ctx context.Context, obs backendWaiter, n int, fresh bool)
 		}
 		lat = append(lat, seen.Sub(written))
 		byKind[k%6] = append(byKind[k%6], seen.Sub(written))
+		if d := seen.Sub(written); d > slowChange { // the wall clock, to read beside the controller's log
+			logf("  slow: change %d (%s, %s) written %s, seen %.1f ms later", k, kinds[k%6], w.backend(witness),
+				written.UTC().Format("15:04:05.000000"), ms(d))
+		}
 		if (k+1)%100 == 0 || k+1 == n {
 			st := sortedCopy(lat)
 			logf("  %d/%d changes: p50 %.1f ms, p99 %.1f ms", k+1, n, percentile(st, .5), percentile(st, .99))

@@ -10,16 +10,27 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
 )
 
 // observer reads HAProxy's runtime state over the worker stats socket.
+// With the pool (tproxy mode) a Service's backend runs as the spare
+// pool.json names (haproxyName).
 type observer struct {
 	rt     *haproxy.Runtime
 	master *haproxy.Master
+	pool   string // pool.json, "" without the pool
+
+	// pool.json as last decoded (poolState), and the size and time of
+	// the file it was.
+	poolKept spares.State
+	poolTime time.Time
+	poolSize int64
+	poolRead bool
 }
 
-func newObserver(h *haproxyProc) *observer {
-	return &observer{rt: haproxy.NewRuntime(h.stats), master: haproxy.NewMaster(h.master)}
+func newObserver(h *haproxyProc, pool string) *observer {
+	return &observer{rt: haproxy.NewRuntime(h.stats), master: haproxy.NewMaster(h.master), pool: pool}
 }
 
 func (o *observer) close() { _ = o.rt.Close() }
@@ -59,18 +70,25 @@ func (o *observer) backendState(ctx context.Context, be string) (map[netip.AddrP
 // service are exactly want, and returns when it saw that. After staleAfter
 // without a match, or always when fresh is set, each poll uses a new
 // connection: after a reload the persistent one may still talk to the old
-// worker.
+// worker. Model backend be is looked up in pool.json (haproxyName) first,
+// and again every renameEvery after staleAfter (a Service moved to a
+// larger spare).
 func (o *observer) waitBackend(ctx context.Context, be string, want map[netip.AddrPort]bool, fresh bool, timeout time.Duration) (time.Time, error) {
-	const pollEvery, staleAfter = 500 * time.Microsecond, 200 * time.Millisecond
+	const pollEvery, staleAfter, renameEvery = 500 * time.Microsecond, 200 * time.Millisecond, 50 * time.Millisecond
 	start := time.Now()
 	deadline := start.Add(timeout)
+	name, named := o.haproxyName(be), start
 	var got map[netip.AddrPort]bool
 	var err error
 	for {
-		if fresh || time.Since(start) > staleAfter {
+		stale := time.Since(start) > staleAfter
+		if fresh || stale {
 			o.rt.Reset()
 		}
-		got, err = o.backendState(ctx, be)
+		if stale && o.pool != "" && time.Since(named) > renameEvery {
+			name, named = o.haproxyName(be), time.Now()
+		}
+		got, err = o.backendState(ctx, name)
 		now := time.Now()
 		if err == nil && maps.Equal(got, want) {
 			return now, nil
@@ -80,9 +98,9 @@ func (o *observer) waitBackend(ctx context.Context, be string, want map[netip.Ad
 		}
 		if now.After(deadline) {
 			if err != nil {
-				return now, fmt.Errorf("%s: %w", be, err)
+				return now, fmt.Errorf("%s (%s): %w", be, name, err)
 			}
-			return now, fmt.Errorf("%s: have %v, want %v", be, keys(got), keys(want))
+			return now, fmt.Errorf("%s (%s): have %v, want %v", be, name, keys(got), keys(want))
 		}
 		time.Sleep(pollEvery)
 	}
@@ -103,8 +121,9 @@ func (o *observer) waitAll(ctx context.Context, want map[string]map[netip.AddrPo
 		ok := 0
 		if err == nil {
 			have := inService(states)
+			names := o.haproxyNames(maps.Keys(want))
 			for be, w := range want {
-				if maps.Equal(have[be], w) {
+				if maps.Equal(have[names[be]], w) {
 					ok++
 				} else if bad == "" || be < bad {
 					bad = be

@@ -128,3 +128,24 @@ func reloadUpdates(ctx context.Context, path string, mark int64, n int, limit ti
 		}
 	}
 }
+
+// reloadLines are the controller's update lines of the run's reloads
+// (n: the master's count since HAProxy started, waited for at most 10 s),
+// each with its time and phases, as they are logged.
+func reloadLines(ctx context.Context, path string, n int) ([]string, error) {
+	us, err := reloadUpdates(ctx, path, 0, n, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, u := range us {
+		if u.reloaded {
+			out = append(out, u.fields["time"]+" "+u.String())
+		}
+	}
+	logf("reloads of the run: %d counted by the master, %d in the controller's log", n, len(out))
+	for _, l := range out {
+		logf("  reload: %s", l)
+	}
+	return out, nil
+}

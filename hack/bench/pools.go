@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"strconv"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -34,7 +33,7 @@ func (c *config) frontendAddr(i int) string {
 	if c.pools {
 		return poolAddr(i, c.feBase+i)
 	}
-	return "127.0.0.1:" + strconv.Itoa(c.feBase+i)
+	return c.servedAt(i)
 }
 
 // installPool creates the shipped AddressPool CRD and the bench's pool.

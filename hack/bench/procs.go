@@ -112,10 +112,12 @@ type haproxyProc struct {
 	dir, cfg, master, stats, state string
 }
 
-func startHAProxy(ctlBin, dir string) (*haproxyProc, error) {
+// startHAProxy starts HAProxy from the config `init` (with initArgs)
+// wrote into dir.
+func startHAProxy(ctlBin, dir string, initArgs ...string) (*haproxyProc, error) {
 	h := &haproxyProc{dir: dir, cfg: filepath.Join(dir, "haproxy.cfg"), master: filepath.Join(dir, "master.sock"),
 		stats: filepath.Join(dir, "stats.sock"), state: filepath.Join(dir, "server-state")}
-	init := exec.Command(ctlBin, "init", "--haproxy-config", h.cfg, "--stats-socket", h.stats, "--state-file", h.state, "--force")
+	init := exec.Command(ctlBin, append([]string{"init", "--haproxy-config", h.cfg, "--stats-socket", h.stats, "--state-file", h.state, "--force"}, initArgs...)...)
 	if out, err := init.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("init: %v: %s", err, out)
 	}

@@ -35,8 +35,8 @@ const newSvcLabel = "hks-bench-new"
 // 50) one at a time, each timed from its EndpointSlice's create
 // returning to the first connection from the test's namespace to the
 // Service's address answered by a stand-in on a node's nodePort through
-// HAProxy (polled every 1 ms, deadline HKS_BENCH_NEW_DEADLINE seconds,
-// default 60); then a burst of HKS_BENCH_BURST (default 100) created at
+// HAProxy (polled every 250 µs, HKS_BENCH_POLL: services_new_poll_test.go;
+// deadline HKS_BENCH_NEW_DEADLINE seconds, default 60); then a burst of HKS_BENCH_BURST (default 100) created at
 // once, until all answer. HAProxy's reloads are counted across each
 // part. The write -> watch column is the test's own watch of the new
 // EndpointSlices (the same apiserver's watch the controller's informer
@@ -114,26 +114,30 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	var lat, toWatch, fromWatch []time.Duration
 	failed := 0
 	stand := w.standIns()
-	for range w.one {
+	polls := newPolls(b)
+	for i := range w.one {
 		k := w.next
 		w.next++
 		written, err := w.create(k, stand)
 		if err != nil {
 			b.Fatal(err)
 		}
-		got, err := untilNewAnswered(w.target(addr, k), written, w.deadline)
+		every := polls.every(i)
+		a, err := lab.UntilAnswered(w.target(addr, k), written, w.deadline, every)
 		if err != nil {
 			failed++
 			b.Logf("%s %s: new Service %d: %v", name, mode, k, err)
 			continue
 		}
+		got := a.At
 		lat = append(lat, got.Sub(written))
+		polls.add(i, got.Sub(written), a)
 		if seen, ok := w.watch.at(k); ok {
 			toWatch, fromWatch = append(toWatch, seen.Sub(written)), append(fromWatch, got.Sub(seen))
 		}
 		// The wall clock, to read beside the controller's log.
-		b.Logf("%s %s: new Service %d: slice written %s, answered %.1f ms later", name, mode, k,
-			written.UTC().Format("15:04:05.000"), float64(got.Sub(written).Microseconds())/1000)
+		b.Logf("%s %s: new Service %d: slice written %s, answered %.1f ms later (polled every %s: %d probes, period %s)", name, mode, k,
+			written.UTC().Format("15:04:05.000"), float64(got.Sub(written).Microseconds())/1000, every, a.Probes, a.Period.Round(time.Microsecond))
 	}
 	closeAll(stand)
 	r1 := reloads()
@@ -150,6 +154,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	b.Logf("%s %s at %d Services: %d new Services one at a time (%d not answered within %s), EndpointSlice written -> first connection answered: %s; %d reloads",
 		name, mode, w.services, w.one, failed, w.deadline, line(lat), r1-r0)
 	b.Logf("%s %s: split: written -> the test's watch sees the slice %s; watch -> answered %s", name, mode, line(toWatch), line(fromWatch))
+	polls.log(b, name+" "+mode, line)
 	b.Logf("%s %s: burst of %d: all answered %.1f ms after the first write (%d not answered); %d reloads; load %s",
 		name, mode, w.burst, ms(burst), burstFailed, r2-r1, loadAvg())
 	b.Logf("%s %s: burst of %d: each from its own EndpointSlice written -> answered: %s",
@@ -310,19 +315,6 @@ func (w *newSvcWorld) create(k int, stand []*lab.NodeServer) (time.Time, error) 
 		return time.Time{}, fmt.Errorf("EndpointSlice of %s: %w", name, err)
 	}
 	return time.Now(), nil
-}
-
-// untilNewAnswered polls addr every millisecond until a stand-in answers
-// through HAProxy, and returns when.
-func untilNewAnswered(addr string, from time.Time, deadline time.Duration) (time.Time, error) {
-	var err error
-	for time.Since(from) < deadline {
-		if _, err = lab.Probe(addr, 200*time.Millisecond); err == nil {
-			return time.Now(), nil
-		}
-		time.Sleep(time.Millisecond) // poll interval
-	}
-	return time.Time{}, fmt.Errorf("%s not answered within %s: %v", addr, deadline, err)
 }
 
 // sliceSeen records when the test's own watch first saw each new
