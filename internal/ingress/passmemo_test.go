@@ -118,25 +118,7 @@ var passEdits = []edit{
 func TestPassMemoIsTheWholeCompile(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			in := benchInput(40)
-			for i, ing := range in.Ingresses {
-				in.Ingresses[i] = newVersion(ing, func(c *netv1.Ingress) {
-					c.ResourceVersion = "1"
-					c.Spec.Rules[0].Host = fmt.Sprintf("h%d.example.com", i%12) // hosts shared
-					if i == 7 {
-						c.Spec.DefaultBackend = c.Spec.Rules[0].HTTP.Paths[0].Backend.DeepCopy()
-					}
-					if i == 9 {
-						c.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{c.Spec.Rules[0].Host}}}
-					}
-				})
-			}
-			in.ConfigMaps = map[Key]*corev1.ConfigMap{} // custom-headers: a response header name each
-			for i := range 3 {
-				n := fmt.Sprintf("hdrs-%d", i)
-				in.ConfigMaps[Key{"default", n}] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: n, ResourceVersion: "1"},
-					Data: map[string]string{fmt.Sprintf("x-h%d", i): "v"}}
-			}
+			in := passMemoInput() // hashmemo_test.go
 			opts := Options{Class: "haproxy", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10")}}
 			memo, whole := &Memo{}, &Memo{}
 			r := rand.New(rand.NewPCG(33, seed))
@@ -176,6 +158,18 @@ func TestPassMemoIsTheWholeCompile(t *testing.T) {
 			t.Logf("%d of 300 passes patched, %d of them with a new shape", memo.patched, reshaped)
 		})
 	}
+}
+
+// headerConfigMaps are n ConfigMaps hdrs-<i> of custom headers, a
+// response header x-h<i> each.
+func headerConfigMaps(n int) map[Key]*corev1.ConfigMap {
+	out := map[Key]*corev1.ConfigMap{}
+	for i := range n {
+		name := fmt.Sprintf("hdrs-%d", i)
+		out[Key{"default", name}] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: "1"},
+			Data: map[string]string{fmt.Sprintf("x-h%d", i): "v"}}
+	}
+	return out
 }
 
 // shapeDiff is "" when every table of res carries the Shape its hosts

@@ -23,6 +23,10 @@ type HashMemo struct {
 	renders int
 }
 
+// Renders is the number of skeletons m rendered so far (the tests of a
+// producer's tables: a pass that changes no structure renders none).
+func (m *HashMemo) Renders() int { return m.renders }
+
 // StructureHash returns StructureHash(cfg, layout, opts).
 func (m *HashMemo) StructureHash(cfg model.Config, layout model.Layout, opts Options) string {
 	return m.StructureHashFrom(cfg, layout, opts, nil)
