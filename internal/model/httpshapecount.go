@@ -55,11 +55,11 @@ func (c *ShapeCounter) Rule(r *HTTPRule, d int) {
 
 // Action counts a's header names and access d times (d 1 or -1).
 func (c *ShapeCounter) Action(a *HTTPAction, d int) {
-	c.count(0, HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove}.Names(), d)
+	c.mods(0, HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove}, d)
 	if a.Ext != nil {
-		c.count(1, a.Ext.Response.Names(), d)
+		c.mods(1, a.Ext.Response, d)
 		for _, m := range a.Ext.BackendMods {
-			c.count(2, m.Names(), d)
+			c.mods(2, m, d)
 		}
 	}
 	if a.Access != nil {
@@ -77,22 +77,36 @@ func (c *ShapeCounter) Host(t *HTTP, host *HTTPHost, d int) {
 	}
 }
 
-func (c *ShapeCounter) count(i int, names []string, d int) {
-	for _, n := range names {
-		if c.names[i] == nil {
-			c.names[i] = map[string]int{}
-		}
-		v := c.names[i][n] + d
-		switch {
-		case v <= 0:
-			delete(c.names[i], n)
-			c.shape = nil
-		case v == d:
-			c.shape = nil // new
-		}
-		if v > 0 {
-			c.names[i][n] = v
-		}
+// mods counts m's names (HeaderMods.Names, each as often as m has it:
+// taken out as it was put in) d times into list i.
+func (c *ShapeCounter) mods(i int, m HeaderMods, d int) {
+	for _, v := range m.Set {
+		c.count(i, v.Name, d)
+	}
+	for _, v := range m.Add {
+		c.count(i, v.Name, d)
+	}
+	for _, n := range m.Remove {
+		c.count(i, n, d)
+	}
+}
+
+// count counts name n d times into list i; the shape is made again when
+// n comes or goes.
+func (c *ShapeCounter) count(i int, n string, d int) {
+	if c.names[i] == nil {
+		c.names[i] = map[string]int{}
+	}
+	v := c.names[i][n] + d
+	switch {
+	case v <= 0:
+		delete(c.names[i], n)
+		c.shape = nil
+	case v == d:
+		c.shape = nil // new
+	}
+	if v > 0 {
+		c.names[i][n] = v
 	}
 }
 
