@@ -2,7 +2,6 @@ package ingress
 
 import (
 	"fmt"
-	"net/netip"
 	"testing"
 
 	netv1 "k8s.io/api/networking/v1"
@@ -23,14 +22,8 @@ import (
 func BenchmarkIngressPass(b *testing.B) {
 	for _, stage := range []string{"compile", "hash"} {
 		b.Run("ingresses=5000/stage="+stage, func(b *testing.B) {
-			in := benchInput(5000)
-			for i, ing := range in.Ingresses {
-				c := ing.DeepCopy()
-				c.ResourceVersion = "1"
-				in.Ingresses[i] = c
-			}
-			last := &Memo{}
-			opts := Options{Class: "haproxy", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, Last: last}
+			in, opts := versionedWorld(5000) // compile_bench_test.go
+			last := opts.Last
 			o := render.Options{StatsSocket: "/run/hks/admin.sock", ACLDir: "/var/lib/hks/acl", CertDir: "/var/lib/hks/certs"}
 			res := Compile(in, opts)
 			cfg := model.Config{Frontends: res.Frontends, Backends: res.Backends}
