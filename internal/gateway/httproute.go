@@ -170,7 +170,7 @@ func httpTable(ls []*listener, port uint16, w *world, backends map[string]*model
 			t.Hosts = append(t.Hosts, hostOf(k, covering(rules, byHost, wild, k)))
 		}
 	}
-	return t
+	return model.Shaped(t) // a whole build: its shape computed once (the table memo keeps its own)
 }
 
 // hostOf is table host k from the rules that serve it: in the spec's

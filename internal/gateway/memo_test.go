@@ -297,19 +297,25 @@ func TestMemoKeepsUnchangedStatus(t *testing.T) {
 // firstDiff names the first part of two results that differs, with both.
 func firstDiff(got, want Result) string {
 	got.Pass, got.RoutesChanged = want.Pass, want.RoutesChanged // the memo's alone (routesdelta.go)
-	// A table's Shape, kept by the memo (tableshape.go), must be what its
-	// hosts and actions give; it is compared so, then left out.
-	got.Config.Frontends = slices.Clone(got.Config.Frontends)
-	for i, f := range got.Config.Frontends {
-		if f.HTTP == nil || f.HTTP.Shape == nil {
-			continue
+	// A table's Shape, kept by the memo (tableshape.go) or computed by a
+	// whole build, must be what its hosts and actions give; it is
+	// compared so, then left out.
+	for _, r := range []*Result{&got, &want} {
+		r.Config.Frontends = slices.Clone(r.Config.Frontends)
+		for i, f := range r.Config.Frontends {
+			if f.HTTP == nil {
+				continue
+			}
+			if f.HTTP.Shape == nil {
+				return "frontend " + f.Name + "'s table has no Shape"
+			}
+			if s := model.ShapeOf(f.HTTP); !f.HTTP.Shape.Equal(s) {
+				return fmt.Sprintf("frontend %s's table's shape:\nkept:     %+v\nof table: %+v", f.Name, *f.HTTP.Shape, s)
+			}
+			h := *f.HTTP
+			h.Shape = nil
+			r.Config.Frontends[i].HTTP = &h
 		}
-		if s := model.ShapeOf(f.HTTP); !f.HTTP.Shape.Equal(s) {
-			return fmt.Sprintf("frontend %s's table's shape:\nkept:     %+v\nof table: %+v", f.Name, *f.HTTP.Shape, s)
-		}
-		h := *f.HTTP
-		h.Shape = nil
-		got.Config.Frontends[i].HTTP = &h
 	}
 	for i := range got.Config.Frontends {
 		if i < len(want.Config.Frontends) && !reflect.DeepEqual(got.Config.Frontends[i].HTTP, want.Config.Frontends[i].HTTP) {

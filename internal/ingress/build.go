@@ -29,7 +29,7 @@ var (
 // of is returned (passmemo.go keeps it).
 func build(res *Result, units []*unit, w *world, opts Options) *tables {
 	units = applyCanaries(units)
-	tb := &tables{opts: opts, www: map[string]model.Redirect{}, hosts: map[string][]rulePath{}}
+	tb := &tables{opts: opts, www: map[string]model.Redirect{}, hosts: map[string][]rulePath{}, shapes: map[bool]*model.ShapeCounter{}}
 	tlsHosts, t := certificates(units, w, opts)
 	tb.tlsHosts = tlsHosts
 	// server-alias: ignored for a host an Ingress's rules name.
@@ -109,6 +109,12 @@ func build(res *Result, units []*unit, w *world, opts Options) *tables {
 		for _, name := range names {
 			h.Hosts = append(h.Hosts, tb.host(h, name, https))
 		}
+		c := &model.ShapeCounter{} // the table's shape, counted once, kept by the pass memo (passmemo.go)
+		c.Action(&h.Actions[0], 1)
+		for i := range h.Hosts {
+			c.Host(h, &h.Hosts[i], 1)
+		}
+		h.Shape, tb.shapes[https] = c.Shape(), c
 		return h
 	}
 	if len(units) == 0 {
@@ -143,6 +149,7 @@ type tables struct {
 	fallbackSet    []model.HeaderValue
 	fallbackExt    *model.HTTPActionExt
 	tlsHosts       map[string]bool
+	shapes         map[bool]*model.ShapeCounter // by https: the HTTP and HTTPS tables' shapes (model.HTTP.Shape)
 }
 
 // setFallback makes u's spec.defaultBackend the tables' default backend:

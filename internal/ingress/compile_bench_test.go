@@ -85,14 +85,8 @@ func BenchmarkCompile(b *testing.B) {
 func BenchmarkCompileOneChange(b *testing.B) {
 	for _, memo := range []string{"pass", "units", "none"} {
 		b.Run("ingresses=5000/memo="+memo, func(b *testing.B) {
-			in := benchInput(5000)
-			for i, ing := range in.Ingresses {
-				c := ing.DeepCopy()
-				c.ResourceVersion = "1"
-				in.Ingresses[i] = c
-			}
-			last := &Memo{}
-			opts := Options{Class: "haproxy", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, Last: last}
+			in, opts := versionedWorld(5000)
+			last := opts.Last
 			Compile(in, opts)
 			b.ReportAllocs()
 			start := cpuTime()
@@ -116,6 +110,18 @@ func BenchmarkCompileOneChange(b *testing.B) {
 			b.ReportMetric(float64((cpuTime()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+// versionedWorld is benchInput(n) with every Ingress at resourceVersion
+// 1 (newVersion counts on from it) and options with a memo of its own.
+func versionedWorld(n int) (Input, Options) {
+	in := benchInput(n)
+	for i, ing := range in.Ingresses {
+		c := ing.DeepCopy()
+		c.ResourceVersion = "1"
+		in.Ingresses[i] = c
+	}
+	return in, Options{Class: "haproxy", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10")}, Last: &Memo{}}
 }
 
 func btoi(b bool) int {

@@ -89,6 +89,7 @@ func sameBinds(a, b []model.Bind) bool {
 // and spec.defaultBackend). The table resolves the most specific path
 // first (render/httpmaps.go), so an HTTPRoute wins the requests it
 // matches on the same path; a more specific Ingress path wins its own.
+// Both tables carry their Shape (model.HTTP.Shape), and so does out.
 func MergeHTTP(gw, ing *model.HTTP) *model.HTTP {
 	out := &model.HTTP{Port: gw.Port, Actions: slices.Clone(gw.Actions), Passthrough: ing.Passthrough}
 	off := len(out.Actions)
@@ -140,6 +141,10 @@ func MergeHTTP(gw, ing *model.HTTP) *model.HTTP {
 	for _, n := range names {
 		out.Hosts = append(out.Hosts, model.HTTPHost{Name: n, Rules: slices.Concat(gwRules(n), ingRules(n))})
 	}
+	// Every rule and action of both is in out, and no other: its shape
+	// is the two shapes' union, not a walk of out.
+	s := gw.Shape.Union(*ing.Shape)
+	out.Shape = &s
 	return out
 }
 

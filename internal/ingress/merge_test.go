@@ -16,17 +16,20 @@ import (
 func TestMerge(t *testing.T) {
 	res := Compile(load(t, "basic"), Options{Class: "haproxy", Addresses: lb})
 	gwBackend := &model.Backend{Name: "gwh_default_web_80", HTTP: true}
-	gwTable := &model.HTTP{Port: 80,
+	gwTable := model.Shaped(&model.HTTP{Port: 80,
 		Hosts: []model.HTTPHost{
 			{Name: "shop.example.com", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/api", Action: 0}}},
 			{Name: "gw.example.com", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}},
 		},
-		Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: gwBackend.Name, Weight: 1}}}}}
+		Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: gwBackend.Name, Weight: 1}}}}})
 	shared := model.Config{
 		Frontends: []model.Frontend{{Name: "gw_default_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 80}}, HTTP: gwTable}},
 		Backends:  []*model.Backend{gwBackend, {Name: model.RejectBackend}},
 	}
 	Merge(&shared, res)
+	if h := shared.Frontends[0].HTTP; !h.Shape.Equal(model.ShapeOf(h)) {
+		t.Errorf("the merged table's Shape %+v, of its table %+v", *h.Shape, model.ShapeOf(h))
+	}
 	var b bytes.Buffer
 	for _, f := range shared.Frontends {
 		b.WriteString("frontend " + f.Name + "\n")

@@ -374,6 +374,7 @@ func (m *Memo) Whole() string {
 func (tb *tables) patchTable(old *model.HTTP, touched []string, https bool) *model.HTTP {
 	c := *old // every other field of the table (Listeners, ...) as it was
 	h := &c
+	shape := tb.shapes[https] // counted by build, kept here: the hosts built again out, their new selves in
 	h.Actions = make([]model.HTTPAction, 1, len(old.Actions)+4*len(touched))
 	h.Actions[0] = old.Actions[0]
 	h.Hosts = make([]model.HTTPHost, 0, len(old.Hosts)+len(touched))
@@ -381,6 +382,7 @@ func (tb *tables) patchTable(old *model.HTTP, touched []string, https bool) *mod
 	emit := func() {
 		if n := touched[ti]; len(tb.hosts[n]) > 0 {
 			h.Hosts = append(h.Hosts, tb.host(h, n, https))
+			shape.Host(h, &h.Hosts[len(h.Hosts)-1], 1)
 		}
 		ti++
 	}
@@ -391,6 +393,7 @@ func (tb *tables) patchTable(old *model.HTTP, touched []string, https bool) *mod
 			emit()
 		}
 		if ti < len(touched) && model.OneLabel(touched[ti]) == oh.Name {
+			shape.Host(old, &oh, -1)
 			emit()
 			continue
 		}
@@ -417,5 +420,6 @@ func (tb *tables) patchTable(old *model.HTTP, touched []string, https bool) *mod
 	for ti < len(touched) {
 		emit()
 	}
+	h.Shape = shape.Shape()
 	return h
 }

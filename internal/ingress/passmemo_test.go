@@ -8,7 +8,11 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
 // passEdits are edits a patched pass takes (and a few it must not),
@@ -77,6 +81,17 @@ var passEdits = []edit{
 			c.Spec.Rules[0].Host = fmt.Sprintf("h%d.example.com", r.IntN(12))
 		})
 	}},
+	{"custom headers toggled (response header names: the table's shape)", func(in, _ *Input, r *rand.Rand) {
+		i := pick(r, len(in.Ingresses))
+		in.Ingresses = slices.Clone(in.Ingresses)
+		in.Ingresses[i] = newVersion(in.Ingresses[i], func(c *netv1.Ingress) {
+			if _, on := c.Annotations[customHeadersKey]; on && r.IntN(2) == 0 {
+				delete(c.Annotations, customHeadersKey)
+			} else {
+				c.Annotations[customHeadersKey] = fmt.Sprintf("hdrs-%d", r.IntN(3))
+			}
+		})
+	}},
 	{"annotation toggled (ssl-redirect, force-ssl-redirect, canary, default backend)", func(in, _ *Input, r *rand.Rand) {
 		i := pick(r, len(in.Ingresses))
 		k := NginxPrefix + []string{"ssl-redirect", "force-ssl-redirect", "canary", "app-root"}[r.IntN(4)]
@@ -103,23 +118,13 @@ var passEdits = []edit{
 func TestPassMemoIsTheWholeCompile(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			in := benchInput(40)
-			for i, ing := range in.Ingresses {
-				in.Ingresses[i] = newVersion(ing, func(c *netv1.Ingress) {
-					c.ResourceVersion = "1"
-					c.Spec.Rules[0].Host = fmt.Sprintf("h%d.example.com", i%12) // hosts shared
-					if i == 7 {
-						c.Spec.DefaultBackend = c.Spec.Rules[0].HTTP.Paths[0].Backend.DeepCopy()
-					}
-					if i == 9 {
-						c.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{c.Spec.Rules[0].Host}}}
-					}
-				})
-			}
+			in := passMemoInput() // hashmemo_test.go
 			opts := Options{Class: "haproxy", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.10")}}
 			memo, whole := &Memo{}, &Memo{}
 			r := rand.New(rand.NewPCG(33, seed))
 			var gone Input
+			var lastShape *model.HTTPShape
+			reshaped := 0 // patched passes whose HTTP table has another Shape than the last pass's
 			edits := slices.Concat(memoEdits, passEdits, passEdits)
 			for step := range 300 {
 				e := edits[r.IntN(len(edits))]
@@ -131,16 +136,54 @@ func TestPassMemoIsTheWholeCompile(t *testing.T) {
 				want := Compile(in, opts)
 				opts.Last = memo
 				got := Compile(in, opts)
+				if d := shapeDiff(got); d != "" {
+					t.Fatalf("step %d (%s, patched %v): %s", step, e.name, memo.Whole() == "", d)
+				}
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d (%s): the memo's result\n%s\ncompiling every Ingress\n%s", step, e.name, dump(got), dump(want))
 				}
+				if p := memo.Whole() == ""; p && len(got.Frontends) > 0 && got.Frontends[0].HTTP.Shape != lastShape {
+					reshaped++
+				}
+				if len(got.Frontends) > 0 {
+					lastShape = got.Frontends[0].HTTP.Shape
+				}
+			}
+			if reshaped == 0 {
+				t.Error("no patched pass changed its table's shape")
 			}
 			if memo.patched < 40 || whole.patched != 0 {
 				t.Fatalf("%d of 300 passes patched with the memo, %d without: want most, none", memo.patched, whole.patched)
 			}
-			t.Logf("%d of 300 passes patched", memo.patched)
+			t.Logf("%d of 300 passes patched, %d of them with a new shape", memo.patched, reshaped)
 		})
 	}
+}
+
+// headerConfigMaps are n ConfigMaps hdrs-<i> of custom headers, a
+// response header x-h<i> each.
+func headerConfigMaps(n int) map[Key]*corev1.ConfigMap {
+	out := map[Key]*corev1.ConfigMap{}
+	for i := range n {
+		name := fmt.Sprintf("hdrs-%d", i)
+		out[Key{"default", name}] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, ResourceVersion: "1"},
+			Data: map[string]string{fmt.Sprintf("x-h%d", i): "v"}}
+	}
+	return out
+}
+
+// shapeDiff is "" when every table of res carries the Shape its hosts
+// and actions give (model.ShapeOf), in its very form; else which differs.
+func shapeDiff(res Result) string {
+	for _, f := range res.Frontends {
+		if f.HTTP.Shape == nil {
+			return "frontend " + f.Name + "'s table has no Shape"
+		}
+		if s := model.ShapeOf(f.HTTP); !reflect.DeepEqual(*f.HTTP.Shape, s) {
+			return fmt.Sprintf("frontend %s's table's shape:\nkept:     %+v\nof table: %+v", f.Name, *f.HTTP.Shape, s)
+		}
+	}
+	return ""
 }
 
 // statusWritten is ing with its status written (a new object and

@@ -31,10 +31,14 @@ type HTTP struct {
 	// not terminated (passthrough.go); nil: none.
 	Passthrough *Passthrough
 
-	// Shape, when set, is the table's structure data as Hosts and
-	// Actions give it (httpshape.go), kept by a producer that builds the
-	// table from its last one (the gateway's table memo); nil: computed
-	// from them when asked. Equal ignores it.
+	// Shape is the table's structure data as Hosts and Actions give it
+	// (httpshape.go). Every producer sets it: the compilers' memos keep
+	// it from pass to pass (the gateway's table memo, the Ingress pass
+	// memo), a whole build computes it once (ShapeOf, Shaped). The
+	// methods that answer from it (HeaderSets, ModifiedHeaders,
+	// ResponseHeaders, BackendHeaders, HasAccess) never walk the table,
+	// and panic on a table without one (a producer's mistake). Equal
+	// ignores it.
 	Shape *HTTPShape
 }
 
@@ -235,10 +239,10 @@ func ValidHeaderSetValue(v string) bool {
 // HeaderSets are the distinct sets of header names the table's rules
 // match on (MethodMatch for a method), each sorted, the empty set first: the structure of the
 // matching rules (render/http.go writes one lookup per set).
-func (h *HTTP) HeaderSets() [][]string {
-	if h.Shape != nil {
-		return h.Shape.HeaderSets
-	}
+func (h *HTTP) HeaderSets() [][]string { return h.shape().HeaderSets }
+
+// headerSets is HeaderSets walked from the hosts' rules (ShapeOf).
+func (h *HTTP) headerSets() [][]string {
 	out := [][]string{{}}
 	var names []string // one rule's, reused: a set is copied only when new
 	has := func(s []string) bool { return slices.Equal(s, names) }
@@ -261,10 +265,10 @@ func SortHeaderSets(sets [][]string) {
 
 // ModifiedHeaders are the header names the actions set, add or remove,
 // sorted: a rule of the configuration each.
-func (h *HTTP) ModifiedHeaders() []string {
-	if h.Shape != nil {
-		return h.Shape.Modified
-	}
+func (h *HTTP) ModifiedHeaders() []string { return h.shape().Modified }
+
+// modifiedHeaders is ModifiedHeaders walked from the actions (ShapeOf).
+func (h *HTTP) modifiedHeaders() []string {
 	var out []string
 	for _, a := range h.Actions {
 		out = append(out, HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove}.Names()...)

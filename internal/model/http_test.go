@@ -52,7 +52,7 @@ func TestHeaderSets(t *testing.T) {
 		{Headers: []HeaderMatch{{Name: "a", Value: "3"}, {Name: "b", Value: "4"}}},
 		{Headers: []HeaderMatch{{Name: "c", Value: "5"}}},
 	}}}}
-	got := h.HeaderSets()
+	got := ShapeOf(h).HeaderSets
 	if len(got) != 3 || len(got[0]) != 0 || got[1][0] != "a" || got[1][1] != "b" || got[2][0] != "c" {
 		t.Fatalf("HeaderSets = %q", got)
 	}

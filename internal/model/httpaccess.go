@@ -73,10 +73,10 @@ func (a *HTTPAccess) Empty() bool {
 // HasAccess reports whether the table's access rules are written: some
 // action carries an HTTPAccess (an empty one declares them, so that the
 // first range a route is given is map data, not structure).
-func (h *HTTP) HasAccess() bool {
-	if h.Shape != nil {
-		return h.Shape.Access
-	}
+func (h *HTTP) HasAccess() bool { return h.shape().Access }
+
+// hasAccess is HasAccess walked from the actions (ShapeOf).
+func (h *HTTP) hasAccess() bool {
 	return slices.ContainsFunc(h.Actions, func(a HTTPAction) bool { return a.Access != nil })
 }
 

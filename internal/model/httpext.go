@@ -124,10 +124,10 @@ func extEqual(a, b *HTTPActionExt) bool {
 
 // ResponseHeaders are the response header names the actions change,
 // sorted: a rule of the configuration each.
-func (h *HTTP) ResponseHeaders() []string {
-	if h.Shape != nil {
-		return h.Shape.Response
-	}
+func (h *HTTP) ResponseHeaders() []string { return h.shape().Response }
+
+// responseHeaders is ResponseHeaders walked from the actions (ShapeOf).
+func (h *HTTP) responseHeaders() []string {
 	var out []string
 	for _, a := range h.Actions {
 		if a.Ext != nil {
@@ -140,10 +140,10 @@ func (h *HTTP) ResponseHeaders() []string {
 
 // BackendHeaders are the request header names some backend's own
 // changes touch, sorted: a rule of the configuration each.
-func (h *HTTP) BackendHeaders() []string {
-	if h.Shape != nil {
-		return h.Shape.Backend
-	}
+func (h *HTTP) BackendHeaders() []string { return h.shape().Backend }
+
+// backendHeaders is BackendHeaders walked from the actions (ShapeOf).
+func (h *HTTP) backendHeaders() []string {
 	var out []string
 	for _, a := range h.Actions {
 		if a.Ext == nil {

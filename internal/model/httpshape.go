@@ -7,9 +7,11 @@ import "slices"
 // header names its actions change, and whether it has access rules. It
 // follows from Hosts and Actions alone; at thousands of routes walking
 // them costs a pass about a millisecond each time it is asked (the maps'
-// memo and the structure hash both ask), so a producer that builds a
-// table from its last one keeps it up to date from what changed and sets
-// HTTP.Shape (issue 30). ShapeOf is the same computed from the table.
+// memo and the structure hash both ask), so every producer sets
+// HTTP.Shape (issue 30): one that builds a table from its last one keeps
+// it up to date from what changed (the gateway's table memo, the Ingress
+// pass memo through a ShapeCounter), a whole build computes it once
+// (ShapeOf, Shaped). ShapeOf is the only walk of a table for its shape.
 type HTTPShape struct {
 	HeaderSets                  [][]string // as HTTP.HeaderSets
 	Modified, Response, Backend []string   // as ModifiedHeaders, ResponseHeaders, BackendHeaders
@@ -19,10 +21,50 @@ type HTTPShape struct {
 // ShapeOf is h's shape computed from its hosts and actions (h.Shape
 // ignored).
 func ShapeOf(h *HTTP) HTTPShape {
-	c := *h
-	c.Shape = nil
-	return HTTPShape{HeaderSets: c.HeaderSets(), Modified: c.ModifiedHeaders(), Response: c.ResponseHeaders(),
-		Backend: c.BackendHeaders(), Access: c.HasAccess()}
+	return HTTPShape{HeaderSets: h.headerSets(), Modified: h.modifiedHeaders(), Response: h.responseHeaders(),
+		Backend: h.backendHeaders(), Access: h.hasAccess()}
+}
+
+// Shaped sets h's Shape to ShapeOf(h) and returns h: a table built
+// whole, or by hand in a test.
+func Shaped(h *HTTP) *HTTP {
+	s := ShapeOf(h)
+	h.Shape = &s
+	return h
+}
+
+// shape is h's Shape; a table without one panics: its producer did not
+// set it, and no method walks the table instead.
+func (h *HTTP) shape() *HTTPShape {
+	if h.Shape == nil {
+		panic("model.HTTP without a Shape: its producer sets it (model.Shaped, or a memo's kept shape)")
+	}
+	return h.Shape
+}
+
+// SameShape reports whether h and o have the same Shape (both set).
+func (h *HTTP) SameShape(o *HTTP) bool { return h.shape().Equal(*o.shape()) }
+
+// Union is the shape of a table holding every rule and action of two
+// tables of shapes s and o (ingress.MergeHTTP's): their header sets and
+// names each once, in ShapeOf's order and form.
+func (s HTTPShape) Union(o HTTPShape) HTTPShape {
+	u := HTTPShape{Access: s.Access || o.Access}
+	u.HeaderSets = append([][]string{{}}, s.HeaderSets[min(1, len(s.HeaderSets)):]...)
+	for _, set := range o.HeaderSets[min(1, len(o.HeaderSets)):] {
+		if !slices.ContainsFunc(u.HeaderSets[1:], func(x []string) bool { return slices.Equal(x, set) }) {
+			u.HeaderSets = append(u.HeaderSets, set)
+		}
+	}
+	SortHeaderSets(u.HeaderSets[1:])
+	names := func(a, b []string) []string {
+		if len(a)+len(b) == 0 {
+			return nil
+		}
+		return slices.Compact(slices.Sorted(slices.Values(slices.Concat(a, b))))
+	}
+	u.Modified, u.Response, u.Backend = names(s.Modified, o.Modified), names(s.Response, o.Response), names(s.Backend, o.Backend)
+	return u
 }
 
 // Equal reports whether s and o hold the same sets and names (nil and

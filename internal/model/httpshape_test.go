@@ -65,3 +65,26 @@ func equalAny(a, b any) bool {
 	}
 	return a == b
 }
+
+// TestHTTPShapeRequired: a table without a Shape panics on the methods
+// that answer from it (no walk of the table instead).
+func TestHTTPShapeRequired(t *testing.T) {
+	h := &HTTP{Actions: []HTTPAction{{Access: &HTTPAccess{}}}}
+	for name, f := range map[string]func(){
+		"HeaderSets": func() { h.HeaderSets() }, "ModifiedHeaders": func() { h.ModifiedHeaders() },
+		"ResponseHeaders": func() { h.ResponseHeaders() }, "BackendHeaders": func() { h.BackendHeaders() },
+		"HasAccess": func() { h.HasAccess() }, "SameShape": func() { h.SameShape(h) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s of a table without a Shape did not panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+	if !Shaped(h).HasAccess() {
+		t.Error("Shaped table without access")
+	}
+}

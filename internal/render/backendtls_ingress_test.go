@@ -25,8 +25,8 @@ func TestGoldenIngressBackendTLS(t *testing.T) {
 	}
 	cfg := model.Config{
 		Frontends: []model.Frontend{{Name: "ing_http", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 8080}},
-			HTTP: &model.HTTP{Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: "PathPrefix", Path: "/", Action: 0}}}},
-				Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "ing_a_noverify", Weight: 1}}}}}}},
+			HTTP: model.Shaped(&model.HTTP{Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: "PathPrefix", Path: "/", Action: 0}}}},
+				Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "ing_a_noverify", Weight: 1}}}}})}},
 		Backends: []*model.Backend{
 			be("ing_a_noverify", false, model.BackendTLS{NoVerify: true}),
 			be("ing_b_noverify_sni", false, model.BackendTLS{NoVerify: true, SNI: "b.internal"}),

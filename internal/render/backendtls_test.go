@@ -31,8 +31,8 @@ func reencrypting(t *testing.T) model.Config {
 		TLS: &model.BackendTLS{SNI: "c.example.com", CA: "ca_apps_q", CAPEM: tlsBe.TLS.CAPEM, Cert: "ccert_apps_client", CertPEM: bundle.PEM}}
 	return model.Config{
 		Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 8080}},
-			HTTP: &model.HTTP{Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: "PathPrefix", Path: "/", Action: 0}}}},
-				Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: tlsBe.Name, Weight: 1}, {Name: clear.Name, Weight: 1}}}}}}},
+			HTTP: model.Shaped(&model.HTTP{Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: "PathPrefix", Path: "/", Action: 0}}}},
+				Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: tlsBe.Name, Weight: 1}, {Name: clear.Name, Weight: 1}}}}})}},
 		Backends: []*model.Backend{tlsBe, clear, mtls},
 	}
 }

@@ -18,10 +18,10 @@ func TestClientCertHeaders(t *testing.T) {
 	cfg := terminating(t) // tls_test.go
 	f := &cfg.Frontends[0]
 	table := func(cc uint8) *model.HTTP {
-		return &model.HTTP{Port: 8443,
+		return model.Shaped(&model.HTTP{Port: 8443,
 			Actions: []model.HTTPAction{{Access: &model.HTTPAccess{}},
 				{Backends: []model.WeightedBackend{{Name: "gw_default_web", Weight: 1}}, Access: &model.HTTPAccess{ClientCert: cc}}},
-			Hosts: []model.HTTPHost{{Name: "a.example", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 1}}}}}
+			Hosts: []model.HTTPHost{{Name: "a.example", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 1}}}}})
 	}
 	o := opts
 	o.CertDir, o.ACLDir = goldenCertDir, goldenACLDir

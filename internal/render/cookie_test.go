@@ -18,8 +18,8 @@ func TestGoldenCookie(t *testing.T) {
 	srv := []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 8080}, {Addr: netip.MustParseAddr("127.0.0.2"), Port: 8080}}
 	cfg := model.Config{
 		Frontends: []model.Frontend{{Name: "ing_http", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: 8080}},
-			HTTP: &model.HTTP{Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: "PathPrefix", Path: "/", Action: 0}}}},
-				Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "ing_a", Weight: 1}}}}}}},
+			HTTP: model.Shaped(&model.HTTP{Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: "PathPrefix", Path: "/", Action: 0}}}},
+				Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "ing_a", Weight: 1}}}}})}},
 		Backends: []*model.Backend{
 			{Name: "ing_a", Balance: "roundrobin", HTTP: true, Servers: srv,
 				Cookie: &model.CookieAffinity{Name: "SRV", MaxAge: 3600, Secure: true, SameSite: "Lax"}},

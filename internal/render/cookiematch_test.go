@@ -15,7 +15,7 @@ import (
 // configuration and its rule is left out.
 func TestGoldenCookieMatch(t *testing.T) {
 	cfg := httpRouted()
-	cfg.Frontends[0].HTTP = &model.HTTP{Port: 8080,
+	cfg.Frontends[0].HTTP = model.Shaped(&model.HTTP{Port: 8080,
 		Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
 			{PathType: model.PathPrefix, Path: "/", Headers: []model.HeaderMatch{{Name: "x-canary", Value: "always"}}, Action: 1},
 			{PathType: model.PathPrefix, Path: "/", Headers: []model.HeaderMatch{{Name: model.CookieMatch + "beta_user", Value: "always"}}, Action: 1},
@@ -25,7 +25,7 @@ func TestGoldenCookieMatch(t *testing.T) {
 		Actions: []model.HTTPAction{
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}},
-		}}
+		}})
 	assertHTTPGolden(t, cfg, "cookiematch.cfg", "cookiematch-maps.txt")
 	layout, _ := plan.Assign(cfg, nil, true)
 	withDir := opts
@@ -36,6 +36,7 @@ func TestGoldenCookieMatch(t *testing.T) {
 	for _, bad := range []string{"a)b", "a b", "a;b", "a,b", ""} {
 		h := cfg.Frontends[0].HTTP
 		h.Hosts[0].Rules[1].Headers[0].Name = model.CookieMatch + bad
+		model.Shaped(h)
 		got := Config(cfg, layout, withDir)
 		if bad != "" && bytes.Contains(got, []byte(bad)) {
 			t.Errorf("cookie name %q in the configuration", bad)

@@ -13,7 +13,7 @@ import (
 func httpCORS() model.Config {
 	cfg := httpRouted()
 	be := []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}
-	h := &model.HTTP{Port: 8080,
+	h := model.Shaped(&model.HTTP{Port: 8080,
 		Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
 			{PathType: model.PathPrefix, Path: "/cors-1", Action: 0},
 			{PathType: model.PathPrefix, Path: "/cors-any", Action: 1},
@@ -27,7 +27,7 @@ func httpCORS() model.Config {
 			{Backends: be, Ext: &model.HTTPActionExt{CORS: &model.CORS{
 				Origins: []string{model.AnyOrigin}, Methods: []string{model.Wildcard}, Headers: []string{model.Wildcard}}}},
 			{Backends: be},
-		}}
+		}})
 	cfg.Frontends[0].HTTP = h
 	return cfg
 }

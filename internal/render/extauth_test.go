@@ -72,6 +72,7 @@ func TestExtAuthLoaded(t *testing.T) {
 	for i := range cfg.Frontends[0].HTTP.Actions {
 		cfg.Frontends[0].HTTP.Actions[i].Access = nil
 	}
+	model.Shaped(cfg.Frontends[0].HTTP)
 	if text := string(Config(cfg, nil, o)); ExtAuthLoaded(cfg, o) || strings.Contains(text, "lua-load") || strings.Contains(text, "_extauth") {
 		t.Error("no frontend with access: lua-load or the internal frontend written")
 	}

@@ -20,7 +20,7 @@ func TestHostClientAuthEntries(t *testing.T) {
 	ca := testcert.CA(t, "clients").PEM()
 	cfg := terminating(t) // tls_test.go
 	f := &cfg.Frontends[0]
-	f.HTTP = &model.HTTP{Port: 8443}
+	f.HTTP = model.Shaped(&model.HTTP{Port: 8443})
 	o := opts
 	o.CertDir, o.ACLDir = goldenCertDir, goldenACLDir
 	layout, _ := plan.Assign(cfg, nil, true)

@@ -13,7 +13,7 @@ import (
 // refused, header changes and a redirect.
 func httpRouted() model.Config {
 	srv := func(a string, port uint16) []model.Server { return []model.Server{{Addr: ap(a), Port: port}} }
-	h := &model.HTTP{Port: 8080,
+	h := model.Shaped(&model.HTTP{Port: 8080,
 		Hosts: []model.HTTPHost{
 			{Name: "a.example.com", Rules: []model.HTTPRule{
 				{PathType: model.PathExact, Path: "/exact", Action: 0},
@@ -31,7 +31,7 @@ func httpRouted() model.Config {
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 70}, {Name: "gwh_default_b_80", Weight: 25}, {Name: model.RejectBackend, Weight: 5}}},
 			{Redirect: &model.Redirect{Scheme: "https", Host: "example.org", Code: 301}},
 			{},
-		}}
+		}})
 	return model.Config{
 		Frontends: []model.Frontend{{Name: "gw_default_gw_8080", Service: "default/gw", Binds: []model.Bind{{Addr: ap("127.0.0.1"), Port: 18080}}, HTTP: h}},
 		Backends: []*model.Backend{
@@ -54,6 +54,7 @@ func httpStructure(cfg func() model.Config) func(change func(h *model.HTTP)) str
 	return func(change func(h *model.HTTP)) string {
 		c := cfg()
 		change(c.Frontends[0].HTTP)
+		model.Shaped(c.Frontends[0].HTTP) // as its producer would
 		layout, _ := plan.Assign(c, nil, true)
 		return StructureHash(c, layout, withDir)
 	}
@@ -117,7 +118,7 @@ func TestHTTPMapsRefuseSyntax(t *testing.T) {
 	bad := []string{"/a b", "/a\nb", "/a#b", "/a;b", "/a\\b", "a|b", "a%b", "a b", "a\x01b", "a.example.com }"}
 	for _, s := range bad {
 		t.Run(s, func(t *testing.T) {
-			h := &model.HTTP{Hosts: []model.HTTPHost{{Name: s, Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}},
+			h := model.Shaped(&model.HTTP{Hosts: []model.HTTPHost{{Name: s, Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}},
 				{Name: "ok.example.com", Rules: []model.HTTPRule{
 					{PathType: model.PathExact, Path: s, Action: 0},
 					{PathType: model.PathExact, Path: "/h", Headers: []model.HeaderMatch{{Name: s, Value: "v"}}, Action: 0},
@@ -125,7 +126,7 @@ func TestHTTPMapsRefuseSyntax(t *testing.T) {
 				}}},
 				Actions: []model.HTTPAction{{Set: []model.HeaderValue{{Name: "x", Value: s}, {Name: s, Value: "v"}}, Remove: []string{s},
 					Backends: []model.WeightedBackend{{Name: "be", Weight: 1}}},
-					{Redirect: &model.Redirect{Scheme: "http", Host: s, Code: 302}}}}
+					{Redirect: &model.Redirect{Scheme: "http", Host: s, Code: 302}}}})
 			for kind, es := range HTTPMaps(h) {
 				for _, e := range es {
 					if kind == HTTPHeaders && e.Value == s && model.ValidHeaderSetValue(s) {
@@ -161,7 +162,7 @@ func TestHTTPOneLabelMap(t *testing.T) {
 		for _, n := range tc.hosts {
 			h.Hosts = append(h.Hosts, model.HTTPHost{Name: n, Rules: rule})
 		}
-		maps := HTTPMaps(h)
+		maps := HTTPMaps(model.Shaped(h))
 		keys := func(kind string) []string {
 			var out []string
 			for _, e := range maps[kind] {

@@ -25,7 +25,7 @@ func httpAccess() model.Config {
 		}
 		return out
 	}
-	h := &model.HTTP{Port: 8080,
+	h := model.Shaped(&model.HTTP{Port: 8080,
 		Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
 			{PathType: model.PathPrefix, Path: "/office", Action: 1},
 			{PathType: model.PathPrefix, Path: "/public", Action: 2},
@@ -48,7 +48,7 @@ func httpAccess() model.Config {
 			// ... of a cluster Service, through the internal frontend.
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
 				Access: &model.HTTPAccess{ExtAuth: &model.ExtAuth{Method: "GET", URL: "http://auth.default.svc/check", Backend: "gwh_default_a_80"}}},
-		}}
+		}})
 	cfg.Frontends[0].HTTP = h
 	return cfg
 }

@@ -17,9 +17,10 @@ import (
 func TestHTTPMapsMemoHostsAligned(t *testing.T) {
 	const n = 200
 	t0 := idTable(n, nil, nil)
-	gone := &model.HTTP{Port: t0.Port, Actions: t0.Actions, Hosts: slices.Delete(slices.Clone(t0.Hosts), 50, 51)}
+	gone := model.Shaped(&model.HTTP{Port: t0.Port, Actions: t0.Actions, Hosts: slices.Delete(slices.Clone(t0.Hosts), 50, 51)})
 	changed := &model.HTTP{Port: t0.Port, Actions: t0.Actions, Hosts: slices.Clone(t0.Hosts)}
 	changed.Hosts[n/2].Rules = []model.HTTPRule{{PathType: model.PathExact, Path: "/changed", Action: 0}}
+	model.Shaped(changed)
 	twoNew := newRouteTable(newRouteTable(t0, 10), n-10)
 	memo := &HTTPMapsMemo{}
 	var last map[string][]HTTPMapEntry

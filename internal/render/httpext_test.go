@@ -17,7 +17,7 @@ import (
 // timeout.
 func httpExt() model.Config {
 	cfg := httpRouted()
-	h := &model.HTTP{Port: 8080,
+	h := model.Shaped(&model.HTTP{Port: 8080,
 		Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
 			{PathType: model.PathPrefix, Path: "/q", Query: []model.HeaderMatch{{Name: "animal", Value: "whale"}, {Name: "Color", Value: "blue"}}, Action: 0},
 			{PathType: model.PathPrefix, Path: "/prefix/one", Action: 1},
@@ -35,7 +35,7 @@ func httpExt() model.Config {
 					Set: []model.HeaderValue{{Name: "x-header-set", Value: "s"}}, Add: []model.HeaderValue{{Name: "x-header-add", Value: "a"}}, Remove: []string{"server"}}}},
 			{Redirect: &model.Redirect{Scheme: "http", Code: 302}, Ext: &model.HTTPActionExt{Path: &model.PathRewrite{Replace: "/", Prefix: true, Strip: 1}}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}},
-		}}
+		}})
 	cfg.Frontends[0].HTTP = h
 	cfg.Backends[2].H2C = true // gwh_default_b_80: HTTP/2 in clear to its servers
 	return cfg
@@ -103,13 +103,13 @@ func TestHTTPExtRefuseSyntax(t *testing.T) {
 	for _, s := range bad {
 		t.Run(s, func(t *testing.T) {
 			mods := model.HeaderMods{Set: []model.HeaderValue{{Name: "x", Value: s}, {Name: s, Value: "v"}}, Remove: []string{s}}
-			h := &model.HTTP{Hosts: []model.HTTPHost{{Name: "ok.example.com", Rules: []model.HTTPRule{
+			h := model.Shaped(&model.HTTP{Hosts: []model.HTTPHost{{Name: "ok.example.com", Rules: []model.HTTPRule{
 				{PathType: model.PathExact, Path: "/q", Query: []model.HeaderMatch{{Name: s, Value: "v"}}, Action: 0},
 				{PathType: model.PathExact, Path: "/v", Query: []model.HeaderMatch{{Name: "n", Value: s}}, Action: 0},
 			}}},
 				Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "be", Weight: 1}},
 					Ext: &model.HTTPActionExt{Response: mods, BackendMods: []model.HeaderMods{mods}, Path: &model.PathRewrite{Replace: s}, Host: s}},
-					{Redirect: &model.Redirect{Scheme: "http", Code: 302}, Ext: &model.HTTPActionExt{Path: &model.PathRewrite{Replace: s, Prefix: true}}}}}
+					{Redirect: &model.Redirect{Scheme: "http", Code: 302}, Ext: &model.HTTPActionExt{Path: &model.PathRewrite{Replace: s, Prefix: true}}}}})
 			for kind, es := range HTTPMaps(h) {
 				for _, e := range es {
 					if kind == HTTPHeaders && e.Value == s && model.ValidHeaderSetValue(s) {
@@ -139,10 +139,10 @@ func TestHTTPExtRefuseNames(t *testing.T) {
 	for _, s := range []string{"a)b", "a,b", "a(b", "a\"b"} {
 		mods := model.HeaderMods{Set: []model.HeaderValue{{Name: s, Value: "v"}}}
 		cfg := httpExt()
-		cfg.Frontends[0].HTTP = &model.HTTP{Hosts: []model.HTTPHost{{Name: "ok.example.com", Rules: []model.HTTPRule{
+		cfg.Frontends[0].HTTP = model.Shaped(&model.HTTP{Hosts: []model.HTTPHost{{Name: "ok.example.com", Rules: []model.HTTPRule{
 			{PathType: model.PathExact, Path: "/q", Query: []model.HeaderMatch{{Name: s, Value: "v"}}, Action: 0}}}},
 			Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "be", Weight: 1}},
-				Ext: &model.HTTPActionExt{Response: mods, BackendMods: []model.HeaderMods{mods}}}}}
+				Ext: &model.HTTPActionExt{Response: mods, BackendMods: []model.HeaderMods{mods}}}}})
 		layout, _ := plan.Assign(cfg, nil, true)
 		withDir := opts
 		withDir.ACLDir = goldenACLDir
@@ -180,7 +180,7 @@ func TestMisdirectedRules(t *testing.T) {
 		}
 	}
 	var entries []string
-	for _, e := range HTTPMaps(&model.HTTP{Listeners: []string{"second-example.org", "*.wildcard.org", "bad name", model.AnyHost}})[HTTPListeners] {
+	for _, e := range HTTPMaps(model.Shaped(&model.HTTP{Listeners: []string{"second-example.org", "*.wildcard.org", "bad name", model.AnyHost}}))[HTTPListeners] {
 		entries = append(entries, e.Key+" "+e.Value)
 	}
 	if got, want := strings.Join(entries, ","), "second-example.org l0,*.wildcard.org l1,* l3"; got != want {

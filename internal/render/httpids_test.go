@@ -24,7 +24,7 @@ func idTable(n int, first *model.HTTPHost, firstAction *model.HTTPAction) *model
 		}})
 		h.Actions = append(h.Actions, model.HTTPAction{Backends: []model.WeightedBackend{{Name: "a", Weight: int32(1 + i%7)}, {Name: "b", Weight: 1}}})
 	}
-	return h
+	return model.Shaped(h)
 }
 
 // entrySet is every entry of every kind, "kind key value".
@@ -89,7 +89,7 @@ func TestHTTPMapIDsByContent(t *testing.T) {
 	for _, name := range []string{"a.example.com", "b.example.com"} {
 		same.Hosts = append(same.Hosts, model.HTTPHost{Name: name, Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}})
 	}
-	m := HTTPMaps(same)
+	m := HTTPMaps(model.Shaped(same))
 	if hs := m[HTTPHosts]; len(hs) != 2 || hs[0].Value != hs[1].Value || len(m[HTTPPrefix]) != 1 || len(m[HTTPMatch]) != 1 {
 		t.Errorf("two hosts of the same rules: hosts %v, prefix %v, match %v", hs, m[HTTPPrefix], m[HTTPMatch])
 	}

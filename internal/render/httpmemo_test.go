@@ -57,6 +57,9 @@ func TestHTTPMapsMemo(t *testing.T) {
 		{"again", idTable(n, nil, nil), 2*n + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.table != nil {
+				model.Shaped(tc.table) // after the changes above
+			}
 			got, want := memo.Maps(tc.table), HTTPMaps(tc.table)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("the memo's maps differ from HTTPMaps's:\n%v\nwant\n%v", got, want)
@@ -156,7 +159,7 @@ func TestHTTPMapsMemoRandom(t *testing.T) {
 		// Update, then Build (Maps), or Build left out: the edits are
 		// known from Update alone, and a Build left out changes nothing
 		// the next Update counts from (a pass cut short before the files).
-		want := HTTPMaps(g)
+		want := HTTPMaps(model.Shaped(g))
 		memo.Update(g)
 		if pass > 0 {
 			checkEdits(t, memo, last, want) // httpedits_test.go
@@ -301,6 +304,7 @@ func BenchmarkHTTPMaps(b *testing.B) {
 					t1 = &model.HTTP{Port: t0.Port, Listeners: t0.Listeners, Actions: slices.Clone(t0.Actions), Hosts: slices.Clone(t0.Hosts)}
 					t1.Hosts[n/2].Rules = slices.Clone(t1.Hosts[n/2].Rules)
 					t1.Hosts[n/2].Rules[0].Path = "/moved"
+					model.Shaped(t1)
 				}
 				tables := [2]*model.HTTP{t0, t1}
 				memo := &HTTPMapsMemo{}
@@ -336,5 +340,5 @@ func newRouteTable(t *model.HTTP, at int) *model.HTTP {
 		{PathType: model.PathExact, Path: "/new", Action: len(nt.Actions) - 1},
 	}})
 	nt.Hosts = append(nt.Hosts, t.Hosts[at:]...)
-	return nt
+	return model.Shaped(nt)
 }

@@ -23,6 +23,10 @@ type HashMemo struct {
 	renders int
 }
 
+// Renders is the number of skeletons m rendered so far (the tests of a
+// producer's tables: a pass that changes no structure renders none).
+func (m *HashMemo) Renders() int { return m.renders }
+
 // StructureHash returns StructureHash(cfg, layout, opts).
 func (m *HashMemo) StructureHash(cfg model.Config, layout model.Layout, opts Options) string {
 	return m.StructureHashFrom(cfg, layout, opts, nil)
@@ -180,14 +184,13 @@ func sameFrontendStructure(a, b []model.Frontend, opts Options) bool {
 }
 
 // sameFrontendSkeleton reports whether two frontends write the same
-// skeleton: Equal, but two HTTP tables that both carry a kept Shape
-// (the gateway's table memo sets it) are compared by what the skeleton
-// writes of them (sameHTTPSkeleton), not route by route: a new route
-// among 5,000 is no structure, and is found so without walking half the
-// table and rendering the skeleton again (issue 30). A table without a
-// Shape is compared whole (Equal).
+// skeleton: Equal, but two HTTP tables are compared by what the skeleton
+// writes of them (sameHTTPSkeleton: their Shapes, which every producer
+// sets), not route by route: a new route among 5,000 is no structure,
+// and is found so without walking half the table and rendering the
+// skeleton again (issue 30).
 func sameFrontendSkeleton(a, b model.Frontend) bool {
-	if ha, hb := a.HTTP, b.HTTP; ha != nil && hb != nil && ha.Shape != nil && hb.Shape != nil {
+	if ha, hb := a.HTTP, b.HTTP; ha != nil && hb != nil {
 		if !sameHTTPSkeleton(ha, hb) {
 			return false
 		}
@@ -196,16 +199,16 @@ func sameFrontendSkeleton(a, b model.Frontend) bool {
 	return a.Equal(b)
 }
 
-// sameHTTPSkeleton reports whether two HTTP tables with Shapes write the
-// same rules in the skeleton. writeHTTP and what it calls (http.go,
-// httpaccess.go, httpauth.go, httpext.go, clientcert.go, extauth.go)
-// read a table only through its Shape (HeaderSets, ModifiedHeaders,
-// ResponseHeaders, BackendHeaders, HasAccess answer from it); the
-// splitter (passthrough.go) only whether it has a Passthrough. Its
-// hosts, actions, Port and Listeners are map entries, and the frontend's
-// TLS and binds are compared with the frontend.
+// sameHTTPSkeleton reports whether two HTTP tables write the same rules
+// in the skeleton. writeHTTP and what it calls (http.go, httpaccess.go,
+// httpauth.go, httpext.go, clientcert.go, extauth.go) read a table only
+// through its Shape (HeaderSets, ModifiedHeaders, ResponseHeaders,
+// BackendHeaders, HasAccess answer from it); the splitter
+// (passthrough.go) only whether it has a Passthrough. Its hosts,
+// actions, Port and Listeners are map entries, and the frontend's TLS
+// and binds are compared with the frontend.
 func sameHTTPSkeleton(a, b *model.HTTP) bool {
-	return (a.Passthrough == nil) == (b.Passthrough == nil) && a.Shape.Equal(*b.Shape)
+	return (a.Passthrough == nil) == (b.Passthrough == nil) && a.SameShape(b)
 }
 
 // skeletonless reports whether f writes nothing into the skeleton: a

@@ -10,26 +10,20 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 )
 
-// shaped is h with its Shape kept, as the gateway's table memo sets it.
-func shaped(h *model.HTTP) *model.HTTP {
-	s := model.ShapeOf(h)
-	h.Shape = &s
-	return h
-}
+// shaped is h with its Shape, as every producer sets it.
+func shaped(h *model.HTTP) *model.HTTP { return model.Shaped(h) }
 
 // TestHashMemoHTTPShape: two HTTP tables that both carry a Shape are
 // compared by it (issue 30): a new route, a path, a weight or the port
 // changed is no structure and renders no skeleton (the memo's renders
 // count stays), while a header set matched, a header name changed or
-// access on is seen as a new structure; a table without a Shape is
-// compared whole (one render, the same hash). Each hash is StructureHash's.
+// access on is seen as a new structure. Each hash is StructureHash's.
 func TestHashMemoHTTPShape(t *testing.T) {
 	o := opts
 	o.ACLDir = goldenACLDir
 	for _, tc := range []struct {
 		name    string
 		change  func(h *model.HTTP)
-		noShape bool // the changed table has no Shape (compared whole)
 		same    bool // the same structure hash
 		renders int  // skeletons the memo renders for the changed table
 	}{
@@ -39,9 +33,6 @@ func TestHashMemoHTTPShape(t *testing.T) {
 		{name: "a path changed", change: func(h *model.HTTP) { h.Hosts[0].Rules[0].Path = "/other" }, same: true},
 		{name: "a weight changed", change: func(h *model.HTTP) { h.Actions[2].Backends[0].Weight = 1 }, same: true},
 		{name: "the port changed", change: func(h *model.HTTP) { h.Port = 9090 }, same: true},
-		{name: "a route added, no Shape", noShape: true, change: func(h *model.HTTP) {
-			h.Hosts = append(h.Hosts, model.HTTPHost{Name: "new.example.com", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}})
-		}, same: true, renders: 1},
 		{name: "a header set added", change: func(h *model.HTTP) {
 			h.Hosts = append(h.Hosts, model.HTTPHost{Name: "new.example.com", Rules: []model.HTTPRule{
 				{PathType: model.PathPrefix, Path: "/", Headers: []model.HeaderMatch{{Name: "x-new", Value: "1"}}, Action: 0}}})
@@ -58,9 +49,7 @@ func TestHashMemoHTTPShape(t *testing.T) {
 			h0 := m.StructureHash(base, layout, o)
 			next := httpRouted() // new slices: the compiler's next table
 			tc.change(next.Frontends[0].HTTP)
-			if !tc.noShape {
-				shaped(next.Frontends[0].HTTP)
-			}
+			shaped(next.Frontends[0].HTTP)
 			before := m.renders
 			h1 := m.StructureHash(next, layout, o)
 			if want := StructureHash(next, layout, o); h1 != want {
@@ -79,7 +68,7 @@ func TestHashMemoHTTPShape(t *testing.T) {
 // TestHashMemoRandomHTTP: pass after pass of random edits of an HTTP
 // table (routes added and removed, header sets, header names set,
 // access, a Passthrough, the port, TLS on and off), each pass a new
-// table with its Shape kept (now and then none), the memo's hash is
+// table with its Shape (as every producer sets it), the memo's hash is
 // StructureHash's; and some passes that changed the table took the
 // Shapes' path (no skeleton rendered).
 func TestHashMemoRandomHTTP(t *testing.T) {
@@ -131,9 +120,7 @@ func TestHashMemoRandomHTTP(t *testing.T) {
 				case k == 6:
 					f.TLS = []*model.TLS{nil, tls}[r.IntN(2)]
 				}
-				if r.IntN(6) > 0 {
-					shaped(h)
-				}
+				shaped(h)
 				f.HTTP = h
 				cfg.Frontends = []model.Frontend{f}
 				layout, _ := plan.Assign(cfg, nil, true)

@@ -77,8 +77,8 @@ func startTerminating(b *testing.B, pod uint16, split bool) string {
 	be := &model.Backend{Name: "web", Balance: "roundrobin", HTTP: true, Servers: []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: pod}}}
 	f := cfg.Frontends[0]
 	f.Binds = []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}
-	f.HTTP = &model.HTTP{Port: port, Actions: []model.HTTPAction{{}, {Backends: []model.WeightedBackend{{Name: "web", Weight: 1}}}},
-		Hosts: []model.HTTPHost{{Name: "a.example", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 1}}}}}
+	f.HTTP = model.Shaped(&model.HTTP{Port: port, Actions: []model.HTTPAction{{}, {Backends: []model.WeightedBackend{{Name: "web", Weight: 1}}}},
+		Hosts: []model.HTTPHost{{Name: "a.example", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 1}}}}})
 	if split {
 		f.HTTP.Passthrough = &model.Passthrough{}
 	}

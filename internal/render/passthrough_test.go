@@ -25,11 +25,11 @@ func TestPassthrough(t *testing.T) {
 	tcp := &model.Backend{Name: "ing_default_pod_443_t", Balance: "roundrobin"}
 	cfg.Backends = append(cfg.Backends, tcp)
 	routes := func(rs ...model.PassRoute) *model.HTTP {
-		return &model.HTTP{Port: 8443, Passthrough: &model.Passthrough{Routes: rs}}
+		return model.Shaped(&model.HTTP{Port: 8443, Passthrough: &model.Passthrough{Routes: rs}})
 	}
 	o := opts
 	o.CertDir, o.ACLDir = goldenCertDir, goldenACLDir
-	f.HTTP = &model.HTTP{Port: 8443}
+	f.HTTP = model.Shaped(&model.HTTP{Port: 8443})
 	layout, _ := plan.Assign(cfg, nil, true)
 	without := string(Config(cfg, layout, o))
 	if strings.Contains(without, PassFrontend(f.Name)) || strings.Contains(without, "abns@") {

@@ -30,7 +30,7 @@ func TestSpareSources(t *testing.T) {
 	routed := model.Frontend{Name: "gw", Binds: []model.Bind{b("192.0.2.10", 443)},
 		Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "_pool_3", Weight: 1}}}}}
 	httpFE := model.Frontend{Name: "gwh", Binds: []model.Bind{b("192.0.2.10", 8080)},
-		HTTP: &model.HTTP{Port: 8080, Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "_pool_3", Weight: 1}}}}}}
+		HTTP: model.Shaped(&model.HTTP{Port: 8080, Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "_pool_3", Weight: 1}}}}})}
 	for _, tc := range []struct {
 		name   string
 		o      Options

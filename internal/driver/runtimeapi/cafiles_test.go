@@ -51,8 +51,8 @@ func TestBackendTLSCA(t *testing.T) {
 	cfgOf := func(sni, caName string, ca testcert.Cert) model.Config {
 		return model.Config{
 			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
-				HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
-					Actions: []model.HTTPAction{{Backends: one("gwh_a")}}}}},
+				HTTP: model.Shaped(&model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
+					Actions: []model.HTTPAction{{Backends: one("gwh_a")}}})}},
 			Backends: []*model.Backend{{Name: "gwh_a", Service: "apps/a", Balance: "roundrobin", HTTP: true,
 				Servers: []model.Server{{Addr: srv.Addr(), Port: srv.Port()}},
 				TLS:     &model.BackendTLS{SNI: sni, CA: caName, CAPEM: ca.PEM()}}},
@@ -142,8 +142,8 @@ func newClientCertBackend(t *testing.T) *clientCertBackend {
 func (b *clientCertBackend) config(n string, t *model.BackendTLS) model.Config {
 	return model.Config{
 		Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: b.port}},
-			HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
-				Actions: []model.HTTPAction{{Backends: one(n)}}}}},
+			HTTP: model.Shaped(&model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
+				Actions: []model.HTTPAction{{Backends: one(n)}}})}},
 		Backends: []*model.Backend{{Name: n, Service: "apps/a", Balance: "roundrobin", HTTP: true,
 			Servers: []model.Server{{Addr: b.srv.Addr(), Port: b.srv.Port()}}, TLS: t}},
 	}

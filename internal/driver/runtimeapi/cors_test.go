@@ -54,7 +54,7 @@ func TestCORSWithoutReload(t *testing.T) {
 			}
 			return &model.HTTPActionExt{CORS: c}
 		}
-		return &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
+		return model.Shaped(&model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
 			{PathType: model.PathPrefix, Path: "/cors-1", Action: 0},
 			{PathType: model.PathPrefix, Path: "/any", Action: 1},
 			{PathType: model.PathPrefix, Path: "/", Action: 2},
@@ -63,7 +63,7 @@ func TestCORSWithoutReload(t *testing.T) {
 				Methods: []string{"GET", "OPTIONS"}, Headers: []string{"x-header-1", "x-header-2"}, Expose: []string{"x-header-3"}, MaxAge: 3600})},
 			{Backends: one("gwh_b"), Ext: ext(&model.CORS{Origins: []string{model.AnyOrigin}, Methods: []string{model.Wildcard}, Headers: []string{model.Wildcard}})},
 			{Backends: one("gwh_a"), Ext: ext(third)},
-		}}
+		}})
 	}
 	type req struct {
 		method, path string

@@ -47,7 +47,7 @@ func TestHeaderValuesWithSpaces(t *testing.T) {
 			h.Actions = append(h.Actions, model.HTTPAction{Backends: one("gwh_a"),
 				Ext: &model.HTTPActionExt{Response: model.HeaderMods{Set: []model.HeaderValue{{Name: "x-set", Value: v}}}}})
 		}
-		return h
+		return model.Shaped(h)
 	}
 	check := func(step string, values ...string) {
 		t.Helper()

@@ -122,7 +122,7 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 		return model.HTTPAction{Backends: one("gwh_b"), Set: []model.HeaderValue{{Name: "x-set", Value: "one"}},
 			Add: []model.HeaderValue{{Name: "x-add", Value: "two"}}, Remove: []string{"x-gone"}}
 	}
-	first := &model.HTTP{Port: 80,
+	first := model.Shaped(&model.HTTP{Port: 80,
 		Hosts: []model.HTTPHost{
 			{Name: "a.example.com", Rules: []model.HTTPRule{
 				{PathType: model.PathExact, Path: "/exact", Action: 1},
@@ -135,7 +135,7 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 		},
 		Actions: []model.HTTPAction{{Backends: one("gwh_a")}, headers(),
 			{Backends: []model.WeightedBackend{{Name: "gwh_a", Weight: 1}, {Name: "gwh_b", Weight: 1}}}},
-	}
+	})
 	if _, err := d.Apply(ctx, cfgOf(first)); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 	// deleted and one added, a path moved, a header value, a weight all
 	// to one backend, a redirect, a header value set, a route whose
 	// backend does not resolve.
-	second := &model.HTTP{Port: 80,
+	second := model.Shaped(&model.HTTP{Port: 80,
 		Hosts: []model.HTTPHost{
 			{Name: "b.example.com", Rules: []model.HTTPRule{
 				{PathType: model.PathExact, Path: "/moved", Action: 3},
@@ -194,7 +194,7 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 			{Backends: []model.WeightedBackend{{Name: "gwh_a", Weight: 0}, {Name: "gwh_b", Weight: 1}}},
 			{Redirect: &model.Redirect{Scheme: "https", Host: "example.org", Code: 301}},
 			{Backends: one(model.RejectBackend)}},
-	}
+	})
 	second.Actions[1].Set[0].Value = "uno"
 	if _, err := d.Apply(ctx, cfgOf(second)); err != nil {
 		t.Fatal(err)
@@ -217,7 +217,7 @@ func TestHTTPRoutesWithoutReload(t *testing.T) {
 
 	// Deleting every route: every request is answered 404 (the header
 	// names matched and changed leave the configuration: one reload).
-	if _, err := d.Apply(ctx, cfgOf(&model.HTTP{Port: 80})); err != nil {
+	if _, err := d.Apply(ctx, cfgOf(model.Shaped(&model.HTTP{Port: 80}))); err != nil {
 		t.Fatal(err)
 	}
 	check("none", []req{{"b.example.com", "/", nil, 404, ""}, {"other.net", "/", nil, 404, ""}})

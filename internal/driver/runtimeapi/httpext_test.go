@@ -90,7 +90,7 @@ func TestHTTPExtWithoutReload(t *testing.T) {
 	table := func(animal, replace string, timeout time.Duration) *model.HTTP {
 		q := prefix("/q", 0)
 		q.Query = []model.HeaderMatch{{Name: "animal", Value: animal}}
-		return &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
+		return model.Shaped(&model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
 			q, prefix("/q", 1), prefix("/prefix/one", 2), prefix("/strip", 3), prefix("/full", 4), prefix("/moved", 5),
 			prefix("/response", 6), prefix("/split", 7), prefix("/slow", 8),
 		}}},
@@ -106,7 +106,7 @@ func TestHTTPExtWithoutReload(t *testing.T) {
 				{Backends: []model.WeightedBackend{{Name: "gwh_a", Weight: 1}, {Name: "gwh_b", Weight: 1}},
 					Ext: &model.HTTPActionExt{BackendMods: []model.HeaderMods{set("backend", "to-A-"+animal), set("backend", "to-B-"+animal)}}},
 				{Backends: one("gwh_a"), Ext: &model.HTTPActionExt{Timeout: timeout}},
-			}}
+			}})
 	}
 	type req struct {
 		path    string

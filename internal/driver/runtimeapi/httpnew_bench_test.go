@@ -29,15 +29,14 @@ func withRoute(h *model.HTTP, at int, name string) *model.HTTP {
 		{PathType: model.PathPrefix, Path: "/", Action: len(nh.Actions) - 1},
 	}})
 	nh.Hosts = append(nh.Hosts, h.Hosts[at:]...)
-	return nh
+	return model.Shaped(nh)
 }
 
 // BenchmarkHTTPRouteNew: the driver's stage of a new HTTPRoute's pass at
 // n routes on a real HAProxy (issue 30): the table with a new route in
 // its middle, then without it again, in turn (withNewRoute: the other
 // routes' slices shared, as gateway.Compute hands them), each through
-// Apply (each table with its Shape kept, as gateway.Compute's memo
-// sets it), with the p50 and p99 of a pass, of the pass less the files'
+// Apply (each table with its Shape, as every producer sets it), with the p50 and p99 of a pass, of the pass less the files'
 // write (served), and of the CPU the process spent (cpu-p50: the
 // machine's load aside); -benchmem's bytes and allocations are the
 // driver's own (the tables are built once, before the loop).
@@ -51,10 +50,6 @@ func BenchmarkHTTPRouteNew(b *testing.B) {
 			none := netip.MustParseAddrPort("127.0.0.1:1")
 			t0 := routeTable(n, "/app", 90)
 			t1 := withNewRoute(t0, n/2)
-			for _, t := range []*model.HTTP{t0, t1} { // each table's Shape kept, as gateway.Compute's memo sets it
-				s := model.ShapeOf(t)
-				t.Shape = &s
-			}
 			cfgs := [2]model.Config{httpConfig(port, t0, none, none), httpConfig(port, t1, none, none)}
 			ctx := context.Background()
 			for _, c := range cfgs { // both tables' backends and header names in the structure once

@@ -50,6 +50,7 @@ func TestHTTPPoolServesNewBackendsWithoutReload(t *testing.T) {
 			cfg.Backends = append(cfg.Backends, &model.Backend{Name: be, Service: "apps/" + be, Balance: "roundrobin", HTTP: true,
 				Servers: []model.Server{{Addr: s.Addr(), Port: s.Port()}}})
 		}
+		model.Shaped(h)
 		return cfg
 	}
 	served := func(step string, want map[string]string) {

@@ -37,7 +37,7 @@ func routeTable(n int, path0 string, w0 int32) *model.HTTP {
 		h.Actions = append(h.Actions, model.HTTPAction{Backends: []model.WeightedBackend{{Name: "gwh_a", Weight: w}, {Name: "gwh_b", Weight: 100 - w}}},
 			model.HTTPAction{Backends: []model.WeightedBackend{{Name: "gwh_b", Weight: 1}}})
 	}
-	return h
+	return model.Shaped(h)
 }
 
 // httpConfig is one HTTP frontend on 127.0.0.1:port serving table h

@@ -135,8 +135,8 @@ func applyUntilDone(ctx context.Context, d *HAProxy, cfg model.Config) (reloaded
 func tlsBackendConfig(port uint16, be *model.Backend) model.Config {
 	return model.Config{
 		Frontends: []model.Frontend{{Name: "fe_80", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}},
-			HTTP: &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
-				Actions: []model.HTTPAction{{Backends: one(be.Name)}}}}},
+			HTTP: model.Shaped(&model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: "*", Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 0}}}},
+				Actions: []model.HTTPAction{{Backends: one(be.Name)}}})}},
 		Backends: []*model.Backend{be},
 	}
 }

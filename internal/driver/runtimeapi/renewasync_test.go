@@ -43,6 +43,7 @@ func TestRenewalLetsChangesThrough(t *testing.T) {
 		for _, n := range hosts {
 			h.Hosts = append(h.Hosts, model.HTTPHost{Name: n, Rules: []model.HTTPRule{{PathType: model.PathPrefix, Path: "/", Action: 1}}})
 		}
+		model.Shaped(h)
 		cfg.Backends = append(cfg.Backends, &model.Backend{Name: "plain", Service: "apps/plain", Balance: "roundrobin", HTTP: true,
 			Servers: []model.Server{{Addr: plain.Addr(), Port: plain.Port()}}})
 		return cfg

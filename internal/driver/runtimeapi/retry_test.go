@@ -64,9 +64,9 @@ func TestHTTPRetryToAnotherEndpoint(t *testing.T) {
 	twin := *plain
 	twin.Name, twin.RetryOn, twin.Retries = "gwh_a_r1-500", "conn-failure empty-response response-timeout 500", 1
 	cfgOf := func(backend string) model.Config {
-		h := &model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
+		h := model.Shaped(&model.HTTP{Port: 80, Hosts: []model.HTTPHost{{Name: model.AnyHost, Rules: []model.HTTPRule{
 			{PathType: model.PathPrefix, Path: "/slow", Action: 1}, {PathType: model.PathPrefix, Path: "/", Action: 0}}}},
-			Actions: []model.HTTPAction{{Backends: one(backend)}, {Backends: one(backend), Ext: &model.HTTPActionExt{Timeout: 500 * time.Millisecond}}}}
+			Actions: []model.HTTPAction{{Backends: one(backend)}, {Backends: one(backend), Ext: &model.HTTPActionExt{Timeout: 500 * time.Millisecond}}}})
 		return model.Config{
 			Frontends: []model.Frontend{{Name: "gw_apps_gw_80", Service: "apps/gw", Binds: []model.Bind{{Addr: netip.MustParseAddr("127.0.0.1"), Port: port}}, HTTP: h}},
 			Backends:  []*model.Backend{plain, &twin},
