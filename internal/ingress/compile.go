@@ -79,8 +79,8 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.set.access.auth = u.set.auth.auth
-	u.set.access.ext = u.set.auth.ext.model()       // extauth.go
-	respHeaders, why := w.customHeaders(ing, event) // customheaders.go
+	u.set.access.ext = u.set.auth.ext.model(ing.Namespace) // extauth.go
+	respHeaders, why := w.customHeaders(ing, event)        // customheaders.go
 	if why != "" {
 		return nil, why
 	}
@@ -122,7 +122,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 			if t != nil {
 				av = variant{tls: t, tlsTag: tlsTag(t, "", "")} // backendtls.go
 			}
-			ext.Backend = resolveIn(sns, b, "annotation "+NginxPrefix+"auth-url", av)
+			ext.Backend = resolveIn(sns, b, "annotation "+u.set.auth.ext.urlKey(), av)
 		} else if why != "" {
 			event("AuthURLClusterService", why)
 		}

@@ -29,13 +29,18 @@ type extAuthAnnotations struct {
 	url, method, signin string
 	headers             []string
 	given               string // a key given without auth-url
+	// HAProxy Ingress's keys (hiextauth.go)
+	hi               bool     // its keys given
+	nginx            bool     // ingress-nginx's keys given
+	sameNS           string   // svc://NAME:PORT/...: NAME, url the rest after NAME.NAMESPACE
+	send, pass, fail []string // auth-headers-request, -succeed, -fail
 }
 
 // parseExtAuth reads an external authentication key (name without its
 // prefix, ingress-nginx's only) into a: done is false for the others.
 func (a *extAuthAnnotations) parseExtAuth(key, name, val string) (why string, done bool) {
 	if !strings.HasPrefix(key, NginxPrefix) {
-		return "", false
+		return a.parseHIExtAuth(name, val) // hiextauth.go
 	}
 	switch name {
 	case "auth-url":
@@ -63,6 +68,7 @@ func (a *extAuthAnnotations) parseExtAuth(key, name, val string) (why string, do
 	default:
 		return "", false
 	}
+	a.nginx = true
 	if name != "auth-url" && a.given == "" {
 		a.given = key
 	}
@@ -107,11 +113,23 @@ func (a *extAuthAnnotations) finish() string {
 	if a.url == "" && a.given != "" {
 		return "annotation " + a.given + ": without auth-url there is nobody to ask"
 	}
+	if a.hi && a.nginx {
+		return "annotation " + HAProxyPrefix + "auth-url: the external authentication keys of ingress-nginx and HAProxy Ingress mixed: whose meaning applies is ambiguous"
+	}
 	return ""
 }
 
-// model is the Ingress's external authentication (nil without auth-url).
-func (a *extAuthAnnotations) model() *model.ExtAuth {
+// urlKey is the auth-url key given.
+func (a *extAuthAnnotations) urlKey() string {
+	if a.hi {
+		return HAProxyPrefix + "auth-url"
+	}
+	return NginxPrefix + "auth-url"
+}
+
+// model is the Ingress's external authentication in namespace ns (nil
+// without auth-url).
+func (a *extAuthAnnotations) model(ns string) *model.ExtAuth {
 	if a.url == "" {
 		return nil
 	}
@@ -119,7 +137,14 @@ func (a *extAuthAnnotations) model() *model.ExtAuth {
 	if m == "" {
 		m = "GET"
 	}
-	return &model.ExtAuth{Method: m, URL: a.url, Headers: a.headers, SignIn: a.signin}
+	x := &model.ExtAuth{Method: m, URL: a.url, Headers: a.headers, SignIn: a.signin}
+	if a.sameNS != "" {
+		x.URL = "http://" + a.sameNS + "." + ns + a.url
+	}
+	if a.hi {
+		a.hiModel(x) // hiextauth.go
+	}
+	return x
 }
 
 // authService is the Service an auth URL names (nil when it names

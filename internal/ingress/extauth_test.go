@@ -33,7 +33,7 @@ func TestExtAuthAnnotations(t *testing.T) {
 		{"a header that is not a name", map[string]string{u: "http://a.example/", NginxPrefix + "auth-response-headers": "x-a,x b"}, nil, "not a header name"},
 		{"a bad sign-in", map[string]string{u: "http://a.example/", NginxPrefix + "auth-signin": "login"}, nil, "http or https"},
 		{"sign-in without url", map[string]string{NginxPrefix + "auth-signin": "https://login.example/"}, nil, "without auth-url"},
-		{"HAProxy Ingress's auth-url still refused", map[string]string{HAProxyPrefix + "auth-url": "http://a.example/"}, nil, "refused"},
+		{"both projects' keys", map[string]string{u: "http://a.example/", HAProxyPrefix + "auth-url": "http://a.example/"}, nil, "mixed"},
 	} {
 		s, _, refused := parseAnnotations(tc.a)
 		if tc.refused != "" {
@@ -46,7 +46,7 @@ func TestExtAuthAnnotations(t *testing.T) {
 			t.Errorf("%s: refused %q", tc.name, refused)
 			continue
 		}
-		if got := s.auth.ext.model(); !reflect.DeepEqual(got, tc.want) {
+		if got := s.auth.ext.model("default"); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
