@@ -47,8 +47,8 @@ type ExtAuth struct {
 	// it is: its status, body and the headers matching these patterns;
 	// ExtAuthNone alone: 403 for any answer that is not 2xx (HAProxy
 	// Ingress's auth-headers-fail). nil: 401 and 403 answered, anything
-	// else 500 (ingress-nginx's). No answer at all (a timeout, a refused
-	// connection) is 500 either way.
+	// else 500 (ingress-nginx's). No answer at all (a timeout) is 500
+	// either way; a refused connection is HAProxy's httpclient's own 503.
 	Fail []string
 	// SignInAny makes SignIn where every request not admitted (any answer
 	// that is not 2xx, or none) is redirected, the URL as written (HAProxy
