@@ -44,6 +44,7 @@ var (
 		NginxPrefix + "auth-secret",
 		NginxPrefix + "auth-secret-type",
 		NginxPrefix + "auth-signin",                           // extauth.go
+		NginxPrefix + "auth-tls-match-cn",                     // authtls.go
 		NginxPrefix + "auth-tls-pass-certificate-to-upstream", // authtls.go
 		NginxPrefix + "auth-tls-secret",
 		NginxPrefix + "auth-tls-verify-client",

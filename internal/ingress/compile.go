@@ -95,6 +95,10 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		event("UnsupportedAnnotation", "annotation "+HAProxyPrefix+"auth-tls-strict: false is not honoured: a host whose CA Secret does not resolve answers 403, never serves clients unverified")
 	}
 	u.set.access.clientCert = u.set.authTLS.clientCert(u.client)
+	if why := u.set.authTLS.matchCNProblem(); why != "" { // authtls.go
+		return nil, why
+	}
+	u.set.access.matchCN = u.set.authTLS.matchCN
 	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go

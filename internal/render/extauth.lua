@@ -1,4 +1,6 @@
--- haproxy-k8s-sync: external authentication (an Ingress's auth-url).
+-- haproxy-k8s-sync: external authentication (an Ingress's auth-url), and
+-- the client certificate subject's match (auth-tls-match-cn: hks_cn,
+-- at the end).
 -- Written by the controller beside haproxy.cfg and loaded by lua-load; the
 -- frontend's fixed rules run the action hks_auth only for a request whose
 -- route has external authentication, with txn.ax holding the route's
@@ -265,4 +267,25 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
     return answer(txn, status, h)
   end
   answer(txn, 500)
+end, 0)
+
+-- hks_cn: auth-tls-match-cn. txn.an holds the action's regular expression
+-- (map data, checked by the controller: model.MatchCNProblem), txn.dn the
+-- verified client certificate's subject in RFC 2253 form (absent without
+-- a certificate). A subject the expression is not found in, no subject,
+-- or an expression HAProxy's regex engine does not compile: 403. The
+-- compiled expressions are kept, at most 256 (then forgotten together).
+local compiled, ncompiled = {}, 0
+
+core.register_action("hks_cn", { "http-req" }, function(txn)
+  local src = txn:get_var("txn.an") or ""
+  local re = compiled[src]
+  if re == nil then
+    local ok, r = Regex.new(src, true)
+    if not ok then return answer(txn, 403) end
+    if ncompiled >= 256 then compiled, ncompiled = {}, 0 end
+    compiled[src], ncompiled, re = r, ncompiled + 1, r
+  end
+  local dn = txn:get_var("txn.dn")
+  if dn == nil or not re:exec(dn) then return answer(txn, 403) end
 end, 0)

@@ -76,7 +76,7 @@ func TestExtAuthLoaded(t *testing.T) {
 		t.Error("no frontend with access: lua-load or the internal frontend written")
 	}
 	var b strings.Builder
-	writeExtAuth(func(p ...string) { b.WriteString(strings.Join(p, " ") + "\n") }, "m", false)
+	writeExtAuth(func(p ...string) { b.WriteString(strings.Join(p, " ") + "\n") }, "m", false, false)
 	if !strings.Contains(b.String(), "return status 500 if { var(txn.ax) -m found }") || strings.Contains(b.String(), "lua.") {
 		t.Errorf("without the Lua file:\n%s", b.String())
 	}

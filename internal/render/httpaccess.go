@@ -83,6 +83,7 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 // placing each range set under an id of its own.
 func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess) {
 	clientCertEntry(rel, a) // clientcert.go
+	matchCNEntry(rel, a)    // extauth.go
 	if a.Empty() {
 		return
 	}
@@ -167,5 +168,6 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
+	b = keyString(b, a.MatchCN)
 	return extAuthKey(authKey(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.ClientCert)), a.Auth), a.ExtAuth)
 }
