@@ -88,14 +88,24 @@ func extAuthURLProblem(u string) string {
 // parseAuthHeaders reads a comma separated list of header names: lower
 // case, sorted, each once.
 func parseAuthHeaders(val string) ([]string, string) {
+	out, why := headerList(val, model.ValidHeaderName, " is not a header name")
+	slices.Sort(out)
+	return out, why
+}
+
+// headerList reads a comma separated list of lower-cased names, each
+// valid and once, in order, at most maxAuthHeaders; empty items (and
+// model.ExtAuthNone) skipped. bad completes what an invalid one is said
+// to be.
+func headerList(val string, valid func(string) bool, bad string) ([]string, string) {
 	var out []string
 	for _, f := range strings.Split(val, ",") {
 		h := strings.ToLower(strings.TrimSpace(f))
-		if h == "" {
+		if h == "" || h == model.ExtAuthNone {
 			continue
 		}
-		if !model.ValidHeaderName(h) {
-			return nil, settings.ShowValue(f) + " is not a header name"
+		if !valid(h) {
+			return nil, settings.ShowValue(f) + bad
 		}
 		if !slices.Contains(out, h) {
 			out = append(out, h)
@@ -104,7 +114,6 @@ func parseAuthHeaders(val string) ([]string, string) {
 			return nil, "more than " + strconv.Itoa(maxAuthHeaders) + " headers"
 		}
 	}
-	slices.Sort(out)
 	return out, ""
 }
 

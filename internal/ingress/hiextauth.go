@@ -105,26 +105,11 @@ func (a *extAuthAnnotations) hiModel(m *model.ExtAuth) {
 // patterns ('*' and '?' wildcards), lower case, each once; "-" or an
 // empty value: none (model.ExtAuthNone).
 func parseHeaderPatterns(val string) ([]string, string) {
-	var out []string
-	for _, f := range strings.Split(val, ",") {
-		p := strings.ToLower(strings.TrimSpace(f))
-		if p == "" || p == model.ExtAuthNone {
-			continue
-		}
-		if !model.ValidHeaderPattern(p) {
-			return nil, settings.ShowValue(f) + " is not a header name (with * and ? wildcards)"
-		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-		if len(out) > maxAuthHeaders {
-			return nil, "more than " + strconv.Itoa(maxAuthHeaders) + " headers"
-		}
-	}
-	if out == nil {
+	out, why := headerList(val, model.ValidHeaderPattern, " is not a header name (with * and ? wildcards)") // extauth.go
+	if out == nil && why == "" {
 		return []string{model.ExtAuthNone}, ""
 	}
-	return out, ""
+	return out, why
 }
 
 // hiAuthURL is HAProxy Ingress's auth-url as the model's URL: http and

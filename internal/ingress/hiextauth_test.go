@@ -1,8 +1,6 @@
 package ingress
 
 import (
-	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -48,23 +46,6 @@ func TestHIExtAuthAnnotations(t *testing.T) {
 		{"a sign-in that is no URL", map[string]string{h + "auth-url": "http://a.example/", h + "auth-signin": "login"}, nil, "http or https"},
 		{"a key without auth-url", map[string]string{h + "auth-headers-fail": "x-a"}, nil, "without auth-url"},
 	} {
-		s, _, refused := parseAnnotations(tc.a)
-		if tc.refused != "" {
-			if !strings.Contains(refused, tc.refused) {
-				t.Errorf("%s: refused %q, want it to say %q", tc.name, refused, tc.refused)
-			}
-			continue
-		}
-		if refused != "" {
-			t.Errorf("%s: refused %q", tc.name, refused)
-			continue
-		}
-		got := s.auth.ext.model("default")
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
-		}
-		if !model.ValidExtAuth(got) {
-			t.Errorf("%s: %+v is not valid", tc.name, got)
-		}
+		checkExtAuth(t, tc.name, tc.a, tc.want, tc.refused) // extauth_test.go
 	}
 }
