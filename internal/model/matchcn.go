@@ -9,7 +9,7 @@ import (
 // expression searched for in the verified client certificate's subject
 // DN in RFC 2253 form (CN=alice,O=Example: nginx's $ssl_client_s_dn); a
 // request whose certificate's subject does not match, or that has none,
-// is answered 403. It is map data (the access map's "aK.n", base64) read
+// is answered 403. It is map data (the access map's "aK.s", base64) read
 // by a fixed rule and matched by the fixed Lua action hks_cn with
 // HAProxy's own regex engine (render/extauth.lua), so adding, changing
 // or removing it reloads nothing.

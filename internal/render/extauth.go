@@ -88,7 +88,7 @@ func ExtAuthLoaded(cfg model.Config, opts Options) bool {
 // 403).
 func writeExtAuth(w func(...string), access string, loaded, tls bool) {
 	const cn = " if { var(txn.an) -m found }"
-	w("\thttp-request set-var(txn.an) var(txn.act),concat(.n),map_str(" + access + "),b64dec")
+	w("\thttp-request set-var(txn.an) var(txn.act),concat(.s),map_str(" + access + "),b64dec")
 	if tls {
 		w("\thttp-request set-var(txn.dn) ssl_c_s_dn(,0,rfc2253)" + cn + " { ssl_c_used }")
 	}
@@ -122,7 +122,7 @@ func extAuthEntries(rel map[string][]HTTPMapEntry, a *model.ExtAuth) {
 }
 
 // matchCNEntry adds action a's client certificate subject match
-// ("aK.n": MatchCN in base64). One that is not valid (the ingress package
+// ("aK.s": MatchCN in base64). One that is not valid (the ingress package
 // refuses it before) is "(", which does not compile: every request of
 // the action is answered 403.
 func matchCNEntry(rel map[string][]HTTPMapEntry, a *model.HTTPAccess) {
@@ -133,7 +133,7 @@ func matchCNEntry(rel map[string][]HTTPMapEntry, a *model.HTTPAccess) {
 	if model.MatchCNProblem(re) != "" {
 		re = "("
 	}
-	rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".n", base64.StdEncoding.EncodeToString([]byte(re))})
+	rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".s", base64.StdEncoding.EncodeToString([]byte(re))})
 }
 
 // extAuthKey appends a's content to b (the memo's key of an action).

@@ -110,8 +110,8 @@ func TestMatchCN(t *testing.T) {
 			}
 			continue
 		}
-		if len(es) != 1 || es[0].Key != idHole+".n" {
-			t.Errorf("%s: entries %v, want one %s.n", tc.name, es, idHole)
+		if len(es) != 1 || es[0].Key != idHole+".s" {
+			t.Errorf("%s: entries %v, want one %s.s", tc.name, es, idHole)
 			continue
 		}
 		if b, err := base64.StdEncoding.DecodeString(es[0].Value); err != nil || string(b) != tc.want {
