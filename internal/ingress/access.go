@@ -34,6 +34,7 @@ type access struct {
 	exempt      []netip.Prefix   // limit-whitelist: sources the limits skip
 	auth        *model.BasicAuth // auth.go, resolved by compileOne
 	clientCert  uint8            // authtls.go: model.HTTPAccess.ClientCert, set by compileOne
+	matchCN     string           // authtls.go: model.HTTPAccess.MatchCN, set by compileOne
 	ext         *model.ExtAuth   // extauth.go, set by compileOne
 	noLog       bool             // enable-access-log: false
 }
@@ -142,14 +143,14 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // model is the access control of the Ingress's actions: nil when it has
 // none.
 func (a access) model() *model.HTTPAccess {
-	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog {
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog && a.matchCN == "" {
 		return nil // limit-whitelist alone exempts from no limit
 	}
 	var exempt []netip.Prefix
 	if a.rps > 0 || a.conns > 0 {
 		exempt = slices.Clone(a.exempt)
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

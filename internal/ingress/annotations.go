@@ -44,6 +44,7 @@ var (
 		NginxPrefix + "auth-secret",
 		NginxPrefix + "auth-secret-type",
 		NginxPrefix + "auth-signin",                           // extauth.go
+		NginxPrefix + "auth-tls-match-cn",                     // authtls.go
 		NginxPrefix + "auth-tls-pass-certificate-to-upstream", // authtls.go
 		NginxPrefix + "auth-tls-secret",
 		NginxPrefix + "auth-tls-verify-client",
@@ -111,12 +112,18 @@ var (
 		HAProxyPrefix + "affinity", // cookie.go
 		HAProxyPrefix + "allowlist-source-range",
 		HAProxyPrefix + "app-root",
+		HAProxyPrefix + "auth-headers-fail", // hiextauth.go
+		HAProxyPrefix + "auth-headers-request",
+		HAProxyPrefix + "auth-headers-succeed",
+		HAProxyPrefix + "auth-method",
 		HAProxyPrefix + "auth-realm", // auth.go
 		HAProxyPrefix + "auth-secret",
+		HAProxyPrefix + "auth-signin",          // hiextauth.go
 		HAProxyPrefix + "auth-tls-cert-header", // authtls.go
 		HAProxyPrefix + "auth-tls-secret",
 		HAProxyPrefix + "auth-tls-strict",
 		HAProxyPrefix + "auth-tls-verify-client",
+		HAProxyPrefix + "auth-url",               // hiextauth.go
 		HAProxyPrefix + "backend-protocol",       // h1, h2, h1-ssl, h2-ssl
 		HAProxyPrefix + "balance-algorithm",      // balance.go
 		HAProxyPrefix + "cors-allow-credentials", // cors.go

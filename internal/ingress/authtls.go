@@ -52,6 +52,9 @@ type authTLSAnnotations struct {
 	ha     bool   // the Secret named by HAProxy Ingress's key: its X-SSL-Client-* headers
 	haCert bool   // HAProxy Ingress's auth-tls-cert-header
 	lax    bool   // HAProxy Ingress's auth-tls-strict: false written (not given: a Warning)
+	// auth-tls-match-cn (ingress-nginx's): searched for in the verified
+	// client certificate's subject (model.HTTPAccess.MatchCN)
+	matchCN string
 }
 
 // clientCert is what the backend is told of the client's certificate
@@ -116,6 +119,12 @@ func (a *authTLSAnnotations) parseAuthTLS(key, name, val string) (why string, do
 			return "optional_no_ca is refused: a certificate asked for but not verified would need HAProxy's ignore lists on the bind, which would let unverified certificates through every host's verification", true
 		}
 		return settings.ShowValue(val) + " is not on, off, optional or optional_no_ca", true
+	case "auth-tls-match-cn":
+		if why := model.MatchCNProblem(val); why != "" {
+			return settings.ShowValue(val) + ": " + why, true
+		}
+		a.matchCN = val
+		return "", true
 	case "auth-tls-pass-certificate-to-upstream":
 		b, err := strconv.ParseBool(val)
 		if err != nil {
@@ -125,6 +134,16 @@ func (a *authTLSAnnotations) parseAuthTLS(key, name, val string) (why string, do
 		return "", true
 	}
 	return "", false
+}
+
+// matchCNProblem says why auth-tls-match-cn cannot be honoured ("" when
+// it can): without auth-tls-secret no certificate is verified, and
+// served without it the Ingress would admit whom it shuts out.
+func (a authTLSAnnotations) matchCNProblem() string {
+	if a.matchCN != "" && a.secret == "" {
+		return "annotation " + NginxPrefix + "auth-tls-match-cn: without auth-tls-secret no client certificate is verified, so no subject can be matched"
+	}
+	return ""
 }
 
 // validObjectName reports whether n may name a Secret or a namespace

@@ -8,8 +8,8 @@ import (
 
 // TestAuthTLSAnnotations: the auth-tls keys' values, read or refused;
 // HAProxy Ingress's read as ingress-nginx's (its secret choosing its
-// X-SSL-Client-* headers), match-cn is refused (served without it, it
-// would admit whom it shuts out).
+// X-SSL-Client-* headers); match-cn read when it is a regular
+// expression HAProxy's matcher runs in bounded time, refused otherwise.
 func TestAuthTLSAnnotations(t *testing.T) {
 	for _, tc := range []struct {
 		key, value string
@@ -26,7 +26,10 @@ func TestAuthTLSAnnotations(t *testing.T) {
 		{NginxPrefix + "auth-tls-verify-client", "off", false, authTLSAnnotations{mode: "off"}},
 		{NginxPrefix + "auth-tls-verify-client", "optional_no_ca", true, authTLSAnnotations{}},
 		{NginxPrefix + "auth-tls-verify-client", "yes", true, authTLSAnnotations{}},
-		{NginxPrefix + "auth-tls-match-cn", "CN=alice", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-match-cn", "CN=(alice|bob)", false, authTLSAnnotations{matchCN: "CN=(alice|bob)"}},
+		{NginxPrefix + "auth-tls-match-cn", "CN=(alice", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-match-cn", "CN=(a+)+$", true, authTLSAnnotations{}},
+		{NginxPrefix + "auth-tls-match-cn", "", true, authTLSAnnotations{}},
 		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "true", false, authTLSAnnotations{pass: true}},
 		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "false", false, authTLSAnnotations{}},
 		{NginxPrefix + "auth-tls-pass-certificate-to-upstream", "always", true, authTLSAnnotations{}},

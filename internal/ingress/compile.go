@@ -79,8 +79,8 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.set.access.auth = u.set.auth.auth
-	u.set.access.ext = u.set.auth.ext.model()       // extauth.go
-	respHeaders, why := w.customHeaders(ing, event) // customheaders.go
+	u.set.access.ext = u.set.auth.ext.model(ing.Namespace) // extauth.go
+	respHeaders, why := w.customHeaders(ing, event)        // customheaders.go
 	if why != "" {
 		return nil, why
 	}
@@ -95,6 +95,10 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		event("UnsupportedAnnotation", "annotation "+HAProxyPrefix+"auth-tls-strict: false is not honoured: a host whose CA Secret does not resolve answers 403, never serves clients unverified")
 	}
 	u.set.access.clientCert = u.set.authTLS.clientCert(u.client)
+	if why := u.set.authTLS.matchCNProblem(); why != "" { // authtls.go
+		return nil, why
+	}
+	u.set.access.matchCN = u.set.authTLS.matchCN
 	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go
@@ -122,7 +126,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 			if t != nil {
 				av = variant{tls: t, tlsTag: tlsTag(t, "", "")} // backendtls.go
 			}
-			ext.Backend = resolveIn(sns, b, "annotation "+NginxPrefix+"auth-url", av)
+			ext.Backend = resolveIn(sns, b, "annotation "+u.set.auth.ext.urlKey(), av)
 		} else if why != "" {
 			event("AuthURLClusterService", why)
 		}

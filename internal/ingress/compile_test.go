@@ -211,6 +211,9 @@ func action(a model.HTTPAction) string {
 		if len(ac.Exempt) > 0 {
 			ext += fmt.Sprintf(" exempt=%v", ac.Exempt)
 		}
+		if ac.MatchCN != "" {
+			ext += fmt.Sprintf(" matchcn=%q", ac.MatchCN)
+		}
 		if au := ac.Auth; au != nil {
 			ext += fmt.Sprintf(" realm=%q users=%v", au.Realm, au.Users)
 		}

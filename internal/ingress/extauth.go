@@ -29,13 +29,18 @@ type extAuthAnnotations struct {
 	url, method, signin string
 	headers             []string
 	given               string // a key given without auth-url
+	// HAProxy Ingress's keys (hiextauth.go)
+	hi               bool     // its keys given
+	nginx            bool     // ingress-nginx's keys given
+	sameNS           string   // svc://NAME:PORT/...: NAME, url the rest after NAME.NAMESPACE
+	send, pass, fail []string // auth-headers-request, -succeed, -fail
 }
 
 // parseExtAuth reads an external authentication key (name without its
 // prefix, ingress-nginx's only) into a: done is false for the others.
 func (a *extAuthAnnotations) parseExtAuth(key, name, val string) (why string, done bool) {
 	if !strings.HasPrefix(key, NginxPrefix) {
-		return "", false
+		return a.parseHIExtAuth(name, val) // hiextauth.go
 	}
 	switch name {
 	case "auth-url":
@@ -63,6 +68,7 @@ func (a *extAuthAnnotations) parseExtAuth(key, name, val string) (why string, do
 	default:
 		return "", false
 	}
+	a.nginx = true
 	if name != "auth-url" && a.given == "" {
 		a.given = key
 	}
@@ -82,14 +88,24 @@ func extAuthURLProblem(u string) string {
 // parseAuthHeaders reads a comma separated list of header names: lower
 // case, sorted, each once.
 func parseAuthHeaders(val string) ([]string, string) {
+	out, why := headerList(val, model.ValidHeaderName, " is not a header name")
+	slices.Sort(out)
+	return out, why
+}
+
+// headerList reads a comma separated list of lower-cased names, each
+// valid and once, in order, at most maxAuthHeaders; empty items (and
+// model.ExtAuthNone) skipped. bad completes what an invalid one is said
+// to be.
+func headerList(val string, valid func(string) bool, bad string) ([]string, string) {
 	var out []string
 	for _, f := range strings.Split(val, ",") {
 		h := strings.ToLower(strings.TrimSpace(f))
-		if h == "" {
+		if h == "" || h == model.ExtAuthNone {
 			continue
 		}
-		if !model.ValidHeaderName(h) {
-			return nil, settings.ShowValue(f) + " is not a header name"
+		if !valid(h) {
+			return nil, settings.ShowValue(f) + bad
 		}
 		if !slices.Contains(out, h) {
 			out = append(out, h)
@@ -98,7 +114,6 @@ func parseAuthHeaders(val string) ([]string, string) {
 			return nil, "more than " + strconv.Itoa(maxAuthHeaders) + " headers"
 		}
 	}
-	slices.Sort(out)
 	return out, ""
 }
 
@@ -107,11 +122,23 @@ func (a *extAuthAnnotations) finish() string {
 	if a.url == "" && a.given != "" {
 		return "annotation " + a.given + ": without auth-url there is nobody to ask"
 	}
+	if a.hi && a.nginx {
+		return "annotation " + HAProxyPrefix + "auth-url: the external authentication keys of ingress-nginx and HAProxy Ingress mixed: whose meaning applies is ambiguous"
+	}
 	return ""
 }
 
-// model is the Ingress's external authentication (nil without auth-url).
-func (a *extAuthAnnotations) model() *model.ExtAuth {
+// urlKey is the auth-url key given.
+func (a *extAuthAnnotations) urlKey() string {
+	if a.hi {
+		return HAProxyPrefix + "auth-url"
+	}
+	return NginxPrefix + "auth-url"
+}
+
+// model is the Ingress's external authentication in namespace ns (nil
+// without auth-url).
+func (a *extAuthAnnotations) model(ns string) *model.ExtAuth {
 	if a.url == "" {
 		return nil
 	}
@@ -119,7 +146,14 @@ func (a *extAuthAnnotations) model() *model.ExtAuth {
 	if m == "" {
 		m = "GET"
 	}
-	return &model.ExtAuth{Method: m, URL: a.url, Headers: a.headers, SignIn: a.signin}
+	x := &model.ExtAuth{Method: m, URL: a.url, Headers: a.headers, SignIn: a.signin}
+	if a.sameNS != "" {
+		x.URL = "http://" + a.sameNS + "." + ns + a.url
+	}
+	if a.hi {
+		a.hiModel(x) // hiextauth.go
+	}
+	return x
 }
 
 // authService is the Service an auth URL names (nil when it names

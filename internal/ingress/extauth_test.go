@@ -33,21 +33,31 @@ func TestExtAuthAnnotations(t *testing.T) {
 		{"a header that is not a name", map[string]string{u: "http://a.example/", NginxPrefix + "auth-response-headers": "x-a,x b"}, nil, "not a header name"},
 		{"a bad sign-in", map[string]string{u: "http://a.example/", NginxPrefix + "auth-signin": "login"}, nil, "http or https"},
 		{"sign-in without url", map[string]string{NginxPrefix + "auth-signin": "https://login.example/"}, nil, "without auth-url"},
-		{"HAProxy Ingress's auth-url still refused", map[string]string{HAProxyPrefix + "auth-url": "http://a.example/"}, nil, "refused"},
+		{"both projects' keys", map[string]string{u: "http://a.example/", HAProxyPrefix + "auth-url": "http://a.example/"}, nil, "mixed"},
 	} {
-		s, _, refused := parseAnnotations(tc.a)
-		if tc.refused != "" {
-			if !strings.Contains(refused, tc.refused) {
-				t.Errorf("%s: refused %q, want it to say %q", tc.name, refused, tc.refused)
-			}
-			continue
+		checkExtAuth(t, tc.name, tc.a, tc.want, tc.refused)
+	}
+}
+
+// checkExtAuth reads the annotations a: the Ingress refused saying
+// refused when it is not "", else its external authentication (in the
+// namespace "default") want, valid.
+func checkExtAuth(t *testing.T, name string, a map[string]string, want *model.ExtAuth, refused string) {
+	t.Helper()
+	s, _, why := parseAnnotations(a)
+	switch {
+	case refused != "" && !strings.Contains(why, refused):
+		t.Errorf("%s: refused %q, want it to say %q", name, why, refused)
+	case refused != "":
+	case why != "":
+		t.Errorf("%s: refused %q", name, why)
+	default:
+		got := s.auth.ext.model("default")
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, want %+v", name, got, want)
 		}
-		if refused != "" {
-			t.Errorf("%s: refused %q", tc.name, refused)
-			continue
-		}
-		if got := s.auth.ext.model(); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		if got != nil && !model.ValidExtAuth(got) {
+			t.Errorf("%s: %+v is not valid", name, got)
 		}
 	}
 }

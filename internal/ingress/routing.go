@@ -334,13 +334,11 @@ func appRoots(paths []path, root string) []path {
 }
 
 // closing are the keys that restrict who is served (HAProxy Ingress's
-// external authentication, client certificate names; the source ranges,
-// basic and ingress-nginx's external authentication are served,
-// access.go, auth.go, extauth.go): not served yet, and an Ingress served without one
+// oauth; the source ranges, basic and external authentication and the
+// client certificates' subjects are served, access.go, auth.go,
+// extauth.go, hiextauth.go, authtls.go): not served yet, and an Ingress served without one
 // would be open to whom it shuts out, so the Ingress is refused (its
 // last good version keeps serving) rather than served without it.
 var closing = []string{
-	NginxPrefix + "auth-tls-match-cn", // authtls.go: the hosts' clients are verified, their names not matched
-	HAProxyPrefix + "auth-url",
 	HAProxyPrefix + "oauth",
 }

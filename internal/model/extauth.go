@@ -34,6 +34,63 @@ type ExtAuth struct {
 	// internal frontend (render/extauth.go) to that backend's servers,
 	// with no DNS. "": to URL's host, as HAProxy resolves it.
 	Backend string
+	// Send, when set, are the request headers sent to URL: header name
+	// patterns (ValidHeaderPattern), ExtAuthNone alone for none. nil:
+	// every header (ingress-nginx's, and HAProxy Ingress's default).
+	Send []string
+	// Pass are header name patterns of the auth server's 2xx answer: each
+	// header matching one is set on the request (replacing the client's
+	// of that name), beside Headers (HAProxy Ingress's
+	// auth-headers-succeed). The message's framing headers never pass.
+	Pass []string
+	// Fail, when set, makes an answer that is not 2xx reach the client as
+	// it is: its status, body and the headers matching these patterns;
+	// ExtAuthNone alone: 403 for any answer that is not 2xx (HAProxy
+	// Ingress's auth-headers-fail). nil: 401 and 403 answered, anything
+	// else 500 (ingress-nginx's). No answer at all (a timeout) is 500
+	// either way; a refused connection is HAProxy's httpclient's own 503.
+	Fail []string
+	// SignInAny makes SignIn where every request not admitted (any answer
+	// that is not 2xx, or none) is redirected, the URL as written (HAProxy
+	// Ingress's auth-signin); false: a 401 only, with rd= the original URL
+	// added (ingress-nginx's).
+	SignInAny bool
+}
+
+// ExtAuthNone, alone in ExtAuth.Send or Fail, names no header.
+const ExtAuthNone = "-"
+
+// ExtAuthSameMethod as ExtAuth.Method asks with the client's own method
+// (one of ExtAuthMethods; any other is answered 500).
+const ExtAuthSameMethod = "*"
+
+// maxHeaderPattern bounds a header name pattern.
+const maxHeaderPattern = 128
+
+// ValidHeaderPattern reports whether p may be a header name pattern of
+// ExtAuth.Send, Pass or Fail: lower-case header name characters, '*' any
+// run of them, '?' one; or ExtAuthNone.
+func ValidHeaderPattern(p string) bool {
+	if p == "" || len(p) > maxHeaderPattern {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c != '?' && !headerName.MatchString(string(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// validPatterns reports whether ps are header name patterns, ExtAuthNone
+// only alone.
+func validPatterns(ps []string) bool {
+	for _, p := range ps {
+		if !ValidHeaderPattern(p) || (p == ExtAuthNone && len(ps) > 1) {
+			return false
+		}
+	}
+	return true
 }
 
 // ExtAuthMethods are the methods an ExtAuth may use (those the Lua
@@ -123,7 +180,10 @@ func validHostName(h string) bool {
 
 // ValidExtAuth reports whether a may be written.
 func ValidExtAuth(a *ExtAuth) bool {
-	if a == nil || !slices.Contains(ExtAuthMethods, a.Method) || ExtAuthURLProblem(a.URL) != "" {
+	if a == nil || (!slices.Contains(ExtAuthMethods, a.Method) && a.Method != ExtAuthSameMethod) || ExtAuthURLProblem(a.URL) != "" {
+		return false
+	}
+	if !validPatterns(a.Send) || !validPatterns(a.Pass) || !validPatterns(a.Fail) || slices.Contains(a.Pass, ExtAuthNone) {
 		return false
 	}
 	if a.SignIn != "" && ExtAuthURLProblem(a.SignIn) != "" {
@@ -153,7 +213,9 @@ func ValidBackendName(n string) bool {
 
 // Spec is a's settings as the Lua action reads them (render/extauth.lua):
 // five lines, the method, the URL, the headers passed on (comma
-// separated), the sign-in URL and the backend. With a Backend the URL is
+// separated), the sign-in URL and the backend; then, when any is set,
+// four more: the patterns of Send, Pass and Fail (comma separated) and
+// "1" for SignInAny. With a Backend the URL is
 // written http: the Lua action speaks clear HTTP to the internal
 // frontend's unix socket, and the backend of an https URL's Service
 // speaks TLS to its servers itself (ingress/extauth.go authService).
@@ -162,7 +224,15 @@ func (a *ExtAuth) Spec() string {
 	if a.Backend != "" && len(u) > len("https://") && strings.EqualFold(u[:len("https://")], "https://") {
 		u = "http://" + u[len("https://"):]
 	}
-	return a.Method + "\n" + u + "\n" + strings.Join(a.Headers, ",") + "\n" + a.SignIn + "\n" + a.Backend
+	spec := a.Method + "\n" + u + "\n" + strings.Join(a.Headers, ",") + "\n" + a.SignIn + "\n" + a.Backend
+	if a.Send == nil && a.Pass == nil && a.Fail == nil && !a.SignInAny {
+		return spec
+	}
+	any := ""
+	if a.SignInAny {
+		any = "1"
+	}
+	return spec + "\n" + strings.Join(a.Send, ",") + "\n" + strings.Join(a.Pass, ",") + "\n" + strings.Join(a.Fail, ",") + "\n" + any
 }
 
 // extAuthEqual reports whether two settings are the same.
@@ -170,5 +240,7 @@ func extAuthEqual(a, b *ExtAuth) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Method == b.Method && a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.SignIn == b.SignIn && a.Backend == b.Backend
+	return a.Method == b.Method && a.URL == b.URL && slices.Equal(a.Headers, b.Headers) && a.SignIn == b.SignIn && a.Backend == b.Backend &&
+		slices.Equal(a.Send, b.Send) && (a.Send == nil) == (b.Send == nil) && slices.Equal(a.Pass, b.Pass) &&
+		slices.Equal(a.Fail, b.Fail) && (a.Fail == nil) == (b.Fail == nil) && a.SignInAny == b.SignInAny
 }

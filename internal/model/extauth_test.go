@@ -55,6 +55,15 @@ func TestValidExtAuth(t *testing.T) {
 		{"header in capitals", func(a *ExtAuth) { a.Headers = []string{"X-User"} }, false},
 		{"a backend", func(a *ExtAuth) { a.Backend = "ing_default_auth_80" }, true},
 		{"a backend that is no name", func(a *ExtAuth) { a.Backend = "ing default" }, false},
+		{"the client's method", func(a *ExtAuth) { a.Method = ExtAuthSameMethod }, true},
+		{"HAProxy Ingress's patterns", func(a *ExtAuth) {
+			a.Send, a.Pass, a.Fail, a.SignInAny = []string{"x-*", "authorization"}, []string{"x-user-?"}, []string{ExtAuthNone}, true
+		}, true},
+		{"a pattern with a comma", func(a *ExtAuth) { a.Send = []string{"x-a,x-b"} }, false},
+		{"a pattern with a newline", func(a *ExtAuth) { a.Fail = []string{"x\n"} }, false},
+		{"a pattern in capitals", func(a *ExtAuth) { a.Pass = []string{"X-*"} }, false},
+		{"none beside a name", func(a *ExtAuth) { a.Send = []string{ExtAuthNone, "x-a"} }, false},
+		{"none passed on success", func(a *ExtAuth) { a.Pass = []string{ExtAuthNone} }, false},
 	} {
 		a := ok
 		a.Headers = append([]string(nil), ok.Headers...)
@@ -68,6 +77,13 @@ func TestValidExtAuth(t *testing.T) {
 	}
 	if got, want := ok.Spec(), "GET\nhttp://a.example/auth\nx-user\nhttps://login.example/\n"; got != want {
 		t.Errorf("Spec = %q, want %q", got, want)
+	}
+	hi := ExtAuth{Method: "*", URL: "http://a.example/auth", Send: []string{"x-*"}, Pass: []string{"*"}, Fail: []string{ExtAuthNone}, SignIn: "https://l.example/", SignInAny: true}
+	if got, want := hi.Spec(), "*\nhttp://a.example/auth\n\nhttps://l.example/\n\nx-*\n*\n-\n1"; got != want {
+		t.Errorf("Spec = %q, want %q", got, want)
+	}
+	if b := hi; extAuthEqual(&hi, &b) != true || func() bool { b.Send = nil; return extAuthEqual(&hi, &b) }() {
+		t.Error("extAuthEqual does not tell the request headers sent apart")
 	}
 }
 

@@ -49,6 +49,11 @@ type HTTPAccess struct {
 	// log (an Ingress's enable-access-log: false). Not a restriction:
 	// Empty ignores it.
 	NoLog bool
+	// MatchCN, when set, is searched for in the verified client
+	// certificate's subject (matchcn.go: MatchCNProblem); a request whose
+	// certificate's subject does not match, or without one, is answered
+	// 403.
+	MatchCN string
 }
 
 // The values of HTTPAccess.ClientCert.
@@ -67,7 +72,7 @@ const LimitWindow = 5
 
 // Empty reports whether a restricts nothing.
 func (a *HTTPAccess) Empty() bool {
-	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil)
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil && a.MatchCN == "")
 }
 
 // HasAccess reports whether the table's access rules are written: some
@@ -88,5 +93,5 @@ func accessEqual(a, b *HTTPAccess) bool {
 	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
 		a.RPS == b.RPS && a.Conns == b.Conns && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
 		extAuthEqual(a.ExtAuth, b.ExtAuth) &&
-		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog
+		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog && a.MatchCN == b.MatchCN
 }

@@ -80,9 +80,23 @@ func ExtAuthLoaded(cfg model.Config, opts Options) bool {
 	})
 }
 
-// writeExtAuth writes the external authentication rules (with the access
-// rules: h.HasAccess) reading map access; loaded says the Lua file is.
-func writeExtAuth(w func(...string), access string, loaded bool) {
+// writeExtAuth writes the client certificate subject's match
+// (model.HTTPAccess.MatchCN) and the external authentication rules (with
+// the access rules: h.HasAccess) reading map access; loaded says the Lua
+// file is, tls that the frontend terminates TLS (elsewhere there is no
+// client certificate, and a request of an action with MatchCN is answered
+// 403).
+func writeExtAuth(w func(...string), access string, loaded, tls bool) {
+	const cn = " if { var(txn.an) -m found }"
+	w("\thttp-request set-var(txn.an) var(txn.act),concat(.s),map_str(" + access + "),b64dec")
+	if tls {
+		w("\thttp-request set-var(txn.dn) ssl_c_s_dn(,0,rfc2253)" + cn + " { ssl_c_used }")
+	}
+	if !loaded || !tls {
+		w("\thttp-request return status 403" + cn)
+	} else {
+		w("\thttp-request lua.hks_cn" + cn)
+	}
 	const on = " if { var(txn.ax) -m found }"
 	w("\thttp-request set-var(txn.ax) var(txn.act),concat(.x),map_str(" + access + "),b64dec")
 	if !loaded {
@@ -105,6 +119,21 @@ func extAuthEntries(rel map[string][]HTTPMapEntry, a *model.ExtAuth) {
 		spec = a.Spec()
 	}
 	rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".x", base64.StdEncoding.EncodeToString([]byte(spec))})
+}
+
+// matchCNEntry adds action a's client certificate subject match
+// ("aK.s": MatchCN in base64). One that is not valid (the ingress package
+// refuses it before) is "(", which does not compile: every request of
+// the action is answered 403.
+func matchCNEntry(rel map[string][]HTTPMapEntry, a *model.HTTPAccess) {
+	if a == nil || a.MatchCN == "" {
+		return
+	}
+	re := a.MatchCN
+	if model.MatchCNProblem(re) != "" {
+		re = "("
+	}
+	rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".s", base64.StdEncoding.EncodeToString([]byte(re))})
 }
 
 // extAuthKey appends a's content to b (the memo's key of an action).

@@ -1,4 +1,6 @@
--- haproxy-k8s-sync: external authentication (an Ingress's auth-url).
+-- haproxy-k8s-sync: external authentication (an Ingress's auth-url), and
+-- the client certificate subject's match (auth-tls-match-cn: hks_cn,
+-- at the end).
 -- Written by the controller beside haproxy.cfg and loaded by lua-load; the
 -- frontend's fixed rules run the action hks_auth only for a request whose
 -- route has external authentication, with txn.ax holding the route's
@@ -8,7 +10,13 @@
 --   backend of the cluster Service the URL names (may be empty: the URL's
 --   host as HAProxy resolves it). With a backend, the request goes to the
 --   internal frontend _extauth on the unix socket extauth.sock beside
---   this file, which sends it to that backend.
+--   this file, which sends it to that backend. Then, when any is set,
+--   four more (HAProxy Ingress's keys, model.ExtAuth): the patterns of
+--   the request headers sent (empty: all, "-": none), of the 2xx
+--   answer's headers set on the request, of a failure's headers passed
+--   to the client (empty: ingress-nginx's answers below; "-": 403), and
+--   "1" when the sign-in URL takes every failure as written. METHOD "*"
+--   is the client's own.
 
 -- The auth server is asked with the request's headers (not its body).
 -- 2xx: the request goes on, with the named response headers replacing
@@ -127,15 +135,54 @@ local function validAuthority(a)
   return a:match("^[%w%.%-]+$") or a:match("^[%w%.%-]+:%d+$") or a:match("^%[[%x:%.]+%]$") or a:match("^%[[%x:%.]+%]:%d+$")
 end
 
-local function answer(txn, status, headers)
-  local reply = txn:reply({ status = status, headers = headers or {} })
+local function answer(txn, status, headers, body)
+  local reply = txn:reply({ status = status, headers = headers or {}, body = body })
   txn:done(reply)
+end
+
+-- header name patterns (model.ValidHeaderPattern: '*' any run, '?' one
+-- character), comma separated, as Lua patterns; nil for "" (the default)
+local function patterns(s)
+  if s == "" then return nil end
+  local out = {}
+  for p in s:gmatch("[^,]+") do
+    if p ~= "-" then
+      local lp = p:gsub("[%^%$%(%)%%%.%[%]%+%-]", "%%%0"):gsub("%*", ".*"):gsub("%?", ".")
+      out[#out + 1] = "^" .. lp .. "$"
+    end
+  end
+  return out
+end
+
+local function matches(ps, name)
+  for _, p in ipairs(ps) do
+    if name:match(p) then return true end
+  end
+  return false
+end
+
+-- the message's framing and hop-by-hop headers: never copied from an
+-- answer
+local framing = {
+  ["content-length"] = true, ["transfer-encoding"] = true, ["connection"] = true,
+  ["keep-alive"] = true, ["proxy-connection"] = true, ["te"] = true,
+  ["upgrade"] = true, ["trailer"] = true, ["host"] = true,
+}
+
+local function values(got)
+  local vs = {}
+  for i = 0, #got do
+    if got[i] ~= nil then vs[#vs + 1] = got[i] end
+  end
+  return vs
 end
 
 core.register_action("hks_auth", { "http-req" }, function(txn)
   local l = lines(txn:get_var("txn.ax") or "")
   local method, url, pass, signin = methods[l[1] or ""], expand(txn, l[2] or ""), l[3] or "", l[4] or ""
   local backend = l[5] or ""
+  local send, passing, fail, anyfail = patterns(l[6] or ""), patterns(l[7] or ""), l[8] or "", l[9] == "1"
+  if l[1] == "*" then method = methods[txn.f:method() or ""] end
   local authority = url:match("^https?://([^/?]+)")
   if method == nil or authority == nil or not validAuthority(authority) then
     return answer(txn, 500)
@@ -147,13 +194,9 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
   local original = scheme .. "://" .. host .. uri
 
   local headers = {}
-  for name, values in pairs(txn.http:req_get_headers()) do
-    if not skip[name] then
-      local vs = {}
-      for i = 0, #values do
-        if values[i] ~= nil then vs[#vs + 1] = values[i] end
-      end
-      headers[name] = vs
+  for name, got in pairs(txn.http:req_get_headers()) do
+    if not skip[name] and (send == nil or matches(send, name)) then
+      headers[name] = values(got)
     end
   end
   headers["host"] = { authority }
@@ -184,7 +227,29 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
         end
       end
     end
+    if passing ~= nil and res.headers ~= nil then
+      for name, got in pairs(res.headers) do
+        name = name:lower()
+        if not framing[name] and name ~= "x-hks-auth-backend" and matches(passing, name) then
+          txn.http:req_del_header(name)
+          for _, v in ipairs(values(got)) do txn.http:req_add_header(name, v) end
+        end
+      end
+    end
     return
+  end
+  if anyfail and signin ~= "" then
+    return answer(txn, 302, { ["location"] = expand(txn, signin) })
+  end
+  if fail ~= "" then
+    if status == 0 then return answer(txn, 500) end
+    if fail == "-" then return answer(txn, 403) end
+    local h, ps = {}, patterns(fail)
+    for name, got in pairs(res.headers or {}) do
+      name = name:lower()
+      if not framing[name] and matches(ps, name) then h[name] = values(got) end
+    end
+    return answer(txn, status, h, res.body)
   end
   if status == 401 and signin ~= "" then
     local to = expand(txn, signin)
@@ -202,4 +267,25 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
     return answer(txn, status, h)
   end
   answer(txn, 500)
+end, 0)
+
+-- hks_cn: auth-tls-match-cn. txn.an holds the action's regular expression
+-- (map data, checked by the controller: model.MatchCNProblem), txn.dn the
+-- verified client certificate's subject in RFC 2253 form (absent without
+-- a certificate). A subject the expression is not found in, no subject,
+-- or an expression HAProxy's regex engine does not compile: 403. The
+-- compiled expressions are kept, at most 256 (then forgotten together).
+local compiled, ncompiled = {}, 0
+
+core.register_action("hks_cn", { "http-req" }, function(txn)
+  local src = txn:get_var("txn.an") or ""
+  local re = compiled[src]
+  if re == nil then
+    local ok, r = Regex.new(src, true)
+    if not ok then return answer(txn, 403) end
+    if ncompiled >= 256 then compiled, ncompiled = {}, 0 end
+    compiled[src], ncompiled, re = r, ncompiled + 1, r
+  end
+  local dn = txn:get_var("txn.dn")
+  if dn == nil or not re:exec(dn) then return answer(txn, 403) end
 end, 0)

@@ -136,7 +136,7 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 		w("\thttp-request redirect location \"%[var(txn.rd),field(2,|)]://%[var(txn.rh)]%[var(txn.rd),field(4,|)]%[var(txn.rp)]\" code " + c +
 			" if { var(txn.rd),field(1,|) -m str " + c + " }")
 	}
-	writeHTTPAuth(w, h, m, dir) // httpauth.go
+	writeHTTPAuth(w, h, m, dir, f.TLS != nil) // httpauth.go
 	// The backend first: its backendRef's own header changes follow the
 	// rule's (the value is "BACKEND" or "BACKEND|aK.bJ", httpext.go).
 	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.act)]:%[rand(" + strconv.Itoa(httpPick) + "),add(" + strconv.Itoa(httpPick) + ")]\"")

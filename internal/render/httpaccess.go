@@ -88,6 +88,7 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 	if a != nil && a.NoLog {
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".n", "1"})
 	}
+	matchCNEntry(rel, a) // extauth.go
 	if a.Empty() {
 		return
 	}
@@ -173,5 +174,6 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 		}
 	}
 	b = keyBool(b, a.NoLog)
+	b = keyString(b, a.MatchCN)
 	return extAuthKey(authKey(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.ClientCert)), a.Auth), a.ExtAuth)
 }
