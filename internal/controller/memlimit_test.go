@@ -71,9 +71,9 @@ func TestMemoryLimitFollowsTheCaches(t *testing.T) {
 	}
 	add(2, 4)
 	deadline := time.Now().Add(30 * time.Second)
-	for svcs, _, _ := src.Snapshot(); len(svcs) < 3; svcs, _, _ = src.Snapshot() {
+	for svcs, eps, _ := src.Snapshot(); len(svcs) < 3 || len(eps) < 3; svcs, eps, _ = src.Snapshot() {
 		if time.Now().After(deadline) {
-			t.Fatal("the third Service not in the cache within 30 s")
+			t.Fatal("the third Service and its EndpointSlice not in the cache within 30 s")
 		}
 		time.Sleep(10 * time.Millisecond) // polling the cache, with a deadline
 	}

@@ -136,7 +136,10 @@ func TestIngressTLSVersionsAndBalance(t *testing.T) {
 	g.eventually("a cipher list refused: an Event", g.ingressEvent("aes256", "Refused", "NO-SUCH-CIPHER"))
 	g.eventually("the last good version kept", answers(g.httpPort, false, "aes256.example.com", "/", 200, "vers=TLS 1.2 suite=TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"))
 
-	// Balance: 8 clients at once, 5 requests each; the slow Pod's share.
+	// Balance: 8 clients at once, 10 requests each; the slow Pod's share.
+	// The first requests find no connection anywhere and split evenly
+	// (4 of the 80 to the slow Pod), ties after them may go either way:
+	// with 5 requests each a loaded CI machine saw 28%.
 	slowShare := func(host string) (float64, error) {
 		var mu sync.Mutex
 		counts := map[string]int{}
@@ -144,7 +147,7 @@ func TestIngressTLSVersionsAndBalance(t *testing.T) {
 		var first error
 		for range 8 {
 			wg.Go(func() {
-				for range 5 {
+				for range 10 {
 					code, body, err := get(g.httpPort, false, host, "/")
 					mu.Lock()
 					if err == nil && code != 200 {
