@@ -30,10 +30,10 @@ type extAuthAnnotations struct {
 	headers             []string
 	given               string // a key given without auth-url
 	// HAProxy Ingress's keys (hiextauth.go)
-	hi               bool     // its keys given
-	nginx            bool     // ingress-nginx's keys given
-	sameNS           string   // svc://NAME:PORT/...: NAME, url the rest after NAME.NAMESPACE
-	send, pass, fail []string // auth-headers-request, -succeed, -fail
+	hi               bool             // its keys given
+	nginx            bool             // ingress-nginx's keys given
+	sameNS           string           // svc://NAME:PORT/...: NAME, url the rest after NAME.NAMESPACE
+	send, pass, fail []string         // auth-headers-request, -succeed, -fail
 	oauth            oauthAnnotations // oauth and its keys (oauth.go)
 }
 
