@@ -93,7 +93,7 @@ func oauthHeaders(val string) ([]string, string) {
 			out = append(out, h)
 		}
 		if len(out) > maxAuthHeaders {
-			return nil, "more than 32 headers"
+			return nil, "more than " + strconv.Itoa(maxAuthHeaders) + " headers"
 		}
 	}
 	slices.Sort(out)
