@@ -138,6 +138,9 @@ var (
 		HAProxyPrefix + "limit-connections",
 		HAProxyPrefix + "limit-rps",
 		HAProxyPrefix + "limit-whitelist",
+		HAProxyPrefix + "oauth", // oauth.go
+		HAProxyPrefix + "oauth-headers",
+		HAProxyPrefix + "oauth-uri-prefix",
 		HAProxyPrefix + "proxy-body-size",
 		HAProxyPrefix + "redirect-from",
 		HAProxyPrefix + "redirect-to",

@@ -216,7 +216,7 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "limit-connections", "5r/s", true},
 		// Authentication not served: refused, never served open.
 		{NginxPrefix + "auth-type", "basic", true},
-		{HAProxyPrefix + "oauth", "oauth2_proxy", true},
+		{HAProxyPrefix + "oauth", "oauth2", true},              // oauth2_proxy only (oauth.go)
 		{NginxPrefix + "auth-tls-verify-client", "off", false}, // unsupported: auth-tls-secret is what closes
 	} {
 		_, _, refused := parseAnnotations(map[string]string{tc.key: tc.value})

@@ -212,7 +212,11 @@ func (tb *tables) host(h *model.HTTP, name string, https bool) model.HTTPHost {
 			}
 			a = model.HTTPAction{Redirect: rd}
 		}
-		a.Access = r.u.set.access.model() // access.go: redirects too
+		acc := r.u.set.access
+		if r.open {
+			acc.ext = nil // oauth.go: oauth2-proxy's own paths
+		}
+		a.Access = acc.model() // access.go: redirects too
 		host.Rules = append(host.Rules, model.HTTPRule{PathType: r.typ, Path: r.value, Headers: r.headers, Action: action(a)})
 	}
 	if tb.fallback != "" {

@@ -42,6 +42,9 @@ type path struct {
 	// (routing.go); nil: nothing.
 	ext      *model.HTTPActionExt
 	redirect *model.Redirect // Scheme "": the request's
+	// open: oauth's prefix path (oauth2-proxy's own), served without
+	// the Ingress's external authentication (oauth.go)
+	open bool
 }
 
 // compileOne checks an Ingress: refused is why it cannot be served at
@@ -120,7 +123,18 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	}
 	resolveAs := func(b *netv1.IngressBackend, at string, v variant) string { return resolveIn(ing.Namespace, b, at, v) }
 	resolve := func(b *netv1.IngressBackend, at string) string { return resolveAs(b, at, v) }
-	if ext := u.set.access.ext; ext != nil { // extauth.go
+	oauth := &u.set.auth.ext.oauth // oauth.go
+	if _, ignored := oauth.finish(&u.set.auth.ext); ignored != "" {
+		event("UnsupportedAnnotation", ignored)
+	}
+	oauthOn := oauth.on && u.set.auth.ext.url == ""
+	if oauthOn {
+		b, at, why := oauth.service(ing)
+		if why != "" {
+			return nil, why
+		}
+		u.set.access.ext = oauth.model(b, ing.Namespace, resolve(b, at))
+	} else if ext := u.set.access.ext; ext != nil { // extauth.go
 		if b, sns, t, why := authService(ext.URL, ing.Namespace); b != nil {
 			av := variant{}
 			if t != nil {
@@ -178,7 +192,8 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 			cors, _ := s.cors.policy() // cors.go: checked by parseAnnotations
 			ext = withCORS(ext, rd, cors)
 			ext = withHeaders(ext, respHeaders) // customheaders.go
-			u.paths = append(u.paths, path{host: host, typ: typ, value: value, idx: len(u.paths), backend: resolve(&p.Backend, pat+".backend"), ext: ext, redirect: rd})
+			u.paths = append(u.paths, path{host: host, typ: typ, value: value, idx: len(u.paths), backend: resolve(&p.Backend, pat+".backend"), ext: ext, redirect: rd,
+				open: oauthOn && oauth.isPrefix(value)})
 		}
 	}
 	u.paths = append(u.paths, appRoots(u.paths, s.appRoot)...)

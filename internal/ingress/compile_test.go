@@ -94,6 +94,7 @@ func TestCompile(t *testing.T) {
 		{name: "authtls", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "passthrough", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "extauth-ns", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "oauth", opts: Options{Class: "haproxy", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -216,6 +217,9 @@ func action(a model.HTTPAction) string {
 		}
 		if au := ac.Auth; au != nil {
 			ext += fmt.Sprintf(" realm=%q users=%v", au.Realm, au.Users)
+		}
+		if x := ac.ExtAuth; x != nil {
+			ext += fmt.Sprintf(" extauth=%q", x.Spec())
 		}
 	}
 	if ac := a.Access; ac != nil && ac.NoLog {

@@ -30,10 +30,11 @@ type extAuthAnnotations struct {
 	headers             []string
 	given               string // a key given without auth-url
 	// HAProxy Ingress's keys (hiextauth.go)
-	hi               bool     // its keys given
-	nginx            bool     // ingress-nginx's keys given
-	sameNS           string   // svc://NAME:PORT/...: NAME, url the rest after NAME.NAMESPACE
-	send, pass, fail []string // auth-headers-request, -succeed, -fail
+	hi               bool             // its keys given
+	nginx            bool             // ingress-nginx's keys given
+	sameNS           string           // svc://NAME:PORT/...: NAME, url the rest after NAME.NAMESPACE
+	send, pass, fail []string         // auth-headers-request, -succeed, -fail
+	oauth            oauthAnnotations // oauth and its keys (oauth.go)
 }
 
 // parseExtAuth reads an external authentication key (name without its
@@ -125,7 +126,8 @@ func (a *extAuthAnnotations) finish() string {
 	if a.hi && a.nginx {
 		return "annotation " + HAProxyPrefix + "auth-url: the external authentication keys of ingress-nginx and HAProxy Ingress mixed: whose meaning applies is ambiguous"
 	}
-	return ""
+	why, _ := a.oauth.finish(a) // oauth.go
+	return why
 }
 
 // urlKey is the auth-url key given.

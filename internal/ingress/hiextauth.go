@@ -40,6 +40,9 @@ var hiSignInSamples = map[string]string{
 // parseHIExtAuth reads HAProxy Ingress's external authentication key
 // name into a: done is false for the others.
 func (a *extAuthAnnotations) parseHIExtAuth(name, val string) (why string, done bool) {
+	if why, done := a.oauth.parseOAuth(name, val); done { // oauth.go
+		return why, true
+	}
 	switch name {
 	case "auth-url":
 		u, svc, why := hiAuthURL(val)

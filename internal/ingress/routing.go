@@ -333,12 +333,11 @@ func appRoots(paths []path, root string) []path {
 	return out
 }
 
-// closing are the keys that restrict who is served (HAProxy Ingress's
-// oauth; the source ranges, basic and external authentication and the
-// client certificates' subjects are served, access.go, auth.go,
-// extauth.go, hiextauth.go, authtls.go): not served yet, and an Ingress served without one
-// would be open to whom it shuts out, so the Ingress is refused (its
-// last good version keeps serving) rather than served without it.
-var closing = []string{
-	HAProxyPrefix + "oauth",
-}
+// closing are the keys that restrict who is served and are not served
+// yet (none now: the source ranges, basic and external authentication,
+// HAProxy Ingress's oauth and the client certificates' subjects are
+// served, access.go, auth.go, extauth.go, hiextauth.go, oauth.go,
+// authtls.go): an Ingress served without one would be open to whom it
+// shuts out, so such a key refuses the Ingress (its last good version
+// keeps serving) rather than serve it without.
+var closing []string

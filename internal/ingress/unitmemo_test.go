@@ -159,7 +159,7 @@ func TestUnitMemoIsTheWholeCompile(t *testing.T) {
 		{"www", "haproxy", false}, {"routing", "haproxy", false}, {"closing", "haproxy", false},
 		{"access", "haproxy", false}, {"auth", "haproxy", true}, {"backendtls", "haproxy", true},
 		{"cookie", "haproxy", false}, {"retry", "haproxy", false}, {"migrate", "haproxy-k8s-sync", false},
-		{"passthrough", "haproxy", false},
+		{"passthrough", "haproxy", false}, {"oauth", "haproxy", false},
 	} {
 		t.Run(tc.input, func(t *testing.T) {
 			in := load(t, tc.input)

@@ -27,7 +27,8 @@ type ExtAuth struct {
 	// client's own copies removed), ValidHeaderName each (lower case), sorted.
 	Headers []string
 	// SignIn, when set, is where a 401 is redirected (302), with rd= the
-	// original URL (ExtAuthURLProblem too).
+	// original URL (ExtAuthURLProblem too, or a path on the request's own
+	// host: signInProblem).
 	SignIn string
 	// Backend, when set, is the HAProxy backend of the cluster Service
 	// URL names (ValidBackendName): the request goes through HAProxy's
@@ -158,6 +159,16 @@ func ExtAuthURLProblem(u string) string {
 	return ""
 }
 
+// signInProblem is ExtAuthURLProblem of a sign-in URL, which may also be
+// a path on the request's own host (HAProxy Ingress's oauth:
+// /oauth2/start?rd=$uri, a Location relative to the request).
+func signInProblem(u string) string {
+	if strings.HasPrefix(u, "/") && !strings.HasPrefix(u, "//") {
+		return ExtAuthURLProblem("http://h" + u)
+	}
+	return ExtAuthURLProblem(u)
+}
+
 // validHostName reports whether h is a DNS name: labels of letters,
 // digits and hyphens, not starting or ending with a hyphen.
 func validHostName(h string) bool {
@@ -186,7 +197,7 @@ func ValidExtAuth(a *ExtAuth) bool {
 	if !validPatterns(a.Send) || !validPatterns(a.Pass) || !validPatterns(a.Fail) || slices.Contains(a.Pass, ExtAuthNone) {
 		return false
 	}
-	if a.SignIn != "" && ExtAuthURLProblem(a.SignIn) != "" {
+	if a.SignIn != "" && signInProblem(a.SignIn) != "" {
 		return false
 	}
 	for _, h := range a.Headers {
