@@ -66,6 +66,17 @@ func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
 	for c := 0; keep && c < len(m.classes); c++ {
 		keep = sameClass(&m.classes[c], &s.Classes[c])
 	}
+	if keep && len(m.classes) == len(s.Classes) && model.SameSlice(bs, m.backends) {
+		// The very backends of the last call among the same classes
+		// (Grow after OccupyFit in one pass): its classes, not a
+		// second slice of 10,000 (issue 29). Callers only read them.
+		for _, c := range m.class {
+			if c >= 0 {
+				m.kept++
+			}
+		}
+		return m.class
+	}
 	out := make([]int, len(bs))
 	i := 0
 	for j, b := range bs {
@@ -88,7 +99,7 @@ func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
 	m.classes = append(m.classes[:0], s.Classes...)
 	m.backends, m.class = nil, nil
 	if sorted {
-		m.backends, m.class = bs, out
+		m.backends, m.class = bs, slices.Clip(out)
 	}
 	return slices.Clip(out)
 }

@@ -116,7 +116,16 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 	if len(look) > len(bs)/4+8 {
 		return State{}, nil, false // most changed: the whole walk is as quick
 	}
-	next := prev.Clone()
+	// next shares prev's spares until one changes hands (own): an
+	// endpoint or node pass keeps every occupant, and a copy of 10,000
+	// spares a pass (~0.6 MB) was most of what the pool's placing
+	// allocated in tproxy mode's churn (issue 29).
+	next, owned := prev, false
+	own := func() {
+		if !owned {
+			next, owned = prev.Clone(), true
+		}
+	}
 	want := make(map[string]int, len(look)) // name -> index in cfg.Backends
 	for name := range look {
 		if j, ok := slices.BinarySearchFunc(bs, name, func(b *model.Backend, n string) int { return strings.Compare(b.Name, n) }); ok && pooled(bs[j]) {
@@ -143,6 +152,7 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 			}
 			continue
 		}
+		own()
 		next.Spares[i].Occupant, freed[i] = "", true
 		touched = append(touched, i)
 		if wanted {
@@ -157,6 +167,7 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 	for _, i := range outgrown {
 		b := bs[want[next.Spares[i].Occupant]]
 		if j := free(next.Spares[i].Class, b, true); j >= 0 {
+			own()
 			next.Spares[j].Occupant = b.Name
 			next.Spares[i].Occupant, freed[i] = "", true
 			touched = append(touched, i, j)
@@ -176,6 +187,7 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 			waiting = append(waiting, b.Name)
 			continue
 		}
+		own()
 		next.Spares[i].Occupant = b.Name
 		touched = append(touched, i)
 		if !fits(i, b) {

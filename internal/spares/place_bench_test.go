@@ -2,6 +2,7 @@ package spares
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -70,4 +71,47 @@ func manyPlaced(n int, pol Policy) (model.Config, State) {
 	s, waiting := Occupy(State{}, cfg)
 	s, _ = Grow(s, cfg, waiting, pol)
 	return cfg, s
+}
+
+// BenchmarkEndpointPass: the pool's bookkeeping of an endpoint pass at
+// 10,000 Services in tproxy mode's churn (issue 29): one backend's
+// servers change (a new object of the same class, in the same spare),
+// as an EndpointSlice's update makes them, through the driver's steps
+// around its view (ClassMemo.OccupyFit, Grow, EncodeMemo.Encode of
+// pool.json). What it allocates is what the collector must catch up
+// with pass after pass: B/op is the number to read.
+//
+//	go test ./internal/spares -run '^$' -bench EndpointPass -benchmem -benchtime 200x
+func BenchmarkEndpointPass(b *testing.B) {
+	pol := Policy{Spares: 200, Other: 1, LowWater: 1}
+	cfg, s0 := manyPlaced(10000, pol)
+	slots := func(string) int { return 8 }
+	var m ClassMemo
+	var enc EncodeMemo
+	s, _ := m.OccupyFit(s0, cfg, slots)
+	if _, err := enc.Encode(s); err != nil {
+		b.Fatal(err)
+	}
+	server := func(k int) []model.Server {
+		return []model.Server{{Addr: netip.AddrFrom4([4]byte{10, 0, byte(k >> 8), byte(k)}), Port: 80}}
+	}
+	k := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		k++
+		c := cfg
+		c.Backends = slices.Clone(cfg.Backends) // the desired pass's array (not timed apart: the driver does not make it)
+		i := k % len(c.Backends)
+		nb := *c.Backends[i]
+		nb.Servers = server(k)
+		c.Backends[i] = &nb
+		next, waiting := m.OccupyFit(s, c, slots)
+		if _, grow := m.Grow(next, c, waiting, pol); grow || len(waiting) > 0 {
+			b.Fatalf("grow %v, waiting %v: an endpoint pass changes no spare", grow, waiting)
+		}
+		if _, err := enc.Encode(next); err != nil {
+			b.Fatal(err)
+		}
+		s, cfg = next, c
+	}
 }

@@ -265,7 +265,9 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 	// of 10,000 spares a pass was a megabyte for one new Service
 	// (issue 29). The classes are copied now: a class may be added below.
 	grown = State{Classes: slices.Clone(s.Classes), Spares: s.Spares}
-	cls = slices.Clone(cls)
+	// cls is the caller's (ClassMemo keeps it): copied only when a
+	// backend's class is filled in below, not 10,000 ints a pass.
+	clsOwned := false
 	// Counted by class index first (a few classes), then the classes in
 	// use as a map: not a map update per backend, 10,000 a pass.
 	count := make([]int, len(grown.Classes))
@@ -278,6 +280,9 @@ func growBy(s State, cfg model.Config, waiting []string, pol Policy, cls []int) 
 			if c = grown.classOf(b); c < 0 { // a class added for an earlier one
 				grown.Classes = append(grown.Classes, classKey(b))
 				c = len(grown.Classes) - 1
+			}
+			if !clsOwned {
+				cls, clsOwned = slices.Clone(cls), true
 			}
 			cls[j] = c
 		}
