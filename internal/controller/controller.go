@@ -18,6 +18,7 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gcstat"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/metrics"
@@ -173,6 +174,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		return driver.Result{}, errors.New("informer caches not synced")
 	}
 	start := time.Now()
+	gc0 := gcstat.Read()
 	ctx = c.changes.Take(ctx)
 	svcs, eps, nodes := c.src.Snapshot()
 	if c.opts.MemoryLimit != nil {
@@ -199,7 +201,9 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	c.lastGood = d.Good
 	parse := time.Since(start)
 
+	applyStart := time.Now()
 	res, err := c.drv.Apply(ctx, d.Config)
+	apply := time.Since(applyStart)
 	if err == nil && c.opts.OnApplied != nil {
 		c.applied.Do(c.opts.OnApplied)
 	}
@@ -216,7 +220,11 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 		c.opts.PoolStatus.Set(alloc.counts, alloc.errs, alloc.ranges)
 	}
 	c.record(d, res, parse, time.Since(start), err)
-	driver.LogPass(c.log, start, res, err, "services", d.Selected, "frontends", len(d.Config.Frontends), "parse", parse)
+	// apply: the driver's whole Apply (its render, write and runtime
+	// within); then the collections and allocation in the pass (issue
+	// 29: the churn's tail in tproxy mode was taken apart with them).
+	attrs := []any{"services", d.Selected, "frontends", len(d.Config.Frontends), "parse", parse, "apply", apply}
+	driver.LogPass(c.log, start, res, err, append(attrs, gcstat.Read().Since(gc0).Attrs()...)...)
 	return res, err
 }
 
