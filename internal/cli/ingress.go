@@ -14,12 +14,15 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gatewayctl"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingressctl"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 
 	"github.com/spf13/pflag"
 )
+
+var _ gatewayctl.PooledBeside = (*ingressctl.Server)(nil)
 
 // ingressFlags serve Ingresses beside the Gateways (docs/ingress.md):
 // run --mode=gateway --ingress-class=NAME.
@@ -122,8 +125,9 @@ func (f *ingressFlags) recorder(ctx context.Context, client kubernetes.Interface
 // --ingress-class): src also watches Ingresses; Events through rec
 // (recorder, gated by leadership), status through a client of its own;
 // connectReq: the HAProxy sets a connect timeout per request (the
-// driver's render.Options.ConnectPerRequest, from the same version).
-func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []netip.Addr, qps float32, burst int, connectReq bool, rec record.EventRecorder, log *slog.Logger) (*ingressctl.Server, error) {
+// driver's render.Options.ConnectPerRequest, from the same version);
+// pooled: --address-pools (the class may name a pool: ingressctl/pool.go).
+func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []netip.Addr, qps float32, burst int, connectReq, pooled bool, rec record.EventRecorder, log *slog.Logger) (*ingressctl.Server, error) {
 	if f.class == "" {
 		return nil, nil
 	}
@@ -138,6 +142,6 @@ func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []neti
 	return ingressctl.New(src, ingressctl.Options{
 		Ingress: ingress.Options{Class: f.class, Addresses: addrs, HTTPPort: f.httpPort, HTTPSPort: f.httpsPort,
 			DefaultCert: ingress.Key{Namespace: k.Namespace, Name: k.Name}, ProxySetHeaders: setH, AddHeaders: addH, ConnectPerRequest: connectReq},
-		Client: sclient, QPS: qps, Burst: burst, Recorder: rec, Logger: log,
+		Client: sclient, QPS: qps, Burst: burst, Recorder: rec, Logger: log, Pooled: pooled,
 	}), nil
 }

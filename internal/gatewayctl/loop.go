@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
@@ -162,19 +164,30 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		if l.opts.Claimer != nil {
 			gopts.Claims = claims.ToPools(claims.ReadAll(l.src.Claims()))
 		}
+		if pb, ok := l.opts.Beside.(PooledBeside); ok {
+			gopts.Others = pb.PoolRequests(in, gopts.Claims)
+		}
 	}
 	computeStart := time.Now()
 	whole0, kept0 := l.memo.TablesWhole, l.memo.TablesIncremental
 	out := gateway.Compute(in, gopts)
 	compute := time.Since(computeStart)
 	besideStart := time.Now()
+	var w []claims.Want
+	mine := map[types.UID]bool{}
+	if l.opts.Claimer != nil {
+		w, mine = wants(in.Gateways, out)
+	}
+	if pb, ok := l.opts.Beside.(PooledBeside); ok && gopts.Pooled {
+		w, mine = besideWants(pb, out.Others, w, mine) // before Add: its addresses
+	}
 	if l.opts.Beside != nil {
 		l.opts.Beside.Add(&out.Config, in)
 	}
 	beside := time.Since(besideStart)
 	l.assigned = out.Assigned
 	if l.opts.Claimer != nil {
-		l.opts.Claimer.Want(wants(in.Gateways, out)) // it plans again: claims may have changed
+		l.opts.Claimer.Want(w, mine) // it plans again: claims may have changed
 	}
 	parse := time.Since(start)
 	if l.applied != nil {
