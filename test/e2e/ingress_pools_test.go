@@ -19,7 +19,7 @@ import (
 // gets one address of it, in a network namespace of the test's own where
 // the pool is routed the AnyIP way: the class's HTTP frontend binds it
 // (transparent) before any Ingress, so the first Ingress reloads
-// nothing; every served Ingress's status lists it; its claim (an
+// nothing (its backend a spare of --backend-pool); every served Ingress's status lists it; its claim (an
 // IPAddress whose parent is the IngressClass) is made, and released when
 // the class names another pool and when it is deleted. A pool that does
 // not exist or has no free address (a LoadBalancer Service holds it): a
@@ -55,7 +55,7 @@ func TestIngressAddressPool(t *testing.T) {
 	}
 	g.web("web", 0)
 	token := g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml", "../../deploy/gateway/address-pools-rbac.yaml")
-	g.startController(g.withRole(token, "--mode=gateway", "--address-pools", "--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", g.httpPort))...)
+	g.startController(g.withRole(token, "--mode=gateway", "--address-pools", "--backend-pool=4", "--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", g.httpPort))...)
 
 	// Before any Ingress: the class's address is claimed and bound.
 	g.eventually("the class's address claimed", claimOf(g, first, "hks"))
