@@ -72,9 +72,11 @@ func (f *ingressFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.defaultCert, "ingress-default-certificate", "", "NAMESPACE/NAME of the kubernetes.io/tls Secret served to clients naming no host of an Ingress's certificate (--ingress-class); default: the first certificate by name")
 }
 
-// check refuses the Ingress flags outside the gateway mode, with
-// --instance, or malformed.
-func (f *ingressFlags) check(mode string, given map[string]bool, instances bool) error {
+// check refuses the Ingress flags outside the gateway mode, or
+// malformed. With --instance they are served on every instance (local
+// HAProxy only, as the gateway mode's routes), their status once all run
+// them.
+func (f *ingressFlags) check(mode string, given map[string]bool) error {
 	if f.class == "" {
 		for _, n := range []string{"ingress-http-port", "ingress-https-port", "ingress-default-certificate", "ingress-proxy-set-headers", "ingress-add-headers"} {
 			if given[n] {
@@ -86,8 +88,6 @@ func (f *ingressFlags) check(mode string, given map[string]bool, instances bool)
 	switch {
 	case mode != modeGateway:
 		return flagErr("--ingress-class serves Ingresses beside the Gateways: give --mode=gateway")
-	case instances:
-		return flagErr("--ingress-class: Ingresses are not served on several --instance yet")
 	case f.httpPort == 0 || f.httpsPort == 0 || f.httpPort == f.httpsPort:
 		return flagErr("--ingress-http-port and --ingress-https-port: two different ports, not 0")
 	}

@@ -42,7 +42,8 @@ type Options struct {
 	Claimer *claims.Claimer
 	// Beside, when set, serves more than the Gateways on the same model
 	// (the Ingresses, ingressctl): each pass it adds to the model, and
-	// it is told when the model runs. Not with Instances.
+	// it is told when the model runs (with Instances, once every
+	// instance runs it: its AppliedLater, if it has one).
 	Beside Beside
 	Logger *slog.Logger
 }
@@ -191,7 +192,11 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	}
 	parse := time.Since(start)
 	if l.applied != nil {
-		l.applied.computed(out) // before the instances can report it
+		var then func()
+		if b, ok := l.opts.Beside.(interface{ AppliedLater() func() }); ok { // ingressctl.Server
+			then = b.AppliedLater()
+		}
+		l.applied.computed(out, then) // before the instances can report it
 	}
 	applyStart := time.Now()
 	res, err := l.drv.Apply(ctx, out.Config)

@@ -198,9 +198,19 @@ func (s *Server) report(res ingress.Result, cms map[ingress.Key]*corev1.ConfigMa
 // Applied says the model of the last Add runs: the served Ingresses'
 // status may now list the addresses. The writers are woken when that
 // changed what some Ingress's status should say (changed.go).
-func (s *Server) Applied() {
+func (s *Server) Applied() { s.appliedServed(s.pending.Served) }
+
+// AppliedLater is Applied for the model of the last Add, called when
+// that model runs on every --instance (gatewayctl's appliedBook), maybe
+// after later passes: it holds that pass's served Ingresses.
+func (s *Server) AppliedLater() func() {
+	served := s.pending.Served
+	return func() { s.appliedServed(served) }
+}
+
+func (s *Server) appliedServed(served map[ingress.Key][]netip.Addr) {
 	s.mu.Lock()
-	changed := s.applyLocked(s.pending.Served)
+	changed := s.applyLocked(served)
 	s.mu.Unlock()
 	if changed {
 		s.wake.Poke()

@@ -19,7 +19,9 @@ import (
 // gets one address of it, in a network namespace of the test's own where
 // the pool is routed the AnyIP way: the class's HTTP frontend binds it
 // (transparent) before any Ingress, so the first Ingress reloads
-// nothing (its backend a spare of --backend-pool); every served Ingress's status lists it; its claim (an
+// nothing (its backend a spare of --backend-pool; the pool's own growth
+// aside counted apart), nor does a first Ingress again on the frontend
+// its last one left; every served Ingress's status lists it; its claim (an
 // IPAddress whose parent is the IngressClass) is made, and released when
 // the class names another pool and when it is deleted. A pool that does
 // not exist or has no free address (a LoadBalancer Service holds it): a
@@ -63,12 +65,32 @@ func TestIngressAddressPool(t *testing.T) {
 	if !strings.Contains(g.config(), fmt.Sprintf("%s:%d transparent", first, g.httpPort)) {
 		t.Errorf("no transparent bind of the class's address in:\n%s", g.config())
 	}
-	before := g.reloads()
+	// The first Ingress: no reload of its own (the HTTP class's first
+	// backend then tops the backend pool up, one reload aside, counted
+	// apart: backend-pool.md "Growth").
+	const grew = `msg="backend pool grew aside"`
+	before, grown := g.reloads(), strings.Count(g.ctlLog.String(), grew)
 	g.create(ingressOf("shop", "shop.example.com", nil, prefix("/", "web")))
 	g.eventually("the first Ingress serves on the class's address", answersAt(first, g.httpPort, "shop.example.com", "/x", 200, "web "))
 	g.eventually("its status lists the class's address", ingressStatus(g, "shop", first))
+	g.eventually("no reload but the pool's growth", func() error {
+		if n, grows := g.reloads()-before, strings.Count(g.ctlLog.String(), grew)-grown; n != grows {
+			return fmt.Errorf("the first Ingress on the class's address: %d reloads, %d of them the pool's growth", n, grows)
+		}
+		return nil
+	})
+	// The last Ingress gone, the frontend stays: the next first Ingress
+	// is map data and a free spare, 0 reloads.
+	if err := g.ing.Ingresses(ns).Delete(bg, "shop", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g.eventually("the frontend stays, empty", answersAt(first, g.httpPort, "shop.example.com", "/x", 404, ""))
+	before = g.reloads()
+	g.create(ingressOf("shop", "shop.example.com", nil, prefix("/", "web")))
+	g.eventually("served again", answersAt(first, g.httpPort, "shop.example.com", "/x", 200, "web "))
+	g.eventually("its status lists the class's address", ingressStatus(g, "shop", first))
 	if n := g.reloads() - before; n != 0 {
-		t.Errorf("the first Ingress on the class's address: %d reloads, want 0", n)
+		t.Errorf("a first Ingress on the class's empty frontend: %d reloads, want 0", n)
 	}
 	if code, _, err := get(g.httpPort, false, "shop.example.com", "/x"); err == nil {
 		t.Errorf("served on the node's own address too (%d)", code)
