@@ -54,9 +54,15 @@ type Kind string
 const (
 	Service Kind = "Service"
 	Gateway Kind = "Gateway"
+	// IngressClass: the address of every Ingress of an IngressClass of
+	// ours that names a pool (cluster-scoped: no namespace).
+	IngressClass Kind = "IngressClass"
 )
 
-const gatewayGroup = "gateway.networking.k8s.io"
+const (
+	gatewayGroup    = "gateway.networking.k8s.io"
+	networkingGroup = "networking.k8s.io"
+)
 
 // Parent is the object an address is claimed for.
 type Parent struct {
@@ -67,8 +73,11 @@ type Parent struct {
 
 // Key is the parent's key in the allocation (pools.Request.Key).
 func (p Parent) Key() string {
-	if p.Kind == Gateway {
+	switch p.Kind {
+	case Gateway:
 		return pools.GatewayKey(p.Namespace, p.Name)
+	case IngressClass:
+		return pools.IngressClassKey(p.Name)
 	}
 	return p.Namespace + "/" + p.Name
 }
@@ -107,6 +116,8 @@ func Read(ip *networkingv1.IPAddress) (Claim, bool) {
 		k = Service
 	case ref.Group == gatewayGroup && ref.Resource == "gateways":
 		k = Gateway
+	case ref.Group == networkingGroup && ref.Resource == "ingressclasses":
+		k = IngressClass
 	default:
 		return Claim{}, false
 	}
@@ -121,8 +132,11 @@ func (c Claim) IPAddress() *networkingv1.IPAddress {
 		family = "IPv6"
 	}
 	ref := &networkingv1.ParentReference{Resource: "services", Namespace: c.Parent.Namespace, Name: c.Parent.Name}
-	if c.Parent.Kind == Gateway {
+	switch c.Parent.Kind {
+	case Gateway:
 		ref.Group, ref.Resource = gatewayGroup, "gateways"
+	case IngressClass:
+		ref.Group, ref.Resource, ref.Namespace = networkingGroup, "ingressclasses", ""
 	}
 	ann := map[string]string{ParentUIDAnnotation: string(c.Parent.UID)}
 	if c.ShareKey != "" {

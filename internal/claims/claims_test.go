@@ -109,6 +109,7 @@ func TestIPAddressRoundTrip(t *testing.T) {
 	cs := []Claim{
 		{Addr: netip.MustParseAddr("198.18.0.1"), Parent: svc("a")},
 		{Addr: netip.MustParseAddr("2001:db8::1"), Parent: gw("g"), ShareKey: "k"},
+		{Addr: netip.MustParseAddr("198.18.0.2"), Parent: Parent{Kind: IngressClass, Name: "hks", UID: "u-hks"}},
 	}
 	for _, c := range cs {
 		ip := c.IPAddress()
@@ -125,7 +126,10 @@ func TestIPAddressRoundTrip(t *testing.T) {
 	if _, ok := Read(other); ok {
 		t.Errorf("a ClusterIP's IPAddress read as ours")
 	}
-	if got := ReadAll([]*networkingv1.IPAddress{cs[0].IPAddress(), other, cs[1].IPAddress()}); !reflect.DeepEqual(got, cs) {
+	if ref := cs[2].IPAddress().Spec.ParentRef; ref.Group != "networking.k8s.io" || ref.Resource != "ingressclasses" || ref.Namespace != "" {
+		t.Errorf("an IngressClass's claim names %+v", ref)
+	}
+	if got := ReadAll([]*networkingv1.IPAddress{cs[0].IPAddress(), other, cs[1].IPAddress(), cs[2].IPAddress()}); !reflect.DeepEqual(got, cs) {
 		t.Errorf("ReadAll = %+v, want %+v (ours, in order)", got, cs)
 	}
 }
@@ -140,8 +144,10 @@ func validName(ip *networkingv1.IPAddress) error {
 }
 
 func TestToPools(t *testing.T) {
-	got := ToPools([]Claim{claim("198.18.0.1", gw("g"), 0), {Addr: netip.MustParseAddr("198.18.0.2"), Parent: svc("a"), ShareKey: "k"}})
-	want := pools.Claims{netip.MustParseAddr("198.18.0.1"): {Key: "Gateway ns/g"}, netip.MustParseAddr("198.18.0.2"): {Key: "ns/a", ShareKey: "k"}}
+	got := ToPools([]Claim{claim("198.18.0.1", gw("g"), 0), {Addr: netip.MustParseAddr("198.18.0.2"), Parent: svc("a"), ShareKey: "k"},
+		{Addr: netip.MustParseAddr("198.18.0.3"), Parent: Parent{Kind: IngressClass, Name: "hks"}}})
+	want := pools.Claims{netip.MustParseAddr("198.18.0.1"): {Key: "Gateway ns/g"}, netip.MustParseAddr("198.18.0.2"): {Key: "ns/a", ShareKey: "k"},
+		netip.MustParseAddr("198.18.0.3"): {Key: "IngressClass hks"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}

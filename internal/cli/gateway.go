@@ -91,7 +91,7 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 	}
 	pub := gatewayctl.NewPublisher(sclient, src, gatewayctl.PublisherOptions{QPS: float32(f.publish.qps), Burst: f.publish.burst, Logger: log, RouteVersions: routes})
 	rec, gate := f.publish.recorder(f.ingress.recorder(ctx, client))
-	ing, err := f.ingress.setup(src, cfg, dopts.Binds, float32(f.publish.qps), f.publish.burst, f.binVersion.ConnectPerRequest(), rec, log)
+	ing, err := f.ingress.setup(src, cfg, dopts.Binds, float32(f.publish.qps), f.publish.burst, f.binVersion.ConnectPerRequest(), f.publish.pools, rec, log)
 	if err != nil {
 		return err
 	}

@@ -14,12 +14,15 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gatewayctl"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingressctl"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 
 	"github.com/spf13/pflag"
 )
+
+var _ gatewayctl.PooledBeside = (*ingressctl.Server)(nil)
 
 // ingressFlags serve Ingresses beside the Gateways (docs/ingress.md):
 // run --mode=gateway --ingress-class=NAME.
@@ -69,9 +72,11 @@ func (f *ingressFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.defaultCert, "ingress-default-certificate", "", "NAMESPACE/NAME of the kubernetes.io/tls Secret served to clients naming no host of an Ingress's certificate (--ingress-class); default: the first certificate by name")
 }
 
-// check refuses the Ingress flags outside the gateway mode, with
-// --instance, or malformed.
-func (f *ingressFlags) check(mode string, given map[string]bool, instances bool) error {
+// check refuses the Ingress flags outside the gateway mode, or
+// malformed. With --instance they are served on every instance (local
+// HAProxy only, as the gateway mode's routes), their status once all run
+// them.
+func (f *ingressFlags) check(mode string, given map[string]bool) error {
 	if f.class == "" {
 		for _, n := range []string{"ingress-http-port", "ingress-https-port", "ingress-default-certificate", "ingress-proxy-set-headers", "ingress-add-headers"} {
 			if given[n] {
@@ -83,8 +88,6 @@ func (f *ingressFlags) check(mode string, given map[string]bool, instances bool)
 	switch {
 	case mode != modeGateway:
 		return flagErr("--ingress-class serves Ingresses beside the Gateways: give --mode=gateway")
-	case instances:
-		return flagErr("--ingress-class: Ingresses are not served on several --instance yet")
 	case f.httpPort == 0 || f.httpsPort == 0 || f.httpPort == f.httpsPort:
 		return flagErr("--ingress-http-port and --ingress-https-port: two different ports, not 0")
 	}
@@ -122,8 +125,9 @@ func (f *ingressFlags) recorder(ctx context.Context, client kubernetes.Interface
 // --ingress-class): src also watches Ingresses; Events through rec
 // (recorder, gated by leadership), status through a client of its own;
 // connectReq: the HAProxy sets a connect timeout per request (the
-// driver's render.Options.ConnectPerRequest, from the same version).
-func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []netip.Addr, qps float32, burst int, connectReq bool, rec record.EventRecorder, log *slog.Logger) (*ingressctl.Server, error) {
+// driver's render.Options.ConnectPerRequest, from the same version);
+// pooled: --address-pools (the class may name a pool: ingressctl/pool.go).
+func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []netip.Addr, qps float32, burst int, connectReq, pooled bool, rec record.EventRecorder, log *slog.Logger) (*ingressctl.Server, error) {
 	if f.class == "" {
 		return nil, nil
 	}
@@ -138,6 +142,6 @@ func (f *ingressFlags) setup(src *source.Gateway, cfg *rest.Config, addrs []neti
 	return ingressctl.New(src, ingressctl.Options{
 		Ingress: ingress.Options{Class: f.class, Addresses: addrs, HTTPPort: f.httpPort, HTTPSPort: f.httpsPort,
 			DefaultCert: ingress.Key{Namespace: k.Namespace, Name: k.Name}, ProxySetHeaders: setH, AddHeaders: addH, ConnectPerRequest: connectReq},
-		Client: sclient, QPS: qps, Burst: burst, Recorder: rec, Logger: log,
+		Client: sclient, QPS: qps, Burst: burst, Recorder: rec, Logger: log, Pooled: pooled,
 	}), nil
 }

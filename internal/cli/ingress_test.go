@@ -19,7 +19,6 @@ func TestIngressFlagsRefused(t *testing.T) {
 		{[]string{"run", "--mode=gateway", "--ingress-proxy-set-headers=ns/h"}, "--ingress-proxy-set-headers needs --ingress-class"},
 		{[]string{"run", "--mode=gateway", "--ingress-class=haproxy", "--ingress-proxy-set-headers=h"}, "--ingress-proxy-set-headers: want NAMESPACE/NAME"},
 		{[]string{"run", "--mode=gateway", "--ingress-class=haproxy", "--ingress-add-headers=ns/a/b"}, "--ingress-add-headers: want NAMESPACE/NAME"},
-		{[]string{"run", "--mode=gateway", "--ingress-class=haproxy", "--instance", "name=a,config=/a/cfg,master=/a/m,stats=/a/s,state=/a/st"}, "not served on several --instance"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errb := mainOf(tc.args...)

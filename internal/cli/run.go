@@ -84,7 +84,7 @@ func (f *runFlags) run(ctx context.Context, fs *pflag.FlagSet, given map[string]
 	if err := checkScopes(fs, given, f.mode, useDataplane, len(f.instances) > 0); err != nil {
 		return err
 	}
-	if err := f.ingress.check(f.mode, given, len(f.instances) > 0); err != nil {
+	if err := f.ingress.check(f.mode, given); err != nil {
 		return err
 	}
 	if _, err = f.pool.policy(); err != nil {

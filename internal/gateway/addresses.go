@@ -33,7 +33,10 @@ type gwAddrs struct {
 // all claimed for it yet (nor listed in its status) waits: not served,
 // Programmed=False (AddressNotAssigned), its addresses in given (for the
 // claims and the next pass's prev) but not in addrs.
-func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]netip.Addr, claims pools.Claims) (map[Key]gwAddrs, map[Key][]netip.Addr) {
+//
+// opts.Others are allocated among them (others.go: what each got).
+func allocate(gws []*gwv1.Gateway, in Input, opts Options) (map[Key]gwAddrs, map[Key][]netip.Addr, map[string]Given) {
+	ps, prev, claims := opts.Pools, opts.Previous, opts.Claims
 	nsLabels := namespaceLabels(in.Namespaces)
 	var reqs []pools.Request
 	for _, s := range in.Services {
@@ -64,8 +67,10 @@ func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]net
 		keys[r.Key] = k
 		reqs = append(reqs, r)
 	}
+	reqs = append(reqs, opts.Others...)
 	pools.SortRequests(reqs)
 	res := pools.AllocateClaimed(ps, reqs, claims)
+	others := othersGiven(opts.Others, res, claims)
 	res.SplitClaimed(claims, published, share)
 	given := make(map[Key][]netip.Addr, len(keys))
 	probs := map[Key][]pools.Problem{}
@@ -104,7 +109,7 @@ func allocate(gws []*gwv1.Gateway, in Input, ps []pools.Pool, prev map[Key][]net
 		}
 		out[k] = a
 	}
-	return out, given
+	return out, given, others
 }
 
 func addrList(as []netip.Addr) string {

@@ -95,7 +95,7 @@ func Compute(in Input, opts Options) Result {
 				asking = append(asking, g)
 			}
 		}
-		pooled, res.Assigned = allocate(asking, in, opts.Pools, opts.Previous, opts.Claims)
+		pooled, res.Assigned, res.Others = allocate(asking, in, opts)
 	}
 	for _, g := range ours {
 		x := &gw{obj: g, key: Key{g.Namespace, g.Name}}

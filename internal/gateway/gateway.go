@@ -77,6 +77,11 @@ type Options struct {
 	// they are made (nil: none are): a Gateway is served on an address
 	// only once it is claimed for it or its status lists it.
 	Claims pools.Claims
+	// Others are requests of objects served beside the Gateways (an
+	// IngressClass naming a pool: ingressctl), allocated with them, in
+	// the same age order; what each got is Result.Others. Their Current
+	// holds what they had (the last pass's, their claims).
+	Others []pools.Request
 	// UDP: UDP listeners are served (the nftables driver runs); without
 	// it they are not accepted.
 	UDP bool
@@ -113,6 +118,8 @@ type Result struct {
 	// the next pass's Options.Previous and for the claims: those in use
 	// and those being claimed.
 	Assigned map[Key][]netip.Addr
+	// Others: what the pools gave each of Options.Others, by key.
+	Others map[string]Given
 	// Pass and RoutesChanged, with a Memo (routesdelta.go): the memo's
 	// pass that made this result, and the routes whose entry in Routes
 	// may differ from the result of the pass before (Pass-1): a new or

@@ -38,19 +38,21 @@ type appliedBook struct {
 }
 
 type pendingResult struct {
-	key modelKey
-	res gateway.Result
+	key  modelKey
+	res  gateway.Result
+	then func() // the Beside's part of the pass (nil: none)
 }
 
 func newAppliedBook(instances []string, publish func(gateway.Result)) *appliedBook {
 	return &appliedBook{instances: instances, last: map[string]modelKey{}, publish: publish}
 }
 
-// computed records a result whose model was handed to the instances.
-func (b *appliedBook) computed(res gateway.Result) {
+// computed records a result whose model was handed to the instances;
+// then (nil: none) is called with its publishing.
+func (b *appliedBook) computed(res gateway.Result, then func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.pending = append(b.pending, pendingResult{keyOf(res.Config), res})
+	b.pending = append(b.pending, pendingResult{keyOf(res.Config), res, then})
 	if len(b.pending) > maxPending {
 		b.pending = b.pending[len(b.pending)-maxPending:]
 	}
@@ -68,16 +70,19 @@ func (b *appliedBook) applied(instance string, cfg model.Config) {
 			return
 		}
 	}
-	var res *gateway.Result
+	var p *pendingResult
 	for i := len(b.pending) - 1; i >= 0; i-- {
 		if b.pending[i].key == k {
-			res = &b.pending[i].res
+			p = &b.pending[i]
 			b.pending = b.pending[i+1:] // older ones will never be all applied
 			break
 		}
 	}
 	b.mu.Unlock()
-	if res != nil {
-		b.publish(*res)
+	if p != nil {
+		b.publish(p.res)
+		if p.then != nil {
+			p.then()
+		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
@@ -40,7 +42,8 @@ type Options struct {
 	Claimer *claims.Claimer
 	// Beside, when set, serves more than the Gateways on the same model
 	// (the Ingresses, ingressctl): each pass it adds to the model, and
-	// it is told when the model runs. Not with Instances.
+	// it is told when the model runs (with Instances, once every
+	// instance runs it: its AppliedLater, if it has one).
 	Beside Beside
 	Logger *slog.Logger
 }
@@ -162,23 +165,38 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		if l.opts.Claimer != nil {
 			gopts.Claims = claims.ToPools(claims.ReadAll(l.src.Claims()))
 		}
+		if pb, ok := l.opts.Beside.(PooledBeside); ok {
+			gopts.Others = pb.PoolRequests(in, gopts.Claims)
+		}
 	}
 	computeStart := time.Now()
 	whole0, kept0 := l.memo.TablesWhole, l.memo.TablesIncremental
 	out := gateway.Compute(in, gopts)
 	compute := time.Since(computeStart)
 	besideStart := time.Now()
+	var w []claims.Want
+	mine := map[types.UID]bool{}
+	if l.opts.Claimer != nil {
+		w, mine = wants(in.Gateways, out)
+	}
+	if pb, ok := l.opts.Beside.(PooledBeside); ok && gopts.Pooled {
+		w, mine = besideWants(pb, out.Others, w, mine) // before Add: its addresses
+	}
 	if l.opts.Beside != nil {
 		l.opts.Beside.Add(&out.Config, in)
 	}
 	beside := time.Since(besideStart)
 	l.assigned = out.Assigned
 	if l.opts.Claimer != nil {
-		l.opts.Claimer.Want(wants(in.Gateways, out)) // it plans again: claims may have changed
+		l.opts.Claimer.Want(w, mine) // it plans again: claims may have changed
 	}
 	parse := time.Since(start)
 	if l.applied != nil {
-		l.applied.computed(out) // before the instances can report it
+		var then func()
+		if b, ok := l.opts.Beside.(interface{ AppliedLater() func() }); ok { // ingressctl.Server
+			then = b.AppliedLater()
+		}
+		l.applied.computed(out, then) // before the instances can report it
 	}
 	applyStart := time.Now()
 	res, err := l.drv.Apply(ctx, out.Config)

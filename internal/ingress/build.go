@@ -117,7 +117,7 @@ func build(res *Result, units []*unit, w *world, opts Options) *tables {
 		h.Shape, tb.shapes[https] = c.Shape(), c
 		return h
 	}
-	if len(units) == 0 {
+	if len(units) == 0 && !opts.Own {
 		return tb
 	}
 	res.Frontends = append(res.Frontends, model.Frontend{Name: HTTPFrontend, Service: "ingress", Binds: binds(opts, opts.HTTPPort), HTTP: table(opts.HTTPPort, false)})
@@ -234,7 +234,7 @@ func binds(opts Options, port uint16) []model.Bind {
 	}
 	out := make([]model.Bind, len(opts.Addresses))
 	for i, a := range opts.Addresses {
-		out[i] = model.Bind{Addr: a, Port: port}
+		out[i] = model.Bind{Addr: a, Port: port, Transparent: opts.Own}
 	}
 	return out
 }

@@ -78,6 +78,11 @@ type Options struct {
 	// Addresses are the binds' addresses (every local address when
 	// empty), and what status.loadBalancer.ingress says.
 	Addresses []netip.Addr
+	// Own: Addresses are the class's own, from an AddressPool
+	// (ingressctl): bound transparent (the host need not hold them yet),
+	// and the HTTP frontend is there while no Ingress is served, so the
+	// first Ingress is map data, no reload.
+	Own bool
 	// HTTPPort and HTTPSPort are the frontends' ports (80 and 443 when 0).
 	HTTPPort, HTTPSPort uint16
 	// DefaultCert is the Secret served to clients naming no host of a

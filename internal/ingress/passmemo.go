@@ -127,7 +127,7 @@ func (p *passState) sameWorld(in Input, opts Options) string {
 	o.Last = nil
 	switch {
 	case o.Class != p.opts.Class || o.HTTPPort != p.opts.HTTPPort || o.HTTPSPort != p.opts.HTTPSPort ||
-		o.DefaultCert != p.opts.DefaultCert || o.ConnectPerRequest != p.opts.ConnectPerRequest || !slices.Equal(o.Addresses, p.opts.Addresses):
+		o.DefaultCert != p.opts.DefaultCert || o.ConnectPerRequest != p.opts.ConnectPerRequest || o.Own != p.opts.Own || !slices.Equal(o.Addresses, p.opts.Addresses):
 		return "other options"
 	case !samePtrs(in.Classes, p.in.Classes):
 		return "other IngressClasses"

@@ -42,6 +42,8 @@ type Options struct {
 	// Recorder records the Warnings; nil: none.
 	Recorder record.EventRecorder
 	Logger   *slog.Logger
+	// Pooled: run --address-pools; the class may name a pool (pool.go).
+	Pooled bool
 }
 
 // cache is what a Server reads of the Gateway source (source.Gateway
@@ -64,6 +66,7 @@ type Server struct {
 	parts   []any // the last Add's (Parts)
 	events  map[ingress.Event]bool
 	metric  *prometheus.GaugeVec
+	pool    poolState // the class's pool address (pool.go)
 
 	mu      sync.Mutex
 	applied map[ingress.Key][]string // what status should say, of the model that runs
@@ -73,6 +76,9 @@ type Server struct {
 	dirty map[ingress.Key]struct{}
 	full  bool
 	from  unsafe.Pointer // the Served map applied last
+	// poolAddrs: every pool address the class was served on (pool.go),
+	// ours as status lists them.
+	poolAddrs []string
 
 	// looked counts the Ingresses enqueue compared (tests).
 	looked int
@@ -127,10 +133,13 @@ func (s *Server) Add(cfg *model.Config, in gateway.Input) {
 			ii.Problems[k] = sec.Problem
 		}
 	}
-	opts := s.opts.Ingress
+	opts, serve := s.poolOptions(s.opts.Ingress) // pool.go
 	opts.Last = &s.memo
 	compileStart := time.Now()
 	res := ingress.Compile(ii, opts)
+	if !serve { // the class's own address not there (yet): nowhere
+		res.Frontends, res.Backends, res.Served = nil, nil, map[ingress.Key][]netip.Addr{}
+	}
 	mergeStart := time.Now()
 	for _, c := range ingress.Merge(cfg, res) {
 		s.log.Warn("ingress: " + c)
@@ -189,9 +198,19 @@ func (s *Server) report(res ingress.Result, cms map[ingress.Key]*corev1.ConfigMa
 // Applied says the model of the last Add runs: the served Ingresses'
 // status may now list the addresses. The writers are woken when that
 // changed what some Ingress's status should say (changed.go).
-func (s *Server) Applied() {
+func (s *Server) Applied() { s.appliedServed(s.pending.Served) }
+
+// AppliedLater is Applied for the model of the last Add, called when
+// that model runs on every --instance (gatewayctl's appliedBook), maybe
+// after later passes: it holds that pass's served Ingresses.
+func (s *Server) AppliedLater() func() {
+	served := s.pending.Served
+	return func() { s.appliedServed(served) }
+}
+
+func (s *Server) appliedServed(served map[ingress.Key][]netip.Addr) {
 	s.mu.Lock()
-	changed := s.applyLocked(s.pending.Served)
+	changed := s.applyLocked(served)
 	s.mu.Unlock()
 	if changed {
 		s.wake.Poke()

@@ -40,12 +40,16 @@ func (s *Server) want(ing *netv1.Ingress, ours []string) ([]netv1.IngressLoadBal
 	return want, !same
 }
 
-// ours are our addresses as status lists them (Options.Ingress.Addresses).
+// ours are our addresses as status lists them (Options.Ingress.Addresses,
+// and the pool addresses the class was served on).
 func (s *Server) ours() []string {
 	var out []string
 	for _, a := range s.opts.Ingress.Addresses {
 		out = append(out, a.String())
 	}
+	s.mu.Lock()
+	out = append(out, s.poolAddrs...)
+	s.mu.Unlock()
 	return out
 }
 

@@ -48,19 +48,22 @@ func claimsInformer(client kubernetes.Interface) (informers.SharedInformerFactor
 }
 
 // existence looks a claim's object up in the informer of its kind (nil:
-// a kind not watched).
-func existence(services, gateways cache.SharedIndexInformer, p claims.Parent) claims.Existence {
+// a kind not watched); classes: the IngressClasses (cluster-scoped).
+func existence(services, gateways, classes cache.SharedIndexInformer, p claims.Parent) claims.Existence {
 	var inf cache.SharedIndexInformer
+	key := p.Namespace + "/" + p.Name
 	switch p.Kind {
 	case claims.Service:
 		inf = services
 	case claims.Gateway:
 		inf = gateways
+	case claims.IngressClass:
+		inf, key = classes, p.Name
 	}
 	if inf == nil {
 		return claims.Unknown
 	}
-	o, ok, err := inf.GetStore().GetByKey(p.Namespace + "/" + p.Name)
+	o, ok, err := inf.GetStore().GetByKey(key)
 	if err != nil {
 		return claims.Unknown
 	}
@@ -91,7 +94,7 @@ func (s *Source) Exists(p claims.Parent) claims.Existence {
 		return claims.Unknown // not watched
 	}
 	set := s.current()
-	return existence(set.services, set.gateways, p)
+	return existence(set.services, set.gateways, nil, p)
 }
 
 // WithClaims also watches the address claims (with WithPools, where the
@@ -109,7 +112,7 @@ func (g *Gateway) Claims() []*networkingv1.IPAddress {
 // Exists is whether a claim's object is in the caches.
 func (g *Gateway) Exists(p claims.Parent) claims.Existence {
 	set := g.current()
-	return existence(set.services, set.gateways, p)
+	return existence(set.services, set.gateways, set.ing.classes, p)
 }
 
 // lister lists one kind's objects of a namespace.
@@ -118,13 +121,15 @@ type lister func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1
 // lookup is whether p exists, by a consistent read: a list by name (the
 // roles grant list, not get) through the lister of its kind (nil: a kind
 // not watched).
-func lookup(ctx context.Context, p claims.Parent, services, gateways lister) (claims.Existence, error) {
+func lookup(ctx context.Context, p claims.Parent, services, gateways, classes lister) (claims.Existence, error) {
 	var list lister
 	switch p.Kind {
 	case claims.Service:
 		list = services
 	case claims.Gateway:
 		list = gateways
+	case claims.IngressClass:
+		list = classes
 	}
 	if list == nil {
 		return claims.Unknown, nil
@@ -179,17 +184,27 @@ func (s *Source) Lookup(ctx context.Context, p claims.Parent) (claims.Existence,
 			return objects(l.Items), nil
 		}
 	}
-	return lookup(ctx, p, services, gateways)
+	return lookup(ctx, p, services, gateways, nil)
 }
 
 // Lookup is whether a claim's object exists, by a consistent read of the
 // apiserver (claims.Cache).
 func (g *Gateway) Lookup(ctx context.Context, p claims.Parent) (claims.Existence, error) {
+	var classes lister
+	if g.ingressOn { // the Ingresses' role lists IngressClasses
+		classes = func(ctx context.Context, _ string, o metav1.ListOptions) ([]metav1.Object, error) {
+			l, err := g.client.NetworkingV1().IngressClasses().List(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return objects(l.Items), nil
+		}
+	}
 	return lookup(ctx, p, listServices(g.client), func(ctx context.Context, ns string, o metav1.ListOptions) ([]metav1.Object, error) {
 		l, err := g.gc.GatewayV1().Gateways(ns).List(ctx, o)
 		if err != nil {
 			return nil, err
 		}
 		return objects(l.Items), nil
-	})
+	}, classes)
 }

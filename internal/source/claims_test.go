@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
@@ -66,7 +68,13 @@ func TestClaimsExistence(t *testing.T) {
 	single := New(fake.NewClientset(svc), "b")
 	gws := NewGateway(fake.NewClientset(svc), gc, false, map[string]string{})
 	gws.WithClaims()
-	for _, start := range []func(context.Context, time.Duration) error{all.Start, noGateways.Start, single.Start, gws.Start} {
+	// With --ingress-class: the IngressClasses too (an IngressClass's pool
+	// address, cluster-scoped).
+	ic := &netv1.IngressClass{ObjectMeta: metav1.ObjectMeta{Name: "hks", UID: "ic-uid"}}
+	ings := NewGateway(fake.NewClientset(svc, ic), gc, false, map[string]string{})
+	ings.WithIngress(gateway.Key{})
+	ings.WithClaims()
+	for _, start := range []func(context.Context, time.Duration) error{all.Start, noGateways.Start, single.Start, gws.Start, ings.Start} {
 		if err := start(ctx, 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -91,6 +99,11 @@ func TestClaimsExistence(t *testing.T) {
 		{"gateway mode: gateway exists", gws, parent(claims.Gateway, "a", "gw", "gw-uid"), claims.Exists},
 		{"gateway mode: gateway gone", gws, parent(claims.Gateway, "b", "gw", "gw-uid"), claims.Gone},
 		{"unknown kind", gws, parent("Other", "a", "web", "svc-uid"), claims.Unknown},
+		{"ingress: class exists", ings, parent(claims.IngressClass, "", "hks", "ic-uid"), claims.Exists},
+		{"ingress: class of another UID", ings, parent(claims.IngressClass, "", "hks", "old-uid"), claims.Gone},
+		{"ingress: class gone", ings, parent(claims.IngressClass, "", "other", "x"), claims.Gone},
+		{"gateway mode without Ingresses: classes not watched", gws, parent(claims.IngressClass, "", "hks", "ic-uid"), claims.Unknown},
+		{"services mode: classes not watched", all, parent(claims.IngressClass, "", "hks", "ic-uid"), claims.Unknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,13 +42,18 @@ func (g *gwEnv) httpService(name, ip string) {
 // host when tlsOn) and returns the status and body; headers are
 // "Name: value".
 func get(port int, tlsOn bool, host, path string, headers ...string) (int, string, error) {
+	return getAt(serviceIP(), port, tlsOn, host, path, headers...)
+}
+
+// getAt is get to addr.
+func getAt(addr string, port int, tlsOn bool, host, path string, headers ...string) (int, string, error) {
 	tr := &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{ServerName: host, InsecureSkipVerify: true}} //nolint:gosec // the test's own certificates
 	c := &http.Client{Transport: tr, Timeout: 3 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	scheme := "http"
 	if tlsOn {
 		scheme = "https"
 	}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s://%s:%d%s", scheme, serviceIP(), port, path), nil)
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(addr, fmt.Sprint(port)), path), nil)
 	if err != nil {
 		return 0, "", err
 	}
