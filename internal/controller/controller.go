@@ -199,7 +199,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	c.lastGood = d.Good
 	parse := time.Since(start)
 
-	res, err := c.drv.Apply(ctx, d.Config)
+	res, err := c.drv.Apply(driver.WithFrontChanges(ctx, d.FrontChanges), d.Config)
 	if err == nil && c.opts.OnApplied != nil {
 		c.applied.Do(c.opts.OnApplied)
 	}
