@@ -350,7 +350,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config, fronts *model.Fro
 	if err := d.execOps(ctx, up, &res); err != nil {
 		return res, err
 	}
-	if err := d.pushRouteMaps(ctx, cfg, &res); err != nil {
+	if err := d.pushRouteMaps(ctx, cfg, fronts, &res); err != nil {
 		return res, err
 	}
 	if err := d.pushCerts(ctx, cfg, &res); err != nil {
