@@ -85,7 +85,7 @@ func (p poolFlags) view(cfg model.Config, listened func(model.Frontend) bool) (m
 		return cfg, err
 	}
 	var marks spares.SourceMarks
-	cfg, pol = marks.Behind(cfg, pol, listened)
+	cfg, pol = marks.Behind(cfg, nil, pol, listened)
 	occ, waiting := spares.Occupy(spares.State{}, cfg)
 	grown, _ := spares.Grow(occ, cfg, waiting, pol)
 	return spares.View(grown, cfg), nil

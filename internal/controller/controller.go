@@ -202,7 +202,7 @@ func (c *Controller) sync(ctx context.Context) (driver.Result, error) {
 	parse := time.Since(start)
 
 	applyStart := time.Now()
-	res, err := c.drv.Apply(ctx, d.Config)
+	res, err := c.drv.Apply(driver.WithFrontChanges(ctx, d.FrontChanges), d.Config)
 	apply := time.Since(applyStart)
 	if err == nil && c.opts.OnApplied != nil {
 		c.applied.Do(c.opts.OnApplied)

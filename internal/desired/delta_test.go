@@ -115,11 +115,11 @@ func TestServicesDelta(t *testing.T) {
 			got := Compute(in, opts)
 			// A delta says which frontends it added and removed, a whole
 			// pass nothing (model.FrontendChanges).
-			if names, said := got.Config.FrontendsChangedFrom(first.Config.Frontends); said != tc.delta ||
+			if names, said := got.FrontChanges.ChangedFrom(got.Config.Frontends, first.Config.Frontends); said != tc.delta ||
 				(said && !slices.Equal(names, model.ChangedFrontends(first.Config.Frontends, got.Config.Frontends))) {
 				t.Fatalf("frontends changed %v (said %v), want %v", names, said, model.ChangedFrontends(first.Config.Frontends, got.Config.Frontends))
 			}
-			got.Config.FrontChanges = nil
+			got.FrontChanges = nil
 			in.Memo = nil
 			want := Compute(in, opts)
 			if got.GoodEdited != (memo.deltas == 1) {

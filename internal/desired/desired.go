@@ -108,7 +108,12 @@ type Problem struct {
 // Result is the outcome of one pass.
 type Result struct {
 	Config model.Config
-	Good   map[string]settings.Settings // the next pass's LastGood
+	// FrontChanges, when set, says which frontends Config added, removed
+	// or replaced against the last pass's (a delta pass, delta.go); nil:
+	// unknown. A value of this pass, handed to the driver beside Config
+	// (driver.WithFrontChanges); ignoring it is always correct.
+	FrontChanges *model.FrontendChanges
+	Good         map[string]settings.Settings // the next pass's LastGood
 	// GoodEdited: Good is the last pass's map, with the keys of the
 	// Services that came or went added and removed in place (delta.go;
 	// copying 10,000 entries was half of such a pass's allocations, issue
@@ -172,7 +177,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		if res, fast := memo.serversOnly(opts, bySvc); fast {
 			if delta { // frontends and backends came or went
 				res.ServersOnly, res.Config.Changes, res.GoodEdited = false, nil, !memo.goodCopy
-				res.Config.FrontChanges = fronts
+				res.FrontChanges = fronts
 			}
 			return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired/desiredtest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -34,7 +35,7 @@ func TestIncrementalMatchesWholeWorld(t *testing.T) {
 				if msg := compare(w, view); msg != "" {
 					t.Fatalf("step %d: %s\n%s", step, msg, w.Log(12))
 				}
-				if msg, said := frontChanges(prev, w.Last.Config); msg != "" {
+				if msg, said := frontChanges(prev, w.Last); msg != "" {
 					t.Fatalf("step %d: %s\n%s", step, msg, w.Log(12))
 				} else if said {
 					fronts++
@@ -50,14 +51,14 @@ func TestIncrementalMatchesWholeWorld(t *testing.T) {
 	}
 }
 
-// frontChanges checks cfg.FrontChanges (said: set) against the whole
-// walk of prev's frontends and cfg's.
-func frontChanges(prev, cfg model.Config) (msg string, said bool) {
-	fc := cfg.FrontChanges
+// frontChanges checks res.FrontChanges (said: set) against the whole
+// walk of prev's frontends and res's.
+func frontChanges(prev model.Config, res desired.Result) (msg string, said bool) {
+	fc, cfg := res.FrontChanges, res.Config
 	if fc == nil {
 		return "", false
 	}
-	names, ok := cfg.FrontendsChangedFrom(prev.Frontends)
+	names, ok := fc.ChangedFrom(cfg.Frontends, prev.Frontends)
 	if !ok {
 		return "FrontChanges set, but not from the last pass's frontends to this pass's", true
 	}

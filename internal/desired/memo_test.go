@@ -144,7 +144,7 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 				checkChanges(t, step, got.Config, prevBackends)
 				checkKept(t, step, prevBackends, prevValues)
 				prevBackends, prevValues = got.Config.Backends, backendValues(got.Config.Backends)
-				got.Config.Changes, got.Config.FrontChanges = nil, nil // checked by TestIncrementalMatchesWholeWorld
+				got.Config.Changes, got.FrontChanges = nil, nil // checked by TestIncrementalMatchesWholeWorld
 				if got.ServersOnly {
 					serversOnly++
 				}

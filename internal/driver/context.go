@@ -29,6 +29,26 @@ func ChangedAt(ctx context.Context) time.Time {
 	return t
 }
 
+type frontChangesKey struct{}
+
+// WithFrontChanges returns a context telling Apply which frontends of
+// the pass's Config changed against the last pass's (the desired delta
+// pass's model.FrontendChanges; nil: unknown). A value of the pass, not
+// of the Config: a driver that keeps the Config keeps no change list with
+// it, and one that ignores it is correct (issue 29).
+func WithFrontChanges(ctx context.Context, fc *model.FrontendChanges) context.Context {
+	if fc == nil && FrontChangesOf(ctx) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, frontChangesKey{}, fc)
+}
+
+// FrontChangesOf is what WithFrontChanges put into ctx (nil: none).
+func FrontChangesOf(ctx context.Context) *model.FrontendChanges {
+	fc, _ := ctx.Value(frontChangesKey{}).(*model.FrontendChanges)
+	return fc
+}
+
 type preemptKey struct{}
 
 // WithPreempt returns a context telling Apply that newer reports whether

@@ -47,7 +47,11 @@ type instance struct {
 
 	mu   sync.Mutex
 	next *model.Config // newest model not yet taken by the worker
-	last *model.Config // model of the last attempt (retried on failure)
+	// nextFronts: the frontends next changed against the model before it
+	// (WithFrontChanges), when the instance took that one; a value of
+	// the pass, never kept with last.
+	nextFronts *model.FrontendChanges
+	last       *model.Config // model of the last attempt (retried on failure)
 }
 
 // NewInstances returns the fan-out over insts. Run must be running for
@@ -73,14 +77,16 @@ func NewInstances(insts []Instance, log *slog.Logger) *Instances {
 
 // Apply hands cfg to every instance. It never blocks on an instance and
 // never fails: each instance reports and retries its own errors.
-func (m *Instances) Apply(_ context.Context, cfg model.Config) (Result, error) {
+func (m *Instances) Apply(ctx context.Context, cfg model.Config) (Result, error) {
+	fronts := FrontChangesOf(ctx)
 	for _, in := range m.insts {
 		in.mu.Lock()
 		c := cfg
+		in.nextFronts = fronts
 		if in.next != nil {
 			// The instance skipped a model: Changes describes the step
 			// from that one, not from what the instance runs.
-			c.Changes, c.FrontChanges = nil, nil
+			c.Changes, in.nextFronts = nil, nil
 		}
 		in.next = &c
 		in.mu.Unlock()
@@ -101,8 +107,8 @@ func (m *Instances) Run(ctx context.Context) {
 // turn applies the newest model (or retries the last one that failed).
 func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 	in.mu.Lock()
-	cfg, failed := in.next, in.last
-	in.next = nil
+	cfg, failed, fronts := in.next, in.last, in.nextFronts
+	in.next, in.nextFronts = nil, nil
 	if cfg == nil {
 		cfg = failed // a retry
 	}
@@ -110,7 +116,7 @@ func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 		// After a failure Changes no longer describes the step from what
 		// the instance runs: apply the model whole.
 		c := *cfg
-		c.Changes, c.FrontChanges = nil, nil
+		c.Changes, fronts = nil, nil
 		cfg = &c
 	}
 	in.last = cfg
@@ -119,7 +125,7 @@ func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 		return loop.Outcome{}
 	}
 	start := time.Now()
-	res, err := in.Driver.Apply(ctx, *cfg)
+	res, err := in.Driver.Apply(WithFrontChanges(ctx, fronts), *cfg)
 	if in.Observe != nil && ctx.Err() == nil {
 		in.Observe(*cfg, res, err, time.Since(start))
 	}
@@ -130,7 +136,7 @@ func (in *instance) turn(ctx context.Context, _ string) loop.Outcome {
 			// Work under way (a renewal): the turn that comes back
 			// applies this model again, whole, unless a newer came.
 			c := *cfg
-			c.Changes, c.FrontChanges = nil, nil
+			c.Changes = nil
 			in.last = &c
 		}
 		in.mu.Unlock()

@@ -18,11 +18,17 @@ type recDriver struct {
 	down    bool
 	block   chan struct{}
 	again   int // the next passes that report work under way (Result.Again)
+	// fronts: the frontends' changes each applied model was handed with
+	// (WithFrontChanges), by its first frontend's name.
+	fronts   map[string]*model.FrontendChanges
+	attempts int             // Apply calls begun
+	failing  map[string]bool // models that fail, by first frontend
 }
 
 func (d *recDriver) Apply(ctx context.Context, cfg model.Config) (Result, error) {
 	d.mu.Lock()
-	block, down := d.block, d.down
+	block, down := d.block, d.down || d.failing[cfg.Frontends[0].Name]
+	d.attempts++
 	d.mu.Unlock()
 	if block != nil {
 		select {
@@ -37,6 +43,10 @@ func (d *recDriver) Apply(ctx context.Context, cfg model.Config) (Result, error)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.applied = append(d.applied, cfg.Frontends[0].Name)
+	if d.fronts == nil {
+		d.fronts = map[string]*model.FrontendChanges{}
+	}
+	d.fronts[cfg.Frontends[0].Name] = FrontChangesOf(ctx)
 	if d.again > 0 {
 		d.again--
 		return Result{Again: time.Millisecond}, nil
@@ -168,5 +178,85 @@ func TestInstancesComeBackForWorkUnderWay(t *testing.T) {
 	waitUntil(t, "the next model applied", func() bool { return d.last() == "b" })
 	if n := count(); n != 5 {
 		t.Errorf("applied %d times, want 5", n)
+	}
+}
+
+// The frontends' changes a pass hands over (WithFrontChanges) reach an
+// instance's driver with that pass's model only: not with a model that
+// follows one the instance skipped, nor with a retry after a failure,
+// nor with a later model handed over without them (a stale list of
+// another pass). They are a value of the pass, never kept with a model.
+func TestInstancesFrontChangesOnlyWithTheirPass(t *testing.T) {
+	fc := func(of model.Config) *model.FrontendChanges {
+		return &model.FrontendChanges{Of: of.Frontends, Names: []string{of.Frontends[0].Name}}
+	}
+	d := &recDriver{}
+	m := NewInstances([]Instance{{Name: "a", Driver: d}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Run(ctx)
+	frontsOf := func(name string) (*model.FrontendChanges, bool) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		f, ok := d.fronts[name]
+		return f, ok
+	}
+	apply := func(c model.Config, fronts *model.FrontendChanges) {
+		t.Helper()
+		if _, err := m.Apply(WithFrontChanges(ctx, fronts), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set := func(f func()) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		f()
+	}
+	attempts := func() (n int) { set(func() { n = d.attempts }); return n }
+	for _, tc := range []struct {
+		name string
+		run  func() string // the model to look at
+		want bool          // handed its pass's changes
+	}{
+		{"taken", func() string {
+			c := cfgNamed("taken")
+			apply(c, fc(c))
+			return "taken"
+		}, true},
+		{"after a model without them", func() string {
+			c := cfgNamed("said")
+			apply(c, fc(c))
+			waitUntil(t, "said applied", func() bool { return d.last() == "said" })
+			apply(cfgNamed("unsaid"), nil)
+			return "unsaid"
+		}, false},
+		{"after a skipped model", func() string {
+			block := make(chan struct{})
+			set(func() { d.block = block })
+			n := attempts()
+			apply(cfgNamed("busy"), nil)
+			waitUntil(t, "busy taken", func() bool { return attempts() > n })
+			b, c := cfgNamed("skipped"), cfgNamed("newest")
+			apply(b, fc(b))
+			apply(c, fc(c))
+			set(func() { d.block = nil })
+			close(block)
+			return "newest"
+		}, false},
+		{"after a failure", func() string {
+			set(func() { d.failing = map[string]bool{"failed": true} })
+			n := attempts()
+			f, c := cfgNamed("failed"), cfgNamed("after-failure")
+			apply(f, fc(f))
+			waitUntil(t, "failed failed once", func() bool { return attempts() > n })
+			apply(c, fc(c)) // its changes are against failed, which does not run
+			return "after-failure"
+		}, false},
+	} {
+		name := tc.run()
+		waitUntil(t, tc.name+": "+name+" applied", func() bool { _, ok := frontsOf(name); return ok })
+		if got, _ := frontsOf(name); (got != nil) != tc.want {
+			t.Errorf("%s: %s applied with frontends' changes %v, want %v", tc.name, name, got != nil, tc.want)
+		}
 	}
 }

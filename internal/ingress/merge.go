@@ -60,7 +60,7 @@ func Merge(cfg *model.Config, r Result) (conflicts []string) {
 	}
 	slices.SortFunc(cfg.Frontends, func(a, b model.Frontend) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(cfg.Backends, func(a, b *model.Backend) int { return strings.Compare(a.Name, b.Name) })
-	cfg.Changes, cfg.FrontChanges = nil, nil // the backends array is no longer the one it was derived from
+	cfg.Changes = nil // the backends array is no longer the one it was derived from
 	return conflicts
 }
 

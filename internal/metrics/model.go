@@ -31,7 +31,7 @@ func (i *Instance) Model(cfg model.Config) {
 	if i == nil {
 		return
 	}
-	cfg.Changes, cfg.FrontChanges = nil, nil // would keep the previous model alive
+	cfg.Changes = nil // would keep the previous model alive
 	i.mu.Lock()
 	i.model = cfg
 	i.mu.Unlock()

@@ -5,27 +5,32 @@ import (
 	"strings"
 )
 
-// FrontendChanges says how a Config's Frontends were made from another
-// pass's (issue 29): Of (the Config's Frontends array itself) is Base
+// FrontendChanges says how a pass's Frontends were made from another
+// pass's (issue 29): Of (the pass's Frontends array itself) is Base
 // with the frontends named in Names added, removed or replaced; every
 // other frontend of Of is, by name, the same (SameFrontend) as Base's.
 // The desired package's delta pass (a few Services added or removed)
-// sets it; a whole pass leaves it nil: unknown. Consumers that compare
-// two passes' frontends may then look at Names alone, when the
+// says it; a whole pass says nothing (nil: unknown). Consumers that
+// compare two passes' frontends may then look at Names alone, when the
 // frontends they compare with are Base itself; ignoring it is always
 // correct.
+//
+// It is a value of the pass, never a field of a Config: it travels
+// beside the Config (desired.Result.FrontChanges, driver.WithFrontChanges
+// in Apply's context), so no Config a driver or memo keeps can carry a
+// change list, or hold the Base array alive, past its pass.
 type FrontendChanges struct {
 	Base  []Frontend
 	Of    []Frontend
 	Names []string // sorted, each once
 }
 
-// FrontendsChangedFrom returns the names of the frontends of c that
-// differ from base (see FrontendChanges), and false when c does not say
-// (a whole pass, another base, or a stage that made other Frontends).
-func (c *Config) FrontendsChangedFrom(base []Frontend) ([]string, bool) {
-	fc := c.FrontChanges
-	if fc == nil || !SameSlice(fc.Of, c.Frontends) || !SameSlice(fc.Base, base) {
+// ChangedFrom returns the names of the frontends of of that differ from
+// base (see FrontendChanges), and false when fc does not say (nil: a
+// whole pass; another base; or of is not Of: a stage made other
+// Frontends).
+func (fc *FrontendChanges) ChangedFrom(of, base []Frontend) ([]string, bool) {
+	if fc == nil || !SameSlice(fc.Of, of) || !SameSlice(fc.Base, base) {
 		return nil, false
 	}
 	return fc.Names, true

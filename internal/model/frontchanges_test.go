@@ -5,24 +5,25 @@ import (
 	"testing"
 )
 
-func TestFrontendsChangedFrom(t *testing.T) {
+func TestFrontendChangesChangedFrom(t *testing.T) {
 	base := []Frontend{{Name: "a"}, {Name: "c"}}
 	now := []Frontend{{Name: "a"}, {Name: "b"}, {Name: "c"}}
 	said := &FrontendChanges{Base: base, Of: now, Names: []string{"b"}}
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		fc   *FrontendChanges
+		of   []Frontend
 		base []Frontend
 		want []string
 		ok   bool
 	}{
-		{"said", Config{Frontends: now, FrontChanges: said}, base, []string{"b"}, true},
-		{"unknown (a whole pass)", Config{Frontends: now}, base, nil, false},
-		{"from another base", Config{Frontends: now, FrontChanges: said}, slices.Clone(base), nil, false},
-		{"other frontends (a stage changed them)", Config{Frontends: slices.Clone(now), FrontChanges: said}, base, nil, false},
+		{"said", said, now, base, []string{"b"}, true},
+		{"unknown (a whole pass)", nil, now, base, nil, false},
+		{"from another base", said, now, slices.Clone(base), nil, false},
+		{"other frontends (a stage changed them)", said, slices.Clone(now), base, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := tc.cfg.FrontendsChangedFrom(tc.base)
+			got, ok := tc.fc.ChangedFrom(tc.of, tc.base)
 			if ok != tc.ok || !slices.Equal(got, tc.want) {
 				t.Fatalf("got %v %v, want %v %v", got, ok, tc.want, tc.ok)
 			}

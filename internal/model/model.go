@@ -25,10 +25,6 @@ type Config struct {
 	// the listed backends. Consumers may use it to skip comparing the
 	// rest; ignoring it is always correct.
 	Changes *Changes
-	// FrontChanges, when set, says which frontends this Config added,
-	// removed or replaced against another pass's (FrontendChanges); nil:
-	// unknown. Ignoring it is always correct.
-	FrontChanges *FrontendChanges
 	// UDP holds the UDP ports, sorted by Name, for the kernel's load
 	// balancer (the nftables driver). The HAProxy driver ignores it.
 	UDP []UDPService

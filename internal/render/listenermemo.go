@@ -17,10 +17,14 @@ import (
 // entries it gives each map's edit from the last pass's entries (keys
 // added, changed, deleted), which the driver hands to a worker that holds
 // the last pass's file. Frontends not sorted by name, or other options,
-// are computed whole. The zero value is ready; not safe for concurrent
-// use. The slices it returns are its own until the next call.
+// are computed whole. When the pass says which frontends changed against
+// the very Frontends of the last call (model.FrontendChanges: the pool
+// view's, or desired's delta), only those are looked at, the others'
+// records copied in runs (named). The zero value is ready; not safe for
+// concurrent use. The slices it returns are its own until the next call.
 type ListenerMemo struct {
 	o         Options
+	of        []model.Frontend   // the Frontends of the last call
 	frontends []listenedFrontend // the last pass's, in its order
 	spare     []listenedFrontend // the pass before last's: the next pass's array
 	owners    map[string][]keyOwner
@@ -61,16 +65,83 @@ func (e ListenerEdit) Empty() bool { return len(e.Add)+len(e.Set)+len(e.Del) == 
 // Entries are ListenerEntries(cfg, o), and each map's edit from the
 // entries of the last call (known false on the first call, or after a
 // call computed whole: the edits are then empty and mean nothing).
-func (m *ListenerMemo) Entries(cfg model.Config, o Options) (listen, proxy []MapEntry, listenEdit, proxyEdit ListenerEdit, known bool) {
+// fronts, when it says so, names the frontends of cfg that changed
+// against the last call's (nil: unknown, every frontend compared).
+func (m *ListenerMemo) Entries(cfg model.Config, fronts *model.FrontendChanges, o Options) (listen, proxy []MapEntry, listenEdit, proxyEdit ListenerEdit, known bool) {
 	if !o.TProxy() {
 		*m = ListenerMemo{}
 		return nil, nil, ListenerEdit{}, ListenerEdit{}, false
 	}
-	if !m.ok || m.o != o || !model.FrontendsSorted(cfg.Frontends) {
+	touched := map[string]bool{}
+	names, said := fronts.ChangedFrom(cfg.Frontends, m.of)
+	switch {
+	case m.ok && m.o == o && said && m.named(cfg, names, o, touched):
+	case !m.ok || m.o != o || !model.FrontendsSorted(cfg.Frontends):
 		m.whole(cfg, o)
 		return m.listen, m.proxy, ListenerEdit{}, ListenerEdit{}, false
+	default:
+		m.walk(cfg, o, touched)
 	}
-	touched := map[string]bool{}
+	m.of = cfg.Frontends
+	keys := make([]string, 0, len(touched))
+	for k := range touched {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		var lv, pv string
+		if own := m.owners[k]; len(own) > 0 {
+			lv = own[0].backend
+			if own[0].proxy {
+				pv = "1"
+			}
+		}
+		m.listen = setEntry(m.listen, k, lv, &listenEdit)
+		m.proxy = setEntry(m.proxy, k, pv, &proxyEdit)
+	}
+	return m.listen, m.proxy, listenEdit, proxyEdit, true
+}
+
+// named takes cfg's frontends when only those named (sorted, each once)
+// may differ from the last call's (model.FrontendChanges): the others'
+// records are copied in runs, their frontends not looked at. False,
+// nothing changed, when names are not sorted.
+func (m *ListenerMemo) named(cfg model.Config, names []string, o Options, touched map[string]bool) bool {
+	if !slices.IsSorted(names) {
+		return false
+	}
+	next := slices.Grow(m.spare[:0], len(cfg.Frontends))
+	i := 0 // in m.frontends
+	for _, name := range names {
+		j, had := slices.BinarySearchFunc(m.frontends[i:], name, func(lf listenedFrontend, n string) int { return strings.Compare(lf.name, n) })
+		next = append(next, m.frontends[i:i+j]...)
+		var old *listenedFrontend
+		if i += j; had {
+			old = &m.frontends[i]
+			i++
+		}
+		k, now := model.FrontendIndex(cfg.Frontends, name)
+		if old != nil && now && old.same(cfg.Frontends[k]) {
+			next = append(next, *old)
+			continue
+		}
+		if old != nil {
+			m.drop(*old, touched)
+		}
+		if now {
+			lf := listenedOf(cfg.Frontends[k], o)
+			m.take(lf, touched)
+			next = append(next, lf)
+		}
+	}
+	next = append(next, m.frontends[i:]...)
+	clear(m.frontends) // hold no binds of the pass before
+	m.frontends, m.spare = next, m.frontends
+	return true
+}
+
+// walk takes cfg's frontends (sorted by name) by a walk of both calls'.
+func (m *ListenerMemo) walk(cfg model.Config, o Options, touched map[string]bool) {
 	// The array of the pass before last, reused: ~0.5 MB a pass at
 	// 10,000 Services not allocated (issue 29).
 	next := slices.Grow(m.spare[:0], len(cfg.Frontends))
@@ -101,30 +172,13 @@ func (m *ListenerMemo) Entries(cfg model.Config, o Options) (listen, proxy []Map
 	}
 	clear(m.frontends) // hold no binds of the pass before
 	m.frontends, m.spare = next, m.frontends
-	keys := make([]string, 0, len(touched))
-	for k := range touched {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		var lv, pv string
-		if own := m.owners[k]; len(own) > 0 {
-			lv = own[0].backend
-			if own[0].proxy {
-				pv = "1"
-			}
-		}
-		m.listen = setEntry(m.listen, k, lv, &listenEdit)
-		m.proxy = setEntry(m.proxy, k, pv, &proxyEdit)
-	}
-	return m.listen, m.proxy, listenEdit, proxyEdit, true
 }
 
 // whole computes the entries as ListenerEntries does and keeps what the
 // next call compares.
 func (m *ListenerMemo) whole(cfg model.Config, o Options) {
 	listen, proxy := ListenerEntries(cfg, o)
-	*m = ListenerMemo{o: o, listen: listen, proxy: proxy, owners: map[string][]keyOwner{},
+	*m = ListenerMemo{o: o, of: cfg.Frontends, listen: listen, proxy: proxy, owners: map[string][]keyOwner{},
 		frontends: make([]listenedFrontend, 0, len(cfg.Frontends))}
 	for _, f := range cfg.Frontends {
 		lf := listenedOf(f, o)

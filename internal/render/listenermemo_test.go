@@ -19,7 +19,9 @@ import (
 // whole computation, and its edits take the last pass's entries to the
 // new ones. Unchanged frontends are the very same objects between passes
 // (their binds the same slices), as a model that shares what did not
-// change gives them.
+// change gives them. Half the passes say which frontends changed
+// (model.FrontendChanges), as the pool's view and desired's delta do:
+// the memo then looks at those alone (named), with the same result.
 func TestListenerMemoRandomEdits(t *testing.T) {
 	o := tproxyOpts()
 	for _, seed := range []uint64{1, 2, 3, 4} {
@@ -33,10 +35,24 @@ func TestListenerMemoRandomEdits(t *testing.T) {
 			newFront := func() model.Frontend { n++; return randomListened(r, n) }
 			var memo ListenerMemo
 			var prevListen, prevProxy map[string]string
+			named := 0 // passes that said which frontends changed
+			var older []model.Frontend
 			for pass := range 300 {
+				prev := fs
 				fs = modeledit.Frontends(r, fs, newFront, func() model.Bind { return randomBind(r) })
 				cfg := model.Config{Frontends: fs}
-				listen, proxy, le, pe, known := memo.Entries(cfg, o)
+				var fronts *model.FrontendChanges
+				switch k := r.IntN(10); {
+				case k < 5:
+					fronts = &model.FrontendChanges{Base: prev, Of: fs, Names: model.ChangedFrontends(prev, fs)}
+					named++
+				case k == 5 && older != nil:
+					// A stale list: from another pass's frontends, saying
+					// nothing changed. Not taken (the walk instead).
+					fronts = &model.FrontendChanges{Base: older, Of: fs}
+				}
+				older = prev
+				listen, proxy, le, pe, known := memo.Entries(cfg, fronts, o)
 				wl, wp := ListenerEntries(cfg, o)
 				if !slices.Equal(listen, wl) || !slices.Equal(proxy, wp) {
 					t.Fatalf("pass %d: memo\n%v\n%v\nwhole\n%v\n%v", pass, listen, proxy, wl, wp)
@@ -50,6 +66,9 @@ func TestListenerMemoRandomEdits(t *testing.T) {
 				}
 				prevListen, prevProxy = entryMap(wl), entryMap(wp)
 			}
+			if named < 100 {
+				t.Fatalf("%d of 300 passes said which frontends changed", named)
+			}
 		})
 	}
 }
@@ -62,7 +81,7 @@ func TestListenerMemoUnsorted(t *testing.T) {
 	fs := []model.Frontend{randomListened(r, 2), randomListened(r, 1)}
 	var memo ListenerMemo
 	for pass := range 3 {
-		listen, proxy, _, _, known := memo.Entries(model.Config{Frontends: fs}, o)
+		listen, proxy, _, _, known := memo.Entries(model.Config{Frontends: fs}, nil, o)
 		wl, wp := ListenerEntries(model.Config{Frontends: fs}, o)
 		if known || !slices.Equal(listen, wl) || !slices.Equal(proxy, wp) {
 			t.Fatalf("pass %d: known %v, memo %v %v, whole %v %v", pass, known, listen, proxy, wl, wp)

@@ -33,7 +33,7 @@ func BenchmarkDriverKept(b *testing.B) {
 		s, _ = Grow(s, cfg, waiting, pol)
 		s, _ = Occupy(s, cfg)
 		var memo ViewMemo
-		view := memo.ViewExcept(s, cfg, nil)
+		view, _ := memo.ViewExcept(s, cfg, nil, nil)
 		layout, exhausted := plan.Assign(view, nil, true)
 		runtime.GC()
 		runtime.ReadMemStats(&after)

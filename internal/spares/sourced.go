@@ -36,8 +36,10 @@ type SourceMarks struct {
 // Of is cfg with every pooled backend that a frontend listened (for
 // which listened holds) and restricted names marked SourceChecked, and
 // every other one not; a backend whose mark changes is a copy, the
-// others are cfg's own. Backends keep their order.
-func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) model.Config {
+// others are cfg's own. Backends keep their order. fronts, when not nil,
+// says which of cfg's frontends changed against the last pass's (the
+// pass's model.FrontendChanges).
+func (m *SourceMarks) Of(cfg model.Config, fronts *model.FrontendChanges, listened func(model.Frontend) bool) model.Config {
 	ch := cfg.Changes
 	if ch != nil && m.in != nil && model.SameSlice(ch.Base, m.in) && model.SameSlice(cfg.Frontends, m.frontends) &&
 		len(cfg.Backends) == len(m.in) {
@@ -59,7 +61,7 @@ func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) m
 		cfg.Changes = &model.Changes{Base: base, Backends: ch.Backends}
 		return cfg
 	}
-	checked := m.count(cfg, listened)
+	checked := m.count(cfg, fronts, listened)
 	m.in, m.frontends, m.checked, m.out = cfg.Backends, cfg.Frontends, checked, nil
 	if len(checked) == 0 && !slices.ContainsFunc(cfg.Backends, func(b *model.Backend) bool { return b.SourceChecked }) {
 		m.copies = nil
@@ -83,13 +85,13 @@ func (m *SourceMarks) Of(cfg model.Config, listened func(model.Frontend) bool) m
 }
 
 // count is the checked counts of cfg's frontends: from the last pass's
-// when cfg says which frontends changed against the last pass's very
+// when fronts says which frontends changed against the last pass's very
 // Frontends (model.FrontendChanges: desired's delta, a new Service),
 // only those looked at (issue 29: 10,000 frontends a pass); else every
 // frontend counted anew.
-func (m *SourceMarks) count(cfg model.Config, listened func(model.Frontend) bool) map[string]int {
+func (m *SourceMarks) count(cfg model.Config, fronts *model.FrontendChanges, listened func(model.Frontend) bool) map[string]int {
 	counts := func(f *model.Frontend) bool { return f.Restricted() && f.Backend != "" && listened(*f) }
-	if names, ok := cfg.FrontendsChangedFrom(m.frontends); ok && m.checked != nil {
+	if names, ok := fronts.ChangedFrom(cfg.Frontends, m.frontends); ok && m.checked != nil {
 		for _, name := range names {
 			if i, was := model.FrontendIndex(m.frontends, name); was && counts(&m.frontends[i]) {
 				if m.checked[m.frontends[i].Backend]--; m.checked[m.frontends[i].Backend] == 0 {
@@ -134,10 +136,10 @@ func twin(c model.Backend) model.Backend {
 // large spare per class (Policy.Sized, sized.go): there every new
 // Service takes a spare; otherwise cfg and pol as they are. The driver and `render
 // --backend-pool` both go through it.
-func (m *SourceMarks) Behind(cfg model.Config, pol Policy, listened func(model.Frontend) bool) (model.Config, Policy) {
+func (m *SourceMarks) Behind(cfg model.Config, fronts *model.FrontendChanges, pol Policy, listened func(model.Frontend) bool) (model.Config, Policy) {
 	if listened == nil {
 		return cfg, pol
 	}
 	pol.SourceTwin, pol.Sized = true, true
-	return m.Of(cfg, listened), pol
+	return m.Of(cfg, fronts, listened), pol
 }

@@ -37,7 +37,7 @@ func TestSourceMarks(t *testing.T) {
 		var m SourceMarks
 		cfg := cfgOf(be("be_a", 0, "10.0.0.1:1"), be("be_b", 0, "10.0.0.2:1"), be("be_c", 0, "10.0.0.3:1"))
 		cfg.Frontends = tc.fs
-		out := m.Of(cfg, listened)
+		out := m.Of(cfg, nil, listened)
 		for i, b := range out.Backends {
 			if b.SourceChecked != tc.want[i] {
 				t.Errorf("%s: %s SourceChecked %v, want %v", tc.name, b.Name, b.SourceChecked, tc.want[i])
@@ -51,7 +51,7 @@ func TestSourceMarks(t *testing.T) {
 		next.Backends = append([]*model.Backend(nil), cfg.Backends...)
 		next.Backends[1] = cfg.Backends[1].WithServers([]model.Server{{Addr: netip.MustParseAddr("10.0.0.9"), Port: 1}})
 		next.Changes = &model.Changes{Base: cfg.Backends, Backends: []int{1}}
-		got := m.Of(next, listened)
+		got := m.Of(next, nil, listened)
 		if got.Changes == nil || !model.SameSlice(got.Changes.Base, out.Backends) || len(got.Changes.Backends) != 1 {
 			t.Fatalf("%s: a servers-only pass lost its Changes: %+v", tc.name, got.Changes)
 		}
@@ -65,7 +65,7 @@ func TestSourceMarks(t *testing.T) {
 		// backend objects: each is the very one of the last pass, a
 		// marked copy included (the view's memo keeps its spare).
 		whole := model.Config{Frontends: append(slices.Clone(tc.fs), fe("d")), Backends: next.Backends}
-		again := m.Of(whole, listened)
+		again := m.Of(whole, nil, listened)
 		for i, b := range again.Backends {
 			if b != got.Backends[i] {
 				t.Errorf("%s: %s made again by a whole pass", tc.name, b.Name)
@@ -143,13 +143,14 @@ func TestSourceMarksRandomEdits(t *testing.T) {
 					}
 				}
 				cfg := model.Config{Frontends: fs, Backends: backends}
+				var fronts *model.FrontendChanges
 				if r.IntN(2) == 0 {
-					cfg.FrontChanges = &model.FrontendChanges{Base: prev, Of: fs, Names: model.ChangedFrontends(prev, fs)}
+					fronts = &model.FrontendChanges{Base: prev, Of: fs, Names: model.ChangedFrontends(prev, fs)}
 					said++
 				}
-				got := m.Of(cfg, listened)
+				got := m.Of(cfg, fronts, listened)
 				var whole SourceMarks
-				want := whole.Of(model.Config{Frontends: fs, Backends: backends}, listened)
+				want := whole.Of(model.Config{Frontends: fs, Backends: backends}, nil, listened)
 				if model.SameSlice(want.Backends, backends) != model.SameSlice(got.Backends, backends) {
 					t.Fatalf("pass %d: the model's own backends kept %v, by a whole count %v", pass,
 						model.SameSlice(got.Backends, backends), model.SameSlice(want.Backends, backends))

@@ -37,7 +37,7 @@ func TestSpareRangesKeepStructureBehindListener(t *testing.T) {
 	feA, beA := svc("a", "192.0.2.10")
 	cfg := cfgOf(beA)
 	cfg.Frontends = []model.Frontend{feA}
-	cfg = marks.Of(cfg, opts.Listened)
+	cfg = marks.Of(cfg, nil, opts.Listened)
 	occ, waiting := Occupy(State{}, cfg)
 	s, _ := Grow(occ, cfg, waiting, policy)
 	view := View(s, cfg)
@@ -62,7 +62,7 @@ func TestSpareRangesKeepStructureBehindListener(t *testing.T) {
 	} {
 		cfg2 := cfgOf(tc.bs...)
 		cfg2.Frontends = tc.fs
-		cfg2 = marks.Of(cfg2, opts.Listened)
+		cfg2 = marks.Of(cfg2, nil, opts.Listened)
 		s2, waiting := Occupy(s, cfg2)
 		if _, grow := Grow(s2, cfg2, waiting, policy); grow || len(waiting) > 0 {
 			t.Fatalf("%s: the pool grew (waiting %v)", tc.name, waiting)

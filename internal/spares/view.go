@@ -29,14 +29,17 @@ func View(s State, cfg model.Config) model.Config { return ViewExcept(s, cfg, ni
 // creates at runtime (runtimeapi/dynamic.go); Occupy and Grow are then
 // given the model without them (Without).
 func ViewExcept(s State, cfg model.Config, own func(*model.Backend) bool) model.Config {
-	return viewExcept(s, cfg, own, nil)
+	out, _ := viewExcept(s, cfg, nil, own, nil)
+	return out
 }
 
 // viewExcept is ViewExcept, the spares' backends taken from memo when it
-// has them (nil: none kept).
-func viewExcept(s State, cfg model.Config, own func(*model.Backend) bool, memo *ViewMemo) model.Config {
-	if out, ok := memo.delta(s, cfg, own); ok { // viewdelta.go
-		return out
+// has them (nil: none kept), and which frontends of the view the memo's
+// delta made again against its last view (nil: unknown). fronts: which
+// of cfg's frontends changed against the last pass's (nil: unknown).
+func viewExcept(s State, cfg model.Config, fronts *model.FrontendChanges, own func(*model.Backend) bool, memo *ViewMemo) (model.Config, *model.FrontendChanges) {
+	if out, viewFronts, ok := memo.delta(s, cfg, fronts, own); ok { // viewdelta.go
+		return out, viewFronts
 	}
 	pooled := func(b *model.Backend) bool { return pooled(b) && (own == nil || !own(b)) }
 	idx := s.index()
@@ -89,10 +92,10 @@ func viewExcept(s State, cfg model.Config, own func(*model.Backend) bool, memo *
 	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
 	if memo != nil && memo.laterView {
 		memo.later(s, cfg, own, out, reject, frontOut)
-		return out
+		return out, nil
 	}
 	memo.remember(s.Spares, false, cfg, own != nil, out, reject, frontOut)
-	return out
+	return out, nil
 }
 
 // viewFrontend is f as the view has it, its backends in HAProxy's names
@@ -148,7 +151,7 @@ func Without(cfg model.Config, own func(*model.Backend) bool) model.Config {
 		return cfg
 	}
 	out := cfg
-	out.Changes, out.FrontChanges = nil, nil
+	out.Changes = nil
 	out.Backends = slices.DeleteFunc(slices.Clone(cfg.Backends), own)
 	return out
 }

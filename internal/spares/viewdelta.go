@@ -92,20 +92,22 @@ func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bo
 	m.last = l
 }
 
-// delta is the view of s and cfg made from the last one, and whether it
-// could be (see above).
-func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) bool) (model.Config, bool) {
+// delta is the view of s and cfg made from the last one, which of its
+// frontends it made again or left out against the last view's, and
+// whether it could be (see above). fronts: which of cfg's frontends
+// changed against the last pass's (nil: unknown, walked).
+func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChanges, own func(*model.Backend) bool) (model.Config, *model.FrontendChanges, bool) {
 	if m == nil || m.laterView {
-		return model.Config{}, false
+		return model.Config{}, nil, false
 	}
 	m.settle()
 	if !m.last.ok || own != nil || len(s.Spares) != len(m.last.spares) || !m.sameClasses(s) {
-		return model.Config{}, false
+		return model.Config{}, nil, false
 	}
 	l := &m.last
 	for i, sp := range s.Spares {
 		if p := l.spares[i]; sp.Name != p.Name || sp.Class != p.Class || sp.Slots != p.Slots {
-			return model.Config{}, false
+			return model.Config{}, nil, false
 		}
 	}
 	// Whether the frontends are sorted and whether one is routed (the
@@ -114,13 +116,13 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 	// a third of this view's time for one new Service).
 	changed, ok := changedBackends(l.backends, cfg.Backends)
 	if !ok {
-		return model.Config{}, false
+		return model.Config{}, nil, false
 	}
 	// moved: the model backends whose HAProxy name may have changed.
 	moved := make(map[string]bool, len(changed)+2)
 	for _, name := range changed {
 		if !pooled(&model.Backend{Name: name}) {
-			return model.Config{}, false // the controller's own: whole
+			return model.Config{}, nil, false // the controller's own: whole
 		}
 		moved[name] = true
 	}
@@ -144,7 +146,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		if o := s.Spares[i].Occupant; o != "" {
 			if _, dup := l.occ[o]; dup {
 				m.last = lastView{}
-				return model.Config{}, false // two spares with one occupant: whole
+				return model.Config{}, nil, false // two spares with one occupant: whole
 			}
 			l.occ[o] = i
 			l.index[o] = l.spareAt[i]
@@ -171,19 +173,19 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 		b := byName(name)
 		return name, b == nil || !pooled(b)
 	}
-	base := l.out.Frontends // the last view's: its FrontChanges' Base
-	if names, ok := cfg.FrontendsChangedFrom(l.frontends); ok {
+	base := l.out.Frontends // the last view's: the view's FrontendChanges' Base
+	if names, ok := fronts.ChangedFrom(cfg.Frontends, l.frontends); ok {
 		if frontOut, ok := l.named(&out, cfg, names, moved, haproxyName); ok { // viewnamed.go
 			l.frontends, l.backends, l.out, l.frontOut = cfg.Frontends, cfg.Backends, out, frontOut
 			m.deltas++
 			m.named++
-			return viewChanges(out, base, names), true
+			return viewChanges(out, base, names)
 		}
 		out.Frontends = out.Frontends[:0]
 	}
 	frontOut := make([]int, len(cfg.Frontends))
 	j := 0
-	var names []string // the frontends made again or gone (the view's FrontChanges)
+	var names []string // the frontends made again or gone (the view's FrontendChanges)
 	reject, plain := false, true
 	// The last view's frontends kept are copied in runs (run: the next
 	// ones of l.out.Frontends to append), not one by one.
@@ -198,7 +200,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 			// Not sorted (model.FrontendsSorted): whole. The spares
 			// and indices changed above are the last view's no more.
 			m.last = lastView{}
-			return model.Config{}, false
+			return model.Config{}, nil, false
 		}
 		routed := f.Routed()
 		reject = reject || routed
@@ -242,20 +244,20 @@ func (m *ViewMemo) delta(s State, cfg model.Config, own func(*model.Backend) boo
 	if reject != l.reject {
 		// The reject backend comes or goes: whole, as above.
 		m.last = lastView{}
-		return model.Config{}, false
+		return model.Config{}, nil, false
 	}
 	l.frontends, l.backends, l.out, l.frontOut, l.plain = cfg.Frontends, cfg.Backends, out, frontOut, plain
 	m.deltas++
-	return viewChanges(out, base, names), true
+	return viewChanges(out, base, names)
 }
 
-// viewChanges is out saying which of its frontends the delta made again
-// or left out against base, the last view's (model.FrontendChanges;
-// names may hold more: a routed or HTTP frontend is made again the same).
-// The memo keeps out without it: it would hold base alive.
-func viewChanges(out model.Config, base []model.Frontend, names []string) model.Config {
-	out.FrontChanges = &model.FrontendChanges{Base: base, Of: out.Frontends, Names: names}
-	return out
+// viewChanges is out and which of its frontends the delta made again or
+// left out against base, the last view's (model.FrontendChanges; names
+// may hold more: a routed or HTTP frontend is made again the same). A
+// value of the pass: the memo keeps out, never it (it would hold base
+// alive).
+func viewChanges(out model.Config, base []model.Frontend, names []string) (model.Config, *model.FrontendChanges, bool) {
+	return out, &model.FrontendChanges{Base: base, Of: out.Frontends, Names: names}, true
 }
 
 // sameClasses reports whether s has the classes of the last view.

@@ -32,7 +32,7 @@ type pendingView struct {
 func (m *ViewMemo) ViewLater(s State, cfg model.Config, own func(*model.Backend) bool) model.Config {
 	m.settle()
 	m.laterView = true
-	out := viewExcept(s, cfg, own, m)
+	out, _ := viewExcept(s, cfg, nil, own, m)
 	m.laterView = false
 	return out
 }
@@ -44,7 +44,7 @@ func (m *ViewMemo) later(s State, cfg model.Config, own func(*model.Backend) boo
 	m.spares, m.last = nil, lastView{}
 	m.pending = &pendingView{spares: slices.Clone(s.Spares), cfg: cfg, own: own != nil, out: out,
 		reject: reject, frontOut: frontOut}
-	m.pending.cfg.Changes, m.pending.cfg.FrontChanges = nil, nil
+	m.pending.cfg.Changes = nil
 }
 
 // settle builds the maps of a view ViewLater made, as ViewExcept would

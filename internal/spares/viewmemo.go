@@ -36,9 +36,13 @@ type viewedSpare struct {
 }
 
 // ViewExcept is spares.ViewExcept(s, cfg, own), reusing the backends of
-// the last view that are made of the same objects.
-func (m *ViewMemo) ViewExcept(s State, cfg model.Config, own func(*model.Backend) bool) model.Config {
-	return viewExcept(s, cfg, own, m)
+// the last view that are made of the same objects. fronts says which of
+// cfg's frontends changed against the last pass's (the pass's
+// model.FrontendChanges; nil: unknown); the view's own, against the last
+// view's Frontends, is returned beside it (nil: unknown; viewdelta.go).
+// Neither is kept: both are values of the pass.
+func (m *ViewMemo) ViewExcept(s State, cfg model.Config, fronts *model.FrontendChanges, own func(*model.Backend) bool) (model.Config, *model.FrontendChanges) {
+	return viewExcept(s, cfg, fronts, own, m)
 }
 
 // begin compares s's classes with the last view's.

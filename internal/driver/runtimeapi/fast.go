@@ -64,7 +64,7 @@ func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *drive
 	}
 	// The structure (frontends, backend settings, slot counts) is the one
 	// running: the hash stays.
-	cfg.Changes, cfg.FrontChanges = nil, nil // not needed any more; they hold the previous model's arrays
+	cfg.Changes = nil // not needed any more; it holds the previous model's arrays
 	// d.layout is updated in place (a copy of 10,000 entries per pass was
 	// the driver's largest allocation): it is read only under d.mu, and
 	// a flush rendering it outside the lock has it copied first.

@@ -234,9 +234,9 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	var res driver.Result
 	var err error
 	if d.opts.Pool.On() {
-		res, err = d.applyPooled(ctx, cfg)
+		res, err = d.applyPooled(ctx, cfg, driver.FrontChangesOf(ctx))
 	} else {
-		res, err = d.apply(ctx, cfg)
+		res, err = d.apply(ctx, cfg, driver.FrontChangesOf(ctx))
 	}
 	if errors.Is(err, driver.ErrDeferred) && d.known {
 		// A reload held back: what the running worker serves is the part
@@ -249,8 +249,11 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	return res, err
 }
 
-// apply is Apply of a model in HAProxy's names, under d.mu.
-func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
+// apply is Apply of a model in HAProxy's names, under d.mu. fronts, when
+// not nil, says which of cfg's frontends changed against the last
+// pass's (model.FrontendChanges: the pass's, or its view's); a value of
+// the pass, kept nowhere.
+func (d *HAProxy) apply(ctx context.Context, cfg model.Config, fronts *model.FrontendChanges) (driver.Result, error) {
 	var res driver.Result
 	if !d.known {
 		if err := d.readBack(ctx); err != nil {
@@ -263,11 +266,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	// all binds would look new otherwise.
 	// A server-only change of a model whose frontends all applied last
 	// time has no new bind.
-	// The frontends the view says it changed (spares.ViewMemo): kept in
-	// d.running or the hash's memo, they would hold the last view's
-	// Frontends alive.
-	fronts := cfg.FrontChanges
-	cfg.FrontChanges = nil
+	// The frontends the pass or its view says changed (spares.ViewMemo).
 	if d.running.Frontends != nil && (cfg.Changes == nil || d.refusedLast != "") {
 		cfg, res.Refused = withoutTaken(ctx, d.running, cfg, fronts, d.opts.Render.Listened)
 	}
@@ -351,7 +350,7 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if err := d.execOps(ctx, up, &res); err != nil {
 		return res, err
 	}
-	if err := d.pushRouteMaps(ctx, cfg, &res); err != nil {
+	if err := d.pushRouteMaps(ctx, cfg, fronts, &res); err != nil {
 		return res, err
 	}
 	if err := d.pushCerts(ctx, cfg, &res); err != nil {

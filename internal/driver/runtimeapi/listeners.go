@@ -18,14 +18,15 @@ import (
 // ports mode), the PROXY map first: its entries are what a listener
 // map's key points to (mapdiff.go's order), so a new key expects its
 // PROXY header from its first connection on, and a key gone is refused
-// before it stops expecting one.
-func (d *HAProxy) listenerMapFiles(cfg model.Config) []patternFile {
+// before it stops expecting one. fronts: which of cfg's frontends changed
+// against the last pass's (nil: unknown): the memo looks at those alone.
+func (d *HAProxy) listenerMapFiles(cfg model.Config, fronts *model.FrontendChanges) []patternFile {
 	o := d.opts.Render
 	if !o.TProxy() {
 		return nil
 	}
 	m := &d.listenerMemo
-	listen, proxy, le, pe, known := m.memo.Entries(cfg, o)
+	listen, proxy, le, pe, known := m.memo.Entries(cfg, fronts, o)
 	lf := mapFile(render.ListenerMapFile(o.ACLDir), listen, "listener map")
 	pf := mapFile(render.ProxyMapFile(o.ACLDir), proxy, "listener PROXY map")
 	if known && !d.noMapEdits {

@@ -93,7 +93,7 @@ func TestMapCommandsOrder(t *testing.T) {
 // gone is refused before its flag goes.
 func TestListenerMapsOrder(t *testing.T) {
 	d := &HAProxy{opts: Options{Render: render.Options{ACLDir: "/acl", Listeners: render.Listeners{Mode: render.ListenersTProxy}}}}
-	files := d.listenerMapFiles(model.Config{})
+	files := d.listenerMapFiles(model.Config{}, nil)
 	if len(files) != 2 || !strings.HasSuffix(files[0].path, "/proxy.map") || !strings.HasSuffix(files[1].path, "/listeners.map") {
 		var paths []string
 		for _, f := range files {

@@ -56,11 +56,13 @@ var ErrFewerServers = errors.New("served by fewer servers than it has until the 
 // applyPooled is Apply with a pool, under d.mu. While a growth reload is
 // under way aside (aside.go) a pass that needs no reload applies to the
 // running worker; any other ends that reload first.
-func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Result, error) {
+// fronts: which of cfg's frontends changed against the last pass's
+// (nil: unknown).
+func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config, fronts *model.FrontendChanges) (driver.Result, error) {
 	var ended driver.Result
 	if d.aside != nil {
 		if d.known && !d.aside.over() {
-			if res, err, ok := d.applyPooledPass(ctx, cfg, true); ok {
+			if res, err, ok := d.applyPooledPass(ctx, cfg, fronts, true); ok {
 				return res, err
 			}
 		}
@@ -68,7 +70,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 			return ended, err
 		}
 	}
-	res, err, _ := d.applyPooledPass(ctx, cfg, false)
+	res, err, _ := d.applyPooledPass(ctx, cfg, fronts, false)
 	if ended.Reloaded {
 		res.Reloaded, res.Reload = true, res.Reload+ended.Reload
 		res.Ops, res.Runtime = res.Ops+ended.Ops, res.Runtime+ended.Runtime
@@ -80,7 +82,7 @@ func (d *HAProxy) applyPooled(ctx context.Context, cfg model.Config) (driver.Res
 // applyPooledPass is a pass of applyPooled. beside: a reload is under
 // way aside; the pass applies only what needs none (ok false: it needs
 // one, nothing was changed).
-func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside bool) (driver.Result, error, bool) {
+func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, fronts *model.FrontendChanges, beside bool) (driver.Result, error, bool) {
 	if !d.known {
 		// The version read back decides which backends the pool keeps
 		// (dynamic.go).
@@ -93,7 +95,7 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 	// source rule and files, an unrestricted one's neither
 	// (spares/sourced.go).
 	start := time.Now()
-	cfg, pol := d.sourceMarks.Behind(cfg, d.opts.Pool, d.opts.Render.ListenedFunc())
+	cfg, pol := d.sourceMarks.Behind(cfg, fronts, d.opts.Pool, d.opts.Render.ListenedFunc())
 	own := d.createdAtRuntime(cfg)
 	pooled := spares.Without(cfg, own)
 	if !d.poolRead {
@@ -102,14 +104,14 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 	next, waiting := d.classMemo.OccupyFit(d.pool, pooled, d.spareSlots)
 	grown, grow := d.classMemo.Grow(next, pooled, waiting, pol)
 	if beside {
-		return d.applyBeside(ctx, cfg, next, waiting, grow, own)
+		return d.applyBeside(ctx, cfg, fronts, next, waiting, grow, own)
 	}
 	if !grow {
 		// The pool's own work counts as the pass's: its placing and view
 		// as render (planning), pool.json as write.
-		view := d.poolView.of(next, cfg, own)
+		view, viewFronts := d.poolView.of(next, cfg, fronts, own)
 		placed := time.Since(start)
-		res, err := d.apply(ctx, view)
+		res, err := d.apply(ctx, view, viewFronts)
 		if err == nil {
 			// The model runs, its map files written: a companion (the
 			// kernel's set elements) follows now, not after pool.json,
@@ -123,7 +125,8 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 		res.Write += time.Since(t)
 		return res, err, true
 	}
-	view, cut := d.fitted(d.poolView.of(next, cfg, own), next)
+	view, viewFronts := d.poolView.of(next, cfg, fronts, own)
+	view, cut := d.fitted(view, next)
 	var first driver.Result
 	served := false
 	if d.known && !d.wouldReload(view) {
@@ -131,7 +134,7 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 		// growth is still wanted since it was first: this pass does not
 		// restart its settle time (gate.go).
 		wanted := d.gate.wanted
-		res, err := d.apply(ctx, view)
+		res, err := d.apply(ctx, view, viewFronts)
 		d.gate.wanted = wanted
 		d.poolApplied(ctx, next, err)
 		if err != nil {
@@ -149,7 +152,7 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 	// very backends this one applied, not a second copy of every spare
 	// beside them (issue 29's peak, right after the first pass); the
 	// memo's maps are built by the next pass that needs them.
-	res, err := d.apply(ctx, d.poolView.ofLater(grown, cfg, own))
+	res, err := d.apply(ctx, d.poolView.ofLater(grown, cfg, own), nil)
 	d.asideNext = false
 	res.Ops += first.Ops
 	res.Runtime += first.Runtime
@@ -177,11 +180,11 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, beside 
 // placed in the spares the running worker has (next), cut to their
 // slots (fitted), applied with no reload. ok false: the pass needs a
 // reload, and changed nothing.
-func (d *HAProxy) applyBeside(ctx context.Context, cfg model.Config, next spares.State, waiting []string, grow bool, own func(*model.Backend) bool) (driver.Result, error, bool) {
+func (d *HAProxy) applyBeside(ctx context.Context, cfg model.Config, fronts *model.FrontendChanges, next spares.State, waiting []string, grow bool, own func(*model.Backend) bool) (driver.Result, error, bool) {
 	if own != nil {
 		return driver.Result{}, nil, false // a backend created at runtime: not while the worker changes
 	}
-	view := d.poolView.of(next, cfg, own)
+	view, viewFronts := d.poolView.of(next, cfg, fronts, own)
 	var cut []driver.Refusal
 	if grow {
 		view, cut = d.fitted(view, next)
@@ -189,7 +192,7 @@ func (d *HAProxy) applyBeside(ctx context.Context, cfg model.Config, next spares
 	if !certsOf(d.opts.Render, view).none() {
 		return driver.Result{}, nil, false // certificates are committed per worker: not while it changes
 	}
-	res, err := d.apply(ctx, view)
+	res, err := d.apply(ctx, view, viewFronts)
 	if errors.Is(err, errReloadHeld) {
 		return driver.Result{}, nil, false
 	}

@@ -29,9 +29,11 @@ type poolView struct {
 }
 
 // of returns the view of cfg with pool s, the backends own names out of
-// the pool (spares.ViewExcept).
-func (v *poolView) of(s spares.State, cfg model.Config, own func(*model.Backend) bool) model.Config {
-	return v.view1(s, cfg, own, false)
+// the pool (spares.ViewExcept), and which of its frontends changed
+// against the last view's (nil: unknown). fronts: which of cfg's
+// changed against the last pass's (nil: unknown). Neither is kept.
+func (v *poolView) of(s spares.State, cfg model.Config, fronts *model.FrontendChanges, own func(*model.Backend) bool) (model.Config, *model.FrontendChanges) {
+	return v.view1(s, cfg, fronts, own, false)
 }
 
 // ofLater is of for the pool's growth, the first pass's at a start
@@ -39,30 +41,33 @@ func (v *poolView) of(s spares.State, cfg model.Config, own func(*model.Backend)
 // and the view's index are built by the next pass that needs them
 // (spares.ViewMemo.ViewLater), not into this pass's live heap.
 func (v *poolView) ofLater(s spares.State, cfg model.Config, own func(*model.Backend) bool) model.Config {
-	return v.view1(s, cfg, own, true)
+	out, _ := v.view1(s, cfg, nil, own, true)
+	return out
 }
 
-func (v *poolView) view1(s spares.State, cfg model.Config, own func(*model.Backend) bool, later bool) model.Config {
+func (v *poolView) view1(s spares.State, cfg model.Config, fronts *model.FrontendChanges, own func(*model.Backend) bool, later bool) (model.Config, *model.FrontendChanges) {
 	if out, ok := v.derived(s, cfg); ok && v.own == (own != nil) {
 		v.cfg, v.view = cfg, out
-		v.cfg.Changes, v.view.Changes, v.cfg.FrontChanges = nil, nil, nil // hold no older arrays
-		return out
+		v.cfg.Changes, v.view.Changes = nil, nil // hold no older arrays
+		// The very Frontends of the last view: none changed.
+		return out, nil
 	}
 	var out model.Config
+	var viewFronts *model.FrontendChanges
 	if later {
 		out = v.memo.ViewLater(s, cfg, own)
 	} else {
-		out = v.memo.ViewExcept(s, cfg, own)
+		out, viewFronts = v.memo.ViewExcept(s, cfg, fronts, own)
 	}
 	// v.pool is only compared (derived): its array is reused, not a
 	// copy of every spare allocated a pass.
 	v.cfg, v.pool, v.view, v.own = cfg, append(v.pool[:0], s.Spares...), out, own != nil
-	v.cfg.Changes, v.cfg.FrontChanges, v.view.FrontChanges = nil, nil, nil
+	v.cfg.Changes = nil
 	v.index, v.indexLater = nil, later
 	if !later {
 		v.index = v.indexOf()
 	}
-	return out
+	return out, viewFronts
 }
 
 // indexed is the last view's index, built now if it was left (ofLater);

@@ -154,8 +154,7 @@ func bindString(b model.Bind) string {
 // are.
 func changedFrontends(running, cfg []model.Frontend, fronts *model.FrontendChanges) iter.Seq[int] {
 	return func(yield func(int) bool) {
-		c := model.Config{Frontends: cfg, FrontChanges: fronts}
-		if names, ok := c.FrontendsChangedFrom(running); ok {
+		if names, ok := fronts.ChangedFrom(cfg, running); ok {
 			for _, name := range names {
 				i, now := model.FrontendIndex(cfg, name)
 				if !now {

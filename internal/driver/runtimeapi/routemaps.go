@@ -46,7 +46,7 @@ func routeMapsOf(dir string, cfg model.Config) []routeMap {
 // routeMapFiles are the map files of cfg's routes, the HTTP frontends'
 // too (httpmaps.go).
 func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
-	_, build := d.routeMapFilesEarly(cfg)
+	_, build := d.routeMapFilesEarly(cfg, nil)
 	return build()
 }
 
@@ -54,8 +54,9 @@ func (d *HAProxy) routeMapFiles(cfg model.Config) []patternFile {
 // build, which makes every file of routeMapFiles (call it once, after),
 // and, when the HTTP maps can go to the worker by their memos' edits
 // before they are made (httpMapUpdate), the files in build's order with
-// those pending; nil otherwise.
-func (d *HAProxy) routeMapFilesEarly(cfg model.Config) (early []patternFile, build func() []patternFile) {
+// those pending; nil otherwise. fronts: which of cfg's frontends changed
+// against the last pass's (nil: unknown), for the listener's maps.
+func (d *HAProxy) routeMapFilesEarly(cfg model.Config, fronts *model.FrontendChanges) (early []patternFile, build func() []patternFile) {
 	dir := d.opts.Render.ACLDir
 	if dir == "" {
 		return nil, func() []patternFile { return nil }
@@ -75,7 +76,7 @@ func (d *HAProxy) routeMapFilesEarly(cfg model.Config) (early []patternFile, bui
 		memos = nil
 	}
 	httpEarly, httpBuild := httpMapUpdate(dir, cfg, memos, !d.noMapEdits) // httpmaps.go
-	listeners := d.listenerMapFiles(cfg)                                  // the same kind of file (listeners.go)
+	listeners := d.listenerMapFiles(cfg, fronts)                          // the same kind of file (listeners.go)
 	build = func() []patternFile {
 		return slices.Concat(out, httpBuild(), listeners)
 	}
@@ -87,10 +88,11 @@ func (d *HAProxy) routeMapFilesEarly(cfg model.Config) (early []patternFile, bui
 
 // pushRouteMaps brings the route maps of the running worker to those of
 // cfg, whose structure is the one running (same hash: the same routes
-// read the same files).
-func (d *HAProxy) pushRouteMaps(ctx context.Context, cfg model.Config, res *driver.Result) error {
+// read the same files). fronts: which of cfg's frontends changed against
+// the last pass's (nil: unknown).
+func (d *HAProxy) pushRouteMaps(ctx context.Context, cfg model.Config, fronts *model.FrontendChanges, res *driver.Result) error {
 	d.mapsHeldBack = d.heldBack // clientauth.go: pushClientAuth, after the certificates
-	files, build := d.routeMapFilesEarly(cfg)
+	files, build := d.routeMapFilesEarly(cfg, fronts)
 	d.mapsHeldBack = nil
 	edits, err := d.pushMaps(ctx, &d.routeMaps, files, build, res) // mapsync.go
 	if err != nil {

@@ -144,11 +144,12 @@ func BenchmarkNewServiceAmongMany(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				port := uint16(20000 + i)
 				next := add(cfg, port)
-				// As desired's delta pass says it (model.FrontendChanges).
-				next.FrontChanges = &model.FrontendChanges{Base: cfg.Frontends, Of: next.Frontends,
-					Names: []string{fmt.Sprintf("fe_s%d", port)}}
+				// As desired's delta pass says it (model.FrontendChanges),
+				// beside the Config, as the controller hands it.
+				pass := driver.WithFrontChanges(ctx, &model.FrontendChanges{Base: cfg.Frontends, Of: next.Frontends,
+					Names: []string{fmt.Sprintf("fe_s%d", port)}})
 				start, c, g := time.Now(), cputime.Used(), gcstat.Read()
-				res, err := drv.Apply(ctx, next)
+				res, err := drv.Apply(pass, next)
 				cpu = append(cpu, cputime.Used()-c)
 				allocs += gcstat.Read().Since(g).Alloc
 				if err != nil {

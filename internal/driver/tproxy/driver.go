@@ -112,15 +112,16 @@ func (d *Driver) Close() {
 }
 
 // Apply makes the sets hold the listened binds of cfg, in as few batches
-// as the kernel's limits allow (batch.go).
-func (d *Driver) Apply(_ context.Context, cfg model.Config) (driver.Result, error) {
-	return d.apply(cfg, func(netip.AddrPort) bool { return true })
+// as the kernel's limits allow (batch.go). The frontends ctx says changed
+// (driver.WithFrontChanges) are the only ones looked at when they can be.
+func (d *Driver) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
+	return d.apply(cfg, driver.FrontChangesOf(ctx), func(netip.AddrPort) bool { return true })
 }
 
 // Remove deletes the elements cfg no longer has, adding none: what runs
 // before HAProxy's driver takes a map entry away (Ordered).
-func (d *Driver) Remove(cfg model.Config) (driver.Result, error) {
-	return d.apply(cfg, func(netip.AddrPort) bool { return false })
+func (d *Driver) Remove(ctx context.Context, cfg model.Config) (driver.Result, error) {
+	return d.apply(cfg, driver.FrontChangesOf(ctx), func(netip.AddrPort) bool { return false })
 }
 
 // ApplyServed is Apply adding only the elements served listens too: the
@@ -132,16 +133,17 @@ func (d *Driver) ApplyServed(cfg, served model.Config) (driver.Result, error) {
 	for _, e := range append(v4, v6...) {
 		in[e] = true
 	}
-	return d.apply(cfg, func(e netip.AddrPort) bool { return in[e] })
+	return d.apply(cfg, nil, func(e netip.AddrPort) bool { return in[e] }) // cfg taken by Remove already
 }
 
 // apply deletes the elements cfg lacks and adds those of cfg that add
-// lets in.
-func (d *Driver) apply(cfg model.Config, add func(netip.AddrPort) bool) (driver.Result, error) {
+// lets in; fronts: which of cfg's frontends changed against the last
+// pass's (nil: unknown).
+func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func(netip.AddrPort) bool) (driver.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	start := time.Now()
-	d.wants.update(cfg, d.opts.Render) // wantset.go: by the frontends that changed
+	d.wants.update(cfg, fronts, d.opts.Render) // wantset.go: by the frontends that changed
 	ops := 0
 	if d.applied == nil {
 		// After a start or an Invalidate: the policy routing again (it

@@ -42,7 +42,7 @@ type Ordered struct {
 
 // Apply implements driver.Driver.
 func (o Ordered) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
-	kr, kerr := o.Kernel.Remove(cfg)
+	kr, kerr := o.Kernel.Remove(ctx, cfg)
 	// What HAProxy tells it serves before the whole pass is (a part
 	// served before a reload in the same pass, or held back with the
 	// reload): its elements go in then, not after the reload.

@@ -61,11 +61,11 @@ func TestElements(t *testing.T) {
 	// The driver's set of them (wantSet) holds the same elements, kept
 	// by frontend: another model's only changes what changed.
 	var w wantSet
-	w.update(cfg, tproxyOpts)
+	w.update(cfg, nil, tproxyOpts)
 	if got := slices.SortedFunc(maps.Keys(w.count), netip.AddrPort.Compare); !slices.Equal(got, append(v4, v6...)) {
 		t.Errorf("wanted = %v, want %v", got, append(v4, v6...))
 	}
-	w.update(model.Config{Frontends: cfg.Frontends[1:]}, tproxyOpts)
+	w.update(model.Config{Frontends: cfg.Frontends[1:]}, nil, tproxyOpts)
 	if len(w.count) != 1 || !w.wants(netip.MustParseAddrPort("203.0.113.10:443")) {
 		t.Errorf("wanted of fewer frontends = %v, want 203.0.113.10:443 alone", w.count)
 	}

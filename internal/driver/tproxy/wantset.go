@@ -50,8 +50,9 @@ func (wf *wantFront) same(f *model.Frontend) bool {
 		model.SameSlice(wf.binds, f.Binds)
 }
 
-// update takes cfg's frontends.
-func (w *wantSet) update(cfg model.Config, o render.Options) {
+// update takes cfg's frontends; fronts, when it says so, which of them
+// changed against the last taken.
+func (w *wantSet) update(cfg model.Config, fronts *model.FrontendChanges, o render.Options) {
 	if w.ok && w.o == o && model.SameSlice(w.of, cfg.Frontends) {
 		return // the same frontends (a pass's Remove, then its Apply)
 	}
@@ -60,7 +61,7 @@ func (w *wantSet) update(cfg model.Config, o render.Options) {
 		w.whole(cfg, o)
 		return
 	}
-	if names, ok := cfg.FrontendsChangedFrom(w.of); ok && w.named(cfg, names, o) {
+	if names, ok := fronts.ChangedFrom(cfg.Frontends, w.of); ok && w.named(cfg, names, o) {
 		return // the desired delta's few frontends, not a walk of all
 	}
 	if !model.FrontendsSorted(cfg.Frontends) {

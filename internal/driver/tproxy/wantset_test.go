@@ -40,11 +40,12 @@ func TestWantSetRandomEdits(t *testing.T) {
 				prev := fs
 				fs = modeledit.Frontends(r, fs, newFront, func() model.Bind { return randomListenBind(r) })
 				cfg := model.Config{Frontends: fs}
+				var fronts *model.FrontendChanges
 				if r.IntN(2) == 0 { // as desired's delta pass says (model.FrontendChanges)
-					cfg.FrontChanges = &model.FrontendChanges{Base: prev, Of: fs, Names: model.ChangedFrontends(prev, fs)}
+					fronts = &model.FrontendChanges{Base: prev, Of: fs, Names: model.ChangedFrontends(prev, fs)}
 					named++
 				}
-				w.update(cfg, tproxyOpts)
+				w.update(cfg, fronts, tproxyOpts)
 				want := wholeWant(cfg)
 				if !maps.Equal(w.count, want) {
 					t.Fatalf("pass %d: counts %v, want %v", pass, w.count, want)
@@ -52,7 +53,7 @@ func TestWantSetRandomEdits(t *testing.T) {
 				var whole wantSet
 				whole.whole(cfg, tproxyOpts)
 				if !slices.EqualFunc(w.fronts, whole.fronts, sameWantFront) {
-					t.Fatalf("pass %d (named: %v): fronts %v, want %v", pass, cfg.FrontChanges != nil, w.fronts, whole.fronts)
+					t.Fatalf("pass %d (named: %v): fronts %v, want %v", pass, fronts != nil, w.fronts, whole.fronts)
 				}
 				if r.IntN(20) == 0 { // changed behind our back, read back
 					for e := range applied {
