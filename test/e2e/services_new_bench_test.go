@@ -116,6 +116,10 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	// A few seconds for the passes after the first (status writes, the
 	// pool's growth) to end before the timed part.
 	time.Sleep(5 * time.Second) // not a synchronisation: the reloads are counted from here
+	// With HKS_BENCH_HEAPPROFILE=PATH: the controller's heap now and after
+	// the burst (PATH.NAME-MODE-served, PATH.NAME-MODE-burst), to diff
+	// what the new Services' passes keep (issue 29's whole-run peak).
+	saveHeapProfile(b, pprofAddr, name+"-"+mode+"-served", true)
 	r0 := reloads()
 	var lat, toWatch, fromWatch []time.Duration
 	failed := 0
@@ -152,6 +156,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	r2 := reloads()
 	mem := procMem(ctl.Process.Pid)
 	stopPeak()
+	saveHeapProfile(b, pprofAddr, name+"-"+mode+"-burst", true)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	line := func(ds []time.Duration) string {
 		if len(ds) == 0 {
