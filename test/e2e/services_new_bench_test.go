@@ -101,7 +101,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	// The whole run's memory (issue 29's peak: the start, the new
 	// Services one at a time and the burst): VmHWM is the kernel's own
 	// high-water mark; RssAnon at most is sampled every 100 ms.
-	_, anonPeak, stopPeak := watchPeak(ctl.Process.Pid, t0, logPath)
+	rises, anonPeak, stopPeak := watchPeak(ctl.Process.Pid, t0, logPath)
 	defer stopPeak()
 	served, err := untilServicesServed(hap.StatsSocket, w.services, 15*time.Minute)
 	if err != nil {
@@ -121,6 +121,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	// what the new Services' passes keep (issue 29's whole-run peak).
 	saveHeapProfile(b, pprofAddr, name+"-"+mode+"-served", true)
 	r0 := reloads()
+	oneFrom := time.Now()
 	var lat, toWatch, fromWatch []time.Duration
 	failed := 0
 	stand := w.standIns()
@@ -151,6 +152,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	}
 	closeAll(stand)
 	r1 := reloads()
+	burstFrom := time.Now()
 	bu := w.runBurst(b, addr)
 	burst, burstFailed, burstOwn := bu.all, bu.failed, bu.own
 	r2 := reloads()
@@ -190,6 +192,9 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	b.ReportMetric(mib(mem["VmHWM"]), mode+"-ctl-peak-MiB")
 	b.ReportMetric(mib(anon), mode+"-ctl-anon-peak-MiB")
 	b.ReportMetric(mib(mem["RssFile"]), mode+"-ctl-file-MiB")
+	b.Logf("%s %s: served at %s, the new Services from %s, the burst from %s (from the controller's start)",
+		name, mode, served.Sub(t0).Round(100*time.Millisecond), oneFrom.Sub(t0).Round(100*time.Millisecond), burstFrom.Sub(t0).Round(100*time.Millisecond))
+	logRises(b, name+" "+mode, false, rises)
 	b.Logf("%s %s: the controller's whole run (start, %d new Services, burst of %d): peak VmHWM %.1f MiB (RssAnon at most %.1f MiB; RssFile %.1f MiB at the end; RSS %.1f MiB at the end)",
 		name, mode, w.one, w.burst, mib(mem["VmHWM"]), mib(anon), mib(mem["RssFile"]), mib(mem["VmRSS"]))
 	w.restarts(b, c, nth, ctl, hap, args, mode)
