@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"log/slog"
 	"maps"
 	"sync"
@@ -43,9 +45,10 @@ import (
 // controller's own). Keeping the map it last wrote held, through every
 // burst of new Services, a second 10,000-entry map (~4 MB at 10,000) the
 // moment a pass had copied it (issue 29's whole-run peak). The file's
-// contents are compared only with what it held at start (loaded), until
-// the first write; after that a whole pass's new map with the same
-// contents is written again (rare: a Service's settings computed anew).
+// contents are compared with what it held at start (loaded) until the
+// first write, after that by the digest of the encoding last written
+// (sum): a whole pass's new map with the same contents (a Service written
+// again, its status) is encoded, not synced nor renamed.
 type goodWriter struct {
 	store lastGoodStore
 	log   *slog.Logger
@@ -65,6 +68,7 @@ type goodWriter struct {
 	writtenGen uint64                       // gen of the map last written (or found in the file)
 	known      bool                         // writtenGen says what the file holds
 	file       map[string]settings.Settings // what the file held at start, until the first write (loaded)
+	sum        *[sha256.Size]byte           // the digest of the last write's encoding (nil: none yet)
 	busy       bool                         // reading a handed map: passes must not edit it
 }
 
@@ -159,10 +163,13 @@ func (w *goodWriter) flush() bool {
 	}()
 	same := file != nil && maps.Equal(file, m)
 	if !same {
-		if err := w.store.write(m); err != nil {
+		sum, err := w.store.writeUnless(m, w.sum)
+		same = errors.Is(err, errSameContents)
+		if err != nil && !same {
 			w.log.Warn("could not save last good settings", "err", err)
 			return true
 		}
+		w.sum = &sum
 	}
 	w.mu.Lock()
 	w.writtenGen, w.known, w.file = gen, true, nil

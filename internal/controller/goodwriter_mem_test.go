@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -25,10 +26,13 @@ func liveHeap() uint64 {
 // (desired.Memo.CopyGood) and the writer kept the old one until its next
 // write, 2 s later, a second map of every Service's settings (issue 29's
 // whole-run peak). The writer still knows what the file holds: the same
-// map handed again unedited writes nothing, edited or new it writes.
+// map handed again unedited writes nothing, edited it writes, and a new
+// map is written only when its contents differ from the last written
+// (the digest of its encoding).
 func TestGoodWriterKeepsNoMapItWrote(t *testing.T) {
 	const n = 40000
-	w := newGoodWriter(lastGoodStore{filepath.Join(t.TempDir(), "last-good.json")}, slog.Default())
+	dir := t.TempDir()
+	w := newGoodWriter(lastGoodStore{filepath.Join(dir, "last-good.json")}, slog.Default())
 	base := liveHeap()
 	a := make(map[string]settings.Settings, n)
 	for i := range n {
@@ -56,6 +60,7 @@ func TestGoodWriterKeepsNoMapItWrote(t *testing.T) {
 		{name: "the same map again", writes: false},
 		{name: "the same map edited in place", edit: func() { delete(b, "ns/new") }, edited: true, writes: true},
 		{name: "the same map again after the edit", writes: false},
+		{name: "a whole pass's new map, the same contents", edit: func() { b = maps.Clone(b) }, writes: false},
 		{name: "a whole pass's new map", edit: func() { b = maps.Clone(b); b["ns/other"] = settings.Defaults() }, writes: true},
 	}
 	for i, s := range steps {
@@ -70,4 +75,7 @@ func TestGoodWriterKeepsNoMapItWrote(t *testing.T) {
 		}
 	}
 	runtime.KeepAlive(b)
+	if files, err := os.ReadDir(dir); err != nil || len(files) != 1 {
+		t.Errorf("the directory holds %v (%v), want the file alone (no temporary file left)", files, err)
+	}
 }
