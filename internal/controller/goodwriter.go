@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"log/slog"
 	"maps"
 	"sync"
@@ -35,8 +37,18 @@ import (
 // it reads have the memo copy the map before they change it
 // (desired.Memo.CopyGood). No copy is made otherwise (a copy at each
 // write was 2.3 MB beside the first pass, when the controller's RSS
-// peaks). The writer trusts the map it last wrote to still hold what the
-// file holds only while no pass edited a map in place since (edits).
+// peaks).
+//
+// The writer keeps no map of its own once it wrote one: it knows what
+// the file holds by the hand-overs' generation (gen: a new map, or the
+// same one edited in place), and holds only the newest map handed (the
+// controller's own). Keeping the map it last wrote held, through every
+// burst of new Services, a second 10,000-entry map (~4 MB at 10,000) the
+// moment a pass had copied it (issue 29's whole-run peak). The file's
+// contents are compared with what it held at start (loaded) until the
+// first write, after that by the digest of the encoding last written
+// (sum): a whole pass's new map with the same contents (a Service written
+// again, its status) is encoded, not synced nor renamed.
 type goodWriter struct {
 	store lastGoodStore
 	log   *slog.Logger
@@ -49,14 +61,15 @@ type goodWriter struct {
 	// nil: the maps handed are never edited (tests).
 	guard sync.Locker
 
-	mu           sync.Mutex
-	pending      map[string]settings.Settings // the newest map not written yet
-	pendingEdits uint64                       // edits when pending was handed
-	has          bool                         // pending is set (a nil map is a map)
-	written      map[string]settings.Settings // the map last written (or loaded)
-	writtenEdits uint64                       // edits when written was handed
-	edits        uint64                       // passes that edited their map in place so far
-	busy         bool                         // reading a handed map: passes must not edit it
+	mu         sync.Mutex
+	last       map[string]settings.Settings // the newest map handed (the controller's; written or pending)
+	gen        uint64                       // hand-overs that changed the map: a new map, or last edited
+	has        bool                         // a map was handed since the last flush
+	writtenGen uint64                       // gen of the map last written (or found in the file)
+	known      bool                         // writtenGen says what the file holds
+	file       map[string]settings.Settings // what the file held at start, until the first write (loaded)
+	sum        *[sha256.Size]byte           // the digest of the last write's encoding (nil: none yet)
+	busy       bool                         // reading a handed map: passes must not edit it
 }
 
 // reading reports whether the writer reads a handed map: a pass that
@@ -79,7 +92,7 @@ const lastGoodGap = 2 * time.Second
 // that a first pass with the same settings writes nothing.
 func (w *goodWriter) loaded(m map[string]settings.Settings) {
 	w.mu.Lock()
-	w.written = m
+	w.file = m
 	w.mu.Unlock()
 }
 
@@ -88,10 +101,10 @@ func (w *goodWriter) loaded(m map[string]settings.Settings) {
 // It returns at once.
 func (w *goodWriter) want(m map[string]settings.Settings, edited bool) {
 	w.mu.Lock()
-	if edited {
-		w.edits++
+	if edited || !sameMap(w.last, m) {
+		w.gen++
 	}
-	w.pending, w.pendingEdits, w.has = m, w.edits, true
+	w.last, w.has = m, true
 	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
@@ -121,19 +134,17 @@ func (w *goodWriter) run(ctx context.Context) {
 	}
 }
 
-// flush writes the pending map if it differs from the file's, and says
-// whether it tried. A failed write is logged; the next pass that changes
-// a setting writes again.
+// flush writes the newest map handed if the file may not hold it, and
+// says whether it tried. A failed write is logged; the next pass that
+// changes a setting writes again.
 func (w *goodWriter) flush() bool {
 	w.mu.Lock()
-	m, edits, has, old, oldEdits := w.pending, w.pendingEdits, w.has, w.written, w.writtenEdits
-	w.pending, w.has = nil, false
+	m, gen, has, file := w.last, w.gen, w.has, w.file
+	unchanged := w.known && gen == w.writtenGen
+	w.has = false
 	w.mu.Unlock()
-	if !has || (sameMap(old, m) && edits == oldEdits) {
+	if !has || unchanged {
 		return false
-	}
-	if edits != oldEdits {
-		old = nil // perhaps edited since it was written: what the file holds is not known
 	}
 	// Reading starts while no pass computes; the passes after copy.
 	if w.guard != nil {
@@ -150,15 +161,18 @@ func (w *goodWriter) flush() bool {
 		w.busy = false
 		w.mu.Unlock()
 	}()
-	same := old != nil && maps.Equal(old, m)
+	same := file != nil && maps.Equal(file, m)
 	if !same {
-		if err := w.store.write(m); err != nil {
+		sum, err := w.store.writeUnless(m, w.sum)
+		same = errors.Is(err, errSameContents)
+		if err != nil && !same {
 			w.log.Warn("could not save last good settings", "err", err)
 			return true
 		}
+		w.sum = &sum
 	}
 	w.mu.Lock()
-	w.written, w.writtenEdits = m, edits
+	w.writtenGen, w.known, w.file = gen, true, nil
 	w.mu.Unlock()
 	return !same
 }

@@ -2,9 +2,11 @@ package controller
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -62,16 +64,39 @@ func (s lastGoodStore) save(old, m map[string]settings.Settings) error {
 
 // write writes m whole.
 func (s lastGoodStore) write(m map[string]settings.Settings) error {
+	_, err := s.writeUnless(m, nil)
+	return err
+}
+
+// errSameContents: the file would hold what it holds (writeUnless).
+var errSameContents = errors.New("the same contents")
+
+// writeUnless writes m whole unless its encoding's digest is *held (the
+// file's, as the last write returned it): then the new file is dropped
+// before its sync and rename, and errSameContents returned. It returns
+// the digest of what it encoded. Entries are encoded one at a time, the
+// digest taken on the way (no copy of the megabytes of JSON kept).
+func (s lastGoodStore) writeUnless(m map[string]settings.Settings, held *[sha256.Size]byte) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
 	if s.path == "" {
-		return nil
+		return sum, nil
 	}
-	return atomicfile.WriteFunc(s.path, 0o600, func(f *os.File) error {
-		w := bufio.NewWriterSize(f, 32<<10)
+	err := atomicfile.WriteFunc(s.path, 0o600, func(f *os.File) error {
+		h := sha256.New()
+		w := bufio.NewWriterSize(io.MultiWriter(f, h), 32<<10)
 		if err := writeJSONMap(w, m); err != nil {
 			return err
 		}
-		return w.Flush()
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		h.Sum(sum[:0])
+		if held != nil && *held == sum {
+			return errSameContents
+		}
+		return nil
 	})
+	return sum, err
 }
 
 // writeJSONMap writes m as one JSON object, keys sorted (as json.Marshal

@@ -263,6 +263,7 @@ func loadAvg() string {
 }
 
 // watchPeak samples pid's /proc status every 100 ms until stop is called
+// (once or more)
 // and returns, through rises, each rise of VmHWM of 4 MiB or more: when
 // (from start) and the controller log's last line then, which says what
 // it was doing when the peak was made; and, through anonPeak, the
@@ -308,7 +309,7 @@ func watchPeak(pid int, start time.Time, logPath string) (rises func() string, a
 			mu.Lock()
 			defer mu.Unlock()
 			return anon
-		}, func() { close(done) }
+		}, sync.OnceFunc(func() { close(done) })
 }
 
 // lastLine is s's last line that is not empty.

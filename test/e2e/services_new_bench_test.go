@@ -38,7 +38,8 @@ const newSvcLabel = "hks-bench-new"
 // HAProxy (polled every 250 µs, HKS_BENCH_POLL: services_new_poll_test.go;
 // deadline HKS_BENCH_NEW_DEADLINE seconds, default 60); then a burst of HKS_BENCH_BURST (default 100) created at
 // once, until all answer. HAProxy's reloads are counted across each
-// part. The write -> watch column is the test's own watch of the new
+// part, and the controller's whole-run memory (VmHWM, RssAnon at most,
+// RssFile: issue 29's peak <= 100 MiB) is reported as metrics. The write -> watch column is the test's own watch of the new
 // EndpointSlices (the same apiserver's watch the controller's informer
 // sees; the controller logs no event). Each listener mode of
 // HKS_BENCH_MODES (default "tproxy,ports": tproxy with run's pool, then
@@ -97,6 +98,11 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	args := svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr)
 	ctl, logPath, name, t0 := startScaleController(b, c, nth, dir, args)
 	defer ctl.stop()
+	// The whole run's memory (issue 29's peak: the start, the new
+	// Services one at a time and the burst): VmHWM is the kernel's own
+	// high-water mark; RssAnon at most is sampled every 100 ms.
+	rises, anonPeak, stopPeak := watchPeak(ctl.Process.Pid, t0, logPath)
+	defer stopPeak()
 	served, err := untilServicesServed(hap.StatsSocket, w.services, 15*time.Minute)
 	if err != nil {
 		b.Fatalf("%s %s: %v; controller log: %s", name, mode, err, fileTail(logPath))
@@ -110,7 +116,12 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	// A few seconds for the passes after the first (status writes, the
 	// pool's growth) to end before the timed part.
 	time.Sleep(5 * time.Second) // not a synchronisation: the reloads are counted from here
+	// With HKS_BENCH_HEAPPROFILE=PATH: the controller's heap now and after
+	// the burst (PATH.NAME-MODE-served, PATH.NAME-MODE-burst), to diff
+	// what the new Services' passes keep (issue 29's whole-run peak).
+	saveHeapProfile(b, pprofAddr, name+"-"+mode+"-served", true)
 	r0 := reloads()
+	oneFrom := time.Now()
 	var lat, toWatch, fromWatch []time.Duration
 	failed := 0
 	stand := w.standIns()
@@ -141,9 +152,13 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	}
 	closeAll(stand)
 	r1 := reloads()
+	burstFrom := time.Now()
 	bu := w.runBurst(b, addr)
 	burst, burstFailed, burstOwn := bu.all, bu.failed, bu.own
 	r2 := reloads()
+	mem := procMem(ctl.Process.Pid)
+	stopPeak()
+	saveHeapProfile(b, pprofAddr, name+"-"+mode+"-burst", true)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	line := func(ds []time.Duration) string {
 		if len(ds) == 0 {
@@ -173,6 +188,15 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 		b.ReportMetric(ms(bu.afterLast), mode+"-burst-after-last-ms")
 	}
 	b.ReportMetric(float64(r2-r0), mode+"-reloads")
+	anon := max(anonPeak(), mem["RssAnon"])
+	b.ReportMetric(mib(mem["VmHWM"]), mode+"-ctl-peak-MiB")
+	b.ReportMetric(mib(anon), mode+"-ctl-anon-peak-MiB")
+	b.ReportMetric(mib(mem["RssFile"]), mode+"-ctl-file-MiB")
+	b.Logf("%s %s: served at %s, the new Services from %s, the burst from %s (from the controller's start)",
+		name, mode, served.Sub(t0).Round(100*time.Millisecond), oneFrom.Sub(t0).Round(100*time.Millisecond), burstFrom.Sub(t0).Round(100*time.Millisecond))
+	logRises(b, name+" "+mode, false, rises)
+	b.Logf("%s %s: the controller's whole run (start, %d new Services, burst of %d): peak VmHWM %.1f MiB (RssAnon at most %.1f MiB; RssFile %.1f MiB at the end; RSS %.1f MiB at the end)",
+		name, mode, w.one, w.burst, mib(mem["VmHWM"]), mib(anon), mib(mem["RssFile"]), mib(mem["VmRSS"]))
 	w.restarts(b, c, nth, ctl, hap, args, mode)
 }
 

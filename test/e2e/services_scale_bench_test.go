@@ -214,7 +214,7 @@ func saveHeapProfile(b *testing.B, addr, name string, several bool) {
 	if several {
 		path += "." + name
 	}
-	if err := saveURL("http://"+addr+"/debug/pprof/heap", path); err != nil {
+	if err := saveURL("http://"+addr+"/debug/pprof/heap?gc=1", path); err != nil {
 		b.Errorf("heap profile: %v", err)
 	}
 }
