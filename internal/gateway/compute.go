@@ -134,7 +134,7 @@ func Compute(in Input, opts Options) Result {
 	defer opts.Routes.end()
 	w.indexListeners(gws) // attachmemo.go
 	rs := httpRoutes(opts.Memo.routesBuf(), in, opts.Memo)
-	sb := routeStatusBuild{s: opts.Memo.lastStatus()} // routestatuses.go: the last result's, copied where it changes
+	sb := routeStatusBuild{s: opts.Memo.lastStatus()}         // routestatuses.go: the last result's, copied where it changes
 	if !w.spliceRoutes(in, byKey, opts.ControllerName, &sb) { // splice.go: the last pass's lists, a few routes changed
 		w.startLists()
 		rs = routesOf(in, rs, opts.Routes, opts.Memo)
