@@ -26,19 +26,13 @@ import (
 // written) and edits that it does not (a route added among old ones,
 // several at once, a Service changed, a TCPRoute there).
 type spliceWorld struct {
-	rnd     *rand.Rand
-	gen     int
-	next    int
-	gws     []*gwv1.Gateway
-	classes []*gwv1.GatewayClass
-	routes  map[string]*gwv1.HTTPRoute
-	svcs    []*corev1.Service
-	slices  []*desired.Slice
-	tcp     *gwv1.TCPRoute
+	routeWorld // tablememo_test.go
+	slices     []*desired.Slice
+	tcp        *gwv1.TCPRoute
 }
 
 func newSpliceWorld(seed uint64, n int) *spliceWorld {
-	w := &spliceWorld{rnd: rand.New(rand.NewPCG(seed, 77)), routes: map[string]*gwv1.HTTPRoute{}}
+	w := &spliceWorld{routeWorld: routeWorld{rnd: rand.New(rand.NewPCG(seed, 77)), routes: map[string]*gwv1.HTTPRoute{}}}
 	w.classes = []*gwv1.GatewayClass{class("hks", ControllerName)}
 	w.gws = []*gwv1.Gateway{gateway("apps", "gw", "hks", 0,
 		listenerOf("web", gwv1.HTTPProtocolType, 80, ""), listenerOf("alt", gwv1.HTTPProtocolType, 8080, "b.example.com"),
