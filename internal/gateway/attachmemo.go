@@ -78,17 +78,26 @@ func (w *world) indexListeners(gws []*gw) {
 		m.lgen++
 		m.lsig = sig
 	}
-	for i, l := range w.lall { // the arrays of the last pass's lists of routes, by place
-		if i < len(m.lroutes) && l.routes == nil {
-			l.routes = m.lroutes[i]
+}
+
+// startLists gives a pass that attaches every route the arrays of the
+// last pass's lists of routes, emptied, by place.
+func (w *world) startLists() {
+	if w.lindex == nil {
+		return
+	}
+	for i, l := range w.lall {
+		if i < len(w.memo.lroutes) && l.routes == nil {
+			l.routes = w.memo.lroutes[i][:0]
 		}
 	}
 }
 
-// keepListenerRoutes keeps the arrays of the pass's listeners' lists of
-// routes for the next pass (thousands of routes each: a list grown
-// route by route was 0.15 MB a pass at 5,000), holding no route. Nothing
-// reads a listener's list once Compute returns.
+// keepListenerRoutes keeps the pass's listeners' lists of routes for the
+// next pass: their arrays (thousands of routes each: a list grown route
+// by route was 0.15 MB a pass at 5,000), and what they hold, which a
+// spliced pass changes at the changed routes' places alone (splice.go).
+// Nothing else reads a listener's list once Compute returns.
 func (w *world) keepListenerRoutes() {
 	if w.lindex == nil {
 		return
@@ -96,8 +105,8 @@ func (w *world) keepListenerRoutes() {
 	m := w.memo
 	m.lroutes = slices.Grow(m.lroutes[:0], len(w.lall))[:len(w.lall)]
 	for i, l := range w.lall {
-		clear(l.routes)
-		m.lroutes[i], l.routes = l.routes[:0], nil
+		clear(l.routes[len(l.routes):cap(l.routes)]) // no route kept alive past the end
+		m.lroutes[i], l.routes = l.routes, nil
 	}
 }
 
@@ -124,12 +133,15 @@ func (w *world) attached(r *route, gws map[Key]*gw, controller string) []gwv1.Ro
 		return e.att.sts
 	}
 	if e == nil {
+		w.nonReplay++
 		return m.parentStatus(r.key, attach(r, gws, w, controller))
 	}
 	w.rec, w.recOK = w.rec[:0], true
 	sts := m.parentStatus(r.key, attach(r, gws, w, controller))
 	if w.recOK {
 		e.att = &attachRec{lgen: m.lgen, claims: slices.Clone(w.rec), sts: sts}
+	} else {
+		w.nonReplay++
 	}
 	w.rec, w.recOK = w.rec[:0], false
 	return sts

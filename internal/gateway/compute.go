@@ -133,15 +133,20 @@ func Compute(in Input, opts Options) Result {
 	opts.Routes.begin()
 	defer opts.Routes.end()
 	w.indexListeners(gws) // attachmemo.go
-	rs := routesOf(in, opts.Routes, opts.Memo)
-	sb := routeStatusBuild{s: opts.Memo.lastStatus()} // routestatuses.go: the last result's, copied where it changes
-	for _, r := range rs {
-		sts := w.attached(r, byKey, opts.ControllerName)
-		if opts.Memo.noteRoute(r, sts) { // routesdelta.go
-			sb.put(r.key, sts)
+	rs := httpRoutes(opts.Memo.routesBuf(), in, opts.Memo)
+	sb := routeStatusBuild{s: opts.Memo.lastStatus()}         // routestatuses.go: the last result's, copied where it changes
+	if !w.spliceRoutes(in, byKey, opts.ControllerName, &sb) { // splice.go: the last pass's lists, a few routes changed
+		w.startLists()
+		rs = routesOf(in, rs, opts.Routes, opts.Memo)
+		for _, r := range rs {
+			sts := w.attached(r, byKey, opts.ControllerName)
+			if opts.Memo.noteRoute(r, sts) { // routesdelta.go
+				sb.put(r.key, sts)
+			}
 		}
+		opts.Memo.gone(rs, &sb)
+		opts.Memo.notedAll()
 	}
-	opts.Memo.gone(rs, &sb)
 	res.Routes = sb.done()
 	opts.Memo.keepRoutesBuf(rs)
 
@@ -164,6 +169,7 @@ func Compute(in Input, opts Options) Result {
 	slices.SortFunc(res.Config.Frontends, func(a, b model.Frontend) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(res.Config.UDP, func(a, b model.UDPService) int { return cmp.Compare(a.Name, b.Name) })
 	w.keepListenerRoutes() // attachmemo.go
+	w.endSplice(in)        // splice.go
 	opts.Memo.end(&res)
 	return res
 }

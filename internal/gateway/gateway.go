@@ -172,8 +172,9 @@ type route struct {
 	stsPass int
 }
 
-func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
-	out := m.routesBuf()
+// routesOf is every route of in, oldest first; out holds the
+// HTTPRoutes' (httpRoutes), in any order.
+func routesOf(in Input, out []*route, memo *RouteMemo, m *Memo) []*route {
 	for _, r := range in.TCPRoutes {
 		rt := &route{key: RouteKey{KindTCPRoute, Key{r.Namespace, r.Name}}, meta: &r.ObjectMeta, parents: r.Spec.ParentRefs}
 		if len(r.Spec.Rules) > 0 {
@@ -195,7 +196,6 @@ func routesOf(in Input, memo *RouteMemo, m *Memo) []*route {
 		}
 		out = append(out, rt)
 	}
-	out = httpRoutes(out, in, m)
 	out = append(out, grpcRoutes(in, memo)...)
 	// The oldest route wins what two routes want (a TCP listener, a
 	// server name); ties by kind, namespace and name, as the spec says.

@@ -82,6 +82,25 @@ type Memo struct {
 	// AttachReused counts the routes whose attachment was replayed
 	// (attachmemo.go).
 	AttachReused int
+	// movedAt: the last pass whose Services or EndpointSlices differed
+	// from the pass before's; prevMovedAt: the one before this pass's
+	// (an entry checked since holds but for this pass's changes: entry).
+	movedAt, prevMovedAt int
+	// lastWhole: the last pass that noted every route's status
+	// (routesdelta.go); a spliced pass notes the changed ones alone.
+	lastWhole int
+	// madeNow: the routes made for a new object this pass (stand-ins
+	// too); goneNow: the routes of the last objects those replaced
+	// (splice.go).
+	madeNow, goneNow []*route
+	splice           spliceState // whether the next pass may splice (splice.go)
+	// Spliced counts the passes spliced, SpliceKept the routes they
+	// left untouched (neither compiled nor attached again), TablesSpliced
+	// the tables changed at their changed places alone (splice.go,
+	// tablesplice.go).
+	Spliced, SpliceKept, TablesSpliced int
+	// noSplice: every pass attaches every route (tests of that way).
+	noSplice bool
 }
 
 // routeEntry is what the memo keeps of one route.
@@ -134,6 +153,9 @@ func (m *Memo) begin(in Input) {
 	m.pass++
 	m.nSeen = 0
 	m.nPrev, m.delta = 0, nil // routesdelta.go
+	clear(m.madeNow)
+	clear(m.goneNow)
+	m.madeNow, m.goneNow = m.madeNow[:0], m.goneNow[:0]
 	m.on = len(in.BackendTLSPolicies) == 0
 	world := make(map[any]struct{}, len(in.Classes)+len(in.Gateways)+len(in.Grants)+len(in.Namespaces)+len(in.Secrets))
 	m.nextObjs = make(map[worldKey]any, len(in.Classes)+len(in.Gateways)+len(in.ListenerSets))
@@ -210,9 +232,12 @@ func (m *Memo) httpRoute(h *gwv1.HTTPRoute, mk func(*gwv1.HTTPRoute) *route) *ro
 	if !ok {
 		r = m.routeStandIn(h) // worldmemo.go: our status write echoed
 		if r == nil {
-			m.replaced(h)
+			if old := m.replaced(h); old != nil {
+				m.goneNow = append(m.goneNow, old)
+			}
 			r = mk(h)
 		}
+		m.madeNow = append(m.madeNow, r)
 		r.made = m.pass
 		m.routes[h] = r
 		m.byKey[r.key] = keyedRoute{r, h}
@@ -255,10 +280,17 @@ func (m *Memo) moved(w *world) {
 		}
 	}
 	m.svcs, m.slices = w.services, w.slices
+	m.prevMovedAt = m.movedAt
+	if len(m.changed) > 0 {
+		m.movedAt = m.pass
+	}
 }
 
 // entry is r's entry for this pass: the last pass's when r read the
 // same Services and EndpointSlices in the same world, else an empty one.
+// An entry checked in an earlier pass than the last (a spliced pass
+// checks only the changed routes', splice.go) holds as the last pass's
+// does when no pass since changed a Service (Memo.prevMovedAt).
 // It is kept on the route (no map of every route's entry to look up and
 // to sweep: an entry goes with its route; one of a route no pass asks
 // for any longer, not served, stays until the route goes or is asked
@@ -271,7 +303,7 @@ func (m *Memo) entry(r *route, w *world) *routeEntry {
 	switch {
 	case e != nil && e.gen == m.egen && e.pass == m.pass:
 		return e // asked before in this pass
-	case e == nil || e.gen != m.egen || e.pass != m.pass-1 || !e.freshSince(r, m.changed):
+	case e == nil || e.gen != m.egen || e.pass < m.prevMovedAt || !e.freshSince(r, m.changed):
 		e = &routeEntry{gen: m.egen}
 		r.e = e
 	}

@@ -44,24 +44,28 @@ func TestMemoForgetsGoneRoutes(t *testing.T) {
 }
 
 // TestMemoEntryHolds: a route's entry (kept on the route) is handed back
-// in the pass that made it and in the next one while the Services its
+// in the pass that made it and in the next ones while the Services its
 // backendRefs name did not change; not after a pass that did not ask for
-// it (a change then was not looked at), nor in another world.
+// it and saw a Service change (a change then was not looked at), nor in
+// another world. (A spliced pass asks for the changed routes' alone:
+// splice.go.)
 func TestMemoEntryHolds(t *testing.T) {
 	r := &route{key: RouteKey{KindHTTPRoute, Key{"apps", "r"}}, refs: []gwv1.BackendRef{{BackendObjectReference: gwv1.BackendObjectReference{Name: "s"}}}}
 	for _, tc := range []struct {
 		name      string
 		gen, pass int  // the entry's
 		changed   bool // its Service changed since the last pass
+		movedAt   int  // the last pass before this one that saw a Service change
 		same      bool
 	}{
-		{"asked before in this pass", 2, 5, true, true},
-		{"the last pass's", 2, 4, false, true},
-		{"the last pass's, its Service changed", 2, 4, true, false},
-		{"from two passes ago", 2, 3, false, false},
-		{"another world's", 1, 4, false, false},
+		{"asked before in this pass", 2, 5, true, 4, true},
+		{"the last pass's", 2, 4, false, 4, true},
+		{"the last pass's, its Service changed", 2, 4, true, 1, false},
+		{"from two passes ago, a Service changed since", 2, 3, false, 4, false},
+		{"from two passes ago, no Service changed since", 2, 3, false, 3, true},
+		{"another world's", 1, 4, false, 1, false},
 	} {
-		m := &Memo{on: true, pass: 5, egen: 2, changed: map[Key]bool{}}
+		m := &Memo{on: true, pass: 5, egen: 2, changed: map[Key]bool{}, prevMovedAt: tc.movedAt}
 		if tc.changed {
 			m.changed[Key{"apps", "s"}] = true
 		}

@@ -38,6 +38,11 @@ type world struct {
 	// recent: the backends last put into the pass's backends map by a
 	// kept fragment (backendsrecent.go).
 	recent recentBackends
+	// nonReplay counts the routes whose attachment was not recorded;
+	// edits, in a spliced pass, the listeners' lists changed, by
+	// place in lall (splice.go).
+	nonReplay int
+	edits     map[int]*listEdit
 }
 
 func newWorld(in Input) *world {

@@ -28,7 +28,10 @@ func (m *Memo) noteRoute(r *route, sts []gwv1.RouteParentStatus) bool {
 	}
 	var prev []gwv1.RouteParentStatus
 	kept := r.key.Kind == KindHTTPRoute && r.made != m.pass
-	if kept && r.stsPass == m.pass-1 {
+	// r.sts is its status in the last result when noted in the last
+	// pass that noted every route, or since (a spliced pass notes only
+	// the changed routes: splice.go).
+	if kept && r.stsPass != 0 && r.stsPass >= m.lastWhole {
 		prev = r.sts
 	} else if !kept {
 		prev = m.status.Get(r.key) // a new object, or a kind the memo does not keep

@@ -76,7 +76,7 @@ func TestTablePlaceByPlace(t *testing.T) {
 			if tc.start != nil {
 				tc.start(&in)
 			}
-			memo := &Memo{}
+			memo := &Memo{noSplice: true} // the walk's way (a spliced pass: TestSpliceTakesItsWay)
 			withMemo := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}, Memo: memo}
 			whole := Options{Addresses: []netip.Addr{lbAddr}, Routes: &RouteMemo{}}
 			Compute(in, withMemo)

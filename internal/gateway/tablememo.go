@@ -46,6 +46,8 @@ type tableMemo struct {
 	hsets   [][]string
 	nameBuf []string
 	keyBuf  []byte
+	shape   *model.HTTPShape         // t's
+	brefs   map[string]*tableBackend // the backends of t's places, counted; nil: not yet (tablesplice.go)
 }
 
 // tableInput is one listener's part: its served routes, in order, and
@@ -98,6 +100,9 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	t, scheme := newTable(ls, port)
 	k := tableKey{w.serving, port}
 	old := m.tables[k]
+	if w.spliceTable(t, ls, scheme, old, backends) { // tablesplice.go: a spliced pass's few places
+		return t
+	}
 	lhosts := make([]string, len(ls))
 	slots := make([][]tableSlot, len(ls))
 	var spare, last [][]tableSlot
@@ -156,7 +161,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
 	t.Shape = old.shapeOf(names) // tableshape.go
-	old.t, old.actsHW = t, acts.hw
+	old.t, old.actsHW, old.shape, old.brefs = t, acts.hw, t.Shape, nil
 	m.tables[k] = old
 	return t
 }

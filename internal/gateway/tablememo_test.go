@@ -22,13 +22,7 @@ import (
 // their number of rules (their actions' places move) and their
 // Services.
 type tableWorld struct {
-	rnd     *rand.Rand
-	gen     int
-	next    int
-	gws     []*gwv1.Gateway
-	classes []*gwv1.GatewayClass
-	routes  map[string]*gwv1.HTTPRoute
-	svcs    []*corev1.Service
+	routeWorld
 	// catchAll: routes r0 to r<catchAll-1> match through a wildcard or
 	// any host, the others through exact names.
 	catchAll int
@@ -42,8 +36,19 @@ type tableWorld struct {
 	shapes bool
 }
 
+// routeWorld is what the random worlds of routes have in common.
+type routeWorld struct {
+	rnd     *rand.Rand
+	gen     int // the objects' generation
+	next    int // the next route's number
+	gws     []*gwv1.Gateway
+	classes []*gwv1.GatewayClass
+	routes  map[string]*gwv1.HTTPRoute
+	svcs    []*corev1.Service
+}
+
 func newTableWorld(seed uint64, n, catchAll int) *tableWorld {
-	w := &tableWorld{rnd: rand.New(rand.NewPCG(seed, 31)), routes: map[string]*gwv1.HTTPRoute{}, catchAll: catchAll}
+	w := &tableWorld{routeWorld: routeWorld{rnd: rand.New(rand.NewPCG(seed, 31)), routes: map[string]*gwv1.HTTPRoute{}}, catchAll: catchAll}
 	w.classes = []*gwv1.GatewayClass{class("hks", ControllerName)}
 	w.gws = []*gwv1.Gateway{gateway("apps", "gw", "hks", 0,
 		listenerOf("web", gwv1.HTTPProtocolType, 80, ""), listenerOf("wild", gwv1.HTTPProtocolType, 80, "*.example.com"),

@@ -57,12 +57,15 @@ func (m *Memo) routeStandIn(h *gwv1.HTTPRoute) *route {
 // replaced forgets the route of the last object of h's name, which h,
 // another object (not a stand-in), replaces: the pass then finds no
 // route it did not see, and walks none of the thousands it kept
-// (Memo.end). One already seen in this pass is left to end.
-func (m *Memo) replaced(h *gwv1.HTTPRoute) {
+// (Memo.end). One already seen in this pass is left to end. It returns
+// the route forgotten (nil: none).
+func (m *Memo) replaced(h *gwv1.HTTPRoute) *route {
 	k, ok := m.byKey[RouteKey{KindHTTPRoute, Key{h.Namespace, h.Name}}]
 	if ok && k.obj != h && k.r.seen != m.pass {
 		delete(m.routes, k.obj)
+		return k.r
 	}
+	return nil
 }
 
 // forgetRoute forgets route r of object h (deleted).

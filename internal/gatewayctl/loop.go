@@ -170,7 +170,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		}
 	}
 	computeStart := time.Now()
-	whole0, kept0 := l.memo.TablesWhole, l.memo.TablesIncremental
+	whole0, kept0, spliced0, tspliced0 := l.memo.TablesWhole, l.memo.TablesIncremental, l.memo.Spliced, l.memo.TablesSpliced
 	out := gateway.Compute(in, gopts)
 	compute := time.Since(computeStart)
 	besideStart := time.Now()
@@ -217,7 +217,8 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	// took to its start; then the collections and allocation in the pass.
 	parts := slowParts{"snapshot", snapshot, "compute", compute, "beside", beside, "parse", parse,
 		"apply", apply, "status", time.Since(statusStart), "waited", waitedFor(ctx, start),
-		"tables_whole", l.memo.TablesWhole - whole0, "tables_kept", l.memo.TablesIncremental - kept0}
+		"tables_whole", l.memo.TablesWhole - whole0, "tables_kept", l.memo.TablesIncremental - kept0,
+		"spliced", l.memo.Spliced - spliced0, "tables_spliced", l.memo.TablesSpliced - tspliced0} // gateway/splice.go
 	parts = append(parts, gcstat.Read().Since(gc0).Attrs()...)
 	if b, ok := l.opts.Beside.(interface{ Parts() []any }); ok { // ingressctl.Server: its own parts
 
