@@ -157,6 +157,20 @@ type scaleController struct {
 	env        []string
 }
 
+// haproxyBin is the HAProxy of c's runs in the Services benchmarks: the
+// value of a HAPROXY_BIN entry among c's environment ("base=BIN
+// HAPROXY_BIN=/path/haproxy" in HKS_BENCH_CONTROLLERS), else
+// haproxytest.Bin(), so that one world times one controller on two
+// HAProxy versions side by side.
+func (c scaleController) haproxyBin() string {
+	for _, e := range c.env {
+		if v, ok := strings.CutPrefix(e, "HAPROXY_BIN="); ok && v != "" {
+			return v
+		}
+	}
+	return haproxytest.Bin()
+}
+
 // scaleControllers reads HKS_BENCH_CONTROLLERS, or builds this tree's.
 func scaleControllers(b *testing.B) []scaleController {
 	var out []scaleController

@@ -44,7 +44,9 @@ const newSvcLabel = "hks-bench-new"
 // sees; the controller logs no event). Each listener mode of
 // HKS_BENCH_MODES (default "tproxy,ports": tproxy with run's pool, then
 // a frontend per port) runs with a fresh HAProxy and controller over the
-// same objects, for each controller of HKS_BENCH_CONTROLLERS. With
+// same objects, for each controller of HKS_BENCH_CONTROLLERS (a
+// controller's HAPROXY_BIN entry, "head=BIN HAPROXY_BIN=PATH", runs its
+// HAProxy: two versions side by side in one world). With
 // HKS_BENCH_RESTART=1 each run ends with its restarts timed
 // (services_restart_bench_test.go).
 //
@@ -92,7 +94,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	}
 	dir := b.TempDir()
 	cfg := initHAProxyFor(b, dir, listening{tproxy: tproxy})
-	hap := haproxytest.Start(b, dir, cfg)
+	hap := haproxytest.StartWith(b, c.haproxyBin(), dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
 	args := svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr)

@@ -108,7 +108,7 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 	dir := b.TempDir()
 	l := listening{tproxy: tproxy}
 	cfg := initHAProxyFor(b, dir, l)
-	hap := haproxytest.Start(b, dir, cfg)
+	hap := haproxytest.StartWith(b, c.haproxyBin(), dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
 	ctl, logPath, name, t0 := startScaleController(b, c, k, dir, svcScaleArgs(kubeconfig, cfg, dir, hap, tproxy, pprofAddr))
@@ -148,7 +148,7 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 // HAProxy hap's files in dir, the listeners tproxy (run's default pool)
 // or ports, no checks, pprof at pprofAddr.
 func svcScaleArgs(kubeconfig, cfg, dir string, hap *haproxytest.Process, tproxy bool, pprofAddr string) []string {
-	args := []string{"run", "--kubeconfig", kubeconfig, "--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),
+	args := []string{"run", "--kubeconfig", kubeconfig, "--haproxy-config", cfg, "--haproxy-bin", hap.Bin,
 		"--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket, "--state-file", filepath.Join(dir, "state"),
 		"--metrics-address", "", "--udp=off", "--pprof-address", pprofAddr,
 		// No checks: HAProxy's 50,000 checks would take the cores the
