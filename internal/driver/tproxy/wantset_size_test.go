@@ -25,7 +25,7 @@ func TestWantSetArraysAtSize(t *testing.T) {
 		fs = append(fs, front(i))
 	}
 	var w wantSet
-	w.update(model.Config{Frontends: fs}, tproxyOpts)
+	w.update(model.Config{Frontends: fs}, nil, tproxyOpts)
 	atSize := func(step string) {
 		t.Helper()
 		held, limit := cap(w.fronts)+cap(w.spare), 2*(len(w.fronts)+len(w.fronts)/16+64)
@@ -37,10 +37,11 @@ func TestWantSetArraysAtSize(t *testing.T) {
 		prev := fs
 		fs = append(fs[:len(fs):len(fs)], front(n+k)) // a new array: the last pass's is the driver's
 		cfg := model.Config{Frontends: fs}
+		var changes *model.FrontendChanges
 		if k%2 == 0 {
-			cfg.FrontChanges = &model.FrontendChanges{Base: prev, Of: fs, Names: []string{front(n + k).Name}}
+			changes = &model.FrontendChanges{Base: prev, Of: fs, Names: []string{front(n + k).Name}}
 		}
-		w.update(cfg, tproxyOpts)
+		w.update(cfg, changes, tproxyOpts)
 		if len(w.fronts) != len(fs) {
 			t.Fatalf("new Service %d: %d frontends taken, want %d", k, len(w.fronts), len(fs))
 		}
@@ -48,7 +49,7 @@ func TestWantSetArraysAtSize(t *testing.T) {
 	}
 	for k := range 2 { // most Services gone: the arrays do not stay at the old size
 		fs = slices.Clone(fs[:n/4]) // each pass's own array
-		w.update(model.Config{Frontends: fs}, tproxyOpts)
+		w.update(model.Config{Frontends: fs}, nil, tproxyOpts)
 		atSize(fmt.Sprintf("Services gone, pass %d", k))
 	}
 }
