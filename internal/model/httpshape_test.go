@@ -19,10 +19,11 @@ func TestHTTPShape(t *testing.T) {
 			{Set: []HeaderValue{{Name: "x-set", Value: "1"}}, Remove: []string{"x-gone"}},
 			{Ext: &HTTPActionExt{Response: HeaderMods{Add: []HeaderValue{{Name: "x-resp", Value: "1"}}}}},
 			{Access: &HTTPAccess{}},
+			{Access: &HTTPAccess{MatchCN: "CN=a"}},
 		},
 	}
 	want := HTTPShape{HeaderSets: [][]string{{}, {MethodMatch}, {"x-a", "x-b"}}, Modified: []string{"x-gone", "x-set"},
-		Response: []string{"x-resp"}, Access: true}
+		Response: []string{"x-resp"}, Access: true, Uses: AccessUses{MatchCN: true}}
 	if want.HeaderSets[1][0] > want.HeaderSets[2][0] {
 		want.HeaderSets[1], want.HeaderSets[2] = want.HeaderSets[2], want.HeaderSets[1]
 	}
@@ -31,7 +32,8 @@ func TestHTTPShape(t *testing.T) {
 	}
 	acts := ActionNames(h.Actions)
 	acts.SortNames()
-	if !slices.Equal(acts.Modified, want.Modified) || !slices.Equal(acts.Response, want.Response) || !acts.Access {
+	if !slices.Equal(acts.Modified, want.Modified) || !slices.Equal(acts.Response, want.Response) || !acts.Access ||
+		acts.Uses != want.Uses {
 		t.Errorf("ActionNames = %+v", *acts)
 	}
 	if ActionNames(h.Actions[:0]) != nil {
@@ -45,7 +47,7 @@ func TestHTTPShape(t *testing.T) {
 	}{
 		{"HeaderSets", h.HeaderSets(), kept.HeaderSets}, {"ModifiedHeaders", h.ModifiedHeaders(), kept.Modified},
 		{"ResponseHeaders", h.ResponseHeaders(), kept.Response}, {"BackendHeaders", h.BackendHeaders(), kept.Backend},
-		{"HasAccess", h.HasAccess(), false},
+		{"HasAccess", h.HasAccess(), false}, {"AccessUses", h.AccessUses(), AccessUses{}},
 	} {
 		if !equalAny(tc.got, tc.exp) {
 			t.Errorf("%s with a Shape = %v, want the Shape's %v", tc.name, tc.got, tc.exp)
