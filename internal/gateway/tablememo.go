@@ -155,7 +155,7 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old.pass = m.pass
 	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
-	t.Shape = old.shapeOf(names) // tableshape.go
+	t.SetShape(old.shapeOf(names)) // tableshape.go
 	old.t, old.actsHW = t, acts.hw
 	m.tables[k] = old
 	return t

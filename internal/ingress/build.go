@@ -117,7 +117,8 @@ func build(res *Result, units []*unit, w *world, opts Options) *tables {
 		for i := range h.Hosts {
 			c.Host(h, &h.Hosts[i], 1)
 		}
-		h.Shape, tb.shapes[https] = c.Shape(), c
+		h.SetShape(c.Shape())
+		tb.shapes[https] = c
 		return h
 	}
 	if len(units) == 0 {
@@ -152,7 +153,7 @@ type tables struct {
 	fallbackSet    []model.HeaderValue
 	fallbackExt    *model.HTTPActionExt
 	tlsHosts       map[string]bool
-	shapes         map[bool]*model.ShapeCounter // by https: the HTTP and HTTPS tables' shapes (model.HTTP.Shape)
+	shapes         map[bool]*model.ShapeCounter // by https: the HTTP and HTTPS tables' shapes (model.HTTP.SetShape)
 }
 
 // setFallback makes u's spec.defaultBackend the tables' default backend:

@@ -78,7 +78,7 @@ func (a *HTTPAccess) Empty() bool {
 // HasAccess reports whether the table's access rules are written: some
 // action carries an HTTPAccess (an empty one declares them, so that the
 // first range a route is given is map data, not structure).
-func (h *HTTP) HasAccess() bool { return h.shape().Access }
+func (h *HTTP) HasAccess() bool { return h.shapeOf().Access }
 
 // hasAccess is HasAccess walked from the actions (ShapeOf).
 func (h *HTTP) hasAccess() bool {
@@ -87,7 +87,7 @@ func (h *HTTP) hasAccess() bool {
 
 // AccessUses reports which of the access rules written only when used
 // some action of the table uses (HTTPShape.Uses).
-func (h *HTTP) AccessUses() AccessUses { return h.shape().Uses }
+func (h *HTTP) AccessUses() AccessUses { return h.shapeOf().Uses }
 
 // accessUses is AccessUses walked from the actions (ShapeOf).
 func (h *HTTP) accessUses() AccessUses {
