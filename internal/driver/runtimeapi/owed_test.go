@@ -116,15 +116,7 @@ func TestServersOnlyPassDeliversStaleClientFiles(t *testing.T) {
 		w.Header().Set("Connection", "close") // a new connection, the certificate presented again
 		fmt.Fprintf(w, "cn=%s", r.TLS.PeerCertificates[0].Subject.CommonName)
 	}, "a.example.com")
-	cfgOf := func(cn string) model.Config {
-		c := testcert.Issue(t, testcert.Spec{CN: cn, Client: true}, clientCA)
-		bu, err := certs.Parse(c.PEM(), c.KeyPEM(t), c.Cert.NotBefore)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b.config("gwhs_a_ccert_apps_client", &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: b.serverCA.PEM(),
-			Cert: "ccert_apps_client", CertPEM: bu.PEM})
-	}
+	cfgOf := func(cn string) model.Config { return b.withClientCert(t, clientCA, cn) }
 	subject := func(step, cn string) {
 		t.Helper()
 		var code int
@@ -155,4 +147,17 @@ func TestServersOnlyPassDeliversStaleClientFiles(t *testing.T) {
 	if d.owesReload() != "" {
 		t.Errorf("still owed after the reload: %q", d.owesReload())
 	}
+}
+
+// withClientCert is b's config presenting a client certificate of
+// subject cn issued by ca (its file named for the Secret: the same name
+// whatever the certificate).
+func (b *clientCertBackend) withClientCert(t *testing.T, ca testcert.Cert, cn string) model.Config {
+	c := testcert.Issue(t, testcert.Spec{CN: cn, Client: true}, ca)
+	bu, err := certs.Parse(c.PEM(), c.KeyPEM(t), c.Cert.NotBefore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.config("gwhs_a_ccert_apps_client", &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: b.serverCA.PEM(),
+		Cert: "ccert_apps_client", CertPEM: bu.PEM})
 }
