@@ -308,14 +308,14 @@ func firstDiff(got, want Result) string {
 			if f.HTTP == nil {
 				continue
 			}
-			if f.HTTP.Shape == nil {
+			if f.HTTP.KeptShape() == nil {
 				return "frontend " + f.Name + "'s table has no Shape"
 			}
-			if s := model.ShapeOf(f.HTTP); !f.HTTP.Shape.Equal(s) {
-				return fmt.Sprintf("frontend %s's table's shape:\nkept:     %+v\nof table: %+v", f.Name, *f.HTTP.Shape, s)
+			if s := model.ShapeOf(f.HTTP); !f.HTTP.KeptShape().Equal(s) {
+				return fmt.Sprintf("frontend %s's table's shape:\nkept:     %+v\nof table: %+v", f.Name, *f.HTTP.KeptShape(), s)
 			}
 			h := *f.HTTP
-			h.Shape = nil
+			h.SetShape(nil)
 			r.Config.Frontends[i].HTTP = &h
 		}
 	}

@@ -160,8 +160,8 @@ func (w *world) tableOf(ls []*listener, port uint16, backends map[string]*model.
 	old.pass = m.pass
 	old.spare = last // no longer read: the next pass's slots
 	t.Hosts = old.t.Hosts
-	t.Shape = old.shapeOf(names) // tableshape.go
-	old.t, old.actsHW, old.shape, old.brefs = t, acts.hw, t.Shape, nil
+	t.SetShape(old.shapeOf(names)) // tableshape.go
+	old.t, old.actsHW, old.shape, old.brefs = t, acts.hw, t.KeptShape(), nil
 	m.tables[k] = old
 	return t
 }

@@ -21,11 +21,11 @@ func TestTableShapeKept(t *testing.T) {
 	table := func(res Result) *model.HTTP {
 		t.Helper()
 		h := res.Config.Frontends[0].HTTP
-		if h.Shape == nil {
+		if h.KeptShape() == nil {
 			t.Fatal("the memo's table carries no shape")
 		}
-		if s := model.ShapeOf(h); !h.Shape.Equal(s) {
-			t.Fatalf("kept shape %+v, the table's %+v", *h.Shape, s)
+		if s := model.ShapeOf(h); !h.KeptShape().Equal(s) {
+			t.Fatalf("kept shape %+v, the table's %+v", *h.KeptShape(), s)
 		}
 		return h
 	}
@@ -35,18 +35,18 @@ func TestTableShapeKept(t *testing.T) {
 	if memo.TablesIncremental+memo.TablesSpliced == 0 {
 		t.Fatal("no table built from the last one")
 	}
-	if &second.Shape.HeaderSets[0] != &first.Shape.HeaderSets[0] {
+	if &second.KeptShape().HeaderSets[0] != &first.KeptShape().HeaderSets[0] {
 		t.Error("no header set came or went, but the list was made again")
 	}
 	r := benchRoute(9, 2, "/p")
 	r.Spec.Rules[0].Matches[0].Headers = append(r.Spec.Rules[0].Matches[0].Headers, gwv1.HTTPHeaderMatch{Name: "x-zone", Value: "a"})
 	in.HTTPRoutes[9] = r
 	third := table(Compute(in, opts))
-	if want := [][]string{{}, {"x-env"}, {"x-env", "x-zone"}}; !slices.EqualFunc(third.Shape.HeaderSets, want, slices.Equal) {
-		t.Errorf("header sets %v, want %v", third.Shape.HeaderSets, want)
+	if want := [][]string{{}, {"x-env"}, {"x-env", "x-zone"}}; !slices.EqualFunc(third.KeptShape().HeaderSets, want, slices.Equal) {
+		t.Errorf("header sets %v, want %v", third.KeptShape().HeaderSets, want)
 	}
 	in.HTTPRoutes[9] = benchRoute(9, 2, "/p") // the set's only rule gone
-	if got := table(Compute(in, opts)).Shape.HeaderSets; len(got) != 2 {
+	if got := table(Compute(in, opts)).KeptShape().HeaderSets; len(got) != 2 {
 		t.Errorf("header sets %v after the only rule of x-env,x-zone went: want [[] [x-env]]", got)
 	}
 }

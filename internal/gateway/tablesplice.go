@@ -190,9 +190,9 @@ func (w *world) spliceTable(t *model.HTTP, ls []*listener, scheme string, old *t
 	}
 	s := *old.shape // the places' action names unchanged (none at the changed places)
 	s.HeaderSets = old.headerSets()
-	t.Shape = &s
+	t.SetShape(&s)
 	t.Hosts = old.t.Hosts
-	old.t, old.shape = t, t.Shape
+	old.t, old.shape = t, &s
 	old.pass = m.pass
 	m.TablesSpliced++
 	return true

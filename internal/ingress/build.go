@@ -10,9 +10,12 @@ import (
 )
 
 // Declared are the request headers honoured annotations set
-// (connection-proxy-header, upstream-vhost, x-forwarded-prefix), with a
-// value no request sees.
-var Declared = []model.HeaderValue{{Name: "connection", Value: "declared"}, {Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
+// (upstream-vhost, x-forwarded-prefix), with a value no request sees.
+// connection-proxy-header's `connection` is not declared: its rules are
+// written while some action sets it (one reload the first time one
+// does, and when the last is gone), so that a table where none does
+// looks nothing up for it per request.
+var Declared = []model.HeaderValue{{Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
 
 // ALPN is what the HTTPS frontend offers, in order.
 var ALPN = []string{"h2", "http/1.1"}
@@ -114,7 +117,8 @@ func build(res *Result, units []*unit, w *world, opts Options) *tables {
 		for i := range h.Hosts {
 			c.Host(h, &h.Hosts[i], 1)
 		}
-		h.Shape, tb.shapes[https] = c.Shape(), c
+		h.SetShape(c.Shape())
+		tb.shapes[https] = c
 		return h
 	}
 	if len(units) == 0 && !opts.Own {
@@ -149,7 +153,7 @@ type tables struct {
 	fallbackSet    []model.HeaderValue
 	fallbackExt    *model.HTTPActionExt
 	tlsHosts       map[string]bool
-	shapes         map[bool]*model.ShapeCounter // by https: the HTTP and HTTPS tables' shapes (model.HTTP.Shape)
+	shapes         map[bool]*model.ShapeCounter // by https: the HTTP and HTTPS tables' shapes (model.HTTP.SetShape)
 }
 
 // setFallback makes u's spec.defaultBackend the tables' default backend:

@@ -89,7 +89,7 @@ func sameBinds(a, b []model.Bind) bool {
 // and spec.defaultBackend). The table resolves the most specific path
 // first (render/httpmaps.go), so an HTTPRoute wins the requests it
 // matches on the same path; a more specific Ingress path wins its own.
-// Both tables carry their Shape (model.HTTP.Shape), and so does out.
+// Both tables carry their kept shape (model.HTTP.KeptShape), and so does out.
 func MergeHTTP(gw, ing *model.HTTP) *model.HTTP {
 	out := &model.HTTP{Port: gw.Port, Actions: slices.Clone(gw.Actions), Passthrough: ing.Passthrough}
 	off := len(out.Actions)
@@ -143,8 +143,8 @@ func MergeHTTP(gw, ing *model.HTTP) *model.HTTP {
 	}
 	// Every rule and action of both is in out, and no other: its shape
 	// is the two shapes' union, not a walk of out.
-	s := gw.Shape.Union(*ing.Shape)
-	out.Shape = &s
+	s := gw.KeptShape().Union(*ing.KeptShape())
+	out.SetShape(&s)
 	return out
 }
 

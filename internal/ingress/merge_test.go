@@ -27,8 +27,8 @@ func TestMerge(t *testing.T) {
 		Backends:  []*model.Backend{gwBackend, {Name: model.RejectBackend}},
 	}
 	Merge(&shared, res)
-	if h := shared.Frontends[0].HTTP; !h.Shape.Equal(model.ShapeOf(h)) {
-		t.Errorf("the merged table's Shape %+v, of its table %+v", *h.Shape, model.ShapeOf(h))
+	if h := shared.Frontends[0].HTTP; !h.KeptShape().Equal(model.ShapeOf(h)) {
+		t.Errorf("the merged table's Shape %+v, of its table %+v", *h.KeptShape(), model.ShapeOf(h))
 	}
 	var b bytes.Buffer
 	for _, f := range shared.Frontends {

@@ -420,6 +420,6 @@ func (tb *tables) patchTable(old *model.HTTP, touched []string, https bool) *mod
 	for ti < len(touched) {
 		emit()
 	}
-	h.Shape = shape.Shape()
+	h.SetShape(shape.Shape())
 	return h
 }

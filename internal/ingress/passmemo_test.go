@@ -142,11 +142,11 @@ func TestPassMemoIsTheWholeCompile(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d (%s): the memo's result\n%s\ncompiling every Ingress\n%s", step, e.name, dump(got), dump(want))
 				}
-				if p := memo.Whole() == ""; p && len(got.Frontends) > 0 && got.Frontends[0].HTTP.Shape != lastShape {
+				if p := memo.Whole() == ""; p && len(got.Frontends) > 0 && got.Frontends[0].HTTP.KeptShape() != lastShape {
 					reshaped++
 				}
 				if len(got.Frontends) > 0 {
-					lastShape = got.Frontends[0].HTTP.Shape
+					lastShape = got.Frontends[0].HTTP.KeptShape()
 				}
 			}
 			if reshaped == 0 {
@@ -176,11 +176,11 @@ func headerConfigMaps(n int) map[Key]*corev1.ConfigMap {
 // and actions give (model.ShapeOf), in its very form; else which differs.
 func shapeDiff(res Result) string {
 	for _, f := range res.Frontends {
-		if f.HTTP.Shape == nil {
+		if f.HTTP.KeptShape() == nil {
 			return "frontend " + f.Name + "'s table has no Shape"
 		}
-		if s := model.ShapeOf(f.HTTP); !reflect.DeepEqual(*f.HTTP.Shape, s) {
-			return fmt.Sprintf("frontend %s's table's shape:\nkept:     %+v\nof table: %+v", f.Name, *f.HTTP.Shape, s)
+		if s := model.ShapeOf(f.HTTP); !reflect.DeepEqual(*f.HTTP.KeptShape(), s) {
+			return fmt.Sprintf("frontend %s's table's shape:\nkept:     %+v\nof table: %+v", f.Name, *f.HTTP.KeptShape(), s)
 		}
 	}
 	return ""

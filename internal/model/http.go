@@ -31,15 +31,15 @@ type HTTP struct {
 	// not terminated (passthrough.go); nil: none.
 	Passthrough *Passthrough
 
-	// Shape is the table's structure data as Hosts and Actions give it
-	// (httpshape.go). Every producer sets it: the compilers' memos keep
-	// it from pass to pass (the gateway's table memo, the Ingress pass
-	// memo), a whole build computes it once (ShapeOf, Shaped). The
-	// methods that answer from it (HeaderSets, ModifiedHeaders,
-	// ResponseHeaders, BackendHeaders, HasAccess) never walk the table,
-	// and panic on a table without one (a producer's mistake). Equal
-	// ignores it.
-	Shape *HTTPShape
+	// shape is the table's structure data as Hosts and Actions give it
+	// (httpshape.go), kept by its producer: the compilers' memos keep it
+	// from pass to pass (the gateway's table memo, the Ingress pass memo:
+	// SetShape), a whole build computes it once (Shaped). The methods
+	// that answer from it (HeaderSets, ModifiedHeaders, ResponseHeaders,
+	// BackendHeaders, HasAccess, AccessUses, SameShape) walk the table
+	// only when it has none (nil: the zero value and a table built by
+	// hand are valid, and answer the same). Equal ignores it.
+	shape *HTTPShape
 }
 
 // HTTPHost is one host name of the table: an exact name ("a.example.com"),
@@ -239,7 +239,7 @@ func ValidHeaderSetValue(v string) bool {
 // HeaderSets are the distinct sets of header names the table's rules
 // match on (MethodMatch for a method), each sorted, the empty set first: the structure of the
 // matching rules (render/http.go writes one lookup per set).
-func (h *HTTP) HeaderSets() [][]string { return h.shape().HeaderSets }
+func (h *HTTP) HeaderSets() [][]string { return h.shapeOf().HeaderSets }
 
 // headerSets is HeaderSets walked from the hosts' rules (ShapeOf).
 func (h *HTTP) headerSets() [][]string {
@@ -265,7 +265,7 @@ func SortHeaderSets(sets [][]string) {
 
 // ModifiedHeaders are the header names the actions set, add or remove,
 // sorted: a rule of the configuration each.
-func (h *HTTP) ModifiedHeaders() []string { return h.shape().Modified }
+func (h *HTTP) ModifiedHeaders() []string { return h.shapeOf().Modified }
 
 // modifiedHeaders is ModifiedHeaders walked from the actions (ShapeOf).
 func (h *HTTP) modifiedHeaders() []string {

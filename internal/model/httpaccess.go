@@ -78,11 +78,24 @@ func (a *HTTPAccess) Empty() bool {
 // HasAccess reports whether the table's access rules are written: some
 // action carries an HTTPAccess (an empty one declares them, so that the
 // first range a route is given is map data, not structure).
-func (h *HTTP) HasAccess() bool { return h.shape().Access }
+func (h *HTTP) HasAccess() bool { return h.shapeOf().Access }
 
 // hasAccess is HasAccess walked from the actions (ShapeOf).
 func (h *HTTP) hasAccess() bool {
 	return slices.ContainsFunc(h.Actions, func(a HTTPAction) bool { return a.Access != nil })
+}
+
+// AccessUses reports which of the access rules written only when used
+// some action of the table uses (HTTPShape.Uses).
+func (h *HTTP) AccessUses() AccessUses { return h.shapeOf().Uses }
+
+// accessUses is AccessUses walked from the actions (ShapeOf).
+func (h *HTTP) accessUses() AccessUses {
+	var u AccessUses
+	for i := range h.Actions {
+		u = u.or(usesOf(h.Actions[i].Access))
+	}
+	return u
 }
 
 // accessEqual reports whether two actions' access controls are the same.

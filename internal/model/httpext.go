@@ -124,7 +124,7 @@ func extEqual(a, b *HTTPActionExt) bool {
 
 // ResponseHeaders are the response header names the actions change,
 // sorted: a rule of the configuration each.
-func (h *HTTP) ResponseHeaders() []string { return h.shape().Response }
+func (h *HTTP) ResponseHeaders() []string { return h.shapeOf().Response }
 
 // responseHeaders is ResponseHeaders walked from the actions (ShapeOf).
 func (h *HTTP) responseHeaders() []string {
@@ -140,7 +140,7 @@ func (h *HTTP) responseHeaders() []string {
 
 // BackendHeaders are the request header names some backend's own
 // changes touch, sorted: a rule of the configuration each.
-func (h *HTTP) BackendHeaders() []string { return h.shape().Backend }
+func (h *HTTP) BackendHeaders() []string { return h.shapeOf().Backend }
 
 // backendHeaders is BackendHeaders walked from the actions (ShapeOf).
 func (h *HTTP) backendHeaders() []string {

@@ -4,52 +4,93 @@ import "slices"
 
 // HTTPShape is what an HTTP table's fixed rules are written from besides
 // its maps (render/http.go): the header sets its rules match on and the
-// header names its actions change, and whether it has access rules. It
-// follows from Hosts and Actions alone; at thousands of routes walking
-// them costs a pass about a millisecond each time it is asked (the maps'
-// memo and the structure hash both ask), so every producer sets
-// HTTP.Shape (issue 30): one that builds a table from its last one keeps
-// it up to date from what changed (the gateway's table memo, the Ingress
-// pass memo through a ShapeCounter), a whole build computes it once
-// (ShapeOf, Shaped). ShapeOf is the only walk of a table for its shape.
+// header names its actions change, whether it has access rules and which
+// of them its actions use. It follows from Hosts and Actions alone; at
+// thousands of routes walking them costs a pass about a millisecond each
+// time it is asked (the maps' memo and the structure hash both ask), so
+// every producer keeps it with the table (issue 30): one that builds a
+// table from its last one keeps it up to date from what changed
+// (HTTP.SetShape: the gateway's table memo, the Ingress pass memo through
+// a ShapeCounter), a whole build computes it once (Shaped). A table
+// without one (the zero value, one built by hand) is valid: its methods
+// walk it. ShapeOf is the only walk of a table for its shape.
 type HTTPShape struct {
 	HeaderSets                  [][]string // as HTTP.HeaderSets
 	Modified, Response, Backend []string   // as ModifiedHeaders, ResponseHeaders, BackendHeaders
 	Access                      bool       // as HasAccess
+	// Uses: the access rules some action's access uses (AccessUses):
+	// the rules no action uses are not written, and cost no request a
+	// lookup.
+	Uses AccessUses
 }
 
-// ShapeOf is h's shape computed from its hosts and actions (h.Shape
-// ignored).
+// AccessUses are the access rules written only while some action of the
+// table uses them (render/httpaccess.go, render/extauth.go): the first
+// action that does, or the last one gone, changes the table's structure
+// (one reload), so that a table where none does looks nothing up for
+// them per request.
+type AccessUses struct {
+	NoLog   bool // an action's requests not logged (HTTPAccess.NoLog)
+	MatchCN bool // an action's client certificate subject matched (HTTPAccess.MatchCN)
+}
+
+// usesOf is what a uses of the rules AccessUses names.
+func usesOf(a *HTTPAccess) AccessUses {
+	if a == nil {
+		return AccessUses{}
+	}
+	return AccessUses{NoLog: a.NoLog, MatchCN: a.MatchCN != ""}
+}
+
+// or is the rules either u or o uses.
+func (u AccessUses) or(o AccessUses) AccessUses {
+	return AccessUses{NoLog: u.NoLog || o.NoLog, MatchCN: u.MatchCN || o.MatchCN}
+}
+
+// ShapeOf is h's shape computed from its hosts and actions (the kept
+// one ignored).
 func ShapeOf(h *HTTP) HTTPShape {
 	return HTTPShape{HeaderSets: h.headerSets(), Modified: h.modifiedHeaders(), Response: h.responseHeaders(),
-		Backend: h.backendHeaders(), Access: h.hasAccess()}
+		Backend: h.backendHeaders(), Access: h.hasAccess(), Uses: h.accessUses()}
 }
 
-// Shaped sets h's Shape to ShapeOf(h) and returns h: a table built
-// whole, or by hand in a test.
+// Shaped keeps ShapeOf(h) as h's shape and returns h: a table built
+// whole.
 func Shaped(h *HTTP) *HTTP {
 	s := ShapeOf(h)
-	h.Shape = &s
+	h.shape = &s
 	return h
 }
 
-// shape is h's Shape; a table without one panics: its producer did not
-// set it, and no method walks the table instead.
-func (h *HTTP) shape() *HTTPShape {
-	if h.Shape == nil {
-		panic("model.HTTP without a Shape: its producer sets it (model.Shaped, or a memo's kept shape)")
+// SetShape sets the shape h's producer kept for it (a memo's, counted
+// or united from what changed: ShapeCounter, HTTPShape.Union), which
+// must be ShapeOf(h); nil: none, computed when asked. Tables share
+// shapes: s is never changed after.
+func (h *HTTP) SetShape(s *HTTPShape) { h.shape = s }
+
+// KeptShape is the shape h's producer kept for it, nil when none.
+func (h *HTTP) KeptShape() *HTTPShape { return h.shape }
+
+// shapeOf is h's shape: the kept one, else ShapeOf(h), a walk of the
+// table (every producer keeps one: at thousands of routes the walk costs
+// a pass about a millisecond each time it is asked). Render and the
+// structure hash both ask through it.
+func (h *HTTP) shapeOf() *HTTPShape {
+	if h.shape != nil {
+		return h.shape
 	}
-	return h.Shape
+	s := ShapeOf(h)
+	return &s
 }
 
-// SameShape reports whether h and o have the same Shape (both set).
-func (h *HTTP) SameShape(o *HTTP) bool { return h.shape().Equal(*o.shape()) }
+// SameShape reports whether h and o have the same shape.
+func (h *HTTP) SameShape(o *HTTP) bool { return h.shapeOf().Equal(*o.shapeOf()) }
 
 // Union is the shape of a table holding every rule and action of two
 // tables of shapes s and o (ingress.MergeHTTP's): their header sets and
 // names each once, in ShapeOf's order and form.
 func (s HTTPShape) Union(o HTTPShape) HTTPShape {
-	u := HTTPShape{Access: s.Access || o.Access}
+	u := HTTPShape{Access: s.Access || o.Access, Uses: s.Uses.or(o.Uses)}
 	u.HeaderSets = append([][]string{{}}, s.HeaderSets[min(1, len(s.HeaderSets)):]...)
 	for _, set := range o.HeaderSets[min(1, len(o.HeaderSets)):] {
 		if !slices.ContainsFunc(u.HeaderSets[1:], func(x []string) bool { return slices.Equal(x, set) }) {
@@ -71,7 +112,8 @@ func (s HTTPShape) Union(o HTTPShape) HTTPShape {
 // empty alike).
 func (s HTTPShape) Equal(o HTTPShape) bool {
 	return slices.EqualFunc(s.HeaderSets, o.HeaderSets, slices.Equal) && slices.Equal(s.Modified, o.Modified) &&
-		slices.Equal(s.Response, o.Response) && slices.Equal(s.Backend, o.Backend) && s.Access == o.Access
+		slices.Equal(s.Response, o.Response) && slices.Equal(s.Backend, o.Backend) && s.Access == o.Access &&
+		s.Uses == o.Uses
 }
 
 // ActionNames is the part of a shape some actions give: the header names
@@ -88,6 +130,7 @@ func ActionNames(acts []HTTPAction) *HTTPShape {
 			}
 		}
 		s.Access = s.Access || a.Access != nil
+		s.Uses = s.Uses.or(usesOf(a.Access))
 	}
 	if len(s.Modified) == 0 && len(s.Response) == 0 && len(s.Backend) == 0 && !s.Access {
 		return nil
@@ -101,6 +144,7 @@ func (s *HTTPShape) Add(o *HTTPShape) {
 	s.Response = append(s.Response, o.Response...)
 	s.Backend = append(s.Backend, o.Backend...)
 	s.Access = s.Access || o.Access
+	s.Uses = s.Uses.or(o.Uses)
 }
 
 // SortNames sorts s's names, each once, as the table's methods give them.

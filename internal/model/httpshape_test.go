@@ -19,10 +19,11 @@ func TestHTTPShape(t *testing.T) {
 			{Set: []HeaderValue{{Name: "x-set", Value: "1"}}, Remove: []string{"x-gone"}},
 			{Ext: &HTTPActionExt{Response: HeaderMods{Add: []HeaderValue{{Name: "x-resp", Value: "1"}}}}},
 			{Access: &HTTPAccess{}},
+			{Access: &HTTPAccess{MatchCN: "CN=a"}},
 		},
 	}
 	want := HTTPShape{HeaderSets: [][]string{{}, {MethodMatch}, {"x-a", "x-b"}}, Modified: []string{"x-gone", "x-set"},
-		Response: []string{"x-resp"}, Access: true}
+		Response: []string{"x-resp"}, Access: true, Uses: AccessUses{MatchCN: true}}
 	if want.HeaderSets[1][0] > want.HeaderSets[2][0] {
 		want.HeaderSets[1], want.HeaderSets[2] = want.HeaderSets[2], want.HeaderSets[1]
 	}
@@ -31,21 +32,22 @@ func TestHTTPShape(t *testing.T) {
 	}
 	acts := ActionNames(h.Actions)
 	acts.SortNames()
-	if !slices.Equal(acts.Modified, want.Modified) || !slices.Equal(acts.Response, want.Response) || !acts.Access {
+	if !slices.Equal(acts.Modified, want.Modified) || !slices.Equal(acts.Response, want.Response) || !acts.Access ||
+		acts.Uses != want.Uses {
 		t.Errorf("ActionNames = %+v", *acts)
 	}
 	if ActionNames(h.Actions[:0]) != nil {
 		t.Error("ActionNames of no action is not nil")
 	}
 	kept := &HTTPShape{HeaderSets: [][]string{{}, {"kept"}}, Modified: []string{"m"}, Response: []string{"r"}, Backend: []string{"b"}}
-	h.Shape = kept
+	h.SetShape(kept)
 	for _, tc := range []struct {
 		name     string
 		got, exp any
 	}{
 		{"HeaderSets", h.HeaderSets(), kept.HeaderSets}, {"ModifiedHeaders", h.ModifiedHeaders(), kept.Modified},
 		{"ResponseHeaders", h.ResponseHeaders(), kept.Response}, {"BackendHeaders", h.BackendHeaders(), kept.Backend},
-		{"HasAccess", h.HasAccess(), false},
+		{"HasAccess", h.HasAccess(), false}, {"AccessUses", h.AccessUses(), AccessUses{}},
 	} {
 		if !equalAny(tc.got, tc.exp) {
 			t.Errorf("%s with a Shape = %v, want the Shape's %v", tc.name, tc.got, tc.exp)
@@ -66,25 +68,32 @@ func equalAny(a, b any) bool {
 	return a == b
 }
 
-// TestHTTPShapeRequired: a table without a Shape panics on the methods
-// that answer from it (no walk of the table instead).
-func TestHTTPShapeRequired(t *testing.T) {
-	h := &HTTP{Actions: []HTTPAction{{Access: &HTTPAccess{}}}}
-	for name, f := range map[string]func(){
-		"HeaderSets": func() { h.HeaderSets() }, "ModifiedHeaders": func() { h.ModifiedHeaders() },
-		"ResponseHeaders": func() { h.ResponseHeaders() }, "BackendHeaders": func() { h.BackendHeaders() },
-		"HasAccess": func() { h.HasAccess() }, "SameShape": func() { h.SameShape(h) },
-	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s of a table without a Shape did not panic", name)
-				}
-			}()
-			f()
-		}()
+// TestHTTPShapeWithoutKept: a table without a kept shape (the zero
+// value, one built by hand) answers every method as the same table
+// Shaped does, from a walk: no panic, nothing to forget.
+func TestHTTPShapeWithoutKept(t *testing.T) {
+	build := func() *HTTP {
+		return &HTTP{Hosts: []HTTPHost{{Name: "a.example.com", Rules: []HTTPRule{{Path: "/", Headers: []HeaderMatch{{Name: "x-a", Value: "1"}}}}}},
+			Actions: []HTTPAction{{Set: []HeaderValue{{Name: "x-set", Value: "1"}}, Access: &HTTPAccess{NoLog: true}}}}
 	}
-	if !Shaped(h).HasAccess() {
-		t.Error("Shaped table without access")
+	bare, shaped := build(), Shaped(build())
+	if bare.KeptShape() != nil || shaped.KeptShape() == nil {
+		t.Fatalf("kept shapes: bare %v, Shaped %v", bare.KeptShape(), shaped.KeptShape())
+	}
+	for _, tc := range []struct {
+		name     string
+		got, exp any
+	}{
+		{"HeaderSets", bare.HeaderSets(), shaped.HeaderSets()}, {"ModifiedHeaders", bare.ModifiedHeaders(), shaped.ModifiedHeaders()},
+		{"ResponseHeaders", bare.ResponseHeaders(), shaped.ResponseHeaders()}, {"BackendHeaders", bare.BackendHeaders(), shaped.BackendHeaders()},
+		{"HasAccess", bare.HasAccess(), true}, {"AccessUses", bare.AccessUses(), AccessUses{NoLog: true}},
+		{"SameShape", bare.SameShape(shaped) && shaped.SameShape(bare) && (&HTTP{}).SameShape(&HTTP{}), true},
+	} {
+		if !equalAny(tc.got, tc.exp) {
+			t.Errorf("%s without a kept shape = %v, want %v", tc.name, tc.got, tc.exp)
+		}
+	}
+	if (&HTTP{}).SameShape(shaped) {
+		t.Error("an empty table has the shape of one with rules and actions")
 	}
 }

@@ -13,24 +13,24 @@ import (
 // TestIngressAccessLog: ingress-nginx's enable-access-log on real HAProxy:
 // with "false" an Ingress's requests (answered 200, or 403 by its allow
 // list) leave no line in HAProxy's per-request log while another
-// Ingress's do; switched to "true" they are logged; no reload.
+// Ingress's do; switched to "true" they are logged. The log level's rule
+// is written while some Ingress of the frontend asks for it: the first
+// "false" is one reload, the second and the switch back of one of them
+// none.
 func TestIngressAccessLog(t *testing.T) {
 	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}
 	g.web("web", 0)
-	quiet := ingressOf("quiet", "quiet.example.com", map[string]string{ingress.NginxPrefix + "enable-access-log": "false"},
-		prefix("/", "web"))
+	quiet := ingressOf("quiet", "quiet.example.com", map[string]string{}, prefix("/", "web"))
 	loud := ingressOf("loud", "loud.example.com", nil, prefix("/", "web"))
 	closed := ingressOf("closed", "closed.example.com", map[string]string{
-		ingress.NginxPrefix + "enable-access-log":      "false",
 		ingress.NginxPrefix + "allowlist-source-range": "192.0.2.0/24",
 	}, prefix("/", "web"))
 	g.create(quiet, loud, closed)
 	g.start()
 	g.eventually("served", answers(g.httpPort, false, "loud.example.com", "/", 200, "web "))
-	before := g.reloads()
 
 	// logged is nil once HAProxy's log has a line with path.
 	logged := func(path string) func() error {
@@ -41,27 +41,67 @@ func TestIngressAccessLog(t *testing.T) {
 			return fmt.Errorf("no log line with %s", path)
 		}
 	}
-	for i := range 3 {
-		if err := answers(g.httpPort, false, "quiet.example.com", fmt.Sprintf("/quiet-probe-%d", i), 200, "web ")(); err != nil {
-			t.Fatal(err)
-		}
-		if err := answers(g.httpPort, false, "closed.example.com", fmt.Sprintf("/closed-probe-%d", i), 403, "")(); err != nil {
-			t.Fatal(err)
+	// silent is nil once a request to host (answered status) leaves no
+	// log line: two of the loud Ingress's go after it, one after the
+	// other's line: once the second's line is there, the line of the
+	// request before them would be too (a line is written as its stream
+	// ends, after the answer: the first alone could overtake it).
+	n := 0
+	silent := func(host string, status int) func() error {
+		return func() error {
+			n++
+			probe := fmt.Sprintf("/%s-probe-%d", strings.Split(host, ".")[0], n)
+			if err := answers(g.httpPort, false, host, probe, status, "")(); err != nil {
+				return err
+			}
+			for i := range 2 {
+				mark := fmt.Sprintf("/loud-probe-%d-%d", n, i)
+				if err := answers(g.httpPort, false, "loud.example.com", mark, 200, "web ")(); err != nil {
+					return err
+				}
+				eventuallyIn(t, "the loud Ingress logged", logged(mark))
+			}
+			if strings.Contains(g.hap.Output(), probe) {
+				return fmt.Errorf("%s logged", probe)
+			}
+			return nil
 		}
 	}
-	// The loud Ingress's request goes last: once its line is there, the
-	// lines of the requests before it would be too.
-	if err := answers(g.httpPort, false, "loud.example.com", "/loud-probe", 200, "web ")(); err != nil {
-		t.Fatal(err)
+	switchLog := func(name, v string) {
+		updateIngress(t, g.ing.Ingresses(ns), name, func(o *netv1.Ingress) {
+			if o.Annotations == nil { // none: the apiserver keeps no empty map
+				o.Annotations = map[string]string{}
+			}
+			o.Annotations[ingress.NginxPrefix+"enable-access-log"] = v
+		})
 	}
-	g.eventually("the other Ingress logged", logged("/loud-probe"))
-	if out := g.hap.Output(); strings.Contains(out, "quiet-probe") || strings.Contains(out, "closed-probe") {
-		t.Errorf("enable-access-log: false logged:\n%s", out)
+	first := g.reloads()
+	switchLog("quiet", "false")
+	// Its rule is new: the reload (perhaps held back by the reload gate)
+	// comes first.
+	g.eventually("the frontend's first enable-access-log: false reloads", func() error {
+		if r := g.reloads(); r == first {
+			return fmt.Errorf("no reload yet")
+		}
+		return nil
+	})
+	g.eventually("the frontend's first enable-access-log: false", silent("quiet.example.com", 200))
+	if r := g.reloads(); r != first+1 {
+		t.Errorf("the frontend's first enable-access-log: false: %d reloads, want 1 (its rule is new)", r-first)
+	}
+	before := g.reloads()
+	switchLog("closed", "false")
+	g.eventually("a second Ingress not logged, its 403s either", silent("closed.example.com", 403))
+	for i := range 3 { // and no request of either logged
+		if err := silent("quiet.example.com", 200)(); err != nil {
+			t.Errorf("quiet, request %d: %v", i, err)
+		}
+		if err := silent("closed.example.com", 403)(); err != nil {
+			t.Errorf("closed, request %d: %v", i, err)
+		}
 	}
 
-	updateIngress(t, g.ing.Ingresses(ns), "quiet", func(o *netv1.Ingress) {
-		o.Annotations[ingress.NginxPrefix+"enable-access-log"] = "true"
-	})
+	switchLog("quiet", "true")
 	g.eventually("logged once switched on", func() error {
 		if err := answers(g.httpPort, false, "quiet.example.com", "/quiet-now", 200, "web ")(); err != nil {
 			return err
@@ -69,6 +109,6 @@ func TestIngressAccessLog(t *testing.T) {
 		return logged("/quiet-now")()
 	})
 	if r := g.reloads(); r != before {
-		t.Errorf("enable-access-log switched: %d reloads, want 0", r-before)
+		t.Errorf("enable-access-log with the rule written: %d reloads, want 0", r-before)
 	}
 }

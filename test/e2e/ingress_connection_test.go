@@ -15,7 +15,9 @@ import (
 // server connection is not kept for another request), `keep-alive` is
 // HAProxy's own HTTP/1.1 default (no close), and a value HAProxy does not
 // send (`upgrade`) refuses the Ingress with an Event while its last good
-// version serves; none of it reloads.
+// version serves. The header's rules are written while some Ingress of
+// the frontend sets it: the first `close` is one reload; with another
+// Ingress keeping them, none of the changes reloads.
 func TestIngressConnectionProxyHeader(t *testing.T) {
 	g, ok := newIngressEnv(t)
 	if !ok {
@@ -26,16 +28,30 @@ func TestIngressConnectionProxyHeader(t *testing.T) {
 	}))
 	g.httpService("conn", podAddrs[0])
 	const host = "conn.example.com"
-	g.create(ingressOf("conn", host, map[string]string{ingress.NginxPrefix + "connection-proxy-header": "close"}, prefix("/", "conn")))
+	g.create(ingressOf("conn", host, map[string]string{}, prefix("/", "conn")))
 	g.start()
-	g.eventually("close sent to the Pod", answers(g.httpPort, false, host, "/", 200, "conn close=true connection=close"))
+	g.eventually("served without the annotation", answers(g.httpPort, false, host, "/", 200, "conn close=false connection="))
 
-	before := g.reloads()
 	set := func(v string) {
 		updateIngress(t, g.ing.Ingresses(ns), "conn", func(o *netv1.Ingress) {
+			if o.Annotations == nil { // none: the apiserver keeps no empty map
+				o.Annotations = map[string]string{}
+			}
 			o.Annotations[ingress.NginxPrefix+"connection-proxy-header"] = v
 		})
 	}
+	first := g.reloads()
+	set("close")
+	g.eventually("the frontend's first close sent to the Pod", answers(g.httpPort, false, host, "/", 200, "conn close=true connection=close"))
+	if r := g.reloads(); r != first+1 {
+		t.Errorf("the frontend's first connection-proxy-header: %d reloads, want 1 (its rules are new)", r-first)
+	}
+	// Another Ingress of the frontend keeps the rules.
+	const other = "conn2.example.com"
+	g.create(ingressOf("conn2", other, map[string]string{ingress.NginxPrefix + "connection-proxy-header": "close"}, prefix("/", "conn")))
+	g.eventually("the other Ingress", answers(g.httpPort, false, other, "/", 200, "conn close=true connection=close"))
+
+	before := g.reloads()
 	set("Keep-Alive")
 	g.eventually("keep-alive: no close", answers(g.httpPort, false, host, "/", 200, "conn close=false connection="))
 	set("close")

@@ -22,7 +22,9 @@ import (
 // "optional" a client without a certificate 403; the expression changed
 // (anchored, then an alternation) and removed reloads nothing; one that
 // could blow up the matcher ((a+)+) is refused with an Event and the
-// last good expression keeps applying.
+// last good expression keeps applying. Its rules are written while some
+// Ingress of the frontend has an expression: the first is one reload,
+// the second none.
 func TestIngressClientCertificateMatchCN(t *testing.T) {
 	g, ok := newPlainIngressEnv(t)
 	if !ok {
@@ -56,9 +58,10 @@ func TestIngressClientCertificateMatchCN(t *testing.T) {
 	}
 	opt := cnOf("CN=alice")
 	opt[n+"auth-tls-verify-client"] = "optional"
+	optNone := map[string]string{n + "auth-tls-secret": "clients-ca", n + "auth-tls-verify-client": "optional"}
 	g.create(
-		withTLS(ingressOf("cn", hosts[0], cnOf("CN=alice"), prefix("/", "web"))),
-		withTLS(ingressOf("opt", hosts[1], opt, prefix("/", "web"))),
+		withTLS(ingressOf("cn", hosts[0], map[string]string{n + "auth-tls-secret": "clients-ca"}, prefix("/", "web"))),
+		withTLS(ingressOf("opt", hosts[1], optNone, prefix("/", "web"))),
 	)
 	g.start(fmt.Sprintf("--ingress-https-port=%d", httpsPort))
 	answers := func(host string, client *tls.Certificate, want int) func() error {
@@ -70,8 +73,21 @@ func TestIngressClientCertificateMatchCN(t *testing.T) {
 			return nil
 		}
 	}
-	g.eventually("the matching client is served", answers(hosts[0], alice, http.StatusOK))
+	g.eventually("no expression: any client of the CA served", answers(hosts[0], bob, http.StatusOK))
+	first := g.reloads()
+	updateIngress(t, g.ing.Ingresses(ns), "cn", func(mod *netv1.Ingress) { mod.Annotations = cnOf("CN=alice") })
+	g.eventually("the frontend's first expression", answers(hosts[0], bob, http.StatusForbidden))
+	second := g.reloads()
+	if second != first+1 {
+		t.Errorf("the frontend's first auth-tls-match-cn: %d reloads, want 1 (its rules are new)", second-first)
+	}
+	updateIngress(t, g.ing.Ingresses(ns), "opt", func(mod *netv1.Ingress) { mod.Annotations = opt })
+	g.eventually("a second expression", answers(hosts[1], nil, http.StatusForbidden))
+	if r := g.reloads(); r != second {
+		t.Errorf("a second auth-tls-match-cn in the frontend: %d reloads, want 0", r-second)
+	}
 	checkAll(t,
+		answers(hosts[0], alice, http.StatusOK),
 		answers(hosts[0], bob, http.StatusForbidden),
 		answers(hosts[0], alicex, http.StatusOK), // searched for, as nginx's ~: CN=alicex holds CN=alice
 		answers(hosts[1], nil, http.StatusForbidden),
@@ -88,9 +104,7 @@ func TestIngressClientCertificateMatchCN(t *testing.T) {
 	updateIngress(t, g.ing.Ingresses(ns), "cn", func(mod *netv1.Ingress) { mod.Annotations = cnOf("^CN=(a+)+$") })
 	g.eventually("an Event refuses the expression", g.ingressEvent("cn", "Refused", "exponential time"))
 	checkAll(t, answers(hosts[0], bob, http.StatusOK), answers(hosts[0], alicex, http.StatusForbidden))
-	updateIngress(t, g.ing.Ingresses(ns), "opt", func(mod *netv1.Ingress) {
-		mod.Annotations = map[string]string{n + "auth-tls-secret": "clients-ca", n + "auth-tls-verify-client": "optional"}
-	})
+	updateIngress(t, g.ing.Ingresses(ns), "opt", func(mod *netv1.Ingress) { mod.Annotations = optNone })
 	g.eventually("match-cn removed", answers(hosts[1], bob, http.StatusOK))
 	checkAll(t, answers(hosts[1], nil, http.StatusOK))
 	if r := g.reloads(); r != before {

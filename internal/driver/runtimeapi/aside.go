@@ -97,10 +97,10 @@ func (d *HAProxy) asideAgain() time.Duration {
 
 // mayAside reports whether the growth reload of the pass may go aside:
 // asked for, and nothing in flight that only the reload's own pass may
-// finish (renewals, client files, options, the reload mode).
+// finish (renewals, the reload mode, a reload the driver owes: owed.go).
 func (d *HAProxy) mayAside() bool {
 	return d.opts.GrowAside && d.known && d.opts.Mode != ModeReload && len(d.renewals) == 0 &&
-		!d.clientFilesStale && d.optsReason == ""
+		d.owesReload() == ""
 }
 
 // endAside waits for the reload aside to end and records it as reload

@@ -252,10 +252,10 @@ func (d *HAProxy) applyClientFiles(ctx context.Context, w certWant) (int, error)
 }
 
 // againForClientFiles has the loop come back when a pass found a file it
-// may not commit (applyClientFiles): the next pass reloads for it.
+// may not commit (applyClientFiles): the next pass reloads for it. The
+// flag stays until then (owed.go): that pass may change no server.
 func (d *HAProxy) againForClientFiles(res *driver.Result) {
 	if d.clientFilesStale {
-		d.clientFilesStale = false
 		if res.Again == 0 {
 			res.Again = renewPoll
 		}

@@ -221,15 +221,7 @@ func TestBackendClientCertNotResumed(t *testing.T) {
 		w.Header().Set("Connection", "close")
 		fmt.Fprintf(w, "cn=%s resumed=%v", r.TLS.PeerCertificates[0].Subject.CommonName, r.TLS.DidResume)
 	}, "a.example.com")
-	cfgOf := func(cn string) model.Config {
-		c := testcert.Issue(t, testcert.Spec{CN: cn, Client: true}, clientCA)
-		bu, err := certs.Parse(c.PEM(), c.KeyPEM(t), c.Cert.NotBefore)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b.config("gwhs_a_ccert_apps_client", &model.BackendTLS{SNI: "a.example.com", CA: "ca_apps_p", CAPEM: b.serverCA.PEM(),
-			Cert: "ccert_apps_client", CertPEM: bu.PEM})
-	}
+	cfgOf := func(cn string) model.Config { return b.withClientCert(t, clientCA, cn) }
 	if res, err := l.d.Apply(ctx, cfgOf("client a")); err != nil || !res.Reloaded {
 		t.Fatalf("first apply: reloaded %v, %v", res.Reloaded, err)
 	}

@@ -151,7 +151,7 @@ func (d *HAProxy) addBackends(ctx context.Context, cfg model.Config, layout mode
 	res.Ops += len(ans)
 	if err != nil {
 		res.OpsFailed += len(cmds) - len(ans)
-		d.hash, d.optsReason = dynamicFailed, "backends created at runtime in doubt"
+		d.hash = dynamicFailed // a reload owed (owed.go)
 		return fmt.Errorf("creating backends at runtime: %w", err)
 	}
 	for _, name := range added {

@@ -15,12 +15,14 @@ import (
 // and operates on those backends alone, instead of comparing tens of
 // thousands of backends and hashing the structure again. It reports false,
 // having changed nothing, when cfg does not qualify; Apply then takes the
-// general path, which gives the same outcome. Render options changed
-// since the last reload (SetStatsPage: optsReason) take the general path
-// too, which reloads for them: a pass that changed no server (an empty
-// cfg.Changes, as the stats credentials' pass is) would apply nothing.
+// general path, which gives the same outcome. While the driver owes a
+// reload that no model difference shows (owesReload: changed render
+// options, a structure hash in doubt, client files left stale) a pass
+// takes the general path too, which reloads for it: a pass that changed
+// no server (an empty cfg.Changes, as the stats credentials' pass is)
+// would apply nothing here.
 func (d *HAProxy) applyServers(ctx context.Context, cfg model.Config, res *driver.Result) (bool, error) {
-	if d.opts.Mode != ModeHybrid || !d.known || !d.assigned || !d.consistent || d.optsReason != "" ||
+	if d.opts.Mode != ModeHybrid || !d.known || !d.assigned || !d.consistent || d.owesReload() != "" ||
 		!model.SameSlice(cfg.Frontends, d.desired.Frontends) {
 		return false, nil
 	}

@@ -121,10 +121,11 @@ type HAProxy struct {
 	leftTwins plan.Twins  // twins found by a read back, not yet ended (renewback.go)
 	commits   certCommits // what the worker took of the client certificates' files (clientcerts.go)
 	// clientFilesStale: a pass found a client certificate's file it may
-	// not commit; the next one reloads (clientcerts.go).
+	// not commit; the next one reloads (clientcerts.go), a reload owed
+	// until the general path weighs the files again (owed.go).
 	clientFilesStale bool
 	persist          chan struct{}
-	optsReason       string // why SetStatsPage changed the render options, until a reload applies them
+	optsReason       string // why SetStatsPage changed the render options, until a reload applies them (owed.go)
 	verify           verifyState
 	acls             fileSet      // the source ranges' ACL files (acl.go)
 	ranged           rangedMemo   // which backends carry a spare's source rule (aclmemo.go)
@@ -330,6 +331,9 @@ func (d *HAProxy) apply(ctx context.Context, cfg model.Config, fronts *model.Fro
 		return res, d.reload(ctx, cfg, reasons, &res)
 	}
 	d.gate.none()
+	// No reason from the model: the client files a pass left stale
+	// (owed.go) are weighed again by pushCerts.
+	d.clientFilesStale = false
 	// Backends a class's defaults describe are created before their
 	// slots come into service (dynamic.go).
 	if err := d.addBackends(ctx, cfg, layout, &res); err != nil {
@@ -405,8 +409,8 @@ func (d *HAProxy) structureReasons(cfg model.Config) []string {
 		return []string{"running config " + d.hash + " differs from desired"}
 	}
 	r := plan.Reasons(d.running, cfg)
-	if d.optsReason != "" {
-		r = append(r, d.optsReason)
+	if owed := d.owesReload(); owed != "" {
+		r = append(r, owed)
 	}
 	if len(r) == 0 {
 		r = []string{"server slots resized"}

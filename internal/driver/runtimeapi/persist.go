@@ -61,9 +61,10 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 		d.mu.Unlock()
 		return true
 	}
-	if d.optsReason != "" {
-		// The options changed and a reload will write the file: until
-		// then it describes what runs.
+	if d.owesReload() != "" {
+		// A reload is owed (owed.go: the options changed, the hash in
+		// doubt) and will write the file: until then it describes what
+		// runs.
 		d.mu.Unlock()
 		return true
 	}

@@ -187,7 +187,8 @@ func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.R
 		return fmt.Errorf("reload (%s): %w%s", strings.Join(reasons, "; "), err, fdsNote(res.FDs))
 	}
 	res.Reloaded = true
-	d.optsReason = ""
+	// What the driver owed (owed.go) this reload wrote.
+	d.optsReason, d.clientFilesStale = "", false
 	d.renewals = nil // the new worker created every server from the files (renew.go)
 	d.opts.Render.Legacy = 0
 	restore(false)

@@ -111,7 +111,7 @@ func (d *HAProxy) renewServers(ctx context.Context, cfg model.Config, paths []st
 			// Slots may be missing or twins left: the next pass
 			// reloads, from files that hold the new bundle already.
 			d.renewals = nil
-			d.hash, d.optsReason = renewFailed, "servers renewed for a CA in doubt"
+			d.hash = renewFailed // a reload owed (owed.go)
 			return fmt.Errorf("renewing the servers of %s for its CA: %w", name, err)
 		}
 		if done {

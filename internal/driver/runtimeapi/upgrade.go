@@ -20,9 +20,9 @@ import (
 // connections draining, CPU at scale) for no change of what HAProxy
 // serves.
 func (d *HAProxy) adoptRendering(cfg model.Config, layout model.Layout, hash string) string {
-	if hash == d.hash || !d.onlyReadBack() || d.hash == foreignHash || d.optsReason != "" {
+	if hash == d.hash || !d.onlyReadBack() || d.hash == foreignHash || d.owesReload() != "" {
 		// The same, written by this driver, unknown, not ours, or
-		// options that a reload must apply anyway.
+		// a reload owed anyway (owed.go).
 		return hash
 	}
 	legacy, ok := render.MatchRendering(cfg, layout, d.opts.Render, d.hash)
