@@ -6,7 +6,8 @@
 -- route has external authentication, with txn.ax holding the route's
 -- settings (map data, checked by the controller), five lines:
 --   METHOD, the auth URL, the response headers to pass on (comma
---   separated, may be empty), the sign-in URL (may be empty), the HAProxy
+--   separated, may be empty; NAME:SOURCE sets NAME from the answer's
+--   header SOURCE), the sign-in URL (may be empty), the HAProxy
 --   backend of the cluster Service the URL names (may be empty: the URL's
 --   host as HAProxy resolves it). With a backend, the request goes to the
 --   internal frontend _extauth on the unix socket extauth.sock beside
@@ -218,9 +219,12 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
   if ok and res ~= nil and res.status ~= nil then status = res.status end
 
   if status >= 200 and status < 300 then
-    for name in pass:gmatch("[^,]+") do
+    for item in pass:gmatch("[^,]+") do
+      -- NAME, or NAME:SOURCE: NAME set from the answer's header SOURCE
+      local name, from = item:match("^([^:]+):(.+)$")
+      if name == nil then name, from = item, item end
       txn.http:req_del_header(name)
-      local got = res.headers and res.headers[name:lower()]
+      local got = res.headers and res.headers[from:lower()]
       if got ~= nil then
         for i = 0, #got do
           if got[i] ~= nil then txn.http:req_add_header(name, got[i]) end
