@@ -28,15 +28,16 @@ const maxRanges = 1000
 // access are the source-range annotations, checked.
 type access struct {
 	allow, deny []netip.Prefix
-	allowKey    string           // the key allow was read from
-	maxBody     int64            // proxy-body-size in bytes; 0: none
-	rps, conns  int32            // limit-rps, limit-connections; 0: none
-	exempt      []netip.Prefix   // limit-whitelist: sources the limits skip
-	auth        *model.BasicAuth // auth.go, resolved by compileOne
-	clientCert  uint8            // authtls.go: model.HTTPAccess.ClientCert, set by compileOne
-	matchCN     string           // authtls.go: model.HTTPAccess.MatchCN, set by compileOne
-	ext         *model.ExtAuth   // extauth.go, set by compileOne
-	noLog       bool             // enable-access-log: false
+	allowKey    string             // the key allow was read from
+	maxBody     int64              // proxy-body-size in bytes; 0: none
+	rps, conns  int32              // limit-rps, limit-connections; 0: none
+	exempt      []netip.Prefix     // limit-whitelist: sources the limits skip
+	auth        *model.BasicAuth   // auth.go, resolved by compileOne
+	clientCert  uint8              // authtls.go: model.HTTPAccess.ClientCert, set by compileOne
+	matchCN     string             // authtls.go: model.HTTPAccess.MatchCN, set by compileOne
+	ext         *model.ExtAuth     // extauth.go, set by compileOne
+	noLog       bool               // enable-access-log: false
+	rewrite     model.ProxyRewrite // proxyrewrite.go
 }
 
 // maxLimit bounds limit-rps and limit-connections.
@@ -46,6 +47,11 @@ const maxLimit = 1_000_000
 // it is a source-range key: done is false for the others, why says what
 // is wrong with a malformed value.
 func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
+	if strings.HasPrefix(key, NginxPrefix) {
+		if why, done := parseProxyRewrite(&s.access.rewrite, name, val); done { // proxyrewrite.go
+			return why, true
+		}
+	}
 	switch name {
 	case "allowlist-source-range", "whitelist-source-range", "denylist-source-range":
 	case "limit-whitelist":
@@ -143,14 +149,15 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // model is the access control of the Ingress's actions: nil when it has
 // none.
 func (a access) model() *model.HTTPAccess {
-	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog && a.matchCN == "" {
+	rw := proxyRewrite(a.rewrite) // proxyrewrite.go
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog && a.matchCN == "" && rw == nil {
 		return nil // limit-whitelist alone exempts from no limit
 	}
 	var exempt []netip.Prefix
 	if a.rps > 0 || a.conns > 0 {
 		exempt = slices.Clone(a.exempt)
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN, Rewrite: rw}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

@@ -77,9 +77,13 @@ var (
 		NginxPrefix + "permanent-redirect-code",
 		NginxPrefix + "proxy-body-size",       // access.go
 		NginxPrefix + "proxy-connect-timeout", // connect.go
-		NginxPrefix + "proxy-next-upstream",   // retry.go
+		NginxPrefix + "proxy-cookie-domain",   // proxyrewrite.go
+		NginxPrefix + "proxy-cookie-path",
+		NginxPrefix + "proxy-next-upstream", // retry.go
 		NginxPrefix + "proxy-next-upstream-tries",
 		NginxPrefix + "proxy-read-timeout",
+		NginxPrefix + "proxy-redirect-from", // proxyrewrite.go
+		NginxPrefix + "proxy-redirect-to",
 		NginxPrefix + "proxy-ssl-name", // backendtls.go
 		NginxPrefix + "proxy-ssl-secret",
 		NginxPrefix + "proxy-ssl-server-name",

@@ -54,6 +54,10 @@ type HTTPAccess struct {
 	// certificate's subject does not match, or without one, is answered
 	// 403.
 	MatchCN string
+	// Rewrite, when set, rewrites the answers' Location, Refresh and
+	// Set-Cookie headers (proxyrewrite.go). Not a restriction: Empty
+	// ignores it.
+	Rewrite *ProxyRewrite
 }
 
 // The values of HTTPAccess.ClientCert.
@@ -93,5 +97,6 @@ func accessEqual(a, b *HTTPAccess) bool {
 	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
 		a.RPS == b.RPS && a.Conns == b.Conns && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
 		extAuthEqual(a.ExtAuth, b.ExtAuth) &&
-		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog && a.MatchCN == b.MatchCN
+		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog && a.MatchCN == b.MatchCN &&
+		(a.Rewrite == nil) == (b.Rewrite == nil) && (a.Rewrite == nil || *a.Rewrite == *b.Rewrite)
 }

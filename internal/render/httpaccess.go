@@ -16,7 +16,8 @@ import (
 //   - access (map_str): "aK.d" the id "rN" of the action's denied ranges,
 //     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes,
 //     "aK.r" the requests a client may send in model.LimitWindow, "aK.c"
-//     at once, "aK.n" present when the action's requests are not logged.
+//     at once, "aK.n" present when the action's requests are not logged,
+//     "aK.o" the rewrite of its answers' headers (proxyrewrite.go).
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -88,7 +89,8 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 	if a != nil && a.NoLog {
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".n", "1"})
 	}
-	matchCNEntry(rel, a) // extauth.go
+	matchCNEntry(rel, a)      // extauth.go
+	proxyRewriteEntry(rel, a) // proxyrewrite.go
 	if a.Empty() {
 		return
 	}
@@ -175,5 +177,6 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 	}
 	b = keyBool(b, a.NoLog)
 	b = keyString(b, a.MatchCN)
+	b = proxyRewriteKey(b, a.Rewrite) // proxyrewrite.go
 	return extAuthKey(authKey(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.ClientCert)), a.Auth), a.ExtAuth)
 }
