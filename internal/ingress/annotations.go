@@ -70,6 +70,7 @@ var (
 		NginxPrefix + "force-ssl-redirect",
 		NginxPrefix + "from-to-www-redirect",
 		NginxPrefix + "limit-connections",
+		NginxPrefix + "limit-rpm",
 		NginxPrefix + "limit-rps",
 		NginxPrefix + "limit-whitelist", // access.go
 		NginxPrefix + "load-balance",    // balance.go

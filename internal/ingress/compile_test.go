@@ -210,6 +210,9 @@ func action(a model.HTTPAction) string {
 	}
 	if ac := a.Access; !ac.Empty() {
 		ext += fmt.Sprintf(" allow=%v deny=%v maxbody=%d rps=%d conns=%d", ac.Allow, ac.Deny, ac.MaxBody, ac.RPS, ac.Conns)
+		if ac.RPM > 0 {
+			ext += fmt.Sprintf(" rpm=%d", ac.RPM)
+		}
 		if len(ac.Exempt) > 0 {
 			ext += fmt.Sprintf(" exempt=%v", ac.Exempt)
 		}
