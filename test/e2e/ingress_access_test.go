@@ -272,15 +272,20 @@ func TestIngressRateLimits(t *testing.T) {
 	}
 	g.eventually("the limited Ingresses serve", status("127.0.0.1", "conns.example.com", "/", 200))
 
-	// limit-rps 2: a burst of 10 in 5 s; 30 requests at once exceed it.
-	codes := map[int]int{}
-	for range 30 {
-		code, err := getPathFrom("127.0.0.1", httpPort, "rps.example.com", "/", 3*time.Second)
-		if err != nil {
-			t.Fatal(err)
+	// burst: n requests one after another from src: the count of each status.
+	burst := func(n int, src, host string) map[int]int {
+		codes := map[int]int{}
+		for range n {
+			code, err := getPathFrom(src, httpPort, host, "/", 3*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codes[code]++
 		}
-		codes[code]++
+		return codes
 	}
+	// limit-rps 2: a burst of 10 in 5 s; 30 requests at once exceed it.
+	codes := burst(30, "127.0.0.1", "rps.example.com")
 	if codes[503] == 0 || codes[200] < 5 {
 		t.Errorf("30 requests at once under limit-rps 2: %v, want some 200 and then 503", codes)
 	}
@@ -291,14 +296,7 @@ func TestIngressRateLimits(t *testing.T) {
 	// limit-rpm 2: a burst of 10 in 5 minutes; of 20 requests at once
 	// exactly the first 10 are served (the refused ones do not count).
 	g.eventually("the limit-rpm Ingress serves", status("127.0.0.3", "rpm.example.com", "/", 200))
-	rpm := map[int]int{}
-	for range 20 {
-		code, err := getPathFrom("127.0.0.1", httpPort, "rpm.example.com", "/", 3*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rpm[code]++
-	}
+	rpm := burst(20, "127.0.0.1", "rpm.example.com")
 	if rpm[200] != 10 || rpm[503] != 10 {
 		t.Errorf("20 requests at once under limit-rpm 2: %v, want 10 served and 10 refused", rpm)
 	}
@@ -312,14 +310,7 @@ func TestIngressRateLimits(t *testing.T) {
 		src     string
 		limited bool
 	}{{"127.0.0.1", false}, {"127.0.0.2", true}} {
-		codes := map[int]int{}
-		for range 30 {
-			code, err := getPathFrom(c.src, httpPort, "exempt.example.com", "/", 3*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			codes[code]++
-		}
+		codes := burst(30, c.src, "exempt.example.com")
 		if limited := codes[503] > 0; limited != c.limited || codes[200] < 5 {
 			t.Errorf("30 requests at once from %s under limit-rps 2 and limit-whitelist 127.0.0.1: %v, want limited %v", c.src, codes, c.limited)
 		}
