@@ -28,15 +28,17 @@ const maxRanges = 1000
 // access are the source-range annotations, checked.
 type access struct {
 	allow, deny []netip.Prefix
-	allowKey    string           // the key allow was read from
-	maxBody     int64            // proxy-body-size in bytes; 0: none
-	rps, conns  int32            // limit-rps, limit-connections; 0: none
-	exempt      []netip.Prefix   // limit-whitelist: sources the limits skip
-	auth        *model.BasicAuth // auth.go, resolved by compileOne
-	clientCert  uint8            // authtls.go: model.HTTPAccess.ClientCert, set by compileOne
-	matchCN     string           // authtls.go: model.HTTPAccess.MatchCN, set by compileOne
-	ext         *model.ExtAuth   // extauth.go, set by compileOne
-	noLog       bool             // enable-access-log: false
+	allowKey    string             // the key allow was read from
+	maxBody     int64              // proxy-body-size in bytes; 0: none
+	rps, conns  int32              // limit-rps, limit-connections; 0: none
+	rpm         int32              // limit-rpm (ingress-nginx's); 0: none
+	exempt      []netip.Prefix     // limit-whitelist: sources the limits skip
+	auth        *model.BasicAuth   // auth.go, resolved by compileOne
+	clientCert  uint8              // authtls.go: model.HTTPAccess.ClientCert, set by compileOne
+	matchCN     string             // authtls.go: model.HTTPAccess.MatchCN, set by compileOne
+	ext         *model.ExtAuth     // extauth.go, set by compileOne
+	noLog       bool               // enable-access-log: false
+	rewrite     model.ProxyRewrite // proxyrewrite.go
 }
 
 // maxLimit bounds limit-rps and limit-connections.
@@ -46,6 +48,11 @@ const maxLimit = 1_000_000
 // it is a source-range key: done is false for the others, why says what
 // is wrong with a malformed value.
 func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
+	if strings.HasPrefix(key, NginxPrefix) {
+		if why, done := parseProxyRewrite(&s.access.rewrite, name, val); done { // proxyrewrite.go
+			return why, true
+		}
+	}
 	switch name {
 	case "allowlist-source-range", "whitelist-source-range", "denylist-source-range":
 	case "limit-whitelist":
@@ -68,14 +75,17 @@ func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 		// its buffer and never writes one to disk (docs/ingress.md, "Body size").
 		_, why := sizeBytes(val)
 		return why, true
-	case "limit-rps", "limit-connections":
+	case "limit-rps", "limit-connections", "limit-rpm":
 		n, err := strconv.Atoi(val)
 		if err != nil || n < 0 || n > maxLimit {
 			return settings.ShowValue(val) + " is not a whole number from 0 to " + strconv.Itoa(maxLimit), true
 		}
-		if name == "limit-rps" {
+		switch name {
+		case "limit-rps":
 			s.access.rps = int32(n)
-		} else {
+		case "limit-rpm":
+			s.access.rpm = int32(n)
+		default:
 			s.access.conns = int32(n)
 		}
 		return "", true
@@ -143,14 +153,15 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // model is the access control of the Ingress's actions: nil when it has
 // none.
 func (a access) model() *model.HTTPAccess {
-	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog && a.matchCN == "" {
+	rw := proxyRewrite(a.rewrite) // proxyrewrite.go
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.rpm == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog && a.matchCN == "" && rw == nil {
 		return nil // limit-whitelist alone exempts from no limit
 	}
 	var exempt []netip.Prefix
-	if a.rps > 0 || a.conns > 0 {
+	if a.rps > 0 || a.conns > 0 || a.rpm > 0 {
 		exempt = slices.Clone(a.exempt)
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, RPM: a.rpm, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN, Rewrite: rw}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

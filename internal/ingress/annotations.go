@@ -70,6 +70,7 @@ var (
 		NginxPrefix + "force-ssl-redirect",
 		NginxPrefix + "from-to-www-redirect",
 		NginxPrefix + "limit-connections",
+		NginxPrefix + "limit-rpm",
 		NginxPrefix + "limit-rps",
 		NginxPrefix + "limit-whitelist", // access.go
 		NginxPrefix + "load-balance",    // balance.go
@@ -77,9 +78,13 @@ var (
 		NginxPrefix + "permanent-redirect-code",
 		NginxPrefix + "proxy-body-size",       // access.go
 		NginxPrefix + "proxy-connect-timeout", // connect.go
-		NginxPrefix + "proxy-next-upstream",   // retry.go
+		NginxPrefix + "proxy-cookie-domain",   // proxyrewrite.go
+		NginxPrefix + "proxy-cookie-path",
+		NginxPrefix + "proxy-next-upstream", // retry.go
 		NginxPrefix + "proxy-next-upstream-tries",
 		NginxPrefix + "proxy-read-timeout",
+		NginxPrefix + "proxy-redirect-from", // proxyrewrite.go
+		NginxPrefix + "proxy-redirect-to",
 		NginxPrefix + "proxy-ssl-name", // backendtls.go
 		NginxPrefix + "proxy-ssl-secret",
 		NginxPrefix + "proxy-ssl-server-name",

@@ -95,6 +95,7 @@ func TestCompile(t *testing.T) {
 		{name: "passthrough", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "extauth-ns", opts: Options{Class: "haproxy", Addresses: lb}},
 		{name: "oauth", opts: Options{Class: "haproxy", Addresses: lb}},
+		{name: "proxyrewrite", opts: Options{Class: "haproxy", Addresses: lb}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := tc.opts
@@ -209,6 +210,9 @@ func action(a model.HTTPAction) string {
 	}
 	if ac := a.Access; !ac.Empty() {
 		ext += fmt.Sprintf(" allow=%v deny=%v maxbody=%d rps=%d conns=%d", ac.Allow, ac.Deny, ac.MaxBody, ac.RPS, ac.Conns)
+		if ac.RPM > 0 {
+			ext += fmt.Sprintf(" rpm=%d", ac.RPM)
+		}
 		if len(ac.Exempt) > 0 {
 			ext += fmt.Sprintf(" exempt=%v", ac.Exempt)
 		}
@@ -224,6 +228,9 @@ func action(a model.HTTPAction) string {
 	}
 	if ac := a.Access; ac != nil && ac.NoLog {
 		ext += " nolog"
+	}
+	if ac := a.Access; ac != nil && ac.Rewrite != nil {
+		ext += fmt.Sprintf(" rewrite=%q", ac.Rewrite.Spec())
 	}
 	if rd := a.Redirect; rd != nil {
 		return fmt.Sprintf("redirect scheme=%q host=%q port=%d code=%d", rd.Scheme, rd.Host, rd.Port, rd.Code) + ext

@@ -70,12 +70,15 @@ func (o *oauthAnnotations) parseOAuth(name, val string) (why string, done bool) 
 }
 
 // oauthHeaders reads oauth-headers: comma separated HEADER or
-// HEADER:SOURCE items. HAProxy Ingress copies SOURCE (another header of
-// the answer, or a HAProxy variable) into HEADER; only SOURCE equal to
-// HEADER (a header copied as it is) is served here, any other refuses the
-// Ingress rather than being approximated.
+// HEADER:SOURCE items. HAProxy Ingress sets HEADER from SOURCE: a header
+// of oauth2-proxy's answer, or a HAProxy variable. The answer's headers
+// are served (SOURCE a header name, or the variable HAProxy Ingress's Lua
+// keeps it in, req.auth_response_header.NAME with '_' for '-'), as the
+// model's NAME:SOURCE (model.ValidExtAuthHeader); any other variable
+// refuses the Ingress rather than being approximated.
 func oauthHeaders(val string) ([]string, string) {
 	var out []string
+	set := map[string]string{} // HEADER -> its SOURCE
 	for _, item := range strings.Split(val, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -86,12 +89,25 @@ func oauthHeaders(val string) ([]string, string) {
 		if !model.ValidHeaderName(h) {
 			return nil, settings.ShowValue(item) + ": " + settings.ShowValue(h) + " is not a header name"
 		}
-		if renamed && strings.ToLower(src) != h {
-			return nil, settings.ShowValue(item) + ": a source other than the header itself (another header or a HAProxy variable) is not served"
+		from := h
+		if renamed {
+			var why string
+			if from, why = oauthSource(src); why != "" {
+				return nil, settings.ShowValue(item) + ": " + why
+			}
 		}
-		if !slices.Contains(out, h) {
-			out = append(out, h)
+		if prev, ok := set[h]; ok {
+			if prev != from {
+				return nil, settings.ShowValue(item) + ": header " + h + " is given two sources"
+			}
+			continue
 		}
+		set[h] = from
+		e := h
+		if from != h {
+			e = h + ":" + from
+		}
+		out = append(out, e)
 		if len(out) > maxAuthHeaders {
 			return nil, "more than " + strconv.Itoa(maxAuthHeaders) + " headers"
 		}
@@ -101,6 +117,33 @@ func oauthHeaders(val string) ([]string, string) {
 		out = []string{}
 	}
 	return out, ""
+}
+
+// oauthAnswerVar is the prefix of the variables HAProxy Ingress's Lua
+// sets from the auth server's answer headers (their names lower case,
+// each character other than a letter or digit '_').
+const oauthAnswerVar = "req.auth_response_header."
+
+// oauthSource is the answer's header an oauth-headers SOURCE names
+// (lower case), or why it is not served.
+func oauthSource(src string) (string, string) {
+	s := strings.ToLower(src)
+	if v, ok := strings.CutPrefix(s, oauthAnswerVar); ok {
+		h := strings.ReplaceAll(v, "_", "-")
+		if v == "" || strings.Trim(v, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" || !model.ValidHeaderName(h) {
+			return "", settings.ShowValue(src) + " is not " + oauthAnswerVar + "NAME (letters, digits, '_')"
+		}
+		return h, ""
+	}
+	for _, scope := range []string{"proc.", "sess.", "txn.", "req.", "res."} {
+		if strings.HasPrefix(s, scope) {
+			return "", "the HAProxy variable " + settings.ShowValue(src) + " is not served (only the answer's headers, " + oauthAnswerVar + "NAME)"
+		}
+	}
+	if !model.ValidHeaderName(s) {
+		return "", settings.ShowValue(src) + " is not a header name"
+	}
+	return s, ""
 }
 
 // finish checks the oauth keys beside auth-url's ("" or why the Ingress

@@ -24,7 +24,10 @@ type ExtAuth struct {
 	// information or fragment).
 	URL string
 	// Headers of the auth server's 2xx answer set on the request (the
-	// client's own copies removed), ValidHeaderName each (lower case), sorted.
+	// client's own copies removed), sorted: each a ValidHeaderName (lower
+	// case), the answer's header of that name, or NAME:SOURCE, header
+	// NAME set from the answer's header SOURCE (HAProxy Ingress's
+	// oauth-headers renames: ValidExtAuthHeader).
 	Headers []string
 	// SignIn, when set, is where a 401 is redirected (302), with rd= the
 	// original URL (ExtAuthURLProblem too, or a path on the request's own
@@ -201,11 +204,19 @@ func ValidExtAuth(a *ExtAuth) bool {
 		return false
 	}
 	for _, h := range a.Headers {
-		if !ValidHeaderName(h) {
+		if !ValidExtAuthHeader(h) {
 			return false
 		}
 	}
 	return a.Backend == "" || ValidBackendName(a.Backend)
+}
+
+// ValidExtAuthHeader reports whether h may be an item of ExtAuth.Headers:
+// a ValidHeaderName, or two joined by ':' (NAME:SOURCE, SOURCE not NAME).
+// Neither holds ',' or ':' (the Lua action's separators).
+func ValidExtAuthHeader(h string) bool {
+	name, src, renamed := strings.Cut(h, ":")
+	return ValidHeaderName(name) && (!renamed || (ValidHeaderName(src) && src != name))
 }
 
 // ValidBackendName reports whether n may name a backend: what Name
@@ -224,7 +235,7 @@ func ValidBackendName(n string) bool {
 
 // Spec is a's settings as the Lua action reads them (render/extauth.lua):
 // five lines, the method, the URL, the headers passed on (comma
-// separated), the sign-in URL and the backend; then, when any is set,
+// separated, NAME:SOURCE for a rename), the sign-in URL and the backend; then, when any is set,
 // four more: the patterns of Send, Pass and Fail (comma separated) and
 // "1" for SignInAny. With a Backend the URL is
 // written http: the Lua action speaks clear HTTP to the internal

@@ -29,6 +29,11 @@ type HTTPAccess struct {
 	// RPS×LimitWindow; Conns to Conns requests at once. Beyond either:
 	// 503. 0: no limit.
 	RPS, Conns int32
+	// RPM limits each client to RPM requests a minute on average over
+	// LimitMinutes minutes, in bursts of up to RPM×LimitMinutes
+	// (ingress-nginx's limit-rpm); beyond: 503, the refused requests not
+	// counted. 0: no limit.
+	RPM int32
 	// Exempt are the sources RPS and Conns do not limit (an Ingress's
 	// limit-whitelist): masked, valid.
 	Exempt []netip.Prefix
@@ -54,6 +59,10 @@ type HTTPAccess struct {
 	// certificate's subject does not match, or without one, is answered
 	// 403.
 	MatchCN string
+	// Rewrite, when set, rewrites the answers' Location, Refresh and
+	// Set-Cookie headers (proxyrewrite.go). Not a restriction: Empty
+	// ignores it.
+	Rewrite *ProxyRewrite
 }
 
 // The values of HTTPAccess.ClientCert.
@@ -70,9 +79,13 @@ const (
 // averaged: ingress-nginx's default burst multiplier (a burst of 5×RPS).
 const LimitWindow = 5
 
+// LimitMinutes is the span, in minutes, over which HTTPAccess.RPM is
+// averaged: ingress-nginx's default burst multiplier again.
+const LimitMinutes = 5
+
 // Empty reports whether a restricts nothing.
 func (a *HTTPAccess) Empty() bool {
-	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil && a.MatchCN == "")
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && a.RPM <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil && a.MatchCN == "")
 }
 
 // HasAccess reports whether the table's access rules are written: some
@@ -104,7 +117,8 @@ func accessEqual(a, b *HTTPAccess) bool {
 		return a == b
 	}
 	return slices.Equal(a.Allow, b.Allow) && slices.Equal(a.Deny, b.Deny) && a.MaxBody == b.MaxBody &&
-		a.RPS == b.RPS && a.Conns == b.Conns && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
+		a.RPS == b.RPS && a.Conns == b.Conns && a.RPM == b.RPM && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
 		extAuthEqual(a.ExtAuth, b.ExtAuth) &&
-		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog && a.MatchCN == b.MatchCN
+		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog && a.MatchCN == b.MatchCN &&
+		(a.Rewrite == nil) == (b.Rewrite == nil) && (a.Rewrite == nil || *a.Rewrite == *b.Rewrite)
 }

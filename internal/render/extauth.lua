@@ -6,7 +6,8 @@
 -- route has external authentication, with txn.ax holding the route's
 -- settings (map data, checked by the controller), five lines:
 --   METHOD, the auth URL, the response headers to pass on (comma
---   separated, may be empty), the sign-in URL (may be empty), the HAProxy
+--   separated, may be empty; NAME:SOURCE sets NAME from the answer's
+--   header SOURCE), the sign-in URL (may be empty), the HAProxy
 --   backend of the cluster Service the URL names (may be empty: the URL's
 --   host as HAProxy resolves it). With a backend, the request goes to the
 --   internal frontend _extauth on the unix socket extauth.sock beside
@@ -218,9 +219,12 @@ core.register_action("hks_auth", { "http-req" }, function(txn)
   if ok and res ~= nil and res.status ~= nil then status = res.status end
 
   if status >= 200 and status < 300 then
-    for name in pass:gmatch("[^,]+") do
+    for item in pass:gmatch("[^,]+") do
+      -- NAME, or NAME:SOURCE: NAME set from the answer's header SOURCE
+      local name, from = item:match("^([^:]+):(.+)$")
+      if name == nil then name, from = item, item end
       txn.http:req_del_header(name)
-      local got = res.headers and res.headers[name:lower()]
+      local got = res.headers and res.headers[from:lower()]
       if got ~= nil then
         for i = 0, #got do
           if got[i] ~= nil then txn.http:req_add_header(name, got[i]) end
@@ -288,4 +292,66 @@ core.register_action("hks_cn", { "http-req" }, function(txn)
   end
   local dn = txn:get_var("txn.dn")
   if dn == nil or not re:exec(dn) then return answer(txn, 403) end
+end, 0)
+
+-- hks_rw: an answer's headers rewritten (proxy-redirect-from/-to,
+-- proxy-cookie-domain/-path: model.ProxyRewrite). txn.ao holds six lines
+-- (map data, checked by the controller): the redirect's from and to, the
+-- cookie domain's from and to, the cookie path's from and to; an empty
+-- pair rewrites nothing. Location (and Refresh's url=) beginning with
+-- from: that beginning replaced; a Set-Cookie's Domain equal to from
+-- (case-insensitive, a leading '.' ignored): replaced; its Path beginning
+-- with from: that beginning replaced.
+local function undot(s)
+  return (s:gsub("^%.", "")):lower()
+end
+
+local function cookie(c, dfrom, dto, pfrom, pto)
+  local parts, first = {}, true
+  for seg in (c .. ";"):gmatch("([^;]*);") do
+    if not first then
+      local lead, name, eq, val = seg:match("^(%s*)([^=%s]+)(%s*=%s*)(.-)%s*$")
+      local n = name and name:lower()
+      if n == "domain" and dfrom ~= "" and undot(val) == undot(dfrom) then
+        seg = lead .. name .. eq .. dto
+      elseif n == "path" and pfrom ~= "" and val:sub(1, #pfrom) == pfrom then
+        seg = lead .. name .. eq .. pto .. val:sub(#pfrom + 1)
+      end
+    end
+    first = false
+    parts[#parts + 1] = seg
+  end
+  return table.concat(parts, ";")
+end
+
+local function rewrite(txn, name, fn)
+  local got = txn.http:res_get_headers()[name]
+  if got == nil then return end
+  local vs, changed = values(got), false
+  for i, v in ipairs(vs) do
+    local nv = fn(v)
+    if nv ~= v then vs[i], changed = nv, true end
+  end
+  if not changed then return end
+  txn.http:res_del_header(name)
+  for _, v in ipairs(vs) do txn.http:res_add_header(name, v) end
+end
+
+core.register_action("hks_rw", { "http-res" }, function(txn)
+  local l = lines(txn:get_var("txn.ao") or "")
+  local rfrom, rto, dfrom, dto, pfrom, pto = l[1] or "", l[2] or "", l[3] or "", l[4] or "", l[5] or "", l[6] or ""
+  if rfrom ~= "" then
+    rewrite(txn, "location", function(v)
+      if v:sub(1, #rfrom) == rfrom then return rto .. v:sub(#rfrom + 1) end
+      return v
+    end)
+    rewrite(txn, "refresh", function(v)
+      local _, j = v:lower():find("url=", 1, true)
+      if j ~= nil and v:sub(j + 1, j + #rfrom) == rfrom then return v:sub(1, j) .. rto .. v:sub(j + 1 + #rfrom) end
+      return v
+    end)
+  end
+  if dfrom ~= "" or pfrom ~= "" then
+    rewrite(txn, "set-cookie", function(v) return cookie(v, dfrom, dto, pfrom, pto) end)
+  end
 end, 0)

@@ -16,8 +16,9 @@ import (
 //   - access (map_str): "aK.d" the id "rN" of the action's denied ranges,
 //     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes,
 //     "aK.r" the requests a client may send in model.LimitWindow, "aK.c"
-//     at once, "aK.n" present when the action's requests are not logged
-//     (its rule written only while some action has one: model.AccessUses).
+//     at once, "aK.l" in model.LimitMinutes (limit-rpm), "aK.n" present when the action's requests are not logged
+//     (its rule written only while some action has one: model.AccessUses), "aK.o" the rewrite of its answers'
+//     headers (proxyrewrite.go).
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -73,16 +74,23 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 	// Rate and concurrency per client and action: the frontend's own
 	// stick table, keyed "aK|SOURCE", counter 2 (conn_cur counts the
 	// requests tracking the key at once, this one included).
-	w("\tstick-table type string len 64 size 100k expire " + strconv.Itoa(2*model.LimitWindow) + "s store http_req_rate(" + strconv.Itoa(model.LimitWindow) + "s),conn_cur")
+	// gpc0 counts the requests limit-rpm served (gpc0_rate over
+	// model.LimitMinutes), so the table keeps a key that long twice.
+	w("\tstick-table type string len 64 size 100k expire " + strconv.Itoa(2*60*model.LimitMinutes) + "s store http_req_rate(" + strconv.Itoa(model.LimitWindow) + "s),conn_cur,gpc0_rate(" + strconv.Itoa(60*model.LimitMinutes) + "s)")
 	w("\thttp-request set-var(txn.lr) var(txn.act),concat(.r),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.lc) var(txn.act),concat(.c),map_str(" + access + ")")
+	w("\thttp-request set-var(txn.lm) var(txn.act),concat(.l),map_str(" + access + ")")
 	// Sources the limits exempt (txn.lx): a range set of their own.
 	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.aw)]|%[var(txn.sf)]|%[var(txn.sx)]\" if { var(txn.aw) -m found }")
 	w("\thttp-request set-var(txn.lx) str(1) if { var(txn.aw) -m found } { var(txn.k),map_beg(" + ranges + ") -m found }")
-	w("\thttp-request set-var-fmt(txn.lk) \"%[var(txn.act)]|%[src]\" if !{ var(txn.lx) -m found } { var(txn.lr) -m found } or !{ var(txn.lx) -m found } { var(txn.lc) -m found }")
+	w("\thttp-request set-var-fmt(txn.lk) \"%[var(txn.act)]|%[src]\" if !{ var(txn.lx) -m found } { var(txn.lr) -m found } or !{ var(txn.lx) -m found } { var(txn.lc) -m found } or !{ var(txn.lx) -m found } { var(txn.lm) -m found }")
 	w("\thttp-request track-sc2 var(txn.lk) if { var(txn.lk) -m found }")
 	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lr) -m found } { sc_http_req_rate(2),sub(txn.lr) gt 0 }")
 	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lc) -m found } { sc_conn_cur(2),sub(txn.lc) gt 0 }")
+	// limit-rpm: refused once the requests served reach the limit; only
+	// the ones served count.
+	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lm) -m found } { sc_gpc0_rate(2),sub(txn.lm) ge 0 }")
+	w("\thttp-request sc-inc-gpc0(2) if { var(txn.lk) -m found } { var(txn.lm) -m found }")
 }
 
 // accessEntries adds action a's access entries (its id idHole) to rel,
@@ -92,7 +100,8 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 	if a != nil && a.NoLog {
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".n", "1"})
 	}
-	matchCNEntry(rel, a) // extauth.go
+	matchCNEntry(rel, a)      // extauth.go
+	proxyRewriteEntry(rel, a) // proxyrewrite.go
 	if a.Empty() {
 		return
 	}
@@ -101,6 +110,9 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 	}
 	if a.RPS > 0 {
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".r", strconv.FormatInt(int64(a.RPS)*model.LimitWindow, 10)})
+	}
+	if a.RPM > 0 {
+		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".l", strconv.FormatInt(int64(a.RPM)*model.LimitMinutes, 10)})
 	}
 	if a.Conns > 0 {
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".c", strconv.Itoa(int(a.Conns))})
@@ -179,5 +191,6 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 	}
 	b = keyBool(b, a.NoLog)
 	b = keyString(b, a.MatchCN)
-	return extAuthKey(authKey(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.ClientCert)), a.Auth), a.ExtAuth)
+	b = proxyRewriteKey(b, a.Rewrite) // proxyrewrite.go
+	return extAuthKey(authKey(keyInt(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.RPM)), int64(a.ClientCert)), a.Auth), a.ExtAuth)
 }

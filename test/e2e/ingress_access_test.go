@@ -229,7 +229,8 @@ func getPathFrom(src string, port int, host, path string, timeout time.Duration)
 // TestIngressRateLimits: limit-rps and limit-connections (ingress-nginx's
 // and HAProxy Ingress's) on real HAProxy: a client past its burst of
 // 5×limit-rps gets 503 while another client is served, and a client in
-// limit-whitelist is never limited; a client with a
+// limit-whitelist is never limited; limit-rpm (ingress-nginx's) serves
+// exactly its burst of 5×limit-rpm, then 503; a client with a
 // request in progress gets 503 for a second one under
 // limit-connections: 1, another client and the same client once the
 // first ends are served; the limits set and changed on a running
@@ -263,6 +264,7 @@ func TestIngressRateLimits(t *testing.T) {
 		ingressOf("rps", "rps.example.com", map[string]string{n + "limit-rps": "2"}, prefix("/", "web")),
 		ingressOf("conns", "conns.example.com", map[string]string{hp + "limit-connections": "1"}, prefix("/", "web")),
 		ingressOf("exempt", "exempt.example.com", map[string]string{n + "limit-rps": "2", n + "limit-whitelist": "127.0.0.1/32, 2001:db8::/32"}, prefix("/", "web")),
+		ingressOf("rpm", "rpm.example.com", map[string]string{n + "limit-rpm": "2"}, prefix("/", "web")),
 	} {
 		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -270,20 +272,36 @@ func TestIngressRateLimits(t *testing.T) {
 	}
 	g.eventually("the limited Ingresses serve", status("127.0.0.1", "conns.example.com", "/", 200))
 
-	// limit-rps 2: a burst of 10 in 5 s; 30 requests at once exceed it.
-	codes := map[int]int{}
-	for range 30 {
-		code, err := getPathFrom("127.0.0.1", httpPort, "rps.example.com", "/", 3*time.Second)
-		if err != nil {
-			t.Fatal(err)
+	// burst: n requests one after another from src: the count of each status.
+	burst := func(n int, src, host string) map[int]int {
+		codes := map[int]int{}
+		for range n {
+			code, err := getPathFrom(src, httpPort, host, "/", 3*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codes[code]++
 		}
-		codes[code]++
+		return codes
 	}
+	// limit-rps 2: a burst of 10 in 5 s; 30 requests at once exceed it.
+	codes := burst(30, "127.0.0.1", "rps.example.com")
 	if codes[503] == 0 || codes[200] < 5 {
 		t.Errorf("30 requests at once under limit-rps 2: %v, want some 200 and then 503", codes)
 	}
 	if err := status("127.0.0.2", "rps.example.com", "/", 200)(); err != nil {
 		t.Errorf("another client under limit-rps: %v", err)
+	}
+
+	// limit-rpm 2: a burst of 10 in 5 minutes; of 20 requests at once
+	// exactly the first 10 are served (the refused ones do not count).
+	g.eventually("the limit-rpm Ingress serves", status("127.0.0.3", "rpm.example.com", "/", 200))
+	rpm := burst(20, "127.0.0.1", "rpm.example.com")
+	if rpm[200] != 10 || rpm[503] != 10 {
+		t.Errorf("20 requests at once under limit-rpm 2: %v, want 10 served and 10 refused", rpm)
+	}
+	if err := status("127.0.0.2", "rpm.example.com", "/", 200)(); err != nil {
+		t.Errorf("another client under limit-rpm: %v", err)
 	}
 
 	// limit-whitelist: 127.0.0.1 is not limited, 127.0.0.2 is.
@@ -292,14 +310,7 @@ func TestIngressRateLimits(t *testing.T) {
 		src     string
 		limited bool
 	}{{"127.0.0.1", false}, {"127.0.0.2", true}} {
-		codes := map[int]int{}
-		for range 30 {
-			code, err := getPathFrom(c.src, httpPort, "exempt.example.com", "/", 3*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			codes[code]++
-		}
+		codes := burst(30, c.src, "exempt.example.com")
 		if limited := codes[503] > 0; limited != c.limited || codes[200] < 5 {
 			t.Errorf("30 requests at once from %s under limit-rps 2 and limit-whitelist 127.0.0.1: %v, want limited %v", c.src, codes, c.limited)
 		}

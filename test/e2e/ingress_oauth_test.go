@@ -20,8 +20,10 @@ import (
 // the Ingress's own /oauth2 path names, with the client's cookie; 2xx
 // serves it with X-Auth-Request-Email set (the client's own removed), any
 // failure is a 302 to /oauth2/start?rd=<path>; /oauth2/start itself is
-// served by oauth2-proxy unasked. oauth added, oauth-headers changed and
-// oauth removed: 0 reloads. A bad value: an Event, the last good
+// served by oauth2-proxy unasked. oauth added, oauth-headers changed
+// (HEADER:SOURCE renames too: HEADER set from the answer's SOURCE) and
+// oauth removed: 0 reloads. A source that is another HAProxy variable:
+// an Event. A bad value: an Event, the last good
 // configuration kept.
 func TestIngressHAProxyOAuth(t *testing.T) {
 	g, ok := newPlainIngressEnv(t)
@@ -106,14 +108,30 @@ func TestIngressHAProxyOAuth(t *testing.T) {
 		mod.Annotations = map[string]string{h + "oauth": "oauth2-proxy", h + "oauth-headers": "X-Auth-Request-User"}
 	})
 	g.eventually("oauth-headers changed", ask("open.example.com", "/", "good", 200, "web email=mallory@example.com user=alice", ""))
+	// HAProxy Ingress's renames: HEADER:SOURCE sets HEADER from the
+	// answer's SOURCE, a header or the variable HAProxy Ingress keeps it in.
+	updateIngress(t, g.ing.Ingresses(ns), "open", func(mod *netv1.Ingress) {
+		mod.Annotations = map[string]string{h + "oauth": "oauth2-proxy", h + "oauth-headers": "X-Auth-Request-Email:X-Auth-Request-User"}
+	})
+	g.eventually("oauth-headers renamed", ask("open.example.com", "/", "good", 200, "web email=alice user=", ""))
+	updateIngress(t, g.ing.Ingresses(ns), "open", func(mod *netv1.Ingress) {
+		mod.Annotations = map[string]string{h + "oauth": "oauth2-proxy",
+			h + "oauth-headers": "X-Auth-Request-User:req.auth_response_header.x_auth_request_email"}
+	})
+	g.eventually("oauth-headers renamed from HAProxy Ingress's variable", ask("open.example.com", "/", "good", 200, "web email=mallory@example.com user=alice@example.com", ""))
 	updateIngress(t, g.ing.Ingresses(ns), "open", func(mod *netv1.Ingress) { mod.Annotations = nil })
 	g.eventually("oauth removed", ask("open.example.com", "/", "", 200, "web email=mallory@example.com", ""))
 	if r := g.reloads(); r != reloads {
-		t.Errorf("oauth added, changed and removed reloaded HAProxy %d times, want 0", r-reloads)
+		t.Errorf("oauth added, changed, renamed and removed reloaded HAProxy %d times, want 0", r-reloads)
 	}
 
 	updateIngress(t, g.ing.Ingresses(ns), "app", func(mod *netv1.Ingress) { mod.Annotations = map[string]string{h + "oauth": "oauth1"} })
 	g.eventually("an Event refuses the oauth value", g.ingressEvent("app", "Refused", "is not oauth2_proxy"))
+	updateIngress(t, g.ing.Ingresses(ns), "open", func(mod *netv1.Ingress) {
+		mod.Annotations = map[string]string{h + "oauth": "oauth2-proxy", h + "oauth-headers": "X-User:txn.user"}
+	})
+	g.eventually("an Event refuses a variable as a source", g.ingressEvent("open", "Refused", "the HAProxy variable"))
+	checkAll(t, ask("open.example.com", "/", "", 200, "web email=mallory@example.com", ""))
 	checkAll(t, ask("app.example.com", "/p", "", 302, "", "/oauth2/start?rd=/p"),
 		ask("app.example.com", "/", "good", 200, "web email=alice@example.com", ""))
 }
