@@ -97,6 +97,10 @@ type Options struct {
 	// Memo keeps each route's compiled rules across passes (memo.go);
 	// nil: every pass compiles every route.
 	Memo *Memo
+	// ChangedHTTPRoutes, with Memo: the HTTPRoutes changed since the
+	// last pass, a journal's span taken with the snapshot
+	// (routechanges.go); nil: every HTTPRoute is looked up.
+	ChangedHTTPRoutes *ChangedRoutes
 }
 
 // Result is the model and the status of every object that is ours.
@@ -166,6 +170,7 @@ type route struct {
 	rank      ranked          // its place in the last pass's order (ordermemo.go)
 	made      int             // the memo's pass that made it (routesdelta.go)
 	seen      int             // the memo's last pass that saw its object (memo.go: forgotten after a pass without)
+	told      int             // the memo's last pass told its object changed (routechanges.go)
 	tab       tabMarks        // its places in a table's update (tablestamps.go)
 	// sts: its parents' status in pass stsPass (routesdelta.go).
 	sts     []gwv1.RouteParentStatus

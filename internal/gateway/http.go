@@ -131,11 +131,24 @@ func (w *world) grantedTo(from, ns string, to gwv1.Kind, obj Key) bool {
 
 // httpRoutes are the HTTPRoutes as routes: their backendRefs, all rules'
 // (for ResolvedRefs), and why one cannot be served.
+// With the changed ones told (routechanges.go), the last pass's and those.
 func httpRoutes(out []*route, in Input, m *Memo) []*route {
+	if m == nil {
+		for _, r := range in.HTTPRoutes {
+			out = append(out, httpRouteOf(r))
+		}
+		return out
+	}
+	if out, ok := m.toldRoutes(out, in); ok {
+		return out
+	}
+	m.Walked++
 	out = slices.Grow(out, len(in.HTTPRoutes))
+	start := len(out)
 	for _, r := range in.HTTPRoutes {
 		out = append(out, m.httpRoute(r, httpRouteOf))
 	}
+	m.keepHTTP(out[start:])
 	return out
 }
 

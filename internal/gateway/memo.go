@@ -71,6 +71,8 @@ type Memo struct {
 	// lroutes: the arrays of the listeners' lists of routes, by place
 	// (attachmemo.go keepListenerRoutes); empty between passes.
 	lroutes [][]*attachedRoute
+	// the last pass's HTTPRoutes, the changed ones told (routechanges.go)
+	toldState
 	// Reused and Compiled count the routes' compiled rules taken from
 	// the memo and compiled again, for tests and benchmarks.
 	Reused, Compiled int
