@@ -73,6 +73,20 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 				if way != "whole" {
 					opts.Memo = &Memo{}
 				}
+				// With the memo, each pass is told the changed routes as the
+				// source's journal tells them (routechanges.go).
+				at := uint64(1)
+				told := func(hs ...*gwv1.HTTPRoute) {
+					if opts.Memo == nil {
+						return
+					}
+					c := &ChangedRoutes{From: at, To: at + 1}
+					for _, h := range hs {
+						c.Keys, c.Objs = append(c.Keys, Key{h.Namespace, h.Name}), append(c.Objs, h)
+					}
+					opts.ChangedHTTPRoutes, at = c, at+1
+				}
+				opts.ChangedHTTPRoutes = &ChangedRoutes{To: at, All: true}
 				Compute(in, opts)
 				gen := 0
 				var cpu time.Duration
@@ -81,14 +95,19 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 					switch strings.TrimSuffix(way, "-cold") {
 					case "new-2svc":
 						in.HTTPRoutes = append(in.HTTPRoutes, benchRoute(n+gen, svcs, "/p"))
+						told(in.HTTPRoutes[len(in.HTTPRoutes)-1])
 					case "status-2svc":
+						var hs []*gwv1.HTTPRoute
 						for i := range n / 2 {
 							r := *in.HTTPRoutes[(gen*n/2+i)%n] // the spec shared: never changed in place
 							r.Status.Parents = []gwv1.RouteParentStatus{{ControllerName: gwv1.GatewayController("g" + strconv.Itoa(gen))}}
 							in.HTTPRoutes[(gen*n/2+i)%n] = &r
+							hs = append(hs, &r)
 						}
+						told(hs...)
 					default:
 						in.HTTPRoutes[0] = benchRoute(0, svcs, "/g"+strconv.Itoa(gen))
+						told(in.HTTPRoutes[0])
 					}
 					if cold {
 						evict()
@@ -98,6 +117,9 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 					cpu += cputime.Used() - c
 				}
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(gen), "cpu-ms/op")
+				if m := opts.Memo; m != nil && m.Told < gen {
+					b.Fatalf("%d of %d passes took the told routes", m.Told, gen)
+				}
 			})
 		}
 	}
