@@ -68,7 +68,7 @@ func Compute(in Input, opts Options) Result {
 	w := newWorld(in)
 	w.memo = opts.Memo // memo.go
 	opts.Memo.begin(in)
-	opts.Memo.tell(opts.ChangedHTTPRoutes) // routechanges.go
+	opts.Memo.tell(in.HTTPRouteChanges) // routechanges.go
 	opts.Memo.moved(w)
 	opts.Certs.begin()
 	defer opts.Certs.end()

@@ -84,9 +84,9 @@ func BenchmarkComputeHTTPRoutes(b *testing.B) {
 					for _, h := range hs {
 						c.Keys, c.Objs = append(c.Keys, Key{h.Namespace, h.Name}), append(c.Objs, h)
 					}
-					opts.ChangedHTTPRoutes, at = c, at+1
+					in.HTTPRouteChanges, at = c, at+1
 				}
-				opts.ChangedHTTPRoutes = &ChangedRoutes{To: at, All: true}
+				in.HTTPRouteChanges = &ChangedRoutes{To: at, All: true}
 				Compute(in, opts)
 				gen := 0
 				var cpu time.Duration

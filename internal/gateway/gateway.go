@@ -54,6 +54,10 @@ type Input struct {
 	// ListenerSets add listener entries to the Gateways they name
 	// (listenerset.go).
 	ListenerSets []*gwv1.ListenerSet
+	// HTTPRouteChanges: the HTTPRoutes changed since the last snapshot
+	// so told, a journal's span taken with HTTPRoutes (routechanges.go),
+	// read with Options.Memo; nil: every HTTPRoute is looked up.
+	HTTPRouteChanges *ChangedRoutes
 }
 
 // Options shape Compute.
@@ -97,10 +101,6 @@ type Options struct {
 	// Memo keeps each route's compiled rules across passes (memo.go);
 	// nil: every pass compiles every route.
 	Memo *Memo
-	// ChangedHTTPRoutes, with Memo: the HTTPRoutes changed since the
-	// last pass, a journal's span taken with the snapshot
-	// (routechanges.go); nil: every HTTPRoute is looked up.
-	ChangedHTTPRoutes *ChangedRoutes
 }
 
 // Result is the model and the status of every object that is ours.

@@ -8,7 +8,7 @@ import (
 // one HTTPRoute changed among 5,000 looked every route's object up in
 // the memo (Memo.httpRoute, a map lookup per route: about half of a
 // spliced pass's instructions) to find the one that changed. The events
-// the loop receives name it: with Options.ChangedHTTPRoutes the memo
+// the loop receives name it: with Input.HTTPRouteChanges the memo
 // takes the last pass's HTTPRoutes as they were and makes routes of the
 // told objects alone (each as a walk would: kept, stood in for or new).
 //
@@ -43,7 +43,7 @@ type ChangedRoutes struct {
 
 // toldState is the memo's part for ChangedRoutes.
 type toldState struct {
-	told *ChangedRoutes // this pass's (Options.ChangedHTTPRoutes)
+	told *ChangedRoutes // this pass's (Input.HTTPRouteChanges)
 	// last: the last pass's HTTPRoutes' routes (pass lastPass, its
 	// snapshot at the journal's place lastTo; 0: not told, the next
 	// pass walks).

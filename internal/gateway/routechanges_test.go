@@ -75,15 +75,14 @@ func TestToldRoutesAreTheWalk(t *testing.T) {
 				c = j.span(maps.Clone(m.routes))
 				trust = false
 			case x == 2:
-				withMemo.ChangedHTTPRoutes = nil
 				c, trust, what = nil, false, what+", not told"
 			case x == 3 && len(c.Keys) > 0:
 				c.Keys, c.Objs = append(c.Keys, c.Keys[0]), append(c.Objs, c.Objs[0]) // told twice
 			}
 			lastTold = c != nil
-			withMemo.ChangedHTTPRoutes = c
 			withMemo.Addresses, whole.Addresses = m.lb, m.lb
 			in := m.input()
+			in.HTTPRouteChanges = c
 			before, sweeps := memo.Told, memo.sweeps
 			got, want := Compute(in, withMemo), Compute(in, whole)
 			if d := firstDiff(got, want); d != "" {
@@ -115,17 +114,19 @@ func TestToldRoutesCountsAddUp(t *testing.T) {
 	memo := &Memo{}
 	opts := Options{Routes: &RouteMemo{}, Memo: memo, Addresses: m.lb}
 	var j journal
-	opts.ChangedHTTPRoutes = j.span(maps.Clone(m.routes))
-	opts.ChangedHTTPRoutes.All = true
-	Compute(m.input(), opts)
+	in := m.input()
+	in.HTTPRouteChanges = j.span(maps.Clone(m.routes))
+	in.HTTPRouteChanges.All = true
+	Compute(in, opts)
 	for k, r := range m.routes { // a new route, its key not told
 		c := *r
 		c.Name += "-new"
 		m.routes[strings.TrimSuffix(k, r.Name)+c.Name] = &c
 		break
 	}
-	opts.ChangedHTTPRoutes = &ChangedRoutes{From: j.at, To: j.at + 1}
-	Compute(m.input(), opts)
+	in = m.input()
+	in.HTTPRouteChanges = &ChangedRoutes{From: j.at, To: j.at + 1}
+	Compute(in, opts)
 	if memo.Told != 0 || memo.Walked != 2 {
 		t.Fatalf("told %d walked %d: want a walk when the counts differ", memo.Told, memo.Walked)
 	}
