@@ -152,7 +152,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	start := time.Now()
 	gc0 := gcstat.Read()
 	ctx = l.changes.Take(ctx)
-	in := l.src.Snapshot()
+	in := l.src.SnapshotTold() // the HTTPRoutes changed since the last pass's too (issue 30)
 	snapshot := time.Since(start)
 	gopts := l.opts.Gateway
 	gopts.Certs = &l.certs
@@ -170,7 +170,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 		}
 	}
 	computeStart := time.Now()
-	whole0, kept0, spliced0, tspliced0 := l.memo.TablesWhole, l.memo.TablesIncremental, l.memo.Spliced, l.memo.TablesSpliced
+	whole0, kept0, spliced0, tspliced0, told0 := l.memo.TablesWhole, l.memo.TablesIncremental, l.memo.Spliced, l.memo.TablesSpliced, l.memo.Told
 	out := gateway.Compute(in, gopts)
 	compute := time.Since(computeStart)
 	besideStart := time.Now()
@@ -218,7 +218,8 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	parts := slowParts{"snapshot", snapshot, "compute", compute, "beside", beside, "parse", parse,
 		"apply", apply, "status", time.Since(statusStart), "waited", waitedFor(ctx, start),
 		"tables_whole", l.memo.TablesWhole - whole0, "tables_kept", l.memo.TablesIncremental - kept0,
-		"spliced", l.memo.Spliced - spliced0, "tables_spliced", l.memo.TablesSpliced - tspliced0} // gateway/splice.go
+		"spliced", l.memo.Spliced - spliced0, "tables_spliced", l.memo.TablesSpliced - tspliced0, // gateway/splice.go
+		"routes_told", l.memo.Told - told0} // gateway/routechanges.go: 1 when the pass took the journal's changed HTTPRoutes
 	parts = append(parts, gcstat.Read().Since(gc0).Attrs()...)
 	if b, ok := l.opts.Beside.(interface{ Parts() []any }); ok { // ingressctl.Server: its own parts
 

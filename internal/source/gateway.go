@@ -75,6 +75,32 @@ type gatewaySet struct {
 	btls        btlsSet                   // BackendTLSPolicies (gatewaybtls.go)
 	lsets       cache.SharedIndexInformer // ListenerSets (gatewaylistenersets.go)
 	informerGen
+	// liveHTTP: the HTTPRoutes kept by their events with a journal of
+	// the changed ones (journal.go), for SnapshotTold; their handlers
+	// run from it.
+	liveHTTP *live[*gwv1.HTTPRoute]
+}
+
+// register runs h on the events of every informer of the set: on the
+// HTTPRoutes' after their live list and journal changed (a pass asked
+// for by an HTTPRoute's event finds it in the journal).
+func (s *gatewaySet) register(h handler) error {
+	if s.liveHTTP == nil {
+		return s.informerGen.register(h)
+	}
+	s.liveHTTP.handlers = append(s.liveHTTP.handlers, h)
+	var rest []cache.SharedIndexInformer
+	for _, inf := range s.informers {
+		if inf != s.http {
+			rest = append(rest, inf)
+		}
+	}
+	return registerAll(h, rest)
+}
+
+// synced: every cache synced, the HTTPRoutes' live list too.
+func (s *gatewaySet) synced() bool {
+	return s.informerGen.synced() && (s.liveHTTP == nil || s.liveHTTP.synced())
 }
 
 // NewGateway builds the informers. routes says which version of each
@@ -117,6 +143,7 @@ func (g *Gateway) build() *gatewaySet {
 	}
 	if g.routes[gateway.KindHTTPRoute] == RouteV1 {
 		set.http = v1.HTTPRoutes().Informer()
+		set.liveHTTP = journaled(newLive[*gwv1.HTTPRoute](set.http))
 	}
 	if g.routes[gateway.KindGRPCRoute] == RouteV1 {
 		set.grpc = v1.GRPCRoutes().Informer()
@@ -193,8 +220,26 @@ func (g *Gateway) Start(ctx context.Context, timeout time.Duration) error {
 
 // Snapshot lists the cached objects, shared with the caches: callers
 // must not modify them.
-func (g *Gateway) Snapshot() gateway.Input {
+func (g *Gateway) Snapshot() gateway.Input { return g.snapshot(false) }
+
+// SnapshotTold is Snapshot with the HTTPRoutes changed since the last
+// SnapshotTold (Input.HTTPRouteChanges, from the HTTPRoutes' journal,
+// taken with their list): for the gateway loop's passes alone (another
+// caller's take would leave the loop's next span disjoint from its last
+// pass: the memo then looks every route up).
+func (g *Gateway) SnapshotTold() gateway.Input { return g.snapshot(true) }
+
+func (g *Gateway) snapshot(told bool) gateway.Input {
 	set := g.current()
+	var http []*gwv1.HTTPRoute
+	var changes *gateway.ChangedRoutes
+	ok := false
+	if told && set.liveHTTP != nil {
+		http, changes, ok = set.liveHTTP.intoTold(nil)
+	}
+	if !ok {
+		http = listOf[*gwv1.HTTPRoute](set.http)
+	}
 	gws := listOf[*gwv1.Gateway](set.gateways)
 	in := gateway.Input{
 		Classes:    listOf[*gwv1.GatewayClass](set.classes),
@@ -202,7 +247,7 @@ func (g *Gateway) Snapshot() gateway.Input {
 		TCPRoutes:  listOf[*gwv1.TCPRoute](set.tcp),
 		TLSRoutes:  listOf[*gwv1.TLSRoute](set.tls),
 		UDPRoutes:  listOf[*gwv1.UDPRoute](set.udp),
-		HTTPRoutes: listOf[*gwv1.HTTPRoute](set.http),
+		HTTPRoutes: http,
 		GRPCRoutes: listOf[*gwv1.GRPCRoute](set.grpc),
 		Secrets:    g.secretsFor(listOf[*gateway.Secret](set.secrets), gws),
 		Grants:     listOf[*gwv1beta1.ReferenceGrant](set.grants),
@@ -210,8 +255,9 @@ func (g *Gateway) Snapshot() gateway.Input {
 		Slices:     listOf[*desired.Slice](set.slices),
 		Namespaces: listOf[*corev1.Namespace](set.namespaces),
 	}
-	backendTLSInput(set, &in)  // gatewaybtls.go
-	listenerSetInput(set, &in) // gatewaylistenersets.go
+	backendTLSInput(set, &in)     // gatewaybtls.go
+	listenerSetInput(set, &in)    // gatewaylistenersets.go
+	in.HTTPRouteChanges = changes // nil unless told from the journal
 	return in
 }
 

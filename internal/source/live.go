@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // live keeps one informer's objects as a slice, changed by the informer's
@@ -25,6 +26,18 @@ type live[T comparable] struct {
 
 	handlers []handler // the source's, added before the informer starts
 	reg      cache.ResourceEventHandlerRegistration
+	// journal, when not nil, names the objects changed (journal.go).
+	journal *journal
+}
+
+// noted notes obj in the journal, if any, with its object now (nil:
+// deleted). Under l.mu.
+func (l *live[T]) noted(obj any, now any) {
+	if l.journal == nil {
+		return
+	}
+	h, _ := now.(*gwv1.HTTPRoute)
+	l.journal.note(obj, h)
 }
 
 func newLive[T comparable](inf cache.SharedIndexInformer) *live[T] {
@@ -49,6 +62,7 @@ func (l *live[T]) add(obj any) {
 	} else {
 		l.at[t] = len(l.items)
 		l.items = append(l.items, t)
+		l.noted(obj, obj)
 	}
 	l.mu.Unlock()
 	for _, h := range l.handlers {
@@ -65,6 +79,7 @@ func (l *live[T]) update(old, new any) {
 	} else {
 		delete(l.at, o)
 		l.at[n], l.items[i] = i, n
+		l.noted(new, new)
 	}
 	l.mu.Unlock()
 	for _, h := range l.handlers {
@@ -92,6 +107,7 @@ func (l *live[T]) del(obj any) {
 		var zero T
 		l.items[last], l.items = zero, l.items[:last]
 		delete(l.at, t)
+		l.noted(obj, nil)
 	}
 	l.mu.Unlock()
 	for _, h := range l.handlers {
