@@ -79,10 +79,5 @@ func (l *live[T]) intoTold(buf []T) ([]T, *gateway.ChangedRoutes, bool) {
 	if l.broken || l.journal == nil {
 		return buf, &gateway.ChangedRoutes{All: true}, false
 	}
-	old := len(buf)
-	buf = append(buf[:0], l.items...)
-	if len(buf) < old {
-		clear(buf[len(buf):old])
-	}
-	return buf, l.journal.take(), true
+	return l.copyInto(buf), l.journal.take(), true
 }

@@ -141,10 +141,15 @@ func (l *live[T]) into(buf []T) ([]T, bool) {
 	if l.broken {
 		return buf, false
 	}
+	return l.copyInto(buf), true
+}
+
+// copyInto copies the objects into buf, reusing its storage. Under l.mu.
+func (l *live[T]) copyInto(buf []T) []T {
 	old := len(buf)
 	buf = append(buf[:0], l.items...)
 	if len(buf) < old {
 		clear(buf[len(buf):old])
 	}
-	return buf, true
+	return buf
 }
