@@ -20,7 +20,11 @@ import (
 
 // lastView is what the memo's delta starts from.
 type lastView struct {
+	// ok: the delta may start from it (occ and index are built). Without
+	// it, spares, from, spareAt and out still say what the view's
+	// spares were made of, for the next whole view to reuse (reuse).
 	ok        bool
+	from      []*model.Backend // per spare: the occupant its backend was made of (nil: free)
 	frontends []model.Frontend // the model last viewed
 	backends  []*model.Backend
 	spares    []Spare // its pool's, a copy
@@ -38,6 +42,9 @@ type lastView struct {
 // read only, until the next view.
 func (m *ViewMemo) Index() map[string]int {
 	m.settle()
+	if !m.last.ok {
+		return nil
+	}
 	return m.last.index
 }
 
@@ -52,13 +59,10 @@ func (m *ViewMemo) frontends(n int) []int {
 
 // remember keeps a whole view for the next delta (spares: the pool's,
 // copied unless owned, the memo's own copy).
-func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bool, out model.Config, reject bool, frontOut []int) {
+// from: per spare, the occupant its backend was made of.
+func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bool, out model.Config, reject bool, frontOut []int, from []*model.Backend) {
 	if m == nil {
 		return
-	}
-	m.last = lastView{}
-	if own || !model.BackendsSorted(cfg.Backends) || !model.FrontendsSorted(cfg.Frontends) {
-		return // viewed whole next time too
 	}
 	if !owned {
 		spares = slices.Clone(spares)
@@ -67,12 +71,20 @@ func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bo
 	for i, sp := range spares {
 		pos[sp.Name] = i
 	}
-	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: spares, out: out,
-		frontOut: frontOut, spareAt: make([]int, len(spares)), occ: make(map[string]int, len(spares)),
+	m.last = lastView{spares: spares, from: from, out: out, spareAt: make([]int, len(spares))}
+	for j, b := range out.Backends {
+		if i, ok := pos[b.Name]; ok {
+			m.last.spareAt[i] = j
+		}
+	}
+	if own || !model.BackendsSorted(cfg.Backends) || !model.FrontendsSorted(cfg.Frontends) {
+		return // viewed whole next time too, reusing the spares' backends
+	}
+	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: spares, from: from, out: out,
+		frontOut: frontOut, spareAt: m.last.spareAt, occ: make(map[string]int, len(spares)),
 		index: make(map[string]int, len(out.Backends)), reject: reject, plain: plainFrontends(cfg.Frontends)}
 	for j, b := range out.Backends {
 		if i, ok := pos[b.Name]; ok {
-			l.spareAt[i] = j
 			if o := spares[i].Occupant; o != "" {
 				l.index[o] = j
 			}
@@ -90,6 +102,13 @@ func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bo
 		l.occ[sp.Occupant] = i
 	}
 	m.last = l
+}
+
+// whole gives up the delta from the last view (the next view is whole)
+// and keeps what it reuses: out is the view as far as it was made, its
+// spares' backends those that spares and from say.
+func (l *lastView) whole(out []*model.Backend) {
+	*l = lastView{spares: l.spares, from: l.from, out: model.Config{Backends: out}, spareAt: l.spareAt}
 }
 
 // delta is the view of s and cfg made from the last one, which of its
@@ -145,7 +164,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 	for _, i := range spares {
 		if o := s.Spares[i].Occupant; o != "" {
 			if _, dup := l.occ[o]; dup {
-				m.last = lastView{}
+				l.whole(l.out.Backends)           // nothing of the spares changed yet
 				return model.Config{}, nil, false // two spares with one occupant: whole
 			}
 			l.occ[o] = i
@@ -163,8 +182,9 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 		Frontends: make([]model.Frontend, 0, len(cfg.Frontends))}
 	for _, i := range spares {
 		sp := s.Spares[i]
-		out.Backends[l.spareAt[i]] = m.spareView(s, sp, byName(sp.Occupant))
-		l.spares[i].Occupant = sp.Occupant
+		o := byName(sp.Occupant)
+		out.Backends[l.spareAt[i]] = m.spareView(s, sp, o)
+		l.spares[i].Occupant, l.from[i] = sp.Occupant, o
 	}
 	haproxyName := func(name string) (string, bool) {
 		if i, ok := l.occ[name]; ok {
@@ -199,7 +219,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 		if i > 0 && cfg.Frontends[i-1].Name >= f.Name {
 			// Not sorted (model.FrontendsSorted): whole. The spares
 			// and indices changed above are the last view's no more.
-			m.last = lastView{}
+			l.whole(out.Backends)
 			return model.Config{}, nil, false
 		}
 		routed := f.Routed()
@@ -243,7 +263,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 	}
 	if reject != l.reject {
 		// The reject backend comes or goes: whole, as above.
-		m.last = lastView{}
+		l.whole(out.Backends)
 		return model.Config{}, nil, false
 	}
 	l.frontends, l.backends, l.out, l.frontOut, l.plain = cfg.Frontends, cfg.Backends, out, frontOut, plain
