@@ -147,6 +147,8 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "rewrite-target", "", true},
 		{HAProxyPrefix + "rewrite-target", "/a b", true},
 		{NginxPrefix + "use-regex", "yes please", true},
+		{NginxPrefix + "preserve-trailing-slash", "true", false},
+		{NginxPrefix + "preserve-trailing-slash", "keep", true},
 		{NginxPrefix + "app-root", "/", true},
 		{NginxPrefix + "app-root", "/app\nhttp-request deny", true},
 		{NginxPrefix + "app-root", "/app", false},

@@ -38,16 +38,19 @@ var parsers = []func(s *parsed, key, name, val string) (why string, done bool){
 
 // parseOther reads the keys no file of their own reads: the redirects'
 // switches, upstream keys, request headers and host aliases.
-func (s *parsed) parseOther(_, name, val string) (why string, done bool) {
+func (s *parsed) parseOther(key, name, val string) (why string, done bool) {
 	switch name {
-	case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect":
+	case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect", "preserve-trailing-slash":
 		b, err := strconv.ParseBool(val)
 		if err != nil {
 			return settings.ShowValue(val) + " is not true or false", true
 		}
 		switch name {
+		case "preserve-trailing-slash":
+			s.keepSlash = b
 		case "ssl-redirect":
 			s.sslRedirect = &b
+			s.haproxySSL = strings.HasPrefix(key, HAProxyPrefix)
 		case "force-ssl-redirect":
 			s.forceSSL = b
 		default:
