@@ -84,6 +84,7 @@ var (
 		NginxPrefix + "proxy-next-upstream", // retry.go
 		NginxPrefix + "proxy-next-upstream-tries",
 		NginxPrefix + "proxy-read-timeout",
+		NginxPrefix + "proxy-request-buffering",
 		NginxPrefix + "proxy-redirect-from", // proxyrewrite.go
 		NginxPrefix + "proxy-redirect-to",
 		NginxPrefix + "proxy-ssl-name", // backendtls.go
@@ -198,6 +199,7 @@ type parsed struct {
 	haproxySSL   bool  // sslRedirect is HAProxy Ingress's: the path kept as it is
 	keepSlash    bool  // preserve-trailing-slash: the HTTPS redirect keeps a trailing '/'
 	forceSSL     bool
+	noBuffering  bool // proxy-request-buffering: off (not honoured, a Warning)
 	wwwRedirect  bool
 	set          []model.HeaderValue   // request headers replaced
 	canary       canaryAnnotations     // canary.go

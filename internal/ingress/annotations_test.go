@@ -149,6 +149,9 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "use-regex", "yes please", true},
 		{NginxPrefix + "preserve-trailing-slash", "true", false},
 		{NginxPrefix + "preserve-trailing-slash", "keep", true},
+		{NginxPrefix + "proxy-request-buffering", "on", false},
+		{NginxPrefix + "proxy-request-buffering", "off", false}, // a Warning (TestCompile/annotations)
+		{NginxPrefix + "proxy-request-buffering", "true", true},
 		{NginxPrefix + "app-root", "/", true},
 		{NginxPrefix + "app-root", "/app\nhttp-request deny", true},
 		{NginxPrefix + "app-root", "/app", false},

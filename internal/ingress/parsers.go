@@ -74,6 +74,17 @@ func (s *parsed) parseOther(key, name, val string) (why string, done bool) {
 			return settings.ShowValue(val) + " is not a host name", true
 		}
 		s.set = setHeader(s.set, "host", h)
+	case "proxy-request-buffering":
+		// The HTTP frontends wait for the body (option
+		// http-buffer-request, up to one buffer) before they pick a
+		// Pod: "on". A body streamed to the Pod as it comes ("off") is
+		// a frontend's option, not a request's: a Warning (compile.go).
+		switch val {
+		case "on", "off":
+			s.noBuffering = val == "off"
+		default:
+			return settings.ShowValue(val) + " is not on or off", true
+		}
 	case "connection-proxy-header":
 		// HAProxy writes the Connection header toward the Pods itself:
 		// keep-alive is what it does for HTTP/1.1 unasked, close is sent

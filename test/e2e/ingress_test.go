@@ -223,7 +223,7 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	updateIngress(t, ing.Ingresses(ns), "shop", func(mod *netv1.Ingress) {
 		mod.Annotations[ingress.NginxPrefix+"preserve-trailing-slash"] = "keep"
 	})
-	g.eventually("an Event refuses preserve-trailing-slash", refusedEvent(g.gwEnv, "shop", "preserve-trailing-slash"))
+	g.eventually("an Event refuses preserve-trailing-slash", g.ingressEvent("shop", "Refused", "preserve-trailing-slash"))
 	if err := slash(); err != nil {
 		t.Errorf("the last good version of a refused Ingress: %v", err)
 	}
@@ -285,7 +285,7 @@ func TestIngressServedWithoutReload(t *testing.T) {
 		mod.Annotations = map[string]string{ingress.NginxPrefix + "configuration-snippet": "more_set_headers \"X: 1\";"}
 		mod.Spec.Rules[0].HTTP.Paths = mod.Spec.Rules[0].HTTP.Paths[:1]
 	})
-	g.eventually("an Event refuses the snippet", refusedEvent(g.gwEnv, "shop", "configuration-snippet"))
+	g.eventually("an Event refuses the snippet", g.ingressEvent("shop", "Refused", "configuration-snippet"))
 	if err := answers(httpsPort, true, host, "/shop/cart", 200, "canary ")(); err != nil {
 		t.Errorf("the last good version of a refused Ingress: %v", err)
 	}
@@ -294,23 +294,6 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	}
 	if r := g.reloads(); r != before {
 		t.Errorf("a canary weight, a certificate and a refused snippet reloaded HAProxy %d times, want 0", r-before)
-	}
-}
-
-// refusedEvent is nil once the Ingress name has a Warning Event Refused
-// naming key.
-func refusedEvent(g *gwEnv, name, key string) func() error {
-	return func() error {
-		evs, err := g.client.CoreV1().Events(ns).List(bg, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-		if err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "Refused" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, key) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no Refused Event naming %s among %d", key, len(evs.Items))
 	}
 }
 
