@@ -234,7 +234,8 @@ func getPathFrom(src string, port int, host, path string, timeout time.Duration)
 // request in progress gets 503 for a second one under
 // limit-connections: 1, another client and the same client once the
 // first ends are served; the limits set and changed on a running
-// controller: 0 reloads.
+// controller: 0 reloads, except the frontend's first limit-rpm (its
+// rules are new): one.
 func TestIngressRateLimits(t *testing.T) {
 	g, ok := newPlainIngressEnv(t)
 	if !ok {
@@ -264,13 +265,34 @@ func TestIngressRateLimits(t *testing.T) {
 		ingressOf("rps", "rps.example.com", map[string]string{n + "limit-rps": "2"}, prefix("/", "web")),
 		ingressOf("conns", "conns.example.com", map[string]string{hp + "limit-connections": "1"}, prefix("/", "web")),
 		ingressOf("exempt", "exempt.example.com", map[string]string{n + "limit-rps": "2", n + "limit-whitelist": "127.0.0.1/32, 2001:db8::/32"}, prefix("/", "web")),
-		ingressOf("rpm", "rpm.example.com", map[string]string{n + "limit-rpm": "2"}, prefix("/", "web")),
 	} {
 		if _, err := ing.Ingresses(ns).Create(bg, i, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	g.eventually("the limited Ingresses serve", status("127.0.0.1", "conns.example.com", "/", 200))
+	if r := g.reloads(); r != before {
+		t.Errorf("limit-rps and limit-connections set: %d reloads, want 0", r-before)
+	}
+
+	// limit-rpm's rules (and the stick table's gpc0_rate) are written
+	// while some Ingress of the frontend sets it: the first is one reload
+	// (perhaps held back by the reload gate), served once it is done.
+	first := g.reloads()
+	if _, err := ing.Ingresses(ns).Create(bg, ingressOf("rpm", "rpm.example.com", map[string]string{n + "limit-rpm": "2"}, prefix("/", "web")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	g.eventually("the frontend's first limit-rpm reloads", func() error {
+		if r := g.reloads(); r == first {
+			return fmt.Errorf("no reload yet")
+		}
+		return nil
+	})
+	g.eventually("the limit-rpm Ingress serves", status("127.0.0.3", "rpm.example.com", "/", 200))
+	if r := g.reloads(); r != first+1 {
+		t.Errorf("the frontend's first limit-rpm: %d reloads, want 1 (its rules are new)", r-first)
+	}
+	before = g.reloads()
 
 	// burst: n requests one after another from src: the count of each status.
 	burst := func(n int, src, host string) map[int]int {
@@ -295,7 +317,6 @@ func TestIngressRateLimits(t *testing.T) {
 
 	// limit-rpm 2: a burst of 10 in 5 minutes; of 20 requests at once
 	// exactly the first 10 are served (the refused ones do not count).
-	g.eventually("the limit-rpm Ingress serves", status("127.0.0.3", "rpm.example.com", "/", 200))
 	rpm := burst(20, "127.0.0.1", "rpm.example.com")
 	if rpm[200] != 10 || rpm[503] != 10 {
 		t.Errorf("20 requests at once under limit-rpm 2: %v, want 10 served and 10 refused", rpm)
@@ -362,7 +383,26 @@ func TestIngressRateLimits(t *testing.T) {
 		mod.Annotations[n+"limit-rps"] = "100000"
 	})
 	g.eventually("the raised limit serves", status("127.0.0.1", "rps.example.com", "/", 200))
+	// With the rules written, a second limit-rpm and a raised one: map
+	// data.
+	if _, err := ing.Ingresses(ns).Create(bg, ingressOf("rpm2", "rpm2.example.com", map[string]string{n + "limit-rpm": "1"}, prefix("/", "web")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	updateIngress(t, ing.Ingresses(ns), "rpm", func(mod *netv1.Ingress) {
+		mod.Annotations[n+"limit-rpm"] = "100000"
+	})
+	g.eventually("the raised limit-rpm serves", status("127.0.0.1", "rpm.example.com", "/", 200))
+	g.eventually("the second limit-rpm serves, then refuses", func() error {
+		if err := status("127.0.0.4", "rpm2.example.com", "/", 200)(); err != nil {
+			return err
+		}
+		codes := burst(6, "127.0.0.4", "rpm2.example.com") // its burst: 5
+		if codes[503] == 0 {
+			return fmt.Errorf("6 more requests under limit-rpm 1: %v, want some refused", codes)
+		}
+		return nil
+	})
 	if r := g.reloads(); r != before {
-		t.Errorf("rate and connection limits set and changed reloaded HAProxy %d times, want 0", r-before)
+		t.Errorf("rate and connection limits changed and a second limit-rpm set, with its rules written: %d reloads, want 0", r-before)
 	}
 }
