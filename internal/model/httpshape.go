@@ -32,12 +32,6 @@ type HTTPShape struct {
 type AccessUses struct {
 	NoLog   bool // an action's requests not logged (HTTPAccess.NoLog)
 	MatchCN bool // an action's client certificate subject matched (HTTPAccess.MatchCN)
-	// RPM: an action limits requests a minute (HTTPAccess.RPM): its
-	// rules, and the stick table's gpc0_rate and longer expiry.
-	RPM bool
-	// Rewrite: an action's answers rewritten (HTTPAccess.Rewrite, when
-	// ValidProxyRewrite: as its map entry is written).
-	Rewrite bool
 }
 
 // usesOf is what a uses of the rules AccessUses names.
@@ -45,12 +39,12 @@ func usesOf(a *HTTPAccess) AccessUses {
 	if a == nil {
 		return AccessUses{}
 	}
-	return AccessUses{NoLog: a.NoLog, MatchCN: a.MatchCN != "", RPM: a.RPM > 0, Rewrite: ValidProxyRewrite(a.Rewrite)}
+	return AccessUses{NoLog: a.NoLog, MatchCN: a.MatchCN != ""}
 }
 
 // or is the rules either u or o uses.
 func (u AccessUses) or(o AccessUses) AccessUses {
-	return AccessUses{NoLog: u.NoLog || o.NoLog, MatchCN: u.MatchCN || o.MatchCN, RPM: u.RPM || o.RPM, Rewrite: u.Rewrite || o.Rewrite}
+	return AccessUses{NoLog: u.NoLog || o.NoLog, MatchCN: u.MatchCN || o.MatchCN}
 }
 
 // ShapeOf is h's shape computed from its hosts and actions (the kept

@@ -19,8 +19,6 @@ type ShapeCounter struct {
 	access int
 	noLog  int        // actions whose access has NoLog (AccessUses)
 	cn     int        // actions whose access has MatchCN
-	rpm    int        // actions whose access has RPM
-	rw     int        // actions whose access rewrites answers (valid Rewrite)
 	shape  *HTTPShape // nil: made again when asked
 	buf    []string
 	key    []byte
@@ -71,8 +69,6 @@ func (c *ShapeCounter) Action(a *HTTPAction, d int) {
 		c.counted(&c.access, true, d)
 		c.counted(&c.noLog, u.NoLog, d)
 		c.counted(&c.cn, u.MatchCN, d)
-		c.counted(&c.rpm, u.RPM, d)
-		c.counted(&c.rw, u.Rewrite, d)
 	}
 }
 
@@ -134,7 +130,7 @@ func (c *ShapeCounter) Shape() *HTTPShape {
 		return c.shape
 	}
 	s := &HTTPShape{HeaderSets: make([][]string, 1, len(c.sets)+1), Access: c.access > 0,
-		Uses: AccessUses{NoLog: c.noLog > 0, MatchCN: c.cn > 0, RPM: c.rpm > 0, Rewrite: c.rw > 0}}
+		Uses: AccessUses{NoLog: c.noLog > 0, MatchCN: c.cn > 0}}
 	s.HeaderSets[0] = []string{}
 	for _, set := range c.sets {
 		s.HeaderSets = append(s.HeaderSets, set.names)

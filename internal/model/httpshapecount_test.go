@@ -34,13 +34,7 @@ func randomHost(r *rand.Rand, t *HTTP, name string) HTTPHost {
 			}
 		}
 		if r.IntN(5) == 0 {
-			a.Access = &HTTPAccess{NoLog: r.IntN(3) == 0, MatchCN: pick("", "", "CN=a"), RPM: int32(r.IntN(3) / 2)} // AccessUses
-			switch r.IntN(4) {
-			case 0:
-				a.Access.Rewrite = &ProxyRewrite{RedirectFrom: "http://a/", RedirectTo: "/"}
-			case 1:
-				a.Access.Rewrite = &ProxyRewrite{RedirectFrom: "http://a/"} // half a pair: rewrites nothing
-			}
+			a.Access = &HTTPAccess{NoLog: r.IntN(3) == 0, MatchCN: pick("", "", "CN=a")} // AccessUses
 		}
 		t.Actions = append(t.Actions, a)
 	}

@@ -16,10 +16,9 @@ import (
 //   - access (map_str): "aK.d" the id "rN" of the action's denied ranges,
 //     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes,
 //     "aK.r" the requests a client may send in model.LimitWindow, "aK.c"
-//     at once, "aK.l" in model.LimitMinutes (limit-rpm), "aK.n" present when the action's requests are not logged,
-//     "aK.o" the rewrite of its answers' headers (proxyrewrite.go); the rules reading "aK.l", "aK.n" and
-//     "aK.o" (and the stick table's gpc0_rate) are written only while some action has one
-//     (model.AccessUses).
+//     at once, "aK.l" in model.LimitMinutes (limit-rpm), "aK.n" present when the action's requests are not logged
+//     (its rule written only while some action has one: model.AccessUses), "aK.o" the rewrite of its answers'
+//     headers (proxyrewrite.go).
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -75,36 +74,19 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 	// Rate and concurrency per client and action: the frontend's own
 	// stick table, keyed "aK|SOURCE", counter 2 (conn_cur counts the
 	// requests tracking the key at once, this one included).
-	writeLimits(w, access, ranges, h.AccessUses().RPM)
-}
-
-// writeLimits writes the rate and concurrency limits' rules; rpm that
-// some action has a limit-rpm (model.AccessUses): its rules, and the
-// stick table's gpc0_rate and longer expiry, only then.
-func writeLimits(w func(...string), access, ranges string, rpm bool) {
-	expire, store, lm := 2*model.LimitWindow, "", ""
-	if rpm {
-		// gpc0 counts the requests limit-rpm served (gpc0_rate over
-		// model.LimitMinutes), so the table keeps a key that long twice.
-		expire, store = 2*60*model.LimitMinutes, ",gpc0_rate("+strconv.Itoa(60*model.LimitMinutes)+"s)"
-		lm = " or !{ var(txn.lx) -m found } { var(txn.lm) -m found }"
-	}
-	w("\tstick-table type string len 64 size 100k expire " + strconv.Itoa(expire) + "s store http_req_rate(" + strconv.Itoa(model.LimitWindow) + "s),conn_cur" + store)
+	// gpc0 counts the requests limit-rpm served (gpc0_rate over
+	// model.LimitMinutes), so the table keeps a key that long twice.
+	w("\tstick-table type string len 64 size 100k expire " + strconv.Itoa(2*60*model.LimitMinutes) + "s store http_req_rate(" + strconv.Itoa(model.LimitWindow) + "s),conn_cur,gpc0_rate(" + strconv.Itoa(60*model.LimitMinutes) + "s)")
 	w("\thttp-request set-var(txn.lr) var(txn.act),concat(.r),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.lc) var(txn.act),concat(.c),map_str(" + access + ")")
-	if rpm {
-		w("\thttp-request set-var(txn.lm) var(txn.act),concat(.l),map_str(" + access + ")")
-	}
+	w("\thttp-request set-var(txn.lm) var(txn.act),concat(.l),map_str(" + access + ")")
 	// Sources the limits exempt (txn.lx): a range set of their own.
 	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.aw)]|%[var(txn.sf)]|%[var(txn.sx)]\" if { var(txn.aw) -m found }")
 	w("\thttp-request set-var(txn.lx) str(1) if { var(txn.aw) -m found } { var(txn.k),map_beg(" + ranges + ") -m found }")
-	w("\thttp-request set-var-fmt(txn.lk) \"%[var(txn.act)]|%[src]\" if !{ var(txn.lx) -m found } { var(txn.lr) -m found } or !{ var(txn.lx) -m found } { var(txn.lc) -m found }" + lm)
+	w("\thttp-request set-var-fmt(txn.lk) \"%[var(txn.act)]|%[src]\" if !{ var(txn.lx) -m found } { var(txn.lr) -m found } or !{ var(txn.lx) -m found } { var(txn.lc) -m found } or !{ var(txn.lx) -m found } { var(txn.lm) -m found }")
 	w("\thttp-request track-sc2 var(txn.lk) if { var(txn.lk) -m found }")
 	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lr) -m found } { sc_http_req_rate(2),sub(txn.lr) gt 0 }")
 	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lc) -m found } { sc_conn_cur(2),sub(txn.lc) gt 0 }")
-	if !rpm {
-		return
-	}
 	// limit-rpm: refused once the requests served reach the limit; only
 	// the ones served count.
 	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lm) -m found } { sc_gpc0_rate(2),sub(txn.lm) ge 0 }")

@@ -109,9 +109,8 @@ func TestHTTPAccessStructure(t *testing.T) {
 }
 
 // The access rules written only while some action uses them
-// (model.AccessUses): the log level's, the client certificate subject
-// match's, limit-rpm's (and the stick table's gpc0_rate and longer
-// expiry) and the answers' rewrite's. The first action that uses one, or the last one gone, changes
+// (model.AccessUses): the log level's and the client certificate subject
+// match's. The first action that uses one, or the last one gone, changes
 // the structure (one reload); more actions using it, or an expression
 // changed, do not; a table where none does writes no rule looking their
 // entries up.
@@ -126,14 +125,8 @@ func TestHTTPAccessRulesWhenUsed(t *testing.T) {
 	}
 	hash := httpStructure(httpAccess)
 	const noLog, cn = "concat(.n)", "concat(.s)"
-	const rpm, gpc, rw, rwRead = "concat(.l)", "gpc0", "lua.hks_rw", "concat(.o)"
-	const longExpire, shortExpire = "expire 600s", "expire 10s"
 	noLogOff := func(h *model.HTTP) { h.Actions[2].Access.NoLog = false }
 	cnOn := func(h *model.HTTP) { h.Actions[1].Access.MatchCN = "^CN=alice$" }
-	rpmOff := func(h *model.HTTP) { h.Actions[2].Access.RPM = 0 }
-	rwOn := func(h *model.HTTP) {
-		h.Actions[3].Access.Rewrite = &model.ProxyRewrite{RedirectFrom: "http://backend/", RedirectTo: "/"}
-	}
 	for _, tc := range []struct {
 		name      string
 		change    func(h *model.HTTP)
@@ -148,17 +141,6 @@ func TestHTTPAccessRulesWhenUsed(t *testing.T) {
 			cnOn(h)
 			h.Actions[3].Access.MatchCN = "^CN=bob$"
 		}, has: []string{cn}, structure: true},
-		{name: "one limit-rpm", change: func(*model.HTTP) {}, has: []string{rpm, gpc, longExpire}, not: []string{shortExpire, rw, rwRead}},
-		{name: "no limit-rpm", change: rpmOff, has: []string{shortExpire, "sc_http_req_rate(2)"}, not: []string{rpm, gpc, longExpire}, structure: true},
-		{name: "two limit-rpm", change: func(h *model.HTTP) { h.Actions[1].Access.RPM = 60 }, has: []string{rpm, gpc, longExpire}},
-		{name: "a rewrite", change: rwOn, has: []string{rw, rwRead}, structure: true},
-		{name: "two rewrites", change: func(h *model.HTTP) {
-			rwOn(h)
-			h.Actions[1].Access.Rewrite = &model.ProxyRewrite{CookiePathFrom: "/a", CookiePathTo: "/"}
-		}, has: []string{rw, rwRead}, structure: true},
-		{name: "half a rewrite pair", change: func(h *model.HTTP) {
-			h.Actions[3].Access.Rewrite = &model.ProxyRewrite{RedirectFrom: "http://backend/"}
-		}, not: []string{rw, rwRead}},
 	} {
 		got := text(tc.change)
 		for _, s := range tc.has {
@@ -177,14 +159,6 @@ func TestHTTPAccessRulesWhenUsed(t *testing.T) {
 	}
 	if hash(cnOn) != hash(func(h *model.HTTP) { h.Actions[1].Access.MatchCN = "^CN=(alice|bob)$" }) {
 		t.Error("an expression changed changed the structure")
-	}
-	if hash(rwOn) != hash(func(h *model.HTTP) {
-		h.Actions[3].Access.Rewrite = &model.ProxyRewrite{CookieDomainFrom: "a.example", CookieDomainTo: "b.example"}
-	}) {
-		t.Error("a rewrite changed changed the structure")
-	}
-	if hash(func(h *model.HTTP) { h.Actions[2].Access.RPM = 600 }) != hash(func(*model.HTTP) {}) {
-		t.Error("a limit-rpm changed changed the structure")
 	}
 }
 

@@ -46,7 +46,7 @@ func writeHTTPAuth(w func(...string), h *model.HTTP, m func(string) string, dir 
 	w("\thttp-request set-var(txn.am) var(txn.act),concat(.m),map_str(" + access + ")" + on)
 	w("\thttp-request return status 401 hdr www-authenticate \"Basic realm=\\\"%[var(txn.am),b64dec]\\\"\"" + on + " !{ var(txn.uh),strcmp(txn.up) eq 0 }")
 	writeExtAuth(w, access, model.ValidFilePath(ExtAuthLuaFile(dir)), tls, h.AccessUses().MatchCN) // extauth.go
-	writeProxyRewrite(w, access, model.ValidFilePath(ExtAuthLuaFile(dir)), h.AccessUses().Rewrite) // proxyrewrite.go
+	writeProxyRewrite(w, access, model.ValidFilePath(ExtAuthLuaFile(dir)))                         // proxyrewrite.go
 }
 
 // authEntries adds action a's authentication entries (its id idHole) to

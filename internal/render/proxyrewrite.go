@@ -10,15 +10,13 @@ import (
 // proxy-redirect-* and proxy-cookie-*): the action's settings in the
 // access map ("aK.o", base64 of ProxyRewrite.Spec), read on the request
 // into txn.ao, and a fixed response rule running the Lua file's hks_rw
-// (extauth.lua) when it was found. Map data: no reload, except the first
-// action of a table with a rewrite and the last one gone (the rules are
-// written only while some action has one: model.AccessUses). Written with
-// the access rules; without the Lua file loaded nothing is rewritten.
+// (extauth.lua) when it was found. Map data: no reload. Written with the
+// access rules; without the Lua file loaded nothing is rewritten.
 
 // writeProxyRewrite writes the rules reading map access; loaded says the
-// Lua file is, used that some action has a rewrite.
-func writeProxyRewrite(w func(...string), access string, loaded, used bool) {
-	if !loaded || !used {
+// Lua file is.
+func writeProxyRewrite(w func(...string), access string, loaded bool) {
+	if !loaded {
 		return
 	}
 	w("\thttp-request set-var(txn.ao) var(txn.act),concat(.o),map_str(" + access + "),b64dec")
