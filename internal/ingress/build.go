@@ -10,12 +10,9 @@ import (
 )
 
 // Declared are the request headers honoured annotations set
-// (upstream-vhost, x-forwarded-prefix), with a value no request sees.
-// connection-proxy-header's `connection` is not declared: its rules are
-// written while some action sets it (one reload the first time one
-// does, and when the last is gone), so that a table where none does
-// looks nothing up for it per request.
-var Declared = []model.HeaderValue{{Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
+// (connection-proxy-header, upstream-vhost, x-forwarded-prefix), with a
+// value no request sees.
+var Declared = []model.HeaderValue{{Name: "connection", Value: "declared"}, {Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
 
 // ALPN is what the HTTPS frontend offers, in order.
 var ALPN = []string{"h2", "http/1.1"}

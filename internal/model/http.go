@@ -36,7 +36,7 @@ type HTTP struct {
 	// from pass to pass (the gateway's table memo, the Ingress pass memo:
 	// SetShape), a whole build computes it once (Shaped). The methods
 	// that answer from it (HeaderSets, ModifiedHeaders, ResponseHeaders,
-	// BackendHeaders, HasAccess, AccessUses, SameShape) walk the table
+	// BackendHeaders, HasAccess, SameShape) walk the table
 	// only when it has none (nil: the zero value and a table built by
 	// hand are valid, and answer the same). Equal ignores it.
 	shape *HTTPShape
