@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"io"
 	"os"
 	"os/signal"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
