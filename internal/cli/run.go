@@ -161,7 +161,7 @@ func (f *runFlags) shapedOptions(ctx context.Context, useDataplane bool, log *sl
 // every request of theirs seen by outage: the informers relist as soon as
 // the apiserver answers again after an outage (source/relist.go).
 func watchedClient(o kubeclient.Options, outage *source.Outage) (*rest.Config, kubernetes.Interface, error) {
-	kubeclient.PreferLists(os.Getenv) // plain first lists: the fresh start (kubeclient/lists.go)
+	kubeclient.PreferLists(os.Getenv) // plain first lists (kubeclient/lists.go); Main asked first
 	cfg, err := kubeclient.Config(o)
 	if err != nil {
 		return nil, nil, err

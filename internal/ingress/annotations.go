@@ -76,6 +76,7 @@ var (
 		NginxPrefix + "load-balance",    // balance.go
 		NginxPrefix + "permanent-redirect",
 		NginxPrefix + "permanent-redirect-code",
+		NginxPrefix + "preserve-trailing-slash",
 		NginxPrefix + "proxy-body-size",       // access.go
 		NginxPrefix + "proxy-connect-timeout", // connect.go
 		NginxPrefix + "proxy-cookie-domain",   // proxyrewrite.go
@@ -83,6 +84,7 @@ var (
 		NginxPrefix + "proxy-next-upstream", // retry.go
 		NginxPrefix + "proxy-next-upstream-tries",
 		NginxPrefix + "proxy-read-timeout",
+		NginxPrefix + "proxy-request-buffering",
 		NginxPrefix + "proxy-redirect-from", // proxyrewrite.go
 		NginxPrefix + "proxy-redirect-to",
 		NginxPrefix + "proxy-ssl-name", // backendtls.go
@@ -194,7 +196,10 @@ func VerdictOf(key string) (Verdict, bool) {
 // parsed are an Ingress's honoured annotations, checked.
 type parsed struct {
 	sslRedirect  *bool // nil: the default (true for a host with TLS)
+	haproxySSL   bool  // sslRedirect is HAProxy Ingress's: the path kept as it is
+	keepSlash    bool  // preserve-trailing-slash: the HTTPS redirect keeps a trailing '/'
 	forceSSL     bool
+	noBuffering  bool // proxy-request-buffering: off (not honoured, a Warning)
 	wwwRedirect  bool
 	set          []model.HeaderValue   // request headers replaced
 	canary       canaryAnnotations     // canary.go

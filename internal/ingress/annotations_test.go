@@ -147,6 +147,11 @@ func TestParseAnnotations(t *testing.T) {
 		{NginxPrefix + "rewrite-target", "", true},
 		{HAProxyPrefix + "rewrite-target", "/a b", true},
 		{NginxPrefix + "use-regex", "yes please", true},
+		{NginxPrefix + "preserve-trailing-slash", "true", false},
+		{NginxPrefix + "preserve-trailing-slash", "keep", true},
+		{NginxPrefix + "proxy-request-buffering", "on", false},
+		{NginxPrefix + "proxy-request-buffering", "off", false}, // a Warning (TestCompile/annotations)
+		{NginxPrefix + "proxy-request-buffering", "true", true},
 		{NginxPrefix + "app-root", "/", true},
 		{NginxPrefix + "app-root", "/app\nhttp-request deny", true},
 		{NginxPrefix + "app-root", "/app", false},

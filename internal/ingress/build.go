@@ -10,12 +10,9 @@ import (
 )
 
 // Declared are the request headers honoured annotations set
-// (upstream-vhost, x-forwarded-prefix), with a value no request sees.
-// connection-proxy-header's `connection` is not declared: its rules are
-// written while some action sets it (one reload the first time one
-// does, and when the last is gone), so that a table where none does
-// looks nothing up for it per request.
-var Declared = []model.HeaderValue{{Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
+// (connection-proxy-header, upstream-vhost, x-forwarded-prefix), with a
+// value no request sees.
+var Declared = []model.HeaderValue{{Name: "connection", Value: "declared"}, {Name: "host", Value: "declared"}, {Name: "x-forwarded-prefix", Value: "/declared"}}
 
 // ALPN is what the HTTPS frontend offers, in order.
 var ALPN = []string{"h2", "http/1.1"}
@@ -210,7 +207,7 @@ func (tb *tables) host(h *model.HTTP, name string, https bool) model.HTTPHost {
 			a = model.HTTPAction{Redirect: ownRedirect(*r.redirect, https, port), Ext: r.ext}
 		}
 		if !https && redirects(r.u, r.host, tb.tlsHosts) {
-			rd := &model.Redirect{Scheme: "https", Code: 308}
+			rd := &model.Redirect{Scheme: "https", Code: 308, StripSlash: stripsSlash(r.u)}
 			if opts.HTTPSPort != 443 {
 				rd.Port = opts.HTTPSPort
 			}
@@ -267,6 +264,14 @@ func redirects(u *unit, h string, tlsHosts map[string]bool) bool {
 		return true
 	}
 	return tlsHosts[h] && (u.set.sslRedirect == nil || *u.set.sslRedirect)
+}
+
+// stripsSlash reports whether u's HTTPS redirect drops a trailing '/'
+// of the path and query, as ingress-nginx's does unless
+// preserve-trailing-slash is true; HAProxy Ingress's ssl-redirect keeps
+// the path as it is.
+func stripsSlash(u *unit) bool {
+	return !u.set.keepSlash && !u.set.haproxySSL
 }
 
 // hostOrder: exact names, then wildcards (longer suffixes first), then

@@ -97,6 +97,9 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 	if u.set.authTLS.lax {
 		event("UnsupportedAnnotation", "annotation "+HAProxyPrefix+"auth-tls-strict: false is not honoured: a host whose CA Secret does not resolve answers 403, never serves clients unverified")
 	}
+	if u.set.noBuffering {
+		event("UnsupportedAnnotation", "annotation "+NginxPrefix+"proxy-request-buffering: off is not honoured: the HTTP frontends wait for a request's body (up to one buffer) before they pick a Pod")
+	}
 	u.set.access.clientCert = u.set.authTLS.clientCert(u.client)
 	if why := u.set.authTLS.matchCNProblem(); why != "" { // authtls.go
 		return nil, why

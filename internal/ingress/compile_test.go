@@ -233,6 +233,9 @@ func action(a model.HTTPAction) string {
 		ext += fmt.Sprintf(" rewrite=%q", ac.Rewrite.Spec())
 	}
 	if rd := a.Redirect; rd != nil {
+		if rd.StripSlash {
+			ext = " strip-slash" + ext
+		}
 		return fmt.Sprintf("redirect scheme=%q host=%q port=%d code=%d", rd.Scheme, rd.Host, rd.Port, rd.Code) + ext
 	}
 	var parts []string

@@ -38,16 +38,19 @@ var parsers = []func(s *parsed, key, name, val string) (why string, done bool){
 
 // parseOther reads the keys no file of their own reads: the redirects'
 // switches, upstream keys, request headers and host aliases.
-func (s *parsed) parseOther(_, name, val string) (why string, done bool) {
+func (s *parsed) parseOther(key, name, val string) (why string, done bool) {
 	switch name {
-	case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect":
+	case "ssl-redirect", "force-ssl-redirect", "from-to-www-redirect", "preserve-trailing-slash":
 		b, err := strconv.ParseBool(val)
 		if err != nil {
 			return settings.ShowValue(val) + " is not true or false", true
 		}
 		switch name {
+		case "preserve-trailing-slash":
+			s.keepSlash = b
 		case "ssl-redirect":
 			s.sslRedirect = &b
+			s.haproxySSL = strings.HasPrefix(key, HAProxyPrefix)
 		case "force-ssl-redirect":
 			s.forceSSL = b
 		default:
@@ -71,6 +74,17 @@ func (s *parsed) parseOther(_, name, val string) (why string, done bool) {
 			return settings.ShowValue(val) + " is not a host name", true
 		}
 		s.set = setHeader(s.set, "host", h)
+	case "proxy-request-buffering":
+		// The HTTP frontends wait for the body (option
+		// http-buffer-request, up to one buffer) before they pick a
+		// Pod: "on". A body streamed to the Pod as it comes ("off") is
+		// a frontend's option, not a request's: a Warning (compile.go).
+		switch val {
+		case "on", "off":
+			s.noBuffering = val == "off"
+		default:
+			return settings.ShowValue(val) + " is not on or off", true
+		}
 	case "connection-proxy-header":
 		// HAProxy writes the Connection header toward the Pods itself:
 		// keep-alive is what it does for HTTP/1.1 unasked, close is sent

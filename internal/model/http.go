@@ -36,7 +36,7 @@ type HTTP struct {
 	// from pass to pass (the gateway's table memo, the Ingress pass memo:
 	// SetShape), a whole build computes it once (Shaped). The methods
 	// that answer from it (HeaderSets, ModifiedHeaders, ResponseHeaders,
-	// BackendHeaders, HasAccess, AccessUses, SameShape) walk the table
+	// BackendHeaders, HasAccess, SameShape) walk the table
 	// only when it has none (nil: the zero value and a table built by
 	// hand are valid, and answer the same). Equal ignores it.
 	shape *HTTPShape
@@ -162,12 +162,15 @@ type HeaderValue struct {
 
 // Redirect answers a request with a redirect to Scheme://Host[:Port] and
 // the request's path. Empty Scheme or Host: the request's; Port 0: none
-// written (the scheme's own).
+// written (the scheme's own). StripSlash drops one '/' that ends the
+// request's path and query (ingress-nginx's HTTPS redirect without
+// preserve-trailing-slash: /a/ to /a, / to the empty path).
 type Redirect struct {
-	Scheme string // "", "http" or "https"
-	Host   string // ValidSNI, no wildcard
-	Port   uint16
-	Code   int // 301 or 302 (RedirectCodes)
+	Scheme     string // "", "http" or "https"
+	Host       string // ValidSNI, no wildcard
+	Port       uint16
+	Code       int // 301 or 302 (RedirectCodes)
+	StripSlash bool
 }
 
 // RedirectCodes are the status codes a Redirect may carry.

@@ -98,19 +98,6 @@ func (h *HTTP) hasAccess() bool {
 	return slices.ContainsFunc(h.Actions, func(a HTTPAction) bool { return a.Access != nil })
 }
 
-// AccessUses reports which of the access rules written only when used
-// some action of the table uses (HTTPShape.Uses).
-func (h *HTTP) AccessUses() AccessUses { return h.shapeOf().Uses }
-
-// accessUses is AccessUses walked from the actions (ShapeOf).
-func (h *HTTP) accessUses() AccessUses {
-	var u AccessUses
-	for i := range h.Actions {
-		u = u.or(usesOf(h.Actions[i].Access))
-	}
-	return u
-}
-
 // accessEqual reports whether two actions' access controls are the same.
 func accessEqual(a, b *HTTPAccess) bool {
 	if a == nil || b == nil {

@@ -18,40 +18,13 @@ type HTTPShape struct {
 	HeaderSets                  [][]string // as HTTP.HeaderSets
 	Modified, Response, Backend []string   // as ModifiedHeaders, ResponseHeaders, BackendHeaders
 	Access                      bool       // as HasAccess
-	// Uses: the access rules some action's access uses (AccessUses):
-	// the rules no action uses are not written, and cost no request a
-	// lookup.
-	Uses AccessUses
-}
-
-// AccessUses are the access rules written only while some action of the
-// table uses them (render/httpaccess.go, render/extauth.go): the first
-// action that does, or the last one gone, changes the table's structure
-// (one reload), so that a table where none does looks nothing up for
-// them per request.
-type AccessUses struct {
-	NoLog   bool // an action's requests not logged (HTTPAccess.NoLog)
-	MatchCN bool // an action's client certificate subject matched (HTTPAccess.MatchCN)
-}
-
-// usesOf is what a uses of the rules AccessUses names.
-func usesOf(a *HTTPAccess) AccessUses {
-	if a == nil {
-		return AccessUses{}
-	}
-	return AccessUses{NoLog: a.NoLog, MatchCN: a.MatchCN != ""}
-}
-
-// or is the rules either u or o uses.
-func (u AccessUses) or(o AccessUses) AccessUses {
-	return AccessUses{NoLog: u.NoLog || o.NoLog, MatchCN: u.MatchCN || o.MatchCN}
 }
 
 // ShapeOf is h's shape computed from its hosts and actions (the kept
 // one ignored).
 func ShapeOf(h *HTTP) HTTPShape {
 	return HTTPShape{HeaderSets: h.headerSets(), Modified: h.modifiedHeaders(), Response: h.responseHeaders(),
-		Backend: h.backendHeaders(), Access: h.hasAccess(), Uses: h.accessUses()}
+		Backend: h.backendHeaders(), Access: h.hasAccess()}
 }
 
 // Shaped keeps ShapeOf(h) as h's shape and returns h: a table built
@@ -90,7 +63,7 @@ func (h *HTTP) SameShape(o *HTTP) bool { return h.shapeOf().Equal(*o.shapeOf()) 
 // tables of shapes s and o (ingress.MergeHTTP's): their header sets and
 // names each once, in ShapeOf's order and form.
 func (s HTTPShape) Union(o HTTPShape) HTTPShape {
-	u := HTTPShape{Access: s.Access || o.Access, Uses: s.Uses.or(o.Uses)}
+	u := HTTPShape{Access: s.Access || o.Access}
 	u.HeaderSets = append([][]string{{}}, s.HeaderSets[min(1, len(s.HeaderSets)):]...)
 	for _, set := range o.HeaderSets[min(1, len(o.HeaderSets)):] {
 		if !slices.ContainsFunc(u.HeaderSets[1:], func(x []string) bool { return slices.Equal(x, set) }) {
@@ -112,8 +85,7 @@ func (s HTTPShape) Union(o HTTPShape) HTTPShape {
 // empty alike).
 func (s HTTPShape) Equal(o HTTPShape) bool {
 	return slices.EqualFunc(s.HeaderSets, o.HeaderSets, slices.Equal) && slices.Equal(s.Modified, o.Modified) &&
-		slices.Equal(s.Response, o.Response) && slices.Equal(s.Backend, o.Backend) && s.Access == o.Access &&
-		s.Uses == o.Uses
+		slices.Equal(s.Response, o.Response) && slices.Equal(s.Backend, o.Backend) && s.Access == o.Access
 }
 
 // ActionNames is the part of a shape some actions give: the header names
@@ -130,7 +102,6 @@ func ActionNames(acts []HTTPAction) *HTTPShape {
 			}
 		}
 		s.Access = s.Access || a.Access != nil
-		s.Uses = s.Uses.or(usesOf(a.Access))
 	}
 	if len(s.Modified) == 0 && len(s.Response) == 0 && len(s.Backend) == 0 && !s.Access {
 		return nil
@@ -144,7 +115,6 @@ func (s *HTTPShape) Add(o *HTTPShape) {
 	s.Response = append(s.Response, o.Response...)
 	s.Backend = append(s.Backend, o.Backend...)
 	s.Access = s.Access || o.Access
-	s.Uses = s.Uses.or(o.Uses)
 }
 
 // SortNames sorts s's names, each once, as the table's methods give them.

@@ -19,11 +19,10 @@ func TestHTTPShape(t *testing.T) {
 			{Set: []HeaderValue{{Name: "x-set", Value: "1"}}, Remove: []string{"x-gone"}},
 			{Ext: &HTTPActionExt{Response: HeaderMods{Add: []HeaderValue{{Name: "x-resp", Value: "1"}}}}},
 			{Access: &HTTPAccess{}},
-			{Access: &HTTPAccess{MatchCN: "CN=a"}},
 		},
 	}
 	want := HTTPShape{HeaderSets: [][]string{{}, {MethodMatch}, {"x-a", "x-b"}}, Modified: []string{"x-gone", "x-set"},
-		Response: []string{"x-resp"}, Access: true, Uses: AccessUses{MatchCN: true}}
+		Response: []string{"x-resp"}, Access: true}
 	if want.HeaderSets[1][0] > want.HeaderSets[2][0] {
 		want.HeaderSets[1], want.HeaderSets[2] = want.HeaderSets[2], want.HeaderSets[1]
 	}
@@ -32,8 +31,7 @@ func TestHTTPShape(t *testing.T) {
 	}
 	acts := ActionNames(h.Actions)
 	acts.SortNames()
-	if !slices.Equal(acts.Modified, want.Modified) || !slices.Equal(acts.Response, want.Response) || !acts.Access ||
-		acts.Uses != want.Uses {
+	if !slices.Equal(acts.Modified, want.Modified) || !slices.Equal(acts.Response, want.Response) || !acts.Access {
 		t.Errorf("ActionNames = %+v", *acts)
 	}
 	if ActionNames(h.Actions[:0]) != nil {
@@ -47,7 +45,7 @@ func TestHTTPShape(t *testing.T) {
 	}{
 		{"HeaderSets", h.HeaderSets(), kept.HeaderSets}, {"ModifiedHeaders", h.ModifiedHeaders(), kept.Modified},
 		{"ResponseHeaders", h.ResponseHeaders(), kept.Response}, {"BackendHeaders", h.BackendHeaders(), kept.Backend},
-		{"HasAccess", h.HasAccess(), false}, {"AccessUses", h.AccessUses(), AccessUses{}},
+		{"HasAccess", h.HasAccess(), false},
 	} {
 		if !equalAny(tc.got, tc.exp) {
 			t.Errorf("%s with a Shape = %v, want the Shape's %v", tc.name, tc.got, tc.exp)
@@ -86,7 +84,7 @@ func TestHTTPShapeWithoutKept(t *testing.T) {
 	}{
 		{"HeaderSets", bare.HeaderSets(), shaped.HeaderSets()}, {"ModifiedHeaders", bare.ModifiedHeaders(), shaped.ModifiedHeaders()},
 		{"ResponseHeaders", bare.ResponseHeaders(), shaped.ResponseHeaders()}, {"BackendHeaders", bare.BackendHeaders(), shaped.BackendHeaders()},
-		{"HasAccess", bare.HasAccess(), true}, {"AccessUses", bare.AccessUses(), AccessUses{NoLog: true}},
+		{"HasAccess", bare.HasAccess(), true},
 		{"SameShape", bare.SameShape(shaped) && shaped.SameShape(bare) && (&HTTP{}).SameShape(&HTTP{}), true},
 	} {
 		if !equalAny(tc.got, tc.exp) {

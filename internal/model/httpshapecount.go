@@ -17,8 +17,6 @@ type ShapeCounter struct {
 	sets   map[string]*countedSet // by the names joined with 0 bytes
 	names  [3]map[string]int      // Modified, Response, Backend
 	access int
-	noLog  int        // actions whose access has NoLog (AccessUses)
-	cn     int        // actions whose access has MatchCN
 	shape  *HTTPShape // nil: made again when asked
 	buf    []string
 	key    []byte
@@ -65,21 +63,9 @@ func (c *ShapeCounter) Action(a *HTTPAction, d int) {
 		}
 	}
 	if a.Access != nil {
-		u := usesOf(a.Access)
-		c.counted(&c.access, true, d)
-		c.counted(&c.noLog, u.NoLog, d)
-		c.counted(&c.cn, u.MatchCN, d)
-	}
-}
-
-// counted counts d into *n when has; the shape is made again when *n
-// turns positive or back.
-func (c *ShapeCounter) counted(n *int, has bool, d int) {
-	if !has {
-		return
-	}
-	if *n += d; (*n > 0) != (*n-d > 0) {
-		c.shape = nil
+		if c.access += d; (c.access > 0) != (c.access-d > 0) {
+			c.shape = nil
+		}
 	}
 }
 
@@ -129,8 +115,7 @@ func (c *ShapeCounter) Shape() *HTTPShape {
 	if c.shape != nil {
 		return c.shape
 	}
-	s := &HTTPShape{HeaderSets: make([][]string, 1, len(c.sets)+1), Access: c.access > 0,
-		Uses: AccessUses{NoLog: c.noLog > 0, MatchCN: c.cn > 0}}
+	s := &HTTPShape{HeaderSets: make([][]string, 1, len(c.sets)+1), Access: c.access > 0}
 	s.HeaderSets[0] = []string{}
 	for _, set := range c.sets {
 		s.HeaderSets = append(s.HeaderSets, set.names)

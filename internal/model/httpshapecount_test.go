@@ -34,7 +34,7 @@ func randomHost(r *rand.Rand, t *HTTP, name string) HTTPHost {
 			}
 		}
 		if r.IntN(5) == 0 {
-			a.Access = &HTTPAccess{NoLog: r.IntN(3) == 0, MatchCN: pick("", "", "CN=a")} // AccessUses
+			a.Access = &HTTPAccess{}
 		}
 		t.Actions = append(t.Actions, a)
 	}

@@ -85,20 +85,17 @@ func ExtAuthLoaded(cfg model.Config, opts Options) bool {
 // the access rules: h.HasAccess) reading map access; loaded says the Lua
 // file is, tls that the frontend terminates TLS (elsewhere there is no
 // client certificate, and a request of an action with MatchCN is answered
-// 403); matchCN that some action has a MatchCN (model.AccessUses: its
-// rules are written only then).
-func writeExtAuth(w func(...string), access string, loaded, tls, matchCN bool) {
-	if matchCN {
-		const cn = " if { var(txn.an) -m found }"
-		w("\thttp-request set-var(txn.an) var(txn.act),concat(.s),map_str(" + access + "),b64dec")
-		if tls {
-			w("\thttp-request set-var(txn.dn) ssl_c_s_dn(,0,rfc2253)" + cn + " { ssl_c_used }")
-		}
-		if !loaded || !tls {
-			w("\thttp-request return status 403" + cn)
-		} else {
-			w("\thttp-request lua.hks_cn" + cn)
-		}
+// 403).
+func writeExtAuth(w func(...string), access string, loaded, tls bool) {
+	const cn = " if { var(txn.an) -m found }"
+	w("\thttp-request set-var(txn.an) var(txn.act),concat(.s),map_str(" + access + "),b64dec")
+	if tls {
+		w("\thttp-request set-var(txn.dn) ssl_c_s_dn(,0,rfc2253)" + cn + " { ssl_c_used }")
+	}
+	if !loaded || !tls {
+		w("\thttp-request return status 403" + cn)
+	} else {
+		w("\thttp-request lua.hks_cn" + cn)
 	}
 	const on = " if { var(txn.ax) -m found }"
 	w("\thttp-request set-var(txn.ax) var(txn.act),concat(.x),map_str(" + access + "),b64dec")

@@ -80,7 +80,7 @@ func TestExtAuthLoaded(t *testing.T) {
 		t.Error("no frontend with access: lua-load or the internal frontend written")
 	}
 	var b strings.Builder
-	writeExtAuth(func(p ...string) { b.WriteString(strings.Join(p, " ") + "\n") }, "m", false, false, true)
+	writeExtAuth(func(p ...string) { b.WriteString(strings.Join(p, " ") + "\n") }, "m", false, false)
 	if !strings.Contains(b.String(), "return status 500 if { var(txn.ax) -m found }") || strings.Contains(b.String(), "lua.") {
 		t.Errorf("without the Lua file:\n%s", b.String())
 	}
@@ -120,18 +120,16 @@ func TestMatchCN(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		loaded, tls, used bool
-		want, not         string
+		loaded, tls bool
+		want, not   string
 	}{
-		{true, true, true, "lua.hks_cn if { var(txn.an) -m found }", "return status 403 if { var(txn.an)"},
-		{true, false, true, "return status 403 if { var(txn.an) -m found }", "hks_cn"},
-		{false, true, true, "return status 403 if { var(txn.an) -m found }", "hks_cn"},
-		// No action with an expression: no rule looks the entry up.
-		{true, true, false, "lua.hks_auth", "txn.an"},
+		{true, true, "lua.hks_cn if { var(txn.an) -m found }", "return status 403 if { var(txn.an)"},
+		{true, false, "return status 403 if { var(txn.an) -m found }", "hks_cn"},
+		{false, true, "return status 403 if { var(txn.an) -m found }", "hks_cn"},
 	} {
 		var b strings.Builder
-		writeExtAuth(func(p ...string) { b.WriteString(strings.Join(p, " ") + "\n") }, "m", tc.loaded, tc.tls, tc.used)
-		if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.not) || strings.Contains(b.String(), "ssl_c_s_dn") != (tc.tls && tc.used) {
+		writeExtAuth(func(p ...string) { b.WriteString(strings.Join(p, " ") + "\n") }, "m", tc.loaded, tc.tls)
+		if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.not) || strings.Contains(b.String(), "ssl_c_s_dn") != tc.tls {
 			t.Errorf("loaded %v, TLS %v:\n%s", tc.loaded, tc.tls, b.String())
 		}
 	}

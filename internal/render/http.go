@@ -131,6 +131,9 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 	w("\thttp-request set-var(txn.rh) var(txn.rd),field(3,|) if { var(txn.rd) -m found }")
 	w("\thttp-request set-var(txn.rh) var(txn.host) if { var(txn.rd) -m found } { var(txn.rh) -m len 0 }")
 	writeHTTPPath(w, m(HTTPRewrite)) // httpext.go
+	// A redirect entry's fifth field: its path and query lose one '/' at
+	// their end (model.Redirect.StripSlash).
+	w("\thttp-request set-var(txn.rp) var(txn.rp),regsub('/$',) if { var(txn.rd),field(5,|) -m str " + redirectStrip + " } { var(txn.rp) -m end / }")
 	for _, code := range model.RedirectCodes {
 		c := strconv.Itoa(code)
 		w("\thttp-request redirect location \"%[var(txn.rd),field(2,|)]://%[var(txn.rh)]%[var(txn.rd),field(4,|)]%[var(txn.rp)]\" code " + c +
@@ -153,6 +156,10 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 	writeCORSResponse(w) // cors.go
 	w("\tuse_backend %[var(txn.be)]")
 }
+
+// redirectStrip is a redirect map entry's fifth field when the redirect
+// drops a trailing '/' (model.Redirect.StripSlash).
+const redirectStrip = "s"
 
 // httpPick is the range of an HTTP request's random number that weights
 // cut: 10000 (a share moves by at most 0.01% by rounding), written as

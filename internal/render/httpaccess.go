@@ -16,9 +16,8 @@ import (
 //   - access (map_str): "aK.d" the id "rN" of the action's denied ranges,
 //     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes,
 //     "aK.r" the requests a client may send in model.LimitWindow, "aK.c"
-//     at once, "aK.l" in model.LimitMinutes (limit-rpm), "aK.n" present when the action's requests are not logged
-//     (its rule written only while some action has one: model.AccessUses), "aK.o" the rewrite of its answers'
-//     headers (proxyrewrite.go).
+//     at once, "aK.l" in model.LimitMinutes (limit-rpm), "aK.n" present when the action's requests are not logged,
+//     "aK.o" the rewrite of its answers' headers (proxyrewrite.go).
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -46,11 +45,8 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 		return
 	}
 	access, ranges := m(HTTPAccessMap), m(HTTPRanges)
-	// First, so that what answers below is not logged either; only
-	// while some action asks for it (model.AccessUses).
-	if h.AccessUses().NoLog {
-		w("\thttp-request set-log-level silent if { var(txn.act),concat(.n),map_str(" + access + ") -m found }")
-	}
+	// First, so that what answers below is not logged either.
+	w("\thttp-request set-log-level silent if { var(txn.act),concat(.n),map_str(" + access + ") -m found }")
 	w("\thttp-request set-var(txn.ad) var(txn.act),concat(.d),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.aa) var(txn.act),concat(.a),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.aw) var(txn.act),concat(.w),map_str(" + access + ")")

@@ -108,60 +108,6 @@ func TestHTTPAccessStructure(t *testing.T) {
 	}
 }
 
-// The access rules written only while some action uses them
-// (model.AccessUses): the log level's and the client certificate subject
-// match's. The first action that uses one, or the last one gone, changes
-// the structure (one reload); more actions using it, or an expression
-// changed, do not; a table where none does writes no rule looking their
-// entries up.
-func TestHTTPAccessRulesWhenUsed(t *testing.T) {
-	withDir := opts
-	withDir.ACLDir = goldenACLDir
-	text := func(change func(h *model.HTTP)) string {
-		c := httpAccess()
-		change(c.Frontends[0].HTTP)
-		model.Shaped(c.Frontends[0].HTTP)
-		return string(Config(c, nil, withDir))
-	}
-	hash := httpStructure(httpAccess)
-	const noLog, cn = "concat(.n)", "concat(.s)"
-	noLogOff := func(h *model.HTTP) { h.Actions[2].Access.NoLog = false }
-	cnOn := func(h *model.HTTP) { h.Actions[1].Access.MatchCN = "^CN=alice$" }
-	for _, tc := range []struct {
-		name      string
-		change    func(h *model.HTTP)
-		has, not  []string
-		structure bool // differs from httpAccess's
-	}{
-		{name: "one action not logged", change: func(*model.HTTP) {}, has: []string{noLog}, not: []string{cn}},
-		{name: "none not logged", change: noLogOff, not: []string{noLog, cn}, structure: true},
-		{name: "two not logged", change: func(h *model.HTTP) { h.Actions[1].Access.NoLog = true }, has: []string{noLog}},
-		{name: "a subject matched", change: cnOn, has: []string{noLog, cn}, structure: true},
-		{name: "two subjects matched", change: func(h *model.HTTP) {
-			cnOn(h)
-			h.Actions[3].Access.MatchCN = "^CN=bob$"
-		}, has: []string{cn}, structure: true},
-	} {
-		got := text(tc.change)
-		for _, s := range tc.has {
-			if !strings.Contains(got, s) {
-				t.Errorf("%s: no rule reads %s", tc.name, s)
-			}
-		}
-		for _, s := range tc.not {
-			if strings.Contains(got, s) {
-				t.Errorf("%s: a rule reads %s", tc.name, s)
-			}
-		}
-		if changed := hash(tc.change) != hash(func(*model.HTTP) {}); changed != tc.structure {
-			t.Errorf("%s: structure changed %v, want %v", tc.name, changed, tc.structure)
-		}
-	}
-	if hash(cnOn) != hash(func(h *model.HTTP) { h.Actions[1].Access.MatchCN = "^CN=(alice|bob)$" }) {
-		t.Error("an expression changed changed the structure")
-	}
-}
-
 // RangeKeys: a range is the hex digits of its leading bits, expanded to
 // whole digits; IPv4-mapped ranges are IPv4; families apart.
 func TestRangeKeys(t *testing.T) {

@@ -45,8 +45,8 @@ func writeHTTPAuth(w func(...string), h *model.HTTP, m func(string) string, dir 
 	w("\thttp-request set-var(txn.up) http_auth_pass,sha1,base64 if { var(txn.uh) -m found }")
 	w("\thttp-request set-var(txn.am) var(txn.act),concat(.m),map_str(" + access + ")" + on)
 	w("\thttp-request return status 401 hdr www-authenticate \"Basic realm=\\\"%[var(txn.am),b64dec]\\\"\"" + on + " !{ var(txn.uh),strcmp(txn.up) eq 0 }")
-	writeExtAuth(w, access, model.ValidFilePath(ExtAuthLuaFile(dir)), tls, h.AccessUses().MatchCN) // extauth.go
-	writeProxyRewrite(w, access, model.ValidFilePath(ExtAuthLuaFile(dir)))                         // proxyrewrite.go
+	writeExtAuth(w, access, model.ValidFilePath(ExtAuthLuaFile(dir)), tls) // extauth.go
+	writeProxyRewrite(w, access, model.ValidFilePath(ExtAuthLuaFile(dir))) // proxyrewrite.go
 }
 
 // authEntries adds action a's authentication entries (its id idHole) to

@@ -188,7 +188,11 @@ func actionEntries(out map[string][]HTTPMapEntry, aid string, a model.HTTPAction
 			if rd.Port != 0 {
 				port = ":" + strconv.Itoa(int(rd.Port))
 			}
-			out[HTTPRedirect] = append(out[HTTPRedirect], HTTPMapEntry{aid, strconv.Itoa(rd.Code) + "|" + rd.Scheme + "|" + rd.Host + "|" + port})
+			v := strconv.Itoa(rd.Code) + "|" + rd.Scheme + "|" + rd.Host + "|" + port
+			if rd.StripSlash {
+				v += "|" + redirectStrip
+			}
+			out[HTTPRedirect] = append(out[HTTPRedirect], HTTPMapEntry{aid, v})
 		}
 		extEntries(out, aid, a) // httpext.go: the redirect's path
 		return

@@ -253,7 +253,7 @@ func actionKey(b []byte, a model.HTTPAction) []byte {
 	}
 	b = keyBool(b, a.Redirect != nil)
 	if r := a.Redirect; r != nil {
-		b = keyInt(keyInt(keyString(keyString(b, r.Scheme), r.Host), int64(r.Port)), int64(r.Code))
+		b = keyBool(keyInt(keyInt(keyString(keyString(b, r.Scheme), r.Host), int64(r.Port)), int64(r.Code)), r.StripSlash)
 	}
 	b = keyMods(b, model.HeaderMods{Set: a.Set, Add: a.Add, Remove: a.Remove})
 	b = keyBool(b, a.Ext != nil)

@@ -79,22 +79,24 @@ func viewExcept(s State, cfg model.Config, fronts *model.FrontendChanges, own fu
 	if reject && byName[model.RejectBackend] == nil {
 		out.Backends = append(out.Backends, &model.Backend{Name: model.RejectBackend, Balance: "roundrobin", Servers: []model.Server{}})
 	}
-	memo.begin(s)
-	for _, sp := range s.Spares {
+	from := memo.begin(s)
+	for i, sp := range s.Spares {
 		o := byName[sp.Occupant]
-		if b := memo.reuse(sp, o); b != nil {
+		if from != nil {
+			from[i] = o
+		}
+		if b := memo.reuse(i, sp, o); b != nil {
 			out.Backends = append(out.Backends, b)
 			continue
 		}
 		out.Backends = append(out.Backends, memo.spareView(s, sp, o))
 	}
-	memo.end()
 	slices.SortFunc(out.Backends, func(a, b *model.Backend) int { return cmp.Compare(a.Name, b.Name) })
 	if memo != nil && memo.laterView {
-		memo.later(s, cfg, own, out, reject, frontOut)
+		memo.later(s, cfg, own, out, reject, frontOut, from)
 		return out, nil
 	}
-	memo.remember(s.Spares, false, cfg, own != nil, out, reject, frontOut)
+	memo.remember(s.Spares, false, cfg, own != nil, out, reject, frontOut, from)
 	return out, nil
 }
 
@@ -140,7 +142,7 @@ func (m *ViewMemo) spareView(s State, sp Spare, o *model.Backend) *model.Backend
 		b = *o
 	}
 	b.Name, b.SourceChecked, b.Slots = sp.Name, s.Classes[sp.Class].SourceChecked, sp.Slots
-	m.keep(sp, o, &b)
+	m.keep()
 	return &b
 }
 

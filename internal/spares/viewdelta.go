@@ -20,7 +20,11 @@ import (
 
 // lastView is what the memo's delta starts from.
 type lastView struct {
+	// ok: the delta may start from it (occ and index are built). Without
+	// it, spares, from, spareAt and out still say what the view's
+	// spares were made of, for the next whole view to reuse (reuse).
 	ok        bool
+	from      []*model.Backend // per spare: the occupant its backend was made of (nil: free)
 	frontends []model.Frontend // the model last viewed
 	backends  []*model.Backend
 	spares    []Spare // its pool's, a copy
@@ -28,17 +32,35 @@ type lastView struct {
 	frontOut  []int          // per frontend of the model: its index in out.Frontends, -1 left out
 	spareAt   []int          // per spare: its index in out.Backends
 	occ       map[string]int // occupant -> its spare's index
-	index     map[string]int // model backend -> its index in out.Backends
 	reject    bool           // out has the reject backend the view adds
 	plain     bool           // no frontend is routed or HTTP (viewnamed.go)
 }
 
-// Index maps each model backend of the last view to its index in that
-// view's Backends (a spare's occupant to the spare's): the memo's own,
-// read only, until the next view.
-func (m *ViewMemo) Index() map[string]int {
+// Indexed reports whether IndexOf answers for the last view (false
+// before any view and after one the delta cannot start from).
+func (m *ViewMemo) Indexed() bool {
 	m.settle()
-	return m.last.index
+	return m.last.ok
+}
+
+// IndexOf is the index of model backend name in the last view's
+// Backends (a spare's occupant: the spare's), false when the view has
+// none (a backend waiting, a free spare's name). From the memo's
+// occupants and a binary search of the view (sorted by name), not a map
+// of every backend's name (issue 29: ~0.5 MB at 10,000 Services kept by
+// every pass).
+func (m *ViewMemo) IndexOf(name string) (int, bool) {
+	if !m.Indexed() {
+		return 0, false
+	}
+	l := &m.last
+	if i, ok := l.occ[name]; ok {
+		return l.spareAt[i], true
+	}
+	if _, spare := SpareIndex(name); spare {
+		return 0, false
+	}
+	return slices.BinarySearchFunc(l.out.Backends, name, func(b *model.Backend, n string) int { return strings.Compare(b.Name, n) })
 }
 
 // frontends is the slice in which a whole view records where each
@@ -52,13 +74,10 @@ func (m *ViewMemo) frontends(n int) []int {
 
 // remember keeps a whole view for the next delta (spares: the pool's,
 // copied unless owned, the memo's own copy).
-func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bool, out model.Config, reject bool, frontOut []int) {
+// from: per spare, the occupant its backend was made of.
+func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bool, out model.Config, reject bool, frontOut []int, from []*model.Backend) {
 	if m == nil {
 		return
-	}
-	m.last = lastView{}
-	if own || !model.BackendsSorted(cfg.Backends) || !model.FrontendsSorted(cfg.Frontends) {
-		return // viewed whole next time too
 	}
 	if !owned {
 		spares = slices.Clone(spares)
@@ -67,19 +86,18 @@ func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bo
 	for i, sp := range spares {
 		pos[sp.Name] = i
 	}
-	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: spares, out: out,
-		frontOut: frontOut, spareAt: make([]int, len(spares)), occ: make(map[string]int, len(spares)),
-		index: make(map[string]int, len(out.Backends)), reject: reject, plain: plainFrontends(cfg.Frontends)}
+	m.last = lastView{spares: spares, from: from, out: out, spareAt: make([]int, len(spares))}
 	for j, b := range out.Backends {
 		if i, ok := pos[b.Name]; ok {
-			l.spareAt[i] = j
-			if o := spares[i].Occupant; o != "" {
-				l.index[o] = j
-			}
-		} else {
-			l.index[b.Name] = j
+			m.last.spareAt[i] = j
 		}
 	}
+	if own || !model.BackendsSorted(cfg.Backends) || !model.FrontendsSorted(cfg.Frontends) {
+		return // viewed whole next time too, reusing the spares' backends
+	}
+	l := lastView{ok: true, frontends: cfg.Frontends, backends: cfg.Backends, spares: spares, from: from, out: out,
+		frontOut: frontOut, spareAt: m.last.spareAt, occ: make(map[string]int, len(spares)),
+		reject: reject, plain: plainFrontends(cfg.Frontends)}
 	for i, sp := range spares {
 		if sp.Occupant == "" {
 			continue
@@ -90,6 +108,13 @@ func (m *ViewMemo) remember(spares []Spare, owned bool, cfg model.Config, own bo
 		l.occ[sp.Occupant] = i
 	}
 	m.last = l
+}
+
+// whole gives up the delta from the last view (the next view is whole)
+// and keeps what it reuses: out is the view as far as it was made, its
+// spares' backends those that spares and from say.
+func (l *lastView) whole(out []*model.Backend) {
+	*l = lastView{spares: l.spares, from: l.from, out: model.Config{Backends: out}, spareAt: l.spareAt}
 }
 
 // delta is the view of s and cfg made from the last one, which of its
@@ -139,17 +164,15 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 	for _, i := range spares { // occupants gone first, then the new ones
 		if was := l.spares[i].Occupant; was != "" && l.occ[was] == i {
 			delete(l.occ, was)
-			delete(l.index, was)
 		}
 	}
 	for _, i := range spares {
 		if o := s.Spares[i].Occupant; o != "" {
 			if _, dup := l.occ[o]; dup {
-				m.last = lastView{}
+				l.whole(l.out.Backends)           // nothing of the spares changed yet
 				return model.Config{}, nil, false // two spares with one occupant: whole
 			}
 			l.occ[o] = i
-			l.index[o] = l.spareAt[i]
 		}
 	}
 	byName := func(name string) *model.Backend {
@@ -163,8 +186,9 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 		Frontends: make([]model.Frontend, 0, len(cfg.Frontends))}
 	for _, i := range spares {
 		sp := s.Spares[i]
-		out.Backends[l.spareAt[i]] = m.spareView(s, sp, byName(sp.Occupant))
-		l.spares[i].Occupant = sp.Occupant
+		o := byName(sp.Occupant)
+		out.Backends[l.spareAt[i]] = m.spareView(s, sp, o)
+		l.spares[i].Occupant, l.from[i] = sp.Occupant, o
 	}
 	haproxyName := func(name string) (string, bool) {
 		if i, ok := l.occ[name]; ok {
@@ -199,7 +223,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 		if i > 0 && cfg.Frontends[i-1].Name >= f.Name {
 			// Not sorted (model.FrontendsSorted): whole. The spares
 			// and indices changed above are the last view's no more.
-			m.last = lastView{}
+			l.whole(out.Backends)
 			return model.Config{}, nil, false
 		}
 		routed := f.Routed()
@@ -243,7 +267,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 	}
 	if reject != l.reject {
 		// The reject backend comes or goes: whole, as above.
-		m.last = lastView{}
+		l.whole(out.Backends)
 		return model.Config{}, nil, false
 	}
 	l.frontends, l.backends, l.out, l.frontOut, l.plain = cfg.Frontends, cfg.Backends, out, frontOut, plain

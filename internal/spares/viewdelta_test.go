@@ -31,7 +31,18 @@ func TestViewDeltaRandomEdits(t *testing.T) {
 			said := 0                    // views that said their frontends' changes
 			for step := range 400 {
 				prev := w.cfg.Frontends
+				was := w.s.Spares // edits clone the pool before they change it
+				wasBackend := map[string]*model.Backend{}
+				for _, b := range w.cfg.Backends {
+					wasBackend[b.Name] = b
+				}
 				w.edit(r, step)
+				if r.IntN(3) == 0 { // two edits in one step: a routed frontend beside a spare's change
+					first := w.last
+					w.edit(r, step)
+					w.last = first + ", " + w.last
+				}
+				built := m.built
 				var fronts *model.FrontendChanges
 				if r.IntN(2) == 0 { // as desired's delta pass says (model.FrontendChanges)
 					fronts = &model.FrontendChanges{Base: prev, Of: w.cfg.Frontends,
@@ -48,8 +59,13 @@ func TestViewDeltaRandomEdits(t *testing.T) {
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d (%s): the memo's view\n%s\nwant\n%s", step, w.last, viewString(got), viewString(want))
 				}
-				if idx, wantIdx := m.Index(), indexOf(w.s, want); !reflect.DeepEqual(idx, wantIdx) {
+				if idx, wantIdx := memoIndex(&m, w), indexOf(w.s, want); !reflect.DeepEqual(idx, wantIdx) {
 					t.Fatalf("step %d (%s): index %v, want %v", step, w.last, idx, wantIdx)
+				}
+				if n, want := m.built-built, remade(was, wasBackend, w); step > 0 && n != want {
+					// A view whole or by difference makes again only the
+					// spares made of other objects than the last view's.
+					t.Fatalf("step %d (%s): %d spares' backends made, want %d", step, w.last, n, want)
 				}
 			}
 			if m.deltas < 200 {
@@ -63,6 +79,46 @@ func TestViewDeltaRandomEdits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// memoIndex is what m.IndexOf answers for every name of w's model and
+// pool (a spare's name: none) and for the view's reject backend.
+func memoIndex(m *ViewMemo, w *world) map[string]int {
+	if !m.Indexed() {
+		return nil
+	}
+	out := map[string]int{}
+	names := []string{model.RejectBackend, "nothing"}
+	for _, b := range w.cfg.Backends {
+		names = append(names, b.Name)
+	}
+	for _, sp := range w.s.Spares {
+		names = append(names, sp.Name)
+	}
+	for _, name := range names {
+		if j, ok := m.IndexOf(name); ok {
+			out[name] = j
+		}
+	}
+	return out
+}
+
+// remade counts the spares of w's pool that the last view (of pool was,
+// model backends wasBackend) did not make of the same objects: new to
+// the pool, or another occupant, or the same one's backend another
+// object.
+func remade(was []Spare, wasBackend map[string]*model.Backend, w *world) int {
+	now := map[string]*model.Backend{}
+	for _, b := range w.cfg.Backends {
+		now[b.Name] = b
+	}
+	n := 0
+	for i, sp := range w.s.Spares {
+		if i >= len(was) || was[i].Occupant != sp.Occupant || wasBackend[sp.Occupant] != now[sp.Occupant] {
+			n++
+		}
+	}
+	return n
 }
 
 // world is a model and its pool, edited at random.

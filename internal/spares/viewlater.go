@@ -1,7 +1,6 @@
 package spares
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -23,6 +22,7 @@ type pendingView struct {
 	out      model.Config
 	reject   bool
 	frontOut []int
+	from     []*model.Backend // per spare: the occupant its backend was made of
 }
 
 // ViewLater is ViewExcept, the memo's maps of this view built when the
@@ -40,10 +40,10 @@ func (m *ViewMemo) ViewLater(s State, cfg model.Config, own func(*model.Backend)
 // later records a whole view made by ViewLater (viewExcept, in place of
 // remember): the maps of the last view are dropped, this one's left to
 // settle.
-func (m *ViewMemo) later(s State, cfg model.Config, own func(*model.Backend) bool, out model.Config, reject bool, frontOut []int) {
-	m.spares, m.last = nil, lastView{}
+func (m *ViewMemo) later(s State, cfg model.Config, own func(*model.Backend) bool, out model.Config, reject bool, frontOut []int, from []*model.Backend) {
+	m.last = lastView{}
 	m.pending = &pendingView{spares: slices.Clone(s.Spares), cfg: cfg, own: own != nil, out: out,
-		reject: reject, frontOut: frontOut}
+		reject: reject, frontOut: frontOut, from: from}
 	m.pending.cfg.Changes = nil
 }
 
@@ -55,22 +55,7 @@ func (m *ViewMemo) settle() {
 	}
 	p := m.pending
 	m.pending = nil
-	byName := make(map[string]*model.Backend, len(p.cfg.Backends))
-	for _, b := range p.cfg.Backends {
-		byName[b.Name] = b
-	}
-	m.gen++
-	m.spares = make(map[string]viewedSpare, len(p.spares))
-	for _, sp := range p.spares {
-		j, ok := slices.BinarySearchFunc(p.out.Backends, sp.Name, func(b *model.Backend, n string) int { return cmp.Compare(b.Name, n) })
-		if !ok {
-			continue // not in the view: made again next time
-		}
-		m.spares[sp.Name] = viewedSpare{occupant: byName[sp.Occupant], class: sp.Class, slots: sp.Slots,
-			view: p.out.Backends[j], gen: m.gen}
-	}
-	m.touched = len(m.spares)
-	m.remember(p.spares, true, p.cfg, p.own, p.out, p.reject, p.frontOut)
+	m.remember(p.spares, true, p.cfg, p.own, p.out, p.reject, p.frontOut, p.from)
 }
 
 // Built reports whether the memo's maps of its last view are built: false

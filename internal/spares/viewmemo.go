@@ -11,28 +11,17 @@ import "github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 // finds the others unchanged at once. The zero value is ready; not safe
 // for concurrent use. It holds the backends of one view.
 type ViewMemo struct {
-	classes []model.Backend        // the classes of the last view
-	spares  map[string]viewedSpare // spare name -> what it was viewed from
-	same    []bool                 // per class of the view being made: as in classes
-	gen     uint64                 // counts views
-	touched int                    // spares of the view being made
+	classes []model.Backend // the classes of the last view
+	same    []bool          // per class of the view being made: as in classes
 	// built counts the spares' backends made rather than reused, deltas
 	// the views made from the last one (viewdelta.go), named those of
 	// them whose frontends were taken by name (viewnamed.go) (tests).
 	built, deltas, named int
-	last                 lastView // what the next view's delta starts from
+	last                 lastView // what the next view reuses and its delta starts from
 	// pending is the last view when ViewLater made it, its maps not
 	// built (viewlater.go); laterView: ViewLater is making one.
 	pending   *pendingView
 	laterView bool
-}
-
-type viewedSpare struct {
-	occupant *model.Backend // nil: free
-	class    int
-	slots    int
-	view     *model.Backend
-	gen      uint64
 }
 
 // ViewExcept is spares.ViewExcept(s, cfg, own), reusing the backends of
@@ -45,20 +34,19 @@ func (m *ViewMemo) ViewExcept(s State, cfg model.Config, fronts *model.FrontendC
 	return viewExcept(s, cfg, fronts, own, m)
 }
 
-// begin compares s's classes with the last view's.
-func (m *ViewMemo) begin(s State) {
+// begin compares s's classes with the last view's, and returns the
+// slice in which the view records each spare's occupant (nil without a
+// memo).
+func (m *ViewMemo) begin(s State) []*model.Backend {
 	if m == nil {
-		return
-	}
-	m.gen, m.touched = m.gen+1, 0
-	if m.spares == nil && !m.laterView {
-		m.spares = make(map[string]viewedSpare, len(s.Spares))
+		return nil
 	}
 	m.same = m.same[:0]
 	for c := range s.Classes {
 		m.same = append(m.same, c < len(m.classes) && sameClass(&m.classes[c], &s.Classes[c]))
 	}
 	m.classes = append(m.classes[:0], s.Classes...)
+	return make([]*model.Backend, len(s.Spares))
 }
 
 // sameClass compares two classes as the view uses them: their structure
@@ -67,46 +55,30 @@ func sameClass(a, b *model.Backend) bool {
 	return a.SameStructure(b) && len(a.Servers) == 0 && len(b.Servers) == 0
 }
 
-// reuse is the backend the last view made of sp with occupant o, nil when
-// it made none of the same objects.
-func (m *ViewMemo) reuse(sp Spare, o *model.Backend) *model.Backend {
+// reuse is the backend the last view made of sp, the pool's spare i,
+// with occupant o, nil when it made none of the same objects. The last
+// view's spare at i is looked at, not a map of every spare's name
+// (issue 29: ~2 MB at 20,000 spares kept by every pass): the pool only
+// appends spares and changes their occupants, so a spare keeps its
+// place while it is the same.
+func (m *ViewMemo) reuse(i int, sp Spare, o *model.Backend) *model.Backend {
 	if m == nil {
 		return nil
 	}
-	v, ok := m.spares[sp.Name]
-	if !ok || v.occupant != o || v.class != sp.Class || v.slots != sp.Slots || !m.same[sp.Class] {
+	l := &m.last
+	if i >= len(l.spares) || i >= len(l.from) || !m.same[sp.Class] {
 		return nil
 	}
-	if m.laterView {
-		return v.view // the map is left as it is: dropped at the view's end (later)
+	if p := l.spares[i]; p.Name != sp.Name || p.Class != sp.Class || p.Slots != sp.Slots || l.from[i] != o ||
+		p.Occupant != sp.Occupant {
+		return nil
 	}
-	v.gen = m.gen
-	m.spares[sp.Name] = v
-	m.touched++
-	return v.view
+	return l.out.Backends[l.spareAt[i]]
 }
 
-// keep records the backend made of sp with occupant o.
-func (m *ViewMemo) keep(sp Spare, o, b *model.Backend) {
-	if m == nil {
-		return
-	}
-	m.built++
-	m.touched++
-	if m.laterView {
-		return // built later (settle)
-	}
-	m.spares[sp.Name] = viewedSpare{occupant: o, class: sp.Class, slots: sp.Slots, view: b, gen: m.gen}
-}
-
-// end forgets the spares this view did not have.
-func (m *ViewMemo) end() {
-	if m == nil || m.laterView || m.touched == len(m.spares) {
-		return
-	}
-	for name, v := range m.spares {
-		if v.gen != m.gen {
-			delete(m.spares, name)
-		}
+// keep records that a spare's backend was made, not reused.
+func (m *ViewMemo) keep() {
+	if m != nil {
+		m.built++
 	}
 }

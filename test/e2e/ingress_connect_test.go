@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -70,6 +71,51 @@ func bodyPod(t *testing.T, ip string, port int) {
 		}
 		fmt.Fprintf(w, "len=%d sha=%x", n, h.Sum(nil))
 	}))
+}
+
+// arrivalPod answers each request with the time (Unix ns) its handler
+// began, before it reads the body.
+func arrivalPod(t *testing.T, ip string, port int) {
+	t.Helper()
+	servePod(t, ip, port, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now().UnixNano()
+		_, _ = io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "at=%d", at)
+	}))
+}
+
+// askedAfterBody sends POST / with Host host to 127.0.0.1:port, its 4
+// byte body 300 ms after its headers; nil when the Pod (arrivalPod) was
+// asked after the body was sent: HAProxy waited for it.
+func askedAfterBody(port int, host string) error {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(serviceIP(), fmt.Sprint(port)), 3*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Length: 4\r\nConnection: close\r\n\r\n", host); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond) // the body's delay under test, not a wait for a state
+	sent := time.Now().UnixNano()
+	if _, err := c.Write([]byte("body")); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var at int64
+	if _, err := fmt.Sscanf(string(b), "at=%d", &at); err != nil || resp.StatusCode != 200 {
+		return fmt.Errorf("POST %s: %d %q", host, resp.StatusCode, b)
+	}
+	if at < sent {
+		return fmt.Errorf("POST %s: the Pod was asked %v before the body was sent", host, time.Duration(sent-at))
+	}
+	return nil
 }
 
 // postBody sends POST / with Host host and n bytes of a pattern (chunked
@@ -147,7 +193,9 @@ func (g *gwEnv) noEvent(name, text string) error {
 // (a connect timeout per request, map data) with 0 reloads.
 // Bodies below and above client-body-buffer-size (and HAProxy's 16 KB
 // buffer), with a length or chunked, reach the Pod intact; the key is no
-// UnsupportedAnnotation. A bad value of either: an Event, the last good
+// UnsupportedAnnotation. proxy-request-buffering on: the Pod is asked
+// only once the body came (sent 300 ms after the headers), no Event;
+// off: a Warning UnsupportedAnnotation. A bad value of either: an Event, the last good
 // version keeps serving.
 func TestIngressConnectTimeoutAndBodyBuffer(t *testing.T) {
 	g, ok := newPlainIngressEnv(t)
@@ -161,7 +209,10 @@ func TestIngressConnectTimeoutAndBodyBuffer(t *testing.T) {
 	g.serviceOf("stall", podAddrs[1], 8080)
 	g.serviceOf("stall2", podAddrs[1], 8080)
 	g.create(ingressOf("body", "body.example.com", map[string]string{n + "client-body-buffer-size": "1k",
-		n + "proxy-body-size": "2m", n + "proxy-buffering": "off"}, prefix("/", "body")))
+		n + "proxy-body-size": "2m", n + "proxy-buffering": "off", n + "proxy-request-buffering": "off"}, prefix("/", "body")))
+	arrivalPod(t, podAddrs[0], 8081)
+	g.serviceOf("arrival", podAddrs[0], 8081)
+	g.create(ingressOf("late", "late.example.com", map[string]string{n + "proxy-request-buffering": "on"}, prefix("/", "arrival")))
 	g.create(ingressOf("slow", "slow.example.com", map[string]string{n + "proxy-connect-timeout": "1"}, prefix("/", "stall")))
 	// Low water 0: the pool does not top a class up after a spare is
 	// taken (that growth is a reload of its own, after the change is
@@ -180,6 +231,13 @@ func TestIngressConnectTimeoutAndBodyBuffer(t *testing.T) {
 	if err := g.noEvent("body", "client-body-buffer-size"); err != nil {
 		t.Error(err)
 	}
+	// proxy-request-buffering on: the Pod is asked once the body came;
+	// off is reported (the frontend buffers every request).
+	g.eventually("proxy-request-buffering on serves", func() error { return askedAfterBody(g.httpPort, "late.example.com") })
+	if err := g.noEvent("late", "proxy-request-buffering"); err != nil {
+		t.Error(err)
+	}
+	g.eventually("proxy-request-buffering off reported", g.ingressEvent("body", "UnsupportedAnnotation", "proxy-request-buffering"))
 
 	lo, hi := 2500*time.Millisecond, 8*time.Second // 3 tries of 1 s; the defaults' 5 s would be 15 s
 	g.eventually("proxy-connect-timeout 1 s", failsWithin(g.httpPort, "slow.example.com", lo, hi))

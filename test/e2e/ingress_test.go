@@ -176,6 +176,13 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	if err := answers(httpPort, false, host, "/app", 308, fmt.Sprintf("location=https://%s:%d/app", host, httpsPort))(); err != nil {
 		t.Error(err)
 	}
+	// ingress-nginx's redirect drops a '/' ending the path and query
+	// unless preserve-trailing-slash (below).
+	for path, want := range map[string]string{"/app/": "/app", "/app/?q=1": "/app/?q=1", "/app/?q=/": "/app/?q="} {
+		if err := redirectsTo(httpPort, host, path, fmt.Sprintf("https://%s:%d%s", host, httpsPort, want))(); err != nil {
+			t.Error(err)
+		}
+	}
 	if name, err := servedCert(httpsPort, host); err != nil || name != host {
 		t.Errorf("certificate for %s: %q, %v", host, name, err)
 	}
@@ -206,9 +213,26 @@ func TestIngressServedWithoutReload(t *testing.T) {
 		mod.Spec.Rules[0].HTTP.Paths = append(mod.Spec.Rules[0].HTTP.Paths, prefix("/shop", "canary"))
 	})
 	g.eventually("a new path serves", answers(httpsPort, true, host, "/shop/cart", 200, "canary "))
+	updateIngress(t, ing.Ingresses(ns), "shop", func(mod *netv1.Ingress) {
+		mod.Annotations = map[string]string{ingress.NginxPrefix + "preserve-trailing-slash": "true"}
+	})
+	slash := redirectsTo(httpPort, host, "/app/", fmt.Sprintf("https://%s:%d/app/", host, httpsPort))
+	g.eventually("preserve-trailing-slash keeps the '/'", slash)
 
+	// A value not true or false: refused, the last good version kept.
+	updateIngress(t, ing.Ingresses(ns), "shop", func(mod *netv1.Ingress) {
+		mod.Annotations[ingress.NginxPrefix+"preserve-trailing-slash"] = "keep"
+	})
+	g.eventually("an Event refuses preserve-trailing-slash", g.ingressEvent("shop", "Refused", "preserve-trailing-slash"))
+	if err := slash(); err != nil {
+		t.Errorf("the last good version of a refused Ingress: %v", err)
+	}
+	updateIngress(t, ing.Ingresses(ns), "shop", func(mod *netv1.Ingress) {
+		delete(mod.Annotations, ingress.NginxPrefix+"preserve-trailing-slash")
+	})
+	g.eventually("the trailing '/' dropped again", redirectsTo(httpPort, host, "/app/", fmt.Sprintf("https://%s:%d/app", host, httpsPort)))
 	if r := g.reloads(); r != before {
-		t.Errorf("a new Ingress, a path and header annotations reloaded HAProxy %d times, want 0", r-before)
+		t.Errorf("a new Ingress, a path, header annotations and preserve-trailing-slash reloaded HAProxy %d times, want 0", r-before)
 	}
 	// A canary Ingress by header, then by weight 100. The header's name
 	// is new to the table: a header matched is a rule of the
@@ -261,18 +285,7 @@ func TestIngressServedWithoutReload(t *testing.T) {
 		mod.Annotations = map[string]string{ingress.NginxPrefix + "configuration-snippet": "more_set_headers \"X: 1\";"}
 		mod.Spec.Rules[0].HTTP.Paths = mod.Spec.Rules[0].HTTP.Paths[:1]
 	})
-	g.eventually("an Event refuses the snippet", func() error {
-		evs, err := g.client.CoreV1().Events(ns).List(bg, metav1.ListOptions{FieldSelector: "involvedObject.name=shop"})
-		if err != nil {
-			return err
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "Refused" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "configuration-snippet") {
-				return nil
-			}
-		}
-		return fmt.Errorf("no Refused Event among %d", len(evs.Items))
-	})
+	g.eventually("an Event refuses the snippet", g.ingressEvent("shop", "Refused", "configuration-snippet"))
 	if err := answers(httpsPort, true, host, "/shop/cart", 200, "canary ")(); err != nil {
 		t.Errorf("the last good version of a refused Ingress: %v", err)
 	}
@@ -281,6 +294,21 @@ func TestIngressServedWithoutReload(t *testing.T) {
 	}
 	if r := g.reloads(); r != before {
 		t.Errorf("a canary weight, a certificate and a refused snippet reloaded HAProxy %d times, want 0", r-before)
+	}
+}
+
+// redirectsTo is nil once GET path on host over HTTP answers 308 with
+// Location exactly location.
+func redirectsTo(port int, host, path, location string) func() error {
+	return func() error {
+		code, got, err := get(port, false, host, path)
+		if err != nil {
+			return err
+		}
+		if code != 308 || got != "location="+location {
+			return fmt.Errorf("GET %s%s: %d %q, want 308 location=%s", host, path, code, got, location)
+		}
+		return nil
 	}
 }
 

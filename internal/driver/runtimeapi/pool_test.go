@@ -230,7 +230,7 @@ func TestPoolServesNewBackendsWithoutReload(t *testing.T) {
 	// that needs them, not built into the growth's.
 	lb.d.mu.Lock()
 	grownView := lb.d.desired.Backends
-	if lb.d.poolView.index != nil || !lb.d.poolView.indexLater || lb.d.poolView.memo.Built() {
+	if lb.d.poolView.hasIndex || !lb.d.poolView.indexLater || lb.d.poolView.memo.Built() {
 		t.Errorf("the growth built the pool view's maps (index %d entries, memo's built %v)",
 			len(lb.d.poolView.index), lb.d.poolView.memo.Built())
 	}

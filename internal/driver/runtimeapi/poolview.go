@@ -15,11 +15,15 @@ import (
 // indices. The driver's servers-only path (fast.go) then takes it, as it
 // takes such a pass without a pool.
 type poolView struct {
-	cfg   model.Config   // the model last viewed
-	pool  []spares.Spare // and its pool's spares
-	view  model.Config
-	index map[string]int // model backend name -> index in view.Backends
-	own   bool           // some backends were out of the pool (of)
+	cfg  model.Config   // the model last viewed
+	pool []spares.Spare // and its pool's spares
+	view model.Config
+	// index: model backend name -> index in view.Backends, when the
+	// memo has none (spares.ViewMemo.IndexOf answers otherwise);
+	// hasIndex: the last view is indexed, one way or the other.
+	index    map[string]int
+	hasIndex bool
+	own      bool // some backends were out of the pool (of)
 	// indexLater: index is built when derived needs it (ofLater).
 	indexLater bool
 	// memo keeps the spares' backends by object: a view made anew (a
@@ -63,26 +67,32 @@ func (v *poolView) view1(s spares.State, cfg model.Config, fronts *model.Fronten
 	// copy of every spare allocated a pass.
 	v.cfg, v.pool, v.view, v.own = cfg, append(v.pool[:0], s.Spares...), out, own != nil
 	v.cfg.Changes = nil
-	v.index, v.indexLater = nil, later
+	v.index, v.hasIndex, v.indexLater = nil, false, later
 	if !later {
-		v.index = v.indexOf()
+		v.indexOf()
 	}
 	return out, viewFronts
 }
 
-// indexed is the last view's index, built now if it was left (ofLater);
-// nil before any view.
-func (v *poolView) indexed() map[string]int {
+// find is the index in the last view's Backends of model backend name,
+// the index built now if it was left (ofLater); false before any view.
+func (v *poolView) find(name string) (int, bool) {
 	if v.indexLater {
-		v.index, v.indexLater = v.indexOf(), false
+		v.indexOf()
+		v.indexLater = false
 	}
-	return v.index
+	if v.index == nil {
+		return v.memo.IndexOf(name)
+	}
+	j, ok := v.index[name]
+	return j, ok
 }
 
-// indexOf builds the index of the last view (v.view of pool v.pool).
-func (v *poolView) indexOf() map[string]int {
-	if idx := v.memo.Index(); idx != nil {
-		return idx // kept by the memo, by difference (spares/viewdelta.go)
+// indexOf indexes the last view (v.view of pool v.pool).
+func (v *poolView) indexOf() {
+	v.hasIndex = true
+	if v.memo.Indexed() {
+		return // by the memo, kept by difference (spares/viewdelta.go)
 	}
 	index := make(map[string]int, len(v.view.Backends))
 	// Each spare's occupant from one walk of the pool, not a search per
@@ -101,7 +111,7 @@ func (v *poolView) indexOf() map[string]int {
 			index[name] = j
 		}
 	}
-	return index
+	v.index = index
 }
 
 // derived is the view of cfg derived from the last one, when cfg changes
@@ -109,12 +119,11 @@ func (v *poolView) indexOf() map[string]int {
 // same.
 func (v *poolView) derived(s spares.State, cfg model.Config) (model.Config, bool) {
 	ch := cfg.Changes
-	if ch == nil || (v.index == nil && !v.indexLater) || !model.SameSlice(ch.Base, v.cfg.Backends) ||
+	if ch == nil || (!v.hasIndex && !v.indexLater) || !model.SameSlice(ch.Base, v.cfg.Backends) ||
 		len(cfg.Backends) != len(v.cfg.Backends) || !model.SameSlice(cfg.Frontends, v.cfg.Frontends) ||
 		!slices.Equal(s.Spares, v.pool) {
 		return model.Config{}, false
 	}
-	index := v.indexed()
 	backends := slices.Clone(v.view.Backends)
 	idx := make([]int, 0, len(ch.Backends))
 	for _, i := range ch.Backends {
@@ -122,7 +131,7 @@ func (v *poolView) derived(s spares.State, cfg model.Config) (model.Config, bool
 			return model.Config{}, false
 		}
 		b := cfg.Backends[i]
-		j, ok := index[b.Name]
+		j, ok := v.find(b.Name)
 		if !ok {
 			return model.Config{}, false // waiting: not in the view
 		}
