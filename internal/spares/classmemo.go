@@ -34,6 +34,12 @@ type ClassMemo struct {
 	classes  []model.Backend  // the classes the last pass's indices are of
 	backends []*model.Backend // the last pass's backends, sorted by name
 	class    []int            // their classes
+	// spare is the array of the call before the last, written again by
+	// the next call (issue 29: a slice of 10,000 classes, 80 KB, was
+	// ~17% of what an endpoint or node pass allocated): nothing but the
+	// memo holds it (the occupy memo holds class, Grow copies what it
+	// changes).
+	spare []int
 	// kept counts the classes taken from the last pass (tests).
 	kept int
 	occ  occupyMemo // OccupyFit from what changed (occupymemo.go)
@@ -77,7 +83,7 @@ func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
 		}
 		return m.class
 	}
-	out := make([]int, len(bs))
+	out := m.buffer(len(bs), sorted)
 	i := 0
 	for j, b := range bs {
 		out[j] = -1
@@ -97,9 +103,24 @@ func (m *ClassMemo) of(s State, bs []*model.Backend) []int {
 		out[j] = s.classOf(b)
 	}
 	m.classes = append(m.classes[:0], s.Classes...)
-	m.backends, m.class = nil, nil
 	if sorted {
+		// The last call's array becomes the next call's buffer.
+		m.spare = m.class
 		m.backends, m.class = bs, slices.Clip(out)
+		return m.class
 	}
+	m.backends, m.class, m.spare = nil, nil, nil
 	return slices.Clip(out)
+}
+
+// buffer is an array of n classes for of to fill: the call before the
+// last's when the memo will keep this call's (sorted) and nothing else
+// holds it (the occupy memo keeps the classes it was last given; of
+// hands out one array per call, so that is the last call's, unless
+// OccupyFit skipped a call).
+func (m *ClassMemo) buffer(n int, sorted bool) []int {
+	if !sorted || n == 0 || cap(m.spare) < n || (len(m.occ.cls) > 0 && &m.spare[:1][0] == &m.occ.cls[0]) {
+		return make([]int, n)
+	}
+	return m.spare[:n]
 }

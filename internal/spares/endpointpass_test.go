@@ -123,3 +123,57 @@ func TestClassMemoSameBackendsOnce(t *testing.T) {
 		t.Errorf("classes %v, want %v", b, s.classesOf(cfg.Backends))
 	}
 }
+
+// TestClassMemoWritesTheArrayBeforeTheLast: an endpoint or node pass's
+// classes are written into the array of the pass before the last, no
+// new array of 10,000 classes a pass (issue 29), unless the occupy memo
+// still holds that array (of asked twice between two OccupyFits); the
+// classes are always classesOf's.
+func TestClassMemoWritesTheArrayBeforeTheLast(t *testing.T) {
+	pol := Policy{Spares: 5, Other: 1, LowWater: 1}
+	slots := func(string) int { return 8 }
+	edit := func(bs []*model.Backend, k int) []*model.Backend {
+		bs = slices.Clone(bs)
+		nb := *bs[k%len(bs)]
+		nb.Servers = []model.Server{{Addr: netip.AddrFrom4([4]byte{10, 9, 9, byte(k)}), Port: 80}}
+		bs[k%len(bs)] = &nb
+		return bs
+	}
+	for _, tc := range []struct {
+		name  string
+		occ   bool // each pass through OccupyFit (else of alone)
+		reuse bool // the second pass writes the first OccupyFit's array
+	}{
+		{"occupy passes", true, true},
+		{"of alone, the occupy memo holding the first array", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, s := manyPlaced(40, pol)
+			var m ClassMemo
+			m.OccupyFit(s, cfg, slots)
+			arrays := []*int{&m.class[0]}
+			for k := 1; k <= 3; k++ {
+				cfg.Backends = edit(cfg.Backends, k)
+				var got []int
+				if tc.occ {
+					s, _ = m.OccupyFit(s, cfg, slots)
+					got = m.of(s, cfg.Backends) // Grow's: the same array
+				} else {
+					got = m.of(s, cfg.Backends)
+				}
+				if want := s.classesOf(cfg.Backends); !slices.Equal(got, want) {
+					t.Fatalf("pass %d: classes %v, want %v", k, got, want)
+				}
+				arrays = append(arrays, &got[0])
+			}
+			for k := 1; k < len(arrays); k++ {
+				if arrays[k] == arrays[k-1] {
+					t.Errorf("pass %d wrote the classes the last pass handed out", k)
+				}
+			}
+			if reused := arrays[2] == arrays[0]; reused != tc.reuse {
+				t.Errorf("the second pass wrote the first OccupyFit's array: %v, want %v", reused, tc.reuse)
+			}
+		})
+	}
+}
