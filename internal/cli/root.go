@@ -11,8 +11,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v1.2.3".
@@ -41,9 +39,6 @@ type cmdEnv struct {
 
 // Main runs the command line and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// Before anything reads client-go's feature gates (kubeclient/lists.go):
-	// replaced later, client-go logs an error that they had been read.
-	kubeclient.PreferLists(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if len(args) > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -57,6 +56,11 @@ A flag of another mode or driver given on the command line is an error (exit 2).
   haproxy-k8s-sync run --mode=apiserver --listen :8443 --bootstrap-servers 192.0.2.11,192.0.2.12`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			// The informers' first lists plain, from the command's own
+			// environment (kubeclient/lists.go): Main's and Run's alike.
+			if err := kubeclient.PreferLists(e.getenv); err != nil {
+				return flagErr("%v", err)
+			}
 			if err := runAs(f.announce.runAs); err != nil {
 				return err
 			}
@@ -161,7 +165,6 @@ func (f *runFlags) shapedOptions(ctx context.Context, useDataplane bool, log *sl
 // every request of theirs seen by outage: the informers relist as soon as
 // the apiserver answers again after an outage (source/relist.go).
 func watchedClient(o kubeclient.Options, outage *source.Outage) (*rest.Config, kubernetes.Interface, error) {
-	kubeclient.PreferLists(os.Getenv) // plain first lists (kubeclient/lists.go); Main asked first
 	cfg, err := kubeclient.Config(o)
 	if err != nil {
 		return nil, nil, err

@@ -22,7 +22,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
 // statDriver records, at each Apply, whether the last-good file exists.
@@ -68,14 +67,12 @@ func TestLastGoodWrittenAfterTheDriver(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "last-good-settings.json")
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Port: 80}}}}
-	src := source.New(fake.NewSimpleClientset(svc), "")
 	drv := &statDriver{path: path}
-	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults(), ClassLess: true}, LastGoodPath: path})
+	c, src := testController(fake.NewSimpleClientset(svc), drv,
+		Options{Desired: desired.Options{Defaults: settings.Defaults(), ClassLess: true}, LastGoodPath: path})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := src.Start(ctx, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	syncCaches(ctx, t, src)
 	if _, err := c.sync(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
@@ -60,12 +57,8 @@ func TestMemoryLimitFollowsTheCaches(t *testing.T) {
 	// limit is the prediction.
 	m := memlimit.Model{Base: 1 << 30, PerService: 1 << 20, PerEndpoint: 1 << 10}
 	drv := &limitDriver{}
-	src := source.New(client, "")
-	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults(), Class: desired.DefaultClass},
-		MemoryLimit: memlimit.New(m, slog.New(slog.DiscardHandler))})
-	if err := src.Start(ctx, time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	c, src := testController(client, drv, Options{MemoryLimit: memlimit.New(m, slog.New(slog.DiscardHandler))})
+	syncCaches(ctx, t, src)
 	if _, err := c.sync(ctx); err != nil {
 		t.Fatal(err)
 	}

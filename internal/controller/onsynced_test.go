@@ -7,12 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes/fake"
-
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
@@ -23,17 +19,16 @@ import (
 func TestOnSyncedBeforeTheFirstPass(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src := source.New(fake.NewSimpleClientset(), "")
 	drv := &countingDriver{}
 	var calls, passesThen atomic.Int32
 	synced := make(chan bool, 1)
-	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults(), Class: desired.DefaultClass},
-		SyncTimeout: time.Minute, OnSynced: func() {
-			passesThen.Store(int32(drv.calls))
-			if calls.Add(1) == 1 {
-				synced <- src.Synced()
-			}
-		}})
+	var src *source.Source
+	c, src := testController(nil, drv, Options{SyncTimeout: time.Minute, OnSynced: func() {
+		passesThen.Store(int32(drv.calls))
+		if calls.Add(1) == 1 {
+			synced <- src.Synced()
+		}
+	}})
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	select {
@@ -73,14 +68,12 @@ func (d *failingFirstDriver) Apply(context.Context, model.Config) (driver.Result
 func TestOnAppliedOnceAfterTheFirstApply(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src := source.New(fake.NewSimpleClientset(), "")
 	drv := &failingFirstDriver{}
 	var calls, passesThen atomic.Int32
-	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults(), Class: desired.DefaultClass},
-		SyncTimeout: time.Minute, OnApplied: func() {
-			passesThen.Store(drv.calls.Load())
-			calls.Add(1)
-		}})
+	c, _ := testController(nil, drv, Options{SyncTimeout: time.Minute, OnApplied: func() {
+		passesThen.Store(drv.calls.Load())
+		calls.Add(1)
+	}})
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 	deadline := time.Now().Add(30 * time.Second)

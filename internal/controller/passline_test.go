@@ -9,13 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes/fake"
-
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
 // collectingDriver allocates size bytes and has the collector run once
@@ -39,14 +34,10 @@ func (d *collectingDriver) Apply(context.Context, model.Config) (driver.Result, 
 func TestPassLineTellsItsCollections(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	src := source.New(fake.NewSimpleClientset(), "")
-	if err := src.Start(ctx, time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
 	drv := &collectingDriver{size: 4 << 20}
-	c := New(src, drv, nil, Options{Desired: desired.Options{Defaults: settings.Defaults(), Class: desired.DefaultClass},
-		Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: dropTime}))})
+	c, src := testController(nil, drv, Options{Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: dropTime}))})
+	syncCaches(ctx, t, src)
 	if _, err := c.sync(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 package kubeclient
 
 import (
-	"sync"
+	"fmt"
+	"strconv"
 
 	"k8s.io/client-go/features"
 )
@@ -20,34 +21,37 @@ import (
 // watchListEnv is client-go's environment variable for the feature.
 const watchListEnv = "KUBE_FEATURE_" + string(features.WatchListClient)
 
-var preferLists sync.Once
+// settable are client-go's default gates (read from the environment),
+// which take a value set in the program over the environment's.
+type settable interface {
+	Set(features.Feature, bool) error
+}
 
-// PreferLists turns client-go's WatchListClient off for this process
-// unless watchListEnv is set (getenv: os.Getenv), before any informer
-// runs; later calls do nothing.
-func PreferLists(getenv func(string) string) {
-	preferLists.Do(func() {
-		if getenv(watchListEnv) == "" {
-			features.ReplaceFeatureGates(gatesFor(getenv, features.FeatureGates()))
+// PreferLists sets client-go's WatchListClient for this process from
+// getenv (the command's environment): off unless watchListEnv is set,
+// else its value. It sets the one feature on client-go's own gates,
+// never replaces them (a replacement after something read the gates logs
+// an error, and `run` may be embedded after other client-go use: the
+// demo), so it may come anywhere before the informers start; gates an
+// embedding program installed are its own and left as they are. Each
+// call decides anew (the last one wins in a process).
+func PreferLists(getenv func(string) string) error {
+	g, ok := features.FeatureGates().(settable)
+	if !ok {
+		return nil
+	}
+	return preferLists(getenv, g)
+}
+
+// preferLists sets WatchListClient on g from getenv.
+func preferLists(getenv func(string) string, g settable) error {
+	on := false
+	if v := getenv(watchListEnv); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q: want true or false", watchListEnv, v)
 		}
-	})
-}
-
-// gatesFor is base with WatchListClient off, or base itself when
-// watchListEnv is set.
-func gatesFor(getenv func(string) string, base features.Gates) features.Gates {
-	if getenv(watchListEnv) != "" {
-		return base
+		on = b
 	}
-	return listGates{base}
-}
-
-// listGates are client-go's gates with WatchListClient off.
-type listGates struct{ features.Gates }
-
-func (g listGates) Enabled(f features.Feature) bool {
-	if f == features.WatchListClient {
-		return false
-	}
-	return g.Gates.Enabled(f)
+	return g.Set(features.WatchListClient, on)
 }

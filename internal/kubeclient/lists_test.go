@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 // events (sendInitialEvents=true), which made a fresh start at 10,000
 // Services wait 0.2-0.5 s longer for its caches.
 func TestPreferListsInformerLists(t *testing.T) {
-	PreferLists(func(string) string { return "" })
+	if err := PreferLists(func(string) string { return "" }); err != nil {
+		t.Fatal(err)
+	}
 	first := make(chan *http.Request, 16)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -57,36 +60,48 @@ func TestPreferListsInformerLists(t *testing.T) {
 	}
 }
 
-// TestListGates: the gates PreferLists installs differ from client-go's
-// in WatchListClient alone; with client-go's variable set, the choice is
-// the user's (gatesFor keeps client-go's gates).
-func TestListGates(t *testing.T) {
-	base := fixedGates{features.WatchListClient: true, features.InformerResourceVersion: true}
+// TestPreferListsSetsTheGate: WatchListClient is off unless the
+// command's environment sets client-go's variable, whose value then
+// decides; a value that is no boolean is refused, naming the variable.
+func TestPreferListsSetsTheGate(t *testing.T) {
 	for _, c := range []struct {
-		name          string
-		env           string
-		watchList, rv bool
+		env     string
+		want    bool
+		refused bool
 	}{
-		{"default", "", false, true},
-		{"env set", "true", true, true},
+		{"", false, false},
+		{"true", true, false},
+		{"1", true, false},
+		{"false", false, false},
+		{"maybe", false, true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			g := gatesFor(func(k string) string {
+		t.Run(c.env, func(t *testing.T) {
+			g := setGates{}
+			err := preferLists(func(k string) string {
 				if k == watchListEnv {
 					return c.env
 				}
 				return ""
-			}, base)
-			if got := g.Enabled(features.WatchListClient); got != c.watchList {
-				t.Errorf("WatchListClient %v, want %v", got, c.watchList)
+			}, g)
+			if c.refused {
+				if err == nil || !strings.Contains(err.Error(), watchListEnv) {
+					t.Fatalf("%s=%q: %v, want an error naming the variable", watchListEnv, c.env, err)
+				}
+				return
 			}
-			if got := g.Enabled(features.InformerResourceVersion); got != c.rv {
-				t.Errorf("InformerResourceVersion %v, want %v", got, c.rv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := g[features.WatchListClient]; !ok || got != c.want || len(g) != 1 {
+				t.Errorf("%s=%q: gates set %v, want only WatchListClient %v", watchListEnv, c.env, g, c.want)
 			}
 		})
 	}
+	if _, ok := features.FeatureGates().(settable); !ok {
+		t.Errorf("client-go's default gates %T take no Set: PreferLists would do nothing", features.FeatureGates())
+	}
 }
 
-type fixedGates map[features.Feature]bool
+type setGates map[features.Feature]bool
 
-func (g fixedGates) Enabled(f features.Feature) bool { return g[f] }
+func (g setGates) Set(f features.Feature, on bool) error { g[f] = on; return nil }

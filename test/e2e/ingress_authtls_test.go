@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
@@ -49,12 +47,7 @@ func TestIngressClientCertificates(t *testing.T) {
 	httpsPort := haproxytest.FreePort(t)
 	g.web("web", 0)
 	hosts := []string{"secure.example.com", "opt.example.com", "open.example.com"}
-	m := newMTLSFixture(t, g.gwEnv, hosts...) // gateway_mtls_test.go: the Secret "server"
-	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clients-ca", Namespace: ns}, Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{ingress.CAKey: m.clientCA.PEM()}}
-	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, caSecret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m := g.mTLS(hosts...)
 	n := ingress.NginxPrefix
 	withTLS := func(i *netv1.Ingress) *netv1.Ingress {
 		i.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{i.Spec.Rules[0].Host}, SecretName: "server"}}

@@ -13,9 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
@@ -136,12 +134,7 @@ func TestIngressClientCertificateHeaders(t *testing.T) {
 func serveVerified(t *testing.T, g *ingressEnv, name, host string, ann map[string]string, httpsPort int) (m mtlsFixture, leaf *x509.Certificate) {
 	t.Helper()
 	g.httpService("hdrs", podAddrs[0])
-	m = newMTLSFixture(t, g.gwEnv, host) // gateway_mtls_test.go
-	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clients-ca", Namespace: ns}, Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{ingress.CAKey: m.clientCA.PEM()}}
-	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, caSecret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m = g.mTLS(host)
 	ing := ingressOf(name, host, ann, prefix("/", "hdrs"))
 	ing.Spec.TLS = []netv1.IngressTLS{{Hosts: []string{host}, SecretName: "server"}}
 	g.create(ing)

@@ -23,10 +23,9 @@ func TestIngressConnectionProxyHeader(t *testing.T) {
 	if !ok {
 		return
 	}
-	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.serve("conn", 0, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "conn close=%t connection=%s", r.Close, r.Header.Get("Connection"))
-	}))
-	g.httpService("conn", podAddrs[0])
+	})
 	const host = "conn.example.com"
 	g.create(ingressOf("conn", host, map[string]string{}, prefix("/", "conn")))
 	g.start()

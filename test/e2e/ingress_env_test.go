@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	networkingclient "k8s.io/client-go/kubernetes/typed/networking/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
 // ingressEnv is the world every Ingress test opens with: its own network
@@ -71,6 +74,28 @@ func (g *ingressEnv) start(extra ...string) {
 		"--token-file", g.rbacTokenFileFrom("../../deploy/gateway/rbac.yaml", "../../deploy/gateway/ingress-rbac.yaml"),
 		"--ingress-class=hks", fmt.Sprintf("--ingress-http-port=%d", g.httpPort)}
 	g.startController(append(args, extra...)...)
+}
+
+// serve serves h at podAddrs[i]:8080 and makes it the endpoint of
+// Service name (port 80), as web does for its echo.
+func (g *ingressEnv) serve(name string, i int, h http.HandlerFunc) {
+	g.t.Helper()
+	servePod(g.t, podAddrs[i], 8080, h) // ingress_retry_test.go
+	g.httpService(name, podAddrs[i])
+}
+
+// mTLS is the mutual TLS fixture for hosts (gateway_mtls_test.go: the
+// Secret "server") with its client CA in the Secret "clients-ca" the
+// Ingresses' auth-tls-secret names.
+func (g *ingressEnv) mTLS(hosts ...string) mtlsFixture {
+	g.t.Helper()
+	m := newMTLSFixture(g.t, g.gwEnv, hosts...)
+	ca := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clients-ca", Namespace: ns}, Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{ingress.CAKey: m.clientCA.PEM()}}
+	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, ca, metav1.CreateOptions{}); err != nil {
+		g.t.Fatal(err)
+	}
+	return m
 }
 
 // leaderFlags make the controller elect a leader, as shipped.

@@ -71,10 +71,9 @@ func TestIngressExtAuth(t *testing.T) {
 		return
 	}
 	n := ingress.NginxPrefix
-	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.serve("web", 0, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "web user=%s token=%s", r.Header.Get("X-User"), r.Header.Get("X-Token"))
-	}))
-	g.httpService("web", podAddrs[0])
+	})
 	var asked atomic.Int64
 	var origin atomic.Value
 	authServer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

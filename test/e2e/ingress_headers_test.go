@@ -103,11 +103,10 @@ func TestIngressGlobalHeaders(t *testing.T) {
 	}
 	const hsts = "max-age=31536000; includeSubDomains"
 	// The Pod answers the request header X-Using it got as X-Got-Using.
-	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.serve("web", 0, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Got-Using", r.Header.Get("X-Using"))
 		fmt.Fprint(w, "web")
-	}))
-	g.httpService("web", podAddrs[0])
+	})
 	cms := g.client.CoreV1().ConfigMaps(ns)
 	for name, data := range map[string]map[string]string{"set": {"X-Using": "haproxy; k8s 'sync'"}, "add": {"Strict-Transport-Security": hsts}} {
 		if _, err := cms.Create(bg, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{}); err != nil {

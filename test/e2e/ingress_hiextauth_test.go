@@ -58,11 +58,10 @@ func TestIngressHAProxyExtAuth(t *testing.T) {
 		return
 	}
 	h := ingress.HAProxyPrefix
-	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.serve("web", 0, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "web user=%s role=%s ctype=%s token=%s", r.Header.Get("X-User"), r.Header.Get("X-User-Role"),
 			r.Header.Get("Content-Type"), r.Header.Get("X-Token"))
-	}))
-	g.httpService("web", podAddrs[0])
+	})
 	var mu sync.Mutex
 	var last *http.Request // the last request the auth server was asked
 	servePod(t, podAddrs[1], 9000, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -6,9 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
@@ -33,12 +31,7 @@ func TestIngressClientCertificateMatchCN(t *testing.T) {
 	httpsPort := haproxytest.FreePort(t)
 	g.web("web", 0)
 	hosts := []string{"cn.example.com", "opt.example.com"}
-	m := newMTLSFixture(t, g.gwEnv, hosts...) // gateway_mtls_test.go: the Secret "server"
-	caSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "clients-ca", Namespace: ns}, Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{ingress.CAKey: m.clientCA.PEM()}}
-	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, caSecret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	m := g.mTLS(hosts...)
 	pair := func(cn string) *tls.Certificate {
 		c := testcert.Issue(t, testcert.Spec{CN: cn, Client: true}, m.clientCA)
 		p, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))

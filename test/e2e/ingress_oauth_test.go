@@ -31,13 +31,12 @@ func TestIngressHAProxyOAuth(t *testing.T) {
 		return
 	}
 	h := ingress.HAProxyPrefix
-	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.serve("web", 0, func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "web email=%s user=%s", r.Header.Get("X-Auth-Request-Email"), r.Header.Get("X-Auth-Request-User"))
-	}))
-	g.httpService("web", podAddrs[0])
+	})
 	var mu sync.Mutex
 	var asked []string // "METHOD PATH cookie" of each /oauth2/auth request
-	servePod(t, podAddrs[1], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.serve("oauth2-proxy", 1, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/oauth2/auth" {
 			fmt.Fprintf(w, "oauth2-proxy %s rd=%s", r.URL.Path, r.URL.Query().Get("rd"))
 			return
@@ -60,8 +59,7 @@ func TestIngressHAProxyOAuth(t *testing.T) {
 		default:
 			w.WriteHeader(http.StatusUnauthorized)
 		}
-	}))
-	g.httpService("oauth2-proxy", podAddrs[1])
+	})
 	paths := []netv1.HTTPIngressPath{prefix("/oauth2", "oauth2-proxy"), prefix("/", "web")}
 	g.create(
 		ingressOf("app", "app.example.com", map[string]string{h + "oauth": "oauth2_proxy"}, paths...),

@@ -24,14 +24,13 @@ func TestIngressProxyRewrite(t *testing.T) {
 	if !ok {
 		return
 	}
-	servePod(t, podAddrs[0], 8080, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	g.serve("web", 0, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "http://internal.local:8080/x?q=1")
 		w.Header().Set("Refresh", "0; url=http://internal.local:8080/y")
 		w.Header().Add("Set-Cookie", "a=1; Domain=.Internal.Local; Path=/internal/sub; HttpOnly")
 		w.Header().Add("Set-Cookie", "b=2; Path=/other; Domain=other.local")
 		w.WriteHeader(http.StatusFound)
-	}))
-	g.httpService("web", podAddrs[0])
+	})
 	const host = "app.example.com"
 	g.create(ingressOf("app", host, nil, prefix("/", "web")))
 	g.start()

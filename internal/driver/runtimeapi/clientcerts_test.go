@@ -33,13 +33,9 @@ import (
 func TestBackendClientCertRotated(t *testing.T) {
 	l := startMapLab(t)
 	ctx := context.Background()
-	b := newClientCertBackend(t) // cafiles_test.go: its frontend and names
-	clientCA := testcert.CA(t, "client CA r")
-	pool := x509.NewCertPool()
-	pool.AddCert(clientCA.Cert)
 	var seenMu sync.Mutex
 	seen := map[string]int{}
-	b.srv = serveTLSHandler(t, b.serverCA, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, func(w http.ResponseWriter, r *http.Request) {
+	b, clientCA := newClientCertServer(t, "client CA r", nil, func(w http.ResponseWriter, r *http.Request) {
 		// Each connection serves one request: a rotated certificate is
 		// presented on the server's next connections, and one HAProxy
 		// kept open from before would go on answering with the old.
@@ -49,7 +45,7 @@ func TestBackendClientCertRotated(t *testing.T) {
 		seen[fmt.Sprintf("%s resumed=%v", cn, r.TLS.DidResume)]++
 		seenMu.Unlock()
 		fmt.Fprintf(w, "cn=%s", cn)
-	}, "a.example.com")
+	})
 	seenOf := func() string {
 		seenMu.Lock()
 		defer seenMu.Unlock()
@@ -81,27 +77,22 @@ func TestBackendClientCertRotated(t *testing.T) {
 	}
 	subject := func(step, cn string) {
 		t.Helper()
-		var code int
-		var body string
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-			if code, body = tryGet(b.addr, "a.example.com"); code == http.StatusOK && body == "cn="+cn {
-				// And every new connection after it: a resumed TLS
-				// session would present the old subject (no-ssl-reuse).
-				stale := 0
-				for range 10 {
-					if _, body := tryGet(b.addr, "a.example.com"); body != "cn="+cn {
-						stale++
-					}
-				}
-				if stale > 0 {
-					t.Errorf("%s: %d of the 10 connections after the first with cn=%s presented another certificate; the server saw %s",
-						step, stale, cn, seenOf())
-				}
-				seenOf()
-				return
+		if code, body, ok := b.untilAnswer("cn=" + cn); !ok {
+			t.Fatalf("%s: last answer %d %q, want 200 cn=%s; the server saw %s", step, code, body, cn, seenOf())
+		}
+		// And every new connection after it: a resumed TLS session would
+		// present the old subject (no-ssl-reuse).
+		stale := 0
+		for range 10 {
+			if _, body := tryGet(b.addr, "a.example.com"); body != "cn="+cn {
+				stale++
 			}
 		}
-		t.Fatalf("%s: last answer %d %q, want 200 cn=%s; the server saw %s", step, code, body, cn, seenOf())
+		if stale > 0 {
+			t.Errorf("%s: %d of the 10 connections after the first with cn=%s presented another certificate; the server saw %s",
+				step, stale, cn, seenOf())
+		}
+		seenOf()
 	}
 	if res, err := l.d.Apply(ctx, cfgOf("client a", b.serverCA)); err != nil || !res.Reloaded {
 		t.Fatalf("first apply: reloaded %v, %v", res.Reloaded, err)
@@ -145,6 +136,35 @@ func TestBackendClientCertRotated(t *testing.T) {
 	if n := l.reloads(ctx, t); n != base+want {
 		t.Errorf("%d reloads for the rotations, want %d", n-base, want)
 	}
+}
+
+// newClientCertServer is newClientCertBackend's frontend and names
+// (cafiles_test.go) before a server answering with h that requires a
+// client certificate of a CA of its own (ca, named caName), with cfg's
+// other settings (nil: none).
+func newClientCertServer(t *testing.T, caName string, cfg *tls.Config, h http.HandlerFunc) (b *clientCertBackend, ca testcert.Cert) {
+	t.Helper()
+	b = newClientCertBackend(t)
+	ca = testcert.CA(t, caName)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, pool
+	b.srv = serveTLSHandler(t, b.serverCA, cfg, h, "a.example.com")
+	return b, ca
+}
+
+// untilAnswer polls b's frontend for 10 s until it answers 200 with a
+// body beginning with prefix; else ok is false and the last answer given.
+func (b *clientCertBackend) untilAnswer(prefix string) (code int, body string, ok bool) {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if code, body = tryGet(b.addr, "a.example.com"); code == http.StatusOK && strings.HasPrefix(body, prefix) {
+			return code, body, true
+		}
+	}
+	return code, body, false
 }
 
 // serveTLSHandler serves HTTPS with h on a free loopback port, with a
@@ -200,37 +220,28 @@ func TestCertFingerprints(t *testing.T) {
 func TestBackendClientCertNotResumed(t *testing.T) {
 	l := startMapLab(t)
 	ctx := context.Background()
-	b := newClientCertBackend(t)
-	clientCA := testcert.CA(t, "client CA n")
-	pool := x509.NewCertPool()
-	pool.AddCert(clientCA.Cert)
 	var hold atomic.Pointer[chan struct{}] // armed: the next ClientHello waits until it is closed
 	held := make(chan struct{}, 1)
-	cfg := &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			if release := hold.Swap(nil); release != nil {
-				held <- struct{}{}
-				select {
-				case <-*release:
-				case <-time.After(10 * time.Second):
-				}
+	cfg := &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		if release := hold.Swap(nil); release != nil {
+			held <- struct{}{}
+			select {
+			case <-*release:
+			case <-time.After(10 * time.Second):
 			}
-			return nil, nil
-		}}
-	b.srv = serveTLSHandler(t, b.serverCA, cfg, func(w http.ResponseWriter, r *http.Request) {
+		}
+		return nil, nil
+	}}
+	b, clientCA := newClientCertServer(t, "client CA n", cfg, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		fmt.Fprintf(w, "cn=%s resumed=%v", r.TLS.PeerCertificates[0].Subject.CommonName, r.TLS.DidResume)
-	}, "a.example.com")
+	})
 	cfgOf := func(cn string) model.Config { return b.withClientCert(t, clientCA, cn) }
 	if res, err := l.d.Apply(ctx, cfgOf("client a")); err != nil || !res.Reloaded {
 		t.Fatalf("first apply: reloaded %v, %v", res.Reloaded, err)
 	}
-	var body string
-	for end := time.Now().Add(10 * time.Second); !strings.HasPrefix(body, "cn=client a "); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("certificate a: last answer %q", body)
-		}
-		_, body = tryGet(b.addr, "a.example.com")
+	if code, body, ok := b.untilAnswer("cn=client a "); !ok {
+		t.Fatalf("certificate a: last answer %d %q", code, body)
 	}
 	for range 4 { // sessions of certificate a in the store
 		tryGet(b.addr, "a.example.com")

@@ -2,8 +2,6 @@ package runtimeapi
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -108,25 +106,16 @@ func TestServersOnlyPassDeliversStaleClientFiles(t *testing.T) {
 	l := startMapLab(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	b := newClientCertBackend(t) // cafiles_test.go: its frontend and names
-	clientCA := testcert.CA(t, "client CA o")
-	pool := x509.NewCertPool()
-	pool.AddCert(clientCA.Cert)
-	b.srv = serveTLSHandler(t, b.serverCA, &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, func(w http.ResponseWriter, r *http.Request) {
+	b, clientCA := newClientCertServer(t, "client CA o", nil, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close") // a new connection, the certificate presented again
 		fmt.Fprintf(w, "cn=%s", r.TLS.PeerCertificates[0].Subject.CommonName)
-	}, "a.example.com")
+	})
 	cfgOf := func(cn string) model.Config { return b.withClientCert(t, clientCA, cn) }
 	subject := func(step, cn string) {
 		t.Helper()
-		var code int
-		var body string
-		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-			if code, body = tryGet(b.addr, "a.example.com"); code == http.StatusOK && body == "cn="+cn {
-				return
-			}
+		if code, body, ok := b.untilAnswer("cn=" + cn); !ok {
+			t.Fatalf("%s: last answer %d %q, want 200 cn=%s", step, code, body, cn)
 		}
-		t.Fatalf("%s: last answer %d %q, want 200 cn=%s", step, code, body, cn)
 	}
 	if _, err := applyUntilDone(ctx, l.d, cfgOf("client a")); err != nil {
 		t.Fatal(err)
