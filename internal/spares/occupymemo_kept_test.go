@@ -1,0 +1,72 @@
+package spares
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+)
+
+// occupyKeptWorld is a pool of 10,000 Services' backends (keptModel) in
+// 10,200 spares and the model of the next pass: one new Service's
+// backend among them (issue 29's first delta passes).
+func occupyKeptWorld(n int) (State, model.Config, model.Config) {
+	cfg := keptModel(n)
+	s, waiting := Occupy(State{}, cfg)
+	s, _ = Grow(s, cfg, waiting, Policy{Spares: 200, Other: 1, LowWater: 1})
+	s, _ = Occupy(s, cfg)
+	next := cfg
+	nb := &model.Backend{Name: "be_ns0_svc04999x_80", Service: "ns0/svc04999x", Balance: "roundrobin", Servers: cfg.Backends[0].Servers}
+	at, _ := slices.BinarySearchFunc(cfg.Backends, nb.Name, func(b *model.Backend, n string) int {
+		return cmpString(b.Name, n)
+	})
+	next.Backends = slices.Insert(slices.Clone(cfg.Backends), at, nb)
+	return s, cfg, next
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// BenchmarkOccupyMemoKept reports what the placing memo (ClassMemo's
+// OccupyFit) keeps at 10,000 Services after a pass that places them all
+// and the next one's new Service (kept-B/op: live bytes after a
+// collection, the models held before and after, the pool it was given
+// dropped for the one it returned, as the driver does).
+//
+//	go test ./internal/spares -run '^$' -bench OccupyMemoKept -benchtime 5x
+func BenchmarkOccupyMemoKept(b *testing.B) {
+	const n = 10000
+	s0, cfg, next := occupyKeptWorld(n)
+	slots := func(string) int { return 8 }
+	var kept int64
+	for b.Loop() {
+		s := s0.Clone()
+		var m ClassMemo
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s, _ = m.OccupyFit(s, cfg, slots)
+		s, waiting := m.OccupyFit(s, next, slots)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if len(waiting) > 0 || m.occ.reused != 1 {
+			b.Fatal(waiting, m.occ.reused)
+		}
+		kept += int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		runtime.KeepAlive(&m)
+		runtime.KeepAlive(s)
+	}
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(next)
+	b.ReportMetric(float64(kept)/float64(b.N), "kept-B/op")
+	_ = fmt.Sprint
+}
