@@ -24,10 +24,11 @@ import (
 // concurrent use. The slices it returns are its own until the next call.
 type ListenerMemo struct {
 	o         Options
-	of        []model.Frontend   // the Frontends of the last call
-	frontends []listenedFrontend // the last pass's, in its order
-	owners    map[string][]keyOwner
-	listen    []MapEntry // sorted by key
+	of        []model.Frontend      // the Frontends of the last call
+	frontends []listenedFrontend    // the last pass's, in its order
+	owners    map[string]keyOwner   // each key's first owner by frontend name
+	more      map[string][]keyOwner // a key's other owners, by name: a key two frontends bind (rare)
+	listen    []MapEntry            // sorted by key
 	proxy     []MapEntry
 	ok        bool
 }
@@ -44,7 +45,8 @@ type listenedFrontend struct {
 }
 
 // keyOwner is a listened frontend binding a key: the first by name keeps
-// the key, as in ListenerEntries.
+// the key, as in ListenerEntries. The first is kept by value in the
+// owners' map (a slice of one per key was ~0.5 MB at 10,000 keys).
 type keyOwner struct {
 	frontend, backend string
 	proxy             bool
@@ -89,9 +91,9 @@ func (m *ListenerMemo) Entries(cfg model.Config, fronts *model.FrontendChanges, 
 	slices.Sort(keys)
 	for _, k := range keys {
 		var lv, pv string
-		if own := m.owners[k]; len(own) > 0 {
-			lv = own[0].backend
-			if own[0].proxy {
+		if own, ok := m.owners[k]; ok {
+			lv = own.backend
+			if own.proxy {
 				pv = "1"
 			}
 		}
@@ -188,7 +190,7 @@ func (m *ListenerMemo) walk(cfg model.Config, o Options, touched map[string]bool
 // next call compares.
 func (m *ListenerMemo) whole(cfg model.Config, o Options) {
 	listen, proxy := ListenerEntries(cfg, o)
-	*m = ListenerMemo{o: o, of: cfg.Frontends, listen: listen, proxy: proxy, owners: map[string][]keyOwner{},
+	*m = ListenerMemo{o: o, of: cfg.Frontends, listen: listen, proxy: proxy, owners: make(map[string]keyOwner, len(cfg.Frontends)),
 		frontends: make([]listenedFrontend, 0, len(cfg.Frontends))}
 	for _, f := range cfg.Frontends {
 		lf := listenedOf(f, o)
@@ -205,16 +207,46 @@ func (m *ListenerMemo) take(lf listenedFrontend, touched map[string]bool) {
 	}
 	for _, b := range lf.binds {
 		k := ListenerKey(b.Addr, b.Port)
-		own := m.owners[k]
-		if slices.ContainsFunc(own, func(o keyOwner) bool { return o.frontend == lf.name }) {
-			continue // a frontend binding a key twice owns it once
+		if touched == nil {
+			k = m.keyOf(k)
 		}
-		at, _ := slices.BinarySearchFunc(own, lf.name, func(o keyOwner, name string) int { return strings.Compare(o.frontend, name) })
-		m.owners[k] = slices.Insert(own, at, keyOwner{frontend: lf.name, backend: lf.backend, proxy: lf.proxy})
+		o := keyOwner{frontend: lf.name, backend: lf.backend, proxy: lf.proxy}
+		first, ok := m.owners[k]
+		switch {
+		case !ok:
+			m.owners[k] = o
+		case first.frontend == lf.name || slices.ContainsFunc(m.more[k], func(o keyOwner) bool { return o.frontend == lf.name }):
+			continue // a frontend binding a key twice owns it once
+		case lf.name < first.frontend:
+			m.owners[k] = o
+			m.addMore(k, first)
+		default:
+			m.addMore(k, o)
+		}
 		if touched != nil {
 			touched[k] = true
 		}
 	}
+}
+
+// addMore records o as another owner of k (not its first).
+func (m *ListenerMemo) addMore(k string, o keyOwner) {
+	if m.more == nil {
+		m.more = map[string][]keyOwner{}
+	}
+	rest := m.more[k]
+	at, _ := slices.BinarySearchFunc(rest, o.frontend, func(r keyOwner, name string) int { return strings.Compare(r.frontend, name) })
+	m.more[k] = slices.Insert(rest, at, o)
+}
+
+// keyOf is k with the bytes of the listen entry's key when there is one
+// (the whole pass: ListenerEntries made its keys, and the owners' map
+// would hold a second copy of each, ~0.3 MB at 10,000 keys).
+func (m *ListenerMemo) keyOf(k string) string {
+	if i, ok := slices.BinarySearchFunc(m.listen, k, func(e MapEntry, k string) int { return strings.Compare(e.Key, k) }); ok {
+		return m.listen[i].Key
+	}
+	return k
 }
 
 // drop forgets lf's keys, marking them touched.
@@ -224,11 +256,21 @@ func (m *ListenerMemo) drop(lf listenedFrontend, touched map[string]bool) {
 	}
 	for _, b := range lf.binds {
 		k := ListenerKey(b.Addr, b.Port)
-		own := slices.DeleteFunc(m.owners[k], func(o keyOwner) bool { return o.frontend == lf.name })
-		if len(own) == 0 {
-			delete(m.owners, k)
+		rest := m.more[k]
+		if first, ok := m.owners[k]; ok && first.frontend == lf.name {
+			if len(rest) == 0 {
+				delete(m.owners, k)
+			} else {
+				m.owners[k] = rest[0] // before the delete moves it
+				rest = slices.Delete(rest, 0, 1)
+			}
 		} else {
-			m.owners[k] = own
+			rest = slices.DeleteFunc(rest, func(o keyOwner) bool { return o.frontend == lf.name })
+		}
+		if len(rest) == 0 {
+			delete(m.more, k)
+		} else {
+			m.more[k] = rest
 		}
 		touched[k] = true
 	}
