@@ -54,17 +54,7 @@ func BenchmarkListenerMemoKept(b *testing.B) {
 	for b.Loop() {
 		var m ListenerMemo
 		m.Entries(cfgs[0], nil, o)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		for k, fc := range fronts {
-			if _, _, _, _, known := m.Entries(cfgs[k+1], fc, o); !known {
-				b.Fatal("edits unknown")
-			}
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		kept += int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		kept += liveGrowth(func() { newFrontends(b, &m, cfgs, fronts, o) })
 		runtime.KeepAlive(&m)
 	}
 	runtime.KeepAlive(cfgs)
@@ -82,17 +72,7 @@ func TestListenerMemoKeepsOneArray(t *testing.T) {
 	o := tproxyOpts()
 	var m ListenerMemo
 	m.Entries(cfgs[0], nil, o)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	for k, fc := range fronts {
-		if _, _, _, _, known := m.Entries(cfgs[k+1], fc, o); !known {
-			t.Fatal("edits unknown")
-		}
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	kept := liveGrowth(func() { newFrontends(t, &m, cfgs, fronts, o) })
 	t.Logf("kept %d B after %d new frontends among %d", kept, len(fronts), n)
 	if kept > 16*n {
 		t.Errorf("the memo kept %d B more after %d new frontends among %d, want at most %d", kept, len(fronts), n, 16*n)
@@ -116,14 +96,8 @@ func BenchmarkListenerMemoWholeKept(b *testing.B) {
 	o := tproxyOpts()
 	var kept int64
 	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		m := new(ListenerMemo)
-		m.Entries(cfgs[0], nil, o)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		kept += int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		var m *ListenerMemo
+		kept += liveGrowth(func() { m = new(ListenerMemo); m.Entries(cfgs[0], nil, o) })
 		runtime.KeepAlive(m)
 	}
 	runtime.KeepAlive(cfgs)
@@ -138,21 +112,16 @@ func TestListenerMemoWholeKeepsOneCopy(t *testing.T) {
 	const n = 10000
 	cfgs, _ := keptPasses(n, 0)
 	o := tproxyOpts()
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	m := new(ListenerMemo)
-	listen, _, _, _, _ := m.Entries(cfgs[0], nil, o)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	var m *ListenerMemo
+	var listen []MapEntry
+	kept := liveGrowth(func() { m = new(ListenerMemo); listen, _, _, _, _ = m.Entries(cfgs[0], nil, o) })
 	t.Logf("kept %d B for %d frontends", kept, n)
 	if kept > 250*n {
 		t.Errorf("the memo kept %d B for %d frontends, want at most %d", kept, n, 250*n)
 	}
 	copies := 0
 	for k := range m.owners {
-		i, ok := slices.BinarySearchFunc(listen, k, func(e MapEntry, k string) int { return cmpStrings(e.Key, k) })
+		i, ok := slices.BinarySearchFunc(listen, k, func(e MapEntry, k string) int { return cmpString(e.Key, k) })
 		if ok && unsafe.StringData(listen[i].Key) != unsafe.StringData(k) {
 			copies++
 		}
@@ -163,12 +132,23 @@ func TestListenerMemoWholeKeepsOneCopy(t *testing.T) {
 	runtime.KeepAlive(cfgs)
 }
 
-func cmpStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// liveGrowth is how much more heap is live after f than before it.
+func liveGrowth(f func()) int64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
+}
+
+// newFrontends is the memo's passes of keptPasses' new frontends, each
+// told what changed.
+func newFrontends(tb testing.TB, m *ListenerMemo, cfgs []model.Config, fronts []*model.FrontendChanges, o Options) {
+	for k, fc := range fronts {
+		if _, _, _, _, known := m.Entries(cfgs[k+1], fc, o); !known {
+			tb.Fatal("edits unknown")
+		}
 	}
-	return 0
 }

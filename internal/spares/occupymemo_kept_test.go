@@ -3,6 +3,7 @@ package spares
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -18,21 +19,9 @@ func occupyKeptWorld(n int) (State, model.Config, model.Config) {
 	s, _ = Occupy(s, cfg)
 	next := cfg
 	nb := &model.Backend{Name: "be_ns0_svc04999x_80", Service: "ns0/svc04999x", Balance: "roundrobin", Servers: cfg.Backends[0].Servers}
-	at, _ := slices.BinarySearchFunc(cfg.Backends, nb.Name, func(b *model.Backend, n string) int {
-		return cmpString(b.Name, n)
-	})
+	at, _ := slices.BinarySearchFunc(cfg.Backends, nb.Name, func(b *model.Backend, n string) int { return strings.Compare(b.Name, n) })
 	next.Backends = slices.Insert(slices.Clone(cfg.Backends), at, nb)
 	return s, cfg, next
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // BenchmarkOccupyMemoKept reports what the placing memo (ClassMemo's
@@ -46,21 +35,15 @@ func BenchmarkOccupyMemoKept(b *testing.B) {
 	const n = 10000
 	s0, cfg, next := occupyKeptWorld(n)
 	slots := func(string) int { return 8 }
-	var kept int64
+	var kept uint64
 	for b.Loop() {
-		s := s0.Clone()
 		var m ClassMemo
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s, _ = m.OccupyFit(s, cfg, slots)
-		s, waiting := m.OccupyFit(s, next, slots)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
+		var waiting []string
+		s := s0.Clone()
+		kept += heapGrowth(func() { s, waiting = occupyTwice(&m, s, cfg, next, slots) })
 		if len(waiting) > 0 || m.occ.reused != 1 {
 			b.Fatal(waiting, m.occ.reused)
 		}
-		kept += int64(after.HeapAlloc) - int64(before.HeapAlloc)
 		runtime.KeepAlive(&m)
 		runtime.KeepAlive(s)
 	}
@@ -80,14 +63,8 @@ func TestOccupyMemoKeepsNoMapOfOccupants(t *testing.T) {
 	slots := func(string) int { return 8 }
 	want, _ := OccupyFit(s, next, slots)
 	var m ClassMemo
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	s, _ = m.OccupyFit(s, cfg, slots)
-	s, waiting := m.OccupyFit(s, next, slots)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	var waiting []string
+	kept := heapGrowth(func() { s, waiting = occupyTwice(&m, s, cfg, next, slots) })
 	t.Logf("kept %d B for %d backends", kept, n)
 	if m.occ.reused != 1 || len(waiting) > 0 {
 		t.Fatalf("the new Service's pass: %d from what changed, waiting %v", m.occ.reused, waiting)
@@ -101,4 +78,11 @@ func TestOccupyMemoKeepsNoMapOfOccupants(t *testing.T) {
 	runtime.KeepAlive(&m)
 	runtime.KeepAlive(cfg)
 	runtime.KeepAlive(next)
+}
+
+// occupyTwice is the memo's pass that places cfg's backends in s, then
+// the next one's (next).
+func occupyTwice(m *ClassMemo, s State, cfg, next model.Config, slots func(string) int) (State, []string) {
+	s, _ = m.OccupyFit(s, cfg, slots)
+	return m.OccupyFit(s, next, slots)
 }
