@@ -19,16 +19,16 @@ import (
 // the last pass's file. Frontends not sorted by name, or other options,
 // are computed whole. When the pass says which frontends changed against
 // the very Frontends of the last call (model.FrontendChanges: the pool
-// view's, or desired's delta), only those are looked at, the others'
-// records copied in runs (named). The zero value is ready; not safe for
+// view's, or desired's delta), only those are looked at, their records
+// edited in place (named). The zero value is ready; not safe for
 // concurrent use. The slices it returns are its own until the next call.
 type ListenerMemo struct {
 	o         Options
-	of        []model.Frontend   // the Frontends of the last call
-	frontends []listenedFrontend // the last pass's, in its order
-	spare     []listenedFrontend // the pass before last's: the next pass's array
-	owners    map[string][]keyOwner
-	listen    []MapEntry // sorted by key
+	of        []model.Frontend      // the Frontends of the last call
+	frontends []listenedFrontend    // the last pass's, in its order
+	owners    map[string]keyOwner   // each key's first owner by frontend name
+	more      map[string][]keyOwner // a key's other owners, by name: a key two frontends bind (rare)
+	listen    []MapEntry            // sorted by key
 	proxy     []MapEntry
 	ok        bool
 }
@@ -45,7 +45,8 @@ type listenedFrontend struct {
 }
 
 // keyOwner is a listened frontend binding a key: the first by name keeps
-// the key, as in ListenerEntries.
+// the key, as in ListenerEntries. The first is kept by value in the
+// owners' map (a slice of one per key was ~0.5 MB at 10,000 keys).
 type keyOwner struct {
 	frontend, backend string
 	proxy             bool
@@ -90,9 +91,9 @@ func (m *ListenerMemo) Entries(cfg model.Config, fronts *model.FrontendChanges, 
 	slices.Sort(keys)
 	for _, k := range keys {
 		var lv, pv string
-		if own := m.owners[k]; len(own) > 0 {
-			lv = own[0].backend
-			if own[0].proxy {
+		if own, ok := m.owners[k]; ok {
+			lv = own.backend
+			if own.proxy {
 				pv = "1"
 			}
 		}
@@ -103,48 +104,60 @@ func (m *ListenerMemo) Entries(cfg model.Config, fronts *model.FrontendChanges, 
 }
 
 // named takes cfg's frontends when only those named (sorted, each once)
-// may differ from the last call's (model.FrontendChanges): the others'
-// records are copied in runs, their frontends not looked at. False,
-// nothing changed, when names are not sorted.
+// may differ from the last call's (model.FrontendChanges): the records
+// are edited in place, the others not looked at (issue 29: the memo
+// holds one array of the frontends, not a second one of the pass before
+// last to build the next in, ~0.65 MB kept at 10,000 and 1.25 times that
+// once grown). False, nothing changed, when names are not sorted.
 func (m *ListenerMemo) named(cfg model.Config, names []string, o Options, touched map[string]bool) bool {
 	if !slices.IsSorted(names) {
 		return false
 	}
-	next := slices.Grow(m.spare[:0], len(cfg.Frontends))
-	i := 0 // in m.frontends
+	fs := m.frontends
+	i := 0 // in fs
 	for _, name := range names {
-		j, had := slices.BinarySearchFunc(m.frontends[i:], name, func(lf listenedFrontend, n string) int { return strings.Compare(lf.name, n) })
-		next = append(next, m.frontends[i:i+j]...)
-		var old *listenedFrontend
-		if i += j; had {
-			old = &m.frontends[i]
-			i++
-		}
+		j, had := slices.BinarySearchFunc(fs[i:], name, func(lf listenedFrontend, n string) int { return strings.Compare(lf.name, n) })
+		i += j
 		k, now := model.FrontendIndex(cfg.Frontends, name)
-		if old != nil && now && old.same(cfg.Frontends[k]) {
-			next = append(next, *old)
-			continue
-		}
-		if old != nil {
-			m.drop(*old, touched)
-		}
-		if now {
+		switch {
+		case had && now && fs[i].same(cfg.Frontends[k]):
+			i++
+		case had && now:
+			m.drop(fs[i], touched)
+			fs[i] = listenedOf(cfg.Frontends[k], o)
+			m.take(fs[i], touched)
+			i++
+		case had:
+			m.drop(fs[i], touched)
+			fs = slices.Delete(fs, i, i+1) // the record left past len cleared: no binds held
+		case now:
 			lf := listenedOf(cfg.Frontends[k], o)
 			m.take(lf, touched)
-			next = append(next, lf)
+			fs = slices.Insert(grownBy(fs, 1), i, lf)
+			i++
 		}
 	}
-	next = append(next, m.frontends[i:]...)
-	clear(m.frontends) // hold no binds of the pass before
-	m.frontends, m.spare = next, m.frontends
+	m.frontends = fs
 	return true
+}
+
+// grownBy is fs with room for n more records: as it is when it has it,
+// else in an array of len(fs)+n and a 64th more (append's growth by a
+// quarter would keep ~0.16 MB of room at 10,000 frontends).
+func grownBy(fs []listenedFrontend, n int) []listenedFrontend {
+	if cap(fs)-len(fs) >= n {
+		return fs
+	}
+	out := make([]listenedFrontend, len(fs), len(fs)+n+len(fs)/64)
+	copy(out, fs)
+	return out
 }
 
 // walk takes cfg's frontends (sorted by name) by a walk of both calls'.
 func (m *ListenerMemo) walk(cfg model.Config, o Options, touched map[string]bool) {
-	// The array of the pass before last, reused: ~0.5 MB a pass at
-	// 10,000 Services not allocated (issue 29).
-	next := slices.Grow(m.spare[:0], len(cfg.Frontends))
+	// A pass not told what changed (a whole pass of desired) builds a
+	// new array, at size; the memo keeps no second one (named).
+	next := make([]listenedFrontend, 0, len(cfg.Frontends))
 	i := 0
 	for _, f := range cfg.Frontends {
 		for i < len(m.frontends) && m.frontends[i].name < f.Name {
@@ -170,15 +183,14 @@ func (m *ListenerMemo) walk(cfg model.Config, o Options, touched map[string]bool
 	for ; i < len(m.frontends); i++ {
 		m.drop(m.frontends[i], touched)
 	}
-	clear(m.frontends) // hold no binds of the pass before
-	m.frontends, m.spare = next, m.frontends
+	m.frontends = next
 }
 
 // whole computes the entries as ListenerEntries does and keeps what the
 // next call compares.
 func (m *ListenerMemo) whole(cfg model.Config, o Options) {
 	listen, proxy := ListenerEntries(cfg, o)
-	*m = ListenerMemo{o: o, of: cfg.Frontends, listen: listen, proxy: proxy, owners: map[string][]keyOwner{},
+	*m = ListenerMemo{o: o, of: cfg.Frontends, listen: listen, proxy: proxy, owners: make(map[string]keyOwner, len(cfg.Frontends)),
 		frontends: make([]listenedFrontend, 0, len(cfg.Frontends))}
 	for _, f := range cfg.Frontends {
 		lf := listenedOf(f, o)
@@ -195,16 +207,46 @@ func (m *ListenerMemo) take(lf listenedFrontend, touched map[string]bool) {
 	}
 	for _, b := range lf.binds {
 		k := ListenerKey(b.Addr, b.Port)
-		own := m.owners[k]
-		if slices.ContainsFunc(own, func(o keyOwner) bool { return o.frontend == lf.name }) {
-			continue // a frontend binding a key twice owns it once
+		if touched == nil {
+			k = m.keyOf(k)
 		}
-		at, _ := slices.BinarySearchFunc(own, lf.name, func(o keyOwner, name string) int { return strings.Compare(o.frontend, name) })
-		m.owners[k] = slices.Insert(own, at, keyOwner{frontend: lf.name, backend: lf.backend, proxy: lf.proxy})
+		o := keyOwner{frontend: lf.name, backend: lf.backend, proxy: lf.proxy}
+		first, ok := m.owners[k]
+		switch {
+		case !ok:
+			m.owners[k] = o
+		case first.frontend == lf.name || slices.ContainsFunc(m.more[k], func(o keyOwner) bool { return o.frontend == lf.name }):
+			continue // a frontend binding a key twice owns it once
+		case lf.name < first.frontend:
+			m.owners[k] = o
+			m.addMore(k, first)
+		default:
+			m.addMore(k, o)
+		}
 		if touched != nil {
 			touched[k] = true
 		}
 	}
+}
+
+// addMore records o as another owner of k (not its first).
+func (m *ListenerMemo) addMore(k string, o keyOwner) {
+	if m.more == nil {
+		m.more = map[string][]keyOwner{}
+	}
+	rest := m.more[k]
+	at, _ := slices.BinarySearchFunc(rest, o.frontend, func(r keyOwner, name string) int { return strings.Compare(r.frontend, name) })
+	m.more[k] = slices.Insert(rest, at, o)
+}
+
+// keyOf is k with the bytes of the listen entry's key when there is one
+// (the whole pass: ListenerEntries made its keys, and the owners' map
+// would hold a second copy of each, ~0.3 MB at 10,000 keys).
+func (m *ListenerMemo) keyOf(k string) string {
+	if i, ok := slices.BinarySearchFunc(m.listen, k, func(e MapEntry, k string) int { return strings.Compare(e.Key, k) }); ok {
+		return m.listen[i].Key
+	}
+	return k
 }
 
 // drop forgets lf's keys, marking them touched.
@@ -214,11 +256,21 @@ func (m *ListenerMemo) drop(lf listenedFrontend, touched map[string]bool) {
 	}
 	for _, b := range lf.binds {
 		k := ListenerKey(b.Addr, b.Port)
-		own := slices.DeleteFunc(m.owners[k], func(o keyOwner) bool { return o.frontend == lf.name })
-		if len(own) == 0 {
-			delete(m.owners, k)
+		rest := m.more[k]
+		if first, ok := m.owners[k]; ok && first.frontend == lf.name {
+			if len(rest) == 0 {
+				delete(m.owners, k)
+			} else {
+				m.owners[k] = rest[0] // before the delete moves it
+				rest = slices.Delete(rest, 0, 1)
+			}
 		} else {
-			m.owners[k] = own
+			rest = slices.DeleteFunc(rest, func(o keyOwner) bool { return o.frontend == lf.name })
+		}
+		if len(rest) == 0 {
+			delete(m.more, k)
+		} else {
+			m.more[k] = rest
 		}
 		touched[k] = true
 	}

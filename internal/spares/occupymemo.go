@@ -32,9 +32,13 @@ type occupyMemo struct {
 	classes  int              // how many classes it had
 	backends []*model.Backend // the backends it placed, sorted by name
 	cls      []int            // their classes
-	occupied map[string]int   // occupant -> index in out
-	waiting  []string         // the backends it left waiting
-	outgrown []string         // occupants left in a spare they outgrew
+	// at is, per backend of backends, the index in out of the spare it
+	// occupies (-1: none): 4 B a backend, where a map of the occupants
+	// kept ~0.4 MB at 10,000 (issue 29's peak). occupyFit and delta
+	// leave no occupant that is not one of the backends.
+	at       []int32
+	waiting  []string // the backends it left waiting
+	outgrown []string // occupants left in a spare they outgrew
 	// reused counts the passes computed from what changed (tests).
 	reused int
 }
@@ -45,7 +49,7 @@ func (m *occupyMemo) fit(prev State, cfg model.Config, slots func(string) int, c
 	next, waiting, ok := m.delta(prev, cfg, slots, cls, sorted)
 	if !ok {
 		next, waiting = occupyFit(prev, cfg, slots, cls)
-		m.rebuild(next, cfg, slots)
+		m.rebuild(next, cfg, slots, sorted)
 	} else {
 		m.reused++
 	}
@@ -53,37 +57,78 @@ func (m *occupyMemo) fit(prev State, cfg model.Config, slots func(string) int, c
 	if sorted {
 		m.backends, m.cls = cfg.Backends, cls
 	} else {
-		m.out = nil
+		m.out, m.at = nil, nil
 	}
 	return next, waiting
 }
 
-// rebuild makes the occupants' map and the outgrown list of next anew.
-func (m *occupyMemo) rebuild(next State, cfg model.Config, slots func(string) int) {
-	clear(m.occupied)
-	if m.occupied == nil {
-		m.occupied = make(map[string]int, len(next.Spares))
+// rebuild makes the occupants' places and the outgrown list of next
+// anew (cfg's backends sorted by name, or nothing is kept).
+func (m *occupyMemo) rebuild(next State, cfg model.Config, slots func(string) int, sorted bool) {
+	m.outgrown, m.at = m.outgrown[:0], nil
+	if !sorted {
+		return
 	}
-	m.outgrown = m.outgrown[:0]
-	byName := make(map[string]*model.Backend, len(cfg.Backends))
-	for _, b := range cfg.Backends {
-		byName[b.Name] = b
+	byName := make(map[string]int, len(cfg.Backends)) // while it rebuilds: not kept
+	for j, b := range cfg.Backends {
+		byName[b.Name] = j
+	}
+	at := make([]int32, len(cfg.Backends))
+	for j := range at {
+		at[j] = -1
 	}
 	for i, sp := range next.Spares {
 		if sp.Occupant == "" {
 			continue
 		}
-		m.occupied[sp.Occupant] = i
-		if b := byName[sp.Occupant]; b != nil && slots != nil && len(b.Servers) > slots(sp.Name) {
+		j, ok := byName[sp.Occupant]
+		if !ok {
+			return // not occupyFit's: the next pass walks every spare
+		}
+		at[j] = int32(i)
+		if b := cfg.Backends[j]; slots != nil && len(b.Servers) > slots(sp.Name) {
 			m.outgrown = append(m.outgrown, sp.Occupant)
 		}
 	}
+	m.at = at
+}
+
+// realign is m.at for bs (sorted by name) instead of m.backends, and the
+// spares of the backends gone.
+func (m *occupyMemo) realign(bs []*model.Backend) (at []int32, gone map[string]int) {
+	at = make([]int32, len(bs))
+	i := 0
+	for j, b := range bs {
+		for i < len(m.backends) && m.backends[i].Name < b.Name {
+			if k := m.at[i]; k >= 0 {
+				if gone == nil {
+					gone = map[string]int{}
+				}
+				gone[m.backends[i].Name] = int(k)
+			}
+			i++
+		}
+		at[j] = -1
+		if i < len(m.backends) && m.backends[i].Name == b.Name {
+			at[j] = m.at[i]
+			i++
+		}
+	}
+	for ; i < len(m.backends); i++ {
+		if k := m.at[i]; k >= 0 {
+			if gone == nil {
+				gone = map[string]int{}
+			}
+			gone[m.backends[i].Name] = int(k)
+		}
+	}
+	return at, gone
 }
 
 // delta is occupyFit from the backends that changed since the last call;
 // false when prev is not the State it returned or cfg is not sorted.
 func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int, cls []int, sorted bool) (State, []string, bool) {
-	if m.out == nil || len(prev.Spares) != len(m.out) || len(prev.Spares) == 0 || &prev.Spares[0] != &m.out[0] ||
+	if m.out == nil || m.at == nil || len(prev.Spares) != len(m.out) || len(prev.Spares) == 0 || &prev.Spares[0] != &m.out[0] ||
 		len(prev.Classes) != m.classes || !sorted {
 		return State{}, nil, false
 	}
@@ -96,10 +141,11 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 		look[name] = true
 	}
 	bs, i := cfg.Backends, 0
+	shifted := len(bs) != len(m.backends) // a backend came or went: m.at realigned
 	for j, b := range bs {
 		for i < len(m.backends) && m.backends[i].Name < b.Name {
 			look[m.backends[i].Name] = true // gone
-			i++
+			i, shifted = i+1, true
 		}
 		if i < len(m.backends) && m.backends[i].Name == b.Name {
 			if m.backends[i] != b || m.cls[i] != cls[j] {
@@ -108,13 +154,20 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 			i++
 			continue
 		}
-		look[b.Name] = true // new
+		look[b.Name], shifted = true, true // new
 	}
 	for ; i < len(m.backends); i++ {
-		look[m.backends[i].Name] = true
+		look[m.backends[i].Name], shifted = true, true
 	}
 	if len(look) > len(bs)/4+8 {
 		return State{}, nil, false // most changed: the whole walk is as quick
+	}
+	// The places of the occupants: m.at itself when bs has the names of
+	// m.backends (an endpoint or node pass allocates none), else
+	// realigned, the spares of the backends gone aside.
+	at, gone := m.at, map[string]int(nil)
+	if shifted {
+		at, gone = m.realign(bs)
 	}
 	// next shares prev's spares until one changes hands (own): an
 	// endpoint or node pass keeps every occupant, and a copy of 10,000
@@ -127,10 +180,21 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 		}
 	}
 	want := make(map[string]int, len(look)) // name -> index in cfg.Backends
+	in := make(map[string]int, len(look))   // of those in cfg.Backends, pooled or not
 	for name := range look {
-		if j, ok := slices.BinarySearchFunc(bs, name, func(b *model.Backend, n string) int { return strings.Compare(b.Name, n) }); ok && pooled(bs[j]) {
-			want[name] = j
+		if j, ok := slices.BinarySearchFunc(bs, name, func(b *model.Backend, n string) int { return strings.Compare(b.Name, n) }); ok {
+			in[name] = j
+			if pooled(bs[j]) {
+				want[name] = j
+			}
 		}
+	}
+	occupied := func(name string) (int, bool) { // the spare name occupies in prev
+		if j, ok := in[name]; ok {
+			return int(at[j]), at[j] >= 0
+		}
+		k, ok := gone[name]
+		return k, ok
 	}
 	fits := func(i int, b *model.Backend) bool {
 		return slots == nil || len(b.Servers) <= slots(next.Spares[i].Name)
@@ -139,7 +203,7 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 	var touched, outgrown, place []int // spares whose occupant changes; spares outgrown; backends with none
 	for name := range look {
 		j, wanted := want[name]
-		i, ok := m.occupied[name]
+		i, ok := occupied(name)
 		if !ok {
 			if wanted {
 				place = append(place, j)
@@ -195,15 +259,20 @@ func (m *occupyMemo) delta(prev State, cfg model.Config, slots func(string) int,
 		}
 	}
 	for _, i := range touched {
-		if name := prev.Spares[i].Occupant; name != "" && m.occupied[name] == i {
-			delete(m.occupied, name)
+		name := prev.Spares[i].Occupant
+		if name == "" {
+			continue
+		}
+		if j, ok := in[name]; ok && at[j] == int32(i) {
+			at[j] = -1
 		}
 	}
 	for _, i := range touched {
 		if name := next.Spares[i].Occupant; name != "" {
-			m.occupied[name] = i
+			at[in[name]] = int32(i) // placed from cfg.Backends: in it
 		}
 	}
+	m.at = at
 	m.outgrown = stuck
 	return next, waiting, true
 }

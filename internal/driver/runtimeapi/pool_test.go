@@ -234,6 +234,9 @@ func TestPoolServesNewBackendsWithoutReload(t *testing.T) {
 		t.Errorf("the growth built the pool view's maps (index %d entries, memo's built %v)",
 			len(lb.d.poolView.index), lb.d.poolView.memo.Built())
 	}
+	if !model.SameSlice(lb.d.poolView.pool, lb.d.pool.Spares) {
+		t.Errorf("the pool view keeps a copy of the pool's %d spares, not the pool's own", len(lb.d.pool.Spares))
+	}
 	lb.d.mu.Unlock()
 	noReload("the same model after the growth", cfg)
 	lb.d.mu.Lock()
