@@ -56,7 +56,9 @@ func BenchmarkOccupyMemoKept(b *testing.B) {
 // memo keeps a few bytes a backend after the pass that places them all
 // and the next one's new Service (their classes and the places of their
 // spares), not a map of every occupant (main kept ~52 B a backend: 0.52
-// MB), and the new Service takes the spare the whole walk gives it.
+// MB), and the new Service takes the spare the whole walk gives it. The
+// bound counts 16 B a backend for the placing memo and 8 more for the
+// classes' second array ClassMemo.of keeps to write in place (ep29c).
 func TestOccupyMemoKeepsNoMapOfOccupants(t *testing.T) {
 	const n = 10000
 	s, cfg, next := occupyKeptWorld(n)
@@ -72,8 +74,8 @@ func TestOccupyMemoKeepsNoMapOfOccupants(t *testing.T) {
 	if !slices.Equal(s.Spares, want.Spares) {
 		t.Error("the memo placed the new Service elsewhere than the whole walk")
 	}
-	if kept > 16*n {
-		t.Errorf("the placing memo kept %d B for %d backends, want at most %d", kept, n, 16*n)
+	if kept > 24*n {
+		t.Errorf("the placing memo kept %d B for %d backends, want at most %d", kept, n, 24*n)
 	}
 	runtime.KeepAlive(&m)
 	runtime.KeepAlive(cfg)
