@@ -22,7 +22,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -51,24 +50,7 @@ const (
 // without duplicates. Nothing else reaches the sets: an address the
 // listener cannot key (render.ListenerAddrOK) keeps its frontend.
 func Elements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
-	for _, f := range cfg.Frontends {
-		if !o.Listened(f) {
-			continue
-		}
-		for _, b := range f.Binds {
-			ap := netip.AddrPortFrom(b.Addr, b.Port)
-			if b.Addr.Is4() {
-				v4 = append(v4, ap)
-			} else {
-				v6 = append(v6, ap)
-			}
-		}
-	}
-	for _, s := range []*[]netip.AddrPort{&v4, &v6} {
-		slices.SortFunc(*s, netip.AddrPort.Compare)
-		*s = slices.Compact(*s)
-	}
-	return v4, v6
+	return elementsBy(cfg, o, false) // httpsets.go
 }
 
 // Render is the table for the elements in `nft -f` syntax (what `render`
