@@ -131,9 +131,9 @@ func TestHTTPListenerNewGateway(t *testing.T) {
 		}
 	}
 	first := map[req]string{
-		{ap(vipA, 80), "a.example.com", "/"}:  "a",
-		{ap(vipA6, 80), "a.example.com", "/"}: "a",
-		{ap(vipA, 80), "other.example", "/"}:  "b",
+		{ap(vipA, 80), "a.example.com", "/"}:   "a",
+		{ap(vipA6, 80), "a.example.com", "/"}:  "a",
+		{ap(vipA, 80), "other.example", "/"}:   "b",
 		{ap(vipB, 8080), "a.example.com", "/"}: "",
 	}
 	check(first, l.lab.Client)
