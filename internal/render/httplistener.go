@@ -68,18 +68,26 @@ func (o Options) HTTPListened(f model.Frontend) bool {
 func HTTPListenerMapFile(dir string) string { return dir + "/http-listeners.map" }
 
 // HTTPListenerView is cfg as the fixed HTTP listener serves it: the
-// frontends HTTPListened takes replaced, where the first of them was, by
-// one frontend named HTTPListenerFrontend whose binds are theirs (the
-// keys of the listener's map and set; render writes the fixed binds)
-// and whose table holds each one's hosts once per bind key, named
-// "KEY|host", their actions after the earlier frontends' ones. cfg
-// itself is not changed; without such a frontend it is returned as is.
+// frontends HTTPListened takes replaced, where the first of them was (at
+// the end when there is none: the listener is there before the first
+// Gateway, which is then no reload either), by one frontend named
+// HTTPListenerFrontend whose binds are theirs (the keys of the
+// listener's map and set; render writes the fixed binds) and whose table
+// holds each one's hosts once per bind key, named "KEY|host", their
+// actions after the earlier frontends' ones. cfg itself is not changed;
+// without the HTTP listener it is returned as is. The frontends are
+// copied (one array a pass, in this mode only).
 func HTTPListenerView(cfg model.Config, o Options) model.Config {
-	first := slices.IndexFunc(cfg.Frontends, o.HTTPListened)
-	if first < 0 {
+	if !o.HTTPListener() {
 		return cfg
 	}
+	first := slices.IndexFunc(cfg.Frontends, o.HTTPListened)
 	fixed := model.Frontend{Name: HTTPListenerFrontend, HTTP: &model.HTTP{}}
+	if first < 0 {
+		model.Shaped(fixed.HTTP)
+		cfg.Frontends = append(slices.Clip(cfg.Frontends), fixed)
+		return cfg
+	}
 	seen := map[string]bool{}
 	out := make([]model.Frontend, 0, len(cfg.Frontends))
 	for i, f := range cfg.Frontends {

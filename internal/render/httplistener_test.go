@@ -177,7 +177,8 @@ func TestHTTPListenerNewGatewayIsData(t *testing.T) {
 		{"a second Gateway", less, twoGateways(), httpListenerOpts(), true},
 		{"a Gateway gone", twoGateways(), less, httpListenerOpts(), true},
 		{"the HTTP listener off", less, twoGateways(), off, false},
-		{"the first HTTP listener", onlyTCP, less, httpListenerOpts(), false},
+		{"the first HTTP listener", onlyTCP, less, httpListenerOpts(), true},
+		{"the last HTTP listener gone", less, onlyTCP, httpListenerOpts(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := hash(tc.from, tc.o) == hash(tc.to, tc.o); got != tc.same {
