@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,5 +55,15 @@ func TestGatewayHTTPListenerNewGateway(t *testing.T) {
 	g.eventually("b on gw still served by web-b", answersHTTP(port1, "b.example.com", "web-b"))
 	if r := g.reloads(); r != before {
 		t.Errorf("a new Gateway with an HTTP listener on a new port reloaded HAProxy %d times, want 0", r-before)
+	}
+	// Served by the fixed HTTP listener: no frontend binds either port.
+	cfg := g.config()
+	if !strings.Contains(cfg, "frontend "+render.HTTPListenerFrontend+"\n") {
+		t.Errorf("no fixed HTTP listener in the config:\n%s", cfg)
+	}
+	for _, p := range []int{port1, port2} {
+		if strings.Contains(cfg, ":"+strconv.Itoa(p)+"\n") || strings.Contains(cfg, ":"+strconv.Itoa(p)+" ") {
+			t.Errorf("a bind on port %d in the config:\n%s", p, cfg)
+		}
 	}
 }
