@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -259,4 +260,28 @@ func TestGoldenHTTPListener(t *testing.T) {
 		}
 	}
 	golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(dir)))
+}
+
+// BenchmarkHTTPListenerView is what the fixed HTTP listener adds to a pass
+// with no memo (docs/listeners.md, "Not yet"): the view of N Gateways of
+// 10 hosts each, merged into one table, and its shape.
+func BenchmarkHTTPListenerView(b *testing.B) {
+	for _, n := range []int{100, 1000} {
+		cfg := model.Config{}
+		for i := range n {
+			var hosts []string
+			for j := range 10 {
+				hosts = append(hosts, "h"+strconv.Itoa(j)+".gw"+strconv.Itoa(i)+".example.com")
+			}
+			addr := netip.AddrFrom4([4]byte{203, 0, byte(113 + i/250), byte(1 + i%250)})
+			cfg.Frontends = append(cfg.Frontends, gatewayHTTP("gw_"+strconv.Itoa(i), addr.String(), 80, "be", hosts...))
+		}
+		o := httpListenerOpts()
+		b.Run(strconv.Itoa(n)+"-gateways", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = HTTPListenerView(cfg, o)
+			}
+		})
+	}
 }
