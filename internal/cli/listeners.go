@@ -27,6 +27,9 @@ type listenerFlags struct {
 	mode  string
 	port  int
 	netns string
+	// http, httpPort: --http-listener, --http-listener-port.
+	http     bool
+	httpPort int
 	// given: --listeners was given (flag or environment), not the
 	// default auto.
 	given bool
@@ -68,6 +71,14 @@ func (l *listenerFlags) register(fs *pflag.FlagSet) {
 	l.mode, l.port = listenersAuto, render.DefaultListenerPort
 	fs.Var(listenerMode{l}, "listeners", "how TCP connections reach HAProxy: 'ports' (a frontend and bind per Service port: a new address or port is a reload) or 'tproxy' (one fixed listener; the kernel hands it every address and port served through TPROXY in the table inet "+tproxy.Table+", the backend found in a map: a new address or port is no reload; needs CAP_NET_ADMIN; docs/listeners.md) or 'auto', the default (run: tproxy, with a pool of ready backends, where the controller can set it up, ports otherwise, said at start; render and init: ports)")
 	fs.Var(portValue{&l.port}, "listener-port", "the fixed listener's port with --listeners=tproxy (on every address, refusing what its map does not name)")
+	l.httpPort = render.DefaultHTTPListenerPort
+	fs.BoolVar(&l.http, "http-listener", false, "with --listeners=tproxy, put the plain HTTP listeners (no TLS termination: Gateway HTTP listeners, Ingresses' HTTP) behind one fixed HTTP listener too, so that a new Gateway or HTTP listener on a new address and port is no reload (docs/listeners.md); ignored in ports mode")
+	fs.Var(portValue{&l.httpPort}, "http-listener-port", "the fixed HTTP listener's port with --listeners=tproxy --http-listener")
+}
+
+// renderListeners are the render options' listeners of the flags.
+func (l listenerFlags) renderListeners() render.Listeners {
+	return render.Listeners{Mode: l.mode, Port: uint16(l.port), HTTP: l.http, HTTPPort: uint16(l.httpPort)}
 }
 
 // registerRun registers what only run uses.
@@ -78,7 +89,7 @@ func (l *listenerFlags) registerRun(fs *pflag.FlagSet) {
 // options are the render options of the mode; configPath is the
 // haproxy.cfg whose ACL directory holds the listener's maps.
 func (l listenerFlags) options(ropts render.Options, configPath string) render.Options {
-	ropts.Listeners = render.Listeners{Mode: l.mode, Port: uint16(l.port)}
+	ropts.Listeners = l.renderListeners()
 	if l.mode == render.ListenersTProxy && ropts.ACLDir == "" {
 		ropts.ACLDir = runtimeapi.ACLDir(configPath)
 	}
@@ -115,7 +126,7 @@ func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driv
 	if err != nil {
 		return nil, nil, fmt.Errorf("--listeners=tproxy: %w", err)
 	}
-	log.Info("TCP listeners: one fixed listener through TPROXY", "listeners", l.mode, "port", ropts.ListenerPort(),
+	log.Info("TCP listeners: one fixed listener through TPROXY", "listeners", l.mode, "port", ropts.ListenerPort(), "http_listener", ropts.HTTPListener(),
 		"table", "inet "+tproxy.Table, "maps", filepath.Dir(render.ListenerMapFile(ropts.ACLDir)))
 	return tproxy.Ordered{HAProxy: hd, Kernel: k}, k.Close, nil
 }
@@ -142,7 +153,12 @@ func (f *renderFlags) writeListenerRules(cfg model.Config, ropts render.Options,
 		return nil
 	}
 	v4, v6 := tproxy.Elements(cfg, ropts)
-	if err := atomicfile.Write(p, tproxy.Render(ropts.ListenerPort(), tproxy.DefaultMark, v4, v6), 0o644); err != nil {
+	var http *tproxy.ListenerSets
+	if ropts.HTTPListener() {
+		h4, h6 := tproxy.HTTPElements(cfg, ropts)
+		http = &tproxy.ListenerSets{Port: ropts.HTTPListenerPort(), V4: h4, V6: h6}
+	}
+	if err := atomicfile.Write(p, tproxy.RenderSets(tproxy.DefaultMark, tproxy.ListenerSets{Port: ropts.ListenerPort(), V4: v4, V6: v6}, http), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintln(stderr, "wrote", p)
@@ -159,7 +175,14 @@ func initListenerMaps(ropts render.Options) error {
 	if err := os.MkdirAll(ropts.ACLDir, 0o755); err != nil {
 		return err
 	}
-	for _, p := range []string{render.ListenerMapFile(ropts.ACLDir), render.ProxyMapFile(ropts.ACLDir)} {
+	files := []string{render.ListenerMapFile(ropts.ACLDir), render.ProxyMapFile(ropts.ACLDir)}
+	if ropts.HTTPListener() { // the fixed HTTP listener's, which the config names from the start
+		files = append(files, render.HTTPListenerMapFile(ropts.ACLDir))
+		for _, kind := range render.HTTPMapKinds {
+			files = append(files, render.HTTPMapFile(ropts.ACLDir, render.HTTPListenerFrontend, kind))
+		}
+	}
+	for _, p := range files {
 		if _, err := os.Stat(p); err == nil {
 			continue
 		}

@@ -35,7 +35,7 @@ const (
 
 func (s *shape) renderOptions() render.Options {
 	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Monitor: s.monitor,
-		Listeners: render.Listeners{Mode: s.listeners.mode, Port: uint16(s.listeners.port)}}
+		Listeners: s.listeners.renderListeners()}
 }
 
 type renderFlags struct {

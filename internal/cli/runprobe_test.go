@@ -60,6 +60,7 @@ func TestRunBadFlagTouchesNoKernel(t *testing.T) {
 		{"haproxy binary", []string{"--haproxy-bin=/nonexistent/haproxy"}, "--haproxy-bin /nonexistent/haproxy"},
 		{"gateway mode UDP forwarding", []string{"--mode=gateway", "--udp-ip-forward=maybe"}, "--udp-ip-forward: want require or enable"},
 		{"gateway mode apply", []string{"--mode=gateway", "--apply=sometimes"}, "--apply: want hybrid or reload"},
+		{"the HTTP listener on the TCP listener's port", []string{"--mode=gateway", "--http-listener", "--http-listener-port=15080"}, "--http-listener-port 15080: the TCP listener's --listener-port too"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log, table, rule, err := probeRun(t, lab, tc.args...)

@@ -83,7 +83,6 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 		return
 	}
 	m := func(kind string) string { return HTTPMapFile(dir, f.Name, kind) }
-	const hidMissing = " if !{ var(txn.hid) -m found }"
 	w("\thttp-request set-var(txn.host) req.hdr(host),field(1,:),lower")
 	if f.TLS != nil {
 		writeMisdirected(w, m(HTTPListeners)) // httpext.go
@@ -91,13 +90,17 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 			writeHostClientAuth(w, mf) // hostauth.go
 		}
 	}
-	w("\thttp-request set-var(txn.hid) var(txn.host),map_str(" + m(HTTPHosts) + ")")
-	w("\thttp-request set-var(txn.hid) var(txn.host),field(2,.,0),map_str(" + m(HTTPOneLabel) + ")" + hidMissing)
-	for i := 2; i < 2+WildcardDepth; i++ {
-		w("\thttp-request set-var-fmt(txn.hw) \"*.%[var(txn.host),field(" + strconv.Itoa(i) + ",.,0)]\"" + hidMissing)
-		w("\thttp-request set-var(txn.hid) var(txn.hw),map_str(" + m(HTTPHosts) + ")" + hidMissing)
+	if f.Name == HTTPListenerFrontend {
+		writeKeyedHosts(w, m(HTTPHosts), m(HTTPOneLabel)) // httplistener.go
+	} else {
+		w("\thttp-request set-var(txn.hid) var(txn.host),map_str(" + m(HTTPHosts) + ")")
+		w("\thttp-request set-var(txn.hid) var(txn.host),field(2,.,0),map_str(" + m(HTTPOneLabel) + ")" + hidMissing)
+		for i := 2; i < 2+WildcardDepth; i++ {
+			w("\thttp-request set-var-fmt(txn.hw) \"*.%[var(txn.host),field(" + strconv.Itoa(i) + ",.,0)]\"" + hidMissing)
+			w("\thttp-request set-var(txn.hid) var(txn.hw),map_str(" + m(HTTPHosts) + ")" + hidMissing)
+		}
+		w("\thttp-request set-var(txn.hid) str(" + model.AnyHost + "),map_str(" + m(HTTPHosts) + ")" + hidMissing)
 	}
-	w("\thttp-request set-var(txn.hid) str(" + model.AnyHost + "),map_str(" + m(HTTPHosts) + ")" + hidMissing)
 	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.hid)]%[path]\" if { var(txn.hid) -m found }")
 	w("\thttp-request set-var(txn.p) var(txn.k),map_str(" + m(HTTPExact) + ") if { var(txn.hid) -m found }")
 	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.hid)]%[path]/\" if { var(txn.hid) -m found } !{ var(txn.p) -m found }")
@@ -156,6 +159,9 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 	writeCORSResponse(w) // cors.go
 	w("\tuse_backend %[var(txn.be)]")
 }
+
+// hidMissing conditions a host lookup on no host found before it.
+const hidMissing = " if !{ var(txn.hid) -m found }"
 
 // redirectStrip is a redirect map entry's fifth field when the redirect
 // drops a trailing '/' (model.Redirect.StripSlash).

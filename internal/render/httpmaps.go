@@ -77,7 +77,8 @@ func lowerAction(p *placer, a model.HTTPAction) string {
 // exact and prefix paths under the host's id, then the host; nothing
 // for a host whose name is not valid. aids are the actions' ids.
 func lowerHost(p *placer, host model.HTTPHost, sets map[string]string, aids []string) {
-	if !model.ValidHTTPHost(host.Name) {
+	key, name, ok := listenerHost(host.Name) // httplistener.go: "KEY|" in the fixed HTTP listener's table
+	if !ok || !model.ValidHTTPHost(name) {
 		return
 	}
 	paths := map[string][]HTTPMapEntry{} // the host's exact and prefix entries, under idHole
@@ -122,11 +123,11 @@ func lowerHost(p *placer, host model.HTTPHost, sets map[string]string, aids []st
 			return r.PathType == model.PathPrefix && prefixTakes(prefixOf(r), pre)
 		})
 	}
-	if rest, ok := strings.CutPrefix(host.Name, model.OneLabelPrefix); ok {
-		p.add(HTTPOneLabel, HTTPMapEntry{rest, p.place("h", paths)})
+	if rest, ok := strings.CutPrefix(name, model.OneLabelPrefix); ok {
+		p.add(HTTPOneLabel, HTTPMapEntry{key + rest, p.place("h", paths)})
 		return
 	}
-	p.add(HTTPHosts, HTTPMapEntry{host.Name, p.place("h", paths)})
+	p.add(HTTPHosts, HTTPMapEntry{key + name, p.place("h", paths)})
 }
 
 // rule is a valid rule with its header names (sorted, first of each

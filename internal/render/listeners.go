@@ -34,6 +34,11 @@ const (
 type Listeners struct {
 	Mode string // ListenersPorts ("" too) or ListenersTProxy
 	Port uint16 // the fixed listener's port (tproxy); 0: DefaultListenerPort
+	// HTTP puts the plain HTTP frontends behind the fixed HTTP listener
+	// too (tproxy only, httplistener.go); HTTPPort is its port (0:
+	// DefaultHTTPListenerPort).
+	HTTP     bool
+	HTTPPort uint16
 }
 
 // DefaultListenerPort is the fixed listener's port when none is given.
@@ -64,11 +69,22 @@ func (o Options) ListenerPort() uint16 {
 // termination keep their own frontend) and whose binds all name an address the listener can key
 // (ListenerAddrOK). A frontend on every address (no Addr) keeps its own.
 func (o Options) Listened(f model.Frontend) bool {
-	if !o.TProxy() || f.Routed() || f.TLS != nil || len(f.Binds) == 0 || f.Backend == "" {
+	if !o.TProxy() || f.Routed() || f.TLS != nil || f.HTTP != nil || f.Backend == "" {
+		return false
+	}
+	return o.keyable(f)
+}
+
+// keyable reports whether every bind of f (one at least) names an address
+// and port the fixed listeners can key (ListenerKey): the one test of
+// what reaches the kernel's sets and HAProxy's listener maps, for the TCP
+// listener (Listened) and the HTTP one (HTTPListened).
+func (o Options) keyable(f model.Frontend) bool {
+	if len(f.Binds) == 0 {
 		return false
 	}
 	for _, b := range f.Binds {
-		if !ListenerAddrOK(b.Addr) || b.Port == 0 || b.Port == o.ListenerPort() {
+		if !ListenerAddrOK(b.Addr) || b.Port == 0 || b.Port == o.ListenerPort() || (o.Listeners.HTTP && b.Port == o.HTTPListenerPort()) {
 			return false
 		}
 	}

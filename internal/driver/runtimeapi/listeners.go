@@ -36,7 +36,14 @@ func (d *HAProxy) listenerMapFiles(cfg model.Config, fronts *model.FrontendChang
 		pf.edit = &fileEdit{from: m.proxy, edit: httpEdit(pe)}
 	}
 	m.listen, m.proxy = lf.body, pf.body
-	return []patternFile{pf, lf}
+	if !o.HTTPListener() {
+		return []patternFile{pf, lf}
+	}
+	// The fixed HTTP listener's keys (render/httplistener.go), after its
+	// table's maps (routeMapFilesEarly): a key is taken once its hosts are
+	// there.
+	hf := mapFile(render.HTTPListenerMapFile(o.ACLDir), render.HTTPListenerEntries(cfg, o), "HTTP listener map")
+	return []patternFile{pf, lf, hf}
 }
 
 // listenerMemo is the listener maps' memo (render.ListenerMemo) and the

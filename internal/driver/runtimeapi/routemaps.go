@@ -75,12 +75,13 @@ func (d *HAProxy) routeMapFilesEarly(cfg model.Config, fronts *model.FrontendCha
 	if d.noHTTPMemo {
 		memos = nil
 	}
-	httpEarly, httpBuild := httpMapUpdate(dir, cfg, memos, !d.noMapEdits) // httpmaps.go
-	listeners := d.listenerMapFiles(cfg, fronts)                          // the same kind of file (listeners.go)
+	httpCfg := render.HTTPListenerView(cfg, d.opts.Render)                    // the fixed HTTP listener's one table (tproxy)
+	httpEarly, httpBuild := httpMapUpdate(dir, httpCfg, memos, !d.noMapEdits) // httpmaps.go
+	listeners := d.listenerMapFiles(cfg, fronts)                              // the same kind of file (listeners.go)
 	build = func() []patternFile {
 		return slices.Concat(out, httpBuild(), listeners)
 	}
-	if httpEarly == nil && slices.ContainsFunc(cfg.Frontends, func(f model.Frontend) bool { return f.HTTP != nil }) {
+	if httpEarly == nil && slices.ContainsFunc(httpCfg.Frontends, func(f model.Frontend) bool { return f.HTTP != nil }) {
 		return nil, build
 	}
 	return slices.Concat(out, httpEarly, listeners), build

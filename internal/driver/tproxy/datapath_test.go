@@ -62,6 +62,12 @@ func startDPMode(t testing.TB, mode string) *dpLab { return startDPWith(t, mode,
 // startDPWith is startDPMode with a pool of spare backends (pool.On()).
 func startDPWith(t testing.TB, mode string, pool spares.Policy) *dpLab {
 	t.Helper()
+	return startDPOpts(t, mode, pool, false)
+}
+
+// startDPOpts is startDPWith, with the fixed HTTP listener on when http.
+func startDPOpts(t testing.TB, mode string, pool spares.Policy, http bool) *dpLab {
+	t.Helper()
 	if _, err := os.Stat(haproxytest.Bin()); err != nil {
 		t.Skip("no haproxy")
 	}
@@ -85,7 +91,7 @@ func startDPWith(t testing.TB, mode string, pool spares.Policy) *dpLab {
 	}
 	l.p = haproxytest.StartInNetNS(t, dir, cfgPath, netlab.Path(lab.LB))
 	l.ropts = render.Options{StatsSocket: l.p.StatsSocket, StateFile: filepath.Join(dir, "server-state"),
-		ACLDir: filepath.Join(dir, "acl"), Listeners: render.Listeners{Mode: mode, Port: listenPort}}
+		ACLDir: filepath.Join(dir, "acl"), Listeners: render.Listeners{Mode: mode, Port: listenPort, HTTP: http}}
 	l.hopts = runtimeapi.Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(),
 		MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute, Render: l.ropts, Pool: pool}
 	hd := runtimeapi.NewHAProxy(l.hopts)

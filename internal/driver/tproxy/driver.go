@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +72,10 @@ type Driver struct {
 	// frontend, and those the sets may not hold as wanted (wantset.go):
 	// a pass's Remove and Apply look at those only.
 	wants wantSet
+	// appliedHTTP and httpWants: the same for the fixed HTTP listener's
+	// sets (httpsets.go), with the HTTP listener on.
+	appliedHTTP map[netip.AddrPort]bool
+	httpWants   wantSet
 }
 
 // ErrApply classifies a failed batch or policy routing change.
@@ -80,7 +85,7 @@ var ErrApply = errors.New("tproxy: nftables or policy routing change failed")
 // created or read back at the first Apply.
 func New(opts Options) (*Driver, error) {
 	opts.defaults()
-	d := &Driver{opts: opts, ns: netns.None(),
+	d := &Driver{opts: opts, ns: netns.None(), httpWants: wantSet{http: true},
 		rt: routing{mark: opts.Mark, table: opts.RouteTable, prio: opts.RulePriority}}
 	var copts []nftables.ConnOption
 	if opts.NetNS != "" {
@@ -129,8 +134,9 @@ func (d *Driver) Remove(ctx context.Context, cfg model.Config) (driver.Result, e
 // applied part of cfg (Ordered). Elements cfg no longer has are deleted.
 func (d *Driver) ApplyServed(cfg, served model.Config) (driver.Result, error) {
 	v4, v6 := Elements(served, d.opts.Render)
-	in := make(map[netip.AddrPort]bool, len(v4)+len(v6))
-	for _, e := range append(v4, v6...) {
+	h4, h6 := HTTPElements(served, d.opts.Render)
+	in := make(map[netip.AddrPort]bool, len(v4)+len(v6)+len(h4)+len(h6))
+	for _, e := range slices.Concat(v4, v6, h4, h6) {
 		in[e] = true
 	}
 	return d.apply(cfg, nil, func(e netip.AddrPort) bool { return in[e] }) // cfg taken by Remove already
@@ -144,6 +150,10 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 	defer d.mu.Unlock()
 	start := time.Now()
 	d.wants.update(cfg, fronts, d.opts.Render) // wantset.go: by the frontends that changed
+	httpOn := d.opts.Render.HTTPListener()
+	if httpOn {
+		d.httpWants.update(cfg, fronts, d.opts.Render)
+	}
 	ops := 0
 	if d.applied == nil {
 		// After a start or an Invalidate: the policy routing again (it
@@ -152,42 +162,34 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 		if err := d.rt.ensure(d.ns); err != nil {
 			return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
 		}
-		d.applied = d.readBack()
+		d.applied, d.appliedHTTP = d.readBack(), d.readBackSets(true)
 		d.wants.unknown()
+		d.httpWants.unknown()
 		if !d.baseInPlace() {
 			d.queueBase()
 			ops++
 		}
 	}
-	var adds, del [2][]nftables.SetElement
-	fam := func(ap netip.AddrPort) int {
-		if ap.Addr().Is4() {
-			return 0
-		}
-		return 1
+	kinds := []setOps{elementOps(&d.wants, d.applied, add)} // httpsets.go
+	if httpOn {
+		kinds = append(kinds, elementOps(&d.httpWants, d.appliedHTTP, add))
 	}
-	dels, added := d.wants.diff(d.applied, add)
-	for _, e := range dels {
-		del[fam(e)] = append(del[fam(e)], nftables.SetElement{Key: key(e)})
-	}
-	for _, e := range added {
-		adds[fam(e)] = append(adds[fam(e)], nftables.SetElement{Key: key(e)})
-	}
-	for i := range del {
-		ops += len(del[i]) + len(adds[i])
+	var bs [][]elemOp
+	for _, k := range kinds {
+		ops += k.n
+		bs = append(bs, k.batches()...)
 	}
 	if ops == 0 {
 		return driver.Result{}, nil
 	}
 	// The first batch carries the fixed objects when they are queued.
-	bs := batches(del, adds)
 	for i := 0; i < max(1, len(bs)); i++ {
 		if i < len(bs) {
 			for _, op := range bs[i] {
 				if op.del {
-					_ = d.conn.SetDeleteElements(listenSet(op.v6), op.els)
+					_ = d.conn.SetDeleteElements(elementSet(op.v6, op.http), op.els)
 				} else {
-					_ = d.conn.SetAddElements(listenSet(op.v6), op.els)
+					_ = d.conn.SetAddElements(elementSet(op.v6, op.http), op.els)
 				}
 			}
 		}
@@ -196,15 +198,10 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 			return driver.Result{}, fmt.Errorf("%w: batch %d of %d: %v", ErrApply, i+1, max(1, len(bs)), err)
 		}
 	}
-	for i := range del {
-		for _, e := range del[i] {
-			ap, _ := parseKey(e.Key)
-			delete(d.applied, ap)
-		}
-		for _, e := range adds[i] {
-			ap, _ := parseKey(e.Key)
-			d.applied[ap] = true
-		}
+	kinds[0].record(d.applied)
+	if httpOn {
+		kinds[1].record(d.appliedHTTP)
+		d.httpWants.settled(d.appliedHTTP)
 	}
 	d.wants.settled(d.applied)
 	took := time.Since(start)
@@ -223,8 +220,9 @@ func (d *Driver) Setup() error {
 	if err := d.rt.ensure(d.ns); err != nil {
 		return fmt.Errorf("%w: policy routing: %v", ErrApply, err)
 	}
-	d.applied = d.readBack()
+	d.applied, d.appliedHTTP = d.readBack(), d.readBackSets(true)
 	d.wants.unknown()
+	d.httpWants.unknown()
 	if d.baseInPlace() {
 		return nil
 	}
@@ -240,19 +238,41 @@ func (d *Driver) Setup() error {
 // chains' rules; the sets' elements are left alone.
 func (d *Driver) queueBase() {
 	d.conn.AddTable(table)
-	for _, v6 := range []bool{false, true} {
-		_ = d.conn.AddSet(listenSet(v6), nil) // errors only for anonymous sets
+	kinds := d.setKinds()
+	for _, http := range kinds {
+		for _, v6 := range []bool{false, true} {
+			_ = d.conn.AddSet(elementSet(v6, http), nil) // errors only for anonymous sets
+		}
 	}
 	pre, out := chains()
 	d.conn.AddChain(pre)
 	d.conn.AddChain(out)
 	d.conn.FlushChain(pre)
 	d.conn.FlushChain(out)
-	port := d.opts.Render.ListenerPort()
-	for _, v6 := range []bool{false, true} {
-		d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: preRule(v6, port, d.opts.Mark)})
-		d.conn.AddRule(&nftables.Rule{Table: table, Chain: out, Exprs: outRule(v6, d.opts.Mark)})
+	for _, http := range kinds {
+		port := d.listenerPort(http)
+		for _, v6 := range []bool{false, true} {
+			d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: preRule(v6, http, port, d.opts.Mark)})
+			d.conn.AddRule(&nftables.Rule{Table: table, Chain: out, Exprs: outRule(v6, http, d.opts.Mark)})
+		}
 	}
+}
+
+// setKinds are the listeners whose sets the table has: the TCP one's
+// (false), and the HTTP one's (true) with the HTTP listener on.
+func (d *Driver) setKinds() []bool {
+	if d.opts.Render.HTTPListener() {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+// listenerPort is the port the TCP or the HTTP listener binds.
+func (d *Driver) listenerPort(http bool) uint16 {
+	if http {
+		return d.opts.Render.HTTPListenerPort()
+	}
+	return d.opts.Render.ListenerPort()
 }
 
 // baseInPlace reports whether the table's chains hold the rules
@@ -260,17 +280,19 @@ func (d *Driver) queueBase() {
 // a pass after a resync changes nothing when nothing changed.
 func (d *Driver) baseInPlace() bool {
 	pre, out := chains()
+	kinds := d.setKinds()
 	for _, c := range []*nftables.Chain{pre, out} {
 		rules, err := d.conn.GetRules(table, c)
-		if err != nil || len(rules) != 2 {
+		if err != nil || len(rules) != 2*len(kinds) {
 			return false
 		}
-		for _, r := range rules {
+		for i, r := range rules {
+			want := d.listenerPort(kinds[i/2]) // queueBase's order
 			port, mark := false, false
 			for _, e := range r.Exprs {
 				switch x := e.(type) {
 				case *expr.Immediate:
-					port = port || (len(x.Data) == 2 && binary.BigEndian.Uint16(x.Data) == d.opts.Render.ListenerPort())
+					port = port || (len(x.Data) == 2 && binary.BigEndian.Uint16(x.Data) == want)
 					mark = mark || (len(x.Data) == 4 && binaryutil.NativeEndian.Uint32(x.Data) == d.opts.Mark)
 				}
 			}
@@ -284,10 +306,14 @@ func (d *Driver) baseInPlace() bool {
 
 // readBack reads the sets' elements (none when the table or a set is
 // missing: the first batch creates them).
-func (d *Driver) readBack() map[netip.AddrPort]bool {
+func (d *Driver) readBack() map[netip.AddrPort]bool { return d.readBackSets(false) }
+
+// readBackSets reads the TCP listener's sets, or with http the HTTP
+// listener's.
+func (d *Driver) readBackSets(http bool) map[netip.AddrPort]bool {
 	out := map[netip.AddrPort]bool{}
 	for _, v6 := range []bool{false, true} {
-		s, err := d.conn.GetSetByName(table, listenSet(v6).Name)
+		s, err := d.conn.GetSetByName(table, setName(v6, http))
 		if err != nil {
 			continue
 		}

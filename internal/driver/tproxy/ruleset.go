@@ -22,7 +22,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -51,30 +50,25 @@ const (
 // without duplicates. Nothing else reaches the sets: an address the
 // listener cannot key (render.ListenerAddrOK) keeps its frontend.
 func Elements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
-	for _, f := range cfg.Frontends {
-		if !o.Listened(f) {
-			continue
-		}
-		for _, b := range f.Binds {
-			ap := netip.AddrPortFrom(b.Addr, b.Port)
-			if b.Addr.Is4() {
-				v4 = append(v4, ap)
-			} else {
-				v6 = append(v6, ap)
-			}
-		}
-	}
-	for _, s := range []*[]netip.AddrPort{&v4, &v6} {
-		slices.SortFunc(*s, netip.AddrPort.Compare)
-		*s = slices.Compact(*s)
-	}
-	return v4, v6
+	return elementsBy(cfg, o, false) // httpsets.go
 }
 
 // Render is the table for the elements in `nft -f` syntax (what `render`
 // writes beside haproxy.cfg), the same objects and rules the driver sends
 // through netlink (kernel.go).
 func Render(port uint16, mark uint32, v4, v6 []netip.AddrPort) []byte {
+	return RenderSets(mark, ListenerSets{Port: port, V4: v4, V6: v6}, nil)
+}
+
+// ListenerSets are one listener's port and elements.
+type ListenerSets struct {
+	Port   uint16
+	V4, V6 []netip.AddrPort
+}
+
+// RenderSets is Render with the fixed HTTP listener's sets and rules too
+// when http is not nil (httpsets.go).
+func RenderSets(mark uint32, tcp ListenerSets, http *ListenerSets) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	w("# TCP listeners of haproxy-k8s-sync through TPROXY (the controller owns this table)")
@@ -82,42 +76,54 @@ func Render(port uint16, mark uint32, v4, v6 []netip.AddrPort) []byte {
 	w("table inet %s", Table)
 	w("delete table inet %s", Table)
 	w("table inet %s {", Table)
-	for i, s := range []struct {
-		name, typ string
-		els       []netip.AddrPort
-	}{{setV4, "ipv4_addr", v4}, {setV6, "ipv6_addr", v6}} {
-		if i > 0 {
-			w("")
-		}
-		w("\tset %s {", s.name)
-		w("\t\ttype %s . inet_service", s.typ)
-		if len(s.els) > 0 {
-			parts := make([]string, len(s.els))
-			for j, e := range s.els {
-				parts[j] = e.Addr().String() + " . " + fmt.Sprint(e.Port())
+	type kind struct {
+		http bool
+		ListenerSets
+	}
+	kinds := []kind{{false, tcp}}
+	if http != nil {
+		kinds = append(kinds, kind{true, *http})
+	}
+	first := true
+	for _, k := range kinds {
+		for _, s := range []struct {
+			name, typ string
+			els       []netip.AddrPort
+		}{{setName(false, k.http), "ipv4_addr", k.V4}, {setName(true, k.http), "ipv6_addr", k.V6}} {
+			if !first {
+				w("")
 			}
-			b.WriteString("\t\telements = { ")
-			for j, p := range parts {
-				if j > 0 {
-					b.WriteString(",\n\t\t\t     ")
+			first = false
+			w("\tset %s {", s.name)
+			w("\t\ttype %s . inet_service", s.typ)
+			if len(s.els) > 0 {
+				b.WriteString("\t\telements = { ")
+				for j, e := range s.els {
+					if j > 0 {
+						b.WriteString(",\n\t\t\t     ")
+					}
+					b.WriteString(e.Addr().String() + " . " + fmt.Sprint(e.Port()))
 				}
-				b.WriteString(p)
+				b.WriteString(" }\n")
 			}
-			b.WriteString(" }\n")
+			w("\t}")
 		}
-		w("\t}")
 	}
 	w("")
 	w("\tchain %s {", chainPre)
 	w("\t\ttype filter hook prerouting priority mangle; policy accept;")
-	w("\t\tmeta l4proto tcp ip daddr . tcp dport @%s tproxy ip to :%d meta mark set %#x accept", setV4, port, mark)
-	w("\t\tmeta l4proto tcp ip6 daddr . tcp dport @%s tproxy ip6 to :%d meta mark set %#x accept", setV6, port, mark)
+	for _, k := range kinds {
+		w("\t\tmeta l4proto tcp ip daddr . tcp dport @%s tproxy ip to :%d meta mark set %#x accept", setName(false, k.http), k.Port, mark)
+		w("\t\tmeta l4proto tcp ip6 daddr . tcp dport @%s tproxy ip6 to :%d meta mark set %#x accept", setName(true, k.http), k.Port, mark)
+	}
 	w("\t}")
 	w("")
 	w("\tchain %s {", chainOut)
 	w("\t\ttype route hook output priority mangle; policy accept;")
-	w("\t\tmeta l4proto tcp ip daddr . tcp dport @%s meta mark set %#x", setV4, mark)
-	w("\t\tmeta l4proto tcp ip6 daddr . tcp dport @%s meta mark set %#x", setV6, mark)
+	for _, k := range kinds {
+		w("\t\tmeta l4proto tcp ip daddr . tcp dport @%s meta mark set %#x", setName(false, k.http), mark)
+		w("\t\tmeta l4proto tcp ip6 daddr . tcp dport @%s meta mark set %#x", setName(true, k.http), mark)
+	}
 	w("\t}")
 	w("}")
 	return b.Bytes()

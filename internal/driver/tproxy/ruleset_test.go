@@ -78,6 +78,11 @@ func TestGoldenRuleset(t *testing.T) {
 	golden.Assert(t, "tproxy.nft", got)
 	netlab.NFTAccepts(t, got)
 	netlab.NFTAccepts(t, Render(listenPort, DefaultMark, nil, nil))
+	// With the fixed HTTP listener's sets (httpsets.go).
+	h4 := []netip.AddrPort{netip.MustParseAddrPort("203.0.113.11:8080")}
+	withHTTP := RenderSets(DefaultMark, ListenerSets{Port: listenPort, V4: v4, V6: v6}, &ListenerSets{Port: render.DefaultHTTPListenerPort, V4: h4})
+	golden.Assert(t, "tproxy-http.nft", withHTTP)
+	netlab.NFTAccepts(t, withHTTP)
 }
 
 func TestKeyRoundTrip(t *testing.T) {

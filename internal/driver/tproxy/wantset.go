@@ -20,6 +20,7 @@ import (
 // not sorted by name, or other options, are taken whole, and the next
 // diff looks at every element.
 type wantSet struct {
+	http   bool // the fixed HTTP listener's elements (o.HTTPListened), not the TCP one's
 	o      render.Options
 	of     []model.Frontend // the model's frontends last taken
 	fronts []wantFront
@@ -36,18 +37,20 @@ type wantFront struct {
 	routed   bool
 	tls      bool
 	backend  string
+	httpOwn  uint8 // httpOwn: what else render.Options.HTTPListened reads
 	listened bool
 }
 
-func wantFrontOf(f model.Frontend, o render.Options) wantFront {
-	return wantFront{name: f.Name, binds: f.Binds, routed: f.Routed(), tls: f.TLS != nil, backend: f.Backend, listened: o.Listened(f)}
+func wantFrontOf(f model.Frontend, o render.Options, http bool) wantFront {
+	return wantFront{name: f.Name, binds: f.Binds, routed: f.Routed(), tls: f.TLS != nil, backend: f.Backend,
+		httpOwn: httpOwn(&f), listened: listenedBy(f, o, http)}
 }
 
 // same reports whether f is listened as wf was: the same binds (the very
 // slice), backend, routes and TLS.
 func (wf *wantFront) same(f *model.Frontend) bool {
 	return wf.name == f.Name && wf.backend == f.Backend && wf.routed == f.Routed() && wf.tls == (f.TLS != nil) &&
-		model.SameSlice(wf.binds, f.Binds)
+		wf.httpOwn == httpOwn(f) && model.SameSlice(wf.binds, f.Binds)
 }
 
 // update takes cfg's frontends; fronts, when it says so, which of them
@@ -87,7 +90,7 @@ func (w *wantSet) update(cfg model.Config, fronts *model.FrontendChanges, o rend
 			}
 			w.take(*old, -1)
 		}
-		wf := wantFrontOf(*f, o)
+		wf := wantFrontOf(*f, o, w.http)
 		w.take(wf, 1)
 		next = append(next, wf)
 	}
@@ -115,7 +118,7 @@ func (w *wantSet) named(cfg model.Config, names []string, o render.Options) bool
 			i++
 		}
 		if k, ok := model.FrontendIndex(cfg.Frontends, name); ok {
-			wf := wantFrontOf(cfg.Frontends[k], o)
+			wf := wantFrontOf(cfg.Frontends[k], o, w.http)
 			w.take(wf, 1)
 			next = append(next, wf)
 		}
@@ -155,9 +158,9 @@ func (w *wantSet) swap(next []wantFront) {
 
 // whole takes cfg's frontends anew: the next diff looks at every element.
 func (w *wantSet) whole(cfg model.Config, o render.Options) {
-	*w = wantSet{o: o, of: cfg.Frontends, count: make(map[netip.AddrPort]int, len(cfg.Frontends)), fronts: make([]wantFront, 0, len(cfg.Frontends))}
+	*w = wantSet{http: w.http, o: o, of: cfg.Frontends, count: make(map[netip.AddrPort]int, len(cfg.Frontends)), fronts: make([]wantFront, 0, len(cfg.Frontends))}
 	for _, f := range cfg.Frontends {
-		wf := wantFrontOf(f, o)
+		wf := wantFrontOf(f, o, w.http)
 		w.take(wf, 1)
 		w.fronts = append(w.fronts, wf)
 	}

@@ -1,0 +1,141 @@
+package tproxy
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/google/nftables"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// The fixed HTTP listener's sets (render.Options.HTTPListener, issue 29):
+// the binds of the plain HTTP frontends (render.Options.HTTPListened)
+// are elements of two sets of their own, http4 and http6, whose
+// prerouting rule hands their connections to the HTTP listener's port
+// (render.Options.HTTPListenerPort) as the TCP sets' rule does to the TCP
+// listener's. They exist only with the HTTP listener on; their elements
+// are kept as the TCP sets' are (a wantSet and an applied set of their
+// own), by the same passes, in the same order around HAProxy's driver
+// (Ordered).
+
+const (
+	setHTTP4 = "http4" // ipv4_addr . inet_service
+	setHTTP6 = "http6" // ipv6_addr . inet_service
+)
+
+// setName names the TCP or HTTP listener's set of one family.
+func setName(v6, http bool) string {
+	switch {
+	case http && v6:
+		return setHTTP6
+	case http:
+		return setHTTP4
+	case v6:
+		return setV6
+	}
+	return setV4
+}
+
+// listenedBy is the one predicate of what reaches a set: o.Listened for
+// the TCP listener's, o.HTTPListened for the HTTP listener's.
+func listenedBy(f model.Frontend, o render.Options, http bool) bool {
+	if http {
+		return o.HTTPListened(f)
+	}
+	return o.Listened(f)
+}
+
+// httpOwn sums up what o.HTTPListened reads of f beyond what wantFront
+// keeps: whether it is an HTTP frontend and has settings of its own.
+func httpOwn(f *model.Frontend) uint8 {
+	var v uint8
+	if f.HTTP != nil {
+		v |= 1
+	}
+	if f.Restricted() || f.AcceptProxy || f.MaxConn > 0 || f.TimeoutClient > 0 {
+		v |= 2
+	}
+	return v
+}
+
+// HTTPElements are Elements for the fixed HTTP listener: the binds of
+// cfg's frontends o.HTTPListened takes, per family, sorted, without
+// duplicates.
+func HTTPElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
+	return elementsBy(cfg, o, true)
+}
+
+func elementsBy(cfg model.Config, o render.Options, http bool) (v4, v6 []netip.AddrPort) {
+	for _, f := range cfg.Frontends {
+		if !listenedBy(f, o, http) {
+			continue
+		}
+		for _, b := range f.Binds {
+			ap := netip.AddrPortFrom(b.Addr, b.Port)
+			if b.Addr.Is4() {
+				v4 = append(v4, ap)
+			} else {
+				v6 = append(v6, ap)
+			}
+		}
+	}
+	for _, s := range []*[]netip.AddrPort{&v4, &v6} {
+		slices.SortFunc(*s, netip.AddrPort.Compare)
+		*s = slices.Compact(*s)
+	}
+	return v4, v6
+}
+
+// setOps are one kind's element changes of a pass, by family.
+type setOps struct {
+	http      bool
+	del, adds [2][]nftables.SetElement
+	n         int
+}
+
+// elementOps are the changes that bring applied to w's wants, adding
+// only what add lets in.
+func elementOps(w *wantSet, applied map[netip.AddrPort]bool, add func(netip.AddrPort) bool) setOps {
+	ops := setOps{http: w.http}
+	fam := func(ap netip.AddrPort) int {
+		if ap.Addr().Is4() {
+			return 0
+		}
+		return 1
+	}
+	dels, added := w.diff(applied, add)
+	for _, e := range dels {
+		ops.del[fam(e)] = append(ops.del[fam(e)], nftables.SetElement{Key: key(e)})
+	}
+	for _, e := range added {
+		ops.adds[fam(e)] = append(ops.adds[fam(e)], nftables.SetElement{Key: key(e)})
+	}
+	ops.n = len(dels) + len(added)
+	return ops
+}
+
+// batches are the ops in batches (batch.go), each op naming its kind.
+func (s setOps) batches() [][]elemOp {
+	bs := batches(s.del, s.adds)
+	for _, b := range bs {
+		for i := range b {
+			b[i].http = s.http
+		}
+	}
+	return bs
+}
+
+// record makes applied what the sets hold once the ops went through.
+func (s setOps) record(applied map[netip.AddrPort]bool) {
+	for i := range s.del {
+		for _, e := range s.del[i] {
+			ap, _ := parseKey(e.Key)
+			delete(applied, ap)
+		}
+		for _, e := range s.adds[i] {
+			ap, _ := parseKey(e.Key)
+			applied[ap] = true
+		}
+	}
+}
