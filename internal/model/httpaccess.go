@@ -63,6 +63,9 @@ type HTTPAccess struct {
 	// Set-Cookie headers (proxyrewrite.go). Not a restriction: Empty
 	// ignores it.
 	Rewrite *ProxyRewrite
+	// Global, when set, limits the requests per key and window
+	// (globallimit.go): 429 beyond it.
+	Global *GlobalLimit
 }
 
 // The values of HTTPAccess.ClientCert.
@@ -85,7 +88,7 @@ const LimitMinutes = 5
 
 // Empty reports whether a restricts nothing.
 func (a *HTTPAccess) Empty() bool {
-	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && a.RPM <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil && a.MatchCN == "")
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && a.RPM <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil && a.MatchCN == "" && a.Global == nil)
 }
 
 // HasAccess reports whether the table's access rules are written: some
@@ -107,5 +110,6 @@ func accessEqual(a, b *HTTPAccess) bool {
 		a.RPS == b.RPS && a.Conns == b.Conns && a.RPM == b.RPM && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
 		extAuthEqual(a.ExtAuth, b.ExtAuth) &&
 		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog && a.MatchCN == b.MatchCN &&
-		(a.Rewrite == nil) == (b.Rewrite == nil) && (a.Rewrite == nil || *a.Rewrite == *b.Rewrite)
+		(a.Rewrite == nil) == (b.Rewrite == nil) && (a.Rewrite == nil || *a.Rewrite == *b.Rewrite) &&
+		globalLimitEqual(a.Global, b.Global)
 }
