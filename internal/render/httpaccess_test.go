@@ -40,7 +40,7 @@ func httpAccess() model.Config {
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Deny: pfx("192.0.2.128/25"), Auth: &model.BasicAuth{Realm: "Office - staff only", Users: users}}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3, RPM: 6, Exempt: pfx("203.0.113.0/24"), NoLog: true,
-					Global: &model.GlobalLimit{Limit: 100, Window: 60, Key: "${http_x_api_client}:$host", Ignored: pfx("10.0.0.0/8"), Scope: "default/limited"}}},
+				Global: &model.GlobalLimit{Limit: 100, Window: 60, Key: "${http_x_api_client}:$host", Ignored: pfx("10.0.0.0/8"), Scope: "default/limited"}}},
 			// The same allow list as action 1's: one set of entries.
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Auth: &model.BasicAuth{Realm: "same", Users: users}}},
