@@ -40,6 +40,7 @@ type access struct {
 	noLog       bool               // enable-access-log: false
 	rewrite     model.ProxyRewrite // proxyrewrite.go
 	global      globalLimit        // globallimit.go
+	satisfyAny  bool               // satisfy: any (ingress-nginx's)
 }
 
 // maxLimit bounds limit-rps and limit-connections.
@@ -67,6 +68,13 @@ func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 		return why, true
 	case "proxy-body-size":
 		return s.parseBodySize(val), true
+	case "satisfy":
+		// nginx's satisfy: any or all (the default).
+		if val != "any" && val != "all" {
+			return settings.ShowValue(val) + " is not any or all", true
+		}
+		s.access.satisfyAny = val == "any"
+		return "", true
 	case "enable-access-log":
 		b, err := strconv.ParseBool(val)
 		if err != nil {
@@ -166,7 +174,7 @@ func (a access) model() *model.HTTPAccess {
 	if a.rps > 0 || a.conns > 0 || a.rpm > 0 {
 		exempt = slices.Clone(a.exempt)
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, RPM: a.rpm, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN, Rewrite: rw, Global: global}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, RPM: a.rpm, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN, Rewrite: rw, Global: global, SatisfyAny: a.satisfyAny}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

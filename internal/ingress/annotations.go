@@ -99,6 +99,7 @@ var (
 		NginxPrefix + "proxy-ssl-ciphers", // tlsopts.go
 		NginxPrefix + "proxy-ssl-protocols",
 		NginxPrefix + "rewrite-target",
+		NginxPrefix + "satisfy", // access.go
 		NginxPrefix + "server-alias",
 		NginxPrefix + "service-upstream", // upstream.go
 		NginxPrefix + "session-cookie-domain",

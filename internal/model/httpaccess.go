@@ -66,6 +66,18 @@ type HTTPAccess struct {
 	// Global, when set, limits the requests per key and window
 	// (globallimit.go): 429 beyond it.
 	Global *GlobalLimit
+	// SatisfyAny admits a request that passes either the source ranges
+	// (Allow and Deny) or the authentication (Auth, ExtAuth), not only
+	// both (an Ingress's satisfy: any; nginx's satisfy any): a source
+	// in the ranges is not asked to authenticate, one outside them is
+	// asked instead of refused. Without both kinds it changes nothing.
+	SatisfyAny bool
+}
+
+// Satisfied reports whether a's SatisfyAny changes anything: a has source
+// ranges and authentication.
+func (a *HTTPAccess) Satisfied() bool {
+	return a != nil && a.SatisfyAny && (len(a.Allow) > 0 || len(a.Deny) > 0) && (a.Auth != nil || a.ExtAuth != nil)
 }
 
 // The values of HTTPAccess.ClientCert.
@@ -111,5 +123,5 @@ func accessEqual(a, b *HTTPAccess) bool {
 		extAuthEqual(a.ExtAuth, b.ExtAuth) &&
 		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog && a.MatchCN == b.MatchCN &&
 		(a.Rewrite == nil) == (b.Rewrite == nil) && (a.Rewrite == nil || *a.Rewrite == *b.Rewrite) &&
-		globalLimitEqual(a.Global, b.Global)
+		globalLimitEqual(a.Global, b.Global) && a.SatisfyAny == b.SatisfyAny
 }

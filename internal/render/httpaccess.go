@@ -18,7 +18,9 @@ import (
 //     "aK.r" the requests a client may send in model.LimitWindow, "aK.c"
 //     at once, "aK.l" in model.LimitMinutes (limit-rpm), "aK.n" present when the action's requests are not logged,
 //     "aK.o" the rewrite of its answers' headers (proxyrewrite.go), "aK.g*"
-//     its requests per key and window (globallimit.go).
+//     its requests per key and window (globallimit.go), "aK.y" present
+//     when a request passing either the ranges or the authentication is
+//     served (satisfy any: model.HTTPAccess.Satisfied).
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -58,12 +60,17 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string, ta
 	w("\thttp-request set-var(txn.sx) src,bytes(12),hex if { var(txn.sx) -m len 32 } { var(txn.sx) -m beg 00000000000000000000FFFF }")
 	w("\thttp-request set-var(txn.sf) str(4) if { var(txn.sx) -m len 8 }")
 	w("\thttp-request set-var(txn.sf) str(6) if { var(txn.sx) -m len 32 }")
-	w("\thttp-request return status 403 if { var(txn.ad) -m found } !{ var(txn.sf) -m found }")
-	w("\thttp-request return status 403 if { var(txn.aa) -m found } !{ var(txn.sf) -m found }")
+	// A source the ranges refuse (txn.af): 403, unless the action is
+	// satisfied by its authentication instead ("aK.y": satisfy any,
+	// httpauth.go asks it then).
+	w("\thttp-request set-var(txn.af) str(1) if { var(txn.ad) -m found } !{ var(txn.sf) -m found }")
+	w("\thttp-request set-var(txn.af) str(1) if { var(txn.aa) -m found } !{ var(txn.sf) -m found }")
 	for _, c := range []struct{ v, deny string }{{"txn.ad", ""}, {"txn.aa", "!"}} {
 		w("\thttp-request set-var-fmt(txn.k) \"%[var(" + c.v + ")]|%[var(txn.sf)]|%[var(txn.sx)]\" if { var(" + c.v + ") -m found }")
-		w("\thttp-request return status 403 if { var(" + c.v + ") -m found } " + c.deny + "{ var(txn.k),map_beg(" + ranges + ") -m found }")
+		w("\thttp-request set-var(txn.af) str(1) if { var(" + c.v + ") -m found } " + c.deny + "{ var(txn.k),map_beg(" + ranges + ") -m found }")
 	}
+	w("\thttp-request set-var(txn.ay) var(txn.act),concat(.y),map_str(" + access + ")")
+	w("\thttp-request return status 403 if { var(txn.af) -m found } !{ var(txn.ay) -m found }")
 	// The body's size: its Content-Length, or (chunked) what the
 	// frontend buffered (option http-buffer-request: the whole body up to
 	// the buffer's size).
@@ -107,6 +114,9 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 	proxyRewriteEntry(rel, a) // proxyrewrite.go
 	if a.Empty() {
 		return
+	}
+	if a.Satisfied() {
+		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".y", "1"})
 	}
 	if a.MaxBody > 0 {
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".b", strconv.FormatInt(a.MaxBody, 10)})
@@ -193,7 +203,7 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
-	b = keyBool(b, a.NoLog)
+	b = keyBool(keyBool(b, a.NoLog), a.SatisfyAny)
 	b = keyString(b, a.MatchCN)
 	b = proxyRewriteKey(b, a.Rewrite) // proxyrewrite.go
 	b = globalLimitKey(b, a.Global)   // globallimit.go
