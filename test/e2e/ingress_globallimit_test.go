@@ -13,10 +13,10 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
 )
 
-// limitedGet sends GET path with Host host from address src to
-// 127.0.0.1:port, with X-Api-Client: apiClient when that is not empty,
-// and returns the status.
-func limitedGet(src string, port int, host, path, apiClient string) (int, error) {
+// getEdited sends GET path with Host host from address src to
+// 127.0.0.1:port, the request changed by edit first (nil: as it is), and
+// returns the status.
+func getEdited(src string, port int, host, path string, edit func(*http.Request)) (int, error) {
 	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}, Timeout: 3 * time.Second}
 	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
@@ -24,8 +24,8 @@ func limitedGet(src string, port int, host, path, apiClient string) (int, error)
 		return 0, err
 	}
 	req.Host = host
-	if apiClient != "" {
-		req.Header.Set("X-Api-Client", apiClient)
+	if edit != nil {
+		edit(req)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -34,6 +34,16 @@ func limitedGet(src string, port int, host, path, apiClient string) (int, error)
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, nil
+}
+
+// limitedGet is getEdited with X-Api-Client: apiClient when that is not
+// empty.
+func limitedGet(src string, port int, host, path, apiClient string) (int, error) {
+	return getEdited(src, port, host, path, func(r *http.Request) {
+		if apiClient != "" {
+			r.Header.Set("X-Api-Client", apiClient)
+		}
+	})
 }
 
 // TestIngressGlobalRateLimit: ingress-nginx's global-rate-limit,

@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	netv1 "k8s.io/api/networking/v1"
@@ -18,23 +15,11 @@ import (
 // getAuthFrom is getAuth (ingress_auth_test.go) from address src: the
 // status only.
 func getAuthFrom(src string, port int, host, user, pass string) (int, error) {
-	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}, Timeout: 3 * time.Second}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Host = host
-	if user != "" {
-		req.SetBasicAuth(user, pass)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	return resp.StatusCode, nil
+	return getEdited(src, port, host, "/", func(r *http.Request) { // ingress_globallimit_test.go
+		if user != "" {
+			r.SetBasicAuth(user, pass)
+		}
+	})
 }
 
 // TestIngressSatisfy: ingress-nginx's satisfy on real HAProxy and a real
