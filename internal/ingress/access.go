@@ -39,6 +39,8 @@ type access struct {
 	ext         *model.ExtAuth     // extauth.go, set by compileOne
 	noLog       bool               // enable-access-log: false
 	rewrite     model.ProxyRewrite // proxyrewrite.go
+	global      globalLimit        // globallimit.go
+	satisfyAny  bool               // satisfy: any (ingress-nginx's)
 }
 
 // maxLimit bounds limit-rps and limit-connections.
@@ -52,6 +54,9 @@ func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 		if why, done := parseProxyRewrite(&s.access.rewrite, name, val); done { // proxyrewrite.go
 			return why, true
 		}
+		if why, done := s.access.global.parse(name, val); done { // globallimit.go
+			return why, true
+		}
 	}
 	switch name {
 	case "allowlist-source-range", "whitelist-source-range", "denylist-source-range":
@@ -63,6 +68,13 @@ func (s *parsed) parseAccess(key, name, val string) (why string, done bool) {
 		return why, true
 	case "proxy-body-size":
 		return s.parseBodySize(val), true
+	case "satisfy":
+		// nginx's satisfy: any or all (the default).
+		if val != "any" && val != "all" {
+			return settings.ShowValue(val) + " is not any or all", true
+		}
+		s.access.satisfyAny = val == "any"
+		return "", true
 	case "enable-access-log":
 		b, err := strconv.ParseBool(val)
 		if err != nil {
@@ -154,14 +166,15 @@ func parseRanges(val string) ([]netip.Prefix, string) {
 // none.
 func (a access) model() *model.HTTPAccess {
 	rw := proxyRewrite(a.rewrite) // proxyrewrite.go
-	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.rpm == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog && a.matchCN == "" && rw == nil {
+	global := a.global.model()    // globallimit.go
+	if len(a.allow) == 0 && len(a.deny) == 0 && a.maxBody == 0 && a.rps == 0 && a.conns == 0 && a.rpm == 0 && a.auth == nil && a.clientCert == 0 && a.ext == nil && !a.noLog && a.matchCN == "" && rw == nil && global == nil {
 		return nil // limit-whitelist alone exempts from no limit
 	}
 	var exempt []netip.Prefix
 	if a.rps > 0 || a.conns > 0 || a.rpm > 0 {
 		exempt = slices.Clone(a.exempt)
 	}
-	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, RPM: a.rpm, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN, Rewrite: rw}
+	return &model.HTTPAccess{Allow: slices.Clone(a.allow), Deny: slices.Clone(a.deny), MaxBody: a.maxBody, RPS: a.rps, Conns: a.conns, RPM: a.rpm, Exempt: exempt, Auth: a.auth, ClientCert: a.clientCert, ExtAuth: a.ext, NoLog: a.noLog, MatchCN: a.matchCN, Rewrite: rw, Global: global, SatisfyAny: a.satisfyAny}
 }
 
 // bodySize is a body size: digits and an optional unit k, m or g (of

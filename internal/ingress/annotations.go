@@ -69,6 +69,10 @@ var (
 		NginxPrefix + "enable-cors",
 		NginxPrefix + "force-ssl-redirect",
 		NginxPrefix + "from-to-www-redirect",
+		NginxPrefix + "global-rate-limit", // globallimit.go
+		NginxPrefix + "global-rate-limit-ignored-cidrs",
+		NginxPrefix + "global-rate-limit-key",
+		NginxPrefix + "global-rate-limit-window",
 		NginxPrefix + "limit-connections",
 		NginxPrefix + "limit-rpm",
 		NginxPrefix + "limit-rps",
@@ -95,6 +99,7 @@ var (
 		NginxPrefix + "proxy-ssl-ciphers", // tlsopts.go
 		NginxPrefix + "proxy-ssl-protocols",
 		NginxPrefix + "rewrite-target",
+		NginxPrefix + "satisfy", // access.go
 		NginxPrefix + "server-alias",
 		NginxPrefix + "service-upstream", // upstream.go
 		NginxPrefix + "session-cookie-domain",
@@ -280,6 +285,9 @@ func parseAnnotations(a map[string]string) (s parsed, other []notHonoured, refus
 		refused = why
 	}
 	if why := s.auth.finish(); why != "" && refused == "" {
+		refused = why
+	}
+	if why := s.access.global.finish(); why != "" && refused == "" { // globallimit.go
 		refused = why
 	}
 	if _, why := s.cors.policy(); why != "" && refused == "" {

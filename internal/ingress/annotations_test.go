@@ -41,6 +41,9 @@ func TestParseAnnotations(t *testing.T) {
 	}{
 		{NginxPrefix + "ssl-redirect", "false", false},
 		{NginxPrefix + "ssl-redirect", "no way", true},
+		{NginxPrefix + "satisfy", "any", false}, // access.go
+		{NginxPrefix + "satisfy", "all", false},
+		{NginxPrefix + "satisfy", "Any", true},
 		{NginxPrefix + "canary-weight", "101", true}, // over the default total
 		{NginxPrefix + "canary-weight", "-1", true},
 		{NginxPrefix + "canary-weight", "50", false},

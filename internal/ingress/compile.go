@@ -105,6 +105,7 @@ func compileOne(ing *netv1.Ingress, w *world, res *Result) (*unit, string) {
 		return nil, why
 	}
 	u.set.access.matchCN = u.set.authTLS.matchCN
+	u.set.access.global.scope = ing.Namespace + "/" + ing.Name // globallimit.go
 	v := variant{h2c: s.h2c, tls: btls, tlsTag: tag}
 	v.cookie, v.cookieTag = s.cookie.affinity()                      // cookie.go
 	v.retryOn, v.retries, v.retryIdem, v.retryTag = s.retry.policy() // retry.go

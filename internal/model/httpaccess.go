@@ -63,6 +63,21 @@ type HTTPAccess struct {
 	// Set-Cookie headers (proxyrewrite.go). Not a restriction: Empty
 	// ignores it.
 	Rewrite *ProxyRewrite
+	// Global, when set, limits the requests per key and window
+	// (globallimit.go): 429 beyond it.
+	Global *GlobalLimit
+	// SatisfyAny admits a request that passes either the source ranges
+	// (Allow and Deny) or the authentication (Auth, ExtAuth), not only
+	// both (an Ingress's satisfy: any; nginx's satisfy any): a source
+	// in the ranges is not asked to authenticate, one outside them is
+	// asked instead of refused. Without both kinds it changes nothing.
+	SatisfyAny bool
+}
+
+// Satisfied reports whether a's SatisfyAny changes anything: a has source
+// ranges and authentication.
+func (a *HTTPAccess) Satisfied() bool {
+	return a != nil && a.SatisfyAny && (len(a.Allow) > 0 || len(a.Deny) > 0) && (a.Auth != nil || a.ExtAuth != nil)
 }
 
 // The values of HTTPAccess.ClientCert.
@@ -85,7 +100,7 @@ const LimitMinutes = 5
 
 // Empty reports whether a restricts nothing.
 func (a *HTTPAccess) Empty() bool {
-	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && a.RPM <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil && a.MatchCN == "")
+	return a == nil || (len(a.Allow) == 0 && len(a.Deny) == 0 && a.MaxBody <= 0 && a.RPS <= 0 && a.Conns <= 0 && a.RPM <= 0 && len(a.Exempt) == 0 && a.Auth == nil && a.ExtAuth == nil && a.MatchCN == "" && a.Global == nil)
 }
 
 // HasAccess reports whether the table's access rules are written: some
@@ -107,5 +122,6 @@ func accessEqual(a, b *HTTPAccess) bool {
 		a.RPS == b.RPS && a.Conns == b.Conns && a.RPM == b.RPM && slices.Equal(a.Exempt, b.Exempt) && basicAuthEqual(a.Auth, b.Auth) &&
 		extAuthEqual(a.ExtAuth, b.ExtAuth) &&
 		a.ClientCert == b.ClientCert && a.NoLog == b.NoLog && a.MatchCN == b.MatchCN &&
-		(a.Rewrite == nil) == (b.Rewrite == nil) && (a.Rewrite == nil || *a.Rewrite == *b.Rewrite)
+		(a.Rewrite == nil) == (b.Rewrite == nil) && (a.Rewrite == nil || *a.Rewrite == *b.Rewrite) &&
+		globalLimitEqual(a.Global, b.Global) && a.SatisfyAny == b.SatisfyAny
 }

@@ -99,6 +99,7 @@ func writeExtAuth(w func(...string), access string, loaded, tls bool) {
 	}
 	const on = " if { var(txn.ax) -m found }"
 	w("\thttp-request set-var(txn.ax) var(txn.act),concat(.x),map_str(" + access + "),b64dec")
+	w("\thttp-request unset-var(txn.ax) if { var(txn.ay) -m found } !{ var(txn.af) -m found }") // satisfy any
 	if !loaded {
 		w("\thttp-request return status 500" + on)
 		return

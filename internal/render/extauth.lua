@@ -1,6 +1,7 @@
 -- haproxy-k8s-sync: external authentication (an Ingress's auth-url), and
--- the client certificate subject's match (auth-tls-match-cn: hks_cn,
--- at the end).
+-- the client certificate subject's match (auth-tls-match-cn: hks_cn),
+-- answers rewritten (hks_rw) and a global-rate-limit's key (hks_gk), at
+-- the end.
 -- Written by the controller beside haproxy.cfg and loaded by lua-load; the
 -- frontend's fixed rules run the action hks_auth only for a request whose
 -- route has external authentication, with txn.ax holding the route's
@@ -354,4 +355,13 @@ core.register_action("hks_rw", { "http-res" }, function(txn)
   if dfrom ~= "" or pfrom ~= "" then
     rewrite(txn, "set-cookie", function(v) return cookie(v, dfrom, dto, pfrom, pto) end)
   end
+end, 0)
+
+-- hks_gk: a global-rate-limit's key (model.GlobalLimit.Key): txn.gk holds
+-- its template (map data, checked by the controller: nginx variables and
+-- literal text), txn.gq (the client's address) is set to it expanded
+-- from the request unless that is empty (ingress-nginx's fallback).
+core.register_action("hks_gk", { "http-req" }, function(txn)
+  local k = expand(txn, txn:get_var("txn.gk") or "")
+  if k ~= "" then txn:set_var("txn.gq", k) end
 end, 0)

@@ -128,8 +128,8 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 	}
 	w("\thttp-request return status 404 if !{ var(txn.best) -m found }")
 	w("\thttp-request set-var(txn.act) var(txn.best),field(2,:)")
-	writeHTTPAccess(w, h, m)  // httpaccess.go
-	writeCORS(w, m(HTTPCORS)) // cors.go
+	writeHTTPAccess(w, h, m, f.Name, model.ValidFilePath(ExtAuthLuaFile(dir))) // httpaccess.go
+	writeCORS(w, m(HTTPCORS))                                                  // cors.go
 	w("\thttp-request set-var(txn.rd) var(txn.act),map_str(" + m(HTTPRedirect) + ")")
 	w("\thttp-request set-var(txn.rh) var(txn.rd),field(3,|) if { var(txn.rd) -m found }")
 	w("\thttp-request set-var(txn.rh) var(txn.host) if { var(txn.rd) -m found } { var(txn.rh) -m len 0 }")

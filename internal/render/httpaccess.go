@@ -17,7 +17,10 @@ import (
 //     "aK.a" that of its allowed ranges, "aK.b" its largest body in bytes,
 //     "aK.r" the requests a client may send in model.LimitWindow, "aK.c"
 //     at once, "aK.l" in model.LimitMinutes (limit-rpm), "aK.n" present when the action's requests are not logged,
-//     "aK.o" the rewrite of its answers' headers (proxyrewrite.go).
+//     "aK.o" the rewrite of its answers' headers (proxyrewrite.go), "aK.g*"
+//     its requests per key and window (globallimit.go), "aK.y" present
+//     when a request passing either the ranges or the authentication is
+//     served (satisfy any: model.HTTPAccess.Satisfied).
 //   - ranges (map_beg): a range set's ranges, each as "rN|F|HEX": F the
 //     family (4 or 6), HEX the range's leading address bits as upper-case
 //     hex digits; a range whose length is not a multiple of four is the
@@ -39,8 +42,9 @@ const (
 
 // writeHTTPAccess writes the access rules, after the action (txn.act) is
 // chosen and before anything answers for it: deny first, then allow. A
-// source of neither family (a UNIX socket) is refused by both.
-func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
+// source of neither family (a UNIX socket) is refused by both. table is
+// the frontend's name (its stick table), loaded says the Lua file is.
+func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string, table string, loaded bool) {
 	if !h.HasAccess() {
 		return
 	}
@@ -50,17 +54,23 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 	w("\thttp-request set-var(txn.ad) var(txn.act),concat(.d),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.aa) var(txn.act),concat(.a),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.aw) var(txn.act),concat(.w),map_str(" + access + ")")
-	const either = " if { var(txn.ad) -m found } or { var(txn.aa) -m found } or { var(txn.aw) -m found }"
+	writeGlobalLimitRead(w, access) // globallimit.go
+	const either = " if { var(txn.ad) -m found } or { var(txn.aa) -m found } or { var(txn.aw) -m found } or { var(txn.gi) -m found }"
 	w("\thttp-request set-var(txn.sx) src,hex" + either)
 	w("\thttp-request set-var(txn.sx) src,bytes(12),hex if { var(txn.sx) -m len 32 } { var(txn.sx) -m beg 00000000000000000000FFFF }")
 	w("\thttp-request set-var(txn.sf) str(4) if { var(txn.sx) -m len 8 }")
 	w("\thttp-request set-var(txn.sf) str(6) if { var(txn.sx) -m len 32 }")
-	w("\thttp-request return status 403 if { var(txn.ad) -m found } !{ var(txn.sf) -m found }")
-	w("\thttp-request return status 403 if { var(txn.aa) -m found } !{ var(txn.sf) -m found }")
+	// A source the ranges refuse (txn.af): 403, unless the action is
+	// satisfied by its authentication instead ("aK.y": satisfy any,
+	// httpauth.go asks it then).
+	w("\thttp-request set-var(txn.af) str(1) if { var(txn.ad) -m found } !{ var(txn.sf) -m found }")
+	w("\thttp-request set-var(txn.af) str(1) if { var(txn.aa) -m found } !{ var(txn.sf) -m found }")
 	for _, c := range []struct{ v, deny string }{{"txn.ad", ""}, {"txn.aa", "!"}} {
 		w("\thttp-request set-var-fmt(txn.k) \"%[var(" + c.v + ")]|%[var(txn.sf)]|%[var(txn.sx)]\" if { var(" + c.v + ") -m found }")
-		w("\thttp-request return status 403 if { var(" + c.v + ") -m found } " + c.deny + "{ var(txn.k),map_beg(" + ranges + ") -m found }")
+		w("\thttp-request set-var(txn.af) str(1) if { var(" + c.v + ") -m found } " + c.deny + "{ var(txn.k),map_beg(" + ranges + ") -m found }")
 	}
+	w("\thttp-request set-var(txn.ay) var(txn.act),concat(.y),map_str(" + access + ")")
+	w("\thttp-request return status 403 if { var(txn.af) -m found } !{ var(txn.ay) -m found }")
 	// The body's size: its Content-Length, or (chunked) what the
 	// frontend buffered (option http-buffer-request: the whole body up to
 	// the buffer's size).
@@ -71,8 +81,11 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 	// stick table, keyed "aK|SOURCE", counter 2 (conn_cur counts the
 	// requests tracking the key at once, this one included).
 	// gpc0 counts the requests limit-rpm served (gpc0_rate over
-	// model.LimitMinutes), so the table keeps a key that long twice.
-	w("\tstick-table type string len 64 size 100k expire " + strconv.Itoa(2*60*model.LimitMinutes) + "s store http_req_rate(" + strconv.Itoa(model.LimitWindow) + "s),conn_cur,gpc0_rate(" + strconv.Itoa(60*model.LimitMinutes) + "s)")
+	// model.LimitMinutes), and on counter 1 those a global limit's key
+	// served in a window (gpc0, globallimit.go), so the table keeps a key
+	// the longer of twice those spans.
+	expire := max(2*60*model.LimitMinutes, 2*model.MaxGlobalWindow)
+	w("\tstick-table type string len 64 size 100k expire " + strconv.Itoa(expire) + "s store http_req_rate(" + strconv.Itoa(model.LimitWindow) + "s),conn_cur,gpc0,gpc0_rate(" + strconv.Itoa(60*model.LimitMinutes) + "s)")
 	w("\thttp-request set-var(txn.lr) var(txn.act),concat(.r),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.lc) var(txn.act),concat(.c),map_str(" + access + ")")
 	w("\thttp-request set-var(txn.lm) var(txn.act),concat(.l),map_str(" + access + ")")
@@ -87,6 +100,7 @@ func writeHTTPAccess(w func(...string), h *model.HTTP, m func(string) string) {
 	// the ones served count.
 	w("\thttp-request return status 503 if { var(txn.lk) -m found } { var(txn.lm) -m found } { sc_gpc0_rate(2),sub(txn.lm) ge 0 }")
 	w("\thttp-request sc-inc-gpc0(2) if { var(txn.lk) -m found } { var(txn.lm) -m found }")
+	writeGlobalLimit(w, access, ranges, table, loaded) // globallimit.go
 }
 
 // accessEntries adds action a's access entries (its id idHole) to rel,
@@ -100,6 +114,9 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 	proxyRewriteEntry(rel, a) // proxyrewrite.go
 	if a.Empty() {
 		return
+	}
+	if a.Satisfied() {
+		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".y", "1"})
 	}
 	if a.MaxBody > 0 {
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + ".b", strconv.FormatInt(a.MaxBody, 10)})
@@ -138,8 +155,9 @@ func accessEntries(p *placer, rel map[string][]HTTPMapEntry, a *model.HTTPAccess
 		}
 		rel[HTTPAccessMap] = append(rel[HTTPAccessMap], HTTPMapEntry{idHole + s.tag, p.place("r", set)})
 	}
-	authEntries(p, rel, a.Auth)    // httpauth.go
-	extAuthEntries(rel, a.ExtAuth) // extauth.go
+	globalLimitEntries(p, rel, a.Global) // globallimit.go
+	authEntries(p, rel, a.Auth)          // httpauth.go
+	extAuthEntries(rel, a.ExtAuth)       // extauth.go
 }
 
 // RangeKeys are the keys of range r in a ranges map without the set's id:
@@ -185,8 +203,9 @@ func accessKey(b []byte, a *model.HTTPAccess) []byte {
 			b = keyString(b, r.String())
 		}
 	}
-	b = keyBool(b, a.NoLog)
+	b = keyBool(keyBool(b, a.NoLog), a.SatisfyAny)
 	b = keyString(b, a.MatchCN)
 	b = proxyRewriteKey(b, a.Rewrite) // proxyrewrite.go
+	b = globalLimitKey(b, a.Global)   // globallimit.go
 	return extAuthKey(authKey(keyInt(keyInt(keyInt(keyInt(keyInt(b, a.MaxBody), int64(a.RPS)), int64(a.Conns)), int64(a.RPM)), int64(a.ClientCert)), a.Auth), a.ExtAuth)
 }

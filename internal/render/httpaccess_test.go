@@ -11,10 +11,12 @@ import (
 
 // httpAccess is an HTTP table whose actions restrict sources: an allow
 // list of both families, a deny list inside it, a deny list alone with
-// body, rate and connection limits (a range exempt from them), and one
+// body, rate and connection limits (a range exempt from them) and a
+// global limit keyed by a header and the host (10.0.0.0/8 ignored), and one
 // action that declares the
 // rules only; two actions ask for basic authentication by the same users
-// (one user set) in two realms.
+// (one user set) in two realms, the second satisfied by either its
+// allow list or its users (satisfy any).
 func httpAccess() model.Config {
 	cfg := httpRouted()
 	users := []model.BasicUser{{Name: "alice", SHA1: "tiY7sUhYKUwI5L3866kDY+ENcrQ="}, {Name: "bob", SHA1: "XyRLaTIb/WCdo8CuWc58gPVHl68="}}
@@ -38,10 +40,11 @@ func httpAccess() model.Config {
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}}, Access: &model.HTTPAccess{}},
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_a_80", Weight: 1}},
 				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Deny: pfx("192.0.2.128/25"), Auth: &model.BasicAuth{Realm: "Office - staff only", Users: users}}},
-			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3, RPM: 6, Exempt: pfx("203.0.113.0/24"), NoLog: true}},
+			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}}, Access: &model.HTTPAccess{Deny: pfx("198.51.100.0/22"), MaxBody: 1 << 20, RPS: 10, Conns: 3, RPM: 6, Exempt: pfx("203.0.113.0/24"), NoLog: true,
+				Global: &model.GlobalLimit{Limit: 100, Window: 60, Key: "${http_x_api_client}:$host", Ignored: pfx("10.0.0.0/8"), Scope: "default/limited"}}},
 			// The same allow list as action 1's: one set of entries.
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
-				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Auth: &model.BasicAuth{Realm: "same", Users: users}}},
+				Access: &model.HTTPAccess{Allow: pfx("192.0.2.0/24", "2001:db8::/32"), Auth: &model.BasicAuth{Realm: "same", Users: users}, SatisfyAny: true}},
 			// External authentication (extauth.go).
 			{Backends: []model.WeightedBackend{{Name: "gwh_default_b_80", Weight: 1}},
 				Access: &model.HTTPAccess{ExtAuth: &model.ExtAuth{Method: "GET", URL: "http://auth.example.com:8080/check?a=1", Headers: []string{"x-email", "x-user"}, SignIn: "https://login.example.com/start"}}},
@@ -76,6 +79,15 @@ func TestHTTPAccessStructure(t *testing.T) {
 	}
 	if hash(func(h *model.HTTP) { h.Actions[2].Access.RPS, h.Actions[1].Access.Conns = 0, 7 }) != base {
 		t.Error("a rate or connection limit changed changed the structure")
+	}
+	if hash(func(h *model.HTTP) { h.Actions[3].Access.SatisfyAny, h.Actions[1].Access.SatisfyAny = false, true }) != base {
+		t.Error("satisfy any removed and given changed the structure")
+	}
+	if hash(func(h *model.HTTP) {
+		h.Actions[2].Access.Global = nil
+		h.Actions[1].Access.Global = &model.GlobalLimit{Limit: 5, Window: 1, Scope: "a/b"}
+	}) != base {
+		t.Error("a global rate limit removed and given changed the structure")
 	}
 	if hash(func(h *model.HTTP) { h.Actions[2].Access.NoLog, h.Actions[1].Access.NoLog = false, true }) != base {
 		t.Error("an action's log switched changed the structure")

@@ -40,6 +40,8 @@ func writeHTTPAuth(w func(...string), h *model.HTTP, m func(string) string, dir 
 	access, users := m(HTTPAccessMap), m(HTTPUsers)
 	const on = " if { var(txn.au) -m found }"
 	w("\thttp-request set-var(txn.au) var(txn.act),concat(.u),map_str(" + access + ")")
+	// satisfy any: a source the ranges admit is not asked (httpaccess.go).
+	w("\thttp-request unset-var(txn.au) if { var(txn.ay) -m found } !{ var(txn.af) -m found }")
 	w("\thttp-request set-var-fmt(txn.k) \"%[var(txn.au)]|%[http_auth_user]\"" + on)
 	w("\thttp-request set-var(txn.uh) var(txn.k),map_str(" + users + ")" + on)
 	w("\thttp-request set-var(txn.up) http_auth_pass,sha1,base64 if { var(txn.uh) -m found }")
