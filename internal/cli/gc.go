@@ -9,8 +9,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pageout"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
 // defaultGCPercent is the collector's target when the environment does
@@ -137,4 +139,51 @@ func memoryTuner(getenv func(string) string, auto bool, log *slog.Logger) *memli
 		return nil
 	}
 	return memlimit.New(memlimit.Default, log)
+}
+
+// startHoldBound bounds the collector's hold for a start
+// (memlimit.Start): a first pass that never applies (HAProxy refusing
+// every reload) gives it back after this long.
+const startHoldBound = time.Minute
+
+// startHold holds the collector from the caches synced until the first
+// pass applied (memlimit.HoldStart: no collection for each quarter the
+// heap grows, a soft limit instead; issue 29, the initial sync at 10,000
+// Services). The operator's GOGC wins; with --memory-limit=auto the
+// Tuner keeps setting the limit and only the target is held.
+type startHold struct {
+	getenv func(string) string
+	tuned  bool
+	log    *slog.Logger
+	mu     sync.Mutex
+	st     *memlimit.Start
+}
+
+// synced holds the collector for the caches' size. Called before the
+// first pass (controller.Options.OnSynced): the snapshot is serial with
+// the passes.
+func (h *startHold) synced(snapshot func() (services, endpoints int)) {
+	svcs, eps := snapshot()
+	st := memlimit.HoldStart(memlimit.Default, memlimit.Size{Services: svcs, Endpoints: eps}, h.getenv("GOGC") != "", !h.tuned, h.log)
+	h.mu.Lock()
+	h.st = st
+	h.mu.Unlock()
+	time.AfterFunc(startHoldBound, h.applied)
+}
+
+// applied gives the collector back (controller.Options.OnApplied, or
+// startHoldBound after synced). Once.
+func (h *startHold) applied() {
+	h.mu.Lock()
+	st := h.st
+	h.mu.Unlock()
+	st.End()
+}
+
+// sourceSize counts the Services and endpoints the caches hold.
+func sourceSize(src *source.Source) func() (services, endpoints int) {
+	return func() (int, int) {
+		svcs, eps, _ := src.Snapshot()
+		return len(svcs), desired.CountEndpoints(eps)
+	}
 }

@@ -249,6 +249,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	f.announce.keepSnapshot(ctx, ann, filepath.Join(filepath.Dir(f.stateFile), announce.SnapshotFile), log)
 	memory := memoryTuner(getenv, f.memLimit == "auto", log)
 	memory.Watch(ctx)
+	hold := &startHold{getenv: getenv, tuned: memory != nil, log: log}
 	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,
 		ResyncPeriod: f.resync,
@@ -261,8 +262,8 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		Metrics:      inst,
 		Leading:      gate.Leading,
 		MemoryLimit:  memory,
-		OnSynced:     func() { pageOutSynced(log) },
-		OnApplied:    func() { pageOutApplied(log) },
+		OnSynced:     func() { pageOutSynced(log); hold.synced(sourceSize(src)) },
+		OnApplied:    func() { pageOutApplied(log); hold.applied() },
 	})
 	ready := b.ready(ctl.Synced, inst)
 	if err := f.metrics.serve(ctx, ready, log); err != nil {

@@ -33,8 +33,14 @@ const (
 	// had them, and a server placed in such a slot is checked, so the
 	// text stays until a reload is due anyway.
 	LooseChecked Legacy = 1 << iota
+	// HTTPClientCA: no `httpclient.ssl.verify none` in a config that
+	// loads no Lua (until issue 29's st29c, 2026-11-30): HAProxy's HTTP
+	// client loaded the system CA bundle at each start and reload, with
+	// nothing to use it. A HAProxy that runs such a text holds the bundle
+	// and serves the same; the line comes with the next reload.
+	HTTPClientCA
 
-	legacyAll = LooseChecked<<1 - 1
+	legacyAll = HTTPClientCA<<1 - 1
 )
 
 // String names the flags of l, for logs.
@@ -45,6 +51,9 @@ func (l Legacy) String() string {
 	var names []string
 	if l&LooseChecked != 0 {
 		names = append(names, "loose-checked")
+	}
+	if l&HTTPClientCA != 0 {
+		names = append(names, "httpclient-ca")
 	}
 	if rest := l &^ legacyAll; rest != 0 {
 		names = append(names, "unknown")
