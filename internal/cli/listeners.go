@@ -159,7 +159,8 @@ func initListenerMaps(ropts render.Options) error {
 	if err := os.MkdirAll(ropts.ACLDir, 0o755); err != nil {
 		return err
 	}
-	for _, p := range []string{render.ListenerMapFile(ropts.ACLDir), render.ProxyMapFile(ropts.ACLDir)} {
+	for _, p := range []string{render.ListenerMapFile(ropts.ACLDir), render.ProxyMapFile(ropts.ACLDir),
+		render.ListenerRoutesMapFile(ropts.ACLDir), render.ListenerBackendsMapFile(ropts.ACLDir)} {
 		if _, err := os.Stat(p); err == nil {
 			continue
 		}

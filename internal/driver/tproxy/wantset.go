@@ -33,20 +33,19 @@ type wantSet struct {
 type wantFront struct {
 	name     string
 	binds    []model.Bind
-	routed   bool
-	tls      bool
+	traits   render.ListenerTraits
 	backend  string
 	listened bool
 }
 
 func wantFrontOf(f model.Frontend, o render.Options) wantFront {
-	return wantFront{name: f.Name, binds: f.Binds, routed: f.Routed(), tls: f.TLS != nil, backend: f.Backend, listened: o.Listened(f)}
+	return wantFront{name: f.Name, binds: f.Binds, traits: render.TraitsOf(&f), backend: f.Backend, listened: o.Listened(f)}
 }
 
 // same reports whether f is listened as wf was: the same binds (the very
-// slice), backend, routes and TLS.
+// slice), backend and what the kind reads (render.ListenerTraits).
 func (wf *wantFront) same(f *model.Frontend) bool {
-	return wf.name == f.Name && wf.backend == f.Backend && wf.routed == f.Routed() && wf.tls == (f.TLS != nil) &&
+	return wf.name == f.Name && wf.backend == f.Backend && wf.traits == render.TraitsOf(f) &&
 		model.SameSlice(wf.binds, f.Binds)
 }
 
