@@ -115,13 +115,13 @@ func ListenerRouteEntries(cfg model.Config, o Options) (routes, backends []MapEn
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	seen := map[string]bool{}
+	seen, done := map[string]bool{}, map[string]bool{}
 	for _, f := range cfg.Frontends {
 		id, ok := ids[f.Name]
-		if !ok || seen["#"+f.Name] {
+		if !ok || done[f.Name] {
 			continue
 		}
-		seen["#"+f.Name] = true
+		done[f.Name] = true
 		v := strconv.FormatInt(id, 10)
 		for _, b := range f.Binds {
 			k := ListenerKey(b.Addr, b.Port)
