@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,7 +8,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 )
 
@@ -71,8 +67,7 @@ func TestGatewayTCPBehindListener(t *testing.T) {
 	if r := g.reloads(); r != before {
 		t.Errorf("a new Gateway with a TCP listener reloaded HAProxy %d times, want 0", r-before)
 	}
-	b, err := os.ReadFile(render.ListenerRoutesMapFile(filepath.Join(filepath.Dir(g.cfgPath), "acl")))
-	if err != nil || !strings.Contains(string(b), render.ListenerKey(netip.MustParseAddr(gw2VIP), uint16(port2))+" ") {
-		t.Errorf("listener routes map lacks gw2's key (%v):\n%s", err, b)
+	if err := g.listenerRoutesHave(gw2VIP, int32(port2)); err != nil {
+		t.Errorf("gw2 behind the listener: %v", err)
 	}
 }
