@@ -2,7 +2,6 @@ package render
 
 import (
 	"bytes"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,24 +56,7 @@ func TestGoldenListenerRoutes(t *testing.T) {
 		t.Errorf("a routed listener's key in the one-backend map: %s", MapContent(l))
 	}
 
-	dir := t.TempDir()
-	listen, proxy := ListenerEntries(cfg, o)
-	files := map[string][]byte{ListenerMapFile(dir): MapContent(listen), ProxyMapFile(dir): MapContent(proxy),
-		ListenerRoutesMapFile(dir): MapContent(routes), ListenerBackendsMapFile(dir): MapContent(backends)}
-	for _, f := range cfg.Frontends {
-		for _, v6 := range []bool{false, true} {
-			files[ACLFile(dir, f.Name, v6)] = ACLFileContent(f, v6)
-		}
-		for i, r := range f.Routes {
-			files[RouteMapFile(dir, f.Name, i)] = RouteMapContent(r)
-		}
-	}
-	for p, b := range files {
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	golden.HAProxyAccepts(t, bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(dir)))
+	listenerConfigAccepted(t, cfg, got) // listeners_test.go
 }
 
 // TestListenerRoutesStructure: behind the listener, a new gateway TCP

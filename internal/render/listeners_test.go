@@ -51,10 +51,20 @@ func TestGoldenListeners(t *testing.T) {
 		t.Errorf("ports mode has listener entries %v %v", l, p)
 	}
 
-	// HAProxy reads the files: write them where the check finds them.
+	listenerConfigAccepted(t, cfg, got)
+}
+
+// listenerConfigAccepted checks that HAProxy accepts got, cfg rendered in
+// tproxy mode (tproxyOpts), with every file it reads written where the
+// check finds them: the listener's four maps, the ACL files, route maps.
+func listenerConfigAccepted(t *testing.T, cfg model.Config, got []byte) {
+	t.Helper()
+	o := tproxyOpts()
 	dir := t.TempDir()
+	listen, proxy := ListenerEntries(cfg, o)
+	routes, backends := ListenerRouteEntries(cfg, o)
 	files := map[string][]byte{ListenerMapFile(dir): MapContent(listen), ProxyMapFile(dir): MapContent(proxy),
-		ListenerRoutesMapFile(dir): nil, ListenerBackendsMapFile(dir): nil}
+		ListenerRoutesMapFile(dir): MapContent(routes), ListenerBackendsMapFile(dir): MapContent(backends)}
 	for _, f := range cfg.Frontends {
 		for _, v6 := range []bool{false, true} {
 			files[ACLFile(dir, f.Name, v6)] = ACLFileContent(f, v6)
