@@ -9,13 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/gwcrd"
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
@@ -35,13 +31,7 @@ func BenchmarkGatewayNewTCPListener(b *testing.B) {
 	if !inNetns(b, addrs...) {
 		return
 	}
-	kube := kubeapi.Start(b)
-	gwcrd.Install(b, kube.Config)
-	client := kube.Client(b)
-	gc, err := gwclient.NewForConfig(kube.Config)
-	if err != nil {
-		b.Fatal(err)
-	}
+	kube, client, gc := benchGatewayAPI(b) // httproute_bench_test.go: the class hks too
 	ctx := context.Background()
 	pod := lab.NewNodeServer("pod-1", podAddrs[0])
 	if err := pod.Listen(8080); err != nil {
@@ -53,10 +43,6 @@ func BenchmarkGatewayNewTCPListener(b *testing.B) {
 		b.Fatal(err)
 	}
 	if err := lab.ApplySlice(ctx, client, lab.SliceFor(ns, "web", 8080, []lab.Endpoint{{IP: podAddrs[0], Node: "n1", Ready: true}})); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := gc.GatewayV1().GatewayClasses().Create(ctx, &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "hks"},
-		Spec: gwv1.GatewayClassSpec{ControllerName: gateway.ControllerName}}, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	ip := gwv1.IPAddressType
