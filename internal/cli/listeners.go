@@ -175,7 +175,8 @@ func initListenerMaps(ropts render.Options) error {
 	if err := os.MkdirAll(ropts.ACLDir, 0o755); err != nil {
 		return err
 	}
-	files := []string{render.ListenerMapFile(ropts.ACLDir), render.ProxyMapFile(ropts.ACLDir)}
+	files := []string{render.ListenerMapFile(ropts.ACLDir), render.ProxyMapFile(ropts.ACLDir),
+		render.ListenerRoutesMapFile(ropts.ACLDir), render.ListenerBackendsMapFile(ropts.ACLDir)}
 	if ropts.HTTPListener() { // the fixed HTTP listener's, which the config names from the start
 		files = append(files, render.HTTPListenerMapFile(ropts.ACLDir))
 		for _, kind := range render.HTTPMapKinds {

@@ -12,7 +12,7 @@ import (
 // added to the entries kept, not 10,000 keys built, sorted and diffed
 // again. A frontend is the same as in the last pass when its name,
 // binds (the very slice: models share what did not change), backend,
-// PROXY flag and what makes it listened (routes, TLS) are; the walk over
+// PROXY flag and what makes it listened (ListenerTraits) are; the walk over
 // both passes' frontends, sorted by name, compares only those. Beside the
 // entries it gives each map's edit from the last pass's entries (keys
 // added, changed, deleted), which the driver hands to a worker that holds
@@ -39,9 +39,8 @@ type listenedFrontend struct {
 	binds    []model.Bind
 	backend  string
 	proxy    bool
-	routed   bool
-	tls      bool
-	listened bool
+	traits   ListenerTraits
+	listened bool // by its one backend (ListenedBackend)
 }
 
 // keyOwner is a listened frontend binding a key: the first by name keeps
@@ -279,14 +278,14 @@ func (m *ListenerMemo) drop(lf listenedFrontend, touched map[string]bool) {
 // listenedOf is what the listener maps take of f.
 func listenedOf(f model.Frontend, o Options) listenedFrontend {
 	return listenedFrontend{name: f.Name, binds: f.Binds, backend: f.Backend, proxy: f.AcceptProxy,
-		routed: f.Routed(), tls: f.TLS != nil, listened: o.Listened(f)}
+		traits: TraitsOf(&f), listened: o.ListenerKindOf(f) == ListenedBackend}
 }
 
 // same reports whether f gives the listener maps what lf gave: then
 // Options.Listened(f) is lf's too, without being asked again.
 func (lf *listenedFrontend) same(f model.Frontend) bool {
 	return lf.name == f.Name && lf.backend == f.Backend && lf.proxy == f.AcceptProxy &&
-		lf.routed == f.Routed() && lf.tls == (f.TLS != nil) && model.SameSlice(lf.binds, f.Binds)
+		lf.traits == TraitsOf(&f) && model.SameSlice(lf.binds, f.Binds)
 }
 
 // setEntry gives key the value v in entries (sorted by key; v "": no

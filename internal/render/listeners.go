@@ -64,16 +64,9 @@ func (o Options) ListenerPort() uint16 {
 }
 
 // Listened reports whether f is served by the fixed listener rather than
-// by a frontend of its own: in tproxy mode, a frontend that sends every
-// connection to one backend and terminates no TLS (routes and TLS
-// termination keep their own frontend) and whose binds all name an address the listener can key
-// (ListenerAddrOK). A frontend on every address (no Addr) keeps its own.
-func (o Options) Listened(f model.Frontend) bool {
-	if !o.TProxy() || f.Routed() || f.TLS != nil || f.HTTP != nil || f.Backend == "" {
-		return false
-	}
-	return o.keyable(f)
-}
+// by a frontend of its own (ListenerKindOf, listenerroutes.go): its binds,
+// and only those, reach the kernel's sets and the listener's maps.
+func (o Options) Listened(f model.Frontend) bool { return o.ListenerKindOf(f) != NotListened }
 
 // keyable reports whether every bind of f (one at least) names an address
 // and port the fixed listeners can key (ListenerKey): the one test of
@@ -141,8 +134,8 @@ func ListenerEntries(cfg model.Config, o Options) (listen, proxy []MapEntry) {
 	}
 	seen := map[string]bool{}
 	for _, f := range cfg.Frontends {
-		if !o.Listened(f) {
-			continue
+		if o.ListenerKindOf(f) != ListenedBackend {
+			continue // a routed one's keys: ListenerRouteEntries
 		}
 		for _, b := range f.Binds {
 			k := ListenerKey(b.Addr, b.Port)
@@ -206,8 +199,9 @@ func writeListener(w func(...string), o Options) {
 	w("\tbind :" + port + " transparent")
 	w("\tbind [::]:" + port + " v6only transparent")
 	w("\ttcp-request connection set-var-fmt(" + listenerVar + ") \"%[dst]:%[dst_port]\"")
-	w("\ttcp-request connection reject unless { var(" + listenerVar + "),map_str(" + lmap + ") -m found }")
+	w("\ttcp-request connection reject unless { var(" + listenerVar + "),map_str(" + lmap + ") -m found } || { var(" + listenerVar + "),map_str(" + ListenerRoutesMapFile(o.ACLDir) + ") -m found }")
 	w("\ttcp-request connection expect-proxy layer4 if { var(" + listenerVar + "),map_str(" + pmap + ") -m found }")
+	writeListenerRoutes(w, o) // listenerroutes.go
 	w("\tuse_backend %[var(" + listenerVar + "),map_str(" + lmap + ")]")
 }
 

@@ -51,16 +51,22 @@ func RouteIDs(f model.Frontend) map[int]int64 {
 		if r.SNI != "" && !model.ValidSNI(r.SNI) {
 			continue
 		}
-		h := fnv.New32a()
-		h.Write([]byte(strings.ToLower(r.SNI)))
-		id := int64(h.Sum32()%(maxRouteID-1)) + 1
-		for used[id] {
-			id = id%(maxRouteID-1) + 1
-		}
-		used[id] = true
-		out[i] = id
+		out[i] = freeID(used, strings.ToLower(r.SNI))
 	}
 	return out
+}
+
+// freeID is the id of s: a hash of s in [1, maxRouteID), or the next
+// one not used, which it marks used.
+func freeID(used map[int64]bool, s string) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(s))
+	id := int64(h.Sum32()%(maxRouteID-1)) + 1
+	for used[id] {
+		id = id%(maxRouteID-1) + 1
+	}
+	used[id] = true
+	return id
 }
 
 // TLSRouteSNIEntries are the lines of f's server-name map: each route's

@@ -68,6 +68,9 @@ func statusListeners(t *testing.T, pool bool) string {
 	files[cfgPath] = render.Config(cfg, layout, opts)
 	files[render.ListenerMapFile(opts.ACLDir)] = render.MapContent(listen)
 	files[render.ProxyMapFile(opts.ACLDir)] = render.MapContent(proxy)
+	routes, backends := render.ListenerRouteEntries(cfg, opts)
+	files[render.ListenerRoutesMapFile(opts.ACLDir)] = render.MapContent(routes)
+	files[render.ListenerBackendsMapFile(opts.ACLDir)] = render.MapContent(backends)
 	for p, b := range files {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,8 +101,15 @@ func localInstance(name, dir string, hap *haproxytest.Process, opts ...string) s
 func newEnvOn(t *testing.T, kube *kubeapi.Server) *env {
 	t.Helper()
 	inTProxyNetns(t)
+	return newEnvListening(t, kube, suiteListening())
+}
+
+// newEnvListening is newEnvOn listening as l, whatever the suite's mode
+// (a test of one mode, in a network namespace of its own for tproxy).
+func newEnvListening(t *testing.T, kube *kubeapi.Server, l listening) *env {
+	t.Helper()
 	e := &env{t: t, kube: kube, dir: t.TempDir(), nodes: map[string]*lab.NodeServer{}, health: map[string]*lab.HealthServer{},
-		listen: suiteListening()}
+		listen: l}
 	e.client = e.kube.Client(t)
 	e.subnet = freeSubnet()
 	e.cfgPath = initHAProxyFor(t, e.dir, e.listen)
@@ -255,11 +263,14 @@ func eventuallyIn(t testing.TB, what string, cond func() error) {
 
 // serves reports nil when connections to the frontend on port reach
 // exactly the nodes in want.
-func serves(port int32, want ...string) func() error {
+func serves(port int32, want ...string) func() error { return servesOnAddr(serviceIP(), port, want...) }
+
+// servesOnAddr is serves for connections to addr.
+func servesOnAddr(addr string, port int32, want ...string) func() error {
 	return func() error {
 		seen := map[string]bool{}
 		for i := 0; i < 3*len(want)+2; i++ {
-			name, err := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), port), time.Second)
+			name, err := lab.Probe(net.JoinHostPort(addr, strconv.Itoa(int(port))), time.Second)
 			if err != nil {
 				if len(want) == 0 {
 					return nil

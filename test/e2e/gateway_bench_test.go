@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,12 +32,23 @@ func benchController(b *testing.B, kube *kubeapi.Server, args ...string) *haprox
 
 // benchControllerHAProxy is benchController, returning the HAProxy too.
 func benchControllerHAProxy(b *testing.B, kube *kubeapi.Server, args ...string) (*haproxytest.Process, *haproxytest.LockedBuffer) {
+	return benchControllerFor(b, kube, listening{}, args...)
+}
+
+// benchControllerFor is benchControllerHAProxy listening as l: per-port
+// frontends on 127.0.0.1, or the fixed listener with a pool of 4 and
+// tproxyVIP (in a network namespace of the benchmark's own).
+func benchControllerFor(b *testing.B, kube *kubeapi.Server, l listening, args ...string) (*haproxytest.Process, *haproxytest.LockedBuffer) {
 	dir := b.TempDir()
-	cfg, state := initHAProxy(b, dir), filepath.Join(dir, "state")
+	cfg, state := initHAProxyFor(b, dir, l), filepath.Join(dir, "state")
 	hap := haproxytest.Start(b, dir, cfg)
-	all := append([]string{"--kubeconfig", kube.KubeconfigPath, "--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),
+	mode := []string{"--bind-address", "127.0.0.1", "--listeners=ports"}
+	if l.tproxy {
+		mode = []string{"--bind-address", tproxyVIP, "--listeners=tproxy", "--backend-pool=4"}
+	}
+	all := append(append([]string{"--kubeconfig", kube.KubeconfigPath, "--haproxy-config", cfg, "--haproxy-bin", haproxytest.Bin(),
 		"--master-socket", hap.MasterSocket, "--stats-socket", hap.StatsSocket, "--state-file", state,
-		"--bind-address", "127.0.0.1", "--listeners=ports", "--metrics-address", "", "--udp=off"}, args...)
+		"--metrics-address", "", "--udp=off"}, mode...), args...)
 	ctx, cancel := context.WithCancel(context.Background())
 	log, done := &haproxytest.LockedBuffer{}, make(chan error, 1)
 	go func() { done <- cli.Run(ctx, all, func(string) string { return "" }, log) }()
@@ -53,8 +66,13 @@ func benchControllerHAProxy(b *testing.B, kube *kubeapi.Server, args ...string) 
 // untilServed polls port until the backend answering is want, and
 // returns how long after start that was.
 func untilServed(port int, want string, start time.Time, deadline time.Duration) (time.Duration, error) {
+	return untilServedOn("127.0.0.1", port, want, start, deadline)
+}
+
+// untilServedOn is untilServed for connections to addr.
+func untilServedOn(addr string, port int, want string, start time.Time, deadline time.Duration) (time.Duration, error) {
 	for time.Since(start) < deadline {
-		if name, err := lab.Probe(fmt.Sprintf("127.0.0.1:%d", port), 500*time.Millisecond); err == nil && name == want {
+		if name, err := lab.Probe(net.JoinHostPort(addr, strconv.Itoa(port)), 500*time.Millisecond); err == nil && name == want {
 			return time.Since(start), nil
 		}
 		time.Sleep(2 * time.Millisecond) // poll interval

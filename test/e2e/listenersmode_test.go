@@ -225,6 +225,17 @@ func (e *env) serviceFrontend(fe string, port int32) error {
 	return e.listenerMapsTo(tproxyVIP, port, "")
 }
 
+// listenerRoutesHave is nil when the fixed listener's routes map (tproxy
+// mode: a gateway TCP listener behind it, render.ListenedTCPRoutes) has
+// the key of addr and port.
+func (e *env) listenerRoutesHave(addr string, port int32) error {
+	b, err := os.ReadFile(render.ListenerRoutesMapFile(filepath.Join(filepath.Dir(e.cfgPath), "acl")))
+	if err != nil {
+		return err
+	}
+	return contains(string(b), render.ListenerKey(netip.MustParseAddr(addr), uint16(port))+" ")
+}
+
 // listenerMapsTo is nil when the fixed listener's map (tproxy mode) has
 // the key of addr and port, naming the HAProxy backend that serves the
 // model backend be (env.haproxyBackend) unless be is "".

@@ -14,8 +14,8 @@ import (
 // (internal/driver/tproxy) is changed around this driver's pass
 // (tproxy.Ordered) so that no element ever lacks its entry.
 
-// listenerMapFiles are the listener's two map files for cfg (none in
-// ports mode), the PROXY map first: its entries are what a listener
+// listenerMapFiles are the listener's map files for cfg (none in ports
+// mode), the PROXY map first: its entries are what a listener
 // map's key points to (mapdiff.go's order), so a new key expects its
 // PROXY header from its first connection on, and a key gone is refused
 // before it stops expecting one. fronts: which of cfg's frontends changed
@@ -36,14 +36,20 @@ func (d *HAProxy) listenerMapFiles(cfg model.Config, fronts *model.FrontendChang
 		pf.edit = &fileEdit{from: m.proxy, edit: httpEdit(pe)}
 	}
 	m.listen, m.proxy = lf.body, pf.body
+	// The routed frontends' two maps (render/listenerroutes.go: the
+	// gateway mode's TCP listeners, a few), whole each pass: the
+	// backends map before the routes map, whose ids point into it.
+	routes, backends := render.ListenerRouteEntries(cfg, o)
+	rf := mapFile(render.ListenerRoutesMapFile(o.ACLDir), routes, "listener routes map")
+	bf := mapFile(render.ListenerBackendsMapFile(o.ACLDir), backends, "listener backends map")
 	if !o.HTTPListener() {
-		return []patternFile{pf, lf}
+		return []patternFile{pf, bf, rf, lf}
 	}
 	// The fixed HTTP listener's keys (render/httplistener.go), after its
 	// table's maps (routeMapFilesEarly): a key is taken once its hosts are
 	// there.
 	hf := mapFile(render.HTTPListenerMapFile(o.ACLDir), render.HTTPListenerEntries(cfg, o), "HTTP listener map")
-	return []patternFile{pf, lf, hf}
+	return []patternFile{pf, bf, rf, lf, hf}
 }
 
 // listenerMemo is the listener maps' memo (render.ListenerMemo) and the

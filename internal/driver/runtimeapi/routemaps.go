@@ -26,12 +26,17 @@ type routeMap struct {
 	route model.Route
 }
 
-// routeMapsOf lists the map of every route of cfg's routed frontends.
-func routeMapsOf(dir string, cfg model.Config) []routeMap {
+// routeMapsOf lists the map of every route of cfg's routed frontends
+// that keep their own frontend (o.ACLDir the directory).
+func routeMapsOf(o render.Options, cfg model.Config) []routeMap {
 	var out []routeMap
+	dir := o.ACLDir
 	for _, f := range cfg.Frontends {
-		if render.RoutesAsMaps(f, dir) {
+		if !f.Routed() || render.RoutesAsMaps(f, dir) {
 			continue // its two maps instead (tlsRouteMapFiles)
+		}
+		if o.Listened(f) {
+			continue // behind the fixed listener: its maps (listeners.go)
 		}
 		for i, r := range f.Routes {
 			if r.SNI != "" && !model.ValidSNI(r.SNI) {
@@ -62,7 +67,7 @@ func (d *HAProxy) routeMapFilesEarly(cfg model.Config, fronts *model.FrontendCha
 		return nil, func() []patternFile { return nil }
 	}
 	var out []patternFile
-	for _, m := range routeMapsOf(dir, cfg) {
+	for _, m := range routeMapsOf(d.opts.Render, cfg) {
 		pf := patternFile{path: m.file, body: render.RouteMapContent(m.route), what: "route map " + filepath.Base(m.file)}
 		for _, e := range render.RouteMapEntries(m.route) {
 			pf.lines = append(pf.lines, e.Key+" "+e.Backend)

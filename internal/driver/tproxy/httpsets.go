@@ -46,19 +46,6 @@ func listenedBy(f model.Frontend, o render.Options, http bool) bool {
 	return o.Listened(f)
 }
 
-// httpOwn sums up what o.HTTPListened reads of f beyond what wantFront
-// keeps: whether it is an HTTP frontend and has settings of its own.
-func httpOwn(f *model.Frontend) uint8 {
-	var v uint8
-	if f.HTTP != nil {
-		v |= 1
-	}
-	if f.Restricted() || f.AcceptProxy || f.MaxConn > 0 || f.TimeoutClient > 0 {
-		v |= 2
-	}
-	return v
-}
-
 // HTTPElements are Elements for the fixed HTTP listener: the binds of
 // cfg's frontends o.HTTPListened takes, per family, sorted, without
 // duplicates.

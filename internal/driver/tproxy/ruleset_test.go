@@ -32,18 +32,23 @@ func TestElements(t *testing.T) {
 		fe("ll", b("fe80::1", 80)),
 		fe("mc", b("239.1.1.1", 80)),
 		fe("own", b("203.0.113.13", listenPort)),
-		{Name: "routed", Binds: []model.Bind{b("203.0.113.14", 443)}, Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "be_b", Weight: 1}}}}},
+		// A gateway TCP listener is keyed (its routes map); one routed
+		// by TLS server name keeps its frontend.
+		{Name: "tcp", Binds: []model.Bind{b("203.0.113.14", 443)}, Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "be_b", Weight: 1}}}}},
+		{Name: "sni", Binds: []model.Bind{b("203.0.113.15", 443)}, Routes: []model.Route{{SNI: "a.example.com", Backends: []model.WeightedBackend{{Name: "be_b", Weight: 1}}}}},
 	}}
 	v4, v6 := Elements(cfg, tproxyOpts)
-	want4 := []netip.AddrPort{netip.MustParseAddrPort("203.0.113.10:80"), netip.MustParseAddrPort("203.0.113.10:443")}
+	want4 := []netip.AddrPort{netip.MustParseAddrPort("203.0.113.10:80"), netip.MustParseAddrPort("203.0.113.10:443"),
+		netip.MustParseAddrPort("203.0.113.14:443")}
 	want6 := []netip.AddrPort{netip.MustParseAddrPort("[2001:db8:1::10]:80")}
 	if !slices.Equal(v4, want4) || !slices.Equal(v6, want6) {
 		t.Errorf("Elements = %v %v, want %v %v", v4, v6, want4, want6)
 	}
-	// The map has exactly the same keys.
+	// The maps have exactly the same keys.
 	listen, _ := render.ListenerEntries(cfg, tproxyOpts)
+	routes, _ := render.ListenerRouteEntries(cfg, tproxyOpts)
 	var keys []string
-	for _, e := range listen {
+	for _, e := range append(listen, routes...) {
 		keys = append(keys, e.Key)
 	}
 	var fromSets []string
@@ -66,8 +71,8 @@ func TestElements(t *testing.T) {
 		t.Errorf("wanted = %v, want %v", got, append(v4, v6...))
 	}
 	w.update(model.Config{Frontends: cfg.Frontends[1:]}, nil, tproxyOpts)
-	if len(w.count) != 1 || !w.wants(netip.MustParseAddrPort("203.0.113.10:443")) {
-		t.Errorf("wanted of fewer frontends = %v, want 203.0.113.10:443 alone", w.count)
+	if len(w.count) != 2 || !w.wants(netip.MustParseAddrPort("203.0.113.10:443")) || !w.wants(netip.MustParseAddrPort("203.0.113.14:443")) {
+		t.Errorf("wanted of fewer frontends = %v, want 203.0.113.10:443 and 203.0.113.14:443", w.count)
 	}
 }
 

@@ -34,23 +34,21 @@ type wantSet struct {
 type wantFront struct {
 	name     string
 	binds    []model.Bind
-	routed   bool
-	tls      bool
+	traits   render.ListenerTraits
 	backend  string
-	httpOwn  uint8 // httpOwn: what else render.Options.HTTPListened reads
 	listened bool
 }
 
 func wantFrontOf(f model.Frontend, o render.Options, http bool) wantFront {
-	return wantFront{name: f.Name, binds: f.Binds, routed: f.Routed(), tls: f.TLS != nil, backend: f.Backend,
-		httpOwn: httpOwn(&f), listened: listenedBy(f, o, http)}
+	return wantFront{name: f.Name, binds: f.Binds, traits: render.TraitsOf(&f), backend: f.Backend,
+		listened: listenedBy(f, o, http)}
 }
 
 // same reports whether f is listened as wf was: the same binds (the very
-// slice), backend, routes and TLS.
+// slice), backend and what the kind reads (render.ListenerTraits).
 func (wf *wantFront) same(f *model.Frontend) bool {
-	return wf.name == f.Name && wf.backend == f.Backend && wf.routed == f.Routed() && wf.tls == (f.TLS != nil) &&
-		wf.httpOwn == httpOwn(f) && model.SameSlice(wf.binds, f.Binds)
+	return wf.name == f.Name && wf.backend == f.Backend && wf.traits == render.TraitsOf(f) &&
+		model.SameSlice(wf.binds, f.Binds)
 }
 
 // update takes cfg's frontends; fronts, when it says so, which of them

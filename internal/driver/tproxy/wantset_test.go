@@ -91,7 +91,7 @@ func TestWantSetRandomEdits(t *testing.T) {
 }
 
 func sameWantFront(a, b wantFront) bool {
-	return a.name == b.name && a.backend == b.backend && a.routed == b.routed && a.tls == b.tls &&
+	return a.name == b.name && a.backend == b.backend && a.traits == b.traits &&
 		a.listened == b.listened && slices.Equal(a.binds, b.binds)
 }
 

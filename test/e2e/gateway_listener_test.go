@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+)
+
+// gw2VIP is the second Gateway's address in TestGatewayTCPBehindListener:
+// a documentation address of the test's own network namespace.
+const gw2VIP = "203.0.113.11"
+
+// In tproxy mode (whatever the suite's) the gateway mode's TCP listeners
+// go behind the fixed listener (render.ListenedTCPRoutes): a second
+// Gateway with a TCP listener on a new address and a new port, its route
+// split between a Service the first uses and one no route used (a spare
+// of the pool), is served with 0 reloads (the master's `show proc`), and
+// the first Gateway keeps serving; neither has a frontend of its own.
+func TestGatewayTCPBehindListener(t *testing.T) {
+	addrs := append([]string{gw2VIP}, podAddrs...)
+	if !tproxyMode() {
+		addrs = append(addrs, tproxyVIP) // inNetns adds it in tproxy mode only
+	}
+	if !inNetns(t, addrs...) {
+		return
+	}
+	g := newGatewayEnvOn(t, newEnvListening(t, kubeapi.Start(t), listening{tproxy: true}))
+	port1, port2 := haproxytest.FreePort(t), haproxytest.FreePort(t)
+	g.backend("pod-a", 1, 8080)
+	g.backend("pod-b", 2, 8080)
+	g.gatewayOn("gw1", port1, "pod-a", tproxyVIP) // gateway_pools_test.go
+	g.startController("--mode=gateway", "--bind-address", gw2VIP)
+	g.eventually("gw1 served by pod-a", servesOnAddr(tproxyVIP, int32(port1), "pod-a"))
+	if err := readyForNewBackends(g.config()); err != nil { // dynamic_test.go
+		t.Fatalf("no spare backends: %v", err)
+	}
+	if strings.Contains(g.config(), "\nfrontend gw_") {
+		t.Fatalf("a TCP listener kept a frontend of its own in tproxy mode:\n%s", g.config())
+	}
+	before := g.reloads()
+
+	ip := gwv1.IPAddressType
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw2"}, Spec: gwv1.GatewaySpec{GatewayClassName: "hks",
+		Addresses: []gwv1.GatewaySpecAddress{{Type: &ip, Value: gw2VIP}},
+		Listeners: []gwv1.Listener{listener("tcp", gwv1.TCPProtocolType, port2, "")}}}
+	if _, err := g.gw.GatewayV1().Gateways(ns).Create(bg, gw, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := g.gw.GatewayV1().TCPRoutes(ns).Create(bg, &gwv1.TCPRoute{ObjectMeta: metav1.ObjectMeta{Name: "gw2"},
+		Spec: gwv1.TCPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw2"}}},
+			Rules: []gwv1.TCPRouteRule{{BackendRefs: []gwv1.BackendRef{backendRef("pod-a", 1), backendRef("pod-b", 1)}}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.eventually("gw2 served by pod-a and pod-b", servesOnAddr(gw2VIP, int32(port2), "pod-a", "pod-b"))
+	if err := servesOnAddr(tproxyVIP, int32(port1), "pod-a")(); err != nil {
+		t.Errorf("gw1 after gw2: %v", err)
+	}
+	if err := servesOnAddr(gw2VIP, int32(port1))(); err != nil { // no name: refused
+		t.Errorf("gw2's address on gw1's port: %v, want refused", err)
+	}
+	if r := g.reloads(); r != before {
+		t.Errorf("a new Gateway with a TCP listener reloaded HAProxy %d times, want 0", r-before)
+	}
+	if err := g.listenerRoutesHave(gw2VIP, int32(port2)); err != nil {
+		t.Errorf("gw2 behind the listener: %v", err)
+	}
+}
