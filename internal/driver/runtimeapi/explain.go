@@ -70,4 +70,3 @@ func newBinds(running, cfg model.Config) string {
 	}
 	return s
 }
-
