@@ -36,6 +36,7 @@ type shape struct {
 	defaultsErr                      error // from the environment, reported when the command runs
 	stats, stateFile                 string
 	maxConn                          int
+	quiet                            bool
 	monitor                          netip.AddrPort
 	nodeCheck                        nodeCheck
 	listeners                        listenerFlags // listeners.go
@@ -93,6 +94,7 @@ func (s *shape) registerHAProxy(fs *pflag.FlagSet) {
 		s.stats = "/run/haproxy-k8s-sync/admin.sock"
 		fs.Var(pathValue{&s.stats, true}, "stats-socket", "HAProxy worker admin socket (written into the config)")
 		fs.Var(countValue{&s.maxConn}, "global-maxconn", "global maxconn of HAProxy (0: HAProxy's default)")
+		fs.BoolVar(&s.quiet, "haproxy-quiet", false, "write HAProxy's quiet: no stderr line per server changing state, but no [ALERT] of a first start either (docs/health-checks.md)")
 		fs.Var(listenValue{&s.monitor}, "monitor-address", "ADDR:PORT where HAProxy answers GET /healthz with 200 while it runs (liveness probes; default none)")
 		s.listeners.register(fs)
 	})

@@ -34,7 +34,7 @@ const (
 )
 
 func (s *shape) renderOptions() render.Options {
-	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Monitor: s.monitor,
+	return render.Options{StatsSocket: s.stats, StateFile: s.stateFile, MaxConn: s.maxConn, Quiet: s.quiet, Monitor: s.monitor,
 		Listeners: s.listeners.renderListeners()}
 }
 

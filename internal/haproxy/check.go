@@ -66,3 +66,20 @@ func diagnostics(out string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// Explain is what `<bin> -c -f <cfgPath>` says against the file: its
+// [ALERT] lines (AlertLines), "" when it accepts the file. It is how a
+// failed reload of a master that does not answer with the startup logs
+// (2.6), or whose output `quiet` closed, gets its reason: the master
+// parsed the same file. A reload can also fail in what only a start does
+// (a bind, the open-file limit), which -c does not try: then "" too.
+// -V: a file with `quiet` in global silences -c too (2.6 and 3.4), and
+// verbose mode overrides it.
+func Explain(ctx context.Context, bin, cfgPath string) (string, error) {
+	out, err := runCheck(ctx, bin, "-c", "-V", "-f", cfgPath)
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		return "", err
+	}
+	return AlertLines(out), nil
+}

@@ -48,8 +48,10 @@ func (e *CommandError) Unwrap() error { return ErrCommand }
 // lines (AlertLines), where it can be had: HAProxy 2.7 and later answer
 // the master CLI's reload with the startup logs; 2.6 answers nothing and
 // writes them only to the master's output (its container's log, its
-// unit's journal), which the controller does not read: Reason is then
-// empty and the message says where to look.
+// unit's journal, none at all with `quiet`), which the controller does
+// not read: the runtimeapi driver then fills Reason from Explain (`haproxy
+// -c -V` of the file that failed) or the binds the file adds; left empty
+// (no haproxy binary to run), the message says where to look.
 //
 // Answered: the master said so itself (2.7+ `Success=0`, Reason from its
 // startup logs); otherwise `show proc`'s counters did (Before, After,

@@ -177,8 +177,10 @@ func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.R
 	d.gate.reloaded(d.now())
 	d.rt.Reset()
 	if err != nil {
-		// The old workers keep serving the old config: put it back on disk
-		// so the file always matches what runs.
+		// Why, while the file that failed is still on disk (explain.go);
+		// then the old workers keep serving the old config: put it back
+		// on disk so the file always matches what runs.
+		d.explainFailed(ctx, cfg, err)
 		restore(true)
 		d.known = false
 		if errors.Is(err, haproxy.ErrReloadInProgress) {
