@@ -163,7 +163,7 @@ func TestHTTPMapsStoppedBeforeWritten(t *testing.T) {
 			l, _, cfgOf := httpLab(t, netip.AddrPort{})
 			d := l.d
 			// As while Run runs, killed before it writes anything.
-			d.mapFiles.on = strings.HasPrefix(tc.name, "left")
+			d.due.on = strings.HasPrefix(tc.name, "left")
 			ctx := context.Background()
 			t0 := routeTable(n, "/app", 90)
 			t1 := withNewRoute(t0, n/2)

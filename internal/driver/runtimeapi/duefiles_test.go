@@ -19,7 +19,7 @@ import (
 // for Run's end; Run's loop of the map files is on when it returns.
 func runMapFilesFor(t *testing.T, d *HAProxy, quiet, maxDelay time.Duration) (stop func()) {
 	t.Helper()
-	d.mapFiles.quiet, d.mapFiles.maxDelay = quiet, maxDelay
+	d.due.quiet, d.due.maxDelay = quiet, maxDelay
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() {
@@ -37,7 +37,7 @@ func runMapFilesFor(t *testing.T, d *HAProxy, quiet, maxDelay time.Duration) (st
 	t.Cleanup(stop)
 	for start := time.Now(); ; time.Sleep(time.Millisecond) { // poll interval
 		d.mu.Lock()
-		on := d.mapFiles.on
+		on := d.due.on
 		d.mu.Unlock()
 		if on {
 			return stop
@@ -182,25 +182,25 @@ func TestHTTPMapFilesAfterFailedWrite(t *testing.T) {
 	l, _, cfgOf := httpLab(t, netip.AddrPort{})
 	d := l.d
 	ctx := context.Background()
-	d.mapFiles.on = true // as while Run runs, its writes not made here
+	d.due.on = true // as while Run runs, its writes not made here
 	t0 := routeTable(n, "/app", 90)
 	if _, err := d.Apply(ctx, cfgOf(t0)); err != nil {
 		t.Fatal(err)
 	}
 	hosts := render.HTTPMapFile(d.opts.Render.ACLDir, "gw_apps_gw_80", render.HTTPHosts)
-	d.mapFiles.due, d.mapFiles.failed = true, true // Run's write failed
+	d.due.http, d.due.failed = true, true // Run's write failed
 	t1 := withRoute(t0, 5, "first.example.com")
 	if _, err := d.Apply(ctx, cfgOf(t1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := fileMap(t, hosts)["first.example.com"]; !ok || d.mapFiles.failed || d.mapFiles.due {
-		t.Errorf("after a failed write: the pass wrote its hosts file %v (failed %v, due %v), want it written, nothing due", ok, d.mapFiles.failed, d.mapFiles.due)
+	if _, ok := fileMap(t, hosts)["first.example.com"]; !ok || d.due.failed || d.due.http {
+		t.Errorf("after a failed write: the pass wrote its hosts file %v (failed %v, due %v), want it written, nothing due", ok, d.due.failed, d.due.http)
 	}
 	t2 := withRoute(t1, 9, "then.example.com")
 	if _, err := d.Apply(ctx, cfgOf(t2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := fileMap(t, hosts)["then.example.com"]; ok || !d.mapFiles.due {
-		t.Errorf("then: the pass wrote its hosts file %v (due %v), want it left to Run", ok, d.mapFiles.due)
+	if _, ok := fileMap(t, hosts)["then.example.com"]; ok || !d.due.http {
+		t.Errorf("then: the pass wrote its hosts file %v (due %v), want it left to Run", ok, d.due.http)
 	}
 }
