@@ -133,7 +133,7 @@ func (d *HAProxy) runDue(ctx context.Context) {
 	d.due.on = true
 	quiet, maxDelay := d.due.quiet, d.due.maxDelay
 	d.mu.Unlock()
-	var first time.Time         // the first pass that left the HTTP maps' files, not built yet
+	var first time.Time        // the first pass that left the HTTP maps' files, not built yet
 	var build <-chan time.Time // when to build them
 	for {
 		select {
