@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
@@ -252,8 +253,8 @@ func (d *HAProxy) dueFailed(failed map[string]dueFile) {
 
 // writeDueFiles writes files, and returns those it could not write.
 func writeDueFiles(files map[string]dueFile) (map[string]dueFile, error) {
-	if testHookDueWrite != nil {
-		testHookDueWrite()
+	if hook := testHookDueWrite.Load(); hook != nil {
+		(*hook)()
 	}
 	var failed map[string]dueFile
 	var errs []error
@@ -280,4 +281,4 @@ func writeDueFiles(files map[string]dueFile) (map[string]dueFile, error) {
 
 // testHookDueWrite, when set (tests), runs before each write of files
 // due: a test holds the write there to see who waits for it.
-var testHookDueWrite func()
+var testHookDueWrite atomic.Pointer[func()]
