@@ -107,7 +107,7 @@ func (s *fileSet) write(dir string, want []patternFile) ([]patternFile, error) {
 	var wrote []patternFile
 	for _, f := range want {
 		if f.pending {
-			continue // its bytes not made: written later (mapfiles.go)
+			continue // its bytes not made: written later (duefiles.go)
 		}
 		if old, ok := s.last[f.path]; ok && bytes.Equal(old, f.body) {
 			continue

@@ -136,7 +136,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			return nil, err
 		}
 	}
-	whole := build != nil // every HTTP map's file made in this pass (unless left: mapfiles.go)
+	whole := build != nil // every HTTP map's file made in this pass (unless left: duefiles.go)
 	if build != nil && want == nil {
 		want, build = build(), nil
 	}
