@@ -24,16 +24,17 @@ import (
 // Service's EndpointSlice, written right after the object, waited for
 // that pass: every other new Service was served a write later.
 //
-// Two kinds of file, one writer:
-//
-//   - files a pass made (their bytes): the listener's and the routes'
-//     map files, pool.json; written at once, outside the driver's lock,
-//     so the next pass does not wait for the write;
-//   - the HTTP maps' files, which a pass that sent the memo's edit did
-//     not build (~2 ms at 5,000 routes, httpMapUpdate): built from the
-//     memos' latest tables, under the lock, when passes have been quiet
-//     for dueQuiet, and at the latest dueMaxDelay after the first pass
-//     that left them (the debounce of the config file, shorter bounds).
+// The files are written once passes have been quiet for dueQuiet, and
+// at the latest dueMaxDelay after the first pass that left one (the
+// debounce of the config file, shorter bounds), outside the driver's
+// lock: several passes in a row cost one write. The HTTP maps' files of
+// a pass that sent the memo's edit are not even built by it (~2 ms at
+// 5,000 routes, httpMapUpdate): they are built from the memos' latest
+// tables, under the lock, just before the write. Written at once after
+// each pass instead, the listener's map and pool.json (~3 ms at 10,000)
+// ran beside the new Service's EndpointSlice pass that came right after
+// the object's on a two-core machine, and slowed it (its p50 5.4 -> 7.7
+// ms at 10,000, BENCHMARKS.md).
 //
 // What reads the files is served first, and nothing is lost:
 //
@@ -45,9 +46,9 @@ import (
 //   - a controller killed before the write leaves files older than what
 //     runs: the next process reads the worker's maps back and sends the
 //     difference from the table it wants, and writes the files
-//     (mapread.go, TestHTTPMapsStoppedBeforeWritten); pool.json is
-//     corrected by its next pass (readPool), as it always was: it was
-//     written after the runtime changes;
+//     (mapread.go, TestHTTPMapsStoppedBeforeWritten); a pool.json older
+//     than what runs costs its next start at most one reload (readPool),
+//     as it did when it was written at the end of the pass;
 //   - a HAProxy started behind the controller's back reads files at most
 //     dueMaxDelay old, as its config file at most --persist-max-delay
 //     old; its worker is another pid, which the next pass reads back.
@@ -134,43 +135,24 @@ func (d *HAProxy) runDue(ctx context.Context) {
 	d.due.on = true
 	quiet, maxDelay := d.due.quiet, d.due.maxDelay
 	d.mu.Unlock()
-	var first time.Time        // the first pass that left the HTTP maps' files, not built yet
-	var build <-chan time.Time // when to build them
-	for {
-		select {
-		case <-ctx.Done():
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			d.due.on = false
-			if err := d.writeDueNow(true); err != nil {
-				d.log.Error("could not write the files due after the passes", "err", err)
-			}
-			return
-		case <-d.due.kick:
-			d.writeDue(false)
-			d.mu.Lock()
-			http := d.due.http
-			d.mu.Unlock()
-			if !http {
-				continue
-			}
-			now := time.Now()
-			if first.IsZero() {
-				first = now
-			}
-			build = time.After(min(quiet, first.Add(maxDelay).Sub(now)))
-		case <-build:
-			first, build = time.Time{}, nil
-			d.writeDue(true)
-		}
+	debounce{quiet: quiet, maxDelay: maxDelay, final: finalFlushTimeout, now: time.Now, after: time.After}.
+		run(ctx, d.due.kick, func(context.Context) bool {
+			d.writeDue()
+			return true
+		})
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.due.on = false
+	if err := d.writeDueNow(true); err != nil {
+		d.log.Error("could not write the files due after the passes", "err", err)
 	}
 }
 
-// writeDue writes the files due, the HTTP maps' too if http, outside
+// writeDue writes the files due, the HTTP maps' built first, outside
 // the driver's lock.
-func (d *HAProxy) writeDue(http bool) {
+func (d *HAProxy) writeDue() {
 	d.mu.Lock()
-	files := d.takeDue(http)
+	files := d.takeDue(true)
 	if len(files) == 0 {
 		d.mu.Unlock()
 		return
