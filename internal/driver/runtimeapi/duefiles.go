@@ -22,7 +22,11 @@ import (
 // disk. At 10,000 Services a new Service's object pass wrote the
 // listener's map file and pool.json itself (1.8-11 ms at 2,000), and the
 // Service's EndpointSlice, written right after the object, waited for
-// that pass: every other new Service was served a write later.
+// that pass: every other new Service was served a write later. The
+// listener's map files are the exception, written by the pass still: a
+// TPROXY element is added once the pass applied (tproxy.Ordered), and
+// its entry must be in the file a restarted HAProxy reads by then
+// (docs/listeners.md, "The order of the two writes").
 //
 // The files are written once passes have been quiet for dueQuiet, and
 // at the latest dueMaxDelay after the first pass that left one (the
@@ -31,7 +35,7 @@ import (
 // a pass that sent the memo's edit are not even built by it (~2 ms at
 // 5,000 routes, httpMapUpdate): they are built from the memos' latest
 // tables, under the lock, just before the write. Written at once after
-// each pass instead, the listener's map and pool.json (~3 ms at 10,000)
+// each pass instead, the listener's map and pool.json (~2 ms at 10,000)
 // ran beside the new Service's EndpointSlice pass that came right after
 // the object's on a two-core machine, and slowed it (its p50 5.4 -> 7.7
 // ms at 10,000, BENCHMARKS.md).

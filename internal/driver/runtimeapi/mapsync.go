@@ -203,7 +203,12 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 	var wrote []patternFile
 	var err error
 	if later && s.due != nil {
-		wrote = s.leave(want) // not the pending files (their bytes not made)
+		// The listener's maps in the pass still: a TPROXY element added
+		// after it (tproxy.Ordered) finds its entry in the file a
+		// restarted HAProxy reads (docs/listeners.md).
+		now, left := listenedFirst(want)
+		wrote, err = s.write(d.opts.Render.ACLDir, now)
+		wrote = append(wrote, s.leave(left)...) // not the pending files (their bytes not made)
 	} else {
 		wrote, err = s.write(d.opts.Render.ACLDir, want)
 	}
@@ -222,6 +227,19 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 		return nil, errors.Join(sendErr, err)
 	}
 	return edits, err
+}
+
+// listenedFirst splits want into the listener's map files and the
+// others.
+func listenedFirst(want []patternFile) (listened, others []patternFile) {
+	for _, f := range want {
+		if f.listened != nil || strings.HasPrefix(f.what, "listener") {
+			listened = append(listened, f)
+		} else {
+			others = append(others, f)
+		}
+	}
+	return listened, others
 }
 
 // testHookMapsSent, when set (tests), runs after a batch sent before
