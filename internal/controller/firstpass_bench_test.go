@@ -79,7 +79,12 @@ func scaleWorld(ctx context.Context, b *testing.B, n int) (*fake.Clientset, *sou
 // createScaleService creates the world's Service i (svc-%05d) and its
 // EndpointSlice of 5 ready endpoints over the 20 nodes.
 func createScaleService(ctx context.Context, b *testing.B, client *fake.Clientset, i int) {
-	const endpoints, nodes = 5, 20
+	createScaleObject(ctx, b, client, i)
+	createScaleSlice(ctx, b, client, i)
+}
+
+// createScaleObject creates the world's Service i alone.
+func createScaleObject(ctx context.Context, b *testing.B, client *fake.Clientset, i int) {
 	class := desired.DefaultClass
 	name := fmt.Sprintf("svc-%05d", i)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, CreationTimestamp: metav1.NewTime(time.Unix(int64(i), 0))},
@@ -89,6 +94,12 @@ func createScaleService(ctx context.Context, b *testing.B, client *fake.Clientse
 	if _, err := client.CoreV1().Services("default").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// createScaleSlice creates the EndpointSlice of the world's Service i.
+func createScaleSlice(ctx context.Context, b *testing.B, client *fake.Clientset, i int) {
+	const endpoints, nodes = 5, 20
+	name := fmt.Sprintf("svc-%05d", i)
 	eps := make([]lab.Endpoint, endpoints)
 	for j := range eps {
 		k := i*16 + j + 1

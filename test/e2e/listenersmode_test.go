@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -164,6 +165,22 @@ func (e *env) haproxyBackend(name string) string {
 		e.t.Fatalf("pool file: %v", err)
 	}
 	return s.HAProxyBackend(name)
+}
+
+// pooledBackend is haproxyBackend(name) once the pool file names it:
+// pool.json is written after the pass that served the backend
+// (runtimeapi/duefiles.go), so a test that has just seen it served waits
+// for the file. name itself when the config has a backend of that name
+// (no pool).
+func (e *env) pooledBackend(name string) string {
+	be := name
+	e.eventually("the pool file names "+name, func() error {
+		if be = e.haproxyBackend(name); be != name || strings.Contains(e.config(), "\nbackend "+name+"\n") {
+			return nil
+		}
+		return fmt.Errorf("neither a spare nor a backend of its own for %s", name)
+	})
+	return be
 }
 
 // occupiedSpares are the spares of the pool that serve a model backend,

@@ -45,7 +45,7 @@ func TestStatsPage(t *testing.T) {
 			e.createService(lab.Service{Namespace: ns, Name: "web", Port: port, NodePort: np})
 			e.startController(args...)
 			e.eventually("web serves", serves(port, "n1", "n2", "n3"))
-			be := e.haproxyBackend(fmt.Sprintf("be_default_web_%d", port)) // a spare with a pool
+			be := e.pooledBackend(fmt.Sprintf("be_default_web_%d", port)) // a spare with a pool
 			if !tc.auth && !strings.Contains(e.config(), fmt.Sprintf("bind 127.0.0.1:%d\n", e.statsPort(page))) {
 				t.Fatalf("stats page not bound to loopback:\n%s", e.config())
 			}

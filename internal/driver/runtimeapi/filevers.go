@@ -92,15 +92,22 @@ type fileSet struct {
 	// change does not wait for the disk. See docs/backend-pool.md, "What
 	// the files on disk describe".
 	unsynced bool
+	// due: the writer after the passes (duefiles.go), for a set whose
+	// files a pass may leave to it; nil: always written by the pass.
+	due *dueFiles
 }
 
 // write writes each file of want whose content is not the one last
 // written, and returns those it wrote.
 func (s *fileSet) write(dir string, want []patternFile) ([]patternFile, error) {
+	if s.due != nil {
+		s.due.writing.Lock() // after the writer's write (duefiles.go)
+		defer s.due.writing.Unlock()
+	}
 	var wrote []patternFile
 	for _, f := range want {
 		if f.pending {
-			continue // its bytes not made: written later (mapfiles.go)
+			continue // its bytes not made: written later (duefiles.go)
 		}
 		if old, ok := s.last[f.path]; ok && bytes.Equal(old, f.body) {
 			continue
@@ -119,9 +126,34 @@ func (s *fileSet) write(dir string, want []patternFile) ([]patternFile, error) {
 			s.last = make(map[string][]byte)
 		}
 		s.last[f.path] = f.body
+		if s.due != nil {
+			s.due.wroteInline(f.path) // what was due of it is older
+		}
 		wrote = append(wrote, f)
 	}
 	return wrote, nil
+}
+
+// leave records each file of want whose content is not the one last
+// written as written and leaves it to the writer after the passes
+// (duefiles.go), and returns those it left. The set has one (s.due).
+func (s *fileSet) leave(want []patternFile) []patternFile {
+	var left []patternFile
+	for _, f := range want {
+		if f.pending {
+			continue
+		}
+		if old, ok := s.last[f.path]; ok && bytes.Equal(old, f.body) {
+			continue
+		}
+		if s.last == nil {
+			s.last = make(map[string][]byte)
+		}
+		s.last[f.path] = f.body
+		s.due.add(f.path, dueFile{body: f.body, what: f.what, set: s, sync: !s.unsynced})
+		left = append(left, f)
+	}
+	return left
 }
 
 // prune removes the files of the kind in dir that want does not name,
@@ -131,6 +163,15 @@ func (s *fileSet) prune(dir string, want []patternFile) {
 	keep := make(map[string]bool, len(want))
 	for _, f := range want {
 		keep[f.path] = true
+	}
+	if s.due != nil {
+		s.due.writing.Lock() // after the writer's write (duefiles.go)
+		defer s.due.writing.Unlock()
+		for p, f := range s.due.files {
+			if f.set == s && !keep[p] {
+				delete(s.due.files, p) // not to come back
+			}
+		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -133,7 +133,7 @@ type HAProxy struct {
 	held             heldMaps     // what the worker holds of them (mapsync.go)
 	mapOps           int          // the map commands sent since the driver was made (mapsync.go)
 	httpMemos        httpMemos    // the HTTP maps lowered so far (httpmaps.go)
-	mapFiles         mapFiles     // the HTTP maps' files left to write after the passes (mapfiles.go)
+	due              dueFiles     // the files left to write after the passes (duefiles.go)
 	noHTTPMemo       bool         // every pass lowers every table whole: the benchmarks' baseline
 	noMapEdits       bool         // the memo's edits unused, files diffed whole: the benchmarks' baseline
 	listenerMemo     listenerMemo // the listener's map entries kept by frontend (listeners.go)
@@ -199,7 +199,7 @@ func NewHAProxy(opts Options) *HAProxy {
 	if !opts.Render.Peer.IsValid() && opts.ConfigPath != "" {
 		opts.Render.Peer = localPeer(opts.ConfigPath)
 	}
-	return &HAProxy{
+	d := &HAProxy{
 		acls:      fileSet{kind: "acl"},
 		routeMaps: fileSet{kind: "map", unsynced: true},
 		opts:      opts,
@@ -207,10 +207,12 @@ func NewHAProxy(opts Options) *HAProxy {
 		master:    haproxy.NewMaster(opts.MasterSocket),
 		log:       opts.Logger,
 		persist:   make(chan struct{}, 1),
-		mapFiles:  mapFiles{quiet: mapFilesQuiet, maxDelay: mapFilesMaxDelay, kick: make(chan struct{}, 1)},
+		due:       dueFiles{quiet: dueQuiet, maxDelay: dueMaxDelay, kick: make(chan struct{}, 1)},
 		gate:      reloadGate{minInterval: opts.MinReloadInterval, settle: opts.ReloadSettle},
 		now:       time.Now,
 	}
+	d.routeMaps.due = &d.due // the listener's, routes' and HTTP maps' files after the pass
+	return d
 }
 
 // Invalidate forgets what the driver believes HAProxy runs: the next Apply

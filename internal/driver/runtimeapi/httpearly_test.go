@@ -145,7 +145,7 @@ func TestHTTPMapEditsSentBeforeBuilt(t *testing.T) {
 // process knows nothing the worker holds, reads its maps back and sends
 // the difference from the table it wants (mapread.go) and writes the files, whether the world kept the
 // change or went back meanwhile; then a route is a few commands again.
-// No reload. "left": the pass left its files to Run (mapfiles.go), and
+// No reload. "left": the pass left its files to Run (duefiles.go), and
 // the controller was killed before Run wrote them.
 func TestHTTPMapsStoppedBeforeWritten(t *testing.T) {
 	const n = 300
@@ -163,7 +163,7 @@ func TestHTTPMapsStoppedBeforeWritten(t *testing.T) {
 			l, _, cfgOf := httpLab(t, netip.AddrPort{})
 			d := l.d
 			// As while Run runs, killed before it writes anything.
-			d.mapFiles.on = strings.HasPrefix(tc.name, "left")
+			d.due.on = strings.HasPrefix(tc.name, "left")
 			ctx := context.Background()
 			t0 := routeTable(n, "/app", 90)
 			t1 := withNewRoute(t0, n/2)

@@ -35,7 +35,7 @@ type httpMemo struct {
 	// Update's edit of that kind starts from (0: no edit known); sizes,
 	// the entries' count of each kind's version. A pass that sends the
 	// memo's edit needs no file built (the files are written after the
-	// pass, mapfiles.go): the worker is said to hold a version, and the
+	// pass, duefiles.go): the worker is said to hold a version, and the
 	// next edit starts from it.
 	vers, prev map[string]uint64
 	sizes      map[string]int

@@ -121,9 +121,9 @@ func (h *heldMaps) unknown(pid string, paths map[string]bool) {
 // first and build makes every file after it (the HTTP maps built whole
 // after a new route's entries are served: issue 30); otherwise build
 // makes them before anything is sent. Either way the files written are
-// build's, before pushMaps returns: what a reload reads afterwards is
-// what the worker runs. While Run runs, a batch sent by the memo's edits
-// leaves the files to it instead (not built here: mapfiles.go), and a
+// build's: what a reload reads afterwards is what the worker runs. While
+// Run runs, the files go to its writer after the pass (duefiles.go), and
+// those of a batch sent by the memo's edits are not even built here; a
 // reload writes every file itself. A controller stopped between the batch and the
 // write leaves files older than the worker's maps; the next process
 // knows nothing the worker holds (heldMaps is per process), reads the
@@ -136,7 +136,7 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 			return nil, err
 		}
 	}
-	whole := build != nil // every HTTP map's file made in this pass (unless left: mapfiles.go)
+	whole := build != nil // every HTTP map's file made in this pass (unless left: duefiles.go)
 	if build != nil && want == nil {
 		want, build = build(), nil
 	}
@@ -171,9 +171,17 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 		if testHookMapsSent != nil && slices.ContainsFunc(edits, func(e mapEdit) bool { return e.pending }) {
 			testHookMapsSent()
 		}
-		if left = sendErr == nil && d.mapFiles.later(); !left {
+		if left = sendErr == nil && d.due.later(); !left {
 			want = build() // the files made after the worker is told: part of their write
 		}
+	}
+	// While Run runs, the files made are written after the pass too
+	// (duefiles.go); after a write there failed, the pass writes what is
+	// due first, then its own.
+	later := sendErr == nil && d.due.later()
+	var dueErr error
+	if !later && d.due.on {
+		dueErr = d.writeDueNow(false)
 	}
 	if sendErr == nil {
 		var made map[string][]byte // the pending files' bytes, by path
@@ -192,21 +200,47 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 	}
 	// Written even when the worker failed them: a HAProxy that starts
 	// reads the wanted maps, and the running one gets them whole next time.
-	wrote, err := s.write(d.opts.Render.ACLDir, want) // not the pending files (their bytes not made)
+	var wrote []patternFile
+	var err error
+	if later && s.due != nil {
+		// The listener's maps in the pass still: a TPROXY element added
+		// after it (tproxy.Ordered) finds its entry in the file a
+		// restarted HAProxy reads (docs/listeners.md).
+		now, left := listenedFirst(want)
+		wrote, err = s.write(d.opts.Render.ACLDir, now)
+		wrote = append(wrote, s.leave(left)...) // not the pending files (their bytes not made)
+	} else {
+		wrote, err = s.write(d.opts.Render.ACLDir, want)
+	}
 	if d.aside != nil {
 		d.aside.wrote(wrote) // aside.go
 	}
 	switch {
 	case left && slices.ContainsFunc(want, func(f patternFile) bool { return f.pending }):
-		d.mapFiles.leave() // written after the pass (mapfiles.go)
+		d.due.leave() // built and written after the pass (duefiles.go)
 	case whole && !left && err == nil:
-		d.mapFiles.written() // every file of the latest tables written
+		d.due.written() // every file of the latest tables written
 	}
+	err = errors.Join(dueErr, err)
 	res.Write += time.Since(t)
 	if sendErr != nil {
 		return nil, errors.Join(sendErr, err)
 	}
 	return edits, err
+}
+
+// listenedFirst splits want into the fixed listeners' map files (the TCP
+// listener's and the HTTP listener's keys, with or without entries) and
+// the others.
+func listenedFirst(want []patternFile) (listened, others []patternFile) {
+	for _, f := range want {
+		if f.listened != nil || strings.Contains(f.what, "listener") {
+			listened = append(listened, f)
+		} else {
+			others = append(others, f)
+		}
+	}
+	return listened, others
 }
 
 // testHookMapsSent, when set (tests), runs after a batch sent before

@@ -32,13 +32,13 @@ func (d *HAProxy) schedulePersist() {
 // controller that stops leaves files that describe what runs. The caller
 // ends ctx once passes have stopped and waits for Run to return.
 //
-// Beside it, the HTTP maps' files a pass left to write are written once
-// passes are quiet (mapfiles.go), and what is due when ctx ends.
+// Beside it, one writer writes the files the passes leave (the maps'
+// files, pool.json: duefiles.go), and what is due when ctx ends.
 func (d *HAProxy) Run(ctx context.Context, quiet, maxDelay time.Duration) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		d.runMapFiles(ctx) // mapfiles.go
+		d.runDue(ctx) // duefiles.go
 	}()
 	debounce{quiet: quiet, maxDelay: maxDelay, final: finalFlushTimeout, now: time.Now, after: time.After}.run(ctx, d.persist, d.flush)
 	<-done

@@ -324,8 +324,20 @@ func (d *HAProxy) poolApplied(ctx context.Context, s spares.State, err error) {
 	}
 	// Unsynced: the spares it names already run (it is written after the
 	// pass applied); a pool.json lost to a machine crash is rebuilt, one
-	// reload (readPool).
-	if err := atomicfile.WriteUnsynced(d.poolFile(), body, 0o644); err != nil {
+	// reload (readPool). While Run runs, written after the pass
+	// (duefiles.go).
+	if d.due.later() {
+		d.due.add(d.poolFile(), dueFile{body: body, what: "backend pool"})
+		d.poolWritten = body
+		return
+	}
+	d.due.writing.Lock()
+	err = atomicfile.WriteUnsynced(d.poolFile(), body, 0o644)
+	if err == nil {
+		d.due.wroteInline(d.poolFile())
+	}
+	d.due.writing.Unlock()
+	if err != nil {
 		d.log.Error("could not write the backend pool", "err", err)
 		return
 	}

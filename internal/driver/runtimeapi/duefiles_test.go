@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 // for Run's end; Run's loop of the map files is on when it returns.
 func runMapFilesFor(t *testing.T, d *HAProxy, quiet, maxDelay time.Duration) (stop func()) {
 	t.Helper()
-	d.mapFiles.quiet, d.mapFiles.maxDelay = quiet, maxDelay
+	d.due.quiet, d.due.maxDelay = quiet, maxDelay
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() {
@@ -37,7 +38,7 @@ func runMapFilesFor(t *testing.T, d *HAProxy, quiet, maxDelay time.Duration) (st
 	t.Cleanup(stop)
 	for start := time.Now(); ; time.Sleep(time.Millisecond) { // poll interval
 		d.mu.Lock()
-		on := d.mapFiles.on
+		on := d.due.on
 		d.mu.Unlock()
 		if on {
 			return stop
@@ -182,25 +183,131 @@ func TestHTTPMapFilesAfterFailedWrite(t *testing.T) {
 	l, _, cfgOf := httpLab(t, netip.AddrPort{})
 	d := l.d
 	ctx := context.Background()
-	d.mapFiles.on = true // as while Run runs, its writes not made here
+	d.due.on = true // as while Run runs, its writes not made here
 	t0 := routeTable(n, "/app", 90)
 	if _, err := d.Apply(ctx, cfgOf(t0)); err != nil {
 		t.Fatal(err)
 	}
 	hosts := render.HTTPMapFile(d.opts.Render.ACLDir, "gw_apps_gw_80", render.HTTPHosts)
-	d.mapFiles.due, d.mapFiles.failed = true, true // Run's write failed
+	d.due.http, d.due.failed = true, true // Run's write failed
 	t1 := withRoute(t0, 5, "first.example.com")
 	if _, err := d.Apply(ctx, cfgOf(t1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := fileMap(t, hosts)["first.example.com"]; !ok || d.mapFiles.failed || d.mapFiles.due {
-		t.Errorf("after a failed write: the pass wrote its hosts file %v (failed %v, due %v), want it written, nothing due", ok, d.mapFiles.failed, d.mapFiles.due)
+	if _, ok := fileMap(t, hosts)["first.example.com"]; !ok || d.due.failed || d.due.http {
+		t.Errorf("after a failed write: the pass wrote its hosts file %v (failed %v, due %v), want it written, nothing due", ok, d.due.failed, d.due.http)
 	}
 	t2 := withRoute(t1, 9, "then.example.com")
 	if _, err := d.Apply(ctx, cfgOf(t2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := fileMap(t, hosts)["then.example.com"]; ok || !d.mapFiles.due {
-		t.Errorf("then: the pass wrote its hosts file %v (due %v), want it left to Run", ok, d.mapFiles.due)
+	if _, ok := fileMap(t, hosts)["then.example.com"]; ok || !d.due.http {
+		t.Errorf("then: the pass wrote its hosts file %v (due %v), want it left to Run", ok, d.due.http)
+	}
+}
+
+// TestPoolFileAfterThePass (issue 29): while Run runs, a pass returns
+// without waiting for pool.json's write (a new Service's EndpointSlice
+// waited for its object's pass to write it: every other new Service a
+// pass's tail later); the one writer (duefiles.go) writes the latest
+// bytes right after, and what is due when Run ends is on disk before Run
+// returns. A pass after a failed write writes the file itself.
+func TestPoolFileAfterThePass(t *testing.T) {
+	lb := startPoolLab(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w := newPoolWorld(t)
+	nodeOf := map[string]int{"be_a": 0, "be_b": 1, "be_c": 0, "be_d": 1}
+	if _, err := lb.d.Apply(ctx, w.config([]string{"be_a"}, nodeOf)); err != nil {
+		t.Fatal(err)
+	}
+	pool := PoolFile(lb.cfgPath)
+	names := func(be string) bool {
+		b, err := os.ReadFile(pool)
+		return err == nil && strings.Contains(string(b), `"`+be+`"`)
+	}
+	if !names("be_a") {
+		t.Fatal("pool.json does not name be_a after the first pass (no Run: the pass writes it)")
+	}
+
+	rctx, stop := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { lb.d.Run(rctx, time.Hour, time.Hour); close(ran) }()
+	defer func() { stop(); <-ran }()
+	until(t, 10*time.Second, func() bool { lb.d.mu.Lock(); defer lb.d.mu.Unlock(); return lb.d.due.on })
+
+	held, release := make(chan struct{}, 4), make(chan struct{})
+	hook := func() { held <- struct{}{}; <-release }
+	testHookDueWrite.Store(&hook)
+	defer testHookDueWrite.Store(nil)
+	applied := make(chan error, 1)
+	go func() {
+		_, err := lb.d.Apply(ctx, w.config([]string{"be_a", "be_b"}, nodeOf))
+		applied <- err
+	}()
+	select {
+	case err := <-applied:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("the pass did not return while the files' write was held: it waits for the files")
+	}
+	if names("be_b") {
+		t.Error("pool.json names be_b while its write is held")
+	}
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer did not start the files' write after the pass")
+	}
+	testHookDueWrite.Store(nil)
+	close(release)
+	until(t, 10*time.Second, func() bool { return names("be_b") })
+
+	// A failed write: the next pass writes what is due itself (its error
+	// would go to the workqueue); once nothing is due, passes leave their
+	// files to the writer again.
+	last, err := os.ReadFile(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb.d.mu.Lock()
+	lb.d.dueFailed(map[string]dueFile{pool: {body: last, what: "backend pool"}})
+	later := lb.d.due.later()
+	lb.d.mu.Unlock()
+	if later {
+		t.Fatal("after a failed write, passes still leave their files to the writer")
+	}
+	if _, err := lb.d.Apply(ctx, w.config([]string{"be_a", "be_b", "be_d"}, nodeOf)); err != nil {
+		t.Fatal(err)
+	}
+	lb.d.mu.Lock()
+	later = lb.d.due.later()
+	lb.d.mu.Unlock()
+	if !later {
+		t.Error("after the pass that wrote what was due, passes do not leave their files to the writer")
+	}
+	until(t, 10*time.Second, func() bool { return names("be_d") })
+
+	// What is due when Run ends is written before it returns.
+	if _, err := lb.d.Apply(ctx, w.config([]string{"be_a", "be_b", "be_c", "be_d"}, nodeOf)); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	<-ran
+	if !names("be_c") {
+		t.Error("pool.json does not name be_c once Run returned")
+	}
+}
+
+// until polls cond every millisecond until it holds or d passed.
+func until(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(time.Millisecond) { // poll interval
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within", d)
+		}
 	}
 }
