@@ -193,6 +193,9 @@ func setClassPool(g *ingressEnv, pool string) {
 	if err != nil {
 		g.t.Fatal(err)
 	}
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
 	c.Annotations[settings.PoolAnnotation] = pool
 	if _, err := g.ing.IngressClasses().Update(bg, c, metav1.UpdateOptions{}); err != nil {
 		g.t.Fatal(err)
