@@ -37,7 +37,8 @@ type poolState struct {
 	class *netv1.IngressClass // asking this pass; nil: none asks
 	key   string              // its request's key
 	given gateway.Given
-	// blocked: it asks but cannot be given an address (claims off).
+	// blocked: it asks but cannot be given an address (claims off, an
+	// ip-families annotation it cannot read): the message.
 	blocked string
 	// reported: the last Event's message, by class UID (each once).
 	reported map[types.UID]string
@@ -75,7 +76,12 @@ func (s *Server) PoolRequests(_ gateway.Input, c pools.Claims) []pools.Request {
 	cur = append(cur, s.pool.given.Addrs...)
 	cur = append(cur, s.pool.given.Pending...)
 	slices.SortFunc(cur, func(a, b netip.Addr) int { return a.Compare(b) })
-	r, ok := pools.IngressClassRequest(ic, []uint16{s.httpPort(), s.httpsPort()}, slices.Compact(cur))
+	r, ok, err := pools.IngressClassRequest(ic, []uint16{s.httpPort(), s.httpsPort()}, slices.Compact(cur))
+	if err != nil {
+		s.pool.class, s.pool.key = ic, key
+		s.pool.blocked = err.Error() + "; the class's Ingresses are not served"
+		return nil
+	}
 	if !ok {
 		s.pool.given = gateway.Given{}
 		return nil

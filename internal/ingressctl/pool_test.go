@@ -63,15 +63,16 @@ func TestClassAddressFromPool(t *testing.T) {
 	bind := []netip.Addr{netip.MustParseAddr("192.0.2.10")}
 	key := pools.IngressClassKey("hks")
 	for _, tc := range []struct {
-		name   string
-		pool   string
-		pooled bool
-		claims pools.Claims
-		given  gateway.Given
-		binds  string // the frontends' binds; "": no frontend
-		status string
-		event  string // a Warning's reason and text
-		wants  int
+		name     string
+		pool     string
+		families string // the ip-families annotation ("": none)
+		pooled   bool
+		claims   pools.Claims
+		given    gateway.Given
+		binds    string // the frontends' binds; "": no frontend
+		status   string
+		event    string // a Warning's reason and text
+		wants    int
 	}{
 		{name: "given, claimed", pool: "p", pooled: true, claims: pools.Claims{}, given: gateway.Given{Addrs: []netip.Addr{own}},
 			binds: "198.18.0.7:80 transparent", status: "198.18.0.7", wants: 1},
@@ -80,18 +81,23 @@ func TestClassAddressFromPool(t *testing.T) {
 			given: gateway.Given{Problems: []pools.Problem{{Key: key, Reason: pools.ReasonExhausted, Message: "no free IPv4 address in AddressPool(s) p; the Service waits"}}},
 			event: "AddressNotAssigned no free IPv4 address in AddressPool(s) p; the IngressClass waits"},
 		{name: "no claims made", pool: "p", pooled: true, event: "AddressNotAssigned an address of AddressPool p needs the address claims"},
+		{name: "ip-families unreadable", pool: "p", families: "IPv5", pooled: true, claims: pools.Claims{}, given: gateway.Given{Addrs: []netip.Addr{own}},
+			event: `AddressNotAssigned annotation haproxy-k8s-sync.io/ip-families: "IPv5" is not IPv4, IPv6 or both, comma-separated; the class's Ingresses are not served`},
 		{name: "no pool named", pooled: true, claims: pools.Claims{}, binds: "192.0.2.10:80", status: "192.0.2.10"},
 		{name: "pools off", pool: "p", binds: "192.0.2.10:80", status: "192.0.2.10", event: "AddressPoolsOff the address-pool annotation needs run --address-pools"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClassCache(tc.pool)
+			if tc.families != "" {
+				c.class.Annotations[pools.IngressClassFamiliesAnnotation] = tc.families
+			}
 			rec := record.NewFakeRecorder(10)
 			s := newServer(c, Options{Ingress: ingress.Options{Class: "hks", Addresses: bind}, Pooled: tc.pooled, Recorder: rec,
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			var wants []claims.Want
 			if tc.pooled {
 				reqs := s.PoolRequests(gateway.Input{}, tc.claims)
-				asks := tc.pool != "" && tc.claims != nil
+				asks := tc.pool != "" && tc.claims != nil && tc.families == ""
 				if (len(reqs) == 1) != asks || (asks && (reqs[0].Key != key || reqs[0].Pool != tc.pool ||
 					!slices.Equal(reqs[0].Ports, []pools.Port{{Protocol: "TCP", Port: 80}, {Protocol: "TCP", Port: 443}}))) {
 					t.Fatalf("requests %+v", reqs)
