@@ -189,6 +189,12 @@ func ingressStatus(g *ingressEnv, name string, ips ...string) func() error {
 // setClassPool sets IngressClass hks's address-pool annotation.
 func setClassPool(g *ingressEnv, pool string) {
 	g.t.Helper()
+	setClassAnnotation(g, settings.PoolAnnotation, pool)
+}
+
+// setClassAnnotation sets annotation key of IngressClass hks.
+func setClassAnnotation(g *ingressEnv, key, value string) {
+	g.t.Helper()
 	c, err := g.ing.IngressClasses().Get(bg, "hks", metav1.GetOptions{})
 	if err != nil {
 		g.t.Fatal(err)
@@ -196,7 +202,7 @@ func setClassPool(g *ingressEnv, pool string) {
 	if c.Annotations == nil {
 		c.Annotations = map[string]string{}
 	}
-	c.Annotations[settings.PoolAnnotation] = pool
+	c.Annotations[key] = value
 	if _, err := g.ing.IngressClasses().Update(bg, c, metav1.UpdateOptions{}); err != nil {
 		g.t.Fatal(err)
 	}
