@@ -60,9 +60,9 @@ func (c *config) anyTProxy() bool {
 // initArgs are the flags of `init` for the run's listener mode.
 func (c *config) initArgs() []string {
 	if c.tproxy() {
-		return []string{"--listeners", "tproxy"}
+		return append([]string{"--listeners", "tproxy"}, c.quietArgs()...)
 	}
-	return nil
+	return c.quietArgs()
 }
 
 // listenArgs are the controller's flags for the run's listener mode: in
@@ -179,14 +179,12 @@ func (b *bench) runListeners(ctx context.Context) (*result, error) {
 		for k, ctl := range bins {
 			b.cfg, b.ctlBin = base, ctl
 			b.cfg.listeners = l
+			b.cfg.baseRun = len(bins) > 1 && k == 0
 			r, err := b.runMode(ctx, "hybrid", base.changes)
 			if err != nil {
 				return nil, fmt.Errorf("listeners %s, controller %s: %w", l, ctl, err)
 			}
-			r.Mode = "hybrid-" + l
-			if len(bins) > 1 && k == 0 {
-				r.Mode = "base-" + l
-			}
+			r.Mode = b.cfg.runName("hybrid")
 			if first == nil {
 				first = r
 			} else {

@@ -66,6 +66,8 @@ type config struct {
 	listeners                           string   // this run's: ports or tproxy
 	logLevel                            string   // the controller's --log-level
 	baseBin                             string   // -base-controller-bin: each listener mode first with this controller
+	haproxyQuiet                        bool     // -haproxy-quiet: the controller under test renders HAProxy's quiet (quiet.go)
+	baseRun                             bool     // this run is -base-controller-bin's (runListeners)
 }
 
 func main() {
@@ -114,6 +116,7 @@ func main() {
 	flag.IntVar(&loadMax, "load-max", 1000000, "internal: load process connection limit")
 	flag.StringVar(&listeners, "listeners", "ports", "the controller's listener mode: ports (a frontend per port on 127.0.0.1), tproxy (run's default: the fixed listener and the backend pool, on "+tproxyVIP+"; root: the benchmark runs in a network namespace of its own), or both comma-separated (tproxy,ports: one after the other, side by side in the table; no -baseline)")
 	flag.StringVar(&c.baseBin, "base-controller-bin", "", "run each -listeners mode first with this controller binary (the baseline, e.g. main's), then with the one under test, against the same objects (at most two runs in all; with -baseline=false)")
+	flag.BoolVar(&c.haproxyQuiet, "haproxy-quiet", false, "the controller under test (not -base-controller-bin's) gets --haproxy-quiet at init and run: HAProxy's quiet, no stderr line per server changing state (with the same binary for both: one run without, one with)")
 	flag.StringVar(&c.logLevel, "controller-log-level", "info", "the controller's --log-level (debug: every pass and event, to take a change's time apart)")
 	flag.BoolVar(&c.gateway, "gateway", false, "instead: the Gateway API mode against the Services mode, endpoint and route churn to served, -changes per phase (root: a network namespace of its own)")
 	flag.IntVar(&c.gatewayScale, "gateway-scale", 0, "with -gateway: N more Services, each the backend of a TCPRoute on a listener of its own, from port frontend-base+100; the new-backend phase runs again with --backend-pool")

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
@@ -54,10 +53,7 @@ type result struct {
 func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result, error) {
 	c, w := b.cfg, b.w
 	logf("=== mode %s ===", mode)
-	dir := filepath.Join(b.dir, mode+"-"+c.listeners) // hybrid-tproxy, reload-ports, ...
-	if c.baseBin != "" && b.ctlBin == c.baseBin {
-		dir += "-base"
-	}
+	dir := c.runDir(b.dir, mode)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -70,27 +66,7 @@ func (b *bench) runMode(ctx context.Context, mode string, changes int) (*result,
 	defer obs.close()
 	res := &result{Mode: mode, Listeners: c.listeners, Services: c.services, Endpoints: c.services * c.endpoints, Changes: changes, HealthChecks: c.checks()}
 
-	args := []string{"run", "--kubeconfig", b.kube.KubeconfigPath, "--haproxy-config", h.cfg, "--haproxy-bin", haproxytest.Bin(),
-		"--master-socket", h.master, "--stats-socket", h.stats, "--state-file", h.state,
-		"--apply", mode, "--default-check=" + strconv.FormatBool(c.checks()),
-		"--track-nodes=" + strconv.FormatBool(c.trackNodes),
-		"--min-reload-interval", c.minReload.String(), "--reload-settle", c.reloadSettle.String(), "--persist-interval", c.persist.String(), "--log-level", c.logLevel,
-		"--metrics-address", "127.0.0.1:0",
-		"--udp=off"} // never the host's nftables
-	args = append(args, c.listenArgs()...)
-	if c.pprof != "" {
-		args = append(args, "--pprof-address", c.pprof)
-	}
-	if c.pools {
-		args = append(args, "--address-pools")
-	}
-	if c.publish != "" {
-		args = append(args, "--publish-address", c.publish)
-	}
-	if c.statusQPS != 0 {
-		args = append(args, "--status-qps", strconv.FormatFloat(c.statusQPS, 'f', -1, 64))
-	}
-	args = append(args, c.nodeCheckArgs(res)...)
+	args := append(c.runArgs(b.kube.KubeconfigPath, h, mode), c.nodeCheckArgs(res)...)
 	start := time.Now()
 	var env []string
 	if c.ctlEnv != "" {
