@@ -30,7 +30,7 @@ type settable interface {
 	Set(features.Feature, bool) error
 }
 
-// PreferLists sets client-go's WatchListClient for this process from
+// WatchListFromEnv sets client-go's WatchListClient for this process from
 // getenv (the command's environment): on unless watchListEnv is set,
 // else its value. It sets the one feature on client-go's own gates,
 // never replaces them (a replacement after something read the gates logs
@@ -38,16 +38,16 @@ type settable interface {
 // demo), so it may come anywhere before the informers start; gates an
 // embedding program installed are its own and left as they are. Each
 // call decides anew (the last one wins in a process).
-func PreferLists(getenv func(string) string) error {
+func WatchListFromEnv(getenv func(string) string) error {
 	g, ok := features.FeatureGates().(settable)
 	if !ok {
 		return nil
 	}
-	return preferLists(getenv, g)
+	return watchListFromEnv(getenv, g)
 }
 
-// preferLists sets WatchListClient on g from getenv.
-func preferLists(getenv func(string) string, g settable) error {
+// watchListFromEnv sets WatchListClient on g from getenv.
+func watchListFromEnv(getenv func(string) string, g settable) error {
 	on := true
 	if v := getenv(watchListEnv); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -7,7 +7,7 @@ import (
 )
 
 // Which informers stream their first list (issue 29, the start's peak
-// memory). With client-go's WatchListClient on (PreferLists), an
+// memory). With client-go's WatchListClient on (WatchListFromEnv), an
 // informer made from a client reads its first list as a watch of the
 // initial events: each object is decoded and put through the informer's
 // transform as it arrives, instead of the whole list response decoded
