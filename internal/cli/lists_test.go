@@ -18,10 +18,11 @@ import (
 
 // run's informers read their first list as the environment run is given
 // says (kubeclient.WatchListFromEnv, asked once where the command starts, with
-// its getenv): the Services' as client-go's watch of the initial events
-// unless KUBE_FEATURE_WatchListClient is false there, then a plain list.
+// its getenv): a plain list unless KUBE_FEATURE_WatchListClient is set
+// there, else the Services' as client-go's watch of the initial events
+// when it is true.
 // The variable is never in the test's own environment: before the call
-// took run's getenv, the "false" case would have streamed (os.Getenv decided).
+// took run's getenv, the "true" case listed (os.Getenv decided).
 func TestRunListsAsItsEnvironmentSays(t *testing.T) {
 	const name = "KUBE_FEATURE_WatchListClient"
 	if os.Getenv(name) != "" {
@@ -31,7 +32,7 @@ func TestRunListsAsItsEnvironmentSays(t *testing.T) {
 		env       string
 		watchList bool
 	}{
-		{"", true},
+		{"", false},
 		{"true", true},
 		{"false", false},
 	} {

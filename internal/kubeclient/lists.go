@@ -10,16 +10,19 @@ import (
 // How the informers read their first list (issue 29, the fresh start and
 // its peak memory). client-go 0.35+ streams it by default as a watch of
 // the initial events (the WatchListClient feature: one watch event per
-// object, then a bookmark). At 10,000 Services x 5 endpoints
-// (BenchmarkServicesScaleNew) the caches synced 0.58-0.84 s after the
-// start that way, and 0.37 s with a plain list from the apiserver's watch
-// cache (one protobuf response per resource), but a plain list is decoded
-// whole before the informer's transform slims its first item: the start's
-// peak RSS was ~11 MiB higher. So the feature stays on and the informers
-// choose: the large kinds (Services, EndpointSlices) stream, every other
-// informer is made from a client wrapped by PlainLists (plain.go).
-// KUBE_FEATURE_WatchListClient, client-go's own switch, still decides
-// when it is set: false makes every first list plain.
+// object, then a bookmark, each object slimmed by the informer's transform
+// as it arrives); a plain list from the apiserver's watch cache is one
+// protobuf response per resource, decoded whole before the first item is
+// slimmed. At 10,000 Services x 5 endpoints (BenchmarkServicesScaleNew,
+// one quiet window, BENCHMARKS.md) streaming the Services and
+// EndpointSlices kept the caches' phase ~30 MiB lower (68-77 against
+// 102-107 MiB) but served 2.1 s after the start against 1.7-1.9, and the
+// first pass's held collector (memlimit.HoldStart) then grew the heap to
+// the same 106-111 MiB: the whole run's peak did not move. So the
+// controller asks for plain lists unless KUBE_FEATURE_WatchListClient,
+// client-go's own switch, is set; when it is true, only the large kinds
+// stream: every other informer is made from a client wrapped by
+// PlainLists (plain.go).
 
 // watchListEnv is client-go's environment variable for the feature.
 const watchListEnv = "KUBE_FEATURE_" + string(features.WatchListClient)
@@ -31,7 +34,7 @@ type settable interface {
 }
 
 // WatchListFromEnv sets client-go's WatchListClient for this process from
-// getenv (the command's environment): on unless watchListEnv is set,
+// getenv (the command's environment): off unless watchListEnv is set,
 // else its value. It sets the one feature on client-go's own gates,
 // never replaces them (a replacement after something read the gates logs
 // an error, and `run` may be embedded after other client-go use: the
@@ -48,7 +51,7 @@ func WatchListFromEnv(getenv func(string) string) error {
 
 // watchListFromEnv sets WatchListClient on g from getenv.
 func watchListFromEnv(getenv func(string) string, g settable) error {
-	on := true
+	on := false
 	if v := getenv(watchListEnv); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

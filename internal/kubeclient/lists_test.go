@@ -18,17 +18,18 @@ import (
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 )
 
-// TestWatchListFromEnvInformerLists: once WatchListFromEnv ran (no variable set),
-// an informer made from a client as it is reads its first list as a
+// TestWatchListFromEnvInformerLists: once WatchListFromEnv ran with the
+// variable true, an informer made from a client as it is reads its first list as a
 // watch of the initial events (sendInitialEvents=true: each object put
 // through the transform as it arrives, the start's peak memory), and one
 // made from a client wrapped by PlainLists* asks a plain list (the
 // start's time: a fresh start at 10,000 Services waited 0.2-0.5 s longer
 // for its caches streamed).
 func TestWatchListFromEnvInformerLists(t *testing.T) {
-	if err := WatchListFromEnv(func(string) string { return "" }); err != nil {
+	if err := WatchListFromEnv(func(string) string { return "true" }); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = WatchListFromEnv(func(string) string { return "" }) })
 	for _, c := range []struct {
 		name     string
 		path     string
@@ -114,7 +115,7 @@ func TestWatchListFromEnvInformerLists(t *testing.T) {
 	}
 }
 
-// TestWatchListFromEnvSetsTheGate: WatchListClient is on unless the
+// TestWatchListFromEnvSetsTheGate: WatchListClient is off unless the
 // command's environment sets client-go's variable, whose value then
 // decides; a value that is no boolean is refused, naming the variable.
 func TestWatchListFromEnvSetsTheGate(t *testing.T) {
@@ -123,7 +124,7 @@ func TestWatchListFromEnvSetsTheGate(t *testing.T) {
 		want    bool
 		refused bool
 	}{
-		{"", true, false},
+		{"", false, false},
 		{"true", true, false},
 		{"1", true, false},
 		{"false", false, false},

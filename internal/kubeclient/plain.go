@@ -7,17 +7,17 @@ import (
 )
 
 // Which informers stream their first list (issue 29, the start's peak
-// memory). With client-go's WatchListClient on (WatchListFromEnv), an
-// informer made from a client reads its first list as a watch of the
-// initial events: each object is decoded and put through the informer's
-// transform as it arrives, instead of the whole list response decoded
-// before the first item is slimmed. That bounds the start's peak by the
-// largest caches' slim size, not their full one; it costs time, so only
-// the large kinds (Services and EndpointSlices, source.New) take it. An
+// memory). With client-go's WatchListClient on
+// (KUBE_FEATURE_WatchListClient=true, WatchListFromEnv), an informer made
+// from a client reads its first list as a watch of the initial events:
+// each object is decoded and put through the informer's transform as it
+// arrives, instead of the whole list response decoded before the first
+// item is slimmed. That lowers the caches' phase of a start by their full
+// size less their slim one; it costs time, so only the large kinds
+// (Services and EndpointSlices, source.New and NewGateway) take it. An
 // informer made from a client wrapped here lists plainly: client-go's
 // reflector asks the client whether it supports the streamed list
-// (IsWatchListSemanticsUnSupported) and falls back to a plain list when it
-// says no.
+// (IsWatchListSemanticsUnSupported) and lists plainly when it says no.
 
 // PlainLists is client, whose informers read their first list as a plain
 // list whatever WatchListClient says.
