@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
@@ -47,7 +48,7 @@ func newWatcher(client kubernetes.Interface, o Options) *watcher {
 		return obj, nil
 	})
 	factory := func(opts ...informers.SharedInformerOption) informers.SharedInformerFactory {
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0, append(opts, slim)...)
+		f := informers.NewSharedInformerFactoryWithOptions(kubeclient.PlainLists(client), 0, append(opts, slim)...)
 		w.factories = append(w.factories, f)
 		return f
 	}

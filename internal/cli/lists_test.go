@@ -17,9 +17,10 @@ import (
 )
 
 // run's informers read their first list as the environment run is given
-// says (kubeclient.PreferLists, asked once where the command starts, with
+// says (kubeclient.WatchListFromEnv, asked once where the command starts, with
 // its getenv): a plain list unless KUBE_FEATURE_WatchListClient is set
-// there, else client-go's watch of the initial events when it is true.
+// there, else the Services' as client-go's watch of the initial events
+// when it is true.
 // The variable is never in the test's own environment: before the call
 // took run's getenv, the "true" case listed (os.Getenv decided).
 func TestRunListsAsItsEnvironmentSays(t *testing.T) {

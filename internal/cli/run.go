@@ -56,9 +56,10 @@ A flag of another mode or driver given on the command line is an error (exit 2).
   haproxy-k8s-sync run --mode=apiserver --listen :8443 --bootstrap-servers 192.0.2.11,192.0.2.12`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			// The informers' first lists plain, from the command's own
-			// environment (kubeclient/lists.go): Main's and Run's alike.
-			if err := kubeclient.PreferLists(e.getenv); err != nil {
+			// How the informers read their first lists (plain unless
+			// KUBE_FEATURE_WatchListClient), from the command's own environment
+			// (kubeclient/lists.go): Main's and Run's alike.
+			if err := kubeclient.WatchListFromEnv(e.getenv); err != nil {
 				return flagErr("%v", err)
 			}
 			if err := runAs(f.announce.runAs); err != nil {

@@ -7,16 +7,22 @@ import (
 	"k8s.io/client-go/features"
 )
 
-// How the informers read their first list (issue 29, the fresh start).
-// client-go 0.35+ streams it by default as a watch of the initial events
-// (the WatchListClient feature: one watch event per object, then a
-// bookmark). At 10,000 Services x 5 endpoints (BenchmarkServicesScaleNew,
-// one quiet window) the caches synced 0.58-0.84 s after the start that
-// way, and 0.37 s with a plain list from the apiserver's watch cache (one
-// response per resource, protobuf). The controller reads three
-// resources once at its start and after an outage, so it asks for plain
-// lists; KUBE_FEATURE_WatchListClient, client-go's own switch, still
-// decides when it is set.
+// How the informers read their first list (issue 29, the fresh start and
+// its peak memory). client-go 0.35+ streams it by default as a watch of
+// the initial events (the WatchListClient feature: one watch event per
+// object, then a bookmark, each object slimmed by the informer's transform
+// as it arrives); a plain list from the apiserver's watch cache is one
+// protobuf response per resource, decoded whole before the first item is
+// slimmed. At 10,000 Services x 5 endpoints (BenchmarkServicesScaleNew,
+// one quiet window, BENCHMARKS.md) streaming the Services and
+// EndpointSlices kept the caches' phase ~30 MiB lower (68-77 against
+// 102-107 MiB) but served 2.1 s after the start against 1.7-1.9, and the
+// first pass's held collector (memlimit.HoldStart) then grew the heap to
+// the same 106-111 MiB: the whole run's peak did not move. So the
+// controller asks for plain lists unless KUBE_FEATURE_WatchListClient,
+// client-go's own switch, is set; when it is true, only the large kinds
+// stream: every other informer is made from a client wrapped by
+// PlainLists (plain.go).
 
 // watchListEnv is client-go's environment variable for the feature.
 const watchListEnv = "KUBE_FEATURE_" + string(features.WatchListClient)
@@ -27,7 +33,7 @@ type settable interface {
 	Set(features.Feature, bool) error
 }
 
-// PreferLists sets client-go's WatchListClient for this process from
+// WatchListFromEnv sets client-go's WatchListClient for this process from
 // getenv (the command's environment): off unless watchListEnv is set,
 // else its value. It sets the one feature on client-go's own gates,
 // never replaces them (a replacement after something read the gates logs
@@ -35,16 +41,16 @@ type settable interface {
 // demo), so it may come anywhere before the informers start; gates an
 // embedding program installed are its own and left as they are. Each
 // call decides anew (the last one wins in a process).
-func PreferLists(getenv func(string) string) error {
+func WatchListFromEnv(getenv func(string) string) error {
 	g, ok := features.FeatureGates().(settable)
 	if !ok {
 		return nil
 	}
-	return preferLists(getenv, g)
+	return watchListFromEnv(getenv, g)
 }
 
-// preferLists sets WatchListClient on g from getenv.
-func preferLists(getenv func(string) string, g settable) error {
+// watchListFromEnv sets WatchListClient on g from getenv.
+func watchListFromEnv(getenv func(string) string, g settable) error {
 	on := false
 	if v := getenv(watchListEnv); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -1,69 +1,124 @@
 package kubeclient
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/features"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 )
 
-// TestPreferListsInformerLists: once PreferLists ran, an informer's first
-// request is a plain list, not client-go's default watch of the initial
-// events (sendInitialEvents=true), which made a fresh start at 10,000
-// Services wait 0.2-0.5 s longer for its caches.
-func TestPreferListsInformerLists(t *testing.T) {
-	if err := PreferLists(func(string) string { return "" }); err != nil {
+// TestWatchListFromEnvInformerLists: once WatchListFromEnv ran with the
+// variable true, an informer made from a client as it is reads its first list as a
+// watch of the initial events (sendInitialEvents=true: each object put
+// through the transform as it arrives, the start's peak memory), and one
+// made from a client wrapped by PlainLists* asks a plain list (the
+// start's time: a fresh start at 10,000 Services waited 0.2-0.5 s longer
+// for its caches streamed).
+func TestWatchListFromEnvInformerLists(t *testing.T) {
+	if err := WatchListFromEnv(func(string) string { return "true" }); err != nil {
 		t.Fatal(err)
 	}
-	first := make(chan *http.Request, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case first <- r:
-		default:
-		}
-		q := r.URL.Query()
-		if q.Get("watch") == "true" {
-			<-r.Context().Done() // a watch that sends nothing
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"kind":"ServiceList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[]}`))
-	}))
-	defer srv.Close()
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { _ = WatchListFromEnv(func(string) string { return "" }) })
+	for _, c := range []struct {
+		name     string
+		path     string
+		streamed bool
+		start    func(cfg *rest.Config, stop <-chan struct{}) error
+	}{
+		{"kube", "/api/v1/services", true, func(cfg *rest.Config, stop <-chan struct{}) error {
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			f := informers.NewSharedInformerFactory(client, 0)
+			f.Core().V1().Services().Informer()
+			f.Start(stop)
+			return nil
+		}},
+		{"kube plain", "/api/v1/services", false, func(cfg *rest.Config, stop <-chan struct{}) error {
+			client, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			f := informers.NewSharedInformerFactory(PlainLists(client), 0)
+			f.Core().V1().Services().Informer()
+			f.Start(stop)
+			return nil
+		}},
+		{"dynamic plain", "/apis/example.com/v1/things", false, func(cfg *rest.Config, stop <-chan struct{}) error {
+			client, err := dynamic.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			f := dynamicinformer.NewDynamicSharedInformerFactory(PlainListsDynamic(client), 0)
+			f.ForResource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}).Informer()
+			f.Start(stop)
+			return nil
+		}},
+		{"gateway plain", "/apis/gateway.networking.k8s.io/v1/gateways", false, func(cfg *rest.Config, stop <-chan struct{}) error {
+			client, err := gwclient.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			f := gwinformers.NewSharedInformerFactory(PlainListsGateway(client), 0)
+			f.Gateway().V1().Gateways().Informer()
+			f.Start(stop)
+			return nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			first := make(chan *http.Request, 16)
+			stop := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case first <- r:
+				default:
+				}
+				select { // an apiserver that answers nothing
+				case <-r.Context().Done():
+				case <-stop:
+				}
+			}))
+			defer srv.Close()
+			defer close(stop)
+			if err := c.start(&rest.Config{Host: srv.URL}, stop); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-first:
+				q := r.URL.Query()
+				streamed := q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true"
+				if streamed != c.streamed {
+					t.Errorf("first request %s: streamed %v, want %v", r.URL.RequestURI(), streamed, c.streamed)
+				}
+				if r.URL.Path != c.path {
+					t.Errorf("first request %s: want %s", r.URL.RequestURI(), c.path)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no request from the informer within 10 s")
+			}
+		})
 	}
-	f := informers.NewSharedInformerFactory(client, 0)
-	f.Core().V1().Services().Informer()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); f.Shutdown() }()
-	f.Start(ctx.Done())
-	select {
-	case r := <-first:
-		q := r.URL.Query()
-		if q.Get("watch") == "true" || q.Get("sendInitialEvents") != "" {
-			t.Fatalf("first request %s: a watch of the initial events, want a plain list", r.URL.RequestURI())
-		}
-		if r.URL.Path != "/api/v1/services" {
-			t.Fatalf("first request %s: want the Services' list", r.URL.RequestURI())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no request from the informer within 10 s")
+	if PlainLists(nil) != nil || PlainListsDynamic(nil) != nil || PlainListsGateway(nil) != nil {
+		t.Error("a nil client wrapped: want nil")
 	}
 }
 
-// TestPreferListsSetsTheGate: WatchListClient is off unless the
+// TestWatchListFromEnvSetsTheGate: WatchListClient is off unless the
 // command's environment sets client-go's variable, whose value then
 // decides; a value that is no boolean is refused, naming the variable.
-func TestPreferListsSetsTheGate(t *testing.T) {
+func TestWatchListFromEnvSetsTheGate(t *testing.T) {
 	for _, c := range []struct {
 		env     string
 		want    bool
@@ -77,7 +132,7 @@ func TestPreferListsSetsTheGate(t *testing.T) {
 	} {
 		t.Run(c.env, func(t *testing.T) {
 			g := setGates{}
-			err := preferLists(func(k string) string {
+			err := watchListFromEnv(func(k string) string {
 				if k == watchListEnv {
 					return c.env
 				}
@@ -98,7 +153,7 @@ func TestPreferListsSetsTheGate(t *testing.T) {
 		})
 	}
 	if _, ok := features.FeatureGates().(settable); !ok {
-		t.Errorf("client-go's default gates %T take no Set: PreferLists would do nothing", features.FeatureGates())
+		t.Errorf("client-go's default gates %T take no Set: WatchListFromEnv would do nothing", features.FeatureGates())
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/claims"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 )
 
 // ServesIPAddresses reports whether the apiserver serves
@@ -36,7 +37,7 @@ func ServesIPAddresses(d discovery.DiscoveryInterface) (bool, error) {
 
 // claimsInformer watches our address claims only (claims.Selector).
 func claimsInformer(client kubernetes.Interface) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
-	f := informers.NewSharedInformerFactoryWithOptions(client, 0,
+	f := informers.NewSharedInformerFactoryWithOptions(kubeclient.PlainLists(client), 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = claims.Selector }),
 		informers.WithTransform(func(obj any) (any, error) {
 			if m, ok := obj.(metav1.Object); ok {

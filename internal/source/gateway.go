@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
@@ -117,16 +119,19 @@ func NewGateway(client kubernetes.Interface, gc gwclient.Interface, udp bool, ro
 // build makes a new generation of the informers (not started).
 func (g *Gateway) build() *gatewaySet {
 	kf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(Slim))
-	gf := gwinformers.NewSharedInformerFactoryWithOptions(g.gc, 0, gwinformers.WithTransform(gatewayTransform))
-	sf := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(g.secretTransform))
+	gf := gwinformers.NewSharedInformerFactoryWithOptions(kubeclient.PlainListsGateway(g.gc), 0, gwinformers.WithTransform(gatewayTransform))
+	sf := informers.NewSharedInformerFactoryWithOptions(kubeclient.PlainLists(g.client), 0, informers.WithTransform(g.secretTransform))
 	set := &gatewaySet{
-		secrets:    sf.Core().V1().Secrets().Informer(),
-		classes:    gf.Gateway().V1().GatewayClasses().Informer(),
-		gateways:   gf.Gateway().V1().Gateways().Informer(),
-		grants:     gf.Gateway().V1beta1().ReferenceGrants().Informer(),
-		services:   kf.Core().V1().Services().Informer(),
-		slices:     kf.Discovery().V1().EndpointSlices().Informer(),
-		namespaces: kf.Core().V1().Namespaces().Informer(),
+		secrets:  sf.Core().V1().Secrets().Informer(),
+		classes:  gf.Gateway().V1().GatewayClasses().Informer(),
+		gateways: gf.Gateway().V1().Gateways().Informer(),
+		grants:   gf.Gateway().V1beta1().ReferenceGrants().Informer(),
+		services: kf.Core().V1().Services().Informer(),
+		slices:   kf.Discovery().V1().EndpointSlices().Informer(),
+		// The Namespaces list plainly: only the large kinds stream.
+		namespaces: kf.InformerFor(&corev1.Namespace{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewNamespaceInformer(kubeclient.PlainLists(c), resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		}),
 	}
 	v1, v1a2 := gf.Gateway().V1(), gf.Gateway().V1alpha2()
 	switch g.routes[gateway.KindTCPRoute] {
@@ -156,7 +161,7 @@ func (g *Gateway) build() *gatewaySet {
 		set.udp = v1a2.UDPRoutes().Informer()
 	}
 	if g.dyn != nil {
-		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(g.dyn, 0)
+		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(kubeclient.PlainListsDynamic(g.dyn), 0)
 		set.pools = set.poolFactory.ForResource(pools.GVR).Informer()
 	}
 	set.starters = []interface{ Start(<-chan struct{}) }{kf, sf, gf}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 )
 
 // BackendTLSPolicies (gateway/backendtls.go), watched when the apiserver
@@ -33,7 +34,7 @@ type btlsSet struct {
 // client certificate validation reads its CA bundles from them
 // (gateway/clientauth.go).
 func (g *Gateway) buildBackendTLS(set *gatewaySet, gf gwinformers.SharedInformerFactory) {
-	f := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(caTransform))
+	f := informers.NewSharedInformerFactoryWithOptions(kubeclient.PlainLists(g.client), 0, informers.WithTransform(caTransform))
 	set.btls.configMaps = f.Core().V1().ConfigMaps().Informer()
 	set.starters = append(set.starters, f)
 	set.informers = append(set.informers, set.btls.configMaps)

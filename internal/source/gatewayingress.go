@@ -11,6 +11,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 )
 
 // Ingresses beside the Gateways (run --mode=gateway --ingress-class): the
@@ -37,7 +38,7 @@ func (g *Gateway) buildIngress(set *gatewaySet) {
 	if !g.ingressOn {
 		return
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(g.client, 0, informers.WithTransform(func(obj any) (any, error) {
+	f := informers.NewSharedInformerFactoryWithOptions(kubeclient.PlainLists(g.client), 0, informers.WithTransform(func(obj any) (any, error) {
 		if m, ok := obj.(metav1.Object); ok {
 			m.SetManagedFields(nil)
 		}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pools"
 )
 
@@ -112,12 +113,14 @@ func (s *Source) build() *informerSet {
 		}),
 	}
 	// Nodes are cluster-scoped: a namespaced factory would not list them.
-	nf := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(Slim))
+	// Only the Services and EndpointSlices above stream their first
+	// list; the rest list plainly (kubeclient/plain.go).
+	nf := informers.NewSharedInformerFactoryWithOptions(kubeclient.PlainLists(s.client), 0, informers.WithTransform(Slim))
 	set.nodes = nf.Core().V1().Nodes().Informer()
 	set.liveSvcs, set.liveSlices, set.liveNodes = newLive[*corev1.Service](set.services),
 		newLive[*desired.Slice](set.slices), newLive[*corev1.Node](set.nodes)
 	if s.dyn != nil {
-		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(s.dyn, 0)
+		set.poolFactory = dynamicinformer.NewDynamicSharedInformerFactory(kubeclient.PlainListsDynamic(s.dyn), 0)
 		set.pools = set.poolFactory.ForResource(pools.GVR).Informer()
 		set.namespaces = nf.Core().V1().Namespaces().Informer()
 		if s.gwOn {
