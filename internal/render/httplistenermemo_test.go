@@ -135,3 +135,64 @@ func TestHTTPListenerMemoRedoesTheChanged(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkHTTPListenerPass is the fixed HTTP listener's table in a pass
+// of N Gateways of 10 hosts each, one of which has a new table (the
+// pass of a changed HTTPRoute) or none (a pass of anything else), the
+// whole view (main's, HTTPListenerView) and the memo's side by side;
+// "+maps": with the HTTP maps' memo lowering the table after it, as the
+// driver's pass does (render.HTTPMapsMemo.Update). The pass's frontends
+// (a new array and the changed Gateway) are made with the timer stopped.
+// go test ./internal/render -run '^$' -bench BenchmarkHTTPListenerPass -benchmem -count 6 > out.txt
+// benchstat -col /way out.txt
+func BenchmarkHTTPListenerPass(b *testing.B) {
+	o := httpListenerOpts()
+	for _, n := range []int{1000} {
+		gw := func(i, gen int) model.Frontend {
+			var hosts []string
+			for j := range 10 {
+				hosts = append(hosts, "h"+strconv.Itoa(j)+".gw"+strconv.Itoa(i)+".example.com")
+			}
+			addr := netip.AddrFrom4([4]byte{203, 0, byte(113 + i/250), byte(1 + i%250)})
+			return gatewayHTTP("gw_"+strconv.Itoa(i), addr.String(), 80, "be"+strconv.Itoa(gen), hosts...)
+		}
+		base := make([]model.Frontend, n)
+		for i := range n {
+			base[i] = gw(i, 0)
+		}
+		for _, change := range []string{"one", "none"} {
+			for _, way := range []string{"whole", "memo", "whole+maps", "memo+maps"} {
+				b.Run("n="+strconv.Itoa(n)+"/changed="+change+"/way="+way, func(b *testing.B) {
+					var memo HTTPListenerMemo
+					var maps HTTPMapsMemo
+					view := func(cfg model.Config) model.Config {
+						if way == "whole" || way == "whole+maps" {
+							return HTTPListenerView(cfg, o)
+						}
+						return memo.View(cfg, o)
+					}
+					pass := func(cfg model.Config) {
+						v := view(cfg)
+						if way == "whole+maps" || way == "memo+maps" {
+							maps.Update(v.Frontends[0].HTTP)
+						}
+					}
+					pass(model.Config{Frontends: base})
+					fs, gen := base, 0
+					b.ReportAllocs()
+					for b.Loop() {
+						if change == "one" { // the pass's frontends, as desired's: not counted
+							b.StopTimer()
+							gen++
+							fs = slices.Clone(fs)
+							i := gen * 7 % n
+							fs[i] = gw(i, gen)
+							b.StartTimer()
+						}
+						pass(model.Config{Frontends: fs})
+					}
+				})
+			}
+		}
+	}
+}
