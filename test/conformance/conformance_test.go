@@ -61,10 +61,35 @@ func ptr[T any](v T) *T { return &v }
 //	HKS_CONFORMANCE_TESTS   comma-separated short names: only those run; unset or
 //	                        "all": every test of the five profiles (make test and
 //	                        make conformance alike: the whole run takes about a minute)
+//	HKS_CONFORMANCE_PROFILES comma-separated profile names (GATEWAY-HTTP, ...): only
+//	                        those; unset: the five
 const (
-	envReport = "HKS_CONFORMANCE_REPORT"
-	envTests  = "HKS_CONFORMANCE_TESTS"
+	envReport   = "HKS_CONFORMANCE_REPORT"
+	envTests    = "HKS_CONFORMANCE_TESTS"
+	envProfiles = "HKS_CONFORMANCE_PROFILES"
 )
+
+// profiles are the suite's profiles run: the five, or those envProfiles
+// names (as the suite spells them).
+func profiles(getenv func(string) string) []suite.ConformanceProfileName {
+	all := []suite.ConformanceProfileName{
+		suite.GatewayTCPConformanceProfileName,
+		suite.GatewayUDPConformanceProfileName,
+		suite.GatewayTLSConformanceProfileName,
+		suite.GatewayHTTPConformanceProfileName,
+		suite.GatewayGRPCConformanceProfileName,
+	}
+	only := getenv(envProfiles)
+	if only == "" {
+		return all
+	}
+	var out []suite.ConformanceProfileName
+	for _, n := range strings.Split(only, ",") {
+		out = append(out, suite.ConformanceProfileName(strings.TrimSpace(n))) // the suite refuses a name it does not know
+
+	}
+	return out
+}
 
 // TestConformance runs the suite's GATEWAY-TCP, GATEWAY-UDP,
 // GATEWAY-TLS, GATEWAY-HTTP and GATEWAY-GRPC profiles, provisional tests included, against the
@@ -254,13 +279,7 @@ func options(t *testing.T, cfg *rest.Config) suite.ConformanceOptions {
 			SkipProvisionalTests: false,
 			Mode:                 "default",
 			ReportOutputPath:     os.Getenv(envReport),
-			ConformanceProfiles: []suite.ConformanceProfileName{
-				suite.GatewayTCPConformanceProfileName,
-				suite.GatewayUDPConformanceProfileName,
-				suite.GatewayTLSConformanceProfileName,
-				suite.GatewayHTTPConformanceProfileName,
-				suite.GatewayGRPCConformanceProfileName,
-			},
+			ConformanceProfiles:  profiles(os.Getenv),
 			// GatewayStaticAddresses: one address of the pool, one of no
 			// pool (documentation range, never routed).
 			UsableNetworkAddresses:   []gwv1.GatewaySpecAddress{{Type: ptr(gwv1.IPAddressType), Value: usableAddr}},

@@ -10,14 +10,28 @@ import "os"
 //	                          load balancer's namespace, --listener-netns)
 //	                          and a backend pool
 //	HKS_E2E_BACKEND_POOL=N    --backend-pool=N (4 in tproxy mode when unset)
+//	HKS_E2E_HTTP_LISTENER=1   with tproxy, --http-listener too (init's and the
+//	                          controller's): the Gateways' plain HTTP listeners
+//	                          behind the fixed HTTP listener (docs/listeners.md)
 //
-// The Gateways' TCP, TLS and HTTP listeners keep frontends of their own
-// in either mode (render.Options.Listened); what changes is the fixed
-// listener beside them, the kernel's table, and every backend a spare.
+// The Gateways' TLS listeners keep frontends of their own in either mode
+// (render.Options.Listened); the TCP ones go behind the fixed listener,
+// the plain HTTP ones behind the fixed HTTP listener with
+// HKS_E2E_HTTP_LISTENER; every backend is a spare.
 const (
 	envListeners   = "HKS_E2E_LISTENERS"
 	envBackendPool = "HKS_E2E_BACKEND_POOL"
+	envHTTPListen  = "HKS_E2E_HTTP_LISTENER"
 )
+
+// httpListenerArgs is --http-listener when tproxy mode and
+// HKS_E2E_HTTP_LISTENER ask for it.
+func httpListenerArgs() []string {
+	if os.Getenv(envListeners) == "tproxy" && os.Getenv(envHTTPListen) != "" {
+		return []string{"--http-listener"}
+	}
+	return nil
+}
 
 // listenerArgs are the controller's flags of the mode chosen, with the
 // kernel's side in the network namespace at netns.
@@ -26,6 +40,7 @@ func listenerArgs(netns string) []string {
 	pool := os.Getenv(envBackendPool)
 	if os.Getenv(envListeners) == "tproxy" {
 		args = append(args, "--listeners=tproxy", "--listener-netns", netns)
+		args = append(args, httpListenerArgs()...)
 		if pool == "" {
 			pool = "4"
 		}
@@ -42,7 +57,7 @@ func listenerArgs(netns string) []string {
 // config has the fixed listener.
 func initListenerArgs() []string {
 	if os.Getenv(envListeners) == "tproxy" {
-		return []string{"--listeners", "tproxy"}
+		return append([]string{"--listeners", "tproxy"}, httpListenerArgs()...)
 	}
 	return nil
 }

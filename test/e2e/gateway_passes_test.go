@@ -53,7 +53,7 @@ func TestGatewayStatusWritesCostNoPass(t *testing.T) {
 	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	answer := func(host, want string) func() error {
 		return func() error {
-			code, body, err := httpAnswer(c, port, host)
+			code, body, err := httpAnswerAt(c, serviceIP(), port, host)
 			if err != nil || code != http.StatusOK || body != want {
 				return fmt.Errorf("%s: answer %d %q, error %v; want 200 from %s", host, code, body, err, want)
 			}

@@ -71,7 +71,13 @@ func benchHTTPRoute(name, host, svc string) *gwv1.HTTPRoute {
 // httpAnswer is the status and body of one GET for host through port
 // (no keep-alive: each probe a new connection).
 func httpAnswer(c *http.Client, port int, host string) (int, string, error) {
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
+	return httpAnswerAt(c, "127.0.0.1", port, host)
+}
+
+// httpAnswerAt is httpAnswer through ip (serviceIP(): the suite's
+// address in either listener mode).
+func httpAnswerAt(c *http.Client, ip string, port int, host string) (int, string, error) {
+	req, err := http.NewRequest(http.MethodGet, "http://"+net.JoinHostPort(ip, strconv.Itoa(port))+"/", nil)
 	if err != nil {
 		return 0, "", err
 	}

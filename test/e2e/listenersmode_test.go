@@ -35,6 +35,12 @@ import (
 // (realNodeListening).
 const envListeners = "HKS_E2E_LISTENERS"
 
+// envHTTPListener, set (HKS_E2E_HTTP_LISTENER=1) with tproxy mode, adds
+// --http-listener to init and to every controller that takes tproxy
+// mode: the plain HTTP frontends (Gateway HTTP listeners, Ingresses'
+// HTTP) behind the fixed HTTP listener (docs/listeners.md).
+const envHTTPListener = "HKS_E2E_HTTP_LISTENER"
+
 // tproxyVIP is the Services' address in tproxy mode: a documentation
 // address held by the test's own namespace (inNetns adds it), so that
 // the frontends that keep their own binds (Gateway routes, TLS) can bind
@@ -52,6 +58,8 @@ const tproxyVIP = "203.0.113.10"
 // with a pool unless told otherwise (realNodeListening).
 type listening struct {
 	tproxy bool
+	// http is --http-listener (tproxy only).
+	http bool
 	// netns is --listener-netns: the namespace of the TPROXY table and
 	// policy routing ("": the controller's own, the test's namespace).
 	netns string
@@ -59,14 +67,16 @@ type listening struct {
 
 // suiteListening is the mode of HKS_E2E_LISTENERS (ports unless tproxy).
 func suiteListening() listening {
-	return listening{tproxy: os.Getenv(envListeners) == render.ListenersTProxy}
+	tp := os.Getenv(envListeners) == render.ListenersTProxy
+	return listening{tproxy: tp, http: tp && os.Getenv(envHTTPListener) != ""}
 }
 
 // realNodeListening is the real-node and chaos tiers' mode: tproxy with
 // a pool, the kernel's side in the load balancer's namespace lbNS (where
 // HAProxy runs), unless HKS_E2E_LISTENERS=ports.
 func realNodeListening(lbNS string) listening {
-	return listening{tproxy: os.Getenv(envListeners) != render.ListenersPorts, netns: nodes.NSPath(lbNS)}
+	tp := os.Getenv(envListeners) != render.ListenersPorts
+	return listening{tproxy: tp, http: tp && os.Getenv(envHTTPListener) != "", netns: nodes.NSPath(lbNS)}
 }
 
 // tproxyMode reports whether the suite runs in tproxy mode (for the
@@ -118,11 +128,17 @@ func (l listening) args(extra []string) []string {
 	if l.netns != "" {
 		args = append(args, "--listener-netns", l.netns)
 	}
+	if l.http && !slices.Contains(extra, "--http-listener") {
+		args = append(args, "--http-listener")
+	}
 	return args
 }
 
 // initArgs are init's flags for the mode.
 func (l listening) initArgs() []string {
+	if l.tproxy && l.http {
+		return []string{"--listeners", "tproxy", "--http-listener"}
+	}
 	if l.tproxy {
 		return []string{"--listeners", "tproxy"}
 	}

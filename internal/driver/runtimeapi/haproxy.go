@@ -138,6 +138,9 @@ type HAProxy struct {
 	noMapEdits       bool         // the memo's edits unused, files diffed whole: the benchmarks' baseline
 	listenerMemo     listenerMemo // the listener's map entries kept by frontend (listeners.go)
 	certs            certStore    // the TLS certificates the worker holds (certs.go)
+	// httpListenerView: the fixed HTTP listener's one table, kept by
+	// frontend (routemaps.go).
+	httpListenerView render.HTTPListenerMemo
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)

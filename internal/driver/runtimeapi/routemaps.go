@@ -76,11 +76,14 @@ func (d *HAProxy) routeMapFilesEarly(cfg model.Config, fronts *model.FrontendCha
 	}
 	out = append(out, tlsRouteMapFiles(dir, cfg)...)                             // tlsroutemaps.go
 	out = append(out, clientAuthMapFiles(d.opts.Render, cfg, d.mapsHeldBack)...) // clientauth.go
-	memos := &d.httpMemos
+	// The fixed HTTP listener's one table (tproxy): the memo's, the last
+	// pass's table itself when no listened frontend changed.
+	memos, httpCfg := &d.httpMemos, model.Config{}
 	if d.noHTTPMemo {
-		memos = nil
+		memos, httpCfg = nil, render.HTTPListenerView(cfg, d.opts.Render)
+	} else {
+		httpCfg = d.httpListenerView.View(cfg, d.opts.Render)
 	}
-	httpCfg := render.HTTPListenerView(cfg, d.opts.Render)                    // the fixed HTTP listener's one table (tproxy)
 	httpEarly, httpBuild := httpMapUpdate(dir, httpCfg, memos, !d.noMapEdits) // httpmaps.go
 	listeners := d.listenerMapFiles(cfg, fronts)                              // the same kind of file (listeners.go)
 	build = func() []patternFile {
