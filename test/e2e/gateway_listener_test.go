@@ -17,22 +17,22 @@ import (
 // a documentation address of the test's own network namespace.
 const gw2VIP = "203.0.113.11"
 
-// In tproxy mode (whatever the suite's) the gateway mode's TCP listeners
-// go behind the fixed listener (render.ListenedTCPRoutes): a second
-// Gateway with a TCP listener on a new address and a new port, its route
-// split between a Service the first uses and one no route used (a spare
-// of the pool), is served with 0 reloads (the master's `show proc`), and
-// the first Gateway keeps serving; neither has a frontend of its own.
-func TestGatewayTCPBehindListener(t *testing.T) {
+// gw1BehindListener is the start of the tests of a second Gateway behind
+// the fixed listener: in a network namespace of the test's own, tproxy
+// mode, Services pod-a and pod-b, gw1's TCP listener on tproxyVIP:port1
+// to pod-a served, the pool's spares ready; port2 is free for the second
+// Gateway on gw2VIP. g is nil in the process that only ran the test in
+// its namespace.
+func gw1BehindListener(t *testing.T) (g *gwEnv, port1, port2 int) {
 	addrs := append([]string{gw2VIP}, podAddrs...)
 	if !tproxyMode() {
 		addrs = append(addrs, tproxyVIP) // inNetns adds it in tproxy mode only
 	}
 	if !inNetns(t, addrs...) {
-		return
+		return nil, 0, 0
 	}
-	g := newGatewayEnvOn(t, newEnvListening(t, kubeapi.Start(t), listening{tproxy: true}))
-	port1, port2 := haproxytest.FreePort(t), haproxytest.FreePort(t)
+	g = newGatewayEnvOn(t, newEnvListening(t, kubeapi.Start(t), listening{tproxy: true}))
+	port1, port2 = haproxytest.FreePort(t), haproxytest.FreePort(t)
 	g.backend("pod-a", 1, 8080)
 	g.backend("pod-b", 2, 8080)
 	g.gatewayOn("gw1", port1, "pod-a", tproxyVIP) // gateway_pools_test.go
@@ -40,6 +40,20 @@ func TestGatewayTCPBehindListener(t *testing.T) {
 	g.eventually("gw1 served by pod-a", servesOnAddr(tproxyVIP, int32(port1), "pod-a"))
 	if err := readyForNewBackends(g.config()); err != nil { // dynamic_test.go
 		t.Fatalf("no spare backends: %v", err)
+	}
+	return g, port1, port2
+}
+
+// In tproxy mode (whatever the suite's) the gateway mode's TCP listeners
+// go behind the fixed listener (render.ListenedTCPRoutes): a second
+// Gateway with a TCP listener on a new address and a new port, its route
+// split between a Service the first uses and one no route used (a spare
+// of the pool), is served with 0 reloads (the master's `show proc`), and
+// the first Gateway keeps serving; neither has a frontend of its own.
+func TestGatewayTCPBehindListener(t *testing.T) {
+	g, port1, port2 := gw1BehindListener(t)
+	if g == nil {
+		return
 	}
 	if strings.Contains(g.config(), "\nfrontend gw_") {
 		t.Fatalf("a TCP listener kept a frontend of its own in tproxy mode:\n%s", g.config())
@@ -82,22 +96,9 @@ func TestGatewayTCPBehindListener(t *testing.T) {
 // listener keeps serving a client that sends no ClientHello, without
 // waiting the inspect delay (its key is accepted before the wait).
 func TestGatewayTLSBehindListener(t *testing.T) {
-	addrs := append([]string{gw2VIP}, podAddrs...)
-	if !tproxyMode() {
-		addrs = append(addrs, tproxyVIP) // inNetns adds it in tproxy mode only
-	}
-	if !inNetns(t, addrs...) {
+	g, port1, port2 := gw1BehindListener(t)
+	if g == nil {
 		return
-	}
-	g := newGatewayEnvOn(t, newEnvListening(t, kubeapi.Start(t), listening{tproxy: true}))
-	port1, port2 := haproxytest.FreePort(t), haproxytest.FreePort(t)
-	g.backend("pod-a", 1, 8443)
-	g.backend("pod-b", 2, 8443)
-	g.gatewayOn("gw1", port1, "pod-a", tproxyVIP) // gateway_pools_test.go
-	g.startController("--mode=gateway", "--bind-address", gw2VIP)
-	g.eventually("gw1 served by pod-a", servesOnAddr(tproxyVIP, int32(port1), "pod-a"))
-	if err := readyForNewBackends(g.config()); err != nil { // dynamic_test.go
-		t.Fatalf("no spare backends: %v", err)
 	}
 	before := g.reloads()
 
