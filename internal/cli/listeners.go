@@ -176,7 +176,8 @@ func initListenerMaps(ropts render.Options) error {
 		return err
 	}
 	files := []string{render.ListenerMapFile(ropts.ACLDir), render.ProxyMapFile(ropts.ACLDir),
-		render.ListenerRoutesMapFile(ropts.ACLDir), render.ListenerBackendsMapFile(ropts.ACLDir)}
+		render.ListenerRoutesMapFile(ropts.ACLDir), render.ListenerBackendsMapFile(ropts.ACLDir),
+		render.ListenerTLSMapFile(ropts.ACLDir), render.ListenerSNIMapFile(ropts.ACLDir)}
 	if ropts.HTTPListener() { // the fixed HTTP listener's, which the config names from the start
 		files = append(files, render.HTTPListenerMapFile(ropts.ACLDir))
 		for _, kind := range render.HTTPMapKinds {

@@ -247,11 +247,9 @@ func TestGoldenHTTPListener(t *testing.T) {
 
 	dir := t.TempDir()
 	writeHTTPMapFiles(t, dir, fixed)
-	listen, proxy := ListenerEntries(cfg, o)
-	routes, backends := ListenerRouteEntries(cfg, o)
-	for p, b := range map[string][]byte{HTTPListenerMapFile(dir): MapContent(HTTPListenerEntries(cfg, o)),
-		ListenerMapFile(dir): MapContent(listen), ProxyMapFile(dir): MapContent(proxy),
-		ListenerRoutesMapFile(dir): MapContent(routes), ListenerBackendsMapFile(dir): MapContent(backends)} {
+	files := ListenerMaps(cfg, o, dir)
+	files[HTTPListenerMapFile(dir)] = MapContent(HTTPListenerEntries(cfg, o))
+	for p, b := range files {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -41,6 +41,11 @@ const (
 	// ListenedTCPRoutes: a gateway TCP listener, its routes drawn by
 	// weight: its keys in ListenerRoutesMapFile.
 	ListenedTCPRoutes
+	// ListenedTLSRoutes: a gateway TLS passthrough listener, its routes
+	// chosen by the ClientHello's server name: its keys in
+	// ListenerTLSMapFile, the names under them in ListenerSNIMapFile
+	// (listenertls.go).
+	ListenedTLSRoutes
 )
 
 // ListenerKindOf is how the fixed listener serves f, NotListened when it
@@ -49,19 +54,27 @@ const (
 // PROXY header and a frontend with no per-frontend setting the shared
 // listener cannot keep (ListenedTCPRoutes); and in both, binds that all
 // name an address the listener can key (keyable: ListenerAddrOK, none on
-// the listeners' own ports). A frontend routed by TLS server name (it waits
-// for the ClientHello), one terminating TLS, an HTTP one, or one on every
-// address (no Addr) keeps its own.
+// the listeners' own ports). Routes by the ClientHello's server name (TLS
+// passthrough) are ListenedTLSRoutes when the frontend waits the
+// listener's one inspect delay (model.DefaultInspectDelay). One
+// terminating TLS, an HTTP one, or one on every address (no Addr) keeps
+// its own.
 func (o Options) ListenerKindOf(f model.Frontend) ListenerKind {
 	if !o.TProxy() || f.TLS != nil || f.HTTP != nil || len(f.Binds) == 0 {
 		return NotListened
 	}
 	kind := ListenedBackend
 	if f.Routed() {
-		if f.BySNI() || f.Restricted() || f.AcceptProxy || f.MaxConn != 0 || f.TimeoutClient != 0 {
+		if f.Restricted() || f.AcceptProxy || f.MaxConn != 0 || f.TimeoutClient != 0 {
 			return NotListened
 		}
 		kind = ListenedTCPRoutes
+		if f.BySNI() {
+			if !listenerDelay(f) {
+				return NotListened
+			}
+			kind = ListenedTLSRoutes
+		}
 	} else if f.Backend == "" {
 		return NotListened
 	}
@@ -107,11 +120,19 @@ func ListenerRouteIDs(cfg model.Config, o Options) map[string]int64 {
 // to id) and backends map (id's ranges to backend) for cfg, each sorted
 // by key. A frontend's route is its first (a TCP listener's routes all
 // take every connection: the first wins, as its rules did); the first
-// frontend with a key keeps it.
+// frontend with a key keeps it. The backends map holds the TLS
+// passthrough listeners' routes too (ListenerTLSEntries: their ids).
 func ListenerRouteEntries(cfg model.Config, o Options) (routes, backends []MapEntry) {
 	ids := ListenerRouteIDs(cfg, o)
-	if len(ids) == 0 {
+	tls := listenerTLSRoutes(cfg, o, ids)
+	if len(ids) == 0 && len(tls) == 0 {
 		return nil, nil
+	}
+	for _, r := range tls {
+		base := r.id * pickRange
+		weightRanges(r.backends, pickRange, func(lo, hi int64, name string) {
+			backends = append(backends, MapEntry{strconv.FormatInt(base+lo, 10) + ":" + strconv.FormatInt(base+hi, 10), name})
+		})
 	}
 	seen, done := map[string]bool{}, map[string]bool{}
 	for _, f := range cfg.Frontends {
@@ -140,7 +161,8 @@ func ListenerRouteEntries(cfg model.Config, o Options) (routes, backends []MapEn
 }
 
 // writeListenerRoutes writes the listener's rules for the keys of routed
-// frontends (after the key is set): the route id, the draw, and the
+// frontends (after the key is set): the route id, the draw, the TLS
+// passthrough keys' route id by server name (writeListenerTLS), and the
 // backend of the id's range the draw falls in. A key with an id is not
 // refused; one without reads no random number.
 func writeListenerRoutes(w func(...string), o Options) {
@@ -148,6 +170,7 @@ func writeListenerRoutes(w func(...string), o Options) {
 	found := " if { var(" + listenerRouteVar + ") -m found }"
 	w("\ttcp-request connection set-var(" + listenerRouteVar + ") var(" + listenerVar + "),map_str(" + rmap + ")")
 	w("\ttcp-request connection set-var(sess.pick) rand(" + strconv.Itoa(pickRange) + ")" + found)
+	writeListenerTLS(w, o) // listenertls.go: the keys that wait for a ClientHello
 	w("\tuse_backend %[var(" + listenerRouteVar + "),mul(" + strconv.Itoa(pickRange) + "),add(sess.pick),map_int(" + bmap + ")]" + found)
 }
 
@@ -155,13 +178,13 @@ func writeListenerRoutes(w func(...string), o Options) {
 // name, binds and backend: a memo that kept a frontend's kind (the
 // listener's maps, the kernel's sets) asks again only when these, the
 // binds or the backend differ.
-type ListenerTraits uint8
+type ListenerTraits uint16
 
 // TraitsOf are f's ListenerTraits.
 func TraitsOf(f *model.Frontend) ListenerTraits {
 	var t ListenerTraits
 	for i, on := range []bool{f.Routed(), f.BySNI(), f.TLS != nil, f.HTTP != nil, f.Restricted(), f.AcceptProxy,
-		f.MaxConn != 0, f.TimeoutClient != 0} {
+		f.MaxConn != 0, f.TimeoutClient != 0, listenerDelay(*f)} {
 		if on {
 			t |= 1 << i
 		}

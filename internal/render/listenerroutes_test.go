@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
@@ -25,7 +26,8 @@ func tcpListener(name string, port uint16, addrs ...string) model.Frontend {
 
 // listenedRoutes is listened() with two gateway TCP listeners the fixed
 // listener serves (both families) and a TLS passthrough listener on a
-// listenable address, which keeps its own frontend (routed by SNI).
+// listenable address, served by the listener too (routed by SNI:
+// listenertls.go).
 func listenedRoutes() model.Config {
 	cfg := listened()
 	tls := tcpListener("gw_default_gw2_443", 443, "192.0.2.20")
@@ -44,13 +46,13 @@ func TestGoldenListenerRoutes(t *testing.T) {
 	routes, backends := ListenerRouteEntries(cfg, o)
 	golden.Assert(t, "listeners.routes.map", MapContent(routes))
 	golden.Assert(t, "listeners.backends.map", MapContent(backends))
-	for _, fe := range []string{"gw_default_gw2_9000", "gw_default_gw3_9001"} {
+	keys, names := ListenerTLSEntries(cfg, o)
+	golden.Assert(t, "listeners.tls.map", MapContent(keys))
+	golden.Assert(t, "listeners.sni.map", MapContent(names))
+	for _, fe := range []string{"gw_default_gw2_9000", "gw_default_gw3_9001", "gw_default_gw2_443"} {
 		if bytes.Contains(got, []byte("frontend "+fe+"\n")) {
 			t.Errorf("%s behind the listener has a frontend of its own", fe)
 		}
-	}
-	if !bytes.Contains(got, []byte("frontend gw_default_gw2_443\n")) {
-		t.Errorf("the listener routed by SNI lost its own frontend")
 	}
 	if l, _ := ListenerEntries(cfg, o); strings.Contains(string(MapContent(l)), ":9000 ") {
 		t.Errorf("a routed listener's key in the one-backend map: %s", MapContent(l))
@@ -68,8 +70,8 @@ func TestListenerRoutesStructure(t *testing.T) {
 	layout, _ := plan.Assign(cfg, nil, true)
 	h := StructureHash(cfg, layout, o)
 	more := listenedRoutes()
-	more.Frontends = more.Frontends[:len(more.Frontends)-1] // the SNI one keeps its frontend: structure
-	more.Frontends[len(more.Frontends)-1].Routes[0].Backends[0].Weight = 7
+	more.Frontends[len(more.Frontends)-2].Routes[0].Backends[0].Weight = 7
+	more.Frontends[len(more.Frontends)-1].Routes[0].SNI = "b.example.com" // the TLS one's name
 	if StructureHash(more, layout, o) != h {
 		t.Errorf("new TCP listeners behind the fixed listener changed the structure")
 	}
@@ -99,7 +101,13 @@ func TestListenerKindOf(t *testing.T) {
 		{"tcp routes", o, tcp(nil), ListenedTCPRoutes},
 		{"tcp routes, both families", o, tcp(func(f *model.Frontend) { f.Binds = append(f.Binds, b("2001:db8::1", 9000)) }), ListenedTCPRoutes},
 		{"tcp routes, ports mode", opts, tcp(nil), NotListened},
-		{"routed by sni", o, tcp(func(f *model.Frontend) { f.Routes[0].SNI = "a.example.com" }), NotListened},
+		{"routed by sni", o, tcp(func(f *model.Frontend) { f.Routes[0].SNI = "a.example.com" }), ListenedTLSRoutes},
+		{"routed by sni, its default delay", o, tcp(func(f *model.Frontend) {
+			f.Routes[0].SNI, f.InspectDelay = "a.example.com", model.DefaultInspectDelay
+		}), ListenedTLSRoutes},
+		{"routed by sni, a delay of its own", o, tcp(func(f *model.Frontend) { f.Routes[0].SNI, f.InspectDelay = "a.example.com", time.Second }), NotListened},
+		{"routed by sni, proxy protocol", o, tcp(func(f *model.Frontend) { f.Routes[0].SNI, f.AcceptProxy = "a.example.com", true }), NotListened},
+		{"routed by sni, ports mode", opts, tcp(func(f *model.Frontend) { f.Routes[0].SNI = "a.example.com" }), NotListened},
 		{"terminates tls", o, tcp(func(f *model.Frontend) { f.TLS = &model.TLS{} }), NotListened},
 		{"http", o, tcp(func(f *model.Frontend) { f.HTTP = &model.HTTP{} }), NotListened},
 		{"every address", o, tcp(func(f *model.Frontend) { f.Binds = []model.Bind{{Port: 9000}} }), NotListened},

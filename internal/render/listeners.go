@@ -199,7 +199,8 @@ func writeListener(w func(...string), o Options) {
 	w("\tbind :" + port + " transparent")
 	w("\tbind [::]:" + port + " v6only transparent")
 	w("\ttcp-request connection set-var-fmt(" + listenerVar + ") \"%[dst]:%[dst_port]\"")
-	w("\ttcp-request connection reject unless { var(" + listenerVar + "),map_str(" + lmap + ") -m found } || { var(" + listenerVar + "),map_str(" + ListenerRoutesMapFile(o.ACLDir) + ") -m found }")
+	w("\ttcp-request connection reject unless { var(" + listenerVar + "),map_str(" + lmap + ") -m found } || { var(" + listenerVar + "),map_str(" + ListenerRoutesMapFile(o.ACLDir) + ") -m found } || { var(" +
+		listenerVar + "),map_str(" + ListenerTLSMapFile(o.ACLDir) + ") -m found }")
 	w("\ttcp-request connection expect-proxy layer4 if { var(" + listenerVar + "),map_str(" + pmap + ") -m found }")
 	writeListenerRoutes(w, o) // listenerroutes.go
 	w("\tuse_backend %[var(" + listenerVar + "),map_str(" + lmap + ")]")

@@ -61,10 +61,7 @@ func listenerConfigAccepted(t *testing.T, cfg model.Config, got []byte) {
 	t.Helper()
 	o := tproxyOpts()
 	dir := t.TempDir()
-	listen, proxy := ListenerEntries(cfg, o)
-	routes, backends := ListenerRouteEntries(cfg, o)
-	files := map[string][]byte{ListenerMapFile(dir): MapContent(listen), ProxyMapFile(dir): MapContent(proxy),
-		ListenerRoutesMapFile(dir): MapContent(routes), ListenerBackendsMapFile(dir): MapContent(backends)}
+	files := ListenerMaps(cfg, o, dir)
 	for _, f := range cfg.Frontends {
 		for _, v6 := range []bool{false, true} {
 			files[ACLFile(dir, f.Name, v6)] = ACLFileContent(f, v6)
@@ -131,7 +128,7 @@ func TestListened(t *testing.T) {
 		{"multicast", o, fe(b("224.0.0.1", 80)), false},
 		{"the listener's own port", o, fe(b("192.0.2.10", 15080)), false},
 		{"one bad bind of two", o, fe(b("192.0.2.10", 80), b("0.0.0.0", 80)), false},
-		{"routed by TLS server name", o, model.Frontend{Name: "fe", Binds: []model.Bind{b("192.0.2.10", 443)}, Routes: []model.Route{{SNI: "a.example.com", Backends: []model.WeightedBackend{{Name: "be", Weight: 1}}}}}, false},
+		{"routed by TLS server name", o, model.Frontend{Name: "fe", Binds: []model.Bind{b("192.0.2.10", 443)}, Routes: []model.Route{{SNI: "a.example.com", Backends: []model.WeightedBackend{{Name: "be", Weight: 1}}}}}, true},
 		{"TCP routes", o, model.Frontend{Name: "fe", Binds: []model.Bind{b("192.0.2.10", 443)}, Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "be", Weight: 1}}}}}, true},
 		{"no binds", o, fe(), false},
 		{"terminates TLS", o, model.Frontend{Name: "fe", Backend: "be", Binds: []model.Bind{b("192.0.2.10", 443)}, TLS: &model.TLS{}}, false},

@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,16 +62,11 @@ func statusListeners(t *testing.T, pool bool) string {
 		}
 	}
 	layout, _ := plan.Assign(cfg, nil, true)
-	listen, proxy := render.ListenerEntries(cfg, opts)
 	if err := os.MkdirAll(opts.ACLDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	files[cfgPath] = render.Config(cfg, layout, opts)
-	files[render.ListenerMapFile(opts.ACLDir)] = render.MapContent(listen)
-	files[render.ProxyMapFile(opts.ACLDir)] = render.MapContent(proxy)
-	routes, backends := render.ListenerRouteEntries(cfg, opts)
-	files[render.ListenerRoutesMapFile(opts.ACLDir)] = render.MapContent(routes)
-	files[render.ListenerBackendsMapFile(opts.ACLDir)] = render.MapContent(backends)
+	maps.Copy(files, render.ListenerMaps(cfg, opts, opts.ACLDir))
 	for p, b := range files {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,8 +226,11 @@ func clientHello(t *testing.T, sni string) []byte {
 // probeTLS sends a ClientHello for hello's server name and returns the
 // name the backend behind it answered with (the stand-in answers on
 // accept; what matters is which one HAProxy chose).
-func probeTLS(port int, hello []byte) (string, error) {
-	c, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", serviceIP(), port), time.Second)
+func probeTLS(port int, hello []byte) (string, error) { return probeTLSAt(serviceIP(), port, hello) }
+
+// probeTLSAt is probeTLS to addr.
+func probeTLSAt(addr string, port int, hello []byte) (string, error) {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, strconv.Itoa(port)), time.Second)
 	if err != nil {
 		return "", err
 	}

@@ -269,6 +269,17 @@ func (e *env) listenerRoutesHave(addr string, port int32) error {
 	return contains(string(b), render.ListenerKey(netip.MustParseAddr(addr), uint16(port))+" ")
 }
 
+// listenerTLSHas is nil when the fixed listener's map of the keys that
+// wait for a ClientHello (a gateway TLS passthrough listener,
+// render.ListenedTLSRoutes) has the key of addr and port.
+func (e *env) listenerTLSHas(addr string, port int32) error {
+	b, err := os.ReadFile(render.ListenerTLSMapFile(filepath.Join(filepath.Dir(e.cfgPath), "acl")))
+	if err != nil {
+		return err
+	}
+	return contains(string(b), render.ListenerKey(netip.MustParseAddr(addr), uint16(port))+" ")
+}
+
 // listenerMapsTo is nil when the fixed listener's map (tproxy mode) has
 // the key of addr and port, naming the HAProxy backend that serves the
 // model backend be (env.haproxyBackend) unless be is "".

@@ -42,14 +42,20 @@ func (d *HAProxy) listenerMapFiles(cfg model.Config, fronts *model.FrontendChang
 	routes, backends := render.ListenerRouteEntries(cfg, o)
 	rf := mapFile(render.ListenerRoutesMapFile(o.ACLDir), routes, "listener routes map")
 	bf := mapFile(render.ListenerBackendsMapFile(o.ACLDir), backends, "listener backends map")
+	// The TLS passthrough listeners' (render/listenertls.go): the names
+	// after the backends their ids point into, the keys that wait for a
+	// ClientHello last, once their names are there.
+	keys, names := render.ListenerTLSEntries(cfg, o)
+	sf := mapFile(render.ListenerSNIMapFile(o.ACLDir), names, "listener server-name map")
+	tf := mapFile(render.ListenerTLSMapFile(o.ACLDir), keys, "listener TLS keys map")
 	if !o.HTTPListener() {
-		return []patternFile{pf, bf, rf, lf}
+		return []patternFile{pf, bf, sf, tf, rf, lf}
 	}
 	// The fixed HTTP listener's keys (render/httplistener.go), after its
 	// table's maps (routeMapFilesEarly): a key is taken once its hosts are
 	// there.
 	hf := mapFile(render.HTTPListenerMapFile(o.ACLDir), render.HTTPListenerEntries(cfg, o), "HTTP listener map")
-	return []patternFile{pf, bf, rf, lf, hf}
+	return []patternFile{pf, bf, sf, tf, rf, lf, hf}
 }
 
 // listenerMemo is the listener maps' memo (render.ListenerMemo) and the

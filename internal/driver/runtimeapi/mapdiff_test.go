@@ -91,7 +91,9 @@ func TestMapCommandsOrder(t *testing.T) {
 // TestListenerMapsOrder: the PROXY map comes before the listener map, so
 // a new key's PROXY flag is in before the listener accepts it, and a key
 // gone is refused before its flag goes; the routed listeners' backends
-// map before their routes map, whose ids point into it.
+// map before their routes map and the server-name map, whose ids point
+// into it; the server-name map before the TLS keys map, whose keys wait
+// for a name there.
 func TestListenerMapsOrder(t *testing.T) {
 	d := &HAProxy{opts: Options{Render: render.Options{ACLDir: "/acl", Listeners: render.Listeners{Mode: render.ListenersTProxy}}}}
 	files := d.listenerMapFiles(model.Config{}, nil)
@@ -99,7 +101,8 @@ func TestListenerMapsOrder(t *testing.T) {
 	for _, f := range files {
 		paths = append(paths, f.path)
 	}
-	want := []string{"/acl/proxy.map", "/acl/listeners.backends.map", "/acl/listeners.routes.map", "/acl/listeners.map"}
+	want := []string{"/acl/proxy.map", "/acl/listeners.backends.map", "/acl/listeners.sni.map", "/acl/listeners.tls.map",
+		"/acl/listeners.routes.map", "/acl/listeners.map"}
 	if !slices.Equal(paths, want) {
 		t.Fatalf("listener map files %v, want %v", paths, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -32,14 +33,17 @@ func TestElements(t *testing.T) {
 		fe("ll", b("fe80::1", 80)),
 		fe("mc", b("239.1.1.1", 80)),
 		fe("own", b("203.0.113.13", listenPort)),
-		// A gateway TCP listener is keyed (its routes map); one routed
-		// by TLS server name keeps its frontend.
+		// A gateway TCP listener is keyed (its routes map), one routed
+		// by TLS server name too (the TLS keys map); one waiting a
+		// ClientHello longer than the listener does keeps its frontend.
 		{Name: "tcp", Binds: []model.Bind{b("203.0.113.14", 443)}, Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "be_b", Weight: 1}}}}},
 		{Name: "sni", Binds: []model.Bind{b("203.0.113.15", 443)}, Routes: []model.Route{{SNI: "a.example.com", Backends: []model.WeightedBackend{{Name: "be_b", Weight: 1}}}}},
+		{Name: "slow", Binds: []model.Bind{b("203.0.113.16", 443)}, InspectDelay: time.Minute,
+			Routes: []model.Route{{SNI: "a.example.com", Backends: []model.WeightedBackend{{Name: "be_b", Weight: 1}}}}},
 	}}
 	v4, v6 := Elements(cfg, tproxyOpts)
 	want4 := []netip.AddrPort{netip.MustParseAddrPort("203.0.113.10:80"), netip.MustParseAddrPort("203.0.113.10:443"),
-		netip.MustParseAddrPort("203.0.113.14:443")}
+		netip.MustParseAddrPort("203.0.113.14:443"), netip.MustParseAddrPort("203.0.113.15:443")}
 	want6 := []netip.AddrPort{netip.MustParseAddrPort("[2001:db8:1::10]:80")}
 	if !slices.Equal(v4, want4) || !slices.Equal(v6, want6) {
 		t.Errorf("Elements = %v %v, want %v %v", v4, v6, want4, want6)
@@ -47,8 +51,9 @@ func TestElements(t *testing.T) {
 	// The maps have exactly the same keys.
 	listen, _ := render.ListenerEntries(cfg, tproxyOpts)
 	routes, _ := render.ListenerRouteEntries(cfg, tproxyOpts)
+	tls, _ := render.ListenerTLSEntries(cfg, tproxyOpts)
 	var keys []string
-	for _, e := range append(listen, routes...) {
+	for _, e := range slices.Concat(listen, routes, tls) {
 		keys = append(keys, e.Key)
 	}
 	var fromSets []string
@@ -71,8 +76,9 @@ func TestElements(t *testing.T) {
 		t.Errorf("wanted = %v, want %v", got, append(v4, v6...))
 	}
 	w.update(model.Config{Frontends: cfg.Frontends[1:]}, nil, tproxyOpts)
-	if len(w.count) != 2 || !w.wants(netip.MustParseAddrPort("203.0.113.10:443")) || !w.wants(netip.MustParseAddrPort("203.0.113.14:443")) {
-		t.Errorf("wanted of fewer frontends = %v, want 203.0.113.10:443 and 203.0.113.14:443", w.count)
+	if len(w.count) != 3 || !w.wants(netip.MustParseAddrPort("203.0.113.10:443")) || !w.wants(netip.MustParseAddrPort("203.0.113.14:443")) ||
+		!w.wants(netip.MustParseAddrPort("203.0.113.15:443")) {
+		t.Errorf("wanted of fewer frontends = %v, want 203.0.113.10:443, 203.0.113.14:443 and 203.0.113.15:443", w.count)
 	}
 }
 
