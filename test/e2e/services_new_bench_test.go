@@ -37,7 +37,8 @@ const newSvcLabel = "hks-bench-new"
 // Service's address answered by a stand-in on a node's nodePort through
 // HAProxy (polled every 250 µs, HKS_BENCH_POLL: services_new_poll_test.go;
 // deadline HKS_BENCH_NEW_DEADLINE seconds, default 60); then a burst of HKS_BENCH_BURST (default 100) created at
-// once, until all answer. HAProxy's reloads are counted across each
+// once by a pool of HKS_BENCH_BURST_WRITERS writers (default 16; a list runs a burst for each in turn:
+// services_new_burst_test.go), until all answer. HAProxy's reloads are counted across each
 // part, and the controller's whole-run memory (VmHWM, RssAnon at most,
 // RssFile: issue 29's peak <= 100 MiB) is reported as metrics. The write -> watch column is the test's own watch of the new
 // EndpointSlices (the same apiserver's watch the controller's informer
@@ -63,7 +64,8 @@ func BenchmarkServicesScaleNew(b *testing.B) {
 		modes = []string{"tproxy", "ports"}
 	}
 	ctls := scaleControllers(b)
-	kube := svcScaleWorld(b, services, endpoints, len(modes)*len(ctls)*(w.one+w.burst))
+	w.writers = burstWriters(b)
+	kube := svcScaleWorld(b, services, endpoints, len(modes)*len(ctls)*(w.one+w.burst*len(w.writers)))
 	w.client, w.kubeconfig = kube.Client(b), kube.KubeconfigPath
 	w.watch = watchNewSlices(b, w.client)
 	for _, c := range ctls {
@@ -77,6 +79,7 @@ func BenchmarkServicesScaleNew(b *testing.B) {
 // new Service's number.
 type newSvcWorld struct {
 	services, endpoints, one, burst int
+	writers                         []int // each burst's writers (burstWriters)
 	deadline                        time.Duration
 	client                          kubernetes.Interface
 	kubeconfig                      string
@@ -155,8 +158,16 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	closeAll(stand)
 	r1 := reloads()
 	burstFrom := time.Now()
-	bu := w.runBurst(b, addr)
-	burst, burstFailed, burstOwn := bu.all, bu.failed, bu.own
+	var bursts []burstRun
+	for k, writers := range w.writers {
+		if k > 0 {
+			// The last burst's status writes end before the next.
+			time.Sleep(3 * time.Second) // not a synchronisation: each burst counts its own reloads
+		}
+		rb := reloads()
+		bt := w.runBurst(b, addr, writers)
+		bursts = append(bursts, burstRun{writers: writers, burstTimes: bt, reloads: reloads() - rb})
+	}
 	r2 := reloads()
 	mem := procMem(ctl.Process.Pid)
 	stopPeak()
@@ -172,22 +183,10 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 		name, mode, w.services, w.one, failed, w.deadline, line(lat), r1-r0)
 	b.Logf("%s %s: split: written -> the test's watch sees the slice %s; watch -> answered %s", name, mode, line(toWatch), line(fromWatch))
 	polls.log(b, name+" "+mode, line)
-	b.Logf("%s %s: burst of %d: all answered %.1f ms after the first write (%d not answered); %d reloads; load %s",
-		name, mode, w.burst, ms(burst), burstFailed, r2-r1, loadAvg())
-	b.Logf("%s %s: burst of %d: each from its own EndpointSlice written -> answered: %s",
-		name, mode, w.burst, line(burstOwn))
-	b.Logf("%s %s: burst of %d: the creates returned within %.1f ms of the first (the apiserver's); all answered %.1f ms after the last returned (the controller's)",
-		name, mode, w.burst, ms(bu.writes), ms(bu.afterLast))
+	w.logBursts(b, name+" "+mode, mode, bursts, line)
 	if len(lat) > 0 {
 		b.ReportMetric(ms(pct(lat, 0.5)), mode+"-p50-ms")
 		b.ReportMetric(ms(pct(lat, 0.99)), mode+"-p99-ms")
-	}
-	b.ReportMetric(ms(burst), mode+"-burst-ms")
-	if len(burstOwn) > 0 {
-		b.ReportMetric(ms(maxDur(burstOwn)), mode+"-burst-own-max-ms")
-	}
-	if burstFailed == 0 {
-		b.ReportMetric(ms(bu.afterLast), mode+"-burst-after-last-ms")
 	}
 	b.ReportMetric(float64(r2-r0), mode+"-reloads")
 	anon := max(anonPeak(), mem["RssAnon"])
@@ -216,45 +215,39 @@ type burstTimes struct {
 	writes, afterLast time.Duration
 }
 
-// runBurst creates w.burst new Services at once and times them
-// (burstTimes): the apiserver takes the creates one by one (~25-50
-// objects a second at 10,000 Services on this machine), so all is mostly
-// the apiserver's and afterLast the controller's (issue 29).
-func (w *newSvcWorld) runBurst(b *testing.B, addr string) burstTimes {
+// runBurst creates w.burst new Services with writers writers
+// (writeBurst; 0: one per Service) and times them (burstTimes): each
+// Service polled by a goroutine of its own, its prober started as soon
+// as its own creates returned (one loop over all the pending ones took a
+// round of up to 100 probes between two probes of one Service, and
+// probes started after every create returned counted the others'
+// creates in an early Service's own time). all is from the first write,
+// writes the apiserver's part and afterLast the controller's (issue 29).
+func (w *newSvcWorld) runBurst(b *testing.B, addr string, writers int) burstTimes {
 	stand := w.standIns()
 	defer closeAll(stand)
 	first := w.next
 	w.next += w.burst
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make([]error, w.burst)
 	written := make([]time.Time, w.burst)
-	// Each Service created and then polled by a goroutine of its own, its
-	// prober started as soon as its own creates returned: one loop over
-	// all the pending ones took a round of up to 100 probes between two
-	// probes of one Service, and probes started after every create
-	// returned counted the others' creates (7-14 s at 10,000 Services)
-	// in an early Service's own time.
 	answered := make([]time.Time, w.burst)
-	for k := first; k < first+w.burst; k++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			i := k - first
-			if written[i], errs[i] = w.create(k, stand); errs[i] != nil {
-				b.Logf("burst: new Service %d not created: %v", k, errs[i]) // counted as not answered
+	errs := writeBurst(w.burst, writers, func(i int) (time.Time, error) {
+		return w.create(first+i, stand)
+	}, func(i int, at time.Time) {
+		written[i] = at
+		for time.Since(start) < w.deadline { // bounded by the deadline
+			if _, err := lab.Probe(w.target(addr, first+i), 200*time.Millisecond); err == nil {
+				answered[i] = time.Now()
 				return
 			}
-			for time.Since(start) < w.deadline { // bounded by the deadline
-				if _, err := lab.Probe(w.target(addr, k), 200*time.Millisecond); err == nil {
-					answered[i] = time.Now()
-					return
-				}
-				time.Sleep(time.Millisecond) // poll interval
-			}
-		}()
+			time.Sleep(time.Millisecond) // poll interval
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			b.Logf("burst: new Service %d not created: %v", first+i, err) // counted as not answered
+		}
 	}
-	wg.Wait()
 	var own []time.Duration
 	var last time.Time
 	notAnswered := 0
@@ -264,9 +257,7 @@ func (w *newSvcWorld) runBurst(b *testing.B, addr string) burstTimes {
 			continue
 		}
 		last = later(last, at)
-		if errs[i] == nil {
-			own = append(own, at.Sub(written[i]))
-		}
+		own = append(own, at.Sub(written[i]))
 	}
 	var lastWrite time.Time
 	for _, at := range written {
