@@ -12,12 +12,13 @@ import (
 )
 
 // defaultBurstWriters is how many writers create BenchmarkServicesScaleNew's
-// burst: a bounded pool (its client's QPS 1000 / burst 2000 do not
-// throttle it: kubeapi.Server.Config).
-const defaultBurstWriters = 16
+// burst: 0, a writer per Service, the shape every earlier BENCHMARKS.md
+// section measured (its client's QPS 1000 / burst 2000 do not throttle
+// it: kubeapi.Server.Config; fewer writers were slower, burst29).
+const defaultBurstWriters = 0
 
 // burstWriters are the writer counts of HKS_BENCH_BURST_WRITERS
-// (comma-separated, default 16): each runs a burst of its own, in turn,
+// (comma-separated, default 0): each runs a burst of its own, in turn,
 // side by side in one run. 1 writes the burst one Service after the
 // other; 0 gives every Service a writer of its own (the burst before
 // burst29: HKS_BENCH_BURST goroutines at once).
