@@ -27,22 +27,25 @@ func TestIngressInstances(t *testing.T) {
 	g.web("web", 0)
 	g.create(ingressOf("shop", "shop.example.com", nil, prefix("/", "web")))
 	g.start("--instance", localInstance("a", g.dir, g.hap), "--instance", localInstance("b", dirB, hapB))
+	// --instance has no tproxy mode: the controller serves its
+	// --bind-address, 127.0.0.1, in every suite mode.
+	addr := g.listen.boundIP([]string{"--instance"})
 	hosts := func(dir string) string {
 		return render.HTTPMapFile(filepath.Join(dir, "acl"), ingress.HTTPFrontend, render.HTTPHosts)
 	}
 	g.eventually("a holds shop", mapHas(g.hap.StatsSocket, hosts(g.dir), "shop.example.com"))
 	g.eventually("b holds shop", mapHas(hapB.StatsSocket, hosts(dirB), "shop.example.com"))
-	g.eventually("shop's status once both run it", ingressStatus(g, "shop", serviceIP()))
+	g.eventually("shop's status once both run it", ingressStatus(g, "shop", addr))
 
 	hapB.Kill(t)
 	g.create(ingressOf("blog", "blog.example.com", nil, prefix("/", "web")))
 	g.eventually("a holds blog while b is down", mapHas(g.hap.StatsSocket, hosts(g.dir), "blog.example.com"))
-	if err := ingressStatus(g, "blog", serviceIP())(); err == nil {
+	if err := ingressStatus(g, "blog", addr)(); err == nil {
 		t.Errorf("blog's status written while instance b is down")
 	}
 	hapB.Restart(t)
 	g.eventually("b holds blog", mapHas(hapB.StatsSocket, hosts(dirB), "blog.example.com"))
-	g.eventually("blog's status once both run it", ingressStatus(g, "blog", serviceIP()))
+	g.eventually("blog's status once both run it", ingressStatus(g, "blog", addr))
 }
 
 // mapHas is nil once the map file of the HAProxy behind socket has key.

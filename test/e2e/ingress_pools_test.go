@@ -12,6 +12,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/ingress"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
@@ -62,8 +63,14 @@ func TestIngressAddressPool(t *testing.T) {
 	// Before any Ingress: the class's address is claimed and bound.
 	g.eventually("the class's address claimed", claimOf(g, first, "hks"))
 	g.eventually("the class's frontend answers on its address", answersAt(first, g.httpPort, "shop.example.com", "/", 404, ""))
-	if !strings.Contains(g.config(), fmt.Sprintf("%s:%d transparent", first, g.httpPort)) {
-		t.Errorf("no transparent bind of the class's address in:\n%s", g.config())
+	// Behind the fixed HTTP listener (--http-listener) the address is a
+	// key of that listener, not a bind (TestIngressAddressPoolHTTPListener).
+	if cfg, bind := g.config(), fmt.Sprintf("%s:%d transparent", first, g.httpPort); g.listen.http {
+		if strings.Contains(cfg, bind) || !strings.Contains(cfg, "frontend "+render.HTTPListenerFrontend+"\n") {
+			t.Errorf("with --http-listener, a bind of the class's address or no %s in:\n%s", render.HTTPListenerFrontend, cfg)
+		}
+	} else if !strings.Contains(cfg, bind) {
+		t.Errorf("no transparent bind of the class's address in:\n%s", cfg)
 	}
 	// The first Ingress: no reload of its own (the HTTP class's first
 	// backend then tops the backend pool up, one reload aside, counted

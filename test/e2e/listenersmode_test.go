@@ -94,6 +94,15 @@ func (l listening) serviceIP() string {
 	return "127.0.0.1"
 }
 
+// boundIP is where a controller with extra flags serves: serviceIP
+// when it takes tproxy mode, else its --bind-address, 127.0.0.1 (args).
+func (l listening) boundIP(extra []string) string {
+	if l.capable(extra) {
+		return tproxyVIP
+	}
+	return "127.0.0.1"
+}
+
 // capable reports whether a controller with these flags can run in
 // tproxy mode.
 func (l listening) capable(extra []string) bool {
