@@ -34,8 +34,11 @@ type patternFile struct {
 	// listened: the listener's map entries (listeners.go), likewise made
 	// lines only when asked; read within the pass that made the file.
 	listened []render.MapEntry
-	what     string // for logs and errors: what the file is of
-	edit     *fileEdit
+	// keyMap: a fixed listener's map (mapFile), written in the pass:
+	// a TPROXY element added after it finds its key in the file.
+	keyMap bool
+	what   string // for logs and errors: what the file is of
+	edit   *fileEdit
 	// pending: an HTTP map whose bytes and entries are made after its
 	// edit goes to the worker (httpMapUpdate); size is its entries'
 	// count. It only goes by its edit (mapsync.go).

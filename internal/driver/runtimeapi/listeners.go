@@ -83,5 +83,5 @@ func httpEdit(e render.ListenerEdit) render.HTTPMapEdit {
 func mapFile(path string, entries []render.MapEntry, what string) patternFile {
 	// The memo's own entries, not a copy of 10,000 a pass (issue 29):
 	// read only within this pass (the memo changes them in the next).
-	return patternFile{path: path, body: render.MapContent(entries), listened: entries, what: what}
+	return patternFile{path: path, body: render.MapContent(entries), listened: entries, keyMap: true, what: what}
 }

@@ -230,11 +230,11 @@ func (d *HAProxy) pushMaps(ctx context.Context, s *fileSet, want []patternFile, 
 }
 
 // listenedFirst splits want into the fixed listeners' map files (the TCP
-// listener's and the HTTP listener's keys, with or without entries) and
-// the others.
+// listener's and the HTTP listener's keys, with or without entries:
+// patternFile.keyMap) and the others.
 func listenedFirst(want []patternFile) (listened, others []patternFile) {
 	for _, f := range want {
-		if f.listened != nil || strings.Contains(f.what, "listener") {
+		if f.keyMap {
 			listened = append(listened, f)
 		} else {
 			others = append(others, f)
