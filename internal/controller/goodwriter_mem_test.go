@@ -10,16 +10,8 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
-
-// liveHeap is the heap in use after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // Once written, a map the controller no longer holds is not kept by the
 // writer: in a burst a pass copies the map the writer reads
@@ -33,12 +25,12 @@ func TestGoodWriterKeepsNoMapItWrote(t *testing.T) {
 	const n = 40000
 	dir := t.TempDir()
 	w := newGoodWriter(lastGoodStore{filepath.Join(dir, "last-good.json")}, slog.Default())
-	base := liveHeap()
+	base := liveheap.Now()
 	a := make(map[string]settings.Settings, n)
 	for i := range n {
 		a[fmt.Sprintf("ns/svc-%05d", i)] = settings.Defaults()
 	}
-	size := liveHeap() - base
+	size := liveheap.Now() - base
 	w.want(a, false)
 	if !w.flush() {
 		t.Fatal("the first map was not written")
@@ -47,7 +39,7 @@ func TestGoodWriterKeepsNoMapItWrote(t *testing.T) {
 	b["ns/new"] = settings.Defaults()
 	a = nil
 	w.want(b, false)
-	if held := liveHeap() - base; held > size*3/2 {
+	if held := liveheap.Now() - base; held > size*3/2 {
 		t.Errorf("%.1f MB live with one map of %.1f MB handed: the writer keeps the map it wrote", float64(held)/1e6, float64(size)/1e6)
 	}
 	steps := []struct {

@@ -7,6 +7,8 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // BenchmarkComputeKept reports the heap a whole pass's Result keeps
@@ -33,7 +35,7 @@ func BenchmarkComputeKept(b *testing.B) {
 		passes int // with a memo; 0: none
 	}{{"whole", 0}, {"memo", 1}, {"memo-second", 2}} {
 		b.Run(c.name, func(b *testing.B) {
-			var kept uint64
+			var kept int64
 			for b.Loop() {
 				in := in
 				var memo *Memo
@@ -41,19 +43,16 @@ func BenchmarkComputeKept(b *testing.B) {
 					memo = new(Memo)
 					in.Memo = memo
 				}
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
-				r := Compute(in, defaults())
-				for range c.passes - 1 {
+				var r Result
+				kept += liveheap.Growth(func() {
 					r = Compute(in, defaults())
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
+					for range c.passes - 1 {
+						r = Compute(in, defaults())
+					}
+				})
 				if len(r.Config.Backends) != n {
 					b.Fatal(len(r.Config.Backends))
 				}
-				kept += after.HeapAlloc - before.HeapAlloc
 				runtime.KeepAlive(r)
 				runtime.KeepAlive(memo)
 			}
@@ -79,18 +78,15 @@ func BenchmarkSliceCacheKept(b *testing.B) {
 		in[i].UID = types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i))
 		in[i].ResourceVersion = fmt.Sprint(100000 + i)
 	}
-	var kept uint64
+	var kept int64
 	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		out := make([]*Slice, n)
-		for i, s := range in {
-			out[i] = SliceOf(s)
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		kept += after.HeapAlloc - before.HeapAlloc
+		var out []*Slice
+		kept += liveheap.Growth(func() {
+			out = make([]*Slice, n)
+			for i, s := range in {
+				out[i] = SliceOf(s)
+			}
+		})
 		runtime.KeepAlive(out)
 	}
 	runtime.KeepAlive(in)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // BenchmarkAssignDeltaKept reports what a delta pass's slot layout
@@ -26,23 +27,22 @@ func BenchmarkAssignDeltaKept(b *testing.B) {
 	cfg := prevCfg
 	cfg.Backends = slices.Clone(prevCfg.Backends)
 	cfg.Backends[n/2] = cfg.Backends[n/2].WithServers(keptServers(7, 3))
-	var kept uint64
+	var kept int64
 	for b.Loop() {
 		b.StopTimer()
 		prev, _ := Assign(prevCfg, nil, true)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		b.StartTimer()
-		next, exhausted, delta := AssignDelta(cfg, prevCfg, prev, false)
-		b.StopTimer()
-		prev, delta = nil, nil // the driver's d.layout = next
-		runtime.GC()
-		runtime.ReadMemStats(&after)
+		var next model.Layout
+		var exhausted []string
+		var delta *model.LayoutDelta
+		kept += liveheap.Growth(func() { // measured with the timer stopped
+			b.StartTimer()
+			next, exhausted, delta = AssignDelta(cfg, prevCfg, prev, false)
+			b.StopTimer()
+			prev, delta = nil, nil // the driver's d.layout = next
+		})
 		if len(exhausted) > 0 || len(next) != n {
 			b.Fatal(len(exhausted), len(next))
 		}
-		kept += after.HeapAlloc - before.HeapAlloc
 		runtime.KeepAlive(next)
 		runtime.KeepAlive(prev)
 		runtime.KeepAlive(delta)

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // keptFront is the i-th frontend of the kept-bytes tests: one port of a
@@ -54,7 +55,7 @@ func BenchmarkListenerMemoKept(b *testing.B) {
 	for b.Loop() {
 		var m ListenerMemo
 		m.Entries(cfgs[0], nil, o)
-		kept += liveGrowth(func() { newFrontends(b, &m, cfgs, fronts, o) })
+		kept += liveheap.Growth(func() { newFrontends(b, &m, cfgs, fronts, o) })
 		runtime.KeepAlive(&m)
 	}
 	runtime.KeepAlive(cfgs)
@@ -72,7 +73,7 @@ func TestListenerMemoKeepsOneArray(t *testing.T) {
 	o := tproxyOpts()
 	var m ListenerMemo
 	m.Entries(cfgs[0], nil, o)
-	kept := liveGrowth(func() { newFrontends(t, &m, cfgs, fronts, o) })
+	kept := liveheap.Growth(func() { newFrontends(t, &m, cfgs, fronts, o) })
 	t.Logf("kept %d B after %d new frontends among %d", kept, len(fronts), n)
 	if kept > 16*n {
 		t.Errorf("the memo kept %d B more after %d new frontends among %d, want at most %d", kept, len(fronts), n, 16*n)
@@ -97,7 +98,7 @@ func BenchmarkListenerMemoWholeKept(b *testing.B) {
 	var kept int64
 	for b.Loop() {
 		var m *ListenerMemo
-		kept += liveGrowth(func() { m = new(ListenerMemo); m.Entries(cfgs[0], nil, o) })
+		kept += liveheap.Growth(func() { m = new(ListenerMemo); m.Entries(cfgs[0], nil, o) })
 		runtime.KeepAlive(m)
 	}
 	runtime.KeepAlive(cfgs)
@@ -114,7 +115,7 @@ func TestListenerMemoWholeKeepsOneCopy(t *testing.T) {
 	o := tproxyOpts()
 	var m *ListenerMemo
 	var listen []MapEntry
-	kept := liveGrowth(func() { m = new(ListenerMemo); listen, _, _, _, _ = m.Entries(cfgs[0], nil, o) })
+	kept := liveheap.Growth(func() { m = new(ListenerMemo); listen, _, _, _, _ = m.Entries(cfgs[0], nil, o) })
 	t.Logf("kept %d B for %d frontends", kept, n)
 	if kept > 250*n {
 		t.Errorf("the memo kept %d B for %d frontends, want at most %d", kept, n, 250*n)
@@ -130,17 +131,6 @@ func TestListenerMemoWholeKeepsOneCopy(t *testing.T) {
 		t.Errorf("%d of %d keys held twice (the owners' map and the listen entries)", copies, len(m.owners))
 	}
 	runtime.KeepAlive(cfgs)
-}
-
-// liveGrowth is how much more heap is live after f than before it.
-func liveGrowth(f func()) int64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	return int64(after.HeapAlloc) - int64(before.HeapAlloc)
 }
 
 // newFrontends is the memo's passes of keptPasses' new frontends, each

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // routeJSON is route i as the apiserver answers it: the CRD's defaults
@@ -156,23 +158,20 @@ func BenchmarkRouteCacheHeap(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			for range b.N {
 				kept := make([]any, n)
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				for i := range kept {
-					r := &gwv1.HTTPRoute{}
-					if err := json.Unmarshal(v.raw[i], r); err != nil {
-						b.Fatal(err)
+				grew := liveheap.Growth(func() {
+					for i := range kept {
+						r := &gwv1.HTTPRoute{}
+						if err := json.Unmarshal(v.raw[i], r); err != nil {
+							b.Fatal(err)
+						}
+						o, err := v.tf(r)
+						if err != nil {
+							b.Fatal(err)
+						}
+						kept[i] = o
 					}
-					o, err := v.tf(r)
-					if err != nil {
-						b.Fatal(err)
-					}
-					kept[i] = o
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/route")
+				})
+				b.ReportMetric(float64(grew)/n, "B/route")
 				runtime.KeepAlive(kept)
 			}
 		})

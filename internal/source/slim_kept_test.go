@@ -10,6 +10,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // keptService is the i-th Service of issue 29's benchmark as the
@@ -47,24 +49,21 @@ func serviceCacheKept(t testing.TB, n int) float64 {
 		raw[i] = keptService(t, i)
 	}
 	kept := make([]any, n)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for i := range kept {
-		s := &corev1.Service{}
-		if err := s.Unmarshal(raw[i]); err != nil {
-			t.Fatal(err)
+	grew := liveheap.Growth(func() {
+		for i := range kept {
+			s := &corev1.Service{}
+			if err := s.Unmarshal(raw[i]); err != nil {
+				t.Fatal(err)
+			}
+			o, err := Slim(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept[i] = o
 		}
-		o, err := Slim(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kept[i] = o
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	})
 	runtime.KeepAlive(kept)
-	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+	return float64(grew) / float64(n)
 }
 
 // BenchmarkServiceCacheKept: the bytes a Service keeps in the informers'

@@ -10,6 +10,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // BenchmarkDriverKept reports the heap the local driver's state of a
@@ -24,23 +25,24 @@ func BenchmarkDriverKept(b *testing.B) {
 	const n = 10000
 	cfg := keptModel(n)
 	pol := Policy{Spares: 200, Other: 1, LowWater: 1}
-	var kept uint64
+	var kept int64
 	for b.Loop() {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		s, waiting := Occupy(State{}, cfg)
-		s, _ = Grow(s, cfg, waiting, pol)
-		s, _ = Occupy(s, cfg)
+		var s State
 		var memo ViewMemo
-		view, _ := memo.ViewExcept(s, cfg, nil, nil)
-		layout, exhausted := plan.Assign(view, nil, true)
-		runtime.GC()
-		runtime.ReadMemStats(&after)
+		var view model.Config
+		var layout model.Layout
+		var exhausted []string
+		kept += liveheap.Growth(func() {
+			var waiting []string
+			s, waiting = Occupy(State{}, cfg)
+			s, _ = Grow(s, cfg, waiting, pol)
+			s, _ = Occupy(s, cfg)
+			view, _ = memo.ViewExcept(s, cfg, nil, nil)
+			layout, exhausted = plan.Assign(view, nil, true)
+		})
 		if len(exhausted) > 0 || len(layout) < n {
 			b.Fatal(len(exhausted), len(layout))
 		}
-		kept += after.HeapAlloc - before.HeapAlloc
 		runtime.KeepAlive(s)
 		runtime.KeepAlive(&memo)
 		runtime.KeepAlive(view)
@@ -87,22 +89,18 @@ func BenchmarkEncodeMemoKept(b *testing.B) {
 		pools []State
 	}{{"first", []State{s}}, {"one-changed", []State{s, changed}}} {
 		b.Run(bc.name, func(b *testing.B) {
-			var kept uint64
+			var kept int64
 			for b.Loop() {
-				var before, after runtime.MemStats
-				runtime.GC()
-				runtime.ReadMemStats(&before)
 				var m EncodeMemo
 				var out []byte
-				for _, p := range bc.pools {
-					var err error
-					if out, err = m.Encode(p); err != nil {
-						b.Fatal(err)
+				kept += liveheap.Growth(func() {
+					for _, p := range bc.pools {
+						var err error
+						if out, err = m.Encode(p); err != nil {
+							b.Fatal(err)
+						}
 					}
-				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				kept += after.HeapAlloc - before.HeapAlloc
+				})
 				runtime.KeepAlive(&m)
 				runtime.KeepAlive(out)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 func TestFileRoundTrip(t *testing.T) {
@@ -162,7 +163,7 @@ func TestEncodeMemoKeepsOnlyItsOutput(t *testing.T) {
 		}
 		var m *EncodeMemo
 		var out []byte
-		kept := heapGrowth(func() {
+		kept := liveheap.Growth(func() {
 			m = &EncodeMemo{}
 			var err error
 			if out, err = m.Encode(s); err != nil {
@@ -176,23 +177,9 @@ func TestEncodeMemoKeepsOnlyItsOutput(t *testing.T) {
 		})
 		// Where each spare's JSON ends (4 bytes each) and a few more.
 		t.Logf("change %v: kept %d bytes beside a %d-byte output", change, kept, len(out))
-		if limit := uint64(len(out)) + n*16; kept > limit {
+		if limit := int64(len(out)) + n*16; kept > limit {
 			t.Errorf("change %v: the memo and its %d-byte output keep %d bytes, want at most %d", change, len(out), kept, limit)
 		}
 		runtime.KeepAlive(m)
 	}
-}
-
-// heapGrowth is how much more heap is live after f than before it.
-func heapGrowth(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	if after.HeapAlloc < before.HeapAlloc {
-		return 0
-	}
-	return after.HeapAlloc - before.HeapAlloc
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // occupyKeptWorld is a pool of 10,000 Services' backends (keptModel) in
@@ -35,12 +36,12 @@ func BenchmarkOccupyMemoKept(b *testing.B) {
 	const n = 10000
 	s0, cfg, next := occupyKeptWorld(n)
 	slots := func(string) int { return 8 }
-	var kept uint64
+	var kept int64
 	for b.Loop() {
 		var m ClassMemo
 		var waiting []string
 		s := s0.Clone()
-		kept += heapGrowth(func() { s, waiting = occupyTwice(&m, s, cfg, next, slots) })
+		kept += liveheap.Growth(func() { s, waiting = occupyTwice(&m, s, cfg, next, slots) })
 		if len(waiting) > 0 || m.occ.reused != 1 {
 			b.Fatal(waiting, m.occ.reused)
 		}
@@ -66,7 +67,7 @@ func TestOccupyMemoKeepsNoMapOfOccupants(t *testing.T) {
 	want, _ := OccupyFit(s, next, slots)
 	var m ClassMemo
 	var waiting []string
-	kept := heapGrowth(func() { s, waiting = occupyTwice(&m, s, cfg, next, slots) })
+	kept := liveheap.Growth(func() { s, waiting = occupyTwice(&m, s, cfg, next, slots) })
 	t.Logf("kept %d B for %d backends", kept, n)
 	if m.occ.reused != 1 || len(waiting) > 0 {
 		t.Fatalf("the new Service's pass: %d from what changed, waiting %v", m.occ.reused, waiting)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // TestViewMemo: each step's view through the memo is ViewExcept's, and
@@ -163,13 +164,13 @@ func TestViewLaterKeepsNoMaps(t *testing.T) {
 	s, _ = Occupy(s, cfg)
 	spares := len(s.Spares)
 	var view model.Config
-	viewed := heapGrowth(func() { view = ViewExcept(s, cfg, nil) }) // the view alone
+	viewed := liveheap.Growth(func() { view = ViewExcept(s, cfg, nil) }) // the view alone
 	runtime.KeepAlive(view)
 	view = model.Config{}
-	kept := map[string]uint64{}
+	kept := map[string]int64{}
 	for _, later := range []bool{false, true} {
 		var m *ViewMemo
-		k := heapGrowth(func() {
+		k := liveheap.Growth(func() {
 			m = &ViewMemo{}
 			if later {
 				view = m.ViewLater(s, cfg, nil)
@@ -184,7 +185,7 @@ func TestViewLaterKeepsNoMaps(t *testing.T) {
 	}
 	t.Logf("%d spares: the view alone %d bytes; with the memo: ViewExcept %d, ViewLater %d", spares, viewed, kept["ViewExcept"], kept["ViewLater"])
 	// The spares' copy (48 bytes each) and a few bytes each more.
-	if limit := viewed + uint64(spares)*(48+16); kept["ViewLater"] > limit {
+	if limit := viewed + int64(spares)*(48+16); kept["ViewLater"] > limit {
 		t.Errorf("ViewLater's view with its memo keeps %d bytes, want at most %d (the view %d and the spares' copy)",
 			kept["ViewLater"], limit, viewed)
 	}
@@ -192,7 +193,7 @@ func TestViewLaterKeepsNoMaps(t *testing.T) {
 	// bytes each) and the delta's map of occupants; no map of every
 	// spare's name, none of every backend's (main before hwm29b: 245
 	// bytes a spare; without the first 151, without the second 107).
-	if limit := viewed + uint64(spares)*128; kept["ViewExcept"] > limit {
+	if limit := viewed + int64(spares)*128; kept["ViewExcept"] > limit {
 		t.Errorf("ViewExcept's view with its memo keeps %d bytes, want at most %d (the view %d, 128 a spare)",
 			kept["ViewExcept"], limit, viewed)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // benchDriver applies 10,000 backends of six servers (eight slots each,
@@ -36,19 +36,15 @@ func BenchmarkReadBack(b *testing.B) {
 	d, _ := benchDriver(b)
 	ctx := context.Background()
 	b.ReportAllocs()
-	var live uint64
+	var live int64
 	for b.Loop() {
 		d.mu.Lock()
 		d.actual, d.layout = nil, nil
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		if err := d.readBack(ctx); err != nil {
-			b.Fatal(err)
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		live = after.HeapAlloc - before.HeapAlloc
+		live = liveheap.Growth(func() {
+			if err := d.readBack(ctx); err != nil {
+				b.Fatal(err)
+			}
+		})
 		d.mu.Unlock()
 	}
 	b.ReportMetric(float64(live), "live-B")
