@@ -54,16 +54,19 @@ import (
 // a whole replace (whole: every line), or the difference from the
 // entries it holds.
 type mapEdit struct {
-	path  string
-	what  string // for logs: what the file is of
-	body  []byte // the file's bytes
-	whole bool
-	lines []string // whole: the file's lines
-	set   []render.MapEntry
-	add   []render.MapEntry
-	del   []string // keys
-	want  map[string]string
-	base  map[string]string // with a known edit (knownEdit): what the worker holds, want once edited
+	path string
+	what string // for logs: what the file is of
+	body []byte // the file's bytes
+	// keyMap: a fixed listener's map (patternFile.keyMap): its edits
+	// change listened addresses or ports, not routes (logMapEdits).
+	keyMap bool
+	whole  bool
+	lines  []string // whole: the file's lines
+	set    []render.MapEntry
+	add    []render.MapEntry
+	del    []string // keys
+	want   map[string]string
+	base   map[string]string // with a known edit (knownEdit): what the worker holds, want once edited
 	// pending: the file's bytes are made after the edit is sent (body
 	// nil until then: pushMaps)
 	pending bool

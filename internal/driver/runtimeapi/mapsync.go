@@ -277,7 +277,7 @@ func (d *HAProxy) mapEdits(want []patternFile) ([]mapEdit, bool) {
 			e = diffMap(f.path, nil, f.allLines())
 		}
 		if !e.empty() {
-			e.what, e.body, e.pending, e.ver = f.what, f.body, f.pending, f.ver
+			e.what, e.body, e.pending, e.ver, e.keyMap = f.what, f.body, f.pending, f.ver, f.keyMap
 			edits = append(edits, e)
 		} else {
 			d.held.hold(d.pid, f, e.wanted())
@@ -351,7 +351,7 @@ func logMapEdits(log *slog.Logger, edits []mapEdit) {
 	var routes, listeners bool
 	var added, changed, deleted, whole int
 	for _, e := range edits {
-		if strings.HasPrefix(e.what, "listener") {
+		if e.keyMap {
 			listeners = true
 		} else {
 			routes = true
