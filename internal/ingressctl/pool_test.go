@@ -82,7 +82,7 @@ func TestClassAddressFromPool(t *testing.T) {
 			event: "AddressNotAssigned no free IPv4 address in AddressPool(s) p; the IngressClass waits"},
 		{name: "no claims made", pool: "p", pooled: true, event: "AddressNotAssigned an address of AddressPool p needs the address claims"},
 		{name: "ip-families unreadable", pool: "p", families: "IPv5", pooled: true, claims: pools.Claims{}, given: gateway.Given{Addrs: []netip.Addr{own}},
-			event: `AddressNotAssigned annotation haproxy-k8s-sync.io/ip-families: "IPv5" is not IPv4, IPv6 or both, comma-separated; the class's Ingresses are not served`},
+			event: `AddressNotAssigned annotation haproxy-k8s-sync.io/ip-families: invalid value "IPv5": want IPv4, IPv6 or both, comma-separated; the class's Ingresses are not served`},
 		{name: "no pool named", pooled: true, claims: pools.Claims{}, binds: "192.0.2.10:80", status: "192.0.2.10"},
 		{name: "pools off", pool: "p", binds: "192.0.2.10:80", status: "192.0.2.10", event: "AddressPoolsOff the address-pool annotation needs run --address-pools"},
 	} {

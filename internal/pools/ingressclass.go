@@ -1,7 +1,6 @@
 package pools
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ import (
 const IngressClassFamiliesAnnotation = settings.Prefix + "ip-families"
 
 // IngressClassFamilies reads ic's ip-families annotation (IPv4 when
-// unset); an error names the value it cannot read.
+// unset); an error (settings.ErrInvalid) names the value it cannot read.
 func IngressClassFamilies(ic *netv1.IngressClass) ([]int, error) {
 	v, ok := ic.Annotations[IngressClassFamiliesAnnotation]
 	if !ok {
@@ -28,7 +27,7 @@ func IngressClassFamilies(ic *netv1.IngressClass) ([]int, error) {
 	for _, f := range strings.Split(v, ",") {
 		n := map[string]int{"IPv4": 4, "IPv6": 6}[strings.TrimSpace(f)]
 		if n == 0 || slices.Contains(out, n) {
-			return nil, fmt.Errorf("annotation %s: %q is not IPv4, IPv6 or both, comma-separated", IngressClassFamiliesAnnotation, v)
+			return nil, &settings.FieldError{Key: IngressClassFamiliesAnnotation, Value: v, Reason: "want IPv4, IPv6 or both, comma-separated"}
 		}
 		out = append(out, n)
 	}

@@ -1,18 +1,21 @@
 package pools
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"testing"
 
 	netv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/settings"
 )
 
 // TestIngressClassRequestFamilies: the class asks for one address of
 // each family its ip-families annotation lists (IPv4 without it), keeps
 // the current addresses of those families only, and a value it cannot
-// read is an error and no request.
+// read is an error (settings.ErrInvalid) and no request.
 func TestIngressClassRequestFamilies(t *testing.T) {
 	v4, v6 := netip.MustParseAddr("198.18.0.7"), netip.MustParseAddr("2001:db8::7")
 	current := []netip.Addr{v4, v6}
@@ -39,6 +42,9 @@ func TestIngressClassRequestFamilies(t *testing.T) {
 			r, ok, err := IngressClassRequest(ic, []uint16{80}, current)
 			if (err != nil) != tc.err || ok == tc.err {
 				t.Fatalf("ok %v, err %v; want an error: %v", ok, err, tc.err)
+			}
+			if err != nil && !errors.Is(err, settings.ErrInvalid) {
+				t.Errorf("error %v: not settings.ErrInvalid", err)
 			}
 			if !slices.Equal(r.Families, tc.want) || !slices.Equal(r.Current, tc.current) {
 				t.Errorf("families %v, current %v; want %v, %v", r.Families, r.Current, tc.want, tc.current)
