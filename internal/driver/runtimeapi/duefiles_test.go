@@ -36,17 +36,12 @@ func runMapFilesFor(t *testing.T, d *HAProxy, quiet, maxDelay time.Duration) (st
 		}
 	}
 	t.Cleanup(stop)
-	for start := time.Now(); ; time.Sleep(time.Millisecond) { // poll interval
+	until(t, 10*time.Second, func() bool { // Run's loop of the map files on
 		d.mu.Lock()
-		on := d.due.on
-		d.mu.Unlock()
-		if on {
-			return stop
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("Run's loop of the map files not on within 10 s")
-		}
-	}
+		defer d.mu.Unlock()
+		return d.due.on
+	})
+	return stop
 }
 
 // TestHTTPMapFilesAfterPasses: while Run runs, passes that send the
