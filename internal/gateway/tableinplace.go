@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
@@ -53,7 +52,7 @@ func (tm *tableMemo) placeByPlace(slots [][]tableSlot, dirty map[string]bool) bo
 	}
 	mark := func(hs []string) bool {
 		for _, h := range hs {
-			if h == model.AnyHost || strings.HasPrefix(h, "*.") {
+			if notExact(h) { // tablesplice.go
 				return false
 			}
 			dirty[h] = true

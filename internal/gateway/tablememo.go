@@ -220,7 +220,7 @@ func (tm *tableMemo) update(slots [][]tableSlot, n int, st *stamper) bool {
 	renumber := false
 	dirtyHosts := func(s *tableSlot) bool {
 		for _, h := range s.hosts() {
-			if h == model.AnyHost || strings.HasPrefix(h, "*.") {
+			if notExact(h) { // tablesplice.go
 				return false
 			}
 			dirty[h] = true

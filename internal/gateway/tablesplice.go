@@ -208,13 +208,12 @@ func mergedPlaces(a, b []int) []int {
 // exactHosts: s matches through exact host names alone (no any host, no
 // wildcard: those build other hosts' rules too).
 func exactHosts(s *tableSlot) bool {
-	for _, h := range s.hosts() {
-		if h == model.AnyHost || strings.HasPrefix(h, "*.") {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(s.hosts(), notExact)
 }
+
+// notExact: h is the any host or a wildcard, whose rules build other
+// hosts' too (a table edited host by host cannot take it).
+func notExact(h string) bool { return h == model.AnyHost || strings.HasPrefix(h, "*.") }
 
 // countBackends counts the backends of the table's places.
 func (tm *tableMemo) countBackends() {
