@@ -48,5 +48,5 @@ func UntilAnswered(addr string, from time.Time, deadline, every time.Duration) (
 		}
 		Sleep(every) // poll interval
 	}
-	return Answered{}, fmt.Errorf("%s not answered within %s: %v", addr, deadline, err)
+	return Answered{}, fmt.Errorf("%s not answered within %s: %w", addr, deadline, err)
 }
