@@ -244,7 +244,8 @@ func writeMisdirected(w func(...string), listenersMap string) {
 // hostname (ValidSNI, or AnyHost) and its id "lN".
 func listenerEntries(out map[string][]HTTPMapEntry, hosts []string) {
 	for i, h := range hosts {
-		if h == model.AnyHost || model.ValidSNI(h) {
+		// "KEY|host" in the fixed HTTPS listener's table (httpslistener.go)
+		if _, n, ok := listenerHost(h); ok && (n == model.AnyHost || model.ValidSNI(n)) {
 			out[HTTPListeners] = append(out[HTTPListeners], HTTPMapEntry{h, "l" + strconv.Itoa(i)})
 		}
 	}

@@ -181,12 +181,7 @@ func listenerHost(name string) (key, host string, ok bool) {
 // byte is read. Then writeHTTP writes the rules of every HTTP frontend,
 // its host lookups under the key (httpHostKeyed).
 func writeHTTPListenerBinds(w func(...string), o Options) {
-	port := strconv.Itoa(int(o.HTTPListenerPort()))
-	kmap := HTTPListenerMapFile(o.ACLDir)
-	w("\tbind :" + port + " transparent")
-	w("\tbind [::]:" + port + " v6only transparent")
-	w("\ttcp-request connection set-var-fmt(" + httpListenerVar + ") \"%[dst]:%[dst_port]\"")
-	w("\ttcp-request connection reject unless { var(" + httpListenerVar + "),map_str(" + kmap + ") -m found }")
+	writeKeyedBinds(w, o.HTTPListenerPort(), HTTPListenerMapFile(o.ACLDir), "") // httpslistener.go
 }
 
 // writeKeyedHosts writes the host lookups of the fixed HTTP listener: as
