@@ -71,8 +71,12 @@ func HTTPSListenerMapFile(dir string) string { return dir + "/https-listeners.ma
 // timeout; other ALPN), and whose every certificate names the server
 // names it is for (the shared crt-list's filters; none: names only the
 // certificate knows, which no other frontend's can be checked against).
+// Only a Gateway's listeners (HTTP.Listeners, their hostnames): an
+// Ingress class's HTTPS frontend serves its default certificate
+// (--default-ssl-certificate) to names it does not know, which the
+// shared bind gives its own default instead.
 func (o Options) httpsShareable(f model.Frontend) bool {
-	if f.HTTP == nil || f.TLS == nil || f.HTTP.Passthrough != nil || f.Routed() || strings.HasPrefix(f.Name, "_") ||
+	if f.HTTP == nil || f.TLS == nil || len(f.HTTP.Listeners) == 0 || f.HTTP.Passthrough != nil || f.Routed() || strings.HasPrefix(f.Name, "_") ||
 		f.Restricted() || f.AcceptProxy || f.MaxConn > 0 || f.TimeoutClient > 0 {
 		return false
 	}

@@ -67,6 +67,11 @@ func TestHTTPSListened(t *testing.T) {
 		{"no certificate directory", []model.Frontend{gw}, noCerts, nil},
 		{"HTTP listener off", []model.Frontend{gw}, noHTTP, nil},
 		{"plain HTTP", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS = nil })}, o, nil},
+		{"no listener (an Ingress's)", []model.Frontend{with(gw, func(f *model.Frontend) {
+			h := *f.HTTP
+			h.Listeners = nil
+			f.HTTP = &h
+		})}, o, nil},
 		{"client verification", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS.Client = &model.ClientAuth{CA: "ca"} })}, o, nil},
 		{"a certificate's client verification", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS.Certificates[0].Client = &model.ClientAuth{CA: "ca"} })}, o, nil},
 		{"closed hosts", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS.Closed = []string{"a.example.com"} })}, o, nil},

@@ -60,7 +60,7 @@ func TestCertsOfHTTPSListener(t *testing.T) {
 	gw := func(name, addr, host string) model.Frontend {
 		c := model.Certificate{Name: "cert_" + name, SNI: []string{host}, PEM: []byte(name)}
 		return model.Frontend{Name: name, Binds: []model.Bind{{Addr: netip.MustParseAddr(addr), Port: 443, Transparent: true}},
-			HTTP: model.Shaped(&model.HTTP{}), TLS: &model.TLS{Certificates: []model.Certificate{c}, Default: c.Name, ALPN: []string{"h2", "http/1.1"}}}
+			HTTP: model.Shaped(&model.HTTP{Listeners: []string{host}}), TLS: &model.TLS{Certificates: []model.Certificate{c}, Default: c.Name, ALPN: []string{"h2", "http/1.1"}}}
 	}
 	shared := gw("gw_a", "203.0.113.10", "a.example.com")
 	own := gw("gw_b", "203.0.113.11", "b.example.com")
