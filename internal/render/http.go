@@ -90,7 +90,7 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 		} else {
 			writeMisdirected(w, m(HTTPListeners)) // httpext.go
 		}
-		if mf := ClientAuthMapFile(dir); model.ValidFilePath(mf) {
+		if mf := ClientAuthMapFile(dir); model.ValidFilePath(mf) && f.Name != HTTPSListenerFrontend { // it verifies no client
 			writeHostClientAuth(w, mf) // hostauth.go
 		}
 	}

@@ -233,9 +233,15 @@ func writeHostLookup(w func(...string), src, dst, mapFile, cond string) {
 // connection without a server name, or whose name no listener takes,
 // is not checked.
 func writeMisdirected(w func(...string), listenersMap string) {
-	writeHostLookup(w, "txn.host", "txn.lh", listenersMap, "")
+	writeMisdirectedBy(w, listenersMap, writeHostLookup)
+}
+
+// writeMisdirectedBy is writeMisdirected with the host lookups of lookup
+// (the fixed HTTPS listener's are keyed: httpslistener.go).
+func writeMisdirectedBy(w func(...string), listenersMap string, lookup func(w func(...string), src, dst, mapFile, cond string)) {
+	lookup(w, "txn.host", "txn.lh", listenersMap, "")
 	w("\thttp-request set-var(txn.sni) ssl_fc_sni,lower")
-	writeHostLookup(w, "txn.sni", "txn.ls", listenersMap, " { var(txn.sni) -m found }")
+	lookup(w, "txn.sni", "txn.ls", listenersMap, " { var(txn.sni) -m found }")
 	w("\thttp-request return status 421 if { var(txn.ls) -m found } !{ var(txn.lh) -m found }")
 	w("\thttp-request return status 421 if { var(txn.ls) -m found } { var(txn.lh) -m found } !{ var(txn.ls),strcmp(txn.lh) eq 0 }")
 }

@@ -271,10 +271,17 @@ func mergeCerts(fixed, t *model.TLS) {
 // with a key keeping it.
 func HTTPSListenerEntries(cfg model.Config, o Options) []MapEntry {
 	in := o.HTTPSListened(cfg.Frontends)
+	return listenedEntries(cfg, func(f model.Frontend) bool { return in[f.Name] })
+}
+
+// listenedEntries are a fixed HTTP or HTTPS listener's map entries: each
+// key of the binds of cfg's frontends listened takes to the frontend's
+// name, the first frontend with a key keeping it, sorted by key.
+func listenedEntries(cfg model.Config, listened func(model.Frontend) bool) []MapEntry {
 	var out []MapEntry
 	seen := map[string]bool{}
 	for _, f := range cfg.Frontends {
-		if !in[f.Name] {
+		if !listened(f) {
 			continue
 		}
 		for _, b := range f.Binds {
@@ -303,11 +310,7 @@ func writeKeyedBinds(w func(...string), port uint16, kmap, args string) {
 // HTTPS listener: its listener hostnames are named "KEY|host", so the
 // Host and the server name are looked up under the connection's key.
 func writeKeyedMisdirected(w func(...string), listenersMap string) {
-	writeKeyedHostLookup(w, "txn.host", "txn.lh", listenersMap, "")
-	w("\thttp-request set-var(txn.sni) ssl_fc_sni,lower")
-	writeKeyedHostLookup(w, "txn.sni", "txn.ls", listenersMap, " { var(txn.sni) -m found }")
-	w("\thttp-request return status 421 if { var(txn.ls) -m found } !{ var(txn.lh) -m found }")
-	w("\thttp-request return status 421 if { var(txn.ls) -m found } { var(txn.lh) -m found } !{ var(txn.ls),strcmp(txn.lh) eq 0 }")
+	writeMisdirectedBy(w, listenersMap, writeKeyedHostLookup) // httpext.go
 }
 
 // writeKeyedHostLookup is writeHostLookup with every name led by the

@@ -179,7 +179,7 @@ func TestGoldenHTTPSListener(t *testing.T) {
 	files2 := ListenerMaps(cfg, ho, acl)
 	files2[HTTPListenerMapFile(acl)] = MapContent(HTTPListenerEntries(cfg, ho))
 	files2[HTTPSListenerMapFile(acl)] = MapContent(HTTPSListenerEntries(cfg, ho))
-	files2[ClientAuthMapFile(acl)] = nil
+	files2[ClientAuthMapFile(acl)] = nil // gw_default_x_443's rules read it (the listener's do not)
 	for p, b := range files2 {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)

@@ -27,24 +27,7 @@ const (
 // duplicates.
 func HTTPSElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
 	in := o.HTTPSListened(cfg.Frontends)
-	for _, f := range cfg.Frontends {
-		if !in[f.Name] {
-			continue
-		}
-		for _, b := range f.Binds {
-			ap := netip.AddrPortFrom(b.Addr, b.Port)
-			if b.Addr.Is4() {
-				v4 = append(v4, ap)
-			} else {
-				v6 = append(v6, ap)
-			}
-		}
-	}
-	for _, s := range []*[]netip.AddrPort{&v4, &v6} {
-		slices.SortFunc(*s, netip.AddrPort.Compare)
-		*s = slices.Compact(*s)
-	}
-	return v4, v6
+	return listenedElements(cfg, func(f model.Frontend) bool { return in[f.Name] }) // httpsets.go
 }
 
 // httpsOps are the changes that bring applied to cfg's HTTPS elements,
