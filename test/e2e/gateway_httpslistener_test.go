@@ -92,7 +92,13 @@ func TestGatewayHTTPSListenerNewGateway(t *testing.T) {
 	if !strings.Contains(cfg, "frontend "+render.HTTPSListenerFrontend+"\n") {
 		t.Errorf("no fixed HTTPS listener in the config:\n%s", cfg)
 	}
-	for _, p := range []int{port1, port2} {
+	noBindOn(t, cfg, port1, port2)
+}
+
+// noBindOn reports a bind of cfg (haproxy.cfg's text) on one of ports.
+func noBindOn(t *testing.T, cfg string, ports ...int) {
+	t.Helper()
+	for _, p := range ports {
 		if strings.Contains(cfg, ":"+strconv.Itoa(p)+"\n") || strings.Contains(cfg, ":"+strconv.Itoa(p)+" ") {
 			t.Errorf("a bind on port %d in the config:\n%s", p, cfg)
 		}
