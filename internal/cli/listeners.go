@@ -118,6 +118,9 @@ func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driv
 	if ropts.ACLDir == "" {
 		return nil, nil, flagErr("--listeners=tproxy: the directory beside --haproxy-config %s cannot hold the listener's maps (a path HAProxy reads whole is needed)", f.config)
 	}
+	if ropts.CertDir == "" { // the local HAProxy driver's (runtimeapi.NewHAProxy): the HTTPS listener's sets follow it
+		ropts.CertDir = runtimeapi.CertDir(f.config)
+	}
 	kopts := tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log}
 	if f.listeners.probed == nil { // --listeners=tproxy: no probe before
 		f.listeners.probed = tproxy.Since(kopts)
@@ -126,7 +129,7 @@ func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driv
 	if err != nil {
 		return nil, nil, fmt.Errorf("--listeners=tproxy: %w", err)
 	}
-	log.Info("TCP listeners: one fixed listener through TPROXY", "listeners", l.mode, "port", ropts.ListenerPort(), "http_listener", ropts.HTTPListener(),
+	log.Info("TCP listeners: one fixed listener through TPROXY", "listeners", l.mode, "port", ropts.ListenerPort(), "http_listener", ropts.HTTPListener(), "https_listener", ropts.HTTPSListener(),
 		"table", "inet "+tproxy.Table, "maps", filepath.Dir(render.ListenerMapFile(ropts.ACLDir)))
 	return tproxy.Ordered{HAProxy: hd, Kernel: k}, k.Close, nil
 }
@@ -158,7 +161,12 @@ func (f *renderFlags) writeListenerRules(cfg model.Config, ropts render.Options,
 		h4, h6 := tproxy.HTTPElements(cfg, ropts)
 		http = &tproxy.ListenerSets{Port: ropts.HTTPListenerPort(), V4: h4, V6: h6}
 	}
-	if err := atomicfile.Write(p, tproxy.RenderSets(tproxy.DefaultMark, tproxy.ListenerSets{Port: ropts.ListenerPort(), V4: v4, V6: v6}, http), 0o644); err != nil {
+	var https *tproxy.ListenerSets
+	if ropts.HTTPSListener() {
+		s4, s6 := tproxy.HTTPSElements(cfg, ropts)
+		https = &tproxy.ListenerSets{Port: ropts.HTTPSListenerPort(), V4: s4, V6: s6}
+	}
+	if err := atomicfile.Write(p, tproxy.RenderSets(tproxy.DefaultMark, tproxy.ListenerSets{Port: ropts.ListenerPort(), V4: v4, V6: v6}, http, https), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintln(stderr, "wrote", p)

@@ -71,7 +71,7 @@ func clientAuthLine(t *model.TLS, opts Options) string {
 // clientAuthRule is the frontend's rule for the default line's clients
 // (with the verification on the lines), "" otherwise.
 func clientAuthRule(f model.Frontend, opts Options) string {
-	if f.TLS == nil || !ClientAuthOnLines(opts) {
+	if f.TLS == nil || !ClientAuthOnLines(opts) || f.Name == HTTPSListenerFrontend { // verifies no client (httpslistener.go)
 		return ""
 	}
 	return "\ttcp-request session reject if !{ ssl_c_used } { fe_name,map(" + ClientAuthMapFile(opts.ACLDir) + ") -m str required }"

@@ -85,12 +85,16 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 	m := func(kind string) string { return HTTPMapFile(dir, f.Name, kind) }
 	w("\thttp-request set-var(txn.host) req.hdr(host),field(1,:),lower")
 	if f.TLS != nil {
-		writeMisdirected(w, m(HTTPListeners)) // httpext.go
-		if mf := ClientAuthMapFile(dir); model.ValidFilePath(mf) {
+		if f.Name == HTTPSListenerFrontend {
+			writeKeyedMisdirected(w, m(HTTPListeners)) // httpslistener.go
+		} else {
+			writeMisdirected(w, m(HTTPListeners)) // httpext.go
+		}
+		if mf := ClientAuthMapFile(dir); model.ValidFilePath(mf) && f.Name != HTTPSListenerFrontend { // it verifies no client
 			writeHostClientAuth(w, mf) // hostauth.go
 		}
 	}
-	if f.Name == HTTPListenerFrontend {
+	if f.Name == HTTPListenerFrontend || f.Name == HTTPSListenerFrontend {
 		writeKeyedHosts(w, m(HTTPHosts), m(HTTPOneLabel)) // httplistener.go
 	} else {
 		w("\thttp-request set-var(txn.hid) var(txn.host),map_str(" + m(HTTPHosts) + ")")

@@ -233,9 +233,15 @@ func writeHostLookup(w func(...string), src, dst, mapFile, cond string) {
 // connection without a server name, or whose name no listener takes,
 // is not checked.
 func writeMisdirected(w func(...string), listenersMap string) {
-	writeHostLookup(w, "txn.host", "txn.lh", listenersMap, "")
+	writeMisdirectedBy(w, listenersMap, writeHostLookup)
+}
+
+// writeMisdirectedBy is writeMisdirected with the host lookups of lookup
+// (the fixed HTTPS listener's are keyed: httpslistener.go).
+func writeMisdirectedBy(w func(...string), listenersMap string, lookup func(w func(...string), src, dst, mapFile, cond string)) {
+	lookup(w, "txn.host", "txn.lh", listenersMap, "")
 	w("\thttp-request set-var(txn.sni) ssl_fc_sni,lower")
-	writeHostLookup(w, "txn.sni", "txn.ls", listenersMap, " { var(txn.sni) -m found }")
+	lookup(w, "txn.sni", "txn.ls", listenersMap, " { var(txn.sni) -m found }")
 	w("\thttp-request return status 421 if { var(txn.ls) -m found } !{ var(txn.lh) -m found }")
 	w("\thttp-request return status 421 if { var(txn.ls) -m found } { var(txn.lh) -m found } !{ var(txn.ls),strcmp(txn.lh) eq 0 }")
 }
@@ -244,7 +250,8 @@ func writeMisdirected(w func(...string), listenersMap string) {
 // hostname (ValidSNI, or AnyHost) and its id "lN".
 func listenerEntries(out map[string][]HTTPMapEntry, hosts []string) {
 	for i, h := range hosts {
-		if h == model.AnyHost || model.ValidSNI(h) {
+		// "KEY|host" in the fixed HTTPS listener's table (httpslistener.go)
+		if _, n, ok := listenerHost(h); ok && (n == model.AnyHost || model.ValidSNI(n)) {
 			out[HTTPListeners] = append(out[HTTPListeners], HTTPMapEntry{h, "l" + strconv.Itoa(i)})
 		}
 	}

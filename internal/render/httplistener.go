@@ -137,21 +137,7 @@ func appendListened(fixed *model.Frontend, f model.Frontend, seen map[string]boo
 // frontend's binds and the frontend's name, the first frontend with a
 // key keeping it.
 func HTTPListenerEntries(cfg model.Config, o Options) []MapEntry {
-	var out []MapEntry
-	seen := map[string]bool{}
-	for _, f := range cfg.Frontends {
-		if !o.HTTPListened(f) {
-			continue
-		}
-		for _, b := range f.Binds {
-			if k := ListenerKey(b.Addr, b.Port); !seen[k] {
-				seen[k] = true
-				out = append(out, MapEntry{k, f.Name})
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b MapEntry) int { return cmpString(a.Key, b.Key) })
-	return out
+	return listenedEntries(cfg, o.HTTPListened) // httpslistener.go
 }
 
 // listenerHost splits a host name of the fixed HTTP listener's table
@@ -181,12 +167,7 @@ func listenerHost(name string) (key, host string, ok bool) {
 // byte is read. Then writeHTTP writes the rules of every HTTP frontend,
 // its host lookups under the key (httpHostKeyed).
 func writeHTTPListenerBinds(w func(...string), o Options) {
-	port := strconv.Itoa(int(o.HTTPListenerPort()))
-	kmap := HTTPListenerMapFile(o.ACLDir)
-	w("\tbind :" + port + " transparent")
-	w("\tbind [::]:" + port + " v6only transparent")
-	w("\ttcp-request connection set-var-fmt(" + httpListenerVar + ") \"%[dst]:%[dst_port]\"")
-	w("\ttcp-request connection reject unless { var(" + httpListenerVar + "),map_str(" + kmap + ") -m found }")
+	writeKeyedBinds(w, o.HTTPListenerPort(), HTTPListenerMapFile(o.ACLDir), "") // httpslistener.go
 }
 
 // writeKeyedHosts writes the host lookups of the fixed HTTP listener: as

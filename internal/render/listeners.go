@@ -39,6 +39,9 @@ type Listeners struct {
 	// DefaultHTTPListenerPort).
 	HTTP     bool
 	HTTPPort uint16
+	// HTTPSPort is the fixed HTTPS listener's port (with HTTP and a
+	// certificate directory, httpslistener.go; 0: DefaultHTTPSListenerPort).
+	HTTPSPort uint16
 }
 
 // DefaultListenerPort is the fixed listener's port when none is given.
@@ -77,7 +80,7 @@ func (o Options) keyable(f model.Frontend) bool {
 		return false
 	}
 	for _, b := range f.Binds {
-		if !ListenerAddrOK(b.Addr) || b.Port == 0 || b.Port == o.ListenerPort() || (o.Listeners.HTTP && b.Port == o.HTTPListenerPort()) {
+		if !ListenerAddrOK(b.Addr) || b.Port == 0 || b.Port == o.ListenerPort() || (o.Listeners.HTTP && (b.Port == o.HTTPListenerPort() || b.Port == o.HTTPSListenerPort())) {
 			return false
 		}
 	}

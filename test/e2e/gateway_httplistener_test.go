@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 
@@ -61,9 +60,5 @@ func TestGatewayHTTPListenerNewGateway(t *testing.T) {
 	if !strings.Contains(cfg, "frontend "+render.HTTPListenerFrontend+"\n") {
 		t.Errorf("no fixed HTTP listener in the config:\n%s", cfg)
 	}
-	for _, p := range []int{port1, port2} {
-		if strings.Contains(cfg, ":"+strconv.Itoa(p)+"\n") || strings.Contains(cfg, ":"+strconv.Itoa(p)+" ") {
-			t.Errorf("a bind on port %d in the config:\n%s", p, cfg)
-		}
-	}
+	noBindOn(t, cfg, port1, port2) // gateway_httpslistener_test.go
 }

@@ -185,7 +185,11 @@ func grownWith(cur, grown spares.State) spares.State {
 // none reports whether w holds no certificate or CA file: a reload aside
 // carries none (the certificates' runtime commits are per worker).
 func (w certWant) none() bool {
-	return len(w.files) == 0 && len(w.lists) == 0 && len(w.cas) == 0 && len(w.clientCAs) == 0 &&
+	idle := 0
+	if w.idleListener { // its default line's, which never changes (httpsdefault.go)
+		idle = 1
+	}
+	return len(w.files) == idle && len(w.lists) == idle && len(w.cas) == 0 && len(w.clientCAs) == 0 &&
 		len(w.clients.certs) == 0 && len(w.clients.cas) == 0 && len(w.front.certs) == 0 && len(w.front.cas) == 0
 }
 

@@ -66,6 +66,9 @@ type certWant struct {
 	// front: the certificates of the crt-list lines of the frontends
 	// verifying their clients, and their CA files (frontcommits.go).
 	front clientFiles
+	// idleListener: the fixed HTTPS listener's crt-list and default
+	// certificate are here with no line of a frontend (httpsdefault.go).
+	idleListener bool
 }
 
 // CertDir is the directory of the certificates beside a haproxy.cfg at
@@ -81,20 +84,21 @@ func certsOf(opts render.Options, cfg model.Config) certWant {
 	if dir == "" {
 		return w
 	}
+	// The frontends behind the fixed HTTPS listener are lines of its
+	// crt-list (render/httpslistener.go); a failure to make its default
+	// certificate fails the write of the same directory after this.
+	fixed, in, listener := render.HTTPSListenerFront(cfg, opts)
 	for _, f := range cfg.Frontends {
-		if f.TLS == nil {
-			continue
+		if f.TLS != nil && !in[f.Name] {
+			frontCerts(opts, f, &w)
 		}
-		if def := f.TLS.Cert(f.TLS.Default); def != nil {
-			w.files[render.DefaultCertFile(dir, f.Name)] = def.PEM
-		}
-		for _, c := range f.TLS.Certificates {
-			if model.ValidCertName(c.Name) {
-				w.files[render.CertFile(dir, c.Name)] = c.PEM
-			}
-		}
-		w.lists[render.CrtListFile(dir, f.Name)] = render.CrtListEntries(opts, f)
 	}
+	if listener {
+		_ = httpsListenerCerts(opts, &w) // httpsdefault.go
+		frontCerts(opts, fixed, &w)
+	}
+	es, ok := w.lists[render.CrtListFile(dir, render.HTTPSListenerFrontend)]
+	w.idleListener = ok && len(es) == 1
 	return w
 }
 

@@ -55,7 +55,12 @@ func (d *HAProxy) listenerMapFiles(cfg model.Config, fronts *model.FrontendChang
 	// table's maps (routeMapFilesEarly): a key is taken once its hosts are
 	// there.
 	hf := mapFile(render.HTTPListenerMapFile(o.ACLDir), render.HTTPListenerEntries(cfg, o), "HTTP listener map")
-	return []patternFile{pf, bf, sf, tf, rf, lf, hf}
+	if !o.HTTPSListener() {
+		return []patternFile{pf, bf, sf, tf, rf, lf, hf}
+	}
+	// The fixed HTTPS listener's (render/httpslistener.go), the same way.
+	sf2 := mapFile(render.HTTPSListenerMapFile(o.ACLDir), render.HTTPSListenerEntries(cfg, o), "HTTPS listener map")
+	return []patternFile{pf, bf, sf, tf, rf, lf, hf, sf2}
 }
 
 // listenerMemo is the listener maps' memo (render.ListenerMemo) and the

@@ -84,6 +84,18 @@ func (d *HAProxy) routeMapFilesEarly(cfg model.Config, fronts *model.FrontendCha
 	} else {
 		httpCfg = d.httpListenerView.View(cfg, d.opts.Render)
 	}
+	if fixed, in, ok := render.HTTPSListenerFront(httpCfg, d.opts.Render); ok {
+		// The fixed HTTPS listener's table (render/httpslistener.go), in
+		// place of its frontends': only the HTTP frontends matter here.
+		var fronts []model.Frontend
+		for _, f := range httpCfg.Frontends {
+			if f.HTTP != nil && !in[f.Name] {
+				fronts = append(fronts, f)
+			}
+		}
+		httpCfg.Frontends = append(fronts, fixed)
+	}
+
 	httpEarly, httpBuild := httpMapUpdate(dir, httpCfg, memos, !d.noMapEdits) // httpmaps.go
 	listeners := d.listenerMapFiles(cfg, fronts)                              // the same kind of file (listeners.go)
 	build = func() []patternFile {

@@ -43,7 +43,7 @@ func elemBytes(v6 bool) int {
 // elemOp is one message: elements added to or deleted from one set.
 type elemOp struct {
 	v6, del bool
-	http    bool // the HTTP listener's set (httpsets.go)
+	kind    setKind // whose set (httpsets.go)
 	els     []nftables.SetElement
 }
 

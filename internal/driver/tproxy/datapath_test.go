@@ -92,6 +92,9 @@ func startDPOpts(t testing.TB, mode string, pool spares.Policy, http bool) *dpLa
 	l.p = haproxytest.StartInNetNS(t, dir, cfgPath, netlab.Path(lab.LB))
 	l.ropts = render.Options{StatsSocket: l.p.StatsSocket, StateFile: filepath.Join(dir, "server-state"),
 		ACLDir: filepath.Join(dir, "acl"), Listeners: render.Listeners{Mode: mode, Port: listenPort, HTTP: http}}
+	if http { // as the controller gives both drivers (the HAProxy driver's default): the fixed HTTPS listener too
+		l.ropts.CertDir = runtimeapi.CertDir(cfgPath)
+	}
 	l.hopts = runtimeapi.Options{ConfigPath: cfgPath, Binary: haproxytest.Bin(),
 		MasterSocket: l.p.MasterSocket, ReloadTimeout: time.Minute, Render: l.ropts, Pool: pool}
 	hd := runtimeapi.NewHAProxy(l.hopts)

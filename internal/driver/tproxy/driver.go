@@ -76,6 +76,9 @@ type Driver struct {
 	// sets (httpsets.go), with the HTTP listener on.
 	appliedHTTP map[netip.AddrPort]bool
 	httpWants   wantSet
+	// appliedHTTPS: the fixed HTTPS listener's sets (httpssets.go), with
+	// the HTTPS listener on; their wants are taken whole each pass.
+	appliedHTTPS map[netip.AddrPort]bool
 }
 
 // ErrApply classifies a failed batch or policy routing change.
@@ -135,8 +138,9 @@ func (d *Driver) Remove(ctx context.Context, cfg model.Config) (driver.Result, e
 func (d *Driver) ApplyServed(cfg, served model.Config) (driver.Result, error) {
 	v4, v6 := Elements(served, d.opts.Render)
 	h4, h6 := HTTPElements(served, d.opts.Render)
-	in := make(map[netip.AddrPort]bool, len(v4)+len(v6)+len(h4)+len(h6))
-	for _, e := range slices.Concat(v4, v6, h4, h6) {
+	s4, s6 := HTTPSElements(served, d.opts.Render)
+	in := make(map[netip.AddrPort]bool, len(v4)+len(v6)+len(h4)+len(h6)+len(s4)+len(s6))
+	for _, e := range slices.Concat(v4, v6, h4, h6, s4, s6) {
 		in[e] = true
 	}
 	return d.apply(cfg, nil, func(e netip.AddrPort) bool { return in[e] }) // cfg taken by Remove already
@@ -162,9 +166,7 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 		if err := d.rt.ensure(d.ns); err != nil {
 			return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
 		}
-		d.applied, d.appliedHTTP = d.readBack(), d.readBackSets(true)
-		d.wants.unknown()
-		d.httpWants.unknown()
+		d.readBackAll()
 		if !d.baseInPlace() {
 			d.queueBase()
 			ops++
@@ -173,6 +175,10 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 	kinds := []setOps{elementOps(&d.wants, d.applied, add)} // httpsets.go
 	if httpOn {
 		kinds = append(kinds, elementOps(&d.httpWants, d.appliedHTTP, add))
+	}
+	httpsOn := d.opts.Render.HTTPSListener()
+	if httpsOn {
+		kinds = append(kinds, httpsOps(cfg, d.opts.Render, d.appliedHTTPS, add)) // httpssets.go
 	}
 	var bs [][]elemOp
 	for _, k := range kinds {
@@ -187,9 +193,9 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 		if i < len(bs) {
 			for _, op := range bs[i] {
 				if op.del {
-					_ = d.conn.SetDeleteElements(elementSet(op.v6, op.http), op.els)
+					_ = d.conn.SetDeleteElements(elementSet(op.v6, op.kind), op.els)
 				} else {
-					_ = d.conn.SetAddElements(elementSet(op.v6, op.http), op.els)
+					_ = d.conn.SetAddElements(elementSet(op.v6, op.kind), op.els)
 				}
 			}
 		}
@@ -202,6 +208,9 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 	if httpOn {
 		kinds[1].record(d.appliedHTTP)
 		d.httpWants.settled(d.appliedHTTP)
+	}
+	if httpsOn {
+		kinds[len(kinds)-1].record(d.appliedHTTPS)
 	}
 	d.wants.settled(d.applied)
 	took := time.Since(start)
@@ -220,9 +229,7 @@ func (d *Driver) Setup() error {
 	if err := d.rt.ensure(d.ns); err != nil {
 		return fmt.Errorf("%w: policy routing: %v", ErrApply, err)
 	}
-	d.applied, d.appliedHTTP = d.readBack(), d.readBackSets(true)
-	d.wants.unknown()
-	d.httpWants.unknown()
+	d.readBackAll()
 	if d.baseInPlace() {
 		return nil
 	}
@@ -239,9 +246,9 @@ func (d *Driver) Setup() error {
 func (d *Driver) queueBase() {
 	d.conn.AddTable(table)
 	kinds := d.setKinds()
-	for _, http := range kinds {
+	for _, k := range kinds {
 		for _, v6 := range []bool{false, true} {
-			_ = d.conn.AddSet(elementSet(v6, http), nil) // errors only for anonymous sets
+			_ = d.conn.AddSet(elementSet(v6, k), nil) // errors only for anonymous sets
 		}
 	}
 	pre, out := chains()
@@ -249,30 +256,44 @@ func (d *Driver) queueBase() {
 	d.conn.AddChain(out)
 	d.conn.FlushChain(pre)
 	d.conn.FlushChain(out)
-	for _, http := range kinds {
-		port := d.listenerPort(http)
+	for _, k := range kinds {
+		port := d.listenerPort(k)
 		for _, v6 := range []bool{false, true} {
-			d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: preRule(v6, http, port, d.opts.Mark)})
-			d.conn.AddRule(&nftables.Rule{Table: table, Chain: out, Exprs: outRule(v6, http, d.opts.Mark)})
+			d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: preRule(v6, k, port, d.opts.Mark)})
+			d.conn.AddRule(&nftables.Rule{Table: table, Chain: out, Exprs: outRule(v6, k, d.opts.Mark)})
 		}
 	}
 }
 
-// setKinds are the listeners whose sets the table has: the TCP one's
-// (false), and the HTTP one's (true) with the HTTP listener on.
-func (d *Driver) setKinds() []bool {
+// setKinds are the listeners whose sets the table has: the TCP one's,
+// the HTTP one's with the HTTP listener on, the HTTPS one's with that on.
+func (d *Driver) setKinds() []setKind {
+	kinds := []setKind{kindTCP}
 	if d.opts.Render.HTTPListener() {
-		return []bool{false, true}
+		kinds = append(kinds, kindHTTP)
 	}
-	return []bool{false}
+	if d.opts.Render.HTTPSListener() {
+		kinds = append(kinds, kindHTTPS)
+	}
+	return kinds
 }
 
-// listenerPort is the port the TCP or the HTTP listener binds.
-func (d *Driver) listenerPort(http bool) uint16 {
-	if http {
+// listenerPort is the port a listener binds.
+func (d *Driver) listenerPort(k setKind) uint16 {
+	switch k {
+	case kindHTTP:
 		return d.opts.Render.HTTPListenerPort()
+	case kindHTTPS:
+		return d.opts.Render.HTTPSListenerPort()
 	}
 	return d.opts.Render.ListenerPort()
+}
+
+// readBackAll reads every set back; the wants are then unknown.
+func (d *Driver) readBackAll() {
+	d.applied, d.appliedHTTP, d.appliedHTTPS = d.readBack(), d.readBackSets(kindHTTP), d.readBackSets(kindHTTPS)
+	d.wants.unknown()
+	d.httpWants.unknown()
 }
 
 // baseInPlace reports whether the table's chains hold the rules
@@ -306,14 +327,13 @@ func (d *Driver) baseInPlace() bool {
 
 // readBack reads the sets' elements (none when the table or a set is
 // missing: the first batch creates them).
-func (d *Driver) readBack() map[netip.AddrPort]bool { return d.readBackSets(false) }
+func (d *Driver) readBack() map[netip.AddrPort]bool { return d.readBackSets(kindTCP) }
 
-// readBackSets reads the TCP listener's sets, or with http the HTTP
-// listener's.
-func (d *Driver) readBackSets(http bool) map[netip.AddrPort]bool {
+// readBackSets reads one listener's sets.
+func (d *Driver) readBackSets(k setKind) map[netip.AddrPort]bool {
 	out := map[netip.AddrPort]bool{}
 	for _, v6 := range []bool{false, true} {
-		s, err := d.conn.GetSetByName(table, setName(v6, http))
+		s, err := d.conn.GetSetByName(table, setName(v6, k))
 		if err != nil {
 			continue
 		}

@@ -24,17 +24,31 @@ const (
 	setHTTP6 = "http6" // ipv6_addr . inet_service
 )
 
-// setName names the TCP or HTTP listener's set of one family.
-func setName(v6, http bool) string {
-	switch {
-	case http && v6:
-		return setHTTP6
-	case http:
-		return setHTTP4
-	case v6:
-		return setV6
+// setKind is a listener whose sets the table has: the TCP listener's,
+// the fixed HTTP listener's, the fixed HTTPS listener's (httpssets.go).
+type setKind uint8
+
+const (
+	kindTCP setKind = iota
+	kindHTTP
+	kindHTTPS
+)
+
+// kindOf is the TCP or the HTTP listener's kind.
+func kindOf(http bool) setKind {
+	if http {
+		return kindHTTP
 	}
-	return setV4
+	return kindTCP
+}
+
+// setName names a listener's set of one family.
+func setName(v6 bool, k setKind) string {
+	names := [...][2]string{kindTCP: {setV4, setV6}, kindHTTP: {setHTTP4, setHTTP6}, kindHTTPS: {setHTTPS4, setHTTPS6}}
+	if v6 {
+		return names[k][1]
+	}
+	return names[k][0]
 }
 
 // listenedBy is the one predicate of what reaches a set: o.Listened for
@@ -54,8 +68,14 @@ func HTTPElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) 
 }
 
 func elementsBy(cfg model.Config, o render.Options, http bool) (v4, v6 []netip.AddrPort) {
+	return listenedElements(cfg, func(f model.Frontend) bool { return listenedBy(f, o, http) })
+}
+
+// listenedElements are the binds of cfg's frontends listened takes, per family,
+// sorted, without duplicates.
+func listenedElements(cfg model.Config, listened func(model.Frontend) bool) (v4, v6 []netip.AddrPort) {
 	for _, f := range cfg.Frontends {
-		if !listenedBy(f, o, http) {
+		if !listened(f) {
 			continue
 		}
 		for _, b := range f.Binds {
@@ -76,7 +96,7 @@ func elementsBy(cfg model.Config, o render.Options, http bool) (v4, v6 []netip.A
 
 // setOps are one kind's element changes of a pass, by family.
 type setOps struct {
-	http      bool
+	kind      setKind
 	del, adds [2][]nftables.SetElement
 	n         int
 }
@@ -84,7 +104,7 @@ type setOps struct {
 // elementOps are the changes that bring applied to w's wants, adding
 // only what add lets in.
 func elementOps(w *wantSet, applied map[netip.AddrPort]bool, add func(netip.AddrPort) bool) setOps {
-	ops := setOps{http: w.http}
+	ops := setOps{kind: kindOf(w.http)}
 	fam := func(ap netip.AddrPort) int {
 		if ap.Addr().Is4() {
 			return 0
@@ -107,7 +127,7 @@ func (s setOps) batches() [][]elemOp {
 	bs := batches(s.del, s.adds)
 	for _, b := range bs {
 		for i := range b {
-			b[i].http = s.http
+			b[i].kind = s.kind
 		}
 	}
 	return bs

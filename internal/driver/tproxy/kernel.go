@@ -23,12 +23,12 @@ func chains() (pre, out *nftables.Chain) {
 	return pre, out
 }
 
-func listenSet(v6 bool) *nftables.Set { return elementSet(v6, false) }
+func listenSet(v6 bool) *nftables.Set { return elementSet(v6, kindTCP) }
 
-// elementSet is the set of the TCP listener's elements, or with http of
-// the fixed HTTP listener's (httpsets.go), of one family.
-func elementSet(v6, http bool) *nftables.Set {
-	name := setName(v6, http)
+// elementSet is the set of one listener's elements (setKind,
+// httpsets.go), of one family.
+func elementSet(v6 bool, k setKind) *nftables.Set {
+	name := setName(v6, k)
 	if v6 {
 		return &nftables.Set{Table: table, Name: name, Concatenation: true,
 			KeyType: nftables.MustConcatSetType(nftables.TypeIP6Addr, nftables.TypeInetService)}
@@ -52,8 +52,8 @@ func parseKey(b []byte) (netip.AddrPort, bool) {
 }
 
 // match is `meta l4proto tcp ip[6] daddr . tcp dport @SET` (listen4|6,
-// or http4|6 with http).
-func match(v6, http bool) []expr.Any {
+// or http4|6, https4|6 for the HTTP listeners).
+func match(v6 bool, k setKind) []expr.Any {
 	proto, daddr, dport := byte(unix.NFPROTO_IPV4), &expr.Payload{DestRegister: unix.NFT_REG_1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4}, uint32(unix.NFT_REG32_01)
 	if v6 {
 		proto, daddr, dport = unix.NFPROTO_IPV6, &expr.Payload{DestRegister: unix.NFT_REG_1, Base: expr.PayloadBaseNetworkHeader, Offset: 24, Len: 16}, unix.NFT_REG_2
@@ -65,7 +65,7 @@ func match(v6, http bool) []expr.Any {
 		&expr.Cmp{Op: expr.CmpOpEq, Register: unix.NFT_REG_1, Data: []byte{unix.IPPROTO_TCP}},
 		daddr,
 		&expr.Payload{DestRegister: dport, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
-		&expr.Lookup{SourceRegister: unix.NFT_REG_1, SetName: setName(v6, http)},
+		&expr.Lookup{SourceRegister: unix.NFT_REG_1, SetName: setName(v6, k)},
 	}
 }
 
@@ -79,12 +79,12 @@ func setMark(mark uint32) []expr.Any {
 // preRule gives the listener's socket the packets to the set's elements
 // (an established connection's own socket first: the kernel's tproxy
 // looks it up before the listener) and marks them for the local route.
-func preRule(v6, http bool, port uint16, mark uint32) []expr.Any {
+func preRule(v6 bool, k setKind, port uint16, mark uint32) []expr.Any {
 	fam := byte(unix.NFPROTO_IPV4)
 	if v6 {
 		fam = unix.NFPROTO_IPV6
 	}
-	r := match(v6, http)
+	r := match(v6, k)
 	r = append(r,
 		&expr.Immediate{Register: unix.NFT_REG_1, Data: binaryutil.BigEndian.PutUint16(port)},
 		&expr.TProxy{Family: fam, TableFamily: byte(nftables.TableFamilyINet), RegPort: unix.NFT_REG_1})
@@ -95,6 +95,6 @@ func preRule(v6, http bool, port uint16, mark uint32) []expr.Any {
 // outRule marks the host's own packets to the set's elements: the route
 // chain routes them again, through the mark's table, to lo, where
 // prerouting meets them.
-func outRule(v6, http bool, mark uint32) []expr.Any {
-	return append(match(v6, http), setMark(mark)...)
+func outRule(v6 bool, k setKind, mark uint32) []expr.Any {
+	return append(match(v6, k), setMark(mark)...)
 }

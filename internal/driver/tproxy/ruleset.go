@@ -57,7 +57,7 @@ func Elements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
 // writes beside haproxy.cfg), the same objects and rules the driver sends
 // through netlink (kernel.go).
 func Render(port uint16, mark uint32, v4, v6 []netip.AddrPort) []byte {
-	return RenderSets(mark, ListenerSets{Port: port, V4: v4, V6: v6}, nil)
+	return RenderSets(mark, ListenerSets{Port: port, V4: v4, V6: v6}, nil, nil)
 }
 
 // ListenerSets are one listener's port and elements.
@@ -67,8 +67,9 @@ type ListenerSets struct {
 }
 
 // RenderSets is Render with the fixed HTTP listener's sets and rules too
-// when http is not nil (httpsets.go).
-func RenderSets(mark uint32, tcp ListenerSets, http *ListenerSets) []byte {
+// when http is not nil (httpsets.go), and the fixed HTTPS listener's
+// when https is not nil (httpssets.go).
+func RenderSets(mark uint32, tcp ListenerSets, http, https *ListenerSets) []byte {
 	var b bytes.Buffer
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	w("# TCP listeners of haproxy-k8s-sync through TPROXY (the controller owns this table)")
@@ -77,12 +78,15 @@ func RenderSets(mark uint32, tcp ListenerSets, http *ListenerSets) []byte {
 	w("delete table inet %s", Table)
 	w("table inet %s {", Table)
 	type kind struct {
-		http bool
+		http setKind
 		ListenerSets
 	}
-	kinds := []kind{{false, tcp}}
+	kinds := []kind{{kindTCP, tcp}}
 	if http != nil {
-		kinds = append(kinds, kind{true, *http})
+		kinds = append(kinds, kind{kindHTTP, *http})
+	}
+	if https != nil {
+		kinds = append(kinds, kind{kindHTTPS, *https})
 	}
 	first := true
 	for _, k := range kinds {

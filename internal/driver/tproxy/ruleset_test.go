@@ -91,9 +91,15 @@ func TestGoldenRuleset(t *testing.T) {
 	netlab.NFTAccepts(t, Render(listenPort, DefaultMark, nil, nil))
 	// With the fixed HTTP listener's sets (httpsets.go).
 	h4 := []netip.AddrPort{netip.MustParseAddrPort("203.0.113.11:8080")}
-	withHTTP := RenderSets(DefaultMark, ListenerSets{Port: listenPort, V4: v4, V6: v6}, &ListenerSets{Port: render.DefaultHTTPListenerPort, V4: h4})
+	withHTTP := RenderSets(DefaultMark, ListenerSets{Port: listenPort, V4: v4, V6: v6}, &ListenerSets{Port: render.DefaultHTTPListenerPort, V4: h4}, nil)
 	golden.Assert(t, "tproxy-http.nft", withHTTP)
 	netlab.NFTAccepts(t, withHTTP)
+	// And the fixed HTTPS listener's (httpssets.go).
+	s6 := []netip.AddrPort{netip.MustParseAddrPort("[2001:db8:1::11]:443")}
+	withHTTPS := RenderSets(DefaultMark, ListenerSets{Port: listenPort, V4: v4, V6: v6}, &ListenerSets{Port: render.DefaultHTTPListenerPort, V4: h4},
+		&ListenerSets{Port: render.DefaultHTTPSListenerPort, V6: s6})
+	golden.Assert(t, "tproxy-https.nft", withHTTPS)
+	netlab.NFTAccepts(t, withHTTPS)
 }
 
 func TestKeyRoundTrip(t *testing.T) {

@@ -1,0 +1,63 @@
+package tproxy
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/google/nftables"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+)
+
+// The fixed HTTPS listener's sets (render.Options.HTTPSListener): the
+// binds of the frontends render.Options.HTTPSListened takes are elements
+// of https4 and https6, whose prerouting rule hands their connections to
+// the HTTPS listener's port as the HTTP sets' rule does to the HTTP
+// listener's. Which frontends share it depends on the others (their
+// certificates' names), so the elements are taken whole each pass, not
+// kept by frontend as the wantSets keep theirs: a few HTTPS Gateways.
+
+const (
+	setHTTPS4 = "https4" // ipv4_addr . inet_service
+	setHTTPS6 = "https6" // ipv6_addr . inet_service
+)
+
+// HTTPSElements are Elements for the fixed HTTPS listener: the binds of
+// the frontends o.HTTPSListened takes, per family, sorted, without
+// duplicates.
+func HTTPSElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
+	in := o.HTTPSListened(cfg.Frontends)
+	return listenedElements(cfg, func(f model.Frontend) bool { return in[f.Name] }) // httpsets.go
+}
+
+// httpsOps are the changes that bring applied to cfg's HTTPS elements,
+// adding only what add lets in.
+func httpsOps(cfg model.Config, o render.Options, applied map[netip.AddrPort]bool, add func(netip.AddrPort) bool) setOps {
+	ops := setOps{kind: kindHTTPS}
+	v4, v6 := HTTPSElements(cfg, o)
+	want := make(map[netip.AddrPort]bool, len(v4)+len(v6))
+	for fam, els := range [2][]netip.AddrPort{v4, v6} {
+		for _, e := range els {
+			want[e] = true
+			if !applied[e] && add(e) {
+				ops.adds[fam] = append(ops.adds[fam], nftables.SetElement{Key: key(e)})
+				ops.n++
+			}
+		}
+	}
+	for _, e := range slices.SortedFunc(func(yield func(netip.AddrPort) bool) {
+		for e := range applied {
+			if !want[e] && !yield(e) {
+				return
+			}
+		}
+	}, netip.AddrPort.Compare) {
+		fam := 0
+		if e.Addr().Is6() {
+			fam = 1
+		}
+		ops.del[fam] = append(ops.del[fam], nftables.SetElement{Key: key(e)})
+		ops.n++
+	}
+	return ops
+}

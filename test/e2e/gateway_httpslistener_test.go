@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/gateway"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/gwcrd"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
+)
+
+// answersHTTPS checks that a GET over TLS naming host at port is answered
+// 200 by want with the leaf of want's certificate.
+func answersHTTPS(port int, host, want string, leaf []byte) func() error {
+	return func() error {
+		status, body, got, err := tlsGet(port, host) // ingress_passthrough_test.go
+		if err != nil {
+			return err
+		}
+		if status != 200 || !strings.Contains(body, want) || !bytes.Equal(got, leaf) {
+			return fmt.Errorf("%s at %d: %d %q (its certificate: %v), want 200 from %s", host, port, status, body, bytes.Equal(got, leaf), want)
+		}
+		return nil
+	}
+}
+
+// With --listeners=tproxy --http-listener, an HTTPS Gateway listener is
+// served by the fixed HTTPS listener (docs/listeners.md): a second
+// Gateway, on a new port with a certificate of its own, is served (its
+// certificate by its name, its route) with 0 reloads, the first still
+// served; no frontend binds either port.
+func TestGatewayHTTPSListenerNewGateway(t *testing.T) {
+	t.Setenv(envListeners, render.ListenersTProxy) // this mode whatever the suite's
+	if !inNetns(t, podAddrs...) {
+		return
+	}
+	e := newEnv(t)
+	gwcrd.InstallAll(t, e.kube.Config)
+	g := newGatewayEnvOn(t, e)
+	port1, port2 := haproxytest.FreePort(t), haproxytest.FreePort(t)
+	g.httpPod("web-a", 1, 8080)
+	g.httpPod("web-b", 2, 8080)
+	ca := testcert.CA(t, "https listener CA")
+	leaf := map[string][]byte{}
+	gw := func(name, host string, port int) {
+		s, c := rotationSecret(t, name, host, ca) // gateway_certrotation_test.go
+		if _, err := g.client.CoreV1().Secrets(ns).Create(bg, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		leaf[host] = c.Raw
+		l := listener("https", gwv1.HTTPSProtocolType, port, host)
+		l.TLS = &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: gwv1.ObjectName(name)}}}
+		if _, err := g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{l}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	route := func(name, gw, host, be string) {
+		section := gwv1.SectionName("https")
+		_, err := g.gw.GatewayV1().HTTPRoutes(ns).Create(bg, &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: gwv1.HTTPRouteSpec{CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: gwv1.ObjectName(gw), SectionName: &section}}},
+				Hostnames: []gwv1.Hostname{gwv1.Hostname(host)},
+				Rules:     []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: backendRef(be, 1)}}}}}},
+			metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	gw("gw-a", "a.example.com", port1)
+	route("a", "gw-a", "a.example.com", "web-a")
+	g.startController("--mode=gateway", "--http-listener")
+	g.eventually("route accepted", g.routeAccepted(gateway.KindHTTPRoute, "a"))
+	g.eventually("a served by web-a", answersHTTPS(port1, "a.example.com", "web-a", leaf["a.example.com"]))
+	before := g.reloads()
+
+	gw("gw-b", "b.example.com", port2)
+	route("b", "gw-b", "b.example.com", "web-b")
+	g.eventually("b on gw-b served by web-b", answersHTTPS(port2, "b.example.com", "web-b", leaf["b.example.com"]))
+	g.eventually("a on gw-a still served by web-a", answersHTTPS(port1, "a.example.com", "web-a", leaf["a.example.com"]))
+	if r := g.reloads(); r != before {
+		t.Errorf("a new HTTPS Gateway on a new port reloaded HAProxy %d times, want 0", r-before)
+	}
+	cfg := g.config()
+	if !strings.Contains(cfg, "frontend "+render.HTTPSListenerFrontend+"\n") {
+		t.Errorf("no fixed HTTPS listener in the config:\n%s", cfg)
+	}
+	noBindOn(t, cfg, port1, port2)
+}
+
+// noBindOn reports a bind of cfg (haproxy.cfg's text) on one of ports.
+func noBindOn(t *testing.T, cfg string, ports ...int) {
+	t.Helper()
+	for _, p := range ports {
+		if strings.Contains(cfg, ":"+strconv.Itoa(p)+"\n") || strings.Contains(cfg, ":"+strconv.Itoa(p)+" ") {
+			t.Errorf("a bind on port %d in the config:\n%s", p, cfg)
+		}
+	}
+}
