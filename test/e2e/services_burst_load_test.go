@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,8 +23,9 @@ import (
 // request and etcd histograms (/metrics, the sums' and counts'
 // differences), and with HKS_BENCH_APISERVER_PROFILE=PATH a CPU profile
 // of the apiserver (PATH.LABEL.pprof, HKS_BENCH_APISERVER_PROFILE_SECONDS
-// long, default 5; the apiserver then runs with --profiling=true:
-// svcScaleWorld).
+// long, default 5) and its block profile over the same seconds
+// (PATH.LABEL.block.pprof; the apiserver then runs with --profiling=true
+// --contention-profiling=true: svcScaleWorld).
 type burstLoad struct {
 	w       *newSvcWorld
 	label   string
@@ -54,7 +56,12 @@ func (w *newSvcWorld) startLoad(b *testing.B, label string, ctlPID int) *burstLo
 	if path := os.Getenv("HKS_BENCH_APISERVER_PROFILE"); path != "" {
 		l.prof = make(chan error, 1)
 		secs := benchEnvInt("HKS_BENCH_APISERVER_PROFILE_SECONDS", 5)
-		go func() { l.prof <- w.apiserverProfile(fmt.Sprintf("%s.%s.pprof", path, label), secs) }()
+		go func() {
+			block := make(chan error, 1)
+			go func() { block <- w.apiserverProfile("block", fmt.Sprintf("%s.%s.block.pprof", path, label), secs) }()
+			err := w.apiserverProfile("profile", fmt.Sprintf("%s.%s.pprof", path, label), secs)
+			l.prof <- errors.Join(err, <-block)
+		}()
 	}
 	for _, p := range l.pids {
 		l.cpu0 = append(l.cpu0, procTicks(p.pid))
@@ -220,12 +227,14 @@ func histDiff(a, b map[string]hist) string {
 	return strings.Join(parts, "; ")
 }
 
-// apiserverProfile writes the apiserver's CPU profile over secs seconds
-// to path.
-func (w *newSvcWorld) apiserverProfile(path string, secs int) error {
+// apiserverProfile writes the apiserver's profile kind over secs seconds
+// to path: "profile" (CPU) or "block" (where goroutines waited, a lock
+// among them: the difference over the seconds; the apiserver runs with
+// --contention-profiling=true then).
+func (w *newSvcWorld) apiserverProfile(kind, path string, secs int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+30)*time.Second)
 	defer cancel()
-	raw, err := w.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+	raw, err := w.client.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/"+kind).
 		Param("seconds", strconv.Itoa(secs)).DoRaw(ctx)
 	if err != nil {
 		return err

@@ -71,7 +71,7 @@ func svcScaleWorld(b *testing.B, services, endpoints, spare int) *kubeapi.Server
 	args := []string{fmt.Sprintf("--service-node-port-range=%d-%d", svcScaleNodePort, svcScaleNodePort+2*services+200+2*spare),
 		"--service-cluster-ip-range=172.20.0.0/16"}
 	if os.Getenv("HKS_BENCH_APISERVER_PROFILE") != "" {
-		args = append(args, "--profiling=true") // burstLoad's profiles
+		args = append(args, "--profiling=true", "--contention-profiling=true") // burstLoad's profiles
 	}
 	kube := kubeapi.StartWithOptions(b, kubeapi.Options{APIServerArgs: args})
 	client := kube.Client(b)
