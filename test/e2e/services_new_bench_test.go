@@ -20,6 +20,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
 )
 
@@ -65,9 +66,13 @@ func BenchmarkServicesScaleNew(b *testing.B) {
 	}
 	ctls := scaleControllers(b)
 	w.writers = burstWriters(b)
-	kube := svcScaleWorld(b, services, endpoints, len(modes)*len(ctls)*(w.one+w.burst*len(w.writers)))
-	w.client, w.kubeconfig = kube.Client(b), kube.KubeconfigPath
+	bare := envShapes(b, "HKS_BENCH_BURST_SHAPES")
+	w.ctlShapes = envShapes(b, "HKS_BENCH_BURST_SHAPES_CTL")
+	kube := svcScaleWorld(b, services, endpoints, w.burst*len(bare)+len(modes)*len(ctls)*(w.one+w.burst*(len(w.writers)+len(w.ctlShapes))))
+	w.kube, w.client, w.kubeconfig = kube, kube.Client(b), kube.KubeconfigPath
 	w.watch = watchNewSlices(b, w.client)
+	// The shapes with no controller running (services_burst_shapes_test.go).
+	w.shapeBursts(b, "bare", bare, 0)
 	for _, c := range ctls {
 		for k, m := range modes {
 			w.run(b, c, k, m == "tproxy")
@@ -80,6 +85,9 @@ func BenchmarkServicesScaleNew(b *testing.B) {
 type newSvcWorld struct {
 	services, endpoints, one, burst int
 	writers                         []int // each burst's writers (burstWriters)
+	ctlShapes                       []burstShape
+	static                          int // explicit ClusterIPs given so far (staticIP)
+	kube                            *kubeapi.Server
 	deadline                        time.Duration
 	client                          kubernetes.Interface
 	kubeconfig                      string
@@ -165,8 +173,10 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 			time.Sleep(3 * time.Second) // not a synchronisation: each burst counts its own reloads
 		}
 		rb := reloads()
+		load := w.startLoad(b, fmt.Sprintf("%s-%s-burst-w%d-%d", name, mode, writers, k), ctl.Process.Pid)
 		bt := w.runBurst(b, addr, writers)
-		bursts = append(bursts, burstRun{writers: writers, burstTimes: bt, reloads: reloads() - rb})
+		acc := load.stop(b)
+		bursts = append(bursts, burstRun{writers: writers, burstTimes: bt, reloads: reloads() - rb, load: acc})
 	}
 	r2 := reloads()
 	mem := procMem(ctl.Process.Pid)
@@ -198,6 +208,8 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	logRises(b, name+" "+mode, false, rises)
 	b.Logf("%s %s: the controller's whole run (start, %d new Services, burst of %d): peak VmHWM %.1f MiB (RssAnon at most %.1f MiB; RssFile %.1f MiB at the end; RSS %.1f MiB at the end)",
 		name, mode, w.one, w.burst, mib(mem["VmHWM"]), mib(anon), mib(mem["RssFile"]), mib(mem["VmRSS"]))
+	// The shapes with the controller serving (services_burst_shapes_test.go).
+	w.shapeBursts(b, name+"-"+mode, w.ctlShapes, ctl.Process.Pid)
 	w.restarts(b, c, nth, ctl, hap, args, mode)
 }
 
@@ -308,30 +320,48 @@ func closeAll(s []*lab.NodeServer) {
 // the Service, then its EndpointSlice, and returns when that write
 // returned.
 func (w *newSvcWorld) create(k int, stand []*lab.NodeServer) (time.Time, error) {
-	ctx := context.Background()
-	name := fmt.Sprintf("new-%05d", k)
-	eps := make([]lab.Endpoint, w.endpoints)
-	for j := range eps {
+	for j := range w.endpoints {
 		if err := stand[w.node(k, j)].Listen(w.nodePort(k)); err != nil {
 			return time.Time{}, err
 		}
-		i := k*16 + j + 1
-		eps[j] = lab.Endpoint{IP: fmt.Sprintf("10.250.%d.%d", (i>>8)&255, i&255), Node: fmt.Sprintf("node-%02d", w.node(k, j)), Ready: true}
 	}
+	ctx := context.Background()
+	svc := w.service(k)
+	if _, err := w.client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return time.Time{}, fmt.Errorf("Service %s: %w", svc.Name, err)
+	}
+	if _, err := w.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, w.slice(k), metav1.CreateOptions{}); err != nil {
+		return time.Time{}, fmt.Errorf("EndpointSlice of %s: %w", svc.Name, err)
+	}
+	return time.Now(), nil
+}
+
+func svcName(k int) string { return fmt.Sprintf("new-%05d", k) }
+
+// service is new Service k: a LoadBalancer of our class,
+// externalTrafficPolicy Local, its nodePort and healthCheckNodePort
+// chosen by the test (w.nodePort).
+func (w *newSvcWorld) service(k int) *corev1.Service {
 	class := desired.DefaultClass
-	if _, err := w.client.CoreV1().Services(ns).Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
+	name := svcName(k)
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class, Selector: map[string]string{"app": name},
 			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: int32(w.nodePort(k) + 1),
 			Ports: []corev1.ServicePort{{Name: "tcp", Port: int32(w.port(k)), NodePort: int32(w.nodePort(k)), Protocol: corev1.ProtocolTCP}}},
-	}, metav1.CreateOptions{}); err != nil {
-		return time.Time{}, fmt.Errorf("Service %s: %w", name, err)
 	}
-	sl := lab.SliceFor(ns, name, 8080, eps)
+}
+
+// slice is new Service k's EndpointSlice: w.endpoints ready endpoints on
+// consecutive nodes, labelled for the test's own watch (newSvcLabel).
+func (w *newSvcWorld) slice(k int) *discoveryv1.EndpointSlice {
+	eps := make([]lab.Endpoint, w.endpoints)
+	for j := range eps {
+		i := k*16 + j + 1
+		eps[j] = lab.Endpoint{IP: fmt.Sprintf("10.250.%d.%d", (i>>8)&255, i&255), Node: fmt.Sprintf("node-%02d", w.node(k, j)), Ready: true}
+	}
+	sl := lab.SliceFor(ns, svcName(k), 8080, eps)
 	sl.Labels[newSvcLabel] = strconv.Itoa(k)
-	if _, err := w.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, sl, metav1.CreateOptions{}); err != nil {
-		return time.Time{}, fmt.Errorf("EndpointSlice of %s: %w", name, err)
-	}
-	return time.Now(), nil
+	return sl
 }
 
 // sliceSeen records when the test's own watch first saw each new

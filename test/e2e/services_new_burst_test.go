@@ -83,6 +83,7 @@ func writeBurst(n, writers int, write func(i int) (time.Time, error), written fu
 type burstRun struct {
 	burstTimes
 	writers, reloads int
+	load             string // burstLoad's accounts
 }
 
 // logBursts writes each burst's lines and metrics (who is the
@@ -97,6 +98,7 @@ func (w *newSvcWorld) logBursts(b *testing.B, who, mode string, bursts []burstRu
 		b.Logf("%s: burst of %d, %s: each from its own EndpointSlice written -> answered: %s", who, w.burst, label, line(r.own))
 		b.Logf("%s: burst of %d, %s: the creates returned within %.1f ms of the first (the apiserver's); all answered %.1f ms after the last returned (the controller's)",
 			who, w.burst, label, ms(r.writes), ms(r.afterLast))
+		b.Logf("%s: burst of %d, %s: %s", who, w.burst, label, r.load)
 		suffix := ""
 		if len(bursts) > 1 {
 			suffix = fmt.Sprintf("-w%d", r.writers)

@@ -68,9 +68,12 @@ func BenchmarkServicesScaleRSS(b *testing.B) {
 // BenchmarkServicesScaleRSS, its node-port range with room for spare
 // more Services (two node ports each, above the world's).
 func svcScaleWorld(b *testing.B, services, endpoints, spare int) *kubeapi.Server {
-	kube := kubeapi.StartWithOptions(b, kubeapi.Options{APIServerArgs: []string{
-		fmt.Sprintf("--service-node-port-range=%d-%d", svcScaleNodePort, svcScaleNodePort+2*services+200+2*spare),
-		"--service-cluster-ip-range=172.20.0.0/16"}})
+	args := []string{fmt.Sprintf("--service-node-port-range=%d-%d", svcScaleNodePort, svcScaleNodePort+2*services+200+2*spare),
+		"--service-cluster-ip-range=172.20.0.0/16"}
+	if os.Getenv("HKS_BENCH_APISERVER_PROFILE") != "" {
+		args = append(args, "--profiling=true", "--contention-profiling=true") // burstLoad's profiles
+	}
+	kube := kubeapi.StartWithOptions(b, kubeapi.Options{APIServerArgs: args})
 	client := kube.Client(b)
 	ctx := context.Background()
 	t0 := time.Now()

@@ -249,6 +249,10 @@ func (s *Server) LogTail(n int) string {
 	return b.String()
 }
 
+// PIDs are the process ids of the running kube-apiserver and etcd (a
+// benchmark reads their CPU time from /proc).
+func (s *Server) PIDs() (apiserver, etcd int) { return s.apiserver.Pid(), s.etcd.Pid() }
+
 // StopAPIServer kills the kube-apiserver (SIGKILL, as a crash would);
 // etcd and everything else go on. StartAPIServer starts it again.
 func (s *Server) StopAPIServer() { s.apiserver.Kill() }
