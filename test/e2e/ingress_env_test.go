@@ -37,17 +37,6 @@ func newIngressEnv(t *testing.T) (g *ingressEnv, ok bool) {
 	return g, true
 }
 
-// newPlainIngressEnv is newIngressEnv for a test that sends its requests
-// to the plain listeners' binds (from the test's own source addresses):
-// skipped with --listeners=tproxy.
-func newPlainIngressEnv(t *testing.T) (*ingressEnv, bool) {
-	t.Helper()
-	if tproxyMode() {
-		t.Skip("requests to the plain listeners' binds")
-	}
-	return newIngressEnv(t)
-}
-
 // web starts an httpPod name at podAddrs[i]:8080 and its Service (port 80).
 func (g *ingressEnv) web(name string, i int) {
 	g.t.Helper()
