@@ -27,7 +27,9 @@ type listenerFlags struct {
 	mode  string
 	port  int
 	netns string
-	// http, httpPort: --http-listener, --http-listener-port.
+	// http, httpPort: --http-listener (on by default: in tproxy mode the
+	// plain HTTP frontends are behind the fixed HTTP listener unless
+	// --http-listener=false), --http-listener-port.
 	http     bool
 	httpPort int
 	// given: --listeners was given (flag or environment), not the
@@ -72,13 +74,16 @@ func (l *listenerFlags) register(fs *pflag.FlagSet) {
 	fs.Var(listenerMode{l}, "listeners", "how TCP connections reach HAProxy: 'ports' (a frontend and bind per Service port: a new address or port is a reload) or 'tproxy' (one fixed listener; the kernel hands it every address and port served through TPROXY in the table inet "+tproxy.Table+", the backend found in a map: a new address or port is no reload; needs CAP_NET_ADMIN; docs/listeners.md) or 'auto', the default (run: tproxy, with a pool of ready backends, where the controller can set it up, ports otherwise, said at start; render and init: ports)")
 	fs.Var(portValue{&l.port}, "listener-port", "the fixed listener's port with --listeners=tproxy (on every address, refusing what its map does not name)")
 	l.httpPort = render.DefaultHTTPListenerPort
-	fs.BoolVar(&l.http, "http-listener", false, "with --listeners=tproxy, put the plain HTTP listeners (no TLS termination: Gateway HTTP listeners, Ingresses' HTTP) behind one fixed HTTP listener too, so that a new Gateway or HTTP listener on a new address and port is no reload (docs/listeners.md); ignored in ports mode")
+	fs.BoolVar(&l.http, "http-listener", true, "with --listeners=tproxy (or auto choosing it), put the plain HTTP listeners (no TLS termination: Gateway HTTP listeners, Ingresses' HTTP) behind one fixed HTTP listener too, so that a new Gateway or HTTP listener on a new address and port is no reload (docs/listeners.md); --http-listener=false gives them frontends of their own again (a new address or port: a reload); ignored in ports mode")
 	fs.Var(portValue{&l.httpPort}, "http-listener-port", "the fixed HTTP listener's port with --listeners=tproxy --http-listener")
 }
 
-// renderListeners are the render options' listeners of the flags.
+// renderListeners are the render options' listeners of the flags: the
+// HTTP listener only in tproxy mode (ports mode has none, whatever
+// --http-listener, on by default, says).
 func (l listenerFlags) renderListeners() render.Listeners {
-	return render.Listeners{Mode: l.mode, Port: uint16(l.port), HTTP: l.http, HTTPPort: uint16(l.httpPort)}
+	http := l.http && l.mode == render.ListenersTProxy
+	return render.Listeners{Mode: l.mode, Port: uint16(l.port), HTTP: http, HTTPPort: uint16(l.httpPort)}
 }
 
 // registerRun registers what only run uses.

@@ -76,22 +76,43 @@ func TestListenerFlagsRefused(t *testing.T) {
 }
 
 // init in tproxy mode writes the fixed listener and its empty maps, so
-// HAProxy starts (and refuses every connection) before run's first pass.
+// HAProxy starts (and refuses every connection) before run's first pass;
+// the fixed HTTP listener and its maps too, as run has it by default,
+// unless --http-listener=false (ports mode has neither).
 func TestInitListeners(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "etc", "haproxy.cfg")
-	args := []string{"--haproxy-config", cfg, "--stats-socket", filepath.Join(dir, "run", "admin.sock"), "--state-file", filepath.Join(dir, "lib", "state"), "--listeners", "tproxy"}
-	if err := initCmd(args, env(nil), &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		tcp, http bool
+	}{
+		{"tproxy", []string{"--listeners", "tproxy"}, true, true},
+		{"tproxy without the HTTP listener", []string{"--listeners", "tproxy", "--http-listener=false"}, true, false},
+		{"ports", []string{"--listeners", "ports", "--http-listener"}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "etc", "haproxy.cfg")
+			args := append([]string{"--haproxy-config", cfg, "--stats-socket", filepath.Join(dir, "run", "admin.sock"), "--state-file", filepath.Join(dir, "lib", "state")}, tc.args...)
+			if err := initCmd(args, env(nil), &bytes.Buffer{}); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bytes.Contains(b, []byte("frontend _listeners")); got != tc.tcp {
+				t.Errorf("init %v: the fixed listener written %v, want %v:\n%s", tc.args, got, tc.tcp, b)
+			}
+			if got := bytes.Contains(b, []byte("frontend _http_listeners")); got != tc.http {
+				t.Errorf("init %v: the fixed HTTP listener written %v, want %v:\n%s", tc.args, got, tc.http, b)
+			}
+			_, err = os.Stat(filepath.Join(dir, "etc", "acl", "http-listeners.map"))
+			if got := err == nil; got != tc.http {
+				t.Errorf("init %v: http-listeners.map written %v, want %v (%v)", tc.args, got, tc.http, err)
+			}
+			golden.HAProxyAccepts(t, b)
+		})
 	}
-	b, err := os.ReadFile(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(b, []byte("frontend _listeners")) {
-		t.Errorf("init --listeners=tproxy wrote no listener:\n%s", b)
-	}
-	golden.HAProxyAccepts(t, b)
 }
 
 // tproxy mode where nothing would run its kernel side is a usage error.

@@ -61,6 +61,8 @@ func TestRunBadFlagTouchesNoKernel(t *testing.T) {
 		{"gateway mode UDP forwarding", []string{"--mode=gateway", "--udp-ip-forward=maybe"}, "--udp-ip-forward: want require or enable"},
 		{"gateway mode apply", []string{"--mode=gateway", "--apply=sometimes"}, "--apply: want hybrid or reload"},
 		{"the HTTP listener on the TCP listener's port", []string{"--mode=gateway", "--http-listener", "--http-listener-port=15080"}, "--http-listener-port 15080: the TCP listener's --listener-port too"},
+		// The HTTP listener is on by default: its port is taken too.
+		{"the TCP listener on the default HTTP listener's port", []string{"--mode=gateway", "--listener-port=15081"}, "--http-listener-port 15081: the TCP listener's --listener-port too"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log, table, rule, err := probeRun(t, lab, tc.args...)

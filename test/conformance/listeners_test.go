@@ -1,6 +1,9 @@
 package conformance
 
-import "os"
+import (
+	"os"
+	"strconv"
+)
 
 // The suite in the listener mode issue 29 wants as the default, as the
 // e2e suite reads it (test/e2e/listenersmode_test.go):
@@ -10,25 +13,26 @@ import "os"
 //	                          load balancer's namespace, --listener-netns)
 //	                          and a backend pool
 //	HKS_E2E_BACKEND_POOL=N    --backend-pool=N (4 in tproxy mode when unset)
-//	HKS_E2E_HTTP_LISTENER=1   with tproxy, --http-listener too (init's and the
-//	                          controller's): the Gateways' plain HTTP listeners
-//	                          behind the fixed HTTP listener (docs/listeners.md)
+//	HKS_E2E_HTTP_LISTENER=0   with tproxy, --http-listener=false (init's and the
+//	                          controller's); else, as run's default, the
+//	                          Gateways' plain HTTP listeners behind the fixed
+//	                          HTTP listener (docs/listeners.md)
 //
 // The Gateways' TLS listeners keep frontends of their own in either mode
 // (render.Options.Listened); the TCP ones go behind the fixed listener,
-// the plain HTTP ones behind the fixed HTTP listener with
-// HKS_E2E_HTTP_LISTENER; every backend is a spare.
+// the plain HTTP ones behind the fixed HTTP listener unless
+// HKS_E2E_HTTP_LISTENER=0; every backend is a spare.
 const (
 	envListeners   = "HKS_E2E_LISTENERS"
 	envBackendPool = "HKS_E2E_BACKEND_POOL"
 	envHTTPListen  = "HKS_E2E_HTTP_LISTENER"
 )
 
-// httpListenerArgs is --http-listener when tproxy mode and
-// HKS_E2E_HTTP_LISTENER ask for it.
+// httpListenerArgs is --http-listener=true in tproxy mode (run's
+// default, said), false with HKS_E2E_HTTP_LISTENER=0.
 func httpListenerArgs() []string {
-	if os.Getenv(envListeners) == "tproxy" && os.Getenv(envHTTPListen) != "" {
-		return []string{"--http-listener"}
+	if os.Getenv(envListeners) == "tproxy" {
+		return []string{"--http-listener=" + strconv.FormatBool(os.Getenv(envHTTPListen) != "0")}
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func servesFrom(src, dst string, port int, host string, status int) func() error
 // relieved of ranges on a running controller: 0 reloads. A range that
 // does not parse: an Event, the last good ranges keep applying.
 func TestIngressSourceRanges(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}
@@ -61,7 +61,7 @@ func TestIngressSourceRanges(t *testing.T) {
 	n, hp := ingress.NginxPrefix, ingress.HAProxyPrefix
 	create(ingressOf("base", "base.example.com", nil, prefix("/", "web")))
 	g.start("--bind-address", "::1")
-	g.eventually("the base Ingress serves", servesFrom("127.0.0.2", "127.0.0.1", httpPort, "base.example.com", 200))
+	g.eventually("the base Ingress serves", servesFrom("127.0.0.2", serviceIP(), httpPort, "base.example.com", 200))
 	before := g.reloads()
 
 	create(ingressOf("allow4", "allow4.example.com", map[string]string{n + "allowlist-source-range": "192.0.2.0/24, 127.0.0.1"}, prefix("/", "web")))
@@ -70,7 +70,10 @@ func TestIngressSourceRanges(t *testing.T) {
 	create(ingressOf("deny6", "deny6.example.com", map[string]string{hp + "denylist-source-range": "::/0"}, prefix("/", "web")))
 	create(ingressOf("both", "both.example.com", map[string]string{n + "allowlist-source-range": "127.0.0.0/8,::1", n + "denylist-source-range": "127.0.0.2"}, prefix("/", "web")))
 
+	// IPv4 clients from 127.0.0.1 and .2 to the suite's address
+	// (serviceIP), IPv6 ones from and to ::1.
 	const a1, a2, v6 = "127.0.0.1", "127.0.0.2", "::1"
+	d4 := serviceIP()
 	type req struct {
 		host     string
 		src, dst string
@@ -89,20 +92,20 @@ func TestIngressSourceRanges(t *testing.T) {
 		}
 	}
 	check("ranges served", []req{
-		{"allow4.example.com", a1, a1, 200},
-		{"allow4.example.com", a2, a1, 403},
+		{"allow4.example.com", a1, d4, 200},
+		{"allow4.example.com", a2, d4, 403},
 		{"allow4.example.com", v6, v6, 403}, // an IPv4 list allows no IPv6 client
 		{"allow6.example.com", v6, v6, 200},
-		{"allow6.example.com", a1, a1, 403}, // ::/0 allows no IPv4 client
-		{"deny4.example.com", a1, a1, 200},
+		{"allow6.example.com", a1, d4, 403}, // ::/0 allows no IPv4 client
+		{"deny4.example.com", a1, d4, 200},
 		{"deny4.example.com", v6, v6, 200},
-		{"deny6.example.com", a1, a1, 200}, // ::/0 denies no IPv4 client
-		{"both.example.com", a1, a1, 200},
+		{"deny6.example.com", a1, d4, 200}, // ::/0 denies no IPv4 client
+		{"both.example.com", a1, d4, 200},
 		{"both.example.com", v6, v6, 200},
-		{"base.example.com", a2, a1, 200},
+		{"base.example.com", a2, d4, 200},
 		{"deny6.example.com", v6, v6, 403},
-		{"deny4.example.com", a2, a1, 403},
-		{"both.example.com", a2, a1, 403}, // denied inside the allow list
+		{"deny4.example.com", a2, d4, 403},
+		{"both.example.com", a2, d4, 403}, // denied inside the allow list
 	})
 
 	// Changed: allow4 now allows 127.0.0.2 only; deny4 loses its range.
@@ -113,9 +116,9 @@ func TestIngressSourceRanges(t *testing.T) {
 		delete(mod.Annotations, n+"denylist-source-range")
 	})
 	check("ranges changed", []req{
-		{"allow4.example.com", a1, a1, 403},
-		{"allow4.example.com", a2, a1, 200},
-		{"deny4.example.com", a2, a1, 200},
+		{"allow4.example.com", a1, d4, 403},
+		{"allow4.example.com", a2, d4, 200},
+		{"deny4.example.com", a2, d4, 200},
 	})
 	if r := g.reloads(); r != before {
 		t.Errorf("Ingresses given, changed and relieved of source ranges reloaded HAProxy %d times, want 0", r-before)
@@ -127,7 +130,7 @@ func TestIngressSourceRanges(t *testing.T) {
 		mod.Annotations[n+"allowlist-source-range"] = "127.0.0.0/33"
 	})
 	g.eventually("an Event refuses the range", g.ingressEvent("allow4", "Refused", "allowlist-source-range"))
-	for _, c := range []req{{"allow4.example.com", a1, a1, 403}, {"allow4.example.com", a2, a1, 200}} {
+	for _, c := range []req{{"allow4.example.com", a1, d4, 403}, {"allow4.example.com", a2, d4, 200}} {
 		if err := servesFrom(c.src, c.dst, httpPort, c.host, c.status)(); err != nil {
 			t.Errorf("the last good ranges of a refused Ingress: %v", err)
 		}
@@ -138,7 +141,7 @@ func TestIngressSourceRanges(t *testing.T) {
 }
 
 // postSize sends POST / with Host host and a body of n bytes (chunked
-// when chunked) to 127.0.0.1:port and returns the status.
+// when chunked) to serviceIP():port and returns the status.
 func postSize(port int, host string, n int, chunked bool) (int, error) {
 	var body io.Reader = strings.NewReader(strings.Repeat("x", n))
 	if chunked {
@@ -148,12 +151,12 @@ func postSize(port int, host string, n int, chunked bool) (int, error) {
 }
 
 // requestFrom sends method path with Host host and body to
-// 127.0.0.1:port on a connection of its own, from local (nil: any
+// serviceIP():port on a connection of its own, from local (nil: any
 // address), and returns the status.
 func requestFrom(local net.Addr, method string, port int, host, path string, body io.Reader, timeout time.Duration) (int, error) {
 	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: local}
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}, Timeout: timeout}
-	return statusOf(c, method, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), host, body)
+	return statusOf(c, method, fmt.Sprintf("http://%s:%d%s", serviceIP(), port, path), host, body)
 }
 
 // TestIngressBodySize: proxy-body-size (ingress-nginx's and HAProxy
@@ -162,7 +165,7 @@ func requestFrom(local net.Addr, method string, port int, host, path string, bod
 // reaches the Pod; the limit set, changed and removed on a running
 // controller: 0 reloads.
 func TestIngressBodySize(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}
@@ -221,7 +224,7 @@ func TestIngressBodySize(t *testing.T) {
 }
 
 // getPathFrom sends GET path with Host host from address src to
-// 127.0.0.1:port and returns the status.
+// serviceIP():port and returns the status.
 func getPathFrom(src string, port int, host, path string, timeout time.Duration) (int, error) {
 	return requestFrom(&net.TCPAddr{IP: net.ParseIP(src)}, http.MethodGet, port, host, path, nil, timeout)
 }
@@ -236,7 +239,7 @@ func getPathFrom(src string, port int, host, path string, timeout time.Duration)
 // first ends are served; the limits set and changed on a running
 // controller: 0 reloads.
 func TestIngressRateLimits(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -23,12 +23,12 @@ func shaEntry(user, pass string) string {
 	return user + ":{SHA}" + base64.StdEncoding.EncodeToString(sum[:]) + "\n"
 }
 
-// getAuth sends GET / with Host host to 127.0.0.1:port, with Basic
+// getAuth sends GET / with Host host to serviceIP():port, with Basic
 // credentials unless user is "", and returns the status and the
 // WWW-Authenticate header.
 func getAuth(port int, host, user, pass string) (int, string, error) {
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: (&net.Dialer{Timeout: 3 * time.Second}).DialContext}, Timeout: 3 * time.Second}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/", port), nil)
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s:%d/", serviceIP(), port), nil)
 	if err != nil {
 		return 0, "", err
 	}
@@ -55,7 +55,7 @@ func getAuth(port int, host, user, pass string) (int, string, error) {
 // entries: an InvalidAuthSecret Event naming the format, and nobody is
 // admitted (fails closed).
 func TestIngressBasicAuth(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -40,7 +40,7 @@ func checkAll(t *testing.T, cases ...func() error) {
 // the open host: 421. Verification turned on and off on a running
 // controller: 0 reloads.
 func TestIngressClientCertificates(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -76,6 +76,13 @@ func TestIngressBackendTLS(t *testing.T) {
 	if !ok {
 		return
 	}
+	// HAProxy's runtime socket went away once under load (2026-11-30):
+	// what HAProxy said, for the next time.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("HAProxy:\n%s", g.hap.Output())
+		}
+	})
 	ca, other := testcert.CA(t, "backend CA"), testcert.CA(t, "other CA")
 	tlsPod(t, "secure", podAddrs[0], 8443, testcert.Issue(t, testcert.Spec{CN: "web.internal", DNS: []string{"web.internal"}}, ca))
 	g.serviceOf("secure", podAddrs[0], 8443)

@@ -61,7 +61,7 @@ func clientCertGet[T any](port int, host string, server *x509.Certificate, clien
 // names a client sends never reach the Pod. Turning the certificate
 // header off and on: 0 reloads.
 func TestIngressClientCertificateHeaders(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -84,7 +84,7 @@ func arrivalPod(t *testing.T, ip string, port int) {
 	}))
 }
 
-// askedAfterBody sends POST / with Host host to 127.0.0.1:port, its 4
+// askedAfterBody sends POST / with Host host to serviceIP():port, its 4
 // byte body 300 ms after its headers; nil when the Pod (arrivalPod) was
 // asked after the body was sent: HAProxy waited for it.
 func askedAfterBody(port int, host string) error {
@@ -119,7 +119,7 @@ func askedAfterBody(port int, host string) error {
 }
 
 // postBody sends POST / with Host host and n bytes of a pattern (chunked
-// when chunked) to 127.0.0.1:port; nil once the Pod reports the very body.
+// when chunked) to serviceIP():port; nil once the Pod reports the very body.
 func postBody(port int, host string, n int, chunked bool) error {
 	b := make([]byte, n)
 	for i := range b {
@@ -129,7 +129,7 @@ func postBody(port int, host string, n int, chunked bool) error {
 	if chunked {
 		body = io.MultiReader(body) // no length known: sent chunked
 	}
-	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/", port), body)
+	req, err := http.NewRequest(http.MethodPost, fmt.Sprintf("http://%s:%d/", serviceIP(), port), body)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (g *gwEnv) noEvent(name, text string) error {
 // off: a Warning UnsupportedAnnotation. A bad value of either: an Event, the last good
 // version keeps serving.
 func TestIngressConnectTimeoutAndBodyBuffer(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

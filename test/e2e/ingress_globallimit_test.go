@@ -14,12 +14,12 @@ import (
 )
 
 // getEdited sends GET path with Host host from address src to
-// 127.0.0.1:port, the request changed by edit first (nil: as it is), and
+// serviceIP():port, the request changed by edit first (nil: as it is), and
 // returns the status.
 func getEdited(src string, port int, host, path string, edit func(*http.Request)) (int, error) {
 	d := &net.Dialer{Timeout: 3 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: d.DialContext}, Timeout: 3 * time.Second}
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s:%d%s", serviceIP(), port, path), nil)
 	if err != nil {
 		return 0, err
 	}
@@ -57,7 +57,7 @@ func limitedGet(src string, port int, host, path, apiClient string) (int, error)
 // last good limit kept; removed: the client served again. Set, changed
 // and removed on a running controller: 0 reloads.
 func TestIngressGlobalRateLimit(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -34,7 +34,7 @@ type haClientCertSeen struct {
 // without a certificate is served under optional. The certificate header
 // turned off and on: 0 reloads.
 func TestIngressHAProxyClientCertificates(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

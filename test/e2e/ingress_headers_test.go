@@ -48,7 +48,7 @@ func (g *gwEnv) setConfigMapKey(name, key, v string) {
 // is served with 0 reloads; a value that would inject a
 // map separator is refused with an Event and the last valid value kept.
 func TestIngressCustomHeaders(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}
@@ -97,7 +97,7 @@ func TestIngressCustomHeaders(t *testing.T) {
 // served with 0 reloads; a bad value is an Event on the ConfigMap and
 // the last valid value stays.
 func TestIngressGlobalHeaders(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -17,7 +17,7 @@ import (
 // "*." lookups, the HTTPRoute tests and the Gateway API suite). A
 // wildcard added and one removed on a running controller: 0 reloads.
 func TestIngressWildcardOneLabel(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}
@@ -69,7 +69,7 @@ func TestIngressWildcardOneLabel(t *testing.T) {
 // (ingress-controller-conformance's default backend feature); back to
 // the older when it has a server again.
 func TestIngressDefaultBackendServing(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

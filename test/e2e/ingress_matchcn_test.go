@@ -24,7 +24,7 @@ import (
 // Ingress of the frontend has an expression: the first is one reload,
 // the second none.
 func TestIngressClientCertificateMatchCN(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -26,7 +26,7 @@ import (
 // an Event. A bad value: an Event, the last good
 // configuration kept.
 func TestIngressHAProxyOAuth(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnvNotTProxy(t)
 	if !ok {
 		return
 	}

@@ -58,7 +58,7 @@ func tlsGet(port int, host string) (int, string, []byte, error) {
 // running controller: 0 reloads; one to a Service new to HAProxy: one,
 // after which both hosts still serve.
 func TestIngressSSLPassthrough(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnvNotTProxy(t)
 	if !ok {
 		return
 	}

@@ -20,7 +20,7 @@ import (
 // pass untouched. Given, changed and removed: 0 reloads. A regular
 // expression: an Event, the last good version kept.
 func TestIngressProxyRewrite(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -103,7 +103,7 @@ func statuses(port int, method, host string, n int) (map[int]int, error) {
 //   - upstream-hash-by $request_uri on a Service of two Pods: a URI always
 //     reaches the same Pod, and different URIs both Pods.
 func TestIngressRetryAndCanary(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -30,7 +30,7 @@ func getAuthFrom(src string, port int, host, user, pass string) (int, error) {
 // and served with them, and a denied source too; a value that is not any
 // or all: an Event, the last good version kept. 0 reloads.
 func TestIngressSatisfy(t *testing.T) {
-	g, ok := newPlainIngressEnv(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

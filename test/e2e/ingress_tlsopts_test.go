@@ -54,9 +54,6 @@ func versionPod(t *testing.T, ip string, port int, lo, hi uint16) {
 // cluster IP (a listener of the test's standing in for kube-proxy), not
 // to its Pod.
 func TestIngressTLSVersionsAndBalance(t *testing.T) {
-	if tproxyMode() {
-		t.Skip("requests to the plain listeners' binds")
-	}
 	const clusterIP = "10.0.5.7" // in the test apiserver's Service range
 	if !inNetns(t, append(slices.Clone(podAddrs), clusterIP)...) {
 		return

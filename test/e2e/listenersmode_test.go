@@ -35,10 +35,11 @@ import (
 // (realNodeListening).
 const envListeners = "HKS_E2E_LISTENERS"
 
-// envHTTPListener, set (HKS_E2E_HTTP_LISTENER=1) with tproxy mode, adds
-// --http-listener to init and to every controller that takes tproxy
-// mode: the plain HTTP frontends (Gateway HTTP listeners, Ingresses'
-// HTTP) behind the fixed HTTP listener (docs/listeners.md).
+// envHTTPListener: with tproxy mode, init and every controller that takes
+// it have the fixed HTTP listener (the plain HTTP frontends, Gateway
+// HTTP listeners and Ingresses' HTTP, behind it: docs/listeners.md), as
+// run has by default; HKS_E2E_HTTP_LISTENER=0 runs them with
+// --http-listener=false instead (frontends of their own).
 const envHTTPListener = "HKS_E2E_HTTP_LISTENER"
 
 // tproxyVIP is the Services' address in tproxy mode: a documentation
@@ -68,7 +69,7 @@ type listening struct {
 // suiteListening is the mode of HKS_E2E_LISTENERS (ports unless tproxy).
 func suiteListening() listening {
 	tp := os.Getenv(envListeners) == render.ListenersTProxy
-	return listening{tproxy: tp, http: tp && os.Getenv(envHTTPListener) != ""}
+	return listening{tproxy: tp, http: tp && httpListenerOn()}
 }
 
 // realNodeListening is the real-node and chaos tiers' mode: tproxy with
@@ -76,8 +77,11 @@ func suiteListening() listening {
 // HAProxy runs), unless HKS_E2E_LISTENERS=ports.
 func realNodeListening(lbNS string) listening {
 	tp := os.Getenv(envListeners) != render.ListenersPorts
-	return listening{tproxy: tp, http: tp && os.Getenv(envHTTPListener) != "", netns: nodes.NSPath(lbNS)}
+	return listening{tproxy: tp, http: tp && httpListenerOn(), netns: nodes.NSPath(lbNS)}
 }
+
+// httpListenerOn is envHTTPListener: on unless it is "0".
+func httpListenerOn() bool { return os.Getenv(envHTTPListener) != "0" }
 
 // tproxyMode reports whether the suite runs in tproxy mode (for the
 // decisions taken before a test has an env).
@@ -137,19 +141,26 @@ func (l listening) args(extra []string) []string {
 	if l.netns != "" {
 		args = append(args, "--listener-netns", l.netns)
 	}
-	if l.http && !slices.Contains(extra, "--http-listener") {
-		args = append(args, "--http-listener")
+	if !slices.ContainsFunc(extra, isHTTPListenerFlag) {
+		args = append(args, l.httpListenerArg())
 	}
 	return args
 }
 
+// isHTTPListenerFlag reports whether a is --http-listener[=bool] (a
+// test's own choice, which the suite's then leaves alone).
+func isHTTPListenerFlag(a string) bool {
+	return a == "--http-listener" || strings.HasPrefix(a, "--http-listener=")
+}
+
+// httpListenerArg is --http-listener=true or false: the mode said
+// whatever run's default.
+func (l listening) httpListenerArg() string { return "--http-listener=" + strconv.FormatBool(l.http) }
+
 // initArgs are init's flags for the mode.
 func (l listening) initArgs() []string {
-	if l.tproxy && l.http {
-		return []string{"--listeners", "tproxy", "--http-listener"}
-	}
 	if l.tproxy {
-		return []string{"--listeners", "tproxy"}
+		return []string{"--listeners", "tproxy", l.httpListenerArg()}
 	}
 	return nil
 }
