@@ -208,8 +208,8 @@ VERSION_E2E ?= ^(TestLocalPolicyEndpointChurnIsHitless|TestNewServiceOneReload|T
 # core again with per-port frontends (HKS_E2E_LISTENERS=ports): tests of
 # each area whose path differs between the modes, and every test that
 # skips in tproxy mode (portsOnly, the Ingress tests of the plain
-# listeners' binds). docs/testing.md, "The listener mode", has the
-# measured cost; PORTS_E2E= leaves them out.
+# listeners' binds). docs/testing.md, "The listener mode", has how to
+# measure what it costs (not measured yet); PORTS_E2E= leaves them out.
 PORTS_E2E ?= ^($(subst $(space),|,$(strip $(PORTS_E2E_TESTS))))$$
 space := $(subst ,, )
 PORTS_E2E_TESTS = TestNewServiceOneReload TestSourceRangesAndAffinity TestDualStack TestControllerRestartReloads \
