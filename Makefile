@@ -172,8 +172,8 @@ test: deps deps-versions
 	$(GO) vet $(PKGS) && \
 	GO='$(GO)' PKGS='$(PKGS)' TESTFLAGS='$(TESTFLAGS)' TEST_TIMEOUT='$(TEST_TIMEOUT)' \
 	TEST_JOBS='$(TEST_JOBS)' TEST_FUZZ='$(TEST_FUZZ)' \
-	TEST_VERSIONS='$(TEST_VERSIONS)' VERSION_PKGS='$(VERSION_PKGS)' VERSION_E2E='$(VERSION_E2E)' \
-	VERSION_CONFORMANCE='$(VERSION_CONFORMANCE)' RUNTIME_VERSIONS='$(RUNTIME_VERSIONS)' RUNTIME_PKGS='$(RUNTIME_PKGS)' \
+	TEST_VERSIONS='$(TEST_VERSIONS)' VERSION_PKGS='$(VERSION_PKGS)' VERSION_E2E='$(VERSION_E2E)' PORTS_E2E='$(PORTS_E2E)' \
+	VERSION_CONFORMANCE='$(VERSION_CONFORMANCE)' TPROXY_CONFORMANCE='$(TPROXY_CONFORMANCE)' RUNTIME_VERSIONS='$(RUNTIME_VERSIONS)' RUNTIME_PKGS='$(RUNTIME_PKGS)' \
 	VERSION_SKIP='$(VERSION_SKIP)' hack/test.sh
 
 # The packages that talk to HAProxy itself (its clients and master CLI,
@@ -202,6 +202,36 @@ VERSION_SKIP ?=
 # and every HAProxy the tests start (the real-node tier's included) take
 # the version's binary from HAPROXY_BIN (haproxytest.Bin).
 VERSION_E2E ?= ^(TestLocalPolicyEndpointChurnIsHitless|TestNewServiceOneReload|TestInvalidAnnotationKeepsLastGood|TestAPIServerBootstrap|TestGatewayRouteChangesWithoutReload|TestGatewayTLSRouteBySNI|TestChaosFast)$$
+# The e2e suite runs in the listener mode run defaults to, tproxy (the
+# fixed listener and the backend pool, each test in a network namespace of
+# its own; HKS_E2E_LISTENERS, test/e2e/listenersmode_test.go), and this
+# core again with per-port frontends (HKS_E2E_LISTENERS=ports): tests of
+# each area whose path differs between the modes, and every test that
+# skips in tproxy mode (portsOnly, the Ingress tests of the plain
+# listeners' binds). docs/testing.md, "The listener mode", has how to
+# measure what it costs (not measured yet); PORTS_E2E= leaves them out.
+PORTS_E2E ?= ^($(subst $(space),|,$(strip $(PORTS_E2E_TESTS))))$$
+space := $(subst ,, )
+PORTS_E2E_TESTS = TestNewServiceOneReload TestSourceRangesAndAffinity TestDualStack TestControllerRestartReloads \
+	TestFailedReloadKeepsPreviousFile TestPortConflictAndUDP TestFileDescriptorLimitRefusedBeforeReload \
+	TestMetricsCountWhatHappens \
+	TestGatewayTCPRouteWeights TestGatewayTLSRouteBySNI TestGatewayAddressPools \
+	TestIngressServedWithoutReload \
+	$(PORTS_E2E_ONLY)
+# Those that skip in tproxy mode: per-port binds only (portsOnly), and the
+# Ingress tests that send to the plain listeners' binds (newPlainIngressEnv,
+# TestIngressTLSVersionsAndBalance).
+PORTS_E2E_ONLY = TestTakenPortRefusedBeforeReloadAndRetried TestIngressTLSVersionsAndBalance \
+	TestIngressBasicAuth TestIngressBodySize TestIngressClientCertificateHeaders TestIngressClientCertificateMatchCN \
+	TestIngressClientCertificates TestIngressConnectTimeoutAndBodyBuffer TestIngressCustomHeaders \
+	TestIngressDefaultBackendServing TestIngressExtAuth TestIngressGlobalHeaders TestIngressGlobalRateLimit \
+	TestIngressHAProxyClientCertificates TestIngressHAProxyExtAuth TestIngressHAProxyOAuth TestIngressProxyRewrite \
+	TestIngressRateLimits TestIngressRetryAndCanary TestIngressSSLPassthrough TestIngressSatisfy \
+	TestIngressSourceRanges TestIngressWildcardOneLabel
+# The conformance profiles run once more, on the host's HAProxy, in
+# tproxy mode after the per-version runs in ports mode (the conformance
+# job's own HKS_E2E_LISTENERS): TPROXY_CONFORMANCE= leaves it out.
+TPROXY_CONFORMANCE ?= GATEWAY-TCP,GATEWAY-UDP,GATEWAY-TLS
 test-versions: deps-versions
 	@set -e; $(WITH_TESTBIN) $(WITH_TOOLS) for v in $(TEST_VERSIONS); do \
 		bin="$$(hack/haproxy-version.sh $$v | tail -n 1)"; \

@@ -4,14 +4,18 @@
 # runs"):
 #
 #   - every top-level test of test/e2e, one process each (its binary built
-#     once), on the host's HAProxy, and those matching VERSION_E2E again on
-#     each of TEST_VERSIONS;
+#     once), on the host's HAProxy in the suite's default listener mode
+#     (tproxy where it can be set up: HKS_E2E_LISTENERS), those matching
+#     PORTS_E2E again in ports mode (HKS_E2E_LISTENERS=ports), and those
+#     matching VERSION_E2E again on each of TEST_VERSIONS;
 #   - each package named in hack/test-weights.txt, one job each; every
 #     other package in one job ("unit"), one package at a time;
 #   - the HAProxy client packages (VERSION_PKGS) on each of TEST_VERSIONS,
 #     the driver (RUNTIME_PKGS) on each of RUNTIME_VERSIONS;
 #   - the conformance suite (VERSION_CONFORMANCE) in one job: on the host's
-#     HAProxy, then on each of TEST_VERSIONS, on one real-node tier;
+#     HAProxy, then on each of TEST_VERSIONS, then the profiles
+#     TPROXY_CONFORMANCE names on the host's HAProxy in tproxy mode, on one
+#     real-node tier;
 #   - make fuzz;
 #   - the tests of hack/image, a module of its own (the image builders).
 #
@@ -31,8 +35,10 @@
 # Environment (the Makefile passes its variables): GO, PKGS, TESTFLAGS
 # (flags for every test binary, e.g. -v; given to test/e2e's binary as
 # -test.FLAG), TEST_TIMEOUT, TEST_JOBS, TEST_VERSIONS, VERSION_PKGS,
-# VERSION_E2E, VERSION_CONFORMANCE, RUNTIME_VERSIONS, RUNTIME_PKGS,
-# VERSION_SKIP; TEST_FUZZ= leaves make fuzz out.
+# VERSION_E2E, PORTS_E2E, VERSION_CONFORMANCE, TPROXY_CONFORMANCE,
+# RUNTIME_VERSIONS, RUNTIME_PKGS, VERSION_SKIP; TEST_FUZZ= leaves make
+# fuzz out. HKS_E2E_LISTENERS=ports runs the whole e2e suite per port
+# (PORTS_E2E then adds no job), =tproxy in tproxy mode.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
@@ -47,6 +53,11 @@ RUNTIME_PKGS=${RUNTIME_PKGS-./internal/driver/runtimeapi/}
 VERSION_CONFORMANCE=${VERSION_CONFORMANCE-}
 VERSION_PKGS=${VERSION_PKGS-./internal/haproxy/... ./internal/cli/ ./internal/driver/runtimeapi/}
 VERSION_E2E=${VERSION_E2E-}
+PORTS_E2E=${PORTS_E2E-}
+TPROXY_CONFORMANCE=${TPROXY_CONFORMANCE-}
+# The ports core is the suite again in the other mode: nothing to add when
+# the whole suite runs per-port frontends already.
+[ "${HKS_E2E_LISTENERS:-}" != ports ] || PORTS_E2E=
 VERSION_SKIP=${VERSION_SKIP-}
 TEST_FUZZ=${TEST_FUZZ-1}
 DEFAULT_WEIGHT=10
@@ -63,6 +74,7 @@ if ! unshare --net true 2>/dev/null; then
 	echo "hack/test.sh: no network namespace (unshare --net needs root): one job at a time, in the host's namespace"
 	TEST_NETNS=
 	TEST_JOBS=1
+	PORTS_E2E= # the e2e suite runs per port already (no namespace for tproxy)
 fi
 
 work="$(mktemp -d)"
@@ -201,6 +213,12 @@ if [ -n "$e2e" ]; then
 	for t in "${e2etests[@]}"; do
 		run "test/e2e.$t" "" -- test/e2e -- -test.run "^$t\$" "${binflags[@]}"
 	done
+	if [ -n "$PORTS_E2E" ]; then
+		for t in "${e2etests[@]}"; do
+			[[ $t =~ $PORTS_E2E ]] || continue
+			add "test/e2e.$t@ports" env HKS_E2E_LISTENERS=ports "$root/hack/test-run.sh" test/e2e -- -test.run "^$t\$" "${binflags[@]}"
+		done
+	fi
 	if [ -n "$VERSION_E2E" ]; then
 		for v in $TEST_VERSIONS; do
 			for t in "${e2etests[@]}"; do
@@ -226,7 +244,8 @@ done
 confbins=${HAPROXY_BIN:-$(command -v haproxy || echo /usr/sbin/haproxy)}
 for v in $TEST_VERSIONS; do confbins+=" ${bins[$v]}"; done
 for rel in "${conf[@]}"; do
-	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" "$root/hack/test-run.sh" "$rel" -- "${binflags[@]}"
+	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" HKS_CONFORMANCE_TPROXY="$TPROXY_CONFORMANCE" \
+		"$root/hack/test-run.sh" "$rel" -- "${binflags[@]}"
 done
 for v in $RUNTIME_VERSIONS; do
 	run "runtime@$v" "${bins[$v]}" -- "${rrels[@]}" -- "${skip[@]}" "${binflags[@]}"

@@ -72,21 +72,24 @@ const (
 // profiles are the suite's profiles run: the five, or those envProfiles
 // names (as the suite spells them).
 func profiles(getenv func(string) string) []suite.ConformanceProfileName {
-	all := []suite.ConformanceProfileName{
-		suite.GatewayTCPConformanceProfileName,
-		suite.GatewayUDPConformanceProfileName,
-		suite.GatewayTLSConformanceProfileName,
-		suite.GatewayHTTPConformanceProfileName,
-		suite.GatewayGRPCConformanceProfileName,
-	}
 	only := getenv(envProfiles)
 	if only == "" {
-		return all
+		return []suite.ConformanceProfileName{
+			suite.GatewayTCPConformanceProfileName,
+			suite.GatewayUDPConformanceProfileName,
+			suite.GatewayTLSConformanceProfileName,
+			suite.GatewayHTTPConformanceProfileName,
+			suite.GatewayGRPCConformanceProfileName,
+		}
 	}
-	var out []suite.ConformanceProfileName
-	for _, n := range strings.Split(only, ",") {
-		out = append(out, suite.ConformanceProfileName(strings.TrimSpace(n))) // the suite refuses a name it does not know
+	return profileNames(only)
+}
 
+// profileNames are the profiles of a comma-separated list.
+func profileNames(list string) []suite.ConformanceProfileName {
+	var out []suite.ConformanceProfileName
+	for _, n := range strings.Split(list, ",") {
+		out = append(out, suite.ConformanceProfileName(strings.TrimSpace(n))) // the suite refuses a name it does not know
 	}
 	return out
 }
@@ -137,19 +140,20 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// One suite run per HAProxy binary, on the one tier: the second
-	// starts from what the first left (its base resources kept), with
-	// every Gateway's status cleared so that nothing reads as Programmed
-	// before the new controller has programmed its HAProxy.
-	bins := haproxyBins()
-	for i, bin := range bins {
-		last := i == len(bins)-1
-		t.Run(versionName(t, bin), func(t *testing.T) {
+	// One suite run per pass (an HAProxy binary, a listener mode: passes),
+	// on the one tier: the second starts from what the first left (its
+	// base resources kept), with every Gateway's status cleared so that
+	// nothing reads as Programmed before the new controller has
+	// programmed its HAProxy.
+	all := passes(os.Getenv)
+	for i, p := range all {
+		last := i == len(all)-1
+		t.Run(p.name(t), func(t *testing.T) {
 			if i > 0 {
 				clearGatewayStatus(ctx, t, gc)
 				waitNamespacesGone(ctx, t, cfg) // namespaces_test.go
 			}
-			serve(ctx, t, tier, bin)
+			serve(ctx, t, tier, p)
 			// The suite infers the supported features from the
 			// GatewayClass's status: wait for it.
 			if err := waitUntil(2*time.Minute, func() error {
@@ -166,6 +170,7 @@ func TestConformance(t *testing.T) {
 			}
 			t.Logf("conformance: tier, CRDs, HAProxy and controller up %v after the start", time.Since(begin).Round(time.Second))
 			opts := options(t, cfg)
+			opts.ConformanceProfiles = p.profiles
 			opts.CleanupBaseResources = last
 			if i > 0 {
 				opts.ReportOutputPath = "" // the report is the first binary's
@@ -176,21 +181,21 @@ func TestConformance(t *testing.T) {
 	t.Logf("conformance: whole run %v", time.Since(begin).Round(time.Second))
 }
 
-// serve starts HAProxy bin in the tier's load-balancer namespace and the
-// controller in-process in gateway mode driving it; both stop when t ends.
-func serve(ctx context.Context, t *testing.T, tier *nodes.Tier, bin string) {
+// serve starts the pass's HAProxy in the tier's load-balancer namespace
+// and the controller in-process in gateway mode driving it, in the pass's
+// listener mode; both stop when t ends.
+func serve(ctx context.Context, t *testing.T, tier *nodes.Tier, p pass) {
 	t.Helper()
 	// The controller, in-process, with HAProxy in the load balancer's
 	// namespace and its UDP path in the same namespace's nftables.
-	if args := listenerArgs(nodes.NSPath(tier.LB)); len(args) > 0 {
-		t.Logf("the controller's listener mode: %v", args)
-	}
-	startController(ctx, t, tier, bin, initListenerArgs(), append([]string{
+	listen := listenerArgs(p.tproxy, nodes.NSPath(tier.LB))
+	t.Logf("the controller's listener mode: %v", listen)
+	startController(ctx, t, tier, p.bin, initListenerArgs(p.tproxy), append([]string{
 		"--mode=gateway",
 		"--address-pools",
 		"--udp=nftables", "--udp-netns", nodes.NSPath(tier.LB), "--udp-ip-forward=enable", "--udp-health=none",
 		"--log-level", "debug",
-	}, listenerArgs(nodes.NSPath(tier.LB))...))
+	}, listen...))
 }
 
 // startController starts HAProxy bin in the tier's load-balancer
@@ -279,7 +284,7 @@ func options(t *testing.T, cfg *rest.Config) suite.ConformanceOptions {
 			SkipProvisionalTests: false,
 			Mode:                 "default",
 			ReportOutputPath:     os.Getenv(envReport),
-			ConformanceProfiles:  profiles(os.Getenv),
+			ConformanceProfiles:  profiles(os.Getenv), // the pass's (passes)
 			// GatewayStaticAddresses: one address of the pool, one of no
 			// pool (documentation range, never routed).
 			UsableNetworkAddresses:   []gwv1.GatewaySpecAddress{{Type: ptr(gwv1.IPAddressType), Value: usableAddr}},

@@ -37,12 +37,12 @@ func httpListenerArgs() []string {
 	return nil
 }
 
-// listenerArgs are the controller's flags of the mode chosen, with the
-// kernel's side in the network namespace at netns.
-func listenerArgs(netns string) []string {
+// listenerArgs are the controller's flags of the mode (tproxy or ports),
+// with the kernel's side in the network namespace at netns.
+func listenerArgs(tproxy bool, netns string) []string {
 	var args []string
 	pool := os.Getenv(envBackendPool)
-	if os.Getenv(envListeners) == "tproxy" {
+	if tproxy {
 		args = append(args, "--listeners=tproxy", "--listener-netns", netns)
 		args = append(args, httpListenerArgs()...)
 		if pool == "" {
@@ -57,10 +57,10 @@ func listenerArgs(netns string) []string {
 	return args
 }
 
-// initListenerArgs are `init`'s flags of the mode chosen: HAProxy's first
-// config has the fixed listener.
-func initListenerArgs() []string {
-	if os.Getenv(envListeners) == "tproxy" {
+// initListenerArgs are `init`'s flags of the mode (tproxy or ports):
+// HAProxy's first config has the fixed listener in tproxy mode.
+func initListenerArgs(tproxy bool) []string {
+	if tproxy {
 		return append([]string{"--listeners", "tproxy"}, httpListenerArgs()...)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,23 +17,28 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/nodes"
 )
 
-// envListeners, when "tproxy" (HKS_E2E_LISTENERS=tproxy), runs every
-// controller of the suite with --listeners=tproxy and a backend pool
+// envListeners is the suite's listener mode (HKS_E2E_LISTENERS):
+// "tproxy", "ports", or unset (or "auto"): tproxy wherever the suite can
+// set it up (root and ip(8), what inNetns needs), as run's default
+// --listeners=auto is tproxy wherever the controller can (suiteTProxy).
+// make test runs the whole suite so and a core again with "ports"
+// (PORTS_E2E in the Makefile, docs/testing.md "The listener mode").
+// In tproxy mode every controller of the suite runs with
+// --listeners=tproxy and a backend pool
 // (--backend-pool=HKS_E2E_BACKEND_POOL, 4 when that is unset), its
 // Services on tproxyVIP instead of loopback (which the fixed listener
 // never captures: render.ListenerAddrOK), and HAProxy's first config
-// from `init --listeners=tproxy`: the suite in the mode issue 29 wants as
-// the default. The TPROXY table and policy routing the controller sets up
-// must never touch the host's, so in this mode every test runs in a
-// network namespace of its own (inNetns: a test that does not ask for one
-// re-runs itself in one from newEnv, and its outer run reports SKIP with
-// the inner run's outcome in its "netns|" lines, FAIL when it failed).
-// Controllers beside the Data Plane API driver, with --instance or in
-// the apiserver mode have no tproxy mode and keep their flags, as does a
-// test's controller started with --listeners=ports (a test of per-port
-// binds). The real-node and chaos tiers run tproxy mode unless it is
-// "ports", the TPROXY side in their load balancer's namespace
-// (realNodeListening).
+// from `init --listeners=tproxy`. The TPROXY table and policy routing the
+// controller sets up must never touch the host's, so in this mode every
+// test runs in a network namespace of its own (inNetns: a test that does
+// not ask for one re-runs itself in one from newEnv, and its outer run
+// reports SKIP with the inner run's outcome in its "netns|" lines, FAIL
+// when it failed). Controllers beside the Data Plane API driver, with
+// --instance or in the apiserver mode have no tproxy mode and keep their
+// flags, as does a test's controller started with --listeners=ports (a
+// test of per-port binds). The real-node and chaos tiers run tproxy mode
+// unless it is "ports", the TPROXY side in their load balancer's
+// namespace (realNodeListening).
 const envListeners = "HKS_E2E_LISTENERS"
 
 // envHTTPListener: with tproxy mode, init and every controller that takes
@@ -66,10 +72,36 @@ type listening struct {
 	netns string
 }
 
-// suiteListening is the mode of HKS_E2E_LISTENERS (ports unless tproxy).
+// suiteListening is the mode of HKS_E2E_LISTENERS (suiteTProxy).
 func suiteListening() listening {
-	tp := os.Getenv(envListeners) == render.ListenersTProxy
+	tp := suiteTProxy()
 	return listening{tproxy: tp, http: tp && httpListenerOn()}
+}
+
+// suiteTProxy reports whether the suite runs in tproxy mode: as
+// HKS_E2E_LISTENERS says, else (unset or "auto") where a test can have a
+// network namespace of its own (root and ip(8)): without them a test in
+// tproxy mode could only skip (inNetns), so the suite runs per-port
+// frontends on the host's loopback instead.
+func suiteTProxy() bool {
+	switch os.Getenv(envListeners) {
+	case render.ListenersTProxy:
+		return true
+	case render.ListenersPorts:
+		return false
+	case "", "auto":
+		return netnsCapable()
+	}
+	panic(fmt.Sprintf("%s=%q: tproxy, ports or auto (unset)", envListeners, os.Getenv(envListeners)))
+}
+
+// netnsCapable reports whether inNetns can make a network namespace.
+func netnsCapable() bool {
+	if os.Geteuid() != 0 {
+		return false
+	}
+	_, err := exec.LookPath("ip")
+	return err == nil
 }
 
 // realNodeListening is the real-node and chaos tiers' mode: tproxy with

@@ -62,6 +62,10 @@ type realCluster struct {
 // send packets to: pod mode runs without checks and asserts the servers
 // HAProxy holds through the Runtime API.
 func TestRealSlices(t *testing.T) {
+	// In tproxy mode the whole test in one namespace of its own, before
+	// the cluster starts: each mode's newEnvOn would otherwise re-run its
+	// subtest in one, with a cluster of its own, beside this one.
+	inTProxyNetns(t)
 	c := startRealCluster(t)
 	modes := []struct {
 		name string
