@@ -18,9 +18,9 @@ import (
 
 // run's informers read their first list as the environment run is given
 // says (kubeclient.WatchListFromEnv, asked once where the command starts, with
-// its getenv): the Services' as client-go's watch of the initial events
-// unless KUBE_FEATURE_WatchListClient is set there, else as its value
-// says (false: a plain list).
+// its getenv): a plain list unless KUBE_FEATURE_WatchListClient is set
+// there, else the Services' as client-go's watch of the initial events
+// when it is true.
 // The variable is never in the test's own environment: before the call
 // took run's getenv, the "true" case listed (os.Getenv decided).
 func TestRunListsAsItsEnvironmentSays(t *testing.T) {
@@ -32,7 +32,7 @@ func TestRunListsAsItsEnvironmentSays(t *testing.T) {
 		env       string
 		watchList bool
 	}{
-		{"", true},
+		{"", false},
 		{"true", true},
 		{"false", false},
 	} {

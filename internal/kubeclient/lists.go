@@ -14,14 +14,17 @@ import (
 // as it arrives); a plain list from the apiserver's watch cache is one
 // protobuf response per resource, decoded whole before the first item is
 // slimmed. At 10,000 Services x 5 endpoints (BenchmarkServicesScaleNew,
-// BENCHMARKS.md) the plain lists' whole responses were the start's peak
-// (VmHWM 102-112 MiB once the caches synced, against 68-77 streamed). So
-// the large kinds (Services and EndpointSlices) stream their first list
-// by default; every other informer is made from a client wrapped by
-// PlainLists (plain.go), small lists that need no streaming.
-// KUBE_FEATURE_WatchListClient=false, client-go's own switch in the
-// command's environment, turns the streaming off (every informer lists
-// plainly: the start's caches ~0.2-0.3 s sooner, at that memory).
+// one quiet window, BENCHMARKS.md) streaming the Services and
+// EndpointSlices kept the caches' phase ~30 MiB lower (68-77 against
+// 102-107 MiB) but served 2.1 s after the start against 1.7-1.9, and the
+// first pass's held collector (memlimit.HoldStart) then grew the heap to
+// the same 106-111 MiB: the whole run's peak did not move (rss30b's
+// quiet run, with the hold made tighter after streamed lists: 129.7
+// against 134.9 MiB, served 1.1 s later). So the
+// controller asks for plain lists unless KUBE_FEATURE_WatchListClient,
+// client-go's own switch, is set; when it is true, only the large kinds
+// stream: every other informer is made from a client wrapped by
+// PlainLists (plain.go).
 
 // watchListEnv is client-go's environment variable for the feature.
 const watchListEnv = "KUBE_FEATURE_" + string(features.WatchListClient)
@@ -33,7 +36,7 @@ type settable interface {
 }
 
 // WatchListFromEnv sets client-go's WatchListClient for this process from
-// getenv (the command's environment): on unless watchListEnv is set,
+// getenv (the command's environment): off unless watchListEnv is set,
 // else its value. It sets the one feature on client-go's own gates,
 // never replaces them (a replacement after something read the gates logs
 // an error, and `run` may be embedded after other client-go use: the
@@ -50,7 +53,7 @@ func WatchListFromEnv(getenv func(string) string) error {
 
 // watchListFromEnv sets WatchListClient on g from getenv.
 func watchListFromEnv(getenv func(string) string, g settable) error {
-	on := true
+	on := false
 	if v := getenv(watchListEnv); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -16,15 +16,15 @@ import (
 )
 
 // TestFirstListsStreamOnlyTheLargeKinds: with client-go's WatchListClient
-// as run sets it by default (kubeclient.WatchListFromEnv; off with
-// KUBE_FEATURE_WatchListClient=false), the Services'
+// as run sets it from KUBE_FEATURE_WatchListClient=true
+// (kubeclient.WatchListFromEnv), the Services'
 // and EndpointSlices' informers read their first list as a watch of the
 // initial events (each object slimmed as it arrives: the start's peak
 // memory, issue 29) and every other informer of the Services mode lists
 // plainly (the start's time). The stand-in apiserver answers nothing: the
 // informers' first requests are all it sees.
 func TestFirstListsStreamOnlyTheLargeKinds(t *testing.T) {
-	if err := kubeclient.WatchListFromEnv(func(string) string { return "" }); err != nil {
+	if err := kubeclient.WatchListFromEnv(func(string) string { return "true" }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = kubeclient.WatchListFromEnv(func(string) string { return "" }) })
