@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pageout"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
@@ -164,7 +165,8 @@ type startHold struct {
 // the passes.
 func (h *startHold) synced(snapshot func() (services, endpoints int)) {
 	svcs, eps := snapshot()
-	st := memlimit.HoldStart(memlimit.Default, memlimit.Size{Services: svcs, Endpoints: eps}, h.getenv("GOGC") != "", !h.tuned, h.log)
+	st := memlimit.HoldStart(memlimit.Default, memlimit.Size{Services: svcs, Endpoints: eps}, h.getenv("GOGC") != "", !h.tuned,
+		kubeclient.Streamed(), h.log)
 	h.mu.Lock()
 	h.st = st
 	h.mu.Unlock()

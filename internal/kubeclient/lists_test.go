@@ -115,9 +115,10 @@ func TestWatchListFromEnvInformerLists(t *testing.T) {
 	}
 }
 
-// TestWatchListFromEnvSetsTheGate: WatchListClient is off unless the
-// command's environment sets client-go's variable, whose value then
-// decides; a value that is no boolean is refused, naming the variable.
+// TestWatchListFromEnvSetsTheGate: WatchListClient is off (plain first
+// lists) unless the command's environment sets client-go's variable,
+// whose value then decides; a value that is no boolean is refused,
+// naming the variable.
 func TestWatchListFromEnvSetsTheGate(t *testing.T) {
 	for _, c := range []struct {
 		env     string
@@ -160,3 +161,20 @@ func TestWatchListFromEnvSetsTheGate(t *testing.T) {
 type setGates map[features.Feature]bool
 
 func (g setGates) Set(f features.Feature, on bool) error { g[f] = on; return nil }
+
+// TestStreamedFollowsTheGate: Streamed says what WatchListFromEnv set on
+// client-go's own gates (the start's hold takes its room from it).
+func TestStreamedFollowsTheGate(t *testing.T) {
+	t.Cleanup(func() { _ = WatchListFromEnv(func(string) string { return "" }) })
+	for _, c := range []struct {
+		env  string
+		want bool
+	}{{"", false}, {"false", false}, {"true", true}} {
+		if err := WatchListFromEnv(func(string) string { return c.env }); err != nil {
+			t.Fatal(err)
+		}
+		if got := Streamed(); got != c.want {
+			t.Errorf("%s=%q: Streamed %v, want %v", watchListEnv, c.env, got, c.want)
+		}
+	}
+}

@@ -19,14 +19,19 @@ func TestHoldStart(t *testing.T) {
 		owned     bool  // the Start sets the limit (no Tuner)
 		prevLimit int64 // in force before
 		live      uint64
+		streamed  bool  // the first lists were streamed: no room
 		held      int64 // the limit while held
 	}{
-		{"no limit before: the model's and its room", true, math.MaxInt64, 0, withRoom},
-		{"the operator's lower limit kept", true, 70 * mib, 0, 70 * mib},
-		{"the operator's higher limit lowered", true, 500 * mib, 0, withRoom},
-		{"a live heap above the prediction: room over it", true, math.MaxInt64, 200 * mib,
+		{"no limit before: the model's and its room", true, math.MaxInt64, 0, false, withRoom},
+		{"the operator's lower limit kept", true, 70 * mib, 0, false, 70 * mib},
+		{"the operator's higher limit lowered", true, 500 * mib, 0, false, withRoom},
+		{"a live heap above the prediction: room over it", true, math.MaxInt64, 200 * mib, false,
 			(220*mib + 14*mib) + (220*mib+14*mib)/100*StartRoomPercent},
-		{"a Tuner's limit left alone", false, 90 * mib, 0, 90 * mib},
+		{"a Tuner's limit left alone", false, 90 * mib, 0, false, 90 * mib},
+		{"streamed lists: the model's alone", true, math.MaxInt64, 0, true, model},
+		{"streamed lists, the operator's lower limit kept", true, 70 * mib, 0, true, 70 * mib},
+		{"streamed lists, a live heap above the prediction: the model's room over it", true, math.MaxInt64, 200 * mib, true,
+			220*mib + 14*mib},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gc, limit := 25, tc.prevLimit
@@ -38,7 +43,7 @@ func TestHoldStart(t *testing.T) {
 				}
 				return old
 			}
-			st := holdStart(m, size, tc.live, tc.owned, percent, setLimit, slog.New(slog.DiscardHandler))
+			st := holdStart(m, size, tc.live, tc.owned, tc.streamed, percent, setLimit, slog.New(slog.DiscardHandler))
 			if gc != -1 || limit != tc.held {
 				t.Fatalf("held: GOGC %d, limit %.1f MiB; want off, %.1f MiB", gc, float64(limit)/mib, float64(tc.held)/mib)
 			}
@@ -57,7 +62,7 @@ func TestHoldStart(t *testing.T) {
 
 // The operator's GOGC wins: nothing held; a nil Start's End does nothing.
 func TestHoldStartGOGCSet(t *testing.T) {
-	st := HoldStart(Default, Size{Services: 10000, Endpoints: 50000}, true, true, slog.New(slog.DiscardHandler))
+	st := HoldStart(Default, Size{Services: 10000, Endpoints: 50000}, true, true, true, slog.New(slog.DiscardHandler))
 	if st != nil {
 		t.Fatalf("GOGC set: held %+v", st)
 	}

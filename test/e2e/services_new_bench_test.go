@@ -180,6 +180,8 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	}
 	r2 := reloads()
 	mem := procMem(ctl.Process.Pid)
+	cpu := procCPU(ctl.Process.Pid)
+	hapMaster, hapWorkers, hapErr := haproxyRSS(context.Background(), hap)
 	stopPeak()
 	saveHeapProfile(b, pprofAddr, name+"-"+mode+"-burst", true)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -203,6 +205,14 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	b.ReportMetric(mib(mem["VmHWM"]), mode+"-ctl-peak-MiB")
 	b.ReportMetric(mib(anon), mode+"-ctl-anon-peak-MiB")
 	b.ReportMetric(mib(mem["RssFile"]), mode+"-ctl-file-MiB")
+	b.ReportMetric(cpu.Seconds(), mode+"-ctl-cpu-s")
+	if hapErr != nil {
+		b.Logf("%s %s: HAProxy's RSS not read: %v", name, mode, hapErr)
+	} else {
+		b.ReportMetric(float64(hapMaster+hapWorkers)/1024, mode+"-haproxy-rss-MiB")
+		b.Logf("%s %s: the controller's CPU (utime+stime) for the whole run %.2f s; HAProxy's RSS at the end: master %.1f MiB, workers %.1f MiB",
+			name, mode, cpu.Seconds(), float64(hapMaster)/1024, float64(hapWorkers)/1024)
+	}
 	b.Logf("%s %s: served at %s, the new Services from %s, the burst from %s (from the controller's start)",
 		name, mode, served.Sub(t0).Round(100*time.Millisecond), oneFrom.Sub(t0).Round(100*time.Millisecond), burstFrom.Sub(t0).Round(100*time.Millisecond))
 	logRises(b, name+" "+mode, false, rises)
