@@ -41,7 +41,7 @@ func TestDataplaneAPIKilledAndHAProxyRestarted(t *testing.T) {
 		}
 		return func() error { return servingIs(api, backend, set) }
 	}
-	e.eventually("HAProxy a serves every node", serves(port, "n1", "n2", "n3"))
+	e.eventually("HAProxy a serves every node", instanceServes(port, "n1", "n2", "n3"))
 	e.eventually("API c serves every node", apiServes(1, 2, 3))
 
 	// The API killed; a change meanwhile.
@@ -49,7 +49,7 @@ func TestDataplaneAPIKilledAndHAProxyRestarted(t *testing.T) {
 	if err := lab.SetNodeExcluded(bg, e.client, "n2", true); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("HAProxy a drops n2 while the API is down", serves(port, "n1", "n3"))
+	e.eventually("HAProxy a drops n2 while the API is down", instanceServes(port, "n1", "n3"))
 	time.Sleep(5 * time.Second) // the outage's length, not synchronisation
 	if err := api.Revive(); err != nil {
 		t.Fatal(err)
@@ -93,5 +93,5 @@ func TestDataplaneAPIKilledAndHAProxyRestarted(t *testing.T) {
 	drifted := time.Now()
 	e.eventually("the resync puts n1 back", apiServes(1, 2, 3))
 	t.Logf("a server put in maintenance behind our back: corrected %v after", time.Since(drifted).Round(10*time.Millisecond))
-	e.eventually("HAProxy a still serves every node", serves(port, "n1", "n2", "n3"))
+	e.eventually("HAProxy a still serves every node", instanceServes(port, "n1", "n2", "n3"))
 }

@@ -155,6 +155,7 @@ func (e *env) startController(extra ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	e.ctlCancel, e.ctlDone, e.ctlLog = cancel, make(chan error, 1), &haproxytest.LockedBuffer{}
 	args := e.controllerArgs(extra...)
+	e.t.Logf("controller args: %s", strings.Join(args, " "))
 	go func() { e.ctlDone <- cli.Run(ctx, args, func(string) string { return "" }, e.ctlLog) }()
 	e.t.Cleanup(e.stopController)
 }

@@ -51,7 +51,7 @@ func TestInstancesMixHAProxyAndDataplane(t *testing.T) {
 		"--metrics-address", maddr)
 	node := func(i int) string { return fmt.Sprintf("127.%d.0.%d:%d", e.subnet, i, np) }
 
-	e.eventually("HAProxy a serves every node", serves(port, "n1", "n2", "n3"))
+	e.eventually("HAProxy a serves every node", instanceServes(port, "n1", "n2", "n3"))
 	e.eventually("API c serves every node", func() error { return servingIs(api, backend, set3(node(1), node(2), node(3))) })
 
 	e.eventually("HAProxy a serves its own stats page", httpStatus("http://"+page+"/stats;csv", 200))
@@ -59,7 +59,7 @@ func TestInstancesMixHAProxyAndDataplane(t *testing.T) {
 	if err := lab.SetNodeExcluded(bg, e.client, "n2", true); err != nil {
 		t.Fatal(err)
 	}
-	e.eventually("HAProxy a drops excluded n2", serves(port, "n1", "n3"))
+	e.eventually("HAProxy a drops excluded n2", instanceServes(port, "n1", "n3"))
 	e.eventually("API c drops excluded n2", func() error { return servingIs(api, backend, set3(node(1), node(3))) })
 
 	m := &scraper{url: "http://" + maddr + "/metrics"}

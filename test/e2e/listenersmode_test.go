@@ -346,3 +346,10 @@ func (e *env) listenerMapsTo(addr string, port int32, be string) error {
 	}
 	return contains(string(b), entry)
 }
+
+// instanceServes is serves for a controller with --instance, which has no
+// tproxy mode (listening.capable): its frontends bind 127.0.0.1 in every
+// suite mode, not the Services' address of tproxy mode.
+func instanceServes(port int32, want ...string) func() error {
+	return servesOnAddr("127.0.0.1", port, want...)
+}
