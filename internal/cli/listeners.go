@@ -123,9 +123,7 @@ func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driv
 	if ropts.ACLDir == "" {
 		return nil, nil, flagErr("--listeners=tproxy: the directory beside --haproxy-config %s cannot hold the listener's maps (a path HAProxy reads whole is needed)", f.config)
 	}
-	if ropts.CertDir == "" { // the local HAProxy driver's (runtimeapi.NewHAProxy): the HTTPS listener's sets follow it
-		ropts.CertDir = runtimeapi.CertDir(f.config)
-	}
+	ropts = withCertDir(ropts, f.config) // the HTTPS listener's sets follow it
 	kopts := tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log}
 	if f.listeners.probed == nil { // --listeners=tproxy: no probe before
 		f.listeners.probed = tproxy.Since(kopts)
@@ -178,9 +176,22 @@ func (f *renderFlags) writeListenerRules(cfg model.Config, ropts render.Options,
 	return nil
 }
 
+// withCertDir is ropts with the local HAProxy driver's certificate
+// directory, beside configPath (runtimeapi.NewHAProxy), when it names
+// none: init writes the fixed HTTPS listener (render.HTTPSListener) where
+// run's first pass has it, so that pass is no reload.
+func withCertDir(ropts render.Options, configPath string) render.Options {
+	if ropts.CertDir == "" {
+		ropts.CertDir = runtimeapi.CertDir(configPath)
+	}
+	return ropts
+}
+
 // initListenerMaps writes the listener's maps, empty, where init's config
 // names them (tproxy mode), unless they exist: HAProxy starts with the
-// fixed listener refusing everything until run's first pass.
+// fixed listener refusing everything until run's first pass. With the
+// fixed HTTPS listener, its map and tables too, and the crt-list and
+// default certificate its bind loads (initHTTPSListener).
 func initListenerMaps(ropts render.Options) error {
 	if !ropts.TProxy() {
 		return nil
@@ -197,6 +208,12 @@ func initListenerMaps(ropts render.Options) error {
 			files = append(files, render.HTTPMapFile(ropts.ACLDir, render.HTTPListenerFrontend, kind))
 		}
 	}
+	if ropts.HTTPSListener() {
+		files = append(files, render.HTTPSListenerMapFile(ropts.ACLDir))
+		for _, kind := range render.HTTPMapKinds {
+			files = append(files, render.HTTPMapFile(ropts.ACLDir, render.HTTPSListenerFrontend, kind))
+		}
+	}
 	for _, p := range files {
 		if _, err := os.Stat(p); err == nil {
 			continue
@@ -205,7 +222,26 @@ func initListenerMaps(ropts render.Options) error {
 			return err
 		}
 	}
-	return nil
+	return initHTTPSListener(ropts)
+}
+
+// initHTTPSListener writes what the fixed HTTPS listener's bind loads, as
+// run's first pass has it with no HTTPS Gateway: the controller's default
+// certificate (kept when its file parses) and the crt-list of that one
+// line, unless the crt-list exists (run's, naming more).
+func initHTTPSListener(ropts render.Options) error {
+	if !ropts.HTTPSListener() {
+		return nil
+	}
+	if _, err := runtimeapi.ListenerDefaultCert(ropts.CertDir); err != nil {
+		return err
+	}
+	p := render.CrtListFile(ropts.CertDir, render.HTTPSListenerFrontend)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	fixed, _, _ := render.HTTPSListenerFront(model.Config{}, ropts)
+	return atomicfile.Write(p, render.CrtListContent(ropts, fixed), 0o600)
 }
 
 // listenerCleanup is `cleanup --listeners`: the TPROXY table and its
