@@ -32,6 +32,9 @@ type listenerFlags struct {
 	// --http-listener=false), --http-listener-port.
 	http     bool
 	httpPort int
+	// httpsPort: --https-listener-port, the fixed HTTPS listener's port
+	// (render/httpslistener.go: with --http-listener in tproxy mode).
+	httpsPort int
 	// given: --listeners was given (flag or environment), not the
 	// default auto.
 	given bool
@@ -76,6 +79,30 @@ func (l *listenerFlags) register(fs *pflag.FlagSet) {
 	l.httpPort = render.DefaultHTTPListenerPort
 	fs.BoolVar(&l.http, "http-listener", true, "with --listeners=tproxy (or auto choosing it), put the plain HTTP listeners (no TLS termination: Gateway HTTP listeners, Ingresses' HTTP) behind one fixed HTTP listener too, so that a new Gateway or HTTP listener on a new address and port is no reload (docs/listeners.md); --http-listener=false gives them frontends of their own again (a new address or port: a reload); ignored in ports mode")
 	fs.Var(portValue{&l.httpPort}, "http-listener-port", "the fixed HTTP listener's port with --listeners=tproxy --http-listener")
+	l.httpsPort = render.DefaultHTTPSListenerPort
+	fs.Var(portValue{&l.httpsPort}, "https-listener-port", "the fixed HTTPS listener's port with --listeners=tproxy --http-listener (the TLS-terminating Gateway HTTPS listeners it can share)")
+}
+
+// portClash refuses two fixed listeners on one port: both frontends
+// would bind it (SO_REUSEPORT) and the kernel would share their
+// connections between them. Ports mode (auto too may choose tproxy) has
+// no HTTP or HTTPS listener.
+func (l listenerFlags) portClash() error {
+	if !l.http || l.mode == render.ListenersPorts {
+		return nil
+	}
+	if l.httpPort == l.port {
+		return flagErr("--http-listener-port %d: the TCP listener's --listener-port too (choose another, or --http-listener=false)", l.httpPort)
+	}
+	for _, o := range []struct {
+		port int
+		flag string
+	}{{l.port, "the TCP listener's --listener-port"}, {l.httpPort, "the HTTP listener's --http-listener-port"}} {
+		if l.httpsPort == o.port {
+			return flagErr("--https-listener-port %d: %s too (choose another, or --http-listener=false)", l.httpsPort, o.flag)
+		}
+	}
+	return nil
 }
 
 // renderListeners are the render options' listeners of the flags: the
@@ -83,7 +110,7 @@ func (l *listenerFlags) register(fs *pflag.FlagSet) {
 // --http-listener, on by default, says).
 func (l listenerFlags) renderListeners() render.Listeners {
 	http := l.http && l.mode == render.ListenersTProxy
-	return render.Listeners{Mode: l.mode, Port: uint16(l.port), HTTP: http, HTTPPort: uint16(l.httpPort)}
+	return render.Listeners{Mode: l.mode, Port: uint16(l.port), HTTP: http, HTTPPort: uint16(l.httpPort), HTTPSPort: uint16(l.httpsPort)}
 }
 
 // registerRun registers what only run uses.

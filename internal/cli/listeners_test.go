@@ -127,6 +127,32 @@ func TestInitListeners(t *testing.T) {
 	}
 }
 
+// --https-listener-port moves the fixed HTTPS listener's binds (15443
+// unless given).
+func TestInitHTTPSListenerPort(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "\tbind :15443 transparent ssl crt-list "},
+		{[]string{"--https-listener-port", "16443"}, "\tbind :16443 transparent ssl crt-list "},
+	} {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "haproxy.cfg")
+		args := append([]string{"--listeners", "tproxy", "--haproxy-config", cfg, "--stats-socket", filepath.Join(dir, "admin.sock"), "--state-file", filepath.Join(dir, "state")}, tc.args...)
+		if err := initCmd(args, env(nil), &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(tc.want)) {
+			t.Errorf("init %v: no line %q:\n%s", tc.args, tc.want, b)
+		}
+	}
+}
+
 // tproxy mode where nothing would run its kernel side is a usage error.
 func TestListenersOtherModes(t *testing.T) {
 	dir := t.TempDir()
