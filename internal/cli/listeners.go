@@ -32,6 +32,9 @@ type listenerFlags struct {
 	// --http-listener=false), --http-listener-port.
 	http     bool
 	httpPort int
+	// httpsPort: --https-listener-port, the fixed HTTPS listener's port
+	// (render/httpslistener.go: with --http-listener in tproxy mode).
+	httpsPort int
 	// given: --listeners was given (flag or environment), not the
 	// default auto.
 	given bool
@@ -76,6 +79,30 @@ func (l *listenerFlags) register(fs *pflag.FlagSet) {
 	l.httpPort = render.DefaultHTTPListenerPort
 	fs.BoolVar(&l.http, "http-listener", true, "with --listeners=tproxy (or auto choosing it), put the plain HTTP listeners (no TLS termination: Gateway HTTP listeners, Ingresses' HTTP) behind one fixed HTTP listener too, so that a new Gateway or HTTP listener on a new address and port is no reload (docs/listeners.md); --http-listener=false gives them frontends of their own again (a new address or port: a reload); ignored in ports mode")
 	fs.Var(portValue{&l.httpPort}, "http-listener-port", "the fixed HTTP listener's port with --listeners=tproxy --http-listener")
+	l.httpsPort = render.DefaultHTTPSListenerPort
+	fs.Var(portValue{&l.httpsPort}, "https-listener-port", "the fixed HTTPS listener's port with --listeners=tproxy --http-listener (the TLS-terminating Gateway HTTPS listeners it can share)")
+}
+
+// portClash refuses two fixed listeners on one port: both frontends
+// would bind it (SO_REUSEPORT) and the kernel would share their
+// connections between them. Ports mode (auto too may choose tproxy) has
+// no HTTP or HTTPS listener.
+func (l listenerFlags) portClash() error {
+	if !l.http || l.mode == render.ListenersPorts {
+		return nil
+	}
+	if l.httpPort == l.port {
+		return flagErr("--http-listener-port %d: the TCP listener's --listener-port too (choose another, or --http-listener=false)", l.httpPort)
+	}
+	for _, o := range []struct {
+		port int
+		flag string
+	}{{l.port, "the TCP listener's --listener-port"}, {l.httpPort, "the HTTP listener's --http-listener-port"}} {
+		if l.httpsPort == o.port {
+			return flagErr("--https-listener-port %d: %s too (choose another, or --http-listener=false)", l.httpsPort, o.flag)
+		}
+	}
+	return nil
 }
 
 // renderListeners are the render options' listeners of the flags: the
@@ -83,7 +110,7 @@ func (l *listenerFlags) register(fs *pflag.FlagSet) {
 // --http-listener, on by default, says).
 func (l listenerFlags) renderListeners() render.Listeners {
 	http := l.http && l.mode == render.ListenersTProxy
-	return render.Listeners{Mode: l.mode, Port: uint16(l.port), HTTP: http, HTTPPort: uint16(l.httpPort)}
+	return render.Listeners{Mode: l.mode, Port: uint16(l.port), HTTP: http, HTTPPort: uint16(l.httpPort), HTTPSPort: uint16(l.httpsPort)}
 }
 
 // registerRun registers what only run uses.
@@ -123,9 +150,7 @@ func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driv
 	if ropts.ACLDir == "" {
 		return nil, nil, flagErr("--listeners=tproxy: the directory beside --haproxy-config %s cannot hold the listener's maps (a path HAProxy reads whole is needed)", f.config)
 	}
-	if ropts.CertDir == "" { // the local HAProxy driver's (runtimeapi.NewHAProxy): the HTTPS listener's sets follow it
-		ropts.CertDir = runtimeapi.CertDir(f.config)
-	}
+	ropts = withCertDir(ropts, f.config) // the HTTPS listener's sets follow it
 	kopts := tproxy.Options{NetNS: l.netns, Render: ropts, Logger: log}
 	if f.listeners.probed == nil { // --listeners=tproxy: no probe before
 		f.listeners.probed = tproxy.Since(kopts)
@@ -178,9 +203,22 @@ func (f *renderFlags) writeListenerRules(cfg model.Config, ropts render.Options,
 	return nil
 }
 
+// withCertDir is ropts with the local HAProxy driver's certificate
+// directory, beside configPath (runtimeapi.NewHAProxy), when it names
+// none: init writes the fixed HTTPS listener (render.HTTPSListener) where
+// run's first pass has it, so that pass is no reload.
+func withCertDir(ropts render.Options, configPath string) render.Options {
+	if ropts.CertDir == "" {
+		ropts.CertDir = runtimeapi.CertDir(configPath)
+	}
+	return ropts
+}
+
 // initListenerMaps writes the listener's maps, empty, where init's config
 // names them (tproxy mode), unless they exist: HAProxy starts with the
-// fixed listener refusing everything until run's first pass.
+// fixed listener refusing everything until run's first pass. With the
+// fixed HTTPS listener, its map and tables too, and the crt-list and
+// default certificate its bind loads (initHTTPSListener).
 func initListenerMaps(ropts render.Options) error {
 	if !ropts.TProxy() {
 		return nil
@@ -197,6 +235,12 @@ func initListenerMaps(ropts render.Options) error {
 			files = append(files, render.HTTPMapFile(ropts.ACLDir, render.HTTPListenerFrontend, kind))
 		}
 	}
+	if ropts.HTTPSListener() {
+		files = append(files, render.HTTPSListenerMapFile(ropts.ACLDir))
+		for _, kind := range render.HTTPMapKinds {
+			files = append(files, render.HTTPMapFile(ropts.ACLDir, render.HTTPSListenerFrontend, kind))
+		}
+	}
 	for _, p := range files {
 		if _, err := os.Stat(p); err == nil {
 			continue
@@ -205,7 +249,26 @@ func initListenerMaps(ropts render.Options) error {
 			return err
 		}
 	}
-	return nil
+	return initHTTPSListener(ropts)
+}
+
+// initHTTPSListener writes what the fixed HTTPS listener's bind loads, as
+// run's first pass has it with no HTTPS Gateway: the controller's default
+// certificate (kept when its file parses) and the crt-list of that one
+// line, unless the crt-list exists (run's, naming more).
+func initHTTPSListener(ropts render.Options) error {
+	if !ropts.HTTPSListener() {
+		return nil
+	}
+	if _, err := runtimeapi.ListenerDefaultCert(ropts.CertDir); err != nil {
+		return err
+	}
+	p := render.CrtListFile(ropts.CertDir, render.HTTPSListenerFrontend)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	fixed, _, _ := render.HTTPSListenerFront(model.Config{}, ropts)
+	return atomicfile.Write(p, render.CrtListContent(ropts, fixed), 0o600)
 }
 
 // listenerCleanup is `cleanup --listeners`: the TPROXY table and its

@@ -78,16 +78,19 @@ func TestListenerFlagsRefused(t *testing.T) {
 // init in tproxy mode writes the fixed listener and its empty maps, so
 // HAProxy starts (and refuses every connection) before run's first pass;
 // the fixed HTTP listener and its maps too, as run has it by default,
-// unless --http-listener=false (ports mode has neither).
+// unless --http-listener=false (ports mode has neither); and the fixed
+// HTTPS listener run's first pass has (its certificate directory beside
+// the config), with its map, crt-list and default certificate, so that
+// pass is no reload.
 func TestInitListeners(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		args      []string
-		tcp, http bool
+		name             string
+		args             []string
+		tcp, http, https bool
 	}{
-		{"tproxy", []string{"--listeners", "tproxy"}, true, true},
-		{"tproxy without the HTTP listener", []string{"--listeners", "tproxy", "--http-listener=false"}, true, false},
-		{"ports", []string{"--listeners", "ports", "--http-listener"}, false, false},
+		{"tproxy", []string{"--listeners", "tproxy"}, true, true, true},
+		{"tproxy without the HTTP listener", []string{"--listeners", "tproxy", "--http-listener=false"}, true, false, false},
+		{"ports", []string{"--listeners", "ports", "--http-listener"}, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -110,8 +113,43 @@ func TestInitListeners(t *testing.T) {
 			if got := err == nil; got != tc.http {
 				t.Errorf("init %v: http-listeners.map written %v, want %v (%v)", tc.args, got, tc.http, err)
 			}
+			if got := bytes.Contains(b, []byte("frontend _https_listeners")); got != tc.https {
+				t.Errorf("init %v: the fixed HTTPS listener written %v, want %v:\n%s", tc.args, got, tc.https, b)
+			}
+			for _, p := range []string{"etc/acl/https-listeners.map", "etc/certs/_https_listeners.crtlist"} {
+				_, err = os.Stat(filepath.Join(dir, p))
+				if got := err == nil; got != tc.https {
+					t.Errorf("init %v: %s written %v, want %v (%v)", tc.args, p, got, tc.https, err)
+				}
+			}
 			golden.HAProxyAccepts(t, b)
 		})
+	}
+}
+
+// --https-listener-port moves the fixed HTTPS listener's binds (15443
+// unless given).
+func TestInitHTTPSListenerPort(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "\tbind :15443 transparent ssl crt-list "},
+		{[]string{"--https-listener-port", "16443"}, "\tbind :16443 transparent ssl crt-list "},
+	} {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "haproxy.cfg")
+		args := append([]string{"--listeners", "tproxy", "--haproxy-config", cfg, "--stats-socket", filepath.Join(dir, "admin.sock"), "--state-file", filepath.Join(dir, "state")}, tc.args...)
+		if err := initCmd(args, env(nil), &bytes.Buffer{}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(tc.want)) {
+			t.Errorf("init %v: no line %q:\n%s", tc.args, tc.want, b)
+		}
 	}
 }
 

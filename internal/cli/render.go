@@ -271,6 +271,9 @@ run's first pass. An existing config is kept unless --force.`,
 				return fmt.Errorf("%s exists; use --force to overwrite", path)
 			}
 			ropts := s.listeners.options(s.renderOptions(), path)
+			if ropts.TProxy() {
+				ropts = withCertDir(ropts, path) // run's (wrapListeners): the fixed HTTPS listener
+			}
 			cfg := render.Empty(ropts)
 			if err := initListenerMaps(ropts); err != nil {
 				return err

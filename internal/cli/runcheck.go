@@ -41,11 +41,8 @@ func (f *runFlags) checkFlags(useDataplane bool, log *slog.Logger) error {
 			return err
 		}
 	}
-	if f.listeners.http && f.listeners.mode != render.ListenersPorts && f.listeners.httpPort == f.listeners.port {
-		// Both fixed frontends would bind it (SO_REUSEPORT): the kernel
-		// would share their connections between them. Ports mode (auto
-		// too may choose tproxy) has no HTTP listener.
-		return flagErr("--http-listener-port %d: the TCP listener's --listener-port too (choose another, or --http-listener=false)", f.listeners.httpPort)
+	if err := f.listeners.portClash(); err != nil {
+		return err
 	}
 	if f.apply != runtimeapi.ModeHybrid && f.apply != runtimeapi.ModeReload {
 		return flagErr("--apply: want hybrid or reload, got %q", f.apply)

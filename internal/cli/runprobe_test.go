@@ -63,6 +63,9 @@ func TestRunBadFlagTouchesNoKernel(t *testing.T) {
 		{"the HTTP listener on the TCP listener's port", []string{"--mode=gateway", "--http-listener", "--http-listener-port=15080"}, "--http-listener-port 15080: the TCP listener's --listener-port too"},
 		// The HTTP listener is on by default: its port is taken too.
 		{"the TCP listener on the default HTTP listener's port", []string{"--mode=gateway", "--listener-port=15081"}, "--http-listener-port 15081: the TCP listener's --listener-port too"},
+		{"the HTTPS listener on the TCP listener's port", []string{"--mode=gateway", "--https-listener-port=15080"}, "--https-listener-port 15080: the TCP listener's --listener-port too"},
+		{"the HTTPS listener on the HTTP listener's port", []string{"--mode=gateway", "--https-listener-port=15081"}, "--https-listener-port 15081: the HTTP listener's --http-listener-port too"},
+		{"the TCP listener on the default HTTPS listener's port", []string{"--mode=gateway", "--listener-port=15443"}, "--https-listener-port 15443: the TCP listener's --listener-port too"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			log, table, rule, err := probeRun(t, lab, tc.args...)
