@@ -224,9 +224,9 @@ PORTS_E2E_TESTS = TestNewServiceOneReload TestSourceRangesAndAffinity TestDualSt
 PORTS_E2E_ONLY = TestTakenPortRefusedBeforeReloadAndRetried TestIngressTLSVersionsAndBalance \
 	TestIngressBasicAuth TestIngressBodySize TestIngressClientCertificateHeaders TestIngressClientCertificateMatchCN \
 	TestIngressClientCertificates TestIngressConnectTimeoutAndBodyBuffer TestIngressCustomHeaders \
-	TestIngressDefaultBackendServing TestIngressExtAuth TestIngressGlobalHeaders TestIngressGlobalRateLimit \
-	TestIngressHAProxyClientCertificates TestIngressHAProxyExtAuth TestIngressHAProxyOAuth TestIngressProxyRewrite \
-	TestIngressRateLimits TestIngressRetryAndCanary TestIngressSSLPassthrough TestIngressSatisfy \
+	TestIngressDefaultBackendServing TestIngressGlobalHeaders TestIngressGlobalRateLimit \
+	TestIngressHAProxyClientCertificates TestIngressProxyRewrite \
+	TestIngressRateLimits TestIngressRetryAndCanary TestIngressSatisfy \
 	TestIngressSourceRanges TestIngressWildcardOneLabel
 # The conformance profiles run once more, on the host's HAProxy, in
 # tproxy mode after the per-version runs in ports mode (the conformance
