@@ -207,7 +207,7 @@ VERSION_E2E ?= ^(TestLocalPolicyEndpointChurnIsHitless|TestNewServiceOneReload|T
 # its own; HKS_E2E_LISTENERS, test/e2e/listenersmode_test.go), and this
 # core again with per-port frontends (HKS_E2E_LISTENERS=ports): tests of
 # each area whose path differs between the modes, and every test that
-# skips in tproxy mode (portsOnly, newIngressEnvNotTProxy). docs/testing.md,
+# skips in tproxy mode (portsOnly). docs/testing.md,
 # "The listener mode", has what it costs; PORTS_E2E= leaves them out.
 PORTS_E2E ?= ^($(subst $(space),|,$(strip $(PORTS_E2E_TESTS))))$$
 space := $(subst ,, )
@@ -217,11 +217,9 @@ PORTS_E2E_TESTS = TestNewServiceOneReload TestSourceRangesAndAffinity TestDualSt
 	TestGatewayTCPRouteWeights TestGatewayTLSRouteBySNI TestGatewayAddressPools \
 	TestIngressServedWithoutReload \
 	$(PORTS_E2E_ONLY)
-# Those that skip in tproxy mode: per-port binds only (portsOnly), and the
-# Ingress tests not yet passing behind the fixed HTTP listener
-# (newIngressEnvNotTProxy); the other Ingress tests run in tproxy mode.
-PORTS_E2E_ONLY = TestTakenPortRefusedBeforeReloadAndRetried \
-	TestIngressExtAuth TestIngressHAProxyExtAuth TestIngressHAProxyOAuth TestIngressSSLPassthrough
+# Those that skip in tproxy mode: per-port binds only (portsOnly; every
+# Ingress test runs in tproxy mode now).
+PORTS_E2E_ONLY = TestTakenPortRefusedBeforeReloadAndRetried
 # The conformance profiles run once more, on the host's HAProxy, in
 # tproxy mode after the per-version runs in ports mode (the conformance
 # job's own HKS_E2E_LISTENERS): TPROXY_CONFORMANCE= leaves it out.

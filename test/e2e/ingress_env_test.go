@@ -37,19 +37,6 @@ func newIngressEnv(t *testing.T) (g *ingressEnv, ok bool) {
 	return g, true
 }
 
-// newIngressEnvNotTProxy is newIngressEnv for the four tests that fail in
-// tproxy mode with the fixed HTTP listener (its default), not yet
-// diagnosed (2026-11-30, httpdef30's run: ExtAuth 500, HAProxyExtAuth
-// 503, HAProxyOAuth, SSLPassthrough): skipped there, so that a run of the
-// suite in that mode says so rather than failing on it.
-func newIngressEnvNotTProxy(t *testing.T) (*ingressEnv, bool) {
-	t.Helper()
-	if tproxyMode() {
-		t.Skip("fails in tproxy mode with the fixed HTTP listener: not yet diagnosed (docs/listeners.md)")
-	}
-	return newIngressEnv(t)
-}
-
 // web starts an httpPod name at podAddrs[i]:8080 and its Service (port 80).
 func (g *ingressEnv) web(name string, i int) {
 	g.t.Helper()

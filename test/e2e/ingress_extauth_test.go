@@ -66,7 +66,7 @@ func askThrough(port int, host, path, token string) (authAnswer, error) {
 // added, changed and removed on a running controller: 0 reloads. A
 // malformed auth-url: an Event, the last good configuration kept.
 func TestIngressExtAuth(t *testing.T) {
-	g, ok := newIngressEnvNotTProxy(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

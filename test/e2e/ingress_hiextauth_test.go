@@ -53,7 +53,7 @@ func hiAsk(port int, method, host, path string, h map[string]string) (int, strin
 // removed: 0 reloads. A malformed value: an Event, the last good
 // configuration kept.
 func TestIngressHAProxyExtAuth(t *testing.T) {
-	g, ok := newIngressEnvNotTProxy(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}

@@ -26,7 +26,7 @@ import (
 // an Event. A bad value: an Event, the last good
 // configuration kept.
 func TestIngressHAProxyOAuth(t *testing.T) {
-	g, ok := newIngressEnvNotTProxy(t)
+	g, ok := newIngressEnv(t)
 	if !ok {
 		return
 	}
