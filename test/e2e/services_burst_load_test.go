@@ -90,9 +90,6 @@ func (l *burstLoad) stop(b *testing.B) string {
 	return line
 }
 
-// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
-const clockTicks = 100
-
 // procTicks is process pid's user and system CPU time so far, in ticks.
 func procTicks(pid int) int64 {
 	s := readFile(fmt.Sprintf("/proc/%d/stat", pid))
