@@ -26,7 +26,11 @@ func (h *HTTP) BackendNames() []string {
 }
 
 // WithBackends is h with every backend its actions name replaced by
-// rename(name). h is unchanged: the actions and their backends are
+// rename(name): their weighted backends and the backend their external
+// authentication asks through (ExtAuth.Backend, the internal frontend's
+// use_backend: a Service's backend, a spare's name in the pool), and its
+// TLS passthrough routes' backends (the splitter's map). h is unchanged:
+// the actions, their backends, such an access and the passthrough are
 // copied, the hosts and rules shared (nil for a nil table).
 func (h *HTTP) WithBackends(rename func(string) string) *HTTP {
 	if h == nil {
@@ -35,14 +39,26 @@ func (h *HTTP) WithBackends(rename func(string) string) *HTTP {
 	out := *h
 	out.Actions = slices.Clone(h.Actions)
 	for i, a := range out.Actions {
-		if len(a.Backends) == 0 {
-			continue
+		if a.Access != nil && a.Access.ExtAuth != nil && a.Access.ExtAuth.Backend != "" {
+			access, ext := *a.Access, *a.Access.ExtAuth
+			ext.Backend = rename(ext.Backend)
+			access.ExtAuth = &ext
+			a.Access = &access
 		}
-		a.Backends = slices.Clone(a.Backends)
-		for j := range a.Backends {
-			a.Backends[j].Name = rename(a.Backends[j].Name)
+		if len(a.Backends) > 0 {
+			a.Backends = slices.Clone(a.Backends)
+			for j := range a.Backends {
+				a.Backends[j].Name = rename(a.Backends[j].Name)
+			}
 		}
 		out.Actions[i] = a
+	}
+	if h.Passthrough != nil {
+		p := Passthrough{Routes: slices.Clone(h.Passthrough.Routes)}
+		for j := range p.Routes {
+			p.Routes[j].Backend = rename(p.Routes[j].Backend)
+		}
+		out.Passthrough = &p
 	}
 	return &out
 }

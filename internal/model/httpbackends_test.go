@@ -57,3 +57,45 @@ func TestHTTPBackends(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPBackendsExtAuth: the backend an action's external
+// authentication asks through is renamed with the others (the pool's
+// spares: without it the internal frontend names a backend HAProxy does
+// not have), the table read unchanged; an action without one keeps none.
+func TestHTTPBackendsExtAuth(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ext  *ExtAuth
+		want string
+	}{
+		{"service", &ExtAuth{URL: "http://auth.ns.svc.cluster.local/", Backend: "ns_auth_80"}, "NS_AUTH_80"},
+		{"url only", &ExtAuth{URL: "http://10.0.0.1/"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &HTTP{Actions: []HTTPAction{{Backends: []WeightedBackend{{Name: "web", Weight: 1}}, Access: &HTTPAccess{ExtAuth: tc.ext}}}}
+			was := tc.ext.Backend
+			r := h.WithBackends(strings.ToUpper)
+			if got := r.Actions[0].Access.ExtAuth.Backend; got != tc.want {
+				t.Errorf("ExtAuth.Backend = %q, want %q", got, tc.want)
+			}
+			if h.Actions[0].Access.ExtAuth.Backend != was || h.Actions[0].Backends[0].Name != "web" {
+				t.Errorf("WithBackends changed the table it read: %+v", h.Actions[0])
+			}
+		})
+	}
+}
+
+// TestHTTPBackendsPassthrough: the TLS passthrough routes' backends are
+// renamed with the others (without it the splitter's map names a backend
+// HAProxy does not have in the pool, and the connection is terminated
+// instead), the table read unchanged.
+func TestHTTPBackendsPassthrough(t *testing.T) {
+	h := &HTTP{Passthrough: &Passthrough{Routes: []PassRoute{{SNI: "a.example.com", Backend: "ns_a_443"}, {SNI: "b.example.com", Backend: "ns_b_443"}}}}
+	r := h.WithBackends(strings.ToUpper)
+	if got := r.Passthrough.Routes; len(got) != 2 || got[0].Backend != "NS_A_443" || got[1].Backend != "NS_B_443" || got[1].SNI != "b.example.com" {
+		t.Errorf("passthrough routes = %+v", got)
+	}
+	if h.Passthrough.Routes[0].Backend != "ns_a_443" {
+		t.Errorf("WithBackends changed the table it read: %+v", h.Passthrough.Routes)
+	}
+}
