@@ -338,14 +338,18 @@ func (e *env) config() string {
 	return string(b)
 }
 
-// load runs sequential connections through port until stop is closed (at
-// most max of them) and reports how many were made and how many failed.
-func load(port int32, max int, stop <-chan struct{}) (total, failed int, firstErr error) {
+// load runs sequential connections through port until stop is closed and
+// at least min were made (at most max of them) and reports how many were
+// made and how many failed. The minimum keeps a fast change from ending
+// the load before it measured anything.
+func load(port int32, min, max int, stop <-chan struct{}) (total, failed int, firstErr error) {
 	for total < max {
-		select {
-		case <-stop:
-			return
-		default:
+		if total >= min {
+			select {
+			case <-stop:
+				return
+			default:
+			}
 		}
 		total++
 		if _, err := lab.Probe(fmt.Sprintf("%s:%d", serviceIP(), port), 2*time.Second); err != nil {
@@ -363,20 +367,24 @@ type loadResult struct {
 	err           error
 }
 
-// startLoad runs load through port in the background (50,000 connections
-// at most) until the function it returns is called; that function fails
-// the test unless at least 10 connections were made and none failed.
+// loadMin is how many connections startLoad's load makes at least, however
+// soon it is stopped.
+const loadMin = 10
+
+// startLoad runs load through port in the background (loadMin connections
+// at least, 50,000 at most) until the function it returns is called; that
+// function waits for the minimum and fails the test if any failed.
 func (e *env) startLoad(port int32) (stop func() loadResult) {
 	stopc := make(chan struct{})
 	done := make(chan loadResult)
 	go func() {
-		tot, f, err := load(port, 50000, stopc)
+		tot, f, err := load(port, loadMin, 50000, stopc)
 		done <- loadResult{tot, f, err}
 	}()
 	return func() loadResult {
 		close(stopc)
 		r := <-done
-		if r.failed != 0 || r.total < 10 {
+		if r.failed != 0 || r.total < loadMin {
 			e.t.Errorf("load: %d connections, %d failed (first: %v)", r.total, r.failed, r.err)
 		}
 		return r

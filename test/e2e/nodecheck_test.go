@@ -61,7 +61,7 @@ func TestNodeCheckMovesTraffic(t *testing.T) {
 	stopc := make(chan struct{})
 	dying := make(chan loadResult, 1)
 	go func() {
-		tot, f, err := load(port, 50000, stopc)
+		tot, f, err := load(port, 0, 50000, stopc)
 		dying <- loadResult{tot, f, err}
 	}()
 	e.nodes["n2"].Close()

@@ -293,7 +293,7 @@ func (c *realCluster) check(t *testing.T, args []string, terminating bool) {
 	e.eventually("web traffic", serves(c.web.Port, webNodes...))
 	e.eventually("plain traffic", serves(c.plain.Port, plainNodes...))
 	for _, p := range []corev1.ServicePort{c.web, c.plain} {
-		if total, failed, err := load(p.Port, 40, nil); failed != 0 {
+		if total, failed, err := load(p.Port, 0, 40, nil); failed != 0 {
 			t.Errorf("port %d: %d of %d connections failed (first: %v)", p.Port, failed, total, err)
 		}
 	}

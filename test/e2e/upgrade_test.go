@@ -132,7 +132,7 @@ func upgradeFrom(t *testing.T, old, driver string) {
 	stop := make(chan struct{})
 	loaded := make(chan loadResult)
 	go func() {
-		tot, f, err := load(ports[0], 50000, stop)
+		tot, f, err := load(ports[0], 0, 50000, stop)
 		loaded <- loadResult{tot, f, err}
 	}()
 	start := time.Now()
