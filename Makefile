@@ -161,10 +161,12 @@ deps-versions:
 vet:
 	$(GO) vet $(PKGS)
 
-# The suite itself runs in two lanes side by side (hack/test.sh): test/e2e
-# and its core on TEST_VERSIONS in one, every other package, the client
-# packages and conformance on TEST_VERSIONS, the driver on
-# RUNTIME_VERSIONS and the fuzz targets in the other.
+# The suite itself runs as a queue of jobs, TEST_JOBS at once, longest
+# first (hack/test.sh): each test of test/e2e and its cores (ports mode,
+# TEST_VERSIONS), every other package, the client packages on
+# TEST_VERSIONS, the conformance suite on the host's HAProxy and
+# TEST_VERSIONS (one job) and in tproxy mode (TPROXY_CONFORMANCE, another),
+# the driver on RUNTIME_VERSIONS and the fuzz targets.
 test: deps deps-versions
 	$(WITH_TESTBIN) $(WITH_TOOLS) $(WITH_TRIMPATH) \
 	echo "HKS_TESTBIN_DIR=$$HKS_TESTBIN_DIR" && \
@@ -221,9 +223,11 @@ PORTS_E2E_TESTS = TestNewServiceOneReload TestSourceRangesAndAffinity TestDualSt
 # Ingress test runs in tproxy mode now).
 PORTS_E2E_ONLY = TestTakenPortRefusedBeforeReloadAndRetried
 # The conformance profiles run once more, on the host's HAProxy, in
-# tproxy mode after the per-version runs in ports mode (the conformance
-# job's own HKS_E2E_LISTENERS): TPROXY_CONFORMANCE= leaves it out.
-TPROXY_CONFORMANCE ?= GATEWAY-TCP,GATEWAY-UDP,GATEWAY-TLS
+# tproxy mode (HKS_E2E_LISTENERS=tproxy, the HTTP and HTTPS listeners on
+# as run's default), in a job of their own, test/conformance@tproxy (its
+# own tier), beside the per-version runs in ports mode: every profile,
+# extended features included. TPROXY_CONFORMANCE= leaves it out.
+TPROXY_CONFORMANCE ?= GATEWAY-TCP,GATEWAY-UDP,GATEWAY-TLS,GATEWAY-HTTP,GATEWAY-GRPC
 test-versions: deps-versions
 	@set -e; $(WITH_TESTBIN) $(WITH_TOOLS) for v in $(TEST_VERSIONS); do \
 		bin="$$(hack/haproxy-version.sh $$v | tail -n 1)"; \

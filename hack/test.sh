@@ -12,10 +12,10 @@
 #     other package in one job ("unit"), one package at a time;
 #   - the HAProxy client packages (VERSION_PKGS) on each of TEST_VERSIONS,
 #     the driver (RUNTIME_PKGS) on each of RUNTIME_VERSIONS;
-#   - the conformance suite (VERSION_CONFORMANCE) in one job: on the host's
-#     HAProxy, then on each of TEST_VERSIONS, then the profiles
-#     TPROXY_CONFORMANCE names on the host's HAProxy in tproxy mode, on one
-#     real-node tier;
+#   - the conformance suite (VERSION_CONFORMANCE) in one job on one
+#     real-node tier: on the host's HAProxy, then on each of TEST_VERSIONS;
+#     and the profiles TPROXY_CONFORMANCE names on the host's HAProxy in
+#     tproxy mode, a job of its own (REL@tproxy: its own tier) beside it;
 #   - make fuzz;
 #   - the tests of hack/image, a module of its own (the image builders).
 #
@@ -75,6 +75,7 @@ if ! unshare --net true 2>/dev/null; then
 	TEST_NETNS=
 	TEST_JOBS=1
 	PORTS_E2E= # the e2e suite runs per port already (no namespace for tproxy)
+	TPROXY_CONFORMANCE=
 fi
 
 work="$(mktemp -d)"
@@ -240,12 +241,22 @@ for v in $TEST_VERSIONS; do
 done
 # The conformance suite once per HAProxy (the host's, then each of
 # TEST_VERSIONS) in one process, on one real-node tier: the tier is the
-# longest part of a run to start (HKS_CONFORMANCE_HAPROXY).
-confbins=${HAPROXY_BIN:-$(command -v haproxy || echo /usr/sbin/haproxy)}
+# longest part of a run to start (HKS_CONFORMANCE_HAPROXY). The profiles
+# TPROXY_CONFORMANCE names run again on the host's HAProxy in tproxy mode
+# in a job of its own (REL@tproxy: its process, network namespace and
+# tier), side by side with it rather than after it in the same job, the
+# queue's longest; nothing to add when the suite's mode is tproxy already
+# (HKS_E2E_LISTENERS).
+hostbin=${HAPROXY_BIN:-$(command -v haproxy || echo /usr/sbin/haproxy)}
+confbins=$hostbin
 for v in $TEST_VERSIONS; do confbins+=" ${bins[$v]}"; done
 for rel in "${conf[@]}"; do
-	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" HKS_CONFORMANCE_TPROXY="$TPROXY_CONFORMANCE" \
-		"$root/hack/test-run.sh" "$rel" -- "${binflags[@]}"
+	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" "$root/hack/test-run.sh" "$rel" -- "${binflags[@]}"
+	if [ -n "$TPROXY_CONFORMANCE" ] && [ "${HKS_E2E_LISTENERS:-}" != tproxy ]; then
+		add "$rel@tproxy" env HKS_CONFORMANCE_HAPROXY="$hostbin" HKS_E2E_LISTENERS=tproxy \
+			HKS_CONFORMANCE_PROFILES="$TPROXY_CONFORMANCE" \
+			"$root/hack/test-run.sh" "$rel" -- -test.run '^TestConformance$' "${binflags[@]}"
+	fi
 done
 for v in $RUNTIME_VERSIONS; do
 	run "runtime@$v" "${bins[$v]}" -- "${rrels[@]}" -- "${skip[@]}" "${binflags[@]}"
