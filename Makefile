@@ -226,7 +226,9 @@ PORTS_E2E_ONLY = TestTakenPortRefusedBeforeReloadAndRetried
 # tproxy mode (HKS_E2E_LISTENERS=tproxy, the HTTP and HTTPS listeners on
 # as run's default), in a job of their own, test/conformance@tproxy (its
 # own tier), beside the per-version runs in ports mode: every profile,
-# extended features included. TPROXY_CONFORMANCE= leaves it out.
+# extended features included (the profiles named group the report; the
+# tests that run are those of the features the GatewayClass supports,
+# whatever the profiles). TPROXY_CONFORMANCE= leaves it out.
 TPROXY_CONFORMANCE ?= GATEWAY-TCP,GATEWAY-UDP,GATEWAY-TLS,GATEWAY-HTTP,GATEWAY-GRPC
 test-versions: deps-versions
 	@set -e; $(WITH_TESTBIN) $(WITH_TOOLS) for v in $(TEST_VERSIONS); do \
