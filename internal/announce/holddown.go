@@ -13,6 +13,19 @@ import "time"
 // keeps what it holds; with no steady host (the group starting, or a
 // two-host group healing) the fresh ones are used as before. Each host
 // says whether it is fresh in its heartbeats, so all hosts see the same.
+//
+// A host whose health returns (its gate passes again, its link has its
+// carrier again) listens for one hold time before it takes anything, as
+// a starting host does: it released everything while unhealthy, and what
+// the others took meanwhile it may not have heard yet (its link was
+// down, or their takings' heartbeats are still to come). Alone in a view
+// that old it would take the addresses back at once, with the same term
+// and as much support as their new owner, which the rank could then let
+// it keep: back to the host that flapped (TestLinkDown in layer2). It
+// keeps what it holds meanwhile (a restart's adopted claims). Its
+// heartbeats do not say so: the others may give it a free address then
+// (when no steady host is healthy, or the group is it alone), which it
+// takes once the hold time is over.
 
 // HoldDown sets how long a host stays fresh (0, the default of NewNode:
 // never fresh, no hold-down); it counts from the node's start too.
@@ -21,11 +34,16 @@ func (n *Node) HoldDown(d time.Duration) {
 	n.freshUntil = n.start.Add(d)
 }
 
-// decideFresh brings the node's own freshness up to now.
+// decideFresh brings the node's own freshness up to now, and starts the
+// listening of a host healthy again (not of one healthy from its first
+// Decide: its start's hold time is that listening).
 func (n *Node) decideFresh(now time.Time) {
 	if n.returned {
 		n.returned = false
 		n.freshUntil = now.Add(n.holdDown)
+		if !n.decided.IsZero() {
+			n.listenUntil = now.Add(n.hold)
+		}
 	}
 	n.fresh = now.Before(n.freshUntil)
 }

@@ -2,6 +2,7 @@ package announce
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -99,4 +100,91 @@ func contains(as []netip.Addr, a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// TestNodeReturnedHostListensFirst: the owner of an address fails and
+// another host takes the address; then the owner is healthy again
+// before it heard that taking, and alone with its own view it would
+// take the address back at once (term for term and support for support
+// the rank then decides: TestLinkDown in layer2 saw it moved back). It
+// listens one hold time first: it never takes anything, not for one
+// Decide, and the address stays with the host that took it, with or
+// without a hold-down. The faults: its link lost its carrier (cut off
+// and unhealthy at once: it says nothing and hears nothing), the taking
+// from the silent holder with a witness (support 2) or with the third
+// host silent too (support 1); and its gate failing for one heartbeat
+// (it hears the others all along, but their takings only a heartbeat
+// later).
+func TestNodeReturnedHostListensFirst(t *testing.T) {
+	groups := []struct {
+		name     string
+		holdDown time.Duration
+		settle   int // ticks before the fault
+	}{
+		{"no hold-down", 0, 5},
+		{"all within the start's hold-down", 100 * tick, 5},
+		{"all past the start's hold-down", 20 * tick, 25},
+	}
+	faults := []struct {
+		name    string
+		ticks   int // from the fault to the return
+		support int // of the taking (0: not checked)
+		silent  bool
+	}{
+		{"link down, a witness", 5, 2, false},
+		{"link down, the witness silent too", 5, 1, true},
+		{"gate failed for one heartbeat", 1, 0, false},
+	}
+	for _, g := range groups {
+		for _, f := range faults {
+			t.Run(g.name+"/"+f.name, func(t *testing.T) {
+				s := &sim{t: t, now: time.Unix(1000, 0), nodes: map[string]*Node{}, names: []string{"lb1", "lb2", "lb3"},
+					stopped: map[string]bool{}, cut: map[[2]string]bool{}, addrs: addrs(6), holdDown: g.holdDown}
+				for _, n := range s.names {
+					s.start(n)
+				}
+				s.step(g.settle)
+				s.oneOwnerEach()
+				a := s.addrs[0]
+				victim := s.owners()[a][0]
+				others := slices.DeleteFunc(slices.Clone(s.names), func(n string) bool { return n == victim })
+				if f.ticks > 1 {
+					for _, o := range others {
+						s.cut[[2]string{victim, o}] = true
+					}
+				}
+				s.nodes[victim].Set(Want{Addrs: s.addrs})
+				s.stopped[others[1]] = f.silent
+				s.step(f.ticks)
+				own := s.owners()[a]
+				if len(own) != 1 || own[0] == victim {
+					t.Fatalf("%s held by %v after %s's fault", a, own, victim)
+				}
+				taker := own[0]
+				if got := s.nodes[taker].claims[a].Support; f.support > 0 && got != f.support {
+					t.Fatalf("%s took %s with support %d, want %d", taker, a, got, f.support)
+				}
+				// healthy again, before hearing the taking
+				clear(s.cut)
+				s.nodes[victim].Set(Want{Addrs: s.addrs, Healthy: true})
+				if ch := s.nodes[victim].Decide(s.now); len(ch.Take) != 0 {
+					t.Fatalf("%s took %v on its return, before hearing the takings", victim, ch.Take)
+				}
+				moves := s.moves
+				for i := range 10 {
+					s.step(1)
+					if got := s.nodes[victim].Holds(); len(got) != 0 {
+						t.Fatalf("%s holds %v %d ticks after its return", victim, got, i+1)
+					}
+				}
+				if s.moves != moves {
+					t.Fatalf("%d takes after %s returned, want none", s.moves-moves, victim)
+				}
+				if own := s.owners()[a]; len(own) != 1 || own[0] != taker {
+					t.Fatalf("%s held by %v at the end, want %s", a, own, taker)
+				}
+				s.oneOwnerEach(victim)
+			})
+		}
+	}
 }

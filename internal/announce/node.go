@@ -31,6 +31,9 @@ type Node struct {
 	freshUntil time.Time
 	fresh      bool // at the last Decide
 	returned   bool // healthy again since the last Decide
+	// until listenUntil this host, healthy again, takes nothing: it first
+	// hears what the others took meanwhile (holddown.go)
+	listenUntil time.Time
 	// a restart (restart.go): the claims adopted from the last run are
 	// kept until adoptUntil while this host is not healthy yet; leaving
 	// asks the others to keep this host's claims that long
@@ -85,8 +88,9 @@ var (
 )
 
 // NewNode is host id starting at now. A host not heard from for hold is
-// gone; for that long after its start a node takes no free address (it
-// first hears what the others hold).
+// gone; for that long after its start, and after its health returns, a
+// node takes no free address (it first hears what the others hold:
+// holddown.go).
 func NewNode(id string, hold time.Duration, now time.Time) *Node {
 	return &Node{id: id, hold: hold, start: now, epoch: uint64(now.UnixNano()), maxHolds: MaxHolds,
 		wanted: map[netip.Addr]bool{}, peers: map[string]*peer{},
@@ -216,7 +220,7 @@ func (n *Node) Decide(now time.Time) Change {
 	owners := Assign(n.want.Addrs, hosts, n.seen)
 	again := n.returnedPeer
 	n.returnedPeer = false
-	settling := now.Sub(n.start) < n.hold
+	settling := now.Sub(n.start) < n.hold || now.Before(n.listenUntil)
 	n.waiting = false
 	for _, a := range n.want.Addrs {
 		o, ok := owners[a]
