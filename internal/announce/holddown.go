@@ -18,14 +18,15 @@ import "time"
 // carrier again) listens for one hold time before it takes anything, as
 // a starting host does: it released everything while unhealthy, and what
 // the others took meanwhile it may not have heard yet (its link was
-// down, or their takings' heartbeats are still to come). Alone in a view
+// down, or their takings' heartbeats are still to come). With a view
 // that old it would take the addresses back at once, with the same term
-// and as much support as their new owner, which the rank could then let
-// it keep: back to the host that flapped (TestLinkDown in layer2). It
-// keeps what it holds meanwhile (a restart's adopted claims). Its
-// heartbeats do not say so: the others may give it a free address then
-// (when no steady host is healthy, or the group is it alone), which it
-// takes once the hold time is over.
+// as their new owner and as much support or more (the new owner counts
+// fewer beside the silent holder), and could keep them: back to the host
+// that flapped (TestLinkDown in layer2). It keeps what it holds
+// meanwhile (a restart's adopted claims). Its heartbeats do not say so:
+// the others may give it a free address then (when no steady host is
+// healthy, or the group is it alone), which it takes once the hold time
+// is over.
 
 // HoldDown sets how long a host stays fresh (0, the default of NewNode:
 // never fresh, no hold-down); it counts from the node's start too.
