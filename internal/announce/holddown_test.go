@@ -1,6 +1,7 @@
 package announce
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"testing"
@@ -186,5 +187,48 @@ func TestNodeReturnedHostListensFirst(t *testing.T) {
 				s.oneOwnerEach(victim)
 			})
 		}
+	}
+}
+
+// TestNodeReturnedHostTakesWhatItHeardHeld: a host healthy again
+// listens only for the addresses whose takings it may have missed: one
+// it heard a peer claim since its health fell it takes at once when
+// that holder fails and it is given the address (no steady host: it
+// holds the fewest). The failover right after its return takes one
+// heartbeat, as for any unhealthy owner (`make failover`'s back-to-back
+// unhealthy trials: a listening of the whole hold time made them 250 to
+// 300 ms).
+func TestNodeReturnedHostTakesWhatItHeardHeld(t *testing.T) {
+	for _, holdDown := range []time.Duration{0, 100 * tick} {
+		t.Run(fmt.Sprintf("hold-down %v", holdDown), func(t *testing.T) {
+			s := &sim{t: t, now: time.Unix(1000, 0), nodes: map[string]*Node{}, names: []string{"lb1", "lb2", "lb3"},
+				stopped: map[string]bool{}, cut: map[[2]string]bool{}, addrs: addrs(6), holdDown: holdDown}
+			for _, n := range s.names {
+				s.start(n)
+			}
+			s.step(5)
+			s.oneOwnerEach()
+			first := s.owners()[s.addrs[0]][0]
+			s.nodes[first].Set(Want{Addrs: s.addrs})
+			s.step(2) // the takings heard
+			s.oneOwnerEach(first)
+			s.nodes[first].Set(Want{Addrs: s.addrs, Healthy: true})
+			if ch := s.nodes[first].Decide(s.now); !ch.Empty() {
+				t.Fatalf("%s changed %+v on its return, all held by the others", first, ch)
+			}
+			second := s.owners()[s.addrs[0]][0]
+			had := s.nodes[second].Holds()
+			s.nodes[second].Set(Want{Addrs: s.addrs})
+			s.step(1)
+			own := s.owners()
+			for _, a := range had {
+				if len(own[a]) != 1 || own[a][0] == second {
+					t.Fatalf("%s held by %v one tick after %s turned unhealthy (%s healthy again just before)", a, own[a], second, first)
+				}
+			}
+			if got := s.nodes[first].Holds(); len(got) == 0 {
+				t.Fatalf("%s, healthy again and holding the fewest, was given none of %v", first, had)
+			}
+		})
 	}
 }
