@@ -93,9 +93,9 @@ var (
 )
 
 // NewNode is host id starting at now. A host not heard from for hold is
-// gone; for that long after its start, and after its health returns, a
-// node takes no free address (it first hears what the others hold:
-// holddown.go).
+// gone; for that long after its start a node takes no free address, and
+// after its health returns none it heard no peer claim since it fell (it
+// first hears what the others hold: holddown.go).
 func NewNode(id string, hold time.Duration, now time.Time) *Node {
 	return &Node{id: id, hold: hold, start: now, epoch: uint64(now.UnixNano()), maxHolds: MaxHolds,
 		wanted: map[netip.Addr]bool{}, peers: map[string]*peer{},
