@@ -139,11 +139,7 @@ func TestNodeReturnedHostListensFirst(t *testing.T) {
 	for _, g := range groups {
 		for _, f := range faults {
 			t.Run(g.name+"/"+f.name, func(t *testing.T) {
-				s := &sim{t: t, now: time.Unix(1000, 0), nodes: map[string]*Node{}, names: []string{"lb1", "lb2", "lb3"},
-					stopped: map[string]bool{}, cut: map[[2]string]bool{}, addrs: addrs(6), holdDown: g.holdDown}
-				for _, n := range s.names {
-					s.start(n)
-				}
+				s := newSimHoldDown(t, g.holdDown)
 				s.step(g.settle)
 				s.oneOwnerEach()
 				a := s.addrs[0]
@@ -201,11 +197,7 @@ func TestNodeReturnedHostListensFirst(t *testing.T) {
 func TestNodeReturnedHostTakesWhatItHeardHeld(t *testing.T) {
 	for _, holdDown := range []time.Duration{0, 100 * tick} {
 		t.Run(fmt.Sprintf("hold-down %v", holdDown), func(t *testing.T) {
-			s := &sim{t: t, now: time.Unix(1000, 0), nodes: map[string]*Node{}, names: []string{"lb1", "lb2", "lb3"},
-				stopped: map[string]bool{}, cut: map[[2]string]bool{}, addrs: addrs(6), holdDown: holdDown}
-			for _, n := range s.names {
-				s.start(n)
-			}
+			s := newSimHoldDown(t, holdDown)
 			s.step(5)
 			s.oneOwnerEach()
 			first := s.owners()[s.addrs[0]][0]
@@ -231,4 +223,15 @@ func TestNodeReturnedHostTakesWhatItHeardHeld(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newSimHoldDown is three hosts serving six addresses, each with the
+// hold-down d.
+func newSimHoldDown(t *testing.T, d time.Duration) *sim {
+	s := &sim{t: t, now: time.Unix(1000, 0), nodes: map[string]*Node{}, names: []string{"lb1", "lb2", "lb3"},
+		stopped: map[string]bool{}, cut: map[[2]string]bool{}, addrs: addrs(6), holdDown: d}
+	for _, n := range s.names {
+		s.start(n)
+	}
+	return s
 }
