@@ -2,6 +2,7 @@ package announce
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -31,6 +32,13 @@ type Node struct {
 	freshUntil time.Time
 	fresh      bool // at the last Decide
 	returned   bool // healthy again since the last Decide
+	// until listenUntil this host, healthy again, takes no address it
+	// heard no peer claim (claimedAt, a heartbeat's arrival) since its
+	// health fell (fellAt; down: unhealthy at the last Decide): it first
+	// hears what the others took meanwhile (holddown.go)
+	listenUntil, fellAt time.Time
+	down                bool
+	claimedAt           map[netip.Addr]time.Time
 	// a restart (restart.go): the claims adopted from the last run are
 	// kept until adoptUntil while this host is not healthy yet; leaving
 	// asks the others to keep this host's claims that long
@@ -85,12 +93,14 @@ var (
 )
 
 // NewNode is host id starting at now. A host not heard from for hold is
-// gone; for that long after its start a node takes no free address (it
-// first hears what the others hold).
+// gone; for that long after its start a node takes no free address, and
+// after its health returns none it heard no peer claim since it fell (it
+// first hears what the others hold: holddown.go).
 func NewNode(id string, hold time.Duration, now time.Time) *Node {
 	return &Node{id: id, hold: hold, start: now, epoch: uint64(now.UnixNano()), maxHolds: MaxHolds,
 		wanted: map[netip.Addr]bool{}, peers: map[string]*peer{},
-		claims: map[netip.Addr]Hold{}, seen: map[netip.Addr]uint64{}, lows: map[netip.Addr]*low{}}
+		claims: map[netip.Addr]Hold{}, seen: map[netip.Addr]uint64{}, lows: map[netip.Addr]*low{},
+		claimedAt: map[netip.Addr]time.Time{}}
 }
 
 // Set is what the host should serve now.
@@ -101,6 +111,7 @@ func (n *Node) Set(w Want) {
 	for _, a := range n.want.Addrs {
 		n.wanted[a] = true
 	}
+	maps.DeleteFunc(n.claimedAt, func(a netip.Addr, _ time.Time) bool { return !n.wanted[a] })
 }
 
 // Receive takes a peer's heartbeat heard at now (already opened: its MAC
@@ -123,6 +134,7 @@ func (n *Node) Receive(hb Heartbeat, now time.Time) (changed bool, err error) {
 		a := c.Addr.Unmap()
 		h.Claims[a] = c.Hold
 		n.seen[a] = max(n.seen[a], c.Term)
+		n.claimedAt[a] = now
 	}
 	hears := hearsMap(hb.Hears)
 	changed = p == nil || !n.live(p, now) || p.host.Healthy != h.Healthy || !sameClaims(p.host.Claims, h.Claims) ||
@@ -216,11 +228,12 @@ func (n *Node) Decide(now time.Time) Change {
 	owners := Assign(n.want.Addrs, hosts, n.seen)
 	again := n.returnedPeer
 	n.returnedPeer = false
-	settling := now.Sub(n.start) < n.hold
+	starting := now.Sub(n.start) < n.hold
 	n.waiting = false
 	for _, a := range n.want.Addrs {
 		o, ok := owners[a]
 		_, held := n.claims[a]
+		settling := starting || n.listens(a, now)
 		switch {
 		case held && (!ok || o.Host != n.id):
 			ch.Release = append(ch.Release, a)

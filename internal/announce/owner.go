@@ -54,7 +54,10 @@ type Owner struct {
 //   - An address no healthy host holds goes to the healthy host holding
 //     the fewest addresses so far (addresses taken in order), the lowest
 //     rank among equals: addresses spread over the hosts, and a host that
-//     returns takes only what is free, nothing moves back to it; a fresh
+//     returns takes only what is free, nothing moves back to it (for
+//     one hold time after its start it takes nothing, after its return
+//     to health nothing it heard no peer claim since it fell: it first
+//     hears what was taken meanwhile, holddown.go); a fresh
 //     host (within its hold-down) only when no healthy host is steady,
 //     so that a flapping host is given nothing to lose again. Its term
 //     is one more than any seen for the address (seen: the highest term

@@ -161,7 +161,13 @@ func (f *runFlags) wrapListeners(hd *runtimeapi.HAProxy, log *slog.Logger) (driv
 	}
 	log.Info("TCP listeners: one fixed listener through TPROXY", "listeners", l.mode, "port", ropts.ListenerPort(), "http_listener", ropts.HTTPListener(), "https_listener", ropts.HTTPSListener(),
 		"table", "inet "+tproxy.Table, "maps", filepath.Dir(render.ListenerMapFile(ropts.ACLDir)))
-	return tproxy.Ordered{HAProxy: hd, Kernel: k}, k.Close, nil
+	// The HTTPS listener's claims start from what it serves (its map and
+	// crt-list on disk): a restart keeps each name where it was.
+	running, err := runtimeapi.RunningHTTPS(ropts)
+	if err != nil {
+		log.Warn("HTTPS listener: its claims start in name order", "err", err)
+	}
+	return tproxy.Ordered{HAProxy: hd, Kernel: k, Holds: render.NewHTTPSHolds(running)}, k.Close, nil
 }
 
 // defaultConfigPath is run's default --haproxy-config: where render

@@ -99,3 +99,55 @@ func TestHTTPBackendsPassthrough(t *testing.T) {
 		t.Errorf("WithBackends changed the table it read: %+v", h.Passthrough.Routes)
 	}
 }
+
+// TestHTTPBackendNamesEveryUse: BackendNames lists every backend the
+// table names, a table whose only use of a backend is an external
+// authentication or a TLS passthrough route included (a spare used so
+// is not free: render's spare ranges), and exactly the names
+// WithBackends renames.
+func TestHTTPBackendNamesEveryUse(t *testing.T) {
+	web := []WeightedBackend{{Name: "web", Weight: 1}}
+	for _, tc := range []struct {
+		name  string
+		h     *HTTP
+		names []string
+	}{
+		{"external auth only", &HTTP{Actions: []HTTPAction{{Redirect: &Redirect{Code: 301}, Access: &HTTPAccess{ExtAuth: &ExtAuth{URL: "http://auth/", Backend: "_pool_7"}}}}},
+			[]string{"_pool_7"}},
+		{"external auth beside the action's backend", &HTTP{Actions: []HTTPAction{{Backends: web, Access: &HTTPAccess{ExtAuth: &ExtAuth{URL: "http://auth/", Backend: "auth"}}}}},
+			[]string{"web", "auth"}},
+		{"external auth by URL only", &HTTP{Actions: []HTTPAction{{Backends: web, Access: &HTTPAccess{ExtAuth: &ExtAuth{URL: "http://10.0.0.1/"}}}}},
+			[]string{"web"}},
+		{"passthrough only", &HTTP{Passthrough: &Passthrough{Routes: []PassRoute{{SNI: "a.example.com", Backend: "_pool_8"}, {SNI: "b.example.com", Backend: "_pool_8"}}}},
+			[]string{"_pool_8"}},
+		{"all three", &HTTP{Actions: []HTTPAction{{Backends: web, Access: &HTTPAccess{ExtAuth: &ExtAuth{URL: "http://auth/", Backend: "auth"}}}},
+			Passthrough: &Passthrough{Routes: []PassRoute{{SNI: "a.example.com", Backend: "tls"}}}},
+			[]string{"web", "auth", "tls"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.h.BackendNames(); !slices.Equal(got, tc.names) {
+				t.Errorf("BackendNames = %v, want %v", got, tc.names)
+			}
+			var renamed []string
+			r := tc.h.WithBackends(func(n string) string {
+				if !slices.Contains(renamed, n) {
+					renamed = append(renamed, n)
+				}
+				return strings.ToUpper(n)
+			})
+			if !slices.Equal(renamed, tc.names) {
+				t.Errorf("WithBackends renamed %v, BackendNames %v", renamed, tc.names)
+			}
+			var upper []string
+			for _, n := range tc.names {
+				upper = append(upper, strings.ToUpper(n))
+			}
+			if got := r.BackendNames(); !slices.Equal(got, upper) {
+				t.Errorf("BackendNames after WithBackends = %v, want %v", got, upper)
+			}
+			if got := tc.h.BackendNames(); !slices.Equal(got, tc.names) {
+				t.Errorf("WithBackends changed the table it read: %v", got)
+			}
+		})
+	}
+}

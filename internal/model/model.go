@@ -28,6 +28,15 @@ type Config struct {
 	// UDP holds the UDP ports, sorted by Name, for the kernel's load
 	// balancer (the nftables driver). The HAProxy driver ignores it.
 	UDP []UDPService
+	// HTTPSHeld are the server names a shared TLS-terminating listener
+	// (render's fixed HTTPS listener) served before this Config, each
+	// with the frontend it served it for: its claims are first-come, a
+	// frontend that held a name keeps it against a newcomer
+	// (render.HTTPSListened).
+	// Sorted, no duplicates; set by whoever hands one Config to all of
+	// that listener's consumers (tproxy.Ordered, from render.HTTPSHolds);
+	// nil: nothing is known (name order). Views of a Config keep it.
+	HTTPSHeld []HeldName
 }
 
 // Changes describes a Config derived from another by replacing the

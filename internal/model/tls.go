@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"slices"
+	"strings"
 )
 
 // TLS is a frontend's TLS termination (an HTTPS listener; TLSRoute's
@@ -105,4 +106,16 @@ func (t *TLS) Equal(u *TLS) bool {
 		slices.EqualFunc(t.Certificates, u.Certificates, func(a, b Certificate) bool {
 			return a.Name == b.Name && slices.Equal(a.SNI, b.SNI) && bytes.Equal(a.PEM, b.PEM) && a.Client.Equal(b.Client)
 		})
+}
+
+// HeldName is a server name (lower case; a wildcard "*.suffix") a
+// shared TLS listener served for frontend Front: Config.HTTPSHeld.
+type HeldName struct{ SNI, Front string }
+
+// CompareHeld orders held names by name, then frontend.
+func CompareHeld(a, b HeldName) int {
+	if c := strings.Compare(a.SNI, b.SNI); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Front, b.Front)
 }

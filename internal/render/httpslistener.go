@@ -93,90 +93,6 @@ func (o Options) httpsShareable(f model.Frontend) bool {
 	return o.keyable(f)
 }
 
-// HTTPSListened is the one predicate of the fixed HTTPS listener: the
-// names of the frontends of fronts it serves (nil without it). Each is
-// httpsShareable, and the certificate selection stays what the frontend
-// had: no server name of its certificates is matched (the same name, or
-// a wildcard and a name it covers) by a different certificate of a
-// frontend taken before it (in fronts' order, by name: the first keeps
-// its names, the later one its own frontend). The same certificate (one
-// Secret) on two frontends is one line serving both's names.
-func (o Options) HTTPSListened(fronts []model.Frontend) map[string]bool {
-	if !o.HTTPSListener() {
-		return nil
-	}
-	var in map[string]bool
-	var claims sniClaims
-	for _, f := range fronts {
-		if !o.httpsShareable(f) || !claims.free(f.TLS) {
-			continue
-		}
-		claims.take(f.TLS)
-		if in == nil {
-			in = map[string]bool{}
-		}
-		in[f.Name] = true
-	}
-	return in
-}
-
-// sniClaims are the server names taken by the listened frontends' certificates:
-// exact names and wildcards' suffixes ("*.example.com": "example.com"),
-// each to its certificate's name.
-type sniClaims struct{ exact, wild map[string]string }
-
-// free reports whether none of t's names is matched by another
-// certificate's claim, nor matches one.
-func (c *sniClaims) free(t *model.TLS) bool {
-	for _, cert := range t.Certificates {
-		for _, s := range cert.SNI {
-			s = strings.ToLower(s)
-			if suffix, ok := strings.CutPrefix(s, "*."); ok {
-				if other, ok := c.wild[suffix]; ok && other != cert.Name {
-					return false
-				}
-				for name, other := range c.exact { // a few names: the HTTPS Gateways'
-					if other != cert.Name && parentOf(name) == suffix {
-						return false
-					}
-				}
-				continue
-			}
-			if other, ok := c.exact[s]; ok && other != cert.Name {
-				return false
-			}
-			if other, ok := c.wild[parentOf(s)]; ok && other != cert.Name {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// take claims t's names.
-func (c *sniClaims) take(t *model.TLS) {
-	if c.exact == nil {
-		c.exact, c.wild = map[string]string{}, map[string]string{}
-	}
-	for _, cert := range t.Certificates {
-		for _, s := range cert.SNI {
-			s = strings.ToLower(s)
-			if suffix, ok := strings.CutPrefix(s, "*."); ok {
-				c.wild[suffix] = cert.Name
-			} else {
-				c.exact[s] = cert.Name
-			}
-		}
-	}
-}
-
-// parentOf is a name less its first label ("" for one label): what a
-// wildcard matching it ends with.
-func parentOf(name string) string {
-	_, p, _ := strings.Cut(name, ".")
-	return p
-}
-
 // HTTPSListenerView is cfg as the fixed HTTPS listener serves it: the
 // frontends HTTPSListened takes replaced, where the first of them was (at
 // the end when there is none: the listener is there before the first
@@ -221,7 +137,7 @@ func HTTPSListenerFront(cfg model.Config, o Options) (fixed model.Frontend, in m
 	if !o.HTTPSListener() {
 		return model.Frontend{}, nil, false
 	}
-	in = o.HTTPSListened(cfg.Frontends)
+	in = o.HTTPSListened(cfg)
 	fixed = model.Frontend{Name: HTTPSListenerFrontend, HTTP: &model.HTTP{}, TLS: &model.TLS{ALPN: slices.Clone(httpsListenerALPN)}}
 	seen := map[string]bool{}
 	for _, f := range cfg.Frontends {
@@ -270,7 +186,7 @@ func mergeCerts(fixed, t *model.TLS) {
 // listened frontend's binds and the frontend's name, the first frontend
 // with a key keeping it.
 func HTTPSListenerEntries(cfg model.Config, o Options) []MapEntry {
-	in := o.HTTPSListened(cfg.Frontends)
+	in := o.HTTPSListened(cfg)
 	return listenedEntries(cfg, func(f model.Frontend) bool { return in[f.Name] })
 }
 

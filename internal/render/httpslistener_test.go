@@ -96,7 +96,7 @@ func TestHTTPSListened(t *testing.T) {
 		{"a wildcard one level up", []model.Frontend{other("cert_x=*.com"), gw}, o, []string{"gw_a", "gw_b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := slices.Sorted(maps.Keys(tc.o.HTTPSListened(tc.fronts)))
+			got := slices.Sorted(maps.Keys(tc.o.HTTPSListened(model.Config{Frontends: tc.fronts})))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("HTTPSListened = %v, want %v", got, tc.want)
 			}

@@ -31,6 +31,14 @@ func TestSpareSources(t *testing.T) {
 		Routes: []model.Route{{Backends: []model.WeightedBackend{{Name: "_pool_3", Weight: 1}}}}}
 	httpFE := model.Frontend{Name: "gwh", Binds: []model.Bind{b("192.0.2.10", 8080)},
 		HTTP: model.Shaped(&model.HTTP{Port: 8080, Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "_pool_3", Weight: 1}}}}})}
+	// A table whose only use of the spare is its external authentication,
+	// or a TLS passthrough route (model.HTTP.BackendNames): the spare is
+	// not free.
+	extAuthFE := model.Frontend{Name: "gwa", Binds: []model.Bind{b("192.0.2.10", 8081)},
+		HTTP: model.Shaped(&model.HTTP{Port: 8081, Actions: []model.HTTPAction{{Backends: []model.WeightedBackend{{Name: "be_own", Weight: 1}},
+			Access: &model.HTTPAccess{ExtAuth: &model.ExtAuth{URL: "http://auth.default.svc/", Backend: "_pool_3"}}}}})}
+	passFE := model.Frontend{Name: "gwp", Binds: []model.Bind{b("192.0.2.10", 8443)},
+		HTTP: model.Shaped(&model.HTTP{Port: 8443, Passthrough: &model.Passthrough{Routes: []model.PassRoute{{SNI: "a.example.com", Backend: "_pool_3"}}}})}
 	for _, tc := range []struct {
 		name   string
 		o      Options
@@ -60,6 +68,8 @@ func TestSpareSources(t *testing.T) {
 			[]string{"0.0.0.0/0"}, []string{"::/0"}},
 		{"only a route", o, cfgOf(routed), []string{"0.0.0.0/0"}, []string{"::/0"}},
 		{"only an HTTP table", o, cfgOf(httpFE), []string{"0.0.0.0/0"}, []string{"::/0"}},
+		{"only an external authentication", o, cfgOf(extAuthFE), []string{"0.0.0.0/0"}, []string{"::/0"}},
+		{"only a TLS passthrough route", o, cfgOf(passFE), []string{"0.0.0.0/0"}, []string{"::/0"}},
 		{"ports mode", opts, cfgOf(fe("a", "_pool_3", []string{"198.51.100.0/24"}, b("192.0.2.10", 80))), nil, nil},
 		{"no spare checks sources", o, model.Config{Frontends: []model.Frontend{fe("a", "_pool_4", nil, b("192.0.2.10", 80))},
 			Backends: []*model.Backend{own, unchecked}}, nil, nil},

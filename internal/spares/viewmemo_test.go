@@ -199,3 +199,28 @@ func TestViewLaterKeepsNoMaps(t *testing.T) {
 	}
 	runtime.KeepAlive(cfg)
 }
+
+// TestViewKeepsHTTPSHeld: a view, whole, by difference from the memo's
+// last one or later, keeps the model's held HTTPS names: HAProxy's driver
+// renders the view, the kernel's sets read the model, and both must
+// choose the same frontends for the fixed HTTPS listener.
+func TestViewKeepsHTTPSHeld(t *testing.T) {
+	a, b, _, b2 := viewBackends()
+	s := classPool(viewClass(), "a", "b", "")
+	held := []model.HeldName{{SNI: "a.example.com", Front: "gw_a"}}
+	with := func(cfg model.Config) model.Config { cfg.HTTPSHeld = held; return cfg }
+	var m ViewMemo
+	for _, step := range []struct {
+		name string
+		view func() model.Config
+	}{
+		{"View", func() model.Config { return View(s, with(cfgOf(a, b))) }},
+		{"the memo's first", func() model.Config { v, _ := m.ViewExcept(s, with(cfgOf(a, b)), nil, nil); return v }},
+		{"the memo's next", func() model.Config { v, _ := m.ViewExcept(s, with(cfgOf(a, b2)), nil, nil); return v }},
+		{"later", func() model.Config { return m.ViewLater(s, with(cfgOf(a, b)), nil) }},
+	} {
+		if got := step.view().HTTPSHeld; !reflect.DeepEqual(got, held) {
+			t.Errorf("%s: HTTPSHeld %v, want %v", step.name, got, held)
+		}
+	}
+}

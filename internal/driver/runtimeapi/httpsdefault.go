@@ -7,7 +7,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
 	"sync"
@@ -118,4 +120,25 @@ func frontCerts(opts render.Options, f model.Frontend, w *certWant) {
 		}
 	}
 	w.lists[render.CrtListFile(dir, f.Name)] = render.CrtListEntries(opts, f)
+}
+
+// RunningHTTPS is what the fixed HTTPS listener's files on disk say it
+// serves (render.RunningHTTPSOf: its map's frontends, its crt-list's
+// names): where a restarted controller's first-come claims start
+// (render.HTTPSHolds), so that it converges to what runs. Nothing known
+// without the listener or its files (a fresh HAProxy: name order); an
+// error only when a file exists and cannot be read.
+func RunningHTTPS(o render.Options) (render.RunningHTTPS, error) {
+	if !o.HTTPSListener() {
+		return render.RunningHTTPS{}, nil
+	}
+	var bs [2][]byte
+	for i, p := range []string{render.HTTPSListenerMapFile(o.ACLDir), render.CrtListFile(o.CertDir, render.HTTPSListenerFrontend)} {
+		b, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return render.RunningHTTPS{}, fmt.Errorf("HTTPS listener's files: %w", err)
+		}
+		bs[i] = b
+	}
+	return render.RunningHTTPSOf(o.CertDir, bs[0], bs[1]), nil
 }

@@ -26,7 +26,7 @@ const (
 // the frontends o.HTTPSListened takes, per family, sorted, without
 // duplicates.
 func HTTPSElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
-	in := o.HTTPSListened(cfg.Frontends)
+	in := o.HTTPSListened(cfg)
 	return listenedElements(cfg, func(f model.Frontend) bool { return in[f.Name] }) // httpsets.go
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 var (
@@ -35,13 +36,30 @@ var (
 // entry without an element only waits for the next pass (no traffic
 // reaches it). Unlike driver.Fanout, the two do not run side by side:
 // they serve one data path.
+//
+// With Holds, the fixed HTTPS listener's claims are first-come
+// (render.HTTPSListened): each model is handed to both with the names the
+// listener served after the last pass that ran (model.Config.HTTPSHeld),
+// so HAProxy's maps and crt-list and the kernel's sets read the same
+// claims, and a pass that ran (or served with its reload held back)
+// keeps what it has the listener serve for the next.
 type Ordered struct {
 	HAProxy driver.Driver
 	Kernel  *Driver
+	Holds   *render.HTTPSHolds // nil: name order, as a model without HTTPSHeld
 }
 
 // Apply implements driver.Driver.
 func (o Ordered) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
+	cfg = o.Holds.Hold(cfg)
+	res, err := o.apply(ctx, cfg)
+	if err == nil || errors.Is(err, driver.ErrDeferred) {
+		o.Holds.Took(cfg, o.Kernel.opts.Render)
+	}
+	return res, err
+}
+
+func (o Ordered) apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
 	kr, kerr := o.Kernel.Remove(ctx, cfg)
 	// What HAProxy tells it serves before the whole pass is (a part
 	// served before a reload in the same pass, or held back with the
