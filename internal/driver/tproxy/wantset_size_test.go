@@ -2,6 +2,7 @@ package tproxy
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -9,11 +10,12 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 )
 
-// The want set's two arrays (the last pass's and the spare) stay at the
-// frontends' size through new Services one at a time, told by name
-// (desired's delta) or found by the walk, and after many go: grown by
-// slices.Grow they held a quarter more each, kept through the run
-// (issue 29's peak).
+// The want set keeps one array, at the frontends' size, through new
+// Services one at a time, told by name (desired's delta: edited in
+// place) or found by the walk, and after many go: grown by slices.Grow
+// it held a quarter more, and the pass before last's array was kept
+// beside it (issue 29's peak). What it wants is what a whole take of the
+// same frontends wants.
 func TestWantSetArraysAtSize(t *testing.T) {
 	const n = 10000
 	front := func(i int) model.Frontend {
@@ -28,9 +30,14 @@ func TestWantSetArraysAtSize(t *testing.T) {
 	w.update(model.Config{Frontends: fs}, nil, tproxyOpts)
 	atSize := func(step string) {
 		t.Helper()
-		held, limit := cap(w.fronts)+cap(w.spare), 2*(len(w.fronts)+len(w.fronts)/16+64)
+		held, limit := cap(w.fronts), len(w.fronts)+len(w.fronts)/16+64
 		if held > limit {
-			t.Fatalf("%s: the arrays hold %d frontends for %d (at most %d)", step, held, len(w.fronts), limit)
+			t.Fatalf("%s: the array holds %d frontends for %d (at most %d)", step, held, len(w.fronts), limit)
+		}
+		var whole wantSet
+		whole.update(model.Config{Frontends: fs}, nil, tproxyOpts)
+		if !maps.Equal(w.count, whole.count) || !slices.EqualFunc(w.fronts, whole.fronts, func(a, b wantFront) bool { return a.name == b.name }) {
+			t.Fatalf("%s: wants %d elements of %d frontends, a whole take %d of %d", step, len(w.count), len(w.fronts), len(whole.count), len(whole.fronts))
 		}
 	}
 	for k := range 200 {
