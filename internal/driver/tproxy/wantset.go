@@ -22,7 +22,7 @@ import (
 type wantSet struct {
 	http   bool // the fixed HTTP listener's elements (o.HTTPListened), not the TCP one's
 	o      render.Options
-	of     []model.Frontend // the model's frontends last taken
+	of     []model.Frontend        // the model's frontends last taken
 	fronts []wantFront             // edited in place by a pass told its few frontends (named)
 	count  map[netip.AddrPort]int  // listened frontends binding each element
 	dirty  map[netip.AddrPort]bool // nil: every element may differ
