@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
 
 // The want set keeps one array, at the frontends' size, through new
@@ -54,6 +56,14 @@ func TestWantSetArraysAtSize(t *testing.T) {
 		}
 		atSize(fmt.Sprintf("new Service %d", k))
 	}
+	// What the set keeps is one whole take's: no second array beside it.
+	var whole wantSet
+	one := liveheap.Growth(func() { whole.update(model.Config{Frontends: fs}, nil, tproxyOpts) })
+	runtime.KeepAlive(whole)
+	if held := -liveheap.Growth(func() { w = wantSet{} }); held > one+one/8 {
+		t.Fatalf("the set keeps %d B for %d frontends, a whole take %d B", held, len(fs), one)
+	}
+	w.update(model.Config{Frontends: fs}, nil, tproxyOpts)
 	for k := range 2 { // most Services gone: the arrays do not stay at the old size
 		fs = slices.Clone(fs[:n/4]) // each pass's own array
 		w.update(model.Config{Frontends: fs}, nil, tproxyOpts)
