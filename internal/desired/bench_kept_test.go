@@ -23,13 +23,7 @@ import (
 //	go test -run '^$' -bench ComputeKept -benchtime 3x ./internal/desired/
 func BenchmarkComputeKept(b *testing.B) {
 	const n = 10000
-	in := bigInput(n, func(i int) []ep {
-		var eps []ep
-		for j := range 5 {
-			eps = append(eps, ep{ip: fmt.Sprintf("192.168.%d.%d", i%250, j), node: fmt.Sprint("n", (i+j)%20), ready: true, serving: true})
-		}
-		return eps
-	})
+	in := fiveOnTwenty(n)
 	for _, c := range []struct {
 		name   string
 		passes int // with a memo; 0: none

@@ -83,7 +83,6 @@ func (m *Memo) servicesDelta(svcs []*corev1.Service, opts Options, nodes map[str
 				delete(m.claimed, c)
 			}
 		}
-		m.untrack(e)
 		delete(m.entries, s)
 		delete(m.byKey, e.key)
 		delete(good, e.key)

@@ -85,29 +85,7 @@ func (m *Memo) track(e *memoEntry, svc *corev1.Service, eps []*Slice) {
 		// endpoints still run where they ran).
 		return
 	}
-	m.untrack(e)
-	e.nodes = append(e.nodes, nodes...)
-	if m.byNode == nil {
-		m.byNode = make(map[string]map[*memoEntry]struct{})
-	}
-	for _, n := range e.nodes {
-		set := m.byNode[n]
-		if set == nil {
-			set = make(map[*memoEntry]struct{})
-			m.byNode[n] = set
-		}
-		set[e] = struct{}{}
-	}
-}
-
-func (m *Memo) untrack(e *memoEntry) {
-	for _, n := range e.nodes {
-		delete(m.byNode[n], e)
-		if len(m.byNode[n]) == 0 {
-			delete(m.byNode, n)
-		}
-	}
-	e.nodes = e.nodes[:0]
+	e.nodes = append(e.nodes[:0], nodes...)
 }
 
 func (e *memoEntry) forgetServers() {

@@ -22,9 +22,8 @@ import (
 type wantSet struct {
 	http   bool // the fixed HTTP listener's elements (o.HTTPListened), not the TCP one's
 	o      render.Options
-	of     []model.Frontend // the model's frontends last taken
-	fronts []wantFront
-	spare  []wantFront             // the pass before last's fronts: the next pass's array
+	of     []model.Frontend        // the model's frontends last taken
+	fronts []wantFront             // edited in place by a pass told its few frontends (named)
 	count  map[netip.AddrPort]int  // listened frontends binding each element
 	dirty  map[netip.AddrPort]bool // nil: every element may differ
 	ok     bool
@@ -69,9 +68,7 @@ func (w *wantSet) update(cfg model.Config, fronts *model.FrontendChanges, o rend
 		w.whole(cfg, o)
 		return
 	}
-	// The array of the pass before last, reused: ~0.5 MB a pass at
-	// 10,000 Services not allocated (issue 29).
-	next := w.nextArray(len(cfg.Frontends))
+	next := newFronts(len(cfg.Frontends))
 	i := 0
 	for k := range cfg.Frontends {
 		f := &cfg.Frontends[k]
@@ -106,10 +103,13 @@ func (w *wantSet) named(cfg model.Config, names []string, o render.Options) bool
 	if !slices.IsSorted(names) {
 		return false
 	}
-	next := w.nextArray(len(cfg.Frontends))
+	if w.inPlace(cfg, names, o) {
+		return true
+	}
+	next := newFronts(len(cfg.Frontends))
 	i := 0 // in w.fronts
 	for _, name := range names {
-		j, had := slices.BinarySearchFunc(w.fronts[i:], name, func(wf wantFront, n string) int { return strings.Compare(wf.name, n) })
+		j, had := slices.BinarySearchFunc(w.fronts[i:], name, byName)
 		next = append(next, w.fronts[i:i+j]...)
 		if i += j; had {
 			w.take(w.fronts[i], -1)
@@ -126,35 +126,70 @@ func (w *wantSet) named(cfg model.Config, names []string, o render.Options) bool
 	return true
 }
 
-// nextArray is the next pass's array for n frontends: the pass before
-// last's when it holds n, else a new one of n and a little room (n/64:
-// 156 new Services at 10,000 before the next). slices.Grow of the spare
-// grew it by a quarter each time new Services outgrew it, so both arrays
-// held ~25% more than the frontends (~0.35 MB at 10,000 kept through
-// the run, issue 29's peak); one far larger than n (Services deleted) is
-// not kept either.
-func (w *wantSet) nextArray(n int) []wantFront {
-	if fits(w.spare, n) {
-		return w.spare[:0]
+func byName(wf wantFront, n string) int { return strings.Compare(wf.name, n) }
+
+// inPlace takes the frontends named (sorted) by editing the array in
+// place: a changed one replaced, a new one inserted, one gone deleted.
+// False, nothing changed, when the new ones do not fit its capacity (a
+// burst beyond its room, or more than inPlaceMost names: each insert
+// moves the array's tail). One array is kept through the new Services'
+// passes, not the pass before last's beside it (~1.9 MB at 10,000
+// Services, the TCP and HTTP sets together; issue 29's peak).
+func (w *wantSet) inPlace(cfg model.Config, names []string, o render.Options) bool {
+	if len(names) > inPlaceMost {
+		return false
 	}
-	w.spare = nil
-	return make([]wantFront, 0, n+n/64)
+	n := len(w.fronts)
+	for _, name := range names {
+		_, had := slices.BinarySearchFunc(w.fronts, name, byName)
+		_, ok := model.FrontendIndex(cfg.Frontends, name)
+		switch {
+		case ok && !had:
+			n++
+		case had && !ok:
+			n--
+		}
+	}
+	if n > cap(w.fronts) || cap(w.fronts) > n+n/16+64 {
+		return false // no room, or far more than it needs (Services gone)
+	}
+	for _, name := range names {
+		j, had := slices.BinarySearchFunc(w.fronts, name, byName)
+		if had {
+			w.take(w.fronts[j], -1)
+		}
+		k, ok := model.FrontendIndex(cfg.Frontends, name)
+		if !ok {
+			if had {
+				w.fronts = slices.Delete(w.fronts, j, j+1)
+			}
+			continue
+		}
+		wf := wantFrontOf(cfg.Frontends[k], o, w.http)
+		w.take(wf, 1)
+		if had {
+			w.fronts[j] = wf
+		} else {
+			w.fronts = slices.Insert(w.fronts, j, wf) // within its capacity
+		}
+	}
+	return true
 }
 
-// fits reports whether a holds n frontends and not far more.
-func fits(a []wantFront, n int) bool { return cap(a) >= n && cap(a) <= n+n/16+64 }
+// inPlaceMost is the most frontends a pass edits in place: each insert
+// or delete moves up to the whole array (~1 MB at 10,000 Services).
+const inPlaceMost = 16
 
-// swap makes next the pass's array and the last one the spare, holding
-// no binds of the pass before, unless it is far larger than next.
-func (w *wantSet) swap(next []wantFront) {
-	clear(w.fronts)
-	w.fronts, w.spare = next, w.fronts
-	if !fits(w.spare, len(next)) {
-		w.spare = nil
-	}
-}
+// newFronts is a pass's new array for n frontends, with a little room
+// (n/64: 156 new Services at 10,000) for the passes that edit it in place
+// (inPlace). slices.Grow of a full array grew it by a quarter each time
+// new Services outgrew it (~0.35 MB at 10,000 kept through the run,
+// issue 29's peak).
+func newFronts(n int) []wantFront { return make([]wantFront, 0, n+n/64) }
 
-// whole takes cfg's frontends anew: the next diff looks at every element.
+// swap makes next the pass's array; the last one is dropped.
+func (w *wantSet) swap(next []wantFront) { w.fronts = next }
+
 func (w *wantSet) whole(cfg model.Config, o render.Options) {
 	*w = wantSet{http: w.http, o: o, of: cfg.Frontends, count: make(map[netip.AddrPort]int, len(cfg.Frontends)), fronts: make([]wantFront, 0, len(cfg.Frontends))}
 	for _, f := range cfg.Frontends {
