@@ -18,7 +18,8 @@ import (
 
 // TestGatewayClientValidationToggles: AllowValidOnly turned on and off
 // on one HTTPS listener's port (spec.tls.frontend.perPort) while clients
-// keep sending requests to it and to another HTTPS listener: no reload;
+// keep sending requests to it and to another HTTPS listener: no reload
+// (but in tproxy mode with the HTTP listener: validationToggleReloads);
 // while on, an unknown client certificate and none are refused in the
 // handshake and the CA's client served; the other listener's clients are
 // never asked for a certificate and never fail (issue 34: the
@@ -139,8 +140,8 @@ func TestGatewayClientValidationToggles(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if n := g.reloads() - reloads; n != 0 {
-		t.Errorf("%d reloads turning validation on and off twice, want 0", n)
+	if n, want := g.reloads()-reloads, validationToggleReloads(); n != want {
+		t.Errorf("%d reloads turning validation on and off twice, want %d", n, want)
 	}
 	t.Logf("%d requests under load; listener b: %d failed, %d asked; listener a (the CA's client): %d failed",
 		sent.Load(), failed.Load(), askedB.Load(), failedA.Load())
@@ -148,4 +149,21 @@ func TestGatewayClientValidationToggles(t *testing.T) {
 		t.Errorf("listener b: %d of %d requests failed (first: %v), %d clients asked for a certificate; want 0",
 			failed.Load(), sent.Load(), firstFail.Load(), askedB.Load())
 	}
+}
+
+// validationToggleReloads is how many reloads turning validation on and
+// off twice costs: 0 where the listener keeps its own frontend (ports
+// mode, or tproxy mode without the HTTP listener: the verification is
+// on its crt-list lines). In tproxy mode with the HTTP listener on, the
+// fixed HTTPS listener takes the listener while it verifies no client
+// (render.HTTPSListened) and verifies none itself, so each turn moves it
+// to a frontend of its own and back: one reload each way, 4, and listener
+// a's clients are refused meanwhile (counted in failedA, not failed on).
+// docs/listeners.md ("Client validation in tproxy mode") says why and
+// what removes it.
+func validationToggleReloads() int {
+	if tproxyMode() && httpListenerOn() {
+		return 4
+	}
+	return 0
 }

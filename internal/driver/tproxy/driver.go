@@ -214,7 +214,8 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 	}
 	d.wants.settled(d.applied)
 	took := time.Since(start)
-	d.opts.Logger.Debug("tproxy: applied", "elements", len(d.applied), "ops", ops, "took", took)
+	d.opts.Logger.Debug("tproxy: applied", "elements", len(d.applied), "http_elements", len(d.appliedHTTP),
+		"https_elements", len(d.appliedHTTPS), "ops", ops, "took", took)
 	return driver.Result{Runtime: took, Ops: ops}, nil
 }
 
