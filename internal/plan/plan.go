@@ -2,6 +2,7 @@ package plan
 
 import (
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -200,13 +201,33 @@ func (rt Runtime) Apply(ops []Op) {
 // or changed. It is only used to log why a reload happens, but runs on
 // every reload, so it compares fields rather than printing whole configs.
 func Reasons(running, desired model.Config) []string {
+	return ReasonsOwn(running, desired, nil)
+}
+
+// ReasonsOwn is Reasons about the frontends that have a section of their
+// own: those shared (not nil and true: a Service behind the fixed
+// listener, whose bind is a map entry and a set element) are left out,
+// so a reload that adds the backend pool's spares for a new Service is
+// not told as a frontend added. A frontend that leaves the fixed
+// listener for a section of its own is told as added, one that joins it
+// as removed.
+func ReasonsOwn(running, desired model.Config, shared func(model.Frontend) bool) []string {
 	var out []string
-	out = diff(out, "frontend", running.Frontends, desired.Frontends,
+	out = diff(out, "frontend", own(running.Frontends, shared), own(desired.Frontends, shared),
 		func(f *model.Frontend) string { return f.Name }, func(a, b *model.Frontend) bool { return a.Equal(*b) })
 	out = diff(out, "backend", running.Backends, desired.Backends,
 		func(b **model.Backend) string { return (*b).Name }, func(a, b **model.Backend) bool { return (*a).SameStructure(*b) })
 	sort.Strings(out)
 	return out
+}
+
+// own is fs without those shared says have no section of their own; fs
+// itself when shared is nil or takes none.
+func own(fs []model.Frontend, shared func(model.Frontend) bool) []model.Frontend {
+	if shared == nil || !slices.ContainsFunc(fs, shared) {
+		return fs
+	}
+	return slices.DeleteFunc(slices.Clone(fs), shared)
 }
 
 func diff[T any](out []string, kind string, old, new []T, name func(*T) string, same func(a, b *T) bool) []string {

@@ -271,6 +271,7 @@ func TestRestartsConverge(t *testing.T) {
 	// stopped (it writes what is due): restarting HAProxy from it alone
 	// serves the same.
 	e.stopController()
+	t.Cleanup(func() { e.logDisk(port) })
 	e.hap.Kill(t)
 	e.hap.Restart(t)
 	e.eventually("HAProxy alone from disk", serves(port, "n1", "n3"))

@@ -353,3 +353,26 @@ func (e *env) listenerMapsTo(addr string, port int32, be string) error {
 func instanceServes(port int32, want ...string) func() error {
 	return servesOnAddr("127.0.0.1", port, want...)
 }
+
+// logDisk logs, when the test failed, what a HAProxy restarted from disk
+// reads for the Service on port (its backend's servers in the config,
+// the state file, the listener map) and the last controller's log.
+func (e *env) logDisk(port int32) {
+	if !e.t.Failed() {
+		return
+	}
+	acl := filepath.Join(filepath.Dir(e.cfgPath), "acl")
+	for _, f := range []string{e.cfgPath, filepath.Join(e.dir, "state"), render.ListenerMapFile(acl), spares.FileBeside(e.cfgPath)} {
+		b, err := os.ReadFile(f)
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "server ") || strings.Contains(l, "backend ") || !strings.HasSuffix(f, ".cfg") {
+				lines = append(lines, l)
+			}
+		}
+		e.t.Logf("%s (%v):\n%s", f, err, tail(strings.Join(lines, "\n"), 80))
+	}
+	if e.ctlLog != nil {
+		e.t.Logf("last controller log:\n%s", tail(e.ctlLog.String(), 80))
+	}
+}

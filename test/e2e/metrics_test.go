@@ -47,8 +47,18 @@ func TestMetricsCountWhatHappens(t *testing.T) {
 	e.setEndpoints("web", pod(1, "n1"))
 	e.eventually("web serves", serves(port, "n1"))
 	// The first reload after a start replaces a config the controller
-	// did not render; the next one adds a frontend.
-	e.eventually("the first reload counted", m.atLeast(`haproxy_k8s_sync_reloads_total{driver="haproxy",reason="config_differs"}`, 1))
+	// did not render; the next one adds a frontend. In tproxy mode init
+	// wrote the fixed listeners as the first pass has them (no reload),
+	// and the first Service is a key of the listener's map: its reload
+	// adds the backend pool's spares, one of which it takes.
+	if tproxyMode() {
+		e.eventually("the first reload counted as backend_added", m.atLeast(`haproxy_k8s_sync_reloads_total{driver="haproxy",reason="backend_added"}`, 1))
+		if v := m.value(t, `haproxy_k8s_sync_reloads_total{driver="haproxy",reason="config_differs"}`); v != 0 {
+			t.Errorf("%v reloads counted as config_differs after init wrote the config, want none", v)
+		}
+	} else {
+		e.eventually("the first reload counted", m.atLeast(`haproxy_k8s_sync_reloads_total{driver="haproxy",reason="config_differs"}`, 1))
+	}
 	port2 := int32(haproxytest.FreePort(t))
 	e.createService(lab.Service{Namespace: ns, Name: "api", Port: port2, NodePort: np + 1})
 	e.eventually("api serves", serves(port2, "n1", "n2", "n3"))

@@ -342,25 +342,32 @@ func (c *realCluster) servers(e *env, want map[string][]string) error {
 	if err != nil {
 		return err
 	}
+	// HAProxy's name of each backend of want: with the backend pool (tproxy
+	// mode's default) a Service's backend is the spare it took.
+	named := map[string]string{}
+	for b := range want {
+		named[e.haproxyBackend(b)] = b
+	}
 	got := map[string][]string{}
 	seen := map[string]bool{}
 	for _, s := range st {
 		seen[s.Backend] = true
-		if _, ok := want[s.Backend]; !ok || s.Maint() {
+		b, ok := named[s.Backend]
+		if !ok || s.Maint() {
 			continue
 		}
 		v := fmt.Sprintf("%s:%d", s.Addr, s.Port)
 		if s.Drain() {
 			v += "~"
 		}
-		got[s.Backend] = append(got[s.Backend], v)
+		got[b] = append(got[b], v)
 	}
 	var errs []string
-	for b, w := range want {
-		g := got[b]
+	for hb, b := range named {
+		w, g := want[b], got[b]
 		slices.Sort(g)
-		if !seen[b] && len(w) > 0 {
-			errs = append(errs, b+": no such backend")
+		if !seen[hb] && len(w) > 0 {
+			errs = append(errs, b+" ("+hb+"): no such backend")
 		} else if !slices.Equal(g, w) {
 			errs = append(errs, fmt.Sprintf("%s: %v, want %v", b, g, w))
 		}

@@ -389,7 +389,9 @@ func (d *HAProxy) structureReasons(cfg model.Config) []string {
 	if d.onlyReadBack() {
 		return []string{"running config " + d.hash + " differs from desired"}
 	}
-	r := plan.Reasons(d.running, cfg)
+	// A Service behind the fixed listener is a map entry, not a frontend
+	// (metrics' reload reason: frontend_added would tell of one).
+	r := plan.ReasonsOwn(d.running, cfg, d.opts.Render.Listened)
 	if owed := d.owesReload(); owed != "" {
 		r = append(r, owed)
 	}

@@ -110,6 +110,15 @@ func (d *HAProxy) flush(ctx context.Context) bool {
 	d.mu.Unlock()
 	t = time.Now()
 	if err := d.saveState(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Run is stopping (its context ended during the dump): the
+			// state file is still due, written by Run's final flush with
+			// a context of its own. Reported written, the config on disk
+			// would be newer than the state file beside it, and a HAProxy
+			// restarted from both would take the old file's maintenance
+			// state for a slot the config has in service.
+			return false
+		}
 		d.log.Warn("could not persist server state", "err", err)
 		return true
 	}

@@ -386,3 +386,37 @@ func TestFlushLendsTheLayout(t *testing.T) {
 		t.Error("a flush with no pass meanwhile left the layout lent")
 	}
 }
+
+// TestFlushCanceledLeavesStateDue: a flush whose context ends during
+// the state dump (Run stopping as a pass's flush ran) reports it not
+// written, so that Run's final flush writes the state file; reported
+// written, the state file stayed older than the config beside it, and
+// HAProxy restarted from disk kept a slot in maintenance that the config
+// had in service (TestRestartsConverge in tproxy mode, CI 2026-11-30).
+func TestFlushCanceledLeavesStateDue(t *testing.T) {
+	l := startPersistLab(t)
+	ctx := persistCtx(t)
+	if _, err := l.d.Apply(ctx, persistConfig(1, 2, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if !l.d.flush(ctx) {
+		t.Fatal("flush: not written")
+	}
+	if _, err := l.d.Apply(ctx, persistConfig(1, 3, 0)); err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if l.d.flush(ended) {
+		t.Error("a flush whose context ended reported its files written")
+	}
+	if b, _ := os.ReadFile(l.statePth); strings.Contains(string(b), "10.0.0.3") {
+		t.Fatal("the state file has the new server already: the dump did not fail")
+	}
+	if !l.d.flush(ctx) {
+		t.Fatal("flush: not written")
+	}
+	if b, _ := os.ReadFile(l.statePth); !strings.Contains(string(b), "10.0.0.3") {
+		t.Errorf("the state file lacks the new server 10.0.0.3:\n%s", b)
+	}
+}
