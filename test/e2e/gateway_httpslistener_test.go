@@ -38,16 +38,10 @@ func answersHTTPS(port int, host, want string, leaf []byte) func() error {
 // certificate by its name, its route) with 0 reloads, the first still
 // served; no frontend binds either port.
 func TestGatewayHTTPSListenerNewGateway(t *testing.T) {
-	t.Setenv(envListeners, render.ListenersTProxy) // this mode whatever the suite's
-	if !inNetns(t, podAddrs...) {
+	g, port1, port2 := httpsListenerEnv(t)
+	if g == nil {
 		return
 	}
-	e := newEnv(t)
-	gwcrd.InstallAll(t, e.kube.Config)
-	g := newGatewayEnvOn(t, e)
-	port1, port2 := haproxytest.FreePort(t), haproxytest.FreePort(t)
-	g.httpPod("web-a", 1, 8080)
-	g.httpPod("web-b", 2, 8080)
 	gw, route, leaf := httpsGateways(t, g)
 	gw("gw-a", "gw-a", "a.example.com", port1)
 	route("a", "gw-a", "a.example.com", "web-a")
@@ -70,6 +64,24 @@ func TestGatewayHTTPSListenerNewGateway(t *testing.T) {
 	noBindOn(t, cfg, port1, port2)
 }
 
+// httpsListenerEnv is the two tests' world: tproxy mode whatever the
+// suite's, in a network namespace of the test's own (nil: the test ran
+// there and is done here), the Gateway CRDs, pods web-a and web-b, and
+// two free ports.
+func httpsListenerEnv(t *testing.T) (g *gwEnv, port1, port2 int) {
+	t.Helper()
+	t.Setenv(envListeners, render.ListenersTProxy)
+	if !inNetns(t, podAddrs...) {
+		return nil, 0, 0
+	}
+	e := newEnv(t)
+	gwcrd.InstallAll(t, e.kube.Config)
+	g = newGatewayEnvOn(t, e)
+	g.httpPod("web-a", 1, 8080)
+	g.httpPod("web-b", 2, 8080)
+	return g, haproxytest.FreePort(t), haproxytest.FreePort(t)
+}
+
 // noBindOn reports a bind of cfg (haproxy.cfg's text) on one of ports.
 func noBindOn(t *testing.T, cfg string, ports ...int) {
 	t.Helper()
@@ -87,16 +99,10 @@ func noBindOn(t *testing.T, cfg string, ports ...int) {
 // its port), its certificate served for its name. A controller restart
 // keeps that (the claims read back from the listener's files).
 func TestGatewayHTTPSListenerFirstCome(t *testing.T) {
-	t.Setenv(envListeners, render.ListenersTProxy) // this mode whatever the suite's
-	if !inNetns(t, podAddrs...) {
+	g, port1, port2 := httpsListenerEnv(t)
+	if g == nil {
 		return
 	}
-	e := newEnv(t)
-	gwcrd.InstallAll(t, e.kube.Config)
-	g := newGatewayEnvOn(t, e)
-	port1, port2 := haproxytest.FreePort(t), haproxytest.FreePort(t)
-	g.httpPod("web-a", 1, 8080)
-	g.httpPod("web-b", 2, 8080)
 	gw, route, leaf := httpsGateways(t, g)
 	gw("gw-b", "cert-b", "a.example.com", port1)
 	route("b", "gw-b", "a.example.com", "web-b")
