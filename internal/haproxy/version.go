@@ -85,3 +85,15 @@ const connectPerRequestMajor, connectPerRequestMinor = 3, 4
 func (v Version) ConnectPerRequest() bool {
 	return v.AtLeast(connectPerRequestMajor, connectPerRequestMinor)
 }
+
+// From 3.0 `del server` refuses a server that a request waiting for its
+// retry still names ("Server still has connections attached to it":
+// measured on 3.0.11 and 3.4.7, haproxy commit 1b8c5abee of 3.0-dev4);
+// 2.6.12 deletes it, and the request later reads freed memory.
+const guardedDeleteMajor, guardedDeleteMinor = 3, 0
+
+// GuardsServerDeletion reports whether v refuses to delete a server a
+// stream still names (3.0+). The zero Version (not known) does not.
+func (v Version) GuardsServerDeletion() bool {
+	return v.AtLeast(guardedDeleteMajor, guardedDeleteMinor)
+}

@@ -11,7 +11,7 @@ func TestParseVersion(t *testing.T) {
 		in            string
 		branch        string
 		patch         int
-		sync, atLeast bool // SyncReload, AtLeast(3, 0)
+		sync, atLeast bool // SyncReload, AtLeast(3, 0) (and GuardsServerDeletion)
 		bad           bool
 	}{
 		{in: "2.6.12-1+deb12u4", branch: "2.6", patch: 12},
@@ -36,12 +36,12 @@ func TestParseVersion(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || v.Branch() != tc.branch || v.Patch != tc.patch || v.SyncReload() != tc.sync || v.AtLeast(3, 0) != tc.atLeast {
+		if err != nil || v.Branch() != tc.branch || v.Patch != tc.patch || v.SyncReload() != tc.sync || v.AtLeast(3, 0) != tc.atLeast || v.GuardsServerDeletion() != tc.atLeast {
 			t.Errorf("%q: %+v (branch %s, sync %v), %v", tc.in, v, v.Branch(), v.SyncReload(), err)
 		}
 	}
-	if (Version{}).SyncReload() || (Version{}).Known() {
-		t.Error("the zero Version claims a synchronous reload or to be known")
+	if (Version{}).SyncReload() || (Version{}).Known() || (Version{}).GuardsServerDeletion() {
+		t.Error("the zero Version claims a synchronous reload, to be known, or to guard server deletion")
 	}
 }
 

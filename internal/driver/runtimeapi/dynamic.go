@@ -52,6 +52,7 @@ func (d *HAProxy) learnVersion(v haproxy.Version) {
 	if !v.Known() {
 		return
 	}
+	d.delGuarded = v.GuardsServerDeletion()
 	if on := v.DynamicBackends() && !d.opts.staticBackends; on != d.opts.Render.DynamicBackends {
 		d.opts.Render.DynamicBackends = on
 		d.log.Info("haproxy creates backends at runtime", "version", v.Text, "enabled", on)
@@ -226,8 +227,12 @@ func (d *HAProxy) dropBackends(ctx context.Context, layout model.Layout, res *dr
 			}
 		}
 	}
+	named, err := d.namedByStreams(ctx, res) // streamrefs.go
+	if err != nil {
+		return nil // tried again by a later pass
+	}
 	for _, name := range gone[:min(len(gone), maxDeletesPerPass)] {
-		d.deleteBackend(ctx, name, res)
+		d.deleteBackend(ctx, name, named, res)
 	}
 	return nil
 }
@@ -236,8 +241,15 @@ func (d *HAProxy) dropBackends(ctx context.Context, layout model.Layout, res *dr
 // maintenance, its slots from the last to the first, one command at a
 // time: HAProxy refuses to delete a server with connections still open,
 // and the slots left are then s1..sK, as the runtime state reads them.
-// What it could not delete is tried again by a later pass.
-func (d *HAProxy) deleteBackend(ctx context.Context, name string, res *driver.Result) {
+// What it could not delete is tried again by a later pass, as is a
+// backend one of whose slots a stream still names (named: streamrefs.go).
+func (d *HAProxy) deleteBackend(ctx context.Context, name string, named map[string]bool, res *driver.Result) {
+	for i := range d.actual[name] {
+		if named[name+"/"+model.SlotName(i)] {
+			d.log.Debug("backend created at runtime not deleted yet: a stream names its server", "backend", name, "server", model.SlotName(i))
+			return
+		}
+	}
 	if _, err := d.rt.ExecChecked(ctx, []string{"experimental-mode on"}); err != nil {
 		return
 	}

@@ -144,6 +144,7 @@ type HAProxy struct {
 	// refusedLast: what the last pass left out (ports.go), "" for nothing.
 	refusedLast string
 	version     haproxy.Version // the master's, as the last reload read it (version.go)
+	delGuarded  bool            // its `del server` refuses a server a stream names (streamrefs.go)
 	// The pool of ready backends (pool.go): as last applied, whether it
 	// was read from disk yet, and the bytes last written there.
 	pool        spares.State

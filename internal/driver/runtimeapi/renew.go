@@ -222,7 +222,7 @@ func (d *HAProxy) sendPhase(ctx context.Context, r *renewal, res *driver.Result)
 // over (done, or their time is up).
 func (d *HAProxy) waited(ctx context.Context, be string, r *renewal, res *driver.Result) (bool, error) {
 	if len(r.dels) > 0 {
-		left, err := d.deleteIdle(ctx, r.dels, time.Now().After(r.until), res)
+		left, err := d.deleteIdle(ctx, r.dels, r.until, res)
 		r.dels = left
 		if err != nil || len(left) > 0 {
 			return false, err

@@ -3,8 +3,10 @@ package runtimeapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy"
@@ -13,18 +15,34 @@ import (
 // What a renewal's phase waits for (renew.go), each looked at once a pass.
 
 // deleteIdle tries once to delete each of srvs ("backend/server", in
-// maintenance) and returns those HAProxy refused, because connections
-// remain: their idle connections are dropped (dropIdle) for the next try.
-// Past the drain (shut), their connections are shut first, and a refusal
-// is an error.
-func (d *HAProxy) deleteIdle(ctx context.Context, srvs []string, shut bool, res *driver.Result) (left []string, err error) {
-	for _, srv := range srvs {
-		if shut {
+// maintenance) and returns those it left: a stream still names them
+// (streamrefs.go), or HAProxy refused, because connections remain: their
+// idle connections are dropped (dropIdle) for the next try. Past until
+// (the drain), their streams are shut first, and a refusal is an error;
+// a stream naming one a drain after that is an error too.
+func (d *HAProxy) deleteIdle(ctx context.Context, srvs []string, until time.Time, res *driver.Result) (left []string, err error) {
+	now := time.Now()
+	shut := now.After(until)
+	if shut {
+		for _, srv := range srvs {
 			d.log.Warn("server still has connections after the drain; shutting them", "server", srv, "drain", renewDrain)
 			if _, err := d.rt.ExecChecked(ctx, []string{"shutdown sessions server " + srv}); err != nil {
 				return nil, err
 			}
 			res.Ops++
+		}
+	}
+	named, err := d.namedByStreams(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	for _, srv := range srvs {
+		if named[srv] {
+			if now.After(until.Add(renewDrain)) {
+				return nil, fmt.Errorf("server %s still named by a stream %s after its drain", srv, renewDrain)
+			}
+			left = append(left, srv)
+			continue
 		}
 		_, err := d.rt.ExecChecked(ctx, []string{"del server " + srv})
 		res.Ops++
