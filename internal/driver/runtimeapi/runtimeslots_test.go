@@ -128,7 +128,7 @@ func TestSpareSlotsCreatedAtRuntime(t *testing.T) {
 	}
 	noReload = lb.noReload(ctx, t)
 	noReload("another new backend after it", w.config([]string{"be_b", "be_c"}, nodeOf))
-	if got := w.answers(8); got["node-2"] == 0 {
+	if got := w.answers(40); got["node-2"] == 0 {
 		t.Fatalf("be_c: L1 answered %v, want node-2 too", got)
 	}
 
@@ -136,7 +136,7 @@ func TestSpareSlotsCreatedAtRuntime(t *testing.T) {
 	_ = lb.d.Close()
 	lb.d = NewHAProxy(lb.options(poolOptions(300 * time.Millisecond)))
 	noReload("restart", w.config([]string{"be_b", "be_c"}, nodeOf))
-	if got := w.answers(8); got["node-1"] == 0 || got["node-2"] == 0 {
+	if got := w.answers(40); got["node-1"] == 0 || got["node-2"] == 0 {
 		t.Fatalf("after a restart: L1 answered %v", got)
 	}
 }
