@@ -116,7 +116,7 @@ func TestInitListeners(t *testing.T) {
 			if got := bytes.Contains(b, []byte("frontend _https_listeners")); got != tc.https {
 				t.Errorf("init %v: the fixed HTTPS listener written %v, want %v:\n%s", tc.args, got, tc.https, b)
 			}
-			for _, p := range []string{"etc/acl/https-listeners.map", "etc/certs/_https_listeners.crtlist"} {
+			for _, p := range []string{"etc/acl/https-listeners.map", "etc/acl/clientauth.map", "etc/certs/_https_listeners.crtlist"} {
 				_, err = os.Stat(filepath.Join(dir, p))
 				if got := err == nil; got != tc.https {
 					t.Errorf("init %v: %s written %v, want %v (%v)", tc.args, p, got, tc.https, err)

@@ -69,12 +69,20 @@ func clientAuthLine(t *model.TLS, opts Options) string {
 }
 
 // clientAuthRule is the frontend's rule for the default line's clients
-// (with the verification on the lines), "" otherwise.
+// (with the verification on the lines), "" otherwise. The fixed HTTPS
+// listener's looks up the frontend its connection's key stands for
+// (HTTPSListenerMapFile): a client of a verifying frontend's address
+// that presented no certificate (it named another frontend's name, or
+// none) is refused as that frontend's own bind refuses it.
 func clientAuthRule(f model.Frontend, opts Options) string {
-	if f.TLS == nil || !ClientAuthOnLines(opts) || f.Name == HTTPSListenerFrontend { // verifies no client (httpslistener.go)
+	if f.TLS == nil || !ClientAuthOnLines(opts) {
 		return ""
 	}
-	return "\ttcp-request session reject if !{ ssl_c_used } { fe_name,map(" + ClientAuthMapFile(opts.ACLDir) + ") -m str required }"
+	name := "fe_name"
+	if f.Name == HTTPSListenerFrontend {
+		name = "var(" + httpListenerVar + "),map_str(" + HTTPSListenerMapFile(opts.ACLDir) + ")"
+	}
+	return "\ttcp-request session reject if !{ ssl_c_used } { " + name + ",map(" + ClientAuthMapFile(opts.ACLDir) + ") -m str required }"
 }
 
 // clientAuthBind is what a bind line of f carries for its client

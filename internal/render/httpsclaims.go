@@ -74,10 +74,17 @@ func (o Options) HTTPSListened(cfg model.Config) map[string]bool {
 // lost is the first holder that could not (-1: none; the round stands).
 func claimRound(fronts []model.Frontend, cands []int, holders map[int]bool, held map[model.HeldName]bool) (in map[string]bool, lost int) {
 	var c sniClaims
-	for _, i := range cands {
-		if holders[i] {
-			name := fronts[i].Name
-			c.take(fronts[i].TLS, i, func(s string) bool { return held[model.HeldName{SNI: s, Front: name}] })
+	// The verifying holders' held names first, so that where one Secret
+	// served two holders' names alike and one of them now verifies its
+	// clients (its own change: a line of its own, ListenerCertName), the
+	// other's claim stands and the one that changed loses its hold,
+	// whatever their names' order.
+	for _, verifying := range []bool{true, false} {
+		for _, i := range cands {
+			if holders[i] && (fronts[i].TLS.Client != nil) == verifying {
+				name := fronts[i].Name
+				c.take(fronts[i].TLS, i, func(s string) bool { return held[model.HeldName{SNI: s, Front: name}] })
+			}
 		}
 	}
 	for _, first := range []bool{true, false} {
@@ -114,6 +121,20 @@ func holds(f model.Frontend, held map[model.HeldName]bool) bool {
 	return false
 }
 
+// ListenerCertName is the name, on the fixed HTTPS listener, of
+// certificate c of a frontend whose TLS is t: its own, or, for a
+// frontend verifying its clients (verifiesShared), one of its own and
+// its CA's. A crt-list line verifies for all its names, so one Secret
+// served verified by one frontend and unverified by another (or with
+// another CA) is two files and two lines; and its names clash as two
+// certificates' do.
+func ListenerCertName(t *model.TLS, c model.Certificate) string {
+	if t.Client == nil {
+		return c.Name
+	}
+	return model.Name("vcert", c.Name, t.Client.CA)
+}
+
 // claim is a server name's certificate and the frontend (its index) that
 // claimed it: a frontend's own certificates never clash with each other.
 type claim struct {
@@ -125,14 +146,16 @@ type claim struct {
 // certificate.
 func (c claim) clashes(cert string, owner int) bool { return c.cert != cert && c.owner != owner }
 
-// sniClaims are the server names taken by the listened frontends' certificates:
-// exact names and wildcards' suffixes ("*.example.com": "example.com").
+// sniClaims are the server names taken by the listened frontends' certificates
+// (ListenerCertName): exact names and wildcards' suffixes
+// ("*.example.com": "example.com").
 type sniClaims struct{ exact, wild map[string]claim }
 
 // free reports whether none of t's names (of frontend owner) is matched
 // by another frontend's claim with another certificate, nor matches one.
 func (c *sniClaims) free(t *model.TLS, owner int) bool {
 	for _, cert := range t.Certificates {
+		cert.Name = ListenerCertName(t, cert)
 		for _, s := range cert.SNI {
 			s = strings.ToLower(s)
 			if suffix, ok := strings.CutPrefix(s, "*."); ok {
@@ -164,6 +187,7 @@ func (c *sniClaims) take(t *model.TLS, owner int, only func(string) bool) {
 		c.exact, c.wild = map[string]claim{}, map[string]claim{}
 	}
 	for _, cert := range t.Certificates {
+		cert.Name = ListenerCertName(t, cert)
 		for _, s := range cert.SNI {
 			s = strings.ToLower(s)
 			if only != nil && !only(s) {
@@ -277,9 +301,10 @@ func (r RunningHTTPS) held(cfg model.Config) []model.HeldName {
 			continue
 		}
 		for _, cert := range f.TLS.Certificates {
+			name := ListenerCertName(f.TLS, cert) // as the crt-list names it
 			for _, s := range cert.SNI {
 				s = strings.ToLower(s)
-				if slices.Contains(r.Served, ServedName{s, cert.Name}) {
+				if slices.Contains(r.Served, ServedName{s, name}) {
 					out = append(out, model.HeldName{SNI: s, Front: f.Name})
 				}
 			}

@@ -81,7 +81,7 @@ func (o Options) httpsShareable(f model.Frontend) bool {
 		return false
 	}
 	t := f.TLS
-	if t.Client != nil || len(t.Closed) > 0 || !slices.Equal(t.ALPN, httpsListenerALPN) || len(t.Certificates) == 0 {
+	if t.Client != nil && !o.verifiesShared(f) || len(t.Closed) > 0 || !slices.Equal(t.ALPN, httpsListenerALPN) || len(t.Certificates) == 0 {
 		return false
 	}
 	for _, c := range t.Certificates {
@@ -91,6 +91,46 @@ func (o Options) httpsShareable(f model.Frontend) bool {
 		}
 	}
 	return o.keyable(f)
+}
+
+// verifiesShared reports whether f's client verification (TLS.Client)
+// can be the fixed HTTPS listener's, on f's lines of its crt-list
+// (clientauth.go, hostauth.go): AllowValidOnly on lines (not the
+// fallback, whose ignore lists are the bind's and would let other CAs'
+// certificates through every line), a CA file that can be written, and
+// every name f serves exact and a name of its certificates, so that
+// the host checks (HostVerify: Host must be the server name) pin each
+// request to a line of f's, verified with f's CA; a client naming none
+// of them is refused before a request by the listener's rule for the
+// frontends verifying (clientAuthRule).
+func (o Options) verifiesShared(f model.Frontend) bool {
+	a := f.TLS.Client
+	if !ClientAuthOnLines(o) || a.Optional {
+		return false
+	}
+	if _, ok := certClientAuthLine(a, o); !ok {
+		return false
+	}
+	names := map[string]bool{}
+	for _, c := range f.TLS.Certificates {
+		for _, s := range c.SNI {
+			if !model.ValidSNI(s) || s[0] == '*' {
+				return false
+			}
+			names[strings.ToLower(s)] = true
+		}
+	}
+	for _, l := range f.HTTP.Listeners {
+		if !names[strings.ToLower(l)] {
+			return false
+		}
+	}
+	for _, h := range f.HTTP.Hosts {
+		if !names[strings.ToLower(h.Name)] {
+			return false
+		}
+	}
+	return true
 }
 
 // HTTPSListenerView is cfg as the fixed HTTPS listener serves it: the
@@ -164,8 +204,16 @@ func HTTPSListenerFront(cfg model.Config, o Options) (fixed model.Frontend, in m
 
 // mergeCerts adds t's certificates to the fixed listener's: a
 // certificate already there (by name: one Secret) serves t's names too.
+// A frontend's client verification (t.Client, verifiesShared) becomes
+// its certificates' own (Certificate.Client: their lines verify), under
+// names of their own and the CA's (ListenerCertName): one Secret served
+// verified and not is two lines.
 func mergeCerts(fixed, t *model.TLS) {
 	for _, c := range t.Certificates {
+		c.Name = ListenerCertName(t, c)
+		if t.Client != nil {
+			c.Client = t.Client
+		}
 		i, ok := slices.BinarySearchFunc(fixed.Certificates, c.Name, func(x model.Certificate, n string) int { return strings.Compare(x.Name, n) })
 		if !ok {
 			c.SNI = slices.Clone(c.SNI)

@@ -52,7 +52,12 @@ func TestHTTPSListened(t *testing.T) {
 	other := func(certs ...string) model.Frontend { // sorts before gw: taken first
 		return gatewayHTTPS("gw_a", "203.0.113.11", 443, "be", []string{"x.example.com"}, certs...)
 	}
+	verifying := func(f model.Frontend, optional bool) model.Frontend {
+		return with(f, func(f *model.Frontend) { f.TLS.Client = &model.ClientAuth{CA: "ca_gw", CAPEM: []byte("pem"), Optional: optional} })
+	}
 	o := httpsListenerOpts()
+	noMaps := o
+	noMaps.ACLDir = ""
 	noCerts := o
 	noCerts.CertDir = ""
 	noHTTP := o
@@ -72,7 +77,30 @@ func TestHTTPSListened(t *testing.T) {
 			h.Listeners = nil
 			f.HTTP = &h
 		})}, o, nil},
-		{"client verification", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS.Client = &model.ClientAuth{CA: "ca"} })}, o, nil},
+		{"client verification, no CA bundle", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS.Client = &model.ClientAuth{CA: "ca"} })}, o, nil},
+		{"client verification (its lines verify)", []model.Frontend{verifying(gw, false)}, o, []string{"gw_b"}},
+		{"client verification with the fallback (the bind's)", []model.Frontend{verifying(gw, true)}, o, nil},
+		{"client verification without a map directory", []model.Frontend{verifying(gw, false)}, noMaps, nil},
+		{"client verification, a wildcard certificate", []model.Frontend{with(verifying(gw, false), func(f *model.Frontend) { f.TLS.Certificates[0].SNI = []string{"*.example.com"} })}, o, nil},
+		{"client verification, a listener name no certificate has", []model.Frontend{with(verifying(gw, false), func(f *model.Frontend) {
+			h := *f.HTTP
+			h.Listeners = []string{"a.example.com", "b.example.com"}
+			f.HTTP = &h
+		})}, o, nil},
+		{"client verification, any host", []model.Frontend{with(verifying(gw, false), func(f *model.Frontend) {
+			h := *f.HTTP
+			h.Listeners = []string{model.AnyHost}
+			f.HTTP = &h
+		})}, o, nil},
+		{"one Secret, one frontend verifying (two lines)", []model.Frontend{other("cert_a=x.example.com"), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
+		{"one Secret, both verifying with one CA", []model.Frontend{verifying(other("cert_a=x.example.com"), false), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
+		{"one Secret, verifying with two CAs", []model.Frontend{with(verifying(other("cert_a=x.example.com"), false), func(f *model.Frontend) {
+			f.TLS.Client = &model.ClientAuth{CA: "ca_other", CAPEM: []byte("pem")}
+		}), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
+		{"one Secret, its name served unverified by another", []model.Frontend{other("cert_a=a.example.com"), verifying(gw, false)}, o, []string{"gw_a"}},
+		{"one Secret, its name verified with another CA", []model.Frontend{with(verifying(other("cert_a=a.example.com,x.example.com"), false), func(f *model.Frontend) {
+			f.TLS.Client = &model.ClientAuth{CA: "ca_other", CAPEM: []byte("pem")}
+		}), verifying(gw, false)}, o, []string{"gw_a"}},
 		{"a certificate's client verification", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS.Certificates[0].Client = &model.ClientAuth{CA: "ca"} })}, o, nil},
 		{"closed hosts", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS.Closed = []string{"a.example.com"} })}, o, nil},
 		{"other ALPN", []model.Frontend{with(gw, func(f *model.Frontend) { f.TLS.ALPN = []string{"http/1.1"} })}, o, nil},
@@ -202,4 +230,67 @@ func TestGoldenHTTPSListener(t *testing.T) {
 	}
 	text := bytes.ReplaceAll(got, []byte(goldenACLDir), []byte(acl))
 	golden.HAProxyAccepts(t, bytes.ReplaceAll(text, []byte(goldenCertDir), []byte(certDir)))
+}
+
+// TestHTTPSListenerVerifyingLines: a frontend verifying its clients
+// behind the fixed HTTPS listener has its certificate's line verify with
+// its CA, its exact names checked per host (HostVerify under the
+// listener's name), and the other frontends' line verifies nothing:
+// one Secret, served verified to one and unverified to two others, is
+// two lines.
+func TestHTTPSListenerVerifyingLines(t *testing.T) {
+	o := httpsListenerOpts()
+	a := gatewayHTTPS("gw_a", "203.0.113.10", 443, "be", []string{"a.example.com"}, "cert_b=a.example.com")
+	a.TLS.Client = &model.ClientAuth{CA: "ca_gw_a", CAPEM: []byte("pem")}
+	b := gatewayHTTPS("gw_b", "203.0.113.11", 443, "be", []string{"b.example.com"}, "cert_b=b.example.com")
+	x := gatewayHTTPS("gw_x", "203.0.113.12", 443, "be", []string{"x.example.com"}, "cert_b=x.example.com")
+	fixed, in, ok := HTTPSListenerFront(model.Config{Frontends: []model.Frontend{a, b, x}}, o)
+	if !ok || !in["gw_a"] || !in["gw_b"] || !in["gw_x"] {
+		t.Fatalf("listened %v (%v), want all three", in, ok)
+	}
+	var lines []string
+	for _, e := range CrtListEntries(o, fixed) {
+		lines = append(lines, e.Line())
+	}
+	want := []string{
+		DefaultCertFile(o.CertDir, HTTPSListenerFrontend) + " !*",
+		CertFile(o.CertDir, "cert_b") + " b.example.com x.example.com",
+		CertFile(o.CertDir, ListenerCertName(a.TLS, a.TLS.Certificates[0])) + " [verify required no-ca-names ca-file " + CAFile(o.CertDir, "ca_gw_a") + "] a.example.com",
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("crt-list:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	got := HostClientAuthEntries(o, fixed)
+	if wantE := []MapEntry{{HTTPSListenerFrontend + "/a.example.com", HostVerify}}; !slices.Equal(got, wantE) {
+		t.Errorf("host entries %v, want %v", got, wantE)
+	}
+}
+
+// TestHTTPSListenedVerificationTurnsOn: two frontends served one
+// Secret's names alike behind the fixed HTTPS listener; one turns client
+// verification on (a line of its own, ListenerCertName, clashing with
+// the other's on their shared names): the one that changed leaves, the
+// other keeps the listener, whichever sorts first.
+func TestHTTPSListenedVerificationTurnsOn(t *testing.T) {
+	o := httpsListenerOpts()
+	for _, verifier := range []string{"gw_a", "gw_b"} {
+		t.Run(verifier, func(t *testing.T) {
+			a := gatewayHTTPS("gw_a", "203.0.113.10", 443, "be", []string{"a.example.com"}, "cert_s=a.example.com,b.example.com")
+			b := gatewayHTTPS("gw_b", "203.0.113.10", 8443, "be", []string{"b.example.com"}, "cert_s=a.example.com,b.example.com")
+			cfg := model.Config{Frontends: []model.Frontend{a, b}}
+			if in := o.HTTPSListened(cfg); !in["gw_a"] || !in["gw_b"] {
+				t.Fatalf("before: %v, want both", in)
+			}
+			cfg.HTTPSHeld = HTTPSHeldOf(cfg, o)
+			for i := range cfg.Frontends {
+				if cfg.Frontends[i].Name == verifier {
+					cfg.Frontends[i].TLS.Client = &model.ClientAuth{CA: "ca_x", CAPEM: []byte("pem")}
+				}
+			}
+			in := o.HTTPSListened(cfg)
+			if in[verifier] || len(in) != 1 {
+				t.Errorf("%s verifying: listened %v, want the other alone", verifier, in)
+			}
+		})
+	}
 }

@@ -154,13 +154,18 @@ func TestGatewayClientValidationToggles(t *testing.T) {
 // validationToggleReloads is how many reloads turning validation on and
 // off twice costs: 0 where the listener keeps its own frontend (ports
 // mode, or tproxy mode without the HTTP listener: the verification is
-// on its crt-list lines). In tproxy mode with the HTTP listener on, the
-// fixed HTTPS listener takes the listener while it verifies no client
-// (render.HTTPSListened) and verifies none itself, so each turn moves it
-// to a frontend of its own and back: one reload each way, 4, and listener
-// a's clients are refused meanwhile (counted in failedA, not failed on).
-// docs/listeners.md ("Client validation in tproxy mode") says why and
-// what removes it.
+// on its crt-list lines). In tproxy mode with the HTTP listener on, both
+// listeners are behind the fixed HTTPS listener, and the one Secret
+// serves both's names: a line verifying for listener a would serve b's
+// names too (the server name chooses the line, whatever the port), so a
+// verifying listener a clashes with b there (render.ListenerCertName)
+// and moves to a frontend of its own and back: one reload each way, 4,
+// and listener a's clients are refused meanwhile (counted in failedA,
+// not failed on); b keeps the listener and never fails. With a Secret
+// of its own, a verifying listener stays behind the fixed listener and
+// turns with no reload (internal/driver/tproxy
+// TestHTTPSListenerClientValidation). docs/listeners.md ("Client
+// validation in tproxy mode").
 func validationToggleReloads() int {
 	if tproxyMode() && httpListenerOn() {
 		return 4

@@ -80,7 +80,7 @@ func CertDir(configPath string) string { return dirBeside(configPath, "certs") }
 func certsOf(opts render.Options, cfg model.Config) certWant {
 	dir := opts.CertDir
 	w := certWant{files: map[string][]byte{}, lists: map[string][]render.CrtListEntry{}, cas: casOf(dir, cfg),
-		clients: clientFilesOf(dir, cfg), clientCAs: clientCAsOf(dir, cfg), front: frontClientFilesOf(dir, cfg)}
+		clients: clientFilesOf(dir, cfg), clientCAs: clientCAsOf(dir, cfg), front: frontClientFilesOf(opts, cfg)}
 	if dir == "" {
 		return w
 	}

@@ -15,7 +15,7 @@ import (
 // on the crt-list lines; the map refuses the default line's clients,
 // which are never asked), pushed like the route maps: turning
 // AllowValidOnly on or off is an entry, no reload. None when no frontend
-// terminates TLS (no rule reads it).
+// terminates TLS, the fixed HTTPS listener included (no rule reads it).
 //
 // Order: a frontend enters the map only once its lines verify (a client
 // of its hosts is then asked; entering before, the rule would refuse
@@ -28,7 +28,7 @@ func clientAuthMapFiles(opts render.Options, cfg model.Config, heldBack func(mod
 		return nil
 	}
 	var entries []render.MapEntry
-	terminating := false
+	terminating := opts.HTTPSListener() // the fixed HTTPS listener's rules read it too
 	for _, f := range cfg.Frontends {
 		if f.TLS == nil {
 			continue
@@ -42,6 +42,11 @@ func clientAuthMapFiles(opts render.Options, cfg model.Config, heldBack func(mod
 	if !terminating {
 		return nil
 	}
+	if fixed, _, ok := render.HTTPSListenerFront(cfg, opts); ok {
+		// The fixed HTTPS listener's lines verifying for the frontends
+		// behind it (render.mergeCerts): their hosts, under its name.
+		entries = append(entries, render.HostClientAuthEntries(opts, fixed)...)
+	}
 	pf := patternFile{path: render.ClientAuthMapFile(opts.ACLDir), body: render.MapContent(entries), what: "client certificate map"}
 	for _, e := range entries {
 		pf.lines = append(pf.lines, e.Key+" "+e.Value)
@@ -50,12 +55,26 @@ func clientAuthMapFiles(opts render.Options, cfg model.Config, heldBack func(mod
 }
 
 // heldBack reports whether the worker's crt-list lines of f are known
-// not to verify yet (a frontend whose AllowValidOnly turns on this pass).
+// not to verify yet (a frontend whose AllowValidOnly turns on this pass);
+// for a frontend behind the fixed HTTPS listener (no crt-list of its
+// own), the listener's lines of its certificates.
 func (d *HAProxy) heldBack(f model.Frontend) bool {
 	if !d.certs.known || d.certs.pid != d.pid {
 		return false
 	}
-	lines := d.certs.lists[render.CrtListFile(d.opts.Render.CertDir, f.Name)]
+	dir := d.opts.Render.CertDir
+	lines, own := d.certs.lists[render.CrtListFile(dir, f.Name)]
+	if !own && f.TLS != nil {
+		// Behind the fixed HTTPS listener: its certificates' lines there.
+		for _, l := range d.certs.lists[render.CrtListFile(dir, render.HTTPSListenerFrontend)] {
+			for _, c := range f.TLS.Certificates {
+				if strings.HasPrefix(l, render.CertFile(dir, c.Name)+" [verify required") {
+					return false
+				}
+			}
+		}
+		return true
+	}
 	for _, l := range lines[min(1, len(lines)):] {
 		if strings.Contains(l, "[verify required") {
 			return false

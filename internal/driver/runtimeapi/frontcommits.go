@@ -31,12 +31,13 @@ import (
 // frontClientFilesOf lists, by path, the certificates of the crt-list
 // lines verifying their clients (a frontend's, or a host's own), and
 // their CA files.
-func frontClientFilesOf(dir string, cfg model.Config) clientFiles {
+func frontClientFilesOf(opts render.Options, cfg model.Config) clientFiles {
+	dir := opts.CertDir
 	out := clientFiles{certs: map[string]bool{}, cas: map[string]bool{}}
 	if dir == "" {
 		return out
 	}
-	for _, f := range cfg.Frontends {
+	for _, f := range verifyingFronts(opts, cfg) {
 		for _, v := range verifyingLines(f) {
 			out.cas[render.CAFile(dir, v.ca.CA)] = true
 			if v.cert != nil {
@@ -45,6 +46,17 @@ func frontClientFilesOf(dir string, cfg model.Config) clientFiles {
 		}
 	}
 	return out
+}
+
+// verifyingFronts are cfg's frontends and, with the fixed HTTPS
+// listener, its own: its lines verify for the frontends behind it, their
+// certificates under names of their own (render.ListenerCertName).
+func verifyingFronts(opts render.Options, cfg model.Config) []model.Frontend {
+	fixed, _, ok := render.HTTPSListenerFront(cfg, opts)
+	if !ok {
+		return cfg.Frontends
+	}
+	return append(slices.Clip(cfg.Frontends), fixed)
 }
 
 // verifyingLine is a client CA file a frontend's crt-list lines verify
@@ -103,7 +115,7 @@ func (d *HAProxy) staleFrontFiles(cfg model.Config) []string {
 		return nil
 	}
 	var certs, cas []string
-	for _, f := range cfg.Frontends {
+	for _, f := range verifyingFronts(d.opts.Render, cfg) {
 		for _, v := range verifyingLines(f) {
 			if p := render.CAFile(dir, v.ca.CA); d.frontChanged(d.certs.cas, p, v.ca.CAPEM) && !slices.Contains(cas, p) {
 				cas = append(cas, p)

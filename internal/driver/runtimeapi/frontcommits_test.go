@@ -2,10 +2,12 @@ package runtimeapi
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
 )
 
 // TestFrontClientFilesOf: the files under the one-kind rule
@@ -33,7 +35,7 @@ func TestFrontClientFilesOf(t *testing.T) {
 			wantCerts: []string{"d/cert_a.pem", "d/cert_h.pem"}, wantCAs: []string{"d/ca_gw.pem", "d/ca_h.pem"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := frontClientFilesOf("d", model.Config{Frontends: []model.Frontend{{Name: "fe", TLS: tc.tls}}})
+			got := frontClientFilesOf(render.Options{CertDir: "d"}, model.Config{Frontends: []model.Frontend{{Name: "fe", TLS: tc.tls}}})
 			if c := slices.Sorted(maps.Keys(got.certs)); !slices.Equal(c, tc.wantCerts) {
 				t.Errorf("certificates %v, want %v", c, tc.wantCerts)
 			}
@@ -41,5 +43,28 @@ func TestFrontClientFilesOf(t *testing.T) {
 				t.Errorf("CA files %v, want %v", c, tc.wantCAs)
 			}
 		})
+	}
+}
+
+// TestFrontClientFilesOfListener: a frontend verifying behind the fixed
+// HTTPS listener has its lines there under names of their own
+// (render.ListenerCertName): those certificates are under the one-kind
+// rule too, not only the frontend's own names.
+func TestFrontClientFilesOfListener(t *testing.T) {
+	o := render.Options{ACLDir: "/a", CertDir: "/c", Listeners: render.Listeners{Mode: render.ListenersTProxy, Port: 15080, HTTP: true}}
+	if !o.HTTPSListener() {
+		t.Fatal("the options have no HTTPS listener")
+	}
+	cert := model.Certificate{Name: "cert_a", SNI: []string{"a.example.com"}, PEM: []byte("pem")}
+	tls := &model.TLS{Client: &model.ClientAuth{CA: "ca_gw", CAPEM: []byte("pem")}, Certificates: []model.Certificate{cert}, ALPN: []string{"h2", "http/1.1"}}
+	f := model.Frontend{Name: "gw_a", Binds: []model.Bind{{Addr: netip.MustParseAddr("203.0.113.10"), Port: 443}}, TLS: tls,
+		HTTP: model.Shaped(&model.HTTP{Port: 443, Listeners: []string{"a.example.com"}, Hosts: []model.HTTPHost{{Name: "a.example.com"}}})}
+	cfg := model.Config{Frontends: []model.Frontend{f}}
+	if !o.HTTPSListened(cfg)["gw_a"] {
+		t.Fatal("gw_a is not behind the listener")
+	}
+	got := frontClientFilesOf(o, cfg)
+	if line := render.CertFile("/c", render.ListenerCertName(tls, cert)); !got.certs[line] {
+		t.Errorf("certificates %v, want the listener's line %s among them", slices.Sorted(maps.Keys(got.certs)), line)
 	}
 }

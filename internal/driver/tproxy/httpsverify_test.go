@@ -1,0 +1,165 @@
+package tproxy
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/spares"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
+)
+
+// askHTTPSAs is one GET for host over TLS to dst from ns naming sni,
+// presenting cert when it has one: the status line and body, or the
+// error of a handshake or connection refused (a client HAProxy turns
+// away right after the handshake reads an EOF).
+func askHTTPSAs(ns string, dst netip.AddrPort, sni, host string, roots *x509.CertPool, cert *tls.Certificate) (status, body string, err error) {
+	c, err := netlab.DialTCP(ns, netip.Addr{}, dst)
+	if err != nil {
+		return "", "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	cfg := &tls.Config{ServerName: sni, RootCAs: roots, NextProtos: []string{"http/1.1"}}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
+	}
+	tc := tls.Client(c, cfg)
+	if err := tc.Handshake(); err != nil {
+		return "", "", err
+	}
+	if _, err := io.WriteString(tc, "GET / HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n"); err != nil {
+		return "", "", err
+	}
+	all, err := io.ReadAll(tc)
+	head, b, _ := strings.Cut(string(all), "\r\n\r\n")
+	status, _, _ = strings.Cut(head, "\r\n")
+	if status == "" && err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return status, b, err
+}
+
+// clientCert is a client certificate issued by ca, as crypto/tls
+// presents it.
+func clientCert(t *testing.T, ca testcert.Cert, cn string) *tls.Certificate {
+	t.Helper()
+	c := testcert.Issue(t, testcert.Spec{CN: cn, Client: true}, ca)
+	pair, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &pair
+}
+
+// TestHTTPSListenerClientValidation: a Gateway behind the fixed HTTPS
+// listener turns client certificate validation (AllowValidOnly) on and
+// off with no reload, staying behind the listener: its lines verify with
+// its CA. With it on, a client of its address is served only with a
+// certificate of that CA: none, or another CA's, is refused; a client
+// naming the other Gateway's name (whose line asks for nothing) with
+// the verifying Gateway's Host is refused too, with or without another
+// CA's certificate, and so is one naming a third Gateway's name with a
+// certificate its CA verifies (the Host must be the server name); the
+// other Gateway is served without one throughout.
+// Fails without the shared verification: a reload each way (the Gateway
+// leaves the listener for a frontend of its own).
+func TestHTTPSListenerClientValidation(t *testing.T) {
+	l := startDPOpts(t, render.ListenersTProxy, spares.Policy{}, true)
+	root := testcert.CA(t, "root")
+	roots := x509.NewCertPool()
+	roots.AddCert(root.Cert)
+	clientCA, otherCA := testcert.CA(t, "client CA"), testcert.CA(t, "other CA")
+	good, bad := clientCert(t, clientCA, "good client"), clientCert(t, otherCA, "other client")
+	var backends []*model.Backend
+	for _, name := range []string{"a", "b"} {
+		backends = append(backends, &model.Backend{Name: "gwh_" + name, Balance: "roundrobin", HTTP: true,
+			Servers: []model.Server{{Addr: netip.MustParseAddr("127.0.0.1"), Port: httpAnswering(t, l.lab.LB, name)}}})
+	}
+	one := httpsGateway(t, "gw_default_one_443", []model.Bind{bind(vipA, 443), bind(vipA6, 443)}, "a.example.com", "gwh_a", root)
+	two := httpsGateway(t, "gw_default_two_8443", []model.Bind{bind(vipB, 8443)}, "b.example.com", "gwh_b", root)
+	// A third verifying with the other CA: its line asks for, and
+	// verifies, the other CA's certificates.
+	three := httpsGateway(t, "gw_default_three_9443", []model.Bind{bind(vipB, 9443)}, "c.example.com", "gwh_b", root)
+	three.TLS.Client = &model.ClientAuth{CA: model.Name("ca", "default", "three"), CAPEM: otherCA.PEM()}
+	cfgWith := func(verify bool) model.Config {
+		f := one
+		tlsCopy := *one.TLS
+		f.TLS = &tlsCopy
+		if verify {
+			f.TLS.Client = &model.ClientAuth{CA: model.Name("ca", "default", "one"), CAPEM: clientCA.PEM()}
+		}
+		return model.Config{Frontends: []model.Frontend{f, two, three}, Backends: append(backends, &model.Backend{Name: model.RejectBackend, Balance: "roundrobin"})}
+	}
+	type req struct {
+		dst       netip.AddrPort
+		sni, host string
+		cert      *tls.Certificate
+	}
+	ap := netip.AddrPortFrom
+	// want: the body, "" for refused, "-" for refused before a request
+	// (the handshake, or the connection closed right after it).
+	check := func(step string, cases []req, want []string) {
+		t.Helper()
+		for i, r := range cases {
+			err := netlab.Eventually(t.Context(), 5*time.Second, func() error {
+				status, body, err := askHTTPSAs(l.lab.Client, r.dst, r.sni, r.host, roots, r.cert)
+				switch {
+				case want[i] == "-" && status != "":
+					return fmt.Errorf("answered %q %q, want the connection refused before a request", status, body)
+				case want[i] == "" && strings.Contains(status, " 200 "):
+					return fmt.Errorf("answered %q %q, want refused", status, body)
+				case want[i] == "" || want[i] == "-":
+				case err != nil || body != want[i] || !strings.Contains(status, " 200 "):
+					return fmt.Errorf("%q %q (%v), want %q", status, body, err, want[i])
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%s: %v %s (host %s, a certificate: %v): %v", step, r.dst, r.sni, r.host, r.cert != nil, err)
+			}
+		}
+	}
+	l.apply(t, cfgWith(false))
+	plain := []req{
+		{ap(vipA, 443), "a.example.com", "a.example.com", nil},
+		{ap(vipA6, 443), "a.example.com", "a.example.com", nil},
+		{ap(vipB, 8443), "b.example.com", "b.example.com", nil},
+	}
+	check("no validation", plain, []string{"a", "a", "b"})
+	before := l.reloads(t)
+
+	l.apply(t, cfgWith(true))
+	if in := l.ropts.HTTPSListened(cfgWith(true)); !in[one.Name] || !in[two.Name] || !in[three.Name] {
+		t.Fatalf("listened with validation on: %v, want all three", in)
+	}
+	check("validation on", []req{
+		{ap(vipA, 443), "a.example.com", "a.example.com", good},
+		{ap(vipA6, 443), "a.example.com", "a.example.com", good},
+		{ap(vipA, 443), "a.example.com", "a.example.com", nil},
+		{ap(vipA, 443), "a.example.com", "a.example.com", bad},
+		{ap(vipA, 443), "b.example.com", "a.example.com", nil},
+		{ap(vipA, 443), "b.example.com", "a.example.com", bad},
+		{ap(vipA, 443), "c.example.com", "a.example.com", bad},
+		{ap(vipB, 8443), "b.example.com", "b.example.com", nil},
+		{ap(vipB, 9443), "c.example.com", "c.example.com", bad},
+		{ap(vipB, 9443), "c.example.com", "c.example.com", good},
+	}, []string{"a", "a", "-", "-", "-", "-", "", "b", "b", "-"})
+	if after := l.reloads(t); after != before {
+		t.Errorf("validation turned on cost %d reloads, want 0", after-before)
+	}
+
+	l.apply(t, cfgWith(false))
+	check("validation off again", plain, []string{"a", "a", "b"})
+	if after := l.reloads(t); after != before {
+		t.Errorf("validation turned on and off cost %d reloads, want 0", after-before)
+	}
+}
