@@ -53,7 +53,9 @@ func TestHTTPSListened(t *testing.T) {
 		return gatewayHTTPS("gw_a", "203.0.113.11", 443, "be", []string{"x.example.com"}, certs...)
 	}
 	verifying := func(f model.Frontend, optional bool) model.Frontend {
-		return with(f, func(f *model.Frontend) { f.TLS.Client = &model.ClientAuth{CA: "ca_gw", CAPEM: []byte("pem"), Optional: optional} })
+		return with(f, func(f *model.Frontend) {
+			f.TLS.Client = &model.ClientAuth{CA: "ca_gw", CAPEM: []byte("pem"), Optional: optional}
+		})
 	}
 	o := httpsListenerOpts()
 	noMaps := o
