@@ -66,8 +66,8 @@ func HTTPSListenerMapFile(dir string) string { return dir + "/https-listeners.ma
 // fixed HTTPS listener: a TLS-terminating HTTP frontend (no passthrough
 // splitter, no TCP routes) whose binds the listeners can key, with
 // nothing of its own the shared bind and frontend could not keep (client
-// certificate verification, on the frontend or a certificate; hosts
-// closed for want of it; source ranges, PROXY protocol, maxconn, client
+// certificate verification on a certificate, or on the frontend unless
+// verifiesShared; hosts closed for want of it; source ranges, PROXY protocol, maxconn, client
 // timeout; other ALPN), and whose every certificate names the server
 // names it is for (the shared crt-list's filters; none: names only the
 // certificate knows, which no other frontend's can be checked against).
