@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -28,17 +31,58 @@ import (
 // handshake begun on the line that did not ask, its session checked
 // after the map names the port): counted and logged, not failed on.
 func TestGatewayClientValidationToggles(t *testing.T) {
+	testValidationToggles(t, false, validationToggleReloads())
+}
+
+// TestGatewayClientValidationTogglesOwnSecret is
+// TestGatewayClientValidationToggles with a Secret per listener, each
+// naming its own host: no reload in either listener mode (behind the
+// fixed HTTPS listener, listener a's lines verify on their own:
+// docs/listeners.md, "Client validation behind the fixed listener").
+func TestGatewayClientValidationTogglesOwnSecret(t *testing.T) {
+	testValidationToggles(t, true, 0)
+}
+
+// testValidationToggles is the toggle test, listener b with a Secret of
+// its own (ownSecret) or the one of listener a, naming both hosts, and
+// the reloads it expects.
+func testValidationToggles(t *testing.T, ownSecret bool, wantReloads int) {
 	if !inNetns(t, podAddrs...) {
 		return
 	}
 	g := newHTTPGatewayEnv(t)
 	g.httpPod("web-a", 1, 8080)
 	port, otherPort := haproxytest.FreePort(t), haproxytest.FreePort(t)
-	m := newMTLSFixture(t, g, "a.example.com", "b.example.com") // gateway_mtls_test.go
-	server, known, unknown := m.server, m.known, m.unknown
+	hosts := []string{"a.example.com", "b.example.com"}
+	if ownSecret {
+		hosts = hosts[:1]
+	}
+	m := newMTLSFixture(t, g, hosts...) // gateway_mtls_test.go
+	server, serverB, known, unknown := m.server, m.server, m.known, m.unknown
 	refs := &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: "server"}}}
 	a, b := listener("a", gwv1.HTTPSProtocolType, port, "a.example.com"), listener("b", gwv1.HTTPSProtocolType, otherPort, "b.example.com")
 	a.TLS, b.TLS = refs, refs
+	if ownSecret {
+		secret := tlsSecret(t, "server-b", "b.example.com") // ingress_test.go
+		block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
+		if block == nil {
+			t.Fatal("the server certificate is no PEM")
+		}
+		var err error
+		if serverB, err = x509.ParseCertificate(block.Bytes); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.client.CoreV1().Secrets(ns).Create(bg, secret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b.TLS = &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: "server-b"}}}
+	}
+	serverOf := func(p int) *x509.Certificate {
+		if p == otherPort {
+			return serverB
+		}
+		return server
+	}
 	_, err := g.gw.GatewayV1().Gateways(ns).Create(bg, &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "hks", Listeners: []gwv1.Listener{a, b}}}, metav1.CreateOptions{})
 	if err != nil {
@@ -53,7 +97,7 @@ func TestGatewayClientValidationToggles(t *testing.T) {
 	answers := func(p int, host string, client *tls.Certificate, asked bool) func() error {
 		return func() error {
 			for range 3 {
-				code, body, was, err := mtlsAsked(p, host, server, client)
+				code, body, was, err := mtlsAsked(p, host, serverOf(p), client)
 				if err != nil || code != http.StatusOK || body != "web-a" || was != asked {
 					return fmt.Errorf("answer %d %q, asked %v, error %v; want 200 from web-a, asked %v", code, body, was, err, asked)
 				}
@@ -94,7 +138,7 @@ func TestGatewayClientValidationToggles(t *testing.T) {
 					return
 				default:
 				}
-				code, _, asked, err := mtlsAsked(p, host, server, client)
+				code, _, asked, err := mtlsAsked(p, host, serverOf(p), client)
 				sent.Add(1)
 				switch {
 				case (err != nil || code != http.StatusOK) && p == port:
@@ -140,8 +184,8 @@ func TestGatewayClientValidationToggles(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	if n, want := g.reloads()-reloads, validationToggleReloads(); n != want {
-		t.Errorf("%d reloads turning validation on and off twice, want %d", n, want)
+	if n := g.reloads() - reloads; n != wantReloads {
+		t.Errorf("%d reloads turning validation on and off twice, want %d", n, wantReloads)
 	}
 	t.Logf("%d requests under load; listener b: %d failed, %d asked; listener a (the CA's client): %d failed",
 		sent.Load(), failed.Load(), askedB.Load(), failedA.Load())
