@@ -85,9 +85,11 @@ type mtlsFixture struct {
 	caMap             *corev1.ConfigMap
 }
 
-func newMTLSFixture(t *testing.T, g *gwEnv, hosts ...string) mtlsFixture {
+// serverSecret creates the TLS Secret name of a server certificate for
+// hosts and returns the certificate.
+func serverSecret(t *testing.T, g *gwEnv, name string, hosts ...string) *x509.Certificate {
 	t.Helper()
-	secret := tlsSecret(t, "server", hosts...) // ingress_test.go
+	secret := tlsSecret(t, name, hosts...) // ingress_test.go
 	block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
 	if block == nil {
 		t.Fatal("the server certificate is no PEM")
@@ -99,7 +101,12 @@ func newMTLSFixture(t *testing.T, g *gwEnv, hosts ...string) mtlsFixture {
 	if _, err := g.client.CoreV1().Secrets(ns).Create(bg, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	m := mtlsFixture{server: server, clientCA: testcert.CA(t, "client CA"), otherCA: testcert.CA(t, "unknown CA")}
+	return server
+}
+
+func newMTLSFixture(t *testing.T, g *gwEnv, hosts ...string) mtlsFixture {
+	t.Helper()
+	m := mtlsFixture{server: serverSecret(t, g, "server", hosts...), clientCA: testcert.CA(t, "client CA"), otherCA: testcert.CA(t, "unknown CA")}
 	pair := func(ca testcert.Cert) *tls.Certificate {
 		c := testcert.Issue(t, testcert.Spec{CN: "client", Client: true}, ca)
 		p, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))

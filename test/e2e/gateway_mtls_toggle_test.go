@@ -3,14 +3,12 @@ package e2e
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -63,18 +61,7 @@ func testValidationToggles(t *testing.T, ownSecret bool, wantReloads int) {
 	a, b := listener("a", gwv1.HTTPSProtocolType, port, "a.example.com"), listener("b", gwv1.HTTPSProtocolType, otherPort, "b.example.com")
 	a.TLS, b.TLS = refs, refs
 	if ownSecret {
-		secret := tlsSecret(t, "server-b", "b.example.com") // ingress_test.go
-		block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
-		if block == nil {
-			t.Fatal("the server certificate is no PEM")
-		}
-		var err error
-		if serverB, err = x509.ParseCertificate(block.Bytes); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := g.client.CoreV1().Secrets(ns).Create(bg, secret, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		serverB = serverSecret(t, g, "server-b", "b.example.com") // gateway_mtls_test.go
 		b.TLS = &gwv1.ListenerTLSConfig{CertificateRefs: []gwv1.SecretObjectReference{{Name: "server-b"}}}
 	}
 	serverOf := func(p int) *x509.Certificate {
