@@ -109,13 +109,18 @@ func (t *TLS) Equal(u *TLS) bool {
 }
 
 // HeldName is a server name (lower case; a wildcard "*.suffix") a
-// shared TLS listener served for frontend Front: Config.HTTPSHeld.
-type HeldName struct{ SNI, Front string }
+// shared TLS listener served for frontend Front: Config.HTTPSHeld; CA
+// names the client CA its line verified with ("": none). A frontend
+// that verifies otherwise now holds none of its names.
+type HeldName struct{ SNI, Front, CA string }
 
-// CompareHeld orders held names by name, then frontend.
+// CompareHeld orders held names by name, then frontend, then CA.
 func CompareHeld(a, b HeldName) int {
 	if c := strings.Compare(a.SNI, b.SNI); c != 0 {
 		return c
 	}
-	return strings.Compare(a.Front, b.Front)
+	if c := strings.Compare(a.Front, b.Front); c != 0 {
+		return c
+	}
+	return strings.Compare(a.CA, b.CA)
 }

@@ -74,17 +74,10 @@ func (o Options) HTTPSListened(cfg model.Config) map[string]bool {
 // lost is the first holder that could not (-1: none; the round stands).
 func claimRound(fronts []model.Frontend, cands []int, holders map[int]bool, held map[model.HeldName]bool) (in map[string]bool, lost int) {
 	var c sniClaims
-	// The verifying holders' held names first, so that where one Secret
-	// served two holders' names alike and one of them now verifies its
-	// clients (its own change: a line of its own, ListenerCertName), the
-	// other's claim stands and the one that changed loses its hold,
-	// whatever their names' order.
-	for _, verifying := range []bool{true, false} {
-		for _, i := range cands {
-			if holders[i] && (fronts[i].TLS.Client != nil) == verifying {
-				name := fronts[i].Name
-				c.take(fronts[i].TLS, i, func(s string) bool { return held[model.HeldName{SNI: s, Front: name}] })
-			}
+	for _, i := range cands {
+		if holders[i] {
+			name, ca := fronts[i].Name, heldCA(fronts[i].TLS)
+			c.take(fronts[i].TLS, i, func(s string) bool { return held[model.HeldName{SNI: s, Front: name, CA: ca}] })
 		}
 	}
 	for _, first := range []bool{true, false} {
@@ -109,11 +102,23 @@ func claimRound(fronts []model.Frontend, cands []int, holders map[int]bool, held
 	return in, -1
 }
 
+// heldCA is the client CA a frontend's lines verify with on the
+// listener ("": none), as model.HeldName records it: a frontend whose
+// verification changed (turned on or off, another CA) holds none of the
+// names it held, so where its new line clashes with another holder's,
+// the one that changed gives way, whatever their names' order.
+func heldCA(t *model.TLS) string {
+	if t.Client == nil {
+		return ""
+	}
+	return t.Client.CA
+}
+
 // holds reports whether f still has a name held for it.
 func holds(f model.Frontend, held map[model.HeldName]bool) bool {
 	for _, cert := range f.TLS.Certificates {
 		for _, s := range cert.SNI {
-			if held[model.HeldName{SNI: strings.ToLower(s), Front: f.Name}] {
+			if held[model.HeldName{SNI: strings.ToLower(s), Front: f.Name, CA: heldCA(f.TLS)}] {
 				return true
 			}
 		}
@@ -149,11 +154,26 @@ func (c claim) clashes(cert string, owner int) bool { return c.cert != cert && c
 // sniClaims are the server names taken by the listened frontends' certificates
 // (ListenerCertName): exact names and wildcards' suffixes
 // ("*.example.com": "example.com").
-type sniClaims struct{ exact, wild map[string]claim }
+type sniClaims struct {
+	exact, wild map[string]claim
+	ca          string // the one client CA of the verifying frontends taken
+}
 
 // free reports whether none of t's names (of frontend owner) is matched
-// by another frontend's claim with another certificate, nor matches one.
+// by another frontend's claim with another certificate, nor matches one,
+// and whether t verifies with the CA of the verifying frontends taken,
+// if it verifies. One CA for all: the listener's one bind resumes a TLS
+// session whatever line made it, so a session another CA verified would
+// pass as the frontend's own (measured: a session of a third Gateway's
+// line, its CA verifying another client, resumed under the verifying
+// Gateway's name with no certificate and served;
+// TestHTTPSListenerClientValidation); one verified by the same CA
+// proves what the frontend asks, and one of a line that verifies
+// nothing carries no certificate (clientAuthRule refuses it).
 func (c *sniClaims) free(t *model.TLS, owner int) bool {
+	if t.Client != nil && c.ca != "" && c.ca != t.Client.CA {
+		return false
+	}
 	for _, cert := range t.Certificates {
 		cert.Name = ListenerCertName(t, cert)
 		for _, s := range cert.SNI {
@@ -185,6 +205,9 @@ func (c *sniClaims) free(t *model.TLS, owner int) bool {
 func (c *sniClaims) take(t *model.TLS, owner int, only func(string) bool) {
 	if c.exact == nil {
 		c.exact, c.wild = map[string]claim{}, map[string]claim{}
+	}
+	if t.Client != nil && c.ca == "" {
+		c.ca = t.Client.CA
 	}
 	for _, cert := range t.Certificates {
 		cert.Name = ListenerCertName(t, cert)
@@ -221,7 +244,7 @@ func HTTPSHeldOf(cfg model.Config, o Options) []model.HeldName {
 		}
 		for _, cert := range f.TLS.Certificates {
 			for _, s := range cert.SNI {
-				out = append(out, model.HeldName{SNI: strings.ToLower(s), Front: f.Name})
+				out = append(out, model.HeldName{SNI: strings.ToLower(s), Front: f.Name, CA: heldCA(f.TLS)})
 			}
 		}
 	}
@@ -305,7 +328,7 @@ func (r RunningHTTPS) held(cfg model.Config) []model.HeldName {
 			for _, s := range cert.SNI {
 				s = strings.ToLower(s)
 				if slices.Contains(r.Served, ServedName{s, name}) {
-					out = append(out, model.HeldName{SNI: s, Front: f.Name})
+					out = append(out, model.HeldName{SNI: s, Front: f.Name, CA: heldCA(f.TLS)})
 				}
 			}
 		}

@@ -96,9 +96,13 @@ func TestHTTPSListened(t *testing.T) {
 		})}, o, nil},
 		{"one Secret, one frontend verifying (two lines)", []model.Frontend{other("cert_a=x.example.com"), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
 		{"one Secret, both verifying with one CA", []model.Frontend{verifying(other("cert_a=x.example.com"), false), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
-		{"one Secret, verifying with two CAs", []model.Frontend{with(verifying(other("cert_a=x.example.com"), false), func(f *model.Frontend) {
+		{"one Secret, verifying with two CAs (one CA behind the listener)", []model.Frontend{with(verifying(other("cert_a=x.example.com"), false), func(f *model.Frontend) {
 			f.TLS.Client = &model.ClientAuth{CA: "ca_other", CAPEM: []byte("pem")}
-		}), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
+		}), verifying(gw, false)}, o, []string{"gw_a"}},
+		{"two verifying with two CAs", []model.Frontend{with(verifying(other("cert_x=x.example.com"), false), func(f *model.Frontend) {
+			f.TLS.Client = &model.ClientAuth{CA: "ca_other", CAPEM: []byte("pem")}
+		}), verifying(gw, false)}, o, []string{"gw_a"}},
+		{"two verifying with one CA", []model.Frontend{verifying(other("cert_x=x.example.com"), false), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
 		{"one Secret, its name served unverified by another", []model.Frontend{other("cert_a=a.example.com"), verifying(gw, false)}, o, []string{"gw_a"}},
 		{"one Secret, its name verified with another CA", []model.Frontend{with(verifying(other("cert_a=a.example.com,x.example.com"), false), func(f *model.Frontend) {
 			f.TLS.Client = &model.ClientAuth{CA: "ca_other", CAPEM: []byte("pem")}

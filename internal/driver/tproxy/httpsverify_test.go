@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,9 +68,11 @@ func clientCert(t *testing.T, ca testcert.Cert, cn string) *tls.Certificate {
 // certificate of that CA: none, or another CA's, is refused; a client
 // naming the other Gateway's name (whose line asks for nothing) with
 // the verifying Gateway's Host is refused too, with or without another
-// CA's certificate, and so is one naming a third Gateway's name with a
-// certificate its CA verifies (the Host must be the server name); the
-// other Gateway is served without one throughout.
+// CA's certificate, and so is one naming a fourth verifying Gateway's
+// name with a certificate (the Host must be the server name), and one
+// resuming a session of the other Gateway's line; the other Gateway is
+// served without one throughout. A third verifying with another CA keeps
+// a frontend of its own (one client CA behind the listener).
 // Fails without the shared verification: a reload each way (the Gateway
 // leaves the listener for a frontend of its own).
 func TestHTTPSListenerClientValidation(t *testing.T) {
@@ -86,8 +89,12 @@ func TestHTTPSListenerClientValidation(t *testing.T) {
 	}
 	one := httpsGateway(t, "gw_default_one_443", []model.Bind{bind(vipA, 443), bind(vipA6, 443)}, "a.example.com", "gwh_a", root)
 	two := httpsGateway(t, "gw_default_two_8443", []model.Bind{bind(vipB, 8443)}, "b.example.com", "gwh_b", root)
-	// A third verifying with the other CA: its line asks for, and
-	// verifies, the other CA's certificates.
+	// A fourth verifying with the client CA from the start, and a third
+	// verifying with the other CA: one CA behind the listener (a session
+	// of another CA's line would be resumed there), so the third keeps a
+	// frontend of its own, its bind verifying the other CA's clients.
+	four := httpsGateway(t, "gw_default_four_7443", []model.Bind{bind(vipB, 7443)}, "d.example.com", "gwh_b", root)
+	four.TLS.Client = &model.ClientAuth{CA: model.Name("ca", "default", "one"), CAPEM: clientCA.PEM()}
 	three := httpsGateway(t, "gw_default_three_9443", []model.Bind{bind(vipB, 9443)}, "c.example.com", "gwh_b", root)
 	three.TLS.Client = &model.ClientAuth{CA: model.Name("ca", "default", "three"), CAPEM: otherCA.PEM()}
 	cfgWith := func(verify bool) model.Config {
@@ -97,7 +104,7 @@ func TestHTTPSListenerClientValidation(t *testing.T) {
 		if verify {
 			f.TLS.Client = &model.ClientAuth{CA: model.Name("ca", "default", "one"), CAPEM: clientCA.PEM()}
 		}
-		return model.Config{Frontends: []model.Frontend{f, two, three}, Backends: append(backends, &model.Backend{Name: model.RejectBackend, Balance: "roundrobin"})}
+		return model.Config{Frontends: []model.Frontend{four, f, three, two}, Backends: append(backends, &model.Backend{Name: model.RejectBackend, Balance: "roundrobin"})}
 	}
 	type req struct {
 		dst       netip.AddrPort
@@ -138,8 +145,8 @@ func TestHTTPSListenerClientValidation(t *testing.T) {
 	before := l.reloads(t)
 
 	l.apply(t, cfgWith(true))
-	if in := l.ropts.HTTPSListened(cfgWith(true)); !in[one.Name] || !in[two.Name] || !in[three.Name] {
-		t.Fatalf("listened with validation on: %v, want all three", in)
+	if in := l.ropts.HTTPSListened(cfgWith(true)); !in[one.Name] || !in[two.Name] || !in[four.Name] || in[three.Name] {
+		t.Fatalf("listened with validation on: %v, want all but the third", in)
 	}
 	check("validation on", []req{
 		{ap(vipA, 443), "a.example.com", "a.example.com", good},
@@ -148,13 +155,25 @@ func TestHTTPSListenerClientValidation(t *testing.T) {
 		{ap(vipA, 443), "a.example.com", "a.example.com", bad},
 		{ap(vipA, 443), "b.example.com", "a.example.com", nil},
 		{ap(vipA, 443), "b.example.com", "a.example.com", bad},
-		{ap(vipA, 443), "c.example.com", "a.example.com", bad},
+		{ap(vipA, 443), "d.example.com", "a.example.com", good},
 		{ap(vipB, 8443), "b.example.com", "b.example.com", nil},
-		{ap(vipB, 9443), "c.example.com", "c.example.com", bad},
-		{ap(vipB, 9443), "c.example.com", "c.example.com", good},
+		{ap(vipB, 7443), "d.example.com", "d.example.com", good},
+		{ap(vipB, 7443), "d.example.com", "d.example.com", nil},
 	}, []string{"a", "a", "-", "-", "-", "-", "", "b", "b", "-"})
 	if after := l.reloads(t); after != before {
 		t.Errorf("validation turned on cost %d reloads, want 0", after-before)
+	}
+	// A TLS session of the other Gateway's line (which asks for no
+	// certificate) offered to the verifying Gateway's address under its
+	// name: resumed, and refused (no certificate in it). The listener's
+	// one bind resumes a session whatever line made it; hence one client
+	// CA behind it (render.HTTPSListened): before that rule a session of
+	// a third Gateway's line, verified with another CA, was resumed here
+	// and served.
+	if status, resumed, err := resumedElsewhere(l.lab.Client, ap(vipB, 8443), "b.example.com", ap(vipA, 443), "a.example.com", nil); status != "" {
+		t.Errorf("a session of b.example.com offered at a.example.com: %q (resumed %v, %v), want refused", status, resumed, err)
+	} else {
+		t.Logf("a session of b.example.com offered at a.example.com: resumed %v, %v", resumed, err)
 	}
 
 	l.apply(t, cfgWith(false))
@@ -162,4 +181,62 @@ func TestHTTPSListenerClientValidation(t *testing.T) {
 	if after := l.reloads(t); after != before {
 		t.Errorf("validation turned on and off cost %d reloads, want 0", after-before)
 	}
+}
+
+// oneSession is a client session cache holding the last session, offered
+// whatever the server name: what a client crafting its resumption does.
+type oneSession struct {
+	mu sync.Mutex
+	cs *tls.ClientSessionState
+}
+
+func (c *oneSession) Get(string) (*tls.ClientSessionState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cs, c.cs != nil
+}
+
+func (c *oneSession) Put(_ string, cs *tls.ClientSessionState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cs != nil {
+		c.cs = cs
+	}
+}
+
+// resumedElsewhere makes a full handshake with dst1 naming sni1 and
+// presenting cert, one GET to receive the session, then offers that
+// session to dst2 naming sni2, with no certificate, and sends one GET
+// for sni2: its status line, whether the session was resumed.
+func resumedElsewhere(ns string, dst1 netip.AddrPort, sni1 string, dst2 netip.AddrPort, sni2 string, cert *tls.Certificate) (string, bool, error) {
+	cache := &oneSession{}
+	get := func(dst netip.AddrPort, sni string, cert *tls.Certificate) (string, bool, error) {
+		c, err := netlab.DialTCP(ns, netip.Addr{}, dst)
+		if err != nil {
+			return "", false, err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+		cfg := &tls.Config{ServerName: sni, InsecureSkipVerify: true, ClientSessionCache: cache, NextProtos: []string{"http/1.1"}} //nolint:gosec // a session offered where it was not made, on purpose
+		if cert != nil {
+			cfg.Certificates = []tls.Certificate{*cert}
+		}
+		tc := tls.Client(c, cfg)
+		if err := tc.Handshake(); err != nil {
+			return "", false, err
+		}
+		if _, err := io.WriteString(tc, "GET / HTTP/1.1\r\nHost: "+sni+"\r\nConnection: close\r\n\r\n"); err != nil {
+			return "", false, err
+		}
+		all, err := io.ReadAll(tc)
+		status, _, _ := strings.Cut(string(all), "\r\n")
+		return status, tc.ConnectionState().DidResume, err
+	}
+	if status, _, err := get(dst1, sni1, cert); !strings.Contains(status, " 200 ") {
+		return "", false, fmt.Errorf("the first handshake's request: %q (%v)", status, err)
+	}
+	if cache.cs == nil {
+		return "", false, fmt.Errorf("no session received")
+	}
+	return get(dst2, sni2, nil)
 }
