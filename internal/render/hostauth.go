@@ -21,6 +21,12 @@ import (
 // "frontend/host" with
 //   - HostVerify: the request's Host must be the connection's server
 //     name, else 421 (the client is told to connect again naming it);
+//   - HostRequired: the same, and the connection must carry a client
+//     certificate, else 400: one bind resumes a TLS session whatever
+//     line made it, so a client resuming, under the host's name, a
+//     session made under another name whose line asks for nothing
+//     carries none (measured on 2.6.12: served, `ssl_c_used` 0,
+//     `ssl_fc_is_resumed` 1, before this value);
 //   - HostClosed: the host's verification cannot be written (its CA is
 //     not valid, no crt-list line, or no certificate: model.TLS.Closed):
 //     every request 403, never served unverified.
@@ -31,8 +37,9 @@ import (
 
 // Values of a host's entry in ClientAuthMapFile.
 const (
-	HostVerify = "verify"
-	HostClosed = "closed"
+	HostVerify   = "verify"
+	HostRequired = "required"
+	HostClosed   = "closed"
 )
 
 // certClientAuthLine is the sslbindconf of a certificate line verifying
@@ -70,6 +77,9 @@ func HostClientAuthEntries(opts Options, f model.Frontend) []MapEntry {
 		want, ok := certClientAuthLine(c.Client, opts)
 		got, in := listed[CertFile(opts.CertDir, c.Name)]
 		v := HostVerify
+		if !c.Client.Optional {
+			v = HostRequired
+		}
 		if !ok || !in || got != want {
 			v = HostClosed
 		}
@@ -101,5 +111,6 @@ func HostClientAuthEntries(opts Options, f model.Frontend) []MapEntry {
 func writeHostClientAuth(w func(...string), mapFile string) {
 	w("\thttp-request set-var-fmt(txn.ck) \"%[fe_name]/%[var(txn.host)]\"")
 	w("\thttp-request deny status 403 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostClosed + " }")
-	w("\thttp-request return status 421 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostVerify + " } !{ var(txn.sni),strcmp(txn.host) eq 0 }")
+	w("\thttp-request return status 421 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostVerify + " " + HostRequired + " } !{ var(txn.sni),strcmp(txn.host) eq 0 }")
+	w("\thttp-request deny status 400 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostRequired + " } !{ ssl_c_used }")
 }

@@ -35,13 +35,13 @@ func TestHostClientAuthEntries(t *testing.T) {
 		{name: "none"},
 		{name: "required", a: &model.ClientAuth{CA: "cca_ok", CAPEM: ca},
 			line:    "verify required no-ca-names ca-file " + CAFile(o.CertDir, "cca_ok"),
-			entries: []string{f.Name + "/a.example verify"}},
+			entries: []string{f.Name + "/a.example required"}},
 		{name: "optional", a: &model.ClientAuth{CA: "cca_ok", CAPEM: ca, Optional: true},
 			line:    "verify optional no-ca-names ca-file " + CAFile(o.CertDir, "cca_ok"),
 			entries: []string{f.Name + "/a.example verify"}},
 		{name: "a CA without a bundle closes", a: &model.ClientAuth{CA: "cca_ok", CAPEM: ca}, b: &model.ClientAuth{CA: "cca_none"},
 			line:    "verify required no-ca-names ca-file " + CAFile(o.CertDir, "cca_ok"),
-			entries: []string{f.Name + "/a.example verify", f.Name + "/b.example closed"}},
+			entries: []string{f.Name + "/a.example required", f.Name + "/b.example closed"}},
 		{name: "closed hosts", closed: []string{"gone.example", "*.wild.example"},
 			entries: []string{f.Name + "/gone.example closed"}},
 	} {
@@ -79,7 +79,8 @@ func TestHostClientAuthEntries(t *testing.T) {
 
 	got := string(Config(cfg, layout, o))
 	for _, rule := range []string{"set-var-fmt(txn.ck)", "deny status 403 if { var(txn.ck),map_str(" + ClientAuthMapFile(o.ACLDir) + ") -m str closed }",
-		"return status 421 if { var(txn.ck),map_str(" + ClientAuthMapFile(o.ACLDir) + ") -m str verify } !{ var(txn.sni),strcmp(txn.host) eq 0 }"} {
+		"return status 421 if { var(txn.ck),map_str(" + ClientAuthMapFile(o.ACLDir) + ") -m str verify required } !{ var(txn.sni),strcmp(txn.host) eq 0 }",
+		"deny status 400 if { var(txn.ck),map_str(" + ClientAuthMapFile(o.ACLDir) + ") -m str required } !{ ssl_c_used }"} {
 		if !strings.Contains(got, rule) {
 			t.Errorf("no rule %q", rule)
 		}

@@ -99,7 +99,7 @@ func (o Options) httpsShareable(f model.Frontend) bool {
 // fallback, whose ignore lists are the bind's and would let other CAs'
 // certificates through every line), a CA file that can be written, and
 // every name f serves exact and a name of its certificates, so that
-// the host checks (HostVerify: Host must be the server name) pin each
+// the host checks (HostRequired: Host must be the server name) pin each
 // request to a line of f's, verified with f's CA; a client naming none
 // of them is refused before a request by the listener's rule for the
 // frontends verifying (clientAuthRule).

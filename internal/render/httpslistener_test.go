@@ -240,7 +240,7 @@ func TestGoldenHTTPSListener(t *testing.T) {
 
 // TestHTTPSListenerVerifyingLines: a frontend verifying its clients
 // behind the fixed HTTPS listener has its certificate's line verify with
-// its CA, its exact names checked per host (HostVerify under the
+// its CA, its exact names checked per host (HostRequired under the
 // listener's name), and the other frontends' line verifies nothing:
 // one Secret, served verified to one and unverified to two others, is
 // two lines.
@@ -267,7 +267,7 @@ func TestHTTPSListenerVerifyingLines(t *testing.T) {
 		t.Errorf("crt-list:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 	got := HostClientAuthEntries(o, fixed)
-	if wantE := []MapEntry{{HTTPSListenerFrontend + "/a.example.com", HostVerify}}; !slices.Equal(got, wantE) {
+	if wantE := []MapEntry{{HTTPSListenerFrontend + "/a.example.com", HostRequired}}; !slices.Equal(got, wantE) {
 		t.Errorf("host entries %v, want %v", got, wantE)
 	}
 }

@@ -32,7 +32,7 @@ func TestHostClientAuthFiles(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("%d map files, want 1", len(files))
 	}
-	if want := []string{"ing_https/a.example verify", "ing_https/b.example closed"}; !slices.Equal(files[0].lines, want) {
+	if want := []string{"ing_https/a.example required", "ing_https/b.example closed"}; !slices.Equal(files[0].lines, want) {
 		t.Errorf("map lines %q, want %q", files[0].lines, want)
 	}
 }
