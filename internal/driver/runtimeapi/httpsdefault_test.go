@@ -49,8 +49,10 @@ func TestListenerDefaultCert(t *testing.T) {
 
 // TestCertsOfHTTPSListener: with the fixed HTTPS listener, a shared
 // frontend's certificates are lines of the listener's one crt-list (after
-// the controller's default line), not a crt-list of its own; a frontend
-// that cannot share it (client verification) keeps its own; with none
+// the controller's default line), not a crt-list of its own, a frontend
+// verifying its clients (AllowValidOnly) on a line verifying under a name
+// of its own; a frontend that cannot share it (the fallback) keeps its
+// own; with none
 // shared, the listener's files alone count as no certificate work
 // (none: the growth reload's aside passes go on).
 func TestCertsOfHTTPSListener(t *testing.T) {
@@ -64,15 +66,18 @@ func TestCertsOfHTTPSListener(t *testing.T) {
 	}
 	shared := gw("gw_a", "203.0.113.10", "a.example.com")
 	own := gw("gw_b", "203.0.113.11", "b.example.com")
-	own.TLS.Client = &model.ClientAuth{CA: "ca_x", CAPEM: []byte("ca")}
+	own.TLS.Client = &model.ClientAuth{CA: "ca_x", CAPEM: []byte("ca"), Optional: true}
+	verifying := gw("gw_c", "203.0.113.12", "c.example.com")
+	verifying.TLS.Client = &model.ClientAuth{CA: "ca_y", CAPEM: []byte("ca")}
 	list := render.CrtListFile(o.CertDir, render.HTTPSListenerFrontend)
 
-	w := certsOf(o, model.Config{Frontends: []model.Frontend{shared, own}})
+	w := certsOf(o, model.Config{Frontends: []model.Frontend{shared, own, verifying}})
 	var lines []string
 	for _, e := range w.lists[list] {
 		lines = append(lines, e.Line())
 	}
-	want := []string{render.DefaultCertFile(o.CertDir, render.HTTPSListenerFrontend) + " !*", render.CertFile(o.CertDir, "cert_gw_a") + " a.example.com"}
+	want := []string{render.DefaultCertFile(o.CertDir, render.HTTPSListenerFrontend) + " !*", render.CertFile(o.CertDir, "cert_gw_a") + " a.example.com",
+		render.CertFile(o.CertDir, render.ListenerCertName(verifying.TLS, verifying.TLS.Certificates[0])) + " [verify required no-ca-names ca-file " + render.CAFile(o.CertDir, "ca_y") + "] c.example.com"}
 	if !slices.Equal(lines, want) {
 		t.Errorf("the listener's crt-list = %q, want %q", lines, want)
 	}
@@ -80,7 +85,10 @@ func TestCertsOfHTTPSListener(t *testing.T) {
 		t.Error("the shared frontend has a crt-list of its own")
 	}
 	if _, ok := w.lists[render.CrtListFile(o.CertDir, "gw_b")]; !ok {
-		t.Error("the frontend verifying its clients lost its crt-list")
+		t.Error("the frontend verifying its clients with the fallback lost its crt-list")
+	}
+	if _, ok := w.lists[render.CrtListFile(o.CertDir, "gw_c")]; ok {
+		t.Error("the frontend verifying its clients on names of its own has a crt-list of its own")
 	}
 	if w.idleListener || w.none() {
 		t.Error("certificates to serve counted as none")
