@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,27 +17,6 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/plan"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
-
-// lastSession is a client session cache offering its last session
-// whatever the server name: what a client crafting its resumption does.
-type lastSession struct {
-	mu sync.Mutex
-	cs *tls.ClientSessionState
-}
-
-func (c *lastSession) Get(string) (*tls.ClientSessionState, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cs, c.cs != nil
-}
-
-func (c *lastSession) Put(_ string, cs *tls.ClientSessionState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cs != nil {
-		c.cs = cs
-	}
-}
 
 // TestHostRequiredRefusesResumedSession (real HAProxy): a host whose
 // line requires a client certificate (an Ingress's auth-tls) and one
@@ -74,7 +52,7 @@ func TestHostRequiredRefusesResumedSession(t *testing.T) {
 	}
 	haproxytest.Start(t, dir, cfgPath)
 
-	cache := &lastSession{}
+	cache := &testcert.LastSession{}
 	get := func(sni string, cert *tls.Certificate) (status string, resumed bool, err error) {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 3*time.Second)
 		if err != nil {
@@ -103,7 +81,7 @@ func TestHostRequiredRefusesResumedSession(t *testing.T) {
 	if !strings.Contains(status, " 400 ") {
 		t.Errorf("a.example resuming b.example's session, no certificate: %q (resumed %v, %v), want 400", status, resumed, err)
 	}
-	cache.cs = nil
+	cache.Forget()
 	c := testcert.Issue(t, testcert.Spec{CN: "client", Client: true}, clientCA)
 	pair, perr := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
 	if perr != nil {

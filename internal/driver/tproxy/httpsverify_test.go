@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -183,33 +182,12 @@ func TestHTTPSListenerClientValidation(t *testing.T) {
 	}
 }
 
-// oneSession is a client session cache holding the last session, offered
-// whatever the server name: what a client crafting its resumption does.
-type oneSession struct {
-	mu sync.Mutex
-	cs *tls.ClientSessionState
-}
-
-func (c *oneSession) Get(string) (*tls.ClientSessionState, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cs, c.cs != nil
-}
-
-func (c *oneSession) Put(_ string, cs *tls.ClientSessionState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cs != nil {
-		c.cs = cs
-	}
-}
-
 // resumedElsewhere makes a full handshake with dst1 naming sni1 and
 // presenting cert, one GET to receive the session, then offers that
 // session to dst2 naming sni2, with no certificate, and sends one GET
 // for sni2: its status line, whether the session was resumed.
 func resumedElsewhere(ns string, dst1 netip.AddrPort, sni1 string, dst2 netip.AddrPort, sni2 string, cert *tls.Certificate) (string, bool, error) {
-	cache := &oneSession{}
+	cache := &testcert.LastSession{}
 	get := func(dst netip.AddrPort, sni string, cert *tls.Certificate) (string, bool, error) {
 		c, err := netlab.DialTCP(ns, netip.Addr{}, dst)
 		if err != nil {
@@ -235,7 +213,7 @@ func resumedElsewhere(ns string, dst1 netip.AddrPort, sni1 string, dst2 netip.Ad
 	if status, _, err := get(dst1, sni1, cert); !strings.Contains(status, " 200 ") {
 		return "", false, fmt.Errorf("the first handshake's request: %q (%v)", status, err)
 	}
-	if cache.cs == nil {
+	if !cache.Has() {
 		return "", false, fmt.Errorf("no session received")
 	}
 	return get(dst2, sni2, nil)
