@@ -31,6 +31,16 @@ func TestFileDescriptorLimitRefusedBeforeReload(t *testing.T) {
 	e.createService(lab.Service{Namespace: ns, Name: "good", Port: port, NodePort: np})
 	e.startController()
 	e.eventually("good serves", serves(port, "n1"))
+	// The new worker serves before the controller has confirmed its
+	// reload (on 2.6 by polling the master's `show proc`): a limit
+	// lowered under the master meanwhile kept that confirmation from
+	// ending for 20 s once, and the Services waited behind it.
+	e.eventually("the controller's reload confirmed", func() error {
+		if !strings.Contains(e.ctlLog.String(), `msg="reload ended"`) {
+			return fmt.Errorf("no reload ended in the controller's log yet")
+		}
+		return nil
+	})
 
 	need := haproxyNeed(t, e.config())
 	limit := uint64(need + 10)
