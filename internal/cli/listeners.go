@@ -245,7 +245,7 @@ func initListenerMaps(ropts render.Options) error {
 		// Its map, and the client certificate map its rules read
 		// (render/clientauth.go: its lines verify for the frontends
 		// behind it that verify their clients).
-		files = append(files, render.HTTPSListenerMapFile(ropts.ACLDir), render.ClientAuthMapFile(ropts.ACLDir))
+		files = append(files, render.HTTPSListenerMapFile(ropts.ACLDir), render.ClientAuthMapFile(ropts.ACLDir), render.IssuerMapFile(ropts.ACLDir))
 		for _, kind := range render.HTTPMapKinds {
 			files = append(files, render.HTTPMapFile(ropts.ACLDir, render.HTTPSListenerFrontend, kind))
 		}

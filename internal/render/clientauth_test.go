@@ -91,6 +91,9 @@ func writeTLSFiles(t testing.TB, cfg model.Config, opts Options, more map[string
 	for p, b := range more {
 		files[p] = b
 	}
+	if _, given := files[IssuerMapFile(opts.ACLDir)]; opts.ACLDir != "" && !given {
+		files[IssuerMapFile(opts.ACLDir)] = nil // the host rules' (hostauth.go)
+	}
 	dir := opts.CertDir
 	for _, fe := range cfg.Frontends {
 		if fe.TLS == nil {

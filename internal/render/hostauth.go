@@ -1,6 +1,8 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 	"slices"
 
@@ -30,10 +32,30 @@ import (
 //   - HostClosed: the host's verification cannot be written (its CA is
 //     not valid, no crt-list line, or no certificate: model.TLS.Closed):
 //     every request 403, never served unverified.
+//
+// HostVerify and HostRequired carry the CA bundle's digest after a
+// slash ("required/0123abcd..."): one bind also resumes, under a
+// verifying host's name, a session another host's line verified with
+// another CA (measured on 2.6.12: a client holding only CA B's
+// certificate reached CA A's host, 404 from routing). TLS 1.2 is caught
+// by the 421 (the server name of a resumed 1.2 session is the one it was
+// made under); TLS 1.3 is not, so the rules learn: a request on a full
+// handshake (its line verified the client against the host's CA) adds
+// "frontend/host|value|sha1 of the certificate's issuer" to the worker's
+// IssuerMapFile, and a resumed session whose client certificate's issuer
+// the host has not seen verified under that CA is answered 421 (the
+// client connects again, a full handshake). Learned rather than written
+// from the bundle: a client certificate issued by an intermediate the
+// bundle lacks (the client sends it) verifies, and its issuer is that
+// intermediate. The CA digest in the key drops what another bundle
+// verified. IssuerMapFile is the worker's own, empty on disk: sessions
+// do not outlive a worker (tickets and the session cache are the
+// process's), so a new worker starts with nothing to resume.
+//
 // Map entries only: a host turning verification on or off reloads
-// nothing; the three rules are in every terminating HTTP frontend with
-// a map directory. Only exact host names: a wildcard's hosts are not
-// looked up (the Ingress compiler refuses auth-tls on wildcard hosts).
+// nothing; the rules are in every terminating HTTP frontend with a map
+// directory. Only exact host names: a wildcard's hosts are not looked up
+// (the Ingress compiler refuses auth-tls on wildcard hosts).
 
 // Values of a host's entry in ClientAuthMapFile.
 const (
@@ -80,6 +102,7 @@ func HostClientAuthEntries(opts Options, f model.Frontend) []MapEntry {
 		if !c.Client.Optional {
 			v = HostRequired
 		}
+		v += "/" + caDigest(c.Client.CAPEM)
 		if !ok || !in || got != want {
 			v = HostClosed
 		}
@@ -106,11 +129,28 @@ func HostClientAuthEntries(opts Options, f model.Frontend) []MapEntry {
 	return out
 }
 
-// writeHostClientAuth writes the per-host rules reading mapFile, after
-// writeMisdirected (which sets txn.sni).
-func writeHostClientAuth(w func(...string), mapFile string) {
+// caDigest names a CA bundle's contents in HostVerify and HostRequired
+// values: 16 hex digits of its SHA-256.
+func caDigest(pem []byte) string {
+	sum := sha256.Sum256(pem)
+	return hex.EncodeToString(sum[:8])
+}
+
+// IssuerMapFile is the map under dir of the client certificate issuers
+// each verifying host has seen verified on a full handshake: written by
+// the worker's own rules (set-map), empty on disk.
+func IssuerMapFile(dir string) string { return dir + "/clientissuers.map" }
+
+// writeHostClientAuth writes the per-host rules reading mapFile and
+// issuerFile, after writeMisdirected (which sets txn.sni).
+func writeHostClientAuth(w func(...string), mapFile, issuerFile string) {
+	verifying := "{ var(txn.cv) -m beg " + HostVerify + "/ " + HostRequired + "/ }"
 	w("\thttp-request set-var-fmt(txn.ck) \"%[fe_name]/%[var(txn.host)]\"")
-	w("\thttp-request deny status 403 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostClosed + " }")
-	w("\thttp-request return status 421 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostVerify + " " + HostRequired + " } !{ var(txn.sni),strcmp(txn.host) eq 0 }")
-	w("\thttp-request deny status 400 if { var(txn.ck),map_str(" + mapFile + ") -m str " + HostRequired + " } !{ ssl_c_used }")
+	w("\thttp-request set-var(txn.cv) var(txn.ck),map_str(" + mapFile + ")")
+	w("\thttp-request deny status 403 if { var(txn.cv) -m str " + HostClosed + " }")
+	w("\thttp-request return status 421 if " + verifying + " !{ var(txn.sni),strcmp(txn.host) eq 0 }")
+	w("\thttp-request deny status 400 if { var(txn.cv) -m beg " + HostRequired + "/ } !{ ssl_c_used }")
+	w("\thttp-request set-var-fmt(txn.ci) \"%[var(txn.ck)]|%[var(txn.cv)]|%[ssl_c_i_dn,sha1,hex]\" if " + verifying + " { ssl_c_used }")
+	w("\thttp-request set-map(" + issuerFile + ") %[var(txn.ci)] 1 if { var(txn.ci) -m found } !{ ssl_fc_is_resumed } { ssl_c_verify 0 } !{ var(txn.ci),map_str(" + issuerFile + ") -m found }")
+	w("\thttp-request return status 421 if { var(txn.ci) -m found } { ssl_fc_is_resumed } !{ var(txn.ci),map_str(" + issuerFile + ") -m found }")
 }

@@ -17,7 +17,7 @@ import (
 // entry per exact host; clients turning on, off or to another CA keep
 // the structure (no reload); HAProxy loads it.
 func TestHostClientAuthEntries(t *testing.T) {
-	ca := testcert.CA(t, "clients").PEM()
+	ca, other := testcert.CA(t, "clients").PEM(), testcert.CA(t, "clients").PEM()
 	cfg := terminating(t) // tls_test.go
 	f := &cfg.Frontends[0]
 	f.HTTP = model.Shaped(&model.HTTP{Port: 8443})
@@ -35,13 +35,16 @@ func TestHostClientAuthEntries(t *testing.T) {
 		{name: "none"},
 		{name: "required", a: &model.ClientAuth{CA: "cca_ok", CAPEM: ca},
 			line:    "verify required no-ca-names ca-file " + CAFile(o.CertDir, "cca_ok"),
-			entries: []string{f.Name + "/a.example required"}},
+			entries: []string{f.Name + "/a.example required/" + caDigest(ca)}},
 		{name: "optional", a: &model.ClientAuth{CA: "cca_ok", CAPEM: ca, Optional: true},
 			line:    "verify optional no-ca-names ca-file " + CAFile(o.CertDir, "cca_ok"),
-			entries: []string{f.Name + "/a.example verify"}},
+			entries: []string{f.Name + "/a.example verify/" + caDigest(ca)}},
+		{name: "another bundle under the name is another value", a: &model.ClientAuth{CA: "cca_ok", CAPEM: other},
+			line:    "verify required no-ca-names ca-file " + CAFile(o.CertDir, "cca_ok"),
+			entries: []string{f.Name + "/a.example required/" + caDigest(other)}},
 		{name: "a CA without a bundle closes", a: &model.ClientAuth{CA: "cca_ok", CAPEM: ca}, b: &model.ClientAuth{CA: "cca_none"},
 			line:    "verify required no-ca-names ca-file " + CAFile(o.CertDir, "cca_ok"),
-			entries: []string{f.Name + "/a.example required", f.Name + "/b.example closed"}},
+			entries: []string{f.Name + "/a.example required/" + caDigest(ca), f.Name + "/b.example closed"}},
 		{name: "closed hosts", closed: []string{"gone.example", "*.wild.example"},
 			entries: []string{f.Name + "/gone.example closed"}},
 	} {
@@ -78,9 +81,13 @@ func TestHostClientAuthEntries(t *testing.T) {
 	}
 
 	got := string(Config(cfg, layout, o))
-	for _, rule := range []string{"set-var-fmt(txn.ck)", "deny status 403 if { var(txn.ck),map_str(" + ClientAuthMapFile(o.ACLDir) + ") -m str closed }",
-		"return status 421 if { var(txn.ck),map_str(" + ClientAuthMapFile(o.ACLDir) + ") -m str verify required } !{ var(txn.sni),strcmp(txn.host) eq 0 }",
-		"deny status 400 if { var(txn.ck),map_str(" + ClientAuthMapFile(o.ACLDir) + ") -m str required } !{ ssl_c_used }"} {
+	cam, im := ClientAuthMapFile(o.ACLDir), IssuerMapFile(o.ACLDir)
+	for _, rule := range []string{"set-var-fmt(txn.ck)", "set-var(txn.cv) var(txn.ck),map_str(" + cam + ")",
+		"deny status 403 if { var(txn.cv) -m str closed }",
+		"return status 421 if { var(txn.cv) -m beg verify/ required/ } !{ var(txn.sni),strcmp(txn.host) eq 0 }",
+		"deny status 400 if { var(txn.cv) -m beg required/ } !{ ssl_c_used }",
+		"set-map(" + im + ") %[var(txn.ci)] 1 if { var(txn.ci) -m found } !{ ssl_fc_is_resumed } { ssl_c_verify 0 } !{ var(txn.ci),map_str(" + im + ") -m found }",
+		"return status 421 if { var(txn.ci) -m found } { ssl_fc_is_resumed } !{ var(txn.ci),map_str(" + im + ") -m found }"} {
 		if !strings.Contains(got, rule) {
 			t.Errorf("no rule %q", rule)
 		}

@@ -90,8 +90,8 @@ func writeHTTP(w func(...string), f model.Frontend, dir string, connect bool) {
 		} else {
 			writeMisdirected(w, m(HTTPListeners)) // httpext.go
 		}
-		if mf := ClientAuthMapFile(dir); model.ValidFilePath(mf) {
-			writeHostClientAuth(w, mf) // hostauth.go (the fixed HTTPS listener's lines verify for their frontends: mergeCerts)
+		if mf, imf := ClientAuthMapFile(dir), IssuerMapFile(dir); model.ValidFilePath(mf) && model.ValidFilePath(imf) {
+			writeHostClientAuth(w, mf, imf) // hostauth.go (the fixed HTTPS listener's lines verify for their frontends: mergeCerts)
 		}
 	}
 	if f.Name == HTTPListenerFrontend || f.Name == HTTPSListenerFrontend {

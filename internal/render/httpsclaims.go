@@ -43,7 +43,8 @@ func (o Options) HTTPSListened(cfg model.Config) map[string]bool {
 	}
 	var cands []int
 	for i := range cfg.Frontends {
-		if o.httpsShareable(cfg.Frontends[i]) {
+		// Most frontends are a Service's (TCP): not copied to be asked.
+		if f := &cfg.Frontends[i]; f.HTTP != nil && f.TLS != nil && o.httpsShareable(*f) {
 			cands = append(cands, i)
 		}
 	}
@@ -156,24 +157,18 @@ func (c claim) clashes(cert string, owner int) bool { return c.cert != cert && c
 // ("*.example.com": "example.com").
 type sniClaims struct {
 	exact, wild map[string]claim
-	ca          string // the one client CA of the verifying frontends taken
 }
 
 // free reports whether none of t's names (of frontend owner) is matched
-// by another frontend's claim with another certificate, nor matches one,
-// and whether t verifies with the CA of the verifying frontends taken,
-// if it verifies. One CA for all: the listener's one bind resumes a TLS
-// session whatever line made it, so a session another CA verified would
-// pass as the frontend's own (measured: a session of a third Gateway's
-// line, its CA verifying another client, resumed under the verifying
-// Gateway's name with no certificate and served;
-// TestHTTPSListenerClientValidation); one verified by the same CA
-// proves what the frontend asks, and one of a line that verifies
-// nothing carries no certificate (clientAuthRule refuses it).
+// by another frontend's claim with another certificate, nor matches one.
+// Frontends verifying with different client CAs share the listener: its
+// one bind resumes a TLS session whatever line made it, and the host
+// rules refuse a resumed session whose client certificate's issuer the
+// host has not seen its own line verify (render/hostauth.go; measured
+// before them: a session of a third Gateway's line, its CA verifying
+// another client, resumed under the verifying Gateway's name with no
+// certificate and served; TestHTTPSListenerClientValidation).
 func (c *sniClaims) free(t *model.TLS, owner int) bool {
-	if t.Client != nil && c.ca != "" && c.ca != t.Client.CA {
-		return false
-	}
 	for _, cert := range t.Certificates {
 		cert.Name = ListenerCertName(t, cert)
 		for _, s := range cert.SNI {
@@ -206,9 +201,6 @@ func (c *sniClaims) take(t *model.TLS, owner int, only func(string) bool) {
 	if c.exact == nil {
 		c.exact, c.wild = map[string]claim{}, map[string]claim{}
 	}
-	if t.Client != nil && c.ca == "" {
-		c.ca = t.Client.CA
-	}
 	for _, cert := range t.Certificates {
 		cert.Name = ListenerCertName(t, cert)
 		for _, s := range cert.SNI {
@@ -238,8 +230,9 @@ func parentOf(name string) string {
 func HTTPSHeldOf(cfg model.Config, o Options) []model.HeldName {
 	in := o.HTTPSListened(cfg)
 	var out []model.HeldName
-	for _, f := range cfg.Frontends {
-		if !in[f.Name] {
+	for i := range cfg.Frontends {
+		f := &cfg.Frontends[i]
+		if f.HTTP == nil || f.TLS == nil || !in[f.Name] {
 			continue
 		}
 		for _, cert := range f.TLS.Certificates {

@@ -96,12 +96,12 @@ func TestHTTPSListened(t *testing.T) {
 		})}, o, nil},
 		{"one Secret, one frontend verifying (two lines)", []model.Frontend{other("cert_a=x.example.com"), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
 		{"one Secret, both verifying with one CA", []model.Frontend{verifying(other("cert_a=x.example.com"), false), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
-		{"one Secret, verifying with two CAs (one CA behind the listener)", []model.Frontend{with(verifying(other("cert_a=x.example.com"), false), func(f *model.Frontend) {
+		{"one Secret, verifying with two CAs (two lines; the host rules check the issuer)", []model.Frontend{with(verifying(other("cert_a=x.example.com"), false), func(f *model.Frontend) {
 			f.TLS.Client = &model.ClientAuth{CA: "ca_other", CAPEM: []byte("pem")}
-		}), verifying(gw, false)}, o, []string{"gw_a"}},
+		}), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
 		{"two verifying with two CAs", []model.Frontend{with(verifying(other("cert_x=x.example.com"), false), func(f *model.Frontend) {
 			f.TLS.Client = &model.ClientAuth{CA: "ca_other", CAPEM: []byte("pem")}
-		}), verifying(gw, false)}, o, []string{"gw_a"}},
+		}), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
 		{"two verifying with one CA", []model.Frontend{verifying(other("cert_x=x.example.com"), false), verifying(gw, false)}, o, []string{"gw_a", "gw_b"}},
 		{"one Secret, its name served unverified by another", []model.Frontend{other("cert_a=a.example.com"), verifying(gw, false)}, o, []string{"gw_a"}},
 		{"one Secret, its name verified with another CA", []model.Frontend{with(verifying(other("cert_a=a.example.com,x.example.com"), false), func(f *model.Frontend) {
@@ -214,6 +214,7 @@ func TestGoldenHTTPSListener(t *testing.T) {
 	files2[HTTPListenerMapFile(acl)] = MapContent(HTTPListenerEntries(cfg, ho))
 	files2[HTTPSListenerMapFile(acl)] = MapContent(HTTPSListenerEntries(cfg, ho))
 	files2[ClientAuthMapFile(acl)] = nil // gw_default_x_443's rules read it (the listener's do not)
+	files2[IssuerMapFile(acl)] = nil
 	for p, b := range files2 {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
@@ -267,7 +268,7 @@ func TestHTTPSListenerVerifyingLines(t *testing.T) {
 		t.Errorf("crt-list:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 	got := HostClientAuthEntries(o, fixed)
-	if wantE := []MapEntry{{HTTPSListenerFrontend + "/a.example.com", HostRequired}}; !slices.Equal(got, wantE) {
+	if wantE := []MapEntry{{HTTPSListenerFrontend + "/a.example.com", HostRequired + "/" + caDigest(a.TLS.Client.CAPEM)}}; !slices.Equal(got, wantE) {
 		t.Errorf("host entries %v, want %v", got, wantE)
 	}
 }

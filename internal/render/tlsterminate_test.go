@@ -77,6 +77,7 @@ func TestGoldenTLSTerminateRoutes(t *testing.T) {
 			write(CrtListFile(dir, f.Name), CrtListContent(Options{CertDir: dir}, f))
 			if tc.aclDir != "" {
 				write(ClientAuthMapFile(dir), nil)
+				write(IssuerMapFile(dir), nil)
 				for _, fr := range cfg.Frontends {
 					for i, r := range fr.Routes {
 						write(RouteMapFile(dir, fr.Name, i), RouteMapContent(r))

@@ -3,8 +3,10 @@ package runtimeapi
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/atomicfile"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/driver"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -52,6 +54,40 @@ func clientAuthMapFiles(opts render.Options, cfg model.Config, heldBack func(mod
 		pf.lines = append(pf.lines, e.Key+" "+e.Value)
 	}
 	return []patternFile{pf}
+}
+
+// issuerMapFile is render.IssuerMapFile when the config rendered from
+// cfg may read it (a frontend terminating TLS, the fixed HTTPS listener
+// included: the host rules of render/hostauth.go): empty on disk, filled
+// by the worker's own rules, never pushed (a push would drop what the
+// worker learned).
+func issuerMapFile(opts render.Options, cfg model.Config) (string, bool) {
+	p := render.IssuerMapFile(opts.ACLDir)
+	if !render.ClientAuthOnLines(opts) || !model.ValidFilePath(p) {
+		return "", false
+	}
+	if opts.HTTPSListener() {
+		return p, true
+	}
+	for _, f := range cfg.Frontends {
+		if f.TLS != nil {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// writeIssuerMap creates cfg's issuer map, empty, unless it exists (a
+// new worker reads it; its entries are the running worker's, in memory).
+func writeIssuerMap(cfg model.Config, opts render.Options) error {
+	p, ok := issuerMapFile(opts, cfg)
+	if !ok {
+		return nil
+	}
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	return atomicfile.Write(p, nil, 0o644)
 }
 
 // heldBack reports whether the worker's crt-list lines of f are known

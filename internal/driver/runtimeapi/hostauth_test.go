@@ -2,7 +2,9 @@ package runtimeapi
 
 import (
 	"maps"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -32,7 +34,20 @@ func TestHostClientAuthFiles(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("%d map files, want 1", len(files))
 	}
-	if want := []string{"ing_https/a.example required", "ing_https/b.example closed"}; !slices.Equal(files[0].lines, want) {
-		t.Errorf("map lines %q, want %q", files[0].lines, want)
+	if l := files[0].lines; len(l) != 2 || !strings.HasPrefix(l[0], "ing_https/a.example required/") || l[1] != "ing_https/b.example closed" {
+		t.Errorf("map lines %q, want a.example required/<CA digest>, b.example closed", l)
+	}
+	// The issuers' map: created empty for the worker, never pushed.
+	if p, ok := issuerMapFile(opts, cfg); !ok || p != render.IssuerMapFile(dir) {
+		t.Errorf("issuer map %q (%v), want %q", p, ok, render.IssuerMapFile(dir))
+	}
+	if err := writeIssuerMap(cfg, opts); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(render.IssuerMapFile(dir)); err != nil || len(b) != 0 {
+		t.Errorf("issuer map on disk: %q, %v; want empty", b, err)
+	}
+	if _, ok := issuerMapFile(opts, model.Config{}); ok {
+		t.Error("an issuer map with no frontend terminating TLS")
 	}
 }

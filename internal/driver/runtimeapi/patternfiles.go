@@ -39,5 +39,8 @@ func PatternFiles(cfg model.Config, opts render.Options) map[string][]byte {
 	if path, body, ok := extAuthFile(cfg, opts); ok {
 		out[path] = body
 	}
+	if path, ok := issuerMapFile(opts, cfg); ok {
+		out[path] = nil
+	}
 	return out
 }

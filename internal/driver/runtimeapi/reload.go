@@ -122,6 +122,9 @@ func (d *HAProxy) reloadWrite(ctx context.Context, cfg model.Config, reasons []s
 	if err := writeExtAuth(cfg, d.opts.Render); err != nil { // extauth.go
 		return nil, err
 	}
+	if err := writeIssuerMap(cfg, d.opts.Render); err != nil { // clientauth.go
+		return nil, err
+	}
 	certs := certsOf(d.opts.Render, cfg)
 	if err := writeCerts(d.opts.Render.CertDir, certs, d.certs.onDisk()); err != nil {
 		return nil, err
