@@ -137,7 +137,7 @@ func appendListened(fixed *model.Frontend, f model.Frontend, seen map[string]boo
 // frontend's binds and the frontend's name, the first frontend with a
 // key keeping it.
 func HTTPListenerEntries(cfg model.Config, o Options) []MapEntry {
-	return listenedEntries(cfg, o.HTTPListened) // httpslistener.go
+	return listenedEntries(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && o.HTTPListened(*f) }) // httpslistener.go
 }
 
 // listenerHost splits a host name of the fixed HTTP listener's table

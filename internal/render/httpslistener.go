@@ -180,8 +180,9 @@ func HTTPSListenerFront(cfg model.Config, o Options) (fixed model.Frontend, in m
 	in = o.HTTPSListened(cfg)
 	fixed = model.Frontend{Name: HTTPSListenerFrontend, HTTP: &model.HTTP{}, TLS: &model.TLS{ALPN: slices.Clone(httpsListenerALPN)}}
 	seen := map[string]bool{}
-	for _, f := range cfg.Frontends {
-		if !in[f.Name] {
+	for i := range cfg.Frontends {
+		f := &cfg.Frontends[i]
+		if f.HTTP == nil || f.TLS == nil || !in[f.Name] { // a Service's frontend: no lookup
 			continue
 		}
 		var keys []string
@@ -190,7 +191,7 @@ func HTTPSListenerFront(cfg model.Config, o Options) (fixed model.Frontend, in m
 				keys = append(keys, k)
 			}
 		}
-		appendListened(&fixed, f, seen) // httplistener.go
+		appendListened(&fixed, *f, seen) // httplistener.go
 		for _, k := range keys {
 			for _, l := range f.HTTP.Listeners {
 				fixed.HTTP.Listeners = append(fixed.HTTP.Listeners, k+listenerHostSep+l)
@@ -235,16 +236,17 @@ func mergeCerts(fixed, t *model.TLS) {
 // with a key keeping it.
 func HTTPSListenerEntries(cfg model.Config, o Options) []MapEntry {
 	in := o.HTTPSListened(cfg)
-	return listenedEntries(cfg, func(f model.Frontend) bool { return in[f.Name] })
+	return listenedEntries(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && f.TLS != nil && in[f.Name] })
 }
 
 // listenedEntries are a fixed HTTP or HTTPS listener's map entries: each
 // key of the binds of cfg's frontends listened takes to the frontend's
 // name, the first frontend with a key keeping it, sorted by key.
-func listenedEntries(cfg model.Config, listened func(model.Frontend) bool) []MapEntry {
+func listenedEntries(cfg model.Config, listened func(*model.Frontend) bool) []MapEntry {
 	var out []MapEntry
 	seen := map[string]bool{}
-	for _, f := range cfg.Frontends {
+	for i := range cfg.Frontends {
+		f := &cfg.Frontends[i]
 		if !listened(f) {
 			continue
 		}

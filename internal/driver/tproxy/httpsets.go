@@ -68,13 +68,14 @@ func HTTPElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) 
 }
 
 func elementsBy(cfg model.Config, o render.Options, http bool) (v4, v6 []netip.AddrPort) {
-	return listenedElements(cfg, func(f model.Frontend) bool { return listenedBy(f, o, http) })
+	return listenedElements(cfg, func(f *model.Frontend) bool { return (!http || f.HTTP != nil) && listenedBy(*f, o, http) })
 }
 
 // listenedElements are the binds of cfg's frontends listened takes, per family,
 // sorted, without duplicates.
-func listenedElements(cfg model.Config, listened func(model.Frontend) bool) (v4, v6 []netip.AddrPort) {
-	for _, f := range cfg.Frontends {
+func listenedElements(cfg model.Config, listened func(*model.Frontend) bool) (v4, v6 []netip.AddrPort) {
+	for i := range cfg.Frontends {
+		f := &cfg.Frontends[i]
 		if !listened(f) {
 			continue
 		}

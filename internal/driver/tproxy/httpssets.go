@@ -27,7 +27,7 @@ const (
 // duplicates.
 func HTTPSElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
 	in := o.HTTPSListened(cfg)
-	return listenedElements(cfg, func(f model.Frontend) bool { return in[f.Name] }) // httpsets.go
+	return listenedElements(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && f.TLS != nil && in[f.Name] }) // httpsets.go
 }
 
 // httpsOps are the changes that bring applied to cfg's HTTPS elements,
