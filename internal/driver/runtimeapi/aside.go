@@ -118,7 +118,7 @@ func (d *HAProxy) endAside(ctx context.Context, res *driver.Result) error {
 	r := a.report
 	res.Reload += r.took
 	d.lastReload = r.took
-	err := d.reloadEnd(ctx, a.p, r.rel, r.err, res)
+	err := d.reloadEnd(ctx, a.p, r.rel, r.err, res, nil) // an older pass's reload: no companion told
 	if r.err != nil {
 		return err // the old workers serve what d.pool says
 	}

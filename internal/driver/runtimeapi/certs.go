@@ -198,18 +198,35 @@ func (d *HAProxy) pushCerts(ctx context.Context, cfg model.Config, res *driver.R
 // certificates of the frontends that terminate TLS both in what runs and
 // in cfg: a rotation does not wait for another frontend's reload. Nothing
 // is deleted from the worker's stores (the running frontends cfg drops
-// may use them); the reload loads the files and starts afresh.
+// may use them); the reload loads the files and starts afresh. A
+// frontend that leaves the fixed HTTPS listener for a frontend of its
+// own, or enters it, is taken as it runs until that reload: the
+// listener's line keeps serving one that leaves (its set element stays
+// too, tproxy.Ordered), and the own crt-list of one that enters is still
+// its bind's (before, the leaving one's lines were dropped and an own
+// crt-list the worker does not have was edited: the pass failed).
 func (d *HAProxy) pushRunningCerts(ctx context.Context, cfg model.Config, res *driver.Result) error {
-	running := map[string]bool{}
-	for _, f := range d.running.Frontends {
-		if f.TLS != nil {
-			running[f.Name] = true
+	running := map[string]int{}
+	for i := range d.running.Frontends {
+		if d.running.Frontends[i].TLS != nil {
+			running[d.running.Frontends[i].Name] = i
 		}
 	}
-	var both model.Config
-	for _, f := range cfg.Frontends {
-		if f.TLS != nil && running[f.Name] {
-			both.Frontends = append(both.Frontends, f)
+	ro := d.opts.Render
+	var runIn, cfgIn map[string]bool
+	if ro.HTTPSListener() {
+		runIn, cfgIn = ro.HTTPSListened(d.running), ro.HTTPSListened(cfg)
+	}
+	both := model.Config{HTTPSHeld: cfg.HTTPSHeld}
+	for i := range cfg.Frontends {
+		f := &cfg.Frontends[i]
+		r, ok := running[f.Name]
+		switch {
+		case f.TLS == nil || !ok:
+		case runIn[f.Name] != cfgIn[f.Name]:
+			both.Frontends = append(both.Frontends, d.running.Frontends[r]) // moves with the reload
+		default:
+			both.Frontends = append(both.Frontends, *f)
 		}
 	}
 	if len(both.Frontends) == 0 {

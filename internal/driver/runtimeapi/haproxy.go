@@ -243,7 +243,7 @@ func (d *HAProxy) Apply(ctx context.Context, cfg model.Config) (driver.Result, e
 	if d.opts.Pool.On() {
 		res, err = d.applyPooled(ctx, cfg, driver.FrontChangesOf(ctx))
 	} else {
-		res, err = d.apply(ctx, cfg, driver.FrontChangesOf(ctx))
+		res, err = d.apply(withWhole(ctx), cfg, driver.FrontChangesOf(ctx)) // reload.go
 	}
 	if errors.Is(err, driver.ErrDeferred) && d.known {
 		// A reload held back: what the running worker serves is the part

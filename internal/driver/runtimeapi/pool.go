@@ -111,7 +111,7 @@ func (d *HAProxy) applyPooledPass(ctx context.Context, cfg model.Config, fronts 
 		// as render (planning), pool.json as write.
 		view, viewFronts := d.poolView.of(next, cfg, fronts, own)
 		placed := time.Since(start)
-		res, err := d.apply(ctx, view, viewFronts)
+		res, err := d.apply(withWhole(ctx), view, viewFronts) // reload.go
 		if err == nil {
 			// The model runs, its map files written: a companion (the
 			// kernel's set elements) follows now, not after pool.json,

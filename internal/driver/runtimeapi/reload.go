@@ -32,8 +32,26 @@ func (d *HAProxy) reload(ctx context.Context, cfg model.Config, reasons []string
 	rel, err := d.tellMaster(ctx, p)
 	res.Reload = time.Since(t)
 	d.lastReload = res.Reload
-	return d.reloadEnd(ctx, p, rel, err, res)
+	var loaded func()
+	if carriesWhole(ctx) {
+		// The new worker runs the pass's whole model, its map files
+		// read: a companion (the kernel's set elements) follows now, not
+		// after the slots' corrections and the free spares (issue 29:
+		// the elements of a frontend that left the fixed listener for
+		// its own bind went 100-200 ms after the reload, its clients
+		// refused by the listener meanwhile).
+		loaded = func() { driver.Applied(ctx) }
+	}
+	return d.reloadEnd(ctx, p, rel, err, res, loaded)
 }
+
+// wholeKey marks a context whose pass hands apply its whole model (not
+// a part fitted to the pool's spares).
+type wholeKey struct{}
+
+func withWhole(ctx context.Context) context.Context { return context.WithValue(ctx, wholeKey{}, true) }
+
+func carriesWhole(ctx context.Context) bool { return ctx.Value(wholeKey{}) != nil }
 
 // writtenReload is a reload whose files are written, the config file
 // committed, not yet told to the master: the server-state file stays
@@ -171,8 +189,9 @@ func (d *HAProxy) tellMaster(ctx context.Context, p *writtenReload) (haproxy.Rel
 
 // reloadEnd records the reload of p that the master reported (rel, err):
 // on failure the previous file put back, on success the new worker read
-// and its slots corrected.
-func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.ReloadResult, err error, res *driver.Result) error {
+// and its slots corrected; loaded (if not nil) runs once the new worker
+// is known to run p's config.
+func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.ReloadResult, err error, res *driver.Result, loaded func()) error {
 	cfg, reasons, layout, hash, maps, certs, restore := p.cfg, p.reasons, p.layout, p.hash, p.maps, p.certs, p.restore
 	st := newStages()
 	defer st.log(d.log, "reload ended")
@@ -207,6 +226,10 @@ func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.R
 		return err
 	}
 	st.mark("hash_and_slots")
+	if loaded != nil {
+		loaded()
+		st.mark("companion")
+	}
 	d.held.loaded(d.pid, maps) // the new worker read them from disk (mapsync.go)
 	d.hash, d.running, d.layout, d.desired, d.loose = hash, cfg, layout, cfg, nil
 	d.unpublished = nil // the new worker loaded only what the file names (dynamic.go)

@@ -123,13 +123,16 @@ func (d *Driver) Close() {
 // as the kernel's limits allow (batch.go). The frontends ctx says changed
 // (driver.WithFrontChanges) are the only ones looked at when they can be.
 func (d *Driver) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
-	return d.apply(cfg, driver.FrontChangesOf(ctx), func(netip.AddrPort) bool { return true })
+	return d.apply(cfg, driver.FrontChangesOf(ctx), func(netip.AddrPort) bool { return true }, false)
 }
 
 // Remove deletes the elements cfg no longer has, adding none: what runs
-// before HAProxy's driver takes a map entry away (Ordered).
+// before HAProxy's driver takes a map entry away (Ordered). An HTTPS
+// element whose frontend leaves the fixed listener for a bind of its own
+// stays (httpsOps): its map entry and line stay in the running worker
+// until the reload that binds it.
 func (d *Driver) Remove(ctx context.Context, cfg model.Config) (driver.Result, error) {
-	return d.apply(cfg, driver.FrontChangesOf(ctx), func(netip.AddrPort) bool { return false })
+	return d.apply(cfg, driver.FrontChangesOf(ctx), func(netip.AddrPort) bool { return false }, true)
 }
 
 // ApplyServed is Apply adding only the elements served listens too: the
@@ -143,13 +146,13 @@ func (d *Driver) ApplyServed(cfg, served model.Config) (driver.Result, error) {
 	for _, e := range slices.Concat(v4, v6, h4, h6, s4, s6) {
 		in[e] = true
 	}
-	return d.apply(cfg, nil, func(e netip.AddrPort) bool { return in[e] }) // cfg taken by Remove already
+	return d.apply(cfg, nil, func(e netip.AddrPort) bool { return in[e] }, true) // cfg taken by Remove already
 }
 
 // apply deletes the elements cfg lacks and adds those of cfg that add
 // lets in; fronts: which of cfg's frontends changed against the last
 // pass's (nil: unknown).
-func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func(netip.AddrPort) bool) (driver.Result, error) {
+func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func(netip.AddrPort) bool, moving bool) (driver.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	start := time.Now()
@@ -178,7 +181,7 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 	}
 	httpsOn := d.opts.Render.HTTPSListener()
 	if httpsOn {
-		kinds = append(kinds, httpsOps(cfg, d.opts.Render, d.appliedHTTPS, add)) // httpssets.go
+		kinds = append(kinds, httpsOps(cfg, d.opts.Render, d.appliedHTTPS, add, moving)) // httpssets.go
 	}
 	var bs [][]elemOp
 	for _, k := range kinds {

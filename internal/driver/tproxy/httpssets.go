@@ -31,11 +31,25 @@ func HTTPSElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort)
 }
 
 // httpsOps are the changes that bring applied to cfg's HTTPS elements,
-// adding only what add lets in.
-func httpsOps(cfg model.Config, o render.Options, applied map[netip.AddrPort]bool, add func(netip.AddrPort) bool) setOps {
+// adding only what add lets in. With moving, an element is kept where a
+// frontend of cfg leaving the listener binds it (a frontend of its own,
+// which HAProxy's reload brings): the running listener serves it until
+// then (make before break), and the pass's last Apply deletes it.
+func httpsOps(cfg model.Config, o render.Options, applied map[netip.AddrPort]bool, add func(netip.AddrPort) bool, moving bool) setOps {
 	ops := setOps{kind: kindHTTPS}
-	v4, v6 := HTTPSElements(cfg, o)
+	in := o.HTTPSListened(cfg)
+	v4, v6 := listenedElements(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && f.TLS != nil && in[f.Name] }) // httpsets.go
 	want := make(map[netip.AddrPort]bool, len(v4)+len(v6))
+	if moving && len(applied) > 0 {
+		// An element applied and bound by a frontend of cfg behind no
+		// listener: kept (a few HTTPS frontends; a Service's has no TLS).
+		o4, o6 := listenedElements(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && f.TLS != nil && !in[f.Name] })
+		for _, e := range slices.Concat(o4, o6) {
+			if applied[e] {
+				want[e] = true
+			}
+		}
+	}
 	for fam, els := range [2][]netip.AddrPort{v4, v6} {
 		for _, e := range els {
 			want[e] = true
