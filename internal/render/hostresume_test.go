@@ -3,7 +3,6 @@ package render
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -62,39 +61,13 @@ func hostAuthServer(t *testing.T, a, b *model.ClientAuth) (get func(sni string, 
 		if err != nil {
 			return "", false, err
 		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
 		tcfg := &tls.Config{ServerName: sni, InsecureSkipVerify: true, ClientSessionCache: cache, NextProtos: []string{"http/1.1"}} //nolint:gosec // sessions offered where they were not made, on purpose
 		if cert != nil {
 			tcfg.Certificates = []tls.Certificate{*cert}
 		}
-		tc := tls.Client(c, tcfg)
-		if err := tc.Handshake(); err != nil {
-			return "", false, err
-		}
-		if _, err := io.WriteString(tc, "GET / HTTP/1.1\r\nHost: "+sni+"\r\nConnection: close\r\n\r\n"); err != nil {
-			return "", false, err
-		}
-		all, err := io.ReadAll(tc)
-		status, _, _ = strings.Cut(string(all), "\r\n")
-		return status, tc.ConnectionState().DidResume, err
+		a, err := testcert.Get(c, tcfg, sni)
+		return a.Status, a.Resumed, err
 	}, cache
-}
-
-// clientPair is a client certificate issued by parent, with the chain
-// it sends (the issuer too when parent is an intermediate).
-func clientPair(t *testing.T, parent testcert.Cert, chain ...testcert.Cert) *tls.Certificate {
-	t.Helper()
-	c := testcert.Issue(t, testcert.Spec{CN: "client", Client: true}, parent)
-	certPEM := c.PEM()
-	for _, p := range chain {
-		certPEM = append(certPEM, p.PEM()...)
-	}
-	pair, err := tls.X509KeyPair(certPEM, c.KeyPEM(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &pair
 }
 
 // pastHostRules reports whether status is an answer past the host rules
@@ -124,7 +97,7 @@ func TestHostRequiredRefusesResumedSession(t *testing.T) {
 		t.Errorf("a.example resuming b.example's session, no certificate: %q (resumed %v, %v), want 400", status, resumed, err)
 	}
 	cache.Forget()
-	if status, _, err := get("a.example", clientPair(t, clientCA)); !pastHostRules(status) {
+	if status, _, err := get("a.example", testcert.ClientPair(t, clientCA, "client")); !pastHostRules(status) {
 		t.Errorf("a.example with the CA's certificate: %q (%v), want an answer past the host rules", status, err)
 	}
 }
@@ -145,7 +118,7 @@ func TestHostIssuerRefusesCrossCAResumption(t *testing.T) {
 	caA, caB := testcert.CA(t, "clients A"), testcert.CA(t, "clients B")
 	interA := testcert.Issue(t, testcert.Spec{CN: "clients A issuing", CA: true}, caA)
 	get, cache := hostAuthServer(t, &model.ClientAuth{CA: "cca_a", CAPEM: caA.PEM()}, &model.ClientAuth{CA: "cca_b", CAPEM: caB.PEM()})
-	ofA, ofB := clientPair(t, interA, interA), clientPair(t, caB)
+	ofA, ofB := testcert.ClientPair(t, interA, "client", interA), testcert.ClientPair(t, caB, "client")
 
 	for i, step := range []struct {
 		sni        string

@@ -25,7 +25,7 @@ func TestClientAuthTogglesWithoutReload(t *testing.T) {
 	w := newTLSWorld(t)
 	ctx := context.Background()
 	caA, caB := testcert.CA(t, "client CA a"), testcert.CA(t, "client CA b")
-	clients := map[string]*tls.Certificate{"none": nil, "a": clientPair(t, caA), "b": clientPair(t, caB)} // crtlistverify_test.go
+	clients := map[string]*tls.Certificate{"none": nil, "a": testcert.ClientPair(t, caA, "client"), "b": testcert.ClientPair(t, caB, "client")}
 	_, cert := w.issue(testcert.ECDSA, "a.example")
 	otherPort := uint16(haproxytest.FreePort(t))
 	other := fmt.Sprintf("127.0.0.1:%d", otherPort)

@@ -43,7 +43,7 @@ func TestCrtListLineVerifyAtRuntime(t *testing.T) {
 	srvCA, caA, caB := testcert.CA(t, "server CA"), testcert.CA(t, "client CA a"), testcert.CA(t, "client CA b")
 	leaf := testcert.Issue(t, testcert.Spec{DNS: []string{"a.example"}}, srvCA)
 	leafPEM := append(leaf.PEM(), leaf.KeyPEM(t)...)
-	clients := map[string]*tls.Certificate{"none": nil, "a": clientPair(t, caA), "b": clientPair(t, caB)}
+	clients := map[string]*tls.Certificate{"none": nil, "a": testcert.ClientPair(t, caA, "client"), "b": testcert.ClientPair(t, caB, "client")}
 
 	required := filepath.Join(dir, "clientauth.map")
 	writeFile(t, required, nil)
@@ -191,15 +191,4 @@ func writeFile(t *testing.T, path string, b []byte) {
 func tlsProbe(addr, sni string, cert *tls.Certificate) string {
 	res, _ := servedProbe(addr, sni, cert) // fecacommit_test.go
 	return res
-}
-
-// clientPair is a client certificate that ca signed, with its key.
-func clientPair(t *testing.T, ca testcert.Cert) *tls.Certificate {
-	t.Helper()
-	c := testcert.Issue(t, testcert.Spec{CN: "client of " + ca.Cert.Subject.CommonName, Client: true}, ca)
-	pair, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &pair
 }

@@ -43,7 +43,7 @@ func TestFrontendCertAndCAFileCommits(t *testing.T) {
 		c := testcert.Issue(t, testcert.Spec{CN: cn, DNS: []string{host}}, srvCA)
 		return append(c.PEM(), c.KeyPEM(t)...)
 	}
-	clients := map[string]*tls.Certificate{"none": nil, "a": clientPair(t, caA), "b": clientPair(t, caB)} // crtlistverify_test.go
+	clients := map[string]*tls.Certificate{"none": nil, "a": testcert.ClientPair(t, caA, "client"), "b": testcert.ClientPair(t, caB, "client")}
 
 	// fe1: a.example's line verifies with F; fe2: b.example's line, no
 	// verification. Both lines and their certificates are added at
@@ -213,7 +213,7 @@ func TestFrontendCommitsOneKindPerWorker(t *testing.T) {
 	w := newTLSWorld(t)
 	ctx := context.Background()
 	cas := map[string]testcert.Cert{"a": testcert.CA(t, "client CA a"), "b": testcert.CA(t, "client CA b")}
-	clients := map[string]*tls.Certificate{"a": clientPair(t, cas["a"]), "b": clientPair(t, cas["b"])} // crtlistverify_test.go
+	clients := map[string]*tls.Certificate{"a": testcert.ClientPair(t, cas["a"], "client"), "b": testcert.ClientPair(t, cas["b"], "client")}
 	issued := map[string]model.Certificate{}
 	issue := func(cn string) model.Certificate {
 		if c, ok := issued[cn]; ok {

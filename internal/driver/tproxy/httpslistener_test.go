@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -19,41 +18,15 @@ import (
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/testcert"
 )
 
-// httpsAnswer is what askHTTPS learnt: the status line and body of one
-// GET, the names of the certificate served, the protocol agreed.
-type httpsAnswer struct {
-	status, body string
-	names        []string
-	alpn         string
-}
-
 // askHTTPS makes a TLS connection to dst from ns naming sni (verified
 // against roots unless nil), offering alpn, and, when it agreed on no h2,
-// sends one GET for host.
-func askHTTPS(ns string, dst netip.AddrPort, sni, host string, roots *x509.CertPool, alpn ...string) (httpsAnswer, error) {
+// sends one GET for host (testcert.Get).
+func askHTTPS(ns string, dst netip.AddrPort, sni, host string, roots *x509.CertPool, alpn ...string) (testcert.Answer, error) {
 	c, err := netlab.DialTCP(ns, netip.Addr{}, dst)
 	if err != nil {
-		return httpsAnswer{}, err
+		return testcert.Answer{}, err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-	tc := tls.Client(c, &tls.Config{ServerName: sni, RootCAs: roots, InsecureSkipVerify: roots == nil, NextProtos: alpn}) //nolint:gosec // the unknown name's answer is read, not trusted
-	if err := tc.Handshake(); err != nil {
-		return httpsAnswer{}, err
-	}
-	st := tc.ConnectionState()
-	a := httpsAnswer{names: st.PeerCertificates[0].DNSNames, alpn: st.NegotiatedProtocol}
-	if a.alpn == "h2" {
-		return a, nil
-	}
-	if _, err := io.WriteString(tc, "GET / HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n"); err != nil {
-		return a, err
-	}
-	all, _ := io.ReadAll(tc)
-	head, b, _ := strings.Cut(string(all), "\r\n\r\n")
-	a.status, _, _ = strings.Cut(head, "\r\n")
-	a.body = b
-	return a, nil
+	return testcert.Get(c, &tls.Config{ServerName: sni, RootCAs: roots, InsecureSkipVerify: roots == nil, NextProtos: alpn}, host) //nolint:gosec // the unknown name's answer is read, not trusted
 }
 
 // httpsGateway is httpGateway terminating TLS with one certificate for
@@ -112,7 +85,7 @@ func TestHTTPSListenerNewGateway(t *testing.T) {
 					}
 					return nil
 				}
-				if err != nil || a.body != want || !strings.Contains(a.status, " 200 ") {
+				if err != nil || a.Body != want || !strings.Contains(a.Status, " 200 ") {
 					return fmt.Errorf("%v: %+v (%v), want %q", r, a, err, want)
 				}
 				return nil
@@ -130,13 +103,13 @@ func TestHTTPSListenerNewGateway(t *testing.T) {
 	unknown := func(dst netip.AddrPort) {
 		t.Helper()
 		a, err := askHTTPS(l.lab.Client, dst, "unknown.example.org", "a.example.com", nil, "http/1.1")
-		if err != nil || slices.Contains(a.names, "a.example.com") || slices.Contains(a.names, "b.example.com") {
-			t.Errorf("an unknown name at %v: certificate for %v (%v), want the listener's default", dst, a.names, err)
+		if err != nil || slices.Contains(a.Names, "a.example.com") || slices.Contains(a.Names, "b.example.com") {
+			t.Errorf("an unknown name at %v: certificate for %v (%v), want the listener's default", dst, a.Names, err)
 		}
 	}
 	unknown(ap(vipA, 443))
-	if a, err := askHTTPS(l.lab.Client, ap(vipA, 443), "a.example.com", "", roots, "h2", "http/1.1"); err != nil || a.alpn != "h2" {
-		t.Errorf("ALPN h2 offered: agreed %q (%v), want h2", a.alpn, err)
+	if a, err := askHTTPS(l.lab.Client, ap(vipA, 443), "a.example.com", "", roots, "h2", "http/1.1"); err != nil || a.ALPN != "h2" {
+		t.Errorf("ALPN h2 offered: agreed %q (%v), want h2", a.ALPN, err)
 	}
 
 	before := l.reloads(t)
@@ -151,7 +124,7 @@ func TestHTTPSListenerNewGateway(t *testing.T) {
 	})
 	// The host is looked up under the connection's key: b's name at a's
 	// address is no route of a's.
-	if a, err := askHTTPS(l.lab.Client, ap(vipA, 443), "b.example.com", "b.example.com", roots, "http/1.1"); err != nil || strings.Contains(a.status, " 200 ") {
+	if a, err := askHTTPS(l.lab.Client, ap(vipA, 443), "b.example.com", "b.example.com", roots, "http/1.1"); err != nil || strings.Contains(a.Status, " 200 ") {
 		t.Errorf("b's host at a's address: %+v (%v), want no route", a, err)
 	}
 	unknown(ap(vipB, 8443))

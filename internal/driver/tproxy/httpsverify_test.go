@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"net/netip"
 	"strings"
 	"testing"
@@ -26,38 +25,12 @@ func askHTTPSAs(ns string, dst netip.AddrPort, sni, host string, roots *x509.Cer
 	if err != nil {
 		return "", "", err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
 	cfg := &tls.Config{ServerName: sni, RootCAs: roots, NextProtos: []string{"http/1.1"}}
 	if cert != nil {
 		cfg.Certificates = []tls.Certificate{*cert}
 	}
-	tc := tls.Client(c, cfg)
-	if err := tc.Handshake(); err != nil {
-		return "", "", err
-	}
-	if _, err := io.WriteString(tc, "GET / HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n"); err != nil {
-		return "", "", err
-	}
-	all, err := io.ReadAll(tc)
-	head, b, _ := strings.Cut(string(all), "\r\n\r\n")
-	status, _, _ = strings.Cut(head, "\r\n")
-	if status == "" && err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	return status, b, err
-}
-
-// clientCert is a client certificate issued by ca, as crypto/tls
-// presents it.
-func clientCert(t *testing.T, ca testcert.Cert, cn string) *tls.Certificate {
-	t.Helper()
-	c := testcert.Issue(t, testcert.Spec{CN: cn, Client: true}, ca)
-	pair, err := tls.X509KeyPair(c.PEM(), c.KeyPEM(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &pair
+	a, err := testcert.Get(c, cfg, host)
+	return a.Status, a.Body, err
 }
 
 // TestHTTPSListenerClientValidation: a Gateway behind the fixed HTTPS
@@ -82,7 +55,7 @@ func TestHTTPSListenerClientValidation(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AddCert(root.Cert)
 	clientCA, otherCA := testcert.CA(t, "client CA"), testcert.CA(t, "other CA")
-	good, bad := clientCert(t, clientCA, "good client"), clientCert(t, otherCA, "other client")
+	good, bad := testcert.ClientPair(t, clientCA, "good client"), testcert.ClientPair(t, otherCA, "other client")
 	var backends []*model.Backend
 	for _, name := range []string{"a", "b"} {
 		backends = append(backends, &model.Backend{Name: "gwh_" + name, Balance: "roundrobin", HTTP: true,
@@ -202,22 +175,12 @@ func resumedElsewhere(ns string, dst1 netip.AddrPort, sni1 string, dst2 netip.Ad
 		if err != nil {
 			return "", false, err
 		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
 		cfg := &tls.Config{ServerName: sni, InsecureSkipVerify: true, ClientSessionCache: cache, NextProtos: []string{"http/1.1"}} //nolint:gosec // a session offered where it was not made, on purpose
 		if cert != nil {
 			cfg.Certificates = []tls.Certificate{*cert}
 		}
-		tc := tls.Client(c, cfg)
-		if err := tc.Handshake(); err != nil {
-			return "", false, err
-		}
-		if _, err := io.WriteString(tc, "GET / HTTP/1.1\r\nHost: "+sni+"\r\nConnection: close\r\n\r\n"); err != nil {
-			return "", false, err
-		}
-		all, err := io.ReadAll(tc)
-		status, _, _ := strings.Cut(string(all), "\r\n")
-		return status, tc.ConnectionState().DidResume, err
+		a, err := testcert.Get(c, cfg, sni)
+		return a.Status, a.Resumed, err
 	}
 	if status, _, err := get(dst1, sni1, cert); !strings.Contains(status, " 200 ") {
 		return "", false, fmt.Errorf("the first handshake's request: %q (%v)", status, err)

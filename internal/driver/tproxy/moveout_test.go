@@ -51,19 +51,19 @@ func TestHTTPSMoveOutServedWhileReloadWaits(t *testing.T) {
 		t.Helper()
 		var alpns []string
 		for _, dst := range dsts {
-			var a httpsAnswer
+			var a testcert.Answer
 			err := netlab.Eventually(t.Context(), 5*time.Second, func() error {
 				var err error
 				a, err = askHTTPS(l.lab.Client, dst, "a.example.com", "a.example.com", roots, "h2", "http/1.1")
-				if err == nil && a.alpn != "h2" && (a.body != "a" || !strings.Contains(a.status, " 200 ")) {
-					err = errors.New(a.status + " " + a.body)
+				if err == nil && a.ALPN != "h2" && (a.Body != "a" || !strings.Contains(a.Status, " 200 ")) {
+					err = errors.New(a.Status + " " + a.Body)
 				}
 				return err
 			})
 			if err != nil {
 				t.Fatalf("%s: %v: %v", step, dst, err)
 			}
-			alpns = append(alpns, a.alpn)
+			alpns = append(alpns, a.ALPN)
 		}
 		return alpns
 	}
