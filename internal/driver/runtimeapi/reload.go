@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -218,7 +219,12 @@ func (d *HAProxy) reloadEnd(ctx context.Context, p *writtenReload, rel haproxy.R
 	restore(false)
 	if dir := d.opts.Render.ACLDir; dir != "" {
 		d.acls.prune(dir, d.aclFiles(cfg))
-		d.routeMaps.prune(dir, maps)
+		keep := maps
+		if p, ok := issuerMapFile(d.opts.Render, cfg); ok {
+			// The worker's own map (clientauth.go): its rules read it.
+			keep = append(slices.Clip(maps), patternFile{path: p})
+		}
+		d.routeMaps.prune(dir, keep)
 	}
 	st.mark("prune")
 	if err := d.waitHash(ctx, hash, rel.Workers); err != nil {
