@@ -277,6 +277,7 @@ FUZZ_TARGETS = ./internal/settings:FuzzApply:200000x \
 	./internal/driver/nft:FuzzRender:15000x \
 	./internal/objects:FuzzLoad:7000x \
 	./internal/model:FuzzName:40000x \
+	./internal/model:FuzzValidSNI:60000x \
 	./internal/spares:FuzzDecode:150000x \
 	./internal/desired:FuzzServiceSpec:40000x \
 	./internal/render:FuzzListenerKey:90000x \

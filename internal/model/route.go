@@ -1,7 +1,6 @@
 package model
 
 import (
-	"regexp"
 	"slices"
 	"time"
 )
@@ -37,12 +36,47 @@ const RejectBackend = "_reject"
 // client's TLS ClientHello.
 const DefaultInspectDelay = 5 * time.Second
 
-// sni is a DNS name of lower-case labels, optionally led by "*.": what a
-// Gateway API hostname may be, and nothing HAProxy could read as syntax.
-var sni = regexp.MustCompile(`^(\*\.)?[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$`)
+// ValidSNI reports whether h may be a Route's SNI: a DNS name of
+// lower-case labels, optionally led by "*.", at most 253 bytes; each
+// label 1-63 letters, digits and inner hyphens. What a Gateway API
+// hostname may be, and nothing HAProxy could read as syntax. Written out
+// (the regular expression it replaces, kept in route_test.go, took ~1 us
+// a name in the fixed HTTPS listener's claims at 1,000 Gateways).
+func ValidSNI(h string) bool {
+	if len(h) > 253 {
+		return false
+	}
+	if len(h) >= 2 && h[0] == '*' && h[1] == '.' {
+		h = h[2:]
+	}
+	start := 0
+	for i := 0; i <= len(h); i++ {
+		if i < len(h) && h[i] != '.' {
+			continue
+		}
+		if !validLabel(h[start:i]) {
+			return false
+		}
+		start = i + 1
+	}
+	return true
+}
 
-// ValidSNI reports whether h may be a Route's SNI.
-func ValidSNI(h string) bool { return len(h) <= 253 && sni.MatchString(h) }
+// validLabel reports whether l is one DNS label of ValidSNI.
+func validLabel(l string) bool {
+	if len(l) == 0 || len(l) > 63 {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		switch c := l[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(l)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Routed reports whether f chooses backends by its Routes.
 func (f Frontend) Routed() bool { return len(f.Routes) > 0 }
