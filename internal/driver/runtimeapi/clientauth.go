@@ -26,23 +26,19 @@ import (
 // pushRouteMaps holds back what heldBack says, pushClientAuth sends it
 // after them).
 func clientAuthMapFiles(opts render.Options, cfg model.Config, heldBack func(model.Frontend) bool) []patternFile {
-	if !render.ClientAuthOnLines(opts) {
+	if !render.ClientAuthOnLines(opts) || !terminatesTLS(opts, cfg) {
 		return nil
 	}
 	var entries []render.MapEntry
-	terminating := opts.HTTPSListener() // the fixed HTTPS listener's rules read it too
-	for _, f := range cfg.Frontends {
+	for i := range cfg.Frontends {
+		f := &cfg.Frontends[i] // most are a Service's: not copied
 		if f.TLS == nil {
 			continue
 		}
-		terminating = true
-		if render.ClientAuthRequired(f) && (heldBack == nil || !heldBack(f)) {
+		if render.ClientAuthRequired(*f) && (heldBack == nil || !heldBack(*f)) {
 			entries = append(entries, render.MapEntry{Key: f.Name, Value: "required"})
 		}
-		entries = append(entries, render.HostClientAuthEntries(opts, f)...) // per host (render/hostauth.go)
-	}
-	if !terminating {
-		return nil
+		entries = append(entries, render.HostClientAuthEntries(opts, *f)...) // per host (render/hostauth.go)
 	}
 	if fixed, _, ok := render.HTTPSListenerFront(cfg, opts); ok {
 		// The fixed HTTPS listener's lines verifying for the frontends
@@ -63,18 +59,25 @@ func clientAuthMapFiles(opts render.Options, cfg model.Config, heldBack func(mod
 // worker learned).
 func issuerMapFile(opts render.Options, cfg model.Config) (string, bool) {
 	p := render.IssuerMapFile(opts.ACLDir)
-	if !render.ClientAuthOnLines(opts) || !model.ValidFilePath(p) {
+	if !render.ClientAuthOnLines(opts) || !model.ValidFilePath(p) || !terminatesTLS(opts, cfg) {
 		return "", false
 	}
+	return p, true
+}
+
+// terminatesTLS reports whether the config rendered from cfg has a
+// frontend terminating TLS, the fixed HTTPS listener included: the one
+// condition of the client certificate map and the issuers' map.
+func terminatesTLS(opts render.Options, cfg model.Config) bool {
 	if opts.HTTPSListener() {
-		return p, true
+		return true
 	}
-	for _, f := range cfg.Frontends {
-		if f.TLS != nil {
-			return p, true
+	for i := range cfg.Frontends {
+		if cfg.Frontends[i].TLS != nil {
+			return true
 		}
 	}
-	return "", false
+	return false
 }
 
 // writeIssuerMap creates cfg's issuer map, empty, unless it exists (a

@@ -26,8 +26,13 @@ const (
 // the frontends o.HTTPSListened takes, per family, sorted, without
 // duplicates.
 func HTTPSElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort) {
-	in := o.HTTPSListened(cfg)
-	return listenedElements(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && f.TLS != nil && in[f.Name] }) // httpsets.go
+	return httpsBinds(cfg, o.HTTPSListened(cfg), true)
+}
+
+// httpsBinds are the binds, per family, sorted, without duplicates, of
+// cfg's terminating HTTP frontends that in takes (listened) or does not.
+func httpsBinds(cfg model.Config, in map[string]bool, listened bool) (v4, v6 []netip.AddrPort) {
+	return listenedElements(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && f.TLS != nil && in[f.Name] == listened }) // httpsets.go
 }
 
 // httpsOps are the changes that bring applied to cfg's HTTPS elements,
@@ -38,12 +43,12 @@ func HTTPSElements(cfg model.Config, o render.Options) (v4, v6 []netip.AddrPort)
 func httpsOps(cfg model.Config, o render.Options, applied map[netip.AddrPort]bool, add func(netip.AddrPort) bool, moving bool) setOps {
 	ops := setOps{kind: kindHTTPS}
 	in := o.HTTPSListened(cfg)
-	v4, v6 := listenedElements(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && f.TLS != nil && in[f.Name] }) // httpsets.go
+	v4, v6 := httpsBinds(cfg, in, true)
 	want := make(map[netip.AddrPort]bool, len(v4)+len(v6))
 	if moving && len(applied) > 0 {
 		// An element applied and bound by a frontend of cfg behind no
 		// listener: kept (a few HTTPS frontends; a Service's has no TLS).
-		o4, o6 := listenedElements(cfg, func(f *model.Frontend) bool { return f.HTTP != nil && f.TLS != nil && !in[f.Name] })
+		o4, o6 := httpsBinds(cfg, in, false)
 		for _, e := range slices.Concat(o4, o6) {
 			if applied[e] {
 				want[e] = true
