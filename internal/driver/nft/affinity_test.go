@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +107,49 @@ func TestDriverAffinityTimeout(t *testing.T) {
 	apply(t, restarted, wg(model.BalanceSource, lab.Nodes...))
 	if got := listTable(t, lab); strings.Contains(got, suffixAff4) || strings.Contains(got, "udp_vpn_wg_51820"+suffixAffCh+" ") {
 		t.Errorf("affinity left in the table:\n%s", got)
+	}
+}
+
+// An affinity entry read for deletion may time out before the batch that
+// deletes it arrives; the kernel then refuses the whole batch (ENOENT).
+// The driver reads the table again and sends the rest: the node leaves,
+// and its clients reach the other at once.
+func TestAffinityEntryGoneBeforeBatch(t *testing.T) {
+	lab := netlab.New(t, 2)
+	lab.Echo(nodePort)
+	aff := func(nodes ...*netlab.Node) model.UDPService {
+		u := wg(model.BalanceSource, nodes...)
+		u.Affinity = time.Hour
+		return u
+	}
+	var expire atomic.Bool
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d, err := New(ctx, Options{NetNS: netlab.Path(lab.LB), EnableForwarding: true, Health: Health{Kind: "none"}, onBatch: func() {
+		if expire.CompareAndSwap(true, false) { // what a timeout does, between the read and the batch
+			if out, err := lab.Exec(lab.LB, "nft", "flush", "map", "inet", Table, "udp_vpn_wg_51820"+suffixAff4); err != nil {
+				t.Errorf("%v: %s", err, out)
+			}
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, d, aff(lab.Nodes[0]))
+	if _, nodes := flows(t, lab, 1, func(int) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("192.0.2.2"), 0) }); nodes[0] != "n1" {
+		t.Fatalf("client reached %s with one node", nodes[0])
+	}
+	apply(t, d, aff(lab.Nodes...))
+	els, err := d.elementsOf("udp_vpn_wg_51820" + suffixAff4)
+	if err != nil || len(els) != 1 {
+		t.Fatalf("affinity entries %v, %v: want the client's one", els, err)
+	}
+	expire.Store(true)
+	apply(t, d, aff(lab.Nodes[1]))
+	if expire.Load() {
+		t.Fatal("no batch was sent")
+	}
+	if _, nodes := flows(t, lab, 1, func(int) netip.AddrPort { return netip.AddrPortFrom(netip.MustParseAddr("192.0.2.2"), 0) }); nodes[0] != "n2" {
+		t.Errorf("client reached %s, a node that left", nodes[0])
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/nftables"
@@ -127,28 +128,45 @@ func (d *Driver) sent() {
 // ErrApply classifies a failed batch.
 var ErrApply = errors.New("nftables batch failed")
 
+// expiryRetries bounds the batches sync sends again after one failed
+// for an element that was gone when it arrived.
+const expiryRetries = 3
+
 func (d *Driver) sync() (driver.Result, error) {
 	start := time.Now()
-	if d.applied == nil {
-		exists, applied, base, err := d.readBack()
-		if err != nil {
-			return driver.Result{}, fmt.Errorf("%w: reading table %s: %v", ErrApply, Table, err)
+	var want []Service
+	var ops int
+	for attempt := 1; ; attempt++ {
+		if d.applied == nil {
+			exists, applied, base, err := d.readBack()
+			if err != nil {
+				return driver.Result{}, fmt.Errorf("%w: reading table %s: %v", ErrApply, Table, err)
+			}
+			if !exists && len(d.last) == 0 {
+				return driver.Result{}, nil // nothing to do, and nothing of ours in the kernel
+			}
+			d.applied, d.base = applied, base
+			d.aff = d.readAffinityDispatch()
 		}
-		if !exists && len(d.last) == 0 {
-			return driver.Result{}, nil // nothing to do, and nothing of ours in the kernel
+		want = Plan(d.last, d.applied, d.prober.down)
+		ops = d.queue(want)
+		if ops == 0 {
+			return driver.Result{}, nil
 		}
-		d.applied, d.base = applied, base
-		d.aff = d.readAffinityDispatch()
-	}
-	want := Plan(d.last, d.applied, d.prober.down)
-	ops := d.queue(want)
-	if ops == 0 {
-		return driver.Result{}, nil
-	}
-	d.sent()
-	if err := d.conn.Flush(); err != nil {
+		d.sent()
+		err := d.conn.Flush()
+		if err == nil {
+			break
+		}
 		first := !d.base
 		d.applied = nil
+		if !first && errors.Is(err, syscall.ENOENT) && attempt < expiryRetries {
+			// An affinity entry read for deletion timed out before the
+			// batch came (the batch is atomic: nothing of it applied):
+			// read the table again and send what is still to do.
+			d.log.Debug("UDP: an element was gone when the batch came; reading the table again", "err", err, "attempt", attempt)
+			continue
+		}
 		if !first {
 			return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
 		}
@@ -163,6 +181,7 @@ func (d *Driver) sync() (driver.Result, error) {
 			d.applied = nil
 			return driver.Result{}, fmt.Errorf("%w: %v", ErrApply, err)
 		}
+		break
 	}
 	d.base = true
 	prev := d.applied
