@@ -37,7 +37,19 @@ type Config struct {
 	// that listener's consumers (tproxy.Ordered, from render.HTTPSHolds);
 	// nil: nothing is known (name order). Views of a Config keep it.
 	HTTPSHeld []HeldName
+	// HTTPSClaimed, when set, is the fixed HTTPS listener's claims for
+	// this Config (render.Options.HTTPSListened's answer): made once a
+	// pass by whoever sets HTTPSHeld (tproxy.Ordered), so that HAProxy's
+	// driver and the kernel's sets, each asking several times a pass,
+	// read one answer. A Config derived with other HTTP frontends must
+	// not keep it (nil: asked again); views that keep every HTTP
+	// frontend's name, TLS and binds (the pool's, the HTTP listener's)
+	// do.
+	HTTPSClaimed *Claimed
 }
+
+// Claimed is a set of frontends' names, computed once for a Config.
+type Claimed struct{ Names map[string]bool }
 
 // Changes describes a Config derived from another by replacing the
 // servers of a few backends.

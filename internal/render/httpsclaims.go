@@ -37,7 +37,24 @@ import (
 // different certificate of another frontend it serves, the holders of
 // cfg.HTTPSHeld first (above). The same certificate (one Secret) on two
 // frontends is one line serving both's names.
+// A Config that carries its claims (model.Config.HTTPSClaimed, ClaimHTTPS)
+// has them returned as they are.
 func (o Options) HTTPSListened(cfg model.Config) map[string]bool {
+	if cfg.HTTPSClaimed != nil {
+		return cfg.HTTPSClaimed.Names
+	}
+	return o.claimHTTPS(cfg)
+}
+
+// ClaimHTTPS is cfg carrying its fixed HTTPS listener's claims
+// (HTTPSListened, made again), for every consumer of the pass to read.
+// The names are not to be changed.
+func (o Options) ClaimHTTPS(cfg model.Config) model.Config {
+	cfg.HTTPSClaimed = &model.Claimed{Names: o.claimHTTPS(cfg)}
+	return cfg
+}
+
+func (o Options) claimHTTPS(cfg model.Config) map[string]bool {
 	if !o.HTTPSListener() {
 		return nil
 	}

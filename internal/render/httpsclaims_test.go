@@ -2,6 +2,7 @@ package render
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -74,7 +75,19 @@ func TestHTTPSListenedFirstCome(t *testing.T) {
 				if got := slices.Sorted(maps.Keys(o.HTTPSListened(cfg))); !slices.Equal(got, p.want) {
 					t.Errorf("pass %d: HTTPSListened = %v, want %v (held %v)", i+1, got, p.want, cfg.HTTPSHeld)
 				}
-				holds.Took(cfg, o)
+				// Carried (ClaimHTTPS, as tproxy.Ordered hands it on): the
+				// same claims, view and held names.
+				claimed := o.ClaimHTTPS(cfg)
+				if got := slices.Sorted(maps.Keys(o.HTTPSListened(claimed))); !slices.Equal(got, p.want) {
+					t.Errorf("pass %d: carried claims %v, want %v", i+1, got, p.want)
+				}
+				if v, w := HTTPSListenerView(claimed, o).Frontends, HTTPSListenerView(cfg, o).Frontends; !reflect.DeepEqual(v, w) {
+					t.Errorf("pass %d: the listener's view of the carried claims differs:\n%+v\nwant\n%+v", i+1, v, w)
+				}
+				if h, w := HTTPSHeldOf(claimed, o), HTTPSHeldOf(cfg, o); !slices.Equal(h, w) {
+					t.Errorf("pass %d: held names %v of the carried claims, want %v", i+1, h, w)
+				}
+				holds.Took(claimed, o)
 			}
 		})
 	}

@@ -43,7 +43,7 @@ func viewExcept(s State, cfg model.Config, fronts *model.FrontendChanges, own fu
 	}
 	pooled := func(b *model.Backend) bool { return pooled(b) && (own == nil || !own(b)) }
 	idx := s.index()
-	out := model.Config{UDP: cfg.UDP, HTTPSHeld: cfg.HTTPSHeld, Frontends: make([]model.Frontend, 0, len(cfg.Frontends)),
+	out := model.Config{UDP: cfg.UDP, HTTPSHeld: cfg.HTTPSHeld, HTTPSClaimed: cfg.HTTPSClaimed, Frontends: make([]model.Frontend, 0, len(cfg.Frontends)),
 		Backends: make([]*model.Backend, 0, len(cfg.Backends)+len(s.Spares)+1)}
 	byName := make(map[string]*model.Backend, len(cfg.Backends))
 	for _, b := range cfg.Backends {

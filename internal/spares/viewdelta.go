@@ -182,7 +182,7 @@ func (m *ViewMemo) delta(s State, cfg model.Config, fronts *model.FrontendChange
 		}
 		return cfg.Backends[i]
 	}
-	out := model.Config{UDP: cfg.UDP, HTTPSHeld: cfg.HTTPSHeld, Backends: slices.Clone(l.out.Backends),
+	out := model.Config{UDP: cfg.UDP, HTTPSHeld: cfg.HTTPSHeld, HTTPSClaimed: cfg.HTTPSClaimed, Backends: slices.Clone(l.out.Backends),
 		Frontends: make([]model.Frontend, 0, len(cfg.Frontends))}
 	for _, i := range spares {
 		sp := s.Spares[i]

@@ -201,14 +201,16 @@ func TestViewLaterKeepsNoMaps(t *testing.T) {
 }
 
 // TestViewKeepsHTTPSHeld: a view, whole, by difference from the memo's
-// last one or later, keeps the model's held HTTPS names: HAProxy's driver
+// last one or later, keeps the model's held HTTPS names and the claims
+// made of them (model.Config.HTTPSClaimed): HAProxy's driver
 // renders the view, the kernel's sets read the model, and both must
 // choose the same frontends for the fixed HTTPS listener.
 func TestViewKeepsHTTPSHeld(t *testing.T) {
 	a, b, _, b2 := viewBackends()
 	s := classPool(viewClass(), "a", "b", "")
 	held := []model.HeldName{{SNI: "a.example.com", Front: "gw_a"}}
-	with := func(cfg model.Config) model.Config { cfg.HTTPSHeld = held; return cfg }
+	claimed := &model.Claimed{Names: map[string]bool{"gw_a": true}}
+	with := func(cfg model.Config) model.Config { cfg.HTTPSHeld, cfg.HTTPSClaimed = held, claimed; return cfg }
 	var m ViewMemo
 	for _, step := range []struct {
 		name string
@@ -219,8 +221,12 @@ func TestViewKeepsHTTPSHeld(t *testing.T) {
 		{"the memo's next", func() model.Config { v, _ := m.ViewExcept(s, with(cfgOf(a, b2)), nil, nil); return v }},
 		{"later", func() model.Config { return m.ViewLater(s, with(cfgOf(a, b)), nil) }},
 	} {
-		if got := step.view().HTTPSHeld; !reflect.DeepEqual(got, held) {
-			t.Errorf("%s: HTTPSHeld %v, want %v", step.name, got, held)
+		v := step.view()
+		if !reflect.DeepEqual(v.HTTPSHeld, held) {
+			t.Errorf("%s: HTTPSHeld %v, want %v", step.name, v.HTTPSHeld, held)
+		}
+		if v.HTTPSClaimed != claimed {
+			t.Errorf("%s: the claims carried %v, want the model's", step.name, v.HTTPSClaimed)
 		}
 	}
 }

@@ -141,6 +141,6 @@ func (v *poolView) derived(s spares.State, cfg model.Config) (model.Config, bool
 		idx = append(idx, j)
 	}
 	slices.Sort(idx)
-	return model.Config{Frontends: v.view.Frontends, Backends: backends, UDP: cfg.UDP, HTTPSHeld: cfg.HTTPSHeld,
+	return model.Config{Frontends: v.view.Frontends, Backends: backends, UDP: cfg.UDP, HTTPSHeld: cfg.HTTPSHeld, HTTPSClaimed: cfg.HTTPSClaimed,
 		Changes: &model.Changes{Base: v.view.Backends, Backends: idx}}, true
 }

@@ -51,7 +51,7 @@ type Ordered struct {
 
 // Apply implements driver.Driver.
 func (o Ordered) Apply(ctx context.Context, cfg model.Config) (driver.Result, error) {
-	cfg = o.Holds.Hold(cfg)
+	cfg = o.Kernel.opts.Render.ClaimHTTPS(o.Holds.Hold(cfg)) // the claims once, for both
 	res, err := o.apply(ctx, cfg)
 	if err == nil || errors.Is(err, driver.ErrDeferred) {
 		o.Holds.Took(cfg, o.Kernel.opts.Render)
