@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net"
 	"path/filepath"
 	"slices"
@@ -298,13 +297,10 @@ func servedProbe(addr, sni string, cert *tls.Certificate) (string, string) {
 			return cert, nil
 		}}
 	res := "refused"
-	if conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", addr, c); err == nil {
-		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
-		_, _ = io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-		if got, err := io.ReadAll(conn); err == nil && (strings.HasPrefix(string(got), "HTTP/1.1 200") || strings.HasPrefix(string(got), "node-")) {
+	if conn, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
+		if a, err := testcert.Get(conn, c, "x"); err == nil && (strings.HasPrefix(a.Status, "HTTP/1.1 200") || strings.HasPrefix(a.Status, "node-")) {
 			res = "200"
 		}
-		conn.Close()
 	}
 	if asked.Load() {
 		res += "+asked"
