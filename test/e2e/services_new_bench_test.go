@@ -180,6 +180,11 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	}
 	r2 := reloads()
 	mem := procMem(ctl.Process.Pid)
+	if secs, err := residentSections(ctl.Process.Pid, ctl.Path); err == nil { // residentsections_test.go
+		b.Logf("%s %s: the controller's executable at the end (RssFile by section): %s", name, mode, residentLine(secs))
+	} else {
+		b.Logf("%s %s: the controller's executable pages not read: %v", name, mode, err)
+	}
 	cpu := procCPU(ctl.Process.Pid)
 	hapMaster, hapWorkers, hapErr := haproxyRSS(context.Background(), hap)
 	stopPeak()
