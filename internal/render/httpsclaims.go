@@ -38,12 +38,12 @@ import (
 // cfg.HTTPSHeld first (above). The same certificate (one Secret) on two
 // frontends is one line serving both's names.
 // A Config that carries its claims (model.Config.HTTPSClaimed, ClaimHTTPS)
-// has them returned as they are.
+// has them returned as they are, with options that have the listener.
 func (o Options) HTTPSListened(cfg model.Config) map[string]bool {
-	if cfg.HTTPSClaimed != nil {
+	if cfg.HTTPSClaimed != nil && o.HTTPSListener() {
 		return cfg.HTTPSClaimed.Names
 	}
-	return o.claimHTTPS(cfg)
+	return o.claimHTTPS(cfg) // nil without the listener
 }
 
 // ClaimHTTPS is cfg carrying its fixed HTTPS listener's claims
