@@ -132,6 +132,7 @@ func (d *HAProxy) pushClientAuth(ctx context.Context, cfg model.Config, res *dri
 	if _, err := d.pushMaps(ctx, &d.routeMaps, files, nil, res); err != nil { // mapsync.go
 		return fmt.Errorf("runtime API, client certificate map: %w", err)
 	}
+	d.pruneIssuers(ctx, cfg, files[0], res) // issuerprune.go
 	return nil
 }
 

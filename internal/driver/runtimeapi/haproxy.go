@@ -173,6 +173,9 @@ type HAProxy struct {
 	// the client certificate map names only after the certificates
 	// (clientauth.go).
 	mapsHeldBack func(model.Frontend) bool
+	// issuersFor: the client certificate map the worker's issuers' map
+	// was last pruned against (issuerprune.go).
+	issuersFor []byte
 }
 
 // NewHAProxy returns a driver; Run must run for on-disk persistence (the
