@@ -341,7 +341,9 @@ failures() {
 }
 
 echo "--- each job's seconds and CPU seconds, longest first (hack/test-weights.txt takes the first) ---"
-for i in "${!names[@]}"; do printf '%6.0f %5s %s\n' "${took[$i]:-0}" "$(cpu "$i")" "${names[$i]}"; done | sort -k1,1nr | head -n 40
+# awk reads to the end, where head would leave sort writing into a closed
+# pipe: with pipefail, the run exited 141 after every job had passed.
+for i in "${!names[@]}"; do printf '%6.0f %5s %s\n' "${took[$i]:-0}" "$(cpu "$i")" "${names[$i]}"; done | sort -k1,1nr | awk 'NR <= 40'
 total=$(for i in "${!names[@]}"; do cpu "$i"; echo; done | awk '$1 != "-" { s += $1 } END { printf "%.0f", s }')
 echo "${#names[@]} jobs in $((SECONDS - t0)) s, $TEST_JOBS at once, $total CPU seconds in the jobs"
 if [ "${#failed[@]}" -gt 0 ]; then
