@@ -2,6 +2,7 @@ package runtimeapi
 
 import (
 	"crypto/sha256"
+	"iter"
 	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
@@ -37,7 +38,7 @@ func frontClientFilesOf(opts render.Options, cfg model.Config) clientFiles {
 	if dir == "" {
 		return out
 	}
-	for _, f := range verifyingFronts(opts, cfg) {
+	for f := range verifyingFronts(opts, cfg) {
 		for _, v := range verifyingLines(f) {
 			out.cas[render.CAFile(dir, v.ca.CA)] = true
 			if v.cert != nil {
@@ -48,15 +49,24 @@ func frontClientFilesOf(opts render.Options, cfg model.Config) clientFiles {
 	return out
 }
 
-// verifyingFronts are cfg's frontends and, with the fixed HTTPS
-// listener, its own: its lines verify for the frontends behind it, their
-// certificates under names of their own (render.ListenerCertName).
-func verifyingFronts(opts render.Options, cfg model.Config) []model.Frontend {
-	fixed, _, ok := render.HTTPSListenerFront(cfg, opts)
-	if !ok {
-		return cfg.Frontends
+// verifyingFronts yields cfg's frontends that terminate TLS and, with
+// the fixed HTTPS listener, its own: its lines verify for the frontends
+// behind it, their certificates under names of their own
+// (render.ListenerCertName). By pointer, cfg's frontends not copied: a
+// pass asks twice, and appending the listener's frontend to a copy of
+// 10,000 Services' frontends was ~3 MB each time, half of what a new
+// Service's pass allocated (BENCHMARKS.md, issue 29).
+func verifyingFronts(opts render.Options, cfg model.Config) iter.Seq[*model.Frontend] {
+	return func(yield func(*model.Frontend) bool) {
+		for i := range cfg.Frontends {
+			if f := &cfg.Frontends[i]; f.TLS != nil && !yield(f) {
+				return
+			}
+		}
+		if fixed, _, ok := render.HTTPSListenerFront(cfg, opts); ok {
+			yield(&fixed)
+		}
 	}
-	return append(slices.Clip(cfg.Frontends), fixed)
 }
 
 // verifyingLine is a client CA file a frontend's crt-list lines verify
@@ -69,7 +79,7 @@ type verifyingLine struct {
 // verifyingLines lists f's lines that verify their clients: every
 // certificate's when the frontend verifies (TLS.Client), and a host's
 // own (Certificate.Client, an Ingress's auth-tls-*) with its CA file.
-func verifyingLines(f model.Frontend) []verifyingLine {
+func verifyingLines(f *model.Frontend) []verifyingLine {
 	if f.TLS == nil {
 		return nil
 	}
@@ -115,7 +125,7 @@ func (d *HAProxy) staleFrontFiles(cfg model.Config) []string {
 		return nil
 	}
 	var certs, cas []string
-	for _, f := range verifyingFronts(d.opts.Render, cfg) {
+	for f := range verifyingFronts(d.opts.Render, cfg) {
 		for _, v := range verifyingLines(f) {
 			if p := render.CAFile(dir, v.ca.CA); d.frontChanged(d.certs.cas, p, v.ca.CAPEM) && !slices.Contains(cas, p) {
 				cas = append(cas, p)

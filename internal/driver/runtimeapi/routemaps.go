@@ -78,11 +78,16 @@ func (d *HAProxy) routeMapFilesEarly(cfg model.Config, fronts *model.FrontendCha
 	out = append(out, clientAuthMapFiles(d.opts.Render, cfg, d.mapsHeldBack)...) // clientauth.go
 	// The fixed HTTP listener's one table (tproxy): the memo's, the last
 	// pass's table itself when no listened frontend changed.
+	// Made of the HTTP frontends alone, the only ones the HTTP maps read:
+	// a view of every frontend was a copy of 10,000 Services' a pass
+	// (~3 MB; BENCHMARKS.md, issue 29).
+	httpOnly := cfg
+	httpOnly.Frontends = httpFrontends(cfg.Frontends)
 	memos, httpCfg := &d.httpMemos, model.Config{}
 	if d.noHTTPMemo {
-		memos, httpCfg = nil, render.HTTPListenerView(cfg, d.opts.Render)
+		memos, httpCfg = nil, render.HTTPListenerView(httpOnly, d.opts.Render)
 	} else {
-		httpCfg = d.httpListenerView.View(cfg, d.opts.Render)
+		httpCfg = d.httpListenerView.View(httpOnly, d.opts.Render)
 	}
 	if fixed, in, ok := render.HTTPSListenerFront(httpCfg, d.opts.Render); ok {
 		// The fixed HTTPS listener's table (render/httpslistener.go), in
@@ -123,4 +128,16 @@ func (d *HAProxy) pushRouteMaps(ctx context.Context, cfg model.Config, fronts *m
 		logMapEdits(d.log, edits)
 	}
 	return nil
+}
+
+// httpFrontends are the frontends of fs with an HTTP table, in order
+// (copies; none of a Service's).
+func httpFrontends(fs []model.Frontend) []model.Frontend {
+	var out []model.Frontend
+	for i := range fs {
+		if fs[i].HTTP != nil {
+			out = append(out, fs[i])
+		}
+	}
+	return out
 }
