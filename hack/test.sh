@@ -239,20 +239,28 @@ skip=(${VERSION_SKIP:+-test.skip "$VERSION_SKIP"})
 for v in $TEST_VERSIONS; do
 	run "clients@$v" "${bins[$v]}" -- "${vrels[@]}" -- "${skip[@]}" "${binflags[@]}"
 done
-# The conformance suite once per HAProxy (the host's, then each of
-# TEST_VERSIONS) in one process, on one real-node tier: the tier is the
-# longest part of a run to start (HKS_CONFORMANCE_HAPROXY). The profiles
-# TPROXY_CONFORMANCE names run again on the host's HAProxy in tproxy mode
-# in a job of its own (REL@tproxy: its process, network namespace and
-# tier), side by side with it rather than after it in the same job, the
-# queue's longest; nothing to add when the suite's mode is tproxy already
-# (HKS_E2E_LISTENERS).
+# The conformance suite on each HAProxy of TEST_VERSIONS, one after the
+# other in one process, on one real-node tier (the longest part of a run
+# to start; HKS_CONFORMANCE_HAPROXY), in the suite's mode (ports unless
+# HKS_E2E_LISTENERS says tproxy); and the profiles TPROXY_CONFORMANCE
+# names on the host's HAProxy in tproxy mode, in a job of its own
+# (REL@tproxy: its process, network namespace and tier) side by side with
+# it. The host's HAProxy runs the suite in that one mode only, the mode
+# run defaults to (Debian's HAProxy in the default mode: what most users
+# run): each version and each mode is met once, one run of the suite less
+# than the host's in both modes (~200 CPU-s; docs/testing.md). Without the
+# tproxy job (TPROXY_CONFORMANCE empty, no root, or the suite in tproxy
+# mode already) the host's HAProxy runs first in the per-version job.
 hostbin=${HAPROXY_BIN:-$(command -v haproxy || echo /usr/sbin/haproxy)}
-confbins=$hostbin
+tproxyconf=
+[ -z "$TPROXY_CONFORMANCE" ] || [ "${HKS_E2E_LISTENERS:-}" = tproxy ] || tproxyconf=1
+confbins=
+[ -n "$tproxyconf" ] || confbins=$hostbin
 for v in $TEST_VERSIONS; do confbins+=" ${bins[$v]}"; done
+[ -n "${confbins// /}" ] || confbins=$hostbin
 for rel in "${conf[@]}"; do
-	add "$rel" env HKS_CONFORMANCE_HAPROXY="$confbins" "$root/hack/test-run.sh" "$rel" -- "${binflags[@]}"
-	if [ -n "$TPROXY_CONFORMANCE" ] && [ "${HKS_E2E_LISTENERS:-}" != tproxy ]; then
+	add "$rel" env HKS_CONFORMANCE_HAPROXY="${confbins# }" "$root/hack/test-run.sh" "$rel" -- "${binflags[@]}"
+	if [ -n "$tproxyconf" ]; then
 		add "$rel@tproxy" env HKS_CONFORMANCE_HAPROXY="$hostbin" HKS_E2E_LISTENERS=tproxy \
 			HKS_CONFORMANCE_PROFILES="$TPROXY_CONFORMANCE" \
 			"$root/hack/test-run.sh" "$rel" -- -test.run '^TestConformance$' "${binflags[@]}"

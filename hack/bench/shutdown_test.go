@@ -26,8 +26,8 @@ func TestBenchStopsPromptlyDuringTheBaseline(t *testing.T) {
 		Args: []string{"-services", "10", "-endpoints", "2", "-nodes", "3", "-probe", "1", "-load-rate", "20",
 			"-changes", "6", "-baseline-changes", "100000", "-health-checks", "false",
 			"-frontend-base", fmt.Sprint(base), "-nodeport-base", "30000", "-subnet", fmt.Sprint(200 + rand.IntN(50)),
-			"-dir", work, "-keep"},
-		Dir: "../..", // it builds ./cmd/haproxy-k8s-sync, as `make bench` does
+			"-dir", work, "-keep", "-controller-bin", shutdown.Self(t, "controller")},
+		Dir: "../..", // where `make bench` runs it
 		// The second "initial sync:" line is the baseline's.
 		Ready:   func(out string) bool { return strings.Count(out, "initial sync: every server") >= 2 },
 		Waiting: "its baseline churn",

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -38,10 +37,7 @@ func TestDemoEndsCleanly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the whole demo")
 	}
-	bin := filepath.Join(t.TempDir(), "demo")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := shutdown.Self(t, "main")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "-haproxy-bin", haproxytest.Bin()).CombinedOutput()

@@ -18,8 +18,9 @@ import (
 
 // envHAProxy lists the haproxy binaries the suite runs against, one after
 // the other on the one tier (space-separated; unset: haproxytest.Bin()).
-// make test gives the host's 2.6 and each of TEST_VERSIONS: the real-node
-// tier, the longest part of a run to start, is started once.
+// make test gives each of TEST_VERSIONS (and the host's 2.6 first when
+// its tproxy job does not run it, hack/test.sh): the real-node tier, the
+// longest part of a run to start, is started once.
 const envHAProxy = "HKS_CONFORMANCE_HAPROXY"
 
 func haproxyBins() []string {

@@ -3,23 +3,20 @@ package e2e
 import (
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/haproxy/haproxytest"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/lab"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/shutdown"
 )
 
-// controllerBinary builds cmd/haproxy-k8s-sync into a directory of t.
+// controllerBinary is the controller as t runs it: this test binary as
+// cmd/haproxy-k8s-sync's main (cli.Main), with no build of its own.
 func controllerBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "haproxy-k8s-sync")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/haproxy-k8s-sync").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return shutdown.Self(t, "controller") // main_test.go
 }
 
 // startBinary runs bin with args in a process group of its own; done

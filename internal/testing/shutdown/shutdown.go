@@ -5,7 +5,6 @@ package shutdown
 
 import (
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -37,15 +36,12 @@ type Program struct {
 	ExitZero bool // it must exit 0 after Signal
 }
 
-// Check builds and starts p, signals it once Ready, and fails t unless it
-// ended within 15 s leaving no process that names its work directory.
+// Check starts p (the test binary as its package's program, "main":
+// Main, Self), signals it once Ready, and fails t unless it ended within
+// 15 s leaving no process that names its work directory.
 func Check(t *testing.T, p Program) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), p.Name)
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, p.Args...)
+	cmd := exec.Command(Self(t, "main"), p.Args...)
 	cmd.Dir = p.Dir
 	out := &haproxytest.LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
