@@ -91,6 +91,8 @@ type Server struct {
 	creds   *credentials
 	bins    string
 	apiArgs []string
+
+	baseline map[string][]byte // etcd's keys and values at Baseline (reset.go)
 }
 
 // Options change how the apiserver runs. The zero value is the default.
