@@ -2,12 +2,6 @@
 // of a cluster. All logic lives in internal/; see docs/architecture.md.
 package main
 
-import (
-	"os"
+import "github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
 
-	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
-)
-
-func main() {
-	os.Exit(cli.Main(os.Args, os.Stdin, os.Stdout, os.Stderr))
-}
+func main() { cli.Exit() }

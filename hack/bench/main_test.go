@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
@@ -14,6 +13,6 @@ import (
 func TestMain(m *testing.M) {
 	shutdown.Main(m, map[string]func(){
 		"main":       main,
-		"controller": func() { os.Exit(cli.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"controller": cli.Exit,
 	})
 }

@@ -47,6 +47,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitCode(execute(ctx, args, os.Getenv, stdin, stdout, stderr), stderr)
 }
 
+// Exit runs this process's command line (os.Args, the standard streams)
+// and exits with its code: cmd/haproxy-k8s-sync's main, and a test binary
+// run as the controller (internal/testing/shutdown.Main).
+func Exit() { os.Exit(Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) }
+
 // Run is the `run` command with explicit context and environment, for
 // tests and embedding: it returns when ctx ends or on a fatal error. Its
 // help, if asked for, goes to stderr too.

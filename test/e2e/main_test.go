@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"os"
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/cli"
@@ -13,6 +12,6 @@ import (
 // builds it.
 func TestMain(m *testing.M) {
 	shutdown.Main(m, map[string]func(){
-		"controller": func() { os.Exit(cli.Main(os.Args, os.Stdin, os.Stdout, os.Stderr)) },
+		"controller": cli.Exit,
 	})
 }
