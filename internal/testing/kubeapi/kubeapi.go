@@ -93,6 +93,7 @@ type Server struct {
 	apiArgs []string
 
 	baseline map[string][]byte // etcd's keys and values at Baseline (reset.go)
+	tainted  bool              // a part was stopped or started again: not to be shared on (shared.go)
 }
 
 // Options change how the apiserver runs. The zero value is the default.
@@ -118,7 +119,8 @@ type Options struct {
 
 // Start runs etcd and kube-apiserver in t.TempDir() and waits until the
 // apiserver is ready. Cleanup stops both; if the test failed, the last lines
-// of their logs are written with t.Log first.
+// of their logs are written with t.Log first. In a test binary that runs
+// through Shared, the tests of the process share one (shared.go).
 func Start(t testing.TB) *Server {
 	t.Helper()
 	return StartWithOptions(t, Options{})
@@ -127,6 +129,9 @@ func Start(t testing.TB) *Server {
 // StartWithOptions is Start with Options.
 func StartWithOptions(t testing.TB, opts Options) *Server {
 	t.Helper()
+	if s := lease(t, opts); s != nil {
+		return s
+	}
 	begin := time.Now()
 	s, stop, err := StartProcessWithOptions(t.TempDir(), opts)
 	if err != nil {
@@ -257,11 +262,12 @@ func (s *Server) PIDs() (apiserver, etcd int) { return s.apiserver.Pid(), s.etcd
 
 // StopAPIServer kills the kube-apiserver (SIGKILL, as a crash would);
 // etcd and everything else go on. StartAPIServer starts it again.
-func (s *Server) StopAPIServer() { s.apiserver.Kill() }
+func (s *Server) StopAPIServer() { s.tainted = true; s.apiserver.Kill() }
 
 // StartAPIServer starts the kube-apiserver again on the same address and
 // port with the same credentials and flags, and waits until it is ready.
 func (s *Server) StartAPIServer() error {
+	s.tainted = true
 	u, err := url.Parse(s.URL)
 	if err != nil {
 		return err
@@ -276,11 +282,12 @@ func (s *Server) StartAPIServer() error {
 
 // StopEtcd kills etcd (SIGKILL); the apiserver goes on without it.
 // StartEtcd starts it again.
-func (s *Server) StopEtcd() { s.etcd.Kill() }
+func (s *Server) StopEtcd() { s.tainted = true; s.etcd.Kill() }
 
 // StartEtcd starts etcd again with its data and on the same ports, and
 // waits until it is healthy.
 func (s *Server) StartEtcd() error {
+	s.tainted = true
 	old := s.etcd
 	p, err := startProcess("etcd", old.Cmd.Path, filepath.Join(s.Dir, "etcd-restarted.log"), old.Cmd.Args[1:]...)
 	if err != nil {

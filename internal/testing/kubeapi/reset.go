@@ -28,8 +28,9 @@ import (
 // apiserver's caches have seen it. Objects go as if deleted by force (no
 // finalizer runs, no Event), CustomResourceDefinitions with their
 // resources, and the allocators' state (ClusterIPs, NodePorts) comes back
-// with the keys that hold it. Leases are left as they are: the apiserver
-// renews its own all the time.
+// with the keys that hold it. The Leases of kube-system are left as they
+// are (the apiserver renews its own all the time); others go and come
+// back like every object (a test's leader election starts afresh).
 
 // registryPrefix is where the apiserver keeps its objects in etcd (its
 // --etcd-prefix default).
@@ -47,7 +48,8 @@ func (s *Server) Baseline(ctx context.Context) error {
 }
 
 // Reset brings the cluster back to the Baseline (which it needs): keys
-// made since are deleted, values changed are put back, leases excepted;
+// made since are deleted, values changed are put back (kube-system's
+// Leases excepted);
 // it returns once every listable resource's cache in the apiserver is at
 // etcd's revision after the writes, or an error.
 func (s *Server) Reset(ctx context.Context) (deleted, restored int, err error) {
@@ -59,7 +61,7 @@ func (s *Server) Reset(ctx context.Context) (deleted, restored int, err error) {
 		return 0, 0, err
 	}
 	for k, v := range now {
-		if strings.HasPrefix(k, registryPrefix+"leases/") {
+		if !resettable(k) {
 			continue
 		}
 		old, ok := s.baseline[k]
@@ -68,7 +70,7 @@ func (s *Server) Reset(ctx context.Context) (deleted, restored int, err error) {
 			rev, err = s.etcdWrite(ctx, "/v3/kv/deleterange", map[string]string{"key": b64(k)})
 			deleted++
 		case !bytes.Equal(old, v):
-			rev, err = s.etcdWrite(ctx, "/v3/kv/put", map[string]string{"key": b64(k), "value": base64.StdEncoding.EncodeToString(old)})
+			rev, err = s.putBack(ctx, k, old)
 			restored++
 		}
 		if err != nil {
@@ -76,14 +78,25 @@ func (s *Server) Reset(ctx context.Context) (deleted, restored int, err error) {
 		}
 	}
 	for k, v := range s.baseline {
-		if _, ok := now[k]; !ok && !strings.HasPrefix(k, registryPrefix+"leases/") {
-			if rev, err = s.etcdWrite(ctx, "/v3/kv/put", map[string]string{"key": b64(k), "value": base64.StdEncoding.EncodeToString(v)}); err != nil {
+		if _, ok := now[k]; !ok && resettable(k) {
+			if rev, err = s.putBack(ctx, k, v); err != nil {
 				return deleted, restored, err
 			}
 			restored++
 		}
 	}
 	return deleted, restored, s.cachesAt(ctx, rev)
+}
+
+// resettable is whether Reset brings key k back: every key but the
+// Leases of kube-system, which the apiserver renews.
+func resettable(k string) bool {
+	return !strings.HasPrefix(k, registryPrefix+"leases/kube-system/")
+}
+
+// putBack writes value v under key k and returns etcd's revision after it.
+func (s *Server) putBack(ctx context.Context, k string, v []byte) (int64, error) {
+	return s.etcdWrite(ctx, "/v3/kv/put", map[string]string{"key": b64(k), "value": base64.StdEncoding.EncodeToString(v)})
 }
 
 // cachesAt waits until a list of every listable resource the apiserver

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +14,8 @@ import (
 )
 
 // Reset brings the cluster back to its Baseline: what was made since is
-// gone (a namespace with a Service, a Node, CRDs and their group), what was
+// gone (a namespace with a Service, a Node, CRDs and their group, a
+// Lease), what was
 // changed (a label) or deleted (a bootstrap ClusterRole) is back, and the
 // same ClusterIP and NodePort can be taken again (the allocators' state
 // came back too); twice, as a run of tests sharing the server would.
@@ -42,6 +44,12 @@ func TestReset(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		gwcrd.Install(t, s.Config)
+		// A controller's leader election: the next test's starts afresh.
+		holder := "replica-1"
+		if _, err := c.CoordinationV1().Leases("default").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "haproxy-k8s-sync"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("round %d: Lease: %v", round, err)
+		}
 		def, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -74,6 +82,9 @@ func TestReset(t *testing.T) {
 		}
 		if _, err := c.Discovery().ServerResourcesForGroupVersion("gateway.networking.k8s.io/v1"); !apierrors.IsNotFound(err) {
 			t.Errorf("round %d: the Gateway API after Reset: %v, want not served", round, err)
+		}
+		if _, err := c.CoordinationV1().Leases("default").Get(ctx, "haproxy-k8s-sync", metav1.GetOptions{ResourceVersion: "0"}); !apierrors.IsNotFound(err) {
+			t.Errorf("round %d: the leader election's Lease after Reset: %v, want not found", round, err)
 		}
 		if def, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil || def.Labels["changed"] != "" {
 			t.Errorf("round %d: default's labels after Reset: %v (%v), want the baseline's", round, def.Labels, err)
