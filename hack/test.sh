@@ -3,11 +3,13 @@
 # TEST_JOBS workers take longest first (docs/testing.md, "How make test
 # runs"):
 #
-#   - every top-level test of test/e2e, one process each (its binary built
-#     once), on the host's HAProxy in the suite's default listener mode
-#     (tproxy where it can be set up: HKS_E2E_LISTENERS), those matching
-#     PORTS_E2E again in ports mode (HKS_E2E_LISTENERS=ports), and those
-#     matching VERSION_E2E again on each of TEST_VERSIONS;
+#   - every top-level test of test/e2e (its binary built once), several
+#     to a process sharing its apiserver (E2E_GROUP seconds of them:
+#     e2ejobs below), on the host's HAProxy in the suite's default
+#     listener mode (tproxy where it can be set up: HKS_E2E_LISTENERS),
+#     those matching PORTS_E2E again in ports mode
+#     (HKS_E2E_LISTENERS=ports), and those matching VERSION_E2E again on
+#     each of TEST_VERSIONS;
 #   - each package named in hack/test-weights.txt, one job each; every
 #     other package in one job ("unit"), one package at a time;
 #   - the HAProxy client packages (VERSION_PKGS) on each of TEST_VERSIONS,
@@ -34,7 +36,7 @@
 #
 # Environment (the Makefile passes its variables): GO, PKGS, TESTFLAGS
 # (flags for every test binary, e.g. -v; given to test/e2e's binary as
-# -test.FLAG), TEST_TIMEOUT, TEST_JOBS, TEST_VERSIONS, VERSION_PKGS,
+# -test.FLAG), TEST_TIMEOUT, TEST_JOBS, E2E_GROUP, TEST_VERSIONS, VERSION_PKGS,
 # VERSION_E2E, PORTS_E2E, VERSION_CONFORMANCE, TPROXY_CONFORMANCE,
 # RUNTIME_VERSIONS, RUNTIME_PKGS, VERSION_SKIP; TEST_FUZZ= leaves make
 # fuzz out. HKS_E2E_LISTENERS=ports runs the whole e2e suite per port
@@ -61,6 +63,7 @@ TPROXY_CONFORMANCE=${TPROXY_CONFORMANCE-}
 VERSION_SKIP=${VERSION_SKIP-}
 TEST_FUZZ=${TEST_FUZZ-1}
 DEFAULT_WEIGHT=10
+E2E_GROUP=${E2E_GROUP:-90}
 # shellcheck disable=SC2206 # TESTFLAGS is a list of flags
 testflags=(${TESTFLAGS:-})
 # The flags every test binary gets (go test's, as the binary takes them).
@@ -209,23 +212,61 @@ run() { # run NAME [HAPROXY_BIN] -- REL... -- ARGS...: the packages' binaries
 	add "$name" env ${bin:+HAPROXY_BIN="$bin"} "$root/hack/test-run.sh" "$@"
 }
 
+# e2ejobs SUFFIX WORD... -- TEST...: jobs of test/e2e's binary for the
+# TESTs, each named test/e2e.TEST+TEST...SUFFIX, its command line the
+# WORDs before hack/test-run.sh (an environment: env VAR=VALUE...). The
+# tests share processes, up to E2E_GROUP seconds of them each by their
+# weights (first fit, longest first; a longer test runs alone): the tests
+# of a process share one apiserver and etcd, reset
+# between them (kubeapi.Shared), and its network namespace
+# (hack/netns-exec.sh; test/e2e's inNetns), where starting those for
+# each test was most of the suite's CPU (docs/testing.md). A group runs
+# with -test.v: the table at the end has each test's own seconds from it.
+e2ejobs() {
+	local suffix=$1 words=() t w i line placed
+	shift
+	while [ "$1" != -- ]; do
+		words+=("$1")
+		shift
+	done
+	shift
+	local groups=() sums=()
+	while read -r w t; do
+		placed=
+		for i in "${!groups[@]}"; do
+			if [ $((sums[i] + w)) -le "$E2E_GROUP" ]; then
+				groups[i]+="|$t"
+				sums[i]=$((sums[i] + w))
+				placed=1
+				break
+			fi
+		done
+		if [ -z "$placed" ]; then
+			groups+=("$t")
+			sums+=("$w")
+		fi
+	done < <(for t in "$@"; do printf '%s %s\n' "${weight[test/e2e.$t$suffix]:-$DEFAULT_WEIGHT}" "$t"; done | sort -k1,1nr -k2,2)
+	for i in "${!groups[@]}"; do
+		line=${groups[i]}
+		if [[ $line == *"|"* ]]; then
+			weight[test/e2e.${line//|/+}$suffix]=${sums[i]}
+			add "test/e2e.${line//|/+}$suffix" "${words[@]}" "$root/hack/test-run.sh" test/e2e -- -test.run "^($line)\$" -test.v "${binflags[@]}"
+		else
+			add "test/e2e.$line$suffix" "${words[@]}" "$root/hack/test-run.sh" test/e2e -- -test.run "^$line\$" "${binflags[@]}"
+		fi
+	done
+}
 if [ -n "$e2e" ]; then
 	mapfile -t e2etests < <(cd test/e2e && "$TEST_BINARIES/test/e2e/pkg.test" -test.list '^Test')
-	for t in "${e2etests[@]}"; do
-		run "test/e2e.$t" "" -- test/e2e -- -test.run "^$t\$" "${binflags[@]}"
-	done
+	e2ejobs "" env -- "${e2etests[@]}"
 	if [ -n "$PORTS_E2E" ]; then
-		for t in "${e2etests[@]}"; do
-			[[ $t =~ $PORTS_E2E ]] || continue
-			add "test/e2e.$t@ports" env HKS_E2E_LISTENERS=ports "$root/hack/test-run.sh" test/e2e -- -test.run "^$t\$" "${binflags[@]}"
-		done
+		mapfile -t picked < <(for t in "${e2etests[@]}"; do [[ ! $t =~ $PORTS_E2E ]] || echo "$t"; done)
+		e2ejobs @ports env HKS_E2E_LISTENERS=ports -- "${picked[@]}"
 	fi
 	if [ -n "$VERSION_E2E" ]; then
+		mapfile -t picked < <(for t in "${e2etests[@]}"; do [[ ! $t =~ $VERSION_E2E ]] || echo "$t"; done)
 		for v in $TEST_VERSIONS; do
-			for t in "${e2etests[@]}"; do
-				[[ $t =~ $VERSION_E2E ]] || continue
-				run "test/e2e.$t@$v" "${bins[$v]}" -- test/e2e -- -test.run "^$t\$" "${binflags[@]}"
-			done
+			e2ejobs "@$v" env HAPROXY_BIN="${bins[$v]}" -- "${picked[@]}"
 		done
 	fi
 fi
@@ -351,7 +392,18 @@ failures() {
 echo "--- each job's seconds and CPU seconds, longest first (hack/test-weights.txt takes the first) ---"
 # awk reads to the end, where head would leave sort writing into a closed
 # pipe: with pipefail, the run exited 141 after every job had passed.
-for i in "${!names[@]}"; do printf '%6.0f %5s %s\n' "${took[$i]:-0}" "$(cpu "$i")" "${names[$i]}"; done | sort -k1,1nr | awk 'NR <= 40'
+# A group of e2e tests (test/e2e.A+B...) adds a row for each of its tests
+# (their seconds from its -test.v lines; CPU - : the group's row has it).
+{
+	for i in "${!names[@]}"; do
+		printf '%6.0f %5s %s\n' "${took[$i]:-0}" "$(cpu "$i")" "${names[$i]}"
+		[[ ${names[$i]} == test/e2e.*+* ]] || continue
+		suffix=
+		[[ ${names[$i]} != *@* ]] || suffix=@${names[$i]##*@}
+		sed -nE 's/^--- [A-Z]+: ([^ ]+) \(([0-9.]+)s\)$/\2 \1/p' "$work/$i.log" |
+			awk -v s="$suffix" '{ printf "%6.0f %5s test/e2e.%s%s\n", $1, "-", $2, s }'
+	done
+} | sort -k1,1nr | awk 'NR <= 40'
 total=$(for i in "${!names[@]}"; do cpu "$i"; echo; done | awk '$1 != "-" { s += $1 } END { printf "%.0f", s }')
 echo "${#names[@]} jobs in $((SECONDS - t0)) s, $TEST_JOBS at once, $total CPU seconds in the jobs"
 if [ "${#failed[@]}" -gt 0 ]; then

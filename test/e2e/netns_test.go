@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/privnet"
 )
 
 // envNetns is set in a test binary re-run inside a network namespace.
@@ -24,9 +25,20 @@ const envNetns = "HKS_E2E_NETNS"
 // the namespace it reports true and the test does its work there, so
 // every address it uses, 192.0.2.0/24 included, is its own and no packet
 // reaches the host's interfaces. Needs root and ip(8); skips without.
+//
+// A process that has a network namespace to itself already (run by
+// hack/netns-exec.sh: privnet.Env) runs the test in it instead, set up
+// as a new one would be and cleaned after the test (privateNetns): the
+// tests of such a process run one after the other there and share its
+// apiserver (kubeapi.Shared), which a namespace made per test could not
+// reach.
 func inNetns(t testing.TB, addrs ...string) bool {
 	t.Helper()
 	if os.Getenv(envNetns) != "" {
+		return true
+	}
+	if os.Getenv(privnet.Env) == "1" {
+		privateNetns(t, addrs...)
 		return true
 	}
 	if os.Geteuid() != 0 {

@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"bufio"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/shutdown"
 )
 
 // sectionPages is how much of one section of an executable a process
@@ -79,13 +83,32 @@ func residentLine(secs []sectionPages) string {
 
 // TestResidentSections: the test binary's own code is present where it
 // runs (its .text has pages in), none beyond a section's size, and a
-// section it has not touched since its start is not counted whole.
+// section it has not touched since its start is not counted whole. It
+// looks at the binary run as a program that does nothing (idle): in this
+// process the tests before it in the process may have touched all of it.
 func TestResidentSections(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	secs, err := residentSections(os.Getpid(), exe)
+	cmd := exec.Command(shutdown.Self(t, "idle"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	// It writes a line once it runs (the script has exec'd it).
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatalf("the idle program: %q, %v", line, err)
+	}
+	secs, err := residentSections(cmd.Process.Pid, exe)
 	if err != nil {
 		if strings.Contains(err.Error(), "not a fixed-address") {
 			t.Skip(err)

@@ -20,8 +20,9 @@ const EnvMain = "HKS_TEST_MAIN"
 // mains the binary runs that program, its arguments in os.Args, and exits
 // 0 when it returns (a program exits itself to say more); without it, the
 // tests. EnvMain stays in the environment: a program that runs itself
-// again (os.Executable) runs the same program.
-func Main(m *testing.M, mains map[string]func()) {
+// again (os.Executable) runs the same program. m is the *testing.M, or
+// what wraps its Run (kubeapi.Shared).
+func Main(m interface{ Run() int }, mains map[string]func()) {
 	name, ok := os.LookupEnv(EnvMain)
 	if !ok {
 		os.Exit(m.Run())
