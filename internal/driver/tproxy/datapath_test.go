@@ -2,6 +2,7 @@ package tproxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,13 +159,23 @@ func (l *dpLab) apply(t *testing.T, cfg model.Config) {
 	}
 }
 
+// refused is expect's answer for a connection that must be refused (a
+// reset to its SYN: ECONNREFUSED), where "" takes any failure.
+const refused = "(refused)"
+
 // expect polls until every case answers as it should: the server's name,
-// or "" for a connection that must not be served.
+// "" for a connection that must not be served, or refused.
 func expect(t *testing.T, cases map[netip.AddrPort]string, ns string, src netip.Addr) {
 	t.Helper()
 	for dst, want := range cases {
 		err := netlab.Eventually(context.Background(), 5*time.Second, func() error {
 			got, err := ask(ns, src, dst)
+			if want == refused {
+				if !errors.Is(err, syscall.ECONNREFUSED) {
+					return fmt.Errorf("%s: got %q (%v), want the connection refused", dst, got, err)
+				}
+				return nil
+			}
 			if want == "" {
 				if err == nil && got != "" {
 					return fmt.Errorf("%s answered %q, want not served", dst, got)
@@ -182,19 +194,28 @@ func expect(t *testing.T, cases map[netip.AddrPort]string, ns string, src netip.
 }
 
 // TestDataPath: clients of both families reach two Services on several
-// addresses and ports through the one listener; a port not served is
-// refused; a client on the load balancer itself is served; a new address
-// and a new port of a Service are no reload.
+// addresses and ports through the one listener; a port not served on a
+// served address is refused (a reset, as where the address is bound: not
+// a SYN left unanswered), but on an address the load balancer holds
+// itself, whose other ports are its own services'; a client on the load
+// balancer itself is served and refused alike; a new address and a new
+// port of a Service are no reload; an address no longer served is no
+// longer refused.
 func TestDataPath(t *testing.T) {
 	l := startDP(t)
 	feA, beA := l.svc("a", bind(vipA, 80), bind(vipA6, 80))
 	feB, beB := l.svc("b", bind(vipA, 443), bind(vipB, 80))
-	cfg := model.Config{Frontends: []model.Frontend{feA, feB}, Backends: []*model.Backend{beA, beB}}
+	// A Service on the load balancer's own address, where a service of
+	// the host listens on another port.
+	feC, beC := l.svc("c", bind(netlab.LBAddr, 80))
+	netlab.Serve(t, l.lab.LB, netlab.LBAddr.String()+":2222", func(c net.Conn) { _, _ = c.Write([]byte("host\n")) })
+	cfg := model.Config{Frontends: []model.Frontend{feA, feB, feC}, Backends: []*model.Backend{beA, beB, beC}}
 	l.apply(t, cfg)
 	ap := netip.AddrPortFrom
 	served := map[netip.AddrPort]string{
 		ap(vipA, 80): "a", ap(vipA6, 80): "a", ap(vipA, 443): "b", ap(vipB, 80): "b",
-		ap(vipB, 443): "", ap(vipA, 8080): "", ap(vipA6, 443): "",
+		ap(vipB, 443): refused, ap(vipA, 8080): refused, ap(vipA6, 443): refused,
+		ap(netlab.LBAddr, 80): "c", ap(netlab.LBAddr, 2222): "host",
 	}
 	expect(t, served, l.lab.Client, netip.Addr{})
 	// The load balancer's own clients (where an operator tries curl
@@ -206,8 +227,8 @@ func TestDataPath(t *testing.T) {
 	// HAProxy has: a map entry and a set element each, no reload.
 	more := cfg
 	feA.Binds = append(feA.Binds, bind(vipB, 8080))
-	feC := model.Frontend{Name: "fe_a_9000", Service: "default/a", Backend: "be_a", Binds: []model.Bind{bind(vipA, 9000), bind(vipA6, 9000)}}
-	more.Frontends = []model.Frontend{feA, feB, feC}
+	feA9000 := model.Frontend{Name: "fe_a_9000", Service: "default/a", Backend: "be_a", Binds: []model.Bind{bind(vipA, 9000), bind(vipA6, 9000)}}
+	more.Frontends = []model.Frontend{feA, feB, feC, feA9000}
 	l.apply(t, more)
 	expect(t, map[netip.AddrPort]string{ap(vipB, 8080): "a", ap(vipA, 9000): "a", ap(vipA6, 9000): "a", ap(vipA, 80): "a"}, l.lab.Client, netip.Addr{})
 	if after := l.reloads(t); after != before {
@@ -215,8 +236,15 @@ func TestDataPath(t *testing.T) {
 	}
 	// Taken away again: no longer served, still no reload.
 	l.apply(t, cfg)
-	expect(t, map[netip.AddrPort]string{ap(vipB, 8080): "", ap(vipA, 9000): "", ap(vipA, 80): "a"}, l.lab.Client, netip.Addr{})
+	expect(t, map[netip.AddrPort]string{ap(vipB, 8080): refused, ap(vipA, 9000): refused, ap(vipA, 80): "a"}, l.lab.Client, netip.Addr{})
 	if after := l.reloads(t); after != before {
 		t.Errorf("removing an address and port reloaded HAProxy: %d reloads, want %d", after, before)
 	}
+	// Service b gone, vipB is no longer served: none of its ports is
+	// refused (the served set no longer holds it), the others still are.
+	l.apply(t, model.Config{Frontends: []model.Frontend{cfg.Frontends[0], feC}, Backends: []*model.Backend{beA, beC}})
+	if got := l.drv.Kernel.readBackServed(); got[vipB] || !got[vipA] || !got[vipA6] {
+		t.Errorf("served addresses after b left: %v, want vipA and vipA6 and not vipB", got)
+	}
+	expect(t, map[netip.AddrPort]string{ap(vipA, 443): refused, ap(vipA, 80): "a"}, l.lab.Client, netip.Addr{})
 }

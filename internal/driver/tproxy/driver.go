@@ -79,6 +79,9 @@ type Driver struct {
 	// appliedHTTPS: the fixed HTTPS listener's sets (httpssets.go), with
 	// the HTTPS listener on; their wants are taken whole each pass.
 	appliedHTTPS map[netip.AddrPort]bool
+	// served: the addresses of all those, whose other ports are refused
+	// (served.go).
+	served servedAddrs
 }
 
 // ErrApply classifies a failed batch or policy routing change.
@@ -188,7 +191,7 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 		ops += k.n
 		bs = append(bs, k.batches()...)
 	}
-	if ops == 0 {
+	if ops == 0 && d.served.refs != nil {
 		return driver.Result{}, nil
 	}
 	// The first batch carries the fixed objects when they are queued.
@@ -216,6 +219,9 @@ func (d *Driver) apply(cfg model.Config, fronts *model.FrontendChanges, add func
 		kinds[len(kinds)-1].record(d.appliedHTTPS)
 	}
 	d.wants.settled(d.applied)
+	if err := d.flushServed(d.served.ops(d, kinds)); err != nil { // served.go
+		return driver.Result{}, fmt.Errorf("%w: the served addresses: %v", ErrApply, err)
+	}
 	took := time.Since(start)
 	d.opts.Logger.Debug("tproxy: applied", "elements", len(d.applied), "http_elements", len(d.appliedHTTP),
 		"https_elements", len(d.appliedHTTPS), "ops", ops, "took", took)
@@ -255,17 +261,25 @@ func (d *Driver) queueBase() {
 			_ = d.conn.AddSet(elementSet(v6, k), nil) // errors only for anonymous sets
 		}
 	}
+	for _, v6 := range []bool{false, true} {
+		_ = d.conn.AddSet(servedSet(v6), nil)
+	}
 	pre, out := chains()
-	d.conn.AddChain(pre)
-	d.conn.AddChain(out)
-	d.conn.FlushChain(pre)
-	d.conn.FlushChain(out)
+	refuse := refuseChain()
+	for _, c := range []*nftables.Chain{pre, out, refuse} {
+		d.conn.AddChain(c)
+		d.conn.FlushChain(c)
+	}
 	for _, k := range kinds {
 		port := d.listenerPort(k)
 		for _, v6 := range []bool{false, true} {
 			d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: preRule(v6, k, port, d.opts.Mark)})
 			d.conn.AddRule(&nftables.Rule{Table: table, Chain: out, Exprs: outRule(v6, k, d.opts.Mark)})
 		}
+	}
+	for _, v6 := range []bool{false, true} {
+		d.conn.AddRule(&nftables.Rule{Table: table, Chain: pre, Exprs: refuseRule(v6, 0)})
+		d.conn.AddRule(&nftables.Rule{Table: table, Chain: refuse, Exprs: refuseRule(v6, d.opts.Mark)})
 	}
 }
 
@@ -296,20 +310,35 @@ func (d *Driver) listenerPort(k setKind) uint16 {
 // readBackAll reads every set back; the wants are then unknown.
 func (d *Driver) readBackAll() {
 	d.applied, d.appliedHTTP, d.appliedHTTPS = d.readBack(), d.readBackSets(kindHTTP), d.readBackSets(kindHTTPS)
+	d.served = servedAddrs{}
 	d.wants.unknown()
 	d.httpWants.unknown()
 }
 
 // baseInPlace reports whether the table's chains hold the rules
-// queueBase writes (by count, the listener's port and the mark), so that
-// a pass after a resync changes nothing when nothing changed.
+// queueBase writes (by count, the listener's port and the mark; the
+// refusals last), so that a pass after a resync changes nothing when
+// nothing changed.
 func (d *Driver) baseInPlace() bool {
 	pre, out := chains()
 	kinds := d.setKinds()
+	if rules, err := d.conn.GetRules(table, refuseChain()); err != nil || len(rules) != 2 || !isRefuse(rules[0]) || !isRefuse(rules[1]) {
+		return false
+	}
 	for _, c := range []*nftables.Chain{pre, out} {
 		rules, err := d.conn.GetRules(table, c)
-		if err != nil || len(rules) != 2*len(kinds) {
+		want := 2 * len(kinds)
+		if c == pre {
+			want += 2 // the refusals
+		}
+		if err != nil || len(rules) != want {
 			return false
+		}
+		if c == pre {
+			if !isRefuse(rules[want-2]) || !isRefuse(rules[want-1]) {
+				return false
+			}
+			rules = rules[:want-2]
 		}
 		for i, r := range rules {
 			want := d.listenerPort(kinds[i/2]) // queueBase's order

@@ -8,7 +8,7 @@
 // needs (`ip rule fwmark MARK lookup TABLE`, `ip route add local default
 // dev lo table TABLE`, both families), the controller's own like the
 // table. A new Service address or port is a set element: no bind, no
-// reload.
+// reload. A port not served on a served address is refused (served.go).
 //
 // The UDP driver (internal/driver/nft) owns its table entirely (it reads
 // every chain back as a UDP port and deletes the table to rebuild it), so
@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -113,6 +114,38 @@ func RenderSets(mark uint32, tcp ListenerSets, http, https *ListenerSets) []byte
 			w("\t}")
 		}
 	}
+	// The served addresses (served.go): every listener's, per family.
+	var a4, a6 []netip.Addr
+	for _, k := range kinds {
+		for _, e := range slices.Concat(k.V4, k.V6) {
+			if e.Addr().Is4() {
+				a4 = append(a4, e.Addr())
+			} else {
+				a6 = append(a6, e.Addr())
+			}
+		}
+	}
+	for _, s := range []struct {
+		name, typ string
+		addrs     []netip.Addr
+	}{{setServed4, "ipv4_addr", a4}, {setServed6, "ipv6_addr", a6}} {
+		slices.SortFunc(s.addrs, netip.Addr.Compare)
+		s.addrs = slices.Compact(s.addrs)
+		w("")
+		w("\tset %s {", s.name)
+		w("\t\ttype %s", s.typ)
+		if len(s.addrs) > 0 {
+			b.WriteString("\t\telements = { ")
+			for j, a := range s.addrs {
+				if j > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(a.String())
+			}
+			b.WriteString(" }\n")
+		}
+		w("\t}")
+	}
 	w("")
 	w("\tchain %s {", chainPre)
 	w("\t\ttype filter hook prerouting priority mangle; policy accept;")
@@ -120,6 +153,8 @@ func RenderSets(mark uint32, tcp ListenerSets, http, https *ListenerSets) []byte
 		w("\t\tmeta l4proto tcp ip daddr . tcp dport @%s tproxy ip to :%d meta mark set %#x accept", setName(false, k.http), k.Port, mark)
 		w("\t\tmeta l4proto tcp ip6 daddr . tcp dport @%s tproxy ip6 to :%d meta mark set %#x accept", setName(true, k.http), k.Port, mark)
 	}
+	w("\t\tmeta l4proto tcp ip daddr @%s fib daddr type != local reject with tcp reset", setServed4)
+	w("\t\tmeta l4proto tcp ip6 daddr @%s fib daddr type != local reject with tcp reset", setServed6)
 	w("\t}")
 	w("")
 	w("\tchain %s {", chainOut)
@@ -128,6 +163,12 @@ func RenderSets(mark uint32, tcp ListenerSets, http, https *ListenerSets) []byte
 		w("\t\tmeta l4proto tcp ip daddr . tcp dport @%s meta mark set %#x", setName(false, k.http), mark)
 		w("\t\tmeta l4proto tcp ip6 daddr . tcp dport @%s meta mark set %#x", setName(true, k.http), mark)
 	}
+	w("\t}")
+	w("")
+	w("\tchain %s {", chainRefuse)
+	w("\t\ttype filter hook output priority filter; policy accept;")
+	w("\t\tmeta mark != %#x meta l4proto tcp ip daddr @%s fib daddr type != local reject with tcp reset", mark, setServed4)
+	w("\t\tmeta mark != %#x meta l4proto tcp ip6 daddr @%s fib daddr type != local reject with tcp reset", mark, setServed6)
 	w("\t}")
 	w("}")
 	return b.Bytes()
