@@ -172,7 +172,7 @@ func (d *HAProxy) saveStateLocked(ctx context.Context, next model.Layout, checke
 			if down == nil {
 				return keepUnchanged(header, next)
 			}
-			keep := keepUnchangedNoting(header, next, down.keptLine)
+			keep := keepUnchangedNoting(header, next, down.line)
 			if keep == nil {
 				down = nil // which lines are kept is unknown: add none
 			}

@@ -21,25 +21,42 @@ import (
 // server the reload brings into a backend checked by itself (the same
 // backends whose runtime slots are held, untilChecked) saying it is
 // stopped, with a health of 0: it comes up after `rise` passing checks,
-// as one held at runtime does.
+// as one held at runtime does. But a backend that served before the
+// reload and keeps none of its UP servers through it (every server
+// replaced: a restarted controller given other --targets, Pods in place
+// of nodes) would serve nothing until a check passed, and every
+// connection meanwhile would be closed at once (TestRealNodeServing's
+// lost connection, 61 ms after such a reload): its new servers start as
+// HAProxy starts them, UP, their endpoints ready by Kubernetes' own
+// probes, and a failing one goes down at its first check.
 
 // startDown notes, while the running servers' states are copied into the
-// state file, which slots of next keep theirs (keptLine), and then writes
+// state file, which slots of next keep theirs (line), and then writes
 // a stopped line for every other slot of next in service in a backend
 // checked says is checked by itself (write).
 type startDown struct {
 	next    model.Layout
 	checked func(be string) bool
 	kept    map[string]map[string]bool // backend -> slots whose line was kept
+	// served: backends with a server UP before the reload, true when one
+	// of those is kept (UP after it too).
+	served map[string]bool
 }
 
 func newStartDown(next model.Layout, checked func(be string) bool) *startDown {
-	return &startDown{next: next, checked: checked, kept: map[string]map[string]bool{}}
+	return &startDown{next: next, checked: checked, kept: map[string]map[string]bool{}, served: map[string]bool{}}
 }
 
-// keptLine notes that the line of slot be/srv was kept.
-func (s *startDown) keptLine(be, srv []byte) {
+// line notes the running worker's line of slot be/srv: whether it is UP
+// and whether it is kept.
+func (s *startDown) line(be, srv []byte, up, kept bool) {
 	if !s.checked(string(be)) {
+		return
+	}
+	if up {
+		s.served[string(be)] = s.served[string(be)] || kept
+	}
+	if !kept {
 		return
 	}
 	m := s.kept[string(be)]
@@ -63,8 +80,8 @@ func (s *startDown) write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	var b []byte
 	for be, slots := range s.next {
-		if !s.checked(be) {
-			continue
+		if keptUp, served := s.served[be]; !s.checked(be) || (served && !keptUp) {
+			continue // served before, nothing UP kept: its servers start UP
 		}
 		for i, sl := range slots {
 			name := model.SlotName(i)

@@ -17,7 +17,9 @@ import (
 // TestReloadedServerStartsDown: the servers a reload brings into a backend
 // checked by itself start down and serve only once their check passes (a
 // server that refuses connections is never UP), while the servers the
-// reload keeps keep their state (UP at once after it). Before, HAProxy
+// reload keeps keep their state (UP at once after it), and a backend
+// whose every server the reload replaces keeps serving (its new servers
+// start UP). Before, HAProxy
 // started every server of the new configuration UP, its health at rise:
 // a new Service's servers took connections before any check (the first
 // reload's live server read UP at once, where now it needs rise checks).
@@ -28,7 +30,7 @@ func TestReloadedServerStartsDown(t *testing.T) {
 	srv := lab.NewNodeServer("live", "127.0.0.1")
 	t.Cleanup(srv.Close)
 	var live []model.Server
-	for range 2 {
+	for range 4 {
 		p := haproxytest.FreePort(t)
 		if err := srv.Listen(p); err != nil {
 			t.Skipf("server stand-in: %v", err)
@@ -122,5 +124,21 @@ func TestReloadedServerStartsDown(t *testing.T) {
 			t.Fatalf("%s, whose check fails, is UP", key("be_b", dead))
 		}
 		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+
+	// A backend that served and keeps none of its servers through a
+	// reload (be_a's replaced, beside a new backend that makes the
+	// reload) starts its new one UP: starting it down would leave be_a
+	// serving nothing until a check passed. The new backend's starts
+	// down as before.
+	a2 := &model.Backend{Name: "be_a", Balance: "roundrobin", Check: chk, Servers: live[2:3]}
+	c := &model.Backend{Name: "be_c", Balance: "roundrobin", Check: chk, Servers: live[3:4]}
+	apply("every server of a serving backend replaced", model.Config{Backends: []*model.Backend{a2, b, c}})
+	st = states()
+	if !st[key("be_a", live[2])].Up() {
+		t.Errorf("every server replaced: be_a's new server not UP right after the reload (op state %d): be_a served nothing", st[key("be_a", live[2])].OpState)
+	}
+	if st[key("be_c", live[3])].Up() {
+		t.Errorf("every server replaced: the new backend be_c's server UP right after the reload, before its check")
 	}
 }

@@ -28,11 +28,13 @@ func keepUnchanged(header string, next model.Layout) func(line []byte) bool {
 	return keepUnchangedNoting(header, next, nil)
 }
 
-// keepUnchangedNoting is keepUnchanged that also calls kept, when not nil,
-// with the backend and server of each line it keeps (views of the line).
-// It returns nil where keepUnchanged keeps every line.
-func keepUnchangedNoting(header string, next model.Layout, kept func(be, srv []byte)) func(line []byte) bool {
-	iBe, iSrv, iAddr, iPort := -1, -1, -1, -1
+// keepUnchangedNoting is keepUnchanged that also calls note, when not nil,
+// with the backend and server of each line (views of the line), whether
+// the server runs UP (its operational state 2: a header without that
+// column says false) and whether the line is kept. It returns nil where
+// keepUnchanged keeps every line.
+func keepUnchangedNoting(header string, next model.Layout, note func(be, srv []byte, up, kept bool)) func(line []byte) bool {
+	iBe, iSrv, iAddr, iPort, iOp := -1, -1, -1, -1, -1
 	for i, c := range strings.Fields(strings.TrimPrefix(header, "#")) {
 		switch c {
 		case "be_name":
@@ -43,6 +45,8 @@ func keepUnchangedNoting(header string, next model.Layout, kept func(be, srv []b
 			iAddr = i
 		case "srv_port":
 			iPort = i
+		case "srv_op_state":
+			iOp = i
 		}
 	}
 	if min(iBe, iSrv, iAddr, iPort) < 0 {
@@ -57,13 +61,11 @@ func keepUnchangedNoting(header string, next model.Layout, kept func(be, srv []b
 		if len(fields) <= need {
 			return true
 		}
-		if !keeps(next, fields[iBe], fields[iSrv], fields[iAddr], fields[iPort], scratch[:0]) {
-			return false
+		keep := keeps(next, fields[iBe], fields[iSrv], fields[iAddr], fields[iPort], scratch[:0])
+		if note != nil {
+			note(fields[iBe], fields[iSrv], iOp >= 0 && iOp < len(fields) && string(fields[iOp]) == "2", keep)
 		}
-		if kept != nil {
-			kept(fields[iBe], fields[iSrv])
-		}
-		return true
+		return keep
 	}
 }
 
