@@ -307,14 +307,6 @@ func (d *Driver) listenerPort(k setKind) uint16 {
 	return d.opts.Render.ListenerPort()
 }
 
-// readBackAll reads every set back; the wants are then unknown.
-func (d *Driver) readBackAll() {
-	d.applied, d.appliedHTTP, d.appliedHTTPS = d.readBack(), d.readBackSets(kindHTTP), d.readBackSets(kindHTTPS)
-	d.served = servedAddrs{}
-	d.wants.unknown()
-	d.httpWants.unknown()
-}
-
 // baseInPlace reports whether the table's chains hold the rules
 // queueBase writes (by count, the listener's port and the mark; the
 // refusals last), so that a pass after a resync changes nothing when
@@ -356,31 +348,6 @@ func (d *Driver) baseInPlace() bool {
 		}
 	}
 	return true
-}
-
-// readBack reads the sets' elements (none when the table or a set is
-// missing: the first batch creates them).
-func (d *Driver) readBack() map[netip.AddrPort]bool { return d.readBackSets(kindTCP) }
-
-// readBackSets reads one listener's sets.
-func (d *Driver) readBackSets(k setKind) map[netip.AddrPort]bool {
-	out := map[netip.AddrPort]bool{}
-	for _, v6 := range []bool{false, true} {
-		s, err := d.conn.GetSetByName(table, setName(v6, k))
-		if err != nil {
-			continue
-		}
-		els, err := d.conn.GetSetElements(s)
-		if err != nil {
-			continue
-		}
-		for _, e := range els {
-			if ap, ok := parseKey(e.Key); ok {
-				out[ap] = true
-			}
-		}
-	}
-	return out
 }
 
 // Invalidate forgets what the table holds: the next pass reads it back,

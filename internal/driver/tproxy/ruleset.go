@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/render"
@@ -99,19 +100,11 @@ func RenderSets(mark uint32, tcp ListenerSets, http, https *ListenerSets) []byte
 				w("")
 			}
 			first = false
-			w("\tset %s {", s.name)
-			w("\t\ttype %s . inet_service", s.typ)
-			if len(s.els) > 0 {
-				b.WriteString("\t\telements = { ")
-				for j, e := range s.els {
-					if j > 0 {
-						b.WriteString(",\n\t\t\t     ")
-					}
-					b.WriteString(e.Addr().String() + " . " + fmt.Sprint(e.Port()))
-				}
-				b.WriteString(" }\n")
+			els := make([]string, len(s.els))
+			for j, e := range s.els {
+				els[j] = e.Addr().String() + " . " + fmt.Sprint(e.Port())
 			}
-			w("\t}")
+			writeSet(&b, s.name, s.typ+" . inet_service", els)
 		}
 	}
 	// The served addresses (served.go): every listener's, per family.
@@ -130,21 +123,12 @@ func RenderSets(mark uint32, tcp ListenerSets, http, https *ListenerSets) []byte
 		addrs     []netip.Addr
 	}{{setServed4, "ipv4_addr", a4}, {setServed6, "ipv6_addr", a6}} {
 		slices.SortFunc(s.addrs, netip.Addr.Compare)
-		s.addrs = slices.Compact(s.addrs)
-		w("")
-		w("\tset %s {", s.name)
-		w("\t\ttype %s", s.typ)
-		if len(s.addrs) > 0 {
-			b.WriteString("\t\telements = { ")
-			for j, a := range s.addrs {
-				if j > 0 {
-					b.WriteString(", ")
-				}
-				b.WriteString(a.String())
-			}
-			b.WriteString(" }\n")
+		var els []string
+		for _, a := range slices.Compact(s.addrs) {
+			els = append(els, a.String())
 		}
-		w("\t}")
+		w("")
+		writeSet(&b, s.name, s.typ, els)
 	}
 	w("")
 	w("\tchain %s {", chainPre)
@@ -172,4 +156,13 @@ func RenderSets(mark uint32, tcp ListenerSets, http, https *ListenerSets) []byte
 	w("\t}")
 	w("}")
 	return b.Bytes()
+}
+
+// writeSet writes set name of type typ holding els, as nft lists one.
+func writeSet(b *bytes.Buffer, name, typ string, els []string) {
+	fmt.Fprintf(b, "\tset %s {\n\t\ttype %s\n", name, typ)
+	if len(els) > 0 {
+		fmt.Fprintf(b, "\t\telements = { %s }\n", strings.Join(els, ",\n\t\t\t     "))
+	}
+	b.WriteString("\t}\n")
 }

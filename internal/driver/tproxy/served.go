@@ -151,16 +151,8 @@ func (s *servedAddrs) ops(d *Driver, kinds []setOps) [][]elemOp {
 func (d *Driver) readBackServed() map[netip.Addr]bool {
 	out := map[netip.Addr]bool{}
 	for _, v6 := range []bool{false, true} {
-		s, err := d.conn.GetSetByName(table, servedSet(v6).Name)
-		if err != nil {
-			continue
-		}
-		els, err := d.conn.GetSetElements(s)
-		if err != nil {
-			continue
-		}
-		for _, e := range els {
-			if a, ok := netip.AddrFromSlice(e.Key); ok {
+		for _, k := range d.keysOf(servedSet(v6).Name) {
+			if a, ok := netip.AddrFromSlice(k); ok {
 				out[a.Unmap()] = true
 			}
 		}
