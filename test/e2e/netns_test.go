@@ -62,18 +62,11 @@ func inNetns(t testing.TB, addrs ...string) bool {
 	ip("netns", "add", name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
 	ip("-n", name, "link", "set", "lo", "up")
-	// A dummy interface where the kernel has the module; else a veth
-	// pair with both ends in the namespace (the module is often built in).
-	if exec.Command("ip", "-n", name, "link", "add", "hks0", "type", "dummy").Run() != nil {
-		ip("-n", name, "link", "add", "hks0", "type", "veth", "peer", "name", "hks1")
-		ip("-n", name, "link", "set", "hks1", "up")
+	if err := setUpHKS0(name); err != nil {
+		t.Fatal(err)
 	}
-	ip("-n", name, "link", "set", "hks0", "up")
 	for _, a := range addrs {
 		ip("-n", name, "addr", "add", a+"/24", "dev", "hks0")
-	}
-	if tproxyMode() {
-		ip("-n", name, "addr", "add", tproxyVIP+"/32", "dev", "hks0")
 	}
 	args := []string{"netns", "exec", name, os.Args[0], "-test.run", "^" + t.Name() + "$", "-test.v", "-test.timeout", "10m"}
 	if _, ok := t.(*testing.B); ok {

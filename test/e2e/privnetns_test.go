@@ -31,7 +31,7 @@ var private struct {
 // privateNetns sets the process's namespace up for t (inNetns).
 func privateNetns(t testing.TB, addrs ...string) {
 	t.Helper()
-	private.once.Do(func() { private.err = setUpPrivateNetns() })
+	private.once.Do(func() { private.err = setUpHKS0("") })
 	if private.err != nil {
 		t.Fatalf("the process's network namespace: %v", private.err)
 	}
@@ -71,16 +71,21 @@ func privateNetns(t testing.TB, addrs ...string) {
 	})
 }
 
-// setUpPrivateNetns gives the current namespace hks0 with the tproxy
-// mode's service address, as inNetns does a new one.
-func setUpPrivateNetns() error {
+// setUpHKS0 gives the namespace name ("" the current one) the interface
+// hks0, up, holding the tproxy mode's service address in that mode: a
+// dummy interface where the kernel has the module, else a veth pair with
+// both ends in the namespace (the module is often built in).
+func setUpHKS0(name string) error {
 	ip := func(args ...string) error {
+		if name != "" {
+			args = append([]string{"-n", name}, args...)
+		}
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
 		}
 		return nil
 	}
-	if exec.Command("ip", "link", "add", "hks0", "type", "dummy").Run() != nil {
+	if ip("link", "add", "hks0", "type", "dummy") != nil {
 		if err := ip("link", "add", "hks0", "type", "veth", "peer", "name", "hks1"); err != nil {
 			return err
 		}

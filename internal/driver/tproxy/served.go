@@ -82,51 +82,49 @@ func isRefuse(r *nftables.Rule) bool {
 
 // servedAddrs counts, per address, the elements of every listener's
 // sets that hold it: an address is in the served sets while its count
-// is above 0.
+// is above 0, so what the sets hold is the counts' keys once a pass has
+// synced them.
 type servedAddrs struct {
-	refs map[netip.Addr]int  // nil: unknown, counted again from the applied sets
-	have map[netip.Addr]bool // what served4 and served6 hold
+	refs map[netip.Addr]int // nil: unknown, counted again from the applied sets
 }
 
-// sync brings the served sets in line with the listeners' sets after a
-// pass's changes (ops; all of applied when the counts are unknown) and
-// returns the batches that do it.
+// ops are the batches that bring the served sets in line with the
+// listeners' sets after a pass's element changes (kinds), or, when the
+// counts are unknown, after reading back what the served sets hold.
 func (s *servedAddrs) ops(d *Driver, kinds []setOps) [][]elemOp {
-	touched := map[netip.Addr]bool{}
+	held := map[netip.Addr]bool{} // whether each address touched was in the sets before
 	if s.refs == nil {
 		s.refs = map[netip.Addr]int{}
 		for _, m := range []map[netip.AddrPort]bool{d.applied, d.appliedHTTP, d.appliedHTTPS} {
 			for ap := range m {
 				s.refs[ap.Addr()]++
+				held[ap.Addr()] = false
 			}
 		}
-		s.have = d.readBackServed()
-		for a := range s.refs {
-			touched[a] = true
-		}
-		for a := range s.have {
-			touched[a] = true
+		for a := range d.readBackServed() {
+			held[a] = true
 		}
 	} else {
+		count := func(els []nftables.SetElement, by int) {
+			for _, e := range els {
+				if ap, ok := parseKey(e.Key); ok {
+					a := ap.Addr()
+					if _, seen := held[a]; !seen {
+						held[a] = s.refs[a] > 0
+					}
+					s.refs[a] += by
+				}
+			}
+		}
 		for _, k := range kinds {
 			for fam := range 2 {
-				for _, e := range k.del[fam] {
-					if ap, ok := parseKey(e.Key); ok {
-						s.refs[ap.Addr()]--
-						touched[ap.Addr()] = true
-					}
-				}
-				for _, e := range k.adds[fam] {
-					if ap, ok := parseKey(e.Key); ok {
-						s.refs[ap.Addr()]++
-						touched[ap.Addr()] = true
-					}
-				}
+				count(k.del[fam], -1)
+				count(k.adds[fam], 1)
 			}
 		}
 	}
 	var del, add [2][]nftables.SetElement
-	for a := range touched {
+	for a, was := range held {
 		fam := 0
 		if a.Is6() {
 			fam = 1
@@ -136,12 +134,10 @@ func (s *servedAddrs) ops(d *Driver, kinds []setOps) [][]elemOp {
 			delete(s.refs, a)
 		}
 		switch {
-		case want && !s.have[a]:
+		case want && !was:
 			add[fam] = append(add[fam], nftables.SetElement{Key: a.AsSlice()})
-			s.have[a] = true
-		case !want && s.have[a]:
+		case !want && was:
 			del[fam] = append(del[fam], nftables.SetElement{Key: a.AsSlice()})
-			delete(s.have, a)
 		}
 	}
 	return batches(del, add) // batch.go: an address takes less than an element

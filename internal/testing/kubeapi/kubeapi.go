@@ -42,6 +42,7 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/proc"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -92,8 +93,9 @@ type Server struct {
 	bins    string
 	apiArgs []string
 
-	baseline map[string][]byte // etcd's keys and values at Baseline (reset.go)
-	tainted  bool              // a part was stopped or started again: not to be shared on (shared.go)
+	baseline map[string][]byte             // etcd's keys and values at Baseline (reset.go)
+	listable []schema.GroupVersionResource // the resources served at Baseline
+	tainted  bool                          // a part was stopped or started again: not to be shared on (shared.go)
 }
 
 // Options change how the apiserver runs. The zero value is the default.

@@ -37,13 +37,19 @@ import (
 const registryPrefix = "/registry/"
 
 // Baseline records what Reset brings the cluster back to: the current
-// keys and values under /registry/ in etcd.
+// keys and values under /registry/ in etcd, and the listable resources
+// the apiserver serves (after a Reset it serves those again: what came
+// since went with its keys).
 func (s *Server) Baseline(ctx context.Context) error {
 	kvs, _, err := s.etcdRange(ctx)
 	if err != nil {
 		return err
 	}
-	s.baseline = kvs
+	listable, err := s.listableResources()
+	if err != nil {
+		return err
+	}
+	s.baseline, s.listable = kvs, listable
 	return nil
 }
 
@@ -99,45 +105,53 @@ func (s *Server) putBack(ctx context.Context, k string, v []byte) (int64, error)
 	return s.etcdWrite(ctx, "/v3/kv/put", map[string]string{"key": b64(k), "value": base64.StdEncoding.EncodeToString(v)})
 }
 
-// cachesAt waits until a list of every listable resource the apiserver
-// serves is at least at etcd revision rev: each resource's watch cache has
-// seen the writes before it (a list at a resourceVersion, NotOlderThan,
-// waits for that cache; the revision is the resourceVersion).
+// cachesAt waits until a list of every listable resource of the Baseline
+// is at least at etcd revision rev: each resource's watch cache has seen
+// the writes before it (a list at a resourceVersion, NotOlderThan, waits
+// for that cache; the revision is the resourceVersion).
 func (s *Server) cachesAt(ctx context.Context, rev int64) error {
-	cfg := rest.CopyConfig(s.Config)
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	dyn, err := dynamic.NewForConfig(rest.CopyConfig(s.Config))
 	if err != nil {
 		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	lists, err := dc.ServerPreferredResources()
-	if err != nil && len(lists) == 0 {
-		return fmt.Errorf("kubeapi: discovery: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	opts := metav1.ListOptions{Limit: 1, ResourceVersion: strconv.FormatInt(rev, 10),
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			return err
-		}
-		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") {
-				continue
-			}
-			// A resource of a CustomResourceDefinition just deleted may
-			// still be in discovery, and gone: nothing of it to wait for.
-			if _, err := dyn.Resource(gv.WithResource(r.Name)).List(ctx, opts); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("kubeapi: %s %s at revision %d: %w", l.GroupVersion, r.Name, rev, err)
-			}
+	for _, r := range s.listable {
+		// A CustomResourceDefinition of the Baseline put back may not be
+		// served again yet: nothing of it to wait for.
+		if _, err := dyn.Resource(r).List(ctx, opts); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("kubeapi: %s at revision %d: %w", r, rev, err)
 		}
 	}
 	return nil
+}
+
+// listableResources are the resources the apiserver serves, in their
+// preferred versions, that can be listed.
+func (s *Server) listableResources() ([]schema.GroupVersionResource, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(s.Config))
+	if err != nil {
+		return nil, err
+	}
+	lists, err := dc.ServerPreferredResources()
+	if err != nil && len(lists) == 0 {
+		return nil, fmt.Errorf("kubeapi: discovery: %w", err)
+	}
+	var out []schema.GroupVersionResource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") && slices.Contains(r.Verbs, "list") {
+				out = append(out, gv.WithResource(r.Name))
+			}
+		}
+	}
+	return out, nil
 }
 
 // etcdKV is a key and value as etcd's JSON gateway spells them (base64).
