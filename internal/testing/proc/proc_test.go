@@ -111,3 +111,37 @@ func TestTailFrom(t *testing.T) {
 		t.Errorf("Size of a missing file: %d", got)
 	}
 }
+
+// A tier's process runs with one Go processor unless the environment
+// names its own: what the process itself sees in its environment.
+func TestTierGOMAXPROCS(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"own environment", nil, "1"},
+		{"given, without", []string{"PATH=/usr/bin:/bin"}, "1"},
+		{"given, with its own", []string{"PATH=/usr/bin:/bin", "GOMAXPROCS=3"}, "3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env == nil {
+				t.Setenv("GOMAXPROCS", "")
+				os.Unsetenv("GOMAXPROCS")
+			}
+			log := filepath.Join(t.TempDir(), "p.log")
+			p, err := Start("env", log, "/bin/sh", Options{Env: tc.env}, "-c", `echo "GOMAXPROCS=$GOMAXPROCS"`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-p.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("sh did not exit")
+			}
+			if got := strings.TrimSpace(Tail(log, 1)); got != "GOMAXPROCS="+tc.want {
+				t.Errorf("the process saw %q, want GOMAXPROCS=%s", got, tc.want)
+			}
+		})
+	}
+}
