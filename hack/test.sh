@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# make test's suite after fmt-check and vet, as a queue of jobs taken
-# longest first, at most TEST_JOBS at once and no more than TEST_LOAD
-# cores' worth of them by each job's CPU rate (docs/testing.md, "How make
-# test runs"):
+# make test's suite after fmt-check and vet, as a queue of jobs that
+# TEST_JOBS workers take longest first (docs/testing.md, "How make test
+# runs"):
 #
 #   - every top-level test of test/e2e (its binary built once), several
 #     to a process sharing its apiserver (E2E_GROUP seconds of them:
@@ -32,15 +31,11 @@
 #
 # hack/test-weights.txt holds each long job's seconds and CPU seconds from
 # a warm run (the table this script prints at its end): the order the
-# queue takes them in, longest first, so that no long job starts last, and
-# each job's CPU rate (CPU seconds over seconds). A job starts when fewer
-# than TEST_JOBS run and the rates of those running and its own add up to
-# no more than TEST_LOAD (cores; the first always starts): a job that
-# mostly waits (the driver's timed tests, the BGP peers' timers) then does
-# not hold a worker the cores could use, and jobs that compute do not
-# crowd the cores more than the measured runs did. A job it does not name
-# counts as DEFAULT_WEIGHT seconds at DEFAULT_RATE (an e2e group: the sum
-# of its tests' seconds at E2E_RATE).
+# queue takes them in, longest first, so that no long job starts last. A
+# job it does not name counts as DEFAULT_WEIGHT seconds; an e2e group as
+# the sum of its tests'. (Admitting jobs by their CPU rates instead, up to
+# 6 at once while the rates added up to 2.2 cores, was measured and
+# removed: the same queue for more CPU, docs/testing.md.)
 #
 # Environment (the Makefile passes its variables): GO, PKGS, TESTFLAGS
 # (flags for every test binary, e.g. -v; given to test/e2e's binary as
@@ -57,7 +52,6 @@ GO=${GO:-go}
 PKGS=${PKGS:-./...}
 TEST_TIMEOUT=${TEST_TIMEOUT:-40m}
 TEST_JOBS=${TEST_JOBS:-2}
-TEST_LOAD=${TEST_LOAD:-$TEST_JOBS}
 TEST_VERSIONS=${TEST_VERSIONS-3.0}
 RUNTIME_VERSIONS=${RUNTIME_VERSIONS-}
 RUNTIME_PKGS=${RUNTIME_PKGS-./internal/driver/runtimeapi/}
@@ -72,10 +66,6 @@ TPROXY_CONFORMANCE=${TPROXY_CONFORMANCE-}
 VERSION_SKIP=${VERSION_SKIP-}
 TEST_FUZZ=${TEST_FUZZ-1}
 DEFAULT_WEIGHT=10
-# Rates in hundredths of a core (bash computes in integers).
-DEFAULT_RATE=50
-E2E_RATE=45
-load_cap=$(awk -v l="$TEST_LOAD" 'BEGIN { printf "%d", l * 100 }')
 E2E_GROUP=${E2E_GROUP:-90}
 # shellcheck disable=SC2206 # TESTFLAGS is a list of flags
 testflags=(${TESTFLAGS:-})
@@ -132,11 +122,9 @@ find "$TEST_BINARIES_CACHE" -mindepth 1 -maxdepth 1 -type d -mtime +14 -exec rm 
 ls -dt "$TEST_BINARIES_CACHE"/*/ 2>/dev/null | tail -n +7 | while read -r old; do
 	find "$old" -maxdepth 0 -mmin +120 -exec rm -rf {} + 2>/dev/null || true
 done || true
-declare -A weight=() rate=()
-while read -r secs cpu name; do
-	[ -n "${name:-}" ] && [ "${secs:0:1}" != "#" ] || continue
-	weight[$name]=$secs
-	[[ ! $cpu =~ ^[0-9]+$ ]] || [ "$secs" -eq 0 ] || rate[$name]=$((cpu * 100 / secs))
+declare -A weight=()
+while read -r secs _ name; do # seconds, CPU seconds, job
+	[ -n "${name:-}" ] && [ "${secs:0:1}" != "#" ] && weight[$name]=$secs
 done <hack/test-weights.txt
 
 # rels PATTERN...: the packages of PATTERNs that have tests, relative
@@ -268,7 +256,6 @@ e2ejobs() {
 		line=${groups[i]}
 		if [[ $line == *"|"* ]]; then
 			weight[test/e2e.${line//|/+}$suffix]=${sums[i]}
-			rate[test/e2e.${line//|/+}$suffix]=${rate[test/e2e.${line//|/+}$suffix]:-$E2E_RATE}
 			add "test/e2e.${line//|/+}$suffix" "${words[@]}" "$root/hack/test-run.sh" test/e2e -- -test.run "^($line)\$" -test.v "${binflags[@]}"
 		else
 			add "test/e2e.$line$suffix" "${words[@]}" "$root/hack/test-run.sh" test/e2e -- -test.run "^$line\$" "${binflags[@]}"
@@ -338,9 +325,8 @@ mapfile -t order < <(for i in "${!names[@]}"; do
 	printf '%s %s\n' "${weight[${names[$i]}]:-$DEFAULT_WEIGHT}" "$i"
 done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
 
-echo "${#names[@]} jobs, at most $TEST_JOBS at once and $TEST_LOAD cores by their rates"
-declare -A running=() began=() jobrate=()
-load=0 peak=0
+echo "${#names[@]} jobs, $TEST_JOBS at once"
+declare -A running=() began=()
 took=()
 failed=()
 # Each job's CPU (user + system, its waited-for children's included) from
@@ -353,7 +339,6 @@ start() {
 	began[$i]=$(date +%s.%N)
 	"${timer[@]}" ${timer:+"$work/$i.cpu"} bash -c "${cmds[$i]}" >"$work/$i.log" 2>&1 &
 	running[$!]=$i
-	[ "${#running[@]}" -le "$peak" ] || peak=${#running[@]}
 }
 cpu() { # cpu I: the job's CPU seconds, or - when not measured
 	[ -s "$work/$1.cpu" ] && awk 'END { printf "%.0f", $1 + $2 }' "$work/$1.cpu" || echo -
@@ -363,7 +348,6 @@ reap() {
 	wait -n -p pid "${!running[@]}" || rc=$?
 	i=${running[$pid]}
 	unset "running[$pid]"
-	load=$((load - jobrate[$i]))
 	secs=$(awk -v a="${began[$i]}" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	took[$i]=$secs
 	if [ "$rc" != 0 ]; then
@@ -384,13 +368,8 @@ reap() {
 }
 t0=$SECONDS
 for i in "${order[@]}"; do
-	jobrate[$i]=${rate[${names[$i]}]:-$DEFAULT_RATE}
-	while [ "${#running[@]}" -ge "$TEST_JOBS" ] ||
-		{ [ "${#running[@]}" -gt 0 ] && [ $((load + jobrate[$i])) -gt "$load_cap" ]; }; do
-		reap
-	done
+	while [ "${#running[@]}" -ge "$TEST_JOBS" ]; do reap; done
 	start "$i"
-	load=$((load + jobrate[$i]))
 done
 while [ "${#running[@]}" -gt 0 ]; do reap; done
 
@@ -434,7 +413,7 @@ awk 'NR <= 40' "$work/table"
 # (its rows per test weigh the groups), kept beside the test binaries.
 grep -v '^ *[0-9]* *[-0-9]* test/e2e\.[^ ]*+' "$work/table" | awk '{ print $1, $2, $3 }' >"$TEST_BINARIES/test-weights.txt" || true
 total=$(for i in "${!names[@]}"; do cpu "$i"; echo; done | awk '$1 != "-" { s += $1 } END { printf "%.0f", s }')
-echo "${#names[@]} jobs in $((SECONDS - t0)) s, at most $TEST_JOBS at once and $TEST_LOAD cores, $total CPU seconds in the jobs, $peak at once at most"
+echo "${#names[@]} jobs in $((SECONDS - t0)) s, $TEST_JOBS at once, $total CPU seconds in the jobs"
 if [ "${#failed[@]}" -gt 0 ]; then
 	echo "--- the failing tests' own lines ---"
 	for i in "${failed[@]}"; do
