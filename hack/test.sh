@@ -66,7 +66,7 @@ TPROXY_CONFORMANCE=${TPROXY_CONFORMANCE-}
 VERSION_SKIP=${VERSION_SKIP-}
 TEST_FUZZ=${TEST_FUZZ-1}
 DEFAULT_WEIGHT=10
-E2E_GROUP=${E2E_GROUP:-150}
+E2E_GROUP=${E2E_GROUP:-90}
 # shellcheck disable=SC2206 # TESTFLAGS is a list of flags
 testflags=(${TESTFLAGS:-})
 # The flags every test binary gets (go test's, as the binary takes them).
