@@ -42,15 +42,17 @@ for t in "$@"; do
 	fi
 	id="$($GO tool buildid "$bin")"
 	stamp=$bindir/$rel/$name.fuzzed
+	# whole: this run spends the target's own whole budget (then stamped).
 	whole=1 note="whole budget"
-	if [ -z "${FUZZTIME:-}" ] && [ "$unchanged" -gt 1 ] && [[ $budget == *x ]] &&
-		[ "$(cat "$stamp" 2>/dev/null)" = "$id" ]; then
-		budget=$(( ${budget%x} / unchanged ))x
+	if [ -n "${FUZZTIME:-}" ]; then
+		whole= note="FUZZTIME"
+	elif [ "$unchanged" -gt 1 ] && [[ $budget == *x ]] && [ "$(cat "$stamp" 2>/dev/null)" = "$id" ]; then
+		budget=$((${budget%x} / unchanged))x
 		whole= note="unchanged since its whole budget passed"
 	fi
 	echo "fuzz $name ($pkg, $budget, $note)"
 	(cd "$rel" && "$bin" -test.run='^$' -test.fuzz="^$name\$" -test.fuzztime="$budget" \
 		-test.fuzzcachedir="$gocache/fuzz/$mod/$rel" -test.timeout=10m -test.paniconexit0)
-	[ -z "$whole" ] || [ -n "${FUZZTIME:-}" ] || echo "$id" >"$stamp"
+	[ -z "$whole" ] || echo "$id" >"$stamp"
 	echo "ok   $name"
 done

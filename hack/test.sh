@@ -168,10 +168,7 @@ for rel in "${tested[@]}"; do
 	fi
 done
 
-# Links at once: a test binary's link takes ~1 GB, and more than four on
-# two cores only wait for each other.
-bjobs=$((TEST_JOBS < 4 ? TEST_JOBS : 4))
-echo "building ${#tested[@]} test binaries in $TEST_BINARIES ($bjobs at once)"
+echo "building ${#tested[@]} test binaries in $TEST_BINARIES ($TEST_JOBS at once)"
 build() { # build REL: its test binary; its log in $work/build.N
 	mkdir -p "$TEST_BINARIES/$1"
 	$GO test -c -o "$TEST_BINARIES/$1/pkg.test" "./$1"
@@ -180,7 +177,7 @@ n=0
 for i in "${!tested[@]}"; do
 	build "${tested[$i]}" >"$work/build.$i" 2>&1 || echo "$i" >>"$work/build.failed" &
 	n=$((n + 1))
-	if [ "$n" -ge "$bjobs" ]; then
+	if [ "$n" -ge "$TEST_JOBS" ]; then
 		wait -n || true
 		n=$((n - 1))
 	fi

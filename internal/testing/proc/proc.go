@@ -36,7 +36,7 @@ type Process struct {
 
 // Options are how Start runs a process.
 type Options struct {
-	Env      []string // nil: the test's own environment (either with GOMAXPROCS: TierEnv)
+	Env      []string // nil: the test's own environment; GOMAXPROCS=1 added to either (tierEnv)
 	Append   bool     // append to the log (a restarted daemon) instead of truncating it
 	OwnGroup bool     // a process group of its own: a Ctrl-C of the test reaches the cleanup first
 }
@@ -54,7 +54,7 @@ func Start(name, logPath, bin string, o Options, args ...string) (*Process, erro
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Env = TierEnv(o.Env)
+	cmd.Env = tierEnv(o.Env)
 	cmd.SysProcAttr = sysProcAttr(o.OwnGroup)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -69,10 +69,10 @@ func Start(name, logPath, bin string, o Options, args ...string) (*Process, erro
 	return p, nil
 }
 
-// TierEnv is env (nil: the process's own environment) with GOMAXPROCS=1
+// tierEnv is env (nil: the process's own environment) with GOMAXPROCS=1
 // added when it sets no GOMAXPROCS: a tier's program computes little at a
 // time, and more processors than one only spin on the shared cores.
-func TierEnv(env []string) []string {
+func tierEnv(env []string) []string {
 	if env == nil {
 		env = os.Environ()
 	}
