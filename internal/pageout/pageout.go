@@ -11,6 +11,21 @@
 // Executable asks the kernel (MADV_PAGEOUT, Linux 5.4) to reclaim the
 // executable's read-only mappings once; what the process needs later
 // faults back in.
+//
+// It also turns read-ahead off on them (MADV_RANDOM): a fault on a page
+// no longer in the page cache then reads that page alone, not the
+// 128 KiB around it, and the fault-around that maps a faulting page's
+// neighbours (64 KiB) finds none of them cached. The controller's later
+// reads of its read-only data are scattered (the collector's type data,
+// the function tables of stack scans and tracebacks), so each used to
+// bring up to 16 pages for one: .rodata and .gopclntab 14.5-15 MiB
+// present at the end of a run, 4 MiB with read-ahead off, RssFile 22-24
+// -> 11-12 MiB (BENCHMARKS.md, issue 29). The code is not helped: the
+// kernel (6.18 here) keeps an executable mapping's pages cached through
+// a page-out and reads ahead on it whatever the advice (.text 6.6 MiB
+// either way). A page a neighbour's fault would have brought costs a
+// read of its own when it is touched: the first pass of a kind the
+// process has not run before is a few reads slower.
 package pageout
 
 import (
@@ -46,13 +61,19 @@ type Result struct {
 	FileKiBBefore, FileKiBAfter int64
 }
 
-// Executable pages out the read-only mappings of the running executable.
+// Executable pages out the read-only mappings of the running executable
+// and turns read-ahead off on them.
 func Executable() (Result, error) {
-	var res Result
 	var st syscall.Stat_t
 	if err := syscall.Stat("/proc/self/exe", &st); err != nil {
-		return res, fmt.Errorf("%w: %v", ErrUnsupported, err)
+		return Result{}, fmt.Errorf("%w: %v", ErrUnsupported, err)
 	}
+	return file(unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+}
+
+// file is Executable for the file with that device and inode.
+func file(major, minor uint32, inode uint64) (Result, error) {
+	var res Result
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return res, fmt.Errorf("%w: %v", ErrUnsupported, err)
@@ -63,12 +84,15 @@ func Executable() (Result, error) {
 		return res, err
 	}
 	res.FileKiBBefore = fileKiB()
-	for _, m := range Of(maps, unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino) {
+	for _, m := range Of(maps, major, minor, inode) {
 		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.Start, m.End-m.Start, unix.MADV_PAGEOUT); e != 0 {
 			if e == unix.EINVAL || e == unix.ENOSYS {
 				return res, fmt.Errorf("%w: madvise: %v", ErrUnsupported, e)
 			}
 			return res, fmt.Errorf("madvise %#x-%#x: %w", m.Start, m.End, e)
+		}
+		if _, _, e := unix.Syscall(unix.SYS_MADVISE, m.Start, m.End-m.Start, unix.MADV_RANDOM); e != 0 {
+			return res, fmt.Errorf("madvise %#x-%#x random: %w", m.Start, m.End, e)
 		}
 		res.Mappings++
 		res.Bytes += int64(m.End - m.Start)

@@ -1,9 +1,14 @@
 package pageout
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestParseMapsAndOf(t *testing.T) {
@@ -89,4 +94,76 @@ func TestExecutablePagesOut(t *testing.T) {
 		t.Fatalf("file pages %d KiB before, %d KiB after: not paged out", res.FileKiBBefore, res.FileKiBAfter)
 	}
 	t.Logf("%+v", res)
+}
+
+// TestFileReadAheadOff: after file, a scattered read of a mapped file
+// brings in the pages read and not their neighbours. With read-ahead
+// (128 KiB around a fault) and the fault-around that maps the cached
+// neighbours (64 KiB), one read in each 64 KiB brings in the whole file.
+func TestFileReadAheadOff(t *testing.T) {
+	const size = 16 << 20
+	const stride = 64 << 10 // one page read in each fault-around window
+	dir := t.TempDir()
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil {
+		t.Fatal(err)
+	}
+	if sfs.Type == unix.TMPFS_MAGIC {
+		t.Skip("the temporary directory is a tmpfs: its pages are not a file's to read again")
+	}
+	f, err := os.Create(filepath.Join(dir, "exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(bytes.Repeat([]byte{1}, size)); err != nil {
+		t.Fatal(err)
+	}
+	// Written out and dropped from the page cache: an installed binary's
+	// pages are clean, and only what processes read of it is cached.
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	sum := 0
+	for i := 0; i < size; i += 4096 { // all of it resident, as a start leaves a binary
+		sum += int(mem[i])
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		t.Fatal(err)
+	}
+	res, err := file(unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	if errors.Is(err, ErrUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Mappings != 1 {
+		t.Fatalf("%d mappings advised, want the file's one", res.Mappings)
+	}
+	before := fileKiB()
+	if before == 0 {
+		t.Skip("no RssFile in /proc/self/status")
+	}
+	touched := 0
+	for i := 0; i < size; i += stride {
+		sum += int(mem[i])
+		touched++
+	}
+	grew := fileKiB() - before
+	// The pages read, twice over for this test's own code faulting back
+	// in, and 1 MiB of room; read-ahead on, all 16 MiB.
+	if limit := int64(touched)*4*2 + 1024; grew > limit {
+		t.Fatalf("%d scattered pages read: RssFile grew %d KiB, want at most %d (read-ahead not off)", touched, grew, limit)
+	}
+	t.Logf("%d scattered pages read: RssFile grew %d KiB (checksum %d)", touched, grew, sum)
 }
