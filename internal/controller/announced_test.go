@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/announce"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/kubeapi"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/netlab"
 )
@@ -49,12 +50,20 @@ func TestAnnouncedCondition(t *testing.T) {
 	}
 }
 
-// apiLister reads Services straight from the apiserver.
+// apiLister reads Services from the apiserver, each kept as the
+// informers keep it (source.Slim).
 type apiLister struct{ client kubernetes.Interface }
 
 func (l apiLister) Service(ns, name string) (*corev1.Service, bool) {
 	s, err := l.client.CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
-	return s, err == nil
+	if err != nil {
+		return nil, false
+	}
+	kept, err := source.Slim(s)
+	if err != nil {
+		return nil, false
+	}
+	return kept.(*corev1.Service), true
 }
 
 func (l apiLister) Services() []*corev1.Service { return nil }

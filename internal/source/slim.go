@@ -38,8 +38,13 @@ func Slim(obj any) (any, error) {
 				LoadBalancerIP: o.Spec.LoadBalancerIP,
 				// An Ingress's service-upstream (ingress/upstream.go).
 				ClusterIP: o.Spec.ClusterIP,
+				// false: no nodePort, so pod targets (desired.podTargets).
+				AllocateLoadBalancerNodePorts: o.Spec.AllocateLoadBalancerNodePorts,
 			},
-			Status: corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer},
+			// The conditions we write (the Announced condition: the
+			// writer compares them and the generation with what it
+			// would write); others' are none of ours.
+			Status: corev1.ServiceStatus{LoadBalancer: o.Status.LoadBalancer, Conditions: ourConditions(o.Status.Conditions)},
 		}, nil
 	case *corev1.Namespace:
 		return &corev1.Namespace{TypeMeta: o.TypeMeta, ObjectMeta: slimMeta(o.ObjectMeta, nil, o.Labels)}, nil
@@ -73,6 +78,7 @@ func slimMeta(m metav1.ObjectMeta, ann, lbl map[string]string) metav1.ObjectMeta
 		Namespace:         m.Namespace,
 		UID:               m.UID,
 		ResourceVersion:   m.ResourceVersion,
+		Generation:        m.Generation, // a condition's observedGeneration
 		CreationTimestamp: m.CreationTimestamp,
 		Annotations:       ann,
 		Labels:            lbl,
@@ -87,6 +93,16 @@ func ourAnnotations(a map[string]string) map[string]string {
 				out = make(map[string]string)
 			}
 			out[k] = v
+		}
+	}
+	return out
+}
+
+func ourConditions(cs []metav1.Condition) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range cs {
+		if strings.HasPrefix(c.Type, settings.Prefix) {
+			out = append(out, c)
 		}
 	}
 	return out
