@@ -30,8 +30,8 @@ func TestSlimKeepsWhatComputeReads(t *testing.T) {
 				Labels: map[string]string{"tier": "web"}, Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}"},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: &class, Selector: map[string]string{"app": name},
-				Ports:      []corev1.ServicePort{{Name: "tcp", Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}},
-				ClusterIP:  "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
+				Ports:     []corev1.ServicePort{{Name: "tcp", Port: 80, NodePort: 30080, Protocol: corev1.ProtocolTCP}},
+				ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol},
 				ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster, SessionAffinity: corev1.ServiceAffinityNone},
 		}
 		edit(s)
