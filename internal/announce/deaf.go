@@ -13,7 +13,19 @@ import (
 // peer was last heard: a peer heard just before the stall is not taken
 // for dead at the first decision after it, before its next heartbeat
 // (queued meanwhile, or sent as soon as its own stalled process runs)
-// is read. A peer that really died is found so at most d later.
+// is read. A peer that really died is found so at most d later, and
+// later again by the allowance below.
+//
+// Until it is heard again, each peer is also allowed the silence of a
+// peer that told a stall of d (AllowedSilence): this host's stall says
+// something here stalls (a loaded machine, a paused hypervisor), and
+// hosts starved together are scheduled again one by one, not at once. A
+// peer back a few hundred milliseconds after this host is not taken for
+// dead (TestNodeDeaf; in CI the layer 2 stall test heard 6 moves after
+// its first stop of the three processes: the hold time alone allowed a
+// peer as little as ~175 ms after this host's return). Only this host
+// waits longer for a peer that really died in its stall; its peers that
+// did not stall find it on time.
 //
 // The next deafBeats heartbeats say so too (Heartbeat.Deaf): the peers
 // heard nothing from this host for as long, and a peer that lowered its
@@ -28,6 +40,7 @@ func (n *Node) Deaf(d time.Duration) {
 	}
 	for _, p := range n.peers {
 		p.at = p.at.Add(d)
+		p.stall = max(p.stall, peerStall(d.Milliseconds()))
 	}
 	if n.deafBeats == 0 {
 		n.deafSay = 0

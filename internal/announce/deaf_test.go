@@ -10,21 +10,29 @@ import (
 // TestNodeDeaf: every host stalled for longer than the hold time (one
 // process, or one machine, not scheduled: nobody sent, nobody heard).
 // A node told how long it was deaf takes nothing from the peer it holds
-// no news of, and still finds a peer that really died once the hold
-// time has passed after the stall; a node not told, or told less, takes
-// the peer's addresses at the first decision after the stall.
+// no news of, nor from one that comes back some ticks after it (hosts
+// starved together are scheduled again one by one: the peer is allowed
+// this host's stall as if it had told it, stalls.go), and still finds a
+// peer that really died once that allowance has passed after the stall;
+// a node not told, or told less, takes the peer's addresses at the first
+// decision after the stall.
 func TestNodeDeaf(t *testing.T) {
 	const stall = 5 * tick
+	// a peer told this stall may be silent 850 ms: gone at the 9th tick
+	deadAt := int(AllowedSilence(hold, stall)/tick) + 1
 	for _, tc := range []struct {
 		name     string
 		deaf     time.Duration // what lb2 is told
-		lb1Dead  bool          // lb1 never sends again
+		late     int           // ticks lb1 stays stopped after lb2 runs again (-1: it never runs again)
 		takesNow bool          // lb2 takes lb1's addresses at the first decision
+		takesAt  int           // the tick after the stall at which it takes them (0: never)
 	}{
-		{"told, the peer back", stall, false, false},
-		{"told, the peer dead", stall, true, false},
-		{"not told", 0, false, true},
-		{"told less than the stall", tick, false, true},
+		{"told, the peer back", stall, 0, false, 0},
+		{"told, the peer back 4 ticks later", stall, 4, false, 0},
+		{"told, the peer back 7 ticks later", stall, 7, false, 0},
+		{"told, the peer dead", stall, -1, false, deadAt},
+		{"not told", 0, 0, true, 0},
+		{"told less than the stall", tick, 0, true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newSim(t, addrs(4), "lb1", "lb2")
@@ -41,14 +49,27 @@ func TestNodeDeaf(t *testing.T) {
 			if tc.takesNow {
 				return
 			}
-			s.stopped["lb1"] = tc.lb1Dead
-			s.step(int(hold/tick) + 1)
+			takesAt, stopped := 0, true // lb1 did not run in the stall either
+			for i := 1; i <= deadAt+int(hold/tick); i++ {
+				back := tc.late >= 0 && i > tc.late
+				if back && stopped {
+					// lb1 runs again, deaf for as long as it was stopped
+					s.nodes["lb1"].Deaf(stall + time.Duration(i-1)*tick)
+				}
+				stopped = !back
+				s.stopped["lb1"] = stopped
+				s.step(1)
+				if s.moves > 0 && takesAt == 0 {
+					takesAt = i
+				}
+			}
+			if takesAt != tc.takesAt {
+				t.Fatalf("lb2 took lb1's addresses at tick %d after the stall, want %d (0: never; allowed %v)",
+					takesAt, tc.takesAt, s.nodes["lb2"].StallHold("lb1"))
+			}
 			load := s.oneOwnerEach()
-			switch {
-			case tc.lb1Dead && load["lb2"] != len(s.addrs):
-				t.Fatalf("load %v a hold time after the stall, lb1 dead: want all on lb2", load)
-			case !tc.lb1Dead && s.moves != 0:
-				t.Fatalf("%d moves after the stall, lb1 back: want none", s.moves)
+			if tc.late < 0 && load["lb2"] != len(s.addrs) {
+				t.Fatalf("load %v, lb1 dead: want all on lb2", load)
 			}
 		})
 	}

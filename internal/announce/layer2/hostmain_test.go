@@ -46,6 +46,9 @@ type hostFile struct {
 type hostEvent struct {
 	Host string
 	Move *announce.Move `json:",omitempty"`
+	// At: when the host made the move (its clock, the machine's: the
+	// stream may bring it later under load)
+	At time.Time `json:",omitzero"`
 	// Late: a step of the announcer that took longer than an interval
 	Late time.Duration `json:",omitempty"`
 }
@@ -101,7 +104,7 @@ func hostMain(file string) int {
 		}
 	}()
 	cfg := hf.Config
-	cfg.OnMove = func(m announce.Move) { events <- hostEvent{Host: cfg.ID, Move: &m} }
+	cfg.OnMove = func(m announce.Move) { events <- hostEvent{Host: cfg.ID, Move: &m, At: time.Now()} }
 	cfg.Logger = slog.New(lateHandler{Handler: log.Handler(), late: func(d time.Duration) { events <- hostEvent{Host: cfg.ID, Late: d} }})
 	a, err := New(cfg)
 	if err != nil {

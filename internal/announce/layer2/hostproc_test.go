@@ -60,7 +60,7 @@ func startGroup(t testing.TB, g *group, cfg Config, stats func(h *netlab.Host) s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ln.Close() })
-	go hearEvents(ln, cfg)
+	go hearEvents(ln, cfg, g.movedAt)
 	var mu sync.Mutex
 	procs := map[string]*hostProc{}
 	t.Cleanup(func() {
@@ -198,7 +198,7 @@ func startGroup(t testing.TB, g *group, cfg Config, stats func(h *netlab.Host) s
 
 // hearEvents reads every host's events until ln closes: the moves to
 // cfg.OnMove, the late steps to cfg.Logger.
-func hearEvents(ln net.Listener, cfg Config) {
+func hearEvents(ln net.Listener, cfg Config, movedAt func(time.Time, announce.Move)) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -214,6 +214,9 @@ func hearEvents(ln net.Listener, cfg Config) {
 				}
 				if e.Move != nil && cfg.OnMove != nil {
 					cfg.OnMove(*e.Move)
+				}
+				if e.Move != nil && movedAt != nil {
+					movedAt(e.At, *e.Move)
 				}
 				if e.Late > 0 && cfg.Logger != nil {
 					cfg.Logger.Warn(lateMessage, "took", e.Late, "host", e.Host)

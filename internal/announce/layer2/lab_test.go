@@ -47,6 +47,9 @@ type group struct {
 	restart func(h *netlab.Host, unhealthyFor time.Duration) error
 	// pids, when set, are the processes of the hosts' announcers
 	pids func() []int
+	// movedAt, when set before startGroup, is told each move a host
+	// heard and when it did (hostEvent.At)
+	movedAt func(time.Time, announce.Move)
 	// window: how long a trial waits for another host (default 15 s)
 	window time.Duration
 	// haproxies, when set, are the hosts' HAProxies by host name, each
