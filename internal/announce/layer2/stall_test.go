@@ -31,7 +31,7 @@ func TestStalledProcessMovesNothing(t *testing.T) {
 		t.Skip("no sh to stop and continue this process")
 	}
 	extra := manyAddrs(6)
-	g, moves := timedGroup(t, extra...)
+	g, moves := timedGroup(t, Config{}, extra...)
 	all := append([]netip.Addr{vip4, vip6}, extra...)
 	owners := func() (map[netip.Addr]string, error) { return g.owners(all) }
 	// settled: one holder of each, and every host's view says so (the
@@ -109,7 +109,7 @@ func TestStalledHolderMovesNothing(t *testing.T) {
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh to stop and continue this process")
 	}
-	g, moves := timedGroup(t)
+	g, moves := timedGroup(t, Config{})
 	all := []netip.Addr{vip4, vip6}
 	var before map[netip.Addr]string
 	if err := netlab.Eventually(t.Context(), 20*time.Second, func() (err error) {
@@ -199,10 +199,10 @@ func (m *moveTimes) since(t time.Time) int {
 
 // timedGroup is newGroup with the hosts' moves counted by when they
 // made them.
-func timedGroup(t *testing.T, extra ...netip.Addr) (*group, *moveTimes) {
+func timedGroup(t *testing.T, cfg Config, extra ...netip.Addr) (*group, *moveTimes) {
 	t.Helper()
 	moves := &moveTimes{}
 	g := newHosts(t)
 	g.movedAt = moves.add
-	return startGroup(t, g, Config{}, nil, extra...), moves
+	return startGroup(t, g, cfg, nil, extra...), moves
 }
