@@ -21,9 +21,10 @@ import (
 // something here stalls (a loaded machine, a paused hypervisor), and
 // hosts starved together are scheduled again one by one, not at once. A
 // peer back a few hundred milliseconds after this host is not taken for
-// dead (TestNodeDeaf; in CI the layer 2 stall test heard 6 moves after
-// its first stop of the three processes: the hold time alone allowed a
-// peer as little as ~175 ms after this host's return). Only this host
+// dead (TestNodeDeaf; layer2.TestStalledProcessMovesNothing continues
+// one of three stopped hosts 300 ms after the others: 4-13 moves at the
+// first stop with the hold time alone, which allowed a peer as little
+// as ~175 ms after this host's return). Only this host
 // waits longer for a peer that really died in its stall; its peers that
 // did not stall find it on time.
 //
