@@ -49,8 +49,8 @@ func TestNodeDeaf(t *testing.T) {
 			if tc.takesNow {
 				return
 			}
-			takesAt, stopped := 0, true // lb1 did not run in the stall either
-			for i := 1; i <= deadAt+int(hold/tick); i++ {
+			stopped := true // lb1 did not run in the stall either
+			takesAt := s.firstMove(deadAt+int(hold/tick), func(i int) {
 				back := tc.late >= 0 && i > tc.late
 				if back && stopped {
 					// lb1 runs again, deaf for as long as it was stopped
@@ -58,11 +58,7 @@ func TestNodeDeaf(t *testing.T) {
 				}
 				stopped = !back
 				s.stopped["lb1"] = stopped
-				s.step(1)
-				if s.moves > 0 && takesAt == 0 {
-					takesAt = i
-				}
-			}
+			})
 			if takesAt != tc.takesAt {
 				t.Fatalf("lb2 took lb1's addresses at tick %d after the stall, want %d (0: never; allowed %v)",
 					takesAt, tc.takesAt, s.nodes["lb2"].StallHold("lb1"))

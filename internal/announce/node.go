@@ -73,7 +73,8 @@ type peer struct {
 	// (a silence as support() counts them: a cut that healed within the
 	// hold time is one too)
 	since time.Time
-	// the longest stall the peer told of (Heartbeat.Stall; stalls.go)
+	// the longest stall the peer told of (Heartbeat.Stall; stalls.go),
+	// or this node's own since it last heard the peer, if longer (Deaf)
 	stall time.Duration
 	// the peers its last heartbeat says it hears (hears.go; nil: none,
 	// or an older version)

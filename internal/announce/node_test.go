@@ -81,6 +81,23 @@ func (s *sim) step(k int) {
 	}
 }
 
+// firstMove steps the nodes k ticks, calling each (when set) before
+// tick i (1..k), and returns the first tick after which a node had
+// taken an address (0: none).
+func (s *sim) firstMove(k int, each func(i int)) int {
+	at := 0
+	for i := 1; i <= k; i++ {
+		if each != nil {
+			each(i)
+		}
+		s.step(1)
+		if s.moves > 0 && at == 0 {
+			at = i
+		}
+	}
+	return at
+}
+
 func (s *sim) deliver(to string, b []byte) (bool, error) {
 	hb, err := Open(b, key)
 	if err != nil {

@@ -69,13 +69,7 @@ func TestNodeAllowsToldStalls(t *testing.T) {
 			}
 			s.moves = 0
 			s.stopped["lb1"] = true
-			takeAt := 0
-			for i := 1; i <= tc.silent; i++ {
-				s.step(1)
-				if s.moves > 0 && takeAt == 0 {
-					takeAt = i
-				}
-			}
+			takeAt := s.firstMove(tc.silent, nil)
 			if takeAt != tc.takeAt {
 				t.Fatalf("lb2 took lb1's addresses at tick %d of lb1's silence, want %d (0: never; allowed %v)",
 					takeAt, tc.takeAt, s.nodes["lb2"].StallHold("lb1"))

@@ -260,3 +260,46 @@ func (hp *hostProc) do(within time.Duration, method, path string, body []byte, v
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
+
+// moveTimes counts the moves from a holder (not an address's first
+// owner) by when the hosts made them (hostEvent.At). A move made before
+// a stall but heard after it is not the stall's: the hosts' event
+// streams lag on a loaded machine (CI heard 6 moves at the first stop
+// of TestStalledProcessMovesNothing, none of the three hosts having
+// logged a wake from it).
+type moveTimes struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (m *moveTimes) add(at time.Time, mv announce.Move) {
+	if len(mv.From) == 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.at = append(m.at, at)
+}
+
+// since is how many moves the hosts made at or after t.
+func (m *moveTimes) since(t time.Time) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, at := range m.at {
+		if !at.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// timedGroup is newGroup with the hosts' moves counted by when they
+// made them.
+func timedGroup(t *testing.T, cfg Config, extra ...netip.Addr) (*group, *moveTimes) {
+	t.Helper()
+	moves := &moveTimes{}
+	g := newHosts(t)
+	g.movedAt = moves.add
+	return startGroup(t, g, cfg, nil, extra...), moves
+}
