@@ -70,7 +70,7 @@ type Controller struct {
 	log      *slog.Logger
 
 	applied  sync.Once // OnApplied
-	lastGood map[string]settings.Settings
+	lastGood map[string]*settings.Settings
 	memo     desired.Memo // per-Service work kept between passes (passes are serial)
 	store    lastGoodStore
 	good     *goodWriter // writes lastGood off the pass's path (goodwriter.go)
@@ -121,7 +121,7 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 				log.Error("sync failed; will retry", "err", err, "retries", retries)
 			}}),
 		log:       log,
-		lastGood:  make(map[string]settings.Settings),
+		lastGood:  make(map[string]*settings.Settings),
 		store:     lastGoodStore{opts.LastGoodPath},
 		good:      newGoodWriter(lastGoodStore{opts.LastGoodPath}, log),
 		reported:  make(map[string]string),

@@ -17,7 +17,7 @@ func FuzzLastGood(f *testing.F) {
 		`{"default/web":{"Balance":"roundrobin","Check":0,"CheckInterval":2000000000,"Rise":2,"Fall":3,"TimeoutConnect":5000000000,"TimeoutClient":50000000000,"TimeoutServer":50000000000}}`,
 		`{"default/web":{"Balance":"roundrobin\n  server x 192.0.2.1:80","Rise":2,"Fall":3}}`,
 		`{"a/b":{"SourceRanges":"192.0.2.0/24,::/0","Affinity":3600000000000}}`,
-		`{"a/b":{"Rise":-1}}`, `{`, `null`, `{"":{}}`,
+		`{"a/b":{"Rise":-1}}`, `{"a/b":null}`, `{`, `null`, `{"":{}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -28,7 +28,10 @@ func FuzzLastGood(f *testing.F) {
 		}
 		m, _ := lastGoodStore{path}.load()
 		for k, s := range m {
-			if err := settings.Validate(s); err != nil {
+			if s == nil {
+				t.Fatalf("kept %s without settings", k)
+			}
+			if err := settings.Validate(*s); err != nil {
 				t.Fatalf("kept %s: %v", k, err)
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"log/slog"
-	"maps"
 	"sync"
 	"time"
 
@@ -62,14 +61,14 @@ type goodWriter struct {
 	guard sync.Locker
 
 	mu         sync.Mutex
-	last       map[string]settings.Settings // the newest map handed (the controller's; written or pending)
-	gen        uint64                       // hand-overs that changed the map: a new map, or last edited
-	has        bool                         // a map was handed since the last flush
-	writtenGen uint64                       // gen of the map last written (or found in the file)
-	known      bool                         // writtenGen says what the file holds
-	file       map[string]settings.Settings // what the file held at start, until the first write (loaded)
-	sum        *[sha256.Size]byte           // the digest of the last write's encoding (nil: none yet)
-	busy       bool                         // reading a handed map: passes must not edit it
+	last       map[string]*settings.Settings // the newest map handed (the controller's; written or pending)
+	gen        uint64                        // hand-overs that changed the map: a new map, or last edited
+	has        bool                          // a map was handed since the last flush
+	writtenGen uint64                        // gen of the map last written (or found in the file)
+	known      bool                          // writtenGen says what the file holds
+	file       map[string]*settings.Settings // what the file held at start, until the first write (loaded)
+	sum        *[sha256.Size]byte            // the digest of the last write's encoding (nil: none yet)
+	busy       bool                          // reading a handed map: passes must not edit it
 }
 
 // reading reports whether the writer reads a handed map: a pass that
@@ -90,7 +89,7 @@ const lastGoodGap = 2 * time.Second
 
 // loaded records what the file held at start (lastGoodStore.load), so
 // that a first pass with the same settings writes nothing.
-func (w *goodWriter) loaded(m map[string]settings.Settings) {
+func (w *goodWriter) loaded(m map[string]*settings.Settings) {
 	w.mu.Lock()
 	w.file = m
 	w.mu.Unlock()
@@ -99,7 +98,7 @@ func (w *goodWriter) loaded(m map[string]settings.Settings) {
 // want hands the writer m, the settings of the pass that just applied;
 // edited says the pass edited the map in place (desired.Result.GoodEdited).
 // It returns at once.
-func (w *goodWriter) want(m map[string]settings.Settings, edited bool) {
+func (w *goodWriter) want(m map[string]*settings.Settings, edited bool) {
 	w.mu.Lock()
 	if edited || !sameMap(w.last, m) {
 		w.gen++
@@ -161,7 +160,7 @@ func (w *goodWriter) flush() bool {
 		w.busy = false
 		w.mu.Unlock()
 	}()
-	same := file != nil && maps.Equal(file, m)
+	same := file != nil && settings.EqualMaps(file, m)
 	if !same {
 		sum, err := w.store.writeUnless(m, w.sum)
 		same = errors.Is(err, errSameContents)

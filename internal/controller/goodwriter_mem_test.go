@@ -26,9 +26,9 @@ func TestGoodWriterKeepsNoMapItWrote(t *testing.T) {
 	dir := t.TempDir()
 	w := newGoodWriter(lastGoodStore{filepath.Join(dir, "last-good.json")}, slog.Default())
 	base := liveheap.Now()
-	a := make(map[string]settings.Settings, n)
+	a := make(map[string]*settings.Settings, n)
 	for i := range n {
-		a[fmt.Sprintf("ns/svc-%05d", i)] = settings.Defaults()
+		a[fmt.Sprintf("ns/svc-%05d", i)] = new(settings.Defaults())
 	}
 	size := liveheap.Now() - base
 	w.want(a, false)
@@ -36,7 +36,7 @@ func TestGoodWriterKeepsNoMapItWrote(t *testing.T) {
 		t.Fatal("the first map was not written")
 	}
 	b := maps.Clone(a) // a pass while the writer read a: a copy, then its edit
-	b["ns/new"] = settings.Defaults()
+	b["ns/new"] = new(settings.Defaults())
 	a = nil
 	w.want(b, false)
 	if held := liveheap.Now() - base; held > size*3/2 {
@@ -53,7 +53,7 @@ func TestGoodWriterKeepsNoMapItWrote(t *testing.T) {
 		{name: "the same map edited in place", edit: func() { delete(b, "ns/new") }, edited: true, writes: true},
 		{name: "the same map again after the edit", writes: false},
 		{name: "a whole pass's new map, the same contents", edit: func() { b = maps.Clone(b) }, writes: false},
-		{name: "a whole pass's new map", edit: func() { b = maps.Clone(b); b["ns/other"] = settings.Defaults() }, writes: true},
+		{name: "a whole pass's new map", edit: func() { b = maps.Clone(b); b["ns/other"] = new(settings.Defaults()) }, writes: true},
 	}
 	for i, s := range steps {
 		if s.edit != nil {

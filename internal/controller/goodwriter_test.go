@@ -38,11 +38,11 @@ func (d *statDriver) Apply(context.Context, model.Config) (driver.Result, error)
 
 // untilFile polls path until check accepts its content, or fails the
 // test after a deadline.
-func untilFile(t *testing.T, path string, check func(map[string]settings.Settings) error) {
+func untilFile(t *testing.T, path string, check func(map[string]*settings.Settings) error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var m map[string]settings.Settings
+		var m map[string]*settings.Settings
 		b, err := os.ReadFile(path)
 		if err == nil {
 			err = json.Unmarshal(b, &m)
@@ -80,7 +80,7 @@ func TestLastGoodWrittenAfterTheDriver(t *testing.T) {
 		t.Fatalf("last-good file existed when the driver applied (%v): written on the pass's path", drv.existed)
 	}
 	go c.good.run(ctx)
-	untilFile(t, path, func(m map[string]settings.Settings) error {
+	untilFile(t, path, func(m map[string]*settings.Settings) error {
 		if _, ok := m["ns/web"]; !ok {
 			return fmt.Errorf("no ns/web in %v", m)
 		}
@@ -91,26 +91,26 @@ func TestLastGoodWrittenAfterTheDriver(t *testing.T) {
 // The writer writes the newest map it was handed, what was still pending
 // when it stops too, and nothing for a map equal to the file's.
 func TestGoodWriter(t *testing.T) {
-	one := func(keys ...string) map[string]settings.Settings {
-		m := map[string]settings.Settings{}
+	one := func(keys ...string) map[string]*settings.Settings {
+		m := map[string]*settings.Settings{}
 		for _, k := range keys {
-			m[k] = settings.Defaults()
+			m[k] = new(settings.Defaults())
 		}
 		return m
 	}
 	cases := []struct {
 		name    string
-		loaded  map[string]settings.Settings // the file at start (nil: none)
-		wants   []map[string]settings.Settings
+		loaded  map[string]*settings.Settings // the file at start (nil: none)
+		wants   []map[string]*settings.Settings
 		running bool // the writer runs while they are handed over; else only its stop writes
-		want    map[string]settings.Settings
+		want    map[string]*settings.Settings
 		written bool
 	}{
-		{name: "newest of several", wants: []map[string]settings.Settings{one("ns/a"), one("ns/a", "ns/b")}, running: true,
+		{name: "newest of several", wants: []map[string]*settings.Settings{one("ns/a"), one("ns/a", "ns/b")}, running: true,
 			want: one("ns/a", "ns/b"), written: true},
-		{name: "pending at stop", wants: []map[string]settings.Settings{one("ns/a"), one("ns/c")},
+		{name: "pending at stop", wants: []map[string]*settings.Settings{one("ns/a"), one("ns/c")},
 			want: one("ns/c"), written: true},
-		{name: "same as the file", loaded: one("ns/a"), wants: []map[string]settings.Settings{one("ns/a")}, running: true,
+		{name: "same as the file", loaded: one("ns/a"), wants: []map[string]*settings.Settings{one("ns/a")}, running: true,
 			want: one("ns/a"), written: false},
 	}
 	for _, tc := range cases {
@@ -135,8 +135,8 @@ func TestGoodWriter(t *testing.T) {
 				w.want(m, false)
 			}
 			if tc.running {
-				untilFile(t, path, func(m map[string]settings.Settings) error {
-					if !maps.Equal(m, tc.want) {
+				untilFile(t, path, func(m map[string]*settings.Settings) error {
+					if !settings.EqualMaps(m, tc.want) {
 						return fmt.Errorf("holds %v, want %v", m, tc.want)
 					}
 					return nil
@@ -155,8 +155,8 @@ func TestGoodWriter(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got map[string]settings.Settings
-			if err := json.Unmarshal(b, &got); err != nil || !maps.Equal(got, tc.want) {
+			var got map[string]*settings.Settings
+			if err := json.Unmarshal(b, &got); err != nil || !settings.EqualMaps(got, tc.want) {
 				t.Fatalf("file holds %v (%v), want %v", got, err, tc.want)
 			}
 			after, err := os.Stat(path)
@@ -176,7 +176,7 @@ func TestGoodWriterFailedWrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "missing")
 	path := filepath.Join(dir, "last-good.json")
 	w := newGoodWriter(lastGoodStore{path}, slog.Default())
-	w.want(map[string]settings.Settings{"ns/a": settings.Defaults()}, false)
+	w.want(map[string]*settings.Settings{"ns/a": new(settings.Defaults())}, false)
 	w.flush()
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("stat after a failed write: %v", err)
@@ -184,7 +184,7 @@ func TestGoodWriterFailedWrite(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	w.want(map[string]settings.Settings{"ns/a": settings.Defaults()}, false)
+	w.want(map[string]*settings.Settings{"ns/a": new(settings.Defaults())}, false)
 	w.flush()
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("not written once it could be: %v", err)
@@ -211,8 +211,8 @@ func TestGoodWriterSpacesWrites(t *testing.T) {
 			t.Fatal("the writer did not wait after a write")
 		}
 	}
-	holds := func(keys ...string) func(map[string]settings.Settings) error {
-		return func(m map[string]settings.Settings) error {
+	holds := func(keys ...string) func(map[string]*settings.Settings) error {
+		return func(m map[string]*settings.Settings) error {
 			if len(m) != len(keys) {
 				return fmt.Errorf("holds %v, want %v", m, keys)
 			}
@@ -224,10 +224,10 @@ func TestGoodWriterSpacesWrites(t *testing.T) {
 			return nil
 		}
 	}
-	set := func(keys ...string) map[string]settings.Settings {
-		m := map[string]settings.Settings{}
+	set := func(keys ...string) map[string]*settings.Settings {
+		m := map[string]*settings.Settings{}
 		for _, k := range keys {
-			m[k] = settings.Defaults()
+			m[k] = new(settings.Defaults())
 		}
 		return m
 	}
@@ -264,8 +264,8 @@ func TestGoodWriterMapEditedInPlace(t *testing.T) {
 	var mu sync.RWMutex
 	w := newGoodWriter(lastGoodStore{path}, slog.Default())
 	w.guard, w.gap = mu.RLocker(), 0
-	holds := func(keys ...string) func(map[string]settings.Settings) error {
-		return func(m map[string]settings.Settings) error {
+	holds := func(keys ...string) func(map[string]*settings.Settings) error {
+		return func(m map[string]*settings.Settings) error {
 			if got := slices.Sorted(maps.Keys(m)); !slices.Equal(got, keys) {
 				return fmt.Errorf("holds %v, want %v", got, keys)
 			}
@@ -273,21 +273,21 @@ func TestGoodWriterMapEditedInPlace(t *testing.T) {
 		}
 	}
 	// pass changes m as a delta pass does and hands it to the writer.
-	pass := func(m map[string]settings.Settings, add, del string) map[string]settings.Settings {
+	pass := func(m map[string]*settings.Settings, add, del string) map[string]*settings.Settings {
 		mu.Lock()
 		edited := !w.reading()
 		if !edited {
 			m = maps.Clone(m)
 		}
 		if add != "" {
-			m[add] = settings.Defaults()
+			m[add] = new(settings.Defaults())
 		}
 		delete(m, del)
 		mu.Unlock()
 		w.want(m, edited)
 		return m
 	}
-	m := map[string]settings.Settings{"ns/a": settings.Defaults()}
+	m := map[string]*settings.Settings{"ns/a": new(settings.Defaults())}
 	w.want(m, false)
 	w.flush()
 	untilFile(t, path, holds("ns/a"))

@@ -22,8 +22,8 @@ import (
 // its configuration even after a restart. An empty path disables it.
 type lastGoodStore struct{ path string }
 
-func (s lastGoodStore) load() (map[string]settings.Settings, error) {
-	m := make(map[string]settings.Settings)
+func (s lastGoodStore) load() (map[string]*settings.Settings, error) {
+	m := make(map[string]*settings.Settings)
 	if s.path == "" {
 		return m, nil
 	}
@@ -35,14 +35,28 @@ func (s lastGoodStore) load() (map[string]settings.Settings, error) {
 		return m, err
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return make(map[string]settings.Settings), fmt.Errorf("%s: %w", s.path, err)
+		return make(map[string]*settings.Settings), fmt.Errorf("%s: %w", s.path, err)
 	}
 	// What the grammar refuses never reaches HAProxy, from a file either.
+	// Equal settings become one object, as the desired package's passes
+	// make them (most Services have the same).
 	var bad []error
+	shared := make(map[settings.Settings]*settings.Settings)
 	for k, v := range m {
-		if err := settings.Validate(v); err != nil {
+		if v == nil {
+			delete(m, k)
+			bad = append(bad, fmt.Errorf("%s: no settings (null)", k))
+			continue
+		}
+		if err := settings.Validate(*v); err != nil {
 			delete(m, k)
 			bad = append(bad, fmt.Errorf("%s: %w", k, err))
+			continue
+		}
+		if p, ok := shared[*v]; ok {
+			m[k] = p
+		} else {
+			shared[*v] = v
 		}
 	}
 	if len(bad) > 0 {
@@ -55,15 +69,15 @@ func (s lastGoodStore) load() (map[string]settings.Settings, error) {
 // into the file: at 10,000 Services the map is megabytes of JSON, and
 // json.Marshal of the whole map would hold all of it (twice, while its
 // buffer grows) on every pass that changes a Service.
-func (s lastGoodStore) save(old, m map[string]settings.Settings) error {
-	if sameMap(old, m) || maps.Equal(old, m) {
+func (s lastGoodStore) save(old, m map[string]*settings.Settings) error {
+	if sameMap(old, m) || settings.EqualMaps(old, m) {
 		return nil
 	}
 	return s.write(m)
 }
 
 // write writes m whole.
-func (s lastGoodStore) write(m map[string]settings.Settings) error {
+func (s lastGoodStore) write(m map[string]*settings.Settings) error {
 	_, err := s.writeUnless(m, nil)
 	return err
 }
@@ -76,7 +90,7 @@ var errSameContents = errors.New("the same contents")
 // before its sync and rename, and errSameContents returned. It returns
 // the digest of what it encoded. Entries are encoded one at a time, the
 // digest taken on the way (no copy of the megabytes of JSON kept).
-func (s lastGoodStore) writeUnless(m map[string]settings.Settings, held *[sha256.Size]byte) ([sha256.Size]byte, error) {
+func (s lastGoodStore) writeUnless(m map[string]*settings.Settings, held *[sha256.Size]byte) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
 	if s.path == "" {
 		return sum, nil

@@ -16,9 +16,9 @@ import (
 //	go test ./internal/controller -run '^$' -bench LastGoodSave -benchtime 10x -count 3
 func BenchmarkLastGoodSave(b *testing.B) {
 	s := lastGoodStore{path: filepath.Join(b.TempDir(), "last-good.json")}
-	m := map[string]settings.Settings{}
+	m := map[string]*settings.Settings{}
 	for i := range 10000 {
-		m[fmt.Sprintf("default/svc-%05d", i)] = settings.Defaults()
+		m[fmt.Sprintf("default/svc-%05d", i)] = new(settings.Defaults())
 	}
 	b.ReportAllocs()
 	for b.Loop() {

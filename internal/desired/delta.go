@@ -97,7 +97,7 @@ func (m *Memo) servicesDelta(svcs []*corev1.Service, opts Options, nodes map[str
 			e.tracked = true
 		}
 		m.byKey[a.c.key] = a.c.svc
-		good[a.c.key] = a.set
+		good[a.c.key] = e.set // the shared object init gave it
 		for _, c := range a.claims {
 			m.claimed[c] = a.c.key
 		}

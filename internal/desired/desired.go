@@ -79,8 +79,9 @@ type Input struct {
 	Slices   []*Slice
 	Nodes    []*corev1.Node
 	// LastGood holds, per "namespace/name", the settings of the last pass
-	// in which the Service's annotations were valid.
-	LastGood map[string]settings.Settings
+	// in which the Service's annotations were valid (read only: a Service
+	// that keeps them shares the object in Result.Good).
+	LastGood map[string]*settings.Settings
 	// Memo, when set, saves work between passes; it does not change the
 	// result. The caller keeps it from one pass to the next.
 	Memo *Memo
@@ -113,7 +114,10 @@ type Result struct {
 	// unknown. A value of this pass, handed to the driver beside Config
 	// (driver.WithFrontChanges); ignoring it is always correct.
 	FrontChanges *model.FrontendChanges
-	Good         map[string]settings.Settings // the next pass's LastGood
+	// Good is the next pass's LastGood. Its values are shared, never
+	// changed: the memo's one object for equal settings, or LastGood's own
+	// (a map of 10,000 settings by value was 2.25 MB, issue 29's peak).
+	Good map[string]*settings.Settings
 	// GoodEdited: Good is the last pass's map, with the keys of the
 	// Services that came or went added and removed in place (delta.go;
 	// copying 10,000 entries was half of such a pass's allocations, issue
@@ -207,7 +211,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	if reuseGood {
 		res.Good = memo.good
 	} else {
-		res.Good = make(map[string]settings.Settings, len(svcs))
+		res.Good = make(map[string]*settings.Settings, len(svcs))
 	}
 	res.Selected = len(svcs)
 
@@ -237,6 +241,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		eps := bySvc[k]
 		e := memo.entry(svc, k, eps)
 		var set settings.Settings
+		var setp *settings.Settings // what Good holds: the memo's shared object, or the last good one
 		var bad *badSettings
 		if e == nil || !e.ready {
 			allMemo = false
@@ -249,7 +254,8 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		}
 		switch {
 		case e != nil && e.ready:
-			set = *e.set
+			setp = e.set
+			set = *setp
 		case e != nil && e.bad != nil:
 			bad = e.bad // the same object: the same errors
 		default:
@@ -263,6 +269,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				}
 			case e != nil:
 				e.init(memo.shared(set), len(svc.Spec.Ports), nil)
+				setp = e.set
 			}
 		}
 		if bad != nil {
@@ -274,10 +281,14 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 				continue
 			}
 			res.Problems = append(res.Problems, Problem{svc, bad.reason, bad.msg + "; keeping the last good settings"})
-			set = last
+			set, setp = *last, last
 		}
 		if !reuseGood {
-			res.Good[k] = set
+			if setp == nil { // no memo: an object of its own
+				setp = new(settings.Settings)
+				*setp = set
+			}
+			res.Good[k] = setp
 		}
 		if pooled(svc, opts) && len(in.Addresses[k]) == 0 {
 			continue // no address (yet): the allocation's Event says why

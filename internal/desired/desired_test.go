@@ -238,7 +238,7 @@ func TestCompute(t *testing.T) {
 		{
 			name: "invalid annotation with a last good config: kept",
 			in: Input{Nodes: nodes[:1], Services: []*corev1.Service{svc("default", "web", 0, annotate("balance", "bogus"))},
-				LastGood: map[string]settings.Settings{"default/web": func() settings.Settings { s := settings.Defaults(); s.Balance = "leastconn"; return s }()}},
+				LastGood: map[string]*settings.Settings{"default/web": func() *settings.Settings { s := settings.Defaults(); s.Balance = "leastconn"; return &s }()}},
 			want:     map[string]string{"be_default_web_80": "10.0.0.1:30080"},
 			problems: []string{"web:InvalidAnnotation"},
 		},
@@ -273,9 +273,9 @@ func TestLastGoodSettingsApply(t *testing.T) {
 	last := settings.Defaults()
 	last.Balance = "leastconn"
 	in := Input{Nodes: nodes[:1], Services: []*corev1.Service{svc("default", "web", 0, annotate("check-interval", "2s#"))},
-		LastGood: map[string]settings.Settings{"default/web": last}}
+		LastGood: map[string]*settings.Settings{"default/web": &last}}
 	r := Compute(in, defaults())
-	if r.Config.Backends[0].Balance != "leastconn" || r.Good["default/web"] != last {
+	if r.Config.Backends[0].Balance != "leastconn" || *r.Good["default/web"] != last || r.Good["default/web"] != in.LastGood["default/web"] {
 		t.Fatalf("backend %+v, good %+v", r.Config.Backends[0], r.Good)
 	}
 	if !strings.Contains(r.Problems[0].Message, "check-interval") {

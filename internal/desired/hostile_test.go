@@ -38,7 +38,7 @@ func TestHostileAnnotations(t *testing.T) {
 		func(s *corev1.Service) {
 			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "a\nb", Port: 81, Protocol: "SCTP\nINJECTED"})
 		})
-	r = Compute(Input{Services: []*corev1.Service{weird}, Nodes: nodes, LastGood: map[string]settings.Settings{"default/weird": settings.Defaults()}}, defaults())
+	r = Compute(Input{Services: []*corev1.Service{weird}, Nodes: nodes, LastGood: map[string]*settings.Settings{"default/weird": new(settings.Defaults())}}, defaults())
 	if len(r.Problems) != 2 {
 		t.Fatalf("problems %+v", r.Problems)
 	}

@@ -38,11 +38,11 @@ type Memo struct {
 
 	feOrder, beOrder sortCache // how the last frontends and backends were sorted
 
-	good        map[string]settings.Settings // Result.Good of the last pass
-	goodAllMemo bool                         // every Service of that pass had a memoised entry
-	goodCopy    bool                         // CopyGood: a delta copies good before it edits it
-	frontends   []model.Frontend             // Result.Config.Frontends of the last pass
-	frontDelta  *model.FrontendChanges       // servicesDelta's frontends, for its Result
+	good        map[string]*settings.Settings // Result.Good of the last pass
+	goodAllMemo bool                          // every Service of that pass had a memoised entry
+	goodCopy    bool                          // CopyGood: a delta copies good before it edits it
+	frontends   []model.Frontend              // Result.Config.Frontends of the last pass
+	frontDelta  *model.FrontendChanges        // servicesDelta's frontends, for its Result
 
 	// The EndpointSlices grouped by Service, kept up to date from one pass
 	// to the next by looking only at slices that came or went.

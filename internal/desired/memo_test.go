@@ -110,8 +110,8 @@ func TestMemoGivesTheSameResult(t *testing.T) {
 			}
 			var memo Memo
 			reused, udpSeen, serversOnly := 0, 0, 0
-			var prevGood map[string]settings.Settings
-			var lastGood map[string]settings.Settings
+			var prevGood map[string]*settings.Settings
+			var lastGood map[string]*settings.Settings
 			var prevBackends []*model.Backend
 			var prevValues []model.Backend
 			for step := range 400 {

@@ -37,7 +37,7 @@ func TestSourceRangesAndAffinity(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		svc      *corev1.Service
-		last     map[string]settings.Settings
+		last     map[string]*settings.Settings
 		ranges   string // of the TCP frontend and the UDP port; "-" for not configured
 		affinity time.Duration
 		udpBal   string
@@ -49,7 +49,7 @@ func TestSourceRangesAndAffinity(t *testing.T) {
 		{name: "invalid, never good: left out", svc: svc("default", "web", 0, rangesAnnotation("203.0.113.0/24 }")),
 			ranges: "-", problem: "web:InvalidSourceRanges"},
 		{name: "invalid: last good ranges kept", svc: svc("default", "web", 0, rangesAnnotation("0.0.0.0/0,bogus")),
-			last: map[string]settings.Settings{"default/web": lastGood}, ranges: "198.51.100.0/24", udpBal: "roundrobin", problem: "web:InvalidSourceRanges"},
+			last: map[string]*settings.Settings{"default/web": &lastGood}, ranges: "198.51.100.0/24", udpBal: "roundrobin", problem: "web:InvalidSourceRanges"},
 		{name: "invalid ranges and annotation", svc: svc("default", "web", 0, rangesAnnotation("x"), annotate("balance", "x")),
 			ranges: "-", problem: "web:InvalidAnnotation"},
 		{name: "affinity default timeout", svc: svc("default", "web", 0, clientIP(0)), ranges: "", affinity: 3 * time.Hour, udpBal: "source"},

@@ -34,10 +34,11 @@ func withUDP(res Result, svcs []candidate, opts Options, nodes map[string]nodeIn
 	sopts := opts
 	sopts.TrackNodes = false
 	for _, c := range svcs {
-		set, ok := res.Good[c.key]
+		setp, ok := res.Good[c.key]
 		if !ok {
 			continue // never had valid annotations: reported, left out
 		}
+		set := *setp
 		added := false
 		for _, p := range c.svc.Spec.Ports {
 			if !isUDP(p) {

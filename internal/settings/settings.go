@@ -206,3 +206,11 @@ func abs(n int) int {
 	}
 	return n
 }
+
+// EqualMaps reports whether a and b hold equal settings for the same
+// keys. Maps of settings by Service hold pointers (desired.Result.Good:
+// one object for equal settings, never changed once in a map), so equal
+// maps need not hold the same objects.
+func EqualMaps(a, b map[string]*Settings) bool {
+	return maps.EqualFunc(a, b, func(x, y *Settings) bool { return x == y || x != nil && y != nil && *x == *y })
+}
