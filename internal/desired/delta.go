@@ -109,6 +109,9 @@ func (m *Memo) servicesDelta(svcs []*corev1.Service, opts Options, nodes map[str
 		frontends, backends = nil, nil
 	}
 	m.frontDelta = &model.FrontendChanges{Base: m.frontends, Of: frontends, Names: d.frontNames()}
+	if !model.SameSlice(frontends, m.frontends) {
+		m.feOwners = repoint(m.frontends, frontends, m.feOwners, d.dropFe, m.addedPorts(d.adds))
+	}
 	m.sorted, m.good, m.frontends = sorted, good, frontends
 	m.last.backends, m.last.configured = backends, configured
 	m.last.selected += len(d.addC) - len(d.dropC)
@@ -293,8 +296,8 @@ func (d *delta) add(m *Memo, added []*corev1.Service, opts Options, nodes map[st
 				be.Servers = servers
 				kept := be
 				// idx 0: configured, found by name (serversOnly).
-				// fe: its own copy (a whole pass points it into the Result's
-				// array, pointFrontends; the delta's splice does not re-point).
+				// fe: its own copy until the splice moves it into the new
+				// array (repoint).
 				feKept := fe
 				a.ports[i*nf+g] = memoPort{haveServers: true, servers: servers, ok: true, haveProxies: true, fe: &feKept, be: &kept}
 				d.addFe = append(d.addFe, fe)

@@ -386,18 +386,19 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 	if memo != nil {
 		feOrder, beOrder = &memo.feOrder, &memo.beOrder
 	}
+	var feOwners []*memoPort
 	if reuseGood {
-		res.Config.Frontends = memo.frontends
+		res.Config.Frontends, feOwners = memo.frontends, memo.feOwners
 	} else {
 		var order []int32
 		res.Config.Frontends, order = sortedByName(res.Config.Frontends, func(f *model.Frontend) string { return f.Name }, feOrder)
-		pointFrontends(res.Config.Frontends, order, owners)
+		feOwners = pointFrontends(res.Config.Frontends, order, owners)
 	}
 	res.Config.Backends, _ = sortedByName(res.Config.Backends, func(b **model.Backend) string { return (*b).Name }, beOrder)
 	res.Config.Backends = withNodes(res.Config.Backends, nodes, opts.NodeCheck, memo)
 	if memo != nil {
 		memo.good, memo.goodAllMemo = res.Good, allMemo
-		memo.frontends, memo.claimed = res.Config.Frontends, claimed
+		memo.frontends, memo.feOwners, memo.claimed = res.Config.Frontends, feOwners, claimed
 		memo.remember(res, svcs, valid)
 	}
 	return withUDP(res, memo.udpCandidates(svcs), opts, nodes, bySvc, in.Addresses)

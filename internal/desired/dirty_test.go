@@ -97,10 +97,9 @@ func TestMemoSharesEqualSettings(t *testing.T) {
 // the Result's own Frontends array, not a copy of its own (a second copy
 // of every frontend, ~1.7 MB at 10,000, issue 29), after a first pass and
 // a pass with the same Services. A new Service is a delta pass
-// (delta.go), which splices a new array and does not re-point: the kept
-// Services' frontends stay in the last whole pass's array (one array
-// kept beside the Result's until the next whole pass), the new Service's
-// is its own, equal to the Result's.
+// (delta.go), which splices a new array and moves every port into it,
+// the new Service's too (repoint): no port keeps the last whole pass's
+// array alive beside the Result's (1.7 MB at 10,000, issue 29's peak).
 func TestMemoFrontendsInTheResult(t *testing.T) {
 	in := bigInput(6, func(i int) []ep {
 		return []ep{{ip: fmt.Sprintf("192.168.0.%d", i+1), node: "n1", ready: true, serving: true}}
@@ -126,8 +125,8 @@ func TestMemoFrontendsInTheResult(t *testing.T) {
 				if i < 0 || !reflect.DeepEqual(*fe, r.Config.Frontends[i]) {
 					t.Errorf("%s: %s's memoised frontend differs from the Result's", step, s.Name)
 				}
-				if s != last && !pointsInto(fe, whole) {
-					t.Errorf("%s: %s's memoised frontend is a copy of its own", step, s.Name)
+				if !pointsInto(fe, r.Config.Frontends) || pointsInto(fe, whole) {
+					t.Errorf("%s: %s's memoised frontend is not in the Result's array (in the whole pass's: %v)", step, s.Name, pointsInto(fe, whole))
 				}
 			}
 			continue

@@ -42,6 +42,7 @@ type Memo struct {
 	goodAllMemo bool                          // every Service of that pass had a memoised entry
 	goodCopy    bool                          // CopyGood: a delta copies good before it edits it
 	frontends   []model.Frontend              // Result.Config.Frontends of the last pass
+	feOwners    []*memoPort                   // parallel to frontends: the port whose fe is &frontends[i] (nil: none; repoint.go)
 	frontDelta  *model.FrontendChanges        // servicesDelta's frontends, for its Result
 
 	// The EndpointSlices grouped by Service, kept up to date from one pass
@@ -143,11 +144,13 @@ type memoPort struct {
 
 // pointFrontends points each memo port's fe at its frontend in fes, the
 // Result's sorted frontends: fes[i] was appended as order[i] (nil
-// order: as i), by owners[order[i]] (nil: no memo port).
-func pointFrontends(fes []model.Frontend, order []int32, owners []*memoPort) {
+// order: as i), by owners[order[i]] (nil: no memo port). It returns the
+// ports by place in fes (the memo's feOwners).
+func pointFrontends(fes []model.Frontend, order []int32, owners []*memoPort) []*memoPort {
 	if owners == nil {
-		return
+		return nil
 	}
+	out := make([]*memoPort, len(fes))
 	for i := range fes {
 		j := int32(i)
 		if order != nil {
@@ -155,8 +158,10 @@ func pointFrontends(fes []model.Frontend, order []int32, owners []*memoPort) {
 		}
 		if mp := owners[j]; mp != nil {
 			mp.fe = &fes[i]
+			out[i] = mp
 		}
 	}
+	return out
 }
 
 // backend is the port's backend with servers: the last one when its
@@ -189,7 +194,7 @@ func (m *Memo) begin(opts Options, nodes map[string]nodeInfo) {
 		m.entries = nil
 		m.nodes = nil
 		m.services, m.sorted, m.udp = nil, nil, nil
-		m.good, m.frontends = nil, nil
+		m.good, m.frontends, m.feOwners = nil, nil, nil
 		m.last, m.byKey = lastResult{}, nil
 		m.claimed = nil
 		m.clearDirty()
