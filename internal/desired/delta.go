@@ -289,7 +289,7 @@ func (d *delta) add(m *Memo, added []*corev1.Service, opts Options, nodes map[st
 				if !ok {
 					return false // no nodePort
 				}
-				fe, be := proxies(s, p, set, opts, len(s.Spec.Ports) > 1, grp)
+				fe, be := proxies(s, k, p, set, opts, len(s.Spec.Ports) > 1, grp)
 				if len(listenerProblem(s, fe, opts)) > 0 {
 					return false
 				}

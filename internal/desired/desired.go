@@ -347,7 +347,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 					fe, bp = *mp.fe, mp.backend(servers)
 				} else {
 					var be model.Backend
-					fe, be = proxies(svc, p, set, opts, len(svc.Spec.Ports) > 1, grp)
+					fe, be = proxies(svc, k, p, set, opts, len(svc.Spec.Ports) > 1, grp)
 					be.Servers = servers
 					if mp != nil {
 						// Its own object, not in store: the memo keeps it

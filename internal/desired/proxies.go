@@ -65,7 +65,10 @@ func badOptIns(svcs []*corev1.Service, opts Options) []Problem {
 	return out
 }
 
-func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, opts Options, multi bool, grp famGroup) (model.Frontend, model.Backend) {
+// proxies is the frontend and backend of port p of svc, whose key
+// ("namespace/name") is k: the pass's own string, shared by both (a
+// copy each was 2 x 16 B a Service kept, issue 29's peak).
+func proxies(svc *corev1.Service, k string, p corev1.ServicePort, set settings.Settings, opts Options, multi bool, grp famGroup) (model.Frontend, model.Backend) {
 	port := strconv.Itoa(int(p.Port))
 	beName := model.Name("be", svc.Namespace, svc.Name, port) + grp.suffix
 	if opts.Service != "" && opts.Backend != "" {
@@ -77,7 +80,7 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 	}
 	fe := model.Frontend{
 		Name:          model.Name("fe", svc.Namespace, svc.Name, port) + grp.suffix,
-		Service:       key(svc),
+		Service:       k,
 		AcceptProxy:   set.AcceptProxy,
 		MaxConn:       set.MaxConn,
 		TimeoutClient: set.TimeoutClient,
@@ -87,7 +90,7 @@ func proxies(svc *corev1.Service, p corev1.ServicePort, set settings.Settings, o
 	}
 	be := model.Backend{
 		Name:           beName,
-		Service:        key(svc),
+		Service:        k,
 		Balance:        set.Balance,
 		Check:          model.Check{Enabled: ownCheck(svc, set, opts, grp.fam), Inter: set.CheckInterval, Rise: set.Rise, Fall: set.Fall},
 		SendProxyV2:    set.SendProxyV2,
