@@ -285,8 +285,7 @@ func compute(in Input, opts Options, nodes map[string]nodeInfo) Result {
 		}
 		if !reuseGood {
 			if setp == nil { // no memo: an object of its own
-				setp = new(settings.Settings)
-				*setp = set
+				setp = new(set)
 			}
 			res.Good[k] = setp
 		}

@@ -22,9 +22,8 @@ func TestGoodSharesTheMemoSettings(t *testing.T) {
 		t.Skip("10,000 Services")
 	}
 	const n = 10000
-	in := fiveOnTwenty(n)
-	memo := new(Memo)
-	in.Memo = memo
+	in, extra := heldBack(fiveOnTwenty(n + 1))
+	memo := in.Memo
 	r := Compute(in, defaults())
 	if len(r.Good) != n {
 		t.Fatalf("Good holds %d Services, want %d", len(r.Good), n)
@@ -49,15 +48,8 @@ func TestGoodSharesTheMemoSettings(t *testing.T) {
 	}
 
 	// A new Service, added by a delta pass: the memo's object too.
-	s := svc("default", "new", n, local)
-	s.Spec.Ports[0].Port = 19999
-	in.Services = append(in.Services, s)
-	in.Slices = append(in.Slices, slice("default", "new", 8080, ep{ip: "192.168.250.1", node: "n1", ready: true, serving: true}))
-	deltas := memo.deltas
-	r = Compute(in, defaults())
-	if memo.deltas != deltas+1 {
-		t.Fatalf("the new Service's pass was not a delta pass (%d deltas)", memo.deltas-deltas)
-	}
+	s := extra
+	r = deltaPass(t, &in, s)
 	if got := r.Good[key(s)]; got == nil || got != memo.entries[s].set || !objects[got] {
 		t.Errorf("the new Service's Good is %p, not the memo's shared object", got)
 	}

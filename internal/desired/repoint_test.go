@@ -5,9 +5,33 @@ import (
 	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/model"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/testing/liveheap"
 )
+
+// heldBack is in with a Memo and its last Service held back: a first
+// pass takes the others, deltaPass the one held back.
+func heldBack(in Input) (Input, *corev1.Service) {
+	n := len(in.Services) - 1
+	extra := in.Services[n]
+	in.Services, in.Memo = in.Services[:n], new(Memo)
+	return in, extra
+}
+
+// deltaPass adds extra to in (heldBack's) and computes the pass, which
+// must be a delta pass (delta.go).
+func deltaPass(tb testing.TB, in *Input, extra *corev1.Service) Result {
+	tb.Helper()
+	in.Services = append(in.Services, extra)
+	deltas := in.Memo.deltas
+	r := Compute(*in, defaults())
+	if in.Memo.deltas != deltas+1 {
+		tb.Fatalf("%s's pass was not a delta pass", extra.Name)
+	}
+	return r
+}
 
 // TestDeltaKeepsOneFrontendsArray: after a new Service's delta pass the
 // memo keeps the new frontends array only, not the whole pass's beside
@@ -18,27 +42,13 @@ func TestDeltaKeepsOneFrontendsArray(t *testing.T) {
 		t.Skip("10,000 Services")
 	}
 	const n = 10000
-	in := fiveOnTwenty(n + 1)
-	extra := in.Services[n]
-	in.Services = in.Services[:n]
-	memo := new(Memo)
-	in.Memo = memo
-	r := Compute(in, defaults())
-	if len(r.Config.Frontends) != n {
+	in, extra := heldBack(fiveOnTwenty(n + 1))
+	if r := Compute(in, defaults()); len(r.Config.Frontends) != n {
 		t.Fatalf("%d frontends, want %d", len(r.Config.Frontends), n)
 	}
-	r = Result{}
-	in.Services = append(in.Services, extra)
-	var grew int64
-	grew = liveheap.Growth(func() {
-		deltas := memo.deltas
-		r = Compute(in, defaults())
-		if memo.deltas != deltas+1 {
-			t.Fatal("the new Service's pass was not a delta pass")
-		}
-		r = Result{} // the memo alone, as after the driver took the pass
-	})
-	runtime.KeepAlive(memo)
+	// The memo alone after the pass, as after the driver took it.
+	grew := liveheap.Growth(func() { deltaPass(t, &in, extra) })
+	runtime.KeepAlive(in.Memo)
 	t.Logf("the memo grew %d B with one new Service", grew)
 	if grew > 400<<10 {
 		t.Errorf("the memo grew %d B with one new Service, want at most 400 KiB (two arrays of 10,000 frontends: +1.7 MB)", grew)
@@ -50,17 +60,11 @@ func TestDeltaKeepsOneFrontendsArray(t *testing.T) {
 //
 //	go test -run '^$' -bench Repoint ./internal/desired/
 func BenchmarkRepoint(b *testing.B) {
-	const n = 10000
-	in := fiveOnTwenty(n + 1)
-	extra := in.Services[n]
-	in.Services = in.Services[:n]
-	memo := new(Memo)
-	in.Memo = memo
+	in, extra := heldBack(fiveOnTwenty(10000 + 1))
 	old := Compute(in, defaults()).Config.Frontends
-	owners := memo.feOwners
-	in.Services = append(in.Services, extra)
-	next := Compute(in, defaults()).Config.Frontends
-	added := []*memoPort{&memo.entries[extra].ports[0]}
+	owners := in.Memo.feOwners
+	next := deltaPass(b, &in, extra).Config.Frontends
+	added := []*memoPort{&in.Memo.entries[extra].ports[0]}
 	for b.Loop() {
 		if got := repoint(old, next, owners, nil, added); len(got) != len(next) {
 			b.Fatal(len(got))
@@ -85,8 +89,7 @@ func TestRepoint(t *testing.T) {
 		old, next []string
 		dropped   []string
 		added     []string
-		owners    int      // -1: as many as old
-		want      []string // the names the ports of old then added point at; "" nil
+		owners    int // -1: as many as old
 		wantNil   bool
 	}{
 		{name: "one added in the middle", old: []string{"a", "c"}, next: []string{"a", "b", "c"}, added: []string{"b"}, owners: -1},
