@@ -94,6 +94,10 @@ func TestHelmChartModes(t *testing.T) {
 			if _, ok := hap["livenessProbe"]; !ok {
 				t.Error("no liveness probe on HAProxy")
 			}
+			// glibc's malloc on huge pages by default (docs/install.md).
+			if env := fmt.Sprint(hap["env"]); !strings.Contains(env, "GLIBC_TUNABLES") || !strings.Contains(env, "glibc.malloc.hugetlb=1") {
+				t.Errorf("HAProxy's environment %s does not ask for huge pages", env)
+			}
 			sync := container(t, ds, "sync", false)
 			hasAll(t, "sync args", args(sync), "run", "--leader-elect", "--master-socket=/run/haproxy-k8s-sync/master.sock", "--metrics-address=:9742",
 				"--node-check=http:10256/healthz", "--listeners=auto")
@@ -104,9 +108,12 @@ func TestHelmChartModes(t *testing.T) {
 		}},
 		{"services-deployment", []string{"services.kind=Deployment", "services.hostNetwork=false", "services.publishAddresses={192.0.2.10}",
 			"podDisruptionBudget.enabled=true", "metrics.serviceMonitor.enabled=true", "extraArgs={--default-balance=leastconn}", "leaderElection.enabled=false",
-			"stats.enabled=true", "stats.authSecret=hks-stats", "services.nodeCheck=tcp:10250"},
+			"stats.enabled=true", "stats.authSecret=hks-stats", "services.nodeCheck=tcp:10250", "services.haproxy.env=null"},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				d := find(t, objs, "Deployment", "")
+				if env, ok := container(t, d, "haproxy", false)["env"]; ok {
+					t.Errorf("HAProxy's environment %v rendered although services.haproxy.env is null", env)
+				}
 				sync := container(t, d, "sync", false)
 				hasAll(t, "sync args", args(sync), "--publish-address=192.0.2.10", "--default-balance=leastconn", "--monitor-address=0.0.0.0:8404", "--node-check=tcp:10250",
 					"--stats-address=:8405", "--stats-auth-file=/etc/haproxy-k8s-sync/stats/auth")

@@ -171,6 +171,25 @@ func (c scaleController) haproxyBin() string {
 	return haproxytest.Bin()
 }
 
+// haproxyEnv is what c's runs add to HAProxy's environment: the value of
+// each HAPROXY_ENV entry among c's environment ("thp=BIN
+// HAPROXY_ENV=GLIBC_TUNABLES=glibc.malloc.hugetlb=1"), so that one world
+// times HAProxy with and without a setting of its environment.
+func (c scaleController) haproxyEnv() []string {
+	var out []string
+	for _, e := range c.env {
+		if v, ok := strings.CutPrefix(e, "HAPROXY_ENV="); ok && strings.Contains(v, "=") {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// startHAProxy starts the HAProxy of c's runs (haproxyBin, haproxyEnv).
+func (c scaleController) startHAProxy(b *testing.B, dir, cfg string) *haproxytest.Process {
+	return haproxytest.StartWithEnv(b, c.haproxyBin(), c.haproxyEnv(), dir, cfg)
+}
+
 // scaleControllers reads HKS_BENCH_CONTROLLERS, or builds this tree's.
 func scaleControllers(b *testing.B) []scaleController {
 	var out []scaleController

@@ -48,7 +48,9 @@ const newSvcLabel = "hks-bench-new"
 // a frontend per port) runs with a fresh HAProxy and controller over the
 // same objects, for each controller of HKS_BENCH_CONTROLLERS (a
 // controller's HAPROXY_BIN entry, "head=BIN HAPROXY_BIN=PATH", runs its
-// HAProxy: two versions side by side in one world). With
+// HAProxy: two versions side by side in one world; its HAPROXY_ENV
+// entries, "thp=BIN HAPROXY_ENV=NAME=VALUE", go into HAProxy's
+// environment). With
 // HKS_BENCH_RESTART=1 each run ends with its restarts timed
 // (services_restart_bench_test.go).
 //
@@ -105,7 +107,7 @@ func (w *newSvcWorld) run(b *testing.B, c scaleController, nth int, tproxy bool)
 	}
 	dir := b.TempDir()
 	cfg := initHAProxyFor(b, dir, listening{tproxy: tproxy})
-	hap := haproxytest.StartWith(b, c.haproxyBin(), dir, cfg)
+	hap := c.startHAProxy(b, dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
 	args := svcScaleArgs(w.kubeconfig, cfg, dir, hap, tproxy, pprofAddr)

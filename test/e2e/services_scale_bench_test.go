@@ -111,7 +111,7 @@ func svcScaleRun(b *testing.B, kubeconfig string, services int, tproxy bool, c s
 	dir := b.TempDir()
 	l := listening{tproxy: tproxy}
 	cfg := initHAProxyFor(b, dir, l)
-	hap := haproxytest.StartWith(b, c.haproxyBin(), dir, cfg)
+	hap := c.startHAProxy(b, dir, cfg)
 	defer hap.Kill(b)
 	pprofAddr := fmt.Sprintf("127.0.0.1:%d", haproxytest.FreePort(b))
 	ctl, logPath, name, t0 := startScaleController(b, c, k, dir, svcScaleArgs(kubeconfig, cfg, dir, hap, tproxy, pprofAddr))

@@ -36,6 +36,9 @@ type Process struct {
 	// More: configuration files read after ConfigPath, each with a -f of
 	// its own (StartConfigs).
 	More []string
+	// Env: NAME=VALUE entries added to this process's environment for
+	// haproxy (StartWithEnv).
+	Env []string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -171,7 +174,15 @@ func StartConfigs(t testing.TB, dir, cfgPath string, more ...string) *Process {
 // versions side by side in one test).
 func StartWith(t testing.TB, bin, dir, cfgPath string) *Process {
 	t.Helper()
-	p := &Process{Dir: dir, ConfigPath: cfgPath, MasterSocket: MasterSocketPath(dir), StatsSocket: StatsSocketPath(dir), Bin: bin}
+	return StartWithEnv(t, bin, nil, dir, cfgPath)
+}
+
+// StartWithEnv is StartWith with env (NAME=VALUE entries) added to
+// haproxy's environment: a benchmark's runs side by side with and without
+// a setting only the environment makes (glibc's tunables).
+func StartWithEnv(t testing.TB, bin string, env []string, dir, cfgPath string) *Process {
+	t.Helper()
+	p := &Process{Dir: dir, ConfigPath: cfgPath, MasterSocket: MasterSocketPath(dir), StatsSocket: StatsSocketPath(dir), Bin: bin, Env: env}
 	p.launch(t)
 	return p
 }
@@ -193,6 +204,9 @@ func (p *Process) launch(t testing.TB) {
 		cmd = exec.Command("nsenter", append([]string{"--net=" + p.NetNS, "--", bin}, args...)...)
 	}
 	cmd.Dir = p.Dir
+	if len(p.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
