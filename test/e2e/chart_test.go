@@ -381,6 +381,8 @@ func TestHelmChartSchemaRejects(t *testing.T) {
 		"services.announce.keepalived.advert=fast",      // not a duration
 		"services.announce.keepalived.interface=eth0 0", // not an interface name
 		"services.announce.keepalived.vrid=255",         // the IPv6 instance takes the next
+		"services.haproxy.env[0].value=x",               // an environment entry without its name
+		"services.haproxy.env[0].name=A B",              // not a variable name
 	} {
 		t.Run(set, func(t *testing.T) {
 			out, err := run(t, helm, "template", "x", chart, "--set", set)
