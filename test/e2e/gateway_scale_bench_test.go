@@ -174,20 +174,28 @@ func (c scaleController) haproxyBin() string {
 // haproxyEnv is what c's runs add to HAProxy's environment: the value of
 // each HAPROXY_ENV entry among c's environment ("thp=BIN
 // HAPROXY_ENV=GLIBC_TUNABLES=glibc.malloc.hugetlb=1"), so that one world
-// times HAProxy with and without a setting of its environment.
-func (c scaleController) haproxyEnv() []string {
+// times HAProxy with and without a setting of its environment. An entry
+// that is no NAME=VALUE is an error, not a run without it.
+func (c scaleController) haproxyEnv() ([]string, error) {
 	var out []string
 	for _, e := range c.env {
-		if v, ok := strings.CutPrefix(e, "HAPROXY_ENV="); ok && strings.Contains(v, "=") {
+		if v, ok := strings.CutPrefix(e, "HAPROXY_ENV="); ok {
+			if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+				return nil, fmt.Errorf("controller %s: HAPROXY_ENV=%q is no NAME=VALUE", c.label, v)
+			}
 			out = append(out, v)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // startHAProxy starts the HAProxy of c's runs (haproxyBin, haproxyEnv).
 func (c scaleController) startHAProxy(b *testing.B, dir, cfg string) *haproxytest.Process {
-	return haproxytest.StartWithEnv(b, c.haproxyBin(), c.haproxyEnv(), dir, cfg)
+	env, err := c.haproxyEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return haproxytest.StartWithEnv(b, c.haproxyBin(), env, dir, cfg)
 }
 
 // scaleControllers reads HKS_BENCH_CONTROLLERS, or builds this tree's.
