@@ -25,7 +25,13 @@ func (d *HAProxy) adoptRendering(cfg model.Config, layout model.Layout, hash str
 		// a reload owed anyway (owed.go).
 		return hash
 	}
-	legacy, ok := render.MatchRendering(cfg, layout, d.opts.Render, d.hash)
+	if !d.readBackHolds(layout) {
+		// A fresh start on init's config (issue 29: hashing the whole
+		// config once for each combination of flags, ~90 ms at 10,000
+		// Services, to find no match).
+		return hash
+	}
+	legacy, ok := matchRendering(cfg, layout, d.opts.Render, d.hash)
 	if !ok || legacy == d.opts.Render.Legacy {
 		return hash
 	}
@@ -33,4 +39,25 @@ func (d *HAProxy) adoptRendering(cfg model.Config, layout model.Layout, hash str
 		"rendering", legacy.String(), "hash", d.hash, "current_hash", hash)
 	d.opts.Render.Legacy = legacy
 	return d.hash
+}
+
+// matchRendering is render.MatchRendering (a variable for the tests that
+// count its calls).
+var matchRendering = render.MatchRendering
+
+// readBackHolds reports whether the config HAProxy runs, as read back,
+// may be one that writes layout: it has slots in every backend that has
+// slots in layout. Each rendering writes the same backends, so a config
+// that lacks one (init's, which has none) is no rendering of this model,
+// older or not. A spare whose slots are all absent is known only from the
+// persisted file (restoreAbsent); without that file it reads as missing
+// here, and the pass reloads rather than adopt a config whose slots it
+// does not know.
+func (d *HAProxy) readBackHolds(layout model.Layout) bool {
+	for be, slots := range layout {
+		if len(slots) > 0 && len(d.layout[be]) == 0 {
+			return false
+		}
+	}
+	return true
 }
