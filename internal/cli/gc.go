@@ -11,8 +11,10 @@ import (
 
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/desired"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/kubeclient"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/loop"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pageout"
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/quietgc"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/source"
 )
 
@@ -36,6 +38,17 @@ func tuneGC(getenv func(string) string, limit int64, log *slog.Logger) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" || limit > 0 {
 		log.Info("garbage collector tuned", "GOGC", getenv("GOGC"), "GOMEMLIMIT", getenv("GOMEMLIMIT"), "memory_limit", limit)
 	}
+}
+
+// quietCollector collects the garbage of the passes in the quiet after
+// them (internal/quietgc), unless the operator tuned the collector with
+// GOGC: then the runtime's pacing alone decides, as they set it. nil
+// (no watcher) in that case.
+func quietCollector(getenv func(string) string, log *slog.Logger) loop.PassWatcher {
+	if getenv("GOGC") != "" {
+		return nil
+	}
+	return quietgc.New(log)
 }
 
 // pageOutStart hands the kernel back the executable's pages that the

@@ -107,6 +107,29 @@ func TestMemoryTunerOnlyWithoutTheOperators(t *testing.T) {
 	}
 }
 
+// TestQuietCollectorUnlessGOGC: the passes' garbage is collected in the
+// quiet after them unless the operator set GOGC (then the runtime's
+// pacing alone, as they set it); GOMEMLIMIT and --memory-limit leave it on.
+func TestQuietCollectorUnlessGOGC(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		on   bool
+	}{
+		{"default", nil, true},
+		{"GOGC", map[string]string{"GOGC": "25"}, false},
+		{"GOGC off", map[string]string{"GOGC": "off"}, false},
+		{"GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "256MiB"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := quietCollector(func(k string) string { return tc.env[k] }, slog.New(slog.DiscardHandler))
+			if got := w != nil; got != tc.on {
+				t.Errorf("quiet collector %v, want %v", got, tc.on)
+			}
+		})
+	}
+}
+
 // The executable's start-up pages are paged out once per process: a
 // second run in the same process (the tests start many) does not page
 // out what its work uses.

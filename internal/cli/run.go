@@ -265,6 +265,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 		MemoryLimit:  memory,
 		OnSynced:     func() { pageOutSynced(log); hold.synced(sourceSize(src)) },
 		OnApplied:    func() { pageOutApplied(log); hold.applied() },
+		Passes:       quietCollector(getenv, log),
 	})
 	ready := b.ready(ctl.Synced, inst)
 	if err := f.metrics.serve(ctx, ready, log); err != nil {

@@ -58,6 +58,9 @@ type Options struct {
 	// driver applied (cli: the executable's pages the start-up's work
 	// touched paged out again, issue 29's peak). It must not block.
 	OnApplied func()
+	// Passes, when set, is told when each pass starts and ends
+	// (loop.Options.Passes).
+	Passes loop.PassWatcher
 }
 
 // Controller keeps one HAProxy in sync with the cluster.
@@ -117,6 +120,7 @@ func New(src *source.Source, drv driver.Driver, recorder record.EventRecorder, o
 		drv:      drv,
 		recorder: recorder,
 		loop: loop.New(loop.Options{Name: "haproxy-k8s-sync", BaseDelay: 50 * time.Millisecond, MaxDelay: 10 * time.Second,
+			Passes: opts.Passes,
 			OnFailure: func(_ string, err error, retries int) {
 				log.Error("sync failed; will retry", "err", err, "retries", retries)
 			}}),

@@ -29,6 +29,16 @@ type Options struct {
 	// MetricsProvider, when set, takes the queue's metrics instead of the
 	// process's provider (tests).
 	MetricsProvider workqueue.MetricsProvider
+	// Passes, when set, is told when each turn starts and ends (the cli:
+	// the collector's quiet moments, internal/quietgc).
+	Passes PassWatcher
+}
+
+// PassWatcher is told of each turn, its start and its end (Options.Passes).
+// Its methods must not block.
+type PassWatcher interface {
+	PassStarted()
+	PassEnded()
 }
 
 // Loop runs turns of its keys, one at a time.
@@ -87,6 +97,10 @@ func (l *Loop) next(ctx context.Context, turn func(context.Context, string) Outc
 		return false
 	}
 	defer l.queue.Done(key)
+	if w := l.opts.Passes; w != nil {
+		w.PassStarted()
+		defer w.PassEnded()
+	}
 	o := turn(ctx, key)
 	switch {
 	case o.Later:
