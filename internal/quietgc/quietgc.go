@@ -1,8 +1,7 @@
 // Package quietgc collects the controller's garbage in its quiet moments:
-// once a pass ended and no other began for a short while, and the heap
-// has used a good share of the room the collector's target leaves above
-// the live heap, it runs a collection then, instead of letting the next
-// pass start it (issue 29).
+// once a pass ended and no other began for a short while, it runs a
+// collection if the next pass, allocating as much as the largest of the
+// last few, would start one itself (issue 29).
 //
 // At 10,000 Services a new Service's pass allocates ~7 MB (whole copies
 // of the frontends, the pool's view and its file) against ~15 MB of room
@@ -10,9 +9,11 @@
 // collection in its own pass: its mark assists and the background
 // worker's share of the two cores were 10-40 ms of its latency. A
 // collection in the quiet moment after a pass costs the same CPU, on
-// nothing that waits, and the next change finds the room empty. Passes
-// that follow one another with no quiet moment between them (a burst,
-// churn) are left to the runtime's own pacing.
+// nothing that waits, and the next change finds the room empty. Light
+// passes (an endpoint's, ~0.25 MB) are collected as the runtime would,
+// when the room is nearly used; passes that follow one another with no
+// quiet moment between them (a burst, churn) are left to the runtime's
+// own pacing.
 package quietgc
 
 import (
@@ -24,11 +25,18 @@ import (
 	"time"
 )
 
-// Defaults: the quiet moment, and the share of the room used that makes
-// a collection worth it then.
 const (
+	// DefaultQuiet is how long no pass runs before the heap is looked at.
 	DefaultQuiet = 25 * time.Millisecond
-	DefaultShare = 0.25
+	// Trigger is the share of the room between the live heap and the
+	// goal past which the runtime may start a collection (its pacer
+	// starts one between 70 % and 95 % of it): a pass expected to reach
+	// it would meet a collection.
+	Trigger = 0.7
+	// passesKept is how many of the last passes' allocations the next
+	// one is expected to repeat at most (a new Service's object and its
+	// EndpointSlice are two passes, the heavier first).
+	passesKept = 4
 )
 
 // Heap is what the runtime says of its heap.
@@ -40,49 +48,56 @@ type Heap struct {
 	Goal uint64
 	// InUse: the heap's objects now, live and not yet found dead.
 	InUse uint64
+	// Allocs: the bytes allocated since the process started.
+	Allocs uint64
 }
 
-// Due reports whether h has used at least share of the room between the
-// live heap and the goal.
-func Due(h Heap, share float64) bool {
+// Due reports whether a pass that allocates next bytes, starting from h,
+// would take the heap past Trigger of the room between the live heap and
+// the goal.
+func Due(h Heap, next uint64) bool {
 	if h.Goal <= h.Live || h.InUse <= h.Live {
-		return false
+		return false // no room (a limit at the live heap), or nothing to collect
 	}
-	return float64(h.InUse-h.Live) >= share*float64(h.Goal-h.Live)
+	return float64(h.InUse-h.Live+next) >= Trigger*float64(h.Goal-h.Live)
 }
 
 // Collector watches the passes (PassStarted, PassEnded) and collects in
 // the quiet after one. Safe for concurrent use.
 type Collector struct {
 	quiet time.Duration
-	share float64
 	log   *slog.Logger
 	read  func() Heap
 	gc    func()
 	after func(time.Duration, func()) func() bool // time.AfterFunc, and the timer's Stop
 
-	mu   sync.Mutex
-	gen  uint64 // passes started
-	busy bool   // a pass runs
-	stop func() bool
+	mu      sync.Mutex
+	gen     uint64 // passes started
+	busy    bool   // a pass runs
+	stop    func() bool
+	started uint64             // Allocs when the running pass started
+	allocs  [passesKept]uint64 // the last passes' allocations, in a ring
+	n       int                // passes ended
 
 	collecting atomic.Bool
 	collected  atomic.Int64
 }
 
-// New is a Collector of the runtime's heap with the defaults.
+// New is a Collector of the runtime's heap.
 func New(log *slog.Logger) *Collector {
-	return &Collector{quiet: DefaultQuiet, share: DefaultShare, read: ReadHeap, gc: runtime.GC, after: afterFunc, log: log}
+	return &Collector{quiet: DefaultQuiet, read: ReadHeap, gc: runtime.GC, after: afterFunc, log: log}
 }
 
 func afterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // PassStarted says a pass began: no collection starts until after it.
 func (c *Collector) PassStarted() {
+	h := c.read()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	c.busy = true
+	c.started = h.Allocs
 	if c.stop != nil {
 		c.stop()
 	}
@@ -91,9 +106,14 @@ func (c *Collector) PassStarted() {
 // PassEnded says the pass ended: if none begins within the quiet moment,
 // the heap is looked at then.
 func (c *Collector) PassEnded() {
+	h := c.read()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.busy = false
+	if h.Allocs >= c.started {
+		c.allocs[c.n%passesKept] = h.Allocs - c.started
+		c.n++
+	}
 	gen := c.gen
 	c.stop = c.after(c.quiet, func() { c.quietAfter(gen) })
 }
@@ -102,16 +122,21 @@ func (c *Collector) PassEnded() {
 func (c *Collector) Collected() int64 { return c.collected.Load() }
 
 // quietAfter collects, on the timer's goroutine, if no pass began since
-// pass gen ended and the heap is Due. One collection at a time.
+// pass gen ended and the next pass is expected to meet a collection. One
+// collection at a time.
 func (c *Collector) quietAfter(gen uint64) {
 	c.mu.Lock()
 	quiet := !c.busy && c.gen == gen
+	var next uint64
+	for _, a := range c.allocs {
+		next = max(next, a)
+	}
 	c.mu.Unlock()
 	if !quiet {
 		return
 	}
 	h := c.read()
-	if !Due(h, c.share) || !c.collecting.CompareAndSwap(false, true) {
+	if !Due(h, next) || !c.collecting.CompareAndSwap(false, true) {
 		return
 	}
 	defer c.collecting.Store(false)
@@ -119,18 +144,19 @@ func (c *Collector) quietAfter(gen uint64) {
 	c.gc()
 	c.collected.Add(1)
 	c.log.Debug("garbage collected in a quiet moment", "live_kib", h.Live>>10, "goal_kib", h.Goal>>10,
-		"in_use_kib", h.InUse>>10, "took", time.Since(t0))
+		"in_use_kib", h.InUse>>10, "next_pass_kib", next>>10, "took", time.Since(t0))
 }
 
 const (
-	liveName  = "/gc/heap/live:bytes"
-	goalName  = "/gc/heap/goal:bytes"
-	inUseName = "/memory/classes/heap/objects:bytes"
+	liveName   = "/gc/heap/live:bytes"
+	goalName   = "/gc/heap/goal:bytes"
+	inUseName  = "/memory/classes/heap/objects:bytes"
+	allocsName = "/gc/heap/allocs:bytes"
 )
 
 // ReadHeap reads the runtime's heap (runtime/metrics: nothing allocated).
 func ReadHeap() Heap {
-	s := [3]metrics.Sample{{Name: liveName}, {Name: goalName}, {Name: inUseName}}
+	s := [4]metrics.Sample{{Name: liveName}, {Name: goalName}, {Name: inUseName}, {Name: allocsName}}
 	metrics.Read(s[:])
 	u := func(i int) uint64 {
 		if s[i].Value.Kind() == metrics.KindUint64 {
@@ -138,5 +164,5 @@ func ReadHeap() Heap {
 		}
 		return 0
 	}
-	return Heap{Live: u(0), Goal: u(1), InUse: u(2)}
+	return Heap{Live: u(0), Goal: u(1), InUse: u(2), Allocs: u(3)}
 }

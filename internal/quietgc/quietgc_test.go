@@ -9,24 +9,34 @@ import (
 
 func TestDue(t *testing.T) {
 	const mb = 1 << 20
+	room := Heap{Live: 60 * mb, Goal: 76 * mb} // 16 MB of room; the runtime's trigger from 11.2 MB on
 	for _, tc := range []struct {
-		name string
-		h    Heap
-		want bool
+		name  string
+		inUse uint64
+		next  uint64
+		want  bool
 	}{
-		{"a quarter of the room used", Heap{Live: 60 * mb, Goal: 76 * mb, InUse: 64 * mb}, true},
-		{"half of it", Heap{Live: 60 * mb, Goal: 76 * mb, InUse: 68 * mb}, true},
-		{"less than a quarter", Heap{Live: 60 * mb, Goal: 76 * mb, InUse: 63 * mb}, false},
-		{"nothing allocated since", Heap{Live: 60 * mb, Goal: 76 * mb, InUse: 60 * mb}, false},
-		{"less in use than live (swept)", Heap{Live: 60 * mb, Goal: 76 * mb, InUse: 50 * mb}, false},
-		{"no room (a limit at the live heap)", Heap{Live: 60 * mb, Goal: 60 * mb, InUse: 70 * mb}, false},
-		{"nothing known", Heap{}, false},
+		{"a new Service's pass would reach the trigger", 65 * mb, 7 * mb, true},
+		{"it fits before the trigger", 61 * mb, 7 * mb, false},
+		{"an endpoint's pass fits", 68 * mb, mb / 4, false},
+		{"an endpoint's pass near the trigger", 71 * mb, mb / 4, true},
+		{"past the trigger already", 72 * mb, 0, true},
+		{"nothing allocated since", 60 * mb, 7 * mb, false},
+		{"less in use than live (swept)", 50 * mb, 7 * mb, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Due(tc.h, DefaultShare); got != tc.want {
-				t.Errorf("Due(%+v) = %v, want %v", tc.h, got, tc.want)
+			h := room
+			h.InUse = tc.inUse
+			if got := Due(h, tc.next); got != tc.want {
+				t.Errorf("Due(%+v, %d) = %v, want %v", h, tc.next, got, tc.want)
 			}
 		})
+	}
+	if Due(Heap{Live: 60 * mb, Goal: 60 * mb, InUse: 70 * mb}, 7*mb) {
+		t.Error("Due with no room (a limit at the live heap): the runtime's own business")
+	}
+	if Due(Heap{}, 0) {
+		t.Error("Due with nothing known")
 	}
 }
 
@@ -63,51 +73,59 @@ func (ts *timers) fire(t *testing.T, i int) {
 func testCollector(heap *Heap) (*Collector, *timers, *int) {
 	ts := &timers{}
 	n := new(int)
-	c := &Collector{quiet: DefaultQuiet, share: DefaultShare, read: func() Heap { return *heap },
+	c := &Collector{quiet: DefaultQuiet, read: func() Heap { return *heap },
 		gc: func() { *n++ }, after: ts.after, log: slog.New(slog.DiscardHandler)}
 	return c, ts, n
 }
 
-// TestCollectsInTheQuiet: a pass that used a quarter of the room is
-// followed by a collection once the quiet moment after it passed; one
-// that used less, or a quiet moment cut by the next pass, is not.
+// pass runs a pass that allocates b bytes, all of it still in use.
+func pass(c *Collector, h *Heap, b uint64) {
+	c.PassStarted()
+	h.Allocs += b
+	h.InUse += b
+	c.PassEnded()
+}
+
+// TestCollectsInTheQuiet: a collection follows the quiet moment after a
+// pass when the next pass, as heavy as the heaviest of the last ones,
+// would meet one; not while a pass runs, nor after light passes with room
+// left.
 func TestCollectsInTheQuiet(t *testing.T) {
-	due := Heap{Live: 60 << 20, Goal: 76 << 20, InUse: 68 << 20}
-	t.Run("quiet after a pass that allocated", func(t *testing.T) {
-		h := due
-		c, ts, n := testCollector(&h)
-		c.PassStarted()
+	const mb = 1 << 20
+	fresh := func() *Heap { return &Heap{Live: 60 * mb, Goal: 76 * mb, InUse: 60 * mb} }
+	t.Run("a new Service: its object's pass, then its slice's", func(t *testing.T) {
+		h := fresh()
+		c, ts, n := testCollector(h)
+		pass(c, h, 7*mb)
+		c.PassStarted() // the slice came during the object's pass
+		ts.fire(t, 0)   // stopped: nothing
+		h.Allocs += mb / 4
+		h.InUse += mb / 4
 		c.PassEnded()
 		if *n != 0 {
 			t.Fatalf("%d collections before the quiet moment passed", *n)
 		}
-		ts.fire(t, 0)
+		ts.fire(t, 1)
 		if *n != 1 || c.Collected() != 1 {
-			t.Fatalf("%d collections (Collected %d), want 1", *n, c.Collected())
+			t.Fatalf("%d collections (Collected %d), want 1: another 7 MB pass would meet one", *n, c.Collected())
 		}
 	})
-	t.Run("the next pass began in the quiet moment", func(t *testing.T) {
-		h := due
-		c, ts, n := testCollector(&h)
-		c.PassStarted()
-		c.PassEnded()
-		c.PassStarted() // the object's pass, then its EndpointSlice's
-		ts.fire(t, 0)   // stopped: nothing
-		if *n != 0 {
-			t.Fatalf("%d collections while a pass ran, want 0", *n)
+	t.Run("endpoints' passes, room left", func(t *testing.T) {
+		h := fresh()
+		c, ts, n := testCollector(h)
+		for i := range 20 { // 5 MB of 16
+			pass(c, h, mb/4)
+			ts.fire(t, i)
 		}
-		c.PassEnded()
-		ts.fire(t, 1)
-		if *n != 1 {
-			t.Fatalf("%d collections after the second pass's quiet moment, want 1", *n)
+		if *n != 0 {
+			t.Fatalf("%d collections, want 0: light passes are left to the runtime's pacing", *n)
 		}
 	})
 	t.Run("a timer that fires late, a pass running", func(t *testing.T) {
 		// time.AfterFunc's callback may already run when Stop is called.
-		h := due
-		c, ts, n := testCollector(&h)
-		c.PassStarted()
-		c.PassEnded()
+		h := fresh()
+		c, ts, n := testCollector(h)
+		pass(c, h, 7*mb)
 		f := ts.armed[0]
 		c.PassStarted()
 		f() // fires anyway
@@ -120,14 +138,20 @@ func TestCollectsInTheQuiet(t *testing.T) {
 			t.Fatalf("%d collections on an older pass's timer, want 0", *n)
 		}
 	})
-	t.Run("a pass that allocated little", func(t *testing.T) {
-		h := Heap{Live: 60 << 20, Goal: 76 << 20, InUse: 61 << 20}
-		c, ts, n := testCollector(&h)
-		c.PassStarted()
-		c.PassEnded()
-		ts.fire(t, 0)
+	t.Run("a heavy pass, then light ones: remembered", func(t *testing.T) {
+		h := fresh()
+		c, ts, n := testCollector(h)
+		pass(c, h, 3*mb)
+		ts.fire(t, 0) // 3 + 3 of 11.2: fits
+		pass(c, h, mb/4)
+		ts.fire(t, 1) // 3.25 + 3: fits
 		if *n != 0 {
-			t.Fatalf("%d collections, want 0: the runtime's pacing is left alone", *n)
+			t.Fatalf("%d collections, want 0 yet", *n)
+		}
+		pass(c, h, 5*mb)
+		ts.fire(t, 2) // 8.25 + 5: would not fit
+		if *n != 1 {
+			t.Fatalf("%d collections, want 1", *n)
 		}
 	})
 }
