@@ -1,7 +1,9 @@
 // Package loop is the work loop shared by the Service controller
-// (internal/controller) and the apiserver mode (internal/apiserverlb): one
-// rate-limited workqueue of a few keys (a pass, a connection attempt), one
-// worker, and the rule for a key after its turn (Outcome). Retries happen
+// (internal/controller), the Gateway mode (internal/gatewayctl), each
+// --instance's driver (internal/driver) and the apiserver mode
+// (internal/apiserverlb): one rate-limited workqueue of a few keys (a
+// pass, a connection attempt), one worker, and the rule for a key after
+// its turn (Outcome). Retries happen
 // only through this queue's rate limiter; a turn put off (Outcome.Later)
 // comes back through a timer of the loop's own that adds the key, so the
 // queue's retries metric counts failures only. Writers is the status
