@@ -36,7 +36,8 @@ func TestStopWritesWhatIsDue(t *testing.T) {
 
 	e.stopController()
 	if err := contains(e.config(), n3); err != nil {
-		t.Errorf("config after the controller stopped: %v", err)
+		// stopController shows the log only of a test already failed.
+		t.Errorf("config after the controller stopped: %v; controller log:\n%s", err, e.ctlLog.String())
 	}
 	e.hap.Kill(t)
 	e.hap.Restart(t)
