@@ -108,7 +108,6 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 		Claimer:      claimer,
 		Beside:       beside,
 		Logger:       log,
-		Passes:       quietCollector(getenv, log),
 	})
 	inst := f.metrics.instance(choice.label)
 	if err := f.metrics.serve(ctx, b.ready(loop.Synced, inst), log); err != nil {

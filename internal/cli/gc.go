@@ -40,8 +40,8 @@ func tuneGC(getenv func(string) string, limit int64, log *slog.Logger) {
 	}
 }
 
-// quietCollector collects the garbage of the passes in the quiet after
-// them (internal/quietgc), unless the operator tuned the collector with
+// quietCollector collects the garbage of the Services mode's passes in
+// the quiet after them (internal/quietgc), unless the operator tuned the collector with
 // GOGC: then the runtime's pacing alone decides, as they set it. nil
 // (no watcher) in that case.
 func quietCollector(getenv func(string) string, log *slog.Logger) loop.PassWatcher {

@@ -46,9 +46,6 @@ type Options struct {
 	// instance runs it: its AppliedLater, if it has one).
 	Beside Beside
 	Logger *slog.Logger
-	// Passes, when set, is told when each pass starts and ends
-	// (loop.Options.Passes).
-	Passes loop.PassWatcher
 }
 
 // Beside is a source served beside the Gateways (ingressctl.Server).
@@ -102,7 +99,6 @@ func New(src *source.Gateway, drv driver.Driver, opts Options) *Loop {
 	}
 	return &Loop{opts: opts, src: src, drv: drv, log: log, pools: newPoolBook(log), applied: applied,
 		loop: loop.New(loop.Options{Name: "haproxy-k8s-sync-gateway", BaseDelay: 50 * time.Millisecond, MaxDelay: 10 * time.Second,
-			Passes: opts.Passes,
 			OnFailure: func(_ string, err error, retries int) {
 				log.Error("sync failed; will retry", "err", err, "retries", retries)
 			}})}

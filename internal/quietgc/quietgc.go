@@ -14,6 +14,11 @@
 // when the room is nearly used; passes that follow one another with no
 // quiet moment between them (a burst, churn) are left to the runtime's
 // own pacing.
+//
+// The Services mode has it; the Gateway mode does not: there, changes that
+// came every 20-30 ms met the collection the last one's quiet moment
+// started, and a new HTTPRoute at 5,000 was served later with it (p50
+// 16-29 ms against 13-19; BENCHMARKS.md, issue 29).
 package quietgc
 
 import (
