@@ -59,8 +59,6 @@ type Heap struct {
 	Goal uint64
 	// InUse: the heap's objects now, live and not yet found dead.
 	InUse uint64
-	// Allocs: the bytes allocated since the process started.
-	Allocs uint64
 }
 
 // Due reports whether a pass that allocates next bytes, starting from h,
@@ -78,7 +76,8 @@ func Due(h Heap, next uint64) bool {
 type Collector struct {
 	quiet time.Duration
 	log   *slog.Logger
-	read  func() Heap
+	read  func() Heap   // at a quiet moment
+	alloc func() uint64 // at each pass's start and end: bytes allocated so far
 	gc    func()
 	after func(time.Duration, func()) func() bool // time.AfterFunc, and the timer's Stop
 
@@ -86,29 +85,28 @@ type Collector struct {
 	gen     uint64 // passes started
 	busy    bool   // a pass runs
 	stop    func() bool
-	started uint64             // Allocs when the running pass started
+	started uint64             // alloc() when the running pass started
 	allocs  [passesKept]uint64 // the last passes' allocations, in a ring
 	n       int                // passes ended
 
 	collecting atomic.Bool
-	collected  atomic.Int64
 }
 
 // New is a Collector of the runtime's heap.
 func New(log *slog.Logger) *Collector {
-	return &Collector{quiet: DefaultQuiet, read: ReadHeap, gc: runtime.GC, after: afterFunc, log: log}
+	return &Collector{quiet: DefaultQuiet, read: ReadHeap, alloc: readAllocated, gc: runtime.GC, after: afterFunc, log: log}
 }
 
 func afterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // PassStarted says a pass began: no collection starts until after it.
 func (c *Collector) PassStarted() {
-	h := c.read()
+	a := c.alloc()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
 	c.busy = true
-	c.started = h.Allocs
+	c.started = a
 	if c.stop != nil {
 		c.stop()
 	}
@@ -117,20 +115,17 @@ func (c *Collector) PassStarted() {
 // PassEnded says the pass ended: if none begins within the quiet moment,
 // the heap is looked at then.
 func (c *Collector) PassEnded() {
-	h := c.read()
+	a := c.alloc()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.busy = false
-	if h.Allocs >= c.started {
-		c.allocs[c.n%passesKept] = h.Allocs - c.started
+	if a >= c.started {
+		c.allocs[c.n%passesKept] = a - c.started
 		c.n++
 	}
 	gen := c.gen
 	c.stop = c.after(c.quiet, func() { c.quietAfter(gen) })
 }
-
-// Collected is the number of collections c ran.
-func (c *Collector) Collected() int64 { return c.collected.Load() }
 
 // quietAfter collects, on the timer's goroutine, if no pass began since
 // pass gen ended and the next pass is expected to meet a collection. One
@@ -153,7 +148,6 @@ func (c *Collector) quietAfter(gen uint64) {
 	defer c.collecting.Store(false)
 	t0 := time.Now()
 	c.gc()
-	c.collected.Add(1)
 	c.log.Debug("garbage collected in a quiet moment", "live_kib", h.Live>>10, "goal_kib", h.Goal>>10,
 		"in_use_kib", h.InUse>>10, "next_pass_kib", next>>10, "took", time.Since(t0))
 }
@@ -165,9 +159,21 @@ const (
 	allocsName = "/gc/heap/allocs:bytes"
 )
 
+// readAllocated reads the bytes allocated since the process started, the
+// one metric a pass's start and end need (gcstat.Read reads it too, with
+// the pause histogram beside it, for the pass's log line).
+func readAllocated() uint64 {
+	s := [1]metrics.Sample{{Name: allocsName}}
+	metrics.Read(s[:])
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		return s[0].Value.Uint64()
+	}
+	return 0
+}
+
 // ReadHeap reads the runtime's heap (runtime/metrics: nothing allocated).
 func ReadHeap() Heap {
-	s := [4]metrics.Sample{{Name: liveName}, {Name: goalName}, {Name: inUseName}, {Name: allocsName}}
+	s := [3]metrics.Sample{{Name: liveName}, {Name: goalName}, {Name: inUseName}}
 	metrics.Read(s[:])
 	u := func(i int) uint64 {
 		if s[i].Value.Kind() == metrics.KindUint64 {
@@ -175,5 +181,5 @@ func ReadHeap() Heap {
 		}
 		return 0
 	}
-	return Heap{Live: u(0), Goal: u(1), InUse: u(2), Allocs: u(3)}
+	return Heap{Live: u(0), Goal: u(1), InUse: u(2)}
 }
