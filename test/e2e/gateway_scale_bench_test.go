@@ -306,7 +306,9 @@ func loadAvg() string {
 // watchPeak samples pid's /proc status every 100 ms until stop is called
 // (once or more)
 // and returns, through rises, each rise of VmHWM of 4 MiB or more: when
-// (from start) and the controller log's last line then, which says what
+// (from start), RssAnon and RssFile then (which of the two made it; the
+// executable's pages by section), and
+// the controller log's last line then, which says what
 // it was doing when the peak was made; and, through anonPeak, the
 // highest RssAnon sampled (KiB: the process's own memory, without the
 // binary's file pages VmHWM also counts).
@@ -338,7 +340,14 @@ func watchPeak(pid int, start time.Time, logPath string) (rises func() string, a
 				line = line[:160]
 			}
 			mu.Lock()
-			out = append(out, fmt.Sprintf("%s %.1f MiB: %s", time.Since(start).Round(100*time.Millisecond), float64(hwm)/1024, line))
+			file := fmt.Sprintf("%.1f", float64(m["RssFile"])/1024)
+			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
+				if secs, err := residentSections(pid, exe); err == nil { // residentsections_test.go
+					file = residentLine(secs)
+				}
+			}
+			out = append(out, fmt.Sprintf("%s %.1f MiB (anon %.1f, file %s): %s", time.Since(start).Round(100*time.Millisecond), float64(hwm)/1024,
+				float64(m["RssAnon"])/1024, file, line))
 			mu.Unlock()
 		}
 	}()
