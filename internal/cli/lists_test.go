@@ -18,11 +18,10 @@ import (
 
 // run's informers read their first list as the environment run is given
 // says (kubeclient.WatchListFromEnv, asked once where the command starts, with
-// its getenv): a plain list unless KUBE_FEATURE_WatchListClient is set
-// there, else the Services' as client-go's watch of the initial events
-// when it is true.
+// its getenv): the Services' as client-go's watch of the initial events
+// unless KUBE_FEATURE_WatchListClient is false there.
 // The variable is never in the test's own environment: before the call
-// took run's getenv, the "true" case listed (os.Getenv decided).
+// took run's getenv, the "false" case streamed (os.Getenv decided).
 func TestRunListsAsItsEnvironmentSays(t *testing.T) {
 	const name = "KUBE_FEATURE_WatchListClient"
 	if os.Getenv(name) != "" {
@@ -32,7 +31,7 @@ func TestRunListsAsItsEnvironmentSays(t *testing.T) {
 		env       string
 		watchList bool
 	}{
-		{"", false},
+		{"", true},
 		{"true", true},
 		{"false", false},
 	} {

@@ -56,9 +56,10 @@ A flag of another mode or driver given on the command line is an error (exit 2).
   haproxy-k8s-sync run --mode=apiserver --listen :8443 --bootstrap-servers 192.0.2.11,192.0.2.12`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			// How the informers read their first lists (plain unless
-			// KUBE_FEATURE_WatchListClient), from the command's own environment
-			// (kubeclient/lists.go): Main's and Run's alike.
+			// How the informers read their first lists (the large kinds'
+			// streamed unless KUBE_FEATURE_WatchListClient=false), from the
+			// command's own environment (kubeclient/lists.go): Main's and
+			// Run's alike.
 			if err := kubeclient.WatchListFromEnv(e.getenv); err != nil {
 				return flagErr("%v", err)
 			}

@@ -13,18 +13,20 @@ import (
 // object, then a bookmark, each object slimmed by the informer's transform
 // as it arrives); a plain list from the apiserver's watch cache is one
 // protobuf response per resource, decoded whole before the first item is
-// slimmed. At 10,000 Services x 5 endpoints (BenchmarkServicesScaleNew,
-// one quiet window, BENCHMARKS.md) streaming the Services and
-// EndpointSlices kept the caches' phase ~30 MiB lower (68-77 against
-// 102-107 MiB) but served 2.1 s after the start against 1.7-1.9, and the
-// first pass's held collector (memlimit.HoldStart) then grew the heap to
-// the same 106-111 MiB: the whole run's peak did not move (rss30b's
-// quiet run, with the hold made tighter after streamed lists: 129.7
-// against 134.9 MiB, served 1.1 s later). So the
-// controller asks for plain lists unless KUBE_FEATURE_WatchListClient,
-// client-go's own switch, is set; when it is true, only the large kinds
-// stream: every other informer is made from a client wrapped by
-// PlainLists (plain.go).
+// slimmed. The controller streams the large kinds' (Services and
+// EndpointSlices: every other informer is made from a client wrapped by
+// PlainLists, plain.go) unless KUBE_FEATURE_WatchListClient, client-go's
+// own switch, says false. At 10,000 Services x 5 endpoints
+// (BenchmarkServicesScaleNew, four runs each way in one world,
+// BENCHMARKS.md) plain lists made the whole run's peak while they were
+// decoded (116-122 MiB: ~90 MiB of the process's own memory beside ~29 MiB
+// of the executable's pages the start-up touched); streamed, that phase
+// stayed under 70 MiB and the peak moved to the burst of new Services
+// (105-114 MiB, 10 MiB lower on average). The cost is the start's: the
+// streamed lists took ~0.35 s longer and the first pass, held tighter
+// after them (memlimit.HoldStart), ~0.15 s longer (served 0.5 s later
+// without HAProxy's reload, which varies more). A plain list, before
+// 2026-12-02 the default, is one variable away.
 
 // watchListEnv is client-go's environment variable for the feature.
 const watchListEnv = "KUBE_FEATURE_" + string(features.WatchListClient)
@@ -36,7 +38,7 @@ type settable interface {
 }
 
 // WatchListFromEnv sets client-go's WatchListClient for this process from
-// getenv (the command's environment): off unless watchListEnv is set,
+// getenv (the command's environment): on unless watchListEnv is set,
 // else its value. It sets the one feature on client-go's own gates,
 // never replaces them (a replacement after something read the gates logs
 // an error, and `run` may be embedded after other client-go use: the
@@ -53,7 +55,7 @@ func WatchListFromEnv(getenv func(string) string) error {
 
 // watchListFromEnv sets WatchListClient on g from getenv.
 func watchListFromEnv(getenv func(string) string, g settable) error {
-	on := false
+	on := true
 	if v := getenv(watchListEnv); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {

@@ -115,8 +115,8 @@ func TestWatchListFromEnvInformerLists(t *testing.T) {
 	}
 }
 
-// TestWatchListFromEnvSetsTheGate: WatchListClient is off (plain first
-// lists) unless the command's environment sets client-go's variable,
+// TestWatchListFromEnvSetsTheGate: WatchListClient is on (the large kinds'
+// first lists streamed) unless the command's environment sets client-go's variable,
 // whose value then decides; a value that is no boolean is refused,
 // naming the variable.
 func TestWatchListFromEnvSetsTheGate(t *testing.T) {
@@ -125,7 +125,7 @@ func TestWatchListFromEnvSetsTheGate(t *testing.T) {
 		want    bool
 		refused bool
 	}{
-		{"", false, false},
+		{"", true, false},
 		{"true", true, false},
 		{"1", true, false},
 		{"false", false, false},
@@ -169,7 +169,7 @@ func TestStreamedFollowsTheGate(t *testing.T) {
 	for _, c := range []struct {
 		env  string
 		want bool
-	}{{"", false}, {"false", false}, {"true", true}} {
+	}{{"", true}, {"false", false}, {"true", true}} {
 		if err := WatchListFromEnv(func(string) string { return c.env }); err != nil {
 			t.Fatal(err)
 		}

@@ -7,8 +7,8 @@ import (
 )
 
 // Which informers stream their first list (issue 29, the start's peak
-// memory). With client-go's WatchListClient on
-// (KUBE_FEATURE_WatchListClient=true, WatchListFromEnv), an informer made
+// memory). With client-go's WatchListClient on (the default;
+// KUBE_FEATURE_WatchListClient=false turns it off, WatchListFromEnv), an informer made
 // from a client reads its first list as a watch of the initial events:
 // each object is decoded and put through the informer's transform as it
 // arrives, instead of the whole list response decoded before the first

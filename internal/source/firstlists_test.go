@@ -16,7 +16,7 @@ import (
 )
 
 // TestFirstListsStreamOnlyTheLargeKinds: with client-go's WatchListClient
-// as run sets it from KUBE_FEATURE_WatchListClient=true
+// as run sets it by default or from KUBE_FEATURE_WatchListClient=true
 // (kubeclient.WatchListFromEnv), the Services'
 // and EndpointSlices' informers read their first list as a watch of the
 // initial events (each object slimmed as it arrives: the start's peak
