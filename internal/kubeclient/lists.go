@@ -24,9 +24,10 @@ import (
 // stayed under 70 MiB and the peak moved to the burst of new Services
 // (105-114 MiB, 10 MiB lower on average). The cost is the start's: the
 // streamed lists took ~0.35 s longer and the first pass, held tighter
-// after them (memlimit.HoldStart), ~0.15 s longer (served 0.5 s later
-// without HAProxy's reload, which varies more). A plain list, before
-// 2026-12-02 the default, is one variable away.
+// after them (memlimit.HoldStart), ~0.15 s longer, ~0.55 s until HAProxy's
+// reload (served ~0.9 s later on average, the reload itself varying by
+// more). A plain list, before 2026-12-02 the default, is one variable
+// away.
 
 // watchListEnv is client-go's environment variable for the feature.
 const watchListEnv = "KUBE_FEATURE_" + string(features.WatchListClient)
