@@ -339,13 +339,13 @@ func watchPeak(pid int, start time.Time, logPath string) (rises func() string, a
 			if len(line) > 160 {
 				line = line[:160]
 			}
-			mu.Lock()
-			file := fmt.Sprintf("%.1f", float64(m["RssFile"])/1024)
+			file := fmt.Sprintf("%.1f MiB", float64(m["RssFile"])/1024)
 			if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
 				if secs, err := residentSections(pid, exe); err == nil { // residentsections_test.go
 					file = residentLine(secs)
 				}
 			}
+			mu.Lock()
 			out = append(out, fmt.Sprintf("%s %.1f MiB (anon %.1f, file %s): %s", time.Since(start).Round(100*time.Millisecond), float64(hwm)/1024,
 				float64(m["RssAnon"])/1024, file, line))
 			mu.Unlock()
