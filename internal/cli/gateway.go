@@ -108,6 +108,10 @@ func runGateway(ctx context.Context, f *runFlags, useDataplane bool, getenv func
 		Claimer:      claimer,
 		Beside:       beside,
 		Logger:       log,
+		// The executable's pages the lists and the start-up's work
+		// touched, handed back as in the Services mode (gc.go).
+		OnSynced:  func() { pageOutSynced(log) },
+		OnApplied: func() { pageOutApplied(log) },
 	})
 	inst := f.metrics.instance(choice.label)
 	if err := f.metrics.serve(ctx, b.ready(loop.Synced, inst), log); err != nil {

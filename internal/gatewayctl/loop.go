@@ -10,6 +10,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -46,6 +47,12 @@ type Options struct {
 	// instance runs it: its AppliedLater, if it has one).
 	Beside Beside
 	Logger *slog.Logger
+	// OnSynced, when set, is called once the informer caches synced,
+	// before the first pass; OnApplied once, after the first pass the
+	// driver applied (the cli pages out there the executable's pages the
+	// lists and the start-up's work touched, as in the Services mode:
+	// controller.Options).
+	OnSynced, OnApplied func()
 }
 
 // Beside is a source served beside the Gateways (ingressctl.Server).
@@ -81,7 +88,8 @@ type Loop struct {
 	// cas: BackendTLSPolicies' last good settings (the worker's alone).
 	cas gateway.CAMemo
 	// memo: each route's compiled rules across passes (the worker's alone).
-	memo gateway.Memo
+	memo     gateway.Memo
+	applied1 sync.Once // OnApplied
 }
 
 // New wires a loop.
@@ -126,6 +134,9 @@ func (l *Loop) Run(ctx context.Context) error {
 		return err
 	}
 	l.log.Info("caches synced")
+	if l.opts.OnSynced != nil {
+		l.opts.OnSynced()
+	}
 	l.Trigger()
 	go driver.Resync(ctx, l.drv, l.opts.ResyncPeriod, l.log, func() {}, l.Trigger)
 	return l.loop.Run(ctx, func(ctx context.Context, _ string) loop.Outcome {
@@ -201,6 +212,9 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	applyStart := time.Now()
 	res, err := l.drv.Apply(ctx, out.Config)
 	apply := time.Since(applyStart)
+	if err == nil && l.opts.OnApplied != nil {
+		l.applied1.Do(l.opts.OnApplied)
+	}
 	statusStart := time.Now()
 	if err == nil && l.applied == nil {
 		// Only what runs is reported: a route is never Accepted, nor a
