@@ -88,8 +88,8 @@ type Loop struct {
 	// cas: BackendTLSPolicies' last good settings (the worker's alone).
 	cas gateway.CAMemo
 	// memo: each route's compiled rules across passes (the worker's alone).
-	memo     gateway.Memo
-	applied1 sync.Once // OnApplied
+	memo        gateway.Memo
+	appliedOnce sync.Once // OnApplied
 }
 
 // New wires a loop.
@@ -213,7 +213,7 @@ func (l *Loop) sync(ctx context.Context) (driver.Result, error) {
 	res, err := l.drv.Apply(ctx, out.Config)
 	apply := time.Since(applyStart)
 	if err == nil && l.opts.OnApplied != nil {
-		l.applied1.Do(l.opts.OnApplied)
+		l.appliedOnce.Do(l.opts.OnApplied)
 	}
 	statusStart := time.Now()
 	if err == nil && l.applied == nil {
