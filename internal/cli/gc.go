@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,20 +140,29 @@ func memoryLimit(s string) (limit int64, auto bool, err error) {
 }
 
 // memoryTuner is the limit that follows the cluster's size
-// (internal/memlimit) when --memory-limit=auto, or nil. The operator's
-// GOMEMLIMIT wins: with it in the environment, auto is said and not
-// applied. Opt-in: near the live heap the collector runs often, and at
-// 10,000 Services that made a new Service's pass wait for it (a new
-// Service's p50 23.5 -> 58.3 ms, BENCHMARKS.md, issue 29).
+// (internal/memlimit) when --memory-limit=auto, the Services mode's
+// default, or nil. At 10,000 Services it takes the burst's peak from
+// 108-110 to 96-97 MiB with a new Service's latency unchanged
+// (BENCHMARKS.md, issue 29). The operator's GOMEMLIMIT (the manifests set
+// the container's limit there) bounds it from above: the runtime's limit
+// read here, after tuneGC, is the ceiling; GOMEMLIMIT=off is the
+// operator's "no limit", and then none is set (said either way).
 func memoryTuner(getenv func(string) string, auto bool, log *slog.Logger) *memlimit.Tuner {
 	if !auto {
 		return nil
 	}
-	if v := getenv("GOMEMLIMIT"); v != "" {
-		log.Info("--memory-limit=auto not applied: GOMEMLIMIT is set", "GOMEMLIMIT", v)
+	v := strings.TrimSpace(getenv("GOMEMLIMIT"))
+	if v == "off" {
+		log.Info("memory limit not following the cluster: GOMEMLIMIT=off")
 		return nil
 	}
-	return memlimit.New(memlimit.Default, log)
+	t := memlimit.New(memlimit.Default, log)
+	if v != "" {
+		ceiling := debug.SetMemoryLimit(-1) // the runtime's, parsed from GOMEMLIMIT
+		log.Info("memory limit follows the cluster below GOMEMLIMIT", "GOMEMLIMIT", v, "ceiling_mib", ceiling>>20)
+		t.Under(ceiling)
+	}
+	return t
 }
 
 // startHoldBound bounds the collector's hold for a start

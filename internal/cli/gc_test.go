@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/memlimit"
 	"github.com/haproxy-k8s-sync/haproxy-k8s-sync/internal/pageout"
 )
 
@@ -72,38 +75,64 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
-// The limit that follows the cluster is there only with
-// --memory-limit=auto, and the operator's GOMEMLIMIT (even "off") wins
-// over it.
-func TestMemoryTunerOnlyWithoutTheOperators(t *testing.T) {
+// The limit that follows the cluster is there with --memory-limit=auto,
+// run's default: below the operator's GOMEMLIMIT (the runtime's limit
+// it parsed), and not at all with GOMEMLIMIT=off, a quantity or 0.
+func TestMemoryTunerBelowTheOperators(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		env   map[string]string
-		flag  string
-		tuner bool
+		name    string
+		env     map[string]string
+		flag    string
+		runtime int64 // the runtime's limit, as GOMEMLIMIT set it
+		tuner   bool
+		said    string
+		want    int64 // the limit the tuner sets at 10,000 Services x 5
 	}{
-		{"auto", nil, "auto", true},
-		{"auto and GOGC", map[string]string{"GOGC": "50"}, "auto", true},
-		{"auto and GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "256MiB"}, "auto", false},
-		{"auto and GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, "auto", false},
-		{"no flag", nil, "", false},
-		{"--memory-limit", nil, "140Mi", false},
-		{"--memory-limit=0", nil, "0", false},
+		{"auto", nil, "auto", math.MaxInt64, true, "", memlimit.Default.For(scale10k, 0)},
+		{"auto and GOGC", map[string]string{"GOGC": "50"}, "auto", math.MaxInt64, true, "", memlimit.Default.For(scale10k, 0)},
+		{"auto below a larger GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "256MiB"}, "auto", 256 << 20, true, "below GOMEMLIMIT",
+			memlimit.Default.For(scale10k, 0)},
+		{"auto capped by a smaller GOMEMLIMIT", map[string]string{"GOMEMLIMIT": "70MiB"}, "auto", 70 << 20, true, "below GOMEMLIMIT", 70 << 20},
+		{"auto and GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, "auto", math.MaxInt64, false, "GOMEMLIMIT=off", 0},
+		{"--memory-limit=", nil, "", math.MaxInt64, false, "", 0},
+		{"--memory-limit", nil, "140Mi", 140 << 20, false, "", 0},
+		{"--memory-limit=0", nil, "0", math.MaxInt64, false, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, auto, err := memoryLimit(tc.flag)
 			if err != nil {
 				t.Fatal(err)
 			}
+			old := debug.SetMemoryLimit(tc.runtime)
+			defer debug.SetMemoryLimit(old)
 			var buf bytes.Buffer
 			tu := memoryTuner(func(k string) string { return tc.env[k] }, auto, slog.New(slog.NewTextHandler(&buf, nil)))
 			if got := tu != nil; got != tc.tuner {
-				t.Errorf("a limit following the cluster: %v, want %v", got, tc.tuner)
+				t.Fatalf("a limit following the cluster: %v, want %v", got, tc.tuner)
 			}
-			if said := strings.Contains(buf.String(), "GOMEMLIMIT is set"); said != (auto && tc.env["GOMEMLIMIT"] != "") {
-				t.Errorf("said GOMEMLIMIT wins: %v; log %q", said, buf.String())
+			if tc.said != "" && !strings.Contains(buf.String(), tc.said) {
+				t.Errorf("log %q, want it to say %q", buf.String(), tc.said)
+			}
+			if tu == nil {
+				return
+			}
+			if got := tu.Follow(scale10k); got != tc.want {
+				t.Errorf("limit %.1f MiB, want %.1f", float64(got)/(1<<20), float64(tc.want)/(1<<20))
 			}
 		})
+	}
+}
+
+// scale10k is the benchmarks' cluster: 10,000 Services, 5 endpoints each.
+var scale10k = memlimit.Size{Services: 10000, Endpoints: 50000}
+
+// run's default is the limit that follows the cluster.
+func TestMemoryLimitDefaultsToAuto(t *testing.T) {
+	var f runFlags
+	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
+	f.register(fs, func(string) string { return "" })
+	if _, auto, err := memoryLimit(f.memLimit); err != nil || !auto {
+		t.Errorf("--memory-limit defaults to %q (auto %v, %v), want auto", f.memLimit, auto, err)
 	}
 }
 

@@ -96,6 +96,6 @@ func (f *runFlags) register(fs *pflag.FlagSet, getenv func(string) string) {
 		fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 		f.metrics.register(fs)
 		fs.StringVar(&f.pprof, "pprof-address", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060; off when empty")
-		fs.StringVar(&f.memLimit, "memory-limit", "", "Go's soft memory limit (e.g. 140Mi, below the container's limit): near it the collector runs more often and memory goes back to the system; auto (Services mode): one that follows the cluster's size, unless GOMEMLIMIT is set; empty: GOMEMLIMIT's, else none")
+		fs.StringVar(&f.memLimit, "memory-limit", "auto", "Go's soft memory limit (e.g. 140Mi, below the container's limit): near it the collector runs more often and memory goes back to the system; auto (Services mode): one that follows the cluster's size, never above GOMEMLIMIT (off: none); 0: GOMEMLIMIT's alone")
 	})
 }

@@ -1,16 +1,18 @@
 // Package memlimit sets Go's soft memory limit from the size of the
-// cluster the controller serves (`run --memory-limit=auto`, issue 29: the
-// controller's peak RSS at 10,000 Services). GOGC=25 lets the heap grow a
-// quarter over its live size between collections; the live heap is
-// highest at the end of a start's first pass, and that quarter on top of
-// it was the start's peak. A soft limit caps the heap there, but a fixed
-// one cannot serve every cluster: near the live heap of 10,000 Services it
-// would make the collector run all the time at 20,000. So the limit is
-// predicted from what the caches hold (Services and endpoints counted
-// before each pass, the first included) and never set below what the
-// live heap, as last measured, needs with room to spare. It is a trade,
-// not a free cut: once the live heap nears the limit the collector runs
-// often, and a pass waits for it (BENCHMARKS.md, issue 29).
+// cluster the controller serves (`run`'s default in the Services mode,
+// `--memory-limit=auto`; issue 29: the controller's peak RSS at 10,000
+// Services). GOGC=25 lets the heap grow a quarter over the live heap the
+// last collection found; while passes come back to back (a burst of new
+// Services) a collection marks what the running pass holds too, and the
+// goal rose with it: that was the whole run's peak. A soft limit caps the
+// heap there, but a fixed one cannot serve every cluster: near the live
+// heap of 10,000 Services it would make the collector run all the time at
+// 20,000. So the limit is predicted from what the caches hold (Services
+// and endpoints counted before each pass, the first included) and never
+// set below what the live heap, as last measured, needs with room to
+// spare, nor above the operator's GOMEMLIMIT (Tuner.Under). It is a
+// trade: too near the live heap the collector runs in every pass and a
+// pass waits for it (BENCHMARKS.md, issue 29).
 package memlimit
 
 import (
@@ -41,11 +43,17 @@ type Model struct {
 }
 
 // Default is the model `run` uses in the Services mode: at 10,000
-// Services with 5 endpoints each, 80 MiB.
+// Services with 5 endpoints each, 86 MiB. There a new Service's pass
+// (~7 MB) still finds the room it needs over the ~57 MB live heap, so
+// it meets no collection of its own (p50 14-15 ms, as with no limit),
+// and a burst's passes, back to back, no longer raise the heap's goal
+// from what they hold while a collection marks (the peak 96-97 MiB
+// against 108-110 with none; at 80 MiB a new Service's p50 was 37-39 ms:
+// BENCHMARKS.md, issue 29).
 var Default = Model{
 	Floor:       64 << 20,
-	Base:        24 << 20,
-	PerService:  4608,
+	Base:        25 << 20,
+	PerService:  5120,
 	PerEndpoint: 256,
 	RoomPercent: 10,
 	Beside:      14 << 20,
@@ -60,22 +68,34 @@ func (m Model) For(s Size, live uint64) int64 {
 	return max(m.Floor, want, need)
 }
 
-// Tuner applies a Model before each pass. A nil Tuner does nothing (no
-// --memory-limit=auto, or the operator's GOMEMLIMIT wins).
+// Tuner applies a Model before each pass. A nil Tuner does nothing
+// (--memory-limit given a quantity or 0, or GOMEMLIMIT=off: internal/cli).
 type Tuner struct {
-	model  Model
-	set    func(int64) int64 // debug.SetMemoryLimit
-	live   func() uint64     // the live heap as of the last collection
-	log    *slog.Logger
-	mu     sync.Mutex // Follow, and Watch's check after each collection
-	size   Size       // the caches' size at the last Follow
-	limit  int64      // what it set last; 0 before the first
-	logged int64      // the limit last logged
+	model   Model
+	ceiling int64             // never above (the operator's GOMEMLIMIT: Under)
+	set     func(int64) int64 // debug.SetMemoryLimit
+	live    func() uint64     // the live heap as of the last collection
+	log     *slog.Logger
+	mu      sync.Mutex // Follow, and Watch's check after each collection
+	size    Size       // the caches' size at the last Follow
+	limit   int64      // what it set last; 0 before the first
+	logged  int64      // the limit last logged
 }
 
 // New is a Tuner of model m.
 func New(m Model, log *slog.Logger) *Tuner {
-	return &Tuner{model: m, set: debug.SetMemoryLimit, live: liveHeap, log: log}
+	return &Tuner{model: m, ceiling: math.MaxInt64, set: debug.SetMemoryLimit, live: liveHeap, log: log}
+}
+
+// Under keeps the limits t sets at or below ceiling (the operator's
+// GOMEMLIMIT, often the container's memory limit: the model's limit is
+// the working point below it, the operator's the bound; a cluster whose
+// model asks more gets the operator's). It returns t; nil stays nil.
+func (t *Tuner) Under(ceiling int64) *Tuner {
+	if t != nil && ceiling > 0 {
+		t.ceiling = ceiling
+	}
+	return t
 }
 
 // Follow sets the limit for a cluster of size s (before a pass: the
@@ -120,7 +140,7 @@ func (t *Tuner) Watch(ctx context.Context) {
 // apply sets the limit for t.size and the live heap now; t.mu held.
 func (t *Tuner) apply() int64 {
 	s, live := t.size, t.live()
-	limit := t.model.For(s, live)
+	limit := min(t.model.For(s, live), t.ceiling)
 	if limit != t.limit {
 		t.set(limit)
 		t.limit = limit

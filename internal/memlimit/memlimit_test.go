@@ -45,8 +45,8 @@ func TestModelFor(t *testing.T) {
 // it grows with the cluster: doubled, the part above Base doubles.
 func TestDefaultAtScale(t *testing.T) {
 	at := func(n int) int64 { return Default.For(Size{Services: n, Endpoints: 5 * n}, 0) }
-	if got := at(10000); got < 78*mib || got > 86*mib {
-		t.Errorf("10,000 Services: %.1f MiB, want 78-86", float64(got)/mib)
+	if got := at(10000); got < 85*mib || got > 87*mib {
+		t.Errorf("10,000 Services: %.1f MiB, want 85-87", float64(got)/mib)
 	}
 	if got, want := at(20000)-Default.Base, 2*(at(10000)-Default.Base); got != want {
 		t.Errorf("20,000 Services: %d above Base, want %d", got, want)
@@ -96,6 +96,40 @@ func TestTunerFollows(t *testing.T) {
 	}
 	if n := strings.Count(buf.String(), "memory limit follows"); n != 2 {
 		t.Fatalf("%d log lines after a large change, want 2:\n%s", n, buf.String())
+	}
+}
+
+// Under bounds every limit the Tuner sets by the operator's, the
+// prediction's and the live heap's need alike; a ceiling of 0 (none
+// read) leaves it unbounded, and a nil Tuner stays nil.
+func TestTunerUnder(t *testing.T) {
+	var set []int64
+	live := uint64(0)
+	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, PerEndpoint: 256, RoomPercent: 10, Beside: 14 * mib},
+		slog.New(slog.DiscardHandler)).Under(0)
+	tu.set = func(v int64) int64 { set = append(set, v); return 0 }
+	tu.live = func() uint64 { return live }
+	predicted := int64(24*mib + 4096*10000 + 256*50000)
+	if got := tu.Follow(Size{Services: 10000, Endpoints: 50000}); got != predicted {
+		t.Fatalf("no ceiling: %d, want the prediction %d", got, predicted)
+	}
+	tu.Under(70 * mib)
+	for _, l := range []uint64{0, 200 * mib} {
+		live = l
+		if got := tu.Follow(Size{Services: 10000, Endpoints: 50000}); got != 70*mib {
+			t.Errorf("live %d MiB under 70 MiB: limit %d", l/mib, got)
+		}
+	}
+	live = 0
+	if got := tu.Follow(Size{Services: 10, Endpoints: 50}); got != 64*mib {
+		t.Errorf("a small cluster under 70 MiB: %d, want the floor", got)
+	}
+	if set[len(set)-1] != 64*mib {
+		t.Errorf("set %v", set)
+	}
+	var none *Tuner
+	if none.Under(70*mib) != nil {
+		t.Error("a nil Tuner under a ceiling is not nil")
 	}
 }
 
