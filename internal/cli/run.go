@@ -251,6 +251,7 @@ func (f *runFlags) runServices(ctx context.Context, choice driverChoice, dopts d
 	f.announce.keepSnapshot(ctx, ann, filepath.Join(filepath.Dir(f.stateFile), announce.SnapshotFile), log)
 	memory := memoryTuner(getenv, f.memLimit == "auto", log)
 	memory.Watch(ctx)
+	defer memory.Stop()
 	hold := &startHold{getenv: getenv, tuned: memory != nil, log: log}
 	ctl := controller.New(src, withAnnouncer(compose(b.drv, udp), ann), events, controller.Options{
 		Desired:      dopts,

@@ -80,6 +80,8 @@ type Tuner struct {
 	size    Size       // the caches' size at the last Follow
 	limit   int64      // what it set last; 0 before the first
 	logged  int64      // the limit last logged
+	prev    int64      // the limit in force before the first (Stop puts it back)
+	stopped bool       // Stop was called: nothing set after it
 }
 
 // New is a Tuner of model m.
@@ -108,7 +110,27 @@ func (t *Tuner) Follow(s Size) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.size = s
+	if t.stopped {
+		return 0
+	}
 	return t.apply()
+}
+
+// Stop puts back the limit that was in force before t set its first,
+// and t sets none after it: the process may outlive the controller's
+// run (tests run several in one process), and a limit fitted to caches
+// that are gone would make the collector run flat out against whatever
+// the process holds next. Nil: nothing.
+func (t *Tuner) Stop() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.limit != 0 && !t.stopped {
+		t.set(t.prev)
+	}
+	t.stopped = true
 }
 
 // Watch checks the limit after every collection until ctx ends: a live
@@ -129,7 +151,7 @@ func (t *Tuner) Watch(ctx context.Context) {
 			return
 		}
 		t.mu.Lock()
-		if t.limit != 0 { // before the first Follow the caches' size is unknown
+		if t.limit != 0 && !t.stopped { // before the first Follow the caches' size is unknown
 			t.apply()
 		}
 		t.mu.Unlock()
@@ -142,7 +164,9 @@ func (t *Tuner) apply() int64 {
 	s, live := t.size, t.live()
 	limit := min(t.model.For(s, live), t.ceiling)
 	if limit != t.limit {
-		t.set(limit)
+		if prev := t.set(limit); t.limit == 0 {
+			t.prev = prev
+		}
 		t.limit = limit
 	}
 	// Logged when it moved by an eighth since last logged: a pass that

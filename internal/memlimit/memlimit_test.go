@@ -133,6 +133,51 @@ func TestTunerUnder(t *testing.T) {
 	}
 }
 
+// Stop puts back the limit in force before the Tuner's first, once, and
+// nothing is set after it: neither by a pass nor after a collection.
+func TestTunerStopPutsBack(t *testing.T) {
+	var mu sync.Mutex
+	var set []int64
+	runtimeLimit := int64(512 * mib) // the operator's, before the Tuner
+	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, RoomPercent: 10, Beside: 14 * mib}, slog.New(slog.DiscardHandler))
+	tu.set = func(v int64) int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		set = append(set, v)
+		old := runtimeLimit
+		runtimeLimit = v
+		return old
+	}
+	var live atomic.Uint64
+	tu.live = live.Load
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tu.Watch(ctx)
+	tu.Follow(Size{Services: 10000})
+	tu.Follow(Size{Services: 20000})
+	tu.Stop()
+	tu.Stop()
+	mu.Lock()
+	if runtimeLimit != 512*mib || len(set) != 3 {
+		t.Fatalf("after Stop: the limit %d MiB, set %v; want 512 MiB back, set three times", runtimeLimit/mib, set)
+	}
+	mu.Unlock()
+	if got := tu.Follow(Size{Services: 30000}); got != 0 {
+		t.Errorf("Follow after Stop returned %d", got)
+	}
+	live.Store(400 * mib) // a collection would raise it, were it not stopped
+	for range 3 {
+		runtime.GC()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if runtimeLimit != 512*mib || len(set) != 3 {
+		t.Errorf("after Stop, a pass and collections: the limit %d MiB, set %v", runtimeLimit/mib, set)
+	}
+	var none *Tuner
+	none.Stop()
+}
+
 // liveHeap reads the runtime's live heap (something after any collection).
 func TestLiveHeapReads(t *testing.T) {
 	keep := make([]byte, 4*mib)
