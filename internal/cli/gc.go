@@ -142,7 +142,7 @@ func memoryLimit(s string) (limit int64, auto bool, err error) {
 // memoryTuner is the limit that follows the cluster's size
 // (internal/memlimit) when --memory-limit=auto, the Services mode's
 // default, or nil. At 10,000 Services it takes the burst's peak from
-// 108-110 to 96-97 MiB with a new Service's latency unchanged
+// 108-112 to 96-99 MiB with a new Service's latency unchanged
 // (BENCHMARKS.md, issue 29). The operator's GOMEMLIMIT (the manifests set
 // the container's limit there) bounds it from above: the runtime's limit
 // read here, after tuneGC, is the ceiling; GOMEMLIMIT=off is the

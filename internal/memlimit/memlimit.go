@@ -45,10 +45,10 @@ type Model struct {
 // Default is the model `run` uses in the Services mode: at 10,000
 // Services with 5 endpoints each, 86 MiB. There a new Service's pass
 // (~7 MB) still finds the room it needs over the ~57 MB live heap, so
-// it meets no collection of its own (p50 14-15 ms, as with no limit),
+// it meets no collection of its own (p50 15-19 ms, as with no limit),
 // and a burst's passes, back to back, no longer raise the heap's goal
-// from what they hold while a collection marks (the peak 96-97 MiB
-// against 108-110 with none; at 80 MiB a new Service's p50 was 37-39 ms:
+// from what they hold while a collection marks (the peak 96-99 MiB
+// against 108-112 with none; at 80 MiB a new Service's p50 was 37-39 ms:
 // BENCHMARKS.md, issue 29).
 var Default = Model{
 	Floor:       64 << 20,
