@@ -145,7 +145,7 @@ func memoryLimit(s string) (limit int64, auto bool, err error) {
 // 108-112 to 96-99 MiB with a new Service's latency unchanged
 // (BENCHMARKS.md, issue 29). The operator's GOMEMLIMIT (the manifests set
 // the container's limit there) bounds it from above: the runtime's limit
-// read here, after tuneGC, is the ceiling; GOMEMLIMIT=off is the
+// when the tuner is made, after tuneGC; GOMEMLIMIT=off is the
 // operator's "no limit", and then none is set (said either way).
 func memoryTuner(getenv func(string) string, auto bool, log *slog.Logger) *memlimit.Tuner {
 	if !auto {
@@ -156,13 +156,10 @@ func memoryTuner(getenv func(string) string, auto bool, log *slog.Logger) *memli
 		log.Info("memory limit not following the cluster: GOMEMLIMIT=off")
 		return nil
 	}
-	t := memlimit.New(memlimit.Default, log)
 	if v != "" {
-		ceiling := debug.SetMemoryLimit(-1) // the runtime's, parsed from GOMEMLIMIT
-		log.Info("memory limit follows the cluster below GOMEMLIMIT", "GOMEMLIMIT", v, "ceiling_mib", ceiling>>20)
-		t.Under(ceiling)
+		log.Info("memory limit follows the cluster below GOMEMLIMIT", "GOMEMLIMIT", v)
 	}
-	return t
+	return memlimit.New(memlimit.Default, log)
 }
 
 // startHoldBound bounds the collector's hold for a start

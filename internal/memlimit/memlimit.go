@@ -10,7 +10,7 @@
 // 20,000. So the limit is predicted from what the caches hold (Services
 // and endpoints counted before each pass, the first included) and never
 // set below what the live heap, as last measured, needs with room to
-// spare, nor above the operator's GOMEMLIMIT (Tuner.Under). It is a
+// spare, nor above the operator's GOMEMLIMIT (Tuner.before). It is a
 // trade: too near the live heap the collector runs in every pass and a
 // pass waits for it (BENCHMARKS.md, issue 29).
 package memlimit
@@ -71,33 +71,31 @@ func (m Model) For(s Size, live uint64) int64 {
 // Tuner applies a Model before each pass. A nil Tuner does nothing
 // (--memory-limit given a quantity or 0, or GOMEMLIMIT=off: internal/cli).
 type Tuner struct {
-	model   Model
-	ceiling int64             // never above (the operator's GOMEMLIMIT: Under)
-	set     func(int64) int64 // debug.SetMemoryLimit
-	live    func() uint64     // the live heap as of the last collection
-	log     *slog.Logger
-	mu      sync.Mutex // Follow, and Watch's check after each collection
-	size    Size       // the caches' size at the last Follow
-	limit   int64      // what it set last; 0 before the first
-	logged  int64      // the limit last logged
-	prev    int64      // the limit in force before the first (Stop puts it back)
-	stopped bool       // Stop was called: nothing set after it
+	model  Model
+	set    func(int64) int64 // debug.SetMemoryLimit
+	live   func() uint64     // the live heap as of the last collection
+	log    *slog.Logger
+	mu     sync.Mutex // Follow, and Watch's check after each collection
+	size   Size       // the caches' size at the last Follow
+	limit  int64      // what it set last; 0 before the first
+	logged int64      // the limit last logged
+	// before is the limit in force when the Tuner was made (the
+	// operator's GOMEMLIMIT, often the container's memory limit, or
+	// none): never exceeded, since the model's limit is the working
+	// point below the operator's bound and a cluster whose model asks
+	// more gets the operator's; and put back by Stop.
+	before  int64
+	stopped bool // Stop was called: nothing set after it
 }
 
-// New is a Tuner of model m.
+// New is a Tuner of model m, below the runtime's limit now (GOMEMLIMIT's).
 func New(m Model, log *slog.Logger) *Tuner {
-	return &Tuner{model: m, ceiling: math.MaxInt64, set: debug.SetMemoryLimit, live: liveHeap, log: log}
+	return newTuner(m, debug.SetMemoryLimit, liveHeap, log)
 }
 
-// Under keeps the limits t sets at or below ceiling (the operator's
-// GOMEMLIMIT, often the container's memory limit: the model's limit is
-// the working point below it, the operator's the bound; a cluster whose
-// model asks more gets the operator's). It returns t; nil stays nil.
-func (t *Tuner) Under(ceiling int64) *Tuner {
-	if t != nil && ceiling > 0 {
-		t.ceiling = ceiling
-	}
-	return t
+// newTuner is New with the runtime's setter and live heap given (tests).
+func newTuner(m Model, set func(int64) int64, live func() uint64, log *slog.Logger) *Tuner {
+	return &Tuner{model: m, set: set, live: live, log: log, before: set(-1)}
 }
 
 // Follow sets the limit for a cluster of size s (before a pass: the
@@ -116,7 +114,7 @@ func (t *Tuner) Follow(s Size) int64 {
 	return t.apply()
 }
 
-// Stop puts back the limit that was in force before t set its first,
+// Stop puts back the limit that was in force when t was made,
 // and t sets none after it: the process may outlive the controller's
 // run (tests run several in one process), and a limit fitted to caches
 // that are gone would make the collector run flat out against whatever
@@ -128,7 +126,7 @@ func (t *Tuner) Stop() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.limit != 0 && !t.stopped {
-		t.set(t.prev)
+		t.set(t.before)
 	}
 	t.stopped = true
 }
@@ -162,11 +160,9 @@ func (t *Tuner) Watch(ctx context.Context) {
 // apply sets the limit for t.size and the live heap now; t.mu held.
 func (t *Tuner) apply() int64 {
 	s, live := t.size, t.live()
-	limit := min(t.model.For(s, live), t.ceiling)
+	limit := min(t.model.For(s, live), t.before)
 	if limit != t.limit {
-		if prev := t.set(limit); t.limit == 0 {
-			t.prev = prev
-		}
+		t.set(limit)
 		t.limit = limit
 	}
 	// Logged when it moved by an eighth since last logged: a pass that

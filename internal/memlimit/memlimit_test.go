@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,21 +101,45 @@ func TestTunerFollows(t *testing.T) {
 	}
 }
 
-// Under bounds every limit the Tuner sets by the operator's, the
-// prediction's and the live heap's need alike; a ceiling of 0 (none
-// read) leaves it unbounded, and a nil Tuner stays nil.
-func TestTunerUnder(t *testing.T) {
-	var set []int64
+// runtimeLimit stands in for the runtime's limit: v (with -1 read, not
+// set), its sets recorded.
+type runtimeLimit struct {
+	mu  sync.Mutex
+	v   int64
+	set []int64
+}
+
+func (r *runtimeLimit) SetMemoryLimit(v int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.v
+	if v >= 0 {
+		r.v = v
+		r.set = append(r.set, v)
+	}
+	return old
+}
+
+func (r *runtimeLimit) now() (int64, []int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.v, slices.Clone(r.set)
+}
+
+// The limit in force when the Tuner is made (the operator's GOMEMLIMIT)
+// bounds every limit it sets, the prediction's and the live heap's need
+// alike; with none in force (math.MaxInt64) the prediction stands.
+func TestTunerUnderTheOperators(t *testing.T) {
+	m := Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, PerEndpoint: 256, RoomPercent: 10, Beside: 14 * mib}
 	live := uint64(0)
-	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, PerEndpoint: 256, RoomPercent: 10, Beside: 14 * mib},
-		slog.New(slog.DiscardHandler)).Under(0)
-	tu.set = func(v int64) int64 { set = append(set, v); return 0 }
-	tu.live = func() uint64 { return live }
+	liveNow := func() uint64 { return live }
+	none := &runtimeLimit{v: math.MaxInt64}
 	predicted := int64(24*mib + 4096*10000 + 256*50000)
-	if got := tu.Follow(Size{Services: 10000, Endpoints: 50000}); got != predicted {
+	if got := newTuner(m, none.SetMemoryLimit, liveNow, slog.New(slog.DiscardHandler)).Follow(Size{Services: 10000, Endpoints: 50000}); got != predicted {
 		t.Fatalf("no ceiling: %d, want the prediction %d", got, predicted)
 	}
-	tu.Under(70 * mib)
+	r := &runtimeLimit{v: 70 * mib}
+	tu := newTuner(m, r.SetMemoryLimit, liveNow, slog.New(slog.DiscardHandler))
 	for _, l := range []uint64{0, 200 * mib} {
 		live = l
 		if got := tu.Follow(Size{Services: 10000, Endpoints: 50000}); got != 70*mib {
@@ -124,32 +150,18 @@ func TestTunerUnder(t *testing.T) {
 	if got := tu.Follow(Size{Services: 10, Endpoints: 50}); got != 64*mib {
 		t.Errorf("a small cluster under 70 MiB: %d, want the floor", got)
 	}
-	if set[len(set)-1] != 64*mib {
-		t.Errorf("set %v", set)
-	}
-	var none *Tuner
-	if none.Under(70*mib) != nil {
-		t.Error("a nil Tuner under a ceiling is not nil")
+	if v, set := r.now(); v != 64*mib {
+		t.Errorf("the runtime's limit %d, set %v", v, set)
 	}
 }
 
-// Stop puts back the limit in force before the Tuner's first, once, and
+// Stop puts back the limit in force when the Tuner was made, once, and
 // nothing is set after it: neither by a pass nor after a collection.
 func TestTunerStopPutsBack(t *testing.T) {
-	var mu sync.Mutex
-	var set []int64
-	runtimeLimit := int64(512 * mib) // the operator's, before the Tuner
-	tu := New(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, RoomPercent: 10, Beside: 14 * mib}, slog.New(slog.DiscardHandler))
-	tu.set = func(v int64) int64 {
-		mu.Lock()
-		defer mu.Unlock()
-		set = append(set, v)
-		old := runtimeLimit
-		runtimeLimit = v
-		return old
-	}
+	r := &runtimeLimit{v: 512 * mib} // the operator's, before the Tuner
 	var live atomic.Uint64
-	tu.live = live.Load
+	tu := newTuner(Model{Floor: 64 * mib, Base: 24 * mib, PerService: 4096, RoomPercent: 10, Beside: 14 * mib},
+		r.SetMemoryLimit, live.Load, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tu.Watch(ctx)
@@ -157,11 +169,9 @@ func TestTunerStopPutsBack(t *testing.T) {
 	tu.Follow(Size{Services: 20000})
 	tu.Stop()
 	tu.Stop()
-	mu.Lock()
-	if runtimeLimit != 512*mib || len(set) != 3 {
-		t.Fatalf("after Stop: the limit %d MiB, set %v; want 512 MiB back, set three times", runtimeLimit/mib, set)
+	if v, set := r.now(); v != 512*mib || len(set) != 3 {
+		t.Fatalf("after Stop: the limit %d MiB, set %v; want 512 MiB back, set three times", v/mib, set)
 	}
-	mu.Unlock()
 	if got := tu.Follow(Size{Services: 30000}); got != 0 {
 		t.Errorf("Follow after Stop returned %d", got)
 	}
@@ -169,10 +179,8 @@ func TestTunerStopPutsBack(t *testing.T) {
 	for range 3 {
 		runtime.GC()
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if runtimeLimit != 512*mib || len(set) != 3 {
-		t.Errorf("after Stop, a pass and collections: the limit %d MiB, set %v", runtimeLimit/mib, set)
+	if v, set := r.now(); v != 512*mib || len(set) != 3 {
+		t.Errorf("after Stop, a pass and collections: the limit %d MiB, set %v", v/mib, set)
 	}
 	var none *Tuner
 	none.Stop()
